@@ -1,0 +1,411 @@
+package snapshot
+
+// This file fixes the public surface of package snapshot that packages
+// adapters and server build on. Bodies marked "not implemented yet" are being
+// written; signatures may grow but not break without updating callers.
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snapstore/snapstore/store"
+)
+
+// Errors of package snapshot; check with errors.Is.
+var (
+	ErrDatasetNotFound   = errors.New("snapshot: dataset not found")
+	ErrNoVersion         = errors.New("snapshot: dataset has no committed version")
+	ErrVersionNotKept    = errors.New("snapshot: version not kept") // collected by GC, or never committed
+	ErrTagNotFound       = errors.New("snapshot: tag not found")
+	ErrRowNotFound       = errors.New("snapshot: row not found")
+	ErrRunInProgress     = errors.New("snapshot: a run of this dataset is already in progress")
+	ErrGuardRefused      = errors.New("snapshot: commit guard refused the run")
+	ErrBadKey            = errors.New("snapshot: bad key")
+	ErrBadSchema         = errors.New("snapshot: bad schema")
+	ErrKeyChanged        = errors.New("snapshot: key columns changed")
+	ErrRunClosed         = errors.New("snapshot: run already committed or aborted")
+	ErrRecordNotFound    = errors.New("snapshot: record not found")
+	ErrBadPageToken      = errors.New("snapshot: bad page token")
+	ErrInvalidArgument   = errors.New("snapshot: invalid argument")
+	ErrClosed            = errors.New("snapshot: closed")
+	errNotImplementedYet = errors.New("snapshot: not implemented yet")
+)
+
+// Options configure a DB. Zero fields take the defaults given.
+type Options struct {
+	// Logger receives structured logs with keys dataset, version, txn; nil
+	// discards.
+	Logger *slog.Logger
+	// Registerer registers the package's metrics; nil registers none.
+	Registerer prometheus.Registerer
+	// Partitions is the number of hash partitions of a new dataset's row-key
+	// space; default 1. Fixed per dataset at creation.
+	Partitions int
+	// now is the clock, injectable by tests; default time.Now.
+	now func() time.Time
+}
+
+// DB is the set of SNAPSHOT datasets kept in one store. Safe for concurrent
+// use.
+type DB struct{}
+
+// Open opens the datasets of st, turning every transaction left in progress
+// by a previous process into an invalid one (DESIGN semantics 3).
+func Open(ctx context.Context, st store.Store, opts Options) (*DB, error) {
+	return nil, errNotImplementedYet
+}
+
+// Close closes the DB (not the store). Open runs are aborted.
+func (db *DB) Close() error { return nil }
+
+// Column is one column of a dataset's schema.
+type Column struct {
+	// Name is the source column name, case preserved.
+	Name string `json:"name"`
+	// Kind is how values are stored.
+	Kind Kind `json:"kind"`
+	// SourceType is the source's declared type, e.g. "decimal(5,2)",
+	// informational.
+	SourceType string `json:"source_type,omitempty"`
+	// Nullable reports whether the source allows NULL.
+	Nullable bool `json:"nullable"`
+}
+
+// Schema is the ordered column list of one version plus its key columns.
+type Schema struct {
+	Columns []Column `json:"columns"`
+	// Key lists the names of the key columns in key order (a subset of
+	// Columns).
+	Key []string `json:"key"`
+}
+
+// Retention says which committed versions a dataset keeps (DESIGN 5): every
+// version younger than TTL and at least the newest MinVersions; the current
+// and tagged versions always.
+type Retention struct {
+	// TTL is the age, from commit time, up to which versions are kept; 0
+	// means forever.
+	TTL time.Duration `json:"ttl"`
+	// MinVersions is the number of newest versions always kept; default 1
+	// (the current version), values < 1 mean 1.
+	MinVersions int `json:"min_versions"`
+}
+
+// Guard is a commit guard configuration.
+type Guard struct {
+	// AllowEmpty lets a run commit 0 rows.
+	AllowEmpty bool `json:"allow_empty"`
+	// MaxShrink is the largest fraction (0..1) of the current version's rows
+	// a run may delete; default 0.5; 1 disables the check.
+	MaxShrink float64 `json:"max_shrink"`
+}
+
+// SourceInfo records where a version came from.
+type SourceInfo struct {
+	Adapter    string `json:"adapter,omitempty"`
+	Connection string `json:"connection,omitempty"`
+	// Revision is the data connection's revision used by the run.
+	Revision int64  `json:"connection_revision,omitempty"`
+	Resource string `json:"resource,omitempty"`
+	RunID    string `json:"run_id,omitempty"`
+}
+
+// RunStats counts what one run did.
+type RunStats struct {
+	Rows         int64 `json:"rows"`
+	Inserted     int64 `json:"inserted"`
+	Updated      int64 `json:"updated"`
+	Deleted      int64 `json:"deleted"`
+	Unchanged    int64 `json:"unchanged"`
+	BytesWritten int64 `json:"bytes_written"`
+	// Checksum is an order-independent checksum of the version's rows, as
+	// 16 hex digits.
+	Checksum string `json:"checksum"`
+}
+
+// VersionInfo describes one committed version.
+type VersionInfo struct {
+	Dataset     string     `json:"dataset"`
+	Version     int64      `json:"version"`
+	CommittedAt time.Time  `json:"committed_at"`
+	Source      SourceInfo `json:"source"`
+	Stats       RunStats   `json:"stats"`
+	Schema      Schema     `json:"schema"`
+	Tags        []string   `json:"tags,omitempty"`
+	Current     bool       `json:"current"`
+}
+
+// DatasetInfo describes a dataset.
+type DatasetInfo struct {
+	Name       string    `json:"name"`
+	CreatedAt  time.Time `json:"created_at"`
+	Partitions int       `json:"partitions"`
+	// Current is the current version, 0 when nothing was committed.
+	Current     int64        `json:"current_version"`
+	CurrentInfo *VersionInfo `json:"current,omitempty"`
+	Retention   Retention    `json:"retention"`
+	Guard       Guard        `json:"guard"`
+	// Versions is the number of kept versions.
+	Versions int `json:"versions"`
+}
+
+// DatasetConfig is what a run or an operator sets on a dataset.
+type DatasetConfig struct {
+	Name      string
+	Retention Retention
+	Guard     Guard
+}
+
+// RunOptions describe one run.
+type RunOptions struct {
+	// Schema is the schema of the rows the run will Put; Key must be set.
+	Schema Schema
+	Source SourceInfo
+	// Force commits even when a guard would refuse.
+	Force bool
+}
+
+// Run is one in-progress write of a dataset's next version. Not safe for
+// concurrent use.
+type Run struct{}
+
+// BeginRun starts a run of cfg.Name (creating the dataset on first use and
+// updating its retention and guard). ErrRunInProgress if one is running;
+// ErrKeyChanged if opts.Schema.Key differs from the dataset's.
+func (db *DB) BeginRun(ctx context.Context, cfg DatasetConfig, opts RunOptions) (*Run, error) {
+	return nil, errNotImplementedYet
+}
+
+// TxnID returns the run's transaction id, the version it will commit.
+func (r *Run) TxnID() int64 { return 0 }
+
+// Put adds one source row, values aligned with RunOptions.Schema.Columns. The
+// run copies what it keeps; vals may be reused after Put returns.
+// ErrBadKey for a NULL key column. Rows may come in any order; a key given
+// twice is ErrBadKey.
+func (r *Run) Put(ctx context.Context, vals []Value) error { return errNotImplementedYet }
+
+// Stats returns the counts so far (live progress).
+func (r *Run) Stats() RunStats { return RunStats{} }
+
+// Commit finishes the run: writes delete markers for rows not seen, checks
+// the guards, and makes the run's id the dataset's current version in one
+// atomic durable metadata write. On any error the run is aborted and the
+// current version is unchanged.
+func (r *Run) Commit(ctx context.Context) (VersionInfo, error) {
+	return VersionInfo{}, errNotImplementedYet
+}
+
+// Abort ends the run without committing; its transaction becomes invalid.
+// Safe to call after Commit (no-op).
+func (r *Run) Abort(ctx context.Context, reason string) error { return nil }
+
+// At selects the version a reader is pinned to. The zero At means the
+// current version. At most one field may be set.
+type At struct {
+	Version int64
+	AsOf    time.Time
+	Tag     string
+}
+
+// Row is one row as read.
+type Row struct {
+	// Key holds the key column values in key order.
+	Key []Value
+	// Columns names the returned columns, in schema order.
+	Columns []string
+	// Values aligns with Columns.
+	Values []Value
+}
+
+// Reader reads one dataset at one pinned version. It keeps that version from
+// being collected until Close. Safe for concurrent use.
+type Reader struct{}
+
+// Reader pins a version of dataset. Errors: ErrDatasetNotFound, ErrNoVersion,
+// ErrVersionNotKept, ErrTagNotFound, ErrInvalidArgument (more than one field
+// of at set).
+func (db *DB) Reader(ctx context.Context, dataset string, at At) (*Reader, error) {
+	return nil, errNotImplementedYet
+}
+
+// Version describes the pinned version.
+func (r *Reader) Version() VersionInfo { return VersionInfo{} }
+
+// Close unpins the version.
+func (r *Reader) Close() error { return nil }
+
+// ParseKey converts the text of each key column (as given in a URL path
+// segment) to typed key values using the pinned schema. ErrBadKey when the
+// count or a value does not fit.
+func (r *Reader) ParseKey(parts []string) ([]Value, error) { return nil, errNotImplementedYet }
+
+// Get reads one row. columns selects columns by name (nil means all).
+// ErrRowNotFound when absent at the pinned version.
+func (r *Reader) Get(ctx context.Context, key []Value, columns []string) (Row, error) {
+	return Row{}, errNotImplementedYet
+}
+
+// ScanOptions select rows of an ordered scan. Start, End and Prefix are key
+// prefixes (the first n key columns).
+type ScanOptions struct {
+	Start   []Value // first key included
+	End     []Value // first key excluded
+	Prefix  []Value
+	Columns []string
+	// Limit is the most rows returned; 0 means no limit.
+	Limit int
+	// PageToken continues a previous scan; it carries the pinned version,
+	// which must equal the reader's.
+	PageToken string
+}
+
+// RowIterator walks rows in row key order. Not safe for concurrent use;
+// must be closed.
+type RowIterator interface {
+	Next() bool
+	Row() Row
+	// NextPageToken returns a token resuming after the last row returned,
+	// or "" when the range is exhausted.
+	NextPageToken() string
+	Err() error
+	Close() error
+}
+
+// Scan starts an ordered scan at the pinned version.
+func (r *Reader) Scan(ctx context.Context, opts ScanOptions) (RowIterator, error) {
+	return nil, errNotImplementedYet
+}
+
+// ChangeOp is the kind of a diff entry.
+type ChangeOp string
+
+const (
+	OpInsert ChangeOp = "insert"
+	OpUpdate ChangeOp = "update"
+	OpDelete ChangeOp = "delete"
+)
+
+// Change is one row's difference between two versions.
+type Change struct {
+	Op     ChangeOp
+	Key    []Value
+	Before *Row // nil for insert
+	After  *Row // nil for delete
+}
+
+// DiffStats counts a diff.
+type DiffStats struct {
+	From     int64 `json:"from"`
+	To       int64 `json:"to"`
+	Inserted int64 `json:"inserted"`
+	Updated  int64 `json:"updated"`
+	Deleted  int64 `json:"deleted"`
+}
+
+// DiffIterator streams changes in row key order; must be closed.
+type DiffIterator interface {
+	Next() bool
+	Change() Change
+	Err() error
+	Close() error
+}
+
+// Diff streams the changes from version from to version to (both kept).
+func (db *DB) Diff(ctx context.Context, dataset string, from, to int64) (DiffIterator, error) {
+	return nil, errNotImplementedYet
+}
+
+// DiffCounts counts the changes from version from to version to.
+func (db *DB) DiffCounts(ctx context.Context, dataset string, from, to int64) (DiffStats, error) {
+	return DiffStats{}, errNotImplementedYet
+}
+
+// Datasets lists every dataset, by name.
+func (db *DB) Datasets(ctx context.Context) ([]DatasetInfo, error) { return nil, errNotImplementedYet }
+
+// Dataset describes one dataset. ErrDatasetNotFound.
+func (db *DB) Dataset(ctx context.Context, name string) (DatasetInfo, error) {
+	return DatasetInfo{}, errNotImplementedYet
+}
+
+// Versions lists the kept versions of a dataset, newest first.
+func (db *DB) Versions(ctx context.Context, dataset string) ([]VersionInfo, error) {
+	return nil, errNotImplementedYet
+}
+
+// VersionInfo describes one kept version. ErrVersionNotKept.
+func (db *DB) VersionInfo(ctx context.Context, dataset string, version int64) (VersionInfo, error) {
+	return VersionInfo{}, errNotImplementedYet
+}
+
+// SetConfig updates a dataset's retention and guard.
+func (db *DB) SetConfig(ctx context.Context, cfg DatasetConfig) error { return errNotImplementedYet }
+
+// DropDataset deletes a dataset and all its versions. ErrRunInProgress while
+// a run is open.
+func (db *DB) DropDataset(ctx context.Context, name string) error { return errNotImplementedYet }
+
+// Tag names a kept version; tagged versions are exempt from GC. Re-tagging
+// moves the tag.
+func (db *DB) Tag(ctx context.Context, dataset, tag string, version int64) error {
+	return errNotImplementedYet
+}
+
+// Untag removes a tag. ErrTagNotFound.
+func (db *DB) Untag(ctx context.Context, dataset, tag string) error { return errNotImplementedYet }
+
+// Rollback makes an older kept version current again; the versions after it
+// become invalid transactions, so no later read or run sees their cells.
+func (db *DB) Rollback(ctx context.Context, dataset string, to int64) (VersionInfo, error) {
+	return VersionInfo{}, errNotImplementedYet
+}
+
+// GCReport says what a garbage collection did or, dry, would do.
+type GCReport struct {
+	Dataset           string  `json:"dataset"`
+	DryRun            bool    `json:"dry_run"`
+	VersionsExpired   []int64 `json:"versions_expired"`
+	CellsDeleted      int64   `json:"cells_deleted"`
+	BytesReclaimed    int64   `json:"bytes_reclaimed"`
+	InvalidTxnsPruned int     `json:"invalid_txns_pruned"`
+}
+
+// GC applies retention to a dataset and deletes exactly the cells no kept
+// version can see plus the cells of its invalid transactions, then prunes
+// the invalid set (DESIGN 5).
+func (db *DB) GC(ctx context.Context, dataset string, dryRun bool) (GCReport, error) {
+	return GCReport{}, errNotImplementedYet
+}
+
+// Record is a named document kept in the metadata table for packages above
+// snapshot (data connections, adapters, run records), which never touch
+// storage keys themselves.
+type Record struct {
+	Kind  string
+	Name  string
+	Value []byte
+}
+
+// PutRecord writes (creates or replaces) a record durably.
+func (db *DB) PutRecord(ctx context.Context, kind, name string, value []byte) error {
+	return errNotImplementedYet
+}
+
+// GetRecord reads a record. ErrRecordNotFound.
+func (db *DB) GetRecord(ctx context.Context, kind, name string) ([]byte, error) {
+	return nil, errNotImplementedYet
+}
+
+// ListRecords lists the records of a kind in name order.
+func (db *DB) ListRecords(ctx context.Context, kind string) ([]Record, error) {
+	return nil, errNotImplementedYet
+}
+
+// DeleteRecord deletes a record; deleting an absent one is a no-op.
+func (db *DB) DeleteRecord(ctx context.Context, kind, name string) error {
+	return errNotImplementedYet
+}

@@ -1,0 +1,54 @@
+package snapshot
+
+// Kind is the type of a Value as snapstore stores it. Source connectors map
+// their column types to kinds (docs/types.md has the table for MySQL and
+// SQLite); the kind decides the stored bytes, the JSON form and, for key
+// columns, the order-preserving row key encoding.
+type Kind uint8
+
+// The kinds. The payload of each (Value.Bytes unless noted) and its JSON form:
+const (
+	// KindNull is SQL NULL; JSON null. NULL is a value, not a deletion.
+	KindNull Kind = iota
+	// KindInt is a signed integer in Value.Int; JSON number.
+	KindInt
+	// KindUint is an unsigned integer in Value.Uint (BIGINT UNSIGNED, BIT(n));
+	// JSON number, or a string when above 2^53 so no JSON reader rounds it.
+	KindUint
+	// KindFloat is an IEEE 754 double in Value.Float; JSON number
+	// (non-finite values as the strings "NaN", "+Inf", "-Inf").
+	KindFloat
+	// KindDecimal is an exact decimal as its canonical text ("-12.50");
+	// JSON string, never a float.
+	KindDecimal
+	// KindString is UTF-8 text (CHAR, VARCHAR, TEXT, ENUM, SET as the
+	// comma-separated members); JSON string.
+	KindString
+	// KindBytes is binary (BINARY, VARBINARY, BLOB, non-UTF-8 text);
+	// JSON string, standard base64.
+	KindBytes
+	// KindDate is a calendar date as "YYYY-MM-DD" (zero date "0000-00-00"
+	// kept as is); JSON string.
+	KindDate
+	// KindDateTime is a date and time of day without zone, as
+	// "YYYY-MM-DD hh:mm:ss[.ffffff]"; JSON string.
+	KindDateTime
+	// KindTime is a signed duration of day as "[-]hhh:mm:ss[.ffffff]"
+	// (MySQL TIME, which may be negative or exceed 24h); JSON string.
+	KindTime
+	// KindJSON is a JSON document's text; JSON: the document itself.
+	KindJSON
+	// KindGeometry is a spatial value in MySQL's internal form (4-byte
+	// little-endian SRID, then WKB); JSON string, standard base64.
+	KindGeometry
+)
+
+// Value is one cell's typed value. The zero Value is NULL.
+type Value struct {
+	Kind  Kind
+	Int   int64
+	Uint  uint64
+	Float float64
+	// Bytes is the payload of the text and binary kinds.
+	Bytes []byte
+}

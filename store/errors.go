@@ -1,0 +1,21 @@
+package store
+
+import "errors"
+
+// Errors returned by stores. Check them with errors.Is; backends wrap them
+// with what was being done.
+var (
+	// ErrNotFound is returned when a named table does not exist where it must.
+	ErrNotFound = errors.New("store: not found")
+	// ErrClosed is returned by every call on a Store or Iterator after Close.
+	ErrClosed = errors.New("store: closed")
+	// ErrInvalidArgument is returned for caller input the store cannot take:
+	// an empty table name or row key, an inverted time range, a negative
+	// timestamp. It is never worth retrying.
+	ErrInvalidArgument = errors.New("store: invalid argument")
+	// ErrUnavailable is returned when a remote backend (HBase) cannot be
+	// reached or timed out. A Batch that failed with it may or may not have
+	// been applied (S1 still holds); retrying the same Batch is safe because
+	// every mutation is idempotent (S4).
+	ErrUnavailable = errors.New("store: backend unavailable")
+)

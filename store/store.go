@@ -1,0 +1,251 @@
+package store
+
+import (
+	"context"
+	"math"
+)
+
+// CellKind says what a cell is: a value or a delete marker.
+type CellKind uint8
+
+const (
+	// KindPut is a cell carrying a value.
+	KindPut CellKind = 1
+	// KindDeleteColumn is a column delete marker (HBase DELETE_COLUMNS): it
+	// masks the versions of its column with timestamp <= its own.
+	KindDeleteColumn CellKind = 2
+	// KindDeleteRow is a row delete marker (HBase DELETE_FAMILY): it masks
+	// every column of its row with timestamp <= its own. It is stored and
+	// returned with an empty Column.
+	KindDeleteRow CellKind = 3
+)
+
+// String returns "put", "delete-column" or "delete-row".
+func (k CellKind) String() string {
+	switch k {
+	case KindPut:
+		return "put"
+	case KindDeleteColumn:
+		return "delete-column"
+	case KindDeleteRow:
+		return "delete-row"
+	}
+	return "unknown"
+}
+
+// MaxTimestamp is the largest timestamp a cell may carry.
+const MaxTimestamp = math.MaxInt64
+
+// Cell is one version of one column of one row, or a delete marker.
+//
+// Slices in a Cell returned by a read belong to the caller unless the method
+// says otherwise (Iterator.Cell).
+type Cell struct {
+	// Row is the row key; never empty.
+	Row []byte
+	// Column is the column name (HBase qualifier); empty for KindDeleteRow.
+	Column []byte
+	// Timestamp is the version, >= 0; snapstore stores transaction ids here.
+	Timestamp int64
+	// Kind is KindPut or a delete marker kind.
+	Kind CellKind
+	// Value is the cell's value for KindPut, nil for markers. An empty value
+	// is a value, distinct from a marker.
+	Value []byte
+}
+
+// TimeRange selects versions with Min <= timestamp < Max, HBase's half-open
+// [min, max) range. The zero value is replaced by AllTime.
+type TimeRange struct {
+	Min, Max int64
+}
+
+// AllTime selects every version.
+var AllTime = TimeRange{Min: 0, Max: MaxTimestamp}
+
+// IsZero reports whether r is the zero value.
+func (r TimeRange) IsZero() bool { return r.Min == 0 && r.Max == 0 }
+
+// ReadOptions select which versions of a row's columns a read returns.
+type ReadOptions struct {
+	// TimeRange limits versions; zero means AllTime.
+	TimeRange TimeRange
+	// MaxVersions is the number of newest versions returned per column
+	// (delete markers count as versions, a row delete marker is its own
+	// column ""); <= 0 means all.
+	MaxVersions int
+	// Columns, when non-empty, restricts the read to these columns (row
+	// delete markers are always returned).
+	Columns [][]byte
+}
+
+// ScanOptions are ReadOptions plus the row range of a scan.
+type ScanOptions struct {
+	ReadOptions
+	// Start is the first row key included; nil means the start of the table.
+	Start []byte
+	// End is the first row key excluded; nil means the end of the table.
+	End []byte
+}
+
+// Mutation is one change in a Batch.
+type Mutation struct {
+	// Op says what to do.
+	Op MutationOp
+	// Cell is the coordinate (and value for OpPut). For OpPut its Kind says
+	// whether a value or a delete marker is written.
+	Cell Cell
+}
+
+// MutationOp is the kind of a Mutation.
+type MutationOp uint8
+
+const (
+	// OpPut writes Cell (a value or a delete marker) at its coordinate,
+	// replacing whatever was there (S4).
+	OpPut MutationOp = 1
+	// OpDeleteVersion physically removes the single version of (Row, Column,
+	// Timestamp), whatever its kind (HBase DELETE_COLUMN, exact version).
+	// Used only by garbage collection. Deleting an absent version is a no-op.
+	OpDeleteVersion MutationOp = 2
+)
+
+// Batch is an ordered list of mutations applied atomically to one table (S1).
+// A Batch is not safe for concurrent use; it may be reused after Reset.
+type Batch struct {
+	// Table names the table the batch applies to.
+	Table string
+	// Mutations are applied in order.
+	Mutations []Mutation
+	// Sync asks Apply to make the batch durable before returning (S2).
+	Sync bool
+}
+
+// Put appends a value cell. The slices are retained until Apply returns.
+func (b *Batch) Put(row, column []byte, ts int64, value []byte) {
+	b.Mutations = append(b.Mutations, Mutation{Op: OpPut, Cell: Cell{Row: row, Column: column, Timestamp: ts, Kind: KindPut, Value: value}})
+}
+
+// DeleteColumn appends a column delete marker at ts.
+func (b *Batch) DeleteColumn(row, column []byte, ts int64) {
+	b.Mutations = append(b.Mutations, Mutation{Op: OpPut, Cell: Cell{Row: row, Column: column, Timestamp: ts, Kind: KindDeleteColumn}})
+}
+
+// DeleteRow appends a row delete marker at ts.
+func (b *Batch) DeleteRow(row []byte, ts int64) {
+	b.Mutations = append(b.Mutations, Mutation{Op: OpPut, Cell: Cell{Row: row, Timestamp: ts, Kind: KindDeleteRow}})
+}
+
+// DeleteVersion appends the physical removal of one version (any kind).
+func (b *Batch) DeleteVersion(row, column []byte, ts int64) {
+	b.Mutations = append(b.Mutations, Mutation{Op: OpDeleteVersion, Cell: Cell{Row: row, Column: column, Timestamp: ts}})
+}
+
+// Len is the number of mutations in the batch.
+func (b *Batch) Len() int { return len(b.Mutations) }
+
+// Reset empties the batch, keeping Table and capacity.
+func (b *Batch) Reset() { b.Mutations = b.Mutations[:0]; b.Sync = false }
+
+// Store is a set of named versioned cell tables.
+//
+// Implementations are safe for concurrent use. Every method that does I/O
+// takes a context first and returns ctx.Err() (wrapped) when it is done
+// before the work is. After Close every method returns ErrClosed.
+type Store interface {
+	// Apply applies b atomically (S1), durably if b.Sync (S2). An empty
+	// batch is a no-op. Errors: ErrInvalidArgument for a bad mutation (no
+	// part of the batch is applied), ErrUnavailable, ErrClosed.
+	Apply(ctx context.Context, b *Batch) error
+	// Get returns the cells of one row selected by opts, in S5 order, raw
+	// (markers included, nothing masked). A missing row gives (nil, nil).
+	Get(ctx context.Context, table string, row []byte, opts ReadOptions) ([]Cell, error)
+	// Scan returns an iterator over the cells of the rows in [opts.Start,
+	// opts.End) selected by opts, in S5 order, raw. The iterator reads a
+	// consistent view taken when Scan is called (S3). It must be closed.
+	Scan(ctx context.Context, table string, opts ScanOptions) (Iterator, error)
+	// DeleteRange physically removes every cell of the rows in [start, end)
+	// of table (nil bounds mean the table's ends); used to drop a dataset.
+	// It is atomic and durable when it returns.
+	DeleteRange(ctx context.Context, table string, start, end []byte) error
+	// Sync makes every batch applied before it durable (S2).
+	Sync(ctx context.Context) error
+	// Close releases the store. Iterators still open become invalid.
+	Close() error
+}
+
+// Iterator walks cells in S5 order. It is not safe for concurrent use. The
+// slices of the Cell returned by Cell are valid only until the next call to
+// Next or Close; copy them to keep them. Errors are kept behind Err, as in
+// Pebble's Iterator.
+type Iterator interface {
+	// Next advances to the next cell and reports whether there is one. The
+	// first call moves to the first cell.
+	Next() bool
+	// Cell returns the current cell; see the ownership note above.
+	Cell() Cell
+	// SeekRow positions the iterator so that the next call to Next returns
+	// the first cell of the first row >= row within the scan's range. Used
+	// to skip rows without reading them (merge joins, paging).
+	SeekRow(row []byte)
+	// Err returns the error that stopped iteration, if any.
+	Err() error
+	// Close releases the iterator and returns Err.
+	Close() error
+}
+
+// Validate checks a mutation's shape; backends call it before applying a
+// batch so that every backend rejects the same input with
+// ErrInvalidArgument.
+func (m *Mutation) Validate() error {
+	c := &m.Cell
+	switch {
+	case len(c.Row) == 0:
+		return invalid("empty row key")
+	case c.Timestamp < 0:
+		return invalid("negative timestamp")
+	}
+	switch m.Op {
+	case OpPut:
+		switch c.Kind {
+		case KindPut, KindDeleteColumn:
+		case KindDeleteRow:
+			if len(c.Column) != 0 {
+				return invalid("row delete marker with a column")
+			}
+		default:
+			return invalid("unknown cell kind")
+		}
+	case OpDeleteVersion:
+	default:
+		return invalid("unknown mutation op")
+	}
+	return nil
+}
+
+// CheckTable returns ErrInvalidArgument for an empty table name.
+func CheckTable(table string) error {
+	if table == "" {
+		return invalid("empty table name")
+	}
+	return nil
+}
+
+// Normalize returns opts with a zero TimeRange replaced by AllTime, or
+// ErrInvalidArgument when the range is inverted.
+func (o ReadOptions) Normalize() (ReadOptions, error) {
+	if o.TimeRange.IsZero() {
+		o.TimeRange = AllTime
+	}
+	if o.TimeRange.Min < 0 || o.TimeRange.Max < o.TimeRange.Min {
+		return o, invalid("bad time range")
+	}
+	return o, nil
+}
+
+type invalidError string
+
+func (e invalidError) Error() string { return "store: invalid argument: " + string(e) }
+func (e invalidError) Unwrap() error { return ErrInvalidArgument }
+
+func invalid(msg string) error { return invalidError(msg) }
