@@ -1,0 +1,32 @@
+# snapstore's make targets. `make` alone lists them.
+SHELL := /bin/bash
+GO ?= go
+BIN := bin/snapstore
+# Test packages; tests that need MariaDB read the SNAPSTORE_TEST_MYSQL_* variables
+# printed by scripts/mariadb.sh env, tests that need HBase read SNAPSTORE_TEST_HBASE_*.
+PKGS ?= ./...
+TESTFLAGS ?= -count=1 -timeout 25m
+
+.PHONY: help
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+.PHONY: build
+build: ## build bin/snapstore
+	$(GO) build -o $(BIN) ./cmd/snapstore
+
+.PHONY: deps
+deps: ## install and start what the tests need (MariaDB, HBase)
+	scripts/mariadb.sh start
+	@if [ -x scripts/hbase-standalone.sh ]; then scripts/hbase-standalone.sh start || echo "make: HBase could not be started; the HBase suite will say so and skip"; fi
+
+.PHONY: test
+test: deps ## install and start MariaDB and HBase, then run the whole suite
+	$(GO) vet ./...
+	set -a; eval "$$(scripts/mariadb.sh env)"; if [ -x scripts/hbase-standalone.sh ]; then eval "$$(scripts/hbase-standalone.sh env)"; fi; set +a; \
+	$(GO) test $(TESTFLAGS) $(PKGS)
+
+.PHONY: lint
+lint: ## gofmt and go vet
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
