@@ -1,0 +1,181 @@
+// Package lint holds tests that enforce the project's structural rules, after
+// Pebble's internal/lint: the one-way package dependencies of the design brief
+// (server/cluster -> adapters -> snapshot -> txn -> store), which packages may
+// import a storage engine or a source driver, and error-message habits.
+package lint
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/snapstore/snapstore/"
+
+// layer ranks the top-level packages: a package may import only packages of a
+// strictly lower layer (and its own subpackages). DESIGN.md, "Packages".
+var layer = map[string]int{
+	"store":    0,
+	"txn":      1,
+	"snapshot": 2,
+	"adapters": 3,
+	"cluster":  4,
+	"server":   4,
+	"cmd":      5,
+	"tests":    6,
+	"internal": 6,
+}
+
+// forbidden lists imports that only some top-level packages may use outside
+// tests: storage engines stay in their backends, source drivers in adapters.
+var forbidden = map[string][]string{
+	"github.com/cockroachdb/pebble":  {"store/pebble", "cmd"},
+	"github.com/apache/thrift":       {"store/hbase"},
+	"github.com/go-sql-driver/mysql": {"adapters"},
+	"modernc.org/sqlite":             {"adapters", "cmd", "examples"},
+}
+
+type goFile struct {
+	rel  string // path relative to the module root
+	test bool
+	f    *ast.File
+}
+
+func parseModule(t *testing.T) []goFile {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []goFile
+	fset := token.NewFileSet()
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			name := d.Name()
+			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "data" || name == "bin") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly|parser.ParseComments)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		files = append(files, goFile{rel: filepath.ToSlash(rel), test: strings.HasSuffix(path, "_test.go"), f: f})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+func top(rel string) string {
+	if i := strings.IndexByte(rel, '/'); i >= 0 {
+		return rel[:i]
+	}
+	return rel
+}
+
+// TestPackageLayers checks that dependencies flow one way (DESIGN.md).
+func TestPackageLayers(t *testing.T) {
+	for _, gf := range parseModule(t) {
+		from := top(gf.rel)
+		lf, ok := layer[from]
+		if !ok || gf.test {
+			continue
+		}
+		for _, imp := range gf.f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if !strings.HasPrefix(p, module) {
+				continue
+			}
+			to := top(strings.TrimPrefix(p, module))
+			if to == from {
+				continue
+			}
+			lt, ok := layer[to]
+			if !ok {
+				continue
+			}
+			if lt >= lf && to != "internal" {
+				t.Errorf("%s imports %s: %s (layer %d) may import only lower layers, not %s (layer %d)", gf.rel, p, from, lf, to, lt)
+			}
+		}
+	}
+}
+
+// TestForbiddenImports keeps storage engines in their backends and source
+// drivers in adapters.
+func TestForbiddenImports(t *testing.T) {
+	for _, gf := range parseModule(t) {
+		if gf.test {
+			continue
+		}
+		for _, imp := range gf.f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			for prefix, allowed := range forbidden {
+				if !strings.HasPrefix(p, prefix) {
+					continue
+				}
+				ok := false
+				for _, a := range allowed {
+					if gf.rel == a || strings.HasPrefix(gf.rel, a+"/") {
+						ok = true
+					}
+				}
+				if !ok {
+					t.Errorf("%s imports %s; only %v may", gf.rel, p, allowed)
+				}
+			}
+		}
+	}
+}
+
+// TestErrorTexts bans the "failed to" prefix in error texts (Thanos's style
+// guide): wrap with what was being done instead.
+func TestErrorTexts(t *testing.T) {
+	root, _ := filepath.Abs("../..")
+	fset := token.NewFileSet()
+	for _, gf := range parseModule(t) {
+		f, err := parser.ParseFile(fset, filepath.Join(root, gf.rel), nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || len(call.Args) == 0 {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			x, ok := sel.X.(*ast.Ident)
+			if !ok || !((x.Name == "fmt" && sel.Sel.Name == "Errorf") || (x.Name == "errors" && sel.Sel.Name == "New")) {
+				return true
+			}
+			lit, ok := call.Args[0].(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				return true
+			}
+			s, _ := strconv.Unquote(lit.Value)
+			if strings.Contains(strings.ToLower(s), "failed to") {
+				t.Errorf("%s: error text %q: say what was being done, not \"failed to\"", fset.Position(lit.Pos()), s)
+			}
+			return true
+		})
+	}
+}
