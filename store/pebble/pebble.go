@@ -1,0 +1,435 @@
+package pebble
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+
+	cpebble "github.com/cockroachdb/pebble/v2"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/snapstore/snapstore/store"
+)
+
+// Defaults of Options, in bytes.
+const (
+	// DefaultMemTableSize is the default Options.MemTableSize: 64 MiB, the
+	// size that the design brief measured as fastest for bulk runs.
+	DefaultMemTableSize = 64 << 20
+	// DefaultCacheSize is the default Options.CacheSize: 128 MiB.
+	DefaultCacheSize = 128 << 20
+)
+
+// ErrIncompatibleFormat is returned by Open when the directory holds a
+// Pebble database written with another storage format version than the one
+// documented in docs/storage-format.md.
+var ErrIncompatibleFormat = errors.New("pebble: incompatible storage format")
+
+// Options configure Open. The zero value is usable: every zero field gets its
+// documented default.
+type Options struct {
+	// MemTableSize is the size of one Pebble memtable in bytes; default
+	// DefaultMemTableSize (64 MiB). Pebble keeps up to two of them before
+	// stalling writes.
+	MemTableSize uint64
+	// CacheSize is the size of Pebble's block cache in bytes; default
+	// DefaultCacheSize (128 MiB).
+	CacheSize int64
+	// Logger receives Pebble's own log lines (Infof as Info, Errorf as
+	// Error) and the store's; nil discards them.
+	Logger *slog.Logger
+	// Registerer, when non-nil, gets the store's gauges (names
+	// snapstore_pebble_*, listed in docs/operations.md and on metricNames).
+	// They are unregistered again by Close, so a store can be reopened with
+	// the same Registerer.
+	Registerer prometheus.Registerer
+}
+
+// Store is a store.Store on one Pebble database: every table of the process
+// lives in it, the table name being a key prefix. It is safe for concurrent
+// use.
+type Store struct {
+	db     *cpebble.DB
+	logger *slog.Logger
+	reg    prometheus.Registerer
+	colls  []prometheus.Collector
+
+	// mu guards closed and the use of db: every operation holds it for
+	// reading while it touches db; Close takes it for writing, so it waits
+	// for operations in flight (never for open iterators).
+	mu     sync.RWMutex
+	closed bool
+
+	// iters guards open, the set of iterators not yet closed. Lock order:
+	// mu, then iters, then an iterator's own mutex.
+	iters struct {
+		sync.Mutex
+		open map[*iterator]struct{}
+	}
+
+	// bufs pools key scratch buffers for Apply and Get.
+	bufs sync.Pool
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the Pebble database in dir.
+//
+// Errors: ErrIncompatibleFormat when dir holds another format version;
+// Pebble's errors (a locked or corrupt directory) wrapped; a registration
+// error when Options.Registerer already holds the store's metric names.
+func Open(dir string, opts Options) (*Store, error) {
+	if opts.MemTableSize == 0 {
+		opts.MemTableSize = DefaultMemTableSize
+	}
+	if opts.CacheSize <= 0 {
+		opts.CacheSize = DefaultCacheSize
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	cache := cpebble.NewCache(opts.CacheSize)
+	defer cache.Unref()
+	po := &cpebble.Options{
+		Cache:              cache,
+		MemTableSize:       opts.MemTableSize,
+		Logger:             slogBridge{logger},
+		FormatMajorVersion: cpebble.FormatNewest,
+	}
+	db, err := cpebble.Open(dir, po)
+	if err != nil {
+		return nil, fmt.Errorf("pebble: opening %s: %w", dir, err)
+	}
+	s := &Store{db: db, logger: logger, reg: opts.Registerer}
+	s.iters.open = make(map[*iterator]struct{})
+	s.bufs.New = func() any { b := make([]byte, 0, 256); return &b }
+	if err := s.checkFormat(); err != nil {
+		return nil, errors.Join(err, db.Close())
+	}
+	if err := s.registerMetrics(); err != nil {
+		return nil, errors.Join(fmt.Errorf("pebble: registering metrics: %w", err), db.Close())
+	}
+	logger.Debug("pebble store opened", "dir", dir)
+	return s, nil
+}
+
+// checkFormat writes the format version into a new database and checks it
+// in an existing one.
+func (s *Store) checkFormat() error {
+	v, closer, err := s.db.Get(formatKey)
+	switch {
+	case errors.Is(err, cpebble.ErrNotFound):
+		if err := s.db.Set(formatKey, []byte(formatValue), cpebble.Sync); err != nil {
+			return fmt.Errorf("pebble: writing format version: %w", err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("pebble: reading format version: %w", err)
+	}
+	defer closer.Close()
+	if string(v) != formatValue {
+		return fmt.Errorf("%w: found version %q, want %q", ErrIncompatibleFormat, v, formatValue)
+	}
+	return nil
+}
+
+// DB returns the underlying Pebble database, for benchmarks and tools that
+// compare with raw Pebble. Writing to it outside the encoding of the package
+// doc corrupts the store.
+func (s *Store) DB() *cpebble.DB { return s.db }
+
+func (s *Store) getBuf() *[]byte  { return s.bufs.Get().(*[]byte) }
+func (s *Store) putBuf(b *[]byte) { *b = (*b)[:0]; s.bufs.Put(b) }
+
+// Apply implements store.Store. The batch is written as one Pebble batch:
+// with pebble.Sync when b.Sync, else with pebble.NoSync (in the WAL, not
+// fsynced; an uncommitted run needs no durability, DESIGN "Limits").
+func (s *Store) Apply(ctx context.Context, b *store.Batch) error {
+	if b == nil {
+		return fmt.Errorf("pebble: applying batch: %w", store.ErrInvalidArgument)
+	}
+	if err := store.CheckTable(b.Table); err != nil {
+		return fmt.Errorf("pebble: applying batch: %w", err)
+	}
+	size := 0
+	for i := range b.Mutations {
+		m := &b.Mutations[i]
+		if err := m.Validate(); err != nil {
+			return fmt.Errorf("pebble: applying batch to %q: mutation %d: %w", b.Table, i, err)
+		}
+		size += len(m.Cell.Row) + len(m.Cell.Column) + len(m.Cell.Value) + len(b.Table) + 32
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("pebble: applying batch to %q: %w", b.Table, err)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return fmt.Errorf("pebble: applying batch to %q: %w", b.Table, store.ErrClosed)
+	}
+	if len(b.Mutations) == 0 {
+		return nil
+	}
+	bp := s.getBuf()
+	defer s.putBuf(bp)
+	tp := appendTable((*bp)[:0], b.Table)
+	kb := tp[len(tp):]
+	pb := s.db.NewBatchWithSize(size)
+	defer pb.Close()
+	for i := range b.Mutations {
+		m := &b.Mutations[i]
+		c := &m.Cell
+		switch m.Op {
+		case store.OpPut:
+			var value []byte
+			if c.Kind == store.KindPut {
+				value = c.Value
+			}
+			d := pb.SetDeferred(cellKeyLen(tp, c.Row, c.Column), 1+len(value))
+			putCellKey(d.Key, tp, c.Row, c.Column, c.Timestamp)
+			d.Value[0] = byte(c.Kind)
+			copy(d.Value[1:], value)
+			if err := d.Finish(); err != nil {
+				return fmt.Errorf("pebble: applying batch to %q: %w", b.Table, err)
+			}
+		case store.OpDeleteVersion:
+			kb = appendCellKey(kb[:0], tp, c.Row, c.Column, c.Timestamp)
+			if err := pb.Delete(kb, nil); err != nil {
+				return fmt.Errorf("pebble: applying batch to %q: %w", b.Table, err)
+			}
+		}
+	}
+	*bp = kb[:0]
+	wo := cpebble.NoSync
+	if b.Sync {
+		wo = cpebble.Sync
+	}
+	if err := s.db.Apply(pb, wo); err != nil {
+		return fmt.Errorf("pebble: applying batch to %q: %w", b.Table, err)
+	}
+	return nil
+}
+
+// Get implements store.Store. The cells are copied: the row key is shared by
+// every returned cell, consecutive versions of one column share its column
+// slice, and each value is its own slice.
+func (s *Store) Get(ctx context.Context, table string, row []byte, opts store.ReadOptions) ([]store.Cell, error) {
+	if err := store.CheckTable(table); err != nil {
+		return nil, fmt.Errorf("pebble: getting row: %w", err)
+	}
+	if len(row) == 0 {
+		return nil, fmt.Errorf("pebble: getting row of %q: %w: empty row key", table, store.ErrInvalidArgument)
+	}
+	opts, err := opts.Normalize()
+	if err != nil {
+		return nil, fmt.Errorf("pebble: getting row of %q: %w", table, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("pebble: getting row of %q: %w", table, err)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, fmt.Errorf("pebble: getting row of %q: %w", table, store.ErrClosed)
+	}
+	bp := s.getBuf()
+	defer s.putBuf(bp)
+	buf := appendTable((*bp)[:0], table)
+	tlen := len(buf)
+	buf = appendEscaped(buf, row)
+	lower := buf
+	buf = prefixEnd(buf, lower)
+	upper := buf[len(lower):]
+	*bp = buf[:0]
+
+	var it iterator
+	it.init(tlen, opts)
+	pi, err := s.db.NewIterWithContext(ctx, &cpebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, fmt.Errorf("pebble: getting row of %q: %w", table, err)
+	}
+	it.pi = pi
+	var out []store.Cell
+	var rowCopy, lastCol []byte
+	for it.next() {
+		c := it.cur
+		if rowCopy == nil {
+			rowCopy = bytes.Clone(c.Row)
+		}
+		if lastCol == nil || !bytes.Equal(lastCol, c.Column) {
+			lastCol = append(make([]byte, 0, len(c.Column)), c.Column...)
+		}
+		c.Row, c.Column = rowCopy, lastCol
+		if c.Value != nil {
+			c.Value = append(make([]byte, 0, len(c.Value)), c.Value...)
+		}
+		out = append(out, c)
+	}
+	err = it.err
+	if cerr := pi.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pebble: getting row of %q: %w", table, err)
+	}
+	return out, nil
+}
+
+// Scan implements store.Store. The iterator is a Pebble iterator, which
+// reads the point-in-time state of the database when Scan is called (S3).
+// Errors: ErrInvalidArgument for an empty table, a bad time range or
+// opts.Start > opts.End (both non-nil); ErrClosed.
+func (s *Store) Scan(ctx context.Context, table string, opts store.ScanOptions) (store.Iterator, error) {
+	if err := store.CheckTable(table); err != nil {
+		return nil, fmt.Errorf("pebble: scanning: %w", err)
+	}
+	ro, err := opts.ReadOptions.Normalize()
+	if err != nil {
+		return nil, fmt.Errorf("pebble: scanning %q: %w", table, err)
+	}
+	if opts.Start != nil && opts.End != nil && bytes.Compare(opts.Start, opts.End) > 0 {
+		return nil, fmt.Errorf("pebble: scanning %q: %w: start row after end row", table, store.ErrInvalidArgument)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("pebble: scanning %q: %w", table, err)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, fmt.Errorf("pebble: scanning %q: %w", table, store.ErrClosed)
+	}
+	it := &iterator{s: s}
+	tp := appendTable(nil, table)
+	it.init(len(tp), ro)
+	it.tablePrefix = tp
+	lower := tp
+	if len(opts.Start) > 0 {
+		lower = appendEscaped(bytes.Clone(tp), opts.Start)
+	}
+	var upper []byte
+	if opts.End != nil {
+		upper = appendEscaped(bytes.Clone(tp), opts.End)
+	} else {
+		upper = prefixEnd(nil, tp)
+	}
+	it.lower = lower
+	pi, err := s.db.NewIterWithContext(ctx, &cpebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, fmt.Errorf("pebble: scanning %q: %w", table, err)
+	}
+	it.pi = pi
+	s.iters.Lock()
+	s.iters.open[it] = struct{}{}
+	s.iters.Unlock()
+	return it, nil
+}
+
+// DeleteRange implements store.Store with one Pebble range deletion over the
+// encoded bounds, applied with pebble.Sync. Errors: ErrInvalidArgument for an
+// empty table or start > end (both non-nil); start == end deletes nothing.
+func (s *Store) DeleteRange(ctx context.Context, table string, start, end []byte) error {
+	if err := store.CheckTable(table); err != nil {
+		return fmt.Errorf("pebble: deleting range: %w", err)
+	}
+	if start != nil && end != nil && bytes.Compare(start, end) > 0 {
+		return fmt.Errorf("pebble: deleting range of %q: %w: start row after end row", table, store.ErrInvalidArgument)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("pebble: deleting range of %q: %w", table, err)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return fmt.Errorf("pebble: deleting range of %q: %w", table, store.ErrClosed)
+	}
+	tp := appendTable(nil, table)
+	lower := tp
+	if len(start) > 0 {
+		lower = appendEscaped(bytes.Clone(tp), start)
+	}
+	var upper []byte
+	if end != nil {
+		upper = appendEscaped(bytes.Clone(tp), end)
+	} else {
+		upper = prefixEnd(nil, tp)
+	}
+	if bytes.Compare(lower, upper) >= 0 {
+		return nil
+	}
+	if err := s.db.DeleteRange(lower, upper, cpebble.Sync); err != nil {
+		return fmt.Errorf("pebble: deleting range of %q: %w", table, err)
+	}
+	return nil
+}
+
+// Sync implements store.Store: it writes an empty log record with
+// pebble.Sync, which fsyncs the WAL and with it every earlier batch.
+func (s *Store) Sync(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("pebble: syncing: %w", err)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return fmt.Errorf("pebble: syncing: %w", store.ErrClosed)
+	}
+	if err := s.db.LogData(nil, cpebble.Sync); err != nil {
+		return fmt.Errorf("pebble: syncing: %w", err)
+	}
+	return nil
+}
+
+// Close implements store.Store. It waits for operations in flight, closes
+// every iterator still open (their next call returns false and their Err
+// ErrClosed), unregisters the metrics and closes Pebble. A second Close
+// returns ErrClosed.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("pebble: closing: %w", store.ErrClosed)
+	}
+	s.closed = true
+	s.iters.Lock()
+	var errs []error
+	for it := range s.iters.open {
+		errs = append(errs, it.closeBy(store.ErrClosed))
+	}
+	clear(s.iters.open)
+	s.iters.Unlock()
+	if s.reg != nil {
+		for _, c := range s.colls {
+			s.reg.Unregister(c)
+		}
+	}
+	if err := s.db.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("pebble: closing: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// slogBridge is Pebble's Logger on a *slog.Logger.
+type slogBridge struct{ l *slog.Logger }
+
+func (b slogBridge) Infof(format string, args ...any) {
+	b.l.Info(fmt.Sprintf(format, args...), "component", "pebble")
+}
+
+func (b slogBridge) Errorf(format string, args ...any) {
+	b.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+}
+
+// Fatalf logs at Error and panics: Pebble calls it only for corruption it
+// cannot continue from, and it must not return.
+func (b slogBridge) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	b.l.Error(msg, "component", "pebble", "fatal", true)
+	panic("pebble: fatal: " + msg)
+}
+
+var _ io.Closer = (*Store)(nil)
