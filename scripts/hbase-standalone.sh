@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# hbase-standalone.sh: a private Apache HBase for snapstore's tests and
+# benchmarks, from jars fetched with Maven (scripts/hbase/pom.xml).
+#
+#   scripts/hbase-standalone.sh start    fetch the jars if needed, start HBase in
+#                                        standalone mode (master, regionserver and
+#                                        ZooKeeper in one JVM) and the Thrift2
+#                                        gateway, on loopback; idempotent
+#   scripts/hbase-standalone.sh stop     stop what start started (by pid)
+#   scripts/hbase-standalone.sh status   exit 0 when the master and the Thrift2
+#                                        port answer
+#   scripts/hbase-standalone.sh env      print SNAPSTORE_TEST_HBASE_THRIFT=host:port
+#                                        when HBase is up, nothing otherwise
+#   scripts/hbase-standalone.sh stop-thrift | start-thrift
+#                                        stop or start only the Thrift2 gateway
+#                                        (used by the outage test)
+#   scripts/hbase-standalone.sh reset    stop, then delete the data directory
+#
+# Settings (environment):
+#   SNAPSTORE_HBASE_DIR         work dir (jars, config, data, logs, pids);
+#                               default .cache/hbase in the checkout
+#   SNAPSTORE_HBASE_ZK_PORT     ZooKeeper client port, default 42181
+#   SNAPSTORE_HBASE_THRIFT_PORT Thrift2 port, default 49090
+#   SNAPSTORE_HBASE_XMX         master JVM heap, default 1g (Thrift2: 256m)
+#   SNAPSTORE_HBASE_WAIT        seconds to wait for start, default 240
+#
+# The jars are copied by `mvn dependency:copy-dependencies` from Maven's own
+# local repository (~/.m2 by default) into $dir/lib. HBase 2.6.1 is used: it is
+# the newest 2.6 release whose hbase-server, hbase-thrift and hbase-rest jars
+# the package registry reachable here serves (see docs/hbase.md).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+dir=${SNAPSTORE_HBASE_DIR:-$here/.cache/hbase}
+zkport=${SNAPSTORE_HBASE_ZK_PORT:-42181}
+thriftport=${SNAPSTORE_HBASE_THRIFT_PORT:-49090}
+xmx=${SNAPSTORE_HBASE_XMX:-1g}
+wait_s=${SNAPSTORE_HBASE_WAIT:-240}
+pom=$here/scripts/hbase/pom.xml
+lib=$dir/lib
+conf=$dir/conf
+data=$dir/data
+logs=$dir/logs
+master_pid=$dir/master.pid
+thrift_pid=$dir/thrift.pid
+
+log() { printf 'hbase-standalone.sh: %s\n' "$*" >&2; }
+
+# JDK 17 flags, as HBase's bin/hbase sets them for JDK 11 and later.
+jdk_flags=(
+	-Dorg.apache.hbase.thirdparty.io.netty.tryReflectionSetAccessible=true
+	--add-modules jdk.unsupported
+	--add-opens java.base/java.io=ALL-UNNAMED
+	--add-opens java.base/java.nio=ALL-UNNAMED
+	--add-opens java.base/sun.nio.ch=ALL-UNNAMED
+	--add-opens java.base/java.lang=ALL-UNNAMED
+	--add-opens java.base/jdk.internal.ref=ALL-UNNAMED
+	--add-opens java.base/java.lang.reflect=ALL-UNNAMED
+	--add-opens java.base/java.util=ALL-UNNAMED
+	--add-opens java.base/java.util.concurrent=ALL-UNNAMED
+	--add-exports java.base/jdk.internal.misc=ALL-UNNAMED
+	--add-exports java.security.jgss/sun.security.krb5=ALL-UNNAMED
+	--add-exports java.base/sun.net.dns=ALL-UNNAMED
+	--add-exports java.base/sun.net.util=ALL-UNNAMED
+)
+
+alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+up() { alive "$master_pid" && alive "$thrift_pid" && port_open "$thriftport"; }
+
+fetch() {
+	if [ -f "$lib/.stamp" ] && [ "$lib/.stamp" -nt "$pom" ]; then return; fi
+	command -v mvn >/dev/null || { log "mvn not found (apt-get install maven)"; exit 1; }
+	command -v java >/dev/null || { log "java not found (apt-get install openjdk-17-jdk-headless)"; exit 1; }
+	log "fetching HBase jars with Maven into $lib"
+	rm -rf "$lib"
+	mkdir -p "$lib"
+	(cd "$here/scripts/hbase" && mvn -q -B dependency:copy-dependencies \
+		-DoutputDirectory="$lib" -DincludeScope=runtime) >"$dir/mvn.log" 2>&1 ||
+		{ tail -20 "$dir/mvn.log" >&2; log "Maven could not fetch the jars; see $dir/mvn.log"; exit 1; }
+	touch "$lib/.stamp"
+	log "fetched $(ls "$lib"/*.jar | wc -l) jars, $(du -sh "$lib" | cut -f1)"
+}
+
+write_conf() {
+	mkdir -p "$conf" "$data" "$logs"
+	cat >"$conf/hbase-site.xml" <<XML
+<?xml version="1.0"?>
+<configuration>
+  <property><name>hbase.cluster.distributed</name><value>false</value></property>
+  <property><name>hbase.rootdir</name><value>file://$data/root</value></property>
+  <property><name>hbase.tmp.dir</name><value>$data/tmp</value></property>
+  <property><name>hbase.zookeeper.property.dataDir</name><value>$data/zk</value></property>
+  <property><name>hbase.zookeeper.quorum</name><value>127.0.0.1</value></property>
+  <property><name>hbase.zookeeper.property.clientPort</name><value>$zkport</value></property>
+  <property><name>hbase.unsafe.stream.capability.enforce</name><value>false</value></property>
+  <property><name>hbase.master.info.port</name><value>-1</value></property>
+  <property><name>hbase.regionserver.info.port</name><value>-1</value></property>
+  <property><name>hbase.thrift.info.port</name><value>-1</value></property>
+  <property><name>hbase.rest.info.port</name><value>-1</value></property>
+  <property><name>hbase.master.ipc.address</name><value>127.0.0.1</value></property>
+  <property><name>hbase.regionserver.ipc.address</name><value>127.0.0.1</value></property>
+  <property><name>hbase.master.hostname</name><value>127.0.0.1</value></property>
+  <property><name>hbase.unsafe.regionserver.hostname</name><value>127.0.0.1</value></property>
+  <property><name>hbase.regionserver.thrift.port</name><value>$thriftport</value></property>
+  <property><name>hbase.thrift.server.socket.read.timeout</name><value>600000</value></property>
+</configuration>
+XML
+	cat >"$conf/log4j2.properties" <<'PROPS'
+status = warn
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = ${sys:snapstore.log.file}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = %d{ISO8601} %-5p [%t] %c{2}: %m%n
+rootLogger = INFO,file
+logger.zookeeper.name = org.apache.zookeeper
+logger.zookeeper.level = WARN
+logger.hadoop.name = org.apache.hadoop.hbase.shaded
+logger.hadoop.level = WARN
+PROPS
+}
+
+java_cmd() { # name xmx class args...
+	local name=$1 heap=$2
+	shift 2
+	java -Xms64m -Xmx"$heap" -XX:+UseG1GC -Djava.net.preferIPv4Stack=true \
+		"${jdk_flags[@]}" \
+		-Dlog4j2.configurationFile="$conf/log4j2.properties" \
+		-Dsnapstore.log.file="$logs/$name.log" \
+		-Dhbase.log.dir="$logs" -Dhbase.home.dir="$dir" \
+		-cp "$conf:$lib/*" "$@"
+}
+
+start_thrift() {
+	if alive "$thrift_pid" && port_open "$thriftport"; then return; fi
+	: >"$logs/thrift.log"
+	java_cmd thrift 256m org.apache.hadoop.hbase.thrift2.ThriftServer \
+		-b 127.0.0.1 -p "$thriftport" start >"$logs/thrift.out" 2>&1 </dev/null &
+	echo $! >"$thrift_pid"
+	local deadline=$((SECONDS + wait_s))
+	until port_open "$thriftport"; do
+		if ! alive "$thrift_pid"; then
+			tail -20 "$logs/thrift.out" "$logs/thrift.log" >&2 || true
+			log "the Thrift2 gateway exited; see $logs/thrift.log"
+			exit 1
+		fi
+		[ $SECONDS -lt $deadline ] || { log "the Thrift2 port $thriftport did not open in ${wait_s}s"; exit 1; }
+		sleep 0.5
+	done
+}
+
+start() {
+	if up; then log "already running; Thrift2 on 127.0.0.1:$thriftport"; return; fi
+	mkdir -p "$dir"
+	fetch
+	write_conf
+	local t0=$SECONDS
+	if ! alive "$master_pid"; then
+		if port_open "$zkport"; then
+			log "port $zkport is taken by another process; set SNAPSTORE_HBASE_ZK_PORT"
+			exit 1
+		fi
+		: >"$logs/master.log"
+		java_cmd master "$xmx" org.apache.hadoop.hbase.master.HMaster start \
+			>"$logs/master.out" 2>&1 </dev/null &
+		echo $! >"$master_pid"
+		local deadline=$((SECONDS + wait_s))
+		until grep -q 'Master has completed initialization' "$logs/master.log" 2>/dev/null; do
+			if ! alive "$master_pid"; then
+				tail -30 "$logs/master.out" "$logs/master.log" >&2 || true
+				log "the master exited; see $logs/master.log"
+				exit 1
+			fi
+			if [ $SECONDS -ge $deadline ]; then
+				log "the master did not complete initialization in ${wait_s}s; see $logs/master.log"
+				exit 1
+			fi
+			sleep 0.5
+		done
+	fi
+	start_thrift
+	log "running (started in $((SECONDS - t0))s); Thrift2 on 127.0.0.1:$thriftport, ZooKeeper on 127.0.0.1:$zkport, logs in $logs"
+}
+
+stop_pid() { # pidfile
+	local f=$1 pid
+	[ -f "$f" ] || return 0
+	pid=$(cat "$f")
+	if kill -0 "$pid" 2>/dev/null; then
+		kill "$pid" 2>/dev/null || true
+		for _ in $(seq 1 120); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+		kill -9 "$pid" 2>/dev/null || true
+	fi
+	rm -f "$f"
+}
+
+stop() {
+	stop_pid "$thrift_pid"
+	stop_pid "$master_pid"
+	log "stopped"
+}
+
+case "${1:-}" in
+start) start ;;
+stop) stop ;;
+status)
+	if up; then echo "HBase up; Thrift2 on 127.0.0.1:$thriftport"; else echo "HBase down"; exit 1; fi
+	;;
+env)
+	if up; then echo "SNAPSTORE_TEST_HBASE_THRIFT=127.0.0.1:$thriftport"; fi
+	;;
+stop-thrift) stop_pid "$thrift_pid" ;;
+start-thrift)
+	alive "$master_pid" || { log "the master is not running; run start"; exit 1; }
+	start_thrift
+	;;
+reset)
+	stop
+	rm -rf "$data" "$logs"
+	;;
+*)
+	echo "usage: $0 start|stop|status|env|stop-thrift|start-thrift|reset" >&2
+	exit 2
+	;;
+esac
