@@ -55,7 +55,9 @@ type Cell struct {
 }
 
 // TimeRange selects versions with Min <= timestamp < Max, HBase's half-open
-// [min, max) range. The zero value is replaced by AllTime.
+// [min, max) range. The zero value is replaced by AllTime. Max ==
+// MaxTimestamp means no upper bound, so a cell at MaxTimestamp is selected
+// (HBase's TimeRange.allTime does the same).
 type TimeRange struct {
 	Min, Max int64
 }
@@ -163,10 +165,13 @@ type Store interface {
 	// Scan returns an iterator over the cells of the rows in [opts.Start,
 	// opts.End) selected by opts, in S5 order, raw. The iterator reads a
 	// consistent view taken when Scan is called (S3). It must be closed.
+	// Errors: ErrInvalidArgument for an empty table, a bad time range or
+	// Start > End (both non-nil); ErrClosed.
 	Scan(ctx context.Context, table string, opts ScanOptions) (Iterator, error)
 	// DeleteRange physically removes every cell of the rows in [start, end)
 	// of table (nil bounds mean the table's ends); used to drop a dataset.
-	// It is atomic and durable when it returns.
+	// It is atomic and durable when it returns. start == end deletes
+	// nothing; start > end (both non-nil) is ErrInvalidArgument.
 	DeleteRange(ctx context.Context, table string, start, end []byte) error
 	// Sync makes every batch applied before it durable (S2).
 	Sync(ctx context.Context) error

@@ -1,0 +1,35 @@
+package pebble
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/snapstore/snapstore/store"
+	"github.com/snapstore/snapstore/store/storetest"
+)
+
+// dirs remembers the directory of each test store, for the reopen hook.
+var dirs sync.Map // *Store -> string
+
+func openTest(t *testing.T) store.Store {
+	t.Helper()
+	dir := t.TempDir()
+	s, err := Open(dir, Options{MemTableSize: 4 << 20, CacheSize: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs.Store(s, dir)
+	return s
+}
+
+func reopenTest(t *testing.T, closed store.Store) store.Store {
+	t.Helper()
+	dir, _ := dirs.Load(closed.(*Store))
+	s, err := Open(dir.(string), Options{MemTableSize: 4 << 20, CacheSize: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) { storetest.RunSuite(t, openTest, storetest.WithReopen(reopenTest)) }
