@@ -1,38 +1,44 @@
 package snapshot
 
-// This file fixes the public surface of package snapshot that packages
-// adapters and server build on. Bodies marked "not implemented yet" are being
-// written; signatures may grow but not break without updating callers.
+// This file holds the public surface of package snapshot that packages
+// adapters and server build on; the bodies live in the other files.
 
 import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/snapstore/snapstore/store"
+	"github.com/snapstore/snapstore/txn"
 )
 
 // Errors of package snapshot; check with errors.Is.
 var (
-	ErrDatasetNotFound   = errors.New("snapshot: dataset not found")
-	ErrNoVersion         = errors.New("snapshot: dataset has no committed version")
-	ErrVersionNotKept    = errors.New("snapshot: version not kept") // collected by GC, or never committed
-	ErrTagNotFound       = errors.New("snapshot: tag not found")
-	ErrRowNotFound       = errors.New("snapshot: row not found")
-	ErrRunInProgress     = errors.New("snapshot: a run of this dataset is already in progress")
-	ErrGuardRefused      = errors.New("snapshot: commit guard refused the run")
-	ErrBadKey            = errors.New("snapshot: bad key")
-	ErrBadSchema         = errors.New("snapshot: bad schema")
-	ErrKeyChanged        = errors.New("snapshot: key columns changed")
-	ErrRunClosed         = errors.New("snapshot: run already committed or aborted")
-	ErrRecordNotFound    = errors.New("snapshot: record not found")
-	ErrBadPageToken      = errors.New("snapshot: bad page token")
-	ErrInvalidArgument   = errors.New("snapshot: invalid argument")
-	ErrClosed            = errors.New("snapshot: closed")
-	errNotImplementedYet = errors.New("snapshot: not implemented yet")
+	ErrDatasetNotFound = errors.New("snapshot: dataset not found")
+	ErrNoVersion       = errors.New("snapshot: dataset has no committed version")
+	ErrVersionNotKept  = errors.New("snapshot: version not kept") // collected by GC, or never committed
+	ErrTagNotFound     = errors.New("snapshot: tag not found")
+	ErrRowNotFound     = errors.New("snapshot: row not found")
+	ErrRunInProgress   = errors.New("snapshot: a run of this dataset is already in progress")
+	ErrGuardRefused    = errors.New("snapshot: commit guard refused the run")
+	ErrBadKey          = errors.New("snapshot: bad key")
+	ErrBadSchema       = errors.New("snapshot: bad schema")
+	ErrKeyChanged      = errors.New("snapshot: key columns changed")
+	ErrRunClosed       = errors.New("snapshot: run already committed or aborted")
+	ErrRecordNotFound  = errors.New("snapshot: record not found")
+	ErrBadPageToken    = errors.New("snapshot: bad page token")
+	ErrInvalidArgument = errors.New("snapshot: invalid argument")
+	ErrClosed          = errors.New("snapshot: closed")
+	// ErrCorrupt is returned when stored data or metadata cannot be
+	// decoded; not worth retrying.
+	ErrCorrupt = errors.New("snapshot: corrupt data")
 )
+
+var errCorruptCell = ErrCorrupt
 
 // Options configure a DB. Zero fields take the defaults given.
 type Options struct {
@@ -50,16 +56,24 @@ type Options struct {
 
 // DB is the set of SNAPSHOT datasets kept in one store. Safe for concurrent
 // use.
-type DB struct{}
+type DB struct {
+	st      store.Store
+	txm     *txn.Manager
+	meta    string
+	logger  *slog.Logger
+	opts    Options
+	metrics *metrics
+	closed  atomic.Bool
 
-// Open opens the datasets of st, turning every transaction left in progress
-// by a previous process into an invalid one (DESIGN semantics 3).
-func Open(ctx context.Context, st store.Store, opts Options) (*DB, error) {
-	return nil, errNotImplementedYet
+	openReaders atomic.Int64
+
+	// mu guards datasets (the map, not the datasets).
+	mu       sync.Mutex
+	datasets map[string]*dataset
 }
 
 // Close closes the DB (not the store). Open runs are aborted.
-func (db *DB) Close() error { return nil }
+func (db *DB) Close() error { return db.closeImpl() }
 
 // Column is one column of a dataset's schema.
 type Column struct {
@@ -169,39 +183,39 @@ type RunOptions struct {
 }
 
 // Run is one in-progress write of a dataset's next version. Not safe for
-// concurrent use.
-type Run struct{}
+// concurrent use. See run.go.
+type Run struct{ runState }
 
 // BeginRun starts a run of cfg.Name (creating the dataset on first use and
 // updating its retention and guard). ErrRunInProgress if one is running;
 // ErrKeyChanged if opts.Schema.Key differs from the dataset's.
 func (db *DB) BeginRun(ctx context.Context, cfg DatasetConfig, opts RunOptions) (*Run, error) {
-	return nil, errNotImplementedYet
+	return db.beginRun(ctx, cfg, opts)
 }
 
 // TxnID returns the run's transaction id, the version it will commit.
-func (r *Run) TxnID() int64 { return 0 }
+func (r *Run) TxnID() int64 { return r.id }
 
 // Put adds one source row, values aligned with RunOptions.Schema.Columns. The
 // run copies what it keeps; vals may be reused after Put returns.
 // ErrBadKey for a NULL key column. Rows may come in any order; a key given
 // twice is ErrBadKey.
-func (r *Run) Put(ctx context.Context, vals []Value) error { return errNotImplementedYet }
+func (r *Run) Put(ctx context.Context, vals []Value) error { return r.put(ctx, vals) }
 
 // Stats returns the counts so far (live progress).
-func (r *Run) Stats() RunStats { return RunStats{} }
+func (r *Run) Stats() RunStats { return r.statsNow() }
 
 // Commit finishes the run: writes delete markers for rows not seen, checks
 // the guards, and makes the run's id the dataset's current version in one
 // atomic durable metadata write. On any error the run is aborted and the
 // current version is unchanged.
 func (r *Run) Commit(ctx context.Context) (VersionInfo, error) {
-	return VersionInfo{}, errNotImplementedYet
+	return r.commit(ctx)
 }
 
 // Abort ends the run without committing; its transaction becomes invalid.
 // Safe to call after Commit (no-op).
-func (r *Run) Abort(ctx context.Context, reason string) error { return nil }
+func (r *Run) Abort(ctx context.Context, reason string) error { return r.abort(ctx, reason) }
 
 // At selects the version a reader is pinned to. The zero At means the
 // current version. At most one field may be set.
@@ -222,31 +236,31 @@ type Row struct {
 }
 
 // Reader reads one dataset at one pinned version. It keeps that version from
-// being collected until Close. Safe for concurrent use.
-type Reader struct{}
+// being collected until Close. Safe for concurrent use. See reader.go.
+type Reader struct{ readerState }
 
 // Reader pins a version of dataset. Errors: ErrDatasetNotFound, ErrNoVersion,
 // ErrVersionNotKept, ErrTagNotFound, ErrInvalidArgument (more than one field
 // of at set).
 func (db *DB) Reader(ctx context.Context, dataset string, at At) (*Reader, error) {
-	return nil, errNotImplementedYet
+	return db.reader(ctx, dataset, at)
 }
 
 // Version describes the pinned version.
-func (r *Reader) Version() VersionInfo { return VersionInfo{} }
+func (r *Reader) Version() VersionInfo { return r.info }
 
 // Close unpins the version.
-func (r *Reader) Close() error { return nil }
+func (r *Reader) Close() error { return r.close() }
 
 // ParseKey converts the text of each key column (as given in a URL path
 // segment) to typed key values using the pinned schema. ErrBadKey when the
 // count or a value does not fit.
-func (r *Reader) ParseKey(parts []string) ([]Value, error) { return nil, errNotImplementedYet }
+func (r *Reader) ParseKey(parts []string) ([]Value, error) { return r.parseKey(parts) }
 
 // Get reads one row. columns selects columns by name (nil means all).
 // ErrRowNotFound when absent at the pinned version.
 func (r *Reader) Get(ctx context.Context, key []Value, columns []string) (Row, error) {
-	return Row{}, errNotImplementedYet
+	return r.get(ctx, key, columns)
 }
 
 // ScanOptions select rows of an ordered scan. Start, End and Prefix are key
@@ -277,7 +291,7 @@ type RowIterator interface {
 
 // Scan starts an ordered scan at the pinned version.
 func (r *Reader) Scan(ctx context.Context, opts ScanOptions) (RowIterator, error) {
-	return nil, errNotImplementedYet
+	return r.scan(ctx, opts)
 }
 
 // ChangeOp is the kind of a diff entry.
@@ -316,52 +330,56 @@ type DiffIterator interface {
 
 // Diff streams the changes from version from to version to (both kept).
 func (db *DB) Diff(ctx context.Context, dataset string, from, to int64) (DiffIterator, error) {
-	return nil, errNotImplementedYet
+	return db.diff(ctx, dataset, from, to)
 }
 
 // DiffCounts counts the changes from version from to version to.
 func (db *DB) DiffCounts(ctx context.Context, dataset string, from, to int64) (DiffStats, error) {
-	return DiffStats{}, errNotImplementedYet
+	return db.diffCounts(ctx, dataset, from, to)
 }
 
 // Datasets lists every dataset, by name.
-func (db *DB) Datasets(ctx context.Context) ([]DatasetInfo, error) { return nil, errNotImplementedYet }
+func (db *DB) Datasets(ctx context.Context) ([]DatasetInfo, error) { return db.datasetsImpl() }
 
 // Dataset describes one dataset. ErrDatasetNotFound.
 func (db *DB) Dataset(ctx context.Context, name string) (DatasetInfo, error) {
-	return DatasetInfo{}, errNotImplementedYet
+	return db.datasetImpl(name)
 }
 
 // Versions lists the kept versions of a dataset, newest first.
 func (db *DB) Versions(ctx context.Context, dataset string) ([]VersionInfo, error) {
-	return nil, errNotImplementedYet
+	return db.versionsImpl(dataset)
 }
 
 // VersionInfo describes one kept version. ErrVersionNotKept.
 func (db *DB) VersionInfo(ctx context.Context, dataset string, version int64) (VersionInfo, error) {
-	return VersionInfo{}, errNotImplementedYet
+	return db.versionInfoImpl(dataset, version)
 }
 
 // SetConfig updates a dataset's retention and guard.
-func (db *DB) SetConfig(ctx context.Context, cfg DatasetConfig) error { return errNotImplementedYet }
+func (db *DB) SetConfig(ctx context.Context, cfg DatasetConfig) error {
+	return db.setConfigImpl(ctx, cfg)
+}
 
 // DropDataset deletes a dataset and all its versions. ErrRunInProgress while
 // a run is open.
-func (db *DB) DropDataset(ctx context.Context, name string) error { return errNotImplementedYet }
+func (db *DB) DropDataset(ctx context.Context, name string) error { return db.dropImpl(ctx, name) }
 
 // Tag names a kept version; tagged versions are exempt from GC. Re-tagging
 // moves the tag.
 func (db *DB) Tag(ctx context.Context, dataset, tag string, version int64) error {
-	return errNotImplementedYet
+	return db.tagImpl(ctx, dataset, tag, version)
 }
 
 // Untag removes a tag. ErrTagNotFound.
-func (db *DB) Untag(ctx context.Context, dataset, tag string) error { return errNotImplementedYet }
+func (db *DB) Untag(ctx context.Context, dataset, tag string) error {
+	return db.untagImpl(ctx, dataset, tag)
+}
 
 // Rollback makes an older kept version current again; the versions after it
 // become invalid transactions, so no later read or run sees their cells.
 func (db *DB) Rollback(ctx context.Context, dataset string, to int64) (VersionInfo, error) {
-	return VersionInfo{}, errNotImplementedYet
+	return db.rollbackImpl(ctx, dataset, to)
 }
 
 // GCReport says what a garbage collection did or, dry, would do.
@@ -378,7 +396,7 @@ type GCReport struct {
 // version can see plus the cells of its invalid transactions, then prunes
 // the invalid set (DESIGN 5).
 func (db *DB) GC(ctx context.Context, dataset string, dryRun bool) (GCReport, error) {
-	return GCReport{}, errNotImplementedYet
+	return db.gc(ctx, dataset, dryRun)
 }
 
 // Record is a named document kept in the metadata table for packages above
@@ -392,20 +410,20 @@ type Record struct {
 
 // PutRecord writes (creates or replaces) a record durably.
 func (db *DB) PutRecord(ctx context.Context, kind, name string, value []byte) error {
-	return errNotImplementedYet
+	return db.putRecordImpl(ctx, kind, name, value)
 }
 
 // GetRecord reads a record. ErrRecordNotFound.
 func (db *DB) GetRecord(ctx context.Context, kind, name string) ([]byte, error) {
-	return nil, errNotImplementedYet
+	return db.getRecordImpl(ctx, kind, name)
 }
 
 // ListRecords lists the records of a kind in name order.
 func (db *DB) ListRecords(ctx context.Context, kind string) ([]Record, error) {
-	return nil, errNotImplementedYet
+	return db.listRecordsImpl(ctx, kind)
 }
 
 // DeleteRecord deletes a record; deleting an absent one is a no-op.
 func (db *DB) DeleteRecord(ctx context.Context, kind, name string) error {
-	return errNotImplementedYet
+	return db.deleteRecordImpl(ctx, kind, name)
 }

@@ -1,0 +1,157 @@
+package snapshot
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/snapstore/snapstore/store"
+)
+
+// diff implements DB.Diff: one raw scan of every partition up to the newer
+// version, each row resolved at both versions (txn V2, V3). Two readers pin
+// the versions until Close.
+func (db *DB) diff(ctx context.Context, name string, from, to int64) (*diffIter, error) {
+	if from <= 0 || to <= 0 {
+		return nil, fmt.Errorf("%w: versions must be positive", ErrInvalidArgument)
+	}
+	rf, err := db.reader(ctx, name, At{Version: from})
+	if err != nil {
+		return nil, err
+	}
+	rt, err := db.reader(ctx, name, At{Version: to})
+	if err != nil {
+		rf.Close()
+		return nil, err
+	}
+	hi := rf
+	if to > from {
+		hi = rt
+	}
+	o := hi.opts
+	o.MaxVersions = 1 + max(rf.vis.ExcludedAtOrBelow(from), rt.vis.ExcludedAtOrBelow(to), hi.vis.ExcludedAtOrBelow(hi.info.Version))
+	m, err := openMerged(ctx, db.st, name, rf.parts, store.ScanOptions{ReadOptions: o})
+	if err != nil {
+		rf.Close()
+		rt.Close()
+		return nil, fmt.Errorf("snapshot: diffing %s %d..%d: %w", name, from, to, err)
+	}
+	d := &diffIter{from: rf, to: rt, m: m}
+	_, d.fromIdx, _ = rf.columnSelection(nil)
+	_, d.toIdx, _ = rt.columnSelection(nil)
+	return d, nil
+}
+
+func (db *DB) diffCounts(ctx context.Context, name string, from, to int64) (DiffStats, error) {
+	d, err := db.diff(ctx, name, from, to)
+	if err != nil {
+		return DiffStats{}, err
+	}
+	d.countOnly = true
+	st := DiffStats{From: from, To: to}
+	for d.Next() {
+		switch d.op {
+		case OpInsert:
+			st.Inserted++
+		case OpUpdate:
+			st.Updated++
+		case OpDelete:
+			st.Deleted++
+		}
+	}
+	if err := d.Close(); err != nil {
+		return DiffStats{}, err
+	}
+	return st, nil
+}
+
+type diffIter struct {
+	from, to       *Reader
+	m              *mergedRows
+	fromIdx, toIdx []int
+	countOnly      bool
+	resF, resT     []resolvedCol
+	op             ChangeOp
+	change         Change
+	err            error
+	closed         bool
+}
+
+func sameResolved(a, b []resolvedCol) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !bytes.Equal(a[i].name, b[i].name) || !bytes.Equal(a[i].value, b[i].value) {
+			return false
+		}
+	}
+	return true
+}
+
+func (d *diffIter) Next() bool {
+	if d.closed || d.err != nil {
+		return false
+	}
+	for d.m.next() {
+		cells := d.m.cells()
+		d.resF = resolve(cells, d.from.vis, d.resF[:0])
+		d.resT = resolve(cells, d.to.vis, d.resT[:0])
+		switch {
+		case len(d.resF) == 0 && len(d.resT) == 0:
+			continue
+		case len(d.resF) == 0:
+			d.op = OpInsert
+		case len(d.resT) == 0:
+			d.op = OpDelete
+		case sameResolved(d.resF, d.resT):
+			continue
+		default:
+			d.op = OpUpdate
+		}
+		if d.countOnly {
+			return true
+		}
+		d.change = Change{Op: d.op}
+		if len(d.resF) > 0 {
+			row, err := buildRow(d.from.info.Schema, d.from.keyIdx, d.resF, d.fromIdx[:len(d.fromIdx):len(d.fromIdx)])
+			if err != nil {
+				d.err = err
+				return false
+			}
+			d.change.Before = &row
+			d.change.Key = row.Key
+		}
+		if len(d.resT) > 0 {
+			row, err := buildRow(d.to.info.Schema, d.to.keyIdx, d.resT, d.toIdx)
+			if err != nil {
+				d.err = err
+				return false
+			}
+			d.change.After = &row
+			d.change.Key = row.Key
+		}
+		return true
+	}
+	if err := d.m.err(); err != nil {
+		d.err = fmt.Errorf("snapshot: diffing %s: %w", d.from.ds.name, err)
+	}
+	return false
+}
+
+func (d *diffIter) Change() Change { return d.change }
+
+func (d *diffIter) Err() error { return d.err }
+
+func (d *diffIter) Close() error {
+	if d.closed {
+		return d.err
+	}
+	d.closed = true
+	if err := d.m.close(); err != nil && d.err == nil {
+		d.err = err
+	}
+	d.from.Close()
+	d.to.Close()
+	return d.err
+}

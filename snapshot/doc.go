@@ -1,0 +1,117 @@
+// Package snapshot keeps SNAPSHOT datasets: tables whose every scheduled
+// run writes only what changed since the last committed version, commits
+// atomically, and stays readable at each kept version until retention lets
+// garbage collection reclaim it. It is built on the cell table of package
+// store and the transactions of package txn, and knows nothing of sources.
+//
+// # Semantics (DESIGN.md, "Semantics that must hold on every backend")
+//
+// D1. Cells. A dataset partition is a store table; a row key is the
+// order-preserving encoding of the key column values (encoding.go); a row
+// has one cell per column, qualifier = column name, timestamp = the writing
+// run's transaction id, value = kind byte + payload. NULL is a value.
+//
+// D2. Versions. A dataset's version is the id of its last committed run.
+// Reading at version V returns, per row and column, the newest cell with
+// timestamp <= V whose transaction is visible (txn V2), unless a newer
+// visible delete marker hides it (txn V3). A Reader pins its version and
+// visibility for its whole life, so a scan never mixes versions, and page
+// tokens carry the version.
+//
+// D3. Commit. Run.Commit writes delete markers for rows not seen, checks the
+// guards, flushes and syncs the data, then makes the transaction committed
+// and the dataset's current version in one atomic durable metadata write
+// (txn I3). Any failure before that write leaves the current version as it
+// was and the run's transaction invalid.
+//
+// D4. Failed runs. An aborted run, a crashed process (txn I5) or a
+// rolled-back version (txn I4) is an invalid transaction: never visible,
+// its cells removed by GC, then its id pruned (txn I6).
+//
+// D5. Delta writes. For each source row the run reads the row at the
+// current version (one reused iterator, sought forward while keys ascend;
+// a point Get otherwise) and writes only: puts for columns whose encoded
+// value differs or that are new, column delete markers for columns the
+// row has but the run's schema does not. Rows the run never Put get a row
+// delete marker at commit; they are found without assuming the source's
+// order: every key Put is recorded in a scratch table of the same store
+// (no sync; cleared before and after the run), and at commit the store's
+// sorted scratch rows are merge-joined with the current version's rows. No
+// structure in memory grows with the table; writes go out in batches of
+// batchSize (4096) mutations without sync.
+//
+// D6. Stats and checksum. Rows = rows Put; Inserted, Updated, Unchanged
+// classify them against the current version, Deleted counts row markers.
+// BytesWritten sums row + column + value + 8 (timestamp) over data cells and
+// markers (not the scratch table). The checksum is order-independent: the
+// sum modulo 2^64 of xxhash64 over each row's canonical encoding, which is,
+// for each column in schema order, uvarint(len(name)) name
+// uvarint(len(cell)) cell, cell being the stored value encoding. Two
+// versions with the same rows and schema have the same checksum.
+//
+// D7. Guards. Commit refuses with ErrGuardRefused (and aborts) a run of 0
+// rows unless Guard.AllowEmpty, and a run whose deletes exceed
+// Guard.MaxShrink (default 0.5; 1 disables) of the current version's rows;
+// RunOptions.Force skips both.
+//
+// D8. One writer per dataset. A run, GC, rollback and drop each hold the
+// dataset's writer slot; another gets ErrRunInProgress. Readers take no
+// slot: reads never block runs and runs never block reads.
+//
+// # Garbage collection
+//
+// G1. Retention. A committed version is kept while it is younger than
+// Retention.TTL (0: forever) or among the newest Retention.MinVersions (at
+// least 1); the current version and tagged versions are always kept,
+// whatever their age. GC expires the rest: their metadata goes first, so
+// a Reader at an expired version gets ErrVersionNotKept, never an empty
+// result.
+//
+// G2. Views. The cells that must survive are those seen by some view: each
+// kept version with today's excluded set, and each open Reader with the
+// visibility it pinned (so a rolled-back version still read by a Reader
+// keeps its cells until the Reader closes).
+//
+// G3. A put is needed iff it is the visible state of its column in some
+// view (newest visible version, not hidden by a visible row marker).
+//
+// G4. A marker is a candidate iff it is the effective state of a column in
+// some view (the newest visible version of the column, or the newest
+// visible row marker hiding it).
+//
+// G5. A candidate marker is kept iff a needed put older than it survives in
+// its scope (its column, or any column for a row marker); otherwise
+// nothing it hides survives and it goes too. Everything else is deleted:
+// older overwritten versions, markers with nothing left under them, and
+// every cell of an invalid transaction.
+//
+// G6. Then invalid ids of the dataset that no open Reader can see are
+// pruned (txn I6). GC reads one row at a time: memory is bounded by the
+// widest row's history. Deletions of one row are one batch, puts before
+// markers. With dryRun, GC deletes nothing and reports what it would.
+//
+// Worked example, in the manner of etcd's keyIndex comment. One row k, one
+// column c; MinVersions 2, TTL 0 wait, say TTL 1h; clock in minutes.
+//
+//	t=0    run 1 puts c=a              cells: c@1=a
+//	t=10   run 2 puts c=b              cells: c@2=b c@1=a
+//	t=20   run 3 crashes after c=x     cells: c@3=x(invalid) c@2=b c@1=a
+//	t=30   run 4 deletes row k         cells: row-marker@4 c@3 c@2 c@1
+//	t=40   run 5 reinserts c=d         cells: row@4 c@5=d c@3 c@2 c@1
+//	t=100  GC: versions 1,2,4,5 committed at 0,10,30,40; current 5.
+//	       TTL 60m: 1 (100m old) and 2 (90m) expire, 4 (70m) too except
+//	       MinVersions 2 keeps 4 and 5. Views: 4, 5.
+//	       view 5: c -> c@5 needed. view 4: c@2 is hidden by row@4 ->
+//	       row@4 is a candidate; no needed put older than 4 survives
+//	       (c@2 and c@1 are not needed), so row@4 goes too. c@3 is
+//	       invalid: deleted, and txn 3 is pruned.
+//	                                   cells: c@5=d
+//	       A Reader at version 4 still sees no row k (c@5 > 4); a Reader
+//	       at 2 gets ErrVersionNotKept.
+//
+// # Partitions
+//
+// A dataset has Options.Partitions hash partitions (fixed at creation):
+// a row lives in table "d/<dataset>/<PartitionOf(key)>"; scans merge the
+// partitions in key order. See keys.go for every table and metadata row.
+package snapshot

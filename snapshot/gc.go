@@ -1,0 +1,244 @@
+package snapshot
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/snapstore/snapstore/store"
+	"github.com/snapstore/snapstore/txn"
+)
+
+// keptLocked applies the retention policy (DESIGN 5, G1 in doc.go) and
+// returns the versions to expire, ascending.
+func (ds *dataset) expiredLocked(now time.Time) []int64 {
+	ret := ds.cfg.Retention
+	minV := max(ret.MinVersions, 1)
+	tagged := map[int64]bool{}
+	for _, v := range ds.tags {
+		tagged[v] = true
+	}
+	var out []int64
+	n := len(ds.versions)
+	for i, vi := range ds.versions {
+		switch {
+		case vi.Version == ds.current, tagged[vi.Version]:
+		case n-i <= minV: // among the newest MinVersions
+		case ret.TTL == 0 || now.Sub(vi.CommittedAt) < ret.TTL:
+		default:
+			out = append(out, vi.Version)
+		}
+	}
+	return out
+}
+
+// gc implements DB.GC; see "Garbage collection" in doc.go.
+func (db *DB) gc(ctx context.Context, name string, dryRun bool) (GCReport, error) {
+	ds, err := db.lookup(name)
+	if err != nil {
+		return GCReport{}, err
+	}
+	if err := ds.acquire("gc"); err != nil {
+		return GCReport{}, err
+	}
+	defer ds.release()
+	rep := GCReport{Dataset: name, DryRun: dryRun, VersionsExpired: []int64{}}
+
+	// G2: the views whose cells must survive: every kept version after
+	// expiry, seen with today's excluded set, and every open reader with
+	// the visibility it pinned.
+	ds.mu.Lock()
+	expired := ds.expiredLocked(db.opts.now())
+	rep.VersionsExpired = append(rep.VersionsExpired, expired...)
+	if !dryRun && len(expired) > 0 {
+		ds.versions = slices.DeleteFunc(ds.versions, func(vi *VersionInfo) bool {
+			_, found := slices.BinarySearch(expired, vi.Version)
+			return found
+		})
+	}
+	var views []txn.Visibility
+	for _, vi := range ds.versions {
+		if _, found := slices.BinarySearch(expired, vi.Version); !found {
+			views = append(views, db.txm.Visibility(name, vi.Version))
+		}
+	}
+	var readerViews []txn.Visibility
+	for r := range ds.readers {
+		views = append(views, r.vis)
+		readerViews = append(readerViews, r.vis)
+	}
+	parts := ds.cfg.Partitions
+	ds.mu.Unlock()
+	invalid := db.txm.Invalid(name)
+
+	if !dryRun && len(expired) > 0 {
+		b := &store.Batch{Table: db.meta, Sync: true}
+		for _, v := range expired {
+			b.DeleteVersion(versionKey(name, v), colInfo, 0)
+		}
+		if err := db.st.Apply(ctx, b); err != nil {
+			return rep, fmt.Errorf("snapshot: expiring versions of %s: %w", name, err)
+		}
+	}
+
+	maxVersions := 0 // all versions: GC must see every cell
+	for p := 0; p < parts; p++ {
+		if err := db.gcPartition(ctx, dataTable(name, p), views, dryRun, maxVersions, &rep); err != nil {
+			return rep, err
+		}
+	}
+	if !dryRun {
+		if err := db.st.Sync(ctx); err != nil {
+			return rep, fmt.Errorf("snapshot: syncing GC of %s: %w", name, err)
+		}
+	}
+	// I6: prune the invalid ids whose cells are gone: every one that no
+	// open reader can see (those that one can see kept their cells).
+	var prune []int64
+	for _, id := range invalid {
+		seen := false
+		for _, v := range readerViews {
+			if v.IsVisible(id) {
+				seen = true
+				break
+			}
+		}
+		if !seen {
+			prune = append(prune, id)
+		}
+	}
+	rep.InvalidTxnsPruned = len(prune)
+	if !dryRun {
+		if err := db.txm.Prune(ctx, prune); err != nil {
+			return rep, fmt.Errorf("snapshot: GC of %s: %w", name, err)
+		}
+		db.metrics.gcDeleted.Add(float64(rep.CellsDeleted))
+	}
+	db.logger.Info("gc done", "dataset", name, "dry_run", dryRun, "versions_expired", len(expired),
+		"cells_deleted", rep.CellsDeleted, "invalid_pruned", rep.InvalidTxnsPruned)
+	return rep, nil
+}
+
+// gcPartition walks every cell of one partition table, row by row, and
+// deletes the cells no view needs (G3-G5). Deletions of a row go into one
+// batch, puts before markers, so a crash never leaves a marker removed
+// while a cell it hides survives.
+func (db *DB) gcPartition(ctx context.Context, table string, views []txn.Visibility, dryRun bool, maxVersions int, rep *GCReport) error {
+	it, err := db.st.Scan(ctx, table, store.ScanOptions{ReadOptions: store.ReadOptions{MaxVersions: maxVersions}})
+	if err != nil {
+		return fmt.Errorf("snapshot: GC scanning %s: %w", table, err)
+	}
+	rr := newRowReader(it)
+	defer rr.close()
+	b := &store.Batch{Table: table}
+	var arena []byte
+	var needed, marker []bool
+	flush := func() error {
+		if b.Len() == 0 {
+			return nil
+		}
+		if err := db.st.Apply(ctx, b); err != nil {
+			return fmt.Errorf("snapshot: GC deleting cells of %s: %w", table, err)
+		}
+		b.Reset()
+		arena = arena[:0]
+		return nil
+	}
+	for rr.next() {
+		cells := rr.cells
+		needed = slices.Grow(needed[:0], len(cells))[:len(cells)]
+		marker = slices.Grow(marker[:0], len(cells))[:len(cells)]
+		clear(needed)
+		clear(marker)
+		markNeeded(cells, views, needed, marker)
+		// G5: a marker that is the effective state of some view stays if
+		// a needed put older than it survives in its scope.
+		for i := range cells {
+			if !marker[i] {
+				continue
+			}
+			c := &cells[i]
+			for j := range cells {
+				d := &cells[j]
+				if needed[j] && d.Kind == store.KindPut && d.Timestamp < c.Timestamp &&
+					(c.Kind == store.KindDeleteRow || bytes.Equal(d.Column, c.Column)) {
+					needed[i] = true
+					break
+				}
+			}
+		}
+		rowStart := -1
+		for pass := 0; pass < 2; pass++ { // puts first, then markers
+			for i := range cells {
+				c := &cells[i]
+				if needed[i] || (pass == 0) != (c.Kind == store.KindPut) {
+					continue
+				}
+				rep.CellsDeleted++
+				rep.BytesReclaimed += int64(len(c.Row) + len(c.Column) + len(c.Value) + 8)
+				if dryRun {
+					continue
+				}
+				if rowStart < 0 {
+					rowStart = len(arena)
+					arena = append(arena, rr.row...)
+				}
+				row := arena[rowStart : rowStart+len(rr.row) : rowStart+len(rr.row)]
+				cs := len(arena)
+				arena = append(arena, c.Column...)
+				b.DeleteVersion(row, arena[cs:len(arena):len(arena)], c.Timestamp)
+			}
+		}
+		if b.Len() >= batchSize {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := rr.err(); err != nil {
+		return fmt.Errorf("snapshot: GC scanning %s: %w", table, err)
+	}
+	return flush()
+}
+
+// markNeeded sets needed[i] for every put that some view sees (G3) and
+// marker[i] for every delete marker that is the effective state of a
+// column in some view (G4).
+func markNeeded(cells []store.Cell, views []txn.Visibility, needed, marker []bool) {
+	for _, vis := range views {
+		rowDel, rowDelIdx := int64(-1), -1
+		i := 0
+		for ; i < len(cells) && len(cells[i].Column) == 0; i++ {
+			c := &cells[i]
+			if c.Kind == store.KindDeleteRow && c.Timestamp > rowDel && vis.IsVisible(c.Timestamp) {
+				rowDel, rowDelIdx = c.Timestamp, i
+			}
+		}
+		for i < len(cells) {
+			col := cells[i].Column
+			found := false
+			for ; i < len(cells) && bytes.Equal(cells[i].Column, col); i++ {
+				c := &cells[i]
+				if found || !vis.IsVisible(c.Timestamp) {
+					continue
+				}
+				found = true
+				switch {
+				case c.Timestamp <= rowDel:
+					marker[rowDelIdx] = true
+				case c.Kind == store.KindPut:
+					needed[i] = true
+				default:
+					marker[i] = true
+				}
+			}
+			if !found && rowDelIdx >= 0 {
+				// nothing visible in the column; the row marker may still
+				// hide older invisible-to-this-view puts: keep deciding by G5
+				marker[rowDelIdx] = true
+			}
+		}
+	}
+}

@@ -1,0 +1,79 @@
+package snapshot
+
+import (
+	"encoding/binary"
+	"strconv"
+)
+
+// Storage layout, all in this one file (etcd keeps its buckets in one file,
+// server/storage/schema/bucket.go).
+//
+// Metadata table (txn.DefaultTable, "meta"), timestamp 0 everywhere; package
+// txn owns the rows starting with "t\x00":
+//
+//	"s\x00ds\x00" + dataset                      "cfg"  JSON datasetConfig
+//	                                             "cur"  current version, 8 bytes big-endian
+//	"s\x00ver\x00" + dataset + "\x00" + v (8 BE) "info" JSON VersionInfo of a kept version
+//	"s\x00tag\x00" + dataset + "\x00" + tag      "v"    tagged version, 8 bytes big-endian
+//	"s\x00rec\x00" + kind + "\x00" + name        "v"    a Record's value
+//
+// Data tables, one per dataset partition: "d/" + dataset + "/" + partition
+// (decimal). Row = encoded key (encoding.go), column = column name,
+// timestamp = the writing run's transaction id.
+//
+// Scratch tables, one per partition of a running run: "x/" + dataset + "/"
+// + partition; row = encoded key, column = 8-byte big-endian sequence
+// number of the Put, empty value. Cleared before and after each run.
+var (
+	prefixDataset = []byte("s\x00ds\x00")
+	prefixVersion = []byte("s\x00ver\x00")
+	prefixTag     = []byte("s\x00tag\x00")
+	prefixRecord  = []byte("s\x00rec\x00")
+	colCfg        = []byte("cfg")
+	colCur        = []byte("cur")
+	colInfo       = []byte("info")
+	colV          = []byte("v")
+)
+
+func datasetKey(name string) []byte { return append(append([]byte{}, prefixDataset...), name...) }
+
+func versionPrefix(name string) []byte {
+	k := append(append([]byte{}, prefixVersion...), name...)
+	return append(k, 0)
+}
+
+func versionKey(name string, v int64) []byte {
+	return binary.BigEndian.AppendUint64(versionPrefix(name), uint64(v))
+}
+
+func tagPrefix(name string) []byte {
+	k := append(append([]byte{}, prefixTag...), name...)
+	return append(k, 0)
+}
+
+func tagKey(name, tag string) []byte { return append(tagPrefix(name), tag...) }
+
+func recordPrefix(kind string) []byte {
+	k := append(append([]byte{}, prefixRecord...), kind...)
+	return append(k, 0)
+}
+
+func recordKey(kind, name string) []byte { return append(recordPrefix(kind), name...) }
+
+func dataTable(dataset string, p int) string    { return "d/" + dataset + "/" + strconv.Itoa(p) }
+func scratchTable(dataset string, p int) string { return "x/" + dataset + "/" + strconv.Itoa(p) }
+
+// prefixEnd returns the smallest key greater than every key with prefix p,
+// or nil when there is none (p is all 0xff).
+func prefixEnd(p []byte) []byte {
+	e := append([]byte{}, p...)
+	for i := len(e) - 1; i >= 0; i-- {
+		if e[i] != 0xff {
+			e[i]++
+			return e[:i+1]
+		}
+	}
+	return nil
+}
+
+func be64(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
