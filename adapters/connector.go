@@ -1,0 +1,165 @@
+package adapters
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+
+	"github.com/snapstore/snapstore/snapshot"
+)
+
+// Connector is one connection type ("mysql", "sqlite"), registered by name
+// with Register, after database/sql's sql.Register and driver.Driver. The
+// required interface is small; a Source may also implement the optional
+// capabilities Tester, ResourceLister and IdleCloser, found by type
+// assertion (as database/sql finds driver.Pinger).
+type Connector interface {
+	// Options declares the options the type accepts; anything else is
+	// rejected with an *OptionError naming the key.
+	Options() []OptionDef
+	// Validate checks option combinations that single options cannot
+	// (for example "dsn" with "host"); it returns *OptionError values with
+	// unprefixed keys, joined. Secrets are not resolved yet.
+	Validate(opts OptionValues) error
+	// Open opens a handle. cfg.Options have their secrets resolved. ctx is
+	// for dialling only (database/sql's Connector rule); a lazy pool may
+	// not dial at all.
+	Open(ctx context.Context, cfg SourceConfig) (Source, error)
+}
+
+// SourceConfig is what Connector.Open gets.
+type SourceConfig struct {
+	// Name is the data connection's name, for logs.
+	Name string
+	// Options are typed, with secrets resolved (Secret values; call
+	// Reveal only to hand them to a driver).
+	Options OptionValues
+	// Pool holds the pool limits of a pooled connection.
+	Pool PoolOptions
+	// Logger is never nil.
+	Logger *slog.Logger
+}
+
+// Source is an open data connection handle: a pool, or one connection for a
+// single-use connection. Safe for concurrent use.
+type Source interface {
+	// OpenTable starts a consistent read of one table or view. The reader
+	// holds one pinned connection and one read-only transaction until
+	// Close. Errors: ErrResourceNotFound, ErrNoKey, ErrUnsupportedType,
+	// ErrSourceUnavailable, ErrSourceAuth (wrapped).
+	OpenTable(ctx context.Context, req TableRequest) (TableReader, error)
+	// Close closes the handle; readers still open keep working until
+	// their own Close only when the type says so (the service never
+	// closes a Source while a reader is open).
+	Close() error
+}
+
+// Tester is an optional Source capability: a connection test. A failed
+// test is a TestResult with OK false and Cause set.
+type Tester interface {
+	Test(ctx context.Context) TestResult
+}
+
+// ResourceLister is an optional Source capability: the tables and views
+// reachable through the connection.
+type ResourceLister interface {
+	Resources(ctx context.Context) ([]Resource, error)
+}
+
+// IdleCloser is an optional Source capability: close idle pooled
+// connections now (called when a connection is replaced or dropped while
+// runs still hold it).
+type IdleCloser interface {
+	CloseIdle()
+}
+
+// TableRequest asks for one table.
+type TableRequest struct {
+	// Resource is "table", "schema.table", or quoted parts as the source
+	// type quotes identifiers ("`my.db`.`t`" for MySQL).
+	Resource string
+	// KeyColumns, when set, are the row key columns (they must exist and
+	// be unique and not NULL; duplicates fail the run). When empty the key
+	// is the primary key, else the first unique key over NOT NULL
+	// columns, else ErrNoKey.
+	KeyColumns []string
+	// ChunkRows is the keyset-pagination chunk size in rows; 0 means the
+	// connection's chunk_rows option or 5000.
+	ChunkRows int
+}
+
+// TableReader streams the rows of one table in key order, as
+// []snapshot.Value aligned with Schema().Columns. Not safe for concurrent
+// use; must be closed.
+type TableReader interface {
+	// Schema is the table's schema, Key set.
+	Schema() snapshot.Schema
+	// Table describes the table read (schema, name, type, estimated rows).
+	Table() Resource
+	// Next advances to the next row; false at the end or on error.
+	Next(ctx context.Context) bool
+	// Values returns the current row. The slice and the Bytes of its
+	// values belong to the reader and are valid only until the next Next.
+	Values() []snapshot.Value
+	// Err returns the error that stopped Next, if any.
+	Err() error
+	// Close ends the read transaction and returns the connection.
+	Close() error
+}
+
+var (
+	connectorsMu sync.RWMutex
+	connectors   = map[string]Connector{}
+)
+
+// Register makes a connector available under name, for ConnectionSpec.Type.
+// It panics when name is taken or c is nil, as sql.Register does.
+func Register(name string, c Connector) {
+	connectorsMu.Lock()
+	defer connectorsMu.Unlock()
+	if c == nil {
+		panic("adapters: Register connector is nil")
+	}
+	if _, dup := connectors[name]; dup {
+		panic("adapters: Register called twice for connector " + name)
+	}
+	connectors[name] = c
+}
+
+// Connectors returns the registered connection type names, sorted.
+func Connectors() []string {
+	connectorsMu.RLock()
+	defer connectorsMu.RUnlock()
+	out := make([]string, 0, len(connectors))
+	for n := range connectors {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func lookupConnector(name string) (Connector, error) {
+	connectorsMu.RLock()
+	defer connectorsMu.RUnlock()
+	c, ok := connectors[name]
+	if !ok {
+		return nil, fmt.Errorf("%w %q (known: %v)", ErrUnknownType, name, keysLocked())
+	}
+	return c, nil
+}
+
+func keysLocked() []string {
+	out := make([]string, 0, len(connectors))
+	for n := range connectors {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func init() {
+	Register("mysql", mysqlConnector{})
+	Register("sqlite", sqliteConnector{})
+}

@@ -1,0 +1,425 @@
+package adapters
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// mysqlConnector is the "mysql" connection type, for MySQL 5.7/8.x and
+// MariaDB 10.x through github.com/go-sql-driver/mysql. Options are listed in
+// docs/connections.md; the DSN is always built with mysql.Config (never by
+// string concatenation), and the driver always runs with the text protocol
+// (InterpolateParams) and parseTime off, so DECIMAL and temporal values
+// arrive as the server's exact text.
+type mysqlConnector struct{}
+
+const (
+	defaultChunkRows      = 5000
+	defaultConnectTimeout = 10 * time.Second
+)
+
+var mysqlOptionDefs = []OptionDef{
+	{Key: "host", Type: OptString, Doc: "server host name or address (default 127.0.0.1)"},
+	{Key: "port", Type: OptInt, Min: 1, Max: 65535, Doc: "TCP port (default 3306)"},
+	{Key: "socket", Type: OptString, Doc: "Unix socket path, instead of host and port"},
+	{Key: "user", Type: OptString, Doc: "user name"},
+	{Key: "password", Type: OptSecret, Doc: "password: literal, env:NAME or file:/path"},
+	{Key: "database", Type: OptString, Doc: "default database (schema) for resources without a schema"},
+	{Key: "tls", Type: OptString, Allowed: []string{"false", "true", "skip-verify", "preferred"}, Doc: "TLS mode of the driver (default false)"},
+	{Key: "params", Type: OptStringMap, Doc: "session system variables set at connect, name -> SQL value"},
+	{Key: "dsn", Type: OptSecret, Doc: "a whole go-sql-driver DSN instead of host/port/socket/user/password/database; literal, env:NAME or file:/path"},
+	{Key: "connect_timeout", Type: OptDuration, Doc: "dial and connection-test timeout (default 10s)"},
+	{Key: "read_timeout", Type: OptDuration, Doc: "I/O read timeout per packet (default none)"},
+	{Key: "chunk_rows", Type: OptInt, Min: 1, Max: 10_000_000, Doc: "rows per keyset-pagination chunk of a pull (default 5000)"},
+}
+
+// Options implements Connector.
+func (mysqlConnector) Options() []OptionDef { return mysqlOptionDefs }
+
+// mysqlManagedParams are driver settings snapstore owns; params may not
+// change them.
+var mysqlManagedParams = map[string]bool{
+	"parsetime": true, "interpolateparams": true, "loc": true, "time_zone": true,
+	"multistatements": true, "allowallfiles": true, "columnswithalias": true,
+	"charset": true, "collation": true,
+}
+
+var sysVarName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Validate implements Connector.
+func (mysqlConnector) Validate(o OptionValues) error {
+	var errs []error
+	if o.Has("dsn") {
+		for _, k := range []string{"host", "port", "socket", "user", "password", "database"} {
+			if o.Has(k) {
+				errs = append(errs, &OptionError{Key: k, Msg: "not allowed together with dsn"})
+			}
+		}
+	} else if !o.Has("user") {
+		errs = append(errs, &OptionError{Key: "user", Msg: "required (or give dsn)"})
+	}
+	if o.Has("socket") && (o.Has("host") || o.Has("port")) {
+		errs = append(errs, &OptionError{Key: "socket", Msg: "not allowed together with host or port"})
+	}
+	for k := range o.Map("params") {
+		if !sysVarName.MatchString(k) {
+			errs = append(errs, &OptionError{Key: "params." + k, Msg: "not a system variable name"})
+		} else if mysqlManagedParams[strings.ToLower(k)] {
+			errs = append(errs, &OptionError{Key: "params." + k, Msg: "managed by snapstore, cannot be set"})
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// mysqlConfig builds the driver configuration from resolved options.
+func mysqlConfig(o OptionValues, logger *slog.Logger) (*mysql.Config, error) {
+	var cfg *mysql.Config
+	if o.Has("dsn") {
+		var err error
+		cfg, err = mysql.ParseDSN(o.Secret("dsn").Reveal())
+		if err != nil {
+			// The driver's message may quote part of the DSN; keep it out.
+			return nil, &OptionError{Key: "dsn", Msg: "not a valid go-sql-driver DSN"}
+		}
+	} else {
+		cfg = mysql.NewConfig()
+		cfg.User = o.String("user")
+		cfg.Passwd = o.Secret("password").Reveal()
+		cfg.DBName = o.String("database")
+		if o.Has("socket") {
+			cfg.Net = "unix"
+			cfg.Addr = o.String("socket")
+		} else {
+			host := o.String("host")
+			if host == "" {
+				host = "127.0.0.1"
+			}
+			cfg.Net = "tcp"
+			cfg.Addr = net.JoinHostPort(host, strconv.FormatInt(o.Int("port", 3306), 10))
+		}
+	}
+	if o.Has("tls") {
+		cfg.TLSConfig = o.String("tls")
+	}
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	for k, v := range o.Map("params") {
+		cfg.Params[k] = v
+	}
+	// Every session reads TIMESTAMP in UTC (docs/types.md, "Time zones").
+	cfg.Params["time_zone"] = "'+00:00'"
+	cfg.ParseTime = false
+	cfg.InterpolateParams = true
+	cfg.MultiStatements = false
+	cfg.AllowAllFiles = false
+	cfg.ColumnsWithAlias = false
+	cfg.Loc = time.UTC
+	cfg.Timeout = o.Duration("connect_timeout", defaultConnectTimeout)
+	if o.Has("read_timeout") {
+		cfg.ReadTimeout = o.Duration("read_timeout", 0)
+	}
+	cfg.Logger = driverLogger{logger}
+	return cfg, nil
+}
+
+// driverLogger bridges the driver's logger into slog at warn level.
+type driverLogger struct{ l *slog.Logger }
+
+func (d driverLogger) Print(v ...any) {
+	d.l.Warn("mysql driver: " + strings.TrimSpace(fmt.Sprint(v...)))
+}
+
+// Open implements Connector: a lazy pool (nothing is dialled until used).
+func (mysqlConnector) Open(ctx context.Context, sc SourceConfig) (Source, error) {
+	cfg, err := mysqlConfig(sc.Options, sc.Logger)
+	if err != nil {
+		return nil, err
+	}
+	secrets := []string{cfg.Passwd}
+	if sc.Options.Has("dsn") {
+		secrets = append(secrets, sc.Options.Secret("dsn").Reveal())
+	}
+	c, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, scrubError(&OptionError{Key: "tls", Msg: err.Error()}, secrets...)
+	}
+	db := sql.OpenDB(c)
+	applyPool(db, sc.Pool)
+	return &mysqlSource{
+		name:      sc.Name,
+		db:        db,
+		dbName:    cfg.DBName,
+		chunkRows: int(sc.Options.Int("chunk_rows", defaultChunkRows)),
+		timeout:   cfg.Timeout,
+		secrets:   secrets,
+		log:       sc.Logger,
+	}, nil
+}
+
+// applyPool sets database/sql pool limits of a pooled connection.
+func applyPool(db *sql.DB, p PoolOptions) {
+	if !p.set {
+		return
+	}
+	if p.MaxOpen > 0 {
+		db.SetMaxOpenConns(p.MaxOpen)
+	}
+	if p.MaxIdle > 0 {
+		db.SetMaxIdleConns(p.MaxIdle)
+	}
+	if p.ConnMaxLifetime > 0 {
+		db.SetConnMaxLifetime(p.ConnMaxLifetime)
+	}
+	if p.ConnMaxIdleTime > 0 {
+		db.SetConnMaxIdleTime(p.ConnMaxIdleTime)
+	}
+}
+
+// mysqlSource is an open mysql data connection: one *sql.DB.
+type mysqlSource struct {
+	name      string
+	db        *sql.DB
+	dbName    string
+	chunkRows int
+	timeout   time.Duration
+	secrets   []string
+	log       *slog.Logger
+}
+
+func (s *mysqlSource) Close() error { return s.db.Close() }
+
+// CloseIdle implements IdleCloser.
+func (s *mysqlSource) CloseIdle() { s.db.SetMaxIdleConns(-1) }
+
+// scrub hides this connection's secrets in err.
+func (s *mysqlSource) scrub(err error) error { return scrubError(err, s.secrets...) }
+
+// Test implements Tester: connect, VERSION(), SELECT 1 under connect_timeout.
+func (s *mysqlSource) Test(ctx context.Context) TestResult {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	res := TestResult{}
+	fail := func(err error) TestResult {
+		res.Cause = classifyMySQL(ctx, err)
+		res.Message = s.scrub(err).Error()
+		res.Latency = time.Since(start)
+		return res
+	}
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	defer conn.Close()
+	if err := conn.QueryRowContext(ctx, "SELECT VERSION()").Scan(&res.ServerVersion); err != nil {
+		return fail(err)
+	}
+	var one int
+	if err := conn.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
+		return fail(err)
+	}
+	res.OK = one == 1
+	res.Latency = time.Since(start)
+	return res
+}
+
+// MySQL server error numbers the classification uses.
+const (
+	erDBAccessDenied     = 1044
+	erAccessDenied       = 1045
+	erBadDB              = 1049
+	erNoSuchTable        = 1146
+	erAccessDeniedNoPass = 1698
+	erNotSupportedAuth   = 1251
+)
+
+// classifyMySQL maps a driver error to a TestResult cause: "unreachable",
+// "auth", "unknown_database", "timeout" or "error".
+func classifyMySQL(ctx context.Context, err error) string {
+	var me *mysql.MySQLError
+	var ne net.Error
+	var oe *OptionError
+	switch {
+	case errors.As(err, &oe):
+		return "config"
+	case errors.As(err, &me):
+		switch me.Number {
+		case erAccessDenied, erDBAccessDenied, erAccessDeniedNoPass, erNotSupportedAuth:
+			return "auth"
+		case erBadDB:
+			return "unknown_database"
+		}
+		return "error"
+	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return "timeout"
+	case errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.EHOSTUNREACH),
+		errors.Is(err, syscall.ENETUNREACH), errors.Is(err, driver.ErrBadConn), errors.Is(err, mysql.ErrInvalidConn):
+		return "unreachable"
+	}
+	var de *net.DNSError
+	var op *net.OpError
+	if errors.As(err, &de) || errors.As(err, &op) {
+		return "unreachable"
+	}
+	return "error"
+}
+
+// wrapSourceErr marks a driver error with ErrSourceAuth or
+// ErrSourceUnavailable when it is one, keeping the driver error in the chain.
+func wrapSourceErr(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	switch classifyMySQL(ctx, err) {
+	case "auth":
+		return fmt.Errorf("%w: %w", ErrSourceAuth, err)
+	case "unreachable", "timeout", "unknown_database":
+		return fmt.Errorf("%w: %w", ErrSourceUnavailable, err)
+	}
+	return err
+}
+
+var mysqlSystemSchemas = []any{"mysql", "information_schema", "performance_schema", "sys"}
+
+// Resources implements ResourceLister: the tables and views of the
+// configured database, or of every accessible non-system schema when no
+// database is configured, with InnoDB's estimated row counts.
+func (s *mysqlSource) Resources(ctx context.Context) ([]Resource, error) {
+	q := `SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_TYPE, COALESCE(TABLE_ROWS, 0) FROM information_schema.TABLES WHERE `
+	var args []any
+	if s.dbName != "" {
+		q += `TABLE_SCHEMA = ?`
+		args = append(args, s.dbName)
+	} else {
+		q += `TABLE_SCHEMA NOT IN (?, ?, ?, ?)`
+		args = mysqlSystemSchemas
+	}
+	q += ` ORDER BY TABLE_SCHEMA, TABLE_NAME`
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, s.scrub(fmt.Errorf("listing tables of data connection %q: %w", s.name, wrapSourceErr(ctx, err)))
+	}
+	defer rows.Close()
+	var out []Resource
+	for rows.Next() {
+		var r Resource
+		var typ string
+		if err := rows.Scan(&r.Schema, &r.Name, &typ, &r.EstimatedRows); err != nil {
+			return nil, fmt.Errorf("listing tables of data connection %q: %w", s.name, err)
+		}
+		r.Type = mysqlTableType(typ)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.scrub(fmt.Errorf("listing tables of data connection %q: %w", s.name, wrapSourceErr(ctx, err)))
+	}
+	return out, nil
+}
+
+func mysqlTableType(t string) string {
+	if strings.EqualFold(t, "VIEW") {
+		return "view"
+	}
+	return "table"
+}
+
+// quoteMySQLIdent quotes a MySQL identifier with backticks, doubling any
+// backtick inside, so reserved words, mixed case, dots and backticks are
+// all safe.
+func quoteMySQLIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
+
+// splitQuotedName parses a resource written with quoted parts: "`a.b`",
+// "`s`.`t`", "s.`t`" (q is the quote character). ok is false when the text
+// is not of that form.
+func splitQuotedName(s string, q byte) (parts []string, ok bool) {
+	i := 0
+	for {
+		if i >= len(s) {
+			return nil, false
+		}
+		var part strings.Builder
+		if s[i] == q {
+			i++
+			closed := false
+			for i < len(s) {
+				if s[i] == q {
+					if i+1 < len(s) && s[i+1] == q {
+						part.WriteByte(q)
+						i += 2
+						continue
+					}
+					i++
+					closed = true
+					break
+				}
+				part.WriteByte(s[i])
+				i++
+			}
+			if !closed {
+				return nil, false
+			}
+		} else {
+			for i < len(s) && s[i] != '.' {
+				if s[i] == q {
+					return nil, false
+				}
+				part.WriteByte(s[i])
+				i++
+			}
+		}
+		if part.Len() == 0 {
+			return nil, false
+		}
+		parts = append(parts, part.String())
+		if i == len(s) {
+			break
+		}
+		if s[i] != '.' {
+			return nil, false
+		}
+		i++
+	}
+	if len(parts) > 2 {
+		return nil, false
+	}
+	return parts, true
+}
+
+// resourceCandidates returns the (schema, table) pairs a resource may mean,
+// in the order they are tried: quoted parts exactly; else the whole text as
+// a table of the default schema, then each split at a dot, left to right.
+func resourceCandidates(resource, defaultSchema string, q byte) [][2]string {
+	if strings.IndexByte(resource, q) >= 0 {
+		parts, ok := splitQuotedName(resource, q)
+		if !ok {
+			return nil
+		}
+		if len(parts) == 1 {
+			return [][2]string{{defaultSchema, parts[0]}}
+		}
+		return [][2]string{{parts[0], parts[1]}}
+	}
+	var out [][2]string
+	out = append(out, [2]string{defaultSchema, resource})
+	for i := 0; i < len(resource); i++ {
+		if resource[i] == '.' && i > 0 && i < len(resource)-1 {
+			out = append(out, [2]string{resource[:i], resource[i+1:]})
+		}
+	}
+	return out
+}

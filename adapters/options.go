@@ -1,0 +1,474 @@
+package adapters
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// OptionType is the type of one connection option.
+type OptionType int
+
+const (
+	// OptString is text.
+	OptString OptionType = iota
+	// OptInt is an integer; JSON numbers and decimal strings are accepted.
+	OptInt
+	// OptBool is true/false; the strings "true" and "false" are accepted.
+	OptBool
+	// OptDuration is a Go duration string ("30s", "5m"); a bare number is
+	// seconds.
+	OptDuration
+	// OptSecret is a secret string: literal, or a reference "env:NAME" or
+	// "file:/abs/path" resolved when the connection is opened. Parsed
+	// values are Secret; resolved ones too.
+	OptSecret
+	// OptStringMap is an object of string values (scalars are formatted).
+	OptStringMap
+)
+
+func (t OptionType) String() string {
+	switch t {
+	case OptString:
+		return "string"
+	case OptInt:
+		return "integer"
+	case OptBool:
+		return "boolean"
+	case OptDuration:
+		return "duration"
+	case OptSecret:
+		return "secret string"
+	case OptStringMap:
+		return "object of strings"
+	}
+	return "unknown"
+}
+
+// OptionDef declares one option a Connector accepts.
+type OptionDef struct {
+	Key  string
+	Type OptionType
+	// Min and Max bound OptInt values when Max > Min.
+	Min, Max int64
+	// Allowed lists the accepted values of an OptString option (empty: any).
+	Allowed []string
+	// Doc is one line for docs/connections.md.
+	Doc string
+}
+
+// poolOptionDefs are the options every database/sql connector accepts when
+// the sharing mode is pooled (database/sql's DB.SetMaxOpenConns and
+// friends).
+var poolOptionDefs = []OptionDef{
+	{Key: "max_open", Type: OptInt, Min: 0, Max: 10000, Doc: "most open connections (0: unlimited)"},
+	{Key: "max_idle", Type: OptInt, Min: 0, Max: 10000, Doc: "most idle connections kept (default 2)"},
+	{Key: "conn_max_lifetime", Type: OptDuration, Doc: "close connections older than this (0: never)"},
+	{Key: "conn_max_idle_time", Type: OptDuration, Doc: "close connections idle longer than this (0: never)"},
+}
+
+// PoolOptions are database/sql pool limits; zero fields keep database/sql's
+// defaults. Only a pooled connection sets them.
+type PoolOptions struct {
+	MaxOpen         int
+	MaxIdle         int
+	ConnMaxLifetime time.Duration
+	ConnMaxIdleTime time.Duration
+	// set reports whether the connection is pooled (limits apply).
+	set bool
+}
+
+// OptionValues is a connection's parsed, typed options: string, int64, bool,
+// time.Duration, Secret or map[string]string values by OptionDef.Type.
+// Secrets are unresolved references until ResolveSecrets.
+type OptionValues map[string]any
+
+// String returns an OptString value or "".
+func (o OptionValues) String(key string) string { s, _ := o[key].(string); return s }
+
+// Int returns an OptInt value or def.
+func (o OptionValues) Int(key string, def int64) int64 {
+	if v, ok := o[key].(int64); ok {
+		return v
+	}
+	return def
+}
+
+// Bool returns an OptBool value or def.
+func (o OptionValues) Bool(key string, def bool) bool {
+	if v, ok := o[key].(bool); ok {
+		return v
+	}
+	return def
+}
+
+// Duration returns an OptDuration value or def.
+func (o OptionValues) Duration(key string, def time.Duration) time.Duration {
+	if v, ok := o[key].(time.Duration); ok {
+		return v
+	}
+	return def
+}
+
+// Secret returns an OptSecret value (zero when absent).
+func (o OptionValues) Secret(key string) Secret { s, _ := o[key].(Secret); return s }
+
+// Map returns an OptStringMap value (nil when absent).
+func (o OptionValues) Map(key string) map[string]string { m, _ := o[key].(map[string]string); return m }
+
+// Has reports whether key was given.
+func (o OptionValues) Has(key string) bool { _, ok := o[key]; return ok }
+
+// parseOptions checks raw against defs (plus the pool options when
+// pooled) and returns typed values. Every problem is an *OptionError whose
+// Key is prefix+key; all problems are joined, sorted by key.
+func parseOptions(prefix string, defs []OptionDef, sharing Sharing, raw map[string]any) (OptionValues, PoolOptions, error) {
+	byKey := map[string]OptionDef{}
+	for _, d := range defs {
+		byKey[d.Key] = d
+	}
+	pooled := map[string]OptionDef{}
+	for _, d := range poolOptionDefs {
+		pooled[d.Key] = d
+	}
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := OptionValues{}
+	var pool PoolOptions
+	pool.set = sharing == SharingPooled
+	var errs []error
+	for _, k := range keys {
+		d, ok := byKey[k]
+		if !ok {
+			if pd, isPool := pooled[k]; isPool {
+				if sharing != SharingPooled {
+					errs = append(errs, &OptionError{Key: prefix + k, Msg: fmt.Sprintf("only allowed with sharing %q", SharingPooled)})
+					continue
+				}
+				d = pd
+			} else {
+				errs = append(errs, &OptionError{Key: prefix + k, Msg: "unknown option" + knownKeys(defs, sharing)})
+				continue
+			}
+		}
+		v, err := parseOption(d, raw[k])
+		if err != nil {
+			errs = append(errs, &OptionError{Key: prefix + k, Msg: err.Error()})
+			continue
+		}
+		if _, isPool := pooled[k]; isPool && !byKeyHas(byKey, k) {
+			switch k {
+			case "max_open":
+				pool.MaxOpen = int(v.(int64))
+			case "max_idle":
+				pool.MaxIdle = int(v.(int64))
+			case "conn_max_lifetime":
+				pool.ConnMaxLifetime = v.(time.Duration)
+			case "conn_max_idle_time":
+				pool.ConnMaxIdleTime = v.(time.Duration)
+			}
+			continue
+		}
+		out[k] = v
+	}
+	return out, pool, errors.Join(errs...)
+}
+
+func byKeyHas(m map[string]OptionDef, k string) bool { _, ok := m[k]; return ok }
+
+func knownKeys(defs []OptionDef, sharing Sharing) string {
+	var ks []string
+	for _, d := range defs {
+		ks = append(ks, d.Key)
+	}
+	if sharing == SharingPooled {
+		for _, d := range poolOptionDefs {
+			ks = append(ks, d.Key)
+		}
+	}
+	sort.Strings(ks)
+	return " (known: " + strings.Join(ks, ", ") + ")"
+}
+
+// parseOption converts one raw value (from JSON or YAML) to d's type. The
+// message never quotes a secret value.
+func parseOption(d OptionDef, v any) (any, error) {
+	switch d.Type {
+	case OptString:
+		s, ok := v.(string)
+		if !ok {
+			return nil, fmt.Errorf("want a string, got %s", jsonKind(v))
+		}
+		if len(d.Allowed) > 0 {
+			for _, a := range d.Allowed {
+				if s == a {
+					return s, nil
+				}
+			}
+			return nil, fmt.Errorf("want one of %s, got %q", strings.Join(d.Allowed, ", "), s)
+		}
+		return s, nil
+	case OptInt:
+		n, err := toInt(v)
+		if err != nil {
+			return nil, err
+		}
+		if d.Max > d.Min && (n < d.Min || n > d.Max) {
+			return nil, fmt.Errorf("want %d to %d, got %d", d.Min, d.Max, n)
+		}
+		return n, nil
+	case OptBool:
+		switch b := v.(type) {
+		case bool:
+			return b, nil
+		case string:
+			if p, err := strconv.ParseBool(b); err == nil {
+				return p, nil
+			}
+		}
+		return nil, fmt.Errorf("want true or false, got %s", jsonKind(v))
+	case OptDuration:
+		switch x := v.(type) {
+		case string:
+			dur, err := time.ParseDuration(x)
+			if err != nil {
+				return nil, fmt.Errorf("want a duration like \"30s\", got %q", x)
+			}
+			if dur < 0 {
+				return nil, fmt.Errorf("want a non-negative duration, got %q", x)
+			}
+			return dur, nil
+		default:
+			n, err := toInt(v)
+			if err != nil || n < 0 {
+				return nil, fmt.Errorf("want a duration like \"30s\" or seconds, got %s", jsonKind(v))
+			}
+			return time.Duration(n) * time.Second, nil
+		}
+	case OptSecret:
+		switch x := v.(type) {
+		case string:
+			if err := checkSecretRef(x); err != nil {
+				return nil, err
+			}
+			return NewSecret(x), nil
+		case Secret:
+			return x, nil
+		}
+		return nil, fmt.Errorf("want a string, got %s", jsonKind(v))
+	case OptStringMap:
+		out := map[string]string{}
+		switch m := v.(type) {
+		case map[string]string:
+			for k, s := range m {
+				out[k] = s
+			}
+		case map[string]any:
+			for k, x := range m {
+				switch s := x.(type) {
+				case string:
+					out[k] = s
+				case bool, int, int64, float64, json.Number:
+					out[k] = fmt.Sprint(s)
+				default:
+					return nil, fmt.Errorf("value of %q: want a string, got %s", k, jsonKind(x))
+				}
+			}
+		default:
+			return nil, fmt.Errorf("want an object of strings, got %s", jsonKind(v))
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("unknown option type")
+}
+
+func toInt(v any) (int64, error) {
+	switch x := v.(type) {
+	case int:
+		return int64(x), nil
+	case int64:
+		return x, nil
+	case int32:
+		return int64(x), nil
+	case uint64:
+		if x > math.MaxInt64 {
+			return 0, fmt.Errorf("integer too large")
+		}
+		return int64(x), nil
+	case float64:
+		if x != math.Trunc(x) || math.Abs(x) > 1<<53 {
+			return 0, fmt.Errorf("want an integer, got %v", x)
+		}
+		return int64(x), nil
+	case json.Number:
+		return x.Int64()
+	case string:
+		n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("want an integer, got %q", x)
+		}
+		return n, nil
+	}
+	return 0, fmt.Errorf("want an integer, got %s", jsonKind(v))
+}
+
+// jsonKind names v's type without printing it (it may be a secret).
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case int, int64, int32, uint64, float64, json.Number:
+		return "a number"
+	case map[string]any, map[string]string:
+		return "an object"
+	case []any:
+		return "an array"
+	}
+	return fmt.Sprintf("a %T", v)
+}
+
+// Secret references: "env:NAME" reads the environment variable NAME,
+// "file:/abs/path" reads the file (one trailing newline trimmed). Anything
+// else is a literal secret.
+const (
+	secretEnvPrefix  = "env:"
+	secretFilePrefix = "file:"
+)
+
+// checkSecretRef validates the shape of a reference; literals always pass.
+func checkSecretRef(s string) error {
+	switch {
+	case strings.HasPrefix(s, secretEnvPrefix):
+		name := s[len(secretEnvPrefix):]
+		if name == "" || strings.ContainsAny(name, "= \t\n") {
+			return fmt.Errorf("env reference wants a variable name, as env:NAME")
+		}
+	case strings.HasPrefix(s, secretFilePrefix):
+		p := s[len(secretFilePrefix):]
+		if !filepath.IsAbs(p) {
+			return fmt.Errorf("file reference wants an absolute path, as file:/path")
+		}
+	}
+	return nil
+}
+
+// isSecretRef reports whether s is an env: or file: reference (which may
+// be shown; a literal secret may not).
+func isSecretRef(s string) bool {
+	return strings.HasPrefix(s, secretEnvPrefix) || strings.HasPrefix(s, secretFilePrefix)
+}
+
+// resolveSecret returns the secret text a reference points to. The error
+// names the variable or file, never the value.
+func resolveSecret(key string, s Secret) (Secret, error) {
+	v := s.Reveal()
+	switch {
+	case strings.HasPrefix(v, secretEnvPrefix):
+		name := v[len(secretEnvPrefix):]
+		val, ok := os.LookupEnv(name)
+		if !ok {
+			return Secret{}, &OptionError{Key: key, Msg: fmt.Sprintf("environment variable %s is not set", name)}
+		}
+		return NewSecret(val), nil
+	case strings.HasPrefix(v, secretFilePrefix):
+		p := v[len(secretFilePrefix):]
+		b, err := os.ReadFile(p)
+		if err != nil {
+			var pe *os.PathError
+			msg := "cannot read secret file " + p
+			if errors.As(err, &pe) {
+				msg += ": " + pe.Err.Error()
+			}
+			return Secret{}, &OptionError{Key: key, Msg: msg}
+		}
+		return NewSecret(strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")), nil
+	}
+	return s, nil
+}
+
+// resolveSecrets returns a copy of o with every Secret resolved.
+func resolveSecrets(prefix string, o OptionValues) (OptionValues, error) {
+	out := make(OptionValues, len(o))
+	var errs []error
+	for k, v := range o {
+		if s, ok := v.(Secret); ok {
+			r, err := resolveSecret(prefix+k, s)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			out[k] = r
+			continue
+		}
+		out[k] = v
+	}
+	return out, errors.Join(errs...)
+}
+
+// redactOptions renders raw options for a response: secret literals as
+// REDACTED, secret references (env:, file:) as given, other values as given.
+func redactOptions(defs []OptionDef, raw map[string]any) map[string]any {
+	secret := map[string]bool{}
+	for _, d := range defs {
+		if d.Type == OptSecret {
+			secret[d.Key] = true
+		}
+	}
+	out := make(map[string]any, len(raw))
+	for k, v := range raw {
+		if secret[k] {
+			if s, ok := v.(string); ok && isSecretRef(s) {
+				out[k] = s
+			} else {
+				out[k] = redacted
+			}
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}
+
+const redacted = "REDACTED"
+
+// scrubError hides every given secret text inside err's message while
+// keeping errors.Is and errors.As working (the chain is kept).
+func scrubError(err error, secrets ...string) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	changed := false
+	for _, s := range secrets {
+		if len(s) >= 3 && strings.Contains(msg, s) {
+			msg = strings.ReplaceAll(msg, s, redacted)
+			changed = true
+		}
+	}
+	if !changed {
+		return err
+	}
+	return &scrubbedError{msg: msg, err: err}
+}
+
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+func (e *scrubbedError) Unwrap() error { return e.err }
