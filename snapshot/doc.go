@@ -91,7 +91,7 @@
 // markers. With dryRun, GC deletes nothing and reports what it would.
 //
 // Worked example, in the manner of etcd's keyIndex comment. One row k, one
-// column c; MinVersions 2, TTL 0 wait, say TTL 1h; clock in minutes.
+// column c; Retention{TTL: 60m, MinVersions: 2}; clock in minutes.
 //
 //	t=0    run 1 puts c=a              cells: c@1=a
 //	t=10   run 2 puts c=b              cells: c@2=b c@1=a
@@ -99,8 +99,8 @@
 //	t=30   run 4 deletes row k         cells: row-marker@4 c@3 c@2 c@1
 //	t=40   run 5 reinserts c=d         cells: row@4 c@5=d c@3 c@2 c@1
 //	t=100  GC: versions 1,2,4,5 committed at 0,10,30,40; current 5.
-//	       TTL 60m: 1 (100m old) and 2 (90m) expire, 4 (70m) too except
-//	       MinVersions 2 keeps 4 and 5. Views: 4, 5.
+//	       TTL 60m: 1 (100m old), 2 (90m) and 4 (70m) are past it, but
+//	       MinVersions 2 keeps 4 and 5; 1 and 2 expire. Views: 4, 5.
 //	       view 5: c -> c@5 needed. view 4: c@2 is hidden by row@4 ->
 //	       row@4 is a candidate; no needed put older than 4 survives
 //	       (c@2 and c@1 are not needed), so row@4 goes too. c@3 is
