@@ -1,0 +1,671 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/server"
+	"github.com/snapstore/snapstore/snapshot"
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is the whole configuration of the snapstore binary. Sources, in
+// increasing precedence: the defaults below, the YAML file given with
+// --config, SNAPSTORE_* environment variables (see applyEnv), and flags.
+// docs/config.md documents every key; docs/snapstore.sample.yaml is an
+// annotated example.
+type Config struct {
+	// Data is the Pebble data directory; default "./data".
+	Data string `yaml:"data"`
+	// Listen is the HTTP listen address host:port; default
+	// "127.0.0.1:8080". Without auth tokens only loopback is accepted.
+	Listen string `yaml:"listen"`
+	// Log sets logging.
+	Log LogConfig `yaml:"log"`
+	// Storage selects and tunes the storage backend.
+	Storage StorageConfig `yaml:"storage"`
+	// Auth holds the bearer tokens of the HTTP API.
+	Auth AuthConfig `yaml:"auth"`
+	// Snapshot tunes the dataset layer.
+	Snapshot SnapshotConfig `yaml:"snapshot"`
+	// ShutdownTimeout bounds a graceful shutdown (SIGTERM): running runs
+	// are aborted and HTTP requests drained within it; default 30s.
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// Connections are data connections defined in the file (read-only
+	// through the API; a file definition wins over an API one).
+	Connections []ConnectionConfig `yaml:"connections"`
+	// Adapters are adapters defined in the file.
+	Adapters []AdapterConfig `yaml:"adapters"`
+}
+
+// LogConfig sets the log level and format.
+type LogConfig struct {
+	// Level is debug, info (default), warn or error.
+	Level string `yaml:"level"`
+	// Format is text (default, logfmt-like) or json.
+	Format string `yaml:"format"`
+}
+
+// StorageConfig selects the storage backend.
+type StorageConfig struct {
+	// Backend is "pebble" (default, embedded, in Data) or "hbase".
+	Backend string `yaml:"backend"`
+	// Pebble tunes the embedded backend.
+	Pebble PebbleConfig `yaml:"pebble"`
+	// HBase configures the HBase backend (through its Thrift2 gateway).
+	HBase HBaseConfig `yaml:"hbase"`
+}
+
+// PebbleConfig tunes Pebble; zero fields keep store/pebble's defaults.
+type PebbleConfig struct {
+	// MemTableSize is the memtable size in bytes; default 64 MiB.
+	MemTableSize uint64 `yaml:"memtable_size"`
+	// CacheSize is the block cache size in bytes; default 128 MiB.
+	CacheSize int64 `yaml:"cache_size"`
+}
+
+// HBaseConfig configures the HBase backend.
+type HBaseConfig struct {
+	// Thrift is the Thrift2 gateway address host:port, e.g.
+	// "127.0.0.1:9090"; required with backend hbase.
+	Thrift string `yaml:"thrift"`
+	// Namespace is the HBase namespace holding snapstore's tables; default
+	// "default".
+	Namespace string `yaml:"namespace"`
+	// TablePrefix prefixes snapstore's table names; default "snapstore_".
+	TablePrefix string `yaml:"table_prefix"`
+	// Timeout bounds each Thrift call; default 30s.
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+// AuthConfig lists bearer tokens.
+type AuthConfig struct {
+	Tokens []TokenConfig `yaml:"tokens"`
+}
+
+// TokenConfig is one bearer token. Token may be literal, "env:NAME" or
+// "file:/path" (the file's first line); it never appears in logs.
+type TokenConfig struct {
+	Name  string `yaml:"name"`
+	Token string `yaml:"token"`
+	// Role is reader, operator or admin.
+	Role string `yaml:"role"`
+}
+
+// SnapshotConfig tunes package snapshot.
+type SnapshotConfig struct {
+	// Partitions is the number of hash partitions of new datasets; default 1.
+	Partitions int `yaml:"partitions"`
+}
+
+// ConnectionConfig is adapters.ConnectionSpec in the file.
+type ConnectionConfig struct {
+	Name string `yaml:"name"`
+	// Type is the connector: mysql or sqlite.
+	Type string `yaml:"type"`
+	// Sharing is shared (default), pooled or single-use.
+	Sharing string `yaml:"sharing"`
+	// Options are the connector's options; secrets may be "env:NAME" or
+	// "file:/path".
+	Options map[string]any `yaml:"options"`
+}
+
+// AdapterConfig is adapters.AdapterSpec in the file.
+type AdapterConfig struct {
+	Name       string   `yaml:"name"`
+	Connection string   `yaml:"connection"`
+	Resource   string   `yaml:"resource"`
+	Dataset    string   `yaml:"dataset"`
+	KeyColumns []string `yaml:"key_columns"`
+	// Schedule is a cron spec (5 fields, optional seconds, CRON_TZ=,
+	// @every 30s, @hourly); empty for manual runs only.
+	Schedule  string          `yaml:"schedule"`
+	Retention RetentionConfig `yaml:"retention"`
+	Guard     GuardConfig     `yaml:"guard"`
+	// Retries is how many times a failed scheduled run is retried.
+	Retries int `yaml:"retries"`
+	// RetryBackoff is the first retry's delay, doubled each retry.
+	RetryBackoff time.Duration `yaml:"retry_backoff"`
+}
+
+// RetentionConfig is snapshot.Retention in the file.
+type RetentionConfig struct {
+	// TTL keeps versions younger than this; 0 keeps all.
+	TTL time.Duration `yaml:"ttl"`
+	// MinVersions is the number of newest versions always kept.
+	MinVersions int `yaml:"min_versions"`
+}
+
+// GuardConfig is snapshot.Guard in the file.
+type GuardConfig struct {
+	AllowEmpty bool `yaml:"allow_empty"`
+	// MaxShrink is the largest fraction (0..1) of rows a run may delete.
+	MaxShrink float64 `yaml:"max_shrink"`
+}
+
+// Defaults of the configuration.
+const (
+	DefaultData            = "./data"
+	DefaultListen          = "127.0.0.1:8080"
+	DefaultShutdownTimeout = 30 * time.Second
+)
+
+// defaultConfig returns the embedded defaults: Pebble in ./data, loopback
+// listen, info logs as text.
+func defaultConfig() Config {
+	return Config{
+		Data:            DefaultData,
+		Listen:          DefaultListen,
+		Log:             LogConfig{Level: "info", Format: "text"},
+		Storage:         StorageConfig{Backend: "pebble", HBase: HBaseConfig{Namespace: "default", TablePrefix: "snapstore_", Timeout: 30 * time.Second}},
+		Snapshot:        SnapshotConfig{Partitions: 1},
+		ShutdownTimeout: DefaultShutdownTimeout,
+	}
+}
+
+// configError is a problem with one configuration key.
+type configError struct {
+	key  string
+	line int // 0 when not from the file
+	msg  string
+}
+
+func (e *configError) Error() string {
+	if e.line > 0 {
+		return fmt.Sprintf("config key %s (line %d): %s", e.key, e.line, e.msg)
+	}
+	return fmt.Sprintf("config key %s: %s", e.key, e.msg)
+}
+
+// loadFile decodes the YAML file at path over cfg. Unknown keys and values
+// of the wrong type are errors naming the key; every problem is reported.
+func loadFile(path string, cfg *Config) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("reading config file: %w", err)
+	}
+	return decodeYAML(data, cfg)
+}
+
+func decodeYAML(data []byte, cfg *Config) error {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return fmt.Errorf("parsing config file: %w", err)
+	}
+	if root.Kind == 0 || len(root.Content) == 0 {
+		return nil // empty file
+	}
+	var errs []error
+	decodeNode(root.Content[0], reflect.ValueOf(cfg).Elem(), "", &errs)
+	return errors.Join(errs...)
+}
+
+var durationType = reflect.TypeOf(time.Duration(0))
+
+// decodeNode decodes n into v, naming every bad key by its dotted path
+// (adapters[0].schedule).
+func decodeNode(n *yaml.Node, v reflect.Value, path string, errs *[]error) {
+	bad := func(msg string, args ...any) {
+		key := path
+		if key == "" {
+			key = "(top level)"
+		}
+		*errs = append(*errs, &configError{key: key, line: n.Line, msg: fmt.Sprintf(msg, args...)})
+	}
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return // key present without a value: keep the default
+	}
+	switch {
+	case v.Type() == durationType:
+		if n.Kind != yaml.ScalarNode {
+			bad("want a duration such as 30s or 24h")
+			return
+		}
+		if n.Value == "0" {
+			v.SetInt(0)
+			return
+		}
+		d, err := time.ParseDuration(n.Value)
+		if err != nil || d < 0 {
+			bad("want a non-negative duration such as 30s or 24h, got %q", n.Value)
+			return
+		}
+		v.SetInt(int64(d))
+	case v.Kind() == reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			bad("want a mapping of keys")
+			return
+		}
+		fields := map[string]int{}
+		for i := 0; i < v.NumField(); i++ {
+			tag, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
+			if tag != "" && tag != "-" {
+				fields[tag] = i
+			}
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, val := n.Content[i], n.Content[i+1]
+			sub := joinKey(path, k.Value)
+			fi, ok := fields[k.Value]
+			if !ok {
+				*errs = append(*errs, &configError{key: sub, line: k.Line, msg: "unknown key (docs/config.md lists the keys)"})
+				continue
+			}
+			decodeNode(val, v.Field(fi), sub, errs)
+		}
+	case v.Kind() == reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			bad("want a list")
+			return
+		}
+		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+		for i, item := range n.Content {
+			decodeNode(item, s.Index(i), fmt.Sprintf("%s[%d]", path, i), errs)
+		}
+		v.Set(s)
+	case v.Kind() == reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			bad("want a mapping")
+			return
+		}
+		m := reflect.New(v.Type())
+		if err := n.Decode(m.Interface()); err != nil {
+			bad("%v", yamlErrText(err))
+			return
+		}
+		v.Set(m.Elem())
+	default:
+		if n.Kind != yaml.ScalarNode {
+			bad("want a single value")
+			return
+		}
+		p := reflect.New(v.Type())
+		if err := n.Decode(p.Interface()); err != nil {
+			bad("want %s, got %q", kindName(v.Type()), n.Value)
+			return
+		}
+		v.Set(p.Elem())
+	}
+}
+
+func joinKey(path, k string) string {
+	if path == "" {
+		return k
+	}
+	return path + "." + k
+}
+
+func kindName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int64, reflect.Int32, reflect.Uint64, reflect.Uint, reflect.Uint32:
+		return "an integer"
+	case reflect.Float64, reflect.Float32:
+		return "a number"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.String:
+		return "a string"
+	}
+	return t.String()
+}
+
+func yamlErrText(err error) string {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		return strings.Join(te.Errors, "; ")
+	}
+	return err.Error()
+}
+
+// envPrefix starts every configuration environment variable.
+const envPrefix = "SNAPSTORE_"
+
+// envIgnored are SNAPSTORE_ variables that are not configuration keys: the
+// CLI's own and the test suites'.
+func envIgnored(name string) bool {
+	switch name {
+	case "SNAPSTORE_CONFIG", "SNAPSTORE_SERVER", "SNAPSTORE_TOKEN":
+		return true
+	}
+	return strings.HasPrefix(name, "SNAPSTORE_TEST_")
+}
+
+// applyEnv overrides cfg from SNAPSTORE_* variables. A variable's name is
+// the key path in upper case with dots and brackets turned into
+// underscores: SNAPSTORE_LISTEN, SNAPSTORE_STORAGE_HBASE_THRIFT,
+// SNAPSTORE_ADAPTERS_0_SCHEDULE, SNAPSTORE_CONNECTIONS_0_OPTIONS_PASSWORD
+// (an option key, lower-cased). Lists of strings take comma-separated
+// values. An unknown variable, or a list index past the file's list, is an
+// error naming it.
+func applyEnv(cfg *Config, environ []string) error {
+	var errs []error
+	sort.Strings(environ)
+	for _, kv := range environ {
+		name, val, ok := strings.Cut(kv, "=")
+		if !ok || !strings.HasPrefix(name, envPrefix) || envIgnored(name) {
+			continue
+		}
+		rest := strings.TrimPrefix(name, envPrefix)
+		if err := setEnv(reflect.ValueOf(cfg).Elem(), rest, val, ""); err != nil {
+			errs = append(errs, fmt.Errorf("environment variable %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func setEnv(v reflect.Value, rest, val, path string) error {
+	switch {
+	case v.Type() == durationType || (v.Kind() != reflect.Struct && v.Kind() != reflect.Map && (v.Kind() != reflect.Slice || v.Type().Elem().Kind() == reflect.String)):
+		if rest != "" {
+			return fmt.Errorf("no such key below %s", path)
+		}
+		return setScalar(v, val, path)
+	case v.Kind() == reflect.Struct:
+		// Longest field name first, so STORAGE_HBASE_THRIFT does not stop at a
+		// shorter field that is a prefix.
+		type cand struct {
+			name string
+			i    int
+		}
+		var cs []cand
+		for i := 0; i < v.NumField(); i++ {
+			tag, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
+			if tag != "" && tag != "-" {
+				cs = append(cs, cand{strings.ToUpper(tag), i})
+			}
+		}
+		sort.Slice(cs, func(a, b int) bool { return len(cs[a].name) > len(cs[b].name) })
+		for _, c := range cs {
+			tag, _, _ := strings.Cut(v.Type().Field(c.i).Tag.Get("yaml"), ",")
+			if rest == c.name {
+				return setEnv(v.Field(c.i), "", val, joinKey(path, tag))
+			}
+			if strings.HasPrefix(rest, c.name+"_") {
+				return setEnv(v.Field(c.i), rest[len(c.name)+1:], val, joinKey(path, tag))
+			}
+		}
+		return fmt.Errorf("no such configuration key")
+	case v.Kind() == reflect.Slice:
+		idx, sub, _ := strings.Cut(rest, "_")
+		i, err := strconv.Atoi(idx)
+		if err != nil || i < 0 {
+			return fmt.Errorf("%s: want a list index after it", path)
+		}
+		if i >= v.Len() {
+			return fmt.Errorf("%s[%d]: the list has %d entries; define the entry in the config file", path, i, v.Len())
+		}
+		return setEnv(v.Index(i), sub, val, fmt.Sprintf("%s[%d]", path, i))
+	case v.Kind() == reflect.Map:
+		if rest == "" {
+			return fmt.Errorf("%s: name an option after it", path)
+		}
+		if v.IsNil() {
+			v.Set(reflect.MakeMap(v.Type()))
+		}
+		v.SetMapIndex(reflect.ValueOf(strings.ToLower(rest)), reflect.ValueOf(val))
+		return nil
+	}
+	return fmt.Errorf("%s: cannot be set from the environment", path)
+}
+
+func setScalar(v reflect.Value, val, path string) error {
+	bad := func() error {
+		return &configError{key: path, msg: fmt.Sprintf("want %s, got %q", kindName(v.Type()), val)}
+	}
+	switch {
+	case v.Type() == durationType:
+		d, err := time.ParseDuration(val)
+		if val == "0" {
+			d, err = 0, nil
+		}
+		if err != nil || d < 0 {
+			return &configError{key: path, msg: fmt.Sprintf("want a duration such as 30s, got %q", val)}
+		}
+		v.SetInt(int64(d))
+	case v.Kind() == reflect.String:
+		v.SetString(val)
+	case v.Kind() == reflect.Slice:
+		var parts []string
+		for _, p := range strings.Split(val, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				parts = append(parts, p)
+			}
+		}
+		v.Set(reflect.ValueOf(parts))
+	case v.Kind() == reflect.Bool:
+		b, err := strconv.ParseBool(val)
+		if err != nil {
+			return bad()
+		}
+		v.SetBool(b)
+	case v.CanInt():
+		n, err := strconv.ParseInt(val, 10, 64)
+		if err != nil {
+			return bad()
+		}
+		v.SetInt(n)
+	case v.CanUint():
+		n, err := strconv.ParseUint(val, 10, 64)
+		if err != nil {
+			return bad()
+		}
+		v.SetUint(n)
+	case v.CanFloat():
+		f, err := strconv.ParseFloat(val, 64)
+		if err != nil {
+			return bad()
+		}
+		v.SetFloat(f)
+	default:
+		return bad()
+	}
+	return nil
+}
+
+// cronParser accepts what the adapters scheduler accepts: 5 fields,
+// optional seconds, CRON_TZ=, @every and descriptors.
+var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// Validate checks the whole configuration and reports every problem, each
+// naming its key (pebble's Options.Validate, raft's ValidateConfig).
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, &configError{key: key, msg: fmt.Sprintf(format, args...)})
+	}
+	if c.Data == "" {
+		bad("data", "must name a directory")
+	}
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		bad("listen", "want host:port, got %q", c.Listen)
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log.level", "want debug, info, warn or error, got %q", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		bad("log.format", "want text or json, got %q", c.Log.Format)
+	}
+	switch c.Storage.Backend {
+	case "pebble":
+	case "hbase":
+		if _, _, err := net.SplitHostPort(c.Storage.HBase.Thrift); err != nil {
+			bad("storage.hbase.thrift", "want the Thrift2 gateway's host:port, got %q", c.Storage.HBase.Thrift)
+		}
+		if c.Storage.HBase.Timeout <= 0 {
+			bad("storage.hbase.timeout", "must be positive")
+		}
+	default:
+		bad("storage.backend", "want pebble or hbase, got %q", c.Storage.Backend)
+	}
+	if c.Snapshot.Partitions < 1 || c.Snapshot.Partitions > 4096 {
+		bad("snapshot.partitions", "want 1 to 4096, got %d", c.Snapshot.Partitions)
+	}
+	if c.ShutdownTimeout <= 0 {
+		bad("shutdown_timeout", "must be positive")
+	}
+	names := map[string]bool{}
+	for i, t := range c.Auth.Tokens {
+		key := fmt.Sprintf("auth.tokens[%d]", i)
+		if t.Name == "" {
+			bad(key+".name", "required")
+		} else if names[t.Name] {
+			bad(key+".name", "duplicate token name %q", t.Name)
+		}
+		names[t.Name] = true
+		if t.Token == "" {
+			bad(key+".token", "required")
+		}
+		if _, err := server.ParseRole(t.Role); err != nil {
+			bad(key+".role", "%v", err)
+		}
+	}
+	conns := map[string]bool{}
+	for i, cc := range c.Connections {
+		key := fmt.Sprintf("connections[%d]", i)
+		if cc.Name == "" {
+			bad(key+".name", "required")
+		} else if conns[cc.Name] {
+			bad(key+".name", "duplicate connection name %q", cc.Name)
+		}
+		conns[cc.Name] = true
+		if cc.Type == "" {
+			bad(key+".type", "required (mysql or sqlite)")
+		}
+		switch adapters.Sharing(cc.Sharing) {
+		case "", adapters.SharingShared, adapters.SharingPooled, adapters.SharingSingleUse:
+		default:
+			bad(key+".sharing", "want shared, pooled or single-use, got %q", cc.Sharing)
+		}
+	}
+	ads := map[string]bool{}
+	for i, a := range c.Adapters {
+		key := fmt.Sprintf("adapters[%d]", i)
+		if a.Name == "" {
+			bad(key+".name", "required")
+		} else if ads[a.Name] {
+			bad(key+".name", "duplicate adapter name %q", a.Name)
+		}
+		ads[a.Name] = true
+		if a.Connection == "" {
+			bad(key+".connection", "required")
+		}
+		if a.Resource == "" {
+			bad(key+".resource", "required")
+		}
+		if a.Schedule != "" {
+			if _, err := cronParser.Parse(a.Schedule); err != nil {
+				bad(key+".schedule", "bad cron spec %q: %v", a.Schedule, err)
+			}
+		}
+		if a.Retention.MinVersions < 0 {
+			bad(key+".retention.min_versions", "must not be negative")
+		}
+		if a.Guard.MaxShrink < 0 || a.Guard.MaxShrink > 1 {
+			bad(key+".guard.max_shrink", "want a fraction from 0 to 1, got %g", a.Guard.MaxShrink)
+		}
+		if a.Retries < 0 || a.Retries > 100 {
+			bad(key+".retries", "want 0 to 100, got %d", a.Retries)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// resolveSecret reads "env:NAME" and "file:/path" references.
+func resolveSecret(key, v string) (string, error) {
+	switch {
+	case strings.HasPrefix(v, "env:"):
+		name := strings.TrimPrefix(v, "env:")
+		s, ok := os.LookupEnv(name)
+		if !ok || s == "" {
+			return "", &configError{key: key, msg: fmt.Sprintf("environment variable %s is not set", name)}
+		}
+		return s, nil
+	case strings.HasPrefix(v, "file:"):
+		b, err := os.ReadFile(strings.TrimPrefix(v, "file:"))
+		if err != nil {
+			return "", &configError{key: key, msg: fmt.Sprintf("reading the token file: %v", errors.Unwrap(err))}
+		}
+		line, _, _ := strings.Cut(string(b), "\n")
+		if line = strings.TrimSpace(line); line == "" {
+			return "", &configError{key: key, msg: "the token file is empty"}
+		}
+		return line, nil
+	}
+	return v, nil
+}
+
+// tokens converts auth.tokens, resolving references.
+func (c *Config) tokens() ([]server.Token, error) {
+	var out []server.Token
+	var errs []error
+	for i, t := range c.Auth.Tokens {
+		key := fmt.Sprintf("auth.tokens[%d].token", i)
+		tok, err := resolveSecret(key, t.Token)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		role, err := server.ParseRole(t.Role)
+		if err != nil {
+			errs = append(errs, &configError{key: fmt.Sprintf("auth.tokens[%d].role", i), msg: err.Error()})
+			continue
+		}
+		out = append(out, server.Token{Name: t.Name, Token: tok, Role: role})
+	}
+	return out, errors.Join(errs...)
+}
+
+// connectionSpecs converts the file's connections.
+func (c *Config) connectionSpecs() []adapters.ConnectionSpec {
+	var out []adapters.ConnectionSpec
+	for _, cc := range c.Connections {
+		out = append(out, adapters.ConnectionSpec{Name: cc.Name, Type: cc.Type, Sharing: adapters.Sharing(cc.Sharing), Options: cc.Options})
+	}
+	return out
+}
+
+// adapterSpecs converts the file's adapters.
+func (c *Config) adapterSpecs() []adapters.AdapterSpec {
+	var out []adapters.AdapterSpec
+	for _, a := range c.Adapters {
+		out = append(out, adapters.AdapterSpec{
+			Name:         a.Name,
+			Connection:   a.Connection,
+			Resource:     a.Resource,
+			Dataset:      a.Dataset,
+			KeyColumns:   a.KeyColumns,
+			Schedule:     a.Schedule,
+			Retention:    snapshot.Retention{TTL: a.Retention.TTL, MinVersions: a.Retention.MinVersions},
+			Guard:        snapshot.Guard{AllowEmpty: a.Guard.AllowEmpty, MaxShrink: a.Guard.MaxShrink},
+			Retries:      a.Retries,
+			RetryBackoff: a.RetryBackoff,
+		})
+	}
+	return out
+}
+
+// configOptionError names the config key of an *adapters.OptionError that
+// adapters.New reported for a file definition.
+func configOptionError(err error, cfg *Config) error {
+	var oe *adapters.OptionError
+	if !errors.As(err, &oe) {
+		return err
+	}
+	return fmt.Errorf("config: %w (in connections or adapters of the config file)", err)
+}

@@ -1,0 +1,228 @@
+// Command snapstore is the single snapstore binary: the server and a small
+// CLI.
+//
+//	snapstore serve                     run the HTTP API and the scheduler
+//	snapstore run ADAPTER               one run of an adapter, then exit (non-zero on failure)
+//	snapstore get DATASET KEY...        one row (a composite key is one argument per key column)
+//	snapstore scan DATASET              rows in key order (NDJSON or CSV)
+//	snapstore versions DATASET          kept versions, newest first
+//	snapstore sqlite FILE [SQL]         run SQL against a SQLite file (the sample source)
+//	snapstore version                   print the build version
+//
+// Every command takes --config FILE, --data DIR, --listen ADDR and
+// --log-level LEVEL; configuration comes from defaults, the file, SNAPSTORE_*
+// environment variables and flags, in that order (docs/config.md).
+//
+// run, get, scan and versions talk to a running server when one answers:
+// the one named by --server (or SNAPSTORE_SERVER), else the configured
+// listen address. When none answers they open the data directory
+// themselves; Pebble's directory lock keeps a second process out while a
+// server runs.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"strings"
+)
+
+// version is set at build time with -ldflags "-X main.version=..."; else
+// the module version from the build info.
+var version = ""
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		v := bi.Main.Version
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				v += "+" + s.Value[:12]
+			}
+		}
+		if v != "" {
+			return v
+		}
+	}
+	return "(devel)"
+}
+
+const usage = `snapstore: versioned snapshots of source tables.
+
+Usage:
+  snapstore serve                      run the HTTP API and the scheduler
+  snapstore run ADAPTER                one run of an adapter; exits 1 unless it succeeded
+  snapstore get DATASET KEY...         one row; a composite key is one argument per key column
+  snapstore scan DATASET               rows in key order (--format ndjson|csv)
+  snapstore versions DATASET           kept versions, newest first
+  snapstore sqlite FILE [SQL]          run SQL (argument or stdin) against a SQLite file
+  snapstore version                    print the build version
+
+Common flags (every command):
+  --config FILE      YAML config (also SNAPSTORE_CONFIG)
+  --data DIR         data directory (default ./data)
+  --listen ADDR      HTTP listen address (default 127.0.0.1:8080)
+  --log-level LEVEL  debug, info, warn, error
+Client flags (run, get, scan, versions):
+  --server URL       talk to this server (also SNAPSTORE_SERVER); default: the
+                     listen address if a server answers there, else the data dir
+  --token TOKEN      bearer token for --server (also SNAPSTORE_TOKEN)
+
+Docs: README.md, docs/getting-started.md, docs/config.md, docs/api.md.
+`
+
+func main() {
+	os.Exit(runMain(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// exitError carries a process exit code.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// runMain runs one command and returns the process exit code: 0 on
+// success, 1 on failure (a failed run included), 2 on bad usage or config.
+func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, usage)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	cmd, args := args[0], args[1:]
+	var err error
+	switch cmd {
+	case "serve":
+		err = cmdServe(ctx, args, stdout, stderr)
+	case "run":
+		err = cmdRun(ctx, args, stdout, stderr)
+	case "get":
+		err = cmdGet(ctx, args, stdout, stderr)
+	case "scan":
+		err = cmdScan(ctx, args, stdout, stderr)
+	case "versions":
+		err = cmdVersions(ctx, args, stdout, stderr)
+	case "sqlite":
+		err = cmdSQLite(ctx, args, stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, "snapstore", buildVersion())
+		return 0
+	default:
+		fmt.Fprintf(stderr, "snapstore: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+	if err == nil {
+		return 0
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	fmt.Fprintf(stderr, "snapstore %s: %v\n", cmd, err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return 1
+}
+
+// usageError is a bad command line: exit code 2.
+func usageError(format string, args ...any) error {
+	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
+}
+
+// commonFlags are the flags every command takes.
+type commonFlags struct {
+	config   string
+	data     string
+	listen   string
+	logLevel string
+	server   string
+	token    string
+}
+
+func newFlagSet(name string, stderr io.Writer, client bool) (*flag.FlagSet, *commonFlags) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cf := &commonFlags{}
+	fs.StringVar(&cf.config, "config", os.Getenv("SNAPSTORE_CONFIG"), "YAML config file")
+	fs.StringVar(&cf.data, "data", "", "data directory (overrides the config)")
+	fs.StringVar(&cf.listen, "listen", "", "HTTP listen address host:port (overrides the config)")
+	fs.StringVar(&cf.logLevel, "log-level", "", "debug, info, warn or error (overrides the config)")
+	if client {
+		fs.StringVar(&cf.server, "server", os.Getenv("SNAPSTORE_SERVER"), "server URL, e.g. http://127.0.0.1:8080")
+		fs.StringVar(&cf.token, "token", os.Getenv("SNAPSTORE_TOKEN"), "bearer token for the server")
+	}
+	return fs, cf
+}
+
+// parseArgs parses flags placed before or after positional arguments.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, &exitError{code: 2, err: err}
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// loadConfig builds the configuration: defaults, file, environment, flags;
+// then validates it. Errors name the key and exit with code 2.
+func loadConfig(cf *commonFlags, environ []string) (*Config, error) {
+	cfg := defaultConfig()
+	if cf.config != "" {
+		if err := loadFile(cf.config, &cfg); err != nil {
+			return nil, &exitError{code: 2, err: fmt.Errorf("config %s: %w", cf.config, err)}
+		}
+	}
+	if err := applyEnv(&cfg, environ); err != nil {
+		return nil, &exitError{code: 2, err: err}
+	}
+	if cf.data != "" {
+		cfg.Data = cf.data
+	}
+	if cf.listen != "" {
+		cfg.Listen = cf.listen
+	}
+	if cf.logLevel != "" {
+		cfg.Log.Level = cf.logLevel
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, &exitError{code: 2, err: fmt.Errorf("bad configuration:\n%w", err)}
+	}
+	return &cfg, nil
+}
+
+// newLogger builds the slog logger of the configuration, writing to w.
+func newLogger(cfg *Config, w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(strings.ToUpper(cfg.Log.Level)))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if cfg.Log.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/server"
+	"github.com/snapstore/snapstore/snapshot"
+	"github.com/snapstore/snapstore/store"
+	"github.com/snapstore/snapstore/store/pebble"
+)
+
+// stack is the opened storage, dataset and adapter layers.
+type stack struct {
+	st  store.Store
+	db  *snapshot.DB
+	svc *adapters.Service
+}
+
+// openStore opens the configured backend.
+func openStore(cfg *Config, log *slog.Logger, reg prometheus.Registerer) (store.Store, error) {
+	switch cfg.Storage.Backend {
+	case "pebble":
+		if err := os.MkdirAll(cfg.Data, 0o755); err != nil {
+			return nil, fmt.Errorf("creating data dir: %w", err)
+		}
+		st, err := pebble.Open(cfg.Data, pebble.Options{
+			MemTableSize: cfg.Storage.Pebble.MemTableSize,
+			CacheSize:    cfg.Storage.Pebble.CacheSize,
+			Logger:       log,
+			Registerer:   reg,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("opening data dir %s: %w", cfg.Data, err)
+		}
+		return st, nil
+	case "hbase":
+		return openHBase(cfg, log, reg)
+	}
+	return nil, fmt.Errorf("storage.backend %q is not known", cfg.Storage.Backend)
+}
+
+// openStack opens store, datasets and adapters. schedule starts the cron
+// scheduler (serve only).
+func openStack(ctx context.Context, cfg *Config, log *slog.Logger, reg prometheus.Registerer, schedule bool) (*stack, error) {
+	st, err := openStore(cfg, log, reg)
+	if err != nil {
+		return nil, err
+	}
+	db, err := snapshot.Open(ctx, st, snapshot.Options{Logger: log, Registerer: reg, Partitions: cfg.Snapshot.Partitions})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("opening datasets: %w", err), st.Close())
+	}
+	svc, err := adapters.New(ctx, db, adapters.Options{
+		Logger:      log,
+		Registerer:  reg,
+		Connections: cfg.connectionSpecs(),
+		Adapters:    cfg.adapterSpecs(),
+		Schedule:    schedule,
+	})
+	if err != nil {
+		err = configOptionError(err, cfg)
+		return nil, errors.Join(fmt.Errorf("starting adapters: %w", err), db.Close(), st.Close())
+	}
+	return &stack{st: st, db: db, svc: svc}, nil
+}
+
+// close stops the adapters (aborting running runs) within ctx, then closes
+// datasets and store.
+func (s *stack) close(ctx context.Context) error {
+	return errors.Join(s.svc.Close(ctx), s.db.Close(), s.st.Close())
+}
+
+// cmdServe runs the server until SIGTERM or SIGINT. Shutdown: /readyz turns
+// 503, the scheduler stops and running runs are aborted (not committed),
+// HTTP requests drain, the store closes; all within shutdown_timeout, after
+// which the process exits anyway (exit code 1).
+func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, cf := newFlagSet("serve", stderr, false)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageError("serve takes no arguments, got %q", pos)
+	}
+	cfg, err := loadConfig(cf, os.Environ())
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg, stderr)
+	tokens, err := cfg.tokens()
+	if err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("bad configuration:\n%w", err)}
+	}
+	if err := server.CheckListen(cfg.Listen, tokens); err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("config key listen: %w", err)}
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return serve(ctx, cfg, tokens, log, nil)
+}
+
+// serve runs the service until ctx is done. ready, if not nil, receives the
+// bound listen address once the server accepts connections (tests).
+func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Logger, ready chan<- string) error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
+	}
+	defer ln.Close()
+	stk, err := openStack(ctx, cfg, log, reg, true)
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(server.Options{
+		DB:           stk.db,
+		Adapters:     stk.svc,
+		Tokens:       tokens,
+		Logger:       log,
+		Registerer:   reg,
+		Gatherer:     reg,
+		BuildVersion: buildVersion(),
+	})
+	if err != nil {
+		return errors.Join(err, stk.close(context.Background()))
+	}
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	log.Info("snapstore serving", "listen", ln.Addr().String(), "data", cfg.Data, "storage", cfg.Storage.Backend,
+		"auth", len(tokens) > 0, "connections", len(cfg.Connections), "adapters", len(cfg.Adapters), "version", buildVersion())
+	if ready != nil {
+		ready <- ln.Addr().String()
+	}
+	var serveErr error
+	select {
+	case serveErr = <-errc:
+		log.Error("http server stopped", "err", serveErr)
+	case <-ctx.Done():
+		log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
+	}
+	srv.SetShuttingDown()
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	// A watchdog: whatever hangs, the process ends shortly after the bound.
+	watchdog := time.AfterFunc(cfg.ShutdownTimeout+5*time.Second, func() {
+		log.Error("shutdown exceeded its bound; exiting", "timeout", cfg.ShutdownTimeout)
+		os.Exit(1)
+	})
+	defer watchdog.Stop()
+	// Stop the scheduler and abort running runs first, so requests waiting
+	// on a run (?wait=true) end, then drain HTTP.
+	svcErr := stk.svc.Close(sctx)
+	httpErr := hs.Shutdown(sctx)
+	if errors.Is(httpErr, context.DeadlineExceeded) {
+		httpErr = hs.Close()
+	}
+	if serveErr == nil {
+		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			serveErr = err
+		}
+	}
+	closeErr := errors.Join(stk.db.Close(), stk.st.Close())
+	err = errors.Join(serveErr, svcErr, httpErr, closeErr)
+	if err != nil {
+		log.Error("shutdown", "err", err)
+		return err
+	}
+	log.Info("stopped cleanly")
+	return nil
+}

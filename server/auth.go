@@ -1,0 +1,136 @@
+package server
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+)
+
+// Role is what a bearer token may do. Roles are ordered: each includes the
+// ones before it.
+type Role int
+
+const (
+	// RoleNone marks operations that need no token (/healthz, /readyz,
+	// /openapi.json).
+	RoleNone Role = iota
+	// RoleReader reads datasets, versions, diffs, adapters, runs and metrics.
+	RoleReader
+	// RoleOperator also starts runs and reads data connections (redacted),
+	// tests them and lists their resources.
+	RoleOperator
+	// RoleAdmin may do everything: create, replace and drop connections and
+	// adapters, GC, tags, rollback, dropping datasets.
+	RoleAdmin
+)
+
+// String returns "none", "reader", "operator" or "admin".
+func (r Role) String() string {
+	switch r {
+	case RoleNone:
+		return "none"
+	case RoleReader:
+		return "reader"
+	case RoleOperator:
+		return "operator"
+	case RoleAdmin:
+		return "admin"
+	}
+	return fmt.Sprintf("role(%d)", int(r))
+}
+
+// ParseRole parses "reader", "operator" or "admin".
+func ParseRole(s string) (Role, error) {
+	switch s {
+	case "reader":
+		return RoleReader, nil
+	case "operator":
+		return RoleOperator, nil
+	case "admin":
+		return RoleAdmin, nil
+	}
+	return RoleNone, fmt.Errorf("unknown role %q (want reader, operator or admin)", s)
+}
+
+// Token is one bearer token accepted by the server. Name identifies it in
+// logs (the token text never appears anywhere).
+type Token struct {
+	Name  string
+	Token string
+	Role  Role
+}
+
+// tokenSet checks presented tokens in constant time against SHA-256 digests
+// of the configured ones.
+type tokenSet struct {
+	digests [][sha256.Size]byte
+	tokens  []Token // Token field cleared
+}
+
+func newTokenSet(ts []Token) (*tokenSet, error) {
+	s := &tokenSet{}
+	seen := map[[sha256.Size]byte]bool{}
+	for i, t := range ts {
+		if t.Token == "" {
+			return nil, fmt.Errorf("server: token %d (%q): empty token", i, t.Name)
+		}
+		if t.Role < RoleReader || t.Role > RoleAdmin {
+			return nil, fmt.Errorf("server: token %d (%q): bad role %v", i, t.Name, t.Role)
+		}
+		d := sha256.Sum256([]byte(t.Token))
+		if seen[d] {
+			return nil, fmt.Errorf("server: token %d (%q): duplicate token", i, t.Name)
+		}
+		seen[d] = true
+		s.digests = append(s.digests, d)
+		s.tokens = append(s.tokens, Token{Name: t.Name, Role: t.Role})
+	}
+	return s, nil
+}
+
+func (s *tokenSet) enabled() bool { return len(s.digests) > 0 }
+
+// lookup returns the token matching the Authorization header value, checking
+// every configured token so the time taken does not depend on which matched.
+func (s *tokenSet) lookup(header string) (Token, bool) {
+	const prefix = "bearer "
+	if len(header) <= len(prefix) || !strings.EqualFold(header[:len(prefix)], prefix) {
+		return Token{}, false
+	}
+	d := sha256.Sum256([]byte(strings.TrimSpace(header[len(prefix):])))
+	found := -1
+	for i := range s.digests {
+		if subtle.ConstantTimeCompare(d[:], s.digests[i][:]) == 1 {
+			found = i
+		}
+	}
+	if found < 0 {
+		return Token{}, false
+	}
+	return s.tokens[found], true
+}
+
+// CheckListen refuses to serve without tokens on anything but a loopback
+// address: addr ("host:port") must name 127.0.0.0/8, ::1 or "localhost"
+// when tokens is empty. An empty host (":8080") means every interface and is
+// refused too.
+func CheckListen(addr string, tokens []Token) error {
+	if len(tokens) > 0 {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("server: listen address %q: %w", addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
+	if err != nil || !ip.IsLoopback() {
+		return fmt.Errorf("server: listen address %q is not loopback and no auth tokens are configured; add auth.tokens or listen on 127.0.0.1", addr)
+	}
+	return nil
+}

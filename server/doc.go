@@ -1,0 +1,19 @@
+// Package server is snapstore's HTTP API v1 on echo/v4: dataset reads pinned
+// to one version (rows, scans, versions, diffs), the admin endpoints of data
+// connections, adapters, runs, GC, tags and rollback, health and metrics.
+//
+// The contract is the OpenAPI 3 document embedded from openapi.yaml and
+// served at /openapi.json; tests check that every registered route is
+// documented and every documented route registered, and requests are
+// validated against it with kin-openapi before a handler runs. Each
+// operation's x-snapstore-role extension is the least bearer-token role that
+// may call it, so the document is also the authorisation table.
+//
+// Errors leave through one function, ProblemFor, which maps the sentinel
+// errors of snapshot, adapters and store to RFC 9457 problem details with a
+// stable code (etcd's toGRPCErrorMap, Prometheus's returnAPIError). A panic
+// in a handler is recovered, logged and answered as a problem.
+//
+// Concurrency: a Server is safe for concurrent use; it holds no state of its
+// own beyond the shutting-down flag and metrics.
+package server

@@ -1,0 +1,52 @@
+package server
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+
+	"github.com/snapstore/snapstore/snapshot"
+)
+
+func TestValueText(t *testing.T) {
+	cases := []struct {
+		v    snapshot.Value
+		want string
+	}{
+		{snapshot.Value{}, ""},
+		{snapshot.Value{Kind: snapshot.KindInt, Int: -42}, "-42"},
+		{snapshot.Value{Kind: snapshot.KindUint, Uint: math.MaxUint64}, "18446744073709551615"},
+		{snapshot.Value{Kind: snapshot.KindFloat, Float: 1.5}, "1.5"},
+		{snapshot.Value{Kind: snapshot.KindFloat, Float: math.Inf(-1)}, "-Inf"},
+		{snapshot.Value{Kind: snapshot.KindDecimal, Bytes: []byte("-12.50")}, "-12.50"},
+		{snapshot.Value{Kind: snapshot.KindString, Bytes: []byte("a,\"b\"")}, "a,\"b\""},
+		{snapshot.Value{Kind: snapshot.KindBytes, Bytes: []byte{0, 1, 255}}, "AAH/"},
+		{snapshot.Value{Kind: snapshot.KindJSON, Bytes: []byte(`{"a":1}`)}, `{"a":1}`},
+	}
+	for _, c := range cases {
+		if got := ValueText(c.v); got != c.want {
+			t.Errorf("ValueText(%+v) = %q, want %q", c.v, got, c.want)
+		}
+	}
+}
+
+func TestAppendRowResult_IsJSON(t *testing.T) {
+	row := snapshot.Row{
+		Key:     []snapshot.Value{{Kind: snapshot.KindInt, Int: 7}, {Kind: snapshot.KindString, Bytes: []byte("a/b")}},
+		Columns: []string{"id", "name", "note"},
+		Values:  []snapshot.Value{{Kind: snapshot.KindInt, Int: 7}, {Kind: snapshot.KindString, Bytes: []byte("a/b")}, {}},
+	}
+	b := AppendRowResult(nil, "ds\"x", 12, row)
+	var got struct {
+		Dataset string         `json:"dataset"`
+		Version int64          `json:"version"`
+		Key     []any          `json:"key"`
+		Row     map[string]any `json:"row"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	if got.Dataset != "ds\"x" || got.Version != 12 || len(got.Key) != 2 || got.Key[1] != "a/b" || got.Row["note"] != nil || got.Row["id"] != 7.0 {
+		t.Fatalf("got %+v from %s", got, b)
+	}
+}

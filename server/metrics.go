@@ -1,0 +1,94 @@
+package server
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the server's own metrics (Prometheus's newDBMetrics pattern:
+// one struct per instance, registered on an injected registerer).
+type metrics struct {
+	httpDuration   *prometheus.HistogramVec
+	gcBytes        *prometheus.CounterVec
+	gcCells        *prometheus.CounterVec
+	datasetCollect *datasetCollector
+}
+
+func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
+	m := &metrics{
+		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "snapstore_server_http_request_duration_seconds",
+			Help:    "Latency of HTTP requests in seconds, by method, route template and status code; a stream counts until its last byte.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"method", "route", "status"}),
+		gcBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "snapstore_server_gc_bytes_reclaimed_total",
+			Help: "Bytes reclaimed by garbage collections started through POST /v1/datasets/{dataset}/gc (dry runs excluded), by dataset.",
+		}, []string{"dataset"}),
+		gcCells: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "snapstore_server_gc_cells_deleted_total",
+			Help: "Cells deleted by garbage collections started through the API (dry runs excluded), by dataset.",
+		}, []string{"dataset"}),
+		datasetCollect: &datasetCollector{s: s},
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.httpDuration, m.gcBytes, m.gcCells, m.datasetCollect} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) observeHTTP(method, route string, status int, d time.Duration) {
+	m.httpDuration.WithLabelValues(method, route, strconv.Itoa(status)).Observe(d.Seconds())
+}
+
+// datasetCollector reads dataset info at scrape time (a collector rather
+// than gauges kept up to date, like tsdb's NewGaugeFunc for loaded blocks):
+// the age of each dataset's current version, so a stale snapshot can be
+// alerted on, the current version and the number of kept versions.
+type datasetCollector struct{ s *Server }
+
+var (
+	descVersionAge = prometheus.NewDesc("snapstore_server_dataset_current_version_age_seconds",
+		"Seconds since the dataset's current version was committed; absent for a dataset with no version.", []string{"dataset"}, nil)
+	descCurrentVersion = prometheus.NewDesc("snapstore_server_dataset_current_version",
+		"The dataset's current version (transaction id); 0 when nothing was committed.", []string{"dataset"}, nil)
+	descKeptVersions = prometheus.NewDesc("snapstore_server_dataset_kept_versions",
+		"Number of committed versions the dataset keeps.", []string{"dataset"}, nil)
+	descScrapeErrors = prometheus.NewDesc("snapstore_server_dataset_info_errors",
+		"1 when the dataset info could not be read during this scrape, else 0.", nil, nil)
+)
+
+func (d *datasetCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descVersionAge
+	ch <- descCurrentVersion
+	ch <- descKeptVersions
+	ch <- descScrapeErrors
+}
+
+func (d *datasetCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	infos, err := d.s.db.Datasets(ctx)
+	if err != nil {
+		d.s.log.Warn("reading dataset info for metrics", "err", err)
+		ch <- prometheus.MustNewConstMetric(descScrapeErrors, prometheus.GaugeValue, 1)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(descScrapeErrors, prometheus.GaugeValue, 0)
+	now := d.s.now()
+	for _, info := range infos {
+		ch <- prometheus.MustNewConstMetric(descCurrentVersion, prometheus.GaugeValue, float64(info.Current), info.Name)
+		ch <- prometheus.MustNewConstMetric(descKeptVersions, prometheus.GaugeValue, float64(info.Versions), info.Name)
+		if info.Current != 0 && info.CurrentInfo != nil {
+			ch <- prometheus.MustNewConstMetric(descVersionAge, prometheus.GaugeValue, now.Sub(info.CurrentInfo.CommittedAt).Seconds(), info.Name)
+		}
+	}
+}

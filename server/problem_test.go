@@ -1,0 +1,176 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/labstack/echo/v4"
+	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/snapshot"
+	"github.com/snapstore/snapstore/store"
+)
+
+// exportedSentinels parses the non-test sources of a package directory and
+// returns the names of its exported package-level Err* variables.
+func exportedSentinels(t *testing.T, dir string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	fset := token.NewFileSet()
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		af, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range af.Decls {
+			gd, ok := d.(*ast.GenDecl)
+			if !ok || gd.Tok != token.VAR {
+				continue
+			}
+			for _, sp := range gd.Specs {
+				for _, n := range sp.(*ast.ValueSpec).Names {
+					if strings.HasPrefix(n.Name, "Err") && n.IsExported() {
+						names = append(names, n.Name)
+					}
+				}
+			}
+		}
+	}
+	if len(names) == 0 {
+		t.Fatalf("no sentinels found in %s", dir)
+	}
+	return names
+}
+
+// TestProblemFor_EverySentinel checks that every exported sentinel of
+// snapshot, adapters and store maps to a stable code and a non-500 status,
+// and that the table below lists them all: a new sentinel fails this test
+// until it is given a code.
+func TestProblemFor_EverySentinel(t *testing.T) {
+	known := map[string]map[string]error{
+		"snapshot": {
+			"ErrDatasetNotFound": snapshot.ErrDatasetNotFound, "ErrNoVersion": snapshot.ErrNoVersion,
+			"ErrVersionNotKept": snapshot.ErrVersionNotKept, "ErrTagNotFound": snapshot.ErrTagNotFound,
+			"ErrRowNotFound": snapshot.ErrRowNotFound, "ErrRunInProgress": snapshot.ErrRunInProgress,
+			"ErrGuardRefused": snapshot.ErrGuardRefused, "ErrBadKey": snapshot.ErrBadKey,
+			"ErrBadSchema": snapshot.ErrBadSchema, "ErrKeyChanged": snapshot.ErrKeyChanged,
+			"ErrRunClosed": snapshot.ErrRunClosed, "ErrRecordNotFound": snapshot.ErrRecordNotFound,
+			"ErrBadPageToken": snapshot.ErrBadPageToken, "ErrInvalidArgument": snapshot.ErrInvalidArgument,
+			"ErrClosed": snapshot.ErrClosed, "ErrCorrupt": snapshot.ErrCorrupt,
+		},
+		"adapters": {
+			"ErrConnectionNotFound": adapters.ErrConnectionNotFound, "ErrConnectionExists": adapters.ErrConnectionExists,
+			"ErrConnectionReadOnly": adapters.ErrConnectionReadOnly, "ErrConnectionInUse": adapters.ErrConnectionInUse,
+			"ErrUnknownType": adapters.ErrUnknownType, "ErrAdapterNotFound": adapters.ErrAdapterNotFound,
+			"ErrAdapterExists": adapters.ErrAdapterExists, "ErrAdapterReadOnly": adapters.ErrAdapterReadOnly,
+			"ErrRunNotFound": adapters.ErrRunNotFound, "ErrRunInProgress": adapters.ErrRunInProgress,
+			"ErrBadSchedule": adapters.ErrBadSchedule, "ErrNoKey": adapters.ErrNoKey,
+			"ErrResourceNotFound": adapters.ErrResourceNotFound, "ErrSourceUnavailable": adapters.ErrSourceUnavailable,
+			"ErrSourceAuth": adapters.ErrSourceAuth, "ErrUnsupportedType": adapters.ErrUnsupportedType,
+			"ErrShuttingDown": adapters.ErrShuttingDown, "ErrBadOption": adapters.ErrBadOption,
+		},
+		"store": {
+			"ErrNotFound": store.ErrNotFound, "ErrClosed": store.ErrClosed,
+			"ErrInvalidArgument": store.ErrInvalidArgument, "ErrUnavailable": store.ErrUnavailable,
+		},
+	}
+	want := map[error]struct {
+		status int
+		code   string
+	}{
+		snapshot.ErrVersionNotKept:     {http.StatusGone, "version_not_kept"},
+		snapshot.ErrRowNotFound:        {http.StatusNotFound, "row_not_found"},
+		snapshot.ErrBadKey:             {http.StatusBadRequest, "bad_key"},
+		adapters.ErrBadSchedule:        {http.StatusBadRequest, "bad_schedule"},
+		adapters.ErrRunInProgress:      {http.StatusConflict, "run_in_progress"},
+		adapters.ErrConnectionNotFound: {http.StatusNotFound, "connection_not_found"},
+		store.ErrUnavailable:           {http.StatusServiceUnavailable, "store_unavailable"},
+	}
+	for pkg, table := range known {
+		for _, name := range exportedSentinels(t, filepath.Join("..", pkg)) {
+			err, ok := table[name]
+			if !ok {
+				t.Errorf("%s.%s is not in this test's table: add it here and give it a code in sentinels (problem.go)", pkg, name)
+				continue
+			}
+			// Wrapped, as callers return them.
+			p := ProblemFor(fmt.Errorf("doing something: %w", err))
+			if err == snapshot.ErrCorrupt {
+				// Damaged storage is no input's fault: a 500 with its own code.
+				if p.Status != http.StatusInternalServerError || p.Code != "corrupt" {
+					t.Errorf("ErrCorrupt = %d %s, want 500 corrupt", p.Status, p.Code)
+				}
+				continue
+			}
+			if p.Status == http.StatusInternalServerError || p.Code == "internal" {
+				t.Errorf("%s.%s maps to a 500; give it a status and code in sentinels", pkg, name)
+			}
+			if p.Code == "" || p.Type != problemTypeBase+p.Code || p.Title != http.StatusText(p.Status) {
+				t.Errorf("%s.%s: malformed problem %+v", pkg, name, p)
+			}
+			if w, ok := want[err]; ok && (w.status != p.Status || w.code != p.Code) {
+				t.Errorf("%s.%s = %d %s, want %d %s", pkg, name, p.Status, p.Code, w.status, w.code)
+			}
+		}
+	}
+}
+
+func TestProblemFor_Shapes(t *testing.T) {
+	oe := &adapters.OptionError{Key: "options.port", Msg: "want an integer"}
+	cases := []struct {
+		name   string
+		err    error
+		status int
+		code   string
+		field  string
+	}{
+		{"option error names the key", fmt.Errorf("creating: %w", oe), 400, "bad_option", "options.port"},
+		{"field error", badField("as_of", "bad time"), 400, "bad_request", "as_of"},
+		{"sentinel with field", withField(fmt.Errorf("x: %w", snapshot.ErrBadKey), "start"), 400, "bad_key", "start"},
+		{"schedule field", fmt.Errorf("x: %w", adapters.ErrBadSchedule), 400, "bad_schedule", "schedule"},
+		{"route not found", echo.ErrNotFound, 404, "route_not_found", ""},
+		{"method not allowed", echo.ErrMethodNotAllowed, 405, "method_not_allowed", ""},
+		{"deadline", fmt.Errorf("reading: %w", context.DeadlineExceeded), 504, "timeout", ""},
+		{"unknown error hides its text", errors.New("secret dsn root:hunter2@tcp"), 500, "internal", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := ProblemFor(c.err)
+			if p.Status != c.status || p.Code != c.code || p.Field != c.field {
+				t.Fatalf("got %d %s field %q, want %d %s field %q (%+v)", p.Status, p.Code, p.Field, c.status, c.code, c.field, p)
+			}
+			if strings.Contains(p.Detail, "hunter2") {
+				t.Fatalf("detail leaks the error text: %q", p.Detail)
+			}
+		})
+	}
+}
+
+// TestSentinelCodesStable pins the codes clients may depend on: a change
+// here is an API change (docs/api.md lists the codes).
+func TestSentinelCodesStable(t *testing.T) {
+	doc, err := os.ReadFile("../docs/api.md")
+	if err != nil {
+		t.Skip("docs/api.md not written yet")
+	}
+	for _, s := range sentinels {
+		if !strings.Contains(string(doc), "`"+s.code+"`") {
+			t.Errorf("code %q (%v) is not listed in docs/api.md", s.code, s.err)
+		}
+	}
+}

@@ -1,0 +1,598 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/snapstore/snapstore/snapshot"
+)
+
+// Media types of row streams.
+const (
+	mediaNDJSON = "application/x-ndjson"
+	mediaCSV    = "text/csv"
+	mediaJSON   = "application/json"
+)
+
+// pathParam returns the unescaped path parameter name. Echo matches on the
+// raw path when the request has one (an escaped "/" in a segment), and then
+// leaves parameters escaped.
+func pathParam(c echo.Context, name string) (string, error) {
+	v := c.Param(name)
+	if c.Request().URL.RawPath == "" {
+		return v, nil
+	}
+	u, err := url.PathUnescape(v)
+	if err != nil {
+		return "", badField(name, "bad URL escape: %v", err)
+	}
+	return u, nil
+}
+
+// parseAt reads the version selector of a read: at most one of version,
+// as_of (RFC 3339) and tag.
+func parseAt(c echo.Context) (snapshot.At, error) {
+	var at snapshot.At
+	q := c.QueryParams()
+	n := 0
+	if v := q.Get("version"); v != "" {
+		n++
+		id, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || id < 1 {
+			return at, badField("version", "want a positive integer version, got %q", v)
+		}
+		at.Version = id
+	}
+	if v := q.Get("as_of"); v != "" {
+		n++
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return at, badField("as_of", "want an RFC 3339 time such as 2026-01-02T15:04:05Z, got %q", v)
+		}
+		at.AsOf = t
+	}
+	if q.Has("tag") {
+		n++
+		if q.Get("tag") == "" {
+			return at, badField("tag", "empty tag")
+		}
+		at.Tag = q.Get("tag")
+	}
+	if n > 1 {
+		return at, badField("version", "give at most one of version, as_of and tag")
+	}
+	return at, nil
+}
+
+// pageToken is the server's scan continuation: the pinned version, a dot,
+// and snapshot's own token. Carrying the version lets the next page pin the
+// same version without the client repeating it.
+func encodePageToken(version int64, inner string) string {
+	if inner == "" {
+		return ""
+	}
+	return strconv.FormatInt(version, 10) + "." + inner
+}
+
+func decodePageToken(tok string) (int64, string, error) {
+	v, inner, ok := strings.Cut(tok, ".")
+	id, err := strconv.ParseInt(v, 10, 64)
+	if !ok || err != nil || id < 1 || inner == "" {
+		return 0, "", badField("page_token", "not a page token of this server")
+	}
+	return id, inner, nil
+}
+
+// openReader pins the version selected by the request and sets the version
+// header. The caller closes the reader.
+func (s *Server) openReader(c echo.Context, at snapshot.At) (*snapshot.Reader, error) {
+	ds, err := pathParam(c, "dataset")
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.db.Reader(c.Request().Context(), ds, at)
+	if err != nil {
+		return nil, err
+	}
+	c.Response().Header().Set(VersionHeader, strconv.FormatInt(r.Version().Version, 10))
+	return r, nil
+}
+
+func parseColumns(c echo.Context) []string {
+	v := c.QueryParam("columns")
+	if v == "" {
+		return nil
+	}
+	var cols []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			cols = append(cols, p)
+		}
+	}
+	return cols
+}
+
+// rowKeyParts splits the wildcard of /rows/{key...} into unescaped key
+// column texts, one per path segment.
+func rowKeyParts(c echo.Context) ([]string, error) {
+	raw := c.Param("*")
+	escaped := c.Request().URL.RawPath != ""
+	if raw == "" {
+		return nil, badField("key", "missing row key")
+	}
+	parts := strings.Split(raw, "/")
+	for i, p := range parts {
+		if escaped {
+			u, err := url.PathUnescape(p)
+			if err != nil {
+				return nil, badField("key", "bad URL escape in key segment %d: %v", i+1, err)
+			}
+			parts[i] = u
+		}
+	}
+	return parts, nil
+}
+
+func (s *Server) getRow(c echo.Context) error {
+	at, err := parseAt(c)
+	if err != nil {
+		return err
+	}
+	parts, err := rowKeyParts(c)
+	if err != nil {
+		return err
+	}
+	r, err := s.openReader(c, at)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	key, err := r.ParseKey(parts)
+	if err != nil {
+		return withField(err, "key")
+	}
+	row, err := r.Get(c.Request().Context(), key, parseColumns(c))
+	if err != nil {
+		return err
+	}
+	v := r.Version()
+	return c.JSONBlob(http.StatusOK, AppendRowResult(nil, v.Dataset, v.Version, row))
+}
+
+// AppendRowResult appends the body of GET /v1/datasets/{dataset}/rows/{key}:
+// {"dataset":..., "version":..., "key":[...], "row":{...}}.
+func AppendRowResult(dst []byte, dataset string, version int64, row snapshot.Row) []byte {
+	dst = append(dst, `{"dataset":`...)
+	dst = appendJSONString(dst, []byte(dataset))
+	dst = append(dst, `,"version":`...)
+	dst = strconv.AppendInt(dst, version, 10)
+	dst = append(dst, `,"key":`...)
+	dst = AppendKeyJSON(dst, row.Key)
+	dst = append(dst, `,"row":`...)
+	dst = AppendRowJSON(dst, row)
+	return append(dst, '}')
+}
+
+// withField names field in a bad-input error of a lower package, keeping
+// the sentinel for the code.
+func withField(err error, field string) error {
+	for _, s := range []error{snapshot.ErrBadKey, snapshot.ErrInvalidArgument} {
+		if errors.Is(err, s) {
+			return &fieldedSentinel{err: err, field: field}
+		}
+	}
+	return err
+}
+
+// fieldedSentinel is a sentinel error of a lower package blamed on a field.
+type fieldedSentinel struct {
+	err   error
+	field string
+}
+
+func (e *fieldedSentinel) Error() string { return e.err.Error() }
+func (e *fieldedSentinel) Unwrap() error { return e.err }
+
+// negotiate picks the scan's media type from Accept: NDJSON or CSV when
+// asked for (first listed wins), else JSON pages.
+func negotiate(accept string) string {
+	for _, part := range strings.Split(accept, ",") {
+		mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		switch mt {
+		case mediaNDJSON, "application/jsonl", "application/x-jsonlines":
+			return mediaNDJSON
+		case mediaCSV:
+			return mediaCSV
+		case mediaJSON:
+			return mediaJSON
+		}
+	}
+	return mediaJSON
+}
+
+func (s *Server) scanRows(c echo.Context) error {
+	at, err := parseAt(c)
+	if err != nil {
+		return err
+	}
+	q := c.QueryParams()
+	var inner string
+	if tok := q.Get("page_token"); tok != "" {
+		v, in, err := decodePageToken(tok)
+		if err != nil {
+			return err
+		}
+		if at.Version != 0 && at.Version != v || !at.AsOf.IsZero() || at.Tag != "" {
+			return badField("page_token", "the page token pins version %d; do not give another version selector", v)
+		}
+		at = snapshot.At{Version: v}
+		inner = in
+	}
+	media := negotiate(c.Request().Header.Get(echo.HeaderAccept))
+	limit := 0
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxPageSize {
+			return badField("limit", "want an integer from 1 to %d, got %q", MaxPageSize, v)
+		}
+		limit = n
+	}
+	if media == mediaJSON && limit == 0 {
+		limit = DefaultPageSize
+	}
+	r, err := s.openReader(c, at)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	opts := snapshot.ScanOptions{Columns: parseColumns(c), Limit: limit, PageToken: inner}
+	for _, f := range []struct {
+		name string
+		dst  *[]snapshot.Value
+	}{{"start", &opts.Start}, {"end", &opts.End}, {"prefix", &opts.Prefix}} {
+		if vals, ok := q[f.name]; ok && len(vals) > 0 {
+			k, err := r.ParseKey(vals)
+			if err != nil {
+				return withField(err, f.name)
+			}
+			*f.dst = k
+		}
+	}
+	ctx := c.Request().Context()
+	it, err := r.Scan(ctx, opts)
+	if err != nil {
+		return withField(err, "page_token")
+	}
+	defer it.Close()
+	version := r.Version().Version
+	switch media {
+	case mediaNDJSON:
+		return s.streamNDJSON(c, it, limit)
+	case mediaCSV:
+		return s.streamCSV(c, it, limit, opts.Columns, r.Version().Schema)
+	}
+	b := []byte(`{"dataset":`)
+	b = appendJSONString(b, []byte(r.Version().Dataset))
+	b = append(b, `,"version":`...)
+	b = strconv.AppendInt(b, version, 10)
+	b = append(b, `,"rows":[`...)
+	n := 0
+	var cols []string
+	for n < limit && it.Next() {
+		row := it.Row()
+		if n == 0 {
+			cols = row.Columns
+		} else {
+			b = append(b, ',')
+		}
+		b = AppendRowJSON(b, row)
+		n++
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	b = append(b, `],"columns":`...)
+	if cols == nil {
+		cols = selectedColumns(opts.Columns, r.Version().Schema)
+	}
+	b = appendStrings(b, cols)
+	b = append(b, `,"next_page_token":`...)
+	b = appendJSONString(b, []byte(encodePageToken(version, it.NextPageToken())))
+	b = append(b, '}')
+	return c.JSONBlob(http.StatusOK, b)
+}
+
+func selectedColumns(sel []string, schema snapshot.Schema) []string {
+	if len(sel) > 0 {
+		return sel
+	}
+	cols := make([]string, 0, len(schema.Columns))
+	for _, col := range schema.Columns {
+		cols = append(cols, col.Name)
+	}
+	return cols
+}
+
+func appendStrings(b []byte, ss []string) []byte {
+	b = append(b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, []byte(s))
+	}
+	return append(b, ']')
+}
+
+// streamAbort ends a stream whose status line is already sent: the error is
+// logged and the connection cut, so the client sees a truncated body rather
+// than a short but well-formed one.
+func (s *Server) streamAbort(c echo.Context, err error) {
+	s.log.Error("stream cut by an error", "route", c.Path(), "dataset", c.Param("dataset"), "err", err)
+	panic(http.ErrAbortHandler)
+}
+
+func (s *Server) streamNDJSON(c echo.Context, it snapshot.RowIterator, limit int) error {
+	w := c.Response()
+	w.Header().Set(echo.HeaderContentType, mediaNDJSON)
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	var b []byte
+	n := 0
+	for (limit == 0 || n < limit) && it.Next() {
+		b = AppendRowJSON(b[:0], it.Row())
+		b = append(b, '\n')
+		if _, err := bw.Write(b); err != nil {
+			return nil // client went away
+		}
+		n++
+	}
+	if err := it.Err(); err != nil {
+		if ctxDone(c.Request().Context()) {
+			return nil
+		}
+		_ = bw.Flush()
+		s.streamAbort(c, err)
+	}
+	_ = bw.Flush()
+	return nil
+}
+
+func (s *Server) streamCSV(c echo.Context, it snapshot.RowIterator, limit int, sel []string, schema snapshot.Schema) error {
+	w := c.Response()
+	w.Header().Set(echo.HeaderContentType, mediaCSV+"; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	cw := csv.NewWriter(bw)
+	n := 0
+	wroteHeader := false
+	var rec []string
+	for (limit == 0 || n < limit) && it.Next() {
+		row := it.Row()
+		if !wroteHeader {
+			if err := cw.Write(row.Columns); err != nil {
+				return nil
+			}
+			wroteHeader = true
+		}
+		rec = rec[:0]
+		for _, v := range row.Values {
+			rec = append(rec, ValueText(v))
+		}
+		if err := cw.Write(rec); err != nil {
+			return nil
+		}
+		n++
+	}
+	if !wroteHeader {
+		_ = cw.Write(selectedColumns(sel, schema))
+	}
+	cw.Flush()
+	if err := it.Err(); err != nil {
+		if ctxDone(c.Request().Context()) {
+			return nil
+		}
+		_ = bw.Flush()
+		s.streamAbort(c, err)
+	}
+	_ = bw.Flush()
+	return nil
+}
+
+func ctxDone(ctx context.Context) bool { return ctx.Err() != nil }
+
+// datasetOut renders a dataset with human-readable durations.
+type datasetOut struct {
+	snapshot.DatasetInfo
+	Retention retentionJSON `json:"retention"`
+}
+
+func toDatasetOut(d snapshot.DatasetInfo) datasetOut {
+	return datasetOut{DatasetInfo: d, Retention: retentionToJSON(d.Retention)}
+}
+
+func (s *Server) listDatasets(c echo.Context) error {
+	infos, err := s.db.Datasets(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	out := make([]datasetOut, 0, len(infos))
+	for _, d := range infos {
+		out = append(out, toDatasetOut(d))
+	}
+	return c.JSON(http.StatusOK, map[string]any{"datasets": out})
+}
+
+func (s *Server) getDataset(c echo.Context) error {
+	ds, err := pathParam(c, "dataset")
+	if err != nil {
+		return err
+	}
+	d, err := s.db.Dataset(c.Request().Context(), ds)
+	if err != nil {
+		return err
+	}
+	if d.Current != 0 {
+		c.Response().Header().Set(VersionHeader, strconv.FormatInt(d.Current, 10))
+	}
+	return c.JSON(http.StatusOK, toDatasetOut(d))
+}
+
+func (s *Server) listVersions(c echo.Context) error {
+	ds, err := pathParam(c, "dataset")
+	if err != nil {
+		return err
+	}
+	vs, err := s.db.Versions(c.Request().Context(), ds)
+	if err != nil {
+		return err
+	}
+	if vs == nil {
+		vs = []snapshot.VersionInfo{}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"versions": vs})
+}
+
+func parseVersion(field, v string) (int64, error) {
+	id, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || id < 1 {
+		return 0, badField(field, "want a positive integer version, got %q", v)
+	}
+	return id, nil
+}
+
+func (s *Server) getVersion(c echo.Context) error {
+	ds, err := pathParam(c, "dataset")
+	if err != nil {
+		return err
+	}
+	v, err := parseVersion("version", c.Param("version"))
+	if err != nil {
+		return err
+	}
+	info, err := s.db.VersionInfo(c.Request().Context(), ds, v)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set(VersionHeader, strconv.FormatInt(info.Version, 10))
+	return c.JSON(http.StatusOK, info)
+}
+
+// diffRange resolves from and to: to defaults to the current version, from
+// to the newest kept version older than to.
+func (s *Server) diffRange(ctx context.Context, c echo.Context, ds string) (from, to int64, err error) {
+	q := c.QueryParams()
+	if v := q.Get("to"); v != "" {
+		if to, err = parseVersion("to", v); err != nil {
+			return 0, 0, err
+		}
+	}
+	if v := q.Get("from"); v != "" {
+		if from, err = parseVersion("from", v); err != nil {
+			return 0, 0, err
+		}
+	}
+	if to == 0 {
+		d, err := s.db.Dataset(ctx, ds)
+		if err != nil {
+			return 0, 0, err
+		}
+		if d.Current == 0 {
+			return 0, 0, fmt.Errorf("server: diff of %q: %w", ds, snapshot.ErrNoVersion)
+		}
+		to = d.Current
+	}
+	if from == 0 {
+		vs, err := s.db.Versions(ctx, ds)
+		if err != nil {
+			return 0, 0, err
+		}
+		for _, v := range vs {
+			if v.Version < to && v.Version > from {
+				from = v.Version
+			}
+		}
+		if from == 0 {
+			return 0, 0, badField("from", "no kept version older than %d; give from", to)
+		}
+	}
+	return from, to, nil
+}
+
+func (s *Server) diff(c echo.Context) error {
+	ctx := c.Request().Context()
+	ds, err := pathParam(c, "dataset")
+	if err != nil {
+		return err
+	}
+	statsOnly := false
+	if v := c.QueryParam("stats_only"); v != "" {
+		if statsOnly, err = strconv.ParseBool(v); err != nil {
+			return badField("stats_only", "want true or false, got %q", v)
+		}
+	}
+	from, to, err := s.diffRange(ctx, c, ds)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set(VersionHeader, strconv.FormatInt(to, 10))
+	if statsOnly {
+		st, err := s.db.DiffCounts(ctx, ds, from, to)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, st)
+	}
+	it, err := s.db.Diff(ctx, ds, from, to)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	w := c.Response()
+	w.Header().Set("Snapstore-Diff-From", strconv.FormatInt(from, 10))
+	w.Header().Set(echo.HeaderContentType, mediaNDJSON)
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	var b []byte
+	for it.Next() {
+		ch := it.Change()
+		b = append(b[:0], `{"op":`...)
+		b = appendJSONString(b, []byte(ch.Op))
+		b = append(b, `,"key":`...)
+		b = AppendKeyJSON(b, ch.Key)
+		if ch.Before != nil {
+			b = append(b, `,"before":`...)
+			b = AppendRowJSON(b, *ch.Before)
+		}
+		if ch.After != nil {
+			b = append(b, `,"after":`...)
+			b = AppendRowJSON(b, *ch.After)
+		}
+		b = append(b, "}\n"...)
+		if _, err := bw.Write(b); err != nil {
+			return nil
+		}
+	}
+	if err := it.Err(); err != nil {
+		if ctxDone(ctx) {
+			return nil
+		}
+		_ = bw.Flush()
+		s.streamAbort(c, err)
+	}
+	_ = bw.Flush()
+	return nil
+}
