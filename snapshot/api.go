@@ -52,6 +52,9 @@ type Options struct {
 	Partitions int
 	// now is the clock, injectable by tests; default time.Now.
 	now func() time.Time
+	// batchSize is the number of mutations per data batch, a test hook;
+	// default batchSize (4096).
+	batchSize int
 }
 
 // DB is the set of SNAPSHOT datasets kept in one store. Safe for concurrent

@@ -154,6 +154,9 @@ func Open(ctx context.Context, st store.Store, opts Options) (*DB, error) {
 	if opts.now == nil {
 		opts.now = time.Now
 	}
+	if opts.batchSize <= 0 {
+		opts.batchSize = batchSize
+	}
 	txm, err := txn.Open(ctx, st, txn.Options{Logger: opts.Logger, Registerer: opts.Registerer})
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: opening: %w", err)

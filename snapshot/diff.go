@@ -28,8 +28,10 @@ func (db *DB) diff(ctx context.Context, name string, from, to int64) (*diffIter,
 	if to > from {
 		hi = rt
 	}
+	// Every version up to the newer one: the older version's state may
+	// lie under any number of newer cells.
 	o := hi.opts
-	o.MaxVersions = 1 + max(rf.vis.ExcludedAtOrBelow(from), rt.vis.ExcludedAtOrBelow(to), hi.vis.ExcludedAtOrBelow(hi.info.Version))
+	o.MaxVersions = 0
 	m, err := openMerged(ctx, db.st, name, rf.parts, store.ScanOptions{ReadOptions: o})
 	if err != nil {
 		rf.Close()

@@ -95,19 +95,25 @@
 //
 //	t=0    run 1 puts c=a              cells: c@1=a
 //	t=10   run 2 puts c=b              cells: c@2=b c@1=a
-//	t=20   run 3 crashes after c=x     cells: c@3=x(invalid) c@2=b c@1=a
-//	t=30   run 4 deletes row k         cells: row-marker@4 c@3 c@2 c@1
-//	t=40   run 5 reinserts c=d         cells: row@4 c@5=d c@3 c@2 c@1
-//	t=100  GC: versions 1,2,4,5 committed at 0,10,30,40; current 5.
-//	       TTL 60m: 1 (100m old), 2 (90m) and 4 (70m) are past it, but
-//	       MinVersions 2 keeps 4 and 5; 1 and 2 expire. Views: 4, 5.
-//	       view 5: c -> c@5 needed. view 4: c@2 is hidden by row@4 ->
-//	       row@4 is a candidate; no needed put older than 4 survives
-//	       (c@2 and c@1 are not needed), so row@4 goes too. c@3 is
-//	       invalid: deleted, and txn 3 is pruned.
-//	                                   cells: c@5=d
-//	       A Reader at version 4 still sees no row k (c@5 > 4); a Reader
-//	       at 2 gets ErrVersionNotKept.
+//	t=20   run 3 crashes after c=x     cells: c@3=x c@2=b c@1=a
+//	       restart: 3 is invalid (txn I5); ids resume at the high-water
+//	       mark, 1001 (txn I1)
+//	t=30   run 1001 deletes row k      cells: row@1001 c@3 c@2 c@1
+//	t=40   run 1002 reinserts c=d      cells: row@1001 c@1002=d c@3 c@2 c@1
+//	t=100  GC: versions 1, 2, 1001, 1002 committed at 0, 10, 30, 40;
+//	       current 1002. TTL 60m: 1 (100m old), 2 (90m) and 1001 (70m)
+//	       are past it, but MinVersions 2 keeps 1001 and 1002; 1 and 2
+//	       expire. Views: 1001, 1002.
+//	       view 1002: c -> c@1002 needed. view 1001: the newest visible
+//	       c is c@2 (c@3 is invalid), hidden by row@1001, so row@1001 is
+//	       a candidate (G4); no needed put older than 1001 survives (c@2
+//	       and c@1 are not needed), so row@1001 goes too (G5). c@3 is
+//	       invalid: deleted, and txn 3 is pruned (G6).
+//	                                   cells: c@1002=d
+//	       A Reader at version 1001 still sees no row k (c@1002 > 1001);
+//	       a Reader at 2 gets ErrVersionNotKept.
+//
+// testdata/gc runs this example.
 //
 // # Partitions
 //

@@ -367,12 +367,12 @@ func (s *runState) put(ctx context.Context, vals []Value) error {
 	p.seq++
 	p.seen.Put(p.sarena[ss:ss+len(key):ss+len(key)], p.sarena[ss+len(key):len(p.sarena):len(p.sarena)], s.id, nil)
 
-	if p.data.Len() >= batchSize {
+	if p.data.Len() >= s.db.opts.batchSize {
 		if err := s.flushData(ctx, p); err != nil {
 			return err
 		}
 	}
-	if p.seen.Len() >= batchSize {
+	if p.seen.Len() >= s.db.opts.batchSize {
 		if err := s.flushSeen(ctx, p); err != nil {
 			return err
 		}
@@ -592,7 +592,7 @@ func (s *runState) markDeleted(ctx context.Context, p *runPart) error {
 			p.data.DeleteRow(p.arena[st:len(p.arena):len(p.arena)], s.id)
 			s.stats.Deleted++
 			s.stats.BytesWritten += int64(len(prev.row) + 8)
-			if p.data.Len() >= batchSize {
+			if p.data.Len() >= s.db.opts.batchSize {
 				if err := s.flushData(ctx, p); err != nil {
 					return err
 				}
