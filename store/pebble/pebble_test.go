@@ -1,6 +1,7 @@
 package pebble
 
 import (
+	"flag"
 	"sync"
 	"testing"
 
@@ -32,4 +33,8 @@ func reopenTest(t *testing.T, closed store.Store) store.Store {
 	return s
 }
 
-func TestConformance(t *testing.T) { storetest.RunSuite(t, openTest, storetest.WithReopen(reopenTest)) }
+var seed = flag.Uint64("seed", 1, "seed of the conformance suite's randomized subtest")
+
+func TestConformance(t *testing.T) {
+	storetest.RunSuite(t, openTest, storetest.WithReopen(reopenTest), storetest.WithSeed(*seed))
+}
