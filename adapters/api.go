@@ -1,14 +1,15 @@
 package adapters
 
 // This file fixes the public surface of package adapters that packages
-// server and cmd/snapstore build on. Bodies marked "not implemented yet" are
-// being written; signatures may grow but not break without updating callers.
+// server and cmd/snapstore build on; the bodies live in the other files.
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,7 +35,6 @@ var (
 	ErrSourceAuth         = errors.New("adapters: source refused the credentials")
 	ErrUnsupportedType    = errors.New("adapters: unsupported column type")
 	ErrShuttingDown       = errors.New("adapters: shutting down")
-	errNotImplementedYet  = errors.New("adapters: not implemented yet")
 )
 
 // OptionError is a bad option value or an unknown option key. It wraps
@@ -74,6 +74,10 @@ func (s Secret) String() string {
 
 // GoString returns the same as String.
 func (s Secret) GoString() string { return s.String() }
+
+// Format renders as String for every fmt verb (%d, %x and %q too), so no
+// verb can print the text.
+func (s Secret) Format(f fmt.State, verb rune) { _, _ = f.Write([]byte(s.String())) }
 
 // LogValue renders as REDACTED in slog.
 func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
@@ -178,8 +182,12 @@ type Adapter struct {
 	Revision  int64     `json:"revision"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
-	// NextRun is the next scheduled start, if scheduled.
+	// NextRun is the next scheduled start, if scheduled (and the
+	// scheduler runs).
 	NextRun *time.Time `json:"next_run,omitempty"`
+	// Status is "active", or "shadowed" for an API definition hidden by a
+	// config definition of the same name.
+	Status string `json:"status"`
 }
 
 // RunStatus is a run's state.
@@ -225,7 +233,30 @@ type Options struct {
 
 // Service owns data connections, adapters, runs and the scheduler. Safe for
 // concurrent use.
-type Service struct{}
+type Service struct {
+	db      *snapshot.DB
+	log     *slog.Logger
+	metrics *metrics
+	now     func() time.Time // test hook; time.Now
+	sched   *scheduler       // nil unless Options.Schedule
+
+	baseCtx   context.Context // parent of every run's context
+	cancelAll context.CancelFunc
+	wg        sync.WaitGroup // one per running run
+	runSeq    atomic.Uint64
+
+	// mu guards the fields below. It is held across metadata-table writes
+	// (local and short) so that definitions change in a total order, but
+	// never across source I/O. Lock order: mu, then a handle's mu.
+	mu          sync.Mutex
+	closing     bool
+	cfgConns    map[string]*connDef
+	apiConns    map[string]*connDef
+	cfgAdapters map[string]*adapterDef
+	apiAdapters map[string]*adapterDef
+	running     map[string]*activeRun // by adapter name
+	runs        map[string]*activeRun // by run id, running only
+}
 
 // New opens the service over db: loads API-defined connections and
 // adapters from the metadata table, applies config definitions, marks runs
@@ -233,95 +264,99 @@ type Service struct{}
 // starts the scheduler. A bad config definition gives an *OptionError
 // naming the key.
 func New(ctx context.Context, db *snapshot.DB, opts Options) (*Service, error) {
-	return nil, errNotImplementedYet
+	return newService(ctx, db, opts)
 }
 
 // Close stops the scheduler, aborts running runs (not committed) and waits
 // for them up to ctx's deadline, then closes every connection pool.
-func (s *Service) Close(ctx context.Context) error { return nil }
+func (s *Service) Close(ctx context.Context) error {
+	return s.close(ctx)
+}
 
 // ListConnections lists every connection, shadowed ones included.
 func (s *Service) ListConnections(ctx context.Context) ([]Connection, error) {
-	return nil, errNotImplementedYet
+	return s.listConnections(), nil
 }
 
 // GetConnection returns the active connection named name.
 func (s *Service) GetConnection(ctx context.Context, name string) (Connection, error) {
-	return Connection{}, errNotImplementedYet
+	return s.getConnection(name)
 }
 
 // CreateConnection creates an API connection; ErrConnectionExists.
 func (s *Service) CreateConnection(ctx context.Context, spec ConnectionSpec) (Connection, error) {
-	return Connection{}, errNotImplementedYet
+	c, _, err := s.putConnection(ctx, spec, true)
+	return c, err
 }
 
 // PutConnection creates or replaces an API connection (new revision);
 // created reports which. ErrConnectionReadOnly for a config one.
 func (s *Service) PutConnection(ctx context.Context, spec ConnectionSpec) (c Connection, created bool, err error) {
-	return Connection{}, false, errNotImplementedYet
+	return s.putConnection(ctx, spec, false)
 }
 
 // DropConnection drops an API connection. ErrConnectionInUse (listing the
 // adapters) unless force; ErrConnectionReadOnly for a config one.
 func (s *Service) DropConnection(ctx context.Context, name string, force bool) error {
-	return errNotImplementedYet
+	return s.dropConnection(ctx, name, force)
 }
 
 // TestConnection connects, asks the server version and runs SELECT 1 under
 // a timeout. A failed test is a TestResult with OK false, not an error; the
 // error is for an unknown connection.
 func (s *Service) TestConnection(ctx context.Context, name string) (TestResult, error) {
-	return TestResult{}, errNotImplementedYet
+	return s.testConnection(ctx, name)
 }
 
 // Resources lists the tables and views reachable through a connection.
 func (s *Service) Resources(ctx context.Context, name string) ([]Resource, error) {
-	return nil, errNotImplementedYet
+	return s.resources(ctx, name)
 }
 
 // ListAdapters lists every adapter.
 func (s *Service) ListAdapters(ctx context.Context) ([]Adapter, error) {
-	return nil, errNotImplementedYet
+	return s.listAdapters(), nil
 }
 
 // GetAdapter returns one adapter. ErrAdapterNotFound.
 func (s *Service) GetAdapter(ctx context.Context, name string) (Adapter, error) {
-	return Adapter{}, errNotImplementedYet
+	return s.getAdapter(name)
 }
 
 // CreateAdapter creates an API adapter. ErrAdapterExists, ErrBadSchedule,
 // ErrConnectionNotFound, *OptionError.
 func (s *Service) CreateAdapter(ctx context.Context, spec AdapterSpec) (Adapter, error) {
-	return Adapter{}, errNotImplementedYet
+	a, _, err := s.putAdapter(ctx, spec, true)
+	return a, err
 }
 
 // PutAdapter creates or replaces an API adapter; the schedule follows.
 func (s *Service) PutAdapter(ctx context.Context, spec AdapterSpec) (a Adapter, created bool, err error) {
-	return Adapter{}, false, errNotImplementedYet
+	return s.putAdapter(ctx, spec, false)
 }
 
 // DeleteAdapter deletes an API adapter and its schedule (its dataset stays).
 func (s *Service) DeleteAdapter(ctx context.Context, name string) error {
-	return errNotImplementedYet
+	return s.deleteAdapter(ctx, name)
 }
 
 // StartRun starts a run of adapter now and returns its record at once
 // (status running). ErrRunInProgress when one is running.
 func (s *Service) StartRun(ctx context.Context, adapter, trigger string) (RunRecord, error) {
-	return RunRecord{}, errNotImplementedYet
+	return s.startRun(ctx, adapter, trigger)
 }
 
 // WaitRun waits until run id ends (or ctx is done) and returns its record.
 func (s *Service) WaitRun(ctx context.Context, id string) (RunRecord, error) {
-	return RunRecord{}, errNotImplementedYet
+	return s.waitRun(ctx, id)
 }
 
 // GetRun returns a run record, live while running. ErrRunNotFound.
 func (s *Service) GetRun(ctx context.Context, id string) (RunRecord, error) {
-	return RunRecord{}, errNotImplementedYet
+	return s.getRun(ctx, id)
 }
 
 // ListRuns lists an adapter's runs, newest first, at most limit (0: 100).
 func (s *Service) ListRuns(ctx context.Context, adapter string, limit int) ([]RunRecord, error) {
-	return nil, errNotImplementedYet
+	return s.listRuns(ctx, adapter, limit)
 }

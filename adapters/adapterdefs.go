@@ -1,0 +1,245 @@
+package adapters
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// adapterDef is one adapter definition; immutable once stored in a map of
+// Service (replace swaps the pointer).
+type adapterDef struct {
+	spec     AdapterSpec
+	origin   Origin
+	revision int64
+	created  time.Time
+	updated  time.Time
+	sched    cron.Schedule // nil without a schedule
+}
+
+// adapterRecord is the persisted form of an API adapter.
+type adapterRecord struct {
+	Spec      AdapterSpec `json:"spec"`
+	Revision  int64       `json:"revision"`
+	CreatedAt time.Time   `json:"created_at"`
+	UpdatedAt time.Time   `json:"updated_at"`
+}
+
+// cronParser accepts 5 fields with optional leading seconds, CRON_TZ= /
+// TZ= prefixes, @every and the descriptors (@hourly, @daily, ...).
+var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// parseSchedule parses a cron spec; errors wrap ErrBadSchedule.
+func parseSchedule(spec string) (cron.Schedule, error) {
+	sch, err := cronParser.Parse(spec)
+	if err != nil {
+		return nil, fmt.Errorf("%w: schedule %q: %v", ErrBadSchedule, spec, err)
+	}
+	return sch, nil
+}
+
+const (
+	defaultRetryBackoff = 10 * time.Second
+	maxRetries          = 100
+)
+
+// parseAdapter validates a spec and fills defaults. Key names its place
+// in the config ("adapters[0].") or is empty for the API. Connection
+// existence is checked by the caller.
+func parseAdapter(prefix string, spec AdapterSpec) (*adapterDef, error) {
+	var errs []error
+	if err := checkName(prefix+"name", spec.Name); err != nil {
+		errs = append(errs, err)
+	}
+	if spec.Connection == "" {
+		errs = append(errs, &OptionError{Key: prefix + "connection", Msg: "required"})
+	}
+	if spec.Resource == "" {
+		errs = append(errs, &OptionError{Key: prefix + "resource", Msg: "required: the source table or view"})
+	}
+	if spec.Dataset == "" {
+		spec.Dataset = spec.Name
+	} else if err := checkName(prefix+"dataset", spec.Dataset); err != nil {
+		errs = append(errs, err)
+	}
+	seen := map[string]bool{}
+	for i, k := range spec.KeyColumns {
+		if k == "" || seen[k] {
+			errs = append(errs, &OptionError{Key: fmt.Sprintf("%skey_columns[%d]", prefix, i), Msg: "empty or repeated column name"})
+		}
+		seen[k] = true
+	}
+	var sch cron.Schedule
+	if spec.Schedule != "" {
+		var err error
+		if sch, err = parseSchedule(spec.Schedule); err != nil {
+			errs = append(errs, fmt.Errorf("%w: %w", &OptionError{Key: prefix + "schedule", Msg: err.Error()}, ErrBadSchedule))
+		}
+	}
+	if spec.Retries < 0 || spec.Retries > maxRetries {
+		errs = append(errs, &OptionError{Key: prefix + "retries", Msg: fmt.Sprintf("want 0 to %d", maxRetries)})
+	}
+	if spec.RetryBackoff < 0 {
+		errs = append(errs, &OptionError{Key: prefix + "retry_backoff", Msg: "want a non-negative duration"})
+	} else if spec.RetryBackoff == 0 && spec.Retries > 0 {
+		spec.RetryBackoff = defaultRetryBackoff
+	}
+	if spec.Retention.TTL < 0 {
+		errs = append(errs, &OptionError{Key: prefix + "retention.ttl", Msg: "want a non-negative duration"})
+	}
+	if spec.Retention.MinVersions < 0 {
+		errs = append(errs, &OptionError{Key: prefix + "retention.min_versions", Msg: "want 0 or more"})
+	}
+	if spec.Guard.MaxShrink < 0 || spec.Guard.MaxShrink > 1 {
+		errs = append(errs, &OptionError{Key: prefix + "guard.max_shrink", Msg: "want a fraction from 0 to 1"})
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return &adapterDef{spec: spec, sched: sch}, nil
+}
+
+func (s *Service) activeAdapterLocked(name string) *adapterDef {
+	if a, ok := s.cfgAdapters[name]; ok {
+		return a
+	}
+	return s.apiAdapters[name]
+}
+
+func (s *Service) notFoundAdapter(name string) error {
+	return fmt.Errorf("%w: %q", ErrAdapterNotFound, name)
+}
+
+func (s *Service) reportAdapterLocked(a *adapterDef, status string) Adapter {
+	out := Adapter{AdapterSpec: a.spec, Source: a.origin, Revision: a.revision, CreatedAt: a.created, UpdatedAt: a.updated, Status: status}
+	out.KeyColumns = append([]string(nil), a.spec.KeyColumns...)
+	if status == "active" && s.sched != nil {
+		if t, ok := s.sched.nextRun(a.spec.Name); ok {
+			out.NextRun = &t
+		}
+	}
+	return out
+}
+
+func (s *Service) listAdapters() []Adapter {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Adapter
+	for _, a := range s.cfgAdapters {
+		out = append(out, s.reportAdapterLocked(a, "active"))
+	}
+	for n, a := range s.apiAdapters {
+		status := "active"
+		if _, shadowed := s.cfgAdapters[n]; shadowed {
+			status = "shadowed"
+		}
+		out = append(out, s.reportAdapterLocked(a, status))
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Name != out[j].Name {
+			return out[i].Name < out[j].Name
+		}
+		return out[i].Source < out[j].Source
+	})
+	return out
+}
+
+func (s *Service) getAdapter(name string) (Adapter, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.activeAdapterLocked(name)
+	if a == nil {
+		return Adapter{}, s.notFoundAdapter(name)
+	}
+	return s.reportAdapterLocked(a, "active"), nil
+}
+
+func (s *Service) putAdapter(ctx context.Context, spec AdapterSpec, mustCreate bool) (Adapter, bool, error) {
+	a, err := parseAdapter("", spec)
+	if err != nil {
+		return Adapter{}, false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return Adapter{}, false, ErrShuttingDown
+	}
+	if _, ok := s.cfgAdapters[spec.Name]; ok {
+		if mustCreate {
+			return Adapter{}, false, fmt.Errorf("%w: %q (defined in the config file)", ErrAdapterExists, spec.Name)
+		}
+		return Adapter{}, false, fmt.Errorf("%w: %q", ErrAdapterReadOnly, spec.Name)
+	}
+	old := s.apiAdapters[spec.Name]
+	if old != nil && mustCreate {
+		return Adapter{}, false, fmt.Errorf("%w: %q", ErrAdapterExists, spec.Name)
+	}
+	if s.activeConnLocked(a.spec.Connection) == nil {
+		return Adapter{}, false, fmt.Errorf("%w: %w", &OptionError{Key: "connection", Msg: fmt.Sprintf("data connection %q does not exist", a.spec.Connection)}, ErrConnectionNotFound)
+	}
+	now := s.now().UTC()
+	a.origin, a.created, a.updated, a.revision = OriginAPI, now, now, 1
+	if old != nil {
+		a.created, a.revision = old.created, old.revision+1
+	}
+	b, err := json.Marshal(adapterRecord{Spec: a.spec, Revision: a.revision, CreatedAt: a.created, UpdatedAt: a.updated})
+	if err != nil {
+		return Adapter{}, false, fmt.Errorf("adapters: encoding adapter %q: %w", spec.Name, err)
+	}
+	if err := s.db.PutRecord(ctx, recordAdapter, spec.Name, b); err != nil {
+		return Adapter{}, false, fmt.Errorf("adapters: saving adapter %q: %w", spec.Name, err)
+	}
+	s.apiAdapters[spec.Name] = a
+	if s.sched != nil {
+		s.sched.set(a.spec.Name, a.sched, a.spec.Retries, a.spec.RetryBackoff)
+	}
+	s.log.Info("adapter saved", "adapter", spec.Name, "dataset", a.spec.Dataset, "revision", a.revision, "schedule", a.spec.Schedule)
+	return s.reportAdapterLocked(a, "active"), old == nil, nil
+}
+
+func (s *Service) deleteAdapter(ctx context.Context, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.cfgAdapters[name]; ok {
+		return fmt.Errorf("%w: %q", ErrAdapterReadOnly, name)
+	}
+	if _, ok := s.apiAdapters[name]; !ok {
+		return s.notFoundAdapter(name)
+	}
+	if err := s.db.DeleteRecord(ctx, recordAdapter, name); err != nil {
+		return fmt.Errorf("adapters: deleting adapter %q: %w", name, err)
+	}
+	delete(s.apiAdapters, name)
+	if s.sched != nil {
+		s.sched.set(name, nil, 0, 0)
+	}
+	s.log.Info("adapter deleted", "adapter", name)
+	return nil
+}
+
+func (s *Service) loadAdapters(ctx context.Context) error {
+	recs, err := s.db.ListRecords(ctx, recordAdapter)
+	if err != nil {
+		return fmt.Errorf("adapters: loading adapters: %w", err)
+	}
+	for _, r := range recs {
+		var ar adapterRecord
+		if err := json.Unmarshal(r.Value, &ar); err != nil {
+			s.log.Error("skipping unreadable stored adapter", "adapter", r.Name, "err", err)
+			continue
+		}
+		a, err := parseAdapter("", ar.Spec)
+		if err != nil {
+			s.log.Error("skipping invalid stored adapter", "adapter", r.Name, "err", err)
+			continue
+		}
+		a.origin, a.revision, a.created, a.updated = OriginAPI, ar.Revision, ar.CreatedAt, ar.UpdatedAt
+		s.apiAdapters[a.spec.Name] = a
+	}
+	return nil
+}
