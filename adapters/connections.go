@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
 )
 
 // Record kinds in the metadata table (snapshot.PutRecord); adapters keeps
