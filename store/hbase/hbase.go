@@ -1,0 +1,595 @@
+package hbase
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/thrift/lib/go/thrift"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/snapstore/snapstore/store"
+)
+
+// Options configure Open. The zero value of each field but Addr takes the
+// default given in its doc (EnsureDefaults).
+type Options struct {
+	// Addr is the host:port of HBase's Thrift2 gateway
+	// (org.apache.hadoop.hbase.thrift2.ThriftServer, binary protocol, not
+	// framed: the server's defaults). Required.
+	Addr string
+	// Namespace is the HBase namespace of the table; created when absent.
+	// Default "snapstore". "default" uses HBase's default namespace.
+	Namespace string
+	// Table is the HBase table (in Namespace) that holds every store table,
+	// the metadata table included, as row-key prefixes; created when absent.
+	// Two snapstore processes with the same Addr, Namespace and Table see
+	// the same data. Default "cells".
+	Table string
+	// PoolSize is the number of Thrift connections kept open at most; calls
+	// beyond it wait for a free connection. Default 8.
+	PoolSize int
+	// DialTimeout bounds opening one connection. Default 5s.
+	DialTimeout time.Duration
+	// CallTimeout bounds one Thrift call (the context's deadline, when
+	// sooner, wins). A call cut by it fails with store.ErrUnavailable.
+	// Default 60s.
+	CallTimeout time.Duration
+	// ScanBatchRows is the number of rows fetched per scanner call (and
+	// HBase's scanner caching). Default 256.
+	ScanBatchRows int
+	// MaxCellsPerCall bounds the cells sent in one putMultiple or
+	// deleteMultiple call; larger batches are split. Default 5000.
+	MaxCellsPerCall int
+	// Logger receives the backend's logs; nil means slog.Default().
+	Logger *slog.Logger
+	// Registerer receives the backend's metrics (snapstore_hbase_*); nil
+	// means none are registered.
+	Registerer prometheus.Registerer
+}
+
+// EnsureDefaults fills the zero fields of o with their defaults.
+func (o *Options) EnsureDefaults() {
+	if o.Namespace == "" {
+		o.Namespace = "snapstore"
+	}
+	if o.Table == "" {
+		o.Table = "cells"
+	}
+	if o.PoolSize <= 0 {
+		o.PoolSize = 8
+	}
+	if o.DialTimeout <= 0 {
+		o.DialTimeout = 5 * time.Second
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = 60 * time.Second
+	}
+	if o.ScanBatchRows <= 0 {
+		o.ScanBatchRows = 256
+	}
+	if o.MaxCellsPerCall <= 0 {
+		o.MaxCellsPerCall = 5000
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Validate reports every problem of o (after EnsureDefaults), each naming
+// its field, wrapped in store.ErrInvalidArgument.
+func (o *Options) Validate() error {
+	var errs []error
+	bad := func(field, msg string) {
+		errs = append(errs, fmt.Errorf("hbase: option %s: %s: %w", field, msg, store.ErrInvalidArgument))
+	}
+	if o.Addr == "" {
+		bad("Addr", "the Thrift2 gateway address is required")
+	} else if !strings.Contains(o.Addr, ":") {
+		bad("Addr", fmt.Sprintf("%q is not host:port", o.Addr))
+	}
+	if !validName(o.Namespace) {
+		bad("Namespace", fmt.Sprintf("%q: HBase names take letters, digits and _", o.Namespace))
+	}
+	if !validName(strings.NewReplacer("-", "", ".", "").Replace(o.Table)) || strings.HasPrefix(o.Table, ".") || strings.HasPrefix(o.Table, "-") {
+		bad("Table", fmt.Sprintf("%q: HBase table names take letters, digits, _, - and . (not first)", o.Table))
+	}
+	return errors.Join(errs...)
+}
+
+func validName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// Store is a store.Store on one HBase table through the Thrift2 gateway.
+// It is safe for concurrent use.
+type Store struct {
+	opts    Options
+	table   []byte     // "namespace:table", the name data calls take
+	name    tTableName // the same, for admin calls
+	pool    *pool
+	log     *slog.Logger
+	metrics *metrics
+	closed  atomic.Bool
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to the Thrift2 gateway at opts.Addr and returns a Store on
+// the table opts.Namespace:opts.Table, creating the namespace and the table
+// (see the package doc for the family settings) when they are absent. An
+// existing table is checked: ErrIncompatibleTable when its family would lose
+// versions. Errors: store.ErrInvalidArgument for bad options,
+// store.ErrUnavailable when the gateway cannot be reached, ErrServer.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Store{
+		opts:  opts,
+		table: []byte(opts.Namespace + ":" + opts.Table),
+		name:  tTableName{ns: opts.Namespace, qualifier: opts.Table},
+		log:   opts.Logger.With("component", "store/hbase", "table", opts.Namespace+":"+opts.Table),
+	}
+	s.metrics = newMetrics(opts.Registerer, func() (int, int) { return s.pool.stats() })
+	s.pool = newPool(opts.Addr, opts.PoolSize, opts.DialTimeout, s.metrics)
+	if err := s.ensureTable(ctx); err != nil {
+		s.pool.close()
+		return nil, err
+	}
+	s.log.Debug("opened", "addr", opts.Addr)
+	return s, nil
+}
+
+// familyDescriptor is the one column family the store creates.
+func familyDescriptor() tColumnFamilyDescriptor {
+	return tColumnFamilyDescriptor{
+		name:             family,
+		attributes:       map[string]string{"NEW_VERSION_BEHAVIOR": "true"},
+		bloomFilter:      bloomRow,
+		compression:      compressionNone,
+		dataEncoding:     encodingFastDiff,
+		keepDeletedCells: keepDeletedFalse,
+		maxVersions:      maxThriftVersions,
+		minVersions:      0,
+		timeToLive:       math.MaxInt32, // HConstants.FOREVER
+	}
+}
+
+func (s *Store) call(ctx context.Context, what, method string, args callArgs, res *callResult) error {
+	if res == nil {
+		res = &callResult{}
+	}
+	return classify(what, s.pool.call(ctx, s.opts.CallTimeout, method, args, res))
+}
+
+func (s *Store) ensureTable(ctx context.Context) error {
+	var exists bool
+	res := &callResult{success: expect(thrift.BOOL, func(ctx context.Context, p thrift.TProtocol) (err error) {
+		exists, err = p.ReadBool(ctx)
+		return err
+	})}
+	if err := s.call(ctx, "checking table "+s.name.String(), "tableExists",
+		func(e *enc) { e.structure(1, s.name.write) }, res); err != nil {
+		return err
+	}
+	if !exists {
+		if s.opts.Namespace != "default" {
+			err := s.call(ctx, "creating namespace "+s.opts.Namespace, "createNamespace", func(e *enc) {
+				e.structure(1, func(e *enc) { e.str(1, s.opts.Namespace) })
+			}, nil)
+			if err != nil && !strings.Contains(err.Error(), "NamespaceExistException") {
+				return err
+			}
+		}
+		desc := tTableDescriptor{name: s.name, families: []tColumnFamilyDescriptor{familyDescriptor()}}
+		err := s.call(ctx, "creating table "+s.name.String(), "createTable", func(e *enc) {
+			e.structure(1, desc.write)
+		}, nil)
+		if err != nil && !strings.Contains(err.Error(), "TableExistsException") {
+			return err
+		}
+		s.log.Info("created HBase table", "addr", s.opts.Addr)
+	}
+	var desc tTableDescriptor
+	res = &callResult{success: expect(thrift.STRUCT, desc.read)}
+	if err := s.call(ctx, "reading the descriptor of "+s.name.String(), "getTableDescriptor",
+		func(e *enc) { e.structure(1, s.name.write) }, res); err != nil {
+		return err
+	}
+	return checkDescriptor(s.name, &desc)
+}
+
+// checkDescriptor returns ErrIncompatibleTable unless desc has family with
+// the settings of familyDescriptor that keep every version.
+func checkDescriptor(name tTableName, desc *tTableDescriptor) error {
+	for i := range desc.families {
+		f := &desc.families[i]
+		if !bytes.Equal(f.name, family) {
+			continue
+		}
+		var bad []string
+		if f.maxVersions != maxThriftVersions {
+			bad = append(bad, fmt.Sprintf("VERSIONS is %d, want %d", f.maxVersions, maxThriftVersions))
+		}
+		if f.minVersions != 0 {
+			bad = append(bad, fmt.Sprintf("MIN_VERSIONS is %d, want 0", f.minVersions))
+		}
+		if f.hasTimeToLive && f.timeToLive != math.MaxInt32 {
+			bad = append(bad, fmt.Sprintf("TTL is %d s, want FOREVER", f.timeToLive))
+		}
+		if f.keepDeletedCells != keepDeletedFalse {
+			bad = append(bad, "KEEP_DELETED_CELLS is set, want FALSE")
+		}
+		if f.attributes["NEW_VERSION_BEHAVIOR"] != "true" {
+			bad = append(bad, "NEW_VERSION_BEHAVIOR is not true")
+		}
+		if len(bad) > 0 {
+			return fmt.Errorf("%w: %s family %q: %s", ErrIncompatibleTable, name, family, strings.Join(bad, "; "))
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: %s has no column family %q", ErrIncompatibleTable, name, family)
+}
+
+// check returns the error of a call on a closed store or a done context.
+func (s *Store) check(ctx context.Context, what string) error {
+	if s.closed.Load() {
+		return fmt.Errorf("hbase: %s: %w", what, store.ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("hbase: %s: %w", what, err)
+	}
+	return nil
+}
+
+// rowMutations are the mutations of one row of a batch, after collapsing.
+type rowMutations struct {
+	key  []byte
+	puts []tColumnValue
+	dels []tColumn
+}
+
+// Apply implements store.Store. Mutations of one coordinate collapse to the
+// last one; the rest are sent as putMultiple and deleteMultiple calls (or
+// one mutateRow for a row with both puts and version deletions), each row
+// applied atomically by HBase. A multi-row batch is not atomic across rows:
+// see the package doc.
+func (s *Store) Apply(ctx context.Context, b *store.Batch) error {
+	what := "applying a batch to " + fmt.Sprintf("%q", b.Table)
+	if err := s.check(ctx, what); err != nil {
+		return err
+	}
+	if err := store.CheckTable(b.Table); err != nil {
+		return fmt.Errorf("hbase: %s: %w", what, err)
+	}
+	for i := range b.Mutations {
+		if err := b.Mutations[i].Validate(); err != nil {
+			return fmt.Errorf("hbase: %s: mutation %d: %w", what, i, err)
+		}
+	}
+	if len(b.Mutations) == 0 {
+		return nil
+	}
+	prefix := tablePrefix(b.Table)
+	// Collapse: only the last mutation of a coordinate (row, column, HBase
+	// timestamp) is sent, so that no row carries a put and a delete of one
+	// coordinate, whose order HBase would not keep within a call.
+	var last map[string]int
+	if len(b.Mutations) > 1 {
+		last = make(map[string]int, len(b.Mutations))
+		var k []byte
+		for i := range b.Mutations {
+			k = coordKey(k[:0], &b.Mutations[i].Cell)
+			last[string(k)] = i
+		}
+	}
+	rows := map[string]*rowMutations{}
+	var order []*rowMutations
+	var k []byte
+	cells := 0
+	for i := range b.Mutations {
+		m := &b.Mutations[i]
+		if last != nil {
+			k = coordKey(k[:0], &m.Cell)
+			if last[string(k)] != i {
+				continue
+			}
+		}
+		rm := rows[string(m.Cell.Row)]
+		if rm == nil {
+			rm = &rowMutations{key: rowKey(prefix, m.Cell.Row)}
+			rows[string(m.Cell.Row)] = rm
+			order = append(order, rm)
+		}
+		hts, top := hbaseTimestamp(m.Cell.Timestamp)
+		qual := qualifier(m.Cell.Column)
+		switch m.Op {
+		case store.OpPut:
+			rm.puts = append(rm.puts, tColumnValue{family: family, qualifier: qual, timestamp: hts,
+				value: encodeValue(m.Cell.Kind, top, m.Cell.Value)})
+		case store.OpDeleteVersion:
+			rm.dels = append(rm.dels, tColumn{family: family, qualifier: qual, hasQualifier: true,
+				timestamp: hts, hasTimestamp: true})
+		}
+		cells++
+	}
+	var puts []tPut
+	var dels []tDelete
+	n := 0
+	flush := func() error {
+		if len(puts) > 0 {
+			p := puts
+			err := s.call(ctx, what, "putMultiple", func(e *enc) {
+				e.binary(1, s.table)
+				e.list(2, thrift.STRUCT, len(p), func(e *enc, i int) { e.structBody(p[i].write) })
+			}, nil)
+			if err != nil {
+				return err
+			}
+		}
+		if len(dels) > 0 {
+			if err := s.deleteMultiple(ctx, what, dels); err != nil {
+				return err
+			}
+		}
+		puts, dels, n = puts[:0], dels[:0], 0
+		return nil
+	}
+	for _, rm := range order {
+		switch {
+		case len(rm.puts) > 0 && len(rm.dels) > 0:
+			if err := s.mutateRow(ctx, what, rm); err != nil {
+				return err
+			}
+			continue
+		case len(rm.puts) > 0:
+			puts = append(puts, tPut{row: rm.key, cells: rm.puts})
+			n += len(rm.puts)
+		default:
+			dels = append(dels, tDelete{row: rm.key, columns: rm.dels, deleteType: deleteColumn})
+			n += len(rm.dels)
+		}
+		if n >= s.opts.MaxCellsPerCall {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	s.metrics.cellsIn.Add(float64(cells))
+	return nil
+}
+
+// coordKey appends an unambiguous key of a cell's coordinate.
+func coordKey(dst []byte, c *store.Cell) []byte {
+	hts, _ := hbaseTimestamp(c.Timestamp)
+	dst = binary.AppendUvarint(dst, uint64(len(c.Row)))
+	dst = append(dst, c.Row...)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(hts))
+	return append(dst, c.Column...)
+}
+
+func (s *Store) mutateRow(ctx context.Context, what string, rm *rowMutations) error {
+	muts := []tMutation{
+		{put: &tPut{row: rm.key, cells: rm.puts}},
+		{del: &tDelete{row: rm.key, columns: rm.dels, deleteType: deleteColumn}},
+	}
+	return s.call(ctx, what, "mutateRow", func(e *enc) {
+		e.binary(1, s.table)
+		e.structure(2, func(e *enc) {
+			e.binary(1, rm.key)
+			e.list(2, thrift.STRUCT, len(muts), func(e *enc, i int) { e.structBody(muts[i].write) })
+		})
+	}, nil)
+}
+
+// deleteMultiple sends dels; HBase returns the deletes it could not apply.
+func (s *Store) deleteMultiple(ctx context.Context, what string, dels []tDelete) error {
+	failed := 0
+	res := &callResult{success: expect(thrift.LIST, func(ctx context.Context, p thrift.TProtocol) error {
+		return readList(ctx, p, func(int) error {
+			failed++
+			return p.Skip(ctx, thrift.STRUCT)
+		})
+	})}
+	err := s.call(ctx, what, "deleteMultiple", func(e *enc) {
+		e.binary(1, s.table)
+		e.list(2, thrift.STRUCT, len(dels), func(e *enc, i int) { e.structBody(dels[i].write) })
+	}, res)
+	if err != nil {
+		return err
+	}
+	if failed > 0 {
+		return fmt.Errorf("hbase: %s: %w: HBase did not apply %d of %d deletes", what, store.ErrUnavailable, failed, len(dels))
+	}
+	return nil
+}
+
+// hbaseRead translates read options: the HBase time range, the column list
+// (with "" for row markers) and max versions; empty is true when the range
+// selects nothing.
+func hbaseRead(o store.ReadOptions) (tr tTimeRange, cols []tColumn, maxVersions int32, empty bool) {
+	tr = tTimeRange{min: o.TimeRange.Min, max: o.TimeRange.Max}
+	if o.TimeRange.Max == store.MaxTimestamp {
+		// Unbounded; MaxTimestamp itself is stored at topHBaseTimestamp.
+		tr.min = min(tr.min, topHBaseTimestamp)
+	} else if tr.min >= tr.max {
+		empty = true
+	}
+	if len(o.Columns) > 0 {
+		cols = append(cols, tColumn{family: family, qualifier: qualifier(nil), hasQualifier: true})
+		for _, c := range o.Columns {
+			if len(c) > 0 {
+				cols = append(cols, tColumn{family: family, qualifier: qualifier(c), hasQualifier: true})
+			}
+		}
+	}
+	maxVersions = maxThriftVersions
+	if o.MaxVersions > 0 && o.MaxVersions < int(maxThriftVersions) {
+		maxVersions = int32(o.MaxVersions)
+	}
+	return tr, cols, maxVersions, empty
+}
+
+// Get implements store.Store with one Thrift2 get.
+func (s *Store) Get(ctx context.Context, table string, row []byte, opts store.ReadOptions) ([]store.Cell, error) {
+	what := fmt.Sprintf("getting row %q of %q", row, table)
+	if err := s.check(ctx, what); err != nil {
+		return nil, err
+	}
+	if err := store.CheckTable(table); err != nil {
+		return nil, fmt.Errorf("hbase: %s: %w", what, err)
+	}
+	if len(row) == 0 {
+		return nil, fmt.Errorf("hbase: %s: %w: empty row key", what, store.ErrInvalidArgument)
+	}
+	opts, err := opts.Normalize()
+	if err != nil {
+		return nil, fmt.Errorf("hbase: %s: %w", what, err)
+	}
+	tr, cols, maxv, empty := hbaseRead(opts)
+	if empty {
+		return nil, nil
+	}
+	g := tGet{row: rowKey(tablePrefix(table), row), columns: cols, timeRange: tr, maxVersions: maxv}
+	var r tResult
+	res := &callResult{success: expect(thrift.STRUCT, r.read)}
+	if err := s.call(ctx, what, "get", func(e *enc) {
+		e.binary(1, s.table)
+		e.structure(2, g.write)
+	}, res); err != nil {
+		return nil, err
+	}
+	if len(r.cells) == 0 {
+		return nil, nil
+	}
+	out := make([]store.Cell, 0, len(r.cells))
+	rowCopy := bytes.Clone(row)
+	for i := range r.cells {
+		var c store.Cell
+		if !decodeCell(&c, rowCopy, &r.cells[i]) {
+			return nil, fmt.Errorf("%w: %s: a cell of column %q has a value this package did not write", ErrServer, what, r.cells[i].qualifier)
+		}
+		if c.Timestamp >= opts.TimeRange.Min {
+			out = append(out, c)
+		}
+	}
+	s.metrics.cellsOut.Add(float64(len(out)))
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// DeleteRange implements store.Store: it scans the row keys of [start, end)
+// and deletes each row with a family delete marker at the largest HBase
+// timestamp, in calls of up to MaxCellsPerCall rows. It is not atomic
+// across rows (see the package doc); a DeleteRange that failed may be
+// retried.
+func (s *Store) DeleteRange(ctx context.Context, table string, start, end []byte) error {
+	what := fmt.Sprintf("deleting rows [%q, %q) of %q", start, end, table)
+	if err := s.check(ctx, what); err != nil {
+		return err
+	}
+	if err := store.CheckTable(table); err != nil {
+		return fmt.Errorf("hbase: %s: %w", what, err)
+	}
+	if start != nil && end != nil && bytes.Compare(start, end) > 0 {
+		return fmt.Errorf("hbase: %s: %w: start after end", what, store.ErrInvalidArgument)
+	}
+	if start != nil && end != nil && bytes.Equal(start, end) {
+		return nil
+	}
+	prefix := tablePrefix(table)
+	sc := tScan{
+		start:       rowKey(prefix, start),
+		stop:        tableEnd(table),
+		caching:     int32(min(s.opts.MaxCellsPerCall, 10000)),
+		maxVersions: 1,
+		timeRange:   tTimeRange{min: 0, max: math.MaxInt64},
+		filter:      "FirstKeyOnlyFilter() AND KeyOnlyFilter()",
+	}
+	if end != nil {
+		sc.stop = rowKey(prefix, end)
+	}
+	deleted := 0
+	for {
+		// A fresh scanner per round: the rows deleted by the last round are
+		// gone, so each round starts at the range's start again.
+		rows, err := s.scanOnce(ctx, what, &sc)
+		if err != nil {
+			return err
+		}
+		if len(rows) == 0 {
+			break
+		}
+		dels := make([]tDelete, len(rows))
+		for i, r := range rows {
+			dels[i] = tDelete{row: r.row, deleteType: deleteFamily, columns: []tColumn{{
+				family: family, timestamp: topHBaseTimestamp, hasTimestamp: true,
+			}}}
+		}
+		if err := s.deleteMultiple(ctx, what, dels); err != nil {
+			return err
+		}
+		deleted += len(rows)
+		if len(rows) < int(sc.caching) {
+			break
+		}
+	}
+	s.log.Debug("deleted range", "rows", deleted, "store_table", table)
+	return nil
+}
+
+// scanOnce returns up to sc.caching rows of sc with getScannerResults (a
+// scanner opened and closed by the gateway in one call).
+func (s *Store) scanOnce(ctx context.Context, what string, sc *tScan) ([]tResult, error) {
+	var rows []tResult
+	res := &callResult{success: expect(thrift.LIST, func(ctx context.Context, p thrift.TProtocol) error {
+		return readResults(ctx, p, &rows)
+	})}
+	err := s.call(ctx, what, "getScannerResults", func(e *enc) {
+		e.binary(1, s.table)
+		e.structure(2, sc.write)
+		e.i32(3, sc.caching)
+	}, res)
+	return rows, err
+}
+
+// Sync implements store.Store. Every batch is written with HBase's default
+// durability (SYNC_WAL: the WAL edit is synced before the call returns), so
+// there is nothing left to sync; Sync only checks the store and context.
+func (s *Store) Sync(ctx context.Context) error {
+	return s.check(ctx, "syncing")
+}
+
+// Close implements store.Store: it closes the pooled connections (those in
+// use close when their call returns). Open iterators fail with
+// store.ErrClosed at their next call; their HBase scanners expire on the
+// gateway. A second Close returns store.ErrClosed.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return fmt.Errorf("hbase: closing: %w", store.ErrClosed)
+	}
+	s.pool.close()
+	return nil
+}

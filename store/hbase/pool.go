@@ -1,0 +1,197 @@
+package hbase
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/apache/thrift/lib/go/thrift"
+
+	"github.com/snapstore/snapstore/store"
+)
+
+// conn is one Thrift connection to the gateway: a socket, a buffered
+// transport and a binary protocol (the Thrift2 server's defaults: not
+// framed, not compact). A conn is used by one goroutine at a time; the pool
+// hands it out and takes it back.
+type conn struct {
+	nc     net.Conn
+	proto  thrift.TProtocol
+	client *thrift.TStandardClient
+}
+
+// pool keeps up to size open connections to one gateway. No lock is held
+// across a dial or a call: get takes a slot and an idle conn under mu, then
+// dials, if needed, outside it.
+type pool struct {
+	addr        string
+	dialTimeout time.Duration
+	conf        *thrift.TConfiguration
+	slots       chan struct{} // one token per connection in use
+	metrics     *metrics
+
+	mu struct {
+		sync.Mutex
+		idle   []*conn // connections not in use, most recently used last
+		open   int     // connections dialed and not yet closed
+		closed bool
+	}
+}
+
+func newPool(addr string, size int, dialTimeout time.Duration, m *metrics) *pool {
+	return &pool{
+		addr:        addr,
+		dialTimeout: dialTimeout,
+		conf:        &thrift.TConfiguration{MaxMessageSize: 256 << 20},
+		slots:       make(chan struct{}, size),
+		metrics:     m,
+	}
+}
+
+// get returns a connection, waiting for a free slot while ctx allows.
+func (p *pool) get(ctx context.Context) (*conn, error) {
+	select {
+	case p.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	p.mu.Lock()
+	if p.mu.closed {
+		p.mu.Unlock()
+		<-p.slots
+		return nil, store.ErrClosed
+	}
+	if n := len(p.mu.idle); n > 0 {
+		c := p.mu.idle[n-1]
+		p.mu.idle = p.mu.idle[:n-1]
+		p.mu.Unlock()
+		return c, nil
+	}
+	p.mu.open++
+	p.mu.Unlock()
+	c, err := p.dial(ctx)
+	if err != nil {
+		p.mu.Lock()
+		p.mu.open--
+		p.mu.Unlock()
+		<-p.slots
+		return nil, err
+	}
+	return c, nil
+}
+
+func (p *pool) dial(ctx context.Context) (*conn, error) {
+	d := net.Dialer{Timeout: p.dialTimeout, KeepAlive: 30 * time.Second}
+	nc, err := d.DialContext(ctx, "tcp", p.addr)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("dialing the Thrift2 gateway %s: %w: %w", p.addr, store.ErrUnavailable, err)
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	tr := thrift.NewStreamTransportRW(nc)
+	proto := thrift.NewTBinaryProtocolConf(tr, p.conf)
+	return &conn{nc: nc, proto: proto, client: thrift.NewTStandardClient(proto, proto)}, nil
+}
+
+// put returns c to the pool; a broken connection (bad) is closed instead.
+func (p *pool) put(c *conn, bad bool) {
+	p.mu.Lock()
+	if bad || p.mu.closed {
+		p.mu.open--
+		p.mu.Unlock()
+		_ = c.nc.Close()
+	} else {
+		p.mu.idle = append(p.mu.idle, c)
+		p.mu.Unlock()
+	}
+	<-p.slots
+}
+
+// close closes the idle connections and makes get fail with ErrClosed;
+// connections in use are closed when they come back.
+func (p *pool) close() {
+	p.mu.Lock()
+	p.mu.closed = true
+	idle := p.mu.idle
+	p.mu.idle = nil
+	p.mu.open -= len(idle)
+	p.mu.Unlock()
+	for _, c := range idle {
+		_ = c.nc.Close()
+	}
+}
+
+func (p *pool) stats() (open, idle int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.open, len(p.mu.idle)
+}
+
+// errBrokenConn marks errors after which a connection's stream is in an
+// unknown state.
+var errBrokenConn = errors.New("broken connection")
+
+// call runs one service method on a pooled connection: it sends args and
+// reads the reply into res, within ctx and at most timeout. The returned
+// error is classified (see classify); res.exception() holds a declared
+// exception, which call also returns.
+func (p *pool) call(ctx context.Context, timeout time.Duration, method string, args callArgs, res *callResult) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	start := time.Now()
+	c, err := p.get(ctx)
+	if err != nil {
+		p.metrics.observe(method, start, err)
+		return err
+	}
+	deadline := start.Add(timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	_ = c.nc.SetDeadline(deadline)
+	// A canceled ctx interrupts the call by moving the deadline to the past;
+	// the connection is then dropped.
+	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(time.Unix(1, 0)) })
+	// The protocol gets a context without deadline: TBinaryProtocol retries
+	// reads that time out while its context has time left, which would spin
+	// on our passed socket deadline.
+	_, err = c.client.Call(context.WithoutCancel(ctx), method, args, res)
+	interrupted := !stop()
+	var tae thrift.TApplicationException
+	switch {
+	case err == nil:
+		err = res.exception()
+		p.put(c, false)
+	case interrupted && ctx.Err() != nil:
+		p.put(c, true)
+		err = ctx.Err()
+	case errors.As(err, &tae) && serverException(tae.TypeId()):
+		// The server answered with an application exception: the reply was
+		// read whole, so the stream is still in step.
+		p.put(c, false)
+	default:
+		p.put(c, true)
+		err = fmt.Errorf("%w: %w", errBrokenConn, err)
+	}
+	p.metrics.observe(method, start, err)
+	return err
+}
+
+// serverException reports whether a TApplicationException of this type was
+// sent by the server (and read whole) rather than raised by the client on a
+// reply out of step.
+func serverException(typeID int32) bool {
+	switch typeID {
+	case thrift.UNKNOWN_APPLICATION_EXCEPTION, thrift.UNKNOWN_METHOD, thrift.MISSING_RESULT, thrift.INTERNAL_ERROR:
+		return true
+	}
+	return false
+}
