@@ -15,6 +15,22 @@ help: ## list the targets
 build: ## build bin/snapstore
 	$(GO) build -o $(BIN) ./cmd/snapstore
 
+# The sample source is created from examples/shop.sql on the first run.
+examples/shop.db: | build
+	$(BIN) sqlite examples/shop.db < examples/shop.sql
+
+.PHONY: run
+run: build examples/shop.db ## build and start snapstore on ./data with the sample SQLite source (README)
+	$(BIN) serve --config examples/snapstore.yaml
+
+.PHONY: reset-sample
+reset-sample: ## forget the sample: delete ./data and examples/shop.db (stop `make run` first)
+	rm -rf data examples/shop.db examples/shop.db-*
+
+.PHONY: install
+install: ## go install the snapstore binary
+	$(GO) install ./cmd/snapstore
+
 .PHONY: deps
 deps: ## install and start what the tests need (MariaDB, HBase)
 	scripts/mariadb.sh start

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -47,7 +48,11 @@ func decodeBody(c echo.Context, v any, required bool) error {
 		case errors.As(err, &se):
 			return badField("body", "not valid JSON at offset %d: %v", se.Offset, err)
 		case errors.As(err, &te):
-			return badField("body."+te.Field, "want %s, got JSON %s", te.Type, te.Value)
+			want := te.Type.String()
+			if te.Type == reflect.TypeFor[duration]() {
+				want = `a duration such as "24h" or "90s"`
+			}
+			return badField("body."+te.Field, "want %s, got %s", want, te.Value)
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
 			name, _ := strconv.Unquote(strings.TrimPrefix(err.Error(), "json: unknown field "))
 			return badField("body."+name, "unknown field %q", name)
@@ -74,9 +79,11 @@ func (d duration) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads duration text; numbers are refused so that no one
 // guesses the unit.
 func (d *duration) UnmarshalJSON(b []byte) error {
+	// An *json.UnmarshalTypeError gets the field path from the decoder.
+	bad := &json.UnmarshalTypeError{Value: string(b), Type: reflect.TypeFor[duration]()}
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
-		return &fieldError{msg: fmt.Sprintf("want a duration such as \"24h\" or \"90s\", got %s", b)}
+		return bad
 	}
 	if s == "" || s == "0" {
 		*d = 0
@@ -84,7 +91,7 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil || v < 0 {
-		return &fieldError{msg: fmt.Sprintf("want a non-negative duration such as \"24h\", got %q", s)}
+		return bad
 	}
 	*d = duration(v)
 	return nil

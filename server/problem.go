@@ -135,16 +135,6 @@ func ProblemFor(err error) Problem {
 	if errors.As(err, &fe) {
 		p := newProblem(http.StatusBadRequest, "bad_request", fe.Error())
 		p.Field = fe.field
-		var oe *adapters.OptionError
-		if errors.As(err, &oe) {
-			p.Code = "bad_option"
-		}
-		return p
-	}
-	var oe *adapters.OptionError
-	if errors.As(err, &oe) {
-		p := newProblem(http.StatusBadRequest, "bad_option", err.Error())
-		p.Field = oe.Key
 		return p
 	}
 	var he *echo.HTTPError
@@ -165,21 +155,34 @@ func ProblemFor(err error) Problem {
 			code = "bad_request"
 		case http.StatusUnsupportedMediaType:
 			code = "unsupported_media_type"
-		case http.StatusNotAcceptable:
-			code = "not_acceptable"
 		}
 		return newProblem(he.Code, code, fmt.Sprint(he.Message))
 	}
+	// The most specific sentinel wins (adapters.ErrBadOption comes after the
+	// others in the table); the field comes from an *adapters.OptionError in
+	// the chain, a field attached by this package, or the sentinel's usual
+	// field.
+	var oe *adapters.OptionError
+	hasOption := errors.As(err, &oe)
 	for _, s := range sentinels {
-		if errors.Is(err, s.err) {
-			p := newProblem(s.status, s.code, err.Error())
-			p.Field = sentinelFields[s.err]
-			var fs *fieldedSentinel
-			if errors.As(err, &fs) {
-				p.Field = fs.field
-			}
-			return p
+		if !errors.Is(err, s.err) {
+			continue
 		}
+		p := newProblem(s.status, s.code, err.Error())
+		p.Field = sentinelFields[s.err]
+		var fs *fieldedSentinel
+		switch {
+		case errors.As(err, &fs):
+			p.Field = fs.field
+		case hasOption:
+			p.Field = oe.Key
+		}
+		return p
+	}
+	if hasOption { // an OptionError built without Unwrap (defensive)
+		p := newProblem(http.StatusBadRequest, "bad_option", err.Error())
+		p.Field = oe.Key
+		return p
 	}
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError

@@ -264,7 +264,7 @@ func (s *Server) scanRows(c echo.Context) error {
 		dst  *[]snapshot.Value
 	}{{"start", &opts.Start}, {"end", &opts.End}, {"prefix", &opts.Prefix}} {
 		if vals, ok := q[f.name]; ok && len(vals) > 0 {
-			k, err := r.ParseKey(vals)
+			k, err := ParseKeyPrefix(r.Version().Schema, vals)
 			if err != nil {
 				return withField(err, f.name)
 			}
@@ -280,9 +280,9 @@ func (s *Server) scanRows(c echo.Context) error {
 	version := r.Version().Version
 	switch media {
 	case mediaNDJSON:
-		return s.streamNDJSON(c, it, limit)
+		return s.streamNDJSON(c, it)
 	case mediaCSV:
-		return s.streamCSV(c, it, limit, opts.Columns, r.Version().Schema)
+		return s.streamCSV(c, it, opts.Columns, r.Version().Schema)
 	}
 	b := []byte(`{"dataset":`)
 	b = appendJSONString(b, []byte(r.Version().Dataset))
@@ -291,7 +291,7 @@ func (s *Server) scanRows(c echo.Context) error {
 	b = append(b, `,"rows":[`...)
 	n := 0
 	var cols []string
-	for n < limit && it.Next() {
+	for it.Next() { // the iterator stops at opts.Limit and then knows whether more rows follow
 		row := it.Row()
 		if n == 0 {
 			cols = row.Columns
@@ -313,6 +313,29 @@ func (s *Server) scanRows(c echo.Context) error {
 	b = appendJSONString(b, []byte(encodePageToken(version, it.NextPageToken())))
 	b = append(b, '}')
 	return c.JSONBlob(http.StatusOK, b)
+}
+
+// ParseKeyPrefix converts the texts of the first len(parts) key columns of
+// schema to typed values (snapshot.ParseValue per column kind), for the
+// start, end and prefix of a scan. snapshot.ErrBadKey when there are more
+// parts than key columns or a text does not fit its column.
+func ParseKeyPrefix(schema snapshot.Schema, parts []string) ([]snapshot.Value, error) {
+	if len(parts) > len(schema.Key) {
+		return nil, fmt.Errorf("%w: %d key parts for %d key columns %v", snapshot.ErrBadKey, len(parts), len(schema.Key), schema.Key)
+	}
+	kinds := make(map[string]snapshot.Kind, len(schema.Columns))
+	for _, col := range schema.Columns {
+		kinds[col.Name] = col.Kind
+	}
+	vals := make([]snapshot.Value, 0, len(parts))
+	for i, p := range parts {
+		v, err := snapshot.ParseValue(kinds[schema.Key[i]], p)
+		if err != nil {
+			return nil, fmt.Errorf("key column %s: %w", schema.Key[i], err)
+		}
+		vals = append(vals, v)
+	}
+	return vals, nil
 }
 
 func selectedColumns(sel []string, schema snapshot.Schema) []string {
@@ -345,20 +368,18 @@ func (s *Server) streamAbort(c echo.Context, err error) {
 	panic(http.ErrAbortHandler)
 }
 
-func (s *Server) streamNDJSON(c echo.Context, it snapshot.RowIterator, limit int) error {
+func (s *Server) streamNDJSON(c echo.Context, it snapshot.RowIterator) error {
 	w := c.Response()
 	w.Header().Set(echo.HeaderContentType, mediaNDJSON)
 	w.WriteHeader(http.StatusOK)
 	bw := bufio.NewWriterSize(w, 64<<10)
 	var b []byte
-	n := 0
-	for (limit == 0 || n < limit) && it.Next() {
+	for it.Next() { // the iterator stops at the limit, if any
 		b = AppendRowJSON(b[:0], it.Row())
 		b = append(b, '\n')
 		if _, err := bw.Write(b); err != nil {
 			return nil // client went away
 		}
-		n++
 	}
 	if err := it.Err(); err != nil {
 		if ctxDone(c.Request().Context()) {
@@ -371,16 +392,15 @@ func (s *Server) streamNDJSON(c echo.Context, it snapshot.RowIterator, limit int
 	return nil
 }
 
-func (s *Server) streamCSV(c echo.Context, it snapshot.RowIterator, limit int, sel []string, schema snapshot.Schema) error {
+func (s *Server) streamCSV(c echo.Context, it snapshot.RowIterator, sel []string, schema snapshot.Schema) error {
 	w := c.Response()
 	w.Header().Set(echo.HeaderContentType, mediaCSV+"; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
 	bw := bufio.NewWriterSize(w, 64<<10)
 	cw := csv.NewWriter(bw)
-	n := 0
 	wroteHeader := false
 	var rec []string
-	for (limit == 0 || n < limit) && it.Next() {
+	for it.Next() { // the iterator stops at the limit, if any
 		row := it.Row()
 		if !wroteHeader {
 			if err := cw.Write(row.Columns); err != nil {
@@ -395,7 +415,6 @@ func (s *Server) streamCSV(c echo.Context, it snapshot.RowIterator, limit int, s
 		if err := cw.Write(rec); err != nil {
 			return nil
 		}
-		n++
 	}
 	if !wroteHeader {
 		_ = cw.Write(selectedColumns(sel, schema))
