@@ -2,6 +2,7 @@ package pebble
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -19,6 +20,11 @@ import (
 // to step over.
 const maxSkipNexts = 4
 
+// ctxCheckEvery is how many keys the iterator visits between two checks of
+// its context, so that a cancelled request stops a long scan without paying
+// for a check per key. A power of two.
+const ctxCheckEvery = 256
+
 // iterator is the store.Iterator of Scan, and the row reader inside Get (with
 // s == nil, unregistered and used by one goroutine only).
 type iterator struct {
@@ -30,6 +36,8 @@ type iterator struct {
 	mu sync.Mutex
 
 	pi          *cpebble.Iterator
+	ctx         context.Context // checked every ctxCheckEvery keys
+	steps       uint
 	tlen        int    // length of the encoded table prefix
 	tablePrefix []byte // encoded table prefix (Scan only)
 	lower       []byte // lower bound of the scan (Scan only)
@@ -56,7 +64,8 @@ type iterator struct {
 var _ store.Iterator = (*iterator)(nil)
 
 // init sets the read options; opts is normalized.
-func (it *iterator) init(tlen int, opts store.ReadOptions) {
+func (it *iterator) init(ctx context.Context, tlen int, opts store.ReadOptions) {
+	it.ctx = ctx
 	it.tlen = tlen
 	it.tr = opts.TimeRange
 	it.unboundedTS = opts.TimeRange.Max == store.MaxTimestamp
@@ -171,6 +180,13 @@ func (it *iterator) next() bool {
 		valid = it.pi.Next()
 	}
 	for valid {
+		if it.steps++; it.steps%ctxCheckEvery == 0 {
+			if err := it.ctx.Err(); err != nil {
+				it.err = fmt.Errorf("pebble: iterating: %w", err)
+				it.cur = store.Cell{}
+				return false
+			}
+		}
 		key := it.pi.Key()
 		p, err := parseCellKey(key, it.tlen)
 		if err != nil {

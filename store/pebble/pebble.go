@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	cpebble "github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/snapstore/snapstore/store"
@@ -47,6 +48,10 @@ type Options struct {
 	// They are unregistered again by Close, so a store can be reopened with
 	// the same Registerer.
 	Registerer prometheus.Registerer
+
+	// fs replaces the operating system's file system in tests (Pebble's
+	// crashable vfs.MemFS simulates a machine crash); nil means vfs.Default.
+	fs vfs.FS
 }
 
 // Store is a store.Store on one Pebble database: every table of the process
@@ -100,6 +105,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		MemTableSize:       opts.MemTableSize,
 		Logger:             slogBridge{logger},
 		FormatMajorVersion: cpebble.FormatNewest,
+		FS:                 opts.fs,
 	}
 	db, err := cpebble.Open(dir, po)
 	if err != nil {
@@ -248,7 +254,7 @@ func (s *Store) Get(ctx context.Context, table string, row []byte, opts store.Re
 	*bp = buf[:0]
 
 	var it iterator
-	it.init(tlen, opts)
+	it.init(ctx, tlen, opts)
 	pi, err := s.db.NewIterWithContext(ctx, &cpebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return nil, fmt.Errorf("pebble: getting row of %q: %w", table, err)
@@ -305,7 +311,7 @@ func (s *Store) Scan(ctx context.Context, table string, opts store.ScanOptions) 
 	}
 	it := &iterator{s: s}
 	tp := appendTable(nil, table)
-	it.init(len(tp), ro)
+	it.init(ctx, len(tp), ro)
 	it.tablePrefix = tp
 	lower := tp
 	if len(opts.Start) > 0 {
@@ -389,6 +395,13 @@ func (s *Store) Sync(ctx context.Context) error {
 // ErrClosed), unregisters the metrics and closes Pebble. A second Close
 // returns ErrClosed.
 func (s *Store) Close() error {
+	// Unregister first, outside mu: a scrape in progress holds the
+	// registry while it reads mu in the gauge functions.
+	if s.reg != nil {
+		for _, c := range s.colls {
+			s.reg.Unregister(c)
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -402,11 +415,6 @@ func (s *Store) Close() error {
 	}
 	clear(s.iters.open)
 	s.iters.Unlock()
-	if s.reg != nil {
-		for _, c := range s.colls {
-			s.reg.Unregister(c)
-		}
-	}
 	if err := s.db.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("pebble: closing: %w", err))
 	}
