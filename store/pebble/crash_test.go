@@ -148,27 +148,33 @@ func TestMachineCrash(t *testing.T) {
 		}
 	}
 	apply("synced", true)
+	afterSyncBatch := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
 	apply("nosync-then-sync", false)
 	if err := s.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
 	apply("nosync", false)
-	crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+	afterSync := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s2, err := Open("db", Options{fs: crashed})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
-	for row, want := range map[string]int{"synced": 1, "nosync-then-sync": 1, "nosync": 0} {
-		cells, err := s2.Get(ctx, "t", []byte(row), store.ReadOptions{})
+	check := func(fs *vfs.MemFS, want map[string]int) {
+		t.Helper()
+		s2, err := Open("db", Options{fs: fs})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(cells) != want {
-			t.Errorf("row %q after a machine crash: %d cells, want %d", row, len(cells), want)
+		defer s2.Close()
+		for row, n := range want {
+			cells, err := s2.Get(ctx, "t", []byte(row), store.ReadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cells) != n {
+				t.Errorf("row %q after a machine crash: %d cells, want %d", row, len(cells), n)
+			}
 		}
 	}
+	check(afterSyncBatch, map[string]int{"synced": 1})
+	check(afterSync, map[string]int{"synced": 1, "nosync-then-sync": 1, "nosync": 0})
 }
