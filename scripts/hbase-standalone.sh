@@ -13,7 +13,9 @@
 #                                        when HBase is up, nothing otherwise
 #   scripts/hbase-standalone.sh stop-thrift | start-thrift
 #                                        stop or start only the Thrift2 gateway
-#                                        (used by the outage test)
+#                                        on SNAPSTORE_HBASE_THRIFT_PORT; the
+#                                        outage test runs a second gateway of
+#                                        its own this way
 #   scripts/hbase-standalone.sh reset    stop, then delete the data directory
 #
 # Settings (environment):
@@ -42,7 +44,7 @@ conf=$dir/conf
 data=$dir/data
 logs=$dir/logs
 master_pid=$dir/master.pid
-thrift_pid=$dir/thrift.pid
+thrift_pid=$dir/thrift-$thriftport.pid
 
 log() { printf 'hbase-standalone.sh: %s\n' "$*" >&2; }
 
@@ -126,7 +128,7 @@ PROPS
 java_cmd() { # name xmx class args...
 	local name=$1 heap=$2
 	shift 2
-	java -Xms64m -Xmx"$heap" -XX:+UseG1GC -Djava.net.preferIPv4Stack=true \
+	exec java -Xms64m -Xmx"$heap" -XX:+UseG1GC -Djava.net.preferIPv4Stack=true \
 		"${jdk_flags[@]}" \
 		-Dlog4j2.configurationFile="$conf/log4j2.properties" \
 		-Dsnapstore.log.file="$logs/$name.log" \
@@ -136,15 +138,16 @@ java_cmd() { # name xmx class args...
 
 start_thrift() {
 	if alive "$thrift_pid" && port_open "$thriftport"; then return; fi
-	: >"$logs/thrift.log"
-	java_cmd thrift 256m org.apache.hadoop.hbase.thrift2.ThriftServer \
-		-b 127.0.0.1 -p "$thriftport" start >"$logs/thrift.out" 2>&1 </dev/null &
+	mkdir -p "$logs"
+	: >"$logs/thrift-$thriftport.log"
+	java_cmd "thrift-$thriftport" 256m org.apache.hadoop.hbase.thrift2.ThriftServer \
+		-b 127.0.0.1 -p "$thriftport" start >"$logs/thrift-$thriftport.out" 2>&1 </dev/null &
 	echo $! >"$thrift_pid"
 	local deadline=$((SECONDS + wait_s))
 	until port_open "$thriftport"; do
 		if ! alive "$thrift_pid"; then
-			tail -20 "$logs/thrift.out" "$logs/thrift.log" >&2 || true
-			log "the Thrift2 gateway exited; see $logs/thrift.log"
+			tail -20 "$logs/thrift-$thriftport.out" "$logs/thrift-$thriftport.log" >&2 || true
+			log "the Thrift2 gateway exited; see $logs/thrift-$thriftport.log"
 			exit 1
 		fi
 		[ $SECONDS -lt $deadline ] || { log "the Thrift2 port $thriftport did not open in ${wait_s}s"; exit 1; }
@@ -198,7 +201,8 @@ stop_pid() { # pidfile
 }
 
 stop() {
-	stop_pid "$thrift_pid"
+	local f
+	for f in "$dir"/thrift-*.pid; do [ -e "$f" ] && stop_pid "$f"; done
 	stop_pid "$master_pid"
 	log "stopped"
 }

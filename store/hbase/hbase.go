@@ -126,6 +126,10 @@ type Store struct {
 	log     *slog.Logger
 	metrics *metrics
 	closed  atomic.Bool
+
+	// afterCall, when set (by tests, before use), is called after each
+	// Thrift call with the method and its unclassified error.
+	afterCall func(method string, err error)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -176,7 +180,11 @@ func (s *Store) call(ctx context.Context, what, method string, args callArgs, re
 	if res == nil {
 		res = &callResult{}
 	}
-	return classify(what, s.pool.call(ctx, s.opts.CallTimeout, method, args, res))
+	err := s.pool.call(ctx, s.opts.CallTimeout, method, args, res)
+	if s.afterCall != nil {
+		s.afterCall(method, err)
+	}
+	return classify(what, err)
 }
 
 func (s *Store) ensureTable(ctx context.Context) error {
@@ -208,7 +216,10 @@ func (s *Store) ensureTable(ctx context.Context) error {
 		s.log.Info("created HBase table", "addr", s.opts.Addr)
 	}
 	var desc tTableDescriptor
-	res = &callResult{success: expect(thrift.STRUCT, desc.read)}
+	res = &callResult{success: expect(thrift.STRUCT, func(ctx context.Context, p thrift.TProtocol) error {
+		desc = tTableDescriptor{} // a retried call reads its reply afresh
+		return desc.read(ctx, p)
+	})}
 	if err := s.call(ctx, "reading the descriptor of "+s.name.String(), "getTableDescriptor",
 		func(e *enc) { e.structure(1, s.name.write) }, res); err != nil {
 		return err
@@ -406,6 +417,7 @@ func (s *Store) mutateRow(ctx context.Context, what string, rm *rowMutations) er
 func (s *Store) deleteMultiple(ctx context.Context, what string, dels []tDelete) error {
 	failed := 0
 	res := &callResult{success: expect(thrift.LIST, func(ctx context.Context, p thrift.TProtocol) error {
+		failed = 0 // a retried call reads its reply afresh
 		return readList(ctx, p, func(int) error {
 			failed++
 			return p.Skip(ctx, thrift.STRUCT)
@@ -472,7 +484,10 @@ func (s *Store) Get(ctx context.Context, table string, row []byte, opts store.Re
 	}
 	g := tGet{row: rowKey(tablePrefix(table), row), columns: cols, timeRange: tr, maxVersions: maxv}
 	var r tResult
-	res := &callResult{success: expect(thrift.STRUCT, r.read)}
+	res := &callResult{success: expect(thrift.STRUCT, func(ctx context.Context, p thrift.TProtocol) error {
+		r = tResult{} // a retried call reads its reply afresh
+		return r.read(ctx, p)
+	})}
 	if err := s.call(ctx, what, "get", func(e *enc) {
 		e.binary(1, s.table)
 		e.structure(2, g.write)
@@ -565,6 +580,7 @@ func (s *Store) DeleteRange(ctx context.Context, table string, start, end []byte
 func (s *Store) scanOnce(ctx context.Context, what string, sc *tScan) ([]tResult, error) {
 	var rows []tResult
 	res := &callResult{success: expect(thrift.LIST, func(ctx context.Context, p thrift.TProtocol) error {
+		rows = rows[:0] // a retried call reads its reply afresh
 		return readResults(ctx, p, &rows)
 	})}
 	err := s.call(ctx, what, "getScannerResults", func(e *enc) {

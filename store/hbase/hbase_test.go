@@ -44,7 +44,10 @@ func openTable(t testing.TB, table string) *Store {
 func openTableWith(t testing.TB, opts Options) *Store {
 	t.Helper()
 	table := opts.Table
-	opts.Addr, opts.Namespace, opts.CallTimeout = testAddr(t), testNamespace, 30*time.Second
+	if opts.Addr == "" {
+		opts.Addr = testAddr(t)
+	}
+	opts.Namespace, opts.CallTimeout = testNamespace, 30*time.Second
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}

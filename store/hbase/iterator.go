@@ -87,7 +87,7 @@ type iterator struct {
 func (it *iterator) open(from []byte) error {
 	sc := it.scan
 	sc.start, sc.stop = from, it.stop
-	res := &callResult{success: expect(thrift.I32, func(ctx context.Context, p thrift.TProtocol) (err error) {
+	res := &callResult{success: expect(thrift.I32, func(ctx context.Context, p thrift.TProtocol) (err error) { // idempotent on retry
 		it.id, err = p.ReadI32(ctx)
 		return err
 	})}
@@ -130,6 +130,14 @@ func (it *iterator) fetch() error {
 		e.i32(1, id)
 		e.i32(2, n)
 	}, res); err != nil {
+		if res.ia != nil {
+			// The gateway no longer knows the scanner: its lease expired
+			// (the iterator sat idle too long) or the gateway restarted.
+			// Scanning again may work.
+			it.hasScan = false
+			return fmt.Errorf("hbase: %s: %w: the gateway lost scanner %d (lease expired or gateway restarted): %s",
+				it.what, store.ErrUnavailable, id, clip(res.ia.message))
+		}
 		return err
 	}
 	it.buf, it.bi, it.ci = rows, 0, 0

@@ -51,36 +51,38 @@ func newPool(addr string, size int, dialTimeout time.Duration, m *metrics) *pool
 	}
 }
 
-// get returns a connection, waiting for a free slot while ctx allows.
-func (p *pool) get(ctx context.Context) (*conn, error) {
+// get returns a connection, waiting for a free slot while ctx allows;
+// reused says whether it had served calls before (and so may have been
+// closed by a gateway that went away since).
+func (p *pool) get(ctx context.Context) (c *conn, reused bool, err error) {
 	select {
 	case p.slots <- struct{}{}:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, false, ctx.Err()
 	}
 	p.mu.Lock()
 	if p.mu.closed {
 		p.mu.Unlock()
 		<-p.slots
-		return nil, store.ErrClosed
+		return nil, false, store.ErrClosed
 	}
 	if n := len(p.mu.idle); n > 0 {
 		c := p.mu.idle[n-1]
 		p.mu.idle = p.mu.idle[:n-1]
 		p.mu.Unlock()
-		return c, nil
+		return c, true, nil
 	}
 	p.mu.open++
 	p.mu.Unlock()
-	c, err := p.dial(ctx)
+	c, err = p.dial(ctx)
 	if err != nil {
 		p.mu.Lock()
 		p.mu.open--
 		p.mu.Unlock()
 		<-p.slots
-		return nil, err
+		return nil, false, err
 	}
-	return c, nil
+	return c, false, nil
 }
 
 func (p *pool) dial(ctx context.Context) (*conn, error) {
@@ -119,6 +121,14 @@ func (p *pool) put(c *conn, bad bool) {
 func (p *pool) close() {
 	p.mu.Lock()
 	p.mu.closed = true
+	p.mu.Unlock()
+	p.dropIdle()
+}
+
+// dropIdle closes the idle connections, after one of them turned out
+// broken: they were likely opened to the same gateway process.
+func (p *pool) dropIdle() {
+	p.mu.Lock()
 	idle := p.mu.idle
 	p.mu.idle = nil
 	p.mu.open -= len(idle)
@@ -139,18 +149,32 @@ func (p *pool) stats() (open, idle int) {
 var errBrokenConn = errors.New("broken connection")
 
 // call runs one service method on a pooled connection: it sends args and
-// reads the reply into res, within ctx and at most timeout. The returned
-// error is classified (see classify); res.exception() holds a declared
-// exception, which call also returns.
+// reads the reply into res, within ctx and at most timeout. A declared
+// exception (res.exception()) is returned as the error. When a reused
+// connection turns out broken (the gateway restarted since it was opened),
+// the idle connections are dropped and the call is made once more on a new
+// one, except getScannerRows, which is not idempotent: every other method
+// the store uses reads, or writes idempotently (store.S4).
 func (p *pool) call(ctx context.Context, timeout time.Duration, method string, args callArgs, res *callResult) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	start := time.Now()
-	c, err := p.get(ctx)
+	err := ctx.Err()
+	for attempt := 0; err == nil; attempt++ {
+		var reused bool
+		reused, err = p.callOnce(ctx, start, timeout, method, args, res)
+		if !(reused && attempt == 0 && method != "getScannerRows" && errors.Is(err, errBrokenConn)) {
+			break
+		}
+		p.dropIdle()
+		*res = callResult{success: res.success}
+	}
+	p.metrics.observe(method, start, err)
+	return err
+}
+
+func (p *pool) callOnce(ctx context.Context, start time.Time, timeout time.Duration, method string, args callArgs, res *callResult) (reused bool, err error) {
+	c, reused, err := p.get(ctx)
 	if err != nil {
-		p.metrics.observe(method, start, err)
-		return err
+		return false, err
 	}
 	deadline := start.Add(timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
@@ -179,10 +203,9 @@ func (p *pool) call(ctx context.Context, timeout time.Duration, method string, a
 		p.put(c, false)
 	default:
 		p.put(c, true)
-		err = fmt.Errorf("%w: %w", errBrokenConn, err)
+		err = fmt.Errorf("%w to the Thrift2 gateway %s: %w", errBrokenConn, p.addr, err)
 	}
-	p.metrics.observe(method, start, err)
-	return err
+	return reused, err
 }
 
 // serverException reports whether a TApplicationException of this type was

@@ -1,0 +1,113 @@
+package hbase
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/snapstore/snapstore/store"
+)
+
+// outagePort is the port of the private Thrift2 gateway the outage test
+// starts and stops, so that the gateway other tests use stays up.
+const outagePort = "49091"
+
+// gateway runs scripts/hbase-standalone.sh start-thrift or stop-thrift for
+// the private gateway on outagePort.
+func gateway(t *testing.T, cmd string) {
+	t.Helper()
+	script, _ := filepath.Abs(filepath.Join("..", "..", "scripts", "hbase-standalone.sh"))
+	c := exec.Command(script, cmd)
+	c.Env = append(os.Environ(), "SNAPSTORE_HBASE_THRIFT_PORT="+outagePort)
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("hbase-standalone.sh %s: %v\n%s", cmd, err, out)
+	}
+}
+
+// TestGatewayStoppedMidBatch stops the Thrift2 gateway after the first call
+// of a four-call batch: the batch and later calls fail with
+// store.ErrUnavailable and a text naming the operation and the gateway;
+// after the gateway is back, the same Store (its pooled connections now
+// stale) applies the batch again and reads it whole.
+func TestGatewayStoppedMidBatch(t *testing.T) {
+	addr := testAddr(t)
+	if !strings.HasPrefix(addr, "127.0.0.1:") {
+		t.Skipf("HBase at %s was not started by scripts/hbase-standalone.sh, which this test needs to stop a gateway", addr)
+	}
+	gateway(t, "start-thrift")
+	t.Cleanup(func() { gateway(t, "stop-thrift") })
+
+	table := newTestTable()
+	s := openTableWith(t, Options{Addr: "127.0.0.1:" + outagePort, Table: table, MaxCellsPerCall: 100, PoolSize: 2})
+	t.Cleanup(func() { _ = s.Close(); dropTable(t, table) })
+	ctx := t.Context()
+	// Warm the pool so that the stop leaves a stale connection behind.
+	if _, err := s.Get(ctx, "t", []byte("warm"), store.ReadOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	b := &store.Batch{Table: "t"}
+	for i := range 400 {
+		b.Put([]byte(fmt.Sprintf("row%03d", i)), []byte("c"), 1, []byte("v"))
+	}
+	var once sync.Once
+	s.afterCall = func(method string, err error) {
+		if method == "putMultiple" && err == nil {
+			once.Do(func() { gateway(t, "stop-thrift") })
+		}
+	}
+	err := s.Apply(ctx, b)
+	s.afterCall = nil
+	if !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("apply with the gateway stopped mid-batch: got %v, want store.ErrUnavailable", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, `applying a batch to "t"`) || !strings.Contains(msg, "127.0.0.1:"+outagePort) {
+		t.Errorf("error text %q does not name the operation and the gateway", msg)
+	}
+	t.Logf("apply: %v", err)
+
+	_, err = s.Get(ctx, "t", []byte("row000"), store.ReadOptions{})
+	if !errors.Is(err, store.ErrUnavailable) || !strings.Contains(err.Error(), "dialing the Thrift2 gateway 127.0.0.1:"+outagePort) {
+		t.Errorf("get with the gateway down: got %v, want store.ErrUnavailable naming the dial", err)
+	}
+	if _, err := s.Scan(ctx, "t", store.ScanOptions{}); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("scan with the gateway down: got %v, want store.ErrUnavailable", err)
+	}
+
+	// Through the gateway that stayed up: exactly the first call's 100 rows
+	// landed (a multi-row batch is atomic per row, not as a whole).
+	other := openTable(t, table)
+	defer other.Close()
+	if n := countCells(t, other, "t"); n != 100 {
+		t.Errorf("cells of the failed batch visible: %d, want the first call's 100", n)
+	}
+
+	gateway(t, "start-thrift")
+	if err := s.Apply(ctx, b); err != nil {
+		t.Fatalf("re-applying the batch after the gateway restarted: %v", err)
+	}
+	if n := countCells(t, s, "t"); n != 400 {
+		t.Errorf("cells after the retried batch: %d, want 400", n)
+	}
+}
+
+func countCells(t *testing.T, s store.Store, table string) int {
+	t.Helper()
+	it, err := s.Scan(t.Context(), table, store.ScanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for it.Next() {
+		n++
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
