@@ -105,6 +105,19 @@ func TestWorkedExample(t *testing.T) {
 	if got := spaced(key); got != want {
 		t.Errorf("title key:\ngot  %s\nwant %s", got, want)
 	}
+	// docs/storage-format.md: row ("eu", -2) as package snapshot encodes it.
+	eu := []byte{0x25, 0x65, 0x75, 0x00, 0x01, 0x10, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe}
+	want = "64 2f 66 69 6c 6d 73 2f 30 00 01 25 65 75 00 ff 01 10 7f ff ff ff ff ff ff fe 00 01 74 69 74 6c 65 00 01 ff ff ff ff ff ff ff f8"
+	if got := spaced(appendCellKey(nil, tp, eu, []byte("title"), 7)); got != want {
+		t.Errorf("composite row key:\ngot  %s\nwant %s", got, want)
+	}
+	want = "64 2f 66 69 6c 6d 73 2f 30 00 01 25 65 75 00 ff 01 10 7f ff ff ff ff ff ff fe 00 01 00 01 ff ff ff ff ff ff ff f6"
+	if got := spaced(appendCellKey(nil, tp, eu, nil, 9)); got != want {
+		t.Errorf("composite row marker:\ngot  %s\nwant %s", got, want)
+	}
+	if got := spaced(prefixEnd(nil, appendTable(nil, "a"))); got != "61 00 02" {
+		t.Errorf("end of table a: %s", got)
+	}
 	marker := appendCellKey(nil, tp, []byte{0x00, 0x2a}, nil, 7)
 	want = "64 2f 66 69 6c 6d 73 2f 30 00 01 00 ff 2a 00 01 00 01 ff ff ff ff ff ff ff f8"
 	if got := spaced(marker); got != want {
