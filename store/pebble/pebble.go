@@ -210,7 +210,12 @@ func (s *Store) Apply(ctx context.Context, b *store.Batch) error {
 			}
 		}
 	}
-	*bp = kb[:0]
+	// Keep the larger of the two buffers for the next Apply.
+	if cap(kb) > cap(tp)-len(tp) {
+		*bp = kb[:0]
+	} else {
+		*bp = tp[:0]
+	}
 	wo := cpebble.NoSync
 	if b.Sync {
 		wo = cpebble.Sync
