@@ -67,6 +67,10 @@
 // columns by seeking to the next wanted one. A cell at store.MaxTimestamp is
 // included when the range's Max is store.MaxTimestamp (HBase's allTime).
 //
+// An open iterator pins the Pebble state it reads (memtables and sstables
+// that compactions have since replaced), so a long-lived iterator holds
+// memory and disk space until it is closed.
+//
 // # Concurrency and closing
 //
 // A Store is safe for concurrent use; an Iterator is not. Close waits for
