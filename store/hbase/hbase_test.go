@@ -109,3 +109,15 @@ func TestConformanceSmallCalls(t *testing.T) {
 	}
 	storetest.RunSuite(t, open, storetest.WithSeed(2))
 }
+
+// BenchmarkStore runs the shared store benchmarks on the test HBase, one
+// fresh HBase table per sub-benchmark.
+func BenchmarkStore(b *testing.B) {
+	testAddr(b)
+	storetest.RunBenchmarks(b, func(b *testing.B) store.Store {
+		table := newTestTable()
+		s := openTable(b, table)
+		b.Cleanup(func() { dropTable(b, table) })
+		return s
+	})
+}
