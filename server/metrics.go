@@ -26,11 +26,11 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 		}, []string{"method", "route", "status"}),
 		gcBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "snapstore_server_gc_bytes_reclaimed_total",
-			Help: "Bytes reclaimed by garbage collections started through POST /v1/datasets/{dataset}/gc (dry runs excluded), by dataset.",
+			Help: "Bytes reclaimed by garbage collection, periodic or through POST /v1/datasets/{dataset}/gc (dry runs excluded), by dataset.",
 		}, []string{"dataset"}),
 		gcCells: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "snapstore_server_gc_cells_deleted_total",
-			Help: "Cells deleted by garbage collections started through the API (dry runs excluded), by dataset.",
+			Help: "Cells deleted by garbage collection, periodic or through the API (dry runs excluded), by dataset.",
 		}, []string{"dataset"}),
 		datasetCollect: &datasetCollector{s: s},
 	}

@@ -40,6 +40,10 @@ type Config struct {
 	// ShutdownTimeout bounds a graceful shutdown (SIGTERM): running runs
 	// are aborted and HTTP requests drained within it; default 30s.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// GCInterval is the period of the garbage collection that applies every
+	// dataset's retention; default 1h, 0 disables it (GC then runs only
+	// through POST /v1/datasets/{dataset}/gc).
+	GCInterval time.Duration `yaml:"gc_interval"`
 	// Connections are data connections defined in the file (read-only
 	// through the API; a file definition wins over an API one).
 	Connections []ConnectionConfig `yaml:"connections"`
@@ -73,18 +77,25 @@ type PebbleConfig struct {
 	CacheSize int64 `yaml:"cache_size"`
 }
 
-// HBaseConfig configures the HBase backend.
+// HBaseConfig configures the HBase backend (store/hbase); zero fields keep
+// that package's defaults.
 type HBaseConfig struct {
 	// Thrift is the Thrift2 gateway address host:port, e.g.
 	// "127.0.0.1:9090"; required with backend hbase.
 	Thrift string `yaml:"thrift"`
-	// Namespace is the HBase namespace holding snapstore's tables; default
-	// "default".
+	// Namespace is the HBase namespace, created when absent; default
+	// "snapstore".
 	Namespace string `yaml:"namespace"`
-	// TablePrefix prefixes snapstore's table names; default "snapstore_".
-	TablePrefix string `yaml:"table_prefix"`
-	// Timeout bounds each Thrift call; default 30s.
-	Timeout time.Duration `yaml:"timeout"`
+	// Table is the one HBase table holding every snapstore table; default
+	// "cells". Two processes with the same thrift, namespace and table share
+	// data.
+	Table string `yaml:"table"`
+	// PoolSize is the most Thrift connections kept open; default 8.
+	PoolSize int `yaml:"pool_size"`
+	// DialTimeout bounds opening one connection; default 5s.
+	DialTimeout time.Duration `yaml:"dial_timeout"`
+	// CallTimeout bounds one Thrift call; default 60s.
+	CallTimeout time.Duration `yaml:"call_timeout"`
 }
 
 // AuthConfig lists bearer tokens.
@@ -157,6 +168,7 @@ const (
 	DefaultData            = "./data"
 	DefaultListen          = "127.0.0.1:8080"
 	DefaultShutdownTimeout = 30 * time.Second
+	DefaultGCInterval      = time.Hour
 )
 
 // defaultConfig returns the embedded defaults: Pebble in ./data, loopback
@@ -166,9 +178,10 @@ func defaultConfig() Config {
 		Data:            DefaultData,
 		Listen:          DefaultListen,
 		Log:             LogConfig{Level: "info", Format: "text"},
-		Storage:         StorageConfig{Backend: "pebble", HBase: HBaseConfig{Namespace: "default", TablePrefix: "snapstore_", Timeout: 30 * time.Second}},
+		Storage:         StorageConfig{Backend: "pebble"},
 		Snapshot:        SnapshotConfig{Partitions: 1},
 		ShutdownTimeout: DefaultShutdownTimeout,
+		GCInterval:      DefaultGCInterval,
 	}
 }
 
@@ -507,8 +520,8 @@ func (c *Config) Validate() error {
 		if _, _, err := net.SplitHostPort(c.Storage.HBase.Thrift); err != nil {
 			bad("storage.hbase.thrift", "want the Thrift2 gateway's host:port, got %q", c.Storage.HBase.Thrift)
 		}
-		if c.Storage.HBase.Timeout <= 0 {
-			bad("storage.hbase.timeout", "must be positive")
+		if c.Storage.HBase.PoolSize < 0 || c.Storage.HBase.PoolSize > 1024 {
+			bad("storage.hbase.pool_size", "want 0 (default) to 1024, got %d", c.Storage.HBase.PoolSize)
 		}
 	default:
 		bad("storage.backend", "want pebble or hbase, got %q", c.Storage.Backend)
@@ -518,6 +531,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		bad("shutdown_timeout", "must be positive")
+	}
+	if c.GCInterval < 0 {
+		bad("gc_interval", "must not be negative")
 	}
 	names := map[string]bool{}
 	for i, t := range c.Auth.Tokens {
@@ -660,9 +676,10 @@ func (c *Config) adapterSpecs() []adapters.AdapterSpec {
 	return out
 }
 
-// configOptionError names the config key of an *adapters.OptionError that
-// adapters.New reported for a file definition.
-func configOptionError(err error, cfg *Config) error {
+// configOptionError marks an *adapters.OptionError that adapters.New
+// reported for a file definition (its Key is already prefixed, e.g.
+// "connections[0].options.port") as a configuration error.
+func configOptionError(err error) error {
 	var oe *adapters.OptionError
 	if !errors.As(err, &oe) {
 		return err

@@ -130,7 +130,7 @@ func TestConfig_Env(t *testing.T) {
 		"SNAPSTORE_LISTEN=127.0.0.1:7000",
 		"SNAPSTORE_STORAGE_BACKEND=hbase",
 		"SNAPSTORE_STORAGE_HBASE_THRIFT=hb:9090",
-		"SNAPSTORE_STORAGE_HBASE_TABLE_PREFIX=x_",
+		"SNAPSTORE_STORAGE_HBASE_TABLE=x_",
 		"SNAPSTORE_SHUTDOWN_TIMEOUT=5s",
 		"SNAPSTORE_ADAPTERS_0_SCHEDULE=@every 1m",
 		"SNAPSTORE_ADAPTERS_0_KEY_COLUMNS=a, b",
@@ -144,7 +144,7 @@ func TestConfig_Env(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.Listen != "127.0.0.1:7000" || cfg.Storage.Backend != "hbase" || cfg.Storage.HBase.Thrift != "hb:9090" ||
-		cfg.Storage.HBase.TablePrefix != "x_" || cfg.ShutdownTimeout != 5*time.Second || cfg.Adapters[0].Schedule != "@every 1m" ||
+		cfg.Storage.HBase.Table != "x_" || cfg.ShutdownTimeout != 5*time.Second || cfg.Adapters[0].Schedule != "@every 1m" ||
 		strings.Join(cfg.Adapters[0].KeyColumns, "|") != "a|b" || cfg.Adapters[0].Retention.MinVersions != 4 ||
 		cfg.Connections[0].Options["password"] != "env:DBPW" || cfg.Connections[0].Options["host"] != "h" {
 		t.Fatalf("env not applied: %+v", cfg)

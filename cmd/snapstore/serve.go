@@ -30,7 +30,7 @@ type stack struct {
 }
 
 // openStore opens the configured backend.
-func openStore(cfg *Config, log *slog.Logger, reg prometheus.Registerer) (store.Store, error) {
+func openStore(ctx context.Context, cfg *Config, log *slog.Logger, reg prometheus.Registerer) (store.Store, error) {
 	switch cfg.Storage.Backend {
 	case "pebble":
 		if err := os.MkdirAll(cfg.Data, 0o755); err != nil {
@@ -47,7 +47,7 @@ func openStore(cfg *Config, log *slog.Logger, reg prometheus.Registerer) (store.
 		}
 		return st, nil
 	case "hbase":
-		return openHBase(cfg, log, reg)
+		return openHBase(ctx, cfg, log, reg)
 	}
 	return nil, fmt.Errorf("storage.backend %q is not known", cfg.Storage.Backend)
 }
@@ -55,7 +55,7 @@ func openStore(cfg *Config, log *slog.Logger, reg prometheus.Registerer) (store.
 // openStack opens store, datasets and adapters. schedule starts the cron
 // scheduler (serve only).
 func openStack(ctx context.Context, cfg *Config, log *slog.Logger, reg prometheus.Registerer, schedule bool) (*stack, error) {
-	st, err := openStore(cfg, log, reg)
+	st, err := openStore(ctx, cfg, log, reg)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +71,7 @@ func openStack(ctx context.Context, cfg *Config, log *slog.Logger, reg prometheu
 		Schedule:    schedule,
 	})
 	if err != nil {
-		err = configOptionError(err, cfg)
+		err = configOptionError(err)
 		return nil, errors.Join(fmt.Errorf("starting adapters: %w", err), db.Close(), st.Close())
 	}
 	return &stack{st: st, db: db, svc: svc}, nil
@@ -146,8 +146,11 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	gcCtx, stopGC := context.WithCancel(ctx)
+	gcDone := make(chan struct{})
+	go func() { defer close(gcDone); srv.RunGCLoop(gcCtx, cfg.GCInterval) }()
 	log.Info("snapstore serving", "listen", ln.Addr().String(), "data", cfg.Data, "storage", cfg.Storage.Backend,
-		"auth", len(tokens) > 0, "connections", len(cfg.Connections), "adapters", len(cfg.Adapters), "version", buildVersion())
+		"auth", len(tokens) > 0, "gc_interval", cfg.GCInterval, "connections", len(cfg.Connections), "adapters", len(cfg.Adapters), "version", buildVersion())
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
@@ -159,6 +162,7 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 		log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
 	}
 	srv.SetShuttingDown()
+	stopGC()
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	// A watchdog: whatever hangs, the process ends shortly after the bound.
@@ -178,6 +182,10 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 			serveErr = err
 		}
+	}
+	select {
+	case <-gcDone:
+	case <-sctx.Done():
 	}
 	closeErr := errors.Join(stk.db.Close(), stk.st.Close())
 	err = errors.Join(serveErr, svcErr, httpErr, closeErr)

@@ -1,0 +1,70 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/snapstore/snapstore/snapshot"
+)
+
+// CollectGarbage runs garbage collection (snapshot.DB.GC, not dry) on every
+// dataset, one after the other, and returns the reports of those it
+// collected. A dataset dropped meanwhile is skipped; other errors are
+// joined and the remaining datasets still collected. Bytes and cells
+// reclaimed are added to the gc metrics.
+func (s *Server) CollectGarbage(ctx context.Context) ([]snapshot.GCReport, error) {
+	infos, err := s.db.Datasets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var reps []snapshot.GCReport
+	var errs []error
+	for _, d := range infos {
+		if ctx.Err() != nil {
+			errs = append(errs, ctx.Err())
+			break
+		}
+		rep, err := s.db.GC(ctx, d.Name, false)
+		switch {
+		case errors.Is(err, snapshot.ErrDatasetNotFound):
+			continue
+		case err != nil:
+			s.log.Warn("garbage collection", "dataset", d.Name, "err", err)
+			errs = append(errs, err)
+			continue
+		}
+		s.metrics.gcBytes.WithLabelValues(d.Name).Add(float64(rep.BytesReclaimed))
+		s.metrics.gcCells.WithLabelValues(d.Name).Add(float64(rep.CellsDeleted))
+		if rep.CellsDeleted > 0 || len(rep.VersionsExpired) > 0 || rep.InvalidTxnsPruned > 0 {
+			s.log.Info("garbage collected", "dataset", d.Name, "versions_expired", len(rep.VersionsExpired),
+				"cells_deleted", rep.CellsDeleted, "bytes_reclaimed", rep.BytesReclaimed, "invalid_txns_pruned", rep.InvalidTxnsPruned)
+		}
+		reps = append(reps, rep)
+	}
+	return reps, errors.Join(errs...)
+}
+
+// RunGCLoop calls CollectGarbage every interval until ctx is done: the
+// periodic GC that applies retention (DESIGN 5) without an operator. It
+// returns when ctx is done; interval <= 0 returns at once.
+func (s *Server) RunGCLoop(ctx context.Context, interval time.Duration) {
+	gcLoop(ctx, interval, func(ctx context.Context) { _, _ = s.CollectGarbage(ctx) })
+}
+
+// gcLoop calls collect every interval until ctx is done.
+func gcLoop(ctx context.Context, interval time.Duration, collect func(context.Context)) {
+	if interval <= 0 {
+		return
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			collect(ctx)
+		}
+	}
+}
