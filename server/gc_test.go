@@ -74,4 +74,3 @@ func TestGCLoop_Ticks(t *testing.T) {
 		}
 	})
 }
-
