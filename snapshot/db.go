@@ -39,6 +39,10 @@ type dataset struct {
 	cfg      datasetConfig
 	current  int64
 	versions []*VersionInfo // kept versions, ascending; Current and Tags unset
+	// expired lists, ascending, the committed versions GC expired whose
+	// cells may still be visible in later versions (G7): a rollback past
+	// them must invalidate them too.
+	expired []int64
 	tags     map[string]int64
 	// writer names the exclusive operation holding the dataset ("run",
 	// "gc", "rollback", "drop"), "" when none (DESIGN 6).
@@ -46,6 +50,9 @@ type dataset struct {
 	run     *Run
 	readers map[*Reader]struct{}
 	dropped bool
+	// scratchDirty is set while the scratch tables may hold keys (from a
+	// run begun and not yet cleaned up, or an earlier process).
+	scratchDirty bool
 }
 
 func (ds *dataset) versionLocked(v int64) *VersionInfo {
@@ -166,9 +173,10 @@ func Open(ctx context.Context, st store.Store, opts Options) (*DB, error) {
 	if err := db.load(ctx); err != nil {
 		return nil, fmt.Errorf("snapshot: opening: %w", err)
 	}
-	// Scratch tables of runs that died with the previous process.
+	// Scratch tables of runs that died with the previous process are
+	// cleared by the dataset's next run.
 	for _, ds := range db.datasets {
-		db.clearScratch(ctx, ds.name, ds.cfg.Partitions)
+		ds.scratchDirty = true
 	}
 	return db, nil
 }
@@ -203,6 +211,12 @@ func (db *DB) load(ctx context.Context) error {
 			if err := json.Unmarshal(c.Value, &ds.cfg); err != nil {
 				return fmt.Errorf("%w: config of %s: %v", ErrCorrupt, name, err)
 			}
+		case bytes.Equal(c.Column, colExp):
+			ids, ok := decodeIDs(c.Value)
+			if !ok {
+				return fmt.Errorf("%w: expired versions of %s", ErrCorrupt, name)
+			}
+			ds.expired = ids
 		case bytes.Equal(c.Column, colCur):
 			if len(c.Value) != 8 {
 				return fmt.Errorf("%w: current version of %s", ErrCorrupt, name)
@@ -254,12 +268,18 @@ func cmpInt(a, b int64) int {
 	return 0
 }
 
-func (db *DB) clearScratch(ctx context.Context, name string, parts int) {
+// clearScratch empties the scratch tables of ds; on success they are
+// known clean, so the next run need not clear them first.
+func (db *DB) clearScratch(ctx context.Context, ds *dataset, parts int) {
 	for p := 0; p < parts; p++ {
-		if err := db.st.DeleteRange(ctx, scratchTable(name, p), nil, nil); err != nil {
-			db.logger.Warn("clearing a run's scratch table", "dataset", name, "err", err)
+		if err := db.st.DeleteRange(ctx, scratchTable(ds.name, p), nil, nil); err != nil {
+			db.logger.Warn("clearing a run's scratch table", "dataset", ds.name, "err", err)
+			return
 		}
 	}
+	ds.mu.Lock()
+	ds.scratchDirty = false
+	ds.mu.Unlock()
 }
 
 func (db *DB) check() error {
@@ -463,6 +483,7 @@ func (db *DB) dropImpl(ctx context.Context, name string) error {
 	b := &store.Batch{Table: db.meta, Sync: true}
 	b.DeleteVersion(datasetKey(name), colCfg, 0)
 	b.DeleteVersion(datasetKey(name), colCur, 0)
+	b.DeleteVersion(datasetKey(name), colExp, 0)
 	for _, vi := range versions {
 		b.DeleteVersion(versionKey(name, vi.Version), colInfo, 0)
 	}
@@ -474,7 +495,7 @@ func (db *DB) dropImpl(ctx context.Context, name string) error {
 			return fmt.Errorf("snapshot: dropping %s: %w", name, err)
 		}
 	}
-	db.clearScratch(ctx, name, parts)
+	db.clearScratch(ctx, ds, parts)
 	if err := db.st.Apply(ctx, b); err != nil {
 		return fmt.Errorf("snapshot: dropping %s: %w", name, err)
 	}
@@ -647,6 +668,16 @@ func (db *DB) rollbackImpl(ctx context.Context, name string, to int64) (VersionI
 			later = append(later, vi.Version)
 		}
 	}
+	// Expired versions after the target may still have visible cells
+	// (G7): they become invalid too.
+	var keepExpired []int64
+	for _, v := range ds.expired {
+		if v > to {
+			later = append(later, v)
+		} else {
+			keepExpired = append(keepExpired, v)
+		}
+	}
 	var tags []string
 	for t, v := range ds.tags {
 		if v > to {
@@ -656,6 +687,7 @@ func (db *DB) rollbackImpl(ctx context.Context, name string, to int64) (VersionI
 	ds.mu.Unlock()
 	b := &store.Batch{Table: db.meta}
 	b.Put(datasetKey(name), colCur, 0, be64(to))
+	b.Put(datasetKey(name), colExp, 0, encodeIDs(keepExpired))
 	for _, v := range later {
 		b.DeleteVersion(versionKey(name, v), colInfo, 0)
 	}
@@ -669,6 +701,7 @@ func (db *DB) rollbackImpl(ctx context.Context, name string, to int64) (VersionI
 	}
 	ds.mu.Lock()
 	ds.current = to
+	ds.expired = keepExpired
 	ds.versions = slices.DeleteFunc(ds.versions, func(vi *VersionInfo) bool { return vi.Version > to })
 	for _, t := range tags {
 		delete(ds.tags, t)

@@ -86,7 +86,15 @@
 // every cell of an invalid transaction.
 //
 // G6. Then invalid ids of the dataset that no open Reader can see are
-// pruned (txn I6). GC reads one row at a time: memory is bounded by the
+// pruned (txn I6).
+//
+// G7. An expired version's cells may still be what later versions see
+// (a row never changed since). Its id is remembered in the dataset's
+// metadata until GC finds none of its cells left, so that a rollback to a
+// version before it invalidates it with the kept ones (txn I4); otherwise
+// its changes would resurrect after the rollback.
+//
+// GC reads one row at a time: memory is bounded by the
 // widest row's history. Deletions of one row are one batch, puts before
 // markers. With dryRun, GC deletes nothing and reports what it would.
 //

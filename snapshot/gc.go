@@ -70,6 +70,14 @@ func (db *DB) gc(ctx context.Context, name string, dryRun bool) (GCReport, error
 		readerViews = append(readerViews, r.vis)
 	}
 	parts := ds.cfg.Partitions
+	// G7: expired versions are remembered until none of their cells is
+	// left.
+	allExpired := slices.Clone(ds.expired)
+	allExpired = append(allExpired, expired...)
+	slices.Sort(allExpired)
+	if !dryRun {
+		ds.expired = allExpired
+	}
 	ds.mu.Unlock()
 	invalid := db.txm.Invalid(name)
 
@@ -78,15 +86,34 @@ func (db *DB) gc(ctx context.Context, name string, dryRun bool) (GCReport, error
 		for _, v := range expired {
 			b.DeleteVersion(versionKey(name, v), colInfo, 0)
 		}
+		b.Put(datasetKey(name), colExp, 0, encodeIDs(allExpired))
 		if err := db.st.Apply(ctx, b); err != nil {
 			return rep, fmt.Errorf("snapshot: expiring versions of %s: %w", name, err)
 		}
 	}
 
-	maxVersions := 0 // all versions: GC must see every cell
+	live := make([]bool, len(allExpired)) // expired versions with cells left
 	for p := 0; p < parts; p++ {
-		if err := db.gcPartition(ctx, dataTable(name, p), views, dryRun, maxVersions, &rep); err != nil {
+		if err := db.gcPartition(ctx, dataTable(name, p), views, dryRun, allExpired, live, &rep); err != nil {
 			return rep, err
+		}
+	}
+	if !dryRun {
+		var still []int64
+		for i, v := range allExpired {
+			if live[i] {
+				still = append(still, v)
+			}
+		}
+		if len(still) != len(allExpired) {
+			b := &store.Batch{Table: db.meta, Sync: true}
+			b.Put(datasetKey(name), colExp, 0, encodeIDs(still))
+			if err := db.st.Apply(ctx, b); err != nil {
+				return rep, fmt.Errorf("snapshot: GC of %s: %w", name, err)
+			}
+			ds.mu.Lock()
+			ds.expired = still
+			ds.mu.Unlock()
 		}
 	}
 	if !dryRun {
@@ -125,8 +152,9 @@ func (db *DB) gc(ctx context.Context, name string, dryRun bool) (GCReport, error
 // deletes the cells no view needs (G3-G5). Deletions of a row go into one
 // batch, puts before markers, so a crash never leaves a marker removed
 // while a cell it hides survives.
-func (db *DB) gcPartition(ctx context.Context, table string, views []txn.Visibility, dryRun bool, maxVersions int, rep *GCReport) error {
-	it, err := db.st.Scan(ctx, table, store.ScanOptions{ReadOptions: store.ReadOptions{MaxVersions: maxVersions}})
+func (db *DB) gcPartition(ctx context.Context, table string, views []txn.Visibility, dryRun bool, expired []int64, live []bool, rep *GCReport) error {
+	// Every version of every cell: GC must see them all.
+	it, err := db.st.Scan(ctx, table, store.ScanOptions{})
 	if err != nil {
 		return fmt.Errorf("snapshot: GC scanning %s: %w", table, err)
 	}
@@ -166,6 +194,13 @@ func (db *DB) gcPartition(ctx context.Context, table string, views []txn.Visibil
 					(c.Kind == store.KindDeleteRow || bytes.Equal(d.Column, c.Column)) {
 					needed[i] = true
 					break
+				}
+			}
+		}
+		for i := range cells {
+			if needed[i] {
+				if j, found := slices.BinarySearch(expired, cells[i].Timestamp); found {
+					live[j] = true
 				}
 			}
 		}

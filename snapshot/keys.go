@@ -13,6 +13,8 @@ import (
 //
 //	"s\x00ds\x00" + dataset                      "cfg"  JSON datasetConfig
 //	                                             "cur"  current version, 8 bytes big-endian
+//	                                             "exp"  expired versions whose cells may still
+//	                                                    be visible, 8 bytes big-endian each
 //	"s\x00ver\x00" + dataset + "\x00" + v (8 BE) "info" JSON VersionInfo of a kept version
 //	"s\x00tag\x00" + dataset + "\x00" + tag      "v"    tagged version, 8 bytes big-endian
 //	"s\x00rec\x00" + kind + "\x00" + name        "v"    a Record's value
@@ -31,6 +33,7 @@ var (
 	prefixRecord  = []byte("s\x00rec\x00")
 	colCfg        = []byte("cfg")
 	colCur        = []byte("cur")
+	colExp        = []byte("exp")
 	colInfo       = []byte("info")
 	colV          = []byte("v")
 )
@@ -77,3 +80,22 @@ func prefixEnd(p []byte) []byte {
 }
 
 func be64(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
+
+func encodeIDs(ids []int64) []byte {
+	b := make([]byte, 0, 8*len(ids))
+	for _, id := range ids {
+		b = binary.BigEndian.AppendUint64(b, uint64(id))
+	}
+	return b
+}
+
+func decodeIDs(b []byte) ([]int64, bool) {
+	if len(b)%8 != 0 {
+		return nil, false
+	}
+	ids := make([]int64, 0, len(b)/8)
+	for i := 0; i < len(b); i += 8 {
+		ids = append(ids, int64(binary.BigEndian.Uint64(b[i:])))
+	}
+	return ids, true
+}

@@ -155,9 +155,14 @@ func (db *DB) beginAcquired(ctx context.Context, ds *dataset, cfg DatasetConfig,
 		ds.mu.Unlock()
 		return nil, fmt.Errorf("%w: %s has key %v, the run has %v", ErrKeyChanged, ds.name, prev.Schema.Key, opts.Schema.Key)
 	}
-	ds.cfg.Retention, ds.cfg.Guard, ds.cfg.Key = cfg.Retention, cfg.Guard, slices.Clone(opts.Schema.Key)
-	err := db.putConfigLocked(ctx, ds)
+	var err error
+	if created || ds.cfg.Retention != cfg.Retention || ds.cfg.Guard != cfg.Guard || !slices.Equal(ds.cfg.Key, opts.Schema.Key) {
+		ds.cfg.Retention, ds.cfg.Guard, ds.cfg.Key = cfg.Retention, cfg.Guard, slices.Clone(opts.Schema.Key)
+		err = db.putConfigLocked(ctx, ds)
+	}
 	parts := ds.cfg.Partitions
+	dirty := ds.scratchDirty
+	ds.scratchDirty = true
 	ds.mu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: beginning a run of %s: %w", ds.name, err)
@@ -165,7 +170,9 @@ func (db *DB) beginAcquired(ctx context.Context, ds *dataset, cfg DatasetConfig,
 	if created {
 		db.logger.Info("dataset created", "dataset", ds.name, "partitions", parts)
 	}
-	db.clearScratch(ctx, ds.name, parts)
+	if dirty {
+		db.clearScratch(ctx, ds, parts)
+	}
 	id, err := db.txm.Begin(ctx, ds.name)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: beginning a run of %s: %w", ds.name, err)
@@ -511,7 +518,7 @@ func (s *runState) commit(ctx context.Context) (vi VersionInfo, err error) {
 	ds.writer, ds.run = "", nil
 	vi = ds.infoLocked(&stored)
 	ds.mu.Unlock()
-	s.db.clearScratch(context.WithoutCancel(ctx), ds.name, s.nparts)
+	s.db.clearScratch(context.WithoutCancel(ctx), ds, s.nparts)
 	s.db.metrics.runs.WithLabelValues("committed").Inc()
 	s.db.metrics.commitSecs.Observe(time.Since(start).Seconds())
 	s.db.logger.Info("run committed", "dataset", ds.name, "txn", s.id, "version", s.id,
@@ -622,7 +629,7 @@ func (s *runState) abort(ctx context.Context, reason string) error {
 	s.done = true
 	s.closeIters()
 	err := s.db.txm.Abort(ctx, s.id, nil)
-	s.db.clearScratch(ctx, s.ds.name, s.nparts)
+	s.db.clearScratch(ctx, s.ds, s.nparts)
 	s.ds.release()
 	s.db.metrics.runs.WithLabelValues("aborted").Inc()
 	s.db.logger.Warn("run aborted", "dataset", s.ds.name, "txn", s.id, "reason", reason)
