@@ -43,7 +43,7 @@ type dataset struct {
 	// cells may still be visible in later versions (G7): a rollback past
 	// them must invalidate them too.
 	expired []int64
-	tags     map[string]int64
+	tags    map[string]int64
 	// writer names the exclusive operation holding the dataset ("run",
 	// "gc", "rollback", "drop"), "" when none (DESIGN 6).
 	writer  string

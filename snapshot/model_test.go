@@ -415,7 +415,6 @@ func TestModel(t *testing.T) {
 	db.Close()
 }
 
-
 func sortedKeys(rows map[int64]map[string]Value) []int64 {
 	keys := make([]int64, 0, len(rows))
 	for k := range rows {
