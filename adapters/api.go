@@ -256,6 +256,10 @@ type Service struct {
 	apiAdapters map[string]*adapterDef
 	running     map[string]*activeRun // by adapter name
 	runs        map[string]*activeRun // by run id, running only
+
+	// testHookRow, when set by a test, is called after each row a run
+	// puts (serf-style unexported test hook).
+	testHookRow func(ctx context.Context, adapter string, n int64)
 }
 
 // New opens the service over db: loads API-defined connections and

@@ -160,6 +160,7 @@ type mysqlTable struct {
 	keyIdx  []int // positions of the key columns in cols
 	unique  bool  // the key is a declared unique key (else check duplicates)
 	chunk   int
+	limit   int    // LIMIT of the current chunk query
 	first   string // query of the first chunk
 	next    string // query of the following chunks
 	rows    *sql.Rows
@@ -474,6 +475,10 @@ func (t *mysqlTable) buildQueries() {
 		ors = append(ors, "("+strings.Join(ands, " AND ")+")")
 	}
 	t.next = base + " WHERE " + strings.Join(ors, " OR ") + tail
+	if !t.unique {
+		// One more row: the first row of a >= chunk repeats the last one.
+		t.next = base + " WHERE " + strings.Join(ors, " OR ") + " ORDER BY " + strings.Join(order, ", ") + " LIMIT " + strconv.Itoa(t.chunk+1)
+	}
 	n := len(t.cols) + len(t.enumKeys())
 	t.raw = make([]sql.RawBytes, n)
 	t.dest = make([]any, n)
@@ -529,7 +534,12 @@ func (t *mysqlTable) Next(ctx context.Context) bool {
 			var err error
 			if t.cursor == nil {
 				t.rows, err = t.conn.QueryContext(ctx, t.first)
+				t.limit = t.chunk
 			} else {
+				t.limit = t.chunk
+				if !t.unique {
+					t.limit++
+				}
 				t.rows, err = t.conn.QueryContext(ctx, t.next, t.nextArgs()...)
 				t.skipPending = !t.unique
 			}
@@ -547,7 +557,7 @@ func (t *mysqlTable) Next(ctx context.Context) bool {
 				t.fail(ctx, fmt.Errorf("reading %s: %w", t.qualified(), wrapSourceErr(ctx, err)))
 				return false
 			}
-			if t.inChunk < t.chunk {
+			if t.inChunk < t.limit {
 				t.done = true
 				return false
 			}

@@ -185,6 +185,9 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec) (sn
 			return snapshot.VersionInfo{}, fmt.Errorf("writing row %d of %s: %w", n+1, resource, err)
 		}
 		n++
+		if s.testHookRow != nil {
+			s.testHookRow(ctx, spec.Name, n)
+		}
 		if n%progressEvery == 0 {
 			st := run.Stats()
 			ar.mu.Lock()

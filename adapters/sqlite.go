@@ -287,6 +287,7 @@ type sqliteTable struct {
 	keyIdx []int
 	unique bool
 	chunk  int
+	limit  int // LIMIT of the current chunk query
 	first  string
 	next   string
 	rows   *sql.Rows
@@ -470,6 +471,10 @@ func (t *sqliteTable) build() {
 		ors = append(ors, "("+strings.Join(ands, " AND ")+")")
 	}
 	t.next = base + " WHERE " + strings.Join(ors, " OR ") + tail
+	if !t.unique {
+		// One more row: the first row of a >= chunk repeats the last one.
+		t.next = base + " WHERE " + strings.Join(ors, " OR ") + " ORDER BY " + strings.Join(order, ", ") + " LIMIT " + strconv.Itoa(t.chunk+1)
+	}
 	t.raw = make([]any, len(t.cols))
 	t.dest = make([]any, len(t.cols))
 	for i := range t.raw {
@@ -495,7 +500,12 @@ func (t *sqliteTable) Next(ctx context.Context) bool {
 			var err error
 			if t.cursor == nil {
 				t.rows, err = t.tx.QueryContext(ctx, t.first)
+				t.limit = t.chunk
 			} else {
+				t.limit = t.chunk
+				if !t.unique {
+					t.limit++
+				}
 				var args []any
 				for n := range t.keyIdx {
 					args = append(args, t.cursor[:n+1]...)
@@ -517,7 +527,7 @@ func (t *sqliteTable) Next(ctx context.Context) bool {
 				t.err = fmt.Errorf("reading %s: %w", t.res.Name, err)
 				return false
 			}
-			if t.n < t.chunk {
+			if t.n < t.limit {
 				t.done = true
 				return false
 			}
