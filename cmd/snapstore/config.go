@@ -49,6 +49,9 @@ type Config struct {
 	Connections []ConnectionConfig `yaml:"connections"`
 	// Adapters are adapters defined in the file.
 	Adapters []AdapterConfig `yaml:"adapters"`
+
+	// unknownEnv lists SNAPSTORE_* variables that name no key.
+	unknownEnv []string
 }
 
 // LogConfig sets the log level and format.
@@ -345,44 +348,43 @@ func yamlErrText(err error) string {
 // envPrefix starts every configuration environment variable.
 const envPrefix = "SNAPSTORE_"
 
-// envIgnored are SNAPSTORE_ variables that are not configuration keys: the
-// CLI's own and the test suites'.
-func envIgnored(name string) bool {
-	switch name {
-	case "SNAPSTORE_CONFIG", "SNAPSTORE_SERVER", "SNAPSTORE_TOKEN":
-		return true
-	}
-	return strings.HasPrefix(name, "SNAPSTORE_TEST_")
-}
-
 // applyEnv overrides cfg from SNAPSTORE_* variables. A variable's name is
 // the key path in upper case with dots and brackets turned into
 // underscores: SNAPSTORE_LISTEN, SNAPSTORE_STORAGE_HBASE_THRIFT,
 // SNAPSTORE_ADAPTERS_0_SCHEDULE, SNAPSTORE_CONNECTIONS_0_OPTIONS_PASSWORD
 // (an option key, lower-cased). Lists of strings take comma-separated
-// values. An unknown variable, or a list index past the file's list, is an
-// error naming it.
-func applyEnv(cfg *Config, environ []string) error {
+// values. A bad value, or a list index past the file's list, is an error
+// naming the variable. Variables that name no key are returned as unknown
+// (the scripts and tests use SNAPSTORE_* variables of their own); serve
+// logs them as a warning.
+func applyEnv(cfg *Config, environ []string) (unknown []string, err error) {
 	var errs []error
 	sort.Strings(environ)
 	for _, kv := range environ {
 		name, val, ok := strings.Cut(kv, "=")
-		if !ok || !strings.HasPrefix(name, envPrefix) || envIgnored(name) {
+		if !ok || !strings.HasPrefix(name, envPrefix) {
 			continue
 		}
 		rest := strings.TrimPrefix(name, envPrefix)
-		if err := setEnv(reflect.ValueOf(cfg).Elem(), rest, val, ""); err != nil {
+		err := setEnv(reflect.ValueOf(cfg).Elem(), rest, val, "")
+		switch {
+		case errors.Is(err, errNoSuchKey):
+			unknown = append(unknown, name)
+		case err != nil:
 			errs = append(errs, fmt.Errorf("environment variable %s: %w", name, err))
 		}
 	}
-	return errors.Join(errs...)
+	return unknown, errors.Join(errs...)
 }
+
+// errNoSuchKey marks a variable that names no configuration key.
+var errNoSuchKey = errors.New("no such configuration key")
 
 func setEnv(v reflect.Value, rest, val, path string) error {
 	switch {
 	case v.Type() == durationType || (v.Kind() != reflect.Struct && v.Kind() != reflect.Map && (v.Kind() != reflect.Slice || v.Type().Elem().Kind() == reflect.String)):
 		if rest != "" {
-			return fmt.Errorf("no such key below %s", path)
+			return fmt.Errorf("%s has no key %s: %w", path, rest, errNoSuchKey)
 		}
 		return setScalar(v, val, path)
 	case v.Kind() == reflect.Struct:
@@ -409,7 +411,7 @@ func setEnv(v reflect.Value, rest, val, path string) error {
 				return setEnv(v.Field(c.i), rest[len(c.name)+1:], val, joinKey(path, tag))
 			}
 		}
-		return fmt.Errorf("no such configuration key")
+		return errNoSuchKey
 	case v.Kind() == reflect.Slice:
 		idx, sub, _ := strings.Cut(rest, "_")
 		i, err := strconv.Atoi(idx)

@@ -126,7 +126,7 @@ func TestConfig_Env(t *testing.T) {
 	cfg := defaultConfig()
 	cfg.Connections = []ConnectionConfig{{Name: "db", Type: "mysql", Options: map[string]any{"host": "h"}}}
 	cfg.Adapters = []AdapterConfig{{Name: "a", Connection: "db", Resource: "t"}}
-	err := applyEnv(&cfg, []string{
+	unknown, err := applyEnv(&cfg, []string{
 		"SNAPSTORE_LISTEN=127.0.0.1:7000",
 		"SNAPSTORE_STORAGE_BACKEND=hbase",
 		"SNAPSTORE_STORAGE_HBASE_THRIFT=hb:9090",
@@ -138,10 +138,15 @@ func TestConfig_Env(t *testing.T) {
 		"SNAPSTORE_CONNECTIONS_0_OPTIONS_PASSWORD=env:DBPW",
 		"SNAPSTORE_TEST_MYSQL_DSN=ignored",
 		"SNAPSTORE_SERVER=http://x",
+		"SNAPSTORE_LISTN=typo",
+		"SNAPSTORE_STORAGE_HBASE_THRIFT_PORT=9090",
 		"HOME=/root",
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if strings.Join(unknown, " ") != "SNAPSTORE_LISTN SNAPSTORE_SERVER SNAPSTORE_STORAGE_HBASE_THRIFT_PORT SNAPSTORE_TEST_MYSQL_DSN" {
+		t.Fatalf("unknown variables %v", unknown)
 	}
 	if cfg.Listen != "127.0.0.1:7000" || cfg.Storage.Backend != "hbase" || cfg.Storage.HBase.Thrift != "hb:9090" ||
 		cfg.Storage.HBase.Table != "x_" || cfg.ShutdownTimeout != 5*time.Second || cfg.Adapters[0].Schedule != "@every 1m" ||
@@ -149,9 +154,9 @@ func TestConfig_Env(t *testing.T) {
 		cfg.Connections[0].Options["password"] != "env:DBPW" || cfg.Connections[0].Options["host"] != "h" {
 		t.Fatalf("env not applied: %+v", cfg)
 	}
-	for _, bad := range []string{"SNAPSTORE_LISTN=x", "SNAPSTORE_ADAPTERS_3_SCHEDULE=@hourly", "SNAPSTORE_SHUTDOWN_TIMEOUT=never", "SNAPSTORE_SNAPSHOT_PARTITIONS=two"} {
+	for _, bad := range []string{"SNAPSTORE_ADAPTERS_3_SCHEDULE=@hourly", "SNAPSTORE_SHUTDOWN_TIMEOUT=never", "SNAPSTORE_SNAPSHOT_PARTITIONS=two", "SNAPSTORE_ADAPTERS_X_SCHEDULE=@daily"} {
 		cfg := defaultConfig()
-		err := applyEnv(&cfg, []string{bad})
+		_, err := applyEnv(&cfg, []string{bad})
 		name, _, _ := strings.Cut(bad, "=")
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s: want an error naming it, got %v", bad, err)

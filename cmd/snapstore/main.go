@@ -190,7 +190,8 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 // loadConfig builds the configuration: defaults, file, environment, flags;
-// then validates it. Errors name the key and exit with code 2.
+// then validates it. Errors name the key and exit with code 2. SNAPSTORE_*
+// variables that name no key are kept in cfg.unknownEnv for a warning.
 func loadConfig(cf *commonFlags, environ []string) (*Config, error) {
 	cfg := defaultConfig()
 	if cf.config != "" {
@@ -198,9 +199,11 @@ func loadConfig(cf *commonFlags, environ []string) (*Config, error) {
 			return nil, &exitError{code: 2, err: fmt.Errorf("config %s: %w", cf.config, err)}
 		}
 	}
-	if err := applyEnv(&cfg, environ); err != nil {
+	unknown, err := applyEnv(&cfg, environ)
+	if err != nil {
 		return nil, &exitError{code: 2, err: err}
 	}
+	cfg.unknownEnv = unknown
 	if cf.data != "" {
 		cfg.Data = cf.data
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -101,6 +102,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	log := newLogger(cfg, stderr)
+	for _, name := range cfg.unknownEnv {
+		if !strings.HasPrefix(name, "SNAPSTORE_TEST_") && name != "SNAPSTORE_CONFIG" && name != "SNAPSTORE_SERVER" && name != "SNAPSTORE_TOKEN" {
+			log.Warn("environment variable names no configuration key; ignored", "variable", name)
+		}
+	}
 	tokens, err := cfg.tokens()
 	if err != nil {
 		return &exitError{code: 2, err: fmt.Errorf("bad configuration:\n%w", err)}
