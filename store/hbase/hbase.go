@@ -609,3 +609,33 @@ func (s *Store) Close() error {
 	s.pool.close()
 	return nil
 }
+
+// DropTable disables and deletes the HBase table opts.Namespace:opts.Table
+// with every store table in it, for tests and decommissioning. A table that
+// does not exist is not an error. Errors: store.ErrInvalidArgument for bad
+// options, store.ErrUnavailable, ErrServer.
+func DropTable(ctx context.Context, opts Options) error {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	s := &Store{opts: opts, name: tTableName{ns: opts.Namespace, qualifier: opts.Table}}
+	s.metrics = newMetrics(nil, func() (int, int) { return s.pool.stats() })
+	s.pool = newPool(opts.Addr, 1, opts.DialTimeout, s.metrics)
+	defer s.pool.close()
+	for _, method := range []string{"disableTable", "deleteTable"} {
+		err := s.call(ctx, method+" "+s.name.String(), method, func(e *enc) { e.structure(1, s.name.write) }, nil)
+		switch {
+		case err == nil:
+		case strings.Contains(err.Error(), "TableNotFoundException"):
+			return nil
+		case method == "disableTable" && strings.Contains(err.Error(), "TableNotEnabledException"):
+		default:
+			return err
+		}
+	}
+	return nil
+}
+
+// Options returns the options the store was opened with, defaults filled.
+func (s *Store) Options() Options { return s.opts }

@@ -1,95 +1,26 @@
-package hbase
+package hbase_test
 
 import (
-	"context"
-	"fmt"
-	"log/slog"
-	"os"
-	"sync/atomic"
+	"errors"
+	"strings"
 	"testing"
-	"time"
 
 	"github.com/snapstore/snapstore/store"
+	"github.com/snapstore/snapstore/store/hbase"
+	"github.com/snapstore/snapstore/store/hbase/hbasetest"
 	"github.com/snapstore/snapstore/store/storetest"
 )
 
-// testAddr returns the Thrift2 gateway of the test HBase, or skips.
-func testAddr(t testing.TB) string {
-	t.Helper()
-	addr := os.Getenv("SNAPSTORE_TEST_HBASE_THRIFT")
-	if addr == "" {
-		t.Skip("SNAPSTORE_TEST_HBASE_THRIFT is not set, so there is no HBase to test against: " +
-			"run scripts/hbase-standalone.sh start, then eval \"$(scripts/hbase-standalone.sh env)\" (make test does both)")
-	}
-	return addr
-}
+func openTest(t *testing.T) store.Store { return hbasetest.Open(t) }
 
-const testNamespace = "snapstore_test"
-
-var (
-	runID    = time.Now().UnixNano() % 1e9
-	tableSeq atomic.Int64
-)
-
-// newTestTable returns a table name no other test (or run) uses.
-func newTestTable() string { return fmt.Sprintf("t%d_%d", runID, tableSeq.Add(1)) }
-
-func openTable(t testing.TB, table string) *Store {
-	t.Helper()
-	return openTableWith(t, Options{Table: table})
-}
-
-// openTableWith opens the test HBase with opts, whose Addr, Namespace and
-// CallTimeout it sets.
-func openTableWith(t testing.TB, opts Options) *Store {
-	t.Helper()
-	table := opts.Table
-	if opts.Addr == "" {
-		opts.Addr = testAddr(t)
-	}
-	opts.Namespace, opts.CallTimeout = testNamespace, 30*time.Second
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	s, err := Open(ctx, opts)
-	if err != nil {
-		t.Fatalf("opening HBase table %s:%s: %v", testNamespace, table, err)
-	}
-	return s
-}
-
-func openTest(t *testing.T) store.Store {
-	table := newTestTable()
-	s := openTable(t, table)
-	t.Cleanup(func() { dropTable(t, table) })
-	return s
-}
-
-// dropTable disables and deletes a test table.
-func dropTable(t testing.TB, table string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	s := &Store{opts: Options{CallTimeout: time.Minute}}
-	s.metrics = newMetrics(nil, func() (int, int) { return 0, 0 })
-	s.pool = newPool(testAddr(t), 1, 5*time.Second, s.metrics)
-	defer s.pool.close()
-	name := tTableName{ns: testNamespace, qualifier: table}
-	for _, m := range []string{"disableTable", "deleteTable"} {
-		if err := s.call(ctx, m+" "+name.String(), m, func(e *enc) { e.structure(1, name.write) }, nil); err != nil {
-			t.Logf("dropping test table %s: %v", name, err)
-			return
-		}
-	}
+// reopen opens the table of a closed store again.
+func reopen(t *testing.T, closed store.Store) store.Store {
+	return hbasetest.OpenOptions(t, closed.(*hbase.Store).Options())
 }
 
 func TestConformance(t *testing.T) {
-	testAddr(t)
-	storetest.RunSuite(t, openTest, storetest.WithReopen(func(t *testing.T, closed store.Store) store.Store {
-		return openTable(t, closed.(*Store).opts.Table)
-	}))
+	hbasetest.Addr(t)
+	storetest.RunSuite(t, openTest, storetest.WithReopen(reopen))
 }
 
 // TestConformanceSmallCalls runs the suite with two rows per scanner call
@@ -97,27 +28,76 @@ func TestConformance(t *testing.T) {
 // (S3 then rests on HBase's scanner read point, not on one reply) and
 // batches span many writes.
 func TestConformanceSmallCalls(t *testing.T) {
-	testAddr(t)
+	hbasetest.Addr(t)
 	if testing.Short() {
-		t.Skip("-short: the default-sized run covers the same behaviours")
+		t.Skip("-short: TestConformance covers the same behaviours")
 	}
 	open := func(t *testing.T) store.Store {
-		table := newTestTable()
-		s := openTableWith(t, Options{Table: table, ScanBatchRows: 2, MaxCellsPerCall: 3})
-		t.Cleanup(func() { dropTable(t, table) })
-		return s
+		return hbasetest.Open(t, func(o *hbase.Options) { o.ScanBatchRows, o.MaxCellsPerCall = 2, 3 })
 	}
 	storetest.RunSuite(t, open, storetest.WithSeed(2))
 }
 
+// TestTwoStoresOneTable: what one Store (one snapstore process) applies,
+// another Store opened on the same HBase table reads, and a range the
+// second deletes is gone for the first.
+func TestTwoStoresOneTable(t *testing.T) {
+	a := hbasetest.Open(t)
+	b := hbasetest.OpenOptions(t, a.Options())
+	ctx := t.Context()
+	batch := &store.Batch{Table: "meta", Sync: true}
+	batch.Put([]byte("dataset/films"), []byte("version"), 7, []byte("7"))
+	batch.DeleteRow([]byte("dataset/gone"), 7)
+	if err := a.Apply(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.Get(ctx, "meta", []byte("dataset/films"), store.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || string(got[0].Value) != "7" || got[0].Timestamp != 7 {
+		t.Fatalf("second store reads %v, want the first store's version 7", got)
+	}
+	if err := b.DeleteRange(ctx, "meta", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	it, err := a.Scan(ctx, "meta", store.ScanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it.Next() {
+		t.Errorf("first store still sees %v after the second deleted the table", it.Cell())
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOpenBadOptions(t *testing.T) {
+	_, err := hbase.Open(t.Context(), hbase.Options{Namespace: "bad-ns", Table: ".x"})
+	if !errors.Is(err, store.ErrInvalidArgument) {
+		t.Fatalf("got %v, want store.ErrInvalidArgument", err)
+	}
+	for _, field := range []string{"Addr", "Namespace", "Table"} {
+		if !contains(err.Error(), "option "+field) {
+			t.Errorf("error %q does not name option %s", err, field)
+		}
+	}
+}
+
+func TestOpenUnreachable(t *testing.T) {
+	// A port nothing listens on: 127.0.0.1:1 refuses at once.
+	_, err := hbase.Open(t.Context(), hbase.Options{Addr: "127.0.0.1:1"})
+	if !errors.Is(err, store.ErrUnavailable) || !contains(err.Error(), "127.0.0.1:1") {
+		t.Fatalf("got %v, want store.ErrUnavailable naming the address", err)
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
 // BenchmarkStore runs the shared store benchmarks on the test HBase, one
 // fresh HBase table per sub-benchmark.
 func BenchmarkStore(b *testing.B) {
-	testAddr(b)
-	storetest.RunBenchmarks(b, func(b *testing.B) store.Store {
-		table := newTestTable()
-		s := openTable(b, table)
-		b.Cleanup(func() { dropTable(b, table) })
-		return s
-	})
+	hbasetest.Addr(b)
+	storetest.RunBenchmarks(b, func(b *testing.B) store.Store { return hbasetest.Open(b) })
 }

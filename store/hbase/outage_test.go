@@ -42,9 +42,9 @@ func TestGatewayStoppedMidBatch(t *testing.T) {
 	gateway(t, "start-thrift")
 	t.Cleanup(func() { gateway(t, "stop-thrift") })
 
-	table := newTestTable()
-	s := openTableWith(t, Options{Addr: "127.0.0.1:" + outagePort, Table: table, MaxCellsPerCall: 100, PoolSize: 2})
-	t.Cleanup(func() { _ = s.Close(); dropTable(t, table) })
+	opts := testOptions(t)
+	opts.Addr, opts.MaxCellsPerCall, opts.PoolSize = "127.0.0.1:"+outagePort, 100, 2
+	s := openTest(t, opts)
 	ctx := t.Context()
 	// Warm the pool so that the stop leaves a stale connection behind.
 	if _, err := s.Get(ctx, "t", []byte("warm"), store.ReadOptions{}); err != nil {
@@ -81,7 +81,11 @@ func TestGatewayStoppedMidBatch(t *testing.T) {
 
 	// Through the gateway that stayed up: exactly the first call's 100 rows
 	// landed (a multi-row batch is atomic per row, not as a whole).
-	other := openTable(t, table)
+	opts.Addr = addr
+	other, err := Open(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer other.Close()
 	if n := countCells(t, other, "t"); n != 100 {
 		t.Errorf("cells of the failed batch visible: %d, want the first call's 100", n)
