@@ -141,6 +141,24 @@ func TestCLI_AgainstServerThenLocal(t *testing.T) {
 	if code != 0 || strings.Count(out, "\n") != 2 {
 		t.Fatalf("local scan: exit %d, %q %s", code, out, errs)
 	}
+	// A one-shot run on the data directory, with the adapters of a file.
+	cfgFile := writeFile(t, "c.yaml", fmt.Sprintf("connections:\n  - {name: src, type: sqlite, options: {path: %q}}\nadapters:\n  - {name: products, connection: src, resource: products}\n  - {name: broken, connection: src, resource: no_such_table}\n",
+		cfg.Connections[0].Options["path"]))
+	code, out, errs = cli(t, append([]string{"run", "products", "--config", cfgFile}, local...)...)
+	if code != 0 || json.Unmarshal([]byte(out), &rec) != nil || rec.Status != adapters.RunSucceeded || rec.Trigger != "cli" {
+		t.Fatalf("local run: exit %d, %s %s", code, out, errs)
+	}
+	code, out, errs = cli(t, append([]string{"run", "broken", "--config", cfgFile}, local...)...)
+	if code != 1 || !strings.Contains(errs, "failed") {
+		t.Fatalf("failing local run: exit %d, %s %s", code, out, errs)
+	}
+	code, out, errs = cli(t, append([]string{"versions", "products", "--json"}, local...)...)
+	var vs struct {
+		Versions []snapshot.VersionInfo `json:"versions"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &vs) != nil || len(vs.Versions) != 2 {
+		t.Fatalf("local versions: exit %d, %s %s", code, out, errs)
+	}
 }
 
 // TestServe_ShutdownAbortsRunningRun stops the server (as SIGTERM does)
