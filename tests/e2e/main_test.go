@@ -1,0 +1,37 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// binPath is the snapstore binary built once by TestMain; empty when the
+// MariaDB environment is unset (every test then skips).
+var binPath string
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	if os.Getenv("SNAPSTORE_TEST_MYSQL_HOST") == "" {
+		return m.Run() // the tests skip with the reason
+	}
+	dir, err := os.MkdirTemp("", "snapstore-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binPath = filepath.Join(dir, "snapstore")
+	build := exec.Command("go", "build", "-o", binPath, "github.com/snapstore/snapstore/cmd/snapstore")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: building cmd/snapstore:", err)
+		return 1
+	}
+	return m.Run()
+}
