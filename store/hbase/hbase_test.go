@@ -101,3 +101,26 @@ func BenchmarkStore(b *testing.B) {
 	hbasetest.Addr(b)
 	storetest.RunBenchmarks(b, func(b *testing.B) store.Store { return hbasetest.Open(b) })
 }
+
+// TestGatewayRestart checks hbasetest.Gateway, the outage tool of other
+// packages: calls through a stopped gateway fail with store.ErrUnavailable
+// and work again, on the same Store, once it is back.
+func TestGatewayRestart(t *testing.T) {
+	g := hbasetest.StartGateway(t, 49092)
+	s := hbasetest.Open(t, func(o *hbase.Options) { o.Addr = g.Addr })
+	ctx := t.Context()
+	put := &store.Batch{Table: "t"}
+	put.Put([]byte("r"), []byte("c"), 1, []byte("v"))
+	if err := s.Apply(ctx, put); err != nil {
+		t.Fatal(err)
+	}
+	g.Stop(t)
+	if _, err := s.Get(ctx, "t", []byte("r"), store.ReadOptions{}); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("get through a stopped gateway: got %v, want store.ErrUnavailable", err)
+	}
+	g.Start(t)
+	got, err := s.Get(ctx, "t", []byte("r"), store.ReadOptions{})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("get after the gateway restarted: %v, %v", got, err)
+	}
+}
