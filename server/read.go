@@ -166,7 +166,7 @@ func (s *Server) getRow(c echo.Context) error {
 		return err
 	}
 	v := r.Version()
-	return c.JSONBlob(http.StatusOK, AppendRowResult(nil, v.Dataset, v.Version, row))
+	return c.JSONBlob(http.StatusOK, append(AppendRowResult(nil, v.Dataset, v.Version, row), '\n'))
 }
 
 // AppendRowResult appends the body of GET /v1/datasets/{dataset}/rows/{key}:
@@ -311,7 +311,7 @@ func (s *Server) scanRows(c echo.Context) error {
 	b = appendStrings(b, cols)
 	b = append(b, `,"next_page_token":`...)
 	b = appendJSONString(b, []byte(encodePageToken(version, it.NextPageToken())))
-	b = append(b, '}')
+	b = append(b, "}\n"...)
 	return c.JSONBlob(http.StatusOK, b)
 }
 

@@ -201,8 +201,7 @@ func cmdGet(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 		defer resp.Body.Close()
-		_, err = io.Copy(stdout, resp.Body)
-		fmt.Fprintln(stdout)
+		_, err = io.Copy(stdout, resp.Body) // the body ends with a newline
 		return err
 	}
 	sel, err := at.at()
