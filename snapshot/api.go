@@ -55,6 +55,10 @@ type Options struct {
 	// batchSize is the number of mutations per data batch, a test hook;
 	// default batchSize (4096).
 	batchSize int
+	// hook, when set, is called at named points of a run and of GC, with a
+	// count (rows put, batches applied); the crash test kills the process
+	// there.
+	hook func(point string, n int64)
 }
 
 // DB is the set of SNAPSHOT datasets kept in one store. Safe for concurrent

@@ -172,6 +172,9 @@ func (db *DB) gcPartition(ctx context.Context, table string, views []txn.Visibil
 		}
 		b.Reset()
 		arena = arena[:0]
+		if h := db.opts.hook; h != nil {
+			h("gc:batch", rep.CellsDeleted)
+		}
 		return nil
 	}
 	for rr.next() {

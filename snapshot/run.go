@@ -384,7 +384,14 @@ func (s *runState) put(ctx context.Context, vals []Value) error {
 			return err
 		}
 	}
+	s.hook("put", s.stats.Rows)
 	return nil
+}
+
+func (s *runState) hook(point string, n int64) {
+	if h := s.db.opts.hook; h != nil {
+		h(point, n)
+	}
 }
 
 // readPrev resolves the row key in the previous version into s.res, using
@@ -441,6 +448,7 @@ func (s *runState) flushData(ctx context.Context, p *runPart) error {
 	s.db.metrics.cellsWrite.Add(float64(n))
 	p.data.Reset()
 	p.arena = p.arena[:0]
+	s.hook("flush", s.stats.Rows)
 	return nil
 }
 
@@ -479,6 +487,7 @@ func (s *runState) commit(ctx context.Context) (vi VersionInfo, err error) {
 		}
 	}
 	s.closeIters()
+	s.hook("commit:flushed", s.stats.Rows)
 	// Delete markers for rows not seen (D4), and duplicate keys.
 	for _, p := range s.parts {
 		if err := s.markDeleted(ctx, p); err != nil {
@@ -488,6 +497,7 @@ func (s *runState) commit(ctx context.Context) (vi VersionInfo, err error) {
 			return VersionInfo{}, err
 		}
 	}
+	s.hook("commit:deleted", s.stats.Deleted)
 	if err := s.checkGuards(); err != nil {
 		return VersionInfo{}, err
 	}
@@ -495,6 +505,7 @@ func (s *runState) commit(ctx context.Context) (vi VersionInfo, err error) {
 	if err := s.db.st.Sync(ctx); err != nil {
 		return VersionInfo{}, fmt.Errorf("snapshot: syncing %s txn %d: %w", s.ds.name, s.id, err)
 	}
+	s.hook("commit:synced", 0)
 	vi = VersionInfo{
 		Dataset: s.ds.name, Version: s.id, CommittedAt: s.db.opts.now().UTC(),
 		Source: s.opts.Source, Stats: s.statsNow(), Schema: s.opts.Schema,
@@ -509,6 +520,7 @@ func (s *runState) commit(ctx context.Context) (vi VersionInfo, err error) {
 	if err := s.db.txm.Commit(ctx, s.id, b); err != nil {
 		return VersionInfo{}, fmt.Errorf("snapshot: committing %s txn %d: %w", s.ds.name, s.id, err)
 	}
+	s.hook("commit:committed", s.id)
 	s.done = true
 	ds := s.ds
 	ds.mu.Lock()
@@ -519,6 +531,7 @@ func (s *runState) commit(ctx context.Context) (vi VersionInfo, err error) {
 	vi = ds.infoLocked(&stored)
 	ds.mu.Unlock()
 	s.db.clearScratch(context.WithoutCancel(ctx), ds, s.nparts)
+	s.hook("commit:cleared", s.id)
 	s.db.metrics.runs.WithLabelValues("committed").Inc()
 	s.db.metrics.commitSecs.Observe(time.Since(start).Seconds())
 	s.db.logger.Info("run committed", "dataset", ds.name, "txn", s.id, "version", s.id,
