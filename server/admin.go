@@ -40,11 +40,7 @@ func decodeBody(c echo.Context, v any, required bool) error {
 	if err := dec.Decode(v); err != nil {
 		var se *json.SyntaxError
 		var te *json.UnmarshalTypeError
-		var fe *fieldError
 		switch {
-		case errors.As(err, &fe):
-			fe.field = "body." + fe.field
-			return fe
 		case errors.As(err, &se):
 			return badField("body", "not valid JSON at offset %d: %v", se.Offset, err)
 		case errors.As(err, &te):

@@ -423,6 +423,19 @@ func TestAdmin_ConnectionsAdaptersRunsTagsRollbackGC(t *testing.T) {
 	f.must(404, "GET", "/v1/datasets/products", "").problem(t)
 }
 
+// TestContentTypes: JSON bodies are read with no Content-Type and with
+// curl's -d default; other media types are a 415.
+func TestContentTypes(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	body := `{"connection":"shop","resource":"notes"}`
+	f.must(201, "PUT", "/v1/adapters/a1", body, "Content-Type", "application/x-www-form-urlencoded")
+	f.must(200, "PUT", "/v1/adapters/a1", body, "Content-Type", "")
+	f.must(200, "PUT", "/v1/adapters/a1", body, "Content-Type", "application/json; charset=utf-8")
+	if p := f.must(415, "PUT", "/v1/adapters/a1", body, "Content-Type", "text/xml").problem(t); p.Code != "unsupported_media_type" {
+		t.Fatalf("problem %+v", p)
+	}
+}
+
 // TestOddInputs sends inputs no handler expects; none may give a 500, and
 // every error is a problem.
 func TestOddInputs(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"runtime/debug"
@@ -301,6 +302,9 @@ func (s *Server) validateRequest(next echo.HandlerFunc) echo.HandlerFunc {
 		if !ok {
 			return next(c)
 		}
+		if err := normalizeContentType(c.Request(), op); err != nil {
+			return err
+		}
 		params := map[string]string{}
 		for i, n := range c.ParamNames() {
 			v := c.ParamValues()[i]
@@ -314,6 +318,25 @@ func (s *Server) validateRequest(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
+}
+
+// normalizeContentType lets a JSON body arrive without a Content-Type or
+// with curl's default for -d (application/x-www-form-urlencoded): both are
+// read as JSON. Any other non-JSON media type is a 415.
+func normalizeContentType(r *http.Request, op apiOp) error {
+	if op.op.RequestBody == nil || r.ContentLength == 0 {
+		return nil
+	}
+	ct := r.Header.Get(echo.HeaderContentType)
+	mt, _, _ := mime.ParseMediaType(ct)
+	switch {
+	case mt == echo.MIMEApplicationJSON:
+		return nil
+	case ct == "" || mt == echo.MIMEApplicationForm:
+		r.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+		return nil
+	}
+	return echo.NewHTTPError(http.StatusUnsupportedMediaType, fmt.Sprintf("request bodies are JSON (application/json), not %q", mt))
 }
 
 // observe records the latency histogram and logs each request at debug.

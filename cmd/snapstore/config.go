@@ -62,7 +62,8 @@ type LogConfig struct {
 	Format string `yaml:"format"`
 }
 
-// StorageConfig selects the storage backend.
+// StorageConfig selects the storage backend. In the file, "storage: pebble"
+// is short for "storage: {backend: pebble}".
 type StorageConfig struct {
 	// Backend is "pebble" (default, embedded, in Data) or "hbase".
 	Backend string `yaml:"backend"`
@@ -225,7 +226,10 @@ func decodeYAML(data []byte, cfg *Config) error {
 	return errors.Join(errs...)
 }
 
-var durationType = reflect.TypeOf(time.Duration(0))
+var (
+	durationType = reflect.TypeOf(time.Duration(0))
+	storageType  = reflect.TypeOf(StorageConfig{})
+)
 
 // decodeNode decodes n into v, naming every bad key by its dotted path
 // (adapters[0].schedule).
@@ -244,6 +248,9 @@ func decodeNode(n *yaml.Node, v reflect.Value, path string, errs *[]error) {
 		return // key present without a value: keep the default
 	}
 	switch {
+	case v.Type() == storageType && n.Kind == yaml.ScalarNode:
+		// Shorthand: "storage: pebble" sets storage.backend.
+		v.FieldByName("Backend").SetString(n.Value)
 	case v.Type() == durationType:
 		if n.Kind != yaml.ScalarNode {
 			bad("want a duration such as 30s or 24h")

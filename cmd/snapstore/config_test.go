@@ -101,6 +101,19 @@ adapters:
 	}
 }
 
+func TestConfig_StorageShorthand(t *testing.T) {
+	cfg := defaultConfig()
+	if err := decodeYAML([]byte("storage: hbase\n"), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Storage.Backend != "hbase" {
+		t.Fatalf("backend %q", cfg.Storage.Backend)
+	}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "storage.hbase.thrift") {
+		t.Fatalf("hbase without thrift: %v", err)
+	}
+}
+
 func TestConfig_ValidateNamesKeys(t *testing.T) {
 	cfg := defaultConfig()
 	cfg.Listen = "nohostport"
