@@ -226,9 +226,11 @@ func (s *Store) Apply(ctx context.Context, b *store.Batch) error {
 	return nil
 }
 
-// Get implements store.Store. The cells are copied: the row key is shared by
-// every returned cell, consecutive versions of one column share its column
-// slice, and each value is its own slice.
+// Get implements store.Store. The cells are copied into memory owned by the
+// caller: the row key is shared by every returned cell, consecutive versions
+// of one column share its column slice, and small slices are carved from
+// shared 1 KiB chunks (each with its capacity capped, so appending to one
+// never overwrites another).
 func (s *Store) Get(ctx context.Context, table string, row []byte, opts store.ReadOptions) ([]store.Cell, error) {
 	if err := store.CheckTable(table); err != nil {
 		return nil, fmt.Errorf("pebble: getting row: %w", err)
@@ -267,17 +269,19 @@ func (s *Store) Get(ctx context.Context, table string, row []byte, opts store.Re
 	it.pi = pi
 	var out []store.Cell
 	var rowCopy, lastCol []byte
+	var a arena
 	for it.next() {
 		c := it.cur
-		if rowCopy == nil {
-			rowCopy = bytes.Clone(c.Row)
+		if out == nil {
+			out = make([]store.Cell, 0, 16)
+			rowCopy = a.copy(c.Row)
 		}
 		if lastCol == nil || !bytes.Equal(lastCol, c.Column) {
-			lastCol = append(make([]byte, 0, len(c.Column)), c.Column...)
+			lastCol = a.copy(c.Column)
 		}
 		c.Row, c.Column = rowCopy, lastCol
 		if c.Value != nil {
-			c.Value = append(make([]byte, 0, len(c.Value)), c.Value...)
+			c.Value = a.copy(c.Value)
 		}
 		out = append(out, c)
 	}
@@ -424,6 +428,28 @@ func (s *Store) Close() error {
 		errs = append(errs, fmt.Errorf("pebble: closing: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// arena hands out copies carved from shared chunks, so that the cells of
+// one Get cost a few allocations instead of one per slice. A slice it
+// returned stays valid when a new chunk is taken.
+type arena struct{ buf []byte }
+
+// arenaChunk is the size of an arena chunk in bytes.
+const arenaChunk = 1024
+
+// copy returns a copy of b (non-nil, with its capacity capped to its
+// length so that appends by the caller never write into a neighbour).
+func (a *arena) copy(b []byte) []byte {
+	if len(b) > cap(a.buf)-len(a.buf) {
+		if len(b) > arenaChunk/4 {
+			return append(make([]byte, 0, len(b)), b...)
+		}
+		a.buf = make([]byte, 0, arenaChunk)
+	}
+	n := len(a.buf)
+	a.buf = append(a.buf, b...)
+	return a.buf[n:len(a.buf):len(a.buf)]
 }
 
 // slogBridge is Pebble's Logger on a *slog.Logger.
