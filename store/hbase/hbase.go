@@ -270,6 +270,9 @@ func (s *Store) check(ctx context.Context, what string) error {
 	return nil
 }
 
+// maxRowKey is HBase's limit on a row key's length (Short.MAX_VALUE).
+const maxRowKey = 32767
+
 // rowMutations are the mutations of one row of a batch, after collapsing.
 type rowMutations struct {
 	key  []byte
@@ -299,6 +302,12 @@ func (s *Store) Apply(ctx context.Context, b *store.Batch) error {
 		return nil
 	}
 	prefix := tablePrefix(b.Table)
+	for i := range b.Mutations {
+		if n := len(prefix) + len(b.Mutations[i].Cell.Row); n > maxRowKey {
+			return fmt.Errorf("hbase: %s: mutation %d: %w: row key of %d bytes with the table prefix, HBase takes at most %d",
+				what, i, store.ErrInvalidArgument, n, maxRowKey)
+		}
+	}
 	// Collapse: only the last mutation of a coordinate (row, column, HBase
 	// timestamp) is sent, so that no row carries a put and a delete of one
 	// coordinate, whose order HBase would not keep within a call.
@@ -547,6 +556,7 @@ func (s *Store) DeleteRange(ctx context.Context, table string, start, end []byte
 		sc.stop = rowKey(prefix, end)
 	}
 	deleted := 0
+	var lastDeleted []byte
 	for {
 		// A fresh scanner per round: the rows deleted by the last round are
 		// gone, so each round starts at the range's start again.
@@ -557,6 +567,11 @@ func (s *Store) DeleteRange(ctx context.Context, table string, start, end []byte
 		if len(rows) == 0 {
 			break
 		}
+		if lastDeleted != nil && bytes.Equal(rows[0].row, lastDeleted) {
+			// Without this guard a delete HBase did not apply would loop.
+			return fmt.Errorf("%w: %s: row %q is still there after its delete", ErrServer, what, lastDeleted)
+		}
+		lastDeleted = rows[0].row
 		dels := make([]tDelete, len(rows))
 		for i, r := range rows {
 			dels[i] = tDelete{row: r.row, deleteType: deleteFamily, columns: []tColumn{{

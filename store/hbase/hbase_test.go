@@ -124,3 +124,16 @@ func TestGatewayRestart(t *testing.T) {
 		t.Fatalf("get after the gateway restarted: %v, %v", got, err)
 	}
 }
+
+func TestRowKeyTooLong(t *testing.T) {
+	s := hbasetest.Open(t)
+	b := &store.Batch{Table: "t"}
+	b.Put([]byte("ok"), []byte("c"), 1, []byte("v"))
+	b.Put(make([]byte, 32767), []byte("c"), 1, []byte("v"))
+	if err := s.Apply(t.Context(), b); !errors.Is(err, store.ErrInvalidArgument) || !strings.Contains(err.Error(), "mutation 1") {
+		t.Fatalf("row key over HBase's limit: got %v, want store.ErrInvalidArgument naming mutation 1", err)
+	}
+	if got, err := s.Get(t.Context(), "t", []byte("ok"), store.ReadOptions{}); err != nil || got != nil {
+		t.Fatalf("the rejected batch was applied in part: %v, %v", got, err)
+	}
+}
