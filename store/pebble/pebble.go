@@ -35,16 +35,16 @@ var ErrIncompatibleFormat = errors.New("pebble: incompatible storage format")
 type Options struct {
 	// MemTableSize is the size of one Pebble memtable in bytes; default
 	// DefaultMemTableSize (64 MiB). Pebble keeps up to two of them before
-	// stalling writes.
+	// stalling writes, and refuses 4 GiB or more (Open fails).
 	MemTableSize uint64
 	// CacheSize is the size of Pebble's block cache in bytes; default
-	// DefaultCacheSize (128 MiB).
+	// DefaultCacheSize (128 MiB) when zero or negative.
 	CacheSize int64
 	// Logger receives Pebble's own log lines (Infof as Info, Errorf as
 	// Error) and the store's; nil discards them.
 	Logger *slog.Logger
 	// Registerer, when non-nil, gets the store's gauges (names
-	// snapstore_pebble_*, listed in docs/operations.md and on metricNames).
+	// snapstore_pebble_*, listed in docs/operations.md and in metrics.go).
 	// They are unregistered again by Close, so a store can be reopened with
 	// the same Registerer.
 	Registerer prometheus.Registerer

@@ -236,3 +236,15 @@ func TestIteratorCloseOrder(t *testing.T) {
 		}
 	}
 }
+
+func TestOpenBadOptions(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Open(dir, Options{MemTableSize: 8 << 30}); err == nil {
+		t.Fatal("open with an 8 GiB memtable: no error")
+	}
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatalf("open after a refused open: %v", err)
+	}
+	s.Close()
+}
