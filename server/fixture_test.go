@@ -57,7 +57,7 @@ func (s *syncBuffer) String() string {
 // fixture is a real stack: Pebble on disk, snapshot, adapters with a SQLite
 // source, the server behind an httptest server.
 type fixture struct {
-	t      *testing.T
+	t      testing.TB
 	src    *sql.DB
 	srv    *Server
 	ts     *httptest.Server
@@ -73,7 +73,7 @@ type fixtureOpts struct {
 	tokens []Token
 }
 
-func newFixture(t *testing.T, fo fixtureOpts) *fixture {
+func newFixture(t testing.TB, fo fixtureOpts) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -159,14 +159,14 @@ type response struct {
 	body   []byte
 }
 
-func (r response) json(t *testing.T, v any) {
+func (r response) json(t testing.TB, v any) {
 	t.Helper()
 	if err := json.Unmarshal(r.body, v); err != nil {
 		t.Fatalf("decoding %s: %v", r.body, err)
 	}
 }
 
-func (r response) problem(t *testing.T) Problem {
+func (r response) problem(t testing.TB) Problem {
 	t.Helper()
 	if ct := r.header.Get("Content-Type"); ct != ProblemContentType {
 		t.Fatalf("status %d content type %q, want a problem: %s", r.status, ct, r.body)
