@@ -29,15 +29,30 @@
 // its cells removed by GC, then its id pruned (txn I6).
 //
 // D5. Delta writes. For each source row the run reads the row at the
-// current version (one reused iterator, sought forward while keys ascend;
-// a point Get otherwise) and writes only: puts for columns whose encoded
-// value differs or that are new, column delete markers for columns the
-// row has but the run's schema does not. Rows the run never Put get a row
-// delete marker at commit; they are found without assuming the source's
-// order: every key Put is recorded in a scratch table of the same store
-// (no sync; cleared before and after the run), and at commit the store's
-// sorted scratch rows are merge-joined with the current version's rows. No
-// structure in memory grows with the table; writes go out in batches of
+// current version and writes only: puts for columns whose encoded value
+// differs or that are new, column delete markers for columns the row has
+// but the run's schema does not. Rows the source no longer has get a row
+// delete marker. How they are found depends on the source's order, which
+// is never assumed (MySQL collations do not sort like our keys), per
+// partition:
+//
+//   - Phase A, while keys ascend: one iterator over the current version
+//     walks forward with the source (Next, no seeks); every current row it
+//     passes without a matching key gets its row delete marker at once, and
+//     at commit so do the rows after the last key. Nothing else is stored.
+//   - Phase B, from the first key below its predecessor (switchKey = the
+//     largest key of phase A) to the end of the run: every key is recorded
+//     in a scratch table of the same store (no sync; cleared before and
+//     after runs). A key at or below switchKey is checked against what the
+//     run already wrote: a row delete marker phase A wrote for it is taken
+//     back (DeleteVersion of the marker), a row phase A saw makes the key a
+//     duplicate (ErrBadKey). Keys above switchKey are compared through the
+//     iterator (stepping forward, seeking when far) or a point Get when
+//     behind it. At commit the scratch rows, which the store returns
+//     sorted, are merge-joined with the current rows above switchKey: the
+//     rows not seen get their marker, a key recorded twice is ErrBadKey.
+//
+// No structure in memory grows with the table; writes go out in batches of
 // batchSize (4096) mutations without sync.
 //
 // D6. Stats and checksum. Rows = rows Put; Inserted, Updated, Unchanged

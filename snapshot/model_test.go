@@ -168,8 +168,16 @@ func TestModel(t *testing.T) {
 				rows = map[int64]map[string]Value{} // empty source
 			}
 			keys := sortedKeys(rows)
-			if rng.IntN(2) == 0 {
+			switch rng.IntN(4) { // source order: sorted, shuffled, mostly sorted, reversed
+			case 1:
 				rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+			case 2:
+				for n := rng.IntN(3); n >= 0 && len(keys) > 1; n-- {
+					i := rng.IntN(len(keys) - 1)
+					keys[i], keys[i+1] = keys[i+1], keys[i]
+				}
+			case 3:
+				slices.Reverse(keys)
 			}
 			force := rng.IntN(3) == 0
 			allowEmpty := rng.IntN(2) == 0
@@ -179,13 +187,30 @@ func TestModel(t *testing.T) {
 			if err != nil {
 				fail("begin: %v", err)
 			}
-			for _, k := range keys {
+			dupAccepted := false
+			for i, k := range keys {
 				vals := make([]Value, len(schema.Columns))
 				for i, col := range schema.Columns {
 					vals[i] = rows[k][col.Name]
 				}
 				if err := r.Put(ctx, vals); err != nil {
 					fail("put: %v", err)
+				}
+				if rng.IntN(20) == 0 { // a key given again: refused, nothing changes
+					d := keys[rng.IntN(i+1)]
+					for i, col := range schema.Columns {
+						if col.Name != "id" {
+							vals[i] = randValue(rng, col.Kind)
+						} else {
+							vals[i] = Value{Kind: KindInt, Int: d}
+						}
+					}
+					// Refused by Put, or else by Commit (doc.go D5).
+					if err := r.Put(ctx, vals); err == nil {
+						dupAccepted = true
+					} else if !errors.Is(err, ErrBadKey) {
+						fail("duplicate key %d: %v", d, err)
+					}
 				}
 			}
 			// expected stats
@@ -225,6 +250,13 @@ func TestModel(t *testing.T) {
 				open()
 			default:
 				vi, err := r.Commit(ctx)
+				if dupAccepted {
+					what = "run with a duplicate key"
+					if !errors.Is(err, ErrBadKey) {
+						fail("commit with a duplicate key: %v", err)
+					}
+					break
+				}
 				if refused {
 					what = "run refused"
 					if !errors.Is(err, ErrGuardRefused) {

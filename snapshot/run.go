@@ -50,20 +50,30 @@ type runState struct {
 	enc     []byte // encoded values of the current row
 	encOff  []int  // enc[encOff[i]:encOff[i+1]] is column i
 	res     []resolvedCol
+	tmp     []resolvedCol
 	started time.Time
 
 	err  error // sticky store error; the run can only be aborted
 	done bool
 }
 
-// runPart is a run's state for one partition.
+// runPart is a run's state for one partition. Keys are first taken to
+// come in ascending order (phase A, D5): the previous version is walked
+// forward alongside, and its rows the source skipped get their row delete
+// marker at once. The first key below its predecessor switches the
+// partition to phase B for the rest of the run: keys are recorded in the
+// scratch table and deletions above switchKey are found at commit.
 type runPart struct {
 	table, scratch string
 	data, seen     store.Batch
 	arena, sarena  []byte
 	cur            *rowReader // iterator over the previous version, nil when none
-	lastSeek       []byte     // last key the cur iterator was sought to
+	loaded         bool       // cur.row and cur.cells hold a row not yet passed
 	lastKey        []byte     // last key put in this partition
+	switched       bool       // phase B
+	switchKey      []byte     // the largest key of phase A
+	floor          []byte     // the last previous row passed or the last seek target
+	floorIncl      bool       // floor itself is known absent (set by a seek)
 	seq            uint64     // scratch sequence numbers
 }
 
@@ -296,12 +306,30 @@ func (s *runState) put(ctx context.Context, vals []Value) error {
 	}
 	key := s.keyBuf
 	p := s.parts[PartitionOf(key, s.nparts)]
-	if bytes.Equal(key, p.lastKey) {
+	switch c := bytes.Compare(key, p.lastKey); {
+	case c == 0 && p.lastKey != nil:
 		return fmt.Errorf("%w: key given twice", ErrBadKey)
+	case c < 0 && !p.switched:
+		p.switched = true
+		p.switchKey = append([]byte{}, p.lastKey...)
+	}
+
+	// Find the row in the previous version (and, in phase B below
+	// switchKey, whether phase A saw or deleted it).
+	s.res = s.res[:0]
+	if p.switched && bytes.Compare(key, p.switchKey) <= 0 {
+		if err := s.revisit(ctx, p, key); err != nil {
+			return err
+		}
+	} else if s.prev != nil {
+		if err := s.readPrev(ctx, p, key); err != nil {
+			s.err = err
+			return err
+		}
 	}
 	p.lastKey = append(p.lastKey[:0], key...)
 
-	// Encode the row's cell values and fold it into the checksum.
+	// Encode the row's cell values and fold it into the checksum (D6).
 	s.enc = s.enc[:0]
 	s.encOff = s.encOff[:0]
 	s.digest.Reset()
@@ -317,15 +345,6 @@ func (s *runState) put(ctx context.Context, vals []Value) error {
 	}
 	s.encOff = append(s.encOff, len(s.enc))
 	s.sum += s.digest.Sum64()
-
-	// Find the row in the previous version.
-	s.res = s.res[:0]
-	if s.prev != nil {
-		if err := s.readPrev(ctx, p, key); err != nil {
-			s.err = err
-			return err
-		}
-	}
 
 	// Write what differs (D1-D3).
 	rowStart := len(p.arena)
@@ -367,14 +386,12 @@ func (s *runState) put(ctx context.Context, vals []Value) error {
 	}
 	s.stats.Rows++
 
-	// Record the key as seen (D4).
-	ss := len(p.sarena)
-	p.sarena = append(p.sarena, key...)
-	p.sarena = binary.BigEndian.AppendUint64(p.sarena, p.seq)
-	p.seq++
-	p.seen.Put(p.sarena[ss:ss+len(key):ss+len(key)], p.sarena[ss+len(key):len(p.sarena):len(p.sarena)], s.id, nil)
-
+	// Record the key as seen (D5), in phase B only.
+	if p.switched {
+		s.recordSeen(p, key)
+	}
 	if p.data.Len() >= s.db.opts.batchSize {
+
 		if err := s.flushData(ctx, p); err != nil {
 			return err
 		}
@@ -388,35 +405,147 @@ func (s *runState) put(ctx context.Context, vals []Value) error {
 	return nil
 }
 
+func (s *runState) recordSeen(p *runPart, key []byte) {
+	ss := len(p.sarena)
+	p.sarena = append(p.sarena, key...)
+	p.sarena = binary.BigEndian.AppendUint64(p.sarena, p.seq)
+	p.seq++
+	p.seen.Put(p.sarena[ss:ss+len(key):ss+len(key)], p.sarena[ss+len(key):len(p.sarena):len(p.sarena)], s.id, nil)
+}
+
 func (s *runState) hook(point string, n int64) {
 	if h := s.db.opts.hook; h != nil {
 		h(point, n)
 	}
 }
 
-// readPrev resolves the row key in the previous version into s.res, using
-// the partition's iterator when keys come in ascending order, a point Get
-// otherwise.
+// readPrev resolves key's row in the previous version into s.res. In
+// phase A it walks the partition's iterator forward, writing a row delete
+// marker for every existing row it passes (the source skipped it); in
+// phase B it steps a few rows forward, seeks when the key is further, and
+// falls back to a point Get for keys behind the iterator.
 func (s *runState) readPrev(ctx context.Context, p *runPart, key []byte) error {
 	var cells []store.Cell
-	if p.cur != nil && (p.lastSeek == nil || bytes.Compare(key, p.lastSeek) > 0) {
-		p.cur.seek(key)
-		p.lastSeek = append(p.lastSeek[:0], key...)
-		if p.cur.next() {
-			if bytes.Equal(p.cur.row, key) {
-				cells = p.cur.cells
+	steps := 0
+	for p.cur != nil {
+		if !p.loaded {
+			if !p.cur.next() {
+				if err := p.cur.err(); err != nil {
+					return fmt.Errorf("snapshot: reading %s version %d: %w", s.ds.name, s.prev.Version, err)
+				}
+				// Exhausted: nothing at or above the floor.
+				if !p.known(key) {
+					return s.getPrev(ctx, p, key)
+				}
+				break
 			}
-		} else if err := p.cur.err(); err != nil {
-			return fmt.Errorf("snapshot: reading %s version %d: %w", s.ds.name, s.prev.Version, err)
+			p.loaded = true
 		}
-	} else {
-		var err error
-		cells, err = s.db.st.Get(ctx, p.table, key, s.readOpts)
-		if err != nil {
-			return fmt.Errorf("snapshot: reading %s version %d: %w", s.ds.name, s.prev.Version, err)
+		c := bytes.Compare(p.cur.row, key)
+		if c > 0 {
+			if !p.known(key) { // behind the iterator (phase B)
+				return s.getPrev(ctx, p, key)
+			}
+			break // absent
+		}
+		p.pass()
+		if c == 0 {
+			cells = p.cur.cells // valid until the next call to next
+			break
+		}
+		// A previous row below key.
+		if !p.switched {
+			if err := s.deleteSkipped(ctx, p); err != nil {
+				return err
+			}
+			continue
+		}
+		if steps++; steps > 8 {
+			p.cur.seek(key)
+			p.loaded = false
+			p.floor, p.floorIncl = append(p.floor[:0], key...), true
+			steps = 0
 		}
 	}
 	s.res = resolve(cells, s.prevVis, s.res)
+	return nil
+}
+
+// known reports whether key lies in the region the iterator has covered:
+// above the floor, below the loaded row.
+func (p *runPart) known(key []byte) bool {
+	c := bytes.Compare(key, p.floor)
+	return c > 0 || (c == 0 && p.floorIncl) || p.floor == nil
+}
+
+// pass marks the loaded row as passed: it becomes the floor.
+func (p *runPart) pass() {
+	p.loaded = false
+	p.floor, p.floorIncl = append(p.floor[:0], p.cur.row...), false
+}
+
+func (s *runState) getPrev(ctx context.Context, p *runPart, key []byte) error {
+	cells, err := s.db.st.Get(ctx, p.table, key, s.readOpts)
+	if err != nil {
+		return fmt.Errorf("snapshot: reading %s version %d: %w", s.ds.name, s.prev.Version, err)
+	}
+	s.res = resolve(cells, s.prevVis, s.res)
+	return nil
+}
+
+// deleteSkipped writes a row delete marker for the previous version's row
+// under the iterator when it exists there (phase A).
+func (s *runState) deleteSkipped(ctx context.Context, p *runPart) error {
+	s.tmp = resolve(p.cur.cells, s.prevVis, s.tmp[:0])
+	if len(s.tmp) == 0 {
+		return nil // already deleted in the previous version
+	}
+	st := len(p.arena)
+	p.arena = append(p.arena, p.cur.row...)
+	p.data.DeleteRow(p.arena[st:len(p.arena):len(p.arena)], s.id)
+	s.stats.Deleted++
+	s.stats.BytesWritten += int64(len(p.cur.row) + 8)
+	if p.data.Len() >= s.db.opts.batchSize {
+		return s.flushData(ctx, p)
+	}
+	return nil
+}
+
+// revisit handles a phase B key at or below switchKey: phase A either saw
+// it (then it is a duplicate, ErrBadKey) or passed it in the previous
+// version and wrote a row delete marker, which is taken back. It leaves
+// the previous version's row in s.res.
+func (s *runState) revisit(ctx context.Context, p *runPart, key []byte) error {
+	if err := s.flushData(ctx, p); err != nil {
+		return err
+	}
+	own, err := s.db.st.Get(ctx, p.table, key, store.ReadOptions{TimeRange: store.TimeRange{Min: s.id, Max: s.id + 1}})
+	if err != nil {
+		s.err = fmt.Errorf("snapshot: reading %s txn %d: %w", s.ds.name, s.id, err)
+		return s.err
+	}
+	var prevCells []store.Cell
+	if s.prev != nil {
+		if prevCells, err = s.db.st.Get(ctx, p.table, key, s.readOpts); err != nil {
+			s.err = fmt.Errorf("snapshot: reading %s version %d: %w", s.ds.name, s.prev.Version, err)
+			return s.err
+		}
+	}
+	s.res = resolve(prevCells, s.prevVis, s.res[:0])
+	marked := false
+	for _, c := range own {
+		if c.Kind == store.KindDeleteRow {
+			marked = true
+		}
+	}
+	switch {
+	case marked:
+		p.data.DeleteVersion(append([]byte{}, key...), nil, s.id)
+		s.stats.Deleted--
+		s.stats.BytesWritten -= int64(len(key) + 8)
+	case len(own) > 0 || len(s.res) > 0:
+		return fmt.Errorf("%w: key given twice", ErrBadKey)
+	}
 	return nil
 }
 
@@ -486,9 +615,8 @@ func (s *runState) commit(ctx context.Context) (vi VersionInfo, err error) {
 			return VersionInfo{}, err
 		}
 	}
-	s.closeIters()
 	s.hook("commit:flushed", s.stats.Rows)
-	// Delete markers for rows not seen (D4), and duplicate keys.
+	// Delete markers for rows not seen (D5), and duplicate keys.
 	for _, p := range s.parts {
 		if err := s.markDeleted(ctx, p); err != nil {
 			return VersionInfo{}, err
@@ -497,6 +625,7 @@ func (s *runState) commit(ctx context.Context) (vi VersionInfo, err error) {
 			return VersionInfo{}, err
 		}
 	}
+	s.closeIters()
 	s.hook("commit:deleted", s.stats.Deleted)
 	if err := s.checkGuards(); err != nil {
 		return VersionInfo{}, err
@@ -561,10 +690,33 @@ func (s *runState) checkGuards() error {
 	return nil
 }
 
-// markDeleted merge-joins the keys seen (scratch table, sorted by the
-// store) with the rows of the previous version and writes a row delete
-// marker for every previous row not seen. A key seen twice is ErrBadKey.
+// markDeleted writes the row delete markers still due at commit (D5). In
+// phase A they are the previous rows after the last key, read on from the
+// partition's iterator. In phase B the keys seen (the scratch table, which
+// the store keeps sorted) are merge-joined with the previous rows above
+// switchKey; a key seen twice there is ErrBadKey.
 func (s *runState) markDeleted(ctx context.Context, p *runPart) error {
+	if !p.switched {
+		if p.cur == nil {
+			return nil
+		}
+		for {
+			if !p.loaded {
+				if !p.cur.next() {
+					break
+				}
+				p.loaded = true
+			}
+			p.pass()
+			if err := s.deleteSkipped(ctx, p); err != nil {
+				return err
+			}
+		}
+		if err := p.cur.err(); err != nil {
+			return fmt.Errorf("snapshot: reading %s version %d: %w", s.ds.name, s.prev.Version, err)
+		}
+		return nil
+	}
 	seenIt, err := s.db.st.Scan(ctx, p.scratch, store.ScanOptions{})
 	if err != nil {
 		return fmt.Errorf("snapshot: reading seen keys of %s: %w", s.ds.name, err)
@@ -575,37 +727,39 @@ func (s *runState) markDeleted(ctx context.Context, p *runPart) error {
 	if s.prev != nil {
 		o := s.readOpts
 		o.Columns = [][]byte{s.keyName}
-		it, err := s.db.st.Scan(ctx, p.table, store.ScanOptions{ReadOptions: o})
+		it, err := s.db.st.Scan(ctx, p.table, store.ScanOptions{ReadOptions: o, Start: append(append([]byte{}, p.switchKey...), 0)})
 		if err != nil {
 			return fmt.Errorf("snapshot: reading %s version %d: %w", s.ds.name, s.prev.Version, err)
 		}
 		prev = newRowReader(it)
 		defer prev.close()
 	}
-	haveSeen := seen.next()
-	haveSeenCheck := func() error {
-		if haveSeen && len(seen.cells) > 1 {
-			return fmt.Errorf("%w: a key was given %d times", ErrBadKey, len(seen.cells))
+	nextSeen := func() (bool, error) {
+		if !seen.next() {
+			return false, nil
 		}
-		return nil
+		if len(seen.cells) > 1 && bytes.Compare(seen.row, p.switchKey) > 0 {
+			return false, fmt.Errorf("%w: a key was given %d times", ErrBadKey, len(seen.cells))
+		}
+		return true, nil
 	}
-	if err := haveSeenCheck(); err != nil {
+	haveSeen, err := nextSeen()
+	if err != nil {
 		return err
 	}
 	if prev != nil {
 		for prev.next() {
 			for haveSeen && bytes.Compare(seen.row, prev.row) < 0 {
-				haveSeen = seen.next()
-				if err := haveSeenCheck(); err != nil {
+				if haveSeen, err = nextSeen(); err != nil {
 					return err
 				}
 			}
 			if haveSeen && bytes.Equal(seen.row, prev.row) {
 				continue
 			}
-			s.res = resolve(prev.cells, s.prevVis, s.res[:0])
-			if len(s.res) == 0 {
-				continue // already deleted at the previous version
+			s.tmp = resolve(prev.cells, s.prevVis, s.tmp[:0])
+			if len(s.tmp) == 0 {
+				continue // already deleted in the previous version
 			}
 			st := len(p.arena)
 			p.arena = append(p.arena, prev.row...)
@@ -623,8 +777,7 @@ func (s *runState) markDeleted(ctx context.Context, p *runPart) error {
 		}
 	}
 	for haveSeen {
-		haveSeen = seen.next()
-		if err := haveSeenCheck(); err != nil {
+		if haveSeen, err = nextSeen(); err != nil {
 			return err
 		}
 	}
