@@ -49,6 +49,7 @@ var sakilaChanges = []stmt{
 // versions, the diffs, and reads of the first versions by version, tag and
 // as_of.
 func TestSakila(t *testing.T) {
+	t.Parallel() // mostly waiting (MariaDB, HTTP); runs beside the other long test
 	e := getMySQLEnv(t)
 	start := time.Now()
 	dbName := fmt.Sprintf("e2e_sakila_%d", os.Getpid())
@@ -73,6 +74,8 @@ func TestSakila(t *testing.T) {
 	for _, tb := range tables {
 		p.createAdapter(t, map[string]any{"name": tb, "connection": "sakila", "resource": tb, "dataset": tb})
 	}
+
+	checkSecrets(t, p, e, dbName)
 
 	// Run 1: every dataset equals its source table.
 	t0 := time.Now()
@@ -305,4 +308,63 @@ func runAll(t *testing.T, p *proc, adapters []string) map[string]runRecord {
 		t.Fatalf("runs failed:\n%s", strings.Join(errs, "\n"))
 	}
 	return out
+}
+
+// checkSecrets creates a connection with a literal password and one with a
+// wrong literal password: no response shows either (proc.call checks every
+// body, cleanup every log line), the wrong one fails its test with a clear
+// cause, and an adapter on the literal one runs.
+func checkSecrets(t *testing.T, p *proc, e mysqlEnv, dbName string) {
+	t.Helper()
+	const wrong = "e2e-wrong-password-5f3a"
+	p.addSecret(wrong)
+	for name, pw := range map[string]string{"literal": e.Password, "wrong": wrong} {
+		var c struct {
+			Options map[string]any `json:"options"`
+		}
+		p.jsonCall(t, http.StatusCreated, "POST", "/v1/connections", map[string]any{
+			"name": name, "type": "mysql",
+			"options": map[string]any{"host": e.Host, "port": atoi(t, e.Port), "user": e.User, "password": pw, "database": dbName},
+		}, &c)
+		if c.Options["password"] == nil {
+			t.Errorf("connection %s: the password option is not listed (redacted) at all: %v", name, c.Options)
+		}
+	}
+	var list struct {
+		Connections []struct {
+			Name    string         `json:"name"`
+			Options map[string]any `json:"options"`
+		} `json:"connections"`
+	}
+	p.jsonCall(t, http.StatusOK, "GET", "/v1/connections", nil, &list)
+	if len(list.Connections) != 3 {
+		t.Errorf("GET /v1/connections: %d connections, want 3", len(list.Connections))
+	}
+	var res struct {
+		OK      bool   `json:"ok"`
+		Cause   string `json:"cause"`
+		Message string `json:"message"`
+	}
+	p.jsonCall(t, http.StatusOK, "POST", "/v1/connections/literal/test", nil, &res)
+	if !res.OK {
+		t.Errorf("connection literal: test failed: %+v", res)
+	}
+	p.jsonCall(t, http.StatusOK, "POST", "/v1/connections/wrong/test", nil, &res)
+	if res.OK || res.Message == "" {
+		t.Errorf("connection wrong: test %+v, want a failure with a message", res)
+	}
+	t.Logf("test of a wrong password: cause %q, message %q", res.Cause, res.Message)
+	for name, want := range map[string]string{"literal": "succeeded", "wrong": "failed"} {
+		p.createAdapter(t, map[string]any{"name": "language_" + name, "connection": name, "resource": "language", "dataset": "language_" + name})
+		rec, err := p.runWait("language_" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Status != want {
+			t.Errorf("run through connection %s: status %q error %q, want %s", name, rec.Status, rec.Error, want)
+		}
+		if want == "failed" {
+			t.Logf("run with a wrong password: error %q", rec.Error)
+		}
+	}
 }

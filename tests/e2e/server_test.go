@@ -31,7 +31,7 @@ type proc struct {
 	cfgPath string
 	logPath string
 	env     []string
-	secret  string // must never appear in a response body or a log line
+	secrets []string // must never appear in a response body or a log line
 
 	cmd    *exec.Cmd
 	exited chan struct{}
@@ -53,7 +53,7 @@ func startServer(t *testing.T, secret string, extraEnv ...string) *proc {
 		dir:     dir,
 		cfgPath: filepath.Join(dir, "snapstore.yaml"),
 		logPath: filepath.Join(dir, "server.log"),
-		secret:  secret,
+		secrets: []string{},
 		client:  &http.Client{Timeout: 5 * time.Minute},
 	}
 	cfg := fmt.Sprintf("data: %s\nlisten: 127.0.0.1:0\nlog: {level: debug, format: text}\nshutdown_timeout: 10s\n", filepath.Join(dir, "data"))
@@ -64,6 +64,7 @@ func startServer(t *testing.T, secret string, extraEnv ...string) *proc {
 	// the server's configuration.
 	p.env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TMPDIR=" + os.TempDir(), pwEnv + "=" + secret}
 	p.env = append(p.env, extraEnv...)
+	p.addSecret(secret)
 	t.Cleanup(p.cleanup)
 	p.start()
 	return p
@@ -132,6 +133,15 @@ func (p *proc) start() {
 	}
 }
 
+// addSecret adds a string that no response body and no log line may hold.
+// Not safe for concurrent use with requests.
+func (p *proc) addSecret(s string) {
+	if len(s) < 4 {
+		p.t.Fatalf("secret %q too short to search for", s)
+	}
+	p.secrets = append(p.secrets, s)
+}
+
 // kill sends SIGKILL and waits for the process to be gone.
 func (p *proc) kill() {
 	p.t.Helper()
@@ -164,6 +174,14 @@ func (p *proc) stop() {
 // cleanup stops the server and checks its whole log: no secret, no panic,
 // no data race report.
 func (p *proc) cleanup() {
+	if p.cmd != nil {
+		// The metrics and the connection list go through call's check too.
+		for _, path := range []string{"/metrics", "/v1/connections", "/v1/adapters"} {
+			if r, err := p.call("GET", path, nil); err != nil || r.status != http.StatusOK {
+				p.t.Errorf("GET %s at cleanup: %v status %d", path, err, r.status)
+			}
+		}
+	}
 	p.stop()
 	f, err := os.Open(p.logPath)
 	if err != nil {
@@ -177,8 +195,10 @@ func (p *proc) cleanup() {
 	for sc.Scan() {
 		n++
 		line := sc.Text()
-		if p.secret != "" && strings.Contains(line, p.secret) {
-			p.t.Errorf("server log line %d contains the MariaDB password: %s", n, line)
+		for _, sec := range p.secrets {
+			if strings.Contains(line, sec) {
+				p.t.Errorf("server log line %d contains a password: %s", n, line)
+			}
 		}
 		if strings.HasPrefix(line, "panic:") || strings.Contains(line, "DATA RACE") {
 			p.t.Errorf("server log line %d: %s", n, line)
@@ -240,8 +260,10 @@ func (p *proc) call(method, path string, body any, header ...string) (response, 
 		return response{}, fmt.Errorf("%s %s: reading body: %w", method, path, err)
 	}
 	r := response{status: resp.StatusCode, header: resp.Header, body: b}
-	if p.secret != "" && bytes.Contains(b, []byte(p.secret)) {
-		return r, fmt.Errorf("%s %s: the response body contains the MariaDB password: %s", method, path, b)
+	for _, sec := range p.secrets {
+		if bytes.Contains(b, []byte(sec)) {
+			return r, fmt.Errorf("%s %s: the response body contains a password: %s", method, path, b)
+		}
 	}
 	return r, nil
 }
