@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -36,6 +37,13 @@ var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | 
 
 // parseSchedule parses a cron spec; errors wrap ErrBadSchedule.
 func parseSchedule(spec string) (cron.Schedule, error) {
+	// cron silently turns "@every -1s" and "@every 10ms" into every
+	// second; refuse them instead.
+	if rest, ok := strings.CutPrefix(strings.TrimSpace(spec), "@every "); ok {
+		if d, err := time.ParseDuration(strings.TrimSpace(rest)); err == nil && d < time.Second {
+			return nil, fmt.Errorf("%w: schedule %q: @every needs a duration of at least 1s", ErrBadSchedule, spec)
+		}
+	}
 	sch, err := cronParser.Parse(spec)
 	if err != nil {
 		return nil, fmt.Errorf("%w: schedule %q: %v", ErrBadSchedule, spec, err)
