@@ -132,6 +132,21 @@ func TestFirstVersionChangeDiffTimeTravel(t *testing.T) {
 	if ds.Current != v2 || ds.Retention.TTL != "0s" || ds.Retention.MinVersions != 10 || versionHeader(t, r) != v2 {
 		t.Fatalf("dataset %s", r.body)
 	}
+	var atV1 struct {
+		Current     int64 `json:"current_version"`
+		VersionRead struct {
+			Version int64 `json:"version"`
+			Schema  struct {
+				Key []string `json:"key"`
+			} `json:"schema"`
+		} `json:"version_read"`
+	}
+	r = f.must(200, "GET", fmt.Sprintf("/v1/datasets/products?version=%d", v1), "")
+	r.json(t, &atV1)
+	if atV1.Current != v2 || atV1.VersionRead.Version != v1 || versionHeader(t, r) != v1 || len(atV1.VersionRead.Schema.Key) != 1 {
+		t.Fatalf("dataset at v1: %s", r.body)
+	}
+	f.must(410, "GET", "/v1/datasets/products?version=999999", "").problem(t)
 	var list struct {
 		Datasets []struct {
 			Name string `json:"name"`

@@ -433,10 +433,12 @@ func (s *Server) streamCSV(c echo.Context, it snapshot.RowIterator, sel []string
 
 func ctxDone(ctx context.Context) bool { return ctx.Err() != nil }
 
-// datasetOut renders a dataset with human-readable durations.
+// datasetOut renders a dataset with human-readable durations and, when the
+// request selected a version, that version.
 type datasetOut struct {
 	snapshot.DatasetInfo
-	Retention retentionJSON `json:"retention"`
+	Retention   retentionJSON         `json:"retention"`
+	VersionRead *snapshot.VersionInfo `json:"version_read,omitempty"`
 }
 
 func toDatasetOut(d snapshot.DatasetInfo) datasetOut {
@@ -460,14 +462,31 @@ func (s *Server) getDataset(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	at, err := parseAt(c)
+	if err != nil {
+		return err
+	}
 	d, err := s.db.Dataset(c.Request().Context(), ds)
 	if err != nil {
 		return err
 	}
+	out := toDatasetOut(d)
+	if at != (snapshot.At{}) {
+		// A version selector: resolve it (410 when not kept) and describe
+		// that version, schema and key columns included, as "version_read".
+		r, err := s.openReader(c, at)
+		if err != nil {
+			return err
+		}
+		v := r.Version()
+		r.Close()
+		out.VersionRead = &v
+		return c.JSON(http.StatusOK, out)
+	}
 	if d.Current != 0 {
 		c.Response().Header().Set(VersionHeader, strconv.FormatInt(d.Current, 10))
 	}
-	return c.JSON(http.StatusOK, toDatasetOut(d))
+	return c.JSON(http.StatusOK, out)
 }
 
 func (s *Server) listVersions(c echo.Context) error {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"mime"
-	"net"
 	"net/http"
 	"runtime/debug"
 	"sync/atomic"
@@ -54,7 +53,8 @@ type Options struct {
 	now func() time.Time
 }
 
-// Server is the HTTP API. Create it with New, serve its Handler, call
+// Server is the HTTP API. Create it with New, serve its Handler with an
+// http.Server (cmd/snapstore does), run RunGCLoop beside it, and call
 // SetShuttingDown when shutdown begins so /readyz turns 503.
 type Server struct {
 	db       *snapshot.DB
@@ -116,36 +116,6 @@ func (s *Server) Handler() http.Handler { return s.echo }
 
 // SetShuttingDown makes /readyz answer 503 from now on.
 func (s *Server) SetShuttingDown() { s.stopping.Store(true) }
-
-// Serve serves HTTP on ln until ctx is done, then shuts down gracefully,
-// waiting up to grace for requests in flight. It returns nil after a clean
-// shutdown.
-func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
-	hs := &http.Server{
-		Handler:           s.echo,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	s.SetShuttingDown()
-	sctx, cancel := context.WithTimeout(context.Background(), grace)
-	defer cancel()
-	err := hs.Shutdown(sctx)
-	if errors.Is(err, context.DeadlineExceeded) {
-		err = hs.Close()
-	}
-	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
-		return serr
-	}
-	return err
-}
 
 func (s *Server) newEcho() *echo.Echo {
 	e := echo.New()
