@@ -209,6 +209,41 @@ func TestSakila(t *testing.T) {
 	if hasColumn(v1cat, "slug") {
 		t.Errorf("category's first version's schema has the column slug added later")
 	}
+
+	// Rollback to the first version, then a run brings the changes back.
+	for _, tb := range []string{"actor", "film_actor"} {
+		v2 := runs2[tb].Version
+		var vi versionInfo
+		p.jsonCall(t, http.StatusOK, "POST", "/v1/datasets/"+tb+"/rollback", map[string]any{"version": v1[tb]}, &vi)
+		if d := p.dataset(t, tb); vi.Version != v1[tb] || d.CurrentVersion != v1[tb] {
+			t.Errorf("%s: rollback to %d answered version %d, current %d", tb, v1[tb], vi.Version, d.CurrentVersion)
+		}
+		got, ver := p.scanNDJSON(t, specs2[tb], tb, "")
+		if ver != v1[tb] {
+			t.Errorf("%s after rollback: read at version %d, want %d", tb, ver, v1[tb])
+		}
+		sameRows(t, tb+" after rollback", before[tb], got)
+		r, err := p.call("GET", fmt.Sprintf("/v1/datasets/%s/rows?version=%d", tb, v2), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantProblem(t, fmt.Sprintf("%s at rolled-back version %d", tb, v2), r, http.StatusGone, "version_not_kept")
+
+		r3 := p.mustRun(t, tb)
+		ins, upd, del := countOps(expectedChanges(before[tb], after[tb]))
+		if r3.Stats.Inserted != int64(ins) || r3.Stats.Updated != int64(upd) || r3.Stats.Deleted != int64(del) {
+			t.Errorf("%s: run after rollback: stats %+v, want %d inserted, %d updated, %d deleted", tb, r3.Stats, ins, upd, del)
+		}
+		got, ver, _ = p.scanPages(t, specs2[tb], tb, "", 1000)
+		if ver != r3.Version {
+			t.Errorf("%s after rollback and run: read at version %d, want %d", tb, ver, r3.Version)
+		}
+		sameRows(t, tb+" after rollback and run", after[tb], got)
+		p.checkDiff(t, specs2[tb], tb, v1[tb], r3.Version, before[tb], after[tb])
+		if got, want := versionIDs(p.versions(t, tb)), []int64{r3.Version, v1[tb]}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: versions after rollback and run %v, want %v", tb, got, want)
+		}
+	}
 	t.Logf("whole test: %s", time.Since(start).Round(time.Millisecond))
 }
 
