@@ -241,7 +241,8 @@ type At struct {
 type Row struct {
 	// Key holds the key column values in key order.
 	Key []Value
-	// Columns names the returned columns, in schema order.
+	// Columns names the returned columns, in schema order. The slice may be
+	// shared by the rows of one read: do not modify it.
 	Columns []string
 	// Values aligns with Columns.
 	Values []Value

@@ -39,8 +39,10 @@ func (db *DB) diff(ctx context.Context, name string, from, to int64) (*diffIter,
 		return nil, fmt.Errorf("snapshot: diffing %s %d..%d: %w", name, from, to, err)
 	}
 	d := &diffIter{from: rf, to: rt, m: m}
-	_, d.fromIdx, _ = rf.columnSelection(nil)
-	_, d.toIdx, _ = rt.columnSelection(nil)
+	_, fromIdx, _ := rf.columnSelection(nil)
+	_, toIdx, _ := rt.columnSelection(nil)
+	d.fromRB = newRowBuilder(rf.info.Schema, rf.keyIdx, fromIdx)
+	d.toRB = newRowBuilder(rt.info.Schema, rt.keyIdx, toIdx)
 	return d, nil
 }
 
@@ -68,15 +70,15 @@ func (db *DB) diffCounts(ctx context.Context, name string, from, to int64) (Diff
 }
 
 type diffIter struct {
-	from, to       *Reader
-	m              *mergedRows
-	fromIdx, toIdx []int
-	countOnly      bool
-	resF, resT     []resolvedCol
-	op             ChangeOp
-	change         Change
-	err            error
-	closed         bool
+	from, to     *Reader
+	m            *mergedRows
+	fromRB, toRB *rowBuilder
+	countOnly    bool
+	resF, resT   []resolvedCol
+	op           ChangeOp
+	change       Change
+	err          error
+	closed       bool
 }
 
 func sameResolved(a, b []resolvedCol) bool {
@@ -116,7 +118,7 @@ func (d *diffIter) Next() bool {
 		}
 		d.change = Change{Op: d.op}
 		if len(d.resF) > 0 {
-			row, err := buildRow(d.from.info.Schema, d.from.keyIdx, d.resF, d.fromIdx[:len(d.fromIdx):len(d.fromIdx)])
+			row, err := d.fromRB.build(d.resF)
 			if err != nil {
 				d.err = err
 				return false
@@ -125,7 +127,7 @@ func (d *diffIter) Next() bool {
 			d.change.Key = row.Key
 		}
 		if len(d.resT) > 0 {
-			row, err := buildRow(d.to.info.Schema, d.to.keyIdx, d.resT, d.toIdx)
+			row, err := d.toRB.build(d.resT)
 			if err != nil {
 				d.err = err
 				return false

@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"slices"
+	"strings"
 	"sync/atomic"
 
 	"github.com/snapstore/snapstore/store"
@@ -200,38 +202,85 @@ func (r *readerState) columnSelection(columns []string) ([][]byte, []int, error)
 	return filter, idx, nil
 }
 
-// buildRow turns resolved columns into a Row of the schema columns idx.
-func buildRow(s Schema, keyIdx []int, res []resolvedCol, idx []int) (Row, error) {
-	row := Row{Columns: make([]string, len(idx)), Values: make([]Value, len(idx)), Key: make([]Value, len(keyIdx))}
-	find := func(name string) (Value, error) {
-		lo, hi := 0, len(res)
-		for lo < hi {
-			m := (lo + hi) / 2
-			switch c := bytes.Compare(res[m].name, []byte(name)); {
-			case c == 0:
-				return decodeCellValue(res[m].value, true)
-			case c < 0:
-				lo = m + 1
-			default:
-				hi = m
+// rowBuilder turns resolved columns into Rows of chosen schema columns.
+// It is built once per read and costs, per row, three slices and one
+// buffer for the bytes of the values.
+type rowBuilder struct {
+	names  []string
+	bnames [][]byte // names sorted, as bytes
+	slot   []int    // bnames[i] goes to output slot[i] (-1: not returned)
+	keyAt  []int    // bnames[i] is key column keyAt[i] (-1: not a key column)
+	n, nk  int
+}
+
+func newRowBuilder(s Schema, keyIdx, idx []int) *rowBuilder {
+	b := &rowBuilder{n: len(idx), nk: len(keyIdx)}
+	type ent struct {
+		name      string
+		slot, key int
+	}
+	var ents []ent
+	for i, c := range s.Columns {
+		e := ent{name: c.Name, slot: -1, key: -1}
+		for j, x := range idx {
+			if x == i {
+				e.slot = j
 			}
 		}
-		return Value{}, nil
+		for j, x := range keyIdx {
+			if x == i {
+				e.key = j
+			}
+		}
+		if e.slot >= 0 || e.key >= 0 {
+			ents = append(ents, e)
+		}
 	}
-	for j, i := range idx {
-		row.Columns[j] = s.Columns[i].Name
-		v, err := find(s.Columns[i].Name)
+	slices.SortFunc(ents, func(a, b ent) int { return strings.Compare(a.name, b.name) })
+	for _, e := range ents {
+		b.bnames = append(b.bnames, []byte(e.name))
+		b.slot = append(b.slot, e.slot)
+		b.keyAt = append(b.keyAt, e.key)
+	}
+	b.names = make([]string, len(idx))
+	for j, x := range idx {
+		b.names[j] = s.Columns[x].Name
+	}
+	return b
+}
+
+// build makes a Row; columns without a cell (a column added to the schema
+// that has no value in this row cannot happen at a version, D1) are NULL.
+func (b *rowBuilder) build(res []resolvedCol) (Row, error) {
+	row := Row{Columns: b.names, Values: make([]Value, b.n), Key: make([]Value, b.nk)}
+	size := 0
+	for _, r := range res {
+		size += len(r.value)
+	}
+	buf := make([]byte, 0, size)
+	ri := 0
+	for i, name := range b.bnames {
+		for ri < len(res) && bytes.Compare(res[ri].name, name) < 0 {
+			ri++
+		}
+		if ri == len(res) || !bytes.Equal(res[ri].name, name) {
+			continue
+		}
+		v, err := decodeCellValue(res[ri].value, false)
 		if err != nil {
 			return Row{}, err
 		}
-		row.Values[j] = v
-	}
-	for j, i := range keyIdx {
-		v, err := find(s.Columns[i].Name)
-		if err != nil {
-			return Row{}, err
+		if v.Bytes != nil {
+			st := len(buf)
+			buf = append(buf, v.Bytes...)
+			v.Bytes = buf[st:len(buf):len(buf)]
 		}
-		row.Key[j] = v
+		if b.slot[i] >= 0 {
+			row.Values[b.slot[i]] = v
+		}
+		if b.keyAt[i] >= 0 {
+			row.Key[b.keyAt[i]] = v
+		}
 	}
 	return row, nil
 }
@@ -258,7 +307,7 @@ func (r *readerState) get(ctx context.Context, key []Value, columns []string) (R
 	if len(res) == 0 {
 		return Row{}, fmt.Errorf("%w: %s version %d", ErrRowNotFound, r.ds.name, r.info.Version)
 	}
-	return buildRow(r.info.Schema, r.keyIdx, res, idx)
+	return newRowBuilder(r.info.Schema, r.keyIdx, idx).build(res)
 }
 
 // Page tokens: base64url (no padding) of uvarint(version) followed by the
@@ -340,14 +389,14 @@ func (r *readerState) scan(ctx context.Context, opts ScanOptions) (RowIterator, 
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: scanning %s version %d: %w", r.ds.name, r.info.Version, err)
 	}
-	return &rowIter{r: r, m: m, idx: idx, limit: opts.Limit}, nil
+	return &rowIter{r: r, m: m, rb: newRowBuilder(r.info.Schema, r.keyIdx, idx), limit: opts.Limit}, nil
 }
 
 // rowIter implements RowIterator over a mergedRows.
 type rowIter struct {
 	r         *readerState
 	m         *mergedRows
-	idx       []int
+	rb        *rowBuilder
 	limit     int
 	n         int
 	row       Row
@@ -384,7 +433,7 @@ func (it *rowIter) Next() bool {
 		it.more = true
 		return false
 	}
-	row, err := buildRow(it.r.info.Schema, it.r.keyIdx, it.res, it.idx)
+	row, err := it.rb.build(it.res)
 	if err != nil {
 		it.err = err
 		return false
