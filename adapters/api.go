@@ -103,8 +103,12 @@ const (
 type Origin string
 
 const (
+	// OriginConfig is a definition from the config file, read-only
+	// through the API.
 	OriginConfig Origin = "config"
-	OriginAPI    Origin = "api"
+	// OriginAPI is a definition made through the admin API, persisted in
+	// the metadata table.
+	OriginAPI Origin = "api"
 )
 
 // ConnectionSpec is the input that defines a data connection. Options are

@@ -34,6 +34,7 @@ const (
 	OptStringMap
 )
 
+// String names the type as error messages and docs do ("integer").
 func (t OptionType) String() string {
 	switch t {
 	case OptString:

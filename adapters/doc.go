@@ -1,0 +1,87 @@
+// Package adapters owns data connections, source connectors, adapter
+// definitions, the runner that pulls a source table into a snapshot run,
+// and the cron scheduler (DESIGN.md "Data connections"; issues 3 and 4).
+//
+// # Data connections
+//
+// A data connection is a named, typed reference to an external system, after
+// Hazelcast's data connections: a definition (type, sharing mode, typed
+// options) plus, while in use, an open pool. Definitions come from the config
+// file (origin config, read-only through the API) or the admin API (origin
+// api, persisted with snapshot.PutRecord, surviving restarts). A config
+// definition shadows an API one of the same name; the API one is listed with
+// status "shadowed" and is never deleted. Every API create or replace makes a
+// new revision; each committed version records the connection name and the
+// revision it was pulled through (snapshot.SourceInfo).
+//
+// Invariants, cited by the tests:
+//
+//	D1 A run holds a lease on the connection revision it started with until
+//	   it ends. Replace or drop retires the old revision's handle: idle pooled
+//	   connections close at once, the pool closes when its last lease is
+//	   released (database/sql's DB.Close alone would not wait for a stream).
+//	D2 A run started after a replace uses the new revision; one started
+//	   after a drop fails with ErrConnectionNotFound, "data connection X
+//	   does not exist".
+//	D3 Dropping a connection that adapters name fails with
+//	   ErrConnectionInUse listing them, unless forced.
+//	D4 A secret option (password, dsn) is kept as given (literal, env:NAME or
+//	   file:/path), resolved only when the connection is opened, and never
+//	   written to a response, log line, metric label or error: Secret renders
+//	   as REDACTED, reports show literals as REDACTED, and every error from
+//	   a source passes scrubError with the resolved secrets.
+//
+// Sharing modes: "shared" (default) keeps one database/sql pool per revision;
+// "pooled" is the same with the pool limits max_open, max_idle,
+// conn_max_lifetime and conn_max_idle_time as options; "single-use" opens a
+// pool for one run (or one test or resource listing) and closes it after.
+//
+// # Connectors
+//
+// Connection types copy database/sql's driver registry: Register(name,
+// Connector) at init, a small required interface (Connector: Options,
+// Validate, Open; Source: OpenTable, Close; TableReader), and optional Source
+// capabilities found by type assertion:
+//
+//	Tester          connection test with a classified cause
+//	ResourceLister  tables and views with estimated rows
+//	IdleCloser      close idle pooled connections now (retire, D1)
+//
+// Built in: "mysql" (go-sql-driver/mysql, MySQL 5.7/8.x and MariaDB 10.x) and
+// "sqlite" (modernc.org/sqlite, read-only). docs/connections.md lists their
+// options; docs/types.md their type mapping.
+//
+// # Pulls
+//
+//	P1 One consistent point in time per run: on one pinned connection,
+//	   SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ, then
+//	   START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY (MySQL); BEGIN
+//	   on a read-only connection (SQLite). Every chunk reads inside it.
+//	P2 The table is read in key order by keyset pagination, chunk_rows rows
+//	   per query (default 5000), so no result set stays open for the whole
+//	   table and memory is flat in table size.
+//	P3 The key is the primary key, else the unique key over NOT NULL
+//	   columns with the fewest columns, else key_columns, else ErrNoKey;
+//	   explicit key_columns win over discovery and are checked for
+//	   duplicates while reading.
+//	P4 Values are the source's exact text (text protocol, sql.RawBytes),
+//	   typed per docs/types.md; TIMESTAMP is read in UTC.
+//	P5 Any error aborts the snapshot run: the current version is unchanged
+//	   (DESIGN semantics 3), and the run record says why.
+//
+// # Runs and scheduling
+//
+// StartRun records a run (status running) and pulls in its own goroutine;
+// two runs of one adapter never overlap (ErrRunInProgress). Records are kept
+// in the metadata table (the newest 200 per adapter); runs a previous process
+// left running are marked aborted at New. The scheduler (scheduler.go, its
+// rules C1..C5) starts runs on robfig/cron/v3 schedules, records skipped
+// ticks, retries failed runs with doubling backoff, and follows adapter
+// changes without restart.
+//
+// Goroutines: one per running run (owns its snapshot.Run and TableReader),
+// the scheduler loop, and one retry watcher per scheduled run with retries.
+// Close stops the scheduler, cancels running runs (their transactions are
+// aborted, never committed), waits up to its context's deadline (30 s when
+// none) and closes every pool.
+package adapters
