@@ -27,6 +27,48 @@ func TestKillMidRun(t *testing.T) {
 	prev, prevVersion := spec.read(t, src), r1.Version
 	committed := []int64{r1.Version}
 
+	// Reads during a run see one committed version whole: the previous one
+	// while the run is in progress, or the new one once it committed.
+	execAll(t, src, []stmt{{"UPDATE rental SET return_date = NULL WHERE rental_id % 5 = 0", -1}})
+	next0 := spec.read(t, src)
+	var rec0 runRecord
+	p.jsonCall(t, http.StatusAccepted, "POST", "/v1/adapters/rental/runs", nil, &rec0)
+	reads := 0
+	for {
+		cur := p.getRun(t, rec0.ID)
+		if cur.Status != "running" {
+			if cur.Status != "succeeded" {
+				t.Fatalf("run %s: status %q error %q", cur.ID, cur.Status, cur.Error)
+			}
+			// One more read after the commit: the new version.
+			got, ver := p.scanNDJSON(t, spec, "rental", "")
+			if ver != cur.Version {
+				t.Errorf("read after run %s: version %d, want %d", cur.ID, ver, cur.Version)
+			}
+			sameRows(t, "rental after the run", next0, got)
+			prev, prevVersion = next0, cur.Version
+			committed = append(committed, cur.Version)
+			break
+		}
+		if cur.RowsRead == 0 {
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		got, ver := p.scanNDJSON(t, spec, "rental", "")
+		reads++
+		switch ver {
+		case prevVersion:
+			sameRows(t, fmt.Sprintf("rental read %d during run %s", reads, cur.ID), prev, got)
+		default:
+			// Committed meanwhile: the read must be the whole new version.
+			if ver < prevVersion {
+				t.Errorf("read during run %s: version %d, older than the current %d", cur.ID, ver, prevVersion)
+			}
+			sameRows(t, fmt.Sprintf("rental read %d during run %s (at version %d)", reads, cur.ID, ver), next0, got)
+		}
+	}
+	t.Logf("%d full reads while a run was in progress", reads)
+
 	// Change the source, start a run, and kill the server once the run has
 	// read a third of the rows but not all. A run that ends before the poll sees it
 	// in the middle is a normal run: take it as the previous version and

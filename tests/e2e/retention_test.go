@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"testing"
@@ -40,12 +42,51 @@ func TestRetention(t *testing.T) {
 	hist := map[string][]version{}
 	for i := 1; i <= 4; i++ {
 		if i > 1 {
-			execAll(t, src, []stmt{{fmt.Sprintf("UPDATE category SET name = 'generation %d' WHERE category_id IN (1, %d)", i, i), 2}})
+			// Rows on the first and on later pages of 5.
+			execAll(t, src, []stmt{{fmt.Sprintf("UPDATE category SET name = 'generation %d' WHERE category_id IN (1, %d, %d)", i, i, 10+i), 3}})
 		}
 		rows := spec.read(t, src)
+		// A paged scan begun before the run keeps its version across the
+		// run's commit: the page token carries it.
+		var first struct {
+			Version       int64                        `json:"version"`
+			Rows          []map[string]json.RawMessage `json:"rows"`
+			NextPageToken string                       `json:"next_page_token"`
+		}
+		if i > 1 {
+			p.jsonCall(t, http.StatusOK, "GET", "/v1/datasets/keep2/rows?limit=5", nil, &first)
+		}
 		for name := range minVersions {
 			r := p.mustRun(t, name)
 			hist[name] = append(hist[name], version{r.Version, rows})
+		}
+		if i > 1 {
+			prev := hist["keep2"][i-2]
+			sink := newRowSink(spec)
+			for _, row := range first.Rows {
+				sink.add(row)
+			}
+			tok := first.NextPageToken
+			for tok != "" {
+				r := p.mustCall(t, http.StatusOK, "GET", "/v1/datasets/keep2/rows?limit=5&page_token="+url.QueryEscape(tok), nil)
+				var page struct {
+					Version       int64                        `json:"version"`
+					Rows          []map[string]json.RawMessage `json:"rows"`
+					NextPageToken string                       `json:"next_page_token"`
+				}
+				if err := json.Unmarshal(r.body, &page); err != nil {
+					t.Fatal(err)
+				}
+				if page.Version != prev.v || first.Version != prev.v {
+					t.Errorf("paged scan across a commit: pages at versions %d and %d, want %d", first.Version, page.Version, prev.v)
+				}
+				for _, row := range page.Rows {
+					sink.add(row)
+				}
+				tok = page.NextPageToken
+			}
+			sink.check(t, "paged scan across a commit")
+			sameRows(t, fmt.Sprintf("keep2 paged across the commit of version %d", hist["keep2"][i-1].v), prev.rows, sink.rows)
 		}
 	}
 	// What retention keeps once the TTL has passed: the newest
