@@ -33,6 +33,11 @@
 //	                      go; kept and current versions read exactly after
 //	                      the TTL; collected versions answer 410
 //	                      version_not_kept as problem+json.
+//	TestTypes             every MariaDB type family with edge values (extreme
+//	                      integers, 65-digit decimals, zero dates, negative
+//	                      TIME, TIMESTAMP written at +02:00, latin1, padded
+//	                      BINARY, JSON, spatial, UUID, INET6, a key above
+//	                      2^63): exact reads, changes, diff.
 //
 // The tests skip unless SNAPSTORE_TEST_MYSQL_* are set (`make test` sets
 // them from scripts/mariadb.sh env). Run alone with:
