@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
+	"go.uber.org/goleak"
 )
 
 // The secrets check (issue 3): every log line written through testLogger
@@ -58,6 +59,13 @@ func noteText(s string) {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if code == 0 {
+		// Every pool, run, scheduler loop and reader must be gone.
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goroutine leak: %v\n", err)
+			code = 1
+		}
+	}
 	if pw := os.Getenv("SNAPSTORE_TEST_MYSQL_PASSWORD"); pw != "" && code == 0 {
 		leakMu.Lock()
 		text := leakBuf.String()

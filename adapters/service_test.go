@@ -23,18 +23,24 @@ type testStack struct {
 }
 
 // newStack opens a stack in a fresh temp dir.
-func newStack(t *testing.T, opts Options) *testStack {
+func newStack(t testing.TB, opts Options) *testStack {
 	t.Helper()
 	return openStack(t, t.TempDir(), opts)
 }
 
 // openStack opens (or reopens) a stack in dir; everything closes at
 // cleanup (or earlier through ts.close).
-func openStack(t *testing.T, dir string, opts Options) *testStack {
+func openStack(t testing.TB, dir string, opts Options) *testStack {
+	t.Helper()
+	return openStackWith(t, dir, pebble.Options{MemTableSize: 4 << 20, CacheSize: 8 << 20}, opts)
+}
+
+// openStackWith opens a stack with the given Pebble options.
+func openStackWith(t testing.TB, dir string, po pebble.Options, opts Options) *testStack {
 	t.Helper()
 	ts := &testStack{dir: dir}
 	var err error
-	ts.st, err = pebble.Open(dir, pebble.Options{MemTableSize: 4 << 20, CacheSize: 8 << 20})
+	ts.st, err = pebble.Open(dir, po)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +135,7 @@ func col(row snapshot.Row, name string) snapshot.Value {
 	return snapshot.Value{Kind: 255}
 }
 
-func mysqlConnSpec(t *testing.T, e mysqlTestEnv, name, db string, extra map[string]any) ConnectionSpec {
+func mysqlConnSpec(t testing.TB, e mysqlTestEnv, name, db string, extra map[string]any) ConnectionSpec {
 	o := e.options(t, db)
 	for k, v := range extra {
 		o[k] = v
