@@ -207,9 +207,8 @@ func (r *Run) TxnID() int64 { return r.id }
 // run copies what it keeps; vals may be reused after Put returns.
 // ErrBadKey for a NULL key column. Rows may come in any order (ascending
 // key order is fastest, doc.go D5); a key given twice is ErrBadKey: from
-// Put while keys come in ascending order and, after the order first
-// breaks, for keys at or below the largest key seen until then; other
-// duplicates are found by Commit, which then aborts the run. After ErrBadKey, ErrBadSchema or
+// Put when its first occurrence came before the source order first broke
+// (phase A), else from Commit, which then aborts the run. After ErrBadKey, ErrBadSchema or
 // ErrInvalidArgument from Put the run goes on without the row; after any
 // other error it can only be aborted.
 func (r *Run) Put(ctx context.Context, vals []Value) error { return r.put(ctx, vals) }

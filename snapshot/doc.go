@@ -50,7 +50,8 @@
 //     iterator (stepping forward, seeking when far) or a point Get when
 //     behind it. At commit the scratch rows, which the store returns
 //     sorted, are merge-joined with the current rows above switchKey: the
-//     rows not seen get their marker, a key recorded twice is ErrBadKey.
+//     rows not seen get their marker, a key recorded twice is ErrBadKey
+//     (and the run is aborted).
 //
 // No structure in memory grows with the table; writes go out in batches of
 // batchSize (4096) mutations without sync.

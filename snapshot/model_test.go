@@ -92,7 +92,7 @@ func TestModel(t *testing.T) {
 	open := func() {
 		st = openTestStore(t, dir)
 		var err error
-		db, err = Open(ctx, st, Options{Partitions: parts, now: func() time.Time { return clock }, batchSize: 1 + rng.IntN(8)})
+		db, err = Open(ctx, st, Options{Partitions: parts, now: func() time.Time { return clock }, batchSize: []int{1, 3, 8, 4096}[rng.IntN(4)]})
 		if err != nil {
 			t.Fatal(err)
 		}

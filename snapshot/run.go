@@ -310,6 +310,10 @@ func (s *runState) put(ctx context.Context, vals []Value) error {
 	case c == 0 && p.lastKey != nil:
 		return fmt.Errorf("%w: key given twice", ErrBadKey)
 	case c < 0 && !p.switched:
+		// Phase B begins; phase A's writes must be readable by revisit.
+		if err := s.flushData(ctx, p); err != nil {
+			return err
+		}
 		p.switched = true
 		p.switchKey = append([]byte{}, p.lastKey...)
 	}
@@ -511,14 +515,13 @@ func (s *runState) deleteSkipped(ctx context.Context, p *runPart) error {
 	return nil
 }
 
-// revisit handles a phase B key at or below switchKey: phase A either saw
-// it (then it is a duplicate, ErrBadKey) or passed it in the previous
-// version and wrote a row delete marker, which is taken back. It leaves
-// the previous version's row in s.res.
+// revisit handles a phase B key at or below switchKey: phase A (whose
+// writes were flushed at the switch) either saw it (then it is a
+// duplicate, ErrBadKey) or passed it in the previous version and wrote a
+// row delete marker, which is taken back. A key given twice within phase
+// B is left to the scratch merge at commit. It leaves the previous
+// version's row in s.res.
 func (s *runState) revisit(ctx context.Context, p *runPart, key []byte) error {
-	if err := s.flushData(ctx, p); err != nil {
-		return err
-	}
 	own, err := s.db.st.Get(ctx, p.table, key, store.ReadOptions{TimeRange: store.TimeRange{Min: s.id, Max: s.id + 1}})
 	if err != nil {
 		s.err = fmt.Errorf("snapshot: reading %s txn %d: %w", s.ds.name, s.id, err)
@@ -738,7 +741,7 @@ func (s *runState) markDeleted(ctx context.Context, p *runPart) error {
 		if !seen.next() {
 			return false, nil
 		}
-		if len(seen.cells) > 1 && bytes.Compare(seen.row, p.switchKey) > 0 {
+		if len(seen.cells) > 1 {
 			return false, fmt.Errorf("%w: a key was given %d times", ErrBadKey, len(seen.cells))
 		}
 		return true, nil
