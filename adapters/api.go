@@ -48,6 +48,7 @@ type OptionError struct {
 // ErrBadOption is wrapped by every OptionError.
 var ErrBadOption = errors.New("adapters: bad option")
 
+// Error names the key and the problem.
 func (e *OptionError) Error() string { return fmt.Sprintf("adapters: option %q: %s", e.Key, e.Msg) }
 
 // Unwrap returns ErrBadOption.

@@ -377,6 +377,17 @@ func TestKeysetPaging(t *testing.T) {
 	if strings.Join(rows, "\n") != strings.Join(wantOrder, "\n") {
 		t.Errorf("Select rows:\n%s\nwant\n%s", strings.Join(rows, "\n"), strings.Join(wantOrder, "\n"))
 	}
+	// P2: 7 rows in chunks of 2 are 4 queries, each with LIMIT 2.
+	tr, err := src.OpenTable(ctx, TableRequest{Resource: "Select"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tr.Next(ctx) {
+	}
+	if mt := tr.(*mysqlTable); mt.queries != 4 || !strings.HasSuffix(mt.next, "LIMIT 2") {
+		t.Errorf("chunk queries %d (want 4), query %s", mt.queries, mt.next)
+	}
+	tr.Close()
 	if rows, _, err := read(TableRequest{Resource: "dec_key"}); err != nil || len(rows) != 5 || !strings.Contains(rows[4], "12345678901234567890.0000000003") {
 		t.Errorf("dec_key %v %v", rows, err)
 	}

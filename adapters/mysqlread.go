@@ -170,6 +170,7 @@ type mysqlTable struct {
 	cursor  []any // key args of the last row returned
 	enumOrd []any // ENUM/SET key indexes of the current row (col+0)
 	inChunk int
+	queries int // chunk queries sent, for tests of P2
 	started bool
 	done    bool
 	err     error
@@ -532,6 +533,7 @@ func (t *mysqlTable) Next(ctx context.Context) bool {
 				return false
 			}
 			var err error
+			t.queries++
 			if t.cursor == nil {
 				t.rows, err = t.conn.QueryContext(ctx, t.first)
 				t.limit = t.chunk

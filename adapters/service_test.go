@@ -294,6 +294,19 @@ func TestConfigConnectionsReadOnlyAndShadowing(t *testing.T) {
 	if err := ts.svc.DropConnection(ctx, "c", true); !errors.Is(err, ErrConnectionReadOnly) {
 		t.Fatalf("drop config: %v", err)
 	}
+	// A single-use connection opens for the run and keeps nothing open.
+	if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "a", Connection: "c", Resource: "items"}); err != nil {
+		t.Fatal(err)
+	}
+	mustSucceed(t, ts.runWait(t, "a"))
+	ts.svc.mu.Lock()
+	if ts.svc.cfgConns["c"].h != nil {
+		t.Errorf("single-use connection kept a handle")
+	}
+	ts.svc.mu.Unlock()
+	if err := ts.svc.DeleteAdapter(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
 	ts.close()
 	// Without the config definition the API one is active again: it was
 	// never deleted.
