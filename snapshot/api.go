@@ -251,9 +251,12 @@ type Row struct {
 // being collected until Close. Safe for concurrent use. See reader.go.
 type Reader struct{ readerState }
 
-// Reader pins a version of dataset. Errors: ErrDatasetNotFound, ErrNoVersion,
-// ErrVersionNotKept, ErrTagNotFound, ErrInvalidArgument (more than one field
-// of at set).
+// Reader pins a version of dataset: at.Version, the newest kept version
+// committed at or before at.AsOf, the version tagged at.Tag, or the
+// current one. Errors: ErrDatasetNotFound, ErrNoVersion, ErrVersionNotKept
+// (collected by GC, rolled back, never committed, or nothing kept as of
+// the time), ErrTagNotFound, ErrInvalidArgument (more than one field of at
+// set, a negative version).
 func (db *DB) Reader(ctx context.Context, dataset string, at At) (*Reader, error) {
 	return db.reader(ctx, dataset, at)
 }
@@ -340,12 +343,17 @@ type DiffIterator interface {
 	Close() error
 }
 
-// Diff streams the changes from version from to version to (both kept).
+// Diff streams the changes from version from to version to (both kept;
+// from > to gives the reverse changes), in row key order: insert, delete,
+// or update when any column value or the column set differs. It pins both
+// versions until Close. Errors: ErrDatasetNotFound, ErrVersionNotKept,
+// ErrInvalidArgument (a version <= 0).
 func (db *DB) Diff(ctx context.Context, dataset string, from, to int64) (DiffIterator, error) {
 	return db.diff(ctx, dataset, from, to)
 }
 
-// DiffCounts counts the changes from version from to version to.
+// DiffCounts counts the changes from version from to version to, as Diff
+// would stream them, without building rows.
 func (db *DB) DiffCounts(ctx context.Context, dataset string, from, to int64) (DiffStats, error) {
 	return db.diffCounts(ctx, dataset, from, to)
 }
@@ -373,8 +381,9 @@ func (db *DB) SetConfig(ctx context.Context, cfg DatasetConfig) error {
 	return db.setConfigImpl(ctx, cfg)
 }
 
-// DropDataset deletes a dataset and all its versions. ErrRunInProgress while
-// a run is open.
+// DropDataset deletes a dataset, all its versions and cells, and prunes
+// its invalid transactions. ErrRunInProgress while a run, GC or rollback
+// holds it; ErrDatasetNotFound. Readers still open get ErrDatasetNotFound.
 func (db *DB) DropDataset(ctx context.Context, name string) error { return db.dropImpl(ctx, name) }
 
 // Tag names a kept version; tagged versions are exempt from GC. Re-tagging
@@ -388,8 +397,13 @@ func (db *DB) Untag(ctx context.Context, dataset, tag string) error {
 	return db.untagImpl(ctx, dataset, tag)
 }
 
-// Rollback makes an older kept version current again; the versions after it
-// become invalid transactions, so no later read or run sees their cells.
+// Rollback makes an older kept version current again, in one durable
+// metadata write; the versions after it (kept ones, and expired ones whose
+// cells may still be visible, doc.go G7) become invalid transactions, so
+// no later read or run sees their cells, and tags on them are removed.
+// Readers already open keep what they pinned. Errors: ErrDatasetNotFound,
+// ErrVersionNotKept, ErrRunInProgress (a run, GC or drop holds the
+// dataset).
 func (db *DB) Rollback(ctx context.Context, dataset string, to int64) (VersionInfo, error) {
 	return db.rollbackImpl(ctx, dataset, to)
 }
@@ -406,7 +420,11 @@ type GCReport struct {
 
 // GC applies retention to a dataset and deletes exactly the cells no kept
 // version can see plus the cells of its invalid transactions, then prunes
-// the invalid set (DESIGN 5).
+// the invalid set (DESIGN 5; doc.go G1-G7 with a worked example). Versions
+// pinned by open Readers keep their cells. With dryRun nothing changes and
+// the report says what would be deleted. Memory is bounded by one row's
+// history. Errors: ErrDatasetNotFound, ErrRunInProgress (a run holds the
+// dataset; GC never waits for it).
 func (db *DB) GC(ctx context.Context, dataset string, dryRun bool) (GCReport, error) {
 	return db.gc(ctx, dataset, dryRun)
 }
