@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // blockAt makes runs of adapter pause after row n until release is closed
@@ -220,10 +222,14 @@ func TestConnectionTestCauses(t *testing.T) {
 		{"timeout", map[string]any{"host": "127.0.0.1", "port": silent.Addr().(*net.TCPAddr).Port, "user": "u", "password": e.Password, "connect_timeout": "300ms"}, "timeout"},
 		{"config", map[string]any{"host": e.Host, "user": e.User, "password": "env:SNAPSTORE_TEST_UNSET_VARIABLE"}, "config"},
 		{"dsn", map[string]any{"dsn": fmt.Sprintf("%s:%s@tcp(%s:%s)/sakila", e.User, e.Password, e.Host, e.Port)}, ""},
+		{"socket", map[string]any{"socket": e.Socket, "user": e.User, "password": e.Password}, ""},
 		{"dsnauth", map[string]any{"dsn": fmt.Sprintf("%s:%s@tcp(%s:%s)/sakila", e.User, testFilePassword, e.Host, e.Port)}, "auth"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "socket" && e.Socket == "" {
+				t.Skip("SNAPSTORE_TEST_MYSQL_SOCKET unset")
+			}
 			if _, _, err := ts.svc.PutConnection(ctx, ConnectionSpec{Name: tc.name, Type: "mysql", Options: tc.opts}); err != nil {
 				t.Fatal(noteErr(err))
 			}
@@ -284,3 +290,101 @@ func TestSecretRendering(t *testing.T) {
 }
 
 func hexOf(s string) string { return fmt.Sprintf("%x", []byte(s)) }
+
+// TestSecretsNeverShown drives literal secrets (password and a DSN) through
+// every reporting path: responses, run records, test results, metrics and
+// logs, and checks the password appears in none (TestMain checks the whole
+// suite's logs and errors again at the end).
+func TestSecretsNeverShown(t *testing.T) {
+	e := mysqlEnv(t)
+	ctx := context.Background()
+	reg := prometheus.NewRegistry()
+	var logs strings.Builder
+	logger := slog.New(slog.NewJSONHandler(&lockedBuilder{b: &logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ts := newStack(t, Options{Registerer: reg, Logger: logger})
+	dsn := fmt.Sprintf("%s:%s@tcp(%s:%s)/sakila", e.User, e.Password, e.Host, e.Port)
+	badDSN := fmt.Sprintf("%s:%s@tcp(%s:%s)/sakila?bogus_param=%%", e.User, e.Password, e.Host, e.Port)
+	var texts []string
+	add := func(v any, err error) {
+		b, _ := json.Marshal(v)
+		texts = append(texts, string(b))
+		if err != nil {
+			texts = append(texts, err.Error(), fmt.Sprintf("%+v %#v", err, err))
+		}
+	}
+	add(ts.svc.CreateConnection(ctx, ConnectionSpec{Name: "lit", Type: "mysql", Sharing: SharingPooled, Options: map[string]any{
+		"host": e.Host, "port": e.Port, "user": e.User, "password": e.Password, "database": "sakila", "max_open": 1}}))
+	add(ts.svc.CreateConnection(ctx, ConnectionSpec{Name: "dsn", Type: "mysql", Options: map[string]any{"dsn": dsn}}))
+	c, err := ts.svc.CreateConnection(ctx, ConnectionSpec{Name: "baddsn", Type: "mysql", Options: map[string]any{"dsn": badDSN}})
+	if !errors.Is(err, ErrBadOption) {
+		t.Errorf("literal bad DSN accepted: %v", err)
+	}
+	add(c, err)
+	// By reference it is only resolved, and refused, when opened.
+	t.Setenv("SNAPSTORE_TEST_BAD_DSN", badDSN)
+	add(ts.svc.CreateConnection(ctx, ConnectionSpec{Name: "baddsn", Type: "mysql", Options: map[string]any{"dsn": "env:SNAPSTORE_TEST_BAD_DSN"}}))
+	add(ts.svc.CreateConnection(ctx, ConnectionSpec{Name: "badopt", Type: "mysql", Options: map[string]any{"user": e.User, "password": 42, "pasword": e.Password}}))
+	add(ts.svc.ListConnections(ctx))
+	for _, n := range []string{"lit", "dsn", "baddsn"} {
+		add(ts.svc.GetConnection(ctx, n))
+		add(ts.svc.TestConnection(ctx, n))
+		add(ts.svc.Resources(ctx, n))
+		add(ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "a-" + n, Connection: n, Resource: "language"}))
+		rec := ts.runWait(t, "a-"+n)
+		add(rec, nil)
+		if n != "baddsn" {
+			mustSucceed(t, rec)
+		} else if rec.Status != RunFailed {
+			t.Errorf("run through a bad DSN: %+v", rec)
+		}
+	}
+	add(ts.svc.ListRuns(ctx, "", 0))
+	add(ts.svc.ListAdapters(ctx))
+	mfs, _ := reg.Gather()
+	add(mfs, nil)
+	texts = append(texts, logs.String())
+	for _, txt := range texts {
+		noteText(txt)
+		if strings.Contains(txt, e.Password) {
+			t.Errorf("password in %s", txt)
+		}
+	}
+	if !strings.Contains(strings.Join(texts, "\n"), "options.pasword") {
+		t.Errorf("bad option key not named")
+	}
+}
+
+type lockedBuilder struct {
+	mu sync.Mutex
+	b  *strings.Builder
+}
+
+func (l *lockedBuilder) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// TestTableReaderCancel: a cancelled context stops a read with the
+// context's error.
+func TestTableReaderCancel(t *testing.T) {
+	e := mysqlEnv(t)
+	db := longTable(t, e, 1000)
+	src := e.openSource(t, db, map[string]any{"chunk_rows": 100})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tr, err := src.OpenTable(ctx, TableRequest{Resource: "big"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	n := 0
+	for tr.Next(ctx) {
+		if n++; n == 150 {
+			cancel()
+		}
+	}
+	if n >= 1000 || !errors.Is(tr.Err(), context.Canceled) {
+		t.Fatalf("read %d rows after cancel, err %v", n, noteErr(tr.Err()))
+	}
+}

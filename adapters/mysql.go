@@ -62,6 +62,11 @@ var sysVarName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 func (mysqlConnector) Validate(o OptionValues) error {
 	var errs []error
 	if o.Has("dsn") {
+		if d := o.Secret("dsn").Reveal(); !isSecretRef(d) {
+			if _, err := mysql.ParseDSN(d); err != nil {
+				errs = append(errs, &OptionError{Key: "dsn", Msg: "not a valid go-sql-driver DSN"})
+			}
+		}
 		for _, k := range []string{"host", "port", "socket", "user", "password", "database"} {
 			if o.Has(k) {
 				errs = append(errs, &OptionError{Key: k, Msg: "not allowed together with dsn"})
