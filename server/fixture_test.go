@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -15,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/snapstore/snapstore/adapters"
 	"github.com/snapstore/snapstore/snapshot"
@@ -209,7 +213,39 @@ func (f *fixture) do(method, path, body string, hdr ...string) response {
 		f.t.Fatalf("%s %s: reading body: %v", method, path, err)
 	}
 	f.bodies = append(f.bodies, string(b))
+	f.checkResponse(method, path, resp, b)
 	return response{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// checkResponse validates a JSON or problem response against the OpenAPI
+// document (status documented, body matching its schema), so the document
+// cannot drift from what the handlers send.
+func (f *fixture) checkResponse(method, path string, resp *http.Response, body []byte) {
+	f.t.Helper()
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt != "application/json" && mt != ProblemContentType {
+		return
+	}
+	req := httptest.NewRequest(method, path, nil)
+	c := f.srv.echo.NewContext(req, nil)
+	f.srv.echo.Router().Find(method, echo.GetPath(req), c)
+	op, ok := f.srv.operation(c)
+	if !ok {
+		return // unknown route: the 404/405 problem has no operation
+	}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{
+			Request: req,
+			Route:   &routers.Route{Spec: f.srv.api.doc, Path: op.path, PathItem: op.item, Method: op.method, Operation: op.op},
+		},
+		Status:  resp.StatusCode,
+		Header:  resp.Header,
+		Body:    io.NopCloser(bytes.NewReader(body)),
+		Options: &openapi3filter.Options{IncludeResponseStatus: true},
+	}
+	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+		f.t.Errorf("%s %s: response %d does not match openapi.yaml: %v\n%s", method, path, resp.StatusCode, err, body)
+	}
 }
 
 // must sends a request and fails unless the status is want.
