@@ -45,7 +45,13 @@ type Options struct {
 	// Logger receives structured logs with keys dataset, version, txn; nil
 	// discards.
 	Logger *slog.Logger
-	// Registerer registers the package's metrics; nil registers none.
+	// Registerer registers the package's metrics (snapstore_snapshot_runs_total
+	// by result, snapstore_snapshot_cells_written_total,
+	// snapstore_snapshot_gc_cells_deleted_total,
+	// snapstore_snapshot_commit_duration_seconds,
+	// snapstore_snapshot_readers_open, and txn's gauges); nil registers
+	// none. Close unregisters them, so a DB can be reopened with the same
+	// Registerer.
 	Registerer prometheus.Registerer
 	// Partitions is the number of hash partitions of a new dataset's row-key
 	// space; default 1. Fixed per dataset at creation.

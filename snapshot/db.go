@@ -124,9 +124,11 @@ type metrics struct {
 	cellsWrite prometheus.Counter
 	gcDeleted  prometheus.Counter
 	commitSecs prometheus.Histogram
+	reg        prometheus.Registerer
+	colls      []prometheus.Collector
 }
 
-func newMetrics(reg prometheus.Registerer, db *DB) *metrics {
+func newMetrics() *metrics {
 	m := &metrics{
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "snapstore_snapshot_runs_total",
 			Help: "Runs ended, by result (committed, aborted)."}, []string{"result"}),
@@ -137,12 +139,29 @@ func newMetrics(reg prometheus.Registerer, db *DB) *metrics {
 		commitSecs: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "snapstore_snapshot_commit_duration_seconds",
 			Help: "Time of Run.Commit (delete detection, flush, durable commit)."}),
 	}
-	if reg != nil {
-		reg.MustRegister(m.runs, m.cellsWrite, m.gcDeleted, m.commitSecs,
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "snapstore_snapshot_readers_open",
-				Help: "Readers currently pinning a version."}, func() float64 { return float64(db.openReaders.Load()) }))
-	}
 	return m
+}
+
+// register registers the metrics with reg; Close unregisters them.
+func (m *metrics) register(reg prometheus.Registerer, db *DB) error {
+	m.reg = reg
+	for _, c := range []prometheus.Collector{m.runs, m.cellsWrite, m.gcDeleted, m.commitSecs,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "snapstore_snapshot_readers_open",
+			Help: "Readers currently pinning a version."}, func() float64 { return float64(db.openReaders.Load()) })} {
+		if err := reg.Register(c); err != nil {
+			m.unregister()
+			return err
+		}
+		m.colls = append(m.colls, c)
+	}
+	return nil
+}
+
+func (m *metrics) unregister() {
+	for _, c := range m.colls {
+		m.reg.Unregister(c)
+	}
+	m.colls = nil
 }
 
 // Open opens the datasets of st, turning every transaction left in progress
@@ -169,9 +188,16 @@ func Open(ctx context.Context, st store.Store, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("snapshot: opening: %w", err)
 	}
 	db := &DB{st: st, txm: txm, meta: txm.Table(), logger: opts.Logger, opts: opts, datasets: map[string]*dataset{}}
-	db.metrics = newMetrics(opts.Registerer, db)
+	db.metrics = newMetrics()
 	if err := db.load(ctx); err != nil {
+		txm.Close()
 		return nil, fmt.Errorf("snapshot: opening: %w", err)
+	}
+	if opts.Registerer != nil {
+		if err := db.metrics.register(opts.Registerer, db); err != nil {
+			txm.Close()
+			return nil, fmt.Errorf("snapshot: registering metrics: %w", err)
+		}
 	}
 	// Scratch tables of runs that died with the previous process are
 	// cleared by the dataset's next run.
@@ -349,6 +375,8 @@ func (db *DB) closeImpl() error {
 			errs = append(errs, err)
 		}
 	}
+	db.metrics.unregister()
+	db.txm.Close()
 	if len(errs) > 0 {
 		return fmt.Errorf("snapshot: closing: %w", errs[0])
 	}

@@ -36,8 +36,9 @@ type Options struct {
 	BlockSize int64
 	// Logger receives logs with key txn; nil discards.
 	Logger *slog.Logger
-	// Registerer registers snapstore_txn_in_progress and
-	// snapstore_txn_invalid (gauges, transactions); nil registers none.
+	// Registerer registers snapstore_txn_in_progress_transactions and
+	// snapstore_txn_invalid_transactions (gauges); nil registers none.
+	// Close unregisters them.
 	Registerer prometheus.Registerer
 }
 
@@ -48,6 +49,8 @@ type Manager struct {
 	table  string
 	block  int64
 	logger *slog.Logger
+	reg    prometheus.Registerer
+	colls  []prometheus.Collector
 
 	// hwmMu serialises raises of the durable high-water mark; it is taken
 	// before mu and held across that one synced write (once per block).
@@ -138,14 +141,30 @@ func Open(ctx context.Context, st store.Store, opts Options) (*Manager, error) {
 		}
 	}
 	if opts.Registerer != nil {
-		opts.Registerer.MustRegister(
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "snapstore_txn_in_progress", Help: "Transactions in progress."},
+		m.reg = opts.Registerer
+		for _, c := range []prometheus.Collector{
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "snapstore_txn_in_progress_transactions", Help: "Transactions in progress."},
 				func() float64 { m.mu.Lock(); defer m.mu.Unlock(); return float64(len(m.mu.inProgress)) }),
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "snapstore_txn_invalid", Help: "Invalid transactions not yet pruned."},
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "snapstore_txn_invalid_transactions", Help: "Invalid transactions not yet pruned."},
 				func() float64 { m.mu.Lock(); defer m.mu.Unlock(); return float64(len(m.mu.invalid)) }),
-		)
+		} {
+			if err := m.reg.Register(c); err != nil {
+				m.Close()
+				return nil, fmt.Errorf("txn: registering metrics: %w", err)
+			}
+			m.colls = append(m.colls, c)
+		}
 	}
 	return m, nil
+}
+
+// Close unregisters the manager's metrics, so that a Manager can be opened
+// again with the same Registerer. The store is not closed.
+func (m *Manager) Close() {
+	for _, c := range m.colls {
+		m.reg.Unregister(c)
+	}
+	m.colls = nil
 }
 
 // Table returns the name of the metadata table the manager writes.
