@@ -15,7 +15,7 @@ import (
 
 // keepRunsPerAdapter is how many finished run records an adapter keeps in
 // the metadata table; older ones are deleted after each run.
-const keepRunsPerAdapter = 200
+var keepRunsPerAdapter = 200 // a var so tests can lower it
 
 // progressEvery is how many rows a run reads between progress updates of
 // its live record.
@@ -121,6 +121,7 @@ func (s *Service) execute(ctx context.Context, ar *activeRun, spec AdapterSpec) 
 		attrs = append(attrs, "status", rec.Status, "err", rec.Error)
 		s.log.Warn("run ended without a new version", attrs...)
 	}
+	s.pruneRuns(saveCtx, rec.Adapter)
 	s.mu.Lock()
 	if s.running[rec.Adapter] == ar {
 		delete(s.running, rec.Adapter)
@@ -128,7 +129,6 @@ func (s *Service) execute(ctx context.Context, ar *activeRun, spec AdapterSpec) 
 	delete(s.runs, rec.ID)
 	s.mu.Unlock()
 	close(ar.done)
-	s.pruneRuns(saveCtx, rec.Adapter)
 }
 
 // pull streams the source table into a snapshot run and commits it. Any
