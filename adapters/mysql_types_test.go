@@ -47,6 +47,7 @@ var mysqlTypeCases = []typeCase{
 	{doc: "YEAR", def: "YEAR", lit: "2006", want: snapshot.Value{Kind: snapshot.KindInt, Int: 2006}},
 	{doc: "DATE", def: "DATE", lit: "'2026-11-29'", want: str(snapshot.KindDate, "2026-11-29")},
 	{doc: "zero DATE", def: "DATE", lit: "'0000-00-00'", want: str(snapshot.KindDate, "0000-00-00"), setup: "SET SESSION sql_mode = ''"},
+	{doc: "zero DATE", def: "DATE", lit: "'2026-00-00'", want: str(snapshot.KindDate, "2026-00-00"), setup: "SET SESSION sql_mode = ''"},
 	{doc: "DATETIME(fsp)", def: "DATETIME(6)", lit: "'2026-11-29 21:07:43.123456'", want: str(snapshot.KindDateTime, "2026-11-29 21:07:43.123456")},
 	{doc: "DATETIME(fsp)", def: "DATETIME", lit: "'1000-01-01 00:00:00'", want: str(snapshot.KindDateTime, "1000-01-01 00:00:00")},
 	{doc: "zero DATETIME", def: "DATETIME", lit: "'0000-00-00 00:00:00'", want: str(snapshot.KindDateTime, "0000-00-00 00:00:00"), setup: "SET SESSION sql_mode = ''"},
