@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"context"
 	"os"
 	"path/filepath"
@@ -239,5 +240,30 @@ func TestMain_UsageAndVersion(t *testing.T) {
 	}
 	if code := runMain(context.Background(), []string{"get", "onlydataset"}, &out, &errb); code != 2 {
 		t.Fatalf("get without key exit %d", code)
+	}
+}
+
+func TestParseArgs(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		pos  string
+		data string
+		js   bool
+	}{
+		{[]string{"ds", "-5", "--data", "d1"}, "ds|-5", "d1", false},
+		{[]string{"--data=d2", "ds", "--json", "k"}, "ds|k", "d2", true},
+		{[]string{"-- SQL comment\nSELECT 1"}, "-- SQL comment\nSELECT 1", "", false},
+		{[]string{"ds", "--", "--data", "x"}, "ds|--data|x", "", false},
+	} {
+		fs, cf := newFlagSet("t", io.Discard, false)
+		js := fs.Bool("json", false, "")
+		pos, err := parseArgs(fs, c.args)
+		if err != nil || strings.Join(pos, "|") != c.pos || cf.data != c.data || *js != c.js {
+			t.Errorf("parseArgs(%q) = %q data %q json %v, %v", c.args, pos, cf.data, *js, err)
+		}
+	}
+	fs, _ := newFlagSet("t", io.Discard, false)
+	if _, err := parseArgs(fs, []string{"--data"}); err == nil {
+		t.Error("--data without a value accepted")
 	}
 }

@@ -167,26 +167,58 @@ func newFlagSet(name string, stderr io.Writer, client bool) (*flag.FlagSet, *com
 	return fs, cf
 }
 
-// parseArgs parses flags placed before or after positional arguments.
+// parseArgs parses flags placed before or after positional arguments. An
+// argument that starts with "-" but names no flag of fs is positional, so a
+// negative key ("get ds -5") or SQL starting with a "--" comment stays an
+// argument; "--" ends the flags.
 func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, &exitError{code: 2, err: err}
+	var pos, flagArgs []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
 		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
+		name, hasValue := flagName(a)
+		f := fs.Lookup(name)
+		if name == "h" || name == "help" {
+			flagArgs = append(flagArgs, a)
+			continue
 		}
-		if args[0] == "--" {
-			return append(pos, args[1:]...), nil
+		if f == nil {
+			pos = append(pos, a)
+			continue
 		}
-		pos = append(pos, args[0])
-		args = args[1:]
+		flagArgs = append(flagArgs, a)
+		if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); hasValue || (ok && bf.IsBoolFlag()) {
+			continue
+		}
+		if i+1 < len(args) {
+			i++
+			flagArgs = append(flagArgs, args[i])
+		}
 	}
+	if err := fs.Parse(flagArgs); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, &exitError{code: 2, err: err}
+	}
+	return pos, nil
+}
+
+// flagName returns the flag name of "-name", "--name" or "--name=value",
+// and whether the value is attached; "" for anything else.
+func flagName(a string) (string, bool) {
+	if len(a) < 2 || a[0] != '-' {
+		return "", false
+	}
+	n := strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+	if n == "" || n[0] == '-' || n[0] == '=' {
+		return "", false
+	}
+	name, _, hasValue := strings.Cut(n, "=")
+	return name, hasValue
 }
 
 // loadConfig builds the configuration: defaults, file, environment, flags;
