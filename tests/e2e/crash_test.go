@@ -164,6 +164,40 @@ func TestKillMidRun(t *testing.T) {
 	}
 	t.Logf("GC after the crash: %+v", rep)
 	sameRows(t, "rental after GC", next, func() map[string]canonRow { g, _ := p.scanNDJSON(t, spec, "rental", ""); return g }())
+
+	// A graceful stop (SIGTERM) in the middle of a run aborts the run and
+	// keeps the current version.
+	execAll(t, src, []stmt{{"UPDATE rental SET staff_id = 3 - staff_id WHERE rental_id % 2 = 0", -1}})
+	var rec3 runRecord
+	p.jsonCall(t, http.StatusAccepted, "POST", "/v1/adapters/rental/runs", nil, &rec3)
+	stopped := false
+	for !stopped {
+		cur := p.getRun(t, rec3.ID)
+		switch {
+		case cur.Status != "running":
+			t.Logf("run %s ended (%s) before a poll saw it in the middle; graceful stop not checked", cur.ID, cur.Status)
+			stopped = true
+			continue
+		case cur.RowsRead > 0 && cur.RowsRead < int64(len(next)):
+			t0 := time.Now()
+			p.stop()
+			t.Logf("SIGTERM at %d of %d rows: the server exited in %s", cur.RowsRead, len(next), time.Since(t0).Round(time.Millisecond))
+			p.start()
+			rec := p.getRun(t, rec3.ID)
+			if rec.Status != "aborted" || rec.Error == "" || rec.Version != 0 {
+				t.Errorf("run %s stopped by SIGTERM: status %q error %q version %d, want aborted with an error", rec.ID, rec.Status, rec.Error, rec.Version)
+			}
+			t.Logf("run stopped by SIGTERM: status %s, error %q", rec.Status, rec.Error)
+			if d := p.dataset(t, "rental"); d.CurrentVersion != r2.Version {
+				t.Errorf("after the graceful stop: current version %d, want %d", d.CurrentVersion, r2.Version)
+			}
+			got, _ := p.scanNDJSON(t, spec, "rental", "")
+			sameRows(t, "rental after the graceful stop", next, got)
+			stopped = true
+			continue
+		}
+		time.Sleep(time.Millisecond)
+	}
 	t.Logf("whole test: %s", time.Since(start).Round(time.Millisecond))
 }
 

@@ -22,7 +22,9 @@
 //	                      rollback; literal and wrong passwords.
 //	TestKillMidRun        SIGKILL in the middle of a rental run; restart on
 //	                      the same data dir: previous version exact, run
-//	                      aborted, new run and diff, GC prunes the txn.
+//	                      aborted, new run and diff, GC prunes the txn;
+//	                      reads during a run see one whole version; SIGTERM
+//	                      mid-run aborts the run and keeps the version.
 //	TestMariaDBStopMidRun a private MariaDB (scripts/mariadb.sh on its own
 //	                      dir and port) stopped in the middle of a scheduled
 //	                      run of a 60,000-row SEQUENCE-built table: failed

@@ -102,6 +102,7 @@ func TestMariaDBStopMidRun(t *testing.T) {
 	e := getMySQLEnv(t)
 	start := time.Now()
 	m := startPrivateMariaDB(t)
+	at := func() string { return "[" + time.Since(start).Round(100*time.Millisecond).String() + "] " }
 	t.Logf("private MariaDB on port %s: started in %s", m.port, time.Since(start).Round(time.Millisecond))
 	pe := mysqlEnv{Host: "127.0.0.1", Port: m.port, User: e.User, Password: e.Password}
 	root := pe.open(t, "")
@@ -132,7 +133,7 @@ func TestMariaDBStopMidRun(t *testing.T) {
 	p.createAdapter(t, adapter)
 	t0 := time.Now()
 	r1 := p.mustRun(t, "big")
-	t.Logf("first run (manual) of %d rows: %s", bigRows, time.Since(t0).Round(time.Millisecond))
+	t.Logf(at()+"first run (manual) of %d rows: %s", bigRows, time.Since(t0).Round(time.Millisecond))
 	v1 := r1.Version
 	c1 := spec.read(t, src)
 
@@ -161,7 +162,7 @@ func TestMariaDBStopMidRun(t *testing.T) {
 	})
 	t0 = time.Now()
 	m.stop()
-	t.Logf("stopped MariaDB in %s during run %s at %d of %d rows", time.Since(t0).Round(time.Millisecond), mid.ID, mid.RowsRead, len(c2))
+	t.Logf(at()+"stopped MariaDB in %s during run %s at %d of %d rows", time.Since(t0).Round(time.Millisecond), mid.ID, mid.RowsRead, len(c2))
 
 	var failed runRecord
 	poll(t, 60*time.Second, "the end of run "+mid.ID, func() bool {
@@ -175,7 +176,7 @@ func TestMariaDBStopMidRun(t *testing.T) {
 	if !clearSourceError(failed.Error) {
 		t.Errorf("run %s: error %q does not say that reading the source failed", failed.ID, failed.Error)
 	}
-	t.Logf("failed run: rows_read %d, error %q", failed.RowsRead, failed.Error)
+	t.Logf(at()+"failed run: rows_read %d, error %q", failed.RowsRead, failed.Error)
 
 	// The current version is untouched, and the scheduler keeps trying.
 	if d := p.dataset(t, "big"); d.CurrentVersion != v1 {
@@ -199,7 +200,7 @@ func TestMariaDBStopMidRun(t *testing.T) {
 	if !clearSourceError(down.Error) {
 		t.Errorf("run %s while MariaDB is down: error %q does not say that the source is unreachable", down.ID, down.Error)
 	}
-	t.Logf("run while MariaDB is down: error %q", down.Error)
+	t.Logf(at()+"run while MariaDB is down: error %q", down.Error)
 
 	// MariaDB back: the next scheduled run succeeds with the changed source.
 	m.start()
@@ -215,7 +216,7 @@ func TestMariaDBStopMidRun(t *testing.T) {
 		}
 		return false
 	})
-	t.Logf("MariaDB back: run %s succeeded %s later", ok.ID, time.Since(back).Round(time.Millisecond))
+	t.Logf(at()+"MariaDB back: run %s succeeded %s later", ok.ID, time.Since(back).Round(time.Millisecond))
 	// No more runs: the checks below read a fixed current version.
 	delete(adapter, "schedule")
 	p.jsonCall(t, http.StatusOK, "PUT", "/v1/adapters/big", adapter, nil)
@@ -227,6 +228,7 @@ func TestMariaDBStopMidRun(t *testing.T) {
 		}
 		return true
 	})
+	t.Logf("%sscheduled runs ended", at())
 	d := p.dataset(t, "big")
 	if ok.Version <= v1 || d.CurrentVersion != ok.Version {
 		t.Errorf("after MariaDB is back: run %s committed version %d, current %d, first version %d", ok.ID, ok.Version, d.CurrentVersion, v1)
