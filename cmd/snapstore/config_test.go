@@ -2,8 +2,8 @@ package main
 
 import (
 	"bytes"
-	"io"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
