@@ -86,7 +86,7 @@ func parseAdapter(prefix string, spec AdapterSpec) (*adapterDef, error) {
 	if spec.Schedule != "" {
 		var err error
 		if sch, err = parseSchedule(spec.Schedule); err != nil {
-			errs = append(errs, fmt.Errorf("%w: %w", &OptionError{Key: prefix + "schedule", Msg: err.Error()}, ErrBadSchedule))
+			errs = append(errs, optionErrorIs(&OptionError{Key: prefix + "schedule", Msg: strings.TrimPrefix(err.Error(), ErrBadSchedule.Error()+": ")}, ErrBadSchedule))
 		}
 	}
 	if spec.Retries < 0 || spec.Retries > maxRetries {
@@ -188,7 +188,7 @@ func (s *Service) putAdapter(ctx context.Context, spec AdapterSpec, mustCreate b
 		return Adapter{}, false, fmt.Errorf("%w: %q", ErrAdapterExists, spec.Name)
 	}
 	if s.activeConnLocked(a.spec.Connection) == nil {
-		return Adapter{}, false, fmt.Errorf("%w: %w", &OptionError{Key: "connection", Msg: fmt.Sprintf("data connection %q does not exist", a.spec.Connection)}, ErrConnectionNotFound)
+		return Adapter{}, false, optionErrorIs(&OptionError{Key: "connection", Msg: fmt.Sprintf("data connection %q does not exist", a.spec.Connection)}, ErrConnectionNotFound)
 	}
 	now := s.now().UTC()
 	a.origin, a.created, a.updated, a.revision = OriginAPI, now, now, 1

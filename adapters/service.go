@@ -71,7 +71,7 @@ func newService(ctx context.Context, db *snapshot.DB, opts Options) (*Service, e
 			continue
 		}
 		if s.activeConnLocked(a.spec.Connection) == nil {
-			errs = append(errs, fmt.Errorf("%w: %w", &OptionError{Key: prefix + "connection", Msg: fmt.Sprintf("data connection %q does not exist", a.spec.Connection)}, ErrConnectionNotFound))
+			errs = append(errs, optionErrorIs(&OptionError{Key: prefix + "connection", Msg: fmt.Sprintf("data connection %q does not exist", a.spec.Connection)}, ErrConnectionNotFound))
 			continue
 		}
 		a.origin, a.revision, a.created, a.updated = OriginConfig, 1, now, now
