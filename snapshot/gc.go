@@ -185,19 +185,30 @@ func (db *DB) gcPartition(ctx context.Context, table string, views []txn.Visibil
 		clear(marker)
 		markNeeded(cells, views, needed, marker)
 		// G5: a marker that is the effective state of some view stays if
-		// a needed put older than it survives in its scope.
-		for i := range cells {
-			if !marker[i] {
-				continue
-			}
-			c := &cells[i]
-			for j := range cells {
-				d := &cells[j]
-				if needed[j] && d.Kind == store.KindPut && d.Timestamp < c.Timestamp &&
-					(c.Kind == store.KindDeleteRow || bytes.Equal(d.Column, c.Column)) {
-					needed[i] = true
-					break
+		// a needed put older than it survives in its scope: compare with
+		// the oldest needed put of its column, or of the row.
+		rowMin := int64(-1)
+		for i := 0; i < len(cells); {
+			j := i
+			colMin := int64(-1)
+			for ; j < len(cells) && bytes.Equal(cells[j].Column, cells[i].Column); j++ {
+				if needed[j] && cells[j].Kind == store.KindPut {
+					colMin = cells[j].Timestamp // versions descend: the last is the oldest
 				}
+			}
+			if colMin >= 0 && (rowMin < 0 || colMin < rowMin) {
+				rowMin = colMin
+			}
+			for k := i; k < j; k++ {
+				if marker[k] && cells[k].Kind == store.KindDeleteColumn && colMin >= 0 && colMin < cells[k].Timestamp {
+					needed[k] = true
+				}
+			}
+			i = j
+		}
+		for k := range cells {
+			if marker[k] && cells[k].Kind == store.KindDeleteRow && rowMin >= 0 && rowMin < cells[k].Timestamp {
+				needed[k] = true
 			}
 		}
 		for i := range cells {
