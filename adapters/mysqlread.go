@@ -578,6 +578,14 @@ func (t *mysqlTable) Next(ctx context.Context) bool {
 			}
 			t.vals[i] = v
 		}
+		if t.unique {
+			// A declared unique key needs the cursor only to start the
+			// next chunk: copy it from the chunk's last row alone.
+			if t.inChunk == t.limit {
+				t.cursor = t.rowCursor()
+			}
+			return true
+		}
 		cur := t.rowCursor()
 		if t.skipPending {
 			t.skipPending = false
