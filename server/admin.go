@@ -453,6 +453,8 @@ func (s *Server) gc(c echo.Context) error {
 	if !dry {
 		s.metrics.gcBytes.WithLabelValues(ds).Add(float64(rep.BytesReclaimed))
 		s.metrics.gcCells.WithLabelValues(ds).Add(float64(rep.CellsDeleted))
+		s.log.Info("garbage collected", "dataset", ds, "versions_expired", len(rep.VersionsExpired), "cells_deleted", rep.CellsDeleted,
+			"bytes_reclaimed", rep.BytesReclaimed, "invalid_txns_pruned", rep.InvalidTxnsPruned, "token", c.Get("token"))
 	}
 	if rep.VersionsExpired == nil {
 		rep.VersionsExpired = []int64{}
