@@ -39,7 +39,8 @@
 //	                      integers, 65-digit decimals, zero dates, negative
 //	                      TIME, TIMESTAMP written at +02:00, latin1, padded
 //	                      BINARY, JSON, spatial, UUID, INET6, a key above
-//	                      2^63): exact reads, changes, diff.
+//	                      2^63): exact reads, changes, diff; a column
+//	                      dropped and a NULL column added change every row.
 //
 // The tests skip unless SNAPSTORE_TEST_MYSQL_* are set (`make test` sets
 // them from scripts/mariadb.sh env). Run alone with:

@@ -192,5 +192,25 @@ func TestRetention(t *testing.T) {
 			wantProblem(t, what+" (NDJSON)", r, http.StatusGone, "version_not_kept")
 		}
 	}
+
+	// Other bad reads are problem+json with their stable codes too.
+	for _, c := range []struct {
+		path   string
+		status int
+		code   string
+	}{
+		{"/v1/datasets/nope/rows", http.StatusNotFound, "dataset_not_found"},
+		{"/v1/datasets/keep2/rows?tag=nope", http.StatusNotFound, "tag_not_found"},
+		{"/v1/datasets/keep2/rows/999", http.StatusNotFound, "row_not_found"},
+		{"/v1/datasets/keep2/rows?version=1&tag=x", http.StatusBadRequest, "bad_request"},
+		{"/v1/datasets/keep2/rows?page_token=garbage", http.StatusBadRequest, "bad_request"},
+		{"/v1/runs/nope", http.StatusNotFound, "run_not_found"},
+	} {
+		r, err := p.call("GET", c.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantProblem(t, "GET "+c.path, r, c.status, c.code)
+	}
 	t.Logf("whole test: %s", time.Since(start).Round(time.Millisecond))
 }

@@ -79,4 +79,26 @@ func TestTypes(t *testing.T) {
 	p.checkDiff(t, spec, "types", r1.Version, r2.Version, before, after)
 	got, _ = p.scanNDJSON(t, spec, "types", fmt.Sprintf("version=%d", r1.Version))
 	sameRows(t, "types at version 1", before, got)
+
+	// A column dropped and a NULL column added: every row changes (NULL is
+	// a value), the old version keeps the old columns.
+	execAll(t, src, []stmt{{"ALTER TABLE types DROP COLUMN i6, ADD COLUMN extra INT NULL", 0}})
+	spec3 := loadSpec(t, src, dbName, "types")
+	third := spec3.read(t, src)
+	union := spec3
+	union.Cols = map[string]srcColumn{}
+	for _, sp := range []tableSpec{spec, spec3} {
+		for n, c := range sp.Cols {
+			union.Cols[n] = c
+		}
+	}
+	r3 := p.mustRun(t, "types")
+	got, _, _ = p.scanPages(t, spec3, "types", "", 3)
+	sameRows(t, "types after the column changes", third, got)
+	ops := p.checkDiff(t, union, "types", r2.Version, r3.Version, after, third)
+	if _, upd, _ := countOps(ops); upd != len(third) {
+		t.Errorf("fixture: %d rows changed by the column changes, want all %d", upd, len(third))
+	}
+	got, _ = p.scanNDJSON(t, union, "types", fmt.Sprintf("version=%d", r2.Version))
+	sameRows(t, "types at version 2 after the column changes", after, got)
 }
