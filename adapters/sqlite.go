@@ -546,6 +546,10 @@ func (t *sqliteTable) Next(ctx context.Context) bool {
 			}
 			t.vals[i] = v
 		}
+		if t.unique && t.n != t.limit {
+			// A declared key needs the cursor only at a chunk's end.
+			return true
+		}
 		cur := make([]any, len(t.keyIdx))
 		for j, i := range t.keyIdx {
 			switch x := t.raw[i].(type) {
