@@ -89,13 +89,13 @@ func newFixture(t testing.TB, fo fixtureOpts) *fixture {
 	if _, err := src.Exec(shopSQL); err != nil {
 		t.Fatal(err)
 	}
-	st, err := pebble.Open(filepath.Join(dir, "data"), pebble.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	reg := prometheus.NewRegistry()
+	st, err := pebble.Open(filepath.Join(dir, "data"), pebble.Options{Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
 	db, err := snapshot.Open(ctx, st, snapshot.Options{Logger: log, Registerer: reg})
 	if err != nil {
 		st.Close()
