@@ -285,6 +285,8 @@ func TestVersions_GoneAndBadSelectors(t *testing.T) {
 		{"/v1/datasets/products/rows?page_token=garbage", 400, "bad_request", "page_token"},
 		{"/v1/datasets/products/rows?page_token=" + strconv.FormatInt(v1, 10) + ".garbage", 400, "bad_page_token", "page_token"},
 		{"/v1/datasets/products/rows?start=notanint", 400, "bad_key", "start"},
+		{"/v1/datasets/products/rows?columns=id,nope", 400, "bad_request", "columns"},
+		{"/v1/datasets/products/rows/1?columns=nope", 400, "bad_request", "columns"},
 	} {
 		r := f.do("GET", c.path, "")
 		if r.status != c.status {

@@ -108,6 +108,24 @@ func (s *Server) openReader(c echo.Context, at snapshot.At) (*snapshot.Reader, e
 	return r, nil
 }
 
+// checkColumns names the columns parameter when it lists a column the
+// pinned version does not have.
+func checkColumns(cols []string, v snapshot.VersionInfo) error {
+	for _, name := range cols {
+		found := false
+		for _, col := range v.Schema.Columns {
+			if col.Name == name {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return badField("columns", "no column %q at version %d", name, v.Version)
+		}
+	}
+	return nil
+}
+
 func parseColumns(c echo.Context) []string {
 	v := c.QueryParam("columns")
 	if v == "" {
@@ -161,7 +179,11 @@ func (s *Server) getRow(c echo.Context) error {
 	if err != nil {
 		return withField(err, "key")
 	}
-	row, err := r.Get(c.Request().Context(), key, parseColumns(c))
+	cols := parseColumns(c)
+	if err := checkColumns(cols, r.Version()); err != nil {
+		return err
+	}
+	row, err := r.Get(c.Request().Context(), key, cols)
 	if err != nil {
 		return err
 	}
@@ -259,6 +281,9 @@ func (s *Server) scanRows(c echo.Context) error {
 	}
 	defer r.Close()
 	opts := snapshot.ScanOptions{Columns: parseColumns(c), Limit: limit, PageToken: inner}
+	if err := checkColumns(opts.Columns, r.Version()); err != nil {
+		return err
+	}
 	for _, f := range []struct {
 		name string
 		dst  *[]snapshot.Value
@@ -274,7 +299,7 @@ func (s *Server) scanRows(c echo.Context) error {
 	ctx := c.Request().Context()
 	it, err := r.Scan(ctx, opts)
 	if err != nil {
-		return withField(err, "page_token")
+		return err
 	}
 	defer it.Close()
 	version := r.Version().Version
