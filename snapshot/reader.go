@@ -22,6 +22,9 @@ type readerState struct {
 	opts   store.ReadOptions
 	parts  int
 	keyIdx []int
+	tables []string    // data table of each partition
+	allIdx []int       // every schema column
+	allRB  *rowBuilder // builds rows of every column; read-only, shared
 	self   *Reader
 	closed atomic.Bool
 }
@@ -94,6 +97,13 @@ func (db *DB) reader(ctx context.Context, name string, at At) (*Reader, error) {
 	for _, k := range vi.Schema.Key {
 		r.keyIdx = append(r.keyIdx, columnIndex(vi.Schema, k))
 	}
+	for p := 0; p < r.parts; p++ {
+		r.tables = append(r.tables, dataTable(name, p))
+	}
+	for i := range vi.Schema.Columns {
+		r.allIdx = append(r.allIdx, i)
+	}
+	r.allRB = newRowBuilder(vi.Schema, r.keyIdx, r.allIdx)
 	ds.readers[r] = struct{}{}
 	db.openReaders.Add(1)
 	return r, nil
@@ -167,11 +177,7 @@ func (r *readerState) encodeKeyPrefix(key []Value, full bool) ([]byte, error) {
 func (r *readerState) columnSelection(columns []string) ([][]byte, []int, error) {
 	s := r.info.Schema
 	if len(columns) == 0 {
-		idx := make([]int, len(s.Columns))
-		for i := range idx {
-			idx[i] = i
-		}
-		return nil, idx, nil
+		return nil, r.allIdx, nil
 	}
 	var filter [][]byte
 	var idx []int
@@ -299,15 +305,20 @@ func (r *readerState) get(ctx context.Context, key []Value, columns []string) (R
 	}
 	o := r.opts
 	o.Columns = filter
-	cells, err := r.db.st.Get(ctx, dataTable(r.ds.name, PartitionOf(rk, r.parts)), rk, o)
+	cells, err := r.db.st.Get(ctx, r.tables[PartitionOf(rk, r.parts)], rk, o)
 	if err != nil {
 		return Row{}, fmt.Errorf("snapshot: reading a row of %s version %d: %w", r.ds.name, r.info.Version, err)
 	}
-	res := resolve(cells, r.vis, nil)
+	var buf [16]resolvedCol
+	res := resolve(cells, r.vis, buf[:0])
 	if len(res) == 0 {
 		return Row{}, fmt.Errorf("%w: %s version %d", ErrRowNotFound, r.ds.name, r.info.Version)
 	}
-	return newRowBuilder(r.info.Schema, r.keyIdx, idx).build(res)
+	rb := r.allRB
+	if columns != nil {
+		rb = newRowBuilder(r.info.Schema, r.keyIdx, idx)
+	}
+	return rb.build(res)
 }
 
 // Page tokens: base64url (no padding) of uvarint(version) followed by the
@@ -389,7 +400,11 @@ func (r *readerState) scan(ctx context.Context, opts ScanOptions) (RowIterator, 
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: scanning %s version %d: %w", r.ds.name, r.info.Version, err)
 	}
-	return &rowIter{r: r, m: m, rb: newRowBuilder(r.info.Schema, r.keyIdx, idx), limit: opts.Limit}, nil
+	rb := r.allRB
+	if opts.Columns != nil {
+		rb = newRowBuilder(r.info.Schema, r.keyIdx, idx)
+	}
+	return &rowIter{r: r, m: m, rb: rb, limit: opts.Limit}, nil
 }
 
 // rowIter implements RowIterator over a mergedRows.
