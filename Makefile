@@ -11,9 +11,12 @@ TESTFLAGS ?= -count=1 -timeout 25m
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
+# The version `snapstore version` and /healthz report.
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+
 .PHONY: build
 build: ## build bin/snapstore
-	$(GO) build -o $(BIN) ./cmd/snapstore
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/snapstore
 
 # The sample source is created from examples/shop.sql on the first run.
 examples/shop.db: | build

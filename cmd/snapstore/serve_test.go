@@ -10,8 +10,11 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -237,5 +240,52 @@ func TestSampleConfigs(t *testing.T) {
 		if len(cfg.Adapters) == 0 || len(cfg.Connections) == 0 {
 			t.Fatalf("%s: %+v", p, cfg)
 		}
+	}
+}
+
+// syncBuf is a goroutine-safe writer for captured logs.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestServeCommand_SIGTERM runs the serve command as the binary does and
+// sends this process a SIGTERM once it serves: the command catches it,
+// shuts down cleanly and returns nil.
+func TestServeCommand_SIGTERM(t *testing.T) {
+	cfgFile := writeFile(t, "c.yaml", fmt.Sprintf("data: %s\nlisten: 127.0.0.1:0\nshutdown_timeout: 10s\n", filepath.Join(t.TempDir(), "data")))
+	logs := &syncBuf{}
+	errc := make(chan error, 1)
+	go func() { errc <- cmdServe(context.Background(), []string{"--config", cfgFile}, io.Discard, logs) }()
+	for i := 0; !strings.Contains(logs.String(), "snapstore serving"); i++ {
+		select {
+		case err := <-errc:
+			t.Fatalf("serve ended early: %v\n%s", err, logs)
+		case <-time.After(5 * time.Millisecond):
+		}
+		if i > 4000 {
+			t.Fatalf("serve did not start:\n%s", logs)
+		}
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatalf("serve after SIGTERM: %v\n%s", err, logs)
+	}
+	if !strings.Contains(logs.String(), "stopped cleanly") {
+		t.Fatalf("no clean stop in the log:\n%s", logs)
 	}
 }
