@@ -18,21 +18,43 @@ import (
 
 // Errors of package snapshot; check with errors.Is.
 var (
+	// ErrDatasetNotFound: no dataset of that name (never created, or
+	// dropped).
 	ErrDatasetNotFound = errors.New("snapshot: dataset not found")
-	ErrNoVersion       = errors.New("snapshot: dataset has no committed version")
-	ErrVersionNotKept  = errors.New("snapshot: version not kept") // collected by GC, or never committed
-	ErrTagNotFound     = errors.New("snapshot: tag not found")
-	ErrRowNotFound     = errors.New("snapshot: row not found")
-	ErrRunInProgress   = errors.New("snapshot: a run of this dataset is already in progress")
-	ErrGuardRefused    = errors.New("snapshot: commit guard refused the run")
-	ErrBadKey          = errors.New("snapshot: bad key")
-	ErrBadSchema       = errors.New("snapshot: bad schema")
-	ErrKeyChanged      = errors.New("snapshot: key columns changed")
-	ErrRunClosed       = errors.New("snapshot: run already committed or aborted")
-	ErrRecordNotFound  = errors.New("snapshot: record not found")
-	ErrBadPageToken    = errors.New("snapshot: bad page token")
+	// ErrNoVersion: the dataset exists but nothing was committed yet.
+	ErrNoVersion = errors.New("snapshot: dataset has no committed version")
+	// ErrVersionNotKept: the version was collected by GC, rolled back, or
+	// never committed; reads never turn it into an empty result.
+	ErrVersionNotKept = errors.New("snapshot: version not kept")
+	// ErrTagNotFound: no such tag on the dataset.
+	ErrTagNotFound = errors.New("snapshot: tag not found")
+	// ErrRowNotFound: no row with that key at the pinned version.
+	ErrRowNotFound = errors.New("snapshot: row not found")
+	// ErrRunInProgress: the dataset's writer slot is held by a run, GC,
+	// rollback or drop (DESIGN 6); retry later.
+	ErrRunInProgress = errors.New("snapshot: a run of this dataset is already in progress")
+	// ErrGuardRefused: Commit refused the run (0 rows, or too many
+	// deletes); the run is aborted and the current version unchanged.
+	ErrGuardRefused = errors.New("snapshot: commit guard refused the run")
+	// ErrBadKey: a key value that is NULL, of the wrong kind, unparsable,
+	// of the wrong count, or given twice in one run.
+	ErrBadKey = errors.New("snapshot: bad key")
+	// ErrBadSchema: a schema without columns or key, with duplicate or
+	// empty names, or a value whose kind is not its column's.
+	ErrBadSchema = errors.New("snapshot: bad schema")
+	// ErrKeyChanged: a run's key columns differ from the dataset's.
+	ErrKeyChanged = errors.New("snapshot: key columns changed")
+	// ErrRunClosed: Put or Commit after Commit or Abort.
+	ErrRunClosed = errors.New("snapshot: run already committed or aborted")
+	// ErrRecordNotFound: GetRecord of an absent record.
+	ErrRecordNotFound = errors.New("snapshot: record not found")
+	// ErrBadPageToken: a page token that does not decode, or was made at
+	// another version than the reader's.
+	ErrBadPageToken = errors.New("snapshot: bad page token")
+	// ErrInvalidArgument: any other bad input (names, limits, options).
 	ErrInvalidArgument = errors.New("snapshot: invalid argument")
-	ErrClosed          = errors.New("snapshot: closed")
+	// ErrClosed: the DB or the Reader is closed.
+	ErrClosed = errors.New("snapshot: closed")
 	// ErrCorrupt is returned when stored data or metadata cannot be
 	// decoded; not worth retrying.
 	ErrCorrupt = errors.New("snapshot: corrupt data")
@@ -141,6 +163,11 @@ type SourceInfo struct {
 }
 
 // RunStats counts what one run did.
+//
+// Rows counts the rows Put, Inserted/Updated/Unchanged classify them
+// against the previous version, Deleted counts rows the source no longer
+// has; BytesWritten is in bytes (row key + column + value + 8 per cell or
+// marker written); doc.go D6.
 type RunStats struct {
 	Rows         int64 `json:"rows"`
 	Inserted     int64 `json:"inserted"`
@@ -237,9 +264,12 @@ func (r *Run) Abort(ctx context.Context, reason string) error { return r.abort(c
 // At selects the version a reader is pinned to. The zero At means the
 // current version. At most one field may be set.
 type At struct {
+	// Version is a kept version (a transaction id).
 	Version int64
-	AsOf    time.Time
-	Tag     string
+	// AsOf selects the newest kept version committed at or before it.
+	AsOf time.Time
+	// Tag selects the version a tag names.
+	Tag string
 }
 
 // Row is one row as read.
@@ -287,9 +317,11 @@ func (r *Reader) Get(ctx context.Context, key []Value, columns []string) (Row, e
 // ScanOptions select rows of an ordered scan. Start, End and Prefix are key
 // prefixes (the first n key columns).
 type ScanOptions struct {
-	Start   []Value // first key included
-	End     []Value // first key excluded
-	Prefix  []Value
+	Start []Value // first key included
+	End   []Value // first key excluded
+	// Prefix restricts the scan to keys starting with these values.
+	Prefix []Value
+	// Columns selects columns by name; nil means all.
 	Columns []string
 	// Limit is the most rows returned; 0 means no limit.
 	Limit int
@@ -301,12 +333,18 @@ type ScanOptions struct {
 // RowIterator walks rows in row key order. Not safe for concurrent use;
 // must be closed.
 type RowIterator interface {
+	// Next advances to the next row; false at the end, at the limit, or
+	// on error (see Err).
 	Next() bool
+	// Row returns the current row; its Values own their bytes.
 	Row() Row
-	// NextPageToken returns a token resuming after the last row returned,
-	// or "" when the range is exhausted.
+	// NextPageToken returns a token resuming after the last row returned
+	// when the scan stopped at its limit with rows left, or "" when the
+	// range is exhausted.
 	NextPageToken() string
+	// Err returns the error that stopped the scan, if any.
 	Err() error
+	// Close releases the scan and returns Err.
 	Close() error
 }
 
@@ -318,15 +356,21 @@ func (r *Reader) Scan(ctx context.Context, opts ScanOptions) (RowIterator, error
 // ChangeOp is the kind of a diff entry.
 type ChangeOp string
 
+// The change kinds.
 const (
+	// OpInsert: the row is absent at from, present at to.
 	OpInsert ChangeOp = "insert"
+	// OpUpdate: present at both, with a different column set or value.
 	OpUpdate ChangeOp = "update"
+	// OpDelete: present at from, absent at to.
 	OpDelete ChangeOp = "delete"
 )
 
 // Change is one row's difference between two versions.
 type Change struct {
-	Op     ChangeOp
+	// Op is the kind of change.
+	Op ChangeOp
+	// Key holds the key column values in key order.
 	Key    []Value
 	Before *Row // nil for insert
 	After  *Row // nil for delete
@@ -343,9 +387,13 @@ type DiffStats struct {
 
 // DiffIterator streams changes in row key order; must be closed.
 type DiffIterator interface {
+	// Next advances to the next changed row; false at the end or on error.
 	Next() bool
+	// Change returns the current change.
 	Change() Change
+	// Err returns the error that stopped the diff, if any.
 	Err() error
+	// Close releases the diff (and the versions it pinned) and returns Err.
 	Close() error
 }
 
@@ -416,12 +464,17 @@ func (db *DB) Rollback(ctx context.Context, dataset string, to int64) (VersionIn
 
 // GCReport says what a garbage collection did or, dry, would do.
 type GCReport struct {
-	Dataset           string  `json:"dataset"`
-	DryRun            bool    `json:"dry_run"`
-	VersionsExpired   []int64 `json:"versions_expired"`
-	CellsDeleted      int64   `json:"cells_deleted"`
-	BytesReclaimed    int64   `json:"bytes_reclaimed"`
-	InvalidTxnsPruned int     `json:"invalid_txns_pruned"`
+	Dataset string `json:"dataset"`
+	DryRun  bool   `json:"dry_run"`
+	// VersionsExpired lists the versions retention expired, ascending.
+	VersionsExpired []int64 `json:"versions_expired"`
+	// CellsDeleted counts cell versions and markers removed.
+	CellsDeleted int64 `json:"cells_deleted"`
+	// BytesReclaimed estimates the bytes removed: row key + column +
+	// value + 8 per cell, before storage compression.
+	BytesReclaimed int64 `json:"bytes_reclaimed"`
+	// InvalidTxnsPruned counts invalid transactions pruned (txn I6).
+	InvalidTxnsPruned int `json:"invalid_txns_pruned"`
 }
 
 // GC applies retention to a dataset and deletes exactly the cells no kept
