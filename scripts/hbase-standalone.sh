@@ -10,7 +10,8 @@
 #   scripts/hbase-standalone.sh status   exit 0 when the master and the Thrift2
 #                                        port answer
 #   scripts/hbase-standalone.sh env      print SNAPSTORE_TEST_HBASE_THRIFT=host:port
-#                                        when HBase is up, nothing otherwise
+#                                        and SNAPSTORE_HBASE_DIR when HBase is up,
+#                                        nothing otherwise
 #   scripts/hbase-standalone.sh stop-thrift | start-thrift
 #                                        stop or start only the Thrift2 gateway
 #                                        on SNAPSTORE_HBASE_THRIFT_PORT; the
@@ -214,7 +215,9 @@ status)
 	if up; then echo "HBase up; Thrift2 on 127.0.0.1:$thriftport"; else echo "HBase down"; exit 1; fi
 	;;
 env)
-	if up; then echo "SNAPSTORE_TEST_HBASE_THRIFT=127.0.0.1:$thriftport"; fi
+	# SNAPSTORE_HBASE_DIR lets tests run this script (start-thrift,
+	# stop-thrift) on this HBase from any checkout.
+	if up; then printf 'SNAPSTORE_TEST_HBASE_THRIFT=127.0.0.1:%s\nSNAPSTORE_HBASE_DIR=%s\n' "$thriftport" "$dir"; fi
 	;;
 stop-thrift) stop_pid "$thrift_pid" ;;
 start-thrift)

@@ -21,8 +21,10 @@ type Gateway struct {
 }
 
 // StartGateway starts a private gateway on port (pick one per test package,
-// other than 49090 and 49091, which store/hbase uses) and stops it when t
-// ends. It skips t when there is no test HBase, or when the test HBase was
+// other than 49090 to 49092, which store/hbase uses) and stops it when t
+// ends. The script works on the HBase in SNAPSTORE_HBASE_DIR, which
+// `scripts/hbase-standalone.sh env` exports beside the gateway address
+// (without it, the .cache/hbase of the checkout the test runs in). It skips t when there is no test HBase, or when the test HBase was
 // not started by scripts/hbase-standalone.sh on this machine. Starting a
 // gateway takes a JVM start, about 5 to 10 s.
 func StartGateway(t testing.TB, port int) *Gateway {
