@@ -119,6 +119,8 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "version":
 		fmt.Fprintln(stdout, "snapstore", buildVersion())
 		return 0
+	case "trivial-http":
+		err = cmdTrivialHTTP(ctx, args, stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "snapstore: unknown command %q\n\n%s", cmd, usage)
 		return 2
