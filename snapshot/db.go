@@ -294,6 +294,17 @@ func cmpInt(a, b int64) int {
 	return 0
 }
 
+// clearScratchIfDirty clears the scratch tables of ds when a run may have
+// written them.
+func (db *DB) clearScratchIfDirty(ctx context.Context, ds *dataset, parts int) {
+	ds.mu.Lock()
+	dirty := ds.scratchDirty
+	ds.mu.Unlock()
+	if dirty {
+		db.clearScratch(ctx, ds, parts)
+	}
+}
+
 // clearScratch empties the scratch tables of ds; on success they are
 // known clean, so the next run need not clear them first.
 func (db *DB) clearScratch(ctx context.Context, ds *dataset, parts int) {

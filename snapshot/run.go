@@ -172,7 +172,6 @@ func (db *DB) beginAcquired(ctx context.Context, ds *dataset, cfg DatasetConfig,
 	}
 	parts := ds.cfg.Partitions
 	dirty := ds.scratchDirty
-	ds.scratchDirty = true
 	ds.mu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: beginning a run of %s: %w", ds.name, err)
@@ -316,6 +315,9 @@ func (s *runState) put(ctx context.Context, vals []Value) error {
 		}
 		p.switched = true
 		p.switchKey = append([]byte{}, p.lastKey...)
+		s.ds.mu.Lock()
+		s.ds.scratchDirty = true // before the first scratch write
+		s.ds.mu.Unlock()
 	}
 
 	// Find the row in the previous version (and, in phase B below
@@ -662,7 +664,7 @@ func (s *runState) commit(ctx context.Context) (vi VersionInfo, err error) {
 	ds.writer, ds.run = "", nil
 	vi = ds.infoLocked(&stored)
 	ds.mu.Unlock()
-	s.db.clearScratch(context.WithoutCancel(ctx), ds, s.nparts)
+	s.db.clearScratchIfDirty(context.WithoutCancel(ctx), ds, s.nparts)
 	s.hook("commit:cleared", s.id)
 	s.db.metrics.runs.WithLabelValues("committed").Inc()
 	s.db.metrics.commitSecs.Observe(time.Since(start).Seconds())
@@ -798,7 +800,7 @@ func (s *runState) abort(ctx context.Context, reason string) error {
 	s.done = true
 	s.closeIters()
 	err := s.db.txm.Abort(ctx, s.id, nil)
-	s.db.clearScratch(ctx, s.ds, s.nparts)
+	s.db.clearScratchIfDirty(ctx, s.ds, s.nparts)
 	s.ds.release()
 	s.db.metrics.runs.WithLabelValues("aborted").Inc()
 	s.db.logger.Warn("run aborted", "dataset", s.ds.name, "txn", s.id, "reason", reason)
