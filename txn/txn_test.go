@@ -186,3 +186,62 @@ func TestVisibilityRule(t *testing.T) {
 		t.Error("ExcludedAtOrBelow")
 	}
 }
+
+// TestConcurrentBegin checks I1 under concurrency: ids are unique and the
+// high-water mark covers them all after a restart.
+func TestConcurrentBegin(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st := openTestStore(t, dir)
+	m := open(t, st, 7)
+	ids := make(chan int64, 200)
+	done := make(chan struct{})
+	for g := 0; g < 4; g++ {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := 0; i < 50; i++ {
+				id, err := m.Begin(ctx, "d")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if i%2 == 0 {
+					err = m.Commit(ctx, id, nil)
+				} else {
+					err = m.Abort(ctx, id, nil)
+				}
+				if err != nil {
+					t.Error(err)
+				}
+				ids <- id
+			}
+		}()
+	}
+	for g := 0; g < 4; g++ {
+		<-done
+	}
+	close(ids)
+	seen := map[int64]bool{}
+	var maxID int64
+	for id := range ids {
+		if seen[id] {
+			t.Fatalf("id %d handed out twice", id)
+		}
+		seen[id] = true
+		maxID = max(maxID, id)
+	}
+	if got := len(m.Invalid("d")); got != 100 {
+		t.Fatalf("%d invalid, want 100", got)
+	}
+	st.Close()
+	st = openTestStore(t, dir)
+	defer st.Close()
+	m = open(t, st, 7)
+	id, err := m.Begin(ctx, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id <= maxID {
+		t.Fatalf("after restart id %d <= %d", id, maxID)
+	}
+}
