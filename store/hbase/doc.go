@@ -117,8 +117,11 @@
 // A Store is safe for concurrent use; an Iterator is not. Each call takes
 // a connection from a pool of at most Options.PoolSize (a Thrift client is
 // not goroutine-safe) and gives it back when the call ends; no lock is held
-// across a dial or a call. Close closes the idle connections; calls in
-// flight finish, then their connections close.
+// across a dial or a call. A finished scan releases its gateway scanner in
+// the background, so that ending a scan costs no round trip; a scan whose
+// fetch returns fewer rows than asked for is known to be over without
+// another call. Close waits for those releases, then closes the idle
+// connections; calls in flight finish, then their connections close.
 //
 // # Metrics
 //

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -126,6 +127,11 @@ type Store struct {
 	log     *slog.Logger
 	metrics *metrics
 	closed  atomic.Bool
+	// bgMu orders the start of background calls before Close's wait: bg.Add
+	// happens under bgMu only while closed is false, and Close sets closed
+	// under bgMu.
+	bgMu sync.Mutex
+	bg   sync.WaitGroup // background closeScanner calls
 
 	// afterCall, when set (by tests, before use), is called after each
 	// Thrift call with the method and its unclassified error.
@@ -618,9 +624,13 @@ func (s *Store) Sync(ctx context.Context) error {
 // store.ErrClosed at their next call; their HBase scanners expire on the
 // gateway. A second Close returns store.ErrClosed.
 func (s *Store) Close() error {
-	if s.closed.Swap(true) {
+	s.bgMu.Lock()
+	wasClosed := s.closed.Swap(true)
+	s.bgMu.Unlock()
+	if wasClosed {
 		return fmt.Errorf("hbase: closing: %w", store.ErrClosed)
 	}
+	s.bg.Wait()
 	s.pool.close()
 	return nil
 }

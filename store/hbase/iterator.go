@@ -102,22 +102,31 @@ func (it *iterator) open(from []byte) error {
 	return nil
 }
 
-// closeScanner releases the gateway's scanner, best effort: an unreleased
-// scanner expires on the gateway.
+// closeScanner releases the gateway's scanner in the background, best
+// effort (an unreleased scanner expires on the gateway), so that the end of
+// a scan costs no round trip. Store.Close waits for these calls.
 func (it *iterator) closeScanner() {
 	if !it.hasScan {
 		return
 	}
 	it.hasScan = false
-	if it.s.closed.Load() {
+	s, id, what := it.s, it.id, it.what
+	ctx := context.WithoutCancel(it.ctx)
+	s.bgMu.Lock()
+	if s.closed.Load() {
+		s.bgMu.Unlock()
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(it.ctx), 5*time.Second)
-	defer cancel()
-	id := it.id
-	if err := it.s.call(ctx, it.what, "closeScanner", func(e *enc) { e.i32(1, id) }, nil); err != nil {
-		it.s.log.Debug("closing a scanner", "err", err)
-	}
+	s.bg.Add(1)
+	s.bgMu.Unlock()
+	go func() {
+		defer s.bg.Done()
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if err := s.call(ctx, what, "closeScanner", func(e *enc) { e.i32(1, id) }, nil); err != nil {
+			s.log.Debug("closing a scanner", "err", err)
+		}
+	}()
 }
 
 func (it *iterator) fetch() error {
@@ -141,7 +150,10 @@ func (it *iterator) fetch() error {
 		return err
 	}
 	it.buf, it.bi, it.ci = rows, 0, 0
-	if len(rows) == 0 {
+	// The gateway answers with ResultScanner.next(n), which returns fewer
+	// than n rows only when the scanner has no more: then no further call
+	// is needed to learn that the scan is over.
+	if len(rows) < int(n) {
 		it.exhausted = true
 		it.closeScanner()
 	}
