@@ -246,8 +246,11 @@ func (r *Run) TxnID() int64 { return r.id }
 // other error it can only be aborted.
 func (r *Run) Put(ctx context.Context, vals []Value) error { return r.put(ctx, vals) }
 
-// Stats returns the counts so far (live progress).
-func (r *Run) Stats() RunStats { return r.statsNow() }
+// Stats returns the counts so far (live progress). Unlike the other
+// methods of Run it may be called from any goroutine; while Put runs the
+// counts lag by up to 1024 rows, after Commit or Abort they are final (a
+// run's final Deleted count is known only at Commit).
+func (r *Run) Stats() RunStats { return r.liveStats() }
 
 // Commit finishes the run: writes delete markers for rows not seen, checks
 // the guards, and makes the run's id the dataset's current version in one

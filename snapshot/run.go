@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -55,6 +56,12 @@ type runState struct {
 
 	err  error // sticky store error; the run can only be aborted
 	done bool
+
+	// pubMu guards pub, the counts Stats returns (published every 1024
+	// rows and when the run ends), so Stats may be called from any
+	// goroutine while Put runs.
+	pubMu sync.Mutex
+	pub   RunStats
 }
 
 // runPart is a run's state for one partition. Keys are first taken to
@@ -272,6 +279,21 @@ func (s *runState) statsNow() RunStats {
 	return st
 }
 
+// publishStats makes the counts so far visible to Stats.
+func (s *runState) publishStats() {
+	st := s.statsNow()
+	s.pubMu.Lock()
+	s.pub = st
+	s.pubMu.Unlock()
+}
+
+// liveStats returns the last published counts; safe from any goroutine.
+func (s *runState) liveStats() RunStats {
+	s.pubMu.Lock()
+	defer s.pubMu.Unlock()
+	return s.pub
+}
+
 func (s *runState) usable() error {
 	if s.done {
 		return ErrRunClosed
@@ -391,6 +413,9 @@ func (s *runState) put(ctx context.Context, vals []Value) error {
 		s.stats.Unchanged++
 	}
 	s.stats.Rows++
+	if s.stats.Rows%1024 == 0 {
+		s.publishStats()
+	}
 
 	// Record the key as seen (D5), in phase B only.
 	if p.switched {
@@ -655,6 +680,7 @@ func (s *runState) commit(ctx context.Context) (vi VersionInfo, err error) {
 		return VersionInfo{}, fmt.Errorf("snapshot: committing %s txn %d: %w", s.ds.name, s.id, err)
 	}
 	s.hook("commit:committed", s.id)
+	s.publishStats()
 	s.done = true
 	ds := s.ds
 	ds.mu.Lock()
@@ -797,6 +823,7 @@ func (s *runState) abort(ctx context.Context, reason string) error {
 	if s.done {
 		return nil
 	}
+	s.publishStats()
 	s.done = true
 	s.closeIters()
 	err := s.db.txm.Abort(ctx, s.id, nil)
