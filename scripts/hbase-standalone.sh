@@ -24,6 +24,9 @@
 #                               default .cache/hbase in the checkout
 #   SNAPSTORE_HBASE_ZK_PORT     ZooKeeper client port, default 42181
 #   SNAPSTORE_HBASE_THRIFT_PORT Thrift2 port, default 49090
+#   SNAPSTORE_HBASE_MASTER_PORT master RPC port, default 42100 (HBase's 16000)
+#   SNAPSTORE_HBASE_REGIONSERVER_PORT regionserver RPC port, default 42120
+#                               (HBase's 16020)
 #   SNAPSTORE_HBASE_XMX         master JVM heap, default 1g (Thrift2: 256m)
 #   SNAPSTORE_HBASE_WAIT        seconds to wait for start, default 240
 #
@@ -37,6 +40,8 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 dir=${SNAPSTORE_HBASE_DIR:-$here/.cache/hbase}
 zkport=${SNAPSTORE_HBASE_ZK_PORT:-42181}
 thriftport=${SNAPSTORE_HBASE_THRIFT_PORT:-49090}
+masterport=${SNAPSTORE_HBASE_MASTER_PORT:-42100}
+rsport=${SNAPSTORE_HBASE_REGIONSERVER_PORT:-42120}
 xmx=${SNAPSTORE_HBASE_XMX:-1g}
 wait_s=${SNAPSTORE_HBASE_WAIT:-240}
 pom=$here/scripts/hbase/pom.xml
@@ -103,6 +108,8 @@ write_conf() {
   <property><name>hbase.regionserver.info.port</name><value>-1</value></property>
   <property><name>hbase.thrift.info.port</name><value>-1</value></property>
   <property><name>hbase.rest.info.port</name><value>-1</value></property>
+  <property><name>hbase.master.port</name><value>$masterport</value></property>
+  <property><name>hbase.regionserver.port</name><value>$rsport</value></property>
   <property><name>hbase.master.ipc.address</name><value>127.0.0.1</value></property>
   <property><name>hbase.regionserver.ipc.address</name><value>127.0.0.1</value></property>
   <property><name>hbase.master.hostname</name><value>127.0.0.1</value></property>
@@ -147,7 +154,7 @@ start_thrift() {
 	local deadline=$((SECONDS + wait_s))
 	until port_open "$thriftport"; do
 		if ! alive "$thrift_pid"; then
-			tail -20 "$logs/thrift-$thriftport.out" "$logs/thrift-$thriftport.log" >&2 || true
+			tail -n 20 "$logs/thrift-$thriftport.out" "$logs/thrift-$thriftport.log" >&2 || true
 			log "the Thrift2 gateway exited; see $logs/thrift-$thriftport.log"
 			exit 1
 		fi
@@ -163,10 +170,13 @@ start() {
 	write_conf
 	local t0=$SECONDS
 	if ! alive "$master_pid"; then
-		if port_open "$zkport"; then
-			log "port $zkport is taken by another process; set SNAPSTORE_HBASE_ZK_PORT"
-			exit 1
-		fi
+		local p
+		for p in "$zkport:SNAPSTORE_HBASE_ZK_PORT" "$masterport:SNAPSTORE_HBASE_MASTER_PORT" "$rsport:SNAPSTORE_HBASE_REGIONSERVER_PORT"; do
+			if port_open "${p%%:*}"; then
+				log "port ${p%%:*} is taken by another process; set ${p#*:}"
+				exit 1
+			fi
+		done
 		: >"$logs/master.log"
 		java_cmd master "$xmx" org.apache.hadoop.hbase.master.HMaster start \
 			>"$logs/master.out" 2>&1 </dev/null &
@@ -174,7 +184,7 @@ start() {
 		local deadline=$((SECONDS + wait_s))
 		until grep -q 'Master has completed initialization' "$logs/master.log" 2>/dev/null; do
 			if ! alive "$master_pid"; then
-				tail -30 "$logs/master.out" "$logs/master.log" >&2 || true
+				tail -n 30 "$logs/master.out" "$logs/master.log" >&2 || true
 				log "the master exited; see $logs/master.log"
 				exit 1
 			fi
