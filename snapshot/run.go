@@ -404,6 +404,9 @@ func (s *runState) put(ctx context.Context, vals []Value) error {
 		s.writeDeleteColumn(p, row, s.res[ri].name)
 		changed = true
 	}
+	if !changed {
+		p.arena = p.arena[:rowStart] // nothing refers to the row key
+	}
 	switch {
 	case !exists:
 		s.stats.Inserted++
@@ -549,31 +552,38 @@ func (s *runState) deleteSkipped(ctx context.Context, p *runPart) error {
 // B is left to the scratch merge at commit. It leaves the previous
 // version's row in s.res.
 func (s *runState) revisit(ctx context.Context, p *runPart, key []byte) error {
-	own, err := s.db.st.Get(ctx, p.table, key, store.ReadOptions{TimeRange: store.TimeRange{Min: s.id, Max: s.id + 1}})
+	// One Get for both the run's own cells (at its id, the newest) and the
+	// previous version's.
+	// Versions above the previous one are the run's own and excluded
+	// ones (invalid, rolled back): count them all.
+	o := s.readOpts
+	o.TimeRange = store.TimeRange{Min: 0, Max: s.id + 1}
+	o.MaxVersions = 2 + s.prevVis.ExcludedAtOrBelow(s.id)
+	if s.prev == nil {
+		o = store.ReadOptions{TimeRange: store.TimeRange{Min: s.id, Max: s.id + 1}}
+	}
+	cells, err := s.db.st.Get(ctx, p.table, key, o)
 	if err != nil {
 		s.err = fmt.Errorf("snapshot: reading %s txn %d: %w", s.ds.name, s.id, err)
 		return s.err
 	}
-	var prevCells []store.Cell
-	if s.prev != nil {
-		if prevCells, err = s.db.st.Get(ctx, p.table, key, s.readOpts); err != nil {
-			s.err = fmt.Errorf("snapshot: reading %s version %d: %w", s.ds.name, s.prev.Version, err)
-			return s.err
+	own, marked := 0, false
+	prevCells := cells[:0]
+	for _, c := range cells {
+		if c.Timestamp == s.id {
+			own++
+			marked = marked || c.Kind == store.KindDeleteRow
+			continue
 		}
+		prevCells = append(prevCells, c)
 	}
 	s.res = resolve(prevCells, s.prevVis, s.res[:0])
-	marked := false
-	for _, c := range own {
-		if c.Kind == store.KindDeleteRow {
-			marked = true
-		}
-	}
 	switch {
 	case marked:
 		p.data.DeleteVersion(append([]byte{}, key...), nil, s.id)
 		s.stats.Deleted--
 		s.stats.BytesWritten -= int64(len(key) + 8)
-	case len(own) > 0 || len(s.res) > 0:
+	case own > 0 || len(s.res) > 0:
 		return fmt.Errorf("%w: key given twice", ErrBadKey)
 	}
 	return nil
