@@ -42,8 +42,8 @@
 //     at commit so do the rows after the last key. Nothing else is stored.
 //   - Phase B, from the first key below its predecessor (switchKey = the
 //     largest key of phase A) to the end of the run: every key is recorded
-//     in a scratch table of the same store (no sync; cleared before and
-//     after runs). A key at or below switchKey is checked against what the
+//     in a scratch table of the same store (no sync; cleared after a run
+//     that used it, and by the next run after a crash). A key at or below switchKey is checked against what the
 //     run already wrote: a row delete marker phase A wrote for it is taken
 //     back (DeleteVersion of the marker), a row phase A saw makes the key a
 //     duplicate (ErrBadKey). Keys above switchKey are compared through the
@@ -54,7 +54,11 @@
 //     (and the run is aborted).
 //
 // No structure in memory grows with the table; writes go out in batches of
-// batchSize (4096) mutations without sync.
+// batchSize (4096) mutations without sync. The first design recorded every
+// key in the scratch table and merge-joined at every commit; it was dropped
+// because sorted sources (the common case) paid an extra write per row and
+// a full scan of the current version at commit for nothing. Phase B keeps
+// that design for the rows that need it.
 //
 // D6. Stats and checksum. Rows = rows Put; Inserted, Updated, Unchanged
 // classify them against the current version, Deleted counts row markers.
