@@ -80,8 +80,13 @@ up() { alive "$master_pid" && alive "$thrift_pid" && port_open "$thriftport"; }
 
 fetch() {
 	if [ -f "$lib/.stamp" ] && [ "$lib/.stamp" -nt "$pom" ]; then return; fi
-	command -v mvn >/dev/null || { log "mvn not found (apt-get install maven)"; exit 1; }
-	command -v java >/dev/null || { log "java not found (apt-get install openjdk-17-jdk-headless)"; exit 1; }
+	if ! command -v mvn >/dev/null || ! command -v java >/dev/null; then
+		log "installing Debian's maven and openjdk-17-jdk-headless"
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -qq >/dev/null || true
+		apt-get install -y -qq maven openjdk-17-jdk-headless >/dev/null ||
+			{ log "could not install maven and a JDK 17"; exit 1; }
+	fi
 	log "fetching HBase jars with Maven into $lib"
 	rm -rf "$lib"
 	mkdir -p "$lib"
