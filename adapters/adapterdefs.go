@@ -51,6 +51,17 @@ func parseSchedule(spec string) (cron.Schedule, error) {
 	return sch, nil
 }
 
+// Defaults an adapter gets for a zero field; responses show them, so a
+// stored or reported spec always carries the effective value.
+const (
+	// DefaultMinVersions is retention.min_versions when 0: the current
+	// version is always kept.
+	DefaultMinVersions = 1
+	// DefaultMaxShrink is guard.max_shrink when 0: a run may delete at
+	// most half the rows (snapshot's default too).
+	DefaultMaxShrink = 0.5
+)
+
 const (
 	defaultRetryBackoff = 10 * time.Second
 	maxRetries          = 100
@@ -101,10 +112,14 @@ func parseAdapter(prefix string, spec AdapterSpec) (*adapterDef, error) {
 		errs = append(errs, &OptionError{Key: prefix + "retention.ttl", Msg: "want a non-negative duration"})
 	}
 	if spec.Retention.MinVersions < 0 {
-		errs = append(errs, &OptionError{Key: prefix + "retention.min_versions", Msg: "want 0 or more"})
+		errs = append(errs, &OptionError{Key: prefix + "retention.min_versions", Msg: fmt.Sprintf("want 0 (default 1) or more, got %d", spec.Retention.MinVersions)})
+	} else if spec.Retention.MinVersions == 0 {
+		spec.Retention.MinVersions = DefaultMinVersions
 	}
 	if spec.Guard.MaxShrink < 0 || spec.Guard.MaxShrink > 1 {
-		errs = append(errs, &OptionError{Key: prefix + "guard.max_shrink", Msg: "want a fraction from 0 to 1"})
+		errs = append(errs, &OptionError{Key: prefix + "guard.max_shrink", Msg: fmt.Sprintf("want a fraction from 0 (default %g) to 1, got %g", DefaultMaxShrink, spec.Guard.MaxShrink)})
+	} else if spec.Guard.MaxShrink == 0 {
+		spec.Guard.MaxShrink = DefaultMaxShrink
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -173,22 +188,20 @@ func (s *Service) putAdapter(ctx context.Context, spec AdapterSpec, mustCreate b
 		return Adapter{}, false, err
 	}
 	s.mu.Lock()
+	_, err = s.checkPutLocked(a, mustCreate)
+	s.mu.Unlock()
+	if err != nil {
+		return Adapter{}, false, err
+	}
+	// Source I/O without the lock; the checks are repeated after it.
+	if err := s.checkResource(ctx, a.spec); err != nil {
+		return Adapter{}, false, err
+	}
+	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closing {
-		return Adapter{}, false, ErrShuttingDown
-	}
-	if _, ok := s.cfgAdapters[spec.Name]; ok {
-		if mustCreate {
-			return Adapter{}, false, fmt.Errorf("%w: %q (defined in the config file)", ErrAdapterExists, spec.Name)
-		}
-		return Adapter{}, false, fmt.Errorf("%w: %q", ErrAdapterReadOnly, spec.Name)
-	}
-	old := s.apiAdapters[spec.Name]
-	if old != nil && mustCreate {
-		return Adapter{}, false, fmt.Errorf("%w: %q", ErrAdapterExists, spec.Name)
-	}
-	if s.activeConnLocked(a.spec.Connection) == nil {
-		return Adapter{}, false, optionErrorIs(&OptionError{Key: "connection", Msg: fmt.Sprintf("data connection %q does not exist", a.spec.Connection)}, ErrConnectionNotFound)
+	old, err := s.checkPutLocked(a, mustCreate)
+	if err != nil {
+		return Adapter{}, false, err
 	}
 	now := s.now().UTC()
 	a.origin, a.created, a.updated, a.revision = OriginAPI, now, now, 1
@@ -208,6 +221,82 @@ func (s *Service) putAdapter(ctx context.Context, spec AdapterSpec, mustCreate b
 	}
 	s.log.Info("adapter saved", "adapter", spec.Name, "dataset", a.spec.Dataset, "revision", a.revision, "schedule", a.spec.Schedule)
 	return s.reportAdapterLocked(a, "active"), old == nil, nil
+}
+
+// checkPutLocked checks that a may be stored as an API adapter and returns
+// the definition it replaces (nil for a new one).
+func (s *Service) checkPutLocked(a *adapterDef, mustCreate bool) (*adapterDef, error) {
+	name := a.spec.Name
+	if s.closing {
+		return nil, ErrShuttingDown
+	}
+	if _, ok := s.cfgAdapters[name]; ok {
+		if mustCreate {
+			return nil, fmt.Errorf("%w: %q (defined in the config file)", ErrAdapterExists, name)
+		}
+		return nil, fmt.Errorf("%w: %q", ErrAdapterReadOnly, name)
+	}
+	old := s.apiAdapters[name]
+	if old != nil && mustCreate {
+		return nil, fmt.Errorf("%w: %q", ErrAdapterExists, name)
+	}
+	if s.activeConnLocked(a.spec.Connection) == nil {
+		return nil, optionErrorIs(&OptionError{Key: "connection", Msg: fmt.Sprintf("data connection %q does not exist", a.spec.Connection)}, ErrConnectionNotFound)
+	}
+	if other := s.datasetWriterLocked(a.spec.Dataset, name); other != "" {
+		return nil, optionErrorIs(&OptionError{Key: "dataset", Msg: fmt.Sprintf("dataset %q is already written by adapter %q; one adapter per dataset (delete or change that adapter, or choose another dataset)", a.spec.Dataset, other)}, ErrDatasetTaken)
+	}
+	return old, nil
+}
+
+// datasetWriterLocked returns the active adapter other than except that
+// writes dataset, or "".
+func (s *Service) datasetWriterLocked(dataset, except string) string {
+	for _, m := range []map[string]*adapterDef{s.cfgAdapters, s.apiAdapters} {
+		for n := range m {
+			if n == except {
+				continue
+			}
+			if a := s.activeAdapterLocked(n); a != nil && a.spec.Dataset == dataset {
+				return n
+			}
+		}
+	}
+	return ""
+}
+
+// resourceCheckTimeout bounds the source check of an adapter create or
+// replace.
+const resourceCheckTimeout = 10 * time.Second
+
+// checkResource opens the adapter's resource through its connection, as a
+// run would, and closes it again: a missing table (ErrResourceNotFound) or
+// one without a usable key (ErrNoKey) refuses the adapter. When the source
+// cannot be reached or refuses the credentials the adapter is accepted and
+// the problem logged, since the source may come up later.
+func (s *Service) checkResource(ctx context.Context, spec AdapterSpec) error {
+	ctx, cancel := context.WithTimeout(ctx, resourceCheckTimeout)
+	defer cancel()
+	l, err := s.acquire(ctx, spec.Connection)
+	if err == nil {
+		defer l.release()
+		var tr TableReader
+		tr, err = l.src.OpenTable(ctx, TableRequest{Resource: spec.Resource, KeyColumns: spec.KeyColumns})
+		if err == nil {
+			if cerr := tr.Close(); cerr != nil {
+				s.log.Debug("closing the resource check", "adapter", spec.Name, "err", l.scrub(cerr))
+			}
+			return nil
+		}
+		err = l.scrub(err)
+	}
+	switch {
+	case errors.Is(err, ErrResourceNotFound), errors.Is(err, ErrNoKey), errors.Is(err, ErrConnectionNotFound):
+		return fmt.Errorf("adapter %q: %w", spec.Name, err)
+	}
+	s.log.Warn("adapter saved without checking its resource: the source did not answer", "adapter", spec.Name,
+		"connection", spec.Connection, "resource", spec.Resource, "err", err)
+	return nil
 }
 
 func (s *Service) deleteAdapter(ctx context.Context, name string) error {

@@ -35,6 +35,10 @@ var (
 	ErrSourceAuth         = errors.New("adapters: source refused the credentials")
 	ErrUnsupportedType    = errors.New("adapters: unsupported column type")
 	ErrShuttingDown       = errors.New("adapters: shutting down")
+	// ErrDatasetTaken: another adapter already writes the dataset (one
+	// writer per dataset, so retention, guards and deletes follow one
+	// source); the message names that adapter.
+	ErrDatasetTaken = errors.New("adapters: dataset is written by another adapter")
 )
 
 // OptionError is a bad option value or an unknown option key. It wraps
@@ -223,6 +227,13 @@ type RunRecord struct {
 	// Version is the committed version, for succeeded runs.
 	Version int64  `json:"version,omitempty"`
 	Error   string `json:"error,omitempty"`
+	// Code classifies a run that did not succeed, stable for scripts:
+	// guard_refused, resource_not_found, no_key, unsupported_type,
+	// source_unavailable, source_auth, connection_not_found, key_changed,
+	// bad_key, aborted, skipped, error (anything else).
+	Code string `json:"code,omitempty"`
+	// Forced is true for a run started with RunOptions.Force.
+	Forced bool `json:"forced,omitempty"`
 }
 
 // Options configure a Service.
@@ -352,7 +363,38 @@ func (s *Service) DeleteAdapter(ctx context.Context, name string) error {
 // StartRun starts a run of adapter now and returns its record at once
 // (status running). ErrRunInProgress when one is running.
 func (s *Service) StartRun(ctx context.Context, adapter, trigger string) (RunRecord, error) {
-	return s.startRun(ctx, adapter, trigger)
+	return s.startRunWith(ctx, adapter, RunOptions{Trigger: trigger})
+}
+
+// RunOptions are the options of StartRunWith.
+type RunOptions struct {
+	// Trigger is recorded in the run: "api" (default), "cli", "schedule",
+	// "retry".
+	Trigger string
+	// Force commits even when a guard (allow_empty, max_shrink) would
+	// refuse the run (snapshot.RunOptions.Force).
+	Force bool
+}
+
+// StartRunWith is StartRun with options, such as Force for a run a guard
+// refused.
+func (s *Service) StartRunWith(ctx context.Context, adapter string, opts RunOptions) (RunRecord, error) {
+	return s.startRunWith(ctx, adapter, opts)
+}
+
+// ValidateConfig checks config-file definitions without opening anything:
+// every connection (type, sharing, each option), every adapter (name,
+// resource, schedule, retention, guard, retries), that each adapter names a
+// connection of the same file, and that no two adapters write one dataset.
+// It returns one error per problem, each an *OptionError (errors.As) whose
+// Key is the place in the file ("connections[0].options.pth",
+// "adapters[1].schedule"), some also marked with a sentinel (ErrBadSchedule,
+// ErrUnknownType, ErrConnectionNotFound, ErrDatasetTaken). An adapter that
+// names a connection the file defines but rejected gets no follow-on
+// error. New runs the same checks.
+func ValidateConfig(conns []ConnectionSpec, adapters []AdapterSpec) []error {
+	_, _, errs := parseConfig(conns, adapters)
+	return errs
 }
 
 // WaitRun waits until run id ends (or ctx is done) and returns its record.

@@ -101,8 +101,25 @@ func parseConnection(prefix string, spec ConnectionSpec) (*connDef, error) {
 	opts, pool, err := parseOptions(prefix+"options.", c.Options(), spec.Sharing, spec.Options)
 	if err != nil {
 		errs = append(errs, err)
-	} else if err := c.Validate(opts); err != nil {
-		errs = append(errs, prefixOptionErrors(prefix+"options.", err))
+	}
+	// Validate the options that parsed too, so a missing required option
+	// is named along with a misspelt one; a key already reported is not
+	// reported again.
+	if verr := c.Validate(opts); verr != nil {
+		reported := map[string]bool{}
+		for _, e := range splitErrors(err) {
+			var oe *OptionError
+			if errors.As(e, &oe) {
+				reported[oe.Key] = true
+			}
+		}
+		for _, e := range splitErrors(prefixOptionErrors(prefix+"options.", verr)) {
+			var oe *OptionError
+			if errors.As(e, &oe) && reported[oe.Key] {
+				continue
+			}
+			errs = append(errs, e)
+		}
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -119,6 +136,10 @@ func prefixOptionErrors(prefix string, err error) error {
 	var out []error
 	var walk func(error)
 	walk = func(e error) {
+		if m, ok := e.(*markedOptionError); ok {
+			out = append(out, optionErrorIs(&OptionError{Key: prefix + m.oe.Key, Msg: m.oe.Msg}, m.sentinel))
+			return
+		}
 		if j, ok := e.(interface{ Unwrap() []error }); ok {
 			for _, x := range j.Unwrap() {
 				walk(x)

@@ -640,7 +640,7 @@ func equalCursor(a, b []any) bool {
 }
 
 func (t *mysqlTable) fail(ctx context.Context, err error) {
-	if ctx.Err() != nil {
+	if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
 		err = fmt.Errorf("%w (%w)", err, ctx.Err())
 	}
 	t.err = t.src.scrub(err)

@@ -43,8 +43,14 @@ func (s *Service) newRunID(t time.Time) string {
 	return fmt.Sprintf("r%019d-%04d", t.UnixNano(), s.runSeq.Add(1)%10000)
 }
 
-// startRun implements StartRun.
+// startRun starts a run with a trigger only (the scheduler's entry).
 func (s *Service) startRun(ctx context.Context, name, trigger string) (RunRecord, error) {
+	return s.startRunWith(ctx, name, RunOptions{Trigger: trigger})
+}
+
+// startRunWith implements StartRun and StartRunWith.
+func (s *Service) startRunWith(ctx context.Context, name string, opts RunOptions) (RunRecord, error) {
+	trigger := opts.Trigger
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
@@ -65,7 +71,7 @@ func (s *Service) startRun(ctx context.Context, name, trigger string) (RunRecord
 		trigger = "api"
 	}
 	ar := &activeRun{done: make(chan struct{})}
-	ar.rec = RunRecord{ID: s.newRunID(now), Adapter: name, Dataset: a.spec.Dataset, Trigger: trigger, Status: RunRunning, Start: now}
+	ar.rec = RunRecord{ID: s.newRunID(now), Adapter: name, Dataset: a.spec.Dataset, Trigger: trigger, Status: RunRunning, Start: now, Forced: opts.Force}
 	runCtx, cancel := context.WithCancelCause(s.baseCtx)
 	ar.cancel = cancel
 	s.running[name] = ar
@@ -78,16 +84,16 @@ func (s *Service) startRun(ctx context.Context, name, trigger string) (RunRecord
 	if err := s.saveRun(ctx, rec); err != nil {
 		s.log.Warn("saving run record", "run", rec.ID, "adapter", name, "err", err)
 	}
-	s.log.Info("run started", "run", rec.ID, "adapter", name, "dataset", spec.Dataset, "trigger", trigger)
-	go s.execute(runCtx, ar, spec)
+	s.log.Info("run started", "run", rec.ID, "adapter", name, "dataset", spec.Dataset, "trigger", trigger, "force", opts.Force)
+	go s.execute(runCtx, ar, spec, opts.Force)
 	return rec, nil
 }
 
 // execute runs one pull to its end and records the outcome.
-func (s *Service) execute(ctx context.Context, ar *activeRun, spec AdapterSpec) {
+func (s *Service) execute(ctx context.Context, ar *activeRun, spec AdapterSpec, force bool) {
 	defer s.wg.Done()
 	defer ar.cancel(nil)
-	vi, err := s.pull(ctx, ar, spec)
+	vi, err := s.pull(ctx, ar, spec, force)
 	end := s.now().UTC()
 	ar.mu.Lock()
 	ar.rec.End = &end
@@ -98,9 +104,11 @@ func (s *Service) execute(ctx context.Context, ar *activeRun, spec AdapterSpec) 
 		ar.rec.Stats = vi.Stats
 	case errors.Is(context.Cause(ctx), ErrShuttingDown):
 		ar.rec.Status = RunAborted
-		ar.rec.Error = fmt.Sprintf("%v: %v", ErrShuttingDown, err)
+		ar.rec.Code = "aborted"
+		ar.rec.Error = abortedText(err)
 	default:
 		ar.rec.Status = RunFailed
+		ar.rec.Code = runCode(err)
 		ar.rec.Error = err.Error()
 	}
 	rec := ar.rec
@@ -133,7 +141,7 @@ func (s *Service) execute(ctx context.Context, ar *activeRun, spec AdapterSpec) 
 
 // pull streams the source table into a snapshot run and commits it. Any
 // error aborts the run; the current version is untouched.
-func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec) (snapshot.VersionInfo, error) {
+func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, force bool) (snapshot.VersionInfo, error) {
 	l, err := s.acquire(ctx, spec.Connection)
 	if err != nil {
 		return snapshot.VersionInfo{}, err
@@ -156,7 +164,7 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec) (sn
 	schema := tr.Schema()
 	run, err := s.db.BeginRun(ctx,
 		snapshot.DatasetConfig{Name: spec.Dataset, Retention: spec.Retention, Guard: spec.Guard},
-		snapshot.RunOptions{Schema: schema, Source: snapshot.SourceInfo{
+		snapshot.RunOptions{Schema: schema, Force: force, Source: snapshot.SourceInfo{
 			Adapter: spec.Name, Connection: spec.Connection, Revision: l.revision, Resource: resource, RunID: runID,
 		}})
 	if err != nil {
@@ -196,7 +204,7 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec) (sn
 		}
 	}
 	if err := tr.Err(); err != nil {
-		return snapshot.VersionInfo{}, l.scrub(err)
+		return snapshot.VersionInfo{}, l.scrub(readError(ctx, spec.Connection, err))
 	}
 	if err := tr.Close(); err != nil {
 		s.log.Warn("ending source read", "run", runID, "err", l.scrub(err))
@@ -210,9 +218,73 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec) (sn
 	vi, err := run.Commit(ctx)
 	committed = true // Commit aborts by itself on error
 	if err != nil {
+		// A refused run's stats say what it would have done (the deletes
+		// are counted inside Commit).
+		ar.mu.Lock()
+		ar.rec.Stats = run.Stats()
+		ar.mu.Unlock()
+		if errors.Is(err, snapshot.ErrGuardRefused) {
+			return snapshot.VersionInfo{}, fmt.Errorf("committing dataset %q: %w (start the run with force to commit anyway)", spec.Dataset, err)
+		}
 		return snapshot.VersionInfo{}, fmt.Errorf("committing dataset %q: %w", spec.Dataset, err)
 	}
 	return vi, nil
+}
+
+// runCodes maps a run's error to its record's stable Code; the first
+// match wins, so specific sentinels come first.
+var runCodes = []struct {
+	err  error
+	code string
+}{
+	{snapshot.ErrGuardRefused, "guard_refused"},
+	{snapshot.ErrKeyChanged, "key_changed"},
+	{snapshot.ErrBadKey, "bad_key"},
+	{ErrResourceNotFound, "resource_not_found"},
+	{ErrNoKey, "no_key"},
+	{ErrUnsupportedType, "unsupported_type"},
+	{ErrSourceAuth, "source_auth"},
+	{ErrSourceUnavailable, "source_unavailable"},
+	{ErrConnectionNotFound, "connection_not_found"},
+	{ErrShuttingDown, "aborted"},
+	{context.Canceled, "aborted"},
+}
+
+// runCode classifies a run error for RunRecord.Code.
+func runCode(err error) string {
+	for _, c := range runCodes {
+		if errors.Is(err, c.err) {
+			return c.code
+		}
+	}
+	return "error"
+}
+
+// abortedText is the error of a run cancelled by Close: ErrShuttingDown and
+// what was being done, without the context's own "context canceled" said
+// twice (e2e.md #1).
+func abortedText(err error) string {
+	msg := err.Error()
+	for _, suffix := range []string{" (" + context.Canceled.Error() + ")", ": " + context.Canceled.Error(), ": " + ErrShuttingDown.Error()} {
+		msg = strings.TrimSuffix(msg, suffix)
+	}
+	if msg == context.Canceled.Error() || msg == ErrShuttingDown.Error() || msg == "" {
+		return ErrShuttingDown.Error() + ": run cancelled"
+	}
+	return ErrShuttingDown.Error() + ": run cancelled while " + msg
+}
+
+// readError names the data connection in an error that ended a source read
+// and, for a connection the server dropped (the driver's bare "invalid
+// connection", a reset, EOF), says so (e2e.md #2).
+func readError(ctx context.Context, conn string, err error) error {
+	if ctx.Err() != nil {
+		return err
+	}
+	if errors.Is(err, ErrSourceUnavailable) {
+		return fmt.Errorf("the source server of data connection %q went away (connection lost): %w", conn, err)
+	}
+	return fmt.Errorf("through data connection %q: %w", conn, err)
 }
 
 func (s *Service) saveRun(ctx context.Context, rec RunRecord) error {
@@ -232,7 +304,7 @@ func (s *Service) recordSkipped(ctx context.Context, adapter, trigger, reason st
 		dataset = a.spec.Dataset
 	}
 	s.mu.Unlock()
-	rec := RunRecord{ID: s.newRunID(now), Adapter: adapter, Dataset: dataset, Trigger: trigger, Status: RunSkipped, Start: now, End: &now, Error: reason}
+	rec := RunRecord{ID: s.newRunID(now), Adapter: adapter, Dataset: dataset, Trigger: trigger, Status: RunSkipped, Start: now, End: &now, Error: reason, Code: "skipped"}
 	if err := s.saveRun(ctx, rec); err != nil {
 		s.log.Warn("saving skipped run", "run", rec.ID, "adapter", adapter, "err", err)
 	}

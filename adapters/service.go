@@ -40,44 +40,20 @@ func newService(ctx context.Context, db *snapshot.DB, opts Options) (*Service, e
 		return float64(len(s.running))
 	})
 	// Config definitions: every problem reported, keys named.
-	var errs []error
+	cfgConns, cfgAdapters, errs := parseConfig(opts.Connections, opts.Adapters)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
 	now := s.now().UTC()
-	for i, spec := range opts.Connections {
-		prefix := fmt.Sprintf("connections[%d].", i)
-		d, err := parseConnection(prefix, spec)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if _, dup := s.cfgConns[d.spec.Name]; dup {
-			errs = append(errs, &OptionError{Key: prefix + "name", Msg: fmt.Sprintf("connection %q defined twice", d.spec.Name)})
-			continue
-		}
+	for _, d := range cfgConns {
 		d.origin, d.revision, d.created, d.updated = OriginConfig, 1, now, now
 		s.cfgConns[d.spec.Name] = d
 	}
-	if err := s.loadConnections(ctx); err != nil {
-		return nil, err
-	}
-	for i, spec := range opts.Adapters {
-		prefix := fmt.Sprintf("adapters[%d].", i)
-		a, err := parseAdapter(prefix, spec)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if _, dup := s.cfgAdapters[a.spec.Name]; dup {
-			errs = append(errs, &OptionError{Key: prefix + "name", Msg: fmt.Sprintf("adapter %q defined twice", a.spec.Name)})
-			continue
-		}
-		if s.activeConnLocked(a.spec.Connection) == nil {
-			errs = append(errs, optionErrorIs(&OptionError{Key: prefix + "connection", Msg: fmt.Sprintf("data connection %q does not exist", a.spec.Connection)}, ErrConnectionNotFound))
-			continue
-		}
+	for _, a := range cfgAdapters {
 		a.origin, a.revision, a.created, a.updated = OriginConfig, 1, now, now
 		s.cfgAdapters[a.spec.Name] = a
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := s.loadConnections(ctx); err != nil {
 		return nil, err
 	}
 	if err := s.loadAdapters(ctx); err != nil {
@@ -88,9 +64,14 @@ func newService(ctx context.Context, db *snapshot.DB, opts Options) (*Service, e
 			s.log.Warn("API data connection shadowed by the config file's definition", "connection", n)
 		}
 	}
-	for n := range s.apiAdapters {
+	for n, a := range s.apiAdapters {
 		if _, ok := s.cfgAdapters[n]; ok {
 			s.log.Warn("API adapter shadowed by the config file's definition", "adapter", n)
+			continue
+		}
+		// Stored before one writer per dataset was enforced.
+		if other := s.datasetWriterLocked(a.spec.Dataset, n); other != "" {
+			s.log.Warn("two adapters write one dataset; delete or change one", "adapter", n, "other", other, "dataset", a.spec.Dataset)
 		}
 	}
 	if err := s.abandonRuns(ctx); err != nil {
@@ -108,6 +89,86 @@ func newService(ctx context.Context, db *snapshot.DB, opts Options) (*Service, e
 		s.sched.start()
 	}
 	return s, nil
+}
+
+// parseConfig implements ValidateConfig and returns the parsed config
+// definitions when there is no problem. Each problem is one error.
+func parseConfig(conns []ConnectionSpec, ads []AdapterSpec) ([]*connDef, []*adapterDef, []error) {
+	var errs []error
+	var outConns []*connDef
+	named := map[string]bool{} // every connection name the file gives, valid or not
+	valid := map[string]bool{}
+	for i, spec := range conns {
+		prefix := fmt.Sprintf("connections[%d].", i)
+		if spec.Name != "" && named[spec.Name] {
+			errs = append(errs, &OptionError{Key: prefix + "name", Msg: fmt.Sprintf("connection %q defined twice", spec.Name)})
+			continue
+		}
+		named[spec.Name] = true
+		d, err := parseConnection(prefix, spec)
+		if err != nil {
+			errs = append(errs, splitErrors(err)...)
+			continue
+		}
+		valid[d.spec.Name] = true
+		outConns = append(outConns, d)
+	}
+	var outAdapters []*adapterDef
+	seen := map[string]bool{}
+	writer := map[string]string{} // dataset -> the adapter that writes it
+	for i, spec := range ads {
+		prefix := fmt.Sprintf("adapters[%d].", i)
+		if spec.Name != "" && seen[spec.Name] {
+			errs = append(errs, &OptionError{Key: prefix + "name", Msg: fmt.Sprintf("adapter %q defined twice", spec.Name)})
+			continue
+		}
+		seen[spec.Name] = true
+		a, err := parseAdapter(prefix, spec)
+		if err != nil {
+			errs = append(errs, splitErrors(err)...)
+		}
+		if spec.Connection != "" && !named[spec.Connection] {
+			errs = append(errs, optionErrorIs(&OptionError{Key: prefix + "connection",
+				Msg: fmt.Sprintf("data connection %q is not defined in the file's connections (an adapter of the config file names a connection of the config file)", spec.Connection)}, ErrConnectionNotFound))
+			continue
+		}
+		dataset := spec.Dataset
+		if dataset == "" {
+			dataset = spec.Name
+		}
+		if other, ok := writer[dataset]; ok && dataset != "" {
+			key := prefix + "dataset"
+			errs = append(errs, optionErrorIs(&OptionError{Key: key, Msg: fmt.Sprintf("dataset %q is already written by adapter %q; one adapter per dataset", dataset, other)}, ErrDatasetTaken))
+			continue
+		}
+		writer[dataset] = spec.Name
+		if a != nil && valid[spec.Connection] {
+			outAdapters = append(outAdapters, a)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, nil, errs
+	}
+	return outConns, outAdapters, nil
+}
+
+// splitErrors flattens an errors.Join tree into its problems, keeping a
+// sentinel-marked *OptionError whole.
+func splitErrors(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := err.(*markedOptionError); ok {
+		return []error{err}
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, splitErrors(e)...)
+		}
+		return out
+	}
+	return []error{err}
 }
 
 // close implements Close: no new runs, scheduler stopped, running runs
