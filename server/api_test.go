@@ -3,9 +3,11 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"net/url"
 	"sort"
 	"strconv"
@@ -582,5 +584,42 @@ func TestHealthAndReady(t *testing.T) {
 	f.srv.SetShuttingDown()
 	if p := f.must(503, "GET", "/readyz", "").problem(t); p.Code != "shutting_down" {
 		t.Fatalf("readyz while stopping: %+v", p)
+	}
+}
+
+// TestClientGone_NotAServerError checks that a request whose client went
+// away is logged at debug with status 499 (nginx's), counted as 499 rather
+// than a 5xx, and answered with nothing; while the server shuts down the
+// same cancellation is a 503 shutting_down.
+func TestClientGone_NotAServerError(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.srv.echo.GET("/test-canceled", func(c echoContext) error {
+		<-c.Request().Context().Done()
+		return fmt.Errorf("server: test read: %w", c.Request().Context().Err())
+	})
+	serve := func() *httptest.ResponseRecorder {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // the client hung up
+		rec := httptest.NewRecorder()
+		f.srv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/test-canceled", nil).WithContext(ctx))
+		return rec
+	}
+	if rec := serve(); rec.Body.Len() != 0 {
+		t.Errorf("answered a client that went away: %d %s", rec.Code, rec.Body)
+	}
+	logs := f.logs.String()
+	if strings.Contains(logs, "request failed") || !strings.Contains(logs, `level=DEBUG msg="client went away"`) || !strings.Contains(logs, "status=499") {
+		t.Errorf("logs:\n%s", logs)
+	}
+	body := string(f.must(200, "GET", "/metrics", "").body)
+	if !strings.Contains(body, `snapstore_server_http_request_duration_seconds_count{method="GET",route="unmatched",status="499"} 1`) || strings.Contains(body, `status="503"`) {
+		t.Errorf("metrics:\n%s", body)
+	}
+
+	f.srv.SetShuttingDown()
+	rec := serve()
+	var p Problem
+	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil || rec.Code != 503 || p.Code != "shutting_down" {
+		t.Errorf("canceled while stopping: %d %s", rec.Code, rec.Body)
 	}
 }

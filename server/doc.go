@@ -5,14 +5,18 @@
 // The contract is the OpenAPI 3 document embedded from openapi.yaml and
 // served at /openapi.json; tests check that every registered route is
 // documented and every documented route registered, and requests are
-// validated against it with kin-openapi before a handler runs. Each
+// validated against it before a handler runs: by a check compiled from the
+// document for plain path and query parameters, and by kin-openapi for
+// everything else and for every refusal (validate.go, V1 and V2). Each
 // operation's x-snapstore-role extension is the least bearer-token role that
 // may call it, so the document is also the authorisation table.
 //
 // Errors leave through one function, ProblemFor, which maps the sentinel
 // errors of snapshot, adapters and store to RFC 9457 problem details with a
 // stable code (etcd's toGRPCErrorMap, Prometheus's returnAPIError). A panic
-// in a handler is recovered, logged and answered as a problem.
+// in a handler is recovered, logged and answered as a problem. A request
+// whose client went away is not a server error: nothing is answered, it is
+// logged at debug and counted with status 499 (nginx's).
 //
 // Concurrency: a Server is safe for concurrent use; it holds no state of its
 // own beyond the shutting-down flag and metrics.

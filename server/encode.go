@@ -1,9 +1,9 @@
 package server
 
 import (
-	"encoding/json"
 	"math"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/snapstore/snapstore/snapshot"
 )
@@ -54,8 +54,58 @@ func AppendKeyJSON(dst []byte, key []snapshot.Value) []byte {
 	return append(dst, ']')
 }
 
-// appendJSONString appends s as a JSON string.
-func appendJSONString(dst, s []byte) []byte {
-	b, _ := json.Marshal(string(s)) // a string always encodes
-	return append(dst, b...)
+// appendJSONString appends s as a JSON string, byte for byte as
+// encoding/json writes it: HTML-safe (<, > and & escaped), invalid UTF-8 as
+// \ufffd, U+2028 and U+2029 escaped.
+func appendJSONString[S []byte | string](dst []byte, s S) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		n := min(len(s)-i, utf8.UTFMax)
+		c, size := utf8.DecodeRuneInString(string(s[i : i+n]))
+		if c == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[c&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
 }

@@ -50,3 +50,22 @@ func TestAppendRowResult_IsJSON(t *testing.T) {
 		t.Fatalf("got %+v from %s", got, b)
 	}
 }
+
+// TestAppendJSONString_MatchesEncodingJSON checks the hand-written string
+// encoder against encoding/json, escapes and invalid UTF-8 included.
+func TestAppendJSONString_MatchesEncodingJSON(t *testing.T) {
+	cases := []string{"", "plain", `quote " and \ back`, "<b>&amp;</b>", "ctl \x00\x01\b\f\n\r\t\x1f\x7f",
+		"é ü 日本 😀", "bad \xff\xfe utf8 \xe2\x82", "sep \u2028 \u2029", "tail\xc3"}
+	for i := 0; i < 256; i++ {
+		cases = append(cases, string([]byte{byte(i)}), "a"+string(rune(i))+"b")
+	}
+	for _, s := range cases {
+		want, _ := json.Marshal(s)
+		if got := appendJSONString(nil, s); string(got) != string(want) {
+			t.Errorf("appendJSONString(%q) = %s, want %s", s, got, want)
+		}
+		if got := appendJSONString([]byte("x"), []byte(s)); string(got) != "x"+string(want) {
+			t.Errorf("appendJSONString([]byte %q) = %s, want x%s", s, got, want)
+		}
+	}
+}

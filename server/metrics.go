@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,6 +16,8 @@ type metrics struct {
 	gcBytes        *prometheus.CounterVec
 	gcCells        *prometheus.CounterVec
 	datasetCollect *datasetCollector
+	// obsMu serialises adding an observer to a route's copy-on-write list.
+	obsMu sync.Mutex
 }
 
 func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {

@@ -35,6 +35,7 @@ type apiOp struct {
 	item   *openapi3.PathItem
 	op     *openapi3.Operation
 	role   Role
+	quick  *quickCheck // nil: every request goes to kin-openapi (validate.go)
 }
 
 // OpenAPIDocument returns the embedded OpenAPI 3 document as JSON, as served
@@ -74,7 +75,11 @@ func loadAPIDoc() (*apiDoc, error) {
 					return nil, fmt.Errorf("server: openapi.yaml: %s %s: %w", method, path, err)
 				}
 			}
-			d.ops[method+" "+path] = apiOp{method: method, path: path, item: item, op: op, role: role}
+			ao := apiOp{method: method, path: path, item: item, op: op, role: role}
+			if !doc.IsOpenAPI31OrLater() {
+				ao.quick = compileQuickCheck(item, op)
+			}
+			d.ops[method+" "+path] = ao
 		}
 	}
 	return d, nil

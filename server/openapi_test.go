@@ -7,7 +7,7 @@ import (
 )
 
 // routesOnly builds the echo routes without the layers below.
-func routesOnly(t *testing.T) *Server {
+func routesOnly(t testing.TB) *Server {
 	t.Helper()
 	api, err := loadAPIDoc()
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -43,6 +44,9 @@ func pathParam(c echo.Context, name string) (string, error) {
 // as_of (RFC 3339) and tag.
 func parseAt(c echo.Context) (snapshot.At, error) {
 	var at snapshot.At
+	if c.Request().URL.RawQuery == "" {
+		return at, nil
+	}
 	q := c.QueryParams()
 	n := 0
 	if v := q.Get("version"); v != "" {
@@ -127,6 +131,9 @@ func checkColumns(cols []string, v snapshot.VersionInfo) error {
 }
 
 func parseColumns(c echo.Context) []string {
+	if c.Request().URL.RawQuery == "" {
+		return nil
+	}
 	v := c.QueryParam("columns")
 	if v == "" {
 		return nil
@@ -188,14 +195,29 @@ func (s *Server) getRow(c echo.Context) error {
 		return err
 	}
 	v := r.Version()
-	return c.JSONBlob(http.StatusOK, append(AppendRowResult(nil, v.Dataset, v.Version, row), '\n'))
+	bp := bodyPool.Get().(*[]byte)
+	defer putBody(bp)
+	*bp = append(AppendRowResult((*bp)[:0], v.Dataset, v.Version, row), '\n')
+	return c.JSONBlob(http.StatusOK, *bp)
+}
+
+// bodyPool holds the buffers of small answers: JSONBlob writes them whole
+// (into the connection's buffer) before the handler returns, so they are
+// reused once it has.
+var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// putBody returns a buffer to bodyPool unless it grew past 64 KiB.
+func putBody(bp *[]byte) {
+	if cap(*bp) <= 64<<10 {
+		bodyPool.Put(bp)
+	}
 }
 
 // AppendRowResult appends the body of GET /v1/datasets/{dataset}/rows/{key}:
 // {"dataset":..., "version":..., "key":[...], "row":{...}}.
 func AppendRowResult(dst []byte, dataset string, version int64, row snapshot.Row) []byte {
 	dst = append(dst, `{"dataset":`...)
-	dst = appendJSONString(dst, []byte(dataset))
+	dst = appendJSONString(dst, dataset)
 	dst = append(dst, `,"version":`...)
 	dst = strconv.AppendInt(dst, version, 10)
 	dst = append(dst, `,"key":`...)
@@ -310,7 +332,7 @@ func (s *Server) scanRows(c echo.Context) error {
 		return s.streamCSV(c, it, opts.Columns, r.Version().Schema)
 	}
 	b := []byte(`{"dataset":`)
-	b = appendJSONString(b, []byte(r.Version().Dataset))
+	b = appendJSONString(b, r.Version().Dataset)
 	b = append(b, `,"version":`...)
 	b = strconv.AppendInt(b, version, 10)
 	b = append(b, `,"rows":[`...)
@@ -335,7 +357,7 @@ func (s *Server) scanRows(c echo.Context) error {
 	}
 	b = appendStrings(b, cols)
 	b = append(b, `,"next_page_token":`...)
-	b = appendJSONString(b, []byte(encodePageToken(version, it.NextPageToken())))
+	b = appendJSONString(b, encodePageToken(version, it.NextPageToken()))
 	b = append(b, "}\n"...)
 	return c.JSONBlob(http.StatusOK, b)
 }
@@ -380,7 +402,7 @@ func appendStrings(b []byte, ss []string) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, []byte(s))
+		b = appendJSONString(b, s)
 	}
 	return append(b, ']')
 }
@@ -633,7 +655,7 @@ func (s *Server) diff(c echo.Context) error {
 	for it.Next() {
 		ch := it.Change()
 		b = append(b[:0], `{"op":`...)
-		b = appendJSONString(b, []byte(ch.Op))
+		b = appendJSONString(b, string(ch.Op))
 		b = append(b, `,"key":`...)
 		b = AppendKeyJSON(b, ch.Key)
 		if ch.Before != nil {

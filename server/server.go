@@ -7,8 +7,11 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/url"
 	"runtime/debug"
+	"strconv"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -68,6 +71,8 @@ type Server struct {
 	build    string
 	now      func() time.Time
 	stopping atomic.Bool
+	// byRoute holds the registered routes; read-only after New.
+	byRoute map[routeKey]*route
 	// skipValidation turns request validation off (benchmark baseline only).
 	skipValidation bool
 }
@@ -124,11 +129,9 @@ func (s *Server) newEcho() *echo.Echo {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.handleError
-	e.Use(s.observe)
-	e.Use(s.recoverPanic)
-	e.Use(limitBody)
-	e.Use(s.authorize)
-	e.Use(s.validateRequest)
+	// One middleware rather than a chain: echo builds the chain's closures
+	// again for every request.
+	e.Use(s.middleware)
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
@@ -165,7 +168,60 @@ func (s *Server) newEcho() *echo.Echo {
 	v1.POST("/adapters/:name/runs", s.startRun)
 	v1.GET("/adapters/:name/runs", s.listRuns)
 	v1.GET("/runs/:id", s.getRun)
+
+	// The documented operation of each registered route, found once here
+	// rather than by rewriting the echo path on every request.
+	s.byRoute = map[routeKey]*route{}
+	for _, r := range e.Routes() {
+		if op, ok := s.api.ops[r.Method+" "+openapiPath(r.Path)]; ok {
+			s.byRoute[routeKey{r.Method, r.Path}] = &route{apiOp: op, label: r.Path}
+		}
+	}
 	return e
+}
+
+// routeKey is a registered route: method and echo path (c.Path()).
+type routeKey struct{ method, path string }
+
+// route is a registered route with its documented operation and the
+// latency observers of its statuses.
+type route struct {
+	apiOp
+	label string // the route label of metrics and logs: the echo path
+	// obs holds one observer per status seen so far; copied on write.
+	obs atomic.Pointer[[]statusObserver]
+}
+
+type statusObserver struct {
+	status int
+	obs    prometheus.Observer
+}
+
+// observer returns the latency observer of the route's status, creating it
+// on first use.
+func (rt *route) observer(m *metrics, status int) prometheus.Observer {
+	if p := rt.obs.Load(); p != nil {
+		for _, so := range *p {
+			if so.status == status {
+				return so.obs
+			}
+		}
+	}
+	m.obsMu.Lock()
+	defer m.obsMu.Unlock()
+	var cur []statusObserver
+	if p := rt.obs.Load(); p != nil {
+		cur = *p
+		for _, so := range cur {
+			if so.status == status {
+				return so.obs
+			}
+		}
+	}
+	o := m.httpDuration.WithLabelValues(rt.method, rt.label, strconv.Itoa(status))
+	next := append(cur[:len(cur):len(cur)], statusObserver{status, o})
+	rt.obs.Store(&next)
+	return o
 }
 
 // routes lists the registered routes as "METHOD /openapi/{template}".
@@ -180,18 +236,52 @@ func (s *Server) routes() []string {
 	return out
 }
 
+// route returns the matched route, nil when the request matched none (404,
+// 405: echo answers those).
+func (s *Server) route(c echo.Context) *route {
+	return s.byRoute[routeKey{c.Request().Method, c.Path()}]
+}
+
 // operation returns the documented operation of the matched route.
 func (s *Server) operation(c echo.Context) (apiOp, bool) {
-	op, ok := s.api.ops[c.Request().Method+" "+openapiPath(c.Path())]
-	return op, ok
+	if rt := s.route(c); rt != nil {
+		return rt.apiOp, true
+	}
+	return apiOp{}, false
+}
+
+// statusClientClosed is the status that logs and metrics give a
+// request whose client went away before the answer (nginx's 499); nothing
+// is sent.
+const statusClientClosed = 499
+
+// clientGone reports whether err comes from the client going away: the
+// request's context is canceled while the server is not shutting down, and
+// err is that cancellation.
+func (s *Server) clientGone(c echo.Context, err error) bool {
+	return errors.Is(err, context.Canceled) && errors.Is(c.Request().Context().Err(), context.Canceled) && !s.stopping.Load()
 }
 
 // handleError is echo's error handler: every error becomes a problem.
 func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		// A stream already started: the status is sent; log and cut.
-		s.log.Warn("error after the response started", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+		level := slog.LevelWarn
+		if s.clientGone(c, err) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
+			level = slog.LevelDebug // the client hung up mid-answer
+		}
+		s.log.Log(c.Request().Context(), level, "error after the response started", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
 		return
+	}
+	if s.clientGone(c, err) {
+		// Nobody is listening: nothing to answer, not a server error.
+		c.Response().Status = statusClientClosed
+		s.log.Debug("client went away", "method", c.Request().Method, "route", c.Path(), "status", statusClientClosed, "err", err)
+		return
+	}
+	if errors.Is(err, context.Canceled) && s.stopping.Load() {
+		// Cancelled because the server is stopping: safe to retry elsewhere.
+		err = fmt.Errorf("%w: %w", adapters.ErrShuttingDown, err)
 	}
 	p := ProblemFor(err)
 	p.Instance = c.Request().URL.Path
@@ -213,83 +303,104 @@ func writeProblem(c echo.Context, p Problem) {
 	_ = c.JSON(p.Status, p)
 }
 
-// limitBody caps request bodies at MaxBodyBytes; reading more fails with
-// *http.MaxBytesError, answered 413.
-func limitBody(next echo.HandlerFunc) echo.HandlerFunc {
+// middleware runs around every request, in order: the latency histogram
+// and debug log (observe), panic recovery, the body limit, authorisation and
+// request validation.
+func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		r := c.Request()
-		if r.ContentLength > MaxBodyBytes {
-			return echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", MaxBodyBytes))
+		start := time.Now()
+		rt := s.route(c)
+		if err := s.guard(c, rt, next); err != nil {
+			c.Error(err)
 		}
-		r.Body = http.MaxBytesReader(c.Response(), r.Body, MaxBodyBytes)
-		return next(c)
+		s.observe(c, rt, time.Since(start))
+		return nil
 	}
 }
 
-// recoverPanic turns a handler panic into a logged 500 problem.
-func (s *Server) recoverPanic(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) (err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				if r == http.ErrAbortHandler {
-					panic(r)
-				}
-				s.log.Error("handler panicked", "method", c.Request().Method, "route", c.Path(), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-				err = fmt.Errorf("server: handler panicked: %v", r)
+// guard recovers panics of the checks and the handler, then limits the
+// body, authorises and validates before calling next.
+func (s *Server) guard(c echo.Context, rt *route, next echo.HandlerFunc) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if r == http.ErrAbortHandler {
+				panic(r)
 			}
-		}()
-		return next(c)
+			s.log.Error("handler panicked", "method", c.Request().Method, "route", c.Path(), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = fmt.Errorf("server: handler panicked: %v", r)
+		}
+	}()
+	if err := limitBody(c); err != nil {
+		return err
 	}
+	if rt != nil { // else route not found or method not allowed: answered by echo
+		if err := s.authorize(c, rt); err != nil {
+			return err
+		}
+		if !s.skipValidation {
+			if err := s.validateRequest(c, rt); err != nil {
+				return err
+			}
+		}
+	}
+	return next(c)
+}
+
+// limitBody caps request bodies at MaxBodyBytes; reading more fails with
+// *http.MaxBytesError, answered 413.
+func limitBody(c echo.Context) error {
+	r := c.Request()
+	if r.ContentLength > MaxBodyBytes {
+		return echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", MaxBodyBytes))
+	}
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = http.MaxBytesReader(c.Response(), r.Body, MaxBodyBytes)
+	}
+	return nil
 }
 
 // authorize checks the bearer token against the operation's role.
-func (s *Server) authorize(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if !s.tokens.enabled() {
-			return next(c)
-		}
-		op, ok := s.operation(c)
-		if !ok {
-			return next(c) // route not found or method not allowed: answered by echo
-		}
-		if op.role == RoleNone {
-			return next(c)
-		}
-		tok, ok := s.tokens.lookup(c.Request().Header.Get(echo.HeaderAuthorization))
-		if !ok {
-			return echo.NewHTTPError(http.StatusUnauthorized, "a valid bearer token is required (Authorization: Bearer TOKEN)")
-		}
-		if tok.Role < op.role {
-			return echo.NewHTTPError(http.StatusForbidden, fmt.Sprintf("token %q has role %s; this operation needs %s", tok.Name, tok.Role, op.role))
-		}
-		c.Set("token", tok.Name)
-		return next(c)
+func (s *Server) authorize(c echo.Context, rt *route) error {
+	if !s.tokens.enabled() || rt.role == RoleNone {
+		return nil
 	}
+	tok, ok := s.tokens.lookup(c.Request().Header.Get(echo.HeaderAuthorization))
+	if !ok {
+		return echo.NewHTTPError(http.StatusUnauthorized, "a valid bearer token is required (Authorization: Bearer TOKEN)")
+	}
+	if tok.Role < rt.role {
+		return echo.NewHTTPError(http.StatusForbidden, fmt.Sprintf("token %q has role %s; this operation needs %s", tok.Name, tok.Role, rt.role))
+	}
+	c.Set("token", tok.Name)
+	return nil
 }
 
-// validateRequest checks parameters and bodies against the OpenAPI document.
-func (s *Server) validateRequest(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		op, ok := s.operation(c)
-		if !ok || s.skipValidation {
-			return next(c)
+// validateRequest checks parameters and bodies against the OpenAPI
+// document: the operation's quick check when it is sure, else kin-openapi
+// (validate.go, V1 and V2).
+func (s *Server) validateRequest(c echo.Context, rt *route) error {
+	r := c.Request()
+	if rt.quick != nil {
+		var q url.Values // none: parsing an empty query would cost a map
+		if r.URL.RawQuery != "" {
+			q = c.QueryParams()
 		}
-		if err := normalizeContentType(c.Request(), op); err != nil {
-			return err
+		if rt.quick.accepts(r, c, q) {
+			return nil
 		}
-		params := map[string]string{}
-		for i, n := range c.ParamNames() {
-			v := c.ParamValues()[i]
-			if n == "*" {
-				n = "key"
-			}
-			params[n] = v
-		}
-		if err := s.api.validate(c.Request().Context(), c.Request(), op, params); err != nil {
-			return err
-		}
-		return next(c)
 	}
+	if err := normalizeContentType(r, rt.apiOp); err != nil {
+		return err
+	}
+	params := map[string]string{}
+	for i, n := range c.ParamNames() {
+		v := c.ParamValues()[i]
+		if n == "*" {
+			n = keyParam
+		}
+		params[n] = v
+	}
+	return s.api.validate(r.Context(), r, rt.apiOp, params)
 }
 
 // normalizeContentType lets a JSON body arrive without a Content-Type or
@@ -311,22 +422,20 @@ func normalizeContentType(r *http.Request, op apiOp) error {
 	return echo.NewHTTPError(http.StatusUnsupportedMediaType, fmt.Sprintf("request bodies are JSON (application/json), not %q", mt))
 }
 
-// observe records the latency histogram and logs each request at debug.
-func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		start := time.Now()
-		err := next(c)
-		if err != nil {
-			c.Error(err)
+// observe records the latency histogram and logs the request at debug.
+func (s *Server) observe(c echo.Context, rt *route, d time.Duration) {
+	status := c.Response().Status
+	if rt != nil {
+		rt.observer(s.metrics, status).Observe(d.Seconds())
+	} else {
+		s.metrics.observeHTTP(c.Request().Method, "unmatched", status, d)
+	}
+	if s.log.Enabled(context.Background(), slog.LevelDebug) {
+		label := "unmatched"
+		if rt != nil {
+			label = rt.label
 		}
-		route := c.Path()
-		if _, ok := s.operation(c); !ok {
-			route = "unmatched"
-		}
-		status := c.Response().Status
-		s.metrics.observeHTTP(c.Request().Method, route, status, time.Since(start))
-		s.log.Debug("http request", "method", c.Request().Method, "route", route, "status", status, "bytes", c.Response().Size)
-		return nil
+		s.log.Debug("http request", "method", c.Request().Method, "route", label, "status", status, "bytes", c.Response().Size)
 	}
 }
 
