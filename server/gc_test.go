@@ -16,7 +16,7 @@ import (
 // a dataset with TTL 0 (forever) keeps all of its versions.
 func TestCollectGarbage_AppliesRetention(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
-	f.must(201, "POST", "/v1/adapters", `{"name":"short","connection":"shop","resource":"notes","dataset":"notes","retention":{"ttl":"1ns","min_versions":1}}`)
+	f.must(201, "POST", "/v1/adapters", `{"name":"short","connection":"shop","resource":"notes","dataset":"short","retention":{"ttl":"1ns","min_versions":1}}`)
 	f.run("products")
 	v1 := f.run("short")
 	f.exec(`UPDATE notes SET v = 'two'; UPDATE products SET stock = 1`)
@@ -33,9 +33,9 @@ func TestCollectGarbage_AppliesRetention(t *testing.T) {
 	}
 	for _, rep := range reps {
 		switch rep.Dataset {
-		case "notes":
+		case "short":
 			if len(rep.VersionsExpired) != 2 || rep.CellsDeleted == 0 || rep.BytesReclaimed == 0 {
-				t.Fatalf("notes: %+v", rep)
+				t.Fatalf("short: %+v", rep)
 			}
 		case "products":
 			if len(rep.VersionsExpired) != 0 || rep.CellsDeleted != 0 {
@@ -43,13 +43,13 @@ func TestCollectGarbage_AppliesRetention(t *testing.T) {
 			}
 		}
 	}
-	f.must(410, "GET", "/v1/datasets/notes/rows/plain?version="+strconv.FormatInt(v1, 10), "")
+	f.must(410, "GET", "/v1/datasets/short/rows/plain?version="+strconv.FormatInt(v1, 10), "")
 	var got rowResult
-	f.must(200, "GET", "/v1/datasets/notes/rows/plain", "").json(t, &got)
+	f.must(200, "GET", "/v1/datasets/short/rows/plain", "").json(t, &got)
 	if got.Version != v3 || got.Row["v"] != "three" {
 		t.Fatalf("current after GC: %+v", got)
 	}
-	if body := string(f.must(200, "GET", "/metrics", "").body); !strings.Contains(body, `snapstore_server_gc_cells_deleted_total{dataset="notes"}`) {
+	if body := string(f.must(200, "GET", "/metrics", "").body); !strings.Contains(body, `snapstore_server_gc_cells_deleted_total{dataset="short"}`) {
 		t.Fatal("gc metrics not counted")
 	}
 }

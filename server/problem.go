@@ -104,6 +104,9 @@ var sentinels = []sentinel{
 	{adapters.ErrSourceAuth, http.StatusBadGateway, "source_auth"},
 	{adapters.ErrUnsupportedType, http.StatusUnprocessableEntity, "unsupported_type"},
 	{adapters.ErrShuttingDown, http.StatusServiceUnavailable, "shutting_down"},
+	// One adapter per dataset: refused like the bad option it is (field
+	// "dataset" from the *adapters.OptionError).
+	{adapters.ErrDatasetTaken, http.StatusBadRequest, "bad_option"},
 	{adapters.ErrBadOption, http.StatusBadRequest, "bad_option"},
 	// store
 	{store.ErrNotFound, http.StatusNotFound, "not_found"},

@@ -83,6 +83,7 @@ func TestProblemFor_EverySentinel(t *testing.T) {
 			"ErrResourceNotFound": adapters.ErrResourceNotFound, "ErrSourceUnavailable": adapters.ErrSourceUnavailable,
 			"ErrSourceAuth": adapters.ErrSourceAuth, "ErrUnsupportedType": adapters.ErrUnsupportedType,
 			"ErrShuttingDown": adapters.ErrShuttingDown, "ErrBadOption": adapters.ErrBadOption,
+			"ErrDatasetTaken": adapters.ErrDatasetTaken,
 		},
 		"store": {
 			"ErrNotFound": store.ErrNotFound, "ErrClosed": store.ErrClosed,
