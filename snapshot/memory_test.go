@@ -56,9 +56,11 @@ func TestRunMemoryBounded(t *testing.T) {
 			}
 			t.Logf("live heap growth over 3/4 of the rows: first run %d KiB, second run %d KiB", growth[0]>>10, growth[1]>>10)
 			// Keys kept in a Go map or slice would add 20 to 60 bytes per
-			// row; batches and buffers are bounded by batchSize.
+			// row; batches and buffers are bounded by batchSize. The first
+			// run's measure is noisier (Pebble flushing its memtables
+			// allocates on the Go heap), hence its looser bound.
 			for gen, g := range growth {
-				if g > 1<<20 {
+				if limit := int64(1<<20) << (1 - gen); g > limit {
 					t.Errorf("run %d: live heap grew by %d KiB over %d rows", gen+1, g>>10, rows*3/4)
 				}
 			}
