@@ -100,14 +100,17 @@ func parseConfig(conns []ConnectionSpec, ads []AdapterSpec) ([]*connDef, []*adap
 	valid := map[string]bool{}
 	for i, spec := range conns {
 		prefix := fmt.Sprintf("connections[%d].", i)
-		if spec.Name != "" && named[spec.Name] {
+		dup := spec.Name != "" && named[spec.Name]
+		if dup {
 			errs = append(errs, &OptionError{Key: prefix + "name", Msg: fmt.Sprintf("connection %q defined twice", spec.Name)})
-			continue
 		}
 		named[spec.Name] = true
 		d, err := parseConnection(prefix, spec)
 		if err != nil {
 			errs = append(errs, splitErrors(err)...)
+			continue
+		}
+		if dup {
 			continue
 		}
 		valid[d.spec.Name] = true
@@ -118,14 +121,18 @@ func parseConfig(conns []ConnectionSpec, ads []AdapterSpec) ([]*connDef, []*adap
 	writer := map[string]string{} // dataset -> the adapter that writes it
 	for i, spec := range ads {
 		prefix := fmt.Sprintf("adapters[%d].", i)
-		if spec.Name != "" && seen[spec.Name] {
+		dup := spec.Name != "" && seen[spec.Name]
+		if dup {
 			errs = append(errs, &OptionError{Key: prefix + "name", Msg: fmt.Sprintf("adapter %q defined twice", spec.Name)})
-			continue
 		}
 		seen[spec.Name] = true
 		a, err := parseAdapter(prefix, spec)
 		if err != nil {
 			errs = append(errs, splitErrors(err)...)
+			a = nil
+		}
+		if dup {
+			continue
 		}
 		if spec.Connection != "" && !named[spec.Connection] {
 			errs = append(errs, optionErrorIs(&OptionError{Key: prefix + "connection",

@@ -418,12 +418,13 @@ type versionRow struct {
 // SIGTERM or SIGINT aborts the run (its version is not committed).
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, cf := newFlagSet("run", stderr, true)
+	force := fs.Bool("force", false, "commit even when a guard (allow_empty, max_shrink) would refuse the run")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return usageError("usage: snapstore run ADAPTER")
+		return usageError("usage: snapstore run [--force] ADAPTER")
 	}
 	cfg, err := loadConfig(cf, os.Environ())
 	if err != nil {
@@ -439,6 +440,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var rec adapters.RunRecord
 	if t.base != nil {
 		q := url.Values{"wait": {"true"}}
+		if *force {
+			q.Set("force", "true")
+		}
 		resp, err := t.do(ctx, http.MethodPost, "/v1/adapters/"+url.PathEscape(pos[0])+"/runs", q, "application/json")
 		if err != nil {
 			return err
@@ -449,7 +453,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 	} else {
 		log := newLogger(cfg, stderr)
-		rec, err = t.stk.svc.StartRun(ctx, pos[0], "cli")
+		rec, err = t.stk.svc.StartRunWith(ctx, pos[0], adapters.RunOptions{Trigger: "cli", Force: *force})
+		if errors.Is(err, adapters.ErrAdapterNotFound) && cf.config == "" {
+			return fmt.Errorf("%w; no server answered and no config file was given: an adapter of a config file exists only with --config FILE (or SNAPSTORE_CONFIG), e.g. snapstore run --config examples/snapstore.yaml %s", err, pos[0])
+		}
 		if err != nil {
 			return err
 		}

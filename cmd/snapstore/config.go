@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/robfig/cron/v3"
 	"github.com/snapstore/snapstore/adapters"
 	"github.com/snapstore/snapstore/server"
 	"github.com/snapstore/snapstore/snapshot"
@@ -52,6 +51,10 @@ type Config struct {
 
 	// unknownEnv lists SNAPSTORE_* variables that name no key.
 	unknownEnv []string
+	// lines maps a key path (adapters[0].schedule) to its line in the
+	// file; envKeys maps a key path to the variable that set it.
+	lines   map[string]int
+	envKeys map[string]string
 }
 
 // LogConfig sets the log level and format.
@@ -192,15 +195,50 @@ func defaultConfig() Config {
 // configError is a problem with one configuration key.
 type configError struct {
 	key  string
-	line int // 0 when not from the file
+	line int    // 0 when not from the file
+	env  string // the variable that set the key, if one did
 	msg  string
+	err  error // the adapters error, for errors.Is; may be nil
 }
 
 func (e *configError) Error() string {
-	if e.line > 0 {
+	switch {
+	case e.env != "":
+		return fmt.Sprintf("config key %s (from environment variable %s): %s", e.key, e.env, e.msg)
+	case e.line > 0:
 		return fmt.Sprintf("config key %s (line %d): %s", e.key, e.line, e.msg)
 	}
 	return fmt.Sprintf("config key %s: %s", e.key, e.msg)
+}
+
+func (e *configError) Unwrap() error { return e.err }
+
+// keyError is a problem with key, placed by the variable that set it or
+// its line in the file (the nearest enclosing key's line when the key
+// itself is absent, as a missing adapters[0].resource is).
+func (c *Config) keyError(key, msg string) *configError {
+	e := &configError{key: key, msg: msg}
+	if v, ok := c.envKeys[key]; ok {
+		e.env = v
+		return e
+	}
+	for k := key; k != ""; k = parentKey(k) {
+		if l, ok := c.lines[k]; ok {
+			e.line = l
+			break
+		}
+	}
+	return e
+}
+
+// parentKey drops the last element of a key path: a.b[2].c -> a.b[2] ->
+// a.b -> a -> "".
+func parentKey(k string) string {
+	i := strings.LastIndexAny(k, ".[")
+	if i < 0 {
+		return ""
+	}
+	return k[:i]
 }
 
 // loadFile decodes the YAML file at path over cfg. Unknown keys and values
@@ -222,7 +260,10 @@ func decodeYAML(data []byte, cfg *Config) error {
 		return nil // empty file
 	}
 	var errs []error
-	decodeNode(root.Content[0], reflect.ValueOf(cfg).Elem(), "", &errs)
+	if cfg.lines == nil {
+		cfg.lines = map[string]int{}
+	}
+	decodeNode(root.Content[0], reflect.ValueOf(cfg).Elem(), "", &errs, cfg.lines)
 	return errors.Join(errs...)
 }
 
@@ -233,7 +274,7 @@ var (
 
 // decodeNode decodes n into v, naming every bad key by its dotted path
 // (adapters[0].schedule).
-func decodeNode(n *yaml.Node, v reflect.Value, path string, errs *[]error) {
+func decodeNode(n *yaml.Node, v reflect.Value, path string, errs *[]error, lines map[string]int) {
 	bad := func(msg string, args ...any) {
 		key := path
 		if key == "" {
@@ -281,12 +322,13 @@ func decodeNode(n *yaml.Node, v reflect.Value, path string, errs *[]error) {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, val := n.Content[i], n.Content[i+1]
 			sub := joinKey(path, k.Value)
+			lines[sub] = k.Line
 			fi, ok := fields[k.Value]
 			if !ok {
 				*errs = append(*errs, &configError{key: sub, line: k.Line, msg: "unknown key (docs/config.md lists the keys)"})
 				continue
 			}
-			decodeNode(val, v.Field(fi), sub, errs)
+			decodeNode(val, v.Field(fi), sub, errs, lines)
 		}
 	case v.Kind() == reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
@@ -295,13 +337,18 @@ func decodeNode(n *yaml.Node, v reflect.Value, path string, errs *[]error) {
 		}
 		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
 		for i, item := range n.Content {
-			decodeNode(item, s.Index(i), fmt.Sprintf("%s[%d]", path, i), errs)
+			key := fmt.Sprintf("%s[%d]", path, i)
+			lines[key] = item.Line
+			decodeNode(item, s.Index(i), key, errs, lines)
 		}
 		v.Set(s)
 	case v.Kind() == reflect.Map:
 		if n.Kind != yaml.MappingNode {
 			bad("want a mapping")
 			return
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			lines[joinKey(path, n.Content[i].Value)] = n.Content[i].Line
 		}
 		m := reflect.New(v.Type())
 		if err := n.Decode(m.Interface()); err != nil {
@@ -373,12 +420,18 @@ func applyEnv(cfg *Config, environ []string) (unknown []string, err error) {
 			continue
 		}
 		rest := strings.TrimPrefix(name, envPrefix)
-		err := setEnv(reflect.ValueOf(cfg).Elem(), rest, val, "")
+		var key string
+		err := setEnv(reflect.ValueOf(cfg).Elem(), rest, val, "", &key)
 		switch {
 		case errors.Is(err, errNoSuchKey):
 			unknown = append(unknown, name)
 		case err != nil:
 			errs = append(errs, fmt.Errorf("environment variable %s: %w", name, err))
+		default:
+			if cfg.envKeys == nil {
+				cfg.envKeys = map[string]string{}
+			}
+			cfg.envKeys[key] = name
 		}
 	}
 	return unknown, errors.Join(errs...)
@@ -387,12 +440,15 @@ func applyEnv(cfg *Config, environ []string) (unknown []string, err error) {
 // errNoSuchKey marks a variable that names no configuration key.
 var errNoSuchKey = errors.New("no such configuration key")
 
-func setEnv(v reflect.Value, rest, val, path string) error {
+// setEnv sets the key that rest names below v and stores its path in
+// *key.
+func setEnv(v reflect.Value, rest, val, path string, key *string) error {
 	switch {
 	case v.Type() == durationType || (v.Kind() != reflect.Struct && v.Kind() != reflect.Map && (v.Kind() != reflect.Slice || v.Type().Elem().Kind() == reflect.String)):
 		if rest != "" {
 			return fmt.Errorf("%s has no key %s: %w", path, rest, errNoSuchKey)
 		}
+		*key = path
 		return setScalar(v, val, path)
 	case v.Kind() == reflect.Struct:
 		// Longest field name first, so STORAGE_HBASE_THRIFT does not stop at a
@@ -412,10 +468,10 @@ func setEnv(v reflect.Value, rest, val, path string) error {
 		for _, c := range cs {
 			tag, _, _ := strings.Cut(v.Type().Field(c.i).Tag.Get("yaml"), ",")
 			if rest == c.name {
-				return setEnv(v.Field(c.i), "", val, joinKey(path, tag))
+				return setEnv(v.Field(c.i), "", val, joinKey(path, tag), key)
 			}
 			if strings.HasPrefix(rest, c.name+"_") {
-				return setEnv(v.Field(c.i), rest[len(c.name)+1:], val, joinKey(path, tag))
+				return setEnv(v.Field(c.i), rest[len(c.name)+1:], val, joinKey(path, tag), key)
 			}
 		}
 		return errNoSuchKey
@@ -428,7 +484,7 @@ func setEnv(v reflect.Value, rest, val, path string) error {
 		if i >= v.Len() {
 			return fmt.Errorf("%s[%d]: the list has %d entries; define the entry in the config file", path, i, v.Len())
 		}
-		return setEnv(v.Index(i), sub, val, fmt.Sprintf("%s[%d]", path, i))
+		return setEnv(v.Index(i), sub, val, fmt.Sprintf("%s[%d]", path, i), key)
 	case v.Kind() == reflect.Map:
 		if rest == "" {
 			return fmt.Errorf("%s: name an option after it", path)
@@ -437,6 +493,7 @@ func setEnv(v reflect.Value, rest, val, path string) error {
 			v.Set(reflect.MakeMap(v.Type()))
 		}
 		v.SetMapIndex(reflect.ValueOf(strings.ToLower(rest)), reflect.ValueOf(val))
+		*key = joinKey(path, strings.ToLower(rest))
 		return nil
 	}
 	return fmt.Errorf("%s: cannot be set from the environment", path)
@@ -496,16 +553,12 @@ func setScalar(v reflect.Value, val, path string) error {
 	return nil
 }
 
-// cronParser accepts what the adapters scheduler accepts: 5 fields,
-// optional seconds, CRON_TZ=, @every and descriptors.
-var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-
 // Validate checks the whole configuration and reports every problem, each
 // naming its key (pebble's Options.Validate, raft's ValidateConfig).
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(key, format string, args ...any) {
-		errs = append(errs, &configError{key: key, msg: fmt.Sprintf(format, args...)})
+		errs = append(errs, c.keyError(key, fmt.Sprintf(format, args...)))
 	}
 	if c.Data == "" {
 		bad("data", "must name a directory")
@@ -560,53 +613,17 @@ func (c *Config) Validate() error {
 			bad(key+".role", "%v", err)
 		}
 	}
-	conns := map[string]bool{}
-	for i, cc := range c.Connections {
-		key := fmt.Sprintf("connections[%d]", i)
-		if cc.Name == "" {
-			bad(key+".name", "required")
-		} else if conns[cc.Name] {
-			bad(key+".name", "duplicate connection name %q", cc.Name)
+	// Connections and adapters: the adapters package's own checks, every
+	// problem at once, before anything is opened.
+	for _, err := range adapters.ValidateConfig(c.connectionSpecs(), c.adapterSpecs()) {
+		var oe *adapters.OptionError
+		if !errors.As(err, &oe) {
+			errs = append(errs, err)
+			continue
 		}
-		conns[cc.Name] = true
-		if cc.Type == "" {
-			bad(key+".type", "required (mysql or sqlite)")
-		}
-		switch adapters.Sharing(cc.Sharing) {
-		case "", adapters.SharingShared, adapters.SharingPooled, adapters.SharingSingleUse:
-		default:
-			bad(key+".sharing", "want shared, pooled or single-use, got %q", cc.Sharing)
-		}
-	}
-	ads := map[string]bool{}
-	for i, a := range c.Adapters {
-		key := fmt.Sprintf("adapters[%d]", i)
-		if a.Name == "" {
-			bad(key+".name", "required")
-		} else if ads[a.Name] {
-			bad(key+".name", "duplicate adapter name %q", a.Name)
-		}
-		ads[a.Name] = true
-		if a.Connection == "" {
-			bad(key+".connection", "required")
-		}
-		if a.Resource == "" {
-			bad(key+".resource", "required")
-		}
-		if a.Schedule != "" {
-			if _, err := cronParser.Parse(a.Schedule); err != nil {
-				bad(key+".schedule", "bad cron spec %q: %v", a.Schedule, err)
-			}
-		}
-		if a.Retention.MinVersions < 0 {
-			bad(key+".retention.min_versions", "must not be negative")
-		}
-		if a.Guard.MaxShrink < 0 || a.Guard.MaxShrink > 1 {
-			bad(key+".guard.max_shrink", "want a fraction from 0 to 1, got %g", a.Guard.MaxShrink)
-		}
-		if a.Retries < 0 || a.Retries > 100 {
-			bad(key+".retries", "want 0 to 100, got %d", a.Retries)
-		}
+		ce := c.keyError(oe.Key, oe.Msg)
+		ce.err = err
+		errs = append(errs, ce)
 	}
 	return errors.Join(errs...)
 }
@@ -648,7 +665,7 @@ func (c *Config) tokens() ([]server.Token, error) {
 		}
 		role, err := server.ParseRole(t.Role)
 		if err != nil {
-			errs = append(errs, &configError{key: fmt.Sprintf("auth.tokens[%d].role", i), msg: err.Error()})
+			errs = append(errs, c.keyError(fmt.Sprintf("auth.tokens[%d].role", i), err.Error()))
 			continue
 		}
 		out = append(out, server.Token{Name: t.Name, Token: tok, Role: role})
@@ -693,5 +710,5 @@ func configOptionError(err error) error {
 	if !errors.As(err, &oe) {
 		return err
 	}
-	return fmt.Errorf("config: %w (in connections or adapters of the config file)", err)
+	return fmt.Errorf("config: %w", err)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -265,5 +266,91 @@ func TestParseArgs(t *testing.T) {
 	fs, _ := newFlagSet("t", io.Discard, false)
 	if _, err := parseArgs(fs, []string{"--data"}); err == nil {
 		t.Error("--data without a value accepted")
+	}
+}
+
+// TestServe_BadConfigEveryKeyWithLine is newuser.md #7: one start names
+// every bad key with its line, before the data directory is created, with
+// no follow-on error for an adapter whose connection was rejected, and
+// exit code 2.
+func TestServe_BadConfigEveryKeyWithLine(t *testing.T) {
+	p := writeFile(t, "bad.yaml", `listen: 127.0.0.1:0
+storage:
+  backend: pebble
+  backnd: pebble
+connections:
+  - name: shop
+    type: sqlite
+    options:
+      pth: /tmp/shop.db
+adapters:
+  - name: products
+    connection: shop
+    resource: products
+    schedule: "every 15s"
+    retention:
+      ttl: 3600
+    guard:
+      max_shrink: 2
+  - name: copy
+    connection: shop
+    resource: products
+    dataset: products
+  - name: lost
+    connection: nowhere
+    resource: t
+`)
+	data := filepath.Join(t.TempDir(), "data")
+	var out, errb bytes.Buffer
+	code := runMain(context.Background(), []string{"serve", "--config", p, "--data", data}, &out, &errb)
+	if code != 2 {
+		t.Errorf("exit %d, want 2", code)
+	}
+	msg := errb.String()
+	for _, want := range []string{
+		"config key storage.backnd (line 4): unknown key",
+		"config key connections[0].options.pth (line 9): unknown option",
+		"config key connections[0].options.path (line 8): required",
+		"config key adapters[0].schedule (line 14)",
+		"config key adapters[0].retention.ttl (line 16)",
+		"config key adapters[0].guard.max_shrink (line 18)",
+		"config key adapters[1].dataset (line 22)",
+		`config key adapters[2].connection (line 24): data connection "nowhere"`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, msg)
+		}
+	}
+	if strings.Contains(msg, `"shop" is not defined`) || strings.Contains(msg, `"shop" does not exist`) {
+		t.Errorf("follow-on error for the rejected connection shop:\n%s", msg)
+	}
+	if _, err := os.Stat(data); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the data directory was created by a refused start: %v", err)
+	}
+}
+
+// TestLoadConfig_EnvValueNamesVariable is newuser.md #16: a bad value
+// from the environment names the variable, not a line of the file.
+func TestLoadConfig_EnvValueNamesVariable(t *testing.T) {
+	p := writeFile(t, "c.yaml", `connections:
+  - {name: shop, type: sqlite, options: {path: /tmp/x.db}}
+adapters:
+  - {name: products, connection: shop, resource: products, schedule: "@every 15s"}
+`)
+	_, err := loadConfig(&commonFlags{config: p}, []string{"SNAPSTORE_ADAPTERS_0_SCHEDULE=every 5s", "SNAPSTORE_CONNECTIONS_0_OPTIONS_PTH=x"})
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 2 {
+		t.Fatalf("want exit code 2, got %v", err)
+	}
+	for _, want := range []string{
+		"config key adapters[0].schedule (from environment variable SNAPSTORE_ADAPTERS_0_SCHEDULE)",
+		"config key connections[0].options.pth (from environment variable SNAPSTORE_CONNECTIONS_0_OPTIONS_PTH): unknown option",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "(line 4)") {
+		t.Errorf("error blames the file:\n%v", err)
 	}
 }

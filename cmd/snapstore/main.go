@@ -2,7 +2,7 @@
 // CLI.
 //
 //	snapstore serve                     run the HTTP API and the scheduler
-//	snapstore run ADAPTER               one run of an adapter, then exit (non-zero on failure)
+//	snapstore run [--force] ADAPTER     one run of an adapter, then exit (non-zero on failure)
 //	snapstore get DATASET KEY...        one row (a composite key is one argument per key column)
 //	snapstore scan DATASET              rows in key order (NDJSON or CSV)
 //	snapstore versions DATASET          kept versions, newest first
@@ -30,6 +30,7 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+	"unicode"
 )
 
 // version is set at build time with -ldflags "-X main.version=..."; else
@@ -58,7 +59,8 @@ const usage = `snapstore: versioned snapshots of source tables.
 
 Usage:
   snapstore serve                      run the HTTP API and the scheduler
-  snapstore run ADAPTER                one run of an adapter; exits 1 unless it succeeded
+  snapstore run [--force] ADAPTER      one run of an adapter; exits 1 unless it succeeded
+                                       (--force commits even when a guard refuses)
   snapstore get DATASET KEY...         one row; a composite key is one argument per key column
   snapstore scan DATASET               rows in key order (--format ndjson|csv)
   snapstore versions DATASET           kept versions, newest first
@@ -170,9 +172,10 @@ func newFlagSet(name string, stderr io.Writer, client bool) (*flag.FlagSet, *com
 }
 
 // parseArgs parses flags placed before or after positional arguments. An
-// argument that starts with "-" but names no flag of fs is positional, so a
-// negative key ("get ds -5") or SQL starting with a "--" comment stays an
-// argument; "--" ends the flags.
+// argument spelt like a flag (-name, --name, --name=value) that names no
+// flag of fs is a usage error naming it; anything else starting with "-"
+// is positional, so a negative key ("get ds -5") or SQL starting with a
+// "-- " comment stays an argument; "--" ends the flags.
 func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos, flagArgs []string
 	for i := 0; i < len(args); i++ {
@@ -188,6 +191,9 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 			continue
 		}
 		if f == nil {
+			if looksLikeFlag(name) {
+				return nil, usageError("unknown flag %s (flags: %s; put -- before an argument that starts with -)", a, flagList(fs))
+			}
 			pos = append(pos, a)
 			continue
 		}
@@ -209,6 +215,28 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	return pos, nil
 }
 
+// looksLikeFlag reports whether name (from flagName) is spelt like a
+// flag: a letter, then letters, digits and '-'. "-5" and "-- comment" are
+// arguments.
+func looksLikeFlag(name string) bool {
+	if name == "" || !unicode.IsLetter(rune(name[0])) {
+		return false
+	}
+	for _, r := range name {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '-' && r != '_' {
+			return false
+		}
+	}
+	return true
+}
+
+// flagList names fs's flags as "--a, --b".
+func flagList(fs *flag.FlagSet) string {
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, "--"+f.Name) })
+	return strings.Join(names, ", ")
+}
+
 // flagName returns the flag name of "-name", "--name" or "--name=value",
 // and whether the value is attached; "" for anything else.
 func flagName(a string) (string, bool) {
@@ -228,14 +256,30 @@ func flagName(a string) (string, bool) {
 // variables that name no key are kept in cfg.unknownEnv for a warning.
 func loadConfig(cf *commonFlags, environ []string) (*Config, error) {
 	cfg := defaultConfig()
+	var errs []error
+	decodeKeys := map[string]bool{} // keys the file or environment got wrong
+	collect := func(err error) {
+		for _, e := range joined(err) {
+			var ce *configError
+			if errors.As(e, &ce) {
+				decodeKeys[ce.key] = true
+			}
+			errs = append(errs, e)
+		}
+	}
 	if cf.config != "" {
 		if err := loadFile(cf.config, &cfg); err != nil {
-			return nil, &exitError{code: 2, err: fmt.Errorf("config %s: %w", cf.config, err)}
+			var ce *configError
+			if !errors.As(err, &ce) {
+				// Unreadable or not YAML: nothing else can be checked.
+				return nil, &exitError{code: 2, err: fmt.Errorf("config %s: %w", cf.config, err)}
+			}
+			collect(err)
 		}
 	}
 	unknown, err := applyEnv(&cfg, environ)
 	if err != nil {
-		return nil, &exitError{code: 2, err: err}
+		collect(err)
 	}
 	cfg.unknownEnv = unknown
 	if cf.data != "" {
@@ -247,10 +291,44 @@ func loadConfig(cf *commonFlags, environ []string) (*Config, error) {
 	if cf.logLevel != "" {
 		cfg.Log.Level = cf.logLevel
 	}
-	if err := cfg.Validate(); err != nil {
-		return nil, &exitError{code: 2, err: fmt.Errorf("bad configuration:\n%w", err)}
+	// Every problem at once: the file's and the environment's above, then
+	// the checks of the values (without follow-ons of a key already named).
+	for _, e := range joined(cfg.Validate()) {
+		var ce *configError
+		if errors.As(e, &ce) && coveredKey(decodeKeys, ce.key) {
+			continue
+		}
+		errs = append(errs, e)
+	}
+	if len(errs) > 0 {
+		where := "bad configuration"
+		if cf.config != "" {
+			where += " (" + cf.config + ")"
+		}
+		return nil, &exitError{code: 2, err: fmt.Errorf("%s:\n%w", where, errors.Join(errs...))}
 	}
 	return &cfg, nil
+}
+
+// joined returns the errors an errors.Join holds, or err alone.
+func joined(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// coveredKey reports whether key or a key enclosing it is in keys.
+func coveredKey(keys map[string]bool, key string) bool {
+	for k := key; k != ""; k = parentKey(k) {
+		if keys[k] {
+			return true
+		}
+	}
+	return false
 }
 
 // newLogger builds the slog logger of the configuration, writing to w.

@@ -72,8 +72,13 @@ func openStack(ctx context.Context, cfg *Config, log *slog.Logger, reg prometheu
 		Schedule:    schedule,
 	})
 	if err != nil {
-		err = configOptionError(err)
-		return nil, errors.Join(fmt.Errorf("starting adapters: %w", err), db.Close(), st.Close())
+		err = errors.Join(fmt.Errorf("starting adapters: %w", configOptionError(err)), db.Close(), st.Close())
+		if errors.Is(err, adapters.ErrBadOption) {
+			// Config problems are found before opening storage
+			// (Config.Validate); one found here is still a config error.
+			return nil, &exitError{code: 2, err: err}
+		}
+		return nil, err
 	}
 	return &stack{st: st, db: db, svc: svc}, nil
 }
