@@ -440,6 +440,28 @@ func (s *Service) resources(ctx context.Context, name string) ([]Resource, error
 }
 
 // loadConnections reads the API connections from the metadata table.
+// upgradeDurations rewrites the numeric duration options of a stored
+// connection, which were seconds before numbers were refused, as "Ns".
+func upgradeDurations(spec ConnectionSpec) {
+	c, err := lookupConnector(spec.Type)
+	if err != nil {
+		return
+	}
+	defs := append(append([]OptionDef(nil), c.Options()...), poolOptionDefs...)
+	for _, d := range defs {
+		if d.Type != OptDuration {
+			continue
+		}
+		if v, ok := spec.Options[d.Key]; ok {
+			if n, err := toInt(v); err == nil && n > 0 {
+				if _, isString := v.(string); !isString {
+					spec.Options[d.Key] = fmt.Sprintf("%ds", n)
+				}
+			}
+		}
+	}
+}
+
 func (s *Service) loadConnections(ctx context.Context) error {
 	recs, err := s.db.ListRecords(ctx, recordConnection)
 	if err != nil {
@@ -451,6 +473,7 @@ func (s *Service) loadConnections(ctx context.Context) error {
 			s.log.Error("skipping unreadable stored connection", "connection", r.Name, "err", err)
 			continue
 		}
+		upgradeDurations(cr.Spec)
 		d, err := parseConnection("", cr.Spec)
 		if err != nil {
 			s.log.Error("skipping invalid stored connection", "connection", r.Name, "err", err)

@@ -220,3 +220,24 @@ func TestRunErrorText(t *testing.T) {
 		t.Errorf("code %q", runCode(got))
 	}
 }
+
+// TestDurationOptions_NumbersRefused: one rule for durations, as for
+// adapter bodies (newuser.md #12); a stored number of seconds still loads.
+func TestDurationOptions_NumbersRefused(t *testing.T) {
+	ctx := context.Background()
+	path := newSQLiteFixture(t)
+	ts := newStack(t, Options{})
+	_, err := ts.svc.CreateConnection(ctx, ConnectionSpec{Name: "s", Type: "sqlite", Options: map[string]any{"path": path, "busy_timeout": float64(30)}})
+	var oe *OptionError
+	if !errors.As(err, &oe) || oe.Key != "options.busy_timeout" || !strings.Contains(oe.Msg, `"30s"`) {
+		t.Fatalf("numeric duration: %v", err)
+	}
+	if _, err := ts.svc.CreateConnection(ctx, ConnectionSpec{Name: "s", Type: "sqlite", Options: map[string]any{"path": path, "busy_timeout": "30s"}}); err != nil {
+		t.Fatal(err)
+	}
+	spec := ConnectionSpec{Name: "old", Type: "sqlite", Sharing: SharingPooled, Options: map[string]any{"path": path, "busy_timeout": float64(3), "conn_max_lifetime": float64(60)}}
+	upgradeDurations(spec)
+	if spec.Options["busy_timeout"] != "3s" || spec.Options["conn_max_lifetime"] != "60s" {
+		t.Fatalf("upgraded: %v", spec.Options)
+	}
+}

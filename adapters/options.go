@@ -23,8 +23,8 @@ const (
 	OptInt
 	// OptBool is true/false; the strings "true" and "false" are accepted.
 	OptBool
-	// OptDuration is a Go duration string ("30s", "5m"); a bare number is
-	// seconds.
+	// OptDuration is a Go duration string ("30s", "5m"); a bare number
+	// other than 0 is refused, so that nobody guesses the unit.
 	OptDuration
 	// OptSecret is a secret string: literal, or a reference "env:NAME" or
 	// "file:/abs/path" resolved when the connection is opened. Parsed
@@ -250,11 +250,16 @@ func parseOption(d OptionDef, v any) (any, error) {
 			}
 			return dur, nil
 		default:
+			// Numbers are refused (0 aside) so that nobody guesses the
+			// unit, as for adapter durations (docs/api.md).
 			n, err := toInt(v)
-			if err != nil || n < 0 {
-				return nil, fmt.Errorf("want a duration like \"30s\" or seconds, got %s", jsonKind(v))
+			if err == nil && n == 0 {
+				return time.Duration(0), nil
 			}
-			return time.Duration(n) * time.Second, nil
+			if err == nil && n > 0 {
+				return nil, fmt.Errorf("want a duration like \"30s\", got the number %d: write \"%ds\" for seconds (a number is refused so that nobody guesses the unit)", n, n)
+			}
+			return nil, fmt.Errorf("want a duration like \"30s\", got %s", jsonKind(v))
 		}
 	case OptSecret:
 		switch x := v.(type) {

@@ -49,12 +49,18 @@ func cmdSQLite(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if (head == "SELECT" || head == "WITH" || head == "PRAGMA") && !strings.Contains(trimmed, ";") {
 		return querySQLite(ctx, db, trimmed, stdout)
 	}
-	res, err := db.ExecContext(ctx, script)
+	// One connection, so total_changes() counts this script's rows.
+	conn, err := db.Conn(ctx)
 	if err != nil {
+		return fmt.Errorf("opening %s: %w", pos[0], err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, script); err != nil {
 		return fmt.Errorf("executing SQL: %w", err)
 	}
-	if n, err := res.RowsAffected(); err == nil {
-		fmt.Fprintf(stdout, "ok, %d row(s) changed by the last statement\n", n)
+	var n int64
+	if err := conn.QueryRowContext(ctx, "SELECT total_changes()").Scan(&n); err == nil {
+		fmt.Fprintf(stdout, "ok, %d row(s) inserted, updated or deleted (all tables)\n", n)
 	}
 	return nil
 }
