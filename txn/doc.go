@@ -48,6 +48,20 @@
 // owner calls only after it has physically removed every cell the
 // transaction wrote (snapshot's GC, or dropping a dataset).
 //
+// I7. A Manager opened with Options.ReadOnly (a second process reading the
+// same store, package snapshot's Options.ReadOnly) writes nothing: Open
+// keeps the in-progress transactions it finds as in progress (they belong
+// to the live writer process, not to a dead one, so I5 does not apply),
+// Begin, Commit, Abort, Invalidate and Prune return ErrReadOnly, and
+// Refresh replaces both sets with the persisted ones. It owns no
+// transaction, so a refresh drops nothing of its own.
+//
+// I8. One writer process per store. The store has no compare-and-set, so
+// two writer Managers on one store would both resume at the same
+// high-water mark and hand out the same ids, and each would take the
+// other's running transactions for a dead process's (I5). Package
+// snapshot enforces the rule with a writer lease (snapshot doc.go, S1).
+//
 // # Visibility rule
 //
 // V1. A reader carries a Visibility: a read pointer R (the version it reads)

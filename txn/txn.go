@@ -25,6 +25,9 @@ var (
 	// ErrCorrupt is returned by Open when the persisted state cannot be
 	// decoded.
 	ErrCorrupt = errors.New("txn: corrupt state")
+	// ErrReadOnly is returned by Begin, Commit, Abort, Invalidate and Prune
+	// of a Manager opened with Options.ReadOnly (I7).
+	ErrReadOnly = errors.New("txn: read-only manager")
 )
 
 // Options configure a Manager. Zero fields take the defaults given.
@@ -34,6 +37,11 @@ type Options struct {
 	// BlockSize is the number of ids covered by one durable raise of the
 	// high-water mark (I1); default DefaultBlockSize.
 	BlockSize int64
+	// ReadOnly opens a Manager that writes nothing (I7): Open leaves
+	// in-progress transactions of other processes as they are (excluded,
+	// not invalidated), Refresh reloads both sets from the store, and every
+	// write returns ErrReadOnly.
+	ReadOnly bool
 	// Logger receives logs with key txn; nil discards.
 	Logger *slog.Logger
 	// Registerer registers snapstore_txn_in_progress_transactions and
@@ -48,6 +56,7 @@ type Manager struct {
 	st     store.Store
 	table  string
 	block  int64
+	ro     bool
 	logger *slog.Logger
 	reg    prometheus.Registerer
 	colls  []prometheus.Collector
@@ -77,55 +86,23 @@ func Open(ctx context.Context, st store.Store, opts Options) (*Manager, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{st: st, table: opts.Table, block: opts.BlockSize, logger: opts.Logger}
+	m := &Manager{st: st, table: opts.Table, block: opts.BlockSize, ro: opts.ReadOnly, logger: opts.Logger}
 	m.mu.inProgress = make(map[int64]string)
 	m.mu.invalid = make(map[int64]string)
 
-	it, err := st.Scan(ctx, m.table, store.ScanOptions{Start: prefixTxn, End: prefixTxnEnd})
+	hwm, maxID, invalid, recovered, err := m.load(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("txn: loading state: %w", err)
+		return nil, err
 	}
-	var hwm, maxID int64
-	recovered := map[int64]string{}
-	for it.Next() {
-		c := it.Cell()
-		if c.Kind != store.KindPut {
-			continue
-		}
-		switch {
-		case bytes.Equal(c.Row, keyHWM):
-			if len(c.Value) != 8 {
-				it.Close()
-				return nil, fmt.Errorf("%w: high-water mark of %d bytes", ErrCorrupt, len(c.Value))
-			}
-			hwm = int64(binary.BigEndian.Uint64(c.Value))
-		case bytes.HasPrefix(c.Row, prefixInProgress), bytes.HasPrefix(c.Row, prefixInvalid):
-			inv := bytes.HasPrefix(c.Row, prefixInvalid)
-			p := prefixInProgress
-			if inv {
-				p = prefixInvalid
-			}
-			if len(c.Row) != len(p)+8 {
-				it.Close()
-				return nil, fmt.Errorf("%w: txn row %q", ErrCorrupt, c.Row)
-			}
-			id := int64(binary.BigEndian.Uint64(c.Row[len(p):]))
-			maxID = max(maxID, id)
-			if inv {
-				m.mu.invalid[id] = string(c.Value)
-			} else {
-				recovered[id] = string(c.Value)
-			}
-		}
-	}
-	if err := it.Close(); err != nil {
-		return nil, fmt.Errorf("txn: loading state: %w", err)
-	}
+	m.mu.invalid = invalid
 	// I1: resume at the durable mark; ids in [next, hwm) of the previous
 	// process are skipped.
 	m.mu.next = max(hwm, maxID+1, 1)
 	m.mu.hwm = m.mu.next
-	if len(recovered) > 0 {
+	if m.ro {
+		// I7: another process's transactions in progress stay excluded.
+		m.mu.inProgress = recovered
+	} else if len(recovered) > 0 {
 		// I5: in-progress transactions of a dead process become invalid.
 		b := &store.Batch{Table: m.table, Sync: true}
 		for id, owner := range recovered {
@@ -158,6 +135,73 @@ func Open(ctx context.Context, st store.Store, opts Options) (*Manager, error) {
 	return m, nil
 }
 
+// load reads the persisted state: the high-water mark, the largest id
+// recorded, the invalid and the in-progress sets.
+func (m *Manager) load(ctx context.Context) (hwm, maxID int64, invalid, inProgress map[int64]string, err error) {
+	invalid, inProgress = map[int64]string{}, map[int64]string{}
+	it, err := m.st.Scan(ctx, m.table, store.ScanOptions{Start: prefixTxn, End: prefixTxnEnd})
+	if err != nil {
+		return 0, 0, nil, nil, fmt.Errorf("txn: loading state: %w", err)
+	}
+	for it.Next() {
+		c := it.Cell()
+		if c.Kind != store.KindPut {
+			continue
+		}
+		switch {
+		case bytes.Equal(c.Row, keyHWM):
+			if len(c.Value) != 8 {
+				it.Close()
+				return 0, 0, nil, nil, fmt.Errorf("%w: high-water mark of %d bytes", ErrCorrupt, len(c.Value))
+			}
+			hwm = int64(binary.BigEndian.Uint64(c.Value))
+		case bytes.HasPrefix(c.Row, prefixInProgress), bytes.HasPrefix(c.Row, prefixInvalid):
+			inv := bytes.HasPrefix(c.Row, prefixInvalid)
+			p := prefixInProgress
+			if inv {
+				p = prefixInvalid
+			}
+			if len(c.Row) != len(p)+8 {
+				it.Close()
+				return 0, 0, nil, nil, fmt.Errorf("%w: txn row %q", ErrCorrupt, c.Row)
+			}
+			id := int64(binary.BigEndian.Uint64(c.Row[len(p):]))
+			maxID = max(maxID, id)
+			if inv {
+				invalid[id] = string(c.Value)
+			} else {
+				inProgress[id] = string(c.Value)
+			}
+		}
+	}
+	if err := it.Close(); err != nil {
+		return 0, 0, nil, nil, fmt.Errorf("txn: loading state: %w", err)
+	}
+	return hwm, maxID, invalid, inProgress, nil
+}
+
+// ReadOnly reports whether the manager was opened with Options.ReadOnly.
+func (m *Manager) ReadOnly() bool { return m.ro }
+
+// Refresh reloads the invalid and in-progress sets from the store (I7) of
+// a read-only manager, so that Visibility excludes what the writer process
+// aborted, invalidated or is writing since Open or the last Refresh.
+// Visibilities already taken do not change (V4). On a writer manager it
+// does nothing: there, memory is the truth (one writer per store, I8).
+func (m *Manager) Refresh(ctx context.Context) error {
+	if !m.ro {
+		return nil
+	}
+	_, _, invalid, inProgress, err := m.load(ctx)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.mu.invalid, m.mu.inProgress = invalid, inProgress
+	m.mu.Unlock()
+	return nil
+}
+
 // Close unregisters the manager's metrics, so that a Manager can be opened
 // again with the same Registerer. The store is not closed.
 func (m *Manager) Close() {
@@ -173,6 +217,9 @@ func (m *Manager) Table() string { return m.table }
 // Begin starts a transaction for owner (the dataset whose tables it will
 // write) and returns its id, once the id is durably in progress (I1, I2).
 func (m *Manager) Begin(ctx context.Context, owner string) (int64, error) {
+	if m.ro {
+		return 0, ErrReadOnly
+	}
 	if owner == "" {
 		return 0, fmt.Errorf("%w: empty owner", ErrInvalidArgument)
 	}
@@ -250,6 +297,9 @@ func (m *Manager) checkBatch(b *store.Batch) (*store.Batch, error) {
 // (store.ErrUnavailable), so the caller should Abort, and Open resolves it.
 // ErrUnknownTxn when id is not in progress.
 func (m *Manager) Commit(ctx context.Context, id int64, b *store.Batch) error {
+	if m.ro {
+		return ErrReadOnly
+	}
 	b, err := m.checkBatch(b)
 	if err != nil {
 		return err
@@ -278,6 +328,9 @@ func (m *Manager) Commit(ctx context.Context, id int64, b *store.Batch) error {
 // reader in this process sees its cells, and Open invalidates it after a
 // restart. ErrUnknownTxn when id is not in progress.
 func (m *Manager) Abort(ctx context.Context, id int64, b *store.Batch) error {
+	if m.ro {
+		return ErrReadOnly
+	}
 	b, err := m.checkBatch(b)
 	if err != nil {
 		return err
@@ -308,6 +361,9 @@ func (m *Manager) Abort(ctx context.Context, id int64, b *store.Batch) error {
 // rollback target are never visible again. In memory the ids are excluded
 // only once the write succeeded.
 func (m *Manager) Invalidate(ctx context.Context, owner string, ids []int64, b *store.Batch) error {
+	if m.ro {
+		return ErrReadOnly
+	}
 	b, err := m.checkBatch(b)
 	if err != nil {
 		return err
@@ -337,6 +393,9 @@ func (m *Manager) Invalidate(ctx context.Context, owner string, ids []int64, b *
 // cell written by those ids is physically gone. Ids not invalid are
 // ignored.
 func (m *Manager) Prune(ctx context.Context, ids []int64) error {
+	if m.ro {
+		return ErrReadOnly
+	}
 	if len(ids) == 0 {
 		return nil
 	}

@@ -245,3 +245,68 @@ func TestConcurrentBegin(t *testing.T) {
 		t.Fatalf("after restart id %d <= %d", id, maxID)
 	}
 }
+
+// TestReadOnlyRefresh checks I7: a read-only Manager on the writer's store
+// leaves the writer's transactions in progress, writes nothing, and after
+// Refresh excludes what the writer aborted since.
+func TestReadOnlyRefresh(t *testing.T) {
+	ctx := context.Background()
+	st := openTestStore(t, t.TempDir())
+	defer st.Close()
+	w := open(t, st, 10)
+	running, err := w.Begin(ctx, "ds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(ctx, st, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.ReadOnly() {
+		t.Fatal("ReadOnly() = false")
+	}
+	if got := r.InProgress("ds"); !slices.Equal(got, []int64{running}) {
+		t.Fatalf("reader's in-progress = %v, want [%d]", got, running)
+	}
+	if got := r.Invalid("ds"); len(got) != 0 {
+		t.Fatalf("reader invalidated %v", got)
+	}
+	// The writer's commit still works: the reader did not touch its record.
+	if err := w.Commit(ctx, running, nil); err != nil {
+		t.Fatalf("writer commit after reader open: %v", err)
+	}
+	aborted, err := w.Begin(ctx, "ds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Abort(ctx, aborted, nil); err != nil {
+		t.Fatal(err)
+	}
+	if r.Visibility("ds", aborted).IsExcluded(aborted) {
+		t.Fatal("excluded before Refresh: the test proves nothing")
+	}
+	pinned := r.Visibility("ds", running)
+	if err := r.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if v := r.Visibility("ds", aborted); !v.IsExcluded(aborted) || v.IsExcluded(running) {
+		t.Fatalf("after Refresh excluded = %v, want [%d]", v.Excluded(), aborted)
+	}
+	if pinned.IsExcluded(aborted) || !pinned.IsExcluded(running) {
+		t.Fatalf("a Visibility taken before Refresh changed: %v (V4)", pinned.Excluded())
+	}
+	for name, err := range map[string]error{
+		"Begin":      func() error { _, err := r.Begin(ctx, "ds"); return err }(),
+		"Commit":     r.Commit(ctx, aborted, nil),
+		"Abort":      r.Abort(ctx, aborted, nil),
+		"Invalidate": r.Invalidate(ctx, "ds", []int64{1}, nil),
+		"Prune":      r.Prune(ctx, []int64{aborted}),
+	} {
+		if !errors.Is(err, ErrReadOnly) {
+			t.Errorf("%s on a read-only manager: %v, want ErrReadOnly", name, err)
+		}
+	}
+	if err := w.Refresh(ctx); err != nil || !slices.Equal(w.Invalid("ds"), []int64{aborted}) {
+		t.Fatalf("writer Refresh: %v, invalid %v", err, w.Invalid("ds"))
+	}
+}
