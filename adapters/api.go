@@ -182,6 +182,10 @@ type AdapterSpec struct {
 	Retries int `json:"retries,omitempty" yaml:"retries"`
 	// RetryBackoff is the first retry's delay, doubled each retry; default 10s.
 	RetryBackoff time.Duration `json:"retry_backoff,omitempty" yaml:"retry_backoff"`
+	// RunOnStart starts one run when the service starts with its
+	// scheduler (snapstore serve), trigger "start", so the dataset has a
+	// version before the first schedule tick; default false.
+	RunOnStart bool `json:"run_on_start,omitempty" yaml:"run_on_start"`
 }
 
 // Adapter is an adapter as reported.
@@ -216,7 +220,7 @@ type RunRecord struct {
 	Adapter string     `json:"adapter"`
 	Dataset string     `json:"dataset"`
 	TxnID   int64      `json:"txn_id,omitempty"`
-	Trigger string     `json:"trigger"` // "schedule", "api", "cli", "retry"
+	Trigger string     `json:"trigger"` // "schedule", "start", "api", "cli", "retry"
 	Status  RunStatus  `json:"status"`
 	Start   time.Time  `json:"started_at"`
 	End     *time.Time `json:"ended_at,omitempty"`

@@ -420,7 +420,7 @@ func (s *Service) abandonRuns(ctx context.Context) error {
 			continue
 		}
 		now := s.now().UTC()
-		r.Status, r.End, r.Error = RunAborted, &now, "the process stopped while the run was in progress; its transaction is invalid"
+		r.Status, r.End, r.Code, r.Error = RunAborted, &now, "aborted", "the process stopped while the run was in progress; its transaction is invalid"
 		if err := s.saveRun(ctx, r); err != nil {
 			return fmt.Errorf("adapters: marking run %s aborted: %w", r.ID, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
 	"time"
 
 	"github.com/snapstore/snapstore/snapshot"
@@ -87,6 +88,22 @@ func newService(ctx context.Context, db *snapshot.DB, opts Options) (*Service, e
 			}
 		}
 		s.sched.start()
+		// run_on_start: one run each now, as Airflow's catchup starts a
+		// DAG's missed run at once instead of at the next tick.
+		var names []string
+		for _, m := range []map[string]*adapterDef{s.cfgAdapters, s.apiAdapters} {
+			for n := range m {
+				if a := s.activeAdapterLocked(n); a != nil && a.spec.RunOnStart && a == m[n] {
+					names = append(names, n)
+				}
+			}
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			if _, err := s.startRun(ctx, n, "start"); err != nil {
+				s.log.Warn("run on start not started", "adapter", n, "err", err)
+			}
+		}
 	}
 	return s, nil
 }

@@ -153,6 +153,8 @@ type AdapterConfig struct {
 	Retries int `yaml:"retries"`
 	// RetryBackoff is the first retry's delay, doubled each retry.
 	RetryBackoff time.Duration `yaml:"retry_backoff"`
+	// RunOnStart runs the adapter once when serve starts; default false.
+	RunOnStart bool `yaml:"run_on_start"`
 }
 
 // RetentionConfig is snapshot.Retention in the file.
@@ -697,6 +699,7 @@ func (c *Config) adapterSpecs() []adapters.AdapterSpec {
 			Guard:        snapshot.Guard{AllowEmpty: a.Guard.AllowEmpty, MaxShrink: a.Guard.MaxShrink},
 			Retries:      a.Retries,
 			RetryBackoff: a.RetryBackoff,
+			RunOnStart:   a.RunOnStart,
 		})
 	}
 	return out

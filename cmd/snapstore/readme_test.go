@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,7 +13,17 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
+
+func readmeText(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
 
 // readmeSQL returns the SQL of the README's `bin/snapstore sqlite
 // examples/shop.db "..."` line, the change a newcomer makes to the source.
@@ -79,7 +90,16 @@ func TestReadmeFirstRun(t *testing.T) {
 			t.Fatalf("run: %d %s", code, body)
 		}
 	}
-	run()
+	// The sample runs its adapters once at start (run_on_start).
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, body := call("GET", "/v1/adapters/products/runs")
+		if strings.Contains(body, `"trigger":"start","status":"succeeded"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no succeeded run at start: %s", body)
+		}
+	}
 	if code, body := call("GET", "/v1/datasets/products/rows/2"); code != 200 || !strings.Contains(body, `"name":"Milk jug"`) {
 		t.Fatalf("first version: %d %s", code, body)
 	}
@@ -90,7 +110,37 @@ func TestReadmeFirstRun(t *testing.T) {
 		t.Fatalf("the README's change: %d %s %s", code, out, errs)
 	}
 	run()
-	code, body := call("GET", "/v1/datasets/products/diff")
+	// A later run that finds nothing new still commits a version, and the
+	// default diff is then empty: the README diffs from the tagged version.
+	run()
+	if code, body := call("GET", "/v1/datasets/products/diff"); code != 200 || strings.TrimSpace(body) != "" {
+		t.Fatalf("default diff after a no-change run: %d %q", code, body)
+	}
+	code, body := call("GET", "/v1/datasets/products/versions")
+	var vl struct {
+		Versions []struct {
+			Version int64
+			Tags    []string
+		}
+	}
+	if err := json.Unmarshal([]byte(body), &vl); code != 200 || err != nil {
+		t.Fatalf("versions: %d %v %s", code, err, body)
+	}
+	var first int64
+	for _, v := range vl.Versions {
+		for _, tg := range v.Tags {
+			if tg == "first" {
+				first = v.Version
+			}
+		}
+	}
+	if first == 0 {
+		t.Fatalf("no version tagged first: %s", body)
+	}
+	if !strings.Contains(readmeText(t), "diff?from=N") {
+		t.Fatal("README.md no longer diffs from the tagged version (diff?from=N)")
+	}
+	code, body = call("GET", fmt.Sprintf("/v1/datasets/products/diff?from=%d", first))
 	if code != 200 {
 		t.Fatalf("diff: %d %s", code, body)
 	}
