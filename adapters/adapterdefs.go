@@ -48,6 +48,12 @@ func parseSchedule(spec string) (cron.Schedule, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: schedule %q: %v", ErrBadSchedule, spec, err)
 	}
+	// robfig/cron's Next gives the zero time for a spec that matches no
+	// date within five years ("0 0 30 2 *", February 30th); such a spec
+	// would otherwise look due at every instant.
+	if sch.Next(time.Now()).IsZero() {
+		return nil, fmt.Errorf("%w: schedule %q never fires (it matches no date)", ErrBadSchedule, spec)
+	}
 	return sch, nil
 }
 

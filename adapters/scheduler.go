@@ -138,7 +138,9 @@ func (s *scheduler) loop() {
 				e.retryAt = time.Time{}
 				due, dueTrigger = append(due, e), append(dueTrigger, "retry")
 			}
-			if !e.next.After(now) {
+			// A zero next means the schedule matches no date any more
+			// (cron's Next gives up after five years): never due.
+			if !e.next.IsZero() && !e.next.After(now) {
 				e.next = e.sched.Next(now) // C1: no burst of missed ticks
 				due, dueTrigger = append(due, e), append(dueTrigger, "schedule")
 			}

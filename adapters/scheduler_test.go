@@ -241,7 +241,7 @@ func TestScheduleSpecs(t *testing.T) {
 			t.Errorf("%s: next %v, want %v", tc.spec, got.UTC(), tc.next)
 		}
 	}
-	for _, bad := range []string{"", "* * *", "61 * * * *", "@weekly-ish", "CRON_TZ=Nowhere/City * * * * *", "@every -1s"} {
+	for _, bad := range []string{"", "* * *", "61 * * * *", "@weekly-ish", "CRON_TZ=Nowhere/City * * * * *", "@every -1s", "0 0 30 2 *", "0 0 31 4 *"} {
 		if _, err := parseSchedule(bad); !errors.Is(err, ErrBadSchedule) {
 			t.Errorf("%q: %v, want ErrBadSchedule", bad, err)
 		}
