@@ -171,6 +171,11 @@ func TestCloseAbortsRunningRun(t *testing.T) {
 	if err != nil || got.Status != RunAborted || !strings.Contains(got.Error, "shutting down") {
 		t.Fatalf("aborted run record %+v %v", got, err)
 	}
+	// One cause, said once (e2e.md #1), and a stable code.
+	if strings.Count(got.Error, "context canceled") > 1 || strings.Count(got.Error, "shutting down") > 1 || got.Code != "aborted" {
+		t.Errorf("aborted run: code %q, error %q", got.Code, got.Error)
+	}
+	t.Logf("aborted run error: %s", got.Error)
 	cur, rows := readAll(t, ts.db, "long")
 	if cur.Version != first.Version || len(rows) != 500 {
 		t.Fatalf("current version %d with %d rows, want %d with 500", cur.Version, len(rows), first.Version)
@@ -433,4 +438,58 @@ func TestDSNFromConfigWithAwkwardCredentials(t *testing.T) {
 		t.Fatalf("password shown: %s", b)
 	}
 	noteText(string(b))
+}
+
+// TestSourceLostMidRead: the source server drops the reading connection
+// mid-run (KILL, as a MariaDB stop does); the run fails with
+// source_unavailable and an error naming the data connection and saying
+// the server went away (e2e.md #2).
+func TestSourceLostMidRead(t *testing.T) {
+	e := mysqlEnv(t)
+	ctx := context.Background()
+	db := longTable(t, e, 500)
+	ts := newStack(t, Options{})
+	if _, err := ts.svc.CreateConnection(ctx, mysqlConnSpec(t, e, "priv", db, map[string]any{"chunk_rows": 100})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "big", Connection: "priv", Resource: "big"}); err != nil {
+		t.Fatal(err)
+	}
+	b := newBlock(ts, "big", 50)
+	rec, err := ts.svc.StartRun(ctx, "big", "api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-b.reached
+	admin := e.admin(t, db)
+	rows, err := admin.QueryContext(ctx, "SELECT id FROM information_schema.processlist WHERE db = ? AND id <> CONNECTION_ID()", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if len(ids) == 0 {
+		t.Fatal("no reading connection found")
+	}
+	for _, id := range ids {
+		if _, err := admin.ExecContext(ctx, fmt.Sprintf("KILL %d", id)); err != nil {
+			t.Logf("KILL %d: %v", id, err)
+		}
+	}
+	close(b.release)
+	end, err := ts.svc.WaitRun(ctx, rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("lost source: code %s, error %s", end.Code, end.Error)
+	if end.Status != RunFailed || end.Code != "source_unavailable" || !strings.Contains(end.Error, `data connection "priv"`) || !strings.Contains(end.Error, "went away") {
+		t.Fatalf("run after the source dropped it: %+v", end)
+	}
 }
