@@ -589,22 +589,26 @@ func TestHealthAndReady(t *testing.T) {
 
 // TestClientGone_NotAServerError checks that a request whose client went
 // away is logged at debug with status 499 (nginx's), counted as 499 rather
-// than a 5xx, and answered with nothing; while the server shuts down the
-// same cancellation is a 503 shutting_down.
+// than a 5xx, and answered with nothing, shutting down or not; a
+// cancellation of the server's own work (the request still open) stays a
+// 503 problem: canceled, or shutting_down once shutdown began.
 func TestClientGone_NotAServerError(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	f.srv.echo.GET("/test-canceled", func(c echoContext) error {
+		if c.QueryParam("server") != "" {
+			return fmt.Errorf("server: test work: %w", context.Canceled)
+		}
 		<-c.Request().Context().Done()
 		return fmt.Errorf("server: test read: %w", c.Request().Context().Err())
 	})
-	serve := func() *httptest.ResponseRecorder {
+	gone := func() *httptest.ResponseRecorder {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel() // the client hung up
 		rec := httptest.NewRecorder()
 		f.srv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/test-canceled", nil).WithContext(ctx))
 		return rec
 	}
-	if rec := serve(); rec.Body.Len() != 0 {
+	if rec := gone(); rec.Body.Len() != 0 {
 		t.Errorf("answered a client that went away: %d %s", rec.Code, rec.Body)
 	}
 	logs := f.logs.String()
@@ -615,11 +619,15 @@ func TestClientGone_NotAServerError(t *testing.T) {
 	if !strings.Contains(body, `snapstore_server_http_request_duration_seconds_count{method="GET",route="unmatched",status="499"} 1`) || strings.Contains(body, `status="503"`) {
 		t.Errorf("metrics:\n%s", body)
 	}
+	if p := f.must(503, "GET", "/test-canceled?server=1", "").problem(t); p.Code != "canceled" {
+		t.Errorf("server-side cancellation: %+v", p)
+	}
 
 	f.srv.SetShuttingDown()
-	rec := serve()
-	var p Problem
-	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil || rec.Code != 503 || p.Code != "shutting_down" {
-		t.Errorf("canceled while stopping: %d %s", rec.Code, rec.Body)
+	if rec := gone(); rec.Body.Len() != 0 {
+		t.Errorf("answered a client that went away during shutdown: %d %s", rec.Code, rec.Body)
+	}
+	if p := f.must(503, "GET", "/test-canceled?server=1", "").problem(t); p.Code != "shutting_down" {
+		t.Errorf("server-side cancellation while stopping: %+v", p)
 	}
 }

@@ -255,11 +255,14 @@ func (s *Server) operation(c echo.Context) (apiOp, bool) {
 // is sent.
 const statusClientClosed = 499
 
-// clientGone reports whether err comes from the client going away: the
-// request's context is canceled while the server is not shutting down, and
-// err is that cancellation.
-func (s *Server) clientGone(c echo.Context, err error) bool {
-	return errors.Is(err, context.Canceled) && errors.Is(c.Request().Context().Err(), context.Canceled) && !s.stopping.Load()
+// clientGone reports whether err comes from the request's connection going
+// away: err is a cancellation and the request's context is canceled, which
+// net/http does when the client closes the connection (a graceful shutdown
+// leaves requests running; only a forced close cuts them, and then nothing
+// can be answered either). Cancellations of the server's own contexts leave
+// the request's alive and are answered as problems.
+func clientGone(c echo.Context, err error) bool {
+	return errors.Is(err, context.Canceled) && errors.Is(c.Request().Context().Err(), context.Canceled)
 }
 
 // handleError is echo's error handler: every error becomes a problem.
@@ -267,20 +270,21 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		// A stream already started: the status is sent; log and cut.
 		level := slog.LevelWarn
-		if s.clientGone(c, err) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
+		if clientGone(c, err) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
 			level = slog.LevelDebug // the client hung up mid-answer
 		}
 		s.log.Log(c.Request().Context(), level, "error after the response started", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
 		return
 	}
-	if s.clientGone(c, err) {
+	if clientGone(c, err) {
 		// Nobody is listening: nothing to answer, not a server error.
 		c.Response().Status = statusClientClosed
 		s.log.Debug("client went away", "method", c.Request().Method, "route", c.Path(), "status", statusClientClosed, "err", err)
 		return
 	}
 	if errors.Is(err, context.Canceled) && s.stopping.Load() {
-		// Cancelled because the server is stopping: safe to retry elsewhere.
+		// The server's own work was cancelled because it is stopping: safe
+		// to retry elsewhere.
 		err = fmt.Errorf("%w: %w", adapters.ErrShuttingDown, err)
 	}
 	p := ProblemFor(err)
