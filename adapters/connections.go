@@ -335,12 +335,16 @@ func (s *Service) getConnection(name string) (Connection, error) {
 // putConnection creates (mustCreate) or creates-or-replaces an API
 // connection, persisting it before it becomes visible.
 func (s *Service) putConnection(ctx context.Context, spec ConnectionSpec, mustCreate bool) (Connection, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	spec, err := keepRedactedSecrets(spec, s.apiConns[spec.Name])
+	if err != nil {
+		return Connection{}, false, err
+	}
 	d, err := parseConnection("", spec)
 	if err != nil {
 		return Connection{}, false, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closing {
 		return Connection{}, false, ErrShuttingDown
 	}
@@ -483,4 +487,47 @@ func (s *Service) loadConnections(ctx context.Context) error {
 		s.apiConns[d.spec.Name] = d
 	}
 	return nil
+}
+
+// keepRedactedSecrets lets a client GET a connection, change a field and PUT
+// the body back: a secret option whose value is the placeholder "REDACTED"
+// (what responses show for a literal secret) keeps the secret of the
+// connection it replaces, as Grafana does with its secure fields. Without
+// a previous literal secret of the same type and key, the placeholder is
+// refused with an *OptionError rather than stored as a password. spec is
+// returned with the previous secrets filled in; its Options map is copied,
+// never modified.
+func keepRedactedSecrets(spec ConnectionSpec, old *connDef) (ConnectionSpec, error) {
+	c, err := lookupConnector(spec.Type)
+	if err != nil {
+		return spec, nil // parseConnection reports the unknown type
+	}
+	var opts map[string]any
+	for _, def := range c.Options() {
+		if def.Type != OptSecret {
+			continue
+		}
+		v, ok := spec.Options[def.Key].(string)
+		if !ok || v != redacted {
+			continue
+		}
+		var prev any
+		if old != nil && old.spec.Type == spec.Type {
+			prev = old.spec.Options[def.Key]
+		}
+		if ps, ok := prev.(string); !ok || ps == redacted || isSecretRef(ps) {
+			return spec, &OptionError{Key: "options." + def.Key, Msg: `"REDACTED" is the placeholder responses show for a secret; give the secret itself or an env:NAME / file:/path reference`}
+		}
+		if opts == nil {
+			opts = make(map[string]any, len(spec.Options))
+			for k, v := range spec.Options {
+				opts[k] = v
+			}
+		}
+		opts[def.Key] = prev
+	}
+	if opts != nil {
+		spec.Options = opts
+	}
+	return spec, nil
 }
