@@ -64,3 +64,14 @@ func TestCLI_RunForceAndConfigHint(t *testing.T) {
 		t.Fatalf("forced run: exit %d, stdout %s, stderr %s", code, stdout, stderr)
 	}
 }
+
+// TestCLI_SaysWhichServerAnswers: a client command that finds a server on
+// the listen address says so on stderr (newuser.md #8).
+func TestCLI_SaysWhichServerAnswers(t *testing.T) {
+	url, _, _ := startServe(t, 0, nil)
+	addr := strings.TrimPrefix(url, "http://")
+	code, _, stderr := cli(t, "versions", "products", "--listen", addr)
+	if !strings.Contains(stderr, "using the server at "+url) {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}

@@ -51,6 +51,9 @@ func openTarget(ctx context.Context, cf *commonFlags, cfg *Config, stderr io.Wri
 	if resp, err := hc.Do(req); err == nil {
 		resp.Body.Close()
 		if resp.StatusCode == http.StatusOK {
+			// Say which server answers: another snapstore on the default
+			// port would otherwise answer silently (newuser.md #8).
+			fmt.Fprintf(stderr, "snapstore: using the server at %s (--server URL to choose another)\n", u)
 			return &target{base: u, token: cf.token, hc: hc}, nil
 		}
 	}

@@ -4,16 +4,48 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
+	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snapstore/snapstore/snapshot"
 	"github.com/snapstore/snapstore/store"
 	"github.com/snapstore/snapstore/store/hbase"
 )
+
+// envHBaseReadOnly makes this process a read-only reader of an HBase table
+// that another snapstore process writes (snapshot doc.go S1; docs/hbase.md).
+const envHBaseReadOnly = "SNAPSTORE_HBASE_READ_ONLY"
+
+// hbaseWriterLease is the writer lease of a process that writes HBase: a
+// second writer is refused while it lasts, and after a crash the next
+// writer waits at most this long.
+const hbaseWriterLease = 30 * time.Second
+
+// sharedHBase tells snapshot.Open how this process shares the HBase table
+// with other snapstore processes (snapshot.SharedStore).
+type sharedHBase struct {
+	store.Store
+	sharing snapshot.Sharing
+}
+
+func (s sharedHBase) Sharing() snapshot.Sharing { return s.sharing }
 
 // openHBase opens the HBase backend through its Thrift2 gateway, creating
 // the namespace and table when absent.
 func openHBase(ctx context.Context, cfg *Config, log *slog.Logger, reg prometheus.Registerer) (store.Store, error) {
 	h := cfg.Storage.HBase
+	sharing := snapshot.Sharing{WriterLease: hbaseWriterLease}
+	if v := os.Getenv(envHBaseReadOnly); v != "" {
+		ro, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, &exitError{code: 2, err: fmt.Errorf("%s: %q is not a boolean", envHBaseReadOnly, v)}
+		}
+		if ro {
+			sharing = snapshot.Sharing{ReadOnly: true}
+		}
+	}
 	st, err := hbase.Open(ctx, hbase.Options{
 		Addr:        h.Thrift,
 		Namespace:   h.Namespace,
@@ -27,5 +59,5 @@ func openHBase(ctx context.Context, cfg *Config, log *slog.Logger, reg prometheu
 	if err != nil {
 		return nil, fmt.Errorf("opening HBase at %s (storage.hbase): %w", h.Thrift, err)
 	}
-	return st, nil
+	return sharedHBase{Store: st, sharing: sharing}, nil
 }

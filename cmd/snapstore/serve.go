@@ -151,7 +151,7 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 		return errors.Join(err, stk.close(context.Background()))
 	}
 	hs := &http.Server{
-		Handler:           srv.Handler(),
+		Handler:           withBodyDeadline(srv.Handler()),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
