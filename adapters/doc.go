@@ -69,10 +69,30 @@
 //	P5 Any error aborts the snapshot run: the current version is unchanged
 //	   (DESIGN semantics 3), and the run record says why.
 //
+// # Adapters
+//
+//	A1 One adapter per dataset: create, replace and New refuse a second
+//	   adapter on a dataset another active adapter writes
+//	   (ErrDatasetTaken, naming it), so retention, guards and deletes
+//	   follow one source.
+//	A2 Create and replace open the resource as a run would: a missing
+//	   table (ErrResourceNotFound) or one without a usable key (ErrNoKey)
+//	   is refused; an unreachable source is accepted and logged.
+//	A3 Stored and reported specs carry effective values: min_versions 0
+//	   is DefaultMinVersions, max_shrink 0 is DefaultMaxShrink.
+//	A4 Config definitions are checked by ValidateConfig, which needs no
+//	   storage and reports every problem as its own *OptionError; a
+//	   config adapter names a connection of the same file.
+//
 // # Runs and scheduling
 //
 // StartRun records a run (status running) and pulls in its own goroutine;
-// two runs of one adapter never overlap (ErrRunInProgress). Records are kept
+// two runs of one adapter never overlap (ErrRunInProgress). StartRunWith
+// takes RunOptions.Force, which commits a run a guard would refuse. A run
+// that did not succeed has a stable RunRecord.Code (guard_refused,
+// source_unavailable, aborted, ...) besides its error text; a refused
+// run's stats hold the counts it would have committed. RunOnStart
+// adapters run once when the scheduler starts. Records are kept
 // in the metadata table (the newest 200 per adapter); runs a previous process
 // left running are marked aborted at New. The scheduler (scheduler.go, its
 // rules C1..C5) starts runs on robfig/cron/v3 schedules, records skipped
