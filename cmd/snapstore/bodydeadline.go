@@ -11,8 +11,9 @@ import (
 	"github.com/snapstore/snapstore/server"
 )
 
-// bodyReadTimeout bounds how long a client may take to send a request body.
-const bodyReadTimeout = 30 * time.Second
+// bodyReadTimeout bounds how long a client may take to send a request body
+// (30s; a variable only so the test can shorten it).
+var bodyReadTimeout = 30 * time.Second
 
 // withBodyDeadline reads a request's body (bounded by server.MaxBodyBytes)
 // under a read deadline of bodyReadTimeout before the handler runs, then
@@ -37,7 +38,7 @@ func withBodyDeadline(h http.Handler) http.Handler {
 			var ne interface{ Timeout() bool }
 			status, code, title := http.StatusBadRequest, "bad_request", "the request body could not be read"
 			if errors.As(err, &ne) && ne.Timeout() {
-				status, code, title = http.StatusRequestTimeout, "body_timeout", "the request body did not arrive within 30s"
+				status, code, title = http.StatusRequestTimeout, "body_timeout", "the request body did not arrive in time"
 			}
 			b, _ := json.Marshal(map[string]any{"type": "about:blank", "title": title, "status": status, "code": code})
 			w.Header().Set("Content-Type", "application/problem+json")
