@@ -41,7 +41,7 @@ var mysqlOptionDefs = []OptionDef{
 	{Key: "params", Type: OptStringMap, Doc: "session system variables set at connect, name -> SQL value"},
 	{Key: "dsn", Type: OptSecret, Doc: "a whole go-sql-driver DSN instead of host/port/socket/user/password/database; literal, env:NAME or file:/path"},
 	{Key: "connect_timeout", Type: OptDuration, Doc: "dial and connection-test timeout (default 10s)"},
-	{Key: "read_timeout", Type: OptDuration, Doc: "I/O read timeout per packet (default none)"},
+	{Key: "read_timeout", Type: OptDuration, Doc: "I/O read timeout per packet (default 5m; 0s for none): bounds how long a run waits on a frozen source"},
 	{Key: "chunk_rows", Type: OptInt, Min: 1, Max: 10_000_000, Doc: "rows per keyset-pagination chunk of a pull (default 5000)"},
 }
 
@@ -133,12 +133,16 @@ func mysqlConfig(o OptionValues, logger *slog.Logger) (*mysql.Config, error) {
 	cfg.ColumnsWithAlias = false
 	cfg.Loc = time.UTC
 	cfg.Timeout = o.Duration("connect_timeout", defaultConnectTimeout)
-	if o.Has("read_timeout") {
-		cfg.ReadTimeout = o.Duration("read_timeout", 0)
-	}
+	// A source that stops answering (frozen, half-open TCP) must fail the
+	// run rather than hold the dataset forever; 0s turns the bound off.
+	cfg.ReadTimeout = o.Duration("read_timeout", defaultReadTimeout)
 	cfg.Logger = driverLogger{logger}
 	return cfg, nil
 }
+
+// defaultReadTimeout is read_timeout's default: one read of a chunk query's
+// result (or of the next packet) may wait this long before the run fails.
+const defaultReadTimeout = 5 * time.Minute
 
 // driverLogger bridges the driver's logger into slog at warn level.
 type driverLogger struct{ l *slog.Logger }
