@@ -454,6 +454,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if err := json.NewDecoder(resp.Body).Decode(&rec); err != nil {
 			return fmt.Errorf("decoding the run: %w", err)
 		}
+		if *force && !rec.Forced {
+			fmt.Fprintf(stderr, "snapstore: the server at %s did not force the run (it does not take the force parameter); stop it and use run --force --config FILE on the data directory\n", t.base)
+		}
 	} else {
 		log := newLogger(cfg, stderr)
 		rec, err = t.stk.svc.StartRunWith(ctx, pos[0], adapters.RunOptions{Trigger: "cli", Force: *force})
