@@ -77,10 +77,13 @@ func (s *sqliteSource) wrap(err error) error {
 	if err == nil {
 		return nil
 	}
-	if _, statErr := os.Stat(s.path); statErr != nil {
-		return fmt.Errorf("%w: %w", ErrSourceUnavailable, err)
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
 	}
-	return err
+	// A missing file, a directory, a file that is not an SQLite database
+	// or a corrupt one: the source cannot serve, whatever the caller asked
+	// (the break-it test got a 500 from /resources on path /etc/passwd).
+	return fmt.Errorf("%w: %w", ErrSourceUnavailable, err)
 }
 
 // Test implements Tester.
