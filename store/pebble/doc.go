@@ -71,6 +71,15 @@
 // that compactions have since replaced), so a long-lived iterator holds
 // memory and disk space until it is closed.
 //
+// Pebble iterators are reused: a closed one (of a Get or a Scan) goes back
+// to a small pool while no write has happened since it was opened, and the
+// next read rebounds it (Iterator.SetBounds) instead of opening one. Every
+// Apply and DeleteRange closes the pooled iterators and stops older ones
+// from being pooled, so a read still sees every write that returned before
+// it began (S3); so do the end of a flush or compaction, so that idle
+// iterators pin no replaced files for long. Store.DB disables the reuse,
+// since writes through it bypass the store.
+//
 // # Concurrency and closing
 //
 // A Store is safe for concurrent use; an Iterator is not. Close waits for

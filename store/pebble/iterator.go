@@ -39,6 +39,7 @@ type iterator struct {
 	mu sync.Mutex
 
 	pi          *cpebble.Iterator
+	gen         uint64          // iterPool generation of pi
 	ctx         context.Context // checked every ctxCheckEvery keys
 	steps       uint
 	tlen        int    // length of the encoded table prefix
@@ -80,6 +81,18 @@ func (it *iterator) init(ctx context.Context, tlen int, opts store.ReadOptions) 
 		}
 		slices.SortFunc(it.cols, bytes.Compare)
 		it.cols = slices.CompactFunc(it.cols, bytes.Equal)
+	}
+}
+
+// reset clears the state of a previous read, keeping the buffers, for the
+// reuse of a Get's iterator.
+func (it *iterator) reset() {
+	*it = iterator{
+		seekKey: it.seekKey[:0],
+		curCol:  it.curCol[:0],
+		rowBuf:  it.rowBuf[:0],
+		colBuf:  it.colBuf[:0],
+		scratch: it.scratch[:0],
 	}
 }
 
@@ -132,7 +145,7 @@ func (it *iterator) Close() error {
 		return err
 	}
 	it.closed = true
-	if cerr := it.pi.Close(); cerr != nil && it.err == nil {
+	if cerr := it.s.pool.put(it.pi, it.gen); cerr != nil && it.err == nil {
 		it.err = fmt.Errorf("pebble: closing iterator: %w", cerr)
 	}
 	err := it.err

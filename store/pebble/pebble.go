@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"unsafe"
 
 	cpebble "github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -78,6 +79,9 @@ type Store struct {
 
 	// bufs pools key scratch buffers for Apply and Get.
 	bufs sync.Pool
+
+	// iters pools idle Pebble iterators for Get and Scan.
+	pool iterPool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -100,18 +104,27 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	cache := cpebble.NewCache(opts.CacheSize)
 	defer cache.Unref()
+	s := &Store{logger: logger, reg: opts.Registerer}
+	// A flush or a compaction replaces files that idle pooled iterators
+	// still pin: let them go (from another goroutine, Pebble calls the
+	// listener in the middle of its own work).
+	unpin := func() { go s.pool.drain() }
 	po := &cpebble.Options{
 		Cache:              cache,
 		MemTableSize:       opts.MemTableSize,
 		Logger:             slogBridge{logger},
 		FormatMajorVersion: cpebble.FormatNewest,
 		FS:                 opts.fs,
+		EventListener: &cpebble.EventListener{
+			FlushEnd:      func(cpebble.FlushInfo) { unpin() },
+			CompactionEnd: func(cpebble.CompactionInfo) { unpin() },
+		},
 	}
 	db, err := cpebble.Open(dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("pebble: opening %s: %w", dir, err)
 	}
-	s := &Store{db: db, logger: logger, reg: opts.Registerer}
+	s.db = db
 	s.iters.open = make(map[*iterator]struct{})
 	s.bufs.New = func() any { b := make([]byte, 0, 256); return &b }
 	if err := s.checkFormat(); err != nil {
@@ -146,8 +159,13 @@ func (s *Store) checkFormat() error {
 
 // DB returns the underlying Pebble database, for benchmarks and tools that
 // compare with raw Pebble. Writing to it outside the encoding of the package
-// doc corrupts the store.
-func (s *Store) DB() *cpebble.DB { return s.db }
+// doc corrupts the store. Since the store cannot see writes made through
+// it, the store stops reusing Pebble iterators once DB has been called (see
+// iterPool), and every later read takes a fresh view.
+func (s *Store) DB() *cpebble.DB {
+	s.pool.disable()
+	return s.db
+}
 
 func (s *Store) getBuf() *[]byte  { return s.bufs.Get().(*[]byte) }
 func (s *Store) putBuf(b *[]byte) { *b = (*b)[:0]; s.bufs.Put(b) }
@@ -220,17 +238,19 @@ func (s *Store) Apply(ctx context.Context, b *store.Batch) error {
 	if b.Sync {
 		wo = cpebble.Sync
 	}
-	if err := s.db.Apply(pb, wo); err != nil {
+	err := s.db.Apply(pb, wo)
+	s.pool.invalidate()
+	if err != nil {
 		return fmt.Errorf("pebble: applying batch to %q: %w", b.Table, err)
 	}
 	return nil
 }
 
 // Get implements store.Store. The cells are copied into memory owned by the
-// caller: the row key is shared by every returned cell, consecutive versions
-// of one column share its column slice, and small slices are carved from
-// shared 1 KiB chunks (each with its capacity capped, so appending to one
-// never overwrites another).
+// caller, two allocations per row: the cells, and one block holding the row
+// key (shared by every returned cell), the columns (consecutive versions of
+// one column share its slice) and the values, each slice with its capacity
+// capped, so appending to one never overwrites another.
 func (s *Store) Get(ctx context.Context, table string, row []byte, opts store.ReadOptions) ([]store.Cell, error) {
 	if err := store.CheckTable(table); err != nil {
 		return nil, fmt.Errorf("pebble: getting row: %w", err)
@@ -260,39 +280,98 @@ func (s *Store) Get(ctx context.Context, table string, row []byte, opts store.Re
 	upper := buf[len(lower):]
 	*bp = buf[:0]
 
-	var it iterator
+	g := getStates.Get().(*getState)
+	defer g.release()
+	it := &g.it
+	it.reset()
 	it.init(ctx, tlen, opts)
-	pi, err := s.db.NewIterWithContext(ctx, &cpebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	pi, gen, err := s.pool.get(ctx, s.db, lower, upper)
 	if err != nil {
 		return nil, fmt.Errorf("pebble: getting row of %q: %w", table, err)
 	}
 	it.pi = pi
-	var out []store.Cell
-	var rowCopy, lastCol []byte
-	var a arena
+	// Gather the cells into g (reused), then copy them out in two
+	// allocations of the exact size.
+	buf, refs := g.buf[:0], g.refs[:0]
+	rowEnd, colStart, colEnd := 0, 0, 0
 	for it.next() {
-		c := it.cur
-		if out == nil {
-			out = make([]store.Cell, 0, 16)
-			rowCopy = a.copy(c.Row)
+		c := &it.cur
+		if len(refs) == 0 {
+			buf = append(buf, c.Row...)
+			rowEnd = len(buf)
+			colStart = len(buf)
+			buf = append(buf, c.Column...)
+			colEnd = len(buf)
+		} else if !bytes.Equal(buf[colStart:colEnd], c.Column) {
+			colStart = len(buf)
+			buf = append(buf, c.Column...)
+			colEnd = len(buf)
 		}
-		if lastCol == nil || !bytes.Equal(lastCol, c.Column) {
-			lastCol = a.copy(c.Column)
-		}
-		c.Row, c.Column = rowCopy, lastCol
+		r := cellRef{col: colStart, colEnd: colEnd, val: -1, ts: c.Timestamp, kind: c.Kind}
 		if c.Value != nil {
-			c.Value = a.copy(c.Value)
+			r.val = len(buf)
+			buf = append(buf, c.Value...)
+			r.valEnd = len(buf)
 		}
-		out = append(out, c)
+		refs = append(refs, r)
 	}
+	g.buf, g.refs = buf, refs
 	err = it.err
-	if cerr := pi.Close(); err == nil && cerr != nil {
+	it.pi = nil
+	if cerr := s.pool.put(pi, gen); err == nil && cerr != nil {
 		err = cerr
 	}
 	if err != nil {
 		return nil, fmt.Errorf("pebble: getting row of %q: %w", table, err)
 	}
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	data := make([]byte, len(buf))
+	copy(data, buf)
+	rowCopy := data[:rowEnd:rowEnd]
+	out := make([]store.Cell, len(refs))
+	for i, r := range refs {
+		c := &out[i]
+		c.Row = rowCopy
+		c.Column = data[r.col:r.colEnd:r.colEnd]
+		c.Timestamp = r.ts
+		c.Kind = r.kind
+		if r.val >= 0 {
+			c.Value = data[r.val:r.valEnd:r.valEnd]
+		}
+	}
 	return out, nil
+}
+
+// getState is the reusable memory of one Get: its row reader and the cells
+// gathered before they are copied out.
+type getState struct {
+	it   iterator
+	buf  []byte    // row, columns and values of the cells gathered
+	refs []cellRef // the cells gathered, as offsets into buf
+}
+
+// cellRef is a cell gathered by Get: its column and value as offsets into
+// getState.buf (val < 0 for no value).
+type cellRef struct {
+	col, colEnd, val, valEnd int
+	ts                       int64
+	kind                     store.CellKind
+}
+
+var getStates = sync.Pool{New: func() any { return new(getState) }}
+
+// maxPooledGetBytes bounds the memory a pooled getState keeps after a read
+// of a large row.
+const maxPooledGetBytes = 64 << 10
+
+func (g *getState) release() {
+	g.it.reset()
+	if cap(g.buf) > maxPooledGetBytes || cap(g.refs)*int(unsafe.Sizeof(cellRef{})) > maxPooledGetBytes {
+		return
+	}
+	getStates.Put(g)
 }
 
 // Scan implements store.Store. The iterator is a Pebble iterator, which
@@ -333,11 +412,11 @@ func (s *Store) Scan(ctx context.Context, table string, opts store.ScanOptions) 
 		upper = prefixEnd(nil, tp)
 	}
 	it.lower = lower
-	pi, err := s.db.NewIterWithContext(ctx, &cpebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	pi, gen, err := s.pool.get(ctx, s.db, lower, upper)
 	if err != nil {
 		return nil, fmt.Errorf("pebble: scanning %q: %w", table, err)
 	}
-	it.pi = pi
+	it.pi, it.gen = pi, gen
 	s.iters.Lock()
 	s.iters.open[it] = struct{}{}
 	s.iters.Unlock()
@@ -376,7 +455,9 @@ func (s *Store) DeleteRange(ctx context.Context, table string, start, end []byte
 	if bytes.Compare(lower, upper) >= 0 {
 		return nil
 	}
-	if err := s.db.DeleteRange(lower, upper, cpebble.Sync); err != nil {
+	err := s.db.DeleteRange(lower, upper, cpebble.Sync)
+	s.pool.invalidate()
+	if err != nil {
 		return fmt.Errorf("pebble: deleting range of %q: %w", table, err)
 	}
 	return nil
@@ -424,32 +505,11 @@ func (s *Store) Close() error {
 	}
 	clear(s.iters.open)
 	s.iters.Unlock()
+	s.pool.close()
 	if err := s.db.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("pebble: closing: %w", err))
 	}
 	return errors.Join(errs...)
-}
-
-// arena hands out copies carved from shared chunks, so that the cells of
-// one Get cost a few allocations instead of one per slice. A slice it
-// returned stays valid when a new chunk is taken.
-type arena struct{ buf []byte }
-
-// arenaChunk is the size of an arena chunk in bytes.
-const arenaChunk = 1024
-
-// copy returns a copy of b (non-nil, with its capacity capped to its
-// length so that appends by the caller never write into a neighbour).
-func (a *arena) copy(b []byte) []byte {
-	if len(b) > cap(a.buf)-len(a.buf) {
-		if len(b) > arenaChunk/4 {
-			return append(make([]byte, 0, len(b)), b...)
-		}
-		a.buf = make([]byte, 0, arenaChunk)
-	}
-	n := len(a.buf)
-	a.buf = append(a.buf, b...)
-	return a.buf[n:len(a.buf):len(a.buf)]
 }
 
 // slogBridge is Pebble's Logger on a *slog.Logger.
