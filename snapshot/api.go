@@ -58,6 +58,20 @@ var (
 	// ErrCorrupt is returned when stored data or metadata cannot be
 	// decoded; not worth retrying.
 	ErrCorrupt = errors.New("snapshot: corrupt data")
+	// ErrReadOnly: a write (BeginRun, GC, Rollback, Tag, Untag, SetConfig,
+	// DropDataset, PutRecord, DeleteRecord) on a DB opened with
+	// Options.ReadOnly; send it to the writer process (doc.go S1).
+	ErrReadOnly = errors.New("snapshot: read-only: writes go to the writer process")
+	// ErrWriterLeaseHeld: Open of a writer DB found another process's
+	// unexpired writer lease (doc.go S1). Open this one with
+	// Options.ReadOnly, or stop the other; retrying after the lease's
+	// expiry succeeds when the other is gone.
+	ErrWriterLeaseHeld = errors.New("snapshot: another process holds the writer lease")
+	// ErrWriterLeaseLost: a write of a DB whose writer lease expired
+	// without renewal (store unreachable) or was taken by another process
+	// (doc.go S3); the write did not happen. Retrying is safe once the
+	// lease is renewed; after a takeover, only a new Open can write.
+	ErrWriterLeaseLost = errors.New("snapshot: writer lease lost")
 )
 
 var errCorruptCell = ErrCorrupt
@@ -78,6 +92,23 @@ type Options struct {
 	// Partitions is the number of hash partitions of a new dataset's row-key
 	// space; default 1. Fixed per dataset at creation.
 	Partitions int
+	// ReadOnly opens the DB of a process that reads a store written by
+	// another one (doc.go S1, S2): Open writes nothing, every write
+	// returns ErrReadOnly, and reads refresh the view per RefreshInterval.
+	ReadOnly bool
+	// RefreshInterval is, for a ReadOnly DB, how old its view of the
+	// datasets and of the txn sets may be when a read (Datasets, Dataset,
+	// Versions, VersionInfo, Reader, Diff) starts; an older view is
+	// refreshed first (DB.Refresh). Default DefaultRefreshInterval (1 s);
+	// negative: only explicit Refresh calls. Ignored by writer DBs.
+	RefreshInterval time.Duration
+	// WriterLease, when > 0, makes Open take the store's writer lease for
+	// this long (renewed every third of it) and refuse with
+	// ErrWriterLeaseHeld while another process holds it; writes fail with
+	// ErrWriterLeaseLost once it is lost (doc.go S1, S3). 0 (default): no
+	// lease, for stores only one process can open (store/pebble). Clocks
+	// of the processes must agree to well within it.
+	WriterLease time.Duration
 	// now is the clock, injectable by tests; default time.Now.
 	now func() time.Time
 	// batchSize is the number of mutations per data batch, a test hook;
@@ -102,13 +133,34 @@ type DB struct {
 
 	openReaders atomic.Int64
 
+	// Sharing (shared.go). owner names this DB in the writer lease;
+	// leaseUntil is the lease's expiry (Unix ns) as last renewed; leaseLost
+	// is set for good when another owner took it; stopc and donec stop
+	// and await the renewal loop. refreshMu serialises refreshes, and
+	// refreshedAt is the start (Unix ns) of the last one.
+	owner       string
+	leaseUntil  atomic.Int64
+	leaseLost   atomic.Bool
+	stopc       chan struct{}
+	donec       chan struct{}
+	refreshMu   sync.Mutex
+	refreshedAt atomic.Int64
+
 	// mu guards datasets (the map, not the datasets).
 	mu       sync.Mutex
 	datasets map[string]*dataset
 }
 
-// Close closes the DB (not the store). Open runs are aborted.
+// Close closes the DB (not the store). Open runs are aborted, and the
+// writer lease, if held, is released.
 func (db *DB) Close() error { return db.closeImpl() }
+
+// Refresh makes a ReadOnly DB see what the writer process committed,
+// aborted, rolled back, tagged, collected or dropped since Open or the
+// last refresh (doc.go S2): it rereads every dataset's metadata and the
+// txn sets. Readers already open keep their pinned version (txn V4). On a
+// writer DB it does nothing: its memory is the truth (S1).
+func (db *DB) Refresh(ctx context.Context) error { return db.refresh(ctx) }
 
 // Column is one column of a dataset's schema.
 type Column struct {
@@ -297,6 +349,9 @@ type Reader struct{ readerState }
 // the time), ErrTagNotFound, ErrInvalidArgument (more than one field of at
 // set, a negative version).
 func (db *DB) Reader(ctx context.Context, dataset string, at At) (*Reader, error) {
+	if err := db.maybeRefresh(ctx); err != nil {
+		return nil, err
+	}
 	return db.reader(ctx, dataset, at)
 }
 
@@ -406,6 +461,9 @@ type DiffIterator interface {
 // versions until Close. Errors: ErrDatasetNotFound, ErrVersionNotKept,
 // ErrInvalidArgument (a version <= 0).
 func (db *DB) Diff(ctx context.Context, dataset string, from, to int64) (DiffIterator, error) {
+	if err := db.maybeRefresh(ctx); err != nil {
+		return nil, err
+	}
 	return db.diff(ctx, dataset, from, to)
 }
 
@@ -416,20 +474,34 @@ func (db *DB) DiffCounts(ctx context.Context, dataset string, from, to int64) (D
 }
 
 // Datasets lists every dataset, by name.
-func (db *DB) Datasets(ctx context.Context) ([]DatasetInfo, error) { return db.datasetsImpl() }
+func (db *DB) Datasets(ctx context.Context) ([]DatasetInfo, error) {
+	if err := db.maybeRefresh(ctx); err != nil {
+		return nil, err
+	}
+	return db.datasetsImpl()
+}
 
 // Dataset describes one dataset. ErrDatasetNotFound.
 func (db *DB) Dataset(ctx context.Context, name string) (DatasetInfo, error) {
+	if err := db.maybeRefresh(ctx); err != nil {
+		return DatasetInfo{}, err
+	}
 	return db.datasetImpl(name)
 }
 
 // Versions lists the kept versions of a dataset, newest first.
 func (db *DB) Versions(ctx context.Context, dataset string) ([]VersionInfo, error) {
+	if err := db.maybeRefresh(ctx); err != nil {
+		return nil, err
+	}
 	return db.versionsImpl(dataset)
 }
 
 // VersionInfo describes one kept version. ErrVersionNotKept.
 func (db *DB) VersionInfo(ctx context.Context, dataset string, version int64) (VersionInfo, error) {
+	if err := db.maybeRefresh(ctx); err != nil {
+		return VersionInfo{}, err
+	}
 	return db.versionInfoImpl(dataset, version)
 }
 

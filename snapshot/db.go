@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -166,10 +167,31 @@ func (m *metrics) unregister() {
 
 // Open opens the datasets of st, turning every transaction left in progress
 // by a previous process into an invalid one (DESIGN semantics 3, txn I5).
-// The metadata lives in st's table "meta" (txn.DefaultTable).
+// The metadata lives in st's table "meta" (txn.DefaultTable). With
+// Options.WriterLease it first takes the writer lease (ErrWriterLeaseHeld);
+// with Options.ReadOnly it writes nothing (doc.go S1). A SharedStore fills
+// those options when they are zero.
 func Open(ctx context.Context, st store.Store, opts Options) (*DB, error) {
 	if st == nil {
 		return nil, fmt.Errorf("%w: nil store", ErrInvalidArgument)
+	}
+	if ss, ok := st.(SharedStore); ok {
+		sh := ss.Sharing()
+		if !opts.ReadOnly && opts.WriterLease == 0 {
+			opts.ReadOnly, opts.WriterLease = sh.ReadOnly, sh.WriterLease
+		}
+		if opts.RefreshInterval == 0 {
+			opts.RefreshInterval = sh.RefreshInterval
+		}
+	}
+	if opts.ReadOnly {
+		opts.WriterLease = 0
+		if opts.RefreshInterval == 0 {
+			opts.RefreshInterval = DefaultRefreshInterval
+		}
+	}
+	if opts.WriterLease < 0 {
+		return nil, fmt.Errorf("%w: negative writer lease", ErrInvalidArgument)
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -183,20 +205,34 @@ func Open(ctx context.Context, st store.Store, opts Options) (*DB, error) {
 	if opts.batchSize <= 0 {
 		opts.batchSize = batchSize
 	}
-	txm, err := txn.Open(ctx, st, txn.Options{Logger: opts.Logger, Registerer: opts.Registerer})
+	db := &DB{st: st, meta: txn.DefaultTable, logger: opts.Logger, opts: opts, datasets: map[string]*dataset{}, owner: newOwnerID()}
+	if opts.WriterLease > 0 {
+		// S1: before txn.Open, which invalidates what it takes for a dead
+		// writer's transactions.
+		if err := db.takeLease(ctx); err != nil {
+			return nil, fmt.Errorf("snapshot: opening: %w", err)
+		}
+	}
+	txm, err := txn.Open(ctx, st, txn.Options{Logger: opts.Logger, Registerer: opts.Registerer, ReadOnly: opts.ReadOnly})
 	if err != nil {
-		return nil, fmt.Errorf("snapshot: opening: %w", err)
+		return nil, errors.Join(fmt.Errorf("snapshot: opening: %w", err), db.releaseLease())
 	}
-	db := &DB{st: st, txm: txm, meta: txm.Table(), logger: opts.Logger, opts: opts, datasets: map[string]*dataset{}}
+	db.txm = txm
 	db.metrics = newMetrics()
-	if err := db.load(ctx); err != nil {
-		txm.Close()
-		return nil, fmt.Errorf("snapshot: opening: %w", err)
+	// S2: metadata before the txn state it needs; txn.Open read that
+	// state already, so a read-only DB reads it once more after.
+	if err := db.loadInto(ctx, db.datasets); err == nil && opts.ReadOnly {
+		err = txm.Refresh(ctx)
 	}
+	if err != nil {
+		txm.Close()
+		return nil, errors.Join(fmt.Errorf("snapshot: opening: %w", err), db.releaseLease())
+	}
+	db.refreshedAt.Store(opts.now().UnixNano())
 	if opts.Registerer != nil {
 		if err := db.metrics.register(opts.Registerer, db); err != nil {
 			txm.Close()
-			return nil, fmt.Errorf("snapshot: registering metrics: %w", err)
+			return nil, errors.Join(fmt.Errorf("snapshot: registering metrics: %w", err), db.releaseLease())
 		}
 	}
 	// Scratch tables of runs that died with the previous process are
@@ -207,7 +243,8 @@ func Open(ctx context.Context, st store.Store, opts Options) (*DB, error) {
 	return db, nil
 }
 
-func (db *DB) load(ctx context.Context) error {
+// loadInto reads every dataset's metadata into datasets.
+func (db *DB) loadInto(ctx context.Context, datasets map[string]*dataset) error {
 	get := func(prefix []byte, fn func(c store.Cell) error) error {
 		it, err := db.st.Scan(ctx, db.meta, store.ScanOptions{Start: prefix, End: prefixEnd(prefix)})
 		if err != nil {
@@ -227,10 +264,10 @@ func (db *DB) load(ctx context.Context) error {
 	}
 	err := get(prefixDataset, func(c store.Cell) error {
 		name := string(c.Row[len(prefixDataset):])
-		ds := db.datasets[name]
+		ds := datasets[name]
 		if ds == nil {
 			ds = &dataset{name: name, tags: map[string]int64{}, readers: map[*Reader]struct{}{}}
-			db.datasets[name] = ds
+			datasets[name] = ds
 		}
 		switch {
 		case bytes.Equal(c.Column, colCfg):
@@ -254,7 +291,7 @@ func (db *DB) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, ds := range db.datasets {
+	for _, ds := range datasets {
 		if ds.cfg.Partitions <= 0 {
 			ds.cfg.Partitions = 1
 		}
@@ -388,6 +425,9 @@ func (db *DB) closeImpl() error {
 	}
 	db.metrics.unregister()
 	db.txm.Close()
+	if err := db.releaseLease(); err != nil {
+		errs = append(errs, fmt.Errorf("releasing the writer lease: %w", err))
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("snapshot: closing: %w", errs[0])
 	}
@@ -472,6 +512,9 @@ func (db *DB) setConfigImpl(ctx context.Context, cfg DatasetConfig) error {
 	if err := validConfig(cfg); err != nil {
 		return err
 	}
+	if err := db.writable(); err != nil {
+		return err
+	}
 	ds, err := db.lookup(cfg.Name)
 	if err != nil {
 		return err
@@ -499,6 +542,9 @@ func validConfig(cfg DatasetConfig) error {
 }
 
 func (db *DB) dropImpl(ctx context.Context, name string) error {
+	if err := db.writable(); err != nil {
+		return err
+	}
 	ds, err := db.lookup(name)
 	if err != nil {
 		return err
@@ -564,7 +610,7 @@ func validRecord(kind, name string) error {
 }
 
 func (db *DB) putRecordImpl(ctx context.Context, kind, name string, value []byte) error {
-	if err := db.check(); err != nil {
+	if err := db.writable(); err != nil {
 		return err
 	}
 	if err := validRecord(kind, name); err != nil {
@@ -627,7 +673,7 @@ func (db *DB) listRecordsImpl(ctx context.Context, kind string) ([]Record, error
 }
 
 func (db *DB) deleteRecordImpl(ctx context.Context, kind, name string) error {
-	if err := db.check(); err != nil {
+	if err := db.writable(); err != nil {
 		return err
 	}
 	if err := validRecord(kind, name); err != nil {
@@ -645,6 +691,9 @@ func (db *DB) deleteRecordImpl(ctx context.Context, kind, name string) error {
 
 func (db *DB) tagImpl(ctx context.Context, name, tag string, v int64) error {
 	if err := validName("tag", tag); err != nil {
+		return err
+	}
+	if err := db.writable(); err != nil {
 		return err
 	}
 	ds, err := db.lookup(name)
@@ -666,6 +715,9 @@ func (db *DB) tagImpl(ctx context.Context, name, tag string, v int64) error {
 }
 
 func (db *DB) untagImpl(ctx context.Context, name, tag string) error {
+	if err := db.writable(); err != nil {
+		return err
+	}
 	ds, err := db.lookup(name)
 	if err != nil {
 		return err
@@ -687,6 +739,9 @@ func (db *DB) untagImpl(ctx context.Context, name, tag string) error {
 // Rollback.
 
 func (db *DB) rollbackImpl(ctx context.Context, name string, to int64) (VersionInfo, error) {
+	if err := db.writable(); err != nil {
+		return VersionInfo{}, err
+	}
 	ds, err := db.lookup(name)
 	if err != nil {
 		return VersionInfo{}, err

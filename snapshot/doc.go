@@ -143,6 +143,62 @@
 //
 // testdata/gc runs this example.
 //
+// # Several processes on one store
+//
+// A store that other processes can open too (HBase) holds one writer
+// process and any number of read-only ones. The store has no
+// compare-and-set, and a writer keeps what it owns in memory (the id
+// block, its runs, the writer slots of D8), so two writers would hand out
+// the same transaction ids, overlap runs of one dataset, and each take the
+// other's running transactions for a dead process's (txn I5, I8).
+//
+// S1. One writer process per store, enforced by a lease. A DB opened with
+// Options.WriterLease writes a lease record (owner = host/pid/random,
+// expiry) to the metadata table before txn.Open, reads it back after a
+// settle delay (a tenth of the lease, at most 0.5 s), renews it every
+// third of the lease, and deletes it at Close. Open fails with
+// ErrWriterLeaseHeld while another owner's lease has not expired. A DB
+// opened with Options.ReadOnly takes no lease and writes nothing: its txn
+// Manager keeps the writer's in-progress ids excluded instead of
+// invalidating them (txn I7), and BeginRun, GC, Rollback, Tag, Untag,
+// SetConfig, DropDataset, PutRecord and DeleteRecord return ErrReadOnly.
+// Without compare-and-set the lease is a guard against a second writer
+// started by mistake, not consensus: two writers started within the settle
+// delay of each other can, with unlucky timing, both pass; the renewal of
+// the one overwritten finds the other owner and stops it (S3).
+//
+// S2. Read-only views are refreshed, metadata first. DB.Refresh reads every
+// dataset's metadata (config, current version, versions, tags, expired
+// ids), then the txn sets, then publishes the new metadata. A committed
+// version V of dataset d can see a transaction t <= V of d only if t ended
+// before V began (one writer per dataset), so t's invalid record (txn I4)
+// was durable before V's commit record, and a txn state read after the
+// metadata that shows V holds it (or t was pruned: no cells left, txn
+// I6). Hence no version becomes readable in this process before the
+// invalid set that guards it, and no reader sees a cell of another
+// process's aborted transaction. A version rolled back between the two
+// reads shows up excluded in its own visibility: Reader returns
+// ErrVersionNotKept for it. With Options.RefreshInterval (default 1 s for
+// a read-only DB) every read entry point (Datasets, Dataset, Versions,
+// VersionInfo, Reader, Diff) refreshes a view older than the interval
+// first. A refresh keeps the dataset objects, so open Readers keep their
+// pinned version and visibility (txn V4); a dataset the writer dropped is
+// marked dropped. On a writer DB Refresh does nothing.
+//
+// S3. A writer stops writing when its lease is gone. BeginRun, Commit
+// (just before the commit record) and the other writes check that the
+// lease is held and not expired by this process's clock, else
+// ErrWriterLeaseLost; a renewal that finds another owner's record loses
+// it for good. Clocks of the processes must agree to well within the
+// lease.
+//
+// Limits. The writer's GC knows only its own Readers (G2): a read-only
+// process's Reader pinned to a version that retention expires, or to a
+// version rolled back then collected, may see that version's cells
+// disappear under it; keep such reads shorter than the TTL, or tag the
+// version. The writer does not see what another process wrote to the
+// metadata table (none may write, S1).
+//
 // # Partitions
 //
 // A dataset has Options.Partitions hash partitions (fixed at creation):

@@ -36,6 +36,9 @@ func (ds *dataset) expiredLocked(now time.Time) []int64 {
 
 // gc implements DB.GC; see "Garbage collection" in doc.go.
 func (db *DB) gc(ctx context.Context, name string, dryRun bool) (GCReport, error) {
+	if err := db.writable(); err != nil {
+		return GCReport{}, err
+	}
 	ds, err := db.lookup(name)
 	if err != nil {
 		return GCReport{}, err

@@ -18,6 +18,7 @@ import (
 //	"s\x00ver\x00" + dataset + "\x00" + v (8 BE) "info" JSON VersionInfo of a kept version
 //	"s\x00tag\x00" + dataset + "\x00" + tag      "v"    tagged version, 8 bytes big-endian
 //	"s\x00rec\x00" + kind + "\x00" + name        "v"    a Record's value
+//	"s\x00lease"                                 "v"    JSON writer lease: owner, expires (doc.go S1)
 //
 // Data tables, one per dataset partition: "d/" + dataset + "/" + partition
 // (decimal). Row = encoded key (encoding.go), column = column name,
@@ -31,6 +32,7 @@ var (
 	prefixVersion = []byte("s\x00ver\x00")
 	prefixTag     = []byte("s\x00tag\x00")
 	prefixRecord  = []byte("s\x00rec\x00")
+	keyLease      = []byte("s\x00lease")
 	colCfg        = []byte("cfg")
 	colCur        = []byte("cur")
 	colExp        = []byte("exp")

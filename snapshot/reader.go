@@ -90,9 +90,15 @@ func (db *DB) reader(ctx context.Context, name string, at At) (*Reader, error) {
 	if vi == nil {
 		return nil, fmt.Errorf("%w: %s", ErrVersionNotKept, name)
 	}
+	vis := db.txm.Visibility(name, vi.Version)
+	if vis.IsExcluded(vi.Version) {
+		// Rolled back by the writer process after this view's metadata
+		// was read (S2).
+		return nil, fmt.Errorf("%w: %s version %d was rolled back", ErrVersionNotKept, name, vi.Version)
+	}
 	r := &Reader{readerState{db: db, ds: ds, info: ds.infoLocked(vi), parts: ds.cfg.Partitions}}
 	r.self = r
-	r.vis = db.txm.Visibility(name, vi.Version)
+	r.vis = vis
 	r.opts = readOpts(r.vis)
 	for _, k := range vi.Schema.Key {
 		r.keyIdx = append(r.keyIdx, columnIndex(vi.Schema, k))

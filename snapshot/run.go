@@ -132,7 +132,7 @@ func columnIndex(s Schema, name string) int {
 }
 
 func (db *DB) beginRun(ctx context.Context, cfg DatasetConfig, opts RunOptions) (*Run, error) {
-	if err := db.check(); err != nil {
+	if err := db.writable(); err != nil {
 		return nil, err
 	}
 	if err := validConfig(cfg); err != nil {
@@ -682,6 +682,9 @@ func (s *runState) commit(ctx context.Context) (vi VersionInfo, err error) {
 	enc, err := json.Marshal(vi)
 	if err != nil {
 		return VersionInfo{}, fmt.Errorf("snapshot: encoding version info: %w", err)
+	}
+	if err := s.db.writable(); err != nil { // S3
+		return VersionInfo{}, fmt.Errorf("snapshot: committing %s txn %d: %w", s.ds.name, s.id, err)
 	}
 	b := &store.Batch{Table: s.db.meta}
 	b.Put(versionKey(s.ds.name, s.id), colInfo, 0, enc)

@@ -1,0 +1,257 @@
+package snapshot
+
+// This file holds what lets several processes open one store (doc.go,
+// "Several processes on one store"): read-only DBs that refresh their
+// view, and the writer lease.
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/snapstore/snapstore/store"
+)
+
+// SharedStore is an optional interface of a store.Store that other
+// processes may open at the same time (store/hbase as cmd/snapstore opens
+// it). Open fills the sharing fields of Options that are zero (ReadOnly,
+// WriterLease, RefreshInterval) from Sharing, so that the program that
+// opens the store decides, as database/sql finds a driver's optional
+// capabilities by type assertion.
+type SharedStore interface {
+	store.Store
+	Sharing() Sharing
+}
+
+// Sharing says how a DB shares its store with other processes; the fields
+// mean what the Options fields of the same name do.
+type Sharing struct {
+	ReadOnly        bool
+	WriterLease     time.Duration
+	RefreshInterval time.Duration
+}
+
+// DefaultRefreshInterval is the RefreshInterval of a read-only DB when
+// Options leave it 0.
+const DefaultRefreshInterval = time.Second
+
+// leaseRecord is the writer lease (S1), JSON in the metadata table.
+type leaseRecord struct {
+	Owner   string    `json:"owner"`
+	Expires time.Time `json:"expires"`
+}
+
+// newOwnerID names this DB in the lease: host, pid and 8 random bytes, so
+// that two DBs of one process differ too.
+func newOwnerID() string {
+	host, _ := os.Hostname()
+	var b [8]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+func (db *DB) readLease(ctx context.Context) (leaseRecord, bool, error) {
+	cells, err := db.st.Get(ctx, db.meta, keyLease, store.ReadOptions{MaxVersions: 1})
+	if err != nil {
+		return leaseRecord{}, false, err
+	}
+	for _, c := range cells {
+		if c.Kind == store.KindPut && bytes.Equal(c.Column, colV) {
+			var l leaseRecord
+			if err := json.Unmarshal(c.Value, &l); err != nil {
+				return leaseRecord{}, false, fmt.Errorf("%w: writer lease: %v", ErrCorrupt, err)
+			}
+			return l, true, nil
+		}
+	}
+	return leaseRecord{}, false, nil
+}
+
+func (db *DB) writeLease(ctx context.Context, expires time.Time) error {
+	v, err := json.Marshal(leaseRecord{Owner: db.owner, Expires: expires.UTC()})
+	if err != nil {
+		return err
+	}
+	b := &store.Batch{Table: db.meta, Sync: true}
+	b.Put(keyLease, colV, 0, v)
+	return db.st.Apply(ctx, b)
+}
+
+// takeLease takes the writer lease at Open (S1): refused while another
+// owner's lease has not expired; written, then read back after a settle
+// delay, so that of two writers started together the one overwritten
+// sees it and gives up.
+func (db *DB) takeLease(ctx context.Context) error {
+	ttl := db.opts.WriterLease
+	l, ok, err := db.readLease(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the writer lease: %w", err)
+	}
+	now := db.opts.now()
+	if ok && l.Owner != db.owner && now.Before(l.Expires) {
+		return fmt.Errorf("%w: %s holds it until %s", ErrWriterLeaseHeld, l.Owner, l.Expires.Format(time.RFC3339))
+	}
+	if err := db.writeLease(ctx, now.Add(ttl)); err != nil {
+		return fmt.Errorf("writing the writer lease: %w", err)
+	}
+	select {
+	case <-time.After(min(ttl/10, 500*time.Millisecond)):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	l, ok, err = db.readLease(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the writer lease back: %w", err)
+	}
+	if !ok || l.Owner != db.owner {
+		return fmt.Errorf("%w: %s took it at the same time", ErrWriterLeaseHeld, l.Owner)
+	}
+	db.leaseUntil.Store(now.Add(ttl).UnixNano())
+	db.stopc, db.donec = make(chan struct{}), make(chan struct{})
+	go db.renewLease()
+	return nil
+}
+
+// renewLease renews the lease every third of its length until Close. A
+// renewal that finds another owner in the record loses the lease for good
+// (the other process took it after ours expired); a failed renewal keeps
+// the old expiry, so writes stop when it passes (writable).
+func (db *DB) renewLease() {
+	defer close(db.donec)
+	ttl := db.opts.WriterLease
+	t := time.NewTicker(ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-db.stopc:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), ttl/3)
+		now := db.opts.now()
+		l, ok, err := db.readLease(ctx)
+		switch {
+		case err != nil:
+		case ok && l.Owner != db.owner:
+			db.leaseLost.Store(true)
+			db.logger.Error("writer lease taken by another process: this process no longer writes", "owner", l.Owner)
+			cancel()
+			return
+		default:
+			err = db.writeLease(ctx, now.Add(ttl))
+		}
+		cancel()
+		if err != nil {
+			db.logger.Warn("renewing the writer lease", "err", err)
+			continue
+		}
+		db.leaseUntil.Store(now.Add(ttl).UnixNano())
+	}
+}
+
+// releaseLease stops the renewals and deletes the record when it is still
+// ours, so that the next writer need not wait for it to expire.
+func (db *DB) releaseLease() error {
+	if db.stopc == nil {
+		return nil
+	}
+	close(db.stopc)
+	<-db.donec
+	if db.leaseLost.Load() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l, ok, err := db.readLease(ctx)
+	if err != nil || !ok || l.Owner != db.owner {
+		return err
+	}
+	b := &store.Batch{Table: db.meta, Sync: true}
+	b.DeleteVersion(keyLease, colV, 0)
+	return db.st.Apply(ctx, b)
+}
+
+// writable returns nil when this DB may write: not read-only, and, with a
+// writer lease, the lease held and not expired by this process's clock
+// (S1, S3).
+func (db *DB) writable() error {
+	if err := db.check(); err != nil {
+		return err
+	}
+	if db.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	if db.opts.WriterLease > 0 {
+		if db.leaseLost.Load() {
+			return fmt.Errorf("%w: another process took it", ErrWriterLeaseLost)
+		}
+		if until := time.Unix(0, db.leaseUntil.Load()); !db.opts.now().Before(until) {
+			return fmt.Errorf("%w: not renewed since it expired at %s", ErrWriterLeaseLost, until.UTC().Format(time.RFC3339))
+		}
+	}
+	return nil
+}
+
+// maybeRefresh refreshes a read-only DB whose view is older than
+// RefreshInterval (S2).
+func (db *DB) maybeRefresh(ctx context.Context) error {
+	if !db.opts.ReadOnly || db.opts.RefreshInterval < 0 {
+		return nil
+	}
+	if last := db.refreshedAt.Load(); last != 0 && db.opts.now().Sub(time.Unix(0, last)) < db.opts.RefreshInterval {
+		return nil
+	}
+	return db.refresh(ctx)
+}
+
+// refresh implements DB.Refresh (S2): the dataset metadata is read first,
+// the txn state second, and the new metadata is published last, so no
+// version becomes readable here before the invalid set that guards it.
+func (db *DB) refresh(ctx context.Context) error {
+	if err := db.check(); err != nil {
+		return err
+	}
+	if !db.opts.ReadOnly {
+		return nil
+	}
+	db.refreshMu.Lock()
+	defer db.refreshMu.Unlock()
+	start := db.opts.now()
+	fresh := map[string]*dataset{}
+	if err := db.loadInto(ctx, fresh); err != nil {
+		return fmt.Errorf("snapshot: refreshing: %w", err)
+	}
+	if err := db.txm.Refresh(ctx); err != nil {
+		return fmt.Errorf("snapshot: refreshing: %w", err)
+	}
+	db.mu.Lock()
+	for name, ds := range db.datasets {
+		if fresh[name] == nil {
+			// Dropped by the writer: open Readers get ErrDatasetNotFound,
+			// as after a drop in this process.
+			ds.mu.Lock()
+			ds.dropped = true
+			ds.mu.Unlock()
+			delete(db.datasets, name)
+		}
+	}
+	for name, f := range fresh {
+		ds := db.datasets[name]
+		if ds == nil {
+			db.datasets[name] = f
+			continue
+		}
+		// Keep the dataset and its open Readers; take the new view.
+		ds.mu.Lock()
+		ds.cfg, ds.current, ds.versions, ds.expired, ds.tags = f.cfg, f.current, f.versions, f.expired, f.tags
+		ds.mu.Unlock()
+	}
+	db.mu.Unlock()
+	db.refreshedAt.Store(start.UnixNano())
+	return nil
+}

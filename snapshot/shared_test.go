@@ -1,0 +1,223 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/snapstore/snapstore/store"
+)
+
+// openSecondStore opens the store of dir once more, as a second process
+// would: a second Store on the same HBase table, or, since Pebble locks its
+// directory, the same Pebble store.
+func openSecondStore(t *testing.T, dir string, first store.Store) store.Store {
+	t.Helper()
+	if os.Getenv(envBackend) == "hbase" {
+		return openTestStore(t, dir)
+	}
+	return first
+}
+
+func runNamed(t *testing.T, db *DB, rows [][]Value, commit bool) int64 {
+	t.Helper()
+	ctx := context.Background()
+	r, err := db.BeginRun(ctx, DatasetConfig{Name: "t", Guard: Guard{MaxShrink: 1}}, RunOptions{Schema: testSchema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range rows {
+		if err := r.Put(ctx, row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !commit {
+		if err := r.Abort(ctx, "test"); err != nil {
+			t.Fatal(err)
+		}
+		return r.TxnID()
+	}
+	vi, err := r.Commit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vi.Version
+}
+
+func readName(t *testing.T, db *DB, id int64) (string, int64) {
+	t.Helper()
+	ctx := context.Background()
+	r, err := db.Reader(ctx, "t", At{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	row, err := r.Get(ctx, []Value{iv(id)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(row.Values[1].Bytes), r.Version().Version
+}
+
+// TestSharedReadOnly checks S1 and S2: a read-only DB on the writer's
+// store sees the writer's commits after a refresh, never the cells of its
+// aborted runs, refuses writes, and does not disturb the writer's run in
+// progress; a second writer is refused the lease.
+func TestSharedReadOnly(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st := openTestStore(t, dir)
+	w := openTestDB(t, st, Options{WriterLease: 30 * time.Second})
+	v1 := runNamed(t, w, [][]Value{{iv(1), sv("a")}, {iv(2), sv("b")}}, true)
+
+	// A run in progress while the reader opens: the reader must leave it.
+	run, err := w.BeginRun(ctx, DatasetConfig{Name: "t", Guard: Guard{MaxShrink: 1}}, RunOptions{Schema: testSchema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Put(ctx, []Value{iv(1), sv("a")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Put(ctx, []Value{iv(2), sv("running")}); err != nil {
+		t.Fatal(err)
+	}
+	st2 := openSecondStore(t, dir, st)
+	r := openTestDB(t, st2, Options{ReadOnly: true, RefreshInterval: -1})
+	if name, v := readName(t, r, 2); name != "b" || v != v1 {
+		t.Fatalf("reader at open: %q at %d, want b at %d", name, v, v1)
+	}
+	v2, err := run.Commit(ctx)
+	if err != nil {
+		t.Fatalf("writer's commit after a reader opened: %v", err)
+	}
+	if name, v := readName(t, r, 2); name != "b" || v != v1 {
+		t.Fatalf("reader before Refresh: %q at %d", name, v)
+	}
+	if err := r.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if name, v := readName(t, r, 2); name != "running" || v != v2.Version {
+		t.Fatalf("reader after Refresh: %q at %d, want running at %d", name, v, v2.Version)
+	}
+
+	// An aborted run then a commit that does not touch row 2: the reader
+	// must exclude the aborted cells at the newer version.
+	aborted := runNamed(t, w, [][]Value{{iv(1), sv("a")}, {iv(2), sv("ABORTED")}}, false)
+	v4 := runNamed(t, w, [][]Value{{iv(1), sv("A")}, {iv(2), sv("running")}}, true)
+	if v4 <= aborted {
+		t.Fatalf("ids %d then %d", aborted, v4)
+	}
+	if err := r.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if name, v := readName(t, r, 2); name != "running" || v != v4 {
+		t.Fatalf("reader after an aborted run: %q at %d, want running at %d", name, v, v4)
+	}
+	if name, _ := readName(t, r, 1); name != "A" {
+		t.Fatalf("row 1 = %q", name)
+	}
+
+	// Writes are refused.
+	if _, err := r.BeginRun(ctx, DatasetConfig{Name: "t"}, RunOptions{Schema: testSchema}); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("BeginRun on read-only: %v", err)
+	}
+	if _, err := r.GC(ctx, "t", false); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("GC on read-only: %v", err)
+	}
+	if _, err := r.Rollback(ctx, "t", v1); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("Rollback on read-only: %v", err)
+	}
+	if err := r.Tag(ctx, "t", "x", v1); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("Tag on read-only: %v", err)
+	}
+	if err := r.PutRecord(ctx, "k", "n", nil); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("PutRecord on read-only: %v", err)
+	}
+
+	// A rollback and a drop by the writer show up too.
+	if _, err := w.Rollback(ctx, "t", v2.Version); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, v := readName(t, r, 2); v != v2.Version {
+		t.Fatalf("after rollback the reader reads %d, want %d", v, v2.Version)
+	}
+	if _, err := r.Reader(ctx, "t", At{Version: v4}); !errors.Is(err, ErrVersionNotKept) {
+		t.Fatalf("rolled-back version: %v", err)
+	}
+
+	// A second writer is refused while the first holds the lease.
+	if _, err := Open(ctx, st2, Options{WriterLease: 30 * time.Second}); !errors.Is(err, ErrWriterLeaseHeld) {
+		t.Fatalf("second writer: %v, want ErrWriterLeaseHeld", err)
+	}
+	if err := w.DropDataset(ctx, "t"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Dataset(ctx, "t"); !errors.Is(err, ErrDatasetNotFound) {
+		t.Fatalf("dropped dataset: %v", err)
+	}
+	// Closing the writer releases the lease: another writer opens at once.
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w2, err := Open(ctx, st2, Options{WriterLease: 30 * time.Second})
+	if err != nil {
+		t.Fatalf("writer after the first closed: %v", err)
+	}
+	if err := w2.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSharedRefreshInterval checks that reads of a read-only DB refresh a
+// view older than RefreshInterval by themselves (S2).
+func TestSharedRefreshInterval(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st := openTestStore(t, dir)
+	w := openTestDB(t, st, Options{WriterLease: 30 * time.Second})
+	r := openTestDB(t, openSecondStore(t, dir, st), Options{ReadOnly: true, RefreshInterval: time.Millisecond})
+	if _, err := r.Dataset(ctx, "t"); !errors.Is(err, ErrDatasetNotFound) {
+		t.Fatalf("before any run: %v", err)
+	}
+	v1 := runNamed(t, w, [][]Value{{iv(1), sv("a")}}, true)
+	time.Sleep(2 * time.Millisecond) // past the interval, not an assertion
+	di, err := r.Dataset(ctx, "t")
+	if err != nil || di.Current != v1 {
+		t.Fatalf("dataset seen by the reader: %+v, %v; want current %d", di, err, v1)
+	}
+}
+
+// TestWriterLeaseLost checks S3: a writer whose lease another process took
+// (after it expired) refuses to commit.
+func TestWriterLeaseLost(t *testing.T) {
+	ctx := context.Background()
+	st := newTestStore(t)
+	now := time.Now()
+	clock := func() time.Time { return now }
+	w := openTestDB(t, st, Options{WriterLease: time.Hour, now: clock})
+	run, err := w.BeginRun(ctx, DatasetConfig{Name: "t", Guard: Guard{MaxShrink: 1}}, RunOptions{Schema: testSchema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Put(ctx, []Value{iv(1), sv("a")}); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(2 * time.Hour) // no renewal: the lease expired
+	if _, err := run.Commit(ctx); !errors.Is(err, ErrWriterLeaseLost) {
+		t.Fatalf("commit after the lease expired: %v, want ErrWriterLeaseLost", err)
+	}
+	if _, err := w.Dataset(ctx, "t"); err != nil {
+		t.Fatal(err)
+	}
+	if di, _ := w.Dataset(ctx, "t"); di.Current != 0 {
+		t.Fatalf("current = %d after a refused commit", di.Current)
+	}
+}

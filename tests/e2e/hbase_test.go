@@ -1,0 +1,151 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/snapstore/snapstore/store/hbase"
+	"github.com/snapstore/snapstore/store/hbase/hbasetest"
+)
+
+// hbaseEnv returns the SNAPSTORE_* variables that put a server on the test
+// HBase (scripts/hbase-standalone.sh), on a fresh table dropped when t
+// ends. It skips t when there is no test HBase.
+func hbaseEnv(t *testing.T) []string {
+	t.Helper()
+	if os.Getenv(hbasetest.EnvThrift) == "" {
+		t.Skip(hbasetest.EnvThrift + " is not set, so there is no HBase to test against: " +
+			"run scripts/hbase-standalone.sh start, then eval \"$(scripts/hbase-standalone.sh env)\" (make test does both)")
+	}
+	opts := hbasetest.Options(t)
+	opts.Table = "e2e_" + opts.Table
+	t.Cleanup(func() {
+		if err := hbase.DropTable(context.Background(), opts); err != nil {
+			t.Logf("dropping %s:%s: %v", opts.Namespace, opts.Table, err)
+		}
+	})
+	return []string{
+		"SNAPSTORE_STORAGE_BACKEND=hbase",
+		"SNAPSTORE_STORAGE_HBASE_THRIFT=" + opts.Addr,
+		"SNAPSTORE_STORAGE_HBASE_NAMESPACE=" + opts.Namespace,
+		"SNAPSTORE_STORAGE_HBASE_TABLE=" + opts.Table,
+	}
+}
+
+// TestHBaseTwoProcesses starts two servers on one HBase table: A writes
+// (it holds the writer lease), B reads (SNAPSTORE_HBASE_READ_ONLY). A run
+// committed by A is read by B at the same version with the same rows; a
+// second run after a source change shows up on B too, and B still reads
+// the first version. B refuses writes, and a second writer refuses to
+// start while A holds the lease (docs/hbase.md, "Several processes on one
+// table").
+func TestHBaseTwoProcesses(t *testing.T) {
+	e := getMySQLEnv(t)
+	env := hbaseEnv(t)
+	dbName := fmt.Sprintf("e2e_hbase_two_%d", os.Getpid())
+	src := e.cloneTable(t, dbName, "rental")
+	spec := loadSpec(t, src, dbName, "rental")
+
+	a := startServer(t, e.Password, env...)
+	b := startServer(t, e.Password, append(env, "SNAPSTORE_HBASE_READ_ONLY=true")...)
+
+	a.createMySQLConnection(t, "src", e.Host, e.Port, e.User, dbName)
+	a.createAdapter(t, map[string]any{"name": "rental", "connection": "src", "resource": "rental", "dataset": "rental"})
+	rows1 := spec.read(t, src)
+	start := time.Now()
+	r1 := a.mustRun(t, "rental")
+	t.Logf("run 1 on A: version %d, %d rows in %s", r1.Version, len(rows1), time.Since(start).Round(time.Millisecond))
+
+	seen := time.Now()
+	waitCurrent(t, b, "rental", r1.Version)
+	t.Logf("B saw version %d %s after the run ended", r1.Version, time.Since(seen).Round(time.Millisecond))
+	checkTable(t, b, spec, "rental", "", r1.Version, rows1)
+
+	// Writes on B are refused; nothing of them reaches HBase.
+	r, err := b.call("POST", "/v1/connections", map[string]any{
+		"name": "other", "type": "mysql",
+		"options": map[string]any{"host": e.Host, "port": atoi(t, e.Port), "user": e.User, "password": "env:" + pwEnv, "database": dbName},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.status < 400 {
+		t.Errorf("creating a connection on the read-only B: status %d: %s", r.status, r.body)
+	}
+	t.Logf("write on B: %d %s", r.status, strings.TrimSpace(string(r.body)))
+	if r, err = b.call("POST", "/v1/datasets/rental/gc", nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("GC on B: %d %s", r.status, strings.TrimSpace(string(r.body)))
+	if r.status < 400 {
+		t.Errorf("GC on the read-only B: status %d: %s", r.status, r.body)
+	}
+
+	// A second writer on the same table refuses to start.
+	out := runSecondWriter(t, env)
+	if !strings.Contains(out, "writer lease") {
+		t.Errorf("a second writer started, or failed for another reason:\n%s", out)
+	}
+
+	execAll(t, src, []stmt{
+		{"UPDATE rental SET return_date = '2006-01-01 00:00:00' WHERE rental_id IN (1, 500, 16000)", 3},
+		{"DELETE FROM rental WHERE rental_id IN (2, 9000)", 2},
+	})
+	rows2 := spec.read(t, src)
+	r2 := a.mustRun(t, "rental")
+	if r2.Stats.Updated != 3 || r2.Stats.Deleted != 2 {
+		t.Errorf("run 2 stats %+v, want 3 updated and 2 deleted", r2.Stats)
+	}
+	waitCurrent(t, b, "rental", r2.Version)
+	checkTable(t, b, spec, "rental", "", r2.Version, rows2)
+	got, ver := b.scanNDJSON(t, spec, "rental", fmt.Sprintf("version=%d", r1.Version))
+	if ver != r1.Version {
+		t.Errorf("B read version %d, want %d", ver, r1.Version)
+	}
+	sameRows(t, "B at version 1", rows1, got)
+	if vs := versionIDs(b.versions(t, "rental")); len(vs) != 2 || vs[0] != r2.Version || vs[1] != r1.Version {
+		t.Errorf("versions on B %v, want [%d %d]", vs, r2.Version, r1.Version)
+	}
+}
+
+// waitCurrent polls p until dataset's current version is v (B refreshes
+// its view at most a second old before each read).
+func waitCurrent(t *testing.T, p *proc, dataset string, v int64) {
+	t.Helper()
+	var last response
+	poll(t, 15*time.Second, fmt.Sprintf("%s at version %d on %s", dataset, v, p.base), func() bool {
+		var err error
+		last, err = p.call("GET", "/v1/datasets/"+dataset, nil)
+		if err != nil || last.status != http.StatusOK {
+			return false
+		}
+		return strings.Contains(string(last.body), fmt.Sprintf(`"current_version":%d`, v))
+	})
+}
+
+// runSecondWriter starts `snapstore serve` as a writer on env's table and
+// returns its output once it exits (it must, within 60 s).
+func runSecondWriter(t *testing.T, env []string) string {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "snapstore.yaml")
+	if err := os.WriteFile(cfg, []byte("data: "+filepath.Join(dir, "data")+"\nlisten: 127.0.0.1:0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binPath, "serve", "--config", cfg)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}, env...)
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Errorf("second writer exited 0")
+	}
+	return string(out)
+}
