@@ -36,6 +36,8 @@ type apiOp struct {
 	op     *openapi3.Operation
 	role   Role
 	quick  *quickCheck // nil: every request goes to kin-openapi (validate.go)
+	// query holds the documented query parameter names (checkQuery).
+	query map[string]bool
 }
 
 // OpenAPIDocument returns the embedded OpenAPI 3 document as JSON, as served
@@ -75,7 +77,7 @@ func loadAPIDoc() (*apiDoc, error) {
 					return nil, fmt.Errorf("server: openapi.yaml: %s %s: %w", method, path, err)
 				}
 			}
-			ao := apiOp{method: method, path: path, item: item, op: op, role: role}
+			ao := apiOp{method: method, path: path, item: item, op: op, role: role, query: queryNames(item, op)}
 			if !doc.IsOpenAPI31OrLater() {
 				ao.quick = compileQuickCheck(item, op)
 			}

@@ -86,6 +86,12 @@ var sentinels = []sentinel{
 	{snapshot.ErrInvalidArgument, http.StatusBadRequest, "invalid_argument"},
 	{snapshot.ErrClosed, http.StatusServiceUnavailable, "closed"},
 	{snapshot.ErrCorrupt, http.StatusInternalServerError, "corrupt"}, // stored data, not input: the one 500 sentinel
+	// Several processes on one store (snapshot doc.go S1-S3): a read-only
+	// process refuses writes (send them to the writer); a writer that lost
+	// its lease refuses them until it renews (safe to retry).
+	{snapshot.ErrReadOnly, http.StatusConflict, "read_only"},
+	{snapshot.ErrWriterLeaseHeld, http.StatusServiceUnavailable, "writer_lease_held"},
+	{snapshot.ErrWriterLeaseLost, http.StatusServiceUnavailable, "writer_lease_lost"},
 	// adapters
 	{adapters.ErrConnectionNotFound, http.StatusNotFound, "connection_not_found"},
 	{adapters.ErrConnectionExists, http.StatusConflict, "connection_exists"},
@@ -104,9 +110,10 @@ var sentinels = []sentinel{
 	{adapters.ErrSourceAuth, http.StatusBadGateway, "source_auth"},
 	{adapters.ErrUnsupportedType, http.StatusUnprocessableEntity, "unsupported_type"},
 	{adapters.ErrShuttingDown, http.StatusServiceUnavailable, "shutting_down"},
-	// One adapter per dataset: refused like the bad option it is (field
-	// "dataset" from the *adapters.OptionError).
-	{adapters.ErrDatasetTaken, http.StatusBadRequest, "bad_option"},
+	// One adapter per dataset: a conflict with the adapter that writes it
+	// (field "dataset" from the *adapters.OptionError); before ErrBadOption,
+	// which the OptionError also carries.
+	{adapters.ErrDatasetTaken, http.StatusConflict, "dataset_taken"},
 	{adapters.ErrBadOption, http.StatusBadRequest, "bad_option"},
 	// store
 	{store.ErrNotFound, http.StatusNotFound, "not_found"},

@@ -72,6 +72,8 @@ func TestProblemFor_EverySentinel(t *testing.T) {
 			"ErrRunClosed": snapshot.ErrRunClosed, "ErrRecordNotFound": snapshot.ErrRecordNotFound,
 			"ErrBadPageToken": snapshot.ErrBadPageToken, "ErrInvalidArgument": snapshot.ErrInvalidArgument,
 			"ErrClosed": snapshot.ErrClosed, "ErrCorrupt": snapshot.ErrCorrupt,
+			"ErrReadOnly": snapshot.ErrReadOnly, "ErrWriterLeaseHeld": snapshot.ErrWriterLeaseHeld,
+			"ErrWriterLeaseLost": snapshot.ErrWriterLeaseLost,
 		},
 		"adapters": {
 			"ErrConnectionNotFound": adapters.ErrConnectionNotFound, "ErrConnectionExists": adapters.ErrConnectionExists,
@@ -101,6 +103,9 @@ func TestProblemFor_EverySentinel(t *testing.T) {
 		adapters.ErrRunInProgress:      {http.StatusConflict, "run_in_progress"},
 		adapters.ErrConnectionNotFound: {http.StatusNotFound, "connection_not_found"},
 		store.ErrUnavailable:           {http.StatusServiceUnavailable, "store_unavailable"},
+		adapters.ErrDatasetTaken:       {http.StatusConflict, "dataset_taken"},
+		snapshot.ErrReadOnly:           {http.StatusConflict, "read_only"},
+		snapshot.ErrWriterLeaseLost:    {http.StatusServiceUnavailable, "writer_lease_lost"},
 	}
 	for pkg, table := range known {
 		for _, name := range exportedSentinels(t, filepath.Join("..", pkg)) {
@@ -141,6 +146,7 @@ func TestProblemFor_Shapes(t *testing.T) {
 		field  string
 	}{
 		{"option error names the key", fmt.Errorf("creating: %w", oe), 400, "bad_option", "options.port"},
+		{"dataset taken names the dataset", fmt.Errorf("creating: %w: %w", &adapters.OptionError{Key: "dataset", Msg: "written by adapter x"}, adapters.ErrDatasetTaken), 409, "dataset_taken", "dataset"},
 		{"field error", badField("as_of", "bad time"), 400, "bad_request", "as_of"},
 		{"sentinel with field", withField(fmt.Errorf("x: %w", snapshot.ErrBadKey), "start"), 400, "bad_key", "start"},
 		{"schedule field", fmt.Errorf("x: %w", adapters.ErrBadSchedule), 400, "bad_schedule", "schedule"},

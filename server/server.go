@@ -341,6 +341,11 @@ func (s *Server) guard(c echo.Context, rt *route, next echo.HandlerFunc) (err er
 		if err := s.authorize(c, rt); err != nil {
 			return err
 		}
+		if raw := c.Request().URL.RawQuery; raw != "" {
+			if err := checkQuery(raw, rt.query); err != nil {
+				return err
+			}
+		}
 		if !s.skipValidation {
 			if err := s.validateRequest(c, rt); err != nil {
 				return err
@@ -426,13 +431,25 @@ func normalizeContentType(r *http.Request, op apiOp) error {
 	return echo.NewHTTPError(http.StatusUnsupportedMediaType, fmt.Sprintf("request bodies are JSON (application/json), not %q", mt))
 }
 
+// methodLabel is the method label of metrics: the standard methods as
+// they are, any other token "other", so that clients cannot add series by
+// inventing methods (unknown paths are "unmatched" for the same reason).
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return m
+	}
+	return "other"
+}
+
 // observe records the latency histogram and logs the request at debug.
 func (s *Server) observe(c echo.Context, rt *route, d time.Duration) {
 	status := c.Response().Status
 	if rt != nil {
 		rt.observer(s.metrics, status).Observe(d.Seconds())
 	} else {
-		s.metrics.observeHTTP(c.Request().Method, "unmatched", status, d)
+		s.metrics.observeHTTP(methodLabel(c.Request().Method), "unmatched", status, d)
 	}
 	if s.log.Enabled(context.Background(), slog.LevelDebug) {
 		label := "unmatched"

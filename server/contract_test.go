@@ -1,0 +1,102 @@
+package server
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// wantProblem sends a request and checks the status, code and (when
+// given) field of the problem answered.
+func (f *fixture) wantProblem(status int, code, field, method, path, body string, hdr ...string) Problem {
+	f.t.Helper()
+	r := f.do(method, path, body, hdr...)
+	if r.status != status {
+		f.t.Fatalf("%s %s: status %d, want %d: %s", method, path, r.status, status, r.body)
+	}
+	p := r.problem(f.t)
+	if p.Code != code || field != "" && p.Field != field {
+		f.t.Fatalf("%s %s: code %s field %q, want %s %q (%s)", method, path, p.Code, p.Field, code, field, p.Detail)
+	}
+	return p
+}
+
+// TestQuery_MalformedRefused: a query string that url.ParseQuery does not
+// parse whole is a 400 before any handler acts; it used to drop the pair it
+// could not parse, so a read answered the current version and a dry run
+// collected for real.
+func TestQuery_MalformedRefused(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.must(201, "POST", "/v1/adapters", `{"name":"short","connection":"shop","resource":"notes","dataset":"short","retention":{"ttl":"1ns","min_versions":1}}`)
+	v1 := strconv.FormatInt(f.run("short"), 10)
+	f.exec(`UPDATE notes SET v = 'two'`)
+	f.run("short")
+	for _, path := range []string{
+		"/v1/datasets/short/rows/plain?version=" + v1 + ";",
+		"/v1/datasets/short/rows/plain?version=" + v1 + "%zz",
+		"/v1/datasets/short/rows/plain?version=1;version=2",
+		"/v1/datasets/short/rows?limit=%zz",
+		"/v1/datasets/short?tag=x%z",
+		"/v1/datasets/short/rows?%zz=1",
+	} {
+		p := f.wantProblem(400, "bad_request", "", "GET", path, "")
+		if !strings.Contains(p.Detail, "does not parse") {
+			t.Errorf("%s: detail %q", path, p.Detail)
+		}
+	}
+	f.wantProblem(400, "bad_request", "", "POST", "/v1/datasets/short/gc?dry_run=true;", "")
+	f.wantProblem(400, "bad_request", "dry_run", "POST", "/v1/datasets/short/gc?dry_run=true%zz", "")
+	var vs struct {
+		Versions []struct{ Version int64 } `json:"versions"`
+	}
+	f.must(200, "GET", "/v1/datasets/short/versions", "").json(t, &vs)
+	if len(vs.Versions) != 2 {
+		t.Fatalf("a refused dry run collected: versions %+v", vs.Versions)
+	}
+	// Escapes that parse are fine.
+	f.must(200, "GET", "/v1/datasets/short/rows/plain?version="+v1+"&columns=%76", "")
+}
+
+// TestQuery_UnknownParameterRefused: a query parameter the operation does
+// not document is a 400 naming it.
+func TestQuery_UnknownParameterRefused(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.run("products")
+	f.wantProblem(400, "bad_request", "Version", "GET", "/v1/datasets/products/rows/1?Version=1", "")
+	f.wantProblem(400, "bad_request", "form", "GET", "/v1/datasets/products/diff?form=1", "")
+	f.wantProblem(400, "bad_request", "unknown", "GET", "/v1/datasets/products/rows?unknown=1", "")
+	f.wantProblem(400, "bad_request", "x", "GET", "/v1/datasets?x", "")
+	f.wantProblem(400, "bad_request", "dryrun", "POST", "/v1/datasets/products/gc?dryrun=true", "")
+	f.must(200, "GET", "/v1/datasets/products/rows?limit=2&columns=id&start=1", "")
+	f.must(200, "GET", "/v1/datasets/products/rows?&limit=2&", "") // empty pairs are skipped, as ParseQuery does
+}
+
+// TestMetrics_MethodLabelBounded: invented methods are one "other" series,
+// not one series each.
+func TestMetrics_MethodLabelBounded(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	for i, path := range []string{"/v1/datasets", "/nope", "/v1/datasets", "/nope"} {
+		f.do("M"+strconv.Itoa(1000+i), path, "")
+	}
+	f.do("GET", "/nope", "")
+	body := string(f.must(200, "GET", "/metrics", "").body)
+	if strings.Contains(body, `method="M10`) {
+		t.Fatal("an invented method became a label value")
+	}
+	for _, want := range []string{`method="other",route="unmatched",status="405"} 2`, `method="other",route="unmatched",status="404"} 2`, `method="GET",route="unmatched",status="404"} 1`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
+
+// TestAdapter_DatasetTakenIsConflict: a second adapter on a dataset is a
+// 409 dataset_taken naming the field dataset.
+func TestAdapter_DatasetTakenIsConflict(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	p := f.wantProblem(409, "dataset_taken", "dataset", "POST", "/v1/adapters", `{"name":"second","connection":"shop","resource":"notes","dataset":"notes"}`)
+	if !strings.Contains(p.Detail, `"notes"`) {
+		t.Errorf("detail does not name the other adapter: %q", p.Detail)
+	}
+	f.wantProblem(409, "dataset_taken", "dataset", "PUT", "/v1/adapters/second", `{"connection":"shop","resource":"notes","dataset":"notes"}`)
+}
