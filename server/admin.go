@@ -42,7 +42,7 @@ func decodeBody(c echo.Context, v any, required bool) error {
 		var te *json.UnmarshalTypeError
 		switch {
 		case errors.As(err, &se):
-			return badField("body", "not valid JSON at offset %d: %v", se.Offset, err)
+			return badJSON("not valid JSON at offset %d: %v", se.Offset, err)
 		case errors.As(err, &te):
 			want := te.Type.String()
 			if te.Type == reflect.TypeFor[duration]() {
@@ -53,12 +53,13 @@ func decodeBody(c echo.Context, v any, required bool) error {
 			name, _ := strconv.Unquote(strings.TrimPrefix(err.Error(), "json: unknown field "))
 			return badField("body."+name, "unknown field %q", name)
 		case errors.Is(err, io.ErrUnexpectedEOF):
-			return badField("body", "truncated JSON")
+			return badJSON("truncated JSON")
 		}
 		return badField("body", "%v", err)
 	}
-	if dec.More() {
-		return badField("body", "trailing data after the JSON value")
+	// More is false before a stray "}" or "]": ask for the next token.
+	if _, err := dec.Token(); err != io.EOF {
+		return badJSON("trailing data after the JSON value")
 	}
 	return nil
 }
@@ -115,6 +116,7 @@ type adapterJSON struct {
 	Guard        snapshot.Guard `json:"guard"`
 	Retries      int            `json:"retries,omitempty"`
 	RetryBackoff duration       `json:"retry_backoff,omitempty"`
+	RunOnStart   bool           `json:"run_on_start"`
 }
 
 func (a adapterJSON) spec() adapters.AdapterSpec {
@@ -129,6 +131,7 @@ func (a adapterJSON) spec() adapters.AdapterSpec {
 		Guard:        a.Guard,
 		Retries:      a.Retries,
 		RetryBackoff: time.Duration(a.RetryBackoff),
+		RunOnStart:   a.RunOnStart,
 	}
 }
 
@@ -156,6 +159,7 @@ func toAdapterOut(a adapters.Adapter) adapterOut {
 			Guard:        sp.Guard,
 			Retries:      sp.Retries,
 			RetryBackoff: duration(sp.RetryBackoff),
+			RunOnStart:   sp.RunOnStart,
 		},
 		Source:    a.Source,
 		Revision:  a.Revision,
@@ -370,9 +374,13 @@ func (s *Server) startRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	force, err := parseBoolQuery(c, "force")
+	if err != nil {
+		return err
+	}
 	ctx := c.Request().Context()
-	// The run outlives the request; StartRun must not tie it to ctx.
-	run, err := s.svc.StartRun(ctx, name, "api")
+	// The run outlives the request; StartRunWith must not tie it to ctx.
+	run, err := s.svc.StartRunWith(ctx, name, adapters.RunOptions{Trigger: "api", Force: force})
 	if err != nil {
 		return err
 	}

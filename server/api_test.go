@@ -281,7 +281,8 @@ func TestVersions_GoneAndBadSelectors(t *testing.T) {
 		{fmt.Sprintf("/v1/datasets/products/rows/1?version=%d&tag=x", v1), 400, "bad_request", "version"},
 		{"/v1/datasets/products/rows/1?tag=nope", 404, "tag_not_found", ""},
 		{"/v1/datasets/nope/rows/1", 404, "dataset_not_found", ""},
-		{"/v1/datasets/products/diff?from=x", 400, "bad_request", "from"},
+		{"/v1/datasets/products/diff?from=x", 404, "tag_not_found", "from"},
+		{"/v1/datasets/products/diff?from=-1", 400, "bad_request", "from"},
 		{"/v1/datasets/products/diff", 400, "bad_request", "from"}, // one version: nothing older
 		{"/v1/datasets/products/rows?limit=0", 400, "bad_request", "limit"},
 		{"/v1/datasets/products/rows?page_token=garbage", 400, "bad_request", "page_token"},
@@ -342,7 +343,7 @@ func TestAdmin_ConnectionsAdaptersRunsTagsRollbackGC(t *testing.T) {
 		{`{"name":"a1","connection":"shop","resource":"products","bogus":1}`, "bad_request", "body.bogus"},
 		{`{"name":"a1","connection":"shop","resource":"products","retention":{"ttl":3600}}`, "bad_request", "body.retention.ttl"},
 		{`{"name":"a1","connection":"shop","resource":"products","retention":{"ttl":"soon"}}`, "bad_request", "body.retention.ttl"},
-		{`{"name":"a1","connection":"shop"`, "bad_request", "body"},
+		{`{"name":"a1","connection":"shop"`, "bad_json", "body"},
 		{`{"name":"a1","connection":"nope","resource":"products"}`, "connection_not_found", "connection"},
 	} {
 		r := f.do("POST", "/v1/adapters", c.body)

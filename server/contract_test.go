@@ -100,3 +100,79 @@ func TestAdapter_DatasetTakenIsConflict(t *testing.T) {
 	}
 	f.wantProblem(409, "dataset_taken", "dataset", "PUT", "/v1/adapters/second", `{"connection":"shop","resource":"notes","dataset":"notes"}`)
 }
+
+// TestBody_MalformedJSONIsBadJSON: a body that is not JSON (syntax error,
+// truncated, trailing data, a BOM) or not of the right top-level type is
+// 400 bad_json, as docs/api.md lists; a wrong field stays bad_request
+// naming the field.
+func TestBody_MalformedJSONIsBadJSON(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	for _, body := range []string{`{`, `{"name":"x",}`, `{"name":"x","type":"sqlite"} {}`, `{"name":"x","type":"sqlite"} x`, "\ufeff{}", `[]`, `"x"`, `12`, `null`, strings.Repeat("[", 20000)} {
+		f.wantProblem(400, "bad_json", "body", "POST", "/v1/connections", body)
+	}
+	f.wantProblem(400, "bad_json", "body", "POST", "/v1/datasets/products/rollback", `{"version":1}}`)
+	f.wantProblem(400, "bad_json", "body", "PUT", "/v1/datasets/products/tags/x", `[`)
+	p := f.wantProblem(400, "bad_request", "", "POST", "/v1/connections", `{"name":"x","type":"sqlite","sharing":7}`)
+	if !strings.HasPrefix(p.Field, "body.") {
+		t.Errorf("a wrong field names %q, want body.<field>", p.Field)
+	}
+}
+
+// TestDiff_FromTag: diff bounds take a tag name as well as a version.
+func TestDiff_FromTag(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	v1 := f.run("products")
+	f.must(200, "PUT", "/v1/datasets/products/tags/first", "")
+	f.exec(`UPDATE products SET stock = 7 WHERE id = 1`)
+	f.run("products")
+	f.exec(`UPDATE products SET stock = 8 WHERE id = 2`)
+	v3 := f.run("products")
+	r := f.must(200, "GET", "/v1/datasets/products/diff?from=first", "")
+	if got := r.header.Get("Snapstore-Diff-From"); got != strconv.FormatInt(v1, 10) {
+		t.Fatalf("diff from the tag starts at %s, want %d", got, v1)
+	}
+	if n := strings.Count(string(r.body), `"op":"update"`); n != 2 {
+		t.Fatalf("diff from the tag: %d updates, want 2:\n%s", n, r.body)
+	}
+	f.must(200, "PUT", "/v1/datasets/products/tags/last", "")
+	r = f.must(200, "GET", "/v1/datasets/products/diff?from=first&to=last&stats_only=true", "")
+	if versionHeader(t, r) != v3 {
+		t.Fatalf("to=last read version %d, want %d", versionHeader(t, r), v3)
+	}
+	f.wantProblem(404, "tag_not_found", "to", "GET", "/v1/datasets/products/diff?from=first&to=nope", "")
+}
+
+// TestRun_ForceAndRecordFields: force=true commits a run the guard
+// refuses, and the run and adapter records carry code, forced and
+// run_on_start (checked against openapi.yaml by the fixture).
+func TestRun_ForceAndRecordFields(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.run("products")
+	f.exec(`DELETE FROM products`)
+	var rec struct {
+		Status  string `json:"status"`
+		Code    string `json:"code"`
+		Forced  bool   `json:"forced"`
+		Version int64  `json:"version"`
+	}
+	f.must(200, "POST", "/v1/adapters/products/runs?wait=true", "").json(t, &rec)
+	if rec.Status != "failed" || rec.Code != "guard_refused" {
+		t.Fatalf("an emptying run: %+v, want failed guard_refused", rec)
+	}
+	f.must(200, "POST", "/v1/adapters/products/runs?wait=true&force=true", "").json(t, &rec)
+	if rec.Status != "succeeded" || !rec.Forced || rec.Version == 0 {
+		t.Fatalf("a forced run: %+v, want succeeded, forced", rec)
+	}
+	f.must(201, "POST", "/v1/adapters", `{"name":"early","connection":"shop","resource":"order_lines","run_on_start":true}`)
+	var ad struct {
+		RunOnStart *bool `json:"run_on_start"`
+	}
+	f.must(200, "GET", "/v1/adapters/early", "").json(t, &ad)
+	if ad.RunOnStart == nil || !*ad.RunOnStart {
+		t.Fatalf("run_on_start not shown: %+v", ad)
+	}
+	f.must(200, "GET", "/v1/adapters/products", "").json(t, &ad)
+	if ad.RunOnStart == nil || *ad.RunOnStart {
+		t.Fatalf("run_on_start of products: want false shown")
+	}
+}

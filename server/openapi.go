@@ -128,7 +128,20 @@ func (d *apiDoc) validate(ctx context.Context, req *http.Request, op apiOp, path
 			return &fieldError{field: re.Parameter.Name, msg: requestErrorText(re)}
 		case re.RequestBody != nil:
 			field := "body"
+			var pe *openapi3filter.ParseError
+			if errors.As(re.Err, &pe) {
+				return badJSON("not JSON: %v", pe.Cause)
+			}
 			var se *openapi3.SchemaError
+			if errors.As(re.Err, &se) && len(se.JSONPointer()) == 0 && (se.SchemaField == "type" || se.SchemaField == "nullable") {
+				// The wrong top-level type ([] or null for an object): not
+				// JSON of the right shape.
+				want := "value of another type"
+				if se.Schema != nil && se.Schema.Type != nil && len(se.Schema.Type.Slice()) == 1 {
+					want = se.Schema.Type.Slice()[0]
+				}
+				return badJSON("want a JSON %s: %s", want, se.Reason)
+			}
 			if errors.As(re.Err, &se) {
 				if ptr := se.JSONPointer(); len(ptr) > 0 {
 					field += "." + strings.Join(ptr, ".")

@@ -52,6 +52,16 @@ func (e *fieldError) Error() string {
 
 func (e *fieldError) Unwrap() error { return e.err }
 
+// jsonError is a request body that is not JSON, or not JSON of the right
+// top-level type: 400 bad_json, field "body".
+type jsonError struct{ msg string }
+
+func (e *jsonError) Error() string { return "body: " + e.msg }
+
+func badJSON(format string, args ...any) error {
+	return &jsonError{msg: fmt.Sprintf(format, args...)}
+}
+
 // badField returns a 400 problem naming field.
 func badField(field, format string, args ...any) error {
 	return &fieldError{field: field, msg: fmt.Sprintf(format, args...)}
@@ -141,6 +151,12 @@ var sentinelFields = map[error]string{
 // package, echo's HTTP errors (404 route, 405 method, 413 body) and
 // everything else, which is a 500 "internal" whose detail hides the cause.
 func ProblemFor(err error) Problem {
+	var je *jsonError
+	if errors.As(err, &je) {
+		p := newProblem(http.StatusBadRequest, "bad_json", je.Error())
+		p.Field = "body"
+		return p
+	}
 	var fe *fieldError
 	if errors.As(err, &fe) {
 		p := newProblem(http.StatusBadRequest, "bad_request", fe.Error())

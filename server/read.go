@@ -576,17 +576,35 @@ func (s *Server) getVersion(c echo.Context) error {
 	return c.JSON(http.StatusOK, info)
 }
 
+// versionOrTag reads a diff bound: a version number when v is an integer
+// (so a tag named "3" cannot be given here), else the name of a tag of ds,
+// resolved to its version (404 tag_not_found naming field).
+func (s *Server) versionOrTag(ctx context.Context, ds, field, v string) (int64, error) {
+	if _, err := strconv.ParseInt(v, 10, 64); err == nil || strings.TrimLeft(v, "+-0123456789") == "" {
+		return parseVersion(field, v)
+	}
+	r, err := s.db.Reader(ctx, ds, snapshot.At{Tag: v})
+	if err != nil {
+		if errors.Is(err, snapshot.ErrTagNotFound) {
+			return 0, &fieldedSentinel{err: err, field: field}
+		}
+		return 0, err
+	}
+	defer r.Close()
+	return r.Version().Version, nil
+}
+
 // diffRange resolves from and to: to defaults to the current version, from
 // to the newest kept version older than to.
 func (s *Server) diffRange(ctx context.Context, c echo.Context, ds string) (from, to int64, err error) {
 	q := c.QueryParams()
 	if v := q.Get("to"); v != "" {
-		if to, err = parseVersion("to", v); err != nil {
+		if to, err = s.versionOrTag(ctx, ds, "to", v); err != nil {
 			return 0, 0, err
 		}
 	}
 	if v := q.Get("from"); v != "" {
-		if from, err = parseVersion("from", v); err != nil {
+		if from, err = s.versionOrTag(ctx, ds, "from", v); err != nil {
 			return 0, 0, err
 		}
 	}
