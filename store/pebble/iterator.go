@@ -56,8 +56,14 @@ type iterator struct {
 	seekKey     []byte
 
 	curCol []byte // encoded row+column prefix of the column being read
-	count  int    // versions of curCol returned so far
-	skips  int    // Next calls spent skipping in curCol
+
+	// rowPrefix is the encoded table and row of the last key parsed, so
+	// that the keys after it in the same row skip parsing the row, and
+	// rowOK says rowBuf holds its row unescaped (rowEsc: it has escapes).
+	rowPrefix     []byte
+	rowEsc, rowOK bool
+	count         int // versions of curCol returned so far
+	skips         int // Next calls spent skipping in curCol
 
 	rowBuf, colBuf, scratch []byte
 	cur                     store.Cell
@@ -88,11 +94,12 @@ func (it *iterator) init(ctx context.Context, tlen int, opts store.ReadOptions) 
 // reuse of a Get's iterator.
 func (it *iterator) reset() {
 	*it = iterator{
-		seekKey: it.seekKey[:0],
-		curCol:  it.curCol[:0],
-		rowBuf:  it.rowBuf[:0],
-		colBuf:  it.colBuf[:0],
-		scratch: it.scratch[:0],
+		seekKey:   it.seekKey[:0],
+		rowPrefix: it.rowPrefix[:0],
+		curCol:    it.curCol[:0],
+		rowBuf:    it.rowBuf[:0],
+		colBuf:    it.colBuf[:0],
+		scratch:   it.scratch[:0],
 	}
 }
 
@@ -204,7 +211,17 @@ func (it *iterator) next() bool {
 			}
 		}
 		key := it.pi.Key()
-		p, err := parseCellKey(key, it.tlen)
+		var p parsedKey
+		var err error
+		if n := len(it.rowPrefix); n > 0 && len(key) > n && bytes.Equal(key[:n], it.rowPrefix) {
+			p, err = parseCellKeyInRow(key, it.tlen, n, it.rowEsc)
+		} else {
+			p, err = parseCellKey(key, it.tlen)
+			if err == nil {
+				it.rowPrefix = append(it.rowPrefix[:0], key[:p.rowEnd]...)
+				it.rowEsc, it.rowOK = p.rowEsc, false
+			}
+		}
 		if err != nil {
 			it.err = fmt.Errorf("pebble: iterating at key %x: %w", key, err)
 			return false
@@ -256,7 +273,10 @@ func (it *iterator) next() bool {
 		it.count++
 		c := store.Cell{Timestamp: p.ts, Kind: kind}
 		if p.rowEsc {
-			it.rowBuf = unescape(it.rowBuf[:0], key[p.rowStart:p.rowEnd-termLen])
+			if !it.rowOK {
+				it.rowBuf = unescape(it.rowBuf[:0], key[p.rowStart:p.rowEnd-termLen])
+				it.rowOK = true
+			}
 			c.Row = it.rowBuf
 		} else {
 			c.Row = key[p.rowStart : p.rowEnd-termLen : p.rowEnd-termLen]

@@ -163,6 +163,25 @@ type parsedKey struct {
 	rowStart, colStart int
 }
 
+// parseCellKeyInRow parses a cell key that starts with rowPrefix, the
+// encoded table and row of an earlier key (rowPrefix includes the row's
+// terminator, so the row segment of key ends where rowPrefix does; rowEsc
+// says whether that row has escapes). The caller has checked the prefix.
+func parseCellKeyInRow(key []byte, tlen, rowEnd int, rowEsc bool) (parsedKey, error) {
+	p := parsedKey{rowStart: tlen, rowEnd: rowEnd, rowEsc: rowEsc, colStart: rowEnd}
+	if len(key) < rowEnd+termLen+tsLen {
+		return p, errCorruptKey
+	}
+	body := key[:len(key)-tsLen]
+	n, esc, ok := findTerm(body[rowEnd:])
+	if !ok || rowEnd+n != len(body) {
+		return p, errCorruptKey
+	}
+	p.colEnd, p.colEsc = rowEnd+n, esc
+	p.ts = decodeTS(key[len(key)-tsLen:])
+	return p, nil
+}
+
 func parseCellKey(key []byte, tlen int) (parsedKey, error) {
 	var p parsedKey
 	if len(key) < tlen+2*termLen+tsLen {
