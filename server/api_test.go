@@ -285,7 +285,7 @@ func TestVersions_GoneAndBadSelectors(t *testing.T) {
 		{"/v1/datasets/products/diff?from=-1", 400, "bad_request", "from"},
 		{"/v1/datasets/products/diff", 400, "bad_request", "from"}, // one version: nothing older
 		{"/v1/datasets/products/rows?limit=0", 400, "bad_request", "limit"},
-		{"/v1/datasets/products/rows?page_token=garbage", 400, "bad_request", "page_token"},
+		{"/v1/datasets/products/rows?page_token=garbage", 400, "bad_page_token", "page_token"},
 		{"/v1/datasets/products/rows?page_token=" + strconv.FormatInt(v1, 10) + ".garbage", 400, "bad_page_token", "page_token"},
 		{"/v1/datasets/products/rows?start=notanint", 400, "bad_key", "start"},
 		{"/v1/datasets/products/rows?columns=id,nope", 400, "bad_request", "columns"},

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -175,4 +176,82 @@ func TestRun_ForceAndRecordFields(t *testing.T) {
 	if ad.RunOnStart == nil || *ad.RunOnStart {
 		t.Fatalf("run_on_start of products: want false shown")
 	}
+}
+
+// TestAsOf_ZeroTimeIsATime (breaker B4): as_of=0001-01-01T00:00:00Z is a
+// time before every commit, a 410 as for 1900, not the current version.
+func TestAsOf_ZeroTimeIsATime(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.run("products")
+	for _, path := range []string{
+		"/v1/datasets/products/rows/1?as_of=0001-01-01T00:00:00Z",
+		"/v1/datasets/products/rows?as_of=0001-01-01T00:00:00Z",
+		"/v1/datasets/products?as_of=0001-01-01T00:00:00Z",
+	} {
+		f.wantProblem(410, "version_not_kept", "", "GET", path, "")
+	}
+	f.wantProblem(404, "dataset_not_found", "", "GET", "/v1/datasets/nope/rows/1?as_of=0001-01-01T00:00:00Z", "")
+}
+
+// TestPageToken_OneCode (breaker B5): every mangled token, and a token of
+// another dataset, is bad_page_token naming page_token.
+func TestPageToken_OneCode(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.run("products")
+	f.run("notes")
+	var page struct {
+		Next string `json:"next_page_token"`
+	}
+	f.must(200, "GET", "/v1/datasets/products/rows?limit=2", "").json(t, &page)
+	if page.Next == "" {
+		t.Fatal("no next page token")
+	}
+	var notes struct {
+		Next string `json:"next_page_token"`
+	}
+	f.must(200, "GET", "/v1/datasets/notes/rows?limit=1", "").json(t, &notes)
+	f.must(200, "GET", "/v1/datasets/products/rows?limit=2&page_token="+url.QueryEscape(page.Next), "")
+	for _, tok := range []string{"garbage", "1.", ".", "-1.AwE", "99999999999999999999.AwE", "1.AAAA", "1.00000000.AAAA", notes.Next} {
+		f.wantProblem(400, "bad_page_token", "page_token", "GET", "/v1/datasets/products/rows?page_token="+url.QueryEscape(tok), "")
+	}
+}
+
+// TestRows_EmptyTextKey (breaker B3): ".../rows/" addresses the empty
+// text key of a one-column text key; for other keys it is bad_key.
+func TestRows_EmptyTextKey(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.exec(`INSERT INTO notes VALUES ('', 'empty')`)
+	f.run("notes")
+	f.run("products")
+	var got rowResult
+	f.must(200, "GET", "/v1/datasets/notes/rows/", "").json(t, &got)
+	if got.Row["v"] != "empty" || len(got.Key) != 1 || got.Key[0] != "" {
+		t.Fatalf("empty key: %+v", got)
+	}
+	f.wantProblem(400, "bad_key", "key", "GET", "/v1/datasets/products/rows/", "")
+}
+
+// TestNegotiation_QZeroAndCharsets: Accept with q=0 does not select a type;
+// a JSON body in another charset or compressed is 415.
+func TestNegotiation_QZeroAndCharsets(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.run("products")
+	for accept, want := range map[string]string{
+		"text/csv;q=0, application/json":             "application/json",
+		"text/csv;q=0":                               "application/json",
+		"application/json;q=0.5, text/csv":           "text/csv",
+		"text/csv;q=0.2, application/x-ndjson;q=0.9": "application/x-ndjson",
+		"application/x-ndjson, text/csv":             "application/x-ndjson",
+		"text/csv;q=0.5, application/x-ndjson;q=0.5": "text/csv",
+		"text/html, */*;q=0.1":                       "application/json",
+	} {
+		r := f.must(200, "GET", "/v1/datasets/products/rows", "", "Accept", accept)
+		if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, want) {
+			t.Errorf("Accept %q: %s, want %s", accept, ct, want)
+		}
+	}
+	body := `{"name":"x","type":"sqlite","options":{"path":"/nonexistent/x.db"}}`
+	f.wantProblem(415, "unsupported_media_type", "", "POST", "/v1/connections", body, "Content-Type", "application/json; charset=utf-16")
+	f.wantProblem(415, "unsupported_media_type", "", "POST", "/v1/connections", body, "Content-Encoding", "gzip")
+	f.must(201, "POST", "/v1/connections", body, "Content-Type", "application/json; charset=UTF-8")
 }

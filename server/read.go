@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"mime"
 	"net/http"
 	"net/url"
@@ -63,6 +64,13 @@ func parseAt(c echo.Context) (snapshot.At, error) {
 		if err != nil {
 			return at, badField("as_of", "want an RFC 3339 time such as 2026-01-02T15:04:05Z, got %q", v)
 		}
+		if t.IsZero() {
+			// snapshot.At reads a zero AsOf as "not given" (the current
+			// version); a given 0001-01-01T00:00:00Z is a time like any
+			// other. A nanosecond later selects the same versions: none was
+			// committed in year 1, so the read is a 410 as for 1900.
+			t = t.Add(time.Nanosecond)
+		}
 		at.AsOf = t
 	}
 	if q.Has("tag") {
@@ -79,22 +87,42 @@ func parseAt(c echo.Context) (snapshot.At, error) {
 }
 
 // pageToken is the server's scan continuation: the pinned version, a dot,
-// and snapshot's own token. Carrying the version lets the next page pin the
-// same version without the client repeating it.
-func encodePageToken(version int64, inner string) string {
+// a hash of the dataset name (8 hex digits), a dot, and snapshot's own
+// token. Carrying the version lets the next page pin the same version
+// without the client repeating it; the hash makes a token of another
+// dataset a bad_page_token rather than a read of this dataset at that
+// version.
+func encodePageToken(dataset string, version int64, inner string) string {
 	if inner == "" {
 		return ""
 	}
-	return strconv.FormatInt(version, 10) + "." + inner
+	return strconv.FormatInt(version, 10) + "." + datasetHash(dataset) + "." + inner
 }
 
-func decodePageToken(tok string) (int64, string, error) {
-	v, inner, ok := strings.Cut(tok, ".")
+// decodePageToken splits a token of encodePageToken. Every malformed token
+// and every token of another dataset is snapshot.ErrBadPageToken (400
+// bad_page_token, field page_token), as snapshot's own malformed tokens are.
+func decodePageToken(dataset, tok string) (int64, string, error) {
+	bad := func(why string) error {
+		return &fieldedSentinel{err: fmt.Errorf("%w: %s", snapshot.ErrBadPageToken, why), field: "page_token"}
+	}
+	v, rest, ok1 := strings.Cut(tok, ".")
+	h, inner, ok2 := strings.Cut(rest, ".")
 	id, err := strconv.ParseInt(v, 10, 64)
-	if !ok || err != nil || id < 1 || inner == "" {
-		return 0, "", badField("page_token", "not a page token of this server")
+	if !ok1 || !ok2 || err != nil || id < 1 || inner == "" || len(h) != 8 {
+		return 0, "", bad("not a page token of this server")
+	}
+	if h != datasetHash(dataset) {
+		return 0, "", bad(fmt.Sprintf("not a page token of dataset %q", dataset))
 	}
 	return id, inner, nil
+}
+
+// datasetHash is the FNV-1a hash of a dataset name, 8 hex digits.
+func datasetHash(dataset string) string {
+	h := fnv.New32a()
+	h.Write([]byte(dataset))
+	return fmt.Sprintf("%08x", h.Sum32())
 }
 
 // openReader pins the version selected by the request and sets the version
@@ -152,9 +180,9 @@ func parseColumns(c echo.Context) []string {
 func rowKeyParts(c echo.Context) ([]string, error) {
 	raw := c.Param("*")
 	escaped := c.Request().URL.RawPath != ""
-	if raw == "" {
-		return nil, badField("key", "missing row key")
-	}
+	// An empty wildcard (".../rows/") is one empty segment: the empty text
+	// of a one-column text key, as ".../rows/1/" ends with an empty second
+	// column. For any other key it is a bad_key (too few parts).
 	parts := strings.Split(raw, "/")
 	for i, p := range parts {
 		if escaped {
@@ -247,24 +275,38 @@ type fieldedSentinel struct {
 func (e *fieldedSentinel) Error() string { return e.err.Error() }
 func (e *fieldedSentinel) Unwrap() error { return e.err }
 
-// negotiate picks the scan's media type from Accept: NDJSON or CSV when
-// asked for (first listed wins), else JSON pages.
+// negotiate picks the scan's media type from Accept: the known type with
+// the highest q (the first listed among equals), NDJSON, CSV or JSON; q=0
+// means "not this one". JSON pages when none is asked for.
 func negotiate(accept string) string {
+	best, bestQ := mediaJSON, 0.0
 	for _, part := range strings.Split(accept, ",") {
-		mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
 		if err != nil {
 			continue
 		}
+		q := 1.0
+		if v, ok := params["q"]; ok {
+			if q, err = strconv.ParseFloat(v, 64); err != nil {
+				continue
+			}
+		}
+		var media string
 		switch mt {
 		case mediaNDJSON, "application/jsonl", "application/x-jsonlines":
-			return mediaNDJSON
+			media = mediaNDJSON
 		case mediaCSV:
-			return mediaCSV
+			media = mediaCSV
 		case mediaJSON:
-			return mediaJSON
+			media = mediaJSON
+		default:
+			continue
+		}
+		if q > 0 && q > bestQ {
+			best, bestQ = media, q
 		}
 	}
-	return mediaJSON
+	return best
 }
 
 func (s *Server) scanRows(c echo.Context) error {
@@ -275,7 +317,11 @@ func (s *Server) scanRows(c echo.Context) error {
 	q := c.QueryParams()
 	var inner string
 	if tok := q.Get("page_token"); tok != "" {
-		v, in, err := decodePageToken(tok)
+		ds, err := pathParam(c, "dataset")
+		if err != nil {
+			return err
+		}
+		v, in, err := decodePageToken(ds, tok)
 		if err != nil {
 			return err
 		}
@@ -357,7 +403,7 @@ func (s *Server) scanRows(c echo.Context) error {
 	}
 	b = appendStrings(b, cols)
 	b = append(b, `,"next_page_token":`...)
-	b = appendJSONString(b, encodePageToken(version, it.NextPageToken()))
+	b = appendJSONString(b, encodePageToken(r.Version().Dataset, version, it.NextPageToken()))
 	b = append(b, "}\n"...)
 	return c.JSONBlob(http.StatusOK, b)
 }

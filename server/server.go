@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -406,6 +407,13 @@ func (s *Server) validateRequest(c echo.Context, rt *route) error {
 		v := c.ParamValues()[i]
 		if n == "*" {
 			n = keyParam
+			if v == "" {
+				// The empty key of a one-column text key (rowKeyParts).
+				// kin-openapi refuses an empty path parameter; the key's
+				// schema is a plain string, so any non-empty text stands
+				// in for it.
+				v = "-"
+			}
 		}
 		params[n] = v
 	}
@@ -414,13 +422,20 @@ func (s *Server) validateRequest(c echo.Context, rt *route) error {
 
 // normalizeContentType lets a JSON body arrive without a Content-Type or
 // with curl's default for -d (application/x-www-form-urlencoded): both are
-// read as JSON. Any other non-JSON media type is a 415.
+// read as JSON. Any other non-JSON media type, a charset other than UTF-8
+// and a Content-Encoding (gzip) are a 415: the body would be misread.
 func normalizeContentType(r *http.Request, op apiOp) error {
 	if op.op.RequestBody == nil || r.ContentLength == 0 {
 		return nil
 	}
+	if ce := r.Header.Get(echo.HeaderContentEncoding); ce != "" && !strings.EqualFold(ce, "identity") {
+		return echo.NewHTTPError(http.StatusUnsupportedMediaType, fmt.Sprintf("request bodies are plain JSON; Content-Encoding %q is not accepted", ce))
+	}
 	ct := r.Header.Get(echo.HeaderContentType)
-	mt, _, _ := mime.ParseMediaType(ct)
+	mt, params, _ := mime.ParseMediaType(ct)
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "utf8") {
+		return echo.NewHTTPError(http.StatusUnsupportedMediaType, fmt.Sprintf("request bodies are UTF-8 JSON, not charset %q", cs))
+	}
 	switch {
 	case mt == echo.MIMEApplicationJSON:
 		return nil
