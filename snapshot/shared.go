@@ -120,17 +120,17 @@ func (db *DB) takeLease(ctx context.Context) error {
 // renewLease renews the lease every third of its length until Close. A
 // renewal that finds another owner in the record loses the lease for good
 // (the other process took it after ours expired); a failed renewal keeps
-// the old expiry, so writes stop when it passes (writable).
+// the old expiry, so writes stop when it passes (writable), and is retried
+// every second, so that writes resume soon after the store returns.
 func (db *DB) renewLease() {
 	defer close(db.donec)
 	ttl := db.opts.WriterLease
-	t := time.NewTicker(ttl / 3)
-	defer t.Stop()
+	wait := ttl / 3
 	for {
 		select {
 		case <-db.stopc:
 			return
-		case <-t.C:
+		case <-time.After(wait):
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), ttl/3)
 		now := db.opts.now()
@@ -148,9 +148,11 @@ func (db *DB) renewLease() {
 		cancel()
 		if err != nil {
 			db.logger.Warn("renewing the writer lease", "err", err)
+			wait = min(time.Second, ttl/3)
 			continue
 		}
 		db.leaseUntil.Store(now.Add(ttl).UnixNano())
+		wait = ttl / 3
 	}
 }
 
