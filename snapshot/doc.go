@@ -156,7 +156,8 @@
 // Options.WriterLease writes a lease record (owner = host/pid/random,
 // expiry) to the metadata table before txn.Open, reads it back after a
 // settle delay (a tenth of the lease, at most 0.5 s), renews it every
-// third of the lease, and deletes it at Close. Open fails with
+// third of the lease (a failed renewal is retried every second), and
+// deletes it at Close. Open fails with
 // ErrWriterLeaseHeld while another owner's lease has not expired. A DB
 // opened with Options.ReadOnly takes no lease and writes nothing: its txn
 // Manager keeps the writer's in-progress ids excluded instead of
@@ -188,8 +189,9 @@
 // S3. A writer stops writing when its lease is gone. BeginRun, Commit
 // (just before the commit record) and the other writes check that the
 // lease is held and not expired by this process's clock, else
-// ErrWriterLeaseLost; a renewal that finds another owner's record loses
-// it for good. Clocks of the processes must agree to well within the
+// ErrWriterLeaseLost. After an outage longer than the lease, writes resume
+// with the first renewal that succeeds, if the record still names this
+// DB; a renewal that finds another owner's record loses it for good. Clocks of the processes must agree to well within the
 // lease.
 //
 // Limits. The writer's GC knows only its own Readers (G2): a read-only
