@@ -255,3 +255,17 @@ func TestNegotiation_QZeroAndCharsets(t *testing.T) {
 	f.wantProblem(415, "unsupported_media_type", "", "POST", "/v1/connections", body, "Content-Encoding", "gzip")
 	f.must(201, "POST", "/v1/connections", body, "Content-Type", "application/json; charset=UTF-8")
 }
+
+// TestRead_DatasetAnAdapterWillWrite: reading a dataset an adapter targets
+// before its first commit is 404 no_version naming the adapter, not
+// dataset_not_found.
+func TestRead_DatasetAnAdapterWillWrite(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	for _, path := range []string{"/v1/datasets/notes", "/v1/datasets/notes/rows", "/v1/datasets/notes/rows/a%2Fb", "/v1/datasets/notes/versions"} {
+		p := f.wantProblem(404, "no_version", "", "GET", path, "")
+		if !strings.Contains(p.Detail, `adapter "notes"`) {
+			t.Errorf("%s: detail %q does not name the adapter", path, p.Detail)
+		}
+	}
+	f.wantProblem(404, "dataset_not_found", "", "GET", "/v1/datasets/nope/rows", "")
+}

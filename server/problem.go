@@ -138,11 +138,12 @@ var sentinels = []sentinel{
 // sentinelFields names the input to blame for sentinels that always come
 // from one field.
 var sentinelFields = map[error]string{
-	adapters.ErrBadSchedule:  "schedule",
-	snapshot.ErrBadPageToken: "page_token",
-	adapters.ErrUnknownType:  "type",
-	snapshot.ErrKeyChanged:   "key_columns",
-	adapters.ErrNoKey:        "key_columns",
+	adapters.ErrBadSchedule:      "schedule",
+	snapshot.ErrBadPageToken:     "page_token",
+	adapters.ErrUnknownType:      "type",
+	snapshot.ErrKeyChanged:       "key_columns",
+	adapters.ErrNoKey:            "key_columns",
+	adapters.ErrResourceNotFound: "resource",
 }
 
 // ProblemFor is the one translation from an error to problem details: the

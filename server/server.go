@@ -288,6 +288,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		// to retry elsewhere.
 		err = fmt.Errorf("%w: %w", adapters.ErrShuttingDown, err)
 	}
+	err = s.explainNoDataset(c, err)
 	p := ProblemFor(err)
 	p.Instance = c.Request().URL.Path
 	if p.Status >= 500 {
@@ -297,6 +298,36 @@ func (s *Server) handleError(err error, c echo.Context) {
 		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="snapstore"`)
 	}
 	writeProblem(c, p)
+}
+
+// explainNoDataset turns the dataset_not_found of a read into no_version
+// when an adapter writes that dataset but has not committed yet: the
+// dataset will exist, and the detail says which adapter and when it runs.
+func (s *Server) explainNoDataset(c echo.Context, err error) error {
+	ds := c.Param("dataset")
+	if ds == "" || c.Request().Method != http.MethodGet || !errors.Is(err, snapshot.ErrDatasetNotFound) {
+		return err
+	}
+	if u, uerr := url.PathUnescape(ds); uerr == nil && c.Request().URL.RawPath != "" {
+		ds = u
+	}
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+	defer cancel()
+	ads, lerr := s.svc.ListAdapters(ctx)
+	if lerr != nil {
+		return err
+	}
+	for _, a := range ads {
+		if a.Dataset != ds && !(a.Dataset == "" && a.Name == ds) { // Dataset defaults to Name
+			continue
+		}
+		when := "when started (POST /v1/adapters/" + a.Name + "/runs)"
+		if a.NextRun != nil {
+			when = "at its next run, " + a.NextRun.UTC().Format(time.RFC3339)
+		}
+		return fmt.Errorf("%w: dataset %q has nothing committed yet; adapter %q writes it, %s", snapshot.ErrNoVersion, ds, a.Name, when)
+	}
+	return err
 }
 
 func writeProblem(c echo.Context, p Problem) {
