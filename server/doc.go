@@ -5,9 +5,12 @@
 // The contract is the OpenAPI 3 document embedded from openapi.yaml and
 // served at /openapi.json; tests check that every registered route is
 // documented and every documented route registered, and requests are
-// validated against it before a handler runs: by a check compiled from the
-// document for plain path and query parameters, and by kin-openapi for
-// everything else and for every refusal (validate.go, V1 and V2). Each
+// validated against it before a handler runs: first the query string as a
+// whole (one that url.ParseQuery does not parse, or a parameter the
+// operation does not document, is a 400: nothing is dropped silently), then
+// by a check compiled from the document for plain path and query
+// parameters, and by kin-openapi for everything else and for every refusal
+// (validate.go, V1 and V2). Each
 // operation's x-snapstore-role extension is the least bearer-token role that
 // may call it, so the document is also the authorisation table.
 //
