@@ -137,12 +137,12 @@ func TestReadmeFirstRun(t *testing.T) {
 	if first == 0 {
 		t.Fatalf("no version tagged first: %s", body)
 	}
-	if !strings.Contains(readmeText(t), "diff?from=N") {
-		t.Fatal("README.md no longer diffs from the tagged version (diff?from=N)")
+	if !strings.Contains(readmeText(t), "diff?from=first") {
+		t.Fatal("README.md no longer diffs from the tagged version (diff?from=first)")
 	}
-	code, body = call("GET", fmt.Sprintf("/v1/datasets/products/diff?from=%d", first))
-	if code != 200 {
-		t.Fatalf("diff: %d %s", code, body)
+	code, body = call("GET", "/v1/datasets/products/diff?from=first")
+	if byNumber, numBody := call("GET", fmt.Sprintf("/v1/datasets/products/diff?from=%d", first)); code != 200 || byNumber != 200 || body != numBody {
+		t.Fatalf("diff from the tag: %d %s; from its number %d: %d %s", code, body, first, byNumber, numBody)
 	}
 	ops := map[string]int{}
 	sc := bufio.NewScanner(strings.NewReader(body))
