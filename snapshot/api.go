@@ -162,6 +162,11 @@ func (db *DB) Close() error { return db.closeImpl() }
 // writer DB it does nothing: its memory is the truth (S1).
 func (db *DB) Refresh(ctx context.Context) error { return db.refresh(ctx) }
 
+// ReadOnly reports whether the DB was opened read-only (Options.ReadOnly,
+// or by its SharedStore): every write returns ErrReadOnly, so periodic
+// work that writes (GC, scheduled runs) has nothing to do here.
+func (db *DB) ReadOnly() bool { return db.opts.ReadOnly }
+
 // Column is one column of a dataset's schema.
 type Column struct {
 	// Name is the source column name, case preserved.

@@ -120,6 +120,9 @@ func TestSharedReadOnly(t *testing.T) {
 	}
 
 	// Writes are refused.
+	if !r.ReadOnly() || w.ReadOnly() {
+		t.Errorf("ReadOnly(): reader %v, writer %v", r.ReadOnly(), w.ReadOnly())
+	}
 	if _, err := r.BeginRun(ctx, DatasetConfig{Name: "t"}, RunOptions{Schema: testSchema}); !errors.Is(err, ErrReadOnly) {
 		t.Errorf("BeginRun on read-only: %v", err)
 	}
