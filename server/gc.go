@@ -48,7 +48,16 @@ func (s *Server) CollectGarbage(ctx context.Context) ([]snapshot.GCReport, error
 // RunGCLoop calls CollectGarbage every interval until ctx is done: the
 // periodic GC that applies retention (DESIGN 5) without an operator. It
 // returns when ctx is done; interval <= 0 returns at once.
+//
+// A read-only process (a reader of a table another process writes,
+// snapshot.Options ReadOnly) collects nothing: GC is the writer's job.
 func (s *Server) RunGCLoop(ctx context.Context, interval time.Duration) {
+	if s.db.ReadOnly() {
+		if interval > 0 {
+			s.log.Info("periodic GC off: this process reads a store another process writes")
+		}
+		return
+	}
 	gcLoop(ctx, interval, func(ctx context.Context) { _, _ = s.CollectGarbage(ctx) })
 }
 

@@ -8,6 +8,10 @@ import (
 
 	"strconv"
 	"strings"
+
+	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/snapshot"
+	"github.com/snapstore/snapstore/store/pebble"
 )
 
 // TestCollectGarbage_AppliesRetention: with min_versions 1 and a TTL of
@@ -73,4 +77,36 @@ func TestGCLoop_Ticks(t *testing.T) {
 			t.Fatalf("%d collections in 3h with a 1h interval", calls)
 		}
 	})
+}
+
+// A read-only process (a reader of a store another process writes) runs no
+// periodic GC: RunGCLoop returns at once instead of ticking.
+func TestRunGCLoop_ReadOnlyCollectsNothing(t *testing.T) {
+	ctx := context.Background()
+	st, err := pebble.Open(t.TempDir(), pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	db, err := snapshot.Open(ctx, st, snapshot.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	svc, err := adapters.New(ctx, db, adapters.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close(ctx)
+	s, err := New(Options{DB: db, Adapters: svc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); s.RunGCLoop(ctx, time.Millisecond) }() // ctx is never cancelled
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("RunGCLoop of a read-only DB kept running")
+	}
 }

@@ -69,7 +69,9 @@ func openStack(ctx context.Context, cfg *Config, log *slog.Logger, reg prometheu
 		Registerer:  reg,
 		Connections: cfg.connectionSpecs(),
 		Adapters:    cfg.adapterSpecs(),
-		Schedule:    schedule,
+		// A read-only reader of a shared HBase table never starts runs:
+		// the writer process does (snapshot.Options ReadOnly).
+		Schedule: schedule && !db.ReadOnly(),
 	})
 	if err != nil {
 		err = errors.Join(fmt.Errorf("starting adapters: %w", configOptionError(err)), db.Close(), st.Close())
