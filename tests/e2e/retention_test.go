@@ -203,7 +203,7 @@ func TestRetention(t *testing.T) {
 		{"/v1/datasets/keep2/rows?tag=nope", http.StatusNotFound, "tag_not_found"},
 		{"/v1/datasets/keep2/rows/999", http.StatusNotFound, "row_not_found"},
 		{"/v1/datasets/keep2/rows?version=1&tag=x", http.StatusBadRequest, "bad_request"},
-		{"/v1/datasets/keep2/rows?page_token=garbage", http.StatusBadRequest, "bad_request"},
+		{"/v1/datasets/keep2/rows?page_token=garbage", http.StatusBadRequest, "bad_page_token"},
 		{"/v1/runs/nope", http.StatusNotFound, "run_not_found"},
 	} {
 		r, err := p.call("GET", c.path, nil)
