@@ -32,7 +32,10 @@
 // # Invariants
 //
 // S1. Apply is atomic per Batch: after a crash either every mutation of a
-// batch is visible to reads or none is.
+// batch is visible to reads or none is. store/pebble keeps S1 for whole
+// batches; store/hbase keeps it per row only (HBase's Thrift2 gateway has no
+// multi-row atomic write), so a batch interrupted by an outage there may be
+// partly applied, row by row (store/hbase's package doc).
 // S2. A Batch applied with Sync (or followed by a successful Sync call) is
 // durable: it survives a process crash and, for backends that promise it, a
 // machine crash.

@@ -15,7 +15,7 @@ var (
 	ErrInvalidArgument = errors.New("store: invalid argument")
 	// ErrUnavailable is returned when a remote backend (HBase) cannot be
 	// reached or timed out. A Batch that failed with it may or may not have
-	// been applied (S1 still holds); retrying the same Batch is safe because
+	// been applied, wholly or (store/hbase) row by row (S1); retrying the same Batch is safe because
 	// every mutation is idempotent (S4).
 	ErrUnavailable = errors.New("store: backend unavailable")
 )
