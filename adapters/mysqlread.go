@@ -153,32 +153,22 @@ func (c *mysqlColumn) keyExpr() string {
 // mysqlTable reads one table by keyset pagination inside one consistent
 // read-only transaction on one pinned connection.
 type mysqlTable struct {
+	keysetPager
 	src     *mysqlSource
 	conn    *sql.Conn
 	res     Resource
 	cols    []mysqlColumn
-	keyIdx  []int // positions of the key columns in cols
-	unique  bool  // the key is a declared unique key (else check duplicates)
-	chunk   int
-	limit   int    // LIMIT of the current chunk query
+	keyIdx  []int  // positions of the key columns in cols
 	first   string // query of the first chunk
 	next    string // query of the following chunks
-	rows    *sql.Rows
 	raw     []sql.RawBytes
 	dest    []any
 	vals    []snapshot.Value
-	cursor  []any // key args of the last row returned
 	enumOrd []any // ENUM/SET key indexes of the current row (col+0)
-	inChunk int
-	queries int // chunk queries sent, for tests of P2
 	started bool
-	done    bool
 	err     error
 	closed  bool
 	schema  snapshot.Schema
-	// skipKey is the cursor of a non-unique key read with >=: the first
-	// row equal to it was already returned.
-	skipPending bool
 }
 
 // OpenTable implements Source.
@@ -187,7 +177,8 @@ func (s *mysqlSource) OpenTable(ctx context.Context, req TableRequest) (_ TableR
 	if err != nil {
 		return nil, s.scrub(fmt.Errorf("connecting through data connection %q: %w", s.name, wrapSourceErr(ctx, err)))
 	}
-	t := &mysqlTable{src: s, conn: conn, chunk: req.ChunkRows}
+	t := &mysqlTable{src: s, conn: conn}
+	t.chunk = req.ChunkRows
 	if t.chunk <= 0 {
 		t.chunk = s.chunkRows
 	}
@@ -500,12 +491,10 @@ func (t *mysqlTable) enumKeys() []int {
 }
 
 // nextArgs expands the cursor into the arguments of t.next.
-func (t *mysqlTable) nextArgs() []any {
+func (t *mysqlTable) nextArgs(cursor []any) []any {
 	var args []any
 	for n := range t.keyIdx {
-		for j := 0; j <= n; j++ {
-			args = append(args, t.cursor[j])
-		}
+		args = append(args, cursor[:n+1]...)
 	}
 	return args
 }
@@ -527,79 +516,37 @@ func (t *mysqlTable) Next(ctx context.Context) bool {
 	if t.err != nil || t.closed {
 		return false
 	}
-	for {
-		if t.rows == nil {
-			if t.done {
-				return false
-			}
-			var err error
-			t.queries++
-			if t.cursor == nil {
-				t.rows, err = t.conn.QueryContext(ctx, t.first)
-				t.limit = t.chunk
-			} else {
-				t.limit = t.chunk
-				if !t.unique {
-					t.limit++
-				}
-				t.rows, err = t.conn.QueryContext(ctx, t.next, t.nextArgs()...)
-				t.skipPending = !t.unique
-			}
-			if err != nil {
-				t.fail(ctx, fmt.Errorf("reading %s: %w", t.qualified(), wrapSourceErr(ctx, err)))
-				return false
-			}
-			t.inChunk = 0
-		}
-		if !t.rows.Next() {
-			err := t.rows.Err()
-			t.rows.Close()
-			t.rows = nil
-			if err != nil {
-				t.fail(ctx, fmt.Errorf("reading %s: %w", t.qualified(), wrapSourceErr(ctx, err)))
-				return false
-			}
-			if t.inChunk < t.limit {
-				t.done = true
-				return false
-			}
-			continue
-		}
-		t.inChunk++
-		if err := t.rows.Scan(t.dest...); err != nil {
-			t.fail(ctx, fmt.Errorf("reading %s: %w", t.qualified(), err))
-			return false
-		}
-		for i := range t.cols {
-			v, err := t.cols[i].convert(t.raw[i])
-			if err != nil {
-				t.fail(ctx, fmt.Errorf("reading %s: %w", t.qualified(), err))
-				return false
-			}
-			t.vals[i] = v
-		}
-		if t.unique {
-			// A declared unique key needs the cursor only to start the
-			// next chunk: copy it from the chunk's last row alone.
-			if t.inChunk == t.limit {
-				t.cursor = t.rowCursor()
-			}
-			return true
-		}
-		cur := t.rowCursor()
-		if t.skipPending {
-			t.skipPending = false
-			if equalCursor(cur, t.cursor) {
-				// The row the previous chunk ended with.
-				continue
-			}
-		} else if !t.unique && t.cursor != nil && equalCursor(cur, t.cursor) {
-			t.fail(ctx, fmt.Errorf("%w: key columns %v of %s are not unique: a key appears twice", ErrNoKey, t.schema.Key, t.qualified()))
-			return false
-		}
-		t.cursor = cur
-		return true
+	ok, err := t.nextRow(ctx, t, t.qualified(), t.schema.Key)
+	if err != nil {
+		t.fail(ctx, err)
 	}
+	return ok
+}
+
+// queryChunk implements keysetRows.
+func (t *mysqlTable) queryChunk(ctx context.Context, cursor []any) (*sql.Rows, error) {
+	if cursor == nil {
+		return t.conn.QueryContext(ctx, t.first)
+	}
+	return t.conn.QueryContext(ctx, t.next, t.nextArgs(cursor)...)
+}
+
+// sourceErr implements keysetRows.
+func (t *mysqlTable) sourceErr(ctx context.Context, err error) error { return wrapSourceErr(ctx, err) }
+
+// scanRow implements keysetRows.
+func (t *mysqlTable) scanRow(rows *sql.Rows) error {
+	if err := rows.Scan(t.dest...); err != nil {
+		return err
+	}
+	for i := range t.cols {
+		v, err := t.cols[i].convert(t.raw[i])
+		if err != nil {
+			return err
+		}
+		t.vals[i] = v
+	}
+	return nil
 }
 
 // rowCursor copies the current row's key arguments.

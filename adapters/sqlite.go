@@ -282,34 +282,28 @@ func (c *sqliteColumn) convert(v any) (snapshot.Value, error) {
 // sqliteTable reads one table by keyset pagination inside one read
 // transaction on one pinned connection.
 type sqliteTable struct {
+	keysetPager
 	src    *sqliteSource
 	conn   *sql.Conn
 	tx     *sql.Tx
 	res    Resource
 	cols   []sqliteColumn
 	keyIdx []int
-	unique bool
-	chunk  int
-	limit  int // LIMIT of the current chunk query
 	first  string
 	next   string
-	rows   *sql.Rows
 	raw    []any
 	dest   []any
 	vals   []snapshot.Value
-	cursor []any
-	n      int
-	done   bool
 	err    error
 	closed bool
 	schema snapshot.Schema
-	skip   bool
 }
 
 // OpenTable implements Source. The resource is a table or view name of the
 // main schema ("main.t" and quoted "\"a.b\"" are accepted).
 func (s *sqliteSource) OpenTable(ctx context.Context, req TableRequest) (_ TableReader, err error) {
-	t := &sqliteTable{src: s, chunk: req.ChunkRows}
+	t := &sqliteTable{src: s}
+	t.chunk = req.ChunkRows
 	if t.chunk <= 0 {
 		t.chunk = s.chunkRows
 	}
@@ -495,85 +489,56 @@ func (t *sqliteTable) Next(ctx context.Context) bool {
 	if t.err != nil || t.closed {
 		return false
 	}
-	for {
-		if t.rows == nil {
-			if t.done {
-				return false
-			}
-			var err error
-			if t.cursor == nil {
-				t.rows, err = t.tx.QueryContext(ctx, t.first)
-				t.limit = t.chunk
-			} else {
-				t.limit = t.chunk
-				if !t.unique {
-					t.limit++
-				}
-				var args []any
-				for n := range t.keyIdx {
-					args = append(args, t.cursor[:n+1]...)
-				}
-				t.rows, err = t.tx.QueryContext(ctx, t.next, args...)
-				t.skip = !t.unique
-			}
-			if err != nil {
-				t.err = fmt.Errorf("reading %s: %w", t.res.Name, err)
-				return false
-			}
-			t.n = 0
-		}
-		if !t.rows.Next() {
-			err := t.rows.Err()
-			t.rows.Close()
-			t.rows = nil
-			if err != nil {
-				t.err = fmt.Errorf("reading %s: %w", t.res.Name, err)
-				return false
-			}
-			if t.n < t.limit {
-				t.done = true
-				return false
-			}
-			continue
-		}
-		t.n++
-		if err := t.rows.Scan(t.dest...); err != nil {
-			t.err = fmt.Errorf("reading %s: %w", t.res.Name, err)
-			return false
-		}
-		for i := range t.cols {
-			v, err := t.cols[i].convert(t.raw[i])
-			if err != nil {
-				t.err = fmt.Errorf("reading %s: %w", t.res.Name, err)
-				return false
-			}
-			t.vals[i] = v
-		}
-		if t.unique && t.n != t.limit {
-			// A declared key needs the cursor only at a chunk's end.
-			return true
-		}
-		cur := make([]any, len(t.keyIdx))
-		for j, i := range t.keyIdx {
-			switch x := t.raw[i].(type) {
-			case []byte:
-				cur[j] = append([]byte(nil), x...)
-			default:
-				cur[j] = x
-			}
-		}
-		if t.skip {
-			t.skip = false
-			if equalCursor(cur, t.cursor) {
-				continue
-			}
-		} else if !t.unique && t.cursor != nil && equalCursor(cur, t.cursor) {
-			t.err = fmt.Errorf("%w: key columns %v of %s are not unique: a key appears twice", ErrNoKey, t.schema.Key, t.res.Name)
-			return false
-		}
-		t.cursor = cur
-		return true
+	ok, err := t.nextRow(ctx, t, t.res.Name, t.schema.Key)
+	if err != nil {
+		t.err = err
 	}
+	return ok
+}
+
+// queryChunk implements keysetRows.
+func (t *sqliteTable) queryChunk(ctx context.Context, cursor []any) (*sql.Rows, error) {
+	if cursor == nil {
+		return t.tx.QueryContext(ctx, t.first)
+	}
+	var args []any
+	for n := range t.keyIdx {
+		args = append(args, cursor[:n+1]...)
+	}
+	return t.tx.QueryContext(ctx, t.next, args...)
+}
+
+// sourceErr implements keysetRows: errors are kept as the driver gave them.
+func (t *sqliteTable) sourceErr(_ context.Context, err error) error { return err }
+
+// scanRow implements keysetRows.
+func (t *sqliteTable) scanRow(rows *sql.Rows) error {
+	if err := rows.Scan(t.dest...); err != nil {
+		return err
+	}
+	for i := range t.cols {
+		v, err := t.cols[i].convert(t.raw[i])
+		if err != nil {
+			return err
+		}
+		t.vals[i] = v
+	}
+	return nil
+}
+
+// rowCursor implements keysetRows: the current row's key values, bytes
+// copied (the driver reuses them).
+func (t *sqliteTable) rowCursor() []any {
+	cur := make([]any, len(t.keyIdx))
+	for j, i := range t.keyIdx {
+		switch x := t.raw[i].(type) {
+		case []byte:
+			cur[j] = append([]byte(nil), x...)
+		default:
+			cur[j] = x
+		}
+	}
+	return cur
 }
 
 func (t *sqliteTable) Close() error {
