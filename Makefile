@@ -52,8 +52,8 @@ test: deps ## install and start MariaDB and HBase, then run the whole suite
 	$(GO) vet ./...
 	set -a; eval "$$(scripts/mariadb.sh env)"; if [ -x scripts/hbase-standalone.sh ]; then eval "$$(scripts/hbase-standalone.sh env)"; fi; set +a; \
 	$(GO) test $(TESTFLAGS) $(PKGS)
-	@# The snapshot semantics suite again on the real HBase (issue 6), with a
-	@# smaller randomized model test: HBase round trips cost ~1 ms each.
+	@# The snapshot semantics suite again on the real HBase, with a smaller
+	@# randomized model test: HBase round trips cost ~1 ms each.
 	set -a; if [ -x scripts/hbase-standalone.sh ]; then eval "$$(scripts/hbase-standalone.sh env)"; fi; set +a; \
 	if [ -n "$$SNAPSTORE_TEST_HBASE_THRIFT" ]; then \
 		SNAPSTORE_SNAPSHOT_BACKEND=hbase $(GO) test $(TESTFLAGS) ./snapshot -model.steps=100; \
@@ -61,11 +61,11 @@ test: deps ## install and start MariaDB and HBase, then run the whole suite
 		if [ -n "$$CI" ]; then exit 1; fi; fi
 
 .PHONY: lint
-lint: ## gofmt and go vet
+lint: ## fail on unformatted Go files (gofmt) and go vet findings
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 
-# Benchmarks of the main job on a synthetic table (issue 5); not part of `make test`.
+# Benchmarks of the main job on a synthetic table; not part of `make test`.
 ROWS ?= 2000000
 RSS_SCALE ?= 10
 BENCHFLAGS ?=
@@ -77,5 +77,5 @@ bench: build ## measure runs, storage, memory and HTTP against their baselines; 
 	$(GO) run ./tests/bench -rows $(ROWS) -rss-scale $(RSS_SCALE) -bin $(BIN) -out docs/benchmarks.md $(BENCHFLAGS)
 
 .PHONY: bench-go
-bench-go: ## the go test -bench micro-benchmarks of store, snapshot and adapters
+bench-go: ## one pass of the go test -bench micro-benchmarks of store/pebble and snapshot
 	$(GO) test -run XXX -bench . -benchtime 1x ./store/pebble ./snapshot

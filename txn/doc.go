@@ -60,7 +60,7 @@
 // two writer Managers on one store would both resume at the same
 // high-water mark and hand out the same ids, and each would take the
 // other's running transactions for a dead process's (I5). Package
-// snapshot enforces the rule with a writer lease (snapshot doc.go, S1).
+// snapshot enforces the rule with a writer lease (snapshot.W1).
 //
 // # Visibility rule
 //

@@ -25,7 +25,7 @@ func TestConformance(t *testing.T) {
 
 // TestConformanceSmallCalls runs the suite with two rows per scanner call
 // and three cells per write call, so that scans span many gateway calls
-// (S3 then rests on HBase's scanner read point, not on one reply) and
+// (store.S3 then rests on HBase's scanner read point, not on one reply) and
 // batches span many writes.
 func TestConformanceSmallCalls(t *testing.T) {
 	hbasetest.Addr(t)

@@ -12,7 +12,7 @@ import (
 )
 
 // Scan implements store.Store. It opens an HBase scanner on the gateway at
-// once, so the view is taken when Scan is called (S3; see the package doc
+// once, so the view is taken when Scan is called (store.S3; see the package doc
 // for what HBase guarantees), and fetches ScanBatchRows rows per call as
 // the iterator advances.
 func (s *Store) Scan(ctx context.Context, table string, opts store.ScanOptions) (store.Iterator, error) {

@@ -18,7 +18,7 @@ import (
 // writes to.
 const crashDirEnv = "SNAPSTORE_PEBBLE_CRASH_DIR"
 
-// TestCrashDurable checks S2 against a real process crash: a child process
+// TestCrashDurable checks store.S2 against a real process crash: a child process
 // applies Sync batches (and a NoSync batch followed by Sync), reports it,
 // and is killed with SIGKILL while still open; the reopened store has every
 // acknowledged batch.
@@ -129,7 +129,7 @@ func TestScanStopsOnCancel(t *testing.T) {
 	}
 }
 
-// TestMachineCrash checks S2 against a simulated machine crash: Pebble's
+// TestMachineCrash checks store.S2 against a simulated machine crash: Pebble's
 // crashable MemFS keeps only what was fsynced. Sync batches and batches
 // followed by Store.Sync survive; a NoSync batch with no Sync after it is
 // lost, which shows that the check can tell the two apart.

@@ -26,7 +26,7 @@
 //
 // The cell kind lives in the value, not in the key, so that one coordinate
 // (table, row, column, timestamp) is exactly one Pebble key: writing it again
-// with another kind replaces it (S4), and a DeleteVersion, which names no
+// with another kind replaces it (store.S4), and a DeleteVersion, which names no
 // kind, deletes it with one point tombstone.
 //
 // Worked example: the title of row key 00 2a (an order-preserving encoding of
@@ -51,7 +51,7 @@
 //
 // # Writes and durability
 //
-// Apply writes one Pebble batch (atomic, S1), encoding each key directly
+// Apply writes one Pebble batch (atomic, store.S1), encoding each key directly
 // into the batch's memory (Batch.SetDeferred), so a large batch costs no
 // allocation per mutation. A batch with Sync is committed with pebble.Sync;
 // without it, pebble.NoSync: the batch is in the WAL but not fsynced, which
@@ -60,7 +60,7 @@
 // # Reads
 //
 // Get and Scan read through a Pebble iterator, a point-in-time view taken
-// when the call starts (S3). Reads are raw: markers are returned, nothing is
+// when the call starts (store.S3). Reads are raw: markers are returned, nothing is
 // masked. The time range, MaxVersions and column filter are applied while
 // iterating; a run of unwanted versions longer than a few keys is skipped by
 // seeking (as RocksDB's max_sequential_skip_in_iterations), and unwanted
@@ -76,7 +76,7 @@
 // next read rebounds it (Iterator.SetBounds) instead of opening one. Every
 // Apply and DeleteRange closes the pooled iterators and stops older ones
 // from being pooled, so a read still sees every write that returned before
-// it began (S3); so do the end of a flush or compaction, so that idle
+// it began (store.S3); so do the end of a flush or compaction, so that idle
 // iterators pin no replaced files for long. Store.DB disables the reuse,
 // since writes through it bypass the store.
 //

@@ -21,7 +21,7 @@ const maxPooledIters = 16
 //
 // A Pebble iterator reads the database as of its creation and never sees a
 // later write, so a pooled iterator may serve a read only while no write
-// has happened since it was created (S3). gen counts writes: every
+// has happened since it was created (store.S3). gen counts writes: every
 // successful Apply and DeleteRange bumps it after Pebble returns and closes
 // the idle iterators (invalidate), and an iterator goes back to the pool only
 // when gen has not moved since before it was created. Hence every pooled

@@ -9,7 +9,7 @@ import (
 	"github.com/snapstore/snapstore/store"
 )
 
-// TestIterPoolSeesWrites checks S3 across pooled iterators: a read after a
+// TestIterPoolSeesWrites checks store.S3 across pooled iterators: a read after a
 // write (Apply or DeleteRange) sees it, although the reads before left idle
 // iterators in the pool.
 func TestIterPoolSeesWrites(t *testing.T) {

@@ -50,7 +50,7 @@ func TestEscapeOrder(t *testing.T) {
 	}
 }
 
-// TestCellKeyOrder checks that full cell keys sort in S5 order (table, row,
+// TestCellKeyOrder checks that full cell keys sort in store.S5 order (table, row,
 // column, timestamp descending) and parse back.
 func TestCellKeyOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))

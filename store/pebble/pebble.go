@@ -375,7 +375,7 @@ func (g *getState) release() {
 }
 
 // Scan implements store.Store. The iterator is a Pebble iterator, which
-// reads the point-in-time state of the database when Scan is called (S3).
+// reads the point-in-time state of the database when Scan is called (store.S3).
 // Errors: ErrInvalidArgument for an empty table, a bad time range or
 // opts.Start > opts.End (both non-nil); ErrClosed.
 func (s *Store) Scan(ctx context.Context, table string, opts store.ScanOptions) (store.Iterator, error) {

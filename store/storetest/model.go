@@ -23,7 +23,7 @@ type coord struct {
 
 func newModel() *model { return &model{cells: make(map[coord]store.Cell)} }
 
-// apply applies a valid batch's mutations in order (S4: a put replaces the
+// apply applies a valid batch's mutations in order (store.S4: a put replaces the
 // coordinate whatever its kind).
 func (m *model) apply(b *store.Batch) {
 	for _, mu := range b.Mutations {
@@ -65,7 +65,7 @@ func (m *model) deleteRange(start, end []byte) {
 }
 
 // read returns the cells of rows in [start, end) selected by opts (already
-// normalized), in S5 order: time range, then the column filter (row markers
+// normalized), in store.S5 order: time range, then the column filter (row markers
 // always pass), then MaxVersions per (row, column).
 func (m *model) read(start, end []byte, opts store.ReadOptions) []store.Cell {
 	var all []store.Cell

@@ -37,7 +37,7 @@ func WithSeed(seed uint64) Option {
 }
 
 // RunSuite runs the conformance suite of the store.Store contract (package
-// store, invariants S1..S5) as subtests of t, in the manner of Thanos's
+// store, invariants store.S1..store.S5) as subtests of t, in the manner of Thanos's
 // testStoreAPIsAcceptance. open is called once per subtest and must return
 // an empty store of its own; the suite closes it (a second Close returning
 // store.ErrClosed is fine). Each subtest writes at most a few hundred cells,
@@ -909,7 +909,7 @@ func testConcurrent(t *testing.T, s store.Store) {
 			}
 		}()
 	}
-	// Readers check S1: every row they see has all its columns.
+	// Readers check store.S1: every row they see has all its columns.
 	var rwg sync.WaitGroup
 	for range 2 {
 		rwg.Add(1)

@@ -1,5 +1,5 @@
-// Command bench measures snapstore's main job against its limits (issue 5)
-// and writes docs/benchmarks.md. It is run by `make bench`, never by
+// Command bench measures snapstore's main job against its goals and
+// writes docs/benchmarks.md. It is run by `make bench`, never by
 // `make test`:
 //
 //	go run ./tests/bench -rows 2000000 -out docs/benchmarks.md

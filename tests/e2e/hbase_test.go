@@ -156,8 +156,7 @@ func runSecondWriter(t *testing.T, env []string) string {
 // while a run is writing: the run fails with the store unavailable and the
 // current version unchanged; the reader B, on the shared gateway, serves
 // the previous version throughout; once the gateway is back nothing of the
-// run is visible, A's GC reclaims its cells, and A's next run commits
-// (issue 6, "HBase stopped in the middle of a run").
+// run is visible, A's GC reclaims its cells, and A's next run commits.
 func TestHBaseStoppedMidRun(t *testing.T) {
 	e := getMySQLEnv(t)
 	env := hbaseEnv(t)
