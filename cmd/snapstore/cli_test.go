@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// TestCLI_UnknownFlagAfterPositionals is newuser.md #12: a misspelt flag
+// TestCLI_UnknownFlagAfterPositionals: a misspelt flag
 // after the arguments is reported as an unknown flag (exit 2), not taken
 // as a key part; "-5" stays a key.
 func TestCLI_UnknownFlagAfterPositionals(t *testing.T) {
@@ -25,9 +25,8 @@ func TestCLI_UnknownFlagAfterPositionals(t *testing.T) {
 }
 
 // TestCLI_RunForceAndConfigHint: `run` without the config that defines
-// the adapter says to pass --config (newuser.md #11); a guard-refused run
-// exits 1 with code guard_refused, and `run --force` commits it
-// (newuser.md #9).
+// the adapter says to pass --config; a guard-refused run exits 1 with code
+// guard_refused, and `run --force` commits it.
 func TestCLI_RunForceAndConfigHint(t *testing.T) {
 	dir := t.TempDir()
 	srcPath := filepath.Join(dir, "src.db")
@@ -66,7 +65,7 @@ func TestCLI_RunForceAndConfigHint(t *testing.T) {
 }
 
 // TestCLI_SaysWhichServerAnswers: a client command that finds a server on
-// the listen address says so on stderr (newuser.md #8).
+// the listen address says so on stderr.
 func TestCLI_SaysWhichServerAnswers(t *testing.T) {
 	url, _, _ := startServe(t, 0, nil)
 	addr := strings.TrimPrefix(url, "http://")

@@ -52,7 +52,7 @@ func openTarget(ctx context.Context, cf *commonFlags, cfg *Config, stderr io.Wri
 		resp.Body.Close()
 		if resp.StatusCode == http.StatusOK {
 			// Say which server answers: another snapstore on the default
-			// port would otherwise answer silently (newuser.md #8).
+			// port would otherwise answer silently.
 			fmt.Fprintf(stderr, "snapstore: using the server at %s (--server URL to choose another)\n", u)
 			return &target{base: u, token: cf.token, hc: hc}, nil
 		}

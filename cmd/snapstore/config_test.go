@@ -269,7 +269,7 @@ func TestParseArgs(t *testing.T) {
 	}
 }
 
-// TestServe_BadConfigEveryKeyWithLine is newuser.md #7: one start names
+// TestServe_BadConfigEveryKeyWithLine: one start names
 // every bad key with its line, before the data directory is created, with
 // no follow-on error for an adapter whose connection was rejected, and
 // exit code 2.
@@ -329,7 +329,7 @@ adapters:
 	}
 }
 
-// TestLoadConfig_EnvValueNamesVariable is newuser.md #16: a bad value
+// TestLoadConfig_EnvValueNamesVariable: a bad value
 // from the environment names the variable, not a line of the file.
 func TestLoadConfig_EnvValueNamesVariable(t *testing.T) {
 	p := writeFile(t, "c.yaml", `connections:

@@ -25,7 +25,7 @@ import (
 )
 
 // startServe runs serve in-process on a free loopback port with a SQLite
-// source holding products (8 rows) and big (n rows); it returns the base
+// source holding products (3 rows) and big (bigRows rows); it returns the base
 // URL, the config and a stop function that cancels serve (as SIGTERM does)
 // and returns its error.
 func startServe(t *testing.T, bigRows int, tokens []server.Token) (string, *Config, func() error) {
