@@ -26,7 +26,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -249,95 +248,4 @@ func flagName(a string) (string, bool) {
 	}
 	name, _, hasValue := strings.Cut(n, "=")
 	return name, hasValue
-}
-
-// loadConfig builds the configuration: defaults, file, environment, flags;
-// then validates it. Errors name the key and exit with code 2. SNAPSTORE_*
-// variables that name no key are kept in cfg.unknownEnv for a warning.
-func loadConfig(cf *commonFlags, environ []string) (*Config, error) {
-	cfg := defaultConfig()
-	var errs []error
-	decodeKeys := map[string]bool{} // keys the file or environment got wrong
-	collect := func(err error) {
-		for _, e := range joined(err) {
-			var ce *configError
-			if errors.As(e, &ce) {
-				decodeKeys[ce.key] = true
-			}
-			errs = append(errs, e)
-		}
-	}
-	if cf.config != "" {
-		if err := loadFile(cf.config, &cfg); err != nil {
-			var ce *configError
-			if !errors.As(err, &ce) {
-				// Unreadable or not YAML: nothing else can be checked.
-				return nil, &exitError{code: 2, err: fmt.Errorf("config %s: %w", cf.config, err)}
-			}
-			collect(err)
-		}
-	}
-	unknown, err := applyEnv(&cfg, environ)
-	if err != nil {
-		collect(err)
-	}
-	cfg.unknownEnv = unknown
-	if cf.data != "" {
-		cfg.Data = cf.data
-	}
-	if cf.listen != "" {
-		cfg.Listen = cf.listen
-	}
-	if cf.logLevel != "" {
-		cfg.Log.Level = cf.logLevel
-	}
-	// Every problem at once: the file's and the environment's above, then
-	// the checks of the values (without follow-ons of a key already named).
-	for _, e := range joined(cfg.Validate()) {
-		var ce *configError
-		if errors.As(e, &ce) && coveredKey(decodeKeys, ce.key) {
-			continue
-		}
-		errs = append(errs, e)
-	}
-	if len(errs) > 0 {
-		where := "bad configuration"
-		if cf.config != "" {
-			where += " (" + cf.config + ")"
-		}
-		return nil, &exitError{code: 2, err: fmt.Errorf("%s:\n%w", where, errors.Join(errs...))}
-	}
-	return &cfg, nil
-}
-
-// joined returns the errors an errors.Join holds, or err alone.
-func joined(err error) []error {
-	if err == nil {
-		return nil
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	return []error{err}
-}
-
-// coveredKey reports whether key or a key enclosing it is in keys.
-func coveredKey(keys map[string]bool, key string) bool {
-	for k := key; k != ""; k = parentKey(k) {
-		if keys[k] {
-			return true
-		}
-	}
-	return false
-}
-
-// newLogger builds the slog logger of the configuration, writing to w.
-func newLogger(cfg *Config, w io.Writer) *slog.Logger {
-	var lvl slog.Level
-	_ = lvl.UnmarshalText([]byte(strings.ToUpper(cfg.Log.Level)))
-	opts := &slog.HandlerOptions{Level: lvl}
-	if cfg.Log.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
 }
