@@ -386,13 +386,7 @@ func setScalar(v reflect.Value, val, path string) error {
 	case v.Kind() == reflect.String:
 		v.SetString(val)
 	case v.Kind() == reflect.Slice:
-		var parts []string
-		for _, p := range strings.Split(val, ",") {
-			if p = strings.TrimSpace(p); p != "" {
-				parts = append(parts, p)
-			}
-		}
-		v.Set(reflect.ValueOf(parts))
+		v.Set(reflect.ValueOf(splitList(val)))
 	case v.Kind() == reflect.Bool:
 		b, err := strconv.ParseBool(val)
 		if err != nil {
