@@ -21,9 +21,9 @@ var bodyReadTimeout = 30 * time.Second
 // it also stays armed while the handler streams a long NDJSON or CSV
 // response and would cancel it; this bounds only the body. Without it, a
 // client that announces more bytes than it sends holds a goroutine forever
-// (a slowloris found by the break-it test). A body that does not arrive in
-// time gets 408 with a problem body; one that is too large is left for the
-// server's own limit to refuse.
+// (a slowloris). A body that does not arrive in time gets 408 with a
+// problem body; one that is too large is left for the server's own limit to
+// refuse.
 func withBodyDeadline(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {

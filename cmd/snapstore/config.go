@@ -3,23 +3,22 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"os"
-	"reflect"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/snapstore/snapstore/adapters"
 	"github.com/snapstore/snapstore/server"
 	"github.com/snapstore/snapstore/snapshot"
-	"go.yaml.in/yaml/v3"
 )
 
 // Config is the whole configuration of the snapstore binary. Sources, in
 // increasing precedence: the defaults below, the YAML file given with
-// --config, SNAPSTORE_* environment variables (see applyEnv), and flags.
+// --config, SNAPSTORE_* environment variables (see applyEnv), and flags;
+// loadConfig (configdecode.go) reads them in that order.
 // docs/config.md documents every key; docs/snapstore.sample.yaml is an
 // annotated example.
 type Config struct {
@@ -243,318 +242,6 @@ func parentKey(k string) string {
 	return k[:i]
 }
 
-// loadFile decodes the YAML file at path over cfg. Unknown keys and values
-// of the wrong type are errors naming the key; every problem is reported.
-func loadFile(path string, cfg *Config) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("reading config file: %w", err)
-	}
-	return decodeYAML(data, cfg)
-}
-
-func decodeYAML(data []byte, cfg *Config) error {
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return fmt.Errorf("parsing config file: %w", err)
-	}
-	if root.Kind == 0 || len(root.Content) == 0 {
-		return nil // empty file
-	}
-	var errs []error
-	if cfg.lines == nil {
-		cfg.lines = map[string]int{}
-	}
-	decodeNode(root.Content[0], reflect.ValueOf(cfg).Elem(), "", &errs, cfg.lines)
-	return errors.Join(errs...)
-}
-
-var (
-	durationType = reflect.TypeOf(time.Duration(0))
-	storageType  = reflect.TypeOf(StorageConfig{})
-)
-
-// decodeNode decodes n into v, naming every bad key by its dotted path
-// (adapters[0].schedule).
-func decodeNode(n *yaml.Node, v reflect.Value, path string, errs *[]error, lines map[string]int) {
-	bad := func(msg string, args ...any) {
-		key := path
-		if key == "" {
-			key = "(top level)"
-		}
-		*errs = append(*errs, &configError{key: key, line: n.Line, msg: fmt.Sprintf(msg, args...)})
-	}
-	if n.Kind == yaml.AliasNode {
-		n = n.Alias
-	}
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
-		return // key present without a value: keep the default
-	}
-	switch {
-	case v.Type() == storageType && n.Kind == yaml.ScalarNode:
-		// Shorthand: "storage: pebble" sets storage.backend.
-		v.FieldByName("Backend").SetString(n.Value)
-	case v.Type() == durationType:
-		if n.Kind != yaml.ScalarNode {
-			bad("want a duration such as 30s or 24h")
-			return
-		}
-		if n.Value == "0" {
-			v.SetInt(0)
-			return
-		}
-		d, err := time.ParseDuration(n.Value)
-		if err != nil || d < 0 {
-			bad("want a non-negative duration such as 30s or 24h, got %q", n.Value)
-			return
-		}
-		v.SetInt(int64(d))
-	case v.Kind() == reflect.Struct:
-		if n.Kind != yaml.MappingNode {
-			bad("want a mapping of keys")
-			return
-		}
-		fields := map[string]int{}
-		for i := 0; i < v.NumField(); i++ {
-			tag, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
-			if tag != "" && tag != "-" {
-				fields[tag] = i
-			}
-		}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, val := n.Content[i], n.Content[i+1]
-			sub := joinKey(path, k.Value)
-			lines[sub] = k.Line
-			fi, ok := fields[k.Value]
-			if !ok {
-				*errs = append(*errs, &configError{key: sub, line: k.Line, msg: "unknown key (docs/config.md lists the keys)"})
-				continue
-			}
-			decodeNode(val, v.Field(fi), sub, errs, lines)
-		}
-	case v.Kind() == reflect.Slice:
-		if n.Kind != yaml.SequenceNode {
-			bad("want a list")
-			return
-		}
-		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
-		for i, item := range n.Content {
-			key := fmt.Sprintf("%s[%d]", path, i)
-			lines[key] = item.Line
-			decodeNode(item, s.Index(i), key, errs, lines)
-		}
-		v.Set(s)
-	case v.Kind() == reflect.Map:
-		if n.Kind != yaml.MappingNode {
-			bad("want a mapping")
-			return
-		}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			lines[joinKey(path, n.Content[i].Value)] = n.Content[i].Line
-		}
-		m := reflect.New(v.Type())
-		if err := n.Decode(m.Interface()); err != nil {
-			bad("%v", yamlErrText(err))
-			return
-		}
-		v.Set(m.Elem())
-	default:
-		if n.Kind != yaml.ScalarNode {
-			bad("want a single value")
-			return
-		}
-		p := reflect.New(v.Type())
-		if err := n.Decode(p.Interface()); err != nil {
-			bad("want %s, got %q", kindName(v.Type()), n.Value)
-			return
-		}
-		v.Set(p.Elem())
-	}
-}
-
-func joinKey(path, k string) string {
-	if path == "" {
-		return k
-	}
-	return path + "." + k
-}
-
-func kindName(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.Int, reflect.Int64, reflect.Int32, reflect.Uint64, reflect.Uint, reflect.Uint32:
-		return "an integer"
-	case reflect.Float64, reflect.Float32:
-		return "a number"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.String:
-		return "a string"
-	}
-	return t.String()
-}
-
-func yamlErrText(err error) string {
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		return strings.Join(te.Errors, "; ")
-	}
-	return err.Error()
-}
-
-// envPrefix starts every configuration environment variable.
-const envPrefix = "SNAPSTORE_"
-
-// applyEnv overrides cfg from SNAPSTORE_* variables. A variable's name is
-// the key path in upper case with dots and brackets turned into
-// underscores: SNAPSTORE_LISTEN, SNAPSTORE_STORAGE_HBASE_THRIFT,
-// SNAPSTORE_ADAPTERS_0_SCHEDULE, SNAPSTORE_CONNECTIONS_0_OPTIONS_PASSWORD
-// (an option key, lower-cased). Lists of strings take comma-separated
-// values. A bad value, or a list index past the file's list, is an error
-// naming the variable. Variables that name no key are returned as unknown
-// (the scripts and tests use SNAPSTORE_* variables of their own); serve
-// logs them as a warning.
-func applyEnv(cfg *Config, environ []string) (unknown []string, err error) {
-	var errs []error
-	sort.Strings(environ)
-	for _, kv := range environ {
-		name, val, ok := strings.Cut(kv, "=")
-		if !ok || !strings.HasPrefix(name, envPrefix) {
-			continue
-		}
-		rest := strings.TrimPrefix(name, envPrefix)
-		var key string
-		err := setEnv(reflect.ValueOf(cfg).Elem(), rest, val, "", &key)
-		switch {
-		case errors.Is(err, errNoSuchKey):
-			unknown = append(unknown, name)
-		case err != nil:
-			errs = append(errs, fmt.Errorf("environment variable %s: %w", name, err))
-		default:
-			if cfg.envKeys == nil {
-				cfg.envKeys = map[string]string{}
-			}
-			cfg.envKeys[key] = name
-		}
-	}
-	return unknown, errors.Join(errs...)
-}
-
-// errNoSuchKey marks a variable that names no configuration key.
-var errNoSuchKey = errors.New("no such configuration key")
-
-// setEnv sets the key that rest names below v and stores its path in
-// *key.
-func setEnv(v reflect.Value, rest, val, path string, key *string) error {
-	switch {
-	case v.Type() == durationType || (v.Kind() != reflect.Struct && v.Kind() != reflect.Map && (v.Kind() != reflect.Slice || v.Type().Elem().Kind() == reflect.String)):
-		if rest != "" {
-			return fmt.Errorf("%s has no key %s: %w", path, rest, errNoSuchKey)
-		}
-		*key = path
-		return setScalar(v, val, path)
-	case v.Kind() == reflect.Struct:
-		// Longest field name first, so STORAGE_HBASE_THRIFT does not stop at a
-		// shorter field that is a prefix.
-		type cand struct {
-			name string
-			i    int
-		}
-		var cs []cand
-		for i := 0; i < v.NumField(); i++ {
-			tag, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
-			if tag != "" && tag != "-" {
-				cs = append(cs, cand{strings.ToUpper(tag), i})
-			}
-		}
-		sort.Slice(cs, func(a, b int) bool { return len(cs[a].name) > len(cs[b].name) })
-		for _, c := range cs {
-			tag, _, _ := strings.Cut(v.Type().Field(c.i).Tag.Get("yaml"), ",")
-			if rest == c.name {
-				return setEnv(v.Field(c.i), "", val, joinKey(path, tag), key)
-			}
-			if strings.HasPrefix(rest, c.name+"_") {
-				return setEnv(v.Field(c.i), rest[len(c.name)+1:], val, joinKey(path, tag), key)
-			}
-		}
-		return errNoSuchKey
-	case v.Kind() == reflect.Slice:
-		idx, sub, _ := strings.Cut(rest, "_")
-		i, err := strconv.Atoi(idx)
-		if err != nil || i < 0 {
-			return fmt.Errorf("%s: want a list index after it", path)
-		}
-		if i >= v.Len() {
-			return fmt.Errorf("%s[%d]: the list has %d entries; define the entry in the config file", path, i, v.Len())
-		}
-		return setEnv(v.Index(i), sub, val, fmt.Sprintf("%s[%d]", path, i), key)
-	case v.Kind() == reflect.Map:
-		if rest == "" {
-			return fmt.Errorf("%s: name an option after it", path)
-		}
-		if v.IsNil() {
-			v.Set(reflect.MakeMap(v.Type()))
-		}
-		v.SetMapIndex(reflect.ValueOf(strings.ToLower(rest)), reflect.ValueOf(val))
-		*key = joinKey(path, strings.ToLower(rest))
-		return nil
-	}
-	return fmt.Errorf("%s: cannot be set from the environment", path)
-}
-
-func setScalar(v reflect.Value, val, path string) error {
-	bad := func() error {
-		return &configError{key: path, msg: fmt.Sprintf("want %s, got %q", kindName(v.Type()), val)}
-	}
-	switch {
-	case v.Type() == durationType:
-		d, err := time.ParseDuration(val)
-		if val == "0" {
-			d, err = 0, nil
-		}
-		if err != nil || d < 0 {
-			return &configError{key: path, msg: fmt.Sprintf("want a duration such as 30s, got %q", val)}
-		}
-		v.SetInt(int64(d))
-	case v.Kind() == reflect.String:
-		v.SetString(val)
-	case v.Kind() == reflect.Slice:
-		var parts []string
-		for _, p := range strings.Split(val, ",") {
-			if p = strings.TrimSpace(p); p != "" {
-				parts = append(parts, p)
-			}
-		}
-		v.Set(reflect.ValueOf(parts))
-	case v.Kind() == reflect.Bool:
-		b, err := strconv.ParseBool(val)
-		if err != nil {
-			return bad()
-		}
-		v.SetBool(b)
-	case v.CanInt():
-		n, err := strconv.ParseInt(val, 10, 64)
-		if err != nil {
-			return bad()
-		}
-		v.SetInt(n)
-	case v.CanUint():
-		n, err := strconv.ParseUint(val, 10, 64)
-		if err != nil {
-			return bad()
-		}
-		v.SetUint(n)
-	case v.CanFloat():
-		f, err := strconv.ParseFloat(val, 64)
-		if err != nil {
-			return bad()
-		}
-		v.SetFloat(f)
-	default:
-		return bad()
-	}
-	return nil
-}
-
 // Validate checks the whole configuration and reports every problem, each
 // naming its key (pebble's Options.Validate, raft's ValidateConfig).
 func (c *Config) Validate() error {
@@ -714,4 +401,15 @@ func configOptionError(err error) error {
 		return err
 	}
 	return fmt.Errorf("config: %w", err)
+}
+
+// newLogger builds the slog logger of the configuration, writing to w.
+func newLogger(cfg *Config, w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(strings.ToUpper(cfg.Log.Level)))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if cfg.Log.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
 }

@@ -12,11 +12,11 @@ import (
 func configKeys(t reflect.Type, prefix string) []string {
 	var keys []string
 	for i := 0; i < t.NumField(); i++ {
-		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
-		if tag == "" || tag == "-" {
+		k := yamlKey(t.Field(i))
+		if k == "" {
 			continue
 		}
-		key := prefix + tag
+		key := prefix + k
 		ft := t.Field(i).Type
 		switch {
 		case ft.Kind() == reflect.Struct && ft != durationType:

@@ -15,7 +15,7 @@ import (
 )
 
 // envHBaseReadOnly makes this process a read-only reader of an HBase table
-// that another snapstore process writes (snapshot doc.go S1; docs/hbase.md).
+// that another snapstore process writes (snapshot.W1; docs/hbase.md).
 const envHBaseReadOnly = "SNAPSTORE_HBASE_READ_ONLY"
 
 // hbaseWriterLease is the writer lease of a process that writes HBase: a

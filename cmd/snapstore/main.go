@@ -18,6 +18,13 @@
 // listen address. When none answers they open the data directory
 // themselves; Pebble's directory lock keeps a second process out while a
 // server runs.
+//
+// Each command lives in cmd_NAME.go, after serf's cmd/serf/command. The
+// client commands share client.go (server or data directory, the HTTP
+// client); flags.go parses the command line; config.go is the schema of the
+// configuration, its defaults and validation, and configdecode.go reads it
+// from the file, the environment and the flags; stack.go opens storage,
+// datasets and adapters (hbase.go the HBase backend).
 package main
 
 import (
@@ -26,34 +33,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
-	"runtime/debug"
-	"strings"
-	"unicode"
 )
-
-// version is set at build time with -ldflags "-X main.version=..."; else
-// the module version from the build info.
-var version = ""
-
-func buildVersion() string {
-	if version != "" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		v := bi.Main.Version
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				v += "+" + s.Value[:12]
-			}
-		}
-		if v != "" {
-			return v
-		}
-	}
-	return "(devel)"
-}
 
 const usage = `snapstore: versioned snapshots of source tables.
 
@@ -93,6 +74,23 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
+// command runs one command with its arguments (the command name removed).
+type command func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+
+// commands maps each command name to its function, one file each
+// (cmd_NAME.go). trivial-http is left out of the usage text: it is the
+// baseline of make bench, not a user command.
+var commands = map[string]command{
+	"serve":        cmdServe,
+	"run":          cmdRun,
+	"get":          cmdGet,
+	"scan":         cmdScan,
+	"versions":     cmdVersions,
+	"sqlite":       cmdSQLite,
+	"version":      cmdVersion,
+	"trivial-http": cmdTrivialHTTP,
+}
+
 // runMain runs one command and returns the process exit code: 0 on
 // success, 1 on failure (a failed run included), 2 on bad usage or config.
 func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -103,37 +101,20 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	cmd, args := args[0], args[1:]
-	var err error
-	switch cmd {
-	case "serve":
-		err = cmdServe(ctx, args, stdout, stderr)
-	case "run":
-		err = cmdRun(ctx, args, stdout, stderr)
-	case "get":
-		err = cmdGet(ctx, args, stdout, stderr)
-	case "scan":
-		err = cmdScan(ctx, args, stdout, stderr)
-	case "versions":
-		err = cmdVersions(ctx, args, stdout, stderr)
-	case "sqlite":
-		err = cmdSQLite(ctx, args, stdout, stderr)
-	case "version":
-		fmt.Fprintln(stdout, "snapstore", buildVersion())
-		return 0
-	case "trivial-http":
-		err = cmdTrivialHTTP(ctx, args, stdout, stderr)
-	default:
-		fmt.Fprintf(stderr, "snapstore: unknown command %q\n\n%s", cmd, usage)
+	name, args := args[0], args[1:]
+	cmd, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(stderr, "snapstore: unknown command %q\n\n%s", name, usage)
 		return 2
 	}
+	err := cmd(ctx, args, stdout, stderr)
 	if err == nil {
 		return 0
 	}
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
-	fmt.Fprintf(stderr, "snapstore %s: %v\n", cmd, err)
+	fmt.Fprintf(stderr, "snapstore %s: %v\n", name, err)
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code
@@ -144,200 +125,4 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // usageError is a bad command line: exit code 2.
 func usageError(format string, args ...any) error {
 	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
-}
-
-// commonFlags are the flags every command takes.
-type commonFlags struct {
-	config   string
-	data     string
-	listen   string
-	logLevel string
-	server   string
-	token    string
-}
-
-func newFlagSet(name string, stderr io.Writer, client bool) (*flag.FlagSet, *commonFlags) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cf := &commonFlags{}
-	fs.StringVar(&cf.config, "config", os.Getenv("SNAPSTORE_CONFIG"), "YAML config file")
-	fs.StringVar(&cf.data, "data", "", "data directory (overrides the config)")
-	fs.StringVar(&cf.listen, "listen", "", "HTTP listen address host:port (overrides the config)")
-	fs.StringVar(&cf.logLevel, "log-level", "", "debug, info, warn or error (overrides the config)")
-	if client {
-		fs.StringVar(&cf.server, "server", os.Getenv("SNAPSTORE_SERVER"), "server URL, e.g. http://127.0.0.1:8080")
-		fs.StringVar(&cf.token, "token", os.Getenv("SNAPSTORE_TOKEN"), "bearer token for the server")
-	}
-	return fs, cf
-}
-
-// parseArgs parses flags placed before or after positional arguments. An
-// argument spelt like a flag (-name, --name, --name=value) that names no
-// flag of fs is a usage error naming it; anything else starting with "-"
-// is positional, so a negative key ("get ds -5") or SQL starting with a
-// "-- " comment stays an argument; "--" ends the flags.
-func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos, flagArgs []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			pos = append(pos, args[i+1:]...)
-			break
-		}
-		name, hasValue := flagName(a)
-		f := fs.Lookup(name)
-		if name == "h" || name == "help" {
-			flagArgs = append(flagArgs, a)
-			continue
-		}
-		if f == nil {
-			if looksLikeFlag(name) {
-				return nil, usageError("unknown flag %s (flags: %s; put -- before an argument that starts with -)", a, flagList(fs))
-			}
-			pos = append(pos, a)
-			continue
-		}
-		flagArgs = append(flagArgs, a)
-		if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); hasValue || (ok && bf.IsBoolFlag()) {
-			continue
-		}
-		if i+1 < len(args) {
-			i++
-			flagArgs = append(flagArgs, args[i])
-		}
-	}
-	if err := fs.Parse(flagArgs); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, err
-		}
-		return nil, &exitError{code: 2, err: err}
-	}
-	return pos, nil
-}
-
-// looksLikeFlag reports whether name (from flagName) is spelt like a
-// flag: a letter, then letters, digits and '-'. "-5" and "-- comment" are
-// arguments.
-func looksLikeFlag(name string) bool {
-	if name == "" || !unicode.IsLetter(rune(name[0])) {
-		return false
-	}
-	for _, r := range name {
-		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '-' && r != '_' {
-			return false
-		}
-	}
-	return true
-}
-
-// flagList names fs's flags as "--a, --b".
-func flagList(fs *flag.FlagSet) string {
-	var names []string
-	fs.VisitAll(func(f *flag.Flag) { names = append(names, "--"+f.Name) })
-	return strings.Join(names, ", ")
-}
-
-// flagName returns the flag name of "-name", "--name" or "--name=value",
-// and whether the value is attached; "" for anything else.
-func flagName(a string) (string, bool) {
-	if len(a) < 2 || a[0] != '-' {
-		return "", false
-	}
-	n := strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
-	if n == "" || n[0] == '-' || n[0] == '=' {
-		return "", false
-	}
-	name, _, hasValue := strings.Cut(n, "=")
-	return name, hasValue
-}
-
-// loadConfig builds the configuration: defaults, file, environment, flags;
-// then validates it. Errors name the key and exit with code 2. SNAPSTORE_*
-// variables that name no key are kept in cfg.unknownEnv for a warning.
-func loadConfig(cf *commonFlags, environ []string) (*Config, error) {
-	cfg := defaultConfig()
-	var errs []error
-	decodeKeys := map[string]bool{} // keys the file or environment got wrong
-	collect := func(err error) {
-		for _, e := range joined(err) {
-			var ce *configError
-			if errors.As(e, &ce) {
-				decodeKeys[ce.key] = true
-			}
-			errs = append(errs, e)
-		}
-	}
-	if cf.config != "" {
-		if err := loadFile(cf.config, &cfg); err != nil {
-			var ce *configError
-			if !errors.As(err, &ce) {
-				// Unreadable or not YAML: nothing else can be checked.
-				return nil, &exitError{code: 2, err: fmt.Errorf("config %s: %w", cf.config, err)}
-			}
-			collect(err)
-		}
-	}
-	unknown, err := applyEnv(&cfg, environ)
-	if err != nil {
-		collect(err)
-	}
-	cfg.unknownEnv = unknown
-	if cf.data != "" {
-		cfg.Data = cf.data
-	}
-	if cf.listen != "" {
-		cfg.Listen = cf.listen
-	}
-	if cf.logLevel != "" {
-		cfg.Log.Level = cf.logLevel
-	}
-	// Every problem at once: the file's and the environment's above, then
-	// the checks of the values (without follow-ons of a key already named).
-	for _, e := range joined(cfg.Validate()) {
-		var ce *configError
-		if errors.As(e, &ce) && coveredKey(decodeKeys, ce.key) {
-			continue
-		}
-		errs = append(errs, e)
-	}
-	if len(errs) > 0 {
-		where := "bad configuration"
-		if cf.config != "" {
-			where += " (" + cf.config + ")"
-		}
-		return nil, &exitError{code: 2, err: fmt.Errorf("%s:\n%w", where, errors.Join(errs...))}
-	}
-	return &cfg, nil
-}
-
-// joined returns the errors an errors.Join holds, or err alone.
-func joined(err error) []error {
-	if err == nil {
-		return nil
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	return []error{err}
-}
-
-// coveredKey reports whether key or a key enclosing it is in keys.
-func coveredKey(keys map[string]bool, key string) bool {
-	for k := key; k != ""; k = parentKey(k) {
-		if keys[k] {
-			return true
-		}
-	}
-	return false
-}
-
-// newLogger builds the slog logger of the configuration, writing to w.
-func newLogger(cfg *Config, w io.Writer) *slog.Logger {
-	var lvl slog.Level
-	_ = lvl.UnmarshalText([]byte(strings.ToUpper(cfg.Log.Level)))
-	opts := &slog.HandlerOptions{Level: lvl}
-	if cfg.Log.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
 }

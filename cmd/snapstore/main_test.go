@@ -1,6 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -10,4 +16,51 @@ import (
 // behind.
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
+}
+
+// cli runs one command line in-process and returns its exit code and output.
+func cli(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := runMain(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// writeFile writes text to a file name in a fresh temporary directory and
+// returns its path.
+func writeFile(t *testing.T, name, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// sqliteSource creates the SQLite source file path with script and returns
+// it open; it is closed when the test ends.
+func sqliteSource(t *testing.T, path, script string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Exec(script); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+func TestMain_UsageAndVersion(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := runMain(context.Background(), []string{"version"}, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "snapstore ") {
+		t.Fatalf("version: %d %q", code, out.String())
+	}
+	if code := runMain(context.Background(), []string{"frobnicate"}, &out, &errb); code != 2 {
+		t.Fatalf("unknown command exit %d", code)
+	}
+	if code := runMain(context.Background(), []string{"get", "onlydataset"}, &out, &errb); code != 2 {
+		t.Fatalf("get without key exit %d", code)
+	}
 }

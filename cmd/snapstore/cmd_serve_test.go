@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,27 +20,19 @@ import (
 	"github.com/snapstore/snapstore/adapters"
 	"github.com/snapstore/snapstore/server"
 	"github.com/snapstore/snapstore/snapshot"
-	_ "modernc.org/sqlite"
 )
 
 // startServe runs serve in-process on a free loopback port with a SQLite
-// source holding products (8 rows) and big (n rows); it returns the base
+// source holding products (3 rows) and big (bigRows rows); it returns the base
 // URL, the config and a stop function that cancels serve (as SIGTERM does)
 // and returns its error.
 func startServe(t *testing.T, bigRows int, tokens []server.Token) (string, *Config, func() error) {
 	t.Helper()
 	dir := t.TempDir()
 	srcPath := filepath.Join(dir, "src.db")
-	src, err := sql.Open("sqlite", "file:"+srcPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	if _, err := src.Exec(`CREATE TABLE products (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+	src := sqliteSource(t, srcPath, `CREATE TABLE products (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
 		INSERT INTO products VALUES (1,'cup'),(2,'jug'),(3,'grinder');
-		CREATE TABLE big (id INTEGER PRIMARY KEY, a TEXT, b INTEGER, c REAL);`); err != nil {
-		t.Fatal(err)
-	}
+		CREATE TABLE big (id INTEGER PRIMARY KEY, a TEXT, b INTEGER, c REAL);`)
 	if bigRows > 0 {
 		if _, err := src.Exec(fmt.Sprintf(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < %d)
 			INSERT INTO big SELECT i, printf('row-%%08d-padding-padding-padding', i), i*7, i/3.0 FROM n`, bigRows)); err != nil {
@@ -85,82 +76,12 @@ func startServe(t *testing.T, bigRows int, tokens []server.Token) (string, *Conf
 	return "http://" + addr, &cfg, stop
 }
 
-// cli runs one command line in-process and returns its exit code and output.
-func cli(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
+// TestServe_RefusesOpenListenWithoutTokens runs the command as a user would.
+func TestServe_RefusesOpenListenWithoutTokens(t *testing.T) {
 	var out, errb bytes.Buffer
-	code := runMain(context.Background(), args, &out, &errb)
-	return code, out.String(), errb.String()
-}
-
-// TestCLI_AgainstServerThenLocal runs run/get/scan/versions through a
-// running server (--server, with a token), then, after a clean shutdown, on
-// the data directory.
-func TestCLI_AgainstServerThenLocal(t *testing.T) {
-	tokens := []server.Token{{Name: "ops", Token: "op-token", Role: server.RoleOperator}}
-	url, cfg, stop := startServe(t, 0, tokens)
-	srv := []string{"--server", url, "--token", "op-token"}
-
-	code, out, errs := cli(t, append([]string{"run", "products"}, srv...)...)
-	var rec adapters.RunRecord
-	if code != 0 || json.Unmarshal([]byte(out), &rec) != nil || rec.Status != adapters.RunSucceeded {
-		t.Fatalf("run: exit %d, %s %s", code, out, errs)
-	}
-	code, out, errs = cli(t, append([]string{"get", "products", "2"}, srv...)...)
-	if code != 0 || !strings.Contains(out, `"name":"jug"`) || !strings.Contains(out, fmt.Sprintf(`"version":%d`, rec.Version)) {
-		t.Fatalf("get: exit %d, %s %s", code, out, errs)
-	}
-	code, out, _ = cli(t, append([]string{"get", "products", "9"}, srv...)...)
-	if code != 1 {
-		t.Fatalf("get of an absent row: exit %d, %s", code, out)
-	}
-	code, out, errs = cli(t, append([]string{"scan", "products", "--format", "csv"}, srv...)...)
-	if code != 0 || out != "id,name\n1,cup\n2,jug\n3,grinder\n" {
-		t.Fatalf("scan: exit %d, %q %s", code, out, errs)
-	}
-	code, out, errs = cli(t, append([]string{"versions", "products"}, srv...)...)
-	if code != 0 || !strings.Contains(out, fmt.Sprintf("%d ", rec.Version)) || !strings.Contains(out, "*") {
-		t.Fatalf("versions: exit %d, %s %s", code, out, errs)
-	}
-	code, _, errs = cli(t, "get", "products", "2", "--server", url) // no token
-	if code != 1 || !strings.Contains(errs, "401 unauthorized") {
-		t.Fatalf("without token: exit %d, %s", code, errs)
-	}
-	code, _, errs = cli(t, append([]string{"run", "nope"}, srv...)...)
-	if code != 1 || !strings.Contains(errs, "adapter_not_found") {
-		t.Fatalf("run of an unknown adapter: exit %d, %s", code, errs)
-	}
-
-	if err := stop(); err != nil {
-		t.Fatalf("serve stopped with %v", err)
-	}
-	// The server is gone: the same commands read the data directory.
-	local := []string{"--data", cfg.Data, "--listen", "127.0.0.1:1"}
-	code, out, errs = cli(t, append([]string{"get", "products", "3"}, local...)...)
-	if code != 0 || !strings.Contains(out, `"name":"grinder"`) {
-		t.Fatalf("local get: exit %d, %s %s", code, out, errs)
-	}
-	code, out, errs = cli(t, append([]string{"scan", "products", "--limit", "2"}, local...)...)
-	if code != 0 || strings.Count(out, "\n") != 2 {
-		t.Fatalf("local scan: exit %d, %q %s", code, out, errs)
-	}
-	// A one-shot run on the data directory, with the adapters of a file.
-	cfgFile := writeFile(t, "c.yaml", fmt.Sprintf("connections:\n  - {name: src, type: sqlite, options: {path: %q}}\nadapters:\n  - {name: products, connection: src, resource: products}\n  - {name: broken, connection: src, resource: no_such_table}\n",
-		cfg.Connections[0].Options["path"]))
-	code, out, errs = cli(t, append([]string{"run", "products", "--config", cfgFile}, local...)...)
-	if code != 0 || json.Unmarshal([]byte(out), &rec) != nil || rec.Status != adapters.RunSucceeded || rec.Trigger != "cli" {
-		t.Fatalf("local run: exit %d, %s %s", code, out, errs)
-	}
-	code, out, errs = cli(t, append([]string{"run", "broken", "--config", cfgFile}, local...)...)
-	if code != 1 || !strings.Contains(errs, "failed") {
-		t.Fatalf("failing local run: exit %d, %s %s", code, out, errs)
-	}
-	code, out, errs = cli(t, append([]string{"versions", "products", "--json"}, local...)...)
-	var vs struct {
-		Versions []snapshot.VersionInfo `json:"versions"`
-	}
-	if code != 0 || json.Unmarshal([]byte(out), &vs) != nil || len(vs.Versions) != 2 {
-		t.Fatalf("local versions: exit %d, %s %s", code, out, errs)
+	code := runMain(context.Background(), []string{"serve", "--data", t.TempDir(), "--listen", "0.0.0.0:0"}, &out, &errb)
+	if code != 2 || !strings.Contains(errb.String(), "not loopback") || !strings.Contains(errb.String(), "listen") {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
 }
 
@@ -229,38 +150,6 @@ func TestServe_ShutdownAbortsRunningRun(t *testing.T) {
 	}
 }
 
-// TestSampleConfigs loads the annotated sample and the make-run config.
-func TestSampleConfigs(t *testing.T) {
-	t.Setenv("WAREHOUSE_PASSWORD", "x")
-	for _, p := range []string{"../../docs/snapstore.sample.yaml", "../../examples/snapstore.yaml"} {
-		cfg, err := loadConfig(&commonFlags{config: p}, nil)
-		if err != nil {
-			t.Fatalf("%s: %v", p, err)
-		}
-		if len(cfg.Adapters) == 0 || len(cfg.Connections) == 0 {
-			t.Fatalf("%s: %+v", p, cfg)
-		}
-	}
-}
-
-// syncBuf is a goroutine-safe writer for captured logs.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestServeCommand_SIGTERM runs the serve command as the binary does and
 // sends this process a SIGTERM once it serves: the command catches it,
 // shuts down cleanly and returns nil.
@@ -288,4 +177,22 @@ func TestServeCommand_SIGTERM(t *testing.T) {
 	if !strings.Contains(logs.String(), "stopped cleanly") {
 		t.Fatalf("no clean stop in the log:\n%s", logs)
 	}
+}
+
+// syncBuf is a goroutine-safe writer for captured logs.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

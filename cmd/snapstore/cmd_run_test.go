@@ -1,45 +1,20 @@
 package main
 
 import (
-	"database/sql"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// TestCLI_UnknownFlagAfterPositionals is newuser.md #12: a misspelt flag
-// after the arguments is reported as an unknown flag (exit 2), not taken
-// as a key part; "-5" stays a key.
-func TestCLI_UnknownFlagAfterPositionals(t *testing.T) {
-	for _, args := range [][]string{
-		{"get", "products", "2", "--verison", "1"},
-		{"serve", "--lisen", "127.0.0.1:0"},
-		{"scan", "products", "-formt=csv"},
-	} {
-		code, _, stderr := cli(t, args...)
-		if code != 2 || !strings.Contains(stderr, "unknown flag "+args[len(args)-2]) && !strings.Contains(stderr, "unknown flag "+args[len(args)-1]) {
-			t.Errorf("%q: exit %d, stderr %q", args, code, stderr)
-		}
-	}
-}
-
 // TestCLI_RunForceAndConfigHint: `run` without the config that defines
-// the adapter says to pass --config (newuser.md #11); a guard-refused run
-// exits 1 with code guard_refused, and `run --force` commits it
-// (newuser.md #9).
+// the adapter says to pass --config; a guard-refused run exits 1 with code
+// guard_refused, and `run --force` commits it.
 func TestCLI_RunForceAndConfigHint(t *testing.T) {
 	dir := t.TempDir()
 	srcPath := filepath.Join(dir, "src.db")
-	src, err := sql.Open("sqlite", "file:"+srcPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	if _, err := src.Exec(`CREATE TABLE products (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
-		INSERT INTO products VALUES (1,'cup'),(2,'jug'),(3,'grinder'),(4,'tray');`); err != nil {
-		t.Fatal(err)
-	}
+	src := sqliteSource(t, srcPath, `CREATE TABLE products (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+		INSERT INTO products VALUES (1,'cup'),(2,'jug'),(3,'grinder'),(4,'tray');`)
 	cfgPath := writeFile(t, "c.yaml", fmt.Sprintf("connections:\n  - {name: src, type: sqlite, options: {path: %q}}\nadapters:\n  - {name: products, connection: src, resource: products}\n", srcPath))
 	data := filepath.Join(dir, "data")
 	// A listen address where nothing answers, so the CLI opens the data dir.
@@ -62,16 +37,5 @@ func TestCLI_RunForceAndConfigHint(t *testing.T) {
 	code, stdout, stderr = cli(t, append([]string{"run", "--force", "products"}, withCfg...)...)
 	if code != 0 || !strings.Contains(stdout, `"forced": true`) || !strings.Contains(stdout, `"status": "succeeded"`) {
 		t.Fatalf("forced run: exit %d, stdout %s, stderr %s", code, stdout, stderr)
-	}
-}
-
-// TestCLI_SaysWhichServerAnswers: a client command that finds a server on
-// the listen address says so on stderr (newuser.md #8).
-func TestCLI_SaysWhichServerAnswers(t *testing.T) {
-	url, _, _ := startServe(t, 0, nil)
-	addr := strings.TrimPrefix(url, "http://")
-	code, _, stderr := cli(t, "versions", "products", "--listen", addr)
-	if !strings.Contains(stderr, "using the server at "+url) {
-		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 }

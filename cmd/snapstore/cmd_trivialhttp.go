@@ -15,10 +15,10 @@ import (
 
 // cmdTrivialHTTP serves one trivial echo route, GET /trivial/:id, answering
 // a small JSON object. It is the baseline of `make bench`'s HTTP figures
-// (issue 5: point reads against "a trivial echo handler in the same binary
-// on the same machine"), so that the ratio measures snapstore's read path
-// and not echo, Go's net/http or the machine. Hidden from the usage text;
-// loopback only.
+// (point reads against a trivial echo handler in the same binary on the
+// same machine), so that the ratio measures snapstore's read path and not
+// echo, Go's net/http or the machine. Hidden from the usage text; loopback
+// only.
 func cmdTrivialHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("trivial-http", flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -10,86 +10,15 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/snapstore/snapstore/adapters"
 	"github.com/snapstore/snapstore/server"
-	"github.com/snapstore/snapstore/snapshot"
-	"github.com/snapstore/snapstore/store"
-	"github.com/snapstore/snapstore/store/pebble"
 )
-
-// stack is the opened storage, dataset and adapter layers.
-type stack struct {
-	st  store.Store
-	db  *snapshot.DB
-	svc *adapters.Service
-}
-
-// openStore opens the configured backend.
-func openStore(ctx context.Context, cfg *Config, log *slog.Logger, reg prometheus.Registerer) (store.Store, error) {
-	switch cfg.Storage.Backend {
-	case "pebble":
-		if err := os.MkdirAll(cfg.Data, 0o755); err != nil {
-			return nil, fmt.Errorf("creating data dir: %w", err)
-		}
-		st, err := pebble.Open(cfg.Data, pebble.Options{
-			MemTableSize: cfg.Storage.Pebble.MemTableSize,
-			CacheSize:    cfg.Storage.Pebble.CacheSize,
-			Logger:       log,
-			Registerer:   reg,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("opening data dir %s: %w", cfg.Data, err)
-		}
-		return st, nil
-	case "hbase":
-		return openHBase(ctx, cfg, log, reg)
-	}
-	return nil, fmt.Errorf("storage.backend %q is not known", cfg.Storage.Backend)
-}
-
-// openStack opens store, datasets and adapters. schedule starts the cron
-// scheduler (serve only).
-func openStack(ctx context.Context, cfg *Config, log *slog.Logger, reg prometheus.Registerer, schedule bool) (*stack, error) {
-	st, err := openStore(ctx, cfg, log, reg)
-	if err != nil {
-		return nil, err
-	}
-	db, err := snapshot.Open(ctx, st, snapshot.Options{Logger: log, Registerer: reg, Partitions: cfg.Snapshot.Partitions})
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("opening datasets: %w", err), st.Close())
-	}
-	svc, err := adapters.New(ctx, db, adapters.Options{
-		Logger:      log,
-		Registerer:  reg,
-		Connections: cfg.connectionSpecs(),
-		Adapters:    cfg.adapterSpecs(),
-		// A read-only reader of a shared HBase table never starts runs:
-		// the writer process does (snapshot.Options ReadOnly).
-		Schedule: schedule && !db.ReadOnly(),
-	})
-	if err != nil {
-		err = errors.Join(fmt.Errorf("starting adapters: %w", configOptionError(err)), db.Close(), st.Close())
-		if errors.Is(err, adapters.ErrBadOption) {
-			// Config problems are found before opening storage
-			// (Config.Validate); one found here is still a config error.
-			return nil, &exitError{code: 2, err: err}
-		}
-		return nil, err
-	}
-	return &stack{st: st, db: db, svc: svc}, nil
-}
-
-// close stops the adapters (aborting running runs) within ctx, then closes
-// datasets and store.
-func (s *stack) close(ctx context.Context) error {
-	return errors.Join(s.svc.Close(ctx), s.db.Close(), s.st.Close())
-}
 
 // cmdServe runs the server until SIGTERM or SIGINT. Shutdown: /readyz turns
 // 503, the scheduler stops and running runs are aborted (not committed),
@@ -110,7 +39,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	log := newLogger(cfg, stderr)
 	for _, name := range cfg.unknownEnv {
-		if !strings.HasPrefix(name, "SNAPSTORE_TEST_") && name != "SNAPSTORE_CONFIG" && name != "SNAPSTORE_SERVER" && name != "SNAPSTORE_TOKEN" {
+		if !strings.HasPrefix(name, "SNAPSTORE_TEST_") && !slices.Contains(flagEnv, name) {
 			log.Warn("environment variable names no configuration key; ignored", "variable", name)
 		}
 	}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/server"
+	"github.com/snapstore/snapstore/snapshot"
+)
+
+// TestCLI_AgainstServerThenLocal runs run/get/scan/versions through a
+// running server (--server, with a token), then, after a clean shutdown, on
+// the data directory.
+func TestCLI_AgainstServerThenLocal(t *testing.T) {
+	tokens := []server.Token{{Name: "ops", Token: "op-token", Role: server.RoleOperator}}
+	url, cfg, stop := startServe(t, 0, tokens)
+	srv := []string{"--server", url, "--token", "op-token"}
+
+	code, out, errs := cli(t, append([]string{"run", "products"}, srv...)...)
+	var rec adapters.RunRecord
+	if code != 0 || json.Unmarshal([]byte(out), &rec) != nil || rec.Status != adapters.RunSucceeded {
+		t.Fatalf("run: exit %d, %s %s", code, out, errs)
+	}
+	code, out, errs = cli(t, append([]string{"get", "products", "2"}, srv...)...)
+	if code != 0 || !strings.Contains(out, `"name":"jug"`) || !strings.Contains(out, fmt.Sprintf(`"version":%d`, rec.Version)) {
+		t.Fatalf("get: exit %d, %s %s", code, out, errs)
+	}
+	code, out, _ = cli(t, append([]string{"get", "products", "9"}, srv...)...)
+	if code != 1 {
+		t.Fatalf("get of an absent row: exit %d, %s", code, out)
+	}
+	code, out, errs = cli(t, append([]string{"scan", "products", "--format", "csv"}, srv...)...)
+	if code != 0 || out != "id,name\n1,cup\n2,jug\n3,grinder\n" {
+		t.Fatalf("scan: exit %d, %q %s", code, out, errs)
+	}
+	code, out, errs = cli(t, append([]string{"versions", "products"}, srv...)...)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("%d ", rec.Version)) || !strings.Contains(out, "*") {
+		t.Fatalf("versions: exit %d, %s %s", code, out, errs)
+	}
+	code, _, errs = cli(t, "get", "products", "2", "--server", url) // no token
+	if code != 1 || !strings.Contains(errs, "401 unauthorized") {
+		t.Fatalf("without token: exit %d, %s", code, errs)
+	}
+	code, _, errs = cli(t, append([]string{"run", "nope"}, srv...)...)
+	if code != 1 || !strings.Contains(errs, "adapter_not_found") {
+		t.Fatalf("run of an unknown adapter: exit %d, %s", code, errs)
+	}
+
+	if err := stop(); err != nil {
+		t.Fatalf("serve stopped with %v", err)
+	}
+	// The server is gone: the same commands read the data directory.
+	local := []string{"--data", cfg.Data, "--listen", "127.0.0.1:1"}
+	code, out, errs = cli(t, append([]string{"get", "products", "3"}, local...)...)
+	if code != 0 || !strings.Contains(out, `"name":"grinder"`) {
+		t.Fatalf("local get: exit %d, %s %s", code, out, errs)
+	}
+	code, out, errs = cli(t, append([]string{"scan", "products", "--limit", "2"}, local...)...)
+	if code != 0 || strings.Count(out, "\n") != 2 {
+		t.Fatalf("local scan: exit %d, %q %s", code, out, errs)
+	}
+	// A one-shot run on the data directory, with the adapters of a file.
+	cfgFile := writeFile(t, "c.yaml", fmt.Sprintf("connections:\n  - {name: src, type: sqlite, options: {path: %q}}\nadapters:\n  - {name: products, connection: src, resource: products}\n  - {name: broken, connection: src, resource: no_such_table}\n",
+		cfg.Connections[0].Options["path"]))
+	code, out, errs = cli(t, append([]string{"run", "products", "--config", cfgFile}, local...)...)
+	if code != 0 || json.Unmarshal([]byte(out), &rec) != nil || rec.Status != adapters.RunSucceeded || rec.Trigger != "cli" {
+		t.Fatalf("local run: exit %d, %s %s", code, out, errs)
+	}
+	code, out, errs = cli(t, append([]string{"run", "broken", "--config", cfgFile}, local...)...)
+	if code != 1 || !strings.Contains(errs, "failed") {
+		t.Fatalf("failing local run: exit %d, %s %s", code, out, errs)
+	}
+	code, out, errs = cli(t, append([]string{"versions", "products", "--json"}, local...)...)
+	var vs struct {
+		Versions []snapshot.VersionInfo `json:"versions"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &vs) != nil || len(vs.Versions) != 2 {
+		t.Fatalf("local versions: exit %d, %s %s", code, out, errs)
+	}
+}
+
+// TestCLI_SaysWhichServerAnswers: a client command that finds a server on
+// the listen address says so on stderr.
+func TestCLI_SaysWhichServerAnswers(t *testing.T) {
+	url, _, _ := startServe(t, 0, nil)
+	addr := strings.TrimPrefix(url, "http://")
+	code, _, stderr := cli(t, "versions", "products", "--listen", addr)
+	if !strings.Contains(stderr, "using the server at "+url) {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}

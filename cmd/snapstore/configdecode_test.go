@@ -1,0 +1,173 @@
+package main
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestConfig_FileDecodes(t *testing.T) {
+	p := writeFile(t, "c.yaml", `
+data: /var/lib/snapstore
+listen: 127.0.0.1:9999
+log: {level: debug, format: json}
+shutdown_timeout: 45s
+connections:
+  - name: shop
+    type: sqlite
+    options: {path: shop.db, busy_timeout: 2s}
+adapters:
+  - name: products
+    connection: shop
+    resource: products
+    key_columns: [id]
+    schedule: "@every 15s"
+    retention: {ttl: 36h, min_versions: 3}
+    guard: {allow_empty: true, max_shrink: 0.2}
+    retries: 2
+    retry_backoff: 5s
+`)
+	cfg := defaultConfig()
+	if err := loadFile(p, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	a := cfg.adapterSpecs()[0]
+	if cfg.Data != "/var/lib/snapstore" || cfg.Log.Format != "json" || cfg.ShutdownTimeout != 45*time.Second ||
+		a.Retention.TTL != 36*time.Hour || a.Retention.MinVersions != 3 || !a.Guard.AllowEmpty || a.Guard.MaxShrink != 0.2 ||
+		a.RetryBackoff != 5*time.Second || a.KeyColumns[0] != "id" || cfg.Connections[0].Options["path"] != "shop.db" {
+		t.Fatalf("decoded %+v / %+v", cfg, a)
+	}
+	// Keys absent from the file keep their defaults.
+	if cfg.Storage.Backend != "pebble" || cfg.Snapshot.Partitions != 1 {
+		t.Fatalf("defaults lost: %+v", cfg)
+	}
+}
+
+// TestConfig_BadFileNamesEveryKey checks that each problem is reported with
+// its key path and line, all at once.
+func TestConfig_BadFileNamesEveryKey(t *testing.T) {
+	p := writeFile(t, "c.yaml", `listen: [1, 2]
+storage:
+  backnd: hbase
+shutdown_timeout: soon
+adapters:
+  - name: a
+    connection: c
+    resource: t
+    retries: many
+    schedul: "@every 1s"
+`)
+	cfg := defaultConfig()
+	err := loadFile(p, &cfg)
+	if err == nil {
+		t.Fatal("bad file accepted")
+	}
+	for _, want := range []string{
+		"config key listen (line 1)",
+		"config key storage.backnd (line 3): unknown key",
+		"config key shutdown_timeout (line 4)",
+		"config key adapters[0].retries (line 9)",
+		"config key adapters[0].schedul (line 10): unknown key",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}
+
+func TestConfig_StorageShorthand(t *testing.T) {
+	cfg := defaultConfig()
+	if err := decodeYAML([]byte("storage: hbase\n"), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Storage.Backend != "hbase" {
+		t.Fatalf("backend %q", cfg.Storage.Backend)
+	}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "storage.hbase.thrift") {
+		t.Fatalf("hbase without thrift: %v", err)
+	}
+}
+
+func TestConfig_Env(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.Connections = []ConnectionConfig{{Name: "db", Type: "mysql", Options: map[string]any{"host": "h"}}}
+	cfg.Adapters = []AdapterConfig{{Name: "a", Connection: "db", Resource: "t"}}
+	unknown, err := applyEnv(&cfg, []string{
+		"SNAPSTORE_LISTEN=127.0.0.1:7000",
+		"SNAPSTORE_STORAGE_BACKEND=hbase",
+		"SNAPSTORE_STORAGE_HBASE_THRIFT=hb:9090",
+		"SNAPSTORE_STORAGE_HBASE_TABLE=x_",
+		"SNAPSTORE_SHUTDOWN_TIMEOUT=5s",
+		"SNAPSTORE_ADAPTERS_0_SCHEDULE=@every 1m",
+		"SNAPSTORE_ADAPTERS_0_KEY_COLUMNS=a, b",
+		"SNAPSTORE_ADAPTERS_0_RETENTION_MIN_VERSIONS=4",
+		"SNAPSTORE_CONNECTIONS_0_OPTIONS_PASSWORD=env:DBPW",
+		"SNAPSTORE_TEST_MYSQL_DSN=ignored",
+		"SNAPSTORE_SERVER=http://x",
+		"SNAPSTORE_LISTN=typo",
+		"SNAPSTORE_STORAGE_HBASE_THRIFT_PORT=9090",
+		"HOME=/root",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(unknown, " ") != "SNAPSTORE_LISTN SNAPSTORE_SERVER SNAPSTORE_STORAGE_HBASE_THRIFT_PORT SNAPSTORE_TEST_MYSQL_DSN" {
+		t.Fatalf("unknown variables %v", unknown)
+	}
+	if cfg.Listen != "127.0.0.1:7000" || cfg.Storage.Backend != "hbase" || cfg.Storage.HBase.Thrift != "hb:9090" ||
+		cfg.Storage.HBase.Table != "x_" || cfg.ShutdownTimeout != 5*time.Second || cfg.Adapters[0].Schedule != "@every 1m" ||
+		strings.Join(cfg.Adapters[0].KeyColumns, "|") != "a|b" || cfg.Adapters[0].Retention.MinVersions != 4 ||
+		cfg.Connections[0].Options["password"] != "env:DBPW" || cfg.Connections[0].Options["host"] != "h" {
+		t.Fatalf("env not applied: %+v", cfg)
+	}
+	for _, bad := range []string{"SNAPSTORE_ADAPTERS_3_SCHEDULE=@hourly", "SNAPSTORE_SHUTDOWN_TIMEOUT=never", "SNAPSTORE_SNAPSHOT_PARTITIONS=two", "SNAPSTORE_ADAPTERS_X_SCHEDULE=@daily"} {
+		cfg := defaultConfig()
+		_, err := applyEnv(&cfg, []string{bad})
+		name, _, _ := strings.Cut(bad, "=")
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: want an error naming it, got %v", bad, err)
+		}
+	}
+}
+
+// TestLoadConfig_Precedence: defaults < file < environment < flags.
+func TestLoadConfig_Precedence(t *testing.T) {
+	p := writeFile(t, "c.yaml", "data: fromfile\nlisten: 127.0.0.1:1111\nlog: {level: warn}\n")
+	cfg, err := loadConfig(&commonFlags{config: p, listen: "127.0.0.1:3333"}, []string{"SNAPSTORE_LISTEN=127.0.0.1:2222", "SNAPSTORE_LOG_LEVEL=error"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Data != "fromfile" || cfg.Listen != "127.0.0.1:3333" || cfg.Log.Level != "error" {
+		t.Fatalf("got %+v", cfg)
+	}
+}
+
+// TestLoadConfig_EnvValueNamesVariable: a bad value
+// from the environment names the variable, not a line of the file.
+func TestLoadConfig_EnvValueNamesVariable(t *testing.T) {
+	p := writeFile(t, "c.yaml", `connections:
+  - {name: shop, type: sqlite, options: {path: /tmp/x.db}}
+adapters:
+  - {name: products, connection: shop, resource: products, schedule: "@every 15s"}
+`)
+	_, err := loadConfig(&commonFlags{config: p}, []string{"SNAPSTORE_ADAPTERS_0_SCHEDULE=every 5s", "SNAPSTORE_CONNECTIONS_0_OPTIONS_PTH=x"})
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 2 {
+		t.Fatalf("want exit code 2, got %v", err)
+	}
+	for _, want := range []string{
+		"config key adapters[0].schedule (from environment variable SNAPSTORE_ADAPTERS_0_SCHEDULE)",
+		"config key connections[0].options.pth (from environment variable SNAPSTORE_CONNECTIONS_0_OPTIONS_PTH): unknown option",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "(line 4)") {
+		t.Errorf("error blames the file:\n%v", err)
+	}
+}
