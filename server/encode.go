@@ -109,3 +109,28 @@ func appendJSONString[S []byte | string](dst []byte, s S) []byte {
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
+
+// AppendRowResult appends the body of GET /v1/datasets/{dataset}/rows/{key}:
+// {"dataset":..., "version":..., "key":[...], "row":{...}}.
+func AppendRowResult(dst []byte, dataset string, version int64, row snapshot.Row) []byte {
+	dst = append(dst, `{"dataset":`...)
+	dst = appendJSONString(dst, dataset)
+	dst = append(dst, `,"version":`...)
+	dst = strconv.AppendInt(dst, version, 10)
+	dst = append(dst, `,"key":`...)
+	dst = AppendKeyJSON(dst, row.Key)
+	dst = append(dst, `,"row":`...)
+	dst = AppendRowJSON(dst, row)
+	return append(dst, '}')
+}
+
+func appendStrings(b []byte, ss []string) []byte {
+	b = append(b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, s)
+	}
+	return append(b, ']')
+}

@@ -3,8 +3,10 @@ package server
 import (
 	"context"
 	"errors"
+	"net/http"
 	"time"
 
+	"github.com/labstack/echo/v4"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
@@ -76,4 +78,29 @@ func gcLoop(ctx context.Context, interval time.Duration, collect func(context.Co
 			collect(ctx)
 		}
 	}
+}
+
+func (s *Server) gc(c echo.Context) error {
+	ds, err := pathParam(c, "dataset")
+	if err != nil {
+		return err
+	}
+	dry, err := parseBoolQuery(c, "dry_run")
+	if err != nil {
+		return err
+	}
+	rep, err := s.db.GC(c.Request().Context(), ds, dry)
+	if err != nil {
+		return err
+	}
+	if !dry {
+		s.metrics.gcBytes.WithLabelValues(ds).Add(float64(rep.BytesReclaimed))
+		s.metrics.gcCells.WithLabelValues(ds).Add(float64(rep.CellsDeleted))
+		s.log.Info("garbage collected", "dataset", ds, "versions_expired", len(rep.VersionsExpired), "cells_deleted", rep.CellsDeleted,
+			"bytes_reclaimed", rep.BytesReclaimed, "invalid_txns_pruned", rep.InvalidTxnsPruned, "token", c.Get("token"))
+	}
+	if rep.VersionsExpired == nil {
+		rep.VersionsExpired = []int64{}
+	}
+	return c.JSON(http.StatusOK, rep)
 }

@@ -233,3 +233,24 @@ func newProblem(status int, code, detail string) Problem {
 		Code:   code,
 	}
 }
+
+// withField names field in a bad-input error of a lower package, keeping
+// the sentinel for the code.
+func withField(err error, field string) error {
+	for _, s := range []error{snapshot.ErrBadKey, snapshot.ErrInvalidArgument} {
+		if errors.Is(err, s) {
+			return &fieldedSentinel{err: err, field: field}
+		}
+	}
+	return err
+}
+
+// fieldedSentinel is a sentinel error of a lower package blamed on a field.
+type fieldedSentinel struct {
+	err   error
+	field string
+}
+
+func (e *fieldedSentinel) Error() string { return e.err.Error() }
+
+func (e *fieldedSentinel) Unwrap() error { return e.err }
