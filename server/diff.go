@@ -129,7 +129,7 @@ func (s *Server) versionOrTag(ctx context.Context, ds, field, v string) (int64, 
 	r, err := s.db.Reader(ctx, ds, snapshot.At{Tag: v})
 	if err != nil {
 		if errors.Is(err, snapshot.ErrTagNotFound) {
-			return 0, &fieldedSentinel{err: err, field: field}
+			return 0, withField(err, field)
 		}
 		return 0, err
 	}

@@ -27,7 +27,7 @@ func encodePageToken(dataset string, version int64, inner string) string {
 // bad_page_token, field page_token), as snapshot's own malformed tokens are.
 func decodePageToken(dataset, tok string) (int64, string, error) {
 	bad := func(why string) error {
-		return &fieldedSentinel{err: fmt.Errorf("%w: %s", snapshot.ErrBadPageToken, why), field: "page_token"}
+		return withField(fmt.Errorf("%w: %s", snapshot.ErrBadPageToken, why), "page_token")
 	}
 	v, rest, ok1 := strings.Cut(tok, ".")
 	h, inner, ok2 := strings.Cut(rest, ".")

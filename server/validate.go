@@ -117,7 +117,7 @@ func (s *Server) validateRequest(c echo.Context, rt *route) error {
 }
 
 // validate checks req against op's parameters and request body schema. It
-// returns a *fieldError naming the parameter or body field.
+// refuses with badField naming the parameter or body field, or badJSON.
 func (d *apiDoc) validate(ctx context.Context, req *http.Request, op apiOp, pathParams map[string]string) error {
 	in := &openapi3filter.RequestValidationInput{
 		Request:    req,
@@ -141,7 +141,7 @@ func (d *apiDoc) validate(ctx context.Context, req *http.Request, op apiOp, path
 	if errors.As(err, &re) {
 		switch {
 		case re.Parameter != nil:
-			return &fieldError{field: re.Parameter.Name, msg: requestErrorText(re)}
+			return badField(re.Parameter.Name, "%s", requestErrorText(re))
 		case re.RequestBody != nil:
 			field := "body"
 			var pe *openapi3filter.ParseError
@@ -165,12 +165,12 @@ func (d *apiDoc) validate(ctx context.Context, req *http.Request, op apiOp, path
 				if m := unsupportedProperty.FindStringSubmatch(se.Reason); m != nil {
 					field += "." + m[1]
 				}
-				return &fieldError{field: field, msg: se.Reason}
+				return badField(field, "%s", se.Reason)
 			}
-			return &fieldError{field: field, msg: requestErrorText(re)}
+			return badField(field, "%s", requestErrorText(re))
 		}
 	}
-	return &fieldError{msg: err.Error()}
+	return badField("", "%s", err.Error())
 }
 
 var unsupportedProperty = regexp.MustCompile(`property "([^"]+)" is unsupported`)
