@@ -23,9 +23,9 @@ func (f *fixture) wantProblem(status int, code, field, method, path, body string
 }
 
 // TestQuery_MalformedRefused: a query string that url.ParseQuery does not
-// parse whole is a 400 before any handler acts; it used to drop the pair it
-// could not parse, so a read answered the current version and a dry run
-// collected for real.
+// parse whole is a 400 before any handler acts, rather than the pair it
+// cannot parse being dropped (a read answering the current version, a dry
+// run collecting for real).
 func TestQuery_MalformedRefused(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	f.must(201, "POST", "/v1/adapters", `{"name":"short","connection":"shop","resource":"notes","dataset":"short","retention":{"ttl":"1ns","min_versions":1}}`)
@@ -178,7 +178,7 @@ func TestRun_ForceAndRecordFields(t *testing.T) {
 	}
 }
 
-// TestAsOf_ZeroTimeIsATime (breaker B4): as_of=0001-01-01T00:00:00Z is a
+// TestAsOf_ZeroTimeIsATime: as_of=0001-01-01T00:00:00Z is a
 // time before every commit, a 410 as for 1900, not the current version.
 func TestAsOf_ZeroTimeIsATime(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
@@ -193,7 +193,7 @@ func TestAsOf_ZeroTimeIsATime(t *testing.T) {
 	f.wantProblem(404, "dataset_not_found", "", "GET", "/v1/datasets/nope/rows/1?as_of=0001-01-01T00:00:00Z", "")
 }
 
-// TestPageToken_OneCode (breaker B5): every mangled token, and a token of
+// TestPageToken_OneCode: every mangled token, and a token of
 // another dataset, is bad_page_token naming page_token.
 func TestPageToken_OneCode(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
@@ -216,7 +216,7 @@ func TestPageToken_OneCode(t *testing.T) {
 	}
 }
 
-// TestRows_EmptyTextKey (breaker B3): ".../rows/" addresses the empty
+// TestRows_EmptyTextKey: ".../rows/" addresses the empty
 // text key of a one-column text key; for other keys it is bad_key.
 func TestRows_EmptyTextKey(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})

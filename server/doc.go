@@ -10,7 +10,7 @@
 // operation does not document, is a 400: nothing is dropped silently), then
 // by a check compiled from the document for plain path and query
 // parameters, and by kin-openapi for everything else and for every refusal
-// (validate.go, V1 and V2). Each
+// (validate.go, R1 and R2). Each
 // operation's x-snapstore-role extension is the least bearer-token role that
 // may call it, so the document is also the authorisation table.
 //

@@ -48,7 +48,7 @@ func (s *Server) CollectGarbage(ctx context.Context) ([]snapshot.GCReport, error
 }
 
 // RunGCLoop calls CollectGarbage every interval until ctx is done: the
-// periodic GC that applies retention (DESIGN 5) without an operator. It
+// periodic GC that applies retention (snapshot.G1) without an operator. It
 // returns when ctx is done; interval <= 0 returns at once.
 //
 // A read-only process (a reader of a table another process writes,

@@ -38,7 +38,7 @@ const (
 )
 
 // compileQuickCheck returns the quick check of op, or nil when op has
-// anything V2 sends to kin-openapi.
+// anything R2 (validate.go) sends to kin-openapi.
 func compileQuickCheck(item *openapi3.PathItem, op *openapi3.Operation) *quickCheck {
 	if op.RequestBody != nil {
 		return nil
@@ -158,7 +158,7 @@ func plainSchema(s *openapi3.Schema) bool {
 // pathParams gives the path parameters of the matched route (echo.Context).
 type pathParams interface{ Param(name string) string }
 
-// accepts reports whether the request certainly passes validation (V1).
+// accepts reports whether the request certainly passes validation (R1, validate.go).
 // query is the parsed query string (nil when there is none).
 func (qc *quickCheck) accepts(r *http.Request, pp pathParams, query url.Values) bool {
 	if r.ContentLength != 0 || len(r.TransferEncoding) > 0 {

@@ -22,10 +22,10 @@ import (
 // compiled from the same document, that can only say "kin-openapi would
 // accept this request" or "ask kin-openapi":
 //
-//	V1. A quickCheck accepts a request only when kin-openapi would accept it
+//	R1. A quickCheck accepts a request only when kin-openapi would accept it
 //	    unchanged (TestQuickCheckAgreesWithKin checks this on a table of
-//	    requests, FuzzRequests on arbitrary ones).
-//	V2. Anything it is not sure of goes to kin-openapi, which gives the error
+//	    requests, FuzzQuickCheck on arbitrary ones).
+//	R2. Anything it is not sure of goes to kin-openapi, which gives the error
 //	    and its wording: a parameter that is empty, repeated, escaped,
 //	    missing while required or out of its schema; a request with a body;
 //	    an operation with a request body, header or cookie parameters,
@@ -83,7 +83,7 @@ func checkQuery(raw string, allowed map[string]bool) error {
 
 // validateRequest checks parameters and bodies against the OpenAPI
 // document: the operation's quick check when it is sure, else kin-openapi
-// (validate.go, V1 and V2).
+// (R1, R2).
 func (s *Server) validateRequest(c echo.Context, rt *route) error {
 	r := c.Request()
 	if rt.quick != nil {

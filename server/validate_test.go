@@ -40,7 +40,7 @@ func quickVerdict(s *Server, method, target string) (quick bool, kinErr error, o
 	return quick, s.api.validate(req2.Context(), req2, rt.apiOp, params), true
 }
 
-// TestQuickCheckAgreesWithKin checks V1 (validate.go): whatever the quick
+// TestQuickCheckAgreesWithKin checks R1 (validate.go): whatever the quick
 // check accepts, kin-openapi accepts too. It walks every operation with
 // path and query values around each schema's edges.
 func TestQuickCheckAgreesWithKin(t *testing.T) {
@@ -104,7 +104,7 @@ func TestQuickCheckAgreesWithKin(t *testing.T) {
 	}
 }
 
-// FuzzQuickCheck checks V1 on arbitrary paths and queries: `go test` runs
+// FuzzQuickCheck checks R1 on arbitrary paths and queries: `go test` runs
 // the seeds, `go test -fuzz FuzzQuickCheck ./server` explores.
 func FuzzQuickCheck(f *testing.F) {
 	s := routesOnly(f)
