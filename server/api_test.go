@@ -22,11 +22,11 @@ type rowResult struct {
 	Row     map[string]any `json:"row"`
 }
 
-func versionHeader(t *testing.T, r response) int64 {
+func versionOf(t *testing.T, r response) int64 {
 	t.Helper()
-	v, err := strconv.ParseInt(r.header.Get(VersionHeader), 10, 64)
+	v, err := strconv.ParseInt(r.header.Get(versionHeader), 10, 64)
 	if err != nil {
-		t.Fatalf("bad %s header %q", VersionHeader, r.header.Get(VersionHeader))
+		t.Fatalf("bad %s header %q", versionHeader, r.header.Get(versionHeader))
 	}
 	return v
 }
@@ -41,8 +41,8 @@ func TestFirstVersionChangeDiffTimeTravel(t *testing.T) {
 	var got rowResult
 	r := f.must(200, "GET", "/v1/datasets/products/rows/2", "")
 	r.json(t, &got)
-	if got.Version != v1 || versionHeader(t, r) != v1 || got.Row["name"] != "jug" || got.Row["price"] != "8.9" || got.Key[0] != 2.0 {
-		t.Fatalf("v1 row 2: %s (header %s)", r.body, r.header.Get(VersionHeader))
+	if got.Version != v1 || versionOf(t, r) != v1 || got.Row["name"] != "jug" || got.Row["price"] != "8.9" || got.Key[0] != 2.0 {
+		t.Fatalf("v1 row 2: %s (header %s)", r.body, r.header.Get(versionHeader))
 	}
 	f.must(404, "GET", "/v1/datasets/products/rows/9", "").problem(t)
 
@@ -59,7 +59,7 @@ func TestFirstVersionChangeDiffTimeTravel(t *testing.T) {
 	// The old version stays readable, by version, tag and as_of.
 	r = f.must(200, "GET", fmt.Sprintf("/v1/datasets/products/rows/2?version=%d", v1), "")
 	r.json(t, &got)
-	if got.Version != v1 || versionHeader(t, r) != v1 || got.Row["price"] != "8.9" {
+	if got.Version != v1 || versionOf(t, r) != v1 || got.Row["price"] != "8.9" {
 		t.Fatalf("row 2 at v1: %s", r.body)
 	}
 	f.must(200, "GET", fmt.Sprintf("/v1/datasets/products/rows/5?version=%d", v1), "")
@@ -131,7 +131,7 @@ func TestFirstVersionChangeDiffTimeTravel(t *testing.T) {
 	}
 	r = f.must(200, "GET", "/v1/datasets/products", "")
 	r.json(t, &ds)
-	if ds.Current != v2 || ds.Retention.TTL != "0s" || ds.Retention.MinVersions != 10 || versionHeader(t, r) != v2 {
+	if ds.Current != v2 || ds.Retention.TTL != "0s" || ds.Retention.MinVersions != 10 || versionOf(t, r) != v2 {
 		t.Fatalf("dataset %s", r.body)
 	}
 	var atV1 struct {
@@ -145,7 +145,7 @@ func TestFirstVersionChangeDiffTimeTravel(t *testing.T) {
 	}
 	r = f.must(200, "GET", fmt.Sprintf("/v1/datasets/products?version=%d", v1), "")
 	r.json(t, &atV1)
-	if atV1.Current != v2 || atV1.VersionRead.Version != v1 || versionHeader(t, r) != v1 || len(atV1.VersionRead.Schema.Key) != 1 {
+	if atV1.Current != v2 || atV1.VersionRead.Version != v1 || versionOf(t, r) != v1 || len(atV1.VersionRead.Schema.Key) != 1 {
 		t.Fatalf("dataset at v1: %s", r.body)
 	}
 	f.must(410, "GET", "/v1/datasets/products?version=999999", "").problem(t)
@@ -178,7 +178,7 @@ func TestScan_PagesStreamsAndRanges(t *testing.T) {
 		var p page
 		r := f.must(200, "GET", path, "")
 		r.json(t, &p)
-		if p.Version != v1 || versionHeader(t, r) != v1 {
+		if p.Version != v1 || versionOf(t, r) != v1 {
 			t.Fatalf("page %d read version %d, want %d", i, p.Version, v1)
 		}
 		if len(p.Rows) > 3 {
@@ -206,7 +206,7 @@ func TestScan_PagesStreamsAndRanges(t *testing.T) {
 
 	r := f.must(200, "GET", fmt.Sprintf("/v1/datasets/products/rows?version=%d", v1), "", "Accept", "application/x-ndjson")
 	lines := strings.Split(strings.TrimSpace(string(r.body)), "\n")
-	if len(lines) != 8 || r.header.Get("Content-Type") != mediaNDJSON || versionHeader(t, r) != v1 {
+	if len(lines) != 8 || r.header.Get("Content-Type") != mediaNDJSON || versionOf(t, r) != v1 {
 		t.Fatalf("ndjson: %d lines, %s", len(lines), r.body)
 	}
 	var row7 map[string]any

@@ -137,8 +137,8 @@ func TestDiff_FromTag(t *testing.T) {
 	}
 	f.must(200, "PUT", "/v1/datasets/products/tags/last", "")
 	r = f.must(200, "GET", "/v1/datasets/products/diff?from=first&to=last&stats_only=true", "")
-	if versionHeader(t, r) != v3 {
-		t.Fatalf("to=last read version %d, want %d", versionHeader(t, r), v3)
+	if versionOf(t, r) != v3 {
+		t.Fatalf("to=last read version %d, want %d", versionOf(t, r), v3)
 	}
 	f.wantProblem(404, "tag_not_found", "to", "GET", "/v1/datasets/products/diff?from=first&to=nope", "")
 }

@@ -59,7 +59,7 @@ func (s *Server) getDataset(c echo.Context) error {
 		return c.JSON(http.StatusOK, out)
 	}
 	if d.Current != 0 {
-		c.Response().Header().Set(VersionHeader, strconv.FormatInt(d.Current, 10))
+		c.Response().Header().Set(versionHeader, strconv.FormatInt(d.Current, 10))
 	}
 	return c.JSON(http.StatusOK, out)
 }

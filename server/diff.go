@@ -29,7 +29,7 @@ func (s *Server) diff(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	c.Response().Header().Set(VersionHeader, strconv.FormatInt(to, 10))
+	c.Response().Header().Set(versionHeader, strconv.FormatInt(to, 10))
 	if statsOnly {
 		st, err := s.db.DiffCounts(ctx, ds, from, to)
 		if err != nil {
@@ -53,14 +53,14 @@ func (s *Server) diff(c echo.Context) error {
 		b = append(b[:0], `{"op":`...)
 		b = appendJSONString(b, string(ch.Op))
 		b = append(b, `,"key":`...)
-		b = AppendKeyJSON(b, ch.Key)
+		b = appendKeyJSON(b, ch.Key)
 		if ch.Before != nil {
 			b = append(b, `,"before":`...)
-			b = AppendRowJSON(b, *ch.Before)
+			b = ch.Before.AppendJSON(b)
 		}
 		if ch.After != nil {
 			b = append(b, `,"after":`...)
-			b = AppendRowJSON(b, *ch.After)
+			b = ch.After.AppendJSON(b)
 		}
 		b = append(b, "}\n"...)
 		if _, err := bw.Write(b); err != nil {

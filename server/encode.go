@@ -42,8 +42,8 @@ func ValueText(v snapshot.Value) string {
 // values in the row's column order (snapshot.Row.AppendJSON).
 func AppendRowJSON(dst []byte, row snapshot.Row) []byte { return row.AppendJSON(dst) }
 
-// AppendKeyJSON appends key as a JSON array of values.
-func AppendKeyJSON(dst []byte, key []snapshot.Value) []byte {
+// appendKeyJSON appends key as a JSON array of values.
+func appendKeyJSON(dst []byte, key []snapshot.Value) []byte {
 	dst = append(dst, '[')
 	for i, v := range key {
 		if i > 0 {
@@ -118,9 +118,9 @@ func AppendRowResult(dst []byte, dataset string, version int64, row snapshot.Row
 	dst = append(dst, `,"version":`...)
 	dst = strconv.AppendInt(dst, version, 10)
 	dst = append(dst, `,"key":`...)
-	dst = AppendKeyJSON(dst, row.Key)
+	dst = appendKeyJSON(dst, row.Key)
 	dst = append(dst, `,"row":`...)
-	dst = AppendRowJSON(dst, row)
+	dst = row.AppendJSON(dst)
 	return append(dst, '}')
 }
 

@@ -10,12 +10,12 @@ import (
 	"github.com/snapstore/snapstore/snapshot"
 )
 
-// CollectGarbage runs garbage collection (snapshot.DB.GC, not dry) on every
+// collectGarbage runs garbage collection (snapshot.DB.GC, not dry) on every
 // dataset, one after the other, and returns the reports of those it
 // collected. A dataset dropped meanwhile is skipped; other errors are
 // joined and the remaining datasets still collected. Bytes and cells
 // reclaimed are added to the gc metrics.
-func (s *Server) CollectGarbage(ctx context.Context) ([]snapshot.GCReport, error) {
+func (s *Server) collectGarbage(ctx context.Context) ([]snapshot.GCReport, error) {
 	infos, err := s.db.Datasets(ctx)
 	if err != nil {
 		return nil, err
@@ -47,7 +47,7 @@ func (s *Server) CollectGarbage(ctx context.Context) ([]snapshot.GCReport, error
 	return reps, errors.Join(errs...)
 }
 
-// RunGCLoop calls CollectGarbage every interval until ctx is done: the
+// RunGCLoop calls collectGarbage every interval until ctx is done: the
 // periodic GC that applies retention (snapshot.G1) without an operator. It
 // returns when ctx is done; interval <= 0 returns at once.
 //
@@ -60,7 +60,7 @@ func (s *Server) RunGCLoop(ctx context.Context, interval time.Duration) {
 		}
 		return
 	}
-	gcLoop(ctx, interval, func(ctx context.Context) { _, _ = s.CollectGarbage(ctx) })
+	gcLoop(ctx, interval, func(ctx context.Context) { _, _ = s.collectGarbage(ctx) })
 }
 
 // gcLoop calls collect every interval until ctx is done.

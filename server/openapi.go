@@ -38,16 +38,9 @@ type apiOp struct {
 	query map[string]bool
 }
 
-// OpenAPIDocument returns the embedded OpenAPI 3 document as JSON, as served
-// at /openapi.json.
-func OpenAPIDocument() ([]byte, error) {
-	d, err := loadAPIDoc()
-	if err != nil {
-		return nil, err
-	}
-	return d.json, nil
-}
-
+// loadAPIDoc parses and validates the embedded document, encodes the JSON
+// served at /openapi.json, and compiles each operation: its role, query
+// parameter names and quick check.
 func loadAPIDoc() (*apiDoc, error) {
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromData(openapiYAML)

@@ -64,10 +64,10 @@ func (s *Server) openReader(c echo.Context, at snapshot.At) (*snapshot.Reader, e
 	if err != nil {
 		return nil, err
 	}
-	c.Response().Header().Set(VersionHeader, strconv.FormatInt(r.Version().Version, 10))
+	c.Response().Header().Set(versionHeader, strconv.FormatInt(r.Version().Version, 10))
 	return r, nil
 }
 
-// VersionHeader is the response header carrying the version a read was
+// versionHeader is the response header carrying the version a read was
 // pinned to.
-const VersionHeader = "Snapstore-Version"
+const versionHeader = "Snapstore-Version"

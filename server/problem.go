@@ -174,13 +174,13 @@ var sentinels = []sentinel{
 	{context.Canceled, http.StatusServiceUnavailable, "canceled", ""},
 }
 
-// ProblemFor is the one translation from an error to problem details:
+// problemFor is the one translation from an error to problem details:
 // echo's HTTP errors (404 route, 405 method, 413 body, 401, 403, 415), then
 // the first row of sentinels that the error matches (errors.Is), and
 // everything else, which is a 500 "internal" whose detail hides the cause.
 // Field is, in this order, the field a handler attached (fieldError), the
 // key of an *adapters.OptionError, or the row's field.
-func ProblemFor(err error) Problem {
+func problemFor(err error) Problem {
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
 		code := "http_error"

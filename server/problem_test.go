@@ -116,7 +116,7 @@ func TestProblemFor_EverySentinel(t *testing.T) {
 				continue
 			}
 			// Wrapped, as callers return them.
-			p := ProblemFor(fmt.Errorf("doing something: %w", err))
+			p := problemFor(fmt.Errorf("doing something: %w", err))
 			if err == snapshot.ErrCorrupt {
 				// Damaged storage is no input's fault: a 500 with its own code.
 				if p.Status != http.StatusInternalServerError || p.Code != "corrupt" {
@@ -172,7 +172,7 @@ func TestProblemFor_Shapes(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p := ProblemFor(c.err)
+			p := problemFor(c.err)
 			if p.Status != c.status || p.Code != c.code || p.Field != c.field {
 				t.Fatalf("got %d %s field %q, want %d %s field %q (%+v)", p.Status, p.Code, p.Field, c.status, c.code, c.field, p)
 			}

@@ -127,13 +127,13 @@ func (s *Server) scanRows(c echo.Context) error {
 	limit := 0
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxPageSize {
-			return badField("limit", "want an integer from 1 to %d, got %q", MaxPageSize, v)
+		if err != nil || n < 1 || n > maxPageSize {
+			return badField("limit", "want an integer from 1 to %d, got %q", maxPageSize, v)
 		}
 		limit = n
 	}
 	if media == mediaJSON && limit == 0 {
-		limit = DefaultPageSize
+		limit = defaultPageSize
 	}
 	r, err := s.openReader(c, at)
 	if err != nil {
@@ -149,7 +149,7 @@ func (s *Server) scanRows(c echo.Context) error {
 		dst  *[]snapshot.Value
 	}{{"start", &opts.Start}, {"end", &opts.End}, {"prefix", &opts.Prefix}} {
 		if vals, ok := q[f.name]; ok && len(vals) > 0 {
-			k, err := ParseKeyPrefix(r.Version().Schema, vals)
+			k, err := parseKeyPrefix(r.Version().Schema, vals)
 			if err != nil {
 				return withField(err, f.name)
 			}
@@ -183,7 +183,7 @@ func (s *Server) scanRows(c echo.Context) error {
 		} else {
 			b = append(b, ',')
 		}
-		b = AppendRowJSON(b, row)
+		b = row.AppendJSON(b)
 		n++
 	}
 	if err := it.Err(); err != nil {
@@ -200,11 +200,11 @@ func (s *Server) scanRows(c echo.Context) error {
 	return c.JSONBlob(http.StatusOK, b)
 }
 
-// ParseKeyPrefix converts the texts of the first len(parts) key columns of
+// parseKeyPrefix converts the texts of the first len(parts) key columns of
 // schema to typed values (snapshot.ParseValue per column kind), for the
 // start, end and prefix of a scan. snapshot.ErrBadKey when there are more
 // parts than key columns or a text does not fit its column.
-func ParseKeyPrefix(schema snapshot.Schema, parts []string) ([]snapshot.Value, error) {
+func parseKeyPrefix(schema snapshot.Schema, parts []string) ([]snapshot.Value, error) {
 	if len(parts) > len(schema.Key) {
 		return nil, fmt.Errorf("%w: %d key parts for %d key columns %v", snapshot.ErrBadKey, len(parts), len(schema.Key), schema.Key)
 	}
@@ -248,8 +248,8 @@ func putBody(bp *[]byte) {
 
 // Page sizes of JSON scans.
 const (
-	// DefaultPageSize is the number of rows of a JSON scan page without limit.
-	DefaultPageSize = 100
-	// MaxPageSize is the largest limit of a JSON page.
-	MaxPageSize = 10000
+	// defaultPageSize is the number of rows of a JSON scan page without limit.
+	defaultPageSize = 100
+	// maxPageSize is the largest limit of a JSON page.
+	maxPageSize = 10000
 )

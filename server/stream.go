@@ -17,7 +17,7 @@ func (s *Server) streamNDJSON(c echo.Context, it snapshot.RowIterator) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	var b []byte
 	for it.Next() { // the iterator stops at the limit, if any
-		b = AppendRowJSON(b[:0], it.Row())
+		b = it.Row().AppendJSON(b[:0])
 		b = append(b, '\n')
 		if _, err := bw.Write(b); err != nil {
 			return nil // client went away

@@ -36,7 +36,7 @@ func (s *Server) getVersion(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	c.Response().Header().Set(VersionHeader, strconv.FormatInt(info.Version, 10))
+	c.Response().Header().Set(versionHeader, strconv.FormatInt(info.Version, 10))
 	return c.JSON(http.StatusOK, info)
 }
 
