@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -83,16 +84,13 @@ func (s *Server) listAdapters(c echo.Context) error {
 	for _, a := range as {
 		out = append(out, toAdapterOut(a))
 	}
-	return c.JSON(http.StatusOK, map[string]any{"adapters": out})
+	return answerList(c, "adapters", out)
 }
 
 func (s *Server) createAdapter(c echo.Context) error {
 	var in adapterJSON
-	if err := decodeBody(c, &in, true); err != nil {
+	if err := decodeDefinition(c, &in, &in.Name, "an adapter"); err != nil {
 		return err
-	}
-	if in.Name == "" {
-		return badField("body.name", "an adapter needs a name")
 	}
 	a, err := s.svc.CreateAdapter(c.Request().Context(), in.spec())
 	if err != nil {
@@ -102,23 +100,15 @@ func (s *Server) createAdapter(c echo.Context) error {
 }
 
 func (s *Server) getAdapter(c echo.Context) error {
-	name, err := pathParam(c, "name")
-	if err != nil {
-		return err
-	}
-	a, err := s.svc.GetAdapter(c.Request().Context(), name)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, toAdapterOut(a))
+	return answerByParam(c, "name", func(ctx context.Context, name string) (adapterOut, error) {
+		a, err := s.svc.GetAdapter(ctx, name)
+		return toAdapterOut(a), err
+	})
 }
 
 func (s *Server) putAdapter(c echo.Context) error {
 	var in adapterJSON
-	if err := decodeBody(c, &in, true); err != nil {
-		return err
-	}
-	if err := nameFromPath(c, &in.Name); err != nil {
+	if err := decodeDefinition(c, &in, &in.Name, "an adapter"); err != nil {
 		return err
 	}
 	a, created, err := s.svc.PutAdapter(c.Request().Context(), in.spec())
@@ -133,8 +123,5 @@ func (s *Server) deleteAdapter(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.svc.DeleteAdapter(c.Request().Context(), name); err != nil {
-		return err
-	}
-	return c.NoContent(http.StatusNoContent)
+	return answerNoContent(c, s.svc.DeleteAdapter(c.Request().Context(), name))
 }

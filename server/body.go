@@ -103,3 +103,28 @@ func normalizeContentType(r *http.Request, op apiOp) error {
 	}
 	return echo.NewHTTPError(http.StatusUnsupportedMediaType, fmt.Sprintf("request bodies are JSON (application/json), not %q", mt))
 }
+
+// decodeDefinition decodes the body of a POST or PUT of a named definition
+// (a connection, an adapter; what names it in errors) into v, whose name
+// field is *name. A PUT takes the name from the path and refuses another
+// one in the body; a POST needs the name in the body.
+func decodeDefinition(c echo.Context, v any, name *string, what string) error {
+	if err := decodeBody(c, v, true); err != nil {
+		return err
+	}
+	if c.Request().Method == http.MethodPut {
+		path, err := pathParam(c, "name")
+		if err != nil {
+			return err
+		}
+		if *name != "" && *name != path {
+			return badField("body.name", "%q differs from the name in the path, %q", *name, path)
+		}
+		*name = path
+		return nil
+	}
+	if *name == "" {
+		return badField("body.name", "%s needs a name", what)
+	}
+	return nil
+}

@@ -12,19 +12,13 @@ func (s *Server) listConnections(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if cs == nil {
-		cs = []adapters.Connection{}
-	}
-	return c.JSON(http.StatusOK, map[string]any{"connections": cs})
+	return answerList(c, "connections", cs)
 }
 
 func (s *Server) createConnection(c echo.Context) error {
 	var spec adapters.ConnectionSpec
-	if err := decodeBody(c, &spec, true); err != nil {
+	if err := decodeDefinition(c, &spec, &spec.Name, "a connection"); err != nil {
 		return err
-	}
-	if spec.Name == "" {
-		return badField("body.name", "a connection needs a name")
 	}
 	conn, err := s.svc.CreateConnection(c.Request().Context(), spec)
 	if err != nil {
@@ -34,23 +28,12 @@ func (s *Server) createConnection(c echo.Context) error {
 }
 
 func (s *Server) getConnection(c echo.Context) error {
-	name, err := pathParam(c, "name")
-	if err != nil {
-		return err
-	}
-	conn, err := s.svc.GetConnection(c.Request().Context(), name)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, conn)
+	return answerByParam(c, "name", s.svc.GetConnection)
 }
 
 func (s *Server) putConnection(c echo.Context) error {
 	var spec adapters.ConnectionSpec
-	if err := decodeBody(c, &spec, true); err != nil {
-		return err
-	}
-	if err := nameFromPath(c, &spec.Name); err != nil {
+	if err := decodeDefinition(c, &spec, &spec.Name, "a connection"); err != nil {
 		return err
 	}
 	conn, created, err := s.svc.PutConnection(c.Request().Context(), spec)
@@ -69,22 +52,11 @@ func (s *Server) dropConnection(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.svc.DropConnection(c.Request().Context(), name, force); err != nil {
-		return err
-	}
-	return c.NoContent(http.StatusNoContent)
+	return answerNoContent(c, s.svc.DropConnection(c.Request().Context(), name, force))
 }
 
 func (s *Server) testConnection(c echo.Context) error {
-	name, err := pathParam(c, "name")
-	if err != nil {
-		return err
-	}
-	res, err := s.svc.TestConnection(c.Request().Context(), name)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, res)
+	return answerByParam(c, "name", s.svc.TestConnection)
 }
 
 func (s *Server) listResources(c echo.Context) error {
@@ -96,8 +68,5 @@ func (s *Server) listResources(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if rs == nil {
-		rs = []adapters.Resource{}
-	}
-	return c.JSON(http.StatusOK, map[string]any{"resources": rs})
+	return answerList(c, "resources", rs)
 }

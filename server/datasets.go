@@ -2,7 +2,6 @@ package server
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/labstack/echo/v4"
 	"github.com/snapstore/snapstore/snapshot"
@@ -29,7 +28,7 @@ func (s *Server) listDatasets(c echo.Context) error {
 	for _, d := range infos {
 		out = append(out, toDatasetOut(d))
 	}
-	return c.JSON(http.StatusOK, map[string]any{"datasets": out})
+	return answerList(c, "datasets", out)
 }
 
 func (s *Server) getDataset(c echo.Context) error {
@@ -59,7 +58,7 @@ func (s *Server) getDataset(c echo.Context) error {
 		return c.JSON(http.StatusOK, out)
 	}
 	if d.Current != 0 {
-		c.Response().Header().Set(versionHeader, strconv.FormatInt(d.Current, 10))
+		setVersionHeader(c, d.Current)
 	}
 	return c.JSON(http.StatusOK, out)
 }

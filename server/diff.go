@@ -1,10 +1,8 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -19,17 +17,15 @@ func (s *Server) diff(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	statsOnly := false
-	if v := c.QueryParam("stats_only"); v != "" {
-		if statsOnly, err = strconv.ParseBool(v); err != nil {
-			return badField("stats_only", "want true or false, got %q", v)
-		}
+	statsOnly, err := parseBoolQuery(c, "stats_only")
+	if err != nil {
+		return err
 	}
 	from, to, err := s.diffRange(ctx, c, ds)
 	if err != nil {
 		return err
 	}
-	c.Response().Header().Set(versionHeader, strconv.FormatInt(to, 10))
+	setVersionHeader(c, to)
 	if statsOnly {
 		st, err := s.db.DiffCounts(ctx, ds, from, to)
 		if err != nil {
@@ -42,40 +38,17 @@ func (s *Server) diff(c echo.Context) error {
 		return err
 	}
 	defer it.Close()
-	w := c.Response()
-	w.Header().Set("Snapstore-Diff-From", strconv.FormatInt(from, 10))
-	w.Header().Set(echo.HeaderContentType, mediaNDJSON)
-	w.WriteHeader(http.StatusOK)
-	bw := bufio.NewWriterSize(w, 64<<10)
+	c.Response().Header().Set("Snapstore-Diff-From", strconv.FormatInt(from, 10))
+	bw := startStream(c, mediaNDJSON)
 	var b []byte
 	for it.Next() {
-		ch := it.Change()
-		b = append(b[:0], `{"op":`...)
-		b = appendJSONString(b, string(ch.Op))
-		b = append(b, `,"key":`...)
-		b = appendKeyJSON(b, ch.Key)
-		if ch.Before != nil {
-			b = append(b, `,"before":`...)
-			b = ch.Before.AppendJSON(b)
-		}
-		if ch.After != nil {
-			b = append(b, `,"after":`...)
-			b = ch.After.AppendJSON(b)
-		}
-		b = append(b, "}\n"...)
+		b = appendChangeJSON(b[:0], it.Change())
+		b = append(b, '\n')
 		if _, err := bw.Write(b); err != nil {
-			return nil
+			return nil // client went away
 		}
 	}
-	if err := it.Err(); err != nil {
-		if ctxDone(ctx) {
-			return nil
-		}
-		_ = bw.Flush()
-		s.streamAbort(c, err)
-	}
-	_ = bw.Flush()
-	return nil
+	return s.endStream(c, bw, it.Err())
 }
 
 // diffRange resolves from and to: to defaults to the current version, from
@@ -93,14 +66,9 @@ func (s *Server) diffRange(ctx context.Context, c echo.Context, ds string) (from
 		}
 	}
 	if to == 0 {
-		d, err := s.db.Dataset(ctx, ds)
-		if err != nil {
+		if to, err = s.currentVersion(ctx, ds, "diff of"); err != nil {
 			return 0, 0, err
 		}
-		if d.Current == 0 {
-			return 0, 0, fmt.Errorf("server: diff of %q: %w", ds, snapshot.ErrNoVersion)
-		}
-		to = d.Current
 	}
 	if from == 0 {
 		vs, err := s.db.Versions(ctx, ds)

@@ -54,6 +54,25 @@ func appendKeyJSON(dst []byte, key []snapshot.Value) []byte {
 	return append(dst, ']')
 }
 
+// appendChangeJSON appends one line of a diff (without its newline):
+// {"op":..., "key":[...], "before":{...}, "after":{...}}, before absent for
+// an insert and after for a delete.
+func appendChangeJSON(dst []byte, ch snapshot.Change) []byte {
+	dst = append(dst, `{"op":`...)
+	dst = appendJSONString(dst, string(ch.Op))
+	dst = append(dst, `,"key":`...)
+	dst = appendKeyJSON(dst, ch.Key)
+	if ch.Before != nil {
+		dst = append(dst, `,"before":`...)
+		dst = ch.Before.AppendJSON(dst)
+	}
+	if ch.After != nil {
+		dst = append(dst, `,"after":`...)
+		dst = ch.After.AppendJSON(dst)
+	}
+	return append(dst, '}')
+}
+
 // appendJSONString appends s as a JSON string, byte for byte as
 // encoding/json writes it: HTML-safe (<, > and & escaped), invalid UTF-8 as
 // \ufffd, U+2028 and U+2029 escaped.

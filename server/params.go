@@ -1,7 +1,6 @@
 package server
 
 import (
-	"net/http"
 	"net/url"
 	"strconv"
 
@@ -43,22 +42,16 @@ func parseBoolQuery(c echo.Context, name string) (bool, error) {
 	return b, nil
 }
 
-// nameFromPath checks that a body's name, if given, matches the path.
-func nameFromPath(c echo.Context, bodyName *string) error {
-	name, err := pathParam(c, "name")
-	if err != nil {
-		return err
+// parseLimit reads the limit query parameter: 0 when absent, else an
+// integer from 1 to most.
+func parseLimit(c echo.Context, most int) (int, error) {
+	v := c.QueryParam("limit")
+	if v == "" {
+		return 0, nil
 	}
-	if *bodyName != "" && *bodyName != name {
-		return badField("body.name", "%q differs from the name in the path, %q", *bodyName, name)
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > most {
+		return 0, badField("limit", "want an integer from 1 to %d, got %q", most, v)
 	}
-	*bodyName = name
-	return nil
-}
-
-func createdStatus(created bool) int {
-	if created {
-		return http.StatusCreated
-	}
-	return http.StatusOK
+	return n, nil
 }

@@ -64,8 +64,13 @@ func (s *Server) openReader(c echo.Context, at snapshot.At) (*snapshot.Reader, e
 	if err != nil {
 		return nil, err
 	}
-	c.Response().Header().Set(versionHeader, strconv.FormatInt(r.Version().Version, 10))
+	setVersionHeader(c, r.Version().Version)
 	return r, nil
+}
+
+// setVersionHeader names in the answer the version it was read at.
+func setVersionHeader(c echo.Context, version int64) {
+	c.Response().Header().Set(versionHeader, strconv.FormatInt(version, 10))
 }
 
 // versionHeader is the response header carrying the version a read was

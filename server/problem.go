@@ -174,6 +174,18 @@ var sentinels = []sentinel{
 	{context.Canceled, http.StatusServiceUnavailable, "canceled", ""},
 }
 
+// httpCodes gives the codes of echo's HTTP errors (and this package's, made
+// with echo.NewHTTPError) by status; any other status is "http_error".
+var httpCodes = map[int]string{
+	http.StatusBadRequest:            "bad_request",
+	http.StatusUnauthorized:          "unauthorized",
+	http.StatusForbidden:             "forbidden",
+	http.StatusNotFound:              "route_not_found",
+	http.StatusMethodNotAllowed:      "method_not_allowed",
+	http.StatusRequestEntityTooLarge: "body_too_large",
+	http.StatusUnsupportedMediaType:  "unsupported_media_type",
+}
+
 // problemFor is the one translation from an error to problem details:
 // echo's HTTP errors (404 route, 405 method, 413 body, 401, 403, 415), then
 // the first row of sentinels that the error matches (errors.Is), and
@@ -183,22 +195,9 @@ var sentinels = []sentinel{
 func problemFor(err error) Problem {
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
-		code := "http_error"
-		switch he.Code {
-		case http.StatusNotFound:
-			code = "route_not_found"
-		case http.StatusMethodNotAllowed:
-			code = "method_not_allowed"
-		case http.StatusRequestEntityTooLarge:
-			code = "body_too_large"
-		case http.StatusUnauthorized:
-			code = "unauthorized"
-		case http.StatusForbidden:
-			code = "forbidden"
-		case http.StatusBadRequest:
-			code = "bad_request"
-		case http.StatusUnsupportedMediaType:
-			code = "unsupported_media_type"
+		code, ok := httpCodes[he.Code]
+		if !ok {
+			code = "http_error"
 		}
 		return newProblem(he.Code, code, fmt.Sprint(he.Message))
 	}

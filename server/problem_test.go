@@ -205,4 +205,9 @@ func TestSentinelCodesStable(t *testing.T) {
 			t.Errorf("code %q (%v) is not listed in docs/api.md", s.code, s.err)
 		}
 	}
+	for status, code := range httpCodes {
+		if !strings.Contains(string(doc), "`"+code+"`") {
+			t.Errorf("code %q (status %d) is not listed in docs/api.md", code, status)
+		}
+	}
 }

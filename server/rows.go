@@ -124,13 +124,9 @@ func (s *Server) scanRows(c echo.Context) error {
 		inner = in
 	}
 	media := negotiate(c.Request().Header.Get(echo.HeaderAccept))
-	limit := 0
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxPageSize {
-			return badField("limit", "want an integer from 1 to %d, got %q", maxPageSize, v)
-		}
-		limit = n
+	limit, err := parseLimit(c, maxPageSize)
+	if err != nil {
+		return err
 	}
 	if media == mediaJSON && limit == 0 {
 		limit = defaultPageSize

@@ -2,7 +2,6 @@ package server
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/labstack/echo/v4"
 	"github.com/snapstore/snapstore/adapters"
@@ -43,11 +42,9 @@ func (s *Server) listRuns(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	limit := 0
-	if v := c.QueryParam("limit"); v != "" {
-		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > 1000 {
-			return badField("limit", "want an integer from 1 to 1000, got %q", v)
-		}
+	limit, err := parseLimit(c, maxRunsListed)
+	if err != nil {
+		return err
 	}
 	if _, err := s.svc.GetAdapter(c.Request().Context(), name); err != nil {
 		return err
@@ -56,20 +53,12 @@ func (s *Server) listRuns(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if runs == nil {
-		runs = []adapters.RunRecord{}
-	}
-	return c.JSON(http.StatusOK, map[string]any{"runs": runs})
+	return answerList(c, "runs", runs)
 }
 
 func (s *Server) getRun(c echo.Context) error {
-	id, err := pathParam(c, "id")
-	if err != nil {
-		return err
-	}
-	run, err := s.svc.GetRun(c.Request().Context(), id)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, run)
+	return answerByParam(c, "id", s.svc.GetRun)
 }
+
+// maxRunsListed is the largest limit of a list of runs.
+const maxRunsListed = 1000

@@ -1,20 +1,14 @@
 package server
 
 import (
-	"fmt"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
-	"github.com/snapstore/snapstore/snapshot"
 )
 
 func (s *Server) putTag(c echo.Context) error {
 	ctx := c.Request().Context()
-	ds, err := pathParam(c, "dataset")
-	if err != nil {
-		return err
-	}
-	tag, err := pathParam(c, "tag")
+	ds, tag, err := tagParams(c)
 	if err != nil {
 		return err
 	}
@@ -26,14 +20,9 @@ func (s *Server) putTag(c echo.Context) error {
 		return badField("body.version", "want a positive version")
 	}
 	if ref.Version == 0 {
-		d, err := s.db.Dataset(ctx, ds)
-		if err != nil {
+		if ref.Version, err = s.currentVersion(ctx, ds, "tagging"); err != nil {
 			return err
 		}
-		if d.Current == 0 {
-			return fmt.Errorf("server: tagging %q: %w", ds, snapshot.ErrNoVersion)
-		}
-		ref.Version = d.Current
 	}
 	if err := s.db.Tag(ctx, ds, tag, ref.Version); err != nil {
 		return err
@@ -46,16 +35,18 @@ func (s *Server) putTag(c echo.Context) error {
 }
 
 func (s *Server) deleteTag(c echo.Context) error {
-	ds, err := pathParam(c, "dataset")
+	ds, tag, err := tagParams(c)
 	if err != nil {
 		return err
 	}
-	tag, err := pathParam(c, "tag")
-	if err != nil {
-		return err
+	return answerNoContent(c, s.db.Untag(c.Request().Context(), ds, tag))
+}
+
+// tagParams returns the unescaped dataset and tag of a tag's path.
+func tagParams(c echo.Context) (ds, tag string, err error) {
+	if ds, err = pathParam(c, "dataset"); err != nil {
+		return "", "", err
 	}
-	if err := s.db.Untag(c.Request().Context(), ds, tag); err != nil {
-		return err
-	}
-	return c.NoContent(http.StatusNoContent)
+	tag, err = pathParam(c, "tag")
+	return ds, tag, err
 }

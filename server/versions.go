@@ -1,8 +1,9 @@
 package server
 
 import (
+	"context"
+	"fmt"
 	"net/http"
-	"strconv"
 
 	"github.com/labstack/echo/v4"
 	"github.com/snapstore/snapstore/snapshot"
@@ -17,10 +18,7 @@ func (s *Server) listVersions(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if vs == nil {
-		vs = []snapshot.VersionInfo{}
-	}
-	return c.JSON(http.StatusOK, map[string]any{"versions": vs})
+	return answerList(c, "versions", vs)
 }
 
 func (s *Server) getVersion(c echo.Context) error {
@@ -36,7 +34,7 @@ func (s *Server) getVersion(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	c.Response().Header().Set(versionHeader, strconv.FormatInt(info.Version, 10))
+	setVersionHeader(c, info.Version)
 	return c.JSON(http.StatusOK, info)
 }
 
@@ -58,6 +56,20 @@ func (s *Server) rollback(c echo.Context) error {
 	}
 	s.log.Info("dataset rolled back", "dataset", ds, "version", info.Version, "token", c.Get("token"))
 	return c.JSON(http.StatusOK, info)
+}
+
+// currentVersion returns the current version of ds, for a request that
+// defaults to it; snapshot.ErrNoVersion, wrapped with what the request does
+// ("tagging"), when nothing was committed.
+func (s *Server) currentVersion(ctx context.Context, ds, what string) (int64, error) {
+	d, err := s.db.Dataset(ctx, ds)
+	if err != nil {
+		return 0, err
+	}
+	if d.Current == 0 {
+		return 0, fmt.Errorf("server: %s %q: %w", what, ds, snapshot.ErrNoVersion)
+	}
+	return d.Current, nil
 }
 
 // versionRef is the body of tag and rollback requests.
