@@ -75,6 +75,8 @@ func toAdapterOut(a adapters.Adapter) adapterOut {
 	}
 }
 
+// listAdapters answers GET /v1/adapters: every adapter, from the config
+// file and the API, with its next run.
 func (s *Server) listAdapters(c echo.Context) error {
 	as, err := s.svc.ListAdapters(c.Request().Context())
 	if err != nil {
@@ -87,6 +89,8 @@ func (s *Server) listAdapters(c echo.Context) error {
 	return answerList(c, "adapters", out)
 }
 
+// createAdapter answers POST /v1/adapters: defines a new adapter (409
+// adapter_exists when the name is taken).
 func (s *Server) createAdapter(c echo.Context) error {
 	var in adapterJSON
 	if err := decodeDefinition(c, &in, &in.Name, "an adapter"); err != nil {
@@ -99,6 +103,7 @@ func (s *Server) createAdapter(c echo.Context) error {
 	return c.JSON(http.StatusCreated, toAdapterOut(a))
 }
 
+// getAdapter answers GET /v1/adapters/{name}.
 func (s *Server) getAdapter(c echo.Context) error {
 	return answerByParam(c, "name", func(ctx context.Context, name string) (adapterOut, error) {
 		a, err := s.svc.GetAdapter(ctx, name)
@@ -106,6 +111,8 @@ func (s *Server) getAdapter(c echo.Context) error {
 	})
 }
 
+// putAdapter answers PUT /v1/adapters/{name}: creates the adapter (201) or
+// replaces it (200).
 func (s *Server) putAdapter(c echo.Context) error {
 	var in adapterJSON
 	if err := decodeDefinition(c, &in, &in.Name, "an adapter"); err != nil {
@@ -118,6 +125,7 @@ func (s *Server) putAdapter(c echo.Context) error {
 	return c.JSON(createdStatus(created), toAdapterOut(a))
 }
 
+// deleteAdapter answers DELETE /v1/adapters/{name}.
 func (s *Server) deleteAdapter(c echo.Context) error {
 	name, err := pathParam(c, "name")
 	if err != nil {

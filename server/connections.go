@@ -7,6 +7,8 @@ import (
 	"github.com/snapstore/snapstore/adapters"
 )
 
+// listConnections answers GET /v1/connections: every data connection,
+// secrets redacted.
 func (s *Server) listConnections(c echo.Context) error {
 	cs, err := s.svc.ListConnections(c.Request().Context())
 	if err != nil {
@@ -15,6 +17,8 @@ func (s *Server) listConnections(c echo.Context) error {
 	return answerList(c, "connections", cs)
 }
 
+// createConnection answers POST /v1/connections: defines a new connection
+// (409 connection_exists when the name is taken).
 func (s *Server) createConnection(c echo.Context) error {
 	var spec adapters.ConnectionSpec
 	if err := decodeDefinition(c, &spec, &spec.Name, "a connection"); err != nil {
@@ -27,10 +31,13 @@ func (s *Server) createConnection(c echo.Context) error {
 	return c.JSON(http.StatusCreated, conn)
 }
 
+// getConnection answers GET /v1/connections/{name}, secrets redacted.
 func (s *Server) getConnection(c echo.Context) error {
 	return answerByParam(c, "name", s.svc.GetConnection)
 }
 
+// putConnection answers PUT /v1/connections/{name}: creates the connection
+// (201) or replaces it (200).
 func (s *Server) putConnection(c echo.Context) error {
 	var spec adapters.ConnectionSpec
 	if err := decodeDefinition(c, &spec, &spec.Name, "a connection"); err != nil {
@@ -43,6 +50,8 @@ func (s *Server) putConnection(c echo.Context) error {
 	return c.JSON(createdStatus(created), conn)
 }
 
+// dropConnection answers DELETE /v1/connections/{name}; force=true drops a
+// connection that adapters name (else 409 connection_in_use).
 func (s *Server) dropConnection(c echo.Context) error {
 	name, err := pathParam(c, "name")
 	if err != nil {
@@ -55,10 +64,14 @@ func (s *Server) dropConnection(c echo.Context) error {
 	return answerNoContent(c, s.svc.DropConnection(c.Request().Context(), name, force))
 }
 
+// testConnection answers POST /v1/connections/{name}/test: reaches the
+// source and reports how that went.
 func (s *Server) testConnection(c echo.Context) error {
 	return answerByParam(c, "name", s.svc.TestConnection)
 }
 
+// listResources answers GET /v1/connections/{name}/resources: the tables
+// and views of the source.
 func (s *Server) listResources(c echo.Context) error {
 	name, err := pathParam(c, "name")
 	if err != nil {

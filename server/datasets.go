@@ -19,6 +19,7 @@ func toDatasetOut(d snapshot.DatasetInfo) datasetOut {
 	return datasetOut{DatasetInfo: d, Retention: retentionToJSON(d.Retention)}
 }
 
+// listDatasets answers GET /v1/datasets.
 func (s *Server) listDatasets(c echo.Context) error {
 	infos, err := s.db.Datasets(c.Request().Context())
 	if err != nil {
@@ -31,6 +32,8 @@ func (s *Server) listDatasets(c echo.Context) error {
 	return answerList(c, "datasets", out)
 }
 
+// getDataset answers GET /v1/datasets/{dataset}: the dataset and, with a
+// version selector, the version it selects as version_read.
 func (s *Server) getDataset(c echo.Context) error {
 	ds, err := pathParam(c, "dataset")
 	if err != nil {
@@ -63,6 +66,8 @@ func (s *Server) getDataset(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
+// dropDataset answers DELETE /v1/datasets/{dataset}: the dataset and all
+// its versions go.
 func (s *Server) dropDataset(c echo.Context) error {
 	ds, err := pathParam(c, "dataset")
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"github.com/snapstore/snapstore/snapshot"
 )
 
+// diff answers GET /v1/datasets/{dataset}/diff: the changes from version
+// from to version to as NDJSON, or their counts with stats_only=true.
 func (s *Server) diff(c echo.Context) error {
 	ctx := c.Request().Context()
 	ds, err := pathParam(c, "dataset")

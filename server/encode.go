@@ -143,6 +143,7 @@ func AppendRowResult(dst []byte, dataset string, version int64, row snapshot.Row
 	return append(dst, '}')
 }
 
+// appendStrings appends ss as a JSON array of strings.
 func appendStrings(b []byte, ss []string) []byte {
 	b = append(b, '[')
 	for i, s := range ss {

@@ -94,6 +94,7 @@ func (s *Server) explainNoDataset(c echo.Context, err error) error {
 	return err
 }
 
+// writeProblem sends p as problem+json (headers only for HEAD).
 func writeProblem(c echo.Context, p Problem) {
 	c.Response().Header().Set(echo.HeaderContentType, ProblemContentType)
 	if c.Request().Method == http.MethodHead {

@@ -75,6 +75,8 @@ func gcLoop(ctx context.Context, interval time.Duration, collect func(context.Co
 	}
 }
 
+// gc answers POST /v1/datasets/{dataset}/gc: collects the dataset now;
+// dry_run=true only reports what it would collect.
 func (s *Server) gc(c echo.Context) error {
 	ds, err := pathParam(c, "dataset")
 	if err != nil {

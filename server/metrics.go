@@ -100,6 +100,7 @@ func (d *datasetCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+// serveMetrics answers GET /metrics: the exposition of Options.Gatherer.
 func (s *Server) serveMetrics(c echo.Context) error {
 	promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}).ServeHTTP(c.Response(), c.Request())
 	return nil

@@ -91,6 +91,7 @@ func openapiPath(echoPath string) string {
 	return p
 }
 
+// openapiJSON answers GET /openapi.json: the embedded document.
 func (s *Server) openapiJSON(c echo.Context) error {
 	return c.JSONBlob(http.StatusOK, s.api.json)
 }

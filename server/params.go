@@ -22,6 +22,8 @@ func pathParam(c echo.Context, name string) (string, error) {
 	return u, nil
 }
 
+// parseVersion reads a version number given as input field: a positive
+// integer.
 func parseVersion(field, v string) (int64, error) {
 	id, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || id < 1 {
@@ -30,6 +32,8 @@ func parseVersion(field, v string) (int64, error) {
 	return id, nil
 }
 
+// parseBoolQuery reads the boolean query parameter name (strconv.ParseBool
+// forms); false when absent.
 func parseBoolQuery(c echo.Context, name string) (bool, error) {
 	v := c.QueryParam(name)
 	if v == "" {

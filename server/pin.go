@@ -8,6 +8,10 @@ import (
 	"github.com/snapstore/snapstore/snapshot"
 )
 
+// versionHeader is the response header carrying the version a read was
+// pinned to.
+const versionHeader = "Snapstore-Version"
+
 // parseAt reads the version selector of a read: at most one of version,
 // as_of (RFC 3339) and tag.
 func parseAt(c echo.Context) (snapshot.At, error) {
@@ -72,7 +76,3 @@ func (s *Server) openReader(c echo.Context, at snapshot.At) (*snapshot.Reader, e
 func setVersionHeader(c echo.Context, version int64) {
 	c.Response().Header().Set(versionHeader, strconv.FormatInt(version, 10))
 }
-
-// versionHeader is the response header carrying the version a read was
-// pinned to.
-const versionHeader = "Snapstore-Version"

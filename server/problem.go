@@ -221,6 +221,8 @@ func problemFor(err error) Problem {
 	return newProblem(http.StatusInternalServerError, "internal", "internal error; see the server log")
 }
 
+// newProblem builds the problem of status and code; Type is the code's
+// URL.
 func newProblem(status int, code, detail string) Problem {
 	return Problem{
 		Type:   problemTypeBase + code,

@@ -12,6 +12,16 @@ import (
 	"github.com/snapstore/snapstore/snapshot"
 )
 
+// Page sizes of JSON scans.
+const (
+	// defaultPageSize is the number of rows of a JSON scan page without limit.
+	defaultPageSize = 100
+	// maxPageSize is the largest limit of a JSON page.
+	maxPageSize = 10000
+)
+
+// getRow answers GET /v1/datasets/{dataset}/rows/{key}: one row at the
+// pinned version, the key given one path segment per key column.
 func (s *Server) getRow(c echo.Context) error {
 	at, err := parseAt(c)
 	if err != nil {
@@ -66,6 +76,8 @@ func rowKeyParts(c echo.Context) ([]string, error) {
 	return parts, nil
 }
 
+// parseColumns reads the columns query parameter: a comma-separated list
+// of column names, blanks dropped; nil (every column) when absent.
 func parseColumns(c echo.Context) []string {
 	if c.Request().URL.RawQuery == "" {
 		return nil
@@ -101,6 +113,9 @@ func checkColumns(cols []string, v snapshot.VersionInfo) error {
 	return nil
 }
 
+// scanRows answers GET /v1/datasets/{dataset}/rows: rows in key order at
+// the pinned version, as JSON pages or an NDJSON or CSV stream
+// (negotiate).
 func (s *Server) scanRows(c echo.Context) error {
 	at, err := parseAt(c)
 	if err != nil {
@@ -219,6 +234,8 @@ func parseKeyPrefix(schema snapshot.Schema, parts []string) ([]snapshot.Value, e
 	return vals, nil
 }
 
+// selectedColumns is the column list of an answer: sel when the request
+// chose columns, else every column of schema in order.
 func selectedColumns(sel []string, schema snapshot.Schema) []string {
 	if len(sel) > 0 {
 		return sel
@@ -241,11 +258,3 @@ func putBody(bp *[]byte) {
 		bodyPool.Put(bp)
 	}
 }
-
-// Page sizes of JSON scans.
-const (
-	// defaultPageSize is the number of rows of a JSON scan page without limit.
-	defaultPageSize = 100
-	// maxPageSize is the largest limit of a JSON page.
-	maxPageSize = 10000
-)

@@ -7,6 +7,9 @@ import (
 	"github.com/snapstore/snapstore/adapters"
 )
 
+// startRun answers POST /v1/adapters/{name}/runs: starts a run (202 with
+// its record and Location) or, with wait=true, waits for its end (200);
+// force=true commits a run the guard refuses.
 func (s *Server) startRun(c echo.Context) error {
 	name, err := pathParam(c, "name")
 	if err != nil {
@@ -37,6 +40,8 @@ func (s *Server) startRun(c echo.Context) error {
 	return c.JSON(http.StatusOK, run)
 }
 
+// listRuns answers GET /v1/adapters/{name}/runs: the adapter's runs,
+// newest first, at most limit (adapters' default without).
 func (s *Server) listRuns(c echo.Context) error {
 	name, err := pathParam(c, "name")
 	if err != nil {
@@ -56,6 +61,7 @@ func (s *Server) listRuns(c echo.Context) error {
 	return answerList(c, "runs", runs)
 }
 
+// getRun answers GET /v1/runs/{id}.
 func (s *Server) getRun(c echo.Context) error {
 	return answerByParam(c, "id", s.svc.GetRun)
 }

@@ -102,6 +102,8 @@ func (s *Server) Handler() http.Handler { return s.echo }
 // SetShuttingDown makes /readyz answer 503 from now on.
 func (s *Server) SetShuttingDown() { s.stopping.Store(true) }
 
+// newEcho builds the router: the error handler, the one middleware, and
+// the route table, each route an operation of openapi.yaml.
 func (s *Server) newEcho() *echo.Echo {
 	e := echo.New()
 	e.HideBanner = true

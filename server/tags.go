@@ -6,6 +6,8 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
+// putTag answers PUT /v1/datasets/{dataset}/tags/{tag}: tags the version
+// of the body, the current one without, and answers that version.
 func (s *Server) putTag(c echo.Context) error {
 	ctx := c.Request().Context()
 	ds, tag, err := tagParams(c)
@@ -34,6 +36,7 @@ func (s *Server) putTag(c echo.Context) error {
 	return c.JSON(http.StatusOK, info)
 }
 
+// deleteTag answers DELETE /v1/datasets/{dataset}/tags/{tag}.
 func (s *Server) deleteTag(c echo.Context) error {
 	ds, tag, err := tagParams(c)
 	if err != nil {

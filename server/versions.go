@@ -9,6 +9,8 @@ import (
 	"github.com/snapstore/snapstore/snapshot"
 )
 
+// listVersions answers GET /v1/datasets/{dataset}/versions: the kept
+// versions.
 func (s *Server) listVersions(c echo.Context) error {
 	ds, err := pathParam(c, "dataset")
 	if err != nil {
@@ -21,6 +23,7 @@ func (s *Server) listVersions(c echo.Context) error {
 	return answerList(c, "versions", vs)
 }
 
+// getVersion answers GET /v1/datasets/{dataset}/versions/{version}.
 func (s *Server) getVersion(c echo.Context) error {
 	ds, err := pathParam(c, "dataset")
 	if err != nil {
@@ -38,6 +41,8 @@ func (s *Server) getVersion(c echo.Context) error {
 	return c.JSON(http.StatusOK, info)
 }
 
+// rollback answers POST /v1/datasets/{dataset}/rollback: makes a kept
+// version current again.
 func (s *Server) rollback(c echo.Context) error {
 	ds, err := pathParam(c, "dataset")
 	if err != nil {
