@@ -10,8 +10,8 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// TestOddInputs_NeverA500 sends inputs no handler expects; none may give a 500, and
-// every error is a problem.
+// TestOddInputs_NeverA500 sends inputs no handler expects; none may give a
+// 500, and every error is a problem.
 func TestOddInputs_NeverA500(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	f.run("products")

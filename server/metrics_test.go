@@ -7,8 +7,9 @@ import (
 	"testing"
 )
 
-// TestMetrics_ExposedAndDocumented checks the exposition after a run and a GC, and that
-// docs/operations.md lists every metric family the process exposes.
+// TestMetrics_ExposedAndDocumented checks the exposition after a run and a
+// GC, and that docs/operations.md lists every metric family the process
+// exposes.
 func TestMetrics_ExposedAndDocumented(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	f.run("products")

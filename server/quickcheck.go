@@ -158,7 +158,8 @@ func plainSchema(s *openapi3.Schema) bool {
 // pathParams gives the path parameters of the matched route (echo.Context).
 type pathParams interface{ Param(name string) string }
 
-// accepts reports whether the request certainly passes validation (R1, validate.go).
+// accepts reports whether the request certainly passes validation (R1,
+// validate.go).
 // query is the parsed query string (nil when there is none).
 func (qc *quickCheck) accepts(r *http.Request, pp pathParams, query url.Values) bool {
 	if r.ContentLength != 0 || len(r.TransferEncoding) > 0 {
