@@ -5,8 +5,11 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"strings"
+
+	"github.com/labstack/echo/v4"
 )
 
 // Role is what a bearer token may do. Roles are ordered: each includes the
@@ -132,5 +135,21 @@ func CheckListen(addr string, tokens []Token) error {
 	if err != nil || !ip.IsLoopback() {
 		return fmt.Errorf("server: listen address %q is not loopback and no auth tokens are configured; add auth.tokens or listen on 127.0.0.1", addr)
 	}
+	return nil
+}
+
+// authorize checks the bearer token against the operation's role.
+func (s *Server) authorize(c echo.Context, rt *route) error {
+	if !s.tokens.enabled() || rt.role == RoleNone {
+		return nil
+	}
+	tok, ok := s.tokens.lookup(c.Request().Header.Get(echo.HeaderAuthorization))
+	if !ok {
+		return echo.NewHTTPError(http.StatusUnauthorized, "a valid bearer token is required (Authorization: Bearer TOKEN)")
+	}
+	if tok.Role < rt.role {
+		return echo.NewHTTPError(http.StatusForbidden, fmt.Sprintf("token %q has role %s; this operation needs %s", tok.Name, tok.Role, rt.role))
+	}
+	c.Set("token", tok.Name)
 	return nil
 }

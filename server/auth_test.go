@@ -2,22 +2,11 @@ package server
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
 	"testing"
-
-	"github.com/labstack/echo/v4"
 )
-
-type echoContext = echo.Context
-
-func readDoc(name string) (string, error) {
-	b, err := os.ReadFile(filepath.Join("..", "docs", name))
-	return string(b), err
-}
 
 func TestCheckListen(t *testing.T) {
 	tok := []Token{{Name: "a", Token: "t", Role: RoleReader}}

@@ -42,8 +42,8 @@ func ValueText(v snapshot.Value) string {
 // values in the row's column order (snapshot.Row.AppendJSON).
 func AppendRowJSON(dst []byte, row snapshot.Row) []byte { return row.AppendJSON(dst) }
 
-// AppendKeyJSON appends key as a JSON array of values.
-func AppendKeyJSON(dst []byte, key []snapshot.Value) []byte {
+// appendKeyJSON appends key as a JSON array of values.
+func appendKeyJSON(dst []byte, key []snapshot.Value) []byte {
 	dst = append(dst, '[')
 	for i, v := range key {
 		if i > 0 {
@@ -52,6 +52,25 @@ func AppendKeyJSON(dst []byte, key []snapshot.Value) []byte {
 		dst = v.AppendJSON(dst)
 	}
 	return append(dst, ']')
+}
+
+// appendChangeJSON appends one line of a diff (without its newline):
+// {"op":..., "key":[...], "before":{...}, "after":{...}}, before absent for
+// an insert and after for a delete.
+func appendChangeJSON(dst []byte, ch snapshot.Change) []byte {
+	dst = append(dst, `{"op":`...)
+	dst = appendJSONString(dst, string(ch.Op))
+	dst = append(dst, `,"key":`...)
+	dst = appendKeyJSON(dst, ch.Key)
+	if ch.Before != nil {
+		dst = append(dst, `,"before":`...)
+		dst = ch.Before.AppendJSON(dst)
+	}
+	if ch.After != nil {
+		dst = append(dst, `,"after":`...)
+		dst = ch.After.AppendJSON(dst)
+	}
+	return append(dst, '}')
 }
 
 // appendJSONString appends s as a JSON string, byte for byte as
@@ -108,4 +127,30 @@ func appendJSONString[S []byte | string](dst []byte, s S) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// AppendRowResult appends the body of GET /v1/datasets/{dataset}/rows/{key}:
+// {"dataset":..., "version":..., "key":[...], "row":{...}}.
+func AppendRowResult(dst []byte, dataset string, version int64, row snapshot.Row) []byte {
+	dst = append(dst, `{"dataset":`...)
+	dst = appendJSONString(dst, dataset)
+	dst = append(dst, `,"version":`...)
+	dst = strconv.AppendInt(dst, version, 10)
+	dst = append(dst, `,"key":`...)
+	dst = appendKeyJSON(dst, row.Key)
+	dst = append(dst, `,"row":`...)
+	dst = row.AppendJSON(dst)
+	return append(dst, '}')
+}
+
+// appendStrings appends ss as a JSON array of strings.
+func appendStrings(b []byte, ss []string) []byte {
+	b = append(b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, s)
+	}
+	return append(b, ']')
 }

@@ -10,7 +10,9 @@ import (
 	"mime"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -268,4 +270,40 @@ func (f *fixture) run(adapter string) int64 {
 		f.t.Fatalf("run of %s: %+v", adapter, rec)
 	}
 	return rec.Version
+}
+
+// wantProblem sends a request and checks the status, code and (when
+// given) field of the problem answered.
+func (f *fixture) wantProblem(status int, code, field, method, path, body string, hdr ...string) Problem {
+	f.t.Helper()
+	r := f.do(method, path, body, hdr...)
+	if r.status != status {
+		f.t.Fatalf("%s %s: status %d, want %d: %s", method, path, r.status, status, r.body)
+	}
+	p := r.problem(f.t)
+	if p.Code != code || field != "" && p.Field != field {
+		f.t.Fatalf("%s %s: code %s field %q, want %s %q (%s)", method, path, p.Code, p.Field, code, field, p.Detail)
+	}
+	return p
+}
+
+type rowResult struct {
+	Dataset string         `json:"dataset"`
+	Version int64          `json:"version"`
+	Key     []any          `json:"key"`
+	Row     map[string]any `json:"row"`
+}
+
+func versionOf(t *testing.T, r response) int64 {
+	t.Helper()
+	v, err := strconv.ParseInt(r.header.Get(versionHeader), 10, 64)
+	if err != nil {
+		t.Fatalf("bad %s header %q", versionHeader, r.header.Get(versionHeader))
+	}
+	return v
+}
+
+func readDoc(name string) (string, error) {
+	b, err := os.ReadFile(filepath.Join("..", "docs", name))
+	return string(b), err
 }

@@ -3,17 +3,19 @@ package server
 import (
 	"context"
 	"errors"
+	"net/http"
 	"time"
 
+	"github.com/labstack/echo/v4"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
-// CollectGarbage runs garbage collection (snapshot.DB.GC, not dry) on every
+// collectGarbage runs garbage collection (snapshot.DB.GC, not dry) on every
 // dataset, one after the other, and returns the reports of those it
 // collected. A dataset dropped meanwhile is skipped; other errors are
 // joined and the remaining datasets still collected. Bytes and cells
 // reclaimed are added to the gc metrics.
-func (s *Server) CollectGarbage(ctx context.Context) ([]snapshot.GCReport, error) {
+func (s *Server) collectGarbage(ctx context.Context) ([]snapshot.GCReport, error) {
 	infos, err := s.db.Datasets(ctx)
 	if err != nil {
 		return nil, err
@@ -34,19 +36,14 @@ func (s *Server) CollectGarbage(ctx context.Context) ([]snapshot.GCReport, error
 			errs = append(errs, err)
 			continue
 		}
-		s.metrics.gcBytes.WithLabelValues(d.Name).Add(float64(rep.BytesReclaimed))
-		s.metrics.gcCells.WithLabelValues(d.Name).Add(float64(rep.CellsDeleted))
-		if rep.CellsDeleted > 0 || len(rep.VersionsExpired) > 0 || rep.InvalidTxnsPruned > 0 {
-			s.log.Info("garbage collected", "dataset", d.Name, "versions_expired", len(rep.VersionsExpired),
-				"cells_deleted", rep.CellsDeleted, "bytes_reclaimed", rep.BytesReclaimed, "invalid_txns_pruned", rep.InvalidTxnsPruned)
-		}
+		s.recordGC(d.Name, rep, true, nil)
 		reps = append(reps, rep)
 	}
 	return reps, errors.Join(errs...)
 }
 
-// RunGCLoop calls CollectGarbage every interval until ctx is done: the
-// periodic GC that applies retention (DESIGN 5) without an operator. It
+// RunGCLoop calls collectGarbage every interval until ctx is done: the
+// periodic GC that applies retention (snapshot.G1) without an operator. It
 // returns when ctx is done; interval <= 0 returns at once.
 //
 // A read-only process (a reader of a table another process writes,
@@ -58,7 +55,7 @@ func (s *Server) RunGCLoop(ctx context.Context, interval time.Duration) {
 		}
 		return
 	}
-	gcLoop(ctx, interval, func(ctx context.Context) { _, _ = s.CollectGarbage(ctx) })
+	gcLoop(ctx, interval, func(ctx context.Context) { _, _ = s.collectGarbage(ctx) })
 }
 
 // gcLoop calls collect every interval until ctx is done.
@@ -76,4 +73,46 @@ func gcLoop(ctx context.Context, interval time.Duration, collect func(context.Co
 			collect(ctx)
 		}
 	}
+}
+
+// gc answers POST /v1/datasets/{dataset}/gc: collects the dataset now;
+// dry_run=true only reports what it would collect.
+func (s *Server) gc(c echo.Context) error {
+	ds, err := pathParam(c, "dataset")
+	if err != nil {
+		return err
+	}
+	dry, err := parseBoolQuery(c, "dry_run")
+	if err != nil {
+		return err
+	}
+	rep, err := s.db.GC(c.Request().Context(), ds, dry)
+	if err != nil {
+		return err
+	}
+	if !dry {
+		s.recordGC(ds, rep, false, c.Get("token"))
+	}
+	if rep.VersionsExpired == nil {
+		rep.VersionsExpired = []int64{}
+	}
+	return c.JSON(http.StatusOK, rep)
+}
+
+// recordGC adds what a collection of ds reclaimed to the gc metrics and
+// logs it at info: a periodic one only when it collected something, so that
+// an idle loop stays quiet; one asked for through the API always, with the
+// name of the token that asked.
+func (s *Server) recordGC(ds string, rep snapshot.GCReport, periodic bool, token any) {
+	s.metrics.gcBytes.WithLabelValues(ds).Add(float64(rep.BytesReclaimed))
+	s.metrics.gcCells.WithLabelValues(ds).Add(float64(rep.CellsDeleted))
+	if periodic && rep.CellsDeleted == 0 && len(rep.VersionsExpired) == 0 && rep.InvalidTxnsPruned == 0 {
+		return
+	}
+	attrs := []any{"dataset", ds, "versions_expired", len(rep.VersionsExpired), "cells_deleted", rep.CellsDeleted,
+		"bytes_reclaimed", rep.BytesReclaimed, "invalid_txns_pruned", rep.InvalidTxnsPruned}
+	if !periodic {
+		attrs = append(attrs, "token", token)
+	}
+	s.log.Info("garbage collected", attrs...)
 }

@@ -28,7 +28,7 @@ func TestCollectGarbage_AppliesRetention(t *testing.T) {
 	f.run("products")
 	f.exec(`UPDATE notes SET v = 'three'`)
 	v3 := f.run("short")
-	reps, err := f.srv.CollectGarbage(context.Background())
+	reps, err := f.srv.collectGarbage(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,11 +2,15 @@ package server
 
 import (
 	"context"
+	"log/slog"
+	"net/http"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // metrics are the server's own metrics (Prometheus's newDBMetrics pattern:
@@ -94,4 +98,71 @@ func (d *datasetCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descVersionAge, prometheus.GaugeValue, now.Sub(info.CurrentInfo.CommittedAt).Seconds(), info.Name)
 		}
 	}
+}
+
+// serveMetrics answers GET /metrics: the exposition of Options.Gatherer.
+func (s *Server) serveMetrics(c echo.Context) error {
+	promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}).ServeHTTP(c.Response(), c.Request())
+	return nil
+}
+
+// observe records the latency histogram and logs the request at debug.
+func (s *Server) observe(c echo.Context, rt *route, d time.Duration) {
+	status := c.Response().Status
+	if rt != nil {
+		rt.observer(s.metrics, status).Observe(d.Seconds())
+	} else {
+		s.metrics.observeHTTP(methodLabel(c.Request().Method), "unmatched", status, d)
+	}
+	if s.log.Enabled(context.Background(), slog.LevelDebug) {
+		label := "unmatched"
+		if rt != nil {
+			label = rt.label
+		}
+		s.log.Debug("http request", "method", c.Request().Method, "route", label, "status", status, "bytes", c.Response().Size)
+	}
+}
+
+// methodLabel is the method label of metrics: the standard methods as
+// they are, any other token "other", so that clients cannot add series by
+// inventing methods (unknown paths are "unmatched" for the same reason).
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return m
+	}
+	return "other"
+}
+
+type statusObserver struct {
+	status int
+	obs    prometheus.Observer
+}
+
+// observer returns the latency observer of the route's status, creating it
+// on first use.
+func (rt *route) observer(m *metrics, status int) prometheus.Observer {
+	if p := rt.obs.Load(); p != nil {
+		for _, so := range *p {
+			if so.status == status {
+				return so.obs
+			}
+		}
+	}
+	m.obsMu.Lock()
+	defer m.obsMu.Unlock()
+	var cur []statusObserver
+	if p := rt.obs.Load(); p != nil {
+		cur = *p
+		for _, so := range cur {
+			if so.status == status {
+				return so.obs
+			}
+		}
+	}
+	o := m.httpDuration.WithLabelValues(rt.method, rt.label, strconv.Itoa(status))
+	next := append(cur[:len(cur):len(cur)], statusObserver{status, o})
+	rt.obs.Store(&next)
+	return o
 }

@@ -4,15 +4,13 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers"
+	"github.com/labstack/echo/v4"
 )
 
 //go:embed openapi.yaml
@@ -40,16 +38,9 @@ type apiOp struct {
 	query map[string]bool
 }
 
-// OpenAPIDocument returns the embedded OpenAPI 3 document as JSON, as served
-// at /openapi.json.
-func OpenAPIDocument() ([]byte, error) {
-	d, err := loadAPIDoc()
-	if err != nil {
-		return nil, err
-	}
-	return d.json, nil
-}
-
+// loadAPIDoc parses and validates the embedded document, encodes the JSON
+// served at /openapi.json, and compiles each operation: its role, query
+// parameter names and quick check.
 func loadAPIDoc() (*apiDoc, error) {
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromData(openapiYAML)
@@ -100,76 +91,11 @@ func openapiPath(echoPath string) string {
 	return p
 }
 
-// validate checks req against op's parameters and request body schema. It
-// returns a *fieldError naming the parameter or body field.
-func (d *apiDoc) validate(ctx context.Context, req *http.Request, op apiOp, pathParams map[string]string) error {
-	in := &openapi3filter.RequestValidationInput{
-		Request:    req,
-		PathParams: pathParams,
-		Route: &routers.Route{
-			Spec:      d.doc,
-			Path:      op.path,
-			PathItem:  op.item,
-			Method:    op.method,
-			Operation: op.op,
-		},
-		Options: &openapi3filter.Options{
-			AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
-		},
-	}
-	err := openapi3filter.ValidateRequest(ctx, in)
-	if err == nil {
-		return nil
-	}
-	var re *openapi3filter.RequestError
-	if errors.As(err, &re) {
-		switch {
-		case re.Parameter != nil:
-			return &fieldError{field: re.Parameter.Name, msg: requestErrorText(re)}
-		case re.RequestBody != nil:
-			field := "body"
-			var pe *openapi3filter.ParseError
-			if errors.As(re.Err, &pe) {
-				return badJSON("not JSON: %v", pe.Cause)
-			}
-			var se *openapi3.SchemaError
-			if errors.As(re.Err, &se) && len(se.JSONPointer()) == 0 && (se.SchemaField == "type" || se.SchemaField == "nullable") {
-				// The wrong top-level type ([] or null for an object): not
-				// JSON of the right shape.
-				want := "value of another type"
-				if se.Schema != nil && se.Schema.Type != nil && len(se.Schema.Type.Slice()) == 1 {
-					want = se.Schema.Type.Slice()[0]
-				}
-				return badJSON("want a JSON %s: %s", want, se.Reason)
-			}
-			if errors.As(re.Err, &se) {
-				if ptr := se.JSONPointer(); len(ptr) > 0 {
-					field += "." + strings.Join(ptr, ".")
-				}
-				if m := unsupportedProperty.FindStringSubmatch(se.Reason); m != nil {
-					field += "." + m[1]
-				}
-				return &fieldError{field: field, msg: se.Reason}
-			}
-			return &fieldError{field: field, msg: requestErrorText(re)}
-		}
-	}
-	return &fieldError{msg: err.Error()}
+// openapiJSON answers GET /openapi.json: the embedded document.
+func (s *Server) openapiJSON(c echo.Context) error {
+	return c.JSONBlob(http.StatusOK, s.api.json)
 }
 
-var unsupportedProperty = regexp.MustCompile(`property "([^"]+)" is unsupported`)
-
-func requestErrorText(re *openapi3filter.RequestError) string {
-	var se *openapi3.SchemaError
-	if errors.As(re.Err, &se) {
-		return se.Reason
-	}
-	if re.Err != nil {
-		msg := re.Err.Error()
-		if re.Reason != "" {
-			msg = re.Reason + ": " + msg
-		}
-		return msg
-	}
-	return re.Reason
-}
+// keyParam is the OpenAPI name of the trailing wildcard ("*") of the row
+// route (openapiPath).
+const keyParam = "key"

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -36,35 +35,68 @@ type Problem struct {
 // in docs/api.md.
 const problemTypeBase = "https://snapstore.dev/problems/"
 
-// fieldError is a bad request input, named by field.
+// Bad input: which field is to blame.
+//
+// A problem names the input to blame in Field. It comes from one of two
+// places, and problemFor reads both: a *fieldError that the handler which
+// parsed the input attached (withField, badField), or, for errors that
+// always come from one input (a bad cron schedule, a page token), the
+// field column of the sentinels table. An *adapters.OptionError carries its
+// own key (options.port), which stands for an attached field. With none of
+// these, Field is empty: no one input is to blame.
+
+// fieldError blames one request input for err: the answer is err's problem
+// (its sentinel's status and code) with Field set to field.
 type fieldError struct {
 	field string
-	msg   string
-	err   error // optional cause, wrapped
+	err   error
 }
 
-func (e *fieldError) Error() string {
-	if e.field == "" {
-		return e.msg
-	}
-	return e.field + ": " + e.msg
-}
+func (e *fieldError) Error() string { return e.err.Error() }
 
 func (e *fieldError) Unwrap() error { return e.err }
 
-// jsonError is a request body that is not JSON, or not JSON of the right
-// top-level type: 400 bad_json, field "body".
-type jsonError struct{ msg string }
-
-func (e *jsonError) Error() string { return "body: " + e.msg }
-
-func badJSON(format string, args ...any) error {
-	return &jsonError{msg: fmt.Sprintf(format, args...)}
+// withField blames field for err; "" blames nothing. Attach it only where
+// the input is the cause (a tag_not_found of a diff bound, not a
+// dataset_not_found of its path).
+func withField(err error, field string) error {
+	if err == nil || field == "" {
+		return err
+	}
+	return &fieldError{field: field, err: err}
 }
 
-// badField returns a 400 problem naming field.
+// Refusals of this package's own checks; each refusal error matches one.
+var (
+	errBadRequest = errors.New("server: bad request")
+	errBadJSON    = errors.New("server: bad JSON")
+)
+
+// refusal is a request input refused by this package: kind (errBadRequest
+// or errBadJSON) gives its code, msg its text.
+type refusal struct {
+	kind error
+	msg  string
+}
+
+func (e *refusal) Error() string { return e.msg }
+
+func (e *refusal) Is(target error) bool { return target == e.kind }
+
+// badField refuses the input field: 400 bad_request naming it ("" names
+// none, for a request wrong as a whole).
 func badField(field, format string, args ...any) error {
-	return &fieldError{field: field, msg: fmt.Sprintf(format, args...)}
+	msg := fmt.Sprintf(format, args...)
+	if field != "" {
+		msg = field + ": " + msg
+	}
+	return withField(&refusal{kind: errBadRequest, msg: msg}, field)
+}
+
+// badJSON refuses a body that is not JSON, or not JSON of the right
+// top-level type: 400 bad_json naming "body".
+func badJSON(format string, args ...any) error {
+	return &refusal{kind: errBadJSON, msg: "body: " + fmt.Sprintf(format, args...)}
 }
 
 // sentinel is one row of the error table.
@@ -72,158 +104,125 @@ type sentinel struct {
 	err    error
 	status int
 	code   string
+	field  string // the input to blame when none is attached (fieldError)
 }
 
-// sentinels maps every exported sentinel of snapshot, adapters and store to a
-// status and a stable code. Order matters only where one error wraps another
-// (the first match wins). problem_test.go checks that every exported Err*
-// variable of the three packages appears here.
+// sentinels maps this package's own refusals and every exported sentinel
+// of snapshot, adapters and store to a status, a stable code and, for an
+// error that always comes from one input, the field to blame. Order matters
+// only where one error wraps another (the first match wins).
+// problem_test.go checks that every exported Err* variable of the three
+// packages appears here.
 var sentinels = []sentinel{
+	// this package's own checks (badField, badJSON)
+	{errBadRequest, http.StatusBadRequest, "bad_request", ""},
+	{errBadJSON, http.StatusBadRequest, "bad_json", "body"},
 	// snapshot
-	{snapshot.ErrDatasetNotFound, http.StatusNotFound, "dataset_not_found"},
-	{snapshot.ErrNoVersion, http.StatusNotFound, "no_version"},
-	{snapshot.ErrVersionNotKept, http.StatusGone, "version_not_kept"},
-	{snapshot.ErrTagNotFound, http.StatusNotFound, "tag_not_found"},
-	{snapshot.ErrRowNotFound, http.StatusNotFound, "row_not_found"},
-	{snapshot.ErrRunInProgress, http.StatusConflict, "run_in_progress"},
-	{snapshot.ErrGuardRefused, http.StatusConflict, "guard_refused"},
-	{snapshot.ErrBadKey, http.StatusBadRequest, "bad_key"},
-	{snapshot.ErrBadSchema, http.StatusUnprocessableEntity, "bad_schema"},
-	{snapshot.ErrKeyChanged, http.StatusConflict, "key_changed"},
-	{snapshot.ErrRunClosed, http.StatusConflict, "run_closed"},
-	{snapshot.ErrRecordNotFound, http.StatusNotFound, "not_found"},
-	{snapshot.ErrBadPageToken, http.StatusBadRequest, "bad_page_token"},
-	{snapshot.ErrInvalidArgument, http.StatusBadRequest, "invalid_argument"},
-	{snapshot.ErrClosed, http.StatusServiceUnavailable, "closed"},
-	{snapshot.ErrCorrupt, http.StatusInternalServerError, "corrupt"}, // stored data, not input: the one 500 sentinel
-	// Several processes on one store (snapshot doc.go S1-S3): a read-only
-	// process refuses writes (send them to the writer); a writer that lost
-	// its lease refuses them until it renews (safe to retry).
-	{snapshot.ErrReadOnly, http.StatusConflict, "read_only"},
-	{snapshot.ErrWriterLeaseHeld, http.StatusServiceUnavailable, "writer_lease_held"},
-	{snapshot.ErrWriterLeaseLost, http.StatusServiceUnavailable, "writer_lease_lost"},
+	{snapshot.ErrDatasetNotFound, http.StatusNotFound, "dataset_not_found", ""},
+	{snapshot.ErrNoVersion, http.StatusNotFound, "no_version", ""},
+	{snapshot.ErrVersionNotKept, http.StatusGone, "version_not_kept", ""},
+	{snapshot.ErrTagNotFound, http.StatusNotFound, "tag_not_found", ""},
+	{snapshot.ErrRowNotFound, http.StatusNotFound, "row_not_found", ""},
+	{snapshot.ErrRunInProgress, http.StatusConflict, "run_in_progress", ""},
+	{snapshot.ErrGuardRefused, http.StatusConflict, "guard_refused", ""},
+	{snapshot.ErrBadKey, http.StatusBadRequest, "bad_key", ""},
+	{snapshot.ErrBadSchema, http.StatusUnprocessableEntity, "bad_schema", ""},
+	{snapshot.ErrKeyChanged, http.StatusConflict, "key_changed", "key_columns"},
+	{snapshot.ErrRunClosed, http.StatusConflict, "run_closed", ""},
+	{snapshot.ErrRecordNotFound, http.StatusNotFound, "not_found", ""},
+	{snapshot.ErrBadPageToken, http.StatusBadRequest, "bad_page_token", "page_token"},
+	{snapshot.ErrInvalidArgument, http.StatusBadRequest, "invalid_argument", ""},
+	{snapshot.ErrClosed, http.StatusServiceUnavailable, "closed", ""},
+	{snapshot.ErrCorrupt, http.StatusInternalServerError, "corrupt", ""}, // stored data, not input: the one 500 sentinel
+	// Several processes on one store: a read-only process refuses writes
+	// (snapshot.W1: send them to the writer); a writer without the lease
+	// refuses them until it holds it again (snapshot.W1, snapshot.W3: safe
+	// to retry).
+	{snapshot.ErrReadOnly, http.StatusConflict, "read_only", ""},
+	{snapshot.ErrWriterLeaseHeld, http.StatusServiceUnavailable, "writer_lease_held", ""},
+	{snapshot.ErrWriterLeaseLost, http.StatusServiceUnavailable, "writer_lease_lost", ""},
 	// adapters
-	{adapters.ErrConnectionNotFound, http.StatusNotFound, "connection_not_found"},
-	{adapters.ErrConnectionExists, http.StatusConflict, "connection_exists"},
-	{adapters.ErrConnectionReadOnly, http.StatusConflict, "connection_read_only"},
-	{adapters.ErrConnectionInUse, http.StatusConflict, "connection_in_use"},
-	{adapters.ErrUnknownType, http.StatusBadRequest, "unknown_connection_type"},
-	{adapters.ErrAdapterNotFound, http.StatusNotFound, "adapter_not_found"},
-	{adapters.ErrAdapterExists, http.StatusConflict, "adapter_exists"},
-	{adapters.ErrAdapterReadOnly, http.StatusConflict, "adapter_read_only"},
-	{adapters.ErrRunNotFound, http.StatusNotFound, "run_not_found"},
-	{adapters.ErrRunInProgress, http.StatusConflict, "run_in_progress"},
-	{adapters.ErrBadSchedule, http.StatusBadRequest, "bad_schedule"},
-	{adapters.ErrNoKey, http.StatusUnprocessableEntity, "no_key"},
-	{adapters.ErrResourceNotFound, http.StatusNotFound, "resource_not_found"},
-	{adapters.ErrSourceUnavailable, http.StatusBadGateway, "source_unavailable"},
-	{adapters.ErrSourceAuth, http.StatusBadGateway, "source_auth"},
-	{adapters.ErrUnsupportedType, http.StatusUnprocessableEntity, "unsupported_type"},
-	{adapters.ErrShuttingDown, http.StatusServiceUnavailable, "shutting_down"},
+	{adapters.ErrConnectionNotFound, http.StatusNotFound, "connection_not_found", ""},
+	{adapters.ErrConnectionExists, http.StatusConflict, "connection_exists", ""},
+	{adapters.ErrConnectionReadOnly, http.StatusConflict, "connection_read_only", ""},
+	{adapters.ErrConnectionInUse, http.StatusConflict, "connection_in_use", ""},
+	{adapters.ErrUnknownType, http.StatusBadRequest, "unknown_connection_type", "type"},
+	{adapters.ErrAdapterNotFound, http.StatusNotFound, "adapter_not_found", ""},
+	{adapters.ErrAdapterExists, http.StatusConflict, "adapter_exists", ""},
+	{adapters.ErrAdapterReadOnly, http.StatusConflict, "adapter_read_only", ""},
+	{adapters.ErrRunNotFound, http.StatusNotFound, "run_not_found", ""},
+	{adapters.ErrRunInProgress, http.StatusConflict, "run_in_progress", ""},
+	{adapters.ErrBadSchedule, http.StatusBadRequest, "bad_schedule", "schedule"},
+	{adapters.ErrNoKey, http.StatusUnprocessableEntity, "no_key", "key_columns"},
+	{adapters.ErrResourceNotFound, http.StatusNotFound, "resource_not_found", "resource"},
+	{adapters.ErrSourceUnavailable, http.StatusBadGateway, "source_unavailable", ""},
+	{adapters.ErrSourceAuth, http.StatusBadGateway, "source_auth", ""},
+	{adapters.ErrUnsupportedType, http.StatusUnprocessableEntity, "unsupported_type", ""},
+	{adapters.ErrShuttingDown, http.StatusServiceUnavailable, "shutting_down", ""},
 	// One adapter per dataset: a conflict with the adapter that writes it
 	// (field "dataset" from the *adapters.OptionError); before ErrBadOption,
 	// which the OptionError also carries.
-	{adapters.ErrDatasetTaken, http.StatusConflict, "dataset_taken"},
-	{adapters.ErrBadOption, http.StatusBadRequest, "bad_option"},
+	{adapters.ErrDatasetTaken, http.StatusConflict, "dataset_taken", ""},
+	{adapters.ErrBadOption, http.StatusBadRequest, "bad_option", ""},
 	// store
-	{store.ErrNotFound, http.StatusNotFound, "not_found"},
-	{store.ErrClosed, http.StatusServiceUnavailable, "closed"},
-	{store.ErrInvalidArgument, http.StatusBadRequest, "invalid_argument"},
-	{store.ErrUnavailable, http.StatusServiceUnavailable, "store_unavailable"},
+	{store.ErrNotFound, http.StatusNotFound, "not_found", ""},
+	{store.ErrClosed, http.StatusServiceUnavailable, "closed", ""},
+	{store.ErrInvalidArgument, http.StatusBadRequest, "invalid_argument", ""},
+	{store.ErrUnavailable, http.StatusServiceUnavailable, "store_unavailable", ""},
 	// standard library
-	{context.DeadlineExceeded, http.StatusGatewayTimeout, "timeout"},
-	{context.Canceled, http.StatusServiceUnavailable, "canceled"},
+	{context.DeadlineExceeded, http.StatusGatewayTimeout, "timeout", ""},
+	{context.Canceled, http.StatusServiceUnavailable, "canceled", ""},
 }
 
-// sentinelFields names the input to blame for sentinels that always come
-// from one field.
-var sentinelFields = map[error]string{
-	adapters.ErrBadSchedule:      "schedule",
-	snapshot.ErrBadPageToken:     "page_token",
-	adapters.ErrUnknownType:      "type",
-	snapshot.ErrKeyChanged:       "key_columns",
-	adapters.ErrNoKey:            "key_columns",
-	adapters.ErrResourceNotFound: "resource",
+// httpCodes gives the codes of echo's HTTP errors (and this package's, made
+// with echo.NewHTTPError) by status; any other status is "http_error".
+var httpCodes = map[int]string{
+	http.StatusBadRequest:            "bad_request",
+	http.StatusUnauthorized:          "unauthorized",
+	http.StatusForbidden:             "forbidden",
+	http.StatusNotFound:              "route_not_found",
+	http.StatusMethodNotAllowed:      "method_not_allowed",
+	http.StatusRequestEntityTooLarge: "body_too_large",
+	http.StatusUnsupportedMediaType:  "unsupported_media_type",
 }
 
-// ProblemFor is the one translation from an error to problem details: the
-// sentinels of snapshot, adapters and store (checked with errors.Is), an
-// *adapters.OptionError (Field is its Key), bad request inputs of this
-// package, echo's HTTP errors (404 route, 405 method, 413 body) and
+// problemFor is the one translation from an error to problem details:
+// echo's HTTP errors (404 route, 405 method, 413 body, 401, 403, 415), then
+// the first row of sentinels that the error matches (errors.Is), and
 // everything else, which is a 500 "internal" whose detail hides the cause.
-func ProblemFor(err error) Problem {
-	var je *jsonError
-	if errors.As(err, &je) {
-		p := newProblem(http.StatusBadRequest, "bad_json", je.Error())
-		p.Field = "body"
-		return p
-	}
-	var fe *fieldError
-	if errors.As(err, &fe) {
-		p := newProblem(http.StatusBadRequest, "bad_request", fe.Error())
-		p.Field = fe.field
-		return p
-	}
+// Field is, in this order, the field a handler attached (fieldError), the
+// key of an *adapters.OptionError, or the row's field.
+func problemFor(err error) Problem {
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
-		code := "http_error"
-		switch he.Code {
-		case http.StatusNotFound:
-			code = "route_not_found"
-		case http.StatusMethodNotAllowed:
-			code = "method_not_allowed"
-		case http.StatusRequestEntityTooLarge:
-			code = "body_too_large"
-		case http.StatusUnauthorized:
-			code = "unauthorized"
-		case http.StatusForbidden:
-			code = "forbidden"
-		case http.StatusBadRequest:
-			code = "bad_request"
-		case http.StatusUnsupportedMediaType:
-			code = "unsupported_media_type"
+		code, ok := httpCodes[he.Code]
+		if !ok {
+			code = "http_error"
 		}
 		return newProblem(he.Code, code, fmt.Sprint(he.Message))
 	}
-	// The most specific sentinel wins (adapters.ErrBadOption comes after the
-	// others in the table); the field comes from an *adapters.OptionError in
-	// the chain, a field attached by this package, or the sentinel's usual
-	// field.
-	var oe *adapters.OptionError
-	hasOption := errors.As(err, &oe)
 	for _, s := range sentinels {
 		if !errors.Is(err, s.err) {
 			continue
 		}
 		p := newProblem(s.status, s.code, err.Error())
-		p.Field = sentinelFields[s.err]
-		var fs *fieldedSentinel
+		var fe *fieldError
+		var oe *adapters.OptionError
 		switch {
-		case errors.As(err, &fs):
-			p.Field = fs.field
-		case hasOption:
+		case errors.As(err, &fe):
+			p.Field = fe.field
+		case errors.As(err, &oe):
 			p.Field = oe.Key
+		default:
+			p.Field = s.field
 		}
-		return p
-	}
-	if hasOption { // an OptionError built without Unwrap (defensive)
-		p := newProblem(http.StatusBadRequest, "bad_option", err.Error())
-		p.Field = oe.Key
-		return p
-	}
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se):
-		return newProblem(http.StatusBadRequest, "bad_json", fmt.Sprintf("body is not valid JSON at offset %d", se.Offset))
-	case errors.As(err, &te):
-		p := newProblem(http.StatusBadRequest, "bad_json", fmt.Sprintf("body field %q: want %s, got %s", te.Field, te.Type, te.Value))
-		p.Field = "body." + te.Field
 		return p
 	}
 	return newProblem(http.StatusInternalServerError, "internal", "internal error; see the server log")
 }
 
+// newProblem builds the problem of status and code; Type is the code's
+// URL.
 func newProblem(status int, code, detail string) Problem {
 	return Problem{
 		Type:   problemTypeBase + code,

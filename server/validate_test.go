@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -40,7 +41,7 @@ func quickVerdict(s *Server, method, target string) (quick bool, kinErr error, o
 	return quick, s.api.validate(req2.Context(), req2, rt.apiOp, params), true
 }
 
-// TestQuickCheckAgreesWithKin checks V1 (validate.go): whatever the quick
+// TestQuickCheckAgreesWithKin checks R1 (validate.go): whatever the quick
 // check accepts, kin-openapi accepts too. It walks every operation with
 // path and query values around each schema's edges.
 func TestQuickCheckAgreesWithKin(t *testing.T) {
@@ -104,7 +105,7 @@ func TestQuickCheckAgreesWithKin(t *testing.T) {
 	}
 }
 
-// FuzzQuickCheck checks V1 on arbitrary paths and queries: `go test` runs
+// FuzzQuickCheck checks R1 on arbitrary paths and queries: `go test` runs
 // the seeds, `go test -fuzz FuzzQuickCheck ./server` explores.
 func FuzzQuickCheck(f *testing.F) {
 	s := routesOnly(f)
@@ -134,4 +135,54 @@ func FuzzQuickCheck(f *testing.F) {
 			t.Fatalf("%s %s: the quick check accepts, kin-openapi refuses: %v", method, u.RequestURI(), kinErr)
 		}
 	})
+}
+
+// TestQuery_MalformedRefused: a query string that url.ParseQuery does not
+// parse whole is a 400 before any handler acts, rather than the pair it
+// cannot parse being dropped (a read answering the current version, a dry
+// run collecting for real).
+func TestQuery_MalformedRefused(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.must(201, "POST", "/v1/adapters", `{"name":"short","connection":"shop","resource":"notes","dataset":"short","retention":{"ttl":"1ns","min_versions":1}}`)
+	v1 := strconv.FormatInt(f.run("short"), 10)
+	f.exec(`UPDATE notes SET v = 'two'`)
+	f.run("short")
+	for _, path := range []string{
+		"/v1/datasets/short/rows/plain?version=" + v1 + ";",
+		"/v1/datasets/short/rows/plain?version=" + v1 + "%zz",
+		"/v1/datasets/short/rows/plain?version=1;version=2",
+		"/v1/datasets/short/rows?limit=%zz",
+		"/v1/datasets/short?tag=x%z",
+		"/v1/datasets/short/rows?%zz=1",
+	} {
+		p := f.wantProblem(400, "bad_request", "", "GET", path, "")
+		if !strings.Contains(p.Detail, "does not parse") {
+			t.Errorf("%s: detail %q", path, p.Detail)
+		}
+	}
+	f.wantProblem(400, "bad_request", "", "POST", "/v1/datasets/short/gc?dry_run=true;", "")
+	f.wantProblem(400, "bad_request", "dry_run", "POST", "/v1/datasets/short/gc?dry_run=true%zz", "")
+	var vs struct {
+		Versions []struct{ Version int64 } `json:"versions"`
+	}
+	f.must(200, "GET", "/v1/datasets/short/versions", "").json(t, &vs)
+	if len(vs.Versions) != 2 {
+		t.Fatalf("a refused dry run collected: versions %+v", vs.Versions)
+	}
+	// Escapes that parse are fine.
+	f.must(200, "GET", "/v1/datasets/short/rows/plain?version="+v1+"&columns=%76", "")
+}
+
+// TestQuery_UnknownParameterRefused: a query parameter the operation does
+// not document is a 400 naming it.
+func TestQuery_UnknownParameterRefused(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.run("products")
+	f.wantProblem(400, "bad_request", "Version", "GET", "/v1/datasets/products/rows/1?Version=1", "")
+	f.wantProblem(400, "bad_request", "form", "GET", "/v1/datasets/products/diff?form=1", "")
+	f.wantProblem(400, "bad_request", "unknown", "GET", "/v1/datasets/products/rows?unknown=1", "")
+	f.wantProblem(400, "bad_request", "x", "GET", "/v1/datasets?x", "")
+	f.wantProblem(400, "bad_request", "dryrun", "POST", "/v1/datasets/products/gc?dryrun=true", "")
+	f.must(200, "GET", "/v1/datasets/products/rows?limit=2&columns=id&start=1", "")
+	f.must(200, "GET", "/v1/datasets/products/rows?&limit=2&", "") // empty pairs are skipped, as ParseQuery does
 }

@@ -1,0 +1,135 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/snapshot"
+)
+
+// adapterJSON is adapters.AdapterSpec on the wire, with durations as text.
+type adapterJSON struct {
+	Name         string         `json:"name,omitempty"`
+	Connection   string         `json:"connection"`
+	Resource     string         `json:"resource"`
+	Dataset      string         `json:"dataset,omitempty"`
+	KeyColumns   []string       `json:"key_columns,omitempty"`
+	Schedule     string         `json:"schedule,omitempty"`
+	Retention    retentionJSON  `json:"retention"`
+	Guard        snapshot.Guard `json:"guard"`
+	Retries      int            `json:"retries,omitempty"`
+	RetryBackoff duration       `json:"retry_backoff,omitempty"`
+	RunOnStart   bool           `json:"run_on_start"`
+}
+
+func (a adapterJSON) spec() adapters.AdapterSpec {
+	return adapters.AdapterSpec{
+		Name:         a.Name,
+		Connection:   a.Connection,
+		Resource:     a.Resource,
+		Dataset:      a.Dataset,
+		KeyColumns:   a.KeyColumns,
+		Schedule:     a.Schedule,
+		Retention:    snapshot.Retention{TTL: time.Duration(a.Retention.TTL), MinVersions: a.Retention.MinVersions},
+		Guard:        a.Guard,
+		Retries:      a.Retries,
+		RetryBackoff: time.Duration(a.RetryBackoff),
+		RunOnStart:   a.RunOnStart,
+	}
+}
+
+// adapterOut is adapters.Adapter on the wire.
+type adapterOut struct {
+	adapterJSON
+	Source    adapters.Origin `json:"source"`
+	Revision  int64           `json:"revision"`
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
+	NextRun   *time.Time      `json:"next_run,omitempty"`
+}
+
+func toAdapterOut(a adapters.Adapter) adapterOut {
+	sp := a.AdapterSpec
+	return adapterOut{
+		adapterJSON: adapterJSON{
+			Name:         sp.Name,
+			Connection:   sp.Connection,
+			Resource:     sp.Resource,
+			Dataset:      sp.Dataset,
+			KeyColumns:   sp.KeyColumns,
+			Schedule:     sp.Schedule,
+			Retention:    retentionToJSON(sp.Retention),
+			Guard:        sp.Guard,
+			Retries:      sp.Retries,
+			RetryBackoff: duration(sp.RetryBackoff),
+			RunOnStart:   sp.RunOnStart,
+		},
+		Source:    a.Source,
+		Revision:  a.Revision,
+		CreatedAt: a.CreatedAt,
+		UpdatedAt: a.UpdatedAt,
+		NextRun:   a.NextRun,
+	}
+}
+
+// listAdapters answers GET /v1/adapters: every adapter, from the config
+// file and the API, with its next run.
+func (s *Server) listAdapters(c echo.Context) error {
+	as, err := s.svc.ListAdapters(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	out := make([]adapterOut, 0, len(as))
+	for _, a := range as {
+		out = append(out, toAdapterOut(a))
+	}
+	return answerList(c, "adapters", out)
+}
+
+// createAdapter answers POST /v1/adapters: defines a new adapter (409
+// adapter_exists when the name is taken).
+func (s *Server) createAdapter(c echo.Context) error {
+	var in adapterJSON
+	if err := decodeDefinition(c, &in, &in.Name, "an adapter"); err != nil {
+		return err
+	}
+	a, err := s.svc.CreateAdapter(c.Request().Context(), in.spec())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, toAdapterOut(a))
+}
+
+// getAdapter answers GET /v1/adapters/{name}.
+func (s *Server) getAdapter(c echo.Context) error {
+	return answerByParam(c, "name", func(ctx context.Context, name string) (adapterOut, error) {
+		a, err := s.svc.GetAdapter(ctx, name)
+		return toAdapterOut(a), err
+	})
+}
+
+// putAdapter answers PUT /v1/adapters/{name}: creates the adapter (201) or
+// replaces it (200).
+func (s *Server) putAdapter(c echo.Context) error {
+	var in adapterJSON
+	if err := decodeDefinition(c, &in, &in.Name, "an adapter"); err != nil {
+		return err
+	}
+	a, created, err := s.svc.PutAdapter(c.Request().Context(), in.spec())
+	if err != nil {
+		return err
+	}
+	return c.JSON(createdStatus(created), toAdapterOut(a))
+}
+
+// deleteAdapter answers DELETE /v1/adapters/{name}.
+func (s *Server) deleteAdapter(c echo.Context) error {
+	name, err := pathParam(c, "name")
+	if err != nil {
+		return err
+	}
+	return answerNoContent(c, s.svc.DeleteAdapter(c.Request().Context(), name))
+}

@@ -1,0 +1,130 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+)
+
+// MaxBodyBytes is the largest request body accepted (1 MiB).
+const MaxBodyBytes = 1 << 20
+
+// decodeBody decodes a JSON request body strictly into v: unknown fields,
+// trailing data, a wrong type or an empty required body are 400 problems
+// naming the field.
+func decodeBody(c echo.Context, v any, required bool) error {
+	data, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", mbe.Limit))
+		}
+		return badField("body", "reading the body: %v", err)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		if required {
+			return badField("body", "a JSON body is required")
+		}
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			return badJSON("not valid JSON at offset %d: %v", se.Offset, err)
+		case errors.As(err, &te):
+			want := te.Type.String()
+			if te.Type == reflect.TypeFor[duration]() {
+				want = `a duration such as "24h" or "90s"`
+			}
+			return badField("body."+te.Field, "want %s, got %s", want, te.Value)
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			name, _ := strconv.Unquote(strings.TrimPrefix(err.Error(), "json: unknown field "))
+			return badField("body."+name, "unknown field %q", name)
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return badJSON("truncated JSON")
+		}
+		return badField("body", "%v", err)
+	}
+	// More is false before a stray "}" or "]": ask for the next token.
+	if _, err := dec.Token(); err != io.EOF {
+		return badJSON("trailing data after the JSON value")
+	}
+	return nil
+}
+
+// limitBody caps request bodies at MaxBodyBytes; reading more fails with
+// *http.MaxBytesError, answered 413.
+func limitBody(c echo.Context) error {
+	r := c.Request()
+	if r.ContentLength > MaxBodyBytes {
+		return echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", MaxBodyBytes))
+	}
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = http.MaxBytesReader(c.Response(), r.Body, MaxBodyBytes)
+	}
+	return nil
+}
+
+// normalizeContentType lets a JSON body arrive without a Content-Type or
+// with curl's default for -d (application/x-www-form-urlencoded): both are
+// read as JSON. Any other non-JSON media type, a charset other than UTF-8
+// and a Content-Encoding (gzip) are a 415: the body would be misread.
+func normalizeContentType(r *http.Request, op apiOp) error {
+	if op.op.RequestBody == nil || r.ContentLength == 0 {
+		return nil
+	}
+	if ce := r.Header.Get(echo.HeaderContentEncoding); ce != "" && !strings.EqualFold(ce, "identity") {
+		return echo.NewHTTPError(http.StatusUnsupportedMediaType, fmt.Sprintf("request bodies are plain JSON; Content-Encoding %q is not accepted", ce))
+	}
+	ct := r.Header.Get(echo.HeaderContentType)
+	mt, params, _ := mime.ParseMediaType(ct)
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "utf8") {
+		return echo.NewHTTPError(http.StatusUnsupportedMediaType, fmt.Sprintf("request bodies are UTF-8 JSON, not charset %q", cs))
+	}
+	switch {
+	case mt == echo.MIMEApplicationJSON:
+		return nil
+	case ct == "" || mt == echo.MIMEApplicationForm:
+		r.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+		return nil
+	}
+	return echo.NewHTTPError(http.StatusUnsupportedMediaType, fmt.Sprintf("request bodies are JSON (application/json), not %q", mt))
+}
+
+// decodeDefinition decodes the body of a POST or PUT of a named definition
+// (a connection, an adapter; what names it in errors) into v, whose name
+// field is *name. A PUT takes the name from the path and refuses another
+// one in the body; a POST needs the name in the body.
+func decodeDefinition(c echo.Context, v any, name *string, what string) error {
+	if err := decodeBody(c, v, true); err != nil {
+		return err
+	}
+	if c.Request().Method == http.MethodPut {
+		path, err := pathParam(c, "name")
+		if err != nil {
+			return err
+		}
+		if *name != "" && *name != path {
+			return badField("body.name", "%q differs from the name in the path, %q", *name, path)
+		}
+		*name = path
+		return nil
+	}
+	if *name == "" {
+		return badField("body.name", "%s needs a name", what)
+	}
+	return nil
+}

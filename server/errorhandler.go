@@ -1,0 +1,105 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"syscall"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/snapshot"
+)
+
+// handleError is echo's error handler: every error becomes a problem.
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		// A stream already started: the status is sent; log and cut.
+		level := slog.LevelWarn
+		if clientGone(c, err) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
+			level = slog.LevelDebug // the client hung up mid-answer
+		}
+		s.log.Log(c.Request().Context(), level, "error after the response started", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+		return
+	}
+	if clientGone(c, err) {
+		// Nobody is listening: nothing to answer, not a server error.
+		c.Response().Status = statusClientClosed
+		s.log.Debug("client went away", "method", c.Request().Method, "route", c.Path(), "status", statusClientClosed, "err", err)
+		return
+	}
+	if errors.Is(err, context.Canceled) && s.stopping.Load() {
+		// The server's own work was cancelled because it is stopping: safe
+		// to retry elsewhere.
+		err = fmt.Errorf("%w: %w", adapters.ErrShuttingDown, err)
+	}
+	err = s.explainNoDataset(c, err)
+	p := problemFor(err)
+	p.Instance = c.Request().URL.Path
+	if p.Status >= 500 {
+		s.log.Error("request failed", "method", c.Request().Method, "route", c.Path(), "status", p.Status, "code", p.Code, "err", err)
+	}
+	if p.Status == http.StatusUnauthorized {
+		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="snapstore"`)
+	}
+	writeProblem(c, p)
+}
+
+// clientGone reports whether err comes from the request's connection going
+// away: err is a cancellation and the request's context is canceled, which
+// net/http does when the client closes the connection (a graceful shutdown
+// leaves requests running; only a forced close cuts them, and then nothing
+// can be answered either). Cancellations of the server's own contexts leave
+// the request's alive and are answered as problems.
+func clientGone(c echo.Context, err error) bool {
+	return errors.Is(err, context.Canceled) && errors.Is(c.Request().Context().Err(), context.Canceled)
+}
+
+// statusClientClosed is the status that logs and metrics give a
+// request whose client went away before the answer (nginx's 499); nothing
+// is sent.
+const statusClientClosed = 499
+
+// explainNoDataset turns the dataset_not_found of a read into no_version
+// when an adapter writes that dataset but has not committed yet: the
+// dataset will exist, and the detail says which adapter and when it runs.
+func (s *Server) explainNoDataset(c echo.Context, err error) error {
+	ds := c.Param("dataset")
+	if ds == "" || c.Request().Method != http.MethodGet || !errors.Is(err, snapshot.ErrDatasetNotFound) {
+		return err
+	}
+	if u, uerr := url.PathUnescape(ds); uerr == nil && c.Request().URL.RawPath != "" {
+		ds = u
+	}
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+	defer cancel()
+	ads, lerr := s.svc.ListAdapters(ctx)
+	if lerr != nil {
+		return err
+	}
+	for _, a := range ads {
+		if a.Dataset != ds && !(a.Dataset == "" && a.Name == ds) { // Dataset defaults to Name
+			continue
+		}
+		when := "when started (POST /v1/adapters/" + a.Name + "/runs)"
+		if a.NextRun != nil {
+			when = "at its next run, " + a.NextRun.UTC().Format(time.RFC3339)
+		}
+		return fmt.Errorf("%w: dataset %q has nothing committed yet; adapter %q writes it, %s", snapshot.ErrNoVersion, ds, a.Name, when)
+	}
+	return err
+}
+
+// writeProblem sends p as problem+json (headers only for HEAD).
+func writeProblem(c echo.Context, p Problem) {
+	c.Response().Header().Set(echo.HeaderContentType, ProblemContentType)
+	if c.Request().Method == http.MethodHead {
+		c.Response().WriteHeader(p.Status)
+		return
+	}
+	_ = c.JSON(p.Status, p)
+}

@@ -1,0 +1,58 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+// middleware runs around every request, in order: the latency histogram
+// and debug log (observe), panic recovery, the body limit, authorisation and
+// request validation.
+func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		rt := s.route(c)
+		if err := s.guard(c, rt, next); err != nil {
+			c.Error(err)
+		}
+		s.observe(c, rt, time.Since(start))
+		return nil
+	}
+}
+
+// guard recovers panics of the checks and the handler, then limits the
+// body, authorises and validates before calling next.
+func (s *Server) guard(c echo.Context, rt *route, next echo.HandlerFunc) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if r == http.ErrAbortHandler {
+				panic(r)
+			}
+			s.log.Error("handler panicked", "method", c.Request().Method, "route", c.Path(), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = fmt.Errorf("server: handler panicked: %v", r)
+		}
+	}()
+	if err := limitBody(c); err != nil {
+		return err
+	}
+	if rt != nil { // else route not found or method not allowed: answered by echo
+		if err := s.authorize(c, rt); err != nil {
+			return err
+		}
+		if raw := c.Request().URL.RawQuery; raw != "" {
+			if err := checkQuery(raw, rt.query); err != nil {
+				return err
+			}
+		}
+		if !s.skipValidation {
+			if err := s.validateRequest(c, rt); err != nil {
+				return err
+			}
+		}
+	}
+	return next(c)
+}

@@ -1,0 +1,61 @@
+package server
+
+import (
+	"net/url"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+)
+
+// pathParam returns the unescaped path parameter name. Echo matches on the
+// raw path when the request has one (an escaped "/" in a segment), and then
+// leaves parameters escaped.
+func pathParam(c echo.Context, name string) (string, error) {
+	v := c.Param(name)
+	if c.Request().URL.RawPath == "" {
+		return v, nil
+	}
+	u, err := url.PathUnescape(v)
+	if err != nil {
+		return "", badField(name, "bad URL escape: %v", err)
+	}
+	return u, nil
+}
+
+// parseVersion reads a version number given as input field: a positive
+// integer.
+func parseVersion(field, v string) (int64, error) {
+	id, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || id < 1 {
+		return 0, badField(field, "want a positive integer version, got %q", v)
+	}
+	return id, nil
+}
+
+// parseBoolQuery reads the boolean query parameter name (strconv.ParseBool
+// forms); false when absent.
+func parseBoolQuery(c echo.Context, name string) (bool, error) {
+	v := c.QueryParam(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, badField(name, "want true or false, got %q", v)
+	}
+	return b, nil
+}
+
+// parseLimit reads the limit query parameter: 0 when absent, else an
+// integer from 1 to most.
+func parseLimit(c echo.Context, most int) (int, error) {
+	v := c.QueryParam("limit")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > most {
+		return 0, badField("limit", "want an integer from 1 to %d, got %q", most, v)
+	}
+	return n, nil
+}

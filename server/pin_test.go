@@ -1,0 +1,63 @@
+package server
+
+import (
+	"fmt"
+	"strconv"
+	"testing"
+)
+
+func TestVersions_GoneAndBadSelectors(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	v1 := f.run("products")
+	for _, c := range []struct {
+		path   string
+		status int
+		code   string
+		field  string
+	}{
+		{"/v1/datasets/products/rows/1?version=999999", 410, "version_not_kept", ""},
+		{"/v1/datasets/products/versions/999999", 410, "version_not_kept", ""},
+		{"/v1/datasets/products/rows/1?version=abc", 400, "bad_request", "version"},
+		{"/v1/datasets/products/rows/1?version=0", 400, "bad_request", "version"},
+		{"/v1/datasets/products/versions/abc", 400, "bad_request", "version"},
+		{"/v1/datasets/products/rows/1?as_of=yesterday", 400, "bad_request", "as_of"},
+		{"/v1/datasets/products/rows/1?as_of=2000-01-01T00:00:00Z", 410, "version_not_kept", ""},
+		{fmt.Sprintf("/v1/datasets/products/rows/1?version=%d&tag=x", v1), 400, "bad_request", "version"},
+		{"/v1/datasets/products/rows/1?tag=nope", 404, "tag_not_found", ""},
+		{"/v1/datasets/nope/rows/1", 404, "dataset_not_found", ""},
+		{"/v1/datasets/products/diff?from=x", 404, "tag_not_found", "from"},
+		{"/v1/datasets/products/diff?from=-1", 400, "bad_request", "from"},
+		{"/v1/datasets/products/diff", 400, "bad_request", "from"}, // one version: nothing older
+		{"/v1/datasets/products/rows?limit=0", 400, "bad_request", "limit"},
+		{"/v1/datasets/products/rows?page_token=garbage", 400, "bad_page_token", "page_token"},
+		{"/v1/datasets/products/rows?page_token=" + strconv.FormatInt(v1, 10) + ".garbage", 400, "bad_page_token", "page_token"},
+		{"/v1/datasets/products/rows?start=notanint", 400, "bad_key", "start"},
+		{"/v1/datasets/products/rows?columns=id,nope", 400, "bad_request", "columns"},
+		{"/v1/datasets/products/rows/1?columns=nope", 400, "bad_request", "columns"},
+	} {
+		r := f.do("GET", c.path, "")
+		if r.status != c.status {
+			t.Errorf("%s: status %d, want %d: %s", c.path, r.status, c.status, r.body)
+			continue
+		}
+		p := r.problem(t)
+		if p.Code != c.code || (c.field != "" && p.Field != c.field) {
+			t.Errorf("%s: code %s field %q, want %s %q (%s)", c.path, p.Code, p.Field, c.code, c.field, p.Detail)
+		}
+	}
+}
+
+// TestAsOf_ZeroTimeIsATime: as_of=0001-01-01T00:00:00Z is a
+// time before every commit, a 410 as for 1900, not the current version.
+func TestAsOf_ZeroTimeIsATime(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.run("products")
+	for _, path := range []string{
+		"/v1/datasets/products/rows/1?as_of=0001-01-01T00:00:00Z",
+		"/v1/datasets/products/rows?as_of=0001-01-01T00:00:00Z",
+		"/v1/datasets/products?as_of=0001-01-01T00:00:00Z",
+	} {
+		f.wantProblem(410, "version_not_kept", "", "GET", path, "")
+	}
+	f.wantProblem(404, "dataset_not_found", "", "GET", "/v1/datasets/nope/rows/1?as_of=0001-01-01T00:00:00Z", "")
+}

@@ -1,0 +1,260 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/labstack/echo/v4"
+	"github.com/snapstore/snapstore/snapshot"
+)
+
+// Page sizes of JSON scans.
+const (
+	// defaultPageSize is the number of rows of a JSON scan page without limit.
+	defaultPageSize = 100
+	// maxPageSize is the largest limit of a JSON page.
+	maxPageSize = 10000
+)
+
+// getRow answers GET /v1/datasets/{dataset}/rows/{key}: one row at the
+// pinned version, the key given one path segment per key column.
+func (s *Server) getRow(c echo.Context) error {
+	at, err := parseAt(c)
+	if err != nil {
+		return err
+	}
+	parts, err := rowKeyParts(c)
+	if err != nil {
+		return err
+	}
+	r, err := s.openReader(c, at)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	key, err := r.ParseKey(parts)
+	if err != nil {
+		return withField(err, "key")
+	}
+	cols := parseColumns(c)
+	if err := checkColumns(cols, r.Version()); err != nil {
+		return err
+	}
+	row, err := r.Get(c.Request().Context(), key, cols)
+	if err != nil {
+		return err
+	}
+	v := r.Version()
+	bp := bodyPool.Get().(*[]byte)
+	defer putBody(bp)
+	*bp = append(AppendRowResult((*bp)[:0], v.Dataset, v.Version, row), '\n')
+	return c.JSONBlob(http.StatusOK, *bp)
+}
+
+// rowKeyParts splits the wildcard of /rows/{key...} into unescaped key
+// column texts, one per path segment.
+func rowKeyParts(c echo.Context) ([]string, error) {
+	raw := c.Param("*")
+	escaped := c.Request().URL.RawPath != ""
+	// An empty wildcard (".../rows/") is one empty segment: the empty text
+	// of a one-column text key, as ".../rows/1/" ends with an empty second
+	// column. For any other key it is a bad_key (too few parts).
+	parts := strings.Split(raw, "/")
+	for i, p := range parts {
+		if escaped {
+			u, err := url.PathUnescape(p)
+			if err != nil {
+				return nil, badField("key", "bad URL escape in key segment %d: %v", i+1, err)
+			}
+			parts[i] = u
+		}
+	}
+	return parts, nil
+}
+
+// parseColumns reads the columns query parameter: a comma-separated list
+// of column names, blanks dropped; nil (every column) when absent.
+func parseColumns(c echo.Context) []string {
+	if c.Request().URL.RawQuery == "" {
+		return nil
+	}
+	v := c.QueryParam("columns")
+	if v == "" {
+		return nil
+	}
+	var cols []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			cols = append(cols, p)
+		}
+	}
+	return cols
+}
+
+// checkColumns names the columns parameter when it lists a column the
+// pinned version does not have.
+func checkColumns(cols []string, v snapshot.VersionInfo) error {
+	for _, name := range cols {
+		found := false
+		for _, col := range v.Schema.Columns {
+			if col.Name == name {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return badField("columns", "no column %q at version %d", name, v.Version)
+		}
+	}
+	return nil
+}
+
+// scanRows answers GET /v1/datasets/{dataset}/rows: rows in key order at
+// the pinned version, as JSON pages or an NDJSON or CSV stream
+// (negotiate).
+func (s *Server) scanRows(c echo.Context) error {
+	at, err := parseAt(c)
+	if err != nil {
+		return err
+	}
+	q := c.QueryParams()
+	var inner string
+	if tok := q.Get("page_token"); tok != "" {
+		ds, err := pathParam(c, "dataset")
+		if err != nil {
+			return err
+		}
+		v, in, err := decodePageToken(ds, tok)
+		if err != nil {
+			return err
+		}
+		if at.Version != 0 && at.Version != v || !at.AsOf.IsZero() || at.Tag != "" {
+			return badField("page_token", "the page token pins version %d; do not give another version selector", v)
+		}
+		at = snapshot.At{Version: v}
+		inner = in
+	}
+	media := negotiate(c.Request().Header.Get(echo.HeaderAccept))
+	limit, err := parseLimit(c, maxPageSize)
+	if err != nil {
+		return err
+	}
+	if media == mediaJSON && limit == 0 {
+		limit = defaultPageSize
+	}
+	r, err := s.openReader(c, at)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	opts := snapshot.ScanOptions{Columns: parseColumns(c), Limit: limit, PageToken: inner}
+	if err := checkColumns(opts.Columns, r.Version()); err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name string
+		dst  *[]snapshot.Value
+	}{{"start", &opts.Start}, {"end", &opts.End}, {"prefix", &opts.Prefix}} {
+		if vals, ok := q[f.name]; ok && len(vals) > 0 {
+			k, err := parseKeyPrefix(r.Version().Schema, vals)
+			if err != nil {
+				return withField(err, f.name)
+			}
+			*f.dst = k
+		}
+	}
+	ctx := c.Request().Context()
+	it, err := r.Scan(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	version := r.Version().Version
+	switch media {
+	case mediaNDJSON:
+		return s.streamNDJSON(c, it)
+	case mediaCSV:
+		return s.streamCSV(c, it, opts.Columns, r.Version().Schema)
+	}
+	b := []byte(`{"dataset":`)
+	b = appendJSONString(b, r.Version().Dataset)
+	b = append(b, `,"version":`...)
+	b = strconv.AppendInt(b, version, 10)
+	b = append(b, `,"rows":[`...)
+	n := 0
+	var cols []string
+	for it.Next() { // the iterator stops at opts.Limit and then knows whether more rows follow
+		row := it.Row()
+		if n == 0 {
+			cols = row.Columns
+		} else {
+			b = append(b, ',')
+		}
+		b = row.AppendJSON(b)
+		n++
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	b = append(b, `],"columns":`...)
+	if cols == nil {
+		cols = selectedColumns(opts.Columns, r.Version().Schema)
+	}
+	b = appendStrings(b, cols)
+	b = append(b, `,"next_page_token":`...)
+	b = appendJSONString(b, encodePageToken(r.Version().Dataset, version, it.NextPageToken()))
+	b = append(b, "}\n"...)
+	return c.JSONBlob(http.StatusOK, b)
+}
+
+// parseKeyPrefix converts the texts of the first len(parts) key columns of
+// schema to typed values (snapshot.ParseValue per column kind), for the
+// start, end and prefix of a scan. snapshot.ErrBadKey when there are more
+// parts than key columns or a text does not fit its column.
+func parseKeyPrefix(schema snapshot.Schema, parts []string) ([]snapshot.Value, error) {
+	if len(parts) > len(schema.Key) {
+		return nil, fmt.Errorf("%w: %d key parts for %d key columns %v", snapshot.ErrBadKey, len(parts), len(schema.Key), schema.Key)
+	}
+	kinds := make(map[string]snapshot.Kind, len(schema.Columns))
+	for _, col := range schema.Columns {
+		kinds[col.Name] = col.Kind
+	}
+	vals := make([]snapshot.Value, 0, len(parts))
+	for i, p := range parts {
+		v, err := snapshot.ParseValue(kinds[schema.Key[i]], p)
+		if err != nil {
+			return nil, fmt.Errorf("key column %s: %w", schema.Key[i], err)
+		}
+		vals = append(vals, v)
+	}
+	return vals, nil
+}
+
+// selectedColumns is the column list of an answer: sel when the request
+// chose columns, else every column of schema in order.
+func selectedColumns(sel []string, schema snapshot.Schema) []string {
+	if len(sel) > 0 {
+		return sel
+	}
+	cols := make([]string, 0, len(schema.Columns))
+	for _, col := range schema.Columns {
+		cols = append(cols, col.Name)
+	}
+	return cols
+}
+
+// bodyPool holds the buffers of small answers: JSONBlob writes them whole
+// (into the connection's buffer) before the handler returns, so they are
+// reused once it has.
+var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// putBody returns a buffer to bodyPool unless it grew past 64 KiB.
+func putBody(bp *[]byte) {
+	if cap(*bp) <= 64<<10 {
+		bodyPool.Put(bp)
+	}
+}

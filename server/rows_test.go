@@ -1,0 +1,128 @@
+package server
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// TestScan_PagesStreamsAndRanges checks JSON paging (every page pinned to
+// the first page's version even after a new commit), NDJSON and CSV streams
+// of the whole range, and start/end/prefix/columns.
+func TestScan_PagesStreamsAndRanges(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	v1 := f.run("products")
+	type page struct {
+		Version int64            `json:"version"`
+		Columns []string         `json:"columns"`
+		Rows    []map[string]any `json:"rows"`
+		Next    string           `json:"next_page_token"`
+	}
+	var ids []string
+	path := "/v1/datasets/products/rows?limit=3"
+	for i := 0; ; i++ {
+		var p page
+		r := f.must(200, "GET", path, "")
+		r.json(t, &p)
+		if p.Version != v1 || versionOf(t, r) != v1 {
+			t.Fatalf("page %d read version %d, want %d", i, p.Version, v1)
+		}
+		if len(p.Rows) > 3 {
+			t.Fatalf("page of %d rows with limit 3", len(p.Rows))
+		}
+		for _, row := range p.Rows {
+			ids = append(ids, fmt.Sprint(row["id"]))
+		}
+		if i == 0 {
+			// A new version lands between pages; paging must not see it.
+			f.exec(`UPDATE products SET name = 'changed'; INSERT INTO products VALUES (10,'new',1,1)`)
+			f.run("products")
+		}
+		if p.Next == "" {
+			break
+		}
+		path = "/v1/datasets/products/rows?limit=3&page_token=" + url.QueryEscape(p.Next)
+		if i > 10 {
+			t.Fatal("paging does not end")
+		}
+	}
+	if strings.Join(ids, ",") != "1,2,3,4,5,6,7,8" {
+		t.Fatalf("paged ids %v", ids)
+	}
+
+	r := f.must(200, "GET", fmt.Sprintf("/v1/datasets/products/rows?version=%d", v1), "", "Accept", "application/x-ndjson")
+	lines := strings.Split(strings.TrimSpace(string(r.body)), "\n")
+	if len(lines) != 8 || r.header.Get("Content-Type") != mediaNDJSON || versionOf(t, r) != v1 {
+		t.Fatalf("ndjson: %d lines, %s", len(lines), r.body)
+	}
+	var row7 map[string]any
+	if err := json.Unmarshal([]byte(lines[6]), &row7); err != nil || row7["stock"] != nil || row7["name"] != "scale" {
+		t.Fatalf("line 7 %q (NULL stock): %v", lines[6], err)
+	}
+
+	r = f.must(200, "GET", "/v1/datasets/products/rows?columns=id,name", "", "Accept", "text/csv")
+	recs, err := csv.NewReader(bytes.NewReader(r.body)).ReadAll()
+	if err != nil || len(recs) != 10 || strings.Join(recs[0], ",") != "id,name" || strings.Join(recs[9], ",") != "10,new" {
+		t.Fatalf("csv: %v %q", err, r.body)
+	}
+
+	var p page
+	f.must(200, "GET", "/v1/datasets/products/rows?start=3&end=6", "").json(t, &p)
+	if len(p.Rows) != 3 || p.Rows[0]["id"] != 3.0 || p.Rows[2]["id"] != 5.0 {
+		t.Fatalf("start/end: %+v", p.Rows)
+	}
+	p = page{}
+	f.must(200, "GET", "/v1/datasets/products/rows?prefix=7&columns=name", "").json(t, &p)
+	if len(p.Rows) != 1 || len(p.Rows[0]) != 1 || p.Rows[0]["name"] != "changed" {
+		t.Fatalf("prefix/columns: %+v", p.Rows)
+	}
+}
+
+func TestRows_CompositeAndEscapedKeys(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.must(201, "POST", "/v1/adapters", `{"name":"lines","connection":"shop","resource":"order_lines","dataset":"order_lines"}`)
+	f.run("lines")
+	f.run("notes")
+	var got rowResult
+	f.must(200, "GET", "/v1/datasets/order_lines/rows/1001/2", "").json(t, &got)
+	if len(got.Key) != 2 || got.Key[0] != 1001.0 || got.Key[1] != 2.0 || got.Row["qty"] != 1.0 {
+		t.Fatalf("composite: %+v", got)
+	}
+	p := f.must(400, "GET", "/v1/datasets/order_lines/rows/1001/two", "").problem(t)
+	if p.Code != "bad_key" || p.Field != "key" {
+		t.Fatalf("bad key part: %+v", p)
+	}
+	f.must(400, "GET", "/v1/datasets/order_lines/rows/1001/1/7", "").problem(t)
+	var prefixPage struct {
+		Rows []map[string]any `json:"rows"`
+	}
+	f.must(200, "GET", "/v1/datasets/order_lines/rows?prefix=1001", "").json(t, &prefixPage)
+	if len(prefixPage.Rows) != 2 {
+		t.Fatalf("prefix of a composite key: %+v", prefixPage.Rows)
+	}
+	for key, want := range map[string]string{"a/b": "slash", "x y": "space", "100%": "percent", "plain": "p"} {
+		f.must(200, "GET", "/v1/datasets/notes/rows/"+url.PathEscape(key), "").json(t, &got)
+		if got.Row["v"] != want || got.Key[0] != key {
+			t.Fatalf("key %q: %+v", key, got)
+		}
+	}
+}
+
+// TestRows_EmptyTextKey: ".../rows/" addresses the empty
+// text key of a one-column text key; for other keys it is bad_key.
+func TestRows_EmptyTextKey(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.exec(`INSERT INTO notes VALUES ('', 'empty')`)
+	f.run("notes")
+	f.run("products")
+	var got rowResult
+	f.must(200, "GET", "/v1/datasets/notes/rows/", "").json(t, &got)
+	if got.Row["v"] != "empty" || len(got.Key) != 1 || got.Key[0] != "" {
+		t.Fatalf("empty key: %+v", got)
+	}
+	f.wantProblem(400, "bad_key", "key", "GET", "/v1/datasets/products/rows/", "")
+}

@@ -1,0 +1,87 @@
+package server
+
+import (
+	"bufio"
+	"encoding/csv"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+	"github.com/snapstore/snapstore/snapshot"
+)
+
+// startStream sends the status line and headers of a streamed answer of
+// media type contentType and returns the buffered writer of its body.
+func startStream(c echo.Context, contentType string) *bufio.Writer {
+	w := c.Response()
+	w.Header().Set(echo.HeaderContentType, contentType)
+	w.WriteHeader(http.StatusOK)
+	return bufio.NewWriterSize(w, 64<<10)
+}
+
+// endStream ends a streamed answer once its iterator stopped with err. With
+// none, the rest of the body is flushed. With one, the stream is cut
+// (streamAbort), unless the client went away: then there is no one to tell.
+func (s *Server) endStream(c echo.Context, bw *bufio.Writer, err error) error {
+	if err != nil {
+		if c.Request().Context().Err() != nil {
+			return nil
+		}
+		_ = bw.Flush()
+		s.streamAbort(c, err)
+	}
+	_ = bw.Flush()
+	return nil
+}
+
+// streamNDJSON streams the rows of it as one JSON object a line.
+func (s *Server) streamNDJSON(c echo.Context, it snapshot.RowIterator) error {
+	bw := startStream(c, mediaNDJSON)
+	var b []byte
+	for it.Next() { // the iterator stops at the limit, if any
+		b = it.Row().AppendJSON(b[:0])
+		b = append(b, '\n')
+		if _, err := bw.Write(b); err != nil {
+			return nil // client went away
+		}
+	}
+	return s.endStream(c, bw, it.Err())
+}
+
+// streamCSV streams the rows of it as CSV (ValueText), a header line of
+// column names first: those of the first row, else the selected columns
+// sel of schema.
+func (s *Server) streamCSV(c echo.Context, it snapshot.RowIterator, sel []string, schema snapshot.Schema) error {
+	bw := startStream(c, mediaCSV+"; charset=utf-8")
+	cw := csv.NewWriter(bw)
+	wroteHeader := false
+	var rec []string
+	for it.Next() { // the iterator stops at the limit, if any
+		row := it.Row()
+		if !wroteHeader {
+			if err := cw.Write(row.Columns); err != nil {
+				return nil
+			}
+			wroteHeader = true
+		}
+		rec = rec[:0]
+		for _, v := range row.Values {
+			rec = append(rec, ValueText(v))
+		}
+		if err := cw.Write(rec); err != nil {
+			return nil
+		}
+	}
+	if !wroteHeader {
+		_ = cw.Write(selectedColumns(sel, schema))
+	}
+	cw.Flush()
+	return s.endStream(c, bw, it.Err())
+}
+
+// streamAbort ends a stream whose status line is already sent: the error is
+// logged and the connection cut, so the client sees a truncated body rather
+// than a short but well-formed one.
+func (s *Server) streamAbort(c echo.Context, err error) {
+	s.log.Error("stream cut by an error", "route", c.Path(), "dataset", c.Param("dataset"), "err", err)
+	panic(http.ErrAbortHandler)
+}
