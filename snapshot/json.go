@@ -7,7 +7,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/snapstore/snapstore/internal/jsonstr"
 )
 
 // AppendJSON appends v's JSON form (see the Kind constants) to dst.
@@ -42,9 +43,9 @@ func (v Value) AppendJSON(dst []byte) []byte {
 		if json.Valid(v.Bytes) {
 			return append(dst, v.Bytes...)
 		}
-		return appendJSONString(dst, v.Bytes)
+		return jsonstr.Append(dst, v.Bytes)
 	default: // decimal, string, date, datetime, time
-		return appendJSONString(dst, v.Bytes)
+		return jsonstr.Append(dst, v.Bytes)
 	}
 }
 
@@ -88,42 +89,6 @@ func (v Value) Equal(o Value) bool {
 	return bytes.Equal(v.Bytes, o.Bytes)
 }
 
-func appendJSONString(dst, s []byte) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	for len(s) > 0 {
-		c := s[0]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				dst = append(dst, '\\', c)
-			case c == '\n':
-				dst = append(dst, '\\', 'n')
-			case c == '\r':
-				dst = append(dst, '\\', 'r')
-			case c == '\t':
-				dst = append(dst, '\\', 't')
-			case c < 0x20 || c == '<' || c == '>' || c == '&':
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			default:
-				dst = append(dst, c)
-			}
-			s = s[1:]
-			continue
-		}
-		r, size := utf8.DecodeRune(s)
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, `\ufffd`...)
-		} else if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
-		} else {
-			dst = append(dst, s[:size]...)
-		}
-		s = s[size:]
-	}
-	return append(dst, '"')
-}
-
 // AppendJSON appends the row as one JSON object, column name to value, in
 // column order: {"id":1,"name":"x"}.
 func (r Row) AppendJSON(dst []byte) []byte {
@@ -132,7 +97,7 @@ func (r Row) AppendJSON(dst []byte) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendJSONString(dst, []byte(c))
+		dst = jsonstr.Append(dst, c)
 		dst = append(dst, ':')
 		dst = r.Values[i].AppendJSON(dst)
 	}
