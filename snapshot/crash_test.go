@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -61,7 +62,7 @@ func crashRows(i int) [][]Value {
 
 func crashRowsJSON(rows [][]Value) []string {
 	sorted := slices.Clone(rows)
-	slices.SortFunc(sorted, func(a, b []Value) int { return cmpInt(a[0].Int, b[0].Int) })
+	slices.SortFunc(sorted, func(a, b []Value) int { return cmp.Compare(a[0].Int, b[0].Int) })
 	out := make([]string, len(sorted))
 	for i, r := range sorted {
 		b, _ := Row{Columns: []string{"id", "a", "b"}, Values: r}.MarshalJSON()

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -57,15 +58,7 @@ type dataset struct {
 }
 
 func (ds *dataset) versionLocked(v int64) *VersionInfo {
-	i, ok := slices.BinarySearchFunc(ds.versions, v, func(vi *VersionInfo, v int64) int {
-		switch {
-		case vi.Version < v:
-			return -1
-		case vi.Version > v:
-			return 1
-		}
-		return 0
-	})
+	i, ok := slices.BinarySearchFunc(ds.versions, v, func(vi *VersionInfo, v int64) int { return cmp.Compare(vi.Version, v) })
 	if !ok {
 		return nil
 	}
@@ -306,7 +299,7 @@ func (db *DB) loadInto(ctx context.Context, datasets map[string]*dataset) error 
 		if err != nil {
 			return err
 		}
-		slices.SortFunc(ds.versions, func(a, b *VersionInfo) int { return cmpInt(a.Version, b.Version) })
+		slices.SortFunc(ds.versions, func(a, b *VersionInfo) int { return cmp.Compare(a.Version, b.Version) })
 		err = get(tagPrefix(ds.name), func(c store.Cell) error {
 			if len(c.Value) != 8 {
 				return fmt.Errorf("%w: tag of %s", ErrCorrupt, ds.name)
@@ -319,16 +312,6 @@ func (db *DB) loadInto(ctx context.Context, datasets map[string]*dataset) error 
 		}
 	}
 	return nil
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // clearScratchIfDirty clears the scratch tables of ds when a run may have
@@ -453,18 +436,8 @@ func (db *DB) datasetsImpl() ([]DatasetInfo, error) {
 		}
 		ds.mu.Unlock()
 	}
-	slices.SortFunc(out, func(a, b DatasetInfo) int { return cmpString(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b DatasetInfo) int { return cmp.Compare(a.Name, b.Name) })
 	return out, nil
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func (db *DB) datasetImpl(name string) (DatasetInfo, error) {
