@@ -8,18 +8,99 @@ import (
 	"github.com/snapstore/snapstore/store"
 )
 
-// diff implements DB.Diff: one raw scan of every partition up to the newer
-// version, each row resolved at both versions (txn V2, V3). Two readers pin
-// the versions until Close.
-func (db *DB) diff(ctx context.Context, name string, from, to int64) (*diffIter, error) {
+// ChangeOp is the kind of a diff entry.
+type ChangeOp string
+
+// The change kinds.
+const (
+	// OpInsert: the row is absent at from, present at to.
+	OpInsert ChangeOp = "insert"
+	// OpUpdate: present at both, with a different column set or value.
+	OpUpdate ChangeOp = "update"
+	// OpDelete: present at from, absent at to.
+	OpDelete ChangeOp = "delete"
+)
+
+// Change is one row's difference between two versions.
+type Change struct {
+	// Op is the kind of change.
+	Op ChangeOp
+	// Key holds the key column values in key order.
+	Key    []Value
+	Before *Row // nil for insert
+	After  *Row // nil for delete
+}
+
+// DiffStats counts a diff.
+type DiffStats struct {
+	From     int64 `json:"from"`
+	To       int64 `json:"to"`
+	Inserted int64 `json:"inserted"`
+	Updated  int64 `json:"updated"`
+	Deleted  int64 `json:"deleted"`
+}
+
+// DiffIterator streams changes in row key order; must be closed.
+type DiffIterator interface {
+	// Next advances to the next changed row; false at the end or on error.
+	Next() bool
+	// Change returns the current change.
+	Change() Change
+	// Err returns the error that stopped the diff, if any.
+	Err() error
+	// Close releases the diff (and the versions it pinned) and returns Err.
+	Close() error
+}
+
+// Diff streams the changes from version from to version to (both kept;
+// from > to gives the reverse changes), in row key order: insert, delete,
+// or update when any column value or the column set differs. It pins both
+// versions until Close. Errors: ErrDatasetNotFound, ErrVersionNotKept,
+// ErrInvalidArgument (a version <= 0).
+func (db *DB) Diff(ctx context.Context, dataset string, from, to int64) (DiffIterator, error) {
+	if err := db.maybeRefresh(ctx); err != nil {
+		return nil, err
+	}
+	return db.openDiff(ctx, dataset, from, to)
+}
+
+// DiffCounts counts the changes from version from to version to, as Diff
+// would stream them, without building rows.
+func (db *DB) DiffCounts(ctx context.Context, dataset string, from, to int64) (DiffStats, error) {
+	d, err := db.openDiff(ctx, dataset, from, to)
+	if err != nil {
+		return DiffStats{}, err
+	}
+	d.countOnly = true
+	st := DiffStats{From: from, To: to}
+	for d.Next() {
+		switch d.op {
+		case OpInsert:
+			st.Inserted++
+		case OpUpdate:
+			st.Updated++
+		case OpDelete:
+			st.Deleted++
+		}
+	}
+	if err := d.Close(); err != nil {
+		return DiffStats{}, err
+	}
+	return st, nil
+}
+
+// openDiff opens one raw scan of every partition up to the newer version,
+// each row resolved at both versions (txn V2, V3); two readers pin the
+// versions until Close.
+func (db *DB) openDiff(ctx context.Context, name string, from, to int64) (*diffIter, error) {
 	if from <= 0 || to <= 0 {
 		return nil, fmt.Errorf("%w: versions must be positive", ErrInvalidArgument)
 	}
-	rf, err := db.reader(ctx, name, At{Version: from})
+	rf, err := db.pin(name, At{Version: from})
 	if err != nil {
 		return nil, err
 	}
-	rt, err := db.reader(ctx, name, At{Version: to})
+	rt, err := db.pin(name, At{Version: to})
 	if err != nil {
 		rf.Close()
 		return nil, err
@@ -46,29 +127,7 @@ func (db *DB) diff(ctx context.Context, name string, from, to int64) (*diffIter,
 	return d, nil
 }
 
-func (db *DB) diffCounts(ctx context.Context, name string, from, to int64) (DiffStats, error) {
-	d, err := db.diff(ctx, name, from, to)
-	if err != nil {
-		return DiffStats{}, err
-	}
-	d.countOnly = true
-	st := DiffStats{From: from, To: to}
-	for d.Next() {
-		switch d.op {
-		case OpInsert:
-			st.Inserted++
-		case OpUpdate:
-			st.Updated++
-		case OpDelete:
-			st.Deleted++
-		}
-	}
-	if err := d.Close(); err != nil {
-		return DiffStats{}, err
-	}
-	return st, nil
-}
-
+// diffIter implements DiffIterator.
 type diffIter struct {
 	from, to     *Reader
 	m            *mergedRows

@@ -5,37 +5,34 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/snapstore/snapstore/store"
 	"github.com/snapstore/snapstore/txn"
 )
 
-// keptLocked applies the retention policy (DESIGN 5, G1 in doc.go) and
-// returns the versions to expire, ascending.
-func (ds *dataset) expiredLocked(now time.Time) []int64 {
-	ret := ds.cfg.Retention
-	minV := max(ret.MinVersions, 1)
-	tagged := map[int64]bool{}
-	for _, v := range ds.tags {
-		tagged[v] = true
-	}
-	var out []int64
-	n := len(ds.versions)
-	for i, vi := range ds.versions {
-		switch {
-		case vi.Version == ds.current, tagged[vi.Version]:
-		case n-i <= minV: // among the newest MinVersions
-		case ret.TTL == 0 || now.Sub(vi.CommittedAt) < ret.TTL:
-		default:
-			out = append(out, vi.Version)
-		}
-	}
-	return out
+// GCReport says what a garbage collection did or, dry, would do.
+type GCReport struct {
+	Dataset string `json:"dataset"`
+	DryRun  bool   `json:"dry_run"`
+	// VersionsExpired lists the versions retention expired, ascending.
+	VersionsExpired []int64 `json:"versions_expired"`
+	// CellsDeleted counts cell versions and markers removed.
+	CellsDeleted int64 `json:"cells_deleted"`
+	// BytesReclaimed estimates the bytes removed: row key + column +
+	// value + 8 per cell, before storage compression.
+	BytesReclaimed int64 `json:"bytes_reclaimed"`
+	// InvalidTxnsPruned counts invalid transactions pruned (txn I6).
+	InvalidTxnsPruned int `json:"invalid_txns_pruned"`
 }
 
-// gc implements DB.GC; see "Garbage collection" in doc.go.
-func (db *DB) gc(ctx context.Context, name string, dryRun bool) (GCReport, error) {
+// GC applies retention to a dataset and deletes exactly the cells no kept
+// version can see plus the cells of its invalid transactions, then prunes
+// the invalid set (DESIGN 5; doc.go G1-G7 with a worked example). Versions
+// pinned by open Readers keep their cells. With dryRun nothing changes and
+// the report says what would be deleted. Memory is bounded by one row's
+// history. Errors: ErrDatasetNotFound, ErrRunInProgress (a run holds the
+// dataset; GC never waits for it).
+func (db *DB) GC(ctx context.Context, name string, dryRun bool) (GCReport, error) {
 	if err := db.writable(); err != nil {
 		return GCReport{}, err
 	}
