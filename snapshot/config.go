@@ -35,7 +35,7 @@ func (db *DB) SetConfig(ctx context.Context, cfg DatasetConfig) error {
 	if err := db.writable(); err != nil {
 		return err
 	}
-	ds, err := db.lookup(cfg.Name)
+	ds, err := db.lookup(ctx, cfg.Name)
 	if err != nil {
 		return err
 	}

@@ -83,10 +83,7 @@ func (db *DB) Datasets(ctx context.Context) ([]DatasetInfo, error) {
 
 // Dataset describes one dataset. ErrDatasetNotFound.
 func (db *DB) Dataset(ctx context.Context, name string) (DatasetInfo, error) {
-	if err := db.maybeRefresh(ctx); err != nil {
-		return DatasetInfo{}, err
-	}
-	ds, err := db.lookup(name)
+	ds, err := db.lookup(ctx, name)
 	if err != nil {
 		return DatasetInfo{}, err
 	}

@@ -85,9 +85,15 @@ func (db *DB) check() error {
 	return nil
 }
 
-// lookup returns the dataset or ErrDatasetNotFound.
-func (db *DB) lookup(name string) (*dataset, error) {
+// lookup returns the dataset or ErrDatasetNotFound. Every entry point
+// that names a dataset finds it here, so that on a read-only DB each of
+// them first refreshes a view older than RefreshInterval (W2); on a writer
+// DB maybeRefresh does nothing.
+func (db *DB) lookup(ctx context.Context, name string) (*dataset, error) {
 	if err := db.check(); err != nil {
+		return nil, err
+	}
+	if err := db.maybeRefresh(ctx); err != nil {
 		return nil, err
 	}
 	db.mu.Lock()

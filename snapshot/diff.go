@@ -58,20 +58,16 @@ type DiffIterator interface {
 // versions until Close. Errors: ErrDatasetNotFound, ErrVersionNotKept,
 // ErrInvalidArgument (a version <= 0).
 func (db *DB) Diff(ctx context.Context, dataset string, from, to int64) (DiffIterator, error) {
-	if err := db.maybeRefresh(ctx); err != nil {
-		return nil, err
-	}
-	return db.openDiff(ctx, dataset, from, to)
+	return db.newDiff(ctx, dataset, from, to, false)
 }
 
 // DiffCounts counts the changes from version from to version to, as Diff
 // would stream them, without building rows.
 func (db *DB) DiffCounts(ctx context.Context, dataset string, from, to int64) (DiffStats, error) {
-	d, err := db.openDiff(ctx, dataset, from, to)
+	d, err := db.newDiff(ctx, dataset, from, to, true)
 	if err != nil {
 		return DiffStats{}, err
 	}
-	d.countOnly = true
 	st := DiffStats{From: from, To: to}
 	for d.Next() {
 		switch d.op {
@@ -89,18 +85,19 @@ func (db *DB) DiffCounts(ctx context.Context, dataset string, from, to int64) (D
 	return st, nil
 }
 
-// openDiff opens one raw scan of every partition up to the newer version,
-// each row resolved at both versions (txn V2, V3); two readers pin the
-// versions until Close.
-func (db *DB) openDiff(ctx context.Context, name string, from, to int64) (*diffIter, error) {
+// newDiff opens one raw scan of every partition up to the newer version,
+// each row resolved at both versions (txn V2, V3); two Readers pin the
+// versions until Close. With countOnly the iterator classifies rows
+// without building them (Change is not filled).
+func (db *DB) newDiff(ctx context.Context, name string, from, to int64, countOnly bool) (*diffIter, error) {
 	if from <= 0 || to <= 0 {
 		return nil, fmt.Errorf("%w: versions must be positive", ErrInvalidArgument)
 	}
-	rf, err := db.pin(name, At{Version: from})
+	rf, err := db.Reader(ctx, name, At{Version: from})
 	if err != nil {
 		return nil, err
 	}
-	rt, err := db.pin(name, At{Version: to})
+	rt, err := db.Reader(ctx, name, At{Version: to})
 	if err != nil {
 		rf.Close()
 		return nil, err
@@ -119,7 +116,7 @@ func (db *DB) openDiff(ctx context.Context, name string, from, to int64) (*diffI
 		rt.Close()
 		return nil, fmt.Errorf("snapshot: diffing %s %d..%d: %w", name, from, to, err)
 	}
-	d := &diffIter{from: rf, to: rt, m: m}
+	d := &diffIter{from: rf, to: rt, m: m, countOnly: countOnly}
 	_, fromIdx, _ := rf.columnSelection(nil)
 	_, toIdx, _ := rt.columnSelection(nil)
 	d.fromRB = newRowBuilder(rf.info.Schema, rf.keyIdx, fromIdx)

@@ -181,8 +181,9 @@
 // reads shows up excluded in its own visibility: Reader returns
 // ErrVersionNotKept for it. With Options.RefreshInterval (default 1 s for
 // a read-only DB) every read entry point (Datasets, Dataset, Versions,
-// VersionInfo, Reader, Diff) refreshes a view older than the interval
-// first. A refresh keeps the dataset objects, so open Readers keep their
+// VersionInfo, Reader, Diff, DiffCounts) refreshes a view older than the
+// interval first; the refresh happens where they find their dataset
+// (DB.lookup), so that no entry point can leave it out. A refresh keeps the dataset objects, so open Readers keep their
 // pinned version and visibility (txn V4); a dataset the writer dropped is
 // marked dropped. On a writer DB Refresh does nothing.
 //

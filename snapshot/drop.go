@@ -15,7 +15,7 @@ func (db *DB) DropDataset(ctx context.Context, name string) error {
 	if err := db.writable(); err != nil {
 		return err
 	}
-	ds, err := db.lookup(name)
+	ds, err := db.lookup(ctx, name)
 	if err != nil {
 		return err
 	}

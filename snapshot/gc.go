@@ -36,7 +36,7 @@ func (db *DB) GC(ctx context.Context, name string, dryRun bool) (GCReport, error
 	if err := db.writable(); err != nil {
 		return GCReport{}, err
 	}
-	ds, err := db.lookup(name)
+	ds, err := db.lookup(ctx, name)
 	if err != nil {
 		return GCReport{}, err
 	}

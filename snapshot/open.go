@@ -34,8 +34,8 @@ type Options struct {
 	ReadOnly bool
 	// RefreshInterval is, for a ReadOnly DB, how old its view of the
 	// datasets and of the txn sets may be when a read (Datasets, Dataset,
-	// Versions, VersionInfo, Reader, Diff) starts; an older view is
-	// refreshed first (DB.Refresh). Default DefaultRefreshInterval (1 s);
+	// Versions, VersionInfo, Reader, Diff, DiffCounts) starts; an older
+	// view is refreshed first (DB.Refresh). Default DefaultRefreshInterval (1 s);
 	// negative: only explicit Refresh calls. Ignored by writer DBs.
 	RefreshInterval time.Duration
 	// WriterLease, when > 0, makes Open take the store's writer lease for

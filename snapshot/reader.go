@@ -38,23 +38,16 @@ type Reader struct {
 	closed atomic.Bool
 }
 
-// Reader pins a version of dataset: at.Version, the newest kept version
+// Reader pins a version of the dataset name: at.Version, the newest kept version
 // committed at or before at.AsOf, the version tagged at.Tag, or the
 // current one. Errors: ErrDatasetNotFound, ErrNoVersion, ErrVersionNotKept
 // (collected by GC, rolled back, never committed, or nothing kept as of
 // the time), ErrTagNotFound, ErrInvalidArgument (more than one field of at
 // set, a negative version).
-func (db *DB) Reader(ctx context.Context, dataset string, at At) (*Reader, error) {
-	if err := db.maybeRefresh(ctx); err != nil {
-		return nil, err
-	}
-	return db.pin(dataset, at)
-}
-
-// pin resolves at to a kept version of dataset, pins it and takes the
-// visibility under the dataset lock, so GC cannot expire the version in
-// between.
-func (db *DB) pin(name string, at At) (*Reader, error) {
+//
+// The version is resolved, pinned and its visibility taken under the
+// dataset lock, so GC cannot expire it in between.
+func (db *DB) Reader(ctx context.Context, name string, at At) (*Reader, error) {
 	set := 0
 	if at.Version != 0 {
 		set++
@@ -71,7 +64,7 @@ func (db *DB) pin(name string, at At) (*Reader, error) {
 	if at.Version < 0 {
 		return nil, fmt.Errorf("%w: negative version", ErrInvalidArgument)
 	}
-	ds, err := db.lookup(name)
+	ds, err := db.lookup(ctx, name)
 	if err != nil {
 		return nil, err
 	}

@@ -19,7 +19,7 @@ func (db *DB) Rollback(ctx context.Context, dataset string, to int64) (VersionIn
 	if err := db.writable(); err != nil {
 		return VersionInfo{}, err
 	}
-	ds, err := db.lookup(dataset)
+	ds, err := db.lookup(ctx, dataset)
 	if err != nil {
 		return VersionInfo{}, err
 	}

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -222,5 +223,87 @@ func TestWriterLeaseLost(t *testing.T) {
 	}
 	if di, _ := w.Dataset(ctx, "t"); di.Current != 0 {
 		t.Fatalf("current = %d after a refused commit", di.Current)
+	}
+}
+
+// TestReadOnlyReadsRefresh checks W2 for every read entry point of a
+// read-only DB: after the writer commits a version, each read that names
+// it succeeds once the view is older than RefreshInterval, without an
+// explicit Refresh.
+func TestReadOnlyReadsRefresh(t *testing.T) {
+	ctx := context.Background()
+	reads := map[string]func(r *DB, v1, v2 int64) error{
+		"Datasets": func(r *DB, v1, v2 int64) error {
+			ds, err := r.Datasets(ctx)
+			if err == nil && (len(ds) != 1 || ds[0].Current != v2) {
+				err = fmt.Errorf("datasets %+v, want t at %d", ds, v2)
+			}
+			return err
+		},
+		"Dataset": func(r *DB, v1, v2 int64) error {
+			di, err := r.Dataset(ctx, "t")
+			if err == nil && di.Current != v2 {
+				err = fmt.Errorf("current %d, want %d", di.Current, v2)
+			}
+			return err
+		},
+		"Versions": func(r *DB, v1, v2 int64) error {
+			vs, err := r.Versions(ctx, "t")
+			if err == nil && (len(vs) != 2 || vs[0].Version != v2) {
+				err = fmt.Errorf("versions %+v, want %d first", vs, v2)
+			}
+			return err
+		},
+		"VersionInfo": func(r *DB, v1, v2 int64) error {
+			_, err := r.VersionInfo(ctx, "t", v2)
+			return err
+		},
+		"Reader": func(r *DB, v1, v2 int64) error {
+			rd, err := r.Reader(ctx, "t", At{Version: v2})
+			if err == nil {
+				rd.Close()
+			}
+			return err
+		},
+		"Diff": func(r *DB, v1, v2 int64) error {
+			d, err := r.Diff(ctx, "t", v1, v2)
+			if err != nil {
+				return err
+			}
+			n := 0
+			for d.Next() {
+				n++
+			}
+			if err := d.Close(); err != nil {
+				return err
+			}
+			if n != 1 {
+				return fmt.Errorf("%d changes, want 1", n)
+			}
+			return nil
+		},
+		"DiffCounts": func(r *DB, v1, v2 int64) error {
+			st, err := r.DiffCounts(ctx, "t", v1, v2)
+			if err == nil && st.Updated != 1 {
+				err = fmt.Errorf("counts %+v, want 1 update", st)
+			}
+			return err
+		},
+	}
+	for name, read := range reads {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			st := openTestStore(t, dir)
+			w := openTestDB(t, st, Options{WriterLease: 30 * time.Second})
+			v1 := runNamed(t, w, [][]Value{{iv(1), sv("a")}}, true)
+			now := time.Now()
+			clock := func() time.Time { return now }
+			r := openTestDB(t, openSecondStore(t, dir, st), Options{ReadOnly: true, RefreshInterval: time.Minute, now: clock})
+			v2 := runNamed(t, w, [][]Value{{iv(1), sv("b")}}, true)
+			now = now.Add(2 * time.Minute)
+			if err := read(r, v1, v2); err != nil {
+				t.Fatalf("%s of version %d committed after the last refresh: %v", name, v2, err)
+			}
+		})
 	}
 }

@@ -17,7 +17,7 @@ func (db *DB) Tag(ctx context.Context, dataset, tag string, version int64) error
 	if err := db.writable(); err != nil {
 		return err
 	}
-	ds, err := db.lookup(dataset)
+	ds, err := db.lookup(ctx, dataset)
 	if err != nil {
 		return err
 	}
@@ -40,7 +40,7 @@ func (db *DB) Untag(ctx context.Context, dataset, tag string) error {
 	if err := db.writable(); err != nil {
 		return err
 	}
-	ds, err := db.lookup(dataset)
+	ds, err := db.lookup(ctx, dataset)
 	if err != nil {
 		return err
 	}

@@ -33,10 +33,7 @@ type SourceInfo struct {
 
 // Versions lists the kept versions of a dataset, newest first.
 func (db *DB) Versions(ctx context.Context, dataset string) ([]VersionInfo, error) {
-	if err := db.maybeRefresh(ctx); err != nil {
-		return nil, err
-	}
-	ds, err := db.lookup(dataset)
+	ds, err := db.lookup(ctx, dataset)
 	if err != nil {
 		return nil, err
 	}
@@ -51,10 +48,7 @@ func (db *DB) Versions(ctx context.Context, dataset string) ([]VersionInfo, erro
 
 // VersionInfo describes one kept version. ErrVersionNotKept.
 func (db *DB) VersionInfo(ctx context.Context, dataset string, version int64) (VersionInfo, error) {
-	if err := db.maybeRefresh(ctx); err != nil {
-		return VersionInfo{}, err
-	}
-	ds, err := db.lookup(dataset)
+	ds, err := db.lookup(ctx, dataset)
 	if err != nil {
 		return VersionInfo{}, err
 	}
