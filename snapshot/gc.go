@@ -254,39 +254,23 @@ func (db *DB) gcPartition(ctx context.Context, table string, views []txn.Visibil
 
 // markNeeded sets needed[i] for every put that some view sees (G3) and
 // marker[i] for every delete marker that is the effective state of a
-// column in some view (G4).
+// column in some view (G4): the column's newest visible version, or the
+// visible row marker that hides it. A row marker of a view in which a
+// column has no visible version is a candidate too: it may still hide
+// older puts that another view needs, and G5 decides.
 func markNeeded(cells []store.Cell, views []txn.Visibility, needed, marker []bool) {
 	for _, vis := range views {
-		rowDel, rowDelIdx := int64(-1), -1
-		i := 0
-		for ; i < len(cells) && len(cells[i].Column) == 0; i++ {
-			c := &cells[i]
-			if c.Kind == store.KindDeleteRow && c.Timestamp > rowDel && vis.IsVisible(c.Timestamp) {
-				rowDel, rowDelIdx = c.Timestamp, i
-			}
-		}
-		for i < len(cells) {
-			col := cells[i].Column
-			found := false
-			for ; i < len(cells) && bytes.Equal(cells[i].Column, col); i++ {
-				c := &cells[i]
-				if found || !vis.IsVisible(c.Timestamp) {
-					continue
+		w := newVisibleWalk(cells, vis)
+		for i, ok := w.next(); ok; i, ok = w.next() {
+			switch {
+			case i < 0 || w.hidden(i):
+				if w.rowDel >= 0 {
+					marker[w.rowDel] = true
 				}
-				found = true
-				switch {
-				case c.Timestamp <= rowDel:
-					marker[rowDelIdx] = true
-				case c.Kind == store.KindPut:
-					needed[i] = true
-				default:
-					marker[i] = true
-				}
-			}
-			if !found && rowDelIdx >= 0 {
-				// nothing visible in the column; the row marker may still
-				// hide older invisible-to-this-view puts: keep deciding by G5
-				marker[rowDelIdx] = true
+			case cells[i].Kind == store.KindPut:
+				needed[i] = true
+			default:
+				marker[i] = true
 			}
 		}
 	}

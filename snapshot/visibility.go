@@ -1,5 +1,12 @@
 package snapshot
 
+// The visibility rule of txn (V2: which cell versions a view sees; V3:
+// the newest visible version of a column wins, and a visible delete
+// marker hides the visible puts at or below it) applied to the raw cells
+// of one row. visibleWalk is its one implementation: reads, runs and diffs
+// resolve rows with it (resolve), GC decides with it which cells some view
+// needs (gc.go, markNeeded).
+
 import (
 	"bytes"
 
@@ -7,37 +14,66 @@ import (
 	"github.com/snapstore/snapstore/txn"
 )
 
+// visibleWalk walks the raw cells of one row, in store.S5 order (the row
+// delete markers, column "", first; then each column's versions newest
+// first), at one visibility, a column at a time.
+type visibleWalk struct {
+	cells []store.Cell
+	vis   txn.Visibility
+	i     int // the first cell of the next column
+	// rowDel is the index of the newest visible row delete marker, -1
+	// when none is visible.
+	rowDel int
+}
+
+func newVisibleWalk(cells []store.Cell, vis txn.Visibility) visibleWalk {
+	w := visibleWalk{cells: cells, vis: vis, rowDel: -1}
+	for ; w.i < len(cells) && len(cells[w.i].Column) == 0; w.i++ {
+		c := &cells[w.i]
+		if c.Kind == store.KindDeleteRow && vis.IsVisible(c.Timestamp) && (w.rowDel < 0 || c.Timestamp > cells[w.rowDel].Timestamp) {
+			w.rowDel = w.i
+		}
+	}
+	return w
+}
+
+// next moves to the next column and returns the index of its newest
+// visible cell (a put or a column delete marker), or -1 when none of its
+// versions is visible; ok is false after the last column.
+func (w *visibleWalk) next() (idx int, ok bool) {
+	if w.i >= len(w.cells) {
+		return -1, false
+	}
+	col := w.cells[w.i].Column
+	idx = -1
+	for ; w.i < len(w.cells) && bytes.Equal(w.cells[w.i].Column, col); w.i++ {
+		if idx < 0 && w.vis.IsVisible(w.cells[w.i].Timestamp) {
+			idx = w.i
+		}
+	}
+	return idx, true
+}
+
+// hidden reports whether the visible row delete marker hides cell idx
+// (its timestamp is at or below the marker's).
+func (w *visibleWalk) hidden(idx int) bool {
+	return w.rowDel >= 0 && w.cells[idx].Timestamp <= w.cells[w.rowDel].Timestamp
+}
+
 // resolvedCol is one column of a row as visible at one version: the
-// newest visible put not hidden by a visible delete marker (txn V2, V3).
+// newest visible put not hidden by a visible delete marker.
 type resolvedCol struct {
 	name  []byte
 	value []byte // cell encoding; aliases the cells
 }
 
-// resolve applies the visibility rule to the raw cells of one row (S5
-// order) and appends the visible columns, in column name order, to dst.
-// An empty result means the row does not exist at vis.
+// resolve appends the columns of one row visible at vis, in column name
+// order, to dst. An empty result means the row does not exist at vis.
 func resolve(cells []store.Cell, vis txn.Visibility, dst []resolvedCol) []resolvedCol {
-	rowDel := int64(-1)
-	i := 0
-	for ; i < len(cells) && len(cells[i].Column) == 0; i++ {
-		c := &cells[i]
-		if c.Kind == store.KindDeleteRow && c.Timestamp > rowDel && vis.IsVisible(c.Timestamp) {
-			rowDel = c.Timestamp
-		}
-	}
-	for i < len(cells) {
-		col := cells[i].Column
-		found := false
-		for ; i < len(cells) && bytes.Equal(cells[i].Column, col); i++ {
-			c := &cells[i]
-			if found || !vis.IsVisible(c.Timestamp) {
-				continue
-			}
-			found = true
-			if c.Kind == store.KindPut && c.Timestamp > rowDel {
-				dst = append(dst, resolvedCol{name: c.Column, value: c.Value})
-			}
+	w := newVisibleWalk(cells, vis)
+	for i, ok := w.next(); ok; i, ok = w.next() {
+		if i >= 0 && cells[i].Kind == store.KindPut && !w.hidden(i) {
+			dst = append(dst, resolvedCol{name: cells[i].Column, value: cells[i].Value})
 		}
 	}
 	return dst
