@@ -81,9 +81,18 @@ func TestBadInput(t *testing.T) {
 		{"get unknown column", func() error { _, err := r.Get(ctx, []Value{iv(1)}, []string{"zz"}); return err }, ErrInvalidArgument},
 		{"scan bad token", func() error { _, err := r.Scan(ctx, ScanOptions{PageToken: "!!"}); return err }, ErrBadPageToken},
 		{"scan other version token", func() error {
-			_, err := r.Scan(ctx, ScanOptions{PageToken: encodePageToken(99, []byte{1})})
+			_, err := r.Scan(ctx, ScanOptions{PageToken: pageToken{dataset: "t", version: 99, lastKey: []byte{1}}.encode()})
 			return err
 		}, ErrBadPageToken},
+		{"scan other dataset token", func() error {
+			_, err := r.Scan(ctx, ScanOptions{PageToken: pageToken{dataset: "u", version: r.Version().Version, lastKey: []byte{1}}.encode()})
+			return err
+		}, ErrBadPageToken},
+		{"decode other dataset token", func() error {
+			_, err := DecodePageToken("u", pageToken{dataset: "t", version: 1, lastKey: []byte{1}}.encode())
+			return err
+		}, ErrBadPageToken},
+		{"decode bad token", func() error { _, err := DecodePageToken("t", "!!"); return err }, ErrBadPageToken},
 		{"scan negative limit", func() error { _, err := r.Scan(ctx, ScanOptions{Limit: -1}); return err }, ErrInvalidArgument},
 		{"scan too long prefix", func() error { _, err := r.Scan(ctx, ScanOptions{Prefix: []Value{iv(1), iv(2)}}); return err }, ErrBadKey},
 		{"record not found", func() error { _, err := db.GetRecord(ctx, "k", "n"); return err }, ErrRecordNotFound},

@@ -15,8 +15,9 @@
 // Reading at version V returns, per row and column, the newest cell with
 // timestamp <= V whose transaction is visible (txn V2), unless a newer
 // visible delete marker hides it (txn V3). A Reader pins its version and
-// visibility for its whole life, so a scan never mixes versions, and page
-// tokens carry the version.
+// visibility for its whole life, so a scan never mixes versions, and a
+// page token carries the dataset and the version (pagetoken.go), so a
+// paged scan does not either.
 //
 // D3. Commit. Run.Commit writes delete markers for rows not seen, checks the
 // guards, flushes and syncs the data, then makes the transaction committed

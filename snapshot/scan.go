@@ -19,8 +19,10 @@ type ScanOptions struct {
 	Columns []string
 	// Limit is the most rows returned; 0 means no limit.
 	Limit int
-	// PageToken continues a previous scan; it carries the pinned version,
-	// which must equal the reader's.
+	// PageToken continues a previous scan of the same dataset and version
+	// (pagetoken.go); ErrBadPageToken for a token that does not decode or
+	// was made at another dataset or version than the reader's. Start,
+	// End and Prefix still bound the scan.
 	PageToken string
 }
 
@@ -78,14 +80,17 @@ func (r *Reader) Scan(ctx context.Context, opts ScanOptions) (RowIterator, error
 		}
 	}
 	if opts.PageToken != "" {
-		v, last, err := decodePageToken(opts.PageToken)
+		t, err := decodePageToken(opts.PageToken)
 		if err != nil {
 			return nil, err
 		}
-		if v != r.info.Version {
-			return nil, fmt.Errorf("%w: token is for version %d, the reader is at %d", ErrBadPageToken, v, r.info.Version)
+		if t.dataset != r.ds.name {
+			return nil, fmt.Errorf("%w: not a page token of dataset %q", ErrBadPageToken, r.ds.name)
 		}
-		after := append(append([]byte{}, last...), 0)
+		if t.version != r.info.Version {
+			return nil, fmt.Errorf("%w: token is for version %d, the reader is at %d", ErrBadPageToken, t.version, r.info.Version)
+		}
+		after := append(append([]byte{}, t.lastKey...), 0)
 		if bytes.Compare(after, start) > 0 {
 			start = after
 		}
@@ -168,7 +173,7 @@ func (it *rowIter) NextPageToken() string {
 	if !it.more || it.lastKey == nil {
 		return ""
 	}
-	return encodePageToken(it.r.info.Version, it.lastKey)
+	return pageToken{dataset: it.r.ds.name, version: it.r.info.Version, lastKey: it.lastKey}.encode()
 }
 
 func (it *rowIter) Err() error { return it.err }
