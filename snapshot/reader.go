@@ -13,11 +13,13 @@ import (
 // At selects the version a reader is pinned to. The zero At means the
 // current version. At most one field may be set.
 type At struct {
-	// Version is a kept version (a transaction id).
+	// Version is a kept version (a transaction id); 0: not given.
 	Version int64
-	// AsOf selects the newest kept version committed at or before it.
-	AsOf time.Time
-	// Tag selects the version a tag names.
+	// AsOf, when not nil, selects the newest kept version committed at or
+	// before *AsOf. Every time is a time, the zero time.Time included
+	// (nothing was committed then: ErrVersionNotKept).
+	AsOf *time.Time
+	// Tag selects the version a tag names; "": not given.
 	Tag string
 }
 
@@ -52,7 +54,7 @@ func (db *DB) Reader(ctx context.Context, name string, at At) (*Reader, error) {
 	if at.Version != 0 {
 		set++
 	}
-	if !at.AsOf.IsZero() {
+	if at.AsOf != nil {
 		set++
 	}
 	if at.Tag != "" {
@@ -81,9 +83,9 @@ func (db *DB) Reader(ctx context.Context, name string, at At) (*Reader, error) {
 			return nil, fmt.Errorf("%w: %s tag %q", ErrTagNotFound, name, at.Tag)
 		}
 		vi = ds.versionLocked(v)
-	case !at.AsOf.IsZero():
+	case at.AsOf != nil:
 		for i := len(ds.versions) - 1; i >= 0; i-- {
-			if !ds.versions[i].CommittedAt.After(at.AsOf) {
+			if !ds.versions[i].CommittedAt.After(*at.AsOf) {
 				vi = ds.versions[i]
 				break
 			}
