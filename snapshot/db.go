@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -71,8 +72,8 @@ func (db *DB) Close() error {
 	if err := db.releaseLease(); err != nil {
 		errs = append(errs, fmt.Errorf("releasing the writer lease: %w", err))
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("snapshot: closing: %w", errs[0])
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("snapshot: closing: %w", err)
 	}
 	return nil
 }

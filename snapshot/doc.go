@@ -206,6 +206,7 @@
 // # Partitions
 //
 // A dataset has Options.Partitions hash partitions (fixed at creation):
-// a row lives in table "d/<dataset>/<PartitionOf(key)>"; scans merge the
-// partitions in key order. See keys.go for every table and metadata row.
+// a row lives in table "d/<dataset>/<p>", p = xxhash64(row key) modulo
+// the partitions; scans merge the partitions in key order (partition.go).
+// See keys.go for every table and metadata row.
 package snapshot

@@ -278,19 +278,3 @@ func parseTimeMicros(s string) (int64, error) {
 	}
 	return us, nil
 }
-
-// EncodeKey returns the row key of key values given in key order (see
-// encoding.go). ErrBadKey for NULL or unparsable values.
-func EncodeKey(key []Value) ([]byte, error) {
-	var out []byte
-	for _, v := range key {
-		var err error
-		if out, err = appendKeyValue(out, v); err != nil {
-			return nil, err
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: empty key", ErrBadKey)
-	}
-	return out, nil
-}

@@ -21,7 +21,7 @@ func (r *Reader) Get(ctx context.Context, key []Value, columns []string) (Row, e
 	}
 	o := r.opts
 	o.Columns = filter
-	cells, err := r.db.st.Get(ctx, r.tables[PartitionOf(rk, r.parts)], rk, o)
+	cells, err := r.db.st.Get(ctx, r.tables[partitionOf(rk, r.parts)], rk, o)
 	if err != nil {
 		return Row{}, fmt.Errorf("snapshot: reading a row of %s version %d: %w", r.ds.name, r.info.Version, err)
 	}

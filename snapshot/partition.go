@@ -12,9 +12,9 @@ import (
 	"github.com/snapstore/snapstore/store"
 )
 
-// PartitionOf returns the partition (0..partitions-1) of an encoded row
+// partitionOf returns the partition (0..partitions-1) of an encoded row
 // key: xxhash64 of the key modulo partitions.
-func PartitionOf(rowKey []byte, partitions int) int {
+func partitionOf(rowKey []byte, partitions int) int {
 	if partitions <= 1 {
 		return 0
 	}

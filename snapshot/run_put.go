@@ -39,7 +39,7 @@ func (r *Run) Put(ctx context.Context, vals []Value) error {
 		}
 	}
 	key := r.keyBuf
-	p := r.parts[PartitionOf(key, r.nparts)]
+	p := r.parts[partitionOf(key, r.nparts)]
 	switch c := bytes.Compare(key, p.lastKey); {
 	case c == 0 && p.lastKey != nil:
 		return fmt.Errorf("%w: key given twice", ErrBadKey)
