@@ -166,7 +166,7 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-// TestReadsDuringRun checks DESIGN 6 and D2: readers run while a run writes,
+// TestReadsDuringRun checks D8 and D2: readers run while a run writes,
 // and see only the pinned version; GC keeps what an open Reader needs.
 func TestReadsDuringRun(t *testing.T) {
 	ctx := context.Background()

@@ -1,7 +1,7 @@
 package snapshot
 
-// Benchmarks of issue 2 ("Benchmarks"), each beside its baseline in the
-// same run; the ratio is reported by the second sibling as x_baseline.
+// Benchmarks, each beside its baseline in the same run (docs/benchmarks.md
+// has the figures); the ratio is reported by the second sibling as x_baseline.
 // Run them once, e.g.:
 //
 //	go test -run '^$' -bench . -benchtime 1x -timeout 60m ./snapshot
@@ -26,7 +26,8 @@ import (
 
 var benchRows = flag.Int("snapbench.rows", 1_000_000, "rows of the run benchmarks")
 
-// benchSchema is 10 mixed columns, like the DESIGN measurement table.
+// benchSchema is 10 mixed columns, like the 2M-row table of
+// docs/benchmarks.md.
 var benchSchema = Schema{
 	Columns: []Column{
 		{Name: "id", Kind: KindInt}, {Name: "name", Kind: KindString}, {Name: "email", Kind: KindString},

@@ -20,7 +20,7 @@ import (
 // The crash test re-executes the test binary as a child (TestCrashChild)
 // that runs a run or a GC and stops dead at a named point (Options.hook),
 // where the parent kills it with SIGKILL. The parent then reopens the store
-// and checks DESIGN semantics 2 and 3: the current version is exactly the
+// and checks D3 and D4: the current version is exactly the
 // last committed snapshot, no cell of the killed run is visible, and GC
 // removes its cells.
 const (

@@ -40,7 +40,7 @@ type dataset struct {
 	expired []int64
 	tags    map[string]int64
 	// writer names the exclusive operation holding the dataset ("run",
-	// "gc", "rollback", "drop"), "" when none (DESIGN 6).
+	// "gc", "rollback", "drop"), "" when none (D8).
 	writer  string
 	run     *Run
 	readers map[*Reader]struct{}

@@ -86,7 +86,7 @@ func (db *DB) DiffCounts(ctx context.Context, dataset string, from, to int64) (D
 }
 
 // newDiff opens one raw scan of every partition up to the newer version,
-// each row resolved at both versions (txn V2, V3); two Readers pin the
+// each row resolved at both versions (txn.V2, txn.V3); two Readers pin the
 // versions until Close. With countOnly the iterator classifies rows
 // without building them (Change is not filled).
 func (db *DB) newDiff(ctx context.Context, name string, from, to int64, countOnly bool) (*diffIter, error) {

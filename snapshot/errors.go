@@ -17,7 +17,7 @@ var (
 	// ErrRowNotFound: no row with that key at the pinned version.
 	ErrRowNotFound = errors.New("snapshot: row not found")
 	// ErrRunInProgress: the dataset's writer slot is held by a run, GC,
-	// rollback or drop (DESIGN 6); retry later.
+	// rollback or drop (D8); retry later.
 	ErrRunInProgress = errors.New("snapshot: a run of this dataset is already in progress")
 	// ErrGuardRefused: Commit refused the run (0 rows, or too many
 	// deletes); the run is aborted and the current version unchanged.
@@ -46,16 +46,16 @@ var (
 	ErrCorrupt = errors.New("snapshot: corrupt data")
 	// ErrReadOnly: a write (BeginRun, GC, Rollback, Tag, Untag, SetConfig,
 	// DropDataset, PutRecord, DeleteRecord) on a DB opened with
-	// Options.ReadOnly; send it to the writer process (doc.go S1).
+	// Options.ReadOnly; send it to the writer process (doc.go W1).
 	ErrReadOnly = errors.New("snapshot: read-only: writes go to the writer process")
 	// ErrWriterLeaseHeld: Open of a writer DB found another process's
-	// unexpired writer lease (doc.go S1). Open this one with
+	// unexpired writer lease (doc.go W1). Open this one with
 	// Options.ReadOnly, or stop the other; retrying after the lease's
 	// expiry succeeds when the other is gone.
 	ErrWriterLeaseHeld = errors.New("snapshot: another process holds the writer lease")
 	// ErrWriterLeaseLost: a write of a DB whose writer lease expired
 	// without renewal (store unreachable) or was taken by another process
-	// (doc.go S3); the write did not happen. Retrying is safe once the
+	// (doc.go W3); the write did not happen. Retrying is safe once the
 	// lease is renewed; after a takeover, only a new Open can write.
 	ErrWriterLeaseLost = errors.New("snapshot: writer lease lost")
 )

@@ -21,13 +21,13 @@ type GCReport struct {
 	// BytesReclaimed estimates the bytes removed: row key + column +
 	// value + 8 per cell, before storage compression.
 	BytesReclaimed int64 `json:"bytes_reclaimed"`
-	// InvalidTxnsPruned counts invalid transactions pruned (txn I6).
+	// InvalidTxnsPruned counts invalid transactions pruned (txn.I6).
 	InvalidTxnsPruned int `json:"invalid_txns_pruned"`
 }
 
 // GC applies retention to a dataset and deletes exactly the cells no kept
 // version can see plus the cells of its invalid transactions, then prunes
-// the invalid set (DESIGN 5; doc.go G1-G7 with a worked example). Versions
+// the invalid set (doc.go G1-G7, with a worked example). Versions
 // pinned by open Readers keep their cells. With dryRun nothing changes and
 // the report says what would be deleted. Memory is bounded by one row's
 // history. Errors: ErrDatasetNotFound, ErrRunInProgress (a run holds the
@@ -121,8 +121,9 @@ func (db *DB) GC(ctx context.Context, name string, dryRun bool) (GCReport, error
 			return rep, fmt.Errorf("snapshot: syncing GC of %s: %w", name, err)
 		}
 	}
-	// I6: prune the invalid ids whose cells are gone: every one that no
-	// open reader can see (those that one can see kept their cells).
+	// G6, txn.I6: prune the invalid ids whose cells are gone: every one
+	// that no open reader can see (those that one can see kept their
+	// cells).
 	var prune []int64
 	for _, id := range invalid {
 		seen := false

@@ -13,7 +13,7 @@ import (
 	"github.com/snapstore/snapstore/store"
 )
 
-// leaseRecord is the writer lease (S1), JSON in the metadata table.
+// leaseRecord is the writer lease (W1), JSON in the metadata table.
 type leaseRecord struct {
 	Owner   string    `json:"owner"`
 	Expires time.Time `json:"expires"`
@@ -55,7 +55,7 @@ func (db *DB) writeLease(ctx context.Context, expires time.Time) error {
 	return db.st.Apply(ctx, b)
 }
 
-// takeLease takes the writer lease at Open (S1): refused while another
+// takeLease takes the writer lease at Open (W1): refused while another
 // owner's lease has not expired; written, then read back after a settle
 // delay, so that of two writers started together the one overwritten
 // sees it and gives up.
@@ -153,7 +153,7 @@ func (db *DB) releaseLease() error {
 
 // writable returns nil when this DB may write: not read-only, and, with a
 // writer lease, the lease held and not expired by this process's clock
-// (S1, S3).
+// (W1, W3).
 func (db *DB) writable() error {
 	if err := db.check(); err != nil {
 		return err

@@ -29,7 +29,7 @@ type Options struct {
 	// space; default 1. Fixed per dataset at creation.
 	Partitions int
 	// ReadOnly opens the DB of a process that reads a store written by
-	// another one (doc.go S1, S2): Open writes nothing, every write
+	// another one (doc.go W1, W2): Open writes nothing, every write
 	// returns ErrReadOnly, and reads refresh the view per RefreshInterval.
 	ReadOnly bool
 	// RefreshInterval is, for a ReadOnly DB, how old its view of the
@@ -41,7 +41,7 @@ type Options struct {
 	// WriterLease, when > 0, makes Open take the store's writer lease for
 	// this long (renewed every third of it) and refuse with
 	// ErrWriterLeaseHeld while another process holds it; writes fail with
-	// ErrWriterLeaseLost once it is lost (doc.go S1, S3). 0 (default): no
+	// ErrWriterLeaseLost once it is lost (doc.go W1, W3). 0 (default): no
 	// lease, for stores only one process can open (store/pebble). Clocks
 	// of the processes must agree to well within it.
 	WriterLease time.Duration
@@ -57,10 +57,10 @@ type Options struct {
 }
 
 // Open opens the datasets of st, turning every transaction left in progress
-// by a previous process into an invalid one (DESIGN semantics 3, txn I5).
+// by a previous process into an invalid one (D4, txn.I5).
 // The metadata lives in st's table "meta" (txn.DefaultTable). With
 // Options.WriterLease it first takes the writer lease (ErrWriterLeaseHeld);
-// with Options.ReadOnly it writes nothing (doc.go S1). A SharedStore fills
+// with Options.ReadOnly it writes nothing (doc.go W1). A SharedStore fills
 // those options when they are zero.
 func Open(ctx context.Context, st store.Store, opts Options) (*DB, error) {
 	if st == nil {
@@ -98,7 +98,7 @@ func Open(ctx context.Context, st store.Store, opts Options) (*DB, error) {
 	}
 	db := &DB{st: st, meta: txn.DefaultTable, logger: opts.Logger, opts: opts, datasets: map[string]*dataset{}, owner: newOwnerID()}
 	if opts.WriterLease > 0 {
-		// S1: before txn.Open, which invalidates what it takes for a dead
+		// W1: before txn.Open, which invalidates what it takes for a dead
 		// writer's transactions.
 		if err := db.takeLease(ctx); err != nil {
 			return nil, fmt.Errorf("snapshot: opening: %w", err)
@@ -110,7 +110,7 @@ func Open(ctx context.Context, st store.Store, opts Options) (*DB, error) {
 	}
 	db.txm = txm
 	db.metrics = newMetrics()
-	// S2: metadata before the txn state it needs; txn.Open read that
+	// W2: metadata before the txn state it needs; txn.Open read that
 	// state already, so a read-only DB reads it once more after.
 	if err := db.loadInto(ctx, db.datasets); err == nil && opts.ReadOnly {
 		err = txm.Refresh(ctx)

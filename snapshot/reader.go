@@ -40,9 +40,9 @@ type Reader struct {
 	closed atomic.Bool
 }
 
-// Reader pins a version of the dataset name: at.Version, the newest kept version
-// committed at or before at.AsOf, the version tagged at.Tag, or the
-// current one. Errors: ErrDatasetNotFound, ErrNoVersion, ErrVersionNotKept
+// Reader pins a version of the dataset name: at.Version, the newest kept
+// version committed at or before *at.AsOf, the version tagged at.Tag, or
+// the current one. Errors: ErrDatasetNotFound, ErrNoVersion, ErrVersionNotKept
 // (collected by GC, rolled back, never committed, or nothing kept as of
 // the time), ErrTagNotFound, ErrInvalidArgument (more than one field of at
 // set, a negative version).
@@ -110,7 +110,7 @@ func (db *DB) Reader(ctx context.Context, name string, at At) (*Reader, error) {
 	vis := db.txm.Visibility(name, vi.Version)
 	if vis.IsExcluded(vi.Version) {
 		// Rolled back by the writer process after this view's metadata
-		// was read (S2).
+		// was read (W2).
 		return nil, fmt.Errorf("%w: %s version %d was rolled back", ErrVersionNotKept, name, vi.Version)
 	}
 	r := &Reader{db: db, ds: ds, info: ds.infoLocked(vi), parts: ds.cfg.Partitions, vis: vis, opts: readOpts(vis)}

@@ -12,12 +12,12 @@ const DefaultRefreshInterval = time.Second
 
 // Refresh makes a ReadOnly DB see what the writer process committed,
 // aborted, rolled back, tagged, collected or dropped since Open or the
-// last refresh (doc.go S2): it rereads every dataset's metadata and the
+// last refresh (doc.go W2): it rereads every dataset's metadata and the
 // txn sets. The metadata is read first, the txn sets second, and the new
 // metadata is published last, so that no version becomes readable here
 // before the invalid set that guards it. Readers already open keep their
-// pinned version (txn V4). On a writer DB it does nothing: its memory is
-// the truth (S1).
+// pinned version (txn.V4). On a writer DB it does nothing: its memory is
+// the truth (W1).
 func (db *DB) Refresh(ctx context.Context) error {
 	if err := db.check(); err != nil {
 		return err
@@ -63,7 +63,7 @@ func (db *DB) Refresh(ctx context.Context) error {
 }
 
 // maybeRefresh refreshes a read-only DB whose view is older than
-// RefreshInterval (S2).
+// RefreshInterval (W2).
 func (db *DB) maybeRefresh(ctx context.Context) error {
 	if !db.opts.ReadOnly || db.opts.RefreshInterval < 0 {
 		return nil

@@ -2,7 +2,7 @@ package snapshot
 
 import "time"
 
-// Retention says which committed versions a dataset keeps (DESIGN 5): every
+// Retention says which committed versions a dataset keeps (G1): every
 // version younger than TTL and at least the newest MinVersions; the current
 // and tagged versions always.
 type Retention struct {

@@ -66,7 +66,7 @@ func (db *DB) Rollback(ctx context.Context, dataset string, to int64) (VersionIn
 		b.DeleteVersion(tagKey(dataset, t), colV, 0)
 	}
 	// One durable write: the later versions become invalid transactions
-	// (txn I4) and the target becomes current.
+	// (txn.I4) and the target becomes current.
 	if err := db.txm.Invalidate(ctx, dataset, later, b); err != nil {
 		return VersionInfo{}, fmt.Errorf("snapshot: rolling %s back to %d: %w", dataset, to, err)
 	}

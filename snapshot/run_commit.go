@@ -62,7 +62,7 @@ func (r *Run) Commit(ctx context.Context) (vi VersionInfo, err error) {
 	if err != nil {
 		return VersionInfo{}, fmt.Errorf("snapshot: encoding version info: %w", err)
 	}
-	if err := r.db.writable(); err != nil { // S3
+	if err := r.db.writable(); err != nil { // W3
 		return VersionInfo{}, fmt.Errorf("snapshot: committing %s txn %d: %w", r.ds.name, r.id, err)
 	}
 	b := &store.Batch{Table: r.db.meta}

@@ -62,7 +62,7 @@ func readName(t *testing.T, db *DB, id int64) (string, int64) {
 	return string(row.Values[1].Bytes), r.Version().Version
 }
 
-// TestSharedReadOnly checks S1 and S2: a read-only DB on the writer's
+// TestSharedReadOnly checks W1 and W2: a read-only DB on the writer's
 // store sees the writer's commits after a refresh, never the cells of its
 // aborted runs, refuses writes, and does not disturb the writer's run in
 // progress; a second writer is refused the lease.
@@ -181,7 +181,7 @@ func TestSharedReadOnly(t *testing.T) {
 }
 
 // TestSharedRefreshInterval checks that reads of a read-only DB refresh a
-// view older than RefreshInterval by themselves (S2).
+// view older than RefreshInterval by themselves (W2).
 func TestSharedRefreshInterval(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -199,7 +199,7 @@ func TestSharedRefreshInterval(t *testing.T) {
 	}
 }
 
-// TestWriterLeaseLost checks S3: a writer whose lease another process took
+// TestWriterLeaseLost checks W3: a writer whose lease another process took
 // (after it expired) refuses to commit.
 func TestWriterLeaseLost(t *testing.T) {
 	ctx := context.Background()
