@@ -32,10 +32,7 @@ func (db *DB) SetConfig(ctx context.Context, cfg DatasetConfig) error {
 	if err := validConfig(cfg); err != nil {
 		return err
 	}
-	if err := db.writable(); err != nil {
-		return err
-	}
-	ds, err := db.lookup(ctx, cfg.Name)
+	ds, err := db.lookupWritable(ctx, cfg.Name)
 	if err != nil {
 		return err
 	}

@@ -286,23 +286,6 @@ func TestCrash(t *testing.T) {
 	t.Logf("%d children killed with SIGKILL, %d committed versions", kills, len(committed)-1)
 }
 
-func scanJSON(t *testing.T, r *Reader) []string {
-	t.Helper()
-	it, err := r.Scan(context.Background(), ScanOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for it.Next() {
-		b, _ := it.Row().MarshalJSON()
-		out = append(out, string(b))
-	}
-	if err := it.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 func countCellsAt(t *testing.T, st store.Store, ts int64) int {
 	t.Helper()
 	it, err := st.Scan(context.Background(), dataTable(crashConfig.Name, 0), store.ScanOptions{ReadOptions: store.ReadOptions{TimeRange: store.TimeRange{Min: ts, Max: ts + 1}}})

@@ -105,3 +105,26 @@ func (db *DB) lookup(ctx context.Context, name string) (*dataset, error) {
 	}
 	return ds, nil
 }
+
+// lookupWritable returns the dataset a write names: first whether this
+// DB may write at all (writable: ErrReadOnly, ErrWriterLeaseLost), then
+// lookup's answer.
+func (db *DB) lookupWritable(ctx context.Context, name string) (*dataset, error) {
+	if err := db.writable(); err != nil {
+		return nil, err
+	}
+	return db.lookup(ctx, name)
+}
+
+// acquireWritable is lookupWritable that also takes the dataset's writer
+// slot for op (D8, ErrRunInProgress); the caller releases it.
+func (db *DB) acquireWritable(ctx context.Context, name, op string) (*dataset, error) {
+	ds, err := db.lookupWritable(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := ds.acquire(op); err != nil {
+		return nil, err
+	}
+	return ds, nil
+}

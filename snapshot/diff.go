@@ -173,23 +173,11 @@ func (d *diffIter) Next() bool {
 			return true
 		}
 		d.change = Change{Op: d.op}
-		if len(d.resF) > 0 {
-			row, err := d.fromRB.build(d.resF)
-			if err != nil {
-				d.err = err
-				return false
-			}
-			d.change.Before = &row
-			d.change.Key = row.Key
+		if d.change.Before, d.err = d.side(d.fromRB, d.resF); d.err != nil {
+			return false
 		}
-		if len(d.resT) > 0 {
-			row, err := d.toRB.build(d.resT)
-			if err != nil {
-				d.err = err
-				return false
-			}
-			d.change.After = &row
-			d.change.Key = row.Key
+		if d.change.After, d.err = d.side(d.toRB, d.resT); d.err != nil {
+			return false
 		}
 		return true
 	}
@@ -197,6 +185,20 @@ func (d *diffIter) Next() bool {
 		d.err = fmt.Errorf("snapshot: diffing %s: %w", d.from.ds.name, err)
 	}
 	return false
+}
+
+// side builds one side of a change from its resolved columns, nil when
+// the row is absent on that side, and sets the change's key from it.
+func (d *diffIter) side(rb *rowBuilder, res []resolvedCol) (*Row, error) {
+	if len(res) == 0 {
+		return nil, nil
+	}
+	row, err := rb.build(res)
+	if err != nil {
+		return nil, err
+	}
+	d.change.Key = row.Key
+	return &row, nil
 }
 
 func (d *diffIter) Change() Change { return d.change }

@@ -12,14 +12,8 @@ import (
 // its invalid transactions. ErrRunInProgress while a run, GC or rollback
 // holds it; ErrDatasetNotFound. Readers still open get ErrDatasetNotFound.
 func (db *DB) DropDataset(ctx context.Context, name string) error {
-	if err := db.writable(); err != nil {
-		return err
-	}
-	ds, err := db.lookup(ctx, name)
+	ds, err := db.acquireWritable(ctx, name, "drop")
 	if err != nil {
-		return err
-	}
-	if err := ds.acquire("drop"); err != nil {
 		return err
 	}
 	defer ds.release()

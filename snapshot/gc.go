@@ -33,14 +33,8 @@ type GCReport struct {
 // history. Errors: ErrDatasetNotFound, ErrRunInProgress (a run holds the
 // dataset; GC never waits for it).
 func (db *DB) GC(ctx context.Context, name string, dryRun bool) (GCReport, error) {
-	if err := db.writable(); err != nil {
-		return GCReport{}, err
-	}
-	ds, err := db.lookup(ctx, name)
+	ds, err := db.acquireWritable(ctx, name, "gc")
 	if err != nil {
-		return GCReport{}, err
-	}
-	if err := ds.acquire("gc"); err != nil {
 		return GCReport{}, err
 	}
 	defer ds.release()

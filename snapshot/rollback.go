@@ -16,14 +16,8 @@ import (
 // ErrVersionNotKept, ErrRunInProgress (a run, GC or drop holds the
 // dataset).
 func (db *DB) Rollback(ctx context.Context, dataset string, to int64) (VersionInfo, error) {
-	if err := db.writable(); err != nil {
-		return VersionInfo{}, err
-	}
-	ds, err := db.lookup(ctx, dataset)
+	ds, err := db.acquireWritable(ctx, dataset, "rollback")
 	if err != nil {
-		return VersionInfo{}, err
-	}
-	if err := ds.acquire("rollback"); err != nil {
 		return VersionInfo{}, err
 	}
 	defer ds.release()

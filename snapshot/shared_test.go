@@ -4,63 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"testing"
 	"time"
-
-	"github.com/snapstore/snapstore/store"
 )
-
-// openSecondStore opens the store of dir once more, as a second process
-// would: a second Store on the same HBase table, or, since Pebble locks its
-// directory, the same Pebble store.
-func openSecondStore(t *testing.T, dir string, first store.Store) store.Store {
-	t.Helper()
-	if os.Getenv(envBackend) == "hbase" {
-		return openTestStore(t, dir)
-	}
-	return first
-}
-
-func runNamed(t *testing.T, db *DB, rows [][]Value, commit bool) int64 {
-	t.Helper()
-	ctx := context.Background()
-	r, err := db.BeginRun(ctx, DatasetConfig{Name: "t", Guard: Guard{MaxShrink: 1}}, RunOptions{Schema: testSchema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, row := range rows {
-		if err := r.Put(ctx, row); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if !commit {
-		if err := r.Abort(ctx, "test"); err != nil {
-			t.Fatal(err)
-		}
-		return r.TxnID()
-	}
-	vi, err := r.Commit(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return vi.Version
-}
-
-func readName(t *testing.T, db *DB, id int64) (string, int64) {
-	t.Helper()
-	ctx := context.Background()
-	r, err := db.Reader(ctx, "t", At{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	row, err := r.Get(ctx, []Value{iv(id)}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(row.Values[1].Bytes), r.Version().Version
-}
 
 // TestSharedReadOnly checks W1 and W2: a read-only DB on the writer's
 // store sees the writer's commits after a refresh, never the cells of its
@@ -71,7 +17,7 @@ func TestSharedReadOnly(t *testing.T) {
 	dir := t.TempDir()
 	st := openTestStore(t, dir)
 	w := openTestDB(t, st, Options{WriterLease: 30 * time.Second})
-	v1 := runNamed(t, w, [][]Value{{iv(1), sv("a")}, {iv(2), sv("b")}}, true)
+	v1 := runRows(t, w, [][]Value{{iv(1), sv("a")}, {iv(2), sv("b")}}).Version
 
 	// A run in progress while the reader opens: the reader must leave it.
 	run, err := w.BeginRun(ctx, DatasetConfig{Name: "t", Guard: Guard{MaxShrink: 1}}, RunOptions{Schema: testSchema})
@@ -105,8 +51,8 @@ func TestSharedReadOnly(t *testing.T) {
 
 	// An aborted run then a commit that does not touch row 2: the reader
 	// must exclude the aborted cells at the newer version.
-	aborted := runNamed(t, w, [][]Value{{iv(1), sv("a")}, {iv(2), sv("ABORTED")}}, false)
-	v4 := runNamed(t, w, [][]Value{{iv(1), sv("A")}, {iv(2), sv("running")}}, true)
+	aborted := abortRows(t, w, [][]Value{{iv(1), sv("a")}, {iv(2), sv("ABORTED")}})
+	v4 := runRows(t, w, [][]Value{{iv(1), sv("A")}, {iv(2), sv("running")}}).Version
 	if v4 <= aborted {
 		t.Fatalf("ids %d then %d", aborted, v4)
 	}
@@ -191,7 +137,7 @@ func TestSharedRefreshInterval(t *testing.T) {
 	if _, err := r.Dataset(ctx, "t"); !errors.Is(err, ErrDatasetNotFound) {
 		t.Fatalf("before any run: %v", err)
 	}
-	v1 := runNamed(t, w, [][]Value{{iv(1), sv("a")}}, true)
+	v1 := runRows(t, w, [][]Value{{iv(1), sv("a")}}).Version
 	time.Sleep(2 * time.Millisecond) // past the interval, not an assertion
 	di, err := r.Dataset(ctx, "t")
 	if err != nil || di.Current != v1 {
@@ -295,11 +241,11 @@ func TestReadOnlyReadsRefresh(t *testing.T) {
 			dir := t.TempDir()
 			st := openTestStore(t, dir)
 			w := openTestDB(t, st, Options{WriterLease: 30 * time.Second})
-			v1 := runNamed(t, w, [][]Value{{iv(1), sv("a")}}, true)
+			v1 := runRows(t, w, [][]Value{{iv(1), sv("a")}}).Version
 			now := time.Now()
 			clock := func() time.Time { return now }
 			r := openTestDB(t, openSecondStore(t, dir, st), Options{ReadOnly: true, RefreshInterval: time.Minute, now: clock})
-			v2 := runNamed(t, w, [][]Value{{iv(1), sv("b")}}, true)
+			v2 := runRows(t, w, [][]Value{{iv(1), sv("b")}}).Version
 			now = now.Add(2 * time.Minute)
 			if err := read(r, v1, v2); err != nil {
 				t.Fatalf("%s of version %d committed after the last refresh: %v", name, v2, err)

@@ -14,10 +14,7 @@ func (db *DB) Tag(ctx context.Context, dataset, tag string, version int64) error
 	if err := validName("tag", tag); err != nil {
 		return err
 	}
-	if err := db.writable(); err != nil {
-		return err
-	}
-	ds, err := db.lookup(ctx, dataset)
+	ds, err := db.lookupWritable(ctx, dataset)
 	if err != nil {
 		return err
 	}
@@ -37,10 +34,7 @@ func (db *DB) Tag(ctx context.Context, dataset, tag string, version int64) error
 
 // Untag removes a tag. ErrTagNotFound.
 func (db *DB) Untag(ctx context.Context, dataset, tag string) error {
-	if err := db.writable(); err != nil {
-		return err
-	}
-	ds, err := db.lookup(ctx, dataset)
+	ds, err := db.lookupWritable(ctx, dataset)
 	if err != nil {
 		return err
 	}
