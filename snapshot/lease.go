@@ -150,24 +150,3 @@ func (db *DB) releaseLease() error {
 	b.DeleteVersion(keyLease, colV, 0)
 	return db.st.Apply(ctx, b)
 }
-
-// writable returns nil when this DB may write: not read-only, and, with a
-// writer lease, the lease held and not expired by this process's clock
-// (W1, W3).
-func (db *DB) writable() error {
-	if err := db.check(); err != nil {
-		return err
-	}
-	if db.opts.ReadOnly {
-		return ErrReadOnly
-	}
-	if db.opts.WriterLease > 0 {
-		if db.leaseLost.Load() {
-			return fmt.Errorf("%w: another process took it", ErrWriterLeaseLost)
-		}
-		if until := time.Unix(0, db.leaseUntil.Load()); !db.opts.now().Before(until) {
-			return fmt.Errorf("%w: not renewed since it expired at %s", ErrWriterLeaseLost, until.UTC().Format(time.RFC3339))
-		}
-	}
-	return nil
-}

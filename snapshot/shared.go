@@ -1,11 +1,12 @@
 package snapshot
 
 // This file holds how the program that opens a store says that other
-// processes share it (doc.go, "Several processes on one store"); the
-// writer lease is in lease.go, the refresh of read-only views in
-// refresh.go.
+// processes share it (doc.go, "Several processes on one store"), and the
+// one check every write makes: may this DB write. The writer lease is in
+// lease.go, the refresh of read-only views in refresh.go.
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/snapstore/snapstore/store"
@@ -34,3 +35,24 @@ type Sharing struct {
 // or by its SharedStore): every write returns ErrReadOnly, so periodic
 // work that writes (GC, scheduled runs) has nothing to do here.
 func (db *DB) ReadOnly() bool { return db.opts.ReadOnly }
+
+// writable returns nil when this DB may write: not read-only, and, with a
+// writer lease, the lease held and not expired by this process's clock
+// (W1, W3).
+func (db *DB) writable() error {
+	if err := db.check(); err != nil {
+		return err
+	}
+	if db.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	if db.opts.WriterLease > 0 {
+		if db.leaseLost.Load() {
+			return fmt.Errorf("%w: another process took it", ErrWriterLeaseLost)
+		}
+		if until := time.Unix(0, db.leaseUntil.Load()); !db.opts.now().Before(until) {
+			return fmt.Errorf("%w: not renewed since it expired at %s", ErrWriterLeaseLost, until.UTC().Format(time.RFC3339))
+		}
+	}
+	return nil
+}
