@@ -160,18 +160,18 @@
 // W1. One writer process per store, enforced by a lease. A DB opened with
 // Options.WriterLease writes a lease record (owner = host/pid/random,
 // expiry) to the metadata table before txn.Open, reads it back after a
-// settle delay (a tenth of the lease, at most 0.5 s), renews it every
-// third of the lease (a failed renewal is retried every second), and
-// deletes it at Close. Open fails with
-// ErrWriterLeaseHeld while another owner's lease has not expired. A DB
-// opened with Options.ReadOnly takes no lease and writes nothing: its txn
-// Manager keeps the writer's in-progress ids excluded instead of
-// invalidating them (txn.I7), and BeginRun, GC, Rollback, Tag, Untag,
-// SetConfig, DropDataset, PutRecord and DeleteRecord return ErrReadOnly.
-// Without compare-and-set the lease is a guard against a second writer
-// started by mistake, not consensus: two writers started within the settle
-// delay of each other can, with unlucky timing, both pass; the renewal of
-// the one overwritten finds the other owner and stops it (W3).
+// settle delay (a tenth of the lease, at most 0.5 s), renews it every third
+// of the lease (a failed renewal is retried every second), and deletes it
+// at Close. Open fails with ErrWriterLeaseHeld while another owner's lease
+// has not expired. A DB opened with Options.ReadOnly takes no lease and
+// writes nothing: its txn Manager keeps the writer's in-progress ids
+// excluded instead of invalidating them (txn.I7), and BeginRun, GC,
+// Rollback, Tag, Untag, SetConfig, DropDataset, PutRecord and DeleteRecord
+// return ErrReadOnly. Without compare-and-set the lease is a guard against
+// a second writer started by mistake, not consensus: two writers started
+// within the settle delay of each other can, with unlucky timing, both
+// pass; the renewal of the one overwritten finds the other owner and stops
+// it (W3).
 //
 // W2. Read-only views are refreshed, metadata first. DB.Refresh reads every
 // dataset's metadata (config, current version, versions, tags, expired
@@ -190,7 +190,8 @@
 // interval first; the refresh happens where they find their dataset
 // (DB.lookup), so that no entry point can leave it out. A refresh keeps
 // the dataset objects, so open Readers keep their pinned version and
-// visibility (txn.V4); a dataset the writer dropped is marked dropped. On a writer DB Refresh does nothing.
+// visibility (txn.V4); a dataset the writer dropped is marked dropped. On
+// a writer DB Refresh does nothing.
 //
 // W3. A writer stops writing when its lease is gone. BeginRun, Commit
 // (just before the commit record) and the other writes check that the

@@ -1,9 +1,9 @@
 package snapshot
 
 // The visibility rule of txn (txn.V2: which cell versions a view sees;
-// txn.V3: the newest visible version of a column wins, and a visible
-// delete marker hides the visible puts at or below it) applied to the raw
-// cells of one row. visibleWalk is its one implementation: reads, runs and diffs
+// txn.V3: the newest visible version of a column wins, and a visible delete
+// marker hides the visible puts at or below it) applied to the raw cells of
+// one row. visibleWalk is its one implementation: reads, runs and diffs
 // resolve rows with it (resolve), GC decides with it which cells some view
 // needs (gc.go, markNeeded).
 
