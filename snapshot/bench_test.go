@@ -1,7 +1,7 @@
 package snapshot
 
-// Benchmarks of issue 2 ("Benchmarks"), each beside its baseline in the
-// same run; the ratio is reported by the second sibling as x_baseline.
+// Benchmarks, each beside its baseline in the same run (docs/benchmarks.md
+// has the figures); the ratio is reported by the second sibling as x_baseline.
 // Run them once, e.g.:
 //
 //	go test -run '^$' -bench . -benchtime 1x -timeout 60m ./snapshot
@@ -26,7 +26,8 @@ import (
 
 var benchRows = flag.Int("snapbench.rows", 1_000_000, "rows of the run benchmarks")
 
-// benchSchema is 10 mixed columns, like the DESIGN measurement table.
+// benchSchema is 10 mixed columns, like the 2M-row table of
+// docs/benchmarks.md.
 var benchSchema = Schema{
 	Columns: []Column{
 		{Name: "id", Kind: KindInt}, {Name: "name", Kind: KindString}, {Name: "email", Kind: KindString},
@@ -74,9 +75,28 @@ func openBenchStore(b *testing.B, dir string) *pebble.Store {
 	return st
 }
 
+// openBenchDB opens a DB on a new Pebble store in a temporary directory.
+// The caller closes the store (the DB holds nothing else to release).
+func openBenchDB(b *testing.B) (*pebble.Store, *DB) {
+	st := openBenchStore(b, b.TempDir())
+	db, err := Open(context.Background(), st, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return st, db
+}
+
 // benchRun writes generation gen of the table as one run; rows come in
 // key order.
 func benchRun(b *testing.B, db *DB, rows, gen int) VersionInfo {
+	return benchRunOf(b, db, rows, func(vals []Value, buf []byte, i int) ([]Value, []byte) {
+		return benchRow(vals, buf, i, gen)
+	})
+}
+
+// benchRunOf writes one run of the rows that row makes for i = 0..rows-1,
+// in that order.
+func benchRunOf(b *testing.B, db *DB, rows int, row func(vals []Value, buf []byte, i int) ([]Value, []byte)) VersionInfo {
 	ctx := context.Background()
 	r, err := db.BeginRun(ctx, DatasetConfig{Name: "bench"}, RunOptions{Schema: benchSchema})
 	if err != nil {
@@ -85,7 +105,7 @@ func benchRun(b *testing.B, db *DB, rows, gen int) VersionInfo {
 	var vals []Value
 	var buf []byte
 	for i := 0; i < rows; i++ {
-		vals, buf = benchRow(vals, buf, i, gen)
+		vals, buf = row(vals, buf, i)
 		if err := r.Put(ctx, vals); err != nil {
 			b.Fatal(err)
 		}
@@ -176,11 +196,7 @@ func BenchmarkFirstRun(b *testing.B) {
 	})
 	b.Run("writer=snapshot", func(b *testing.B) {
 		for b.Loop() {
-			st := openBenchStore(b, b.TempDir())
-			db, err := Open(context.Background(), st, Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
+			st, db := openBenchDB(b)
 			m0 := mallocs()
 			start := time.Now()
 			vi := benchRun(b, db, rows, 0)
@@ -255,11 +271,7 @@ func BenchmarkSecondRun(b *testing.B) {
 	b.Run("writer=delta", func(b *testing.B) {
 		for b.Loop() {
 			b.StopTimer()
-			st := openBenchStore(b, b.TempDir())
-			db, err := Open(context.Background(), st, Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
+			st, db := openBenchDB(b)
 			benchRun(b, db, rows, 0)
 			b.StartTimer()
 			m0 := mallocs()
@@ -313,12 +325,8 @@ func BenchmarkGet(b *testing.B) {
 			reportVsBaseline(b, "get"+strconv.Itoa(history), float64(time.Since(start))/float64(b.N), true)
 		})
 		b.Run("history="+strconv.Itoa(history)+"/reader=snapshot", func(b *testing.B) {
-			st := openBenchStore(b, b.TempDir())
+			st, db := openBenchDB(b)
 			defer st.Close()
-			db, err := Open(context.Background(), st, Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
 			defer db.Close()
 			for g := 0; g < history; g++ {
 				benchRunAllChanged(b, db, rows, g)
@@ -346,23 +354,11 @@ func BenchmarkGet(b *testing.B) {
 
 // benchRunAllChanged is a run where every row's qty is gen.
 func benchRunAllChanged(b *testing.B, db *DB, rows, gen int) {
-	ctx := context.Background()
-	r, err := db.BeginRun(ctx, DatasetConfig{Name: "bench"}, RunOptions{Schema: benchSchema})
-	if err != nil {
-		b.Fatal(err)
-	}
-	var vals []Value
-	var buf []byte
-	for i := 0; i < rows; i++ {
+	benchRunOf(b, db, rows, func(vals []Value, buf []byte, i int) ([]Value, []byte) {
 		vals, buf = benchRow(vals, buf, i, 0)
 		vals[3].Int = int64(gen)
-		if err := r.Put(ctx, vals); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if _, err := r.Commit(ctx); err != nil {
-		b.Fatal(err)
-	}
+		return vals, buf
+	})
 }
 
 // BenchmarkScan: a full ordered scan at the current version (rows/s),
@@ -395,12 +391,8 @@ func BenchmarkScan(b *testing.B) {
 		reportVsBaseline(b, "scan", float64(el)/float64(b.N), true)
 	})
 	b.Run("reader=snapshot", func(b *testing.B) {
-		st := openBenchStore(b, b.TempDir())
+		st, db := openBenchDB(b)
 		defer st.Close()
-		db, err := Open(context.Background(), st, Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
 		defer db.Close()
 		benchRun(b, db, rows, 0)
 		r, err := db.Reader(context.Background(), "bench", At{})

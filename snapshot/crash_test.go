@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -19,7 +20,7 @@ import (
 // The crash test re-executes the test binary as a child (TestCrashChild)
 // that runs a run or a GC and stops dead at a named point (Options.hook),
 // where the parent kills it with SIGKILL. The parent then reopens the store
-// and checks DESIGN semantics 2 and 3: the current version is exactly the
+// and checks D3 and D4: the current version is exactly the
 // last committed snapshot, no cell of the killed run is visible, and GC
 // removes its cells.
 const (
@@ -61,7 +62,7 @@ func crashRows(i int) [][]Value {
 
 func crashRowsJSON(rows [][]Value) []string {
 	sorted := slices.Clone(rows)
-	slices.SortFunc(sorted, func(a, b []Value) int { return cmpInt(a[0].Int, b[0].Int) })
+	slices.SortFunc(sorted, func(a, b []Value) int { return cmp.Compare(a[0].Int, b[0].Int) })
 	out := make([]string, len(sorted))
 	for i, r := range sorted {
 		b, _ := Row{Columns: []string{"id", "a", "b"}, Values: r}.MarshalJSON()
@@ -283,23 +284,6 @@ func TestCrash(t *testing.T) {
 		t.Fatalf("only %d kills", kills)
 	}
 	t.Logf("%d children killed with SIGKILL, %d committed versions", kills, len(committed)-1)
-}
-
-func scanJSON(t *testing.T, r *Reader) []string {
-	t.Helper()
-	it, err := r.Scan(context.Background(), ScanOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for it.Next() {
-		b, _ := it.Row().MarshalJSON()
-		out = append(out, string(b))
-	}
-	if err := it.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 func countCellsAt(t *testing.T, st store.Store, ts int64) int {

@@ -176,7 +176,7 @@ func (h *ddHarness) cmd(t *testing.T, d *datadriven.TestData) string {
 			if err != nil {
 				return errText(err)
 			}
-			at.AsOf = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(dur)
+			at.AsOf = new(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(dur))
 		}
 		r, err := h.db.Reader(ctx, ds, at)
 		if err != nil {

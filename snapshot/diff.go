@@ -8,18 +8,96 @@ import (
 	"github.com/snapstore/snapstore/store"
 )
 
-// diff implements DB.Diff: one raw scan of every partition up to the newer
-// version, each row resolved at both versions (txn V2, V3). Two readers pin
-// the versions until Close.
-func (db *DB) diff(ctx context.Context, name string, from, to int64) (*diffIter, error) {
+// ChangeOp is the kind of a diff entry.
+type ChangeOp string
+
+// The change kinds.
+const (
+	// OpInsert: the row is absent at from, present at to.
+	OpInsert ChangeOp = "insert"
+	// OpUpdate: present at both, with a different column set or value.
+	OpUpdate ChangeOp = "update"
+	// OpDelete: present at from, absent at to.
+	OpDelete ChangeOp = "delete"
+)
+
+// Change is one row's difference between two versions.
+type Change struct {
+	// Op is the kind of change.
+	Op ChangeOp
+	// Key holds the key column values in key order.
+	Key    []Value
+	Before *Row // nil for insert
+	After  *Row // nil for delete
+}
+
+// DiffStats counts a diff.
+type DiffStats struct {
+	From     int64 `json:"from"`
+	To       int64 `json:"to"`
+	Inserted int64 `json:"inserted"`
+	Updated  int64 `json:"updated"`
+	Deleted  int64 `json:"deleted"`
+}
+
+// DiffIterator streams changes in row key order; must be closed.
+type DiffIterator interface {
+	// Next advances to the next changed row; false at the end or on error.
+	Next() bool
+	// Change returns the current change.
+	Change() Change
+	// Err returns the error that stopped the diff, if any.
+	Err() error
+	// Close releases the diff (and the versions it pinned) and returns Err.
+	Close() error
+}
+
+// Diff streams the changes from version from to version to (both kept;
+// from > to gives the reverse changes), in row key order: insert, delete,
+// or update when any column value or the column set differs. It pins both
+// versions until Close. Errors: ErrDatasetNotFound, ErrVersionNotKept,
+// ErrInvalidArgument (a version <= 0).
+func (db *DB) Diff(ctx context.Context, dataset string, from, to int64) (DiffIterator, error) {
+	return db.newDiff(ctx, dataset, from, to, false)
+}
+
+// DiffCounts counts the changes from version from to version to, as Diff
+// would stream them, without building rows.
+func (db *DB) DiffCounts(ctx context.Context, dataset string, from, to int64) (DiffStats, error) {
+	d, err := db.newDiff(ctx, dataset, from, to, true)
+	if err != nil {
+		return DiffStats{}, err
+	}
+	st := DiffStats{From: from, To: to}
+	for d.Next() {
+		switch d.op {
+		case OpInsert:
+			st.Inserted++
+		case OpUpdate:
+			st.Updated++
+		case OpDelete:
+			st.Deleted++
+		}
+	}
+	if err := d.Close(); err != nil {
+		return DiffStats{}, err
+	}
+	return st, nil
+}
+
+// newDiff opens one raw scan of every partition up to the newer version,
+// each row resolved at both versions (txn.V2, txn.V3); two Readers pin the
+// versions until Close. With countOnly the iterator classifies rows
+// without building them (Change is not filled).
+func (db *DB) newDiff(ctx context.Context, name string, from, to int64, countOnly bool) (*diffIter, error) {
 	if from <= 0 || to <= 0 {
 		return nil, fmt.Errorf("%w: versions must be positive", ErrInvalidArgument)
 	}
-	rf, err := db.reader(ctx, name, At{Version: from})
+	rf, err := db.Reader(ctx, name, At{Version: from})
 	if err != nil {
 		return nil, err
 	}
-	rt, err := db.reader(ctx, name, At{Version: to})
+	rt, err := db.Reader(ctx, name, At{Version: to})
 	if err != nil {
 		rf.Close()
 		return nil, err
@@ -38,7 +116,7 @@ func (db *DB) diff(ctx context.Context, name string, from, to int64) (*diffIter,
 		rt.Close()
 		return nil, fmt.Errorf("snapshot: diffing %s %d..%d: %w", name, from, to, err)
 	}
-	d := &diffIter{from: rf, to: rt, m: m}
+	d := &diffIter{from: rf, to: rt, m: m, countOnly: countOnly}
 	_, fromIdx, _ := rf.columnSelection(nil)
 	_, toIdx, _ := rt.columnSelection(nil)
 	d.fromRB = newRowBuilder(rf.info.Schema, rf.keyIdx, fromIdx)
@@ -46,29 +124,7 @@ func (db *DB) diff(ctx context.Context, name string, from, to int64) (*diffIter,
 	return d, nil
 }
 
-func (db *DB) diffCounts(ctx context.Context, name string, from, to int64) (DiffStats, error) {
-	d, err := db.diff(ctx, name, from, to)
-	if err != nil {
-		return DiffStats{}, err
-	}
-	d.countOnly = true
-	st := DiffStats{From: from, To: to}
-	for d.Next() {
-		switch d.op {
-		case OpInsert:
-			st.Inserted++
-		case OpUpdate:
-			st.Updated++
-		case OpDelete:
-			st.Deleted++
-		}
-	}
-	if err := d.Close(); err != nil {
-		return DiffStats{}, err
-	}
-	return st, nil
-}
-
+// diffIter implements DiffIterator.
 type diffIter struct {
 	from, to     *Reader
 	m            *mergedRows
@@ -117,23 +173,11 @@ func (d *diffIter) Next() bool {
 			return true
 		}
 		d.change = Change{Op: d.op}
-		if len(d.resF) > 0 {
-			row, err := d.fromRB.build(d.resF)
-			if err != nil {
-				d.err = err
-				return false
-			}
-			d.change.Before = &row
-			d.change.Key = row.Key
+		if d.change.Before, d.err = d.side(d.fromRB, d.resF); d.err != nil {
+			return false
 		}
-		if len(d.resT) > 0 {
-			row, err := d.toRB.build(d.resT)
-			if err != nil {
-				d.err = err
-				return false
-			}
-			d.change.After = &row
-			d.change.Key = row.Key
+		if d.change.After, d.err = d.side(d.toRB, d.resT); d.err != nil {
+			return false
 		}
 		return true
 	}
@@ -141,6 +185,20 @@ func (d *diffIter) Next() bool {
 		d.err = fmt.Errorf("snapshot: diffing %s: %w", d.from.ds.name, err)
 	}
 	return false
+}
+
+// side builds one side of a change from its resolved columns, nil when
+// the row is absent on that side, and sets the change's key from it.
+func (d *diffIter) side(rb *rowBuilder, res []resolvedCol) (*Row, error) {
+	if len(res) == 0 {
+		return nil, nil
+	}
+	row, err := rb.build(res)
+	if err != nil {
+		return nil, err
+	}
+	d.change.Key = row.Key
+	return &row, nil
 }
 
 func (d *diffIter) Change() Change { return d.change }

@@ -4,7 +4,11 @@
 // garbage collection reclaim it. It is built on the cell table of package
 // store and the transactions of package txn, and knows nothing of sources.
 //
-// # Semantics (DESIGN.md, "Semantics that must hold on every backend")
+// # Semantics
+//
+// What holds on every backend; docs/semantics.md says the same for users.
+// Labels are unique in the module (txn has I and V, store S, snapshot D,
+// G and W); other packages cite these as snapshot.D5 and so on.
 //
 // D1. Cells. A dataset partition is a store table; a row key is the
 // order-preserving encoding of the key column values (encoding.go); a row
@@ -13,20 +17,21 @@
 //
 // D2. Versions. A dataset's version is the id of its last committed run.
 // Reading at version V returns, per row and column, the newest cell with
-// timestamp <= V whose transaction is visible (txn V2), unless a newer
-// visible delete marker hides it (txn V3). A Reader pins its version and
-// visibility for its whole life, so a scan never mixes versions, and page
-// tokens carry the version.
+// timestamp <= V whose transaction is visible (txn.V2), unless a newer
+// visible delete marker hides it (txn.V3). A Reader pins its version and
+// visibility for its whole life, so a scan never mixes versions, and a
+// page token carries the dataset and the version (pagetoken.go), so a
+// paged scan does not either.
 //
 // D3. Commit. Run.Commit writes delete markers for rows not seen, checks the
 // guards, flushes and syncs the data, then makes the transaction committed
 // and the dataset's current version in one atomic durable metadata write
-// (txn I3). Any failure before that write leaves the current version as it
+// (txn.I3). Any failure before that write leaves the current version as it
 // was and the run's transaction invalid.
 //
-// D4. Failed runs. An aborted run, a crashed process (txn I5) or a
-// rolled-back version (txn I4) is an invalid transaction: never visible,
-// its cells removed by GC, then its id pruned (txn I6).
+// D4. Failed runs. An aborted run, a crashed process (txn.I5) or a
+// rolled-back version (txn.I4) is an invalid transaction: never visible,
+// its cells removed by GC, then its id pruned (txn.I6).
 //
 // D5. Delta writes. For each source row the run reads the row at the
 // current version and writes only: puts for columns whose encoded value
@@ -42,13 +47,13 @@
 //     at commit so do the rows after the last key. Nothing else is stored.
 //   - Phase B, from the first key below its predecessor (switchKey = the
 //     largest key of phase A) to the end of the run: every key is recorded
-//     in a scratch table of the same store (no sync; cleared after a run
-//     that used it, and by the next run after a crash). A key at or below switchKey is checked against what the
-//     run already wrote: a row delete marker phase A wrote for it is taken
-//     back (DeleteVersion of the marker), a row phase A saw makes the key a
-//     duplicate (ErrBadKey). Keys above switchKey are compared through the
-//     iterator (stepping forward, seeking when far) or a point Get when
-//     behind it. At commit the scratch rows, which the store returns
+//     in a scratch table of the same store (never synced; scratch.go says
+//     when it is cleared). A key at or below switchKey is checked against
+//     what the run already wrote: a row delete marker phase A wrote for it
+//     is taken back (DeleteVersion of the marker), a row phase A saw makes
+//     the key a duplicate (ErrBadKey). Keys above switchKey are compared
+//     through the iterator (stepping forward, seeking when far) or a point
+//     Get when behind it. At commit the scratch rows, which the store returns
 //     sorted, are merge-joined with the current rows above switchKey: the
 //     rows not seen get their marker, a key recorded twice is ErrBadKey
 //     (and the run is aborted).
@@ -106,12 +111,12 @@
 // every cell of an invalid transaction.
 //
 // G6. Then invalid ids of the dataset that no open Reader can see are
-// pruned (txn I6).
+// pruned (txn.I6).
 //
 // G7. An expired version's cells may still be what later versions see
 // (a row never changed since). Its id is remembered in the dataset's
 // metadata until GC finds none of its cells left, so that a rollback to a
-// version before it invalidates it with the kept ones (txn I4); otherwise
+// version before it invalidates it with the kept ones (txn.I4); otherwise
 // its changes would resurrect after the rollback.
 //
 // GC reads one row at a time: memory is bounded by the
@@ -124,8 +129,8 @@
 //	t=0    run 1 puts c=a              cells: c@1=a
 //	t=10   run 2 puts c=b              cells: c@2=b c@1=a
 //	t=20   run 3 crashes after c=x     cells: c@3=x c@2=b c@1=a
-//	       restart: 3 is invalid (txn I5); ids resume at the high-water
-//	       mark, 1001 (txn I1)
+//	       restart: 3 is invalid (txn.I5); ids resume at the high-water
+//	       mark, 1001 (txn.I1)
 //	t=30   run 1001 deletes row k      cells: row@1001 c@3 c@2 c@1
 //	t=40   run 1002 reinserts c=d      cells: row@1001 c@1002=d c@3 c@2 c@1
 //	t=100  GC: versions 1, 2, 1001, 1002 committed at 0, 10, 30, 40;
@@ -150,60 +155,63 @@
 // compare-and-set, and a writer keeps what it owns in memory (the id
 // block, its runs, the writer slots of D8), so two writers would hand out
 // the same transaction ids, overlap runs of one dataset, and each take the
-// other's running transactions for a dead process's (txn I5, I8).
+// other's running transactions for a dead process's (txn.I5, txn.I8).
 //
-// S1. One writer process per store, enforced by a lease. A DB opened with
+// W1. One writer process per store, enforced by a lease. A DB opened with
 // Options.WriterLease writes a lease record (owner = host/pid/random,
 // expiry) to the metadata table before txn.Open, reads it back after a
-// settle delay (a tenth of the lease, at most 0.5 s), renews it every
-// third of the lease (a failed renewal is retried every second), and
-// deletes it at Close. Open fails with
-// ErrWriterLeaseHeld while another owner's lease has not expired. A DB
-// opened with Options.ReadOnly takes no lease and writes nothing: its txn
-// Manager keeps the writer's in-progress ids excluded instead of
-// invalidating them (txn I7), and BeginRun, GC, Rollback, Tag, Untag,
-// SetConfig, DropDataset, PutRecord and DeleteRecord return ErrReadOnly.
-// Without compare-and-set the lease is a guard against a second writer
-// started by mistake, not consensus: two writers started within the settle
-// delay of each other can, with unlucky timing, both pass; the renewal of
-// the one overwritten finds the other owner and stops it (S3).
+// settle delay (a tenth of the lease, at most 0.5 s), renews it every third
+// of the lease (a failed renewal is retried every second), and deletes it
+// at Close. Open fails with ErrWriterLeaseHeld while another owner's lease
+// has not expired. A DB opened with Options.ReadOnly takes no lease and
+// writes nothing: its txn Manager keeps the writer's in-progress ids
+// excluded instead of invalidating them (txn.I7), and BeginRun, GC,
+// Rollback, Tag, Untag, SetConfig, DropDataset, PutRecord and DeleteRecord
+// return ErrReadOnly. Without compare-and-set the lease is a guard against
+// a second writer started by mistake, not consensus: two writers started
+// within the settle delay of each other can, with unlucky timing, both
+// pass; the renewal of the one overwritten finds the other owner and stops
+// it (W3).
 //
-// S2. Read-only views are refreshed, metadata first. DB.Refresh reads every
+// W2. Read-only views are refreshed, metadata first. DB.Refresh reads every
 // dataset's metadata (config, current version, versions, tags, expired
 // ids), then the txn sets, then publishes the new metadata. A committed
 // version V of dataset d can see a transaction t <= V of d only if t ended
-// before V began (one writer per dataset), so t's invalid record (txn I4)
+// before V began (one writer per dataset), so t's invalid record (txn.I4)
 // was durable before V's commit record, and a txn state read after the
-// metadata that shows V holds it (or t was pruned: no cells left, txn
-// I6). Hence no version becomes readable in this process before the
+// metadata that shows V holds it (or t was pruned: no cells left,
+// txn.I6). Hence no version becomes readable in this process before the
 // invalid set that guards it, and no reader sees a cell of another
 // process's aborted transaction. A version rolled back between the two
 // reads shows up excluded in its own visibility: Reader returns
 // ErrVersionNotKept for it. With Options.RefreshInterval (default 1 s for
 // a read-only DB) every read entry point (Datasets, Dataset, Versions,
-// VersionInfo, Reader, Diff) refreshes a view older than the interval
-// first. A refresh keeps the dataset objects, so open Readers keep their
-// pinned version and visibility (txn V4); a dataset the writer dropped is
-// marked dropped. On a writer DB Refresh does nothing.
+// VersionInfo, Reader, Diff, DiffCounts) refreshes a view older than the
+// interval first; the refresh happens where they find their dataset
+// (DB.lookup), so that no entry point can leave it out. A refresh keeps
+// the dataset objects, so open Readers keep their pinned version and
+// visibility (txn.V4); a dataset the writer dropped is marked dropped. On
+// a writer DB Refresh does nothing.
 //
-// S3. A writer stops writing when its lease is gone. BeginRun, Commit
+// W3. A writer stops writing when its lease is gone. BeginRun, Commit
 // (just before the commit record) and the other writes check that the
 // lease is held and not expired by this process's clock, else
 // ErrWriterLeaseLost. After an outage longer than the lease, writes resume
 // with the first renewal that succeeds, if the record still names this
-// DB; a renewal that finds another owner's record loses it for good. Clocks of the processes must agree to well within the
-// lease.
+// DB; a renewal that finds another owner's record loses it for good.
+// Clocks of the processes must agree to well within the lease.
 //
 // Limits. The writer's GC knows only its own Readers (G2): a read-only
 // process's Reader pinned to a version that retention expires, or to a
 // version rolled back then collected, may see that version's cells
 // disappear under it; keep such reads shorter than the TTL, or tag the
 // version. The writer does not see what another process wrote to the
-// metadata table (none may write, S1).
+// metadata table (none may write, W1).
 //
 // # Partitions
 //
 // A dataset has Options.Partitions hash partitions (fixed at creation):
-// a row lives in table "d/<dataset>/<PartitionOf(key)>"; scans merge the
-// partitions in key order. See keys.go for every table and metadata row.
+// a row lives in table "d/<dataset>/<p>", p = xxhash64(row key) modulo
+// the partitions; scans merge the partitions in key order (partition.go).
+// See keys.go for every table and metadata row.
 package snapshot

@@ -89,7 +89,7 @@ func appendCellValue(dst []byte, v Value) []byte {
 // of the result alias b.
 func decodeCellValue(b []byte, copyBytes bool) (Value, error) {
 	if len(b) == 0 {
-		return Value{}, fmt.Errorf("%w: empty cell value", errCorruptCell)
+		return Value{}, fmt.Errorf("%w: empty cell value", ErrCorrupt)
 	}
 	v := Value{Kind: Kind(b[0])}
 	p := b[1:]
@@ -98,23 +98,23 @@ func decodeCellValue(b []byte, copyBytes bool) (Value, error) {
 	case KindInt:
 		x, n := binary.Varint(p)
 		if n <= 0 {
-			return Value{}, fmt.Errorf("%w: int", errCorruptCell)
+			return Value{}, fmt.Errorf("%w: int", ErrCorrupt)
 		}
 		v.Int = x
 	case KindUint:
 		x, n := binary.Uvarint(p)
 		if n <= 0 {
-			return Value{}, fmt.Errorf("%w: uint", errCorruptCell)
+			return Value{}, fmt.Errorf("%w: uint", ErrCorrupt)
 		}
 		v.Uint = x
 	case KindFloat:
 		if len(p) != 8 {
-			return Value{}, fmt.Errorf("%w: float", errCorruptCell)
+			return Value{}, fmt.Errorf("%w: float", ErrCorrupt)
 		}
 		v.Float = math.Float64frombits(binary.BigEndian.Uint64(p))
 	default:
 		if v.Kind > KindGeometry {
-			return Value{}, fmt.Errorf("%w: kind %d", errCorruptCell, v.Kind)
+			return Value{}, fmt.Errorf("%w: kind %d", ErrCorrupt, v.Kind)
 		}
 		if copyBytes {
 			v.Bytes = append([]byte{}, p...)

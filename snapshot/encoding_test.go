@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bytes"
+	"cmp"
 	"math"
 	"math/big"
 	"math/rand/v2"
@@ -28,32 +29,16 @@ func TestKeyOrder(t *testing.T) {
 		cmp func(a, b Value) int
 	}{
 		KindInt: {func() Value { return Value{Kind: KindInt, Int: rng.Int64() >> rng.IntN(64)} },
-			func(a, b Value) int { return cmpInt(a.Int, b.Int) }},
+			func(a, b Value) int { return cmp.Compare(a.Int, b.Int) }},
 		KindUint: {func() Value { return Value{Kind: KindUint, Uint: rng.Uint64() >> rng.IntN(64)} },
-			func(a, b Value) int {
-				switch {
-				case a.Uint < b.Uint:
-					return -1
-				case a.Uint > b.Uint:
-					return 1
-				}
-				return 0
-			}},
+			func(a, b Value) int { return cmp.Compare(a.Uint, b.Uint) }},
 		KindFloat: {func() Value {
 			f := []float64{math.Inf(-1), math.Inf(1), 0, -1.5, 1e-300, -1e300}[rng.IntN(6)]
 			if rng.IntN(2) == 0 {
 				f = rng.NormFloat64() * 1e6
 			}
 			return Value{Kind: KindFloat, Float: f}
-		}, func(a, b Value) int {
-			switch {
-			case a.Float < b.Float:
-				return -1
-			case a.Float > b.Float:
-				return 1
-			}
-			return 0
-		}},
+		}, func(a, b Value) int { return cmp.Compare(a.Float, b.Float) }},
 		KindDecimal: {func() Value { return Value{Kind: KindDecimal, Bytes: []byte(decimal())} },
 			func(a, b Value) int {
 				x, _ := new(big.Rat).SetString(string(a.Bytes))
@@ -81,7 +66,7 @@ func TestKeyOrder(t *testing.T) {
 		}, func(a, b Value) int {
 			x, _ := parseTimeMicros(string(a.Bytes))
 			y, _ := parseTimeMicros(string(b.Bytes))
-			return cmpInt(x, y)
+			return cmp.Compare(x, y)
 		}},
 	}
 	for kind, g := range gens {

@@ -5,45 +5,36 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/snapstore/snapstore/store"
 	"github.com/snapstore/snapstore/txn"
 )
 
-// keptLocked applies the retention policy (DESIGN 5, G1 in doc.go) and
-// returns the versions to expire, ascending.
-func (ds *dataset) expiredLocked(now time.Time) []int64 {
-	ret := ds.cfg.Retention
-	minV := max(ret.MinVersions, 1)
-	tagged := map[int64]bool{}
-	for _, v := range ds.tags {
-		tagged[v] = true
-	}
-	var out []int64
-	n := len(ds.versions)
-	for i, vi := range ds.versions {
-		switch {
-		case vi.Version == ds.current, tagged[vi.Version]:
-		case n-i <= minV: // among the newest MinVersions
-		case ret.TTL == 0 || now.Sub(vi.CommittedAt) < ret.TTL:
-		default:
-			out = append(out, vi.Version)
-		}
-	}
-	return out
+// GCReport says what a garbage collection did or, dry, would do.
+type GCReport struct {
+	Dataset string `json:"dataset"`
+	DryRun  bool   `json:"dry_run"`
+	// VersionsExpired lists the versions retention expired, ascending.
+	VersionsExpired []int64 `json:"versions_expired"`
+	// CellsDeleted counts cell versions and markers removed.
+	CellsDeleted int64 `json:"cells_deleted"`
+	// BytesReclaimed estimates the bytes removed: row key + column +
+	// value + 8 per cell, before storage compression.
+	BytesReclaimed int64 `json:"bytes_reclaimed"`
+	// InvalidTxnsPruned counts invalid transactions pruned (txn.I6).
+	InvalidTxnsPruned int `json:"invalid_txns_pruned"`
 }
 
-// gc implements DB.GC; see "Garbage collection" in doc.go.
-func (db *DB) gc(ctx context.Context, name string, dryRun bool) (GCReport, error) {
-	if err := db.writable(); err != nil {
-		return GCReport{}, err
-	}
-	ds, err := db.lookup(name)
+// GC applies retention to a dataset and deletes exactly the cells no kept
+// version can see plus the cells of its invalid transactions, then prunes
+// the invalid set (doc.go G1-G7, with a worked example). Versions
+// pinned by open Readers keep their cells. With dryRun nothing changes and
+// the report says what would be deleted. Memory is bounded by one row's
+// history. Errors: ErrDatasetNotFound, ErrRunInProgress (a run holds the
+// dataset; GC never waits for it).
+func (db *DB) GC(ctx context.Context, name string, dryRun bool) (GCReport, error) {
+	ds, err := db.acquireWritable(ctx, name, "gc")
 	if err != nil {
-		return GCReport{}, err
-	}
-	if err := ds.acquire("gc"); err != nil {
 		return GCReport{}, err
 	}
 	defer ds.release()
@@ -124,8 +115,9 @@ func (db *DB) gc(ctx context.Context, name string, dryRun bool) (GCReport, error
 			return rep, fmt.Errorf("snapshot: syncing GC of %s: %w", name, err)
 		}
 	}
-	// I6: prune the invalid ids whose cells are gone: every one that no
-	// open reader can see (those that one can see kept their cells).
+	// G6, txn.I6: prune the invalid ids whose cells are gone: every one
+	// that no open reader can see (those that one can see kept their
+	// cells).
 	var prune []int64
 	for _, id := range invalid {
 		seen := false
@@ -257,39 +249,23 @@ func (db *DB) gcPartition(ctx context.Context, table string, views []txn.Visibil
 
 // markNeeded sets needed[i] for every put that some view sees (G3) and
 // marker[i] for every delete marker that is the effective state of a
-// column in some view (G4).
+// column in some view (G4): the column's newest visible version, or the
+// visible row marker that hides it. A row marker of a view in which a
+// column has no visible version is a candidate too: it may still hide
+// older puts that another view needs, and G5 decides.
 func markNeeded(cells []store.Cell, views []txn.Visibility, needed, marker []bool) {
 	for _, vis := range views {
-		rowDel, rowDelIdx := int64(-1), -1
-		i := 0
-		for ; i < len(cells) && len(cells[i].Column) == 0; i++ {
-			c := &cells[i]
-			if c.Kind == store.KindDeleteRow && c.Timestamp > rowDel && vis.IsVisible(c.Timestamp) {
-				rowDel, rowDelIdx = c.Timestamp, i
-			}
-		}
-		for i < len(cells) {
-			col := cells[i].Column
-			found := false
-			for ; i < len(cells) && bytes.Equal(cells[i].Column, col); i++ {
-				c := &cells[i]
-				if found || !vis.IsVisible(c.Timestamp) {
-					continue
+		w := newVisibleWalk(cells, vis)
+		for i, ok := w.next(); ok; i, ok = w.next() {
+			switch {
+			case i < 0 || w.hidden(i):
+				if w.rowDel >= 0 {
+					marker[w.rowDel] = true
 				}
-				found = true
-				switch {
-				case c.Timestamp <= rowDel:
-					marker[rowDelIdx] = true
-				case c.Kind == store.KindPut:
-					needed[i] = true
-				default:
-					marker[i] = true
-				}
-			}
-			if !found && rowDelIdx >= 0 {
-				// nothing visible in the column; the row marker may still
-				// hide older invisible-to-this-view puts: keep deciding by G5
-				marker[rowDelIdx] = true
+			case cells[i].Kind == store.KindPut:
+				needed[i] = true
+			default:
+				marker[i] = true
 			}
 		}
 	}

@@ -14,8 +14,7 @@ import (
 // TestHBaseStoppedMidRun stops the Thrift2 gateway after the first data
 // batch of run 2: the run fails with store.ErrUnavailable, and after the
 // gateway returns and the process restarts, version 1 is current, nothing of
-// run 2 is visible, and GC reclaims its cells (issue 6, "HBase stopped in
-// the middle of a run"). It needs the test HBase of
+// run 2 is visible, and GC reclaims its cells. It needs the test HBase of
 // scripts/hbase-standalone.sh whatever SNAPSTORE_SNAPSHOT_BACKEND says, and
 // skips without it.
 func TestHBaseStoppedMidRun(t *testing.T) {

@@ -18,15 +18,18 @@ import (
 //	"s\x00ver\x00" + dataset + "\x00" + v (8 BE) "info" JSON VersionInfo of a kept version
 //	"s\x00tag\x00" + dataset + "\x00" + tag      "v"    tagged version, 8 bytes big-endian
 //	"s\x00rec\x00" + kind + "\x00" + name        "v"    a Record's value
-//	"s\x00lease"                                 "v"    JSON writer lease: owner, expires (doc.go S1)
+//	"s\x00lease"                                 "v"    JSON writer lease: owner, expires (doc.go W1)
 //
 // Data tables, one per dataset partition: "d/" + dataset + "/" + partition
 // (decimal). Row = encoded key (encoding.go), column = column name,
 // timestamp = the writing run's transaction id.
 //
-// Scratch tables, one per partition of a running run: "x/" + dataset + "/"
-// + partition; row = encoded key, column = 8-byte big-endian sequence
-// number of the Put, empty value. Cleared before and after each run.
+// Scratch tables, one per partition, for phase B of a run (doc.go D5): "x/"
+// + dataset + "/" + partition; row = encoded key, column = 8-byte
+// big-endian sequence number of the Put, timestamp = the run's id, empty
+// value. A run that wrote one clears it when it ends; one that may still
+// hold keys (the clear failed, or the process died) is cleared before the
+// dataset's next run (scratch.go).
 var (
 	prefixDataset = []byte("s\x00ds\x00")
 	prefixVersion = []byte("s\x00ver\x00")

@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// TestRunMemoryBounded checks DESIGN 4: a run's Go heap does not grow with
-// the table, whether the source comes sorted (phase A) or shuffled (phase
-// B, scratch table). It compares the live heap after a quarter of the rows
-// with the live heap at the end of the Puts of a second run.
+// TestRunMemoryBounded checks D5's bound: a run's Go heap does not grow
+// with the table, whether the source comes sorted (phase A) or shuffled
+// (phase B, scratch table). It compares the live heap after a quarter of
+// the rows with the live heap at the end of the Puts of a second run.
 func TestRunMemoryBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 4 runs of 30k to 60k rows")

@@ -1,17 +1,12 @@
 package snapshot
 
-// This file holds what lets several processes open one store (doc.go,
-// "Several processes on one store"): read-only DBs that refresh their
-// view, and the writer lease.
+// This file holds how the program that opens a store says that other
+// processes share it (doc.go, "Several processes on one store"), and the
+// one check every write makes: may this DB write. The writer lease is in
+// lease.go, the refresh of read-only views in refresh.go.
 
 import (
-	"bytes"
-	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/snapstore/snapstore/store"
@@ -36,151 +31,14 @@ type Sharing struct {
 	RefreshInterval time.Duration
 }
 
-// DefaultRefreshInterval is the RefreshInterval of a read-only DB when
-// Options leave it 0.
-const DefaultRefreshInterval = time.Second
-
-// leaseRecord is the writer lease (S1), JSON in the metadata table.
-type leaseRecord struct {
-	Owner   string    `json:"owner"`
-	Expires time.Time `json:"expires"`
-}
-
-// newOwnerID names this DB in the lease: host, pid and 8 random bytes, so
-// that two DBs of one process differ too.
-func newOwnerID() string {
-	host, _ := os.Hostname()
-	var b [8]byte
-	rand.Read(b[:])
-	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
-}
-
-func (db *DB) readLease(ctx context.Context) (leaseRecord, bool, error) {
-	cells, err := db.st.Get(ctx, db.meta, keyLease, store.ReadOptions{MaxVersions: 1})
-	if err != nil {
-		return leaseRecord{}, false, err
-	}
-	for _, c := range cells {
-		if c.Kind == store.KindPut && bytes.Equal(c.Column, colV) {
-			var l leaseRecord
-			if err := json.Unmarshal(c.Value, &l); err != nil {
-				return leaseRecord{}, false, fmt.Errorf("%w: writer lease: %v", ErrCorrupt, err)
-			}
-			return l, true, nil
-		}
-	}
-	return leaseRecord{}, false, nil
-}
-
-func (db *DB) writeLease(ctx context.Context, expires time.Time) error {
-	v, err := json.Marshal(leaseRecord{Owner: db.owner, Expires: expires.UTC()})
-	if err != nil {
-		return err
-	}
-	b := &store.Batch{Table: db.meta, Sync: true}
-	b.Put(keyLease, colV, 0, v)
-	return db.st.Apply(ctx, b)
-}
-
-// takeLease takes the writer lease at Open (S1): refused while another
-// owner's lease has not expired; written, then read back after a settle
-// delay, so that of two writers started together the one overwritten
-// sees it and gives up.
-func (db *DB) takeLease(ctx context.Context) error {
-	ttl := db.opts.WriterLease
-	l, ok, err := db.readLease(ctx)
-	if err != nil {
-		return fmt.Errorf("reading the writer lease: %w", err)
-	}
-	now := db.opts.now()
-	if ok && l.Owner != db.owner && now.Before(l.Expires) {
-		return fmt.Errorf("%w: %s holds it until %s", ErrWriterLeaseHeld, l.Owner, l.Expires.Format(time.RFC3339))
-	}
-	if err := db.writeLease(ctx, now.Add(ttl)); err != nil {
-		return fmt.Errorf("writing the writer lease: %w", err)
-	}
-	select {
-	case <-time.After(min(ttl/10, 500*time.Millisecond)):
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	l, ok, err = db.readLease(ctx)
-	if err != nil {
-		return fmt.Errorf("reading the writer lease back: %w", err)
-	}
-	if !ok || l.Owner != db.owner {
-		return fmt.Errorf("%w: %s took it at the same time", ErrWriterLeaseHeld, l.Owner)
-	}
-	db.leaseUntil.Store(now.Add(ttl).UnixNano())
-	db.stopc, db.donec = make(chan struct{}), make(chan struct{})
-	go db.renewLease()
-	return nil
-}
-
-// renewLease renews the lease every third of its length until Close. A
-// renewal that finds another owner in the record loses the lease for good
-// (the other process took it after ours expired); a failed renewal keeps
-// the old expiry, so writes stop when it passes (writable), and is retried
-// every second, so that writes resume soon after the store returns.
-func (db *DB) renewLease() {
-	defer close(db.donec)
-	ttl := db.opts.WriterLease
-	wait := ttl / 3
-	for {
-		select {
-		case <-db.stopc:
-			return
-		case <-time.After(wait):
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), ttl/3)
-		now := db.opts.now()
-		l, ok, err := db.readLease(ctx)
-		switch {
-		case err != nil:
-		case ok && l.Owner != db.owner:
-			db.leaseLost.Store(true)
-			db.logger.Error("writer lease taken by another process: this process no longer writes", "owner", l.Owner)
-			cancel()
-			return
-		default:
-			err = db.writeLease(ctx, now.Add(ttl))
-		}
-		cancel()
-		if err != nil {
-			db.logger.Warn("renewing the writer lease", "err", err)
-			wait = min(time.Second, ttl/3)
-			continue
-		}
-		db.leaseUntil.Store(now.Add(ttl).UnixNano())
-		wait = ttl / 3
-	}
-}
-
-// releaseLease stops the renewals and deletes the record when it is still
-// ours, so that the next writer need not wait for it to expire.
-func (db *DB) releaseLease() error {
-	if db.stopc == nil {
-		return nil
-	}
-	close(db.stopc)
-	<-db.donec
-	if db.leaseLost.Load() {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	l, ok, err := db.readLease(ctx)
-	if err != nil || !ok || l.Owner != db.owner {
-		return err
-	}
-	b := &store.Batch{Table: db.meta, Sync: true}
-	b.DeleteVersion(keyLease, colV, 0)
-	return db.st.Apply(ctx, b)
-}
+// ReadOnly reports whether the DB was opened read-only (Options.ReadOnly,
+// or by its SharedStore): every write returns ErrReadOnly, so periodic
+// work that writes (GC, scheduled runs) has nothing to do here.
+func (db *DB) ReadOnly() bool { return db.opts.ReadOnly }
 
 // writable returns nil when this DB may write: not read-only, and, with a
 // writer lease, the lease held and not expired by this process's clock
-// (S1, S3).
+// (W1, W3).
 func (db *DB) writable() error {
 	if err := db.check(); err != nil {
 		return err
@@ -196,64 +54,5 @@ func (db *DB) writable() error {
 			return fmt.Errorf("%w: not renewed since it expired at %s", ErrWriterLeaseLost, until.UTC().Format(time.RFC3339))
 		}
 	}
-	return nil
-}
-
-// maybeRefresh refreshes a read-only DB whose view is older than
-// RefreshInterval (S2).
-func (db *DB) maybeRefresh(ctx context.Context) error {
-	if !db.opts.ReadOnly || db.opts.RefreshInterval < 0 {
-		return nil
-	}
-	if last := db.refreshedAt.Load(); last != 0 && db.opts.now().Sub(time.Unix(0, last)) < db.opts.RefreshInterval {
-		return nil
-	}
-	return db.refresh(ctx)
-}
-
-// refresh implements DB.Refresh (S2): the dataset metadata is read first,
-// the txn state second, and the new metadata is published last, so no
-// version becomes readable here before the invalid set that guards it.
-func (db *DB) refresh(ctx context.Context) error {
-	if err := db.check(); err != nil {
-		return err
-	}
-	if !db.opts.ReadOnly {
-		return nil
-	}
-	db.refreshMu.Lock()
-	defer db.refreshMu.Unlock()
-	start := db.opts.now()
-	fresh := map[string]*dataset{}
-	if err := db.loadInto(ctx, fresh); err != nil {
-		return fmt.Errorf("snapshot: refreshing: %w", err)
-	}
-	if err := db.txm.Refresh(ctx); err != nil {
-		return fmt.Errorf("snapshot: refreshing: %w", err)
-	}
-	db.mu.Lock()
-	for name, ds := range db.datasets {
-		if fresh[name] == nil {
-			// Dropped by the writer: open Readers get ErrDatasetNotFound,
-			// as after a drop in this process.
-			ds.mu.Lock()
-			ds.dropped = true
-			ds.mu.Unlock()
-			delete(db.datasets, name)
-		}
-	}
-	for name, f := range fresh {
-		ds := db.datasets[name]
-		if ds == nil {
-			db.datasets[name] = f
-			continue
-		}
-		// Keep the dataset and its open Readers; take the new view.
-		ds.mu.Lock()
-		ds.cfg, ds.current, ds.versions, ds.expired, ds.tags = f.cfg, f.current, f.versions, f.expired, f.tags
-		ds.mu.Unlock()
-	}
-	db.mu.Unlock()
-	db.refreshedAt.Store(start.UnixNano())
 	return nil
 }

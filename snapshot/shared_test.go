@@ -3,65 +3,12 @@ package snapshot
 import (
 	"context"
 	"errors"
-	"os"
+	"fmt"
 	"testing"
 	"time"
-
-	"github.com/snapstore/snapstore/store"
 )
 
-// openSecondStore opens the store of dir once more, as a second process
-// would: a second Store on the same HBase table, or, since Pebble locks its
-// directory, the same Pebble store.
-func openSecondStore(t *testing.T, dir string, first store.Store) store.Store {
-	t.Helper()
-	if os.Getenv(envBackend) == "hbase" {
-		return openTestStore(t, dir)
-	}
-	return first
-}
-
-func runNamed(t *testing.T, db *DB, rows [][]Value, commit bool) int64 {
-	t.Helper()
-	ctx := context.Background()
-	r, err := db.BeginRun(ctx, DatasetConfig{Name: "t", Guard: Guard{MaxShrink: 1}}, RunOptions{Schema: testSchema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, row := range rows {
-		if err := r.Put(ctx, row); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if !commit {
-		if err := r.Abort(ctx, "test"); err != nil {
-			t.Fatal(err)
-		}
-		return r.TxnID()
-	}
-	vi, err := r.Commit(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return vi.Version
-}
-
-func readName(t *testing.T, db *DB, id int64) (string, int64) {
-	t.Helper()
-	ctx := context.Background()
-	r, err := db.Reader(ctx, "t", At{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	row, err := r.Get(ctx, []Value{iv(id)}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(row.Values[1].Bytes), r.Version().Version
-}
-
-// TestSharedReadOnly checks S1 and S2: a read-only DB on the writer's
+// TestSharedReadOnly checks W1 and W2: a read-only DB on the writer's
 // store sees the writer's commits after a refresh, never the cells of its
 // aborted runs, refuses writes, and does not disturb the writer's run in
 // progress; a second writer is refused the lease.
@@ -70,7 +17,7 @@ func TestSharedReadOnly(t *testing.T) {
 	dir := t.TempDir()
 	st := openTestStore(t, dir)
 	w := openTestDB(t, st, Options{WriterLease: 30 * time.Second})
-	v1 := runNamed(t, w, [][]Value{{iv(1), sv("a")}, {iv(2), sv("b")}}, true)
+	v1 := runRows(t, w, [][]Value{{iv(1), sv("a")}, {iv(2), sv("b")}}).Version
 
 	// A run in progress while the reader opens: the reader must leave it.
 	run, err := w.BeginRun(ctx, DatasetConfig{Name: "t", Guard: Guard{MaxShrink: 1}}, RunOptions{Schema: testSchema})
@@ -104,8 +51,8 @@ func TestSharedReadOnly(t *testing.T) {
 
 	// An aborted run then a commit that does not touch row 2: the reader
 	// must exclude the aborted cells at the newer version.
-	aborted := runNamed(t, w, [][]Value{{iv(1), sv("a")}, {iv(2), sv("ABORTED")}}, false)
-	v4 := runNamed(t, w, [][]Value{{iv(1), sv("A")}, {iv(2), sv("running")}}, true)
+	aborted := abortRows(t, w, [][]Value{{iv(1), sv("a")}, {iv(2), sv("ABORTED")}})
+	v4 := runRows(t, w, [][]Value{{iv(1), sv("A")}, {iv(2), sv("running")}}).Version
 	if v4 <= aborted {
 		t.Fatalf("ids %d then %d", aborted, v4)
 	}
@@ -180,7 +127,7 @@ func TestSharedReadOnly(t *testing.T) {
 }
 
 // TestSharedRefreshInterval checks that reads of a read-only DB refresh a
-// view older than RefreshInterval by themselves (S2).
+// view older than RefreshInterval by themselves (W2).
 func TestSharedRefreshInterval(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -190,7 +137,7 @@ func TestSharedRefreshInterval(t *testing.T) {
 	if _, err := r.Dataset(ctx, "t"); !errors.Is(err, ErrDatasetNotFound) {
 		t.Fatalf("before any run: %v", err)
 	}
-	v1 := runNamed(t, w, [][]Value{{iv(1), sv("a")}}, true)
+	v1 := runRows(t, w, [][]Value{{iv(1), sv("a")}}).Version
 	time.Sleep(2 * time.Millisecond) // past the interval, not an assertion
 	di, err := r.Dataset(ctx, "t")
 	if err != nil || di.Current != v1 {
@@ -198,7 +145,7 @@ func TestSharedRefreshInterval(t *testing.T) {
 	}
 }
 
-// TestWriterLeaseLost checks S3: a writer whose lease another process took
+// TestWriterLeaseLost checks W3: a writer whose lease another process took
 // (after it expired) refuses to commit.
 func TestWriterLeaseLost(t *testing.T) {
 	ctx := context.Background()
@@ -222,5 +169,87 @@ func TestWriterLeaseLost(t *testing.T) {
 	}
 	if di, _ := w.Dataset(ctx, "t"); di.Current != 0 {
 		t.Fatalf("current = %d after a refused commit", di.Current)
+	}
+}
+
+// TestReadOnlyReadsRefresh checks W2 for every read entry point of a
+// read-only DB: after the writer commits a version, each read that names
+// it succeeds once the view is older than RefreshInterval, without an
+// explicit Refresh.
+func TestReadOnlyReadsRefresh(t *testing.T) {
+	ctx := context.Background()
+	reads := map[string]func(r *DB, v1, v2 int64) error{
+		"Datasets": func(r *DB, v1, v2 int64) error {
+			ds, err := r.Datasets(ctx)
+			if err == nil && (len(ds) != 1 || ds[0].Current != v2) {
+				err = fmt.Errorf("datasets %+v, want t at %d", ds, v2)
+			}
+			return err
+		},
+		"Dataset": func(r *DB, v1, v2 int64) error {
+			di, err := r.Dataset(ctx, "t")
+			if err == nil && di.Current != v2 {
+				err = fmt.Errorf("current %d, want %d", di.Current, v2)
+			}
+			return err
+		},
+		"Versions": func(r *DB, v1, v2 int64) error {
+			vs, err := r.Versions(ctx, "t")
+			if err == nil && (len(vs) != 2 || vs[0].Version != v2) {
+				err = fmt.Errorf("versions %+v, want %d first", vs, v2)
+			}
+			return err
+		},
+		"VersionInfo": func(r *DB, v1, v2 int64) error {
+			_, err := r.VersionInfo(ctx, "t", v2)
+			return err
+		},
+		"Reader": func(r *DB, v1, v2 int64) error {
+			rd, err := r.Reader(ctx, "t", At{Version: v2})
+			if err == nil {
+				rd.Close()
+			}
+			return err
+		},
+		"Diff": func(r *DB, v1, v2 int64) error {
+			d, err := r.Diff(ctx, "t", v1, v2)
+			if err != nil {
+				return err
+			}
+			n := 0
+			for d.Next() {
+				n++
+			}
+			if err := d.Close(); err != nil {
+				return err
+			}
+			if n != 1 {
+				return fmt.Errorf("%d changes, want 1", n)
+			}
+			return nil
+		},
+		"DiffCounts": func(r *DB, v1, v2 int64) error {
+			st, err := r.DiffCounts(ctx, "t", v1, v2)
+			if err == nil && st.Updated != 1 {
+				err = fmt.Errorf("counts %+v, want 1 update", st)
+			}
+			return err
+		},
+	}
+	for name, read := range reads {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			st := openTestStore(t, dir)
+			w := openTestDB(t, st, Options{WriterLease: 30 * time.Second})
+			v1 := runRows(t, w, [][]Value{{iv(1), sv("a")}}).Version
+			now := time.Now()
+			clock := func() time.Time { return now }
+			r := openTestDB(t, openSecondStore(t, dir, st), Options{ReadOnly: true, RefreshInterval: time.Minute, now: clock})
+			v2 := runRows(t, w, [][]Value{{iv(1), sv("b")}}).Version
+			now = now.Add(2 * time.Minute)
+			if err := read(r, v1, v2); err != nil {
+				t.Fatalf("%s of version %d committed after the last refresh: %v", name, v2, err)
+			}
+		})
 	}
 }

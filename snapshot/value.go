@@ -1,5 +1,12 @@
 package snapshot
 
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"strconv"
+)
+
 // Kind is the type of a Value as snapstore stores it. Source connectors map
 // their column types to kinds (docs/types.md has the table for MySQL and
 // SQLite); the kind decides the stored bytes, the JSON form and, for key
@@ -51,4 +58,54 @@ type Value struct {
 	Float float64
 	// Bytes is the payload of the text and binary kinds.
 	Bytes []byte
+}
+
+// Equal reports whether two values are identical (same kind and payload;
+// floats compare by bits, so NaN equals NaN).
+func (v Value) Equal(o Value) bool {
+	if v.Kind != o.Kind {
+		return false
+	}
+	switch v.Kind {
+	case KindNull:
+		return true
+	case KindInt:
+		return v.Int == o.Int
+	case KindUint:
+		return v.Uint == o.Uint
+	case KindFloat:
+		return math.Float64bits(v.Float) == math.Float64bits(o.Float)
+	}
+	return bytes.Equal(v.Bytes, o.Bytes)
+}
+
+var kindNames = [...]string{"null", "int", "uint", "float", "decimal", "string", "bytes", "date", "datetime", "time", "json", "geometry"}
+
+// String returns the kind's name: "null", "int", "uint", "float",
+// "decimal", "string", "bytes", "date", "datetime", "time", "json",
+// "geometry".
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// MarshalText renders the kind's name, so schemas read well in JSON.
+func (k Kind) MarshalText() ([]byte, error) {
+	if int(k) >= len(kindNames) {
+		return nil, fmt.Errorf("%w: kind %d", ErrBadSchema, k)
+	}
+	return []byte(kindNames[k]), nil
+}
+
+// UnmarshalText parses a kind's name. ErrBadSchema for an unknown name.
+func (k *Kind) UnmarshalText(b []byte) error {
+	for i, n := range kindNames {
+		if n == string(b) {
+			*k = Kind(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: unknown kind %q", ErrBadSchema, b)
 }

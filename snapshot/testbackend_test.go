@@ -74,3 +74,14 @@ func openTestDB(t testing.TB, st store.Store, opts Options) *DB {
 	t.Cleanup(func() { db.Close() })
 	return db
 }
+
+// openSecondStore opens the store of dir once more, as a second process
+// would: a second Store on the same HBase table, or, since Pebble locks its
+// directory, the same Pebble store.
+func openSecondStore(t *testing.T, dir string, first store.Store) store.Store {
+	t.Helper()
+	if os.Getenv(envBackend) == "hbase" {
+		return openTestStore(t, dir)
+	}
+	return first
+}

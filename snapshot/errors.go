@@ -1,0 +1,61 @@
+package snapshot
+
+import "errors"
+
+// Errors of package snapshot; check with errors.Is.
+var (
+	// ErrDatasetNotFound: no dataset of that name (never created, or
+	// dropped).
+	ErrDatasetNotFound = errors.New("snapshot: dataset not found")
+	// ErrNoVersion: the dataset exists but nothing was committed yet.
+	ErrNoVersion = errors.New("snapshot: dataset has no committed version")
+	// ErrVersionNotKept: the version was collected by GC, rolled back, or
+	// never committed; reads never turn it into an empty result.
+	ErrVersionNotKept = errors.New("snapshot: version not kept")
+	// ErrTagNotFound: no such tag on the dataset.
+	ErrTagNotFound = errors.New("snapshot: tag not found")
+	// ErrRowNotFound: no row with that key at the pinned version.
+	ErrRowNotFound = errors.New("snapshot: row not found")
+	// ErrRunInProgress: the dataset's writer slot is held by a run, GC,
+	// rollback or drop (D8); retry later.
+	ErrRunInProgress = errors.New("snapshot: a run of this dataset is already in progress")
+	// ErrGuardRefused: Commit refused the run (0 rows, or too many
+	// deletes); the run is aborted and the current version unchanged.
+	ErrGuardRefused = errors.New("snapshot: commit guard refused the run")
+	// ErrBadKey: a key value that is NULL, of the wrong kind, unparsable,
+	// of the wrong count, or given twice in one run.
+	ErrBadKey = errors.New("snapshot: bad key")
+	// ErrBadSchema: a schema without columns or key, with duplicate or
+	// empty names, or a value whose kind is not its column's.
+	ErrBadSchema = errors.New("snapshot: bad schema")
+	// ErrKeyChanged: a run's key columns differ from the dataset's.
+	ErrKeyChanged = errors.New("snapshot: key columns changed")
+	// ErrRunClosed: Put or Commit after Commit or Abort.
+	ErrRunClosed = errors.New("snapshot: run already committed or aborted")
+	// ErrRecordNotFound: GetRecord of an absent record.
+	ErrRecordNotFound = errors.New("snapshot: record not found")
+	// ErrBadPageToken: a page token that does not decode, or was made at
+	// another version than the reader's.
+	ErrBadPageToken = errors.New("snapshot: bad page token")
+	// ErrInvalidArgument: any other bad input (names, limits, options).
+	ErrInvalidArgument = errors.New("snapshot: invalid argument")
+	// ErrClosed: the DB or the Reader is closed.
+	ErrClosed = errors.New("snapshot: closed")
+	// ErrCorrupt is returned when stored data or metadata cannot be
+	// decoded; not worth retrying.
+	ErrCorrupt = errors.New("snapshot: corrupt data")
+	// ErrReadOnly: a write (BeginRun, GC, Rollback, Tag, Untag, SetConfig,
+	// DropDataset, PutRecord, DeleteRecord) on a DB opened with
+	// Options.ReadOnly; send it to the writer process (doc.go W1).
+	ErrReadOnly = errors.New("snapshot: read-only: writes go to the writer process")
+	// ErrWriterLeaseHeld: Open of a writer DB found another process's
+	// unexpired writer lease (doc.go W1). Open this one with
+	// Options.ReadOnly, or stop the other; retrying after the lease's
+	// expiry succeeds when the other is gone.
+	ErrWriterLeaseHeld = errors.New("snapshot: another process holds the writer lease")
+	// ErrWriterLeaseLost: a write of a DB whose writer lease expired
+	// without renewal (store unreachable) or was taken by another process
+	// (doc.go W3); the write did not happen. Retrying is safe once the
+	// lease is renewed; after a takeover, only a new Open can write.
+	ErrWriterLeaseLost = errors.New("snapshot: writer lease lost")
+)

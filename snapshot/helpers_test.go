@@ -1,0 +1,89 @@
+package snapshot
+
+import (
+	"context"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var testSchema = Schema{
+	Columns: []Column{{Name: "id", Kind: KindInt}, {Name: "name", Kind: KindString, Nullable: true}},
+	Key:     []string{"id"},
+}
+
+func iv(i int64) Value  { return Value{Kind: KindInt, Int: i} }
+func sv(s string) Value { return Value{Kind: KindString, Bytes: []byte(s)} }
+
+// putRows begins a run of dataset "t" (testSchema, no shrink guard) and
+// puts rows.
+func putRows(t *testing.T, db *DB, rows [][]Value) *Run {
+	t.Helper()
+	ctx := context.Background()
+	r, err := db.BeginRun(ctx, DatasetConfig{Name: "t", Guard: Guard{MaxShrink: 1}}, RunOptions{Schema: testSchema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range rows {
+		if err := r.Put(ctx, row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r
+}
+
+// runRows commits a run of dataset "t" with rows.
+func runRows(t *testing.T, db *DB, rows [][]Value) VersionInfo {
+	t.Helper()
+	vi, err := putRows(t, db, rows).Commit(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vi
+}
+
+// abortRows aborts a run of dataset "t" with rows and returns its id.
+func abortRows(t *testing.T, db *DB, rows [][]Value) int64 {
+	t.Helper()
+	r := putRows(t, db, rows)
+	if err := r.Abort(context.Background(), "test"); err != nil {
+		t.Fatal(err)
+	}
+	return r.TxnID()
+}
+
+// readName reads the name of row id at the current version of "t".
+func readName(t *testing.T, db *DB, id int64) (string, int64) {
+	t.Helper()
+	ctx := context.Background()
+	r, err := db.Reader(ctx, "t", At{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	row, err := r.Get(ctx, []Value{iv(id)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(row.Values[1].Bytes), r.Version().Version
+}
+
+// scanJSON returns every row of r as JSON, in key order.
+func scanJSON(t *testing.T, r *Reader) []string {
+	t.Helper()
+	it, err := r.Scan(context.Background(), ScanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for it.Next() {
+		b, _ := it.Row().MarshalJSON()
+		out = append(out, string(b))
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

@@ -1,0 +1,49 @@
+package snapshot
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// metrics are the DB's Prometheus metrics (Options.Registerer lists them).
+type metrics struct {
+	runs       *prometheus.CounterVec
+	cellsWrite prometheus.Counter
+	gcDeleted  prometheus.Counter
+	commitSecs prometheus.Histogram
+	reg        prometheus.Registerer
+	colls      []prometheus.Collector
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "snapstore_snapshot_runs_total",
+			Help: "Runs ended, by result (committed, aborted)."}, []string{"result"}),
+		cellsWrite: prometheus.NewCounter(prometheus.CounterOpts{Name: "snapstore_snapshot_cells_written_total",
+			Help: "Data cells and delete markers written by runs."}),
+		gcDeleted: prometheus.NewCounter(prometheus.CounterOpts{Name: "snapstore_snapshot_gc_cells_deleted_total",
+			Help: "Cell versions physically removed by GC."}),
+		commitSecs: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "snapstore_snapshot_commit_duration_seconds",
+			Help: "Time of Run.Commit (delete detection, flush, durable commit)."}),
+	}
+	return m
+}
+
+// register registers the metrics with reg; Close unregisters them.
+func (m *metrics) register(reg prometheus.Registerer, db *DB) error {
+	m.reg = reg
+	for _, c := range []prometheus.Collector{m.runs, m.cellsWrite, m.gcDeleted, m.commitSecs,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "snapstore_snapshot_readers_open",
+			Help: "Readers currently pinning a version."}, func() float64 { return float64(db.openReaders.Load()) })} {
+		if err := reg.Register(c); err != nil {
+			m.unregister()
+			return err
+		}
+		m.colls = append(m.colls, c)
+	}
+	return nil
+}
+
+func (m *metrics) unregister() {
+	for _, c := range m.colls {
+		m.reg.Unregister(c)
+	}
+	m.colls = nil
+}

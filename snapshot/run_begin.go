@@ -1,0 +1,116 @@
+package snapshot
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/snapstore/snapstore/store"
+)
+
+// BeginRun starts a run of cfg.Name (creating the dataset on first use and
+// updating its retention and guard). ErrRunInProgress if one is running;
+// ErrKeyChanged if opts.Schema.Key differs from the dataset's.
+func (db *DB) BeginRun(ctx context.Context, cfg DatasetConfig, opts RunOptions) (*Run, error) {
+	if err := db.writable(); err != nil {
+		return nil, err
+	}
+	if err := validConfig(cfg); err != nil {
+		return nil, err
+	}
+	if err := validSchema(opts.Schema); err != nil {
+		return nil, err
+	}
+	db.mu.Lock()
+	ds := db.datasets[cfg.Name]
+	created := false
+	if ds == nil {
+		ds = newDataset(cfg.Name)
+		ds.cfg = datasetConfig{CreatedAt: db.opts.now().UTC(), Partitions: db.opts.Partitions}
+		db.datasets[cfg.Name] = ds
+		created = true
+	}
+	db.mu.Unlock()
+	if err := ds.acquire("run"); err != nil {
+		return nil, err
+	}
+	r, err := db.beginAcquired(ctx, ds, cfg, opts, created)
+	if err != nil {
+		ds.release()
+		return nil, err
+	}
+	return r, nil
+}
+
+// beginAcquired begins a run of ds, whose writer slot the caller holds:
+// it persists the configuration, clears a dirty scratch table, allocates
+// the transaction id and opens an iterator over the current version per
+// partition.
+func (db *DB) beginAcquired(ctx context.Context, ds *dataset, cfg DatasetConfig, opts RunOptions, created bool) (*Run, error) {
+	ds.mu.Lock()
+	var prev *VersionInfo
+	if ds.current > 0 {
+		prev = ds.versionLocked(ds.current)
+	}
+	if prev != nil && !slices.Equal(prev.Schema.Key, opts.Schema.Key) {
+		ds.mu.Unlock()
+		return nil, fmt.Errorf("%w: %s has key %v, the run has %v", ErrKeyChanged, ds.name, prev.Schema.Key, opts.Schema.Key)
+	}
+	var err error
+	if created || ds.cfg.Retention != cfg.Retention || ds.cfg.Guard != cfg.Guard || !slices.Equal(ds.cfg.Key, opts.Schema.Key) {
+		ds.cfg.Retention, ds.cfg.Guard, ds.cfg.Key = cfg.Retention, cfg.Guard, slices.Clone(opts.Schema.Key)
+		err = db.putConfigLocked(ctx, ds)
+	}
+	parts := ds.cfg.Partitions
+	dirty := ds.scratchDirty
+	ds.mu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: beginning a run of %s: %w", ds.name, err)
+	}
+	if created {
+		db.logger.Info("dataset created", "dataset", ds.name, "partitions", parts)
+	}
+	if dirty {
+		db.clearScratch(ctx, ds, parts)
+	}
+	id, err := db.txm.Begin(ctx, ds.name)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: beginning a run of %s: %w", ds.name, err)
+	}
+	r := &Run{db: db, ds: ds, id: id, opts: opts, guard: cfg.Guard, nparts: parts, prev: prev,
+		digest: xxhash.New(), started: db.opts.now()}
+	r.opts.Schema.Columns = slices.Clone(opts.Schema.Columns)
+	r.opts.Schema.Key = slices.Clone(opts.Schema.Key)
+	for i, c := range r.opts.Schema.Columns {
+		r.cols = append(r.cols, []byte(c.Name))
+		r.byName = append(r.byName, i)
+	}
+	slices.SortFunc(r.byName, func(a, b int) int { return bytes.Compare(r.cols[a], r.cols[b]) })
+	r.keyIdx = keyIndexes(r.opts.Schema)
+	r.keyName = []byte(r.opts.Schema.Key[0])
+	if prev != nil {
+		r.prevVis = db.txm.Visibility(ds.name, prev.Version)
+		r.readOpts = readOpts(r.prevVis)
+	}
+	for p := 0; p < parts; p++ {
+		rp := &runPart{table: dataTable(ds.name, p), scratch: scratchTable(ds.name, p)}
+		rp.data.Table, rp.seen.Table = rp.table, rp.scratch
+		if prev != nil {
+			it, err := db.st.Scan(ctx, rp.table, store.ScanOptions{ReadOptions: r.readOpts})
+			if err != nil {
+				r.closeIters()
+				db.txm.Abort(ctx, id, nil)
+				return nil, fmt.Errorf("snapshot: beginning a run of %s: %w", ds.name, err)
+			}
+			rp.cur = newRowReader(it)
+		}
+		r.parts = append(r.parts, rp)
+	}
+	ds.mu.Lock()
+	ds.run = r
+	ds.mu.Unlock()
+	db.logger.Info("run begun", "dataset", ds.name, "txn", id, "version", r.prevVersion())
+	return r, nil
+}

@@ -1,0 +1,119 @@
+package snapshot
+
+// Delete detection (doc.go D5): rows of the previous version that the
+// source no longer has get a row delete marker at the run's id. Phase A
+// writes them as its iterator passes them (run_phase_a.go); what is left
+// is found here, at commit.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/snapstore/snapstore/store"
+)
+
+// markDeleted writes the row delete markers still due at commit. In phase
+// A they are the previous rows after the last key, read on from the
+// partition's iterator. In phase B the keys seen (the scratch table, which
+// the store keeps sorted) are merge-joined with the previous rows above
+// switchKey; a key seen twice there is ErrBadKey.
+func (r *Run) markDeleted(ctx context.Context, p *runPart) error {
+	if !p.switched {
+		if p.cur == nil {
+			return nil
+		}
+		for {
+			if !p.loaded {
+				if !p.cur.next() {
+					break
+				}
+				p.loaded = true
+			}
+			p.pass()
+			if err := r.deleteRow(ctx, p, p.cur.row, p.cur.cells); err != nil {
+				return err
+			}
+		}
+		if err := p.cur.err(); err != nil {
+			return fmt.Errorf("snapshot: reading %s version %d: %w", r.ds.name, r.prev.Version, err)
+		}
+		return nil
+	}
+	seenIt, err := r.db.st.Scan(ctx, p.scratch, store.ScanOptions{})
+	if err != nil {
+		return fmt.Errorf("snapshot: reading seen keys of %s: %w", r.ds.name, err)
+	}
+	seen := newRowReader(seenIt)
+	defer seen.close()
+	var prev *rowReader
+	if r.prev != nil {
+		o := r.readOpts
+		o.Columns = [][]byte{r.keyName}
+		it, err := r.db.st.Scan(ctx, p.table, store.ScanOptions{ReadOptions: o, Start: append(append([]byte{}, p.switchKey...), 0)})
+		if err != nil {
+			return fmt.Errorf("snapshot: reading %s version %d: %w", r.ds.name, r.prev.Version, err)
+		}
+		prev = newRowReader(it)
+		defer prev.close()
+	}
+	nextSeen := func() (bool, error) {
+		if !seen.next() {
+			return false, nil
+		}
+		if len(seen.cells) > 1 {
+			return false, fmt.Errorf("%w: a key was given %d times", ErrBadKey, len(seen.cells))
+		}
+		return true, nil
+	}
+	haveSeen, err := nextSeen()
+	if err != nil {
+		return err
+	}
+	if prev != nil {
+		for prev.next() {
+			for haveSeen && bytes.Compare(seen.row, prev.row) < 0 {
+				if haveSeen, err = nextSeen(); err != nil {
+					return err
+				}
+			}
+			if haveSeen && bytes.Equal(seen.row, prev.row) {
+				continue
+			}
+			if err := r.deleteRow(ctx, p, prev.row, prev.cells); err != nil {
+				return err
+			}
+		}
+		if err := prev.err(); err != nil {
+			return fmt.Errorf("snapshot: reading %s version %d: %w", r.ds.name, r.prev.Version, err)
+		}
+	}
+	for haveSeen {
+		if haveSeen, err = nextSeen(); err != nil {
+			return err
+		}
+	}
+	if err := seen.err(); err != nil {
+		return fmt.Errorf("snapshot: reading seen keys of %s: %w", r.ds.name, err)
+	}
+	return nil
+}
+
+// deleteRow writes a row delete marker for row, a row the source did not
+// give, when it exists in the previous version (cells are its raw cells
+// there); a row already deleted there gets none.
+func (r *Run) deleteRow(ctx context.Context, p *runPart, row []byte, cells []store.Cell) error {
+	r.tmp = resolve(cells, r.prevVis, r.tmp[:0])
+	if len(r.tmp) == 0 {
+		return nil
+	}
+	st := len(p.arena)
+	p.arena = append(p.arena, row...)
+	p.data.DeleteRow(p.arena[st:len(p.arena):len(p.arena)], r.id)
+	r.stats.Deleted++
+	r.stats.BytesWritten += int64(len(row) + 8)
+	if p.data.Len() >= r.db.opts.batchSize {
+		return r.flushData(ctx, p)
+	}
+	return nil
+}

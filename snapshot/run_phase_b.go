@@ -1,0 +1,72 @@
+package snapshot
+
+// Phase B of delete detection (doc.go D5): from a partition's first key
+// below its predecessor to the end of the run, every key is recorded in
+// the scratch table (scratch.go); keys at or below switchKey are checked
+// against what phase A wrote (revisit), and the rows not seen are found at
+// commit (run_deletes.go).
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/snapstore/snapstore/store"
+)
+
+// startPhaseB switches partition p to phase B. Phase A's writes are
+// flushed first, so that revisit can read them; the dataset's scratch
+// table is marked dirty before the first key is recorded there.
+func (r *Run) startPhaseB(ctx context.Context, p *runPart) error {
+	if err := r.flushData(ctx, p); err != nil {
+		return err
+	}
+	p.switched = true
+	p.switchKey = append([]byte{}, p.lastKey...)
+	r.ds.mu.Lock()
+	r.ds.scratchDirty = true
+	r.ds.mu.Unlock()
+	return nil
+}
+
+// revisit handles a phase B key at or below switchKey: phase A (whose
+// writes were flushed at the switch) either saw it (then it is a
+// duplicate, ErrBadKey) or passed it in the previous version and wrote a
+// row delete marker, which is taken back. A key given twice within phase
+// B is left to the scratch merge at commit. It leaves the previous
+// version's row in r.res.
+func (r *Run) revisit(ctx context.Context, p *runPart, key []byte) error {
+	// One Get for both the run's own cells (at its id, the newest) and the
+	// previous version's. Versions above the previous one are the run's
+	// own and excluded ones (invalid, rolled back): count them all.
+	o := r.readOpts
+	o.TimeRange = store.TimeRange{Min: 0, Max: r.id + 1}
+	o.MaxVersions = 2 + r.prevVis.ExcludedAtOrBelow(r.id)
+	if r.prev == nil {
+		o = store.ReadOptions{TimeRange: store.TimeRange{Min: r.id, Max: r.id + 1}}
+	}
+	cells, err := r.db.st.Get(ctx, p.table, key, o)
+	if err != nil {
+		r.err = fmt.Errorf("snapshot: reading %s txn %d: %w", r.ds.name, r.id, err)
+		return r.err
+	}
+	own, marked := 0, false
+	prevCells := cells[:0]
+	for _, c := range cells {
+		if c.Timestamp == r.id {
+			own++
+			marked = marked || c.Kind == store.KindDeleteRow
+			continue
+		}
+		prevCells = append(prevCells, c)
+	}
+	r.res = resolve(prevCells, r.prevVis, r.res[:0])
+	switch {
+	case marked:
+		p.data.DeleteVersion(append([]byte{}, key...), nil, r.id)
+		r.stats.Deleted--
+		r.stats.BytesWritten -= int64(len(key) + 8)
+	case own > 0 || len(r.res) > 0:
+		return fmt.Errorf("%w: key given twice", ErrBadKey)
+	}
+	return nil
+}

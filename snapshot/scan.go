@@ -1,0 +1,192 @@
+package snapshot
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/snapstore/snapstore/store"
+)
+
+// ScanOptions select rows of an ordered scan. Start, End and Prefix are key
+// prefixes (the first n key columns).
+type ScanOptions struct {
+	Start []Value // first key included
+	End   []Value // first key excluded
+	// Prefix restricts the scan to keys starting with these values.
+	Prefix []Value
+	// Columns selects columns by name; nil means all.
+	Columns []string
+	// Limit is the most rows returned; 0 means no limit.
+	Limit int
+	// PageToken continues a previous scan of the same dataset and version
+	// (pagetoken.go); ErrBadPageToken for a token that does not decode or
+	// was made at another dataset or version than the reader's. Start,
+	// End and Prefix still bound the scan.
+	PageToken string
+}
+
+// RowIterator walks rows in row key order. Not safe for concurrent use;
+// must be closed.
+type RowIterator interface {
+	// Next advances to the next row; false at the end, at the limit, or
+	// on error (see Err).
+	Next() bool
+	// Row returns the current row; its Values own their bytes.
+	Row() Row
+	// NextPageToken returns a token resuming after the last row returned
+	// when the scan stopped at its limit with rows left, or "" when the
+	// range is exhausted.
+	NextPageToken() string
+	// Err returns the error that stopped the scan, if any.
+	Err() error
+	// Close releases the scan and returns Err.
+	Close() error
+}
+
+// Scan starts an ordered scan at the pinned version.
+func (r *Reader) Scan(ctx context.Context, opts ScanOptions) (RowIterator, error) {
+	if err := r.usable(); err != nil {
+		return nil, err
+	}
+	if opts.Limit < 0 {
+		return nil, fmt.Errorf("%w: negative limit", ErrInvalidArgument)
+	}
+	var start, end []byte
+	if opts.Start != nil {
+		k, err := r.encodeKeyPrefix(opts.Start, false)
+		if err != nil {
+			return nil, err
+		}
+		start = k
+	}
+	if opts.End != nil {
+		k, err := r.encodeKeyPrefix(opts.End, false)
+		if err != nil {
+			return nil, err
+		}
+		end = k
+	}
+	if len(opts.Prefix) > 0 {
+		k, err := r.encodeKeyPrefix(opts.Prefix, false)
+		if err != nil {
+			return nil, err
+		}
+		if bytes.Compare(k, start) > 0 {
+			start = k
+		}
+		if pe := prefixEnd(k); end == nil || bytes.Compare(pe, end) < 0 {
+			end = pe
+		}
+	}
+	if opts.PageToken != "" {
+		t, err := decodePageToken(opts.PageToken)
+		if err != nil {
+			return nil, err
+		}
+		if t.dataset != r.ds.name {
+			return nil, fmt.Errorf("%w: not a page token of dataset %q", ErrBadPageToken, r.ds.name)
+		}
+		if t.version != r.info.Version {
+			return nil, fmt.Errorf("%w: token is for version %d, the reader is at %d", ErrBadPageToken, t.version, r.info.Version)
+		}
+		after := append(append([]byte{}, t.lastKey...), 0)
+		if bytes.Compare(after, start) > 0 {
+			start = after
+		}
+	}
+	filter, idx, err := r.columnSelection(opts.Columns)
+	if err != nil {
+		return nil, err
+	}
+	so := store.ScanOptions{ReadOptions: r.opts, Start: start, End: end}
+	so.Columns = filter
+	if end != nil && start != nil && bytes.Compare(start, end) >= 0 {
+		return &rowIter{r: r, exhausted: true}, nil
+	}
+	m, err := openMerged(ctx, r.db.st, r.ds.name, r.parts, so)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: scanning %s version %d: %w", r.ds.name, r.info.Version, err)
+	}
+	rb := r.allRB
+	if opts.Columns != nil {
+		rb = newRowBuilder(r.info.Schema, r.keyIdx, idx)
+	}
+	return &rowIter{r: r, m: m, rb: rb, limit: opts.Limit}, nil
+}
+
+// rowIter implements RowIterator over a mergedRows.
+type rowIter struct {
+	r         *Reader
+	m         *mergedRows
+	rb        *rowBuilder
+	limit     int
+	n         int
+	row       Row
+	lastKey   []byte
+	res       []resolvedCol
+	err       error
+	exhausted bool // the range has no more rows
+	more      bool // stopped at the limit with rows left
+	closed    bool
+}
+
+func (it *rowIter) advance() bool {
+	for it.m.next() {
+		it.res = resolve(it.m.cells(), it.r.vis, it.res[:0])
+		if len(it.res) > 0 {
+			return true
+		}
+	}
+	if err := it.m.err(); err != nil {
+		it.err = fmt.Errorf("snapshot: scanning %s version %d: %w", it.r.ds.name, it.r.info.Version, err)
+	}
+	it.exhausted = true
+	return false
+}
+
+func (it *rowIter) Next() bool {
+	if it.exhausted || it.more || it.err != nil || it.closed {
+		return false
+	}
+	if !it.advance() {
+		return false
+	}
+	if it.limit > 0 && it.n == it.limit {
+		it.more = true
+		return false
+	}
+	row, err := it.rb.build(it.res)
+	if err != nil {
+		it.err = err
+		return false
+	}
+	it.row = row
+	it.lastKey = append(it.lastKey[:0], it.m.row()...)
+	it.n++
+	return true
+}
+
+func (it *rowIter) Row() Row { return it.row }
+
+func (it *rowIter) NextPageToken() string {
+	if !it.more || it.lastKey == nil {
+		return ""
+	}
+	return pageToken{dataset: it.r.ds.name, version: it.r.info.Version, lastKey: it.lastKey}.encode()
+}
+
+func (it *rowIter) Err() error { return it.err }
+
+func (it *rowIter) Close() error {
+	if it.closed {
+		return it.err
+	}
+	it.closed = true
+	if it.m != nil {
+		if err := it.m.close(); err != nil && it.err == nil {
+			it.err = err
+		}
+	}
+	return it.err
+}

@@ -1,0 +1,68 @@
+package snapshot
+
+// The scratch table of phase B (doc.go D5; keys.go has its layout): one per
+// partition, holding the keys a run's partition received after its source
+// order broke, each at the run's id with a sequence number as column, so
+// that a key given twice is two cells of one row. Writes to it are never
+// synced: a crashed run's scratch rows are garbage.
+//
+// A run that recorded keys clears the table when it ends (commit or
+// abort). A table that may still hold keys (that clear failed, or the
+// process died; Open marks every dataset so) is cleared before the
+// dataset's next run begins (dataset.scratchDirty). Dropping a dataset
+// clears it too.
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+)
+
+// recordSeen adds key to the partition's batch of scratch rows.
+func (r *Run) recordSeen(p *runPart, key []byte) {
+	ss := len(p.sarena)
+	p.sarena = append(p.sarena, key...)
+	p.sarena = binary.BigEndian.AppendUint64(p.sarena, p.seq)
+	p.seq++
+	p.seen.Put(p.sarena[ss:ss+len(key):ss+len(key)], p.sarena[ss+len(key):len(p.sarena):len(p.sarena)], r.id, nil)
+}
+
+// flushSeen applies the partition's batch of scratch rows, without sync.
+func (r *Run) flushSeen(ctx context.Context, p *runPart) error {
+	if p.seen.Len() == 0 {
+		return nil
+	}
+	if err := r.db.st.Apply(ctx, &p.seen); err != nil {
+		r.err = fmt.Errorf("snapshot: recording seen keys of %s txn %d: %w", r.ds.name, r.id, err)
+		return r.err
+	}
+	p.seen.Reset()
+	p.sarena = p.sarena[:0]
+	return nil
+}
+
+// clearScratchIfDirty clears the scratch tables of ds when a run may have
+// written them.
+func (db *DB) clearScratchIfDirty(ctx context.Context, ds *dataset, parts int) {
+	ds.mu.Lock()
+	dirty := ds.scratchDirty
+	ds.mu.Unlock()
+	if dirty {
+		db.clearScratch(ctx, ds, parts)
+	}
+}
+
+// clearScratch empties the scratch tables of ds; on success they are
+// known clean, so the next run need not clear them first. A failure is
+// logged and leaves them dirty.
+func (db *DB) clearScratch(ctx context.Context, ds *dataset, parts int) {
+	for p := 0; p < parts; p++ {
+		if err := db.st.DeleteRange(ctx, scratchTable(ds.name, p), nil, nil); err != nil {
+			db.logger.Warn("clearing a run's scratch table", "dataset", ds.name, "err", err)
+			return
+		}
+	}
+	ds.mu.Lock()
+	ds.scratchDirty = false
+	ds.mu.Unlock()
+}

@@ -1,0 +1,85 @@
+package snapshot
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+)
+
+// VersionInfo describes one committed version.
+type VersionInfo struct {
+	Dataset     string     `json:"dataset"`
+	Version     int64      `json:"version"`
+	CommittedAt time.Time  `json:"committed_at"`
+	Source      SourceInfo `json:"source"`
+	Stats       RunStats   `json:"stats"`
+	Schema      Schema     `json:"schema"`
+	Tags        []string   `json:"tags,omitempty"`
+	Current     bool       `json:"current"`
+}
+
+// SourceInfo records where a version came from.
+type SourceInfo struct {
+	Adapter    string `json:"adapter,omitempty"`
+	Connection string `json:"connection,omitempty"`
+	// Revision is the data connection's revision used by the run.
+	Revision int64  `json:"connection_revision,omitempty"`
+	Resource string `json:"resource,omitempty"`
+	RunID    string `json:"run_id,omitempty"`
+}
+
+// Versions lists the kept versions of a dataset, newest first.
+func (db *DB) Versions(ctx context.Context, dataset string) ([]VersionInfo, error) {
+	ds, err := db.lookup(ctx, dataset)
+	if err != nil {
+		return nil, err
+	}
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	out := make([]VersionInfo, 0, len(ds.versions))
+	for i := len(ds.versions) - 1; i >= 0; i-- {
+		out = append(out, ds.infoLocked(ds.versions[i]))
+	}
+	return out, nil
+}
+
+// VersionInfo describes one kept version. ErrVersionNotKept.
+func (db *DB) VersionInfo(ctx context.Context, dataset string, version int64) (VersionInfo, error) {
+	ds, err := db.lookup(ctx, dataset)
+	if err != nil {
+		return VersionInfo{}, err
+	}
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	vi := ds.versionLocked(version)
+	if vi == nil {
+		return VersionInfo{}, fmt.Errorf("%w: %s version %d", ErrVersionNotKept, dataset, version)
+	}
+	return ds.infoLocked(vi), nil
+}
+
+// versionLocked returns the kept version v, or nil.
+func (ds *dataset) versionLocked(v int64) *VersionInfo {
+	i, ok := slices.BinarySearchFunc(ds.versions, v, func(vi *VersionInfo, v int64) int { return cmp.Compare(vi.Version, v) })
+	if !ok {
+		return nil
+	}
+	return ds.versions[i]
+}
+
+// infoLocked returns a copy of vi with Current and Tags filled in.
+func (ds *dataset) infoLocked(vi *VersionInfo) VersionInfo {
+	out := *vi
+	out.Current = vi.Version == ds.current
+	out.Tags = nil
+	for t, v := range ds.tags {
+		if v == vi.Version {
+			out.Tags = append(out.Tags, t)
+		}
+	}
+	sort.Strings(out.Tags)
+	return out
+}
