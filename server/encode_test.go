@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/snapstore/snapstore/internal/jsonstr"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
@@ -61,11 +62,11 @@ func TestAppendJSONString_MatchesEncodingJSON(t *testing.T) {
 	}
 	for _, s := range cases {
 		want, _ := json.Marshal(s)
-		if got := appendJSONString(nil, s); string(got) != string(want) {
-			t.Errorf("appendJSONString(%q) = %s, want %s", s, got, want)
+		if got := jsonstr.Append(nil, s); string(got) != string(want) {
+			t.Errorf("jsonstr.Append(%q) = %s, want %s", s, got, want)
 		}
-		if got := appendJSONString([]byte("x"), []byte(s)); string(got) != "x"+string(want) {
-			t.Errorf("appendJSONString([]byte %q) = %s, want x%s", s, got, want)
+		if got := jsonstr.Append([]byte("x"), []byte(s)); string(got) != "x"+string(want) {
+			t.Errorf("jsonstr.Append([]byte %q) = %s, want x%s", s, got, want)
 		}
 	}
 }

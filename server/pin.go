@@ -35,14 +35,7 @@ func parseAt(c echo.Context) (snapshot.At, error) {
 		if err != nil {
 			return at, badField("as_of", "want an RFC 3339 time such as 2026-01-02T15:04:05Z, got %q", v)
 		}
-		if t.IsZero() {
-			// snapshot.At reads a zero AsOf as "not given" (the current
-			// version); a given 0001-01-01T00:00:00Z is a time like any
-			// other. A nanosecond later selects the same versions: none was
-			// committed in year 1, so the read is a 410 as for 1900.
-			t = t.Add(time.Nanosecond)
-		}
-		at.AsOf = t
+		at.AsOf = &t
 	}
 	if q.Has("tag") {
 		n++

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/labstack/echo/v4"
+	"github.com/snapstore/snapstore/internal/jsonstr"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
@@ -122,21 +123,22 @@ func (s *Server) scanRows(c echo.Context) error {
 		return err
 	}
 	q := c.QueryParams()
-	var inner string
-	if tok := q.Get("page_token"); tok != "" {
+	tok := q.Get("page_token")
+	if tok != "" {
 		ds, err := pathParam(c, "dataset")
 		if err != nil {
 			return err
 		}
-		v, in, err := decodePageToken(ds, tok)
+		// The token pins the version it was made at, so that a paged scan
+		// never mixes versions.
+		v, err := snapshot.DecodePageToken(ds, tok)
 		if err != nil {
 			return err
 		}
-		if at.Version != 0 && at.Version != v || !at.AsOf.IsZero() || at.Tag != "" {
+		if at.Version != 0 && at.Version != v || at.AsOf != nil || at.Tag != "" {
 			return badField("page_token", "the page token pins version %d; do not give another version selector", v)
 		}
 		at = snapshot.At{Version: v}
-		inner = in
 	}
 	media := negotiate(c.Request().Header.Get(echo.HeaderAccept))
 	limit, err := parseLimit(c, maxPageSize)
@@ -151,7 +153,7 @@ func (s *Server) scanRows(c echo.Context) error {
 		return err
 	}
 	defer r.Close()
-	opts := snapshot.ScanOptions{Columns: parseColumns(c), Limit: limit, PageToken: inner}
+	opts := snapshot.ScanOptions{Columns: parseColumns(c), Limit: limit, PageToken: tok}
 	if err := checkColumns(opts.Columns, r.Version()); err != nil {
 		return err
 	}
@@ -181,7 +183,7 @@ func (s *Server) scanRows(c echo.Context) error {
 		return s.streamCSV(c, it, opts.Columns, r.Version().Schema)
 	}
 	b := []byte(`{"dataset":`)
-	b = appendJSONString(b, r.Version().Dataset)
+	b = jsonstr.Append(b, r.Version().Dataset)
 	b = append(b, `,"version":`...)
 	b = strconv.AppendInt(b, version, 10)
 	b = append(b, `,"rows":[`...)
@@ -206,7 +208,7 @@ func (s *Server) scanRows(c echo.Context) error {
 	}
 	b = appendStrings(b, cols)
 	b = append(b, `,"next_page_token":`...)
-	b = appendJSONString(b, encodePageToken(r.Version().Dataset, version, it.NextPageToken()))
+	b = jsonstr.Append(b, it.NextPageToken())
 	b = append(b, "}\n"...)
 	return c.JSONBlob(http.StatusOK, b)
 }

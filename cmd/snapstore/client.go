@@ -191,7 +191,7 @@ func (a *atFlags) reader(ctx context.Context, db *snapshot.DB, dataset string) (
 		if err != nil {
 			return nil, usageError("--as-of: want an RFC 3339 time, got %q", a.asOf)
 		}
-		at.AsOf = t
+		at.AsOf = &t
 	}
 	return db.Reader(ctx, dataset, at)
 }

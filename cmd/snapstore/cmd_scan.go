@@ -124,7 +124,7 @@ func (c *scanCommand) local(ctx context.Context, stk *stack, _ *Config) error {
 			}
 			_ = cw.Write(rec)
 		} else {
-			b = append(server.AppendRowJSON(b[:0], row), '\n')
+			b = append(row.AppendJSON(b[:0]), '\n')
 			if _, err := bw.Write(b); err != nil {
 				return err
 			}

@@ -82,7 +82,7 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 		return errors.Join(err, stk.close(context.Background()))
 	}
 	hs := &http.Server{
-		Handler:           withBodyDeadline(srv.Handler()),
+		Handler:           server.WithBodyDeadline(srv.Handler(), server.DefaultBodyReadTimeout),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"bufio"
@@ -15,11 +15,12 @@ import (
 // the connection forever; a normal body reaches the handler intact.
 func TestBodyDeadline(t *testing.T) {
 	var got string
-	srv := httptest.NewUnstartedServer(withBodyDeadline(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		got = string(b)
 		w.WriteHeader(204)
-	})))
+	})
+	srv := httptest.NewUnstartedServer(WithBodyDeadline(handler, 200*time.Millisecond))
 	srv.Start()
 	defer srv.Close()
 
@@ -32,8 +33,6 @@ func TestBodyDeadline(t *testing.T) {
 		t.Fatalf("normal body: status %d, handler saw %q", resp.StatusCode, got)
 	}
 
-	old := bodyReadTimeoutForTest(200 * time.Millisecond)
-	defer bodyReadTimeoutForTest(old)
 	c, err := net.Dial("tcp", srv.Listener.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -49,11 +48,4 @@ func TestBodyDeadline(t *testing.T) {
 	if r.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(body), `"code":"body_timeout"`) || r.Header.Get("Content-Type") != "application/problem+json" {
 		t.Fatalf("stalled body: %d %s %q", r.StatusCode, r.Header.Get("Content-Type"), body)
 	}
-}
-
-// bodyReadTimeoutForTest sets bodyReadTimeout and returns the old value.
-func bodyReadTimeoutForTest(d time.Duration) time.Duration {
-	old := bodyReadTimeout
-	bodyReadTimeout = d
-	return old
 }

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"bytes"
@@ -7,16 +7,14 @@ import (
 	"io"
 	"net/http"
 	"time"
-
-	"github.com/snapstore/snapstore/server"
 )
 
-// bodyReadTimeout bounds how long a client may take to send a request body
-// (30s; a variable only so the test can shorten it).
-var bodyReadTimeout = 30 * time.Second
+// DefaultBodyReadTimeout is how long serve lets a client take to send a
+// request body.
+const DefaultBodyReadTimeout = 30 * time.Second
 
-// withBodyDeadline reads a request's body (bounded by server.MaxBodyBytes)
-// under a read deadline of bodyReadTimeout before the handler runs, then
+// WithBodyDeadline reads a request's body (bounded by MaxBodyBytes) under a
+// read deadline of timeout before the handler h runs, then
 // lifts the deadline. http.Server.ReadTimeout would do the first half, but
 // it also stays armed while the handler streams a long NDJSON or CSV
 // response and would cancel it; this bounds only the body. Without it, a
@@ -24,26 +22,26 @@ var bodyReadTimeout = 30 * time.Second
 // (a slowloris). A body that does not arrive in time gets 408 with a
 // problem body; one that is too large is left for the server's own limit to
 // refuse.
-func withBodyDeadline(h http.Handler) http.Handler {
+func WithBodyDeadline(h http.Handler, timeout time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
 			h.ServeHTTP(w, r)
 			return
 		}
 		rc := http.NewResponseController(w)
-		_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
-		body, err := io.ReadAll(io.LimitReader(r.Body, server.MaxBodyBytes+1))
+		_ = rc.SetReadDeadline(time.Now().Add(timeout))
+		body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
 		_ = rc.SetReadDeadline(time.Time{})
 		if err != nil {
 			var ne interface{ Timeout() bool }
-			status, code, title := http.StatusBadRequest, "bad_request", "the request body could not be read"
+			p := newProblem(http.StatusBadRequest, "bad_request", "the request body could not be read")
 			if errors.As(err, &ne) && ne.Timeout() {
-				status, code, title = http.StatusRequestTimeout, "body_timeout", "the request body did not arrive in time"
+				p = newProblem(http.StatusRequestTimeout, "body_timeout", "the request body did not arrive in time")
 			}
-			b, _ := json.Marshal(map[string]any{"type": "about:blank", "title": title, "status": status, "code": code})
-			w.Header().Set("Content-Type", "application/problem+json")
+			b, _ := json.Marshal(p)
+			w.Header().Set("Content-Type", ProblemContentType)
 			w.Header().Set("Connection", "close")
-			w.WriteHeader(status)
+			w.WriteHeader(p.Status)
 			w.Write(append(b, '\n'))
 			return
 		}
