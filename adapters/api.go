@@ -5,7 +5,6 @@ package adapters
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -15,48 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/snapstore/snapstore/snapshot"
 )
-
-// Errors of package adapters; check with errors.Is.
-var (
-	ErrConnectionNotFound = errors.New("adapters: data connection does not exist")
-	ErrConnectionExists   = errors.New("adapters: data connection already exists")
-	ErrConnectionReadOnly = errors.New("adapters: data connection is defined in the config file and read-only")
-	ErrConnectionInUse    = errors.New("adapters: data connection is named by adapters")
-	ErrUnknownType        = errors.New("adapters: unknown connection type")
-	ErrAdapterNotFound    = errors.New("adapters: adapter does not exist")
-	ErrAdapterExists      = errors.New("adapters: adapter already exists")
-	ErrAdapterReadOnly    = errors.New("adapters: adapter is defined in the config file and read-only")
-	ErrRunNotFound        = errors.New("adapters: run does not exist")
-	ErrRunInProgress      = errors.New("adapters: a run of this adapter is already in progress")
-	ErrBadSchedule        = errors.New("adapters: bad cron schedule")
-	ErrNoKey              = errors.New("adapters: source table has no usable key")
-	ErrResourceNotFound   = errors.New("adapters: resource does not exist")
-	ErrSourceUnavailable  = errors.New("adapters: source unavailable")
-	ErrSourceAuth         = errors.New("adapters: source refused the credentials")
-	ErrUnsupportedType    = errors.New("adapters: unsupported column type")
-	ErrShuttingDown       = errors.New("adapters: shutting down")
-	// ErrDatasetTaken: another adapter already writes the dataset (one
-	// writer per dataset, so retention, guards and deletes follow one
-	// source); the message names that adapter.
-	ErrDatasetTaken = errors.New("adapters: dataset is written by another adapter")
-)
-
-// OptionError is a bad option value or an unknown option key. It wraps
-// ErrBadOption; Key names the offending option (for example "port" or
-// "options.port" as the caller prefixes it). Msg never contains a secret.
-type OptionError struct {
-	Key string
-	Msg string
-}
-
-// ErrBadOption is wrapped by every OptionError.
-var ErrBadOption = errors.New("adapters: bad option")
-
-// Error names the key and the problem.
-func (e *OptionError) Error() string { return fmt.Sprintf("adapters: option %q: %s", e.Key, e.Msg) }
-
-// Unwrap returns ErrBadOption.
-func (e *OptionError) Unwrap() error { return ErrBadOption }
 
 // Secret is a secret option value (a password, a DSN with a password). It
 // renders as REDACTED through String, fmt verbs, slog and JSON, so it cannot

@@ -130,32 +130,6 @@ func parseConnection(prefix string, spec ConnectionSpec) (*connDef, error) {
 	return &connDef{spec: spec, conn: c, opts: opts, pool: pool}, nil
 }
 
-// prefixOptionErrors prefixes the Key of every *OptionError in a joined
-// error.
-func prefixOptionErrors(prefix string, err error) error {
-	var out []error
-	var walk func(error)
-	walk = func(e error) {
-		if m, ok := e.(*markedOptionError); ok {
-			out = append(out, optionErrorIs(&OptionError{Key: prefix + m.oe.Key, Msg: m.oe.Msg}, m.sentinel))
-			return
-		}
-		if j, ok := e.(interface{ Unwrap() []error }); ok {
-			for _, x := range j.Unwrap() {
-				walk(x)
-			}
-			return
-		}
-		if oe, ok := e.(*OptionError); ok {
-			out = append(out, &OptionError{Key: prefix + oe.Key, Msg: oe.Msg})
-			return
-		}
-		out = append(out, e)
-	}
-	walk(err)
-	return errors.Join(out...)
-}
-
 // activeConnLocked returns the definition runs use: config over API.
 func (s *Service) activeConnLocked(name string) *connDef {
 	if d, ok := s.cfgConns[name]; ok {

@@ -16,16 +16,16 @@
 //
 // Invariants, cited by the tests:
 //
-//	D1 A run holds a lease on the connection revision it started with until
+//	N1 A run holds a lease on the connection revision it started with until
 //	   it ends. Replace or drop retires the old revision's handle: idle pooled
 //	   connections close at once, the pool closes when its last lease is
 //	   released (database/sql's DB.Close alone would not wait for a stream).
-//	D2 A run started after a replace uses the new revision; one started
+//	N2 A run started after a replace uses the new revision; one started
 //	   after a drop fails with ErrConnectionNotFound, "data connection X
 //	   does not exist".
-//	D3 Dropping a connection that adapters name fails with
+//	N3 Dropping a connection that adapters name fails with
 //	   ErrConnectionInUse listing them, unless forced.
-//	D4 A secret option (password, dsn) is kept as given (literal, env:NAME or
+//	N4 A secret option (password, dsn) is kept as given (literal, env:NAME or
 //	   file:/path), resolved only when the connection is opened, and never
 //	   written to a response, log line, metric label or error: Secret renders
 //	   as REDACTED, reports show literals as REDACTED, and every error from
@@ -45,7 +45,7 @@
 //
 //	Tester          connection test with a classified cause
 //	ResourceLister  tables and views with estimated rows
-//	IdleCloser      close idle pooled connections now (retire, D1)
+//	IdleCloser      close idle pooled connections now (retire, N1)
 //
 // Built in: "mysql" (go-sql-driver/mysql, MySQL 5.7/8.x and MariaDB 10.x) and
 // "sqlite" (modernc.org/sqlite, read-only). docs/connections.md lists their

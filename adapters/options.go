@@ -478,18 +478,3 @@ type scrubbedError struct {
 
 func (e *scrubbedError) Error() string { return e.msg }
 func (e *scrubbedError) Unwrap() error { return e.err }
-
-// optionErrorIs returns oe marked with a package sentinel: its text is
-// oe's, errors.As finds the *OptionError and errors.Is the sentinel (so a
-// bad schedule is both ErrBadOption naming the key and ErrBadSchedule).
-func optionErrorIs(oe *OptionError, sentinel error) error {
-	return &markedOptionError{oe: oe, sentinel: sentinel}
-}
-
-type markedOptionError struct {
-	oe       *OptionError
-	sentinel error
-}
-
-func (e *markedOptionError) Error() string   { return e.oe.Error() }
-func (e *markedOptionError) Unwrap() []error { return []error{e.oe, e.sentinel} }

@@ -9,8 +9,9 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/robfig/cron/v3"
 	"time"
+
+	"github.com/robfig/cron/v3"
 )
 
 // fakeRuns is a runStarter whose runs take dur of (synctest) time and fail

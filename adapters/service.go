@@ -176,25 +176,6 @@ func parseConfig(conns []ConnectionSpec, ads []AdapterSpec) ([]*connDef, []*adap
 	return outConns, outAdapters, nil
 }
 
-// splitErrors flattens an errors.Join tree into its problems, keeping a
-// sentinel-marked *OptionError whole.
-func splitErrors(err error) []error {
-	if err == nil {
-		return nil
-	}
-	if _, ok := err.(*markedOptionError); ok {
-		return []error{err}
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, splitErrors(e)...)
-		}
-		return out
-	}
-	return []error{err}
-}
-
 // close implements Close: no new runs, scheduler stopped, running runs
 // cancelled (their transactions aborted, never committed), a bounded wait,
 // then every connection handle closed.
