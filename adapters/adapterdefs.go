@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+	"github.com/snapstore/snapstore/snapshot"
 )
 
 // adapterDef is one adapter definition; immutable once stored in a map of
@@ -29,32 +30,6 @@ type adapterRecord struct {
 	Revision  int64       `json:"revision"`
 	CreatedAt time.Time   `json:"created_at"`
 	UpdatedAt time.Time   `json:"updated_at"`
-}
-
-// cronParser accepts 5 fields with optional leading seconds, CRON_TZ= /
-// TZ= prefixes, @every and the descriptors (@hourly, @daily, ...).
-var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-
-// parseSchedule parses a cron spec; errors wrap ErrBadSchedule.
-func parseSchedule(spec string) (cron.Schedule, error) {
-	// cron silently turns "@every -1s" and "@every 10ms" into every
-	// second; refuse them instead.
-	if rest, ok := strings.CutPrefix(strings.TrimSpace(spec), "@every "); ok {
-		if d, err := time.ParseDuration(strings.TrimSpace(rest)); err == nil && d < time.Second {
-			return nil, fmt.Errorf("%w: schedule %q: @every needs a duration of at least 1s", ErrBadSchedule, spec)
-		}
-	}
-	sch, err := cronParser.Parse(spec)
-	if err != nil {
-		return nil, fmt.Errorf("%w: schedule %q: %v", ErrBadSchedule, spec, err)
-	}
-	// robfig/cron's Next gives the zero time for a spec that matches no
-	// date within five years ("0 0 30 2 *", February 30th); such a spec
-	// would otherwise look due at every instant.
-	if sch.Next(time.Now()).IsZero() {
-		return nil, fmt.Errorf("%w: schedule %q never fires (it matches no date)", ErrBadSchedule, spec)
-	}
-	return sch, nil
 }
 
 // Defaults an adapter gets for a zero field; responses show them, so a
@@ -155,7 +130,10 @@ func (s *Service) reportAdapterLocked(a *adapterDef, status string) Adapter {
 	return out
 }
 
-func (s *Service) listAdapters() []Adapter {
+// ListAdapters lists every adapter, sorted by name, then origin; an API
+// definition hidden by a config one of the same name is listed with status
+// "shadowed".
+func (s *Service) ListAdapters() []Adapter {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []Adapter
@@ -178,7 +156,9 @@ func (s *Service) listAdapters() []Adapter {
 	return out
 }
 
-func (s *Service) getAdapter(name string) (Adapter, error) {
+// GetAdapter returns the active adapter named name (the config definition
+// when both origins define it). ErrAdapterNotFound.
+func (s *Service) GetAdapter(ctx context.Context, name string) (Adapter, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a := s.activeAdapterLocked(name)
@@ -188,6 +168,23 @@ func (s *Service) getAdapter(name string) (Adapter, error) {
 	return s.reportAdapterLocked(a, "active"), nil
 }
 
+// CreateAdapter creates an API adapter and its schedule. ErrAdapterExists,
+// ErrConnectionNotFound, ErrDatasetTaken (A1), ErrResourceNotFound or
+// ErrNoKey (A2), ErrBadSchedule and other *OptionError values for a bad
+// spec.
+func (s *Service) CreateAdapter(ctx context.Context, spec AdapterSpec) (Adapter, error) {
+	a, _, err := s.putAdapter(ctx, spec, true)
+	return a, err
+}
+
+// PutAdapter creates or replaces an API adapter (a replace is a new
+// revision); the schedule follows at once (C4). created reports which.
+// ErrAdapterReadOnly for a config adapter; otherwise CreateAdapter's errors.
+func (s *Service) PutAdapter(ctx context.Context, spec AdapterSpec) (a Adapter, created bool, err error) {
+	return s.putAdapter(ctx, spec, false)
+}
+
+// putAdapter implements CreateAdapter (mustCreate) and PutAdapter.
 func (s *Service) putAdapter(ctx context.Context, spec AdapterSpec, mustCreate bool) (Adapter, bool, error) {
 	a, err := parseAdapter("", spec)
 	if err != nil {
@@ -305,7 +302,10 @@ func (s *Service) checkResource(ctx context.Context, spec AdapterSpec) error {
 	return nil
 }
 
-func (s *Service) deleteAdapter(ctx context.Context, name string) error {
+// DeleteAdapter deletes an API adapter and its schedule; its dataset and
+// run records stay. ErrAdapterNotFound; ErrAdapterReadOnly for a config
+// adapter.
+func (s *Service) DeleteAdapter(ctx context.Context, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.cfgAdapters[name]; ok {
@@ -345,4 +345,44 @@ func (s *Service) loadAdapters(ctx context.Context) error {
 		s.apiAdapters[a.spec.Name] = a
 	}
 	return nil
+}
+
+// AdapterSpec defines an adapter: which resource of which connection feeds
+// which dataset, when, and under which retention and guards.
+type AdapterSpec struct {
+	Name       string `json:"name" yaml:"name"`
+	Connection string `json:"connection" yaml:"connection"`
+	// Resource is the source table or view, "table" or "schema.table".
+	Resource string `json:"resource" yaml:"resource"`
+	// Dataset is the target dataset; default Name.
+	Dataset    string   `json:"dataset,omitempty" yaml:"dataset"`
+	KeyColumns []string `json:"key_columns,omitempty" yaml:"key_columns"`
+	// Schedule is a robfig/cron/v3 spec (5 fields, optional seconds,
+	// CRON_TZ=, @every, descriptors); empty means manual runs only.
+	Schedule  string             `json:"schedule,omitempty" yaml:"schedule"`
+	Retention snapshot.Retention `json:"retention" yaml:"retention"`
+	Guard     snapshot.Guard     `json:"guard" yaml:"guard"`
+	// Retries is how many times a failed scheduled run is retried; default 0.
+	Retries int `json:"retries,omitempty" yaml:"retries"`
+	// RetryBackoff is the first retry's delay, doubled each retry; default 10s.
+	RetryBackoff time.Duration `json:"retry_backoff,omitempty" yaml:"retry_backoff"`
+	// RunOnStart starts one run when the service starts with its
+	// scheduler (snapstore serve), trigger "start", so the dataset has a
+	// version before the first schedule tick; default false.
+	RunOnStart bool `json:"run_on_start,omitempty" yaml:"run_on_start"`
+}
+
+// Adapter is an adapter as reported.
+type Adapter struct {
+	AdapterSpec
+	Source    Origin    `json:"source"`
+	Revision  int64     `json:"revision"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	// NextRun is the next scheduled start, if scheduled (and the
+	// scheduler runs).
+	NextRun *time.Time `json:"next_run,omitempty"`
+	// Status is "active", or "shadowed" for an API definition hidden by a
+	// config definition of the same name.
+	Status string `json:"status"`
 }

@@ -5,29 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 )
-
-// Record kinds in the metadata table (snapshot.PutRecord); adapters keeps
-// no storage keys of its own.
-const (
-	recordConnection = "adapters.connection"
-	recordAdapter    = "adapters.adapter"
-	recordRun        = "adapters.run"
-)
-
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
-
-func checkName(key, name string) error {
-	if !nameRE.MatchString(name) {
-		return &OptionError{Key: key, Msg: "want 1 to 128 letters, digits, '_', '.', '-', starting with a letter or digit"}
-	}
-	return nil
-}
 
 // connDef is one data connection definition. Its fields are immutable
 // after creation except h, guarded by Service.mu.
@@ -52,32 +33,6 @@ type connRecord struct {
 	CreatedAt time.Time      `json:"created_at"`
 	UpdatedAt time.Time      `json:"updated_at"`
 }
-
-// handle is a reference-counted open Source of one connection revision.
-// A run holds it from start to end; replacing or dropping the connection
-// retires it: idle pooled connections close at once, the Source closes
-// when the last run releases it (database/sql's Close alone would not wait
-// for a long stream).
-type handle struct {
-	name     string
-	revision int64
-	// mu guards the fields below; held while opening (which does not dial).
-	mu      sync.Mutex
-	src     Source
-	secrets []string
-	refs    int
-	retired bool
-}
-
-// lease is one run's hold on a connection revision.
-type lease struct {
-	src      Source
-	revision int64
-	secrets  []string
-	release  func()
-}
-
-func (l *lease) scrub(err error) error { return scrubError(err, l.secrets...) }
 
 // parseConnection validates a spec; key prefix names its place in the
 // config ("connections[2].") or is empty for the API.
@@ -142,104 +97,6 @@ func (s *Service) notFoundConn(name string) error {
 	return fmt.Errorf("%w: data connection %q does not exist", ErrConnectionNotFound, name)
 }
 
-// acquire takes a lease on the current revision of connection name.
-func (s *Service) acquire(ctx context.Context, name string) (*lease, error) {
-	s.mu.Lock()
-	d := s.activeConnLocked(name)
-	if d == nil {
-		s.mu.Unlock()
-		return nil, s.notFoundConn(name)
-	}
-	if d.spec.Sharing == SharingSingleUse {
-		s.mu.Unlock()
-		src, secrets, err := s.openSource(ctx, d)
-		if err != nil {
-			return nil, err
-		}
-		return &lease{src: src, revision: d.revision, secrets: secrets, release: func() {
-			if err := src.Close(); err != nil {
-				s.log.Warn("closing single-use data connection", "connection", name, "err", scrubError(err, secrets...))
-			}
-		}}, nil
-	}
-	h := d.h
-	if h == nil {
-		h = &handle{name: d.spec.Name, revision: d.revision}
-		d.h = h
-	}
-	h.mu.Lock()
-	h.refs++
-	s.mu.Unlock()
-	defer h.mu.Unlock()
-	if h.src == nil {
-		src, secrets, err := s.openSource(ctx, d)
-		if err != nil {
-			h.refs--
-			return nil, err
-		}
-		h.src, h.secrets = src, secrets
-	}
-	return &lease{src: h.src, revision: h.revision, secrets: h.secrets, release: func() { s.releaseHandle(h) }}, nil
-}
-
-func (s *Service) releaseHandle(h *handle) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.refs--
-	if h.refs == 0 && h.retired && h.src != nil {
-		if err := h.src.Close(); err != nil {
-			s.log.Warn("closing retired data connection", "connection", h.name, "revision", h.revision, "err", scrubError(err, h.secrets...))
-		}
-		h.src = nil
-	}
-}
-
-// retireLocked retires d's shared handle (replace, drop, close). Caller
-// holds s.mu.
-func (s *Service) retireLocked(d *connDef) {
-	h := d.h
-	if h == nil {
-		return
-	}
-	d.h = nil
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.retired = true
-	if h.src == nil {
-		return
-	}
-	if h.refs == 0 {
-		if err := h.src.Close(); err != nil {
-			s.log.Warn("closing data connection", "connection", h.name, "err", scrubError(err, h.secrets...))
-		}
-		h.src = nil
-		return
-	}
-	if ic, ok := h.src.(IdleCloser); ok {
-		ic.CloseIdle()
-	}
-	s.log.Info("data connection retired while runs hold it; it closes when they end", "connection", h.name, "revision", h.revision, "runs", h.refs)
-}
-
-// openSource resolves secrets and opens a Source for d.
-func (s *Service) openSource(ctx context.Context, d *connDef) (Source, []string, error) {
-	resolved, err := resolveSecrets("options.", d.opts)
-	if err != nil {
-		return nil, nil, fmt.Errorf("opening data connection %q: %w", d.spec.Name, err)
-	}
-	var secrets []string
-	for _, v := range resolved {
-		if sec, ok := v.(Secret); ok {
-			secrets = append(secrets, sec.Reveal())
-		}
-	}
-	src, err := d.conn.Open(ctx, SourceConfig{Name: d.spec.Name, Options: resolved, Pool: d.pool, Logger: s.log.With("connection", d.spec.Name)})
-	if err != nil {
-		return nil, nil, scrubError(fmt.Errorf("opening data connection %q: %w", d.spec.Name, err), secrets...)
-	}
-	return src, secrets, nil
-}
-
 // adaptersUsingLocked lists the adapters (both origins) that name conn.
 func (s *Service) adaptersUsingLocked(conn string) []string {
 	seen := map[string]bool{}
@@ -273,7 +130,10 @@ func (s *Service) reportConnLocked(d *connDef, status string) Connection {
 	}
 }
 
-func (s *Service) listConnections() []Connection {
+// ListConnections lists every data connection, sorted by name, then
+// origin; an API definition hidden by a config one of the same name is
+// listed with status "shadowed".
+func (s *Service) ListConnections() []Connection {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []Connection
@@ -296,7 +156,9 @@ func (s *Service) listConnections() []Connection {
 	return out
 }
 
-func (s *Service) getConnection(name string) (Connection, error) {
+// GetConnection returns the active connection named name (the config
+// definition when both origins define it). ErrConnectionNotFound.
+func (s *Service) GetConnection(ctx context.Context, name string) (Connection, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d := s.activeConnLocked(name)
@@ -306,8 +168,24 @@ func (s *Service) getConnection(name string) (Connection, error) {
 	return s.reportConnLocked(d, "active"), nil
 }
 
-// putConnection creates (mustCreate) or creates-or-replaces an API
-// connection, persisting it before it becomes visible.
+// CreateConnection creates an API connection. ErrConnectionExists when the
+// name is defined (either origin); *OptionError for a bad spec.
+func (s *Service) CreateConnection(ctx context.Context, spec ConnectionSpec) (Connection, error) {
+	c, _, err := s.putConnection(ctx, spec, true)
+	return c, err
+}
+
+// PutConnection creates or replaces an API connection; a replace makes a
+// new revision and retires the old one's pool (N1, N2). created reports
+// which. ErrConnectionReadOnly for a config connection; *OptionError for a
+// bad spec. A secret option given as "REDACTED" keeps the replaced
+// revision's secret (keepRedactedSecrets).
+func (s *Service) PutConnection(ctx context.Context, spec ConnectionSpec) (c Connection, created bool, err error) {
+	return s.putConnection(ctx, spec, false)
+}
+
+// putConnection implements CreateConnection (mustCreate) and PutConnection:
+// the definition is persisted before it becomes visible.
 func (s *Service) putConnection(ctx context.Context, spec ConnectionSpec, mustCreate bool) (Connection, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -352,7 +230,11 @@ func (s *Service) putConnection(ctx context.Context, spec ConnectionSpec, mustCr
 	return s.reportConnLocked(d, "active"), old == nil, nil
 }
 
-func (s *Service) dropConnection(ctx context.Context, name string, force bool) error {
+// DropConnection drops an API connection. Runs holding it finish on it; it
+// closes when the last one ends (N1), and later runs fail with
+// ErrConnectionNotFound (N2). ErrConnectionInUse, listing the adapters
+// that name it, unless force (N3); ErrConnectionReadOnly for a config one.
+func (s *Service) DropConnection(ctx context.Context, name string, force bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.cfgConns[name]; ok {
@@ -372,49 +254,6 @@ func (s *Service) dropConnection(ctx context.Context, name string, force bool) e
 	s.retireLocked(d)
 	s.log.Info("data connection dropped", "connection", name, "revision", d.revision, "forced", force)
 	return nil
-}
-
-// testConnection opens the connection's current revision (a fresh
-// single-use Source, so a test never disturbs a pool) and tests it.
-func (s *Service) testConnection(ctx context.Context, name string) (TestResult, error) {
-	s.mu.Lock()
-	d := s.activeConnLocked(name)
-	s.mu.Unlock()
-	if d == nil {
-		return TestResult{}, s.notFoundConn(name)
-	}
-	start := s.now()
-	src, secrets, err := s.openSource(ctx, d)
-	if err != nil {
-		var oe *OptionError
-		cause := "error"
-		if errors.As(err, &oe) {
-			cause = "config"
-		}
-		return TestResult{Cause: cause, Message: err.Error(), Latency: s.now().Sub(start)}, nil
-	}
-	defer src.Close()
-	t, ok := src.(Tester)
-	if !ok {
-		return TestResult{OK: true, Message: "connection type has no test", Latency: s.now().Sub(start)}, nil
-	}
-	res := t.Test(ctx)
-	res.Message = scrubError(errors.New(res.Message), secrets...).Error()
-	return res, nil
-}
-
-func (s *Service) resources(ctx context.Context, name string) ([]Resource, error) {
-	l, err := s.acquire(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	defer l.release()
-	rl, ok := l.src.(ResourceLister)
-	if !ok {
-		return nil, fmt.Errorf("adapters: data connection %q cannot list resources", name)
-	}
-	res, err := rl.Resources(ctx)
-	return res, l.scrub(err)
 }
 
 // loadConnections reads the API connections from the metadata table.
@@ -463,45 +302,30 @@ func (s *Service) loadConnections(ctx context.Context) error {
 	return nil
 }
 
-// keepRedactedSecrets lets a client GET a connection, change a field and PUT
-// the body back: a secret option whose value is the placeholder "REDACTED"
-// (what responses show for a literal secret) keeps the secret of the
-// connection it replaces, as Grafana does with its secure fields. Without
-// a previous literal secret of the same type and key, the placeholder is
-// refused with an *OptionError rather than stored as a password. spec is
-// returned with the previous secrets filled in; its Options map is copied,
-// never modified.
-func keepRedactedSecrets(spec ConnectionSpec, old *connDef) (ConnectionSpec, error) {
-	c, err := lookupConnector(spec.Type)
-	if err != nil {
-		return spec, nil // parseConnection reports the unknown type
-	}
-	var opts map[string]any
-	for _, def := range c.Options() {
-		if def.Type != OptSecret {
-			continue
-		}
-		v, ok := spec.Options[def.Key].(string)
-		if !ok || v != redacted {
-			continue
-		}
-		var prev any
-		if old != nil && old.spec.Type == spec.Type {
-			prev = old.spec.Options[def.Key]
-		}
-		if ps, ok := prev.(string); !ok || ps == redacted || isSecretRef(ps) {
-			return spec, &OptionError{Key: "options." + def.Key, Msg: `"REDACTED" is the placeholder responses show for a secret; give the secret itself or an env:NAME / file:/path reference`}
-		}
-		if opts == nil {
-			opts = make(map[string]any, len(spec.Options))
-			for k, v := range spec.Options {
-				opts[k] = v
-			}
-		}
-		opts[def.Key] = prev
-	}
-	if opts != nil {
-		spec.Options = opts
-	}
-	return spec, nil
+// ConnectionSpec is the input that defines a data connection. Options are
+// typed per Type (see the connector's docs); secret options may be literal
+// or references "env:NAME" / "file:/path", resolved when the connection is
+// opened.
+type ConnectionSpec struct {
+	Name    string         `json:"name" yaml:"name"`
+	Type    string         `json:"type" yaml:"type"`
+	Sharing Sharing        `json:"sharing,omitempty" yaml:"sharing"`
+	Options map[string]any `json:"options,omitempty" yaml:"options"`
+}
+
+// Connection is a data connection as reported: secrets redacted.
+type Connection struct {
+	Name    string         `json:"name"`
+	Type    string         `json:"type"`
+	Sharing Sharing        `json:"sharing"`
+	Options map[string]any `json:"options"` // secret values are "REDACTED"
+	Source  Origin         `json:"source"`
+	// Status is "active", or "shadowed" for an API definition hidden by a
+	// config definition of the same name.
+	Status    string    `json:"status"`
+	Revision  int64     `json:"revision"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	// Adapters names the adapters that use the connection.
+	Adapters []string `json:"adapters,omitempty"`
 }

@@ -86,8 +86,8 @@
 //
 // # Runs and scheduling
 //
-// StartRun records a run (status running) and pulls in its own goroutine;
-// two runs of one adapter never overlap (ErrRunInProgress). StartRunWith
+// StartRunWith records a run (status running) and pulls in its own goroutine;
+// two runs of one adapter never overlap (ErrRunInProgress). It
 // takes RunOptions.Force, which commits a run a guard would refuse. A run
 // that did not succeed has a stable RunRecord.Code (guard_refused,
 // source_unavailable, aborted, ...) besides its error text; a refused

@@ -70,12 +70,12 @@ func TestReplaceAndDropDuringPull(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := newBlock(ts, "long", 150)
-	rec, err := svc.StartRun(ctx, "long", "api")
+	rec, err := svc.StartRunWith(ctx, "long", RunOptions{Trigger: "api"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	<-b.reached
-	if _, err := svc.StartRun(ctx, "long", "api"); !errors.Is(err, ErrRunInProgress) || !strings.Contains(err.Error(), rec.ID) {
+	if _, err := svc.StartRunWith(ctx, "long", RunOptions{Trigger: "api"}); !errors.Is(err, ErrRunInProgress) || !strings.Contains(err.Error(), rec.ID) {
 		t.Fatalf("second start: %v", err)
 	}
 	live, err := svc.GetRun(ctx, rec.ID)
@@ -115,7 +115,7 @@ func TestReplaceAndDropDuringPull(t *testing.T) {
 	// Drop while a pull runs: it finishes; the next run fails.
 	e.exec(t, db, "UPDATE big SET v = 'changed' WHERE id <= 10")
 	b = newBlock(ts, "long", 150)
-	rec, err = svc.StartRun(ctx, "long", "api")
+	rec, err = svc.StartRunWith(ctx, "long", RunOptions{Trigger: "api"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestCloseAbortsRunningRun(t *testing.T) {
 	mustSucceed(t, first)
 	e.exec(t, db, "DELETE FROM big WHERE id > 400")
 	b := newBlock(ts, "long", 50)
-	rec, err := ts.svc.StartRun(ctx, "long", "api")
+	rec, err := ts.svc.StartRunWith(ctx, "long", RunOptions{Trigger: "api"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestCloseAbortsRunningRun(t *testing.T) {
 	if err := ts.svc.Close(cctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ts.svc.StartRun(ctx, "long", "api"); !errors.Is(err, ErrShuttingDown) {
+	if _, err := ts.svc.StartRunWith(ctx, "long", RunOptions{Trigger: "api"}); !errors.Is(err, ErrShuttingDown) {
 		t.Fatalf("start after close: %v", err)
 	}
 	got, err := ts.svc.GetRun(ctx, rec.ID)
@@ -329,7 +329,7 @@ func TestSecretsNeverShown(t *testing.T) {
 	t.Setenv("SNAPSTORE_TEST_BAD_DSN", badDSN)
 	add(ts.svc.CreateConnection(ctx, ConnectionSpec{Name: "baddsn", Type: "mysql", Options: map[string]any{"dsn": "env:SNAPSTORE_TEST_BAD_DSN"}}))
 	add(ts.svc.CreateConnection(ctx, ConnectionSpec{Name: "badopt", Type: "mysql", Options: map[string]any{"user": e.User, "password": 42, "pasword": e.Password}}))
-	add(ts.svc.ListConnections(ctx))
+	add(ts.svc.ListConnections(), nil)
 	for _, n := range []string{"lit", "dsn", "baddsn"} {
 		add(ts.svc.GetConnection(ctx, n))
 		add(ts.svc.TestConnection(ctx, n))
@@ -344,7 +344,7 @@ func TestSecretsNeverShown(t *testing.T) {
 		}
 	}
 	add(ts.svc.ListRuns(ctx, "", 0))
-	add(ts.svc.ListAdapters(ctx))
+	add(ts.svc.ListAdapters(), nil)
 	mfs, _ := reg.Gather()
 	add(mfs, nil)
 	texts = append(texts, logs.String())
@@ -456,7 +456,7 @@ func TestSourceLostMidRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := newBlock(ts, "big", 50)
-	rec, err := ts.svc.StartRun(ctx, "big", "api")
+	rec, err := ts.svc.StartRunWith(ctx, "big", RunOptions{Trigger: "api"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,8 @@ func newFakeRuns(dur time.Duration) *fakeRuns {
 
 func (f *fakeRuns) off() time.Duration { return time.Since(f.t0).Round(time.Millisecond) }
 
-func (f *fakeRuns) startRun(ctx context.Context, adapter, trigger string) (RunRecord, error) {
+func (f *fakeRuns) StartRunWith(ctx context.Context, adapter string, opts RunOptions) (RunRecord, error) {
+	trigger := opts.Trigger
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.current != nil {
@@ -66,7 +67,7 @@ func (f *fakeRuns) startRun(ctx context.Context, adapter, trigger string) (RunRe
 	return r.rec, nil
 }
 
-func (f *fakeRuns) waitRun(ctx context.Context, id string) (RunRecord, error) {
+func (f *fakeRuns) WaitRun(ctx context.Context, id string) (RunRecord, error) {
 	f.mu.Lock()
 	r := f.runs[id]
 	f.mu.Unlock()
@@ -276,7 +277,7 @@ func TestServiceSchedules(t *testing.T) {
 	}
 	// A tick while a run is going: skipped, with the reason.
 	b := newBlock(ts, "a", 1)
-	rec, err := svc.StartRun(ctx, "a", "api")
+	rec, err := svc.StartRunWith(ctx, "a", RunOptions{Trigger: "api"})
 	if err != nil {
 		t.Fatal(err)
 	}

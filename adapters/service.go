@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
@@ -15,7 +18,12 @@ import (
 // its context has no deadline.
 const defaultCloseBound = 30 * time.Second
 
-func newService(ctx context.Context, db *snapshot.DB, opts Options) (*Service, error) {
+// New opens the service over db: it checks the config definitions
+// (ValidateConfig's checks; every problem is one *OptionError, joined),
+// loads the API definitions from the metadata table, marks runs a previous
+// process left running as aborted, and, with opts.Schedule, starts the
+// scheduler and one run of each RunOnStart adapter.
+func New(ctx context.Context, db *snapshot.DB, opts Options) (*Service, error) {
 	if db == nil {
 		return nil, fmt.Errorf("adapters: New: nil snapshot.DB")
 	}
@@ -100,7 +108,7 @@ func newService(ctx context.Context, db *snapshot.DB, opts Options) (*Service, e
 		}
 		sort.Strings(names)
 		for _, n := range names {
-			if _, err := s.startRun(ctx, n, "start"); err != nil {
+			if _, err := s.StartRunWith(ctx, n, RunOptions{Trigger: "start"}); err != nil {
 				s.log.Warn("run on start not started", "adapter", n, "err", err)
 			}
 		}
@@ -108,78 +116,12 @@ func newService(ctx context.Context, db *snapshot.DB, opts Options) (*Service, e
 	return s, nil
 }
 
-// parseConfig implements ValidateConfig and returns the parsed config
-// definitions when there is no problem. Each problem is one error.
-func parseConfig(conns []ConnectionSpec, ads []AdapterSpec) ([]*connDef, []*adapterDef, []error) {
-	var errs []error
-	var outConns []*connDef
-	named := map[string]bool{} // every connection name the file gives, valid or not
-	valid := map[string]bool{}
-	for i, spec := range conns {
-		prefix := fmt.Sprintf("connections[%d].", i)
-		dup := spec.Name != "" && named[spec.Name]
-		if dup {
-			errs = append(errs, &OptionError{Key: prefix + "name", Msg: fmt.Sprintf("connection %q defined twice", spec.Name)})
-		}
-		named[spec.Name] = true
-		d, err := parseConnection(prefix, spec)
-		if err != nil {
-			errs = append(errs, splitErrors(err)...)
-			continue
-		}
-		if dup {
-			continue
-		}
-		valid[d.spec.Name] = true
-		outConns = append(outConns, d)
-	}
-	var outAdapters []*adapterDef
-	seen := map[string]bool{}
-	writer := map[string]string{} // dataset -> the adapter that writes it
-	for i, spec := range ads {
-		prefix := fmt.Sprintf("adapters[%d].", i)
-		dup := spec.Name != "" && seen[spec.Name]
-		if dup {
-			errs = append(errs, &OptionError{Key: prefix + "name", Msg: fmt.Sprintf("adapter %q defined twice", spec.Name)})
-		}
-		seen[spec.Name] = true
-		a, err := parseAdapter(prefix, spec)
-		if err != nil {
-			errs = append(errs, splitErrors(err)...)
-			a = nil
-		}
-		if dup {
-			continue
-		}
-		if spec.Connection != "" && !named[spec.Connection] {
-			errs = append(errs, optionErrorIs(&OptionError{Key: prefix + "connection",
-				Msg: fmt.Sprintf("data connection %q is not defined in the file's connections (an adapter of the config file names a connection of the config file)", spec.Connection)}, ErrConnectionNotFound))
-			continue
-		}
-		dataset := spec.Dataset
-		if dataset == "" {
-			dataset = spec.Name
-		}
-		if other, ok := writer[dataset]; ok && dataset != "" {
-			key := prefix + "dataset"
-			errs = append(errs, optionErrorIs(&OptionError{Key: key, Msg: fmt.Sprintf("dataset %q is already written by adapter %q; one adapter per dataset", dataset, other)}, ErrDatasetTaken))
-			continue
-		}
-		writer[dataset] = spec.Name
-		if a != nil && valid[spec.Connection] {
-			outAdapters = append(outAdapters, a)
-		}
-	}
-	if len(errs) > 0 {
-		return nil, nil, errs
-	}
-	return outConns, outAdapters, nil
-}
-
-// close implements Close: no new runs, scheduler stopped, running runs
-// cancelled (their transactions aborted, never committed), a bounded wait,
-// then every connection handle closed.
-func (s *Service) close(ctx context.Context) error {
+// Close stops the scheduler, cancels running runs (their transactions are
+// aborted, never committed) and waits for them up to ctx's deadline
+// (defaultCloseBound when it has none), then closes every connection pool.
+// Runs started after Close began fail with ErrShuttingDown; a second Close
+// returns nil.
+func (s *Service) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
@@ -223,4 +165,46 @@ func (s *Service) close(ctx context.Context) error {
 	s.mu.Unlock()
 	s.log.Info("adapters service closed")
 	return err
+}
+
+// Options configure a Service.
+type Options struct {
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+	// Connections and Adapters are the config-file definitions (origin config).
+	Connections []ConnectionSpec
+	Adapters    []AdapterSpec
+	// Schedule turns the cron scheduler on (serve); off for one-shot CLI use.
+	Schedule bool
+}
+
+// Service owns data connections, adapters, runs and the scheduler. Safe for
+// concurrent use.
+type Service struct {
+	db      *snapshot.DB
+	log     *slog.Logger
+	metrics *metrics
+	now     func() time.Time // test hook; time.Now
+	sched   *scheduler       // nil unless Options.Schedule
+
+	baseCtx   context.Context // parent of every run's context
+	cancelAll context.CancelFunc
+	wg        sync.WaitGroup // one per running run
+	runSeq    atomic.Uint64
+
+	// mu guards the fields below. It is held across metadata-table writes
+	// (local and short) so that definitions change in a total order, but
+	// never across source I/O. Lock order: mu, then a handle's mu.
+	mu          sync.Mutex
+	closing     bool
+	cfgConns    map[string]*connDef
+	apiConns    map[string]*connDef
+	cfgAdapters map[string]*adapterDef
+	apiAdapters map[string]*adapterDef
+	running     map[string]*activeRun // by adapter name
+	runs        map[string]*activeRun // by run id, running only
+
+	// testHookRow, when set by a test, is called after each row a run
+	// puts (serf-style unexported test hook).
+	testHookRow func(ctx context.Context, adapter string, n int64)
 }

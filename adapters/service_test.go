@@ -78,7 +78,7 @@ func (ts *testStack) close() {
 func (ts *testStack) runWait(t *testing.T, adapter string) RunRecord {
 	t.Helper()
 	ctx := context.Background()
-	rec, err := ts.svc.StartRun(ctx, adapter, "api")
+	rec, err := ts.svc.StartRunWith(ctx, adapter, RunOptions{Trigger: "api"})
 	if err != nil {
 		t.Fatal(noteErr(err))
 	}
@@ -264,7 +264,7 @@ func TestConnectionOptionErrors(t *testing.T) {
 			}
 		}
 	}
-	if l, _ := ts.svc.ListConnections(ctx); len(l) != 0 {
+	if l := ts.svc.ListConnections(); len(l) != 0 {
 		t.Fatalf("bad specs created connections: %+v", l)
 	}
 }
@@ -280,7 +280,7 @@ func TestConfigConnectionsReadOnlyAndShadowing(t *testing.T) {
 	ts.close()
 	cfg := Options{Connections: []ConnectionSpec{{Name: "c", Type: "sqlite", Sharing: SharingSingleUse, Options: map[string]any{"path": sqlitePath}}}}
 	ts = openStack(t, dir, cfg)
-	list, _ := ts.svc.ListConnections(ctx)
+	list := ts.svc.ListConnections()
 	if len(list) != 2 || list[0].Source != OriginAPI || list[0].Status != "shadowed" || list[1].Source != OriginConfig || list[1].Status != "active" {
 		t.Fatalf("list %+v", list)
 	}
@@ -397,7 +397,7 @@ func TestAdapterCRUDAndDropInUse(t *testing.T) {
 	if err := svc.DeleteAdapter(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.StartRun(ctx, "a", "api"); !errors.Is(err, ErrAdapterNotFound) {
+	if _, err := svc.StartRunWith(ctx, "a", RunOptions{Trigger: "api"}); !errors.Is(err, ErrAdapterNotFound) {
 		t.Fatalf("run of deleted adapter: %v", err)
 	}
 	// Metrics: one succeeded and one failed run counted.

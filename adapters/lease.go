@@ -1,0 +1,131 @@
+package adapters
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// handle is a reference-counted open Source of one connection revision.
+// A run holds it from start to end; replacing or dropping the connection
+// retires it: idle pooled connections close at once, the Source closes
+// when the last run releases it (database/sql's Close alone would not wait
+// for a long stream).
+type handle struct {
+	name     string
+	revision int64
+	// mu guards the fields below; held while opening (which does not dial).
+	mu      sync.Mutex
+	src     Source
+	secrets []string
+	refs    int
+	retired bool
+}
+
+// lease is one run's hold on a connection revision.
+type lease struct {
+	src      Source
+	revision int64
+	secrets  []string
+	release  func()
+}
+
+func (l *lease) scrub(err error) error { return scrubError(err, l.secrets...) }
+
+// acquire takes a lease on the current revision of connection name.
+func (s *Service) acquire(ctx context.Context, name string) (*lease, error) {
+	s.mu.Lock()
+	d := s.activeConnLocked(name)
+	if d == nil {
+		s.mu.Unlock()
+		return nil, s.notFoundConn(name)
+	}
+	if d.spec.Sharing == SharingSingleUse {
+		s.mu.Unlock()
+		src, secrets, err := s.openSource(ctx, d)
+		if err != nil {
+			return nil, err
+		}
+		return &lease{src: src, revision: d.revision, secrets: secrets, release: func() {
+			if err := src.Close(); err != nil {
+				s.log.Warn("closing single-use data connection", "connection", name, "err", scrubError(err, secrets...))
+			}
+		}}, nil
+	}
+	h := d.h
+	if h == nil {
+		h = &handle{name: d.spec.Name, revision: d.revision}
+		d.h = h
+	}
+	h.mu.Lock()
+	h.refs++
+	s.mu.Unlock()
+	defer h.mu.Unlock()
+	if h.src == nil {
+		src, secrets, err := s.openSource(ctx, d)
+		if err != nil {
+			h.refs--
+			return nil, err
+		}
+		h.src, h.secrets = src, secrets
+	}
+	return &lease{src: h.src, revision: h.revision, secrets: h.secrets, release: func() { s.releaseHandle(h) }}, nil
+}
+
+func (s *Service) releaseHandle(h *handle) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.refs--
+	if h.refs == 0 && h.retired && h.src != nil {
+		if err := h.src.Close(); err != nil {
+			s.log.Warn("closing retired data connection", "connection", h.name, "revision", h.revision, "err", scrubError(err, h.secrets...))
+		}
+		h.src = nil
+	}
+}
+
+// retireLocked retires d's shared handle (replace, drop, close). Caller
+// holds s.mu.
+func (s *Service) retireLocked(d *connDef) {
+	h := d.h
+	if h == nil {
+		return
+	}
+	d.h = nil
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.retired = true
+	if h.src == nil {
+		return
+	}
+	if h.refs == 0 {
+		if err := h.src.Close(); err != nil {
+			s.log.Warn("closing data connection", "connection", h.name, "err", scrubError(err, h.secrets...))
+		}
+		h.src = nil
+		return
+	}
+	if ic, ok := h.src.(IdleCloser); ok {
+		ic.CloseIdle()
+	}
+	s.log.Info("data connection retired while runs hold it; it closes when they end", "connection", h.name, "revision", h.revision, "runs", h.refs)
+}
+
+// openSource resolves secrets and opens a Source for d.
+func (s *Service) openSource(ctx context.Context, d *connDef) (Source, []string, error) {
+	resolved, err := resolveSecrets("options.", d.opts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening data connection %q: %w", d.spec.Name, err)
+	}
+	var secrets []string
+	for _, v := range resolved {
+		if sec, ok := v.(Secret); ok {
+			secrets = append(secrets, sec.Reveal())
+		}
+	}
+	src, err := d.conn.Open(ctx, SourceConfig{Name: d.spec.Name, Options: resolved, Pool: d.pool, Logger: s.log.With("connection", d.spec.Name)})
+	if err != nil {
+		return nil, nil, scrubError(fmt.Errorf("opening data connection %q: %w", d.spec.Name, err), secrets...)
+	}
+	return src, secrets, nil
+}
