@@ -2,51 +2,74 @@ package adapters
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 )
 
+// ConnectionSpec is the input that defines a data connection. Options are
+// typed per Type (see the connector's docs); secret options may be literal
+// or references "env:NAME" / "file:/path", resolved when the connection is
+// opened.
+type ConnectionSpec struct {
+	Name    string         `json:"name" yaml:"name"`
+	Type    string         `json:"type" yaml:"type"`
+	Sharing Sharing        `json:"sharing,omitempty" yaml:"sharing"`
+	Options map[string]any `json:"options,omitempty" yaml:"options"`
+}
+
+// Connection is a data connection as reported: secrets redacted.
+type Connection struct {
+	Name    string         `json:"name"`
+	Type    string         `json:"type"`
+	Sharing Sharing        `json:"sharing"`
+	Options map[string]any `json:"options"` // secret values are "REDACTED"
+	Source  Origin         `json:"source"`
+	// Status is "active", or "shadowed" for an API definition hidden by a
+	// config definition of the same name.
+	Status    string    `json:"status"`
+	Revision  int64     `json:"revision"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	// Adapters names the adapters that use the connection.
+	Adapters []string `json:"adapters,omitempty"`
+}
+
 // connDef is one data connection definition. Its fields are immutable
-// after creation except h, guarded by Service.mu.
+// once it is in a Service's definitions, except h, guarded by Service.mu.
 type connDef struct {
-	spec     ConnectionSpec // options as given (secrets as given)
-	origin   Origin
-	revision int64
-	created  time.Time
-	updated  time.Time
-	conn     Connector
-	opts     OptionValues // typed, secrets unresolved
-	pool     PoolOptions
+	defMeta
+	spec ConnectionSpec // options as given (secrets as given)
+	conn Connector
+	opts OptionValues // typed, secrets unresolved
+	pool PoolOptions
 	// h is the shared handle of a shared or pooled connection, opened on
 	// first use; nil for single-use or before first use.
 	h *handle
 }
 
-// connRecord is the persisted form of an API connection.
-type connRecord struct {
-	Spec      ConnectionSpec `json:"spec"`
-	Revision  int64          `json:"revision"`
-	CreatedAt time.Time      `json:"created_at"`
-	UpdatedAt time.Time      `json:"updated_at"`
+// connectionKind names data connections in definitions.
+var connectionKind = defKind{
+	noun:        "connection",
+	record:      recordConnection,
+	notFound:    ErrConnectionNotFound,
+	exists:      ErrConnectionExists,
+	readOnly:    ErrConnectionReadOnly,
+	notFoundFmt: "%w: data connection %q does not exist",
 }
 
-// parseConnection validates a spec; key prefix names its place in the
-// config ("connections[2].") or is empty for the API.
+// parseConnection checks a spec and types its options; prefix names its
+// place in the config file ("connections[2].") or is empty for the API.
+// Every problem is an *OptionError, joined.
 func parseConnection(prefix string, spec ConnectionSpec) (*connDef, error) {
 	var errs []error
 	if err := checkName(prefix+"name", spec.Name); err != nil {
 		errs = append(errs, err)
 	}
-	switch spec.Sharing {
-	case "":
-		spec.Sharing = SharingShared
-	case SharingShared, SharingPooled, SharingSingleUse:
-	default:
-		errs = append(errs, &OptionError{Key: prefix + "sharing", Msg: fmt.Sprintf("want %s, %s or %s, got %q", SharingShared, SharingPooled, SharingSingleUse, spec.Sharing)})
+	var err error
+	if spec.Sharing, err = parseSharing(prefix+"sharing", spec.Sharing); err != nil {
+		errs = append(errs, err)
 	}
 	c, err := lookupConnector(spec.Type)
 	if err != nil {
@@ -85,75 +108,13 @@ func parseConnection(prefix string, spec ConnectionSpec) (*connDef, error) {
 	return &connDef{spec: spec, conn: c, opts: opts, pool: pool}, nil
 }
 
-// activeConnLocked returns the definition runs use: config over API.
-func (s *Service) activeConnLocked(name string) *connDef {
-	if d, ok := s.cfgConns[name]; ok {
-		return d
-	}
-	return s.apiConns[name]
-}
-
-func (s *Service) notFoundConn(name string) error {
-	return fmt.Errorf("%w: data connection %q does not exist", ErrConnectionNotFound, name)
-}
-
-// adaptersUsingLocked lists the adapters (both origins) that name conn.
-func (s *Service) adaptersUsingLocked(conn string) []string {
-	seen := map[string]bool{}
-	for _, m := range []map[string]*adapterDef{s.cfgAdapters, s.apiAdapters} {
-		for n, a := range m {
-			if a.spec.Connection == conn {
-				seen[n] = true
-			}
-		}
-	}
-	out := make([]string, 0, len(seen))
-	for n := range seen {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func (s *Service) reportConnLocked(d *connDef, status string) Connection {
-	return Connection{
-		Name:      d.spec.Name,
-		Type:      d.spec.Type,
-		Sharing:   d.spec.Sharing,
-		Options:   redactOptions(d.conn.Options(), d.spec.Options),
-		Source:    d.origin,
-		Status:    status,
-		Revision:  d.revision,
-		CreatedAt: d.created,
-		UpdatedAt: d.updated,
-		Adapters:  s.adaptersUsingLocked(d.spec.Name),
-	}
-}
-
 // ListConnections lists every data connection, sorted by name, then
 // origin; an API definition hidden by a config one of the same name is
 // listed with status "shadowed".
 func (s *Service) ListConnections() []Connection {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []Connection
-	for _, d := range s.cfgConns {
-		out = append(out, s.reportConnLocked(d, "active"))
-	}
-	for n, d := range s.apiConns {
-		status := "active"
-		if _, shadowed := s.cfgConns[n]; shadowed {
-			status = "shadowed"
-		}
-		out = append(out, s.reportConnLocked(d, status))
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Name != out[j].Name {
-			return out[i].Name < out[j].Name
-		}
-		return out[i].Source < out[j].Source
-	})
-	return out
+	return report(&s.conns, s.reportConnLocked)
 }
 
 // GetConnection returns the active connection named name (the config
@@ -161,11 +122,11 @@ func (s *Service) ListConnections() []Connection {
 func (s *Service) GetConnection(ctx context.Context, name string) (Connection, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	d := s.activeConnLocked(name)
-	if d == nil {
-		return Connection{}, s.notFoundConn(name)
+	d, err := s.conns.get(name)
+	if err != nil {
+		return Connection{}, err
 	}
-	return s.reportConnLocked(d, "active"), nil
+	return s.reportConnLocked(d, statusActive), nil
 }
 
 // CreateConnection creates an API connection. ErrConnectionExists when the
@@ -189,7 +150,7 @@ func (s *Service) PutConnection(ctx context.Context, spec ConnectionSpec) (c Con
 func (s *Service) putConnection(ctx context.Context, spec ConnectionSpec, mustCreate bool) (Connection, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	spec, err := keepRedactedSecrets(spec, s.apiConns[spec.Name])
+	spec, err := keepRedactedSecrets(spec, s.conns.api[spec.Name])
 	if err != nil {
 		return Connection{}, false, err
 	}
@@ -200,34 +161,18 @@ func (s *Service) putConnection(ctx context.Context, spec ConnectionSpec, mustCr
 	if s.closing {
 		return Connection{}, false, ErrShuttingDown
 	}
-	if _, ok := s.cfgConns[spec.Name]; ok {
-		if mustCreate {
-			return Connection{}, false, fmt.Errorf("%w: %q (defined in the config file)", ErrConnectionExists, spec.Name)
-		}
-		return Connection{}, false, fmt.Errorf("%w: %q", ErrConnectionReadOnly, spec.Name)
-	}
-	old := s.apiConns[spec.Name]
-	if old != nil && mustCreate {
-		return Connection{}, false, fmt.Errorf("%w: %q", ErrConnectionExists, spec.Name)
-	}
-	now := s.now().UTC()
-	d.origin, d.created, d.updated, d.revision = OriginAPI, now, now, 1
-	if old != nil {
-		d.created, d.revision = old.created, old.revision+1
-	}
-	b, err := json.Marshal(connRecord{Spec: d.spec, Revision: d.revision, CreatedAt: d.created, UpdatedAt: d.updated})
+	old, err := s.conns.checkPut(spec.Name, mustCreate)
 	if err != nil {
-		return Connection{}, false, fmt.Errorf("adapters: encoding connection %q: %w", spec.Name, err)
+		return Connection{}, false, err
 	}
-	if err := s.db.PutRecord(ctx, recordConnection, spec.Name, b); err != nil {
-		return Connection{}, false, fmt.Errorf("adapters: saving connection %q: %w", spec.Name, err)
+	if err := s.conns.store(ctx, s.db, spec.Name, d.spec, d, old, s.now().UTC()); err != nil {
+		return Connection{}, false, err
 	}
 	if old != nil {
 		s.retireLocked(old)
 	}
-	s.apiConns[spec.Name] = d
 	s.log.Info("data connection saved", "connection", spec.Name, "revision", d.revision, "type", d.spec.Type)
-	return s.reportConnLocked(d, "active"), old == nil, nil
+	return s.reportConnLocked(d, statusActive), old == nil, nil
 }
 
 // DropConnection drops an API connection. Runs holding it finish on it; it
@@ -237,12 +182,9 @@ func (s *Service) putConnection(ctx context.Context, spec ConnectionSpec, mustCr
 func (s *Service) DropConnection(ctx context.Context, name string, force bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.cfgConns[name]; ok {
-		return fmt.Errorf("%w: %q", ErrConnectionReadOnly, name)
-	}
-	d := s.apiConns[name]
-	if d == nil {
-		return s.notFoundConn(name)
+	d, err := s.conns.checkDelete(name)
+	if err != nil {
+		return err
 	}
 	if users := s.adaptersUsingLocked(name); len(users) > 0 && !force {
 		return fmt.Errorf("%w: %q is named by adapters %s; delete or change them, or drop with force", ErrConnectionInUse, name, strings.Join(users, ", "))
@@ -250,13 +192,47 @@ func (s *Service) DropConnection(ctx context.Context, name string, force bool) e
 	if err := s.db.DeleteRecord(ctx, recordConnection, name); err != nil {
 		return fmt.Errorf("adapters: dropping connection %q: %w", name, err)
 	}
-	delete(s.apiConns, name)
+	delete(s.conns.api, name)
 	s.retireLocked(d)
 	s.log.Info("data connection dropped", "connection", name, "revision", d.revision, "forced", force)
 	return nil
 }
 
+func (s *Service) reportConnLocked(d *connDef, status string) Connection {
+	return Connection{
+		Name:      d.spec.Name,
+		Type:      d.spec.Type,
+		Sharing:   d.spec.Sharing,
+		Options:   redactOptions(d.conn.Options(), d.spec.Options),
+		Source:    d.origin,
+		Status:    status,
+		Revision:  d.revision,
+		CreatedAt: d.created,
+		UpdatedAt: d.updated,
+		Adapters:  s.adaptersUsingLocked(d.spec.Name),
+	}
+}
+
+// adaptersUsingLocked lists the adapters of either origin, shadowed ones
+// included, that name connection conn; sorted, each name once.
+func (s *Service) adaptersUsingLocked(conn string) []string {
+	out := []string{}
+	for _, e := range s.adapters.entries() {
+		if e.def.spec.Connection == conn && (len(out) == 0 || out[len(out)-1] != e.name) {
+			out = append(out, e.name)
+		}
+	}
+	return out
+}
+
 // loadConnections reads the API connections from the metadata table.
+func (s *Service) loadConnections(ctx context.Context) error {
+	return loadDefinitions(ctx, s.db, s.log, &s.conns, func(spec ConnectionSpec) (*connDef, error) {
+		upgradeDurations(spec)
+		return parseConnection("", spec)
+	})
+}
+
 // upgradeDurations rewrites the numeric duration options of a stored
 // connection, which were seconds before numbers were refused, as "Ns".
 func upgradeDurations(spec ConnectionSpec) {
@@ -277,55 +253,4 @@ func upgradeDurations(spec ConnectionSpec) {
 			}
 		}
 	}
-}
-
-func (s *Service) loadConnections(ctx context.Context) error {
-	recs, err := s.db.ListRecords(ctx, recordConnection)
-	if err != nil {
-		return fmt.Errorf("adapters: loading connections: %w", err)
-	}
-	for _, r := range recs {
-		var cr connRecord
-		if err := json.Unmarshal(r.Value, &cr); err != nil {
-			s.log.Error("skipping unreadable stored connection", "connection", r.Name, "err", err)
-			continue
-		}
-		upgradeDurations(cr.Spec)
-		d, err := parseConnection("", cr.Spec)
-		if err != nil {
-			s.log.Error("skipping invalid stored connection", "connection", r.Name, "err", err)
-			continue
-		}
-		d.origin, d.revision, d.created, d.updated = OriginAPI, cr.Revision, cr.CreatedAt, cr.UpdatedAt
-		s.apiConns[d.spec.Name] = d
-	}
-	return nil
-}
-
-// ConnectionSpec is the input that defines a data connection. Options are
-// typed per Type (see the connector's docs); secret options may be literal
-// or references "env:NAME" / "file:/path", resolved when the connection is
-// opened.
-type ConnectionSpec struct {
-	Name    string         `json:"name" yaml:"name"`
-	Type    string         `json:"type" yaml:"type"`
-	Sharing Sharing        `json:"sharing,omitempty" yaml:"sharing"`
-	Options map[string]any `json:"options,omitempty" yaml:"options"`
-}
-
-// Connection is a data connection as reported: secrets redacted.
-type Connection struct {
-	Name    string         `json:"name"`
-	Type    string         `json:"type"`
-	Sharing Sharing        `json:"sharing"`
-	Options map[string]any `json:"options"` // secret values are "REDACTED"
-	Source  Origin         `json:"source"`
-	// Status is "active", or "shadowed" for an API definition hidden by a
-	// config definition of the same name.
-	Status    string    `json:"status"`
-	Revision  int64     `json:"revision"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
-	// Adapters names the adapters that use the connection.
-	Adapters []string `json:"adapters,omitempty"`
 }

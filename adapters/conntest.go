@@ -24,10 +24,10 @@ type TestResult struct {
 // not an error; the error is ErrConnectionNotFound.
 func (s *Service) TestConnection(ctx context.Context, name string) (TestResult, error) {
 	s.mu.Lock()
-	d := s.activeConnLocked(name)
+	d, err := s.conns.get(name)
 	s.mu.Unlock()
-	if d == nil {
-		return TestResult{}, s.notFoundConn(name)
+	if err != nil {
+		return TestResult{}, err
 	}
 	start := s.now()
 	src, secrets, err := s.openSource(ctx, d)

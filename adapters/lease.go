@@ -35,10 +35,10 @@ func (l *lease) scrub(err error) error { return scrubError(err, l.secrets...) }
 // acquire takes a lease on the current revision of connection name.
 func (s *Service) acquire(ctx context.Context, name string) (*lease, error) {
 	s.mu.Lock()
-	d := s.activeConnLocked(name)
-	if d == nil {
+	d, err := s.conns.get(name)
+	if err != nil {
 		s.mu.Unlock()
-		return nil, s.notFoundConn(name)
+		return nil, err
 	}
 	if d.spec.Sharing == SharingSingleUse {
 		s.mu.Unlock()

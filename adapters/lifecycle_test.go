@@ -83,7 +83,7 @@ func TestReplaceAndDropDuringPull(t *testing.T) {
 		t.Fatalf("live record %+v %v", live, err)
 	}
 	svc.mu.Lock()
-	old := svc.apiConns["m"].h
+	old := svc.conns.api["m"].h
 	svc.mu.Unlock()
 	if _, _, err := svc.PutConnection(ctx, mysqlConnSpec(t, e, "m", db, map[string]any{"chunk_rows": 1000})); err != nil {
 		t.Fatal(err)

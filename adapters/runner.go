@@ -49,10 +49,10 @@ func (s *Service) StartRunWith(ctx context.Context, name string, opts RunOptions
 		s.mu.Unlock()
 		return RunRecord{}, ErrShuttingDown
 	}
-	a := s.activeAdapterLocked(name)
-	if a == nil {
+	a, err := s.adapters.get(name)
+	if err != nil {
 		s.mu.Unlock()
-		return RunRecord{}, s.notFoundAdapter(name)
+		return RunRecord{}, err
 	}
 	if cur := s.running[name]; cur != nil {
 		r := cur.snapshot()

@@ -94,7 +94,7 @@ func (s *Service) recordSkipped(ctx context.Context, adapter, trigger, reason st
 	now := s.now().UTC()
 	s.mu.Lock()
 	dataset := adapter
-	if a := s.activeAdapterLocked(adapter); a != nil {
+	if a, ok := s.adapters.active(adapter); ok {
 		dataset = a.spec.Dataset
 	}
 	s.mu.Unlock()

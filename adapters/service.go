@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,15 +31,13 @@ func New(ctx context.Context, db *snapshot.DB, opts Options) (*Service, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Service{
-		db:          db,
-		log:         log,
-		now:         time.Now,
-		cfgConns:    map[string]*connDef{},
-		apiConns:    map[string]*connDef{},
-		cfgAdapters: map[string]*adapterDef{},
-		apiAdapters: map[string]*adapterDef{},
-		running:     map[string]*activeRun{},
-		runs:        map[string]*activeRun{},
+		db:       db,
+		log:      log,
+		now:      time.Now,
+		conns:    newDefinitions[*connDef](connectionKind),
+		adapters: newDefinitions[*adapterDef](adapterKind),
+		running:  map[string]*activeRun{},
+		runs:     map[string]*activeRun{},
 	}
 	s.baseCtx, s.cancelAll = context.WithCancel(context.Background())
 	s.metrics = newMetrics(opts.Registerer, func() float64 {
@@ -55,12 +52,10 @@ func New(ctx context.Context, db *snapshot.DB, opts Options) (*Service, error) {
 	}
 	now := s.now().UTC()
 	for _, d := range cfgConns {
-		d.origin, d.revision, d.created, d.updated = OriginConfig, 1, now, now
-		s.cfgConns[d.spec.Name] = d
+		s.conns.addConfig(d.spec.Name, d, now)
 	}
 	for _, a := range cfgAdapters {
-		a.origin, a.revision, a.created, a.updated = OriginConfig, 1, now, now
-		s.cfgAdapters[a.spec.Name] = a
+		s.adapters.addConfig(a.spec.Name, a, now)
 	}
 	if err := s.loadConnections(ctx); err != nil {
 		return nil, err
@@ -68,19 +63,20 @@ func New(ctx context.Context, db *snapshot.DB, opts Options) (*Service, error) {
 	if err := s.loadAdapters(ctx); err != nil {
 		return nil, err
 	}
-	for n := range s.apiConns {
-		if _, ok := s.cfgConns[n]; ok {
-			s.log.Warn("API data connection shadowed by the config file's definition", "connection", n)
+	for _, e := range s.conns.entries() {
+		if e.status == statusShadowed {
+			s.log.Warn("API data connection shadowed by the config file's definition", "connection", e.name)
 		}
 	}
-	for n, a := range s.apiAdapters {
-		if _, ok := s.cfgAdapters[n]; ok {
-			s.log.Warn("API adapter shadowed by the config file's definition", "adapter", n)
-			continue
-		}
-		// Stored before one writer per dataset was enforced.
-		if other := s.datasetWriterLocked(a.spec.Dataset, n); other != "" {
-			s.log.Warn("two adapters write one dataset; delete or change one", "adapter", n, "other", other, "dataset", a.spec.Dataset)
+	for _, e := range s.adapters.entries() {
+		switch {
+		case e.status == statusShadowed:
+			s.log.Warn("API adapter shadowed by the config file's definition", "adapter", e.name)
+		case e.def.origin == OriginAPI:
+			// Stored before one writer per dataset (A1) was enforced.
+			if other := s.datasetWriterLocked(e.def.spec.Dataset, e.name); other != "" {
+				s.log.Warn("two adapters write one dataset; delete or change one", "adapter", e.name, "other", other, "dataset", e.def.spec.Dataset)
+			}
 		}
 	}
 	if err := s.abandonRuns(ctx); err != nil {
@@ -88,26 +84,23 @@ func New(ctx context.Context, db *snapshot.DB, opts Options) (*Service, error) {
 	}
 	if opts.Schedule {
 		s.sched = newScheduler(s, s.log.With("component", "scheduler"))
-		for _, m := range []map[string]*adapterDef{s.apiAdapters, s.cfgAdapters} {
-			for n := range m {
-				if a := s.activeAdapterLocked(n); a != nil && a.sched != nil {
-					s.sched.set(n, a.sched, a.spec.Retries, a.spec.RetryBackoff)
-				}
+		var onStart []string
+		for _, e := range s.adapters.entries() {
+			if e.status != statusActive {
+				continue
+			}
+			if a := e.def; a.sched != nil {
+				s.sched.set(e.name, a.sched, a.spec.Retries, a.spec.RetryBackoff)
+			}
+			if e.def.spec.RunOnStart {
+				onStart = append(onStart, e.name)
 			}
 		}
 		s.sched.start()
-		// run_on_start: one run each now, as Airflow's catchup starts a
-		// DAG's missed run at once instead of at the next tick.
-		var names []string
-		for _, m := range []map[string]*adapterDef{s.cfgAdapters, s.apiAdapters} {
-			for n := range m {
-				if a := s.activeAdapterLocked(n); a != nil && a.spec.RunOnStart && a == m[n] {
-					names = append(names, n)
-				}
-			}
-		}
-		sort.Strings(names)
-		for _, n := range names {
+		// run_on_start: one run each now (in name order), as Airflow's
+		// catchup starts a DAG's missed run at once instead of at the next
+		// tick.
+		for _, n := range onStart {
 			if _, err := s.StartRunWith(ctx, n, RunOptions{Trigger: "start"}); err != nil {
 				s.log.Warn("run on start not started", "adapter", n, "err", err)
 			}
@@ -157,10 +150,8 @@ func (s *Service) Close(ctx context.Context) error {
 	}
 	s.cancelAll()
 	s.mu.Lock()
-	for _, m := range []map[string]*connDef{s.cfgConns, s.apiConns} {
-		for _, d := range m {
-			s.retireLocked(d)
-		}
+	for _, e := range s.conns.entries() {
+		s.retireLocked(e.def)
 	}
 	s.mu.Unlock()
 	s.log.Info("adapters service closed")
@@ -195,14 +186,12 @@ type Service struct {
 	// mu guards the fields below. It is held across metadata-table writes
 	// (local and short) so that definitions change in a total order, but
 	// never across source I/O. Lock order: mu, then a handle's mu.
-	mu          sync.Mutex
-	closing     bool
-	cfgConns    map[string]*connDef
-	apiConns    map[string]*connDef
-	cfgAdapters map[string]*adapterDef
-	apiAdapters map[string]*adapterDef
-	running     map[string]*activeRun // by adapter name
-	runs        map[string]*activeRun // by run id, running only
+	mu       sync.Mutex
+	closing  bool
+	conns    definitions[*connDef]
+	adapters definitions[*adapterDef]
+	running  map[string]*activeRun // by adapter name
+	runs     map[string]*activeRun // by run id, running only
 
 	// testHookRow, when set by a test, is called after each row a run
 	// puts (serf-style unexported test hook).

@@ -300,7 +300,7 @@ func TestConfigConnectionsReadOnlyAndShadowing(t *testing.T) {
 	}
 	mustSucceed(t, ts.runWait(t, "a"))
 	ts.svc.mu.Lock()
-	if ts.svc.cfgConns["c"].h != nil {
+	if ts.svc.conns.config["c"].h != nil {
 		t.Errorf("single-use connection kept a handle")
 	}
 	ts.svc.mu.Unlock()

@@ -2,6 +2,7 @@ package adapters
 
 import (
 	"database/sql"
+	"fmt"
 	"time"
 )
 
@@ -18,6 +19,18 @@ const (
 	// SharingSingleUse opens a connection for a run and closes it after.
 	SharingSingleUse Sharing = "single-use"
 )
+
+// parseSharing checks a sharing mode; "" is SharingShared. key names the
+// option in the error.
+func parseSharing(key string, s Sharing) (Sharing, error) {
+	switch s {
+	case "":
+		return SharingShared, nil
+	case SharingShared, SharingPooled, SharingSingleUse:
+		return s, nil
+	}
+	return s, &OptionError{Key: key, Msg: fmt.Sprintf("want %s, %s or %s, got %q", SharingShared, SharingPooled, SharingSingleUse, s)}
+}
 
 // poolOptionDefs are the options every database/sql connector accepts when
 // the sharing mode is pooled (database/sql's DB.SetMaxOpenConns and
