@@ -72,12 +72,12 @@ var adapterKind = defKind{
 // Defaults an adapter gets for a zero field; responses show them, so a
 // stored or reported spec always carries the effective value.
 const (
-	// DefaultMinVersions is retention.min_versions when 0: the current
+	// defaultMinVersions is retention.min_versions when 0: the current
 	// version is always kept.
-	DefaultMinVersions = 1
-	// DefaultMaxShrink is guard.max_shrink when 0: a run may delete at
+	defaultMinVersions = 1
+	// defaultMaxShrink is guard.max_shrink when 0: a run may delete at
 	// most half the rows (snapshot's default too).
-	DefaultMaxShrink = 0.5
+	defaultMaxShrink = 0.5
 )
 
 const (
@@ -132,12 +132,12 @@ func parseAdapter(prefix string, spec AdapterSpec) (*adapterDef, error) {
 	if spec.Retention.MinVersions < 0 {
 		errs = append(errs, &OptionError{Key: prefix + "retention.min_versions", Msg: fmt.Sprintf("want 0 (default 1) or more, got %d", spec.Retention.MinVersions)})
 	} else if spec.Retention.MinVersions == 0 {
-		spec.Retention.MinVersions = DefaultMinVersions
+		spec.Retention.MinVersions = defaultMinVersions
 	}
 	if spec.Guard.MaxShrink < 0 || spec.Guard.MaxShrink > 1 {
-		errs = append(errs, &OptionError{Key: prefix + "guard.max_shrink", Msg: fmt.Sprintf("want a fraction from 0 (default %g) to 1, got %g", DefaultMaxShrink, spec.Guard.MaxShrink)})
+		errs = append(errs, &OptionError{Key: prefix + "guard.max_shrink", Msg: fmt.Sprintf("want a fraction from 0 (default %g) to 1, got %g", defaultMaxShrink, spec.Guard.MaxShrink)})
 	} else if spec.Guard.MaxShrink == 0 {
-		spec.Guard.MaxShrink = DefaultMaxShrink
+		spec.Guard.MaxShrink = defaultMaxShrink
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)

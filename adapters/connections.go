@@ -73,7 +73,7 @@ func parseConnection(prefix string, spec ConnectionSpec) (*connDef, error) {
 	}
 	c, err := lookupConnector(spec.Type)
 	if err != nil {
-		errs = append(errs, optionErrorIs(&OptionError{Key: prefix + "type", Msg: fmt.Sprintf("unknown connection type %q, known: %s", spec.Type, strings.Join(Connectors(), ", "))}, ErrUnknownType))
+		errs = append(errs, optionErrorIs(&OptionError{Key: prefix + "type", Msg: fmt.Sprintf("unknown connection type %q, known: %s", spec.Type, strings.Join(connectorNames(), ", "))}, ErrUnknownType))
 		return nil, errors.Join(errs...)
 	}
 	opts, pool, err := parseOptions(prefix+"options.", c.Options(), spec.Sharing, spec.Options)

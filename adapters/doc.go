@@ -79,7 +79,8 @@
 //	   table (ErrResourceNotFound) or one without a usable key (ErrNoKey)
 //	   is refused; an unreachable source is accepted and logged.
 //	A3 Stored and reported specs carry effective values: min_versions 0
-//	   is DefaultMinVersions, max_shrink 0 is DefaultMaxShrink.
+//	   is 1, max_shrink 0 is 0.5 (snapshot's default), retry_backoff 0
+//	   with retries is 10s.
 //	A4 Config definitions are checked by ValidateConfig, which needs no
 //	   storage and reports every problem as its own *OptionError; a
 //	   config adapter names a connection of the same file.

@@ -274,7 +274,7 @@ func TestConnectionTestCauses(t *testing.T) {
 
 // TestSecretRendering: Secret never prints its text.
 func TestSecretRendering(t *testing.T) {
-	s := NewSecret(testFilePassword)
+	s := newSecret(testFilePassword)
 	var sb strings.Builder
 	l := slog.New(slog.NewTextHandler(&sb, nil))
 	l.Info("x", "secret", s, "group", slog.GroupValue(slog.Any("p", s)))
@@ -289,7 +289,7 @@ func TestSecretRendering(t *testing.T) {
 			t.Errorf("secret printed: %s", txt)
 		}
 	}
-	if s.Reveal() != testFilePassword || NewSecret("").String() != "" {
+	if s.Reveal() != testFilePassword || newSecret("").String() != "" {
 		t.Fatal("Reveal or empty String wrong")
 	}
 }

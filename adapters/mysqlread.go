@@ -1,11 +1,12 @@
 package adapters
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -164,7 +165,6 @@ type mysqlTable struct {
 	raw     []sql.RawBytes
 	dest    []any
 	vals    []snapshot.Value
-	enumOrd []any // ENUM/SET key indexes of the current row (col+0)
 	started bool
 	err     error
 	closed  bool
@@ -377,17 +377,21 @@ func (t *mysqlTable) pickKey(ctx context.Context, explicit []string) error {
 		}
 		key = explicit
 		for _, u := range uniques {
-			if equalStrings(u.cols, explicit) {
+			if slices.Equal(u.cols, explicit) {
 				t.unique = true
 			}
 		}
 	} else {
-		sort.SliceStable(uniques, func(a, b int) bool {
-			pa, pb := uniques[a].name == "PRIMARY", uniques[b].name == "PRIMARY"
-			if pa != pb {
-				return pa
+		// The primary key first, then fewer columns; ties keep index name
+		// order.
+		slices.SortStableFunc(uniques, func(a, b index) int {
+			if pa, pb := a.name == "PRIMARY", b.name == "PRIMARY"; pa != pb {
+				if pa {
+					return -1
+				}
+				return 1
 			}
-			return len(uniques[a].cols) < len(uniques[b].cols)
+			return cmp.Compare(len(a.cols), len(b.cols))
 		})
 		for _, u := range uniques {
 			if usable(u.cols) {
@@ -408,18 +412,6 @@ func (t *mysqlTable) pickKey(ctx context.Context, explicit []string) error {
 
 func keyKindOK(k snapshot.Kind) bool {
 	return k != snapshot.KindJSON && k != snapshot.KindGeometry && k != snapshot.KindNull
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func (t *mysqlTable) qualified() string {

@@ -117,7 +117,7 @@ func TestAdapter_EffectiveDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Retention.MinVersions != DefaultMinVersions || cfg.Guard.MaxShrink != DefaultMaxShrink {
+	if cfg.Retention.MinVersions != defaultMinVersions || cfg.Guard.MaxShrink != defaultMaxShrink {
 		t.Errorf("config adapter: %+v %+v", cfg.Retention, cfg.Guard)
 	}
 	ts.close()

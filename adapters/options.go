@@ -4,8 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -116,11 +117,7 @@ func parseOptions(prefix string, defs []OptionDef, sharing Sharing, raw map[stri
 	for _, d := range poolOptionDefs {
 		pooled[d.Key] = d
 	}
-	keys := make([]string, 0, len(raw))
-	for k := range raw {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(raw))
 	out := OptionValues{}
 	var pool PoolOptions
 	pool.set = sharing == SharingPooled
@@ -174,7 +171,7 @@ func knownKeys(defs []OptionDef, sharing Sharing) string {
 			ks = append(ks, d.Key)
 		}
 	}
-	sort.Strings(ks)
+	slices.Sort(ks)
 	return " (known: " + strings.Join(ks, ", ") + ")"
 }
 
@@ -244,7 +241,7 @@ func parseOption(d OptionDef, v any) (any, error) {
 			if err := checkSecretRef(x); err != nil {
 				return nil, err
 			}
-			return NewSecret(x), nil
+			return newSecret(x), nil
 		case Secret:
 			return x, nil
 		}

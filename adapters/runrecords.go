@@ -1,11 +1,12 @@
 package adapters
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/snapstore/snapstore/snapshot"
@@ -154,7 +155,8 @@ func (s *Service) allRuns(ctx context.Context, adapter string) ([]RunRecord, err
 			out = append(out, rec)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID > out[j].ID })
+	// Run ids sort by start time (newRunID): newest first.
+	slices.SortFunc(out, func(a, b RunRecord) int { return cmp.Compare(b.ID, a.ID) })
 	return out, nil
 }
 

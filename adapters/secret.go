@@ -9,13 +9,14 @@ import (
 	"strings"
 )
 
-// Secret is a secret option value (a password, a DSN with a password). It
-// renders as REDACTED through String, fmt verbs, slog and JSON, so it cannot
-// leak by accident. Reveal returns the real text.
+// Secret is a secret option value (a password, a DSN with a password), as
+// OptionValues.Secret returns it to a connector. It renders as REDACTED
+// through String, fmt verbs, slog and JSON, so it cannot leak by accident
+// (N4). Reveal returns the real text.
 type Secret struct{ v string }
 
-// NewSecret wraps s.
-func NewSecret(s string) Secret { return Secret{v: s} }
+// newSecret wraps s.
+func newSecret(s string) Secret { return Secret{v: s} }
 
 // Reveal returns the secret text. Call it only to hand the value to a driver.
 func (s Secret) Reveal() string { return s.v }
@@ -83,7 +84,7 @@ func resolveSecret(key string, s Secret) (Secret, error) {
 		if !ok {
 			return Secret{}, &OptionError{Key: key, Msg: fmt.Sprintf("environment variable %s is not set", name)}
 		}
-		return NewSecret(val), nil
+		return newSecret(val), nil
 	case strings.HasPrefix(v, secretFilePrefix):
 		p := v[len(secretFilePrefix):]
 		b, err := os.ReadFile(p)
@@ -95,7 +96,7 @@ func resolveSecret(key string, s Secret) (Secret, error) {
 			}
 			return Secret{}, &OptionError{Key: key, Msg: msg}
 		}
-		return NewSecret(strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")), nil
+		return newSecret(strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")), nil
 	}
 	return s, nil
 }

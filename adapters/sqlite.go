@@ -1,6 +1,7 @@
 package adapters
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -8,7 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -364,6 +365,8 @@ func (s *sqliteSource) OpenTable(ctx context.Context, req TableRequest) (_ Table
 		return nil, err
 	}
 	if t.res.Type == "table" {
+		// Best effort: the count is only the progress estimate (0 when
+		// it fails); a table that cannot be read fails the pull itself.
 		_ = t.tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+quoteSQLiteIdent(name)).Scan(&t.res.EstimatedRows)
 	}
 	t.schema = snapshot.Schema{Columns: make([]snapshot.Column, len(t.cols))}
@@ -398,7 +401,7 @@ func (t *sqliteTable) pickKey(ctx context.Context, explicit []string) error {
 			pk = append(pk, i)
 		}
 	}
-	sort.Slice(pk, func(a, b int) bool { return t.cols[pk[a]].pk < t.cols[pk[b]].pk })
+	slices.SortFunc(pk, func(a, b int) int { return cmp.Compare(t.cols[a].pk, t.cols[b].pk) })
 	if len(pk) > 0 {
 		t.keyIdx, t.unique = pk, true
 		return nil
