@@ -145,17 +145,6 @@ func parseAdapter(prefix string, spec AdapterSpec) (*adapterDef, error) {
 	return &adapterDef{spec: spec, sched: sch}, nil
 }
 
-func (s *Service) reportAdapterLocked(a *adapterDef, status string) Adapter {
-	out := Adapter{AdapterSpec: a.spec, Source: a.origin, Revision: a.revision, CreatedAt: a.created, UpdatedAt: a.updated, Status: status}
-	out.KeyColumns = append([]string(nil), a.spec.KeyColumns...)
-	if status == statusActive && s.sched != nil {
-		if t, ok := s.sched.nextRun(a.spec.Name); ok {
-			out.NextRun = &t
-		}
-	}
-	return out
-}
-
 // ListAdapters lists every adapter, sorted by name, then origin; an API
 // definition hidden by a config one of the same name is listed with status
 // "shadowed".
@@ -308,6 +297,17 @@ func (s *Service) DeleteAdapter(ctx context.Context, name string) error {
 	}
 	s.log.Info("adapter deleted", "adapter", name)
 	return nil
+}
+
+func (s *Service) reportAdapterLocked(a *adapterDef, status string) Adapter {
+	out := Adapter{AdapterSpec: a.spec, Source: a.origin, Revision: a.revision, CreatedAt: a.created, UpdatedAt: a.updated, Status: status}
+	out.KeyColumns = append([]string(nil), a.spec.KeyColumns...)
+	if status == statusActive && s.sched != nil {
+		if t, ok := s.sched.nextRun(a.spec.Name); ok {
+			out.NextRun = &t
+		}
+	}
+	return out
 }
 
 // loadAdapters reads the API adapters from the metadata table.

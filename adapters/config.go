@@ -2,6 +2,21 @@ package adapters
 
 import "fmt"
 
+// ValidateConfig checks config-file definitions without opening anything:
+// every connection (type, sharing, each option), every adapter (name,
+// resource, schedule, retention, guard, retries), that each adapter names a
+// connection of the same file, and that no two adapters write one dataset.
+// It returns one error per problem, each an *OptionError (errors.As) whose
+// Key is the place in the file ("connections[0].options.pth",
+// "adapters[1].schedule"), some also marked with a sentinel (ErrBadSchedule,
+// ErrUnknownType, ErrConnectionNotFound, ErrDatasetTaken). An adapter that
+// names a connection the file defines but rejected gets no follow-on
+// error. New runs the same checks.
+func ValidateConfig(conns []ConnectionSpec, adapters []AdapterSpec) []error {
+	_, _, errs := parseConfig(conns, adapters)
+	return errs
+}
+
 // parseConfig implements ValidateConfig and returns the parsed config
 // definitions when there is no problem. Each problem is one error.
 func parseConfig(conns []ConnectionSpec, ads []AdapterSpec) ([]*connDef, []*adapterDef, []error) {
@@ -11,11 +26,10 @@ func parseConfig(conns []ConnectionSpec, ads []AdapterSpec) ([]*connDef, []*adap
 	valid := map[string]bool{}
 	for i, spec := range conns {
 		prefix := fmt.Sprintf("connections[%d].", i)
-		dup := spec.Name != "" && named[spec.Name]
+		dup := definedTwice(named, spec.Name)
 		if dup {
 			errs = append(errs, &OptionError{Key: prefix + "name", Msg: fmt.Sprintf("connection %q defined twice", spec.Name)})
 		}
-		named[spec.Name] = true
 		d, err := parseConnection(prefix, spec)
 		if err != nil {
 			errs = append(errs, splitErrors(err)...)
@@ -32,11 +46,10 @@ func parseConfig(conns []ConnectionSpec, ads []AdapterSpec) ([]*connDef, []*adap
 	writer := map[string]string{} // dataset -> the adapter that writes it
 	for i, spec := range ads {
 		prefix := fmt.Sprintf("adapters[%d].", i)
-		dup := spec.Name != "" && seen[spec.Name]
+		dup := definedTwice(seen, spec.Name)
 		if dup {
 			errs = append(errs, &OptionError{Key: prefix + "name", Msg: fmt.Sprintf("adapter %q defined twice", spec.Name)})
 		}
-		seen[spec.Name] = true
 		a, err := parseAdapter(prefix, spec)
 		if err != nil {
 			errs = append(errs, splitErrors(err)...)
@@ -70,17 +83,10 @@ func parseConfig(conns []ConnectionSpec, ads []AdapterSpec) ([]*connDef, []*adap
 	return outConns, outAdapters, nil
 }
 
-// ValidateConfig checks config-file definitions without opening anything:
-// every connection (type, sharing, each option), every adapter (name,
-// resource, schedule, retention, guard, retries), that each adapter names a
-// connection of the same file, and that no two adapters write one dataset.
-// It returns one error per problem, each an *OptionError (errors.As) whose
-// Key is the place in the file ("connections[0].options.pth",
-// "adapters[1].schedule"), some also marked with a sentinel (ErrBadSchedule,
-// ErrUnknownType, ErrConnectionNotFound, ErrDatasetTaken). An adapter that
-// names a connection the file defines but rejected gets no follow-on
-// error. New runs the same checks.
-func ValidateConfig(conns []ConnectionSpec, adapters []AdapterSpec) []error {
-	_, _, errs := parseConfig(conns, adapters)
-	return errs
+// definedTwice records name in seen and reports whether the file gave it
+// before (an empty name is reported by checkName, not here).
+func definedTwice(seen map[string]bool, name string) bool {
+	dup := name != "" && seen[name]
+	seen[name] = true
+	return dup
 }

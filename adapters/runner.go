@@ -11,6 +11,16 @@ import (
 	"github.com/snapstore/snapstore/snapshot"
 )
 
+// RunOptions are the options of StartRunWith.
+type RunOptions struct {
+	// Trigger is recorded in the run: "api" (default), "cli", "schedule",
+	// "retry".
+	Trigger string
+	// Force commits even when a guard (allow_empty, max_shrink) would
+	// refuse the run (snapshot.RunOptions.Force).
+	Force bool
+}
+
 // progressEvery is how many rows a run reads between progress updates of
 // its live record.
 const progressEvery = 1024
@@ -80,6 +90,24 @@ func (s *Service) StartRunWith(ctx context.Context, name string, opts RunOptions
 	s.log.Info("run started", "run", rec.ID, "adapter", name, "dataset", spec.Dataset, "trigger", trigger, "force", opts.Force)
 	go s.execute(runCtx, ar, spec, opts.Force)
 	return rec, nil
+}
+
+// WaitRun waits until run id ends, or ctx is done, and returns its record
+// (the live one with ctx's error when ctx ends first). A run that is not
+// running is read as GetRun does.
+func (s *Service) WaitRun(ctx context.Context, id string) (RunRecord, error) {
+	s.mu.Lock()
+	ar := s.runs[id]
+	s.mu.Unlock()
+	if ar == nil {
+		return s.GetRun(ctx, id)
+	}
+	select {
+	case <-ar.done:
+		return ar.snapshot(), nil
+	case <-ctx.Done():
+		return ar.snapshot(), ctx.Err()
+	}
 }
 
 // execute runs one pull to its end and records the outcome.
@@ -249,32 +277,4 @@ func readError(ctx context.Context, conn string, err error) error {
 		return fmt.Errorf("the source server of data connection %q went away (connection lost): %w", conn, err)
 	}
 	return fmt.Errorf("through data connection %q: %w", conn, err)
-}
-
-// WaitRun waits until run id ends, or ctx is done, and returns its record
-// (the live one with ctx's error when ctx ends first). A run that is not
-// running is read as GetRun does.
-func (s *Service) WaitRun(ctx context.Context, id string) (RunRecord, error) {
-	s.mu.Lock()
-	ar := s.runs[id]
-	s.mu.Unlock()
-	if ar == nil {
-		return s.GetRun(ctx, id)
-	}
-	select {
-	case <-ar.done:
-		return ar.snapshot(), nil
-	case <-ctx.Done():
-		return ar.snapshot(), ctx.Err()
-	}
-}
-
-// RunOptions are the options of StartRunWith.
-type RunOptions struct {
-	// Trigger is recorded in the run: "api" (default), "cli", "schedule",
-	// "retry".
-	Trigger string
-	// Force commits even when a guard (allow_empty, max_shrink) would
-	// refuse the run (snapshot.RunOptions.Force).
-	Force bool
 }

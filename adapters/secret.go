@@ -15,6 +15,9 @@ import (
 // (N4). Reveal returns the real text.
 type Secret struct{ v string }
 
+// redacted stands for a secret in responses, log lines and errors.
+const redacted = "REDACTED"
+
 // newSecret wraps s.
 func newSecret(s string) Secret { return Secret{v: s} }
 
@@ -143,8 +146,6 @@ func redactOptions(defs []OptionDef, raw map[string]any) map[string]any {
 	}
 	return out
 }
-
-const redacted = "REDACTED"
 
 // scrubError hides every given secret text inside err's message while
 // keeping errors.Is and errors.As working (the chain is kept).

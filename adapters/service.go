@@ -13,6 +13,46 @@ import (
 	"github.com/snapstore/snapstore/snapshot"
 )
 
+// Options configure a Service.
+type Options struct {
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+	// Connections and Adapters are the config-file definitions (origin config).
+	Connections []ConnectionSpec
+	Adapters    []AdapterSpec
+	// Schedule turns the cron scheduler on (serve); off for one-shot CLI use.
+	Schedule bool
+}
+
+// Service owns data connections, adapters, runs and the scheduler. Safe for
+// concurrent use.
+type Service struct {
+	db      *snapshot.DB
+	log     *slog.Logger
+	metrics *metrics
+	now     func() time.Time // test hook; time.Now
+	sched   *scheduler       // nil unless Options.Schedule
+
+	baseCtx   context.Context // parent of every run's context
+	cancelAll context.CancelFunc
+	wg        sync.WaitGroup // one per running run
+	runSeq    atomic.Uint64
+
+	// mu guards the fields below. It is held across metadata-table writes
+	// (local and short) so that definitions change in a total order, but
+	// never across source I/O. Lock order: mu, then a handle's mu.
+	mu       sync.Mutex
+	closing  bool
+	conns    definitions[*connDef]
+	adapters definitions[*adapterDef]
+	running  map[string]*activeRun // by adapter name
+	runs     map[string]*activeRun // by run id, running only
+
+	// testHookRow, when set by a test, is called after each row a run
+	// puts (serf-style unexported test hook).
+	testHookRow func(ctx context.Context, adapter string, n int64)
+}
+
 // defaultCloseBound is how long Close waits for aborted runs to end when
 // its context has no deadline.
 const defaultCloseBound = 30 * time.Second
@@ -156,44 +196,4 @@ func (s *Service) Close(ctx context.Context) error {
 	s.mu.Unlock()
 	s.log.Info("adapters service closed")
 	return err
-}
-
-// Options configure a Service.
-type Options struct {
-	Logger     *slog.Logger
-	Registerer prometheus.Registerer
-	// Connections and Adapters are the config-file definitions (origin config).
-	Connections []ConnectionSpec
-	Adapters    []AdapterSpec
-	// Schedule turns the cron scheduler on (serve); off for one-shot CLI use.
-	Schedule bool
-}
-
-// Service owns data connections, adapters, runs and the scheduler. Safe for
-// concurrent use.
-type Service struct {
-	db      *snapshot.DB
-	log     *slog.Logger
-	metrics *metrics
-	now     func() time.Time // test hook; time.Now
-	sched   *scheduler       // nil unless Options.Schedule
-
-	baseCtx   context.Context // parent of every run's context
-	cancelAll context.CancelFunc
-	wg        sync.WaitGroup // one per running run
-	runSeq    atomic.Uint64
-
-	// mu guards the fields below. It is held across metadata-table writes
-	// (local and short) so that definitions change in a total order, but
-	// never across source I/O. Lock order: mu, then a handle's mu.
-	mu       sync.Mutex
-	closing  bool
-	conns    definitions[*connDef]
-	adapters definitions[*adapterDef]
-	running  map[string]*activeRun // by adapter name
-	runs     map[string]*activeRun // by run id, running only
-
-	// testHookRow, when set by a test, is called after each row a run
-	// puts (serf-style unexported test hook).
-	testHookRow func(ctx context.Context, adapter string, n int64)
 }
