@@ -253,8 +253,8 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, for
 }
 
 // abortedText is the error of a run cancelled by Close: ErrShuttingDown and
-// what was being done, without the context's own "context canceled" said
-// twice (e2e.md #1).
+// what was being done, with the cause said once (the context's own
+// "context canceled" and ErrShuttingDown trimmed from the end).
 func abortedText(err error) string {
 	msg := err.Error()
 	for _, suffix := range []string{" (" + context.Canceled.Error() + ")", ": " + context.Canceled.Error(), ": " + ErrShuttingDown.Error()} {
@@ -268,7 +268,8 @@ func abortedText(err error) string {
 
 // readError names the data connection in an error that ended a source read
 // and, for a connection the server dropped (the driver's bare "invalid
-// connection", a reset, EOF), says so (e2e.md #2).
+// connection", a reset, EOF: ErrSourceUnavailable), says that the server
+// went away. An error of a cancelled read is returned as it is.
 func readError(ctx context.Context, conn string, err error) error {
 	if ctx.Err() != nil {
 		return err

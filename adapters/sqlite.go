@@ -77,8 +77,9 @@ func (s *sqliteSource) wrap(err error) error {
 		return err
 	}
 	// A missing file, a directory, a file that is not an SQLite database
-	// or a corrupt one: the source cannot serve, whatever the caller asked
-	// (the break-it test got a 500 from /resources on path /etc/passwd).
+	// (path /etc/passwd) or a corrupt one: the source cannot serve,
+	// whatever the caller asked, and says so rather than fail as an
+	// internal error.
 	return fmt.Errorf("%w: %w", ErrSourceUnavailable, err)
 }
 
