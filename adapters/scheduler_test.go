@@ -299,3 +299,31 @@ func TestServiceSchedules(t *testing.T) {
 		t.Fatal("entry left after delete")
 	}
 }
+
+// TestRunOnStart: an adapter with run_on_start runs once when the
+// scheduler starts, before its first tick; one without
+// does not.
+func TestRunOnStart(t *testing.T) {
+	ctx := context.Background()
+	path := newSQLiteFixture(t)
+	ts := newStack(t, Options{
+		Schedule:    true,
+		Connections: []ConnectionSpec{{Name: "src", Type: "sqlite", Options: map[string]any{"path": path}}},
+		Adapters: []AdapterSpec{
+			{Name: "eager", Connection: "src", Resource: "items", Schedule: "@every 1h", RunOnStart: true},
+			{Name: "lazy", Connection: "src", Resource: "cheap", KeyColumns: []string{"id"}, Schedule: "@every 1h"},
+		},
+	})
+	runs, err := ts.svc.ListRuns(ctx, "eager", 0)
+	if err != nil || len(runs) != 1 || runs[0].Trigger != "start" {
+		t.Fatalf("eager runs: %+v %v", runs, err)
+	}
+	end, err := ts.svc.WaitRun(ctx, runs[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustSucceed(t, end)
+	if runs, _ := ts.svc.ListRuns(ctx, "lazy", 0); len(runs) != 0 {
+		t.Fatalf("lazy ran at start: %+v", runs)
+	}
+}
