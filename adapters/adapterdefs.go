@@ -85,9 +85,10 @@ const (
 	maxRetries          = 100
 )
 
-// parseAdapter validates a spec and fills defaults. Key names its place
-// in the config ("adapters[0].") or is empty for the API. Connection
-// existence is checked by the caller.
+// parseAdapter checks a spec and fills its defaults (A3); prefix names its
+// place in the config file ("adapters[0].") or is empty for the API. Every
+// problem is an *OptionError, joined. The caller checks that the
+// connection exists and the dataset is free (A1).
 func parseAdapter(prefix string, spec AdapterSpec) (*adapterDef, error) {
 	var errs []error
 	if err := checkName(prefix+"name", spec.Name); err != nil {
@@ -253,7 +254,7 @@ const resourceCheckTimeout = 10 * time.Second
 // run would, and closes it again: a missing table (ErrResourceNotFound) or
 // one without a usable key (ErrNoKey) refuses the adapter. When the source
 // cannot be reached or refuses the credentials the adapter is accepted and
-// the problem logged, since the source may come up later.
+// the problem logged, since the source may come up later (A2).
 func (s *Service) checkResource(ctx context.Context, spec AdapterSpec) error {
 	ctx, cancel := context.WithTimeout(ctx, resourceCheckTimeout)
 	defer cancel()

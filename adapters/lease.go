@@ -6,11 +6,11 @@ import (
 	"sync"
 )
 
-// handle is a reference-counted open Source of one connection revision.
-// A run holds it from start to end; replacing or dropping the connection
-// retires it: idle pooled connections close at once, the Source closes
-// when the last run releases it (database/sql's Close alone would not wait
-// for a long stream).
+// handle is a reference-counted open Source of one revision of a shared or
+// pooled connection. A run holds it from start to end; replacing or
+// dropping the connection retires it: idle pooled connections close at
+// once, the Source closes when the last run releases it (N1;
+// database/sql's Close alone would not wait for a long stream).
 type handle struct {
 	name     string
 	revision int64
@@ -22,7 +22,8 @@ type handle struct {
 	retired bool
 }
 
-// lease is one run's hold on a connection revision.
+// lease is one hold on a connection revision (a run's, or a resource
+// check's); release ends it, once.
 type lease struct {
 	src      Source
 	revision int64
@@ -30,9 +31,14 @@ type lease struct {
 	release  func()
 }
 
+// scrub hides the revision's resolved secrets in err (N4).
 func (l *lease) scrub(err error) error { return scrubError(err, l.secrets...) }
 
-// acquire takes a lease on the current revision of connection name.
+// acquire takes a lease on the revision of connection name in force now:
+// a run started after a replace gets the new revision, one after a drop
+// ErrConnectionNotFound (N2). A shared or pooled connection's leases share
+// the revision's handle, opened on first use; a single-use lease opens a
+// Source of its own, closed at release.
 func (s *Service) acquire(ctx context.Context, name string) (*lease, error) {
 	s.mu.Lock()
 	d, err := s.conns.get(name)
@@ -72,6 +78,8 @@ func (s *Service) acquire(ctx context.Context, name string) (*lease, error) {
 	return &lease{src: h.src, revision: h.revision, secrets: h.secrets, release: func() { s.releaseHandle(h) }}, nil
 }
 
+// releaseHandle ends one lease on h, closing a retired h's Source with the
+// last one (N1).
 func (s *Service) releaseHandle(h *handle) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -84,8 +92,10 @@ func (s *Service) releaseHandle(h *handle) {
 	}
 }
 
-// retireLocked retires d's shared handle (replace, drop, close). Caller
-// holds s.mu.
+// retireLocked retires d's shared handle (replace, drop, Close): a handle
+// no lease holds closes now; otherwise its idle pooled connections close
+// now and the rest when the last lease is released (N1). Caller holds
+// s.mu.
 func (s *Service) retireLocked(d *connDef) {
 	h := d.h
 	if h == nil {
@@ -111,7 +121,8 @@ func (s *Service) retireLocked(d *connDef) {
 	s.log.Info("data connection retired while runs hold it; it closes when they end", "connection", h.name, "revision", h.revision, "runs", h.refs)
 }
 
-// openSource resolves secrets and opens a Source for d.
+// openSource resolves d's secret references, only now (N4), and opens a
+// Source; it also returns the resolved secrets, for scrubError.
 func (s *Service) openSource(ctx context.Context, d *connDef) (Source, []string, error) {
 	resolved, err := resolveSecrets("options.", d.opts)
 	if err != nil {

@@ -26,7 +26,10 @@ type mysqlTable struct {
 	started bool
 }
 
-// OpenTable implements Source.
+// OpenTable implements Source: on one pinned connection, the session in
+// UTC (P4), the table described and its key chosen (P3), then REPEATABLE
+// READ and START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY, inside
+// which every chunk is read (P1).
 func (s *mysqlSource) OpenTable(ctx context.Context, req TableRequest) (_ TableReader, err error) {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {

@@ -72,8 +72,9 @@ func mysqlKind(c *mysqlColumn, isJSON bool) (snapshot.Kind, error) {
 	return 0, fmt.Errorf("%w: column %q has type %s", ErrUnsupportedType, c.name, c.columnType)
 }
 
-// convert turns the text-protocol bytes of one value into a Value. b == nil
-// is NULL. Bytes alias b (valid until the next row).
+// convert turns the text-protocol bytes of one value, the server's exact
+// text (P4), into a Value. b == nil is NULL. Bytes alias b (valid until the
+// next row).
 func (c *mysqlColumn) convert(b sql.RawBytes) (snapshot.Value, error) {
 	if b == nil {
 		return snapshot.Value{}, nil

@@ -14,7 +14,7 @@ import (
 // RunOptions are the options of StartRunWith.
 type RunOptions struct {
 	// Trigger is recorded in the run: "api" (default), "cli", "schedule",
-	// "retry".
+	// "retry", "start" (RunOnStart).
 	Trigger string
 	// Force commits even when a guard (allow_empty, max_shrink) would
 	// refuse the run (snapshot.RunOptions.Force).
@@ -34,17 +34,11 @@ type activeRun struct {
 	done   chan struct{}
 }
 
+// snapshot returns a copy of the live record.
 func (ar *activeRun) snapshot() RunRecord {
 	ar.mu.Lock()
 	defer ar.mu.Unlock()
-	r := ar.rec
-	return r
-}
-
-// newRunID returns a run id that sorts by start time: "r" + 19-digit Unix
-// nanoseconds + "-" + a 4-digit per-process sequence.
-func (s *Service) newRunID(t time.Time) string {
-	return fmt.Sprintf("r%019d-%04d", t.UnixNano(), s.runSeq.Add(1)%10000)
+	return ar.rec
 }
 
 // StartRunWith starts a run of adapter name now, in its own goroutine, and
@@ -141,11 +135,10 @@ func (s *Service) execute(ctx context.Context, ar *activeRun, spec AdapterSpec, 
 		s.log.Error("saving run record", "run", rec.ID, "adapter", rec.Adapter, "err", err)
 	}
 	s.metrics.observeRun(rec)
-	lvl := "run succeeded"
 	attrs := []any{"run", rec.ID, "adapter", rec.Adapter, "dataset", rec.Dataset, "txn", rec.TxnID, "rows", rec.RowsRead}
 	if rec.Status == RunSucceeded {
 		attrs = append(attrs, "version", rec.Version, "inserted", rec.Stats.Inserted, "updated", rec.Stats.Updated, "deleted", rec.Stats.Deleted)
-		s.log.Info(lvl, attrs...)
+		s.log.Info("run succeeded", attrs...)
 	} else {
 		attrs = append(attrs, "status", rec.Status, "err", rec.Error)
 		s.log.Warn("run ended without a new version", attrs...)
@@ -161,7 +154,7 @@ func (s *Service) execute(ctx context.Context, ar *activeRun, spec AdapterSpec, 
 }
 
 // pull streams the source table into a snapshot run and commits it. Any
-// error aborts the run; the current version is untouched.
+// error aborts the run; the current version is untouched (P5).
 func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, force bool) (snapshot.VersionInfo, error) {
 	l, err := s.acquire(ctx, spec.Connection)
 	if err != nil {

@@ -16,11 +16,16 @@ import (
 type RunStatus string
 
 const (
-	RunRunning   RunStatus = "running"
+	// RunRunning: the pull is going; the record is live (GetRun).
+	RunRunning RunStatus = "running"
+	// RunSucceeded: the run committed RunRecord.Version.
 	RunSucceeded RunStatus = "succeeded"
-	RunFailed    RunStatus = "failed"
-	RunAborted   RunStatus = "aborted"
-	RunSkipped   RunStatus = "skipped"
+	// RunFailed: the run ended without a version; Code and Error say why.
+	RunFailed RunStatus = "failed"
+	// RunAborted: Close cancelled the run, or its process stopped.
+	RunAborted RunStatus = "aborted"
+	// RunSkipped: a schedule tick found the previous run still going (C2).
+	RunSkipped RunStatus = "skipped"
 )
 
 // RunRecord records one run of an adapter.
@@ -29,7 +34,7 @@ type RunRecord struct {
 	Adapter string     `json:"adapter"`
 	Dataset string     `json:"dataset"`
 	TxnID   int64      `json:"txn_id,omitempty"`
-	Trigger string     `json:"trigger"` // "schedule", "start", "api", "cli", "retry"
+	Trigger string     `json:"trigger"` // "api", "cli", "schedule", "retry", "start"
 	Status  RunStatus  `json:"status"`
 	Start   time.Time  `json:"started_at"`
 	End     *time.Time `json:"ended_at,omitempty"`
@@ -82,6 +87,7 @@ func runCode(err error) string {
 	return "error"
 }
 
+// saveRun stores rec under its id, replacing the record of the same run.
 func (s *Service) saveRun(ctx context.Context, rec RunRecord) error {
 	b, err := json.Marshal(rec)
 	if err != nil {
@@ -212,4 +218,10 @@ func (s *Service) abandonRuns(ctx context.Context) error {
 		s.log.Warn("run left running by a previous process marked aborted", "run", r.ID, "adapter", r.Adapter)
 	}
 	return nil
+}
+
+// newRunID returns a run id that sorts by start time: "r" + 19-digit Unix
+// nanoseconds + "-" + a 4-digit per-process sequence.
+func (s *Service) newRunID(t time.Time) string {
+	return fmt.Sprintf("r%019d-%04d", t.UnixNano(), s.runSeq.Add(1)%10000)
 }

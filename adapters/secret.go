@@ -124,7 +124,8 @@ func resolveSecrets(prefix string, o OptionValues) (OptionValues, error) {
 }
 
 // redactOptions renders raw options for a response: secret literals as
-// REDACTED, secret references (env:, file:) as given, other values as given.
+// REDACTED, secret references (env:, file:) as given, other values as given
+// (N4).
 func redactOptions(defs []OptionDef, raw map[string]any) map[string]any {
 	secret := map[string]bool{}
 	for _, d := range defs {
@@ -148,7 +149,8 @@ func redactOptions(defs []OptionDef, raw map[string]any) map[string]any {
 }
 
 // scrubError hides every given secret text inside err's message while
-// keeping errors.Is and errors.As working (the chain is kept).
+// keeping errors.Is and errors.As working (the chain is kept): every error
+// from a source passes it with the resolved secrets (N4).
 func scrubError(err error, secrets ...string) error {
 	if err == nil {
 		return nil

@@ -24,8 +24,10 @@ type sqliteTable struct {
 	raw    []any
 }
 
-// OpenTable implements Source. The resource is a table or view name of the
-// main schema ("main.t" and quoted "\"a.b\"" are accepted).
+// OpenTable implements Source: one read transaction on one pinned
+// connection, inside which every chunk is read (P1). The resource is a
+// table or view name of the main schema ("main.t" and quoted "\"a.b\"" are
+// accepted).
 func (s *sqliteSource) OpenTable(ctx context.Context, req TableRequest) (_ TableReader, err error) {
 	t := &sqliteTable{src: s}
 	t.chunk = req.ChunkRows
@@ -105,6 +107,9 @@ func (s *sqliteSource) OpenTable(ctx context.Context, req TableRequest) (_ Table
 	return t, nil
 }
 
+// pickKey chooses the row key (P3): explicit key columns, else the
+// primary key, else the first unique index, by name, over NOT NULL
+// columns, else ErrNoKey.
 func (t *sqliteTable) pickKey(ctx context.Context, explicit []string) error {
 	byName := map[string]int{}
 	for i, c := range t.cols {
