@@ -2,70 +2,82 @@ package adapters
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
+	"github.com/snapstore/snapstore/snapshot"
 )
 
-// adapterDef is one adapter definition; immutable once stored in a map of
-// Service (replace swaps the pointer).
+// AdapterSpec defines an adapter: which resource of which connection feeds
+// which dataset, when, and under which retention and guards.
+type AdapterSpec struct {
+	Name       string `json:"name" yaml:"name"`
+	Connection string `json:"connection" yaml:"connection"`
+	// Resource is the source table or view, "table" or "schema.table".
+	Resource string `json:"resource" yaml:"resource"`
+	// Dataset is the target dataset; default Name.
+	Dataset    string   `json:"dataset,omitempty" yaml:"dataset"`
+	KeyColumns []string `json:"key_columns,omitempty" yaml:"key_columns"`
+	// Schedule is a robfig/cron/v3 spec (5 fields, optional seconds,
+	// CRON_TZ=, @every, descriptors); empty means manual runs only.
+	Schedule  string             `json:"schedule,omitempty" yaml:"schedule"`
+	Retention snapshot.Retention `json:"retention" yaml:"retention"`
+	Guard     snapshot.Guard     `json:"guard" yaml:"guard"`
+	// Retries is how many times a failed scheduled run is retried; default 0.
+	Retries int `json:"retries,omitempty" yaml:"retries"`
+	// RetryBackoff is the first retry's delay, doubled each retry; default 10s.
+	RetryBackoff time.Duration `json:"retry_backoff,omitempty" yaml:"retry_backoff"`
+	// RunOnStart starts one run when the service starts with its
+	// scheduler (snapstore serve), trigger "start", so the dataset has a
+	// version before the first schedule tick; default false.
+	RunOnStart bool `json:"run_on_start,omitempty" yaml:"run_on_start"`
+}
+
+// Adapter is an adapter as reported.
+type Adapter struct {
+	AdapterSpec
+	Source    Origin    `json:"source"`
+	Revision  int64     `json:"revision"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	// NextRun is the next scheduled start, if scheduled (and the
+	// scheduler runs).
+	NextRun *time.Time `json:"next_run,omitempty"`
+	// Status is "active", or "shadowed" for an API definition hidden by a
+	// config definition of the same name.
+	Status string `json:"status"`
+}
+
+// adapterDef is one adapter definition; immutable once it is in a
+// Service's definitions (a replace swaps the pointer).
 type adapterDef struct {
-	spec     AdapterSpec
-	origin   Origin
-	revision int64
-	created  time.Time
-	updated  time.Time
-	sched    cron.Schedule // nil without a schedule
+	defMeta
+	spec  AdapterSpec
+	sched cron.Schedule // nil without a schedule
 }
 
-// adapterRecord is the persisted form of an API adapter.
-type adapterRecord struct {
-	Spec      AdapterSpec `json:"spec"`
-	Revision  int64       `json:"revision"`
-	CreatedAt time.Time   `json:"created_at"`
-	UpdatedAt time.Time   `json:"updated_at"`
-}
-
-// cronParser accepts 5 fields with optional leading seconds, CRON_TZ= /
-// TZ= prefixes, @every and the descriptors (@hourly, @daily, ...).
-var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-
-// parseSchedule parses a cron spec; errors wrap ErrBadSchedule.
-func parseSchedule(spec string) (cron.Schedule, error) {
-	// cron silently turns "@every -1s" and "@every 10ms" into every
-	// second; refuse them instead.
-	if rest, ok := strings.CutPrefix(strings.TrimSpace(spec), "@every "); ok {
-		if d, err := time.ParseDuration(strings.TrimSpace(rest)); err == nil && d < time.Second {
-			return nil, fmt.Errorf("%w: schedule %q: @every needs a duration of at least 1s", ErrBadSchedule, spec)
-		}
-	}
-	sch, err := cronParser.Parse(spec)
-	if err != nil {
-		return nil, fmt.Errorf("%w: schedule %q: %v", ErrBadSchedule, spec, err)
-	}
-	// robfig/cron's Next gives the zero time for a spec that matches no
-	// date within five years ("0 0 30 2 *", February 30th); such a spec
-	// would otherwise look due at every instant.
-	if sch.Next(time.Now()).IsZero() {
-		return nil, fmt.Errorf("%w: schedule %q never fires (it matches no date)", ErrBadSchedule, spec)
-	}
-	return sch, nil
+// adapterKind names adapters in definitions.
+var adapterKind = defKind{
+	noun:        "adapter",
+	record:      recordAdapter,
+	notFound:    ErrAdapterNotFound,
+	exists:      ErrAdapterExists,
+	readOnly:    ErrAdapterReadOnly,
+	notFoundFmt: "%w: %q",
 }
 
 // Defaults an adapter gets for a zero field; responses show them, so a
 // stored or reported spec always carries the effective value.
 const (
-	// DefaultMinVersions is retention.min_versions when 0: the current
+	// defaultMinVersions is retention.min_versions when 0: the current
 	// version is always kept.
-	DefaultMinVersions = 1
-	// DefaultMaxShrink is guard.max_shrink when 0: a run may delete at
+	defaultMinVersions = 1
+	// defaultMaxShrink is guard.max_shrink when 0: a run may delete at
 	// most half the rows (snapshot's default too).
-	DefaultMaxShrink = 0.5
+	defaultMaxShrink = 0.5
 )
 
 const (
@@ -73,9 +85,10 @@ const (
 	maxRetries          = 100
 )
 
-// parseAdapter validates a spec and fills defaults. Key names its place
-// in the config ("adapters[0].") or is empty for the API. Connection
-// existence is checked by the caller.
+// parseAdapter checks a spec and fills its defaults (A3); prefix names its
+// place in the config file ("adapters[0].") or is empty for the API. Every
+// problem is an *OptionError, joined. The caller checks that the
+// connection exists and the dataset is free (A1).
 func parseAdapter(prefix string, spec AdapterSpec) (*adapterDef, error) {
 	var errs []error
 	if err := checkName(prefix+"name", spec.Name); err != nil {
@@ -120,12 +133,12 @@ func parseAdapter(prefix string, spec AdapterSpec) (*adapterDef, error) {
 	if spec.Retention.MinVersions < 0 {
 		errs = append(errs, &OptionError{Key: prefix + "retention.min_versions", Msg: fmt.Sprintf("want 0 (default 1) or more, got %d", spec.Retention.MinVersions)})
 	} else if spec.Retention.MinVersions == 0 {
-		spec.Retention.MinVersions = DefaultMinVersions
+		spec.Retention.MinVersions = defaultMinVersions
 	}
 	if spec.Guard.MaxShrink < 0 || spec.Guard.MaxShrink > 1 {
-		errs = append(errs, &OptionError{Key: prefix + "guard.max_shrink", Msg: fmt.Sprintf("want a fraction from 0 (default %g) to 1, got %g", DefaultMaxShrink, spec.Guard.MaxShrink)})
+		errs = append(errs, &OptionError{Key: prefix + "guard.max_shrink", Msg: fmt.Sprintf("want a fraction from 0 (default %g) to 1, got %g", defaultMaxShrink, spec.Guard.MaxShrink)})
 	} else if spec.Guard.MaxShrink == 0 {
-		spec.Guard.MaxShrink = DefaultMaxShrink
+		spec.Guard.MaxShrink = defaultMaxShrink
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -133,61 +146,44 @@ func parseAdapter(prefix string, spec AdapterSpec) (*adapterDef, error) {
 	return &adapterDef{spec: spec, sched: sch}, nil
 }
 
-func (s *Service) activeAdapterLocked(name string) *adapterDef {
-	if a, ok := s.cfgAdapters[name]; ok {
-		return a
-	}
-	return s.apiAdapters[name]
-}
-
-func (s *Service) notFoundAdapter(name string) error {
-	return fmt.Errorf("%w: %q", ErrAdapterNotFound, name)
-}
-
-func (s *Service) reportAdapterLocked(a *adapterDef, status string) Adapter {
-	out := Adapter{AdapterSpec: a.spec, Source: a.origin, Revision: a.revision, CreatedAt: a.created, UpdatedAt: a.updated, Status: status}
-	out.KeyColumns = append([]string(nil), a.spec.KeyColumns...)
-	if status == "active" && s.sched != nil {
-		if t, ok := s.sched.nextRun(a.spec.Name); ok {
-			out.NextRun = &t
-		}
-	}
-	return out
-}
-
-func (s *Service) listAdapters() []Adapter {
+// ListAdapters lists every adapter, sorted by name, then origin; an API
+// definition hidden by a config one of the same name is listed with status
+// "shadowed".
+func (s *Service) ListAdapters() []Adapter {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []Adapter
-	for _, a := range s.cfgAdapters {
-		out = append(out, s.reportAdapterLocked(a, "active"))
-	}
-	for n, a := range s.apiAdapters {
-		status := "active"
-		if _, shadowed := s.cfgAdapters[n]; shadowed {
-			status = "shadowed"
-		}
-		out = append(out, s.reportAdapterLocked(a, status))
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Name != out[j].Name {
-			return out[i].Name < out[j].Name
-		}
-		return out[i].Source < out[j].Source
-	})
-	return out
+	return report(&s.adapters, s.reportAdapterLocked)
 }
 
-func (s *Service) getAdapter(name string) (Adapter, error) {
+// GetAdapter returns the active adapter named name (the config definition
+// when both origins define it). ErrAdapterNotFound.
+func (s *Service) GetAdapter(ctx context.Context, name string) (Adapter, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a := s.activeAdapterLocked(name)
-	if a == nil {
-		return Adapter{}, s.notFoundAdapter(name)
+	a, err := s.adapters.get(name)
+	if err != nil {
+		return Adapter{}, err
 	}
-	return s.reportAdapterLocked(a, "active"), nil
+	return s.reportAdapterLocked(a, statusActive), nil
 }
 
+// CreateAdapter creates an API adapter and its schedule. ErrAdapterExists,
+// ErrConnectionNotFound, ErrDatasetTaken (A1), ErrResourceNotFound or
+// ErrNoKey (A2), ErrBadSchedule and other *OptionError values for a bad
+// spec.
+func (s *Service) CreateAdapter(ctx context.Context, spec AdapterSpec) (Adapter, error) {
+	a, _, err := s.putAdapter(ctx, spec, true)
+	return a, err
+}
+
+// PutAdapter creates or replaces an API adapter (a replace is a new
+// revision); the schedule follows at once (C4). created reports which.
+// ErrAdapterReadOnly for a config adapter; otherwise CreateAdapter's errors.
+func (s *Service) PutAdapter(ctx context.Context, spec AdapterSpec) (a Adapter, created bool, err error) {
+	return s.putAdapter(ctx, spec, false)
+}
+
+// putAdapter implements CreateAdapter (mustCreate) and PutAdapter.
 func (s *Service) putAdapter(ctx context.Context, spec AdapterSpec, mustCreate bool) (Adapter, bool, error) {
 	a, err := parseAdapter("", spec)
 	if err != nil {
@@ -209,24 +205,14 @@ func (s *Service) putAdapter(ctx context.Context, spec AdapterSpec, mustCreate b
 	if err != nil {
 		return Adapter{}, false, err
 	}
-	now := s.now().UTC()
-	a.origin, a.created, a.updated, a.revision = OriginAPI, now, now, 1
-	if old != nil {
-		a.created, a.revision = old.created, old.revision+1
+	if err := s.adapters.store(ctx, s.db, spec.Name, a.spec, a, old, s.now().UTC()); err != nil {
+		return Adapter{}, false, err
 	}
-	b, err := json.Marshal(adapterRecord{Spec: a.spec, Revision: a.revision, CreatedAt: a.created, UpdatedAt: a.updated})
-	if err != nil {
-		return Adapter{}, false, fmt.Errorf("adapters: encoding adapter %q: %w", spec.Name, err)
-	}
-	if err := s.db.PutRecord(ctx, recordAdapter, spec.Name, b); err != nil {
-		return Adapter{}, false, fmt.Errorf("adapters: saving adapter %q: %w", spec.Name, err)
-	}
-	s.apiAdapters[spec.Name] = a
 	if s.sched != nil {
 		s.sched.set(a.spec.Name, a.sched, a.spec.Retries, a.spec.RetryBackoff)
 	}
 	s.log.Info("adapter saved", "adapter", spec.Name, "dataset", a.spec.Dataset, "revision", a.revision, "schedule", a.spec.Schedule)
-	return s.reportAdapterLocked(a, "active"), old == nil, nil
+	return s.reportAdapterLocked(a, statusActive), old == nil, nil
 }
 
 // checkPutLocked checks that a may be stored as an API adapter and returns
@@ -236,17 +222,11 @@ func (s *Service) checkPutLocked(a *adapterDef, mustCreate bool) (*adapterDef, e
 	if s.closing {
 		return nil, ErrShuttingDown
 	}
-	if _, ok := s.cfgAdapters[name]; ok {
-		if mustCreate {
-			return nil, fmt.Errorf("%w: %q (defined in the config file)", ErrAdapterExists, name)
-		}
-		return nil, fmt.Errorf("%w: %q", ErrAdapterReadOnly, name)
+	old, err := s.adapters.checkPut(name, mustCreate)
+	if err != nil {
+		return nil, err
 	}
-	old := s.apiAdapters[name]
-	if old != nil && mustCreate {
-		return nil, fmt.Errorf("%w: %q", ErrAdapterExists, name)
-	}
-	if s.activeConnLocked(a.spec.Connection) == nil {
+	if _, ok := s.conns.active(a.spec.Connection); !ok {
 		return nil, optionErrorIs(&OptionError{Key: "connection", Msg: fmt.Sprintf("data connection %q does not exist", a.spec.Connection)}, ErrConnectionNotFound)
 	}
 	if other := s.datasetWriterLocked(a.spec.Dataset, name); other != "" {
@@ -258,14 +238,9 @@ func (s *Service) checkPutLocked(a *adapterDef, mustCreate bool) (*adapterDef, e
 // datasetWriterLocked returns the active adapter other than except that
 // writes dataset, or "".
 func (s *Service) datasetWriterLocked(dataset, except string) string {
-	for _, m := range []map[string]*adapterDef{s.cfgAdapters, s.apiAdapters} {
-		for n := range m {
-			if n == except {
-				continue
-			}
-			if a := s.activeAdapterLocked(n); a != nil && a.spec.Dataset == dataset {
-				return n
-			}
+	for _, e := range s.adapters.entries() {
+		if e.status == statusActive && e.name != except && e.def.spec.Dataset == dataset {
+			return e.name
 		}
 	}
 	return ""
@@ -279,7 +254,7 @@ const resourceCheckTimeout = 10 * time.Second
 // run would, and closes it again: a missing table (ErrResourceNotFound) or
 // one without a usable key (ErrNoKey) refuses the adapter. When the source
 // cannot be reached or refuses the credentials the adapter is accepted and
-// the problem logged, since the source may come up later.
+// the problem logged, since the source may come up later (A2).
 func (s *Service) checkResource(ctx context.Context, spec AdapterSpec) error {
 	ctx, cancel := context.WithTimeout(ctx, resourceCheckTimeout)
 	defer cancel()
@@ -305,19 +280,19 @@ func (s *Service) checkResource(ctx context.Context, spec AdapterSpec) error {
 	return nil
 }
 
-func (s *Service) deleteAdapter(ctx context.Context, name string) error {
+// DeleteAdapter deletes an API adapter and its schedule; its dataset and
+// run records stay. ErrAdapterNotFound; ErrAdapterReadOnly for a config
+// adapter.
+func (s *Service) DeleteAdapter(ctx context.Context, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.cfgAdapters[name]; ok {
-		return fmt.Errorf("%w: %q", ErrAdapterReadOnly, name)
-	}
-	if _, ok := s.apiAdapters[name]; !ok {
-		return s.notFoundAdapter(name)
+	if _, err := s.adapters.checkDelete(name); err != nil {
+		return err
 	}
 	if err := s.db.DeleteRecord(ctx, recordAdapter, name); err != nil {
 		return fmt.Errorf("adapters: deleting adapter %q: %w", name, err)
 	}
-	delete(s.apiAdapters, name)
+	delete(s.adapters.api, name)
 	if s.sched != nil {
 		s.sched.set(name, nil, 0, 0)
 	}
@@ -325,24 +300,20 @@ func (s *Service) deleteAdapter(ctx context.Context, name string) error {
 	return nil
 }
 
+func (s *Service) reportAdapterLocked(a *adapterDef, status string) Adapter {
+	out := Adapter{AdapterSpec: a.spec, Source: a.origin, Revision: a.revision, CreatedAt: a.created, UpdatedAt: a.updated, Status: status}
+	out.KeyColumns = append([]string(nil), a.spec.KeyColumns...)
+	if status == statusActive && s.sched != nil {
+		if t, ok := s.sched.nextRun(a.spec.Name); ok {
+			out.NextRun = &t
+		}
+	}
+	return out
+}
+
+// loadAdapters reads the API adapters from the metadata table.
 func (s *Service) loadAdapters(ctx context.Context) error {
-	recs, err := s.db.ListRecords(ctx, recordAdapter)
-	if err != nil {
-		return fmt.Errorf("adapters: loading adapters: %w", err)
-	}
-	for _, r := range recs {
-		var ar adapterRecord
-		if err := json.Unmarshal(r.Value, &ar); err != nil {
-			s.log.Error("skipping unreadable stored adapter", "adapter", r.Name, "err", err)
-			continue
-		}
-		a, err := parseAdapter("", ar.Spec)
-		if err != nil {
-			s.log.Error("skipping invalid stored adapter", "adapter", r.Name, "err", err)
-			continue
-		}
-		a.origin, a.revision, a.created, a.updated = OriginAPI, ar.Revision, ar.CreatedAt, ar.UpdatedAt
-		s.apiAdapters[a.spec.Name] = a
-	}
-	return nil
+	return loadDefinitions(ctx, s.db, s.log, &s.adapters, func(spec AdapterSpec) (*adapterDef, error) {
+		return parseAdapter("", spec)
+	})
 }

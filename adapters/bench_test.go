@@ -10,7 +10,7 @@ import (
 )
 
 // benchTable creates a table of rows rows with 10 mixed columns (the shape
-// of DESIGN.md's measurements) in a temporary database.
+// docs/benchmarks.md measures) in a temporary database.
 func benchTable(b *testing.B, e mysqlTestEnv, rows int) string {
 	db := e.tempDatabase(b, "bench")
 	e.exec(b, db, `CREATE TABLE t (id INT PRIMARY KEY, a VARCHAR(40), b BIGINT, c DECIMAL(12,2), d DATETIME(6),
@@ -108,7 +108,7 @@ func BenchmarkMySQLPull(b *testing.B) {
 
 func benchRun(b *testing.B, ts *testStack, adapter string) RunRecord {
 	ctx := context.Background()
-	rec, err := ts.svc.StartRun(ctx, adapter, "api")
+	rec, err := ts.svc.StartRunWith(ctx, adapter, RunOptions{Trigger: "api"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,14 +4,15 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/snapstore/snapstore/snapshot"
 )
 
 // Connector is one connection type ("mysql", "sqlite"), registered by name
-// with Register, after database/sql's sql.Register and driver.Driver. The
+// with register, after database/sql's sql.Register and driver.Driver. The
 // required interface is small; a Source may also implement the optional
 // capabilities Tester, ResourceLister and IdleCloser, found by type
 // assertion (as database/sql finds driver.Pinger).
@@ -114,52 +115,42 @@ var (
 	connectors   = map[string]Connector{}
 )
 
-// Register makes a connector available under name, for ConnectionSpec.Type.
-// It panics when name is taken or c is nil, as sql.Register does.
-func Register(name string, c Connector) {
+// register makes a connector available under name, for
+// ConnectionSpec.Type, from an init function. It panics when name is taken
+// or c is nil, as sql.Register does. Connectors live in this package:
+// source drivers may be imported nowhere else (internal/lint).
+func register(name string, c Connector) {
 	connectorsMu.Lock()
 	defer connectorsMu.Unlock()
 	if c == nil {
-		panic("adapters: Register connector is nil")
+		panic("adapters: register connector is nil")
 	}
 	if _, dup := connectors[name]; dup {
-		panic("adapters: Register called twice for connector " + name)
+		panic("adapters: register called twice for connector " + name)
 	}
 	connectors[name] = c
 }
 
-// Connectors returns the registered connection type names, sorted.
-func Connectors() []string {
+// connectorNames returns the registered connection type names, sorted.
+func connectorNames() []string {
 	connectorsMu.RLock()
 	defer connectorsMu.RUnlock()
-	out := make([]string, 0, len(connectors))
-	for n := range connectors {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(connectors))
 }
 
+// lookupConnector returns the connector of type name; ErrUnknownType
+// naming the known types.
 func lookupConnector(name string) (Connector, error) {
 	connectorsMu.RLock()
-	defer connectorsMu.RUnlock()
 	c, ok := connectors[name]
+	connectorsMu.RUnlock()
 	if !ok {
-		return nil, fmt.Errorf("%w %q (known: %v)", ErrUnknownType, name, keysLocked())
+		return nil, fmt.Errorf("%w %q (known: %v)", ErrUnknownType, name, connectorNames())
 	}
 	return c, nil
 }
 
-func keysLocked() []string {
-	out := make([]string, 0, len(connectors))
-	for n := range connectors {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
-
 func init() {
-	Register("mysql", mysqlConnector{})
-	Register("sqlite", sqliteConnector{})
+	register("mysql", mysqlConnector{})
+	register("sqlite", sqliteConnector{})
 }

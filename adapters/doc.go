@@ -1,6 +1,6 @@
 // Package adapters owns data connections, source connectors, adapter
 // definitions, the runner that pulls a source table into a snapshot run,
-// and the cron scheduler (DESIGN.md "Data connections"; issues 3 and 4).
+// and the cron scheduler.
 //
 // # Data connections
 //
@@ -8,24 +8,25 @@
 // Hazelcast's data connections: a definition (type, sharing mode, typed
 // options) plus, while in use, an open pool. Definitions come from the config
 // file (origin config, read-only through the API) or the admin API (origin
-// api, persisted with snapshot.PutRecord, surviving restarts). A config
+// api, persisted with snapshot.DB.PutRecord, surviving restarts). A config
 // definition shadows an API one of the same name; the API one is listed with
-// status "shadowed" and is never deleted. Every API create or replace makes a
+// status "shadowed" and is never deleted (definitions.go; adapters follow
+// the same rule). Every API create or replace makes a
 // new revision; each committed version records the connection name and the
 // revision it was pulled through (snapshot.SourceInfo).
 //
-// Invariants, cited by the tests:
+// Invariants of named data connections, cited by the code and the tests:
 //
-//	D1 A run holds a lease on the connection revision it started with until
+//	N1 A run holds a lease on the connection revision it started with until
 //	   it ends. Replace or drop retires the old revision's handle: idle pooled
 //	   connections close at once, the pool closes when its last lease is
 //	   released (database/sql's DB.Close alone would not wait for a stream).
-//	D2 A run started after a replace uses the new revision; one started
+//	N2 A run started after a replace uses the new revision; one started
 //	   after a drop fails with ErrConnectionNotFound, "data connection X
 //	   does not exist".
-//	D3 Dropping a connection that adapters name fails with
+//	N3 Dropping a connection that adapters name fails with
 //	   ErrConnectionInUse listing them, unless forced.
-//	D4 A secret option (password, dsn) is kept as given (literal, env:NAME or
+//	N4 A secret option (password, dsn) is kept as given (literal, env:NAME or
 //	   file:/path), resolved only when the connection is opened, and never
 //	   written to a response, log line, metric label or error: Secret renders
 //	   as REDACTED, reports show literals as REDACTED, and every error from
@@ -38,14 +39,15 @@
 //
 // # Connectors
 //
-// Connection types copy database/sql's driver registry: Register(name,
-// Connector) at init, a small required interface (Connector: Options,
+// Connection types copy database/sql's driver registry: register(name,
+// Connector) at init (connectors live in this package, the only one that
+// may import a source driver), a small required interface (Connector: Options,
 // Validate, Open; Source: OpenTable, Close; TableReader), and optional Source
 // capabilities found by type assertion:
 //
 //	Tester          connection test with a classified cause
 //	ResourceLister  tables and views with estimated rows
-//	IdleCloser      close idle pooled connections now (retire, D1)
+//	IdleCloser      close idle pooled connections now (retire, N1)
 //
 // Built in: "mysql" (go-sql-driver/mysql, MySQL 5.7/8.x and MariaDB 10.x) and
 // "sqlite" (modernc.org/sqlite, read-only). docs/connections.md lists their
@@ -67,7 +69,8 @@
 //	P4 Values are the source's exact text (text protocol, sql.RawBytes),
 //	   typed per docs/types.md; TIMESTAMP is read in UTC.
 //	P5 Any error aborts the snapshot run: the current version is unchanged
-//	   (DESIGN semantics 3), and the run record says why.
+//	   (docs/semantics.md, "Versions and transactions"), and the run record
+//	   says why.
 //
 // # Adapters
 //
@@ -79,25 +82,26 @@
 //	   table (ErrResourceNotFound) or one without a usable key (ErrNoKey)
 //	   is refused; an unreachable source is accepted and logged.
 //	A3 Stored and reported specs carry effective values: min_versions 0
-//	   is DefaultMinVersions, max_shrink 0 is DefaultMaxShrink.
+//	   is 1, max_shrink 0 is 0.5 (snapshot's default), retry_backoff 0
+//	   with retries is 10s.
 //	A4 Config definitions are checked by ValidateConfig, which needs no
 //	   storage and reports every problem as its own *OptionError; a
 //	   config adapter names a connection of the same file.
 //
 // # Runs and scheduling
 //
-// StartRun records a run (status running) and pulls in its own goroutine;
-// two runs of one adapter never overlap (ErrRunInProgress). StartRunWith
-// takes RunOptions.Force, which commits a run a guard would refuse. A run
-// that did not succeed has a stable RunRecord.Code (guard_refused,
-// source_unavailable, aborted, ...) besides its error text; a refused
-// run's stats hold the counts it would have committed. RunOnStart
-// adapters run once when the scheduler starts. Records are kept
-// in the metadata table (the newest 200 per adapter); runs a previous process
-// left running are marked aborted at New. The scheduler (scheduler.go, its
-// rules C1..C5) starts runs on robfig/cron/v3 schedules, records skipped
-// ticks, retries failed runs with doubling backoff, and follows adapter
-// changes without restart.
+// StartRunWith records a run (status running) and pulls in its own
+// goroutine (runner.go); two runs of one adapter never overlap
+// (ErrRunInProgress). RunOptions.Force commits a run a guard would refuse.
+// A run that did not succeed has a stable RunRecord.Code (guard_refused,
+// source_unavailable, aborted, ...) besides its error text; a refused run's
+// stats hold the counts it would have committed. Run records are kept in
+// the metadata table, the newest 200 per adapter (runrecords.go); runs a
+// previous process left running are marked aborted at New. RunOnStart
+// adapters run once when the scheduler starts. The scheduler
+// (scheduler.go, its rules C1-C5) starts runs on robfig/cron/v3 schedules,
+// records skipped ticks, retries failed runs with doubling backoff, and
+// follows adapter changes without restart.
 //
 // Goroutines: one per running run (owns its snapshot.Run and TableReader),
 // the scheduler loop, and one retry watcher per scheduled run with retries.

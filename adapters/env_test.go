@@ -18,7 +18,7 @@ import (
 	"go.uber.org/goleak"
 )
 
-// The secrets check (issue 3): every log line written through testLogger
+// The secrets check (N4): every log line written through testLogger
 // and every error passed to noteErr is kept here, and TestMain fails the
 // run when the test password appears anywhere in it.
 var (

@@ -4,20 +4,38 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/snapstore/snapstore/snapshot"
 )
 
-// keysetPager is the keyset pagination shared by the mysql and sqlite table
-// readers (adapters/doc.go P1-P5): the first chunk is `first` with LIMIT
-// chunk; each next chunk starts at the last row's key (`>` for a declared
-// unique key; `>=` with one extra row otherwise, that row skipped when it is
-// the previous chunk's last one, and a key seen twice in a row refused as
-// ErrNoKey). A chunk shorter than its LIMIT ends the table. Not safe for
-// concurrent use; embedded in the table readers, which own rows and close
-// them.
-type keysetPager struct {
-	unique bool // the key is a declared unique key (else check duplicates)
-	chunk  int  // rows per chunk query
-	limit  int  // LIMIT of the current chunk query
+// keysetReader is what the mysql and sqlite table readers share: the
+// TableReader state and methods (Schema, Table, Values, Err, Next) and the
+// keyset pagination (P2). The first chunk is `first` with LIMIT chunk; each
+// next chunk starts at the last row's key (`>` for a declared unique key;
+// `>=` with one extra row otherwise, that row skipped when it is the
+// previous chunk's last one, and a key seen twice in a row refused as
+// ErrNoKey, P3). A chunk shorter than its LIMIT ends the table. Every chunk
+// query goes to q, the read's one pinned connection or transaction (P1).
+// Not safe for concurrent use; embedded in the table readers, which own
+// rows and close them.
+type keysetReader struct {
+	r      keysetRows // the reader's row hooks
+	name   string     // the table's display name, in errors
+	res    Resource
+	schema snapshot.Schema
+	vals   []snapshot.Value // the current row, aligned with schema.Columns
+	err    error
+	closed bool // set by the reader's Close
+
+	q      keysetQuerier
+	dest   []any  // where a chunk row is scanned to (scanBuffers)
+	first  string // query of the first chunk (prepare)
+	next   string // query of the following chunks, args keysetArgs(cursor)
+	unique bool   // the key is a declared unique key (else check duplicates)
+	chunk  int    // rows per chunk query
+	limit  int    // LIMIT of the current chunk query
 	rows   *sql.Rows
 	cursor []any // key args of the last row returned
 	// inChunk counts the rows read from the current chunk.
@@ -29,24 +47,103 @@ type keysetPager struct {
 	skipPending bool
 }
 
-// keysetRows is what a table reader gives its keysetPager.
+// keysetQuerier is a *sql.Conn or a *sql.Tx.
+type keysetQuerier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// keysetColumn is one key column as the chunk queries compare it.
+type keysetColumn struct {
+	expr        string // the quoted column, or an expression of it (MySQL ENUM: col+0)
+	placeholder string // "?", or an expression of it (MySQL DECIMAL: a CAST)
+}
+
+// prepare sets up a read: r is the reader, name its table's display name,
+// and the chunk queries read base ("SELECT cols FROM table") in the order
+// of the terms order, keys being the key columns:
+//
+//	base ORDER BY k1, k2 LIMIT chunk
+//	base WHERE (k1 > ?) OR (k1 = ? AND k2 > ?) ORDER BY k1, k2 LIMIT chunk
+//
+// The OR form (not a row constructor) lets MariaDB's range optimizer use
+// the key index. Without a declared unique key the last comparison is >=
+// and the LIMIT one more: the first row of such a chunk repeats the
+// previous chunk's last one, which nextRow skips.
+func (p *keysetReader) prepare(r keysetRows, name, base string, keys []keysetColumn, order []string) {
+	p.r, p.name = r, name
+	p.first = base + " ORDER BY " + strings.Join(order, ", ") + " LIMIT " + strconv.Itoa(p.chunk)
+	var ors []string
+	for n := range keys {
+		var ands []string
+		for _, k := range keys[:n] {
+			ands = append(ands, k.expr+" = "+k.placeholder)
+		}
+		op := " > "
+		if !p.unique && n == len(keys)-1 {
+			op = " >= "
+		}
+		ands = append(ands, keys[n].expr+op+keys[n].placeholder)
+		ors = append(ors, "("+strings.Join(ands, " AND ")+")")
+	}
+	limit := p.chunk
+	if !p.unique {
+		limit++
+	}
+	p.next = base + " WHERE " + strings.Join(ors, " OR ") + " ORDER BY " + strings.Join(order, ", ") + " LIMIT " + strconv.Itoa(limit)
+}
+
+// keysetArgs expands a cursor (one value per key column) into the
+// arguments of the next chunk query: k1; k1, k2; ...
+func keysetArgs(cursor []any) []any {
+	var args []any
+	for n := range cursor {
+		args = append(args, cursor[:n+1]...)
+	}
+	return args
+}
+
+// keysetRows is what a table reader gives its keysetReader.
 type keysetRows interface {
-	// queryChunk sends the first chunk query (cursor nil) or the next one
-	// starting at cursor.
-	queryChunk(ctx context.Context, cursor []any) (*sql.Rows, error)
+	// readErr returns the error Err reports for err, which ended the read
+	// (for example with the source's secrets scrubbed).
+	readErr(ctx context.Context, err error) error
 	// sourceErr classifies an error of a chunk query or of its rows
 	// (for example as ErrSourceUnavailable).
 	sourceErr(ctx context.Context, err error) error
-	// scanRow scans and converts the current row of rows.
-	scanRow(rows *sql.Rows) error
+	// convertRow converts the row just scanned into dest to vals.
+	convertRow() error
 	// rowCursor copies the current row's key args.
 	rowCursor() []any
 }
 
-// nextRow advances to the next row of the table. It returns false at the end
-// or on error; err, when set, is wrapped as "reading NAME: ..." (name is the
-// table's display name, key its key columns for the duplicate-key error).
-func (p *keysetPager) nextRow(ctx context.Context, r keysetRows, name string, key []string) (ok bool, err error) {
+// Schema implements TableReader.
+func (p *keysetReader) Schema() snapshot.Schema { return p.schema }
+
+// Table implements TableReader.
+func (p *keysetReader) Table() Resource { return p.res }
+
+// Values implements TableReader.
+func (p *keysetReader) Values() []snapshot.Value { return p.vals }
+
+// Err implements TableReader.
+func (p *keysetReader) Err() error { return p.err }
+
+// Next implements TableReader.
+func (p *keysetReader) Next(ctx context.Context) bool {
+	if p.err != nil || p.closed {
+		return false
+	}
+	ok, err := p.nextRow(ctx)
+	if err != nil {
+		p.err = p.r.readErr(ctx, err)
+	}
+	return ok
+}
+
+// nextRow advances to the next row of the table. It returns false at the
+// end or on error; err, when set, is wrapped as "reading NAME: ...".
+func (p *keysetReader) nextRow(ctx context.Context) (ok bool, err error) {
+	r, name, key := p.r, p.name, p.schema.Key
 	for {
 		if p.rows == nil {
 			if p.done {
@@ -56,12 +153,12 @@ func (p *keysetPager) nextRow(ctx context.Context, r keysetRows, name string, ke
 			p.limit = p.chunk
 			var err error
 			if p.cursor == nil {
-				p.rows, err = r.queryChunk(ctx, nil)
+				p.rows, err = p.q.QueryContext(ctx, p.first)
 			} else {
 				if !p.unique {
 					p.limit++
 				}
-				p.rows, err = r.queryChunk(ctx, p.cursor)
+				p.rows, err = p.q.QueryContext(ctx, p.next, keysetArgs(p.cursor)...)
 				p.skipPending = !p.unique
 			}
 			if err != nil {
@@ -83,7 +180,10 @@ func (p *keysetPager) nextRow(ctx context.Context, r keysetRows, name string, ke
 			continue
 		}
 		p.inChunk++
-		if err := r.scanRow(p.rows); err != nil {
+		if err := p.rows.Scan(p.dest...); err != nil {
+			return false, fmt.Errorf("reading %s: %w", name, err)
+		}
+		if err := r.convertRow(); err != nil {
 			return false, fmt.Errorf("reading %s: %w", name, err)
 		}
 		if p.unique {
@@ -106,4 +206,51 @@ func (p *keysetPager) nextRow(ctx context.Context, r keysetRows, name string, ke
 		p.cursor = cur
 		return true, nil
 	}
+}
+
+// equalCursor reports whether two cursors hold the same key.
+func equalCursor(a, b []any) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		switch x := a[i].(type) {
+		case []byte:
+			y, ok := b[i].([]byte)
+			if !ok || string(x) != string(y) {
+				return false
+			}
+		default:
+			if a[i] != b[i] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// convertRow converts the scanned values of one row, raw[i] by cols[i]'s
+// convert, into vals (raw may hold more values than there are columns).
+func convertRow[C any, PC interface {
+	*C
+	convert(R) (snapshot.Value, error)
+}, R any](cols []C, raw []R, vals []snapshot.Value) error {
+	for i := range cols {
+		v, err := PC(&cols[i]).convert(raw[i])
+		if err != nil {
+			return err
+		}
+		vals[i] = v
+	}
+	return nil
+}
+
+// scanBuffers returns n values for rows.Scan to fill and the pointers to
+// them that it takes.
+func scanBuffers[R any](n int) (raw []R, dest []any) {
+	raw, dest = make([]R, n), make([]any, n)
+	for i := range raw {
+		dest[i] = &raw[i]
+	}
+	return raw, dest
 }

@@ -432,3 +432,27 @@ func TestKeysetPaging(t *testing.T) {
 		t.Errorf("a view by key_columns: %v", err)
 	}
 }
+
+// TestTableReaderCancel: a cancelled context stops a read with the
+// context's error.
+func TestTableReaderCancel(t *testing.T) {
+	e := mysqlEnv(t)
+	db := longTable(t, e, 1000)
+	src := e.openSource(t, db, map[string]any{"chunk_rows": 100})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tr, err := src.OpenTable(ctx, TableRequest{Resource: "big"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	n := 0
+	for tr.Next(ctx) {
+		if n++; n == 150 {
+			cancel()
+		}
+	}
+	if n >= 1000 || !errors.Is(tr.Err(), context.Canceled) {
+		t.Fatalf("read %d rows after cancel, err %v", n, noteErr(tr.Err()))
+	}
+}

@@ -1,11 +1,12 @@
 package adapters
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,171 +14,29 @@ import (
 	"github.com/snapstore/snapstore/snapshot"
 )
 
-// mysqlColumn is one source column and how it maps (docs/types.md).
-type mysqlColumn struct {
-	name       string
-	dataType   string // information_schema DATA_TYPE, lower case
-	columnType string // COLUMN_TYPE, e.g. "decimal(5,2) unsigned"
-	nullable   bool
-	charset    string // CHARACTER_SET_NAME, "" for non-text
-	precision  int64  // NUMERIC_PRECISION (decimal)
-	scale      int64  // NUMERIC_SCALE (decimal)
-	kind       snapshot.Kind
-	bit        bool // BIT(n): big-endian bytes to KindUint
-	enumLike   bool // ENUM or SET: keyset compares col+0
-}
-
-// mysqlKind maps a column to its snapshot kind; the table in docs/types.md
-// is the contract and mysql_types_test.go checks each row against MariaDB.
-func mysqlKind(c *mysqlColumn, isJSON bool) (snapshot.Kind, error) {
-	unsigned := strings.Contains(c.columnType, "unsigned")
-	switch c.dataType {
-	case "tinyint", "smallint", "mediumint", "int", "integer", "bigint":
-		if unsigned {
-			return snapshot.KindUint, nil
-		}
-		return snapshot.KindInt, nil
-	case "year":
-		return snapshot.KindInt, nil
-	case "bit":
-		c.bit = true
-		return snapshot.KindUint, nil
-	case "decimal", "numeric":
-		return snapshot.KindDecimal, nil
-	case "float", "double", "real", "double precision":
-		return snapshot.KindFloat, nil
-	case "date":
-		return snapshot.KindDate, nil
-	case "datetime", "timestamp":
-		return snapshot.KindDateTime, nil
-	case "time":
-		return snapshot.KindTime, nil
-	case "json":
-		return snapshot.KindJSON, nil
-	case "char", "varchar", "tinytext", "text", "mediumtext", "longtext":
-		if isJSON {
-			return snapshot.KindJSON, nil
-		}
-		if c.charset == "binary" {
-			return snapshot.KindBytes, nil
-		}
-		return snapshot.KindString, nil
-	case "enum", "set":
-		c.enumLike = true
-		return snapshot.KindString, nil
-	case "binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob":
-		return snapshot.KindBytes, nil
-	case "geometry", "point", "linestring", "polygon", "multipoint", "multilinestring",
-		"multipolygon", "geometrycollection", "geomcollection":
-		return snapshot.KindGeometry, nil
-	case "uuid", "inet4", "inet6":
-		return snapshot.KindString, nil
-	}
-	return 0, fmt.Errorf("%w: column %q has type %s", ErrUnsupportedType, c.name, c.columnType)
-}
-
-// convert turns the text-protocol bytes of one value into a Value. b == nil
-// is NULL. Bytes alias b (valid until the next row).
-func (c *mysqlColumn) convert(b []byte) (snapshot.Value, error) {
-	if b == nil {
-		return snapshot.Value{}, nil
-	}
-	switch c.kind {
-	case snapshot.KindInt:
-		n, err := strconv.ParseInt(string(b), 10, 64)
-		if err != nil {
-			return snapshot.Value{}, fmt.Errorf("column %q: reading %s value: %w", c.name, c.columnType, err)
-		}
-		return snapshot.Value{Kind: snapshot.KindInt, Int: n}, nil
-	case snapshot.KindUint:
-		if c.bit {
-			if len(b) > 8 {
-				return snapshot.Value{}, fmt.Errorf("column %q: BIT value of %d bytes", c.name, len(b))
-			}
-			var u uint64
-			for _, x := range b {
-				u = u<<8 | uint64(x)
-			}
-			return snapshot.Value{Kind: snapshot.KindUint, Uint: u}, nil
-		}
-		u, err := strconv.ParseUint(string(b), 10, 64)
-		if err != nil {
-			return snapshot.Value{}, fmt.Errorf("column %q: reading %s value: %w", c.name, c.columnType, err)
-		}
-		return snapshot.Value{Kind: snapshot.KindUint, Uint: u}, nil
-	case snapshot.KindFloat:
-		f, err := strconv.ParseFloat(string(b), 64)
-		if err != nil {
-			return snapshot.Value{}, fmt.Errorf("column %q: reading %s value: %w", c.name, c.columnType, err)
-		}
-		return snapshot.Value{Kind: snapshot.KindFloat, Float: f}, nil
-	}
-	return snapshot.Value{Kind: c.kind, Bytes: b}, nil
-}
-
-// keyArg returns the Go value that stands for v in a keyset predicate:
-// typed numbers (so BIGINT UNSIGNED is not compared as a double), []byte
-// for binary (sent as _binary'...'), text otherwise. The result owns its
-// bytes.
-func (c *mysqlColumn) keyArg(v snapshot.Value) any {
-	switch v.Kind {
-	case snapshot.KindInt:
-		return v.Int
-	case snapshot.KindUint:
-		return v.Uint
-	case snapshot.KindFloat:
-		return v.Float
-	case snapshot.KindBytes:
-		return append([]byte(nil), v.Bytes...)
-	}
-	return string(v.Bytes)
-}
-
-// keyPlaceholder is the SQL for one key value in a keyset predicate.
-func (c *mysqlColumn) keyPlaceholder() string {
-	if c.kind == snapshot.KindDecimal {
-		return fmt.Sprintf("CAST(? AS DECIMAL(%d,%d))", c.precision, c.scale)
-	}
-	return "?"
-}
-
-// keyExpr is the column expression compared in a keyset predicate: ENUM and
-// SET compare by their index (col+0), which is also their ORDER BY order.
-func (c *mysqlColumn) keyExpr() string {
-	if c.enumLike {
-		return quoteMySQLIdent(c.name) + "+0"
-	}
-	return quoteMySQLIdent(c.name)
-}
-
 // mysqlTable reads one table by keyset pagination inside one consistent
 // read-only transaction on one pinned connection.
 type mysqlTable struct {
-	keysetPager
+	keysetReader
 	src     *mysqlSource
 	conn    *sql.Conn
-	res     Resource
 	cols    []mysqlColumn
-	keyIdx  []int  // positions of the key columns in cols
-	first   string // query of the first chunk
-	next    string // query of the following chunks
+	keyIdx  []int // positions of the key columns in cols
 	raw     []sql.RawBytes
-	dest    []any
-	vals    []snapshot.Value
-	enumOrd []any // ENUM/SET key indexes of the current row (col+0)
 	started bool
-	err     error
-	closed  bool
-	schema  snapshot.Schema
 }
 
-// OpenTable implements Source.
+// OpenTable implements Source: on one pinned connection, the session in
+// UTC (P4), the table described and its key chosen (P3), then REPEATABLE
+// READ and START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY, inside
+// which every chunk is read (P1).
 func (s *mysqlSource) OpenTable(ctx context.Context, req TableRequest) (_ TableReader, err error) {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return nil, s.scrub(fmt.Errorf("connecting through data connection %q: %w", s.name, wrapSourceErr(ctx, err)))
 	}
 	t := &mysqlTable{src: s, conn: conn}
+	t.q = conn
 	t.chunk = req.ChunkRows
 	if t.chunk <= 0 {
 		t.chunk = s.chunkRows
@@ -377,17 +236,21 @@ func (t *mysqlTable) pickKey(ctx context.Context, explicit []string) error {
 		}
 		key = explicit
 		for _, u := range uniques {
-			if equalStrings(u.cols, explicit) {
+			if slices.Equal(u.cols, explicit) {
 				t.unique = true
 			}
 		}
 	} else {
-		sort.SliceStable(uniques, func(a, b int) bool {
-			pa, pb := uniques[a].name == "PRIMARY", uniques[b].name == "PRIMARY"
-			if pa != pb {
-				return pa
+		// The primary key first, then fewer columns; ties keep index name
+		// order.
+		slices.SortStableFunc(uniques, func(a, b index) int {
+			if pa, pb := a.name == "PRIMARY", b.name == "PRIMARY"; pa != pb {
+				if pa {
+					return -1
+				}
+				return 1
 			}
-			return len(uniques[a].cols) < len(uniques[b].cols)
+			return cmp.Compare(len(a.cols), len(b.cols))
 		})
 		for _, u := range uniques {
 			if usable(u.cols) {
@@ -410,144 +273,39 @@ func keyKindOK(k snapshot.Kind) bool {
 	return k != snapshot.KindJSON && k != snapshot.KindGeometry && k != snapshot.KindNull
 }
 
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 func (t *mysqlTable) qualified() string {
 	return quoteMySQLIdent(t.res.Schema) + "." + quoteMySQLIdent(t.res.Name)
 }
 
-// buildQueries writes the chunk queries:
-//
-//	SELECT cols[, enumkey+0...] FROM `s`.`t` ORDER BY k1, k2 LIMIT n
-//	SELECT ... WHERE (k1 > ?) OR (k1 = ? AND k2 > ?) ORDER BY k1, k2 LIMIT n
-//
-// The OR form (not a row constructor) lets MariaDB's range optimizer use
-// the key index. A non-unique explicit key reads with >= on the last
-// column and skips the row already returned.
+// buildQueries prepares the keyset read (keysetReader.prepare): it selects
+// the columns, then the col+0 index of each ENUM or SET key column (what
+// the keyset compares; it is also their ORDER BY order), and sizes the
+// scan buffers.
 func (t *mysqlTable) buildQueries() {
 	var sel []string
 	for _, c := range t.cols {
 		sel = append(sel, quoteMySQLIdent(c.name))
 	}
-	for _, i := range t.keyIdx {
-		if t.cols[i].enumLike {
-			sel = append(sel, t.cols[i].keyExpr())
-		}
-	}
+	var keys []keysetColumn
 	var order []string
 	for _, i := range t.keyIdx {
-		order = append(order, quoteMySQLIdent(t.cols[i].name))
-	}
-	base := "SELECT " + strings.Join(sel, ", ") + " FROM " + t.qualified()
-	tail := " ORDER BY " + strings.Join(order, ", ") + " LIMIT " + strconv.Itoa(t.chunk)
-	t.first = base + tail
-	var ors []string
-	for n := range t.keyIdx {
-		var ands []string
-		for j := 0; j < n; j++ {
-			c := &t.cols[t.keyIdx[j]]
-			ands = append(ands, c.keyExpr()+" = "+c.keyPlaceholder())
+		c := &t.cols[i]
+		if c.enumLike {
+			sel = append(sel, c.keyExpr())
 		}
-		c := &t.cols[t.keyIdx[n]]
-		op := " > "
-		if !t.unique && n == len(t.keyIdx)-1 {
-			op = " >= "
-		}
-		ands = append(ands, c.keyExpr()+op+c.keyPlaceholder())
-		ors = append(ors, "("+strings.Join(ands, " AND ")+")")
+		keys = append(keys, keysetColumn{expr: c.keyExpr(), placeholder: c.keyPlaceholder()})
+		order = append(order, quoteMySQLIdent(c.name))
 	}
-	t.next = base + " WHERE " + strings.Join(ors, " OR ") + tail
-	if !t.unique {
-		// One more row: the first row of a >= chunk repeats the last one.
-		t.next = base + " WHERE " + strings.Join(ors, " OR ") + " ORDER BY " + strings.Join(order, ", ") + " LIMIT " + strconv.Itoa(t.chunk+1)
-	}
-	n := len(t.cols) + len(t.enumKeys())
-	t.raw = make([]sql.RawBytes, n)
-	t.dest = make([]any, n)
-	for i := range t.raw {
-		t.dest[i] = &t.raw[i]
-	}
+	t.prepare(t, t.qualified(), "SELECT "+strings.Join(sel, ", ")+" FROM "+t.qualified(), keys, order)
+	t.raw, t.dest = scanBuffers[sql.RawBytes](len(sel))
 	t.vals = make([]snapshot.Value, len(t.cols))
-}
-
-func (t *mysqlTable) enumKeys() []int {
-	var out []int
-	for _, i := range t.keyIdx {
-		if t.cols[i].enumLike {
-			out = append(out, i)
-		}
-	}
-	return out
-}
-
-// nextArgs expands the cursor into the arguments of t.next.
-func (t *mysqlTable) nextArgs(cursor []any) []any {
-	var args []any
-	for n := range t.keyIdx {
-		args = append(args, cursor[:n+1]...)
-	}
-	return args
-}
-
-// Schema implements TableReader.
-func (t *mysqlTable) Schema() snapshot.Schema { return t.schema }
-
-// Table implements TableReader.
-func (t *mysqlTable) Table() Resource { return t.res }
-
-// Values implements TableReader.
-func (t *mysqlTable) Values() []snapshot.Value { return t.vals }
-
-// Err implements TableReader.
-func (t *mysqlTable) Err() error { return t.err }
-
-// Next implements TableReader.
-func (t *mysqlTable) Next(ctx context.Context) bool {
-	if t.err != nil || t.closed {
-		return false
-	}
-	ok, err := t.nextRow(ctx, t, t.qualified(), t.schema.Key)
-	if err != nil {
-		t.fail(ctx, err)
-	}
-	return ok
-}
-
-// queryChunk implements keysetRows.
-func (t *mysqlTable) queryChunk(ctx context.Context, cursor []any) (*sql.Rows, error) {
-	if cursor == nil {
-		return t.conn.QueryContext(ctx, t.first)
-	}
-	return t.conn.QueryContext(ctx, t.next, t.nextArgs(cursor)...)
 }
 
 // sourceErr implements keysetRows.
 func (t *mysqlTable) sourceErr(ctx context.Context, err error) error { return wrapSourceErr(ctx, err) }
 
-// scanRow implements keysetRows.
-func (t *mysqlTable) scanRow(rows *sql.Rows) error {
-	if err := rows.Scan(t.dest...); err != nil {
-		return err
-	}
-	for i := range t.cols {
-		v, err := t.cols[i].convert(t.raw[i])
-		if err != nil {
-			return err
-		}
-		t.vals[i] = v
-	}
-	return nil
-}
+// convertRow implements keysetRows.
+func (t *mysqlTable) convertRow() error { return convertRow(t.cols, t.raw, t.vals) }
 
 // rowCursor copies the current row's key arguments.
 func (t *mysqlTable) rowCursor() []any {
@@ -566,31 +324,13 @@ func (t *mysqlTable) rowCursor() []any {
 	return cur
 }
 
-func equalCursor(a, b []any) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		switch x := a[i].(type) {
-		case []byte:
-			y, ok := b[i].([]byte)
-			if !ok || string(x) != string(y) {
-				return false
-			}
-		default:
-			if a[i] != b[i] {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-func (t *mysqlTable) fail(ctx context.Context, err error) {
+// readErr implements keysetRows: the context's error is named when it
+// ended the read, and the connection's secrets are scrubbed.
+func (t *mysqlTable) readErr(ctx context.Context, err error) error {
 	if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
 		err = fmt.Errorf("%w (%w)", err, ctx.Err())
 	}
-	t.err = t.src.scrub(err)
+	return t.src.scrub(err)
 }
 
 // Close implements TableReader: ends the transaction and returns the

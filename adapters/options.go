@@ -4,10 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
-	"os"
-	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -65,27 +64,6 @@ type OptionDef struct {
 	Doc string
 }
 
-// poolOptionDefs are the options every database/sql connector accepts when
-// the sharing mode is pooled (database/sql's DB.SetMaxOpenConns and
-// friends).
-var poolOptionDefs = []OptionDef{
-	{Key: "max_open", Type: OptInt, Min: 0, Max: 10000, Doc: "most open connections (0: unlimited)"},
-	{Key: "max_idle", Type: OptInt, Min: 0, Max: 10000, Doc: "most idle connections kept (default 2)"},
-	{Key: "conn_max_lifetime", Type: OptDuration, Doc: "close connections older than this (0: never)"},
-	{Key: "conn_max_idle_time", Type: OptDuration, Doc: "close connections idle longer than this (0: never)"},
-}
-
-// PoolOptions are database/sql pool limits; zero fields keep database/sql's
-// defaults. Only a pooled connection sets them.
-type PoolOptions struct {
-	MaxOpen         int
-	MaxIdle         int
-	ConnMaxLifetime time.Duration
-	ConnMaxIdleTime time.Duration
-	// set reports whether the connection is pooled (limits apply).
-	set bool
-}
-
 // OptionValues is a connection's parsed, typed options: string, int64, bool,
 // time.Duration, Secret or map[string]string values by OptionDef.Type.
 // Secrets are unresolved references until ResolveSecrets.
@@ -139,11 +117,7 @@ func parseOptions(prefix string, defs []OptionDef, sharing Sharing, raw map[stri
 	for _, d := range poolOptionDefs {
 		pooled[d.Key] = d
 	}
-	keys := make([]string, 0, len(raw))
-	for k := range raw {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(raw))
 	out := OptionValues{}
 	var pool PoolOptions
 	pool.set = sharing == SharingPooled
@@ -197,7 +171,7 @@ func knownKeys(defs []OptionDef, sharing Sharing) string {
 			ks = append(ks, d.Key)
 		}
 	}
-	sort.Strings(ks)
+	slices.Sort(ks)
 	return " (known: " + strings.Join(ks, ", ") + ")"
 }
 
@@ -267,7 +241,7 @@ func parseOption(d OptionDef, v any) (any, error) {
 			if err := checkSecretRef(x); err != nil {
 				return nil, err
 			}
-			return NewSecret(x), nil
+			return newSecret(x), nil
 		case Secret:
 			return x, nil
 		}
@@ -346,150 +320,3 @@ func jsonKind(v any) string {
 	}
 	return fmt.Sprintf("a %T", v)
 }
-
-// Secret references: "env:NAME" reads the environment variable NAME,
-// "file:/abs/path" reads the file (one trailing newline trimmed). Anything
-// else is a literal secret.
-const (
-	secretEnvPrefix  = "env:"
-	secretFilePrefix = "file:"
-)
-
-// checkSecretRef validates the shape of a reference; literals always pass.
-func checkSecretRef(s string) error {
-	switch {
-	case strings.HasPrefix(s, secretEnvPrefix):
-		name := s[len(secretEnvPrefix):]
-		if name == "" || strings.ContainsAny(name, "= \t\n") {
-			return fmt.Errorf("env reference wants a variable name, as env:NAME")
-		}
-	case strings.HasPrefix(s, secretFilePrefix):
-		p := s[len(secretFilePrefix):]
-		if !filepath.IsAbs(p) {
-			return fmt.Errorf("file reference wants an absolute path, as file:/path")
-		}
-	}
-	return nil
-}
-
-// isSecretRef reports whether s is an env: or file: reference (which may
-// be shown; a literal secret may not).
-func isSecretRef(s string) bool {
-	return strings.HasPrefix(s, secretEnvPrefix) || strings.HasPrefix(s, secretFilePrefix)
-}
-
-// resolveSecret returns the secret text a reference points to. The error
-// names the variable or file, never the value.
-func resolveSecret(key string, s Secret) (Secret, error) {
-	v := s.Reveal()
-	switch {
-	case strings.HasPrefix(v, secretEnvPrefix):
-		name := v[len(secretEnvPrefix):]
-		val, ok := os.LookupEnv(name)
-		if !ok {
-			return Secret{}, &OptionError{Key: key, Msg: fmt.Sprintf("environment variable %s is not set", name)}
-		}
-		return NewSecret(val), nil
-	case strings.HasPrefix(v, secretFilePrefix):
-		p := v[len(secretFilePrefix):]
-		b, err := os.ReadFile(p)
-		if err != nil {
-			var pe *os.PathError
-			msg := "cannot read secret file " + p
-			if errors.As(err, &pe) {
-				msg += ": " + pe.Err.Error()
-			}
-			return Secret{}, &OptionError{Key: key, Msg: msg}
-		}
-		return NewSecret(strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")), nil
-	}
-	return s, nil
-}
-
-// resolveSecrets returns a copy of o with every Secret resolved.
-func resolveSecrets(prefix string, o OptionValues) (OptionValues, error) {
-	out := make(OptionValues, len(o))
-	var errs []error
-	for k, v := range o {
-		if s, ok := v.(Secret); ok {
-			r, err := resolveSecret(prefix+k, s)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			out[k] = r
-			continue
-		}
-		out[k] = v
-	}
-	return out, errors.Join(errs...)
-}
-
-// redactOptions renders raw options for a response: secret literals as
-// REDACTED, secret references (env:, file:) as given, other values as given.
-func redactOptions(defs []OptionDef, raw map[string]any) map[string]any {
-	secret := map[string]bool{}
-	for _, d := range defs {
-		if d.Type == OptSecret {
-			secret[d.Key] = true
-		}
-	}
-	out := make(map[string]any, len(raw))
-	for k, v := range raw {
-		if secret[k] {
-			if s, ok := v.(string); ok && isSecretRef(s) {
-				out[k] = s
-			} else {
-				out[k] = redacted
-			}
-			continue
-		}
-		out[k] = v
-	}
-	return out
-}
-
-const redacted = "REDACTED"
-
-// scrubError hides every given secret text inside err's message while
-// keeping errors.Is and errors.As working (the chain is kept).
-func scrubError(err error, secrets ...string) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	changed := false
-	for _, s := range secrets {
-		if len(s) >= 3 && strings.Contains(msg, s) {
-			msg = strings.ReplaceAll(msg, s, redacted)
-			changed = true
-		}
-	}
-	if !changed {
-		return err
-	}
-	return &scrubbedError{msg: msg, err: err}
-}
-
-type scrubbedError struct {
-	msg string
-	err error
-}
-
-func (e *scrubbedError) Error() string { return e.msg }
-func (e *scrubbedError) Unwrap() error { return e.err }
-
-// optionErrorIs returns oe marked with a package sentinel: its text is
-// oe's, errors.As finds the *OptionError and errors.Is the sentinel (so a
-// bad schedule is both ErrBadOption naming the key and ErrBadSchedule).
-func optionErrorIs(oe *OptionError, sentinel error) error {
-	return &markedOptionError{oe: oe, sentinel: sentinel}
-}
-
-type markedOptionError struct {
-	oe       *OptionError
-	sentinel error
-}
-
-func (e *markedOptionError) Error() string   { return e.oe.Error() }
-func (e *markedOptionError) Unwrap() []error { return []error{e.oe, e.sentinel} }

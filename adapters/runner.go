@@ -2,10 +2,8 @@ package adapters
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -13,9 +11,15 @@ import (
 	"github.com/snapstore/snapstore/snapshot"
 )
 
-// keepRunsPerAdapter is how many finished run records an adapter keeps in
-// the metadata table; older ones are deleted after each run.
-var keepRunsPerAdapter = 200 // a var so tests can lower it
+// RunOptions are the options of StartRunWith.
+type RunOptions struct {
+	// Trigger is recorded in the run: "api" (default), "cli", "schedule",
+	// "retry", "start" (RunOnStart).
+	Trigger string
+	// Force commits even when a guard (allow_empty, max_shrink) would
+	// refuse the run (snapshot.RunOptions.Force).
+	Force bool
+}
 
 // progressEvery is how many rows a run reads between progress updates of
 // its live record.
@@ -30,36 +34,29 @@ type activeRun struct {
 	done   chan struct{}
 }
 
+// snapshot returns a copy of the live record.
 func (ar *activeRun) snapshot() RunRecord {
 	ar.mu.Lock()
 	defer ar.mu.Unlock()
-	r := ar.rec
-	return r
+	return ar.rec
 }
 
-// newRunID returns a run id that sorts by start time: "r" + 19-digit Unix
-// nanoseconds + "-" + a 4-digit per-process sequence.
-func (s *Service) newRunID(t time.Time) string {
-	return fmt.Sprintf("r%019d-%04d", t.UnixNano(), s.runSeq.Add(1)%10000)
-}
-
-// startRun starts a run with a trigger only (the scheduler's entry).
-func (s *Service) startRun(ctx context.Context, name, trigger string) (RunRecord, error) {
-	return s.startRunWith(ctx, name, RunOptions{Trigger: trigger})
-}
-
-// startRunWith implements StartRun and StartRunWith.
-func (s *Service) startRunWith(ctx context.Context, name string, opts RunOptions) (RunRecord, error) {
+// StartRunWith starts a run of adapter name now, in its own goroutine, and
+// returns its record at once (status running). The run outlives ctx, which
+// bounds only the first save of the record; Close cancels it.
+// ErrRunInProgress (the record returned is the running one's),
+// ErrAdapterNotFound, ErrShuttingDown.
+func (s *Service) StartRunWith(ctx context.Context, name string, opts RunOptions) (RunRecord, error) {
 	trigger := opts.Trigger
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
 		return RunRecord{}, ErrShuttingDown
 	}
-	a := s.activeAdapterLocked(name)
-	if a == nil {
+	a, err := s.adapters.get(name)
+	if err != nil {
 		s.mu.Unlock()
-		return RunRecord{}, s.notFoundAdapter(name)
+		return RunRecord{}, err
 	}
 	if cur := s.running[name]; cur != nil {
 		r := cur.snapshot()
@@ -87,6 +84,24 @@ func (s *Service) startRunWith(ctx context.Context, name string, opts RunOptions
 	s.log.Info("run started", "run", rec.ID, "adapter", name, "dataset", spec.Dataset, "trigger", trigger, "force", opts.Force)
 	go s.execute(runCtx, ar, spec, opts.Force)
 	return rec, nil
+}
+
+// WaitRun waits until run id ends, or ctx is done, and returns its record
+// (the live one with ctx's error when ctx ends first). A run that is not
+// running is read as GetRun does.
+func (s *Service) WaitRun(ctx context.Context, id string) (RunRecord, error) {
+	s.mu.Lock()
+	ar := s.runs[id]
+	s.mu.Unlock()
+	if ar == nil {
+		return s.GetRun(ctx, id)
+	}
+	select {
+	case <-ar.done:
+		return ar.snapshot(), nil
+	case <-ctx.Done():
+		return ar.snapshot(), ctx.Err()
+	}
 }
 
 // execute runs one pull to its end and records the outcome.
@@ -120,11 +135,10 @@ func (s *Service) execute(ctx context.Context, ar *activeRun, spec AdapterSpec, 
 		s.log.Error("saving run record", "run", rec.ID, "adapter", rec.Adapter, "err", err)
 	}
 	s.metrics.observeRun(rec)
-	lvl := "run succeeded"
 	attrs := []any{"run", rec.ID, "adapter", rec.Adapter, "dataset", rec.Dataset, "txn", rec.TxnID, "rows", rec.RowsRead}
 	if rec.Status == RunSucceeded {
 		attrs = append(attrs, "version", rec.Version, "inserted", rec.Stats.Inserted, "updated", rec.Stats.Updated, "deleted", rec.Stats.Deleted)
-		s.log.Info(lvl, attrs...)
+		s.log.Info("run succeeded", attrs...)
 	} else {
 		attrs = append(attrs, "status", rec.Status, "err", rec.Error)
 		s.log.Warn("run ended without a new version", attrs...)
@@ -140,7 +154,7 @@ func (s *Service) execute(ctx context.Context, ar *activeRun, spec AdapterSpec, 
 }
 
 // pull streams the source table into a snapshot run and commits it. Any
-// error aborts the run; the current version is untouched.
+// error aborts the run; the current version is untouched (P5).
 func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, force bool) (snapshot.VersionInfo, error) {
 	l, err := s.acquire(ctx, spec.Connection)
 	if err != nil {
@@ -231,38 +245,9 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, for
 	return vi, nil
 }
 
-// runCodes maps a run's error to its record's stable Code; the first
-// match wins, so specific sentinels come first.
-var runCodes = []struct {
-	err  error
-	code string
-}{
-	{snapshot.ErrGuardRefused, "guard_refused"},
-	{snapshot.ErrKeyChanged, "key_changed"},
-	{snapshot.ErrBadKey, "bad_key"},
-	{ErrResourceNotFound, "resource_not_found"},
-	{ErrNoKey, "no_key"},
-	{ErrUnsupportedType, "unsupported_type"},
-	{ErrSourceAuth, "source_auth"},
-	{ErrSourceUnavailable, "source_unavailable"},
-	{ErrConnectionNotFound, "connection_not_found"},
-	{ErrShuttingDown, "aborted"},
-	{context.Canceled, "aborted"},
-}
-
-// runCode classifies a run error for RunRecord.Code.
-func runCode(err error) string {
-	for _, c := range runCodes {
-		if errors.Is(err, c.err) {
-			return c.code
-		}
-	}
-	return "error"
-}
-
 // abortedText is the error of a run cancelled by Close: ErrShuttingDown and
-// what was being done, without the context's own "context canceled" said
-// twice (e2e.md #1).
+// what was being done, with the cause said once (the context's own
+// "context canceled" and ErrShuttingDown trimmed from the end).
 func abortedText(err error) string {
 	msg := err.Error()
 	for _, suffix := range []string{" (" + context.Canceled.Error() + ")", ": " + context.Canceled.Error(), ": " + ErrShuttingDown.Error()} {
@@ -276,7 +261,8 @@ func abortedText(err error) string {
 
 // readError names the data connection in an error that ended a source read
 // and, for a connection the server dropped (the driver's bare "invalid
-// connection", a reset, EOF), says so (e2e.md #2).
+// connection", a reset, EOF: ErrSourceUnavailable), says that the server
+// went away. An error of a cancelled read is returned as it is.
 func readError(ctx context.Context, conn string, err error) error {
 	if ctx.Err() != nil {
 		return err
@@ -285,146 +271,4 @@ func readError(ctx context.Context, conn string, err error) error {
 		return fmt.Errorf("the source server of data connection %q went away (connection lost): %w", conn, err)
 	}
 	return fmt.Errorf("through data connection %q: %w", conn, err)
-}
-
-func (s *Service) saveRun(ctx context.Context, rec RunRecord) error {
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	return s.db.PutRecord(ctx, recordRun, rec.ID, b)
-}
-
-// recordSkipped records a run that a schedule tick did not start.
-func (s *Service) recordSkipped(ctx context.Context, adapter, trigger, reason string) {
-	now := s.now().UTC()
-	s.mu.Lock()
-	dataset := adapter
-	if a := s.activeAdapterLocked(adapter); a != nil {
-		dataset = a.spec.Dataset
-	}
-	s.mu.Unlock()
-	rec := RunRecord{ID: s.newRunID(now), Adapter: adapter, Dataset: dataset, Trigger: trigger, Status: RunSkipped, Start: now, End: &now, Error: reason, Code: "skipped"}
-	if err := s.saveRun(ctx, rec); err != nil {
-		s.log.Warn("saving skipped run", "run", rec.ID, "adapter", adapter, "err", err)
-	}
-	s.metrics.observeRun(rec)
-	s.log.Info("run skipped", "run", rec.ID, "adapter", adapter, "reason", reason)
-}
-
-func (s *Service) getRun(ctx context.Context, id string) (RunRecord, error) {
-	s.mu.Lock()
-	ar := s.runs[id]
-	s.mu.Unlock()
-	if ar != nil {
-		return ar.snapshot(), nil
-	}
-	b, err := s.db.GetRecord(ctx, recordRun, id)
-	if errors.Is(err, snapshot.ErrRecordNotFound) || errors.Is(err, snapshot.ErrInvalidArgument) {
-		return RunRecord{}, fmt.Errorf("%w: %q", ErrRunNotFound, id)
-	}
-	if err != nil {
-		return RunRecord{}, fmt.Errorf("adapters: reading run %q: %w", id, err)
-	}
-	var rec RunRecord
-	if err := json.Unmarshal(b, &rec); err != nil {
-		return RunRecord{}, fmt.Errorf("adapters: decoding run %q: %w", id, err)
-	}
-	return rec, nil
-}
-
-func (s *Service) waitRun(ctx context.Context, id string) (RunRecord, error) {
-	s.mu.Lock()
-	ar := s.runs[id]
-	s.mu.Unlock()
-	if ar == nil {
-		return s.getRun(ctx, id)
-	}
-	select {
-	case <-ar.done:
-		return ar.snapshot(), nil
-	case <-ctx.Done():
-		return ar.snapshot(), ctx.Err()
-	}
-}
-
-// allRuns lists every stored run of adapter ("" = all), newest first, with
-// live records of running ones.
-func (s *Service) allRuns(ctx context.Context, adapter string) ([]RunRecord, error) {
-	recs, err := s.db.ListRecords(ctx, recordRun)
-	if err != nil {
-		return nil, fmt.Errorf("adapters: listing runs: %w", err)
-	}
-	s.mu.Lock()
-	live := map[string]*activeRun{}
-	for id, ar := range s.runs {
-		live[id] = ar
-	}
-	s.mu.Unlock()
-	var out []RunRecord
-	for _, r := range recs {
-		var rec RunRecord
-		if ar, ok := live[r.Name]; ok {
-			rec = ar.snapshot()
-		} else if err := json.Unmarshal(r.Value, &rec); err != nil {
-			continue
-		}
-		if adapter == "" || rec.Adapter == adapter {
-			out = append(out, rec)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID > out[j].ID })
-	return out, nil
-}
-
-func (s *Service) listRuns(ctx context.Context, adapter string, limit int) ([]RunRecord, error) {
-	if limit <= 0 {
-		limit = 100
-	}
-	runs, err := s.allRuns(ctx, adapter)
-	if err != nil {
-		return nil, err
-	}
-	if len(runs) > limit {
-		runs = runs[:limit]
-	}
-	return runs, nil
-}
-
-// pruneRuns deletes the finished records of adapter beyond the newest
-// keepRunsPerAdapter.
-func (s *Service) pruneRuns(ctx context.Context, adapter string) {
-	runs, err := s.allRuns(ctx, adapter)
-	if err != nil || len(runs) <= keepRunsPerAdapter {
-		return
-	}
-	for _, r := range runs[keepRunsPerAdapter:] {
-		if r.Status == RunRunning {
-			continue
-		}
-		if err := s.db.DeleteRecord(ctx, recordRun, r.ID); err != nil {
-			s.log.Warn("pruning run record", "run", r.ID, "err", err)
-			return
-		}
-	}
-}
-
-// abandonRuns marks runs a previous process left "running" as aborted.
-func (s *Service) abandonRuns(ctx context.Context) error {
-	runs, err := s.allRuns(ctx, "")
-	if err != nil {
-		return err
-	}
-	for _, r := range runs {
-		if r.Status != RunRunning {
-			continue
-		}
-		now := s.now().UTC()
-		r.Status, r.End, r.Code, r.Error = RunAborted, &now, "aborted", "the process stopped while the run was in progress; its transaction is invalid"
-		if err := s.saveRun(ctx, r); err != nil {
-			return fmt.Errorf("adapters: marking run %s aborted: %w", r.ID, err)
-		}
-		s.log.Warn("run left running by a previous process marked aborted", "run", r.ID, "adapter", r.Adapter)
-	}
-	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,10 +15,10 @@ import (
 // runStarter is what the scheduler needs from the Service (an interface
 // so scheduler tests can drive it with a fake under testing/synctest).
 type runStarter interface {
-	// startRun starts a run now; ErrRunInProgress when one is running.
-	startRun(ctx context.Context, adapter, trigger string) (RunRecord, error)
-	// waitRun waits for a run's end.
-	waitRun(ctx context.Context, id string) (RunRecord, error)
+	// StartRunWith starts a run now; ErrRunInProgress when one is running.
+	StartRunWith(ctx context.Context, adapter string, opts RunOptions) (RunRecord, error)
+	// WaitRun waits for a run's end.
+	WaitRun(ctx context.Context, id string) (RunRecord, error)
 	// recordSkipped records a skipped run with its reason.
 	recordSkipped(ctx context.Context, adapter, trigger, reason string)
 }
@@ -182,7 +183,7 @@ func (s *scheduler) fire(e *schedEntry, trigger string) {
 	if s.ctx.Err() != nil {
 		return
 	}
-	rec, err := s.runs.startRun(s.ctx, e.name, trigger)
+	rec, err := s.runs.StartRunWith(s.ctx, e.name, RunOptions{Trigger: trigger})
 	switch {
 	case errors.Is(err, ErrRunInProgress):
 		reason := fmt.Sprintf("previous run %s (started %s) was still running", rec.ID, rec.Start.Format(time.RFC3339))
@@ -198,7 +199,7 @@ func (s *scheduler) fire(e *schedEntry, trigger string) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		end, err := s.runs.waitRun(s.ctx, rec.ID)
+		end, err := s.runs.WaitRun(s.ctx, rec.ID)
 		if err != nil {
 			return
 		}
@@ -224,4 +225,30 @@ func (s *scheduler) fire(e *schedEntry, trigger string) {
 		s.log.Info("run failed, retry scheduled", "adapter", e.name, "run", rec.ID, "attempt", e.attempt, "delay", delay)
 		s.poke()
 	}()
+}
+
+// cronParser accepts 5 fields with optional leading seconds, CRON_TZ= /
+// TZ= prefixes, @every and the descriptors (@hourly, @daily, ...).
+var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// parseSchedule parses a cron spec; errors wrap ErrBadSchedule.
+func parseSchedule(spec string) (cron.Schedule, error) {
+	// cron silently turns "@every -1s" and "@every 10ms" into every
+	// second; refuse them instead.
+	if rest, ok := strings.CutPrefix(strings.TrimSpace(spec), "@every "); ok {
+		if d, err := time.ParseDuration(strings.TrimSpace(rest)); err == nil && d < time.Second {
+			return nil, fmt.Errorf("%w: schedule %q: @every needs a duration of at least 1s", ErrBadSchedule, spec)
+		}
+	}
+	sch, err := cronParser.Parse(spec)
+	if err != nil {
+		return nil, fmt.Errorf("%w: schedule %q: %v", ErrBadSchedule, spec, err)
+	}
+	// robfig/cron's Next gives the zero time for a spec that matches no
+	// date within five years ("0 0 30 2 *", February 30th); such a spec
+	// would otherwise look due at every instant.
+	if sch.Next(time.Now()).IsZero() {
+		return nil, fmt.Errorf("%w: schedule %q never fires (it matches no date)", ErrBadSchedule, spec)
+	}
+	return sch, nil
 }

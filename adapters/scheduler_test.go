@@ -9,8 +9,9 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/robfig/cron/v3"
 	"time"
+
+	"github.com/robfig/cron/v3"
 )
 
 // fakeRuns is a runStarter whose runs take dur of (synctest) time and fail
@@ -39,7 +40,8 @@ func newFakeRuns(dur time.Duration) *fakeRuns {
 
 func (f *fakeRuns) off() time.Duration { return time.Since(f.t0).Round(time.Millisecond) }
 
-func (f *fakeRuns) startRun(ctx context.Context, adapter, trigger string) (RunRecord, error) {
+func (f *fakeRuns) StartRunWith(ctx context.Context, adapter string, opts RunOptions) (RunRecord, error) {
+	trigger := opts.Trigger
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.current != nil {
@@ -65,7 +67,7 @@ func (f *fakeRuns) startRun(ctx context.Context, adapter, trigger string) (RunRe
 	return r.rec, nil
 }
 
-func (f *fakeRuns) waitRun(ctx context.Context, id string) (RunRecord, error) {
+func (f *fakeRuns) WaitRun(ctx context.Context, id string) (RunRecord, error) {
 	f.mu.Lock()
 	r := f.runs[id]
 	f.mu.Unlock()
@@ -275,7 +277,7 @@ func TestServiceSchedules(t *testing.T) {
 	}
 	// A tick while a run is going: skipped, with the reason.
 	b := newBlock(ts, "a", 1)
-	rec, err := svc.StartRun(ctx, "a", "api")
+	rec, err := svc.StartRunWith(ctx, "a", RunOptions{Trigger: "api"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,5 +297,33 @@ func TestServiceSchedules(t *testing.T) {
 	}
 	if _, ok := svc.sched.nextRun("a"); ok {
 		t.Fatal("entry left after delete")
+	}
+}
+
+// TestRunOnStart: an adapter with run_on_start runs once when the
+// scheduler starts, before its first tick; one without
+// does not.
+func TestRunOnStart(t *testing.T) {
+	ctx := context.Background()
+	path := newSQLiteFixture(t)
+	ts := newStack(t, Options{
+		Schedule:    true,
+		Connections: []ConnectionSpec{{Name: "src", Type: "sqlite", Options: map[string]any{"path": path}}},
+		Adapters: []AdapterSpec{
+			{Name: "eager", Connection: "src", Resource: "items", Schedule: "@every 1h", RunOnStart: true},
+			{Name: "lazy", Connection: "src", Resource: "cheap", KeyColumns: []string{"id"}, Schedule: "@every 1h"},
+		},
+	})
+	runs, err := ts.svc.ListRuns(ctx, "eager", 0)
+	if err != nil || len(runs) != 1 || runs[0].Trigger != "start" {
+		t.Fatalf("eager runs: %+v %v", runs, err)
+	}
+	end, err := ts.svc.WaitRun(ctx, runs[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustSucceed(t, end)
+	if runs, _ := ts.svc.ListRuns(ctx, "lazy", 0); len(runs) != 0 {
+		t.Fatalf("lazy ran at start: %+v", runs)
 	}
 }

@@ -5,17 +5,64 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/snapstore/snapstore/snapshot"
 )
+
+// Options configure a Service.
+type Options struct {
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+	// Connections and Adapters are the config-file definitions (origin config).
+	Connections []ConnectionSpec
+	Adapters    []AdapterSpec
+	// Schedule turns the cron scheduler on (serve); off for one-shot CLI use.
+	Schedule bool
+}
+
+// Service owns data connections, adapters, runs and the scheduler. Safe for
+// concurrent use.
+type Service struct {
+	db      *snapshot.DB
+	log     *slog.Logger
+	metrics *metrics
+	now     func() time.Time // test hook; time.Now
+	sched   *scheduler       // nil unless Options.Schedule
+
+	baseCtx   context.Context // parent of every run's context
+	cancelAll context.CancelFunc
+	wg        sync.WaitGroup // one per running run
+	runSeq    atomic.Uint64
+
+	// mu guards the fields below. It is held across metadata-table writes
+	// (local and short) so that definitions change in a total order, but
+	// never across source I/O. Lock order: mu, then a handle's mu.
+	mu       sync.Mutex
+	closing  bool
+	conns    definitions[*connDef]
+	adapters definitions[*adapterDef]
+	running  map[string]*activeRun // by adapter name
+	runs     map[string]*activeRun // by run id, running only
+
+	// testHookRow, when set by a test, is called after each row a run
+	// puts (serf-style unexported test hook).
+	testHookRow func(ctx context.Context, adapter string, n int64)
+}
 
 // defaultCloseBound is how long Close waits for aborted runs to end when
 // its context has no deadline.
 const defaultCloseBound = 30 * time.Second
 
-func newService(ctx context.Context, db *snapshot.DB, opts Options) (*Service, error) {
+// New opens the service over db: it checks the config definitions
+// (ValidateConfig's checks; every problem is one *OptionError, joined),
+// loads the API definitions from the metadata table, marks runs a previous
+// process left running as aborted, and, with opts.Schedule, starts the
+// scheduler and one run of each RunOnStart adapter.
+func New(ctx context.Context, db *snapshot.DB, opts Options) (*Service, error) {
 	if db == nil {
 		return nil, fmt.Errorf("adapters: New: nil snapshot.DB")
 	}
@@ -24,15 +71,13 @@ func newService(ctx context.Context, db *snapshot.DB, opts Options) (*Service, e
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Service{
-		db:          db,
-		log:         log,
-		now:         time.Now,
-		cfgConns:    map[string]*connDef{},
-		apiConns:    map[string]*connDef{},
-		cfgAdapters: map[string]*adapterDef{},
-		apiAdapters: map[string]*adapterDef{},
-		running:     map[string]*activeRun{},
-		runs:        map[string]*activeRun{},
+		db:       db,
+		log:      log,
+		now:      time.Now,
+		conns:    newDefinitions[*connDef](connectionKind),
+		adapters: newDefinitions[*adapterDef](adapterKind),
+		running:  map[string]*activeRun{},
+		runs:     map[string]*activeRun{},
 	}
 	s.baseCtx, s.cancelAll = context.WithCancel(context.Background())
 	s.metrics = newMetrics(opts.Registerer, func() float64 {
@@ -47,12 +92,10 @@ func newService(ctx context.Context, db *snapshot.DB, opts Options) (*Service, e
 	}
 	now := s.now().UTC()
 	for _, d := range cfgConns {
-		d.origin, d.revision, d.created, d.updated = OriginConfig, 1, now, now
-		s.cfgConns[d.spec.Name] = d
+		s.conns.addConfig(d.spec.Name, d, now)
 	}
 	for _, a := range cfgAdapters {
-		a.origin, a.revision, a.created, a.updated = OriginConfig, 1, now, now
-		s.cfgAdapters[a.spec.Name] = a
+		s.adapters.addConfig(a.spec.Name, a, now)
 	}
 	if err := s.loadConnections(ctx); err != nil {
 		return nil, err
@@ -60,19 +103,20 @@ func newService(ctx context.Context, db *snapshot.DB, opts Options) (*Service, e
 	if err := s.loadAdapters(ctx); err != nil {
 		return nil, err
 	}
-	for n := range s.apiConns {
-		if _, ok := s.cfgConns[n]; ok {
-			s.log.Warn("API data connection shadowed by the config file's definition", "connection", n)
+	for _, e := range s.conns.entries() {
+		if e.status == statusShadowed {
+			s.log.Warn("API data connection shadowed by the config file's definition", "connection", e.name)
 		}
 	}
-	for n, a := range s.apiAdapters {
-		if _, ok := s.cfgAdapters[n]; ok {
-			s.log.Warn("API adapter shadowed by the config file's definition", "adapter", n)
-			continue
-		}
-		// Stored before one writer per dataset was enforced.
-		if other := s.datasetWriterLocked(a.spec.Dataset, n); other != "" {
-			s.log.Warn("two adapters write one dataset; delete or change one", "adapter", n, "other", other, "dataset", a.spec.Dataset)
+	for _, e := range s.adapters.entries() {
+		switch {
+		case e.status == statusShadowed:
+			s.log.Warn("API adapter shadowed by the config file's definition", "adapter", e.name)
+		case e.def.origin == OriginAPI:
+			// Stored before one writer per dataset (A1) was enforced.
+			if other := s.datasetWriterLocked(e.def.spec.Dataset, e.name); other != "" {
+				s.log.Warn("two adapters write one dataset; delete or change one", "adapter", e.name, "other", other, "dataset", e.def.spec.Dataset)
+			}
 		}
 	}
 	if err := s.abandonRuns(ctx); err != nil {
@@ -80,27 +124,24 @@ func newService(ctx context.Context, db *snapshot.DB, opts Options) (*Service, e
 	}
 	if opts.Schedule {
 		s.sched = newScheduler(s, s.log.With("component", "scheduler"))
-		for _, m := range []map[string]*adapterDef{s.apiAdapters, s.cfgAdapters} {
-			for n := range m {
-				if a := s.activeAdapterLocked(n); a != nil && a.sched != nil {
-					s.sched.set(n, a.sched, a.spec.Retries, a.spec.RetryBackoff)
-				}
+		var onStart []string
+		for _, e := range s.adapters.entries() {
+			if e.status != statusActive {
+				continue
+			}
+			if a := e.def; a.sched != nil {
+				s.sched.set(e.name, a.sched, a.spec.Retries, a.spec.RetryBackoff)
+			}
+			if e.def.spec.RunOnStart {
+				onStart = append(onStart, e.name)
 			}
 		}
 		s.sched.start()
-		// run_on_start: one run each now, as Airflow's catchup starts a
-		// DAG's missed run at once instead of at the next tick.
-		var names []string
-		for _, m := range []map[string]*adapterDef{s.cfgAdapters, s.apiAdapters} {
-			for n := range m {
-				if a := s.activeAdapterLocked(n); a != nil && a.spec.RunOnStart && a == m[n] {
-					names = append(names, n)
-				}
-			}
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			if _, err := s.startRun(ctx, n, "start"); err != nil {
+		// run_on_start: one run each now (in name order), as Airflow's
+		// catchup starts a DAG's missed run at once instead of at the next
+		// tick.
+		for _, n := range onStart {
+			if _, err := s.StartRunWith(ctx, n, RunOptions{Trigger: "start"}); err != nil {
 				s.log.Warn("run on start not started", "adapter", n, "err", err)
 			}
 		}
@@ -108,97 +149,12 @@ func newService(ctx context.Context, db *snapshot.DB, opts Options) (*Service, e
 	return s, nil
 }
 
-// parseConfig implements ValidateConfig and returns the parsed config
-// definitions when there is no problem. Each problem is one error.
-func parseConfig(conns []ConnectionSpec, ads []AdapterSpec) ([]*connDef, []*adapterDef, []error) {
-	var errs []error
-	var outConns []*connDef
-	named := map[string]bool{} // every connection name the file gives, valid or not
-	valid := map[string]bool{}
-	for i, spec := range conns {
-		prefix := fmt.Sprintf("connections[%d].", i)
-		dup := spec.Name != "" && named[spec.Name]
-		if dup {
-			errs = append(errs, &OptionError{Key: prefix + "name", Msg: fmt.Sprintf("connection %q defined twice", spec.Name)})
-		}
-		named[spec.Name] = true
-		d, err := parseConnection(prefix, spec)
-		if err != nil {
-			errs = append(errs, splitErrors(err)...)
-			continue
-		}
-		if dup {
-			continue
-		}
-		valid[d.spec.Name] = true
-		outConns = append(outConns, d)
-	}
-	var outAdapters []*adapterDef
-	seen := map[string]bool{}
-	writer := map[string]string{} // dataset -> the adapter that writes it
-	for i, spec := range ads {
-		prefix := fmt.Sprintf("adapters[%d].", i)
-		dup := spec.Name != "" && seen[spec.Name]
-		if dup {
-			errs = append(errs, &OptionError{Key: prefix + "name", Msg: fmt.Sprintf("adapter %q defined twice", spec.Name)})
-		}
-		seen[spec.Name] = true
-		a, err := parseAdapter(prefix, spec)
-		if err != nil {
-			errs = append(errs, splitErrors(err)...)
-			a = nil
-		}
-		if dup {
-			continue
-		}
-		if spec.Connection != "" && !named[spec.Connection] {
-			errs = append(errs, optionErrorIs(&OptionError{Key: prefix + "connection",
-				Msg: fmt.Sprintf("data connection %q is not defined in the file's connections (an adapter of the config file names a connection of the config file)", spec.Connection)}, ErrConnectionNotFound))
-			continue
-		}
-		dataset := spec.Dataset
-		if dataset == "" {
-			dataset = spec.Name
-		}
-		if other, ok := writer[dataset]; ok && dataset != "" {
-			key := prefix + "dataset"
-			errs = append(errs, optionErrorIs(&OptionError{Key: key, Msg: fmt.Sprintf("dataset %q is already written by adapter %q; one adapter per dataset", dataset, other)}, ErrDatasetTaken))
-			continue
-		}
-		writer[dataset] = spec.Name
-		if a != nil && valid[spec.Connection] {
-			outAdapters = append(outAdapters, a)
-		}
-	}
-	if len(errs) > 0 {
-		return nil, nil, errs
-	}
-	return outConns, outAdapters, nil
-}
-
-// splitErrors flattens an errors.Join tree into its problems, keeping a
-// sentinel-marked *OptionError whole.
-func splitErrors(err error) []error {
-	if err == nil {
-		return nil
-	}
-	if _, ok := err.(*markedOptionError); ok {
-		return []error{err}
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, splitErrors(e)...)
-		}
-		return out
-	}
-	return []error{err}
-}
-
-// close implements Close: no new runs, scheduler stopped, running runs
-// cancelled (their transactions aborted, never committed), a bounded wait,
-// then every connection handle closed.
-func (s *Service) close(ctx context.Context) error {
+// Close stops the scheduler, cancels running runs (their transactions are
+// aborted, never committed) and waits for them up to ctx's deadline
+// (defaultCloseBound when it has none), then closes every connection pool.
+// Runs started after Close began fail with ErrShuttingDown; a second Close
+// returns nil.
+func (s *Service) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
@@ -234,10 +190,8 @@ func (s *Service) close(ctx context.Context) error {
 	}
 	s.cancelAll()
 	s.mu.Lock()
-	for _, m := range []map[string]*connDef{s.cfgConns, s.apiConns} {
-		for _, d := range m {
-			s.retireLocked(d)
-		}
+	for _, e := range s.conns.entries() {
+		s.retireLocked(e.def)
 	}
 	s.mu.Unlock()
 	s.log.Info("adapters service closed")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -120,4 +121,25 @@ func TestSQLiteSource(t *testing.T) {
 		t.Errorf("a write through the sqlite connection succeeded")
 	}
 	tr.Close()
+}
+
+// A sqlite connection whose path is not a database (a text file, a
+// directory) lists no resources with ErrSourceUnavailable, never an
+// unclassified error (which the server would answer with a 500).
+func TestSQLiteNotADatabase(t *testing.T) {
+	ctx := context.Background()
+	ts := newStack(t, Options{Logger: testLogger()})
+	text := t.TempDir() + "/text.db"
+	if err := os.WriteFile(text, []byte("root:x:0:0:root:/root:/bin/bash\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, path := range map[string]string{"text": text, "dir": t.TempDir()} {
+		if _, err := ts.svc.CreateConnection(ctx, ConnectionSpec{Name: name, Type: "sqlite", Options: map[string]any{"path": path}}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := ts.svc.Resources(ctx, name)
+		if !errors.Is(err, ErrSourceUnavailable) {
+			t.Errorf("%s: resources: %v, want ErrSourceUnavailable", name, err)
+		}
+	}
 }

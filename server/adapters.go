@@ -78,10 +78,7 @@ func toAdapterOut(a adapters.Adapter) adapterOut {
 // listAdapters answers GET /v1/adapters: every adapter, from the config
 // file and the API, with its next run.
 func (s *Server) listAdapters(c echo.Context) error {
-	as, err := s.svc.ListAdapters(c.Request().Context())
-	if err != nil {
-		return err
-	}
+	as := s.svc.ListAdapters()
 	out := make([]adapterOut, 0, len(as))
 	for _, a := range as {
 		out = append(out, toAdapterOut(a))

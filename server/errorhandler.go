@@ -75,13 +75,7 @@ func (s *Server) explainNoDataset(c echo.Context, err error) error {
 	if u, uerr := url.PathUnescape(ds); uerr == nil && c.Request().URL.RawPath != "" {
 		ds = u
 	}
-	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
-	defer cancel()
-	ads, lerr := s.svc.ListAdapters(ctx)
-	if lerr != nil {
-		return err
-	}
-	for _, a := range ads {
+	for _, a := range s.svc.ListAdapters() {
 		if a.Dataset != ds && !(a.Dataset == "" && a.Name == ds) { // Dataset defaults to Name
 			continue
 		}

@@ -1,0 +1,132 @@
+package adapters
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors of package adapters, after Prometheus's storage/interface.go: one
+// documented block; check them with errors.Is. Texts begin with the package
+// name and never contain a secret (N4).
+var (
+	// ErrConnectionNotFound: no data connection of that name (N2).
+	ErrConnectionNotFound = errors.New("adapters: data connection does not exist")
+	// ErrConnectionExists: create of a name already defined (either origin).
+	ErrConnectionExists = errors.New("adapters: data connection already exists")
+	// ErrConnectionReadOnly: replace or drop of a config-file connection.
+	ErrConnectionReadOnly = errors.New("adapters: data connection is defined in the config file and read-only")
+	// ErrConnectionInUse: drop of a connection adapters name, not forced
+	// (N3); the message lists them.
+	ErrConnectionInUse = errors.New("adapters: data connection is named by adapters")
+	// ErrUnknownType: a connection type no connector is registered for.
+	ErrUnknownType = errors.New("adapters: unknown connection type")
+	// ErrAdapterNotFound: no adapter of that name.
+	ErrAdapterNotFound = errors.New("adapters: adapter does not exist")
+	// ErrAdapterExists: create of a name already defined (either origin).
+	ErrAdapterExists = errors.New("adapters: adapter already exists")
+	// ErrAdapterReadOnly: replace or delete of a config-file adapter.
+	ErrAdapterReadOnly = errors.New("adapters: adapter is defined in the config file and read-only")
+	// ErrRunNotFound: no run record of that id.
+	ErrRunNotFound = errors.New("adapters: run does not exist")
+	// ErrRunInProgress: a run of the adapter is already going; two runs of
+	// one adapter never overlap. Retry after it ends.
+	ErrRunInProgress = errors.New("adapters: a run of this adapter is already in progress")
+	// ErrBadSchedule: a cron spec robfig/cron/v3 refuses, or one that
+	// never fires.
+	ErrBadSchedule = errors.New("adapters: bad cron schedule")
+	// ErrNoKey: the source table has no usable row key (P3).
+	ErrNoKey = errors.New("adapters: source table has no usable key")
+	// ErrResourceNotFound: no such table or view through the connection.
+	ErrResourceNotFound = errors.New("adapters: resource does not exist")
+	// ErrSourceUnavailable: the source cannot serve: unreachable, timed
+	// out, gone away mid-read, an unknown database, or (sqlite) a file that
+	// is not a database.
+	ErrSourceUnavailable = errors.New("adapters: source unavailable")
+	// ErrSourceAuth: the source refused the credentials.
+	ErrSourceAuth = errors.New("adapters: source refused the credentials")
+	// ErrUnsupportedType: a source column type docs/types.md does not map.
+	ErrUnsupportedType = errors.New("adapters: unsupported column type")
+	// ErrShuttingDown: the Service is closing; runs it cancels end aborted.
+	ErrShuttingDown = errors.New("adapters: shutting down")
+	// ErrDatasetTaken: another adapter already writes the dataset (A1);
+	// the message names that adapter.
+	ErrDatasetTaken = errors.New("adapters: dataset is written by another adapter")
+	// ErrBadOption is wrapped by every *OptionError.
+	ErrBadOption = errors.New("adapters: bad option")
+)
+
+// OptionError is a bad option value or an unknown option key. It wraps
+// ErrBadOption; Key names the offending option (for example "port" or
+// "options.port" as the caller prefixes it). Msg never contains a secret.
+type OptionError struct {
+	Key string
+	Msg string
+}
+
+// Error names the key and the problem.
+func (e *OptionError) Error() string { return fmt.Sprintf("adapters: option %q: %s", e.Key, e.Msg) }
+
+// Unwrap returns ErrBadOption.
+func (e *OptionError) Unwrap() error { return ErrBadOption }
+
+// optionErrorIs returns oe marked with a package sentinel: its text is
+// oe's, errors.As finds the *OptionError and errors.Is the sentinel (so a
+// bad schedule is both ErrBadOption naming the key and ErrBadSchedule).
+func optionErrorIs(oe *OptionError, sentinel error) error {
+	return &markedOptionError{oe: oe, sentinel: sentinel}
+}
+
+// markedOptionError is an *OptionError that also matches a sentinel.
+type markedOptionError struct {
+	oe       *OptionError
+	sentinel error
+}
+
+func (e *markedOptionError) Error() string { return e.oe.Error() }
+
+func (e *markedOptionError) Unwrap() []error { return []error{e.oe, e.sentinel} }
+
+// splitErrors flattens an errors.Join tree into its problems, keeping a
+// sentinel-marked *OptionError whole.
+func splitErrors(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := err.(*markedOptionError); ok {
+		return []error{err}
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, splitErrors(e)...)
+		}
+		return out
+	}
+	return []error{err}
+}
+
+// prefixOptionErrors prefixes the Key of every *OptionError in a joined
+// error.
+func prefixOptionErrors(prefix string, err error) error {
+	var out []error
+	var walk func(error)
+	walk = func(e error) {
+		if m, ok := e.(*markedOptionError); ok {
+			out = append(out, optionErrorIs(&OptionError{Key: prefix + m.oe.Key, Msg: m.oe.Msg}, m.sentinel))
+			return
+		}
+		if j, ok := e.(interface{ Unwrap() []error }); ok {
+			for _, x := range j.Unwrap() {
+				walk(x)
+			}
+			return
+		}
+		if oe, ok := e.(*OptionError); ok {
+			out = append(out, &OptionError{Key: prefix + oe.Key, Msg: oe.Msg})
+			return
+		}
+		out = append(out, e)
+	}
+	walk(err)
+	return errors.Join(out...)
+}

@@ -1,0 +1,23 @@
+package adapters
+
+import "time"
+
+// What adapters keeps in the metadata table, through snapshot's record
+// methods (snapshot.DB.PutRecord); adapters builds no storage key of its
+// own.
+
+// Record kinds, each a namespace of names.
+const (
+	recordConnection = "adapters.connection" // defRecord[ConnectionSpec] by connection name
+	recordAdapter    = "adapters.adapter"    // defRecord[AdapterSpec] by adapter name
+	recordRun        = "adapters.run"        // RunRecord by run id
+)
+
+// defRecord is the stored form of an API definition with spec S (a
+// ConnectionSpec or an AdapterSpec, secrets as given).
+type defRecord[S any] struct {
+	Spec      S         `json:"spec"`
+	Revision  int64     `json:"revision"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}

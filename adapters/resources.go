@@ -1,0 +1,112 @@
+package adapters
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// Resource is a table or view reachable through a connection.
+type Resource struct {
+	Schema        string `json:"schema,omitempty"`
+	Name          string `json:"name"`
+	Type          string `json:"type"` // "table" or "view"
+	EstimatedRows int64  `json:"estimated_rows"`
+}
+
+// Resources lists the tables and views reachable through connection name
+// (its ResourceLister), under a lease like a run's.
+func (s *Service) Resources(ctx context.Context, name string) ([]Resource, error) {
+	l, err := s.acquire(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer l.release()
+	rl, ok := l.src.(ResourceLister)
+	if !ok {
+		return nil, fmt.Errorf("adapters: data connection %q cannot list resources", name)
+	}
+	res, err := rl.Resources(ctx)
+	return res, l.scrub(err)
+}
+
+// resourceCandidates returns the (schema, table) pairs a resource may mean,
+// in the order they are tried: quoted parts exactly; else the whole text as
+// a table of the default schema, then each split at a dot, left to right.
+func resourceCandidates(resource, defaultSchema string, q byte) [][2]string {
+	if strings.IndexByte(resource, q) >= 0 {
+		parts, ok := splitQuotedName(resource, q)
+		if !ok {
+			return nil
+		}
+		if len(parts) == 1 {
+			return [][2]string{{defaultSchema, parts[0]}}
+		}
+		return [][2]string{{parts[0], parts[1]}}
+	}
+	var out [][2]string
+	out = append(out, [2]string{defaultSchema, resource})
+	for i := 0; i < len(resource); i++ {
+		if resource[i] == '.' && i > 0 && i < len(resource)-1 {
+			out = append(out, [2]string{resource[:i], resource[i+1:]})
+		}
+	}
+	return out
+}
+
+// splitQuotedName parses a resource written with quoted parts: "`a.b`",
+// "`s`.`t`", "s.`t`" (q is the quote character). ok is false when the text
+// is not of that form.
+func splitQuotedName(s string, q byte) (parts []string, ok bool) {
+	i := 0
+	for {
+		if i >= len(s) {
+			return nil, false
+		}
+		var part strings.Builder
+		if s[i] == q {
+			i++
+			closed := false
+			for i < len(s) {
+				if s[i] == q {
+					if i+1 < len(s) && s[i+1] == q {
+						part.WriteByte(q)
+						i += 2
+						continue
+					}
+					i++
+					closed = true
+					break
+				}
+				part.WriteByte(s[i])
+				i++
+			}
+			if !closed {
+				return nil, false
+			}
+		} else {
+			for i < len(s) && s[i] != '.' {
+				if s[i] == q {
+					return nil, false
+				}
+				part.WriteByte(s[i])
+				i++
+			}
+		}
+		if part.Len() == 0 {
+			return nil, false
+		}
+		parts = append(parts, part.String())
+		if i == len(s) {
+			break
+		}
+		if s[i] != '.' {
+			return nil, false
+		}
+		i++
+	}
+	if len(parts) > 2 {
+		return nil, false
+	}
+	return parts, true
+}

@@ -1,0 +1,117 @@
+package adapters
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestRun_ForceAndGuardCode: a run the guards refuse (snapshot.D7) has
+// code guard_refused and the deleted count it would have committed (P5);
+// Force commits it.
+func TestRun_ForceAndGuardCode(t *testing.T) {
+	ctx := context.Background()
+	path := newSQLiteFixture(t)
+	ts := newStack(t, Options{
+		Connections: []ConnectionSpec{{Name: "src", Type: "sqlite", Options: map[string]any{"path": path}}},
+		Adapters:    []AdapterSpec{{Name: "items", Connection: "src", Resource: "items"}},
+	})
+	mustSucceed(t, ts.runWait(t, "items"))
+	sqliteExec(t, path, `DELETE FROM items WHERE id > 1`)
+	rec := ts.runWait(t, "items")
+	if rec.Status != RunFailed || rec.Code != "guard_refused" || rec.Stats.Deleted != 2 || !strings.Contains(rec.Error, "force") {
+		t.Fatalf("refused run: %+v", rec)
+	}
+	got, err := ts.svc.GetRun(ctx, rec.ID)
+	if err != nil || got.Code != "guard_refused" {
+		t.Fatalf("stored refused run: %+v %v", got, err)
+	}
+	start, err := ts.svc.StartRunWith(ctx, "items", RunOptions{Trigger: "cli", Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, err := ts.svc.WaitRun(ctx, start.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustSucceed(t, end)
+	if !end.Forced || end.Stats.Deleted != 2 || end.Code != "" {
+		t.Fatalf("forced run: %+v", end)
+	}
+}
+
+// TestRunErrorText: an aborted run says "context canceled" at most once
+// and a lost source names the data connection.
+func TestRunErrorText(t *testing.T) {
+	inner := fmt.Errorf("reading `db`.`rental`: %w", context.Canceled)
+	if got := abortedText(inner); strings.Count(got, "context canceled") > 1 || !strings.Contains(got, "`rental`") || !strings.HasPrefix(got, ErrShuttingDown.Error()) {
+		t.Errorf("aborted text %q", got)
+	}
+	if got := abortedText(fmt.Errorf("%w (%w)", inner, context.Canceled)); strings.Count(got, "context canceled") > 1 {
+		t.Errorf("aborted text %q", got)
+	}
+	lost := fmt.Errorf("reading `e2e`.`big`: %w: %w", ErrSourceUnavailable, errors.New("invalid connection"))
+	got := readError(context.Background(), "priv", lost)
+	if !strings.Contains(got.Error(), `data connection "priv"`) || !strings.Contains(got.Error(), "went away") || !errors.Is(got, ErrSourceUnavailable) {
+		t.Errorf("lost source text %q", got)
+	}
+	if runCode(got) != "source_unavailable" {
+		t.Errorf("code %q", runCode(got))
+	}
+}
+
+// TestSourceLostMidRead: the source server drops the reading connection
+// mid-run (KILL, as a MariaDB stop does); the run fails with
+// source_unavailable and an error naming the data connection and saying
+// the server went away.
+func TestSourceLostMidRead(t *testing.T) {
+	e := mysqlEnv(t)
+	ctx := context.Background()
+	db := longTable(t, e, 500)
+	ts := newStack(t, Options{})
+	if _, err := ts.svc.CreateConnection(ctx, mysqlConnSpec(t, e, "priv", db, map[string]any{"chunk_rows": 100})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "big", Connection: "priv", Resource: "big"}); err != nil {
+		t.Fatal(err)
+	}
+	b := newBlock(ts, "big", 50)
+	rec, err := ts.svc.StartRunWith(ctx, "big", RunOptions{Trigger: "api"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-b.reached
+	admin := e.admin(t, db)
+	rows, err := admin.QueryContext(ctx, "SELECT id FROM information_schema.processlist WHERE db = ? AND id <> CONNECTION_ID()", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if len(ids) == 0 {
+		t.Fatal("no reading connection found")
+	}
+	for _, id := range ids {
+		if _, err := admin.ExecContext(ctx, fmt.Sprintf("KILL %d", id)); err != nil {
+			t.Logf("KILL %d: %v", id, err)
+		}
+	}
+	close(b.release)
+	end, err := ts.svc.WaitRun(ctx, rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("lost source: code %s, error %s", end.Code, end.Error)
+	if end.Status != RunFailed || end.Code != "source_unavailable" || !strings.Contains(end.Error, `data connection "priv"`) || !strings.Contains(end.Error, "went away") {
+		t.Fatalf("run after the source dropped it: %+v", end)
+	}
+}

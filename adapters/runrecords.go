@@ -1,0 +1,227 @@
+package adapters
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/snapstore/snapstore/snapshot"
+)
+
+// RunStatus is a run's state.
+type RunStatus string
+
+const (
+	// RunRunning: the pull is going; the record is live (GetRun).
+	RunRunning RunStatus = "running"
+	// RunSucceeded: the run committed RunRecord.Version.
+	RunSucceeded RunStatus = "succeeded"
+	// RunFailed: the run ended without a version; Code and Error say why.
+	RunFailed RunStatus = "failed"
+	// RunAborted: Close cancelled the run, or its process stopped.
+	RunAborted RunStatus = "aborted"
+	// RunSkipped: a schedule tick found the previous run still going (C2).
+	RunSkipped RunStatus = "skipped"
+)
+
+// RunRecord records one run of an adapter.
+type RunRecord struct {
+	ID      string     `json:"id"`
+	Adapter string     `json:"adapter"`
+	Dataset string     `json:"dataset"`
+	TxnID   int64      `json:"txn_id,omitempty"`
+	Trigger string     `json:"trigger"` // "api", "cli", "schedule", "retry", "start"
+	Status  RunStatus  `json:"status"`
+	Start   time.Time  `json:"started_at"`
+	End     *time.Time `json:"ended_at,omitempty"`
+	// RowsRead and RowsEstimated give live progress.
+	RowsRead      int64             `json:"rows_read"`
+	RowsEstimated int64             `json:"rows_estimated"`
+	Stats         snapshot.RunStats `json:"stats"`
+	// Version is the committed version, for succeeded runs.
+	Version int64  `json:"version,omitempty"`
+	Error   string `json:"error,omitempty"`
+	// Code classifies a run that did not succeed, stable for scripts:
+	// guard_refused, resource_not_found, no_key, unsupported_type,
+	// source_unavailable, source_auth, connection_not_found, key_changed,
+	// bad_key, aborted, skipped, error (anything else).
+	Code string `json:"code,omitempty"`
+	// Forced is true for a run started with RunOptions.Force.
+	Forced bool `json:"forced,omitempty"`
+}
+
+// keepRunsPerAdapter is how many finished run records an adapter keeps in
+// the metadata table; older ones are deleted after each run.
+var keepRunsPerAdapter = 200 // a var so tests can lower it
+
+// runCodes maps a run's error to its record's stable Code; the first
+// match wins, so specific sentinels come first.
+var runCodes = []struct {
+	err  error
+	code string
+}{
+	{snapshot.ErrGuardRefused, "guard_refused"},
+	{snapshot.ErrKeyChanged, "key_changed"},
+	{snapshot.ErrBadKey, "bad_key"},
+	{ErrResourceNotFound, "resource_not_found"},
+	{ErrNoKey, "no_key"},
+	{ErrUnsupportedType, "unsupported_type"},
+	{ErrSourceAuth, "source_auth"},
+	{ErrSourceUnavailable, "source_unavailable"},
+	{ErrConnectionNotFound, "connection_not_found"},
+	{ErrShuttingDown, "aborted"},
+	{context.Canceled, "aborted"},
+}
+
+// runCode classifies a run error for RunRecord.Code.
+func runCode(err error) string {
+	for _, c := range runCodes {
+		if errors.Is(err, c.err) {
+			return c.code
+		}
+	}
+	return "error"
+}
+
+// saveRun stores rec under its id, replacing the record of the same run.
+func (s *Service) saveRun(ctx context.Context, rec RunRecord) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return s.db.PutRecord(ctx, recordRun, rec.ID, b)
+}
+
+// recordSkipped records a run that a schedule tick did not start.
+func (s *Service) recordSkipped(ctx context.Context, adapter, trigger, reason string) {
+	now := s.now().UTC()
+	s.mu.Lock()
+	dataset := adapter
+	if a, ok := s.adapters.active(adapter); ok {
+		dataset = a.spec.Dataset
+	}
+	s.mu.Unlock()
+	rec := RunRecord{ID: s.newRunID(now), Adapter: adapter, Dataset: dataset, Trigger: trigger, Status: RunSkipped, Start: now, End: &now, Error: reason, Code: "skipped"}
+	if err := s.saveRun(ctx, rec); err != nil {
+		s.log.Warn("saving skipped run", "run", rec.ID, "adapter", adapter, "err", err)
+	}
+	s.metrics.observeRun(rec)
+	s.log.Info("run skipped", "run", rec.ID, "adapter", adapter, "reason", reason)
+}
+
+// GetRun returns run id's record: the live one while it runs, else the
+// stored one. ErrRunNotFound.
+func (s *Service) GetRun(ctx context.Context, id string) (RunRecord, error) {
+	s.mu.Lock()
+	ar := s.runs[id]
+	s.mu.Unlock()
+	if ar != nil {
+		return ar.snapshot(), nil
+	}
+	b, err := s.db.GetRecord(ctx, recordRun, id)
+	if errors.Is(err, snapshot.ErrRecordNotFound) || errors.Is(err, snapshot.ErrInvalidArgument) {
+		return RunRecord{}, fmt.Errorf("%w: %q", ErrRunNotFound, id)
+	}
+	if err != nil {
+		return RunRecord{}, fmt.Errorf("adapters: reading run %q: %w", id, err)
+	}
+	var rec RunRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return RunRecord{}, fmt.Errorf("adapters: decoding run %q: %w", id, err)
+	}
+	return rec, nil
+}
+
+// allRuns lists every stored run of adapter ("" = all), newest first, with
+// live records of running ones.
+func (s *Service) allRuns(ctx context.Context, adapter string) ([]RunRecord, error) {
+	recs, err := s.db.ListRecords(ctx, recordRun)
+	if err != nil {
+		return nil, fmt.Errorf("adapters: listing runs: %w", err)
+	}
+	s.mu.Lock()
+	live := map[string]*activeRun{}
+	for id, ar := range s.runs {
+		live[id] = ar
+	}
+	s.mu.Unlock()
+	var out []RunRecord
+	for _, r := range recs {
+		var rec RunRecord
+		if ar, ok := live[r.Name]; ok {
+			rec = ar.snapshot()
+		} else if err := json.Unmarshal(r.Value, &rec); err != nil {
+			continue
+		}
+		if adapter == "" || rec.Adapter == adapter {
+			out = append(out, rec)
+		}
+	}
+	// Run ids sort by start time (newRunID): newest first.
+	slices.SortFunc(out, func(a, b RunRecord) int { return cmp.Compare(b.ID, a.ID) })
+	return out, nil
+}
+
+// ListRuns lists the runs of adapter ("" for every adapter), newest first,
+// at most limit (0: 100); running ones are live.
+func (s *Service) ListRuns(ctx context.Context, adapter string, limit int) ([]RunRecord, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	runs, err := s.allRuns(ctx, adapter)
+	if err != nil {
+		return nil, err
+	}
+	if len(runs) > limit {
+		runs = runs[:limit]
+	}
+	return runs, nil
+}
+
+// pruneRuns deletes the finished records of adapter beyond the newest
+// keepRunsPerAdapter.
+func (s *Service) pruneRuns(ctx context.Context, adapter string) {
+	runs, err := s.allRuns(ctx, adapter)
+	if err != nil || len(runs) <= keepRunsPerAdapter {
+		return
+	}
+	for _, r := range runs[keepRunsPerAdapter:] {
+		if r.Status == RunRunning {
+			continue
+		}
+		if err := s.db.DeleteRecord(ctx, recordRun, r.ID); err != nil {
+			s.log.Warn("pruning run record", "run", r.ID, "err", err)
+			return
+		}
+	}
+}
+
+// abandonRuns marks runs a previous process left "running" as aborted.
+func (s *Service) abandonRuns(ctx context.Context) error {
+	runs, err := s.allRuns(ctx, "")
+	if err != nil {
+		return err
+	}
+	for _, r := range runs {
+		if r.Status != RunRunning {
+			continue
+		}
+		now := s.now().UTC()
+		r.Status, r.End, r.Code, r.Error = RunAborted, &now, "aborted", "the process stopped while the run was in progress; its transaction is invalid"
+		if err := s.saveRun(ctx, r); err != nil {
+			return fmt.Errorf("adapters: marking run %s aborted: %w", r.ID, err)
+		}
+		s.log.Warn("run left running by a previous process marked aborted", "run", r.ID, "adapter", r.Adapter)
+	}
+	return nil
+}
+
+// newRunID returns a run id that sorts by start time: "r" + 19-digit Unix
+// nanoseconds + "-" + a 4-digit per-process sequence.
+func (s *Service) newRunID(t time.Time) string {
+	return fmt.Sprintf("r%019d-%04d", t.UnixNano(), s.runSeq.Add(1)%10000)
+}

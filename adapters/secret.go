@@ -1,0 +1,222 @@
+package adapters
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Secret is a secret option value (a password, a DSN with a password), as
+// OptionValues.Secret returns it to a connector. It renders as REDACTED
+// through String, fmt verbs, slog and JSON, so it cannot leak by accident
+// (N4). Reveal returns the real text.
+type Secret struct{ v string }
+
+// redacted stands for a secret in responses, log lines and errors.
+const redacted = "REDACTED"
+
+// newSecret wraps s.
+func newSecret(s string) Secret { return Secret{v: s} }
+
+// Reveal returns the secret text. Call it only to hand the value to a driver.
+func (s Secret) Reveal() string { return s.v }
+
+// String returns "REDACTED" (or "" for an empty secret).
+func (s Secret) String() string {
+	if s.v == "" {
+		return ""
+	}
+	return "REDACTED"
+}
+
+// GoString returns the same as String.
+func (s Secret) GoString() string { return s.String() }
+
+// Format renders as String for every fmt verb (%d, %x and %q too), so no
+// verb can print the text.
+func (s Secret) Format(f fmt.State, verb rune) { _, _ = f.Write([]byte(s.String())) }
+
+// LogValue renders as REDACTED in slog.
+func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
+
+// MarshalJSON renders as "REDACTED".
+func (s Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + s.String() + `"`), nil }
+
+// Secret references: "env:NAME" reads the environment variable NAME,
+// "file:/abs/path" reads the file (one trailing newline trimmed). Anything
+// else is a literal secret.
+const (
+	secretEnvPrefix  = "env:"
+	secretFilePrefix = "file:"
+)
+
+// checkSecretRef validates the shape of a reference; literals always pass.
+func checkSecretRef(s string) error {
+	switch {
+	case strings.HasPrefix(s, secretEnvPrefix):
+		name := s[len(secretEnvPrefix):]
+		if name == "" || strings.ContainsAny(name, "= \t\n") {
+			return fmt.Errorf("env reference wants a variable name, as env:NAME")
+		}
+	case strings.HasPrefix(s, secretFilePrefix):
+		p := s[len(secretFilePrefix):]
+		if !filepath.IsAbs(p) {
+			return fmt.Errorf("file reference wants an absolute path, as file:/path")
+		}
+	}
+	return nil
+}
+
+// isSecretRef reports whether s is an env: or file: reference (which may
+// be shown; a literal secret may not).
+func isSecretRef(s string) bool {
+	return strings.HasPrefix(s, secretEnvPrefix) || strings.HasPrefix(s, secretFilePrefix)
+}
+
+// resolveSecret returns the secret text a reference points to. The error
+// names the variable or file, never the value.
+func resolveSecret(key string, s Secret) (Secret, error) {
+	v := s.Reveal()
+	switch {
+	case strings.HasPrefix(v, secretEnvPrefix):
+		name := v[len(secretEnvPrefix):]
+		val, ok := os.LookupEnv(name)
+		if !ok {
+			return Secret{}, &OptionError{Key: key, Msg: fmt.Sprintf("environment variable %s is not set", name)}
+		}
+		return newSecret(val), nil
+	case strings.HasPrefix(v, secretFilePrefix):
+		p := v[len(secretFilePrefix):]
+		b, err := os.ReadFile(p)
+		if err != nil {
+			var pe *os.PathError
+			msg := "cannot read secret file " + p
+			if errors.As(err, &pe) {
+				msg += ": " + pe.Err.Error()
+			}
+			return Secret{}, &OptionError{Key: key, Msg: msg}
+		}
+		return newSecret(strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")), nil
+	}
+	return s, nil
+}
+
+// resolveSecrets returns a copy of o with every Secret resolved.
+func resolveSecrets(prefix string, o OptionValues) (OptionValues, error) {
+	out := make(OptionValues, len(o))
+	var errs []error
+	for k, v := range o {
+		if s, ok := v.(Secret); ok {
+			r, err := resolveSecret(prefix+k, s)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			out[k] = r
+			continue
+		}
+		out[k] = v
+	}
+	return out, errors.Join(errs...)
+}
+
+// redactOptions renders raw options for a response: secret literals as
+// REDACTED, secret references (env:, file:) as given, other values as given
+// (N4).
+func redactOptions(defs []OptionDef, raw map[string]any) map[string]any {
+	secret := map[string]bool{}
+	for _, d := range defs {
+		if d.Type == OptSecret {
+			secret[d.Key] = true
+		}
+	}
+	out := make(map[string]any, len(raw))
+	for k, v := range raw {
+		if secret[k] {
+			if s, ok := v.(string); ok && isSecretRef(s) {
+				out[k] = s
+			} else {
+				out[k] = redacted
+			}
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// scrubError hides every given secret text inside err's message while
+// keeping errors.Is and errors.As working (the chain is kept): every error
+// from a source passes it with the resolved secrets (N4).
+func scrubError(err error, secrets ...string) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	changed := false
+	for _, s := range secrets {
+		if len(s) >= 3 && strings.Contains(msg, s) {
+			msg = strings.ReplaceAll(msg, s, redacted)
+			changed = true
+		}
+	}
+	if !changed {
+		return err
+	}
+	return &scrubbedError{msg: msg, err: err}
+}
+
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+
+func (e *scrubbedError) Unwrap() error { return e.err }
+
+// keepRedactedSecrets lets a client GET a connection, change a field and PUT
+// the body back: a secret option whose value is the placeholder "REDACTED"
+// (what responses show for a literal secret) keeps the secret of the
+// connection it replaces, as Grafana does with its secure fields. Without
+// a previous literal secret of the same type and key, the placeholder is
+// refused with an *OptionError rather than stored as a password. spec is
+// returned with the previous secrets filled in; its Options map is copied,
+// never modified.
+func keepRedactedSecrets(spec ConnectionSpec, old *connDef) (ConnectionSpec, error) {
+	c, err := lookupConnector(spec.Type)
+	if err != nil {
+		return spec, nil // parseConnection reports the unknown type
+	}
+	var opts map[string]any
+	for _, def := range c.Options() {
+		if def.Type != OptSecret {
+			continue
+		}
+		v, ok := spec.Options[def.Key].(string)
+		if !ok || v != redacted {
+			continue
+		}
+		var prev any
+		if old != nil && old.spec.Type == spec.Type {
+			prev = old.spec.Options[def.Key]
+		}
+		if ps, ok := prev.(string); !ok || ps == redacted || isSecretRef(ps) {
+			return spec, &OptionError{Key: "options." + def.Key, Msg: `"REDACTED" is the placeholder responses show for a secret; give the secret itself or an env:NAME / file:/path reference`}
+		}
+		if opts == nil {
+			opts = make(map[string]any, len(spec.Options))
+			for k, v := range spec.Options {
+				opts[k] = v
+			}
+		}
+		opts[def.Key] = prev
+	}
+	if opts != nil {
+		spec.Options = opts
+	}
+	return spec, nil
+}

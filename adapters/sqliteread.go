@@ -1,0 +1,244 @@
+package adapters
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/snapstore/snapstore/snapshot"
+)
+
+// sqliteTable reads one table by keyset pagination inside one read
+// transaction on one pinned connection.
+type sqliteTable struct {
+	keysetReader
+	src    *sqliteSource
+	conn   *sql.Conn
+	tx     *sql.Tx
+	cols   []sqliteColumn
+	keyIdx []int
+	raw    []any
+}
+
+// OpenTable implements Source: one read transaction on one pinned
+// connection, inside which every chunk is read (P1). The resource is a
+// table or view name of the main schema ("main.t" and quoted "\"a.b\"" are
+// accepted).
+func (s *sqliteSource) OpenTable(ctx context.Context, req TableRequest) (_ TableReader, err error) {
+	t := &sqliteTable{src: s}
+	t.chunk = req.ChunkRows
+	if t.chunk <= 0 {
+		t.chunk = s.chunkRows
+	}
+	defer func() {
+		if err != nil {
+			t.Close()
+		}
+	}()
+	t.conn, err = s.db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("opening sqlite data connection %q: %w", s.name, s.wrap(err))
+	}
+	// A read transaction: every chunk sees the same database state.
+	t.tx, err = t.conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("starting a read transaction on %q: %w", s.name, s.wrap(err))
+	}
+	t.q = t.tx
+	name := ""
+	for _, cand := range resourceCandidates(req.Resource, "main", '"') {
+		if cand[0] != "main" {
+			continue
+		}
+		var typ string
+		err := t.tx.QueryRowContext(ctx, `SELECT type FROM sqlite_schema WHERE type IN ('table','view') AND name = ?`, cand[1]).Scan(&typ)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("looking up resource %q: %w", req.Resource, s.wrap(err))
+		}
+		name = cand[1]
+		t.res = Resource{Name: name, Type: typ}
+		break
+	}
+	if name == "" {
+		return nil, fmt.Errorf("%w: %q through data connection %q", ErrResourceNotFound, req.Resource, s.name)
+	}
+	rows, err := t.tx.QueryContext(ctx, `SELECT name, type, "notnull", pk FROM pragma_table_info(?)`, name)
+	if err != nil {
+		return nil, fmt.Errorf("reading the columns of %s: %w", name, err)
+	}
+	for rows.Next() {
+		var c sqliteColumn
+		var nn int
+		if err := rows.Scan(&c.name, &c.decl, &nn, &c.pk); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		c.notNull = nn != 0
+		c.kind = sqliteKind(c.decl)
+		t.cols = append(t.cols, c)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading the columns of %s: %w", name, err)
+	}
+	if err := t.pickKey(ctx, req.KeyColumns); err != nil {
+		return nil, err
+	}
+	if t.res.Type == "table" {
+		// Best effort: the count is only the progress estimate (0 when
+		// it fails); a table that cannot be read fails the pull itself.
+		_ = t.tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+quoteSQLiteIdent(name)).Scan(&t.res.EstimatedRows)
+	}
+	t.schema = snapshot.Schema{Columns: make([]snapshot.Column, len(t.cols))}
+	for i, c := range t.cols {
+		t.schema.Columns[i] = snapshot.Column{Name: c.name, Kind: c.kind, SourceType: c.decl, Nullable: !c.notNull && c.pk == 0}
+	}
+	for _, i := range t.keyIdx {
+		t.schema.Key = append(t.schema.Key, t.cols[i].name)
+	}
+	t.build()
+	return t, nil
+}
+
+// pickKey chooses the row key (P3): explicit key columns, else the
+// primary key, else the first unique index, by name, over NOT NULL
+// columns, else ErrNoKey.
+func (t *sqliteTable) pickKey(ctx context.Context, explicit []string) error {
+	byName := map[string]int{}
+	for i, c := range t.cols {
+		byName[c.name] = i
+	}
+	if len(explicit) > 0 {
+		for _, c := range explicit {
+			i, ok := byName[c]
+			if !ok {
+				return fmt.Errorf("%w: key column %q is not a column of %s", ErrNoKey, c, t.res.Name)
+			}
+			t.keyIdx = append(t.keyIdx, i)
+		}
+		return nil
+	}
+	var pk []int
+	for i, c := range t.cols {
+		if c.pk > 0 {
+			pk = append(pk, i)
+		}
+	}
+	slices.SortFunc(pk, func(a, b int) int { return cmp.Compare(t.cols[a].pk, t.cols[b].pk) })
+	if len(pk) > 0 {
+		t.keyIdx, t.unique = pk, true
+		return nil
+	}
+	// A unique index over NOT NULL columns.
+	rows, err := t.tx.QueryContext(ctx, `SELECT il.name, ii.name FROM pragma_index_list(?) il, pragma_index_info(il.name) ii
+		WHERE il."unique" = 1 AND il.partial = 0 ORDER BY il.name, ii.seqno`, t.res.Name)
+	if err != nil {
+		return fmt.Errorf("reading the indexes of %s: %w", t.res.Name, err)
+	}
+	type index struct {
+		name string
+		cols []int
+		ok   bool
+	}
+	var idx []*index
+	for rows.Next() {
+		var iname string
+		var col sql.NullString
+		if err := rows.Scan(&iname, &col); err != nil {
+			rows.Close()
+			return err
+		}
+		if len(idx) == 0 || idx[len(idx)-1].name != iname {
+			idx = append(idx, &index{name: iname, ok: true})
+		}
+		cur := idx[len(idx)-1]
+		i, found := byName[col.String]
+		if !col.Valid || !found || !t.cols[i].notNull {
+			cur.ok = false
+			continue
+		}
+		cur.cols = append(cur.cols, i)
+	}
+	rows.Close()
+	for _, ix := range idx {
+		if ix.ok {
+			t.keyIdx, t.unique = ix.cols, true
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %s has no primary key and no unique index over NOT NULL columns; set key_columns", ErrNoKey, t.res.Name)
+}
+
+// build prepares the keyset read (keysetReader.prepare) and sizes the
+// scan buffers.
+func (t *sqliteTable) build() {
+	var sel []string
+	for _, c := range t.cols {
+		sel = append(sel, quoteSQLiteIdent(c.name))
+	}
+	var keys []keysetColumn
+	var order []string
+	for _, i := range t.keyIdx {
+		name := quoteSQLiteIdent(t.cols[i].name)
+		keys = append(keys, keysetColumn{expr: name, placeholder: "?"})
+		order = append(order, name)
+	}
+	t.prepare(t, t.res.Name, "SELECT "+strings.Join(sel, ", ")+" FROM "+quoteSQLiteIdent(t.res.Name), keys, order)
+	t.raw, t.dest = scanBuffers[any](len(t.cols))
+	t.vals = make([]snapshot.Value, len(t.cols))
+}
+
+// readErr implements keysetRows: errors are reported as they are.
+func (t *sqliteTable) readErr(_ context.Context, err error) error { return err }
+
+// sourceErr implements keysetRows: errors are kept as the driver gave them.
+func (t *sqliteTable) sourceErr(_ context.Context, err error) error { return err }
+
+// convertRow implements keysetRows.
+func (t *sqliteTable) convertRow() error { return convertRow(t.cols, t.raw, t.vals) }
+
+// rowCursor implements keysetRows: the current row's key values, bytes
+// copied (the driver reuses them).
+func (t *sqliteTable) rowCursor() []any {
+	cur := make([]any, len(t.keyIdx))
+	for j, i := range t.keyIdx {
+		switch x := t.raw[i].(type) {
+		case []byte:
+			cur[j] = append([]byte(nil), x...)
+		default:
+			cur[j] = x
+		}
+	}
+	return cur
+}
+
+// Close implements TableReader: ends the read transaction and returns the
+// connection.
+func (t *sqliteTable) Close() error {
+	if t.closed {
+		return nil
+	}
+	t.closed = true
+	var errs []error
+	if t.rows != nil {
+		errs = append(errs, t.rows.Close())
+	}
+	if t.tx != nil {
+		if err := t.tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
+			errs = append(errs, err)
+		}
+	}
+	if t.conn != nil {
+		if err := t.conn.Close(); err != nil && !errors.Is(err, sql.ErrConnDone) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
