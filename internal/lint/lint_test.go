@@ -1,7 +1,8 @@
 // Package lint holds tests that enforce the project's structural rules, after
-// Pebble's internal/lint: the one-way package dependencies of the design brief
-// (server/cluster -> adapters -> snapshot -> txn -> store), which packages may
-// import a storage engine or a source driver, and error-message habits.
+// Pebble's internal/lint: the one-way package dependencies (server/cluster ->
+// adapters -> snapshot -> txn -> store), which packages may import a storage
+// engine or a source driver, error-message habits, comments that speak of the
+// code, and invariant labels that are unique and resolve.
 package lint
 
 import (
@@ -9,7 +10,9 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"path"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,7 +21,8 @@ import (
 const module = "github.com/snapstore/snapstore/"
 
 // layer ranks the top-level packages: a package may import only packages of a
-// strictly lower layer (and its own subpackages). DESIGN.md, "Packages".
+// strictly lower layer (and its own subpackages), as docs/architecture.md
+// draws them.
 var layer = map[string]int{
 	"store":    0,
 	"txn":      1,
@@ -89,7 +93,7 @@ func top(rel string) string {
 	return rel
 }
 
-// TestPackageLayers checks that dependencies flow one way (DESIGN.md).
+// TestPackageLayers checks that dependencies flow one way.
 func TestPackageLayers(t *testing.T) {
 	for _, gf := range parseModule(t) {
 		from := top(gf.rel)
@@ -177,5 +181,101 @@ func TestErrorTexts(t *testing.T) {
 			}
 			return true
 		})
+	}
+}
+
+// history matches comments that speak of how the code was made rather than
+// of the code: issue numbers, notes files that are not in the repository,
+// and the design brief, which lives outside it (docs/semantics.md and the
+// packages' invariant labels are what to cite).
+var history = regexp.MustCompile(`(?i)\bissue [0-9]|newuser\.md|e2e\.md|DESIGN\.md|\bDESIGN [0-9]`)
+
+// TestCommentsSpeakOfTheCode fails on comments that cite issues or notes.
+func TestCommentsSpeakOfTheCode(t *testing.T) {
+	for _, gf := range parseModule(t) {
+		for _, cg := range gf.f.Comments {
+			for _, c := range cg.List {
+				if m := history.FindString(c.Text); m != "" {
+					t.Errorf("%s: comment cites %q; say what the code does instead", gf.rel, m)
+				}
+			}
+		}
+	}
+}
+
+// labelDef matches the definition of an invariant label at the start of a
+// comment line ("// D5. Delta writes."), labelRef a citation, qualified
+// ("txn.I5") or not ("D5", and ranges like "D1-D4" cite both ends).
+var (
+	labelDef = regexp.MustCompile(`^//\s*([A-Z])([0-9]+)\.\s`)
+	labelRef = regexp.MustCompile(`\b(?:([a-z]+)\.)?([A-Z])([0-9]+)\b`)
+)
+
+// TestInvariantLabels checks that each invariant letter is defined by one
+// package only (labels are cited module-wide, Pebble's internal/manifest
+// style), that no label is defined twice, and that every citation resolves:
+// a qualified one ("store.S1") in the package it names, an unqualified one
+// in the package of the citing file.
+func TestInvariantLabels(t *testing.T) {
+	files := parseModule(t)
+	pkgOf := func(rel string) string { return path.Dir(rel) }
+	defs := map[string]map[string]bool{} // package -> label -> defined
+	letterPkg := map[string]string{}
+	for _, gf := range files {
+		if gf.test {
+			continue
+		}
+		pkg := pkgOf(gf.rel)
+		for _, cg := range gf.f.Comments {
+			for _, c := range cg.List {
+				m := labelDef.FindStringSubmatch(c.Text)
+				if m == nil {
+					continue
+				}
+				label := m[1] + m[2]
+				if p, ok := letterPkg[m[1]]; ok && p != pkg {
+					t.Errorf("%s defines %s, but letter %s belongs to package %s", gf.rel, label, m[1], p)
+					continue
+				}
+				letterPkg[m[1]] = pkg
+				if defs[pkg] == nil {
+					defs[pkg] = map[string]bool{}
+				}
+				if defs[pkg][label] {
+					t.Errorf("%s defines %s again", gf.rel, label)
+				}
+				defs[pkg][label] = true
+			}
+		}
+	}
+	byName := map[string]string{} // last path element -> package dir
+	for pkg := range defs {
+		byName[path.Base(pkg)] = pkg
+	}
+	for _, gf := range files {
+		pkg := pkgOf(gf.rel)
+		for _, cg := range gf.f.Comments {
+			for _, c := range cg.List {
+				for _, m := range labelRef.FindAllStringSubmatch(c.Text, -1) {
+					qual, letter, label := m[1], m[2], m[2]+m[3]
+					owner, isLabel := letterPkg[letter]
+					if !isLabel {
+						continue // not an invariant letter: a column name, a key
+					}
+					switch {
+					case qual != "":
+						if p, ok := byName[qual]; ok && !defs[p][label] {
+							t.Errorf("%s cites %s.%s, which package %s does not define", gf.rel, qual, label, p)
+						}
+					case owner == pkg:
+						if !defs[owner][label] {
+							t.Errorf("%s cites %s, which its package does not define", gf.rel, label)
+						}
+					default:
+						t.Errorf("%s cites %s unqualified; it is %s's: write %s.%s", gf.rel, label, owner, path.Base(owner), label)
+					}
+				}
+			}
+		}
 	}
 }
