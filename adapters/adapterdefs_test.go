@@ -77,7 +77,7 @@ func TestAdapterCRUDAndDropInUse(t *testing.T) {
 	if err := svc.DeleteAdapter(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.StartRunWith(ctx, "a", RunOptions{Trigger: "api"}); !errors.Is(err, ErrAdapterNotFound) {
+	if _, err := svc.StartRun(ctx, "a", RunOptions{Trigger: "api"}); !errors.Is(err, ErrAdapterNotFound) {
 		t.Fatalf("run of deleted adapter: %v", err)
 	}
 	// Metrics: one succeeded and one failed run counted.

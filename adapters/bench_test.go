@@ -108,7 +108,7 @@ func BenchmarkMySQLPull(b *testing.B) {
 
 func benchRun(b *testing.B, ts *testStack, adapter string) RunRecord {
 	ctx := context.Background()
-	rec, err := ts.svc.StartRunWith(ctx, adapter, RunOptions{Trigger: "api"})
+	rec, err := ts.svc.StartRun(ctx, adapter, RunOptions{Trigger: "api"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -90,7 +90,7 @@
 //
 // # Runs and scheduling
 //
-// StartRunWith records a run (status running) and pulls in its own
+// StartRun records a run (status running) and pulls in its own
 // goroutine (runner.go); two runs of one adapter never overlap
 // (ErrRunInProgress). RunOptions.Force commits a run a guard would refuse.
 // A run that did not succeed has a stable RunRecord.Code (guard_refused,

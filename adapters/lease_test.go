@@ -24,12 +24,12 @@ func TestReplaceAndDropDuringPull(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := newBlock(ts, "long", 150)
-	rec, err := svc.StartRunWith(ctx, "long", RunOptions{Trigger: "api"})
+	rec, err := svc.StartRun(ctx, "long", RunOptions{Trigger: "api"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	<-b.reached
-	if _, err := svc.StartRunWith(ctx, "long", RunOptions{Trigger: "api"}); !errors.Is(err, ErrRunInProgress) || !strings.Contains(err.Error(), rec.ID) {
+	if _, err := svc.StartRun(ctx, "long", RunOptions{Trigger: "api"}); !errors.Is(err, ErrRunInProgress) || !strings.Contains(err.Error(), rec.ID) {
 		t.Fatalf("second start: %v", err)
 	}
 	live, err := svc.GetRun(ctx, rec.ID)
@@ -69,7 +69,7 @@ func TestReplaceAndDropDuringPull(t *testing.T) {
 	// Drop while a pull runs: it finishes; the next run fails.
 	e.exec(t, db, "UPDATE big SET v = 'changed' WHERE id <= 10")
 	b = newBlock(ts, "long", 150)
-	rec, err = svc.StartRunWith(ctx, "long", RunOptions{Trigger: "api"})
+	rec, err = svc.StartRun(ctx, "long", RunOptions{Trigger: "api"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/snapstore/snapstore/snapshot"
 )
 
-// RunOptions are the options of StartRunWith.
+// RunOptions are the options of StartRun.
 type RunOptions struct {
 	// Trigger is recorded in the run: "api" (default), "cli", "schedule",
 	// "retry", "start" (RunOnStart).
@@ -41,12 +41,12 @@ func (ar *activeRun) snapshot() RunRecord {
 	return ar.rec
 }
 
-// StartRunWith starts a run of adapter name now, in its own goroutine, and
+// StartRun starts a run of adapter name now, in its own goroutine, and
 // returns its record at once (status running). The run outlives ctx, which
 // bounds only the first save of the record; Close cancels it.
 // ErrRunInProgress (the record returned is the running one's),
 // ErrAdapterNotFound, ErrShuttingDown.
-func (s *Service) StartRunWith(ctx context.Context, name string, opts RunOptions) (RunRecord, error) {
+func (s *Service) StartRun(ctx context.Context, name string, opts RunOptions) (RunRecord, error) {
 	trigger := opts.Trigger
 	s.mu.Lock()
 	if s.closing {

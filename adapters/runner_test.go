@@ -28,7 +28,7 @@ func TestRun_ForceAndGuardCode(t *testing.T) {
 	if err != nil || got.Code != "guard_refused" {
 		t.Fatalf("stored refused run: %+v %v", got, err)
 	}
-	start, err := ts.svc.StartRunWith(ctx, "items", RunOptions{Trigger: "cli", Force: true})
+	start, err := ts.svc.StartRun(ctx, "items", RunOptions{Trigger: "cli", Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestSourceLostMidRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := newBlock(ts, "big", 50)
-	rec, err := ts.svc.StartRunWith(ctx, "big", RunOptions{Trigger: "api"})
+	rec, err := ts.svc.StartRun(ctx, "big", RunOptions{Trigger: "api"})
 	if err != nil {
 		t.Fatal(err)
 	}

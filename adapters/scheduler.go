@@ -15,8 +15,8 @@ import (
 // runStarter is what the scheduler needs from the Service (an interface
 // so scheduler tests can drive it with a fake under testing/synctest).
 type runStarter interface {
-	// StartRunWith starts a run now; ErrRunInProgress when one is running.
-	StartRunWith(ctx context.Context, adapter string, opts RunOptions) (RunRecord, error)
+	// StartRun starts a run now; ErrRunInProgress when one is running.
+	StartRun(ctx context.Context, adapter string, opts RunOptions) (RunRecord, error)
 	// WaitRun waits for a run's end.
 	WaitRun(ctx context.Context, id string) (RunRecord, error)
 	// recordSkipped records a skipped run with its reason.
@@ -183,7 +183,7 @@ func (s *scheduler) fire(e *schedEntry, trigger string) {
 	if s.ctx.Err() != nil {
 		return
 	}
-	rec, err := s.runs.StartRunWith(s.ctx, e.name, RunOptions{Trigger: trigger})
+	rec, err := s.runs.StartRun(s.ctx, e.name, RunOptions{Trigger: trigger})
 	switch {
 	case errors.Is(err, ErrRunInProgress):
 		reason := fmt.Sprintf("previous run %s (started %s) was still running", rec.ID, rec.Start.Format(time.RFC3339))

@@ -40,7 +40,7 @@ func newFakeRuns(dur time.Duration) *fakeRuns {
 
 func (f *fakeRuns) off() time.Duration { return time.Since(f.t0).Round(time.Millisecond) }
 
-func (f *fakeRuns) StartRunWith(ctx context.Context, adapter string, opts RunOptions) (RunRecord, error) {
+func (f *fakeRuns) StartRun(ctx context.Context, adapter string, opts RunOptions) (RunRecord, error) {
 	trigger := opts.Trigger
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -277,7 +277,7 @@ func TestServiceSchedules(t *testing.T) {
 	}
 	// A tick while a run is going: skipped, with the reason.
 	b := newBlock(ts, "a", 1)
-	rec, err := svc.StartRunWith(ctx, "a", RunOptions{Trigger: "api"})
+	rec, err := svc.StartRun(ctx, "a", RunOptions{Trigger: "api"})
 	if err != nil {
 		t.Fatal(err)
 	}

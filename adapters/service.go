@@ -141,7 +141,7 @@ func New(ctx context.Context, db *snapshot.DB, opts Options) (*Service, error) {
 		// catchup starts a DAG's missed run at once instead of at the next
 		// tick.
 		for _, n := range onStart {
-			if _, err := s.StartRunWith(ctx, n, RunOptions{Trigger: "start"}); err != nil {
+			if _, err := s.StartRun(ctx, n, RunOptions{Trigger: "start"}); err != nil {
 				s.log.Warn("run on start not started", "adapter", n, "err", err)
 			}
 		}

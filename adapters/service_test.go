@@ -79,7 +79,7 @@ func (ts *testStack) close() {
 func (ts *testStack) runWait(t *testing.T, adapter string) RunRecord {
 	t.Helper()
 	ctx := context.Background()
-	rec, err := ts.svc.StartRunWith(ctx, adapter, RunOptions{Trigger: "api"})
+	rec, err := ts.svc.StartRun(ctx, adapter, RunOptions{Trigger: "api"})
 	if err != nil {
 		t.Fatal(noteErr(err))
 	}
@@ -198,7 +198,7 @@ func TestCloseAbortsRunningRun(t *testing.T) {
 	mustSucceed(t, first)
 	e.exec(t, db, "DELETE FROM big WHERE id > 400")
 	b := newBlock(ts, "long", 50)
-	rec, err := ts.svc.StartRunWith(ctx, "long", RunOptions{Trigger: "api"})
+	rec, err := ts.svc.StartRun(ctx, "long", RunOptions{Trigger: "api"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestCloseAbortsRunningRun(t *testing.T) {
 	if err := ts.svc.Close(cctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ts.svc.StartRunWith(ctx, "long", RunOptions{Trigger: "api"}); !errors.Is(err, ErrShuttingDown) {
+	if _, err := ts.svc.StartRun(ctx, "long", RunOptions{Trigger: "api"}); !errors.Is(err, ErrShuttingDown) {
 		t.Fatalf("start after close: %v", err)
 	}
 	got, err := ts.svc.GetRun(ctx, rec.ID)

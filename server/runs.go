@@ -24,8 +24,8 @@ func (s *Server) startRun(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	// The run outlives the request; StartRunWith must not tie it to ctx.
-	run, err := s.svc.StartRunWith(ctx, name, adapters.RunOptions{Trigger: "api", Force: force})
+	// The run outlives the request; StartRun must not tie it to ctx.
+	run, err := s.svc.StartRun(ctx, name, adapters.RunOptions{Trigger: "api", Force: force})
 	if err != nil {
 		return err
 	}

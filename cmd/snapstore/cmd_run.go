@@ -60,7 +60,7 @@ func (c *runCommand) remote(ctx context.Context, srv *serverClient) error {
 
 func (c *runCommand) local(ctx context.Context, stk *stack, cfg *Config) error {
 	log := newLogger(cfg, c.stderr)
-	rec, err := stk.svc.StartRunWith(ctx, c.adapter, adapters.RunOptions{Trigger: "cli", Force: c.force})
+	rec, err := stk.svc.StartRun(ctx, c.adapter, adapters.RunOptions{Trigger: "cli", Force: c.force})
 	if errors.Is(err, adapters.ErrAdapterNotFound) && !c.hasConfig {
 		return fmt.Errorf("%w; no server answered and no config file was given: an adapter of a config file exists only with --config FILE (or SNAPSTORE_CONFIG), e.g. snapstore run --config examples/snapstore.yaml %s", err, c.adapter)
 	}
