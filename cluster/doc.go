@@ -18,6 +18,7 @@
 //     memberlist's DefaultLANConfig and DefaultLocalConfig) and Validate.
 //   - membership.go: Open, the serf instance, its event loop, Nodes.
 //   - keyring.go: the gossip key, serf's keyring file, key rotation.
+//   - peers.go: the peers file, so that a node rejoins after a crash.
 //   - logbridge.go: serf's and memberlist's log lines into slog.
 //   - rendezvous.go: weighted rendezvous (highest random weight) placement.
 //   - metrics.go: members by state, flaps, transitions.
@@ -64,9 +65,10 @@
 //
 // Open starts serf (its own goroutines: memberlist's probe, gossip and
 // push-pull loops, serf's reaper, reconnector and snapshotter), the event
-// loop (run) that owns the state machine's inputs, and, when the join
-// addresses do not answer at once, a join retry loop that stops at the
-// first successful join or at Close.
+// loop (run) that owns the state machine's inputs, the peers writer
+// (persistLoop) that rewrites the peers file when the members change, and,
+// when the join addresses do not answer at once, a join retry loop that
+// stops at the first successful join or at Close.
 //
 // # Not built yet
 //

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -45,19 +46,24 @@ type Membership struct {
 	tagsMu sync.Mutex
 
 	metrics *metrics
-	// changed has one slot: a change pokes it without waiting (K5).
-	changed chan struct{}
-	events  chan serf.Event
-	stopc   chan struct{}
-	donec   chan struct{} // closed when run and joinLoop have returned
-	wg      sync.WaitGroup
-	closed  sync.Once
+	// changed has one slot: a change pokes it without waiting (K5);
+	// persistc likewise wakes persistLoop (peers.go).
+	changed  chan struct{}
+	persistc chan struct{}
+	// joinAddrs are cfg.Join and the peers file's addresses.
+	joinAddrs []string
+	events    chan serf.Event
+	stopc     chan struct{}
+	donec     chan struct{} // closed when run and joinLoop have returned
+	wg        sync.WaitGroup
+	closed    sync.Once
 }
 
 // Open starts the membership of the node whose data directory is
 // cfg.DataDir: loads or creates its id (K1), loads its keyring (K2),
-// starts serf with its snapshot (a restarted node rejoins the members it
-// knew) and joins cfg.Join. When no join address answers, Open still
+// starts serf with its snapshot and joins cfg.Join and the members of the
+// peers file (peers.go), so that a restarted node rejoins the members it
+// knew, after a crash too. When no join address answers, Open still
 // succeeds: the node is a cluster of one that keeps trying every
 // cfg.JoinRetry (logged at warn) until a join succeeds. The node declares
 // itself joining; call SetState(Active) once it serves.
@@ -89,19 +95,30 @@ func Open(ctx context.Context, cfg Config) (*Membership, error) {
 		now = time.Now
 	}
 	m := &Membership{
-		cfg:     cfg,
-		log:     log,
-		id:      id,
-		now:     now,
-		tr:      newTracker(id, cfg.ConfirmFailure),
-		changed: make(chan struct{}, 1),
-		events:  make(chan serf.Event, eventBuffer),
-		stopc:   make(chan struct{}),
-		donec:   make(chan struct{}),
+		cfg:      cfg,
+		log:      log,
+		id:       id,
+		now:      now,
+		tr:       newTracker(id, cfg.ConfirmFailure),
+		changed:  make(chan struct{}, 1),
+		persistc: make(chan struct{}, 1),
+		events:   make(chan serf.Event, eventBuffer),
+		stopc:    make(chan struct{}),
+		donec:    make(chan struct{}),
 		self: Tags{
 			API: cfg.API, Weight: cfg.Weight, Zone: cfg.Zone, Version: truncate(cfg.Version, maxVersionLen),
 			Incarnation: newIncarnation(), State: Joining,
 		},
+	}
+	peers, err := loadPeers(cfg.DataDir)
+	if err != nil {
+		log.Warn("the peers file is unreadable; joining the configured addresses only", "err", err)
+	}
+	m.joinAddrs = slices.Clone(cfg.Join)
+	for _, p := range peers {
+		if p.ID != id && !slices.Contains(m.joinAddrs, p.Addr) {
+			m.joinAddrs = append(m.joinAddrs, p.Addr)
+		}
 	}
 	sc, err := m.serfConfig(keyring)
 	if err != nil {
@@ -116,13 +133,17 @@ func Open(ctx context.Context, cfg Config) (*Membership, error) {
 		return nil, fmt.Errorf("cluster: starting serf on %s: %w", cfg.Bind, err)
 	}
 	m.serf = s
-	m.wg.Add(1)
+	m.wg.Add(2)
 	go m.run()
+	go m.persistLoop()
 	log.Info("cluster membership started", "node", id, "incarnation", m.self.Incarnation, "bind", cfg.Bind,
 		"advertise", m.addr(), "encrypted", keyring != nil, "confirm_failure", cfg.ConfirmFailure)
-	if len(cfg.Join) > 0 {
+	if len(m.joinAddrs) > 0 {
+		if len(peers) > 0 {
+			log.Info("rejoining the members last known (peers file)", "peers", len(peers))
+		}
 		if err := m.join(); err != nil {
-			log.Warn("cluster join: no join address answered; retrying in the background", "join", cfg.Join, "retry", cfg.JoinRetry, "err", err)
+			log.Warn("cluster join: no join address answered; retrying in the background", "join", m.joinAddrs, "retry", cfg.JoinRetry, "err", err)
 			m.wg.Add(1)
 			go m.joinLoop()
 		}
@@ -186,9 +207,9 @@ func truncate(s string, n int) string {
 
 // join tries cfg.Join once.
 func (m *Membership) join() error {
-	n, err := m.serf.Join(m.cfg.Join, true)
+	n, err := m.serf.Join(m.joinAddrs, true)
 	if n > 0 {
-		m.log.Info("cluster joined", "contacted", n, "join", m.cfg.Join)
+		m.log.Info("cluster joined", "contacted", n, "join", m.joinAddrs)
 		return nil
 	}
 	if err == nil {
@@ -215,7 +236,7 @@ func (m *Membership) joinLoop() {
 			return
 		}
 		if err := m.join(); err != nil {
-			m.log.Warn("cluster join: no join address answered", "attempt", attempt, "join", m.cfg.Join, "err", err)
+			m.log.Warn("cluster join: no join address answered", "attempt", attempt, "join", m.joinAddrs, "err", err)
 			continue
 		}
 		return
@@ -302,9 +323,11 @@ func (m *Membership) record(ts []transition) {
 		m.metrics.transition(t)
 	}
 	if len(ts) > 0 {
-		select {
-		case m.changed <- struct{}{}:
-		default:
+		for _, c := range []chan struct{}{m.changed, m.persistc} {
+			select {
+			case c <- struct{}{}:
+			default:
+			}
 		}
 	}
 }
