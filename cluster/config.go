@@ -78,7 +78,7 @@ const (
 )
 
 // DefaultConfig is the preset for a LAN (memberlist.DefaultLANConfig: 1s
-// probes; a dead node is confirmed by memberlist in about 5 to 30 s, then
+// probes; a dead node is confirmed by memberlist in about 5 to 25 s, then
 // K3's 30 s).
 func DefaultConfig() Config {
 	return Config{
