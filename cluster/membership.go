@@ -313,7 +313,7 @@ func (m *Membership) record(ts []transition) {
 		switch {
 		case t.removed:
 			m.log.Info("cluster member reaped by serf", "node", t.id, "state", t.from)
-		case t.new:
+		case t.first:
 			m.log.Info("cluster member", "node", t.id, "state", t.to)
 		case t.to == Failed:
 			m.log.Warn("cluster member failed", "node", t.id, "from", t.from)

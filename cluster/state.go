@@ -102,12 +102,12 @@ type observation struct {
 }
 
 // transition is one change of a member's state, for logs and metrics.
-// From is meaningless when New is set (a member seen for the first time);
+// From is meaningless when first is set (a member seen for the first time);
 // Removed marks a member serf reaped.
 type transition struct {
 	id       string
 	from, to State
-	new      bool
+	first    bool
 	removed  bool
 }
 
@@ -181,7 +181,7 @@ func (t *tracker) observe(now time.Time, o observation) (transition, bool) {
 	if !ok || next != prev {
 		m.node.State = next
 		m.node.Since = now
-		return transition{id: o.id, from: prev, to: next, new: !ok}, true
+		return transition{id: o.id, from: prev, to: next, first: !ok}, true
 	}
 	return transition{}, false
 }

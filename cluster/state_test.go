@@ -109,7 +109,7 @@ func TestTracker_DeclaredStatesAndLeave(t *testing.T) {
 	clk := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	tr := newTracker("self", 30*time.Second)
 	tn, ok := tr.observe(clk.now(), alive("a", "joining"))
-	if !ok || !tn.new || tn.to != Joining {
+	if !ok || !tn.first || tn.to != Joining {
 		t.Fatalf("first report: %+v", tn)
 	}
 	for _, step := range []struct {
@@ -153,7 +153,7 @@ func TestTracker_FirstSeenFailed(t *testing.T) {
 	clk := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	tr := newTracker("self", 5*time.Second)
 	tn, ok := tr.observe(clk.now(), failed("a"))
-	if !ok || !tn.new || tn.to != Active {
+	if !ok || !tn.first || tn.to != Active {
 		t.Fatalf("first seen failed: %+v", tn)
 	}
 	if n := stateOf(t, tr, clk.now(), "a"); !n.LastHeard.IsZero() || n.FailingSince.IsZero() {
