@@ -76,7 +76,8 @@ type fixture struct {
 }
 
 type fixtureOpts struct {
-	tokens []Token
+	tokens  []Token
+	cluster Cluster
 }
 
 func newFixture(t testing.TB, fo fixtureOpts) *fixture {
@@ -119,7 +120,7 @@ func newFixture(t testing.TB, fo fixtureOpts) *fixture {
 		st.Close()
 		t.Fatal(err)
 	}
-	srv, err := New(Options{DB: db, Adapters: svc, Tokens: fo.tokens, Logger: log, Registerer: reg, Gatherer: reg, BuildVersion: "test"})
+	srv, err := New(Options{DB: db, Adapters: svc, Tokens: fo.tokens, Logger: log, Registerer: reg, Gatherer: reg, BuildVersion: "test", Cluster: fo.cluster})
 	if err != nil {
 		t.Fatal(err)
 	}

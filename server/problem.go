@@ -117,6 +117,7 @@ var sentinels = []sentinel{
 	// this package's own checks (badField, badJSON)
 	{errBadRequest, http.StatusBadRequest, "bad_request", ""},
 	{errBadJSON, http.StatusBadRequest, "bad_json", "body"},
+	{errNotClustered, http.StatusNotFound, "not_clustered", ""},
 	// snapshot
 	{snapshot.ErrDatasetNotFound, http.StatusNotFound, "dataset_not_found", ""},
 	{snapshot.ErrNoVersion, http.StatusNotFound, "no_version", ""},

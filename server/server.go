@@ -30,6 +30,9 @@ type Options struct {
 	Gatherer prometheus.Gatherer
 	// BuildVersion is reported by /healthz.
 	BuildVersion string
+	// Cluster is this node's view of its cluster; nil when it runs alone
+	// (GET /v1/cluster/nodes then answers 404 not_clustered).
+	Cluster Cluster
 	// now is the clock for the version-age gauge; default time.Now.
 	now func() time.Time
 }
@@ -47,6 +50,7 @@ type Server struct {
 	metrics  *metrics
 	gatherer prometheus.Gatherer
 	build    string
+	cluster  Cluster
 	now      func() time.Time
 	stopping atomic.Bool
 	// byRoute holds the registered routes; read-only after New.
@@ -78,6 +82,7 @@ func New(opts Options) (*Server, error) {
 		api:      api,
 		gatherer: opts.Gatherer,
 		build:    opts.BuildVersion,
+		cluster:  opts.Cluster,
 		now:      opts.now,
 	}
 	if s.log == nil {
@@ -148,6 +153,8 @@ func (s *Server) newEcho() *echo.Echo {
 	v1.POST("/adapters/:name/runs", s.startRun)
 	v1.GET("/adapters/:name/runs", s.listRuns)
 	v1.GET("/runs/:id", s.getRun)
+
+	v1.GET("/cluster/nodes", s.clusterNodes)
 
 	// The documented operation of each registered route, found once here
 	// rather than by rewriting the echo path on every request.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/snapstore/snapstore/cluster"
 	"github.com/snapstore/snapstore/server"
 )
 
@@ -69,6 +70,16 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 	if err != nil {
 		return err
 	}
+	// A cluster member joins once its storage is open (cluster.go).
+	var mem *cluster.Membership
+	var view server.Cluster
+	if cfg.clustered() {
+		if mem, err = openCluster(ctx, cfg, ln.Addr().String(), log, reg); err != nil {
+			return errors.Join(err, stk.close(context.Background()))
+		}
+		defer mem.Close()
+		view = clusterView{mem}
+	}
 	srv, err := server.New(server.Options{
 		DB:           stk.db,
 		Adapters:     stk.svc,
@@ -77,6 +88,7 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 		Registerer:   reg,
 		Gatherer:     reg,
 		BuildVersion: buildVersion(),
+		Cluster:      view,
 	})
 	if err != nil {
 		return errors.Join(err, stk.close(context.Background()))
@@ -92,8 +104,16 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 	gcCtx, stopGC := context.WithCancel(ctx)
 	gcDone := make(chan struct{})
 	go func() { defer close(gcDone); srv.RunGCLoop(gcCtx, cfg.GCInterval) }()
-	log.Info("snapstore serving", "listen", ln.Addr().String(), "data", cfg.Data, "storage", cfg.Storage.Backend,
-		"auth", len(tokens) > 0, "gc_interval", cfg.GCInterval, "connections", len(cfg.Connections), "adapters", len(cfg.Adapters), "version", buildVersion())
+	attrs := []any{"listen", ln.Addr().String(), "data", cfg.Data, "storage", cfg.Storage.Backend,
+		"auth", len(tokens) > 0, "gc_interval", cfg.GCInterval, "connections", len(cfg.Connections), "adapters", len(cfg.Adapters), "version", buildVersion()}
+	if mem != nil {
+		// Serving: the other members may count on this node now.
+		if err := mem.SetState(cluster.Active); err != nil {
+			log.Error("declaring this node active", "err", err)
+		}
+		attrs = append(attrs, "node", mem.ID(), "gossip", mem.Addr())
+	}
+	log.Info("snapstore serving", attrs...)
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
@@ -108,6 +128,13 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 	stopGC()
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
+	if mem != nil {
+		// Leave first, so that the others see this node left at once
+		// rather than failed after cluster.confirm_failure (cluster.K4).
+		if err := mem.Leave(sctx); err != nil {
+			log.Warn("leaving the cluster", "err", err)
+		}
+	}
 	// A watchdog: whatever hangs, the process ends shortly after the bound.
 	watchdog := time.AfterFunc(cfg.ShutdownTimeout+5*time.Second, func() {
 		log.Error("shutdown exceeded its bound; exiting", "timeout", cfg.ShutdownTimeout)

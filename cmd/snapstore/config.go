@@ -47,6 +47,9 @@ type Config struct {
 	Connections []ConnectionConfig `yaml:"connections"`
 	// Adapters are adapters defined in the file.
 	Adapters []AdapterConfig `yaml:"adapters"`
+	// Cluster makes this node a member of a cluster (cluster.go); with no
+	// cluster.bind the node runs alone and starts no serf.
+	Cluster ClusterConfig `yaml:"cluster"`
 
 	// unknownEnv lists SNAPSTORE_* variables that name no key.
 	unknownEnv []string
@@ -190,6 +193,7 @@ func defaultConfig() Config {
 		Snapshot:        SnapshotConfig{Partitions: 1},
 		ShutdownTimeout: DefaultShutdownTimeout,
 		GCInterval:      DefaultGCInterval,
+		Cluster:         defaultClusterConfig(),
 	}
 }
 
@@ -302,6 +306,7 @@ func (c *Config) Validate() error {
 			bad(key+".role", "%v", err)
 		}
 	}
+	errs = append(errs, c.validateCluster()...)
 	// Connections and adapters: the adapters package's own checks, every
 	// problem at once, before anything is opened.
 	for _, err := range adapters.ValidateConfig(c.connectionSpecs(), c.adapterSpecs()) {

@@ -7,6 +7,7 @@
 //	snapstore scan DATASET              rows in key order (NDJSON or CSV)
 //	snapstore versions DATASET          kept versions, newest first
 //	snapstore sqlite FILE [SQL]         run SQL against a SQLite file (the sample source)
+//	snapstore cluster nodes|keygen      the cluster's members; a new gossip key
 //	snapstore version                   print the build version
 //
 // Every command takes --config FILE, --data DIR, --listen ADDR and
@@ -24,7 +25,8 @@
 // client); flags.go parses the command line; config.go is the schema of the
 // configuration, its defaults and validation, and configdecode.go reads it
 // from the file, the environment and the flags; stack.go opens storage,
-// datasets and adapters (hbase.go the HBase backend).
+// datasets and adapters (hbase.go the HBase backend, cluster.go the cluster
+// membership).
 package main
 
 import (
@@ -46,6 +48,8 @@ Usage:
   snapstore scan DATASET               rows in key order (--format ndjson|csv)
   snapstore versions DATASET           kept versions, newest first
   snapstore sqlite FILE [SQL]          run SQL (argument or stdin) against a SQLite file
+  snapstore cluster nodes [--json]     the cluster's members as the server sees them
+  snapstore cluster keygen             print a new gossip key (base64) for cluster.gossip_key_file
   snapstore version                    print the build version
 
 Common flags (every command):
@@ -53,7 +57,7 @@ Common flags (every command):
   --data DIR         data directory (default ./data)
   --listen ADDR      HTTP listen address (default 127.0.0.1:8080)
   --log-level LEVEL  debug, info, warn, error
-Client flags (run, get, scan, versions):
+Client flags (run, get, scan, versions, cluster nodes):
   --server URL       talk to this server (also SNAPSTORE_SERVER); default: the
                      listen address if a server answers there, else the data dir
   --token TOKEN      bearer token for --server (also SNAPSTORE_TOKEN)
@@ -87,6 +91,7 @@ var commands = map[string]command{
 	"scan":         cmdScan,
 	"versions":     cmdVersions,
 	"sqlite":       cmdSQLite,
+	"cluster":      cmdCluster,
 	"version":      cmdVersion,
 	"trivial-http": cmdTrivialHTTP,
 }

@@ -41,8 +41,17 @@
 //	                      BINARY, JSON, spatial, UUID, INET6, a key above
 //	                      2^63): exact reads, changes, diff; a column
 //	                      dropped and a NULL column added change every row.
+//	TestCluster           three nodes on 127.0.0.1-3 and one HBase table
+//	                      with an encrypted gossip: they join and agree on
+//	                      the members; a node without the key cannot
+//	                      join; serve refuses a keyless cluster off
+//	                      loopback and a cluster on Pebble; a node killed
+//	                      with SIGKILL is failed only after the
+//	                      confirmation delay, and restarted with no join
+//	                      address it rejoins on its own.
 //
-// The tests skip unless SNAPSTORE_TEST_MYSQL_* are set (`make test` sets
+// The tests skip unless SNAPSTORE_TEST_MYSQL_* are set (TestCluster needs
+// SNAPSTORE_TEST_HBASE_THRIFT instead) (`make test` sets
 // them from scripts/mariadb.sh env). Run alone with:
 //
 //	set -a; eval "$(scripts/mariadb.sh env)"; set +a; go test -count=1 -v ./tests/e2e

@@ -6,10 +6,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/snapstore/snapstore/store/hbase/hbasetest"
 )
 
-// binPath is the snapstore binary built once by TestMain; empty when the
-// MariaDB environment is unset (every test then skips).
+// binPath is the snapstore binary built once by TestMain; empty when
+// neither the MariaDB nor the HBase environment is set (every test then
+// skips).
 var binPath string
 
 func TestMain(m *testing.M) {
@@ -17,7 +20,7 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
-	if os.Getenv("SNAPSTORE_TEST_MYSQL_HOST") == "" {
+	if os.Getenv("SNAPSTORE_TEST_MYSQL_HOST") == "" && os.Getenv(hbasetest.EnvThrift) == "" {
 		return m.Run() // the tests skip with the reason
 	}
 	dir, err := os.MkdirTemp("", "snapstore-e2e-bin-")

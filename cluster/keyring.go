@@ -1,0 +1,185 @@
+package cluster
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/memberlist"
+	"github.com/hashicorp/serf/serf"
+)
+
+// keyringFile is serf's keyring file in the data directory (K2): a JSON
+// list of base64 keys, the primary first, as serf's agent writes it.
+const keyringFile = "cluster/keyring.json"
+
+// GenerateKey returns a new random 32-byte gossip key in base64, the form
+// of a gossip key file.
+func GenerateKey() string {
+	var b [32]byte
+	rand.Read(b[:])
+	return base64.StdEncoding.EncodeToString(b[:])
+}
+
+// ParseKey decodes a gossip key written as base64 (the first line of a key
+// file). Its errors never hold the key.
+func ParseKey(s string) ([]byte, error) {
+	line, _, _ := strings.Cut(s, "\n")
+	k, err := base64.StdEncoding.DecodeString(strings.TrimSpace(line))
+	if err != nil {
+		return nil, errors.New("cluster: the gossip key is not base64 (make one with `snapstore cluster keygen`)")
+	}
+	if err := memberlist.ValidateKey(k); err != nil {
+		return nil, fmt.Errorf("cluster: the gossip key has %d bytes; want 16, 24 or 32 (AES-128, -192 or -256)", len(k))
+	}
+	return k, nil
+}
+
+// Fingerprint names a key without showing it: the first 8 bytes of its
+// SHA-256, in hex. Logs and answers show keys only so.
+func Fingerprint(key []byte) string {
+	h := sha256.Sum256(key)
+	return hex.EncodeToString(h[:8])
+}
+
+// loadKeyring returns the node's keyring (K2): the keyring file's when it
+// exists, else one of the configured key, written to the file so that a
+// rotation has something to change; nil without either. A configured key
+// missing from an existing keyring is reported: the file wins, since it
+// holds what rotations made.
+func loadKeyring(dir string, key []byte, log *slog.Logger) (*memberlist.Keyring, error) {
+	path := filepath.Join(dir, keyringFile)
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		var encoded []string
+		if err := json.Unmarshal(b, &encoded); err != nil {
+			return nil, fmt.Errorf("cluster: decoding the keyring file %s: %v", path, err)
+		}
+		var keys [][]byte
+		for i, e := range encoded {
+			k, err := base64.StdEncoding.DecodeString(e)
+			if err != nil || memberlist.ValidateKey(k) != nil {
+				return nil, fmt.Errorf("cluster: keyring file %s: key %d is not a base64 key of 16, 24 or 32 bytes", path, i)
+			}
+			keys = append(keys, k)
+		}
+		if len(keys) == 0 {
+			return nil, fmt.Errorf("cluster: keyring file %s holds no key; remove it to start again from the gossip key", path)
+		}
+		if key != nil && !slices.ContainsFunc(keys, func(k []byte) bool { return bytes.Equal(k, key) }) {
+			log.Warn("the gossip key is not in the keyring file, which wins (it holds the rotated keys); put the primary key in the gossip key file",
+				"keyring", path, "gossip_key", Fingerprint(key), "primary", Fingerprint(keys[0]))
+		}
+		kr, err := memberlist.NewKeyring(keys, keys[0])
+		if err != nil {
+			return nil, fmt.Errorf("cluster: keyring file %s: %v", path, err)
+		}
+		log.Info("gossip keyring restored", "keyring", path, "keys", len(keys), "primary", Fingerprint(keys[0]))
+		return kr, nil
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("cluster: reading the keyring file: %w", err)
+	}
+	if key == nil {
+		return nil, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("cluster: creating %s: %w", filepath.Dir(path), err)
+	}
+	data, _ := json.Marshal([]string{base64.StdEncoding.EncodeToString(key)})
+	if err := writeFileAtomic(path, data, 0o600); err != nil {
+		return nil, fmt.Errorf("cluster: writing the keyring file: %w", err)
+	}
+	return memberlist.NewKeyring([][]byte{key}, key)
+}
+
+// KeyringReport is the cluster's answer to a keyring operation: how many
+// nodes answered and, per key fingerprint, how many hold it.
+type KeyringReport struct {
+	// Nodes is the number of members serf knows; Responses and Errors
+	// count the answers.
+	Nodes, Responses, Errors int
+	// Keys maps a key's fingerprint to the number of nodes holding it;
+	// Primary to the number using it as primary key.
+	Keys, Primary map[string]int
+	// Messages holds the error message of each node that failed, by id.
+	Messages map[string]string
+}
+
+// report converts serf's answer, replacing keys with fingerprints.
+func report(r *serf.KeyResponse) KeyringReport {
+	fp := func(m map[string]int) map[string]int {
+		out := map[string]int{}
+		for k, n := range m {
+			raw, err := base64.StdEncoding.DecodeString(k)
+			if err != nil {
+				continue
+			}
+			out[Fingerprint(raw)] += n
+		}
+		return out
+	}
+	if r == nil {
+		return KeyringReport{}
+	}
+	return KeyringReport{
+		Nodes: r.NumNodes, Responses: r.NumResp, Errors: r.NumErr,
+		Keys: fp(r.Keys), Primary: fp(r.PrimaryKeys), Messages: maps.Clone(r.Messages),
+	}
+}
+
+// keyOp runs one keyring query of serf's key manager: it goes to every
+// member, each of which changes its keyring and rewrites its keyring file
+// (K2), and waits for the answers (serf's query timeout, a few seconds).
+// An error says how many nodes failed; the report says which.
+func (m *Membership) keyOp(what string, op func(string) (*serf.KeyResponse, error), key string) (KeyringReport, error) {
+	k, err := ParseKey(key)
+	if err != nil {
+		return KeyringReport{}, err
+	}
+	r, err := op(base64.StdEncoding.EncodeToString(k))
+	rep := report(r)
+	m.log.Info("gossip keyring changed", "op", what, "key", Fingerprint(k), "nodes", rep.Nodes, "responses", rep.Responses, "errors", rep.Errors)
+	if err != nil {
+		return rep, fmt.Errorf("cluster: %s key %s: %d of %d nodes failed: %v", what, Fingerprint(k), rep.Errors, rep.Nodes, err)
+	}
+	return rep, nil
+}
+
+// InstallKey adds key (base64) to every member's keyring; gossip still
+// uses the primary key. Rotation: InstallKey(new), UseKey(new),
+// RemoveKey(old).
+func (m *Membership) InstallKey(key string) (KeyringReport, error) {
+	return m.keyOp("install", m.serf.KeyManager().InstallKey, key)
+}
+
+// UseKey makes an installed key the primary key of every member.
+func (m *Membership) UseKey(key string) (KeyringReport, error) {
+	return m.keyOp("use", m.serf.KeyManager().UseKey, key)
+}
+
+// RemoveKey removes a key that is not primary from every member.
+func (m *Membership) RemoveKey(key string) (KeyringReport, error) {
+	return m.keyOp("remove", m.serf.KeyManager().RemoveKey, key)
+}
+
+// ListKeys asks every member for its keys.
+func (m *Membership) ListKeys() (KeyringReport, error) {
+	r, err := m.serf.KeyManager().ListKeys()
+	rep := report(r)
+	if err != nil {
+		return rep, fmt.Errorf("cluster: listing keys: %d of %d nodes failed: %v", rep.Errors, rep.Nodes, err)
+	}
+	return rep, nil
+}

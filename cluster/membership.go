@@ -1,0 +1,422 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+	"github.com/hashicorp/serf/serf"
+)
+
+// snapshotFile is serf's snapshot in the data directory: the members last
+// known alive and serf's clocks, so that a restarted node rejoins them on
+// its own (serf.Config.SnapshotPath).
+const snapshotFile = "cluster/serf.snapshot"
+
+// eventBuffer is the size of serf's event channel. The loop drains it with
+// in-memory work only (K5), so it never fills in practice; serf would
+// block its member updates if it did.
+const eventBuffer = 1024
+
+// Membership is this node's view of the cluster: the serf instance, the
+// state machine over its reports, and the keyring. Open starts it, Leave
+// and Close end it. Its methods are safe for concurrent use.
+type Membership struct {
+	cfg  Config
+	log  *slog.Logger
+	id   string
+	serf *serf.Serf
+	now  func() time.Time
+
+	// mu guards tr and self. It is held for no I/O and no serf call (K5).
+	mu   sync.Mutex
+	tr   *tracker
+	self Tags
+
+	// tagsMu serialises SetState's tag updates (serf.SetTags), in order.
+	tagsMu sync.Mutex
+
+	metrics *metrics
+	// changed has one slot: a change pokes it without waiting (K5);
+	// persistc likewise wakes persistLoop (peers.go).
+	changed  chan struct{}
+	persistc chan struct{}
+	// joinAddrs are cfg.Join and the peers file's addresses.
+	joinAddrs []string
+	events    chan serf.Event
+	stopc     chan struct{}
+	donec     chan struct{} // closed when run and joinLoop have returned
+	wg        sync.WaitGroup
+	closed    sync.Once
+}
+
+// Open starts the membership of the node whose data directory is
+// cfg.DataDir: loads or creates its id (K1), loads its keyring (K2),
+// starts serf with its snapshot and joins cfg.Join and the members of the
+// peers file (peers.go), so that a restarted node rejoins the members it
+// knew, after a crash too. When no join address answers, Open still
+// succeeds: the node is a cluster of one that keeps trying every
+// cfg.JoinRetry (logged at warn) until a join succeeds. The node declares
+// itself joining; call SetState(Active) once it serves.
+func Open(ctx context.Context, cfg Config) (*Membership, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("component", "cluster")
+	id, created, err := LoadNodeID(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		log.Info("new node id", "node", id, "file", filepath.Join(cfg.DataDir, nodeIDFile))
+	}
+	if err := os.MkdirAll(filepath.Join(cfg.DataDir, filepath.Dir(snapshotFile)), 0o700); err != nil {
+		return nil, fmt.Errorf("cluster: creating the cluster dir: %w", err)
+	}
+	keyring, err := loadKeyring(cfg.DataDir, cfg.GossipKey, log)
+	if err != nil {
+		return nil, err
+	}
+	now := cfg.now
+	if now == nil {
+		now = time.Now
+	}
+	m := &Membership{
+		cfg:      cfg,
+		log:      log,
+		id:       id,
+		now:      now,
+		tr:       newTracker(id, cfg.ConfirmFailure),
+		changed:  make(chan struct{}, 1),
+		persistc: make(chan struct{}, 1),
+		events:   make(chan serf.Event, eventBuffer),
+		stopc:    make(chan struct{}),
+		donec:    make(chan struct{}),
+		self: Tags{
+			API: cfg.API, Weight: cfg.Weight, Zone: cfg.Zone, Version: truncate(cfg.Version, maxVersionLen),
+			Incarnation: newIncarnation(), State: Joining,
+		},
+	}
+	peers, err := loadPeers(cfg.DataDir)
+	if err != nil {
+		log.Warn("the peers file is unreadable; joining the configured addresses only", "err", err)
+	}
+	m.joinAddrs = slices.Clone(cfg.Join)
+	for _, p := range peers {
+		if p.ID != id && !slices.Contains(m.joinAddrs, p.Addr) {
+			m.joinAddrs = append(m.joinAddrs, p.Addr)
+		}
+	}
+	sc, err := m.serfConfig(keyring)
+	if err != nil {
+		return nil, err
+	}
+	if m.metrics, err = newMetrics(cfg.Registerer, m); err != nil {
+		return nil, err
+	}
+	s, err := serf.Create(sc)
+	if err != nil {
+		m.metrics.unregister()
+		return nil, fmt.Errorf("cluster: starting serf on %s: %w", cfg.Bind, err)
+	}
+	m.serf = s
+	m.wg.Add(2)
+	go m.run()
+	go m.persistLoop()
+	log.Info("cluster membership started", "node", id, "incarnation", m.self.Incarnation, "bind", cfg.Bind,
+		"advertise", m.addr(), "encrypted", keyring != nil, "confirm_failure", cfg.ConfirmFailure)
+	if len(m.joinAddrs) > 0 {
+		if len(peers) > 0 {
+			log.Info("rejoining the members last known (peers file)", "peers", len(peers))
+		}
+		if err := m.join(); err != nil {
+			log.Warn("cluster join: no join address answered; retrying in the background", "join", m.joinAddrs, "retry", cfg.JoinRetry, "err", err)
+			m.wg.Add(1)
+			go m.joinLoop()
+		}
+	}
+	go func() { m.wg.Wait(); close(m.donec) }()
+	return m, nil
+}
+
+// serfConfig builds serf's configuration from m.cfg.
+func (m *Membership) serfConfig(keyring *memberlist.Keyring) (*serf.Config, error) {
+	cfg := m.cfg
+	host, port, _ := splitAddr(cfg.Bind)
+	ml := *cfg.Memberlist
+	ml.BindAddr, ml.BindPort = host, port
+	if ml.BindAddr == "" {
+		ml.BindAddr = "0.0.0.0"
+	}
+	if cfg.Advertise != "" {
+		ah, ap, _ := splitAddr(cfg.Advertise)
+		ml.AdvertiseAddr, ml.AdvertisePort = ah, ap
+	} else if ip := net.ParseIP(host); ip != nil && !ip.IsUnspecified() {
+		ml.AdvertiseAddr, ml.AdvertisePort = host, port
+	}
+	if keyring != nil {
+		ml.Keyring = keyring
+	}
+	// A node restarted on another address may take its name back once the
+	// old one is confirmed failed (memberlist refuses it forever by
+	// default).
+	ml.DeadNodeReclaimTime = cfg.ConfirmFailure
+	ml.Logger = newLogBridge(m.log)
+	ml.LogOutput = nil
+
+	sc := serf.DefaultConfig()
+	sc.NodeName = m.id
+	sc.Tags = m.self.encode()
+	sc.EventCh = m.events
+	sc.MemberlistConfig = &ml
+	sc.Logger = newLogBridge(m.log)
+	sc.LogOutput = nil
+	sc.SnapshotPath = filepath.Join(cfg.DataDir, snapshotFile)
+	// A node stopped with SIGTERM leaves gracefully (K4) and, started
+	// again, rejoins from its snapshot: a restart is not a decommission.
+	sc.RejoinAfterLeave = true
+	sc.KeyringFile = filepath.Join(cfg.DataDir, keyringFile)
+	sc.ReconnectTimeout = cfg.ReconnectTimeout
+	sc.TombstoneTimeout = cfg.TombstoneTimeout
+	// Two processes claiming one id (a copied data dir): serf's vote makes
+	// the minority leave, rather than both flapping.
+	sc.EnableNameConflictResolution = true
+	return sc, nil
+}
+
+// truncate cuts s to n bytes.
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// join tries cfg.Join once.
+func (m *Membership) join() error {
+	n, err := m.serf.Join(m.joinAddrs, true)
+	if n > 0 {
+		m.log.Info("cluster joined", "contacted", n, "join", m.joinAddrs)
+		return nil
+	}
+	if err == nil {
+		err = errors.New("no address answered")
+	}
+	return err
+}
+
+// joinLoop retries the join every cfg.JoinRetry until one succeeds, the
+// node already found a member (serf's rejoin from its snapshot, or a
+// member that joined it), or Close.
+func (m *Membership) joinLoop() {
+	defer m.wg.Done()
+	t := time.NewTicker(m.cfg.JoinRetry)
+	defer t.Stop()
+	for attempt := 2; ; attempt++ {
+		select {
+		case <-m.stopc:
+			return
+		case <-t.C:
+		}
+		if m.serf.NumNodes() > 1 {
+			m.log.Info("cluster joined through another member; join retries stop")
+			return
+		}
+		if err := m.join(); err != nil {
+			m.log.Warn("cluster join: no join address answered", "attempt", attempt, "join", m.joinAddrs, "err", err)
+			continue
+		}
+		return
+	}
+}
+
+// run is the event loop (K5): it applies serf's member events to the state
+// machine and advances its confirmation delays every cfg.Tick. User events
+// and queries carry nothing yet; they are logged at debug and dropped.
+func (m *Membership) run() {
+	defer m.wg.Done()
+	t := time.NewTicker(m.cfg.Tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stopc:
+			return
+		case ev := <-m.events:
+			switch e := ev.(type) {
+			case serf.MemberEvent:
+				m.apply(e)
+			case serf.UserEvent:
+				m.log.Debug("serf user event ignored", "name", e.Name, "bytes", len(e.Payload))
+			case *serf.Query:
+				m.log.Debug("serf query ignored", "name", e.Name)
+			}
+		case <-t.C:
+			m.mu.Lock()
+			ts := m.tr.tick(m.now())
+			m.mu.Unlock()
+			m.record(ts)
+		}
+	}
+}
+
+// apply feeds one member event to the state machine.
+func (m *Membership) apply(e serf.MemberEvent) {
+	now := m.now()
+	var ts []transition
+	m.mu.Lock()
+	for _, mem := range e.Members {
+		if e.Type == serf.EventMemberReap {
+			if t, ok := m.tr.remove(mem.Name); ok {
+				ts = append(ts, t)
+			}
+			continue
+		}
+		o := observation{id: mem.Name, addr: net.JoinHostPort(mem.Addr.String(), strconv.Itoa(int(mem.Port))), tags: mem.Tags}
+		switch {
+		case e.Type == serf.EventMemberFailed || mem.Status == serf.StatusFailed:
+			o.status = serfFailed
+		case e.Type == serf.EventMemberLeave || mem.Status == serf.StatusLeft || mem.Status == serf.StatusLeaving:
+			o.status = serfLeft
+		default:
+			o.status = serfAlive
+		}
+		if t, ok := m.tr.observe(now, o); ok {
+			ts = append(ts, t)
+		}
+	}
+	m.mu.Unlock()
+	if e.Type == serf.EventMemberFailed {
+		for _, mem := range e.Members {
+			m.log.Warn("serf reports a member failed; it counts as failed after the confirmation delay unless it comes back",
+				"node", mem.Name, "confirm_failure", m.cfg.ConfirmFailure)
+		}
+	}
+	m.record(ts)
+}
+
+// record logs and counts transitions and pokes the watchers.
+func (m *Membership) record(ts []transition) {
+	for _, t := range ts {
+		switch {
+		case t.removed:
+			m.log.Info("cluster member reaped by serf", "node", t.id, "state", t.from)
+		case t.first:
+			m.log.Info("cluster member", "node", t.id, "state", t.to)
+		case t.to == Failed:
+			m.log.Warn("cluster member failed", "node", t.id, "from", t.from)
+		default:
+			m.log.Info("cluster member state", "node", t.id, "from", t.from, "to", t.to)
+		}
+		m.metrics.transition(t)
+	}
+	if len(ts) > 0 {
+		for _, c := range []chan struct{}{m.changed, m.persistc} {
+			select {
+			case c <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// ID returns this node's id (K1).
+func (m *Membership) ID() string { return m.id }
+
+// Incarnation returns this process's incarnation (K1).
+func (m *Membership) Incarnation() string { return m.self.Incarnation }
+
+// addr returns the advertised gossip address.
+func (m *Membership) addr() string {
+	if m.serf == nil {
+		return ""
+	}
+	l := m.serf.LocalMember()
+	return net.JoinHostPort(l.Addr.String(), strconv.Itoa(int(l.Port)))
+}
+
+// Addr returns the advertised gossip address host:port (with the port
+// chosen when Bind's port is 0).
+func (m *Membership) Addr() string { return m.addr() }
+
+// Nodes returns every member this node knows, itself included, ordered by
+// id.
+func (m *Membership) Nodes() []Node {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.tr.nodes(m.now())
+}
+
+// Changed returns a channel that receives (one slot, never blocking the
+// sender) after any member changed state (K5). Read Nodes after it fires.
+func (m *Membership) Changed() <-chan struct{} { return m.changed }
+
+// SetState declares this node's state to the cluster: Active once it
+// serves, Draining before it stops taking work. Failed and Left are not
+// declared (Leave leaves).
+func (m *Membership) SetState(s State) error {
+	if !s.declarable() {
+		return fmt.Errorf("cluster: a node cannot declare itself %s", s)
+	}
+	m.tagsMu.Lock()
+	defer m.tagsMu.Unlock()
+	m.mu.Lock()
+	tags := m.self
+	m.mu.Unlock()
+	tags.State = s
+	if err := m.serf.SetTags(tags.encode()); err != nil {
+		return fmt.Errorf("cluster: declaring %s: %w", s, err)
+	}
+	m.mu.Lock()
+	m.self = tags
+	m.mu.Unlock()
+	m.log.Info("cluster: this node declares itself "+s.String(), "node", m.id)
+	return nil
+}
+
+// Leave leaves the cluster gracefully (K4): the others see this node left
+// at once rather than failed after the confirmation delay. It waits for
+// the leave to spread (serf's broadcast timeout and propagation delay,
+// about 6 s at most), or for ctx.
+func (m *Membership) Leave(ctx context.Context) error {
+	errc := make(chan error, 1)
+	go func() { errc <- m.serf.Leave() }()
+	select {
+	case err := <-errc:
+		if err != nil {
+			return fmt.Errorf("cluster: leaving: %w", err)
+		}
+		m.log.Info("cluster left", "node", m.id)
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("cluster: leaving: %w", ctx.Err())
+	}
+}
+
+// Close stops serf without a leave (the others will see this node failed,
+// as after a crash, unless Leave came first) and waits for the loops.
+func (m *Membership) Close() error {
+	var err error
+	m.closed.Do(func() {
+		close(m.stopc)
+		err = m.serf.Shutdown()
+		<-m.donec
+		m.metrics.unregister()
+	})
+	if err != nil {
+		return fmt.Errorf("cluster: stopping serf: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snapstore/snapstore/cluster"
+	"github.com/snapstore/snapstore/server"
+)
+
+// ClusterConfig is the cluster section of the configuration: what makes
+// this node a member of a cluster of nodes on one HBase table
+// (docs/cluster.md). With Bind empty the node runs alone and starts no
+// serf; any other key set without it is refused.
+type ClusterConfig struct {
+	// Bind is the gossip address host:port (TCP and UDP); setting it turns
+	// the cluster on. serf's usual port is 7946.
+	Bind string `yaml:"bind"`
+	// Advertise is the gossip address the other nodes use; default: Bind.
+	Advertise string `yaml:"advertise"`
+	// AdvertiseAPI is the HTTP API address the other nodes use; default:
+	// the bound listen address (with Advertise's or Bind's host when
+	// listen binds every interface).
+	AdvertiseAPI string `yaml:"advertise_api"`
+	// Join lists gossip addresses of members to join at start; default
+	// none (the first node, or a node that rejoins from its snapshot).
+	Join []string `yaml:"join"`
+	// GossipKeyFile is a file whose first line is the base64 gossip key
+	// (`snapstore cluster keygen`); required off loopback (cluster.K2).
+	GossipKeyFile string `yaml:"gossip_key_file"`
+	// Weight is the node's placement weight, 1 to 10000; default 100.
+	Weight int `yaml:"weight"`
+	// Zone is the node's failure zone; default none.
+	Zone string `yaml:"zone"`
+	// ConfirmFailure is how long a member serf reports failed keeps its
+	// state before it counts as failed (cluster.K3); default 30s.
+	ConfirmFailure time.Duration `yaml:"confirm_failure"`
+	// ReconnectTimeout is how long serf tries to reconnect to a failed
+	// member before forgetting it; default 24h.
+	ReconnectTimeout time.Duration `yaml:"reconnect_timeout"`
+	// TombstoneTimeout is how long serf remembers a member that left;
+	// default 24h.
+	TombstoneTimeout time.Duration `yaml:"tombstone_timeout"`
+	// Preset is memberlist's timing: default (a LAN) or loopback (nodes on
+	// one machine, for tests).
+	Preset string `yaml:"preset"`
+}
+
+// defaultClusterConfig is the cluster section's defaults.
+func defaultClusterConfig() ClusterConfig {
+	d := cluster.DefaultConfig()
+	return ClusterConfig{
+		Weight:           d.Weight,
+		ConfirmFailure:   d.ConfirmFailure,
+		ReconnectTimeout: d.ReconnectTimeout,
+		TombstoneTimeout: d.TombstoneTimeout,
+		Preset:           "default",
+	}
+}
+
+// clustered reports whether this node is a member of a cluster.
+func (c *Config) clustered() bool { return c.Cluster.Bind != "" }
+
+// validateCluster checks the cluster keys: none but their defaults without
+// cluster.bind; with it, the HBase backend and the cluster package's own
+// checks (including the gossip key file, read here), each error naming
+// its key.
+func (c *Config) validateCluster() []error {
+	cc, d := c.Cluster, defaultClusterConfig()
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, c.keyError(key, fmt.Sprintf(format, args...)))
+	}
+	if cc.Bind == "" {
+		for key, set := range map[string]bool{
+			"advertise": cc.Advertise != "", "advertise_api": cc.AdvertiseAPI != "", "join": len(cc.Join) > 0,
+			"gossip_key_file": cc.GossipKeyFile != "", "weight": cc.Weight != d.Weight, "zone": cc.Zone != "",
+			"confirm_failure": cc.ConfirmFailure != d.ConfirmFailure, "reconnect_timeout": cc.ReconnectTimeout != d.ReconnectTimeout,
+			"tombstone_timeout": cc.TombstoneTimeout != d.TombstoneTimeout, "preset": cc.Preset != d.Preset,
+		} {
+			if set {
+				bad("cluster."+key, "set cluster.bind to run a cluster, or remove this key")
+			}
+		}
+		return errs
+	}
+	if c.Storage.Backend != "hbase" {
+		bad("cluster.bind", "a cluster needs storage.backend hbase: its nodes share one HBase table, and Pebble is one machine's disk (docs/cluster.md)")
+	}
+	if cc.Preset != "default" && cc.Preset != "loopback" {
+		bad("cluster.preset", "want default or loopback, got %q", cc.Preset)
+	}
+	if _, err := apiAddress(cc, c.Listen); err != nil {
+		bad("cluster.advertise_api", "%v", err)
+	}
+	mc, keyErr := c.membershipConfig("", nil, nil)
+	if keyErr != nil {
+		bad("cluster.gossip_key_file", "%v", keyErr)
+	}
+	for _, err := range joined(mc.Validate()) {
+		var ce *cluster.ConfigError
+		if !errors.As(err, &ce) {
+			errs = append(errs, err)
+			continue
+		}
+		key := "cluster." + ce.Key
+		switch ce.Key {
+		case "gossip_key":
+			if keyErr != nil {
+				continue // already reported
+			}
+			key = "cluster.gossip_key_file"
+		case "data", "preset":
+			continue // checked above (Config.Validate: data)
+		}
+		bad(key, "%s", ce.Msg)
+	}
+	return errs
+}
+
+// membershipConfig converts the cluster section into the cluster
+// package's configuration, with api as the advertised API address. The
+// gossip key file is read here; its error never holds the key.
+func (c *Config) membershipConfig(api string, log *slog.Logger, reg prometheus.Registerer) (cluster.Config, error) {
+	cc := c.Cluster
+	mc := cluster.DefaultConfig()
+	if cc.Preset == "loopback" {
+		mc = cluster.LoopbackConfig()
+	} else if cc.Preset != "default" {
+		mc.Memberlist = nil // Validate names the preset
+	}
+	mc.DataDir = c.Data
+	mc.Bind = cc.Bind
+	mc.Advertise = cc.Advertise
+	mc.Join = cc.Join
+	mc.API = api
+	mc.Weight = cc.Weight
+	mc.Zone = cc.Zone
+	mc.Version = buildVersion()
+	mc.ConfirmFailure = cc.ConfirmFailure
+	mc.ReconnectTimeout = cc.ReconnectTimeout
+	mc.TombstoneTimeout = cc.TombstoneTimeout
+	mc.Logger = log
+	mc.Registerer = reg
+	if cc.GossipKeyFile == "" {
+		return mc, nil
+	}
+	b, err := os.ReadFile(cc.GossipKeyFile)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return mc, fmt.Errorf("reading %s: %v", cc.GossipKeyFile, err)
+	}
+	k, err := cluster.ParseKey(string(b))
+	if err != nil {
+		return mc, errors.New(strings.TrimPrefix(err.Error(), "cluster: "))
+	}
+	mc.GossipKey = k
+	return mc, nil
+}
+
+// apiAddress is the HTTP API address this node advertises: advertise_api,
+// else listen (the bound address at serve time), with the gossip host
+// when listen binds every interface.
+func apiAddress(cc ClusterConfig, listen string) (string, error) {
+	if cc.AdvertiseAPI != "" {
+		if _, _, err := net.SplitHostPort(cc.AdvertiseAPI); err != nil {
+			return "", fmt.Errorf("want host:port, got %q", cc.AdvertiseAPI)
+		}
+		return cc.AdvertiseAPI, nil
+	}
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", fmt.Errorf("listen %q is not host:port", listen)
+	}
+	if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
+		return listen, nil
+	}
+	for _, a := range []string{cc.Advertise, cc.Bind} {
+		if h, _, err := net.SplitHostPort(a); err == nil && h != "" {
+			if ip := net.ParseIP(h); ip == nil || !ip.IsUnspecified() {
+				return net.JoinHostPort(h, port), nil
+			}
+		}
+	}
+	return "", fmt.Errorf("required when listen (%s) and the gossip addresses bind every interface: the other nodes need an address of this node's API", listen)
+}
+
+// openCluster starts this node's membership, advertising the bound listen
+// address (or advertise_api).
+func openCluster(ctx context.Context, cfg *Config, listen string, log *slog.Logger, reg prometheus.Registerer) (*cluster.Membership, error) {
+	api, err := apiAddress(cfg.Cluster, listen)
+	if err != nil {
+		return nil, &exitError{code: 2, err: fmt.Errorf("config key cluster.advertise_api: %w", err)}
+	}
+	mc, err := cfg.membershipConfig(api, log, reg)
+	if err != nil {
+		return nil, &exitError{code: 2, err: fmt.Errorf("config key cluster.gossip_key_file: %w", err)}
+	}
+	m, err := cluster.Open(ctx, mc)
+	if err != nil {
+		return nil, fmt.Errorf("joining the cluster (cluster.bind %s): %w", cfg.Cluster.Bind, err)
+	}
+	return m, nil
+}
+
+// clusterView is the membership as the server sees it (server.Cluster).
+type clusterView struct{ m *cluster.Membership }
+
+func (v clusterView) Nodes() []server.ClusterNode {
+	ns := v.m.Nodes()
+	out := make([]server.ClusterNode, len(ns))
+	for i, n := range ns {
+		out[i] = server.ClusterNode{
+			ID: n.ID, Address: n.Addr, State: n.State.String(), Since: n.Since.UTC(),
+			Self: n.Self, Tags: n.RawTags,
+		}
+		if !n.LastHeard.IsZero() {
+			t := n.LastHeard.UTC()
+			out[i].LastHeard = &t
+		}
+		if !n.FailingSince.IsZero() {
+			t := n.FailingSince.UTC()
+			out[i].FailingSince = &t
+		}
+		if out[i].Tags == nil {
+			out[i].Tags = map[string]string{}
+		}
+	}
+	return out
+}
