@@ -1,6 +1,7 @@
 package server
 
 import (
+	"html/template"
 	"net/http"
 	"net/url"
 	"slices"
@@ -115,9 +116,9 @@ type rowsView struct {
 	// "start" (rows from that key on).
 	Mode string
 	// Next is the query string of the next page, "" on the last.
-	Next string
+	Next template.URL
 	// Query is the query string of this page's search, for links.
-	Query string
+	Query template.URL
 }
 
 // rows answers GET /ui/datasets/{dataset}/rows: a page of rows at one
@@ -204,14 +205,14 @@ func (c *console) rows(w http.ResponseWriter, r *http.Request, v viewer) error {
 	for _, g := range given {
 		search.Add("key", g)
 	}
-	view.Query = search.Encode()
+	view.Query = template.URL(search.Encode()) // url.Values.Encode escapes every part
 	if next := it.NextPageToken(); next != "" {
 		nq := url.Values{}
 		for k, vs := range search {
 			nq[k] = vs
 		}
 		nq.Set("page_token", next)
-		view.Next = nq.Encode()
+		view.Next = template.URL(nq.Encode())
 	}
 	if vs, err := c.s.db.Versions(ctx, ds); err == nil {
 		for _, vi := range vs {
