@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -313,8 +314,10 @@ func (c *console) execute(w http.ResponseWriter, status int, page, name string, 
 // then only logs.
 var errResponseStarted = errors.New("server: console: the answer was already written")
 
-// fail answers err as a problem page (a fragment for htmx), with the
-// status and code of problemFor, the API's one translation.
+// fail answers err with the status and code of problemFor, the API's one
+// translation: as a page to a browser (Accept naming text/html), as a
+// fragment to htmx, and as problem+json to any other client, as the API
+// would.
 func (c *console) fail(w http.ResponseWriter, r *http.Request, v viewer, err error) {
 	if errors.Is(err, errResponseStarted) {
 		return
@@ -332,8 +335,14 @@ func (c *console) fail(w http.ResponseWriter, r *http.Request, v viewer, err err
 		c.s.log.Error("console request failed", "method", r.Method, "path", r.URL.Path, "status", p.Status, "code", p.Code, "err", err)
 	}
 	name := "page"
-	if r.Header.Get("HX-Request") != "" {
+	switch {
+	case r.Header.Get("HX-Request") != "":
 		name = "problem"
+	case !strings.Contains(r.Header.Get("Accept"), "text/html"):
+		w.Header().Set("Content-Type", ProblemContentType)
+		w.WriteHeader(p.Status)
+		_ = json.NewEncoder(w).Encode(p)
+		return
 	}
 	if rerr := c.execute(w, p.Status, "error", name, v, p); rerr != nil {
 		c.s.log.Error("console error page", "err", rerr)

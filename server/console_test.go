@@ -54,6 +54,7 @@ func (b *browser) send(method, path string, form url.Values, hdr ...string) resp
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
+	req.Header.Set("Accept", "text/html,application/xhtml+xml,*/*;q=0.8") // as a browser does
 	for i := 0; i+1 < len(hdr); i += 2 {
 		if strings.EqualFold(hdr[i], "Host") {
 			req.Host = hdr[i+1]
@@ -176,6 +177,11 @@ func TestConsole_EveryPage(t *testing.T) {
 	wantStatus(t, "unknown page", r, http.StatusNotFound)
 	if !strings.Contains(string(r.body), "route_not_found") {
 		t.Errorf("404 page: %s", r.body)
+	}
+	// A client that does not ask for HTML gets the API's problem.
+	r = b.get("/ui/nope", "Accept", "*/*")
+	if wantStatus(t, "unknown page, not HTML", r, http.StatusNotFound); r.header.Get("Content-Type") != ProblemContentType || r.problem(t).Code != "route_not_found" {
+		t.Errorf("unknown page for a non-browser: %v %s", r.header, r.body)
 	}
 	r = b.get("/ui/datasets/nope")
 	if wantStatus(t, "unknown dataset", r, http.StatusNotFound); !strings.Contains(string(r.body), "dataset_not_found") {
