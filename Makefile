@@ -39,8 +39,9 @@ install: ## go install the snapstore binary
 	$(GO) install ./cmd/snapstore
 
 .PHONY: deps
-deps: ## install and start what the tests need (MariaDB, HBase)
+deps: ## install and start what the tests need (MariaDB, HBase, Chromium for the console test)
 	scripts/mariadb.sh start
+	scripts/chromium.sh install
 	@if [ -x scripts/hbase-standalone.sh ]; then \
 		scripts/hbase-standalone.sh start || { \
 			if [ -n "$$CI" ]; then echo "make: HBase could not be started; CI must run the HBase suite, so this fails"; exit 1; fi; \
@@ -48,7 +49,7 @@ deps: ## install and start what the tests need (MariaDB, HBase)
 	fi
 
 .PHONY: test
-test: deps ## install and start MariaDB and HBase, then run the whole suite
+test: deps ## install and start MariaDB, HBase and Chromium, then run the whole suite
 	$(GO) vet ./...
 	set -a; eval "$$(scripts/mariadb.sh env)"; if [ -x scripts/hbase-standalone.sh ]; then eval "$$(scripts/hbase-standalone.sh env)"; fi; set +a; \
 	$(GO) test $(TESTFLAGS) $(PKGS)
@@ -59,6 +60,13 @@ test: deps ## install and start MariaDB and HBase, then run the whole suite
 		SNAPSTORE_SNAPSHOT_BACKEND=hbase $(GO) test $(TESTFLAGS) ./snapshot -model.steps=100; \
 	else echo "make: HBase is not running: the snapshot suite on HBase did not run (see make deps above)"; \
 		if [ -n "$$CI" ]; then exit 1; fi; fi
+
+.PHONY: screenshots
+screenshots: ## retake the console screenshots of docs/console.md (needs MariaDB and Chromium: make deps)
+	scripts/mariadb.sh start
+	scripts/chromium.sh install
+	set -a; eval "$$(scripts/mariadb.sh env)"; set +a; \
+	$(GO) test -count=1 -run 'TestConsole$$' ./tests/e2e -console.screenshots=$(CURDIR)/docs/console
 
 .PHONY: lint
 lint: ## fail on unformatted Go files (gofmt) and go vet findings

@@ -138,6 +138,23 @@ func connectorNames() []string {
 	return slices.Sorted(maps.Keys(connectors))
 }
 
+// ConnectionType describes a registered connection type: its name and
+// the options it accepts (a form builds its fields from them).
+type ConnectionType struct {
+	Name    string
+	Options []OptionDef
+}
+
+// ConnectionTypes lists the registered connection types, by name.
+func ConnectionTypes() []ConnectionType {
+	var out []ConnectionType
+	for _, name := range connectorNames() {
+		c, _ := lookupConnector(name)
+		out = append(out, ConnectionType{Name: name, Options: slices.Clone(c.Options())})
+	}
+	return out
+}
+
 // lookupConnector returns the connector of type name; ErrUnknownType
 // naming the known types.
 func lookupConnector(name string) (Connector, error) {

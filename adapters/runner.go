@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -13,8 +14,8 @@ import (
 
 // RunOptions are the options of StartRun.
 type RunOptions struct {
-	// Trigger is recorded in the run: "api" (default), "cli", "schedule",
-	// "retry", "start" (RunOnStart).
+	// Trigger is recorded in the run: "api" (default), "cli", "console",
+	// "schedule", "retry", "start" (RunOnStart).
 	Trigger string
 	// Force commits even when a guard (allow_empty, max_shrink) would
 	// refuse the run (snapshot.RunOptions.Force).
@@ -34,11 +35,14 @@ type activeRun struct {
 	done   chan struct{}
 }
 
-// snapshot returns a copy of the live record.
+// snapshot returns a copy of the live record (its phases copied too: the
+// run goes on updating them).
 func (ar *activeRun) snapshot() RunRecord {
 	ar.mu.Lock()
 	defer ar.mu.Unlock()
-	return ar.rec
+	r := ar.rec
+	r.Phases = slices.Clone(r.Phases)
+	return r
 }
 
 // StartRun starts a run of adapter name now, in its own goroutine, and
@@ -68,7 +72,8 @@ func (s *Service) StartRun(ctx context.Context, name string, opts RunOptions) (R
 		trigger = "api"
 	}
 	ar := &activeRun{done: make(chan struct{})}
-	ar.rec = RunRecord{ID: s.newRunID(now), Adapter: name, Dataset: a.spec.Dataset, Trigger: trigger, Status: RunRunning, Start: now, Forced: opts.Force}
+	ar.rec = RunRecord{ID: s.newRunID(now), Adapter: name, Dataset: a.spec.Dataset, Trigger: trigger, Status: RunRunning, Start: now, Forced: opts.Force,
+		Phases: []RunPhase{{Name: PhaseConnect, Start: now}}}
 	runCtx, cancel := context.WithCancelCause(s.baseCtx)
 	ar.cancel = cancel
 	s.running[name] = ar
@@ -83,7 +88,7 @@ func (s *Service) StartRun(ctx context.Context, name string, opts RunOptions) (R
 	}
 	s.log.Info("run started", "run", rec.ID, "adapter", name, "dataset", spec.Dataset, "trigger", trigger, "force", opts.Force)
 	go s.execute(runCtx, ar, spec, opts.Force)
-	return rec, nil
+	return withProgress(rec, now), nil
 }
 
 // WaitRun waits until run id ends, or ctx is done, and returns its record
@@ -98,9 +103,9 @@ func (s *Service) WaitRun(ctx context.Context, id string) (RunRecord, error) {
 	}
 	select {
 	case <-ar.done:
-		return ar.snapshot(), nil
+		return withProgress(ar.snapshot(), s.now().UTC()), nil
 	case <-ctx.Done():
-		return ar.snapshot(), ctx.Err()
+		return withProgress(ar.snapshot(), s.now().UTC()), ctx.Err()
 	}
 }
 
@@ -112,6 +117,7 @@ func (s *Service) execute(ctx context.Context, ar *activeRun, spec AdapterSpec, 
 	end := s.now().UTC()
 	ar.mu.Lock()
 	ar.rec.End = &end
+	endPhases(ar.rec.Phases, end)
 	switch {
 	case err == nil:
 		ar.rec.Status = RunSucceeded
@@ -167,8 +173,16 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, for
 	}
 	defer tr.Close()
 	tbl := tr.Table()
+	est := tbl.EstimatedRows
+	if est <= 0 {
+		// No estimate from the source (a view, statistics not computed
+		// yet): the current version's row count is the next best.
+		if d, err := s.db.Dataset(ctx, spec.Dataset); err == nil && d.CurrentInfo != nil {
+			est = d.CurrentInfo.Stats.Rows
+		}
+	}
 	ar.mu.Lock()
-	ar.rec.RowsEstimated = tbl.EstimatedRows
+	ar.rec.RowsEstimated = est
 	runID := ar.rec.ID
 	ar.mu.Unlock()
 	resource := tbl.Name
@@ -200,6 +214,7 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, for
 	}()
 	ar.mu.Lock()
 	ar.rec.TxnID = run.TxnID()
+	ar.beginPhaseLocked(PhaseRead, s.now().UTC())
 	ar.mu.Unlock()
 	var n int64
 	for tr.Next(ctx) {
@@ -225,6 +240,7 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, for
 	}
 	ar.mu.Lock()
 	ar.rec.RowsRead, ar.rec.Stats = n, run.Stats()
+	ar.beginPhaseLocked(PhaseCommit, s.now().UTC())
 	ar.mu.Unlock()
 	if err := context.Cause(ctx); err != nil {
 		return snapshot.VersionInfo{}, err

@@ -34,14 +34,24 @@ type RunRecord struct {
 	Adapter string     `json:"adapter"`
 	Dataset string     `json:"dataset"`
 	TxnID   int64      `json:"txn_id,omitempty"`
-	Trigger string     `json:"trigger"` // "api", "cli", "schedule", "retry", "start"
+	Trigger string     `json:"trigger"` // "api", "cli", "console", "schedule", "retry", "start"
 	Status  RunStatus  `json:"status"`
 	Start   time.Time  `json:"started_at"`
 	End     *time.Time `json:"ended_at,omitempty"`
-	// RowsRead and RowsEstimated give live progress.
-	RowsRead      int64             `json:"rows_read"`
+	// RowsRead is the number of rows read from the source so far (live,
+	// updated every progressEvery rows while the run reads).
+	RowsRead int64 `json:"rows_read"`
+	// RowsEstimated is the estimate of the rows to read, known once the
+	// source table is open: the source's own estimate, else the row count
+	// of the dataset's current version, else 0 (RunProgress says which).
 	RowsEstimated int64             `json:"rows_estimated"`
 	Stats         snapshot.RunStats `json:"stats"`
+	// Phases lists the run's phases so far, oldest first (PhaseConnect,
+	// PhaseRead, PhaseCommit).
+	Phases []RunPhase `json:"phases,omitempty"`
+	// Progress is computed when the record is read, never stored
+	// (withProgress).
+	Progress *RunProgress `json:"progress,omitempty"`
 	// Version is the committed version, for succeeded runs.
 	Version int64  `json:"version,omitempty"`
 	Error   string `json:"error,omitempty"`
@@ -89,6 +99,7 @@ func runCode(err error) string {
 
 // saveRun stores rec under its id, replacing the record of the same run.
 func (s *Service) saveRun(ctx context.Context, rec RunRecord) error {
+	rec.Progress = nil
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return err
@@ -113,14 +124,14 @@ func (s *Service) recordSkipped(ctx context.Context, adapter, trigger, reason st
 	s.log.Info("run skipped", "run", rec.ID, "adapter", adapter, "reason", reason)
 }
 
-// GetRun returns run id's record: the live one while it runs, else the
-// stored one. ErrRunNotFound.
+// GetRun returns run id's record, with its progress: the live one while
+// it runs, else the stored one. ErrRunNotFound.
 func (s *Service) GetRun(ctx context.Context, id string) (RunRecord, error) {
 	s.mu.Lock()
 	ar := s.runs[id]
 	s.mu.Unlock()
 	if ar != nil {
-		return ar.snapshot(), nil
+		return withProgress(ar.snapshot(), s.now().UTC()), nil
 	}
 	b, err := s.db.GetRecord(ctx, recordRun, id)
 	if errors.Is(err, snapshot.ErrRecordNotFound) || errors.Is(err, snapshot.ErrInvalidArgument) {
@@ -133,7 +144,7 @@ func (s *Service) GetRun(ctx context.Context, id string) (RunRecord, error) {
 	if err := json.Unmarshal(b, &rec); err != nil {
 		return RunRecord{}, fmt.Errorf("adapters: decoding run %q: %w", id, err)
 	}
-	return rec, nil
+	return withProgress(rec, s.now().UTC()), nil
 }
 
 // allRuns lists every stored run of adapter ("" = all), newest first, with
@@ -167,7 +178,7 @@ func (s *Service) allRuns(ctx context.Context, adapter string) ([]RunRecord, err
 }
 
 // ListRuns lists the runs of adapter ("" for every adapter), newest first,
-// at most limit (0: 100); running ones are live.
+// at most limit (0: 100), with their progress; running ones are live.
 func (s *Service) ListRuns(ctx context.Context, adapter string, limit int) ([]RunRecord, error) {
 	if limit <= 0 {
 		limit = 100
@@ -178,6 +189,10 @@ func (s *Service) ListRuns(ctx context.Context, adapter string, limit int) ([]Ru
 	}
 	if len(runs) > limit {
 		runs = runs[:limit]
+	}
+	now := s.now().UTC()
+	for i := range runs {
+		runs[i] = withProgress(runs[i], now)
 	}
 	return runs, nil
 }

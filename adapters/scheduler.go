@@ -252,3 +252,15 @@ func parseSchedule(spec string) (cron.Schedule, error) {
 	}
 	return sch, nil
 }
+
+// SchedulePeriod returns the time between the first two starts of the
+// cron spec after t: how often an adapter of that schedule runs around t
+// (what freshness is judged against). Errors wrap ErrBadSchedule.
+func SchedulePeriod(spec string, t time.Time) (time.Duration, error) {
+	sch, err := parseSchedule(spec)
+	if err != nil {
+		return 0, err
+	}
+	first := sch.Next(t)
+	return sch.Next(first).Sub(first), nil
+}

@@ -327,3 +327,16 @@ func TestRunOnStart(t *testing.T) {
 		t.Fatalf("lazy ran at start: %+v", runs)
 	}
 }
+
+// TestSchedulePeriod: the gap between the next two starts.
+func TestSchedulePeriod(t *testing.T) {
+	at := time.Date(2026, 3, 4, 10, 20, 0, 0, time.UTC)
+	for spec, want := range map[string]time.Duration{"@every 90s": 90 * time.Second, "0 * * * *": time.Hour, "@daily": 24 * time.Hour, "0 3 * * 1": 7 * 24 * time.Hour} {
+		if got, err := SchedulePeriod(spec, at); err != nil || got != want {
+			t.Errorf("SchedulePeriod(%q) = %v, %v; want %v", spec, got, err, want)
+		}
+	}
+	if _, err := SchedulePeriod("nope", at); !errors.Is(err, ErrBadSchedule) {
+		t.Errorf("bad spec: %v", err)
+	}
+}

@@ -67,10 +67,12 @@ type Token struct {
 }
 
 // tokenSet checks presented tokens in constant time against SHA-256 digests
-// of the configured ones.
+// of the configured ones, and keeps for each the key that signs the
+// console's sessions of that token (consoleauth.go).
 type tokenSet struct {
-	digests [][sha256.Size]byte
-	tokens  []Token // Token field cleared
+	digests     [][sha256.Size]byte
+	sessionKeys [][]byte
+	tokens      []Token // Token field cleared
 }
 
 func newTokenSet(ts []Token) (*tokenSet, error) {
@@ -89,6 +91,7 @@ func newTokenSet(ts []Token) (*tokenSet, error) {
 		}
 		seen[d] = true
 		s.digests = append(s.digests, d)
+		s.sessionKeys = append(s.sessionKeys, sessionKey(t.Token))
 		s.tokens = append(s.tokens, Token{Name: t.Name, Role: t.Role})
 	}
 	return s, nil
@@ -103,17 +106,25 @@ func (s *tokenSet) lookup(header string) (Token, bool) {
 	if len(header) <= len(prefix) || !strings.EqualFold(header[:len(prefix)], prefix) {
 		return Token{}, false
 	}
-	d := sha256.Sum256([]byte(strings.TrimSpace(header[len(prefix):])))
+	i := s.find(strings.TrimSpace(header[len(prefix):]))
+	if i < 0 {
+		return Token{}, false
+	}
+	return s.tokens[i], true
+}
+
+// find returns the index of the configured token equal to text, -1 for
+// none, comparing with every one so that the time taken does not depend
+// on which matched.
+func (s *tokenSet) find(text string) int {
+	d := sha256.Sum256([]byte(text))
 	found := -1
 	for i := range s.digests {
 		if subtle.ConstantTimeCompare(d[:], s.digests[i][:]) == 1 {
 			found = i
 		}
 	}
-	if found < 0 {
-		return Token{}, false
-	}
-	return s.tokens[found], true
+	return found
 }
 
 // CheckListen refuses to serve without tokens on anything but a loopback

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -23,7 +24,7 @@ func (s *Server) diff(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	from, to, err := s.diffRange(ctx, c, ds)
+	from, to, err := s.diffRange(ctx, c.QueryParams(), ds)
 	if err != nil {
 		return err
 	}
@@ -53,10 +54,10 @@ func (s *Server) diff(c echo.Context) error {
 	return s.endStream(c, bw, it.Err())
 }
 
-// diffRange resolves from and to: to defaults to the current version, from
-// to the newest kept version older than to.
-func (s *Server) diffRange(ctx context.Context, c echo.Context, ds string) (from, to int64, err error) {
-	q := c.QueryParams()
+// diffRange resolves the from and to of q: to defaults to the current
+// version, from to the newest kept version older than to. The console's
+// diff page resolves its bounds here too.
+func (s *Server) diffRange(ctx context.Context, q url.Values, ds string) (from, to int64, err error) {
 	if v := q.Get("to"); v != "" {
 		if to, err = s.versionOrTag(ctx, ds, "to", v); err != nil {
 			return 0, 0, err

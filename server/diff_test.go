@@ -1,6 +1,8 @@
 package server
 
 import (
+	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,4 +30,36 @@ func TestDiff_FromTag(t *testing.T) {
 		t.Fatalf("to=last read version %d, want %d", versionOf(t, r), v3)
 	}
 	f.wantProblem(404, "tag_not_found", "to", "GET", "/v1/datasets/products/diff?from=first&to=nope", "")
+}
+
+// TestDiff_ChangedColumns: an update line names the columns that changed,
+// and only update lines carry "changed".
+func TestDiff_ChangedColumns(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.run("products")
+	f.exec(`UPDATE products SET stock = 7, price = 5.10 WHERE id = 1`)
+	f.exec(`UPDATE products SET name = 'mug' WHERE id = 2`)
+	f.exec(`DELETE FROM products WHERE id = 3`)
+	f.exec(`INSERT INTO products VALUES (9, 'tray', 12, 3)`)
+	f.run("products")
+	r := f.must(200, "GET", "/v1/datasets/products/diff", "")
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(string(r.body)), "\n") {
+		var ch struct {
+			Op      string   `json:"op"`
+			Key     []int    `json:"key"`
+			Changed []string `json:"changed"`
+		}
+		if err := json.Unmarshal([]byte(line), &ch); err != nil {
+			t.Fatalf("diff line %s: %v", line, err)
+		}
+		got = append(got, fmt.Sprintf("%s %v %v", ch.Op, ch.Key, ch.Changed))
+		if ch.Op != "update" && strings.Contains(line, `"changed"`) {
+			t.Errorf("a %s line names changed columns: %s", ch.Op, line)
+		}
+	}
+	want := []string{"update [1] [price stock]", "update [2] [name]", "delete [3] []", "insert [9] []"}
+	if strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Fatalf("diff:\n%s\nwant %q", r.body, want)
+	}
 }

@@ -51,8 +51,9 @@ func appendKeyJSON(dst []byte, key []snapshot.Value) []byte {
 }
 
 // appendChangeJSON appends one line of a diff (without its newline):
-// {"op":..., "key":[...], "before":{...}, "after":{...}}, before absent for
-// an insert and after for a delete.
+// {"op":..., "key":[...], "before":{...}, "after":{...}, "changed":[...]},
+// before absent for an insert and after for a delete, changed (the columns
+// that differ) only for an update.
 func appendChangeJSON(dst []byte, ch snapshot.Change) []byte {
 	dst = append(dst, `{"op":`...)
 	dst = jsonstr.Append(dst, string(ch.Op))
@@ -65,6 +66,10 @@ func appendChangeJSON(dst []byte, ch snapshot.Change) []byte {
 	if ch.After != nil {
 		dst = append(dst, `,"after":`...)
 		dst = ch.After.AppendJSON(dst)
+	}
+	if ch.Changed != nil {
+		dst = append(dst, `,"changed":`...)
+		dst = appendStrings(dst, ch.Changed)
 	}
 	return append(dst, '}')
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -47,6 +48,8 @@ type Server struct {
 	log      *slog.Logger
 	api      *apiDoc
 	echo     *echo.Echo
+	console  *console
+	handler  http.Handler
 	metrics  *metrics
 	gatherer prometheus.Gatherer
 	build    string
@@ -98,11 +101,29 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.echo = s.newEcho()
+	if s.console, err = newConsole(s); err != nil {
+		return nil, err
+	}
+	s.handler = http.HandlerFunc(s.serveHTTP)
 	return s, nil
 }
 
-// Handler returns the HTTP handler serving every route.
-func (s *Server) Handler() http.Handler { return s.echo }
+// Handler returns the HTTP handler serving every route: the API and,
+// under /ui/, the console.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// serveHTTP sends /ui and /ui/... to the console, GET / to the console
+// (a redirect) and everything else to the API.
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	switch p := r.URL.Path; {
+	case p == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
+		http.Redirect(w, r, "/ui/", http.StatusFound)
+	case p == "/ui" || strings.HasPrefix(p, "/ui/"):
+		s.console.ServeHTTP(w, r)
+	default:
+		s.echo.ServeHTTP(w, r)
+	}
+}
 
 // SetShuttingDown makes /readyz answer 503 from now on.
 func (s *Server) SetShuttingDown() { s.stopping.Store(true) }

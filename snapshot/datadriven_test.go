@@ -264,6 +264,9 @@ func (h *ddHarness) cmd(t *testing.T, d *datadriven.TestData) string {
 				b, _ := c.After.MarshalJSON()
 				fmt.Fprintf(&out, " after=%s", b)
 			}
+			if d.HasArg("changed") && (c.Changed != nil || c.Op == OpUpdate) {
+				fmt.Fprintf(&out, " changed=%v", c.Changed)
+			}
 			out.WriteByte('\n')
 		}
 		if err := it.Close(); err != nil {

@@ -29,6 +29,11 @@ type Change struct {
 	Key    []Value
 	Before *Row // nil for insert
 	After  *Row // nil for delete
+	// Changed names, for an update, the columns whose value differs
+	// between the versions or that one version lacks (a column added or
+	// dropped): the to version's columns in schema order, then those only
+	// the from version has. Never empty for an update; nil otherwise.
+	Changed []string
 }
 
 // DiffStats counts a diff.
@@ -179,12 +184,61 @@ func (d *diffIter) Next() bool {
 		if d.change.After, d.err = d.side(d.toRB, d.resT); d.err != nil {
 			return false
 		}
+		if d.op == OpUpdate {
+			d.change.Changed = d.changedColumns()
+		}
 		return true
 	}
 	if err := d.m.err(); err != nil {
 		d.err = fmt.Errorf("snapshot: diffing %s: %w", d.from.ds.name, err)
 	}
 	return false
+}
+
+// changedColumns names the columns of an update that differ between
+// d.resF and d.resT (both in column name order), as Change.Changed orders
+// them. It compares the stored encodings, as sameResolved does, so an
+// update always names at least one column.
+func (d *diffIter) changedColumns() []string {
+	differ := map[string]bool{}
+	f, t := d.resF, d.resT
+	for len(f) > 0 || len(t) > 0 {
+		switch c := compareNames(f, t); {
+		case c < 0:
+			differ[string(f[0].name)] = true
+			f = f[1:]
+		case c > 0:
+			differ[string(t[0].name)] = true
+			t = t[1:]
+		default:
+			if !bytes.Equal(f[0].value, t[0].value) {
+				differ[string(f[0].name)] = true
+			}
+			f, t = f[1:], t[1:]
+		}
+	}
+	out := make([]string, 0, len(differ))
+	for _, names := range [][]string{d.toRB.names, d.fromRB.names} {
+		for _, n := range names {
+			if differ[n] {
+				out = append(out, n)
+				delete(differ, n)
+			}
+		}
+	}
+	return out
+}
+
+// compareNames orders the heads of two resolved column lists by name; an
+// empty list sorts after any name.
+func compareNames(a, b []resolvedCol) int {
+	switch {
+	case len(a) == 0:
+		return 1
+	case len(b) == 0:
+		return -1
+	}
+	return bytes.Compare(a[0].name, b[0].name)
 }
 
 // side builds one side of a change from its resolved columns, nil when

@@ -1,5 +1,6 @@
 // Package e2e holds end-to-end tests that run the built snapstore binary
-// against a real MariaDB loaded with Sakila, through the HTTP API only.
+// against a real MariaDB loaded with Sakila, through the HTTP API, and
+// through the web console in a real browser.
 // Source rows are read and canonicalised here with the MySQL
 // driver directly, independently of package adapters, so that a mapping bug
 // there cannot hide itself.
@@ -49,6 +50,15 @@
 //	                      with SIGKILL is failed only after the
 //	                      confirmation delay, and restarted with no join
 //	                      address it rejoins on its own.
+//	TestConsole           headless Chromium (chromedp) through the console:
+//	                      login, a connection and an adapter through the
+//	                      forms, two runs watched to 100% in one page, a
+//	                      source change highlighted in the diff, every page,
+//	                      a reader without admin actions and 403 for admin
+//	                      forms; screenshots (-console.screenshots DIR,
+//	                      `make screenshots` for docs/console/). It needs
+//	                      Debian's chromium (scripts/chromium.sh, `make
+//	                      deps`): skipped without it, failed under CI.
 //
 // The tests skip unless SNAPSTORE_TEST_MYSQL_* are set (TestCluster needs
 // SNAPSTORE_TEST_HBASE_THRIFT instead) (`make test` sets

@@ -37,12 +37,21 @@ type proc struct {
 	exited chan struct{}
 	base   string // http://host:port of the running process
 	client *http.Client
+	// token, when set, is sent as the bearer token of call.
+	token string
 }
 
 // startServer writes a config (data dir in a temp dir, a free loopback
 // port, debug logs as text) and starts the server with secret in its
 // environment as pwEnv. extraEnv adds variables.
 func startServer(t *testing.T, secret string, extraEnv ...string) *proc {
+	t.Helper()
+	return startServerWith(t, secret, "", extraEnv...)
+}
+
+// startServerWith is startServer with extraConfig (YAML) appended to the
+// config file.
+func startServerWith(t *testing.T, secret, extraConfig string, extraEnv ...string) *proc {
 	t.Helper()
 	if binPath == "" {
 		t.Fatal("the snapstore binary was not built (TestMain)")
@@ -56,7 +65,7 @@ func startServer(t *testing.T, secret string, extraEnv ...string) *proc {
 		secrets: []string{},
 		client:  &http.Client{Timeout: 5 * time.Minute},
 	}
-	cfg := fmt.Sprintf("data: %s\nlisten: 127.0.0.1:0\nlog: {level: debug, format: text}\nshutdown_timeout: 10s\n", filepath.Join(dir, "data"))
+	cfg := fmt.Sprintf("data: %s\nlisten: 127.0.0.1:0\nlog: {level: debug, format: text}\nshutdown_timeout: 10s\n", filepath.Join(dir, "data")) + extraConfig
 	if err := os.WriteFile(p.cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -249,6 +258,9 @@ func (p *proc) call(method, path string, body any, header ...string) (response, 
 	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
+	}
+	if p.token != "" && req.Header.Get("Authorization") == "" {
+		req.Header.Set("Authorization", "Bearer "+p.token)
 	}
 	resp, err := p.client.Do(req)
 	if err != nil {

@@ -1,0 +1,260 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/snapshot"
+)
+
+// The adapter pages: the list with schedules and last runs, the create
+// and edit form, delete, and run now.
+
+// adapterItem is one line of the adapters page.
+type adapterItem struct {
+	adapters.Adapter
+	Runs []adapters.RunRecord
+}
+
+// adapters answers GET /ui/adapters.
+func (c *console) adapters(w http.ResponseWriter, r *http.Request, v viewer) error {
+	as := c.s.svc.ListAdapters()
+	items := make([]adapterItem, 0, len(as))
+	for _, a := range as {
+		runs, err := c.s.svc.ListRuns(r.Context(), a.Name, 5)
+		if err != nil {
+			return err
+		}
+		items = append(items, adapterItem{Adapter: a, Runs: runs})
+	}
+	return c.render(w, r, http.StatusOK, "adapters", v, items)
+}
+
+// adapterFields are the adapter form's values, as text.
+type adapterFields struct {
+	Name, Connection, Resource, Dataset, KeyColumns, Schedule string
+	TTL, MinVersions, MaxShrink, Retries, RetryBackoff        string
+	AllowEmpty, RunOnStart                                    bool
+}
+
+// adapterFormView is the adapter form.
+type adapterFormView struct {
+	// Edit is true when the form replaces an existing adapter.
+	Edit        bool
+	F           adapterFields
+	Connections []adapters.Connection
+	Resources   resourceOptionsView
+	Problem     *Problem
+}
+
+// newAdapterForm answers GET /ui/adapters/new.
+func (c *console) newAdapterForm(w http.ResponseWriter, r *http.Request, v viewer) error {
+	f := adapterFields{Connection: r.URL.Query().Get("connection")}
+	return c.adapterForm(w, r, v, http.StatusOK, false, f, nil)
+}
+
+// editAdapterForm answers GET /ui/adapters/{name}/edit.
+func (c *console) editAdapterForm(w http.ResponseWriter, r *http.Request, v viewer) error {
+	a, err := c.s.svc.GetAdapter(r.Context(), r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	f := adapterFields{
+		Name: a.Name, Connection: a.Connection, Resource: a.Resource, Dataset: a.Dataset,
+		KeyColumns: strings.Join(a.KeyColumns, ", "), Schedule: a.Schedule,
+		TTL: durationText(a.Retention.TTL), AllowEmpty: a.Guard.AllowEmpty, RunOnStart: a.RunOnStart,
+		RetryBackoff: durationText(a.RetryBackoff),
+	}
+	if a.Retention.MinVersions != 0 {
+		f.MinVersions = strconv.Itoa(a.Retention.MinVersions)
+	}
+	if a.Guard.MaxShrink != 0 {
+		f.MaxShrink = strconv.FormatFloat(a.Guard.MaxShrink, 'g', -1, 64)
+	}
+	if a.Retries != 0 {
+		f.Retries = strconv.Itoa(a.Retries)
+	}
+	return c.adapterForm(w, r, v, http.StatusOK, true, f, nil)
+}
+
+// adapterForm renders the form with f, and p when a save was refused.
+func (c *console) adapterForm(w http.ResponseWriter, r *http.Request, v viewer, status int, edit bool, f adapterFields, p *Problem) error {
+	view := adapterFormView{Edit: edit, F: f, Connections: c.s.svc.ListConnections(), Problem: p}
+	if f.Connection != "" {
+		view.Resources = c.resourcesOf(r, f.Connection)
+	}
+	return c.render(w, r, status, "adapter_form", v, view)
+}
+
+// adapterFieldsOf reads the form of r.
+func adapterFieldsOf(r *http.Request) adapterFields {
+	g := func(k string) string { return strings.TrimSpace(r.PostFormValue(k)) }
+	return adapterFields{
+		Name: g("name"), Connection: g("connection"), Resource: g("resource"), Dataset: g("dataset"),
+		KeyColumns: g("key_columns"), Schedule: g("schedule"), TTL: g("ttl"), MinVersions: g("min_versions"),
+		MaxShrink: g("max_shrink"), Retries: g("retries"), RetryBackoff: g("retry_backoff"),
+		AllowEmpty: g("allow_empty") != "", RunOnStart: g("run_on_start") != "",
+	}
+}
+
+// spec converts the form to an adapter spec through the API's wire form
+// (adapterJSON.spec), so both paths apply the same conversion. Errors
+// name the field as the API would ("body.retention.ttl").
+func (f adapterFields) spec() (adapters.AdapterSpec, error) {
+	in := adapterJSON{Name: f.Name, Connection: f.Connection, Resource: f.Resource, Dataset: f.Dataset, Schedule: f.Schedule,
+		Guard: snapshot.Guard{AllowEmpty: f.AllowEmpty}, RunOnStart: f.RunOnStart}
+	for _, k := range strings.Split(f.KeyColumns, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			in.KeyColumns = append(in.KeyColumns, k)
+		}
+	}
+	var err error
+	if in.Retention.TTL, err = formDuration("body.retention.ttl", f.TTL); err != nil {
+		return adapters.AdapterSpec{}, err
+	}
+	if in.RetryBackoff, err = formDuration("body.retry_backoff", f.RetryBackoff); err != nil {
+		return adapters.AdapterSpec{}, err
+	}
+	if in.Retention.MinVersions, err = formInt("body.retention.min_versions", f.MinVersions, 0, 1<<31-1); err != nil {
+		return adapters.AdapterSpec{}, err
+	}
+	if in.Retries, err = formInt("body.retries", f.Retries, 0, 100); err != nil {
+		return adapters.AdapterSpec{}, err
+	}
+	if f.MaxShrink != "" {
+		x, err := strconv.ParseFloat(f.MaxShrink, 64)
+		if err != nil || x < 0 || x > 1 {
+			return adapters.AdapterSpec{}, badField("body.guard.max_shrink", "want a fraction from 0 to 1, got %q", f.MaxShrink)
+		}
+		in.Guard.MaxShrink = x
+	}
+	if in.Name == "" {
+		return adapters.AdapterSpec{}, badField("body.name", "give the adapter a name")
+	}
+	return in.spec(), nil
+}
+
+// formDuration reads a duration field as the API does: Go duration text,
+// "" or "0" for none, never negative.
+func formDuration(field, s string) (duration, error) {
+	if s == "" || s == "0" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, badField(field, "want a duration such as 90s or 36h, got %q", s)
+	}
+	return duration(d), nil
+}
+
+// formInt reads an integer field within [lo, hi]; "" is 0.
+func formInt(field, s string, lo, hi int) (int, error) {
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < lo || n > hi {
+		return 0, badField(field, "want an integer from %d to %d, got %q", lo, hi, s)
+	}
+	return n, nil
+}
+
+// createAdapter answers POST /ui/adapters, as POST /v1/adapters does.
+func (c *console) createAdapter(w http.ResponseWriter, r *http.Request, v viewer) error {
+	return c.saveAdapter(w, r, v, false)
+}
+
+// replaceAdapter answers POST /ui/adapters/{name}, as PUT
+// /v1/adapters/{name} does.
+func (c *console) replaceAdapter(w http.ResponseWriter, r *http.Request, v viewer) error {
+	return c.saveAdapter(w, r, v, true)
+}
+
+// saveAdapter creates or replaces the adapter of the form; a refusal
+// shows the form again with the problem and the values given.
+func (c *console) saveAdapter(w http.ResponseWriter, r *http.Request, v viewer, replace bool) error {
+	f := adapterFieldsOf(r)
+	if replace {
+		f.Name = r.PathValue("name")
+	}
+	spec, err := f.spec()
+	if err == nil {
+		if replace {
+			_, _, err = c.s.svc.PutAdapter(r.Context(), spec)
+		} else {
+			_, err = c.s.svc.CreateAdapter(r.Context(), spec)
+		}
+	}
+	if err != nil {
+		p := problemFor(err)
+		if p.Status >= 500 {
+			return err
+		}
+		p.Field = strings.TrimPrefix(p.Field, "body.")
+		return c.adapterForm(w, r, v, p.Status, replace, f, &p)
+	}
+	c.s.log.Info("adapter saved", "adapter", spec.Name, "replace", replace, "token", v.Name, "via", "console")
+	http.Redirect(w, r, "/ui/adapters#adapter-"+url.PathEscape(spec.Name), http.StatusSeeOther)
+	return nil
+}
+
+// deleteAdapter answers POST /ui/adapters/{name}/delete.
+func (c *console) deleteAdapter(w http.ResponseWriter, r *http.Request, v viewer) error {
+	name := r.PathValue("name")
+	if err := c.s.svc.DeleteAdapter(r.Context(), name); err != nil {
+		return err
+	}
+	c.s.log.Info("adapter deleted", "adapter", name, "token", v.Name, "via", "console")
+	http.Redirect(w, r, "/ui/adapters", http.StatusSeeOther)
+	return nil
+}
+
+// runAdapter answers POST /ui/adapters/{name}/run: starts a run (trigger
+// "console") and shows it; a run already going is shown instead.
+func (c *console) runAdapter(w http.ResponseWriter, r *http.Request, v viewer) error {
+	rec, err := c.s.svc.StartRun(r.Context(), r.PathValue("name"), adapters.RunOptions{Trigger: "console"})
+	if err != nil && !(errors.Is(err, adapters.ErrRunInProgress) && rec.ID != "") {
+		return err
+	}
+	http.Redirect(w, r, "/ui/runs/"+url.PathEscape(rec.ID), http.StatusSeeOther)
+	return nil
+}
+
+// resourceOptionsView is the resource list of the adapter form.
+type resourceOptionsView struct {
+	Connection string
+	Resources  []adapters.Resource
+	// Problem says why the list is empty, when it is because of an error.
+	Problem string
+}
+
+// resourcesOf lists the resources of connection conn for the form; an
+// error (source down) leaves the list empty and says why.
+func (c *console) resourcesOf(r *http.Request, conn string) resourceOptionsView {
+	view := resourceOptionsView{Connection: conn}
+	if ok, _ := c.who(r).May("GET /v1/connections/{name}/resources"); !ok {
+		return view
+	}
+	rs, err := c.s.svc.Resources(r.Context(), conn)
+	if err != nil {
+		view.Problem = problemFor(err).Detail
+	}
+	view.Resources = rs
+	return view
+}
+
+// resourceOptions answers GET /ui/resources?connection=: the resource
+// list of the adapter form for that connection (an htmx fragment).
+func (c *console) resourceOptions(w http.ResponseWriter, r *http.Request, v viewer) error {
+	conn := r.URL.Query().Get("connection")
+	view := resourceOptionsView{Connection: conn}
+	if conn != "" {
+		view = c.resourcesOf(r, conn)
+	}
+	return c.fragment(w, http.StatusOK, "adapter_form", "resources-fragment", v, view)
+}

@@ -1,0 +1,112 @@
+package server
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/snapstore/snapstore/adapters"
+)
+
+// The run pages: the history with a status filter, and one run with its
+// phases, its error in full and a live progress bar.
+
+// runsListed is the most runs the history shows.
+const runsListed = 200
+
+// runStatuses are the filters of the history, in the order shown.
+var runStatuses = []adapters.RunStatus{adapters.RunRunning, adapters.RunSucceeded, adapters.RunFailed, adapters.RunAborted, adapters.RunSkipped}
+
+// runsView is the run history.
+type runsView struct {
+	Runs     []adapters.RunRecord
+	Status   string
+	Adapter  string
+	Statuses []adapters.RunStatus
+	Adapters []string
+}
+
+// runs answers GET /ui/runs?status=&adapter=: the newest runs of every
+// adapter (or of one), those of one status if asked.
+func (c *console) runs(w http.ResponseWriter, r *http.Request, v viewer) error {
+	q := r.URL.Query()
+	view := runsView{Status: q.Get("status"), Adapter: q.Get("adapter"), Statuses: runStatuses}
+	for _, a := range c.s.svc.ListAdapters() {
+		view.Adapters = append(view.Adapters, a.Name)
+	}
+	if view.Adapter != "" {
+		if _, err := c.s.svc.GetAdapter(r.Context(), view.Adapter); err != nil {
+			return withField(err, "adapter")
+		}
+	}
+	limit := runsListed
+	if view.Status != "" {
+		limit = maxRunsListed // filtered below: look further back
+	}
+	all, err := c.s.svc.ListRuns(r.Context(), view.Adapter, limit)
+	if err != nil {
+		return err
+	}
+	for _, run := range all {
+		if view.Status == "" || string(run.Status) == view.Status {
+			view.Runs = append(view.Runs, run)
+		}
+		if len(view.Runs) == runsListed {
+			break
+		}
+	}
+	return c.render(w, r, http.StatusOK, "runs", v, view)
+}
+
+// runView is one run.
+type runView struct {
+	adapters.RunRecord
+	// Duration is the run's time so far, or in all once it ended.
+	Duration time.Duration
+	// Phases pairs each phase with its duration.
+	Phases []phaseItem
+}
+
+// phaseItem is one phase of the run page.
+type phaseItem struct {
+	adapters.RunPhase
+	Duration time.Duration
+}
+
+// runViewOf adds the durations a page shows to rec, at now.
+func runViewOf(rec adapters.RunRecord, now time.Time) runView {
+	v := runView{RunRecord: rec}
+	end := now
+	if rec.End != nil {
+		end = *rec.End
+	}
+	v.Duration = end.Sub(rec.Start)
+	for _, p := range rec.Phases {
+		pe := end
+		if p.End != nil {
+			pe = *p.End
+		}
+		v.Phases = append(v.Phases, phaseItem{RunPhase: p, Duration: pe.Sub(p.Start)})
+	}
+	return v
+}
+
+// run answers GET /ui/runs/{id}.
+func (c *console) run(w http.ResponseWriter, r *http.Request, v viewer) error {
+	rec, err := c.s.svc.GetRun(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return c.render(w, r, http.StatusOK, "run", v, runViewOf(rec, c.s.now()))
+}
+
+// runLive answers GET /ui/runs/{id}/live: the part of the run page that
+// changes while it runs (status, progress bar, stats, phases, error). htmx
+// polls it while the run goes on; the fragment of an ended run no longer
+// asks to be polled.
+func (c *console) runLive(w http.ResponseWriter, r *http.Request, v viewer) error {
+	rec, err := c.s.svc.GetRun(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return c.fragment(w, http.StatusOK, "run", "live", v, runViewOf(rec, c.s.now()))
+}

@@ -1,0 +1,415 @@
+package server
+
+import (
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// browser is an HTTP client with a cookie jar that does not follow
+// redirects, so that tests see each answer of the console.
+type browser struct {
+	t   *testing.T
+	f   *fixture
+	c   *http.Client
+	jar *cookiejar.Jar
+}
+
+func newBrowser(t *testing.T, f *fixture) *browser {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &browser{t: t, f: f, jar: jar, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+// get fetches a console path.
+func (b *browser) get(path string, hdr ...string) response {
+	b.t.Helper()
+	return b.send("GET", path, nil, hdr...)
+}
+
+// post sends a form from the console's own origin.
+func (b *browser) post(path string, form url.Values, hdr ...string) response {
+	b.t.Helper()
+	return b.send("POST", path, form, append([]string{"Origin", b.f.ts.URL}, hdr...)...)
+}
+
+func (b *browser) send(method, path string, form url.Values, hdr ...string) response {
+	b.t.Helper()
+	var rd io.Reader
+	if form != nil {
+		rd = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, b.f.ts.URL+path, rd)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	req.Header.Set("Accept", "text/html,application/xhtml+xml,*/*;q=0.8") // as a browser does
+	for i := 0; i+1 < len(hdr); i += 2 {
+		if strings.EqualFold(hdr[i], "Host") {
+			req.Host = hdr[i+1]
+			continue
+		}
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := b.c.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	b.f.bodies = append(b.f.bodies, string(body))
+	return response{status: resp.StatusCode, header: resp.Header, body: body}
+}
+
+// page fetches path and requires a 200 HTML page holding every want.
+func (b *browser) page(path string, want ...string) string {
+	b.t.Helper()
+	r := b.get(path)
+	if r.status != http.StatusOK || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") {
+		b.t.Fatalf("GET %s: status %d %s:\n%s", path, r.status, r.header.Get("Content-Type"), r.body)
+	}
+	for _, w := range want {
+		if !strings.Contains(string(r.body), w) {
+			b.t.Errorf("GET %s: the page lacks %q", path, w)
+		}
+	}
+	return string(r.body)
+}
+
+// wantStatus requires status of r and returns its body.
+func wantStatus(t *testing.T, what string, r response, status int) string {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("%s: status %d, want %d:\n%s", what, r.status, status, r.body)
+	}
+	return string(r.body)
+}
+
+// TestConsole_EveryPage renders every page of a server without tokens
+// over a dataset with two versions, and checks what each shows.
+func TestConsole_EveryPage(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	v1 := f.run("products")
+	f.exec(`UPDATE products SET stock = 7 WHERE id = 1`)
+	v2 := f.run("products")
+	b := newBrowser(t, f)
+	s1, s2 := itoa(v1), itoa(v2)
+
+	r := b.get("/")
+	if r.status != http.StatusFound || r.header.Get("Location") != "/ui/" {
+		t.Fatalf("GET /: %d Location %q", r.status, r.header.Get("Location"))
+	}
+	home := b.page("/ui/", `href="/ui/datasets/products"`, "<polyline points=", "no login (loopback)", "status-succeeded")
+	if strings.Contains(home, "Log in") {
+		t.Error("a server without tokens offers a login")
+	}
+	b.page("/ui/datasets/products", "version "+s2, "version "+s1, `class="checksum"`, "diff with "+s1, "roll back to this", `class="inline tagform"`)
+	b.page("/ui/datasets/products/rows", "grinder", "at version "+s2)
+	one := b.page("/ui/datasets/products/rows?version="+s1+"&key=1&mode=prefix", "cup", "at version "+s1)
+	if strings.Contains(one, "grinder") {
+		t.Error("the key search for 1 lists other rows")
+	}
+	diff := b.page("/ui/datasets/products/diff?from="+s1+"&to="+s2, "1 updated", `data-op="update"`)
+	if !regexp.MustCompile(`<td class="changed" data-column="stock"><del>120</del> <ins>7</ins></td>`).MatchString(diff) {
+		t.Errorf("the diff does not mark stock changed from 120 to 7:\n%s", diff)
+	}
+	if strings.Contains(diff, `class="changed" data-column="price"`) {
+		t.Error("the diff marks an unchanged column")
+	}
+	b.page("/ui/datasets/products/diff", "1 updated")
+	b.page("/ui/datasets/products/rollback?version="+s1,
+		"commits a new version with the content of version "+s1, "versions after "+s1+" stay readable")
+	b.page("/ui/adapters", `id="adapter-products"`, "Run now", "config")
+	b.page("/ui/adapters/new", `name="schedule"`, `<option value="shop"`)
+	b.page("/ui/adapters/products/edit", `value="products"`)
+	b.page("/ui/resources?connection=shop", `<option value="products"`)
+	runs := b.page("/ui/runs", "status-succeeded")
+	id := regexp.MustCompile(`/ui/runs/(r[0-9]+-[0-9]+)`).FindStringSubmatch(runs)
+	if id == nil {
+		t.Fatalf("no run link on the runs page:\n%s", runs)
+	}
+	b.page("/ui/runs?status=failed", "No run with status failed")
+	run := b.page("/ui/runs/"+id[1], `data-phase="connect"`, `data-phase="read"`, `data-phase="commit"`, `aria-valuenow="100.0"`)
+	if strings.Contains(run, "hx-trigger") {
+		t.Error("an ended run's page still polls")
+	}
+	live := b.page("/ui/runs/"+id[1]+"/live", `id="live"`)
+	if strings.Contains(live, "<html") {
+		t.Error("the live fragment is a whole page")
+	}
+	b.page("/ui/connections", `data-connection="shop"`, "sqlite", "shared")
+	b.page("/ui/connections/shop", "products", "order_lines", "Estimated rows")
+	b.page("/ui/connections/new", `name="opt.password"`, `type="password"`)
+	b.page("/ui/connections/new?type=sqlite", `name="opt.path"`)
+	b.page("/ui/gc", "Dry run")
+	rep := wantStatus(t, "dry run", b.post("/ui/gc/products", url.Values{"dry_run": {"true"}}, "HX-Request", "true"), http.StatusOK)
+	if !strings.Contains(rep, `data-dry-run="true"`) || !strings.Contains(rep, "Collect now") || strings.Contains(rep, "<html") {
+		t.Errorf("dry run fragment:\n%s", rep)
+	}
+	b.page("/ui/api", "/ui/static/vendor/swagger-ui/swagger-ui-bundle.js", "/ui/static/swagger-init.js")
+
+	r = b.get("/ui/static/vendor/htmx/htmx.min.js")
+	etag := r.header.Get("ETag")
+	if r.status != http.StatusOK || etag == "" || !strings.Contains(r.header.Get("Content-Type"), "javascript") {
+		t.Fatalf("htmx: %d %v", r.status, r.header)
+	}
+	if r = b.get("/ui/static/vendor/htmx/htmx.min.js", "If-None-Match", etag); r.status != http.StatusNotModified {
+		t.Errorf("revalidation: %d, want 304", r.status)
+	}
+	if csp := r.header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") {
+		t.Errorf("CSP %q", csp)
+	}
+	r = b.get("/ui/nope")
+	wantStatus(t, "unknown page", r, http.StatusNotFound)
+	if !strings.Contains(string(r.body), "route_not_found") {
+		t.Errorf("404 page: %s", r.body)
+	}
+	// A client that does not ask for HTML gets the API's problem.
+	r = b.get("/ui/nope", "Accept", "*/*")
+	if wantStatus(t, "unknown page, not HTML", r, http.StatusNotFound); r.header.Get("Content-Type") != ProblemContentType || r.problem(t).Code != "route_not_found" {
+		t.Errorf("unknown page for a non-browser: %v %s", r.header, r.body)
+	}
+	r = b.get("/ui/datasets/nope")
+	if wantStatus(t, "unknown dataset", r, http.StatusNotFound); !strings.Contains(string(r.body), "dataset_not_found") {
+		t.Errorf("dataset 404 page: %s", r.body)
+	}
+}
+
+// TestConsole_Forms creates a connection and an adapter through the
+// forms, shows a refused form with its problem, and runs the adapter.
+func TestConsole_Forms(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	b := newBrowser(t, f)
+	shop, err := f.svc.GetConnection(t.Context(), "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := b.post("/ui/connections", url.Values{"name": {"shop2"}, "type": {"sqlite"}, "sharing": {"shared"}, "opt.path": {shop.Options["path"].(string)}})
+	if wantStatus(t, "create connection", r, http.StatusSeeOther); r.header.Get("Location") != "/ui/connections/shop2" {
+		t.Fatalf("create connection went to %q", r.header.Get("Location"))
+	}
+	// A secret is never shown again: not on the refused form, not on the
+	// connection's page.
+	r = b.post("/ui/connections", url.Values{"name": {"shop2"}, "type": {"mysql"}, "opt.user": {"u"}, "opt.password": {knownSecret}})
+	if body := wantStatus(t, "duplicate connection", r, http.StatusConflict); !strings.Contains(body, "connection_exists") || strings.Contains(body, knownSecret) {
+		t.Errorf("refused connection form:\n%s", body)
+	}
+	r = b.post("/ui/connections", url.Values{"name": {"db"}, "type": {"mysql"}, "opt.host": {"127.0.0.1"}, "opt.user": {"u"}, "opt.password": {knownSecret}, "extra": {"max_open=4"}, "sharing": {"pooled"}})
+	wantStatus(t, "mysql connection", r, http.StatusSeeOther)
+	b.page("/ui/connections/db", "REDACTED", "max_open")
+
+	form := url.Values{"name": {"p2"}, "connection": {"shop2"}, "resource": {"products"}, "schedule": {"every hour"}, "ttl": {"36h"}}
+	r = b.post("/ui/adapters", form)
+	body := wantStatus(t, "bad schedule", r, http.StatusBadRequest)
+	if !strings.Contains(body, "bad_schedule") || !regexp.MustCompile(`name="schedule" value="every hour"[^>]*aria-invalid="true"`).MatchString(body) {
+		t.Errorf("refused adapter form:\n%s", body)
+	}
+	form.Set("schedule", "@every 1h")
+	form.Set("ttl", "soon")
+	if body = wantStatus(t, "bad ttl", b.post("/ui/adapters", form), http.StatusBadRequest); !strings.Contains(body, "retention.ttl") {
+		t.Errorf("bad ttl form:\n%s", body)
+	}
+	form.Set("ttl", "36h")
+	wantStatus(t, "create adapter", b.post("/ui/adapters", form), http.StatusSeeOther)
+	a, err := f.svc.GetAdapter(t.Context(), "p2")
+	if err != nil || a.Schedule != "@every 1h" || a.Retention.TTL != 36*time.Hour {
+		t.Fatalf("adapter from the form: %+v %v", a, err)
+	}
+	b.page("/ui/adapters/p2/edit", `value="@every 1h"`, `value="36h"`)
+	form.Set("schedule", "")
+	wantStatus(t, "replace adapter", b.post("/ui/adapters/p2", form), http.StatusSeeOther)
+	if a, _ = f.svc.GetAdapter(t.Context(), "p2"); a.Schedule != "" {
+		t.Errorf("replaced adapter keeps schedule %q", a.Schedule)
+	}
+	r = b.post("/ui/adapters/p2/run", url.Values{})
+	loc := r.header.Get("Location")
+	if wantStatus(t, "run now", r, http.StatusSeeOther); !strings.HasPrefix(loc, "/ui/runs/r") {
+		t.Fatalf("run now went to %q", loc)
+	}
+	rec, err := f.svc.WaitRun(t.Context(), strings.TrimPrefix(loc, "/ui/runs/"))
+	if err != nil || rec.Status != "succeeded" || rec.Trigger != "console" {
+		t.Fatalf("run from the console: %+v %v", rec, err)
+	}
+	b.page(loc, "succeeded", `aria-valuenow="100.0"`)
+	wantStatus(t, "delete adapter", b.post("/ui/adapters/p2/delete", url.Values{}), http.StatusSeeOther)
+	if _, err := f.svc.GetAdapter(t.Context(), "p2"); err == nil {
+		t.Error("the adapter outlived its delete")
+	}
+}
+
+// TestConsole_Auth: the login sets a session cookie that holds no token;
+// a reader sees data but no admin action and gets 403 for an admin form;
+// a page needing a higher role than the viewer's is a 403; a cross-origin
+// form is refused even with a valid session.
+func TestConsole_Auth(t *testing.T) {
+	const adminTok, readerTok = "admin-token-Zq81-console", "reader-token-Pp20-console"
+	f := newFixture(t, fixtureOpts{tokens: []Token{{Name: "ops", Token: adminTok, Role: RoleAdmin}, {Name: "viewer", Token: readerTok, Role: RoleReader}}})
+	f.token = adminTok
+	v1 := f.run("products")
+	f.run("products")
+	f.token = ""
+	s1 := itoa(v1)
+
+	anon := newBrowser(t, f)
+	r := anon.get("/ui/datasets/products")
+	if r.status != http.StatusSeeOther || r.header.Get("Location") != "/ui/login?next=%2Fui%2Fdatasets%2Fproducts" {
+		t.Fatalf("anonymous page: %d Location %q", r.status, r.header.Get("Location"))
+	}
+	if r = anon.get("/ui/runs", "HX-Request", "true"); r.status != http.StatusUnauthorized || !strings.HasPrefix(r.header.Get("HX-Redirect"), "/ui/login") {
+		t.Errorf("anonymous htmx request: %d %v", r.status, r.header)
+	}
+	wantStatus(t, "anonymous form", anon.post("/ui/datasets/products/rollback", url.Values{"version": {s1}}), http.StatusUnauthorized)
+	anon.page("/ui/login", `type="password" name="token"`)
+	r = anon.post("/ui/login", url.Values{"token": {"wrong"}})
+	if wantStatus(t, "wrong token", r, http.StatusUnauthorized); len(r.header.Values("Set-Cookie")) != 0 {
+		t.Error("a wrong token got a cookie")
+	}
+
+	login := func(tok string) *browser {
+		b := newBrowser(t, f)
+		r := b.post("/ui/login", url.Values{"token": {tok}, "next": {"/ui/datasets/products"}})
+		if r.status != http.StatusSeeOther || r.header.Get("Location") != "/ui/datasets/products" {
+			t.Fatalf("login: %d %q %s", r.status, r.header.Get("Location"), r.body)
+		}
+		ck := r.header.Get("Set-Cookie")
+		for _, want := range []string{sessionCookie + "=", "Path=/ui/", "HttpOnly", "SameSite=Strict"} {
+			if !strings.Contains(ck, want) {
+				t.Errorf("session cookie %q lacks %q", ck, want)
+			}
+		}
+		if strings.Contains(ck, tok) {
+			t.Errorf("the session cookie holds the token: %s", ck)
+		}
+		return b
+	}
+
+	reader := login(readerTok)
+	page := reader.page("/ui/datasets/products", "version "+s1, "viewer")
+	for _, admin := range []string{"roll back to this", "tagform", "Run now"} {
+		if strings.Contains(page, admin) {
+			t.Errorf("a reader sees %q", admin)
+		}
+	}
+	if page = reader.page("/ui/adapters"); strings.Contains(page, "Run now") || strings.Contains(page, "New adapter") || strings.Contains(page, ">Edit<") {
+		t.Errorf("a reader sees adapter actions:\n%s", page)
+	}
+	if page = reader.page("/ui/gc"); strings.Contains(page, "Dry run") {
+		t.Error("a reader sees the GC buttons")
+	}
+	if strings.Contains(reader.page("/ui/"), `href="/ui/connections"`) {
+		t.Error("a reader is offered the connections page")
+	}
+	wantStatus(t, "reader connections page", reader.get("/ui/connections"), http.StatusForbidden)
+	for _, post := range []struct {
+		path string
+		form url.Values
+	}{
+		{"/ui/datasets/products/rollback", url.Values{"version": {s1}}},
+		{"/ui/datasets/products/tags", url.Values{"tag": {"x"}, "version": {s1}}},
+		{"/ui/adapters/products/run", url.Values{}},
+		{"/ui/gc/products", url.Values{"dry_run": {"true"}}},
+	} {
+		if body := wantStatus(t, "reader posts "+post.path, reader.post(post.path, post.form), http.StatusForbidden); !strings.Contains(body, `token &#34;viewer&#34; has role reader`) {
+			t.Errorf("reader's 403 page for %s:\n%s", post.path, body)
+		}
+	}
+
+	admin := login(adminTok)
+	admin.page("/ui/datasets/products", "roll back to this", "tagform", "ops")
+	if r = admin.post("/ui/datasets/products/tags", url.Values{"tag": {"first"}, "version": {s1}}); r.status != http.StatusSeeOther {
+		t.Fatalf("admin tags: %d %s", r.status, r.body)
+	}
+	if vi, err := f.db.VersionInfo(t.Context(), "products", v1); err != nil || len(vi.Tags) != 1 || vi.Tags[0] != "first" {
+		t.Fatalf("tags after the form: %+v %v", vi.Tags, err)
+	}
+	// Cross-origin forms fail even with the admin's session.
+	for _, hdr := range [][]string{{"Origin", "http://evil.example"}, {"Sec-Fetch-Site", "cross-site"}} {
+		r := admin.send("POST", "/ui/datasets/products/tags/first/delete", url.Values{}, hdr...)
+		if body := wantStatus(t, "cross-origin "+hdr[0], r, http.StatusForbidden); !strings.Contains(body, "cross-origin") {
+			t.Errorf("cross-origin refusal page:\n%s", body)
+		}
+	}
+	wantStatus(t, "untag", admin.post("/ui/datasets/products/tags/first/delete", url.Values{}), http.StatusSeeOther)
+	wantStatus(t, "logout", admin.post("/ui/logout", url.Values{}), http.StatusSeeOther)
+	wantStatus(t, "after logout", admin.get("/ui/"), http.StatusSeeOther)
+
+	// A tampered session is no session.
+	forged := newBrowser(t, f)
+	u, _ := url.Parse(f.ts.URL + "/ui/")
+	good := f.srv.tokens.newSession(1, time.Now().Add(time.Hour))
+	forged.jar.SetCookies(u, []*http.Cookie{{Name: sessionCookie, Value: strings.Replace(good, "dmlld2Vy", "b3Bz", 1), Path: "/ui/"}})
+	wantStatus(t, "forged session", forged.get("/ui/"), http.StatusSeeOther)
+
+	for _, body := range f.bodies {
+		if strings.Contains(body, adminTok) || strings.Contains(body, readerTok) {
+			t.Fatalf("a page holds a token:\n%s", body)
+		}
+	}
+	if strings.Contains(f.logs.String(), adminTok) || strings.Contains(f.logs.String(), readerTok) {
+		t.Error("the log holds a token")
+	}
+}
+
+// TestConsole_Session pins the session format's checks: expiry, the
+// signing token, and a token gone from the configuration.
+func TestConsole_Session(t *testing.T) {
+	ts, err := newTokenSet([]Token{{Name: "a", Token: "token-a-123", Role: RoleAdmin}, {Name: "b", Token: "token-b-456", Role: RoleReader}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_800_000_000, 0)
+	s := ts.newSession(0, now.Add(time.Hour))
+	if tok, ok := ts.checkSession(s, now); !ok || tok.Name != "a" || tok.Role != RoleAdmin {
+		t.Fatalf("fresh session: %+v %v", tok, ok)
+	}
+	if _, ok := ts.checkSession(s, now.Add(time.Hour)); ok {
+		t.Error("an expired session is accepted")
+	}
+	parts := strings.Split(s, ".")
+	parts[2] = itoa(now.Add(48 * time.Hour).Unix())
+	if _, ok := ts.checkSession(strings.Join(parts, "."), now); ok {
+		t.Error("a session with a moved expiry is accepted")
+	}
+	rotated, _ := newTokenSet([]Token{{Name: "a", Token: "token-a-NEW", Role: RoleAdmin}})
+	if _, ok := rotated.checkSession(s, now); ok {
+		t.Error("a session of a rotated token is accepted")
+	}
+	for _, bad := range []string{"", "v1", "v1.a.b.c", "v2." + strings.Join(parts[1:], ".")} {
+		if _, ok := ts.checkSession(bad, now); ok {
+			t.Errorf("session %q accepted", bad)
+		}
+	}
+	for next, want := range map[string]string{"/ui/runs?status=failed": "/ui/runs?status=failed", "//evil.example/ui/": "/ui/", "https://evil.example/ui/": "/ui/", "/v1/datasets": "/ui/", "": "/ui/", "/ui/\\evil": "/ui/"} {
+		if got := safeNext(next); got != want {
+			t.Errorf("safeNext(%q) = %q, want %q", next, got, want)
+		}
+	}
+}
+
+// TestConsole_LoopbackHost: without tokens the console answers only to a
+// loopback host name, so that a page of a rebound DNS name cannot drive it.
+func TestConsole_LoopbackHost(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	b := newBrowser(t, f)
+	wantStatus(t, "rebound host", b.get("/ui/", "Host", "evil.example:8080"), http.StatusForbidden)
+	b.page("/ui/")
+	if r := b.get("/ui/", "Host", "localhost:8080"); r.status != http.StatusOK {
+		t.Errorf("localhost: %d", r.status)
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
