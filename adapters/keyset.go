@@ -16,7 +16,7 @@ import (
 // next chunk starts at the last row's key (`>` for a declared unique key;
 // `>=` with one extra row otherwise, that row skipped when it is the
 // previous chunk's last one, and a key seen twice in a row refused as
-// ErrNoKey, P3). A chunk shorter than its LIMIT ends the table. Every chunk
+// ErrNoKey and snapshot.ErrDuplicateKey naming the repeated keys, P3). A chunk shorter than its LIMIT ends the table. Every chunk
 // query goes to q (or query), the read's one pinned connection or
 // transaction (P1).
 // Not safe for concurrent use; embedded in the table readers, which own
@@ -252,11 +252,51 @@ func (p *keysetReader) nextRow(ctx context.Context) (ok bool, err error) {
 				continue // the row the previous chunk ended with
 			}
 		} else if p.cursor != nil && equalCursor(cur, p.cursor) {
-			return false, fmt.Errorf("%w: key columns %v of %s are not unique: a key appears twice", ErrNoKey, key, name)
+			return false, fmt.Errorf("%w: key columns %v of %s are not unique: %w", ErrNoKey, key, name, p.duplicates(cur))
 		}
 		p.cursor = cur
 		return true, nil
 	}
+}
+
+// duplicates names the repeated keys of the current chunk, from the row
+// just read, whose key cur repeats the previous row's: up to five, each
+// with its column names and how many times it came (a chunk is in key
+// order, so repeats are adjacent). The error is snapshot.ErrDuplicateKey.
+func (p *keysetReader) duplicates(cur []any) error {
+	const most = 5
+	key := func() string {
+		vals := make([]snapshot.Value, len(p.schema.Key))
+		for j, name := range p.schema.Key {
+			for i, c := range p.schema.Columns {
+				if c.Name == name {
+					vals[j] = p.vals[i]
+				}
+			}
+		}
+		return snapshot.FormatKey(p.schema.Key, vals)
+	}
+	var dups []string
+	last, lastText, n := cur, key(), 2
+	flush := func() {
+		if n > 1 {
+			dups = append(dups, fmt.Sprintf("%s %d times", lastText, n))
+		}
+	}
+	for len(dups) < most-1 && p.rows.Next() {
+		if p.rows.Scan(p.dest...) != nil || p.r.convertRow() != nil {
+			break
+		}
+		c := p.r.rowCursor()
+		if equalCursor(c, last) {
+			n++
+			continue
+		}
+		flush()
+		last, lastText, n = c, key(), 1
+	}
+	flush()
+	return fmt.Errorf("%w: %s", snapshot.ErrDuplicateKey, strings.Join(dups, ", "))
 }
 
 // equalCursor reports whether two cursors hold the same key.

@@ -354,9 +354,11 @@ func (t *pgTable) buildQueries() {
 }
 
 // queryChunk sends one chunk query with every result column in text
-// format (the server's own text, P4).
+// format (the server's own text, P4), as an unnamed statement: a pooled
+// connection's cached prepared statement would fail with "cached plan must
+// not change result type" once a column is retyped between runs.
 func (t *pgTable) queryChunk(ctx context.Context, q string, args []any) (keysetResult, error) {
-	rows, err := t.conn.Query(ctx, q, append([]any{pgx.QueryResultFormats{pgx.TextFormatCode}}, args...)...)
+	rows, err := t.conn.Query(ctx, q, append([]any{pgx.QueryExecModeExec, pgx.QueryResultFormats{pgx.TextFormatCode}}, args...)...)
 	if err != nil {
 		return nil, err
 	}

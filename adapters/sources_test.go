@@ -147,7 +147,7 @@ func (e postgresTestEnv) dialect(s string) string {
 }
 
 var mysqlToPostgres = strings.NewReplacer(
-	"VARBINARY(8)", "bytea", "BIGINT UNSIGNED", "numeric(20,0)", "DECIMAL", "numeric", "DATETIME", "timestamp",
+	"DROP PRIMARY KEY", "DROP CONSTRAINT t_pkey", "MODIFY COLUMN c VARCHAR(20) NULL", "ALTER COLUMN c TYPE VARCHAR(20)",
 	"`", `"`)
 
 func (e postgresTestEnv) options(t testing.TB, db string) map[string]any {
@@ -247,7 +247,7 @@ func (e postgresTestEnv) queryStrings(t testing.TB, db, query string) map[string
 func (e postgresTestEnv) longTable(t testing.TB, n int) string {
 	db := e.tempDatabase(t, "long")
 	e.exec(t, db, "CREATE TABLE big (id INT PRIMARY KEY, v VARCHAR(40))",
-		fmt.Sprintf("INSERT INTO big SELECT g, 'row ' || g FROM generate_series(1, %d) g", n))
+		fmt.Sprintf("INSERT INTO big SELECT g, 'row ' || g FROM generate_series(1, %d) g", n), "ANALYZE big")
 	return db
 }
 
