@@ -246,6 +246,9 @@ func classifyPostgres(ctx context.Context, err error) string {
 		errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
 		return "unreachable"
 	}
+	if strings.Contains(err.Error(), "tls error") {
+		return "config" // sslmode or sslrootcert do not fit the server
+	}
 	var de *net.DNSError
 	var op *net.OpError
 	var ce *pgconn.ConnectError
