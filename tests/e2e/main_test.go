@@ -17,7 +17,7 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
-	if os.Getenv("SNAPSTORE_TEST_MYSQL_HOST") == "" {
+	if os.Getenv("SNAPSTORE_TEST_MYSQL_HOST") == "" && os.Getenv("SNAPSTORE_TEST_POSTGRES_HOST") == "" {
 		return m.Run() // the tests skip with the reason
 	}
 	dir, err := os.MkdirTemp("", "snapstore-e2e-bin-")
