@@ -130,7 +130,7 @@ func (r *Run) Put(ctx context.Context, vals []Value) error {
 	if p.switched {
 		r.recordSeen(p, key)
 	}
-	if p.data.Len() >= r.db.opts.batchSize {
+	if p.data.Len() >= r.db.opts.batchSize || len(p.arena) >= batchBytes {
 		if err := r.flushData(ctx, p); err != nil {
 			return err
 		}
