@@ -8,8 +8,8 @@ import (
 )
 
 // Kind is the type of a Value as snapstore stores it. Source connectors map
-// their column types to kinds (docs/types.md has the table for MySQL and
-// SQLite); the kind decides the stored bytes, the JSON form and, for key
+// their column types to kinds (docs/types.md has the tables for MySQL,
+// PostgreSQL and SQLite); the kind decides the stored bytes, the JSON form and, for key
 // columns, the order-preserving row key encoding.
 type Kind uint8
 
