@@ -34,7 +34,7 @@ var postgresOptionDefs = []OptionDef{
 	{Key: "sslmode", Type: OptString, Allowed: []string{"disable", "allow", "prefer", "require", "verify-ca", "verify-full"}, Doc: "libpq's sslmode (default prefer)"},
 	{Key: "sslrootcert", Type: OptString, Doc: "CA certificate file (PEM) that verify-ca and verify-full check the server against"},
 	{Key: "application_name", Type: OptString, Doc: "application_name the server shows in pg_stat_activity (default snapstore)"},
-	{Key: "statement_timeout", Type: OptDuration, Doc: "server-side bound on each query of a pull, a chunk query included (default 0s: none)"},
+	{Key: "statement_timeout", Type: OptDuration, Doc: "server-side bound on each query of a pull, a chunk query included (default: the server's; 0s for none)"},
 	{Key: "connect_timeout", Type: OptDuration, Doc: "dial and connection-test timeout (default 10s)"},
 	{Key: "chunk_rows", Type: OptInt, Min: 1, Max: 10_000_000, Doc: "rows per keyset-pagination chunk of a pull (default 5000)"},
 }
@@ -120,7 +120,9 @@ func postgresConfig(o OptionValues, pool PoolOptions) (*pgxpool.Config, error) {
 		// A run is idle in its transaction while it writes a batch; the
 		// server must not end it for that.
 		"idle_in_transaction_session_timeout": "0",
-		"statement_timeout":                   strconv.FormatInt(o.Duration("statement_timeout", 0).Milliseconds(), 10),
+	}
+	if o.Has("statement_timeout") {
+		cc.RuntimeParams["statement_timeout"] = strconv.FormatInt(o.Duration("statement_timeout", 0).Milliseconds(), 10)
 	}
 	for _, p := range postgresSession {
 		cc.RuntimeParams[strings.ToLower(p[0])] = p[1]

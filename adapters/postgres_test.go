@@ -135,4 +135,9 @@ func TestPostgresOptions(t *testing.T) {
 		rp["statement_timeout"] != "90000" || rp["options"] != "" || cfg.ConnConfig.Database != "u" {
 		t.Errorf("config: max conns %d, database %q, runtime params %v", cfg.MaxConns, cfg.ConnConfig.Database, rp)
 	}
+	// Unset, statement_timeout is the server's own.
+	o, pool, _ = parse(SharingShared, map[string]any{"user": "u"})
+	if cfg, err := postgresConfig(*o, pool); err != nil || cfg.ConnConfig.RuntimeParams["statement_timeout"] != "" {
+		t.Errorf("default statement_timeout: %v %v", cfg.ConnConfig.RuntimeParams, err)
+	}
 }
