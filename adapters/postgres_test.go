@@ -137,7 +137,10 @@ func TestPostgresOptions(t *testing.T) {
 	}
 	// Unset, statement_timeout is the server's own.
 	o, pool, _ = parse(SharingShared, map[string]any{"user": "u"})
-	if cfg, err := postgresConfig(*o, pool); err != nil || cfg.ConnConfig.RuntimeParams["statement_timeout"] != "" {
-		t.Errorf("default statement_timeout: %v %v", cfg.ConnConfig.RuntimeParams, err)
+	if cfg, err = postgresConfig(*o, pool); err != nil {
+		t.Fatal(err)
+	}
+	if v, set := cfg.ConnConfig.RuntimeParams["statement_timeout"]; set {
+		t.Errorf("default statement_timeout sent as %q", v)
 	}
 }
