@@ -3,7 +3,9 @@ SHELL := /bin/bash
 GO ?= go
 BIN := bin/snapstore
 # Test packages; tests that need MariaDB read the SNAPSTORE_TEST_MYSQL_* variables
-# printed by scripts/mariadb.sh env, tests that need HBase read SNAPSTORE_TEST_HBASE_*.
+# printed by scripts/mariadb.sh env, tests that need PostgreSQL read the
+# SNAPSTORE_TEST_POSTGRES_* ones of scripts/postgres.sh env, tests that need HBase
+# read SNAPSTORE_TEST_HBASE_*.
 PKGS ?= ./...
 TESTFLAGS ?= -count=1 -timeout 25m
 
@@ -39,8 +41,9 @@ install: ## go install the snapstore binary
 	$(GO) install ./cmd/snapstore
 
 .PHONY: deps
-deps: ## install and start what the tests need (MariaDB, HBase, Chromium for the console test)
+deps: ## install and start what the tests need (MariaDB, PostgreSQL, HBase, Chromium for the console test)
 	scripts/mariadb.sh start
+	scripts/postgres.sh start
 	scripts/chromium.sh install
 	@if [ -x scripts/hbase-standalone.sh ]; then \
 		scripts/hbase-standalone.sh start || { \
@@ -49,9 +52,9 @@ deps: ## install and start what the tests need (MariaDB, HBase, Chromium for the
 	fi
 
 .PHONY: test
-test: deps ## install and start MariaDB, HBase and Chromium, then run the whole suite
+test: deps ## install and start MariaDB, PostgreSQL, HBase and Chromium, then run the whole suite
 	$(GO) vet ./...
-	set -a; eval "$$(scripts/mariadb.sh env)"; if [ -x scripts/hbase-standalone.sh ]; then eval "$$(scripts/hbase-standalone.sh env)"; fi; set +a; \
+	set -a; eval "$$(scripts/mariadb.sh env)"; eval "$$(scripts/postgres.sh env)"; if [ -x scripts/hbase-standalone.sh ]; then eval "$$(scripts/hbase-standalone.sh env)"; fi; set +a; \
 	$(GO) test $(TESTFLAGS) $(PKGS)
 	@# The snapshot semantics suite again on the real HBase, with a smaller
 	@# randomized model test: HBase round trips cost ~1 ms each.

@@ -34,6 +34,11 @@ type AdapterSpec struct {
 	// scheduler (snapstore serve), trigger "start", so the dataset has a
 	// version before the first schedule tick; default false.
 	RunOnStart bool `json:"run_on_start,omitempty" yaml:"run_on_start"`
+	// EmbedJSON serves the dataset's JSON columns as the documents
+	// themselves (snapshot.KindEmbeddedJSON) instead of their text in a
+	// JSON string (snapshot.KindJSON); then the document null and SQL NULL
+	// both read as null. Default false.
+	EmbedJSON bool `json:"embed_json,omitempty" yaml:"embed_json"`
 }
 
 // Adapter is an adapter as reported.

@@ -11,7 +11,7 @@ import (
 	"github.com/snapstore/snapstore/snapshot"
 )
 
-// Connector is one connection type ("mysql", "sqlite"), registered by name
+// Connector is one connection type ("mysql", "postgres", "sqlite"), registered by name
 // with register, after database/sql's sql.Register and driver.Driver. The
 // required interface is small; a Source may also implement the optional
 // capabilities Tester, ResourceLister and IdleCloser, found by type
@@ -89,6 +89,11 @@ type TableRequest struct {
 	// ChunkRows is the keyset-pagination chunk size in rows; 0 means the
 	// connection's chunk_rows option or 5000.
 	ChunkRows int
+	// Snapshot, when set, is a token from the ExportSnapshot of a reader of
+	// the same Source that is still open (SnapshotSharer): this read sees
+	// the same point in time. Only sources whose readers are
+	// SnapshotSharers take it; others fail.
+	Snapshot string
 }
 
 // TableReader streams the rows of one table in key order, as
@@ -169,5 +174,6 @@ func lookupConnector(name string) (Connector, error) {
 
 func init() {
 	register("mysql", mysqlConnector{})
+	register("postgres", postgresConnector{})
 	register("sqlite", sqliteConnector{})
 }

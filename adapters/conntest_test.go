@@ -14,7 +14,10 @@ import (
 
 // TestConnectionTestCauses classifies failed connection tests.
 func TestConnectionTestCauses(t *testing.T) {
-	e := mysqlEnv(t)
+	forEachSource(t, func(t *testing.T, e sourceEnv) { testConnectionCauses(t, e) })
+}
+
+func testConnectionCauses(t *testing.T, e sourceEnv) {
 	ctx := context.Background()
 	ts := newStack(t, Options{})
 	closed, _ := net.Listen("tcp", "127.0.0.1:0")
@@ -37,28 +40,56 @@ func TestConnectionTestCauses(t *testing.T) {
 	pwFile := filepath.Join(t.TempDir(), "pw")
 	os.WriteFile(pwFile, []byte(testFilePassword+"\n"), 0o600)
 	t.Setenv("SNAPSTORE_TEST_FILE_PW", testFilePassword)
-	cases := []struct {
+	type testCase struct {
 		name  string
 		opts  map[string]any
 		cause string
-	}{
-		{"ok", e.literalOptions("sakila"), ""},
-		{"auth", map[string]any{"host": e.Host, "port": e.Port, "user": e.User, "password": "file:" + pwFile}, "auth"},
-		{"authenv", map[string]any{"host": e.Host, "port": e.Port, "user": e.User, "password": "env:SNAPSTORE_TEST_FILE_PW"}, "auth"},
+	}
+	with := func(db string, kv ...any) map[string]any {
+		o := e.literalOptions(db)
+		for i := 0; i+1 < len(kv); i += 2 {
+			if kv[i+1] == nil {
+				delete(o, kv[i].(string))
+			} else {
+				o[kv[i].(string)] = kv[i+1]
+			}
+		}
+		return o
+	}
+	sample := "sakila"
+	if e.typ() == "postgres" {
+		sample = "pagila"
+	}
+	cases := []testCase{
+		{"ok", e.literalOptions(sample), ""},
+		{"auth", with("", "password", "file:"+pwFile), "auth"},
+		{"authenv", with("", "password", "env:SNAPSTORE_TEST_FILE_PW"), "auth"},
 		{"unknowndb", e.literalOptions("no_such_db_snapstore"), "unknown_database"},
-		{"unreachable", map[string]any{"host": "127.0.0.1", "port": closedPort, "user": "u", "password": e.Password}, "unreachable"},
-		{"timeout", map[string]any{"host": "127.0.0.1", "port": silent.Addr().(*net.TCPAddr).Port, "user": "u", "password": e.Password, "connect_timeout": "300ms"}, "timeout"},
-		{"config", map[string]any{"host": e.Host, "user": e.User, "password": "env:SNAPSTORE_TEST_UNSET_VARIABLE"}, "config"},
-		{"dsn", map[string]any{"dsn": fmt.Sprintf("%s:%s@tcp(%s:%s)/sakila", e.User, e.Password, e.Host, e.Port)}, ""},
-		{"socket", map[string]any{"socket": e.Socket, "user": e.User, "password": e.Password}, ""},
-		{"dsnauth", map[string]any{"dsn": fmt.Sprintf("%s:%s@tcp(%s:%s)/sakila", e.User, testFilePassword, e.Host, e.Port)}, "auth"},
+		{"unreachable", with("", "host", "127.0.0.1", "port", closedPort, "user", "u"), "unreachable"},
+		{"timeout", with("", "host", "127.0.0.1", "port", silent.Addr().(*net.TCPAddr).Port, "user", "u", "connect_timeout", "300ms"), "timeout"},
+		{"config", with("", "password", "env:SNAPSTORE_TEST_UNSET_VARIABLE"), "config"},
+	}
+	switch pe := e.(type) {
+	case mysqlTestEnv:
+		cases = append(cases,
+			testCase{"dsn", map[string]any{"dsn": fmt.Sprintf("%s:%s@tcp(%s:%s)/sakila", pe.User, pe.Password, pe.Host, pe.Port)}, ""},
+			testCase{"socket", map[string]any{"socket": pe.Socket, "user": pe.User, "password": pe.Password}, ""},
+			testCase{"dsnauth", map[string]any{"dsn": fmt.Sprintf("%s:%s@tcp(%s:%s)/sakila", pe.User, testFilePassword, pe.Host, pe.Port)}, "auth"},
+		)
+	case postgresTestEnv:
+		cases = append(cases,
+			testCase{"socket", with(sample, "host", pe.SocketDir), ""},
+			testCase{"sslrequire", with(sample, "sslmode", "require"), "config"}, // the test server has no TLS
+			testCase{"nocert", with(sample, "sslmode", "verify-full", "sslrootcert", "/nonexistent/ca.pem"), "config"},
+			testCase{"dsnauth", with(sample, "password", testFilePassword), "auth"},
+		)
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.name == "socket" && e.Socket == "" {
-				t.Skip("SNAPSTORE_TEST_MYSQL_SOCKET unset")
+			if tc.name == "socket" && (tc.opts["socket"] == "" || tc.opts["host"] == "") {
+				t.Skip("the test socket is unset")
 			}
-			if _, _, err := ts.svc.PutConnection(ctx, ConnectionSpec{Name: tc.name, Type: "mysql", Options: tc.opts}); err != nil {
+			if _, _, err := ts.svc.PutConnection(ctx, ConnectionSpec{Name: tc.name, Type: e.typ(), Options: tc.opts}); err != nil {
 				t.Fatal(noteErr(err))
 			}
 			res, err := ts.svc.TestConnection(ctx, tc.name)
@@ -71,7 +102,7 @@ func TestConnectionTestCauses(t *testing.T) {
 			b, _ = json.Marshal(c)
 			noteText(string(b))
 			if tc.cause == "" {
-				if !res.OK || !strings.Contains(res.ServerVersion, "MariaDB") {
+				if !res.OK || !strings.Contains(res.ServerVersion, e.serverName()) {
 					t.Fatalf("test %+v", res)
 				}
 				return

@@ -49,7 +49,8 @@
 //	ResourceLister  tables and views with estimated rows
 //	IdleCloser      close idle pooled connections now (retire, N1)
 //
-// Built in: "mysql" (go-sql-driver/mysql, MySQL 5.7/8.x and MariaDB 10.x) and
+// Built in: "mysql" (go-sql-driver/mysql, MySQL 5.7/8.x and MariaDB 10.x),
+// "postgres" (jackc/pgx/v5 and pgxpool, PostgreSQL 12 and later) and
 // "sqlite" (modernc.org/sqlite, read-only). docs/connections.md lists their
 // options; docs/types.md their type mapping.
 //
@@ -58,7 +59,10 @@
 //	P1 One consistent point in time per run: on one pinned connection,
 //	   SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ, then
 //	   START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY (MySQL); BEGIN
-//	   on a read-only connection (SQLite). Every chunk reads inside it.
+//	   ISOLATION LEVEL REPEATABLE READ, READ ONLY (PostgreSQL), whose
+//	   readers share one exported snapshot when a run reads with several
+//	   (SnapshotSharer); BEGIN on a read-only connection (SQLite). Every
+//	   chunk reads inside it.
 //	P2 The table is read in key order by keyset pagination, chunk_rows rows
 //	   per query (default 5000), so no result set stays open for the whole
 //	   table and memory is flat in table size.
@@ -66,8 +70,10 @@
 //	   columns with the fewest columns, else key_columns, else ErrNoKey;
 //	   explicit key_columns win over discovery and are checked for
 //	   duplicates while reading.
-//	P4 Values are the source's exact text (text protocol, sql.RawBytes),
-//	   typed per docs/types.md; TIMESTAMP is read in UTC.
+//	P4 Values are the source's exact text (MySQL's text protocol and
+//	   sql.RawBytes, PostgreSQL's text result format under fixed session
+//	   parameters), typed per docs/types.md; TIMESTAMP and timestamptz are
+//	   read in UTC.
 //	P5 Any error aborts the snapshot run: the current version is unchanged
 //	   (docs/semantics.md, "Versions and transactions"), and the run record
 //	   says why.

@@ -70,7 +70,11 @@ func TestMain(m *testing.M) {
 		leakMu.Lock()
 		text := leakBuf.String()
 		leakMu.Unlock()
-		for _, secret := range []string{pw, testFilePassword} {
+		secrets := []string{pw, testFilePassword}
+		if pg := os.Getenv("SNAPSTORE_TEST_POSTGRES_PASSWORD"); pg != "" {
+			secrets = append(secrets, pg)
+		}
+		for _, secret := range secrets {
 			if i := strings.Index(text, secret); i >= 0 {
 				lo := max(0, i-200)
 				fmt.Fprintf(os.Stderr, "SECRET LEAK: a test password appears in collected logs/errors:\n...%s...\n", text[lo:min(len(text), i+len(secret)+50)])

@@ -10,14 +10,15 @@ import (
 	"github.com/snapstore/snapstore/snapshot"
 )
 
-// keysetReader is what the mysql and sqlite table readers share: the
-// TableReader state and methods (Schema, Table, Values, Err, Next) and the
-// keyset pagination (P2). The first chunk is `first` with LIMIT chunk; each
+// keysetReader is what the mysql, postgres and sqlite table readers share:
+// the TableReader state and methods (Schema, Table, Values, Err, Next) and
+// the keyset pagination (P2). The first chunk is `first` with LIMIT chunk; each
 // next chunk starts at the last row's key (`>` for a declared unique key;
 // `>=` with one extra row otherwise, that row skipped when it is the
 // previous chunk's last one, and a key seen twice in a row refused as
-// ErrNoKey, P3). A chunk shorter than its LIMIT ends the table. Every chunk
-// query goes to q, the read's one pinned connection or transaction (P1).
+// ErrNoKey and snapshot.ErrDuplicateKey naming the repeated keys, P3). A chunk shorter than its LIMIT ends the table. Every chunk
+// query goes to q (or query), the read's one pinned connection or
+// transaction (P1).
 // Not safe for concurrent use; embedded in the table readers, which own
 // rows and close them.
 type keysetReader struct {
@@ -29,15 +30,21 @@ type keysetReader struct {
 	err    error
 	closed bool // set by the reader's Close
 
-	q      keysetQuerier
-	dest   []any  // where a chunk row is scanned to (scanBuffers)
-	first  string // query of the first chunk (prepare)
-	next   string // query of the following chunks, args keysetArgs(cursor)
-	unique bool   // the key is a declared unique key (else check duplicates)
-	chunk  int    // rows per chunk query
-	limit  int    // LIMIT of the current chunk query
-	rows   *sql.Rows
-	cursor []any // key args of the last row returned
+	q keysetQuerier
+	// query, when set, runs the chunk queries instead of q (a driver
+	// other than database/sql).
+	query func(ctx context.Context, sql string, args []any) (keysetResult, error)
+	dest  []any  // where a chunk row is scanned to (scanBuffers)
+	first string // query of the first chunk (prepare)
+	next  string // query of the following chunks, args keysetArgs(cursor)
+	// rowArgs: the next query takes the cursor itself as its arguments
+	// (prepareRowCompare), not keysetArgs(cursor).
+	rowArgs bool
+	unique  bool // the key is a declared unique key (else check duplicates)
+	chunk   int  // rows per chunk query
+	limit   int  // LIMIT of the current chunk query
+	rows    keysetResult
+	cursor  []any // key args of the last row returned
 	// inChunk counts the rows read from the current chunk.
 	inChunk int
 	queries int // chunk queries sent, for tests of P2
@@ -50,6 +57,27 @@ type keysetReader struct {
 // keysetQuerier is a *sql.Conn or a *sql.Tx.
 type keysetQuerier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// keysetResult is the result of one chunk query: a *sql.Rows, or a
+// connector's own rows with the same methods.
+type keysetResult interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close() error
+}
+
+// runQuery sends one chunk query.
+func (p *keysetReader) runQuery(ctx context.Context, query string, args []any) (keysetResult, error) {
+	if p.query != nil {
+		return p.query(ctx, query, args)
+	}
+	rows, err := p.q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
 }
 
 // keysetColumn is one key column as the chunk queries compare it.
@@ -90,6 +118,25 @@ func (p *keysetReader) prepare(r keysetRows, name, base string, keys []keysetCol
 		limit++
 	}
 	p.next = base + " WHERE " + strings.Join(ors, " OR ") + " ORDER BY " + strings.Join(order, ", ") + " LIMIT " + strconv.Itoa(limit)
+}
+
+// prepareRowCompare is prepare with one row comparison for the next
+// chunks, which PostgreSQL's btree scans as one index range:
+//
+//	base WHERE (k1, k2) > (p1, p2) ORDER BY k1, k2 LIMIT chunk
+//
+// keys are the key column expressions, placeholders the SQL of their
+// cursor values ($1, $2, ... in key order); the cursor is the argument
+// list. Without a declared unique key the comparison is >= (see prepare).
+func (p *keysetReader) prepareRowCompare(r keysetRows, name, base string, keys, placeholders, order []string) {
+	p.r, p.name, p.rowArgs = r, name, true
+	p.first = base + " ORDER BY " + strings.Join(order, ", ") + " LIMIT " + strconv.Itoa(p.chunk)
+	op, limit := " > ", p.chunk
+	if !p.unique {
+		op, limit = " >= ", p.chunk+1
+	}
+	p.next = base + " WHERE (" + strings.Join(keys, ", ") + ")" + op + "(" + strings.Join(placeholders, ", ") + ")" +
+		" ORDER BY " + strings.Join(order, ", ") + " LIMIT " + strconv.Itoa(limit)
 }
 
 // keysetArgs expands a cursor (one value per key column) into the
@@ -153,12 +200,16 @@ func (p *keysetReader) nextRow(ctx context.Context) (ok bool, err error) {
 			p.limit = p.chunk
 			var err error
 			if p.cursor == nil {
-				p.rows, err = p.q.QueryContext(ctx, p.first)
+				p.rows, err = p.runQuery(ctx, p.first, nil)
 			} else {
 				if !p.unique {
 					p.limit++
 				}
-				p.rows, err = p.q.QueryContext(ctx, p.next, keysetArgs(p.cursor)...)
+				args := p.cursor
+				if !p.rowArgs {
+					args = keysetArgs(p.cursor)
+				}
+				p.rows, err = p.runQuery(ctx, p.next, args)
 				p.skipPending = !p.unique
 			}
 			if err != nil {
@@ -201,11 +252,51 @@ func (p *keysetReader) nextRow(ctx context.Context) (ok bool, err error) {
 				continue // the row the previous chunk ended with
 			}
 		} else if p.cursor != nil && equalCursor(cur, p.cursor) {
-			return false, fmt.Errorf("%w: key columns %v of %s are not unique: a key appears twice", ErrNoKey, key, name)
+			return false, fmt.Errorf("%w: key columns %v of %s are not unique: %w", ErrNoKey, key, name, p.duplicates(cur))
 		}
 		p.cursor = cur
 		return true, nil
 	}
+}
+
+// duplicates names the repeated keys of the current chunk, from the row
+// just read, whose key cur repeats the previous row's: up to five, each
+// with its column names and how many times it came (a chunk is in key
+// order, so repeats are adjacent). The error is snapshot.ErrDuplicateKey.
+func (p *keysetReader) duplicates(cur []any) error {
+	const most = 5
+	key := func() string {
+		vals := make([]snapshot.Value, len(p.schema.Key))
+		for j, name := range p.schema.Key {
+			for i, c := range p.schema.Columns {
+				if c.Name == name {
+					vals[j] = p.vals[i]
+				}
+			}
+		}
+		return snapshot.FormatKey(p.schema.Key, vals)
+	}
+	var dups []string
+	last, lastText, n := cur, key(), 2
+	flush := func() {
+		if n > 1 {
+			dups = append(dups, fmt.Sprintf("%s %d times", lastText, n))
+		}
+	}
+	for len(dups) < most-1 && p.rows.Next() {
+		if p.rows.Scan(p.dest...) != nil || p.r.convertRow() != nil {
+			break
+		}
+		c := p.r.rowCursor()
+		if equalCursor(c, last) {
+			n++
+			continue
+		}
+		flush()
+		last, lastText, n = c, key(), 1
+	}
+	flush()
+	return fmt.Errorf("%w: %s", snapshot.ErrDuplicateKey, strings.Join(dups, ", "))
 }
 
 // equalCursor reports whether two cursors hold the same key.

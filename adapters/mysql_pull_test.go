@@ -288,43 +288,56 @@ func TestSecondRunShowsExactlyTheChanges(t *testing.T) {
 }
 
 // TestSchemaChanges: an added column appears, a dropped one disappears, a
-// changed key fails the run and leaves the current version as it was.
+// retyped one takes its new kind, a changed key fails the run and leaves
+// the current version as it was.
 func TestSchemaChanges(t *testing.T) {
-	e := mysqlEnv(t)
-	ctx := context.Background()
-	db := e.tempDatabase(t, "schema")
-	e.exec(t, db, "CREATE TABLE t (id INT PRIMARY KEY, a VARCHAR(10) NOT NULL, b INT)", "INSERT INTO t VALUES (1, 'x', 10), (2, 'y', 20)")
-	ts := newStack(t, Options{})
-	if _, err := ts.svc.CreateConnection(ctx, mysqlConnSpec(t, e, "m", db, nil)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "t", Connection: "m", Resource: "t"}); err != nil {
-		t.Fatal(err)
-	}
-	mustSucceed(t, ts.runWait(t, "t"))
-	e.exec(t, db, "ALTER TABLE t ADD COLUMN c DATE NULL", "UPDATE t SET c = '2026-01-01' WHERE id = 1")
-	r2 := ts.runWait(t, "t")
-	mustSucceed(t, r2)
-	vi, rows := readAll(t, ts.db, "t")
-	if len(vi.Schema.Columns) != 4 || string(col(rows["int 1"], "c").Bytes) != "2026-01-01" || col(rows["int 2"], "c").Kind != snapshot.KindNull {
-		t.Fatalf("after add: %+v %v", vi.Schema, rows)
-	}
-	e.exec(t, db, "ALTER TABLE t DROP COLUMN b")
-	r3 := ts.runWait(t, "t")
-	mustSucceed(t, r3)
-	vi, rows = readAll(t, ts.db, "t")
-	if len(vi.Schema.Columns) != 3 || col(rows["int 1"], "b").Kind != 255 {
-		t.Fatalf("after drop: %+v %+v", vi.Schema, rows["int 1"])
-	}
-	e.exec(t, db, "ALTER TABLE t DROP PRIMARY KEY, ADD PRIMARY KEY (a)")
-	r4 := ts.runWait(t, "t")
-	if r4.Status != RunFailed || !strings.Contains(r4.Error, "key") || !strings.Contains(r4.Error, "(a)") {
-		t.Fatalf("changed key: %+v", r4)
-	}
-	cur, _ := readAll(t, ts.db, "t")
-	if cur.Version != r3.Version {
-		t.Fatalf("current version %d after failed run, want %d", cur.Version, r3.Version)
-	}
+	forEachSource(t, func(t *testing.T, e sourceEnv) {
+		ctx := context.Background()
+		db := e.tempDatabase(t, "schema")
+		e.exec(t, db, "CREATE TABLE t (id INT PRIMARY KEY, a VARCHAR(10) NOT NULL, b INT)", "INSERT INTO t VALUES (1, 'x', 10), (2, 'y', 20)")
+		ts := newStack(t, Options{})
+		if _, err := ts.svc.CreateConnection(ctx, connSpec(t, e, "m", db, nil)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "t", Connection: "m", Resource: "t"}); err != nil {
+			t.Fatal(err)
+		}
+		mustSucceed(t, ts.runWait(t, "t"))
+		e.exec(t, db, "ALTER TABLE t ADD COLUMN c DATE NULL", "UPDATE t SET c = '2026-01-01' WHERE id = 1")
+		r2 := ts.runWait(t, "t")
+		mustSucceed(t, r2)
+		vi, rows := readAll(t, ts.db, "t")
+		if len(vi.Schema.Columns) != 4 || string(col(rows["int 1"], "c").Bytes) != "2026-01-01" || col(rows["int 2"], "c").Kind != snapshot.KindNull {
+			t.Fatalf("after add: %+v %v", vi.Schema, rows)
+		}
+		e.exec(t, db, "ALTER TABLE t DROP COLUMN b")
+		r3 := ts.runWait(t, "t")
+		mustSucceed(t, r3)
+		vi, rows = readAll(t, ts.db, "t")
+		if len(vi.Schema.Columns) != 3 || col(rows["int 1"], "b").Kind != 255 {
+			t.Fatalf("after drop: %+v %+v", vi.Schema, rows["int 1"])
+		}
+		// A retyped column: every row's cell is rewritten in the new kind.
+		e.exec(t, db, e.dialect("ALTER TABLE t MODIFY COLUMN c VARCHAR(20) NULL"))
+		r3 = ts.runWait(t, "t")
+		mustSucceed(t, r3)
+		vi, rows = readAll(t, ts.db, "t")
+		if c := vi.Schema.Columns[2]; c.Name != "c" || c.Kind != snapshot.KindString || r3.Stats.Updated != 1 {
+			t.Fatalf("after retype: %+v, stats %+v", vi.Schema, r3.Stats)
+		}
+		if v := col(rows["int 1"], "c"); v.Kind != snapshot.KindString || string(v.Bytes) != "2026-01-01" {
+			t.Fatalf("retyped value %s", fmtValue(v))
+		}
+		e.exec(t, db, e.dialect("ALTER TABLE t DROP PRIMARY KEY, ADD PRIMARY KEY (a)"))
+		r4 := ts.runWait(t, "t")
+		if r4.Status != RunFailed || !strings.Contains(r4.Error, "key") || !strings.Contains(r4.Error, "(a)") {
+			t.Fatalf("changed key: %+v", r4)
+		}
+		cur, _ := readAll(t, ts.db, "t")
+		if cur.Version != r3.Version {
+			t.Fatalf("current version %d after failed run, want %d", cur.Version, r3.Version)
+		}
+	})
 }
 
 // TestKeysetPaging pages awkward keys in chunks of 2 rows.
@@ -436,23 +449,24 @@ func TestKeysetPaging(t *testing.T) {
 // TestTableReaderCancel: a cancelled context stops a read with the
 // context's error.
 func TestTableReaderCancel(t *testing.T) {
-	e := mysqlEnv(t)
-	db := longTable(t, e, 1000)
-	src := e.openSource(t, db, map[string]any{"chunk_rows": 100})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	tr, err := src.OpenTable(ctx, TableRequest{Resource: "big"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	n := 0
-	for tr.Next(ctx) {
-		if n++; n == 150 {
-			cancel()
+	forEachSource(t, func(t *testing.T, e sourceEnv) {
+		db := e.longTable(t, 1000)
+		src := openEnvSource(t, e, db, map[string]any{"chunk_rows": 100})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		tr, err := src.OpenTable(ctx, TableRequest{Resource: "big"})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if n >= 1000 || !errors.Is(tr.Err(), context.Canceled) {
-		t.Fatalf("read %d rows after cancel, err %v", n, noteErr(tr.Err()))
-	}
+		defer tr.Close()
+		n := 0
+		for tr.Next(ctx) {
+			if n++; n == 150 {
+				cancel()
+			}
+		}
+		if n >= 1000 || !errors.Is(tr.Err(), context.Canceled) {
+			t.Fatalf("read %d rows after cancel, err %v", n, noteErr(tr.Err()))
+		}
+	})
 }

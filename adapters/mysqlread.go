@@ -31,6 +31,9 @@ type mysqlTable struct {
 // READ and START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY, inside
 // which every chunk is read (P1).
 func (s *mysqlSource) OpenTable(ctx context.Context, req TableRequest) (_ TableReader, err error) {
+	if err := noSharedSnapshot(req); err != nil {
+		return nil, err
+	}
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return nil, s.scrub(fmt.Errorf("connecting through data connection %q: %w", s.name, wrapSourceErr(ctx, err)))

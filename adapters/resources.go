@@ -12,6 +12,10 @@ type Resource struct {
 	Name          string `json:"name"`
 	Type          string `json:"type"` // "table" or "view"
 	EstimatedRows int64  `json:"estimated_rows"`
+	// Key is the row key a run would choose without key_columns (the
+	// primary key, else a unique key over NOT NULL columns), when the
+	// connector lists keys (postgres); empty when there is none.
+	Key []string `json:"key,omitempty"`
 }
 
 // Resources lists the tables and views reachable through connection name

@@ -190,6 +190,7 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, for
 		resource = tbl.Schema + "." + tbl.Name
 	}
 	schema := tr.Schema()
+	jsonCols := embedJSON(&schema, spec.EmbedJSON)
 	run, err := s.db.BeginRun(ctx,
 		snapshot.DatasetConfig{Name: spec.Dataset, Retention: spec.Retention, Guard: spec.Guard},
 		snapshot.RunOptions{Schema: schema, Force: force, Source: snapshot.SourceInfo{
@@ -218,7 +219,13 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, for
 	ar.mu.Unlock()
 	var n int64
 	for tr.Next(ctx) {
-		if err := run.Put(ctx, tr.Values()); err != nil {
+		vals := tr.Values()
+		for _, i := range jsonCols {
+			if vals[i].Kind == snapshot.KindJSON {
+				vals[i].Kind = snapshot.KindEmbeddedJSON
+			}
+		}
+		if err := run.Put(ctx, vals); err != nil {
 			return snapshot.VersionInfo{}, fmt.Errorf("writing row %d of %s: %w", n+1, resource, err)
 		}
 		n++
@@ -259,6 +266,25 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, for
 		return snapshot.VersionInfo{}, fmt.Errorf("committing dataset %q: %w", spec.Dataset, err)
 	}
 	return vi, nil
+}
+
+// embedJSON applies AdapterSpec.EmbedJSON: when on, the JSON columns of
+// schema (a copy is made) become snapshot.KindEmbeddedJSON, and their
+// indexes are returned, for the values of each row to follow.
+func embedJSON(schema *snapshot.Schema, on bool) []int {
+	if !on {
+		return nil
+	}
+	var idx []int
+	cols := slices.Clone(schema.Columns)
+	for i := range cols {
+		if cols[i].Kind == snapshot.KindJSON {
+			cols[i].Kind = snapshot.KindEmbeddedJSON
+			idx = append(idx, i)
+		}
+	}
+	schema.Columns = cols
+	return idx
 }
 
 // abortedText is the error of a run cancelled by Close: ErrShuttingDown and

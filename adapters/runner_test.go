@@ -67,51 +67,31 @@ func TestRunErrorText(t *testing.T) {
 // source_unavailable and an error naming the data connection and saying
 // the server went away.
 func TestSourceLostMidRead(t *testing.T) {
-	e := mysqlEnv(t)
-	ctx := context.Background()
-	db := longTable(t, e, 500)
-	ts := newStack(t, Options{})
-	if _, err := ts.svc.CreateConnection(ctx, mysqlConnSpec(t, e, "priv", db, map[string]any{"chunk_rows": 100})); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "big", Connection: "priv", Resource: "big"}); err != nil {
-		t.Fatal(err)
-	}
-	b := newBlock(ts, "big", 50)
-	rec, err := ts.svc.StartRun(ctx, "big", RunOptions{Trigger: "api"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-b.reached
-	admin := e.admin(t, db)
-	rows, err := admin.QueryContext(ctx, "SELECT id FROM information_schema.processlist WHERE db = ? AND id <> CONNECTION_ID()", db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
+	forEachSource(t, func(t *testing.T, e sourceEnv) {
+		ctx := context.Background()
+		db := e.longTable(t, 500)
+		ts := newStack(t, Options{})
+		if _, err := ts.svc.CreateConnection(ctx, connSpec(t, e, "priv", db, map[string]any{"chunk_rows": 100})); err != nil {
 			t.Fatal(err)
 		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if len(ids) == 0 {
-		t.Fatal("no reading connection found")
-	}
-	for _, id := range ids {
-		if _, err := admin.ExecContext(ctx, fmt.Sprintf("KILL %d", id)); err != nil {
-			t.Logf("KILL %d: %v", id, err)
+		if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "big", Connection: "priv", Resource: "big"}); err != nil {
+			t.Fatal(err)
 		}
-	}
-	close(b.release)
-	end, err := ts.svc.WaitRun(ctx, rec.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("lost source: code %s, error %s", end.Code, end.Error)
-	if end.Status != RunFailed || end.Code != "source_unavailable" || !strings.Contains(end.Error, `data connection "priv"`) || !strings.Contains(end.Error, "went away") {
-		t.Fatalf("run after the source dropped it: %+v", end)
-	}
+		b := newBlock(ts, "big", 50)
+		rec, err := ts.svc.StartRun(ctx, "big", RunOptions{Trigger: "api"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-b.reached
+		e.terminate(t, db)
+		close(b.release)
+		end, err := ts.svc.WaitRun(ctx, rec.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("lost source: code %s, error %s", end.Code, end.Error)
+		if end.Status != RunFailed || end.Code != "source_unavailable" || !strings.Contains(end.Error, `data connection "priv"`) || !strings.Contains(end.Error, "went away") {
+			t.Fatalf("run after the source dropped it: %+v", end)
+		}
+	})
 }

@@ -56,7 +56,7 @@ type RunRecord struct {
 	Version int64  `json:"version,omitempty"`
 	Error   string `json:"error,omitempty"`
 	// Code classifies a run that did not succeed, stable for scripts:
-	// guard_refused, resource_not_found, no_key, unsupported_type,
+	// guard_refused, duplicate_key, resource_not_found, no_key, unsupported_type,
 	// source_unavailable, source_auth, connection_not_found, key_changed,
 	// bad_key, aborted, skipped, error (anything else).
 	Code string `json:"code,omitempty"`
@@ -75,6 +75,7 @@ var runCodes = []struct {
 	code string
 }{
 	{snapshot.ErrGuardRefused, "guard_refused"},
+	{snapshot.ErrDuplicateKey, "duplicate_key"},
 	{snapshot.ErrKeyChanged, "key_changed"},
 	{snapshot.ErrBadKey, "bad_key"},
 	{ErrResourceNotFound, "resource_not_found"},

@@ -184,51 +184,52 @@ func longTable(t *testing.T, e mysqlTestEnv, rows int) string {
 // TestCloseAbortsRunningRun: Close stops a running pull, its version is
 // never committed, and Close returns.
 func TestCloseAbortsRunningRun(t *testing.T) {
-	e := mysqlEnv(t)
-	ctx := context.Background()
-	db := longTable(t, e, 500)
-	ts := newStack(t, Options{})
-	if _, err := ts.svc.CreateConnection(ctx, mysqlConnSpec(t, e, "m", db, map[string]any{"chunk_rows": 100})); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "long", Connection: "m", Resource: "big"}); err != nil {
-		t.Fatal(err)
-	}
-	first := ts.runWait(t, "long")
-	mustSucceed(t, first)
-	e.exec(t, db, "DELETE FROM big WHERE id > 400")
-	b := newBlock(ts, "long", 50)
-	rec, err := ts.svc.StartRun(ctx, "long", RunOptions{Trigger: "api"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-b.reached
-	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	if err := ts.svc.Close(cctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ts.svc.StartRun(ctx, "long", RunOptions{Trigger: "api"}); !errors.Is(err, ErrShuttingDown) {
-		t.Fatalf("start after close: %v", err)
-	}
-	got, err := ts.svc.GetRun(ctx, rec.ID)
-	if err != nil || got.Status != RunAborted || !strings.Contains(got.Error, "shutting down") {
-		t.Fatalf("aborted run record %+v %v", got, err)
-	}
-	// One cause, said once, and a stable code.
-	if strings.Count(got.Error, "context canceled") > 1 || strings.Count(got.Error, "shutting down") > 1 || got.Code != "aborted" {
-		t.Errorf("aborted run: code %q, error %q", got.Code, got.Error)
-	}
-	t.Logf("aborted run error: %s", got.Error)
-	cur, rows := readAll(t, ts.db, "long")
-	if cur.Version != first.Version || len(rows) != 500 {
-		t.Fatalf("current version %d with %d rows, want %d with 500", cur.Version, len(rows), first.Version)
-	}
-	// A restart keeps the record aborted, and the service starts clean.
-	ts.close()
-	ts = openStack(t, ts.dir, Options{})
-	got, err = ts.svc.GetRun(ctx, rec.ID)
-	if err != nil || got.Status != RunAborted {
-		t.Fatalf("after restart %+v %v", got, err)
-	}
+	forEachSource(t, func(t *testing.T, e sourceEnv) {
+		ctx := context.Background()
+		db := e.longTable(t, 500)
+		ts := newStack(t, Options{})
+		if _, err := ts.svc.CreateConnection(ctx, connSpec(t, e, "m", db, map[string]any{"chunk_rows": 100})); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "long", Connection: "m", Resource: "big"}); err != nil {
+			t.Fatal(err)
+		}
+		first := ts.runWait(t, "long")
+		mustSucceed(t, first)
+		e.exec(t, db, "DELETE FROM big WHERE id > 400")
+		b := newBlock(ts, "long", 50)
+		rec, err := ts.svc.StartRun(ctx, "long", RunOptions{Trigger: "api"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-b.reached
+		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		if err := ts.svc.Close(cctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ts.svc.StartRun(ctx, "long", RunOptions{Trigger: "api"}); !errors.Is(err, ErrShuttingDown) {
+			t.Fatalf("start after close: %v", err)
+		}
+		got, err := ts.svc.GetRun(ctx, rec.ID)
+		if err != nil || got.Status != RunAborted || !strings.Contains(got.Error, "shutting down") {
+			t.Fatalf("aborted run record %+v %v", got, err)
+		}
+		// One cause, said once, and a stable code.
+		if strings.Count(got.Error, "context canceled") > 1 || strings.Count(got.Error, "shutting down") > 1 || got.Code != "aborted" {
+			t.Errorf("aborted run: code %q, error %q", got.Code, got.Error)
+		}
+		t.Logf("aborted run error: %s", got.Error)
+		cur, rows := readAll(t, ts.db, "long")
+		if cur.Version != first.Version || len(rows) != 500 {
+			t.Fatalf("current version %d with %d rows, want %d with 500", cur.Version, len(rows), first.Version)
+		}
+		// A restart keeps the record aborted, and the service starts clean.
+		ts.close()
+		ts = openStack(t, ts.dir, Options{})
+		got, err = ts.svc.GetRun(ctx, rec.ID)
+		if err != nil || got.Status != RunAborted {
+			t.Fatalf("after restart %+v %v", got, err)
+		}
+	})
 }

@@ -29,6 +29,9 @@ type sqliteTable struct {
 // table or view name of the main schema ("main.t" and quoted "\"a.b\"" are
 // accepted).
 func (s *sqliteSource) OpenTable(ctx context.Context, req TableRequest) (_ TableReader, err error) {
+	if err := noSharedSnapshot(req); err != nil {
+		return nil, err
+	}
 	t := &sqliteTable{src: s}
 	t.chunk = req.ChunkRows
 	if t.chunk <= 0 {

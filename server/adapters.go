@@ -23,6 +23,7 @@ type adapterJSON struct {
 	Retries      int            `json:"retries,omitempty"`
 	RetryBackoff duration       `json:"retry_backoff,omitempty"`
 	RunOnStart   bool           `json:"run_on_start"`
+	EmbedJSON    bool           `json:"embed_json"`
 }
 
 func (a adapterJSON) spec() adapters.AdapterSpec {
@@ -38,6 +39,7 @@ func (a adapterJSON) spec() adapters.AdapterSpec {
 		Retries:      a.Retries,
 		RetryBackoff: time.Duration(a.RetryBackoff),
 		RunOnStart:   a.RunOnStart,
+		EmbedJSON:    a.EmbedJSON,
 	}
 }
 
@@ -66,6 +68,7 @@ func toAdapterOut(a adapters.Adapter) adapterOut {
 			Retries:      sp.Retries,
 			RetryBackoff: duration(sp.RetryBackoff),
 			RunOnStart:   sp.RunOnStart,
+			EmbedJSON:    sp.EmbedJSON,
 		},
 		Source:    a.Source,
 		Revision:  a.Revision,

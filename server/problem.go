@@ -126,6 +126,7 @@ var sentinels = []sentinel{
 	{snapshot.ErrRowNotFound, http.StatusNotFound, "row_not_found", ""},
 	{snapshot.ErrRunInProgress, http.StatusConflict, "run_in_progress", ""},
 	{snapshot.ErrGuardRefused, http.StatusConflict, "guard_refused", ""},
+	{snapshot.ErrDuplicateKey, http.StatusUnprocessableEntity, "duplicate_key", "key_columns"},
 	{snapshot.ErrBadKey, http.StatusBadRequest, "bad_key", ""},
 	{snapshot.ErrBadSchema, http.StatusUnprocessableEntity, "bad_schema", ""},
 	{snapshot.ErrKeyChanged, http.StatusConflict, "key_changed", "key_columns"},

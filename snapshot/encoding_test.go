@@ -101,7 +101,7 @@ func TestCellValueRoundTrip(t *testing.T) {
 	for _, v := range []Value{
 		{}, iv(-5), {Kind: KindUint, Uint: math.MaxUint64}, {Kind: KindFloat, Float: math.NaN()},
 		sv(""), sv("a\x00b"), {Kind: KindBytes, Bytes: []byte{0xff}}, {Kind: KindDecimal, Bytes: []byte("-12.50")},
-		{Kind: KindJSON, Bytes: []byte(`{"a":1}`)}, {Kind: KindDate, Bytes: []byte("0000-00-00")},
+		{Kind: KindJSON, Bytes: []byte(`{"a":1}`)}, {Kind: KindEmbeddedJSON, Bytes: []byte(`null`)}, {Kind: KindDate, Bytes: []byte("0000-00-00")},
 	} {
 		got, err := decodeCellValue(appendCellValue(nil, v), true)
 		if err != nil || !got.Equal(v) {
@@ -128,7 +128,24 @@ func TestValueJSON(t *testing.T) {
 		{Value{Kind: KindFloat, Float: 0.25}, `0.25`},
 		{Value{Kind: KindDecimal, Bytes: []byte("1.50")}, `"1.50"`},
 		{Value{Kind: KindBytes, Bytes: []byte{0, 1}}, `"AAE="`},
-		{Value{Kind: KindJSON, Bytes: []byte(`[1, 2]`)}, `[1, 2]`},
+		// JSON is its text in a string, so the document null and SQL NULL
+		// differ and digits and spacing survive; embedding is opted into.
+		{Value{Kind: KindJSON, Bytes: []byte(`[1, 2]`)}, `"[1, 2]"`},
+		{Value{Kind: KindJSON, Bytes: []byte(`null`)}, `"null"`},
+		{Value{Kind: KindJSON, Bytes: []byte(`{"n":1.10,"s":"\u00e9"}`)}, `"{\"n\":1.10,\"s\":\"\\u00e9\"}"`},
+		{Value{Kind: KindEmbeddedJSON, Bytes: []byte(`[1, 2]`)}, `[1, 2]`},
+		{Value{Kind: KindEmbeddedJSON, Bytes: []byte(`null`)}, `null`},
+		{Value{Kind: KindEmbeddedJSON, Bytes: []byte(`{bad`)}, `"{bad"`},
+		// Signed integers beyond ±2^53 are strings, as unsigned ones are
+		// (docs/types.md): a JSON reader using doubles cannot round them.
+		{iv(1 << 53), `9007199254740992`},
+		{iv(-(1 << 53)), `-9007199254740992`},
+		{iv(1<<53 + 1), `"9007199254740993"`},
+		{iv(-(1 << 53) - 1), `"-9007199254740993"`},
+		{iv(math.MaxInt64), `"9223372036854775807"`},
+		{iv(math.MinInt64), `"-9223372036854775808"`},
+		{Value{Kind: KindUint, Uint: 1 << 53}, `9007199254740992`},
+		{Value{Kind: KindUint, Uint: 1<<53 + 1}, `"9007199254740993"`},
 		{sv("a\"<\n"), `"a\"\u003c\n"`},
 	} {
 		if got := string(c.v.AppendJSON(nil)); got != c.want {

@@ -1,6 +1,9 @@
 package snapshot
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Errors of package snapshot; check with errors.Is.
 var (
@@ -25,6 +28,9 @@ var (
 	// ErrBadKey: a key value that is NULL, of the wrong kind, unparsable,
 	// of the wrong count, or given twice in one run.
 	ErrBadKey = errors.New("snapshot: bad key")
+	// ErrDuplicateKey: a key given twice in one run (the error names the
+	// keys with their column names); it is also an ErrBadKey.
+	ErrDuplicateKey = fmt.Errorf("%w: key given twice", ErrBadKey)
 	// ErrBadSchema: a schema without columns or key, with duplicate or
 	// empty names, or a value whose kind is not its column's.
 	ErrBadSchema = errors.New("snapshot: bad schema")

@@ -15,6 +15,11 @@ func (v Value) AppendJSON(dst []byte) []byte {
 	case KindNull:
 		return append(dst, "null"...)
 	case KindInt:
+		if v.Int > 1<<53 || v.Int < -(1<<53) {
+			dst = append(dst, '"')
+			dst = strconv.AppendInt(dst, v.Int, 10)
+			return append(dst, '"')
+		}
 		return strconv.AppendInt(dst, v.Int, 10)
 	case KindUint:
 		if v.Uint > 1<<53 {
@@ -37,7 +42,7 @@ func (v Value) AppendJSON(dst []byte) []byte {
 		dst = append(dst, '"')
 		dst = base64.StdEncoding.AppendEncode(dst, v.Bytes)
 		return append(dst, '"')
-	case KindJSON:
+	case KindEmbeddedJSON:
 		if json.Valid(v.Bytes) {
 			return append(dst, v.Bytes...)
 		}

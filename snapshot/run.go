@@ -13,6 +13,12 @@ import (
 // (without Sync; the commit syncs once).
 const batchSize = 4096
 
+// batchBytes bounds the bytes of changed cells a run's data batch holds
+// (its arena): a batch of wide rows (16 MB values) is applied after it
+// passes this size, whatever its count of mutations, so a run's memory
+// stays near batchBytes plus a few times its widest row.
+const batchBytes = 32 << 20
+
 // RunOptions describe one run.
 type RunOptions struct {
 	// Schema is the schema of the rows the run will Put; Key must be set.

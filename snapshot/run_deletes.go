@@ -17,7 +17,7 @@ import (
 // A they are the previous rows after the last key, read on from the
 // partition's iterator. In phase B the keys seen (the scratch table, which
 // the store keeps sorted) are merge-joined with the previous rows above
-// switchKey; a key seen twice there is ErrBadKey.
+// switchKey; a key seen twice there is ErrDuplicateKey.
 func (r *Run) markDeleted(ctx context.Context, p *runPart) error {
 	if !p.switched {
 		if p.cur == nil {
@@ -62,7 +62,14 @@ func (r *Run) markDeleted(ctx context.Context, p *runPart) error {
 			return false, nil
 		}
 		if len(seen.cells) > 1 {
-			return false, fmt.Errorf("%w: a key was given %d times", ErrBadKey, len(seen.cells))
+			// Name this key and the next few repeated ones.
+			dups := []string{fmt.Sprintf("%s %d times", r.formatRowKey(seen.row), len(seen.cells))}
+			for len(dups) < maxNamedDuplicates && seen.next() {
+				if len(seen.cells) > 1 {
+					dups = append(dups, fmt.Sprintf("%s %d times", r.formatRowKey(seen.row), len(seen.cells)))
+				}
+			}
+			return false, duplicateKeyError(dups)
 		}
 		return true, nil
 	}

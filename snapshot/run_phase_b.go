@@ -30,7 +30,7 @@ func (r *Run) startPhaseB(ctx context.Context, p *runPart) error {
 
 // revisit handles a phase B key at or below switchKey: phase A (whose
 // writes were flushed at the switch) either saw it (then it is a
-// duplicate, ErrBadKey) or passed it in the previous version and wrote a
+// duplicate, ErrDuplicateKey) or passed it in the previous version and wrote a
 // row delete marker, which is taken back. A key given twice within phase
 // B is left to the scratch merge at commit. It leaves the previous
 // version's row in r.res.
@@ -66,7 +66,7 @@ func (r *Run) revisit(ctx context.Context, p *runPart, key []byte) error {
 		r.stats.Deleted--
 		r.stats.BytesWritten -= int64(len(key) + 8)
 	case own > 0 || len(r.res) > 0:
-		return fmt.Errorf("%w: key given twice", ErrBadKey)
+		return ErrDuplicateKey
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -42,7 +43,7 @@ func (r *Run) Put(ctx context.Context, vals []Value) error {
 	p := r.parts[partitionOf(key, r.nparts)]
 	switch c := bytes.Compare(key, p.lastKey); {
 	case c == 0 && p.lastKey != nil:
-		return fmt.Errorf("%w: key given twice", ErrBadKey)
+		return duplicateKeyError([]string{r.putKeyText(vals)})
 	case c < 0 && !p.switched:
 		if err := r.startPhaseB(ctx, p); err != nil {
 			return err
@@ -54,6 +55,9 @@ func (r *Run) Put(ctx context.Context, vals []Value) error {
 	r.res = r.res[:0]
 	if p.switched && bytes.Compare(key, p.switchKey) <= 0 {
 		if err := r.revisit(ctx, p, key); err != nil {
+			if errors.Is(err, ErrDuplicateKey) {
+				return duplicateKeyError([]string{r.putKeyText(vals)})
+			}
 			return err
 		}
 	} else if r.prev != nil {
@@ -126,7 +130,7 @@ func (r *Run) Put(ctx context.Context, vals []Value) error {
 	if p.switched {
 		r.recordSeen(p, key)
 	}
-	if p.data.Len() >= r.db.opts.batchSize {
+	if p.data.Len() >= r.db.opts.batchSize || len(p.arena) >= batchBytes {
 		if err := r.flushData(ctx, p); err != nil {
 			return err
 		}
@@ -138,6 +142,15 @@ func (r *Run) Put(ctx context.Context, vals []Value) error {
 	}
 	r.hook("put", r.stats.Rows)
 	return nil
+}
+
+// putKeyText names the key of vals, a row given to Put, as FormatKey does.
+func (r *Run) putKeyText(vals []Value) string {
+	key := make([]Value, len(r.keyIdx))
+	for j, i := range r.keyIdx {
+		key[j] = vals[i]
+	}
+	return FormatKey(r.opts.Schema.Key, key)
 }
 
 // writePut adds a put of col=val to the partition's batch.

@@ -38,7 +38,7 @@ func validSchema(s Schema) error {
 		if seen[c.Name] {
 			return fmt.Errorf("%w: column %q twice", ErrBadSchema, c.Name)
 		}
-		if c.Kind > KindGeometry {
+		if c.Kind > lastKind {
 			return fmt.Errorf("%w: column %q has unknown kind %d", ErrBadSchema, c.Name, c.Kind)
 		}
 		seen[c.Name] = true

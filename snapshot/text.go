@@ -12,7 +12,7 @@ func (v Value) String() string {
 	switch v.Kind {
 	case KindNull:
 		return "NULL"
-	case KindDecimal, KindString, KindDate, KindDateTime, KindTime, KindJSON:
+	case KindDecimal, KindString, KindDate, KindDateTime, KindTime, KindJSON, KindEmbeddedJSON:
 		return string(v.Bytes)
 	case KindUint:
 		return strconv.FormatUint(v.Uint, 10)
@@ -64,7 +64,7 @@ func ParseValue(k Kind, s string) (Value, error) {
 				break
 			}
 		}
-	case KindString, KindJSON:
+	case KindString, KindJSON, KindEmbeddedJSON:
 		v.Bytes = []byte(s)
 	default:
 		err = ErrBadKey

@@ -8,8 +8,8 @@ import (
 )
 
 // Kind is the type of a Value as snapstore stores it. Source connectors map
-// their column types to kinds (docs/types.md has the table for MySQL and
-// SQLite); the kind decides the stored bytes, the JSON form and, for key
+// their column types to kinds (docs/types.md has the tables for MySQL,
+// PostgreSQL and SQLite); the kind decides the stored bytes, the JSON form and, for key
 // columns, the order-preserving row key encoding.
 type Kind uint8
 
@@ -17,7 +17,8 @@ type Kind uint8
 const (
 	// KindNull is SQL NULL; JSON null. NULL is a value, not a deletion.
 	KindNull Kind = iota
-	// KindInt is a signed integer in Value.Int; JSON number.
+	// KindInt is a signed integer in Value.Int; JSON number, or a string
+	// when beyond ±2^53 so no JSON reader rounds it (as KindUint).
 	KindInt
 	// KindUint is an unsigned integer in Value.Uint (BIGINT UNSIGNED, BIT(n));
 	// JSON number, or a string when above 2^53 so no JSON reader rounds it.
@@ -43,11 +44,22 @@ const (
 	// KindTime is a signed duration of day as "[-]hhh:mm:ss[.ffffff]"
 	// (MySQL TIME, which may be negative or exceed 24h); JSON string.
 	KindTime
-	// KindJSON is a JSON document's text; JSON: the document itself.
+	// KindJSON is a JSON document's text, kept byte for byte; JSON: that
+	// text as a JSON string (as Debezium serves JSON), so the document
+	// null, a number's digits and key order all survive, and SQL NULL
+	// (JSON null) stays apart from the document null (JSON "null").
 	KindJSON
 	// KindGeometry is a spatial value in MySQL's internal form (4-byte
 	// little-endian SRID, then WKB); JSON string, standard base64.
 	KindGeometry
+	// KindEmbeddedJSON is KindJSON for an adapter that asks for embedding
+	// (AdapterSpec.EmbedJSON); JSON: the document itself (a string when
+	// it is not valid JSON). It cannot tell the document null from SQL
+	// NULL, which both serve as null.
+	KindEmbeddedJSON
+
+	// lastKind is the highest kind; stored kinds above it are corrupt.
+	lastKind = KindEmbeddedJSON
 )
 
 // Value is one cell's typed value. The zero Value is NULL.
@@ -79,11 +91,11 @@ func (v Value) Equal(o Value) bool {
 	return bytes.Equal(v.Bytes, o.Bytes)
 }
 
-var kindNames = [...]string{"null", "int", "uint", "float", "decimal", "string", "bytes", "date", "datetime", "time", "json", "geometry"}
+var kindNames = [...]string{"null", "int", "uint", "float", "decimal", "string", "bytes", "date", "datetime", "time", "json", "geometry", "embedded_json"}
 
 // String returns the kind's name: "null", "int", "uint", "float",
 // "decimal", "string", "bytes", "date", "datetime", "time", "json",
-// "geometry".
+// "geometry", "embedded_json".
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
 		return kindNames[k]

@@ -157,6 +157,8 @@ type AdapterConfig struct {
 	RetryBackoff time.Duration `yaml:"retry_backoff"`
 	// RunOnStart runs the adapter once when serve starts; default false.
 	RunOnStart bool `yaml:"run_on_start"`
+	// EmbedJSON serves JSON columns as the documents; default false.
+	EmbedJSON bool `yaml:"embed_json"`
 }
 
 // RetentionConfig is snapshot.Retention in the file.
@@ -392,6 +394,7 @@ func (c *Config) adapterSpecs() []adapters.AdapterSpec {
 			Retries:      a.Retries,
 			RetryBackoff: a.RetryBackoff,
 			RunOnStart:   a.RunOnStart,
+			EmbedJSON:    a.EmbedJSON,
 		})
 	}
 	return out

@@ -41,6 +41,7 @@ var forbidden = map[string][]string{
 	"github.com/cockroachdb/pebble":  {"store/pebble", "cmd"},
 	"github.com/apache/thrift":       {"store/hbase"},
 	"github.com/go-sql-driver/mysql": {"adapters"},
+	"github.com/jackc/pgx":           {"adapters"},
 	"modernc.org/sqlite":             {"adapters", "cmd", "examples"},
 }
 

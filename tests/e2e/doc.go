@@ -3,6 +3,10 @@
 // through the web console in a real browser.
 // Source rows are read and canonicalised here with the MySQL
 // driver directly, independently of package adapters, so that a mapping bug
+// against a real MariaDB loaded with Sakila, and a real PostgreSQL loaded
+// with a Pagila-shaped sample (testdata/pagila.sql), through the HTTP API
+// only. Source rows are read and canonicalised here with the MySQL and pgx
+// drivers directly, independently of package adapters, so that a mapping bug
 // there cannot hide itself.
 //
 // TestMain builds cmd/snapstore once into a temp dir. Each test starts its
@@ -21,6 +25,15 @@
 //	                      second versions, diffs and stats_only counts; the
 //	                      first versions by version=, tag= and as_of=;
 //	                      rollback; literal and wrong passwords.
+//	TestPagila            TestSakila's checks (checkRun1, checkRun2) on the
+//	                      15 Pagila tables through a postgres connection:
+//	                      enum, domain, arrays, tsvector, bytea, a
+//	                      partitioned table; a jsonb column whose document
+//	                      null, SQL NULL and document stay apart in diffs
+//	                      and CSV.
+//	TestWideRowsBoundedMemory 12 rows of 24 MiB (LONGBLOB, LONGTEXT): the
+//	                      server's peak RSS stays under the bound of
+//	                      docs/operations.md.
 //	TestKillMidRun        SIGKILL in the middle of a rental run; restart on
 //	                      the same data dir: previous version exact, run
 //	                      aborted, new run and diff, GC prunes the txn;
@@ -63,6 +76,10 @@
 // The tests skip unless SNAPSTORE_TEST_MYSQL_* are set (TestCluster needs
 // SNAPSTORE_TEST_HBASE_THRIFT instead) (`make test` sets
 // them from scripts/mariadb.sh env). Run alone with:
+// The tests skip unless SNAPSTORE_TEST_MYSQL_* (or, for TestPagila,
+// SNAPSTORE_TEST_POSTGRES_*) are set (`make test` sets them from
+// scripts/mariadb.sh env and scripts/postgres.sh env). Run alone with:
 //
-//	set -a; eval "$(scripts/mariadb.sh env)"; set +a; go test -count=1 -v ./tests/e2e
+//	set -a; eval "$(scripts/mariadb.sh env)"; eval "$(scripts/postgres.sh env)"; set +a
+//	go test -count=1 -v ./tests/e2e
 package e2e

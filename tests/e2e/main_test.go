@@ -20,7 +20,7 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
-	if os.Getenv("SNAPSTORE_TEST_MYSQL_HOST") == "" && os.Getenv(hbasetest.EnvThrift) == "" {
+	if os.Getenv("SNAPSTORE_TEST_MYSQL_HOST") == "" && os.Getenv("SNAPSTORE_TEST_POSTGRES_HOST") == "" && os.Getenv(hbasetest.EnvThrift) == "" {
 		return m.Run() // the tests skip with the reason
 	}
 	dir, err := os.MkdirTemp("", "snapstore-e2e-bin-")

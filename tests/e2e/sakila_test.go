@@ -77,32 +77,7 @@ func TestSakila(t *testing.T) {
 
 	checkSecrets(t, p, e, dbName)
 
-	// Run 1: every dataset equals its source table.
-	t0 := time.Now()
-	runs1 := runAll(t, p, tables)
-	t.Logf("run 1 of %d adapters: %s", len(tables), time.Since(t0).Round(time.Millisecond))
-	v1 := map[string]int64{}
-	for _, tb := range tables {
-		r := runs1[tb]
-		v1[tb] = r.Version
-		n := int64(len(before[tb]))
-		if r.RowsRead != n || r.Stats.Rows != n || r.Stats.Inserted != n || r.Stats.Updated+r.Stats.Deleted != 0 {
-			t.Errorf("run 1 of %s: rows_read %d stats %+v, source has %d rows", tb, r.RowsRead, r.Stats, n)
-		}
-		d := p.dataset(t, tb)
-		if d.CurrentVersion != r.Version {
-			t.Errorf("dataset %s: current version %d, run committed %d", tb, d.CurrentVersion, r.Version)
-		}
-		if strings.Join(d.Current.Schema.Key, ",") != strings.Join(specs[tb].Key, ",") {
-			t.Errorf("dataset %s: key %v, source primary key %v", tb, d.Current.Schema.Key, specs[tb].Key)
-		}
-	}
-	t0 = time.Now()
-	for _, tb := range tables {
-		checkTable(t, p, specs[tb], tb, "", v1[tb], before[tb])
-		p.jsonCall(t, http.StatusOK, "PUT", "/v1/datasets/"+tb+"/tags/original", nil, nil)
-	}
-	t.Logf("read all datasets (pages, NDJSON, point reads): %s", time.Since(t0).Round(time.Millisecond))
+	v1 := checkRun1(t, p, tables, specs, before)
 
 	// Change the source, run 2.
 	execAll(t, src, sakilaChanges)
@@ -115,69 +90,7 @@ func TestSakila(t *testing.T) {
 	if _, ok := specs2["category"].Cols["slug"]; !ok {
 		t.Fatal("fixture: category.slug was not added")
 	}
-	t0 = time.Now()
-	runs2 := runAll(t, p, tables)
-	t.Logf("run 2 of %d adapters: %s", len(tables), time.Since(t0).Round(time.Millisecond))
-	t0 = time.Now()
-
-	var changed []string
-	for _, tb := range tables {
-		r := runs2[tb]
-		v2 := r.Version
-		if v2 <= v1[tb] {
-			t.Errorf("%s: run 2 committed version %d, not after %d", tb, v2, v1[tb])
-			continue
-		}
-		// The new version is the changed source, exactly.
-		got, ver, _ := p.scanPages(t, specs2[tb], tb, "", 1000)
-		if ver != v2 {
-			t.Errorf("%s: current read at version %d, run 2 committed %d", tb, ver, v2)
-		}
-		sameRows(t, tb+" at version 2", after[tb], got)
-
-		// The diff lists exactly the source's changes; the run's stats agree.
-		ops := p.checkDiff(t, specs2[tb], tb, v1[tb], v2, before[tb], after[tb])
-		ins, upd, del := countOps(ops)
-		if r.Stats.Inserted != int64(ins) || r.Stats.Updated != int64(upd) || r.Stats.Deleted != int64(del) || r.Stats.Rows != int64(len(after[tb])) {
-			t.Errorf("%s: run 2 stats %+v, the source changed %d inserted, %d updated, %d deleted of %d rows", tb, r.Stats, ins, upd, del, len(after[tb]))
-		}
-		if len(ops) > 0 {
-			changed = append(changed, tb)
-			t.Logf("%s: %d inserted, %d updated, %d deleted", tb, ins, upd, del)
-		}
-
-		// The first version still reads as the original source, by version,
-		// by tag and by as_of, in both encodings.
-		vs := p.versions(t, tb)
-		if len(vs) != 2 || vs[0].Version != v2 || vs[1].Version != v1[tb] || !vs[0].Current || vs[1].Current {
-			t.Errorf("%s: versions %v, want [%d %d] with the first current", tb, versionIDs(vs), v2, v1[tb])
-			continue
-		}
-		if len(vs[1].Tags) != 1 || vs[1].Tags[0] != "original" {
-			t.Errorf("%s: version %d tags %v, want [original]", tb, v1[tb], vs[1].Tags)
-		}
-		mid := vs[1].CommittedAt.Add(vs[0].CommittedAt.Sub(vs[1].CommittedAt) / 2)
-		for i, sel := range []string{
-			fmt.Sprintf("version=%d", v1[tb]),
-			"tag=original",
-			"as_of=" + url.QueryEscape(mid.UTC().Format(time.RFC3339Nano)),
-		} {
-			var got map[string]canonRow
-			var ver int64
-			how := "pages"
-			if i == 1 {
-				how = "ndjson"
-				got, ver = p.scanNDJSON(t, specs2[tb], tb, sel)
-			} else {
-				got, ver, _ = p.scanPages(t, specs2[tb], tb, sel, 1000)
-			}
-			if ver != v1[tb] {
-				t.Errorf("%s %s (%s): read at version %d, want %d", tb, sel, how, ver, v1[tb])
-			}
-			sameRows(t, tb+" "+sel+" ("+how+")", before[tb], got)
-		}
-	}
-	t.Logf("checked run 2, diffs and reads at the first version: %s", time.Since(t0).Round(time.Millisecond))
+	runs2, changed := checkRun2(t, p, tables, specs2, before, after, v1)
 	// The fixture's changes reach these tables, and only these.
 	if got, want := strings.Join(changed, " "), "actor address category customer film film_actor film_category film_text payment rental staff"; got != want {
 		t.Errorf("fixture: the source changed tables %s, want %s", got, want)
@@ -245,6 +158,113 @@ func TestSakila(t *testing.T) {
 		}
 	}
 	t.Logf("whole test: %s", time.Since(start).Round(time.Millisecond))
+}
+
+// checkRun1 runs every adapter once (one per table) and checks each dataset
+// against its source table: run stats, current version, key, and every row
+// through JSON pages, NDJSON and point reads; it tags each version
+// "original" and returns the versions.
+func checkRun1(t *testing.T, p *proc, tables []string, specs map[string]tableSpec, before map[string]map[string]canonRow) map[string]int64 {
+	t.Helper()
+	t0 := time.Now()
+	runs1 := runAll(t, p, tables)
+	t.Logf("run 1 of %d adapters: %s", len(tables), time.Since(t0).Round(time.Millisecond))
+	v1 := map[string]int64{}
+	for _, tb := range tables {
+		r := runs1[tb]
+		v1[tb] = r.Version
+		n := int64(len(before[tb]))
+		if r.RowsRead != n || r.Stats.Rows != n || r.Stats.Inserted != n || r.Stats.Updated+r.Stats.Deleted != 0 {
+			t.Errorf("run 1 of %s: rows_read %d stats %+v, source has %d rows", tb, r.RowsRead, r.Stats, n)
+		}
+		d := p.dataset(t, tb)
+		if d.CurrentVersion != r.Version {
+			t.Errorf("dataset %s: current version %d, run committed %d", tb, d.CurrentVersion, r.Version)
+		}
+		if strings.Join(d.Current.Schema.Key, ",") != strings.Join(specs[tb].Key, ",") {
+			t.Errorf("dataset %s: key %v, source primary key %v", tb, d.Current.Schema.Key, specs[tb].Key)
+		}
+	}
+	t0 = time.Now()
+	for _, tb := range tables {
+		checkTable(t, p, specs[tb], tb, "", v1[tb], before[tb])
+		p.jsonCall(t, http.StatusOK, "PUT", "/v1/datasets/"+tb+"/tags/original", nil, nil)
+	}
+	t.Logf("read all datasets (pages, NDJSON, point reads): %s", time.Since(t0).Round(time.Millisecond))
+	return v1
+}
+
+// checkRun2 runs every adapter again after the source changed and checks
+// each new version against the changed source, the diff from the first
+// version against the source's changes (and the run's stats), and reads of
+// the first version by version, tag and as_of against the original source.
+// It returns the runs and the tables that changed.
+func checkRun2(t *testing.T, p *proc, tables []string, specs2 map[string]tableSpec, before, after map[string]map[string]canonRow, v1 map[string]int64) (map[string]runRecord, []string) {
+	t.Helper()
+	t0 := time.Now()
+	runs2 := runAll(t, p, tables)
+	t.Logf("run 2 of %d adapters: %s", len(tables), time.Since(t0).Round(time.Millisecond))
+	t0 = time.Now()
+
+	var changed []string
+	for _, tb := range tables {
+		r := runs2[tb]
+		v2 := r.Version
+		if v2 <= v1[tb] {
+			t.Errorf("%s: run 2 committed version %d, not after %d", tb, v2, v1[tb])
+			continue
+		}
+		// The new version is the changed source, exactly.
+		got, ver, _ := p.scanPages(t, specs2[tb], tb, "", 1000)
+		if ver != v2 {
+			t.Errorf("%s: current read at version %d, run 2 committed %d", tb, ver, v2)
+		}
+		sameRows(t, tb+" at version 2", after[tb], got)
+
+		// The diff lists exactly the source's changes; the run's stats agree.
+		ops := p.checkDiff(t, specs2[tb], tb, v1[tb], v2, before[tb], after[tb])
+		ins, upd, del := countOps(ops)
+		if r.Stats.Inserted != int64(ins) || r.Stats.Updated != int64(upd) || r.Stats.Deleted != int64(del) || r.Stats.Rows != int64(len(after[tb])) {
+			t.Errorf("%s: run 2 stats %+v, the source changed %d inserted, %d updated, %d deleted of %d rows", tb, r.Stats, ins, upd, del, len(after[tb]))
+		}
+		if len(ops) > 0 {
+			changed = append(changed, tb)
+			t.Logf("%s: %d inserted, %d updated, %d deleted", tb, ins, upd, del)
+		}
+
+		// The first version still reads as the original source, by version,
+		// by tag and by as_of, in both encodings.
+		vs := p.versions(t, tb)
+		if len(vs) != 2 || vs[0].Version != v2 || vs[1].Version != v1[tb] || !vs[0].Current || vs[1].Current {
+			t.Errorf("%s: versions %v, want [%d %d] with the first current", tb, versionIDs(vs), v2, v1[tb])
+			continue
+		}
+		if len(vs[1].Tags) != 1 || vs[1].Tags[0] != "original" {
+			t.Errorf("%s: version %d tags %v, want [original]", tb, v1[tb], vs[1].Tags)
+		}
+		mid := vs[1].CommittedAt.Add(vs[0].CommittedAt.Sub(vs[1].CommittedAt) / 2)
+		for i, sel := range []string{
+			fmt.Sprintf("version=%d", v1[tb]),
+			"tag=original",
+			"as_of=" + url.QueryEscape(mid.UTC().Format(time.RFC3339Nano)),
+		} {
+			var got map[string]canonRow
+			var ver int64
+			how := "pages"
+			if i == 1 {
+				how = "ndjson"
+				got, ver = p.scanNDJSON(t, specs2[tb], tb, sel)
+			} else {
+				got, ver, _ = p.scanPages(t, specs2[tb], tb, sel, 1000)
+			}
+			if ver != v1[tb] {
+				t.Errorf("%s %s (%s): read at version %d, want %d", tb, sel, how, ver, v1[tb])
+			}
+			sameRows(t, tb+" "+sel+" ("+how+")", before[tb], got)
+		}
+	}
+	t.Logf("checked run 2, diffs and reads at the first version: %s", time.Since(t0).Round(time.Millisecond))
+	return runs2, changed
 }
 
 func hasColumn(v versionInfo, name string) bool {

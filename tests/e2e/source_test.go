@@ -94,8 +94,12 @@ func (e mysqlEnv) cloneSakila(t testing.TB, name string) {
 
 // srcColumn is a source column with its information_schema type.
 type srcColumn struct {
-	Name     string
-	DataType string // information_schema.COLUMNS.DATA_TYPE, lower case
+	Name string
+	// DataType is information_schema.COLUMNS.DATA_TYPE, lower case (MySQL),
+	// or a family of PostgreSQL types spelled as the MySQL type that is
+	// served alike ("int", "double", "decimal", "json", "text"), or one of
+	// PostgreSQL's own: "bool", "bytea", "timestamptz" (postgresSpec).
+	DataType string
 	Unsigned bool
 }
 
@@ -200,6 +204,12 @@ func canonSource(c srcColumn, b []byte) string {
 		return "hex:" + fmt.Sprintf("%x", b)
 	case "json":
 		return canonJSONDoc(b)
+	case "bool": // PostgreSQL's t and f, served as 1 and 0
+		return map[string]string{"t": "num:1", "f": "num:0"}[string(b)]
+	case "bytea": // PostgreSQL's \x hex text
+		return "hex:" + strings.TrimPrefix(string(b), `\x`)
+	case "timestamptz": // PostgreSQL's text in UTC, served without its +00
+		return strings.TrimSuffix(string(b), "+00")
 	}
 	return string(b)
 }
@@ -229,7 +239,8 @@ func canonNumber(s string) string {
 // guided by the source column's type (the e2e test knows the source schema;
 // it does not trust the dataset's). It holds the JSON forms of
 // docs/types.md: DECIMAL is a string; other numbers are JSON numbers, and a
-// string only beyond 2^53; bytes are base64 strings; text is a string.
+// string only beyond 2^53; bytes are base64 strings; JSON is its text in a
+// string; text is a string.
 func canonJSON(c srcColumn, v json.RawMessage) (string, error) {
 	if string(v) == "null" {
 		return nullMark, nil
@@ -241,7 +252,7 @@ func canonJSON(c srcColumn, v json.RawMessage) (string, error) {
 			return "", fmt.Errorf("column %s (decimal): %s is not a JSON string", c.Name, v)
 		}
 		return canonNumber(s), nil
-	case "tinyint", "smallint", "mediumint", "int", "bigint", "year", "float", "double", "bit":
+	case "tinyint", "smallint", "mediumint", "int", "bigint", "year", "float", "double", "bit", "bool":
 		if s, ok := jsonString(v); ok {
 			r, ok := new(big.Rat).SetString(s)
 			if !ok || r.Cmp(new(big.Rat).SetInt64(1<<53)) <= 0 && r.Cmp(new(big.Rat).SetInt64(-1<<53)) >= 0 {
@@ -256,7 +267,7 @@ func canonJSON(c srcColumn, v json.RawMessage) (string, error) {
 			return "", fmt.Errorf("column %s (%s): %s is not a number", c.Name, c.DataType, v)
 		}
 		return canonNumber(n.String()), nil
-	case "binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob", "geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon", "geometrycollection":
+	case "binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob", "geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon", "geometrycollection", "bytea":
 		s, ok := jsonString(v)
 		if !ok {
 			return "", fmt.Errorf("column %s: %s is not a base64 string", c.Name, v)
@@ -267,7 +278,13 @@ func canonJSON(c srcColumn, v json.RawMessage) (string, error) {
 		}
 		return "hex:" + fmt.Sprintf("%x", b), nil
 	case "json":
-		return canonJSONDoc(v), nil
+		// The document's text in a JSON string, never the document
+		// itself, so the document null is "null" and SQL NULL null.
+		s, ok := jsonString(v)
+		if !ok {
+			return "", fmt.Errorf("column %s (json): %s is not a JSON string holding the document", c.Name, v)
+		}
+		return canonJSONDoc([]byte(s)), nil
 	}
 	s, ok := jsonString(v)
 	if !ok {

@@ -1,0 +1,146 @@
+package adapters
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// TestPostgresAwkwardCredentials: a role name and password full of
+// connection-string syntax (spaces, quotes, backslashes, = and @) connect,
+// because they are set on pgconn's config and never written into a
+// connection string; and the password shows in no response, record, test
+// result, metric or log line (N4).
+func TestPostgresAwkwardCredentials(t *testing.T) {
+	e := postgresEnv(t)
+	ctx := context.Background()
+	var b [4]byte
+	rand.Read(b[:])
+	user := `snap user'"= \x` + hex.EncodeToString(b[:])
+	pw := `p@ss w/rd?&=%'"\ ` + testFilePassword
+	quoteLit := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+	// The role outlives the database (cleanups run last first).
+	e.exec(t, "", "CREATE ROLE "+quotePostgresIdent(user)+" LOGIN PASSWORD "+quoteLit(pw))
+	t.Cleanup(func() {
+		e.exec(t, "", "DROP OWNED BY "+quotePostgresIdent(user), "DROP ROLE "+quotePostgresIdent(user))
+	})
+	db := e.tempDatabase(t, "creds")
+	e.exec(t, db, "CREATE TABLE t (id int PRIMARY KEY)", "INSERT INTO t VALUES (1), (2)", "GRANT SELECT ON t TO "+quotePostgresIdent(user))
+	e.exec(t, "", "GRANT CONNECT ON DATABASE "+quotePostgresIdent(db)+" TO "+quotePostgresIdent(user))
+
+	reg := prometheus.NewRegistry()
+	var logs strings.Builder
+	logger := slog.New(slog.NewJSONHandler(&lockedBuilder{b: &logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ts := newStack(t, Options{Registerer: reg, Logger: logger})
+	var texts []string
+	add := func(v any, err error) {
+		b, _ := json.Marshal(v)
+		texts = append(texts, string(b))
+		if err != nil {
+			texts = append(texts, err.Error())
+		}
+	}
+	add(ts.svc.CreateConnection(ctx, ConnectionSpec{Name: "weird", Type: "postgres", Sharing: SharingPooled, Options: map[string]any{
+		"host": e.Host, "port": e.Port, "user": user, "password": pw, "database": db, "sslmode": "disable", "max_open": 2}}))
+	res, err := ts.svc.TestConnection(ctx, "weird")
+	add(res, err)
+	if err != nil || !res.OK {
+		t.Fatalf("test %+v %v", res, noteErr(err))
+	}
+	add(ts.svc.Resources(ctx, "weird"))
+	if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "t", Connection: "weird", Resource: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	rec := ts.runWait(t, "t")
+	mustSucceed(t, rec)
+	add(rec, nil)
+	// A wrong password: auth, and still never shown.
+	add(ts.svc.CreateConnection(ctx, ConnectionSpec{Name: "wrong", Type: "postgres", Options: map[string]any{
+		"host": e.Host, "port": e.Port, "user": user, "password": pw + "x", "database": db, "sslmode": "disable"}}))
+	res, err = ts.svc.TestConnection(ctx, "wrong")
+	add(res, err)
+	if res.OK || res.Cause != "auth" {
+		t.Errorf("wrong password: %+v", res)
+	}
+	add(ts.svc.GetConnection(ctx, "weird"))
+	add(ts.svc.ListConnections(), nil)
+	add(ts.svc.ListRuns(ctx, "", 0))
+	mfs, _ := reg.Gather()
+	add(mfs, nil)
+	texts = append(texts, logs.String())
+	for _, txt := range texts {
+		noteText(txt)
+		if strings.Contains(txt, testFilePassword) {
+			t.Errorf("password in %s", txt)
+		}
+	}
+}
+
+// TestPostgresOptions: option combinations are checked, max_idle (which
+// pgxpool cannot honour) is refused naming the key, and the runtime
+// parameters are snapstore's whatever the libpq environment says.
+func TestPostgresOptions(t *testing.T) {
+	t.Setenv("PGTZ", "Asia/Tokyo")
+	t.Setenv("PGOPTIONS", "-c DateStyle=German")
+	t.Setenv("PGAPPNAME", "other")
+	parse := func(sharing Sharing, raw map[string]any) (*OptionValues, PoolOptions, error) {
+		o, pool, err := parseOptions("options.", postgresOptionDefs, sharing, raw)
+		if err != nil {
+			return nil, pool, err
+		}
+		if err := (postgresConnector{}).Validate(o); err != nil {
+			return nil, pool, err
+		}
+		return &o, pool, nil
+	}
+	for _, tc := range []struct {
+		raw map[string]any
+		key string
+	}{
+		{map[string]any{"host": "h"}, "user"},
+		{map[string]any{"user": "u", "sslmode": "sometimes"}, "options.sslmode"},
+		{map[string]any{"user": "u", "sslmode": "disable", "sslrootcert": "/ca.pem"}, "sslrootcert"},
+		{map[string]any{"user": "u", "statement_timeout": 30}, "options.statement_timeout"},
+	} {
+		_, _, err := parse(SharingShared, tc.raw)
+		var oe *OptionError
+		if !errors.As(err, &oe) || !strings.Contains(err.Error(), tc.key) {
+			t.Errorf("%v: %v, want an error naming %s", tc.raw, err, tc.key)
+		}
+	}
+	o, pool, err := parse(SharingPooled, map[string]any{"user": "u", "max_idle": 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := postgresConfig(*o, pool); err == nil || !strings.Contains(err.Error(), "max_idle") {
+		t.Errorf("max_idle: %v", err)
+	}
+	o, pool, err = parse(SharingPooled, map[string]any{"user": "u", "max_open": 3, "statement_timeout": "90s", "application_name": "nightly"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := postgresConfig(*o, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := cfg.ConnConfig.RuntimeParams
+	if cfg.MaxConns != 3 || rp["timezone"] != "UTC" || rp["datestyle"] != "ISO, YMD" || rp["application_name"] != "nightly" ||
+		rp["statement_timeout"] != "90000" || rp["options"] != "" || cfg.ConnConfig.Database != "u" {
+		t.Errorf("config: max conns %d, database %q, runtime params %v", cfg.MaxConns, cfg.ConnConfig.Database, rp)
+	}
+	// Unset, statement_timeout is the server's own.
+	o, pool, _ = parse(SharingShared, map[string]any{"user": "u"})
+	if cfg, err = postgresConfig(*o, pool); err != nil {
+		t.Fatal(err)
+	}
+	if v, set := cfg.ConnConfig.RuntimeParams["statement_timeout"]; set {
+		t.Errorf("default statement_timeout sent as %q", v)
+	}
+}
