@@ -22,11 +22,15 @@
 # Settings (environment):
 #   SNAPSTORE_HBASE_DIR         work dir (jars, config, data, logs, pids);
 #                               default .cache/hbase in the checkout
-#   SNAPSTORE_HBASE_ZK_PORT     ZooKeeper client port, default 42181
-#   SNAPSTORE_HBASE_THRIFT_PORT Thrift2 port, default 49090
-#   SNAPSTORE_HBASE_MASTER_PORT master RPC port, default 42100 (HBase's 16000)
-#   SNAPSTORE_HBASE_REGIONSERVER_PORT regionserver RPC port, default 42120
+#   SNAPSTORE_HBASE_ZK_PORT     ZooKeeper client port, default 22181
+#   SNAPSTORE_HBASE_THRIFT_PORT Thrift2 port, default 29090
+#   SNAPSTORE_HBASE_MASTER_PORT master RPC port, default 22100 (HBase's 16000)
+#   SNAPSTORE_HBASE_REGIONSERVER_PORT regionserver RPC port, default 22120
 #                               (HBase's 16020)
+#   The default ports lie below Linux's ephemeral range (32768-60999 by
+#   default, net.ipv4.ip_local_port_range): a port inside it can be held by
+#   any outgoing connection of the moment (ZooKeeper's own client, Maven),
+#   and the master then fails to bind it.
 #   SNAPSTORE_HBASE_XMX         master JVM heap, default 1g (Thrift2: 256m)
 #   SNAPSTORE_HBASE_WAIT        seconds to wait for start, default 240
 #
@@ -38,10 +42,10 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 dir=${SNAPSTORE_HBASE_DIR:-$here/.cache/hbase}
-zkport=${SNAPSTORE_HBASE_ZK_PORT:-42181}
-thriftport=${SNAPSTORE_HBASE_THRIFT_PORT:-49090}
-masterport=${SNAPSTORE_HBASE_MASTER_PORT:-42100}
-rsport=${SNAPSTORE_HBASE_REGIONSERVER_PORT:-42120}
+zkport=${SNAPSTORE_HBASE_ZK_PORT:-22181}
+thriftport=${SNAPSTORE_HBASE_THRIFT_PORT:-29090}
+masterport=${SNAPSTORE_HBASE_MASTER_PORT:-22100}
+rsport=${SNAPSTORE_HBASE_REGIONSERVER_PORT:-22120}
 xmx=${SNAPSTORE_HBASE_XMX:-1g}
 wait_s=${SNAPSTORE_HBASE_WAIT:-240}
 pom=$here/scripts/hbase/pom.xml

@@ -9,14 +9,14 @@
 #   scripts/mariadb.sh env     print the variables tests read
 #
 # Settings (environment): SNAPSTORE_MARIADB_DIR (data dir, default
-# .cache/mariadb), SNAPSTORE_MARIADB_PORT (default 33306, loopback only).
+# .cache/mariadb), SNAPSTORE_MARIADB_PORT (default 23306, loopback only).
 # The test user is snapstore / snapstore-test-pw with all privileges; the
 # password is a test fixture, never a real secret.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 dir=${SNAPSTORE_MARIADB_DIR:-$here/.cache/mariadb}
-port=${SNAPSTORE_MARIADB_PORT:-33306}
+port=${SNAPSTORE_MARIADB_PORT:-23306}
 sock=$dir/mysqld.sock
 pidf=$dir/mysqld.pid
 sakila=${SNAPSTORE_SAKILA_DIR:-$here/../shared/data/sakila}

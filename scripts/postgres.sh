@@ -10,7 +10,7 @@
 #   scripts/postgres.sh env     print the variables tests read
 #
 # Settings (environment): SNAPSTORE_POSTGRES_DIR (cluster dir, default
-# .cache/postgres), SNAPSTORE_POSTGRES_PORT (default 35432, loopback only).
+# .cache/postgres), SNAPSTORE_POSTGRES_PORT (default 25432, loopback only).
 # The test user is snapstore / snapstore-test-pw, a superuser; the password
 # is a test fixture, never a real secret. PostgreSQL refuses to run as root:
 # as root, the cluster belongs to the package's postgres user.
@@ -18,7 +18,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 dir=${SNAPSTORE_POSTGRES_DIR:-$here/.cache/postgres}
-port=${SNAPSTORE_POSTGRES_PORT:-35432}
+port=${SNAPSTORE_POSTGRES_PORT:-25432}
 data=$dir/data
 sockdir=$dir/run
 pagila=$here/tests/e2e/testdata/pagila.sql

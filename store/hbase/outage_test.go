@@ -15,7 +15,7 @@ import (
 
 // outagePort is the port of the private Thrift2 gateway the outage test
 // starts and stops, so that the gateway other tests use stays up.
-const outagePort = "49091"
+const outagePort = "29091"
 
 // gateway runs scripts/hbase-standalone.sh start-thrift or stop-thrift for
 // the private gateway on outagePort.

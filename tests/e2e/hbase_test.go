@@ -160,7 +160,7 @@ func runSecondWriter(t *testing.T, env []string) string {
 func TestHBaseStoppedMidRun(t *testing.T) {
 	e := getMySQLEnv(t)
 	env := hbaseEnv(t)
-	g := hbasetest.StartGateway(t, 49094)
+	g := hbasetest.StartGateway(t, 29094)
 	dbName := fmt.Sprintf("e2e_hbase_outage_%d", os.Getpid())
 	src := e.cloneTable(t, dbName, "rental")
 	// 8 times sakila's rental, so that a run lasts long enough to be

@@ -21,7 +21,7 @@ type Gateway struct {
 }
 
 // StartGateway starts a private gateway on port (pick one per test package,
-// other than 49090 to 49092, which store/hbase uses) and stops it when t
+// other than 29090 to 29092, which store/hbase uses) and stops it when t
 // ends. The script works on the HBase in SNAPSTORE_HBASE_DIR, which
 // `scripts/hbase-standalone.sh env` exports beside the gateway address
 // (without it, the .cache/hbase of the checkout the test runs in). It skips t when there is no test HBase, or when the test HBase was
