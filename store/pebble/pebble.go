@@ -41,8 +41,9 @@ type Options struct {
 	// CacheSize is the size of Pebble's block cache in bytes; default
 	// DefaultCacheSize (128 MiB) when zero or negative.
 	CacheSize int64
-	// Logger receives Pebble's own log lines (Infof as Info, Errorf as
-	// Error) and the store's; nil discards them.
+	// Logger receives Pebble's own log lines and the store's; nil discards
+	// them. Pebble's Infof lines (WAL recovery, compactions, flushes) are
+	// its housekeeping, logged at Debug; its Errorf lines at Error.
 	Logger *slog.Logger
 	// Registerer, when non-nil, gets the store's gauges (names
 	// snapstore_pebble_*, listed in docs/operations.md and in metrics.go).
@@ -516,11 +517,17 @@ func (s *Store) Close() error {
 	return errors.Join(errs...)
 }
 
-// slogBridge is Pebble's Logger on a *slog.Logger.
+// slogBridge is Pebble's Logger on a *slog.Logger. Pebble's Infof lines
+// ("Found 0 WALs", compaction and flush notes) say nothing an operator
+// acts on, so they go to Debug: at snapstore's default level (info) the
+// log holds snapstore's own lines.
 type slogBridge struct{ l *slog.Logger }
 
 func (b slogBridge) Infof(format string, args ...any) {
-	b.l.Info(fmt.Sprintf(format, args...), "component", "pebble")
+	if !b.l.Enabled(context.Background(), slog.LevelDebug) {
+		return // not formatted for nothing
+	}
+	b.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
 }
 
 func (b slogBridge) Errorf(format string, args ...any) {

@@ -115,8 +115,17 @@ func TestLoggerBridge(t *testing.T) {
 	b.Infof("opened %d tables", 3)
 	b.Errorf("background error: %s", "disk full")
 	out := buf.String()
-	if !strings.Contains(out, "level=INFO msg=\"opened 3 tables\" component=pebble") || !strings.Contains(out, "level=ERROR msg=\"background error: disk full\"") {
+	if !strings.Contains(out, "level=DEBUG msg=\"opened 3 tables\" component=pebble") || !strings.Contains(out, "level=ERROR msg=\"background error: disk full\"") {
 		t.Errorf("bridged log:\n%s", out)
+	}
+	// At info, snapstore's default level, Pebble's own Infof lines stay out
+	// of the log; its errors do not.
+	buf.Reset()
+	b = slogBridge{slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))}
+	b.Infof("Found %d WALs", 0)
+	b.Errorf("background error: %s", "disk full")
+	if out := buf.String(); strings.Contains(out, "WALs") || !strings.Contains(out, "disk full") {
+		t.Errorf("bridged log at info:\n%s", out)
 	}
 	defer func() {
 		if r := recover(); r == nil {
