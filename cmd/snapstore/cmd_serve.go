@@ -34,7 +34,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(pos) > 0 {
 		return usageError("serve takes no arguments, got %q", pos)
 	}
-	cfg, err := loadConfig(cf, os.Environ())
+	cfg, tokens, err := loadServeConfig(cf, os.Environ())
 	if err != nil {
 		return err
 	}
@@ -43,13 +43,6 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if !strings.HasPrefix(name, "SNAPSTORE_TEST_") && !slices.Contains(flagEnv, name) {
 			log.Warn("environment variable names no configuration key; ignored", "variable", name)
 		}
-	}
-	tokens, err := cfg.tokens()
-	if err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("bad configuration:\n%w", err)}
-	}
-	if err := server.CheckListen(cfg.Listen, tokens); err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("config key listen: %w", err)}
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
