@@ -201,6 +201,24 @@ func (s *Service) ListRuns(ctx context.Context, adapter string, limit int) ([]Ru
 	return runs, nil
 }
 
+// LastRuns returns the newest run of every adapter that has one, by
+// adapter name, with its progress (live when running): one pass over the
+// run records, however many adapters.
+func (s *Service) LastRuns(ctx context.Context) (map[string]RunRecord, error) {
+	runs, err := s.allRuns(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	now := s.now().UTC()
+	out := map[string]RunRecord{}
+	for _, r := range runs { // newest first
+		if _, ok := out[r.Adapter]; !ok {
+			out[r.Adapter] = withProgress(r, now)
+		}
+	}
+	return out, nil
+}
+
 // pruneRuns deletes the finished records of adapter beyond the newest
 // keepRunsPerAdapter.
 func (s *Service) pruneRuns(ctx context.Context, adapter string) {

@@ -99,8 +99,13 @@ func (s *Server) validateRequest(c echo.Context, rt *route) error {
 		return err
 	}
 	params := map[string]string{}
-	for i, n := range c.ParamNames() {
-		v := c.ParamValues()[i]
+	for _, n := range c.ParamNames() {
+		// Echo leaves parameters escaped when the request has a raw
+		// path; the document describes the values (pathParam).
+		v, err := pathParam(c, n)
+		if err != nil {
+			return err
+		}
 		if n == "*" {
 			n = keyParam
 			if v == "" {
