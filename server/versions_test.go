@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -142,5 +143,14 @@ func TestTags_EscapedName(t *testing.T) {
 	f.must(200, "PUT", "/v1/datasets/products/tags/release%3A1", "")
 	f.must(200, "GET", "/v1/datasets/products?tag=release:1", "")
 	f.must(204, "DELETE", "/v1/datasets/products/tags/release%3A1", "")
-	f.must(400, "PUT", "/v1/datasets/products/tags/bad%20name", "").problem(t)
+	p := f.must(400, "PUT", "/v1/datasets/products/tags/bad%20name", "").problem(t)
+	// A refusal by the document's pattern says what the value should be,
+	// not the regular expression.
+	if p.Field != "tag" || !strings.Contains(p.Detail, `want 1 to 200 letters, digits and _.:@-; got "bad name"`) {
+		t.Errorf("bad tag name: %+v", p)
+	}
+	p = f.must(400, "POST", "/v1/adapters", `{"name":"a1","connection":"shop","resource":"products","retention":{"ttl":"soon"}}`).problem(t)
+	if p.Field != "body.retention.ttl" || !strings.Contains(p.Detail, `want a Go duration`) || strings.Contains(p.Detail, "regular expression") {
+		t.Errorf("bad duration: %+v", p)
+	}
 }

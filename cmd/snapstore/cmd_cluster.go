@@ -2,111 +2,84 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/snapstore/snapstore/cluster"
 	"github.com/snapstore/snapstore/server"
 )
 
-// cmdCluster is `snapstore cluster SUBCOMMAND`:
-//
-//	snapstore cluster nodes [--json]   the members, as the server sees them
-//	snapstore cluster keygen           print a new gossip key (base64)
-//
-// nodes asks a running server (--server, else the configured listen
-// address): membership lives in the serving process, so there is no
-// data-directory fallback.
+const clusterHelp = `The cluster: its members as a server sees them, and a new gossip key for
+cluster.gossip_key_file (docs/cluster.md).`
+
+// cmdCluster is `snapstore cluster nodes|keygen`.
 func cmdCluster(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	const use = "usage: snapstore cluster nodes [--json] | snapstore cluster keygen"
-	if len(args) == 0 {
-		return usageError(use)
-	}
-	switch args[0] {
-	case "keygen":
-		if len(args) > 1 {
-			return usageError("usage: snapstore cluster keygen (no arguments)")
-		}
-		fmt.Fprintln(stdout, cluster.GenerateKey())
-		return nil
-	case "nodes":
-		fs, cf := newFlagSet("cluster nodes", stderr, true)
-		asJSON := fs.Bool("json", false, "print the JSON of GET /v1/cluster/nodes instead of a table")
-		pos, err := parseArgs(fs, args[1:])
-		if err != nil {
-			return err
-		}
-		if len(pos) > 0 {
-			return usageError(use)
-		}
-		srv, err := clusterServer(cf)
-		if err != nil {
-			return err
-		}
-		return clusterNodes(ctx, srv, stdout, *asJSON)
-	}
-	return usageError("unknown cluster subcommand %q; %s", args[0], use)
+	return runGroup(ctx, "cluster", clusterHelp, []subcommand{
+		{"nodes", "", "the members, as the server asked sees them", clusterNodes},
+		{"keygen", "", "print a new gossip key (base64)", clusterKeygen},
+	}, args, stdout, stderr)
 }
 
-// clusterServer is the server a cluster command asks: --server, else the
-// configured listen address.
-func clusterServer(cf *commonFlags) (*serverClient, error) {
-	raw := cf.server
-	if raw == "" {
-		cfg, err := loadConfig(cf, os.Environ())
-		if err != nil {
-			return nil, err
-		}
-		raw = "http://" + cfg.Listen
+func clusterKeygen(_ context.Context, args []string, stdout, _ io.Writer) error {
+	c := newCmdLine("cluster keygen", "", "Print a new random gossip key (32 bytes, base64) for the file that cluster.gossip_key_file names.", flagsNone, stdout)
+	pos, err := c.parse(args)
+	if err != nil {
+		return err
 	}
-	u, err := url.Parse(strings.TrimRight(raw, "/"))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, usageError("--server: want a URL such as http://127.0.0.1:8080, got %q", raw)
+	if err := c.wantArgs(pos, 0, 0); err != nil {
+		return err
 	}
-	return &serverClient{base: u, token: cf.token, hc: &http.Client{Timeout: 30 * time.Second}}, nil
+	fmt.Fprintln(stdout, cluster.GenerateKey())
+	return nil
 }
+
+const clusterNodesHelp = `The members of the cluster as the server asked sees them, itself included:
+id, state, API and gossip addresses, zone, weight, when last heard.
+Membership lives in a serving process, so this asks a server (--server, or
+the configured listen address), never a data directory.`
 
 // clusterNodes prints the members: a table (id, state, API and gossip
 // addresses, zone, weight, last heard) or the server's JSON.
-func clusterNodes(ctx context.Context, srv *serverClient, stdout io.Writer, asJSON bool) error {
-	var body struct {
-		Nodes []server.ClusterNode `json:"nodes"`
+func clusterNodes(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := newCmdLine("cluster nodes", "", clusterNodesHelp, flagsClient, stdout)
+	pos, err := c.parse(args)
+	if err != nil {
+		return err
 	}
-	if err := srv.decode(ctx, http.MethodGet, "/v1/cluster/nodes", nil, "member list", &body); err != nil {
-		return fmt.Errorf("asking %s: %w", srv.base, err)
+	if err := c.wantArgs(pos, 0, 0); err != nil {
+		return err
 	}
-	if asJSON {
-		return json.NewEncoder(stdout).Encode(body)
+	if c.cf.dataSet {
+		return usageError("cluster nodes asks a server: give --server URL, not --data")
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tAPI\tGOSSIP\tZONE\tWEIGHT\tLAST HEARD\t")
-	for _, n := range body.Nodes {
-		id, state, heard := n.ID, n.State, "-"
-		if n.Self {
-			id += " (this)"
+	if c.cf.server == "" {
+		cfg, err := loadConfig(c.cf, os.Environ())
+		if err != nil {
+			return err
 		}
-		if n.FailingSince != nil && n.State != "failed" {
-			state += " (failing since " + n.FailingSince.Local().Format(time.TimeOnly) + ")"
-		}
-		if n.LastHeard != nil {
-			heard = n.LastHeard.Local().Format(time.DateTime)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", id, state, dash(n.Tags["api"]), n.Address, dash(n.Tags["zone"]), dash(n.Tags["w"]), heard)
+		c.cf.server = "http://" + cfg.Listen
 	}
-	return tw.Flush()
-}
-
-// dash stands in for an empty cell.
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
+	return withTarget(ctx, c.cf, stderr, func(t *target) error {
+		var body struct {
+			Nodes []server.ClusterNode `json:"nodes"`
+		}
+		raw, err := t.api.get(ctx, "/v1/cluster/nodes", nil, &body)
+		if err != nil || c.cf.json() {
+			return orJSON(stdout, raw, err)
+		}
+		tb := newTable(stdout, "ID", "STATE", "API", "GOSSIP", "ZONE", "WEIGHT", "LAST HEARD")
+		for _, n := range body.Nodes {
+			id, state := n.ID, n.State
+			if n.Self {
+				id += " (this)"
+			}
+			if n.FailingSince != nil && n.State != "failed" {
+				state += " (failing since " + n.FailingSince.Local().Format(time.TimeOnly) + ")"
+			}
+			tb.row(id, state, n.Tags["api"], n.Address, n.Tags["zone"], n.Tags["w"], timeText(n.LastHeard))
+		}
+		return tb.flush()
+	})
 }

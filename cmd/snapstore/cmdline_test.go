@@ -15,19 +15,21 @@ func TestParseArgs(t *testing.T) {
 	}{
 		{[]string{"ds", "-5", "--data", "d1"}, "ds|-5", "d1", false},
 		{[]string{"--data=d2", "ds", "--json", "k"}, "ds|k", "d2", true},
+		{[]string{"--output", "json", "ds"}, "ds", "", true},
 		{[]string{"-- SQL comment\nSELECT 1"}, "-- SQL comment\nSELECT 1", "", false},
 		{[]string{"ds", "--", "--data", "x"}, "ds|--data|x", "", false},
 	} {
-		fs, cf := newFlagSet("t", io.Discard, false)
-		js := fs.Bool("json", false, "")
-		pos, err := parseArgs(fs, c.args)
-		if err != nil || strings.Join(pos, "|") != c.pos || cf.data != c.data || *js != c.js {
-			t.Errorf("parseArgs(%q) = %q data %q json %v, %v", c.args, pos, cf.data, *js, err)
+		c0 := newCmdLine("t", "", "", flagsClient, io.Discard)
+		pos, err := c0.parse(c.args)
+		if err != nil || strings.Join(pos, "|") != c.pos || c0.cf.data != c.data || c0.cf.dataSet != (c.data != "") || c0.cf.json() != c.js {
+			t.Errorf("parse(%q) = %q data %q json %v, %v", c.args, pos, c0.cf.data, c0.cf.json(), err)
 		}
 	}
-	fs, _ := newFlagSet("t", io.Discard, false)
-	if _, err := parseArgs(fs, []string{"--data"}); err == nil {
+	if _, err := newCmdLine("t", "", "", flagsClient, io.Discard).parse([]string{"--data"}); err == nil {
 		t.Error("--data without a value accepted")
+	}
+	if _, err := newCmdLine("t", "", "", flagsClient, io.Discard).parse([]string{"--output", "yaml"}); err == nil {
+		t.Error("--output yaml accepted")
 	}
 }
 
