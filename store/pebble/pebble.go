@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"time"
 	"unsafe"
 
 	cpebble "github.com/cockroachdb/pebble/v2"
@@ -60,10 +61,11 @@ type Options struct {
 // lives in it, the table name being a key prefix. It is safe for concurrent
 // use.
 type Store struct {
-	db     *cpebble.DB
-	logger *slog.Logger
-	reg    prometheus.Registerer
-	colls  []prometheus.Collector
+	db       *cpebble.DB
+	fsCloser io.Closer // the disk-health checker of the default file system; nil with Options.fs
+	logger   *slog.Logger
+	reg      prometheus.Registerer
+	colls    []prometheus.Collector
 
 	// mu guards closed and the use of db: every operation holds it for
 	// reading while it touches db; Close takes it for writing, so it waits
@@ -110,12 +112,30 @@ func Open(dir string, opts Options) (*Store, error) {
 	// still pin: let them go (from another goroutine, Pebble calls the
 	// listener in the middle of its own work).
 	unpin := func() { go s.pool.drain() }
+	opened := false // the store is returned; else the file system is closed
+	fs := opts.fs
+	if fs == nil {
+		// Pebble's own default, made here so that this package can close
+		// it: Pebble closes the disk-health checker it makes only in
+		// DB.Close, so an Open that fails (a directory another process
+		// holds) would leave its goroutine running.
+		var fsCloser io.Closer
+		fs, fsCloser = vfs.WithDiskHealthChecks(vfs.Default, 5*time.Second, nil, func(info vfs.DiskSlowInfo) {
+			logger.Warn("disk slow", "component", "pebble", "path", info.Path, "op", info.OpType.String(), "duration", info.Duration)
+		})
+		defer func() {
+			if !opened {
+				fsCloser.Close()
+			}
+		}()
+		s.fsCloser = fsCloser
+	}
 	po := &cpebble.Options{
 		Cache:              cache,
 		MemTableSize:       opts.MemTableSize,
 		Logger:             slogBridge{logger},
 		FormatMajorVersion: cpebble.FormatNewest,
-		FS:                 opts.fs,
+		FS:                 fs,
 		EventListener: &cpebble.EventListener{
 			FlushEnd:      func(cpebble.FlushInfo) { unpin() },
 			CompactionEnd: func(cpebble.CompactionInfo) { unpin() },
@@ -135,6 +155,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, errors.Join(fmt.Errorf("pebble: registering metrics: %w", err), db.Close())
 	}
 	logger.Debug("pebble store opened", "dir", dir)
+	opened = true
 	return s, nil
 }
 
@@ -513,6 +534,9 @@ func (s *Store) Close() error {
 	s.pool.close()
 	if err := s.db.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("pebble: closing: %w", err))
+	}
+	if s.fsCloser != nil {
+		s.fsCloser.Close()
 	}
 	return errors.Join(errs...)
 }

@@ -257,3 +257,19 @@ func TestOpenBadOptions(t *testing.T) {
 	}
 	s.Close()
 }
+
+// TestOpen_LockedDirectory: a second Open of a directory that a Store
+// holds fails and leaves nothing running (TestMain's goleak check): no
+// disk-health goroutine of the failed Open.
+func TestOpen_LockedDirectory(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s2, err := Open(dir, Options{}); err == nil {
+		s2.Close()
+		t.Fatal("a second Open of a held directory succeeded")
+	}
+}
