@@ -136,7 +136,7 @@ func datasetsShow(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		tb := newTable(stdout, "COLUMN", "KIND", "SOURCE TYPE", "NULLABLE", "KEY")
 		for _, col := range v.Schema.Columns {
-			tb.row(col.Name, string(col.Kind), col.SourceType, yesNo(col.Nullable), yesNo(key[col.Name]))
+			tb.row(col.Name, col.Kind.String(), col.SourceType, yesNo(col.Nullable), yesNo(key[col.Name]))
 		}
 		return tb.flush()
 	})

@@ -48,3 +48,62 @@ func TestCLI_UnknownFlagAfterPositionals(t *testing.T) {
 		}
 	}
 }
+
+// TestHelp_OnStdout: the help of the binary, of every command and of
+// every subcommand goes to stdout with exit code 0, names the command and
+// its flags; the client commands' help lists the exit codes. A command
+// line that is wrong goes to stderr with exit code 2.
+func TestHelp_OnStdout(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"help"}, {"-h"}} {
+		code, out, errs := cli(t, args...)
+		if code != 0 || errs != "" || !strings.Contains(out, "Exit codes:") || !strings.Contains(out, "--server URL") {
+			t.Errorf("%v: exit %d, stderr %q, stdout:\n%s", args, code, errs, out)
+		}
+	}
+	if code, out, errs := cli(t); code != 2 || out != "" || !strings.Contains(errs, "Usage: snapstore") {
+		t.Errorf("no arguments: exit %d %q %q", code, out, errs)
+	}
+	groups := map[string][]string{
+		"datasets": {"list", "show", "drop"}, "runs": {"list", "show", "follow"},
+		"adapters": {"list", "show", "create", "delete", "run"}, "cluster": {"nodes", "keygen"},
+		"connections": {"list", "show", "test", "resources", "create", "delete"},
+	}
+	for _, c := range commands {
+		var lines [][]string
+		if subs, ok := groups[c.name]; ok {
+			lines = append(lines, []string{c.name, "--help"})
+			for _, s := range subs {
+				lines = append(lines, []string{c.name, s, "--help"}, []string{"help", c.name, s})
+			}
+		} else {
+			lines = append(lines, []string{c.name, "--help"}, []string{"help", c.name})
+		}
+		for _, args := range lines {
+			code, out, errs := cli(t, args...)
+			name := strings.Join(args[:len(args)-1], " ")
+			if args[0] == "help" {
+				name = strings.Join(args[1:], " ")
+			}
+			if name == "help" {
+				name = "" // snapstore help help: the usage text
+			}
+			if code != 0 || errs != "" || !strings.HasPrefix(out, "Usage: snapstore "+name) && !strings.Contains(out, "\nUsage: snapstore COMMAND") {
+				t.Errorf("%v: exit %d, stderr %q, stdout:\n%s", args, code, errs, out)
+				continue
+			}
+			if strings.Contains(out, "--server") && !strings.Contains(out, "Exit codes:") {
+				t.Errorf("%v: a client command's help without the exit codes:\n%s", args, out)
+			}
+		}
+	}
+	for _, args := range [][]string{{"datasets"}, {"datasets", "frob"}, {"diff"}, {"diff", "a", "b"}, {"help", "frob"}, {"runs", "list", "--bogus"}} {
+		if code, out, errs := cli(t, args...); code != 2 || out != "" || errs == "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errs)
+		}
+	}
+	// A token from the environment is never shown as a flag's default.
+	t.Setenv(envToken, "env-token-Qa91")
+	if _, out, _ := cli(t, "diff", "--help"); strings.Contains(out, "env-token-Qa91") {
+		t.Errorf("help shows the token:\n%s", out)
+	}
+}

@@ -67,10 +67,11 @@ func progressLine(rec adapters.RunRecord, width int) string {
 	if rec.Progress != nil && rec.Progress.Percent != nil {
 		pct = *rec.Progress.Percent
 	}
-	// The bar keeps its width while the text beside it grows: room for
-	// "read  99.9%  1,234,567/~1,234,567 rows  123,456/s  59m59s left".
-	const textRoom = 52
-	barWidth := min(40, width-len([]rune(rec.Adapter))-4-textRoom)
+	// The bar keeps its width while the text beside it grows, as long as
+	// that text is shorter than a typical one ("read   39.6%
+	// 118,784/~300,000 rows  411,368/s  400ms left").
+	const textRoom = 50
+	barWidth := min(40, width-1-len([]rune(rec.Adapter))-len(" [] ")-max(textRoom, len([]rune(text))))
 	if barWidth < 10 {
 		return truncate(rec.Adapter+" "+text, width-1)
 	}

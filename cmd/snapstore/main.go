@@ -214,12 +214,12 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // cmdHelp is `snapstore help [COMMAND [SUBCOMMAND]]`: the usage text, or
 // the help of a command, on stdout.
 func cmdHelp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
+	if len(args) == 0 || args[0] == "help" || args[0] == "--help" || args[0] == "-h" {
 		fmt.Fprint(stdout, usage())
 		return nil
 	}
 	c, ok := lookupCommand(args[0])
-	if !ok || c.name == "help" {
+	if !ok {
 		return usageError("no command %q (snapstore help lists them)", args[0])
 	}
 	return c.run(ctx, append(args[1:], "--help"), stdout, stderr)
