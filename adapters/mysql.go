@@ -40,7 +40,7 @@ var mysqlOptionDefs = []OptionDef{
 	{Key: "tls", Type: OptString, Allowed: []string{"false", "true", "skip-verify", "preferred"}, Doc: "TLS mode of the driver (default false)"},
 	{Key: "params", Type: OptStringMap, Doc: "session system variables set at connect, name -> SQL value"},
 	{Key: "dsn", Type: OptSecret, Doc: "a whole go-sql-driver DSN instead of host/port/socket/user/password/database; literal, env:NAME or file:/path"},
-	{Key: "connect_timeout", Type: OptDuration, Doc: "dial and connection-test timeout (default 10s)"},
+	{Key: "connect_timeout", Type: OptDuration, Doc: "bound of opening one connection, dial, handshake and login, and of a connection test (default 10s)"},
 	{Key: "read_timeout", Type: OptDuration, Doc: "I/O read timeout per packet (default 5m; 0s for none): bounds how long a run waits on a frozen source"},
 	{Key: "chunk_rows", Type: OptInt, Min: 1, Max: 10_000_000, Doc: "rows per keyset-pagination chunk of a pull (default 5000)"},
 }

@@ -35,7 +35,7 @@ var postgresOptionDefs = []OptionDef{
 	{Key: "sslrootcert", Type: OptString, Doc: "CA certificate file (PEM) that verify-ca and verify-full check the server against"},
 	{Key: "application_name", Type: OptString, Doc: "application_name the server shows in pg_stat_activity (default snapstore)"},
 	{Key: "statement_timeout", Type: OptDuration, Doc: "server-side bound on each query of a pull, a chunk query included (default: the server's; 0s for none)"},
-	{Key: "connect_timeout", Type: OptDuration, Doc: "dial and connection-test timeout (default 10s)"},
+	{Key: "connect_timeout", Type: OptDuration, Doc: "bound of opening one connection, dial, handshake and login, and of a connection test (default 10s)"},
 	{Key: "chunk_rows", Type: OptInt, Min: 1, Max: 10_000_000, Doc: "rows per keyset-pagination chunk of a pull (default 5000)"},
 }
 

@@ -105,6 +105,11 @@ type HBaseConfig struct {
 	DialTimeout time.Duration `yaml:"dial_timeout"`
 	// CallTimeout bounds one Thrift call; default 60s.
 	CallTimeout time.Duration `yaml:"call_timeout"`
+	// ReadOnly makes this process a read-only reader of a table another
+	// snapstore process writes (snapshot.W1, docs/hbase.md): it runs
+	// nothing and refuses writes; default false. The environment may also
+	// set it as SNAPSTORE_HBASE_READ_ONLY (envAliases).
+	ReadOnly bool `yaml:"read_only"`
 }
 
 // AuthConfig lists bearer tokens.
@@ -282,6 +287,9 @@ func (c *Config) Validate() error {
 		}
 	default:
 		bad("storage.backend", "want pebble or hbase, got %q", c.Storage.Backend)
+	}
+	if c.Storage.HBase.ReadOnly && c.Storage.Backend != "hbase" {
+		bad("storage.hbase.read_only", "a read-only reader needs storage.backend hbase: a Pebble data directory has one process")
 	}
 	if c.Snapshot.Partitions < 1 || c.Snapshot.Partitions > 4096 {
 		bad("snapshot.partitions", "want 1 to 4096, got %d", c.Snapshot.Partitions)

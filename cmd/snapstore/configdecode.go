@@ -329,6 +329,9 @@ func applyEnv(cfg *Config, environ []string) (unknown []string, err error) {
 			continue
 		}
 		rest := strings.TrimPrefix(name, envPrefix)
+		if key, ok := envAliases[name]; ok {
+			rest = key
+		}
 		var key string
 		err := setEnv(reflect.ValueOf(cfg).Elem(), rest, val, "", &key)
 		switch {
@@ -344,6 +347,13 @@ func applyEnv(cfg *Config, environ []string) (unknown []string, err error) {
 		}
 	}
 	return unknown, errors.Join(errs...)
+}
+
+// envAliases are variables that set a key under another name than its
+// path: the spelling older docs and scripts use. A variable of the key's
+// own name, sorted after it, wins.
+var envAliases = map[string]string{
+	"SNAPSTORE_HBASE_READ_ONLY": "STORAGE_HBASE_READ_ONLY", // storage.hbase.read_only
 }
 
 // errNoSuchKey marks a variable that names no configuration key.

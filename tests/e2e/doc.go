@@ -75,6 +75,9 @@
 //	                      change shown by diff with the column before and
 //	                      after; a wrong password's test naming the server
 //	                      and the cause; no output holds a secret.
+//	TestBackupRecipe      docs/operations.md's cold backup, run as written:
+//	                      it waits for the server to exit, and the archive
+//	                      restored elsewhere reads the committed version.
 //
 // The tests skip unless SNAPSTORE_TEST_MYSQL_* (or, for TestPagila,
 // SNAPSTORE_TEST_POSTGRES_*; for TestCluster, SNAPSTORE_TEST_HBASE_THRIFT)
