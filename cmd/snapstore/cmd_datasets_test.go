@@ -108,6 +108,13 @@ func TestCLI_DatasetsDiffTagsRollbackGC(t *testing.T) {
 	if out, _ = do(0, "get", "products", "2"); !strings.Contains(out, `"name":"jug"`) {
 		t.Fatalf("after the rollback: %s", out)
 	}
+	// What the question said: the later version is unreadable, its tag gone.
+	if _, errs = do(1, "datasets", "show", "products", "--version", fmt.Sprint(second)); !strings.Contains(errs, "version_not_kept") {
+		t.Errorf("the later version after the rollback: %s", errs)
+	}
+	if _, errs = do(1, "get", "products", "2", "--tag", "second"); !strings.Contains(errs, "tag_not_found") {
+		t.Errorf("the later version's tag after the rollback: %s", errs)
+	}
 	do(1, "rollback", "products", "999999")
 	do(0, "untag", "products", "first")
 	do(1, "untag", "products", "first")
