@@ -171,7 +171,11 @@ func printRun(w io.Writer, rec adapters.RunRecord) error {
 		"adapter", rec.Adapter,
 		"dataset", rec.Dataset,
 		"status", string(rec.Status),
-		"code", rec.Code,
+	}
+	if rec.Code != "" {
+		kv = append(kv, "code", rec.Code)
+	}
+	kv = append(kv,
 		"trigger", rec.Trigger,
 		"started", timeText(&rec.Start),
 		"took", took,
@@ -179,7 +183,7 @@ func printRun(w io.Writer, rec adapters.RunRecord) error {
 		"rows read", count(rec.RowsRead),
 		"rows", count(st.Rows),
 		"changes", fmt.Sprintf("%s inserted, %s updated, %s deleted", count(st.Inserted), count(st.Updated), count(st.Deleted)),
-	}
+	)
 	if rec.Status == adapters.RunRunning {
 		kv = append(kv, "progress", progressText(rec))
 	}
