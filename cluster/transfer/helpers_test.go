@@ -133,6 +133,21 @@ func (p *pki) newNode(t *testing.T, id string) *testNode {
 	return &testNode{id: id, certFile: c, keyFile: k, caFile: p.caFile, addr: freeAddr(t), dir: t.TempDir(), log: &logSink{t: t}}
 }
 
+// newNodes returns nodes of one CA named ids, and a member list that has
+// them all.
+func newNodes(t *testing.T, ids ...string) ([]*testNode, *members) {
+	t.Helper()
+	p := newPKI(t)
+	ms := newMembers()
+	var ns []*testNode
+	for _, id := range ids {
+		n := p.newNode(t, id)
+		ms.set(n.id, n.addr)
+		ns = append(ns, n)
+	}
+	return ns, ms
+}
+
 // freeAddr returns a loopback address with a port free now.
 func freeAddr(t *testing.T) string {
 	t.Helper()

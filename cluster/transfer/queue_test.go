@@ -18,11 +18,8 @@ import (
 // order, memory stays within the bound meanwhile, and the backlog ends
 // at zero.
 func TestTransport_SpillsWhileTheReceiverIsDown(t *testing.T) {
-	p := newPKI(t)
-	a, b := p.newNode(t, "node-a"), p.newNode(t, "node-b")
-	ms := newMembers()
-	ms.set(a.id, a.addr)
-	ms.set(b.id, b.addr) // nothing listens there yet
+	ns, ms := newNodes(t, "node-a", "node-b") // nothing listens at node-b's address yet
+	a, b := ns[0], ns[1]
 	const queueBatches, lanes = 5, 4
 	ta := a.open(t, ms, nil, func(c *Config) {
 		c.QueueBatches = queueBatches
@@ -137,12 +134,9 @@ func TestTransport_SpillsWhileTheReceiverIsDown(t *testing.T) {
 // through a proxy that counts the bytes on the wire (TLS included): each
 // round-trips, metadata sends less than none and all less than metadata.
 func TestTransport_Compression(t *testing.T) {
-	p := newPKI(t)
-	a, b := p.newNode(t, "node-a"), p.newNode(t, "node-b")
+	ns, ms := newNodes(t, "node-a", "node-b")
+	a, b := ns[0], ns[1]
 	rec := newRecorder()
-	ms := newMembers()
-	ms.set(a.id, a.addr)
-	ms.set(b.id, b.addr)
 	b.open(t, ms, rec, nil)
 	proxy := newCountingProxy(t, b.addr)
 	senderView := newMembers()

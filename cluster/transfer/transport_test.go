@@ -61,11 +61,8 @@ func checkStreams(t *testing.T, rec *recorder, run RunKey, parts, batches int) {
 // applied once, every END's report comes back with its ACK, and the
 // backlog ends empty.
 func TestTransport_DeliversStreamsInOrderOnce(t *testing.T) {
-	p := newPKI(t)
-	a, b := p.newNode(t, "node-a"), p.newNode(t, "node-b")
-	ms := newMembers()
-	ms.set(a.id, a.addr)
-	ms.set(b.id, b.addr)
+	ns, ms := newNodes(t, "node-a", "node-b")
+	a, b := ns[0], ns[1]
 	rec := newRecorder()
 	b.open(t, ms, rec, nil)
 	ta := a.open(t, ms, nil, nil)
@@ -116,11 +113,8 @@ func TestTransport_DeliversStreamsInOrderOnce(t *testing.T) {
 // batch is applied and before its ACK goes out: the sender sends it
 // again, and the receiver answers it without applying it a second time.
 func TestTransport_LostAckIsNotAppliedTwice(t *testing.T) {
-	p := newPKI(t)
-	a, b := p.newNode(t, "node-a"), p.newNode(t, "node-b")
-	ms := newMembers()
-	ms.set(a.id, a.addr)
-	ms.set(b.id, b.addr)
+	ns, ms := newNodes(t, "node-a", "node-b")
+	a, b := ns[0], ns[1]
 	rec := newRecorder()
 	dropped := 0
 	b.open(t, ms, rec, func(c *Config) {
@@ -152,11 +146,8 @@ func TestTransport_LostAckIsNotAppliedTwice(t *testing.T) {
 // is: its new incarnation makes the sender send the run again from the
 // first batch, so the new receiver applies every stream whole.
 func TestTransport_ReceiverRestartRewinds(t *testing.T) {
-	p := newPKI(t)
-	a, b := p.newNode(t, "node-a"), p.newNode(t, "node-b")
-	ms := newMembers()
-	ms.set(a.id, a.addr)
-	ms.set(b.id, b.addr)
+	ns, ms := newNodes(t, "node-a", "node-b")
+	a, b := ns[0], ns[1]
 	first := newRecorder()
 	tb := b.open(t, ms, first, nil)
 	ta := a.open(t, ms, nil, nil)
@@ -197,12 +188,8 @@ func TestTransport_ReceiverRestartRewinds(t *testing.T) {
 // its origin, the sender gets the owner's report, and a node asked to
 // forward a forwarded batch answers retry rather than looping.
 func TestTransport_ForwardsToTheOwner(t *testing.T) {
-	p := newPKI(t)
-	a, b, c := p.newNode(t, "node-a"), p.newNode(t, "node-b"), p.newNode(t, "node-c")
-	ms := newMembers()
-	for _, n := range []*testNode{a, b, c} {
-		ms.set(n.id, n.addr)
-	}
+	ns, ms := newNodes(t, "node-a", "node-b", "node-c")
+	a, b, c := ns[0], ns[1], ns[2]
 	relay := newRecorder()
 	relay.decide = func(bt *Batch) (Outcome, bool) {
 		if bt.Partition == 1 {
@@ -250,11 +237,8 @@ func TestTransport_ForwardsToTheOwner(t *testing.T) {
 // TestTransport_RefusedStreamIsReported: a batch the receiver refuses is
 // reported to the run, and nothing more of its lane is sent.
 func TestTransport_RefusedStreamIsReported(t *testing.T) {
-	p := newPKI(t)
-	a, b := p.newNode(t, "node-a"), p.newNode(t, "node-b")
-	ms := newMembers()
-	ms.set(a.id, a.addr)
-	ms.set(b.id, b.addr)
+	ns, ms := newNodes(t, "node-a", "node-b")
+	a, b := ns[0], ns[1]
 	b.open(t, ms, nil, nil) // no Handler: refuses every batch
 	ta := a.open(t, ms, nil, nil)
 	ev := newEvents()

@@ -181,15 +181,22 @@ func (c *Config) membershipConfig(api, xfer string, log *slog.Logger, reg promet
 // else listen (the bound address at serve time), with the gossip host
 // when listen binds every interface.
 func apiAddress(cc ClusterConfig, listen string) (string, error) {
-	if cc.AdvertiseAPI != "" {
-		if _, _, err := net.SplitHostPort(cc.AdvertiseAPI); err != nil {
-			return "", fmt.Errorf("want host:port, got %q", cc.AdvertiseAPI)
+	return advertisedAddr(cc, cc.AdvertiseAPI, "listen", listen, "API")
+}
+
+// advertisedAddr is the address this node advertises for one of its
+// listeners: explicit when set, else listen (named listenKey) when it
+// names a host, else listen's port on the gossip address's host.
+func advertisedAddr(cc ClusterConfig, explicit, listenKey, listen, what string) (string, error) {
+	if explicit != "" {
+		if _, _, err := net.SplitHostPort(explicit); err != nil {
+			return "", fmt.Errorf("want host:port, got %q", explicit)
 		}
-		return cc.AdvertiseAPI, nil
+		return explicit, nil
 	}
 	host, port, err := net.SplitHostPort(listen)
 	if err != nil {
-		return "", fmt.Errorf("listen %q is not host:port", listen)
+		return "", fmt.Errorf("%s %q is not host:port", listenKey, listen)
 	}
 	if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
 		return listen, nil
@@ -201,7 +208,7 @@ func apiAddress(cc ClusterConfig, listen string) (string, error) {
 			}
 		}
 	}
-	return "", fmt.Errorf("required when listen (%s) and the gossip addresses bind every interface: the other nodes need an address of this node's API", listen)
+	return "", fmt.Errorf("required when %s (%s) and the gossip addresses bind every interface: the other nodes need an address of this node's %s", listenKey, listen, what)
 }
 
 // openCluster starts this node's membership, advertising the bound listen

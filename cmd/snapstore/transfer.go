@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"path/filepath"
 	"sync/atomic"
 	"time"
@@ -133,27 +132,7 @@ func (c *Config) transferConfig(id, inc string, members transfer.Members, log *s
 // tag): cluster.transfer.advertise, else listen (the bound address at
 // serve time) with the gossip host when listen binds every interface.
 func transferAddress(cc ClusterConfig, listen string) (string, error) {
-	if cc.Transfer.Advertise != "" {
-		if _, _, err := net.SplitHostPort(cc.Transfer.Advertise); err != nil {
-			return "", fmt.Errorf("want host:port, got %q", cc.Transfer.Advertise)
-		}
-		return cc.Transfer.Advertise, nil
-	}
-	host, port, err := net.SplitHostPort(listen)
-	if err != nil {
-		return "", fmt.Errorf("cluster.transfer.listen %q is not host:port", listen)
-	}
-	if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
-		return listen, nil
-	}
-	for _, a := range []string{cc.Advertise, cc.Bind} {
-		if h, _, err := net.SplitHostPort(a); err == nil && h != "" {
-			if ip := net.ParseIP(h); ip == nil || !ip.IsUnspecified() {
-				return net.JoinHostPort(h, port), nil
-			}
-		}
-	}
-	return "", fmt.Errorf("required when cluster.transfer.listen (%s) and the gossip addresses bind every interface: the other nodes need an address of this node", listen)
+	return advertisedAddr(cc, cc.Transfer.Advertise, "cluster.transfer.listen", listen, "transfer listener")
 }
 
 // openTransfer starts this node's transport when cluster.transfer.listen
