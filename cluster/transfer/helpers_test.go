@@ -54,7 +54,7 @@ type pki struct {
 	caFile        string
 }
 
-func newPKI(t *testing.T) *pki {
+func newPKI(t testing.TB) *pki {
 	t.Helper()
 	dir := t.TempDir()
 	c, k, err := NewCA("test cluster CA", time.Hour)
@@ -69,7 +69,7 @@ func newPKI(t *testing.T) *pki {
 }
 
 // node writes a certificate naming id and returns its files.
-func (p *pki) node(t *testing.T, id string) (certFile, keyFile string) {
+func (p *pki) node(t testing.TB, id string) (certFile, keyFile string) {
 	t.Helper()
 	c, k, err := NewNodeCert(p.caCert, p.caKey, id, time.Hour)
 	if err != nil {
@@ -87,7 +87,7 @@ func (p *pki) node(t *testing.T, id string) (certFile, keyFile string) {
 
 // logSink keeps a node's log lines and copies them to the test log.
 type logSink struct {
-	t     *testing.T
+	t     testing.TB
 	mu    sync.Mutex
 	lines []string
 }
@@ -128,14 +128,14 @@ type testNode struct {
 	log               *logSink
 }
 
-func (p *pki) newNode(t *testing.T, id string) *testNode {
+func (p *pki) newNode(t testing.TB, id string) *testNode {
 	c, k := p.node(t, id)
 	return &testNode{id: id, certFile: c, keyFile: k, caFile: p.caFile, addr: freeAddr(t), dir: t.TempDir(), log: &logSink{t: t}}
 }
 
 // newNodes returns nodes of one CA named ids, and a member list that has
 // them all.
-func newNodes(t *testing.T, ids ...string) ([]*testNode, *members) {
+func newNodes(t testing.TB, ids ...string) ([]*testNode, *members) {
 	t.Helper()
 	p := newPKI(t)
 	ms := newMembers()
@@ -149,7 +149,7 @@ func newNodes(t *testing.T, ids ...string) ([]*testNode, *members) {
 }
 
 // freeAddr returns a loopback address with a port free now.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -161,7 +161,7 @@ func freeAddr(t *testing.T) string {
 
 // open starts n's transport with handler h; edit adjusts the
 // configuration. It is closed when the test ends.
-func (n *testNode) open(t *testing.T, ms Members, h Handler, edit func(*Config)) *Transport {
+func (n *testNode) open(t testing.TB, ms Members, h Handler, edit func(*Config)) *Transport {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.NodeID = n.id
