@@ -59,6 +59,7 @@ type lane struct {
 	control  [][]byte   // DONE frames not yet written
 	inflight []flight   // written to the connection, unanswered, oldest first
 	inc      string     // the receiver's incarnation at the last HELLO_OK
+	applied  int64      // batches answered applied, ever
 }
 
 // flight is a batch written to a connection and not yet answered: a
@@ -111,7 +112,8 @@ func (l *lane) hasWorkLocked() bool {
 
 // loop dials the destination when the lane has work, serves the
 // connection until it fails, idles or the transport closes, and dials
-// again after a pause that doubles while dialling fails (X5).
+// again after a pause that doubles while dialling fails or the receiver
+// answers retry without applying anything (X5).
 func (l *lane) loop() {
 	t := l.peer.t
 	defer t.wg.Done()
@@ -149,16 +151,28 @@ func (l *lane) loop() {
 			t.log.Info("transfer: the receiver restarted; its runs are sent again from the start", "node", l.peer.id, "lane", l.idx)
 		}
 		l.inc = inc
+		applied := l.applied
 		l.mu.Unlock()
 		err = l.serve(conn)
 		l.disconnect()
 		l.peer.disconnected()
+		l.mu.Lock()
+		progressed := l.applied > applied
+		l.mu.Unlock()
 		var nack *nackError
 		switch {
 		case err == nil:
 			pause = 0
 		case errors.As(err, &nack) && nack.code == CodeRewind:
 			pause = 0
+		case errors.As(err, &nack):
+			// Retry (or refused, on another queue's behalf): the pause
+			// doubles while the receiver applies nothing.
+			if progressed {
+				pause = t.cfg.RetryMin
+			} else {
+				pause = min(max(2*pause, t.cfg.RetryMin), t.cfg.RetryMax)
+			}
 		default:
 			if t.ctx.Err() != nil {
 				return
@@ -383,6 +397,7 @@ func (l *lane) answer(a answer) error {
 	case f.q.closed():
 		// The run ended meanwhile: nothing to tell.
 	case a.code == CodeApplied:
+		l.applied++
 		f.q.ackLocked()
 		if ev := f.q.run.ev; ev != nil {
 			report := a.data

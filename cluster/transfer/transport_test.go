@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -262,4 +263,36 @@ func TestTransport_RefusedStreamIsReported(t *testing.T) {
 	if bl := backlogOf(ta, b.id); bl.Batches != 0 {
 		t.Errorf("backlog after End: %+v", bl)
 	}
+}
+
+// TestTransport_RetryIsSentAgain: an owner that answers retry (not ready
+// yet) gets the batch again after a pause, and again, until it applies
+// it; nothing is lost or applied twice.
+func TestTransport_RetryIsSentAgain(t *testing.T) {
+	ns, ms := newNodes(t, "node-a", "node-b")
+	a, b := ns[0], ns[1]
+	rec := newRecorder()
+	var mu sync.Mutex
+	retries := 0
+	rec.decide = func(bt *Batch) (Outcome, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if bt.Seq == 2 && retries < 3 {
+			retries++
+			return NotApplied(CodeRetry, "not ready"), true
+		}
+		return Outcome{}, false
+	}
+	b.open(t, ms, rec, nil)
+	ta := a.open(t, ms, nil, nil)
+	run := RunKey{Dataset: "orders", Txn: 48}
+	ev := newEvents()
+	r, _ := ta.StartRun(run, CompressNone, ev)
+	sendStreams(t, r, b.id, 1, 5, 3)
+	eventually(t, 20*time.Second, "the END answered", func() bool { return ev.reportCount() == 1 })
+	checkStreams(t, rec, run, 1, 5)
+	if retries != 3 {
+		t.Errorf("%d retries answered, want 3", retries)
+	}
+	r.End(true)
 }
