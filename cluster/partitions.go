@@ -14,11 +14,12 @@ import (
 // moves of one step toward balance, deterministically, so that whichever
 // node applies them computes the same ones.
 //
-// Node n's quota is q_n = P * w_n / W over the nodes counted: active and
-// failed ones (a failed node keeps its partitions and takes none: no
-// failover, and a flap moves nothing, K3). Draining and left nodes, and
-// nodes not in the list (forgotten), count for nothing and give all their
-// partitions away; joining nodes are not counted until active. The
+// Node n's quota is q_n = P * w_n / W over the nodes counted: active,
+// failed and left ones (a failed or left node keeps its partitions and
+// takes none: no failover, a flap or a restart moves nothing, K3).
+// Draining nodes, and nodes not in the list (forgotten), count for nothing
+// and give all their partitions away; joining nodes are not counted until
+// active. The
 // rendezvous score of a node for partition p (the name "p/<p>",
 // rendezvous.go) is its preference. A step:
 //
@@ -32,7 +33,8 @@ import (
 //     scored highest by the active node most below its quota.
 //
 // A join thus moves floor(q) or ceil(q) partitions, all to the new node,
-// and a leave only the leaver's: at most P/N + 1 of P partitions.
+// and a node forgotten or drained only its own: at most P/N + 1 of P
+// partitions.
 
 // PlacementNode is a node as partition placement counts it.
 type PlacementNode struct {
@@ -128,7 +130,7 @@ func newPlacement(owners []string, nodes []PlacementNode) *placement {
 	pl := &placement{owners: slices.Clone(owners), counted: map[string]bool{}, quota: map[string]float64{}, load: map[string]int{}}
 	total := 0
 	for _, n := range nodes {
-		if n.State == Active || n.State == Failed {
+		if n.State == Active || n.State == Failed || n.State == Left {
 			pl.counted[n.ID] = true
 			total += max(n.Weight, 1)
 		}

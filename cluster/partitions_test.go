@@ -78,9 +78,10 @@ func checkBalanced(t *testing.T, what string, owners []string, nodes []Placement
 // TestRebalance_JoinAndLeaveMoveAtMostAShare: at 3, 5 and 6 nodes and
 // several partition counts, over 200 sets of random node ids each, a node
 // joining moves at most 1/N + 5% of the partitions (N the nodes after
-// the join), every one to the new node; a node leaving moves at most
-// 1/N + 5% (N the nodes before), every one of them the leaver's; the
-// table is balanced after each, and one more step moves nothing.
+// the join), every one to the new node; a node forgotten moves at most
+// 1/N + 5% (N the nodes before), every one of them its own, while a node
+// that left (stopped, to come back) moves nothing; the table is balanced
+// after each, and one more step moves nothing.
 func TestRebalance_JoinAndLeaveMoveAtMostAShare(t *testing.T) {
 	for _, parts := range []int{32, 64, 256} {
 		for _, n := range []int{3, 5, 6} {
@@ -116,7 +117,11 @@ func TestRebalance_JoinAndLeaveMoveAtMostAShare(t *testing.T) {
 						rest = append(rest, id)
 					}
 				}
-				left, moves := settle(t, joined, append(activeNodes(rest), PlacementNode{ID: gone, Weight: DefaultWeight, State: Left}))
+				stopped := append(activeNodes(rest), PlacementNode{ID: gone, Weight: DefaultWeight, State: Left})
+				if ms := Rebalance(joined, stopped, 0); len(ms) != 0 {
+					t.Fatalf("%s: a node that left (a restart) loses %d partitions", what, len(ms))
+				}
+				left, moves := settle(t, joined, activeNodes(rest)) // forgotten
 				checkBalanced(t, what+" after the leave", left, activeNodes(rest))
 				for _, m := range moves {
 					if m.From != gone {
@@ -128,14 +133,14 @@ func TestRebalance_JoinAndLeaveMoveAtMostAShare(t *testing.T) {
 				}
 				worstLeave = max(worstLeave, len(moves))
 			}
-			t.Logf("P=%d N=%d: the worst join moved %d (%.1f%%, 1/N = %.1f%%), the worst leave %d (%.1f%%)", parts, n,
+			t.Logf("P=%d N=%d: the worst join moved %d (%.1f%%, 1/N = %.1f%%), the worst forget %d (%.1f%%)", parts, n,
 				worstJoin, 100*float64(worstJoin)/float64(parts), 100/float64(n), worstLeave, 100*float64(worstLeave)/float64(parts))
 		}
 	}
 }
 
 // TestRebalance_FailedKeepsDrainingGives: a failed node keeps its
-// partitions and nothing moves (no failover, K3); a draining node gives
+// partitions and nothing moves (no failover, cluster.K3); a draining node gives
 // all of its partitions, and only those move; a joining node takes none
 // until it is active.
 func TestRebalance_FailedKeepsDrainingGives(t *testing.T) {
