@@ -22,8 +22,9 @@
 //   - logbridge.go: serf's and memberlist's log lines into slog.
 //   - rendezvous.go: weighted rendezvous (highest random weight) placement.
 //   - partitions.go: the placement of the partitions of partitioned runs,
-//     rendezvous with bounded loads (Rebalance); the table that keeps it
-//     in HBase is not built yet.
+//     rendezvous with bounded loads (Rebalance).
+//   - partitiontable.go: the partition table in the metadata table, with
+//     its epoch, changed by compare-and-set (Partitions, Keeper).
 //   - metrics.go: members by state, flaps, transitions.
 //   - nodelist.go: the interface of the persisted node list (not built).
 //
