@@ -11,13 +11,17 @@ import (
 	"github.com/snapstore/snapstore/server"
 )
 
-const clusterHelp = `The cluster: its members as a server sees them, and a new gossip key for
-cluster.gossip_key_file (docs/cluster.md).`
+const clusterHelp = `The cluster: its members as a server sees them, what waits on it to be sent
+to each node, and a new gossip key for cluster.gossip_key_file
+(docs/cluster.md). nodes and backlog ask a server (--server, or the
+configured listen address): membership and queues live in a serving
+process, never in a data directory.`
 
-// cmdCluster is `snapstore cluster nodes|keygen`.
+// cmdCluster is `snapstore cluster nodes|backlog|keygen`.
 func cmdCluster(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return runGroup(ctx, "cluster", clusterHelp, []subcommand{
 		{"nodes", "", "the members, as the server asked sees them", clusterNodes},
+		{"backlog", "", "what waits on the server to be sent to each node", clusterBacklog},
 		{"keygen", "", "print a new gossip key (base64)", clusterKeygen},
 	}, args, stdout, stderr)
 }
@@ -51,15 +55,8 @@ func clusterNodes(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := c.wantArgs(pos, 0, 0); err != nil {
 		return err
 	}
-	if c.cf.dataSet {
-		return usageError("cluster nodes asks a server: give --server URL, not --data")
-	}
-	if c.cf.server == "" {
-		cfg, err := loadConfig(c.cf, os.Environ())
-		if err != nil {
-			return err
-		}
-		c.cf.server = "http://" + cfg.Listen
+	if err := serverOnly(c); err != nil {
+		return err
 	}
 	return withTarget(ctx, c.cf, stderr, func(t *target) error {
 		var body struct {
@@ -79,6 +76,73 @@ func clusterNodes(ctx context.Context, args []string, stdout, stderr io.Writer) 
 				state += " (failing since " + n.FailingSince.Local().Format(time.TimeOnly) + ")"
 			}
 			tb.row(id, state, n.Tags["api"], n.Address, n.Tags["zone"], n.Tags["w"], timeText(n.LastHeard))
+		}
+		return tb.flush()
+	})
+}
+
+// serverOnly makes a command that asks a server only (cluster nodes,
+// cluster backlog) ask --server, else the configured listen address;
+// --data is a usage error.
+func serverOnly(c *cmdLine) error {
+	if c.cf.dataSet {
+		return usageError("%s asks a server: give --server URL, not --data", c.name)
+	}
+	if c.cf.server == "" {
+		cfg, err := loadConfig(c.cf, os.Environ())
+		if err != nil {
+			return err
+		}
+		c.cf.server = "http://" + cfg.Listen
+	}
+	return nil
+}
+
+const clusterBacklogHelp = `What waits on the server asked to be sent to other nodes (the transfer of
+partitioned runs): a line per destination node with its rows, bytes, the
+part spilled to disk, batches, open connections and since when it is
+unreachable, then a line per dataset under it.`
+
+// clusterBacklog prints the server's transfer backlog, or its JSON.
+func clusterBacklog(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := newCmdLine("cluster backlog", "", clusterBacklogHelp, flagsClient, stdout)
+	pos, err := c.parse(args)
+	if err != nil {
+		return err
+	}
+	if err := c.wantArgs(pos, 0, 0); err != nil {
+		return err
+	}
+	if err := serverOnly(c); err != nil {
+		return err
+	}
+	return withTarget(ctx, c.cf, stderr, func(t *target) error {
+		var body server.TransferBacklog
+		raw, err := t.api.get(ctx, "/v1/cluster/backlog", nil, &body)
+		if err != nil || c.cf.json() {
+			return orJSON(stdout, raw, err)
+		}
+		if !body.Enabled {
+			_, err := fmt.Fprintln(stdout, "this node has no transfer listener (cluster.transfer.listen): it sends no rows to other nodes")
+			return err
+		}
+		if len(body.Nodes) == 0 {
+			_, err := fmt.Fprintln(stdout, "nothing waits: this node has sent no rows to other nodes")
+			return err
+		}
+		tb := newTable(stdout, "NODE", "DATASET", "ROWS", "BYTES", "ON DISK", "BATCHES", "CONNS", "STATE")
+		for _, n := range body.Nodes {
+			state := "reachable"
+			if n.DownSince != nil {
+				state = "unreachable since " + timeText(n.DownSince)
+				if n.LastError != "" {
+					state += ": " + n.LastError
+				}
+			}
+			tb.row(n.Node, "", count(n.Rows), bytesText(n.Bytes), bytesText(n.SpilledBytes), count(n.Batches), fmt.Sprint(n.Connections), state)
+			for _, d := range n.Datasets {
+				tb.row("", d.Dataset, count(d.Rows), bytesText(d.Bytes), "", count(d.Batches), "", "")
+			}
 		}
 		return tb.flush()
 	})

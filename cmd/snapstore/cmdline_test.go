@@ -65,7 +65,7 @@ func TestHelp_OnStdout(t *testing.T) {
 	}
 	groups := map[string][]string{
 		"datasets": {"list", "show", "drop"}, "runs": {"list", "show", "follow"},
-		"adapters": {"list", "show", "create", "delete", "run"}, "cluster": {"nodes", "keygen"},
+		"adapters": {"list", "show", "create", "delete", "run"}, "cluster": {"nodes", "backlog", "keygen"}, "cert": {"ca", "node"},
 		"connections": {"list", "show", "test", "resources", "create", "delete"},
 	}
 	for _, c := range commands {
@@ -91,7 +91,7 @@ func TestHelp_OnStdout(t *testing.T) {
 				t.Errorf("%v: exit %d, stderr %q, stdout:\n%s", args, code, errs, out)
 				continue
 			}
-			if strings.Contains(out, "--server") && !strings.Contains(out, "Exit codes:") {
+			if strings.Contains(out, "\n  --server URL") && !strings.Contains(out, "Exit codes:") {
 				t.Errorf("%v: a client command's help without the exit codes:\n%s", args, out)
 			}
 		}
