@@ -157,3 +157,66 @@ func pathOf(parts ...string) string {
 	}
 	return b.String()
 }
+
+// readCommand is the shape of the commands that read one answer of the
+// API and print it: c's command line with nargs positional arguments, a
+// GET of the path and query that request makes of them, then the answer
+// decoded for table, or printed as it came with --output json. checks run
+// after the command line is parsed, before the target is opened.
+func readCommand[T any](ctx context.Context, c *cmdLine, args []string, stderr io.Writer, nargs int,
+	request func(pos []string) (string, url.Values), table func(pos []string, v T) error, checks ...func(*cmdLine) error) error {
+	pos, err := c.parseN(args, nargs, nargs)
+	if err != nil {
+		return err
+	}
+	for _, check := range checks {
+		if err := check(c); err != nil {
+			return err
+		}
+	}
+	return withTarget(ctx, c.cf, stderr, func(t *target) error {
+		var v T
+		path, q := request(pos)
+		raw, err := t.api.get(ctx, path, q, &v)
+		if err != nil || c.cf.json() {
+			return orJSON(c.stdout, raw, err)
+		}
+		return table(pos, v)
+	})
+}
+
+// deleteCommand is the shape of the commands that delete one thing named
+// by their one argument: a DELETE of the path and query that request makes
+// of it, then done's sentence (nothing with --output json: the API answers
+// 204 without a body).
+func deleteCommand(ctx context.Context, c *cmdLine, args []string, stderr io.Writer, request func(name string) (string, url.Values), done string) error {
+	pos, err := c.parseN(args, 1, 1)
+	if err != nil {
+		return err
+	}
+	return withTarget(ctx, c.cf, stderr, func(t *target) error {
+		path, q := request(pos[0])
+		if _, err := t.api.call(ctx, http.MethodDelete, path, q, nil); err != nil {
+			return err
+		}
+		if c.cf.json() {
+			return nil
+		}
+		_, err := fmt.Fprintf(c.stdout, done+"\n", pos[0])
+		return err
+	})
+}
+
+// orJSON ends a command that prints the API's answer raw with --output
+// json: err if set, else raw printed.
+func orJSON(w io.Writer, raw []byte, err error) error {
+	if err != nil {
+		return err
+	}
+	return printJSON(w, raw)
+}
+
+// path0 is a request of a fixed path and no query.
+func path0(path string) func([]string) (string, url.Values) {
+	return func([]string) (string, url.Values) { return path, nil }
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -58,31 +59,16 @@ func cmdAdapters(ctx context.Context, args []string, stdout, stderr io.Writer) e
 
 func adaptersList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := newCmdLine("adapters list", "", "Every adapter: its dataset, connection and resource, schedule, next run, and last run with its status.", flagsClient, stdout)
-	pos, err := c.parse(args)
-	if err != nil {
-		return err
+	type answer struct {
+		Adapters []adapterView `json:"adapters"`
 	}
-	if err := c.wantArgs(pos, 0, 0); err != nil {
-		return err
-	}
-	return withTarget(ctx, c.cf, stderr, func(t *target) error {
-		var body struct {
-			Adapters []adapterView `json:"adapters"`
-		}
-		raw, err := t.api.get(ctx, "/v1/adapters", nil, &body)
-		if err != nil || c.cf.json() {
-			return orJSON(stdout, raw, err)
-		}
+	return readCommand(ctx, c, args, stderr, 0, path0("/v1/adapters"), func(_ []string, body answer) error {
 		now := time.Now()
 		tb := newTable(stdout, "ADAPTER", "DATASET", "SOURCE TABLE", "SCHEDULE", "NEXT RUN", "LAST RUN", "STATUS", "DEFINED IN")
 		for _, a := range body.Adapters {
 			last, status := "", ""
 			if r := a.LastRun; r != nil {
-				last = ageText(&r.Start, now)
-				status = string(r.Status)
-				if r.Code != "" && r.Code != status {
-					status += " (" + r.Code + ")"
-				}
+				last, status = ageText(&r.Start, now), runStatusText(*r)
 			}
 			next := ""
 			if a.NextRun != nil {
@@ -96,29 +82,15 @@ func adaptersList(ctx context.Context, args []string, stdout, stderr io.Writer) 
 
 func adaptersShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := newCmdLine("adapters show", "ADAPTER", "One adapter: its definition, next run and last run.", flagsClient, stdout)
-	pos, err := c.parse(args)
-	if err != nil {
-		return err
-	}
-	if err := c.wantArgs(pos, 1, 1); err != nil {
-		return err
-	}
-	return withTarget(ctx, c.cf, stderr, func(t *target) error {
-		var a adapterView
-		raw, err := t.api.get(ctx, pathOf("/v1/adapters/", pos[0]), nil, &a)
-		if err != nil || c.cf.json() {
-			return orJSON(stdout, raw, err)
-		}
+	request := func(pos []string) (string, url.Values) { return pathOf("/v1/adapters/", pos[0]), nil }
+	return readCommand(ctx, c, args, stderr, 1, request, func(_ []string, a adapterView) error {
 		keys := strings.Join(a.KeyColumns, ", ")
 		if keys == "" {
 			keys = "the source's primary key"
 		}
 		last := ""
 		if r := a.LastRun; r != nil {
-			last = fmt.Sprintf("%s %s, %s", r.ID, r.Status, timeText(&r.Start))
-			if r.Code != "" {
-				last += " (" + r.Code + ")"
-			}
+			last = fmt.Sprintf("%s %s, %s", r.ID, runStatusText(*r), timeText(&r.Start))
 		}
 		schedule := a.Schedule
 		if schedule == "" {
@@ -171,11 +143,7 @@ func createDefinition(ctx context.Context, args []string, stdout, stderr io.Writ
 	c := newCmdLine(name, "-f FILE [--replace]", help, flagsClient, stdout)
 	file := c.fs.String("f", "", "the YAML `file` (- for stdin)")
 	replace := c.fs.Bool("replace", false, "replace the "+what+" of that name if there is one")
-	pos, err := c.parse(args)
-	if err != nil {
-		return err
-	}
-	if err := c.wantArgs(pos, 0, 0); err != nil {
+	if _, err := c.parseN(args, 0, 0); err != nil {
 		return err
 	}
 	if *file == "" {
@@ -206,21 +174,6 @@ func createDefinition(ctx context.Context, args []string, stdout, stderr io.Writ
 
 func adaptersDelete(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := newCmdLine("adapters delete", "ADAPTER", "Delete an adapter made with create (or through the API) and its schedule. Its dataset and run records stay; a config file's adapter is read-only.", flagsClient, stdout)
-	pos, err := c.parse(args)
-	if err != nil {
-		return err
-	}
-	if err := c.wantArgs(pos, 1, 1); err != nil {
-		return err
-	}
-	return withTarget(ctx, c.cf, stderr, func(t *target) error {
-		if _, err := t.api.call(ctx, http.MethodDelete, pathOf("/v1/adapters/", pos[0]), nil, nil); err != nil {
-			return err
-		}
-		if c.cf.json() {
-			return nil
-		}
-		_, err := fmt.Fprintf(stdout, "adapter %s deleted; its dataset stays\n", pos[0])
-		return err
-	})
+	request := func(name string) (string, url.Values) { return pathOf("/v1/adapters/", name), nil }
+	return deleteCommand(ctx, c, args, stderr, request, "adapter %s deleted; its dataset stays")
 }

@@ -68,11 +68,8 @@ func runCert(sub string, args []string, stdout io.Writer) error {
 	if sub == "node" {
 		fset.StringVar(&id, "id", "", "the node id the certificate names (default: the data directory's node id)")
 	}
-	pos, err := c.parse(args)
+	pos, err := c.parseN(args, 1, 1)
 	if err != nil {
-		return err
-	}
-	if err := c.wantArgs(pos, 1, 1); err != nil {
 		return err
 	}
 	if valid <= 0 {

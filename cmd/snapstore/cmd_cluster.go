@@ -28,11 +28,7 @@ func cmdCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 
 func clusterKeygen(_ context.Context, args []string, stdout, _ io.Writer) error {
 	c := newCmdLine("cluster keygen", "", "Print a new random gossip key (32 bytes, base64) for the file that cluster.gossip_key_file names.", flagsNone, stdout)
-	pos, err := c.parse(args)
-	if err != nil {
-		return err
-	}
-	if err := c.wantArgs(pos, 0, 0); err != nil {
+	if _, err := c.parseN(args, 0, 0); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, cluster.GenerateKey())
@@ -48,24 +44,10 @@ the configured listen address), never a data directory.`
 // addresses, zone, weight, last heard) or the server's JSON.
 func clusterNodes(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := newCmdLine("cluster nodes", "", clusterNodesHelp, flagsClient, stdout)
-	pos, err := c.parse(args)
-	if err != nil {
-		return err
+	type answer struct {
+		Nodes []server.ClusterNode `json:"nodes"`
 	}
-	if err := c.wantArgs(pos, 0, 0); err != nil {
-		return err
-	}
-	if err := serverOnly(c); err != nil {
-		return err
-	}
-	return withTarget(ctx, c.cf, stderr, func(t *target) error {
-		var body struct {
-			Nodes []server.ClusterNode `json:"nodes"`
-		}
-		raw, err := t.api.get(ctx, "/v1/cluster/nodes", nil, &body)
-		if err != nil || c.cf.json() {
-			return orJSON(stdout, raw, err)
-		}
+	return serverCommand(ctx, c, args, stderr, "/v1/cluster/nodes", func(_ []string, body answer) error {
 		tb := newTable(stdout, "ID", "STATE", "API", "GOSSIP", "ZONE", "WEIGHT", "LAST HEARD")
 		for _, n := range body.Nodes {
 			id, state := n.ID, n.State
@@ -81,9 +63,15 @@ func clusterNodes(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	})
 }
 
-// serverOnly makes a command that asks a server only (cluster nodes,
-// cluster backlog) ask --server, else the configured listen address;
-// --data is a usage error.
+// serverCommand is readCommand for a command that asks a server only
+// (cluster nodes, cluster backlog): --server, else the configured listen
+// address; --data is a usage error.
+func serverCommand[T any](ctx context.Context, c *cmdLine, args []string, stderr io.Writer, path string, table func([]string, T) error) error {
+	return readCommand(ctx, c, args, stderr, 0, path0(path), table, serverOnly)
+}
+
+// serverOnly points c at a server: --server, else the configured listen
+// address; --data is a usage error.
 func serverOnly(c *cmdLine) error {
 	if c.cf.dataSet {
 		return usageError("%s asks a server: give --server URL, not --data", c.name)
@@ -106,22 +94,7 @@ unreachable, then a line per dataset under it.`
 // clusterBacklog prints the server's transfer backlog, or its JSON.
 func clusterBacklog(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := newCmdLine("cluster backlog", "", clusterBacklogHelp, flagsClient, stdout)
-	pos, err := c.parse(args)
-	if err != nil {
-		return err
-	}
-	if err := c.wantArgs(pos, 0, 0); err != nil {
-		return err
-	}
-	if err := serverOnly(c); err != nil {
-		return err
-	}
-	return withTarget(ctx, c.cf, stderr, func(t *target) error {
-		var body server.TransferBacklog
-		raw, err := t.api.get(ctx, "/v1/cluster/backlog", nil, &body)
-		if err != nil || c.cf.json() {
-			return orJSON(stdout, raw, err)
-		}
+	return serverCommand(ctx, c, args, stderr, "/v1/cluster/backlog", func(_ []string, body server.TransferBacklog) error {
 		if !body.Enabled {
 			_, err := fmt.Fprintln(stdout, "this node has no transfer listener (cluster.transfer.listen): it sends no rows to other nodes")
 			return err

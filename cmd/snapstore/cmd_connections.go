@@ -46,21 +46,10 @@ func cmdConnections(ctx context.Context, args []string, stdout, stderr io.Writer
 
 func connectionsList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := newCmdLine("connections list", "", "Every data connection: type, sharing mode, where it is defined, and the adapters that name it.", flagsClient, stdout)
-	pos, err := c.parse(args)
-	if err != nil {
-		return err
+	type answer struct {
+		Connections []connectionView `json:"connections"`
 	}
-	if err := c.wantArgs(pos, 0, 0); err != nil {
-		return err
-	}
-	return withTarget(ctx, c.cf, stderr, func(t *target) error {
-		var body struct {
-			Connections []connectionView `json:"connections"`
-		}
-		raw, err := t.api.get(ctx, "/v1/connections", nil, &body)
-		if err != nil || c.cf.json() {
-			return orJSON(stdout, raw, err)
-		}
+	return readCommand(ctx, c, args, stderr, 0, path0("/v1/connections"), func(_ []string, body answer) error {
 		tb := newTable(stdout, "CONNECTION", "TYPE", "SHARING", "DEFINED IN", "STATUS", "ADAPTERS")
 		for _, cn := range body.Connections {
 			tb.row(cn.Name, cn.Type, cn.Sharing, cn.Source, cn.Status, strings.Join(cn.Adapters, ", "))
@@ -69,21 +58,15 @@ func connectionsList(ctx context.Context, args []string, stdout, stderr io.Write
 	})
 }
 
+// connectionPath is the request of a command about the connection its one
+// argument names: /v1/connections/NAME and sub.
+func connectionPath(sub string) func([]string) (string, url.Values) {
+	return func(pos []string) (string, url.Values) { return pathOf("/v1/connections/", pos[0], sub), nil }
+}
+
 func connectionsShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := newCmdLine("connections show", "CONNECTION", "One data connection: its type, sharing mode and options (secrets REDACTED or as their reference).", flagsClient, stdout)
-	pos, err := c.parse(args)
-	if err != nil {
-		return err
-	}
-	if err := c.wantArgs(pos, 1, 1); err != nil {
-		return err
-	}
-	return withTarget(ctx, c.cf, stderr, func(t *target) error {
-		var cn connectionView
-		raw, err := t.api.get(ctx, pathOf("/v1/connections/", pos[0]), nil, &cn)
-		if err != nil || c.cf.json() {
-			return orJSON(stdout, raw, err)
-		}
+	return readCommand(ctx, c, args, stderr, 1, connectionPath(""), func(_ []string, cn connectionView) error {
 		kv := []string{"connection", cn.Name, "type", cn.Type, "sharing", cn.Sharing, "status", cn.Status,
 			"defined in", fmt.Sprintf("%s (revision %d, updated %s)", cn.Source, cn.Revision, timeText(&cn.UpdatedAt)),
 			"adapters", strings.Join(cn.Adapters, ", ")}
@@ -107,11 +90,8 @@ code 1; the message names the server and the cause.`
 
 func connectionsTest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := newCmdLine("connections test", "CONNECTION", connectionsTestHelp, flagsClient, stdout)
-	pos, err := c.parse(args)
+	pos, err := c.parseN(args, 1, 1)
 	if err != nil {
-		return err
-	}
-	if err := c.wantArgs(pos, 1, 1); err != nil {
 		return err
 	}
 	return withTarget(ctx, c.cf, stderr, func(t *target) error {
@@ -139,21 +119,10 @@ func connectionsTest(ctx context.Context, args []string, stdout, stderr io.Write
 
 func connectionsResources(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := newCmdLine("connections resources", "CONNECTION", "The tables and views a data connection reaches: schema, name, type, the estimated rows, and the key a run would choose when the source says.", flagsClient, stdout)
-	pos, err := c.parse(args)
-	if err != nil {
-		return err
+	type answer struct {
+		Resources []adapters.Resource `json:"resources"`
 	}
-	if err := c.wantArgs(pos, 1, 1); err != nil {
-		return err
-	}
-	return withTarget(ctx, c.cf, stderr, func(t *target) error {
-		var body struct {
-			Resources []adapters.Resource `json:"resources"`
-		}
-		raw, err := t.api.get(ctx, pathOf("/v1/connections/", pos[0], "/resources"), nil, &body)
-		if err != nil || c.cf.json() {
-			return orJSON(stdout, raw, err)
-		}
+	return readCommand(ctx, c, args, stderr, 1, connectionPath("/resources"), func(_ []string, body answer) error {
 		tb := newTable(stdout, "SCHEMA", "NAME", "TYPE", "ROWS (EST.)", "KEY")
 		for _, r := range body.Resources {
 			tb.row(r.Schema, r.Name, r.Type, count(r.EstimatedRows), strings.Join(r.Key, ", "))
@@ -193,25 +162,12 @@ func connectionsCreate(ctx context.Context, args []string, stdout, stderr io.Wri
 func connectionsDelete(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := newCmdLine("connections delete", "CONNECTION [--force]", "Drop a data connection made with create (or through the API). While adapters name it this is refused (connection_in_use), unless --force: their runs then fail until it is back. Runs that hold it finish.", flagsClient, stdout)
 	force := c.fs.Bool("force", false, "drop it even while adapters name it")
-	pos, err := c.parse(args)
-	if err != nil {
-		return err
-	}
-	if err := c.wantArgs(pos, 1, 1); err != nil {
-		return err
-	}
-	q := url.Values{}
-	if *force {
-		q.Set("force", "true")
-	}
-	return withTarget(ctx, c.cf, stderr, func(t *target) error {
-		if _, err := t.api.call(ctx, http.MethodDelete, pathOf("/v1/connections/", pos[0]), q, nil); err != nil {
-			return err
+	request := func(name string) (string, url.Values) {
+		q := url.Values{}
+		if *force {
+			q.Set("force", "true")
 		}
-		if c.cf.json() {
-			return nil
-		}
-		_, err := fmt.Fprintf(stdout, "connection %s dropped\n", pos[0])
-		return err
-	})
+		return pathOf("/v1/connections/", name), q
+	}
+	return deleteCommand(ctx, c, args, stderr, request, "connection %s dropped")
 }

@@ -42,21 +42,10 @@ func cmdDatasets(ctx context.Context, args []string, stdout, stderr io.Writer) e
 
 func datasetsList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := newCmdLine("datasets list", "", "Every dataset: current version, commit time and age, rows, kept versions, retention.", flagsClient, stdout)
-	pos, err := c.parse(args)
-	if err != nil {
-		return err
+	type answer struct {
+		Datasets []datasetView `json:"datasets"`
 	}
-	if err := c.wantArgs(pos, 0, 0); err != nil {
-		return err
-	}
-	return withTarget(ctx, c.cf, stderr, func(t *target) error {
-		var body struct {
-			Datasets []datasetView `json:"datasets"`
-		}
-		raw, err := t.api.get(ctx, "/v1/datasets", nil, &body)
-		if err != nil || c.cf.json() {
-			return orJSON(stdout, raw, err)
-		}
+	return readCommand(ctx, c, args, stderr, 0, path0("/v1/datasets"), func(_ []string, body answer) error {
 		now := time.Now()
 		tb := newTable(stdout, "DATASET", "VERSION", "COMMITTED", "AGE", "ROWS", "KEPT", "TTL", "MIN VERSIONS")
 		for _, d := range body.Datasets {
@@ -80,15 +69,6 @@ func ttlText(ttl string) string {
 	return strings.TrimSuffix(strings.TrimSuffix(ttl, "0s"), "0m")
 }
 
-// orJSON ends a command that prints the API's answer raw with --output
-// json: err if set, else raw printed.
-func orJSON(w io.Writer, raw []byte, err error) error {
-	if err != nil {
-		return err
-	}
-	return printJSON(w, raw)
-}
-
 const datasetsShowHelp = `One dataset: its current version (or, with --version, --as-of or --tag, that
 version), commit time, rows, checksum, the run that committed it, kept
 versions, retention, guard, and the schema of that version with its key
@@ -98,21 +78,12 @@ func datasetsShow(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	c := newCmdLine("datasets show", "DATASET [--version N|--as-of TIME|--tag TAG]", datasetsShowHelp, flagsClient, stdout)
 	var at atFlags
 	at.register(c)
-	pos, err := c.parse(args)
-	if err != nil {
-		return err
-	}
-	if err := c.wantArgs(pos, 1, 1); err != nil {
-		return err
-	}
-	return withTarget(ctx, c.cf, stderr, func(t *target) error {
+	request := func(pos []string) (string, url.Values) {
 		q := url.Values{}
 		at.query(q)
-		var d datasetView
-		raw, err := t.api.get(ctx, pathOf("/v1/datasets/", pos[0]), q, &d)
-		if err != nil || c.cf.json() {
-			return orJSON(stdout, raw, err)
-		}
+		return pathOf("/v1/datasets/", pos[0]), q
+	}
+	return readCommand(ctx, c, args, stderr, 1, request, func(_ []string, d datasetView) error {
 		v := d.CurrentInfo
 		if d.VersionRead != nil {
 			v = d.VersionRead
@@ -158,11 +129,8 @@ terminal and without --yes nothing is dropped: exit code 2).`
 func datasetsDrop(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := newCmdLine("datasets drop", "DATASET [--yes]", datasetsDropHelp, flagsClient, stdout)
 	yes := c.fs.Bool("yes", false, "drop without asking")
-	pos, err := c.parse(args)
+	pos, err := c.parseN(args, 1, 1)
 	if err != nil {
-		return err
-	}
-	if err := c.wantArgs(pos, 1, 1); err != nil {
 		return err
 	}
 	name := pos[0]

@@ -28,11 +28,8 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	from := c.fs.String("from", "", "the older `version` or tag (default: the kept version before --to)")
 	to := c.fs.String("to", "", "the newer `version` or tag (default: the current version)")
 	stats := c.fs.Bool("stats", false, "counts of inserted, updated and deleted rows only")
-	pos, err := c.parse(args)
+	pos, err := c.parseN(args, 1, 1)
 	if err != nil {
-		return err
-	}
-	if err := c.wantArgs(pos, 1, 1); err != nil {
 		return err
 	}
 	q := url.Values{}

@@ -46,11 +46,8 @@ func cmdGet(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var at atFlags
 	at.register(c)
 	columns := c.fs.String("columns", "", "comma-separated `columns` to return (default all)")
-	pos, err := c.parse(args)
+	pos, err := c.parseN(args, 2, -1)
 	if err != nil {
-		return err
-	}
-	if err := c.wantArgs(pos, 2, -1); err != nil {
 		return err
 	}
 	return withTarget(ctx, c.cf, stderr, func(t *target) error {

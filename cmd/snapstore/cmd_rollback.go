@@ -22,11 +22,8 @@ scripts (without a terminal and without --yes nothing changes: exit code
 func cmdRollback(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := newCmdLine("rollback", "DATASET VERSION [--yes]", rollbackHelp, flagsClient, stdout)
 	yes := c.fs.Bool("yes", false, "roll back without asking")
-	pos, err := c.parse(args)
+	pos, err := c.parseN(args, 2, 2)
 	if err != nil {
-		return err
-	}
-	if err := c.wantArgs(pos, 2, 2); err != nil {
 		return err
 	}
 	ds := pos[0]

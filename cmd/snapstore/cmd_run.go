@@ -39,11 +39,8 @@ func runAdapter(ctx context.Context, name string, args []string, stdout, stderr 
 	c := newCmdLine(name, "ADAPTER [--force] [--detach]", runHelp, flagsClient, stdout)
 	force := c.fs.Bool("force", false, "commit even when a guard (allow_empty, max_shrink) would refuse the run")
 	detach := c.fs.Bool("detach", false, "print the started run and return (a server only)")
-	pos, err := c.parse(args)
+	pos, err := c.parseN(args, 1, 1)
 	if err != nil {
-		return err
-	}
-	if err := c.wantArgs(pos, 1, 1); err != nil {
 		return err
 	}
 	adapter := pos[0]

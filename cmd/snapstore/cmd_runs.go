@@ -32,30 +32,20 @@ func runsList(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	adapter := c.fs.String("adapter", "", "only this `adapter`'s runs")
 	status := c.fs.String("status", "", "only runs of this `status`")
 	limit := c.fs.Int("limit", 20, "most `runs`, 1 to 1000")
-	pos, err := c.parse(args)
-	if err != nil {
-		return err
-	}
-	if err := c.wantArgs(pos, 0, 0); err != nil {
-		return err
-	}
-	q := url.Values{"limit": {strconv.Itoa(*limit)}}
-	if *adapter != "" {
-		q.Set("adapter", *adapter)
-	}
-	if *status != "" {
-		q.Set("status", *status)
-	}
-	return withTarget(ctx, c.cf, stderr, func(t *target) error {
-		var body struct {
-			Runs []adapters.RunRecord `json:"runs"`
+	request := func([]string) (string, url.Values) {
+		q := url.Values{"limit": {strconv.Itoa(*limit)}}
+		if *adapter != "" {
+			q.Set("adapter", *adapter)
 		}
-		raw, err := t.api.get(ctx, "/v1/runs", q, &body)
-		if err != nil || c.cf.json() {
-			return orJSON(stdout, raw, err)
+		if *status != "" {
+			q.Set("status", *status)
 		}
-		return runsTable(stdout, body.Runs)
-	})
+		return "/v1/runs", q
+	}
+	type answer struct {
+		Runs []adapters.RunRecord `json:"runs"`
+	}
+	return readCommand(ctx, c, args, stderr, 0, request, func(_ []string, body answer) error { return runsTable(stdout, body.Runs) })
 }
 
 // runsTable prints runs, one a line: id, adapter, status (and code),
@@ -64,10 +54,7 @@ func runsTable(w io.Writer, runs []adapters.RunRecord) error {
 	now := time.Now()
 	tb := newTable(w, "RUN", "ADAPTER", "STATUS", "TRIGGER", "STARTED", "TOOK", "ROWS READ", "VERSION")
 	for _, r := range runs {
-		status := string(r.Status)
-		if r.Code != "" && r.Code != status {
-			status += " (" + r.Code + ")"
-		}
+		status := runStatusText(r)
 		took := ""
 		switch {
 		case r.End != nil:
@@ -86,21 +73,8 @@ func runsTable(w io.Writer, runs []adapters.RunRecord) error {
 
 func runsShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := newCmdLine("runs show", "RUN", "One run: adapter, dataset, status and code, trigger, times, rows, the changes it committed, its phases, and its error in full.", flagsClient, stdout)
-	pos, err := c.parse(args)
-	if err != nil {
-		return err
-	}
-	if err := c.wantArgs(pos, 1, 1); err != nil {
-		return err
-	}
-	return withTarget(ctx, c.cf, stderr, func(t *target) error {
-		var rec adapters.RunRecord
-		raw, err := t.api.get(ctx, pathOf("/v1/runs/", pos[0]), nil, &rec)
-		if err != nil || c.cf.json() {
-			return orJSON(stdout, raw, err)
-		}
-		return printRun(stdout, rec)
-	})
+	request := func(pos []string) (string, url.Values) { return pathOf("/v1/runs/", pos[0]), nil }
+	return readCommand(ctx, c, args, stderr, 1, request, func(_ []string, rec adapters.RunRecord) error { return printRun(stdout, rec) })
 }
 
 const runsFollowHelp = `Follow a run to its end: a progress bar on a terminal (rows read out of the
@@ -110,11 +84,8 @@ otherwise. Ctrl-C stops following; a server's run goes on.`
 
 func runsFollow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := newCmdLine("runs follow", "RUN", runsFollowHelp, flagsClient, stdout)
-	pos, err := c.parse(args)
+	pos, err := c.parseN(args, 1, 1)
 	if err != nil {
-		return err
-	}
-	if err := c.wantArgs(pos, 1, 1); err != nil {
 		return err
 	}
 	sigCtx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
@@ -133,4 +104,14 @@ func runsFollow(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		return runResult(stdout, c.cf, rec, raw)
 	})
+}
+
+// runStatusText is a run's status with its code when that says more:
+// "failed (resource_not_found)".
+func runStatusText(r adapters.RunRecord) string {
+	status := string(r.Status)
+	if r.Code != "" && r.Code != status {
+		status += " (" + r.Code + ")"
+	}
+	return status
 }

@@ -33,11 +33,8 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	columns := c.fs.String("columns", "", "comma-separated `columns` to return (default all)")
 	limit := c.fs.Int("limit", 0, "most `rows` (0: all)")
 	format := c.fs.String("format", "ndjson", "ndjson or csv")
-	pos, err := c.parse(args)
+	pos, err := c.parseN(args, 1, 1)
 	if err != nil {
-		return err
-	}
-	if err := c.wantArgs(pos, 1, 1); err != nil {
 		return err
 	}
 	accept := map[string]string{"ndjson": "application/x-ndjson", "csv": "text/csv"}[*format]

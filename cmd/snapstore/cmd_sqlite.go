@@ -23,11 +23,8 @@ README's sample source (examples/shop.db) without the sqlite3 shell.`
 // machine without the sqlite3 shell.
 func cmdSQLite(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := newCmdLine("sqlite", "FILE [SQL]", sqliteHelp, flagsNone, stdout)
-	pos, err := c.parse(args)
+	pos, err := c.parseN(args, 1, 2)
 	if err != nil {
-		return err
-	}
-	if err := c.wantArgs(pos, 1, 2); err != nil {
 		return err
 	}
 	var script string

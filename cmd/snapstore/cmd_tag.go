@@ -19,11 +19,8 @@ again moves the tag. A tag name has 1 to 200 letters, digits and _.:@-.`
 func cmdTag(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := newCmdLine("tag", "DATASET TAG [--version N]", tagHelp, flagsClient, stdout)
 	version := c.fs.Int64("version", 0, "tag this `version` (default the current one)")
-	pos, err := c.parse(args)
+	pos, err := c.parseN(args, 2, 2)
 	if err != nil {
-		return err
-	}
-	if err := c.wantArgs(pos, 2, 2); err != nil {
 		return err
 	}
 	var body any

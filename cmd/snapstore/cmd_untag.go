@@ -13,11 +13,8 @@ keeps it; GC may then collect it.`
 // cmdUntag is `snapstore untag DATASET TAG`.
 func cmdUntag(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := newCmdLine("untag", "DATASET TAG", untagHelp, flagsClient, stdout)
-	pos, err := c.parse(args)
+	pos, err := c.parseN(args, 2, 2)
 	if err != nil {
-		return err
-	}
-	if err := c.wantArgs(pos, 2, 2); err != nil {
 		return err
 	}
 	return withTarget(ctx, c.cf, stderr, func(t *target) error {

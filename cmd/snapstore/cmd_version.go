@@ -34,11 +34,7 @@ func buildVersion() string {
 // cmdVersion prints the build version.
 func cmdVersion(_ context.Context, args []string, stdout, _ io.Writer) error {
 	c := newCmdLine("version", "", "Print the build version: the git revision it was built from (make build), else the module's.", flagsNone, stdout)
-	pos, err := c.parse(args)
-	if err != nil {
-		return err
-	}
-	if err := c.wantArgs(pos, 0, 0); err != nil {
+	if _, err := c.parseN(args, 0, 0); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, "snapstore", buildVersion())

@@ -23,11 +23,8 @@ func cmdVersions(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	c := newCmdLine("versions", "DATASET [--limit N | --all]", versionsHelp, flagsClient, stdout)
 	limit := c.fs.Int("limit", 100, "the newest `N` versions")
 	all := c.fs.Bool("all", false, "every kept version")
-	pos, err := c.parse(args)
+	pos, err := c.parseN(args, 1, 1)
 	if err != nil {
-		return err
-	}
-	if err := c.wantArgs(pos, 1, 1); err != nil {
 		return err
 	}
 	if *limit < 1 {

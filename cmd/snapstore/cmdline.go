@@ -259,6 +259,16 @@ func splitList(s string) []string {
 	return out
 }
 
+// parseN is parse, then wantArgs: from min to max positional arguments
+// (max -1: any number).
+func (c *cmdLine) parseN(args []string, min, max int) ([]string, error) {
+	pos, err := c.parse(args)
+	if err != nil {
+		return nil, err
+	}
+	return pos, c.wantArgs(pos, min, max)
+}
+
 // wantArgs checks the number of positional arguments: a usage error
 // naming the synopsis otherwise.
 func (c *cmdLine) wantArgs(pos []string, min, max int) error {

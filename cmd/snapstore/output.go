@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"golang.org/x/term"
 )
 
@@ -121,35 +121,14 @@ func shortDuration(d time.Duration) string {
 }
 
 // count writes n with thousands separators: 1,234,567.
-func count(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
+func count(n int64) string { return humanize.Comma(n) }
 
 // bytesText is a size in binary units: 512 B, 1.5 MiB.
 func bytesText(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
+	if n < 0 {
+		return "-" + humanize.IBytes(uint64(-n))
 	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+	return humanize.IBytes(uint64(n))
 }
 
 // isTerminal reports whether f is a terminal (a progress bar or a

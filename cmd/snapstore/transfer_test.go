@@ -172,7 +172,7 @@ func TestClusterBacklogCommand(t *testing.T) {
 	t.Logf("snapstore cluster backlog:\n%s", out)
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 	if len(lines) != 4 || !strings.HasPrefix(lines[0], "NODE") ||
-		!strings.Contains(lines[1], "1,250,000") || !strings.Contains(lines[1], "87.5 MiB") || !strings.Contains(lines[1], "unreachable since") ||
+		!strings.Contains(lines[1], "1,250,000") || !strings.Contains(lines[1], "88 MiB") || !strings.Contains(lines[1], "unreachable since") ||
 		!strings.Contains(lines[2], "orders") || !strings.HasSuffix(lines[3], "reachable") {
 		t.Errorf("table:\n%s", out)
 	}
