@@ -83,11 +83,22 @@ func (o Op) IsWrite() bool { return o < OpGet }
 type Call struct {
 	Op    Op
 	Table string
-	// Row is the row of a single-row call (MutateRow, CheckAndMutate,
-	// Increment, Get), nil otherwise.
-	Row []byte
+	// Rows are the rows the call writes or reads, in order of first
+	// appearance (one for MutateRow, CheckAndMutate, Increment and Get);
+	// nil for Scan and DeleteRange.
+	Rows [][]byte
 	// N counts the calls of this FaultStore, from 1.
 	N int
+}
+
+// Touches reports whether the call writes or reads a row with the prefix.
+func (c Call) Touches(prefix []byte) bool {
+	for _, r := range c.Rows {
+		if bytes.HasPrefix(r, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // Faults configure a FaultStore.
@@ -95,6 +106,11 @@ type Faults struct {
 	// Decide picks the fault of each call; nil passes every call through.
 	// It is called with the FaultStore's lock held and must not call it.
 	Decide func(Call) Fault
+	// Before, when set, is called before each call is made (and before
+	// Decide), without the lock: a test makes another caller act there,
+	// in the middle of an operation of the code under test. Calls that
+	// Before makes itself reach it too.
+	Before func(Call)
 	// Rand picks the rows a Partial fault applies and the late writes a
 	// call lands; default a generator seeded with 1.
 	Rand *rand.Rand
@@ -118,10 +134,10 @@ type Faults struct {
 // Pebble's vfs/errorfs.
 //
 // A partial Apply follows the backend's own calls when it implements
-// store.ApplyPlanner (store/hbase), and otherwise applies whole rows in the
-// order they first appear, which is all store.S1 promises of any backend;
-// so a new backend gets faithful faults for free, and faults at least as
-// harsh as it can show if it plans none. Safe for concurrent use.
+// store.ApplyPlanner (store/hbase), and otherwise applies any subset of
+// whole rows, which is all store.S1 promises of any backend; so a new
+// backend gets faithful faults for free, and faults at least as harsh as it
+// can show if it plans none. Safe for concurrent use.
 type FaultStore struct {
 	inner store.Store
 
@@ -243,9 +259,22 @@ func (s *FaultStore) land(ctx context.Context, ws []lateWrite) int {
 	return n
 }
 
-// begin counts a call, lands the late writes LandRate picks, and returns
-// the fault for the call.
+// SetBefore replaces Faults.Before (nil: none).
+func (s *FaultStore) SetBefore(before func(Call)) {
+	s.mu.Lock()
+	s.f.Before = before
+	s.mu.Unlock()
+}
+
+// begin calls Before, counts a call, lands the late writes LandRate
+// picks, and returns the fault for the call.
 func (s *FaultStore) begin(ctx context.Context, c Call) Fault {
+	s.mu.Lock()
+	before := s.f.Before
+	s.mu.Unlock()
+	if before != nil {
+		before(c)
+	}
 	s.mu.Lock()
 	s.n++
 	c.N = s.n
@@ -307,7 +336,7 @@ func (s *FaultStore) write(ctx context.Context, op Op, f Fault, do func(ctx cont
 
 // Apply implements store.Store.
 func (s *FaultStore) Apply(ctx context.Context, b *store.Batch) error {
-	f := s.begin(ctx, Call{Op: OpApply, Table: b.Table})
+	f := s.begin(ctx, Call{Op: OpApply, Table: b.Table, Rows: rowsOfBatch(b)})
 	if f == Partial {
 		return s.applyPartial(ctx, b)
 	}
@@ -353,7 +382,8 @@ func (s *FaultStore) applyPartial(ctx context.Context, b *store.Batch) error {
 }
 
 // parts returns the parts of b as its backend sends them
-// (store.ApplyPlanner), or one per row in order of first appearance.
+// (store.ApplyPlanner), or b as one part, any subset of whose rows may
+// land (store.S1).
 func (s *FaultStore) parts(b *store.Batch) ([]*store.Batch, error) {
 	if p, ok := s.inner.(store.ApplyPlanner); ok {
 		parts, err := p.ApplyCalls(b)
@@ -370,7 +400,7 @@ func (s *FaultStore) parts(b *store.Batch) ([]*store.Batch, error) {
 			return nil, s.inner.Apply(context.Background(), b) // the backend's own error
 		}
 	}
-	return splitRows(cloneBatch(b)), nil
+	return []*store.Batch{cloneBatch(b)}, nil
 }
 
 // splitRows returns one batch per row of b, in the order rows first appear.
@@ -405,7 +435,7 @@ func cloneBatch(b *store.Batch) *store.Batch {
 
 // MutateRow implements store.Store.
 func (s *FaultStore) MutateRow(ctx context.Context, b *store.Batch) error {
-	f := s.begin(ctx, Call{Op: OpMutateRow, Table: b.Table, Row: firstRow(b)})
+	f := s.begin(ctx, Call{Op: OpMutateRow, Table: b.Table, Rows: rowsOfBatch(b)})
 	cp := cloneBatch(b)
 	return s.write(ctx, OpMutateRow, f, func(ctx context.Context) error { return s.inner.MutateRow(ctx, cp) })
 }
@@ -413,7 +443,7 @@ func (s *FaultStore) MutateRow(ctx context.Context, b *store.Batch) error {
 // CheckAndMutate implements store.Store. A Late one is checked when it
 // lands.
 func (s *FaultStore) CheckAndMutate(ctx context.Context, b *store.Batch, check store.Check) (bool, error) {
-	f := s.begin(ctx, Call{Op: OpCheckAndMutate, Table: b.Table, Row: firstRow(b)})
+	f := s.begin(ctx, Call{Op: OpCheckAndMutate, Table: b.Table, Rows: rowsOfBatch(b)})
 	cp := cloneBatch(b)
 	check = store.Check{Column: bytes.Clone(check.Column), Value: cloneValue(check.Value)}
 	applied := false
@@ -439,12 +469,12 @@ func cloneValue(v []byte) []byte {
 func (s *FaultStore) Increment(ctx context.Context, table string, row, column []byte, delta int64) (int64, error) {
 	if delta == 0 {
 		// A read.
-		if f := s.begin(ctx, Call{Op: OpGet, Table: table, Row: row}); f != NoFault {
+		if f := s.begin(ctx, Call{Op: OpGet, Table: table, Rows: [][]byte{row}}); f != NoFault {
 			return 0, injected(OpIncrement, f)
 		}
 		return s.inner.Increment(ctx, table, row, column, 0)
 	}
-	f := s.begin(ctx, Call{Op: OpIncrement, Table: table, Row: row})
+	f := s.begin(ctx, Call{Op: OpIncrement, Table: table, Rows: [][]byte{row}})
 	row, column = bytes.Clone(row), bytes.Clone(column)
 	var n int64
 	err := s.write(ctx, OpIncrement, f, func(ctx context.Context) (err error) {
@@ -491,7 +521,7 @@ func (s *FaultStore) DeleteRange(ctx context.Context, table string, start, end [
 
 // Get implements store.Store; a fault fails it.
 func (s *FaultStore) Get(ctx context.Context, table string, row []byte, opts store.ReadOptions) ([]store.Cell, error) {
-	if f := s.begin(ctx, Call{Op: OpGet, Table: table, Row: row}); f != NoFault {
+	if f := s.begin(ctx, Call{Op: OpGet, Table: table, Rows: [][]byte{row}}); f != NoFault {
 		return nil, injected(OpGet, f)
 	}
 	return s.inner.Get(ctx, table, row, opts)
@@ -525,11 +555,20 @@ func (s *FaultStore) MaxWriteDelay() time.Duration {
 	return d
 }
 
-func firstRow(b *store.Batch) []byte {
-	if b == nil || len(b.Mutations) == 0 {
+// rowsOfBatch returns the rows of b in order of first appearance.
+func rowsOfBatch(b *store.Batch) [][]byte {
+	if b == nil {
 		return nil
 	}
-	return b.Mutations[0].Cell.Row
+	var rows [][]byte
+	seen := map[string]bool{}
+	for _, m := range b.Mutations {
+		if !seen[string(m.Cell.Row)] {
+			seen[string(m.Cell.Row)] = true
+			rows = append(rows, m.Cell.Row)
+		}
+	}
+	return rows
 }
 
 var (

@@ -28,6 +28,32 @@ func RunFaultSuite(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Ambiguous", h(testFaultAmbiguous))
 	t.Run("Partial", h(testFaultPartial))
 	t.Run("Late", h(testFaultLate))
+	t.Run("Before", h(testFaultBefore))
+}
+
+// testFaultBefore: Before sees each call with its rows before it is made,
+// and may call the store itself.
+func testFaultBefore(t *testing.T, inner store.Store) {
+	ctx := t.Context()
+	var s *FaultStore
+	var calls []string
+	s = NewFaultStore(inner, Faults{Before: func(c Call) {
+		calls = append(calls, fmt.Sprintf("%s %s %q", c.Op, c.Table, c.Rows))
+		if c.Op == OpMutateRow {
+			// Another writer acts in the middle: its row lands first.
+			if err := s.Apply(ctx, rowBatch("t", put("other", "c", 1, "first"))); err != nil {
+				t.Error(err)
+			}
+		}
+	}})
+	if err := s.MutateRow(ctx, rowBatch("t", put("r", "c", 2, "second"))); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`MutateRow t ["r"]`, `Apply t ["other"]`}
+	if fmt.Sprint(calls) != fmt.Sprint(want) {
+		t.Errorf("Before saw %v, want %v", calls, want)
+	}
+	expectCells(t, "after", scanAll(t, inner, "t", store.ScanOptions{}), cellsOf(put("other", "c", 1, "first"), put("r", "c", 2, "second")))
 }
 
 // always returns a Decide that hits every write with f.
@@ -116,8 +142,6 @@ func testFaultPartial(t *testing.T, inner store.Store) {
 		parts := []*store.Batch{b}
 		if p, ok := inner.(store.ApplyPlanner); ok {
 			parts, _ = p.ApplyCalls(b)
-		} else {
-			parts = splitRows(b)
 		}
 		// Every part before the first one not applied whole is whole; none
 		// after the next is touched.
