@@ -408,7 +408,7 @@ func (c *console) rollback(w http.ResponseWriter, r *http.Request, v viewer) err
 	if err != nil {
 		return err
 	}
-	c.s.log.Info("dataset rolled back", "dataset", ds, "version", info.Version, "token", v.Name, "via", "console")
+	c.s.log.Info("dataset rolled back", "dataset", ds, "version", info.Version, "restored_from", info.RestoredFrom, "token", v.Name, "via", "console")
 	http.Redirect(w, r, "/ui/datasets/"+url.PathEscape(ds), http.StatusSeeOther)
 	return nil
 }

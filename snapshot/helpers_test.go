@@ -87,3 +87,31 @@ func scanJSON(t *testing.T, r *Reader) []string {
 	}
 	return out
 }
+
+// invalidIDs returns the invalid transactions of dataset name as this DB
+// knows them.
+func invalidIDs(db *DB, name string) []int64 {
+	db.mu.Lock()
+	ds := db.datasets[name]
+	db.mu.Unlock()
+	if ds == nil {
+		return nil
+	}
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	return ds.st.Txns.InvalidIDs()
+}
+
+// inProgressIDs returns the transactions in progress of dataset name as
+// this DB knows them.
+func inProgressIDs(db *DB, name string) []int64 {
+	db.mu.Lock()
+	ds := db.datasets[name]
+	db.mu.Unlock()
+	if ds == nil {
+		return nil
+	}
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	return ds.st.Txns.InProgressIDs()
+}

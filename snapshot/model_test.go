@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -89,10 +88,11 @@ func TestModel(t *testing.T) {
 	parts := 1 + rng.IntN(3)
 	var st store.Store
 	var db *DB
+	dead := map[string]bool{}
 	open := func() {
 		st = openTestStore(t, dir)
 		var err error
-		db, err = Open(ctx, st, Options{Partitions: parts, now: func() time.Time { return clock }, batchSize: []int{1, 3, 8, 4096}[rng.IntN(4)]})
+		db, err = Open(ctx, st, Options{Partitions: parts, now: func() time.Time { return clock }, batchSize: []int{1, 3, 8, 4096}[rng.IntN(4)], pruneGrace: -1, deadOwners: dead})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -242,6 +242,8 @@ func TestModel(t *testing.T) {
 				}
 			case end == 1:
 				what = "run crashed"
+				db.halt()
+				dead[db.owner] = true // as its slots' expiry would tell (W1)
 				st.Close()
 				for _, p := range pins {
 					p.r.Close() // readers of the dead process
@@ -310,16 +312,17 @@ func TestModel(t *testing.T) {
 				break
 			}
 			to := m.versions[rng.IntN(len(m.versions))]
-			if _, err := db.Rollback(ctx, "m", to.id); err != nil {
+			vi, err := db.Rollback(ctx, "m", to.id)
+			if err != nil {
 				fail("rollback to %d: %v", to.id, err)
 			}
-			m.versions = slices.DeleteFunc(m.versions, func(mv *mVersion) bool { return mv.id > to.id })
-			m.current = to.id
-			for _, t := range slices.Sorted(maps.Keys(m.tags)) {
-				if v := m.tags[t]; v > to.id {
-					delete(m.tags, t)
-				}
+			if vi.RestoredFrom != to.id || vi.Stats.Checksum != to.stats.Checksum || vi.Stats.Rows != int64(len(to.rows)) {
+				fail("rollback to %d: version %+v, want restored_from %d checksum %s", to.id, vi, to.id, to.stats.Checksum)
 			}
+			// A new version with the content of the one restored; the
+			// versions after it stay (rollback.go).
+			m.versions = append(m.versions, &mVersion{id: vi.Version, schema: to.schema, rows: to.rows, committed: clock, stats: vi.Stats})
+			m.current = vi.Version
 		case op < 68:
 			what = "tag"
 			name := "t" + strconv.Itoa(rng.IntN(3))
@@ -422,7 +425,7 @@ func TestModel(t *testing.T) {
 		if _, err := db.GC(ctx, "m", false); err != nil {
 			t.Fatal(err)
 		}
-		if inv := db.txm.Invalid("m"); len(inv) != 0 {
+		if inv := invalidIDs(db, "m"); len(inv) != 0 {
 			t.Fatalf("seed %d: invalid txns left after GC: %v", seed, inv)
 		}
 		cur := m.find(m.current)
@@ -556,7 +559,7 @@ func checkVersion(t *testing.T, ctx context.Context, db *DB, r *Reader, mv *mVer
 		}
 	}
 	if !slices.Equal(got, want) {
-		fail(fmt.Sprintf("scan\n got %v\nwant %v\ninvalid %v\n%s", got, want, db.txm.Invalid("m"), dumpCells(db, "m")))
+		fail(fmt.Sprintf("scan\n got %v\nwant %v\ninvalid %v\n%s", got, want, invalidIDs(db, "m"), dumpCells(db, "m")))
 		return
 	}
 	for i := 0; i < 3; i++ {

@@ -28,3 +28,11 @@ type LateWriter interface {
 type ApplyPlanner interface {
 	ApplyCalls(b *Batch) ([]*Batch, error)
 }
+
+// ProcessLocal is implemented by a store that only one process can open
+// at a time (store/pebble locks its directory): what another process
+// recorded in it was recorded by a process that has ended. A store without
+// the method may be open in other processes (store/hbase).
+type ProcessLocal interface {
+	ProcessLocal()
+}

@@ -15,13 +15,13 @@ import (
 )
 
 // envHBaseReadOnly makes this process a read-only reader of an HBase table
-// that another snapstore process writes (snapshot.W1; docs/hbase.md).
+// that other snapstore processes write (snapshot.W2; docs/hbase.md).
 const envHBaseReadOnly = "SNAPSTORE_HBASE_READ_ONLY"
 
-// hbaseWriterLease is the writer lease of a process that writes HBase: a
-// second writer is refused while it lasts, and after a crash the next
-// writer waits at most this long.
-const hbaseWriterLease = 30 * time.Second
+// hbaseSlotLease is the lease of the per-dataset writer slots of a process
+// that writes HBase (snapshot.W1): after a crash, another writer takes a
+// dataset the dead one held once this long passed.
+const hbaseSlotLease = 30 * time.Second
 
 // sharedHBase tells snapshot.Open how this process shares the HBase table
 // with other snapstore processes (snapshot.SharedStore).
@@ -36,7 +36,7 @@ func (s sharedHBase) Sharing() snapshot.Sharing { return s.sharing }
 // the namespace and table when absent.
 func openHBase(ctx context.Context, cfg *Config, log *slog.Logger, reg prometheus.Registerer) (store.Store, error) {
 	h := cfg.Storage.HBase
-	sharing := snapshot.Sharing{WriterLease: hbaseWriterLease}
+	sharing := snapshot.Sharing{SlotLease: hbaseSlotLease}
 	if v := os.Getenv(envHBaseReadOnly); v != "" {
 		ro, err := strconv.ParseBool(v)
 		if err != nil {
