@@ -18,14 +18,15 @@ import (
 
 // cmdCluster is `snapstore cluster SUBCOMMAND`:
 //
-//	snapstore cluster nodes [--json]   the members, as the server sees them
-//	snapstore cluster keygen           print a new gossip key (base64)
+//	snapstore cluster nodes [--json]     the members, as the server sees them
+//	snapstore cluster backlog [--json]   what waits on the server to be sent to each node
+//	snapstore cluster keygen             print a new gossip key (base64)
 //
-// nodes asks a running server (--server, else the configured listen
-// address): membership lives in the serving process, so there is no
-// data-directory fallback.
+// nodes and backlog ask a running server (--server, else the configured
+// listen address): membership and queues live in the serving process, so
+// there is no data-directory fallback.
 func cmdCluster(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	const use = "usage: snapstore cluster nodes [--json] | snapstore cluster keygen"
+	const use = "usage: snapstore cluster nodes [--json] | snapstore cluster backlog [--json] | snapstore cluster keygen"
 	if len(args) == 0 {
 		return usageError(use)
 	}
@@ -36,9 +37,10 @@ func cmdCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		fmt.Fprintln(stdout, cluster.GenerateKey())
 		return nil
-	case "nodes":
-		fs, cf := newFlagSet("cluster nodes", stderr, true)
-		asJSON := fs.Bool("json", false, "print the JSON of GET /v1/cluster/nodes instead of a table")
+	case "nodes", "backlog":
+		route := "/v1/cluster/" + args[0]
+		fs, cf := newFlagSet("cluster "+args[0], stderr, true)
+		asJSON := fs.Bool("json", false, "print the JSON of GET "+route+" instead of a table")
 		pos, err := parseArgs(fs, args[1:])
 		if err != nil {
 			return err
@@ -49,6 +51,9 @@ func cmdCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		srv, err := clusterServer(cf)
 		if err != nil {
 			return err
+		}
+		if args[0] == "backlog" {
+			return clusterBacklog(ctx, srv, stdout, *asJSON)
 		}
 		return clusterNodes(ctx, srv, stdout, *asJSON)
 	}
@@ -99,6 +104,44 @@ func clusterNodes(ctx context.Context, srv *serverClient, stdout io.Writer, asJS
 			heard = n.LastHeard.Local().Format(time.DateTime)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", id, state, dash(n.Tags["api"]), n.Address, dash(n.Tags["zone"]), dash(n.Tags["w"]), heard)
+	}
+	return tw.Flush()
+}
+
+// clusterBacklog prints what waits on the server to be sent to other
+// nodes: a line per destination node (rows, bytes, the part on disk,
+// batches, open connections, and since when it is unreachable), then one
+// per dataset under it; or the server's JSON.
+func clusterBacklog(ctx context.Context, srv *serverClient, stdout io.Writer, asJSON bool) error {
+	var body server.TransferBacklog
+	if err := srv.decode(ctx, http.MethodGet, "/v1/cluster/backlog", nil, "backlog", &body); err != nil {
+		return fmt.Errorf("asking %s: %w", srv.base, err)
+	}
+	if asJSON {
+		return json.NewEncoder(stdout).Encode(body)
+	}
+	if !body.Enabled {
+		fmt.Fprintln(stdout, "this node has no transfer listener (cluster.transfer.listen): it sends no rows to other nodes")
+		return nil
+	}
+	if len(body.Nodes) == 0 {
+		fmt.Fprintln(stdout, "nothing waits: this node has sent no rows to other nodes")
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tDATASET\tROWS\tBYTES\tON DISK\tBATCHES\tCONNS\t  STATE")
+	for _, n := range body.Nodes {
+		state := "reachable"
+		if n.DownSince != nil {
+			state = "unreachable since " + n.DownSince.Local().Format(time.DateTime)
+			if n.LastError != "" {
+				state += ": " + n.LastError
+			}
+		}
+		fmt.Fprintf(tw, "%s\t\t%d\t%d\t%d\t%d\t%d\t  %s\n", n.Node, n.Rows, n.Bytes, n.SpilledBytes, n.Batches, n.Connections, state)
+		for _, d := range n.Datasets {
+			fmt.Fprintf(tw, "\t%s\t%d\t%d\t\t%d\t\t\n", d.Dataset, d.Rows, d.Bytes, d.Batches)
+		}
 	}
 	return tw.Flush()
 }

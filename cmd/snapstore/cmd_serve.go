@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/snapstore/snapstore/cluster"
+	"github.com/snapstore/snapstore/cluster/transfer"
 	"github.com/snapstore/snapstore/server"
 )
 
@@ -70,14 +71,28 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 	if err != nil {
 		return err
 	}
-	// A cluster member joins once its storage is open (cluster.go).
+	// A cluster member joins once its storage is open (cluster.go); its
+	// transfer listener opens first, so that its xfer tag carries the
+	// bound address (transfer.go).
 	var mem *cluster.Membership
 	var view server.Cluster
+	var xfer *transfer.Transport
+	var xferView server.Transfer
 	if cfg.clustered() {
-		if mem, err = openCluster(ctx, cfg, ln.Addr().String(), log, reg); err != nil {
+		members := &transferMembers{}
+		if xfer, err = openTransfer(cfg, members, log, reg); err != nil {
+			return errors.Join(err, stk.close(context.Background()))
+		}
+		xferAddr := ""
+		if xfer != nil {
+			defer xfer.Close()
+			xferAddr, xferView = xfer.Addr(), transferView{xfer}
+		}
+		if mem, err = openCluster(ctx, cfg, ln.Addr().String(), xferAddr, log, reg); err != nil {
 			return errors.Join(err, stk.close(context.Background()))
 		}
 		defer mem.Close()
+		members.m.Store(mem)
 		view = clusterView{mem}
 	}
 	srv, err := server.New(server.Options{
@@ -89,6 +104,7 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 		Gatherer:     reg,
 		BuildVersion: buildVersion(),
 		Cluster:      view,
+		Transfer:     xferView,
 	})
 	if err != nil {
 		return errors.Join(err, stk.close(context.Background()))
@@ -112,6 +128,9 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 			log.Error("declaring this node active", "err", err)
 		}
 		attrs = append(attrs, "node", mem.ID(), "gossip", mem.Addr())
+		if xfer != nil {
+			attrs = append(attrs, "transfer", xfer.Addr())
+		}
 	}
 	log.Info("snapstore serving", attrs...)
 	if ready != nil {
@@ -144,6 +163,12 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 	// Stop the scheduler and abort running runs first, so requests waiting
 	// on a run (?wait=true) end, then drain HTTP.
 	svcErr := stk.svc.Close(sctx)
+	if xfer != nil {
+		// After the runs: nothing sends any more.
+		if err := xfer.Close(); err != nil {
+			log.Warn("stopping the transfer listener", "err", err)
+		}
+	}
 	httpErr := hs.Shutdown(sctx)
 	if errors.Is(httpErr, context.DeadlineExceeded) {
 		httpErr = hs.Close()

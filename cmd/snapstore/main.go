@@ -7,7 +7,8 @@
 //	snapstore scan DATASET              rows in key order (NDJSON or CSV)
 //	snapstore versions DATASET          kept versions, newest first
 //	snapstore sqlite FILE [SQL]         run SQL against a SQLite file (the sample source)
-//	snapstore cluster nodes|keygen      the cluster's members; a new gossip key
+//	snapstore cluster nodes|backlog|keygen  the cluster's members; what waits to be sent; a new gossip key
+//	snapstore cert ca|node DIR          a cluster CA; a node's transfer certificate
 //	snapstore version                   print the build version
 //
 // Every command takes --config FILE, --data DIR, --listen ADDR and
@@ -49,7 +50,11 @@ Usage:
   snapstore versions DATASET           kept versions, newest first
   snapstore sqlite FILE [SQL]          run SQL (argument or stdin) against a SQLite file
   snapstore cluster nodes [--json]     the cluster's members as the server sees them
+  snapstore cluster backlog [--json]   what waits on the server to be sent to each node
   snapstore cluster keygen             print a new gossip key (base64) for cluster.gossip_key_file
+  snapstore cert ca DIR                a cluster CA for the transfer (DIR/ca.crt, DIR/ca.key)
+  snapstore cert node DIR [--id ID]    a node certificate signed by DIR's CA, naming the node id
+                                       (default: the data directory's, created if new)
   snapstore version                    print the build version
 
 Common flags (every command):
@@ -57,7 +62,7 @@ Common flags (every command):
   --data DIR         data directory (default ./data)
   --listen ADDR      HTTP listen address (default 127.0.0.1:8080)
   --log-level LEVEL  debug, info, warn, error
-Client flags (run, get, scan, versions, cluster nodes):
+Client flags (run, get, scan, versions, cluster nodes, cluster backlog):
   --server URL       talk to this server (also SNAPSTORE_SERVER); default: the
                      listen address if a server answers there, else the data dir
   --token TOKEN      bearer token for --server (also SNAPSTORE_TOKEN)
@@ -92,6 +97,7 @@ var commands = map[string]command{
 	"versions":     cmdVersions,
 	"sqlite":       cmdSQLite,
 	"cluster":      cmdCluster,
+	"cert":         cmdCert,
 	"version":      cmdVersion,
 	"trivial-http": cmdTrivialHTTP,
 }
