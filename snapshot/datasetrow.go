@@ -46,6 +46,10 @@ type rowState struct {
 	Slot writerSlot `json:"slot"`
 	// Dropping, when set, says a drop began (drop.go).
 	Dropping *dropState `json:"dropping,omitempty"`
+	// Write names the write that made this state (the writer's owner id
+	// and a count), so that a writer that reads the row back after an
+	// error knows its write landed.
+	Write string `json:"write,omitempty"`
 
 	// gone asks writeRow to delete the row instead of writing it.
 	gone bool
@@ -141,10 +145,12 @@ const maxRowConflicts = 32
 // only if the row did not change meanwhile, and a write that lands late
 // cannot apply over a newer state (store.S9). When the row did change (a
 // conflict: another process wrote it), or the outcome is unknown (an
-// error), the row is read again, installed in memory, and change is called
-// again on it: a change that landed finds itself there (errNoChange), one
-// that did not is written again, conditionally, so at most one of the two
-// lands. Every change function is written so. The new state is installed
+// error), the row is read again and installed in memory: a write that
+// landed is found there by its name (rowState.Write); otherwise change is
+// called again on what the row holds, and its result written again,
+// conditionally, so that at most one of the two lands. A change that
+// finds its effect already there (a later write hid the name) returns
+// errNoChange: every change function is written so. The new state is installed
 // in memory only once it is durable. Errors: change's, ErrOutcomeUnknown
 // when the row cannot be read back, the store's for a conflict it cannot
 // read past.
@@ -154,6 +160,7 @@ func (db *DB) writeRow(ctx context.Context, ds *dataset, change func(st *rowStat
 	ds.mu.Lock()
 	base, raw := ds.st.clone(), ds.raw
 	ds.mu.Unlock()
+	nonce := fmt.Sprintf("%s#%d", db.owner, db.writes.Add(1))
 	fresh := false // base was read from the store in this call
 	for attempt := 0; ; attempt++ {
 		next := base.clone()
@@ -173,7 +180,7 @@ func (db *DB) writeRow(ctx context.Context, ds *dataset, change func(st *rowStat
 		if err != nil {
 			return base, err
 		}
-		next.Format, next.Seq = metaFormat, base.Seq+1
+		next.Format, next.Seq, next.Write = metaFormat, base.Seq+1, nonce
 		enc, err := json.Marshal(next)
 		if err != nil {
 			return base, fmt.Errorf("snapshot: encoding the metadata of %s: %w", ds.name, err)
@@ -207,6 +214,11 @@ func (db *DB) writeRow(ctx context.Context, ds *dataset, change func(st *rowStat
 				return base, fmt.Errorf("%w: writing the metadata of %s: %v; reading it back: %v", ErrOutcomeUnknown, ds.name, werr, err)
 			}
 			return base, err
+		}
+		if now.Write == nonce {
+			// This write landed: when it reported an error, or late,
+			// after a later attempt was refused for the row it changed.
+			return now, nil
 		}
 		base, raw, fresh = now, nowRaw, true
 	}
@@ -251,8 +263,12 @@ func (db *DB) rereadRow(ctx context.Context, ds *dataset) (rowState, []byte, err
 
 // loadBodies reads the version rows of the versions st lists that ds has
 // not read yet: one Get each, or one scan of the dataset's version rows
-// when more than a few are missing (at Open).
+// when more than a few are missing (at Open). A dataset being dropped
+// needs none.
 func (db *DB) loadBodies(ctx context.Context, ds *dataset, st rowState) error {
+	if st.Dropping != nil {
+		return nil // gone for readers; its version rows are being deleted
+	}
 	var missing []int64
 	ds.mu.Lock()
 	for _, ref := range st.Versions {

@@ -32,6 +32,7 @@ type DB struct {
 	owner        string
 	processLocal bool
 	grace        time.Duration
+	writes       atomic.Int64 // writes of rows made, naming each (rowState.Write)
 	// stopc and donec stop and await the keeper (slot.go). refreshMu
 	// serialises refreshes, and refreshedAt is the start (Unix ns) of the
 	// last one.

@@ -131,6 +131,9 @@ func (db *DB) deleteDropped(ctx context.Context, ds *dataset) error {
 		return nil
 	}
 	if _, err := db.writeRow(ctx, ds, func(st *rowState) error {
+		if st.Format == 0 {
+			return errNoChange // the row is gone: by this write
+		}
 		if err := db.holdsSlot(st, epoch); err != nil {
 			return err
 		}

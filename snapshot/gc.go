@@ -148,6 +148,9 @@ func (db *DB) GC(ctx context.Context, name string, dryRun bool) (GCReport, error
 		}
 	}
 	_, err = db.writeRow(ctx, ds, func(st *rowState) error {
+		if st.Slot.Owner == "" && st.Slot.Epoch == epoch {
+			return errNoChange // freed at this epoch: by this write
+		}
 		if err := db.holdsSlot(st, epoch); err != nil {
 			return err
 		}

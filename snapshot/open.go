@@ -83,7 +83,8 @@ func Open(ctx context.Context, st store.Store, opts Options) (*DB, error) {
 	if st == nil {
 		return nil, fmt.Errorf("%w: nil store", ErrInvalidArgument)
 	}
-	_, processLocal := st.(store.ProcessLocal)
+	pl, ok := st.(store.ProcessLocal)
+	processLocal := ok && pl.ProcessLocal()
 	if ss, ok := st.(SharedStore); ok {
 		sh := ss.Sharing()
 		if !opts.ReadOnly {

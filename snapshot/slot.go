@@ -244,17 +244,8 @@ func (db *DB) keepDataset(ds *dataset) {
 	ds.mu.Lock()
 	s, pending, dropping, writer := ds.slot, ds.pending, ds.st.Dropping != nil, ds.writer
 	ds.mu.Unlock()
-	if pending != nil {
-		if err := pending(ctx); err != nil {
-			db.logger.Warn("learning the outcome of a write", "dataset", ds.name, "err", err)
-		} else {
-			ds.mu.Lock()
-			ds.pending = nil
-			if ds.run == nil {
-				ds.writer = ""
-			}
-			ds.mu.Unlock()
-		}
+	if err := db.learnPending(ctx, ds); err != nil {
+		db.logger.Warn("learning the outcome of a write", "dataset", ds.name, "err", err)
 	}
 	now := db.opts.now()
 	if s.epoch != 0 && !s.lost && now.After(s.expires.Add(-2*db.opts.SlotLease/3)) {
@@ -267,6 +258,27 @@ func (db *DB) keepDataset(ds *dataset) {
 			db.logger.Warn("finishing a drop", "dataset", ds.name, "err", err)
 		}
 	}
+}
+
+// learnPending learns the outcome ds still waits for (dataset.pending),
+// if any, and frees the dataset once it is learned.
+func (db *DB) learnPending(ctx context.Context, ds *dataset) error {
+	ds.mu.Lock()
+	pending := ds.pending
+	ds.mu.Unlock()
+	if pending == nil {
+		return nil
+	}
+	if err := pending(ctx); err != nil {
+		return err
+	}
+	ds.mu.Lock()
+	ds.pending = nil
+	if ds.run == nil {
+		ds.writer = ""
+	}
+	ds.mu.Unlock()
+	return nil
 }
 
 // renewSlot extends the slot this DB holds at epoch by a lease from now.

@@ -97,7 +97,7 @@ var (
 
 // ProcessLocal implements store.ProcessLocal: Pebble locks its directory,
 // so one process at a time opens a Store.
-func (s *Store) ProcessLocal() {}
+func (s *Store) ProcessLocal() bool { return true }
 
 // Open opens (creating if needed) the Pebble database in dir.
 //
