@@ -133,6 +133,10 @@ func TestConsole_EveryPage(t *testing.T) {
 	b.page("/ui/datasets/products/diff", "1 updated")
 	b.page("/ui/datasets/products/rollback?version="+s1,
 		"commits a new version with the content of version "+s1, "versions after "+s1+" stay readable")
+	if r := b.post("/ui/datasets/products/rollback", url.Values{"version": {s1}}); r.status >= 400 {
+		t.Fatalf("rollback from the console: %d %s", r.status, r.body)
+	}
+	b.page("/ui/datasets/products", `data-restored-from="`+s1+`"`, "restored from "+s1, "version "+s2)
 	b.page("/ui/adapters", `id="adapter-products"`, "Run now", "config")
 	b.page("/ui/adapters/new", `name="schedule"`, `<option value="shop"`)
 	b.page("/ui/adapters/products/edit", `value="products"`)
