@@ -24,13 +24,21 @@ const envHBaseReadOnly = "SNAPSTORE_HBASE_READ_ONLY"
 const hbaseSlotLease = 30 * time.Second
 
 // sharedHBase tells snapshot.Open how this process shares the HBase table
-// with other snapstore processes (snapshot.SharedStore).
+// with other snapstore processes (snapshot.SharedStore). It embeds the
+// concrete store, so that its optional capabilities (store.LateWriter,
+// store.ApplyPlanner) reach snapshot too.
 type sharedHBase struct {
-	store.Store
+	*hbase.Store
 	sharing snapshot.Sharing
 }
 
 func (s sharedHBase) Sharing() snapshot.Sharing { return s.sharing }
+
+var (
+	_ snapshot.SharedStore = sharedHBase{}
+	_ store.LateWriter     = sharedHBase{}
+	_ store.ApplyPlanner   = sharedHBase{}
+)
 
 // openHBase opens the HBase backend through its Thrift2 gateway, creating
 // the namespace and table when absent.
