@@ -369,7 +369,9 @@ func (c *console) untag(w http.ResponseWriter, r *http.Request, v viewer) error 
 	return nil
 }
 
-// rollbackView is the rollback confirmation.
+// rollbackView is the rollback confirmation: the target and the current
+// version (snapshot.DB.Rollback commits a new version with the target's
+// content; the versions after it stay).
 type rollbackView struct {
 	Dataset string
 	Target  snapshot.VersionInfo

@@ -417,3 +417,38 @@ func TestConsole_LoopbackHost(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestConsole_RollbackSaysWhatItDoes: the confirmation names the versions
+// and tags a rollback takes away, and after it the server did exactly
+// that: the later version reads 410, its tag is gone, the target is
+// current. A change of rollback's rule fails here until the page says the
+// new one.
+func TestConsole_RollbackSaysWhatItDoes(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	v1 := f.run("products")
+	f.exec(`UPDATE products SET stock = 7 WHERE id = 1`)
+	v2 := f.run("products")
+	s1, s2 := itoa(v1), itoa(v2)
+	f.must(200, "PUT", "/v1/datasets/products/tags/second", "")
+	b := newBrowser(t, f)
+	b.page("/ui/datasets/products/rollback?version="+s1,
+		"commits a new version with the content of version "+s1, "the current version "+s2,
+		"versions after "+s1+" stay readable")
+	if r := b.post("/ui/datasets/products/rollback", url.Values{"version": {s1}}); r.status != http.StatusSeeOther {
+		t.Fatalf("rollback: %d %s", r.status, r.body)
+	}
+	// What the page said: the later version stays, with its tag; a new
+	// version restored from the target is current.
+	f.must(200, "GET", "/v1/datasets/products/versions/"+s2, "")
+	f.must(200, "GET", "/v1/datasets/products/rows/1?tag=second", "")
+	var d struct {
+		Current int64 `json:"current_version"`
+		Info    struct {
+			RestoredFrom int64 `json:"restored_from"`
+		} `json:"current"`
+	}
+	f.must(200, "GET", "/v1/datasets/products", "").json(t, &d)
+	if d.Current <= v2 || d.Info.RestoredFrom != v1 {
+		t.Fatalf("current %d restored from %d after the rollback to %d", d.Current, d.Info.RestoredFrom, v1)
+	}
+}
