@@ -156,3 +156,32 @@ func readNameOf(t *testing.T, db *DB, ds string, id int64) (string, int64) {
 	}
 	return string(row.Values[1].Bytes), r.Version().Version
 }
+
+// TestCleanRestartKeepsIDs checks txn.I1's give-back through a DB: after
+// a clean Close, the next DB's first run takes the id after the last one
+// used, not the next block; after a crash, the next block.
+func TestCleanRestartKeepsIDs(t *testing.T) {
+	ctx := context.Background()
+	st := newTestStore(t)
+	db := openTestDB(t, st, Options{})
+	last := runRows(t, db, [][]Value{{iv(1), sv("a")}}).Version
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openTestDB(t, st, Options{})
+	if v := runRows(t, db, [][]Value{{iv(1), sv("b")}}).Version; v != last+1 {
+		t.Fatalf("after a clean close: version %d, want %d", v, last+1)
+	} else {
+		last = v
+	}
+	db.halt() // a crash: the rest of the block is not given back
+	db = openTestDB(t, st, Options{deadOwners: map[string]bool{db.owner: true}})
+	r, err := db.BeginRun(ctx, DatasetConfig{Name: "t"}, RunOptions{Schema: testSchema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Abort(ctx, "test")
+	if r.TxnID() <= last+1 {
+		t.Fatalf("after a crash: id %d, want one of the next block (above %d)", r.TxnID(), last+1)
+	}
+}
