@@ -102,6 +102,18 @@ func (db *DB) hook(point string, n int64) {
 	}
 }
 
+// allDatasets returns the datasets this DB knows, for a pass over them
+// that takes no DB lock while it works.
+func (db *DB) allDatasets() []*dataset {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	all := make([]*dataset, 0, len(db.datasets))
+	for _, ds := range db.datasets {
+		all = append(all, ds)
+	}
+	return all
+}
+
 // check returns ErrClosed once Close began.
 func (db *DB) check() error {
 	if db == nil || db.closed.Load() {

@@ -686,13 +686,7 @@ func isInjected(err error) bool {
 // does in the background), with faults off.
 func settle(t *testing.T, db *DB) {
 	t.Helper()
-	db.mu.Lock()
-	all := make([]*dataset, 0, len(db.datasets))
-	for _, ds := range db.datasets {
-		all = append(all, ds)
-	}
-	db.mu.Unlock()
-	for _, ds := range all {
+	for _, ds := range db.allDatasets() {
 		if err := db.learnPending(context.Background(), ds); err != nil {
 			t.Fatalf("learning an outcome with no fault: %v", err)
 		}

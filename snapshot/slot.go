@@ -221,13 +221,7 @@ func (db *DB) keep() {
 			return
 		case <-t.C:
 		}
-		db.mu.Lock()
-		all := make([]*dataset, 0, len(db.datasets))
-		for _, ds := range db.datasets {
-			all = append(all, ds)
-		}
-		db.mu.Unlock()
-		for _, ds := range all {
+		for _, ds := range db.allDatasets() {
 			select {
 			case <-db.stopc:
 				return
