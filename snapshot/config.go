@@ -2,11 +2,8 @@ package snapshot
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
-
-	"github.com/snapstore/snapstore/store"
 )
 
 // DatasetConfig is what a run or an operator sets on a dataset.
@@ -16,8 +13,8 @@ type DatasetConfig struct {
 	Guard     Guard
 }
 
-// datasetConfig is the persisted configuration of a dataset (keys.go,
-// column "cfg").
+// datasetConfig is the persisted configuration of a dataset (in its row,
+// datasetrow.go).
 type datasetConfig struct {
 	CreatedAt  time.Time `json:"created_at"`
 	Partitions int       `json:"partitions"`
@@ -27,7 +24,8 @@ type datasetConfig struct {
 	Key []string `json:"key"`
 }
 
-// SetConfig updates a dataset's retention and guard.
+// SetConfig updates a dataset's retention and guard, in one write of its
+// row (D9).
 func (db *DB) SetConfig(ctx context.Context, cfg DatasetConfig) error {
 	if err := validConfig(cfg); err != nil {
 		return err
@@ -36,10 +34,17 @@ func (db *DB) SetConfig(ctx context.Context, cfg DatasetConfig) error {
 	if err != nil {
 		return err
 	}
-	ds.mu.Lock()
-	defer ds.mu.Unlock()
-	ds.cfg.Retention, ds.cfg.Guard = cfg.Retention, cfg.Guard
-	if err := db.putConfigLocked(ctx, ds); err != nil {
+	_, err = db.writeRow(ctx, ds, func(st *rowState) error {
+		if st.Dropping != nil {
+			return fmt.Errorf("%w: %q", ErrDatasetNotFound, cfg.Name)
+		}
+		if st.Config.Retention == cfg.Retention && st.Config.Guard == cfg.Guard {
+			return errNoChange
+		}
+		st.Config.Retention, st.Config.Guard = cfg.Retention, cfg.Guard
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("snapshot: setting config of %s: %w", cfg.Name, err)
 	}
 	return nil
@@ -56,15 +61,4 @@ func validConfig(cfg DatasetConfig) error {
 		return fmt.Errorf("%w: guard max_shrink %v outside 0..1", ErrInvalidArgument, cfg.Guard.MaxShrink)
 	}
 	return nil
-}
-
-// putConfigLocked writes ds.cfg durably; ds.mu is held.
-func (db *DB) putConfigLocked(ctx context.Context, ds *dataset) error {
-	b, err := json.Marshal(ds.cfg)
-	if err != nil {
-		return err
-	}
-	batch := &store.Batch{Table: db.meta, Sync: true}
-	batch.Put(datasetKey(ds.name), colCfg, 0, b)
-	return db.st.Apply(ctx, batch)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/snapstore/snapstore/txn"
 	"go.uber.org/goleak"
 )
 
@@ -86,4 +87,24 @@ func scanJSON(t *testing.T, r *Reader) []string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// invalidIDs returns the invalid transactions of dataset name as this DB
+// knows them.
+func invalidIDs(db *DB, name string) []int64 { return txnsOf(db, name).InvalidIDs() }
+
+// inProgressIDs returns the transactions in progress of dataset name as
+// this DB knows them.
+func inProgressIDs(db *DB, name string) []int64 { return txnsOf(db, name).InProgressIDs() }
+
+func txnsOf(db *DB, name string) txn.State {
+	db.mu.Lock()
+	ds := db.datasets[name]
+	db.mu.Unlock()
+	if ds == nil {
+		return txn.State{}
+	}
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	return ds.st.Txns.Clone()
 }

@@ -33,13 +33,17 @@ type RunOptions struct {
 // (run_commit.go) or Abort (run_abort.go) ends it. Not safe for
 // concurrent use, except Stats.
 type Run struct {
-	db     *DB
-	ds     *dataset
-	id     int64
-	opts   RunOptions
-	guard  Guard
-	parts  []*runPart
-	nparts int
+	db    *DB
+	ds    *dataset
+	id    int64
+	epoch int64 // of the writer slot the run holds (W3)
+	op    string
+	opts  RunOptions
+	// restoredFrom is the version a rollback's run restores (rollback.go).
+	restoredFrom int64
+	guard        Guard
+	parts        []*runPart
+	nparts       int
 
 	// schema
 	cols    [][]byte // column names as qualifiers, schema order

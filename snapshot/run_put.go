@@ -179,7 +179,13 @@ func (r *Run) flushData(ctx context.Context, p *runPart) error {
 		return nil
 	}
 	n := p.data.Len()
-	if err := r.db.st.Apply(ctx, &p.data); err != nil {
+	// W3: no write once the slot expired or was taken.
+	ctx, cancel, err := r.db.slotContext(ctx, r.ds, r.epoch)
+	if err == nil {
+		err = r.db.st.Apply(ctx, &p.data)
+	}
+	cancel()
+	if err != nil {
 		r.err = fmt.Errorf("snapshot: writing %s txn %d: %w", r.ds.name, r.id, err)
 		return r.err
 	}

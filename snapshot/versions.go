@@ -17,8 +17,11 @@ type VersionInfo struct {
 	Source      SourceInfo `json:"source"`
 	Stats       RunStats   `json:"stats"`
 	Schema      Schema     `json:"schema"`
-	Tags        []string   `json:"tags,omitempty"`
-	Current     bool       `json:"current"`
+	// RestoredFrom is, for a version a rollback committed, the version
+	// whose content it restored (rollback.go); 0 otherwise.
+	RestoredFrom int64    `json:"restored_from,omitempty"`
+	Tags         []string `json:"tags,omitempty"`
+	Current      bool     `json:"current"`
 }
 
 // SourceInfo records where a version came from.

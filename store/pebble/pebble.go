@@ -93,7 +93,14 @@ type Store struct {
 	pool iterPool
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store        = (*Store)(nil)
+	_ store.ProcessLocal = (*Store)(nil)
+)
+
+// ProcessLocal implements store.ProcessLocal: Pebble locks its directory,
+// so one process at a time opens a Store.
+func (s *Store) ProcessLocal() bool { return true }
 
 // Open opens (creating if needed) the Pebble database in dir.
 //

@@ -372,8 +372,9 @@ type versionInfo struct {
 		} `json:"columns"`
 		Key []string `json:"key"`
 	} `json:"schema"`
-	Tags    []string `json:"tags"`
-	Current bool     `json:"current"`
+	RestoredFrom int64    `json:"restored_from"`
+	Tags         []string `json:"tags"`
+	Current      bool     `json:"current"`
 }
 
 type datasetInfo struct {
