@@ -241,6 +241,7 @@ func TestConsole(t *testing.T) {
 	b.click("header .who button")
 	b.wantPath("/ui/login")
 	b.login(readerToken)
+	b.wantPath("/ui/") // the login's redirect, before a navigation aborts it
 	b.open("/ui/datasets/items")
 	b.waitVisible(`li.version.current`)
 	b.wantNone("a.rollback", ".tagform", "button.x")
