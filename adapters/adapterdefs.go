@@ -39,6 +39,9 @@ type AdapterSpec struct {
 	// JSON string (snapshot.KindJSON); then the document null and SQL NULL
 	// both read as null. Default false.
 	EmbedJSON bool `json:"embed_json,omitempty" yaml:"embed_json"`
+	// Strategy says where the adapter's runs happen in a cluster
+	// (strategy.go, L1-L4); default StrategyLocal.
+	Strategy Strategy `json:"strategy,omitempty" yaml:"strategy"`
 }
 
 // Adapter is an adapter as reported.
@@ -145,6 +148,11 @@ func parseAdapter(prefix string, spec AdapterSpec) (*adapterDef, error) {
 	} else if spec.Guard.MaxShrink == 0 {
 		spec.Guard.MaxShrink = defaultMaxShrink
 	}
+	strategy, err := parseStrategy(prefix+"strategy", spec.Strategy)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	spec.Strategy = strategy
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -216,6 +224,7 @@ func (s *Service) putAdapter(ctx context.Context, spec AdapterSpec, mustCreate b
 	if s.sched != nil {
 		s.sched.set(a.spec.Name, a.sched, a.spec.Retries, a.spec.RetryBackoff)
 	}
+	s.changedLocked(adapterKind, spec.Name)
 	s.log.Info("adapter saved", "adapter", spec.Name, "dataset", a.spec.Dataset, "revision", a.revision, "schedule", a.spec.Schedule)
 	return s.reportAdapterLocked(a, statusActive), old == nil, nil
 }
@@ -301,6 +310,7 @@ func (s *Service) DeleteAdapter(ctx context.Context, name string) error {
 	if s.sched != nil {
 		s.sched.set(name, nil, 0, 0)
 	}
+	s.changedLocked(adapterKind, name)
 	s.log.Info("adapter deleted", "adapter", name)
 	return nil
 }
@@ -318,7 +328,5 @@ func (s *Service) reportAdapterLocked(a *adapterDef, status string) Adapter {
 
 // loadAdapters reads the API adapters from the metadata table.
 func (s *Service) loadAdapters(ctx context.Context) error {
-	return loadDefinitions(ctx, s.db, s.log, &s.adapters, func(spec AdapterSpec) (*adapterDef, error) {
-		return parseAdapter("", spec)
-	})
+	return loadDefinitions(ctx, s.db, s.log, &s.adapters, parseStoredAdapter)
 }

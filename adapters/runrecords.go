@@ -26,7 +26,13 @@ const (
 	RunAborted RunStatus = "aborted"
 	// RunSkipped: a schedule tick found the previous run still going (C2).
 	RunSkipped RunStatus = "skipped"
+	// RunWaiting: a single-node run waits for its node (L3); the record
+	// names it.
+	RunWaiting RunStatus = "waiting"
 )
+
+// ended reports whether a run of status st is over.
+func (st RunStatus) ended() bool { return st != RunRunning && st != RunWaiting }
 
 // RunRecord records one run of an adapter.
 type RunRecord struct {
@@ -62,6 +68,11 @@ type RunRecord struct {
 	Code string `json:"code,omitempty"`
 	// Forced is true for a run started with RunOptions.Force.
 	Forced bool `json:"forced,omitempty"`
+	// Node is the id of the cluster node that runs the run (or, waiting,
+	// the node it waits for); PlacedBy the node that placed it there,
+	// when another (L5). Both empty on a node that runs alone.
+	Node     string `json:"node,omitempty"`
+	PlacedBy string `json:"placed_by,omitempty"`
 }
 
 // keepRunsPerAdapter is how many finished run records an adapter keeps in
@@ -84,6 +95,9 @@ var runCodes = []struct {
 	{ErrSourceAuth, "source_auth"},
 	{ErrSourceUnavailable, "source_unavailable"},
 	{ErrConnectionNotFound, "connection_not_found"},
+	{ErrStrategyNotSupported, "strategy_not_supported"},
+	{ErrNodeUnreachable, "node_unreachable"},
+	{ErrNodeDraining, "node_draining"},
 	{ErrShuttingDown, "aborted"},
 	{context.Canceled, "aborted"},
 }
@@ -216,18 +230,26 @@ func (s *Service) pruneRuns(ctx context.Context, adapter string) {
 	}
 }
 
-// abandonRuns marks runs a previous process left "running" as aborted.
+// abandonRuns marks aborted the runs a previous process of this node
+// left running, and the waiting runs it placed (L7); the runs of other
+// nodes of a cluster go on.
 func (s *Service) abandonRuns(ctx context.Context) error {
 	runs, err := s.allRuns(ctx, "")
 	if err != nil {
 		return err
 	}
 	for _, r := range runs {
-		if r.Status != RunRunning {
+		var why string
+		switch {
+		case r.Status == RunRunning && (r.Node == s.self || r.Node == ""):
+			why = "the process stopped while the run was in progress; its transaction is invalid"
+		case r.Status == RunWaiting && r.PlacedBy == s.self:
+			why = fmt.Sprintf("the process that placed the run stopped while it waited for node %s; it never started", r.Node)
+		default:
 			continue
 		}
 		now := s.now().UTC()
-		r.Status, r.End, r.Code, r.Error = RunAborted, &now, "aborted", "the process stopped while the run was in progress; its transaction is invalid"
+		r.Status, r.End, r.Code, r.Error = RunAborted, &now, "aborted", why
 		if err := s.saveRun(ctx, r); err != nil {
 			return fmt.Errorf("adapters: marking run %s aborted: %w", r.ID, err)
 		}

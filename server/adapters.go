@@ -24,6 +24,7 @@ type adapterJSON struct {
 	RetryBackoff duration       `json:"retry_backoff,omitempty"`
 	RunOnStart   bool           `json:"run_on_start"`
 	EmbedJSON    bool           `json:"embed_json"`
+	Strategy     string         `json:"strategy,omitempty"`
 }
 
 func (a adapterJSON) spec() adapters.AdapterSpec {
@@ -40,6 +41,7 @@ func (a adapterJSON) spec() adapters.AdapterSpec {
 		RetryBackoff: time.Duration(a.RetryBackoff),
 		RunOnStart:   a.RunOnStart,
 		EmbedJSON:    a.EmbedJSON,
+		Strategy:     adapters.Strategy(a.Strategy),
 	}
 }
 
@@ -69,6 +71,7 @@ func toAdapterOut(a adapters.Adapter) adapterOut {
 			RetryBackoff: duration(sp.RetryBackoff),
 			RunOnStart:   sp.RunOnStart,
 			EmbedJSON:    sp.EmbedJSON,
+			Strategy:     string(sp.Strategy),
 		},
 		Source:    a.Source,
 		Revision:  a.Revision,

@@ -14,7 +14,7 @@ import (
 const runsListed = 200
 
 // runStatuses are the filters of the history, in the order shown.
-var runStatuses = []adapters.RunStatus{adapters.RunRunning, adapters.RunSucceeded, adapters.RunFailed, adapters.RunAborted, adapters.RunSkipped}
+var runStatuses = []adapters.RunStatus{adapters.RunRunning, adapters.RunWaiting, adapters.RunSucceeded, adapters.RunFailed, adapters.RunAborted, adapters.RunSkipped}
 
 // runsView is the run history.
 type runsView struct {
