@@ -57,6 +57,11 @@ type Adapter struct {
 	// Status is "active", or "shadowed" for an API definition hidden by a
 	// config definition of the same name.
 	Status string `json:"status"`
+	// Owner is, in a cluster, the node that fires the adapter's scheduled
+	// ticks (L1); SingleNode, for a single-node adapter, the node its runs
+	// go to (L3). Empty alone, or when no node is active.
+	Owner      string `json:"owner,omitempty"`
+	SingleNode string `json:"single_node,omitempty"`
 }
 
 // adapterDef is one adapter definition; immutable once it is in a
@@ -321,6 +326,12 @@ func (s *Service) reportAdapterLocked(a *adapterDef, status string) Adapter {
 	if status == statusActive && s.sched != nil {
 		if t, ok := s.sched.nextRun(a.spec.Name); ok {
 			out.NextRun = &t
+		}
+	}
+	if status == statusActive && s.cluster != nil {
+		out.Owner, _ = s.cluster.Owner(a.spec.Name)
+		if a.spec.Strategy == StrategySingleNode {
+			out.SingleNode, _, _ = s.cluster.SingleNode()
 		}
 	}
 	return out

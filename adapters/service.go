@@ -91,11 +91,7 @@ func New(ctx context.Context, db *snapshot.DB, opts Options) (*Service, error) {
 		s.self = s.cluster.Self()
 	}
 	s.baseCtx, s.cancelAll = context.WithCancel(context.Background())
-	s.metrics = newMetrics(opts.Registerer, func() float64 {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return float64(len(s.running))
-	})
+	s.metrics = newMetrics(opts.Registerer, func() float64 { return float64(s.RunsInProgress()) })
 	// Config definitions: every problem reported, keys named.
 	cfgConns, cfgAdapters, errs := parseConfig(opts.Connections, opts.Adapters)
 	if err := errors.Join(errs...); err != nil {

@@ -21,8 +21,14 @@
 //   - peers.go: the peers file, so that a node rejoins after a crash.
 //   - logbridge.go: serf's and memberlist's log lines into slog.
 //   - rendezvous.go: weighted rendezvous (highest random weight) placement.
-//   - metrics.go: members by state, flaps, transitions.
+//   - metrics.go: members by state, flaps, transitions, dropped hints.
 //   - nodelist.go: the interface of the persisted node list (not built).
+//   - credential.go: the cluster credential between nodes' APIs (K8).
+//   - events.go: hints, the drain and resume queries, forget (K9, K10).
+//   - placement.go: Placement, package adapters' view of the cluster
+//     (adapters.Cluster): owners, the rotation, the single node,
+//     hand-offs (handoff.go), definitions across the cluster
+//     (definitions.go) and ownership moves (ownership.go).
 //
 // # Rules
 //
@@ -61,14 +67,36 @@
 // it. User events are limited to 512 bytes and queries to 1 KB (serf's
 // defaults, kept): they may carry hints, never data.
 //
+// K8. A node proves itself to another node's HTTP API with the cluster
+// credential: an HMAC, under a key derived from the gossip key, of the
+// request (method, path, body) with the node's id and the time. It needs
+// no state beyond the keyring every member holds; the receiver accepts any
+// key of its keyring (rotations), a time within 2 minutes of its clock, a
+// MAC it has not seen, and a node it sees alive. A cluster without a
+// gossip key has no credential.
+//
+// K9. Definitions made through the API live in HBase. A node that changes
+// one sends a hint (a user event naming it); the others reread the
+// definitions on the hint and every DefinitionsRefresh whatever the hints,
+// so that a lost hint delays a change by at most that long, never loses it.
+//
+// K10. A node leaves the work by its own declaration (drain: it declares
+// draining, owns nothing, takes no new run and finishes what it runs; a
+// serf query asks it when the call comes to another node), by leaving
+// (SIGTERM), or by an operator's forget once it failed or left: forget is
+// the only way a failed node's place is given up. A flap, a failure not
+// confirmed, moves nothing (K3).
+//
 // # Goroutines
 //
 // Open starts serf (its own goroutines: memberlist's probe, gossip and
 // push-pull loops, serf's reaper, reconnector and snapshotter), the event
 // loop (run) that owns the state machine's inputs, the peers writer
-// (persistLoop) that rewrites the peers file when the members change, and,
-// when the join addresses do not answer at once, a join retry loop that
-// stops at the first successful join or at Close.
+// (persistLoop) that rewrites the peers file when the members change, the
+// query answerer (answerQueries), and, when the join addresses do not
+// answer at once, a join retry loop that stops at the first successful
+// join or at Close. Placement.Start starts the placement loop, the one
+// reader of Changed and Hints.
 //
 // # Not built yet
 //

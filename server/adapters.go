@@ -53,6 +53,9 @@ type adapterOut struct {
 	CreatedAt time.Time       `json:"created_at"`
 	UpdatedAt time.Time       `json:"updated_at"`
 	NextRun   *time.Time      `json:"next_run,omitempty"`
+	// Owner and SingleNode: where the adapter's runs happen in a cluster.
+	Owner      string `json:"owner,omitempty"`
+	SingleNode string `json:"single_node,omitempty"`
 }
 
 func toAdapterOut(a adapters.Adapter) adapterOut {
@@ -73,11 +76,13 @@ func toAdapterOut(a adapters.Adapter) adapterOut {
 			EmbedJSON:    sp.EmbedJSON,
 			Strategy:     string(sp.Strategy),
 		},
-		Source:    a.Source,
-		Revision:  a.Revision,
-		CreatedAt: a.CreatedAt,
-		UpdatedAt: a.UpdatedAt,
-		NextRun:   a.NextRun,
+		Source:     a.Source,
+		Revision:   a.Revision,
+		CreatedAt:  a.CreatedAt,
+		UpdatedAt:  a.UpdatedAt,
+		NextRun:    a.NextRun,
+		Owner:      a.Owner,
+		SingleNode: a.SingleNode,
 	}
 }
 

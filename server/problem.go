@@ -118,6 +118,13 @@ var sentinels = []sentinel{
 	{errBadRequest, http.StatusBadRequest, "bad_request", ""},
 	{errBadJSON, http.StatusBadRequest, "bad_json", "body"},
 	{errNotClustered, http.StatusNotFound, "not_clustered", ""},
+	// the cluster routes (cluster.go)
+	{ErrNodeNotFound, http.StatusNotFound, "node_not_found", "id"},
+	{ErrNodeAlive, http.StatusConflict, "node_alive", "id"},
+	{ErrNodeNotAlive, http.StatusConflict, "node_not_alive", "id"},
+	{ErrClusterCredential, http.StatusUnauthorized, "unauthorized", ""},
+	{ErrNoGossipKeyCredential, http.StatusUnauthorized, "unauthorized", ""},
+	{ErrKeyring, http.StatusBadGateway, "keyring_failed", ""},
 	// snapshot
 	{snapshot.ErrDatasetNotFound, http.StatusNotFound, "dataset_not_found", ""},
 	{snapshot.ErrNoVersion, http.StatusNotFound, "no_version", ""},

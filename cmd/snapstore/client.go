@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -109,6 +110,45 @@ func (s *serverClient) do(ctx context.Context, method, path string, q url.Values
 	if accept != "" {
 		req.Header.Set("Accept", accept)
 	}
+	return s.roundTrip(req)
+}
+
+// send sends one request with a JSON body (nil for none) and decodes the
+// JSON answer into v (nil for none); what names the answer in an error.
+func (s *serverClient) send(ctx context.Context, method, path string, body any, what string, v any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, s.base.String()+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := s.roundTrip(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if v == nil {
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		return fmt.Errorf("decoding the %s: %w", what, err)
+	}
+	return nil
+}
+
+// roundTrip sends req with the bearer token; a non-2xx answer becomes an
+// error carrying the problem's code and detail.
+func (s *serverClient) roundTrip(req *http.Request) (*http.Response, error) {
 	if s.token != "" {
 		req.Header.Set("Authorization", "Bearer "+s.token)
 	}

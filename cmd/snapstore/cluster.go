@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snapstore/snapstore/adapters"
 	"github.com/snapstore/snapstore/cluster"
 	"github.com/snapstore/snapstore/server"
 )
@@ -51,17 +53,28 @@ type ClusterConfig struct {
 	// Preset is memberlist's timing: default (a LAN) or loopback (nodes on
 	// one machine, for tests).
 	Preset string `yaml:"preset"`
+	// SingleNodeWait is how long a single-node run waits for its node
+	// before it fails; default 5m.
+	SingleNodeWait time.Duration `yaml:"single_node_wait"`
+	// HandOffTimeout bounds handing a run to another node; default 10s.
+	HandOffTimeout time.Duration `yaml:"handoff_timeout"`
+	// DefinitionsRefresh is how often every node rereads the definitions
+	// whatever the hints say; default 15s.
+	DefinitionsRefresh time.Duration `yaml:"definitions_refresh"`
 }
 
 // defaultClusterConfig is the cluster section's defaults.
 func defaultClusterConfig() ClusterConfig {
 	d := cluster.DefaultConfig()
 	return ClusterConfig{
-		Weight:           d.Weight,
-		ConfirmFailure:   d.ConfirmFailure,
-		ReconnectTimeout: d.ReconnectTimeout,
-		TombstoneTimeout: d.TombstoneTimeout,
-		Preset:           "default",
+		Weight:             d.Weight,
+		ConfirmFailure:     d.ConfirmFailure,
+		ReconnectTimeout:   d.ReconnectTimeout,
+		TombstoneTimeout:   d.TombstoneTimeout,
+		Preset:             "default",
+		SingleNodeWait:     d.SingleNodeWait,
+		HandOffTimeout:     d.HandOffTimeout,
+		DefinitionsRefresh: d.DefinitionsRefresh,
 	}
 }
 
@@ -84,6 +97,8 @@ func (c *Config) validateCluster() []error {
 			"gossip_key_file": cc.GossipKeyFile != "", "weight": cc.Weight != d.Weight, "zone": cc.Zone != "",
 			"confirm_failure": cc.ConfirmFailure != d.ConfirmFailure, "reconnect_timeout": cc.ReconnectTimeout != d.ReconnectTimeout,
 			"tombstone_timeout": cc.TombstoneTimeout != d.TombstoneTimeout, "preset": cc.Preset != d.Preset,
+			"single_node_wait": cc.SingleNodeWait != d.SingleNodeWait, "handoff_timeout": cc.HandOffTimeout != d.HandOffTimeout,
+			"definitions_refresh": cc.DefinitionsRefresh != d.DefinitionsRefresh,
 		} {
 			if set {
 				bad("cluster."+key, "set cluster.bind to run a cluster, or remove this key")
@@ -147,6 +162,9 @@ func (c *Config) membershipConfig(api string, log *slog.Logger, reg prometheus.R
 	mc.ConfirmFailure = cc.ConfirmFailure
 	mc.ReconnectTimeout = cc.ReconnectTimeout
 	mc.TombstoneTimeout = cc.TombstoneTimeout
+	mc.SingleNodeWait = cc.SingleNodeWait
+	mc.HandOffTimeout = cc.HandOffTimeout
+	mc.DefinitionsRefresh = cc.DefinitionsRefresh
 	mc.Logger = log
 	mc.Registerer = reg
 	if cc.GossipKeyFile == "" {
@@ -213,8 +231,14 @@ func openCluster(ctx context.Context, cfg *Config, listen string, log *slog.Logg
 	return m, nil
 }
 
-// clusterView is the membership as the server sees it (server.Cluster).
-type clusterView struct{ m *cluster.Membership }
+// clusterView is the cluster as the server sees it (server.Cluster): the
+// membership, the placement, and the adapters service for this node's
+// runs in progress. It turns package cluster's errors into the server's.
+type clusterView struct {
+	m   *cluster.Membership
+	p   *cluster.Placement
+	svc *adapters.Service
+}
 
 func (v clusterView) Nodes() []server.ClusterNode {
 	ns := v.m.Nodes()
@@ -222,7 +246,11 @@ func (v clusterView) Nodes() []server.ClusterNode {
 	for i, n := range ns {
 		out[i] = server.ClusterNode{
 			ID: n.ID, Address: n.Addr, State: n.State.String(), Since: n.Since.UTC(),
-			Self: n.Self, Tags: n.RawTags,
+			Self: n.Self, Tags: n.RawTags, API: n.Tags.API, Weight: n.Tags.Weight, Zone: n.Tags.Zone,
+			RunsInProgress: n.Tags.Runs,
+		}
+		if n.Self {
+			out[i].RunsInProgress = v.svc.RunsInProgress()
 		}
 		if !n.LastHeard.IsZero() {
 			t := n.LastHeard.UTC()
@@ -235,6 +263,82 @@ func (v clusterView) Nodes() []server.ClusterNode {
 		if out[i].Tags == nil {
 			out[i].Tags = map[string]string{}
 		}
+	}
+	return out
+}
+
+// serverError wraps package cluster's errors in the server's, which give
+// their status and code.
+func serverError(err error) error {
+	for _, m := range []struct{ from, to error }{
+		{cluster.ErrNotMember, server.ErrNodeNotFound},
+		{cluster.ErrNodeAlive, server.ErrNodeAlive},
+		{cluster.ErrNodeNotAlive, server.ErrNodeNotAlive},
+		{cluster.ErrNoGossipKey, server.ErrNoGossipKeyCredential},
+		{cluster.ErrNoCredential, server.ErrClusterCredential},
+		{cluster.ErrBadCredential, server.ErrClusterCredential},
+	} {
+		if errors.Is(err, m.from) {
+			return fmt.Errorf("%w: %w", m.to, err)
+		}
+	}
+	return err
+}
+
+func (v clusterView) VerifyRequest(r *http.Request, body []byte) (string, error) {
+	id, err := v.m.VerifyRequest(r, body)
+	return id, serverError(err)
+}
+
+func (v clusterView) Drain(ctx context.Context, id string) error {
+	return serverError(v.m.Drain(ctx, id))
+}
+
+func (v clusterView) Resume(ctx context.Context, id string) error {
+	return serverError(v.m.Resume(ctx, id))
+}
+
+func (v clusterView) Forget(ctx context.Context, id string) error {
+	return serverError(v.p.Forget(ctx, id))
+}
+
+func (v clusterView) Keys(ctx context.Context) (server.KeyringReport, error) {
+	rep, err := v.m.ListKeys()
+	return keyringReport(rep), keyringError(err)
+}
+
+func (v clusterView) KeyOp(ctx context.Context, op, key string) (server.KeyringReport, error) {
+	var rep cluster.KeyringReport
+	var err error
+	switch op {
+	case "install":
+		rep, err = v.m.InstallKey(key)
+	case "use":
+		rep, err = v.m.UseKey(key)
+	case "remove":
+		rep, err = v.m.RemoveKey(key)
+	default:
+		return server.KeyringReport{}, fmt.Errorf("%w: unknown keyring operation %q", server.ErrKeyring, op)
+	}
+	return keyringReport(rep), keyringError(err)
+}
+
+// keyringError marks a keyring operation's error as server.ErrKeyring.
+func keyringError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", server.ErrKeyring, err)
+}
+
+// keyringReport converts a keyring report.
+func keyringReport(r cluster.KeyringReport) server.KeyringReport {
+	out := server.KeyringReport{Nodes: r.Nodes, Responses: r.Responses, Errors: r.Errors, Keys: r.Keys, Primary: r.Primary, Messages: r.Messages}
+	if out.Keys == nil {
+		out.Keys = map[string]int{}
+	}
+	if out.Primary == nil {
+		out.Primary = map[string]int{}
 	}
 	return out
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/snapstore/snapstore/adapters"
 	"github.com/snapstore/snapstore/cluster"
 	"github.com/snapstore/snapstore/server"
 )
@@ -66,19 +67,35 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
 	}
 	defer ln.Close()
-	stk, err := openStack(ctx, cfg, log, reg, true)
+	// A cluster member joins once its storage is open, before its
+	// adapters start, which place runs over the cluster (cluster.go).
+	var mem *cluster.Membership
+	var place *cluster.Placement
+	var join func(context.Context) (adapters.Cluster, error)
+	if cfg.clustered() {
+		join = func(ctx context.Context) (adapters.Cluster, error) {
+			var err error
+			if mem, err = openCluster(ctx, cfg, ln.Addr().String(), log, reg); err != nil {
+				return nil, err
+			}
+			place = cluster.NewPlacement(mem)
+			return place, nil
+		}
+	}
+	stk, err := openStackIn(ctx, cfg, log, reg, true, join)
+	if mem != nil {
+		defer mem.Close()
+	}
 	if err != nil {
 		return err
 	}
-	// A cluster member joins once its storage is open (cluster.go).
-	var mem *cluster.Membership
 	var view server.Cluster
-	if cfg.clustered() {
-		if mem, err = openCluster(ctx, cfg, ln.Addr().String(), log, reg); err != nil {
+	if mem != nil {
+		if err := place.Start(stk.svc); err != nil {
 			return errors.Join(err, stk.close(context.Background()))
 		}
-		defer mem.Close()
-		view = clusterView{mem}
+		defer place.Close()
+		view = clusterView{m: mem, p: place, svc: stk.svc}
 	}
 	srv, err := server.New(server.Options{
 		DB:           stk.db,
@@ -107,10 +124,12 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 	attrs := []any{"listen", ln.Addr().String(), "data", cfg.Data, "storage", cfg.Storage.Backend,
 		"auth", len(tokens) > 0, "gc_interval", cfg.GCInterval, "connections", len(cfg.Connections), "adapters", len(cfg.Adapters), "version", buildVersion()}
 	if mem != nil {
-		// Serving: the other members may count on this node now.
+		// Serving: the other members may count on this node now, and it
+		// on its share of the adapters.
 		if err := mem.SetState(cluster.Active); err != nil {
 			log.Error("declaring this node active", "err", err)
 		}
+		stk.svc.StartOnStart(ctx)
 		attrs = append(attrs, "node", mem.ID(), "gossip", mem.Addr())
 	}
 	log.Info("snapstore serving", attrs...)
@@ -134,6 +153,7 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 		if err := mem.Leave(sctx); err != nil {
 			log.Warn("leaving the cluster", "err", err)
 		}
+		place.Close()
 	}
 	// A watchdog: whatever hangs, the process ends shortly after the bound.
 	watchdog := time.AfterFunc(cfg.ShutdownTimeout+5*time.Second, func() {

@@ -7,7 +7,7 @@
 //	snapstore scan DATASET              rows in key order (NDJSON or CSV)
 //	snapstore versions DATASET          kept versions, newest first
 //	snapstore sqlite FILE [SQL]         run SQL against a SQLite file (the sample source)
-//	snapstore cluster nodes|keygen      the cluster's members; a new gossip key
+//	snapstore cluster SUBCOMMAND        members, drain, resume, forget, gossip keys
 //	snapstore version                   print the build version
 //
 // Every command takes --config FILE, --data DIR, --listen ADDR and
@@ -49,6 +49,8 @@ Usage:
   snapstore versions DATASET           kept versions, newest first
   snapstore sqlite FILE [SQL]          run SQL (argument or stdin) against a SQLite file
   snapstore cluster nodes [--json]     the cluster's members as the server sees them
+  snapstore cluster drain|resume|forget NODE   drain a node, take it back, remove a dead one
+  snapstore cluster keys [install|use|remove --key-file F]   the gossip keys, rotation
   snapstore cluster keygen             print a new gossip key (base64) for cluster.gossip_key_file
   snapstore version                    print the build version
 
@@ -57,7 +59,7 @@ Common flags (every command):
   --data DIR         data directory (default ./data)
   --listen ADDR      HTTP listen address (default 127.0.0.1:8080)
   --log-level LEVEL  debug, info, warn, error
-Client flags (run, get, scan, versions, cluster nodes):
+Client flags (run, get, scan, versions, cluster):
   --server URL       talk to this server (also SNAPSTORE_SERVER); default: the
                      listen address if a server answers there, else the data dir
   --token TOKEN      bearer token for --server (also SNAPSTORE_TOKEN)

@@ -1,0 +1,201 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/snapstore/snapstore/adapters"
+)
+
+// Placement answers package adapters' questions about where runs go
+// (adapters.Cluster) from this node's view of the membership: the owner of
+// a name by weighted rendezvous over the active nodes (K6), the rotation
+// of round-robin adapters, the single node of single-node adapters, and
+// hand-offs to another node's HTTP API with the cluster credential
+// (handoff.go, K8). Start attaches the adapters service: definitions are
+// then reread on hints and periodically (definitions.go, K9) and
+// ownership moves are counted (ownership.go). Safe for concurrent use.
+type Placement struct {
+	m *Membership
+	h *handOffClient
+	d *definitionsSync
+	o *ownership
+
+	started bool
+	svc     *adapters.Service // set by Start
+	stopc   chan struct{}
+	donec   chan struct{}
+}
+
+var _ adapters.Cluster = (*Placement)(nil)
+
+// singleNodeName is the name rendezvous places to pick the single node of
+// single-node adapters (adapters.L3): one name, so that every such
+// adapter goes to the same node.
+const singleNodeName = "\x00single-node"
+
+// NewPlacement returns the placement of m's cluster.
+func NewPlacement(m *Membership) *Placement {
+	return &Placement{m: m, h: newHandOffClient(m), d: newDefinitionsSync(m), o: newOwnership(m),
+		stopc: make(chan struct{}), donec: make(chan struct{})}
+}
+
+// Start attaches svc and starts the placement's loop: it sends the hints
+// of this node's definition changes, rereads the definitions on the
+// others' hints and every DefinitionsRefresh (K9), and recomputes the
+// owners of the adapters when members change or definitions do. Call it
+// once; Close stops it.
+func (p *Placement) Start(svc *adapters.Service) error {
+	if err := p.o.register(p.m.cfg.Registerer); err != nil {
+		return err
+	}
+	p.started = true
+	p.svc = svc
+	go p.loop(svc)
+	return nil
+}
+
+// Forget removes node id, which will not come back, from the cluster
+// (K10): from serf (Membership.Forget) and the node list, and marks the
+// runs it was running aborted. Its share moves to the others.
+func (p *Placement) Forget(ctx context.Context, id string) error {
+	if err := p.m.Forget(ctx, id); err != nil {
+		return err
+	}
+	if p.svc != nil {
+		n, err := p.svc.AbandonNodeRuns(ctx, id)
+		if err != nil {
+			return fmt.Errorf("cluster: node %s forgotten; marking its runs aborted: %w", id, err)
+		}
+		if n > 0 {
+			p.m.log.Warn("runs of a forgotten node marked aborted", "node", id, "runs", n)
+		}
+	}
+	return nil
+}
+
+// Close stops the loop started by Start.
+func (p *Placement) Close() {
+	if !p.started {
+		return
+	}
+	p.started = false
+	close(p.stopc)
+	<-p.donec
+	p.o.unregister(p.m.cfg.Registerer)
+}
+
+// loop is the goroutine of Start: the one reader of the membership's
+// Changed and Hints channels.
+func (p *Placement) loop(svc *adapters.Service) {
+	defer close(p.donec)
+	refresh := time.NewTicker(p.m.cfg.DefinitionsRefresh)
+	defer refresh.Stop()
+	// Runs in progress are told through the node's tags (run), read here
+	// every second: they change at most with each run's start and end.
+	runs := time.NewTicker(time.Second)
+	defer runs.Stop()
+	p.updateOwners(svc)
+	for {
+		select {
+		case <-p.stopc:
+			return
+		case h := <-p.d.out:
+			p.d.send(h)
+		case h := <-p.m.Hints():
+			if !p.d.fromOther(h) {
+				continue
+			}
+			if p.d.reload(svc, "hint") > 0 {
+				p.updateOwners(svc)
+			}
+		case <-refresh.C:
+			if p.d.reload(svc, "periodic") > 0 {
+				p.updateOwners(svc)
+			}
+		case <-p.m.Changed():
+			p.updateOwners(svc)
+		case <-runs.C:
+			if err := p.m.SetRunsInProgress(svc.RunsInProgress()); err != nil {
+				p.m.log.Warn("telling the runs in progress", "err", err)
+			}
+		}
+	}
+}
+
+// updateOwners recomputes the owner of every adapter of svc.
+func (p *Placement) updateOwners(svc *adapters.Service) {
+	var names []string
+	for _, a := range svc.ListAdapters() {
+		if len(names) == 0 || names[len(names)-1] != a.Name {
+			names = append(names, a.Name)
+		}
+	}
+	p.o.update(names, p.Owner)
+}
+
+// Self returns this node's id.
+func (p *Placement) Self() string { return p.m.ID() }
+
+// Draining reports whether this node declared itself draining.
+func (p *Placement) Draining() bool {
+	p.m.mu.Lock()
+	defer p.m.mu.Unlock()
+	return p.m.self.State == Draining
+}
+
+// candidates returns the members in one of states, as rendezvous
+// candidates, in id order.
+func (p *Placement) candidates(states ...State) []Candidate {
+	var out []Candidate
+	for _, n := range p.m.Nodes() {
+		if slices.Contains(states, n.State) {
+			out = append(out, Candidate{ID: n.ID, Weight: n.Tags.Weight})
+		}
+	}
+	return out
+}
+
+// Owner returns the node that owns name: weighted rendezvous over the
+// active nodes (K6). A draining, failed, left or joining node owns
+// nothing; a member whose failure is not confirmed yet (K3) still does.
+func (p *Placement) Owner(name string) (string, bool) {
+	return Owner(name, p.candidates(Active))
+}
+
+// Active returns the active nodes' ids in id order.
+func (p *Placement) Active() []string {
+	var out []string
+	for _, c := range p.candidates(Active) {
+		out = append(out, c.ID)
+	}
+	return out
+}
+
+// SingleNode returns the node of single-node adapters: rendezvous of one
+// fixed name over the members that are not draining and did not leave, so
+// that it stays put while its node is failed (its runs wait for it) and
+// moves only when that node drains, leaves or is forgotten (K10). active
+// reports whether it is active now.
+func (p *Placement) SingleNode() (string, bool, bool) {
+	id, ok := Owner(singleNodeName, p.candidates(Joining, Active, Failed))
+	if !ok {
+		return "", false, false
+	}
+	n, _ := p.m.node(id)
+	return id, n.State == Active, true
+}
+
+// SingleNodeWait is cluster.single_node_wait.
+func (p *Placement) SingleNodeWait() time.Duration { return p.m.cfg.SingleNodeWait }
+
+// Gone reports whether node is failed, left, or not a member.
+func (p *Placement) Gone(node string) bool {
+	n, ok := p.m.node(node)
+	return !ok || n.State == Failed || n.State == Left
+}
+
+// DefinitionsChanged sends the hint of a changed definition (K9).
+func (p *Placement) DefinitionsChanged(kind, name string) { p.d.changed(kind, name) }
