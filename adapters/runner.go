@@ -60,7 +60,8 @@ func (ar *activeRun) snapshot() RunRecord {
 // goroutine, and returns its record at once (status running). The run
 // outlives ctx, which bounds only the first save of the record; Close
 // cancels it. ErrRunInProgress (the record returned is the running
-// one's), ErrAdapterNotFound, ErrShuttingDown, ErrNodeDraining (L6).
+// one's), ErrAdapterNotFound, ErrShuttingDown, ErrNodeDraining (L6),
+// snapshot.ErrReadOnly on a read-only process.
 func (s *Service) startLocal(ctx context.Context, name string, opts RunOptions, place localRun) (RunRecord, error) {
 	trigger := opts.Trigger
 	s.mu.Lock()
@@ -77,6 +78,10 @@ func (s *Service) startLocal(ctx context.Context, name string, opts RunOptions, 
 		r := cur.snapshot()
 		s.mu.Unlock()
 		return r, fmt.Errorf("%w: run %s of adapter %q started at %s", ErrRunInProgress, r.ID, name, r.Start.Format(time.RFC3339))
+	}
+	if s.db.ReadOnly() {
+		s.mu.Unlock()
+		return RunRecord{}, fmt.Errorf("%w: this process reads a store another process writes; run adapter %q there", snapshot.ErrReadOnly, name)
 	}
 	if s.cluster != nil && s.cluster.Draining() && trigger != "retry" {
 		s.mu.Unlock()

@@ -126,8 +126,12 @@ func New(ctx context.Context, db *snapshot.DB, opts Options) (*Service, error) {
 			}
 		}
 	}
-	if err := s.abandonRuns(ctx); err != nil {
-		return nil, err
+	// A read-only process of a shared store runs nothing, so it left
+	// nothing running; the writer's runs are not its to abandon.
+	if !db.ReadOnly() {
+		if err := s.abandonRuns(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if opts.Schedule {
 		s.sched = newScheduler(s, s.log.With("component", "scheduler"))

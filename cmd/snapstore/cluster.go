@@ -320,7 +320,12 @@ func (v clusterView) KeyOp(ctx context.Context, op, key string) (server.KeyringR
 	default:
 		return server.KeyringReport{}, fmt.Errorf("%w: unknown keyring operation %q", server.ErrKeyring, op)
 	}
-	return keyringReport(rep), keyringError(err)
+	if err != nil {
+		return keyringReport(rep), keyringError(err)
+	}
+	// serf's answer to a change holds no key list: the keys as they are
+	// now.
+	return v.Keys(ctx)
 }
 
 // keyringError marks a keyring operation's error as server.ErrKeyring.

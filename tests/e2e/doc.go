@@ -63,6 +63,15 @@
 //	                      with SIGKILL is failed only after the
 //	                      confirmation delay, and restarted with no join
 //	                      address it rejoins on its own.
+//	TestClusterOwners     four nodes on 127.0.0.1-4 with 200 config
+//	                      adapters: they agree on every adapter's owner
+//	                      (weighted rendezvous over their ids); an API
+//	                      adapter reaches the others on its hint; a 4th
+//	                      node takes exactly the adapters it wins; drain
+//	                      and resume through the CLI from another node;
+//	                      the gossip key rotated through the CLI; a full
+//	                      restart brings the same owners back; SIGKILL,
+//	                      failed, forget.
 //	TestConsole           headless Chromium (chromedp) through the console:
 //	                      login, a connection and an adapter through the
 //	                      forms, two runs watched to 100% in one page, a
@@ -73,8 +82,8 @@
 //	                      Debian's chromium (scripts/chromium.sh, `make
 //	                      deps`): skipped without it, failed under CI.
 //
-// The tests skip unless SNAPSTORE_TEST_MYSQL_* are set (TestCluster needs
-// SNAPSTORE_TEST_HBASE_THRIFT instead) (`make test` sets
+// The tests skip unless SNAPSTORE_TEST_MYSQL_* are set (the cluster tests
+// need SNAPSTORE_TEST_HBASE_THRIFT instead) (`make test` sets
 // them from scripts/mariadb.sh env). Run alone with:
 // The tests skip unless SNAPSTORE_TEST_MYSQL_* (or, for TestPagila,
 // SNAPSTORE_TEST_POSTGRES_*) are set (`make test` sets them from
