@@ -34,6 +34,10 @@ type Cluster interface {
 	// Forget removes a node that will not come back from the cluster and
 	// from the node list; ErrNodeAlive while serf sees it alive.
 	Forget(ctx context.Context, id string) error
+	// Owns reports whether this node owns name (weighted rendezvous over
+	// the active nodes): the periodic GC of a dataset runs on the owner of
+	// the dataset's name alone. It must not block.
+	Owns(name string) bool
 	// Keys lists the gossip keys of every member by fingerprint;
 	// KeyOp installs, uses (makes primary) or removes a key on every
 	// member.

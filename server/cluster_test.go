@@ -63,6 +63,16 @@ func (c *staticCluster) Drain(ctx context.Context, id string) error  { return c.
 func (c *staticCluster) Resume(ctx context.Context, id string) error { return c.record("resume", id) }
 func (c *staticCluster) Forget(ctx context.Context, id string) error { return c.record("forget", id) }
 
+// Owns gives every name to the node marked Self.
+func (c *staticCluster) Owns(name string) bool {
+	for _, n := range c.Nodes() {
+		if n.Self {
+			return n.State == "active"
+		}
+	}
+	return false
+}
+
 func (c *staticCluster) Keys(ctx context.Context) (KeyringReport, error) {
 	n := len(c.Nodes())
 	return KeyringReport{Nodes: n, Responses: n, Keys: map[string]int{"0011223344556677": n}, Primary: map[string]int{"0011223344556677": n}}, nil
@@ -156,5 +166,22 @@ func TestClusterHandOffAuth(t *testing.T) {
 	r := f.do("POST", "/v1/cluster/runs", body, "Authorization", "Snapstore-Node n1 ok")
 	if r.status != http.StatusNotFound || !strings.Contains(string(r.body), "adapter_not_found") {
 		t.Errorf("with the credential: %d %s", r.status, r.body)
+	}
+}
+
+// TestCollectGarbage_OwnedOnly checks that the periodic GC of a cluster
+// node collects the datasets it owns and no other: here the node owns
+// everything while active and nothing while draining.
+func TestCollectGarbage_OwnedOnly(t *testing.T) {
+	cl := testCluster()
+	f := newFixture(t, fixtureOpts{cluster: cl})
+	f.run("products")
+	cl.record("drain", "a")
+	if reps, err := f.srv.collectGarbage(context.Background()); err != nil || len(reps) != 0 {
+		t.Fatalf("collected while owning nothing: %+v %v", reps, err)
+	}
+	cl.record("resume", "a")
+	if reps, err := f.srv.collectGarbage(context.Background()); err != nil || len(reps) != 1 || reps[0].Dataset != "products" {
+		t.Fatalf("collected while owning everything: %+v %v", reps, err)
 	}
 }

@@ -302,6 +302,11 @@ func (v clusterView) Forget(ctx context.Context, id string) error {
 	return serverError(v.p.Forget(ctx, id))
 }
 
+func (v clusterView) Owns(name string) bool {
+	owner, ok := v.p.Owner(name)
+	return ok && owner == v.m.ID()
+}
+
 func (v clusterView) Keys(ctx context.Context) (server.KeyringReport, error) {
 	rep, err := v.m.ListKeys()
 	return keyringReport(rep), keyringError(err)
