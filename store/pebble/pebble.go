@@ -64,6 +64,12 @@ type Store struct {
 	reg    prometheus.Registerer
 	colls  []prometheus.Collector
 
+	// cond makes conditional writes atomic with their read (store.S7,
+	// store.S8): every write (Apply, MutateRow, DeleteRange) holds it
+	// shared, CheckAndMutate and Increment hold it alone from their read to
+	// their write. Taken before mu.
+	cond sync.RWMutex
+
 	// mu guards closed and the use of db: every operation holds it for
 	// reading while it touches db; Close takes it for writing, so it waits
 	// for operations in flight (never for open iterators).
@@ -174,6 +180,14 @@ func (s *Store) putBuf(b *[]byte) { *b = (*b)[:0]; s.bufs.Put(b) }
 // with pebble.Sync when b.Sync, else with pebble.NoSync (in the WAL, not
 // fsynced; an uncommitted run needs no durability, DESIGN "Limits").
 func (s *Store) Apply(ctx context.Context, b *store.Batch) error {
+	s.cond.RLock()
+	defer s.cond.RUnlock()
+	return s.apply(ctx, b, b != nil && b.Sync)
+}
+
+// apply writes b as one Pebble batch, synced when sync is set; the caller
+// holds cond.
+func (s *Store) apply(ctx context.Context, b *store.Batch, sync bool) error {
 	if b == nil {
 		return fmt.Errorf("pebble: applying batch: %w", store.ErrInvalidArgument)
 	}
@@ -235,7 +249,7 @@ func (s *Store) Apply(ctx context.Context, b *store.Batch) error {
 		*bp = tp[:0]
 	}
 	wo := cpebble.NoSync
-	if b.Sync {
+	if sync {
 		wo = cpebble.Sync
 	}
 	err := s.db.Apply(pb, wo)
@@ -427,8 +441,9 @@ func (s *Store) Scan(ctx context.Context, table string, opts store.ScanOptions) 
 	return it, nil
 }
 
-// DeleteRange implements store.Store with one Pebble range deletion over the
-// encoded bounds, applied with pebble.Sync. Errors: ErrInvalidArgument for an
+// DeleteRange implements store.Store with one Pebble batch of two range
+// deletions over the encoded bounds, the cells' and the counters'
+// (store.S8), applied with pebble.Sync. Errors: ErrInvalidArgument for an
 // empty table or start > end (both non-nil); start == end deletes nothing.
 func (s *Store) DeleteRange(ctx context.Context, table string, start, end []byte) error {
 	if err := store.CheckTable(table); err != nil {
@@ -440,26 +455,36 @@ func (s *Store) DeleteRange(ctx context.Context, table string, start, end []byte
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("pebble: deleting range of %q: %w", table, err)
 	}
+	s.cond.RLock()
+	defer s.cond.RUnlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
 		return fmt.Errorf("pebble: deleting range of %q: %w", table, store.ErrClosed)
 	}
-	tp := appendTable(nil, table)
-	lower := tp
-	if len(start) > 0 {
-		lower = appendEscaped(bytes.Clone(tp), start)
+	bounds := func(tp []byte) (lower, upper []byte) {
+		lower = tp
+		if len(start) > 0 {
+			lower = appendEscaped(bytes.Clone(tp), start)
+		}
+		if end != nil {
+			upper = appendEscaped(bytes.Clone(tp), end)
+		} else {
+			upper = prefixEnd(nil, tp)
+		}
+		return lower, upper
 	}
-	var upper []byte
-	if end != nil {
-		upper = appendEscaped(bytes.Clone(tp), end)
-	} else {
-		upper = prefixEnd(nil, tp)
-	}
+	lower, upper := bounds(appendTable(nil, table))
 	if bytes.Compare(lower, upper) >= 0 {
 		return nil
 	}
-	err := s.db.DeleteRange(lower, upper, cpebble.Sync)
+	clower, cupper := bounds(appendCounterKey(nil, table, nil, nil))
+	pb := s.db.NewBatch()
+	defer pb.Close()
+	err := errors.Join(pb.DeleteRange(lower, upper, nil), pb.DeleteRange(clower, cupper, nil))
+	if err == nil {
+		err = s.db.Apply(pb, cpebble.Sync)
+	}
 	s.pool.invalidate()
 	if err != nil {
 		return fmt.Errorf("pebble: deleting range of %q: %w", table, err)
