@@ -165,7 +165,9 @@
 // of the lease (a failed renewal is retried every second), and deletes it
 // at Close. Open fails with ErrWriterLeaseHeld while another owner's lease
 // has not expired. A DB opened with Options.ReadOnly takes no lease and
-// writes nothing: its txn Manager keeps the writer's in-progress ids
+// writes no dataset state (it writes only the conditional records and
+// counters that coordinate processes: CompareAndSetRecord,
+// IncrementRecord): its txn Manager keeps the writer's in-progress ids
 // excluded instead of invalidating them (txn.I7), and BeginRun, GC,
 // Rollback, Tag, Untag, SetConfig, DropDataset, PutRecord and DeleteRecord
 // return ErrReadOnly. Without compare-and-set the lease is a guard against

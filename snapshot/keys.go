@@ -18,6 +18,7 @@ import (
 //	"s\x00ver\x00" + dataset + "\x00" + v (8 BE) "info" JSON VersionInfo of a kept version
 //	"s\x00tag\x00" + dataset + "\x00" + tag      "v"    tagged version, 8 bytes big-endian
 //	"s\x00rec\x00" + kind + "\x00" + name        "v"    a Record's value
+//	                                             "n"    a Record's counter (IncrementRecord; store.S8)
 //	"s\x00lease"                                 "v"    JSON writer lease: owner, expires (doc.go W1)
 //
 // Data tables, one per dataset partition: "d/" + dataset + "/" + partition
@@ -41,6 +42,7 @@ var (
 	colExp        = []byte("exp")
 	colInfo       = []byte("info")
 	colV          = []byte("v")
+	colN          = []byte("n")
 )
 
 func datasetKey(name string) []byte { return append(append([]byte{}, prefixDataset...), name...) }
