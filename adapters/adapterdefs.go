@@ -315,6 +315,9 @@ func (s *Service) DeleteAdapter(ctx context.Context, name string) error {
 	if s.sched != nil {
 		s.sched.set(name, nil, 0, 0)
 	}
+	if err := s.db.DeleteRecord(ctx, recordFire, name); err != nil {
+		s.log.Warn("deleting the fire record of a deleted adapter", "adapter", name, "err", err)
+	}
 	s.changedLocked(adapterKind, name)
 	s.log.Info("adapter deleted", "adapter", name)
 	return nil

@@ -20,8 +20,10 @@ type twoNodes struct {
 	svcs     map[string]*Service
 	active   map[string]bool
 	draining map[string]bool
-	owner    string // the owner of every adapter; "" for none
-	single   string // the single node
+	owner    string            // the owner of every adapter; "" for none
+	believes map[string]string // a node's own idea of the owner, when it differs
+	down     map[string]bool   // nodes listed active that do not answer
+	single   string            // the single node
 	wait     time.Duration
 	hints    []string
 }
@@ -41,6 +43,9 @@ func (v nodeView) Draining() bool {
 func (v nodeView) Owner(string) (string, bool) {
 	v.c.mu.Lock()
 	defer v.c.mu.Unlock()
+	if o, ok := v.c.believes[v.self]; ok {
+		return o, true
+	}
 	return v.c.owner, v.c.owner != ""
 }
 func (v nodeView) Active() []string {
@@ -72,7 +77,7 @@ func (v nodeView) DefinitionsChanged(kind, name string) {
 }
 func (v nodeView) HandOff(ctx context.Context, node string, h HandOff) (RunRecord, error) {
 	v.c.mu.Lock()
-	svc, up := v.c.svcs[node], v.c.active[node] || v.c.draining[node]
+	svc, up := v.c.svcs[node], (v.c.active[node] || v.c.draining[node]) && !v.c.down[node]
 	v.c.mu.Unlock()
 	if !up || svc == nil {
 		return RunRecord{}, fmt.Errorf("%w: %s does not answer", ErrNodeUnreachable, node)
@@ -91,13 +96,14 @@ func (c *twoNodes) set(f func(c *twoNodes)) {
 // created through n1.
 func newTwoNodes(t *testing.T, strategy Strategy) (*twoNodes, *testStack, *Service) {
 	t.Helper()
-	c := &twoNodes{svcs: map[string]*Service{}, active: map[string]bool{"n1": true, "n2": true}, draining: map[string]bool{}, owner: "n1", single: "n2", wait: time.Minute}
+	c := &twoNodes{svcs: map[string]*Service{}, active: map[string]bool{"n1": true, "n2": true}, draining: map[string]bool{}, owner: "n1", single: "n2", wait: time.Minute,
+		believes: map[string]string{}, down: map[string]bool{}}
 	ts := newStack(t, Options{Cluster: nodeView{c, "n1"}})
 	ctx := context.Background()
 	if _, err := ts.svc.CreateConnection(ctx, ConnectionSpec{Name: "lite", Type: "sqlite", Options: map[string]any{"path": newSQLiteFixture(t)}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "a", Connection: "lite", Resource: "items", Strategy: strategy}); err != nil {
+	if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "a", Connection: "lite", Resource: "items", Strategy: strategy, Schedule: "@every 1h"}); err != nil {
 		t.Fatal(err)
 	}
 	n2, err := New(ctx, ts.db, Options{Logger: testLogger(), Cluster: nodeView{c, "n2"}})
@@ -322,5 +328,123 @@ func TestReload(t *testing.T) {
 	want := "n1:connection/lite n1:adapter/a n1:adapter/b n1:adapter/b n1:adapter/b n1:connection/lite"
 	if got := strings.Join(c.hints, " "); got != want {
 		t.Errorf("hints %s, want %s", got, want)
+	}
+}
+
+// TestDispatch_TickFiresOnce checks L1's claim: while n1 and n2 both take
+// themselves for the owner, a tick fires on one of them only, and so does
+// a tick within half a period of it (the nodes' schedules need not be in
+// phase); the next period's tick fires. Ticks claimed from both nodes at
+// once fire once each.
+func TestDispatch_TickFiresOnce(t *testing.T) {
+	c, ts, n2 := newTwoNodes(t, StrategyLocal)
+	ctx := context.Background()
+	c.set(func(c *twoNodes) { c.believes["n1"], c.believes["n2"] = "n1", "n2" })
+	tick := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	rec, err := ts.svc.StartRun(ctx, "a", RunOptions{Trigger: "schedule", Tick: tick})
+	if err != nil || rec.Node != "n1" {
+		t.Fatalf("n1's tick: %+v %v", rec, err)
+	}
+	ts.svc.WaitRun(ctx, rec.ID)
+	for _, at := range []time.Time{tick, tick.Add(10 * time.Minute), tick.Add(-5 * time.Minute)} {
+		if _, err := n2.StartRun(ctx, "a", RunOptions{Trigger: "schedule", Tick: at}); !errors.Is(err, errNotOwner) {
+			t.Fatalf("n2's tick at %s, after n1 fired %s: %v", at, tick, err)
+		}
+	}
+	rec, err = n2.StartRun(ctx, "a", RunOptions{Trigger: "schedule", Tick: tick.Add(time.Hour)})
+	if err != nil || rec.Node != "n2" {
+		t.Fatalf("the next period's tick on n2: %+v %v", rec, err)
+	}
+	n2.WaitRun(ctx, rec.ID)
+
+	// Claims from both nodes at once, 10 ticks: each fires once.
+	var mu sync.Mutex
+	fired := map[time.Time][]string{}
+	var wg sync.WaitGroup
+	for _, svc := range []*Service{ts.svc, n2} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 10 {
+				at := tick.Add(time.Duration(2+i) * time.Hour)
+				a, _ := svc.adapters.active("a")
+				ok, err := svc.claimTick(ctx, a, at)
+				if err != nil {
+					t.Error(err)
+				}
+				if ok {
+					mu.Lock()
+					fired[at] = append(fired[at], svc.self)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range 10 {
+		at := tick.Add(time.Duration(2+i) * time.Hour)
+		if len(fired[at]) != 1 {
+			t.Errorf("tick %s fired on %v", at, fired[at])
+		}
+	}
+}
+
+// TestDispatch_RoundRobin checks L2: successive runs alternate over the
+// active nodes, from whichever node they are asked of; a node that does
+// not answer is skipped for the next (fail over), and a draining node is
+// out of the rotation.
+func TestDispatch_RoundRobin(t *testing.T) {
+	shortWaits(t)
+	_, ts, n2 := newTwoNodes(t, StrategyRoundRobin)
+	ctx := context.Background()
+	var on []string
+	for i := range 6 {
+		svc := ts.svc
+		if i%3 == 2 {
+			svc = n2 // placed from the other node too
+		}
+		rec, err := svc.StartRun(ctx, "a", RunOptions{Trigger: "api"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		end, err := svc.WaitRun(ctx, rec.ID)
+		if err != nil || end.Status != RunSucceeded {
+			t.Fatalf("run %d: %+v %v", i, end, err)
+		}
+		on = append(on, end.Node)
+	}
+	for i := 1; i < len(on); i++ {
+		if on[i] == on[i-1] {
+			t.Fatalf("runs ran on %v: two in a row on one node", on)
+		}
+	}
+	t.Logf("6 runs on %v", on)
+}
+
+// TestDispatch_RoundRobinFailOver checks that a round-robin run skips a
+// node that does not answer, and one that is draining.
+func TestDispatch_RoundRobinFailOver(t *testing.T) {
+	c, ts, _ := newTwoNodes(t, StrategyRoundRobin)
+	ctx := context.Background()
+	for _, mark := range []func(c *twoNodes){
+		func(c *twoNodes) { c.down["n2"] = true },
+		func(c *twoNodes) { c.down["n2"] = false; c.draining["n2"] = true; c.active["n2"] = false },
+	} {
+		c.set(mark)
+		for range 3 {
+			rec, err := ts.svc.StartRun(ctx, "a", RunOptions{Trigger: "api"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			end, _ := ts.svc.WaitRun(ctx, rec.ID)
+			if end.Status != RunSucceeded || end.Node != "n1" {
+				t.Fatalf("with n2 away: %+v", end)
+			}
+		}
+	}
+	// n1 draining too: no active node takes it.
+	c.set(func(c *twoNodes) { c.draining["n1"] = true; c.active["n1"] = false })
+	if _, err := ts.svc.StartRun(ctx, "a", RunOptions{Trigger: "api"}); !errors.Is(err, ErrNodeUnreachable) {
+		t.Fatalf("no active node: %v", err)
 	}
 }
