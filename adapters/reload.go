@@ -1,6 +1,12 @@
 package adapters
 
-import "context"
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+)
 
 // Definitions across a cluster. Every node of a cluster keeps the API
 // definitions in memory, read from the metadata table that the nodes
@@ -113,4 +119,30 @@ func parseStoredConnection(spec ConnectionSpec) (*connDef, error) {
 // parseStoredAdapter checks a stored adapter spec.
 func parseStoredAdapter(spec AdapterSpec) (*adapterDef, error) {
 	return parseAdapter("", spec)
+}
+
+// ConfigDigests returns a digest of each config-file definition of this
+// node, "connection/NAME" or "adapter/NAME" to a hex HMAC-SHA256 under key
+// of the definition's spec as given (secrets as written in the file, so
+// that two nodes whose files give one connection different passwords
+// differ too), for nodes to compare their files (cluster.K12). The key
+// keeps a literal secret from being guessed from its digest; nil hashes
+// without one.
+func (s *Service) ConfigDigests(key []byte) map[string]string {
+	out := map[string]string{}
+	digest := func(spec any) string {
+		b, _ := json.Marshal(spec)
+		m := hmac.New(sha256.New, key)
+		m.Write(b)
+		return hex.EncodeToString(m.Sum(nil))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, d := range s.conns.config {
+		out[connectionKind.noun+"/"+name] = digest(d.spec)
+	}
+	for name, a := range s.adapters.config {
+		out[adapterKind.noun+"/"+name] = digest(a.spec)
+	}
+	return out
 }

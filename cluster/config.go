@@ -63,6 +63,10 @@ type Config struct {
 	// HandOffTimeout bounds one hand-off of a run to another node's API
 	// (adapters.L5); default 10s.
 	HandOffTimeout time.Duration
+	// Heartbeat is how often a node rewrites its entry of the node list
+	// (last heard, config digests) and rereads the others' (K11, K12);
+	// default 10s.
+	Heartbeat time.Duration
 	// DefinitionsRefresh is how often the definitions are reread from
 	// HBase whatever the hints say (K9); default 15s.
 	DefinitionsRefresh time.Duration
@@ -89,6 +93,7 @@ const (
 	// DefaultDefinitionsRefresh bounds how long a change of definitions
 	// whose hint was lost takes to reach a node.
 	DefaultDefinitionsRefresh = 15 * time.Second
+	DefaultHeartbeat          = 10 * time.Second
 )
 
 // DefaultConfig is the preset for a LAN (memberlist.DefaultLANConfig: 1s
@@ -105,6 +110,7 @@ func DefaultConfig() Config {
 		SingleNodeWait:     DefaultSingleNodeWait,
 		HandOffTimeout:     DefaultHandOffTimeout,
 		DefinitionsRefresh: DefaultDefinitionsRefresh,
+		Heartbeat:          DefaultHeartbeat,
 		Memberlist:         memberlist.DefaultLANConfig(),
 	}
 }
@@ -186,6 +192,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HandOffTimeout <= 0 {
 		bad("handoff_timeout", "must be positive")
+	}
+	if c.Heartbeat < 100*time.Millisecond {
+		bad("heartbeat", "at least 100ms, got %s", c.Heartbeat)
 	}
 	if c.DefinitionsRefresh < time.Second {
 		bad("definitions_refresh", "at least 1s, got %s", c.DefinitionsRefresh)

@@ -22,7 +22,9 @@
 //   - logbridge.go: serf's and memberlist's log lines into slog.
 //   - rendezvous.go: weighted rendezvous (highest random weight) placement.
 //   - metrics.go: members by state, flaps, transitions, dropped hints.
-//   - nodelist.go: the interface of the persisted node list (not built).
+//   - nodelist.go: the node list kept in HBase (K11).
+//   - nodekeeper.go: this node's entry of the node list, the others'
+//     entries, config mismatches (K11, K12).
 //   - credential.go: the cluster credential between nodes' APIs (K8).
 //   - events.go: hints, the drain and resume queries, forget (K9, K10).
 //   - placement.go: Placement, package adapters' view of the cluster
@@ -87,6 +89,27 @@
 // the only way a failed node's place is given up. A flap, a failure not
 // confirmed, moves nothing (K3).
 //
+// K11. The node list in HBase (one record per node: addresses, weight,
+// zone, incarnation, last state, last heard, config digests) is written
+// by conditional single-row mutations from the value read: a node writes
+// its own entry once it is in the cluster (it sees another member alive,
+// or the list holds no other node), another records it failed (only the
+// incarnation that failed), an operator's forget deletes it. A node that starts counts the
+// recorded nodes it does not hear from yet as failing since its start
+// (K3), in their recorded state, so that a full restart moves nothing
+// while the nodes come back. The single node of single-node adapters is
+// chosen over the node list and the live members, neither draining nor
+// left after a drain: it stays on a failed node until that node is
+// forgotten.
+//
+// K12. A config-file definition that two alive nodes define differently,
+// or that one of them does not define, is reported by both (a warn log
+// line, snapstore_cluster_config_mismatches, GET /v1/cluster/nodes):
+// each node records a digest of each of its config definitions in its
+// entry (an HMAC under a key derived from the gossip key) and compares
+// them with the others' at every Heartbeat. Nothing is papered over: each
+// node keeps using its own file.
+//
 // # Goroutines
 //
 // Open starts serf (its own goroutines: memberlist's probe, gossip and
@@ -98,11 +121,10 @@
 // join or at Close. Placement.Start starts the placement loop, the one
 // reader of Changed and Hints.
 //
-// # Not built yet
+// # Not built here
 //
-// The node list persisted in HBase (nodelist.go holds its interface),
-// writer slots across nodes, the strategies that decide where a run
-// happens, definitions applied cluster-wide, drain and forget of a node's
-// work. Until they exist one node of a cluster writes (the HBase writer
-// lease, snapshot.W1) and the others are read-only readers.
+// Writer slots across nodes are package snapshot's; until they exist one
+// node of a cluster writes (the HBase writer lease, snapshot.W1) and the
+// others are read-only readers, which place runs but run none.
+// Partitioned runs (the partition-by-key strategy) are not built.
 package cluster

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/serf/serf"
 )
@@ -137,6 +138,14 @@ func (m *Membership) Forget(ctx context.Context, id string) error {
 	case <-ctx.Done():
 		return fmt.Errorf("cluster: forgetting node %s: %w", id, ctx.Err())
 	}
+	// serf reaps what it knew; a member known from the node list only
+	// (seed) goes here.
+	m.mu.Lock()
+	t, removed := m.tr.remove(id)
+	m.mu.Unlock()
+	if removed {
+		m.record([]transition{t})
+	}
 	m.log.Warn("cluster member forgotten", "node", id, "state", n.State)
 	return nil
 }
@@ -157,29 +166,47 @@ func (m *Membership) declare(ctx context.Context, id string, s State) error {
 	if s == Active {
 		name = queryResume
 	}
-	params := m.serf.DefaultQueryParams()
-	params.FilterNodes = []string{id}
-	if d, ok := ctx.Deadline(); ok && params.Timeout > 0 {
-		params.Timeout = min(params.Timeout*3, max(0, d.Sub(m.now())))
-	}
-	resp, err := m.serf.Query(name, []byte(id), params)
-	if err != nil {
-		return fmt.Errorf("cluster: asking node %s to declare itself %s: %w", id, s, err)
-	}
-	defer resp.Close()
-	select {
-	case r, ok := <-resp.ResponseCh():
-		if !ok {
-			return fmt.Errorf("cluster: node %s did not answer (serf query %s timed out)", id, name)
+	// A query, or its answer, may be lost on the way (gossip is UDP):
+	// ask again until ctx ends. Declaring a state twice is declaring it
+	// once.
+	for attempt := 1; ; attempt++ {
+		params := m.serf.DefaultQueryParams()
+		params.FilterNodes = []string{id}
+		params.Timeout = max(params.Timeout, queryWait)
+		if d, ok := ctx.Deadline(); ok {
+			params.Timeout = min(params.Timeout, d.Sub(m.now()))
 		}
-		if answer := string(r.Payload); answer != "ok" {
-			return fmt.Errorf("cluster: node %s: %s", id, strings.TrimPrefix(answer, "error: "))
+		if params.Timeout <= 0 {
+			return fmt.Errorf("%w: node %s, asked %d times to declare itself %s", ErrNoAnswer, id, attempt-1, s)
 		}
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("cluster: asking node %s to declare itself %s: %w", id, s, ctx.Err())
+		resp, err := m.serf.Query(name, []byte(id), params)
+		if err != nil {
+			return fmt.Errorf("cluster: asking node %s to declare itself %s: %w", id, s, err)
+		}
+		select {
+		case r, ok := <-resp.ResponseCh():
+			resp.Close()
+			if !ok {
+				m.log.Warn("a serf query had no answer; asking again", "name", name, "node", id, "attempt", attempt)
+				continue
+			}
+			if answer := string(r.Payload); answer != "ok" {
+				return fmt.Errorf("cluster: node %s: %s", id, strings.TrimPrefix(answer, "error: "))
+			}
+			return nil
+		case <-ctx.Done():
+			resp.Close()
+			return fmt.Errorf("%w: node %s: %w", ErrNoAnswer, id, ctx.Err())
+		}
 	}
 }
+
+// queryWait is how long one drain or resume query waits for its answer
+// at least.
+const queryWait = 5 * time.Second
+
+// ErrNoAnswer: the node asked (drain, resume) did not answer in time.
+var ErrNoAnswer = errors.New("cluster: the node did not answer")
 
 // describeState says what a member is, for errors.
 func describeState(n Node) string {

@@ -80,8 +80,8 @@ func TestHintsDrainForget(t *testing.T) {
 		}
 		return true
 	})
-	pa := NewPlacement(a)
-	if !NewPlacement(b).Draining() || pa.Draining() {
+	pa := NewPlacement(a, nil)
+	if !NewPlacement(b, nil).Draining() || pa.Draining() {
 		t.Error("Draining: b should be, a not")
 	}
 	for i := range 200 {

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -22,6 +23,7 @@ type Placement struct {
 	h *handOffClient
 	d *definitionsSync
 	o *ownership
+	k *nodeKeeper // nil without a node list
 
 	started bool
 	svc     *adapters.Service // set by Start
@@ -36,10 +38,16 @@ var _ adapters.Cluster = (*Placement)(nil)
 // adapter goes to the same node.
 const singleNodeName = "\x00single-node"
 
-// NewPlacement returns the placement of m's cluster.
-func NewPlacement(m *Membership) *Placement {
-	return &Placement{m: m, h: newHandOffClient(m), d: newDefinitionsSync(m), o: newOwnership(m),
+// NewPlacement returns the placement of m's cluster, whose node list is
+// list (K11; nil: none, the membership alone).
+func NewPlacement(m *Membership, list *NodeList) *Placement {
+	p := &Placement{m: m, h: newHandOffClient(m), d: newDefinitionsSync(m), o: newOwnership(m),
 		stopc: make(chan struct{}), donec: make(chan struct{})}
+	if list != nil {
+		p.k = newNodeKeeper(m, list)
+		p.o.cs = append(p.o.cs, p.k.mismatched)
+	}
+	return p
 }
 
 // Start attaches svc and starts the placement's loop: it sends the hints
@@ -53,6 +61,9 @@ func (p *Placement) Start(svc *adapters.Service) error {
 	}
 	p.started = true
 	p.svc = svc
+	if p.k != nil {
+		p.k.start(svc)
+	}
 	go p.loop(svc)
 	return nil
 }
@@ -63,6 +74,12 @@ func (p *Placement) Start(svc *adapters.Service) error {
 func (p *Placement) Forget(ctx context.Context, id string) error {
 	if err := p.m.Forget(ctx, id); err != nil {
 		return err
+	}
+	if p.k != nil {
+		if err := p.k.list.forget(ctx, id); err != nil {
+			return err
+		}
+		p.k.forgotten(id)
 	}
 	if p.svc != nil {
 		n, err := p.svc.AbandonNodeRuns(ctx, id)
@@ -76,7 +93,8 @@ func (p *Placement) Forget(ctx context.Context, id string) error {
 	return nil
 }
 
-// Close stops the loop started by Start.
+// Close stops the loop started by Start and writes this node's entry of
+// the node list a last time (a draining node records itself left).
 func (p *Placement) Close() {
 	if !p.started {
 		return
@@ -84,6 +102,9 @@ func (p *Placement) Close() {
 	p.started = false
 	close(p.stopc)
 	<-p.donec
+	if p.k != nil {
+		p.k.writeSelf(true)
+	}
 	p.o.unregister(p.m.cfg.Registerer)
 }
 
@@ -97,6 +118,8 @@ func (p *Placement) loop(svc *adapters.Service) {
 	// every second: they change at most with each run's start and end.
 	runs := time.NewTicker(time.Second)
 	defer runs.Stop()
+	heartbeat := time.NewTicker(p.m.cfg.Heartbeat)
+	defer heartbeat.Stop()
 	p.updateOwners(svc)
 	for {
 		select {
@@ -117,6 +140,16 @@ func (p *Placement) loop(svc *adapters.Service) {
 			}
 		case <-p.m.Changed():
 			p.updateOwners(svc)
+			if p.k != nil {
+				p.k.selfChanged()
+				p.k.markFailed()
+			}
+		case <-heartbeat.C:
+			if p.k != nil {
+				p.k.writeSelf(false)
+				p.k.read()
+				p.k.markFailed()
+			}
 		case <-runs.C:
 			if err := p.m.SetRunsInProgress(svc.RunsInProgress()); err != nil {
 				p.m.log.Warn("telling the runs in progress", "err", err)
@@ -175,17 +208,63 @@ func (p *Placement) Active() []string {
 }
 
 // SingleNode returns the node of single-node adapters: rendezvous of one
-// fixed name over the members that are not draining and did not leave, so
-// that it stays put while its node is failed (its runs wait for it) and
-// moves only when that node drains, leaves or is forgotten (K10). active
-// reports whether it is active now.
+// fixed name over the nodes of the node list (K11) and the members that
+// are not draining and did not leave for good, so that it stays put while
+// its node is failed or restarting (its runs wait for it) and moves only
+// when that node drains or is forgotten (K10). A member's live state wins
+// over its entry. active reports whether it is active now.
 func (p *Placement) SingleNode() (string, bool, bool) {
-	id, ok := Owner(singleNodeName, p.candidates(Joining, Active, Failed))
+	weights := map[string]int{}
+	if p.k != nil {
+		for _, r := range p.k.all() {
+			if r.State != Draining && r.State != Left {
+				weights[r.ID] = r.weightOf()
+			}
+		}
+	}
+	for _, n := range p.m.Nodes() {
+		switch n.State {
+		case Draining, Left:
+			delete(weights, n.ID)
+		default:
+			weights[n.ID] = max(n.Tags.Weight, 1)
+		}
+	}
+	var cands []Candidate
+	for _, id := range slices.Sorted(maps.Keys(weights)) {
+		cands = append(cands, Candidate{ID: id, Weight: weights[id]})
+	}
+	id, ok := Owner(singleNodeName, cands)
 	if !ok {
 		return "", false, false
 	}
 	n, _ := p.m.node(id)
 	return id, n.State == Active, true
+}
+
+// Recorded returns node id's entry of the node list, as last read.
+func (p *Placement) Recorded(id string) (NodeRecord, bool) {
+	if p.k == nil {
+		return NodeRecord{}, false
+	}
+	return p.k.entry(id)
+}
+
+// Records returns every entry of the node list, as last read.
+func (p *Placement) Records() []NodeRecord {
+	if p.k == nil {
+		return nil
+	}
+	return p.k.all()
+}
+
+// Mismatches returns the config-file definitions that this node and node
+// id do not share (K12), as last compared.
+func (p *Placement) Mismatches(id string) []Mismatch {
+	if p.k == nil {
+		return nil
+	}
+	return p.k.mismatchesWith(id)
 }
 
 // SingleNodeWait is cluster.single_node_wait.

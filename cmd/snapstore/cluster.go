@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -58,6 +59,9 @@ type ClusterConfig struct {
 	SingleNodeWait time.Duration `yaml:"single_node_wait"`
 	// HandOffTimeout bounds handing a run to another node; default 10s.
 	HandOffTimeout time.Duration `yaml:"handoff_timeout"`
+	// Heartbeat is how often a node rewrites its entry of the node list
+	// and rereads the others'; default 10s.
+	Heartbeat time.Duration `yaml:"heartbeat"`
 	// DefinitionsRefresh is how often every node rereads the definitions
 	// whatever the hints say; default 15s.
 	DefinitionsRefresh time.Duration `yaml:"definitions_refresh"`
@@ -75,6 +79,7 @@ func defaultClusterConfig() ClusterConfig {
 		SingleNodeWait:     d.SingleNodeWait,
 		HandOffTimeout:     d.HandOffTimeout,
 		DefinitionsRefresh: d.DefinitionsRefresh,
+		Heartbeat:          d.Heartbeat,
 	}
 }
 
@@ -98,7 +103,7 @@ func (c *Config) validateCluster() []error {
 			"confirm_failure": cc.ConfirmFailure != d.ConfirmFailure, "reconnect_timeout": cc.ReconnectTimeout != d.ReconnectTimeout,
 			"tombstone_timeout": cc.TombstoneTimeout != d.TombstoneTimeout, "preset": cc.Preset != d.Preset,
 			"single_node_wait": cc.SingleNodeWait != d.SingleNodeWait, "handoff_timeout": cc.HandOffTimeout != d.HandOffTimeout,
-			"definitions_refresh": cc.DefinitionsRefresh != d.DefinitionsRefresh,
+			"definitions_refresh": cc.DefinitionsRefresh != d.DefinitionsRefresh, "heartbeat": cc.Heartbeat != d.Heartbeat,
 		} {
 			if set {
 				bad("cluster."+key, "set cluster.bind to run a cluster, or remove this key")
@@ -165,6 +170,7 @@ func (c *Config) membershipConfig(api string, log *slog.Logger, reg prometheus.R
 	mc.SingleNodeWait = cc.SingleNodeWait
 	mc.HandOffTimeout = cc.HandOffTimeout
 	mc.DefinitionsRefresh = cc.DefinitionsRefresh
+	mc.Heartbeat = cc.Heartbeat
 	mc.Logger = log
 	mc.Registerer = reg
 	if cc.GossipKeyFile == "" {
@@ -263,8 +269,33 @@ func (v clusterView) Nodes() []server.ClusterNode {
 		if out[i].Tags == nil {
 			out[i].Tags = map[string]string{}
 		}
+		v.addRecorded(&out[i])
 	}
+	// Entries of the node list that the membership no longer shows (serf
+	// reaps a failed member after cluster.reconnect_timeout): still there
+	// until forgotten.
+	for _, r := range v.p.Records() {
+		if slices.ContainsFunc(out, func(n server.ClusterNode) bool { return n.ID == r.ID }) {
+			continue
+		}
+		n := server.ClusterNode{ID: r.ID, Address: r.Addr, State: r.State.String(), Since: r.LastHeard.UTC(),
+			API: r.API, Weight: r.Weight, Zone: r.Zone, Tags: map[string]string{}}
+		v.addRecorded(&n)
+		out = append(out, n)
+	}
+	slices.SortFunc(out, func(a, b server.ClusterNode) int { return strings.Compare(a.ID, b.ID) })
 	return out
+}
+
+// addRecorded adds n's entry of the node list and its config mismatches
+// with this node.
+func (v clusterView) addRecorded(n *server.ClusterNode) {
+	if r, ok := v.p.Recorded(n.ID); ok {
+		n.Recorded = &server.RecordedNode{State: r.State.String(), LastHeard: r.LastHeard.UTC()}
+	}
+	for _, m := range v.p.Mismatches(n.ID) {
+		n.ConfigMismatches = append(n.ConfigMismatches, server.ConfigMismatch{Kind: m.Kind, Name: m.Name, Problem: m.Problem, Nodes: m.Nodes})
+	}
 }
 
 // serverError wraps package cluster's errors in the server's, which give
@@ -275,6 +306,7 @@ func serverError(err error) error {
 		{cluster.ErrNodeAlive, server.ErrNodeAlive},
 		{cluster.ErrNodeNotAlive, server.ErrNodeNotAlive},
 		{cluster.ErrNoGossipKey, server.ErrNoGossipKeyCredential},
+		{cluster.ErrNoAnswer, adapters.ErrNodeUnreachable},
 		{cluster.ErrNoCredential, server.ErrClusterCredential},
 		{cluster.ErrBadCredential, server.ErrClusterCredential},
 	} {
@@ -329,8 +361,11 @@ func (v clusterView) KeyOp(ctx context.Context, op, key string) (server.KeyringR
 		return keyringReport(rep), keyringError(err)
 	}
 	// serf's answer to a change holds no key list: the keys as they are
-	// now.
-	return v.Keys(ctx)
+	// now, when every node answers the listing in time.
+	if now, err := v.Keys(ctx); err == nil {
+		return now, nil
+	}
+	return keyringReport(rep), nil
 }
 
 // keyringError marks a keyring operation's error as server.ErrKeyring.

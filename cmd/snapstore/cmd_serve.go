@@ -20,6 +20,7 @@ import (
 	"github.com/snapstore/snapstore/adapters"
 	"github.com/snapstore/snapstore/cluster"
 	"github.com/snapstore/snapstore/server"
+	"github.com/snapstore/snapstore/snapshot"
 )
 
 // cmdServe runs the server until SIGTERM or SIGINT. Shutdown: /readyz turns
@@ -71,14 +72,14 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 	// adapters start, which place runs over the cluster (cluster.go).
 	var mem *cluster.Membership
 	var place *cluster.Placement
-	var join func(context.Context) (adapters.Cluster, error)
+	var join func(context.Context, *snapshot.DB) (adapters.Cluster, error)
 	if cfg.clustered() {
-		join = func(ctx context.Context) (adapters.Cluster, error) {
+		join = func(ctx context.Context, db *snapshot.DB) (adapters.Cluster, error) {
 			var err error
 			if mem, err = openCluster(ctx, cfg, ln.Addr().String(), log, reg); err != nil {
 				return nil, err
 			}
-			place = cluster.NewPlacement(mem)
+			place = cluster.NewPlacement(mem, cluster.NewNodeList(db))
 			return place, nil
 		}
 	}

@@ -54,7 +54,7 @@ func openStack(ctx context.Context, cfg *Config, log *slog.Logger, reg prometheu
 // is called once the datasets are open (a node joins once its storage
 // answers) and returns the cluster the adapters place runs over.
 func openStackIn(ctx context.Context, cfg *Config, log *slog.Logger, reg prometheus.Registerer, schedule bool,
-	join func(context.Context) (adapters.Cluster, error)) (*stack, error) {
+	join func(context.Context, *snapshot.DB) (adapters.Cluster, error)) (*stack, error) {
 	st, err := openStore(ctx, cfg, log, reg)
 	if err != nil {
 		return nil, err
@@ -65,7 +65,7 @@ func openStackIn(ctx context.Context, cfg *Config, log *slog.Logger, reg prometh
 	}
 	var cl adapters.Cluster
 	if join != nil {
-		if cl, err = join(ctx); err != nil {
+		if cl, err = join(ctx, db); err != nil {
 			return nil, errors.Join(err, db.Close(), st.Close())
 		}
 	}

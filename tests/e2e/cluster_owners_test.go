@@ -170,7 +170,7 @@ func TestClusterOwners(t *testing.T) {
 		return nodes[0].seesAll(t, three) && nodes[1].seesAll(t, three) && nodes[2].seesAll(t, three)
 	})
 	want3 := expectedOwners(names, three)
-	sameOwners(t, 10*time.Second, "three nodes agree on the owners", want3, nodes...)
+	sameOwners(t, 30*time.Second, "three nodes agree on the owners", want3, nodes...)
 	share := map[string]int{}
 	for _, o := range want3 {
 		share[o]++
@@ -216,7 +216,7 @@ func TestClusterOwners(t *testing.T) {
 		return true
 	})
 	want4 := expectedOwners(names, four)
-	sameOwners(t, 10*time.Second, "four nodes agree on the owners", want4, nodes...)
+	sameOwners(t, 30*time.Second, "four nodes agree on the owners", want4, nodes...)
 	moved := 0
 	for _, n := range names {
 		if want4[n] != want3[n] {
@@ -240,7 +240,9 @@ func TestClusterOwners(t *testing.T) {
 	// Drain node 4 from node 2; resume it.
 	out := cli(t, "cluster", "drain", ids[3], "--server", nodes[1].base, "--wait", "--timeout", "30s")
 	t.Logf("snapstore cluster drain:\n%s", out)
-	poll(t, 10*time.Second, "node 4 draining on every node", func() bool {
+	// The state spreads by gossip: a broadcast lost on the way is made up
+	// by the next push-pull (15 s with the loopback preset).
+	poll(t, 30*time.Second, "node 4 draining on every node", func() bool {
 		for _, p := range nodes {
 			if n, _ := member(p.members(t), ids[3]); n.State != "draining" {
 				return false
@@ -248,9 +250,9 @@ func TestClusterOwners(t *testing.T) {
 		}
 		return true
 	})
-	sameOwners(t, 10*time.Second, "the owners without the draining node", want3, nodes...)
+	sameOwners(t, 30*time.Second, "the owners without the draining node", want3, nodes...)
 	cli(t, "cluster", "resume", ids[3], "--server", nodes[2].base)
-	sameOwners(t, 10*time.Second, "the owners with node 4 resumed", want4, nodes...)
+	sameOwners(t, 30*time.Second, "the owners with node 4 resumed", want4, nodes...)
 
 	// Rotate the gossip key through the CLI.
 	key2 := cluster.GenerateKey()
@@ -274,10 +276,16 @@ func TestClusterOwners(t *testing.T) {
 		Keys      map[string]int `json:"keys"`
 		Primary   map[string]int `json:"primary"`
 	}
-	nodes[0].jsonCall(t, http.StatusOK, "GET", "/v1/cluster/keys", nil, &rep)
-	if fp := cluster.Fingerprint(k2); rep.Responses != 4 || len(rep.Keys) != 1 || rep.Keys[fp] != 4 || rep.Primary[fp] != 4 {
-		t.Errorf("keys after the rotation: %+v, want %s alone on 4 nodes", rep, fp)
-	}
+	fp := cluster.Fingerprint(k2)
+	poll(t, 10*time.Second, "every member holds the new key alone", func() bool {
+		// A listing is a serf query: a node that answers late makes it
+		// a 502; ask again.
+		r, err := nodes[0].call("GET", "/v1/cluster/keys", nil)
+		if err != nil || r.status != http.StatusOK || json.Unmarshal(r.body, &rep) != nil {
+			return false
+		}
+		return rep.Responses == 4 && len(rep.Keys) == 1 && rep.Keys[fp] == 4 && rep.Primary[fp] == 4
+	})
 
 	// Full-cluster restart: the same owners come back. The old key file
 	// is still configured; each node's keyring file holds the new key.
@@ -296,7 +304,7 @@ func TestClusterOwners(t *testing.T) {
 		}
 		return true
 	})
-	sameOwners(t, 10*time.Second, "the same owners after the restart", want4, nodes...)
+	sameOwners(t, 30*time.Second, "the same owners after the restart", want4, nodes...)
 	t.Logf("full restart: 4 nodes back with the same owners %s after the starts", time.Since(restarted).Round(time.Millisecond))
 
 	// SIGKILL node 4: confirmed failed, its share moves; forgotten.
@@ -314,7 +322,7 @@ func TestClusterOwners(t *testing.T) {
 		}
 		return true
 	})
-	sameOwners(t, 10*time.Second, "the owners without the failed node", want3, nodes[:3]...)
+	sameOwners(t, 30*time.Second, "the owners without the failed node", want3, nodes[:3]...)
 	t.Logf("SIGKILL of node 4: its share back on nodes 1-3 %s later (confirm_failure %s)", time.Since(killed).Round(time.Millisecond), confirm)
 	out = cli(t, "cluster", "forget", ids[3], "--server", nodes[1].base)
 	t.Logf("snapstore cluster forget: %s", strings.TrimSpace(out))
