@@ -27,6 +27,16 @@ type clusterNode struct {
 	FailingSince *time.Time        `json:"failing_since"`
 	Self         bool              `json:"self"`
 	Tags         map[string]string `json:"tags"`
+	Recorded     *struct {
+		State     string    `json:"state"`
+		LastHeard time.Time `json:"last_heard"`
+	} `json:"recorded"`
+	ConfigMismatches []struct {
+		Kind    string   `json:"kind"`
+		Name    string   `json:"name"`
+		Problem string   `json:"problem"`
+		Nodes   []string `json:"nodes"`
+	} `json:"config_mismatches"`
 }
 
 // members asks p for its member list; nil when p does not answer.
@@ -114,7 +124,9 @@ func without(env []string, name string) []string {
 // (cluster.K2) and the loopback preset (docs/cluster.md):
 //
 //   - they join and agree on the member list, each active, each listing
-//     itself once, with its API address as tag;
+//     itself once, with its API address as tag; each is recorded in the
+//     node list in HBase, and a connection that only node 2's config file
+//     defines is reported by all three (log, metric, member list);
 //   - a fourth process without the gossip key cannot join: it stays
 //     alone and the three never list it; serve refuses a cluster off
 //     loopback without a key, and a cluster on Pebble, saying why;
@@ -144,7 +156,8 @@ func TestCluster(t *testing.T) {
 			"SNAPSTORE_CLUSTER_BIND="+gossip[i],
 			"SNAPSTORE_CLUSTER_PRESET=loopback",
 			"SNAPSTORE_CLUSTER_CONFIRM_FAILURE="+confirm.String(),
-			fmt.Sprintf("SNAPSTORE_CLUSTER_ZONE=z%d", i+1))
+			fmt.Sprintf("SNAPSTORE_CLUSTER_ZONE=z%d", i+1),
+			"SNAPSTORE_CLUSTER_HEARTBEAT=500ms")
 		if withKey {
 			e = append(e, "SNAPSTORE_CLUSTER_GOSSIP_KEY_FILE="+keyFile)
 		}
@@ -160,7 +173,8 @@ func TestCluster(t *testing.T) {
 	// checked for.
 	start := time.Now()
 	n1 := startServer(t, key, nodeEnv(0, true)...)
-	n2 := startServer(t, key, nodeEnv(1, true, gossip[0])...)
+	// Node 2's config file defines a connection the others' do not.
+	n2 := startServerWith(t, key, "connections: [{name: only2, type: sqlite, options: {path: /nonexistent/only2.db}}]\n", nodeEnv(1, true, gossip[0])...)
 	n3 := startServer(t, key, nodeEnv(2, true, gossip[0])...)
 	nodes := []*proc{n1, n2, n3}
 	var ids []string
@@ -193,6 +207,42 @@ func TestCluster(t *testing.T) {
 	}
 	if m := n2.mustCall(t, http.StatusOK, "GET", "/metrics", nil); !strings.Contains(string(m.body), `snapstore_cluster_members{state="active"} 3`) {
 		t.Errorf("node 2's metrics do not count 3 active members")
+	}
+	// The node list in HBase holds the three, active (cluster.K11); the
+	// connection only node 2 defines is reported by every node
+	// (cluster.K12).
+	id2 := n2.self(t).ID
+	poll(t, 20*time.Second, "the three recorded active, the mismatch reported by all", func() bool {
+		for _, p := range nodes {
+			self := p.self(t).ID
+			for _, n := range p.members(t) {
+				if n.Recorded == nil || n.Recorded.State != "active" {
+					return false
+				}
+				want := 0
+				if (self == id2) != (n.ID == id2) {
+					want = 1
+				}
+				if len(n.ConfigMismatches) != want {
+					return false
+				}
+				if want == 1 {
+					mm := n.ConfigMismatches[0]
+					if mm.Kind != "connection" || mm.Name != "only2" || mm.Problem != "missing" || len(mm.Nodes) != 1 || mm.Nodes[0] != id2 {
+						return false
+					}
+				}
+			}
+		}
+		return true
+	})
+	for i, p := range nodes {
+		if got := p.metric(t, "snapstore_cluster_config_mismatches"); got != 1 {
+			t.Errorf("node %d counts %v config mismatches, want 1", i+1, got)
+		}
+	}
+	if b, _ := os.ReadFile(n1.logPath); !strings.Contains(string(b), `msg="config file mismatch with another node`) {
+		t.Error("node 1 did not log the config mismatch")
 	}
 	out, err := exec.Command(binPath, "cluster", "nodes", "--server", n2.base).CombinedOutput()
 	if err != nil {
