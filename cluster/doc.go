@@ -21,6 +21,10 @@
 //   - peers.go: the peers file, so that a node rejoins after a crash.
 //   - logbridge.go: serf's and memberlist's log lines into slog.
 //   - rendezvous.go: weighted rendezvous (highest random weight) placement.
+//   - partitions.go: the placement of the partitions of partitioned runs,
+//     rendezvous with bounded loads (Rebalance).
+//   - partitiontable.go: the partition table in the metadata table, with
+//     its epoch, changed by compare-and-set (Partitions, Keeper).
 //   - metrics.go: members by state, flaps, transitions, dropped hints.
 //   - nodelist.go: the node list kept in HBase (K11).
 //   - nodekeeper.go: this node's entry of the node list, the others'

@@ -21,6 +21,7 @@ import (
 // clusterUsage lists the cluster subcommands.
 const clusterUsage = `usage:
   snapstore cluster nodes [--json]                  the members, as the server sees them
+  snapstore cluster backlog [--json]                what waits on the server to be sent to each node
   snapstore cluster drain NODE [--wait] [--timeout D]  NODE takes no new run; --wait until it runs none
   snapstore cluster resume NODE                      a draining NODE takes runs again
   snapstore cluster forget NODE                      remove a failed or left NODE for good
@@ -30,8 +31,8 @@ const clusterUsage = `usage:
 
 // cmdCluster is `snapstore cluster SUBCOMMAND` (clusterUsage). Every
 // subcommand but keygen asks a running server (--server, else the
-// configured listen address): membership lives in the serving process,
-// so there is no data-directory fallback.
+// configured listen address): membership and queues live in the serving
+// process, so there is no data-directory fallback.
 func cmdCluster(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return usageError("%s", clusterUsage)
@@ -50,8 +51,8 @@ func cmdCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var keyFile *string
 	want := 1 // positional arguments after the subcommand
 	switch sub {
-	case "nodes":
-		asJSON = fs.Bool("json", false, "print the JSON of GET /v1/cluster/nodes instead of a table")
+	case "nodes", "backlog":
+		asJSON = fs.Bool("json", false, "print the JSON of GET /v1/cluster/"+sub+" instead of a table")
 		want = 0
 	case "drain":
 		wait = fs.Bool("wait", false, "wait until the node runs no run (then it may be stopped)")
@@ -77,6 +78,8 @@ func cmdCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	switch sub {
 	case "nodes":
 		return clusterNodes(ctx, srv, stdout, *asJSON)
+	case "backlog":
+		return clusterBacklog(ctx, srv, stdout, *asJSON)
 	case "drain":
 		return clusterDrain(ctx, srv, stdout, pos[0], *wait, *timeout)
 	case "resume":
@@ -252,6 +255,44 @@ func clusterKeys(ctx context.Context, srv *serverClient, stdout io.Writer, pos [
 		fmt.Fprintf(stdout, "node %s: %s\n", id, rep.Messages[id])
 	}
 	return nil
+}
+
+// clusterBacklog prints what waits on the server to be sent to other
+// nodes: a line per destination node (rows, bytes, the part on disk,
+// batches, open connections, and since when it is unreachable), then one
+// per dataset under it; or the server's JSON.
+func clusterBacklog(ctx context.Context, srv *serverClient, stdout io.Writer, asJSON bool) error {
+	var body server.TransferBacklog
+	if err := srv.decode(ctx, http.MethodGet, "/v1/cluster/backlog", nil, "backlog", &body); err != nil {
+		return fmt.Errorf("asking %s: %w", srv.base, err)
+	}
+	if asJSON {
+		return json.NewEncoder(stdout).Encode(body)
+	}
+	if !body.Enabled {
+		fmt.Fprintln(stdout, "this node has no transfer listener (cluster.transfer.listen): it sends no rows to other nodes")
+		return nil
+	}
+	if len(body.Nodes) == 0 {
+		fmt.Fprintln(stdout, "nothing waits: this node has sent no rows to other nodes")
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tDATASET\tROWS\tBYTES\tON DISK\tBATCHES\tCONNS\t  STATE")
+	for _, n := range body.Nodes {
+		state := "reachable"
+		if n.DownSince != nil {
+			state = "unreachable since " + n.DownSince.Local().Format(time.DateTime)
+			if n.LastError != "" {
+				state += ": " + n.LastError
+			}
+		}
+		fmt.Fprintf(tw, "%s\t\t%d\t%d\t%d\t%d\t%d\t  %s\n", n.Node, n.Rows, n.Bytes, n.SpilledBytes, n.Batches, n.Connections, state)
+		for _, d := range n.Datasets {
+			fmt.Fprintf(tw, "\t%s\t%d\t%d\t\t%d\t\t\n", d.Dataset, d.Rows, d.Bytes, d.Batches)
+		}
+	}
+	return tw.Flush()
 }
 
 // dash stands in for an empty cell.

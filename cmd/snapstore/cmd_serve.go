@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/snapstore/snapstore/adapters"
 	"github.com/snapstore/snapstore/cluster"
+	"github.com/snapstore/snapstore/cluster/transfer"
 	"github.com/snapstore/snapstore/server"
 	"github.com/snapstore/snapstore/snapshot"
 )
@@ -69,21 +70,36 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 	}
 	defer ln.Close()
 	// A cluster member joins once its storage is open, before its
-	// adapters start, which place runs over the cluster (cluster.go).
+	// adapters start, which place runs over the cluster (cluster.go); its
+	// transfer listener opens first, so that its xfer tag carries the
+	// bound address (transfer.go).
 	var mem *cluster.Membership
 	var place *cluster.Placement
+	var xfer *transfer.Transport
 	var join func(context.Context, *snapshot.DB) (adapters.Cluster, error)
 	if cfg.clustered() {
 		join = func(ctx context.Context, db *snapshot.DB) (adapters.Cluster, error) {
+			members := &transferMembers{}
 			var err error
-			if mem, err = openCluster(ctx, cfg, ln.Addr().String(), log, reg); err != nil {
+			if xfer, err = openTransfer(cfg, members, log, reg); err != nil {
 				return nil, err
 			}
+			xferAddr := ""
+			if xfer != nil {
+				xferAddr = xfer.Addr()
+			}
+			if mem, err = openCluster(ctx, cfg, ln.Addr().String(), xferAddr, log, reg); err != nil {
+				return nil, err
+			}
+			members.m.Store(mem)
 			place = cluster.NewPlacement(mem, cluster.NewNodeList(db))
 			return place, nil
 		}
 	}
 	stk, err := openStackIn(ctx, cfg, log, reg, true, join)
+	if xfer != nil {
+		defer xfer.Close()
+	}
 	if mem != nil {
 		defer mem.Close()
 	}
@@ -91,6 +107,10 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 		return err
 	}
 	var view server.Cluster
+	var xferView server.Transfer
+	if xfer != nil {
+		xferView = transferView{xfer}
+	}
 	if mem != nil {
 		if err := place.Start(stk.svc); err != nil {
 			return errors.Join(err, stk.close(context.Background()))
@@ -107,6 +127,7 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 		Gatherer:     reg,
 		BuildVersion: buildVersion(),
 		Cluster:      view,
+		Transfer:     xferView,
 	})
 	if err != nil {
 		return errors.Join(err, stk.close(context.Background()))
@@ -132,6 +153,9 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 		}
 		stk.svc.StartOnStart(ctx)
 		attrs = append(attrs, "node", mem.ID(), "gossip", mem.Addr())
+		if xfer != nil {
+			attrs = append(attrs, "transfer", xfer.Addr())
+		}
 	}
 	log.Info("snapstore serving", attrs...)
 	if ready != nil {
@@ -165,6 +189,12 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 	// Stop the scheduler and abort running runs first, so requests waiting
 	// on a run (?wait=true) end, then drain HTTP.
 	svcErr := stk.svc.Close(sctx)
+	if xfer != nil {
+		// After the runs: nothing sends any more.
+		if err := xfer.Close(); err != nil {
+			log.Warn("stopping the transfer listener", "err", err)
+		}
+	}
 	httpErr := hs.Shutdown(sctx)
 	if errors.Is(httpErr, context.DeadlineExceeded) {
 		httpErr = hs.Close()

@@ -7,7 +7,8 @@
 //	snapstore scan DATASET              rows in key order (NDJSON or CSV)
 //	snapstore versions DATASET          kept versions, newest first
 //	snapstore sqlite FILE [SQL]         run SQL against a SQLite file (the sample source)
-//	snapstore cluster SUBCOMMAND        members, drain, resume, forget, gossip keys
+//	snapstore cluster SUBCOMMAND        members, backlog, drain, resume, forget, gossip keys
+//	snapstore cert ca|node DIR          a cluster CA; a node's transfer certificate
 //	snapstore version                   print the build version
 //
 // Every command takes --config FILE, --data DIR, --listen ADDR and
@@ -51,7 +52,11 @@ Usage:
   snapstore cluster nodes [--json]     the cluster's members as the server sees them
   snapstore cluster drain|resume|forget NODE   drain a node, take it back, remove a dead one
   snapstore cluster keys [install|use|remove --key-file F]   the gossip keys, rotation
+  snapstore cluster backlog [--json]   what waits on the server to be sent to each node
   snapstore cluster keygen             print a new gossip key (base64) for cluster.gossip_key_file
+  snapstore cert ca DIR                a cluster CA for the transfer (DIR/ca.crt, DIR/ca.key)
+  snapstore cert node DIR [--id ID]    a node certificate signed by DIR's CA, naming the node id
+                                       (default: the data directory's, created if new)
   snapstore version                    print the build version
 
 Common flags (every command):
@@ -94,6 +99,7 @@ var commands = map[string]command{
 	"versions":     cmdVersions,
 	"sqlite":       cmdSQLite,
 	"cluster":      cmdCluster,
+	"cert":         cmdCert,
 	"version":      cmdVersion,
 	"trivial-http": cmdTrivialHTTP,
 }
