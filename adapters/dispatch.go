@@ -85,7 +85,11 @@ func (s *Service) refuseStrategy(ctx context.Context, spec AdapterSpec, opts Run
 // placeOn starts run id of a on node: here, or handed to it (L5).
 func (s *Service) placeOn(ctx context.Context, node string, a *adapterDef, opts RunOptions, id string) (RunRecord, error) {
 	if node == s.self {
-		return s.startLocal(ctx, a.spec.Name, opts, localRun{id: id})
+		rec, err := s.startLocal(ctx, a.spec.Name, opts, localRun{id: id})
+		if err == nil {
+			s.metrics.observePlaced(node, a.spec.Strategy)
+		}
+		return rec, err
 	}
 	rev := int64(0)
 	if a.origin == OriginAPI {
@@ -93,6 +97,7 @@ func (s *Service) placeOn(ctx context.Context, node string, a *adapterDef, opts 
 	}
 	rec, err := s.cluster.HandOff(ctx, node, HandOff{Adapter: a.spec.Name, Revision: rev, RunID: id, Trigger: opts.Trigger, Force: opts.Force, PlacedBy: s.self})
 	if err == nil {
+		s.metrics.observePlaced(node, a.spec.Strategy)
 		s.log.Info("run handed to another node", "run", rec.ID, "adapter", a.spec.Name, "node", node, "strategy", a.spec.Strategy, "trigger", opts.Trigger)
 	}
 	return rec, err
