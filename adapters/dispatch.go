@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"regexp"
 	"time"
+
+	"github.com/snapstore/snapstore/snapshot"
 )
 
 // errNotOwner: a scheduled tick that this node does not fire, because
@@ -104,10 +106,16 @@ func (s *Service) placeOn(ctx context.Context, node string, a *adapterDef, opts 
 }
 
 // movesOn reports whether a placing error lets the run go to another node
-// (or wait for this one): the node could not take it, not that the run
+// (or wait for this one): the node could not take it (unreachable,
+// draining, stopping, a process that may not write), not that the run
 // itself was refused.
 func movesOn(err error) bool {
-	return errors.Is(err, ErrNodeUnreachable) || errors.Is(err, ErrNodeDraining) || errors.Is(err, ErrShuttingDown)
+	for _, e := range []error{ErrNodeUnreachable, ErrNodeDraining, ErrShuttingDown, snapshot.ErrReadOnly, snapshot.ErrWriterLeaseLost} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // placeRoundRobin hands the run to the next active node of the adapter's

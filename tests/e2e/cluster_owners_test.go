@@ -199,6 +199,24 @@ func TestClusterOwners(t *testing.T) {
 		return true
 	})
 
+	// A round-robin adapter run from node 2, read-only as node 3: each
+	// run is handed over node 2's API credential to the next node of the
+	// rotation; the read-only nodes refuse it (read_only) and it goes on
+	// to node 1, the writer (adapters.L2, L5; cluster.K8).
+	nodes[0].jsonCall(t, http.StatusCreated, "POST", "/v1/adapters", map[string]any{"name": "rr", "connection": "src", "resource": "items", "strategy": "round-robin"}, nil)
+	poll(t, 10*time.Second, "node 2 knows rr", func() bool { r, _ := nodes[1].call("GET", "/v1/adapters/rr", nil); return r.status == http.StatusOK })
+	for i := range 3 {
+		var rec runRecord
+		nodes[1].jsonCall(t, http.StatusOK, "POST", "/v1/adapters/rr/runs?wait=true", nil, &rec)
+		if rec.Status != "succeeded" || rec.Node != ids[0] || rec.PlacedBy != ids[1] || rec.Version == 0 {
+			t.Fatalf("round-robin run %d asked of node 2: %+v", i, rec)
+		}
+	}
+	if b, _ := os.ReadFile(nodes[1].logPath); !strings.Contains(string(b), "round-robin: the node cannot take the run; trying the next") {
+		t.Error("node 2 never moved a run on from a read-only node")
+	}
+	nodes[0].mustCall(t, http.StatusNoContent, "DELETE", "/v1/adapters/rr", nil)
+
 	// A fourth node: only the adapters it wins move, to it.
 	movesBefore := make([]float64, 3)
 	for i, p := range nodes {
