@@ -180,10 +180,9 @@ func (s *Service) waitForNode(ctx context.Context, a *adapterDef, opts RunOption
 		s.mu.Unlock()
 		return RunRecord{}, ErrShuttingDown
 	}
-	if cur := s.running[name]; cur != nil {
-		r := cur.snapshot()
+	if r, err := s.inProgressLocked(name); err != nil {
 		s.mu.Unlock()
-		return r, fmt.Errorf("%w: run %s of adapter %q started at %s", ErrRunInProgress, r.ID, name, r.Start.Format(time.RFC3339))
+		return r, err
 	}
 	s.running[name] = ar
 	s.runs[id] = ar

@@ -56,6 +56,17 @@ func (ar *activeRun) snapshot() RunRecord {
 	return r
 }
 
+// inProgressLocked returns ErrRunInProgress, with the record of the run,
+// when a run of adapter name runs or waits here. Caller holds s.mu.
+func (s *Service) inProgressLocked(name string) (RunRecord, error) {
+	cur := s.running[name]
+	if cur == nil {
+		return RunRecord{}, nil
+	}
+	r := cur.snapshot()
+	return r, fmt.Errorf("%w: run %s of adapter %q started at %s", ErrRunInProgress, r.ID, name, r.Start.Format(time.RFC3339))
+}
+
 // startLocal starts a run of adapter name on this node now, in its own
 // goroutine, and returns its record at once (status running). The run
 // outlives ctx, which bounds only the first save of the record; Close
@@ -74,10 +85,9 @@ func (s *Service) startLocal(ctx context.Context, name string, opts RunOptions, 
 		s.mu.Unlock()
 		return RunRecord{}, err
 	}
-	if cur := s.running[name]; cur != nil {
-		r := cur.snapshot()
+	if r, err := s.inProgressLocked(name); err != nil {
 		s.mu.Unlock()
-		return r, fmt.Errorf("%w: run %s of adapter %q started at %s", ErrRunInProgress, r.ID, name, r.Start.Format(time.RFC3339))
+		return r, err
 	}
 	if s.db.ReadOnly() {
 		s.mu.Unlock()

@@ -195,6 +195,16 @@ func (s *Server) clusterNodes(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"nodes": nodes})
 }
 
+// clusterAndID returns the cluster and the node id of the path.
+func (s *Server) clusterAndID(c echo.Context) (Cluster, string, error) {
+	cl, err := s.clusterOf()
+	if err != nil {
+		return nil, "", err
+	}
+	id, err := pathParam(c, "id")
+	return cl, id, err
+}
+
 // clusterNode finds node id among the members.
 func clusterNode(cl Cluster, id string) (ClusterNode, error) {
 	for _, n := range cl.Nodes() {
@@ -220,11 +230,7 @@ func (s *Server) resumeNode(c echo.Context) error {
 
 // declareNode runs a drain or a resume of the node of the path.
 func (s *Server) declareNode(c echo.Context, do func(Cluster, context.Context, string) error) error {
-	cl, err := s.clusterOf()
-	if err != nil {
-		return err
-	}
-	id, err := pathParam(c, "id")
+	cl, id, err := s.clusterAndID(c)
 	if err != nil {
 		return err
 	}
@@ -250,11 +256,7 @@ func (s *Server) declareNode(c echo.Context, do func(Cluster, context.Context, s
 // will not come back (failed or left) from serf and from the node list;
 // its share moves to the others. 409 node_alive while serf sees it alive.
 func (s *Server) forgetNode(c echo.Context) error {
-	cl, err := s.clusterOf()
-	if err != nil {
-		return err
-	}
-	id, err := pathParam(c, "id")
+	cl, id, err := s.clusterAndID(c)
 	if err != nil {
 		return err
 	}

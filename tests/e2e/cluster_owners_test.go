@@ -124,11 +124,7 @@ func TestClusterOwners(t *testing.T) {
 		t.Skip("the snapstore binary was not built: no test service is set")
 	}
 	env := hbaseEnv(t)
-	key := cluster.GenerateKey()
-	keyFile := filepath.Join(t.TempDir(), "gossip.key")
-	if err := os.WriteFile(keyFile, []byte(key+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	key, keyFile := gossipKeyFile(t)
 	src := filepath.Join(t.TempDir(), "src.db")
 	cli(t, "sqlite", src, "CREATE TABLE items(id INTEGER PRIMARY KEY, name TEXT); INSERT INTO items VALUES (1, 'one'), (2, 'two');")
 	var names []string
@@ -273,11 +269,7 @@ func TestClusterOwners(t *testing.T) {
 	sameOwners(t, 30*time.Second, "the owners with node 4 resumed", want4, nodes...)
 
 	// Rotate the gossip key through the CLI.
-	key2 := cluster.GenerateKey()
-	key2File := filepath.Join(t.TempDir(), "gossip2.key")
-	if err := os.WriteFile(key2File, []byte(key2+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	key2, key2File := gossipKeyFile(t)
 	for _, p := range nodes {
 		p.addSecret(key2)
 	}

@@ -114,6 +114,17 @@ func gossipAddr(t *testing.T, ip string) string {
 	return ""
 }
 
+// gossipKeyFile returns a new gossip key and a file that holds it.
+func gossipKeyFile(t *testing.T) (string, string) {
+	t.Helper()
+	key := cluster.GenerateKey()
+	file := filepath.Join(t.TempDir(), "gossip.key")
+	if err := os.WriteFile(file, []byte(key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return key, file
+}
+
 // without returns env less the variables named name.
 func without(env []string, name string) []string {
 	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, name+"=") })
@@ -143,11 +154,7 @@ func TestCluster(t *testing.T) {
 		t.Skip("the snapstore binary was not built: no test service is set")
 	}
 	env := hbaseEnv(t)
-	key := cluster.GenerateKey()
-	keyFile := filepath.Join(t.TempDir(), "gossip.key")
-	if err := os.WriteFile(keyFile, []byte(key+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	key, keyFile := gossipKeyFile(t)
 	const confirm = 5 * time.Second
 	gossip := []string{gossipAddr(t, "127.0.0.1"), gossipAddr(t, "127.0.0.2"), gossipAddr(t, "127.0.0.3"), gossipAddr(t, "127.0.0.4")}
 	nodeEnv := func(i int, withKey bool, join ...string) []string {
