@@ -43,12 +43,27 @@ func (s *Service) StartRun(ctx context.Context, name string, opts RunOptions) (R
 		if owner, ok := s.cluster.Owner(name); !ok || owner != s.self {
 			return RunRecord{}, fmt.Errorf("%w: %s owns adapter %q", errNotOwner, owner, name)
 		}
-		if ok, err := s.claimTick(ctx, a, opts.Tick); err != nil {
+		c, ok, err := s.claimTick(ctx, a, opts.Tick)
+		if err != nil {
 			return RunRecord{}, fmt.Errorf("claiming tick %s of adapter %q: %w", opts.Tick.Format(time.RFC3339), name, err)
 		} else if !ok {
 			return RunRecord{}, fmt.Errorf("%w: tick %s of adapter %q already fired", errNotOwner, opts.Tick.Format(time.RFC3339), name)
 		}
+		if r, going := s.previousRunGoing(ctx, c); going {
+			return r, fmt.Errorf("%w: run %s of adapter %q on node %s, started at %s", ErrRunInProgress, r.ID, name, r.Node, r.Start.Format(time.RFC3339))
+		}
+		rec, err := s.place(ctx, a, opts)
+		if err == nil && rec.ID != "" {
+			s.noteFired(ctx, a, c, rec.ID)
+		}
+		return rec, err
 	}
+	return s.place(ctx, a, opts)
+}
+
+// place starts a run of a where its strategy places it.
+func (s *Service) place(ctx context.Context, a *adapterDef, opts RunOptions) (RunRecord, error) {
+	name := a.spec.Name
 	switch a.spec.Strategy {
 	case StrategyPartitionByKey:
 		return s.refuseStrategy(ctx, a.spec, opts)

@@ -334,7 +334,8 @@ func TestReload(t *testing.T) {
 // TestDispatch_TickFiresOnce checks L1's claim: while n1 and n2 both take
 // themselves for the owner, a tick fires on one of them only, and so does
 // a tick within half a period of it (the nodes' schedules need not be in
-// phase); the next period's tick fires. Ticks claimed from both nodes at
+// phase); the next period's tick fires; a tick whose previous tick's run
+// still goes on another node is skipped. Ticks claimed from both nodes at
 // once fire once each.
 func TestDispatch_TickFiresOnce(t *testing.T) {
 	c, ts, n2 := newTwoNodes(t, StrategyLocal)
@@ -357,6 +358,21 @@ func TestDispatch_TickFiresOnce(t *testing.T) {
 	}
 	n2.WaitRun(ctx, rec.ID)
 
+	// A tick whose adapter's previous tick still runs, on another node,
+	// is skipped there too (C2).
+	b := newBlock(ts, "a", 1)
+	rec, err = ts.svc.StartRun(ctx, "a", RunOptions{Trigger: "schedule", Tick: tick.Add(2 * time.Hour)})
+	if err != nil || rec.Node != "n1" {
+		t.Fatalf("n1's tick: %+v %v", rec, err)
+	}
+	<-b.reached
+	if going, err := n2.StartRun(ctx, "a", RunOptions{Trigger: "schedule", Tick: tick.Add(3 * time.Hour)}); !errors.Is(err, ErrRunInProgress) || going.ID != rec.ID {
+		t.Fatalf("n2's tick while n1's run goes: %+v %v", going, err)
+	}
+	close(b.release)
+	ts.svc.WaitRun(ctx, rec.ID)
+	tick = tick.Add(3 * time.Hour)
+
 	// Claims from both nodes at once, 10 ticks: each fires once.
 	var mu sync.Mutex
 	fired := map[time.Time][]string{}
@@ -368,7 +384,7 @@ func TestDispatch_TickFiresOnce(t *testing.T) {
 			for i := range 10 {
 				at := tick.Add(time.Duration(2+i) * time.Hour)
 				a, _ := svc.adapters.active("a")
-				ok, err := svc.claimTick(ctx, a, at)
+				_, ok, err := svc.claimTick(ctx, a, at)
 				if err != nil {
 					t.Error(err)
 				}

@@ -14,7 +14,10 @@ import (
 //	   only, and only once the owner has claimed the tick in the adapter's
 //	   fire record, a conditional single-row mutation: two nodes that both
 //	   take themselves for the owner while the membership changes cannot
-//	   both fire one tick. A manual run happens on the node asked.
+//	   both fire one tick. A tick whose previous tick's run (noted in the
+//	   fire record) still runs or waits on a node that is not gone is
+//	   skipped (C2 across the cluster). A manual run happens on the node
+//	   asked.
 //	L2 round-robin: the owner claims the tick, takes the next position of
 //	   the adapter's rotation counter (an increment), and hands the run to
 //	   the active node at that position (Cluster.Active, in id order); a
