@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -16,7 +17,11 @@ import (
 // cluster has no credential.
 func TestCredential(t *testing.T) {
 	key, _ := ParseKey(GenerateKey())
-	a := openNode(t, "a", t.TempDir(), func(c *Config) { c.GossipKey = key })
+	var skew atomic.Int64 // a's clock ahead of the real one, in ns
+	a := openNode(t, "a", t.TempDir(), func(c *Config) {
+		c.GossipKey = key
+		c.now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	})
 	b := openNode(t, "b", t.TempDir(), func(c *Config) { c.GossipKey = key; c.Join = []string{a.Addr()} })
 	eventually(t, 20*time.Second, "a and b see each other", func() bool { return len(view(a)) == 2 && len(view(b)) == 2 })
 
@@ -57,11 +62,11 @@ func TestCredential(t *testing.T) {
 		t.Errorf("no credential: %v", err)
 	}
 	// a's clock three minutes ahead.
-	a.now = func() time.Time { return time.Now().Add(3 * time.Minute) }
+	skew.Store(int64(3 * time.Minute))
 	if _, err := b.VerifyRequest(sign(a, "POST", "/p", ""), nil); !errors.Is(err, ErrBadCredential) || !strings.Contains(err.Error(), "clock") {
 		t.Errorf("skewed clock: %v", err)
 	}
-	a.now = time.Now
+	skew.Store(0)
 	// A node of another cluster, with another key: refused.
 	other, _ := ParseKey(GenerateKey())
 	x := openNode(t, "x", t.TempDir(), func(c *Config) { c.GossipKey = other })
