@@ -179,11 +179,26 @@ func (p *Placement) Draining() bool {
 	return p.m.self.State == Draining
 }
 
+// nodes returns the members, this node in the state it declared last
+// (which its own serf reports back only a moment later).
+func (p *Placement) nodes() []Node {
+	p.m.mu.Lock()
+	declared := p.m.self.State
+	p.m.mu.Unlock()
+	ns := p.m.Nodes()
+	for i := range ns {
+		if ns[i].Self {
+			ns[i].State = declared
+		}
+	}
+	return ns
+}
+
 // candidates returns the members in one of states, as rendezvous
 // candidates, in id order.
 func (p *Placement) candidates(states ...State) []Candidate {
 	var out []Candidate
-	for _, n := range p.m.Nodes() {
+	for _, n := range p.nodes() {
 		if slices.Contains(states, n.State) {
 			out = append(out, Candidate{ID: n.ID, Weight: n.Tags.Weight})
 		}
@@ -222,7 +237,9 @@ func (p *Placement) SingleNode() (string, bool, bool) {
 			}
 		}
 	}
-	for _, n := range p.m.Nodes() {
+	states := map[string]State{}
+	for _, n := range p.nodes() {
+		states[n.ID] = n.State
 		switch n.State {
 		case Draining, Left:
 			delete(weights, n.ID)
@@ -238,8 +255,7 @@ func (p *Placement) SingleNode() (string, bool, bool) {
 	if !ok {
 		return "", false, false
 	}
-	n, _ := p.m.node(id)
-	return id, n.State == Active, true
+	return id, states[id] == Active, true
 }
 
 // Recorded returns node id's entry of the node list, as last read.
