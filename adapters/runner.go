@@ -183,9 +183,9 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, for
 		return snapshot.VersionInfo{}, err
 	}
 	defer l.release()
-	tr, err := l.src.OpenTable(ctx, TableRequest{Resource: spec.Resource, KeyColumns: spec.KeyColumns})
+	tr, err := openResource(ctx, l, spec)
 	if err != nil {
-		return snapshot.VersionInfo{}, l.scrub(fmt.Errorf("opening %q through data connection %q: %w", spec.Resource, spec.Connection, err))
+		return snapshot.VersionInfo{}, err
 	}
 	defer tr.Close()
 	tbl := tr.Table()
@@ -301,6 +301,23 @@ func embedJSON(schema *snapshot.Schema, on bool) []int {
 	}
 	schema.Columns = cols
 	return idx
+}
+
+// openResource opens spec's resource through the lease l, as a run and
+// the check of an adapter do. An error names the resource and the data
+// connection once: a *SourceError (the connect failed) already names the
+// connection and its server, and comes back as it is.
+func openResource(ctx context.Context, l *lease, spec AdapterSpec) (TableReader, error) {
+	tr, err := l.src.OpenTable(ctx, TableRequest{Resource: spec.Resource, KeyColumns: spec.KeyColumns})
+	if err == nil {
+		return tr, nil
+	}
+	err = l.scrub(err)
+	var se *SourceError
+	if errors.As(err, &se) {
+		return nil, err
+	}
+	return nil, fmt.Errorf("resource %q through data connection %q: %w", spec.Resource, spec.Connection, err)
 }
 
 // abortedText is the error of a run cancelled by Close: ErrShuttingDown and

@@ -56,6 +56,9 @@ type adapterOut struct {
 	// Owner and SingleNode: where the adapter's runs happen in a cluster.
 	Owner      string `json:"owner,omitempty"`
 	SingleNode string `json:"single_node,omitempty"`
+	// LastRun is the adapter's newest run, running or ended; absent before
+	// the first.
+	LastRun *adapters.RunRecord `json:"last_run,omitempty"`
 }
 
 func toAdapterOut(a adapters.Adapter) adapterOut {
@@ -87,12 +90,20 @@ func toAdapterOut(a adapters.Adapter) adapterOut {
 }
 
 // listAdapters answers GET /v1/adapters: every adapter, from the config
-// file and the API, with its next run.
+// file and the API, with its next and its last run.
 func (s *Server) listAdapters(c echo.Context) error {
 	as := s.svc.ListAdapters()
+	last, err := s.svc.LastRuns(c.Request().Context())
+	if err != nil {
+		return err
+	}
 	out := make([]adapterOut, 0, len(as))
 	for _, a := range as {
-		out = append(out, toAdapterOut(a))
+		o := toAdapterOut(a)
+		if r, ok := last[a.Name]; ok {
+			o.LastRun = &r
+		}
+		out = append(out, o)
 	}
 	return answerList(c, "adapters", out)
 }
@@ -115,7 +126,18 @@ func (s *Server) createAdapter(c echo.Context) error {
 func (s *Server) getAdapter(c echo.Context) error {
 	return answerByParam(c, "name", func(ctx context.Context, name string) (adapterOut, error) {
 		a, err := s.svc.GetAdapter(ctx, name)
-		return toAdapterOut(a), err
+		if err != nil {
+			return adapterOut{}, err
+		}
+		o := toAdapterOut(a)
+		runs, err := s.svc.ListRuns(ctx, name, 1)
+		if err != nil {
+			return adapterOut{}, err
+		}
+		if len(runs) > 0 {
+			o.LastRun = &runs[0]
+		}
+		return o, nil
 	})
 }
 

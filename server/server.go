@@ -178,6 +178,7 @@ func (s *Server) newEcho() *echo.Echo {
 	v1.DELETE("/adapters/:name", s.deleteAdapter)
 	v1.POST("/adapters/:name/runs", s.startRun)
 	v1.GET("/adapters/:name/runs", s.listRuns)
+	v1.GET("/runs", s.listAllRuns)
 	v1.GET("/runs/:id", s.getRun)
 
 	v1.GET("/cluster/nodes", s.clusterNodes)

@@ -27,12 +27,37 @@ import (
 // (--data, or the configuration's data), which it creates as serve would
 // at the node's first start. Neither overwrites a file unless --force.
 func cmdCert(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	const use = "usage: snapstore cert ca DIR [--valid DURATION] [--force] | snapstore cert node DIR [--id ID] [--valid DURATION] [--force]"
-	if len(args) == 0 || (args[0] != "ca" && args[0] != "node") {
-		return usageError(use)
+	return runGroup(ctx, "cert", certHelp, []subcommand{
+		{"ca", "DIR [--valid DURATION] [--force]", "a cluster CA: DIR/ca.crt, DIR/ca.key", certCommand("ca")},
+		{"node", "DIR [--id ID] [--valid DURATION] [--force]", "a node certificate signed by DIR's CA: DIR/ID.crt, DIR/ID.key", certCommand("node")},
+	}, args, stdout, stderr)
+}
+
+const certHelp = `Certificates for the transfer of partitioned runs between nodes
+(cluster.transfer.*), for an organisation without a CA of its own
+(docs/cluster.md).`
+
+const certNodeHelp = `A node certificate signed by the CA in DIR (snapstore cert ca DIR makes
+one): DIR/ID.crt and DIR/ID.key, naming the node by --id, else by the node
+id of the data directory (--data, or the configuration's data), which it
+creates as serve would at the node's first start. It prints the lines of
+the node's configuration. No file is overwritten unless --force.`
+
+// certCommand is `snapstore cert SUB`.
+func certCommand(sub string) command {
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		return runCert(sub, args, stdout)
 	}
-	sub := args[0]
-	fset, cf := newFlagSet("cert "+sub, stderr, false)
+}
+
+// runCert makes the CA (sub "ca") or a node certificate (sub "node").
+func runCert(sub string, args []string, stdout io.Writer) error {
+	help, kind := "A cluster CA for the transfer: DIR/ca.crt and DIR/ca.key. Keep ca.key secret; give every node ca.crt. No file is overwritten unless --force.", flagsNone
+	if sub == "node" {
+		help, kind = certNodeHelp, flagsConfig
+	}
+	c := newCmdLine("cert "+sub, "DIR", help, kind, stdout)
+	fset, cf := c.fs, c.cf
 	valid := transfer.DefaultCAValidity
 	if sub == "node" {
 		valid = transfer.DefaultNodeValidity
@@ -43,12 +68,9 @@ func cmdCert(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if sub == "node" {
 		fset.StringVar(&id, "id", "", "the node id the certificate names (default: the data directory's node id)")
 	}
-	pos, err := parseArgs(fset, args[1:])
+	pos, err := c.parseN(args, 1, 1)
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return usageError(use)
 	}
 	if valid <= 0 {
 		return usageError("--valid must be positive, got %s", valid)
@@ -56,14 +78,14 @@ func cmdCert(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	dir := pos[0]
 	caCert, caKey := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key")
 	if sub == "ca" {
-		c, k, err := transfer.NewCA("snapstore cluster CA", valid)
+		cc, k, err := transfer.NewCA("snapstore cluster CA", valid)
 		if err != nil {
 			return err
 		}
-		if err := writePair(dir, caCert, caKey, c, k, *force); err != nil {
+		if err := writePair(dir, caCert, caKey, cc, k, *force); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "wrote %s and %s (valid until %s); keep ca.key secret, give every node ca.crt\n", caCert, caKey, notAfter(c))
+		fmt.Fprintf(stdout, "wrote %s and %s (valid until %s); keep ca.key secret, give every node ca.crt\n", caCert, caKey, notAfter(cc))
 		return nil
 	}
 	if id == "" {
@@ -87,15 +109,15 @@ func cmdCert(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return fmt.Errorf("reading the CA key: %w", err)
 	}
-	c, k, err := transfer.NewNodeCert(cc, ck, id, valid)
+	nc, k, err := transfer.NewNodeCert(cc, ck, id, valid)
 	if err != nil {
 		return err
 	}
 	certFile, keyFile := filepath.Join(dir, id+".crt"), filepath.Join(dir, id+".key")
-	if err := writePair(dir, certFile, keyFile, c, k, *force); err != nil {
+	if err := writePair(dir, certFile, keyFile, nc, k, *force); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s and %s for node %s (valid until %s); in its configuration:\n", certFile, keyFile, id, notAfter(c))
+	fmt.Fprintf(stdout, "wrote %s and %s for node %s (valid until %s); in its configuration:\n", certFile, keyFile, id, notAfter(nc))
 	fmt.Fprintf(stdout, "cluster:\n  transfer:\n    ca_file: %s\n    cert_file: %s\n    key_file: %s\n", caCert, certFile, keyFile)
 	return nil
 }

@@ -24,20 +24,27 @@ import (
 	"github.com/snapstore/snapstore/snapshot"
 )
 
+const serveHelp = `Run the HTTP API (docs/api.md), the scheduler of the adapters, garbage
+collection every gc_interval, and the web console at /ui/ (docs/console.md),
+until SIGTERM or SIGINT. A bad configuration is refused before anything is
+opened, every bad key named with its line (exit code 2). Logs go to stderr
+(docs/operations.md).`
+
 // cmdServe runs the server until SIGTERM or SIGINT. Shutdown: /readyz turns
 // 503, the scheduler stops and running runs are aborted (not committed),
 // HTTP requests drain, the store closes; all within shutdown_timeout, after
 // which the process exits anyway (exit code 1).
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, cf := newFlagSet("serve", stderr, false)
-	pos, err := parseArgs(fs, args)
+	c := newCmdLine("serve", "[--config FILE] [--data DIR] [--listen ADDR]", serveHelp, flagsConfig, stdout)
+	pos, err := c.parse(args)
 	if err != nil {
 		return err
 	}
+	cf := c.cf
 	if len(pos) > 0 {
 		return usageError("serve takes no arguments, got %q", pos)
 	}
-	cfg, err := loadConfig(cf, os.Environ())
+	cfg, tokens, err := loadServeConfig(cf, os.Environ())
 	if err != nil {
 		return err
 	}
@@ -46,13 +53,6 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if !strings.HasPrefix(name, "SNAPSTORE_TEST_") && !slices.Contains(flagEnv, name) {
 			log.Warn("environment variable names no configuration key; ignored", "variable", name)
 		}
-	}
-	tokens, err := cfg.tokens()
-	if err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("bad configuration:\n%w", err)}
-	}
-	if err := server.CheckListen(cfg.Listen, tokens); err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("config key listen: %w", err)}
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

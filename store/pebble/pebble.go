@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"time"
 	"unsafe"
 
 	cpebble "github.com/cockroachdb/pebble/v2"
@@ -41,8 +42,9 @@ type Options struct {
 	// CacheSize is the size of Pebble's block cache in bytes; default
 	// DefaultCacheSize (128 MiB) when zero or negative.
 	CacheSize int64
-	// Logger receives Pebble's own log lines (Infof as Info, Errorf as
-	// Error) and the store's; nil discards them.
+	// Logger receives Pebble's own log lines and the store's; nil discards
+	// them. Pebble's Infof lines (WAL recovery, compactions, flushes) are
+	// its housekeeping, logged at Debug; its Errorf lines at Error.
 	Logger *slog.Logger
 	// Registerer, when non-nil, gets the store's gauges (names
 	// snapstore_pebble_*, listed in docs/operations.md and in metrics.go).
@@ -59,10 +61,11 @@ type Options struct {
 // lives in it, the table name being a key prefix. It is safe for concurrent
 // use.
 type Store struct {
-	db     *cpebble.DB
-	logger *slog.Logger
-	reg    prometheus.Registerer
-	colls  []prometheus.Collector
+	db       *cpebble.DB
+	fsCloser io.Closer // the disk-health checker of the default file system; nil with Options.fs
+	logger   *slog.Logger
+	reg      prometheus.Registerer
+	colls    []prometheus.Collector
 
 	// cond makes conditional writes atomic with their read (store.S7,
 	// store.S8): every write (Apply, MutateRow, DeleteRange) holds it
@@ -115,12 +118,30 @@ func Open(dir string, opts Options) (*Store, error) {
 	// still pin: let them go (from another goroutine, Pebble calls the
 	// listener in the middle of its own work).
 	unpin := func() { go s.pool.drain() }
+	opened := false // the store is returned; else the file system is closed
+	fs := opts.fs
+	if fs == nil {
+		// Pebble's own default, made here so that this package can close
+		// it: Pebble closes the disk-health checker it makes only in
+		// DB.Close, so an Open that fails (a directory another process
+		// holds) would leave its goroutine running.
+		var fsCloser io.Closer
+		fs, fsCloser = vfs.WithDiskHealthChecks(vfs.Default, 5*time.Second, nil, func(info vfs.DiskSlowInfo) {
+			logger.Warn("disk slow", "component", "pebble", "path", info.Path, "op", info.OpType.String(), "duration", info.Duration)
+		})
+		defer func() {
+			if !opened {
+				fsCloser.Close()
+			}
+		}()
+		s.fsCloser = fsCloser
+	}
 	po := &cpebble.Options{
 		Cache:              cache,
 		MemTableSize:       opts.MemTableSize,
 		Logger:             slogBridge{logger},
 		FormatMajorVersion: cpebble.FormatNewest,
-		FS:                 opts.fs,
+		FS:                 fs,
 		EventListener: &cpebble.EventListener{
 			FlushEnd:      func(cpebble.FlushInfo) { unpin() },
 			CompactionEnd: func(cpebble.CompactionInfo) { unpin() },
@@ -140,6 +161,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, errors.Join(fmt.Errorf("pebble: registering metrics: %w", err), db.Close())
 	}
 	logger.Debug("pebble store opened", "dir", dir)
+	opened = true
 	return s, nil
 }
 
@@ -538,14 +560,23 @@ func (s *Store) Close() error {
 	if err := s.db.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("pebble: closing: %w", err))
 	}
+	if s.fsCloser != nil {
+		s.fsCloser.Close()
+	}
 	return errors.Join(errs...)
 }
 
-// slogBridge is Pebble's Logger on a *slog.Logger.
+// slogBridge is Pebble's Logger on a *slog.Logger. Pebble's Infof lines
+// ("Found 0 WALs", compaction and flush notes) say nothing an operator
+// acts on, so they go to Debug: at snapstore's default level (info) the
+// log holds snapstore's own lines.
 type slogBridge struct{ l *slog.Logger }
 
 func (b slogBridge) Infof(format string, args ...any) {
-	b.l.Info(fmt.Sprintf(format, args...), "component", "pebble")
+	if !b.l.Enabled(context.Background(), slog.LevelDebug) {
+		return // not formatted for nothing
+	}
+	b.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
 }
 
 func (b slogBridge) Errorf(format string, args ...any) {

@@ -334,7 +334,7 @@ func TestClusterOwners(t *testing.T) {
 	})
 	sameOwners(t, 30*time.Second, "the owners without the failed node", want3, nodes[:3]...)
 	t.Logf("SIGKILL of node 4: its share back on nodes 1-3 %s later (confirm_failure %s)", time.Since(killed).Round(time.Millisecond), confirm)
-	out = cli(t, "cluster", "forget", ids[3], "--server", nodes[1].base)
+	out = cli(t, "cluster", "forget", ids[3], "--yes", "--server", nodes[1].base)
 	t.Logf("snapstore cluster forget: %s", strings.TrimSpace(out))
 	poll(t, 20*time.Second, "node 4 gone from nodes 1-3", func() bool {
 		for _, p := range nodes[:3] {
