@@ -145,6 +145,7 @@ func TestClusterOwners(t *testing.T) {
 			// Longer than the test: a definition reaches the others by
 			// its hint.
 			"SNAPSTORE_CLUSTER_DEFINITIONS_REFRESH=1h",
+			"SNAPSTORE_CLUSTER_HEARTBEAT=1s",
 			"SNAPSTORE_CLUSTER_GOSSIP_KEY_FILE="+keyFile,
 		)
 		if i > 0 {
@@ -336,7 +337,9 @@ func TestClusterOwners(t *testing.T) {
 	t.Logf("SIGKILL of node 4: its share back on nodes 1-3 %s later (confirm_failure %s)", time.Since(killed).Round(time.Millisecond), confirm)
 	out = cli(t, "cluster", "forget", ids[3], "--yes", "--server", nodes[1].base)
 	t.Logf("snapstore cluster forget: %s", strings.TrimSpace(out))
-	poll(t, 20*time.Second, "node 4 gone from nodes 1-3", func() bool {
+	// serf's leave goes by gossip, the node list's entry goes at each
+	// node's next read of it.
+	poll(t, 40*time.Second, "node 4 gone from nodes 1-3", func() bool {
 		for _, p := range nodes[:3] {
 			if _, ok := member(p.members(t), ids[3]); ok {
 				return false
