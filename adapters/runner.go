@@ -143,6 +143,12 @@ func (s *Service) execute(ctx context.Context, ar *activeRun, spec AdapterSpec, 
 		ar.rec.Status = RunAborted
 		ar.rec.Code = "aborted"
 		ar.rec.Error = abortedText(err)
+	case errors.Is(err, snapshot.ErrRunInProgress) && ar.rec.Trigger == "schedule":
+		// Another process runs the dataset (its writer slot is held): a
+		// tick that finds its previous run going is skipped (C2).
+		ar.rec.Status = RunSkipped
+		ar.rec.Code = "skipped"
+		ar.rec.Error = err.Error()
 	default:
 		ar.rec.Status = RunFailed
 		ar.rec.Code = runCode(err)

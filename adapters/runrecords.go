@@ -88,6 +88,7 @@ var runCodes = []struct {
 	code string
 }{
 	{snapshot.ErrGuardRefused, "guard_refused"},
+	{snapshot.ErrRunInProgress, "run_in_progress"},
 	{snapshot.ErrDuplicateKey, "duplicate_key"},
 	{snapshot.ErrKeyChanged, "key_changed"},
 	{snapshot.ErrBadKey, "bad_key"},

@@ -34,7 +34,8 @@ type runStarter interface {
 //	   Schedule.Next of the tick time, so a slow loop never fires a burst
 //	   of missed ticks.
 //	C2 A tick that finds the adapter's previous run still going records a
-//	   "skipped" run whose error names the running run.
+//	   "skipped" run whose error names the running run; so does a tick
+//	   whose run finds its dataset's writer slot held by another process.
 //	C3 A failed scheduled run with Retries > 0 is retried (trigger
 //	   "retry") after RetryBackoff, doubling per attempt, at most Retries
 //	   times; a success resets the attempt count.
