@@ -24,6 +24,7 @@ type adapterJSON struct {
 	RetryBackoff duration       `json:"retry_backoff,omitempty"`
 	RunOnStart   bool           `json:"run_on_start"`
 	EmbedJSON    bool           `json:"embed_json"`
+	Strategy     string         `json:"strategy,omitempty"`
 }
 
 func (a adapterJSON) spec() adapters.AdapterSpec {
@@ -40,6 +41,7 @@ func (a adapterJSON) spec() adapters.AdapterSpec {
 		RetryBackoff: time.Duration(a.RetryBackoff),
 		RunOnStart:   a.RunOnStart,
 		EmbedJSON:    a.EmbedJSON,
+		Strategy:     adapters.Strategy(a.Strategy),
 	}
 }
 
@@ -51,6 +53,9 @@ type adapterOut struct {
 	CreatedAt time.Time       `json:"created_at"`
 	UpdatedAt time.Time       `json:"updated_at"`
 	NextRun   *time.Time      `json:"next_run,omitempty"`
+	// Owner and SingleNode: where the adapter's runs happen in a cluster.
+	Owner      string `json:"owner,omitempty"`
+	SingleNode string `json:"single_node,omitempty"`
 	// LastRun is the adapter's newest run, running or ended; absent before
 	// the first.
 	LastRun *adapters.RunRecord `json:"last_run,omitempty"`
@@ -72,12 +77,15 @@ func toAdapterOut(a adapters.Adapter) adapterOut {
 			RetryBackoff: duration(sp.RetryBackoff),
 			RunOnStart:   sp.RunOnStart,
 			EmbedJSON:    sp.EmbedJSON,
+			Strategy:     string(sp.Strategy),
 		},
-		Source:    a.Source,
-		Revision:  a.Revision,
-		CreatedAt: a.CreatedAt,
-		UpdatedAt: a.UpdatedAt,
-		NextRun:   a.NextRun,
+		Source:     a.Source,
+		Revision:   a.Revision,
+		CreatedAt:  a.CreatedAt,
+		UpdatedAt:  a.UpdatedAt,
+		NextRun:    a.NextRun,
+		Owner:      a.Owner,
+		SingleNode: a.SingleNode,
 	}
 }
 

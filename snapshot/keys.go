@@ -17,6 +17,7 @@ import (
 //	"s\x00ver\x00" + dataset + "\x00" + v (8 BE) "info"  JSON VersionInfo of version v, written
 //	                                                    before the state references it
 //	"s\x00rec\x00" + kind + "\x00" + name        "v"     a Record's value
+//	                                             "n"     a Record's counter (IncrementRecord; store.S8)
 //
 // Format 1 (migrate.go reads it once): the dataset row held "cfg" (JSON
 // datasetConfig), "cur" (current version) and "exp" (expired ids), one row
@@ -41,6 +42,7 @@ var (
 	colState      = []byte("state")
 	colInfo       = []byte("info")
 	colV          = []byte("v")
+	colN          = []byte("n")
 
 	// Format 1.
 	prefixTag1 = []byte("s\x00tag\x00")

@@ -164,6 +164,9 @@ type AdapterConfig struct {
 	RunOnStart bool `yaml:"run_on_start"`
 	// EmbedJSON serves JSON columns as the documents; default false.
 	EmbedJSON bool `yaml:"embed_json"`
+	// Strategy is where the runs happen in a cluster: local (default),
+	// round-robin, single-node or partition-by-key.
+	Strategy string `yaml:"strategy"`
 }
 
 // RetentionConfig is snapshot.Retention in the file.
@@ -422,6 +425,7 @@ func (c *Config) adapterSpecs() []adapters.AdapterSpec {
 			RetryBackoff: a.RetryBackoff,
 			RunOnStart:   a.RunOnStart,
 			EmbedJSON:    a.EmbedJSON,
+			Strategy:     adapters.Strategy(a.Strategy),
 		})
 	}
 	return out

@@ -350,6 +350,9 @@ type runRecord struct {
 	Stats         runStats `json:"stats"`
 	Version       int64    `json:"version"`
 	Error         string   `json:"error"`
+	Code          string   `json:"code"`
+	Node          string   `json:"node"`
+	PlacedBy      string   `json:"placed_by"`
 }
 
 type runStats struct {
