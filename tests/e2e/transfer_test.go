@@ -52,7 +52,6 @@ func (r *refusals) Refused(to string, s transfer.Stream, reason string) {
 //     node 2, which refuses it as it applies no batches yet;
 //   - a node whose certificate names another node does not start, and
 //     says why.
-//
 func TestClusterTransfer(t *testing.T) {
 	if binPath == "" {
 		t.Skip("the snapstore binary was not built: no test service is set")
