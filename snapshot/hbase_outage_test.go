@@ -18,7 +18,7 @@ import (
 // scripts/hbase-standalone.sh whatever SNAPSTORE_SNAPSHOT_BACKEND says, and
 // skips without it.
 func TestHBaseStoppedMidRun(t *testing.T) {
-	g := hbasetest.StartGateway(t, 29093)
+	g := hbasetest.StartGateway(t)
 	st := hbasetest.Open(t, func(o *hbase.Options) { o.Addr = g.Addr })
 	ctx := context.Background()
 	stopped := false

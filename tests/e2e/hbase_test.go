@@ -143,7 +143,7 @@ func waitCurrent(t *testing.T, p *proc, dataset string, v int64) {
 func TestHBaseStoppedMidRun(t *testing.T) {
 	e := getMySQLEnv(t)
 	env := hbaseEnv(t)
-	g := hbasetest.StartGateway(t, 29094)
+	g := hbasetest.StartGateway(t)
 	dbName := fmt.Sprintf("e2e_hbase_outage_%d", os.Getpid())
 	src := e.cloneTable(t, dbName, "rental")
 	// 8 times sakila's rental, so that a run lasts long enough to be
