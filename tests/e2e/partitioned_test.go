@@ -1,0 +1,352 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// partitionedRows is the size of the source table of the partitioned
+// runs' test.
+const partitionedRows = 120000
+
+// partitionedCluster starts n nodes on 127.0.0.1.. over one HBase table,
+// each with a transfer listener and certificates from snapstore cert, the
+// same config file (a SQLite source, a partition-by-key adapter "spread"
+// and a local adapter "single" of the same table), and waits until the
+// partition table gives every node partitions.
+func partitionedCluster(t *testing.T, n int, src, ownerWait string) ([]*proc, []string) {
+	t.Helper()
+	env := hbaseEnv(t)
+	certs := t.TempDir()
+	cli(t, "cert", "ca", certs)
+	cfg := fmt.Sprintf(`connections: [{name: src, type: sqlite, options: {path: %q}}]
+adapters:
+  - {name: spread, connection: src, resource: ledger, dataset: spread, strategy: partition-by-key, transfer_compression: all, guard: {max_shrink: 1}}
+  - {name: single, connection: src, resource: ledger, dataset: single, guard: {max_shrink: 1}}
+`, src)
+	var gossip []string
+	for i := range n {
+		gossip = append(gossip, gossipAddr(t, fmt.Sprintf("127.0.0.%d", i+1)))
+	}
+	var nodes []*proc
+	for i := range n {
+		data := t.TempDir()
+		cli(t, "cert", "node", certs, "--data", data)
+		b, err := os.ReadFile(filepath.Join(data, "node-id"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := strings.TrimSpace(string(b))
+		e := append(slices.Clone(env),
+			"SNAPSTORE_DATA="+data,
+			fmt.Sprintf("SNAPSTORE_LISTEN=127.0.0.%d:0", i+1),
+			"SNAPSTORE_CLUSTER_BIND="+gossip[i],
+			"SNAPSTORE_CLUSTER_PRESET=loopback",
+			"SNAPSTORE_CLUSTER_CONFIRM_FAILURE=3s",
+			"SNAPSTORE_CLUSTER_HEARTBEAT=500ms",
+			"SNAPSTORE_CLUSTER_PARTITION_MOVES=32",
+			"SNAPSTORE_CLUSTER_PARTITION_MOVE_INTERVAL=500ms",
+			"SNAPSTORE_CLUSTER_TRANSFER_LISTEN="+gossipAddr(t, fmt.Sprintf("127.0.0.%d", i+1)),
+			"SNAPSTORE_CLUSTER_TRANSFER_OWNER_WAIT="+ownerWait,
+			"SNAPSTORE_CLUSTER_TRANSFER_CA_FILE="+filepath.Join(certs, "ca.crt"),
+			"SNAPSTORE_CLUSTER_TRANSFER_CERT_FILE="+filepath.Join(certs, id+".crt"),
+			"SNAPSTORE_CLUSTER_TRANSFER_KEY_FILE="+filepath.Join(certs, id+".key"))
+		if i > 0 {
+			e = append(e, "SNAPSTORE_CLUSTER_JOIN="+gossip[0])
+		}
+		nodes = append(nodes, startServerWith(t, "no-secret-here", cfg, e...))
+	}
+	var ids []string
+	for _, p := range nodes {
+		ids = append(ids, p.self(t).ID)
+	}
+	sorted := slices.Sorted(slices.Values(ids))
+	poll(t, 60*time.Second, "every node active and owning partitions", func() bool {
+		for _, p := range nodes {
+			if !p.seesAll(t, sorted) || p.metric(t, "snapstore_cluster_partitions_owned") < 1 {
+				return false
+			}
+		}
+		return true
+	})
+	return nodes, ids
+}
+
+// sourceRow is a row of the test's SQLite table as the API serves it.
+type sourceRow struct {
+	Name   string
+	Amount float64
+	Grp    int64
+}
+
+// readDataset reads every row of dataset at its current version through
+// the API (NDJSON) and returns them by id, and the version.
+func readDataset(t *testing.T, p *proc, dataset string) (map[int64]sourceRow, int64) {
+	t.Helper()
+	r := p.mustCall(t, http.StatusOK, "GET", "/v1/datasets/"+dataset+"/rows", nil, "Accept", "application/x-ndjson")
+	version, _ := strconv.ParseInt(r.header.Get("Snapstore-Version"), 10, 64)
+	out := map[int64]sourceRow{}
+	sc := bufio.NewScanner(bytes.NewReader(r.body))
+	for sc.Scan() {
+		var row struct {
+			ID     int64   `json:"id"`
+			Name   string  `json:"name"`
+			Amount float64 `json:"amount"`
+			Grp    int64   `json:"grp"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
+			t.Fatalf("%s: %q: %v", dataset, sc.Text(), err)
+		}
+		if _, dup := out[row.ID]; dup {
+			t.Fatalf("%s: row %d twice", dataset, row.ID)
+		}
+		out[row.ID] = sourceRow{row.Name, row.Amount, row.Grp}
+	}
+	return out, version
+}
+
+// expectedRows is the source table as generated and changed by the test.
+func expectedRows(changed bool) map[int64]sourceRow {
+	out := map[int64]sourceRow{}
+	for i := int64(1); i <= partitionedRows; i++ {
+		out[i] = sourceRow{fmt.Sprintf("name-%d", i), float64(i) / 2, i % 97}
+	}
+	if changed {
+		for i := int64(1); i <= partitionedRows; i++ {
+			switch {
+			case i%100 == 0:
+				delete(out, i)
+			case i%37 == 0:
+				r := out[i]
+				r.Name = "changed"
+				out[i] = r
+			}
+		}
+		for i := int64(partitionedRows + 1); i <= partitionedRows+500; i++ {
+			out[i] = sourceRow{fmt.Sprintf("new-%d", i), 1, 0}
+		}
+	}
+	return out
+}
+
+// sameLedger fails the test unless got equals want.
+func sameLedger(t *testing.T, what string, got, want map[int64]sourceRow) {
+	t.Helper()
+	bad := 0
+	for id, w := range want {
+		if g, ok := got[id]; !ok || g != w {
+			if bad++; bad <= 5 {
+				t.Errorf("%s: row %d is %+v (present %v), want %+v", what, id, g, ok, w)
+			}
+		}
+	}
+	for id := range got {
+		if _, ok := want[id]; !ok {
+			if bad++; bad <= 5 {
+				t.Errorf("%s: row %d should not be there", what, id)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Fatalf("%s: %d rows differ (%d rows, want %d)", what, bad, len(got), len(want))
+	}
+}
+
+// checksumOf returns the checksum of version v of dataset.
+func checksumOf(t *testing.T, p *proc, dataset string, v int64) string {
+	t.Helper()
+	var vi struct {
+		Stats struct {
+			Checksum string `json:"checksum"`
+		} `json:"stats"`
+	}
+	p.jsonCall(t, http.StatusOK, "GET", fmt.Sprintf("/v1/datasets/%s/versions/%d", dataset, v), nil, &vi)
+	return vi.Stats.Checksum
+}
+
+// TestPartitionedRuns runs a cluster of three nodes over one HBase table
+// and a SQLite table of 120,000 rows read by a partition-by-key adapter
+// (docs/cluster.md, cluster.K13, K14):
+//
+//   - the keeper assigns every partition, each node owning some;
+//   - a partitioned run coordinated by node 1 commits a version that holds
+//     every source row as it is (read back through the API), with the
+//     checksum and counts of the same table read by a local adapter into
+//     another dataset, and the rows written by every node (each node's
+//     snapstore_cluster_partition_rows_applied_total);
+//   - a second run after updates, deletes and inserts gives the exact new
+//     version and the same counts as the local run;
+//   - an owner killed with SIGKILL mid-run: the run waits for it, its rows
+//     queued (the backlog for that node is not zero), the current version
+//     readable and unchanged; the owner restarted, the run finishes and the
+//     backlog drains to zero;
+//   - an owner killed and not restarted: the run fails after
+//     cluster.transfer.owner_wait with node_unreachable, the current
+//     version unchanged; the owner back, the next run succeeds.
+func TestPartitionedRuns(t *testing.T) {
+	if binPath == "" {
+		t.Skip("the snapstore binary was not built: no test service is set")
+	}
+	src := filepath.Join(t.TempDir(), "src.db")
+	cli(t, "sqlite", src, fmt.Sprintf(`CREATE TABLE ledger(id INTEGER PRIMARY KEY, name TEXT NOT NULL, amount REAL NOT NULL, grp INTEGER NOT NULL);
+WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM c WHERE i < %d)
+INSERT INTO ledger SELECT i, 'name-' || i, i / 2.0, i %% 97 FROM c;`, partitionedRows))
+	nodes, ids := partitionedCluster(t, 3, src, "15s")
+	n1, n3 := nodes[0], nodes[2]
+
+	// First run.
+	start := time.Now()
+	rec := n1.mustRun(t, "spread")
+	t.Logf("partitioned run of %d rows over 3 nodes: %s", partitionedRows, time.Since(start).Round(time.Millisecond))
+	start = time.Now()
+	single := n1.mustRun(t, "single")
+	t.Logf("the same rows by one node: %s", time.Since(start).Round(time.Millisecond))
+	if rec.Stats != single.Stats || rec.Stats.Inserted != partitionedRows {
+		t.Errorf("partitioned run's stats %+v, one node's %+v", rec.Stats, single.Stats)
+	}
+	got, v := readDataset(t, nodes[1], "spread")
+	if v != rec.Version {
+		t.Errorf("node 2 reads version %d, the run committed %d", v, rec.Version)
+	}
+	sameLedger(t, "first version", got, expectedRows(false))
+	if a, b := checksumOf(t, n1, "spread", rec.Version), checksumOf(t, n1, "single", single.Version); a != b || a == "" {
+		t.Errorf("checksum %q partitioned, %q by one node", a, b)
+	}
+	var applied float64
+	for i, p := range nodes {
+		n := p.metric(t, "snapstore_cluster_partition_rows_applied_total")
+		if n <= 0 {
+			t.Errorf("node %d wrote no rows of the partitioned run", i+1)
+		}
+		t.Logf("node %d (%s) wrote %v rows, owns %v partitions", i+1, ids[i], n, p.metric(t, "snapstore_cluster_partitions_owned"))
+		applied += n
+	}
+	if applied != partitionedRows {
+		t.Errorf("the nodes wrote %v rows in all, want %d", applied, partitionedRows)
+	}
+
+	// Second run: updates, deletes, inserts.
+	cli(t, "sqlite", src, fmt.Sprintf(`UPDATE ledger SET name = 'changed' WHERE id %% 37 = 0 AND id %% 100 != 0;
+DELETE FROM ledger WHERE id %% 100 = 0;
+WITH RECURSIVE c(i) AS (SELECT %d UNION ALL SELECT i+1 FROM c WHERE i < %d)
+INSERT INTO ledger SELECT i, 'new-' || i, 1, 0 FROM c;`, partitionedRows+1, partitionedRows+500))
+	rec2 := n1.mustRun(t, "spread")
+	single2 := n1.mustRun(t, "single")
+	want2 := expectedRows(true)
+	if rec2.Stats != single2.Stats || rec2.Stats.Deleted != partitionedRows/100 || rec2.Stats.Inserted != 500 || rec2.Stats.Rows != int64(len(want2)) {
+		t.Errorf("second partitioned run's stats %+v, one node's %+v", rec2.Stats, single2.Stats)
+	}
+	got, _ = readDataset(t, n3, "spread")
+	sameLedger(t, "second version", got, want2)
+	if a, b := checksumOf(t, n1, "spread", rec2.Version), checksumOf(t, n1, "single", single2.Version); a != b {
+		t.Errorf("second checksum %q partitioned, %q by one node", a, b)
+	}
+
+	// An owner killed mid-run: the run waits for it, then finishes.
+	cli(t, "sqlite", src, "UPDATE ledger SET grp = grp + 1000 WHERE id % 3 = 0;")
+	id3 := ids[2]
+	r := n1.mustCall(t, http.StatusAccepted, "POST", "/v1/adapters/spread/runs", nil)
+	var started runRecord
+	if err := json.Unmarshal(r.body, &started); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, 60*time.Second, "the run reading", func() bool { return n1.getRun(t, started.ID).RowsRead > 5000 })
+	n3.kill()
+	t.Logf("node 3 killed after %d rows read", n1.getRun(t, started.ID).RowsRead)
+	var waiting float64
+	poll(t, 30*time.Second, "rows for node 3 in node 1's backlog", func() bool {
+		waiting = backlogRows(t, n1, id3)
+		return waiting > 0
+	})
+	t.Logf("node 1's backlog for node 3 while it is down: %v rows", waiting)
+	if got, v := readDataset(t, nodes[1], "spread"); v != rec2.Version || len(got) != len(want2) {
+		t.Errorf("while the run waits, node 2 reads version %d with %d rows; want %d with %d", v, len(got), rec2.Version, len(want2))
+	}
+	n3.start()
+	var rec3 runRecord
+	poll(t, 90*time.Second, "the run finished", func() bool {
+		rec3 = n1.getRun(t, started.ID)
+		return rec3.Status != "running"
+	})
+	if rec3.Status != "succeeded" {
+		t.Fatalf("the run that waited for node 3: %s %s %s", rec3.Status, rec3.Code, rec3.Error)
+	}
+	if rec3.Stats.Updated != int64(len(want2))/3-5 && rec3.Stats.Updated == 0 {
+		t.Errorf("the run that waited updated %d rows", rec3.Stats.Updated)
+	}
+	want3 := map[int64]sourceRow{}
+	for id, row := range want2 {
+		if id%3 == 0 {
+			row.Grp += 1000
+		}
+		want3[id] = row
+	}
+	got, _ = readDataset(t, n1, "spread")
+	sameLedger(t, "the version of the run that waited", got, want3)
+	poll(t, 30*time.Second, "node 1's backlog drained", func() bool { return backlogRows(t, n1, "") == 0 })
+
+	// An owner killed and not back: the run fails at the wait limit.
+	n3.kill()
+	cli(t, "sqlite", src, "UPDATE ledger SET name = 'lost' WHERE id % 5 = 0;")
+	begun := time.Now()
+	failed, err := n1.runWait("spread")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if failed.Status != "failed" || failed.Code != "node_unreachable" || !strings.Contains(failed.Error, id3) {
+		t.Fatalf("a run whose owner stays down: %s %s %s", failed.Status, failed.Code, failed.Error)
+	}
+	if d := time.Since(begun); d < 15*time.Second {
+		t.Errorf("the run failed after %s, before owner_wait (15s)", d)
+	}
+	t.Logf("the run failed after %s: %s", time.Since(begun).Round(time.Second), failed.Error)
+	got, v = readDataset(t, nodes[1], "spread")
+	if v != rec3.Version {
+		t.Errorf("after the failed run node 2 reads version %d, want %d", v, rec3.Version)
+	}
+	sameLedger(t, "the version after the failed run", got, want3)
+	n3.start()
+	poll(t, 60*time.Second, "node 3 back", func() bool { return n1.seesAll(t, slices.Sorted(slices.Values(ids))) })
+	rec4 := n1.mustRun(t, "spread")
+	if rec4.Stats.Updated != int64(len(want3))/5 && rec4.Stats.Updated == 0 {
+		t.Errorf("the run after node 3 came back: %+v", rec4.Stats)
+	}
+	for id, row := range want3 {
+		if id%5 == 0 {
+			row.Name = "lost"
+			want3[id] = row
+		}
+	}
+	got, _ = readDataset(t, n3, "spread")
+	sameLedger(t, "the version after node 3 came back", got, want3)
+}
+
+// backlogRows returns the rows node p has queued for node (every node
+// when node is "").
+func backlogRows(t *testing.T, p *proc, node string) float64 {
+	t.Helper()
+	var bl struct {
+		Nodes []struct {
+			Node string `json:"node"`
+			Rows int64  `json:"rows"`
+		} `json:"nodes"`
+	}
+	p.jsonCall(t, http.StatusOK, "GET", "/v1/cluster/backlog", nil, &bl)
+	var n int64
+	for _, b := range bl.Nodes {
+		if node == "" || b.Node == node {
+			n += b.Rows
+		}
+	}
+	return float64(n)
+}
