@@ -69,6 +69,13 @@
 //	                      the gossip key rotated through the CLI; a full
 //	                      restart brings the same owners back; SIGKILL,
 //	                      failed, forget.
+//	TestClusterRuns       three writer nodes on 127.0.0.1-3: nine adapters
+//	                      scheduled every 3 s fire once per tick, each on
+//	                      its owner, runs of several datasets at once on
+//	                      several nodes; a round-robin run of 150,000 rows
+//	                      killed with SIGKILL mid-run stays invisible, and
+//	                      once the dead writer slot expired the next run
+//	                      succeeds on a survivor with no version lost.
 //	TestConsole           headless Chromium (chromedp) through the console:
 //	                      login, a connection and an adapter through the
 //	                      forms, two runs watched to 100% in one page, a
