@@ -19,67 +19,110 @@ import (
 // runs' test.
 const partitionedRows = 120000
 
-// partitionedCluster starts n nodes on 127.0.0.1.. over one HBase table,
-// each with a transfer listener and certificates from snapstore cert, the
-// same config file (a SQLite source, a partition-by-key adapter "spread"
-// and a local adapter "single" of the same table), and waits until the
-// partition table gives every node partitions.
-func partitionedCluster(t *testing.T, n int, src, ownerWait string) ([]*proc, []string) {
+// pcluster is a cluster of snapstore processes on 127.0.0.1.. over one
+// HBase table, each with a transfer listener and certificates from
+// snapstore cert, and the same config file: a SQLite source, a
+// partition-by-key adapter "spread" and a local adapter "single" of the
+// same table.
+type pcluster struct {
+	t      *testing.T
+	env    []string // every node's
+	certs  string
+	cfg    string
+	gossip []string
+	nodes  []*proc
+	ids    []string
+}
+
+// partitionedCluster starts n nodes (extraEnv added to each) and waits
+// until the partition table gives every one of them partitions.
+func partitionedCluster(t *testing.T, n int, src, ownerWait string, extraEnv ...string) *pcluster {
 	t.Helper()
-	env := hbaseEnv(t)
-	certs := t.TempDir()
-	cli(t, "cert", "ca", certs)
-	cfg := fmt.Sprintf(`connections: [{name: src, type: sqlite, options: {path: %q}}]
+	c := &pcluster{t: t, certs: t.TempDir()}
+	c.env = append(hbaseEnv(t),
+		"SNAPSTORE_CLUSTER_PRESET=loopback",
+		"SNAPSTORE_CLUSTER_CONFIRM_FAILURE=3s",
+		"SNAPSTORE_CLUSTER_HEARTBEAT=500ms",
+		"SNAPSTORE_CLUSTER_PARTITION_MOVES=32",
+		"SNAPSTORE_CLUSTER_PARTITION_MOVE_INTERVAL=500ms",
+		"SNAPSTORE_CLUSTER_TRANSFER_OWNER_WAIT="+ownerWait,
+		"SNAPSTORE_CLUSTER_TRANSFER_CA_FILE="+filepath.Join(c.certs, "ca.crt"))
+	c.env = append(c.env, extraEnv...)
+	cli(t, "cert", "ca", c.certs)
+	c.cfg = fmt.Sprintf(`connections: [{name: src, type: sqlite, options: {path: %q}}]
 adapters:
   - {name: spread, connection: src, resource: ledger, dataset: spread, strategy: partition-by-key, transfer_compression: all, guard: {max_shrink: 1}}
   - {name: single, connection: src, resource: ledger, dataset: single, guard: {max_shrink: 1}}
 `, src)
-	var gossip []string
-	for i := range n {
-		gossip = append(gossip, gossipAddr(t, fmt.Sprintf("127.0.0.%d", i+1)))
+	for range n {
+		c.add()
 	}
-	var nodes []*proc
-	for i := range n {
-		data := t.TempDir()
-		cli(t, "cert", "node", certs, "--data", data)
-		b, err := os.ReadFile(filepath.Join(data, "node-id"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		id := strings.TrimSpace(string(b))
-		e := append(slices.Clone(env),
-			"SNAPSTORE_DATA="+data,
-			fmt.Sprintf("SNAPSTORE_LISTEN=127.0.0.%d:0", i+1),
-			"SNAPSTORE_CLUSTER_BIND="+gossip[i],
-			"SNAPSTORE_CLUSTER_PRESET=loopback",
-			"SNAPSTORE_CLUSTER_CONFIRM_FAILURE=3s",
-			"SNAPSTORE_CLUSTER_HEARTBEAT=500ms",
-			"SNAPSTORE_CLUSTER_PARTITION_MOVES=32",
-			"SNAPSTORE_CLUSTER_PARTITION_MOVE_INTERVAL=500ms",
-			"SNAPSTORE_CLUSTER_TRANSFER_LISTEN="+gossipAddr(t, fmt.Sprintf("127.0.0.%d", i+1)),
-			"SNAPSTORE_CLUSTER_TRANSFER_OWNER_WAIT="+ownerWait,
-			"SNAPSTORE_CLUSTER_TRANSFER_CA_FILE="+filepath.Join(certs, "ca.crt"),
-			"SNAPSTORE_CLUSTER_TRANSFER_CERT_FILE="+filepath.Join(certs, id+".crt"),
-			"SNAPSTORE_CLUSTER_TRANSFER_KEY_FILE="+filepath.Join(certs, id+".key"))
-		if i > 0 {
-			e = append(e, "SNAPSTORE_CLUSTER_JOIN="+gossip[0])
-		}
-		nodes = append(nodes, startServerWith(t, "no-secret-here", cfg, e...))
+	c.waitBalanced()
+	return c
+}
+
+// add starts one more node, joining the first.
+func (c *pcluster) add() *proc {
+	t := c.t
+	t.Helper()
+	i := len(c.nodes)
+	host := fmt.Sprintf("127.0.0.%d", i+1)
+	c.gossip = append(c.gossip, gossipAddr(t, host))
+	data := t.TempDir()
+	cli(t, "cert", "node", c.certs, "--data", data)
+	b, err := os.ReadFile(filepath.Join(data, "node-id"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	var ids []string
-	for _, p := range nodes {
-		ids = append(ids, p.self(t).ID)
+	id := strings.TrimSpace(string(b))
+	e := append(slices.Clone(c.env),
+		"SNAPSTORE_DATA="+data,
+		"SNAPSTORE_LISTEN="+host+":0",
+		"SNAPSTORE_CLUSTER_BIND="+c.gossip[i],
+		"SNAPSTORE_CLUSTER_TRANSFER_LISTEN="+gossipAddr(t, host),
+		"SNAPSTORE_CLUSTER_TRANSFER_CERT_FILE="+filepath.Join(c.certs, id+".crt"),
+		"SNAPSTORE_CLUSTER_TRANSFER_KEY_FILE="+filepath.Join(c.certs, id+".key"))
+	if i > 0 {
+		e = append(e, "SNAPSTORE_CLUSTER_JOIN="+c.gossip[0])
 	}
-	sorted := slices.Sorted(slices.Values(ids))
+	p := startServerWith(t, "no-secret-here", c.cfg, e...)
+	c.nodes, c.ids = append(c.nodes, p), append(c.ids, id)
+	return p
+}
+
+// waitBalanced waits until every node is active everywhere and owns
+// partitions.
+func (c *pcluster) waitBalanced() {
+	t := c.t
+	t.Helper()
+	sorted := slices.Sorted(slices.Values(c.ids))
 	poll(t, 60*time.Second, "every node active and owning partitions", func() bool {
-		for _, p := range nodes {
+		for _, p := range c.nodes {
 			if !p.seesAll(t, sorted) || p.metric(t, "snapstore_cluster_partitions_owned") < 1 {
 				return false
 			}
 		}
 		return true
 	})
-	return nodes, ids
+}
+
+// owned returns the partitions each node owns, as it sees the table.
+func (c *pcluster) owned() []float64 {
+	var out []float64
+	for _, p := range c.nodes {
+		out = append(out, p.metric(c.t, "snapstore_cluster_partitions_owned"))
+	}
+	return out
+}
+
+// ledgerTable creates the SQLite source of n rows.
+func ledgerTable(t *testing.T, n int) string {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), "src.db")
+	cli(t, "sqlite", src, fmt.Sprintf(`CREATE TABLE ledger(id INTEGER PRIMARY KEY, name TEXT NOT NULL, amount REAL NOT NULL, grp INTEGER NOT NULL);
+WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM c WHERE i < %d)
+INSERT INTO ledger SELECT i, 'name-' || i, i / 2.0, i %% 97 FROM c;`, n))
+	return src
 }
 
 // sourceRow is a row of the test's SQLite table as the API serves it.
@@ -197,11 +240,9 @@ func TestPartitionedRuns(t *testing.T) {
 	if binPath == "" {
 		t.Skip("the snapstore binary was not built: no test service is set")
 	}
-	src := filepath.Join(t.TempDir(), "src.db")
-	cli(t, "sqlite", src, fmt.Sprintf(`CREATE TABLE ledger(id INTEGER PRIMARY KEY, name TEXT NOT NULL, amount REAL NOT NULL, grp INTEGER NOT NULL);
-WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM c WHERE i < %d)
-INSERT INTO ledger SELECT i, 'name-' || i, i / 2.0, i %% 97 FROM c;`, partitionedRows))
-	nodes, ids := partitionedCluster(t, 3, src, "15s")
+	src := ledgerTable(t, partitionedRows)
+	c := partitionedCluster(t, 3, src, "15s")
+	nodes, ids := c.nodes, c.ids
 	n1, n3 := nodes[0], nodes[2]
 
 	// First run.
@@ -329,6 +370,48 @@ INSERT INTO ledger SELECT i, 'new-' || i, 1, 0 FROM c;`, partitionedRows+1, part
 	}
 	got, _ = readDataset(t, n3, "spread")
 	sameLedger(t, "the version after node 3 came back", got, want3)
+
+	// The coordinator killed mid-run: nothing of its run is visible; once
+	// it is back and its writer slot expired, a run coordinated by
+	// another node succeeds.
+	cli(t, "sqlite", src, "UPDATE ledger SET amount = amount + 1 WHERE id % 7 = 0;")
+	r = n1.mustCall(t, http.StatusAccepted, "POST", "/v1/adapters/spread/runs", nil)
+	if err := json.Unmarshal(r.body, &started); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, 60*time.Second, "the run reading", func() bool { return n1.getRun(t, started.ID).RowsRead > 5000 })
+	n1.kill()
+	got, v = readDataset(t, nodes[1], "spread")
+	if v != rec4.Version {
+		t.Errorf("after the coordinator died node 2 reads version %d, want %d", v, rec4.Version)
+	}
+	sameLedger(t, "the version after the coordinator died", got, want3)
+	n1.start()
+	var rec5 runRecord
+	begun = time.Now()
+	poll(t, 120*time.Second, "a run on node 2 once the dead run's slot expired", func() bool {
+		rec5, err = nodes[1].runWait("spread")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec5.Status != "succeeded" {
+			if rec5.Code != "run_in_progress" && rec5.Code != "node_unreachable" {
+				t.Fatalf("a run after the coordinator died: %s %s %s", rec5.Status, rec5.Code, rec5.Error)
+			}
+			time.Sleep(time.Second)
+			return false
+		}
+		return true
+	})
+	t.Logf("node 2's run succeeded %s after the coordinator was killed and restarted", time.Since(begun).Round(time.Second))
+	for id, row := range want3 {
+		if id%7 == 0 {
+			row.Amount++
+			want3[id] = row
+		}
+	}
+	got, _ = readDataset(t, n1, "spread")
+	sameLedger(t, "the version after the coordinator died and another ran", got, want3)
 }
 
 // backlogRows returns the rows node p has queued for node (every node
@@ -349,4 +432,133 @@ func backlogRows(t *testing.T, p *proc, node string) float64 {
 		}
 	}
 	return float64(n)
+}
+
+// TestPartitionedRunsFiveNodes runs five nodes, then six, over one HBase
+// table and a SQLite table of 120,000 rows, each node's transfer queues
+// bounded to 1 MiB in memory (cluster.transfer.queue_memory):
+//
+//   - a partitioned run equals a local run of the same table (counts,
+//     checksum) and the source, every node writing rows;
+//   - a sixth node joins: it takes at most ceil(32/6) partitions, about
+//     1/N (the RFC's bound is 1/N + 5%), every one from the others, none of
+//     which gains any; a run over six nodes equals the source;
+//   - an owner killed with SIGKILL before a run: the coordinator reads the
+//     whole source and queues the owner's rows, of which all but 1 MiB
+//     (plus a batch per connection) are on disk only; the owner back, the
+//     run commits the source and the backlog drains.
+func TestPartitionedRunsFiveNodes(t *testing.T) {
+	if binPath == "" {
+		t.Skip("the snapstore binary was not built: no test service is set")
+	}
+	src := ledgerTable(t, partitionedRows)
+	c := partitionedCluster(t, 5, src, "5m", "SNAPSTORE_CLUSTER_TRANSFER_QUEUE_MEMORY=1048576", "SNAPSTORE_CLUSTER_TRANSFER_QUEUE_BATCHES=4")
+	n1 := c.nodes[0]
+	rec := n1.mustRun(t, "spread")
+	single := n1.mustRun(t, "single")
+	if rec.Stats != single.Stats || rec.Stats.Inserted != partitionedRows {
+		t.Errorf("partitioned run's stats %+v, one node's %+v", rec.Stats, single.Stats)
+	}
+	if a, b := checksumOf(t, n1, "spread", rec.Version), checksumOf(t, n1, "single", single.Version); a != b || a == "" {
+		t.Errorf("checksum %q partitioned, %q by one node", a, b)
+	}
+	got, _ := readDataset(t, c.nodes[4], "spread")
+	sameLedger(t, "five nodes", got, expectedRows(false))
+	for i, p := range c.nodes {
+		if n := p.metric(t, "snapstore_cluster_partition_rows_applied_total"); n <= 0 {
+			t.Errorf("node %d wrote no rows", i+1)
+		}
+	}
+
+	// A sixth node joins.
+	before := c.owned()
+	c.add()
+	c.waitBalanced()
+	var after []float64
+	poll(t, 30*time.Second, "every node reading one table", func() bool {
+		after = c.owned()
+		total := 0.0
+		for _, n := range after {
+			total += n
+		}
+		return total == 32
+	})
+	moved := after[5]
+	t.Logf("partitions owned by five nodes %v, after the sixth joined %v: %v moved (1/N + 5%% of 32 = %.1f)", before, after, moved, 32*(1.0/6+0.05))
+	if moved > 6 || moved < 5 {
+		t.Errorf("the sixth node took %v partitions, want 5 or 6 (floor or ceil of 32/6)", moved)
+	}
+	for i := range 5 {
+		if after[i] > before[i] {
+			t.Errorf("node %d went from %v partitions to %v when the sixth joined", i+1, before[i], after[i])
+		}
+	}
+	cli(t, "sqlite", src, "UPDATE ledger SET name = 'six' WHERE id % 11 = 0;")
+	rec6 := n1.mustRun(t, "spread")
+	want := expectedRows(false)
+	for id, row := range want {
+		if id%11 == 0 {
+			row.Name = "six"
+			want[id] = row
+		}
+	}
+	if rec6.Stats.Updated != int64(partitionedRows/11) {
+		t.Errorf("the run over six nodes updated %d rows, want %d", rec6.Stats.Updated, partitionedRows/11)
+	}
+	got, _ = readDataset(t, c.nodes[5], "spread")
+	sameLedger(t, "six nodes", got, want)
+	if n := c.nodes[5].metric(t, "snapstore_cluster_partition_rows_applied_total"); n <= 0 {
+		t.Errorf("the sixth node wrote no rows")
+	}
+
+	// An owner down for the whole read: its rows spill to the
+	// coordinator's disk.
+	down := c.nodes[2]
+	down.kill()
+	cli(t, "sqlite", src, "UPDATE ledger SET grp = -1 WHERE id % 13 = 0;")
+	r := n1.mustCall(t, http.StatusAccepted, "POST", "/v1/adapters/spread/runs", nil)
+	var started runRecord
+	if err := json.Unmarshal(r.body, &started); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, 120*time.Second, "the source read whole", func() bool { return n1.getRun(t, started.ID).RowsRead == partitionedRows })
+	var spilled, mem, rows float64
+	poll(t, 30*time.Second, "the down owner's rows queued", func() bool {
+		spilled = n1.metric(t, "snapstore_cluster_transfer_spilled_bytes_total")
+		mem = n1.metric(t, "snapstore_cluster_transfer_memory_bytes")
+		rows = backlogRows(t, n1, c.ids[2])
+		return rows > 10000
+	})
+	rss := n1.peakRSS(t)
+	t.Logf("with node 3 down: %v rows queued for it, %.1f KiB of batches in memory, %.1f MiB spilled to disk; coordinator peak RSS %d MiB",
+		rows, mem/1024, spilled/(1<<20), rss>>20)
+	if spilled <= 0 {
+		t.Errorf("nothing spilled to disk")
+	}
+	// 1 MiB of queues plus one batch (256 KiB at most) per connection to
+	// each of five destinations.
+	if bound := float64(1<<20 + 5*4*(256<<10)); mem > bound {
+		t.Errorf("the queues hold %v bytes in memory, over the bound %v", mem, bound)
+	}
+	if st := n1.getRun(t, started.ID).Status; st != "running" {
+		t.Fatalf("the run waiting for node 3 is %s", st)
+	}
+	down.start()
+	var done runRecord
+	poll(t, 120*time.Second, "the run finished", func() bool {
+		done = n1.getRun(t, started.ID)
+		return done.Status != "running"
+	})
+	if done.Status != "succeeded" {
+		t.Fatalf("the run that waited: %s %s %s", done.Status, done.Code, done.Error)
+	}
+	for id, row := range want {
+		if id%13 == 0 {
+			row.Grp = -1
+			want[id] = row
+		}
+	}
+	got, _ = readDataset(t, down, "spread")
+	sameLedger(t, "the run that spilled", got, want)
+	poll(t, 30*time.Second, "the backlog drained", func() bool { return backlogRows(t, n1, "") == 0 })
 }
