@@ -296,12 +296,7 @@ INSERT INTO ledger SELECT i, 'new-' || i, 1, 0 FROM c;`, partitionedRows+1, part
 	// An owner killed mid-run: the run waits for it, then finishes.
 	cli(t, "sqlite", src, "UPDATE ledger SET grp = grp + 1000 WHERE id % 3 = 0;")
 	id3 := ids[2]
-	r := n1.mustCall(t, http.StatusAccepted, "POST", "/v1/adapters/spread/runs", nil)
-	var started runRecord
-	if err := json.Unmarshal(r.body, &started); err != nil {
-		t.Fatal(err)
-	}
-	poll(t, 60*time.Second, "the run reading", func() bool { return n1.getRun(t, started.ID).RowsRead > 5000 })
+	started := n1.startRun(t, "spread", 5000)
 	n3.kill()
 	t.Logf("node 3 killed after %d rows read", n1.getRun(t, started.ID).RowsRead)
 	var waiting float64
@@ -314,11 +309,7 @@ INSERT INTO ledger SELECT i, 'new-' || i, 1, 0 FROM c;`, partitionedRows+1, part
 		t.Errorf("while the run waits, node 2 reads version %d with %d rows; want %d with %d", v, len(got), rec2.Version, len(want2))
 	}
 	n3.start()
-	var rec3 runRecord
-	poll(t, 90*time.Second, "the run finished", func() bool {
-		rec3 = n1.getRun(t, started.ID)
-		return rec3.Status != "running"
-	})
+	rec3 := n1.awaitRun(t, started.ID)
 	if rec3.Status != "succeeded" {
 		t.Fatalf("the run that waited for node 3: %s %s %s", rec3.Status, rec3.Code, rec3.Error)
 	}
@@ -375,11 +366,7 @@ INSERT INTO ledger SELECT i, 'new-' || i, 1, 0 FROM c;`, partitionedRows+1, part
 	// it is back and its writer slot expired, a run coordinated by
 	// another node succeeds.
 	cli(t, "sqlite", src, "UPDATE ledger SET amount = amount + 1 WHERE id % 7 = 0;")
-	r = n1.mustCall(t, http.StatusAccepted, "POST", "/v1/adapters/spread/runs", nil)
-	if err := json.Unmarshal(r.body, &started); err != nil {
-		t.Fatal(err)
-	}
-	poll(t, 60*time.Second, "the run reading", func() bool { return n1.getRun(t, started.ID).RowsRead > 5000 })
+	started = n1.startRun(t, "spread", 5000)
 	n1.kill()
 	got, v = readDataset(t, nodes[1], "spread")
 	if v != rec4.Version {
@@ -516,12 +503,7 @@ func TestPartitionedRunsFiveNodes(t *testing.T) {
 	down := c.nodes[2]
 	down.kill()
 	cli(t, "sqlite", src, "UPDATE ledger SET grp = -1 WHERE id % 13 = 0;")
-	r := n1.mustCall(t, http.StatusAccepted, "POST", "/v1/adapters/spread/runs", nil)
-	var started runRecord
-	if err := json.Unmarshal(r.body, &started); err != nil {
-		t.Fatal(err)
-	}
-	poll(t, 120*time.Second, "the source read whole", func() bool { return n1.getRun(t, started.ID).RowsRead == partitionedRows })
+	started := n1.startRun(t, "spread", partitionedRows)
 	var spilled, mem, rows float64
 	poll(t, 30*time.Second, "the down owner's rows queued", func() bool {
 		spilled = n1.metric(t, "snapstore_cluster_transfer_spilled_bytes_total")
@@ -544,11 +526,7 @@ func TestPartitionedRunsFiveNodes(t *testing.T) {
 		t.Fatalf("the run waiting for node 3 is %s", st)
 	}
 	down.start()
-	var done runRecord
-	poll(t, 120*time.Second, "the run finished", func() bool {
-		done = n1.getRun(t, started.ID)
-		return done.Status != "running"
-	})
+	done := n1.awaitRun(t, started.ID)
 	if done.Status != "succeeded" {
 		t.Fatalf("the run that waited: %s %s %s", done.Status, done.Code, done.Error)
 	}
@@ -561,4 +539,28 @@ func TestPartitionedRunsFiveNodes(t *testing.T) {
 	got, _ = readDataset(t, down, "spread")
 	sameLedger(t, "the run that spilled", got, want)
 	poll(t, 30*time.Second, "the backlog drained", func() bool { return backlogRows(t, n1, "") == 0 })
+}
+
+// startRun starts a run of adapter without waiting for it, and returns
+// once it has read rows rows.
+func (p *proc) startRun(t *testing.T, adapter string, rows int64) runRecord {
+	t.Helper()
+	r := p.mustCall(t, http.StatusAccepted, "POST", "/v1/adapters/"+adapter+"/runs", nil)
+	var started runRecord
+	if err := json.Unmarshal(r.body, &started); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, 120*time.Second, fmt.Sprintf("run %s reading %d rows", started.ID, rows), func() bool { return p.getRun(t, started.ID).RowsRead >= rows })
+	return started
+}
+
+// awaitRun waits until run id is no longer running and returns its record.
+func (p *proc) awaitRun(t *testing.T, id string) runRecord {
+	t.Helper()
+	var rec runRecord
+	poll(t, 120*time.Second, "run "+id+" finished", func() bool {
+		rec = p.getRun(t, id)
+		return rec.Status != "running"
+	})
+	return rec
 }
