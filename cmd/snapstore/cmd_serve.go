@@ -82,7 +82,11 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 			members := &transferMembers{}
 			var err error
 			var parts *partitioned
-			if cfg.Cluster.Transfer.Listen != "" {
+			switch {
+			case cfg.Cluster.Transfer.Listen != "" && db.ReadOnly():
+				// It could write no partition: it owns none (no xfer tag).
+				log.Warn("a read-only node opens no transfer listener and owns no partition of partitioned runs", "listen", cfg.Cluster.Transfer.Listen)
+			case cfg.Cluster.Transfer.Listen != "":
 				if parts, err = openPartitioned(ctx, cfg, db, log, reg); err != nil {
 					return nil, nil, err
 				}

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -244,6 +246,7 @@ func TestPartitionedRuns(t *testing.T) {
 	c := partitionedCluster(t, 3, src, "15s")
 	nodes, ids := c.nodes, c.ids
 	n1, n3 := nodes[0], nodes[2]
+	c.refusedWithCount(64)
 
 	// First run.
 	start := time.Now()
@@ -563,4 +566,34 @@ func (p *proc) awaitRun(t *testing.T, id string) runRecord {
 		return rec.Status != "running"
 	})
 	return rec
+}
+
+// refusedWithCount starts one more node configured with count partitions,
+// which the stored table does not have: serve exits with code 2 naming
+// both counts.
+func (c *pcluster) refusedWithCount(count int) {
+	t := c.t
+	t.Helper()
+	host := fmt.Sprintf("127.0.0.%d", len(c.nodes)+1)
+	data := t.TempDir()
+	cli(t, "cert", "node", c.certs, "--data", data)
+	b, err := os.ReadFile(filepath.Join(data, "node-id"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := strings.TrimSpace(string(b))
+	cmd := exec.Command(binPath, "serve")
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + data}, c.env...)
+	cmd.Env = append(cmd.Env, "SNAPSTORE_DATA="+data, "SNAPSTORE_LISTEN="+host+":0",
+		"SNAPSTORE_CLUSTER_BIND="+gossipAddr(t, host), "SNAPSTORE_CLUSTER_JOIN="+c.gossip[0],
+		fmt.Sprintf("SNAPSTORE_CLUSTER_PARTITIONS=%d", count),
+		"SNAPSTORE_CLUSTER_TRANSFER_LISTEN="+gossipAddr(t, host),
+		"SNAPSTORE_CLUSTER_TRANSFER_CERT_FILE="+filepath.Join(c.certs, id+".crt"),
+		"SNAPSTORE_CLUSTER_TRANSFER_KEY_FILE="+filepath.Join(c.certs, id+".key"))
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	want := fmt.Sprintf("the cluster's table has 32 partitions, this node is configured with %d (cluster.partitions)", count)
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), want) {
+		t.Errorf("a node with %d partitions: %v\n%s", count, err, out)
+	}
 }
