@@ -76,12 +76,12 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 	var mem *cluster.Membership
 	var place *cluster.Placement
 	var xfer *transfer.Transport
+	var parts *partitioned
 	var join func(context.Context, *snapshot.DB) (adapters.Cluster, adapters.Partitioner, error)
 	if cfg.clustered() {
 		join = func(ctx context.Context, db *snapshot.DB) (adapters.Cluster, adapters.Partitioner, error) {
 			members := &transferMembers{}
 			var err error
-			var parts *partitioned
 			switch {
 			case cfg.Cluster.Transfer.Listen != "" && db.ReadOnly():
 				// It could write no partition: it owns none (no xfer tag).
@@ -123,8 +123,12 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 	}
 	var view server.Cluster
 	var xferView server.Transfer
+	var partsView server.PartitionTable
 	if xfer != nil {
 		xferView = transferView{xfer}
+	}
+	if parts != nil {
+		partsView = partitionsView{parts.table}
 	}
 	if mem != nil {
 		if err := place.Start(stk.svc); err != nil {
@@ -143,6 +147,7 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 		BuildVersion: buildVersion(),
 		Cluster:      view,
 		Transfer:     xferView,
+		Partitions:   partsView,
 	})
 	if err != nil {
 		return errors.Join(err, stk.close(context.Background()))

@@ -1,15 +1,20 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/snapstore/snapstore/cluster"
+	"github.com/snapstore/snapstore/server"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
@@ -46,4 +51,29 @@ func openPartitioned(ctx context.Context, cfg *Config, db *snapshot.DB, log *slo
 		return nil, err
 	}
 	return &partitioned{table: table, runs: runs, incarnation: inc}, nil
+}
+
+// partitionsView is the partition table as the server sees it
+// (server.PartitionTable): the node's cached copy.
+type partitionsView struct{ t *cluster.Partitions }
+
+func (v partitionsView) Partitions() server.ClusterPartitions {
+	tab := v.t.Table()
+	out := server.ClusterPartitions{Epoch: tab.Epoch, Count: len(tab.Owners), ChangedBy: tab.ChangedBy}
+	if !tab.ChangedAt.IsZero() {
+		t := tab.ChangedAt.UTC()
+		out.ChangedAt = &t
+	}
+	counts := map[string]int{}
+	for p, o := range tab.Owners {
+		out.Partitions = append(out.Partitions, server.PartitionOwner{Partition: p, Node: o, SinceEpoch: tab.Since[p]})
+		counts[o]++
+	}
+	for _, id := range slices.Sorted(maps.Keys(counts)) {
+		out.Nodes = append(out.Nodes, server.NodePartitions{Node: id, Partitions: counts[id]})
+	}
+	slices.SortStableFunc(out.Nodes, func(a, b server.NodePartitions) int {
+		return cmp.Or(cmp.Compare(b.Partitions, a.Partitions), strings.Compare(a.Node, b.Node))
+	})
+	return out
 }
