@@ -394,7 +394,7 @@ func (r *report) write(path string) {
 		fmt.Fprintf(&b, "| bytes sent by the coordinator, first run, `transfer_compression: %s` | %s (%.1f bytes a row) | none %s | %s |\n", name, mib(int64(r.sent[i])), r.sent[i]/float64(*rows), mib(int64(r.sent[0])), ratio(r.sent[i], r.sent[0]))
 	}
 	fmt.Fprintf(&b, "| coordinator's peak RSS, an owner down, a run of %d rows queued for it (`none`) | %s (%.1f MiB spilled to disk in all) | %d rows %s | %s |\n", *rows, mib(r.rssWhole), r.spillWhole/(1<<20), *rows/4, mib(r.rssQuarter), ratio(float64(r.rssWhole), float64(r.rssQuarter)))
-	fmt.Fprintf(&b, "| the same, above the restarted coordinator's peak before the run | %s | `queue_memory` %s | %s |\n", mib(r.rssWhole-r.rssBase), mib(*qmem), ratio(float64(r.rssWhole-r.rssBase), float64(*qmem)))
+	fmt.Fprintf(&b, "| its growth over the restarted coordinator's peak before these two runs | %s | `queue_memory` %s | %s |\n", mib(r.rssWhole-r.rssBase), mib(*qmem), ratio(float64(r.rssWhole-r.rssBase), float64(*qmem)))
 	fmt.Fprintf(&b, "\nRows written per node (all runs): %v.\n", r.applied)
 	b.WriteString(endMarker)
 	prev, _ := os.ReadFile(path)
