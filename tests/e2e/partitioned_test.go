@@ -160,6 +160,20 @@ func readDataset(t *testing.T, p *proc, dataset string) (map[int64]sourceRow, in
 	return out, version
 }
 
+// readCommitted reads dataset on p once p's view shows version v (a
+// node refreshes its view of what others committed within
+// snapshot.DefaultRefreshInterval, snapshot.W2).
+func readCommitted(t *testing.T, p *proc, dataset string, v int64) map[int64]sourceRow {
+	t.Helper()
+	var rows map[int64]sourceRow
+	poll(t, 10*time.Second, fmt.Sprintf("version %d of %s", v, dataset), func() bool {
+		var got int64
+		rows, got = readDataset(t, p, dataset)
+		return got == v
+	})
+	return rows
+}
+
 // expectedRows is the source table as generated and changed by the test.
 func expectedRows(changed bool) map[int64]sourceRow {
 	out := map[int64]sourceRow{}
@@ -258,10 +272,7 @@ func TestPartitionedRuns(t *testing.T) {
 	if rec.Stats != single.Stats || rec.Stats.Inserted != partitionedRows {
 		t.Errorf("partitioned run's stats %+v, one node's %+v", rec.Stats, single.Stats)
 	}
-	got, v := readDataset(t, nodes[1], "spread")
-	if v != rec.Version {
-		t.Errorf("node 2 reads version %d, the run committed %d", v, rec.Version)
-	}
+	got := readCommitted(t, nodes[1], "spread", rec.Version)
 	sameLedger(t, "first version", got, expectedRows(false))
 	if a, b := checksumOf(t, n1, "spread", rec.Version), checksumOf(t, n1, "single", single.Version); a != b || a == "" {
 		t.Errorf("checksum %q partitioned, %q by one node", a, b)
@@ -290,7 +301,7 @@ INSERT INTO ledger SELECT i, 'new-' || i, 1, 0 FROM c;`, partitionedRows+1, part
 	if rec2.Stats != single2.Stats || rec2.Stats.Deleted != partitionedRows/100 || rec2.Stats.Inserted != 500 || rec2.Stats.Rows != int64(len(want2)) {
 		t.Errorf("second partitioned run's stats %+v, one node's %+v", rec2.Stats, single2.Stats)
 	}
-	got, _ = readDataset(t, n3, "spread")
+	got = readCommitted(t, n3, "spread", rec2.Version)
 	sameLedger(t, "second version", got, want2)
 	if a, b := checksumOf(t, n1, "spread", rec2.Version), checksumOf(t, n1, "single", single2.Version); a != b {
 		t.Errorf("second checksum %q partitioned, %q by one node", a, b)
@@ -326,7 +337,7 @@ INSERT INTO ledger SELECT i, 'new-' || i, 1, 0 FROM c;`, partitionedRows+1, part
 		}
 		want3[id] = row
 	}
-	got, _ = readDataset(t, n1, "spread")
+	got = readCommitted(t, n1, "spread", rec3.Version)
 	sameLedger(t, "the version of the run that waited", got, want3)
 	poll(t, 30*time.Second, "node 1's backlog drained", func() bool { return backlogRows(t, n1, "") == 0 })
 
@@ -345,7 +356,7 @@ INSERT INTO ledger SELECT i, 'new-' || i, 1, 0 FROM c;`, partitionedRows+1, part
 		t.Errorf("the run failed after %s, before owner_wait (15s)", d)
 	}
 	t.Logf("the run failed after %s: %s", time.Since(begun).Round(time.Second), failed.Error)
-	got, v = readDataset(t, nodes[1], "spread")
+	got, v := readDataset(t, nodes[1], "spread")
 	if v != rec3.Version {
 		t.Errorf("after the failed run node 2 reads version %d, want %d", v, rec3.Version)
 	}
@@ -362,7 +373,7 @@ INSERT INTO ledger SELECT i, 'new-' || i, 1, 0 FROM c;`, partitionedRows+1, part
 			want3[id] = row
 		}
 	}
-	got, _ = readDataset(t, n3, "spread")
+	got = readCommitted(t, n3, "spread", rec4.Version)
 	sameLedger(t, "the version after node 3 came back", got, want3)
 
 	// The coordinator killed mid-run: nothing of its run is visible; once
@@ -400,7 +411,7 @@ INSERT INTO ledger SELECT i, 'new-' || i, 1, 0 FROM c;`, partitionedRows+1, part
 			want3[id] = row
 		}
 	}
-	got, _ = readDataset(t, n1, "spread")
+	got = readCommitted(t, n1, "spread", rec5.Version)
 	sameLedger(t, "the version after the coordinator died and another ran", got, want3)
 }
 
@@ -452,7 +463,7 @@ func TestPartitionedRunsFiveNodes(t *testing.T) {
 	if a, b := checksumOf(t, n1, "spread", rec.Version), checksumOf(t, n1, "single", single.Version); a != b || a == "" {
 		t.Errorf("checksum %q partitioned, %q by one node", a, b)
 	}
-	got, _ := readDataset(t, c.nodes[4], "spread")
+	got := readCommitted(t, c.nodes[4], "spread", rec.Version)
 	sameLedger(t, "five nodes", got, expectedRows(false))
 	for i, p := range c.nodes {
 		if n := p.metric(t, "snapstore_cluster_partition_rows_applied_total"); n <= 0 {
@@ -495,7 +506,7 @@ func TestPartitionedRunsFiveNodes(t *testing.T) {
 	if rec6.Stats.Updated != int64(partitionedRows/11) {
 		t.Errorf("the run over six nodes updated %d rows, want %d", rec6.Stats.Updated, partitionedRows/11)
 	}
-	got, _ = readDataset(t, c.nodes[5], "spread")
+	got = readCommitted(t, c.nodes[5], "spread", rec6.Version)
 	sameLedger(t, "six nodes", got, want)
 	if n := c.nodes[5].metric(t, "snapstore_cluster_partition_rows_applied_total"); n <= 0 {
 		t.Errorf("the sixth node wrote no rows")
@@ -539,7 +550,7 @@ func TestPartitionedRunsFiveNodes(t *testing.T) {
 			want[id] = row
 		}
 	}
-	got, _ = readDataset(t, down, "spread")
+	got = readCommitted(t, down, "spread", done.Version)
 	sameLedger(t, "the run that spilled", got, want)
 	poll(t, 30*time.Second, "the backlog drained", func() bool { return backlogRows(t, n1, "") == 0 })
 }
