@@ -70,13 +70,7 @@ func (c *pcluster) add() *proc {
 	i := len(c.nodes)
 	host := fmt.Sprintf("127.0.0.%d", i+1)
 	c.gossip = append(c.gossip, gossipAddr(t, host))
-	data := t.TempDir()
-	cli(t, "cert", "node", c.certs, "--data", data)
-	b, err := os.ReadFile(filepath.Join(data, "node-id"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := strings.TrimSpace(string(b))
+	data, id := c.newDataDir()
 	e := append(slices.Clone(c.env),
 		"SNAPSTORE_DATA="+data,
 		"SNAPSTORE_LISTEN="+host+":0",
@@ -90,6 +84,20 @@ func (c *pcluster) add() *proc {
 	p := startServerWith(t, "no-secret-here", c.cfg, e...)
 	c.nodes, c.ids = append(c.nodes, p), append(c.ids, id)
 	return p
+}
+
+// newDataDir makes a node's data directory with its node id and a
+// certificate of the cluster CA for it.
+func (c *pcluster) newDataDir() (data, id string) {
+	t := c.t
+	t.Helper()
+	data = t.TempDir()
+	cli(t, "cert", "node", c.certs, "--data", data)
+	b, err := os.ReadFile(filepath.Join(data, "node-id"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data, strings.TrimSpace(string(b))
 }
 
 // waitBalanced waits until every node is active everywhere and owns
@@ -586,13 +594,7 @@ func (c *pcluster) refusedWithCount(count int) {
 	t := c.t
 	t.Helper()
 	host := fmt.Sprintf("127.0.0.%d", len(c.nodes)+1)
-	data := t.TempDir()
-	cli(t, "cert", "node", c.certs, "--data", data)
-	b, err := os.ReadFile(filepath.Join(data, "node-id"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := strings.TrimSpace(string(b))
+	data, id := c.newDataDir()
 	cmd := exec.Command(binPath, "serve")
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + data}, c.env...)
 	cmd.Env = append(cmd.Env, "SNAPSTORE_DATA="+data, "SNAPSTORE_LISTEN="+host+":0",
