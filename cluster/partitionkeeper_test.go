@@ -30,17 +30,7 @@ func keeperNode(t *testing.T, name string, db *snapshot.DB, xfer string, edit fu
 	}
 	p := NewPlacement(m, NewNodeList(db))
 	p.KeepPartitions(parts)
-	svc, err := adapters.New(context.Background(), db, adapters.Options{Cluster: p})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(svc); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close(); svc.Close(context.Background()) })
-	if err := m.SetState(Active); err != nil {
-		t.Fatal(err)
-	}
+	startPlacement(t, m, p, db, adapters.Options{})
 	return m, p, parts
 }
 
