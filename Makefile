@@ -101,6 +101,15 @@ bench: build ## measure runs, storage, memory and HTTP against their baselines; 
 	set -a; eval "$$(scripts/mariadb.sh env)"; set +a; \
 	$(GO) run ./tests/bench -rows $(ROWS) -rss-scale $(RSS_SCALE) -bin $(BIN) -out docs/benchmarks.md $(BENCHFLAGS)
 
+# Partitioned runs: one node against a cluster on one HBase, bytes per
+# compression, a coordinator's memory with an owner down; not part of `make test`.
+NODES ?= 3
+.PHONY: bench-cluster
+bench-cluster: build ## partitioned runs against one node on one HBase; writes their section of docs/benchmarks.md (ROWS=2000000 NODES=3)
+	scripts/hbase-standalone.sh start
+	set -a; eval "$$(scripts/hbase-standalone.sh env)"; set +a; \
+	$(GO) run ./tests/benchcluster -rows $(ROWS) -nodes $(NODES) -bin $(BIN) -out docs/benchmarks.md
+
 .PHONY: bench-go
 bench-go: ## one pass of the go test -bench micro-benchmarks of store/pebble and snapshot
 	$(GO) test -run XXX -bench . -benchtime 1x ./store/pebble ./snapshot

@@ -42,6 +42,10 @@ type AdapterSpec struct {
 	// Strategy says where the adapter's runs happen in a cluster
 	// (strategy.go, L1-L4); default StrategyLocal.
 	Strategy Strategy `json:"strategy,omitempty" yaml:"strategy"`
+	// TransferCompression is what the rows a partition-by-key run sends
+	// between nodes compress with zstd: none (default), metadata (keys,
+	// column names, framing) or all (partitioned.go).
+	TransferCompression string `json:"transfer_compression,omitempty" yaml:"transfer_compression"`
 }
 
 // Adapter is an adapter as reported.
@@ -158,6 +162,9 @@ func parseAdapter(prefix string, spec AdapterSpec) (*adapterDef, error) {
 		errs = append(errs, err)
 	}
 	spec.Strategy = strategy
+	if spec.TransferCompression, err = parseTransferCompression(prefix+"transfer_compression", strategy, spec.TransferCompression); err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}

@@ -66,7 +66,9 @@ func (s *Service) place(ctx context.Context, a *adapterDef, opts RunOptions) (Ru
 	name := a.spec.Name
 	switch a.spec.Strategy {
 	case StrategyPartitionByKey:
-		return s.refuseStrategy(ctx, a.spec, opts)
+		if s.partitioner == nil {
+			return s.refuseStrategy(ctx, a.spec, opts)
+		}
 	case StrategyRoundRobin:
 		if s.cluster != nil {
 			return s.placeRoundRobin(ctx, a, opts)
@@ -79,12 +81,12 @@ func (s *Service) place(ctx context.Context, a *adapterDef, opts RunOptions) (Ru
 	return s.startLocal(ctx, name, opts, localRun{})
 }
 
-// refuseStrategy refuses a run of a partition-by-key adapter (L4); a
+// refuseStrategy refuses a run of a partition-by-key adapter on a node
+// without partitioned runs (L4); a
 // scheduled one is recorded as failed, so that the run history says why
 // nothing happened.
 func (s *Service) refuseStrategy(ctx context.Context, spec AdapterSpec, opts RunOptions) (RunRecord, error) {
-	err := fmt.Errorf("%w: adapter %q has strategy %s, whose runs spread the rows over the nodes by a key column; partitioned runs do not exist in this version (use local, round-robin or single-node)",
-		ErrStrategyNotSupported, spec.Name, spec.Strategy)
+	err := s.notPartitioned(spec)
 	if opts.Trigger != "schedule" && opts.Trigger != "retry" && opts.Trigger != "start" {
 		return RunRecord{}, err
 	}

@@ -222,6 +222,20 @@ func TestDispatch_DrainingOwnerStrategy(t *testing.T) {
 	if _, err := parseStrategy("strategy", "spread"); err == nil || !strings.Contains(err.Error(), "round-robin") {
 		t.Errorf("an unknown strategy: %v", err)
 	}
+	// transfer_compression: one of three, and only with partition-by-key.
+	for _, tc := range []struct {
+		strategy Strategy
+		c, want  string
+	}{
+		{StrategyPartitionByKey, "all", ""},
+		{StrategyPartitionByKey, "zip", `want none, metadata or all, got "zip"`},
+		{StrategyLocal, "metadata", "applies to strategy partition-by-key only"},
+	} {
+		_, _, err := ts.svc.PutAdapter(ctx, AdapterSpec{Name: "a", Connection: "lite", Resource: "items", Strategy: tc.strategy, TransferCompression: tc.c})
+		if tc.want == "" && err != nil || tc.want != "" && (!errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), `"transfer_compression": `+tc.want)) {
+			t.Errorf("strategy %s, transfer_compression %q: %v", tc.strategy, tc.c, err)
+		}
+	}
 }
 
 // TestDispatch_AbandonOwnRuns checks L7: a node that starts again marks

@@ -119,7 +119,7 @@
 // dispatch.go applies them, and reload.go keeps the definitions of every
 // node equal to the stored ones (A5).
 //
-// Goroutines: one per running run (owns its snapshot.Run and TableReader),
+// Goroutines: one per running run (owns its RunWriter and TableReader),
 // the scheduler loop, one retry watcher per scheduled run with retries,
 // and one per single-node run waiting for its node (owns its waiting
 // record).

@@ -27,8 +27,12 @@ import (
 //	   cannot take it the run waits (status waiting, naming the node), is
 //	   offered again every waitRetry, and fails with code node_unreachable
 //	   after Cluster.SingleNodeWait.
-//	L4 partition-by-key: refused with ErrStrategyNotSupported (a tick
-//	   records a failed run) until partitioned runs exist.
+//	L4 partition-by-key: a scheduled tick fires on the owner as in L1, a
+//	   manual run on the node asked; that node coordinates the run
+//	   (partitioned.go): it reads the source and the cluster spreads the
+//	   rows over the partitions' owners. A node without a Partitioner (no
+//	   transfer listener, or alone) refuses it with
+//	   ErrStrategyNotSupported (a tick records a failed run).
 //	L5 A run handed to another node keeps the id the placing node gave it;
 //	   its record names the node that runs it (node) and the one that
 //	   placed it (placed_by). The node that runs a run alone saves its

@@ -213,11 +213,11 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, for
 	}
 	schema := tr.Schema()
 	jsonCols := embedJSON(&schema, spec.EmbedJSON)
-	run, err := s.db.BeginRun(ctx,
+	run, err := s.beginWriter(ctx, spec,
 		snapshot.DatasetConfig{Name: spec.Dataset, Retention: spec.Retention, Guard: spec.Guard},
 		snapshot.RunOptions{Schema: schema, Force: force, Source: snapshot.SourceInfo{
 			Adapter: spec.Name, Connection: spec.Connection, Revision: l.revision, Resource: resource, RunID: runID,
-		}})
+		}}, runID)
 	if err != nil {
 		if errors.Is(err, snapshot.ErrKeyChanged) {
 			return snapshot.VersionInfo{}, fmt.Errorf("the source key of %s is now (%s), which differs from dataset %q's key; drop the dataset or set key_columns: %w",

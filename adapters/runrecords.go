@@ -91,6 +91,7 @@ var runCodes = []struct {
 	{snapshot.ErrRunInProgress, "run_in_progress"},
 	{snapshot.ErrDuplicateKey, "duplicate_key"},
 	{snapshot.ErrKeyChanged, "key_changed"},
+	{snapshot.ErrPartitionCount, "partition_count"},
 	{snapshot.ErrBadKey, "bad_key"},
 	{ErrResourceNotFound, "resource_not_found"},
 	{ErrNoKey, "no_key"},

@@ -26,6 +26,10 @@ type Options struct {
 	// cluster (placement.go); nil: the node runs alone and every run is
 	// local. RunOnStart adapters then wait for StartOnStart.
 	Cluster Cluster
+	// Partitioner begins the runs of partition-by-key adapters on this
+	// node (partitioned.go); nil: such runs are refused
+	// (ErrStrategyNotSupported).
+	Partitioner Partitioner
 }
 
 // Service owns data connections, adapters, runs and the scheduler. Safe for
@@ -37,7 +41,9 @@ type Service struct {
 	now     func() time.Time // test hook; time.Now
 	sched   *scheduler       // nil unless Options.Schedule
 	cluster Cluster          // nil alone
-	self    string           // this node's id in the cluster; "" alone
+	// partitioner begins partitioned runs; nil without a transfer
+	partitioner Partitioner
+	self        string // this node's id in the cluster; "" alone
 
 	baseCtx   context.Context // parent of every run's context
 	cancelAll context.CancelFunc
@@ -78,14 +84,15 @@ func New(ctx context.Context, db *snapshot.DB, opts Options) (*Service, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Service{
-		db:       db,
-		log:      log,
-		now:      time.Now,
-		conns:    newDefinitions[*connDef](connectionKind),
-		adapters: newDefinitions[*adapterDef](adapterKind),
-		running:  map[string]*activeRun{},
-		runs:     map[string]*activeRun{},
-		cluster:  opts.Cluster,
+		db:          db,
+		log:         log,
+		now:         time.Now,
+		conns:       newDefinitions[*connDef](connectionKind),
+		adapters:    newDefinitions[*adapterDef](adapterKind),
+		running:     map[string]*activeRun{},
+		runs:        map[string]*activeRun{},
+		cluster:     opts.Cluster,
+		partitioner: opts.Partitioner,
 	}
 	if s.cluster != nil {
 		s.self = s.cluster.Self()

@@ -24,8 +24,9 @@ const (
 	// wait for it, up to a limit (S3).
 	StrategySingleNode Strategy = "single-node"
 	// StrategyPartitionByKey: the rows of one run spread over the nodes by
-	// a key column. Accepted in definitions; a run is refused with
-	// ErrStrategyNotSupported until partitioned runs exist (S4).
+	// their row key, each partition compared and written by its owner
+	// (L4, partitioned.go); refused with ErrStrategyNotSupported on a node
+	// without a transfer listener.
 	StrategyPartitionByKey Strategy = "partition-by-key"
 )
 

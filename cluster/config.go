@@ -74,6 +74,16 @@ type Config struct {
 	// DefinitionsRefresh is how often the definitions are reread from
 	// HBase whatever the hints say (K9); default 15s.
 	DefinitionsRefresh time.Duration
+	// Partitions is the count of partitions of partitioned runs, the
+	// same on every node and fixed when the partition table is first
+	// written; default 32, 8 to 1024.
+	Partitions int
+	// PartitionMoves is the most partitions one change of the partition
+	// table moves; default (0) Partitions/8. PartitionMoveInterval is
+	// the least time between two changes; default 10s. Partitions
+	// without an owner are assigned at once, whatever these say.
+	PartitionMoves        int
+	PartitionMoveInterval time.Duration
 	// Memberlist is the preset's memberlist configuration (probe, gossip
 	// and suspicion timing); Open sets its addresses, keyring and logger.
 	Memberlist *memberlist.Config
@@ -98,6 +108,12 @@ const (
 	// whose hint was lost takes to reach a node.
 	DefaultDefinitionsRefresh = 15 * time.Second
 	DefaultHeartbeat          = 10 * time.Second
+	DefaultPartitions         = 32
+	minPartitions             = 8
+	maxPartitions             = 1024
+	// DefaultPartitionMoveInterval is the least time between two changes
+	// of the partition table.
+	DefaultPartitionMoveInterval = 10 * time.Second
 )
 
 // DefaultConfig is the preset for a LAN (memberlist.DefaultLANConfig: 1s
@@ -105,17 +121,19 @@ const (
 // K3's 30 s).
 func DefaultConfig() Config {
 	return Config{
-		Weight:             DefaultWeight,
-		ConfirmFailure:     DefaultConfirmFailure,
-		Tick:               time.Second,
-		JoinRetry:          10 * time.Second,
-		ReconnectTimeout:   24 * time.Hour,
-		TombstoneTimeout:   24 * time.Hour,
-		SingleNodeWait:     DefaultSingleNodeWait,
-		HandOffTimeout:     DefaultHandOffTimeout,
-		DefinitionsRefresh: DefaultDefinitionsRefresh,
-		Heartbeat:          DefaultHeartbeat,
-		Memberlist:         memberlist.DefaultLANConfig(),
+		Weight:                DefaultWeight,
+		ConfirmFailure:        DefaultConfirmFailure,
+		Tick:                  time.Second,
+		JoinRetry:             10 * time.Second,
+		ReconnectTimeout:      24 * time.Hour,
+		TombstoneTimeout:      24 * time.Hour,
+		SingleNodeWait:        DefaultSingleNodeWait,
+		HandOffTimeout:        DefaultHandOffTimeout,
+		DefinitionsRefresh:    DefaultDefinitionsRefresh,
+		Heartbeat:             DefaultHeartbeat,
+		Partitions:            DefaultPartitions,
+		PartitionMoveInterval: DefaultPartitionMoveInterval,
+		Memberlist:            memberlist.DefaultLANConfig(),
 	}
 }
 
@@ -208,6 +226,15 @@ func (c *Config) Validate() error {
 	if c.DefinitionsRefresh < time.Second {
 		bad("definitions_refresh", "at least 1s, got %s", c.DefinitionsRefresh)
 	}
+	if c.Partitions < minPartitions || c.Partitions > maxPartitions {
+		bad("partitions", "want %d to %d, got %d", minPartitions, maxPartitions, c.Partitions)
+	}
+	if c.PartitionMoves < 0 || c.PartitionMoves > max(c.Partitions, minPartitions) {
+		bad("partition_moves", "want 0 (partitions/8) to partitions (%d), got %d", c.Partitions, c.PartitionMoves)
+	}
+	if c.PartitionMoveInterval < 100*time.Millisecond {
+		bad("partition_move_interval", "at least 100ms, got %s", c.PartitionMoveInterval)
+	}
 	if c.Tick <= 0 || c.JoinRetry <= 0 || c.Memberlist == nil {
 		bad("preset", "Tick, JoinRetry and Memberlist come from a preset (DefaultConfig, LoopbackConfig)")
 	}
@@ -241,4 +268,12 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// partitionMoves is PartitionMoves, or its default.
+func (c *Config) partitionMoves() int {
+	if c.PartitionMoves > 0 {
+		return c.PartitionMoves
+	}
+	return max(c.Partitions/8, 1)
 }

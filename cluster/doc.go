@@ -25,6 +25,9 @@
 //     rendezvous with bounded loads (Rebalance).
 //   - partitiontable.go: the partition table in the metadata table, with
 //     its epoch, changed by compare-and-set (Partitions, Keeper).
+//   - partitionkeeper.go: the keeper's loop over the partition table (K13).
+//   - partitioned.go, partitionrun.go, partitionowner.go: partitioned
+//     runs, their coordinator and their owners (K14).
 //   - metrics.go: members by state, flaps, transitions, dropped hints.
 //   - nodelist.go: the node list kept in HBase (K11).
 //   - nodekeeper.go: this node's entry of the node list, the others'
@@ -114,6 +117,29 @@
 // them with the others' at every Heartbeat. Nothing is papered over: each
 // node keeps using its own file.
 //
+// K13. The partition table (partitiontable.go) changes only on the
+// keeper, the rendezvous owner of the name "partitions" over the active
+// nodes, by one compare-and-set of the record read, epoch + 1: every node
+// rereads it every cluster.partition_move_interval and when the members
+// change; the keeper writes one rebalance step (Rebalance, over the
+// members and the node list, K11: failed and left nodes keep their
+// partitions) at most every interval and of at most
+// cluster.partition_moves moves, partitions without an owner at once. A
+// member without a transfer listener owns none. A node configured with
+// another count than the stored table's does not start.
+//
+// K14. A partitioned run is committed by its coordinator alone, in the
+// one conditional write of the dataset's row (snapshot.D3, snapshot.W3), once
+// every partition's owner at the epoch the run began at has reported its
+// counts and checksum with the ACK of its stream's END; the run record
+// (kind partitioned-run) names those owners, and an owner writes only the
+// partitions it names for it (a batch for another goes on, transfer.X6).
+// An owner that cannot be reached gets no failover: the run waits for it
+// (its rows queued on disk, the backlog) up to cluster.transfer.owner_wait
+// in a row, then fails, its transaction invalid (snapshot.D4). A
+// coordinator that dies leaves its transaction in progress, invisible,
+// until the dataset's writer slot is next taken (snapshot.W1).
+//
 // # Goroutines
 //
 // Open starts serf (its own goroutines: memberlist's probe, gossip and
@@ -123,11 +149,15 @@
 // query answerer (answerQueries), and, when the join addresses do not
 // answer at once, a join retry loop that stops at the first successful
 // join or at Close. Placement.Start starts the placement loop, the one
-// reader of Changed and Hints.
+// reader of Changed and Hints, and the partition keeper's loop
+// (partitionKeeper.loop, K13), which the placement loop pokes when the
+// members change.
 //
 // # Not built here
 //
 // Writer slots are package snapshot's (snapshot.W1): every node may
 // write, and two nodes never write one dataset at once. A node started
-// read-only places runs but runs none. Partitioned runs (the partition-by-key strategy) are not built.
+// read-only places runs but runs none. The owners' cache of their
+// partitions' rows (docs/rfcs/20261202_partitioned_runs.md) is not built:
+// an owner compares with HBase as snapshot does alone.
 package cluster

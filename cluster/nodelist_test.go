@@ -100,7 +100,16 @@ func nodeWithList(t *testing.T, name string, db *snapshot.DB, ads []string, edit
 	for _, a := range ads {
 		specs = append(specs, adapters.AdapterSpec{Name: a[:1], Connection: "src", Resource: a[1:]})
 	}
-	svc, err := adapters.New(context.Background(), db, adapters.Options{Cluster: p, Connections: conns, Adapters: specs})
+	startPlacement(t, m, p, db, adapters.Options{Connections: conns, Adapters: specs})
+	return m, p
+}
+
+// startPlacement starts p with an adapters service on db (opts, with p as
+// its cluster), closed at the end of the test, and declares m active.
+func startPlacement(t *testing.T, m *Membership, p *Placement, db *snapshot.DB, opts adapters.Options) {
+	t.Helper()
+	opts.Cluster = p
+	svc, err := adapters.New(context.Background(), db, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +120,6 @@ func nodeWithList(t *testing.T, name string, db *snapshot.DB, ads []string, edit
 	if err := m.SetState(Active); err != nil {
 		t.Fatal(err)
 	}
-	return m, p
 }
 
 // TestNodeList_Cluster checks K11 and K12 with real members on one

@@ -19,11 +19,12 @@ import (
 // then reread on hints and periodically (definitions.go, K9) and
 // ownership moves are counted (ownership.go). Safe for concurrent use.
 type Placement struct {
-	m *Membership
-	h *handOffClient
-	d *definitionsSync
-	o *ownership
-	k *nodeKeeper // nil without a node list
+	m  *Membership
+	h  *handOffClient
+	d  *definitionsSync
+	o  *ownership
+	k  *nodeKeeper      // nil without a node list
+	pk *partitionKeeper // nil when this node keeps no partition table
 
 	started bool
 	svc     *adapters.Service // set by Start
@@ -59,10 +60,19 @@ func (p *Placement) Start(svc *adapters.Service) error {
 	if err := p.o.register(p.m.cfg.Registerer); err != nil {
 		return err
 	}
+	if p.pk != nil {
+		if err := p.pk.register(p.m.cfg.Registerer); err != nil {
+			p.o.unregister(p.m.cfg.Registerer)
+			return err
+		}
+	}
 	p.started = true
 	p.svc = svc
 	if p.k != nil {
 		p.k.start(svc)
+	}
+	if p.pk != nil {
+		go p.pk.loop()
 	}
 	go p.loop(svc)
 	return nil
@@ -102,6 +112,10 @@ func (p *Placement) Close() {
 	p.started = false
 	close(p.stopc)
 	<-p.donec
+	if p.pk != nil {
+		p.pk.stop()
+		p.pk.unregister(p.m.cfg.Registerer)
+	}
 	if p.k != nil {
 		p.k.writeSelf(true)
 	}
@@ -140,6 +154,9 @@ func (p *Placement) loop(svc *adapters.Service) {
 			}
 		case <-p.m.Changed():
 			p.updateOwners(svc)
+			if p.pk != nil {
+				p.pk.poke()
+			}
 			if p.k != nil {
 				p.k.selfChanged()
 				p.k.markFailed()

@@ -137,6 +137,7 @@ var sentinels = []sentinel{
 	{snapshot.ErrBadKey, http.StatusBadRequest, "bad_key", ""},
 	{snapshot.ErrBadSchema, http.StatusUnprocessableEntity, "bad_schema", ""},
 	{snapshot.ErrKeyChanged, http.StatusConflict, "key_changed", "key_columns"},
+	{snapshot.ErrPartitionCount, http.StatusConflict, "partition_count", ""},
 	{snapshot.ErrRunClosed, http.StatusConflict, "run_closed", ""},
 	{snapshot.ErrRecordNotFound, http.StatusNotFound, "not_found", ""},
 	{snapshot.ErrBadPageToken, http.StatusBadRequest, "bad_page_token", "page_token"},

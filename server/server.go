@@ -37,6 +37,9 @@ type Options struct {
 	// Transfer is this node's transfer layer (the backlog); nil when it
 	// has no transfer listener.
 	Transfer Transfer
+	// Partitions is this node's partition table of partitioned runs; nil
+	// when it has no transfer listener.
+	Partitions PartitionTable
 	// now is the clock for the version-age gauge; default time.Now.
 	now func() time.Time
 }
@@ -58,8 +61,10 @@ type Server struct {
 	build    string
 	cluster  Cluster
 	transfer Transfer
-	now      func() time.Time
-	stopping atomic.Bool
+	// partitions is the partition table; nil without a transfer
+	partitions PartitionTable
+	now        func() time.Time
+	stopping   atomic.Bool
 	// byRoute holds the registered routes; read-only after New.
 	byRoute map[routeKey]*route
 	// skipValidation turns request validation off (benchmark baseline only).
@@ -82,16 +87,17 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		db:       opts.DB,
-		svc:      opts.Adapters,
-		tokens:   ts,
-		log:      opts.Logger,
-		api:      api,
-		gatherer: opts.Gatherer,
-		build:    opts.BuildVersion,
-		cluster:  opts.Cluster,
-		transfer: opts.Transfer,
-		now:      opts.now,
+		db:         opts.DB,
+		svc:        opts.Adapters,
+		tokens:     ts,
+		log:        opts.Logger,
+		api:        api,
+		gatherer:   opts.Gatherer,
+		build:      opts.BuildVersion,
+		cluster:    opts.Cluster,
+		transfer:   opts.Transfer,
+		partitions: opts.Partitions,
+		now:        opts.now,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -189,6 +195,7 @@ func (s *Server) newEcho() *echo.Echo {
 	v1.POST("/cluster/keys/:op", s.keyOp)
 	v1.POST("/cluster/runs", s.takeRun)
 	v1.GET("/cluster/backlog", s.clusterBacklog)
+	v1.GET("/cluster/partitions", s.clusterPartitions)
 
 	// The documented operation of each registered route, found once here
 	// rather than by rewriting the echo path on every request.

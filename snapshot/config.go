@@ -11,6 +11,10 @@ type DatasetConfig struct {
 	Name      string
 	Retention Retention
 	Guard     Guard
+	// Partitions is the count of hash partitions of a dataset the run
+	// creates; 0 is Options.Partitions. An existing dataset keeps its
+	// own (a partitioned run refuses another, run_partition.go).
+	Partitions int
 }
 
 // datasetConfig is the persisted configuration of a dataset (in its row,

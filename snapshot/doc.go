@@ -253,4 +253,11 @@
 // a row lives in table "d/<dataset>/<p>", p = xxhash64(row key) modulo
 // the partitions; scans merge the partitions in key order (partition.go).
 // See keys.go for every table and metadata row.
+//
+// A partitioned run (run_partition.go) is one run whose partitions
+// several processes write: the coordinator holds the writer slot and the
+// transaction (W1) and commits (D3, W3) once every partition's
+// PartitionWriter has reported; each writer compares and writes its
+// partition as a Run does (D5) and reports its counts and checksum (D6),
+// which add up to those of one Run of the same rows.
 package snapshot

@@ -42,8 +42,11 @@ type Run struct {
 	// restoredFrom is the version a rollback's run restores (rollback.go).
 	restoredFrom int64
 	guard        Guard
-	parts        []*runPart
+	parts        []*runPart // nil for a partition another writer has (run_partition.go)
 	nparts       int
+	// part is the one partition of a PartitionWriter, -1 for a Run: such
+	// a writer holds no writer slot (the coordinator's fences the commit).
+	part int
 
 	// schema
 	cols    [][]byte // column names as qualifiers, schema order
@@ -122,7 +125,7 @@ func (r *Run) usable() error {
 // closeIters closes the partitions' iterators over the previous version.
 func (r *Run) closeIters() {
 	for _, p := range r.parts {
-		if p.cur != nil {
+		if p != nil && p.cur != nil {
 			p.cur.close()
 			p.cur = nil
 		}

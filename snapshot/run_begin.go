@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -107,7 +108,7 @@ func (db *DB) beginAcquired(ctx context.Context, ds *dataset, cfg DatasetConfig,
 				return err
 			}
 			if st.Config.CreatedAt.IsZero() {
-				st.Config = datasetConfig{CreatedAt: now.UTC(), Partitions: db.opts.Partitions}
+				st.Config = datasetConfig{CreatedAt: now.UTC(), Partitions: cmp.Or(cfg.Partitions, db.opts.Partitions)}
 			}
 			st.Config.Retention, st.Config.Guard, st.Config.Key = cfg.Retention, cfg.Guard, slices.Clone(opts.Schema.Key)
 			st.Top = id
@@ -131,7 +132,7 @@ func (db *DB) beginAcquired(ctx context.Context, ds *dataset, cfg DatasetConfig,
 	parts := st.Config.Partitions
 	dirty := ds.scratchDirty
 	ds.mu.Unlock()
-	r := &Run{db: db, ds: ds, id: id, epoch: st.Slot.Epoch, op: op, opts: opts, guard: cfg.Guard, nparts: parts, prev: prev,
+	r := &Run{db: db, ds: ds, id: id, epoch: st.Slot.Epoch, op: op, opts: opts, guard: cfg.Guard, nparts: parts, part: -1, prev: prev,
 		restoredFrom: restoredFrom, digest: xxhash.New(), started: db.opts.now()}
 	fail := func(err error) (*Run, error) {
 		r.closeIters()
@@ -150,15 +151,7 @@ func (db *DB) beginAcquired(ctx context.Context, ds *dataset, cfg DatasetConfig,
 			return fail(fmt.Errorf("clearing the scratch table an earlier run left: %w", err))
 		}
 	}
-	r.opts.Schema.Columns = slices.Clone(opts.Schema.Columns)
-	r.opts.Schema.Key = slices.Clone(opts.Schema.Key)
-	for i, c := range r.opts.Schema.Columns {
-		r.cols = append(r.cols, []byte(c.Name))
-		r.byName = append(r.byName, i)
-	}
-	slices.SortFunc(r.byName, func(a, b int) int { return bytes.Compare(r.cols[a], r.cols[b]) })
-	r.keyIdx = keyIndexes(r.opts.Schema)
-	r.keyName = []byte(r.opts.Schema.Key[0])
+	r.setSchema(opts.Schema)
 	if prev != nil {
 		r.prevVis = st.Txns.Visibility(prev.Version)
 		r.readOpts = readOpts(r.prevVis)
@@ -180,4 +173,18 @@ func (db *DB) beginAcquired(ctx context.Context, ds *dataset, cfg DatasetConfig,
 	ds.mu.Unlock()
 	db.logger.Info("run begun", "dataset", ds.name, "txn", id, "version", r.prevVersion())
 	return r, nil
+}
+
+// setSchema sets the run's schema (a copy) and what Put derives from it:
+// the columns as qualifiers, their name order, the key columns.
+func (r *Run) setSchema(s Schema) {
+	r.opts.Schema.Columns = slices.Clone(s.Columns)
+	r.opts.Schema.Key = slices.Clone(s.Key)
+	for i, c := range r.opts.Schema.Columns {
+		r.cols = append(r.cols, []byte(c.Name))
+		r.byName = append(r.byName, i)
+	}
+	slices.SortFunc(r.byName, func(a, b int) int { return bytes.Compare(r.cols[a], r.cols[b]) })
+	r.keyIdx = keyIndexes(r.opts.Schema)
+	r.keyName = []byte(r.opts.Schema.Key[0])
 }

@@ -41,6 +41,9 @@ func (r *Run) Put(ctx context.Context, vals []Value) error {
 	}
 	key := r.keyBuf
 	p := r.parts[partitionOf(key, r.nparts)]
+	if p == nil {
+		return r.notThisPartition(vals)
+	}
 	switch c := bytes.Compare(key, p.lastKey); {
 	case c == 0 && p.lastKey != nil:
 		return duplicateKeyError([]string{r.putKeyText(vals)})
@@ -180,7 +183,7 @@ func (r *Run) flushData(ctx context.Context, p *runPart) error {
 	}
 	n := p.data.Len()
 	// W3: no write once the slot expired or was taken.
-	ctx, cancel, err := r.db.slotContext(ctx, r.ds, r.epoch)
+	ctx, cancel, err := r.writeContext(ctx)
 	if err == nil {
 		err = r.db.st.Apply(ctx, &p.data)
 	}

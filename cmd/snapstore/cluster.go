@@ -65,6 +65,14 @@ type ClusterConfig struct {
 	// DefinitionsRefresh is how often every node rereads the definitions
 	// whatever the hints say; default 15s.
 	DefinitionsRefresh time.Duration `yaml:"definitions_refresh"`
+	// Partitions is the count of partitions of partitioned runs, the same
+	// on every node; default 32, 8 to 1024.
+	Partitions int `yaml:"partitions"`
+	// PartitionMoves is the most partitions one change of the partition
+	// table moves; default partitions/8. PartitionMoveInterval is the
+	// least time between two changes; default 10s.
+	PartitionMoves        int           `yaml:"partition_moves"`
+	PartitionMoveInterval time.Duration `yaml:"partition_move_interval"`
 	// Transfer is where this node receives the rows of partitioned runs
 	// (transfer.go).
 	Transfer TransferConfig `yaml:"transfer"`
@@ -74,16 +82,18 @@ type ClusterConfig struct {
 func defaultClusterConfig() ClusterConfig {
 	d := cluster.DefaultConfig()
 	return ClusterConfig{
-		Weight:             d.Weight,
-		ConfirmFailure:     d.ConfirmFailure,
-		ReconnectTimeout:   d.ReconnectTimeout,
-		TombstoneTimeout:   d.TombstoneTimeout,
-		Preset:             "default",
-		SingleNodeWait:     d.SingleNodeWait,
-		HandOffTimeout:     d.HandOffTimeout,
-		DefinitionsRefresh: d.DefinitionsRefresh,
-		Heartbeat:          d.Heartbeat,
-		Transfer:           defaultTransferConfig(),
+		Weight:                d.Weight,
+		ConfirmFailure:        d.ConfirmFailure,
+		ReconnectTimeout:      d.ReconnectTimeout,
+		TombstoneTimeout:      d.TombstoneTimeout,
+		Preset:                "default",
+		SingleNodeWait:        d.SingleNodeWait,
+		HandOffTimeout:        d.HandOffTimeout,
+		DefinitionsRefresh:    d.DefinitionsRefresh,
+		Heartbeat:             d.Heartbeat,
+		Partitions:            d.Partitions,
+		PartitionMoveInterval: d.PartitionMoveInterval,
+		Transfer:              defaultTransferConfig(),
 	}
 }
 
@@ -108,6 +118,8 @@ func (c *Config) validateCluster() []error {
 			"tombstone_timeout": cc.TombstoneTimeout != d.TombstoneTimeout, "preset": cc.Preset != d.Preset,
 			"single_node_wait": cc.SingleNodeWait != d.SingleNodeWait, "handoff_timeout": cc.HandOffTimeout != d.HandOffTimeout,
 			"definitions_refresh": cc.DefinitionsRefresh != d.DefinitionsRefresh, "heartbeat": cc.Heartbeat != d.Heartbeat,
+			"partitions": cc.Partitions != d.Partitions, "partition_moves": cc.PartitionMoves != d.PartitionMoves,
+			"partition_move_interval": cc.PartitionMoveInterval != d.PartitionMoveInterval,
 		} {
 			if set {
 				bad("cluster."+key, "set cluster.bind to run a cluster, or remove this key")
@@ -180,6 +192,9 @@ func (c *Config) membershipConfig(api, xfer string, log *slog.Logger, reg promet
 	mc.HandOffTimeout = cc.HandOffTimeout
 	mc.DefinitionsRefresh = cc.DefinitionsRefresh
 	mc.Heartbeat = cc.Heartbeat
+	mc.Partitions = cc.Partitions
+	mc.PartitionMoves = cc.PartitionMoves
+	mc.PartitionMoveInterval = cc.PartitionMoveInterval
 	mc.Logger = log
 	mc.Registerer = reg
 	if cc.GossipKeyFile == "" {

@@ -27,6 +27,7 @@ func cmdCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return runGroup(ctx, "cluster", clusterHelp, []subcommand{
 		{"nodes", "", "the members, as the server asked sees them", clusterNodes},
 		{"backlog", "", "what waits on the server to be sent to each node", clusterBacklog},
+		{"partitions", "", "which node owns each partition of partitioned runs", clusterPartitions},
 		{"drain", "NODE [--wait]", "NODE takes no new run and owns nothing; --wait until it runs none", clusterDrain},
 		{"resume", "NODE", "a draining NODE takes runs again", clusterResume},
 		{"forget", "NODE [--yes]", "remove a failed or left NODE for good (asks first)", clusterForget},
@@ -157,6 +158,41 @@ func clusterBacklog(ctx context.Context, args []string, stdout, stderr io.Writer
 			for _, d := range n.Datasets {
 				tb.row("", d.Dataset, count(d.Rows), bytesText(d.Bytes), "", count(d.Batches), "", "")
 			}
+		}
+		return tb.flush()
+	})
+}
+
+const clusterPartitionsHelp = `The partition table of partitioned runs as the server asked read it last:
+its epoch, when and by which node (the keeper) it last changed, then a
+line per node with its count of partitions and their numbers.`
+
+// clusterPartitions prints the server's partition table, or its JSON.
+func clusterPartitions(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := newCmdLine("cluster partitions", "", clusterPartitionsHelp, flagsClient, stdout)
+	return serverCommand(ctx, c, args, stderr, "/v1/cluster/partitions", func(_ []string, body server.ClusterPartitions) error {
+		if !body.Enabled {
+			_, err := fmt.Fprintln(stdout, "this node has no transfer listener (cluster.transfer.listen): it keeps no partition table")
+			return err
+		}
+		head := fmt.Sprintf("%d partitions, epoch %d", body.Count, body.Epoch)
+		if body.ChangedAt != nil {
+			head += ", changed " + timeText(body.ChangedAt) + " by " + body.ChangedBy
+		}
+		if _, err := fmt.Fprintln(stdout, head); err != nil {
+			return err
+		}
+		owned := map[string][]string{}
+		for _, p := range body.Partitions {
+			owned[p.Node] = append(owned[p.Node], fmt.Sprint(p.Partition))
+		}
+		tb := newTable(stdout, "NODE", "PARTITIONS", "WHICH")
+		for _, n := range body.Nodes {
+			name := n.Node
+			if name == "" {
+				name = "(no owner yet)"
+			}
+			tb.row(name, fmt.Sprint(n.Partitions), strings.Join(owned[n.Node], " "))
 		}
 		return tb.flush()
 	})

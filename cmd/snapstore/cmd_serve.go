@@ -76,24 +76,39 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 	var mem *cluster.Membership
 	var place *cluster.Placement
 	var xfer *transfer.Transport
-	var join func(context.Context, *snapshot.DB) (adapters.Cluster, error)
+	var parts *partitioned
+	var join func(context.Context, *snapshot.DB) (adapters.Cluster, adapters.Partitioner, error)
 	if cfg.clustered() {
-		join = func(ctx context.Context, db *snapshot.DB) (adapters.Cluster, error) {
+		join = func(ctx context.Context, db *snapshot.DB) (adapters.Cluster, adapters.Partitioner, error) {
 			members := &transferMembers{}
 			var err error
-			if xfer, err = openTransfer(cfg, members, log, reg); err != nil {
-				return nil, err
+			switch {
+			case cfg.Cluster.Transfer.Listen != "" && db.ReadOnly():
+				// It could write no partition: it owns none (no xfer tag).
+				log.Warn("a read-only node opens no transfer listener and owns no partition of partitioned runs", "listen", cfg.Cluster.Transfer.Listen)
+			case cfg.Cluster.Transfer.Listen != "":
+				if parts, err = openPartitioned(ctx, cfg, db, log, reg); err != nil {
+					return nil, nil, err
+				}
+			}
+			if xfer, err = openTransfer(cfg, members, parts, log, reg); err != nil {
+				return nil, nil, err
 			}
 			xferAddr := ""
 			if xfer != nil {
 				xferAddr = xfer.Addr()
 			}
 			if mem, err = openCluster(ctx, cfg, ln.Addr().String(), xferAddr, log, reg); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			members.m.Store(mem)
 			place = cluster.NewPlacement(mem, cluster.NewNodeList(db))
-			return place, nil
+			if parts == nil {
+				return place, nil, nil
+			}
+			parts.runs.SetTransport(xfer)
+			place.KeepPartitions(parts.table)
+			return place, parts.runs, nil
 		}
 	}
 	stk, err := openStackIn(ctx, cfg, log, reg, true, join)
@@ -108,8 +123,12 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 	}
 	var view server.Cluster
 	var xferView server.Transfer
+	var partsView server.PartitionTable
 	if xfer != nil {
 		xferView = transferView{xfer}
+	}
+	if parts != nil {
+		partsView = partitionsView{parts.table}
 	}
 	if mem != nil {
 		if err := place.Start(stk.svc); err != nil {
@@ -128,6 +147,7 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 		BuildVersion: buildVersion(),
 		Cluster:      view,
 		Transfer:     xferView,
+		Partitions:   partsView,
 	})
 	if err != nil {
 		return errors.Join(err, stk.close(context.Background()))

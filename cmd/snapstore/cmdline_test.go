@@ -65,7 +65,7 @@ func TestHelp_OnStdout(t *testing.T) {
 	}
 	groups := map[string][]string{
 		"datasets": {"list", "show", "drop"}, "runs": {"list", "show", "follow"},
-		"adapters": {"list", "show", "create", "delete", "run"}, "cluster": {"nodes", "backlog", "keygen"}, "cert": {"ca", "node"},
+		"adapters": {"list", "show", "create", "delete", "run"}, "cluster": {"nodes", "backlog", "partitions", "keygen"}, "cert": {"ca", "node"},
 		"connections": {"list", "show", "test", "resources", "create", "delete"},
 	}
 	for _, c := range commands {

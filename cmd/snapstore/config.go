@@ -167,6 +167,9 @@ type AdapterConfig struct {
 	// Strategy is where the runs happen in a cluster: local (default),
 	// round-robin, single-node or partition-by-key.
 	Strategy string `yaml:"strategy"`
+	// TransferCompression is what a partition-by-key run's rows between
+	// nodes compress: none (default), metadata or all.
+	TransferCompression string `yaml:"transfer_compression"`
 }
 
 // RetentionConfig is snapshot.Retention in the file.
@@ -413,19 +416,20 @@ func (c *Config) adapterSpecs() []adapters.AdapterSpec {
 	var out []adapters.AdapterSpec
 	for _, a := range c.Adapters {
 		out = append(out, adapters.AdapterSpec{
-			Name:         a.Name,
-			Connection:   a.Connection,
-			Resource:     a.Resource,
-			Dataset:      a.Dataset,
-			KeyColumns:   a.KeyColumns,
-			Schedule:     a.Schedule,
-			Retention:    snapshot.Retention{TTL: a.Retention.TTL, MinVersions: a.Retention.MinVersions},
-			Guard:        snapshot.Guard{AllowEmpty: a.Guard.AllowEmpty, MaxShrink: a.Guard.MaxShrink},
-			Retries:      a.Retries,
-			RetryBackoff: a.RetryBackoff,
-			RunOnStart:   a.RunOnStart,
-			EmbedJSON:    a.EmbedJSON,
-			Strategy:     adapters.Strategy(a.Strategy),
+			Name:                a.Name,
+			Connection:          a.Connection,
+			Resource:            a.Resource,
+			Dataset:             a.Dataset,
+			KeyColumns:          a.KeyColumns,
+			Schedule:            a.Schedule,
+			Retention:           snapshot.Retention{TTL: a.Retention.TTL, MinVersions: a.Retention.MinVersions},
+			Guard:               snapshot.Guard{AllowEmpty: a.Guard.AllowEmpty, MaxShrink: a.Guard.MaxShrink},
+			Retries:             a.Retries,
+			RetryBackoff:        a.RetryBackoff,
+			RunOnStart:          a.RunOnStart,
+			EmbedJSON:           a.EmbedJSON,
+			Strategy:            adapters.Strategy(a.Strategy),
+			TransferCompression: a.TransferCompression,
 		})
 	}
 	return out

@@ -52,9 +52,10 @@ func openStack(ctx context.Context, cfg *Config, log *slog.Logger, reg prometheu
 
 // openStackIn is openStack for a member of a cluster: join, when not nil,
 // is called once the datasets are open (a node joins once its storage
-// answers) and returns the cluster the adapters place runs over.
+// answers) and returns the cluster the adapters place runs over and, on a
+// node with a transfer listener, its partitioned runs.
 func openStackIn(ctx context.Context, cfg *Config, log *slog.Logger, reg prometheus.Registerer, schedule bool,
-	join func(context.Context, *snapshot.DB) (adapters.Cluster, error)) (*stack, error) {
+	join func(context.Context, *snapshot.DB) (adapters.Cluster, adapters.Partitioner, error)) (*stack, error) {
 	st, err := openStore(ctx, cfg, log, reg)
 	if err != nil {
 		return nil, err
@@ -64,13 +65,15 @@ func openStackIn(ctx context.Context, cfg *Config, log *slog.Logger, reg prometh
 		return nil, errors.Join(fmt.Errorf("opening datasets: %w", err), st.Close())
 	}
 	var cl adapters.Cluster
+	var parts adapters.Partitioner
 	if join != nil {
-		if cl, err = join(ctx, db); err != nil {
+		if cl, parts, err = join(ctx, db); err != nil {
 			return nil, errors.Join(err, db.Close(), st.Close())
 		}
 	}
 	svc, err := adapters.New(ctx, db, adapters.Options{
 		Cluster:     cl,
+		Partitioner: parts,
 		Logger:      log,
 		Registerer:  reg,
 		Connections: cfg.connectionSpecs(),

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -43,6 +41,9 @@ type TransferConfig struct {
 	// QueueMemory bounds the bytes of batches held in memory by every
 	// queue together; default 64 MiB.
 	QueueMemory int64 `yaml:"queue_memory"`
+	// OwnerWait is how long a partitioned run waits for the owner of a
+	// partition that cannot be reached before it fails; default 10m.
+	OwnerWait time.Duration `yaml:"owner_wait"`
 }
 
 // defaultTransferConfig is the section's defaults.
@@ -53,6 +54,7 @@ func defaultTransferConfig() TransferConfig {
 		MaxWorkers:         d.MaxWorkers,
 		QueueBatches:       d.QueueBatches,
 		QueueMemory:        d.QueueMemory,
+		OwnerWait:          cluster.DefaultOwnerWait,
 	}
 }
 
@@ -72,6 +74,7 @@ func (c *Config) validateTransfer() []error {
 		"advertise": tc.Advertise != "", "ca_file": tc.CAFile != "", "cert_file": tc.CertFile != "", "key_file": tc.KeyFile != "",
 		"connections_per_node": tc.ConnectionsPerNode != d.ConnectionsPerNode, "max_workers": tc.MaxWorkers != d.MaxWorkers,
 		"queue_batches": tc.QueueBatches != d.QueueBatches, "queue_memory": tc.QueueMemory != d.QueueMemory,
+		"owner_wait": tc.OwnerWait != d.OwnerWait,
 	}
 	if !c.clustered() {
 		set["listen"] = tc.Listen != ""
@@ -92,6 +95,9 @@ func (c *Config) validateTransfer() []error {
 	}
 	if _, err := transferAddress(c.Cluster, tc.Listen); err != nil {
 		bad("advertise", "%v", err)
+	}
+	if tc.OwnerWait <= 0 {
+		bad("owner_wait", "must be positive, got %s", tc.OwnerWait)
 	}
 	tcfg := c.transferConfig("", "", nil, nil, nil)
 	for _, err := range joined(tcfg.Validate()) {
@@ -136,20 +142,21 @@ func transferAddress(cc ClusterConfig, listen string) (string, error) {
 }
 
 // openTransfer starts this node's transport when cluster.transfer.listen
-// is set (nil otherwise). It opens before the membership, whose xfer tag
+// is set (nil otherwise), parts applying the batches it receives. It
+// opens before the membership, whose xfer tag
 // must carry the bound address; members answers nothing until the
 // membership is set in it.
-func openTransfer(cfg *Config, members *transferMembers, log *slog.Logger, reg prometheus.Registerer) (*transfer.Transport, error) {
-	if cfg.Cluster.Transfer.Listen == "" {
+func openTransfer(cfg *Config, members *transferMembers, parts *partitioned, log *slog.Logger, reg prometheus.Registerer) (*transfer.Transport, error) {
+	if cfg.Cluster.Transfer.Listen == "" || parts == nil {
 		return nil, nil
 	}
 	id, _, err := cluster.LoadNodeID(cfg.Data)
 	if err != nil {
 		return nil, err
 	}
-	var b [8]byte
-	rand.Read(b[:])
-	t, err := transfer.Open(cfg.transferConfig(id, hex.EncodeToString(b[:]), members, log, reg))
+	tc := cfg.transferConfig(id, parts.incarnation, members, log, reg)
+	tc.Handler = parts.runs
+	t, err := transfer.Open(tc)
 	if errors.Is(err, transfer.ErrCredentials) {
 		return nil, &exitError{code: 2, err: fmt.Errorf("config keys cluster.transfer.ca_file, cert_file, key_file: %w", err)}
 	}

@@ -30,7 +30,7 @@ func TestTransferConfig_ErrorsWithTheOthers(t *testing.T) {
 			"config key cluster.transfer.ca_file (line 6): set cluster.transfer.listen",
 			"config key cluster.transfer.queue_batches (line 7): set cluster.transfer.listen",
 		}},
-		{"bad values", "log: {level: loud}\n" + clusterFile + "  transfer:\n    listen: nohost\n    connections_per_node: 0\n    max_workers: 2000\n    queue_memory: 1000\n", []string{
+		{"bad values", "log: {level: loud}\n" + clusterFile + "  transfer:\n    listen: nohost\n    connections_per_node: 0\n    max_workers: 2000\n    queue_memory: 1000\n    owner_wait: 0s\n", []string{
 			"config key log.level (line 1)",
 			"config key cluster.transfer.listen (line 7): want host:port",
 			"config key cluster.transfer.ca_file (line 6): required: nodes exchange rows only over mutual TLS",
@@ -39,6 +39,15 @@ func TestTransferConfig_ErrorsWithTheOthers(t *testing.T) {
 			"config key cluster.transfer.connections_per_node (line 8): want 1 to 64, got 0",
 			"config key cluster.transfer.max_workers (line 9): want 1 to 1024, got 2000",
 			"config key cluster.transfer.queue_memory (line 10): want at least 1 MiB",
+			"config key cluster.transfer.owner_wait (line 11): must be positive",
+		}},
+		{"partitions", clusterFile + "  partitions: 4\n  partition_moves: 9\n  partition_move_interval: 1ms\n", []string{
+			"config key cluster.partitions (line 5): want 8 to 1024, got 4",
+			"config key cluster.partition_moves (line 6): want 0 (partitions/8) to partitions (4), got 9",
+			"config key cluster.partition_move_interval (line 7): at least 100ms",
+		}},
+		{"partitions alone", "cluster:\n  partitions: 64\n", []string{
+			"config key cluster.partitions (line 2): set cluster.bind to run a cluster",
 		}},
 		{"every interface", clusterFile + "  transfer: {listen: \"0.0.0.0:7950\", ca_file: a, cert_file: b, key_file: c}\n", nil},
 		{"advertise", "storage: {backend: hbase, hbase: {thrift: \"127.0.0.1:9090\"}}\ncluster:\n  bind: 0.0.0.0:7946\n  gossip_key_file: /nonexistent\n  transfer: {listen: \"0.0.0.0:7950\", ca_file: a, cert_file: b, key_file: c}\n", []string{

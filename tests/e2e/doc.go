@@ -76,6 +76,19 @@
 //	                      killed with SIGKILL mid-run stays invisible, and
 //	                      once the dead writer slot expired the next run
 //	                      succeeds on a survivor with no version lost.
+//	TestPartitionedRuns   three nodes with transfer listeners, a 120,000-row
+//	                      SQLite table through a partition-by-key adapter:
+//	                      the version equals the source and a local run's
+//	                      checksum, every node writes rows; changes; an
+//	                      owner SIGKILLed mid-run makes the run wait and
+//	                      finish once back (the backlog drains), or fail
+//	                      at owner_wait with the version unchanged; a
+//	                      coordinator SIGKILLed leaves nothing visible.
+//	TestPartitionedRunsFiveNodes five nodes, then a sixth that takes
+//	                      floor or ceil of 32/6 partitions, all from the
+//	                      others; an owner down for a whole run: its rows
+//	                      spill to the coordinator's disk within the
+//	                      queues' memory bound, then commit.
 //	TestConsole           headless Chromium (chromedp) through the console:
 //	                      login, a connection and an adapter through the
 //	                      forms, two runs watched to 100% in one page, a

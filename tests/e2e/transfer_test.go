@@ -49,7 +49,8 @@ func (r *refusals) Refused(to string, s transfer.Stream, reason string) {
 //     reason and counted; so is a sender with a certificate of the
 //     cluster CA that names no member;
 //   - a sender with a member's certificate is accepted: its batch reaches
-//     node 2, which refuses it as it applies no batches yet;
+//     node 2, which refuses it as a batch of no run it knows (no run
+//     record);
 //   - a node whose certificate names another node does not start, and
 //     says why.
 func TestClusterTransfer(t *testing.T) {
@@ -192,7 +193,8 @@ func TestClusterTransfer(t *testing.T) {
 		defer ev.mu.Unlock()
 		return len(ev.got) == 1
 	})
-	if !strings.Contains(ev.got[0], "applies no batches") {
+	// Its batch belongs to no run node 2 knows: refused, naming why.
+	if !strings.Contains(ev.got[0], "reading the run record of e2e") || !strings.Contains(ev.got[0], "record not found") {
 		t.Errorf("node 2's answer: %q", ev.got[0])
 	}
 

@@ -1,0 +1,88 @@
+package adapters
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/snapstore/snapstore/snapshot"
+)
+
+// Partitioned runs (L4): a run of a partition-by-key adapter reads its
+// source once, on the node where it happens (the coordinator), and the
+// cluster spreads the rows over the owners of their partitions, which
+// compare and write them (package cluster, docs/cluster.md). The runner
+// reads and puts rows as for any run; only the writer differs.
+
+// Partitioner begins partitioned runs on this node: package cluster's
+// coordinator. Options.Partitioner.
+type Partitioner interface {
+	// BeginPartitioned begins a run of req.Config.Name as its
+	// coordinator: the writer slot and transaction here (snapshot.W1),
+	// the rows sent to their partitions' owners by Put, the commit by
+	// Commit once every partition reported.
+	BeginPartitioned(ctx context.Context, req PartitionedRun) (RunWriter, error)
+}
+
+// PartitionedRun is what BeginPartitioned needs of a run.
+type PartitionedRun struct {
+	Config  snapshot.DatasetConfig
+	Options snapshot.RunOptions
+	// Compression is the adapter's transfer_compression.
+	Compression string
+	// RunID is the run's id (its record).
+	RunID string
+}
+
+// RunWriter is what a run writes its rows into: a *snapshot.Run, or a
+// partitioned run's coordinator.
+type RunWriter interface {
+	TxnID() int64
+	Put(ctx context.Context, vals []snapshot.Value) error
+	Stats() snapshot.RunStats
+	Commit(ctx context.Context) (snapshot.VersionInfo, error)
+	Abort(ctx context.Context, reason string) error
+}
+
+var _ RunWriter = (*snapshot.Run)(nil)
+
+// Compressions of the rows a partitioned run sends between nodes
+// (AdapterSpec.TransferCompression): none, the metadata section (keys,
+// column names, framing), or everything, with zstd.
+var transferCompressions = []string{"none", "metadata", "all"}
+
+// parseTransferCompression checks an adapter's transfer_compression: one
+// of transferCompressions ("" is none), and only on a partition-by-key
+// adapter, whose runs are the only ones that send rows.
+func parseTransferCompression(key string, s Strategy, c string) (string, error) {
+	if c == "" {
+		return "", nil
+	}
+	if s != StrategyPartitionByKey {
+		return "", &OptionError{Key: key, Msg: fmt.Sprintf("applies to strategy %s only, whose runs send rows between nodes; this adapter's strategy is %s", StrategyPartitionByKey, s)}
+	}
+	for _, k := range transferCompressions {
+		if c == k {
+			return c, nil
+		}
+	}
+	return "", &OptionError{Key: key, Msg: fmt.Sprintf("want none, metadata or all, got %q", c)}
+}
+
+// beginWriter begins the writer of a run of spec: a partitioned run's
+// coordinator for a partition-by-key adapter, a snapshot.Run otherwise.
+func (s *Service) beginWriter(ctx context.Context, spec AdapterSpec, cfg snapshot.DatasetConfig, opts snapshot.RunOptions, runID string) (RunWriter, error) {
+	if spec.Strategy != StrategyPartitionByKey {
+		return s.db.BeginRun(ctx, cfg, opts)
+	}
+	if s.partitioner == nil {
+		return nil, s.notPartitioned(spec)
+	}
+	return s.partitioner.BeginPartitioned(ctx, PartitionedRun{Config: cfg, Options: opts, Compression: spec.TransferCompression, RunID: runID})
+}
+
+// notPartitioned is the error of a partition-by-key run on a node that
+// has no partitioned runs.
+func (s *Service) notPartitioned(spec AdapterSpec) error {
+	return fmt.Errorf("%w: adapter %q has strategy %s, whose runs spread the rows over the nodes of a cluster by key; this node has no transfer listener (cluster.bind and cluster.transfer.listen, docs/cluster.md), so it cannot run it (or use local, round-robin or single-node)",
+		ErrStrategyNotSupported, spec.Name, spec.Strategy)
+}

@@ -1,0 +1,176 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/cluster/transfer"
+	"github.com/snapstore/snapstore/snapshot"
+)
+
+// Partitioned runs (K14; docs/rfcs/20261202_partitioned_runs.md): a run
+// of a partition-by-key adapter reads its source once on its coordinator,
+// which sends each row to the owner of its partition at the epoch of the
+// partition table the run began at; the owners compare and write their
+// partitions (snapshot.PartitionWriter) and report with the ACK of each
+// stream's END; the coordinator commits with the sum of the reports.
+// Partitioned is both sides on one node: the coordinator
+// (partitionrun.go, adapters.Partitioner) and the owner
+// (partitionowner.go, transfer.Handler).
+
+// The run record: one record of the metadata table per dataset (kind
+// runRecordKind, name the dataset), written by the coordinator before it
+// sends a row, read by the owners when a run's first stream reaches them.
+const runRecordKind = "partitioned-run"
+
+// runRecord is what the owners need of a run that another node began.
+type runRecord struct {
+	Txn        int64           `json:"txn"`
+	Epoch      int64           `json:"epoch"`
+	Owners     []string        `json:"owners"`
+	Version    int64           `json:"version"`
+	Partitions int             `json:"partitions"`
+	Schema     snapshot.Schema `json:"schema"`
+	// Coordinator and Incarnation name the process that began the run;
+	// RunID its run record (adapters).
+	Coordinator string    `json:"coordinator"`
+	Incarnation string    `json:"incarnation"`
+	RunID       string    `json:"run_id,omitempty"`
+	Started     time.Time `json:"started"`
+}
+
+// DefaultOwnerWait is how long a partitioned run waits for an owner that
+// cannot be reached before it fails.
+const DefaultOwnerWait = 10 * time.Minute
+
+// PartitionedConfig configures a node's partitioned runs.
+type PartitionedConfig struct {
+	// Self and Incarnation are this node's id and process (K1).
+	Self, Incarnation string
+	DB                *snapshot.DB
+	// Table is the partition table (Partitions).
+	Table *Partitions
+	// OwnerWait is how long a run waits for an owner that cannot be
+	// reached, in a row, before it fails; an owner also drops the state
+	// of a run it heard nothing of for as long. Default DefaultOwnerWait.
+	OwnerWait time.Duration
+	// BatchRows and BatchBytes close a batch of one partition: 1,000 rows
+	// or 256 KiB by default.
+	BatchRows  int
+	BatchBytes int
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+}
+
+// Partitioned is a node's side of partitioned runs. Safe for concurrent
+// use.
+type Partitioned struct {
+	cfg PartitionedConfig
+	log *slog.Logger
+	xfr *transfer.Transport // set once by SetTransport, before any run
+
+	// mu guards streams and records.
+	mu      sync.Mutex
+	streams map[ownerStream]*ownedStream
+	records map[transfer.RunKey]*runRecord
+
+	rowsApplied   prometheus.Counter
+	partsReported *prometheus.CounterVec
+	runs          *prometheus.CounterVec
+}
+
+var _ adapters.Partitioner = (*Partitioned)(nil)
+var _ transfer.Handler = (*Partitioned)(nil)
+
+// NewPartitioned returns the partitioned runs of a node; give it its
+// transport with SetTransport, after transfer.Open with it as Handler.
+func NewPartitioned(cfg PartitionedConfig) (*Partitioned, error) {
+	if cfg.OwnerWait <= 0 {
+		cfg.OwnerWait = DefaultOwnerWait
+	}
+	if cfg.BatchRows <= 0 {
+		cfg.BatchRows = 1000
+	}
+	if cfg.BatchBytes <= 0 {
+		cfg.BatchBytes = 256 << 10
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	p := &Partitioned{cfg: cfg, log: log.With("component", "partitioned"),
+		streams: map[ownerStream]*ownedStream{}, records: map[transfer.RunKey]*runRecord{},
+		rowsApplied: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "snapstore_cluster_partition_rows_applied_total",
+			Help: "Rows of partitioned runs this node compared and wrote as the owner of their partition (rows of its own runs included).",
+		}),
+		partsReported: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "snapstore_cluster_partitions_written_total",
+			Help: "Partitions of partitioned runs this node wrote and reported, by whether the run was this node's (local) or another's (remote).",
+		}, []string{"origin"}),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "snapstore_cluster_partitioned_runs_total",
+			Help: "Partitioned runs this node coordinated, by outcome (committed, aborted).",
+		}, []string{"outcome"}),
+	}
+	if reg := cfg.Registerer; reg != nil {
+		for _, c := range []prometheus.Collector{p.rowsApplied, p.partsReported, p.runs} {
+			if err := reg.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return p, nil
+}
+
+// SetTransport gives p the node's transport; call it once, before the
+// node takes runs.
+func (p *Partitioned) SetTransport(t *transfer.Transport) { p.xfr = t }
+
+// readRecord returns the run record of run, cached per run.
+func (p *Partitioned) readRecord(ctx context.Context, run transfer.RunKey) (*runRecord, error) {
+	p.mu.Lock()
+	rec := p.records[run]
+	p.mu.Unlock()
+	if rec != nil {
+		return rec, nil
+	}
+	raw, err := p.cfg.DB.GetRecord(ctx, runRecordKind, run.Dataset)
+	if err != nil {
+		return nil, fmt.Errorf("reading the run record of %s: %w", run.Dataset, err)
+	}
+	rec = &runRecord{}
+	if err := json.Unmarshal(raw, rec); err != nil {
+		return nil, fmt.Errorf("the run record of %s does not decode: %w", run.Dataset, err)
+	}
+	if rec.Txn != run.Txn {
+		return nil, fmt.Errorf("%w: the run record of %s is of transaction %d, not %d", errRunGone, run.Dataset, rec.Txn, run.Txn)
+	}
+	if len(rec.Owners) != rec.Partitions {
+		return nil, fmt.Errorf("the run record of %s names %d owners for %d partitions", run.Dataset, len(rec.Owners), rec.Partitions)
+	}
+	p.mu.Lock()
+	p.records[run] = rec
+	p.mu.Unlock()
+	return rec, nil
+}
+
+// errRunGone: the run a batch belongs to is over (another run of the
+// dataset began since).
+var errRunGone = errors.New("the run is over")
+
+// writeRecord writes the run record of rec's dataset.
+func (p *Partitioned) writeRecord(ctx context.Context, dataset string, rec *runRecord) error {
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return p.cfg.DB.PutRecord(ctx, runRecordKind, dataset, raw)
+}

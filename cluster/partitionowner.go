@@ -1,0 +1,168 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/snapstore/snapstore/cluster/transfer"
+	"github.com/snapstore/snapstore/snapshot"
+)
+
+// The owner's side of partitioned runs (K14): the transfer.Handler that
+// applies the batches of the partitions this node owns at a run's epoch.
+// A stream (origin, run, partition) gets a snapshot.PartitionWriter at
+// its first batch, which every batch feeds in order and its END finishes,
+// answering with the partition's report. A batch of a partition another
+// node owns at the run's epoch goes on to that node (transfer.X6).
+
+// ownerStream names one stream at its owner.
+type ownerStream struct {
+	origin string
+	transfer.Stream
+}
+
+// ownedStream is an owner's state of one stream; its writer is used by
+// one Apply at a time (the transport applies a stream's batches in turn).
+type ownedStream struct {
+	w    *snapshot.PartitionWriter
+	rows int64
+	used time.Time
+}
+
+// Apply applies one batch of a stream (transfer.Handler).
+func (p *Partitioned) Apply(ctx context.Context, from string, b *transfer.Batch) transfer.Outcome {
+	p.sweep()
+	rec, err := p.readRecord(ctx, b.RunKey)
+	if err != nil {
+		if errors.Is(err, snapshot.ErrRecordNotFound) || errors.Is(err, errRunGone) {
+			return transfer.NotApplied(transfer.CodeRefused, err.Error())
+		}
+		return transfer.NotApplied(transfer.CodeRetry, err.Error())
+	}
+	if b.Partition < 0 || b.Partition >= rec.Partitions {
+		return transfer.NotApplied(transfer.CodeRefused, fmt.Sprintf("partition %d of a run of %d partitions", b.Partition, rec.Partitions))
+	}
+	if owner := rec.Owners[b.Partition]; owner != p.cfg.Self {
+		// The sender's view of the table is not the run's (X6).
+		return transfer.Forward(owner)
+	}
+	k := ownerStream{origin: b.Origin, Stream: b.Stream}
+	p.mu.Lock()
+	st := p.streams[k]
+	if b.Seq == 1 && st != nil {
+		// The stream begins again (its origin rewound it): the writer
+		// starts afresh and writes the same cells at the run's id.
+		delete(p.streams, k)
+		st.w.Discard()
+		st = nil
+	}
+	p.mu.Unlock()
+	if st == nil {
+		if b.Seq != 1 {
+			return transfer.NotApplied(transfer.CodeRewind, fmt.Sprintf("no state of partition %d of %v here (this node restarted or dropped it)", b.Partition, b.RunKey))
+		}
+		w, err := p.cfg.DB.OpenPartition(ctx, snapshot.PartitionSpec{Dataset: b.Dataset, Txn: b.Txn, Version: rec.Version,
+			Schema: rec.Schema, Partitions: rec.Partitions, Partition: b.Partition})
+		if err != nil {
+			return transfer.NotApplied(transfer.CodeRefused, fmt.Sprintf("opening partition %d of %v: %v", b.Partition, b.RunKey, err))
+		}
+		st = &ownedStream{w: w}
+		p.mu.Lock()
+		p.streams[k] = st
+		p.mu.Unlock()
+	}
+	p.mu.Lock()
+	st.used = time.Now()
+	p.mu.Unlock()
+	out := p.applyRows(ctx, st, rec, b)
+	if out.Code != transfer.CodeApplied || b.End {
+		p.mu.Lock()
+		if p.streams[k] == st {
+			delete(p.streams, k)
+		}
+		p.mu.Unlock()
+		if out.Code != transfer.CodeApplied {
+			st.w.Discard()
+		}
+	}
+	return out
+}
+
+// applyRows puts b's rows into the stream's writer and, for an END,
+// finishes it and answers with the report.
+func (p *Partitioned) applyRows(ctx context.Context, st *ownedStream, rec *runRecord, b *transfer.Batch) transfer.Outcome {
+	if len(b.Rows) > 0 && !slices.EqualFunc(b.Columns, rec.Schema.Columns, func(n string, c snapshot.Column) bool { return n == c.Name }) {
+		return transfer.NotApplied(transfer.CodeRefused, fmt.Sprintf("the batch's columns %v are not the run's schema", b.Columns))
+	}
+	vals := make([]snapshot.Value, len(rec.Schema.Columns))
+	for _, row := range b.Rows {
+		if len(row.Values) != len(vals) {
+			return transfer.NotApplied(transfer.CodeRefused, fmt.Sprintf("a row of %d values for %d columns", len(row.Values), len(vals)))
+		}
+		for i, c := range row.Values {
+			v, err := snapshot.DecodeCell(c)
+			if err != nil {
+				return transfer.NotApplied(transfer.CodeRefused, err.Error())
+			}
+			vals[i] = v
+		}
+		if err := st.w.Put(ctx, vals); err != nil {
+			return transfer.NotApplied(transfer.CodeRefused, fmt.Sprintf("partition %d of %v: %v", b.Partition, b.RunKey, err))
+		}
+		st.rows++
+	}
+	p.rowsApplied.Add(float64(len(b.Rows)))
+	if !b.End {
+		return transfer.Applied(nil)
+	}
+	if b.Total != st.rows {
+		return transfer.NotApplied(transfer.CodeRefused, fmt.Sprintf("partition %d of %v: %d rows sent, %d applied", b.Partition, b.RunKey, b.Total, st.rows))
+	}
+	rep, err := st.w.Finish(ctx)
+	if err != nil {
+		return transfer.NotApplied(transfer.CodeRefused, fmt.Sprintf("finishing partition %d of %v: %v", b.Partition, b.RunKey, err))
+	}
+	raw, err := json.Marshal(rep)
+	if err != nil {
+		return transfer.NotApplied(transfer.CodeRefused, err.Error())
+	}
+	p.partsReported.WithLabelValues("remote").Inc()
+	p.log.Debug("partition written", "dataset", b.Dataset, "txn", b.Txn, "partition", b.Partition, "origin", b.Origin,
+		"rows", rep.Stats.Rows, "inserted", rep.Stats.Inserted, "updated", rep.Stats.Updated, "deleted", rep.Stats.Deleted)
+	return transfer.Applied(raw)
+}
+
+// Done drops what this node keeps of a run that is over
+// (transfer.Handler).
+func (p *Partitioned) Done(origin string, run transfer.RunKey, committed bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.records, run)
+	for k, st := range p.streams {
+		if k.origin == origin && k.RunKey == run {
+			st.w.Discard()
+			delete(p.streams, k)
+		}
+	}
+}
+
+// sweep drops the streams nothing was heard of for OwnerWait: their
+// coordinator died or gave up without a DONE reaching this node.
+func (p *Partitioned) sweep() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	for k, st := range p.streams {
+		if !st.used.IsZero() && now.Sub(st.used) > p.cfg.OwnerWait {
+			p.log.Warn("dropping a stream of a partitioned run not heard of", "dataset", k.Dataset, "txn", k.Txn, "partition", k.Partition,
+				"origin", k.origin, "idle", now.Sub(st.used).Round(time.Second))
+			st.w.Discard()
+			delete(p.streams, k)
+			delete(p.records, k.RunKey)
+		}
+	}
+}

@@ -1,0 +1,376 @@
+package cluster
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/cluster/transfer"
+	"github.com/snapstore/snapstore/snapshot"
+)
+
+// The coordinator's side of partitioned runs (K14): it begins the run
+// (the writer slot and transaction here, the partition table's epoch, the
+// run record), routes each row to its partition, applies the rows of the
+// partitions this node owns itself and queues the others' for their
+// owners, closes every stream with END, waits for every report, and
+// commits with their sums.
+
+// coordinator is one partitioned run on its coordinator: an
+// adapters.RunWriter. Put, Commit and Abort are called by the run's
+// goroutine only; the transport's events come from its goroutines.
+type coordinator struct {
+	p      *Partitioned
+	pr     *snapshot.PartitionedRun
+	xr     *transfer.Run
+	rec    *runRecord
+	rt     *snapshot.Router
+	cols   []string
+	local  []*snapshot.PartitionWriter // by partition, for those of this node
+	open   []*transfer.Batch           // the batch being filled, by partition
+	size   []int                       // its bytes
+	sent   []int64                     // rows per partition
+	puts   int64
+	closed bool
+
+	// mu guards reports and refused, which the transport's events set;
+	// changed is poked when they change.
+	mu      sync.Mutex
+	reports map[int]snapshot.PartitionReport
+	refused error
+	changed chan struct{}
+}
+
+var _ adapters.RunWriter = (*coordinator)(nil)
+
+// BeginPartitioned begins a partitioned run on this node, its coordinator
+// (adapters.Partitioner): every partition must have an owner in the
+// table.
+func (p *Partitioned) BeginPartitioned(ctx context.Context, req adapters.PartitionedRun) (adapters.RunWriter, error) {
+	if p.xfr == nil {
+		return nil, errors.New("cluster: this node has no transfer listener")
+	}
+	comp, err := transfer.ParseCompression(cmp.Or(req.Compression, "none"))
+	if err != nil {
+		return nil, err
+	}
+	tab, err := p.cfg.Table.Refresh(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if i := slices.Index(tab.Owners, ""); i >= 0 {
+		return nil, fmt.Errorf("cluster: partition %d has no owner in the partition table (epoch %d) yet: the keeper assigns every partition once a node is active", i, tab.Epoch)
+	}
+	pr, err := p.cfg.DB.BeginPartitionedRun(ctx, req.Config, req.Options, len(tab.Owners))
+	if err != nil {
+		return nil, err
+	}
+	schema := pr.Schema()
+	rec := &runRecord{Txn: pr.TxnID(), Epoch: tab.Epoch, Owners: tab.Owners, Version: pr.Version(), Partitions: len(tab.Owners),
+		Schema: schema, Coordinator: p.cfg.Self, Incarnation: p.cfg.Incarnation, RunID: req.RunID, Started: time.Now().UTC()}
+	fail := func(err error) (adapters.RunWriter, error) {
+		return nil, errors.Join(err, pr.Abort(context.WithoutCancel(ctx), err.Error()))
+	}
+	rt, err := snapshot.NewRouter(schema, rec.Partitions)
+	if err != nil {
+		return fail(err)
+	}
+	if err := p.writeRecord(ctx, req.Config.Name, rec); err != nil {
+		return fail(fmt.Errorf("cluster: writing the run record of %s: %w", req.Config.Name, err))
+	}
+	n := rec.Partitions
+	c := &coordinator{p: p, pr: pr, rec: rec, rt: rt,
+		local: make([]*snapshot.PartitionWriter, n), open: make([]*transfer.Batch, n), size: make([]int, n), sent: make([]int64, n),
+		reports: map[int]snapshot.PartitionReport{}, changed: make(chan struct{}, 1)}
+	for _, col := range schema.Columns {
+		c.cols = append(c.cols, col.Name)
+	}
+	if c.xr, err = p.xfr.StartRun(transfer.RunKey{Dataset: req.Config.Name, Txn: rec.Txn}, comp, c); err != nil {
+		return fail(err)
+	}
+	p.log.Info("partitioned run begun", "dataset", req.Config.Name, "txn", rec.Txn, "epoch", rec.Epoch, "version", rec.Version,
+		"partitions", n, "owners", countOwners(rec.Owners), "compression", comp.String())
+	return c, nil
+}
+
+// countOwners returns the count of distinct owners.
+func countOwners(owners []string) int {
+	seen := map[string]bool{}
+	for _, o := range owners {
+		seen[o] = true
+	}
+	return len(seen)
+}
+
+func (c *coordinator) TxnID() int64 { return c.rec.Txn }
+
+// Stats returns the counts of the partitions reported so far.
+func (c *coordinator) Stats() snapshot.RunStats { return c.pr.Stats() }
+
+// Put routes one source row: to the local writer of its partition, or
+// into the open batch of its partition, queued for the owner when full.
+func (c *coordinator) Put(ctx context.Context, vals []snapshot.Value) error {
+	key, part, err := c.rt.Route(vals)
+	if err != nil {
+		return err
+	}
+	c.puts++
+	if c.puts%4096 == 0 {
+		if err := c.check(); err != nil {
+			return err
+		}
+	}
+	owner := c.rec.Owners[part]
+	if owner == c.p.cfg.Self {
+		w, err := c.localWriter(ctx, part)
+		if err != nil {
+			return err
+		}
+		if err := w.Put(ctx, vals); err != nil {
+			return err
+		}
+		c.p.rowsApplied.Inc()
+		return nil
+	}
+	b := c.open[part]
+	if b == nil {
+		b = &transfer.Batch{Stream: transfer.Stream{Partition: part}, Epoch: c.rec.Epoch, Columns: c.cols}
+		c.open[part] = b
+	}
+	row := transfer.Row{Key: slices.Clone(key), Values: make([][]byte, len(vals))}
+	var buf []byte
+	for i, v := range vals {
+		st := len(buf)
+		buf = snapshot.AppendCell(buf, v)
+		row.Values[i] = buf[st:len(buf):len(buf)]
+	}
+	b.Rows = append(b.Rows, row)
+	c.size[part] += len(key) + len(buf) + 4*len(vals)
+	c.sent[part]++
+	if len(b.Rows) >= c.p.cfg.BatchRows || c.size[part] >= c.p.cfg.BatchBytes {
+		return c.flush(owner, part)
+	}
+	return nil
+}
+
+// localWriter returns the writer of partition part, a partition of this
+// node, opening it at its first row.
+func (c *coordinator) localWriter(ctx context.Context, part int) (*snapshot.PartitionWriter, error) {
+	if w := c.local[part]; w != nil {
+		return w, nil
+	}
+	w, err := c.p.cfg.DB.OpenPartition(ctx, snapshot.PartitionSpec{Dataset: c.xr.Key().Dataset, Txn: c.rec.Txn, Version: c.rec.Version,
+		Schema: c.rec.Schema, Partitions: c.rec.Partitions, Partition: part})
+	if err != nil {
+		return nil, err
+	}
+	c.local[part] = w
+	return w, nil
+}
+
+// flush queues the open batch of part for its owner.
+func (c *coordinator) flush(owner string, part int) error {
+	b := c.open[part]
+	if b == nil {
+		return nil
+	}
+	c.open[part], c.size[part] = nil, 0
+	return c.xr.Send(owner, b)
+}
+
+// Commit closes every stream, finishes the local partitions, waits for
+// every owner's report (failing when an owner stays unreachable for
+// OwnerWait, refuses a batch, or ctx ends), and commits with the sums.
+// On error the run is aborted.
+func (c *coordinator) Commit(ctx context.Context) (snapshot.VersionInfo, error) {
+	vi, err := c.commit(ctx)
+	if err != nil {
+		return snapshot.VersionInfo{}, errors.Join(err, c.Abort(context.WithoutCancel(ctx), err.Error()))
+	}
+	return vi, nil
+}
+
+func (c *coordinator) commit(ctx context.Context) (snapshot.VersionInfo, error) {
+	remote := 0
+	for part, owner := range c.rec.Owners {
+		if owner == c.p.cfg.Self {
+			continue
+		}
+		remote++
+		if err := c.flush(owner, part); err != nil {
+			return snapshot.VersionInfo{}, err
+		}
+		end := &transfer.Batch{Stream: transfer.Stream{Partition: part}, Epoch: c.rec.Epoch, End: true, Total: c.sent[part]}
+		if err := c.xr.Send(owner, end); err != nil {
+			return snapshot.VersionInfo{}, err
+		}
+	}
+	for part, owner := range c.rec.Owners {
+		if owner != c.p.cfg.Self {
+			continue
+		}
+		w, err := c.localWriter(ctx, part)
+		if err != nil {
+			return snapshot.VersionInfo{}, err
+		}
+		rep, err := w.Finish(ctx)
+		if err != nil {
+			return snapshot.VersionInfo{}, err
+		}
+		c.local[part] = nil
+		if err := c.pr.Add(rep); err != nil {
+			return snapshot.VersionInfo{}, err
+		}
+		c.p.partsReported.WithLabelValues("local").Inc()
+	}
+	if err := c.wait(ctx, remote); err != nil {
+		return snapshot.VersionInfo{}, err
+	}
+	c.mu.Lock()
+	reports := c.reports
+	c.mu.Unlock()
+	for _, rep := range reports {
+		if err := c.pr.Add(rep); err != nil {
+			return snapshot.VersionInfo{}, err
+		}
+	}
+	c.closed = true
+	c.dropRecord()
+	vi, err := c.pr.Commit(ctx)
+	c.endTransfer(err == nil)
+	if err != nil {
+		c.p.runs.WithLabelValues("aborted").Inc()
+		return snapshot.VersionInfo{}, err
+	}
+	c.p.runs.WithLabelValues("committed").Inc()
+	return vi, nil
+}
+
+// wait waits until n remote partitions reported.
+func (c *coordinator) wait(ctx context.Context, n int) error {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		c.mu.Lock()
+		got, refused := len(c.reports), c.refused
+		c.mu.Unlock()
+		if refused != nil {
+			return refused
+		}
+		if got >= n {
+			return nil
+		}
+		if err := c.check(); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %d of %d partitions' owners: %w", n-got, n, context.Cause(ctx))
+		case <-c.changed:
+		case <-t.C:
+		}
+	}
+}
+
+// check returns why the run cannot finish: an owner refused a batch, or
+// one stayed unreachable for OwnerWait.
+func (c *coordinator) check() error {
+	c.mu.Lock()
+	refused := c.refused
+	c.mu.Unlock()
+	if refused != nil {
+		return refused
+	}
+	for _, w := range c.xr.Waiting() {
+		if d := time.Since(w.Since); d >= c.p.cfg.OwnerWait {
+			return fmt.Errorf("%w: node %s, owner of partitions of this run, could not be reached for %s (cluster.transfer.owner_wait %s): %s",
+				adapters.ErrNodeUnreachable, w.Node, d.Round(time.Second), c.p.cfg.OwnerWait, w.Err)
+		}
+	}
+	return nil
+}
+
+// Acked receives the transport's acknowledgements: an END's carries the
+// partition's report (transfer.Events).
+func (c *coordinator) Acked(to string, s transfer.Stream, seq uint64, report []byte) {
+	if report == nil {
+		return
+	}
+	var rep snapshot.PartitionReport
+	err := json.Unmarshal(report, &rep)
+	c.mu.Lock()
+	switch {
+	case err != nil:
+		c.refused = fmt.Errorf("cluster: node %s's report of partition %d does not decode: %w", to, s.Partition, err)
+	case rep.Partition != s.Partition:
+		c.refused = fmt.Errorf("cluster: node %s reported partition %d for partition %d", to, rep.Partition, s.Partition)
+	default:
+		c.reports[s.Partition] = rep
+	}
+	c.mu.Unlock()
+	c.poke()
+}
+
+// Refused receives a refused batch: the run cannot finish
+// (transfer.Events).
+func (c *coordinator) Refused(to string, s transfer.Stream, reason string) {
+	c.mu.Lock()
+	if c.refused == nil {
+		c.refused = fmt.Errorf("cluster: node %s refused partition %d of the run: %s", to, s.Partition, reason)
+	}
+	c.mu.Unlock()
+	c.poke()
+}
+
+func (c *coordinator) poke() {
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Abort aborts the run: the transaction invalid (snapshot.D4), the local
+// writers discarded, the owners told (DONE), the run record deleted.
+func (c *coordinator) Abort(ctx context.Context, reason string) error {
+	for i, w := range c.local {
+		if w != nil {
+			w.Discard()
+			c.local[i] = nil
+		}
+	}
+	open := !c.closed
+	if open {
+		c.closed = true
+		c.dropRecord()
+	}
+	err := c.pr.Abort(ctx, reason)
+	if open {
+		c.endTransfer(false)
+		c.p.runs.WithLabelValues("aborted").Inc()
+	}
+	return err
+}
+
+// endTransfer ends the sending side: the queues dropped, DONE to the
+// owners.
+func (c *coordinator) endTransfer(committed bool) {
+	if err := c.xr.End(committed); err != nil {
+		c.p.log.Warn("ending a partitioned run's transfer", "dataset", c.xr.Key().Dataset, "txn", c.rec.Txn, "err", err)
+	}
+}
+
+// dropRecord deletes the run record while the run still holds the
+// dataset's writer slot, so that it never deletes the next run's.
+func (c *coordinator) dropRecord() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.p.cfg.DB.DeleteRecord(ctx, runRecordKind, c.xr.Key().Dataset); err != nil {
+		c.p.log.Warn("deleting a partitioned run's record", "dataset", c.xr.Key().Dataset, "txn", c.rec.Txn, "err", err)
+	}
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snapstore/snapstore/cluster"
+	"github.com/snapstore/snapstore/server"
+	"github.com/snapstore/snapstore/snapshot"
+)
+
+// partitioned is a node's partitioned runs (docs/cluster.md): the
+// partition table, and the coordinator and owner of runs, the transport's
+// Handler.
+type partitioned struct {
+	table       *cluster.Partitions
+	runs        *cluster.Partitioned
+	incarnation string
+}
+
+// openPartitioned reads the partition table (a stored table of another
+// count than cluster.partitions refuses the start, exit code 2, naming
+// both) and makes the node's partitioned runs.
+func openPartitioned(ctx context.Context, cfg *Config, db *snapshot.DB, log *slog.Logger, reg prometheus.Registerer) (*partitioned, error) {
+	id, _, err := cluster.LoadNodeID(cfg.Data)
+	if err != nil {
+		return nil, err
+	}
+	table, err := cluster.OpenPartitions(ctx, db, cfg.Cluster.Partitions)
+	if errors.Is(err, cluster.ErrPartitionCount) {
+		return nil, &exitError{code: 2, err: fmt.Errorf("config key cluster.partitions: %w", err)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	var b [8]byte
+	rand.Read(b[:])
+	inc := hex.EncodeToString(b[:])
+	runs, err := cluster.NewPartitioned(cluster.PartitionedConfig{Self: id, Incarnation: inc, DB: db, Table: table,
+		OwnerWait: cfg.Cluster.Transfer.OwnerWait, Logger: log, Registerer: reg})
+	if err != nil {
+		return nil, err
+	}
+	return &partitioned{table: table, runs: runs, incarnation: inc}, nil
+}
+
+// partitionsView is the partition table as the server sees it
+// (server.PartitionTable): the node's cached copy.
+type partitionsView struct{ t *cluster.Partitions }
+
+func (v partitionsView) Partitions() server.ClusterPartitions {
+	tab := v.t.Table()
+	out := server.ClusterPartitions{Epoch: tab.Epoch, Count: len(tab.Owners), ChangedBy: tab.ChangedBy}
+	if !tab.ChangedAt.IsZero() {
+		t := tab.ChangedAt.UTC()
+		out.ChangedAt = &t
+	}
+	counts := map[string]int{}
+	for p, o := range tab.Owners {
+		out.Partitions = append(out.Partitions, server.PartitionOwner{Partition: p, Node: o, SinceEpoch: tab.Since[p]})
+		counts[o]++
+	}
+	for _, id := range slices.Sorted(maps.Keys(counts)) {
+		out.Nodes = append(out.Nodes, server.NodePartitions{Node: id, Partitions: counts[id]})
+	}
+	slices.SortStableFunc(out.Nodes, func(a, b server.NodePartitions) int {
+		return cmp.Or(cmp.Compare(b.Partitions, a.Partitions), strings.Compare(a.Node, b.Node))
+	})
+	return out
+}

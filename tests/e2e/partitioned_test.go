@@ -1,0 +1,612 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// partitionedRows is the size of the source table of the partitioned
+// runs' test.
+const partitionedRows = 120000
+
+// pcluster is a cluster of snapstore processes on 127.0.0.1.. over one
+// HBase table, each with a transfer listener and certificates from
+// snapstore cert, and the same config file: a SQLite source, a
+// partition-by-key adapter "spread" and a local adapter "single" of the
+// same table.
+type pcluster struct {
+	t      *testing.T
+	env    []string // every node's
+	certs  string
+	cfg    string
+	gossip []string
+	nodes  []*proc
+	ids    []string
+}
+
+// partitionedCluster starts n nodes (extraEnv added to each) and waits
+// until the partition table gives every one of them partitions.
+func partitionedCluster(t *testing.T, n int, src, ownerWait string, extraEnv ...string) *pcluster {
+	t.Helper()
+	c := &pcluster{t: t, certs: t.TempDir()}
+	c.env = append(hbaseEnv(t),
+		"SNAPSTORE_CLUSTER_PRESET=loopback",
+		"SNAPSTORE_CLUSTER_CONFIRM_FAILURE=3s",
+		"SNAPSTORE_CLUSTER_HEARTBEAT=500ms",
+		"SNAPSTORE_CLUSTER_PARTITION_MOVES=32",
+		"SNAPSTORE_CLUSTER_PARTITION_MOVE_INTERVAL=500ms",
+		"SNAPSTORE_CLUSTER_TRANSFER_OWNER_WAIT="+ownerWait,
+		"SNAPSTORE_CLUSTER_TRANSFER_CA_FILE="+filepath.Join(c.certs, "ca.crt"))
+	c.env = append(c.env, extraEnv...)
+	cli(t, "cert", "ca", c.certs)
+	c.cfg = fmt.Sprintf(`connections: [{name: src, type: sqlite, options: {path: %q}}]
+adapters:
+  - {name: spread, connection: src, resource: ledger, dataset: spread, strategy: partition-by-key, transfer_compression: all, guard: {max_shrink: 1}}
+  - {name: single, connection: src, resource: ledger, dataset: single, guard: {max_shrink: 1}}
+`, src)
+	for range n {
+		c.add()
+	}
+	c.waitBalanced()
+	return c
+}
+
+// add starts one more node, joining the first.
+func (c *pcluster) add() *proc {
+	t := c.t
+	t.Helper()
+	i := len(c.nodes)
+	host := fmt.Sprintf("127.0.0.%d", i+1)
+	c.gossip = append(c.gossip, gossipAddr(t, host))
+	data, id := c.newDataDir()
+	e := append(slices.Clone(c.env),
+		"SNAPSTORE_DATA="+data,
+		"SNAPSTORE_LISTEN="+host+":0",
+		"SNAPSTORE_CLUSTER_BIND="+c.gossip[i],
+		"SNAPSTORE_CLUSTER_TRANSFER_LISTEN="+gossipAddr(t, host),
+		"SNAPSTORE_CLUSTER_TRANSFER_CERT_FILE="+filepath.Join(c.certs, id+".crt"),
+		"SNAPSTORE_CLUSTER_TRANSFER_KEY_FILE="+filepath.Join(c.certs, id+".key"))
+	if i > 0 {
+		e = append(e, "SNAPSTORE_CLUSTER_JOIN="+c.gossip[0])
+	}
+	p := startServerWith(t, "no-secret-here", c.cfg, e...)
+	c.nodes, c.ids = append(c.nodes, p), append(c.ids, id)
+	return p
+}
+
+// newDataDir makes a node's data directory with its node id and a
+// certificate of the cluster CA for it.
+func (c *pcluster) newDataDir() (data, id string) {
+	t := c.t
+	t.Helper()
+	data = t.TempDir()
+	cli(t, "cert", "node", c.certs, "--data", data)
+	b, err := os.ReadFile(filepath.Join(data, "node-id"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data, strings.TrimSpace(string(b))
+}
+
+// waitBalanced waits until every node is active everywhere and owns
+// partitions.
+func (c *pcluster) waitBalanced() {
+	t := c.t
+	t.Helper()
+	sorted := slices.Sorted(slices.Values(c.ids))
+	poll(t, 60*time.Second, "every node active and owning partitions", func() bool {
+		for _, p := range c.nodes {
+			if !p.seesAll(t, sorted) || p.metric(t, "snapstore_cluster_partitions_owned") < 1 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// owned returns the partitions each node owns, as it sees the table.
+func (c *pcluster) owned() []float64 {
+	var out []float64
+	for _, p := range c.nodes {
+		out = append(out, p.metric(c.t, "snapstore_cluster_partitions_owned"))
+	}
+	return out
+}
+
+// ledgerTable creates the SQLite source of n rows.
+func ledgerTable(t *testing.T, n int) string {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), "src.db")
+	cli(t, "sqlite", src, fmt.Sprintf(`CREATE TABLE ledger(id INTEGER PRIMARY KEY, name TEXT NOT NULL, amount REAL NOT NULL, grp INTEGER NOT NULL);
+WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM c WHERE i < %d)
+INSERT INTO ledger SELECT i, 'name-' || i, i / 2.0, i %% 97 FROM c;`, n))
+	return src
+}
+
+// sourceRow is a row of the test's SQLite table as the API serves it.
+type sourceRow struct {
+	Name   string
+	Amount float64
+	Grp    int64
+}
+
+// readDataset reads every row of dataset at its current version through
+// the API (NDJSON) and returns them by id, and the version.
+func readDataset(t *testing.T, p *proc, dataset string) (map[int64]sourceRow, int64) {
+	t.Helper()
+	r := p.mustCall(t, http.StatusOK, "GET", "/v1/datasets/"+dataset+"/rows", nil, "Accept", "application/x-ndjson")
+	version, _ := strconv.ParseInt(r.header.Get("Snapstore-Version"), 10, 64)
+	out := map[int64]sourceRow{}
+	sc := bufio.NewScanner(bytes.NewReader(r.body))
+	for sc.Scan() {
+		var row struct {
+			ID     int64   `json:"id"`
+			Name   string  `json:"name"`
+			Amount float64 `json:"amount"`
+			Grp    int64   `json:"grp"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
+			t.Fatalf("%s: %q: %v", dataset, sc.Text(), err)
+		}
+		if _, dup := out[row.ID]; dup {
+			t.Fatalf("%s: row %d twice", dataset, row.ID)
+		}
+		out[row.ID] = sourceRow{row.Name, row.Amount, row.Grp}
+	}
+	return out, version
+}
+
+// readCommitted reads dataset on p once p's view shows version v (a
+// node refreshes its view of what others committed within
+// snapshot.DefaultRefreshInterval, snapshot.W2).
+func readCommitted(t *testing.T, p *proc, dataset string, v int64) map[int64]sourceRow {
+	t.Helper()
+	var rows map[int64]sourceRow
+	poll(t, 10*time.Second, fmt.Sprintf("version %d of %s", v, dataset), func() bool {
+		var got int64
+		rows, got = readDataset(t, p, dataset)
+		return got == v
+	})
+	return rows
+}
+
+// expectedRows is the source table as generated and changed by the test.
+func expectedRows(changed bool) map[int64]sourceRow {
+	out := map[int64]sourceRow{}
+	for i := int64(1); i <= partitionedRows; i++ {
+		out[i] = sourceRow{fmt.Sprintf("name-%d", i), float64(i) / 2, i % 97}
+	}
+	if changed {
+		for i := int64(1); i <= partitionedRows; i++ {
+			switch {
+			case i%100 == 0:
+				delete(out, i)
+			case i%37 == 0:
+				r := out[i]
+				r.Name = "changed"
+				out[i] = r
+			}
+		}
+		for i := int64(partitionedRows + 1); i <= partitionedRows+500; i++ {
+			out[i] = sourceRow{fmt.Sprintf("new-%d", i), 1, 0}
+		}
+	}
+	return out
+}
+
+// sameLedger fails the test unless got equals want.
+func sameLedger(t *testing.T, what string, got, want map[int64]sourceRow) {
+	t.Helper()
+	bad := 0
+	for id, w := range want {
+		if g, ok := got[id]; !ok || g != w {
+			if bad++; bad <= 5 {
+				t.Errorf("%s: row %d is %+v (present %v), want %+v", what, id, g, ok, w)
+			}
+		}
+	}
+	for id := range got {
+		if _, ok := want[id]; !ok {
+			if bad++; bad <= 5 {
+				t.Errorf("%s: row %d should not be there", what, id)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Fatalf("%s: %d rows differ (%d rows, want %d)", what, bad, len(got), len(want))
+	}
+}
+
+// checksumOf returns the checksum of version v of dataset.
+func checksumOf(t *testing.T, p *proc, dataset string, v int64) string {
+	t.Helper()
+	var vi struct {
+		Stats struct {
+			Checksum string `json:"checksum"`
+		} `json:"stats"`
+	}
+	p.jsonCall(t, http.StatusOK, "GET", fmt.Sprintf("/v1/datasets/%s/versions/%d", dataset, v), nil, &vi)
+	return vi.Stats.Checksum
+}
+
+// TestPartitionedRuns runs a cluster of three nodes over one HBase table
+// and a SQLite table of 120,000 rows read by a partition-by-key adapter
+// (docs/cluster.md, cluster.K13, K14):
+//
+//   - the keeper assigns every partition, each node owning some;
+//   - a partitioned run coordinated by node 1 commits a version that holds
+//     every source row as it is (read back through the API), with the
+//     checksum and counts of the same table read by a local adapter into
+//     another dataset, and the rows written by every node (each node's
+//     snapstore_cluster_partition_rows_applied_total);
+//   - a second run after updates, deletes and inserts gives the exact new
+//     version and the same counts as the local run;
+//   - an owner killed with SIGKILL mid-run: the run waits for it, its rows
+//     queued (the backlog for that node is not zero), the current version
+//     readable and unchanged; the owner restarted, the run finishes and the
+//     backlog drains to zero;
+//   - an owner killed and not restarted: the run fails after
+//     cluster.transfer.owner_wait with node_unreachable, the current
+//     version unchanged; the owner back, the next run succeeds.
+func TestPartitionedRuns(t *testing.T) {
+	if binPath == "" {
+		t.Skip("the snapstore binary was not built: no test service is set")
+	}
+	src := ledgerTable(t, partitionedRows)
+	c := partitionedCluster(t, 3, src, "15s")
+	nodes, ids := c.nodes, c.ids
+	n1, n3 := nodes[0], nodes[2]
+	c.refusedWithCount(64)
+
+	// First run.
+	start := time.Now()
+	rec := n1.mustRun(t, "spread")
+	t.Logf("partitioned run of %d rows over 3 nodes: %s", partitionedRows, time.Since(start).Round(time.Millisecond))
+	start = time.Now()
+	single := n1.mustRun(t, "single")
+	t.Logf("the same rows by one node: %s", time.Since(start).Round(time.Millisecond))
+	if rec.Stats != single.Stats || rec.Stats.Inserted != partitionedRows {
+		t.Errorf("partitioned run's stats %+v, one node's %+v", rec.Stats, single.Stats)
+	}
+	got := readCommitted(t, nodes[1], "spread", rec.Version)
+	sameLedger(t, "first version", got, expectedRows(false))
+	if a, b := checksumOf(t, n1, "spread", rec.Version), checksumOf(t, n1, "single", single.Version); a != b || a == "" {
+		t.Errorf("checksum %q partitioned, %q by one node", a, b)
+	}
+	var applied float64
+	for i, p := range nodes {
+		n := p.metric(t, "snapstore_cluster_partition_rows_applied_total")
+		if n <= 0 {
+			t.Errorf("node %d wrote no rows of the partitioned run", i+1)
+		}
+		t.Logf("node %d (%s) wrote %v rows, owns %v partitions", i+1, ids[i], n, p.metric(t, "snapstore_cluster_partitions_owned"))
+		applied += n
+	}
+	if applied != partitionedRows {
+		t.Errorf("the nodes wrote %v rows in all, want %d", applied, partitionedRows)
+	}
+
+	// Second run: updates, deletes, inserts.
+	cli(t, "sqlite", src, fmt.Sprintf(`UPDATE ledger SET name = 'changed' WHERE id %% 37 = 0 AND id %% 100 != 0;
+DELETE FROM ledger WHERE id %% 100 = 0;
+WITH RECURSIVE c(i) AS (SELECT %d UNION ALL SELECT i+1 FROM c WHERE i < %d)
+INSERT INTO ledger SELECT i, 'new-' || i, 1, 0 FROM c;`, partitionedRows+1, partitionedRows+500))
+	rec2 := n1.mustRun(t, "spread")
+	single2 := n1.mustRun(t, "single")
+	want2 := expectedRows(true)
+	if rec2.Stats != single2.Stats || rec2.Stats.Deleted != partitionedRows/100 || rec2.Stats.Inserted != 500 || rec2.Stats.Rows != int64(len(want2)) {
+		t.Errorf("second partitioned run's stats %+v, one node's %+v", rec2.Stats, single2.Stats)
+	}
+	got = readCommitted(t, n3, "spread", rec2.Version)
+	sameLedger(t, "second version", got, want2)
+	if a, b := checksumOf(t, n1, "spread", rec2.Version), checksumOf(t, n1, "single", single2.Version); a != b {
+		t.Errorf("second checksum %q partitioned, %q by one node", a, b)
+	}
+
+	// An owner killed mid-run: the run waits for it, then finishes.
+	cli(t, "sqlite", src, "UPDATE ledger SET grp = grp + 1000 WHERE id % 3 = 0;")
+	id3 := ids[2]
+	started := n1.startRun(t, "spread", 5000)
+	n3.kill()
+	t.Logf("node 3 killed after %d rows read", n1.getRun(t, started.ID).RowsRead)
+	var waiting float64
+	poll(t, 30*time.Second, "rows for node 3 in node 1's backlog", func() bool {
+		waiting = backlogRows(t, n1, id3)
+		return waiting > 0
+	})
+	t.Logf("node 1's backlog for node 3 while it is down: %v rows", waiting)
+	if got, v := readDataset(t, nodes[1], "spread"); v != rec2.Version || len(got) != len(want2) {
+		t.Errorf("while the run waits, node 2 reads version %d with %d rows; want %d with %d", v, len(got), rec2.Version, len(want2))
+	}
+	n3.start()
+	rec3 := n1.awaitRun(t, started.ID)
+	if rec3.Status != "succeeded" {
+		t.Fatalf("the run that waited for node 3: %s %s %s", rec3.Status, rec3.Code, rec3.Error)
+	}
+	if rec3.Stats.Updated != int64(len(want2))/3-5 && rec3.Stats.Updated == 0 {
+		t.Errorf("the run that waited updated %d rows", rec3.Stats.Updated)
+	}
+	want3 := map[int64]sourceRow{}
+	for id, row := range want2 {
+		if id%3 == 0 {
+			row.Grp += 1000
+		}
+		want3[id] = row
+	}
+	got = readCommitted(t, n1, "spread", rec3.Version)
+	sameLedger(t, "the version of the run that waited", got, want3)
+	poll(t, 30*time.Second, "node 1's backlog drained", func() bool { return backlogRows(t, n1, "") == 0 })
+
+	// An owner killed and not back: the run fails at the wait limit.
+	n3.kill()
+	cli(t, "sqlite", src, "UPDATE ledger SET name = 'lost' WHERE id % 5 = 0;")
+	begun := time.Now()
+	failed, err := n1.runWait("spread")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if failed.Status != "failed" || failed.Code != "node_unreachable" || !strings.Contains(failed.Error, id3) {
+		t.Fatalf("a run whose owner stays down: %s %s %s", failed.Status, failed.Code, failed.Error)
+	}
+	if d := time.Since(begun); d < 15*time.Second {
+		t.Errorf("the run failed after %s, before owner_wait (15s)", d)
+	}
+	t.Logf("the run failed after %s: %s", time.Since(begun).Round(time.Second), failed.Error)
+	got, v := readDataset(t, nodes[1], "spread")
+	if v != rec3.Version {
+		t.Errorf("after the failed run node 2 reads version %d, want %d", v, rec3.Version)
+	}
+	sameLedger(t, "the version after the failed run", got, want3)
+	n3.start()
+	poll(t, 60*time.Second, "node 3 back", func() bool { return n1.seesAll(t, slices.Sorted(slices.Values(ids))) })
+	rec4 := n1.mustRun(t, "spread")
+	if rec4.Stats.Updated != int64(len(want3))/5 && rec4.Stats.Updated == 0 {
+		t.Errorf("the run after node 3 came back: %+v", rec4.Stats)
+	}
+	for id, row := range want3 {
+		if id%5 == 0 {
+			row.Name = "lost"
+			want3[id] = row
+		}
+	}
+	got = readCommitted(t, n3, "spread", rec4.Version)
+	sameLedger(t, "the version after node 3 came back", got, want3)
+
+	// The coordinator killed mid-run: nothing of its run is visible; once
+	// it is back and its writer slot expired, a run coordinated by
+	// another node succeeds.
+	cli(t, "sqlite", src, "UPDATE ledger SET amount = amount + 1 WHERE id % 7 = 0;")
+	started = n1.startRun(t, "spread", 5000)
+	n1.kill()
+	got, v = readDataset(t, nodes[1], "spread")
+	if v != rec4.Version {
+		t.Errorf("after the coordinator died node 2 reads version %d, want %d", v, rec4.Version)
+	}
+	sameLedger(t, "the version after the coordinator died", got, want3)
+	n1.start()
+	var rec5 runRecord
+	begun = time.Now()
+	poll(t, 120*time.Second, "a run on node 2 once the dead run's slot expired", func() bool {
+		rec5, err = nodes[1].runWait("spread")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec5.Status != "succeeded" {
+			if rec5.Code != "run_in_progress" && rec5.Code != "node_unreachable" {
+				t.Fatalf("a run after the coordinator died: %s %s %s", rec5.Status, rec5.Code, rec5.Error)
+			}
+			time.Sleep(time.Second)
+			return false
+		}
+		return true
+	})
+	t.Logf("node 2's run succeeded %s after the coordinator was killed and restarted", time.Since(begun).Round(time.Second))
+	for id, row := range want3 {
+		if id%7 == 0 {
+			row.Amount++
+			want3[id] = row
+		}
+	}
+	got = readCommitted(t, n1, "spread", rec5.Version)
+	sameLedger(t, "the version after the coordinator died and another ran", got, want3)
+}
+
+// backlogRows returns the rows node p has queued for node (every node
+// when node is "").
+func backlogRows(t *testing.T, p *proc, node string) float64 {
+	t.Helper()
+	var bl struct {
+		Nodes []struct {
+			Node string `json:"node"`
+			Rows int64  `json:"rows"`
+		} `json:"nodes"`
+	}
+	p.jsonCall(t, http.StatusOK, "GET", "/v1/cluster/backlog", nil, &bl)
+	var n int64
+	for _, b := range bl.Nodes {
+		if node == "" || b.Node == node {
+			n += b.Rows
+		}
+	}
+	return float64(n)
+}
+
+// TestPartitionedRunsFiveNodes runs five nodes, then six, over one HBase
+// table and a SQLite table of 120,000 rows, each node's transfer queues
+// bounded to 1 MiB in memory (cluster.transfer.queue_memory):
+//
+//   - a partitioned run equals a local run of the same table (counts,
+//     checksum) and the source, every node writing rows;
+//   - a sixth node joins: it takes at most ceil(32/6) partitions, about
+//     1/N (the RFC's bound is 1/N + 5%), every one from the others, none of
+//     which gains any; a run over six nodes equals the source;
+//   - an owner killed with SIGKILL before a run: the coordinator reads the
+//     whole source and queues the owner's rows, of which all but 1 MiB
+//     (plus a batch per connection) are on disk only; the owner back, the
+//     run commits the source and the backlog drains.
+func TestPartitionedRunsFiveNodes(t *testing.T) {
+	if binPath == "" {
+		t.Skip("the snapstore binary was not built: no test service is set")
+	}
+	src := ledgerTable(t, partitionedRows)
+	c := partitionedCluster(t, 5, src, "5m", "SNAPSTORE_CLUSTER_TRANSFER_QUEUE_MEMORY=1048576", "SNAPSTORE_CLUSTER_TRANSFER_QUEUE_BATCHES=4")
+	n1 := c.nodes[0]
+	rec := n1.mustRun(t, "spread")
+	single := n1.mustRun(t, "single")
+	if rec.Stats != single.Stats || rec.Stats.Inserted != partitionedRows {
+		t.Errorf("partitioned run's stats %+v, one node's %+v", rec.Stats, single.Stats)
+	}
+	if a, b := checksumOf(t, n1, "spread", rec.Version), checksumOf(t, n1, "single", single.Version); a != b || a == "" {
+		t.Errorf("checksum %q partitioned, %q by one node", a, b)
+	}
+	got := readCommitted(t, c.nodes[4], "spread", rec.Version)
+	sameLedger(t, "five nodes", got, expectedRows(false))
+	for i, p := range c.nodes {
+		if n := p.metric(t, "snapstore_cluster_partition_rows_applied_total"); n <= 0 {
+			t.Errorf("node %d wrote no rows", i+1)
+		}
+	}
+
+	// A sixth node joins.
+	before := c.owned()
+	c.add()
+	c.waitBalanced()
+	var after []float64
+	poll(t, 30*time.Second, "every node reading one table", func() bool {
+		after = c.owned()
+		total := 0.0
+		for _, n := range after {
+			total += n
+		}
+		return total == 32
+	})
+	moved := after[5]
+	t.Logf("partitions owned by five nodes %v, after the sixth joined %v: %v moved (1/N + 5%% of 32 = %.1f)", before, after, moved, 32*(1.0/6+0.05))
+	if moved > 6 || moved < 5 {
+		t.Errorf("the sixth node took %v partitions, want 5 or 6 (floor or ceil of 32/6)", moved)
+	}
+	for i := range 5 {
+		if after[i] > before[i] {
+			t.Errorf("node %d went from %v partitions to %v when the sixth joined", i+1, before[i], after[i])
+		}
+	}
+	cli(t, "sqlite", src, "UPDATE ledger SET name = 'six' WHERE id % 11 = 0;")
+	rec6 := n1.mustRun(t, "spread")
+	want := expectedRows(false)
+	for id, row := range want {
+		if id%11 == 0 {
+			row.Name = "six"
+			want[id] = row
+		}
+	}
+	if rec6.Stats.Updated != int64(partitionedRows/11) {
+		t.Errorf("the run over six nodes updated %d rows, want %d", rec6.Stats.Updated, partitionedRows/11)
+	}
+	got = readCommitted(t, c.nodes[5], "spread", rec6.Version)
+	sameLedger(t, "six nodes", got, want)
+	if n := c.nodes[5].metric(t, "snapstore_cluster_partition_rows_applied_total"); n <= 0 {
+		t.Errorf("the sixth node wrote no rows")
+	}
+
+	// An owner down for the whole read: its rows spill to the
+	// coordinator's disk.
+	down := c.nodes[2]
+	down.kill()
+	cli(t, "sqlite", src, "UPDATE ledger SET grp = -1 WHERE id % 13 = 0;")
+	started := n1.startRun(t, "spread", partitionedRows)
+	var spilled, mem, rows float64
+	poll(t, 30*time.Second, "the down owner's rows queued", func() bool {
+		spilled = n1.metric(t, "snapstore_cluster_transfer_spilled_bytes_total")
+		mem = n1.metric(t, "snapstore_cluster_transfer_memory_bytes")
+		rows = backlogRows(t, n1, c.ids[2])
+		return rows > 10000
+	})
+	rss := n1.peakRSS(t)
+	t.Logf("with node 3 down: %v rows queued for it, %.1f KiB of batches in memory, %.1f MiB spilled to disk; coordinator peak RSS %d MiB",
+		rows, mem/1024, spilled/(1<<20), rss>>20)
+	if spilled <= 0 {
+		t.Errorf("nothing spilled to disk")
+	}
+	// 1 MiB of queues plus one batch (256 KiB at most) per connection to
+	// each of five destinations.
+	if bound := float64(1<<20 + 5*4*(256<<10)); mem > bound {
+		t.Errorf("the queues hold %v bytes in memory, over the bound %v", mem, bound)
+	}
+	if st := n1.getRun(t, started.ID).Status; st != "running" {
+		t.Fatalf("the run waiting for node 3 is %s", st)
+	}
+	down.start()
+	done := n1.awaitRun(t, started.ID)
+	if done.Status != "succeeded" {
+		t.Fatalf("the run that waited: %s %s %s", done.Status, done.Code, done.Error)
+	}
+	for id, row := range want {
+		if id%13 == 0 {
+			row.Grp = -1
+			want[id] = row
+		}
+	}
+	got = readCommitted(t, down, "spread", done.Version)
+	sameLedger(t, "the run that spilled", got, want)
+	poll(t, 30*time.Second, "the backlog drained", func() bool { return backlogRows(t, n1, "") == 0 })
+}
+
+// startRun starts a run of adapter without waiting for it, and returns
+// once it has read rows rows.
+func (p *proc) startRun(t *testing.T, adapter string, rows int64) runRecord {
+	t.Helper()
+	r := p.mustCall(t, http.StatusAccepted, "POST", "/v1/adapters/"+adapter+"/runs", nil)
+	var started runRecord
+	if err := json.Unmarshal(r.body, &started); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, 120*time.Second, fmt.Sprintf("run %s reading %d rows", started.ID, rows), func() bool { return p.getRun(t, started.ID).RowsRead >= rows })
+	return started
+}
+
+// awaitRun waits until run id is no longer running and returns its record.
+func (p *proc) awaitRun(t *testing.T, id string) runRecord {
+	t.Helper()
+	var rec runRecord
+	poll(t, 120*time.Second, "run "+id+" finished", func() bool {
+		rec = p.getRun(t, id)
+		return rec.Status != "running"
+	})
+	return rec
+}
+
+// refusedWithCount starts one more node configured with count partitions,
+// which the stored table does not have: serve exits with code 2 naming
+// both counts.
+func (c *pcluster) refusedWithCount(count int) {
+	t := c.t
+	t.Helper()
+	host := fmt.Sprintf("127.0.0.%d", len(c.nodes)+1)
+	data, id := c.newDataDir()
+	cmd := exec.Command(binPath, "serve")
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + data}, c.env...)
+	cmd.Env = append(cmd.Env, "SNAPSTORE_DATA="+data, "SNAPSTORE_LISTEN="+host+":0",
+		"SNAPSTORE_CLUSTER_BIND="+gossipAddr(t, host), "SNAPSTORE_CLUSTER_JOIN="+c.gossip[0],
+		fmt.Sprintf("SNAPSTORE_CLUSTER_PARTITIONS=%d", count),
+		"SNAPSTORE_CLUSTER_TRANSFER_LISTEN="+gossipAddr(t, host),
+		"SNAPSTORE_CLUSTER_TRANSFER_CERT_FILE="+filepath.Join(c.certs, id+".crt"),
+		"SNAPSTORE_CLUSTER_TRANSFER_KEY_FILE="+filepath.Join(c.certs, id+".key"))
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	want := fmt.Sprintf("the cluster's table has 32 partitions, this node is configured with %d (cluster.partitions)", count)
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), want) {
+		t.Errorf("a node with %d partitions: %v\n%s", count, err, out)
+	}
+}
