@@ -119,7 +119,7 @@ func TestConsole_EveryPage(t *testing.T) {
 	if strings.Contains(home, "Log in") {
 		t.Error("a server without tokens offers a login")
 	}
-	b.page("/ui/datasets/products", "version "+s2, "version "+s1, `class="checksum"`, "diff with "+s1, "roll back to this", `class="inline tagform"`)
+	b.page("/ui/datasets/products", "version "+s2, "version "+s1, "at least 10 versions</dd>", `class="checksum"`, "diff with "+s1, "roll back to this", `class="inline tagform"`)
 	b.page("/ui/datasets/products/rows", "grinder", "at version "+s2)
 	one := b.page("/ui/datasets/products/rows?version="+s1+"&key=1&mode=prefix", "cup", "at version "+s1)
 	if strings.Contains(one, "grinder") {
@@ -140,7 +140,7 @@ func TestConsole_EveryPage(t *testing.T) {
 	}
 	b.page("/ui/datasets/products", `data-restored-from="`+s1+`"`, "restored from "+s1, "version "+s2)
 	b.page("/ui/adapters", `id="adapter-products"`, "Run now", "config")
-	b.page("/ui/adapters/new", `name="schedule"`, `<option value="shop"`, `<select name="strategy"`,
+	b.page("/ui/adapters/new", `name="schedule"`, `<option value="shop"`, `<select name="strategy"`, "empty or 0 keeps versions for ever",
 		`<option value="local" selected>`, `<option value="round-robin">`, `<option value="single-node">`, `<option value="partition-by-key">`)
 	b.page("/ui/adapters/products/edit", `value="products"`)
 	b.page("/ui/resources?connection=shop", `<option value="products"`)
@@ -260,6 +260,7 @@ func TestConsole_Forms(t *testing.T) {
 		t.Fatalf("run from the console: %+v %v", rec, err)
 	}
 	b.page(loc, "succeeded", `aria-valuenow="100.0"`)
+	b.page("/ui/datasets/p2", "at least 1 version</dd>")
 	wantStatus(t, "delete adapter", b.post("/ui/adapters/p2/delete", url.Values{}), http.StatusSeeOther)
 	if _, err := f.svc.GetAdapter(t.Context(), "p2"); err == nil {
 		t.Error("the adapter outlived its delete")

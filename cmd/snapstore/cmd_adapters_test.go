@@ -133,7 +133,7 @@ func TestCLI_DefinitionsAndRuns(t *testing.T) {
 			t.Errorf("%v as a reader: exit %d %s", args, code, errs)
 		}
 	}
-	if code, _, errs := run("wrong-token-Xy", "datasets", "list"); code != 1 || !strings.Contains(errs, "401 unauthorized") {
+	if code, _, errs := run("wrong-token-Xy", "datasets", "list"); code != 1 || !strings.Contains(errs, "401 unauthorized") || !strings.Contains(errs, "--token or, better, SNAPSTORE_TOKEN") {
 		t.Errorf("a wrong token: exit %d %s", code, errs)
 	}
 
@@ -141,8 +141,13 @@ func TestCLI_DefinitionsAndRuns(t *testing.T) {
 	if code, _, errs := run(adminTok, "connections", "delete", "tools"); code != 1 || !strings.Contains(errs, "connection_in_use") {
 		t.Fatalf("deleting a connection in use: exit %d %s", code, errs)
 	}
-	admin("adapters", "delete", "tools")
-	admin("connections", "delete", "tools")
+	// With --output json a delete (204 from the API) prints what it deleted.
+	if out := admin("adapters", "delete", "tools", "--json"); strings.TrimSpace(out) != "{\n  \"deleted\": \"tools\"\n}" {
+		t.Errorf("adapters delete --json: %q", out)
+	}
+	if out := admin("connections", "delete", "tools", "--output", "json"); !strings.Contains(out, `"deleted": "tools"`) {
+		t.Errorf("connections delete --output json: %q", out)
+	}
 	if code, _, errs := run(adminTok, "adapters", "delete", "products"); code != 1 || !strings.Contains(errs, "adapter_read_only") {
 		t.Fatalf("deleting a config adapter: exit %d %s", code, errs)
 	}

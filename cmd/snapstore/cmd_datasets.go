@@ -153,6 +153,9 @@ func datasetsDrop(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if _, err := t.api.call(ctx, http.MethodDelete, pathOf("/v1/datasets/", name), nil, nil); err != nil {
 			return err
 		}
+		if c.cf.json() {
+			return encodeJSON(stdout, deletedJSON{Deleted: name})
+		}
 		fmt.Fprintf(stdout, "dropped dataset %s (%s)\n", name, what)
 		return nil
 	})
