@@ -283,7 +283,7 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, for
 		ar.rec.Stats = run.Stats()
 		ar.mu.Unlock()
 		if errors.Is(err, snapshot.ErrGuardRefused) {
-			return snapshot.VersionInfo{}, fmt.Errorf("committing dataset %q: %w (start the run with force to commit anyway)", spec.Dataset, err)
+			return snapshot.VersionInfo{}, fmt.Errorf("committing dataset %q: %w (start the run with force=true to commit anyway)", spec.Dataset, err)
 		}
 		return snapshot.VersionInfo{}, fmt.Errorf("committing dataset %q: %w", spec.Dataset, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -96,6 +97,11 @@ func TestCLI_DefinitionsAndRuns(t *testing.T) {
 	code, out, errs := run(adminTok, "adapters", "run", "tools")
 	if code != 0 || !strings.Contains(out, "status:    succeeded") || !strings.Contains(out, "changes:   2 inserted") || !strings.Contains(errs, "run r") {
 		t.Fatalf("adapters run: exit %d\n%s%s", code, out, errs)
+	}
+	for _, phase := range []string{"connect", "read", "commit"} { // every phase, however fast
+		if !regexp.MustCompile(`(?m)^run r\S+: ` + phase).MatchString(errs) {
+			t.Errorf("adapters run without a terminal: no line for phase %s:\n%s", phase, errs)
+		}
 	}
 	// A failed run is exit code 1 with its code.
 	if _, err := db.Exec(`DROP TABLE tools`); err != nil {
