@@ -24,10 +24,11 @@ func (db *DB) Rollback(ctx context.Context, dataset string, to int64) (VersionIn
 	ds.mu.Lock()
 	target := ds.versionLocked(to)
 	cfg := DatasetConfig{Name: dataset, Retention: ds.cfg.Retention, Guard: ds.cfg.Guard}
+	current := ds.current
 	ds.mu.Unlock()
 	if target == nil {
 		ds.release()
-		return VersionInfo{}, fmt.Errorf("%w: %s version %d", ErrVersionNotKept, dataset, to)
+		return VersionInfo{}, versionNotKept(dataset, to, current)
 	}
 	// The source: the target version, pinned (G2) for the whole run.
 	rd, err := db.Reader(ctx, dataset, At{Version: to})
