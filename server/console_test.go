@@ -138,7 +138,23 @@ func TestConsole_EveryPage(t *testing.T) {
 	if r := b.post("/ui/datasets/products/rollback", url.Values{"version": {s1}}); r.status >= 400 {
 		t.Fatalf("rollback from the console: %d %s", r.status, r.body)
 	}
-	b.page("/ui/datasets/products", `data-restored-from="`+s1+`"`, "restored from "+s1, "version "+s2)
+	page := b.page("/ui/datasets/products", `data-restored-from="`+s1+`"`, "restored from "+s1, "version "+s2, "made by a rollback")
+	// The restored version links no run (no run made it); the others do.
+	restored := page[strings.Index(page, `data-restored-from="`):]
+	restored = restored[:strings.Index(restored, "</li>")]
+	if strings.Contains(restored, `href="/ui/runs/`) || !strings.Contains(page, `href="/ui/runs/`) {
+		t.Errorf("the restored version's run link:\n%s", restored)
+	}
+	var cur struct {
+		Current struct {
+			Source       map[string]any `json:"source"`
+			RestoredFrom int64          `json:"restored_from"`
+		} `json:"current"`
+	}
+	f.must(200, "GET", "/v1/datasets/products", "").json(t, &cur)
+	if _, ok := cur.Current.Source["run_id"]; ok || cur.Current.RestoredFrom != v1 || cur.Current.Source["adapter"] != "products" {
+		t.Errorf("the restored version's source: %+v", cur.Current)
+	}
 	b.page("/ui/adapters", `id="adapter-products"`, "Run now", "config")
 	b.page("/ui/adapters/new", `name="schedule"`, `<option value="shop"`, `<select name="strategy"`, "empty or 0 keeps versions for ever",
 		`<option value="local" selected>`, `<option value="round-robin">`, `<option value="single-node">`, `<option value="partition-by-key">`)

@@ -111,6 +111,9 @@ func TestCLI_DatasetsDiffTagsRollbackGC(t *testing.T) {
 	if out, _ = do(0, "get", "products", "2"); !strings.Contains(out, `"name":"jug"`) {
 		t.Fatalf("after the rollback: %s", out)
 	}
+	if out, _ = do(0, "datasets", "show", "products"); !strings.Contains(out, fmt.Sprintf("made by:         rollback, restored from version %d", first)) || strings.Contains(out, "\nrun:") {
+		t.Errorf("datasets show after the rollback:\n%s", out)
+	}
 	// What the question said: the later version stays, with its tag.
 	do(0, "datasets", "show", "products", "--version", fmt.Sprint(second))
 	if out, _ = do(0, "get", "products", "2", "--tag", "second"); !strings.Contains(out, "pitcher") {
