@@ -91,7 +91,7 @@ func (s *Service) startLocal(ctx context.Context, name string, opts RunOptions, 
 	}
 	if s.db.ReadOnly() {
 		s.mu.Unlock()
-		return RunRecord{}, fmt.Errorf("%w: this process reads a store another process writes; run adapter %q there", snapshot.ErrReadOnly, name)
+		return RunRecord{}, errReadOnlyRun(name)
 	}
 	if s.cluster != nil && s.cluster.Draining() && trigger != "retry" {
 		s.mu.Unlock()

@@ -2,6 +2,9 @@ package server
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -108,5 +111,37 @@ func TestRunGCLoop_ReadOnlyCollectsNothing(t *testing.T) {
 	case <-done:
 	case <-time.After(time.Minute):
 		t.Fatal("RunGCLoop of a read-only DB kept running")
+	}
+}
+
+// TestRun_ReadOnlyProcessSaysReadOnly: a manual run asked of a read-only
+// process alone is 409 read_only, also for an adapter only a writer's
+// config file defines (this process does not know it), rather than 404.
+func TestRun_ReadOnlyProcessSaysReadOnly(t *testing.T) {
+	ctx := context.Background()
+	st, err := pebble.Open(t.TempDir(), pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	db, err := snapshot.Open(ctx, st, snapshot.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	svc, err := adapters.New(ctx, db, adapters.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close(ctx)
+	s, err := New(Options{DB: db, Adapters: svc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rr, httptest.NewRequest(http.MethodPost, "/v1/adapters/film/runs", nil))
+	var p Problem
+	if err := json.Unmarshal(rr.Body.Bytes(), &p); err != nil || rr.Code != http.StatusConflict || p.Code != "read_only" || !strings.Contains(p.Detail, `run adapter "film" there`) {
+		t.Fatalf("a run asked of a read-only process: %d %s", rr.Code, rr.Body)
 	}
 }
