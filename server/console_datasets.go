@@ -353,7 +353,7 @@ func (c *console) tag(w http.ResponseWriter, r *http.Request, v viewer) error {
 	if err := c.s.db.Tag(r.Context(), ds, tag, ver); err != nil {
 		return err
 	}
-	c.s.log.Info("dataset tagged", "dataset", ds, "tag", tag, "version", ver, "token", v.Name, "via", "console")
+	c.s.log.Info("dataset tagged", "dataset", ds, "tag", tag, "version", ver, tokenAttr(v.Name), "via", "console")
 	http.Redirect(w, r, "/ui/datasets/"+url.PathEscape(ds), http.StatusSeeOther)
 	return nil
 }
@@ -364,7 +364,7 @@ func (c *console) untag(w http.ResponseWriter, r *http.Request, v viewer) error 
 	if err := c.s.db.Untag(r.Context(), ds, tag); err != nil {
 		return err
 	}
-	c.s.log.Info("dataset untagged", "dataset", ds, "tag", tag, "token", v.Name, "via", "console")
+	c.s.log.Info("dataset untagged", "dataset", ds, "tag", tag, tokenAttr(v.Name), "via", "console")
 	http.Redirect(w, r, "/ui/datasets/"+url.PathEscape(ds), http.StatusSeeOther)
 	return nil
 }
@@ -410,7 +410,7 @@ func (c *console) rollback(w http.ResponseWriter, r *http.Request, v viewer) err
 	if err != nil {
 		return err
 	}
-	c.s.log.Info("dataset rolled back", "dataset", ds, "version", info.Version, "restored_from", info.RestoredFrom, "token", v.Name, "via", "console")
+	c.s.log.Info("dataset rolled back", "dataset", ds, "version", info.Version, "restored_from", info.RestoredFrom, tokenAttr(v.Name), "via", "console")
 	http.Redirect(w, r, "/ui/datasets/"+url.PathEscape(ds), http.StatusSeeOther)
 	return nil
 }
