@@ -480,3 +480,25 @@ func TestConsole_RollbackSaysWhatItDoes(t *testing.T) {
 		t.Fatalf("current %d restored from %d after the rollback to %d", d.Current, d.Info.RestoredFrom, v1)
 	}
 }
+
+// TestConsole_BadTagStaysOnThePage: a refused tag name comes back to the
+// dataset page (not an error page) with the problem shown and the name
+// in the input of its version; the inputs carry the API's TagName pattern.
+func TestConsole_BadTagStaysOnThePage(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	v := itoa(f.run("products"))
+	b := newBrowser(t, f)
+	b.page("/ui/datasets/products", `pattern="[A-Za-z0-9_.:@\-]{1,200}"`)
+	r := b.post("/ui/datasets/products/tags", url.Values{"tag": {"bad/tag"}, "version": {v}})
+	body := wantStatus(t, "a bad tag", r, http.StatusBadRequest)
+	for _, want := range []string{`id="tag-problem"`, "bad/tag", `value="bad/tag" aria-invalid="true"`, `id="versions"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page after a bad tag lacks %q:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, "Back to the datasets") {
+		t.Errorf("a bad tag gives an error page:\n%s", body)
+	}
+	wantStatus(t, "a good tag", b.post("/ui/datasets/products/tags", url.Values{"tag": {"good"}, "version": {v}}), http.StatusSeeOther)
+	b.page("/ui/datasets/products", `data-tag="good"`)
+}
