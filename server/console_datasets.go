@@ -256,6 +256,9 @@ type diffRow struct {
 	Op    snapshot.ChangeOp
 	Key   string
 	Cells []diffCell
+	// Changed names an update's changed columns, shown beside the key so
+	// that they are seen without scrolling a wide table.
+	Changed []string
 }
 
 // diffView is the diff page.
@@ -267,6 +270,8 @@ type diffView struct {
 	Columns  []string
 	Rows     []diffRow
 	More     bool
+	// Changed is every column an update shown changed, in column order.
+	Changed []string
 	// Problem explains why no diff is shown (no two versions yet).
 	Problem string
 }
@@ -326,6 +331,11 @@ func (c *console) diff(w http.ResponseWriter, r *http.Request, v viewer) error {
 		}
 		view.Rows = append(view.Rows, diffRowOf(it.Change(), view.Columns))
 	}
+	for _, col := range view.Columns {
+		if slices.ContainsFunc(view.Rows, func(r diffRow) bool { return slices.Contains(r.Changed, col) }) {
+			view.Changed = append(view.Changed, col)
+		}
+	}
 	if err := it.Err(); err != nil {
 		return err
 	}
@@ -335,6 +345,13 @@ func (c *console) diff(w http.ResponseWriter, r *http.Request, v viewer) error {
 // diffRowOf lays one change out over columns.
 func diffRowOf(ch snapshot.Change, columns []string) diffRow {
 	row := diffRow{Op: ch.Op, Key: keyText(ch.Key)}
+	if ch.Op == snapshot.OpUpdate {
+		for _, col := range columns { // in the table's order
+			if slices.Contains(ch.Changed, col) {
+				row.Changed = append(row.Changed, col)
+			}
+		}
+	}
 	side := func(rw *snapshot.Row, col string) (valueCell, bool) {
 		if rw == nil {
 			return valueCell{}, false

@@ -129,6 +129,9 @@ func TestConsole_EveryPage(t *testing.T) {
 	if !regexp.MustCompile(`<td class="changed" data-column="stock"><del>120</del> <ins>7</ins></td>`).MatchString(diff) {
 		t.Errorf("the diff does not mark stock changed from 120 to 7:\n%s", diff)
 	}
+	if !strings.Contains(diff, `<td class="changed-columns" data-changed="stock">stock</td>`) || !strings.Contains(diff, `id="diff-changed">Updates shown change stock`) {
+		t.Errorf("the diff does not name the changed column beside the key:\n%s", diff)
+	}
 	if strings.Contains(diff, `class="changed" data-column="price"`) {
 		t.Error("the diff marks an unchanged column")
 	}
