@@ -82,29 +82,38 @@ func TestGCLoop_Ticks(t *testing.T) {
 	})
 }
 
-// A read-only process (a reader of a store another process writes) runs no
-// periodic GC: RunGCLoop returns at once instead of ticking.
-func TestRunGCLoop_ReadOnlyCollectsNothing(t *testing.T) {
+// readOnlyServer is a server of a read-only process (a reader of a store
+// another process writes) on an empty Pebble store; all closes at cleanup.
+func readOnlyServer(t *testing.T) *Server {
+	t.Helper()
 	ctx := context.Background()
 	st, err := pebble.Open(t.TempDir(), pebble.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	t.Cleanup(func() { st.Close() })
 	db, err := snapshot.Open(ctx, st, snapshot.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
 	svc, err := adapters.New(ctx, db, adapters.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer svc.Close(ctx)
+	t.Cleanup(func() { svc.Close(ctx) })
 	s, err := New(Options{DB: db, Adapters: svc})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+// A read-only process (a reader of a store another process writes) runs no
+// periodic GC: RunGCLoop returns at once instead of ticking.
+func TestRunGCLoop_ReadOnlyCollectsNothing(t *testing.T) {
+	ctx := context.Background()
+	s := readOnlyServer(t)
 	done := make(chan struct{})
 	go func() { defer close(done); s.RunGCLoop(ctx, time.Millisecond) }() // ctx is never cancelled
 	select {
@@ -118,26 +127,7 @@ func TestRunGCLoop_ReadOnlyCollectsNothing(t *testing.T) {
 // process alone is 409 read_only, also for an adapter only a writer's
 // config file defines (this process does not know it), rather than 404.
 func TestRun_ReadOnlyProcessSaysReadOnly(t *testing.T) {
-	ctx := context.Background()
-	st, err := pebble.Open(t.TempDir(), pebble.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	db, err := snapshot.Open(ctx, st, snapshot.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	svc, err := adapters.New(ctx, db, adapters.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Close(ctx)
-	s, err := New(Options{DB: db, Adapters: svc})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := readOnlyServer(t)
 	rr := httptest.NewRecorder()
 	s.Handler().ServeHTTP(rr, httptest.NewRequest(http.MethodPost, "/v1/adapters/film/runs", nil))
 	var p Problem
