@@ -242,7 +242,7 @@ func (s *Server) declareNode(c echo.Context, do func(Cluster, context.Context, s
 	if err := do(cl, ctx, id); err != nil {
 		return err
 	}
-	s.log.Info("cluster node state changed", "node", id, "route", c.Path(), "method", c.Request().Method, "token", c.Get("token"))
+	s.log.Info("cluster node state changed", "node", id, "route", c.Path(), "method", c.Request().Method, tokenAttr(c.Get("token")))
 	// The new state spreads by gossip: answer with what the node asked
 	// for, as this node will see it shortly.
 	n, err := clusterNode(cl, id)
@@ -265,7 +265,7 @@ func (s *Server) forgetNode(c echo.Context) error {
 	if err := cl.Forget(ctx, id); err != nil {
 		return err
 	}
-	s.log.Warn("cluster node forgotten", "node", id, "token", c.Get("token"))
+	s.log.Warn("cluster node forgotten", "node", id, tokenAttr(c.Get("token")))
 	return c.NoContent(http.StatusNoContent)
 }
 
@@ -307,7 +307,7 @@ func (s *Server) keyOp(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	s.log.Info("gossip keyring changed", "op", op, "token", c.Get("token"))
+	s.log.Info("gossip keyring changed", "op", op, tokenAttr(c.Get("token")))
 	return c.JSON(http.StatusOK, rep)
 }
 
