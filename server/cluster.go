@@ -137,10 +137,15 @@ var errNotClustered = errors.New("server: this node runs alone (no cluster.bind 
 // cluster without a gossip key, no credential on a server without tokens
 // (loopback only, as every route then).
 func (s *Server) authorizeNode(c echo.Context) error {
+	r := c.Request()
 	if s.cluster == nil {
+		// No credential at all is the first thing wrong with the request
+		// (the route requires one), whether or not this node is clustered.
+		if r.Header.Get(echo.HeaderAuthorization) == "" {
+			return echo.NewHTTPError(http.StatusUnauthorized, "this route takes a cluster node's credential, and this node runs alone")
+		}
 		return errNotClustered
 	}
-	r := c.Request()
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		var mbe *http.MaxBytesError
