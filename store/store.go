@@ -162,6 +162,12 @@ type Store interface {
 	// Get returns the cells of one row selected by opts, in S5 order, raw
 	// (markers included, nothing masked). A missing row gives (nil, nil).
 	Get(ctx context.Context, table string, row []byte, opts ReadOptions) ([]Cell, error)
+	// VisitRow reads what Get returns, without copying it: fn is called
+	// with each cell in turn until it returns false. The slices of a Cell
+	// are valid only during its call (fn copies what it keeps), and fn
+	// must not call the store. A missing row calls fn never. Errors as
+	// Get's.
+	VisitRow(ctx context.Context, table string, row []byte, opts ReadOptions, fn func(Cell) bool) error
 	// Scan returns an iterator over the cells of the rows in [opts.Start,
 	// opts.End) selected by opts, in S5 order, raw. The iterator reads a
 	// consistent view taken when Scan is called (S3). It must be closed.

@@ -60,6 +60,7 @@ type Options struct {
 // use.
 type Store struct {
 	db     *cpebble.DB
+	lock   *cpebble.Lock // dir's lock, held until Close
 	logger *slog.Logger
 	reg    prometheus.Registerer
 	colls  []prometheus.Collector
@@ -86,7 +87,9 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
-// Open opens (creating if needed) the Pebble database in dir.
+// Open opens (creating if needed) the Pebble database in dir. A
+// directory of storage format 1 is upgraded first (format.go), which copies
+// it once.
 //
 // Errors: ErrIncompatibleFormat when dir holds another format version;
 // Pebble's errors (a locked or corrupt directory) wrapped; a registration
@@ -97,6 +100,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	if opts.CacheSize <= 0 {
 		opts.CacheSize = DefaultCacheSize
+	}
+	if opts.fs == nil {
+		opts.fs = vfs.Default
 	}
 	logger := opts.Logger
 	if logger == nil {
@@ -109,52 +115,39 @@ func Open(dir string, opts Options) (*Store, error) {
 	// still pin: let them go (from another goroutine, Pebble calls the
 	// listener in the middle of its own work).
 	unpin := func() { go s.pool.drain() }
-	po := &cpebble.Options{
-		Cache:              cache,
-		MemTableSize:       opts.MemTableSize,
-		Logger:             slogBridge{logger},
-		FormatMajorVersion: cpebble.FormatNewest,
-		FS:                 opts.fs,
-		EventListener: &cpebble.EventListener{
-			FlushEnd:      func(cpebble.FlushInfo) { unpin() },
-			CompactionEnd: func(cpebble.CompactionInfo) { unpin() },
-		},
+	po := pebbleOptions(opts, cache, logger)
+	po.EventListener = &cpebble.EventListener{
+		FlushEnd:      func(cpebble.FlushInfo) { unpin() },
+		CompactionEnd: func(cpebble.CompactionInfo) { unpin() },
 	}
-	db, err := cpebble.Open(dir, po)
+	if err := opts.fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("pebble: opening %s: %w", dir, err)
+	}
+	lock, err := cpebble.LockDirectory(dir, opts.fs)
 	if err != nil {
 		return nil, fmt.Errorf("pebble: opening %s: %w", dir, err)
 	}
-	s.db = db
+	if err := upgrade(dir, po, lock, logger); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("pebble: upgrading %s: %w", dir, err)
+	}
+	po.Lock = lock
+	db, err := cpebble.Open(dir, po)
+	if err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("pebble: opening %s: %w", dir, err)
+	}
+	s.db, s.lock = db, lock
 	s.iters.open = make(map[*iterator]struct{})
 	s.bufs.New = func() any { b := make([]byte, 0, 256); return &b }
 	if err := s.checkFormat(); err != nil {
-		return nil, errors.Join(err, db.Close())
+		return nil, errors.Join(err, db.Close(), lock.Close())
 	}
 	if err := s.registerMetrics(); err != nil {
-		return nil, errors.Join(fmt.Errorf("pebble: registering metrics: %w", err), db.Close())
+		return nil, errors.Join(fmt.Errorf("pebble: registering metrics: %w", err), db.Close(), lock.Close())
 	}
 	logger.Debug("pebble store opened", "dir", dir)
 	return s, nil
-}
-
-// checkFormat writes the format version into a new database and checks it
-// in an existing one.
-func (s *Store) checkFormat() error {
-	v, closer, err := s.db.Get(formatKey)
-	switch {
-	case errors.Is(err, cpebble.ErrNotFound):
-		if err := s.db.Set(formatKey, []byte(formatValue), cpebble.Sync); err != nil {
-			return fmt.Errorf("pebble: writing format version: %w", err)
-		}
-		return nil
-	case err != nil:
-		return fmt.Errorf("pebble: reading format version: %w", err)
-	}
-	defer closer.Close()
-	if string(v) != formatValue {
-		return fmt.Errorf("%w: found version %q, want %q", ErrIncompatibleFormat, v, formatValue)
-	}
-	return nil
 }
 
 // DB returns the underlying Pebble database, for benchmarks and tools that
@@ -252,50 +245,11 @@ func (s *Store) Apply(ctx context.Context, b *store.Batch) error {
 // one column share its slice) and the values, each slice with its capacity
 // capped, so appending to one never overwrites another.
 func (s *Store) Get(ctx context.Context, table string, row []byte, opts store.ReadOptions) ([]store.Cell, error) {
-	if err := store.CheckTable(table); err != nil {
-		return nil, fmt.Errorf("pebble: getting row: %w", err)
-	}
-	if len(row) == 0 {
-		return nil, fmt.Errorf("pebble: getting row of %q: %w: empty row key", table, store.ErrInvalidArgument)
-	}
-	opts, err := opts.Normalize()
-	if err != nil {
-		return nil, fmt.Errorf("pebble: getting row of %q: %w", table, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("pebble: getting row of %q: %w", table, err)
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return nil, fmt.Errorf("pebble: getting row of %q: %w", table, store.ErrClosed)
-	}
-	bp := s.getBuf()
-	defer s.putBuf(bp)
-	buf := appendTable((*bp)[:0], table)
-	tlen := len(buf)
-	buf = appendEscaped(buf, row)
-	lower := buf
-	buf = prefixEnd(buf, lower)
-	upper := buf[len(lower):]
-	*bp = buf[:0]
-
 	g := getStates.Get().(*getState)
 	defer g.release()
-	it := &g.it
-	it.reset()
-	it.init(ctx, tlen, opts)
-	pi, gen, err := s.pool.get(ctx, s.db, lower, upper)
-	if err != nil {
-		return nil, fmt.Errorf("pebble: getting row of %q: %w", table, err)
-	}
-	it.pi = pi
-	// Gather the cells into g (reused), then copy them out in two
-	// allocations of the exact size.
 	buf, refs := g.buf[:0], g.refs[:0]
 	rowEnd, colStart, colEnd := 0, 0, 0
-	for it.next() {
-		c := &it.cur
+	err := s.visitRow(ctx, &g.it, table, row, opts, func(c store.Cell) bool {
 		if len(refs) == 0 {
 			buf = append(buf, c.Row...)
 			rowEnd = len(buf)
@@ -314,18 +268,11 @@ func (s *Store) Get(ctx context.Context, table string, row []byte, opts store.Re
 			r.valEnd = len(buf)
 		}
 		refs = append(refs, r)
-	}
+		return true
+	})
 	g.buf, g.refs = buf, refs
-	err = it.err
-	it.pi = nil
-	if cerr := s.pool.put(pi, gen); err == nil && cerr != nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, fmt.Errorf("pebble: getting row of %q: %w", table, err)
-	}
-	if len(refs) == 0 {
-		return nil, nil
+	if err != nil || len(refs) == 0 {
+		return nil, err
 	}
 	data := make([]byte, len(buf))
 	copy(data, buf)
@@ -342,6 +289,70 @@ func (s *Store) Get(ctx context.Context, table string, row []byte, opts store.Re
 		}
 	}
 	return out, nil
+}
+
+// VisitRow implements store.Store without copying: fn sees the cells in
+// the Pebble iterator's memory.
+func (s *Store) VisitRow(ctx context.Context, table string, row []byte, opts store.ReadOptions, fn func(store.Cell) bool) error {
+	g := getStates.Get().(*getState)
+	defer g.release()
+	return s.visitRow(ctx, &g.it, table, row, opts, fn)
+}
+
+// visitRow reads one row with it, a reset row reader: a pooled Pebble
+// iterator bounded to the row and positioned with SeekPrefixGE, so that
+// the bloom filters of the SSTables are consulted (comparer.go).
+func (s *Store) visitRow(ctx context.Context, it *iterator, table string, row []byte, opts store.ReadOptions, fn func(store.Cell) bool) error {
+	if err := store.CheckTable(table); err != nil {
+		return fmt.Errorf("pebble: getting row: %w", err)
+	}
+	if len(row) == 0 {
+		return fmt.Errorf("pebble: getting row of %q: %w: empty row key", table, store.ErrInvalidArgument)
+	}
+	opts, err := opts.Normalize()
+	if err != nil {
+		return fmt.Errorf("pebble: getting row of %q: %w", table, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("pebble: getting row of %q: %w", table, err)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return fmt.Errorf("pebble: getting row of %q: %w", table, store.ErrClosed)
+	}
+	bp := s.getBuf()
+	defer s.putBuf(bp)
+	buf := appendTable((*bp)[:0], table)
+	tlen := len(buf)
+	buf = appendEscaped(buf, row)
+	lower := buf
+	buf = prefixEnd(buf, lower)
+	upper := buf[len(lower):]
+	*bp = buf[:0]
+
+	it.reset()
+	it.init(ctx, tlen, opts)
+	pi, gen, err := s.pool.get(ctx, s.db, lower, upper)
+	if err != nil {
+		return fmt.Errorf("pebble: getting row of %q: %w", table, err)
+	}
+	it.pi = pi
+	it.prefix = lower
+	for it.next() {
+		if !fn(it.cur) {
+			break
+		}
+	}
+	err = it.err
+	it.pi, it.prefix = nil, nil
+	if cerr := s.pool.put(pi, gen); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("pebble: getting row of %q: %w", table, err)
+	}
+	return nil
 }
 
 // getState is the reusable memory of one Get: its row reader and the cells
@@ -512,6 +523,9 @@ func (s *Store) Close() error {
 	s.pool.close()
 	if err := s.db.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("pebble: closing: %w", err))
+	}
+	if err := s.lock.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("pebble: releasing the directory lock: %w", err))
 	}
 	return errors.Join(errs...)
 }

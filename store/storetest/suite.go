@@ -148,6 +148,21 @@ func mustGet(t *testing.T, s store.Store, table, row string, opts store.ReadOpti
 	return cells
 }
 
+// mustVisit reads a row with VisitRow, copying the cells, and stops after
+// stop cells (never when stop < 0).
+func mustVisit(t *testing.T, s store.Store, table, row string, opts store.ReadOptions, stop int) []store.Cell {
+	t.Helper()
+	var cells []store.Cell
+	err := s.VisitRow(t.Context(), table, []byte(row), opts, func(c store.Cell) bool {
+		cells = append(cells, cloneCell(c))
+		return stop < 0 || len(cells) < stop
+	})
+	if err != nil {
+		t.Fatalf("visit %q/%q: %v", table, row, err)
+	}
+	return cells
+}
+
 // scanAll drains a scan, copying every cell.
 func scanAll(t *testing.T, s store.Store, table string, opts store.ScanOptions) []store.Cell {
 	t.Helper()
@@ -1023,7 +1038,13 @@ func testRandomized(t *testing.T, s store.Store, seed uint64) {
 			norm, _ := opts.Normalize()
 			what := fmt.Sprintf("step %d query %d (seed %d) opts %+v", step, q, seed, describe(norm))
 			row := pick(rows)
-			expectCells(t, what+" get "+fmt.Sprintf("%q", row), mustGet(t, s, "t", row, opts), nilIfEmpty(m.read([]byte(row), []byte(row+"\x00"), norm)))
+			want := nilIfEmpty(m.read([]byte(row), []byte(row+"\x00"), norm))
+			expectCells(t, what+" get "+fmt.Sprintf("%q", row), mustGet(t, s, "t", row, opts), want)
+			expectCells(t, what+" visit "+fmt.Sprintf("%q", row), mustVisit(t, s, "t", row, opts, -1), want)
+			if n := len(want); n > 0 {
+				k := 1 + rng.IntN(n)
+				expectCells(t, what+fmt.Sprintf(" visit %q stopping at %d", row, k), mustVisit(t, s, "t", row, opts, k), want[:k])
+			}
 			var start, end []byte
 			if rng.IntN(2) == 0 {
 				start = []byte(pick(rows))

@@ -1,0 +1,56 @@
+package pebble
+
+import (
+	"log/slog"
+
+	cpebble "github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/sstable"
+)
+
+// Tuning of the Pebble database, measured with make bench and the
+// store/storetest benchmarks (docs/benchmarks.md).
+const (
+	// upperBlockSize is the data block size of L0 to L4, which hold the
+	// recent writes of runs: Pebble's default.
+	upperBlockSize = 4 << 10
+	// lowerBlockSize is the data block size of L5 and L6, which hold
+	// nearly all the data: larger blocks let Zstandard find more to
+	// share between rows, at the cost of decompressing more per point
+	// read that misses the block cache.
+	lowerBlockSize = 16 << 10
+	// bloomBitsPerKey is the size of the bloom filter of each SSTable, per
+	// row (not per key: filters hold the prefixes of comparer.go); 10
+	// bits give about 1% false positives (RocksDB's and Pebble's usual
+	// choice).
+	bloomBitsPerKey = 10
+)
+
+// pebbleOptions returns the options of a database of the current format:
+// the row-splitting comparer with bloom filters on every level (point
+// reads skip SSTables without the row), Snappy on the upper levels, which
+// compactions rewrite often, and Zstandard on L5 and L6, which hold nearly
+// all the data and are rewritten least (CockroachDB's choice as well).
+func pebbleOptions(opts Options, cache *cpebble.Cache, logger *slog.Logger) *cpebble.Options {
+	po := &cpebble.Options{
+		Comparer:           comparer,
+		Cache:              cache,
+		MemTableSize:       opts.MemTableSize,
+		Logger:             slogBridge{logger},
+		FormatMajorVersion: cpebble.FormatNewest,
+		FS:                 opts.fs,
+	}
+	filter := bloom.FilterPolicy(bloomBitsPerKey)
+	for i := range po.Levels {
+		l := &po.Levels[i]
+		l.FilterPolicy = filter
+		if i < 5 {
+			l.BlockSize = upperBlockSize
+			l.Compression = func() *sstable.CompressionProfile { return sstable.SnappyCompression }
+		} else {
+			l.BlockSize = lowerBlockSize
+			l.Compression = func() *sstable.CompressionProfile { return sstable.ZstdCompression }
+		}
+	}
+	return po
+}
