@@ -25,6 +25,16 @@ type datasetConfig struct {
 	Guard      Guard     `json:"guard"`
 	// Key is the key column list; fixed once a version is committed.
 	Key []string `json:"key"`
+	// Columns is the column dictionary (rowversion.go): every column name
+	// a run of the dataset had, in the order they first came; row
+	// versions name columns by their index here. Never reordered or
+	// shortened.
+	Columns []string `json:"columns,omitempty"`
+	// Format is the storage format of the data tables (format1.go,
+	// dataFormat); 0 means 1. Format1Left says the format 1 tables of a
+	// migrated dataset are still to be dropped.
+	Format      int  `json:"format,omitempty"`
+	Format1Left bool `json:"format1_left,omitempty"`
 }
 
 // SetConfig updates a dataset's retention and guard.

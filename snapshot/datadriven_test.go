@@ -2,11 +2,9 @@ package snapshot
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -364,37 +362,20 @@ func (h *ddHarness) cmd(t *testing.T, d *datadriven.TestData) string {
 	return ""
 }
 
-// cells dumps every raw cell of a dataset, rows decoded only as hex.
+// cells dumps every cell of a dataset, rows decoded only as hex: each row
+// version split into its columns (logicalCells).
 func (h *ddHarness) cells(ds string) string {
-	info, err := h.db.Dataset(context.Background(), ds)
+	cells, err := logicalCells(h.db, ds)
 	if err != nil {
 		return errText(err)
 	}
 	var lines []string
-	for p := 0; p < info.Partitions; p++ {
-		it, err := h.st.Scan(context.Background(), dataTable(ds, p), store.ScanOptions{})
-		if err != nil {
-			return errText(err)
+	for _, c := range cells {
+		s := fmt.Sprintf("%x %s@%d %s", c.row, c.column, c.ts, c.kind)
+		if c.kind == store.KindPut {
+			s += " " + c.value.String()
 		}
-		for it.Next() {
-			c := it.Cell()
-			s := fmt.Sprintf("%x %s@%d %s", c.Row, c.Column, c.Timestamp, c.Kind)
-			if c.Kind == store.KindPut {
-				v, err := decodeCellValue(c.Value, true)
-				if err != nil {
-					s += " " + err.Error()
-				} else {
-					s += " " + v.String()
-				}
-			}
-			lines = append(lines, s)
-		}
-		if err := it.Close(); err != nil && !errors.Is(err, store.ErrClosed) {
-			return errText(err)
-		}
-	}
-	if info.Partitions > 1 {
-		sort.Strings(lines)
+		lines = append(lines, s)
 	}
 	return strings.Join(lines, "\n") + "\n"
 }

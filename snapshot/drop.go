@@ -19,6 +19,7 @@ func (db *DB) DropDataset(ctx context.Context, name string) error {
 	defer ds.release()
 	ds.mu.Lock()
 	parts := ds.cfg.Partitions
+	format1Left := ds.cfg.Format1Left || ds.cfg.Format < dataFormat
 	versions := slices.Clone(ds.versions)
 	tags := make([]string, 0, len(ds.tags))
 	for t := range ds.tags {
@@ -43,6 +44,11 @@ func (db *DB) DropDataset(ctx context.Context, name string) error {
 	for p := 0; p < parts; p++ {
 		if err := db.st.DeleteRange(ctx, dataTable(name, p), nil, nil); err != nil {
 			return fmt.Errorf("snapshot: dropping %s: %w", name, err)
+		}
+		if format1Left {
+			if err := db.st.DeleteRange(ctx, format1Table(name, p), nil, nil); err != nil {
+				return fmt.Errorf("snapshot: dropping %s: %w", name, err)
+			}
 		}
 	}
 	db.clearScratch(ctx, ds, parts)

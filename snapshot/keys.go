@@ -20,9 +20,14 @@ import (
 //	"s\x00rec\x00" + kind + "\x00" + name        "v"    a Record's value
 //	"s\x00lease"                                 "v"    JSON writer lease: owner, expires (doc.go W1)
 //
-// Data tables, one per dataset partition: "d/" + dataset + "/" + partition
-// (decimal). Row = encoded key (encoding.go), column = column name,
-// timestamp = the writing run's transaction id.
+// Data tables, one per dataset partition: "r/" + dataset + "/" + partition
+// (decimal). Row = encoded key (encoding.go), column "", timestamp = the
+// writing run's transaction id, value = the packed row version
+// (rowversion.go); or a row delete marker there.
+//
+// Data tables of storage format 1, read only to migrate them (format1.go):
+// "d/" + dataset + "/" + partition, one cell per column, column = column
+// name.
 //
 // Scratch tables, one per partition, for phase B of a run (doc.go D5): "x/"
 // + dataset + "/" + partition; row = encoded key, column = 8-byte
@@ -68,7 +73,8 @@ func recordPrefix(kind string) []byte {
 
 func recordKey(kind, name string) []byte { return append(recordPrefix(kind), name...) }
 
-func dataTable(dataset string, p int) string    { return "d/" + dataset + "/" + strconv.Itoa(p) }
+func dataTable(dataset string, p int) string    { return "r/" + dataset + "/" + strconv.Itoa(p) }
+func format1Table(dataset string, p int) string { return "d/" + dataset + "/" + strconv.Itoa(p) }
 func scratchTable(dataset string, p int) string { return "x/" + dataset + "/" + strconv.Itoa(p) }
 
 // prefixEnd returns the smallest key greater than every key with prefix p,

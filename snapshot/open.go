@@ -119,6 +119,16 @@ func Open(ctx context.Context, st store.Store, opts Options) (*DB, error) {
 		txm.Close()
 		return nil, errors.Join(fmt.Errorf("snapshot: opening: %w", err), db.releaseLease())
 	}
+	if !opts.ReadOnly {
+		for _, ds := range db.datasets {
+			if ds.cfg.Format < dataFormat || ds.cfg.Format1Left {
+				if err := db.migrateFormat1(ctx, ds); err != nil {
+					txm.Close()
+					return nil, errors.Join(fmt.Errorf("snapshot: migrating %s to storage format %d: %w", ds.name, dataFormat, err), db.releaseLease())
+				}
+			}
+		}
+	}
 	db.refreshedAt.Store(opts.now().UnixNano())
 	if opts.Registerer != nil {
 		if err := db.metrics.register(opts.Registerer, db); err != nil {

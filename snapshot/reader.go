@@ -34,6 +34,8 @@ type Reader struct {
 	opts   store.ReadOptions
 	parts  int
 	keyIdx []int
+	n      int         // columns of the dataset's dictionary (rowversion.go)
+	dict   []int       // the dictionary index of each schema column
 	tables []string    // data table of each partition
 	allIdx []int       // every schema column
 	allRB  *rowBuilder // builds rows of every column; read-only, shared
@@ -115,13 +117,19 @@ func (db *DB) Reader(ctx context.Context, name string, at At) (*Reader, error) {
 	}
 	r := &Reader{db: db, ds: ds, info: ds.infoLocked(vi), parts: ds.cfg.Partitions, vis: vis, opts: readOpts(vis)}
 	r.keyIdx = keyIndexes(vi.Schema)
+	d := newDictionary(ds.cfg.Columns)
+	var ok bool
+	if r.dict, _, ok = d.columnsOf(vi.Schema); !ok {
+		return nil, fmt.Errorf("%w: %s version %d has a column missing from the dataset's column dictionary", ErrCorrupt, name, vi.Version)
+	}
+	r.n = len(d.names)
 	for p := 0; p < r.parts; p++ {
 		r.tables = append(r.tables, dataTable(name, p))
 	}
 	for i := range vi.Schema.Columns {
 		r.allIdx = append(r.allIdx, i)
 	}
-	r.allRB = newRowBuilder(vi.Schema, r.keyIdx, r.allIdx)
+	r.allRB = newRowBuilder(vi.Schema, r.dict, r.keyIdx, r.allIdx)
 	ds.readers[r] = struct{}{}
 	db.openReaders.Add(1)
 	return r, nil
@@ -186,7 +194,21 @@ func (r *Reader) encodeKeyPrefix(key []Value, full bool) ([]byte, error) {
 	if len(key) > len(s.Key) || (full && len(key) != len(s.Key)) {
 		return nil, fmt.Errorf("%w: %d key values for %d key columns", ErrBadKey, len(key), len(s.Key))
 	}
-	var out []byte
+	return r.appendKeyPrefix(nil, key)
+}
+
+// appendKey appends the encoding of a full key to out.
+func (r *Reader) appendKey(out []byte, key []Value) ([]byte, error) {
+	if s := r.info.Schema; len(key) != len(s.Key) {
+		return nil, fmt.Errorf("%w: %d key values for %d key columns", ErrBadKey, len(key), len(s.Key))
+	}
+	return r.appendKeyPrefix(out, key)
+}
+
+// appendKeyPrefix appends the encoding of the first len(key) <= len(Key)
+// key columns to out.
+func (r *Reader) appendKeyPrefix(out []byte, key []Value) ([]byte, error) {
+	s := r.info.Schema
 	for i, v := range key {
 		if want := s.Columns[r.keyIdx[i]].Kind; v.Kind != want {
 			return nil, fmt.Errorf("%w: key column %q is %s, got %s", ErrBadKey, s.Key[i], want, v.Kind)
@@ -199,31 +221,19 @@ func (r *Reader) encodeKeyPrefix(key []Value, full bool) ([]byte, error) {
 	return out, nil
 }
 
-// columnSelection returns the store column filter and the schema indexes
-// of the columns to return, for a caller's column list (nil: all).
-func (r *Reader) columnSelection(columns []string) ([][]byte, []int, error) {
+// columnSelection returns the schema indexes of the columns to return,
+// for a caller's column list (nil: all), in schema order.
+func (r *Reader) columnSelection(columns []string) ([]int, error) {
 	s := r.info.Schema
 	if len(columns) == 0 {
-		return nil, r.allIdx, nil
+		return r.allIdx, nil
 	}
-	var filter [][]byte
-	var idx []int
-	want := make([]bool, len(s.Columns))
 	for _, c := range columns {
-		i := columnIndex(s, c)
-		if i < 0 {
-			return nil, nil, fmt.Errorf("%w: no column %q at version %d", ErrInvalidArgument, c, r.info.Version)
-		}
-		want[i] = true
-	}
-	for _, i := range r.keyIdx {
-		want[i] = true // key columns decide whether a row exists
-	}
-	for i, w := range want {
-		if w {
-			filter = append(filter, []byte(s.Columns[i].Name))
+		if columnIndex(s, c) < 0 {
+			return nil, fmt.Errorf("%w: no column %q at version %d", ErrInvalidArgument, c, r.info.Version)
 		}
 	}
+	var idx []int
 	for i := range s.Columns {
 		for _, c := range columns {
 			if c == s.Columns[i].Name {
@@ -232,5 +242,5 @@ func (r *Reader) columnSelection(columns []string) ([][]byte, []int, error) {
 			}
 		}
 	}
-	return filter, idx, nil
+	return idx, nil
 }

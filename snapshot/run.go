@@ -42,10 +42,12 @@ type Run struct {
 	nparts int
 
 	// schema
-	cols    [][]byte // column names as qualifiers, schema order
-	byName  []int    // schema indexes sorted by column name
-	keyIdx  []int    // schema indexes of the key columns, key order
-	keyName []byte   // first key column, used to test row existence
+	cols   [][]byte // column names, schema order
+	keyIdx []int    // schema indexes of the key columns, key order
+	// the column dictionary (rowversion.go): n columns; runOf[d] is the
+	// schema index of dictionary column d, -1 when the run lacks it
+	n     int
+	runOf []int
 
 	// the version the run compares with
 	prev     *VersionInfo // nil when the dataset has none
@@ -56,10 +58,11 @@ type Run struct {
 	sum     uint64
 	digest  *xxhash.Digest
 	keyBuf  []byte
-	enc     []byte // encoded values of the current row
-	encOff  []int  // enc[encOff[i]:encOff[i+1]] is column i
-	res     []resolvedCol
-	tmp     []resolvedCol
+	enc     []byte   // packed column values of the current row
+	encOff  []int    // enc[encOff[i]:encOff[i+1]] is schema column i
+	cellIdx []int    // the cells of the row version to write:
+	cellVal [][]byte // dictionary indexes and packed values
+	getSt   rowState // a previous row read by a point read
 	started time.Time
 
 	err  error // sticky store error; the run can only be aborted
@@ -83,8 +86,8 @@ type runPart struct {
 	table, scratch string
 	data, seen     store.Batch
 	arena, sarena  []byte
-	cur            *rowReader // iterator over the previous version, nil when none
-	loaded         bool       // cur.row and cur.cells hold a row not yet passed
+	cur            *rowCursor // the previous version's rows, nil when none
+	loaded         bool       // cur holds a row not yet passed
 	lastKey        []byte     // last key put in this partition
 	switched       bool       // phase B
 	switchKey      []byte     // the largest key of phase A

@@ -1,7 +1,6 @@
 package snapshot
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -28,7 +27,7 @@ func (db *DB) BeginRun(ctx context.Context, cfg DatasetConfig, opts RunOptions) 
 	created := false
 	if ds == nil {
 		ds = newDataset(cfg.Name)
-		ds.cfg = datasetConfig{CreatedAt: db.opts.now().UTC(), Partitions: db.opts.Partitions}
+		ds.cfg = datasetConfig{CreatedAt: db.opts.now().UTC(), Partitions: db.opts.Partitions, Format: dataFormat}
 		db.datasets[cfg.Name] = ds
 		created = true
 	}
@@ -59,10 +58,20 @@ func (db *DB) beginAcquired(ctx context.Context, ds *dataset, cfg DatasetConfig,
 		return nil, fmt.Errorf("%w: %s has key %v, the run has %v", ErrKeyChanged, ds.name, prev.Schema.Key, opts.Schema.Key)
 	}
 	var err error
-	if created || ds.cfg.Retention != cfg.Retention || ds.cfg.Guard != cfg.Guard || !slices.Equal(ds.cfg.Key, opts.Schema.Key) {
+	// Columns new to the dataset join its dictionary before any row
+	// version names them.
+	newCols := false
+	for _, c := range opts.Schema.Columns {
+		if !slices.Contains(ds.cfg.Columns, c.Name) {
+			ds.cfg.Columns = append(slices.Clip(ds.cfg.Columns), c.Name)
+			newCols = true
+		}
+	}
+	if created || newCols || ds.cfg.Retention != cfg.Retention || ds.cfg.Guard != cfg.Guard || !slices.Equal(ds.cfg.Key, opts.Schema.Key) {
 		ds.cfg.Retention, ds.cfg.Guard, ds.cfg.Key = cfg.Retention, cfg.Guard, slices.Clone(opts.Schema.Key)
 		err = db.putConfigLocked(ctx, ds)
 	}
+	dict := newDictionary(ds.cfg.Columns)
 	parts := ds.cfg.Partitions
 	dirty := ds.scratchDirty
 	ds.mu.Unlock()
@@ -83,13 +92,18 @@ func (db *DB) beginAcquired(ctx context.Context, ds *dataset, cfg DatasetConfig,
 		digest: xxhash.New(), started: db.opts.now()}
 	r.opts.Schema.Columns = slices.Clone(opts.Schema.Columns)
 	r.opts.Schema.Key = slices.Clone(opts.Schema.Key)
-	for i, c := range r.opts.Schema.Columns {
+	for _, c := range r.opts.Schema.Columns {
 		r.cols = append(r.cols, []byte(c.Name))
-		r.byName = append(r.byName, i)
 	}
-	slices.SortFunc(r.byName, func(a, b int) int { return bytes.Compare(r.cols[a], r.cols[b]) })
 	r.keyIdx = keyIndexes(r.opts.Schema)
-	r.keyName = []byte(r.opts.Schema.Key[0])
+	r.n = len(dict.names)
+	r.runOf = make([]int, r.n)
+	for d := range r.runOf {
+		r.runOf[d] = -1
+	}
+	for si, c := range r.opts.Schema.Columns {
+		r.runOf[dict.index[c.Name]] = si
+	}
 	if prev != nil {
 		r.prevVis = db.txm.Visibility(ds.name, prev.Version)
 		r.readOpts = readOpts(r.prevVis)
@@ -104,7 +118,7 @@ func (db *DB) beginAcquired(ctx context.Context, ds *dataset, cfg DatasetConfig,
 				db.txm.Abort(ctx, id, nil)
 				return nil, fmt.Errorf("snapshot: beginning a run of %s: %w", ds.name, err)
 			}
-			rp.cur = newRowReader(it)
+			rp.cur = newRowCursor(it, r.prevVis, r.n)
 		}
 		r.parts = append(r.parts, rp)
 	}

@@ -16,9 +16,10 @@ import (
 // ErrBadSchema or ErrInvalidArgument from Put the run goes on without the
 // row; after any other error it can only be aborted.
 //
-// Put writes only what differs from the previous version (D5): puts for
-// columns whose encoded value differs or that are new, column delete
-// markers for columns the row has but the run's schema does not.
+// Put writes only what differs from the previous version (D5): nothing
+// for an unchanged row, else one row version (rowversion.go) holding the
+// columns whose encoded value differs, or the whole row when it is new,
+// when the column names changed, or when the row's chain is long.
 func (r *Run) Put(ctx context.Context, vals []Value) error {
 	if err := r.usable(); err != nil {
 		return err
@@ -52,66 +53,68 @@ func (r *Run) Put(ctx context.Context, vals []Value) error {
 
 	// Find the row in the previous version (and, in phase B below
 	// switchKey, whether phase A saw or deleted it).
-	r.res = r.res[:0]
+	var prev *rowState
+	var err2 error
 	if p.switched && bytes.Compare(key, p.switchKey) <= 0 {
-		if err := r.revisit(ctx, p, key); err != nil {
-			if errors.Is(err, ErrDuplicateKey) {
+		if prev, err2 = r.revisit(ctx, p, key); err2 != nil {
+			if errors.Is(err2, ErrDuplicateKey) {
 				return duplicateKeyError([]string{r.putKeyText(vals)})
 			}
-			return err
+			return err2
 		}
 	} else if r.prev != nil {
-		if err := r.readPrev(ctx, p, key); err != nil {
-			r.err = err
-			return err
+		if prev, err2 = r.readPrev(ctx, p, key); err2 != nil {
+			r.err = err2
+			return err2
 		}
 	}
 	p.lastKey = append(p.lastKey[:0], key...)
 
-	// Encode the row's cell values (encoding.go) and fold it into the
+	// Pack the row's column values (rowversion.go) and fold it into the
 	// checksum (D6).
 	r.enc = r.enc[:0]
 	r.encOff = r.encOff[:0]
 	for i := range vals {
 		r.encOff = append(r.encOff, len(r.enc))
-		r.enc = appendCellValue(r.enc, vals[i])
+		r.enc = appendColumnValue(r.enc, vals[i])
 	}
 	r.encOff = append(r.encOff, len(r.enc))
 	r.addChecksum()
 
-	// Write what differs (D5), merging the schema's columns and the
-	// previous row's, both in column name order.
-	rowStart := len(p.arena)
-	p.arena = append(p.arena, key...)
-	row := p.arena[rowStart:len(p.arena):len(p.arena)]
-	exists := len(r.res) > 0
-	changed := false
-	ri := 0
-	for _, ci := range r.byName {
-		name := r.cols[ci]
-		for ri < len(r.res) && bytes.Compare(r.res[ri].name, name) < 0 {
-			// a column the new schema no longer has
-			r.writeDeleteColumn(p, row, r.res[ri].name)
-			changed = true
-			ri++
+	// Write what differs (D5): a delta of the changed cells (new values,
+	// and column delete markers for the columns the row has but the run's
+	// schema does not), or the whole row when it is new, when every
+	// column changed, or when its chain is long.
+	exists := prev != nil && prev.present()
+	r.cellIdx, r.cellVal = r.cellIdx[:0], r.cellVal[:0]
+	values, dropped := 0, 0
+	for d, si := range r.runOf {
+		switch {
+		case si >= 0:
+			nv := r.enc[r.encOff[si]:r.encOff[si+1]]
+			if !exists || !bytes.Equal(prev.value(d), nv) {
+				r.cellIdx, r.cellVal = append(r.cellIdx, d), append(r.cellVal, nv)
+				values++
+			}
+		case exists && prev.value(d) != nil:
+			r.cellIdx, r.cellVal = append(r.cellIdx, d), append(r.cellVal, deleteColumnValue)
+			dropped++
 		}
-		nv := r.enc[r.encOff[ci]:r.encOff[ci+1]]
-		if ri < len(r.res) && bytes.Equal(r.res[ri].name, name) {
-			same := bytes.Equal(r.res[ri].value, nv)
-			ri++
-			if same {
-				continue
+	}
+	changed := len(r.cellIdx) > 0
+	if changed {
+		full := !exists || values == len(r.opts.Schema.Columns) && dropped == 0
+		if !full && prev.chain >= maxChain {
+			// The chain is long: the whole row instead of a delta.
+			full = true
+			r.cellIdx, r.cellVal = r.cellIdx[:0], r.cellVal[:0]
+			for d, si := range r.runOf {
+				if si >= 0 {
+					r.cellIdx, r.cellVal = append(r.cellIdx, d), append(r.cellVal, r.enc[r.encOff[si]:r.encOff[si+1]])
+				}
 			}
 		}
-		r.writePut(p, row, name, nv)
-		changed = true
-	}
-	for ; ri < len(r.res); ri++ {
-		r.writeDeleteColumn(p, row, r.res[ri].name)
-		changed = true
-	}
-	if !changed {
-		p.arena = p.arena[:rowStart] // nothing refers to the row key
+		r.writeVersion(p, key, full)
 	}
 	switch {
 	case !exists:
@@ -153,24 +156,21 @@ func (r *Run) putKeyText(vals []Value) string {
 	return FormatKey(r.opts.Schema.Key, key)
 }
 
-// writePut adds a put of col=val to the partition's batch.
-func (r *Run) writePut(p *runPart, row, col, val []byte) {
+// writeVersion adds the row version of key holding the cells r.cellIdx
+// and r.cellVal to the partition's batch.
+func (r *Run) writeVersion(p *runPart, key []byte, full bool) {
 	st := len(p.arena)
-	p.arena = append(p.arena, val...)
-	v := p.arena[st:len(p.arena):len(p.arena)]
-	p.data.Put(row, col, r.id, v)
-	r.stats.BytesWritten += int64(len(row) + len(col) + len(val) + 8)
+	p.arena = append(p.arena, key...)
+	row := p.arena[st:len(p.arena):len(p.arena)]
+	vs := len(p.arena)
+	p.arena = appendVersion(p.arena, full, r.cellIdx, r.cellVal)
+	v := p.arena[vs:len(p.arena):len(p.arena)]
+	p.data.Put(row, nil, r.id, v)
+	r.stats.BytesWritten += int64(len(row) + len(v) + 8)
 }
 
-// writeDeleteColumn adds a column delete marker of col to the partition's
-// batch.
-func (r *Run) writeDeleteColumn(p *runPart, row, col []byte) {
-	st := len(p.arena)
-	p.arena = append(p.arena, col...)
-	c := p.arena[st:len(p.arena):len(p.arena)]
-	p.data.DeleteColumn(row, c, r.id)
-	r.stats.BytesWritten += int64(len(row) + len(col) + 8)
-}
+// deleteColumnValue is the packed value of a column delete marker.
+var deleteColumnValue = []byte{deleteColumn}
 
 // flushData applies the partition's data batch, without sync (the commit
 // syncs once).

@@ -48,18 +48,27 @@ func (r *Run) publishStats() {
 	r.pubMu.Unlock()
 }
 
-// addChecksum folds the row just encoded into r.enc into the checksum
+// addChecksum folds the row just packed into r.enc into the checksum
 // (D6): the sum modulo 2^64 of xxhash64 over, for each column in schema
-// order, uvarint(len(name)) name uvarint(len(cell)) cell.
+// order, uvarint(len(name)) name uvarint(len(cell)) cell, cell being the
+// cell value encoding (encoding.go: the packed value without its length).
 func (r *Run) addChecksum() {
 	r.digest.Reset()
 	var lenBuf [binary.MaxVarintLen64]byte
 	for i, name := range r.cols {
 		v := r.enc[r.encOff[i]:r.encOff[i+1]]
+		kind, payload := v[:1], v[1:]
+		switch Kind(v[0]) {
+		case KindNull, KindInt, KindUint, KindFloat:
+		default:
+			_, n := binary.Uvarint(payload)
+			payload = payload[n:]
+		}
 		r.digest.Write(lenBuf[:binary.PutUvarint(lenBuf[:], uint64(len(name)))])
 		r.digest.Write(name)
-		r.digest.Write(lenBuf[:binary.PutUvarint(lenBuf[:], uint64(len(v)))])
-		r.digest.Write(v)
+		r.digest.Write(lenBuf[:binary.PutUvarint(lenBuf[:], uint64(1+len(payload)))])
+		r.digest.Write(kind)
+		r.digest.Write(payload)
 	}
 	r.sum += r.digest.Sum64()
 }
