@@ -68,7 +68,7 @@ func benchRow(vals []Value, buf []byte, i, gen int) ([]Value, []byte) {
 }
 
 func openBenchStore(b *testing.B, dir string) *pebble.Store {
-	st, err := pebble.Open(dir, pebble.Options{})
+	st, err := pebble.Open(dir, pebble.Options{MemTableSize: 4 << 20})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -159,6 +159,7 @@ func (h *ddHarness) cmd(t *testing.T, d *datadriven.TestData) string {
 		}
 		switch {
 		case d.HasArg("crash"):
+			h.db.crash()
 			h.reopen(false)
 			fmt.Fprintf(&out, "txn %d crashed; reopened\n", r.TxnID())
 		case d.HasArg("abort"):

@@ -66,8 +66,9 @@
 //     (and the run is aborted).
 //
 // No structure in memory grows with the table; writes go out in batches of
-// batchSize (4096) mutations, or batchBytes (32 MiB) of changed cells
-// when fewer, without sync. The first design recorded every
+// batchSize (4096) row versions, or batchBytes (8 MiB) of changed cells
+// when fewer, without sync, written by the run's writer goroutine while
+// Put goes on (run_write.go; at most writeDepth batches per run). The first design recorded every
 // key in the scratch table and merge-joined at every commit; it was dropped
 // because sorted sources (the common case) paid an extra write per row and
 // a full scan of the current version at commit for nothing. Phase B keeps

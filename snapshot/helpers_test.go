@@ -87,3 +87,20 @@ func scanJSON(t *testing.T, r *Reader) []string {
 	}
 	return out
 }
+
+// crash makes db as a killed process leaves it, for tests that then close
+// its store under it and reopen: the writes each run handed to its writer
+// land (or fail), and the writers stop, but nothing ends, aborts or
+// commits.
+func (db *DB) crash() {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for _, ds := range db.datasets {
+		ds.mu.Lock()
+		if r := ds.run; r != nil && r.w != nil {
+			r.w.stop()
+			r.w = nil
+		}
+		ds.mu.Unlock()
+	}
+}

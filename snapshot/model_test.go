@@ -242,6 +242,7 @@ func TestModel(t *testing.T) {
 				}
 			case end == 1:
 				what = "run crashed"
+				db.crash()
 				st.Close()
 				for _, p := range pins {
 					p.r.Close() // readers of the dead process

@@ -60,7 +60,7 @@ const deleteColumn = 0xff
 // maxChain bounds the versions a read of one row walks: a run writes the
 // whole row instead of a delta when the previous version's chain has
 // maxChain versions already.
-const maxChain = 8
+const maxChain = 4
 
 // appendColumnValue appends the packed encoding of v.
 func appendColumnValue(dst []byte, v Value) []byte {

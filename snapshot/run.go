@@ -14,10 +14,10 @@ import (
 const batchSize = 4096
 
 // batchBytes bounds the bytes of changed cells a run's data batch holds
-// (its arena): a batch of wide rows (16 MB values) is applied after it
-// passes this size, whatever its count of mutations, so a run's memory
-// stays near batchBytes plus a few times its widest row.
-const batchBytes = 32 << 20
+// (its arena): a batch of wide rows (16 MB values) is handed to the writer
+// after it passes this size, whatever its count of mutations, so a run's
+// memory stays near writeDepth times batchBytes plus its widest row.
+const batchBytes = 8 << 20
 
 // RunOptions describe one run.
 type RunOptions struct {
@@ -65,7 +65,8 @@ type Run struct {
 	getSt   rowState // a previous row read by a point read
 	started time.Time
 
-	err  error // sticky store error; the run can only be aborted
+	w    *runWriter // writes the batches (run_write.go)
+	err  error      // sticky store error; the run can only be aborted
 	done bool
 
 	// pubMu guards pub, the counts Stats returns (published every 1024
@@ -85,6 +86,7 @@ type Run struct {
 type runPart struct {
 	table, scratch string
 	data, seen     store.Batch
+	load           store.Load // the partition's load (run_write.go), nil when applied
 	arena, sarena  []byte
 	cur            *rowCursor // the previous version's rows, nil when none
 	loaded         bool       // cur holds a row not yet passed

@@ -15,6 +15,9 @@ func (r *Run) Abort(ctx context.Context, reason string) error {
 	r.publishStats()
 	r.done = true
 	r.closeIters()
+	// Writes in flight end before the transaction is invalid, so that GC,
+	// which may run once it is, finds every cell of it.
+	r.endWrites()
 	err := r.db.txm.Abort(ctx, r.id, nil)
 	r.db.clearScratchIfDirty(ctx, r.ds, r.nparts)
 	r.ds.release()

@@ -108,9 +108,21 @@ func (db *DB) beginAcquired(ctx context.Context, ds *dataset, cfg DatasetConfig,
 		r.prevVis = db.txm.Visibility(ds.name, prev.Version)
 		r.readOpts = readOpts(r.prevVis)
 	}
+	loader, _ := db.st.(store.Loader)
 	for p := 0; p < parts; p++ {
 		rp := &runPart{table: dataTable(ds.name, p), scratch: scratchTable(ds.name, p)}
 		rp.data.Table, rp.seen.Table = rp.table, rp.scratch
+		if prev == nil && loader != nil {
+			l, err := loader.Load(ctx, rp.table)
+			if err != nil {
+				for _, q := range r.parts {
+					q.load.Close()
+				}
+				db.txm.Abort(ctx, id, nil)
+				return nil, fmt.Errorf("snapshot: beginning a run of %s: %w", ds.name, err)
+			}
+			rp.load = l
+		}
 		if prev != nil {
 			it, err := db.st.Scan(ctx, rp.table, store.ScanOptions{ReadOptions: r.readOpts})
 			if err != nil {
@@ -122,6 +134,7 @@ func (db *DB) beginAcquired(ctx context.Context, ds *dataset, cfg DatasetConfig,
 		}
 		r.parts = append(r.parts, rp)
 	}
+	r.startWriter(ctx)
 	ds.mu.Lock()
 	ds.run = r
 	ds.mu.Unlock()

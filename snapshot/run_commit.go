@@ -27,12 +27,12 @@ func (r *Run) Commit(ctx context.Context) (vi VersionInfo, err error) {
 		}
 	}()
 	for _, p := range r.parts {
-		if err := r.flushData(ctx, p); err != nil {
-			return VersionInfo{}, err
-		}
 		if err := r.flushSeen(ctx, p); err != nil {
 			return VersionInfo{}, err
 		}
+	}
+	if err := r.syncWrites(ctx, r.parts, false); err != nil {
+		return VersionInfo{}, err
 	}
 	r.hook("commit:flushed", r.stats.Rows)
 	// Delete markers for rows not seen (D5), and duplicate keys.
@@ -40,9 +40,9 @@ func (r *Run) Commit(ctx context.Context) (vi VersionInfo, err error) {
 		if err := r.markDeleted(ctx, p); err != nil {
 			return VersionInfo{}, err
 		}
-		if err := r.flushData(ctx, p); err != nil {
-			return VersionInfo{}, err
-		}
+	}
+	if err := r.syncWrites(ctx, r.parts, true); err != nil {
+		return VersionInfo{}, err
 	}
 	r.closeIters()
 	r.hook("commit:deleted", r.stats.Deleted)
@@ -72,6 +72,7 @@ func (r *Run) Commit(ctx context.Context) (vi VersionInfo, err error) {
 		return VersionInfo{}, fmt.Errorf("snapshot: committing %s txn %d: %w", r.ds.name, r.id, err)
 	}
 	r.hook("commit:committed", r.id)
+	r.endWrites()
 	r.publishStats()
 	r.done = true
 	ds := r.ds

@@ -14,10 +14,11 @@ import (
 )
 
 // startPhaseB switches partition p to phase B. Phase A's writes are
-// flushed first, so that revisit can read them; the dataset's scratch
-// table is marked dirty before the first key is recorded there.
+// written first (and its load, if any, flushed and ended: the keys no
+// longer come in order), so that revisit can read them; the dataset's
+// scratch table is marked dirty before the first key is recorded there.
 func (r *Run) startPhaseB(ctx context.Context, p *runPart) error {
-	if err := r.flushData(ctx, p); err != nil {
+	if err := r.syncWrites(ctx, []*runPart{p}, true); err != nil {
 		return err
 	}
 	p.switched = true

@@ -171,21 +171,3 @@ func (r *Run) writeVersion(p *runPart, key []byte, full bool) {
 
 // deleteColumnValue is the packed value of a column delete marker.
 var deleteColumnValue = []byte{deleteColumn}
-
-// flushData applies the partition's data batch, without sync (the commit
-// syncs once).
-func (r *Run) flushData(ctx context.Context, p *runPart) error {
-	if p.data.Len() == 0 {
-		return nil
-	}
-	n := p.data.Len()
-	if err := r.db.st.Apply(ctx, &p.data); err != nil {
-		r.err = fmt.Errorf("snapshot: writing %s txn %d: %w", r.ds.name, r.id, err)
-		return r.err
-	}
-	r.db.metrics.cellsWrite.Add(float64(n))
-	p.data.Reset()
-	p.arena = p.arena[:0]
-	r.hook("flush", r.stats.Rows)
-	return nil
-}

@@ -61,6 +61,9 @@ type Options struct {
 type Store struct {
 	db     *cpebble.DB
 	lock   *cpebble.Lock // dir's lock, held until Close
+	dir    string
+	fs     vfs.FS
+	wopts  *cpebble.Options // the options, defaults filled, for SSTables of loads
 	logger *slog.Logger
 	reg    prometheus.Registerer
 	colls  []prometheus.Collector
@@ -83,6 +86,12 @@ type Store struct {
 
 	// iters pools idle Pebble iterators for Get and Scan.
 	pool iterPool
+
+	// loads is the set of loads not yet closed (load.go), closed by Close.
+	loads struct {
+		sync.Mutex
+		open map[*load]struct{}
+	}
 }
 
 var _ store.Store = (*Store)(nil)
@@ -131,14 +140,21 @@ func Open(dir string, opts Options) (*Store, error) {
 		lock.Close()
 		return nil, fmt.Errorf("pebble: upgrading %s: %w", dir, err)
 	}
+	if err := removeStaleLoads(opts.fs, dir); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("pebble: opening %s: %w", dir, err)
+	}
 	po.Lock = lock
 	db, err := cpebble.Open(dir, po)
 	if err != nil {
 		lock.Close()
 		return nil, fmt.Errorf("pebble: opening %s: %w", dir, err)
 	}
-	s.db, s.lock = db, lock
+	s.db, s.lock, s.dir, s.fs = db, lock, dir, opts.fs
+	s.wopts = po.Clone()
+	s.wopts.EnsureDefaults()
 	s.iters.open = make(map[*iterator]struct{})
+	s.loads.open = make(map[*load]struct{})
 	s.bufs.New = func() any { b := make([]byte, 0, 256); return &b }
 	if err := s.checkFormat(); err != nil {
 		return nil, errors.Join(err, db.Close(), lock.Close())
@@ -520,6 +536,15 @@ func (s *Store) Close() error {
 	}
 	clear(s.iters.open)
 	s.iters.Unlock()
+	s.loads.Lock()
+	loads := make([]*load, 0, len(s.loads.open))
+	for l := range s.loads.open {
+		loads = append(loads, l)
+	}
+	s.loads.Unlock()
+	for _, l := range loads {
+		l.Close()
+	}
 	s.pool.close()
 	if err := s.db.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("pebble: closing: %w", err))

@@ -1,0 +1,195 @@
+package snapshot
+
+// The run's writer: Put fills a partition's batch of row versions and
+// hands it over when full; one goroutine per run writes the batches, in
+// the order handed over, while Put goes on comparing the next rows. At
+// most writeDepth batches exist per run (one filling, the others queued or
+// being written), so the run's memory stays bounded and Put waits when the
+// store is slower than the source.
+//
+// A partition of a first run (no previous version) whose keys ascend loads
+// its row versions with the store's Loader when it has one (store/pebble
+// writes SSTables and ingests them), else every batch is applied (without
+// sync; the commit syncs once). A load is flushed, which makes its cells
+// visible, when the partition leaves phase A (revisit reads them) and at
+// commit.
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/snapstore/snapstore/store"
+)
+
+// writeDepth is the number of batches of a run: one filled by Put, the
+// others queued or being written.
+const writeDepth = 3
+
+// writeJob is a batch handed to the writer, or a barrier.
+type writeJob struct {
+	p       *runPart
+	batch   store.Batch
+	arena   []byte
+	barrier chan struct{} // closed by the writer when it reaches the job
+}
+
+// runWriter writes a run's batches in a goroutine.
+type runWriter struct {
+	r    *Run
+	ctx  context.Context
+	jobs chan *writeJob
+	free chan *writeJob
+	done chan struct{}
+
+	mu  sync.Mutex
+	err error // the first write error; the run can then only be aborted
+}
+
+// startWriter starts the run's writer. ctx bounds every write.
+func (r *Run) startWriter(ctx context.Context) {
+	w := &runWriter{r: r, ctx: context.WithoutCancel(ctx), jobs: make(chan *writeJob, writeDepth), free: make(chan *writeJob, writeDepth), done: make(chan struct{})}
+	// The spare batches are sized at once, so that the run's memory is
+	// what it will stay from the first row on.
+	for range writeDepth - 1 {
+		w.free <- &writeJob{batch: store.Batch{Mutations: make([]store.Mutation, 0, r.db.opts.batchSize)}}
+	}
+	r.w = w
+	go w.loop()
+}
+
+func (w *runWriter) loop() {
+	defer close(w.done)
+	for j := range w.jobs {
+		if j.barrier != nil {
+			close(j.barrier)
+			continue
+		}
+		if w.failed() == nil {
+			if err := w.write(j); err != nil {
+				w.mu.Lock()
+				w.err = err
+				w.mu.Unlock()
+			}
+		}
+		j.batch.Reset()
+		j.arena = j.arena[:0]
+		w.free <- j
+	}
+}
+
+// write applies one batch, or adds it to its partition's load.
+func (w *runWriter) write(j *writeJob) error {
+	r := w.r
+	n := j.batch.Len()
+	if l := j.p.load; l != nil {
+		for i := range j.batch.Mutations {
+			m := &j.batch.Mutations[i]
+			if m.Op != store.OpPut {
+				return fmt.Errorf("snapshot: writing %s txn %d: %w: a %d mutation in a load", r.ds.name, r.id, ErrCorrupt, m.Op)
+			}
+			if err := l.Add(m.Cell); err != nil {
+				return fmt.Errorf("snapshot: writing %s txn %d: %w", r.ds.name, r.id, err)
+			}
+		}
+	} else if err := r.db.st.Apply(w.ctx, &j.batch); err != nil {
+		return fmt.Errorf("snapshot: writing %s txn %d: %w", r.ds.name, r.id, err)
+	}
+	r.db.metrics.cellsWrite.Add(float64(n))
+	return nil
+}
+
+func (w *runWriter) failed() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// send hands p's batch to the writer and gives p an empty one, waiting
+// for one to be free.
+func (w *runWriter) send(p *runPart) {
+	j := <-w.free
+	j.p = p
+	j.batch, p.data = p.data, j.batch
+	j.arena, p.arena = p.arena, j.arena
+	p.data.Table = p.table
+	w.jobs <- j
+}
+
+// wait returns when every batch handed over is written, with the first
+// write error.
+func (w *runWriter) wait() error {
+	b := make(chan struct{})
+	w.jobs <- &writeJob{barrier: b}
+	<-b
+	return w.failed()
+}
+
+// stop waits for the writer to finish and ends it.
+func (w *runWriter) stop() {
+	close(w.jobs)
+	<-w.done
+}
+
+// flushData hands the partition's batch to the writer; a write error of an
+// earlier batch fails the run.
+func (r *Run) flushData(ctx context.Context, p *runPart) error {
+	if err := r.w.failed(); err != nil {
+		r.err = err
+		return err
+	}
+	if p.data.Len() == 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		r.err = fmt.Errorf("snapshot: writing %s txn %d: %w", r.ds.name, r.id, err)
+		return r.err
+	}
+	r.w.send(p)
+	r.hook("flush", r.stats.Rows)
+	return nil
+}
+
+// syncWrites hands over every partition's batch and waits until all are
+// written, then flushes the loads (their cells become visible); with
+// endLoads the loads end too, and later writes are applied.
+func (r *Run) syncWrites(ctx context.Context, parts []*runPart, endLoads bool) error {
+	for _, p := range parts {
+		if err := r.flushData(ctx, p); err != nil {
+			return err
+		}
+	}
+	if err := r.w.wait(); err != nil {
+		r.err = err
+		return err
+	}
+	for _, p := range parts {
+		if p.load == nil {
+			continue
+		}
+		if err := p.load.Flush(ctx); err != nil {
+			r.err = fmt.Errorf("snapshot: writing %s txn %d: %w", r.ds.name, r.id, err)
+			return r.err
+		}
+		if endLoads {
+			p.load.Close()
+			p.load = nil
+		}
+	}
+	return nil
+}
+
+// endWrites stops the writer after the batches handed over and drops what
+// loads did not flush (an aborted run's cells, invisible anyway).
+func (r *Run) endWrites() {
+	if r.w == nil {
+		return
+	}
+	r.w.stop()
+	for _, p := range r.parts {
+		if p.load != nil {
+			p.load.Close()
+			p.load = nil
+		}
+	}
+}
