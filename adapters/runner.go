@@ -167,10 +167,13 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, for
 		return snapshot.VersionInfo{}, err
 	}
 	defer l.release()
-	tr, err := l.src.OpenTable(ctx, TableRequest{Resource: spec.Resource, KeyColumns: spec.KeyColumns})
+	src, err := l.src.OpenTable(ctx, TableRequest{Resource: spec.Resource, KeyColumns: spec.KeyColumns})
 	if err != nil {
 		return snapshot.VersionInfo{}, l.scrub(fmt.Errorf("opening %q through data connection %q: %w", spec.Resource, spec.Connection, err))
 	}
+	// The source is read ahead while the run compares and writes
+	// (prefetch.go).
+	tr := prefetch(ctx, src)
 	defer tr.Close()
 	tbl := tr.Table()
 	est := tbl.EstimatedRows

@@ -1,0 +1,174 @@
+package adapters
+
+import (
+	"context"
+	"sync"
+
+	"github.com/snapstore/snapstore/snapshot"
+)
+
+// Prefetching: a run reads its source in one goroutine and compares and
+// writes in another, so that the driver's decoding and the source's own
+// work overlap with snapstore's (the run's writer goroutine, in package
+// snapshot, overlaps the store's writes in turn). Rows go over in batches,
+// copied out of the driver's buffers; at most prefetchDepth batches are in
+// flight, so memory is bounded by prefetchDepth times prefetchBytes, or by
+// the widest rows when they are wider.
+const (
+	prefetchRows  = 512
+	prefetchBytes = 1 << 20
+	prefetchDepth = 4
+)
+
+// rowBatch is a batch of rows: cols values a row, their bytes in arena.
+type rowBatch struct {
+	vals  []snapshot.Value
+	arena []byte
+	n     int
+}
+
+// prefetcher is a TableReader that reads another one ahead in its own
+// goroutine. Next, Values and Err are for one goroutine, as a
+// TableReader's are; Close stops the read.
+type prefetcher struct {
+	TableReader // Schema, Table; Close is prefetcher's
+	cols        int
+	full, free  chan *rowBatch
+	cancel      context.CancelFunc
+	done        chan struct{}
+	cur         *rowBatch
+	i           int   // the row of cur that Values returns
+	err         error // the consumer's: its context ended
+	readErr     error // the read goroutine's, set before done closes
+	closeOnce   sync.Once
+	closeErr    error
+}
+
+// prefetch starts reading tr ahead. The read stops at the end of the
+// table, on an error, when ctx ends, or at Close.
+func prefetch(ctx context.Context, tr TableReader) *prefetcher {
+	ctx, cancel := context.WithCancel(ctx)
+	p := &prefetcher{TableReader: tr, cols: len(tr.Schema().Columns), full: make(chan *rowBatch, prefetchDepth),
+		free: make(chan *rowBatch, prefetchDepth), cancel: cancel, done: make(chan struct{})}
+	for range prefetchDepth {
+		p.free <- &rowBatch{arena: make([]byte, 0, prefetchBytes)}
+	}
+	go p.read(ctx)
+	return p
+}
+
+// read is the goroutine: it fills free batches with rows and hands them
+// over; it closes full at the end (its error, if any, then in p.err).
+func (p *prefetcher) read(ctx context.Context) {
+	defer close(p.done)
+	defer close(p.full)
+	var b *rowBatch
+	take := func() bool {
+		select {
+		case b = <-p.free:
+			b.n, b.vals, b.arena = 0, b.vals[:0], b.arena[:0]
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	send := func() bool {
+		select {
+		case p.full <- b:
+			b = nil
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	if !take() {
+		return
+	}
+	for p.TableReader.Next(ctx) {
+		row := p.TableReader.Values()
+		size := 0
+		for i := range row {
+			size += len(row[i].Bytes)
+		}
+		// The row's bytes go where they fit: a batch's arena never grows,
+		// so the values already in it stay put.
+		if b.n > 0 && (b.n == prefetchRows || len(b.arena)+size > cap(b.arena)) {
+			if !send() || !take() {
+				return
+			}
+		}
+		if size > cap(b.arena) {
+			b.arena = make([]byte, 0, size) // a wide row: an arena of its own
+		}
+		for _, v := range row {
+			if v.Bytes != nil {
+				s := len(b.arena)
+				b.arena = append(b.arena, v.Bytes...)
+				v.Bytes = b.arena[s:len(b.arena):len(b.arena)]
+			}
+			b.vals = append(b.vals, v)
+		}
+		b.n++
+	}
+	p.readErr = p.TableReader.Err()
+	if b != nil && b.n > 0 {
+		send()
+	}
+}
+
+// Next implements TableReader.
+func (p *prefetcher) Next(ctx context.Context) bool {
+	if p.cur != nil {
+		if p.i+1 < p.cur.n {
+			p.i++
+			return true
+		}
+		if cap(p.cur.arena) > prefetchBytes {
+			p.cur.arena = make([]byte, 0, prefetchBytes) // let a wide row's arena go
+		}
+		p.free <- p.cur
+		p.cur = nil
+	}
+	select {
+	case b, ok := <-p.full:
+		if !ok {
+			<-p.done // readErr is set
+			return false
+		}
+		p.cur, p.i = b, 0
+		return true
+	case <-ctx.Done():
+		p.err = ctx.Err()
+		return false
+	}
+}
+
+// Values implements TableReader: the row belongs to the prefetcher until
+// the next Next.
+func (p *prefetcher) Values() []snapshot.Value {
+	return p.cur.vals[p.i*p.cols : (p.i+1)*p.cols : (p.i+1)*p.cols]
+}
+
+// Err implements TableReader.
+func (p *prefetcher) Err() error {
+	if p.err != nil {
+		return p.err
+	}
+	select {
+	case <-p.done:
+		return p.readErr
+	default:
+		return nil
+	}
+}
+
+// Close implements TableReader: the read goroutine stops, then the source
+// reader closes.
+func (p *prefetcher) Close() error {
+	p.closeOnce.Do(func() {
+		p.cancel()
+		<-p.done
+		p.closeErr = p.TableReader.Close()
+	})
+	return p.closeErr
+}
