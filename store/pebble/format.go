@@ -210,7 +210,9 @@ func migrateFormat1(dir string, po *cpebble.Options, lock *cpebble.Lock, logger 
 	}
 	wopts := npo.Clone()
 	wopts.EnsureDefaults()
-	n, err := copyAll(src, dst, wopts.MakeWriterOptions(6, dst.TableFormat()), dir, fs)
+	wo := wopts.MakeWriterOptions(6, dst.TableFormat())
+	wo.DisableValueBlocks = true // as compactions write them (options.go)
+	n, err := copyAll(src, dst, wo, dir, fs)
 	if err == nil {
 		err = dst.Set(formatKey, []byte(formatValue), cpebble.Sync)
 	}

@@ -46,6 +46,7 @@ func (s *Store) Load(ctx context.Context, table string) (store.Load, error) {
 	_, _ = rand.Read(id[:])
 	l := &load{s: s, table: table, tp: appendTable(nil, table), name: loadFilePrefix + hex.EncodeToString(id[:])}
 	l.wo = s.wopts.MakeWriterOptions(6, s.db.TableFormat())
+	l.wo.DisableValueBlocks = true // as compactions write them (options.go)
 	s.loads.Lock()
 	s.loads.open[l] = struct{}{}
 	s.loads.Unlock()

@@ -40,6 +40,14 @@ func pebbleOptions(opts Options, cache *cpebble.Cache, logger *slog.Logger) *cpe
 		FormatMajorVersion: cpebble.FormatNewest,
 		FS:                 opts.fs,
 	}
+	// Values stay beside their keys. Pebble moves the values of older
+	// versions of a prefix out to value blocks, which suits MVCC reads of
+	// the newest version only; here the suffix is a column and a
+	// timestamp, and package snapshot's reads walk several versions of a
+	// row (a delta chain), each of which would cost a value block fetch.
+	po.Experimental.SpanPolicyFunc = func([]byte) (cpebble.SpanPolicy, []byte, error) {
+		return cpebble.SpanPolicy{DisableValueSeparationBySuffix: true, ValueStoragePolicy: cpebble.ValueStorageLowReadLatency}, nil, nil
+	}
 	filter := bloom.FilterPolicy(bloomBitsPerKey)
 	for i := range po.Levels {
 		l := &po.Levels[i]
