@@ -44,6 +44,7 @@ type dataset struct {
 	writer  string
 	run     *Run
 	readers map[*Reader]struct{}
+	plans   map[int64]*readPlan // by version (reader.go)
 	dropped bool
 	// scratchDirty is set while the scratch tables may hold keys (from a
 	// run begun and not yet cleaned up, or an earlier process).

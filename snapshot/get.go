@@ -31,6 +31,35 @@ func (r *Reader) Get(ctx context.Context, key []Value, columns []string) (Row, e
 	return rb.build(&g.st)
 }
 
+// GetJSON reads one row as Get does and appends it to dst as two members
+// of a JSON object, without building a Row: "key":[...],"row":{...}, the
+// key as its values' JSON array and the row as Row.AppendJSON writes it.
+// ErrRowNotFound when absent at the pinned version.
+func (r *Reader) GetJSON(ctx context.Context, dst []byte, key []Value, columns []string) ([]byte, error) {
+	if err := r.usable(); err != nil {
+		return dst, err
+	}
+	rb := r.allRB
+	if columns != nil {
+		idx, err := r.columnSelection(columns)
+		if err != nil {
+			return dst, err
+		}
+		rb = newRowBuilder(r.info.Schema, r.dict, r.keyIdx, idx)
+	}
+	g, err := r.getRow(ctx, key)
+	if err != nil {
+		return dst, err
+	}
+	defer g.release()
+	dst = append(dst, `"key":`...)
+	if dst, err = rb.appendKeyJSON(dst, &g.st); err != nil {
+		return dst, err
+	}
+	dst = append(dst, `,"row":`...)
+	return rb.appendJSON(dst, &g.st)
+}
+
 // rowGet is the reusable memory of one point read: the row resolved, and
 // visit, bound once, which the store calls with each raw cell.
 type rowGet struct {

@@ -27,18 +27,13 @@ type At struct {
 // (get.go), Scan a key range (scan.go). It keeps that version from being
 // collected until Close (G2). Safe for concurrent use.
 type Reader struct {
-	db     *DB
-	ds     *dataset
-	info   VersionInfo
-	vis    txn.Visibility
-	opts   store.ReadOptions
-	parts  int
-	keyIdx []int
-	n      int         // columns of the dataset's dictionary (rowversion.go)
-	dict   []int       // the dictionary index of each schema column
-	tables []string    // data table of each partition
-	allIdx []int       // every schema column
-	allRB  *rowBuilder // builds rows of every column; read-only, shared
+	db    *DB
+	ds    *dataset
+	info  VersionInfo
+	vis   txn.Visibility
+	opts  store.ReadOptions
+	parts int
+	*readPlan
 	closed atomic.Bool
 }
 
@@ -115,24 +110,70 @@ func (db *DB) Reader(ctx context.Context, name string, at At) (*Reader, error) {
 		// was read (W2).
 		return nil, fmt.Errorf("%w: %s version %d was rolled back", ErrVersionNotKept, name, vi.Version)
 	}
+	plan, err := ds.planLocked(vi)
+	if err != nil {
+		return nil, err
+	}
 	r := &Reader{db: db, ds: ds, info: ds.infoLocked(vi), parts: ds.cfg.Partitions, vis: vis, opts: readOpts(vis)}
-	r.keyIdx = keyIndexes(vi.Schema)
-	d := newDictionary(ds.cfg.Columns)
-	var ok bool
-	if r.dict, _, ok = d.columnsOf(vi.Schema); !ok {
-		return nil, fmt.Errorf("%w: %s version %d has a column missing from the dataset's column dictionary", ErrCorrupt, name, vi.Version)
-	}
-	r.n = len(d.names)
-	for p := 0; p < r.parts; p++ {
-		r.tables = append(r.tables, dataTable(name, p))
-	}
-	for i := range vi.Schema.Columns {
-		r.allIdx = append(r.allIdx, i)
-	}
-	r.allRB = newRowBuilder(vi.Schema, r.dict, r.keyIdx, r.allIdx)
+	r.readPlan = plan
 	ds.readers[r] = struct{}{}
 	db.openReaders.Add(1)
 	return r, nil
+}
+
+// readPlan is what every Reader of one version shares, built once per
+// version (planLocked) so that opening a Reader, once per HTTP request,
+// costs no more than pinning the version. Read-only.
+type readPlan struct {
+	keyIdx []int
+	n      int         // columns of the dataset's dictionary (rowversion.go)
+	dict   []int       // the dictionary index of each schema column
+	tables []string    // data table of each partition
+	allIdx []int       // every schema column
+	allRB  *rowBuilder // builds rows of every column
+}
+
+// maxPlans bounds the read plans a dataset keeps; beyond it, the plans of
+// versions no longer kept are dropped first, then any.
+const maxPlans = 16
+
+// planLocked returns the read plan of vi, a kept version of ds, building
+// it on first use; ds.mu is held. The column dictionary only grows and
+// every row version a reader of vi sees was written before vi's commit, so
+// a plan built at any time after the commit stays right.
+func (ds *dataset) planLocked(vi *VersionInfo) (*readPlan, error) {
+	if p := ds.plans[vi.Version]; p != nil {
+		return p, nil
+	}
+	p := &readPlan{keyIdx: keyIndexes(vi.Schema)}
+	d := newDictionary(ds.cfg.Columns)
+	var ok bool
+	if p.dict, _, ok = d.columnsOf(vi.Schema); !ok {
+		return nil, fmt.Errorf("%w: %s version %d has a column missing from the dataset's column dictionary", ErrCorrupt, ds.name, vi.Version)
+	}
+	p.n = len(d.names)
+	for i := 0; i < ds.cfg.Partitions; i++ {
+		p.tables = append(p.tables, dataTable(ds.name, i))
+	}
+	for i := range vi.Schema.Columns {
+		p.allIdx = append(p.allIdx, i)
+	}
+	p.allRB = newRowBuilder(vi.Schema, p.dict, p.keyIdx, p.allIdx)
+	if ds.plans == nil {
+		ds.plans = map[int64]*readPlan{}
+	}
+	if len(ds.plans) >= maxPlans {
+		for v := range ds.plans {
+			if ds.versionLocked(v) == nil {
+				delete(ds.plans, v)
+			}
+		}
+		if len(ds.plans) >= maxPlans {
+			clear(ds.plans)
+		}
+	}
+	ds.plans[vi.Version] = p
+	return p, nil
 }
 
 // Version describes the pinned version.

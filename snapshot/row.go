@@ -24,6 +24,7 @@ type rowBuilder struct {
 	qname   [][]byte // names[j] as a JSON string and a colon
 	outDict []int    // the dictionary index of each returned column
 	keyDict []int    // the dictionary index of each key column, key order
+	keySlot []int    // the returned column each key column is, -1 when not returned
 }
 
 // newRowBuilder returns the builder of the schema columns idx (schema
@@ -38,39 +39,62 @@ func newRowBuilder(s Schema, dict, keyIdx, idx []int) *rowBuilder {
 	}
 	for _, x := range keyIdx {
 		b.keyDict = append(b.keyDict, dict[x])
+		slot := -1
+		for j, y := range idx {
+			if y == x {
+				slot = j
+			}
+		}
+		b.keySlot = append(b.keySlot, slot)
 	}
 	return b
 }
 
-// build makes a Row whose values own their bytes. A column without a value
-// (which cannot happen at a version, D1) is NULL.
+// build makes a Row whose values own their bytes: two allocations, the
+// values (Values and Key share one array) and their bytes. A column
+// without a value (which cannot happen at a version, D1) is NULL.
 func (b *rowBuilder) build(st *rowState) (Row, error) {
-	row := Row{Columns: b.names, Values: make([]Value, len(b.outDict)), Key: make([]Value, len(b.keyDict))}
-	buf := make([]byte, 0, len(st.buf))
-	fill := func(dst []Value, dict []int) error {
-		for j, d := range dict {
-			p := st.value(d)
-			if p == nil {
-				continue
-			}
-			v, err := decodeColumnValue(p)
-			if err != nil {
-				return err
-			}
-			if v.Bytes != nil {
-				s := len(buf)
-				buf = append(buf, v.Bytes...)
-				v.Bytes = buf[s:len(buf):len(buf)]
-			}
-			dst[j] = v
+	n := len(b.outDict)
+	vals := make([]Value, n+len(b.keyDict))
+	row := Row{Columns: b.names, Values: vals[:n:n], Key: vals[n:]}
+	size := 0
+	for _, d := range b.outDict {
+		size += len(st.value(d))
+	}
+	for j, d := range b.keyDict {
+		if b.keySlot[j] < 0 {
+			size += len(st.value(d))
 		}
-		return nil
 	}
-	if err := fill(row.Values, b.outDict); err != nil {
-		return Row{}, err
+	buf := make([]byte, 0, size)
+	decode := func(d int) (Value, error) {
+		p := st.value(d)
+		if p == nil {
+			return Value{}, nil
+		}
+		v, err := decodeColumnValue(p)
+		if err != nil {
+			return Value{}, err
+		}
+		if v.Bytes != nil {
+			s := len(buf)
+			buf = append(buf, v.Bytes...)
+			v.Bytes = buf[s:len(buf):len(buf)]
+		}
+		return v, nil
 	}
-	if err := fill(row.Key, b.keyDict); err != nil {
-		return Row{}, err
+	var err error
+	for j, d := range b.outDict {
+		if row.Values[j], err = decode(d); err != nil {
+			return Row{}, err
+		}
+	}
+	for j, d := range b.keyDict {
+		if k := b.keySlot[j]; k >= 0 {
+			row.Key[j] = row.Values[k]
+		} else if row.Key[j], err = decode(d); err != nil {
+			return Row{}, err
+		}
 	}
 	return row, nil
 }
