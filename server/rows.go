@@ -2,9 +2,9 @@ package server
 
 import (
 	"fmt"
-	"slices"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
