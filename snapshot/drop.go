@@ -37,6 +37,7 @@ func (db *DB) DropDataset(ctx context.Context, name string) error {
 	b.DeleteVersion(datasetKey(name), colExp, 0)
 	for _, vi := range versions {
 		b.DeleteVersion(versionKey(name, vi.Version), colInfo, 0)
+		b.DeleteVersion(versionKey(name, vi.Version), colDigest, 0)
 	}
 	for _, t := range tags {
 		b.DeleteVersion(tagKey(name, t), colV, 0)

@@ -225,7 +225,3 @@ func compactJSON(t *testing.T, b []byte) []byte {
 	}
 	return out.Bytes()
 }
-
-func sameSchema(a, b Schema) bool {
-	return slices.Equal(a.Columns, b.Columns) && slices.Equal(a.Key, b.Key)
-}

@@ -79,6 +79,7 @@ func (db *DB) GC(ctx context.Context, name string, dryRun bool) (GCReport, error
 		b := &store.Batch{Table: db.meta, Sync: true}
 		for _, v := range expired {
 			b.DeleteVersion(versionKey(name, v), colInfo, 0)
+			b.DeleteVersion(versionKey(name, v), colDigest, 0)
 		}
 		b.Put(datasetKey(name), colExp, 0, encodeIDs(allExpired))
 		if err := db.st.Apply(ctx, b); err != nil {

@@ -16,6 +16,8 @@ import (
 //	                                             "exp"  expired versions whose cells may still
 //	                                                    be visible, 8 bytes big-endian each
 //	"s\x00ver\x00" + dataset + "\x00" + v (8 BE) "info" JSON VersionInfo of a kept version
+//	                                             "dgst" the source's digest of the version,
+//	                                                    opaque to snapshot (verify.go)
 //	"s\x00tag\x00" + dataset + "\x00" + tag      "v"    tagged version, 8 bytes big-endian
 //	"s\x00rec\x00" + kind + "\x00" + name        "v"    a Record's value
 //	"s\x00lease"                                 "v"    JSON writer lease: owner, expires (doc.go W1)
@@ -45,6 +47,7 @@ var (
 	colCur        = []byte("cur")
 	colExp        = []byte("exp")
 	colInfo       = []byte("info")
+	colDigest     = []byte("dgst")
 	colV          = []byte("v")
 )
 

@@ -55,6 +55,7 @@ func (db *DB) Rollback(ctx context.Context, dataset string, to int64) (VersionIn
 	b.Put(datasetKey(dataset), colExp, 0, encodeIDs(keepExpired))
 	for _, v := range later {
 		b.DeleteVersion(versionKey(dataset, v), colInfo, 0)
+		b.DeleteVersion(versionKey(dataset, v), colDigest, 0)
 	}
 	for _, t := range tags {
 		b.DeleteVersion(tagKey(dataset, t), colV, 0)

@@ -26,6 +26,11 @@ type RunOptions struct {
 	Source SourceInfo
 	// Force commits even when a guard would refuse.
 	Force bool
+	// VerifyUnchanged makes a Commit that finds nothing changed (no row
+	// inserted, updated or deleted, the same schema) record the previous
+	// version as verified instead of committing a copy of it (verify.go,
+	// Run.Verified).
+	VerifyUnchanged bool
 }
 
 // Run is one in-progress write of a dataset's next version: BeginRun
@@ -65,9 +70,11 @@ type Run struct {
 	getSt   rowState // a previous row read by a point read
 	started time.Time
 
-	w    *runWriter // writes the batches (run_write.go)
-	err  error      // sticky store error; the run can only be aborted
-	done bool
+	w         *runWriter // writes the batches (run_write.go)
+	srcDigest []byte     // the source's digest, stored with the version (verify.go)
+	verified  bool       // Commit recorded the previous version verified
+	err       error      // sticky store error; the run can only be aborted
+	done      bool
 
 	// pubMu guards pub, the counts Stats returns (published every 1024
 	// rows and when the run ends), so Stats may be called from any

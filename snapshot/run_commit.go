@@ -49,6 +49,9 @@ func (r *Run) Commit(ctx context.Context) (vi VersionInfo, err error) {
 	if err := r.checkGuards(); err != nil {
 		return VersionInfo{}, err
 	}
+	if st := r.stats; r.opts.VerifyUnchanged && r.prev != nil && st.Inserted+st.Updated+st.Deleted == 0 && sameSchema(r.prev.Schema, r.opts.Schema) {
+		return r.verifyInstead(ctx)
+	}
 	// Data first (flushed, not yet durable), then the commit record.
 	if err := r.db.st.Sync(ctx); err != nil {
 		return VersionInfo{}, fmt.Errorf("snapshot: syncing %s txn %d: %w", r.ds.name, r.id, err)
@@ -67,6 +70,9 @@ func (r *Run) Commit(ctx context.Context) (vi VersionInfo, err error) {
 	}
 	b := &store.Batch{Table: r.db.meta}
 	b.Put(versionKey(r.ds.name, r.id), colInfo, 0, enc)
+	if r.srcDigest != nil {
+		b.Put(versionKey(r.ds.name, r.id), colDigest, 0, r.srcDigest)
+	}
 	b.Put(datasetKey(r.ds.name), colCur, 0, be64(r.id))
 	if err := r.db.txm.Commit(ctx, r.id, b); err != nil {
 		return VersionInfo{}, fmt.Errorf("snapshot: committing %s txn %d: %w", r.ds.name, r.id, err)

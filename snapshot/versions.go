@@ -17,8 +17,21 @@ type VersionInfo struct {
 	Source      SourceInfo `json:"source"`
 	Stats       RunStats   `json:"stats"`
 	Schema      Schema     `json:"schema"`
-	Tags        []string   `json:"tags,omitempty"`
-	Current     bool       `json:"current"`
+	// VerifiedAt is the last time a run found the source identical to
+	// this version and recorded that instead of committing a new one
+	// (verify.go); nil when none did.
+	VerifiedAt *time.Time `json:"verified_at,omitempty"`
+	Tags       []string   `json:"tags,omitempty"`
+	Current    bool       `json:"current"`
+}
+
+// CheckedAt returns the last time the version was known to match its
+// source: when it was committed, or when a later run verified it.
+func (vi VersionInfo) CheckedAt() time.Time {
+	if vi.VerifiedAt != nil && vi.VerifiedAt.After(vi.CommittedAt) {
+		return *vi.VerifiedAt
+	}
+	return vi.CommittedAt
 }
 
 // SourceInfo records where a version came from.
