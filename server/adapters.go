@@ -24,22 +24,25 @@ type adapterJSON struct {
 	RetryBackoff duration       `json:"retry_backoff,omitempty"`
 	RunOnStart   bool           `json:"run_on_start"`
 	EmbedJSON    bool           `json:"embed_json"`
+	// CommitUnchanged: adapters.AdapterSpec.CommitUnchanged.
+	CommitUnchanged bool `json:"commit_unchanged"`
 }
 
 func (a adapterJSON) spec() adapters.AdapterSpec {
 	return adapters.AdapterSpec{
-		Name:         a.Name,
-		Connection:   a.Connection,
-		Resource:     a.Resource,
-		Dataset:      a.Dataset,
-		KeyColumns:   a.KeyColumns,
-		Schedule:     a.Schedule,
-		Retention:    snapshot.Retention{TTL: time.Duration(a.Retention.TTL), MinVersions: a.Retention.MinVersions},
-		Guard:        a.Guard,
-		Retries:      a.Retries,
-		RetryBackoff: time.Duration(a.RetryBackoff),
-		RunOnStart:   a.RunOnStart,
-		EmbedJSON:    a.EmbedJSON,
+		Name:            a.Name,
+		Connection:      a.Connection,
+		Resource:        a.Resource,
+		Dataset:         a.Dataset,
+		KeyColumns:      a.KeyColumns,
+		Schedule:        a.Schedule,
+		Retention:       snapshot.Retention{TTL: time.Duration(a.Retention.TTL), MinVersions: a.Retention.MinVersions},
+		Guard:           a.Guard,
+		Retries:         a.Retries,
+		RetryBackoff:    time.Duration(a.RetryBackoff),
+		RunOnStart:      a.RunOnStart,
+		EmbedJSON:       a.EmbedJSON,
+		CommitUnchanged: a.CommitUnchanged,
 	}
 }
 
@@ -57,18 +60,19 @@ func toAdapterOut(a adapters.Adapter) adapterOut {
 	sp := a.AdapterSpec
 	return adapterOut{
 		adapterJSON: adapterJSON{
-			Name:         sp.Name,
-			Connection:   sp.Connection,
-			Resource:     sp.Resource,
-			Dataset:      sp.Dataset,
-			KeyColumns:   sp.KeyColumns,
-			Schedule:     sp.Schedule,
-			Retention:    retentionToJSON(sp.Retention),
-			Guard:        sp.Guard,
-			Retries:      sp.Retries,
-			RetryBackoff: duration(sp.RetryBackoff),
-			RunOnStart:   sp.RunOnStart,
-			EmbedJSON:    sp.EmbedJSON,
+			Name:            sp.Name,
+			Connection:      sp.Connection,
+			Resource:        sp.Resource,
+			Dataset:         sp.Dataset,
+			KeyColumns:      sp.KeyColumns,
+			Schedule:        sp.Schedule,
+			Retention:       retentionToJSON(sp.Retention),
+			Guard:           sp.Guard,
+			Retries:         sp.Retries,
+			RetryBackoff:    duration(sp.RetryBackoff),
+			RunOnStart:      sp.RunOnStart,
+			EmbedJSON:       sp.EmbedJSON,
+			CommitUnchanged: sp.CommitUnchanged,
 		},
 		Source:    a.Source,
 		Revision:  a.Revision,

@@ -75,7 +75,7 @@ func TestProblemFor_EverySentinel(t *testing.T) {
 			"ErrBadPageToken": snapshot.ErrBadPageToken, "ErrInvalidArgument": snapshot.ErrInvalidArgument,
 			"ErrClosed": snapshot.ErrClosed, "ErrCorrupt": snapshot.ErrCorrupt,
 			"ErrReadOnly": snapshot.ErrReadOnly, "ErrWriterLeaseHeld": snapshot.ErrWriterLeaseHeld,
-			"ErrWriterLeaseLost": snapshot.ErrWriterLeaseLost,
+			"ErrWriterLeaseLost": snapshot.ErrWriterLeaseLost, "ErrNotCurrent": snapshot.ErrNotCurrent,
 		},
 		"adapters": {
 			"ErrConnectionNotFound": adapters.ErrConnectionNotFound, "ErrConnectionExists": adapters.ErrConnectionExists,
@@ -108,6 +108,7 @@ func TestProblemFor_EverySentinel(t *testing.T) {
 		store.ErrUnavailable:           {http.StatusServiceUnavailable, "store_unavailable"},
 		adapters.ErrDatasetTaken:       {http.StatusConflict, "dataset_taken"},
 		snapshot.ErrReadOnly:           {http.StatusConflict, "read_only"},
+		snapshot.ErrNotCurrent:         {http.StatusConflict, "not_current"},
 		snapshot.ErrWriterLeaseLost:    {http.StatusServiceUnavailable, "writer_lease_lost"},
 	}
 	for pkg, table := range known {

@@ -159,6 +159,9 @@ type AdapterConfig struct {
 	RunOnStart bool `yaml:"run_on_start"`
 	// EmbedJSON serves JSON columns as the documents; default false.
 	EmbedJSON bool `yaml:"embed_json"`
+	// CommitUnchanged commits a version even when nothing changed;
+	// default false (the current version is recorded verified).
+	CommitUnchanged bool `yaml:"commit_unchanged"`
 }
 
 // RetentionConfig is snapshot.Retention in the file.
@@ -383,18 +386,19 @@ func (c *Config) adapterSpecs() []adapters.AdapterSpec {
 	var out []adapters.AdapterSpec
 	for _, a := range c.Adapters {
 		out = append(out, adapters.AdapterSpec{
-			Name:         a.Name,
-			Connection:   a.Connection,
-			Resource:     a.Resource,
-			Dataset:      a.Dataset,
-			KeyColumns:   a.KeyColumns,
-			Schedule:     a.Schedule,
-			Retention:    snapshot.Retention{TTL: a.Retention.TTL, MinVersions: a.Retention.MinVersions},
-			Guard:        snapshot.Guard{AllowEmpty: a.Guard.AllowEmpty, MaxShrink: a.Guard.MaxShrink},
-			Retries:      a.Retries,
-			RetryBackoff: a.RetryBackoff,
-			RunOnStart:   a.RunOnStart,
-			EmbedJSON:    a.EmbedJSON,
+			Name:            a.Name,
+			Connection:      a.Connection,
+			Resource:        a.Resource,
+			Dataset:         a.Dataset,
+			KeyColumns:      a.KeyColumns,
+			Schedule:        a.Schedule,
+			Retention:       snapshot.Retention{TTL: a.Retention.TTL, MinVersions: a.Retention.MinVersions},
+			Guard:           snapshot.Guard{AllowEmpty: a.Guard.AllowEmpty, MaxShrink: a.Guard.MaxShrink},
+			Retries:         a.Retries,
+			RetryBackoff:    a.RetryBackoff,
+			RunOnStart:      a.RunOnStart,
+			EmbedJSON:       a.EmbedJSON,
+			CommitUnchanged: a.CommitUnchanged,
 		})
 	}
 	return out
