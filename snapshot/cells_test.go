@@ -56,7 +56,7 @@ func logicalCells(db *DB, ds string) ([]logicalCell, error) {
 				return nil, err
 			}
 			for {
-				idx, val, ok, err := vr.nextCell()
+				idx, start, end, ok, err := vr.nextCell()
 				if err != nil {
 					it.Close()
 					return nil, err
@@ -64,6 +64,7 @@ func logicalCells(db *DB, ds string) ([]logicalCell, error) {
 				if !ok {
 					break
 				}
+				val := c.Value[start:end:end]
 				name := fmt.Sprintf("#%d", idx)
 				if idx < len(names) {
 					name = names[idx]

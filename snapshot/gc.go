@@ -280,13 +280,14 @@ func (g *gcRow) load(cells []store.Cell) error {
 			}
 			e.full = vr.full
 			for {
-				idx, val, ok, err := vr.nextCell()
+				idx, start, end, ok, err := vr.nextCell()
 				if err != nil {
 					return err
 				}
 				if !ok {
 					break
 				}
+				val := c.Value[start:end:end]
 				if idx >= g.n {
 					return fmt.Errorf("%w: column %d of a dictionary of %d", ErrCorrupt, idx, g.n)
 				}

@@ -75,26 +75,35 @@ const skipAfter = 8
 // rowCursor resolves the rows of a store iterator over a data table at one
 // visibility (rowversion.go), skipping rows absent there, and the versions
 // older than what the walk needs. The row and state it holds are valid
-// until the next call to next or seek.
+// until the next call to next or seek: when the newest visible version of
+// a row completes it (a full version), the state points into the
+// iterator's memory, and the row's older versions are stepped over only
+// when the cursor moves on.
 type rowCursor struct {
-	it      store.Iterator
-	vis     txn.Visibility
-	n       int // columns of the layout
-	st      rowState
-	cur     []byte
-	seekBuf []byte
-	pending bool // it is on the first cell of a row not yet read
-	done    bool
-	failed  error
+	it       store.Iterator
+	vis      txn.Visibility
+	n        int // columns of the dictionary
+	st       rowState
+	cur      []byte
+	seekBuf  []byte
+	pending  bool // it is on the first cell of a row not yet read
+	skipRest bool // it is on a version of cur, whose remaining versions are to skip
+	done     bool
+	failed   error
 }
 
 func newRowCursor(it store.Iterator, vis txn.Visibility, n int) *rowCursor {
-	return &rowCursor{it: it, vis: vis, n: n}
+	rc := &rowCursor{it: it, vis: vis, n: n}
+	rc.st.borrow = true
+	return rc
 }
 
 // next resolves the next row present at the visibility; false at the end
 // or on error (see err).
 func (rc *rowCursor) next() bool {
+	if rc.skipRest && !rc.skip() {
+		return false
+	}
 	for !rc.done {
 		if !rc.pending && !rc.it.Next() {
 			rc.done = true
@@ -104,20 +113,23 @@ func (rc *rowCursor) next() bool {
 		c := rc.it.Cell()
 		rc.cur = append(rc.cur[:0], c.Row...)
 		rc.st.reset(rc.n)
-		complete, skipped := false, 0
 		for {
-			if !complete {
-				var err error
-				if complete, err = rc.st.add(c, rc.vis); err != nil {
-					rc.failed, rc.done = err, true
+			complete, err := rc.st.add(c, rc.vis)
+			if err != nil {
+				rc.failed, rc.done = err, true
+				return false
+			}
+			if complete {
+				rc.skipRest = true
+				if rc.st.present() {
+					return true
+				}
+				if !rc.skip() {
 					return false
 				}
-			} else if skipped++; skipped > skipAfter {
-				// Older versions nobody reads here: seek past the row.
-				rc.seekBuf = append(append(rc.seekBuf[:0], rc.cur...), 0)
-				rc.it.SeekRow(rc.seekBuf)
 				break
 			}
+			rc.st.own() // the iterator's memory of c is about to be reused
 			if !rc.it.Next() {
 				rc.done = true
 				break
@@ -128,17 +140,41 @@ func (rc *rowCursor) next() bool {
 				break
 			}
 		}
-		if rc.st.present() {
+		if !rc.skipRest && rc.st.present() {
+			return true
+		}
+		rc.skipRest = false
+	}
+	return false
+}
+
+// skip steps over the remaining versions of the row cur: with Next while
+// there are few, else with a seek past the row. It returns false when the
+// iterator ended.
+func (rc *rowCursor) skip() bool {
+	rc.skipRest = false
+	for n := 0; ; n++ {
+		if n == skipAfter {
+			// Older versions nobody reads here: seek past the row.
+			rc.seekBuf = append(append(rc.seekBuf[:0], rc.cur...), 0)
+			rc.it.SeekRow(rc.seekBuf)
+			return true
+		}
+		if !rc.it.Next() {
+			rc.done = true
+			return false
+		}
+		if c := rc.it.Cell(); !bytes.Equal(c.Row, rc.cur) {
+			rc.pending = true
 			return true
 		}
 	}
-	return false
 }
 
 // seek positions the cursor so that next resolves the first row >= key.
 func (rc *rowCursor) seek(key []byte) {
 	rc.it.SeekRow(key)
-	rc.pending, rc.done = false, false
+	rc.pending, rc.done, rc.skipRest = false, false, false
 }
 
 func (rc *rowCursor) row() []byte { return rc.cur }

@@ -175,6 +175,7 @@ type versionReader struct {
 	left int // cells still to read
 	next int // the smallest index the next cell may have
 	b    []byte
+	p    int // the position in b of the next cell
 }
 
 // open starts reading value, a packed row version.
@@ -190,32 +191,33 @@ func (vr *versionReader) open(value []byte) error {
 	if k <= 0 || m > uint64(len(value)) {
 		return fmt.Errorf("%w: row version with %d cells", ErrCorrupt, m)
 	}
-	*vr = versionReader{full: h == versionFull, left: int(m), b: value[1+k:]}
+	*vr = versionReader{full: h == versionFull, left: int(m), b: value, p: 1 + k}
 	return nil
 }
 
 // nextCell returns the next cell of the version: its dictionary index and
-// packed column value; ok is false after the last.
-func (vr *versionReader) nextCell() (idx int, val []byte, ok bool, err error) {
+// where its packed column value lies in the version; ok is false after the
+// last.
+func (vr *versionReader) nextCell() (idx, start, end int, ok bool, err error) {
 	if vr.left == 0 {
-		if len(vr.b) != 0 {
-			return 0, nil, false, fmt.Errorf("%w: %d bytes after a row version", ErrCorrupt, len(vr.b))
+		if vr.p != len(vr.b) {
+			return 0, 0, 0, false, fmt.Errorf("%w: %d bytes after a row version", ErrCorrupt, len(vr.b)-vr.p)
 		}
-		return 0, nil, false, nil
+		return 0, 0, 0, false, nil
 	}
-	x, k := binary.Uvarint(vr.b)
+	x, k := binary.Uvarint(vr.b[vr.p:])
 	if k <= 0 || x > 1<<24 || int(x) < vr.next {
-		return 0, nil, false, fmt.Errorf("%w: column index in a row version", ErrCorrupt)
+		return 0, 0, 0, false, fmt.Errorf("%w: column index in a row version", ErrCorrupt)
 	}
-	idx, vr.b = int(x), vr.b[k:]
+	idx, vr.p = int(x), vr.p+k
 	vr.next = idx + 1
 	vr.left--
-	l := columnValueLen(vr.b)
+	l := columnValueLen(vr.b[vr.p:])
 	if l < 0 {
-		return 0, nil, false, fmt.Errorf("%w: column value in a row version", ErrCorrupt)
+		return 0, 0, 0, false, fmt.Errorf("%w: column value in a row version", ErrCorrupt)
 	}
-	val, vr.b = vr.b[:l:l], vr.b[l:]
-	return idx, val, true, nil
+	start, vr.p = vr.p, vr.p+l
+	return idx, start, vr.p, true, nil
 }
 
 // rowState is one row resolved at one visibility from its chain (the
@@ -224,28 +226,42 @@ func (vr *versionReader) nextCell() (idx int, val []byte, ok bool, err error) {
 type rowState struct {
 	n        int     // size of the dictionary
 	off, end []int32 // column i is buf[off[i]:end[i]] once end[i] > 0
-	buf      []byte
-	nset     int  // columns set, values or delete markers
-	nvals    int  // columns set to a value
-	chain    int  // versions applied
-	complete bool // the walk reached a full version or a row delete marker
+	buf      []byte  // owned, or the first version's value when lent
+	owned    []byte  // the memory buf uses when owned
+	lent     bool    // buf is the value of a cell whose memory is the store's
+	borrow   bool    // the caller lets buf be the first version's value
+	nset     int     // columns set, values or delete markers
+	nvals    int     // columns set to a value
+	chain    int     // versions applied
+	complete bool    // the walk reached a full version or a row delete marker
 	vr       versionReader
 }
 
 // reset readies st for a row of a dictionary of n columns.
 func (st *rowState) reset(n int) {
-	st.n, st.nset, st.nvals, st.chain, st.complete = n, 0, 0, 0, false
+	st.n, st.nset, st.nvals, st.chain, st.complete, st.lent = n, 0, 0, 0, false, false
 	if cap(st.off) < n {
 		st.off, st.end = make([]int32, n), make([]int32, n)
 	}
 	st.off, st.end = st.off[:n], st.end[:n]
 	clear(st.end)
-	st.buf = st.buf[:0]
+	st.buf = st.owned[:0]
+}
+
+// own copies a lent first version into st's memory, before the store's
+// memory of it is reused (the cursor moves on).
+func (st *rowState) own() {
+	if st.lent {
+		st.owned = append(st.owned[:0], st.buf...)
+		st.buf, st.lent = st.owned, false
+	}
 }
 
 // add applies c, the next raw cell of the row in store order (newest
 // first), when vis sees it; it reports whether the walk is complete. Cells
-// after a complete walk must not be added.
+// after a complete walk must not be added. With st.borrow set, the first
+// version applied is not copied: st then holds c.Value until own is called
+// or the row is done.
 func (st *rowState) add(c store.Cell, vis txn.Visibility) (bool, error) {
 	if !vis.IsVisible(c.Timestamp) {
 		return false, nil
@@ -261,9 +277,13 @@ func (st *rowState) add(c store.Cell, vis txn.Visibility) (bool, error) {
 	if err := st.vr.open(c.Value); err != nil {
 		return false, err
 	}
+	lend := st.borrow && st.chain == 0
+	if lend {
+		st.buf, st.lent = c.Value, true
+	}
 	st.chain++
 	for {
-		idx, val, ok, err := st.vr.nextCell()
+		idx, start, stop, ok, err := st.vr.nextCell()
 		if err != nil {
 			return false, err
 		}
@@ -276,11 +296,15 @@ func (st *rowState) add(c store.Cell, vis txn.Visibility) (bool, error) {
 		if st.end[idx] > 0 {
 			continue
 		}
-		st.off[idx] = int32(len(st.buf))
-		st.buf = append(st.buf, val...)
-		st.end[idx] = int32(len(st.buf))
+		if lend {
+			st.off[idx], st.end[idx] = int32(start), int32(stop)
+		} else {
+			st.off[idx] = int32(len(st.buf))
+			st.buf = append(st.buf, c.Value[start:stop]...)
+			st.end[idx] = int32(len(st.buf))
+		}
 		st.nset++
-		if val[0] != deleteColumn {
+		if c.Value[start] != deleteColumn {
 			st.nvals++
 		}
 	}
