@@ -41,18 +41,24 @@ install: ## go install the snapstore binary
 	$(GO) install ./cmd/snapstore
 
 .PHONY: deps
-deps: ## install and start what the tests need (MariaDB, PostgreSQL, HBase, Chromium for the console test)
+deps: ## install and start what the tests need (MariaDB, PostgreSQL, HBase, Chromium for the console test, schemathesis)
 	scripts/mariadb.sh start
 	scripts/postgres.sh start
 	scripts/chromium.sh install
+	scripts/schemathesis.sh install
 	@if [ -x scripts/hbase-standalone.sh ]; then \
 		scripts/hbase-standalone.sh start || { \
 			if [ -n "$$CI" ]; then echo "make: HBase could not be started; CI must run the HBase suite, so this fails"; exit 1; fi; \
 			echo "make: HBase could not be started (see the lines above); the HBase tests will say so and skip"; }; \
 	fi
 
+# schemathesis (make test, make fuzz-api) generates at most this many test
+# cases per API operation and phase: 25 takes about a minute here for the
+# two tokens; the fuzzer's seed is printed, SCHEMATHESIS_SEED=N replays it.
+SCHEMATHESIS_EXAMPLES ?= 25
+
 .PHONY: test
-test: deps ## install and start MariaDB, PostgreSQL, HBase and Chromium, then run the whole suite
+test: deps build ## install and start MariaDB, PostgreSQL, HBase, Chromium and schemathesis, then run the whole suite and fuzz the API
 	$(GO) vet ./...
 	set -a; eval "$$(scripts/mariadb.sh env)"; eval "$$(scripts/postgres.sh env)"; if [ -x scripts/hbase-standalone.sh ]; then eval "$$(scripts/hbase-standalone.sh env)"; fi; set +a; \
 	$(GO) test $(TESTFLAGS) $(PKGS)
@@ -63,6 +69,12 @@ test: deps ## install and start MariaDB, PostgreSQL, HBase and Chromium, then ru
 		SNAPSTORE_SNAPSHOT_BACKEND=hbase $(GO) test $(TESTFLAGS) ./snapshot -model.steps=100; \
 	else echo "make: HBase is not running: the snapshot suite on HBase did not run (see make deps above)"; \
 		if [ -n "$$CI" ]; then exit 1; fi; fi
+	SCHEMATHESIS_EXAMPLES=$(SCHEMATHESIS_EXAMPLES) scripts/schemathesis.sh run $(BIN)
+
+.PHONY: fuzz-api
+fuzz-api: build ## schemathesis over /openapi.json, every check, reader and admin tokens (SCHEMATHESIS_EXAMPLES=25)
+	scripts/schemathesis.sh install
+	SCHEMATHESIS_EXAMPLES=$(SCHEMATHESIS_EXAMPLES) scripts/schemathesis.sh run $(BIN)
 
 .PHONY: screenshots
 screenshots: ## retake the console screenshots of docs/console.md (needs MariaDB and Chromium: make deps)

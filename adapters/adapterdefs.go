@@ -256,8 +256,9 @@ func (s *Service) datasetWriterLocked(dataset, except string) string {
 }
 
 // resourceCheckTimeout bounds the source check of an adapter create or
-// replace.
-const resourceCheckTimeout = 10 * time.Second
+// replace; above the default connect_timeout (10s), so that a server that
+// does not answer is reported by the connect bound, which names itself.
+const resourceCheckTimeout = 15 * time.Second
 
 // checkResource opens the adapter's resource through its connection, as a
 // run would, and closes it again: a missing table (ErrResourceNotFound) or
@@ -271,22 +272,36 @@ func (s *Service) checkResource(ctx context.Context, spec AdapterSpec) error {
 	if err == nil {
 		defer l.release()
 		var tr TableReader
-		tr, err = l.src.OpenTable(ctx, TableRequest{Resource: spec.Resource, KeyColumns: spec.KeyColumns})
+		tr, err = openResource(ctx, l, spec)
 		if err == nil {
 			if cerr := tr.Close(); cerr != nil {
 				s.log.Debug("closing the resource check", "adapter", spec.Name, "err", l.scrub(cerr))
 			}
 			return nil
 		}
-		err = l.scrub(err)
 	}
 	switch {
 	case errors.Is(err, ErrResourceNotFound), errors.Is(err, ErrNoKey), errors.Is(err, ErrConnectionNotFound):
 		return fmt.Errorf("adapter %q: %w", spec.Name, err)
 	}
-	s.log.Warn("adapter saved without checking its resource: the source did not answer", "adapter", spec.Name,
-		"connection", spec.Connection, "resource", spec.Resource, "err", err)
+	err = withBound(err, resourceCheckTimeout, "the bound of the resource check")
+	s.log.Warn("adapter saved without checking its resource", "adapter", spec.Name,
+		"connection", spec.Connection, "resource", spec.Resource, "cause", checkCause(err), "err", err)
 	return nil
+}
+
+// checkCause classifies why a resource check could not be made, for the
+// log: a *SourceError's cause (auth, unreachable, timeout, ...), "config"
+// for a connection whose options do not resolve, else "error".
+func checkCause(err error) string {
+	var se *SourceError
+	switch {
+	case errors.As(err, &se):
+		return se.Cause
+	case errors.Is(err, ErrBadOption):
+		return "config"
+	}
+	return "error"
 }
 
 // DeleteAdapter deletes an API adapter and its schedule; its dataset and

@@ -48,3 +48,14 @@ func (s *Service) TestConnection(ctx context.Context, name string) (TestResult, 
 	res.Message = scrubError(errors.New(res.Message), secrets...).Error()
 	return res, nil
 }
+
+// failedTest is the TestResult of a test whose connect failed with err: a
+// *SourceError gives its cause.
+func failedTest(err error, latency time.Duration) TestResult {
+	res := TestResult{Cause: "error", Message: err.Error(), Latency: latency}
+	var se *SourceError
+	if errors.As(err, &se) {
+		res.Cause = se.Cause
+	}
+	return res
+}

@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -19,7 +22,8 @@ func TestConnectionTestCauses(t *testing.T) {
 
 func testConnectionCauses(t *testing.T, e sourceEnv) {
 	ctx := context.Background()
-	ts := newStack(t, Options{})
+	logs := &syncLog{}
+	ts := newStack(t, Options{Logger: slog.New(slog.NewJSONHandler(io.MultiWriter(lockedWriter{}, logs), nil))})
 	closed, _ := net.Listen("tcp", "127.0.0.1:0")
 	closedPort := closed.Addr().(*net.TCPAddr).Port
 	closed.Close()
@@ -110,6 +114,7 @@ func testConnectionCauses(t *testing.T, e sourceEnv) {
 			if res.OK || res.Cause != tc.cause {
 				t.Fatalf("test %+v, want cause %s", res, tc.cause)
 			}
+			checkSourceFailure(t, ts, logs, tc.name, tc.cause, tc.opts, res)
 		})
 	}
 	if _, err := ts.svc.TestConnection(ctx, "nope"); !errors.Is(err, ErrConnectionNotFound) {
@@ -124,4 +129,81 @@ func testConnectionCauses(t *testing.T, e sourceEnv) {
 	if rec.Status != RunFailed || !strings.Contains(rec.Error, "refused the credentials") {
 		t.Fatalf("run with bad password: %+v", rec)
 	}
+}
+
+// runCodeOfCause is the run code of a run that fails for the same reason
+// as a connection test with the cause.
+var runCodeOfCause = map[string]string{
+	"auth":             "source_auth",
+	"unknown_database": "source_unavailable",
+	"unreachable":      "source_unavailable",
+	"timeout":          "source_unavailable",
+	"config":           "config",
+}
+
+// checkSourceFailure checks what a user reads about a data connection
+// conn that failed its test with res: a run of an adapter through it fails
+// with the code of the cause and the test's very message; the message
+// names the connection once, its server's address, the cause in words
+// and, for a timeout, the bound; an adapter created through it is saved
+// with a log line that says why its resource was not checked.
+func checkSourceFailure(t *testing.T, ts *testStack, logs *syncLog, conn, cause string, opts map[string]any, res TestResult) {
+	t.Helper()
+	ctx := context.Background()
+	msg := res.Message
+	if n := strings.Count(msg, fmt.Sprintf("data connection %q", conn)); n != 1 {
+		t.Errorf("the message names the connection %d times: %s", n, msg)
+	}
+	if host, ok := opts["host"].(string); ok && cause != "config" && !strings.HasPrefix(host, "/") {
+		if !strings.Contains(msg, fmt.Sprintf("%s:%v", host, opts["port"])) {
+			t.Errorf("the message does not name the server %s:%v: %s", host, opts["port"], msg)
+		}
+	}
+	for c, words := range map[string]string{
+		"auth":             "refused the credentials",
+		"unreachable":      "cannot connect: connection refused",
+		"timeout":          "no answer within 300ms (connect_timeout)",
+		"unknown_database": "no such database",
+		"config":           "",
+	} {
+		if c == cause && !strings.Contains(msg, words) {
+			t.Errorf("cause %s: the message lacks %q: %s", cause, words, msg)
+		}
+	}
+	for _, bad := range []string{"did not answer", "context deadline exceeded", "invalid connection", "through data connection"} {
+		if strings.Contains(msg, bad) {
+			t.Errorf("the message says %q: %s", bad, msg)
+		}
+	}
+	adapter := "a_" + conn
+	if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: adapter, Connection: conn, Resource: "actor"}); err != nil {
+		t.Fatal(noteErr(err))
+	}
+	want := fmt.Sprintf(`"msg":"adapter saved without checking its resource","adapter":%q,"connection":%q,"resource":"actor","cause":%q`, adapter, conn, cause)
+	if !strings.Contains(logs.String(), want) {
+		t.Errorf("no log line %s:\n%s", want, logs)
+	}
+	rec := ts.runWait(t, adapter)
+	noteText(rec.Error)
+	if rec.Status != RunFailed || rec.Code != runCodeOfCause[cause] || rec.Error != msg {
+		t.Errorf("run through %s: %s %s %q; want code %s and the test's message %q", conn, rec.Status, rec.Code, rec.Error, runCodeOfCause[cause], msg)
+	}
+}
+
+// syncLog is a goroutine-safe log sink for checks of log lines.
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

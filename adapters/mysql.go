@@ -40,7 +40,7 @@ var mysqlOptionDefs = []OptionDef{
 	{Key: "tls", Type: OptString, Allowed: []string{"false", "true", "skip-verify", "preferred"}, Doc: "TLS mode of the driver (default false)"},
 	{Key: "params", Type: OptStringMap, Doc: "session system variables set at connect, name -> SQL value"},
 	{Key: "dsn", Type: OptSecret, Doc: "a whole go-sql-driver DSN instead of host/port/socket/user/password/database; literal, env:NAME or file:/path"},
-	{Key: "connect_timeout", Type: OptDuration, Doc: "dial and connection-test timeout (default 10s)"},
+	{Key: "connect_timeout", Type: OptDuration, Doc: "bound of opening one connection, dial, handshake and login, and of a connection test (default 10s)"},
 	{Key: "read_timeout", Type: OptDuration, Doc: "I/O read timeout per packet (default 5m; 0s for none): bounds how long a run waits on a frozen source"},
 	{Key: "chunk_rows", Type: OptInt, Min: 1, Max: 10_000_000, Doc: "rows per keyset-pagination chunk of a pull (default 5000)"},
 }
@@ -165,10 +165,11 @@ func (mysqlConnector) Open(ctx context.Context, sc SourceConfig) (Source, error)
 	if err != nil {
 		return nil, scrubError(&OptionError{Key: "tls", Msg: err.Error()}, secrets...)
 	}
-	db := sql.OpenDB(c)
+	db := sql.OpenDB(boundedConnector{Connector: c, timeout: cfg.Timeout})
 	applyPool(db, sc.Pool)
 	return &mysqlSource{
 		name:      sc.Name,
+		addr:      sourceAddr{Connection: sc.Name, Type: "mysql", Addr: cfg.Addr, ConnectTimeout: cfg.Timeout},
 		db:        db,
 		dbName:    cfg.DBName,
 		chunkRows: int(sc.Options.Int("chunk_rows", defaultChunkRows)),
@@ -178,9 +179,34 @@ func (mysqlConnector) Open(ctx context.Context, sc SourceConfig) (Source, error)
 	}, nil
 }
 
+// boundedConnector bounds the opening of each new connection, dial and
+// handshake, by timeout (connect_timeout): the driver's own Timeout covers
+// the dial alone, so a server that accepts TCP and never answers would
+// hold a run until read_timeout. A pooled connection's wait for a free
+// slot is not a connect and is not bounded here.
+type boundedConnector struct {
+	driver.Connector
+	timeout time.Duration
+}
+
+// Connect implements driver.Connector.
+func (c boundedConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	if c.timeout <= 0 {
+		return c.Connector.Connect(ctx)
+	}
+	cctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	conn, err := c.Connector.Connect(cctx)
+	if err != nil && ctx.Err() == nil && cctx.Err() != nil {
+		return nil, &connectTimeoutError{timeout: c.timeout, err: err}
+	}
+	return conn, err
+}
+
 // mysqlSource is an open mysql data connection: one *sql.DB.
 type mysqlSource struct {
 	name      string
+	addr      sourceAddr
 	db        *sql.DB
 	dbName    string
 	chunkRows int
@@ -197,6 +223,16 @@ func (s *mysqlSource) CloseIdle() { s.db.SetMaxIdleConns(-1) }
 // scrub hides this connection's secrets in err.
 func (s *mysqlSource) scrub(err error) error { return scrubError(err, s.secrets...) }
 
+// conn takes one connection of the pool, opening it when none is idle; a
+// failure is a *SourceError naming the server and the cause.
+func (s *mysqlSource) conn(ctx context.Context) (*sql.Conn, error) {
+	c, err := s.db.Conn(ctx)
+	if err != nil {
+		return nil, newSourceError(ctx, s.addr, classifyMySQL(ctx, err), s.scrub(err))
+	}
+	return c, nil
+}
+
 // Test implements Tester: connect, VERSION(), SELECT 1 under connect_timeout.
 func (s *mysqlSource) Test(ctx context.Context) TestResult {
 	start := time.Now()
@@ -209,9 +245,9 @@ func (s *mysqlSource) Test(ctx context.Context) TestResult {
 		res.Latency = time.Since(start)
 		return res
 	}
-	conn, err := s.db.Conn(ctx)
+	conn, err := s.conn(ctx)
 	if err != nil {
-		return fail(err)
+		return failedTest(withBound(err, s.timeout, "connect_timeout"), time.Since(start))
 	}
 	defer conn.Close()
 	if err := conn.QueryRowContext(ctx, "SELECT VERSION()").Scan(&res.ServerVersion); err != nil {
@@ -300,7 +336,12 @@ func (s *mysqlSource) Resources(ctx context.Context) ([]Resource, error) {
 		args = mysqlSystemSchemas
 	}
 	q += ` ORDER BY TABLE_SCHEMA, TABLE_NAME`
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	conn, err := s.conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	rows, err := conn.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, s.scrub(fmt.Errorf("listing tables of data connection %q: %w", s.name, wrapSourceErr(ctx, err)))
 	}

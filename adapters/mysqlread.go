@@ -34,9 +34,9 @@ func (s *mysqlSource) OpenTable(ctx context.Context, req TableRequest) (_ TableR
 	if err := noSharedSnapshot(req); err != nil {
 		return nil, err
 	}
-	conn, err := s.db.Conn(ctx)
+	conn, err := s.conn(ctx)
 	if err != nil {
-		return nil, s.scrub(fmt.Errorf("connecting through data connection %q: %w", s.name, wrapSourceErr(ctx, err)))
+		return nil, err
 	}
 	t := &mysqlTable{src: s, conn: conn}
 	t.q = conn
@@ -103,7 +103,7 @@ func (t *mysqlTable) describe(ctx context.Context, req TableRequest) error {
 		break
 	}
 	if !found {
-		return fmt.Errorf("%w: %q through data connection %q", ErrResourceNotFound, req.Resource, t.src.name)
+		return ErrResourceNotFound // the caller names the resource and the connection (openResource)
 	}
 	rows, err := conn.QueryContext(ctx, `SELECT COLUMN_NAME, LOWER(DATA_TYPE), LOWER(COLUMN_TYPE), IS_NULLABLE,
 		COALESCE(CHARACTER_SET_NAME, ''), COALESCE(NUMERIC_PRECISION, 0), COALESCE(NUMERIC_SCALE, 0)

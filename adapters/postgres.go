@@ -35,7 +35,7 @@ var postgresOptionDefs = []OptionDef{
 	{Key: "sslrootcert", Type: OptString, Doc: "CA certificate file (PEM) that verify-ca and verify-full check the server against"},
 	{Key: "application_name", Type: OptString, Doc: "application_name the server shows in pg_stat_activity (default snapstore)"},
 	{Key: "statement_timeout", Type: OptDuration, Doc: "server-side bound on each query of a pull, a chunk query included (default: the server's; 0s for none)"},
-	{Key: "connect_timeout", Type: OptDuration, Doc: "dial and connection-test timeout (default 10s)"},
+	{Key: "connect_timeout", Type: OptDuration, Doc: "bound of opening one connection, dial, handshake and login, and of a connection test (default 10s)"},
 	{Key: "chunk_rows", Type: OptInt, Min: 1, Max: 10_000_000, Doc: "rows per keyset-pagination chunk of a pull (default 5000)"},
 }
 
@@ -157,8 +157,13 @@ func (postgresConnector) Open(ctx context.Context, sc SourceConfig) (Source, err
 	if err != nil {
 		return nil, scrubError(fmt.Errorf("opening data connection %q: %w", sc.Name, err), secrets...)
 	}
+	addr := cfg.ConnConfig.Host
+	if !strings.HasPrefix(addr, "/") {
+		addr = net.JoinHostPort(addr, strconv.Itoa(int(cfg.ConnConfig.Port)))
+	}
 	return &postgresSource{
 		name:      sc.Name,
+		addr:      sourceAddr{Connection: sc.Name, Type: "postgres", Addr: addr, ConnectTimeout: cfg.ConnConfig.ConnectTimeout},
 		pool:      pool,
 		chunkRows: int(sc.Options.Int("chunk_rows", defaultChunkRows)),
 		timeout:   cfg.ConnConfig.ConnectTimeout,
@@ -170,6 +175,7 @@ func (postgresConnector) Open(ctx context.Context, sc SourceConfig) (Source, err
 // postgresSource is an open postgres data connection: one pgxpool.
 type postgresSource struct {
 	name      string
+	addr      sourceAddr
 	pool      *pgxpool.Pool
 	chunkRows int
 	timeout   time.Duration
@@ -188,6 +194,16 @@ func (s *postgresSource) CloseIdle() { s.pool.Reset() }
 // scrub hides this connection's secrets in err.
 func (s *postgresSource) scrub(err error) error { return scrubError(err, s.secrets...) }
 
+// acquire takes one connection of the pool, opening it when none is idle;
+// a failure is a *SourceError naming the server and the cause.
+func (s *postgresSource) acquire(ctx context.Context) (*pgxpool.Conn, error) {
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, newSourceError(ctx, s.addr, classifyPostgres(ctx, err), s.scrub(err))
+	}
+	return c, nil
+}
+
 // Test implements Tester: connect, the server version, SELECT 1, under
 // connect_timeout.
 func (s *postgresSource) Test(ctx context.Context) TestResult {
@@ -201,9 +217,9 @@ func (s *postgresSource) Test(ctx context.Context) TestResult {
 		res.Latency = time.Since(start)
 		return res
 	}
-	conn, err := s.pool.Acquire(ctx)
+	conn, err := s.acquire(ctx)
 	if err != nil {
-		return fail(err)
+		return failedTest(withBound(err, s.timeout, "connect_timeout"), time.Since(start))
 	}
 	defer conn.Release()
 	if err := conn.QueryRow(ctx, "SELECT 'PostgreSQL ' || current_setting('server_version')").Scan(&res.ServerVersion); err != nil {
@@ -300,9 +316,9 @@ func postgresTableType(relkind string) string {
 // and their key (the primary key, else the unique key over NOT NULL
 // columns a run would choose; none for views).
 func (s *postgresSource) Resources(ctx context.Context) ([]Resource, error) {
-	conn, err := s.pool.Acquire(ctx)
+	conn, err := s.acquire(ctx)
 	if err != nil {
-		return nil, s.scrub(fmt.Errorf("listing tables of data connection %q: %w", s.name, wrapPostgresErr(ctx, err)))
+		return nil, err
 	}
 	defer conn.Release()
 	rows, err := conn.Query(ctx, `SELECT c.oid, n.nspname, c.relname, c.relkind::text, `+postgresEstimate+`

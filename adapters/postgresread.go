@@ -58,9 +58,9 @@ var pgSnapshotID = regexp.MustCompile(`^[0-9A-Fa-f]+(-[0-9A-Fa-f]+)+$`)
 // then the table described and its key chosen (P3) inside that same
 // snapshot, which every chunk reads (P1).
 func (s *postgresSource) OpenTable(ctx context.Context, req TableRequest) (_ TableReader, err error) {
-	conn, err := s.pool.Acquire(ctx)
+	conn, err := s.acquire(ctx)
 	if err != nil {
-		return nil, s.scrub(fmt.Errorf("connecting through data connection %q: %w", s.name, wrapPostgresErr(ctx, err)))
+		return nil, err
 	}
 	t := &pgTable{src: s, conn: conn}
 	t.chunk = req.ChunkRows
@@ -149,7 +149,7 @@ func (t *pgTable) describe(ctx context.Context, req TableRequest) error {
 		break
 	}
 	if !found {
-		return fmt.Errorf("%w: %q through data connection %q", ErrResourceNotFound, req.Resource, t.src.name)
+		return ErrResourceNotFound // the caller names the resource and the connection (openResource)
 	}
 	t.name = t.qualified()
 	rows, err := conn.Query(ctx, `SELECT a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull,

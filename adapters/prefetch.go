@@ -12,8 +12,11 @@ import (
 // work overlap with snapstore's (the run's writer goroutine, in package
 // snapshot, overlaps the store's writes in turn). Rows go over in batches,
 // copied out of the driver's buffers; at most prefetchDepth batches are in
-// flight, so memory is bounded by prefetchDepth times prefetchBytes, or by
-// the widest rows when they are wider.
+// flight, so memory is bounded by prefetchDepth times prefetchBytes. A row
+// wider than prefetchBytes is not copied: it goes over alone, lent (its
+// values still in the driver's buffers), and the read waits until it is
+// consumed; a table of wide rows is read one row at a time, as without
+// prefetching.
 const (
 	prefetchRows  = 512
 	prefetchBytes = 1 << 20
@@ -25,6 +28,7 @@ type rowBatch struct {
 	vals  []snapshot.Value
 	arena []byte
 	n     int
+	lent  bool // one row whose values are the source reader's
 }
 
 // prefetcher is a TableReader that reads another one ahead in its own
@@ -36,6 +40,7 @@ type prefetcher struct {
 	full, free  chan *rowBatch
 	cancel      context.CancelFunc
 	done        chan struct{}
+	back        chan struct{} // the consumer is done with a lent row
 	cur         *rowBatch
 	i           int   // the row of cur that Values returns
 	err         error // the consumer's: its context ended
@@ -49,7 +54,7 @@ type prefetcher struct {
 func prefetch(ctx context.Context, tr TableReader) *prefetcher {
 	ctx, cancel := context.WithCancel(ctx)
 	p := &prefetcher{TableReader: tr, cols: len(tr.Schema().Columns), full: make(chan *rowBatch, prefetchDepth),
-		free: make(chan *rowBatch, prefetchDepth), cancel: cancel, done: make(chan struct{})}
+		free: make(chan *rowBatch, prefetchDepth), cancel: cancel, done: make(chan struct{}), back: make(chan struct{}, 1)}
 	for range prefetchDepth {
 		p.free <- &rowBatch{arena: make([]byte, 0, prefetchBytes)}
 	}
@@ -66,7 +71,7 @@ func (p *prefetcher) read(ctx context.Context) {
 	take := func() bool {
 		select {
 		case b = <-p.free:
-			b.n, b.vals, b.arena = 0, b.vals[:0], b.arena[:0]
+			b.n, b.vals, b.arena, b.lent = 0, b.vals[:0], b.arena[:0], false
 			return true
 		case <-ctx.Done():
 			return false
@@ -98,7 +103,21 @@ func (p *prefetcher) read(ctx context.Context) {
 			}
 		}
 		if size > cap(b.arena) {
-			b.arena = make([]byte, 0, size) // a wide row: an arena of its own
+			// A wide row: lent, alone, and the source reader waits (its
+			// buffers hold the row) until the consumer is done with it.
+			b.vals, b.n, b.lent = append(b.vals, row...), 1, true
+			if !send() {
+				return
+			}
+			select {
+			case <-p.back:
+			case <-ctx.Done():
+				return
+			}
+			if !take() {
+				return
+			}
+			continue
 		}
 		for _, v := range row {
 			if v.Bytes != nil {
@@ -123,10 +142,11 @@ func (p *prefetcher) Next(ctx context.Context) bool {
 			p.i++
 			return true
 		}
-		if cap(p.cur.arena) > prefetchBytes {
-			p.cur.arena = make([]byte, 0, prefetchBytes) // let a wide row's arena go
-		}
+		lent := p.cur.lent
 		p.free <- p.cur
+		if lent {
+			p.back <- struct{}{}
+		}
 		p.cur = nil
 	}
 	select {

@@ -117,6 +117,15 @@ func (s *Service) execute(ctx context.Context, ar *activeRun, spec AdapterSpec, 
 	defer ar.cancel(nil)
 	res, err := s.pull(ctx, ar, spec, force)
 	end := s.now().UTC()
+	// Free the adapter before the record says the run ended: a client that
+	// sees the final status and starts the next run must not be refused
+	// with ErrRunInProgress. The record stays readable through s.runs
+	// until it is saved.
+	s.mu.Lock()
+	if s.running[spec.Name] == ar {
+		delete(s.running, spec.Name)
+	}
+	s.mu.Unlock()
 	ar.mu.Lock()
 	ar.rec.End = &end
 	endPhases(ar.rec.Phases, end)
@@ -159,9 +168,6 @@ func (s *Service) execute(ctx context.Context, ar *activeRun, spec AdapterSpec, 
 	}
 	s.pruneRuns(saveCtx, rec.Adapter)
 	s.mu.Lock()
-	if s.running[rec.Adapter] == ar {
-		delete(s.running, rec.Adapter)
-	}
 	delete(s.runs, rec.ID)
 	s.mu.Unlock()
 	close(ar.done)
@@ -175,9 +181,9 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, for
 		return pullResult{}, err
 	}
 	defer l.release()
-	src, err := l.src.OpenTable(ctx, TableRequest{Resource: spec.Resource, KeyColumns: spec.KeyColumns})
+	src, err := openResource(ctx, l, spec)
 	if err != nil {
-		return pullResult{}, l.scrub(fmt.Errorf("opening %q through data connection %q: %w", spec.Resource, spec.Connection, err))
+		return pullResult{}, err
 	}
 	defer src.Close()
 	tbl := src.Table()
@@ -472,6 +478,23 @@ func embedJSON(schema *snapshot.Schema, on bool) []int {
 	}
 	schema.Columns = cols
 	return idx
+}
+
+// openResource opens spec's resource through the lease l, as a run and
+// the check of an adapter do. An error names the resource and the data
+// connection once: a *SourceError (the connect failed) already names the
+// connection and its server, and comes back as it is.
+func openResource(ctx context.Context, l *lease, spec AdapterSpec) (TableReader, error) {
+	tr, err := l.src.OpenTable(ctx, TableRequest{Resource: spec.Resource, KeyColumns: spec.KeyColumns})
+	if err == nil {
+		return tr, nil
+	}
+	err = l.scrub(err)
+	var se *SourceError
+	if errors.As(err, &se) {
+		return nil, err
+	}
+	return nil, fmt.Errorf("resource %q through data connection %q: %w", spec.Resource, spec.Connection, err)
 }
 
 // abortedText is the error of a run cancelled by Close: ErrShuttingDown and

@@ -70,7 +70,9 @@ type RunRecord struct {
 	Error         string `json:"error,omitempty"`
 	// Code classifies a run that did not succeed, stable for scripts:
 	// guard_refused, duplicate_key, resource_not_found, no_key, unsupported_type,
-	// source_unavailable, source_auth, connection_not_found, key_changed,
+	// source_unavailable, source_auth, connection_not_found, config (the
+	// connection's options do not resolve: an env: variable unset, a
+	// file: unreadable; the cause a connection test gives), key_changed,
 	// bad_key, aborted, skipped, error (anything else).
 	Code string `json:"code,omitempty"`
 	// Forced is true for a run started with RunOptions.Force.
@@ -97,6 +99,7 @@ var runCodes = []struct {
 	{ErrSourceAuth, "source_auth"},
 	{ErrSourceUnavailable, "source_unavailable"},
 	{ErrConnectionNotFound, "connection_not_found"},
+	{ErrBadOption, "config"},
 	{ErrShuttingDown, "aborted"},
 	{context.Canceled, "aborted"},
 }
@@ -209,6 +212,24 @@ func (s *Service) ListRuns(ctx context.Context, adapter string, limit int) ([]Ru
 		runs[i] = withProgress(runs[i], now)
 	}
 	return runs, nil
+}
+
+// LastRuns returns the newest run of every adapter that has one, by
+// adapter name, with its progress (live when running): one pass over the
+// run records, however many adapters.
+func (s *Service) LastRuns(ctx context.Context) (map[string]RunRecord, error) {
+	runs, err := s.allRuns(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	now := s.now().UTC()
+	out := map[string]RunRecord{}
+	for _, r := range runs { // newest first
+		if _, ok := out[r.Adapter]; !ok {
+			out[r.Adapter] = withProgress(r, now)
+		}
+	}
+	return out, nil
 }
 
 // pruneRuns deletes the finished records of adapter beyond the newest

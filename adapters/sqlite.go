@@ -54,12 +54,14 @@ func (sqliteConnector) Open(ctx context.Context, sc SourceConfig) (Source, error
 		return nil, fmt.Errorf("opening sqlite database %s: %w", abs, err)
 	}
 	applyPool(db, sc.Pool)
-	return &sqliteSource{name: sc.Name, path: abs, db: db, chunkRows: int(sc.Options.Int("chunk_rows", defaultChunkRows))}, nil
+	return &sqliteSource{name: sc.Name, path: abs, addr: sourceAddr{Connection: sc.Name, Type: "sqlite", Addr: abs},
+		db: db, chunkRows: int(sc.Options.Int("chunk_rows", defaultChunkRows))}, nil
 }
 
 type sqliteSource struct {
 	name      string
 	path      string
+	addr      sourceAddr
 	db        *sql.DB
 	chunkRows int
 }
@@ -83,14 +85,22 @@ func (s *sqliteSource) wrap(err error) error {
 	return fmt.Errorf("%w: %w", ErrSourceUnavailable, err)
 }
 
+// openError is the *SourceError of a database file that did not open:
+// a missing or unreadable file says so rather than SQLite's "unable to
+// open database file (14)".
+func (s *sqliteSource) openError(ctx context.Context, err error) error {
+	if _, serr := os.Stat(s.path); serr != nil {
+		err = serr
+	}
+	return newSourceError(ctx, s.addr, "unreachable", err)
+}
+
 // Test implements Tester.
 func (s *sqliteSource) Test(ctx context.Context) TestResult {
 	start := time.Now()
 	res := TestResult{}
 	if _, err := os.Stat(s.path); err != nil {
-		res.Cause, res.Message = "unreachable", fmt.Sprintf("sqlite database %s: %v", s.path, errors.Unwrap(err))
-		res.Latency = time.Since(start)
-		return res
+		return failedTest(s.openError(ctx, err), time.Since(start))
 	}
 	err := s.db.QueryRowContext(ctx, "SELECT sqlite_version()").Scan(&res.ServerVersion)
 	if err == nil {

@@ -44,7 +44,7 @@ func (s *sqliteSource) OpenTable(ctx context.Context, req TableRequest) (_ Table
 	}()
 	t.conn, err = s.db.Conn(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("opening sqlite data connection %q: %w", s.name, s.wrap(err))
+		return nil, s.openError(ctx, err)
 	}
 	// A read transaction: every chunk sees the same database state.
 	t.tx, err = t.conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
@@ -70,7 +70,7 @@ func (s *sqliteSource) OpenTable(ctx context.Context, req TableRequest) (_ Table
 		break
 	}
 	if name == "" {
-		return nil, fmt.Errorf("%w: %q through data connection %q", ErrResourceNotFound, req.Resource, s.name)
+		return nil, ErrResourceNotFound // the caller names the resource and the connection (openResource)
 	}
 	rows, err := t.tx.QueryContext(ctx, `SELECT name, type, "notnull", pk FROM pragma_table_info(?)`, name)
 	if err != nil {

@@ -35,6 +35,10 @@ type Config struct {
 	GossipKey []byte
 	// API is the advertised address of the node's HTTP API (tag api).
 	API string
+	// Transfer is the advertised address of the node's transfer listener
+	// (tag xfer, cluster/transfer), host:port; empty when the node
+	// receives no rows of partitioned runs.
+	Transfer string
 	// Weight is the placement weight, 1 to 10000; default 100.
 	Weight int
 	// Zone is the node's failure zone, at most 64 bytes; default none.
@@ -148,6 +152,11 @@ func (c *Config) Validate() error {
 	}
 	if len(c.API) > maxAddrLen {
 		bad("advertise_api", "at most %d bytes (serf's tag limit), got %d", maxAddrLen, len(c.API))
+	}
+	if c.Transfer != "" {
+		if _, _, err := splitAddr(c.Transfer); err != nil {
+			bad("transfer", "%v", err)
+		}
 	}
 	if c.Weight < 1 || c.Weight > maxWeight {
 		bad("weight", "want 1 to %d, got %d", maxWeight, c.Weight)

@@ -21,6 +21,10 @@
 //   - peers.go: the peers file, so that a node rejoins after a crash.
 //   - logbridge.go: serf's and memberlist's log lines into slog.
 //   - rendezvous.go: weighted rendezvous (highest random weight) placement.
+//   - partitions.go: the placement of the partitions of partitioned runs,
+//     rendezvous with bounded loads (Rebalance).
+//   - partitiontable.go: the partition table in the metadata table, with
+//     its epoch, changed by compare-and-set (Partitions, Keeper).
 //   - metrics.go: members by state, flaps, transitions.
 //   - nodelist.go: the interface of the persisted node list (not built).
 //

@@ -106,7 +106,7 @@ func Open(ctx context.Context, cfg Config) (*Membership, error) {
 		stopc:    make(chan struct{}),
 		donec:    make(chan struct{}),
 		self: Tags{
-			API: cfg.API, Weight: cfg.Weight, Zone: cfg.Zone, Version: truncate(cfg.Version, maxVersionLen),
+			API: cfg.API, Transfer: cfg.Transfer, Weight: cfg.Weight, Zone: cfg.Zone, Version: truncate(cfg.Version, maxVersionLen),
 			Incarnation: newIncarnation(), State: Joining,
 		},
 	}

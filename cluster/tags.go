@@ -11,7 +11,7 @@ import (
 // every membership message (K7).
 const (
 	tagAPI         = "api"  // advertised HTTP API address host:port
-	tagTransfer    = "xfer" // transfer address of partitioned runs; unset until they exist
+	tagTransfer    = "xfer" // transfer address of partitioned runs (cluster/transfer); unset without one
 	tagWeight      = "w"    // placement weight, decimal
 	tagZone        = "zone" // failure zone, may be empty
 	tagVersion     = "v"    // build version
@@ -33,8 +33,8 @@ const (
 type Tags struct {
 	// API is the advertised address of the node's HTTP API, host:port.
 	API string
-	// Transfer is the address partitioned runs will send rows to; empty
-	// until they exist.
+	// Transfer is the address the rows of partitioned runs are sent to
+	// (cluster/transfer); empty when the node has no transfer listener.
 	Transfer string
 	// Weight is the node's placement weight (rendezvous.go), 1 to 10000.
 	Weight int

@@ -54,6 +54,9 @@ type adapterOut struct {
 	CreatedAt time.Time       `json:"created_at"`
 	UpdatedAt time.Time       `json:"updated_at"`
 	NextRun   *time.Time      `json:"next_run,omitempty"`
+	// LastRun is the adapter's newest run, running or ended; absent before
+	// the first.
+	LastRun *adapters.RunRecord `json:"last_run,omitempty"`
 }
 
 func toAdapterOut(a adapters.Adapter) adapterOut {
@@ -83,12 +86,20 @@ func toAdapterOut(a adapters.Adapter) adapterOut {
 }
 
 // listAdapters answers GET /v1/adapters: every adapter, from the config
-// file and the API, with its next run.
+// file and the API, with its next and its last run.
 func (s *Server) listAdapters(c echo.Context) error {
 	as := s.svc.ListAdapters()
+	last, err := s.svc.LastRuns(c.Request().Context())
+	if err != nil {
+		return err
+	}
 	out := make([]adapterOut, 0, len(as))
 	for _, a := range as {
-		out = append(out, toAdapterOut(a))
+		o := toAdapterOut(a)
+		if r, ok := last[a.Name]; ok {
+			o.LastRun = &r
+		}
+		out = append(out, o)
 	}
 	return answerList(c, "adapters", out)
 }
@@ -111,7 +122,18 @@ func (s *Server) createAdapter(c echo.Context) error {
 func (s *Server) getAdapter(c echo.Context) error {
 	return answerByParam(c, "name", func(ctx context.Context, name string) (adapterOut, error) {
 		a, err := s.svc.GetAdapter(ctx, name)
-		return toAdapterOut(a), err
+		if err != nil {
+			return adapterOut{}, err
+		}
+		o := toAdapterOut(a)
+		runs, err := s.svc.ListRuns(ctx, name, 1)
+		if err != nil {
+			return adapterOut{}, err
+		}
+		if len(runs) > 0 {
+			o.LastRun = &runs[0]
+		}
+		return o, nil
 	})
 }
 

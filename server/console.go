@@ -141,6 +141,8 @@ func (c *console) routes() error {
 		{"POST /ui/connections/{name}/test", "POST /v1/connections/{name}/test", c.testConnection},
 		{"POST /ui/connections/{name}/delete", "DELETE /v1/connections/{name}", c.dropConnection},
 
+		{"GET /ui/cluster", "GET /v1/cluster/backlog", c.clusterPage},
+
 		{"GET /ui/gc", "GET /v1/datasets", c.gcPage},
 		{"POST /ui/gc/{dataset}", "POST /v1/datasets/{dataset}/gc", c.gc},
 
@@ -265,6 +267,8 @@ type pageData struct {
 	Build string
 	// Section names the navigation entry to mark current.
 	Section string
+	// Clustered shows the cluster page in the navigation.
+	Clustered bool
 }
 
 // sections maps a page to its navigation entry.
@@ -273,7 +277,7 @@ var sections = map[string]string{
 	"adapters": "adapters", "adapter_form": "adapters",
 	"runs": "runs", "run": "runs",
 	"connections": "connections", "connection": "connections", "connection_form": "connections",
-	"gc": "gc", "api": "api",
+	"gc": "gc", "api": "api", "cluster": "cluster",
 }
 
 // render answers status with page, whole: its template set executed from
@@ -297,7 +301,7 @@ func (c *console) execute(w http.ResponseWriter, status int, page, name string, 
 		return fmt.Errorf("server: console: no page %q", page)
 	}
 	var buf bytes.Buffer
-	if err := t.ExecuteTemplate(&buf, name, pageData{V: v, D: data, Build: c.s.build, Section: sections[page]}); err != nil {
+	if err := t.ExecuteTemplate(&buf, name, pageData{V: v, D: data, Build: c.s.build, Section: sections[page], Clustered: c.s.cluster != nil}); err != nil {
 		return fmt.Errorf("server: console: rendering %s/%s: %w", page, name, err)
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")

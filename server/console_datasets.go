@@ -369,11 +369,17 @@ func (c *console) untag(w http.ResponseWriter, r *http.Request, v viewer) error 
 	return nil
 }
 
-// rollbackView is the rollback confirmation.
+// rollbackView is the rollback confirmation: the target, and what the
+// rollback does to the versions after it (snapshot.DB.Rollback: they
+// become unreadable and their tags go).
 type rollbackView struct {
 	Dataset string
 	Target  snapshot.VersionInfo
 	Current int64
+	// Later are the kept versions after the target, oldest first; LostTags
+	// their tags.
+	Later    []int64
+	LostTags []string
 }
 
 // rollbackConfirm answers GET /ui/datasets/{dataset}/rollback?version=N:
@@ -393,7 +399,18 @@ func (c *console) rollbackConfirm(w http.ResponseWriter, r *http.Request, v view
 	if err != nil {
 		return err
 	}
-	return c.render(w, r, http.StatusOK, "rollback", v, rollbackView{Dataset: ds, Target: target, Current: d.Current})
+	vs, err := c.s.db.Versions(ctx, ds)
+	if err != nil {
+		return err
+	}
+	view := rollbackView{Dataset: ds, Target: target, Current: d.Current}
+	for i := len(vs) - 1; i >= 0; i-- { // vs is newest first
+		if vs[i].Version > ver {
+			view.Later = append(view.Later, vs[i].Version)
+			view.LostTags = append(view.LostTags, vs[i].Tags...)
+		}
+	}
+	return c.render(w, r, http.StatusOK, "rollback", v, view)
 }
 
 // rollback answers POST /ui/datasets/{dataset}/rollback (form: version),

@@ -13,9 +13,6 @@ import (
 // runsListed is the most runs the history shows.
 const runsListed = 200
 
-// runStatuses are the filters of the history, in the order shown.
-var runStatuses = []adapters.RunStatus{adapters.RunRunning, adapters.RunSucceeded, adapters.RunFailed, adapters.RunAborted, adapters.RunSkipped}
-
 // runsView is the run history.
 type runsView struct {
 	Runs     []adapters.RunRecord
@@ -33,26 +30,9 @@ func (c *console) runs(w http.ResponseWriter, r *http.Request, v viewer) error {
 	for _, a := range c.s.svc.ListAdapters() {
 		view.Adapters = append(view.Adapters, a.Name)
 	}
-	if view.Adapter != "" {
-		if _, err := c.s.svc.GetAdapter(r.Context(), view.Adapter); err != nil {
-			return withField(err, "adapter")
-		}
-	}
-	limit := runsListed
-	if view.Status != "" {
-		limit = maxRunsListed // filtered below: look further back
-	}
-	all, err := c.s.svc.ListRuns(r.Context(), view.Adapter, limit)
-	if err != nil {
+	var err error
+	if view.Runs, err = c.s.findRuns(r.Context(), view.Adapter, view.Status, runsListed); err != nil {
 		return err
-	}
-	for _, run := range all {
-		if view.Status == "" || string(run.Status) == view.Status {
-			view.Runs = append(view.Runs, run)
-		}
-		if len(view.Runs) == runsListed {
-			break
-		}
 	}
 	return c.render(w, r, http.StatusOK, "runs", v, view)
 }

@@ -132,7 +132,7 @@ func TestConsole_EveryPage(t *testing.T) {
 	}
 	b.page("/ui/datasets/products/diff", "1 updated")
 	b.page("/ui/datasets/products/rollback?version="+s1,
-		"commits a new version with the content of version "+s1, "versions after "+s1+" stay readable")
+		"makes version "+s1, "The later versions ("+s2+") become unreadable; this cannot be undone.")
 	b.page("/ui/adapters", `id="adapter-products"`, "Run now", "config")
 	b.page("/ui/adapters/new", `name="schedule"`, `<option value="shop"`)
 	b.page("/ui/adapters/products/edit", `value="products"`)
@@ -414,3 +414,33 @@ func TestConsole_LoopbackHost(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestConsole_RollbackSaysWhatItDoes: the confirmation names the versions
+// and tags a rollback takes away, and after it the server did exactly
+// that: the later version reads 410, its tag is gone, the target is
+// current. A change of rollback's rule fails here until the page says the
+// new one.
+func TestConsole_RollbackSaysWhatItDoes(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	v1 := f.run("products")
+	f.exec(`UPDATE products SET stock = 7 WHERE id = 1`)
+	v2 := f.run("products")
+	s1, s2 := itoa(v1), itoa(v2)
+	f.must(200, "PUT", "/v1/datasets/products/tags/second", "")
+	b := newBrowser(t, f)
+	b.page("/ui/datasets/products/rollback?version="+s1,
+		"makes version "+s1, "The current version is "+s2,
+		"The later versions ("+s2+") become unreadable and their tags (second) are removed")
+	if r := b.post("/ui/datasets/products/rollback", url.Values{"version": {s1}}); r.status != http.StatusSeeOther {
+		t.Fatalf("rollback: %d %s", r.status, r.body)
+	}
+	f.must(410, "GET", "/v1/datasets/products/versions/"+s2, "").problem(t)
+	f.must(404, "GET", "/v1/datasets/products?tag=second", "").problem(t)
+	var d struct {
+		Current int64 `json:"current_version"`
+	}
+	f.must(200, "GET", "/v1/datasets/products", "").json(t, &d)
+	if d.Current != v1 {
+		t.Fatalf("current %d after the rollback to %d", d.Current, v1)
+	}
+}

@@ -76,8 +76,9 @@ type fixture struct {
 }
 
 type fixtureOpts struct {
-	tokens  []Token
-	cluster Cluster
+	tokens   []Token
+	cluster  Cluster
+	transfer Transfer
 }
 
 func newFixture(t testing.TB, fo fixtureOpts) *fixture {
@@ -120,7 +121,7 @@ func newFixture(t testing.TB, fo fixtureOpts) *fixture {
 		st.Close()
 		t.Fatal(err)
 	}
-	srv, err := New(Options{DB: db, Adapters: svc, Tokens: fo.tokens, Logger: log, Registerer: reg, Gatherer: reg, BuildVersion: "test", Cluster: fo.cluster})
+	srv, err := New(Options{DB: db, Adapters: svc, Tokens: fo.tokens, Logger: log, Registerer: reg, Gatherer: reg, BuildVersion: "test", Cluster: fo.cluster, Transfer: fo.transfer})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,8 +4,10 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -27,6 +29,7 @@ type quickParam struct {
 	min, max float64 // integer bounds (NaN: none)
 	minLen   int     // string length bounds in runes (maxLen -1: none)
 	maxLen   int
+	dateTime bool // string format date-time
 }
 
 type quickKind int
@@ -107,10 +110,11 @@ func compileQuickParam(p *openapi3.Parameter) (quickParam, bool) {
 	qp.min, qp.max, qp.maxLen = math.NaN(), math.NaN(), -1
 	switch {
 	case s.Type.Is(openapi3.TypeString):
-		if s.Format != "" || s.Pattern != "" || s.Min != nil || s.Max != nil {
+		if s.Format != "" && s.Format != "date-time" || s.Pattern != "" || s.Min != nil || s.Max != nil {
 			return quickParam{}, false
 		}
 		qp.kind = quickString
+		qp.dateTime = s.Format == "date-time"
 		qp.minLen = int(s.MinLength)
 		if s.MaxLength != nil {
 			qp.maxLen = int(*s.MaxLength)
@@ -137,7 +141,7 @@ func compileQuickParam(p *openapi3.Parameter) (quickParam, bool) {
 	if qp.array && qp.kind != quickString {
 		return quickParam{}, false
 	}
-	if qp.array && (qp.minLen != 0 || qp.maxLen >= 0) {
+	if qp.array && (qp.maxLen >= 0 || qp.dateTime) {
 		return quickParam{}, false
 	}
 	return qp, true
@@ -204,6 +208,9 @@ func (qc *quickCheck) accepts(r *http.Request, pp pathParams, query url.Values) 
 	return true
 }
 
+// kinDateTime is kin-openapi's pattern of format date-time.
+var kinDateTime = regexp.MustCompile(openapi3.FormatOfStringDateTime)
+
 // maxExactInt is the largest integer every float64 holds exactly (2^53).
 const maxExactInt = 1 << 53
 
@@ -216,6 +223,13 @@ func (p *quickParam) acceptsValue(v string) bool {
 		if p.minLen > 0 || p.maxLen >= 0 {
 			n := utf8.RuneCountInString(v)
 			if n < p.minLen || p.maxLen >= 0 && n > p.maxLen {
+				return false
+			}
+		}
+		if p.dateTime {
+			// kin-openapi's date-time: its pattern, and a day the month
+			// has, which time.Parse checks too.
+			if _, err := time.Parse(time.RFC3339Nano, v); err != nil || !kinDateTime.MatchString(v) {
 				return false
 			}
 		}

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"context"
 	"net/http"
+	"slices"
 
 	"github.com/labstack/echo/v4"
 	"github.com/snapstore/snapstore/adapters"
@@ -60,6 +62,64 @@ func (s *Server) listRuns(c echo.Context) error {
 	}
 	return answerList(c, "runs", runs)
 }
+
+// listAllRuns answers GET /v1/runs?adapter=&status=&limit=: the newest
+// runs of every adapter, or of one, those of one status if asked.
+func (s *Server) listAllRuns(c echo.Context) error {
+	limit, err := parseLimit(c, maxRunsListed)
+	if err != nil {
+		return err
+	}
+	runs, err := s.findRuns(c.Request().Context(), c.QueryParam("adapter"), c.QueryParam("status"), limit)
+	if err != nil {
+		return err
+	}
+	return answerList(c, "runs", runs)
+}
+
+// findRuns returns the newest runs of adapter ("" for every adapter) with
+// the status ("" for any), at most limit (0: defaultRunsListed). With a
+// status it looks through the newest maxRunsListed runs. An adapter that
+// does not exist is adapters.ErrAdapterNotFound naming the field adapter;
+// a status that is none is a bad request.
+func (s *Server) findRuns(ctx context.Context, adapter, status string, limit int) ([]adapters.RunRecord, error) {
+	if adapter != "" {
+		if _, err := s.svc.GetAdapter(ctx, adapter); err != nil {
+			return nil, withField(err, "adapter")
+		}
+	}
+	if status != "" && !slices.Contains(runStatuses, adapters.RunStatus(status)) {
+		return nil, badField("status", "want running, succeeded, failed, aborted or skipped, got %q", status)
+	}
+	if limit == 0 {
+		limit = defaultRunsListed
+	}
+	look := limit
+	if status != "" {
+		look = maxRunsListed // filtered below: look further back
+	}
+	all, err := s.svc.ListRuns(ctx, adapter, look)
+	if err != nil {
+		return nil, err
+	}
+	var out []adapters.RunRecord
+	for _, run := range all {
+		if status == "" || string(run.Status) == status {
+			out = append(out, run)
+		}
+		if len(out) == limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+// runStatuses are the statuses of a run, in the order the console's
+// filter shows them.
+var runStatuses = []adapters.RunStatus{adapters.RunRunning, adapters.RunSucceeded, adapters.RunFailed, adapters.RunAborted, adapters.RunSkipped}
+
+// defaultRunsListed is the length of a list of runs without a limit.
+const defaultRunsListed = 100
 
 // getRun answers GET /v1/runs/{id}.
 func (s *Server) getRun(c echo.Context) error {

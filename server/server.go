@@ -34,6 +34,9 @@ type Options struct {
 	// Cluster is this node's view of its cluster; nil when it runs alone
 	// (GET /v1/cluster/nodes then answers 404 not_clustered).
 	Cluster Cluster
+	// Transfer is this node's transfer layer (the backlog); nil when it
+	// has no transfer listener.
+	Transfer Transfer
 	// now is the clock for the version-age gauge; default time.Now.
 	now func() time.Time
 }
@@ -54,6 +57,7 @@ type Server struct {
 	gatherer prometheus.Gatherer
 	build    string
 	cluster  Cluster
+	transfer Transfer
 	now      func() time.Time
 	stopping atomic.Bool
 	// byRoute holds the registered routes; read-only after New.
@@ -86,6 +90,7 @@ func New(opts Options) (*Server, error) {
 		gatherer: opts.Gatherer,
 		build:    opts.BuildVersion,
 		cluster:  opts.Cluster,
+		transfer: opts.Transfer,
 		now:      opts.now,
 	}
 	if s.log == nil {
@@ -173,9 +178,11 @@ func (s *Server) newEcho() *echo.Echo {
 	v1.DELETE("/adapters/:name", s.deleteAdapter)
 	v1.POST("/adapters/:name/runs", s.startRun)
 	v1.GET("/adapters/:name/runs", s.listRuns)
+	v1.GET("/runs", s.listAllRuns)
 	v1.GET("/runs/:id", s.getRun)
 
 	v1.GET("/cluster/nodes", s.clusterNodes)
+	v1.GET("/cluster/backlog", s.clusterBacklog)
 
 	// The documented operation of each registered route, found once here
 	// rather than by rewriting the echo path on every request.

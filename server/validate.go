@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -99,8 +100,13 @@ func (s *Server) validateRequest(c echo.Context, rt *route) error {
 		return err
 	}
 	params := map[string]string{}
-	for i, n := range c.ParamNames() {
-		v := c.ParamValues()[i]
+	for _, n := range c.ParamNames() {
+		// Echo leaves parameters escaped when the request has a raw
+		// path; the document describes the values (pathParam).
+		v, err := pathParam(c, n)
+		if err != nil {
+			return err
+		}
 		if n == "*" {
 			n = keyParam
 			if v == "" {
@@ -165,7 +171,7 @@ func (d *apiDoc) validate(ctx context.Context, req *http.Request, op apiOp, path
 				if m := unsupportedProperty.FindStringSubmatch(se.Reason); m != nil {
 					field += "." + m[1]
 				}
-				return badField(field, "%s", se.Reason)
+				return badField(field, "%s", schemaReason(se))
 			}
 			return badField(field, "%s", requestErrorText(re))
 		}
@@ -175,10 +181,20 @@ func (d *apiDoc) validate(ctx context.Context, req *http.Request, op apiOp, path
 
 var unsupportedProperty = regexp.MustCompile(`property "([^"]+)" is unsupported`)
 
+// schemaReason words a schema refusal for the user: a value that does not
+// match its pattern says what the document says the value is ("a Go
+// duration, ...") rather than the regular expression.
+func schemaReason(se *openapi3.SchemaError) string {
+	if se.SchemaField == "pattern" && se.Schema != nil && se.Schema.Description != "" {
+		return fmt.Sprintf("want %s; got %q", se.Schema.Description, fmt.Sprint(se.Value))
+	}
+	return se.Reason
+}
+
 func requestErrorText(re *openapi3filter.RequestError) string {
 	var se *openapi3.SchemaError
 	if errors.As(re.Err, &se) {
-		return se.Reason
+		return schemaReason(se)
 	}
 	if re.Err != nil {
 		msg := re.Err.Error()

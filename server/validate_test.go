@@ -47,7 +47,11 @@ func quickVerdict(s *Server, method, target string) (quick bool, kinErr error, o
 func TestQuickCheckAgreesWithKin(t *testing.T) {
 	s := routesOnly(t)
 	values := []string{"", "x", "1", "0", "-1", "1e3", "0x10", " 1", "+1", "10000", "10001", "9007199254740993",
-		"99999999999999999999", "true", "false", "TRUE", "t", "yes", "%ff", "a%2Fb", "é", strings.Repeat("n", 200), strings.Repeat("n", 201)}
+		"99999999999999999999", "true", "false", "TRUE", "t", "yes", "%ff", "a%2Fb", "é", strings.Repeat("n", 200), strings.Repeat("n", 201),
+		// as_of's date-time: valid, a day the month lacks, lower case, a
+		// leap second, an offset, no zone.
+		"2026-01-02T15:04:05Z", "2026-02-30T15:04:05Z", "2026-01-02t15:04:05z", "2026-06-30T23:59:60Z",
+		"2026-01-02T15:04:05.123456789+02:00", "2026-01-02T15:04:05"}
 	var keys []string
 	for k := range s.api.ops {
 		keys = append(keys, k)
@@ -99,7 +103,7 @@ func TestQuickCheckAgreesWithKin(t *testing.T) {
 		}
 	}
 	for _, k := range []string{"GET /v1/datasets/{dataset}/rows/{key}", "GET /v1/datasets/{dataset}/rows", "GET /v1/datasets/{dataset}"} {
-		if accepted[k] == 0 {
+		if accepted[k] < 100 {
 			t.Errorf("%s: the quick check accepted nothing; reads would all go to kin-openapi", k)
 		}
 	}

@@ -2,25 +2,89 @@ package server
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
-// listVersions answers GET /v1/datasets/{dataset}/versions: the kept
-// versions.
+// Versions lists are pages: limit versions (default defaultVersionsListed,
+// at most maxVersionsListed), newest first, and a next_page_token while
+// older ones remain.
+const (
+	defaultVersionsListed = 100
+	maxVersionsListed     = 1000
+)
+
+// listVersions answers GET /v1/datasets/{dataset}/versions: a page of
+// the kept versions, newest first.
 func (s *Server) listVersions(c echo.Context) error {
 	ds, err := pathParam(c, "dataset")
 	if err != nil {
 		return err
 	}
-	vs, err := s.db.Versions(c.Request().Context(), ds)
+	limit, err := parseLimit(c, maxVersionsListed)
 	if err != nil {
 		return err
 	}
-	return answerList(c, "versions", vs)
+	if limit == 0 {
+		limit = defaultVersionsListed
+	}
+	var before int64
+	if tok := c.QueryParam("page_token"); tok != "" {
+		if before, err = decodeVersionsToken(ds, tok); err != nil {
+			return err
+		}
+	}
+	vs, more, err := s.db.VersionsPage(c.Request().Context(), ds, before, limit)
+	if err != nil {
+		return err
+	}
+	if vs == nil {
+		vs = []snapshot.VersionInfo{}
+	}
+	out := versionsPage{Versions: vs}
+	if more {
+		out.NextPageToken = encodeVersionsToken(ds, vs[len(vs)-1].Version)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// versionsPage is the answer of GET /v1/datasets/{dataset}/versions.
+type versionsPage struct {
+	Versions      []snapshot.VersionInfo `json:"versions"`
+	NextPageToken string                 `json:"next_page_token,omitempty"`
+}
+
+// A versions page token holds the dataset and the version the next page
+// starts below: base64url of 'v', the version (uvarint), the dataset.
+// Naming the dataset lets a token given to another dataset be refused
+// rather than read as a position there.
+
+func encodeVersionsToken(dataset string, before int64) string {
+	b := binary.AppendUvarint([]byte{'v'}, uint64(before))
+	return base64.RawURLEncoding.EncodeToString(append(b, dataset...))
+}
+
+// decodeVersionsToken returns the version a versions page token starts
+// below; snapshot.ErrBadPageToken for a mangled token or one of another
+// dataset.
+func decodeVersionsToken(dataset, tok string) (int64, error) {
+	b, err := base64.RawURLEncoding.DecodeString(tok)
+	if err == nil && len(b) > 1 && b[0] == 'v' {
+		v, n := binary.Uvarint(b[1:])
+		if n > 0 && v > 0 && v <= math.MaxInt64 {
+			if string(b[1+n:]) == dataset {
+				return int64(v), nil
+			}
+			return 0, fmt.Errorf("%w: the token lists the versions of another dataset", snapshot.ErrBadPageToken)
+		}
+	}
+	return 0, fmt.Errorf("%w: not a token of a versions list", snapshot.ErrBadPageToken)
 }
 
 // getVersion answers GET /v1/datasets/{dataset}/versions/{version}.

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 )
@@ -88,5 +89,55 @@ func TestPageTokenMalformed(t *testing.T) {
 		if _, err := DecodePageToken("orders", b); !errors.Is(err, ErrBadPageToken) {
 			t.Errorf("DecodePageToken(%q) = %v, want ErrBadPageToken", b, err)
 		}
+	}
+}
+
+// TestVersionsPage lists the kept versions in pages, newest first: the
+// pages together are Versions, each version once; a page that starts
+// below a version GC collected since still continues where it stopped.
+func TestVersionsPage(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t, newTestStore(t), Options{})
+	var committed []int64
+	for i := range 7 {
+		committed = append(committed, runRows(t, db, [][]Value{{iv(1), sv(fmt.Sprint("v", i))}}).Version)
+	}
+	all, err := db.Versions(ctx, "t")
+	if err != nil || len(all) != 7 || all[0].Version != committed[6] || all[6].Version != committed[0] {
+		t.Fatalf("Versions: %v %v", all, err)
+	}
+	var got []int64
+	var before int64
+	for pages := 0; ; pages++ {
+		vs, more, err := db.VersionsPage(ctx, "t", before, 3)
+		if err != nil || pages > 3 {
+			t.Fatalf("page %d: %v", pages, err)
+		}
+		for _, v := range vs {
+			got = append(got, v.Version)
+		}
+		if !more {
+			if len(vs) == 0 || len(got) != 7 {
+				t.Fatalf("last page %v, all %v", vs, got)
+			}
+			break
+		}
+		before = vs[len(vs)-1].Version
+	}
+	want := slices.Clone(committed)
+	slices.Reverse(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("pages %v, want %v", got, want)
+	}
+	// A before between kept versions (one collected since) starts below it.
+	vs, more, err := db.VersionsPage(ctx, "t", committed[3]+1, 2)
+	if err != nil || !more || len(vs) != 2 || vs[0].Version != committed[3] || vs[1].Version != committed[2] {
+		t.Fatalf("from between versions: %v %v %v", vs, more, err)
+	}
+	if vs, more, err := db.VersionsPage(ctx, "t", committed[0], 5); err != nil || more || len(vs) != 0 {
+		t.Fatalf("below the oldest: %v %v %v", vs, more, err)
+	}
+	if _, _, err := db.VersionsPage(ctx, "nope", 0, 5); !errors.Is(err, ErrDatasetNotFound) {
+		t.Fatalf("unknown dataset: %v", err)
 	}
 }

@@ -340,20 +340,29 @@ func (st *rowState) resolveCells(cells []store.Cell, vis txn.Visibility, n int) 
 	return nil
 }
 
+// versionReserve is the longest header of a row version: its kind and
+// its count of cells.
+const versionReserve = 1 + binary.MaxVarintLen64
+
 // appendVersion appends a packed row version holding the cells idx
 // (ascending dictionary indexes) with the packed values vals.
 func appendVersion(dst []byte, full bool, idx []int, vals [][]byte) []byte {
-	h := byte(versionDelta)
-	if full {
-		h = versionFull
-	}
-	dst = append(dst, h)
-	dst = binary.AppendUvarint(dst, uint64(len(idx)))
+	dst = appendVersionHeader(dst, full, len(idx))
 	for j, i := range idx {
 		dst = binary.AppendUvarint(dst, uint64(i))
 		dst = append(dst, vals[j]...)
 	}
 	return dst
+}
+
+// appendVersionHeader appends the header of a row version of n cells.
+func appendVersionHeader(dst []byte, full bool, n int) []byte {
+	h := byte(versionDelta)
+	if full {
+		h = versionFull
+	}
+	dst = append(dst, h)
+	return binary.AppendUvarint(dst, uint64(n))
 }
 
 // dictionary is a dataset's column dictionary (datasetConfig.Columns)

@@ -13,10 +13,11 @@ import (
 // (without Sync; the commit syncs once).
 const batchSize = 4096
 
-// batchBytes bounds the bytes of changed cells a run's data batch holds
-// (its arena): a batch of wide rows (16 MB values) is handed to the writer
-// after it passes this size, whatever its count of mutations, so a run's
-// memory stays near writeDepth times batchBytes plus its widest row.
+// batchBytes bounds the bytes of row versions a run's data batch holds
+// (runPart.dataBytes): a batch of wide rows (16 MB values) is handed to
+// the writer after it passes this size, whatever its count of mutations,
+// so a run's memory stays near writeDepth times batchBytes plus its widest
+// row (run_write.go).
 const batchBytes = 8 << 20
 
 // RunOptions describe one run.
@@ -59,12 +60,21 @@ type Run struct {
 	prevVis  txn.Visibility
 	readOpts store.ReadOptions
 
-	stats   RunStats
-	sum     uint64
-	digest  *xxhash.Digest
-	keyBuf  []byte
-	enc     []byte   // packed column values of the current row
-	encOff  []int    // enc[encOff[i]:encOff[i+1]] is schema column i
+	stats  RunStats
+	sum    uint64
+	digest *xxhash.Digest
+	keyBuf []byte
+	// enc holds the current row as the cells of its full version: after
+	// versionReserve bytes (room for the version's header), each schema
+	// column's dictionary index and packed value, enc[encOff[i]:encEnd[i]]
+	// the value of schema column i.
+	enc    []byte
+	encOff []int
+	encEnd []int
+	// dictOf is the dictionary index of each schema column; inOrder says
+	// they ascend, so that enc is the body of the row's full version.
+	dictOf  []int
+	inOrder bool
 	cellIdx []int    // the cells of the row version to write:
 	cellVal [][]byte // dictionary indexes and packed values
 	getSt   rowState // a previous row read by a point read
@@ -95,6 +105,7 @@ type runPart struct {
 	data, seen     store.Batch
 	load           store.Load // the partition's load (run_write.go), nil when applied
 	arena, sarena  []byte
+	dataBytes      int        // bytes of p.data's cells: in arena, or lent (Run.writeVersion)
 	cur            *rowCursor // the previous version's rows, nil when none
 	loaded         bool       // cur holds a row not yet passed
 	lastKey        []byte     // last key put in this partition

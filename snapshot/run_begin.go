@@ -101,8 +101,12 @@ func (db *DB) beginAcquired(ctx context.Context, ds *dataset, cfg DatasetConfig,
 	for d := range r.runOf {
 		r.runOf[d] = -1
 	}
+	r.inOrder = true
 	for si, c := range r.opts.Schema.Columns {
-		r.runOf[dict.index[c.Name]] = si
+		d := dict.index[c.Name]
+		r.runOf[d] = si
+		r.inOrder = r.inOrder && (si == 0 || d > r.dictOf[si-1])
+		r.dictOf = append(r.dictOf, d)
 	}
 	if prev != nil {
 		r.prevVis = db.txm.Visibility(ds.name, prev.Version)

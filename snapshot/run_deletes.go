@@ -110,6 +110,7 @@ func (r *Run) deleteRow(ctx context.Context, p *runPart, row []byte) error {
 	st := len(p.arena)
 	p.arena = append(p.arena, row...)
 	p.data.DeleteRow(p.arena[st:len(p.arena):len(p.arena)], r.id)
+	p.dataBytes += len(row)
 	r.stats.Deleted++
 	r.stats.BytesWritten += int64(len(row) + 8)
 	if p.data.Len() >= r.db.opts.batchSize {

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 )
@@ -72,13 +73,21 @@ func (r *Run) Put(ctx context.Context, vals []Value) error {
 
 	// Pack the row's column values (rowversion.go) and fold it into the
 	// checksum (D6).
-	r.enc = r.enc[:0]
-	r.encOff = r.encOff[:0]
+	need := versionReserve
 	for i := range vals {
+		need += 2*binary.MaxVarintLen64 + 1 + len(vals[i].Bytes)
+	}
+	if cap(r.enc) < need {
+		r.enc = make([]byte, 0, need) // one allocation, not growth by appends
+	}
+	r.enc = append(r.enc[:0], make([]byte, versionReserve)...)
+	r.encOff, r.encEnd = r.encOff[:0], r.encEnd[:0]
+	for i := range vals {
+		r.enc = binary.AppendUvarint(r.enc, uint64(r.dictOf[i]))
 		r.encOff = append(r.encOff, len(r.enc))
 		r.enc = appendColumnValue(r.enc, vals[i])
+		r.encEnd = append(r.encEnd, len(r.enc))
 	}
-	r.encOff = append(r.encOff, len(r.enc))
 	r.addChecksum()
 
 	// Write what differs (D5): a delta of the changed cells (new values,
@@ -91,7 +100,7 @@ func (r *Run) Put(ctx context.Context, vals []Value) error {
 	for d, si := range r.runOf {
 		switch {
 		case si >= 0:
-			nv := r.enc[r.encOff[si]:r.encOff[si+1]]
+			nv := r.enc[r.encOff[si]:r.encEnd[si]]
 			if !exists || !bytes.Equal(prev.value(d), nv) {
 				r.cellIdx, r.cellVal = append(r.cellIdx, d), append(r.cellVal, nv)
 				values++
@@ -110,7 +119,7 @@ func (r *Run) Put(ctx context.Context, vals []Value) error {
 			r.cellIdx, r.cellVal = r.cellIdx[:0], r.cellVal[:0]
 			for d, si := range r.runOf {
 				if si >= 0 {
-					r.cellIdx, r.cellVal = append(r.cellIdx, d), append(r.cellVal, r.enc[r.encOff[si]:r.encOff[si+1]])
+					r.cellIdx, r.cellVal = append(r.cellIdx, d), append(r.cellVal, r.enc[r.encOff[si]:r.encEnd[si]])
 				}
 			}
 		}
@@ -133,7 +142,7 @@ func (r *Run) Put(ctx context.Context, vals []Value) error {
 	if p.switched {
 		r.recordSeen(p, key)
 	}
-	if p.data.Len() >= r.db.opts.batchSize || len(p.arena) >= batchBytes {
+	if p.data.Len() >= r.db.opts.batchSize || p.dataBytes >= batchBytes {
 		if err := r.flushData(ctx, p); err != nil {
 			return err
 		}
@@ -157,15 +166,36 @@ func (r *Run) putKeyText(vals []Value) string {
 }
 
 // writeVersion adds the row version of key holding the cells r.cellIdx
-// and r.cellVal to the partition's batch.
+// and r.cellVal to the partition's batch. A full version whose cells are
+// the run's columns in dictionary order is r.enc itself, its header put in
+// the room before the cells; wider than batchBytes, it is not copied: the
+// batch takes r.enc, and the next row packs into a new one.
 func (r *Run) writeVersion(p *runPart, key []byte, full bool) {
 	st := len(p.arena)
 	p.arena = append(p.arena, key...)
 	row := p.arena[st:len(p.arena):len(p.arena)]
-	vs := len(p.arena)
-	p.arena = appendVersion(p.arena, full, r.cellIdx, r.cellVal)
-	v := p.arena[vs:len(p.arena):len(p.arena)]
+	var v []byte
+	switch {
+	case full && r.inOrder && len(r.cellIdx) == len(r.dictOf):
+		var h [versionReserve]byte
+		hdr := appendVersionHeader(h[:0], true, len(r.cellIdx))
+		start := versionReserve - len(hdr)
+		copy(r.enc[start:], hdr)
+		v = r.enc[start:len(r.enc):len(r.enc)]
+		if len(v) > batchBytes {
+			r.enc = nil
+			break
+		}
+		vs := len(p.arena)
+		p.arena = append(p.arena, v...)
+		v = p.arena[vs:len(p.arena):len(p.arena)]
+	default:
+		vs := len(p.arena)
+		p.arena = appendVersion(p.arena, full, r.cellIdx, r.cellVal)
+		v = p.arena[vs:len(p.arena):len(p.arena)]
+	}
 	p.data.Put(row, nil, r.id, v)
+	p.dataBytes += len(row) + len(v)
 	r.stats.BytesWritten += int64(len(row) + len(v) + 8)
 }
 

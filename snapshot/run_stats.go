@@ -56,7 +56,7 @@ func (r *Run) addChecksum() {
 	r.digest.Reset()
 	var lenBuf [binary.MaxVarintLen64]byte
 	for i, name := range r.cols {
-		v := r.enc[r.encOff[i]:r.encOff[i+1]]
+		v := r.enc[r.encOff[i]:r.encEnd[i]]
 		kind, payload := v[:1], v[1:]
 		switch Kind(v[0]) {
 		case KindNull, KindInt, KindUint, KindFloat:

@@ -4,8 +4,9 @@ package snapshot
 // hands it over when full; one goroutine per run writes the batches, in
 // the order handed over, while Put goes on comparing the next rows. At
 // most writeDepth batches exist per run (one filling, the others queued or
-// being written), so the run's memory stays bounded and Put waits when the
-// store is slower than the source.
+// being written), and those queued or being written hold writeBudget bytes
+// at most (or one batch wider than that), so the run's memory stays
+// bounded and Put waits when the store is slower than the source.
 //
 // A partition of a first run (no previous version) whose keys ascend loads
 // its row versions with the store's Loader when it has one (store/pebble
@@ -17,6 +18,7 @@ package snapshot
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 
 	"github.com/snapstore/snapstore/store"
@@ -26,11 +28,17 @@ import (
 // others queued or being written.
 const writeDepth = 3
 
+// writeBudget bounds the bytes of the batches queued or being written,
+// whatever their number: batches of wide rows (each over batchBytes) wait
+// until the writer has room, one at a time at worst.
+const writeBudget = (writeDepth - 1) * batchBytes
+
 // writeJob is a batch handed to the writer, or a barrier.
 type writeJob struct {
 	p       *runPart
 	batch   store.Batch
 	arena   []byte
+	size    int           // the bytes counted in runWriter.queued
 	barrier chan struct{} // closed by the writer when it reaches the job
 }
 
@@ -41,14 +49,16 @@ type runWriter struct {
 	jobs chan *writeJob
 	free chan *writeJob
 	done chan struct{}
+	room chan struct{} // signalled when queued bytes were written
 
-	mu  sync.Mutex
-	err error // the first write error; the run can then only be aborted
+	mu     sync.Mutex
+	err    error // the first write error; the run can then only be aborted
+	queued int   // bytes of the batches queued or being written
 }
 
 // startWriter starts the run's writer. ctx bounds every write.
 func (r *Run) startWriter(ctx context.Context) {
-	w := &runWriter{r: r, ctx: context.WithoutCancel(ctx), jobs: make(chan *writeJob, writeDepth), free: make(chan *writeJob, writeDepth), done: make(chan struct{})}
+	w := &runWriter{r: r, ctx: context.WithoutCancel(ctx), jobs: make(chan *writeJob, writeDepth), free: make(chan *writeJob, writeDepth), done: make(chan struct{}), room: make(chan struct{}, 1)}
 	// The spare batches are sized at once, so that the run's memory is
 	// what it will stay from the first row on.
 	for range writeDepth - 1 {
@@ -74,6 +84,16 @@ func (w *runWriter) loop() {
 		}
 		j.batch.Reset()
 		j.arena = j.arena[:0]
+		if cap(j.arena) > 2*batchBytes {
+			j.arena = nil // a wide row's: let it go
+		}
+		w.mu.Lock()
+		w.queued -= j.size
+		w.mu.Unlock()
+		select {
+		case w.room <- struct{}{}:
+		default:
+		}
 		w.free <- j
 	}
 }
@@ -108,12 +128,44 @@ func (w *runWriter) failed() error {
 // send hands p's batch to the writer and gives p an empty one, waiting
 // for one to be free.
 func (w *runWriter) send(p *runPart) {
+	// Only this goroutine adds to queued: room waited for stays.
+	size := p.dataBytes
+	p.dataBytes = 0
+	w.waitRoom(max(0, writeBudget-size))
+	w.mu.Lock()
+	w.queued += size
+	w.mu.Unlock()
 	j := <-w.free
-	j.p = p
+	j.p, j.size = p, size
 	j.batch, p.data = p.data, j.batch
 	j.arena, p.arena = p.arena, j.arena
 	p.data.Table = p.table
 	w.jobs <- j
+	if size > writeBudget {
+		// Wide rows: no copy of the next ones is made until these are
+		// written. Then their copies (the driver's packets, the packed
+		// row, the store's buffers: several times the row) are garbage,
+		// and are collected now: left to the collector's pace, what a
+		// table of such rows allocates while a cycle marks survives it,
+		// and the heap grows to twice that (docs/operations.md, capacity
+		// notes). A cycle costs little beside such a row: the heap to
+		// mark is small, the rows' bytes hold no pointers.
+		w.waitRoom(0)
+		runtime.GC()
+	}
+}
+
+// waitRoom returns when the bytes queued or being written are at most n.
+func (w *runWriter) waitRoom(n int) {
+	for {
+		w.mu.Lock()
+		ok := w.queued <= n
+		w.mu.Unlock()
+		if ok {
+			return
+		}
+		<-w.room
+	}
 }
 
 // wait returns when every batch handed over is written, with the first

@@ -46,17 +46,35 @@ type SourceInfo struct {
 
 // Versions lists the kept versions of a dataset, newest first.
 func (db *DB) Versions(ctx context.Context, dataset string) ([]VersionInfo, error) {
+	vs, _, err := db.VersionsPage(ctx, dataset, 0, 0)
+	return vs, err
+}
+
+// VersionsPage lists at most limit (0: every one) kept versions of a
+// dataset older than before (0: from the newest), newest first; more
+// reports that older kept versions remain, to be listed with before set
+// to the last version returned. A before that GC has collected since still
+// works: the page starts below it. ErrDatasetNotFound.
+func (db *DB) VersionsPage(ctx context.Context, dataset string, before int64, limit int) (vs []VersionInfo, more bool, err error) {
 	ds, err := db.lookup(ctx, dataset)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
-	out := make([]VersionInfo, 0, len(ds.versions))
-	for i := len(ds.versions) - 1; i >= 0; i-- {
-		out = append(out, ds.infoLocked(ds.versions[i]))
+	end := len(ds.versions) // ds.versions is oldest first
+	if before > 0 {
+		end, _ = slices.BinarySearchFunc(ds.versions, before, func(vi *VersionInfo, v int64) int { return cmp.Compare(vi.Version, v) })
 	}
-	return out, nil
+	n := end
+	if limit > 0 && limit < n {
+		n = limit
+	}
+	vs = make([]VersionInfo, 0, n)
+	for i := end - 1; i >= end-n; i-- {
+		vs = append(vs, ds.infoLocked(ds.versions[i]))
+	}
+	return vs, end > n, nil
 }
 
 // VersionInfo describes one kept version. ErrVersionNotKept.

@@ -14,8 +14,10 @@ var (
 	// timestamp. It is never worth retrying.
 	ErrInvalidArgument = errors.New("store: invalid argument")
 	// ErrUnavailable is returned when a remote backend (HBase) cannot be
-	// reached or timed out. A Batch that failed with it may or may not have
-	// been applied, wholly or (store/hbase) row by row (S1); retrying the same Batch is safe because
-	// every mutation is idempotent (S4).
+	// reached or timed out. The write that failed with it may or may not
+	// have been applied, wholly or (Apply on store/hbase) row by row (S1),
+	// and may still be applied later (S9). Repeating an Apply or MutateRow is
+	// safe because every mutation is idempotent (S4); a CheckAndMutate or
+	// Increment is not to be repeated blindly: read first.
 	ErrUnavailable = errors.New("store: backend unavailable")
 )

@@ -1,7 +1,9 @@
 package store
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"math"
 )
 
@@ -179,11 +181,43 @@ type Store interface {
 	// It is atomic and durable when it returns. start == end deletes
 	// nothing; start > end (both non-nil) is ErrInvalidArgument.
 	DeleteRange(ctx context.Context, table string, start, end []byte) error
+	// MutateRow applies b, whose mutations all name one row, atomically
+	// and durably whatever b.Sync says (S6): HBase's mutateRow. An empty
+	// batch is a no-op. Errors: ErrInvalidArgument (a bad mutation, or
+	// mutations of more than one row; nothing applied), ErrUnavailable (the
+	// outcome is unknown: S9), ErrClosed.
+	MutateRow(ctx context.Context, b *Batch) error
+	// CheckAndMutate applies b as MutateRow does, if and only if check holds
+	// on b's row, atomically with the check (S7), and reports whether it
+	// applied: HBase's checkAndMutate with CompareOperator EQUAL. b must
+	// hold at least one mutation. Errors as MutateRow's; after an error
+	// the outcome is unknown (S9).
+	CheckAndMutate(ctx context.Context, b *Batch, check Check) (applied bool, err error)
+	// Increment adds delta to the counter (table, row, column) and returns
+	// its new value, atomically and durably (S8): HBase's increment. delta
+	// 0 reads the counter. Errors: ErrInvalidArgument (empty table or row),
+	// ErrUnavailable (the outcome is unknown: S9), ErrClosed.
+	Increment(ctx context.Context, table string, row, column []byte, delta int64) (int64, error)
 	// Sync makes every batch applied before it durable (S2).
 	Sync(ctx context.Context) error
 	// Close releases the store. Iterators still open become invalid.
 	Close() error
 }
+
+// Check is the condition of CheckAndMutate (S7), on the row its batch
+// mutates: the newest version of Column, whatever its timestamp, must be a
+// put of exactly Value, or, when Value is nil, Column must have no cell at
+// all. A delete marker as the newest version matches neither. An empty
+// non-nil Value expects an empty value, which is not absence.
+type Check struct {
+	// Column is the column compared; "" is the row delete marker column.
+	Column []byte
+	// Value is the expected value; nil means absent.
+	Value []byte
+}
+
+// Absent reports whether the check is for the column's absence.
+func (c Check) Absent() bool { return c.Value == nil }
 
 // Iterator walks cells in S5 order. It is not safe for concurrent use. The
 // slices of the Cell returned by Cell are valid only until the next call to
@@ -261,6 +295,32 @@ func (m *Mutation) Validate() error {
 		return invalid("unknown mutation op")
 	}
 	return nil
+}
+
+// CheckRowBatch validates b for MutateRow and CheckAndMutate: a table, and
+// valid mutations that all name one row, which it returns (nil for an empty
+// batch). Backends call it so that every backend refuses the same input
+// with ErrInvalidArgument.
+func CheckRowBatch(b *Batch) ([]byte, error) {
+	if b == nil {
+		return nil, invalid("nil batch")
+	}
+	if err := CheckTable(b.Table); err != nil {
+		return nil, err
+	}
+	var row []byte
+	for i := range b.Mutations {
+		m := &b.Mutations[i]
+		if err := m.Validate(); err != nil {
+			return nil, fmt.Errorf("mutation %d: %w", i, err)
+		}
+		if i == 0 {
+			row = m.Cell.Row
+		} else if !bytes.Equal(m.Cell.Row, row) {
+			return nil, fmt.Errorf("mutation %d: %w", i, invalid("a row mutation names a second row"))
+		}
+	}
+	return row, nil
 }
 
 // CheckTable returns ErrInvalidArgument for an empty table name.

@@ -1,140 +1,142 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/snapstore/snapstore/server"
-	"github.com/snapstore/snapstore/snapshot"
 )
 
-// clientCommand is a client command (run, get, scan, versions) once its
-// flags and arguments are parsed: one request that is either sent to a
-// running server or answered from the data directory. runClient picks the
-// side; each command implements both, with the same output.
-type clientCommand interface {
-	// remote sends the request to a server.
-	remote(ctx context.Context, srv *serverClient) error
-	// local answers it from the data directory, opened as stk with the
-	// configuration cfg.
-	local(ctx context.Context, stk *stack, cfg *Config) error
-}
-
-// runClient loads the configuration, opens the target (openTarget) and runs
-// c on it; a data directory it opened is closed when c returns.
-func runClient(ctx context.Context, cf *commonFlags, stderr io.Writer, c clientCommand) error {
-	cfg, err := loadConfig(cf, os.Environ())
-	if err != nil {
-		return err
-	}
-	srv, stk, err := openTarget(ctx, cf, cfg, stderr)
-	if err != nil {
-		return err
-	}
-	if srv != nil {
-		return c.remote(ctx, srv)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = stk.close(ctx)
-	}()
-	return c.local(ctx, stk, cfg)
-}
-
-// openTarget picks where a client command runs: the server named by
-// --server, else a server answering on the configured listen address, else
-// the local data directory. It returns the server or the opened stack.
-func openTarget(ctx context.Context, cf *commonFlags, cfg *Config, stderr io.Writer) (*serverClient, *stack, error) {
-	hc := &http.Client{}
-	if cf.server != "" {
-		u, err := url.Parse(strings.TrimRight(cf.server, "/"))
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, nil, usageError("--server: want a URL such as http://127.0.0.1:8080, got %q", cf.server)
-		}
-		return &serverClient{base: u, token: cf.token, hc: hc}, nil, nil
-	}
-	u := &url.URL{Scheme: "http", Host: cfg.Listen}
-	pctx, cancel := context.WithTimeout(ctx, 700*time.Millisecond)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(pctx, http.MethodGet, u.String()+"/healthz", nil)
-	if resp, err := hc.Do(req); err == nil {
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			// Say which server answers: another snapstore on the default
-			// port would otherwise answer silently.
-			fmt.Fprintf(stderr, "snapstore: using the server at %s (--server URL to choose another)\n", u)
-			return &serverClient{base: u, token: cf.token, hc: hc}, nil, nil
-		}
-	}
-	// No server: open the data directory. Logs go to stderr at warn.
-	lcfg := *cfg
-	if lcfg.Log.Level == "info" {
-		lcfg.Log.Level = "warn"
-	}
-	stk, err := openStack(ctx, &lcfg, newLogger(&lcfg, stderr), nil, false)
-	if err != nil {
-		return nil, nil, fmt.Errorf("no server answers at %s and the data dir could not be opened (%w); start `snapstore serve` or give --server", u, err)
-	}
-	return nil, stk, nil
-}
-
-// serverClient sends the requests of the client commands to a server.
-type serverClient struct {
+// apiClient sends the requests of the client commands to the HTTP API of
+// a target (target.go): a server, or the API served in this process on a
+// data directory.
+type apiClient struct {
 	base  *url.URL
-	token string // bearer token; "" sends none
+	token string // bearer token; "" sends none. Never printed.
 	hc    *http.Client
+	local bool // the in-process API of a data directory
 }
 
-// do sends one request; a non-2xx answer becomes an error carrying the
-// problem's code and detail.
-func (s *serverClient) do(ctx context.Context, method, path string, q url.Values, accept string) (*http.Response, error) {
-	u := *s.base
+// apiError is a problem answered by the API (RFC 9457): its status, its
+// stable code and the input to blame. Its text is what the user reads:
+// "HTTP 404 dataset_not_found: snapshot: dataset does not exist: ...".
+type apiError struct {
+	Status  int
+	Problem server.Problem
+}
+
+func (e *apiError) Error() string {
+	p := e.Problem
+	if p.Code == "" {
+		return fmt.Sprintf("HTTP %d: %s", e.Status, p.Detail)
+	}
+	if p.Field != "" {
+		return fmt.Sprintf("HTTP %d %s (field %s): %s", e.Status, p.Code, p.Field, p.Detail)
+	}
+	return fmt.Sprintf("HTTP %d %s: %s", e.Status, p.Code, p.Detail)
+}
+
+// isProblem reports whether err is an API problem with the code.
+func isProblem(err error, code string) bool {
+	var ae *apiError
+	return errors.As(err, &ae) && ae.Problem.Code == code
+}
+
+// do sends one request: body, when not nil, as JSON. A non-2xx answer is
+// an *apiError; no answer at all is exit code 3.
+func (c *apiClient) do(ctx context.Context, method, path string, q url.Values, body any, accept string) (*http.Response, error) {
+	u := *c.base
 	u.RawPath = u.Path + path
 	u.Path, _ = url.PathUnescape(u.RawPath)
 	u.RawQuery = q.Encode()
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 	if err != nil {
 		return nil, err
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	if accept != "" {
 		req.Header.Set("Accept", accept)
 	}
-	if s.token != "" {
-		req.Header.Set("Authorization", "Bearer "+s.token)
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
-	resp, err := s.hc.Do(req)
+	resp, err := c.hc.Do(req)
 	if err != nil {
+		var ne net.Error
+		var ue *url.Error
+		if ctx.Err() == nil && (errors.As(err, &ne) || errors.As(err, &ue)) {
+			return nil, &exitError{code: exitUnreachable, err: fmt.Errorf("no answer from the server at %s: %w", c.base, errors.Unwrap(err))}
+		}
 		return nil, err
 	}
 	if resp.StatusCode >= 300 {
 		defer resp.Body.Close()
-		var p server.Problem
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-		if json.Unmarshal(body, &p) == nil && p.Code != "" {
-			if p.Field != "" {
-				return nil, fmt.Errorf("HTTP %d %s (field %s): %s", resp.StatusCode, p.Code, p.Field, p.Detail)
-			}
-			return nil, fmt.Errorf("HTTP %d %s: %s", resp.StatusCode, p.Code, p.Detail)
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+		ae := &apiError{Status: resp.StatusCode}
+		if json.Unmarshal(b, &ae.Problem) != nil || ae.Problem.Code == "" {
+			ae.Problem = server.Problem{Detail: strings.TrimSpace(string(b))}
 		}
-		return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
+		return nil, ae
 	}
 	return resp, nil
 }
 
-// copyGet sends a GET and copies the response body to w: get and scan print
-// what the server sends.
-func (s *serverClient) copyGet(ctx context.Context, w io.Writer, path string, q url.Values, accept string) error {
-	resp, err := s.do(ctx, http.MethodGet, path, q, accept)
+// call sends one request and returns the answer's body (JSON).
+func (c *apiClient) call(ctx context.Context, method, path string, q url.Values, body any) ([]byte, error) {
+	resp, err := c.do(ctx, method, path, q, body, "application/json")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("reading the answer of %s %s: %w", method, path, err)
+	}
+	return b, nil
+}
+
+// get sends a GET and decodes its JSON answer into v; it returns the raw
+// answer too, for --output json.
+func (c *apiClient) get(ctx context.Context, path string, q url.Values, v any) ([]byte, error) {
+	return c.send(ctx, http.MethodGet, path, q, nil, v)
+}
+
+// send is call, then the answer decoded into v (when not nil).
+func (c *apiClient) send(ctx context.Context, method, path string, q url.Values, body, v any) ([]byte, error) {
+	b, err := c.call(ctx, method, path, q, body)
+	if err != nil {
+		return nil, err
+	}
+	if v != nil && len(b) > 0 {
+		if err := json.Unmarshal(b, v); err != nil {
+			return nil, fmt.Errorf("decoding the answer of %s %s: %w", method, path, err)
+		}
+	}
+	return b, nil
+}
+
+// copyGet sends a GET and copies the answer's body to w: get and scan
+// print what the API sends.
+func (c *apiClient) copyGet(ctx context.Context, w io.Writer, path string, q url.Values, accept string) error {
+	resp, err := c.do(ctx, http.MethodGet, path, q, nil, accept)
 	if err != nil {
 		return err
 	}
@@ -143,55 +145,78 @@ func (s *serverClient) copyGet(ctx context.Context, w io.Writer, path string, q 
 	return err
 }
 
-// decode sends one request and decodes its JSON answer into v; what names
-// the answer in an error.
-func (s *serverClient) decode(ctx context.Context, method, path string, q url.Values, what string, v any) error {
-	resp, err := s.do(ctx, method, path, q, "application/json")
+// pathOf builds an API path from literal parts and escaped names:
+// pathOf("/v1/datasets/", ds, "/tags/", tag); each odd argument is a name.
+func pathOf(parts ...string) string {
+	var b strings.Builder
+	for i, p := range parts {
+		if i%2 == 1 {
+			p = url.PathEscape(p)
+		}
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+// readCommand is the shape of the commands that read one answer of the
+// API and print it: c's command line with nargs positional arguments, a
+// GET of the path and query that request makes of them, then the answer
+// decoded for table, or printed as it came with --output json. checks run
+// after the command line is parsed, before the target is opened.
+func readCommand[T any](ctx context.Context, c *cmdLine, args []string, stderr io.Writer, nargs int,
+	request func(pos []string) (string, url.Values), table func(pos []string, v T) error, checks ...func(*cmdLine) error) error {
+	pos, err := c.parseN(args, nargs, nargs)
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		return fmt.Errorf("decoding the %s: %w", what, err)
-	}
-	return nil
-}
-
-// atFlags are the version selector flags of the read commands (get, scan).
-type atFlags struct {
-	version int64
-	asOf    string
-	tag     string
-}
-
-func (a *atFlags) register(fs *flag.FlagSet) {
-	fs.Int64Var(&a.version, "version", 0, "read this version")
-	fs.StringVar(&a.asOf, "as-of", "", "read the version current at this RFC 3339 time")
-	fs.StringVar(&a.tag, "tag", "", "read the version with this tag")
-}
-
-// query sets the selector's query parameters of the HTTP API.
-func (a *atFlags) query(q url.Values) {
-	if a.version != 0 {
-		q.Set("version", strconv.FormatInt(a.version, 10))
-	}
-	if a.asOf != "" {
-		q.Set("as_of", a.asOf)
-	}
-	if a.tag != "" {
-		q.Set("tag", a.tag)
-	}
-}
-
-// reader opens a reader of dataset at the selected version.
-func (a *atFlags) reader(ctx context.Context, db *snapshot.DB, dataset string) (*snapshot.Reader, error) {
-	at := snapshot.At{Version: a.version, Tag: a.tag}
-	if a.asOf != "" {
-		t, err := time.Parse(time.RFC3339Nano, a.asOf)
-		if err != nil {
-			return nil, usageError("--as-of: want an RFC 3339 time, got %q", a.asOf)
+	for _, check := range checks {
+		if err := check(c); err != nil {
+			return err
 		}
-		at.AsOf = &t
 	}
-	return db.Reader(ctx, dataset, at)
+	return withTarget(ctx, c.cf, stderr, func(t *target) error {
+		var v T
+		path, q := request(pos)
+		raw, err := t.api.get(ctx, path, q, &v)
+		if err != nil || c.cf.json() {
+			return orJSON(c.stdout, raw, err)
+		}
+		return table(pos, v)
+	})
+}
+
+// deleteCommand is the shape of the commands that delete one thing named
+// by their one argument: a DELETE of the path and query that request makes
+// of it, then done's sentence (nothing with --output json: the API answers
+// 204 without a body).
+func deleteCommand(ctx context.Context, c *cmdLine, args []string, stderr io.Writer, request func(name string) (string, url.Values), done string) error {
+	pos, err := c.parseN(args, 1, 1)
+	if err != nil {
+		return err
+	}
+	return withTarget(ctx, c.cf, stderr, func(t *target) error {
+		path, q := request(pos[0])
+		if _, err := t.api.call(ctx, http.MethodDelete, path, q, nil); err != nil {
+			return err
+		}
+		if c.cf.json() {
+			return nil
+		}
+		_, err := fmt.Fprintf(c.stdout, done+"\n", pos[0])
+		return err
+	})
+}
+
+// orJSON ends a command that prints the API's answer raw with --output
+// json: err if set, else raw printed.
+func orJSON(w io.Writer, raw []byte, err error) error {
+	if err != nil {
+		return err
+	}
+	return printJSON(w, raw)
+}
+
+// path0 is a request of a fixed path and no query.
+func path0(path string) func([]string) (string, url.Values) {
+	return func([]string) (string, url.Values) { return path, nil }
 }

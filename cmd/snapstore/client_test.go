@@ -17,7 +17,7 @@ import (
 func TestCLI_AgainstServerThenLocal(t *testing.T) {
 	tokens := []server.Token{{Name: "ops", Token: "op-token", Role: server.RoleOperator}}
 	url, cfg, stop := startServe(t, 0, tokens)
-	srv := []string{"--server", url, "--token", "op-token"}
+	srv := []string{"--server", url, "--token", "op-token", "--output", "json"}
 
 	code, out, errs := cli(t, append([]string{"run", "products"}, srv...)...)
 	var rec adapters.RunRecord
@@ -36,7 +36,7 @@ func TestCLI_AgainstServerThenLocal(t *testing.T) {
 	if code != 0 || out != "id,name\n1,cup\n2,jug\n3,grinder\n" {
 		t.Fatalf("scan: exit %d, %q %s", code, out, errs)
 	}
-	code, out, errs = cli(t, append([]string{"versions", "products"}, srv...)...)
+	code, out, errs = cli(t, "versions", "products", "--server", url, "--token", "op-token")
 	if code != 0 || !strings.Contains(out, fmt.Sprintf("%d ", rec.Version)) || !strings.Contains(out, "*") {
 		t.Fatalf("versions: exit %d, %s %s", code, out, errs)
 	}
@@ -53,7 +53,7 @@ func TestCLI_AgainstServerThenLocal(t *testing.T) {
 		t.Fatalf("serve stopped with %v", err)
 	}
 	// The server is gone: the same commands read the data directory.
-	local := []string{"--data", cfg.Data, "--listen", "127.0.0.1:1"}
+	local := []string{"--data", cfg.Data, "--output", "json"}
 	code, out, errs = cli(t, append([]string{"get", "products", "3"}, local...)...)
 	if code != 0 || !strings.Contains(out, `"name":"grinder"`) {
 		t.Fatalf("local get: exit %d, %s %s", code, out, errs)
@@ -73,7 +73,7 @@ func TestCLI_AgainstServerThenLocal(t *testing.T) {
 	if code != 1 || !strings.Contains(errs, "failed") {
 		t.Fatalf("failing local run: exit %d, %s %s", code, out, errs)
 	}
-	code, out, errs = cli(t, append([]string{"versions", "products", "--json"}, local...)...)
+	code, out, errs = cli(t, append([]string{"versions", "products"}, local...)...)
 	var vs struct {
 		Versions []snapshot.VersionInfo `json:"versions"`
 	}

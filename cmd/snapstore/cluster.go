@@ -51,6 +51,9 @@ type ClusterConfig struct {
 	// Preset is memberlist's timing: default (a LAN) or loopback (nodes on
 	// one machine, for tests).
 	Preset string `yaml:"preset"`
+	// Transfer is where this node receives the rows of partitioned runs
+	// (transfer.go).
+	Transfer TransferConfig `yaml:"transfer"`
 }
 
 // defaultClusterConfig is the cluster section's defaults.
@@ -62,6 +65,7 @@ func defaultClusterConfig() ClusterConfig {
 		ReconnectTimeout: d.ReconnectTimeout,
 		TombstoneTimeout: d.TombstoneTimeout,
 		Preset:           "default",
+		Transfer:         defaultTransferConfig(),
 	}
 }
 
@@ -89,7 +93,7 @@ func (c *Config) validateCluster() []error {
 				bad("cluster."+key, "set cluster.bind to run a cluster, or remove this key")
 			}
 		}
-		return errs
+		return append(errs, c.validateTransfer()...)
 	}
 	if c.Storage.Backend != "hbase" {
 		bad("cluster.bind", "a cluster needs storage.backend hbase: its nodes share one HBase table, and Pebble is one machine's disk (docs/cluster.md)")
@@ -100,7 +104,8 @@ func (c *Config) validateCluster() []error {
 	if _, err := apiAddress(cc, c.Listen); err != nil {
 		bad("cluster.advertise_api", "%v", err)
 	}
-	mc, keyErr := c.membershipConfig("", nil, nil)
+	errs = append(errs, c.validateTransfer()...)
+	mc, keyErr := c.membershipConfig("", "", nil, nil)
 	if keyErr != nil {
 		bad("cluster.gossip_key_file", "%v", keyErr)
 	}
@@ -119,6 +124,8 @@ func (c *Config) validateCluster() []error {
 			key = "cluster.gossip_key_file"
 		case "data", "preset":
 			continue // checked above (Config.Validate: data)
+		case "transfer":
+			key = "cluster.transfer.advertise"
 		}
 		bad(key, "%s", ce.Msg)
 	}
@@ -126,9 +133,10 @@ func (c *Config) validateCluster() []error {
 }
 
 // membershipConfig converts the cluster section into the cluster
-// package's configuration, with api as the advertised API address. The
-// gossip key file is read here; its error never holds the key.
-func (c *Config) membershipConfig(api string, log *slog.Logger, reg prometheus.Registerer) (cluster.Config, error) {
+// package's configuration, with api and xfer as the advertised API and
+// transfer addresses. The gossip key file is read here; its error never
+// holds the key.
+func (c *Config) membershipConfig(api, xfer string, log *slog.Logger, reg prometheus.Registerer) (cluster.Config, error) {
 	cc := c.Cluster
 	mc := cluster.DefaultConfig()
 	if cc.Preset == "loopback" {
@@ -141,6 +149,7 @@ func (c *Config) membershipConfig(api string, log *slog.Logger, reg prometheus.R
 	mc.Advertise = cc.Advertise
 	mc.Join = cc.Join
 	mc.API = api
+	mc.Transfer = xfer
 	mc.Weight = cc.Weight
 	mc.Zone = cc.Zone
 	mc.Version = buildVersion()
@@ -172,15 +181,22 @@ func (c *Config) membershipConfig(api string, log *slog.Logger, reg prometheus.R
 // else listen (the bound address at serve time), with the gossip host
 // when listen binds every interface.
 func apiAddress(cc ClusterConfig, listen string) (string, error) {
-	if cc.AdvertiseAPI != "" {
-		if _, _, err := net.SplitHostPort(cc.AdvertiseAPI); err != nil {
-			return "", fmt.Errorf("want host:port, got %q", cc.AdvertiseAPI)
+	return advertisedAddr(cc, cc.AdvertiseAPI, "listen", listen, "API")
+}
+
+// advertisedAddr is the address this node advertises for one of its
+// listeners: explicit when set, else listen (named listenKey) when it
+// names a host, else listen's port on the gossip address's host.
+func advertisedAddr(cc ClusterConfig, explicit, listenKey, listen, what string) (string, error) {
+	if explicit != "" {
+		if _, _, err := net.SplitHostPort(explicit); err != nil {
+			return "", fmt.Errorf("want host:port, got %q", explicit)
 		}
-		return cc.AdvertiseAPI, nil
+		return explicit, nil
 	}
 	host, port, err := net.SplitHostPort(listen)
 	if err != nil {
-		return "", fmt.Errorf("listen %q is not host:port", listen)
+		return "", fmt.Errorf("%s %q is not host:port", listenKey, listen)
 	}
 	if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
 		return listen, nil
@@ -192,17 +208,24 @@ func apiAddress(cc ClusterConfig, listen string) (string, error) {
 			}
 		}
 	}
-	return "", fmt.Errorf("required when listen (%s) and the gossip addresses bind every interface: the other nodes need an address of this node's API", listen)
+	return "", fmt.Errorf("required when %s (%s) and the gossip addresses bind every interface: the other nodes need an address of this node's %s", listenKey, listen, what)
 }
 
 // openCluster starts this node's membership, advertising the bound listen
-// address (or advertise_api).
-func openCluster(ctx context.Context, cfg *Config, listen string, log *slog.Logger, reg prometheus.Registerer) (*cluster.Membership, error) {
+// address (or advertise_api) and the bound transfer address xferListen
+// (or cluster.transfer.advertise; none when empty).
+func openCluster(ctx context.Context, cfg *Config, listen, xferListen string, log *slog.Logger, reg prometheus.Registerer) (*cluster.Membership, error) {
 	api, err := apiAddress(cfg.Cluster, listen)
 	if err != nil {
 		return nil, &exitError{code: 2, err: fmt.Errorf("config key cluster.advertise_api: %w", err)}
 	}
-	mc, err := cfg.membershipConfig(api, log, reg)
+	xfer := ""
+	if xferListen != "" {
+		if xfer, err = transferAddress(cfg.Cluster, xferListen); err != nil {
+			return nil, &exitError{code: 2, err: fmt.Errorf("config key cluster.transfer.advertise: %w", err)}
+		}
+	}
+	mc, err := cfg.membershipConfig(api, xfer, log, reg)
 	if err != nil {
 		return nil, &exitError{code: 2, err: fmt.Errorf("config key cluster.gossip_key_file: %w", err)}
 	}

@@ -78,7 +78,7 @@ func TestClusterConfig_GossipKeyFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mc, err := cfg.membershipConfig("127.0.0.1:8080", nil, nil)
+	mc, err := cfg.membershipConfig("127.0.0.1:8080", "", nil, nil)
 	if err != nil || len(mc.GossipKey) != 32 || mc.Bind != "127.0.0.1:7946" || mc.Join[0] != "127.0.0.2:7946" || mc.Weight != 100 || mc.ConfirmFailure.String() != "30s" {
 		t.Fatalf("%+v %v", mc, err)
 	}

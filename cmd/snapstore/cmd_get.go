@@ -4,64 +4,62 @@ import (
 	"context"
 	"io"
 	"net/url"
-
-	"github.com/snapstore/snapstore/server"
+	"strconv"
 )
 
-// getCommand is `snapstore get DATASET KEY...`: one row as the JSON object
-// of GET /v1/datasets/{dataset}/rows/{key}, on one line.
-type getCommand struct {
-	stdout  io.Writer
-	at      atFlags
-	columns string // comma-separated; "" for all
-	dataset string
-	key     []string // one argument per key column
+// atFlags are the version selector flags of the read commands (get, scan,
+// datasets show): at most one of them.
+type atFlags struct {
+	version int64
+	asOf    string
+	tag     string
 }
 
+func (a *atFlags) register(c *cmdLine) {
+	c.fs.Int64Var(&a.version, "version", 0, "read this `version`")
+	c.fs.StringVar(&a.asOf, "as-of", "", "read the version current at this RFC 3339 `time`")
+	c.fs.StringVar(&a.tag, "tag", "", "read the version with this `tag`")
+}
+
+// query sets the selector's query parameters of the HTTP API.
+func (a *atFlags) query(q url.Values) {
+	if a.version != 0 {
+		q.Set("version", strconv.FormatInt(a.version, 10))
+	}
+	if a.asOf != "" {
+		q.Set("as_of", a.asOf)
+	}
+	if a.tag != "" {
+		q.Set("tag", a.tag)
+	}
+}
+
+const getHelp = `One row of a dataset at one version (the current one unless --version,
+--as-of or --tag), as the JSON object of GET /v1/datasets/{dataset}/rows/{key}
+on one line. A composite key is one argument per key column, in key order;
+put -- before a key that starts with "-". A row that is not there is exit
+code 1 (row_not_found).`
+
+// cmdGet is `snapstore get DATASET KEY...`.
 func cmdGet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, cf := newFlagSet("get", stderr, true)
-	c := &getCommand{stdout: stdout}
-	c.at.register(fs)
-	fs.StringVar(&c.columns, "columns", "", "comma-separated columns to return")
-	pos, err := parseArgs(fs, args)
+	c := newCmdLine("get", "DATASET KEY... [--version N|--as-of TIME|--tag TAG] [--columns A,B]", getHelp, flagsClient, stdout)
+	var at atFlags
+	at.register(c)
+	columns := c.fs.String("columns", "", "comma-separated `columns` to return (default all)")
+	pos, err := c.parseN(args, 2, -1)
 	if err != nil {
 		return err
 	}
-	if len(pos) < 2 {
-		return usageError("usage: snapstore get DATASET KEY... (one argument per key column)")
-	}
-	c.dataset, c.key = pos[0], pos[1:]
-	return runClient(ctx, cf, stderr, c)
-}
-
-func (c *getCommand) remote(ctx context.Context, srv *serverClient) error {
-	q := url.Values{}
-	c.at.query(q)
-	if c.columns != "" {
-		q.Set("columns", c.columns)
-	}
-	path := "/v1/datasets/" + url.PathEscape(c.dataset) + "/rows"
-	for _, k := range c.key {
-		path += "/" + url.PathEscape(k)
-	}
-	return srv.copyGet(ctx, c.stdout, path, q, "application/json") // the body ends with a newline
-}
-
-func (c *getCommand) local(ctx context.Context, stk *stack, _ *Config) error {
-	r, err := c.at.reader(ctx, stk.db, c.dataset)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	k, err := r.ParseKey(c.key)
-	if err != nil {
-		return err
-	}
-	row, err := r.Get(ctx, k, splitList(c.columns))
-	if err != nil {
-		return err
-	}
-	v := r.Version()
-	_, err = c.stdout.Write(append(server.AppendRowResult(nil, v.Dataset, v.Version, row), '\n'))
-	return err
+	return withTarget(ctx, c.cf, stderr, func(t *target) error {
+		q := url.Values{}
+		at.query(q)
+		if *columns != "" {
+			q.Set("columns", *columns)
+		}
+		path := pathOf("/v1/datasets/", pos[0], "/rows")
+		for _, k := range pos[1:] {
+			path += "/" + url.PathEscape(k)
+		}
+		return t.api.copyGet(ctx, stdout, path, q, "application/json") // the body ends with a newline
+	})
 }

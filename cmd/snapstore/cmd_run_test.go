@@ -17,8 +17,7 @@ func TestCLI_RunForceAndConfigHint(t *testing.T) {
 		INSERT INTO products VALUES (1,'cup'),(2,'jug'),(3,'grinder'),(4,'tray');`)
 	cfgPath := writeFile(t, "c.yaml", fmt.Sprintf("connections:\n  - {name: src, type: sqlite, options: {path: %q}}\nadapters:\n  - {name: products, connection: src, resource: products}\n", srcPath))
 	data := filepath.Join(dir, "data")
-	// A listen address where nothing answers, so the CLI opens the data dir.
-	base := []string{"--data", data, "--listen", "127.0.0.1:1"}
+	base := []string{"--data", data, "--output", "json"}
 	code, _, stderr := cli(t, append([]string{"run", "products"}, base...)...)
 	if code != 1 || !strings.Contains(stderr, "--config") {
 		t.Fatalf("run without --config: exit %d, stderr %q", code, stderr)

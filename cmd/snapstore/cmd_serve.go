@@ -18,23 +18,31 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/snapstore/snapstore/cluster"
+	"github.com/snapstore/snapstore/cluster/transfer"
 	"github.com/snapstore/snapstore/server"
 )
+
+const serveHelp = `Run the HTTP API (docs/api.md), the scheduler of the adapters, garbage
+collection every gc_interval, and the web console at /ui/ (docs/console.md),
+until SIGTERM or SIGINT. A bad configuration is refused before anything is
+opened, every bad key named with its line (exit code 2). Logs go to stderr
+(docs/operations.md).`
 
 // cmdServe runs the server until SIGTERM or SIGINT. Shutdown: /readyz turns
 // 503, the scheduler stops and running runs are aborted (not committed),
 // HTTP requests drain, the store closes; all within shutdown_timeout, after
 // which the process exits anyway (exit code 1).
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, cf := newFlagSet("serve", stderr, false)
-	pos, err := parseArgs(fs, args)
+	c := newCmdLine("serve", "[--config FILE] [--data DIR] [--listen ADDR]", serveHelp, flagsConfig, stdout)
+	pos, err := c.parse(args)
 	if err != nil {
 		return err
 	}
+	cf := c.cf
 	if len(pos) > 0 {
 		return usageError("serve takes no arguments, got %q", pos)
 	}
-	cfg, err := loadConfig(cf, os.Environ())
+	cfg, tokens, err := loadServeConfig(cf, os.Environ())
 	if err != nil {
 		return err
 	}
@@ -43,13 +51,6 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if !strings.HasPrefix(name, "SNAPSTORE_TEST_") && !slices.Contains(flagEnv, name) {
 			log.Warn("environment variable names no configuration key; ignored", "variable", name)
 		}
-	}
-	tokens, err := cfg.tokens()
-	if err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("bad configuration:\n%w", err)}
-	}
-	if err := server.CheckListen(cfg.Listen, tokens); err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("config key listen: %w", err)}
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -70,14 +71,28 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 	if err != nil {
 		return err
 	}
-	// A cluster member joins once its storage is open (cluster.go).
+	// A cluster member joins once its storage is open (cluster.go); its
+	// transfer listener opens first, so that its xfer tag carries the
+	// bound address (transfer.go).
 	var mem *cluster.Membership
 	var view server.Cluster
+	var xfer *transfer.Transport
+	var xferView server.Transfer
 	if cfg.clustered() {
-		if mem, err = openCluster(ctx, cfg, ln.Addr().String(), log, reg); err != nil {
+		members := &transferMembers{}
+		if xfer, err = openTransfer(cfg, members, log, reg); err != nil {
+			return errors.Join(err, stk.close(context.Background()))
+		}
+		xferAddr := ""
+		if xfer != nil {
+			defer xfer.Close()
+			xferAddr, xferView = xfer.Addr(), transferView{xfer}
+		}
+		if mem, err = openCluster(ctx, cfg, ln.Addr().String(), xferAddr, log, reg); err != nil {
 			return errors.Join(err, stk.close(context.Background()))
 		}
 		defer mem.Close()
+		members.m.Store(mem)
 		view = clusterView{mem}
 	}
 	srv, err := server.New(server.Options{
@@ -89,6 +104,7 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 		Gatherer:     reg,
 		BuildVersion: buildVersion(),
 		Cluster:      view,
+		Transfer:     xferView,
 	})
 	if err != nil {
 		return errors.Join(err, stk.close(context.Background()))
@@ -112,6 +128,9 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 			log.Error("declaring this node active", "err", err)
 		}
 		attrs = append(attrs, "node", mem.ID(), "gossip", mem.Addr())
+		if xfer != nil {
+			attrs = append(attrs, "transfer", xfer.Addr())
+		}
 	}
 	log.Info("snapstore serving", attrs...)
 	if ready != nil {
@@ -144,6 +163,12 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 	// Stop the scheduler and abort running runs first, so requests waiting
 	// on a run (?wait=true) end, then drain HTTP.
 	svcErr := stk.svc.Close(sctx)
+	if xfer != nil {
+		// After the runs: nothing sends any more.
+		if err := xfer.Close(); err != nil {
+			log.Warn("stopping the transfer listener", "err", err)
+		}
+	}
 	httpErr := hs.Shutdown(sctx)
 	if errors.Is(httpErr, context.DeadlineExceeded) {
 		httpErr = hs.Close()

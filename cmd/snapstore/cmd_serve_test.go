@@ -177,6 +177,11 @@ func TestServeCommand_SIGTERM(t *testing.T) {
 	if !strings.Contains(logs.String(), "stopped cleanly") {
 		t.Fatalf("no clean stop in the log:\n%s", logs)
 	}
+	// At the default level the log holds snapstore's lines, not Pebble's
+	// housekeeping ("Found 0 WALs").
+	if strings.Contains(logs.String(), "component=pebble") {
+		t.Fatalf("Pebble's own lines at the default level:\n%s", logs)
+	}
 }
 
 // syncBuf is a goroutine-safe writer for captured logs.

@@ -5,12 +5,16 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
 )
+
+const sqliteHelp = `Run SQL against a SQLite file, creating it if needed: the SQL argument, or
+stdin when there is none. A list of statements runs as one script; a single
+SELECT, WITH or PRAGMA prints its rows as a table. It creates and changes the
+README's sample source (examples/shop.db) without the sqlite3 shell.`
 
 // cmdSQLite runs SQL against a SQLite file, creating it if needed: the SQL
 // argument, or stdin when there is none. A statement list is executed as
@@ -18,19 +22,16 @@ import (
 // It exists so the README's sample source can be created and changed on a
 // machine without the sqlite3 shell.
 func cmdSQLite(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, _ := newFlagSet("sqlite", stderr, false)
-	pos, err := parseArgs(fs, args)
+	c := newCmdLine("sqlite", "FILE [SQL]", sqliteHelp, flagsNone, stdout)
+	pos, err := c.parseN(args, 1, 2)
 	if err != nil {
 		return err
-	}
-	if len(pos) < 1 || len(pos) > 2 {
-		return usageError("usage: snapstore sqlite FILE [SQL]   (SQL from stdin when absent)")
 	}
 	var script string
 	if len(pos) == 2 {
 		script = pos[1]
 	} else {
-		b, err := io.ReadAll(os.Stdin)
+		b, err := io.ReadAll(stdin)
 		if err != nil {
 			return fmt.Errorf("reading SQL from stdin: %w", err)
 		}

@@ -31,9 +31,12 @@ func buildVersion() string {
 	return "(devel)"
 }
 
-// cmdVersion prints the build version; it takes no flags and ignores its
-// arguments.
-func cmdVersion(_ context.Context, _ []string, stdout, _ io.Writer) error {
+// cmdVersion prints the build version.
+func cmdVersion(_ context.Context, args []string, stdout, _ io.Writer) error {
+	c := newCmdLine("version", "", "Print the build version: the git revision it was built from (make build), else the module's.", flagsNone, stdout)
+	if _, err := c.parseN(args, 0, 0); err != nil {
+		return err
+	}
 	fmt.Fprintln(stdout, "snapstore", buildVersion())
 	return nil
 }

@@ -5,90 +5,97 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/snapstore/snapstore/snapshot"
 )
 
-// versionsCommand is `snapstore versions DATASET`: the kept versions of a
-// dataset, newest first, as a table or (--json) as the object of GET
-// /v1/datasets/{dataset}/versions.
-type versionsCommand struct {
-	stdout  io.Writer
-	asJSON  bool
-	dataset string
-}
+const versionsHelp = `The kept versions of a dataset, newest first: version, commit time, rows,
+the changes of the run that committed it, tags; the current one starred.
+The newest --limit (default 100); --all lists every one, a page at a time.
+--output json prints {"versions": [...]} as GET /v1/datasets/{dataset}/versions
+does, every page in one list.`
 
+// cmdVersions is `snapstore versions DATASET`.
 func cmdVersions(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, cf := newFlagSet("versions", stderr, true)
-	c := &versionsCommand{stdout: stdout}
-	fs.BoolVar(&c.asJSON, "json", false, "print JSON instead of a table")
-	pos, err := parseArgs(fs, args)
+	c := newCmdLine("versions", "DATASET [--limit N | --all]", versionsHelp, flagsClient, stdout)
+	limit := c.fs.Int("limit", 100, "the newest `N` versions")
+	all := c.fs.Bool("all", false, "every kept version")
+	pos, err := c.parseN(args, 1, 1)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usageError("usage: snapstore versions DATASET [--json]")
+	if *limit < 1 {
+		return usageError("--limit: want a positive number, got %d", *limit)
 	}
-	c.dataset = pos[0]
-	return runClient(ctx, cf, stderr, c)
+	return withTarget(ctx, c.cf, stderr, func(t *target) error {
+		vs, more, err := listVersions(ctx, t.api, pos[0], *limit, *all)
+		if err != nil {
+			return err
+		}
+		if c.cf.json() {
+			return encodeJSON(stdout, map[string]any{"versions": vs})
+		}
+		if err := versionsTable(stdout, vs); err != nil {
+			return err
+		}
+		if more {
+			fmt.Fprintf(stderr, "snapstore: older versions not listed (--limit N or --all)\n")
+		}
+		return nil
+	})
 }
 
-// versionRow is the part of a version the table shows.
-type versionRow struct {
-	Version     int64             `json:"version"`
-	CommittedAt time.Time         `json:"committed_at"`
-	Stats       snapshot.RunStats `json:"stats"`
-	Tags        []string          `json:"tags"`
-	Current     bool              `json:"current"`
+// listVersions reads the newest limit kept versions of dataset, or every
+// one with all, following the pages of the API; more reports that older
+// ones were left out.
+func listVersions(ctx context.Context, api *apiClient, dataset string, limit int, all bool) (vs []json.RawMessage, more bool, err error) {
+	tok := ""
+	for {
+		q := url.Values{}
+		page := 1000
+		if !all && limit-len(vs) < page {
+			page = limit - len(vs)
+		}
+		q.Set("limit", strconv.Itoa(page))
+		if tok != "" {
+			q.Set("page_token", tok)
+		}
+		var body struct {
+			Versions      []json.RawMessage `json:"versions"`
+			NextPageToken string            `json:"next_page_token"`
+		}
+		if _, err := api.get(ctx, pathOf("/v1/datasets/", dataset, "/versions"), q, &body); err != nil {
+			return nil, false, err
+		}
+		vs = append(vs, body.Versions...)
+		tok = body.NextPageToken
+		if tok == "" {
+			return vs, false, nil
+		}
+		if !all && len(vs) >= limit {
+			return vs, true, nil
+		}
+	}
 }
 
-func (c *versionsCommand) remote(ctx context.Context, srv *serverClient) error {
-	var body struct {
-		Versions []json.RawMessage `json:"versions"`
-	}
-	if err := srv.decode(ctx, http.MethodGet, "/v1/datasets/"+url.PathEscape(c.dataset)+"/versions", nil, "versions", &body); err != nil {
-		return err
-	}
-	if c.asJSON {
-		return json.NewEncoder(c.stdout).Encode(body)
-	}
-	var vs []snapshot.VersionInfo
-	for _, raw := range body.Versions {
-		var v versionRow
-		if err := json.Unmarshal(raw, &v); err != nil {
+// versionsTable prints versions (the API's JSON objects) as a table, the
+// current version starred.
+func versionsTable(w io.Writer, raw []json.RawMessage) error {
+	t := newTable(w, "VERSION", "COMMITTED", "ROWS", "INSERTED", "UPDATED", "DELETED", "TAGS", "CURRENT")
+	for _, r := range raw {
+		var v snapshot.VersionInfo
+		if err := json.Unmarshal(r, &v); err != nil {
 			return fmt.Errorf("decoding a version: %w", err)
 		}
-		vs = append(vs, snapshot.VersionInfo{Version: v.Version, CommittedAt: v.CommittedAt, Stats: v.Stats, Tags: v.Tags, Current: v.Current})
-	}
-	return c.table(vs)
-}
-
-func (c *versionsCommand) local(ctx context.Context, stk *stack, _ *Config) error {
-	vs, err := stk.db.Versions(ctx, c.dataset)
-	if err != nil {
-		return err
-	}
-	if c.asJSON {
-		return json.NewEncoder(c.stdout).Encode(map[string]any{"versions": vs})
-	}
-	return c.table(vs)
-}
-
-// table prints vs as an aligned table, the current version starred.
-func (c *versionsCommand) table(vs []snapshot.VersionInfo) error {
-	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "VERSION\tCOMMITTED\tROWS\tINSERTED\tUPDATED\tDELETED\tTAGS\tCURRENT")
-	for _, v := range vs {
 		cur := ""
 		if v.Current {
 			cur = "*"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", v.Version, v.CommittedAt.Local().Format(time.DateTime), v.Stats.Rows, v.Stats.Inserted, v.Stats.Updated, v.Stats.Deleted, strings.Join(v.Tags, ","), cur)
+		st := v.Stats
+		t.row(fmt.Sprint(v.Version), timeText(&v.CommittedAt), count(st.Rows), count(st.Inserted), count(st.Updated), count(st.Deleted), strings.Join(v.Tags, ","), cur)
 	}
-	return tw.Flush()
+	return t.flush()
 }

@@ -105,6 +105,11 @@ type HBaseConfig struct {
 	DialTimeout time.Duration `yaml:"dial_timeout"`
 	// CallTimeout bounds one Thrift call; default 60s.
 	CallTimeout time.Duration `yaml:"call_timeout"`
+	// ReadOnly makes this process a read-only reader of a table another
+	// snapstore process writes (snapshot.W1, docs/hbase.md): it runs
+	// nothing and refuses writes; default false. The environment may also
+	// set it as SNAPSTORE_HBASE_READ_ONLY (envAliases).
+	ReadOnly bool `yaml:"read_only"`
 }
 
 // AuthConfig lists bearer tokens.
@@ -286,6 +291,9 @@ func (c *Config) Validate() error {
 	default:
 		bad("storage.backend", "want pebble or hbase, got %q", c.Storage.Backend)
 	}
+	if c.Storage.HBase.ReadOnly && c.Storage.Backend != "hbase" {
+		bad("storage.hbase.read_only", "a read-only reader needs storage.backend hbase: a Pebble data directory has one process")
+	}
 	if c.Snapshot.Partitions < 1 || c.Snapshot.Partitions > 4096 {
 		bad("snapshot.partitions", "want 1 to 4096, got %d", c.Snapshot.Partitions)
 	}
@@ -327,49 +335,68 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// resolveSecret reads "env:NAME" and "file:/path" references.
-func resolveSecret(key, v string) (string, error) {
+// resolveSecret reads "env:NAME" and "file:/path" references; the error
+// says what is wrong with the reference, never its value.
+func resolveSecret(v string) (string, error) {
 	switch {
 	case strings.HasPrefix(v, "env:"):
 		name := strings.TrimPrefix(v, "env:")
 		s, ok := os.LookupEnv(name)
 		if !ok || s == "" {
-			return "", &configError{key: key, msg: fmt.Sprintf("environment variable %s is not set", name)}
+			return "", fmt.Errorf("environment variable %s is not set", name)
 		}
 		return s, nil
 	case strings.HasPrefix(v, "file:"):
-		b, err := os.ReadFile(strings.TrimPrefix(v, "file:"))
+		path := strings.TrimPrefix(v, "file:")
+		b, err := os.ReadFile(path)
 		if err != nil {
-			return "", &configError{key: key, msg: fmt.Sprintf("reading the token file: %v", errors.Unwrap(err))}
+			return "", fmt.Errorf("reading the token file %s: %v", path, errors.Unwrap(err))
 		}
 		line, _, _ := strings.Cut(string(b), "\n")
 		if line = strings.TrimSpace(line); line == "" {
-			return "", &configError{key: key, msg: "the token file is empty"}
+			return "", fmt.Errorf("the token file %s is empty", path)
 		}
 		return line, nil
 	}
 	return v, nil
 }
 
-// tokens converts auth.tokens, resolving references.
-func (c *Config) tokens() ([]server.Token, error) {
+// checkServe checks what serve alone needs, for the same report as
+// Validate (loadServeConfig): every token reference resolves (env:NAME is
+// set, file:/path is readable and not empty), no two tokens are equal,
+// and with no tokens the listen address is loopback (server.CheckListen).
+// It returns the resolved tokens. The client commands skip it: they need
+// neither the server's tokens nor its listen policy.
+func (c *Config) checkServe() ([]server.Token, []error) {
 	var out []server.Token
 	var errs []error
+	seen := map[string]int{}
 	for i, t := range c.Auth.Tokens {
 		key := fmt.Sprintf("auth.tokens[%d].token", i)
-		tok, err := resolveSecret(key, t.Token)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
 		role, err := server.ParseRole(t.Role)
+		if err != nil || t.Token == "" {
+			continue // Validate named it
+		}
+		tok, err := resolveSecret(t.Token)
 		if err != nil {
-			errs = append(errs, c.keyError(fmt.Sprintf("auth.tokens[%d].role", i), err.Error()))
+			errs = append(errs, c.keyError(key, err.Error()))
 			continue
 		}
+		if j, dup := seen[tok]; dup {
+			errs = append(errs, c.keyError(key, fmt.Sprintf("the same token as auth.tokens[%d]; each token must differ so the log names who called", j)))
+			continue
+		}
+		seen[tok] = i
 		out = append(out, server.Token{Name: t.Name, Token: tok, Role: role})
 	}
-	return out, errors.Join(errs...)
+	if len(c.Auth.Tokens) == 0 {
+		if _, _, err := net.SplitHostPort(c.Listen); err == nil {
+			if err := server.CheckListen(c.Listen, nil); err != nil {
+				errs = append(errs, c.keyError("listen", strings.TrimPrefix(err.Error(), "server: ")))
+			}
+		}
+	}
+	return out, errs
 }
 
 // connectionSpecs converts the file's connections.

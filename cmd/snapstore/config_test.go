@@ -50,16 +50,16 @@ func TestConfig_TokenReferences(t *testing.T) {
 		{Name: "b", Token: "file:" + f, Role: "admin"},
 		{Name: "c", Token: "literal", Role: "operator"},
 	}
-	toks, err := cfg.tokens()
-	if err != nil {
-		t.Fatal(err)
+	toks, errs := cfg.checkServe()
+	if len(errs) > 0 {
+		t.Fatal(errs)
 	}
 	if toks[0].Token != "s3cret-from-env" || toks[1].Token != "s3cret-from-file" || toks[2].Token != "literal" {
 		t.Fatalf("got %+v", toks)
 	}
 	cfg.Auth.Tokens = []TokenConfig{{Name: "d", Token: "env:SNAPSTORE_UNIT_MISSING", Role: "reader"}}
-	if _, err := cfg.tokens(); err == nil || !strings.Contains(err.Error(), "auth.tokens[0].token") {
-		t.Fatalf("missing env: %v", err)
+	if _, errs := cfg.checkServe(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "auth.tokens[0].token") {
+		t.Fatalf("missing env: %v", errs)
 	}
 }
 
@@ -143,5 +143,88 @@ adapters:
 	}
 	if _, err := os.Stat(data); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the data directory was created by a refused start: %v", err)
+	}
+}
+
+// TestServe_BadConfigTokensAndListenWithTheRest: the token references and
+// the listen policy are checked in the same pass as every other key, each
+// named with its line; nothing is opened.
+func TestServe_BadConfigTokensAndListenWithTheRest(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	// No tokens: listen must be loopback, reported beside a bad log level.
+	p := writeFile(t, "open.yaml", "log:\n  level: loud\nlisten: 0.0.0.0:8080\n")
+	code, _, msg := cli(t, "serve", "--config", p, "--data", data)
+	for _, want := range []string{
+		"config key log.level (line 2)",
+		"config key listen (line 3): listen address \"0.0.0.0:8080\" is not loopback and no auth tokens are configured",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, msg)
+		}
+	}
+	if code != 2 {
+		t.Errorf("exit %d, want 2", code)
+	}
+	// Tokens: a missing variable, an unreadable file, a repeated token and
+	// a bad role, beside an unknown key.
+	t.Setenv("SNAPSTORE_UNIT_TOKEN_A", "same-token-text")
+	p = writeFile(t, "tokens.yaml", `listen: 0.0.0.0:8080
+auth:
+  tokens:
+    - {name: a, token: "env:SNAPSTORE_UNIT_TOKEN_NOT_SET", role: admin}
+    - {name: b, token: "file:/nonexistent/token", role: reader}
+    - {name: c, token: "env:SNAPSTORE_UNIT_TOKEN_A", role: reader}
+    - {name: d, token: same-token-text, role: reader}
+    - {name: e, token: x, role: root}
+storag: pebble
+`)
+	code, _, msg = cli(t, "serve", "--config", p, "--data", data)
+	for _, want := range []string{
+		"config key auth.tokens[0].token (line 4): environment variable SNAPSTORE_UNIT_TOKEN_NOT_SET is not set",
+		"config key auth.tokens[1].token (line 5): reading the token file",
+		"config key auth.tokens[3].token (line 7): the same token as auth.tokens[2]",
+		"config key auth.tokens[4].role (line 8)",
+		"config key storag (line 9): unknown key",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "same-token-text") || strings.Contains(msg, "config key listen") {
+		t.Errorf("a token in the error, or listen refused with tokens configured:\n%s", msg)
+	}
+	if code != 2 {
+		t.Errorf("exit %d, want 2", code)
+	}
+	if _, err := os.Stat(data); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the data directory was created by a refused start: %v", err)
+	}
+}
+
+// TestConfig_YAMLErrorsAndRepeatedKeys: a YAML syntax error names the line
+// where the problem is, and a key given twice is an error naming both
+// lines rather than the later value winning silently.
+func TestConfig_YAMLErrorsAndRepeatedKeys(t *testing.T) {
+	for _, tc := range []struct{ file, want string }{
+		{"data: ./d\nlog: {level: info\nlisten: x\n", "line 3: did not find expected ',' or '}'"},
+		{"data: ./d\nlog:\n  level: info\n   format: text\n", "line 4: mapping values are not allowed"},
+		{"data: ./d\nadapters:\n- name: a\n  key_columns: [id, x\nlisten: y\n", "line 5: did not find expected ',' or ']'"},
+		{"data: ./d\n- x\n", "line 2: did not find expected key"},
+	} {
+		_, err := loadConfig(&commonFlags{config: writeFile(t, "c.yaml", tc.file)}, nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.file, err, tc.want)
+		}
+	}
+	p := writeFile(t, "c.yaml", "data: ./a\nlog:\n  level: info\n  level: debug\ndata: ./b\nconnections:\n  - name: c\n    type: sqlite\n    options: {path: x, path: y}\n")
+	_, err := loadConfig(&commonFlags{config: p}, nil)
+	for _, want := range []string{
+		"config key log.level (line 4): given twice (first at line 3)",
+		"config key data (line 5): given twice (first at line 1)",
+		"config key connections[0].options.path (line 9): given twice (first at line 9)",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
 	}
 }

@@ -11,13 +11,33 @@ import (
 	"strings"
 	"time"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/snapstore/snapstore/server"
+	"go.yaml.in/yaml/v4"
 )
 
 // loadConfig builds the configuration: defaults, file, environment, flags;
 // then validates it. Errors name the key and exit with code 2. SNAPSTORE_*
 // variables that name no key are kept in cfg.unknownEnv for a warning.
 func loadConfig(cf *commonFlags, environ []string) (*Config, error) {
+	return loadConfigChecked(cf, environ, nil)
+}
+
+// loadServeConfig is loadConfig for serve: the same report also holds the
+// problems of Config.checkServe (token references, listen without
+// tokens), and it returns the resolved tokens.
+func loadServeConfig(cf *commonFlags, environ []string) (*Config, []server.Token, error) {
+	var tokens []server.Token
+	cfg, err := loadConfigChecked(cf, environ, func(c *Config) []error {
+		var errs []error
+		tokens, errs = c.checkServe()
+		return errs
+	})
+	return cfg, tokens, err
+}
+
+// loadConfigChecked is loadConfig with extra checks, run after Validate;
+// their problems join the one report.
+func loadConfigChecked(cf *commonFlags, environ []string, extra func(*Config) []error) (*Config, error) {
 	cfg := defaultConfig()
 	var errs []error
 	decodeKeys := map[string]bool{} // keys the file or environment got wrong
@@ -56,7 +76,11 @@ func loadConfig(cf *commonFlags, environ []string) (*Config, error) {
 	}
 	// Every problem at once: the file's and the environment's above, then
 	// the checks of the values (without follow-ons of a key already named).
-	for _, e := range joined(cfg.Validate()) {
+	checks := joined(cfg.Validate())
+	if extra != nil {
+		checks = append(checks, extra(&cfg)...)
+	}
+	for _, e := range checks {
 		var ce *configError
 		if errors.As(e, &ce) && coveredKey(decodeKeys, ce.key) {
 			continue
@@ -174,6 +198,13 @@ func decodeNode(n *yaml.Node, v reflect.Value, path string, errs *[]error, lines
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, val := n.Content[i], n.Content[i+1]
 			sub := joinKey(path, k.Value)
+			if first, ok := lines[sub]; ok {
+				// YAML forbids a key twice in a mapping; the decoder of
+				// nodes does not check it, and the later one would win
+				// silently.
+				*errs = append(*errs, &configError{key: sub, line: k.Line, msg: fmt.Sprintf("given twice (first at line %d)", first)})
+				continue
+			}
 			lines[sub] = k.Line
 			fi, ok := fields[k.Value]
 			if !ok {
@@ -200,7 +231,13 @@ func decodeNode(n *yaml.Node, v reflect.Value, path string, errs *[]error, lines
 			return
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			lines[joinKey(path, n.Content[i].Value)] = n.Content[i].Line
+			k := n.Content[i]
+			sub := joinKey(path, k.Value)
+			if first, ok := lines[sub]; ok {
+				*errs = append(*errs, &configError{key: sub, line: k.Line, msg: fmt.Sprintf("given twice (first at line %d)", first)})
+				return
+			}
+			lines[sub] = k.Line
 		}
 		m := reflect.New(v.Type())
 		if err := n.Decode(m.Interface()); err != nil {
@@ -292,6 +329,9 @@ func applyEnv(cfg *Config, environ []string) (unknown []string, err error) {
 			continue
 		}
 		rest := strings.TrimPrefix(name, envPrefix)
+		if key, ok := envAliases[name]; ok {
+			rest = key
+		}
 		var key string
 		err := setEnv(reflect.ValueOf(cfg).Elem(), rest, val, "", &key)
 		switch {
@@ -307,6 +347,13 @@ func applyEnv(cfg *Config, environ []string) (unknown []string, err error) {
 		}
 	}
 	return unknown, errors.Join(errs...)
+}
+
+// envAliases are variables that set a key under another name than its
+// path: the spelling older docs and scripts use. A variable of the key's
+// own name, sorted after it, wins.
+var envAliases = map[string]string{
+	"SNAPSTORE_HBASE_READ_ONLY": "STORAGE_HBASE_READ_ONLY", // storage.hbase.read_only
 }
 
 // errNoSuchKey marks a variable that names no configuration key.

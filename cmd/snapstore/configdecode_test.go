@@ -171,3 +171,29 @@ adapters:
 		t.Errorf("error blames the file:\n%v", err)
 	}
 }
+
+// TestConfig_HBaseReadOnly: storage.hbase.read_only is a key like any
+// other, set by the file, SNAPSTORE_STORAGE_HBASE_READ_ONLY, or the older
+// SNAPSTORE_HBASE_READ_ONLY; a bad value names the variable, and a reader
+// of a Pebble directory is refused.
+func TestConfig_HBaseReadOnly(t *testing.T) {
+	file := writeFile(t, "c.yaml", "storage:\n  backend: hbase\n  hbase: {thrift: 127.0.0.1:9090}\n")
+	for _, env := range [][]string{{"SNAPSTORE_HBASE_READ_ONLY=true"}, {"SNAPSTORE_STORAGE_HBASE_READ_ONLY=1"}, {"SNAPSTORE_HBASE_READ_ONLY=true", "SNAPSTORE_STORAGE_HBASE_READ_ONLY=false"}} {
+		cfg, err := loadConfig(&commonFlags{config: file}, env)
+		if err != nil {
+			t.Fatalf("%v: %v", env, err)
+		}
+		want := !strings.Contains(strings.Join(env, " "), "=false")
+		if cfg.Storage.HBase.ReadOnly != want || len(cfg.unknownEnv) != 0 {
+			t.Errorf("%v: read_only %v, unknown %v", env, cfg.Storage.HBase.ReadOnly, cfg.unknownEnv)
+		}
+	}
+	_, err := loadConfig(&commonFlags{config: file}, []string{"SNAPSTORE_HBASE_READ_ONLY=maybe"})
+	if err == nil || !strings.Contains(err.Error(), "SNAPSTORE_HBASE_READ_ONLY") {
+		t.Errorf("a bad value: %v", err)
+	}
+	_, err = loadConfig(&commonFlags{}, []string{"SNAPSTORE_HBASE_READ_ONLY=true"})
+	if err == nil || !strings.Contains(err.Error(), "config key storage.hbase.read_only (from environment variable SNAPSTORE_HBASE_READ_ONLY)") {
+		t.Errorf("read_only on Pebble: %v", err)
+	}
+}

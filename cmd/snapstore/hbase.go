@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
-	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,10 +11,6 @@ import (
 	"github.com/snapstore/snapstore/store"
 	"github.com/snapstore/snapstore/store/hbase"
 )
-
-// envHBaseReadOnly makes this process a read-only reader of an HBase table
-// that another snapstore process writes (snapshot.W1; docs/hbase.md).
-const envHBaseReadOnly = "SNAPSTORE_HBASE_READ_ONLY"
 
 // hbaseWriterLease is the writer lease of a process that writes HBase: a
 // second writer is refused while it lasts, and after a crash the next
@@ -37,14 +31,8 @@ func (s sharedHBase) Sharing() snapshot.Sharing { return s.sharing }
 func openHBase(ctx context.Context, cfg *Config, log *slog.Logger, reg prometheus.Registerer) (store.Store, error) {
 	h := cfg.Storage.HBase
 	sharing := snapshot.Sharing{WriterLease: hbaseWriterLease}
-	if v := os.Getenv(envHBaseReadOnly); v != "" {
-		ro, err := strconv.ParseBool(v)
-		if err != nil {
-			return nil, &exitError{code: 2, err: fmt.Errorf("%s: %q is not a boolean", envHBaseReadOnly, v)}
-		}
-		if ro {
-			sharing = snapshot.Sharing{ReadOnly: true}
-		}
+	if h.ReadOnly {
+		sharing = snapshot.Sharing{ReadOnly: true}
 	}
 	st, err := hbase.Open(ctx, hbase.Options{
 		Addr:        h.Thrift,

@@ -1,73 +1,61 @@
-// Command snapstore is the single snapstore binary: the server and a small
-// CLI.
+// Command snapstore is the single snapstore binary: the server, and a CLI
+// that does everything the HTTP API does.
 //
-//	snapstore serve                     run the HTTP API and the scheduler
-//	snapstore run [--force] ADAPTER     one run of an adapter, then exit (non-zero on failure)
-//	snapstore get DATASET KEY...        one row (a composite key is one argument per key column)
-//	snapstore scan DATASET              rows in key order (NDJSON or CSV)
-//	snapstore versions DATASET          kept versions, newest first
-//	snapstore sqlite FILE [SQL]         run SQL against a SQLite file (the sample source)
-//	snapstore cluster nodes|keygen      the cluster's members; a new gossip key
-//	snapstore version                   print the build version
+//	snapstore serve                     the HTTP API, the scheduler and the console
+//	snapstore get|scan|versions|diff    read datasets
+//	snapstore datasets|tag|untag|rollback|gc
+//	snapstore run|runs|adapters|connections
+//	snapstore cluster nodes|backlog|keygen  the members; what waits to be sent; a new gossip key
+//	snapstore cert ca|node DIR          a cluster CA; a node's transfer certificate
+//	snapstore sqlite FILE [SQL]         SQL on a SQLite file (the sample source)
+//	snapstore version                   the build version
 //
-// Every command takes --config FILE, --data DIR, --listen ADDR and
-// --log-level LEVEL; configuration comes from defaults, the file, SNAPSTORE_*
+// `snapstore help` prints the commands, the flags every command takes and
+// the exit codes; `snapstore help COMMAND` (or COMMAND --help) one
+// command. docs/cli.md is the same for a reader.
+//
+// Configuration comes from defaults, the file (--config), SNAPSTORE_*
 // environment variables and flags, in that order (docs/config.md).
 //
-// run, get, scan and versions talk to a running server when one answers:
-// the one named by --server (or SNAPSTORE_SERVER), else the configured
-// listen address. When none answers they open the data directory
-// themselves; Pebble's directory lock keeps a second process out while a
-// server runs.
+// A client command runs where the user says (target.go): against the
+// server named by --server, or on the data directory named by --data, in
+// this process; with neither, against the server at the configured listen
+// address when one answers, else on the configured data directory, and
+// stderr says which. Either way it speaks the HTTP API: on a data
+// directory the API is served in this process over an in-memory pipe, so
+// both ways give the same answers, checks and errors.
 //
-// Each command lives in cmd_NAME.go, after serf's cmd/serf/command. The
-// client commands share client.go (server or data directory, the HTTP
-// client); flags.go parses the command line; config.go is the schema of the
-// configuration, its defaults and validation, and configdecode.go reads it
-// from the file, the environment and the flags; stack.go opens storage,
-// datasets and adapters (hbase.go the HBase backend, cluster.go the cluster
-// membership).
+// Each command lives in cmd_NAME.go, after serf's cmd/serf/command.
+// cmdline.go parses command lines and prints help, target.go picks and
+// opens the target, client.go speaks the API, output.go prints tables and
+// JSON, follow.go follows a run with a progress bar; config.go is the
+// schema of the configuration, its defaults and validation, and
+// configdecode.go reads it from the file, the environment and the flags;
+// stack.go opens storage, datasets and adapters (hbase.go the HBase
+// backend, cluster.go the cluster membership).
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
-
-const usage = `snapstore: versioned snapshots of source tables.
-
-Usage:
-  snapstore serve                      run the HTTP API and the scheduler
-  snapstore run [--force] ADAPTER      one run of an adapter; exits 1 unless it succeeded
-                                       (--force commits even when a guard refuses)
-  snapstore get DATASET KEY...         one row; a composite key is one argument per key column
-  snapstore scan DATASET               rows in key order (--format ndjson|csv)
-  snapstore versions DATASET           kept versions, newest first
-  snapstore sqlite FILE [SQL]          run SQL (argument or stdin) against a SQLite file
-  snapstore cluster nodes [--json]     the cluster's members as the server sees them
-  snapstore cluster keygen             print a new gossip key (base64) for cluster.gossip_key_file
-  snapstore version                    print the build version
-
-Common flags (every command):
-  --config FILE      YAML config (also SNAPSTORE_CONFIG)
-  --data DIR         data directory (default ./data)
-  --listen ADDR      HTTP listen address (default 127.0.0.1:8080)
-  --log-level LEVEL  debug, info, warn, error
-Client flags (run, get, scan, versions, cluster nodes):
-  --server URL       talk to this server (also SNAPSTORE_SERVER); default: the
-                     listen address if a server answers there, else the data dir
-  --token TOKEN      bearer token for --server (also SNAPSTORE_TOKEN)
-
-Docs: README.md, docs/getting-started.md, docs/config.md, docs/api.md.
-`
 
 func main() {
 	os.Exit(runMain(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
+
+// Exit codes of every command; usage and docs/cli.md list them.
+const (
+	exitOK          = 0
+	exitFailed      = 1 // the operation failed or was refused
+	exitUsage       = 2 // bad command line or configuration
+	exitUnreachable = 3 // no server at --server, or the data directory would not open
+	exitInterrupted = 130
+)
 
 // exitError carries a process exit code.
 type exitError struct {
@@ -78,56 +66,163 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
+// usageError is a bad command line: exit code 2.
+func usageError(format string, args ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
 // command runs one command with its arguments (the command name removed).
 type command func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
-// commands maps each command name to its function, one file each
-// (cmd_NAME.go). trivial-http is left out of the usage text: it is the
-// baseline of make bench, not a user command.
-var commands = map[string]command{
-	"serve":        cmdServe,
-	"run":          cmdRun,
-	"get":          cmdGet,
-	"scan":         cmdScan,
-	"versions":     cmdVersions,
-	"sqlite":       cmdSQLite,
-	"cluster":      cmdCluster,
-	"version":      cmdVersion,
-	"trivial-http": cmdTrivialHTTP,
+// commandInfo is one line of the usage text.
+type commandInfo struct {
+	name    string
+	run     command
+	args    string // the synopsis after the name
+	summary string
+	group   string
 }
 
-// runMain runs one command and returns the process exit code: 0 on
-// success, 1 on failure (a failed run included), 2 on bad usage or config.
-func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stderr, usage)
-		if len(args) == 0 {
-			return 2
+// The usage text's groups, in order.
+const (
+	groupServer = "Server"
+	groupData   = "Datasets"
+	groupRuns   = "Runs, adapters and data connections"
+	groupOther  = "Other"
+)
+
+// commands lists every command, one file each (cmd_NAME.go), in the
+// order of the usage text. trivial-http is left out of it: it is the
+// baseline of make bench, not a user command.
+var commands = []commandInfo{
+	{"serve", cmdServe, "", "run the HTTP API, the scheduler and the web console (/ui/)", groupServer},
+	{"get", cmdGet, "DATASET KEY...", "one row; a composite key is one argument per key column", groupData},
+	{"scan", cmdScan, "DATASET", "rows in key order (--format ndjson|csv)", groupData},
+	{"versions", cmdVersions, "DATASET", "kept versions, newest first", groupData},
+	{"diff", cmdDiff, "DATASET", "what changed between two versions, row by row (--from, --to)", groupData},
+	{"datasets", cmdDatasets, "list|show|drop", "the datasets; one dataset; drop one (asks first)", groupData},
+	{"tag", cmdTag, "DATASET TAG", "name a version (default the current one); GC keeps it", groupData},
+	{"untag", cmdUntag, "DATASET TAG", "remove a tag", groupData},
+	{"rollback", cmdRollback, "DATASET VERSION", "make an older version current again (asks first)", groupData},
+	{"gc", cmdGC, "DATASET...|--all", "apply retention now and reclaim space (--dry-run reports only)", groupData},
+	{"run", cmdRun, "ADAPTER", "one run of an adapter, followed to its end; exits 1 unless it succeeded", groupRuns},
+	{"runs", cmdRuns, "list|show|follow", "runs; one run; follow a run with a progress bar", groupRuns},
+	{"adapters", cmdAdapters, "list|show|create|delete|run", "adapters, from a YAML file of the config file's keys", groupRuns},
+	{"connections", cmdConnections, "list|show|create|delete|test|resources", "data connections; test one; its tables", groupRuns},
+	{"cluster", cmdCluster, "nodes|backlog|keygen", "the cluster's members; what waits to be sent to each; a new gossip key", groupOther},
+	{"cert", cmdCert, "ca|node DIR", "a cluster CA; a node certificate for the transfer between nodes", groupOther},
+	{"sqlite", cmdSQLite, "FILE [SQL]", "run SQL (argument or stdin) against a SQLite file, e.g. the sample source", groupOther},
+	{"version", cmdVersion, "", "print the build version", groupOther},
+	{"help", nil, "[COMMAND]", "this text, or one command's", groupOther}, // runMain runs cmdHelp
+}
+
+// hiddenCommands run but are not in the usage text.
+var hiddenCommands = map[string]command{"trivial-http": cmdTrivialHTTP}
+
+// lookupCommand returns the command called name.
+func lookupCommand(name string) (commandInfo, bool) {
+	for _, c := range commands {
+		if c.name == name {
+			return c, true
 		}
-		return 0
+	}
+	if run, ok := hiddenCommands[name]; ok {
+		return commandInfo{name: name, run: run}, true
+	}
+	return commandInfo{}, false
+}
+
+// usage is the text of `snapstore help`.
+func usage() string {
+	var b strings.Builder
+	b.WriteString("snapstore: versioned snapshots of source tables.\n\nUsage: snapstore COMMAND [ARGUMENTS] [FLAGS]\n")
+	group := ""
+	for _, c := range commands {
+		if c.group != group {
+			group = c.group
+			fmt.Fprintf(&b, "\n%s:\n", group)
+		}
+		syn := strings.TrimSpace(c.name + " " + c.args)
+		if len(syn) > 30 {
+			fmt.Fprintf(&b, "  %s\n  %-30s %s\n", syn, "", c.summary)
+			continue
+		}
+		fmt.Fprintf(&b, "  %-30s %s\n", syn, c.summary)
+	}
+	b.WriteString("\n" + targetHelp + "\n" + exitCodesHelp)
+	b.WriteString("\n`snapstore help COMMAND` or `snapstore COMMAND --help` tells more of each.\nDocs: README.md, docs/cli.md, docs/config.md, docs/api.md.\n")
+	return b.String()
+}
+
+// targetHelp says where a client command runs and the flags they all
+// take.
+const targetHelp = `Where a command runs (every command but serve, sqlite, version, cert and cluster keygen):
+  --server URL     ask the snapstore server at URL (also SNAPSTORE_SERVER)
+  --data DIR       open the data directory DIR in this process; no server asked
+  (neither)        the server at the configured listen address if one answers,
+                   else the configured data directory; stderr says which
+  --token TOKEN    bearer token of the API for --server; prefer SNAPSTORE_TOKEN,
+                   since a flag shows in the process list. Never printed.
+  --config FILE    YAML config (also SNAPSTORE_CONFIG): listen, data, and the
+                   connections and adapters of the file
+  --output FORMAT  table (default) or json: the API's JSON
+  --listen ADDR, --log-level LEVEL: as in the config file
+`
+
+// exitCodesHelp lists the exit codes.
+const exitCodesHelp = `Exit codes:
+  0    done
+  1    the operation failed: the server refused it (its problem code is
+       printed), a run did not succeed, a connection test failed
+  2    bad usage or configuration
+  3    no server answered at --server, or the data directory would not open
+       (a server holds it: give --server)
+  130  interrupted (Ctrl-C)
+`
+
+// runMain runs one command and returns the process exit code (exitCodesHelp).
+// Help goes to stdout, errors to stderr.
+func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage())
+		return exitUsage
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
+		fmt.Fprint(stdout, usage())
+		return exitOK
 	}
 	name, args := args[0], args[1:]
-	cmd, ok := commands[name]
+	cmd, ok := lookupCommand(name)
 	if !ok {
-		fmt.Fprintf(stderr, "snapstore: unknown command %q\n\n%s", name, usage)
-		return 2
+		fmt.Fprintf(stderr, "snapstore: unknown command %q (snapstore help lists them)\n", name)
+		return exitUsage
 	}
-	err := cmd(ctx, args, stdout, stderr)
-	if err == nil {
-		return 0
+	run := cmd.run
+	if name == "help" {
+		run = cmdHelp
 	}
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
+	err := run(ctx, args, stdout, stderr)
+	if err == nil || errors.Is(err, errHelpShown) {
+		return exitOK
 	}
 	fmt.Fprintf(stderr, "snapstore %s: %v\n", name, err)
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code
 	}
-	return 1
+	return exitFailed
 }
 
-// usageError is a bad command line: exit code 2.
-func usageError(format string, args ...any) error {
-	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
+// cmdHelp is `snapstore help [COMMAND [SUBCOMMAND]]`: the usage text, or
+// the help of a command, on stdout.
+func cmdHelp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "help" || args[0] == "--help" || args[0] == "-h" {
+		fmt.Fprint(stdout, usage())
+		return nil
+	}
+	c, ok := lookupCommand(args[0])
+	if !ok {
+		return usageError("no command %q (snapstore help lists them)", args[0])
+	}
+	return c.run(ctx, append(args[1:], "--help"), stdout, stderr)
 }

@@ -1,16 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -25,25 +20,65 @@ func readmeText(t *testing.T) string {
 	return string(b)
 }
 
-// readmeSQL returns the SQL of the README's `bin/snapstore sqlite
-// examples/shop.db "..."` line, the change a newcomer makes to the source.
-func readmeSQL(t *testing.T) string {
+// readmeCommands returns the bin/snapstore command lines of the README's
+// first walk-through (the code block after "A few minutes with `make
+// run`"), each split into arguments as a shell would (double quotes, and
+// a "#" comment dropped).
+func readmeCommands(t *testing.T) [][]string {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
+	text := readmeText(t)
+	i := strings.Index(text, "## A few minutes with `make run`")
+	if i < 0 {
+		t.Fatal("README.md has no section \"A few minutes with `make run`\"")
 	}
-	m := regexp.MustCompile(`(?m)^bin/snapstore sqlite examples/shop\.db "([^"]+)"$`).FindSubmatch(b)
-	if m == nil {
-		t.Fatal("README.md has no `bin/snapstore sqlite examples/shop.db \"...\"` line")
+	block := text[i:]
+	start := strings.Index(block, "```sh\n")
+	end := strings.Index(block[start+6:], "```")
+	if start < 0 || end < 0 {
+		t.Fatal("the walk-through has no code block")
 	}
-	return string(m[1])
+	var cmds [][]string
+	for _, line := range strings.Split(block[start+6:start+6+end], "\n") {
+		if !strings.HasPrefix(line, "bin/snapstore ") {
+			continue
+		}
+		var args []string
+		var cur strings.Builder
+		inQuote, inWord := false, false
+	scan:
+		for _, r := range line[len("bin/snapstore "):] {
+			switch {
+			case r == '"':
+				inQuote, inWord = !inQuote, true
+			case inQuote:
+				cur.WriteRune(r)
+			case r == '#':
+				break scan
+			case r == ' ':
+				if inWord {
+					args = append(args, cur.String())
+					cur.Reset()
+					inWord = false
+				}
+			default:
+				cur.WriteRune(r)
+				inWord = true
+			}
+		}
+		if inWord {
+			args = append(args, cur.String())
+		}
+		cmds = append(cmds, args)
+	}
+	return cmds
 }
 
-// TestReadmeFirstRun follows the README on the sample: the source from
-// examples/shop.sql, the config examples/snapstore.yaml, a first version,
-// the tag, the README's change, a second version, the diff and the old
-// version read by tag.
+// TestReadmeFirstRun runs the README's walk-through as written, its
+// client commands given the address of a server started here on the
+// sample (examples/shop.sql, examples/snapstore.yaml): the first version,
+// the tag, the change at the source, a run, the new price, the diff since
+// the tag naming the changed column, the deleted row read at the tag, the
+// versions.
 func TestReadmeFirstRun(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "shop.db")
@@ -66,100 +101,62 @@ func TestReadmeFirstRun(t *testing.T) {
 	ready := make(chan string, 1)
 	errc := make(chan error, 1)
 	go func() { errc <- serve(ctx, cfg, nil, slog.New(slog.DiscardHandler), ready) }()
-	base := "http://" + <-ready
+	addr := <-ready
 	defer func() {
 		cancel()
 		if err := <-errc; err != nil {
 			t.Errorf("serve: %v", err)
 		}
 	}()
-	call := func(method, path string) (int, string) {
-		t.Helper()
-		req, _ := http.NewRequest(method, base+path, nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
-	run := func() {
-		t.Helper()
-		if code, body := call("POST", "/v1/adapters/products/runs?wait=true"); code != 200 || !strings.Contains(body, `"status":"succeeded"`) {
-			t.Fatalf("run: %d %s", code, body)
-		}
-	}
 	// The sample runs its adapters once at start (run_on_start).
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		_, body := call("GET", "/v1/adapters/products/runs")
-		if strings.Contains(body, `"trigger":"start","status":"succeeded"`) {
+		_, out, _ := cli(t, "runs", "list", "--adapter", "products", "--listen", addr)
+		if strings.Contains(out, "succeeded") {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no succeeded run at start: %s", body)
+			t.Fatalf("no succeeded run at start: %s", out)
 		}
 	}
-	if code, body := call("GET", "/v1/datasets/products/rows/2"); code != 200 || !strings.Contains(body, `"name":"Milk jug"`) {
-		t.Fatalf("first version: %d %s", code, body)
+	cmds := readmeCommands(t)
+	if len(cmds) < 8 {
+		t.Fatalf("the walk-through has %d commands: %q", len(cmds), cmds)
 	}
-	if code, body := call("PUT", "/v1/datasets/products/tags/first"); code != 200 {
-		t.Fatalf("tag: %d %s", code, body)
-	}
-	if code, out, errs := cli(t, "sqlite", db, readmeSQL(t)); code != 0 {
-		t.Fatalf("the README's change: %d %s %s", code, out, errs)
-	}
-	run()
-	// A later run that finds nothing new commits no version: the default
-	// diff still shows the change (the README also diffs from the tag).
-	run()
-	if code, body := call("GET", "/v1/datasets/products/diff"); code != 200 || strings.Count(body, "\n") != 3 {
-		t.Fatalf("default diff after a no-change run: %d %q", code, body)
-	}
-	code, body := call("GET", "/v1/datasets/products/versions")
-	var vl struct {
-		Versions []struct {
-			Version int64
-			Tags    []string
+	outs := map[string]string{}
+	gets := 0
+	for _, args := range cmds {
+		if args[0] == "sqlite" {
+			args[1] = db
+		} else {
+			args = append(args, "--listen", addr)
 		}
+		code, out, errs := cli(t, args...)
+		if code != 0 {
+			t.Fatalf("%q: exit %d\n%s%s", args, code, out, errs)
+		}
+		if args[0] != "sqlite" && !strings.Contains(errs, "using the server at http://"+addr) {
+			t.Errorf("%q does not say which server it asks: %q", args, errs)
+		}
+		key := args[0]
+		if key == "get" {
+			gets++
+			key = fmt.Sprint("get", gets)
+		}
+		outs[key] = out
 	}
-	if err := json.Unmarshal([]byte(body), &vl); code != 200 || err != nil {
-		t.Fatalf("versions: %d %v %s", code, err, body)
-	}
-	var first int64
-	for _, v := range vl.Versions {
-		for _, tg := range v.Tags {
-			if tg == "first" {
-				first = v.Version
+	for key, want := range map[string][]string{
+		"get1":     {`"name":"Milk jug"`, `"price":"8.9"`},
+		"tag":      {"is tagged first"},
+		"run":      {"status:    succeeded", "1 inserted, 1 updated, 1 deleted"},
+		"get2":     {`"price":"7.49"`},
+		"diff":     {"update  2    price: 8.9 -> 7.49", "delete  5", "insert  9    id=9 name=Teapot", "1 inserted, 1 updated, 1 deleted"},
+		"get3":     {`"name":"Tamper"`},
+		"versions": {"first", "*"},
+	} {
+		for _, w := range want {
+			if !strings.Contains(outs[key], w) {
+				t.Errorf("%s: the output lacks %q:\n%s", key, w, outs[key])
 			}
 		}
-	}
-	if first == 0 {
-		t.Fatalf("no version tagged first: %s", body)
-	}
-	if !strings.Contains(readmeText(t), "diff?from=first") {
-		t.Fatal("README.md no longer diffs from the tagged version (diff?from=first)")
-	}
-	code, body = call("GET", "/v1/datasets/products/diff?from=first")
-	if byNumber, numBody := call("GET", fmt.Sprintf("/v1/datasets/products/diff?from=%d", first)); code != 200 || byNumber != 200 || body != numBody {
-		t.Fatalf("diff from the tag: %d %s; from its number %d: %d %s", code, body, first, byNumber, numBody)
-	}
-	ops := map[string]int{}
-	sc := bufio.NewScanner(strings.NewReader(body))
-	for sc.Scan() {
-		var ch struct{ Op string }
-		if err := json.Unmarshal(sc.Bytes(), &ch); err != nil {
-			t.Fatal(err)
-		}
-		ops[ch.Op]++
-	}
-	if ops["insert"] != 1 || ops["update"] != 1 || ops["delete"] != 1 {
-		t.Fatalf("diff %v:\n%s", ops, body)
-	}
-	if code, body := call("GET", "/v1/datasets/products/rows/5"); code != 404 {
-		t.Fatalf("deleted row in the current version: %d %s", code, body)
-	}
-	if code, body := call("GET", "/v1/datasets/products/rows/5?tag=first"); code != 200 || !strings.Contains(body, `"name":"Tamper"`) {
-		t.Fatalf("old version by tag: %d %s", code, body)
 	}
 }

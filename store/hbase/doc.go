@@ -72,9 +72,21 @@
 // still selects correctly (a range never separates the two, since a Max of
 // MaxTimestamp means unbounded), and transaction ids never come near.
 //
-// M5. Within one Apply, mutations of the same coordinate collapse to the
-// last one before anything is sent, because HBase does not keep the order
-// of a put and a delete of one coordinate inside a call.
+// M5. Within one Apply, MutateRow or CheckAndMutate, mutations of the same
+// coordinate collapse to the last one before anything is sent, because
+// HBase does not keep the order of a put and a delete of one coordinate
+// inside a call.
+//
+// M6. A counter (store.S8) is the HBase cell of qualifier '#' | column,
+// whose value is the 8 raw big-endian bytes HBase's increment adds to (no
+// kind byte, so it cannot be a store cell: Get and Scan skip '#'
+// qualifiers, and a store column's '_' qualifier is another cell). HBase
+// stamps each increment with the server's clock, as a new version; since
+// the family keeps every version (M2), Increment deletes the older ones
+// after each increment (DELETE_COLUMNS just below the new one, best
+// effort), and reads a counter (delta 0) with a get, because an increment
+// of 0 writes a version too. A DeleteRange's family delete removes it with
+// the row.
 //
 // # Atomicity, durability, consistency
 //
@@ -84,9 +96,22 @@
 // applied whole, but a multi-row batch is not atomic as a whole (store.S1
 // holds per row only): a batch that failed with store.ErrUnavailable may
 // have been applied in part, and retrying it is safe (every mutation is
-// idempotent, store.S4). Package snapshot does not need more: a run's
-// cells are invisible until its commit, a single-row metadata write.
-// DeleteRange is likewise per row. Every write uses HBase's default
+// idempotent, store.S4). ApplyCalls says which calls a batch becomes, in
+// order (store.ApplyPlanner). Package snapshot does not need more: a
+// run's cells are invisible until its commit, a single-row
+// checkAndMutate. DeleteRange is likewise per row.
+//
+// MutateRow, CheckAndMutate and Increment are one call each (mutateRow,
+// checkAndMutate with EQUAL, increment), applied by the regionserver under
+// the row's lock: atomic per row, against every other writer of the row
+// in any process (store.S6, store.S7, store.S8). An absent check is sent as an empty
+// expected value, which HBase reads as "no cell, or an empty one"; no store
+// cell is empty (M1), and the 2.6 gateway fails on the null value the IDL
+// documents for absence.
+//
+// A call that timed out at this client, or whose gateway went away, may
+// still be applied: the gateway's own HBase client retries it for up to
+// its hbase.client.operation.timeout (store.S9; Options.MaxWriteDelay). Every write uses HBase's default
 // durability (SYNC_WAL), so a batch is durable when Apply returns and Sync
 // has nothing left to do (store.S2), to the extent HBase's WAL is (a
 // standalone HBase on a local file system does not fsync).
@@ -110,7 +135,14 @@
 // exceptions: ErrServer, with HBase's message (clipped). Canceled
 // contexts: the context's error. A pooled connection found broken is
 // replaced and the call made once more, except getScannerRows, which
-// advances the scanner and so is never repeated.
+// advances the scanner, checkAndMutate, whose repeat could find its own
+// write and report "not applied", and increment, which would count twice:
+// those are never repeated. Before an idle connection is reused, one
+// non-blocking read of its socket finds whether the gateway closed it (it
+// stopped or restarted since): such a connection is dropped before any
+// call is made on it, so a call that cannot be repeated does not fail on
+// it; and when one call finds its connection broken, every idle one is
+// dropped.
 //
 // # Concurrency
 //

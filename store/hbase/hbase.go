@@ -49,12 +49,25 @@ type Options struct {
 	// MaxCellsPerCall bounds the cells sent in one putMultiple or
 	// deleteMultiple call; larger batches are split. Default 5000.
 	MaxCellsPerCall int
+	// MaxWriteDelay is how long after a call failed (timed out at this
+	// client, or the gateway became unreachable) the gateway may still
+	// apply its write (store.S9, store.LateWriter): set it to the
+	// gateway's hbase.client.operation.timeout, the longest its HBase
+	// client retries one operation, plus its hbase.rpc.timeout, for an
+	// attempt already sent. Default DefaultMaxWriteDelay (21 minutes:
+	// HBase's defaults, 20 minutes and 1 minute).
+	MaxWriteDelay time.Duration
 	// Logger receives the backend's logs; nil means slog.Default().
 	Logger *slog.Logger
 	// Registerer receives the backend's metrics (snapstore_hbase_*); nil
 	// means none are registered.
 	Registerer prometheus.Registerer
 }
+
+// DefaultMaxWriteDelay is the default Options.MaxWriteDelay: HBase's
+// default hbase.client.operation.timeout (1 200 000 ms) plus its default
+// hbase.rpc.timeout (60 000 ms).
+const DefaultMaxWriteDelay = 21 * time.Minute
 
 // EnsureDefaults fills the zero fields of o with their defaults.
 func (o *Options) EnsureDefaults() {
@@ -78,6 +91,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.MaxCellsPerCall <= 0 {
 		o.MaxCellsPerCall = 5000
+	}
+	if o.MaxWriteDelay <= 0 {
+		o.MaxWriteDelay = DefaultMaxWriteDelay
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -138,7 +154,11 @@ type Store struct {
 	afterCall func(method string, err error)
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store        = (*Store)(nil)
+	_ store.LateWriter   = (*Store)(nil)
+	_ store.ApplyPlanner = (*Store)(nil)
+)
 
 // Open connects to the Thrift2 gateway at opts.Addr and returns a Store on
 // the table opts.Namespace:opts.Table, creating the namespace and the table
@@ -279,44 +299,21 @@ func (s *Store) check(ctx context.Context, what string) error {
 // maxRowKey is HBase's limit on a row key's length (Short.MAX_VALUE).
 const maxRowKey = 32767
 
-// rowMutations are the mutations of one row of a batch, after collapsing.
+// rowMutations are the mutations of one row of a batch, after collapsing;
+// idx are their indexes in the batch.
 type rowMutations struct {
 	key  []byte
 	puts []tColumnValue
 	dels []tColumn
+	idx  []int
 }
 
-// Apply implements store.Store. Mutations of one coordinate collapse to the
-// last one; the rest are sent as putMultiple and deleteMultiple calls (or
-// one mutateRow for a row with both puts and version deletions), each row
-// applied atomically by HBase. A multi-row batch is not atomic across rows:
-// see the package doc.
-func (s *Store) Apply(ctx context.Context, b *store.Batch) error {
-	what := "applying a batch to " + fmt.Sprintf("%q", b.Table)
-	if err := s.check(ctx, what); err != nil {
-		return err
-	}
-	if err := store.CheckTable(b.Table); err != nil {
-		return fmt.Errorf("hbase: %s: %w", what, err)
-	}
-	for i := range b.Mutations {
-		if err := b.Mutations[i].Validate(); err != nil {
-			return fmt.Errorf("hbase: %s: mutation %d: %w", what, i, err)
-		}
-	}
-	if len(b.Mutations) == 0 {
-		return nil
-	}
-	prefix := tablePrefix(b.Table)
-	for i := range b.Mutations {
-		if n := len(prefix) + len(b.Mutations[i].Cell.Row); n > maxRowKey {
-			return fmt.Errorf("hbase: %s: mutation %d: %w: row key of %d bytes with the table prefix, HBase takes at most %d",
-				what, i, store.ErrInvalidArgument, n, maxRowKey)
-		}
-	}
-	// Collapse: only the last mutation of a coordinate (row, column, HBase
-	// timestamp) is sent, so that no row carries a put and a delete of one
-	// coordinate, whose order HBase would not keep within a call.
+// collapse groups the mutations of b by row, in the order rows first
+// appear, keeping only the last mutation of each coordinate (row, column,
+// HBase timestamp), so that no row carries a put and a delete of one
+// coordinate, whose order HBase would not keep within a call (M5). b has
+// been validated. It returns the rows and the count of cells kept.
+func collapse(b *store.Batch) ([]*rowMutations, int) {
 	var last map[string]int
 	if len(b.Mutations) > 1 {
 		last = make(map[string]int, len(b.Mutations))
@@ -326,6 +323,7 @@ func (s *Store) Apply(ctx context.Context, b *store.Batch) error {
 			last[string(k)] = i
 		}
 	}
+	prefix := tablePrefix(b.Table)
 	rows := map[string]*rowMutations{}
 	var order []*rowMutations
 	var k []byte
@@ -354,55 +352,155 @@ func (s *Store) Apply(ctx context.Context, b *store.Batch) error {
 			rm.dels = append(rm.dels, tColumn{family: family, qualifier: qual, hasQualifier: true,
 				timestamp: hts, hasTimestamp: true})
 		}
+		rm.idx = append(rm.idx, i)
 		cells++
 	}
-	var puts []tPut
-	var dels []tDelete
+	return order, cells
+}
+
+// Thrift2 write methods a batch is sent with.
+const (
+	methodMutateRow      = "mutateRow"
+	methodPutMultiple    = "putMultiple"
+	methodDeleteMultiple = "deleteMultiple"
+	methodCheckAndMutate = "checkAndMutate"
+	methodIncrement      = "increment"
+)
+
+// writeCall is one Thrift call of an Apply: a mutateRow of one row with
+// puts and version deletions, or a putMultiple or deleteMultiple of rows
+// with only one of the two.
+type writeCall struct {
+	method string
+	rows   []*rowMutations
+}
+
+// validateBatch checks b as Apply needs it: a table, valid mutations, row
+// keys HBase takes.
+func validateBatch(what string, b *store.Batch) error {
+	if err := store.CheckTable(b.Table); err != nil {
+		return fmt.Errorf("hbase: %s: %w", what, err)
+	}
+	prefix := tablePrefix(b.Table)
+	for i := range b.Mutations {
+		if err := b.Mutations[i].Validate(); err != nil {
+			return fmt.Errorf("hbase: %s: mutation %d: %w", what, i, err)
+		}
+		if n := len(prefix) + len(b.Mutations[i].Cell.Row); n > maxRowKey {
+			return fmt.Errorf("hbase: %s: mutation %d: %w: row key of %d bytes with the table prefix, HBase takes at most %d",
+				what, i, store.ErrInvalidArgument, n, maxRowKey)
+		}
+	}
+	return nil
+}
+
+// plan returns the calls that Apply makes for a validated b, in order: a
+// row with both puts and version deletions goes out as a mutateRow when it
+// is reached; the other rows gather into a putMultiple and a
+// deleteMultiple, sent (in that order) once they hold MaxCellsPerCall cells,
+// and at the end.
+func (s *Store) plan(b *store.Batch) ([]writeCall, int) {
+	rows, cells := collapse(b)
+	var calls []writeCall
+	var puts, dels []*rowMutations
 	n := 0
-	flush := func() error {
+	flush := func() {
 		if len(puts) > 0 {
-			p := puts
-			err := s.call(ctx, what, "putMultiple", func(e *enc) {
-				e.binary(1, s.table)
-				e.list(2, thrift.STRUCT, len(p), func(e *enc, i int) { e.structBody(p[i].write) })
-			}, nil)
-			if err != nil {
-				return err
-			}
+			calls = append(calls, writeCall{method: methodPutMultiple, rows: puts})
 		}
 		if len(dels) > 0 {
-			if err := s.deleteMultiple(ctx, what, dels); err != nil {
-				return err
-			}
+			calls = append(calls, writeCall{method: methodDeleteMultiple, rows: dels})
 		}
-		puts, dels, n = puts[:0], dels[:0], 0
-		return nil
+		puts, dels, n = nil, nil, 0
 	}
-	for _, rm := range order {
+	for _, rm := range rows {
 		switch {
 		case len(rm.puts) > 0 && len(rm.dels) > 0:
-			if err := s.mutateRow(ctx, what, rm); err != nil {
-				return err
-			}
+			calls = append(calls, writeCall{method: methodMutateRow, rows: []*rowMutations{rm}})
 			continue
 		case len(rm.puts) > 0:
-			puts = append(puts, tPut{row: rm.key, cells: rm.puts})
+			puts = append(puts, rm)
 			n += len(rm.puts)
 		default:
-			dels = append(dels, tDelete{row: rm.key, columns: rm.dels, deleteType: deleteColumn})
+			dels = append(dels, rm)
 			n += len(rm.dels)
 		}
 		if n >= s.opts.MaxCellsPerCall {
-			if err := flush(); err != nil {
-				return err
-			}
+			flush()
 		}
 	}
-	if err := flush(); err != nil {
+	flush()
+	return calls, cells
+}
+
+// Apply implements store.Store. Mutations of one coordinate collapse to the
+// last one; the rest are sent as putMultiple and deleteMultiple calls (or
+// one mutateRow for a row with both puts and version deletions), each row
+// applied atomically by HBase (plan). A multi-row batch is not atomic
+// across rows: see the package doc and ApplyCalls.
+func (s *Store) Apply(ctx context.Context, b *store.Batch) error {
+	what := "applying a batch to " + fmt.Sprintf("%q", b.Table)
+	if err := s.check(ctx, what); err != nil {
 		return err
+	}
+	if err := validateBatch(what, b); err != nil {
+		return err
+	}
+	if len(b.Mutations) == 0 {
+		return nil
+	}
+	calls, cells := s.plan(b)
+	for _, c := range calls {
+		var err error
+		switch c.method {
+		case methodMutateRow:
+			err = s.mutateRow(ctx, what, c.rows[0])
+		case methodPutMultiple:
+			err = s.putMultiple(ctx, what, c.rows)
+		case methodDeleteMultiple:
+			dels := make([]tDelete, len(c.rows))
+			for i, rm := range c.rows {
+				dels[i] = tDelete{row: rm.key, columns: rm.dels, deleteType: deleteColumn}
+			}
+			err = s.deleteMultiple(ctx, what, dels)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	s.metrics.cellsIn.Add(float64(cells))
 	return nil
+}
+
+// ApplyCalls implements store.ApplyPlanner: the parts of b that Apply
+// sends in one Thrift call each, in the order it sends them, holding b's
+// mutations after collapsing (M5).
+func (s *Store) ApplyCalls(b *store.Batch) ([]*store.Batch, error) {
+	if err := validateBatch("planning a batch", b); err != nil {
+		return nil, err
+	}
+	calls, _ := s.plan(b)
+	out := make([]*store.Batch, len(calls))
+	for i, c := range calls {
+		part := &store.Batch{Table: b.Table, Sync: b.Sync}
+		for _, rm := range c.rows {
+			for _, j := range rm.idx {
+				part.Mutations = append(part.Mutations, b.Mutations[j])
+			}
+		}
+		out[i] = part
+	}
+	return out, nil
+}
+
+func (s *Store) putMultiple(ctx context.Context, what string, rows []*rowMutations) error {
+	return s.call(ctx, what, methodPutMultiple, func(e *enc) {
+		e.binary(1, s.table)
+		e.list(2, thrift.STRUCT, len(rows), func(e *enc, i int) {
+			p := tPut{row: rows[i].key, cells: rows[i].puts}
+			e.structBody(p.write)
+		})
+	}, nil)
 }
 
 // coordKey appends an unambiguous key of a cell's coordinate.
@@ -415,17 +513,24 @@ func coordKey(dst []byte, c *store.Cell) []byte {
 }
 
 func (s *Store) mutateRow(ctx context.Context, what string, rm *rowMutations) error {
-	muts := []tMutation{
-		{put: &tPut{row: rm.key, cells: rm.puts}},
-		{del: &tDelete{row: rm.key, columns: rm.dels, deleteType: deleteColumn}},
-	}
-	return s.call(ctx, what, "mutateRow", func(e *enc) {
+	rmu := rm.thrift()
+	return s.call(ctx, what, methodMutateRow, func(e *enc) {
 		e.binary(1, s.table)
-		e.structure(2, func(e *enc) {
-			e.binary(1, rm.key)
-			e.list(2, thrift.STRUCT, len(muts), func(e *enc, i int) { e.structBody(muts[i].write) })
-		})
+		e.structure(2, rmu.write)
 	}, nil)
+}
+
+// thrift returns the TRowMutations of rm: its puts, then its version
+// deletions (collapse left no coordinate in both).
+func (rm *rowMutations) thrift() tRowMutations {
+	r := tRowMutations{row: rm.key}
+	if len(rm.puts) > 0 {
+		r.mutations = append(r.mutations, tMutation{put: &tPut{row: rm.key, cells: rm.puts}})
+	}
+	if len(rm.dels) > 0 {
+		r.mutations = append(r.mutations, tMutation{del: &tDelete{row: rm.key, columns: rm.dels, deleteType: deleteColumn}})
+	}
+	return r
 }
 
 // deleteMultiple sends dels; HBase returns the deletes it could not apply.
@@ -438,7 +543,7 @@ func (s *Store) deleteMultiple(ctx context.Context, what string, dels []tDelete)
 			return p.Skip(ctx, thrift.STRUCT)
 		})
 	})}
-	err := s.call(ctx, what, "deleteMultiple", func(e *enc) {
+	err := s.call(ctx, what, methodDeleteMultiple, func(e *enc) {
 		e.binary(1, s.table)
 		e.list(2, thrift.STRUCT, len(dels), func(e *enc, i int) { e.structBody(dels[i].write) })
 	}, res)
@@ -515,6 +620,9 @@ func (s *Store) Get(ctx context.Context, table string, row []byte, opts store.Re
 	out := make([]store.Cell, 0, len(r.cells))
 	rowCopy := bytes.Clone(row)
 	for i := range r.cells {
+		if isCounter(&r.cells[i]) {
+			continue
+		}
 		var c store.Cell
 		if !decodeCell(&c, rowCopy, &r.cells[i]) {
 			return nil, fmt.Errorf("%w: %s: a cell of column %q has a value this package did not write", ErrServer, what, r.cells[i].qualifier)

@@ -23,6 +23,16 @@ func TestConformance(t *testing.T) {
 	storetest.RunSuite(t, openTest, storetest.WithReopen(reopen))
 }
 
+// TestFaults checks storetest's FaultStore over HBase with three cells per
+// write call, so that a partial Apply follows several of Apply's calls
+// (store.ApplyPlanner).
+func TestFaults(t *testing.T) {
+	hbasetest.Addr(t)
+	storetest.RunFaultSuite(t, func(t *testing.T) store.Store {
+		return hbasetest.Open(t, func(o *hbase.Options) { o.MaxCellsPerCall = 3 })
+	})
+}
+
 // TestConformanceSmallCalls runs the suite with two rows per scanner call
 // and three cells per write call, so that scans span many gateway calls
 // (store.S3 then rests on HBase's scanner read point, not on one reply) and

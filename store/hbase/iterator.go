@@ -194,6 +194,9 @@ func (it *iterator) Next() bool {
 			it.err = fmt.Errorf("%w: %s: row %q outside the table's prefix", ErrServer, it.what, r.row)
 			return false
 		}
+		if isCounter(cv) {
+			continue
+		}
 		if !decodeCell(&it.cur, r.row[len(it.prefix):], cv) {
 			it.err = fmt.Errorf("%w: %s: a cell of column %q has a value this package did not write", ErrServer, it.what, cv.qualifier)
 			return false

@@ -15,6 +15,24 @@ var family = []byte("c")
 // empty qualifier with it). A row delete marker is column "", qualifier "_".
 const qualifierPrefix = '_'
 
+// counterQualifierPrefix starts the qualifier of a counter (M6):
+// '#' | column, its value the 8 raw bytes HBase's increment works on.
+const counterQualifierPrefix = '#'
+
+// counterQualifier returns the HBase qualifier of a counter.
+func counterQualifier(column []byte) []byte {
+	q := make([]byte, 1+len(column))
+	q[0] = counterQualifierPrefix
+	copy(q[1:], column)
+	return q
+}
+
+// isCounter reports whether an HBase cell is a counter, which reads of
+// cells skip (store.S8).
+func isCounter(cv *tColumnValue) bool {
+	return len(cv.qualifier) > 0 && cv.qualifier[0] == counterQualifierPrefix
+}
+
 // qualifier returns the HBase qualifier of a store column.
 func qualifier(column []byte) []byte {
 	q := make([]byte, 1+len(column))

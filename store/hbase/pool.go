@@ -66,9 +66,17 @@ func (p *pool) get(ctx context.Context) (c *conn, reused bool, err error) {
 		<-p.slots
 		return nil, false, store.ErrClosed
 	}
-	if n := len(p.mu.idle); n > 0 {
+	for n := len(p.mu.idle); n > 0; n-- {
 		c := p.mu.idle[n-1]
 		p.mu.idle = p.mu.idle[:n-1]
+		if peerClosed(c.nc) {
+			// Idle since a gateway that went away: no call was made on it,
+			// so none is lost, whatever the method (a scanner's next rows
+			// included).
+			p.mu.open--
+			_ = c.nc.Close()
+			continue
+		}
 		p.mu.Unlock()
 		return c, true, nil
 	}
@@ -153,22 +161,40 @@ var errBrokenConn = errors.New("broken connection")
 // exception (res.exception()) is returned as the error. When a reused
 // connection turns out broken (the gateway restarted since it was opened),
 // the idle connections are dropped and the call is made once more on a new
-// one, except getScannerRows, which is not idempotent: every other method
-// the store uses reads, or writes idempotently (store.S4).
+// one, except for the methods that are not idempotent (repeatable):
+// getScannerRows advances its scanner, checkAndMutate could find its own
+// write and report "not applied", increment would count twice. Every
+// other method the store uses reads, or writes idempotently (store.S4).
 func (p *pool) call(ctx context.Context, timeout time.Duration, method string, args callArgs, res *callResult) error {
 	start := time.Now()
 	err := ctx.Err()
 	for attempt := 0; err == nil; attempt++ {
 		var reused bool
 		reused, err = p.callOnce(ctx, start, timeout, method, args, res)
-		if !(reused && attempt == 0 && method != "getScannerRows" && errors.Is(err, errBrokenConn)) {
+		if !(reused && attempt == 0 && errors.Is(err, errBrokenConn)) {
 			break
 		}
+		// The other idle connections were likely opened to the same
+		// gateway process: drop them, whether or not this call is made
+		// again.
 		p.dropIdle()
+		if !repeatable(method) {
+			break
+		}
 		*res = callResult{success: res.success}
 	}
 	p.metrics.observe(method, start, err)
 	return err
+}
+
+// repeatable reports whether a call of method may be made again after it
+// failed on a broken connection (pool.call).
+func repeatable(method string) bool {
+	switch method {
+	case "getScannerRows", methodCheckAndMutate, methodIncrement:
+		return false
+	}
+	return true
 }
 
 func (p *pool) callOnce(ctx context.Context, start time.Time, timeout time.Duration, method string, args callArgs, res *callResult) (reused bool, err error) {

@@ -396,6 +396,46 @@ func (m *tMutation) write(e *enc) {
 	}
 }
 
+// tRowMutations is struct TRowMutations: 1: row, 2: mutations.
+type tRowMutations struct {
+	row       []byte
+	mutations []tMutation
+}
+
+func (r *tRowMutations) write(e *enc) {
+	e.binary(1, r.row)
+	e.list(2, thrift.STRUCT, len(r.mutations), func(e *enc, i int) { e.structBody(r.mutations[i].write) })
+}
+
+// TCompareOperator values (enum TCompareOperator).
+const compareEqual int32 = 2 // EQUAL
+
+// tColumnIncrement is struct TColumnIncrement: 1: family, 2: qualifier,
+// 3: amount.
+type tColumnIncrement struct {
+	family, qualifier []byte
+	amount            int64
+}
+
+func (c *tColumnIncrement) write(e *enc) {
+	e.binary(1, c.family)
+	e.binary(2, c.qualifier)
+	e.i64(3, c.amount)
+}
+
+// tIncrement is struct TIncrement: 1: row, 2: columns,
+// 7: returnResults.
+type tIncrement struct {
+	row     []byte
+	columns []tColumnIncrement
+}
+
+func (in *tIncrement) write(e *enc) {
+	e.binary(1, in.row)
+	e.list(2, thrift.STRUCT, len(in.columns), func(e *enc, i int) { e.structBody(in.columns[i].write) })
+	e.boolean(7, true)
+}
+
 // tColumnFamilyDescriptor is struct TColumnFamilyDescriptor: 1: name,
 // 2: attributes, 5: bloomnFilterType, 6: compressionType,
 // 8: dataBlockEncoding, 9: keepDeletedCells, 10: maxVersions,

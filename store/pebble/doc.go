@@ -58,11 +58,20 @@
 // the two lowest, which hold nearly all the data, Zstandard with larger
 // blocks (options.go).
 //
+// A counter (store.S8) is one key in the reserved space too, outside every
+// table: 00 01 "counter" 00 01 | esc(table) 00 01 | esc(row) 00 01 |
+// esc(column) 00 01, its value the counter as 8 bytes big-endian.
+// DeleteRange removes the counters of its rows in the same batch as their
+// cells.
+//
 // # Writes and durability
 //
 // Apply writes one Pebble batch (atomic, store.S1), encoding each key directly
 // into the batch's memory (Batch.SetDeferred), so a large batch costs no
-// allocation per mutation. A batch with Sync is committed with pebble.Sync;
+// allocation per mutation. MutateRow is an Apply with pebble.Sync (store.S6).
+// CheckAndMutate and Increment read and write under a lock that every write
+// takes shared and they take alone (store.S7, store.S8): one process owns
+// a Pebble directory, so that lock orders every write of the store. A batch with Sync is committed with pebble.Sync;
 // without it, pebble.NoSync: the batch is in the WAL but not fsynced, which
 // is what an uncommitted run needs (DESIGN "Limits"). Sync fsyncs the WAL.
 //

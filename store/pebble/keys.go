@@ -27,6 +27,31 @@ const (
 // it because an empty table name is rejected (store.CheckTable).
 var formatKey = []byte("\x00\x01storage-format")
 
+// counterPrefix starts the key of every counter (store.S8), in the
+// reserved space of the empty table name as formatKey is, so that no cell
+// key and no scan of a table can reach a counter:
+//
+//	00 01 "counter" 00 01 | esc(table) 00 01 | esc(row) 00 01 | esc(column) 00 01
+//
+// value: the counter, 8 bytes big-endian.
+var counterPrefix = []byte("\x00\x01counter\x00\x01")
+
+// appendCounterKey appends the key of the counter (table, row, column);
+// with a nil column, the prefix of the counters of row (DeleteRange's
+// bounds).
+func appendCounterKey(dst []byte, table string, row, column []byte) []byte {
+	dst = append(dst, counterPrefix...)
+	dst = appendTable(dst, table)
+	if row == nil {
+		return dst
+	}
+	dst = appendEscaped(dst, row)
+	if column == nil {
+		return dst
+	}
+	return appendEscaped(dst, column)
+}
+
 // errCorruptKey is returned when a stored key does not parse.
 var errCorruptKey = errors.New("pebble: corrupt key")
 

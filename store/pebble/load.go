@@ -102,6 +102,9 @@ func (l *load) Add(c store.Cell) error {
 	}
 	l.last = append(l.last[:0], l.key...)
 	l.size += int64(len(l.key) + len(l.val))
+	if cap(l.val) > 1<<20 {
+		l.val = nil // a wide value's copy: not kept for the next cells
+	}
 	if l.size >= loadTableBytes {
 		if err := l.finish(); err != nil {
 			return l.fail(err)
@@ -156,6 +159,8 @@ func (l *load) Flush(ctx context.Context) error {
 		return fmt.Errorf("pebble: loading %q: %w", l.table, err)
 	}
 	s := l.s
+	s.cond.RLock() // a write: see Store.cond
+	defer s.cond.RUnlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"time"
 	"unsafe"
 
 	cpebble "github.com/cockroachdb/pebble/v2"
@@ -41,8 +42,9 @@ type Options struct {
 	// CacheSize is the size of Pebble's block cache in bytes; default
 	// DefaultCacheSize (128 MiB) when zero or negative.
 	CacheSize int64
-	// Logger receives Pebble's own log lines (Infof as Info, Errorf as
-	// Error) and the store's; nil discards them.
+	// Logger receives Pebble's own log lines and the store's; nil discards
+	// them. Pebble's Infof lines (WAL recovery, compactions, flushes) are
+	// its housekeeping, logged at Debug; its Errorf lines at Error.
 	Logger *slog.Logger
 	// Registerer, when non-nil, gets the store's gauges (names
 	// snapstore_pebble_*, listed in docs/operations.md and in metrics.go).
@@ -59,14 +61,21 @@ type Options struct {
 // lives in it, the table name being a key prefix. It is safe for concurrent
 // use.
 type Store struct {
-	db     *cpebble.DB
-	lock   *cpebble.Lock // dir's lock, held until Close
-	dir    string
-	fs     vfs.FS
-	wopts  *cpebble.Options // the options, defaults filled, for SSTables of loads
-	logger *slog.Logger
-	reg    prometheus.Registerer
-	colls  []prometheus.Collector
+	db       *cpebble.DB
+	lock     *cpebble.Lock // dir's lock, held until Close
+	dir      string
+	fs       vfs.FS
+	fsCloser io.Closer        // the disk-health checker of the default file system; nil with Options.fs
+	wopts    *cpebble.Options // the options, defaults filled, for SSTables of loads
+	logger   *slog.Logger
+	reg      prometheus.Registerer
+	colls    []prometheus.Collector
+
+	// cond makes conditional writes atomic with their read (store.S7,
+	// store.S8): every write (Apply, MutateRow, DeleteRange, a load's
+	// Flush) holds it shared, CheckAndMutate and Increment hold it alone
+	// from their read to their write. Taken before mu.
+	cond sync.RWMutex
 
 	// mu guards closed and the use of db: every operation holds it for
 	// reading while it touches db; Close takes it for writing, so it waits
@@ -110,9 +119,6 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.CacheSize <= 0 {
 		opts.CacheSize = DefaultCacheSize
 	}
-	if opts.fs == nil {
-		opts.fs = vfs.Default
-	}
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -124,6 +130,23 @@ func Open(dir string, opts Options) (*Store, error) {
 	// still pin: let them go (from another goroutine, Pebble calls the
 	// listener in the middle of its own work).
 	unpin := func() { go s.pool.drain() }
+	opened := false // the store is returned; else the file system is closed
+	if opts.fs == nil {
+		// Pebble's own default, made here so that this package can close
+		// it: Pebble closes the disk-health checker it makes only in
+		// DB.Close, so an Open that fails (a directory another process
+		// holds) would leave its goroutine running.
+		var fsCloser io.Closer
+		opts.fs, fsCloser = vfs.WithDiskHealthChecks(vfs.Default, 5*time.Second, nil, func(info vfs.DiskSlowInfo) {
+			logger.Warn("disk slow", "component", "pebble", "path", info.Path, "op", info.OpType.String(), "duration", info.Duration)
+		})
+		defer func() {
+			if !opened {
+				fsCloser.Close()
+			}
+		}()
+		s.fsCloser = fsCloser
+	}
 	po := pebbleOptions(opts, cache, logger)
 	po.EventListener = &cpebble.EventListener{
 		FlushEnd:      func(cpebble.FlushInfo) { unpin() },
@@ -163,6 +186,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, errors.Join(fmt.Errorf("pebble: registering metrics: %w", err), db.Close(), lock.Close())
 	}
 	logger.Debug("pebble store opened", "dir", dir)
+	opened = true
 	return s, nil
 }
 
@@ -183,6 +207,14 @@ func (s *Store) putBuf(b *[]byte) { *b = (*b)[:0]; s.bufs.Put(b) }
 // with pebble.Sync when b.Sync, else with pebble.NoSync (in the WAL, not
 // fsynced; an uncommitted run needs no durability, DESIGN "Limits").
 func (s *Store) Apply(ctx context.Context, b *store.Batch) error {
+	s.cond.RLock()
+	defer s.cond.RUnlock()
+	return s.apply(ctx, b, b != nil && b.Sync)
+}
+
+// apply writes b as one Pebble batch, synced when sync is set; the caller
+// holds cond.
+func (s *Store) apply(ctx context.Context, b *store.Batch, sync bool) error {
 	if b == nil {
 		return fmt.Errorf("pebble: applying batch: %w", store.ErrInvalidArgument)
 	}
@@ -244,7 +276,7 @@ func (s *Store) Apply(ctx context.Context, b *store.Batch) error {
 		*bp = tp[:0]
 	}
 	wo := cpebble.NoSync
-	if b.Sync {
+	if sync {
 		wo = cpebble.Sync
 	}
 	err := s.db.Apply(pb, wo)
@@ -454,8 +486,9 @@ func (s *Store) Scan(ctx context.Context, table string, opts store.ScanOptions) 
 	return it, nil
 }
 
-// DeleteRange implements store.Store with one Pebble range deletion over the
-// encoded bounds, applied with pebble.Sync. Errors: ErrInvalidArgument for an
+// DeleteRange implements store.Store with one Pebble batch of two range
+// deletions over the encoded bounds, the cells' and the counters'
+// (store.S8), applied with pebble.Sync. Errors: ErrInvalidArgument for an
 // empty table or start > end (both non-nil); start == end deletes nothing.
 func (s *Store) DeleteRange(ctx context.Context, table string, start, end []byte) error {
 	if err := store.CheckTable(table); err != nil {
@@ -467,26 +500,36 @@ func (s *Store) DeleteRange(ctx context.Context, table string, start, end []byte
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("pebble: deleting range of %q: %w", table, err)
 	}
+	s.cond.RLock()
+	defer s.cond.RUnlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
 		return fmt.Errorf("pebble: deleting range of %q: %w", table, store.ErrClosed)
 	}
-	tp := appendTable(nil, table)
-	lower := tp
-	if len(start) > 0 {
-		lower = appendEscaped(bytes.Clone(tp), start)
+	bounds := func(tp []byte) (lower, upper []byte) {
+		lower = tp
+		if len(start) > 0 {
+			lower = appendEscaped(bytes.Clone(tp), start)
+		}
+		if end != nil {
+			upper = appendEscaped(bytes.Clone(tp), end)
+		} else {
+			upper = prefixEnd(nil, tp)
+		}
+		return lower, upper
 	}
-	var upper []byte
-	if end != nil {
-		upper = appendEscaped(bytes.Clone(tp), end)
-	} else {
-		upper = prefixEnd(nil, tp)
-	}
+	lower, upper := bounds(appendTable(nil, table))
 	if bytes.Compare(lower, upper) >= 0 {
 		return nil
 	}
-	err := s.db.DeleteRange(lower, upper, cpebble.Sync)
+	clower, cupper := bounds(appendCounterKey(nil, table, nil, nil))
+	pb := s.db.NewBatch()
+	defer pb.Close()
+	err := errors.Join(pb.DeleteRange(lower, upper, nil), pb.DeleteRange(clower, cupper, nil))
+	if err == nil {
+		err = s.db.Apply(pb, cpebble.Sync)
+	}
 	s.pool.invalidate()
 	if err != nil {
 		return fmt.Errorf("pebble: deleting range of %q: %w", table, err)
@@ -552,14 +595,23 @@ func (s *Store) Close() error {
 	if err := s.lock.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("pebble: releasing the directory lock: %w", err))
 	}
+	if s.fsCloser != nil {
+		s.fsCloser.Close()
+	}
 	return errors.Join(errs...)
 }
 
-// slogBridge is Pebble's Logger on a *slog.Logger.
+// slogBridge is Pebble's Logger on a *slog.Logger. Pebble's Infof lines
+// ("Found 0 WALs", compaction and flush notes) say nothing an operator
+// acts on, so they go to Debug: at snapstore's default level (info) the
+// log holds snapstore's own lines.
 type slogBridge struct{ l *slog.Logger }
 
 func (b slogBridge) Infof(format string, args ...any) {
-	b.l.Info(fmt.Sprintf(format, args...), "component", "pebble")
+	if !b.l.Enabled(context.Background(), slog.LevelDebug) {
+		return // not formatted for nothing
+	}
+	b.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
 }
 
 func (b slogBridge) Errorf(format string, args ...any) {

@@ -38,3 +38,13 @@ var seed = flag.Uint64("seed", 1, "seed of the conformance suite's randomized su
 func TestConformance(t *testing.T) {
 	storetest.RunSuite(t, openTest, storetest.WithReopen(reopenTest), storetest.WithSeed(*seed))
 }
+
+// TestFaults checks storetest's FaultStore over Pebble, whose Apply is
+// atomic whole: partial faults there follow whole rows (store.S1).
+func TestFaults(t *testing.T) { storetest.RunFaultSuite(t, openTest) }
+
+// TestConformanceThroughFaultStore: a FaultStore that injects nothing
+// keeps the whole contract.
+func TestConformanceThroughFaultStore(t *testing.T) {
+	storetest.RunSuite(t, func(t *testing.T) store.Store { return storetest.NewFaultStore(openTest(t), storetest.Faults{}) })
+}

@@ -115,8 +115,17 @@ func TestLoggerBridge(t *testing.T) {
 	b.Infof("opened %d tables", 3)
 	b.Errorf("background error: %s", "disk full")
 	out := buf.String()
-	if !strings.Contains(out, "level=INFO msg=\"opened 3 tables\" component=pebble") || !strings.Contains(out, "level=ERROR msg=\"background error: disk full\"") {
+	if !strings.Contains(out, "level=DEBUG msg=\"opened 3 tables\" component=pebble") || !strings.Contains(out, "level=ERROR msg=\"background error: disk full\"") {
 		t.Errorf("bridged log:\n%s", out)
+	}
+	// At info, snapstore's default level, Pebble's own Infof lines stay out
+	// of the log; its errors do not.
+	buf.Reset()
+	b = slogBridge{slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))}
+	b.Infof("Found %d WALs", 0)
+	b.Errorf("background error: %s", "disk full")
+	if out := buf.String(); strings.Contains(out, "WALs") || !strings.Contains(out, "disk full") {
+		t.Errorf("bridged log at info:\n%s", out)
 	}
 	defer func() {
 		if r := recover(); r == nil {
@@ -247,4 +256,20 @@ func TestOpenBadOptions(t *testing.T) {
 		t.Fatalf("open after a refused open: %v", err)
 	}
 	s.Close()
+}
+
+// TestOpen_LockedDirectory: a second Open of a directory that a Store
+// holds fails and leaves nothing running (TestMain's goleak check): no
+// disk-health goroutine of the failed Open.
+func TestOpen_LockedDirectory(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s2, err := Open(dir, Options{}); err == nil {
+		s2.Close()
+		t.Fatal("a second Open of a held directory succeeded")
+	}
 }

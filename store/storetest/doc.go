@@ -12,7 +12,7 @@
 //	func BenchmarkStore(b *testing.B) { storetest.RunBenchmarks(b, openBenchStore) }
 //
 // The suite is a closed box: it uses only the store.Store interface, so a
-// failure names a behaviour of the contract (an invariant store.S1..store.S5 of package
+// failure names a behaviour of the contract (an invariant store.S1..store.S9 of package
 // store, or a documented error), never a backend detail. Each subtest
 // writes at most a few hundred cells so that a remote backend with a
 // millisecond round trip runs the suite in seconds. The randomized subtest

@@ -55,6 +55,27 @@ func (m *model) sortedCoords() []coord {
 	return ks
 }
 
+// newest returns the newest version of a column of a row, if any.
+func (m *model) newest(row, col string) (store.Cell, bool) {
+	var best store.Cell
+	found := false
+	for k, c := range m.cells {
+		if k.row == row && k.col == col && (!found || k.ts > best.Timestamp) {
+			best, found = c, true
+		}
+	}
+	return best, found
+}
+
+// check decides a store.Check as store.S7 says.
+func (m *model) check(row string, c store.Check) bool {
+	cell, ok := m.newest(row, string(c.Column))
+	if c.Absent() {
+		return !ok
+	}
+	return ok && cell.Kind == store.KindPut && bytes.Equal(cell.Value, c.Value)
+}
+
 // deleteRange removes every cell of the rows in [start, end).
 func (m *model) deleteRange(start, end []byte) {
 	for k := range m.cells {

@@ -37,7 +37,7 @@ func WithSeed(seed uint64) Option {
 }
 
 // RunSuite runs the conformance suite of the store.Store contract (package
-// store, invariants store.S1..store.S5) as subtests of t, in the manner of Thanos's
+// store, invariants store.S1..store.S9) as subtests of t, in the manner of Thanos's
 // testStoreAPIsAcceptance. open is called once per subtest and must return
 // an empty store of its own; the suite closes it (a second Close returning
 // store.ErrClosed is fine). Each subtest writes at most a few hundred cells,
@@ -87,6 +87,13 @@ func RunSuite(t *testing.T, open func(t *testing.T) store.Store, opts ...Option)
 	t.Run("Closed", h(testClosed))
 	t.Run("ClosedWithOpenIterator", h(testClosedIterator))
 	t.Run("Concurrent", h(testConcurrent))
+	t.Run("MutateRowS6", h(testMutateRow))
+	t.Run("CheckAndMutateS7", h(testCheckAndMutate))
+	t.Run("CheckAndMutateConcurrentS7", h(testCheckAndMutateConcurrent))
+	t.Run("IncrementS8", h(testIncrement))
+	t.Run("IncrementConcurrentS8", h(testIncrementConcurrent))
+	t.Run("RowOpsClosed", h(testRowOpsClosed))
+	t.Run("RowOpsContextCanceled", h(testRowOpsContextCanceled))
 	t.Run("Randomized", h(func(t *testing.T, s store.Store) { testRandomized(t, s, cfg.seed) }))
 	t.Run("Load", h(testLoad))
 	t.Run("DurableSyncBatchS2", func(t *testing.T) {
@@ -1039,7 +1046,8 @@ func testConcurrent(t *testing.T, s store.Store) {
 }
 
 // testRandomized applies random batches (puts, markers, rewrites, version
-// deletions, range deletions) and compares random Get and Scan calls with an
+// deletions, range deletions; with Apply, MutateRow or CheckAndMutate, the
+// model deciding whether the check holds) and compares random Get and Scan calls with an
 // in-memory model after each step.
 func testRandomized(t *testing.T, s store.Store, seed uint64) {
 	t.Logf("seed %d (replay with storetest.WithSeed)", seed)
@@ -1071,10 +1079,39 @@ func testRandomized(t *testing.T, s store.Store, seed uint64) {
 				b.DeleteVersion([]byte(r), []byte(c), ts)
 			}
 		}
-		if err := s.Apply(ctx, b); err != nil {
-			t.Fatalf("step %d: apply: %v", step, err)
+		switch rng.IntN(4) {
+		case 0: // the same mutations, one row's, with MutateRow
+			b.Mutations = rowOnly(b.Mutations)
+			if err := s.MutateRow(ctx, b); err != nil {
+				t.Fatalf("step %d: mutate row: %v", step, err)
+			}
+			m.apply(b)
+		case 1: // or with CheckAndMutate, on a random check
+			b.Mutations = rowOnly(b.Mutations)
+			check := store.Check{Column: []byte(pick(cols))}
+			if rng.IntN(2) == 0 {
+				if c, ok := m.newest(string(b.Mutations[0].Cell.Row), string(check.Column)); ok && c.Kind == store.KindPut && rng.IntN(4) > 0 {
+					check.Value = c.Value
+				} else {
+					check.Value = []byte(pick(cols))
+				}
+			}
+			applied, err := s.CheckAndMutate(ctx, b, check)
+			if err != nil {
+				t.Fatalf("step %d: check and mutate: %v", step, err)
+			}
+			if want := m.check(string(b.Mutations[0].Cell.Row), check); applied != want {
+				t.Fatalf("step %d (seed %d): check %q=%q applied %v, want %v", step, seed, check.Column, check.Value, applied, want)
+			}
+			if applied {
+				m.apply(b)
+			}
+		default:
+			if err := s.Apply(ctx, b); err != nil {
+				t.Fatalf("step %d: apply: %v", step, err)
+			}
+			m.apply(b)
 		}
-		m.apply(b)
 		if step%10 == 9 {
 			lo, hi := pick(rows), pick(rows)
 			if lo > hi {
@@ -1128,6 +1165,17 @@ func testRandomized(t *testing.T, s store.Store, seed uint64) {
 	}
 }
 
+// rowOnly keeps the mutations of the first one's row.
+func rowOnly(ms []store.Mutation) []store.Mutation {
+	var out []store.Mutation
+	for _, m := range ms {
+		if bytes.Equal(m.Cell.Row, ms[0].Cell.Row) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 func nilIfEmpty(c []store.Cell) []store.Cell {
 	if len(c) == 0 {
 		return nil
@@ -1159,6 +1207,7 @@ func testDurable(t *testing.T, s store.Store, reopen func(t *testing.T, closed s
 	if err := s.DeleteRange(ctx, "t", []byte("dropped"), []byte("dropped\x00")); err != nil {
 		t.Fatal(err)
 	}
+	durableRowOps(t, s)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -1168,8 +1217,9 @@ func testDurable(t *testing.T, s store.Store, reopen func(t *testing.T, closed s
 			t.Error(err)
 		}
 	}()
-	want := cellsOf(put("later", "c", 3, "v"), delRow("synced", 2), put("synced", "c", 1, "v"))
+	want := cellsOf(put("later", "c", 3, "v"), put("row", "c", 1, "checked"), put("row", "m", 1, "mutated"), delRow("synced", 2), put("synced", "c", 1, "v"))
 	expectCells(t, "after reopen", scanAll(t, s2, "t", store.ScanOptions{}), want)
+	checkDurableRowOps(t, s2)
 	mustApply(t, s2, "t", put("again", "c", 5, "v"))
 	expectCells(t, "write after reopen", mustGet(t, s2, "t", "again", store.ReadOptions{}), cellsOf(put("again", "c", 5, "v")))
 }

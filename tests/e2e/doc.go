@@ -1,13 +1,10 @@
 // Package e2e holds end-to-end tests that run the built snapstore binary
-// against a real MariaDB loaded with Sakila, through the HTTP API, and
-// through the web console in a real browser.
-// Source rows are read and canonicalised here with the MySQL
-// driver directly, independently of package adapters, so that a mapping bug
-// against a real MariaDB loaded with Sakila, and a real PostgreSQL loaded
-// with a Pagila-shaped sample (testdata/pagila.sql), through the HTTP API
-// only. Source rows are read and canonicalised here with the MySQL and pgx
-// drivers directly, independently of package adapters, so that a mapping bug
-// there cannot hide itself.
+// against a real MariaDB loaded with Sakila and a real PostgreSQL loaded
+// with a Pagila-shaped sample (testdata/pagila.sql), through the HTTP API,
+// through the binary's own client commands, and through the web console in
+// a real browser. Source rows are read and canonicalised here with the
+// MySQL and pgx drivers directly, independently of package adapters, so
+// that a mapping bug there cannot hide itself.
 //
 // TestMain builds cmd/snapstore once into a temp dir. Each test starts its
 // own server process (proc) on a temp data dir and a free loopback port,
@@ -72,13 +69,21 @@
 //	                      `make screenshots` for docs/console/). It needs
 //	                      Debian's chromium (scripts/chromium.sh, `make
 //	                      deps`): skipped without it, failed under CI.
+//	TestCLIMariaDB        the binary's commands with SNAPSTORE_TOKEN against
+//	                      a server and MariaDB: a connection and an adapter
+//	                      from YAML files, test, resources, runs, a source
+//	                      change shown by diff with the column before and
+//	                      after; a wrong password's test naming the server
+//	                      and the cause; no output holds a secret.
+//	TestBackupRecipe      docs/operations.md's cold backup, run as written:
+//	                      it waits for the server to exit, and the archive
+//	                      restored elsewhere reads the committed version.
 //
-// The tests skip unless SNAPSTORE_TEST_MYSQL_* are set (TestCluster needs
-// SNAPSTORE_TEST_HBASE_THRIFT instead) (`make test` sets
-// them from scripts/mariadb.sh env). Run alone with:
 // The tests skip unless SNAPSTORE_TEST_MYSQL_* (or, for TestPagila,
-// SNAPSTORE_TEST_POSTGRES_*) are set (`make test` sets them from
-// scripts/mariadb.sh env and scripts/postgres.sh env). Run alone with:
+// SNAPSTORE_TEST_POSTGRES_*; for TestCluster, SNAPSTORE_TEST_HBASE_THRIFT)
+// are set (`make test` sets them from scripts/mariadb.sh env,
+// scripts/postgres.sh env and scripts/hbase-standalone.sh env). Run alone
+// with:
 //
 //	set -a; eval "$(scripts/mariadb.sh env)"; eval "$(scripts/postgres.sh env)"; set +a
 //	go test -count=1 -v ./tests/e2e

@@ -243,11 +243,12 @@ func TestMariaDBStopMidRun(t *testing.T) {
 }
 
 // clearSourceError reports whether a run's error says what failed: it
-// names the table or the data connection, and says the source is
-// unavailable.
+// names the table or the data connection, and says the source went away,
+// cannot be connected to, or is unavailable.
 func clearSourceError(msg string) bool {
 	m := strings.ToLower(msg)
-	return (strings.Contains(m, "big") || strings.Contains(m, `"priv"`)) && strings.Contains(m, "unavailable")
+	return (strings.Contains(m, "big") || strings.Contains(m, `"priv"`)) &&
+		(strings.Contains(m, "unavailable") || strings.Contains(m, "went away") || strings.Contains(m, "cannot connect: connection refused"))
 }
 
 // runs lists the newest runs of adapter.

@@ -349,6 +349,7 @@ type runRecord struct {
 	RowsEstimated int64    `json:"rows_estimated"`
 	Stats         runStats `json:"stats"`
 	Version       int64    `json:"version"`
+	Verified      bool     `json:"verified"`
 	Error         string   `json:"error"`
 }
 
@@ -372,8 +373,9 @@ type versionInfo struct {
 		} `json:"columns"`
 		Key []string `json:"key"`
 	} `json:"schema"`
-	Tags    []string `json:"tags"`
-	Current bool     `json:"current"`
+	Tags       []string   `json:"tags"`
+	Current    bool       `json:"current"`
+	VerifiedAt *time.Time `json:"verified_at"`
 }
 
 type datasetInfo struct {

@@ -1,0 +1,128 @@
+package transfer
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"regexp"
+	"time"
+)
+
+// Certificates for a cluster that has no CA of its own (snapstore cert):
+// a cluster CA, and per node a certificate whose one DNS SAN is the node
+// id, usable to serve and to dial (X1). Keys are ECDSA P-256, written as
+// PKCS #8; serial numbers are 128 random bits.
+
+// Default validity of what NewCA and NewNodeCert make.
+const (
+	DefaultCAValidity   = 10 * 365 * 24 * time.Hour
+	DefaultNodeValidity = 825 * 24 * time.Hour // the longest that browsers accept; a convention operators know
+)
+
+// dnsLabel is what a node id must be to stand in a DNS SAN.
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// NewCA returns a new cluster CA certificate and its key, PEM-encoded,
+// valid from now for valid.
+func NewCA(name string, valid time.Duration) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("transfer: generating the CA key: %w", err)
+	}
+	tmpl, err := template(name, valid)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl.IsCA = true
+	tmpl.BasicConstraintsValid = true
+	tmpl.MaxPathLenZero = true
+	tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageCRLSign
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("transfer: creating the CA certificate: %w", err)
+	}
+	return encodePair(der, key)
+}
+
+// NewNodeCert returns a certificate for node id signed by the CA (its
+// certificate and key in PEM, as NewCA returns them), and its key; the
+// certificate's one DNS SAN is id, and it serves for both server and
+// client authentication.
+func NewNodeCert(caCertPEM, caKeyPEM []byte, id string, valid time.Duration) (certPEM, keyPEM []byte, err error) {
+	if !dnsLabel.MatchString(id) {
+		return nil, nil, fmt.Errorf("transfer: node id %q cannot be a DNS name (lower-case letters, digits and inner dashes, at most 63)", id)
+	}
+	caBlk, err := pemBlock(caCertPEM, "CERTIFICATE")
+	if err != nil {
+		return nil, nil, fmt.Errorf("transfer: reading the CA certificate: %w", err)
+	}
+	ca, err := x509.ParseCertificate(caBlk.Bytes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("transfer: parsing the CA certificate: %w", err)
+	}
+	if !ca.IsCA {
+		return nil, nil, fmt.Errorf("transfer: the CA certificate (%s) is not a CA", ca.Subject)
+	}
+	keyBlk, err := pemBlock(caKeyPEM, "PRIVATE KEY")
+	if err != nil {
+		return nil, nil, fmt.Errorf("transfer: reading the CA key: %w", err)
+	}
+	caKey, err := x509.ParsePKCS8PrivateKey(keyBlk.Bytes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("transfer: parsing the CA key: %w", err)
+	}
+	signer, ok := caKey.(crypto.Signer)
+	if !ok {
+		return nil, nil, fmt.Errorf("transfer: the CA key (%T) cannot sign", caKey)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("transfer: generating the node key: %w", err)
+	}
+	tmpl, err := template(id, valid)
+	if err != nil {
+		return nil, nil, err
+	}
+	if tmpl.NotAfter.After(ca.NotAfter) {
+		tmpl.NotAfter = ca.NotAfter
+	}
+	tmpl.DNSNames = []string{id}
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, key.Public(), signer)
+	if err != nil {
+		return nil, nil, fmt.Errorf("transfer: creating the certificate of %s: %w", id, err)
+	}
+	return encodePair(der, key)
+}
+
+// template is a certificate template named cn, valid from a minute ago
+// (clocks of the nodes differ a little) for valid.
+func template(cn string, valid time.Duration) (*x509.Certificate, error) {
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
+	if err != nil {
+		return nil, fmt.Errorf("transfer: drawing a serial number: %w", err)
+	}
+	now := time.Now()
+	return &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: cn, Organization: []string{"snapstore"}},
+		NotBefore:    now.Add(-time.Minute),
+		NotAfter:     now.Add(valid),
+	}, nil
+}
+
+func encodePair(der []byte, key *ecdsa.PrivateKey) (certPEM, keyPEM []byte, err error) {
+	k, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("transfer: encoding the key: %w", err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: k}), nil
+}

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/snapstore/snapstore/adapters"
+)
+
+// adapterView is an adapter as the API answers it.
+type adapterView struct {
+	Name       string   `json:"name"`
+	Connection string   `json:"connection"`
+	Resource   string   `json:"resource"`
+	Dataset    string   `json:"dataset"`
+	KeyColumns []string `json:"key_columns"`
+	Schedule   string   `json:"schedule"`
+	Retention  struct {
+		TTL         string `json:"ttl"`
+		MinVersions int    `json:"min_versions"`
+	} `json:"retention"`
+	Guard struct {
+		AllowEmpty bool    `json:"allow_empty"`
+		MaxShrink  float64 `json:"max_shrink"`
+	} `json:"guard"`
+	Retries      int                 `json:"retries"`
+	RetryBackoff string              `json:"retry_backoff"`
+	RunOnStart   bool                `json:"run_on_start"`
+	EmbedJSON    bool                `json:"embed_json"`
+	Source       string              `json:"source"`
+	Revision     int64               `json:"revision"`
+	UpdatedAt    time.Time           `json:"updated_at"`
+	NextRun      *time.Time          `json:"next_run"`
+	LastRun      *adapters.RunRecord `json:"last_run"`
+}
+
+const adaptersHelp = `Adapters: each pulls one table of a data connection into a dataset, on a
+schedule or when asked. Those of the config file are read-only here; those
+made with create live in the data directory.`
+
+// cmdAdapters is `snapstore adapters list|show|create|delete|run`.
+func cmdAdapters(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return runGroup(ctx, "adapters", adaptersHelp, []subcommand{
+		{"list", "", "every adapter: schedule, next run, last run", adaptersList},
+		{"show", "ADAPTER", "one adapter", adaptersShow},
+		{"create", "-f FILE [--replace]", "an adapter from a YAML file (the config file's keys)", adaptersCreate},
+		{"delete", "ADAPTER", "delete an adapter (its dataset stays)", adaptersDelete},
+		{"run", "ADAPTER [--force] [--detach]", "one run now, followed to its end (as snapstore run)", func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+			return runAdapter(ctx, "adapters run", args, stdout, stderr)
+		}},
+	}, args, stdout, stderr)
+}
+
+func adaptersList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := newCmdLine("adapters list", "", "Every adapter: its dataset, connection and resource, schedule, next run, and last run with its status.", flagsClient, stdout)
+	type answer struct {
+		Adapters []adapterView `json:"adapters"`
+	}
+	return readCommand(ctx, c, args, stderr, 0, path0("/v1/adapters"), func(_ []string, body answer) error {
+		now := time.Now()
+		tb := newTable(stdout, "ADAPTER", "DATASET", "SOURCE TABLE", "SCHEDULE", "NEXT RUN", "LAST RUN", "STATUS", "DEFINED IN")
+		for _, a := range body.Adapters {
+			last, status := "", ""
+			if r := a.LastRun; r != nil {
+				last, status = ageText(&r.Start, now), runStatusText(*r)
+			}
+			next := ""
+			if a.NextRun != nil {
+				next = "in " + shortDuration(a.NextRun.Sub(now))
+			}
+			tb.row(a.Name, a.Dataset, a.Connection+"/"+a.Resource, a.Schedule, next, last, status, a.Source)
+		}
+		return tb.flush()
+	})
+}
+
+func adaptersShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := newCmdLine("adapters show", "ADAPTER", "One adapter: its definition, next run and last run.", flagsClient, stdout)
+	request := func(pos []string) (string, url.Values) { return pathOf("/v1/adapters/", pos[0]), nil }
+	return readCommand(ctx, c, args, stderr, 1, request, func(_ []string, a adapterView) error {
+		keys := strings.Join(a.KeyColumns, ", ")
+		if keys == "" {
+			keys = "the source's primary key"
+		}
+		last := ""
+		if r := a.LastRun; r != nil {
+			last = fmt.Sprintf("%s %s, %s", r.ID, runStatusText(*r), timeText(&r.Start))
+		}
+		schedule := a.Schedule
+		if schedule == "" {
+			schedule = "none (runs when asked)"
+		}
+		retry := "no"
+		if a.Retries > 0 {
+			retry = fmt.Sprintf("%d times, first after %s", a.Retries, a.RetryBackoff)
+		}
+		return printFields(stdout,
+			"adapter", a.Name, "dataset", a.Dataset, "connection", a.Connection, "resource", a.Resource, "key columns", keys,
+			"schedule", schedule, "next run", timeText(a.NextRun), "last run", last,
+			"retention", fmt.Sprintf("ttl %s, min versions %d", ttlText(a.Retention.TTL), a.Retention.MinVersions),
+			"guard", fmt.Sprintf("allow empty %v, max shrink %g", a.Guard.AllowEmpty, a.Guard.MaxShrink),
+			"retries", retry, "run on start", fmt.Sprint(a.RunOnStart), "embed json", fmt.Sprint(a.EmbedJSON),
+			"defined in", fmt.Sprintf("%s (revision %d, updated %s)", a.Source, a.Revision, timeText(&a.UpdatedAt)))
+	})
+}
+
+const adaptersCreateHelp = `Create an adapter from a YAML file ("-" for stdin): one mapping with the keys
+of an entry of the config file's adapters list (docs/config.md), e.g.
+
+  name: film
+  connection: sakila
+  resource: film
+  schedule: "@every 1h"
+  retention: {ttl: 720h, min_versions: 10}
+
+Its connection must exist. The server checks the table: one that does not
+exist, or has no usable key and no key_columns, is refused. --replace
+replaces an adapter of that name made this way (else it is created).
+Errors that name a key say its line in the file.`
+
+func adaptersCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return createDefinition(ctx, args, stdout, stderr, "adapters create", "adapter", "/v1/adapters", adaptersCreateHelp,
+		func(w io.Writer, raw []byte) error {
+			var a adapterView
+			if err := json.Unmarshal(raw, &a); err != nil {
+				return err
+			}
+			_, err := fmt.Fprintf(w, "adapter %s: %s/%s into dataset %s, schedule %q (revision %d)\n", a.Name, a.Connection, a.Resource, a.Dataset, a.Schedule, a.Revision)
+			return err
+		})
+}
+
+// createDefinition is `adapters create` and `connections create`: the
+// definition in -f FILE, POSTed to coll, or with --replace PUT to
+// coll/NAME; done prints the answer as a sentence.
+func createDefinition(ctx context.Context, args []string, stdout, stderr io.Writer, name, what, coll, help string, done func(io.Writer, []byte) error) error {
+	c := newCmdLine(name, "-f FILE [--replace]", help, flagsClient, stdout)
+	file := c.fs.String("f", "", "the YAML `file` (- for stdin)")
+	replace := c.fs.Bool("replace", false, "replace the "+what+" of that name if there is one")
+	if _, err := c.parseN(args, 0, 0); err != nil {
+		return err
+	}
+	if *file == "" {
+		return usageError("give the %s's file: snapstore %s -f FILE", what, name)
+	}
+	def, err := readDefinition(*file)
+	if err != nil {
+		return err
+	}
+	if def.name() == "" {
+		return usageError("%s: the %s has no name (name: ...)", def.file, what)
+	}
+	return withTarget(ctx, c.cf, stderr, func(t *target) error {
+		method, path := http.MethodPost, coll
+		if *replace {
+			method, path = http.MethodPut, pathOf(coll+"/", def.name())
+		}
+		raw, err := t.api.call(ctx, method, path, nil, def.body)
+		if err != nil {
+			return def.place(err)
+		}
+		if c.cf.json() {
+			return printJSON(stdout, raw)
+		}
+		return done(stdout, raw)
+	})
+}
+
+func adaptersDelete(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := newCmdLine("adapters delete", "ADAPTER", "Delete an adapter made with create (or through the API) and its schedule. Its dataset and run records stay; a config file's adapter is read-only.", flagsClient, stdout)
+	request := func(name string) (string, url.Values) { return pathOf("/v1/adapters/", name), nil }
+	return deleteCommand(ctx, c, args, stderr, request, "adapter %s deleted; its dataset stays")
+}

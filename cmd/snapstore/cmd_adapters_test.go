@@ -1,0 +1,149 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/server"
+)
+
+// TestCLI_DefinitionsAndRuns drives connections, adapters and runs
+// through the CLI against a real server with tokens and a SQLite source:
+// create from YAML files (an error placed on its line), show, test,
+// resources, list with the last run's status, run followed to its end,
+// runs list/show/follow, delete; a reader token is refused admin work
+// with 403, and no token ever shows in an output.
+func TestCLI_DefinitionsAndRuns(t *testing.T) {
+	const adminTok, readerTok = "admin-tok-Zq81", "reader-tok-Pw27"
+	url, _, _ := startServe(t, 0, []server.Token{
+		{Name: "adm", Token: adminTok, Role: server.RoleAdmin},
+		{Name: "rd", Token: readerTok, Role: server.RoleReader},
+	})
+	var outputs []string
+	run := func(tok string, args ...string) (int, string, string) {
+		t.Helper()
+		code, out, errs := cli(t, append(args, "--server", url, "--token", tok)...)
+		outputs = append(outputs, out, errs)
+		return code, out, errs
+	}
+	admin := func(args ...string) string {
+		t.Helper()
+		code, out, errs := run(adminTok, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d\n%s%s", args, code, out, errs)
+		}
+		return out
+	}
+	defer func() {
+		for _, o := range outputs {
+			if strings.Contains(o, adminTok) || strings.Contains(o, readerTok) {
+				t.Errorf("a token in an output: %s", o)
+			}
+		}
+	}()
+
+	// A second SQLite source, defined from a file.
+	dir := t.TempDir()
+	src2 := filepath.Join(dir, "tools.db")
+	db := sqliteSource(t, src2, `CREATE TABLE tools (id INTEGER PRIMARY KEY, name TEXT NOT NULL, weight REAL);
+		INSERT INTO tools VALUES (1,'saw',1.5),(2,'drill',2.25);`)
+	connFile := writeFile(t, "conn.yaml", fmt.Sprintf("name: tools\ntype: sqlite\noptions:\n  path: %s\n", src2))
+	if out := admin("connections", "create", "-f", connFile); !strings.Contains(out, "connection tools: sqlite") {
+		t.Fatalf("connections create: %s", out)
+	}
+	if out := admin("connections", "list"); !strings.Contains(out, "tools") || !strings.Contains(out, "src") {
+		t.Fatalf("connections list:\n%s", out)
+	}
+	if out := admin("connections", "show", "tools"); !strings.Contains(out, "options.path:") || !strings.Contains(out, src2) {
+		t.Fatalf("connections show:\n%s", out)
+	}
+	if out := admin("connections", "test", "tools"); !strings.Contains(out, "result:     ok") || !strings.Contains(out, "SQLite") {
+		t.Fatalf("connections test:\n%s", out)
+	}
+	if out := admin("connections", "resources", "tools"); !strings.Contains(out, "tools") || !strings.Contains(out, "table") {
+		t.Fatalf("connections resources:\n%s", out)
+	}
+	// A failing test is exit code 1 with its cause.
+	badFile := writeFile(t, "bad.yaml", "name: gone\ntype: sqlite\noptions: {path: /nonexistent/x.db}\n")
+	admin("connections", "create", "-f", badFile)
+	if code, out, errs := run(adminTok, "connections", "test", "gone"); code != 1 || !strings.Contains(out, "unreachable") || !strings.Contains(out, "cannot open the file") {
+		t.Fatalf("a failing test: exit %d\n%s%s", code, out, errs)
+	}
+
+	// An adapter from a file: a bad value is refused naming its line.
+	adFile := filepath.Join(dir, "tools-adapter.yaml")
+	os.WriteFile(adFile, []byte("name: tools\nconnection: tools\nresource: tools\nretention:\n  ttl: 3600\n"), 0o600)
+	code, _, errs := run(adminTok, "adapters", "create", "-f", adFile)
+	if code != 1 || !strings.Contains(errs, "body.retention.ttl") || !strings.Contains(errs, "tools-adapter.yaml line 5") {
+		t.Fatalf("a bad ttl: exit %d %s", code, errs)
+	}
+	os.WriteFile(adFile, []byte("name: tools\nconnection: tools\nresource: tools\nschedule: \"@every 1h\"\nretention:\n  ttl: 1h\n  min_versions: 3\n"), 0o600)
+	if out := admin("adapters", "create", "-f", adFile); !strings.Contains(out, "adapter tools: tools/tools into dataset tools") {
+		t.Fatalf("adapters create: %s", out)
+	}
+	if code, _, errs := run(adminTok, "adapters", "create", "-f", adFile); code != 1 || !strings.Contains(errs, "adapter_exists") {
+		t.Fatalf("a second create: exit %d %s", code, errs)
+	}
+	admin("adapters", "create", "-f", adFile, "--replace")
+
+	// A run followed to its end (no terminal: a line a phase on stderr),
+	// the record on stdout.
+	code, out, errs := run(adminTok, "adapters", "run", "tools")
+	if code != 0 || !strings.Contains(out, "status:    succeeded") || !strings.Contains(out, "changes:   2 inserted") || !strings.Contains(errs, "run r") {
+		t.Fatalf("adapters run: exit %d\n%s%s", code, out, errs)
+	}
+	// A failed run is exit code 1 with its code.
+	if _, err := db.Exec(`DROP TABLE tools`); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = run(adminTok, "run", "tools", "--output", "json")
+	var failed adapters.RunRecord
+	if code != 1 || json.Unmarshal([]byte(out), &failed) != nil || failed.Code != "resource_not_found" || !strings.Contains(errs, "resource_not_found") {
+		t.Fatalf("a failing run: exit %d\n%s%s", code, out, errs)
+	}
+	// The adapter list says each adapter's last run and its status.
+	out = admin("adapters", "list")
+	if !strings.Contains(out, "failed (resource_not_found)") || !strings.Contains(out, "in ") {
+		t.Fatalf("adapters list:\n%s", out)
+	}
+	if out := admin("adapters", "show", "tools"); !strings.Contains(out, failed.ID+" failed") || !strings.Contains(out, "@every 1h") {
+		t.Fatalf("adapters show:\n%s", out)
+	}
+	if out := admin("runs", "list", "--adapter", "tools", "--status", "failed"); !strings.Contains(out, failed.ID) || strings.Count(out, "\n") != 2 {
+		t.Fatalf("runs list:\n%s", out)
+	}
+	if out := admin("runs", "show", failed.ID); !strings.Contains(out, "error: resource \"tools\" through data connection \"tools\"") || !strings.Contains(out, "PHASE") {
+		t.Fatalf("runs show:\n%s", out)
+	}
+	if code, out, _ := run(readerTok, "runs", "follow", failed.ID); code != 1 || !strings.Contains(out, "status:    failed") {
+		t.Fatalf("runs follow of an ended run: exit %d\n%s", code, out)
+	}
+
+	// A reader may read but not change anything: 403, exit code 1.
+	if code, out, _ := run(readerTok, "adapters", "list", "--output", "json"); code != 0 || !json.Valid([]byte(out)) {
+		t.Fatalf("a reader lists adapters: exit %d %s", code, out)
+	}
+	for _, args := range [][]string{{"adapters", "delete", "tools"}, {"connections", "list"}, {"run", "products"}} {
+		if code, _, errs := run(readerTok, args...); code != 1 || !strings.Contains(errs, "403 forbidden") {
+			t.Errorf("%v as a reader: exit %d %s", args, code, errs)
+		}
+	}
+	if code, _, errs := run("wrong-token-Xy", "datasets", "list"); code != 1 || !strings.Contains(errs, "401 unauthorized") {
+		t.Errorf("a wrong token: exit %d %s", code, errs)
+	}
+
+	// Deletes: a connection in use needs --force.
+	if code, _, errs := run(adminTok, "connections", "delete", "tools"); code != 1 || !strings.Contains(errs, "connection_in_use") {
+		t.Fatalf("deleting a connection in use: exit %d %s", code, errs)
+	}
+	admin("adapters", "delete", "tools")
+	admin("connections", "delete", "tools")
+	if code, _, errs := run(adminTok, "adapters", "delete", "products"); code != 1 || !strings.Contains(errs, "adapter_read_only") {
+		t.Fatalf("deleting a config adapter: exit %d %s", code, errs)
+	}
+}

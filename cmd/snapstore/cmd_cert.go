@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/snapstore/snapstore/cluster"
+	"github.com/snapstore/snapstore/cluster/transfer"
+)
+
+// cmdCert is `snapstore cert SUBCOMMAND`, certificates for the transfer
+// of partitioned runs (cluster.transfer.*) when the organisation has no CA
+// of its own:
+//
+//	snapstore cert ca DIR [--valid D]                a cluster CA: DIR/ca.crt, DIR/ca.key
+//	snapstore cert node DIR [--id ID] [--valid D]    a node certificate signed by DIR's CA: DIR/ID.crt, DIR/ID.key
+//
+// node names the node by --id, else by the node id of the data directory
+// (--data, or the configuration's data), which it creates as serve would
+// at the node's first start. Neither overwrites a file unless --force.
+func cmdCert(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return runGroup(ctx, "cert", certHelp, []subcommand{
+		{"ca", "DIR [--valid DURATION] [--force]", "a cluster CA: DIR/ca.crt, DIR/ca.key", certCommand("ca")},
+		{"node", "DIR [--id ID] [--valid DURATION] [--force]", "a node certificate signed by DIR's CA: DIR/ID.crt, DIR/ID.key", certCommand("node")},
+	}, args, stdout, stderr)
+}
+
+const certHelp = `Certificates for the transfer of partitioned runs between nodes
+(cluster.transfer.*), for an organisation without a CA of its own
+(docs/cluster.md).`
+
+const certNodeHelp = `A node certificate signed by the CA in DIR (snapstore cert ca DIR makes
+one): DIR/ID.crt and DIR/ID.key, naming the node by --id, else by the node
+id of the data directory (--data, or the configuration's data), which it
+creates as serve would at the node's first start. It prints the lines of
+the node's configuration. No file is overwritten unless --force.`
+
+// certCommand is `snapstore cert SUB`.
+func certCommand(sub string) command {
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		return runCert(sub, args, stdout)
+	}
+}
+
+// runCert makes the CA (sub "ca") or a node certificate (sub "node").
+func runCert(sub string, args []string, stdout io.Writer) error {
+	help, kind := "A cluster CA for the transfer: DIR/ca.crt and DIR/ca.key. Keep ca.key secret; give every node ca.crt. No file is overwritten unless --force.", flagsNone
+	if sub == "node" {
+		help, kind = certNodeHelp, flagsConfig
+	}
+	c := newCmdLine("cert "+sub, "DIR", help, kind, stdout)
+	fset, cf := c.fs, c.cf
+	valid := transfer.DefaultCAValidity
+	if sub == "node" {
+		valid = transfer.DefaultNodeValidity
+	}
+	fset.DurationVar(&valid, "valid", valid, "how long the certificate is valid")
+	force := fset.Bool("force", false, "overwrite existing files")
+	id := ""
+	if sub == "node" {
+		fset.StringVar(&id, "id", "", "the node id the certificate names (default: the data directory's node id)")
+	}
+	pos, err := c.parseN(args, 1, 1)
+	if err != nil {
+		return err
+	}
+	if valid <= 0 {
+		return usageError("--valid must be positive, got %s", valid)
+	}
+	dir := pos[0]
+	caCert, caKey := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key")
+	if sub == "ca" {
+		cc, k, err := transfer.NewCA("snapstore cluster CA", valid)
+		if err != nil {
+			return err
+		}
+		if err := writePair(dir, caCert, caKey, cc, k, *force); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "wrote %s and %s (valid until %s); keep ca.key secret, give every node ca.crt\n", caCert, caKey, notAfter(cc))
+		return nil
+	}
+	if id == "" {
+		cfg, err := loadConfig(cf, os.Environ())
+		if err != nil {
+			return err
+		}
+		created := false
+		if id, created, err = cluster.LoadNodeID(cfg.Data); err != nil {
+			return err
+		}
+		if created {
+			fmt.Fprintf(stdout, "new node id %s in %s\n", id, cfg.Data)
+		}
+	}
+	cc, err := os.ReadFile(caCert)
+	if err != nil {
+		return fmt.Errorf("reading the CA (snapstore cert ca %s makes one): %w", dir, err)
+	}
+	ck, err := os.ReadFile(caKey)
+	if err != nil {
+		return fmt.Errorf("reading the CA key: %w", err)
+	}
+	nc, k, err := transfer.NewNodeCert(cc, ck, id, valid)
+	if err != nil {
+		return err
+	}
+	certFile, keyFile := filepath.Join(dir, id+".crt"), filepath.Join(dir, id+".key")
+	if err := writePair(dir, certFile, keyFile, nc, k, *force); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s and %s for node %s (valid until %s); in its configuration:\n", certFile, keyFile, id, notAfter(nc))
+	fmt.Fprintf(stdout, "cluster:\n  transfer:\n    ca_file: %s\n    cert_file: %s\n    key_file: %s\n", caCert, certFile, keyFile)
+	return nil
+}
+
+// writePair writes a certificate (0644) and its key (0600) in dir, neither
+// over an existing file unless force.
+func writePair(dir, certFile, keyFile string, cert, key []byte, force bool) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	flag := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+	if force {
+		flag = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	}
+	for _, f := range []struct {
+		path string
+		data []byte
+		perm os.FileMode
+	}{{keyFile, key, 0o600}, {certFile, cert, 0o644}} {
+		w, err := os.OpenFile(f.path, flag, f.perm)
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%s exists; --force overwrites it", f.path)
+		}
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(f.data)
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("writing %s: %w", f.path, err)
+		}
+	}
+	return nil
+}
+
+// notAfter returns the expiry date of a PEM certificate.
+func notAfter(certPEM []byte) string {
+	blk, _ := pem.Decode(certPEM)
+	if blk == nil {
+		return "?"
+	}
+	c, err := x509.ParseCertificate(blk.Bytes)
+	if err != nil {
+		return "?"
+	}
+	return c.NotAfter.UTC().Format(time.DateOnly)
+}

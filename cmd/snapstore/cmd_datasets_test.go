@@ -1,0 +1,141 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// asTerminal makes the CLI take stdin for a terminal that answers
+// answer, for the test.
+func asTerminal(t *testing.T, answer string) {
+	t.Helper()
+	oldTerm, oldIn := isTerminal, stdin
+	isTerminal = func(f any) bool { return f == stdin }
+	stdin = strings.NewReader(answer)
+	t.Cleanup(func() { isTerminal, stdin = oldTerm, oldIn })
+}
+
+// TestCLI_DatasetsDiffTagsRollbackGC drives the dataset commands through
+// the CLI against a real server on a SQLite source: a diff after a change
+// at the source names the changed column, before and after; tags; a
+// rollback and a drop ask first and say what they will do, and refuse
+// without a terminal unless --yes; gc reports.
+func TestCLI_DatasetsDiffTagsRollbackGC(t *testing.T) {
+	url, cfg, _ := startServe(t, 0, nil)
+	srv := []string{"--server", url}
+	do := func(wantCode int, args ...string) (string, string) {
+		t.Helper()
+		code, out, errs := cli(t, append(args, srv...)...)
+		if code != wantCode {
+			t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, wantCode, out, errs)
+		}
+		return out, errs
+	}
+	src := sqliteSource(t, cfg.Connections[0].Options["path"].(string), "SELECT 1")
+	do(0, "run", "products")
+	do(0, "tag", "products", "first")
+	if _, err := src.Exec(`UPDATE products SET name = 'pitcher' WHERE id = 2; DELETE FROM products WHERE id = 3; INSERT INTO products VALUES (4, 'tray')`); err != nil {
+		t.Fatal(err)
+	}
+	do(0, "run", "products")
+
+	out, errs := do(0, "diff", "products", "--from", "first")
+	for _, want := range []string{"update  2    name: jug -> pitcher", "delete  3    id=3 name=grinder", "insert  4    id=4 name=tray", "1 inserted, 1 updated, 1 deleted"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("diff lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(errs, "products: from version") {
+		t.Errorf("diff says no versions: %s", errs)
+	}
+	out, _ = do(0, "diff", "products", "--from", "first", "--output", "json")
+	var upd struct {
+		Op      string
+		Changed []string
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if strings.Contains(line, `"update"`) && json.Unmarshal([]byte(line), &upd) != nil {
+			t.Fatalf("diff NDJSON: %s", line)
+		}
+	}
+	if upd.Op != "update" || fmt.Sprint(upd.Changed) != "[name]" {
+		t.Errorf("diff --output json: %+v\n%s", upd, out)
+	}
+	if out, _ = do(0, "diff", "products", "--from", "first", "--stats"); !strings.Contains(out, "inserted: 1") {
+		t.Errorf("diff --stats:\n%s", out)
+	}
+
+	// Versions and datasets.
+	if out, _ = do(0, "versions", "products"); !strings.Contains(out, "first") || strings.Count(out, "\n") != 3 {
+		t.Errorf("versions:\n%s", out)
+	}
+	if out, _ = do(0, "versions", "products", "--limit", "1"); strings.Count(out, "\n") != 2 {
+		t.Errorf("versions --limit 1:\n%s", out)
+	}
+	if out, _ = do(0, "datasets", "list"); !strings.Contains(out, "products") || !strings.Contains(out, "ago") {
+		t.Errorf("datasets list:\n%s", out)
+	}
+	if out, _ = do(0, "datasets", "show", "products", "--tag", "first"); !strings.Contains(out, "tags:") || !strings.Contains(out, "COLUMN") || !strings.Contains(out, "id      int") {
+		t.Errorf("datasets show --tag first:\n%s", out)
+	}
+
+	// Rollback: refused without a terminal and --yes, asks on one.
+	var vs struct {
+		Versions []struct{ Version int64 }
+	}
+	out, _ = do(0, "versions", "products", "--output", "json")
+	if err := json.Unmarshal([]byte(out), &vs); err != nil || len(vs.Versions) != 2 {
+		t.Fatalf("versions --output json: %v %s", err, out)
+	}
+	first, second := vs.Versions[1].Version, vs.Versions[0].Version
+	do(0, "tag", "products", "second")
+	_, errs = do(2, "rollback", "products", fmt.Sprint(first))
+	if !strings.Contains(errs, "--yes") || !strings.Contains(errs, fmt.Sprintf("The 1 later versions (%d) become unreadable and their tags (second) are removed", second)) {
+		t.Errorf("rollback without a terminal:\n%s", errs)
+	}
+	asTerminal(t, "n\n")
+	do(1, "rollback", "products", fmt.Sprint(first))
+	if out, _ = do(0, "get", "products", "2"); !strings.Contains(out, "pitcher") {
+		t.Fatalf("answered no, yet rolled back: %s", out)
+	}
+	asTerminal(t, "y\n")
+	_, errs = do(0, "rollback", "products", fmt.Sprint(first))
+	if !strings.Contains(errs, "[y/N]") {
+		t.Errorf("rollback did not ask: %s", errs)
+	}
+	if out, _ = do(0, "get", "products", "2"); !strings.Contains(out, `"name":"jug"`) {
+		t.Fatalf("after the rollback: %s", out)
+	}
+	// What the question said: the later version is unreadable, its tag gone.
+	if _, errs = do(1, "datasets", "show", "products", "--version", fmt.Sprint(second)); !strings.Contains(errs, "version_not_kept") {
+		t.Errorf("the later version after the rollback: %s", errs)
+	}
+	if _, errs = do(1, "get", "products", "2", "--tag", "second"); !strings.Contains(errs, "tag_not_found") {
+		t.Errorf("the later version's tag after the rollback: %s", errs)
+	}
+	do(1, "rollback", "products", "999999")
+	do(0, "untag", "products", "first")
+	do(1, "untag", "products", "first")
+
+	// GC: a dry run, then every dataset.
+	if out, _ = do(0, "gc", "products", "--dry-run"); !strings.Contains(out, "products  yes") {
+		t.Errorf("gc --dry-run:\n%s", out)
+	}
+	if out, _ = do(0, "gc", "--all", "--output", "json"); !strings.Contains(out, `"reports"`) || !strings.Contains(out, `"dataset": "products"`) {
+		t.Errorf("gc --all --output json:\n%s", out)
+	}
+	do(2, "gc")
+
+	// Drop: refused without a terminal and --yes; --yes drops.
+	asTerminal(t, "")
+	isTerminal = func(any) bool { return false }
+	if _, errs = do(2, "datasets", "drop", "products"); !strings.Contains(errs, "Drop dataset products") {
+		t.Errorf("drop without a terminal: %s", errs)
+	}
+	do(0, "datasets", "drop", "products", "--yes")
+	if _, errs = do(1, "datasets", "show", "products"); !strings.Contains(errs, "has nothing committed yet") {
+		t.Errorf("after the drop: %s", errs)
+	}
+}

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+)
+
+const diffHelp = `What changed in a dataset between two kept versions, row by row in key
+order: inserted, updated (with the columns that changed, before -> after)
+and deleted rows. --from and --to take a version number or a tag name; --to
+defaults to the current version, --from to the kept version just before
+--to, so a bare diff shows the last run's changes (nothing, when it found
+nothing new: give --from). --stats gives the counts only.
+
+--output json prints the API's NDJSON: one change object per line,
+{"op","key","before","after","changed"}.`
+
+// cmdDiff is `snapstore diff DATASET`.
+func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := newCmdLine("diff", "DATASET [--from VERSION|TAG] [--to VERSION|TAG] [--stats]", diffHelp, flagsClient, stdout)
+	from := c.fs.String("from", "", "the older `version` or tag (default: the kept version before --to)")
+	to := c.fs.String("to", "", "the newer `version` or tag (default: the current version)")
+	stats := c.fs.Bool("stats", false, "counts of inserted, updated and deleted rows only")
+	pos, err := c.parseN(args, 1, 1)
+	if err != nil {
+		return err
+	}
+	q := url.Values{}
+	if *from != "" {
+		q.Set("from", *from)
+	}
+	if *to != "" {
+		q.Set("to", *to)
+	}
+	path := pathOf("/v1/datasets/", pos[0], "/diff")
+	return withTarget(ctx, c.cf, stderr, func(t *target) error {
+		if *stats {
+			q.Set("stats_only", "true")
+			var st struct{ From, To, Inserted, Updated, Deleted int64 }
+			raw, err := t.api.get(ctx, path, q, &st)
+			if err != nil {
+				return err
+			}
+			if c.cf.json() {
+				return printJSON(stdout, raw)
+			}
+			return printFields(stdout, "dataset", pos[0], "from", fmt.Sprint(st.From), "to", fmt.Sprint(st.To),
+				"inserted", count(st.Inserted), "updated", count(st.Updated), "deleted", count(st.Deleted))
+		}
+		resp, err := t.api.do(ctx, "GET", path, q, nil, "application/x-ndjson")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if c.cf.json() {
+			_, err := io.Copy(stdout, resp.Body)
+			return err
+		}
+		fmt.Fprintf(stderr, "%s: from version %s to %s\n", pos[0], resp.Header.Get("Snapstore-Diff-From"), resp.Header.Get("Snapstore-Version"))
+		return diffTable(stdout, resp.Body)
+	})
+}
+
+// diffChange is one line of the diff stream.
+type diffChange struct {
+	Op      string            `json:"op"`
+	Key     []json.RawMessage `json:"key"`
+	Before  json.RawMessage   `json:"before"`
+	After   json.RawMessage   `json:"after"`
+	Changed []string          `json:"changed"`
+}
+
+// diffTable prints the changes of an NDJSON diff stream as they come: OP,
+// KEY, and the changed columns (before -> after) of an update, or the row
+// of an insert or delete. The table is aligned a block of lines at a time,
+// so a long diff streams.
+func diffTable(w io.Writer, r io.Reader) error {
+	const block = 200
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "OP\tKEY\tCHANGES")
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 256<<20)
+	n, ins, upd, del := 0, 0, 0, 0
+	for sc.Scan() {
+		var ch diffChange
+		if err := json.Unmarshal(sc.Bytes(), &ch); err != nil {
+			return fmt.Errorf("decoding a change: %w", err)
+		}
+		var keys []string
+		for _, k := range ch.Key {
+			keys = append(keys, valueText(k))
+		}
+		var what string
+		switch ch.Op {
+		case "update":
+			upd++
+			before, after := objectFields(ch.Before), objectFields(ch.After)
+			var parts []string
+			for _, col := range ch.Changed {
+				parts = append(parts, fmt.Sprintf("%s: %s -> %s", col, fieldText(before, col), fieldText(after, col)))
+			}
+			what = strings.Join(parts, "; ")
+		case "insert":
+			ins++
+			what = rowText(ch.After)
+		case "delete":
+			del++
+			what = rowText(ch.Before)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", ch.Op, strings.Join(keys, ","), truncate(what, 200))
+		if n++; n%block == 0 {
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("reading the diff: %w", err)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%d inserted, %d updated, %d deleted\n", ins, upd, del)
+	return err
+}
+
+// field is one column of a row object, in the object's order.
+type field struct {
+	name  string
+	value json.RawMessage
+}
+
+// objectFields returns the members of a JSON object in their order; nil
+// for anything else.
+func objectFields(raw json.RawMessage) []field {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	var out []field
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return out
+		}
+		name, _ := tok.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return out
+		}
+		out = append(out, field{name, v})
+	}
+	return out
+}
+
+// fieldText is the value of column name among fs, "(absent)" when the
+// row has no such column (added or dropped by a schema change).
+func fieldText(fs []field, name string) string {
+	for _, f := range fs {
+		if f.name == name {
+			return valueText(f.value)
+		}
+	}
+	return "(absent)"
+}
+
+// rowText is a row as "col=value col=value".
+func rowText(raw json.RawMessage) string {
+	var parts []string
+	for _, f := range objectFields(raw) {
+		parts = append(parts, f.name+"="+valueText(f.value))
+	}
+	return strings.Join(parts, " ")
+}
+
+// valueText is a JSON value for a person: a string without quotes unless
+// it is empty or has spaces, null as NULL, the rest as JSON.
+func valueText(raw json.RawMessage) string {
+	s := strings.TrimSpace(string(raw))
+	switch {
+	case s == "null":
+		return "NULL"
+	case strings.HasPrefix(s, `"`):
+		var str string
+		if json.Unmarshal(raw, &str) == nil && str != "" && !strings.ContainsAny(str, " \t\n;,=") {
+			return truncate(str, 60)
+		}
+		return truncate(s, 60)
+	}
+	return truncate(s, 60)
+}

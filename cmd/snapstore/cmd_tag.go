@@ -1,0 +1,40 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/snapstore/snapstore/snapshot"
+)
+
+const tagHelp = `Name a kept version of a dataset: the current one, or --version N. A tagged
+version is kept by GC whatever the retention, and can be read with
+--tag TAG (get, scan, datasets show) and diffed with --from TAG. Tagging
+again moves the tag. A tag name has 1 to 200 letters, digits and _.:@-.`
+
+// cmdTag is `snapstore tag DATASET TAG`.
+func cmdTag(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := newCmdLine("tag", "DATASET TAG [--version N]", tagHelp, flagsClient, stdout)
+	version := c.fs.Int64("version", 0, "tag this `version` (default the current one)")
+	pos, err := c.parseN(args, 2, 2)
+	if err != nil {
+		return err
+	}
+	var body any
+	if *version != 0 {
+		body = map[string]int64{"version": *version}
+	}
+	return withTarget(ctx, c.cf, stderr, func(t *target) error {
+		var v snapshot.VersionInfo
+		raw, err := t.api.send(ctx, http.MethodPut, pathOf("/v1/datasets/", pos[0], "/tags/", pos[1]), nil, body, &v)
+		if err != nil || c.cf.json() {
+			return orJSON(stdout, raw, err)
+		}
+		_, err = fmt.Fprintf(stdout, "%s version %d (committed %s, %s rows) is tagged %s; its tags: %s\n",
+			pos[0], v.Version, timeText(&v.CommittedAt), count(v.Stats.Rows), pos[1], strings.Join(v.Tags, ", "))
+		return err
+	})
+}

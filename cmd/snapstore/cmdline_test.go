@@ -1,0 +1,109 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"testing"
+)
+
+func TestParseArgs(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		pos  string
+		data string
+		js   bool
+	}{
+		{[]string{"ds", "-5", "--data", "d1"}, "ds|-5", "d1", false},
+		{[]string{"--data=d2", "ds", "--json", "k"}, "ds|k", "d2", true},
+		{[]string{"--output", "json", "ds"}, "ds", "", true},
+		{[]string{"-- SQL comment\nSELECT 1"}, "-- SQL comment\nSELECT 1", "", false},
+		{[]string{"ds", "--", "--data", "x"}, "ds|--data|x", "", false},
+	} {
+		c0 := newCmdLine("t", "", "", flagsClient, io.Discard)
+		pos, err := c0.parse(c.args)
+		if err != nil || strings.Join(pos, "|") != c.pos || c0.cf.data != c.data || c0.cf.dataSet != (c.data != "") || c0.cf.json() != c.js {
+			t.Errorf("parse(%q) = %q data %q json %v, %v", c.args, pos, c0.cf.data, c0.cf.json(), err)
+		}
+	}
+	if _, err := newCmdLine("t", "", "", flagsClient, io.Discard).parse([]string{"--data"}); err == nil {
+		t.Error("--data without a value accepted")
+	}
+	if _, err := newCmdLine("t", "", "", flagsClient, io.Discard).parse([]string{"--output", "yaml"}); err == nil {
+		t.Error("--output yaml accepted")
+	}
+}
+
+// TestCLI_UnknownFlagAfterPositionals: a misspelt flag
+// after the arguments is reported as an unknown flag (exit 2), not taken
+// as a key part; "-5" stays a key.
+func TestCLI_UnknownFlagAfterPositionals(t *testing.T) {
+	for _, args := range [][]string{
+		{"get", "products", "2", "--verison", "1"},
+		{"serve", "--lisen", "127.0.0.1:0"},
+		{"scan", "products", "-formt=csv"},
+	} {
+		code, _, stderr := cli(t, args...)
+		if code != 2 || !strings.Contains(stderr, "unknown flag "+args[len(args)-2]) && !strings.Contains(stderr, "unknown flag "+args[len(args)-1]) {
+			t.Errorf("%q: exit %d, stderr %q", args, code, stderr)
+		}
+	}
+}
+
+// TestHelp_OnStdout: the help of the binary, of every command and of
+// every subcommand goes to stdout with exit code 0, names the command and
+// its flags; the client commands' help lists the exit codes. A command
+// line that is wrong goes to stderr with exit code 2.
+func TestHelp_OnStdout(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"help"}, {"-h"}} {
+		code, out, errs := cli(t, args...)
+		if code != 0 || errs != "" || !strings.Contains(out, "Exit codes:") || !strings.Contains(out, "--server URL") {
+			t.Errorf("%v: exit %d, stderr %q, stdout:\n%s", args, code, errs, out)
+		}
+	}
+	if code, out, errs := cli(t); code != 2 || out != "" || !strings.Contains(errs, "Usage: snapstore") {
+		t.Errorf("no arguments: exit %d %q %q", code, out, errs)
+	}
+	groups := map[string][]string{
+		"datasets": {"list", "show", "drop"}, "runs": {"list", "show", "follow"},
+		"adapters": {"list", "show", "create", "delete", "run"}, "cluster": {"nodes", "backlog", "keygen"}, "cert": {"ca", "node"},
+		"connections": {"list", "show", "test", "resources", "create", "delete"},
+	}
+	for _, c := range commands {
+		var lines [][]string
+		if subs, ok := groups[c.name]; ok {
+			lines = append(lines, []string{c.name, "--help"})
+			for _, s := range subs {
+				lines = append(lines, []string{c.name, s, "--help"}, []string{"help", c.name, s})
+			}
+		} else {
+			lines = append(lines, []string{c.name, "--help"}, []string{"help", c.name})
+		}
+		for _, args := range lines {
+			code, out, errs := cli(t, args...)
+			name := strings.Join(args[:len(args)-1], " ")
+			if args[0] == "help" {
+				name = strings.Join(args[1:], " ")
+			}
+			if name == "help" {
+				name = "" // snapstore help help: the usage text
+			}
+			if code != 0 || errs != "" || !strings.HasPrefix(out, "Usage: snapstore "+name) && !strings.Contains(out, "\nUsage: snapstore COMMAND") {
+				t.Errorf("%v: exit %d, stderr %q, stdout:\n%s", args, code, errs, out)
+				continue
+			}
+			if strings.Contains(out, "\n  --server URL") && !strings.Contains(out, "Exit codes:") {
+				t.Errorf("%v: a client command's help without the exit codes:\n%s", args, out)
+			}
+		}
+	}
+	for _, args := range [][]string{{"datasets"}, {"datasets", "frob"}, {"diff"}, {"diff", "a", "b"}, {"help", "frob"}, {"runs", "list", "--bogus"}} {
+		if code, out, errs := cli(t, args...); code != 2 || out != "" || errs == "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errs)
+		}
+	}
+	// A token from the environment is never shown as a flag's default.
+	t.Setenv(envToken, "env-token-Qa91")
+	if _, out, _ := cli(t, "diff", "--help"); strings.Contains(out, "env-token-Qa91") {
+		t.Errorf("help shows the token:\n%s", out)
+	}
+}

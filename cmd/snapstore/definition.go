@@ -1,0 +1,135 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v4"
+)
+
+// definition is a connection or adapter definition read from a YAML file
+// for `adapters create` and `connections create`: one mapping with the keys
+// of an entry of the config file's adapters or connections list, which
+// are the API body's keys. It is sent to the API as read; the API checks
+// it, and an error naming a field (body.retention.ttl) is placed on its
+// line of the file.
+type definition struct {
+	file  string
+	body  map[string]any
+	lines map[string]int // "retention.ttl" -> its line
+}
+
+// readDefinition reads the definition in file ("-" for stdin).
+func readDefinition(file string) (*definition, error) {
+	var data []byte
+	var err error
+	if file == "-" {
+		data, err = io.ReadAll(stdin)
+		file = "stdin"
+	} else {
+		data, err = os.ReadFile(file)
+	}
+	if err != nil {
+		return nil, &exitError{code: exitUsage, err: fmt.Errorf("reading the definition: %w", err)}
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s: %w", file, err)}
+	}
+	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
+		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s: want one mapping of keys (name: ..., connection: ...), as an entry of the config file's list", file)}
+	}
+	d := &definition{file: file, lines: map[string]int{}}
+	v, err := d.value(root.Content[0], "")
+	if err != nil {
+		return nil, &exitError{code: exitUsage, err: err}
+	}
+	d.body = v.(map[string]any)
+	return d, nil
+}
+
+// value converts n, at key path, to the JSON value it is.
+func (d *definition) value(n *yaml.Node, path string) (any, error) {
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		m := map[string]any{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			sub := joinKey(path, k.Value)
+			if _, dup := m[k.Value]; dup {
+				return nil, fmt.Errorf("%s line %d: key %s given twice", d.file, k.Line, sub)
+			}
+			d.lines[sub] = k.Line
+			v, err := d.value(n.Content[i+1], sub)
+			if err != nil {
+				return nil, err
+			}
+			m[k.Value] = v
+		}
+		return m, nil
+	case yaml.SequenceNode:
+		out := make([]any, 0, len(n.Content))
+		for i, item := range n.Content {
+			v, err := d.value(item, fmt.Sprintf("%s[%d]", path, i))
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+		return out, nil
+	case yaml.ScalarNode:
+		switch n.Tag {
+		case "!!null":
+			return nil, nil
+		case "!!bool":
+			b, err := strconv.ParseBool(strings.ToLower(n.Value))
+			if err != nil {
+				return n.Value, nil
+			}
+			return b, nil
+		case "!!int":
+			if i, err := strconv.ParseInt(n.Value, 0, 64); err == nil {
+				return i, nil
+			}
+		case "!!float":
+			if f, err := strconv.ParseFloat(n.Value, 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
+				return f, nil
+			}
+		}
+		return n.Value, nil
+	}
+	return nil, fmt.Errorf("%s line %d: %s: not a value", d.file, n.Line, path)
+}
+
+// name is the definition's name, "" when it has none.
+func (d *definition) name() string {
+	s, _ := d.body["name"].(string)
+	return s
+}
+
+// place puts the line of the file on an API error that names a body
+// field: "... (adapter.yaml line 7)".
+func (d *definition) place(err error) error {
+	var ae *apiError
+	if !errors.As(err, &ae) {
+		return err
+	}
+	key := strings.TrimPrefix(ae.Problem.Field, "body.")
+	if ae.Problem.Field == "" {
+		return err
+	}
+	for k := key; k != ""; k = parentKey(k) {
+		if l, ok := d.lines[k]; ok {
+			return fmt.Errorf("%w (%s line %d)", err, d.file, l)
+		}
+	}
+	return err
+}

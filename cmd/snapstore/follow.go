@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/snapstore/snapstore/adapters"
+)
+
+// followPoll is how often a followed run's record is read again.
+var followPoll = 250 * time.Millisecond
+
+// followRun reads run id's record until the run ends and returns the
+// ended record. On a terminal (bar) it redraws a progress bar on w: rows
+// read out of the estimate, rate, time left, phase; elsewhere it writes
+// one line a phase, so a log shows where a run spent its time. ctx ends
+// the following, not the run.
+func followRun(ctx context.Context, api *apiClient, id string, w io.Writer, bar bool, width int) (adapters.RunRecord, error) {
+	var rec adapters.RunRecord
+	lastPhase := ""
+	drawn := false
+	clear := func() {
+		if drawn {
+			fmt.Fprint(w, "\r\x1b[K")
+			drawn = false
+		}
+	}
+	defer clear()
+	tick := time.NewTicker(followPoll)
+	defer tick.Stop()
+	for {
+		rec = adapters.RunRecord{}
+		if _, err := api.get(ctx, pathOf("/v1/runs/", id), nil, &rec); err != nil {
+			return rec, err
+		}
+		if rec.Status != adapters.RunRunning {
+			return rec, nil
+		}
+		switch {
+		case bar:
+			fmt.Fprint(w, "\r"+progressLine(rec, width)+"\x1b[K")
+			drawn = true
+		case rec.Progress != nil && rec.Progress.Phase != lastPhase:
+			lastPhase = rec.Progress.Phase
+			fmt.Fprintf(w, "run %s: %s\n", rec.ID, progressText(rec))
+		}
+		select {
+		case <-ctx.Done():
+			return rec, ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// progressLine is the progress bar of a running run, at most width
+// characters:
+//
+//	products read [██████████░░░░░░░░░░]  52.3%  104,448/~200,000 rows  20,480/s  4s left
+func progressLine(rec adapters.RunRecord, width int) string {
+	text := progressText(rec)
+	pct := -1.0
+	if rec.Progress != nil && rec.Progress.Percent != nil {
+		pct = *rec.Progress.Percent
+	}
+	// The bar keeps its width while the text beside it grows, as long as
+	// that text is shorter than a typical one ("read   39.6%
+	// 118,784/~300,000 rows  411,368/s  400ms left").
+	const textRoom = 50
+	barWidth := min(40, width-1-len([]rune(rec.Adapter))-len(" [] ")-max(textRoom, len([]rune(text))))
+	if barWidth < 10 {
+		return truncate(rec.Adapter+" "+text, width-1)
+	}
+	fill := 0
+	if pct >= 0 {
+		fill = int(math.Round(pct / 100 * float64(barWidth)))
+	}
+	b := strings.Repeat("█", fill) + strings.Repeat("░", barWidth-fill)
+	if pct < 0 {
+		// No estimate: a bar that says so rather than a made-up share.
+		b = strings.Repeat("·", barWidth)
+	}
+	return truncate(fmt.Sprintf("%s [%s] %s", rec.Adapter, b, text), width-1)
+}
+
+// progressText says where a running run is: phase, percent, rows read out
+// of the estimate, rate, time left.
+func progressText(rec adapters.RunRecord) string {
+	parts := []string{phaseOf(rec)}
+	p := rec.Progress
+	if p != nil && p.Percent != nil {
+		parts = append(parts, fmt.Sprintf("%5.1f%%", *p.Percent))
+	}
+	if rec.RowsRead > 0 || phaseOf(rec) != adapters.PhaseConnect {
+		rows := count(rec.RowsRead)
+		if rec.RowsEstimated > 0 {
+			rows += "/~" + count(rec.RowsEstimated)
+		}
+		parts = append(parts, rows+" rows")
+	}
+	if p != nil && p.RowsPerSecond > 0 {
+		parts = append(parts, count(int64(p.RowsPerSecond))+"/s")
+	}
+	if p != nil && p.SecondsLeft != nil {
+		parts = append(parts, shortDuration(time.Duration(*p.SecondsLeft*float64(time.Second)))+" left")
+	}
+	return strings.Join(parts, "  ")
+}
+
+// phaseOf is the phase a run is in: connect, read or commit.
+func phaseOf(rec adapters.RunRecord) string {
+	if rec.Progress != nil && rec.Progress.Phase != "" {
+		return rec.Progress.Phase
+	}
+	return string(rec.Status)
+}
+
+// truncate cuts s to n runes.
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if n < 1 || len(r) <= n {
+		return s
+	}
+	return string(r[:n])
+}
+
+// runResult prints an ended run (a table, or its JSON record with
+// --output json) and is the command's error: nil when it succeeded, else
+// exit code 1 with the run's code and error.
+func runResult(w io.Writer, cf *commonFlags, rec adapters.RunRecord, raw []byte) error {
+	var err error
+	if cf.json() {
+		if raw == nil {
+			err = encodeJSON(w, rec)
+		} else {
+			err = printJSON(w, raw)
+		}
+	} else {
+		err = printRun(w, rec)
+	}
+	if err != nil {
+		return err
+	}
+	if rec.Status != adapters.RunSucceeded {
+		return &exitError{code: exitFailed, err: fmt.Errorf("run %s %s (%s): %s", rec.ID, rec.Status, rec.Code, rec.Error)}
+	}
+	return nil
+}
+
+// printRun prints one run record as fields, its phases and its error in
+// full.
+func printRun(w io.Writer, rec adapters.RunRecord) error {
+	now := time.Now()
+	took := ""
+	if rec.End != nil {
+		took = shortDuration(rec.End.Sub(rec.Start))
+	} else if !rec.Start.IsZero() {
+		took = shortDuration(now.Sub(rec.Start)) + " so far"
+	}
+	version := ""
+	if rec.Version != 0 {
+		version = fmt.Sprint(rec.Version)
+	}
+	st := rec.Stats
+	kv := []string{
+		"run", rec.ID,
+		"adapter", rec.Adapter,
+		"dataset", rec.Dataset,
+		"status", string(rec.Status),
+	}
+	if rec.Code != "" {
+		kv = append(kv, "code", rec.Code)
+	}
+	kv = append(kv,
+		"trigger", rec.Trigger,
+		"started", timeText(&rec.Start),
+		"took", took,
+		"version", version,
+		"rows read", count(rec.RowsRead),
+		"rows", count(st.Rows),
+		"changes", fmt.Sprintf("%s inserted, %s updated, %s deleted", count(st.Inserted), count(st.Updated), count(st.Deleted)),
+	)
+	if rec.Status == adapters.RunRunning {
+		kv = append(kv, "progress", progressText(rec))
+	}
+	if rec.Forced {
+		kv = append(kv, "forced", "yes")
+	}
+	if err := printFields(w, kv...); err != nil {
+		return err
+	}
+	if len(rec.Phases) > 0 {
+		fmt.Fprintln(w)
+		t := newTable(w, "PHASE", "STARTED", "TOOK")
+		for _, p := range rec.Phases {
+			d := ""
+			if p.End != nil {
+				d = shortDuration(p.End.Sub(p.Start))
+			}
+			t.row(p.Name, timeText(&p.Start), d)
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	if rec.Error != "" {
+		fmt.Fprintf(w, "\nerror: %s\n", rec.Error)
+	}
+	return nil
+}
+
+// errInterruptedFollow is the error of a follow ended by Ctrl-C while the
+// run goes on (a server's run); exit code 130.
+func errInterruptedFollow(id string, where string) error {
+	return &exitError{code: exitInterrupted, err: errors.New("stopped following; run " + id + " goes on in " + where + " (snapstore runs follow " + id + ")")}
+}

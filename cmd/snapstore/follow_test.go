@@ -1,0 +1,77 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/snapstore/snapstore/adapters"
+)
+
+// TestProgressLine draws the bar of a running run: its fill follows the
+// percent, the text says phase, rows out of the estimate, rate and time
+// left; without an estimate the bar claims no share; the line fits the
+// terminal.
+func TestProgressLine(t *testing.T) {
+	pct, left := 50.0, 4.0
+	rec := adapters.RunRecord{Adapter: "products", Status: adapters.RunRunning, RowsRead: 100000, RowsEstimated: 200000,
+		Progress: &adapters.RunProgress{Phase: "read", Percent: &pct, RowsPerSecond: 25000, SecondsLeft: &left}}
+	line := progressLine(rec, 120)
+	for _, want := range []string{"products [", strings.Repeat("█", 20) + strings.Repeat("░", 20) + "]", "read   50.0%", "100,000/~200,000 rows", "25,000/s", "4s left"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("line lacks %q: %s", want, line)
+		}
+	}
+	if line := progressLine(rec, 80); len([]rune(line)) > 79 || !strings.HasSuffix(line, "4s left") || !strings.Contains(line, "█") {
+		t.Errorf("an 80-column line: %q", line)
+	}
+	rec.Progress.Percent, rec.RowsEstimated, rec.Progress.SecondsLeft = nil, 0, nil
+	if line := progressLine(rec, 120); strings.Contains(line, "█") || !strings.Contains(line, "·") || !strings.Contains(line, "100,000 rows") {
+		t.Errorf("no estimate: %s", line)
+	}
+	rec.Progress = &adapters.RunProgress{Phase: "connect"}
+	rec.RowsRead = 0
+	if text := progressText(rec); text != "connect" {
+		t.Errorf("connecting: %q", text)
+	}
+}
+
+// TestCLI_RunProgressBar runs an adapter of 300,000 rows through the CLI
+// with stderr taken for a terminal: the bar is redrawn in place (\r) and
+// grows to the end, the record follows on stdout, exit code 0. Without a
+// terminal the same run writes no bar.
+func TestCLI_RunProgressBar(t *testing.T) {
+	url, _, _ := startServe(t, 300000, nil)
+	oldPoll, oldTerm := followPoll, isTerminal
+	followPoll = 5 * time.Millisecond
+	isTerminal = func(any) bool { return true }
+	defer func() { followPoll, isTerminal = oldPoll, oldTerm }()
+	code, out, errs := cli(t, "run", "big", "--server", url)
+	if code != 0 || !strings.Contains(out, "status:    succeeded") || !strings.Contains(out, "300,000 inserted") {
+		t.Fatalf("run: exit %d\n%s", code, out)
+	}
+	frames := strings.Split(errs, "\r")
+	var reading []string
+	for _, f := range frames {
+		if strings.Contains(f, "big [") && strings.Contains(f, "% ") {
+			reading = append(reading, f)
+		}
+	}
+	if len(reading) < 2 {
+		t.Fatalf("%d progress frames in %q", len(reading), errs)
+	}
+	if !strings.HasSuffix(errs, "\r\x1b[K") {
+		t.Errorf("the bar is not cleared at the end: %q", errs[max(0, len(errs)-80):])
+	}
+	t.Logf("%d frames, e.g. %s", len(reading), reading[len(reading)/2])
+	for _, f := range reading {
+		if !strings.HasSuffix(f, " left\x1b[K") && !strings.HasSuffix(f, "/s\x1b[K") && !strings.HasSuffix(f, " rows\x1b[K") {
+			t.Errorf("a frame cut short: %q", f)
+		}
+	}
+	isTerminal = oldTerm
+	code, _, errs = cli(t, "run", "big", "--server", url)
+	if code != 0 || strings.Contains(errs, "\r") || strings.Contains(errs, "█") {
+		t.Fatalf("no terminal: exit %d %q", code, errs)
+	}
+}

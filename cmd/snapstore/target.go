@@ -1,0 +1,234 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/snapstore/snapstore/server"
+)
+
+// target is where a client command runs, picked by openTarget: a server,
+// or the data directory opened in this process. Either way api speaks the
+// HTTP API; on a data directory the API is served in this process over an
+// in-memory pipe (pipeListener), so both give the same answers, checks and
+// errors, and each command is written once.
+type target struct {
+	api *apiClient
+	cfg *Config
+	// local is the opened data directory; nil for a server.
+	local *stack
+	// where names the target in messages: "the server at URL", "the data
+	// directory DIR".
+	where string
+	stop  func() error // closes what openTarget opened
+}
+
+// close releases the target: on a data directory, the in-process API,
+// then the adapters (aborting a run still going), datasets and store.
+func (t *target) close() error {
+	if t.stop == nil {
+		return nil
+	}
+	return t.stop()
+}
+
+// withTarget loads the configuration, opens the target of cf and runs f
+// on it; the target is closed when f returns.
+func withTarget(ctx context.Context, cf *commonFlags, stderr io.Writer, f func(*target) error) error {
+	t, err := openTarget(ctx, cf, stderr)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = t.close() }()
+	return f(t)
+}
+
+// serverProbeTimeout bounds the question "does a server answer at the
+// listen address?" of a command given neither --server nor --data.
+const serverProbeTimeout = 700 * time.Millisecond
+
+// openTarget picks where a client command runs (the choice is the
+// user's, and said): --server URL is that server; --data DIR is that data
+// directory, opened here whatever answers on the network (both is a usage
+// error); with neither, the server at the configured listen address when
+// one answers there, else the configured data directory, and stderr says
+// which.
+func openTarget(ctx context.Context, cf *commonFlags, stderr io.Writer) (*target, error) {
+	cfg, err := loadConfig(cf, os.Environ())
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case cf.server != "" && cf.dataSet:
+		return nil, usageError("give --server URL (a server) or --data DIR (a data directory in this process), not both")
+	case cf.server != "":
+		u, err := url.Parse(strings.TrimRight(cf.server, "/"))
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" {
+			return nil, usageError("--server: want a URL such as http://127.0.0.1:8080, got %q", cf.server)
+		}
+		return remoteTarget(cfg, u, cf.token), nil
+	case cf.dataSet:
+		return openLocal(ctx, cfg, stderr)
+	}
+	u := &url.URL{Scheme: "http", Host: cfg.Listen}
+	if snapstoreAnswers(ctx, u) {
+		// Say which server answers: another snapstore on the default port
+		// would otherwise answer silently.
+		fmt.Fprintf(stderr, "snapstore: using the server at %s (--server URL or --data DIR to choose)\n", u)
+		return remoteTarget(cfg, u, cf.token), nil
+	}
+	fmt.Fprintf(stderr, "snapstore: no server at %s; using the data directory %s (--server URL or --data DIR to choose)\n", u, cfg.Data)
+	return openLocal(ctx, cfg, stderr)
+}
+
+// remoteTarget is the server at u.
+func remoteTarget(cfg *Config, u *url.URL, token string) *target {
+	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	return &target{
+		api:   &apiClient{base: u, token: token, hc: hc},
+		cfg:   cfg,
+		where: "the server at " + u.String(),
+		stop:  func() error { hc.CloseIdleConnections(); return nil },
+	}
+}
+
+// snapstoreAnswers reports whether a snapstore server answers /healthz at
+// u within serverProbeTimeout.
+func snapstoreAnswers(ctx context.Context, u *url.URL) bool {
+	ctx, cancel := context.WithTimeout(ctx, serverProbeTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String()+"/healthz", nil)
+	if err != nil {
+		return false
+	}
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var h struct {
+		Status string `json:"status"`
+	}
+	return resp.StatusCode == http.StatusOK && json.NewDecoder(io.LimitReader(resp.Body, 1<<12)).Decode(&h) == nil && h.Status == "ok"
+}
+
+// openLocal opens cfg's data directory in this process (without the
+// scheduler: no run starts on its own) and serves the API over a pipe. A
+// data directory that a server holds is exit code 3, naming --server.
+func openLocal(ctx context.Context, cfg *Config, stderr io.Writer) (*target, error) {
+	lcfg := *cfg
+	if lcfg.Log.Level == "info" {
+		lcfg.Log.Level = "warn" // the command's output is what the user reads
+	}
+	log := newLogger(&lcfg, stderr)
+	stk, err := openStack(ctx, &lcfg, log, nil, false)
+	if err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return nil, err
+		}
+		if dirLocked(err) {
+			return nil, &exitError{code: exitUnreachable, err: fmt.Errorf("the data directory %s is in use by another process, a snapstore server most likely: give --server URL to ask it (%w)", cfg.Data, err)}
+		}
+		return nil, &exitError{code: exitUnreachable, err: fmt.Errorf("opening the data directory %s: %w", cfg.Data, err)}
+	}
+	srv, err := server.New(server.Options{DB: stk.db, Adapters: stk.svc, Logger: log, BuildVersion: buildVersion()})
+	if err != nil {
+		return nil, errors.Join(err, stk.close(context.Background()))
+	}
+	pl := newPipeListener()
+	hs := &http.Server{Handler: srv.Handler(), ErrorLog: nil}
+	served := make(chan struct{})
+	go func() { defer close(served); _ = hs.Serve(pl) }()
+	tr := &http.Transport{DialContext: pl.dialContext, DisableCompression: true}
+	u := &url.URL{Scheme: "http", Host: "data-directory"}
+	t := &target{
+		api:   &apiClient{base: u, hc: &http.Client{Transport: tr}, local: true},
+		cfg:   cfg,
+		local: stk,
+		where: "the data directory " + cfg.Data,
+	}
+	t.stop = func() error {
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		tr.CloseIdleConnections()
+		err := hs.Shutdown(sctx)
+		<-served
+		return errors.Join(err, stk.close(sctx))
+	}
+	return t, nil
+}
+
+// dirLocked reports an error of a data directory another process (or
+// this one) holds: Pebble's lock file.
+func dirLocked(err error) bool {
+	return errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) || strings.Contains(err.Error(), "lock held")
+}
+
+// pipeListener is a net.Listener of in-memory connections (net.Pipe): the
+// in-process API of a data directory listens on no port, so nothing else
+// on the machine can reach it.
+type pipeListener struct {
+	conns   chan net.Conn
+	done    chan struct{}
+	closeMu sync.Once
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+// Accept implements net.Listener.
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close implements net.Listener.
+func (l *pipeListener) Close() error {
+	l.closeMu.Do(func() { close(l.done) })
+	return nil
+}
+
+// Addr implements net.Listener.
+func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+
+// dialContext connects to the listener: the client's end of a new pipe.
+func (l *pipeListener) dialContext(ctx context.Context, _, _ string) (net.Conn, error) {
+	client, srv := net.Pipe()
+	select {
+	case l.conns <- srv:
+		return client, nil
+	case <-l.done:
+	case <-ctx.Done():
+	}
+	client.Close()
+	srv.Close()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return nil, net.ErrClosed
+}
+
+// pipeAddr is the address of a pipeListener.
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "data-directory" }

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestTarget_ExplicitDataNeverReplaced: with a server answering on the
+// listen address, --data opens the named directory in this process, never
+// asks the server; without --data the server answers, and stderr says
+// which target each time.
+func TestTarget_ExplicitDataNeverReplaced(t *testing.T) {
+	url, _, _ := startServe(t, 0, nil)
+	addr := strings.TrimPrefix(url, "http://")
+	if code, out, errs := cli(t, "run", "products", "--listen", addr); code != 0 {
+		t.Fatalf("run on the server: exit %d %s %s", code, out, errs)
+	}
+	code, out, errs := cli(t, "versions", "products", "--listen", addr)
+	if code != 0 || !strings.Contains(errs, "using the server at "+url) || !strings.Contains(out, "*") {
+		t.Fatalf("without --data: exit %d, %q %q", code, out, errs)
+	}
+	other := filepath.Join(t.TempDir(), "other")
+	code, out, errs = cli(t, "versions", "products", "--listen", addr, "--data", other)
+	if code != 1 || !strings.Contains(errs, "dataset_not_found") || strings.Contains(errs, "using the server") {
+		t.Fatalf("--data %s with a server on the listen address: exit %d, %q %q", other, code, out, errs)
+	}
+	code, _, errs = cli(t, "datasets", "list", "--listen", "127.0.0.1:1", "--data", other)
+	if code != 0 || strings.Contains(errs, "no server") {
+		t.Fatalf("--data says nothing of servers: exit %d %q", code, errs)
+	}
+	code, _, errs = cli(t, "datasets", "list", "--listen", "127.0.0.1:1", "--config", writeFile(t, "c.yaml", "data: "+other+"\n"))
+	if code != 0 || !strings.Contains(errs, "no server at http://127.0.0.1:1; using the data directory "+other) {
+		t.Fatalf("neither flag, no server: exit %d %q", code, errs)
+	}
+}
+
+// TestTarget_Refusals: --server with --data is a usage error (2); a
+// server that does not answer, or a data directory a server holds, is
+// exit code 3, naming --server.
+func TestTarget_Refusals(t *testing.T) {
+	_, cfg, _ := startServe(t, 0, nil)
+	if code, _, errs := cli(t, "datasets", "list", "--server", "http://127.0.0.1:1", "--data", t.TempDir()); code != 2 || !strings.Contains(errs, "not both") {
+		t.Errorf("--server and --data: exit %d %q", code, errs)
+	}
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedURL := "http://" + closed.Addr().String()
+	closed.Close()
+	if code, _, errs := cli(t, "datasets", "list", "--server", closedURL); code != 3 || !strings.Contains(errs, "no answer from the server at "+closedURL) {
+		t.Errorf("no server: exit %d %q", code, errs)
+	}
+	code, _, errs := cli(t, "datasets", "list", "--data", cfg.Data)
+	if code != 3 || !strings.Contains(errs, "in use by another process") || !strings.Contains(errs, "--server") {
+		t.Errorf("a data directory the server holds: exit %d %q", code, errs)
+	}
+	if code, _, errs := cli(t, "datasets", "list", "--server", "localhost:8080"); code != 2 || !strings.Contains(errs, "--server: want a URL") {
+		t.Errorf("a server that is no URL: exit %d %q", code, errs)
+	}
+}

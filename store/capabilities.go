@@ -1,0 +1,30 @@
+package store
+
+import "time"
+
+// Optional capabilities of a Store, found by type assertion as database/sql
+// finds a driver's (driver.Pinger, driver.Validator). A store that lacks
+// one has the default behaviour each describes.
+
+// LateWriter is implemented by a store whose writes can still land after
+// the call that made them returned an error (S9): HBase's Thrift2 gateway
+// keeps retrying a call its client gave up on. MaxWriteDelay bounds how
+// long after such an error the write may land; past it, the write has
+// either landed or never will. A store without the method (store/pebble)
+// has none: a failed call has returned for good.
+type LateWriter interface {
+	MaxWriteDelay() time.Duration
+}
+
+// ApplyPlanner is implemented by a store whose Apply is atomic per row
+// only (S1): ApplyCalls returns the parts Apply sends b in, in the order it
+// sends them (store/hbase: one part per Thrift call). The rows of one part
+// are each applied atomically, in no fixed order among themselves; a
+// failure leaves the parts before it applied, a subset of its rows, and
+// none after. store/storetest's fault-injecting store applies a batch in
+// part along these lines; for a store without the method it takes every
+// row as a part of its own, in the order of first appearance, which is
+// what S1 allows any backend.
+type ApplyPlanner interface {
+	ApplyCalls(b *Batch) ([]*Batch, error)
+}
