@@ -75,6 +75,7 @@ type Run struct {
 	// they ascend, so that enc is the body of the row's full version.
 	dictOf  []int
 	inOrder bool
+	ckBuf   []byte   // addChecksum's
 	cellIdx []int    // the cells of the row version to write:
 	cellVal [][]byte // dictionary indexes and packed values
 	getSt   rowState // a previous row read by a point read

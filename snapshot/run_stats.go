@@ -53,8 +53,11 @@ func (r *Run) publishStats() {
 // order, uvarint(len(name)) name uvarint(len(cell)) cell, cell being the
 // cell value encoding (encoding.go: the packed value without its length).
 func (r *Run) addChecksum() {
+	// The small parts go through one buffer, hashed in one call; a long
+	// value is hashed where it is.
+	const direct = 4 << 10
 	r.digest.Reset()
-	var lenBuf [binary.MaxVarintLen64]byte
+	buf := r.ckBuf[:0]
 	for i, name := range r.cols {
 		v := r.enc[r.encOff[i]:r.encEnd[i]]
 		kind, payload := v[:1], v[1:]
@@ -64,11 +67,19 @@ func (r *Run) addChecksum() {
 			_, n := binary.Uvarint(payload)
 			payload = payload[n:]
 		}
-		r.digest.Write(lenBuf[:binary.PutUvarint(lenBuf[:], uint64(len(name)))])
-		r.digest.Write(name)
-		r.digest.Write(lenBuf[:binary.PutUvarint(lenBuf[:], uint64(1+len(payload)))])
-		r.digest.Write(kind)
-		r.digest.Write(payload)
+		buf = binary.AppendUvarint(buf, uint64(len(name)))
+		buf = append(buf, name...)
+		buf = binary.AppendUvarint(buf, uint64(1+len(payload)))
+		buf = append(buf, kind...)
+		if len(payload) > direct {
+			r.digest.Write(buf)
+			r.digest.Write(payload)
+			buf = buf[:0]
+			continue
+		}
+		buf = append(buf, payload...)
 	}
+	r.digest.Write(buf)
+	r.ckBuf = buf
 	r.sum += r.digest.Sum64()
 }

@@ -54,9 +54,9 @@
 //
 // The comparer (comparer.go) orders keys bytewise and splits them after
 // the row, so bloom filters hold rows and a point read (Get, VisitRow)
-// positions its iterator with SeekPrefixGE. The upper levels use Snappy,
-// the two lowest, which hold nearly all the data, Zstandard with larger
-// blocks (options.go).
+// positions its iterator with SeekPrefixGE. The upper levels use MinLZ
+// (Snappy on arm64), the two lowest, which hold nearly all the data,
+// Zstandard level 1 with larger blocks (options.go).
 //
 // A counter (store.S8) is one key in the reserved space too, outside every
 // table: 00 01 "counter" 00 01 | esc(table) 00 01 | esc(row) 00 01 |
