@@ -31,7 +31,7 @@
 #   default, net.ipv4.ip_local_port_range): a port inside it can be held by
 #   any outgoing connection of the moment (ZooKeeper's own client, Maven),
 #   and the master then fails to bind it.
-#   SNAPSTORE_HBASE_XMX         master JVM heap, default 1g (Thrift2: 256m)
+#   SNAPSTORE_HBASE_XMX         master JVM heap, default 2g (Thrift2: 256m)
 #   SNAPSTORE_HBASE_WAIT        seconds to wait for start, default 240
 #
 # The jars are copied by `mvn dependency:copy-dependencies` from Maven's own
@@ -46,7 +46,7 @@ zkport=${SNAPSTORE_HBASE_ZK_PORT:-22181}
 thriftport=${SNAPSTORE_HBASE_THRIFT_PORT:-29090}
 masterport=${SNAPSTORE_HBASE_MASTER_PORT:-22100}
 rsport=${SNAPSTORE_HBASE_REGIONSERVER_PORT:-22120}
-xmx=${SNAPSTORE_HBASE_XMX:-1g}
+xmx=${SNAPSTORE_HBASE_XMX:-2g}
 wait_s=${SNAPSTORE_HBASE_WAIT:-240}
 pom=$here/scripts/hbase/pom.xml
 lib=$dir/lib

@@ -128,10 +128,22 @@ func TestAdmin_ConnectionsAdaptersRunsTagsRollbackGC(t *testing.T) {
 	if p.Field != "body.version" {
 		t.Fatalf("rollback without version: %+v", p)
 	}
-	f.must(200, "POST", "/v1/datasets/products/rollback", fmt.Sprintf(`{"version":%d}`, v1)).json(t, &vi)
+	var rb struct {
+		Version      int64 `json:"version"`
+		RestoredFrom int64 `json:"restored_from"`
+		Current      bool  `json:"current"`
+	}
+	f.must(200, "POST", "/v1/datasets/products/rollback", fmt.Sprintf(`{"version":%d}`, v1)).json(t, &rb)
+	if rb.RestoredFrom != v1 || rb.Version <= v2 || !rb.Current {
+		t.Fatalf("rollback answered %+v, want a new current version restored from %d", rb, v1)
+	}
 	f.must(200, "GET", "/v1/datasets/products/rows/1", "").json(t, &got)
-	if got.Version != v1 || got.Row["stock"] != 120.0 {
+	if got.Version != rb.Version || got.Row["stock"] != 120.0 {
 		t.Fatalf("after rollback: %+v", got)
+	}
+	f.must(200, "GET", fmt.Sprintf("/v1/datasets/products/rows/1?version=%d", v2), "").json(t, &got)
+	if got.Version != v2 || got.Row["stock"] != 0.0 {
+		t.Fatalf("the version after the one restored, after rollback: %+v", got)
 	}
 	var gc struct {
 		DryRun bool `json:"dry_run"`

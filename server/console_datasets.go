@@ -369,17 +369,13 @@ func (c *console) untag(w http.ResponseWriter, r *http.Request, v viewer) error 
 	return nil
 }
 
-// rollbackView is the rollback confirmation: the target, and what the
-// rollback does to the versions after it (snapshot.DB.Rollback: they
-// become unreadable and their tags go).
+// rollbackView is the rollback confirmation: the target and the current
+// version (snapshot.DB.Rollback commits a new version with the target's
+// content; the versions after it stay).
 type rollbackView struct {
 	Dataset string
 	Target  snapshot.VersionInfo
 	Current int64
-	// Later are the kept versions after the target, oldest first; LostTags
-	// their tags.
-	Later    []int64
-	LostTags []string
 }
 
 // rollbackConfirm answers GET /ui/datasets/{dataset}/rollback?version=N:
@@ -399,18 +395,7 @@ func (c *console) rollbackConfirm(w http.ResponseWriter, r *http.Request, v view
 	if err != nil {
 		return err
 	}
-	vs, err := c.s.db.Versions(ctx, ds)
-	if err != nil {
-		return err
-	}
-	view := rollbackView{Dataset: ds, Target: target, Current: d.Current}
-	for i := len(vs) - 1; i >= 0; i-- { // vs is newest first
-		if vs[i].Version > ver {
-			view.Later = append(view.Later, vs[i].Version)
-			view.LostTags = append(view.LostTags, vs[i].Tags...)
-		}
-	}
-	return c.render(w, r, http.StatusOK, "rollback", v, view)
+	return c.render(w, r, http.StatusOK, "rollback", v, rollbackView{Dataset: ds, Target: target, Current: d.Current})
 }
 
 // rollback answers POST /ui/datasets/{dataset}/rollback (form: version),
@@ -425,7 +410,7 @@ func (c *console) rollback(w http.ResponseWriter, r *http.Request, v viewer) err
 	if err != nil {
 		return err
 	}
-	c.s.log.Info("dataset rolled back", "dataset", ds, "version", info.Version, "token", v.Name, "via", "console")
+	c.s.log.Info("dataset rolled back", "dataset", ds, "version", info.Version, "restored_from", info.RestoredFrom, "token", v.Name, "via", "console")
 	http.Redirect(w, r, "/ui/datasets/"+url.PathEscape(ds), http.StatusSeeOther)
 	return nil
 }

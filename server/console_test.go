@@ -132,7 +132,11 @@ func TestConsole_EveryPage(t *testing.T) {
 	}
 	b.page("/ui/datasets/products/diff", "1 updated")
 	b.page("/ui/datasets/products/rollback?version="+s1,
-		"makes version "+s1, "The later versions ("+s2+") become unreadable; this cannot be undone.")
+		"commits a new version with the content of version "+s1, "versions after "+s1+" stay readable")
+	if r := b.post("/ui/datasets/products/rollback", url.Values{"version": {s1}}); r.status >= 400 {
+		t.Fatalf("rollback from the console: %d %s", r.status, r.body)
+	}
+	b.page("/ui/datasets/products", `data-restored-from="`+s1+`"`, "restored from "+s1, "version "+s2)
 	b.page("/ui/adapters", `id="adapter-products"`, "Run now", "config")
 	b.page("/ui/adapters/new", `name="schedule"`, `<option value="shop"`)
 	b.page("/ui/adapters/products/edit", `value="products"`)
@@ -429,18 +433,23 @@ func TestConsole_RollbackSaysWhatItDoes(t *testing.T) {
 	f.must(200, "PUT", "/v1/datasets/products/tags/second", "")
 	b := newBrowser(t, f)
 	b.page("/ui/datasets/products/rollback?version="+s1,
-		"makes version "+s1, "The current version is "+s2,
-		"The later versions ("+s2+") become unreadable and their tags (second) are removed")
+		"commits a new version with the content of version "+s1, "the current version "+s2,
+		"versions after "+s1+" stay readable")
 	if r := b.post("/ui/datasets/products/rollback", url.Values{"version": {s1}}); r.status != http.StatusSeeOther {
 		t.Fatalf("rollback: %d %s", r.status, r.body)
 	}
-	f.must(410, "GET", "/v1/datasets/products/versions/"+s2, "").problem(t)
-	f.must(404, "GET", "/v1/datasets/products?tag=second", "").problem(t)
+	// What the page said: the later version stays, with its tag; a new
+	// version restored from the target is current.
+	f.must(200, "GET", "/v1/datasets/products/versions/"+s2, "")
+	f.must(200, "GET", "/v1/datasets/products/rows/1?tag=second", "")
 	var d struct {
 		Current int64 `json:"current_version"`
+		Info    struct {
+			RestoredFrom int64 `json:"restored_from"`
+		} `json:"current"`
 	}
 	f.must(200, "GET", "/v1/datasets/products", "").json(t, &d)
-	if d.Current != v1 {
-		t.Fatalf("current %d after the rollback to %d", d.Current, v1)
+	if d.Current <= v2 || d.Info.RestoredFrom != v1 {
+		t.Fatalf("current %d restored from %d after the rollback to %d", d.Current, d.Info.RestoredFrom, v1)
 	}
 }

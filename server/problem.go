@@ -138,12 +138,13 @@ var sentinels = []sentinel{
 	{snapshot.ErrClosed, http.StatusServiceUnavailable, "closed", ""},
 	{snapshot.ErrCorrupt, http.StatusInternalServerError, "corrupt", ""}, // stored data, not input: the one 500 sentinel
 	// Several processes on one store: a read-only process refuses writes
-	// (snapshot.W1: send them to the writer); a writer without the lease
-	// refuses them until it holds it again (snapshot.W1, snapshot.W3: safe
-	// to retry).
+	// (snapshot.W2: send them to a writer); an operation whose writer slot
+	// another process took stopped (snapshot.W3: safe to retry); a write
+	// whose outcome the store did not tell is learned later (snapshot.D9:
+	// read to see what happened).
 	{snapshot.ErrReadOnly, http.StatusConflict, "read_only", ""},
-	{snapshot.ErrWriterLeaseHeld, http.StatusServiceUnavailable, "writer_lease_held", ""},
-	{snapshot.ErrWriterLeaseLost, http.StatusServiceUnavailable, "writer_lease_lost", ""},
+	{snapshot.ErrSlotLost, http.StatusConflict, "writer_slot_lost", ""},
+	{snapshot.ErrOutcomeUnknown, http.StatusServiceUnavailable, "outcome_unknown", ""},
 	// adapters
 	{adapters.ErrConnectionNotFound, http.StatusNotFound, "connection_not_found", ""},
 	{adapters.ErrConnectionExists, http.StatusConflict, "connection_exists", ""},

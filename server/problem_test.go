@@ -74,8 +74,8 @@ func TestProblemFor_EverySentinel(t *testing.T) {
 			"ErrRunClosed": snapshot.ErrRunClosed, "ErrRecordNotFound": snapshot.ErrRecordNotFound,
 			"ErrBadPageToken": snapshot.ErrBadPageToken, "ErrInvalidArgument": snapshot.ErrInvalidArgument,
 			"ErrClosed": snapshot.ErrClosed, "ErrCorrupt": snapshot.ErrCorrupt,
-			"ErrReadOnly": snapshot.ErrReadOnly, "ErrWriterLeaseHeld": snapshot.ErrWriterLeaseHeld,
-			"ErrWriterLeaseLost": snapshot.ErrWriterLeaseLost, "ErrNotCurrent": snapshot.ErrNotCurrent,
+			"ErrReadOnly": snapshot.ErrReadOnly, "ErrSlotLost": snapshot.ErrSlotLost,
+			"ErrOutcomeUnknown": snapshot.ErrOutcomeUnknown, "ErrNotCurrent": snapshot.ErrNotCurrent,
 		},
 		"adapters": {
 			"ErrConnectionNotFound": adapters.ErrConnectionNotFound, "ErrConnectionExists": adapters.ErrConnectionExists,
@@ -109,7 +109,8 @@ func TestProblemFor_EverySentinel(t *testing.T) {
 		adapters.ErrDatasetTaken:       {http.StatusConflict, "dataset_taken"},
 		snapshot.ErrReadOnly:           {http.StatusConflict, "read_only"},
 		snapshot.ErrNotCurrent:         {http.StatusConflict, "not_current"},
-		snapshot.ErrWriterLeaseLost:    {http.StatusServiceUnavailable, "writer_lease_lost"},
+		snapshot.ErrSlotLost:           {http.StatusConflict, "writer_slot_lost"},
+		snapshot.ErrOutcomeUnknown:     {http.StatusServiceUnavailable, "outcome_unknown"},
 	}
 	for pkg, table := range known {
 		for _, name := range exportedSentinels(t, filepath.Join("..", pkg)) {

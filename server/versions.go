@@ -105,8 +105,8 @@ func (s *Server) getVersion(c echo.Context) error {
 	return c.JSON(http.StatusOK, info)
 }
 
-// rollback answers POST /v1/datasets/{dataset}/rollback: makes a kept
-// version current again.
+// rollback answers POST /v1/datasets/{dataset}/rollback: commits a new
+// version with a kept version's content (snapshot.D11) and answers it.
 func (s *Server) rollback(c echo.Context) error {
 	ds, err := pathParam(c, "dataset")
 	if err != nil {
@@ -123,7 +123,7 @@ func (s *Server) rollback(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	s.log.Info("dataset rolled back", "dataset", ds, "version", info.Version, "token", c.Get("token"))
+	s.log.Info("dataset rolled back", "dataset", ds, "version", info.Version, "restored_from", info.RestoredFrom, "token", c.Get("token"))
 	return c.JSON(http.StatusOK, info)
 }
 

@@ -334,7 +334,7 @@ func BenchmarkGet(b *testing.B) {
 			for g := 0; g < history; g++ {
 				benchRunAllChanged(b, db, rows, g)
 			}
-			st, db = settle(b, dir, st, db)
+			st, db = compactReopen(b, dir, st, db)
 			defer st.Close()
 			defer db.Close()
 			r, err := db.Reader(context.Background(), "bench", At{})
@@ -366,11 +366,11 @@ func BenchmarkGet(b *testing.B) {
 	}
 }
 
-// settle compacts the store of dir and reopens it with db, so that reads
+// compactReopen compacts the store of dir and reopens it with db, so that reads
 // measure the state background compactions reach rather than the burst of
 // runs just written (Store.DB turns off the store's iterator reuse, hence
 // the reopen).
-func settle(b *testing.B, dir string, st *pebble.Store, db *DB) (*pebble.Store, *DB) {
+func compactReopen(b *testing.B, dir string, st *pebble.Store, db *DB) (*pebble.Store, *DB) {
 	if err := st.DB().Compact(context.Background(), []byte{0}, []byte{0xff, 0xff}, true); err != nil {
 		b.Fatal(err)
 	}

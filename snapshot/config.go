@@ -2,11 +2,8 @@ package snapshot
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
-
-	"github.com/snapstore/snapstore/store"
 )
 
 // DatasetConfig is what a run or an operator sets on a dataset.
@@ -16,8 +13,8 @@ type DatasetConfig struct {
 	Guard     Guard
 }
 
-// datasetConfig is the persisted configuration of a dataset (keys.go,
-// column "cfg").
+// datasetConfig is the persisted configuration of a dataset (in its row,
+// datasetrow.go).
 type datasetConfig struct {
 	CreatedAt  time.Time `json:"created_at"`
 	Partitions int       `json:"partitions"`
@@ -30,14 +27,10 @@ type datasetConfig struct {
 	// versions name columns by their index here. Never reordered or
 	// shortened.
 	Columns []string `json:"columns,omitempty"`
-	// Format is the storage format of the data tables (format1.go,
-	// dataFormat); 0 means 1. Format1Left says the format 1 tables of a
-	// migrated dataset are still to be dropped.
-	Format      int  `json:"format,omitempty"`
-	Format1Left bool `json:"format1_left,omitempty"`
 }
 
-// SetConfig updates a dataset's retention and guard.
+// SetConfig updates a dataset's retention and guard, in one write of its
+// row (D9).
 func (db *DB) SetConfig(ctx context.Context, cfg DatasetConfig) error {
 	if err := validConfig(cfg); err != nil {
 		return err
@@ -46,10 +39,17 @@ func (db *DB) SetConfig(ctx context.Context, cfg DatasetConfig) error {
 	if err != nil {
 		return err
 	}
-	ds.mu.Lock()
-	defer ds.mu.Unlock()
-	ds.cfg.Retention, ds.cfg.Guard = cfg.Retention, cfg.Guard
-	if err := db.putConfigLocked(ctx, ds); err != nil {
+	_, err = db.writeRow(ctx, ds, func(st *rowState) error {
+		if st.Dropping != nil {
+			return fmt.Errorf("%w: %q", ErrDatasetNotFound, cfg.Name)
+		}
+		if st.Config.Retention == cfg.Retention && st.Config.Guard == cfg.Guard {
+			return errNoChange
+		}
+		st.Config.Retention, st.Config.Guard = cfg.Retention, cfg.Guard
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("snapshot: setting config of %s: %w", cfg.Name, err)
 	}
 	return nil
@@ -66,15 +66,4 @@ func validConfig(cfg DatasetConfig) error {
 		return fmt.Errorf("%w: guard max_shrink %v outside 0..1", ErrInvalidArgument, cfg.Guard.MaxShrink)
 	}
 	return nil
-}
-
-// putConfigLocked writes ds.cfg durably; ds.mu is held.
-func (db *DB) putConfigLocked(ctx context.Context, ds *dataset) error {
-	b, err := json.Marshal(ds.cfg)
-	if err != nil {
-		return err
-	}
-	batch := &store.Batch{Table: db.meta, Sync: true}
-	batch.Put(datasetKey(ds.name), colCfg, 0, b)
-	return db.st.Apply(ctx, batch)
 }

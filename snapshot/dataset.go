@@ -23,37 +23,55 @@ type DatasetInfo struct {
 	Versions int `json:"versions"`
 }
 
-// dataset is the in-memory state of one dataset.
+// dataset is the in-memory state of one dataset: its row as this DB
+// last read or wrote it (datasetrow.go), what readers use derived from it,
+// and what this DB alone knows (its operation on the dataset, its
+// readers).
 type dataset struct {
-	name string
+	name  string
+	owner string // the DB's owner id (slot.go)
 
-	// mu guards the fields below. Lock order: DB.mu, then dataset.mu, then
-	// the txn manager's. Not held across store I/O except the short
-	// metadata writes of Tag/Untag/SetConfig.
-	mu       sync.Mutex
+	// rowMu serialises this DB's writes of the row (writeRow) and is held
+	// across them; taken before mu.
+	rowMu sync.Mutex
+
+	// mu guards the fields below. Lock order: DB.mu, then dataset.rowMu,
+	// then dataset.mu. Never held across store I/O.
+	mu sync.Mutex
+	// st is the row's state and raw its encoding as stored (nil: no row);
+	// cfg, current, versions and tags are derived from them (install).
+	st       rowState
+	raw      []byte
 	cfg      datasetConfig
 	current  int64
 	versions []*VersionInfo // kept versions, ascending; Current and Tags unset
-	// expired lists, ascending, the committed versions GC expired whose
-	// cells may still be visible in later versions (G7): a rollback past
-	// them must invalidate them too.
-	expired []int64
-	tags    map[string]int64
-	// writer names the exclusive operation holding the dataset ("run",
-	// "gc", "rollback", "drop"), "" when none (D8).
-	writer  string
-	run     *Run
+	tags     map[string]int64
+	// bodies holds the version rows read of the kept versions.
+	bodies map[int64]*VersionInfo
+	// writer names the operation of this DB holding the dataset ("run",
+	// "gc", "rollback", "drop"; D8), "" when none; slot is the writer slot
+	// it holds in the row (W1).
+	writer string
+	slot   heldSlot
+	run    *Run
+	// pending, when set, is an outcome still to be learned (a commit or
+	// abort whose write failed in a way that may have applied it): the
+	// keeper tries it until it returns nil, and the dataset's writer stays
+	// held until then.
+	pending func(ctx context.Context) error
 	readers map[*Reader]struct{}
 	plans   map[int64]*readPlan // by version (reader.go)
-	dropped bool
+	// persisted says a row of the dataset was read or written; dropped
+	// that it is gone, or being dropped.
+	persisted, dropped bool
 	// scratchDirty is set while the scratch tables may hold keys (from a
 	// run begun and not yet cleaned up, or an earlier process).
 	scratchDirty bool
 }
 
-// newDataset returns the empty in-memory state of dataset name.
-func newDataset(name string) *dataset {
-	return &dataset{name: name, tags: map[string]int64{}, readers: map[*Reader]struct{}{}}
+// newDataset returns the in-memory state of dataset name, with no row.
+func newDataset(name, owner string) *dataset {
+	return &dataset{name: name, owner: owner, tags: map[string]int64{}, readers: map[*Reader]struct{}{}, bodies: map[int64]*VersionInfo{}}
 }
 
 // Datasets lists every dataset, by name.
@@ -73,7 +91,7 @@ func (db *DB) Datasets(ctx context.Context) ([]DatasetInfo, error) {
 	out := make([]DatasetInfo, 0, len(all))
 	for _, ds := range all {
 		ds.mu.Lock()
-		if !ds.dropped {
+		if ds.persisted && !ds.dropped {
 			out = append(out, ds.describeLocked())
 		}
 		ds.mu.Unlock()
@@ -90,7 +108,7 @@ func (db *DB) Dataset(ctx context.Context, name string) (DatasetInfo, error) {
 	}
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
-	if ds.dropped {
+	if ds.dropped || !ds.persisted {
 		return DatasetInfo{}, fmt.Errorf("%w: %q", ErrDatasetNotFound, name)
 	}
 	return ds.describeLocked(), nil
@@ -108,9 +126,9 @@ func (ds *dataset) describeLocked() DatasetInfo {
 	return di
 }
 
-// acquire takes the dataset's writer slot for op (D8). ErrRunInProgress
-// when another exclusive operation holds it; ErrDatasetNotFound when
-// dropped.
+// acquire takes the dataset for op in this DB (D8): ErrRunInProgress when
+// another operation of this DB holds it; ErrDatasetNotFound when dropped.
+// The writer slot in the row is taken by op's first write (slot.go).
 func (ds *dataset) acquire(op string) error {
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
@@ -118,16 +136,23 @@ func (ds *dataset) acquire(op string) error {
 		return fmt.Errorf("%w: %s", ErrDatasetNotFound, ds.name)
 	}
 	if ds.writer != "" {
-		return fmt.Errorf("%w: %s of %s holds it", ErrRunInProgress, ds.writer, ds.name)
+		what := ds.writer
+		if ds.pending != nil {
+			what = "learning the outcome of a " + ds.writer
+		}
+		return fmt.Errorf("%w: %s of %s holds it", ErrRunInProgress, what, ds.name)
 	}
 	ds.writer = op
 	return nil
 }
 
-// release frees the writer slot that acquire took.
+// release frees the dataset for other operations of this DB, unless an
+// outcome is still to be learned (pending).
 func (ds *dataset) release() {
 	ds.mu.Lock()
-	ds.writer = ""
+	if ds.pending == nil {
+		ds.writer = ""
+	}
 	ds.run = nil
 	ds.mu.Unlock()
 }

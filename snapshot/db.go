@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/snapstore/snapstore/store"
 	"github.com/snapstore/snapstore/txn"
@@ -16,7 +17,7 @@ import (
 // use. Open makes one; Close ends it.
 type DB struct {
 	st      store.Store
-	txm     *txn.Manager
+	ids     *txn.IDs
 	meta    string
 	logger  *slog.Logger
 	opts    Options
@@ -25,15 +26,16 @@ type DB struct {
 
 	openReaders atomic.Int64
 
-	// Sharing the store with other processes (lease.go, refresh.go).
-	// owner names this DB in the writer lease; leaseUntil is the lease's
-	// expiry (Unix ns) as last renewed; leaseLost is set for good when
-	// another owner took it; stopc and donec stop and await the renewal
-	// loop. refreshMu serialises refreshes, and refreshedAt is the start
-	// (Unix ns) of the last one.
-	owner       string
-	leaseUntil  atomic.Int64
-	leaseLost   atomic.Bool
+	// owner names this DB in writer slots (slot.go); processLocal says no
+	// other process can open the store (store.ProcessLocal); grace is the
+	// time before an invalid transaction may be pruned (G6).
+	owner        string
+	processLocal bool
+	grace        time.Duration
+	writes       atomic.Int64 // writes of rows made, naming each (rowState.Write)
+	// stopc and donec stop and await the keeper (slot.go). refreshMu
+	// serialises refreshes, and refreshedAt is the start (Unix ns) of the
+	// last one.
 	stopc       chan struct{}
 	donec       chan struct{}
 	refreshMu   sync.Mutex
@@ -45,8 +47,9 @@ type DB struct {
 }
 
 // Close closes the DB (not the store): runs still open are aborted, the
-// metrics unregistered, and the writer lease, if held, released. Readers
-// still open get ErrClosed. A second Close does nothing.
+// keeper stopped, the unused transaction ids given back (txn.I1), the
+// metrics unregistered. Readers still open get ErrClosed. A second Close
+// does nothing.
 func (db *DB) Close() error {
 	if db == nil || db.closed.Swap(true) {
 		return nil
@@ -67,15 +70,48 @@ func (db *DB) Close() error {
 			errs = append(errs, err)
 		}
 	}
-	db.metrics.unregister()
-	db.txm.Close()
-	if err := db.releaseLease(); err != nil {
-		errs = append(errs, fmt.Errorf("releasing the writer lease: %w", err))
+	db.stopKeeper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := db.ids.Close(ctx); err != nil {
+		db.logger.Warn("giving back transaction ids", "err", err)
 	}
+	db.metrics.unregister()
+	db.unregisterLocal()
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("snapshot: closing: %w", err)
 	}
 	return nil
+}
+
+// halt stops the DB as a killed process stops: nothing more is written,
+// its runs and writer slots are left as they are. For tests.
+func (db *DB) halt() {
+	if db.closed.Swap(true) {
+		return
+	}
+	db.stopKeeper()
+	db.metrics.unregister()
+	db.unregisterLocal()
+}
+
+// hook calls Options.hook, the crash test's kill point.
+func (db *DB) hook(point string, n int64) {
+	if h := db.opts.hook; h != nil {
+		h(point, n)
+	}
+}
+
+// allDatasets returns the datasets this DB knows, for a pass over them
+// that takes no DB lock while it works.
+func (db *DB) allDatasets() []*dataset {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	all := make([]*dataset, 0, len(db.datasets))
+	for _, ds := range db.datasets {
+		all = append(all, ds)
+	}
+	return all
 }
 
 // check returns ErrClosed once Close began.
@@ -87,9 +123,8 @@ func (db *DB) check() error {
 }
 
 // lookup returns the dataset or ErrDatasetNotFound. Every entry point
-// that names a dataset finds it here, so that on a read-only DB each of
-// them first refreshes a view older than RefreshInterval (W2); on a writer
-// DB maybeRefresh does nothing.
+// that names a dataset finds it here, so that each of them first
+// refreshes a view older than RefreshInterval (W2).
 func (db *DB) lookup(ctx context.Context, name string) (*dataset, error) {
 	if err := db.check(); err != nil {
 		return nil, err
@@ -103,12 +138,17 @@ func (db *DB) lookup(ctx context.Context, name string) (*dataset, error) {
 	if ds == nil {
 		return nil, fmt.Errorf("%w: %q", ErrDatasetNotFound, name)
 	}
+	ds.mu.Lock()
+	gone := ds.dropped || !ds.persisted
+	ds.mu.Unlock()
+	if gone {
+		return nil, fmt.Errorf("%w: %q", ErrDatasetNotFound, name)
+	}
 	return ds, nil
 }
 
 // lookupWritable returns the dataset a write names: first whether this
-// DB may write at all (writable: ErrReadOnly, ErrWriterLeaseLost), then
-// lookup's answer.
+// DB may write at all (ErrReadOnly), then lookup's answer.
 func (db *DB) lookupWritable(ctx context.Context, name string) (*dataset, error) {
 	if err := db.writable(); err != nil {
 		return nil, err
@@ -116,8 +156,9 @@ func (db *DB) lookupWritable(ctx context.Context, name string) (*dataset, error)
 	return db.lookup(ctx, name)
 }
 
-// acquireWritable is lookupWritable that also takes the dataset's writer
-// slot for op (D8, ErrRunInProgress); the caller releases it.
+// acquireWritable is lookupWritable that also takes the dataset for op in
+// this DB (D8, ErrRunInProgress); the caller releases it. The writer slot
+// in the row is taken by op's first write.
 func (db *DB) acquireWritable(ctx context.Context, name, op string) (*dataset, error) {
 	ds, err := db.lookupWritable(ctx, name)
 	if err != nil {

@@ -137,7 +137,7 @@ type diffIter struct {
 	n            int      // columns of the dictionary
 	names        []string // the dictionary's column names
 	countOnly    bool
-	stF, stT     rowState
+	stF, stT     resolvedRow
 	op           ChangeOp
 	change       Change
 	err          error
@@ -227,7 +227,7 @@ func (d *diffIter) changedColumns() []string {
 
 // side builds one side of a change from its state, nil when the row is
 // absent on that side, and sets the change's key from it.
-func (d *diffIter) side(rb *rowBuilder, st *rowState) (*Row, error) {
+func (d *diffIter) side(rb *rowBuilder, st *resolvedRow) (*Row, error) {
 	if !st.present() {
 		return nil, nil
 	}

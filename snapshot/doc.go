@@ -30,14 +30,17 @@
 // paged scan does not either.
 //
 // D3. Commit. Run.Commit writes delete markers for rows not seen, checks the
-// guards, flushes and syncs the data, then makes the transaction committed
-// and the dataset's current version in one atomic durable metadata write
-// (txn.I3). Any failure before that write leaves the current version as it
-// was and the run's transaction invalid.
+// guards, flushes and syncs the data, writes the version's record (its
+// VersionInfo, in a row of its own), then makes the transaction committed
+// and the dataset's current version in one conditional write of the
+// dataset's row (D9, txn.I3): the commit point. Any failure before it
+// leaves the current version as it was and the run's transaction invalid.
 //
-// D4. Failed runs. An aborted run, a crashed process (txn.I5) or a
-// rolled-back version (txn.I4) is an invalid transaction: never visible,
-// its cells removed by GC, then its id pruned (txn.I6).
+// D4. Failed runs. An aborted run, a crashed process or a lost node leaves
+// an invalid transaction (txn.I4, txn.I5): never visible, its cells
+// removed by GC, then its id pruned (G6). A crashed writer's transaction
+// stays in progress, excluded all the same, until the dataset's writer
+// slot is next taken (W1).
 //
 // D5. Delta writes. For each source row the run reads the row at the
 // current version and writes only: values for columns whose encoded value
@@ -89,22 +92,58 @@
 // RunOptions.Force skips both.
 //
 // D8. One writer per dataset. A run, GC, rollback and drop each hold the
-// dataset's writer slot; another gets ErrRunInProgress. Readers take no
-// slot: reads never block runs and runs never block reads.
+// dataset, in this process (another gets ErrRunInProgress) and in the
+// store through the dataset's writer slot (W1), so that two of them never
+// overlap, whichever processes they run in. Readers take nothing: reads
+// never block runs and runs never block reads.
+//
+// D9. One atomic write per change. Everything that changes together for
+// one dataset is one row (datasetrow.go): the current version, the kept
+// versions (each listing a version record written first, which counts
+// only once listed), tags, expired versions, configuration, the dataset's
+// transactions in progress and invalid (txn.I3), the largest id it used
+// (txn.I2), a drop under way (D10) and the writer slot (W1). Every change
+// (begin, commit, abort, a verification (verify.go), rollback's commit,
+// tag, untag, configuration, GC's expiry and pruning, drop, a dataset's
+// migration (migrate_rows.go), slot take, renewal and release) is one
+// CheckAndMutate of that row (store.S7), made only if the row still holds
+// what the change was computed from. A store that loses a write, applies
+// it late, or reports an error for a write it applied (store.S9) cannot
+// show a state no change made: a late write cannot apply over a newer
+// state, and after an error the row is read again to learn what happened
+// before the change is made again or given up (writeRow). The new state
+// is installed in memory only once it is durable. When the row cannot be
+// read back, the operation reports ErrOutcomeUnknown and the DB keeps the
+// dataset held until the keeper learns the outcome.
+//
+// D10. Drop. DropDataset first records the drop in the row (taking the
+// slot), so that the dataset is gone for every reader and writer from
+// that write on; then deletes its cells, scratch and version records; last
+// the row. A drop a crash or a failure interrupted is finished by the next
+// drop or run of the name, or by any writer's keeper. A deletion that
+// failed may still land (store.S9): the row then stays for the store's
+// grace (G6), so that a dataset of the same name cannot be created before
+// it can no longer be hit.
+//
+// D11. Rollback. Rolling back to a kept version V commits a new version
+// whose rows and schema equal V's, by a run whose source is V (so it
+// writes only the cells that differ from the current version, as git
+// revert does, and its checksum equals V's, D6). The versions after V stay
+// listed, readable and diffable until retention expires them; the new
+// version's RestoredFrom names V. Nothing is invalidated.
 //
 // # Garbage collection
 //
 // G1. Retention. A committed version is kept while it is younger than
 // Retention.TTL (0: forever) or among the newest Retention.MinVersions (at
 // least 1); the current version and tagged versions are always kept,
-// whatever their age. GC expires the rest: their metadata goes first, so
-// a Reader at an expired version gets ErrVersionNotKept, never an empty
-// result.
+// whatever their age. GC expires the rest in its first write of the row
+// (D9), before any cell goes: a Reader at an expired version gets
+// ErrVersionNotKept, never an empty result.
 //
 // G2. Views. The cells that must survive are those seen by some view: each
-// kept version with today's excluded set, and each open Reader with the
-// visibility it pinned (so a rolled-back version still read by a Reader
-// keeps its cells until the Reader closes).
+// kept version with today's excluded set, and each open Reader of this DB
+// with the visibility it pinned.
 //
 // G3. A put is needed iff it is the visible state of its column in some
 // view (newest visible version, not hidden by a visible row marker).
@@ -119,14 +158,20 @@
 // older overwritten versions, markers with nothing left under them, and
 // every cell of an invalid transaction.
 //
-// G6. Then invalid ids of the dataset that no open Reader can see are
-// pruned (txn.I6).
+// G6. Then the invalid ids that have been invalid longer than the grace
+// and that no open Reader can see are pruned (txn.I6), if a scan of the
+// dataset's tables finds none of their cells: a write of a failed run can
+// land after its call failed (store.S9, up to the store's MaxWriteDelay:
+// 21 minutes with store/hbase's defaults, none for store/pebble), and a
+// writer that lost its slot writes until the slot expires by its clock
+// (W3), so the grace is MaxWriteDelay plus, where other processes may
+// write, a slot lease (30 s by default): 21.5 minutes on HBase, 0 on
+// Pebble. A late cell of an id still invalid is invisible, and the next GC
+// deletes it.
 //
-// G7. An expired version's cells may still be what later versions see
-// (a row never changed since). Its id is remembered in the dataset's
-// metadata until GC finds none of its cells left, so that a rollback to a
-// version before it invalidates it with the kept ones (txn.I4); otherwise
-// its changes would resurrect after the rollback.
+// G7. Expired versions' records are deleted after their cells, and their
+// ids then leave the row (rowState.Expired): a GC interrupted in between
+// leaves them for the next one.
 //
 // A cell of G3-G5 is one cell of a row version: GC rewrites a row version
 // without the cells it deletes, and deletes it when none is left. A full
@@ -142,9 +187,10 @@
 //	t=0    run 1 puts c=a              cells: c@1=a
 //	t=10   run 2 puts c=b              cells: c@2=b c@1=a
 //	t=20   run 3 crashes after c=x     cells: c@3=x c@2=b c@1=a
-//	       restart: 3 is invalid (txn.I5); ids resume at the high-water
-//	       mark, 1001 (txn.I1)
-//	t=30   run 1001 deletes row k      cells: row@1001 c@3 c@2 c@1
+//	       restart: 3 stays in progress (excluded); ids resume above
+//	       the counter, at 1001 (txn.I1)
+//	t=30   run 1001 takes the writer slot, which makes 3 invalid
+//	       (txn.I5), and deletes row k cells: row@1001 c@3 c@2 c@1
 //	t=40   run 1002 reinserts c=d      cells: row@1001 c@1002=d c@3 c@2 c@1
 //	t=100  GC: versions 1, 2, 1001, 1002 committed at 0, 10, 30, 40;
 //	       current 1002. TTL 60m: 1 (100m old), 2 (90m) and 1001 (70m)
@@ -154,7 +200,8 @@
 //	       c is c@2 (c@3 is invalid), hidden by row@1001, so row@1001 is
 //	       a candidate (G4); no needed put older than 1001 survives (c@2
 //	       and c@1 are not needed), so row@1001 goes too (G5). c@3 is
-//	       invalid: deleted, and txn 3 is pruned (G6).
+//	       invalid: deleted, and txn 3 is pruned once the grace passed
+//	       (G6; at once on Pebble).
 //	                                   cells: c@1002=d
 //	       A Reader at version 1001 still sees no row k (c@1002 > 1001);
 //	       a Reader at 2 gets ErrVersionNotKept.
@@ -163,63 +210,55 @@
 //
 // # Several processes on one store
 //
-// A store that other processes can open too (HBase) holds one writer
-// process and any number of read-only ones. The store has no
-// compare-and-set, and a writer keeps what it owns in memory (the id
-// block, its runs, the writer slots of D8), so two writers would hand out
-// the same transaction ids, overlap runs of one dataset, and each take the
-// other's running transactions for a dead process's (txn.I5, txn.I8).
+// Any number of writer processes and read-only ones may share a store
+// that several processes open (HBase). Nothing a writer keeps in memory
+// decides for the others: ids come from the store's counter (txn.I1), and
+// each dataset has a writer slot in its row.
 //
-// W1. One writer process per store, enforced by a lease. A DB opened with
-// Options.WriterLease writes a lease record (owner = host/pid/random,
-// expiry) to the metadata table before txn.Open, reads it back after a
-// settle delay (a tenth of the lease, at most 0.5 s), renews it every third
-// of the lease (a failed renewal is retried every second), and deletes it
-// at Close. Open fails with ErrWriterLeaseHeld while another owner's lease
-// has not expired. A DB opened with Options.ReadOnly takes no lease and
-// writes nothing: its txn Manager keeps the writer's in-progress ids
-// excluded instead of invalidating them (txn.I7), and BeginRun, GC,
-// Rollback, Tag, Untag, SetConfig, DropDataset, PutRecord and DeleteRecord
-// return ErrReadOnly. Without compare-and-set the lease is a guard against
-// a second writer started by mistake, not consensus: two writers started
-// within the settle delay of each other can, with unlucky timing, both
-// pass; the renewal of the one overwritten finds the other owner and stops
-// it (W3).
+// W1. Writer slots. An operation that writes a dataset's data (run, GC,
+// rollback, drop) takes the dataset's writer slot in its first write of
+// the row (D9): owner (host/pid/random), operation, expiry (a lease,
+// Options.SlotLease) and an epoch raised at each take. It may take it
+// when it is free, expired by its clock, held by a process that is gone
+// (on a store only one process opens, store.ProcessLocal, any owner but
+// the DBs open on it), or its own; the transactions a previous holder left
+// in progress become invalid in that write (txn.I5), so a second live
+// writer's runs are never invalidated. The keeper renews the slots a DB
+// holds every third of the lease; the operation's last write frees it.
+// Two writers may run different datasets at once; never one dataset.
 //
-// W2. Read-only views are refreshed, metadata first. DB.Refresh reads every
-// dataset's metadata (config, current version, versions, tags, expired
-// ids), then the txn sets, then publishes the new metadata. A committed
-// version V of dataset d can see a transaction t <= V of d only if t ended
-// before V began (one writer per dataset), so t's invalid record (txn.I4)
-// was durable before V's commit record, and a txn state read after the
-// metadata that shows V holds it (or t was pruned: no cells left,
-// txn.I6). Hence no version becomes readable in this process before the
-// invalid set that guards it, and no reader sees a cell of another
-// process's aborted transaction. A version rolled back between the two
-// reads shows up excluded in its own visibility: Reader returns
-// ErrVersionNotKept for it. With Options.RefreshInterval (default 1 s for
-// a read-only DB) every read entry point (Datasets, Dataset, Versions,
-// VersionInfo, Reader, Diff, DiffCounts) refreshes a view older than the
-// interval first; the refresh happens where they find their dataset
-// (DB.lookup), so that no entry point can leave it out. A refresh keeps
-// the dataset objects, so open Readers keep their pinned version and
-// visibility (txn.V4); a dataset the writer dropped is marked dropped. On
-// a writer DB Refresh does nothing.
+// W2. Views are refreshed from the rows. DB.Refresh rereads every
+// dataset's row, one consistent view of the dataset, its transactions
+// included, and the version records it lists that this DB has not read:
+// a version cannot show before the invalid set that guards it, since both
+// are in one row. Every read entry point (Datasets, Dataset, Versions,
+// VersionInfo, Reader, Diff, DiffCounts) refreshes a view older than
+// Options.RefreshInterval first (default 1 s where other processes may
+// write; never for a writer alone on its store); the refresh happens where
+// they find their dataset (DB.lookup). A refresh keeps the dataset
+// objects, so open Readers keep their pinned version and visibility
+// (txn.V4); a dataset another process dropped is marked dropped. A DB
+// opened with Options.ReadOnly writes nothing, and BeginRun, GC,
+// Rollback, Tag, Untag, SetConfig, DropDataset, PutRecord and
+// DeleteRecord return ErrReadOnly.
 //
-// W3. A writer stops writing when its lease is gone. BeginRun, Commit
-// (just before the commit record) and the other writes check that the
-// lease is held and not expired by this process's clock, else
-// ErrWriterLeaseLost. After an outage longer than the lease, writes resume
-// with the first renewal that succeeds, if the record still names this
-// DB; a renewal that finds another owner's record loses it for good.
-// Clocks of the processes must agree to well within the lease.
+// W3. Fencing. A commit is made only while the run's slot is the DB's at
+// the epoch the run took it (ErrSlotLost otherwise): a writer whose slot
+// another took after it expired (the store unreachable, or the process
+// paused, for a lease) cannot commit, whatever its clock says. Its data
+// writes (the run's writer goroutine's batches and a first run's SSTable
+// ingests, run_write.go; a verification's digest, verify.go) go out
+// with the slot's expiry, by its own clock, as their deadline, so none is
+// sent after it; one already sent may land later,
+// which G6's grace covers. Clocks of the processes must agree to well
+// within the lease, for liveness only: the epoch, not the clock, keeps a
+// stale writer from committing.
 //
-// Limits. The writer's GC knows only its own Readers (G2): a read-only
-// process's Reader pinned to a version that retention expires, or to a
-// version rolled back then collected, may see that version's cells
-// disappear under it; keep such reads shorter than the TTL, or tag the
-// version. The writer does not see what another process wrote to the
-// metadata table (none may write, W1).
+// Limits. The GC of a writer knows only its own Readers (G2): a Reader of
+// another process pinned to a version that retention expires may see that
+// version's cells disappear under it; keep such reads shorter than the
+// TTL, or tag the version. Records (PutRecord) are plain writes: the last
+// one wins.
 //
 // # Partitions
 //

@@ -3,68 +3,159 @@ package snapshot
 import (
 	"context"
 	"fmt"
-	"slices"
-
-	"github.com/snapstore/snapstore/store"
 )
 
-// DropDataset deletes a dataset, all its versions and cells, and prunes
-// its invalid transactions. ErrRunInProgress while a run, GC or rollback
-// holds it; ErrDatasetNotFound. Readers still open get ErrDatasetNotFound.
+// DropDataset deletes a dataset, all its versions and cells (D10). Its
+// first write of the row records the drop durably (taking the writer
+// slot), so that from then on the dataset is gone for every reader and
+// writer, in this process and others, and a process that dies in the
+// middle leaves a drop that the next writer, or a restart, finishes.
+// Then the cells, the scratch and version rows are deleted, and last the
+// row. Readers still open get ErrDatasetNotFound. Errors:
+// ErrRunInProgress while a run, GC or rollback holds the dataset;
+// ErrDatasetNotFound. Dropping a dataset whose drop was left unfinished
+// finishes it.
 func (db *DB) DropDataset(ctx context.Context, name string) error {
-	ds, err := db.acquireWritable(ctx, name, "drop")
-	if err != nil {
+	if err := db.writable(); err != nil {
+		return err
+	}
+	if err := db.check(); err != nil {
+		return err
+	}
+	if err := db.maybeRefresh(ctx); err != nil {
+		return err
+	}
+	db.mu.Lock()
+	ds := db.datasets[name]
+	db.mu.Unlock()
+	if ds == nil {
+		return fmt.Errorf("%w: %q", ErrDatasetNotFound, name)
+	}
+	if err := ds.acquireDrop(); err != nil {
 		return err
 	}
 	defer ds.release()
-	ds.mu.Lock()
-	parts := ds.cfg.Partitions
-	format1Left := ds.cfg.Format1Left || ds.cfg.Format < dataFormat
-	versions := slices.Clone(ds.versions)
-	tags := make([]string, 0, len(ds.tags))
-	for t := range ds.tags {
-		tags = append(tags, t)
-	}
-	ds.mu.Unlock()
-	// Cells first, metadata last: a new dataset of the same name would see
-	// cells left by this one's committed transactions (their ids are below
-	// its versions), so they must be gone before the name is free. A crash
-	// in between leaves the dataset listed with cells missing; dropping it
-	// again finishes the job.
-	b := &store.Batch{Table: db.meta, Sync: true}
-	b.DeleteVersion(datasetKey(name), colCfg, 0)
-	b.DeleteVersion(datasetKey(name), colCur, 0)
-	b.DeleteVersion(datasetKey(name), colExp, 0)
-	for _, vi := range versions {
-		b.DeleteVersion(versionKey(name, vi.Version), colInfo, 0)
-		b.DeleteVersion(versionKey(name, vi.Version), colDigest, 0)
-	}
-	for _, t := range tags {
-		b.DeleteVersion(tagKey(name, t), colV, 0)
-	}
-	for p := 0; p < parts; p++ {
-		if err := db.st.DeleteRange(ctx, dataTable(name, p), nil, nil); err != nil {
-			return fmt.Errorf("snapshot: dropping %s: %w", name, err)
+	now := db.opts.now()
+	if _, err := db.writeRow(ctx, ds, func(st *rowState) error {
+		if st.Dropping != nil && st.Slot.Owner == db.owner {
+			return errNoChange
 		}
-		if format1Left {
-			if err := db.st.DeleteRange(ctx, format1Table(name, p), nil, nil); err != nil {
-				return fmt.Errorf("snapshot: dropping %s: %w", name, err)
+		if err := db.takeSlot(st, name, "drop", now); err != nil {
+			return err
+		}
+		if st.Dropping == nil {
+			st.Dropping = &dropState{Since: now.UTC()}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("snapshot: dropping %s: %w", name, err)
+	}
+	db.hook("drop:recorded", 0)
+	return db.deleteDropped(ctx, ds)
+}
+
+// acquireDrop is acquire for a drop: a dataset whose drop is under way
+// may be taken, to finish it.
+func (ds *dataset) acquireDrop() error {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	if !ds.persisted || ds.dropped && ds.st.Dropping == nil {
+		return fmt.Errorf("%w: %s", ErrDatasetNotFound, ds.name)
+	}
+	if ds.writer != "" {
+		return fmt.Errorf("%w: %s of %s holds it", ErrRunInProgress, ds.writer, ds.name)
+	}
+	ds.writer = "drop"
+	return nil
+}
+
+// finishDrop finishes a drop another process, or this one, left
+// unfinished (D10), when this DB can take the writer slot. For the keeper
+// and for BeginRun of the same name.
+func (db *DB) finishDrop(ctx context.Context, ds *dataset) error {
+	if err := ds.acquireDrop(); err != nil {
+		return err
+	}
+	defer ds.release()
+	now := db.opts.now()
+	if _, err := db.writeRow(ctx, ds, func(st *rowState) error {
+		if st.Dropping == nil {
+			return fmt.Errorf("%w: no drop of %s under way", ErrInvalidArgument, ds.name)
+		}
+		return db.takeSlot(st, ds.name, "drop", now)
+	}); err != nil {
+		return err
+	}
+	return db.deleteDropped(ctx, ds)
+}
+
+// deleteDropped deletes what a dataset being dropped still holds: its
+// cells, scratch rows and version rows, then its row. A deletion that
+// failed may still land later (store.S9): the row then stays for the
+// store's grace, so that a dataset of the same name is not created before
+// a late deletion can no longer hit its cells.
+func (db *DB) deleteDropped(ctx context.Context, ds *dataset) error {
+	ds.mu.Lock()
+	st := ds.st.clone()
+	ds.mu.Unlock()
+	epoch := st.Slot.Epoch
+	fail := func(err error) error {
+		retry := db.opts.now().Add(db.grace)
+		if _, werr := db.writeRow(context.WithoutCancel(ctx), ds, func(st *rowState) error {
+			if db.holdsSlot(st, epoch) != nil || st.Dropping == nil {
+				return errNoChange
+			}
+			st.Dropping.RetryAfter = retry.UTC()
+			return nil
+		}); werr != nil {
+			db.logger.Warn("recording a failed drop", "dataset", ds.name, "err", werr)
+		}
+		return fmt.Errorf("snapshot: dropping %s: %w", ds.name, err)
+	}
+	for p := 0; p < st.Config.Partitions; p++ {
+		if err := db.st.DeleteRange(ctx, dataTable(ds.name, p), nil, nil); err != nil {
+			return fail(err)
+		}
+		if err := db.st.DeleteRange(ctx, scratchTable(ds.name, p), nil, nil); err != nil {
+			return fail(err)
+		}
+		if st.ColumnTablesLeft || st.Format < metaFormat {
+			if err := db.st.DeleteRange(ctx, columnTable(ds.name, p), nil, nil); err != nil {
+				return fail(err)
 			}
 		}
 	}
-	db.clearScratch(ctx, ds, parts)
-	if err := db.st.Apply(ctx, b); err != nil {
-		return fmt.Errorf("snapshot: dropping %s: %w", name, err)
+	vp := versionPrefix(ds.name)
+	if err := db.st.DeleteRange(ctx, db.meta, vp, prefixEnd(vp)); err != nil {
+		return fail(err)
 	}
-	if err := db.txm.Prune(ctx, db.txm.Invalid(name)); err != nil {
-		db.logger.Warn("pruning invalid transactions of a dropped dataset", "dataset", name, "err", err)
+	db.hook("drop:deleted", 0)
+	if db.opts.now().Before(st.Dropping.RetryAfter) {
+		// The row goes when a late deletion can no longer land; the
+		// keeper, or the next drop or run of the name, removes it then.
+		return nil
+	}
+	if _, err := db.writeRow(ctx, ds, func(st *rowState) error {
+		if st.Format == 0 {
+			return errNoChange // the row is gone: by this write
+		}
+		if err := db.holdsSlot(st, epoch); err != nil {
+			return err
+		}
+		st.gone = true
+		return nil
+	}); err != nil {
+		return fmt.Errorf("snapshot: dropping %s: %w", ds.name, err)
 	}
 	db.mu.Lock()
-	delete(db.datasets, name)
+	if db.datasets[ds.name] == ds {
+		delete(db.datasets, ds.name)
+	}
 	db.mu.Unlock()
 	ds.mu.Lock()
 	ds.dropped = true
+	ds.bodies = map[int64]*VersionInfo{}
 	ds.mu.Unlock()
-	db.logger.Info("dataset dropped", "dataset", name)
+	db.logger.Info("dataset dropped", "dataset", ds.name)
 	return nil
 }

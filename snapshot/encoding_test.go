@@ -175,7 +175,7 @@ func TestRowVersionWorkedExample(t *testing.T) {
 	if got, want := fmt.Sprintf("% x", delta), "02 01 02 00"; got != want {
 		t.Fatalf("delta %s, want %s", got, want)
 	}
-	var st rowState
+	var st resolvedRow
 	if err := st.resolveCells([]store.Cell{
 		{Timestamp: 9, Kind: store.KindPut, Value: delta},
 		{Timestamp: 7, Kind: store.KindPut, Value: full},

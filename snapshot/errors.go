@@ -56,16 +56,18 @@ var (
 	ErrCorrupt = errors.New("snapshot: corrupt data")
 	// ErrReadOnly: a write (BeginRun, GC, Rollback, Tag, Untag, SetConfig,
 	// DropDataset, PutRecord, DeleteRecord) on a DB opened with
-	// Options.ReadOnly; send it to the writer process (doc.go W1).
-	ErrReadOnly = errors.New("snapshot: read-only: writes go to the writer process")
-	// ErrWriterLeaseHeld: Open of a writer DB found another process's
-	// unexpired writer lease (doc.go W1). Open this one with
-	// Options.ReadOnly, or stop the other; retrying after the lease's
-	// expiry succeeds when the other is gone.
-	ErrWriterLeaseHeld = errors.New("snapshot: another process holds the writer lease")
-	// ErrWriterLeaseLost: a write of a DB whose writer lease expired
-	// without renewal (store unreachable) or was taken by another process
-	// (doc.go W3); the write did not happen. Retrying is safe once the
-	// lease is renewed; after a takeover, only a new Open can write.
-	ErrWriterLeaseLost = errors.New("snapshot: writer lease lost")
+	// Options.ReadOnly; send it to a writer process (doc.go W2).
+	ErrReadOnly = errors.New("snapshot: read-only: writes go to a writer process")
+	// ErrSlotLost: the dataset's writer slot, held by this DB's run, GC or
+	// drop, was taken by another process after it expired without renewal
+	// (the store unreachable, or this process paused, for longer than
+	// Options.SlotLease; doc.go W3). The operation stopped: a run's commit
+	// was refused and nothing of it is visible. Retrying the operation is
+	// safe.
+	ErrSlotLost = errors.New("snapshot: writer slot lost")
+	// ErrOutcomeUnknown: a metadata write failed in a way that may have
+	// applied it (store.S9), and the row could not be read back to learn
+	// which. The DB keeps the dataset held and learns the outcome when the
+	// store answers again (doc.go D9); reads then show what happened.
+	ErrOutcomeUnknown = errors.New("snapshot: outcome unknown")
 )

@@ -27,88 +27,83 @@ type GCReport struct {
 // GC applies retention to a dataset and deletes exactly the cells no kept
 // version can see plus the cells of its invalid transactions, then prunes
 // the invalid set (doc.go G1-G7, with a worked example). Versions
-// pinned by open Readers keep their cells. With dryRun nothing changes and
-// the report says what would be deleted. Memory is bounded by one row's
-// history. Errors: ErrDatasetNotFound, ErrRunInProgress (a run holds the
-// dataset; GC never waits for it).
+// pinned by open Readers of this DB keep their cells. With dryRun nothing
+// changes and the report says what would be deleted. Memory is bounded by
+// one row's history. GC holds the dataset's writer slot from its first
+// write of the row (which expires versions, durably before any cell
+// goes) to its last (which prunes, and frees the slot). Errors:
+// ErrDatasetNotFound, ErrRunInProgress (a run or another GC holds the
+// dataset, in this process or another; GC never waits for it),
+// ErrSlotLost.
 func (db *DB) GC(ctx context.Context, name string, dryRun bool) (GCReport, error) {
-	ds, err := db.acquireWritable(ctx, name, "gc")
+	const op = "gc"
+	ds, err := db.acquireWritable(ctx, name, op)
 	if err != nil {
 		return GCReport{}, err
 	}
 	defer ds.release()
 	rep := GCReport{Dataset: name, DryRun: dryRun, VersionsExpired: []int64{}}
+	now := db.opts.now()
 
-	// G2: the views whose cells must survive: every kept version after
-	// expiry, seen with today's excluded set, and every open reader with
-	// the visibility it pinned.
-	ds.mu.Lock()
-	expired := ds.expiredLocked(db.opts.now())
-	rep.VersionsExpired = append(rep.VersionsExpired, expired...)
-	if !dryRun && len(expired) > 0 {
-		ds.versions = slices.DeleteFunc(ds.versions, func(vi *VersionInfo) bool {
-			_, found := slices.BinarySearch(expired, vi.Version)
-			return found
+	// G1: expire, durably first (taking the writer slot in the same write).
+	var st rowState
+	var expired []int64
+	if dryRun {
+		ds.mu.Lock()
+		st = ds.st.clone()
+		ds.mu.Unlock()
+		expired = st.expired(now)
+		st.Versions = slices.DeleteFunc(st.Versions, func(r versionRef) bool { return slices.Contains(expired, r.Version) })
+	} else {
+		st, err = db.writeRow(ctx, ds, func(st *rowState) error {
+			if st.Dropping != nil {
+				return fmt.Errorf("%w: %q", ErrDatasetNotFound, name)
+			}
+			if err := db.takeSlot(st, name, op, now); err != nil {
+				return err
+			}
+			expired = st.expired(now)
+			st.Versions = slices.DeleteFunc(st.Versions, func(r versionRef) bool { return slices.Contains(expired, r.Version) })
+			st.Expired = append(st.Expired, expired...)
+			slices.Sort(st.Expired)
+			st.Expired = slices.Compact(st.Expired)
+			return nil
 		})
-	}
-	var views []txn.Visibility
-	for _, vi := range ds.versions {
-		if _, found := slices.BinarySearch(expired, vi.Version); !found {
-			views = append(views, db.txm.Visibility(name, vi.Version))
+		if err != nil {
+			return rep, fmt.Errorf("snapshot: GC of %s: %w", name, err)
 		}
 	}
-	var readerViews []txn.Visibility
+	rep.VersionsExpired = append(rep.VersionsExpired, expired...)
+	epoch := st.Slot.Epoch
+	if !dryRun {
+		defer func() {
+			if err := db.releaseAfter(ctx, ds, epoch); err != nil {
+				db.logger.Warn("freeing the writer slot after GC", "dataset", name, "err", err)
+			}
+		}()
+	}
+
+	// G2: the views whose cells must survive: every kept version, seen with
+	// today's excluded set, and every open reader with the visibility it
+	// pinned.
+	var views, readerViews []txn.Visibility
+	for _, r := range st.Versions {
+		views = append(views, st.Txns.Visibility(r.Version))
+	}
+	ds.mu.Lock()
 	for r := range ds.readers {
 		views = append(views, r.vis)
 		readerViews = append(readerViews, r.vis)
 	}
-	parts := ds.cfg.Partitions
-	columns := len(ds.cfg.Columns)
-	// G7: expired versions are remembered until none of their cells is
-	// left.
-	allExpired := slices.Clone(ds.expired)
-	allExpired = append(allExpired, expired...)
-	slices.Sort(allExpired)
-	if !dryRun {
-		ds.expired = allExpired
-	}
 	ds.mu.Unlock()
-	invalid := db.txm.Invalid(name)
-
-	if !dryRun && len(expired) > 0 {
-		b := &store.Batch{Table: db.meta, Sync: true}
-		for _, v := range expired {
-			b.DeleteVersion(versionKey(name, v), colInfo, 0)
-			b.DeleteVersion(versionKey(name, v), colDigest, 0)
-		}
-		b.Put(datasetKey(name), colExp, 0, encodeIDs(allExpired))
-		if err := db.st.Apply(ctx, b); err != nil {
-			return rep, fmt.Errorf("snapshot: expiring versions of %s: %w", name, err)
-		}
-	}
-
-	live := make([]bool, len(allExpired)) // expired versions with cells left
-	for p := 0; p < parts; p++ {
-		if err := db.gcPartition(ctx, dataTable(name, p), columns, views, dryRun, allExpired, live, &rep); err != nil {
-			return rep, err
-		}
-	}
-	if !dryRun {
-		var still []int64
-		for i, v := range allExpired {
-			if live[i] {
-				still = append(still, v)
-			}
-		}
-		if len(still) != len(allExpired) {
-			b := &store.Batch{Table: db.meta, Sync: true}
-			b.Put(datasetKey(name), colExp, 0, encodeIDs(still))
-			if err := db.st.Apply(ctx, b); err != nil {
+	for p := 0; p < st.Config.Partitions; p++ {
+		if !dryRun {
+			if _, err := db.slotDeadline(ds, epoch); err != nil {
 				return rep, fmt.Errorf("snapshot: GC of %s: %w", name, err)
 			}
-			ds.mu.Lock()
-			ds.expired = still
-			ds.mu.Unlock()
+		}
+		if err := db.gcPartition(ctx, dataTable(name, p), len(st.Config.Columns), views, dryRun, &rep); err != nil {
+			return rep, err
 		}
 	}
 	if !dryRun {
@@ -116,32 +111,110 @@ func (db *DB) GC(ctx context.Context, name string, dryRun bool) (GCReport, error
 			return rep, fmt.Errorf("snapshot: syncing GC of %s: %w", name, err)
 		}
 	}
-	// G6, txn.I6: prune the invalid ids whose cells are gone: every one
-	// that no open reader can see (those that one can see kept their
-	// cells).
+	// G6, txn.I6: the invalid ids past the grace whose cells are gone, that
+	// no open reader can see.
 	var prune []int64
-	for _, id := range invalid {
+	for _, id := range st.Txns.Prunable(now, db.grace) {
 		seen := false
 		for _, v := range readerViews {
-			if v.IsVisible(id) {
-				seen = true
-				break
-			}
+			seen = seen || v.IsVisible(id)
 		}
 		if !seen {
 			prune = append(prune, id)
 		}
 	}
-	rep.InvalidTxnsPruned = len(prune)
-	if !dryRun {
-		if err := db.txm.Prune(ctx, prune); err != nil {
-			return rep, fmt.Errorf("snapshot: GC of %s: %w", name, err)
+	if !dryRun && len(prune) > 0 {
+		left, err := db.idsWithCells(ctx, name, st.Config.Partitions, prune)
+		if err != nil {
+			return rep, err
 		}
-		db.metrics.gcDeleted.Add(float64(rep.CellsDeleted))
+		prune = slices.DeleteFunc(prune, func(id int64) bool { return left[id] })
 	}
+	rep.InvalidTxnsPruned = len(prune)
+	if dryRun {
+		return rep, nil
+	}
+	// The version rows of expired versions, then the row: expired ids
+	// and pruned transactions forgotten, the slot freed.
+	gone := slices.Clone(st.Expired)
+	if len(gone) > 0 {
+		b := &store.Batch{Table: db.meta, Sync: true}
+		for _, v := range gone {
+			b.DeleteVersion(versionKey(name, v), colInfo, 0)
+			b.DeleteVersion(versionKey(name, v), colDigest, 0)
+		}
+		if err := db.st.Apply(ctx, b); err != nil {
+			return rep, fmt.Errorf("snapshot: GC of %s: deleting version records: %w", name, err)
+		}
+	}
+	_, err = db.writeRow(ctx, ds, func(st *rowState) error {
+		if st.Slot.Owner == "" && st.Slot.Epoch == epoch {
+			return errNoChange // freed at this epoch: by this write
+		}
+		if err := db.holdsSlot(st, epoch); err != nil {
+			return err
+		}
+		st.Expired = slices.DeleteFunc(st.Expired, func(v int64) bool { return slices.Contains(gone, v) })
+		st.Txns.Prune(prune)
+		releaseSlot(st)
+		return nil
+	})
+	if err != nil {
+		return rep, fmt.Errorf("snapshot: GC of %s: %w", name, err)
+	}
+	db.metrics.gcDeleted.Add(float64(rep.CellsDeleted))
 	db.logger.Info("gc done", "dataset", name, "dry_run", dryRun, "versions_expired", len(expired),
 		"cells_deleted", rep.CellsDeleted, "invalid_pruned", rep.InvalidTxnsPruned)
 	return rep, nil
+}
+
+// idsWithCells returns which of ids (ascending) still have a cell in the
+// dataset's data tables.
+func (db *DB) idsWithCells(ctx context.Context, name string, parts int, ids []int64) (map[int64]bool, error) {
+	left := map[int64]bool{}
+	tr := store.TimeRange{Min: ids[0], Max: ids[len(ids)-1] + 1}
+	for p := 0; p < parts; p++ {
+		it, err := db.st.Scan(ctx, dataTable(name, p), store.ScanOptions{ReadOptions: store.ReadOptions{TimeRange: tr}})
+		if err != nil {
+			return nil, fmt.Errorf("snapshot: GC of %s: %w", name, err)
+		}
+		for it.Next() {
+			if ts := it.Cell().Timestamp; slices.Contains(ids, ts) {
+				left[ts] = true
+			}
+		}
+		if err := it.Close(); err != nil {
+			return nil, fmt.Errorf("snapshot: GC of %s: %w", name, err)
+		}
+	}
+	return left, nil
+}
+
+// releaseAfter frees the writer slot an operation of this DB took at
+// epoch, if its last write did not (it failed); a release that cannot be
+// made is left pending (the keeper makes it).
+func (db *DB) releaseAfter(ctx context.Context, ds *dataset, epoch int64) error {
+	ds.mu.Lock()
+	held := ds.slot.epoch == epoch && !ds.slot.lost
+	ds.mu.Unlock()
+	if !held {
+		return nil
+	}
+	release := func(ctx context.Context) error {
+		_, err := db.writeRow(ctx, ds, func(st *rowState) error {
+			if db.holdsSlot(st, epoch) != nil {
+				return errNoChange
+			}
+			releaseSlot(st)
+			return nil
+		})
+		return err
+	}
+	err := release(context.WithoutCancel(ctx))
+	if err != nil {
+		db.setPending(ds, "release of the writer slot", release)
+	}
+	return err
 }
 
 // gcPartition walks every row version of one partition table, row by
@@ -153,7 +226,7 @@ func (db *DB) GC(ctx context.Context, name string, dryRun bool) (GCReport, error
 // stays, even without cells, while something older survives, as a row
 // delete marker does (G5). The changes of one row are one batch, applied
 // atomically (a store.Batch on Pebble, one row mutation on HBase).
-func (db *DB) gcPartition(ctx context.Context, table string, n int, views []txn.Visibility, dryRun bool, expired []int64, live []bool, rep *GCReport) error {
+func (db *DB) gcPartition(ctx context.Context, table string, n int, views []txn.Visibility, dryRun bool, rep *GCReport) error {
 	// Every version of every row: GC must see them all.
 	it, err := db.st.Scan(ctx, table, store.ScanOptions{})
 	if err != nil {
@@ -186,11 +259,6 @@ func (db *DB) gcPartition(ctx context.Context, table string, n int, views []txn.
 		rowStart := -1
 		for e := range g.entries {
 			ent := &g.entries[e]
-			if ent.keep() {
-				if j, found := slices.BinarySearch(expired, ent.ts); found {
-					live[j] = true
-				}
-			}
 			removed, rewrite := ent.removed()
 			if removed == 0 {
 				continue
@@ -302,7 +370,7 @@ func (g *gcRow) load(cells []store.Cell) error {
 	return nil
 }
 
-// markNeeded walks the row as each view reads it (rowState.add): the
+// markNeeded walks the row as each view reads it (resolvedRow.add): the
 // newest visible cell of each column is needed when it is a value (G3),
 // a candidate when it is a column delete marker (G4); the row delete
 // marker or full version where a walk stops is a candidate (G4). A

@@ -63,7 +63,7 @@ func (r *Reader) GetJSON(ctx context.Context, dst []byte, key []Value, columns [
 // rowGet is the reusable memory of one point read: the row resolved, and
 // visit, bound once, which the store calls with each raw cell.
 type rowGet struct {
-	st    rowState
+	st    resolvedRow
 	vis   txn.Visibility
 	err   error
 	key   []byte

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/snapstore/snapstore/txn"
 	"go.uber.org/goleak"
 )
 
@@ -91,16 +92,36 @@ func scanJSON(t *testing.T, r *Reader) []string {
 // crash makes db as a killed process leaves it, for tests that then close
 // its store under it and reopen: the writes each run handed to its writer
 // land (or fail), and the writers stop, but nothing ends, aborts or
-// commits.
+// commits; then the DB halts (no keeper, nothing more written).
 func (db *DB) crash() {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	for _, ds := range db.datasets {
+	for _, ds := range db.allDatasets() {
 		ds.mu.Lock()
-		if r := ds.run; r != nil && r.w != nil {
-			r.w.stop()
+		r := ds.run
+		ds.mu.Unlock()
+		if r != nil && r.w != nil {
+			r.w.stop() // its writes take ds.mu (the slot's deadline)
 			r.w = nil
 		}
-		ds.mu.Unlock()
 	}
+	db.halt()
+}
+
+// invalidIDs returns the invalid transactions of dataset name as this DB
+// knows them.
+func invalidIDs(db *DB, name string) []int64 { return txnsOf(db, name).InvalidIDs() }
+
+// inProgressIDs returns the transactions in progress of dataset name as
+// this DB knows them.
+func inProgressIDs(db *DB, name string) []int64 { return txnsOf(db, name).InProgressIDs() }
+
+func txnsOf(db *DB, name string) txn.State {
+	db.mu.Lock()
+	ds := db.datasets[name]
+	db.mu.Unlock()
+	if ds == nil {
+		return txn.State{}
+	}
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	return ds.st.Txns.Clone()
 }

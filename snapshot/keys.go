@@ -9,47 +9,61 @@ import (
 // server/storage/schema/bucket.go).
 //
 // Metadata table (txn.DefaultTable, "meta"), timestamp 0 everywhere; package
-// txn owns the rows starting with "t\x00":
+// txn owns the rows starting with "t\x00" (the id counter):
 //
-//	"s\x00ds\x00" + dataset                      "cfg"  JSON datasetConfig
-//	                                             "cur"  current version, 8 bytes big-endian
-//	                                             "exp"  expired versions whose cells may still
-//	                                                    be visible, 8 bytes big-endian each
-//	"s\x00ver\x00" + dataset + "\x00" + v (8 BE) "info" JSON VersionInfo of a kept version
-//	                                             "dgst" the source's digest of the version,
+//	"s\x00format"                                "v"     the storage format, 8 bytes big-endian (3)
+//	"s\x00ds\x00" + dataset                      "state" JSON rowState: everything that changes
+//	                                                    together for the dataset (datasetrow.go)
+//	"s\x00ver\x00" + dataset + "\x00" + v (8 BE) "info"  JSON VersionInfo of version v, written
+//	                                                    before the state references it
+//	                                             "dgst"  the source's digest of the version,
 //	                                                    opaque to snapshot (verify.go)
-//	"s\x00tag\x00" + dataset + "\x00" + tag      "v"    tagged version, 8 bytes big-endian
-//	"s\x00rec\x00" + kind + "\x00" + name        "v"    a Record's value
-//	"s\x00lease"                                 "v"    JSON writer lease: owner, expires (doc.go W1)
+//	"s\x00rec\x00" + kind + "\x00" + name        "v"     a Record's value
+//
+// Format 1 (migrate.go reads it once): the dataset row held "cfg" (JSON
+// datasetConfig), "cur" (current version) and "exp" (expired ids), one row
+// per tag ("s\x00tag\x00" + dataset + "\x00" + tag, "v"), package txn one
+// row per transaction, and "s\x00lease" the process-wide writer lease.
 //
 // Data tables, one per dataset partition: "r/" + dataset + "/" + partition
 // (decimal). Row = encoded key (encoding.go), column "", timestamp = the
 // writing run's transaction id, value = the packed row version
 // (rowversion.go); or a row delete marker there.
 //
-// Data tables of storage format 1, read only to migrate them (format1.go):
-// "d/" + dataset + "/" + partition, one cell per column, column = column
-// name.
+// Data tables of storage formats 1 and 2, read only to migrate them
+// (migrate_rows.go): "d/" + dataset + "/" + partition, one cell per
+// column, column = column name.
 //
 // Scratch tables, one per partition, for phase B of a run (doc.go D5): "x/"
-// + dataset + "/" + partition; row = encoded key, column = 8-byte
-// big-endian sequence number of the Put, timestamp = the run's id, empty
-// value. A run that wrote one clears it when it ends; one that may still
-// hold keys (the clear failed, or the process died) is cleared before the
-// dataset's next run (scratch.go).
+// + dataset + "/" + partition; row = the run's id (8 bytes big-endian) +
+// encoded key, column = 8-byte big-endian sequence number of the Put,
+// timestamp = the run's id, empty value. A run reads only its own rows
+// (its id's prefix and timestamp), so rows another run left there
+// cannot count as seen; scratch.go says when they are cleared.
 var (
+	keyFormat     = []byte("s\x00format")
 	prefixDataset = []byte("s\x00ds\x00")
 	prefixVersion = []byte("s\x00ver\x00")
-	prefixTag     = []byte("s\x00tag\x00")
 	prefixRecord  = []byte("s\x00rec\x00")
-	keyLease      = []byte("s\x00lease")
-	colCfg        = []byte("cfg")
-	colCur        = []byte("cur")
-	colExp        = []byte("exp")
+	colState      = []byte("state")
 	colInfo       = []byte("info")
 	colDigest     = []byte("dgst")
 	colV          = []byte("v")
+
+	// Format 1.
+	prefixTag1 = []byte("s\x00tag\x00")
+	keyLease1  = []byte("s\x00lease")
+	colCfg1    = []byte("cfg")
+	colCur1    = []byte("cur")
+	colExp1    = []byte("exp")
 )
+
+// metaFormat is the storage format this code writes (docs/storage-format.md
+// lists them all): 1, metadata in rows of their own (migrate.go reads it
+// once); 2, one metadata row per dataset, data one cell per column; 3, the
+// same metadata row, data one cell per row version (rowversion.go). The
+// store records it at keyFormat, and each dataset's row in rowState.Format.
+const metaFormat = 3
 
 func datasetKey(name string) []byte { return append(append([]byte{}, prefixDataset...), name...) }
 
@@ -62,12 +76,10 @@ func versionKey(name string, v int64) []byte {
 	return binary.BigEndian.AppendUint64(versionPrefix(name), uint64(v))
 }
 
-func tagPrefix(name string) []byte {
-	k := append(append([]byte{}, prefixTag...), name...)
+func tagPrefix1(name string) []byte {
+	k := append(append([]byte{}, prefixTag1...), name...)
 	return append(k, 0)
 }
-
-func tagKey(name, tag string) []byte { return append(tagPrefix(name), tag...) }
 
 func recordPrefix(kind string) []byte {
 	k := append(append([]byte{}, prefixRecord...), kind...)
@@ -77,8 +89,13 @@ func recordPrefix(kind string) []byte {
 func recordKey(kind, name string) []byte { return append(recordPrefix(kind), name...) }
 
 func dataTable(dataset string, p int) string    { return "r/" + dataset + "/" + strconv.Itoa(p) }
-func format1Table(dataset string, p int) string { return "d/" + dataset + "/" + strconv.Itoa(p) }
+func columnTable(dataset string, p int) string  { return "d/" + dataset + "/" + strconv.Itoa(p) }
 func scratchTable(dataset string, p int) string { return "x/" + dataset + "/" + strconv.Itoa(p) }
+
+// scratchRow returns the scratch row of key for run id.
+func scratchRow(dst []byte, id int64, key []byte) []byte {
+	return append(binary.BigEndian.AppendUint64(dst, uint64(id)), key...)
+}
 
 // prefixEnd returns the smallest key greater than every key with prefix p,
 // or nil when there is none (p is all 0xff).

@@ -29,9 +29,31 @@ func newMetrics() *metrics {
 // register registers the metrics with reg; Close unregisters them.
 func (m *metrics) register(reg prometheus.Registerer, db *DB) error {
 	m.reg = reg
+	txns := func(invalid bool) func() float64 {
+		return func() float64 {
+			n := 0
+			db.mu.Lock()
+			defer db.mu.Unlock()
+			for _, ds := range db.datasets {
+				ds.mu.Lock()
+				if invalid {
+					n += len(ds.st.Txns.Invalid)
+				} else {
+					n += len(ds.st.Txns.InProgress)
+				}
+				ds.mu.Unlock()
+			}
+			return float64(n)
+		}
+	}
 	for _, c := range []prometheus.Collector{m.runs, m.cellsWrite, m.gcDeleted, m.commitSecs,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "snapstore_snapshot_readers_open",
-			Help: "Readers currently pinning a version."}, func() float64 { return float64(db.openReaders.Load()) })} {
+			Help: "Readers currently pinning a version."}, func() float64 { return float64(db.openReaders.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "snapstore_txn_in_progress_transactions",
+			Help: "Transactions in progress, over all datasets (txn.I3)."}, txns(false)),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "snapstore_txn_invalid_transactions",
+			Help: "Invalid transactions not yet pruned, over all datasets (txn.I6)."}, txns(true)),
+	} {
 		if err := reg.Register(c); err != nil {
 			m.unregister()
 			return err

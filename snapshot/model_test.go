@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -14,12 +13,14 @@ import (
 	"time"
 
 	"github.com/snapstore/snapstore/store"
+	"github.com/snapstore/snapstore/store/storetest"
 )
 
 var (
-	modelSteps = flag.Int("model.steps", 2000, "steps of TestModel")
-	modelSeed  = flag.Uint64("model.seed", 0, "seed of TestModel; 0 picks one")
-	modelTrace = flag.Bool("model.trace", false, "log every step of TestModel")
+	modelSteps  = flag.Int("model.steps", 2000, "steps of TestModel")
+	modelSeed   = flag.Uint64("model.seed", 0, "seed of TestModel; 0 picks one")
+	modelTrace  = flag.Bool("model.trace", false, "log every step of TestModel")
+	modelFaults = flag.Float64("model.faults", 0.03, "chance that each store write of TestModel fails, lands in part, answers an error after landing or lands late (and a quarter of it that a read fails); 0: none")
 )
 
 // mVersion is the model of one committed version.
@@ -73,30 +74,80 @@ func randValue(rng *rand.Rand, k Kind) Value {
 
 // TestModel runs random runs (inserts, updates, deletes, schema changes,
 // aborted runs, guard refusals, crashes), GC with random retention,
-// rollbacks, tags and pinned readers against an in-memory model, and after
-// every step compares gets, scans, diffs and version lists at every kept
-// version. Run longer with -model.steps=N; replay with -model.seed=S.
+// rollbacks, tags, pinned readers, restarts of the DB and of the store,
+// against an in-memory model, on a storetest.FaultStore that injects
+// faults (-model.faults: failed, partial, ambiguous and late writes, and
+// failed reads) at random points of every operation. After every step,
+// with faults off and outcomes still unknown learned, it compares gets,
+// scans, diffs and version lists at every kept version, and pinned
+// readers, with the model: nothing a committed version showed ever
+// changes, whatever a fault did. An operation that failed may have taken
+// effect only where the DB said the outcome was unknown
+// (ErrOutcomeUnknown), or as GC's expiry: the model follows the DB there,
+// and checks it followed one of the allowed outcomes. Run longer with
+// -model.steps=N; replay with -model.seed=S.
 func TestModel(t *testing.T) {
 	seed := *modelSeed
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
-	t.Logf("seed %d (replay with -model.seed=%d)", seed, seed)
+	t.Logf("seed %d (replay with -model.seed=%d), %d steps, faults %v", seed, seed, *modelSteps, *modelFaults)
 	rng := rand.New(rand.NewPCG(seed, seed>>1|1))
+	frng := rand.New(rand.NewPCG(seed, 0xfa))
 	ctx := context.Background()
 	dir := t.TempDir()
 	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := func() time.Time { return clock }
 	parts := 1 + rng.IntN(3)
-	var st store.Store
+	var fs *storetest.FaultStore
 	var db *DB
+	dead := map[string]bool{}
+	openStore := func() {
+		fs = storetest.NewFaultStore(openTestStore(t, dir), storetest.Faults{
+			Rand: rand.New(rand.NewPCG(seed, 0x1a7e)), LandRate: 0.05, MaxDelay: 45 * time.Minute, Now: now,
+		})
+	}
+	// An outage fails every call for a while, reads included, so that a
+	// write's outcome cannot be read back (ErrOutcomeUnknown).
+	outage := 0
+	faults := func(on bool) {
+		if !on || *modelFaults <= 0 {
+			fs.SetDecide(nil)
+			return
+		}
+		random := storetest.RandomFaults(frng, *modelFaults, *modelFaults/4)
+		fs.SetDecide(func(c storetest.Call) storetest.Fault {
+			if outage > 0 {
+				outage--
+				return storetest.Fail
+			}
+			if frng.Float64() < *modelFaults/20 {
+				outage = 5 + frng.IntN(40)
+			}
+			return random(c)
+		})
+	}
 	open := func() {
-		st = openTestStore(t, dir)
+		// resolveWait: an outage of a few calls outlasts the reads back.
+		opts := Options{Partitions: parts, now: now, batchSize: []int{1, 3, 8, 4096}[rng.IntN(4)], deadOwners: dead, resolveWait: 30 * time.Millisecond}
 		var err error
-		db, err = Open(ctx, st, Options{Partitions: parts, now: func() time.Time { return clock }, batchSize: []int{1, 3, 8, 4096}[rng.IntN(4)]})
+		for range 3 { // a process that failed to open, for a fault, tries again
+			if db, err = Open(ctx, fs, opts); err == nil || !isInjected(err) {
+				break
+			}
+		}
+		if err != nil && isInjected(err) {
+			fs.SetDecide(nil)
+			db, err = Open(ctx, fs, opts)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
+		// settle does the keeper's work between steps, so that a seed
+		// replays the same faults.
+		db.stopKeeper()
 	}
+	openStore()
 	open()
 	m := &model{tags: map[string]int64{}}
 	cfg := DatasetConfig{Name: "m", Guard: Guard{MaxShrink: 0.5}}
@@ -105,18 +156,39 @@ func TestModel(t *testing.T) {
 		mv *mVersion
 	}
 	var pins []pinned
-	defer func() {
+	unpinAll := func() {
 		for _, p := range pins {
 			p.r.Close()
 		}
-	}()
+		pins = nil
+	}
+	defer unpinAll()
+	var faultSteps, unknowns int
+	var total storetest.FaultStats // of the FaultStores closed
+	addStats := func(st storetest.FaultStats) {
+		total.Calls += st.Calls
+		total.LateLanded += st.LateLanded
+		total.LateDropped += st.LateDropped + st.LatePending
+		if total.Injected == nil {
+			total.Injected = map[storetest.Fault]int{}
+		}
+		for f, n := range st.Injected {
+			total.Injected[f] += n
+		}
+	}
 
 	for step := 0; step < *modelSteps; step++ {
+		outage = 0
 		fail := func(format string, args ...any) {
 			t.Helper()
 			t.Fatalf("seed %d step %d: %s", seed, step, fmt.Sprintf(format, args...))
 		}
 		clock = clock.Add(time.Duration(rng.IntN(60)) * time.Minute)
+		faults(true)
+		injected := 0
+		for _, n := range fs.Stats().Injected {
+			injected += n
+		}
 		var what string
 		switch op := rng.IntN(100); {
 		case op < 45: // a run: commit, abort, crash, or refused
@@ -183,35 +255,64 @@ func TestModel(t *testing.T) {
 			allowEmpty := rng.IntN(2) == 0
 			c := cfg
 			c.Guard.AllowEmpty = allowEmpty
+			// The draws of the rest of the step, made whatever happens, so
+			// that a fault does not change what later steps do.
+			dups := make([]int, len(keys))
+			dupVals := make([][]Value, len(keys))
+			for i := range keys {
+				if rng.IntN(20) == 0 {
+					dups[i] = 1 + rng.IntN(i+1)
+					for _, col := range schema.Columns {
+						dupVals[i] = append(dupVals[i], randValue(rng, col.Kind))
+					}
+				}
+			}
+			end := rng.IntN(10)
 			r, err := db.BeginRun(ctx, c, RunOptions{Schema: schema, Force: force})
 			if err != nil {
-				fail("begin: %v", err)
+				if !isInjected(err) {
+					fail("begin: %v", err)
+				}
+				what = "run refused by a fault at begin"
+				break
 			}
-			dupAccepted := false
+			dupAccepted, putFailed := false, false
 			for i, k := range keys {
 				vals := make([]Value, len(schema.Columns))
 				for i, col := range schema.Columns {
 					vals[i] = rows[k][col.Name]
 				}
 				if err := r.Put(ctx, vals); err != nil {
-					fail("put: %v", err)
+					if !isInjected(err) {
+						fail("put: %v", err)
+					}
+					putFailed = true
+					break
 				}
-				if rng.IntN(20) == 0 { // a key given again: refused, nothing changes
-					d := keys[rng.IntN(i+1)]
-					for i, col := range schema.Columns {
+				if dups[i] > 0 { // a key given again: refused, nothing changes
+					d := keys[dups[i]-1]
+					for j, col := range schema.Columns {
 						if col.Name != "id" {
-							vals[i] = randValue(rng, col.Kind)
+							vals[j] = dupVals[i][j]
 						} else {
-							vals[i] = Value{Kind: KindInt, Int: d}
+							vals[j] = Value{Kind: KindInt, Int: d}
 						}
 					}
 					// Refused by Put, or else by Commit (doc.go D5).
 					if err := r.Put(ctx, vals); err == nil {
 						dupAccepted = true
+					} else if isInjected(err) {
+						putFailed = true
+						break
 					} else if !errors.Is(err, ErrBadKey) {
 						fail("duplicate key %d: %v", d, err)
 					}
 				}
+			}
+			if putFailed {
+				what = "run failed by a fault"
+				r.Abort(ctx, "model: a fault")
+				break
 			}
 			// expected stats
 			var want RunStats
@@ -234,47 +335,13 @@ func TestModel(t *testing.T) {
 			}
 			refused := !force && ((want.Rows == 0 && !allowEmpty) ||
 				(prev != nil && len(prev.rows) > 0 && float64(want.Deleted)/float64(len(prev.rows)) > 0.5))
-			switch end := rng.IntN(10); {
-			case end == 0:
-				what = "run aborted"
-				if err := r.Abort(ctx, "model"); err != nil {
-					fail("abort: %v", err)
-				}
-			case end == 1:
-				what = "run crashed"
-				db.crash()
-				st.Close()
-				for _, p := range pins {
-					p.r.Close() // readers of the dead process
-				}
-				pins = nil
-				open()
-			default:
-				vi, err := r.Commit(ctx)
-				if dupAccepted {
-					what = "run with a duplicate key"
-					if !errors.Is(err, ErrBadKey) {
-						fail("commit with a duplicate key: %v", err)
-					}
-					break
-				}
-				if refused {
-					what = "run refused"
-					if !errors.Is(err, ErrGuardRefused) {
-						fail("commit should be refused, got %v", err)
-					}
-					break
-				}
-				what = "run committed"
-				if err != nil {
-					fail("commit: %v", err)
-				}
+			commit := func(vi VersionInfo) {
 				got := vi.Stats
 				got.BytesWritten, got.Checksum = 0, ""
 				if got != want {
 					fail("stats %+v, want %+v", got, want)
 				}
-				mv := &mVersion{id: vi.Version, schema: schema, rows: rows, committed: clock, stats: vi.Stats}
+				mv := &mVersion{id: vi.Version, schema: schema, rows: rows, committed: vi.CommittedAt, stats: vi.Stats}
 				if prev != nil && sameModelVersion(prev, mv) && prev.stats.Checksum != vi.Stats.Checksum {
 					fail("same content, checksums %s and %s", prev.stats.Checksum, vi.Stats.Checksum)
 				}
@@ -284,26 +351,108 @@ func TestModel(t *testing.T) {
 				m.versions = append(m.versions, mv)
 				m.current = vi.Version
 			}
+			switch {
+			case end == 0:
+				what = "run aborted"
+				if err := r.Abort(ctx, "model"); err != nil && !isInjected(err) {
+					fail("abort: %v", err)
+				}
+			case end == 1:
+				what = "run crashed"
+				unpinAll() // readers of the dead process
+				db.crash()
+				dead[db.owner] = true // as its slots' expiry would tell (W1)
+				open()
+			default:
+				vi, err := r.Commit(ctx)
+				switch {
+				case err == nil && (dupAccepted || refused):
+					fail("commit of a run with a duplicate key (%v) or refused (%v) succeeded", dupAccepted, refused)
+				case err == nil:
+					what = "run committed"
+					commit(vi)
+				case errors.Is(err, ErrOutcomeUnknown):
+					what = "run with an unknown outcome"
+					unknowns++
+					faults(false)
+					settle(t, db)
+					if vi, err := db.VersionInfo(ctx, "m", r.TxnID()); err == nil {
+						what = "run committed (outcome learned later)"
+						commit(vi)
+					} else if !errors.Is(err, ErrVersionNotKept) {
+						fail("version info: %v", err)
+					}
+				case isInjected(err):
+					what = "run failed by a fault at commit"
+				case dupAccepted:
+					what = "run with a duplicate key"
+					if !errors.Is(err, ErrBadKey) {
+						fail("commit with a duplicate key: %v", err)
+					}
+				case refused:
+					what = "run refused"
+					if !errors.Is(err, ErrGuardRefused) {
+						fail("commit should be refused, got %v", err)
+					}
+				default:
+					fail("commit: %v", err)
+				}
+			}
 		case op < 55:
 			what = "gc"
 			c := cfg
 			c.Retention = Retention{TTL: time.Duration(1+rng.IntN(4)) * time.Hour, MinVersions: rng.IntN(4)}
-			if err := db.SetConfig(ctx, c); err != nil && !errors.Is(err, ErrDatasetNotFound) {
+			dry := rng.IntN(4) == 0
+			if err := db.SetConfig(ctx, c); err != nil && !errors.Is(err, ErrDatasetNotFound) && !isInjected(err) {
 				fail("set config: %v", err)
-			} else if err != nil {
+			} else if errors.Is(err, ErrDatasetNotFound) {
 				break
 			}
-			dry := rng.IntN(4) == 0
 			rep, err := db.GC(ctx, "m", dry)
-			if err != nil {
+			// The retention in force is what the row holds.
+			faults(false)
+			settle(t, db)
+			info, ierr := db.Dataset(ctx, "m")
+			if ierr != nil {
+				fail("dataset: %v", ierr)
+			}
+			want := modelExpired(m, info.Retention, clock)
+			switch {
+			case err == nil:
+				if !slices.Equal(rep.VersionsExpired, want) {
+					fail("gc (dry %v) expired %v, want %v; retention %+v; clock %v; tags %v; versions %v", dry, rep.VersionsExpired, want, info.Retention, clock, m.tags, func() (o []string) {
+						for _, mv := range m.versions {
+							o = append(o, fmt.Sprint(mv.id, "@", mv.committed.Sub(clock)))
+						}
+						return
+					}())
+				}
+				if !dry {
+					m.versions = slices.DeleteFunc(m.versions, func(mv *mVersion) bool { return slices.Contains(want, mv.id) })
+				}
+			case isInjected(err) || errors.Is(err, ErrOutcomeUnknown):
+				what = "gc failed by a fault"
+				// Expired, or not: in full (one write of the row).
+				vs, err := db.Versions(ctx, "m")
+				if err != nil {
+					fail("versions: %v", err)
+				}
+				kept := map[int64]bool{}
+				for _, v := range vs {
+					kept[v.Version] = true
+				}
+				var gone []int64
+				for _, mv := range m.versions {
+					if !kept[mv.id] {
+						gone = append(gone, mv.id)
+					}
+				}
+				if len(gone) > 0 && !slices.Equal(gone, want) {
+					fail("a failed gc expired %v, want none or %v", gone, want)
+				}
+				m.versions = slices.DeleteFunc(m.versions, func(mv *mVersion) bool { return !kept[mv.id] })
+			default:
 				fail("gc: %v", err)
-			}
-			want := modelExpired(m, c.Retention, clock)
-			if !slices.Equal(rep.VersionsExpired, want) {
-				fail("gc expired %v, want %v", rep.VersionsExpired, want)
-			}
-			if !dry {
-				m.versions = slices.DeleteFunc(m.versions, func(mv *mVersion) bool { return slices.Contains(want, mv.id) })
 			}
 		case op < 62:
 			what = "rollback"
@@ -311,30 +460,78 @@ func TestModel(t *testing.T) {
 				break
 			}
 			to := m.versions[rng.IntN(len(m.versions))]
-			if _, err := db.Rollback(ctx, "m", to.id); err != nil {
+			before := m.versions[len(m.versions)-1].id
+			vi, err := db.Rollback(ctx, "m", to.id)
+			switch {
+			case err == nil:
+			case isInjected(err) || errors.Is(err, ErrOutcomeUnknown):
+				what = "rollback failed by a fault"
+				faults(false)
+				settle(t, db)
+				vs, verr := db.Versions(ctx, "m")
+				if verr != nil {
+					fail("versions: %v", verr)
+				}
+				if vs[0].Version <= before {
+					break
+				}
+				// It committed after all: allowed only when the DB said
+				// the outcome was unknown.
+				if !errors.Is(err, ErrOutcomeUnknown) {
+					fail("rollback failed (%v), yet version %d is listed", err, vs[0].Version)
+				}
+				vi, err = vs[0], nil
+			default:
 				fail("rollback to %d: %v", to.id, err)
 			}
-			m.versions = slices.DeleteFunc(m.versions, func(mv *mVersion) bool { return mv.id > to.id })
-			m.current = to.id
-			for _, t := range slices.Sorted(maps.Keys(m.tags)) {
-				if v := m.tags[t]; v > to.id {
-					delete(m.tags, t)
-				}
+			if err != nil {
+				break
 			}
+			if vi.RestoredFrom != to.id || vi.Stats.Checksum != to.stats.Checksum || vi.Stats.Rows != int64(len(to.rows)) {
+				fail("rollback to %d: version %+v, want restored_from %d checksum %s", to.id, vi, to.id, to.stats.Checksum)
+			}
+			// A new version with the content of the one restored; the
+			// versions after it stay (rollback.go).
+			m.versions = append(m.versions, &mVersion{id: vi.Version, schema: to.schema, rows: to.rows, committed: vi.CommittedAt, stats: vi.Stats})
+			m.current = vi.Version
 		case op < 68:
 			what = "tag"
 			name := "t" + strconv.Itoa(rng.IntN(3))
-			if len(m.versions) > 0 && rng.IntN(3) > 0 {
-				v := m.versions[rng.IntN(len(m.versions))].id
-				if err := db.Tag(ctx, "m", name, v); err != nil {
+			tagIt := len(m.versions) > 0 && rng.IntN(3) > 0
+			var v int64
+			if len(m.versions) > 0 {
+				v = m.versions[rng.IntN(len(m.versions))].id
+			}
+			var err error
+			switch {
+			case tagIt:
+				if err = db.Tag(ctx, "m", name, v); err == nil {
+					m.tags[name] = v
+				}
+			case m.tags[name] != 0:
+				if err = db.Untag(ctx, "m", name); err == nil {
+					delete(m.tags, name)
+				}
+			}
+			if err != nil {
+				if !isInjected(err) && !errors.Is(err, ErrOutcomeUnknown) {
 					fail("tag: %v", err)
 				}
-				m.tags[name] = v
-			} else if _, ok := m.tags[name]; ok {
-				if err := db.Untag(ctx, "m", name); err != nil {
-					fail("untag: %v", err)
+				what = "tag failed by a fault"
+				faults(false)
+				settle(t, db)
+				// The tag is as it was, or as asked: the model follows.
+				got, ok := dbTag(t, db, name)
+				old, had := m.tags[name]
+				switch {
+				case ok == had && got == old:
+				case tagIt && ok && got == v:
+					m.tags[name] = v
+				case !tagIt && !ok:
+					delete(m.tags, name)
+				default:
+					fail("after a failed tag: %s is %d (%v), was %d (%v)", name, got, ok, old, had)
 				}
-				delete(m.tags, name)
 			}
 		case op < 76:
 			what = "pin"
@@ -342,7 +539,10 @@ func TestModel(t *testing.T) {
 				mv := m.versions[rng.IntN(len(m.versions))]
 				r, err := db.Reader(ctx, "m", At{Version: mv.id})
 				if err != nil {
-					fail("reader: %v", err)
+					if !isInjected(err) {
+						fail("reader: %v", err)
+					}
+					break
 				}
 				pins = append(pins, pinned{r, mv})
 			}
@@ -353,25 +553,41 @@ func TestModel(t *testing.T) {
 				pins[i].r.Close()
 				pins = slices.Delete(pins, i, i+1)
 			}
-		case op < 88:
+		case op < 87:
 			what = "reopen"
-			for _, p := range pins {
-				p.r.Close()
-			}
-			pins = nil
-			if err := db.Close(); err != nil {
+			unpinAll()
+			if err := db.Close(); err != nil && !isInjected(err) {
 				fail("close: %v", err)
 			}
-			st.Close()
 			open()
+		case op < 88:
+			what = "store restart"
+			unpinAll()
+			faults(false)
+			db.Close()
+			addStats(fs.Stats())
+			fs.Close() // late writes die with it
+			openStore()
+			open()
+			injected = 0
 		default:
 			what = "reads only"
+		}
+		faults(false)
+		settle(t, db)
+		after := 0
+		for _, n := range fs.Stats().Injected {
+			after += n
+		}
+		if after != injected {
+			faultSteps++
 		}
 
 		if *modelTrace {
 			t.Logf("step %d: %s; current %d kept %d", step, what, m.current, len(m.versions))
 		}
-		// Check everything against the model.
+		// Check everything against the model, with faults off (late writes
+		// may still land meanwhile).
 		vs, err := db.Versions(ctx, "m")
 		if len(m.versions) == 0 {
 			if err != nil && !errors.Is(err, ErrDatasetNotFound) || len(vs) != 0 {
@@ -392,14 +608,16 @@ func TestModel(t *testing.T) {
 		if !slices.Equal(got, want) {
 			fail("after %s: kept versions %v, want %v", what, got, want)
 		}
-		if vs[0].Version != m.current && m.find(m.current) != nil && !vs[slices.IndexFunc(vs, func(v VersionInfo) bool { return v.Current })].Current {
-			fail("after %s: current", what)
-		}
 		for _, mv := range m.versions {
 			checkVersion(t, ctx, db, nil, mv, rng, func(msg string) { fail("after %s: version %d: %s", what, mv.id, msg) })
 		}
 		for _, p := range pins {
 			checkVersion(t, ctx, db, p.r, p.mv, rng, func(msg string) { fail("after %s: pinned version %d: %s", what, p.mv.id, msg) })
+		}
+		for tag, v := range m.tags {
+			if got, ok := dbTag(t, db, tag); !ok || got != v {
+				fail("after %s: tag %s names %d (%v), want %d", what, tag, got, ok, v)
+			}
 		}
 		a, b := m.versions[rng.IntN(len(m.versions))], m.versions[rng.IntN(len(m.versions))]
 		checkDiff(ctx, db, a, b, func(msg string) { fail("after %s: diff %d..%d: %s", what, a.id, b.id, msg) })
@@ -407,12 +625,15 @@ func TestModel(t *testing.T) {
 			fail("after %s: current %d: %+v %v", what, m.current, vi, err)
 		}
 	}
-	// Finally GC with retention 1 and no readers leaves exactly the cells
-	// of the current version and no invalid transaction.
-	for _, p := range pins {
-		p.r.Close()
-	}
-	pins = nil
+	addStats(fs.Stats())
+	t.Logf("seed %d: %d steps, %d with a fault, %d store calls, faults injected %v, late writes landed %d dropped %d; %d outcomes learned later; 0 divergences",
+		seed, *modelSteps, faultSteps, total.Calls, total.Injected, total.LateLanded, total.LateDropped, unknowns)
+	// Finally, once every late write landed or can no longer land, GC with
+	// retention 1 and no readers leaves exactly the cells of the current
+	// version and no invalid transaction.
+	unpinAll()
+	faults(false)
+	fs.LandLate(ctx)
 	if len(m.versions) > 0 {
 		for tg := range m.tags {
 			db.Untag(ctx, "m", tg)
@@ -420,10 +641,16 @@ func TestModel(t *testing.T) {
 		if err := db.SetConfig(ctx, DatasetConfig{Name: "m", Retention: Retention{TTL: time.Nanosecond, MinVersions: 1}}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.GC(ctx, "m", false); err != nil {
-			t.Fatal(err)
+		// The first GC takes the writer slot, which makes a dead run's
+		// transaction invalid; past the grace, the next ones prune it
+		// (the last what the one before found still with cells).
+		for _, wait := range []time.Duration{0, db.grace + time.Hour, 0} {
+			clock = clock.Add(wait)
+			if _, err := db.GC(ctx, "m", false); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if inv := db.txm.Invalid("m"); len(inv) != 0 {
+		if inv := invalidIDs(db, "m"); len(inv) != 0 {
 			t.Fatalf("seed %d: invalid txns left after GC: %v", seed, inv)
 		}
 		cur := m.find(m.current)
@@ -443,6 +670,38 @@ func TestModel(t *testing.T) {
 		}
 	}
 	db.Close()
+}
+
+// isInjected reports whether err comes from a fault the test injected
+// (storetest.ErrInjected), or from a write whose outcome the DB could not
+// learn because of one (ErrOutcomeUnknown).
+func isInjected(err error) bool {
+	return errors.Is(err, storetest.ErrInjected) || errors.Is(err, store.ErrUnavailable) || errors.Is(err, ErrOutcomeUnknown)
+}
+
+// settle makes the DB learn every outcome still unknown (what the keeper
+// does in the background), with faults off.
+func settle(t *testing.T, db *DB) {
+	t.Helper()
+	for _, ds := range db.allDatasets() {
+		if err := db.learnPending(context.Background(), ds); err != nil {
+			t.Fatalf("learning an outcome with no fault: %v", err)
+		}
+	}
+}
+
+// dbTag returns the version tag names in db, if any.
+func dbTag(t *testing.T, db *DB, tag string) (int64, bool) {
+	t.Helper()
+	r, err := db.Reader(context.Background(), "m", At{Tag: tag})
+	if errors.Is(err, ErrTagNotFound) {
+		return 0, false
+	}
+	if err != nil {
+		t.Fatalf("tag %s: %v", tag, err)
+	}
+	defer r.Close()
+	return r.Version().Version, true
 }
 
 func sortedKeys(rows map[int64]map[string]Value) []int64 {
@@ -554,7 +813,7 @@ func checkVersion(t *testing.T, ctx context.Context, db *DB, r *Reader, mv *mVer
 		}
 	}
 	if !slices.Equal(got, want) {
-		fail(fmt.Sprintf("scan\n got %v\nwant %v\ninvalid %v\n%s", got, want, db.txm.Invalid("m"), dumpCells(db, "m")))
+		fail(fmt.Sprintf("scan\n got %v\nwant %v\ninvalid %v\n%s", got, want, invalidIDs(db, "m"), dumpCells(db, "m")))
 		return
 	}
 	for i := 0; i < 3; i++ {

@@ -2,7 +2,6 @@ package snapshot
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -21,68 +20,93 @@ type Options struct {
 	// by result, snapstore_snapshot_cells_written_total,
 	// snapstore_snapshot_gc_cells_deleted_total,
 	// snapstore_snapshot_commit_duration_seconds,
-	// snapstore_snapshot_readers_open, and txn's gauges); nil registers
-	// none. Close unregisters them, so a DB can be reopened with the same
-	// Registerer.
+	// snapstore_snapshot_readers_open,
+	// snapstore_txn_in_progress_transactions and
+	// snapstore_txn_invalid_transactions); nil registers none. Close
+	// unregisters them, so a DB can be reopened with the same Registerer.
 	Registerer prometheus.Registerer
 	// Partitions is the number of hash partitions of a new dataset's row-key
 	// space; default 1. Fixed per dataset at creation.
 	Partitions int
-	// ReadOnly opens the DB of a process that reads a store written by
-	// another one (doc.go W1, W2): Open writes nothing, every write
-	// returns ErrReadOnly, and reads refresh the view per RefreshInterval.
+	// ReadOnly opens the DB of a process that only reads a store written
+	// by others (doc.go W2): Open writes nothing, every write returns
+	// ErrReadOnly, and reads refresh the view per RefreshInterval.
 	ReadOnly bool
-	// RefreshInterval is, for a ReadOnly DB, how old its view of the
-	// datasets and of the txn sets may be when a read (Datasets, Dataset,
-	// Versions, VersionInfo, Reader, Diff, DiffCounts) starts; an older
-	// view is refreshed first (DB.Refresh). Default DefaultRefreshInterval (1 s);
-	// negative: only explicit Refresh calls. Ignored by writer DBs.
+	// RefreshInterval is how old this DB's view of the datasets may be
+	// when a read (Datasets, Dataset, Versions, VersionInfo, Reader, Diff,
+	// DiffCounts) starts; an older view is refreshed first (DB.Refresh),
+	// so that what other processes committed shows (W2). Default
+	// DefaultRefreshInterval (1 s), except 0 (no refresh: no other process
+	// writes) for a writer on a store only one process opens
+	// (store.ProcessLocal); negative: only explicit Refresh calls.
 	RefreshInterval time.Duration
-	// WriterLease, when > 0, makes Open take the store's writer lease for
-	// this long (renewed every third of it) and refuse with
-	// ErrWriterLeaseHeld while another process holds it; writes fail with
-	// ErrWriterLeaseLost once it is lost (doc.go W1, W3). 0 (default): no
-	// lease, for stores only one process can open (store/pebble). Clocks
-	// of the processes must agree to well within it.
-	WriterLease time.Duration
+	// SlotLease is how long a writer slot (W1) lasts without renewal; the
+	// keeper renews the slots a DB holds every third of it. A writer whose
+	// slot was not renewed for a lease stops writing, and another may take
+	// the slot then (W3). Clocks of the processes must agree to well within
+	// it. Default DefaultSlotLease (30 s).
+	SlotLease time.Duration
 	// now is the clock, injectable by tests; default time.Now.
 	now func() time.Time
 	// batchSize is the number of mutations per data batch, a test hook;
 	// default batchSize (4096).
 	batchSize int
-	// hook, when set, is called at named points of a run and of GC, with a
-	// count (rows put, batches applied); the crash test kills the process
-	// there.
+	// hook, when set, is called at named points of a run, of GC and of
+	// metadata writes, with a count (rows put, batches applied, the row's
+	// write); the crash test kills the process there.
 	hook func(point string, n int64)
+	// keepEvery is the keeper's period (slot.go); default a sixth of
+	// SlotLease, at most 1 s.
+	keepEvery time.Duration
+	// resolveWait bounds how long a write whose outcome is unknown keeps
+	// reading the row back before it reports ErrOutcomeUnknown; default
+	// 30 s.
+	resolveWait time.Duration
+	// idBlock is the block size of transaction ids, a test hook; default
+	// txn.DefaultBlockSize.
+	idBlock int64
+	// pruneGrace, when not 0, replaces the grace before an invalid
+	// transaction is pruned (G6); negative means none. A test hook.
+	pruneGrace time.Duration
+	// deadOwners names writer slot owners known to be gone, a test hook
+	// for a crash simulated in the test's own process.
+	deadOwners map[string]bool
 }
 
-// Open opens the datasets of st, turning every transaction left in progress
-// by a previous process into an invalid one (D4, txn.I5).
-// The metadata lives in st's table "meta" (txn.DefaultTable). With
-// Options.WriterLease it first takes the writer lease (ErrWriterLeaseHeld);
-// with Options.ReadOnly it writes nothing (doc.go W1). A SharedStore fills
-// those options when they are zero.
+// Open opens the datasets of st. The metadata lives in st's table "meta"
+// (txn.DefaultTable); a writer migrates a store of storage format 1 or 2
+// to format 3 first (migrate.go, migrate_rows.go; docs/storage-format.md).
+// With Options.ReadOnly it writes nothing (doc.go W2), and refuses a store
+// a writer must migrate first.
+// A SharedStore fills the sharing options when they are zero. Transactions
+// a previous process left in progress become invalid when their dataset's
+// writer slot is next taken (D4, txn.I5).
 func Open(ctx context.Context, st store.Store, opts Options) (*DB, error) {
 	if st == nil {
 		return nil, fmt.Errorf("%w: nil store", ErrInvalidArgument)
 	}
+	pl, ok := st.(store.ProcessLocal)
+	processLocal := ok && pl.ProcessLocal()
 	if ss, ok := st.(SharedStore); ok {
 		sh := ss.Sharing()
-		if !opts.ReadOnly && opts.WriterLease == 0 {
-			opts.ReadOnly, opts.WriterLease = sh.ReadOnly, sh.WriterLease
+		if !opts.ReadOnly {
+			opts.ReadOnly = sh.ReadOnly
+		}
+		if opts.SlotLease == 0 {
+			opts.SlotLease = sh.SlotLease
 		}
 		if opts.RefreshInterval == 0 {
 			opts.RefreshInterval = sh.RefreshInterval
 		}
 	}
-	if opts.ReadOnly {
-		opts.WriterLease = 0
-		if opts.RefreshInterval == 0 {
-			opts.RefreshInterval = DefaultRefreshInterval
-		}
+	if opts.SlotLease < 0 {
+		return nil, fmt.Errorf("%w: negative writer slot lease", ErrInvalidArgument)
 	}
-	if opts.WriterLease < 0 {
-		return nil, fmt.Errorf("%w: negative writer lease", ErrInvalidArgument)
+	if opts.SlotLease == 0 {
+		opts.SlotLease = DefaultSlotLease
+	}
+	if opts.RefreshInterval == 0 && (opts.ReadOnly || !processLocal) {
+		opts.RefreshInterval = DefaultRefreshInterval
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -96,50 +120,81 @@ func Open(ctx context.Context, st store.Store, opts Options) (*DB, error) {
 	if opts.batchSize <= 0 {
 		opts.batchSize = batchSize
 	}
-	db := &DB{st: st, meta: txn.DefaultTable, logger: opts.Logger, opts: opts, datasets: map[string]*dataset{}, owner: newOwnerID()}
-	if opts.WriterLease > 0 {
-		// W1: before txn.Open, which invalidates what it takes for a dead
-		// writer's transactions.
-		if err := db.takeLease(ctx); err != nil {
-			return nil, fmt.Errorf("snapshot: opening: %w", err)
-		}
+	if opts.keepEvery <= 0 {
+		opts.keepEvery = min(opts.SlotLease/6, time.Second)
 	}
-	txm, err := txn.Open(ctx, st, txn.Options{Logger: opts.Logger, Registerer: opts.Registerer, ReadOnly: opts.ReadOnly})
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("snapshot: opening: %w", err), db.releaseLease())
+	if opts.resolveWait <= 0 {
+		opts.resolveWait = 30 * time.Second
 	}
-	db.txm = txm
+	db := &DB{st: st, meta: txn.DefaultTable, logger: opts.Logger, opts: opts, datasets: map[string]*dataset{},
+		owner: newOwnerID(), processLocal: processLocal}
+	db.grace = db.pruneGrace()
+	db.registerLocal()
+	db.ids = txn.OpenIDs(st, txn.IDOptions{BlockSize: opts.idBlock, ReadOnly: opts.ReadOnly, Logger: opts.Logger})
 	db.metrics = newMetrics()
-	// W2: metadata before the txn state it needs; txn.Open read that
-	// state already, so a read-only DB reads it once more after.
-	if err := db.loadInto(ctx, db.datasets); err == nil && opts.ReadOnly {
-		err = txm.Refresh(ctx)
-	}
+	format, err := db.checkFormat(ctx)
 	if err != nil {
-		txm.Close()
-		return nil, errors.Join(fmt.Errorf("snapshot: opening: %w", err), db.releaseLease())
+		db.unregisterLocal()
+		return nil, fmt.Errorf("snapshot: opening: %w", err)
+	}
+	if _, err := db.loadInto(ctx, db.datasets); err != nil {
+		db.unregisterLocal()
+		return nil, fmt.Errorf("snapshot: opening: %w", err)
 	}
 	if !opts.ReadOnly {
 		for _, ds := range db.datasets {
-			if ds.cfg.Format < dataFormat || ds.cfg.Format1Left {
-				if err := db.migrateFormat1(ctx, ds); err != nil {
-					txm.Close()
-					return nil, errors.Join(fmt.Errorf("snapshot: migrating %s to storage format %d: %w", ds.name, dataFormat, err), db.releaseLease())
-				}
+			ds.mu.Lock()
+			old := ds.st.Format < metaFormat || ds.st.ColumnTablesLeft
+			ds.mu.Unlock()
+			if !old {
+				continue
+			}
+			if err := db.migrateRows(ctx, ds); err != nil {
+				db.unregisterLocal()
+				return nil, fmt.Errorf("snapshot: migrating %s to storage format %d: %w", ds.name, metaFormat, err)
+			}
+		}
+		if format != metaFormat {
+			if err := db.recordFormat(ctx, format); err != nil {
+				db.unregisterLocal()
+				return nil, fmt.Errorf("snapshot: opening: %w", err)
 			}
 		}
 	}
 	db.refreshedAt.Store(opts.now().UnixNano())
 	if opts.Registerer != nil {
 		if err := db.metrics.register(opts.Registerer, db); err != nil {
-			txm.Close()
-			return nil, errors.Join(fmt.Errorf("snapshot: registering metrics: %w", err), db.releaseLease())
+			db.unregisterLocal()
+			return nil, fmt.Errorf("snapshot: registering metrics: %w", err)
 		}
 	}
-	// Scratch tables of runs that died with the previous process are
-	// cleared by the dataset's next run.
+	// Scratch tables of runs that died with a previous process are cleared
+	// by the dataset's next run.
 	for _, ds := range db.datasets {
 		ds.scratchDirty = true
 	}
+	if !opts.ReadOnly {
+		db.startKeeper()
+	}
 	return db, nil
+}
+
+// pruneGrace returns how long an invalid transaction stays invalid before
+// GC may prune it (G6, txn.I6): longer than any write of it can land
+// after its call failed (the store's MaxWriteDelay, store.S9), plus,
+// where other processes may still be writing, a slot lease (a writer stops
+// writing when its slot expires by its own clock, W3, and the clocks agree
+// to well within a lease).
+func (db *DB) pruneGrace() time.Duration {
+	if g := db.opts.pruneGrace; g != 0 {
+		return max(g, 0)
+	}
+	var g time.Duration
+	if lw, ok := db.st.(store.LateWriter); ok {
+		g = lw.MaxWriteDelay()
+	}
+	if !db.processLocal {
+		g += db.opts.SlotLease
+	}
+	return g
 }

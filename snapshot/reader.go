@@ -40,9 +40,9 @@ type Reader struct {
 // Reader pins a version of the dataset name: at.Version, the newest kept
 // version committed at or before *at.AsOf, the version tagged at.Tag, or
 // the current one. Errors: ErrDatasetNotFound, ErrNoVersion, ErrVersionNotKept
-// (collected by GC, rolled back, never committed, or nothing kept as of
-// the time), ErrTagNotFound, ErrInvalidArgument (more than one field of at
-// set, a negative version).
+// (expired by GC, never committed, or nothing kept as of the time),
+// ErrTagNotFound, ErrInvalidArgument (more than one field of at set, a
+// negative version).
 //
 // The version is resolved, pinned and its visibility taken under the
 // dataset lock, so GC cannot expire it in between.
@@ -104,11 +104,9 @@ func (db *DB) Reader(ctx context.Context, name string, at At) (*Reader, error) {
 	if vi == nil {
 		return nil, fmt.Errorf("%w: %s", ErrVersionNotKept, name)
 	}
-	vis := db.txm.Visibility(name, vi.Version)
+	vis := ds.st.Txns.Visibility(vi.Version)
 	if vis.IsExcluded(vi.Version) {
-		// Rolled back by the writer process after this view's metadata
-		// was read (W2).
-		return nil, fmt.Errorf("%w: %s version %d was rolled back", ErrVersionNotKept, name, vi.Version)
+		return nil, fmt.Errorf("%w: %s version %d is not committed", ErrCorrupt, name, vi.Version)
 	}
 	plan, err := ds.planLocked(vi)
 	if err != nil {

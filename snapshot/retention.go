@@ -14,24 +14,24 @@ type Retention struct {
 	MinVersions int `json:"min_versions"`
 }
 
-// expiredLocked applies the retention policy (G1) and returns the versions
-// to expire, ascending.
-func (ds *dataset) expiredLocked(now time.Time) []int64 {
-	ret := ds.cfg.Retention
+// expired applies the retention policy (G1) to the row's kept versions
+// at now and returns the versions to expire, ascending.
+func (st *rowState) expired(now time.Time) []int64 {
+	ret := st.Config.Retention
 	minV := max(ret.MinVersions, 1)
 	tagged := map[int64]bool{}
-	for _, v := range ds.tags {
+	for _, v := range st.Tags {
 		tagged[v] = true
 	}
 	var out []int64
-	n := len(ds.versions)
-	for i, vi := range ds.versions {
+	n := len(st.Versions)
+	for i, ref := range st.Versions {
 		switch {
-		case vi.Version == ds.current, tagged[vi.Version]:
+		case ref.Version == st.Current, tagged[ref.Version]:
 		case n-i <= minV: // among the newest MinVersions
-		case ret.TTL == 0 || now.Sub(vi.CommittedAt) < ret.TTL:
+		case ret.TTL == 0 || now.Sub(ref.CommittedAt) < ret.TTL:
 		default:
-			out = append(out, vi.Version)
+			out = append(out, ref.Version)
 		}
 	}
 	return out

@@ -3,77 +3,65 @@ package snapshot
 import (
 	"context"
 	"fmt"
-	"slices"
-
-	"github.com/snapstore/snapstore/store"
 )
 
-// Rollback makes an older kept version current again, in one durable
-// metadata write; the versions after it (kept ones, and expired ones whose
-// cells may still be visible, doc.go G7) become invalid transactions, so
-// no later read or run sees their cells, and tags on them are removed.
+// Rollback makes the content of an older kept version current again
+// without losing history, as git revert does (and as Iceberg keeps the
+// later snapshots in its history): it commits a new version whose rows
+// and schema equal those of version to, by a run whose source is that
+// version, so it writes only the cells that differ from the current
+// version. The versions after to stay listed, readable and diffable until
+// retention expires them; the new version's RestoredFrom says which
+// version it restored, and its checksum equals that version's (D6).
 // Readers already open keep what they pinned. Errors: ErrDatasetNotFound,
 // ErrVersionNotKept, ErrRunInProgress (a run, GC or drop holds the
-// dataset).
+// dataset), and those of a run.
 func (db *DB) Rollback(ctx context.Context, dataset string, to int64) (VersionInfo, error) {
 	ds, err := db.acquireWritable(ctx, dataset, "rollback")
 	if err != nil {
 		return VersionInfo{}, err
 	}
-	defer ds.release()
 	ds.mu.Lock()
 	target := ds.versionLocked(to)
+	cfg := DatasetConfig{Name: dataset, Retention: ds.cfg.Retention, Guard: ds.cfg.Guard}
+	ds.mu.Unlock()
 	if target == nil {
-		ds.mu.Unlock()
+		ds.release()
 		return VersionInfo{}, fmt.Errorf("%w: %s version %d", ErrVersionNotKept, dataset, to)
 	}
-	var later []int64
-	for _, vi := range ds.versions {
-		if vi.Version > to {
-			later = append(later, vi.Version)
-		}
+	// The source: the target version, pinned (G2) for the whole run.
+	rd, err := db.Reader(ctx, dataset, At{Version: to})
+	if err != nil {
+		ds.release()
+		return VersionInfo{}, err
 	}
-	// Expired versions after the target may still have visible cells
-	// (G7): they become invalid too.
-	var keepExpired []int64
-	for _, v := range ds.expired {
-		if v > to {
-			later = append(later, v)
-		} else {
-			keepExpired = append(keepExpired, v)
-		}
-	}
-	var tags []string
-	for t, v := range ds.tags {
-		if v > to {
-			tags = append(tags, t)
-		}
-	}
-	ds.mu.Unlock()
-	b := &store.Batch{Table: db.meta}
-	b.Put(datasetKey(dataset), colCur, 0, be64(to))
-	b.Put(datasetKey(dataset), colExp, 0, encodeIDs(keepExpired))
-	for _, v := range later {
-		b.DeleteVersion(versionKey(dataset, v), colInfo, 0)
-		b.DeleteVersion(versionKey(dataset, v), colDigest, 0)
-	}
-	for _, t := range tags {
-		b.DeleteVersion(tagKey(dataset, t), colV, 0)
-	}
-	// One durable write: the later versions become invalid transactions
-	// (txn.I4) and the target becomes current.
-	if err := db.txm.Invalidate(ctx, dataset, later, b); err != nil {
+	defer rd.Close()
+	r, err := db.beginAcquired(ctx, ds, cfg, RunOptions{Schema: target.Schema, Source: target.Source, Force: true}, "rollback", to)
+	if err != nil {
+		ds.release()
 		return VersionInfo{}, fmt.Errorf("snapshot: rolling %s back to %d: %w", dataset, to, err)
 	}
-	ds.mu.Lock()
-	ds.current = to
-	ds.expired = keepExpired
-	ds.versions = slices.DeleteFunc(ds.versions, func(vi *VersionInfo) bool { return vi.Version > to })
-	for _, t := range tags {
-		delete(ds.tags, t)
+	// From here the run holds the dataset: Commit or Abort frees it.
+	it, err := rd.Scan(ctx, ScanOptions{})
+	if err != nil {
+		r.Abort(context.WithoutCancel(ctx), err.Error())
+		return VersionInfo{}, fmt.Errorf("snapshot: rolling %s back to %d: %w", dataset, to, err)
 	}
-	info := ds.infoLocked(target)
-	ds.mu.Unlock()
-	db.logger.Info("dataset rolled back", "dataset", dataset, "version", to, "invalidated", len(later))
-	return info, nil
+	for it.Next() {
+		if err := r.Put(ctx, it.Row().Values); err != nil {
+			it.Close()
+			r.Abort(context.WithoutCancel(ctx), err.Error())
+			return VersionInfo{}, fmt.Errorf("snapshot: rolling %s back to %d: %w", dataset, to, err)
+		}
+	}
+	if err := it.Close(); err != nil {
+		r.Abort(context.WithoutCancel(ctx), err.Error())
+		return VersionInfo{}, fmt.Errorf("snapshot: rolling %s back to %d: %w", dataset, to, err)
+	}
+	vi, err := r.Commit(ctx)
+	if err != nil {
+		return VersionInfo{}, fmt.Errorf("snapshot: rolling %s back to %d: %w", dataset, to, err)
+	}
+	db.logger.Info("dataset rolled back", "dataset", dataset, "version", vi.Version, "restored_from", to)
+	return vi, nil
 }

@@ -15,7 +15,7 @@ type Row struct {
 	Values []Value
 }
 
-// rowBuilder turns rows resolved at a version (rowState, by the dataset's
+// rowBuilder turns rows resolved at a version (resolvedRow, by the dataset's
 // column dictionary) into Rows or JSON of chosen schema columns. It is
 // built once per version and column selection; a Row costs three slices
 // and one buffer for the bytes of its values, the JSON nothing.
@@ -53,7 +53,7 @@ func newRowBuilder(s Schema, dict, keyIdx, idx []int) *rowBuilder {
 // build makes a Row whose values own their bytes: two allocations, the
 // values (Values and Key share one array) and their bytes. A column
 // without a value (which cannot happen at a version, D1) is NULL.
-func (b *rowBuilder) build(st *rowState) (Row, error) {
+func (b *rowBuilder) build(st *resolvedRow) (Row, error) {
 	n := len(b.outDict)
 	vals := make([]Value, n+len(b.keyDict))
 	row := Row{Columns: b.names, Values: vals[:n:n], Key: vals[n:]}
@@ -100,7 +100,7 @@ func (b *rowBuilder) build(st *rowState) (Row, error) {
 }
 
 // appendJSON appends the row as Row.AppendJSON does, without building it.
-func (b *rowBuilder) appendJSON(dst []byte, st *rowState) ([]byte, error) {
+func (b *rowBuilder) appendJSON(dst []byte, st *resolvedRow) ([]byte, error) {
 	dst = append(dst, '{')
 	for j, d := range b.outDict {
 		if j > 0 {
@@ -120,7 +120,7 @@ func (b *rowBuilder) appendJSON(dst []byte, st *rowState) ([]byte, error) {
 }
 
 // appendKeyJSON appends the row's key as a JSON array of values.
-func (b *rowBuilder) appendKeyJSON(dst []byte, st *rowState) ([]byte, error) {
+func (b *rowBuilder) appendKeyJSON(dst []byte, st *resolvedRow) ([]byte, error) {
 	dst = append(dst, '[')
 	for j, d := range b.keyDict {
 		if j > 0 {

@@ -8,7 +8,7 @@ import (
 )
 
 // rowReader groups the cells of a store.Iterator by row, every version:
-// what GC, diffs and the migration of format 1 walk. The row and cells it
+// what GC, diffs and the migration of format 2 walk. The row and cells it
 // returns are valid until the next call to next or seek.
 type rowReader struct {
 	it    store.Iterator
@@ -83,7 +83,7 @@ type rowCursor struct {
 	it       store.Iterator
 	vis      txn.Visibility
 	n        int // columns of the dictionary
-	st       rowState
+	st       resolvedRow
 	cur      []byte
 	seekBuf  []byte
 	pending  bool // it is on the first cell of a row not yet read

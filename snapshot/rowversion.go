@@ -220,10 +220,10 @@ func (vr *versionReader) nextCell() (idx, start, end int, ok bool, err error) {
 	return idx, start, vr.p, true, nil
 }
 
-// rowState is one row resolved at one visibility from its chain (the
+// resolvedRow is one row resolved at one visibility from its chain (the
 // walk in the file comment): the packed value of each column of the
 // dictionary, copied out of the versions. Reused row after row.
-type rowState struct {
+type resolvedRow struct {
 	n        int     // size of the dictionary
 	off, end []int32 // column i is buf[off[i]:end[i]] once end[i] > 0
 	buf      []byte  // owned, or the first version's value when lent
@@ -238,7 +238,7 @@ type rowState struct {
 }
 
 // reset readies st for a row of a dictionary of n columns.
-func (st *rowState) reset(n int) {
+func (st *resolvedRow) reset(n int) {
 	st.n, st.nset, st.nvals, st.chain, st.complete, st.lent = n, 0, 0, 0, false, false
 	if cap(st.off) < n {
 		st.off, st.end = make([]int32, n), make([]int32, n)
@@ -250,7 +250,7 @@ func (st *rowState) reset(n int) {
 
 // own copies a lent first version into st's memory, before the store's
 // memory of it is reused (the cursor moves on).
-func (st *rowState) own() {
+func (st *resolvedRow) own() {
 	if st.lent {
 		st.owned = append(st.owned[:0], st.buf...)
 		st.buf, st.lent = st.owned, false
@@ -262,7 +262,7 @@ func (st *rowState) own() {
 // after a complete walk must not be added. With st.borrow set, the first
 // version applied is not copied: st then holds c.Value until own is called
 // or the row is done.
-func (st *rowState) add(c store.Cell, vis txn.Visibility) (bool, error) {
+func (st *resolvedRow) add(c store.Cell, vis txn.Visibility) (bool, error) {
 	if !vis.IsVisible(c.Timestamp) {
 		return false, nil
 	}
@@ -315,10 +315,10 @@ func (st *rowState) add(c store.Cell, vis txn.Visibility) (bool, error) {
 }
 
 // present reports whether the row exists in the state walked so far.
-func (st *rowState) present() bool { return st.nvals > 0 }
+func (st *resolvedRow) present() bool { return st.nvals > 0 }
 
 // value returns the packed value of column i, nil when it has none.
-func (st *rowState) value(i int) []byte {
+func (st *resolvedRow) value(i int) []byte {
 	if i >= st.n || st.end[i] == 0 || st.buf[st.off[i]] == deleteColumn {
 		return nil
 	}
@@ -326,7 +326,7 @@ func (st *rowState) value(i int) []byte {
 }
 
 // resolveCells resolves a row's raw cells (store order) at vis into st.
-func (st *rowState) resolveCells(cells []store.Cell, vis txn.Visibility, n int) error {
+func (st *resolvedRow) resolveCells(cells []store.Cell, vis txn.Visibility, n int) error {
 	st.reset(n)
 	for _, c := range cells {
 		done, err := st.add(c, vis)

@@ -39,13 +39,17 @@ type RunOptions struct {
 // (run_commit.go) or Abort (run_abort.go) ends it. Not safe for
 // concurrent use, except Stats.
 type Run struct {
-	db     *DB
-	ds     *dataset
-	id     int64
-	opts   RunOptions
-	guard  Guard
-	parts  []*runPart
-	nparts int
+	db    *DB
+	ds    *dataset
+	id    int64
+	epoch int64 // of the writer slot the run holds (W3)
+	op    string
+	opts  RunOptions
+	// restoredFrom is the version a rollback's run restores (rollback.go).
+	restoredFrom int64
+	guard        Guard
+	parts        []*runPart
+	nparts       int
 
 	// schema
 	cols   [][]byte // column names, schema order
@@ -75,10 +79,10 @@ type Run struct {
 	// they ascend, so that enc is the body of the row's full version.
 	dictOf  []int
 	inOrder bool
-	ckBuf   []byte   // addChecksum's
-	cellIdx []int    // the cells of the row version to write:
-	cellVal [][]byte // dictionary indexes and packed values
-	getSt   rowState // a previous row read by a point read
+	ckBuf   []byte      // addChecksum's
+	cellIdx []int       // the cells of the row version to write:
+	cellVal [][]byte    // dictionary indexes and packed values
+	getSt   resolvedRow // a previous row read by a point read
 	started time.Time
 
 	w         *runWriter // writes the batches (run_write.go)

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -10,8 +11,9 @@ import (
 )
 
 // BeginRun starts a run of cfg.Name (creating the dataset on first use and
-// updating its retention and guard). ErrRunInProgress if one is running;
-// ErrKeyChanged if opts.Schema.Key differs from the dataset's.
+// updating its retention and guard). ErrRunInProgress if a run, GC,
+// rollback or drop of the dataset is under way, in this process or
+// another; ErrKeyChanged if opts.Schema.Key differs from the dataset's.
 func (db *DB) BeginRun(ctx context.Context, cfg DatasetConfig, opts RunOptions) (*Run, error) {
 	if err := db.writable(); err != nil {
 		return nil, err
@@ -22,20 +24,20 @@ func (db *DB) BeginRun(ctx context.Context, cfg DatasetConfig, opts RunOptions) 
 	if err := validSchema(opts.Schema); err != nil {
 		return nil, err
 	}
-	db.mu.Lock()
-	ds := db.datasets[cfg.Name]
-	created := false
-	if ds == nil {
-		ds = newDataset(cfg.Name)
-		ds.cfg = datasetConfig{CreatedAt: db.opts.now().UTC(), Partitions: db.opts.Partitions, Format: dataFormat}
-		db.datasets[cfg.Name] = ds
-		created = true
+	ds, dropping := db.datasetFor(cfg.Name)
+	if dropping != nil {
+		// A drop of the name was left unfinished: finish it first.
+		if err := db.finishDrop(ctx, dropping); err != nil {
+			return nil, fmt.Errorf("%w: a drop of %s is under way: %v", ErrRunInProgress, cfg.Name, err)
+		}
+		if ds, dropping = db.datasetFor(cfg.Name); dropping != nil {
+			return nil, fmt.Errorf("%w: a drop of %s is under way", ErrRunInProgress, cfg.Name)
+		}
 	}
-	db.mu.Unlock()
 	if err := ds.acquire("run"); err != nil {
 		return nil, err
 	}
-	r, err := db.beginAcquired(ctx, ds, cfg, opts, created)
+	r, err := db.beginAcquired(ctx, ds, cfg, opts, "run", 0)
 	if err != nil {
 		ds.release()
 		return nil, err
@@ -43,53 +45,123 @@ func (db *DB) BeginRun(ctx context.Context, cfg DatasetConfig, opts RunOptions) 
 	return r, nil
 }
 
-// beginAcquired begins a run of ds, whose writer slot the caller holds:
-// it persists the configuration, clears a dirty scratch table, allocates
-// the transaction id and opens an iterator over the current version per
-// partition.
-func (db *DB) beginAcquired(ctx context.Context, ds *dataset, cfg DatasetConfig, opts RunOptions, created bool) (*Run, error) {
-	ds.mu.Lock()
-	var prev *VersionInfo
-	if ds.current > 0 {
-		prev = ds.versionLocked(ds.current)
-	}
-	if prev != nil && !slices.Equal(prev.Schema.Key, opts.Schema.Key) {
+// datasetFor returns the in-memory dataset of name, made anew when there
+// is none or it was dropped, or the dataset whose drop is under way.
+func (db *DB) datasetFor(name string) (ds, dropping *dataset) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	ds = db.datasets[name]
+	if ds != nil {
+		ds.mu.Lock()
+		isDropping, dropped := ds.st.Dropping != nil, ds.dropped
 		ds.mu.Unlock()
-		return nil, fmt.Errorf("%w: %s has key %v, the run has %v", ErrKeyChanged, ds.name, prev.Schema.Key, opts.Schema.Key)
-	}
-	var err error
-	// Columns new to the dataset join its dictionary before any row
-	// version names them.
-	newCols := false
-	for _, c := range opts.Schema.Columns {
-		if !slices.Contains(ds.cfg.Columns, c.Name) {
-			ds.cfg.Columns = append(slices.Clip(ds.cfg.Columns), c.Name)
-			newCols = true
+		switch {
+		case isDropping:
+			return nil, ds
+		case !dropped:
+			return ds, nil
 		}
 	}
-	if created || newCols || ds.cfg.Retention != cfg.Retention || ds.cfg.Guard != cfg.Guard || !slices.Equal(ds.cfg.Key, opts.Schema.Key) {
-		ds.cfg.Retention, ds.cfg.Guard, ds.cfg.Key = cfg.Retention, cfg.Guard, slices.Clone(opts.Schema.Key)
-		err = db.putConfigLocked(ctx, ds)
-	}
-	dict := newDictionary(ds.cfg.Columns)
-	parts := ds.cfg.Partitions
-	dirty := ds.scratchDirty
+	ds = newDataset(name, db.owner)
+	db.datasets[name] = ds
+	return ds, nil
+}
+
+// errIDBelow: the transaction id taken lies at or below an id the dataset
+// used (another process used a later block since); take another.
+var errIDBelow = errors.New("snapshot: transaction id below the dataset's")
+
+// beginAcquired begins a run of ds, which the caller acquired for op: one
+// write of the row (D9) takes the writer slot, records the configuration
+// and the transaction in progress (txn.I3); then a scratch table a run
+// left is cleared, and an iterator over the current version opened per
+// partition.
+func (db *DB) beginAcquired(ctx context.Context, ds *dataset, cfg DatasetConfig, opts RunOptions, op string, restoredFrom int64) (*Run, error) {
+	ds.mu.Lock()
+	created := !ds.persisted
 	ds.mu.Unlock()
+	var id int64
+	var st rowState
+	var err error
+	for range 3 {
+		ds.mu.Lock()
+		top := ds.st.Top
+		ds.mu.Unlock()
+		if id, err = db.ids.Next(ctx, top); err != nil {
+			return nil, fmt.Errorf("snapshot: beginning a run of %s: %w", ds.name, err)
+		}
+		now := db.opts.now()
+		st, err = db.writeRow(ctx, ds, func(st *rowState) error {
+			switch {
+			case st.Dropping != nil:
+				return fmt.Errorf("%w: a drop of %s is under way", ErrRunInProgress, ds.name)
+			case st.Txns.IsInProgress(id) && st.Slot.Owner == db.owner:
+				return errNoChange // this write landed already
+			case id <= st.Top:
+				return errIDBelow
+			case st.Current > 0 && !slices.Equal(st.Config.Key, opts.Schema.Key):
+				return fmt.Errorf("%w: %s has key %v, the run has %v", ErrKeyChanged, ds.name, st.Config.Key, opts.Schema.Key)
+			}
+			if err := db.takeSlot(st, ds.name, op, now); err != nil {
+				return err
+			}
+			if st.Config.CreatedAt.IsZero() {
+				st.Config = datasetConfig{CreatedAt: now.UTC(), Partitions: db.opts.Partitions}
+			}
+			st.Config.Retention, st.Config.Guard, st.Config.Key = cfg.Retention, cfg.Guard, slices.Clone(opts.Schema.Key)
+			// Columns new to the dataset join its dictionary before any
+			// row version names them.
+			for _, c := range opts.Schema.Columns {
+				if !slices.Contains(st.Config.Columns, c.Name) {
+					st.Config.Columns = append(slices.Clip(st.Config.Columns), c.Name)
+				}
+			}
+			st.Top = id
+			return st.Txns.Begin(id, now)
+		})
+		if !errors.Is(err, errIDBelow) {
+			break
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: beginning a run of %s: %w", ds.name, err)
 	}
 	if created {
-		db.logger.Info("dataset created", "dataset", ds.name, "partitions", parts)
+		db.logger.Info("dataset created", "dataset", ds.name, "partitions", st.Config.Partitions)
 	}
-	if dirty {
-		db.clearScratch(ctx, ds, parts)
+	ds.mu.Lock()
+	var prev *VersionInfo
+	if st.Current > 0 {
+		prev = ds.versionLocked(st.Current)
 	}
-	id, err := db.txm.Begin(ctx, ds.name)
-	if err != nil {
+	parts := st.Config.Partitions
+	dirty := ds.scratchDirty
+	ds.mu.Unlock()
+	dict := newDictionary(st.Config.Columns)
+	r := &Run{db: db, ds: ds, id: id, epoch: st.Slot.Epoch, op: op, opts: opts, guard: cfg.Guard, nparts: parts, prev: prev,
+		restoredFrom: restoredFrom, digest: xxhash.New(), started: db.opts.now()}
+	fail := func(err error) (*Run, error) {
+		r.closeIters()
+		for _, p := range r.parts {
+			if p.load != nil {
+				p.load.Close()
+			}
+		}
+		if aerr := db.endTxn(context.WithoutCancel(ctx), r, "it could not begin"); aerr != nil {
+			err = errors.Join(err, aerr)
+		}
 		return nil, fmt.Errorf("snapshot: beginning a run of %s: %w", ds.name, err)
 	}
-	r := &Run{db: db, ds: ds, id: id, opts: opts, guard: cfg.Guard, nparts: parts, prev: prev,
-		digest: xxhash.New(), started: db.opts.now()}
+	if st.Current > 0 && prev == nil {
+		return fail(fmt.Errorf("%w: current version %d is not a kept version", ErrCorrupt, st.Current))
+	}
+	if dirty {
+		// A failed clear fails the run: it is the store failing, and the
+		// run would write where it could not delete.
+		if err := db.clearScratch(ctx, ds, parts); err != nil {
+			return fail(fmt.Errorf("clearing the scratch table an earlier run left: %w", err))
+		}
+	}
 	r.opts.Schema.Columns = slices.Clone(opts.Schema.Columns)
 	r.opts.Schema.Key = slices.Clone(opts.Schema.Key)
 	for _, c := range r.opts.Schema.Columns {
@@ -109,7 +181,7 @@ func (db *DB) beginAcquired(ctx context.Context, ds *dataset, cfg DatasetConfig,
 		r.dictOf = append(r.dictOf, d)
 	}
 	if prev != nil {
-		r.prevVis = db.txm.Visibility(ds.name, prev.Version)
+		r.prevVis = st.Txns.Visibility(prev.Version)
 		r.readOpts = readOpts(r.prevVis)
 	}
 	loader, _ := db.st.(store.Loader)
@@ -119,20 +191,14 @@ func (db *DB) beginAcquired(ctx context.Context, ds *dataset, cfg DatasetConfig,
 		if prev == nil && loader != nil {
 			l, err := loader.Load(ctx, rp.table)
 			if err != nil {
-				for _, q := range r.parts {
-					q.load.Close()
-				}
-				db.txm.Abort(ctx, id, nil)
-				return nil, fmt.Errorf("snapshot: beginning a run of %s: %w", ds.name, err)
+				return fail(err)
 			}
 			rp.load = l
 		}
 		if prev != nil {
 			it, err := db.st.Scan(ctx, rp.table, store.ScanOptions{ReadOptions: r.readOpts})
 			if err != nil {
-				r.closeIters()
-				db.txm.Abort(ctx, id, nil)
-				return nil, fmt.Errorf("snapshot: beginning a run of %s: %w", ds.name, err)
+				return fail(err)
 			}
 			rp.cur = newRowCursor(it, r.prevVis, r.n)
 		}

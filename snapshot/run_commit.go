@@ -2,18 +2,20 @@ package snapshot
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/snapstore/snapstore/store"
 )
 
 // Commit finishes the run (D3): writes delete markers for rows not seen,
-// checks the guards, flushes and syncs the data, then makes the run's id
-// the dataset's current version in one atomic durable metadata write. On
-// any error the run is aborted and the current version is unchanged.
+// checks the guards, flushes and syncs the data, writes the version's
+// record, then, in one conditional write of the dataset's row, makes the
+// run's id committed and the dataset's current version and frees the
+// writer slot (D9), only if the run still holds the slot at its epoch
+// (W3: ErrSlotLost otherwise). On any error the run is aborted and the
+// current version is unchanged, except ErrOutcomeUnknown: the commit's
+// write may have landed and could not be read back; the DB learns which
+// when the store answers, and keeps the dataset held until then.
 func (r *Run) Commit(ctx context.Context) (vi VersionInfo, err error) {
 	if err := r.usable(); err != nil {
 		return VersionInfo{}, err
@@ -45,6 +47,9 @@ func (r *Run) Commit(ctx context.Context) (vi VersionInfo, err error) {
 		return VersionInfo{}, err
 	}
 	r.closeIters()
+	// Every write is made: the writer ends before the commit point, so
+	// that none can follow it (W3).
+	r.endWrites()
 	r.hook("commit:deleted", r.stats.Deleted)
 	if err := r.checkGuards(); err != nil {
 		return VersionInfo{}, err
@@ -52,43 +57,49 @@ func (r *Run) Commit(ctx context.Context) (vi VersionInfo, err error) {
 	if st := r.stats; r.opts.VerifyUnchanged && r.prev != nil && st.Inserted+st.Updated+st.Deleted == 0 && sameSchema(r.prev.Schema, r.opts.Schema) {
 		return r.verifyInstead(ctx)
 	}
-	// Data first (flushed, not yet durable), then the commit record.
+	// Data first (flushed, not yet durable), then the version's record,
+	// then the row that lists it.
 	if err := r.db.st.Sync(ctx); err != nil {
 		return VersionInfo{}, fmt.Errorf("snapshot: syncing %s txn %d: %w", r.ds.name, r.id, err)
 	}
 	r.hook("commit:synced", 0)
 	vi = VersionInfo{
 		Dataset: r.ds.name, Version: r.id, CommittedAt: r.db.opts.now().UTC(),
-		Source: r.opts.Source, Stats: r.statsNow(), Schema: r.opts.Schema,
+		Source: r.opts.Source, Stats: r.statsNow(), Schema: r.opts.Schema, RestoredFrom: r.restoredFrom,
 	}
-	enc, err := json.Marshal(vi)
-	if err != nil {
-		return VersionInfo{}, fmt.Errorf("snapshot: encoding version info: %w", err)
-	}
-	if err := r.db.writable(); err != nil { // W3
+	if _, err := r.db.slotDeadline(r.ds, r.epoch); err != nil { // W3
 		return VersionInfo{}, fmt.Errorf("snapshot: committing %s txn %d: %w", r.ds.name, r.id, err)
 	}
-	b := &store.Batch{Table: r.db.meta}
-	b.Put(versionKey(r.ds.name, r.id), colInfo, 0, enc)
-	if r.srcDigest != nil {
-		b.Put(versionKey(r.ds.name, r.id), colDigest, 0, r.srcDigest)
+	if err := r.db.writeBody(ctx, &vi, r.srcDigest); err != nil {
+		return VersionInfo{}, err
 	}
-	b.Put(datasetKey(r.ds.name), colCur, 0, be64(r.id))
-	if err := r.db.txm.Commit(ctx, r.id, b); err != nil {
+	r.hook("commit:recorded", r.id)
+	stored := vi
+	ds := r.ds
+	ds.mu.Lock()
+	ds.bodies[r.id] = &stored
+	ds.mu.Unlock()
+	if err := r.db.commitTxn(ctx, r, &stored); err != nil {
+		if !errors.Is(err, ErrOutcomeUnknown) {
+			return VersionInfo{}, fmt.Errorf("snapshot: committing %s txn %d: %w", r.ds.name, r.id, err)
+		}
+		// The slot stays held until the outcome is known: the keeper
+		// commits it if the row still allows, or learns it landed.
+		r.done = true
+		r.publishStats()
+		r.db.setPending(ds, fmt.Sprintf("commit of txn %d", r.id), func(ctx context.Context) error {
+			return r.db.resolveCommit(ctx, r, &stored)
+		})
+		ds.release()
 		return VersionInfo{}, fmt.Errorf("snapshot: committing %s txn %d: %w", r.ds.name, r.id, err)
 	}
 	r.hook("commit:committed", r.id)
-	r.endWrites()
 	r.publishStats()
 	r.done = true
-	ds := r.ds
 	ds.mu.Lock()
-	ds.current = r.id
-	stored := vi
-	ds.versions = append(ds.versions, &stored)
-	ds.writer, ds.run = "", nil
 	vi = ds.infoLocked(&stored)
 	ds.mu.Unlock()
+	ds.release()
 	r.db.clearScratchIfDirty(context.WithoutCancel(ctx), ds, r.nparts)
 	r.hook("commit:cleared", r.id)
 	r.db.metrics.runs.WithLabelValues("committed").Inc()
@@ -97,4 +108,44 @@ func (r *Run) Commit(ctx context.Context) (vi VersionInfo, err error) {
 		"rows", vi.Stats.Rows, "inserted", vi.Stats.Inserted, "updated", vi.Stats.Updated,
 		"deleted", vi.Stats.Deleted, "bytes_written", vi.Stats.BytesWritten)
 	return vi, nil
+}
+
+// commitTxn is the commit point (D3, D9): one conditional write of the
+// dataset's row that ends r's transaction as committed, lists its version
+// as kept and current, and frees the writer slot, made only while r holds
+// the slot at its epoch (W3). A commit that already landed is found in
+// the row (errNoChange).
+func (db *DB) commitTxn(ctx context.Context, r *Run, vi *VersionInfo) error {
+	_, err := db.writeRow(ctx, r.ds, func(st *rowState) error {
+		if st.kept(r.id) {
+			return errNoChange
+		}
+		if err := db.holdsSlot(st, r.epoch); err != nil {
+			return err
+		}
+		if err := st.Txns.Commit(r.id); err != nil {
+			return fmt.Errorf("%w: %v", ErrSlotLost, err)
+		}
+		st.Current = r.id
+		st.Versions = append(st.Versions, versionRef{Version: r.id, CommittedAt: vi.CommittedAt})
+		releaseSlot(st)
+		return nil
+	})
+	return err
+}
+
+// resolveCommit learns the outcome of a commit that reported
+// ErrOutcomeUnknown: committed if the row lists the version; else the
+// commit is made if the run still holds the slot, or the transaction is
+// aborted.
+func (db *DB) resolveCommit(ctx context.Context, r *Run, vi *VersionInfo) error {
+	err := db.commitTxn(ctx, r, vi)
+	switch {
+	case err == nil:
+		db.logger.Info("run committed (outcome learned later)", "dataset", r.ds.name, "txn", r.id)
+		return nil
+	case errors.Is(err, ErrOutcomeUnknown), retryable(err):
+		return err
+	}
+	return db.abortTxn(ctx, r.ds, r.id, r.epoch)
 }

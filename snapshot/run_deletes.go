@@ -40,7 +40,10 @@ func (r *Run) markDeleted(ctx context.Context, p *runPart) error {
 		}
 		return nil
 	}
-	seenIt, err := r.db.st.Scan(ctx, p.scratch, store.ScanOptions{})
+	// Only this run's rows (scratch.go).
+	own := scratchRow(nil, r.id, nil)
+	seenIt, err := r.db.st.Scan(ctx, p.scratch, store.ScanOptions{Start: own, End: scratchRow(nil, r.id+1, nil),
+		ReadOptions: store.ReadOptions{TimeRange: store.TimeRange{Min: r.id, Max: r.id + 1}}})
 	if err != nil {
 		return fmt.Errorf("snapshot: reading seen keys of %s: %w", r.ds.name, err)
 	}
@@ -61,10 +64,10 @@ func (r *Run) markDeleted(ctx context.Context, p *runPart) error {
 		}
 		if len(seen.cells) > 1 {
 			// Name this key and the next few repeated ones.
-			dups := []string{fmt.Sprintf("%s %d times", r.formatRowKey(seen.row()), len(seen.cells))}
+			dups := []string{fmt.Sprintf("%s %d times", r.formatRowKey(seen.row()[len(own):]), len(seen.cells))}
 			for len(dups) < maxNamedDuplicates && seen.next() {
 				if len(seen.cells) > 1 {
-					dups = append(dups, fmt.Sprintf("%s %d times", r.formatRowKey(seen.row()), len(seen.cells)))
+					dups = append(dups, fmt.Sprintf("%s %d times", r.formatRowKey(seen.row()[len(own):]), len(seen.cells)))
 				}
 			}
 			return false, duplicateKeyError(dups)
@@ -77,12 +80,12 @@ func (r *Run) markDeleted(ctx context.Context, p *runPart) error {
 	}
 	if prev != nil {
 		for prev.next() {
-			for haveSeen && bytes.Compare(seen.row(), prev.row()) < 0 {
+			for haveSeen && bytes.Compare(seen.row()[len(own):], prev.row()) < 0 {
 				if haveSeen, err = nextSeen(); err != nil {
 					return err
 				}
 			}
-			if haveSeen && bytes.Equal(seen.row(), prev.row()) {
+			if haveSeen && bytes.Equal(seen.row()[len(own):], prev.row()) {
 				continue
 			}
 			if err := r.deleteRow(ctx, p, prev.row()); err != nil {

@@ -23,7 +23,7 @@ import (
 //
 // It returns the row's state at the previous version, nil when absent
 // there; the state is valid until the next call.
-func (r *Run) readPrev(ctx context.Context, p *runPart, key []byte) (*rowState, error) {
+func (r *Run) readPrev(ctx context.Context, p *runPart, key []byte) (*resolvedRow, error) {
 	steps := 0
 	for p.cur != nil {
 		if !p.loaded {
@@ -82,7 +82,7 @@ func (p *runPart) pass() {
 
 // getPrev resolves key's row in the previous version with a point read;
 // nil when absent.
-func (r *Run) getPrev(ctx context.Context, p *runPart, key []byte) (*rowState, error) {
+func (r *Run) getPrev(ctx context.Context, p *runPart, key []byte) (*resolvedRow, error) {
 	st := &r.getSt
 	st.reset(r.n)
 	var werr error

@@ -35,7 +35,7 @@ func (r *Run) startPhaseB(ctx context.Context, p *runPart) error {
 // row delete marker, which is taken back. A key given twice within phase
 // B is left to the scratch merge at commit. It returns the previous
 // version's state of the row (nil when absent), valid until the next call.
-func (r *Run) revisit(ctx context.Context, p *runPart, key []byte) (*rowState, error) {
+func (r *Run) revisit(ctx context.Context, p *runPart, key []byte) (*resolvedRow, error) {
 	// One read for both the run's own row version (at its id, the newest)
 	// and the previous version's chain: every version up to the run's id.
 	o := store.ReadOptions{TimeRange: store.TimeRange{Min: 0, Max: r.id + 1}}

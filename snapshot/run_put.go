@@ -54,7 +54,7 @@ func (r *Run) Put(ctx context.Context, vals []Value) error {
 
 	// Find the row in the previous version (and, in phase B below
 	// switchKey, whether phase A saw or deleted it).
-	var prev *rowState
+	var prev *resolvedRow
 	var err2 error
 	if p.switched && bytes.Compare(key, p.switchKey) <= 0 {
 		if prev, err2 = r.revisit(ctx, p, key); err2 != nil {

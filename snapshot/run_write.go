@@ -13,7 +13,9 @@ package snapshot
 // writes SSTables and ingests them), else every batch is applied (without
 // sync; the commit syncs once). A load is flushed, which makes its cells
 // visible, when the partition leaves phase A (revisit reads them) and at
-// commit.
+// commit. Every write, and every load's flush, goes out only while the
+// run holds the dataset's writer slot at its epoch, with the slot's expiry
+// as its deadline (doc.go W3): a fenced writer writes nothing more.
 
 import (
 	"context"
@@ -112,8 +114,16 @@ func (w *runWriter) write(j *writeJob) error {
 				return fmt.Errorf("snapshot: writing %s txn %d: %w", r.ds.name, r.id, err)
 			}
 		}
-	} else if err := r.db.st.Apply(w.ctx, &j.batch); err != nil {
-		return fmt.Errorf("snapshot: writing %s txn %d: %w", r.ds.name, r.id, err)
+	} else {
+		// W3: no write once the slot expired or was taken.
+		ctx, cancel, err := r.db.slotContext(w.ctx, r.ds, r.epoch)
+		if err == nil {
+			err = r.db.st.Apply(ctx, &j.batch)
+		}
+		cancel()
+		if err != nil {
+			return fmt.Errorf("snapshot: writing %s txn %d: %w", r.ds.name, r.id, err)
+		}
 	}
 	r.db.metrics.cellsWrite.Add(float64(n))
 	return nil
@@ -219,7 +229,14 @@ func (r *Run) syncWrites(ctx context.Context, parts []*runPart, endLoads bool) e
 		if p.load == nil {
 			continue
 		}
-		if err := p.load.Flush(ctx); err != nil {
+		// W3: the load's cells reach the store here (an ingest), within
+		// the slot's deadline.
+		lctx, cancel, err := r.db.slotContext(ctx, r.ds, r.epoch)
+		if err == nil {
+			err = p.load.Flush(lctx)
+		}
+		cancel()
+		if err != nil {
 			r.err = fmt.Errorf("snapshot: writing %s txn %d: %w", r.ds.name, r.id, err)
 			return r.err
 		}
@@ -238,6 +255,7 @@ func (r *Run) endWrites() {
 		return
 	}
 	r.w.stop()
+	r.w = nil
 	for _, p := range r.parts {
 		if p.load != nil {
 			p.load.Close()

@@ -2,15 +2,19 @@ package snapshot
 
 // The scratch table of phase B (doc.go D5; keys.go has its layout): one per
 // partition, holding the keys a run's partition received after its source
-// order broke, each at the run's id with a sequence number as column, so
-// that a key given twice is two cells of one row. Writes to it are never
-// synced: a crashed run's scratch rows are garbage.
+// order broke, each in a row prefixed with the run's id, at the run's id,
+// with a sequence number as column, so that a key given twice is two
+// cells of one row. A run reads only its own rows (its prefix and its
+// timestamp): rows left by another run can never count as seen, and a
+// clear of another run's rows that lands late (store.S9) cannot touch
+// them. Writes to it are never synced: a crashed run's scratch rows are
+// garbage.
 //
 // A run that recorded keys clears the table when it ends (commit or
 // abort). A table that may still hold keys (that clear failed, or the
 // process died; Open marks every dataset so) is cleared before the
-// dataset's next run begins (dataset.scratchDirty). Dropping a dataset
-// clears it too.
+// dataset's next run writes, once it holds the writer slot; if that clear
+// fails, the run fails with it. Dropping a dataset clears it too.
 
 import (
 	"context"
@@ -21,10 +25,11 @@ import (
 // recordSeen adds key to the partition's batch of scratch rows.
 func (r *Run) recordSeen(p *runPart, key []byte) {
 	ss := len(p.sarena)
-	p.sarena = append(p.sarena, key...)
+	p.sarena = scratchRow(p.sarena, r.id, key)
+	re := len(p.sarena)
 	p.sarena = binary.BigEndian.AppendUint64(p.sarena, p.seq)
 	p.seq++
-	p.seen.Put(p.sarena[ss:ss+len(key):ss+len(key)], p.sarena[ss+len(key):len(p.sarena):len(p.sarena)], r.id, nil)
+	p.seen.Put(p.sarena[ss:re:re], p.sarena[re:len(p.sarena):len(p.sarena)], r.id, nil)
 }
 
 // flushSeen applies the partition's batch of scratch rows, without sync.
@@ -42,27 +47,30 @@ func (r *Run) flushSeen(ctx context.Context, p *runPart) error {
 }
 
 // clearScratchIfDirty clears the scratch tables of ds when a run may have
-// written them.
+// written them; a failure is logged and leaves them dirty, for the next
+// run to clear.
 func (db *DB) clearScratchIfDirty(ctx context.Context, ds *dataset, parts int) {
 	ds.mu.Lock()
 	dirty := ds.scratchDirty
 	ds.mu.Unlock()
-	if dirty {
-		db.clearScratch(ctx, ds, parts)
+	if !dirty {
+		return
+	}
+	if err := db.clearScratch(ctx, ds, parts); err != nil {
+		db.logger.Warn("clearing a run's scratch table", "dataset", ds.name, "err", err)
 	}
 }
 
 // clearScratch empties the scratch tables of ds; on success they are
-// known clean, so the next run need not clear them first. A failure is
-// logged and leaves them dirty.
-func (db *DB) clearScratch(ctx context.Context, ds *dataset, parts int) {
+// known clean, so the next run need not clear them first.
+func (db *DB) clearScratch(ctx context.Context, ds *dataset, parts int) error {
 	for p := 0; p < parts; p++ {
 		if err := db.st.DeleteRange(ctx, scratchTable(ds.name, p), nil, nil); err != nil {
-			db.logger.Warn("clearing a run's scratch table", "dataset", ds.name, "err", err)
-			return
+			return fmt.Errorf("snapshot: clearing the scratch table of %s: %w", ds.name, err)
 		}
 	}
 	ds.mu.Lock()
 	ds.scratchDirty = false
 	ds.mu.Unlock()
+	return nil
 }

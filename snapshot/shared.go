@@ -2,11 +2,10 @@ package snapshot
 
 // This file holds how the program that opens a store says that other
 // processes share it (doc.go, "Several processes on one store"), and the
-// one check every write makes: may this DB write. The writer lease is in
-// lease.go, the refresh of read-only views in refresh.go.
+// one check every write makes: may this DB write. Writer slots are in
+// slot.go, the refresh of views in refresh.go.
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/snapstore/snapstore/store"
@@ -15,7 +14,7 @@ import (
 // SharedStore is an optional interface of a store.Store that other
 // processes may open at the same time (store/hbase as cmd/snapstore opens
 // it). Open fills the sharing fields of Options that are zero (ReadOnly,
-// WriterLease, RefreshInterval) from Sharing, so that the program that
+// SlotLease, RefreshInterval) from Sharing, so that the program that
 // opens the store decides, as database/sql finds a driver's optional
 // capabilities by type assertion.
 type SharedStore interface {
@@ -27,7 +26,7 @@ type SharedStore interface {
 // mean what the Options fields of the same name do.
 type Sharing struct {
 	ReadOnly        bool
-	WriterLease     time.Duration
+	SlotLease       time.Duration
 	RefreshInterval time.Duration
 }
 
@@ -36,23 +35,13 @@ type Sharing struct {
 // work that writes (GC, scheduled runs) has nothing to do here.
 func (db *DB) ReadOnly() bool { return db.opts.ReadOnly }
 
-// writable returns nil when this DB may write: not read-only, and, with a
-// writer lease, the lease held and not expired by this process's clock
-// (W1, W3).
+// writable returns nil when this DB may write: open and not read-only.
 func (db *DB) writable() error {
 	if err := db.check(); err != nil {
 		return err
 	}
 	if db.opts.ReadOnly {
 		return ErrReadOnly
-	}
-	if db.opts.WriterLease > 0 {
-		if db.leaseLost.Load() {
-			return fmt.Errorf("%w: another process took it", ErrWriterLeaseLost)
-		}
-		if until := time.Unix(0, db.leaseUntil.Load()); !db.opts.now().Before(until) {
-			return fmt.Errorf("%w: not renewed since it expired at %s", ErrWriterLeaseLost, until.UTC().Format(time.RFC3339))
-		}
 	}
 	return nil
 }

@@ -3,13 +3,12 @@ package snapshot
 import (
 	"context"
 	"fmt"
-
-	"github.com/snapstore/snapstore/store"
 )
 
 // Tag names a kept version; tagged versions are exempt from GC (G1).
-// Re-tagging moves the tag. ErrVersionNotKept; ErrInvalidArgument for a
-// bad tag name (validName).
+// Re-tagging moves the tag. One write of the row (D9), made only while
+// the version is kept there: a tag never names a version GC expired.
+// ErrVersionNotKept; ErrInvalidArgument for a bad tag name (validName).
 func (db *DB) Tag(ctx context.Context, dataset, tag string, version int64) error {
 	if err := validName("tag", tag); err != nil {
 		return err
@@ -18,36 +17,48 @@ func (db *DB) Tag(ctx context.Context, dataset, tag string, version int64) error
 	if err != nil {
 		return err
 	}
-	ds.mu.Lock()
-	defer ds.mu.Unlock()
-	if ds.versionLocked(version) == nil {
-		return fmt.Errorf("%w: %s version %d", ErrVersionNotKept, dataset, version)
-	}
-	b := &store.Batch{Table: db.meta, Sync: true}
-	b.Put(tagKey(dataset, tag), colV, 0, be64(version))
-	if err := db.st.Apply(ctx, b); err != nil {
+	_, err = db.writeRow(ctx, ds, func(st *rowState) error {
+		switch {
+		case st.Dropping != nil:
+			return fmt.Errorf("%w: %q", ErrDatasetNotFound, dataset)
+		case !st.kept(version):
+			return fmt.Errorf("%w: %s version %d", ErrVersionNotKept, dataset, version)
+		case st.Tags[tag] == version:
+			return errNoChange
+		}
+		if st.Tags == nil {
+			st.Tags = map[string]int64{}
+		}
+		st.Tags[tag] = version
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("snapshot: tagging %s version %d: %w", dataset, version, err)
 	}
-	ds.tags[tag] = version
 	return nil
 }
 
-// Untag removes a tag. ErrTagNotFound.
+// Untag removes a tag, in one write of the row. ErrTagNotFound.
 func (db *DB) Untag(ctx context.Context, dataset, tag string) error {
 	ds, err := db.lookupWritable(ctx, dataset)
 	if err != nil {
 		return err
 	}
 	ds.mu.Lock()
-	defer ds.mu.Unlock()
-	if _, ok := ds.tags[tag]; !ok {
+	_, ok := ds.tags[tag]
+	ds.mu.Unlock()
+	if !ok {
 		return fmt.Errorf("%w: %s tag %q", ErrTagNotFound, dataset, tag)
 	}
-	b := &store.Batch{Table: db.meta, Sync: true}
-	b.DeleteVersion(tagKey(dataset, tag), colV, 0)
-	if err := db.st.Apply(ctx, b); err != nil {
+	_, err = db.writeRow(ctx, ds, func(st *rowState) error {
+		if _, ok := st.Tags[tag]; !ok {
+			return errNoChange // gone meanwhile: by this write, or another process's
+		}
+		delete(st.Tags, tag)
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("snapshot: untagging %s: %w", dataset, err)
 	}
-	delete(ds.tags, tag)
 	return nil
 }

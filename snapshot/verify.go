@@ -12,14 +12,17 @@ package snapshot
 //
 // The checksums a source computed for a version are its digest, stored
 // with the version (keys.go, column "dgst") and opaque to snapshot: the
-// adapter writes it at commit (Run.SetSourceDigest) or at a verification,
-// and reads it back for the next run (DB.SourceDigest). It goes with its
-// version: expired, rolled back or dropped.
+// adapter writes it at commit (Run.SetSourceDigest, in the version row
+// written before the row lists the version) or at a verification, and
+// reads it back for the next run (DB.SourceDigest). It goes with its
+// version: expired or dropped. The verification time is in the dataset's
+// row (versionRef.VerifiedAt), since a listed version row never changes
+// for readers (W2).
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -51,49 +54,79 @@ func (db *DB) SourceDigest(ctx context.Context, dataset string, version int64) (
 
 // Verify records that the source was found identical to version, which
 // must be the dataset's current version, at time at: VersionInfo.VerifiedAt
-// (and, when digest is not nil, the version's digest) in one durable
-// metadata write. It holds the dataset's writer slot meanwhile (D8).
-// Errors: ErrDatasetNotFound, ErrRunInProgress, ErrNotCurrent.
+// in one write of the dataset's row (D9), made only while no other writer
+// holds the dataset's slot (D8); and, when digest is not nil, the
+// version's digest, first, in its version row. Errors: ErrDatasetNotFound,
+// ErrRunInProgress, ErrNotCurrent.
 func (db *DB) Verify(ctx context.Context, dataset string, version int64, at time.Time, digest []byte) (VersionInfo, error) {
 	ds, err := db.acquireWritable(ctx, dataset, "verify")
 	if err != nil {
 		return VersionInfo{}, err
 	}
 	defer ds.release()
-	return db.recordVerified(ctx, ds, version, at, digest)
+	now := db.opts.now()
+	return db.recordVerified(ctx, ds, version, at, digest, nil, func(st *rowState) error {
+		// The slot is taken and freed in this one write: it is free, or
+		// its holder gone.
+		if err := db.takeSlot(st, ds.name, "verify", now); err != nil {
+			return err
+		}
+		releaseSlot(st)
+		return nil
+	})
 }
 
-// recordVerified is Verify for a caller holding ds's writer slot.
-func (db *DB) recordVerified(ctx context.Context, ds *dataset, version int64, at time.Time, digest []byte) (VersionInfo, error) {
+// recordVerified records version of ds verified at at: digest (when not
+// nil) in the version row, written within ctx, then the verification time
+// in one write of the row whose other changes end makes. A digest written
+// without the row's write is harmless: it describes the version's content
+// as well as the one it replaced.
+func (db *DB) recordVerified(ctx context.Context, ds *dataset, version int64, at time.Time, digest []byte, digestCtx context.Context, end func(st *rowState) error) (VersionInfo, error) {
+	fail := func(err error) (VersionInfo, error) {
+		return VersionInfo{}, fmt.Errorf("snapshot: recording the verification of %s version %d: %w", ds.name, version, err)
+	}
 	ds.mu.Lock()
-	vi := ds.versionLocked(version)
-	if vi == nil || ds.current != version {
-		cur := ds.current
-		ds.mu.Unlock()
+	cur := ds.current
+	ds.mu.Unlock()
+	if cur != version {
 		return VersionInfo{}, fmt.Errorf("%w: %s version %d (current %d)", ErrNotCurrent, ds.name, version, cur)
 	}
-	next := *vi
-	t := at.UTC()
-	next.VerifiedAt = &t
-	ds.mu.Unlock()
-	enc, err := json.Marshal(next)
-	if err != nil {
-		return VersionInfo{}, fmt.Errorf("snapshot: encoding version info: %w", err)
-	}
-	if err := db.writable(); err != nil { // W3
-		return VersionInfo{}, fmt.Errorf("snapshot: recording the verification of %s version %d: %w", ds.name, version, err)
-	}
-	b := &store.Batch{Table: db.meta, Sync: true}
-	b.Put(versionKey(ds.name, version), colInfo, 0, enc)
 	if digest != nil {
+		if digestCtx == nil {
+			digestCtx = ctx
+		}
+		b := &store.Batch{Table: db.meta}
 		b.Put(versionKey(ds.name, version), colDigest, 0, bytes.Clone(digest))
+		if err := db.st.MutateRow(digestCtx, b); err != nil {
+			return fail(err)
+		}
 	}
-	if err := db.st.Apply(ctx, b); err != nil {
-		return VersionInfo{}, fmt.Errorf("snapshot: recording the verification of %s version %d: %w", ds.name, version, err)
+	t := at.UTC()
+	_, err := db.writeRow(ctx, ds, func(st *rowState) error {
+		if st.Current != version {
+			return fmt.Errorf("%w: %s version %d (current %d)", ErrNotCurrent, ds.name, version, st.Current)
+		}
+		i := slices.IndexFunc(st.Versions, func(r versionRef) bool { return r.Version == version })
+		if i < 0 {
+			return fmt.Errorf("%w: %s version %d", ErrVersionNotKept, ds.name, version)
+		}
+		if r := st.Versions[i]; r.VerifiedAt != nil && r.VerifiedAt.Equal(t) && st.Slot.Owner != db.owner {
+			return errNoChange // this write landed
+		}
+		if err := end(st); err != nil {
+			return err
+		}
+		st.Versions[i].VerifiedAt = &t
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, ErrNotCurrent) {
+			return VersionInfo{}, err
+		}
+		return fail(err)
 	}
 	ds.mu.Lock()
-	*vi = next
-	info := ds.infoLocked(vi)
+	info := ds.infoLocked(ds.versionLocked(version))
 	ds.mu.Unlock()
 	db.logger.Info("version verified", "dataset", ds.name, "version", version)
 	return info, nil
@@ -101,24 +134,39 @@ func (db *DB) recordVerified(ctx context.Context, ds *dataset, version int64, at
 
 // verifyInstead ends a run that changed nothing (RunOptions.VerifyUnchanged)
 // without committing: the previous version is recorded verified, with the
-// run's source digest, and the run's transaction, which wrote nothing,
-// ends invalid like an aborted one's. The writer slot is released.
+// run's source digest, and the run's transaction, which wrote no data,
+// ends invalid like an aborted one's, in one write of the row that frees
+// the writer slot, made only while the run holds it (W3).
 func (r *Run) verifyInstead(ctx context.Context) (VersionInfo, error) {
-	vi, err := r.db.recordVerified(ctx, r.ds, r.prev.Version, r.db.opts.now(), r.srcDigest)
+	r.closeIters()
+	r.endWrites()
+	dctx, cancel, err := r.db.slotContext(ctx, r.ds, r.epoch)
+	defer cancel()
+	if err != nil {
+		return VersionInfo{}, err
+	}
+	now := r.db.opts.now()
+	vi, err := r.db.recordVerified(ctx, r.ds, r.prev.Version, now, r.srcDigest, dctx, func(st *rowState) error {
+		if err := r.db.holdsSlot(st, r.epoch); err != nil {
+			return err
+		}
+		if st.Txns.IsInProgress(r.id) {
+			if err := st.Txns.Abort(r.id, now); err != nil {
+				return err
+			}
+		}
+		releaseSlot(st)
+		return nil
+	})
 	if err != nil {
 		return VersionInfo{}, err
 	}
 	r.verified = true
 	r.publishStats()
 	r.done = true
-	r.endWrites()
-	aerr := r.db.txm.Abort(ctx, r.id, nil)
 	r.db.clearScratchIfDirty(context.WithoutCancel(ctx), r.ds, r.nparts)
 	r.ds.release()
 	r.db.metrics.runs.WithLabelValues("verified").Inc()
-	if aerr != nil {
-		r.db.logger.Warn("ending a verified run's transaction", "dataset", r.ds.name, "txn", r.id, "err", aerr)
-	}
 	return vi, nil
 }
 

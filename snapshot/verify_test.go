@@ -176,13 +176,13 @@ func TestVerifyUnchanged(t *testing.T) {
 	if d, err := db.SourceDigest(ctx, "t", v1.Version); err != nil || string(d) != "d2" {
 		t.Errorf("digest after the verified run: %q %v", d, err)
 	}
-	if inv := db.txm.Invalid("t"); !slices.Contains(inv, r2.TxnID()) {
+	if inv := invalidIDs(db, "t"); !slices.Contains(inv, r2.TxnID()) {
 		t.Errorf("the verified run's transaction %d not invalid: %v", r2.TxnID(), inv)
 	}
 	if _, err := db.GC(ctx, "t", false); err != nil {
 		t.Fatal(err)
 	}
-	if inv := db.txm.Invalid("t"); len(inv) != 0 {
+	if inv := invalidIDs(db, "t"); len(inv) != 0 {
 		t.Errorf("invalid transactions after GC: %v", inv)
 	}
 	// A change commits; the digest goes with its version.
@@ -196,15 +196,90 @@ func TestVerifyUnchanged(t *testing.T) {
 	if _, err := db.Verify(ctx, "t", v1.Version, clock, nil); !errors.Is(err, ErrNotCurrent) {
 		t.Errorf("verify an older version: %v", err)
 	}
-	if _, err := db.Rollback(ctx, "t", v1.Version); err != nil {
+	// A rollback commits a version with v1's rows: v3 and its digest stay;
+	// the new version has none (the source did not describe it).
+	v4, err := db.Rollback(ctx, "t", v1.Version)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.SourceDigest(ctx, "t", v3.Version); !errors.Is(err, ErrVersionNotKept) {
-		t.Errorf("digest of a rolled-back version: %v", err)
+	if d, err := db.SourceDigest(ctx, "t", v3.Version); err != nil || string(d) != "d3" {
+		t.Errorf("digest of version 3 after a rollback: %q %v", d, err)
 	}
-	got, err := db.st.Get(ctx, db.meta, versionKey("t", v3.Version), store.ReadOptions{})
-	if err != nil || len(got) != 0 {
-		t.Errorf("metadata of the rolled-back version left: %v %v", got, err)
+	if d, err := db.SourceDigest(ctx, "t", v4.Version); err != nil || d != nil {
+		t.Errorf("digest of the rollback's version: %q %v", d, err)
+	}
+	// GC that expires v1 and v3 deletes their version rows, digest too.
+	if err := db.SetConfig(ctx, DatasetConfig{Name: "t", Retention: Retention{TTL: time.Minute, MinVersions: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(time.Hour)
+	if _, err := db.GC(ctx, "t", false); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []int64{v1.Version, v3.Version} {
+		got, err := db.st.Get(ctx, db.meta, versionKey("t", v), store.ReadOptions{})
+		if err != nil || len(got) != 0 {
+			t.Errorf("metadata of expired version %d left: %v %v", v, got, err)
+		}
+	}
+}
+
+// TestVerifiedAtDurable: the verification time is in the dataset's row, so
+// it survives a reopen, and a writer that lost its slot cannot record one
+// (W3): its run ends with ErrSlotLost and records nothing.
+func TestVerifiedAtDurable(t *testing.T) {
+	ctx := context.Background()
+	clock := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	st := newTestStore(t)
+	opts := Options{now: func() time.Time { return clock }}
+	db := openTestDB(t, st, opts)
+	rows := [][]Value{{iv(1), sv("a")}, {iv(2), sv("b")}}
+	begin := func(db *DB) *Run {
+		t.Helper()
+		r, err := db.BeginRun(ctx, DatasetConfig{Name: "t"}, RunOptions{Schema: testSchema, VerifyUnchanged: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range rows {
+			if err := r.Put(ctx, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return r
+	}
+	v1, err := begin(db).Commit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(time.Hour)
+	r := begin(db)
+	if _, err := r.Commit(ctx); err != nil || !r.Verified() {
+		t.Fatalf("unchanged run: %v, verified %v", err, r.Verified())
+	}
+	verified := clock
+	db.Close()
+	db = openTestDB(t, st, opts)
+	vi, err := db.VersionInfo(ctx, "t", v1.Version)
+	if err != nil || vi.VerifiedAt == nil || !vi.VerifiedAt.Equal(verified) {
+		t.Fatalf("after reopen: %+v %v, want verified at %s", vi, err, verified)
+	}
+
+	// The slot lapses (no keeper renews it past the clock) and another
+	// writer takes it: the first writer's verification is refused.
+	clock = clock.Add(time.Hour)
+	r = begin(db)
+	db.stopKeeper()
+	clock = clock.Add(2 * DefaultSlotLease)
+	other := openTestDB(t, st, opts)
+	if _, err := other.GC(ctx, "t", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Commit(ctx); !errors.Is(err, ErrSlotLost) {
+		t.Fatalf("verification by a fenced writer: %v, want ErrSlotLost", err)
+	}
+	vi, err = other.VersionInfo(ctx, "t", v1.Version)
+	if err != nil || !vi.VerifiedAt.Equal(verified) {
+		t.Fatalf("after a fenced verification: %+v %v, want verified at %s", vi, err, verified)
 	}
 }
 

@@ -21,8 +21,11 @@ type VersionInfo struct {
 	// this version and recorded that instead of committing a new one
 	// (verify.go); nil when none did.
 	VerifiedAt *time.Time `json:"verified_at,omitempty"`
-	Tags       []string   `json:"tags,omitempty"`
-	Current    bool       `json:"current"`
+	// RestoredFrom is, for a version a rollback committed, the version
+	// whose content it restored (rollback.go); 0 otherwise.
+	RestoredFrom int64    `json:"restored_from,omitempty"`
+	Tags         []string `json:"tags,omitempty"`
+	Current      bool     `json:"current"`
 }
 
 // CheckedAt returns the last time the version was known to match its

@@ -3,7 +3,7 @@ package snapshot
 // The visibility rule of txn (txn.V2: which cell versions a view sees;
 // txn.V3: the newest visible version of a column wins, and a visible delete
 // marker hides the visible puts at or below it) applied to the versions of
-// one row: the walk of rowversion.go (rowState.add) resolves rows for
+// one row: the walk of rowversion.go (resolvedRow.add) resolves rows for
 // reads, runs and diffs, and GC's markNeeded (gc.go) walks the same way to
 // find what each view needs.
 

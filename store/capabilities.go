@@ -28,3 +28,13 @@ type LateWriter interface {
 type ApplyPlanner interface {
 	ApplyCalls(b *Batch) ([]*Batch, error)
 }
+
+// ProcessLocal is implemented by a store that may know that only one
+// process can open it at a time (store/pebble locks its directory): when
+// ProcessLocal returns true, what another process recorded in it was
+// recorded by a process that has ended. A store without the method, or
+// returning false, may be open in other processes (store/hbase); a
+// wrapper answers for the store it wraps.
+type ProcessLocal interface {
+	ProcessLocal() bool
+}

@@ -12,11 +12,13 @@ import (
 	"github.com/snapstore/snapstore/snapshot"
 )
 
-const rollbackHelp = `Make an older kept version of a dataset current again. Reads without a
-version then see it, and the next run compares the source with it. It
-asks first on a terminal, saying what will happen; --yes answers for
-scripts (without a terminal and without --yes nothing changes: exit code
-2).`
+const rollbackHelp = `Commit a new version of a dataset with the content of an older kept
+version, written as what differs from the current version, like git
+revert: reads without a version then see it, the next run compares the
+source with it, and the later versions stay listed and readable until
+retention expires them. It asks first on a terminal, saying what will
+happen; --yes answers for scripts (without a terminal and without --yes
+nothing changes: exit code 2).`
 
 // cmdRollback is `snapstore rollback DATASET VERSION`.
 func cmdRollback(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -52,21 +54,19 @@ func cmdRollback(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if err != nil || c.cf.json() {
 			return orJSON(stdout, out, err)
 		}
-		_, err = fmt.Fprintf(stdout, "%s: version %d is current (%s rows)\n", ds, v.Version, count(v.Stats.Rows))
+		_, err = fmt.Fprintf(stdout, "%s: version %d is current, restored from version %d (%s rows)\n", ds, v.Version, v.RestoredFrom, count(v.Stats.Rows))
 		return err
 	})
 }
 
 // rollbackEffect says what rolling ds back to version to does, from its
 // kept versions (newest first): the question the user answers. The
-// server's rule (snapshot.DB.Rollback): the versions after the target
-// become invisible, their tags are removed, and reads and runs go on
-// from the target.
+// server's rule (snapshot.DB.Rollback, snapshot.D11): a new version with
+// the target's content becomes current; the later versions stay.
 func rollbackEffect(ds string, to int64, versions []json.RawMessage) (string, error) {
 	var target *snapshot.VersionInfo
 	var cur int64
 	var later []string
-	var lostTags []string
 	for _, raw := range versions {
 		var v snapshot.VersionInfo
 		if err := json.Unmarshal(raw, &v); err != nil {
@@ -80,21 +80,16 @@ func rollbackEffect(ds string, to int64, versions []json.RawMessage) (string, er
 			target = &v
 		case v.Version > to:
 			later = append(later, strconv.FormatInt(v.Version, 10))
-			lostTags = append(lostTags, v.Tags...)
 		}
 	}
 	if target == nil {
 		return "", &exitError{code: exitFailed, err: fmt.Errorf("%s has no kept version %d (snapstore versions %s lists them)", ds, to, ds)}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Roll %s back to version %d (committed %s, %s rows)? The current version is %d.",
+	fmt.Fprintf(&b, "Roll %s back to version %d (committed %s, %s rows)? A new version with its content becomes current; the current version is %d.",
 		ds, to, timeText(&target.CommittedAt), count(target.Stats.Rows), cur)
 	if len(later) > 0 {
-		fmt.Fprintf(&b, " The %d later versions (%s) become unreadable", len(later), strings.Join(later, ", "))
-		if len(lostTags) > 0 {
-			fmt.Fprintf(&b, " and their tags (%s) are removed", strings.Join(lostTags, ", "))
-		}
-		b.WriteString("; this cannot be undone.")
+		fmt.Fprintf(&b, " The %d later versions (%s) stay readable until retention expires them.", len(later), strings.Join(later, ", "))
 	}
 	return b.String(), nil
 }

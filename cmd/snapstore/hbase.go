@@ -12,25 +12,33 @@ import (
 	"github.com/snapstore/snapstore/store/hbase"
 )
 
-// hbaseWriterLease is the writer lease of a process that writes HBase: a
-// second writer is refused while it lasts, and after a crash the next
-// writer waits at most this long.
-const hbaseWriterLease = 30 * time.Second
+// hbaseSlotLease is the lease of the per-dataset writer slots of a process
+// that writes HBase (snapshot.W1): after a crash, another writer takes a
+// dataset the dead one held once this long passed.
+const hbaseSlotLease = 30 * time.Second
 
 // sharedHBase tells snapshot.Open how this process shares the HBase table
-// with other snapstore processes (snapshot.SharedStore).
+// with other snapstore processes (snapshot.SharedStore). It embeds the
+// concrete store, so that its optional capabilities (store.LateWriter,
+// store.ApplyPlanner) reach snapshot too.
 type sharedHBase struct {
-	store.Store
+	*hbase.Store
 	sharing snapshot.Sharing
 }
 
 func (s sharedHBase) Sharing() snapshot.Sharing { return s.sharing }
 
+var (
+	_ snapshot.SharedStore = sharedHBase{}
+	_ store.LateWriter     = sharedHBase{}
+	_ store.ApplyPlanner   = sharedHBase{}
+)
+
 // openHBase opens the HBase backend through its Thrift2 gateway, creating
 // the namespace and table when absent.
 func openHBase(ctx context.Context, cfg *Config, log *slog.Logger, reg prometheus.Registerer) (store.Store, error) {
 	h := cfg.Storage.HBase
-	sharing := snapshot.Sharing{WriterLease: hbaseWriterLease}
+	sharing := snapshot.Sharing{SlotLease: hbaseSlotLease}
 	if h.ReadOnly {
 		sharing = snapshot.Sharing{ReadOnly: true}
 	}

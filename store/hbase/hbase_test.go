@@ -116,7 +116,7 @@ func BenchmarkStore(b *testing.B) {
 // packages: calls through a stopped gateway fail with store.ErrUnavailable
 // and work again, on the same Store, once it is back.
 func TestGatewayRestart(t *testing.T) {
-	g := hbasetest.StartGateway(t, 29092)
+	g := hbasetest.StartGateway(t)
 	s := hbasetest.Open(t, func(o *hbase.Options) { o.Addr = g.Addr })
 	ctx := t.Context()
 	put := &store.Batch{Table: "t"}

@@ -3,31 +3,13 @@ package hbase
 import (
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/snapstore/snapstore/store"
+	"github.com/snapstore/snapstore/store/hbase/internal/gateway"
 )
-
-// outagePort is the port of the private Thrift2 gateway the outage test
-// starts and stops, so that the gateway other tests use stays up.
-const outagePort = "29091"
-
-// gateway runs scripts/hbase-standalone.sh start-thrift or stop-thrift for
-// the private gateway on outagePort.
-func gateway(t *testing.T, cmd string) {
-	t.Helper()
-	script, _ := filepath.Abs(filepath.Join("..", "..", "scripts", "hbase-standalone.sh"))
-	c := exec.Command(script, cmd)
-	c.Env = append(os.Environ(), "SNAPSTORE_HBASE_THRIFT_PORT="+outagePort)
-	if out, err := c.CombinedOutput(); err != nil {
-		t.Fatalf("hbase-standalone.sh %s: %v\n%s", cmd, err, out)
-	}
-}
 
 // TestGatewayStoppedMidBatch stops the Thrift2 gateway after the first call
 // of a four-call batch: the batch and later calls fail with
@@ -36,14 +18,10 @@ func gateway(t *testing.T, cmd string) {
 // stale) applies the batch again and reads it whole.
 func TestGatewayStoppedMidBatch(t *testing.T) {
 	addr := testAddr(t)
-	if !strings.HasPrefix(addr, "127.0.0.1:") {
-		t.Skipf("HBase at %s was not started by scripts/hbase-standalone.sh, which this test needs to stop a gateway", addr)
-	}
-	gateway(t, "start-thrift")
-	t.Cleanup(func() { gateway(t, "stop-thrift") })
+	g := gateway.Start(t, addr)
 
 	opts := testOptions(t)
-	opts.Addr, opts.MaxCellsPerCall, opts.PoolSize = "127.0.0.1:"+outagePort, 100, 2
+	opts.Addr, opts.MaxCellsPerCall, opts.PoolSize = g.Addr, 100, 2
 	s := openTest(t, opts)
 	ctx := t.Context()
 	// Warm the pool so that the stop leaves a stale connection behind.
@@ -58,7 +36,7 @@ func TestGatewayStoppedMidBatch(t *testing.T) {
 	var once sync.Once
 	s.afterCall = func(method string, err error) {
 		if method == "putMultiple" && err == nil {
-			once.Do(func() { gateway(t, "stop-thrift") })
+			once.Do(func() { g.Stop(t) })
 		}
 	}
 	err := s.Apply(ctx, b)
@@ -66,13 +44,13 @@ func TestGatewayStoppedMidBatch(t *testing.T) {
 	if !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("apply with the gateway stopped mid-batch: got %v, want store.ErrUnavailable", err)
 	}
-	if msg := err.Error(); !strings.Contains(msg, `applying a batch to "t"`) || !strings.Contains(msg, "127.0.0.1:"+outagePort) {
+	if msg := err.Error(); !strings.Contains(msg, `applying a batch to "t"`) || !strings.Contains(msg, g.Addr) {
 		t.Errorf("error text %q does not name the operation and the gateway", msg)
 	}
 	t.Logf("apply: %v", err)
 
 	_, err = s.Get(ctx, "t", []byte("row000"), store.ReadOptions{})
-	if !errors.Is(err, store.ErrUnavailable) || !strings.Contains(err.Error(), "dialing the Thrift2 gateway 127.0.0.1:"+outagePort) {
+	if !errors.Is(err, store.ErrUnavailable) || !strings.Contains(err.Error(), "dialing the Thrift2 gateway "+g.Addr) {
 		t.Errorf("get with the gateway down: got %v, want store.ErrUnavailable naming the dial", err)
 	}
 	if _, err := s.Scan(ctx, "t", store.ScanOptions{}); !errors.Is(err, store.ErrUnavailable) {
@@ -91,7 +69,7 @@ func TestGatewayStoppedMidBatch(t *testing.T) {
 		t.Errorf("cells of the failed batch visible: %d, want the first call's 100", n)
 	}
 
-	gateway(t, "start-thrift")
+	g.Start(t)
 	if err := s.Apply(ctx, b); err != nil {
 		t.Fatalf("re-applying the batch after the gateway restarted: %v", err)
 	}

@@ -103,7 +103,14 @@ type Store struct {
 	}
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store        = (*Store)(nil)
+	_ store.ProcessLocal = (*Store)(nil)
+)
+
+// ProcessLocal implements store.ProcessLocal: Pebble locks its directory,
+// so one process at a time opens a Store.
+func (s *Store) ProcessLocal() bool { return true }
 
 // Open opens (creating if needed) the Pebble database in dir. A
 // directory of storage format 1 is upgraded first (format.go), which copies

@@ -579,7 +579,14 @@ func rowsOfBatch(b *store.Batch) [][]byte {
 	return rows
 }
 
+// ProcessLocal implements store.ProcessLocal for the wrapped store.
+func (s *FaultStore) ProcessLocal() bool {
+	pl, ok := s.inner.(store.ProcessLocal)
+	return ok && pl.ProcessLocal()
+}
+
 var (
-	_ store.Store      = (*FaultStore)(nil)
-	_ store.LateWriter = (*FaultStore)(nil)
+	_ store.Store        = (*FaultStore)(nil)
+	_ store.LateWriter   = (*FaultStore)(nil)
+	_ store.ProcessLocal = (*FaultStore)(nil)
 )

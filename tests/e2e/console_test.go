@@ -215,8 +215,8 @@ func TestConsole(t *testing.T) {
 	b.wantText("#rows tbody", "7.25")
 	b.shot("rows")
 	b.open(fmt.Sprintf("/ui/datasets/items/rollback?version=%d", first))
-	b.wantText("#rollback-effect", fmt.Sprintf("makes version %d", first))
-	b.wantText("#rollback-effect", fmt.Sprintf("The later versions (%d) become unreadable", second))
+	b.wantText("#rollback-effect", fmt.Sprintf("commits a new version with the content of version %d", first))
+	b.wantText("#rollback-effect", fmt.Sprintf("versions after %d stay readable", first))
 	b.open("/ui/runs?status=succeeded")
 	b.waitVisible(`#runs tr[data-status="succeeded"]`)
 	b.shot("runs")
@@ -241,6 +241,7 @@ func TestConsole(t *testing.T) {
 	b.click("header .who button")
 	b.wantPath("/ui/login")
 	b.login(readerToken)
+	b.wantPath("/ui/") // the login's redirect, before a navigation aborts it
 	b.open("/ui/datasets/items")
 	b.waitVisible(`li.version.current`)
 	b.wantNone("a.rollback", ".tagform", "button.x")

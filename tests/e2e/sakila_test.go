@@ -123,24 +123,25 @@ func TestSakila(t *testing.T) {
 		t.Errorf("category's first version's schema has the column slug added later")
 	}
 
-	// Rollback to the first version, then a run brings the changes back.
+	// Rollback to the first version commits a version with its content;
+	// the second stays readable; then a run brings the changes back.
 	for _, tb := range []string{"actor", "film_actor"} {
 		v2 := runs2[tb].Version
 		var vi versionInfo
 		p.jsonCall(t, http.StatusOK, "POST", "/v1/datasets/"+tb+"/rollback", map[string]any{"version": v1[tb]}, &vi)
-		if d := p.dataset(t, tb); vi.Version != v1[tb] || d.CurrentVersion != v1[tb] {
-			t.Errorf("%s: rollback to %d answered version %d, current %d", tb, v1[tb], vi.Version, d.CurrentVersion)
+		if d := p.dataset(t, tb); vi.Version <= v2 || vi.RestoredFrom != v1[tb] || d.CurrentVersion != vi.Version {
+			t.Errorf("%s: rollback to %d answered version %d restored from %d, current %d", tb, v1[tb], vi.Version, vi.RestoredFrom, d.CurrentVersion)
 		}
 		got, ver := p.scanNDJSON(t, specs2[tb], tb, "")
-		if ver != v1[tb] {
-			t.Errorf("%s after rollback: read at version %d, want %d", tb, ver, v1[tb])
+		if ver != vi.Version {
+			t.Errorf("%s after rollback: read at version %d, want %d", tb, ver, vi.Version)
 		}
 		sameRows(t, tb+" after rollback", before[tb], got)
-		r, err := p.call("GET", fmt.Sprintf("/v1/datasets/%s/rows?version=%d", tb, v2), nil)
-		if err != nil {
-			t.Fatal(err)
+		got, ver = p.scanNDJSON(t, specs2[tb], tb, fmt.Sprintf("version=%d", v2))
+		if ver != v2 {
+			t.Errorf("%s at the version after the one restored: read at %d, want %d", tb, ver, v2)
 		}
-		wantProblem(t, fmt.Sprintf("%s at rolled-back version %d", tb, v2), r, http.StatusGone, "version_not_kept")
+		sameRows(t, fmt.Sprintf("%s at version %d after the rollback", tb, v2), after[tb], got)
 
 		r3 := p.mustRun(t, tb)
 		ins, upd, del := countOps(expectedChanges(before[tb], after[tb]))
@@ -153,7 +154,7 @@ func TestSakila(t *testing.T) {
 		}
 		sameRows(t, tb+" after rollback and run", after[tb], got)
 		p.checkDiff(t, specs2[tb], tb, v1[tb], r3.Version, before[tb], after[tb])
-		if got, want := versionIDs(p.versions(t, tb)), []int64{r3.Version, v1[tb]}; fmt.Sprint(got) != fmt.Sprint(want) {
+		if got, want := versionIDs(p.versions(t, tb)), []int64{r3.Version, vi.Version, v2, v1[tb]}; fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("%s: versions after rollback and run %v, want %v", tb, got, want)
 		}
 	}

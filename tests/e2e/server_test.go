@@ -373,9 +373,10 @@ type versionInfo struct {
 		} `json:"columns"`
 		Key []string `json:"key"`
 	} `json:"schema"`
-	Tags       []string   `json:"tags"`
-	Current    bool       `json:"current"`
-	VerifiedAt *time.Time `json:"verified_at"`
+	RestoredFrom int64      `json:"restored_from"`
+	Tags         []string   `json:"tags"`
+	Current      bool       `json:"current"`
+	VerifiedAt   *time.Time `json:"verified_at"`
 }
 
 type datasetInfo struct {

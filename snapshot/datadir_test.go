@@ -15,9 +15,9 @@ import (
 	"github.com/snapstore/snapstore/store/pebble"
 )
 
-// format1Want is testdata/format1/want.json: what the code that wrote the
-// fixture (testdata/format1/gen) read from it.
-type format1Want struct {
+// dataDirWant is testdata/format<N>/want.json: what the code that wrote
+// the fixture (testdata/format<N>/gen) read from it.
+type dataDirWant struct {
 	Datasets map[string]struct {
 		Versions []VersionInfo                `json:"versions"`
 		Rows     map[string][]json.RawMessage `json:"rows"`
@@ -27,40 +27,49 @@ type format1Want struct {
 	Records map[string]string `json:"records"`
 }
 
-// untarFormat1 unpacks the format 1 data directory into a new temporary
-// directory and returns its path.
-func untarFormat1(t *testing.T) string {
+// untarDataDir unpacks the data directory of fixture (testdata/<fixture>)
+// into a new temporary directory and returns its path.
+func untarDataDir(t *testing.T, fixture string) string {
 	t.Helper()
 	dir := t.TempDir()
-	out, err := exec.Command("tar", "-C", dir, "-xzf", filepath.Join("testdata", "format1", "data.tar.gz")).CombinedOutput()
+	out, err := exec.Command("tar", "-C", dir, "-xzf", filepath.Join("testdata", fixture, "data.tar.gz")).CombinedOutput()
 	if err != nil {
 		t.Fatalf("untar: %v: %s", err, out)
 	}
 	return filepath.Join(dir, "data")
 }
 
-func readFormat1Want(t *testing.T) format1Want {
+func readDataDirWant(t *testing.T, fixture string) dataDirWant {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "format1", "want.json"))
+	b, err := os.ReadFile(filepath.Join("testdata", fixture, "want.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var w format1Want
+	var w dataDirWant
 	if err := json.Unmarshal(b, &w); err != nil {
 		t.Fatal(err)
 	}
 	return w
 }
 
-// TestOpenFormat1 opens a data directory written by the first storage
-// format (testdata/format1, made by an earlier snapstore) and checks that
-// every kept version reads as that snapstore read it: versions, rows, point
-// reads, diffs and records; then that a run, GC and a reopen on top of it
-// keep them.
-func TestOpenFormat1(t *testing.T) {
+// TestOpenDataDir opens data directories written by earlier storage
+// formats (docs/storage-format.md), each made by an earlier snapstore with
+// the same program (testdata/format<N>/gen): format 1 (metadata in rows of
+// their own, one cell per column) and format 2 (one metadata row per
+// dataset, one cell per column). Open migrates each to format 3, and every
+// kept version reads as that snapstore read it: versions, rows, point
+// reads, diffs and records; then a run, GC and a reopen on top of it keep
+// them, and the store records format 3.
+func TestOpenDataDir(t *testing.T) {
+	for _, fixture := range []string{"format1", "format2"} {
+		t.Run(fixture, func(t *testing.T) { testOpenDataDir(t, fixture) })
+	}
+}
+
+func testOpenDataDir(t *testing.T, fixture string) {
 	ctx := context.Background()
-	dir := untarFormat1(t)
-	want := readFormat1Want(t)
+	dir := untarDataDir(t, fixture)
+	want := readDataDirWant(t, fixture)
 	st, err := pebble.Open(dir, pebble.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +78,22 @@ func TestOpenFormat1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkFormat1(t, db, want)
+	checkDataDir(t, db, want)
+	for _, name := range []string{"films", "parted", "gone"} {
+		ds, err := db.lookup(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds.mu.Lock()
+		f, left := ds.st.Format, ds.st.ColumnTablesLeft
+		ds.mu.Unlock()
+		if f != metaFormat || left {
+			t.Fatalf("%s after Open: format %d, column tables left %v", name, f, left)
+		}
+	}
+	if f, err := db.checkFormat(ctx); err != nil || f != metaFormat {
+		t.Fatalf("store format after Open: %d, %v", f, err)
+	}
 
 	// A run on top of the old data compares with it, and GC keeps what
 	// the kept versions read.
@@ -98,7 +122,7 @@ func TestOpenFormat1(t *testing.T) {
 		t.Fatal(err)
 	}
 	if st := vi.Stats; st.Updated != 1 || st.Unchanged != 189 || st.Inserted != 0 || st.Deleted != 0 {
-		t.Fatalf("run on format 1 data: %+v, want 1 updated and 189 unchanged", st)
+		t.Fatalf("run on migrated data: %+v, want 1 updated and 189 unchanged", st)
 	}
 	// GC with retention that keeps every version: it removes the cells of
 	// the aborted runs and nothing any version reads.
@@ -132,11 +156,11 @@ func TestOpenFormat1(t *testing.T) {
 		t.Fatalf("after reopen: current %d, want %d", got[0].Version, vi.Version)
 	}
 	want.Datasets["parted"].Versions[0].Current = false
-	checkFormat1(t, db, want)
+	checkDataDir(t, db, want)
 }
 
-// checkFormat1 compares what db reads with want.
-func checkFormat1(t *testing.T, db *DB, want format1Want) {
+// checkDataDir compares what db reads with want.
+func checkDataDir(t *testing.T, db *DB, want dataDirWant) {
 	t.Helper()
 	ctx := context.Background()
 	for name, wd := range want.Datasets {

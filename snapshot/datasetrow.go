@@ -1,0 +1,412 @@
+package snapshot
+
+// The dataset's metadata row (keys.go): everything that must change
+// together for one dataset, written by one conditional single-row write
+// per change (doc.go D9), and read whole by one Get (W2).
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/snapstore/snapstore/store"
+	"github.com/snapstore/snapstore/txn"
+)
+
+// rowState is the "state" cell of a dataset's row, as JSON.
+type rowState struct {
+	// Format is the storage format of the dataset (metaFormat): 2 while
+	// its data is of format 2 (migrate_rows.go), 3 after.
+	Format int `json:"format"`
+	// ColumnTablesLeft says the data tables of format 2 of a migrated
+	// dataset are still to be dropped (migrate_rows.go).
+	ColumnTablesLeft bool `json:"column_tables_left,omitempty"`
+	// Seq counts the writes of the row: each write sets it one higher, so
+	// that two states of the row never have the same encoding.
+	Seq    int64         `json:"seq"`
+	Config datasetConfig `json:"config"`
+	// Current is the current version, 0 before the first commit.
+	Current int64 `json:"current,omitempty"`
+	// Versions are the kept versions, ascending; each one's body (its
+	// VersionInfo) is the version row written before it was listed.
+	Versions []versionRef `json:"versions,omitempty"`
+	// Expired are versions GC expired whose version rows may still be in
+	// the store; GC deletes those rows, then the ids.
+	Expired []int64 `json:"expired,omitempty"`
+	// Tags name kept versions.
+	Tags map[string]int64 `json:"tags,omitempty"`
+	// Txns are the dataset's transactions in progress and invalid (txn.I3).
+	Txns txn.State `json:"txns"`
+	// Top is the largest transaction id the dataset ever used: the next
+	// run takes one above it (txn.I2).
+	Top int64 `json:"top,omitempty"`
+	// Slot is the dataset's writer slot (D8, W1).
+	Slot writerSlot `json:"slot"`
+	// Dropping, when set, says a drop began (drop.go).
+	Dropping *dropState `json:"dropping,omitempty"`
+	// Write names the write that made this state (the writer's owner id
+	// and a count), so that a writer that reads the row back after an
+	// error knows its write landed.
+	Write string `json:"write,omitempty"`
+
+	// gone asks writeRow to delete the row instead of writing it.
+	gone bool
+}
+
+// versionRef is a kept version in the row: its id and commit time (all
+// retention needs).
+type versionRef struct {
+	Version     int64     `json:"v"`
+	CommittedAt time.Time `json:"committed_at"`
+	// VerifiedAt is the last time a run found the source identical to
+	// the version (verify.go): a change of the row, as the version row
+	// never changes once listed.
+	VerifiedAt *time.Time `json:"verified_at,omitempty"`
+}
+
+// dropState is the state of a drop under way (D10).
+type dropState struct {
+	Since time.Time `json:"since"`
+	// RetryAfter: a data deletion of the drop failed and may still land
+	// (store.S9); the row stays until then, so that a dataset of the same
+	// name cannot be created before it can no longer be hit.
+	RetryAfter time.Time `json:"retry_after,omitempty"`
+}
+
+// clone returns a copy sharing nothing with s.
+func (s rowState) clone() rowState {
+	c := s
+	c.Config.Key = slices.Clone(s.Config.Key)
+	c.Versions = slices.Clone(s.Versions)
+	c.Expired = slices.Clone(s.Expired)
+	c.Tags = maps.Clone(s.Tags)
+	c.Txns = s.Txns.Clone()
+	if s.Dropping != nil {
+		d := *s.Dropping
+		c.Dropping = &d
+	}
+	return c
+}
+
+// kept reports whether v is a kept version.
+func (s *rowState) kept(v int64) bool {
+	_, ok := slices.BinarySearchFunc(s.Versions, v, func(r versionRef, v int64) int { return cmp.Compare(r.Version, v) })
+	return ok
+}
+
+// decodeState decodes and checks a "state" cell.
+func decodeState(name string, b []byte) (rowState, error) {
+	var st rowState
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("%w: metadata of %s: %v", ErrCorrupt, name, err)
+	}
+	if st.Format != metaFormat && st.Format != formatColumnCells {
+		return st, fmt.Errorf("%w: metadata of %s has format %d, this code reads %d and %d", ErrCorrupt, name, st.Format, formatColumnCells, metaFormat)
+	}
+	if err := st.Txns.Check(); err != nil {
+		return st, fmt.Errorf("%w: metadata of %s: %v", ErrCorrupt, name, err)
+	}
+	if !slices.IsSortedFunc(st.Versions, func(a, b versionRef) int { return cmp.Compare(a.Version, b.Version) }) {
+		return st, fmt.Errorf("%w: metadata of %s: versions out of order", ErrCorrupt, name)
+	}
+	if st.Config.Partitions <= 0 {
+		st.Config.Partitions = 1
+	}
+	return st, nil
+}
+
+// readRow reads the row of dataset name: its state, the state's encoding
+// as stored (the check of the next write), and whether it exists.
+func (db *DB) readRow(ctx context.Context, name string) (rowState, []byte, bool, error) {
+	cells, err := db.st.Get(ctx, db.meta, datasetKey(name), store.ReadOptions{Columns: [][]byte{colState}, MaxVersions: 1})
+	if err != nil {
+		return rowState{}, nil, false, fmt.Errorf("snapshot: reading the metadata of %s: %w", name, err)
+	}
+	for _, c := range cells {
+		if string(c.Column) == string(colState) && c.Kind == store.KindPut {
+			st, err := decodeState(name, c.Value)
+			return st, c.Value, err == nil, err
+		}
+	}
+	return rowState{}, nil, false, nil
+}
+
+// errNoChange, from a change function of writeRow, says the row already
+// holds what the change would make: an earlier write whose outcome was
+// unknown landed, or another process made the same change.
+var errNoChange = errors.New("snapshot: nothing to change")
+
+// maxRowConflicts bounds how often writeRow reads the row again after
+// another process changed it between the read and the write.
+const maxRowConflicts = 32
+
+// writeRow makes one change of ds's row (D9): change edits a copy of the
+// state this DB last knew and returns nil to write it, errNoChange when
+// nothing needs writing, or an error to give up. The copy goes out with
+// CheckAndMutate against the encoding it was made from, so it applies
+// only if the row did not change meanwhile, and a write that lands late
+// cannot apply over a newer state (store.S9). When the row did change (a
+// conflict: another process wrote it), or the outcome is unknown (an
+// error), the row is read again and installed in memory: a write that
+// landed is found there by its name (rowState.Write); otherwise change is
+// called again on what the row holds, and its result written again,
+// conditionally, so that at most one of the two lands. A change that
+// finds its effect already there (a later write hid the name) returns
+// errNoChange: every change function is written so. The new state is installed
+// in memory only once it is durable. Errors: change's, ErrOutcomeUnknown
+// when the row cannot be read back, the store's for a conflict it cannot
+// read past.
+func (db *DB) writeRow(ctx context.Context, ds *dataset, change func(st *rowState) error) (rowState, error) {
+	ds.rowMu.Lock()
+	defer ds.rowMu.Unlock()
+	ds.mu.Lock()
+	base, raw := ds.st.clone(), ds.raw
+	ds.mu.Unlock()
+	nonce := fmt.Sprintf("%s#%d", db.owner, db.writes.Add(1))
+	fresh := false // base was read from the store in this call
+	for attempt := 0; ; attempt++ {
+		next := base.clone()
+		err := change(&next)
+		if errors.Is(err, errNoChange) && fresh {
+			return base, nil
+		}
+		if err != nil && !fresh {
+			// Refused, or found done, on what memory holds, which another
+			// process may have changed since: decide on the row as it is.
+			if base, raw, err = db.rereadRow(ctx, ds); err != nil {
+				return base, err
+			}
+			fresh = true
+			continue
+		}
+		if err != nil {
+			return base, err
+		}
+		if next.Format == 0 {
+			next.Format = metaFormat // a new row
+		}
+		next.Seq, next.Write = base.Seq+1, nonce
+		enc, err := json.Marshal(next)
+		if err != nil {
+			return base, fmt.Errorf("snapshot: encoding the metadata of %s: %w", ds.name, err)
+		}
+		b := &store.Batch{Table: db.meta}
+		if next.gone {
+			b.DeleteVersion(datasetKey(ds.name), colState, 0)
+		} else {
+			b.Put(datasetKey(ds.name), colState, 0, enc)
+		}
+		db.hook("row:write", next.Seq)
+		applied, werr := db.st.CheckAndMutate(ctx, b, store.Check{Column: colState, Value: raw})
+		if werr == nil && applied {
+			db.hook("row:written", next.Seq)
+			if next.gone {
+				enc = nil
+			}
+			ds.install(next, enc)
+			return next, nil
+		}
+		if werr != nil && !retryable(werr) {
+			return base, fmt.Errorf("snapshot: writing the metadata of %s: %w", ds.name, werr)
+		}
+		if attempt >= maxRowConflicts {
+			return base, fmt.Errorf("snapshot: writing the metadata of %s: %d conflicting writes by other processes", ds.name, attempt)
+		}
+		// Learn what the row holds now.
+		now, nowRaw, err := db.rereadRow(ctx, ds)
+		if err != nil {
+			if werr != nil {
+				return base, fmt.Errorf("%w: writing the metadata of %s: %v; reading it back: %v", ErrOutcomeUnknown, ds.name, werr, err)
+			}
+			return base, err
+		}
+		if now.Write == nonce {
+			// This write landed: when it reported an error, or late,
+			// after a later attempt was refused for the row it changed.
+			return now, nil
+		}
+		base, raw, fresh = now, nowRaw, true
+	}
+}
+
+// retryable reports whether a failed store call may have been applied
+// or may succeed when made again: store.ErrUnavailable and a deadline.
+func retryable(err error) bool {
+	return errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// rereadRow reads ds's row again, retrying while the store is unavailable
+// for up to resolveWait (even when ctx is done: the outcome of a write
+// already sent must be learned), and installs what it read, version
+// bodies included.
+func (db *DB) rereadRow(ctx context.Context, ds *dataset) (rowState, []byte, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), db.opts.resolveWait)
+	defer cancel()
+	wait := 10 * time.Millisecond
+	for {
+		st, raw, found, err := db.readRow(ctx, ds.name)
+		if err == nil {
+			if !found {
+				st, raw = rowState{}, nil
+			}
+			if err = db.loadBodies(ctx, ds, st); err == nil {
+				ds.install(st, raw)
+				return st, raw, nil
+			}
+		}
+		if !retryable(err) || ctx.Err() != nil {
+			return rowState{}, nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return rowState{}, nil, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// loadBodies reads the version rows of the versions st lists that ds has
+// not read yet: one Get each, or one scan of the dataset's version rows
+// when more than a few are missing (at Open). A dataset being dropped
+// needs none.
+func (db *DB) loadBodies(ctx context.Context, ds *dataset, st rowState) error {
+	if st.Dropping != nil {
+		return nil // gone for readers; its version rows are being deleted
+	}
+	var missing []int64
+	ds.mu.Lock()
+	for _, ref := range st.Versions {
+		if _, ok := ds.bodies[ref.Version]; !ok {
+			missing = append(missing, ref.Version)
+		}
+	}
+	ds.mu.Unlock()
+	got := map[int64]*VersionInfo{}
+	if len(missing) > 4 {
+		p := versionPrefix(ds.name)
+		it, err := db.st.Scan(ctx, db.meta, store.ScanOptions{Start: p, End: prefixEnd(p),
+			ReadOptions: store.ReadOptions{Columns: [][]byte{colInfo}, MaxVersions: 1}})
+		if err != nil {
+			return fmt.Errorf("snapshot: reading the versions of %s: %w", ds.name, err)
+		}
+		for it.Next() {
+			c := it.Cell()
+			if c.Kind != store.KindPut || len(c.Row) != len(p)+8 {
+				continue
+			}
+			vi := new(VersionInfo)
+			if err := json.Unmarshal(c.Value, vi); err != nil {
+				it.Close()
+				return fmt.Errorf("%w: a version of %s: %v", ErrCorrupt, ds.name, err)
+			}
+			got[int64(binary.BigEndian.Uint64(c.Row[len(p):]))] = vi
+		}
+		if err := it.Close(); err != nil {
+			return fmt.Errorf("snapshot: reading the versions of %s: %w", ds.name, err)
+		}
+	}
+	for _, v := range missing {
+		vi := got[v]
+		if vi == nil {
+			var err error
+			if vi, err = db.readBody(ctx, ds.name, v); err != nil {
+				return err
+			}
+		}
+		ds.mu.Lock()
+		ds.bodies[v] = vi
+		ds.mu.Unlock()
+	}
+	return nil
+}
+
+// readBody reads the version row of version v of dataset name.
+func (db *DB) readBody(ctx context.Context, name string, v int64) (*VersionInfo, error) {
+	cells, err := db.st.Get(ctx, db.meta, versionKey(name, v), store.ReadOptions{Columns: [][]byte{colInfo}, MaxVersions: 1})
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: reading version %d of %s: %w", v, name, err)
+	}
+	for _, c := range cells {
+		if string(c.Column) == string(colInfo) && c.Kind == store.KindPut {
+			vi := new(VersionInfo)
+			if err := json.Unmarshal(c.Value, vi); err != nil {
+				return nil, fmt.Errorf("%w: version %d of %s: %v", ErrCorrupt, v, name, err)
+			}
+			return vi, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %s lists version %d, whose version row is missing", ErrCorrupt, name, v)
+}
+
+// writeBody writes the version row of vi, with the source's digest when
+// not nil (verify.go), before a state lists it; it is idempotent, so a
+// failure is tried again a few times.
+func (db *DB) writeBody(ctx context.Context, vi *VersionInfo, digest []byte) error {
+	enc, err := json.Marshal(vi)
+	if err != nil {
+		return fmt.Errorf("snapshot: encoding version info: %w", err)
+	}
+	b := &store.Batch{Table: db.meta}
+	b.Put(versionKey(vi.Dataset, vi.Version), colInfo, 0, enc)
+	if digest != nil {
+		b.Put(versionKey(vi.Dataset, vi.Version), colDigest, 0, digest)
+	}
+	for attempt := 0; ; attempt++ {
+		err = db.st.MutateRow(ctx, b)
+		if err == nil || !retryable(err) || attempt == 2 || ctx.Err() != nil {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("snapshot: writing version %d of %s: %w", vi.Version, vi.Dataset, err)
+	}
+	return nil
+}
+
+// install makes st (encoded as raw; nil when the row is gone) the
+// dataset's state in memory, unless ds already holds a later one, and
+// derives what readers use from it. The bodies of its versions are in
+// ds.bodies (those of versions it expired are let go).
+func (ds *dataset) install(st rowState, raw []byte) {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	if ds.raw != nil && raw != nil && st.Seq < ds.st.Seq {
+		return
+	}
+	ds.st, ds.raw = st, raw
+	ds.cfg = st.Config
+	if ds.cfg.Partitions <= 0 {
+		ds.cfg.Partitions = 1
+	}
+	ds.current = st.Current
+	ds.tags = maps.Clone(st.Tags)
+	if ds.tags == nil {
+		ds.tags = map[string]int64{}
+	}
+	ds.versions = ds.versions[:0:0]
+	for _, ref := range st.Versions {
+		if vi := ds.bodies[ref.Version]; vi != nil {
+			if ref.VerifiedAt != nil {
+				v := *vi
+				v.VerifiedAt = ref.VerifiedAt
+				vi = &v
+			}
+			ds.versions = append(ds.versions, vi)
+		}
+	}
+	for _, v := range st.Expired {
+		delete(ds.bodies, v)
+	}
+	ds.dropped = st.Dropping != nil || raw == nil && ds.persisted
+	if raw != nil {
+		ds.persisted = true
+	}
+	ds.slotFromStateLocked(ds.owner)
+}

@@ -1,0 +1,456 @@
+package snapshot
+
+// Regression tests of faults between the calls of one metadata change:
+// each injects, through storetest.FaultStore, a failure that a remote
+// store (HBase) can produce in the middle of a commit, rollback, GC,
+// drop or id allocation, and checks that no partial state shows, before
+// and after a simulated crash (faultHarness.checkVersions).
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/snapstore/snapstore/store"
+	"github.com/snapstore/snapstore/store/storetest"
+)
+
+var (
+	srcA = map[int64]string{1: "a", 2: "b", 3: "c", 4: "d", 5: "e"}
+	srcB = map[int64]string{1: "A", 2: "b", 3: "c", 6: "f"}
+	srcC = map[int64]string{1: "a", 2: "B", 7: "g"}
+)
+
+// commitInPart commits a second version of ds while every metadata write
+// is applied in part (a random subset of its rows, as HBase's putMultiple
+// and deleteMultiple can leave it), then crashes.
+func commitInPart(h *faultHarness, ds string) {
+	h.t.Helper()
+	h.run(ds, srcA)
+	r, err := h.begin(h.db, ds, srcB, nil)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.decide(func(c storetest.Call) storetest.Fault {
+		if c.Op.IsWrite() && c.Table == "meta" {
+			return storetest.Partial
+		}
+		return storetest.NoFault
+	})
+	h.commit(r, srcB)
+	h.decide(nil)
+	h.crash()
+}
+
+// TestFaultCommitCurrentHasItsVersion: a commit applied in part (the
+// dataset's current version written without its version record) and a
+// crash leave a current version that is a kept version, and the next run
+// still finds the rows the source deleted.
+func TestFaultCommitCurrentHasItsVersion(t *testing.T) {
+	h := newFaultHarness(t, 1)
+	for i := range 12 {
+		ds := fmt.Sprint("c", i)
+		commitInPart(h, ds)
+		info, err := h.db.Dataset(h.ctx, ds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.CurrentInfo == nil {
+			t.Fatalf("%s: after a commit applied in part and a crash, current version %d has no version record", ds, info.Current)
+		}
+		h.run(ds, srcC)
+		h.checkVersions(h.db, ds, "after the next run")
+	}
+}
+
+// TestFaultCommitCrashBetweenCalls: a crash after the commit's first call
+// (its version written current, its transaction still recorded in
+// progress) leaves a current version that reads, with its own stats.
+func TestFaultCommitCrashBetweenCalls(t *testing.T) {
+	h := newFaultHarness(t, 2)
+	const n = 12
+	for i := range n {
+		commitInPart(h, fmt.Sprint("c", i))
+	}
+	for i := range n {
+		ds := fmt.Sprint("c", i)
+		info, err := h.db.Dataset(h.ctx, ds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := h.read(h.db, ds, At{}); err != nil {
+			t.Fatalf("%s: after a crash in the middle of a commit, current version %d: %v", ds, info.Current, err)
+		}
+	}
+	for i := range n {
+		h.checkVersions(h.db, fmt.Sprint("c", i), "after a crash in the middle of a commit")
+	}
+}
+
+// TestFaultCommitAmbiguous: the commit lands but reports an error, and the
+// abort that follows fails. The DB must learn what happened: the next run
+// compares with what is durably current, so that after a restart its
+// version reads as its source.
+func TestFaultCommitAmbiguous(t *testing.T) {
+	h := newFaultHarness(t, 3)
+	ds := "amb"
+	h.run(ds, srcA)
+	r, err := h.begin(h.db, ds, srcB, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen, failed := false, false
+	h.decide(func(c storetest.Call) storetest.Fault {
+		switch {
+		case !seen && c.Op.IsWrite() && isDatasetRow(c, ds):
+			seen = true
+			return storetest.Ambiguous
+		case seen && !failed && c.Op.IsWrite() && c.Table == "meta":
+			failed = true
+			return storetest.Fail
+		}
+		return storetest.NoFault
+	})
+	_, cerr := h.commit(r, srcB)
+	h.decide(nil)
+	if cerr != nil {
+		// The DB said it did not commit: a fresh look must agree.
+		probe := h.open(h.opts)
+		if info, _ := probe.Dataset(h.ctx, ds); info.Current == r.TxnID() {
+			t.Fatalf("Commit returned %v, yet version %d is durably current", cerr, r.TxnID())
+		}
+	}
+	h.run(ds, srcA) // back to the first version's rows
+	h.checkVersions(h.db, ds, "after the next run")
+	h.crash()
+	h.checkVersions(h.db, ds, "after a restart")
+}
+
+// TestFaultRollbackInPart: a rollback whose metadata write is applied in
+// part, or fails, followed by a run and a crash, leaves every version
+// reading as committed and the run's version as its source.
+func TestFaultRollbackInPart(t *testing.T) {
+	h := newFaultHarness(t, 4)
+	srcD := map[int64]string{1: "A", 2: "b", 6: "f", 8: "h"}
+	i := 0
+	for k := 1; k <= 3; k++ {
+		for _, f := range []storetest.Fault{storetest.Partial, storetest.Partial, storetest.Ambiguous, storetest.Fail} {
+			i++
+			ds := fmt.Sprint("r", i)
+			v1 := h.run(ds, srcA)
+			h.run(ds, srcB)
+			h.run(ds, srcC)
+			h.decide(metaWrites(k, f))
+			vi, err := h.db.Rollback(h.ctx, ds, v1.Version)
+			h.decide(nil)
+			if err == nil {
+				h.record(ds, vi.Version, srcA)
+			}
+			h.run(ds, srcD)
+			h.checkVersions(h.db, ds, fmt.Sprintf("rollback with %s at metadata write %d, then a run", f, k))
+			h.crash()
+			h.checkVersions(h.db, ds, fmt.Sprintf("rollback with %s at metadata write %d, then a run and a restart", f, k))
+		}
+	}
+}
+
+// TestFaultGCExpiryFails: a GC whose metadata write fails, then a GC that
+// succeeds, then a restart, leave every listed version reading as it was
+// committed: no version is listed whose cells were collected.
+func TestFaultGCExpiryFails(t *testing.T) {
+	h := newFaultHarness(t, 5)
+	for k := 1; k <= 4; k++ {
+		ds := fmt.Sprint("g", k)
+		for _, src := range []map[int64]string{srcA, srcB, srcC, srcA} {
+			h.run(ds, src)
+			h.clock = h.clock.Add(time.Hour)
+		}
+		if err := h.db.SetConfig(h.ctx, DatasetConfig{Name: ds, Retention: Retention{TTL: time.Minute, MinVersions: 1}}); err != nil {
+			t.Fatal(err)
+		}
+		h.decide(metaWrites(k, storetest.Fail))
+		h.db.GC(h.ctx, ds, false)
+		h.decide(nil)
+		if _, err := h.db.GC(h.ctx, ds, false); err != nil {
+			t.Fatalf("GC after the failed one: %v", err)
+		}
+		h.checkVersions(h.db, ds, fmt.Sprintf("GC failing at metadata write %d, then GC", k))
+		h.crash()
+		h.checkVersions(h.db, ds, fmt.Sprintf("GC failing at metadata write %d, then GC and a restart", k))
+	}
+}
+
+// TestFaultLateDataWrite: a run's data write times out at the client but
+// lands later, after the run aborted and GC ran: the late cells never
+// show in a later version.
+func TestFaultLateDataWrite(t *testing.T) {
+	h := newFaultHarness(t, 6)
+	ds := "late"
+	h.run(ds, srcA)
+	once := false
+	h.decide(func(c storetest.Call) storetest.Fault {
+		if !once && c.Op == storetest.OpApply && c.Table == dataTable(ds, 0) {
+			once = true
+			return storetest.Late
+		}
+		return storetest.NoFault
+	})
+	if r, err := h.begin(h.db, ds, srcB, nil); err == nil {
+		// The late write failed no Put (batches are applied later): make
+		// the commit fail instead.
+		r.Abort(h.ctx, "test")
+	}
+	h.decide(nil)
+	if _, err := h.db.GC(h.ctx, ds, false); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.fs.LandLate(h.ctx); n != 1 {
+		t.Fatalf("%d late writes landed, want 1", n)
+	}
+	h.run(ds, srcA)
+	h.checkVersions(h.db, ds, "after the late write landed")
+	// Long after, GC removes the late cells and forgets the run.
+	h.clock = h.clock.Add(24 * time.Hour)
+	if _, err := h.db.GC(h.ctx, ds, false); err != nil {
+		t.Fatal(err)
+	}
+	h.run(ds, srcA)
+	h.checkVersions(h.db, ds, "after GC a day later")
+	h.crash()
+	h.checkVersions(h.db, ds, "after a restart")
+}
+
+// TestFaultScratchClearFails: clearing the scratch table of an aborted
+// run fails, and keeps failing: the next run that needs the scratch table
+// either fails with a clear error or is not misled by the keys left there
+// (a row deleted at the source is deleted in its version).
+func TestFaultScratchClearFails(t *testing.T) {
+	h := newFaultHarness(t, 7)
+	ds := "scratch"
+	all := map[int64]string{1: "a", 2: "b", 3: "c", 4: "d", 5: "e", 6: "f", 7: "g", 8: "h"}
+	h.run(ds, all)
+	h.decide(func(c storetest.Call) storetest.Fault {
+		if c.Op == storetest.OpDeleteRange && c.Table == scratchTable(ds, 0) {
+			return storetest.Fail
+		}
+		return storetest.NoFault
+	})
+	// Out of key order from 8 on: keys 8 and 7 go to the scratch table.
+	withNine := map[int64]string{1: "a", 9: "i", 8: "h", 7: "g"}
+	r, err := h.begin(h.db, ds, withNine, []int64{1, 9, 8, 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Abort(h.ctx, "test")
+	// The source lost row 8; out of order from 1 on.
+	noEight := map[int64]string{1: "a", 2: "b", 3: "c", 4: "d", 5: "e", 6: "f", 7: "g"}
+	r, err = h.begin(h.db, ds, noEight, []int64{7, 1, 2, 3, 4, 5, 6})
+	if err != nil {
+		if !hasText(err, "scratch") {
+			t.Fatalf("a run refused for a scratch table that could not be cleared says %q", err)
+		}
+		h.decide(nil)
+		if r, err = h.begin(h.db, ds, noEight, []int64{7, 1, 2, 3, 4, 5, 6}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := h.commit(r, noEight); err != nil {
+		t.Fatal(err)
+	}
+	h.checkVersions(h.db, ds, "after the run")
+}
+
+// TestFaultDropMetadataFails: a drop whose metadata write fails after it
+// deleted cells never leaves the dataset listed and reading as empty; a
+// restart and a second drop finish it.
+func TestFaultDropMetadataFails(t *testing.T) {
+	h := newFaultHarness(t, 8)
+	for k := 1; k <= 3; k++ {
+		ds := fmt.Sprint("d", k)
+		h.run(ds, srcA)
+		h.decide(metaWrites(k, storetest.Fail))
+		err := h.db.DropDataset(h.ctx, ds)
+		h.decide(nil)
+		if err == nil {
+			continue
+		}
+		h.checkVersions(h.db, ds, fmt.Sprintf("drop failing at metadata write %d", k))
+		h.crash()
+		h.checkVersions(h.db, ds, fmt.Sprintf("drop failing at metadata write %d, then a restart", k))
+		if err := h.db.DropDataset(h.ctx, ds); err != nil && !errors.Is(err, ErrDatasetNotFound) {
+			t.Fatalf("dropping again: %v", err)
+		}
+		if _, err := h.db.Dataset(h.ctx, ds); !errors.Is(err, ErrDatasetNotFound) {
+			t.Fatalf("after the second drop: %v", err)
+		}
+		// Once a deletion that failed can no longer land (the store's
+		// grace), the name is free, and nothing of the old dataset shows.
+		h.clock = h.clock.Add(24 * time.Hour)
+		h.run(ds, srcC)
+		h.checkVersions(h.db, ds, "a dataset of the same name")
+	}
+}
+
+// TestFaultTagDuringRollback: a tag set, by another process, while a
+// rollback is under way, between any two of its writes, always names a
+// version that reads as it was committed.
+func TestFaultTagDuringRollback(t *testing.T) {
+	h := newFaultHarness(t, 9)
+	other := h.open(h.opts)
+	for k := 1; k <= 3; k++ {
+		ds := fmt.Sprint("t", k)
+		v1 := h.run(ds, srcA)
+		v2 := h.run(ds, srcB)
+		h.run(ds, srcC)
+		n, done := 0, false
+		h.fs.SetBefore(func(c storetest.Call) {
+			if done || !c.Op.IsWrite() || !isDatasetRow(c, ds) {
+				return
+			}
+			if n++; n == k {
+				done = true
+				if err := other.Refresh(h.ctx); err != nil {
+					t.Error(err)
+				}
+				if err := other.Tag(h.ctx, ds, "mid", v2.Version); err != nil {
+					t.Errorf("tag during the rollback: %v", err)
+				}
+			}
+		})
+		vi, err := h.db.Rollback(h.ctx, ds, v1.Version)
+		h.fs.SetBefore(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.record(ds, vi.Version, srcA)
+		h.checkTag(h.db, ds, "mid", fmt.Sprintf("tag at metadata write %d of a rollback", k))
+		h.checkVersions(h.db, ds, "after the rollback")
+		h.crash()
+		h.checkTag(h.db, ds, "mid", "after a restart")
+		h.checkVersions(h.db, ds, "after a restart")
+	}
+}
+
+// TestFaultLateIDWrite: the write that takes a block of transaction ids
+// times out and lands late, after later blocks were taken: ids never go
+// back, so a restart hands out none that was used.
+func TestFaultLateIDWrite(t *testing.T) {
+	h := newFaultHarness(t, 10)
+	block := idBlock(&h.opts)
+	h.crash() // open with the block size
+	once := false
+	h.decide(func(c storetest.Call) storetest.Fault {
+		if !once && c.Op.IsWrite() && c.Table == "meta" && c.Touches([]byte("t\x00")) {
+			once = true
+			return storetest.Late
+		}
+		return storetest.NoFault
+	})
+	var used int64
+	for i := 0; i < 2*block+2; i++ {
+		r, err := h.begin(h.db, "ids", map[int64]string{1: fmt.Sprint(i)}, nil)
+		if err != nil {
+			continue // the late write
+		}
+		used = max(used, r.TxnID())
+		if _, err := h.commit(r, map[int64]string{1: fmt.Sprint(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.decide(nil)
+	if n := h.fs.LandLate(h.ctx); n != 1 {
+		t.Fatalf("%d late writes landed, want 1", n)
+	}
+	h.crash()
+	r, err := h.begin(h.db, "ids", map[int64]string{1: "last"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.TxnID() <= used {
+		t.Fatalf("after a restart, transaction id %d, but ids up to %d were used", r.TxnID(), used)
+	}
+	if _, err := h.commit(r, map[int64]string{1: "last"}); err != nil {
+		t.Fatal(err)
+	}
+	h.checkVersions(h.db, "ids", "after the restart")
+}
+
+// TestOpenTakesLargestIDEverUsed: Open of a store whose id high-water mark
+// is below a committed version (as a lost or stale write of the mark
+// leaves it; written here in the metadata layout of format 1) hands out
+// ids above every id used, committed ones included, so no run writes its
+// cells at a committed version's timestamp.
+func TestOpenTakesLargestIDEverUsed(t *testing.T) {
+	ctx := t.Context()
+	st := newTestStore(t)
+	be := func(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
+	cfg, _ := json.Marshal(datasetConfig{CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Partitions: 1, Key: []string{"id"}})
+	info, _ := json.Marshal(VersionInfo{Dataset: "h", Version: 10, CommittedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Schema: testSchema})
+	b := &store.Batch{Table: "meta", Sync: true}
+	b.Put([]byte("t\x00hwm"), []byte("v"), 0, be(3))
+	b.Put([]byte("s\x00ds\x00h"), []byte("cfg"), 0, cfg)
+	b.Put([]byte("s\x00ds\x00h"), []byte("cur"), 0, be(10))
+	b.Put(append([]byte("s\x00ver\x00h\x00"), be(10)...), []byte("info"), 0, info)
+	if err := st.Apply(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	db := openTestDB(t, st, Options{})
+	r, err := db.BeginRun(ctx, DatasetConfig{Name: "h", Guard: Guard{AllowEmpty: true}}, RunOptions{Schema: testSchema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.TxnID() <= 10 {
+		t.Fatalf("first transaction id %d, but version 10 is committed", r.TxnID())
+	}
+	r.Abort(ctx, "test")
+}
+
+// TestFaultPausedWriterFenced: a writer that pauses in the middle of its
+// commit, past its writer lease, while another process takes over the
+// dataset, cannot commit: its commit is refused, or it stands whole.
+func TestFaultPausedWriterFenced(t *testing.T) {
+	h := newFaultHarness(t, 11)
+	ds := "fence"
+	h.opts = withSlotLease(h.opts, 30*time.Second)
+	h.crash()
+	h.run(ds, srcA)
+	a := h.db
+	r, err := h.begin(a, ds, srcB, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := false
+	h.fs.SetBefore(func(c storetest.Call) {
+		if done || !c.Op.IsWrite() || !isDatasetRow(c, ds) {
+			return
+		}
+		done = true
+		// A pauses here, past its lease; B takes the dataset over.
+		h.clock = h.clock.Add(2 * time.Minute)
+		b := h.open(h.opts)
+		if _, err := b.GC(h.ctx, ds, false); err != nil {
+			t.Errorf("GC of the second writer: %v", err)
+		}
+	})
+	_, cerr := h.commit(r, srcB)
+	h.fs.SetBefore(nil)
+	h.clock = h.clock.Add(2 * time.Minute) // past B's lease too
+	c := h.open(h.opts)
+	info, err := c.Dataset(h.ctx, ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(cerr, ErrSlotLost) {
+		t.Fatalf("paused writer's Commit after another took the dataset: %v, want ErrSlotLost", cerr)
+	}
+	if info.Current == r.TxnID() {
+		t.Fatalf("paused writer's Commit failed (%v), yet it is current", cerr)
+	}
+	h.checkVersions(c, ds, "after the paused writer's commit")
+}
+
+var _ = slices.Equal[[]int]
