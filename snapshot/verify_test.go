@@ -145,15 +145,7 @@ func TestVerifyUnchanged(t *testing.T) {
 	rows := [][]Value{{iv(1), sv("a")}, {iv(2), sv("b")}}
 	run := func(rows [][]Value, digest string) (*Run, VersionInfo) {
 		t.Helper()
-		r, err := db.BeginRun(ctx, DatasetConfig{Name: "t"}, RunOptions{Schema: testSchema, VerifyUnchanged: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, v := range rows {
-			if err := r.Put(ctx, v); err != nil {
-				t.Fatal(err)
-			}
-		}
+		r := beginVerifying(t, db, rows)
 		r.SetSourceDigest([]byte(digest))
 		vi, err := r.Commit(ctx)
 		if err != nil {
@@ -234,19 +226,7 @@ func TestVerifiedAtDurable(t *testing.T) {
 	opts := Options{now: func() time.Time { return clock }}
 	db := openTestDB(t, st, opts)
 	rows := [][]Value{{iv(1), sv("a")}, {iv(2), sv("b")}}
-	begin := func(db *DB) *Run {
-		t.Helper()
-		r, err := db.BeginRun(ctx, DatasetConfig{Name: "t"}, RunOptions{Schema: testSchema, VerifyUnchanged: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, v := range rows {
-			if err := r.Put(ctx, v); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return r
-	}
+	begin := func(db *DB) *Run { t.Helper(); return beginVerifying(t, db, rows) }
 	v1, err := begin(db).Commit(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -292,4 +272,21 @@ func readRows(t *testing.T, db *DB, version int64) []string {
 	}
 	defer r.Close()
 	return scanJSON(t, r)
+}
+
+// beginVerifying begins a run of dataset t with RunOptions.VerifyUnchanged
+// and puts rows.
+func beginVerifying(t *testing.T, db *DB, rows [][]Value) *Run {
+	t.Helper()
+	ctx := context.Background()
+	r, err := db.BeginRun(ctx, DatasetConfig{Name: "t"}, RunOptions{Schema: testSchema, VerifyUnchanged: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range rows {
+		if err := r.Put(ctx, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r
 }

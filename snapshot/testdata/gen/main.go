@@ -1,13 +1,22 @@
-// Command gen wrote testdata/format2: a data directory of storage format 2
-// (one metadata row per dataset, one store cell per column, store/pebble's
-// bytewise comparer), made by snapstore at commit d86df69, and want.json,
-// what that code read from it. It is testdata/format1's generator, run on
-// that commit. TestOpenDataDir opens a copy with today's code and checks
-// that every kept version still reads the same. The program only uses the public API,
-// so run today it would write today's format: it is kept to show how the
-// fixture was made, not to remake it.
+// Command gen writes a data directory of snapstore's storage format (one
+// Pebble directory, as data.tar.gz) and want.json, what the code that
+// wrote it read from it: every kept version's rows, point reads and diffs.
+// It only uses the public API, so it writes the format of the code it is
+// run on; each fixture was made by running it on the commit of its format,
+// and is not remade:
 //
-//	go run ./snapshot/testdata/format2/gen snapshot/testdata/format2
+//	testdata/format1  commit 9d84b50: metadata in rows of their own, one
+//	                  store cell per column, store/pebble's bytewise
+//	                  comparer
+//	testdata/format2  commit d86df69: one metadata row per dataset, one
+//	                  store cell per column, the bytewise comparer
+//
+// TestOpenDataDir opens a copy of each with today's code and checks that
+// every kept version still reads the same. To make a fixture:
+//
+//	git worktree add /tmp/f <commit>
+//	cp -r snapshot/testdata/gen /tmp/f/snapshot/testdata/
+//	cd /tmp/f && go run ./snapshot/testdata/gen <dir of the fixture>
 package main
 
 import (
@@ -46,7 +55,7 @@ type wantDataset struct {
 func main() {
 	out := os.Args[1]
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "format2-")
+	dir, err := os.MkdirTemp("", "snapstore-fixture-")
 	if err != nil {
 		log.Fatal(err)
 	}
