@@ -43,6 +43,9 @@ type AdapterSpec struct {
 	// a version all the same, one version per run; by default it records
 	// that the current version was verified instead (checksums.go).
 	CommitUnchanged bool `json:"commit_unchanged,omitempty" yaml:"commit_unchanged"`
+	// Strategy says where the adapter's runs happen in a cluster
+	// (strategy.go, L1-L4); default StrategyLocal.
+	Strategy Strategy `json:"strategy,omitempty" yaml:"strategy"`
 }
 
 // Adapter is an adapter as reported.
@@ -58,6 +61,11 @@ type Adapter struct {
 	// Status is "active", or "shadowed" for an API definition hidden by a
 	// config definition of the same name.
 	Status string `json:"status"`
+	// Owner is, in a cluster, the node that fires the adapter's scheduled
+	// ticks (L1); SingleNode, for a single-node adapter, the node its runs
+	// go to (L3). Empty alone, or when no node is active.
+	Owner      string `json:"owner,omitempty"`
+	SingleNode string `json:"single_node,omitempty"`
 }
 
 // adapterDef is one adapter definition; immutable once it is in a
@@ -149,6 +157,11 @@ func parseAdapter(prefix string, spec AdapterSpec) (*adapterDef, error) {
 	} else if spec.Guard.MaxShrink == 0 {
 		spec.Guard.MaxShrink = defaultMaxShrink
 	}
+	strategy, err := parseStrategy(prefix+"strategy", spec.Strategy)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	spec.Strategy = strategy
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -220,6 +233,7 @@ func (s *Service) putAdapter(ctx context.Context, spec AdapterSpec, mustCreate b
 	if s.sched != nil {
 		s.sched.set(a.spec.Name, a.sched, a.spec.Retries, a.spec.RetryBackoff)
 	}
+	s.changedLocked(adapterKind, spec.Name)
 	s.log.Info("adapter saved", "adapter", spec.Name, "dataset", a.spec.Dataset, "revision", a.revision, "schedule", a.spec.Schedule)
 	return s.reportAdapterLocked(a, statusActive), old == nil, nil
 }
@@ -320,6 +334,10 @@ func (s *Service) DeleteAdapter(ctx context.Context, name string) error {
 	if s.sched != nil {
 		s.sched.set(name, nil, 0, 0)
 	}
+	if err := s.db.DeleteRecord(ctx, recordFire, name); err != nil {
+		s.log.Warn("deleting the fire record of a deleted adapter", "adapter", name, "err", err)
+	}
+	s.changedLocked(adapterKind, name)
 	s.log.Info("adapter deleted", "adapter", name)
 	return nil
 }
@@ -332,12 +350,16 @@ func (s *Service) reportAdapterLocked(a *adapterDef, status string) Adapter {
 			out.NextRun = &t
 		}
 	}
+	if status == statusActive && s.cluster != nil {
+		out.Owner, _ = s.cluster.Owner(a.spec.Name)
+		if a.spec.Strategy == StrategySingleNode {
+			out.SingleNode, _, _ = s.cluster.SingleNode()
+		}
+	}
 	return out
 }
 
 // loadAdapters reads the API adapters from the metadata table.
 func (s *Service) loadAdapters(ctx context.Context) error {
-	return loadDefinitions(ctx, s.db, s.log, &s.adapters, func(spec AdapterSpec) (*adapterDef, error) {
-		return parseAdapter("", spec)
-	})
+	return loadDefinitions(ctx, s.db, s.log, &s.adapters, parseStoredAdapter)
 }

@@ -171,6 +171,7 @@ func (s *Service) putConnection(ctx context.Context, spec ConnectionSpec, mustCr
 	if old != nil {
 		s.retireLocked(old)
 	}
+	s.changedLocked(connectionKind, spec.Name)
 	s.log.Info("data connection saved", "connection", spec.Name, "revision", d.revision, "type", d.spec.Type)
 	return s.reportConnLocked(d, statusActive), old == nil, nil
 }
@@ -194,6 +195,7 @@ func (s *Service) DropConnection(ctx context.Context, name string, force bool) e
 	}
 	delete(s.conns.api, name)
 	s.retireLocked(d)
+	s.changedLocked(connectionKind, name)
 	s.log.Info("data connection dropped", "connection", name, "revision", d.revision, "forced", force)
 	return nil
 }
@@ -227,10 +229,7 @@ func (s *Service) adaptersUsingLocked(conn string) []string {
 
 // loadConnections reads the API connections from the metadata table.
 func (s *Service) loadConnections(ctx context.Context) error {
-	return loadDefinitions(ctx, s.db, s.log, &s.conns, func(spec ConnectionSpec) (*connDef, error) {
-		upgradeDurations(spec)
-		return parseConnection("", spec)
-	})
+	return loadDefinitions(ctx, s.db, s.log, &s.conns, parseStoredConnection)
 }
 
 // upgradeDurations rewrites the numeric duration options of a stored

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"regexp"
 	"slices"
 	"time"
@@ -206,16 +207,28 @@ func (ds *definitions[D]) store(ctx context.Context, db *snapshot.DB, name strin
 	return nil
 }
 
-// loadDefinitions reads the stored API definitions of ds's kind; parse
-// checks a stored spec as the API checks a new one. A record that does not
+// loadDefinitions reads the stored API definitions of ds's kind into it
+// (readDefinitions).
+func loadDefinitions[S any, D definition](ctx context.Context, db *snapshot.DB, log *slog.Logger, ds *definitions[D], parse func(S) (D, error)) error {
+	fresh, err := readDefinitions(ctx, db, log, ds.kind, parse)
+	if err != nil {
+		return err
+	}
+	maps.Copy(ds.api, fresh)
+	return nil
+}
+
+// readDefinitions reads the stored API definitions of kind; parse checks
+// a stored spec as the API checks a new one. A record that does not
 // decode or no longer parses is logged and skipped, so that one bad record
 // never stops the service.
-func loadDefinitions[S any, D definition](ctx context.Context, db *snapshot.DB, log *slog.Logger, ds *definitions[D], parse func(S) (D, error)) error {
-	noun := ds.kind.noun
-	recs, err := db.ListRecords(ctx, ds.kind.record)
+func readDefinitions[S any, D definition](ctx context.Context, db *snapshot.DB, log *slog.Logger, kind defKind, parse func(S) (D, error)) (map[string]D, error) {
+	noun := kind.noun
+	recs, err := db.ListRecords(ctx, kind.record)
 	if err != nil {
-		return fmt.Errorf("adapters: loading %ss: %w", noun, err)
+		return nil, fmt.Errorf("adapters: loading %ss: %w", noun, err)
 	}
+	out := make(map[string]D, len(recs))
 	for _, r := range recs {
 		var rec defRecord[S]
 		if err := json.Unmarshal(r.Value, &rec); err != nil {
@@ -229,7 +242,39 @@ func loadDefinitions[S any, D definition](ctx context.Context, db *snapshot.DB, 
 		}
 		m := d.meta()
 		m.origin, m.revision, m.created, m.updated = OriginAPI, rec.Revision, rec.CreatedAt, rec.UpdatedAt
-		ds.api[r.Name] = d
+		out[r.Name] = d
 	}
-	return nil
+	return out, nil
+}
+
+// defChange is one API definition that another node created (old zero),
+// replaced or deleted (new zero).
+type defChange[D definition] struct {
+	name     string
+	old, new D
+}
+
+// sync makes fresh, as read from the metadata table, the API definitions
+// of ds and returns what changed: a name whose revision or update time
+// differs was replaced (a delete then a create of one name gives the same
+// revision, never the same time).
+func (ds *definitions[D]) sync(fresh map[string]D) []defChange[D] {
+	var out []defChange[D]
+	var zero D
+	for name, d := range fresh {
+		old, ok := ds.api[name]
+		if ok && old.meta().revision == d.meta().revision && old.meta().updated.Equal(d.meta().updated) {
+			continue
+		}
+		out = append(out, defChange[D]{name: name, old: old, new: d})
+		ds.api[name] = d
+	}
+	for name, old := range ds.api {
+		if _, ok := fresh[name]; !ok {
+			out = append(out, defChange[D]{name: name, old: old, new: zero})
+			delete(ds.api, name)
+		}
+	}
+	slices.SortFunc(out, func(a, b defChange[D]) int { return cmp.Compare(a.name, b.name) })
+	return out
 }

@@ -89,7 +89,7 @@
 //	   is refused; an unreachable source is accepted and logged.
 //	A3 Stored and reported specs carry effective values: min_versions 0
 //	   is 1, max_shrink 0 is 0.5 (snapshot's default), retry_backoff 0
-//	   with retries is 10s.
+//	   with retries is 10s, an empty strategy is local.
 //	A4 Config definitions are checked by ValidateConfig, which needs no
 //	   storage and reports every problem as its own *OptionError; a
 //	   config adapter names a connection of the same file.
@@ -109,8 +109,20 @@
 // records skipped ticks, retries failed runs with doubling backoff, and
 // follows adapter changes without restart.
 //
+// # Runs in a cluster
+//
+// In a cluster (Options.Cluster) every node runs the scheduler over every
+// adapter, and the adapter's Strategy (strategy.go) decides where a run
+// happens: placement.go states the rules L1-L7 (ticks fire on the owner
+// once, claimed in a fire record; round-robin rotates and fails over;
+// single-node runs wait for their node; a draining node takes no new run),
+// dispatch.go applies them, and reload.go keeps the definitions of every
+// node equal to the stored ones (A5).
+//
 // Goroutines: one per running run (owns its snapshot.Run and TableReader),
-// the scheduler loop, and one retry watcher per scheduled run with retries.
+// the scheduler loop, one retry watcher per scheduled run with retries,
+// and one per single-node run waiting for its node (owns its waiting
+// record).
 // Close stops the scheduler, cancels running runs (their transactions are
 // aborted, never committed), waits up to its context's deadline (30 s when
 // none) and closes every pool.

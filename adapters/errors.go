@@ -51,6 +51,16 @@ var (
 	// ErrDatasetTaken: another adapter already writes the dataset (A1);
 	// the message names that adapter.
 	ErrDatasetTaken = errors.New("adapters: dataset is written by another adapter")
+	// ErrStrategyNotSupported: a run of an adapter whose strategy this
+	// version cannot run (partition-by-key, L4); nothing was started.
+	ErrStrategyNotSupported = errors.New("adapters: strategy not supported yet")
+	// ErrNodeDraining: this node is draining and takes no new run (L6);
+	// ask another node of the cluster.
+	ErrNodeDraining = errors.New("adapters: this node is draining and takes no new run")
+	// ErrNodeUnreachable: the node a run was placed on cannot take it
+	// (it does not answer, is stopping or draining; L2, L3), or the node
+	// running it failed before it ended.
+	ErrNodeUnreachable = errors.New("adapters: node cannot be reached")
 	// ErrBadOption is wrapped by every *OptionError.
 	ErrBadOption = errors.New("adapters: bad option")
 )

@@ -14,7 +14,9 @@ import (
 //	snapstore_adapters_rows_written_total{adapter,op}        counter (op: inserted, updated, deleted)
 //	snapstore_adapters_bytes_written_total{adapter}          counter
 //	snapstore_adapters_runs_running                          gauge
+//	snapstore_adapters_runs_placed_total{node,strategy}      counter: runs this node placed in a cluster, by the node that took them
 type metrics struct {
+	placed   *prometheus.CounterVec
 	runs     *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	rowsRead *prometheus.CounterVec
@@ -40,9 +42,12 @@ func newMetrics(reg prometheus.Registerer, running func() float64) *metrics {
 		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "snapstore_adapters_bytes_written_total", Help: "Bytes written to storage by committed runs.",
 		}, []string{"adapter"}),
+		placed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "snapstore_adapters_runs_placed_total", Help: "Runs this node placed in its cluster (itself included), by the node that took them and the adapter's strategy.",
+		}, []string{"node", "strategy"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.runs, m.duration, m.rowsRead, m.written, m.bytes,
+		reg.MustRegister(m.runs, m.duration, m.rowsRead, m.written, m.bytes, m.placed,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 				Name: "snapstore_adapters_runs_running", Help: "Adapter runs in progress.",
 			}, running))
@@ -68,4 +73,12 @@ func (m *metrics) observeRun(r RunRecord) {
 		m.written.WithLabelValues(r.Adapter, "deleted").Add(float64(r.Stats.Deleted))
 		m.bytes.WithLabelValues(r.Adapter).Add(float64(r.Stats.BytesWritten))
 	}
+}
+
+// observePlaced counts a run placed on node.
+func (m *metrics) observePlaced(node string, strategy Strategy) {
+	if m == nil {
+		return
+	}
+	m.placed.WithLabelValues(node, string(strategy)).Inc()
 }

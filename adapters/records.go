@@ -11,6 +11,8 @@ const (
 	recordConnection = "adapters.connection" // defRecord[ConnectionSpec] by connection name
 	recordAdapter    = "adapters.adapter"    // defRecord[AdapterSpec] by adapter name
 	recordRun        = "adapters.run"        // RunRecord by run id
+	recordFire       = "adapters.fire"       // fireRecord by adapter name: the last tick fired (L1)
+	recordRotation   = "adapters.rotation"   // the rotation counter of a round-robin adapter, by name (L2)
 )
 
 // defRecord is the stored form of an API definition with spec S (a

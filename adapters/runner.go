@@ -22,6 +22,17 @@ type RunOptions struct {
 	// Force commits even when a guard (allow_empty, max_shrink) would
 	// refuse the run (snapshot.RunOptions.Force).
 	Force bool
+	// Tick is the scheduled time of a "schedule" trigger: in a cluster
+	// only the adapter's owner fires it, once (L1).
+	Tick time.Time
+}
+
+// localRun says how a run started on this node came to be here.
+type localRun struct {
+	// id is the run id another node gave it (L5); "" draws one.
+	id string
+	// placedBy is the node that placed it here; "" for this node.
+	placedBy string
 }
 
 // progressEvery is how many rows a run reads between progress updates of
@@ -47,12 +58,24 @@ func (ar *activeRun) snapshot() RunRecord {
 	return r
 }
 
-// StartRun starts a run of adapter name now, in its own goroutine, and
-// returns its record at once (status running). The run outlives ctx, which
-// bounds only the first save of the record; Close cancels it.
-// ErrRunInProgress (the record returned is the running one's),
-// ErrAdapterNotFound, ErrShuttingDown.
-func (s *Service) StartRun(ctx context.Context, name string, opts RunOptions) (RunRecord, error) {
+// inProgressLocked returns ErrRunInProgress, with the record of the run,
+// when a run of adapter name runs or waits here. Caller holds s.mu.
+func (s *Service) inProgressLocked(name string) (RunRecord, error) {
+	cur := s.running[name]
+	if cur == nil {
+		return RunRecord{}, nil
+	}
+	r := cur.snapshot()
+	return r, fmt.Errorf("%w: run %s of adapter %q started at %s", ErrRunInProgress, r.ID, name, r.Start.Format(time.RFC3339))
+}
+
+// startLocal starts a run of adapter name on this node now, in its own
+// goroutine, and returns its record at once (status running). The run
+// outlives ctx, which bounds only the first save of the record; Close
+// cancels it. ErrRunInProgress (the record returned is the running
+// one's), ErrAdapterNotFound, ErrShuttingDown, ErrNodeDraining (L6),
+// snapshot.ErrReadOnly on a read-only process.
+func (s *Service) startLocal(ctx context.Context, name string, opts RunOptions, place localRun) (RunRecord, error) {
 	trigger := opts.Trigger
 	s.mu.Lock()
 	if s.closing {
@@ -64,18 +87,29 @@ func (s *Service) StartRun(ctx context.Context, name string, opts RunOptions) (R
 		s.mu.Unlock()
 		return RunRecord{}, err
 	}
-	if cur := s.running[name]; cur != nil {
-		r := cur.snapshot()
+	if r, err := s.inProgressLocked(name); err != nil {
 		s.mu.Unlock()
-		return r, fmt.Errorf("%w: run %s of adapter %q started at %s", ErrRunInProgress, r.ID, name, r.Start.Format(time.RFC3339))
+		return r, err
+	}
+	if s.db.ReadOnly() {
+		s.mu.Unlock()
+		return RunRecord{}, fmt.Errorf("%w: this process reads a store another process writes; run adapter %q there", snapshot.ErrReadOnly, name)
+	}
+	if s.cluster != nil && s.cluster.Draining() && trigger != "retry" {
+		s.mu.Unlock()
+		return RunRecord{}, fmt.Errorf("%w: node %s (run of adapter %q)", ErrNodeDraining, s.self, name)
 	}
 	now := s.now().UTC()
 	if trigger == "" {
 		trigger = "api"
 	}
+	id := place.id
+	if id == "" {
+		id = s.newRunID(now)
+	}
 	ar := &activeRun{done: make(chan struct{})}
-	ar.rec = RunRecord{ID: s.newRunID(now), Adapter: name, Dataset: a.spec.Dataset, Trigger: trigger, Status: RunRunning, Start: now, Forced: opts.Force,
-		Phases: []RunPhase{{Name: PhaseConnect, Start: now}}}
+	ar.rec = RunRecord{ID: id, Adapter: name, Dataset: a.spec.Dataset, Trigger: trigger, Status: RunRunning, Start: now, Forced: opts.Force,
+		Node: s.self, PlacedBy: place.placedBy, Phases: []RunPhase{{Name: PhaseConnect, Start: now}}}
 	runCtx, cancel := context.WithCancelCause(s.baseCtx)
 	ar.cancel = cancel
 	s.running[name] = ar
@@ -91,24 +125,6 @@ func (s *Service) StartRun(ctx context.Context, name string, opts RunOptions) (R
 	s.log.Info("run started", "run", rec.ID, "adapter", name, "dataset", spec.Dataset, "trigger", trigger, "force", opts.Force)
 	go s.execute(runCtx, ar, spec, opts.Force)
 	return withProgress(rec, now), nil
-}
-
-// WaitRun waits until run id ends, or ctx is done, and returns its record
-// (the live one with ctx's error when ctx ends first). A run that is not
-// running is read as GetRun does.
-func (s *Service) WaitRun(ctx context.Context, id string) (RunRecord, error) {
-	s.mu.Lock()
-	ar := s.runs[id]
-	s.mu.Unlock()
-	if ar == nil {
-		return s.GetRun(ctx, id)
-	}
-	select {
-	case <-ar.done:
-		return withProgress(ar.snapshot(), s.now().UTC()), nil
-	case <-ctx.Done():
-		return withProgress(ar.snapshot(), s.now().UTC()), ctx.Err()
-	}
 }
 
 // execute runs one pull to its end and records the outcome.
@@ -144,6 +160,12 @@ func (s *Service) execute(ctx context.Context, ar *activeRun, spec AdapterSpec, 
 		ar.rec.Status = RunAborted
 		ar.rec.Code = "aborted"
 		ar.rec.Error = abortedText(err)
+	case errors.Is(err, snapshot.ErrRunInProgress) && ar.rec.Trigger == "schedule":
+		// Another process runs the dataset (its writer slot is held): a
+		// tick that finds its previous run going is skipped (C2).
+		ar.rec.Status = RunSkipped
+		ar.rec.Code = "skipped"
+		ar.rec.Error = err.Error()
 	default:
 		ar.rec.Status = RunFailed
 		ar.rec.Code = runCode(err)

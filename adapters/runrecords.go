@@ -26,7 +26,13 @@ const (
 	RunAborted RunStatus = "aborted"
 	// RunSkipped: a schedule tick found the previous run still going (C2).
 	RunSkipped RunStatus = "skipped"
+	// RunWaiting: a single-node run waits for its node (L3); the record
+	// names it.
+	RunWaiting RunStatus = "waiting"
 )
+
+// ended reports whether a run of status st is over.
+func (st RunStatus) ended() bool { return st != RunRunning && st != RunWaiting }
 
 // RunRecord records one run of an adapter.
 type RunRecord struct {
@@ -77,6 +83,11 @@ type RunRecord struct {
 	Code string `json:"code,omitempty"`
 	// Forced is true for a run started with RunOptions.Force.
 	Forced bool `json:"forced,omitempty"`
+	// Node is the id of the cluster node that runs the run (or, waiting,
+	// the node it waits for); PlacedBy the node that placed it there,
+	// when another (L5). Both empty on a node that runs alone.
+	Node     string `json:"node,omitempty"`
+	PlacedBy string `json:"placed_by,omitempty"`
 }
 
 // keepRunsPerAdapter is how many finished run records an adapter keeps in
@@ -90,6 +101,7 @@ var runCodes = []struct {
 	code string
 }{
 	{snapshot.ErrGuardRefused, "guard_refused"},
+	{snapshot.ErrRunInProgress, "run_in_progress"},
 	{snapshot.ErrDuplicateKey, "duplicate_key"},
 	{snapshot.ErrKeyChanged, "key_changed"},
 	{snapshot.ErrBadKey, "bad_key"},
@@ -99,6 +111,9 @@ var runCodes = []struct {
 	{ErrSourceAuth, "source_auth"},
 	{ErrSourceUnavailable, "source_unavailable"},
 	{ErrConnectionNotFound, "connection_not_found"},
+	{ErrStrategyNotSupported, "strategy_not_supported"},
+	{ErrNodeUnreachable, "node_unreachable"},
+	{ErrNodeDraining, "node_draining"},
 	{ErrBadOption, "config"},
 	{ErrShuttingDown, "aborted"},
 	{context.Canceled, "aborted"},
@@ -250,24 +265,79 @@ func (s *Service) pruneRuns(ctx context.Context, adapter string) {
 	}
 }
 
-// abandonRuns marks runs a previous process left "running" as aborted.
+// abandonRuns marks aborted the runs a previous process of this node
+// left running, and the waiting runs it placed (L7); the runs of other
+// nodes of a cluster go on.
 func (s *Service) abandonRuns(ctx context.Context) error {
+	_, err := s.abandonRunsOf(ctx, s.self, "the process stopped")
+	return err
+}
+
+// AbandonNodeRuns marks aborted the runs that node was running and the
+// waiting runs it placed, for a node that will not come back (forgotten):
+// their transactions never commit. It returns how many it marked.
+func (s *Service) AbandonNodeRuns(ctx context.Context, node string) (int, error) {
+	if node == "" || node == s.self {
+		return 0, fmt.Errorf("adapters: abandoning the runs of node %q: not another node", node)
+	}
+	return s.abandonRunsOf(ctx, node, "node "+node+" was forgotten")
+}
+
+// abandonRunsOf marks aborted the runs recorded running on node (or on no
+// node, when node is this one) and the waiting runs node placed; what
+// says what happened to node.
+func (s *Service) abandonRunsOf(ctx context.Context, node, what string) (int, error) {
 	runs, err := s.allRuns(ctx, "")
 	if err != nil {
-		return err
+		return 0, err
 	}
+	n := 0
 	for _, r := range runs {
-		if r.Status != RunRunning {
+		var why string
+		switch {
+		case r.Status == RunRunning && (r.Node == node || (r.Node == "" && node == s.self)):
+			if live := s.isLive(r.ID); live {
+				continue
+			}
+			why = what + " while the run was in progress; its transaction is invalid"
+		case r.Status == RunWaiting && r.PlacedBy == node:
+			if live := s.isLive(r.ID); live {
+				continue
+			}
+			why = fmt.Sprintf("%s while the run waited for node %s; it never started", what, r.Node)
+		default:
 			continue
 		}
 		now := s.now().UTC()
-		r.Status, r.End, r.Code, r.Error = RunAborted, &now, "aborted", "the process stopped while the run was in progress; its transaction is invalid"
+		r.Status, r.End, r.Code, r.Error = RunAborted, &now, "aborted", why
 		if err := s.saveRun(ctx, r); err != nil {
-			return fmt.Errorf("adapters: marking run %s aborted: %w", r.ID, err)
+			return n, fmt.Errorf("adapters: marking run %s aborted: %w", r.ID, err)
 		}
-		s.log.Warn("run left running by a previous process marked aborted", "run", r.ID, "adapter", r.Adapter)
+		n++
+		s.log.Warn("run marked aborted", "run", r.ID, "adapter", r.Adapter, "node", r.Node, "why", why)
 	}
-	return nil
+	return n, nil
+}
+
+// isLive reports whether run id runs (or waits) in this process.
+func (s *Service) isLive(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.runs[id] != nil
+}
+
+// RunsInProgress returns how many runs this node is running (waiting ones
+// not counted).
+func (s *Service) RunsInProgress() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, ar := range s.running {
+		if ar.snapshot().Status == RunRunning {
+			n++
+		}
+	}
+	return n
 }
 
 // newRunID returns a run id that sorts by start time: "r" + 19-digit Unix

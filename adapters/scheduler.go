@@ -34,7 +34,8 @@ type runStarter interface {
 //	   Schedule.Next of the tick time, so a slow loop never fires a burst
 //	   of missed ticks.
 //	C2 A tick that finds the adapter's previous run still going records a
-//	   "skipped" run whose error names the running run.
+//	   "skipped" run whose error names the running run; so does a tick
+//	   whose run finds its dataset's writer slot held by another process.
 //	C3 A failed scheduled run with Retries > 0 is retried (trigger
 //	   "retry") after RetryBackoff, doubling per attempt, at most Retries
 //	   times; a success resets the attempt count.
@@ -42,6 +43,10 @@ type runStarter interface {
 //	   delete); no restart.
 //	C5 stop ends the loop and every retry watcher, then returns; it starts
 //	   nothing new.
+//	C6 Every node of a cluster runs the loop over every adapter; a tick
+//	   is passed with its scheduled time, and the node that does not
+//	   fire it (adapters.L1) drops it: no run, no skipped record. A retry
+//	   is fired by the node whose run failed.
 //
 // Goroutines: the loop (owns timer) and one watcher per started run that
 // may need a retry. mu guards entries; it is never held while starting a
@@ -132,18 +137,20 @@ func (s *scheduler) loop() {
 		now := time.Now()
 		var due []*schedEntry
 		var dueTrigger []string
+		var dueTick []time.Time
 		wait := time.Duration(-1)
 		s.mu.Lock()
 		for _, e := range s.entries {
 			if !e.retryAt.IsZero() && !e.retryAt.After(now) {
 				e.retryAt = time.Time{}
-				due, dueTrigger = append(due, e), append(dueTrigger, "retry")
+				due, dueTrigger, dueTick = append(due, e), append(dueTrigger, "retry"), append(dueTick, time.Time{})
 			}
 			// A zero next means the schedule matches no date any more
 			// (cron's Next gives up after five years): never due.
 			if !e.next.IsZero() && !e.next.After(now) {
+				tick := e.next
 				e.next = e.sched.Next(now) // C1: no burst of missed ticks
-				due, dueTrigger = append(due, e), append(dueTrigger, "schedule")
+				due, dueTrigger, dueTick = append(due, e), append(dueTrigger, "schedule"), append(dueTick, tick)
 			}
 			for _, t := range []time.Time{e.next, e.retryAt} {
 				if t.IsZero() {
@@ -156,7 +163,7 @@ func (s *scheduler) loop() {
 		}
 		s.mu.Unlock()
 		for i, e := range due {
-			s.fire(e, dueTrigger[i])
+			s.fire(e, dueTrigger[i], dueTick[i])
 		}
 		if len(due) > 0 {
 			continue
@@ -178,13 +185,17 @@ func (s *scheduler) loop() {
 }
 
 // fire starts one run of e (C1, C2) and, when retries are configured,
-// watches it for a failure (C3).
-func (s *scheduler) fire(e *schedEntry, trigger string) {
+// watches it for a failure (C3). tick is the scheduled time of a
+// "schedule" trigger: in a cluster another node may own it (C6).
+func (s *scheduler) fire(e *schedEntry, trigger string, tick time.Time) {
 	if s.ctx.Err() != nil {
 		return
 	}
-	rec, err := s.runs.StartRun(s.ctx, e.name, RunOptions{Trigger: trigger})
+	rec, err := s.runs.StartRun(s.ctx, e.name, RunOptions{Trigger: trigger, Tick: tick})
 	switch {
+	case errors.Is(err, errNotOwner):
+		s.log.Debug("tick fired elsewhere", "adapter", e.name, "tick", tick, "err", err)
+		return
 	case errors.Is(err, ErrRunInProgress):
 		reason := fmt.Sprintf("previous run %s (started %s) was still running", rec.ID, rec.Start.Format(time.RFC3339))
 		s.runs.recordSkipped(s.ctx, e.name, trigger, reason)

@@ -285,7 +285,7 @@ func TestServiceSchedules(t *testing.T) {
 	svc.sched.mu.Lock()
 	e := svc.sched.entries["a"]
 	svc.sched.mu.Unlock()
-	svc.sched.fire(e, "schedule")
+	svc.sched.fire(e, "schedule", time.Now())
 	close(b.release)
 	svc.WaitRun(ctx, rec.ID)
 	runs, _ := svc.ListRuns(ctx, "a", 10)

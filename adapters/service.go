@@ -22,6 +22,10 @@ type Options struct {
 	Adapters    []AdapterSpec
 	// Schedule turns the cron scheduler on (serve); off for one-shot CLI use.
 	Schedule bool
+	// Cluster places runs by strategy when this node is a member of a
+	// cluster (placement.go); nil: the node runs alone and every run is
+	// local. RunOnStart adapters then wait for StartOnStart.
+	Cluster Cluster
 }
 
 // Service owns data connections, adapters, runs and the scheduler. Safe for
@@ -32,6 +36,8 @@ type Service struct {
 	metrics *metrics
 	now     func() time.Time // test hook; time.Now
 	sched   *scheduler       // nil unless Options.Schedule
+	cluster Cluster          // nil alone
+	self    string           // this node's id in the cluster; "" alone
 
 	baseCtx   context.Context // parent of every run's context
 	cancelAll context.CancelFunc
@@ -43,6 +49,7 @@ type Service struct {
 	// never across source I/O. Lock order: mu, then a handle's mu.
 	mu       sync.Mutex
 	closing  bool
+	defsGen  uint64 // counts local definition changes (reload.go, A5)
 	conns    definitions[*connDef]
 	adapters definitions[*adapterDef]
 	running  map[string]*activeRun // by adapter name
@@ -78,13 +85,13 @@ func New(ctx context.Context, db *snapshot.DB, opts Options) (*Service, error) {
 		adapters: newDefinitions[*adapterDef](adapterKind),
 		running:  map[string]*activeRun{},
 		runs:     map[string]*activeRun{},
+		cluster:  opts.Cluster,
+	}
+	if s.cluster != nil {
+		s.self = s.cluster.Self()
 	}
 	s.baseCtx, s.cancelAll = context.WithCancel(context.Background())
-	s.metrics = newMetrics(opts.Registerer, func() float64 {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return float64(len(s.running))
-	})
+	s.metrics = newMetrics(opts.Registerer, func() float64 { return float64(s.RunsInProgress()) })
 	// Config definitions: every problem reported, keys named.
 	cfgConns, cfgAdapters, errs := parseConfig(opts.Connections, opts.Adapters)
 	if err := errors.Join(errs...); err != nil {
@@ -119,8 +126,12 @@ func New(ctx context.Context, db *snapshot.DB, opts Options) (*Service, error) {
 			}
 		}
 	}
-	if err := s.abandonRuns(ctx); err != nil {
-		return nil, err
+	// A read-only process of a shared store runs nothing, so it left
+	// nothing running; the writer's runs are not its to abandon.
+	if !db.ReadOnly() {
+		if err := s.abandonRuns(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if opts.Schedule {
 		s.sched = newScheduler(s, s.log.With("component", "scheduler"))
@@ -137,16 +148,44 @@ func New(ctx context.Context, db *snapshot.DB, opts Options) (*Service, error) {
 			}
 		}
 		s.sched.start()
-		// run_on_start: one run each now (in name order), as Airflow's
-		// catchup starts a DAG's missed run at once instead of at the next
-		// tick.
-		for _, n := range onStart {
-			if _, err := s.StartRun(ctx, n, RunOptions{Trigger: "start"}); err != nil {
-				s.log.Warn("run on start not started", "adapter", n, "err", err)
-			}
+		if s.cluster == nil {
+			s.runOnStart(ctx, onStart)
 		}
 	}
 	return s, nil
+}
+
+// runOnStart starts one run of each adapter of names now (in name order),
+// as Airflow's catchup starts a DAG's missed run at once instead of at the
+// next tick.
+func (s *Service) runOnStart(ctx context.Context, names []string) {
+	for _, n := range names {
+		if _, err := s.StartRun(ctx, n, RunOptions{Trigger: "start"}); err != nil {
+			s.log.Warn("run on start not started", "adapter", n, "err", err)
+		}
+	}
+}
+
+// StartOnStart starts the runs of the RunOnStart adapters this node owns
+// (L1), once it is an active member of its cluster: a node that starts
+// does not know its share before it has joined. It does nothing without
+// a scheduler or a cluster (New started them).
+func (s *Service) StartOnStart(ctx context.Context) {
+	if s.sched == nil || s.cluster == nil {
+		return
+	}
+	var names []string
+	s.mu.Lock()
+	for _, e := range s.adapters.entries() {
+		if e.status != statusActive || !e.def.spec.RunOnStart {
+			continue
+		}
+		if owner, ok := s.cluster.Owner(e.name); ok && owner == s.self {
+			names = append(names, e.name)
+		}
+	}
+	s.mu.Unlock()
+	s.runOnStart(ctx, names)
 }
 
 // Close stops the scheduler, cancels running runs (their transactions are

@@ -61,6 +61,19 @@ type Config struct {
 	// TombstoneTimeout is how long serf keeps a member that left
 	// (serf.Config.TombstoneTimeout); default 24h.
 	TombstoneTimeout time.Duration
+	// SingleNodeWait is how long a run of a single-node adapter waits for
+	// its node before it fails (adapters.L3); default 5m.
+	SingleNodeWait time.Duration
+	// HandOffTimeout bounds one hand-off of a run to another node's API
+	// (adapters.L5); default 10s.
+	HandOffTimeout time.Duration
+	// Heartbeat is how often a node rewrites its entry of the node list
+	// (last heard, config digests) and rereads the others' (K11, K12);
+	// default 10s.
+	Heartbeat time.Duration
+	// DefinitionsRefresh is how often the definitions are reread from
+	// HBase whatever the hints say (K9); default 15s.
+	DefinitionsRefresh time.Duration
 	// Memberlist is the preset's memberlist configuration (probe, gossip
 	// and suspicion timing); Open sets its addresses, keyring and logger.
 	Memberlist *memberlist.Config
@@ -79,6 +92,12 @@ const (
 	DefaultWeight         = 100
 	maxWeight             = 10000
 	DefaultConfirmFailure = 30 * time.Second
+	DefaultSingleNodeWait = 5 * time.Minute
+	DefaultHandOffTimeout = 10 * time.Second
+	// DefaultDefinitionsRefresh bounds how long a change of definitions
+	// whose hint was lost takes to reach a node.
+	DefaultDefinitionsRefresh = 15 * time.Second
+	DefaultHeartbeat          = 10 * time.Second
 )
 
 // DefaultConfig is the preset for a LAN (memberlist.DefaultLANConfig: 1s
@@ -86,13 +105,17 @@ const (
 // K3's 30 s).
 func DefaultConfig() Config {
 	return Config{
-		Weight:           DefaultWeight,
-		ConfirmFailure:   DefaultConfirmFailure,
-		Tick:             time.Second,
-		JoinRetry:        10 * time.Second,
-		ReconnectTimeout: 24 * time.Hour,
-		TombstoneTimeout: 24 * time.Hour,
-		Memberlist:       memberlist.DefaultLANConfig(),
+		Weight:             DefaultWeight,
+		ConfirmFailure:     DefaultConfirmFailure,
+		Tick:               time.Second,
+		JoinRetry:          10 * time.Second,
+		ReconnectTimeout:   24 * time.Hour,
+		TombstoneTimeout:   24 * time.Hour,
+		SingleNodeWait:     DefaultSingleNodeWait,
+		HandOffTimeout:     DefaultHandOffTimeout,
+		DefinitionsRefresh: DefaultDefinitionsRefresh,
+		Heartbeat:          DefaultHeartbeat,
+		Memberlist:         memberlist.DefaultLANConfig(),
 	}
 }
 
@@ -172,6 +195,18 @@ func (c *Config) Validate() error {
 	}
 	if c.TombstoneTimeout <= 0 {
 		bad("tombstone_timeout", "must be positive")
+	}
+	if c.SingleNodeWait <= 0 {
+		bad("single_node_wait", "must be positive")
+	}
+	if c.HandOffTimeout <= 0 {
+		bad("handoff_timeout", "must be positive")
+	}
+	if c.Heartbeat < 100*time.Millisecond {
+		bad("heartbeat", "at least 100ms, got %s", c.Heartbeat)
+	}
+	if c.DefinitionsRefresh < time.Second {
+		bad("definitions_refresh", "at least 1s, got %s", c.DefinitionsRefresh)
 	}
 	if c.Tick <= 0 || c.JoinRetry <= 0 || c.Memberlist == nil {
 		bad("preset", "Tick, JoinRetry and Memberlist come from a preset (DefaultConfig, LoopbackConfig)")

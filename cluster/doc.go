@@ -25,8 +25,16 @@
 //     rendezvous with bounded loads (Rebalance).
 //   - partitiontable.go: the partition table in the metadata table, with
 //     its epoch, changed by compare-and-set (Partitions, Keeper).
-//   - metrics.go: members by state, flaps, transitions.
-//   - nodelist.go: the interface of the persisted node list (not built).
+//   - metrics.go: members by state, flaps, transitions, dropped hints.
+//   - nodelist.go: the node list kept in HBase (K11).
+//   - nodekeeper.go: this node's entry of the node list, the others'
+//     entries, config mismatches (K11, K12).
+//   - credential.go: the cluster credential between nodes' APIs (K8).
+//   - events.go: hints, the drain and resume queries, forget (K9, K10).
+//   - placement.go: Placement, package adapters' view of the cluster
+//     (adapters.Cluster): owners, the rotation, the single node,
+//     hand-offs (handoff.go), definitions across the cluster
+//     (definitions.go) and ownership moves (ownership.go).
 //
 // # Rules
 //
@@ -65,20 +73,61 @@
 // it. User events are limited to 512 bytes and queries to 1 KB (serf's
 // defaults, kept): they may carry hints, never data.
 //
+// K8. A node proves itself to another node's HTTP API with the cluster
+// credential: an HMAC, under a key derived from the gossip key, of the
+// request (method, path, body) with the node's id and the time. It needs
+// no state beyond the keyring every member holds; the receiver accepts any
+// key of its keyring (rotations), a time within 2 minutes of its clock, a
+// MAC it has not seen, and a node it sees alive. A cluster without a
+// gossip key has no credential.
+//
+// K9. Definitions made through the API live in HBase. A node that changes
+// one sends a hint (a user event naming it); the others reread the
+// definitions on the hint and every DefinitionsRefresh whatever the hints,
+// so that a lost hint delays a change by at most that long, never loses it.
+//
+// K10. A node leaves the work by its own declaration (drain: it declares
+// draining, owns nothing, takes no new run and finishes what it runs; a
+// serf query asks it when the call comes to another node), by leaving
+// (SIGTERM), or by an operator's forget once it failed or left: forget is
+// the only way a failed node's place is given up. A flap, a failure not
+// confirmed, moves nothing (K3).
+//
+// K11. The node list in HBase (one record per node: addresses, weight,
+// zone, incarnation, last state, last heard, config digests) is written
+// by conditional single-row mutations from the value read: a node writes
+// its own entry once it is in the cluster (it sees another member alive,
+// or the list holds no other node), another records it failed (only the
+// incarnation that failed), an operator's forget deletes it. A node that starts counts the
+// recorded nodes it does not hear from yet as failing since its start
+// (K3), in their recorded state, so that a full restart moves nothing
+// while the nodes come back. The single node of single-node adapters is
+// chosen over the node list and the live members, neither draining nor
+// left after a drain: it stays on a failed node until that node is
+// forgotten.
+//
+// K12. A config-file definition that two alive nodes define differently,
+// or that one of them does not define, is reported by both (a warn log
+// line, snapstore_cluster_config_mismatches, GET /v1/cluster/nodes):
+// each node records a digest of each of its config definitions in its
+// entry (an HMAC under a key derived from the gossip key) and compares
+// them with the others' at every Heartbeat. Nothing is papered over: each
+// node keeps using its own file.
+//
 // # Goroutines
 //
 // Open starts serf (its own goroutines: memberlist's probe, gossip and
 // push-pull loops, serf's reaper, reconnector and snapshotter), the event
 // loop (run) that owns the state machine's inputs, the peers writer
-// (persistLoop) that rewrites the peers file when the members change, and,
-// when the join addresses do not answer at once, a join retry loop that
-// stops at the first successful join or at Close.
+// (persistLoop) that rewrites the peers file when the members change, the
+// query answerer (answerQueries), and, when the join addresses do not
+// answer at once, a join retry loop that stops at the first successful
+// join or at Close. Placement.Start starts the placement loop, the one
+// reader of Changed and Hints.
 //
-// # Not built yet
+// # Not built here
 //
-// The node list persisted in HBase (nodelist.go holds its interface),
-// writer slots across nodes, the strategies that decide where a run
-// happens, definitions applied cluster-wide, drain and forget of a node's
-// work. Until they exist one node of a cluster writes (the HBase writer
-// lease, snapshot.W1) and the others are read-only readers.
+// Writer slots are package snapshot's (snapshot.W1): every node may
+// write, and two nodes never write one dataset at once. A node started
+// read-only places runs but runs none. Partitioned runs (the partition-by-key strategy) are not built.
 package cluster

@@ -139,16 +139,31 @@ func report(r *serf.KeyResponse) KeyringReport {
 	}
 }
 
+// keyOpAttempts bounds the repeats of a keyring change that some members
+// did not answer in time (serf's query timeout): installing, using and
+// removing a key are idempotent on a memberlist keyring, so a repeat only
+// reaches the late ones again.
+const keyOpAttempts = 3
+
 // keyOp runs one keyring query of serf's key manager: it goes to every
 // member, each of which changes its keyring and rewrites its keyring file
 // (K2), and waits for the answers (serf's query timeout, a few seconds).
-// An error says how many nodes failed; the report says which.
+// When no member failed but some did not answer, it asks again. An error
+// says how many nodes failed; the report says which.
 func (m *Membership) keyOp(what string, op func(string) (*serf.KeyResponse, error), key string) (KeyringReport, error) {
 	k, err := ParseKey(key)
 	if err != nil {
 		return KeyringReport{}, err
 	}
-	r, err := op(base64.StdEncoding.EncodeToString(k))
+	var r *serf.KeyResponse
+	for attempt := 1; ; attempt++ {
+		r, err = op(base64.StdEncoding.EncodeToString(k))
+		if err == nil || r == nil || r.NumErr > 0 || r.NumResp >= r.NumNodes || attempt == keyOpAttempts {
+			break
+		}
+		m.log.Warn("gossip keyring change: some members did not answer in time; asking again", "op", what, "key", Fingerprint(k),
+			"responses", r.NumResp, "nodes", r.NumNodes, "attempt", attempt)
+	}
 	rep := report(r)
 	m.log.Info("gossip keyring changed", "op", what, "key", Fingerprint(k), "nodes", rep.Nodes, "responses", rep.Responses, "errors", rep.Errors)
 	if err != nil {
@@ -174,9 +189,17 @@ func (m *Membership) RemoveKey(key string) (KeyringReport, error) {
 	return m.keyOp("remove", m.serf.KeyManager().RemoveKey, key)
 }
 
-// ListKeys asks every member for its keys.
+// ListKeys asks every member for its keys, again when some did not answer
+// in time.
 func (m *Membership) ListKeys() (KeyringReport, error) {
-	r, err := m.serf.KeyManager().ListKeys()
+	var r *serf.KeyResponse
+	var err error
+	for attempt := 1; ; attempt++ {
+		r, err = m.serf.KeyManager().ListKeys()
+		if err == nil || r == nil || r.NumErr > 0 || r.NumResp >= r.NumNodes || attempt == keyOpAttempts {
+			break
+		}
+	}
 	rep := report(r)
 	if err != nil {
 		return rep, fmt.Errorf("cluster: listing keys: %d of %d nodes failed: %v", rep.Errors, rep.Nodes, err)

@@ -45,11 +45,21 @@ type Membership struct {
 	// tagsMu serialises SetState's tag updates (serf.SetTags), in order.
 	tagsMu sync.Mutex
 
+	// keyring is serf's gossip keyring (nil without a key): the key
+	// manager changes it in place, and the cluster credential is derived
+	// from its keys (credential.go).
+	keyring *memberlist.Keyring
+	replays replays
+
 	metrics *metrics
 	// changed has one slot: a change pokes it without waiting (K5);
 	// persistc likewise wakes persistLoop (peers.go).
 	changed  chan struct{}
 	persistc chan struct{}
+	// hints receives serf's user events (events.go, K9); queries the
+	// drain and resume queries, answered by answerQueries.
+	hints   chan Hint
+	queries chan *serf.Query
 	// joinAddrs are cfg.Join and the peers file's addresses.
 	joinAddrs []string
 	events    chan serf.Event
@@ -99,10 +109,13 @@ func Open(ctx context.Context, cfg Config) (*Membership, error) {
 		log:      log,
 		id:       id,
 		now:      now,
+		keyring:  keyring,
 		tr:       newTracker(id, cfg.ConfirmFailure),
 		changed:  make(chan struct{}, 1),
 		persistc: make(chan struct{}, 1),
 		events:   make(chan serf.Event, eventBuffer),
+		hints:    make(chan Hint, hintBuffer),
+		queries:  make(chan *serf.Query, 16),
 		stopc:    make(chan struct{}),
 		donec:    make(chan struct{}),
 		self: Tags{
@@ -133,9 +146,10 @@ func Open(ctx context.Context, cfg Config) (*Membership, error) {
 		return nil, fmt.Errorf("cluster: starting serf on %s: %w", cfg.Bind, err)
 	}
 	m.serf = s
-	m.wg.Add(2)
+	m.wg.Add(3)
 	go m.run()
 	go m.persistLoop()
+	go m.answerQueries()
 	log.Info("cluster membership started", "node", id, "incarnation", m.self.Incarnation, "bind", cfg.Bind,
 		"advertise", m.addr(), "encrypted", keyring != nil, "confirm_failure", cfg.ConfirmFailure)
 	if len(m.joinAddrs) > 0 {
@@ -244,8 +258,9 @@ func (m *Membership) joinLoop() {
 }
 
 // run is the event loop (K5): it applies serf's member events to the state
-// machine and advances its confirmation delays every cfg.Tick. User events
-// and queries carry nothing yet; they are logged at debug and dropped.
+// machine and advances its confirmation delays every cfg.Tick, passes user
+// events on as hints and the drain and resume queries to answerQueries;
+// other queries are logged at debug and dropped.
 func (m *Membership) run() {
 	defer m.wg.Done()
 	t := time.NewTicker(m.cfg.Tick)
@@ -259,9 +274,17 @@ func (m *Membership) run() {
 			case serf.MemberEvent:
 				m.apply(e)
 			case serf.UserEvent:
-				m.log.Debug("serf user event ignored", "name", e.Name, "bytes", len(e.Payload))
+				m.deliverHint(e)
 			case *serf.Query:
-				m.log.Debug("serf query ignored", "name", e.Name)
+				if e.Name != queryDrain && e.Name != queryResume {
+					m.log.Debug("serf query ignored", "name", e.Name)
+					break
+				}
+				select {
+				case m.queries <- e:
+				default:
+					m.log.Warn("serf query dropped: too many waiting", "name", e.Name, "from", e.SourceNode())
+				}
 			}
 		case <-t.C:
 			m.mu.Lock()
@@ -370,20 +393,44 @@ func (m *Membership) SetState(s State) error {
 	if !s.declarable() {
 		return fmt.Errorf("cluster: a node cannot declare itself %s", s)
 	}
+	changed, err := m.setTags(func(t *Tags) { t.State = s })
+	if err != nil {
+		return fmt.Errorf("cluster: declaring %s: %w", s, err)
+	}
+	if changed {
+		m.log.Info("cluster: this node declares itself "+s.String(), "node", m.id)
+	}
+	return nil
+}
+
+// SetRunsInProgress tells the cluster how many runs this node is running
+// (tag run).
+func (m *Membership) SetRunsInProgress(n int) error {
+	if _, err := m.setTags(func(t *Tags) { t.Runs = n }); err != nil {
+		return fmt.Errorf("cluster: telling the runs in progress: %w", err)
+	}
+	return nil
+}
+
+// setTags applies edit to this node's tags and gossips them when they
+// changed.
+func (m *Membership) setTags(edit func(*Tags)) (bool, error) {
 	m.tagsMu.Lock()
 	defer m.tagsMu.Unlock()
 	m.mu.Lock()
 	tags := m.self
 	m.mu.Unlock()
-	tags.State = s
+	edit(&tags)
+	if tags == m.self {
+		return false, nil
+	}
 	if err := m.serf.SetTags(tags.encode()); err != nil {
-		return fmt.Errorf("cluster: declaring %s: %w", s, err)
+		return false, err
 	}
 	m.mu.Lock()
 	m.self = tags
 	m.mu.Unlock()
-	m.log.Info("cluster: this node declares itself "+s.String(), "node", m.id)
-	return nil
+	return true, nil
 }
 
 // Leave leaves the cluster gracefully (K4): the others see this node left

@@ -11,10 +11,12 @@ import (
 //	snapstore_cluster_members{state}               members this node sees, by state
 //	snapstore_cluster_member_transitions_total{to} state changes of members, by new state
 //	snapstore_cluster_member_flaps_total           failures serf reported that ended within the confirmation delay (K3)
+//	snapstore_cluster_hints_dropped_total          hints (user events) dropped because their reader was behind (K9)
 type metrics struct {
-	reg         prometheus.Registerer
-	cs          []prometheus.Collector
-	transitions *prometheus.CounterVec
+	reg          prometheus.Registerer
+	cs           []prometheus.Collector
+	transitions  *prometheus.CounterVec
+	hintsDropped prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, m *Membership) (*metrics, error) {
@@ -24,8 +26,12 @@ func newMetrics(reg prometheus.Registerer, m *Membership) (*metrics, error) {
 			Name: "snapstore_cluster_member_transitions_total",
 			Help: "State changes of cluster members seen by this node, by new state.",
 		}, []string{"to"}),
+		hintsDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "snapstore_cluster_hints_dropped_total",
+			Help: "Hints (serf user events) dropped because their reader was behind; the periodic reread covers them.",
+		}),
 	}
-	mt.cs = append(mt.cs, mt.transitions, prometheus.NewCounterFunc(prometheus.CounterOpts{
+	mt.cs = append(mt.cs, mt.transitions, mt.hintsDropped, prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "snapstore_cluster_member_flaps_total",
 		Help: "Member failures reported by serf that ended within the confirmation delay, so nothing moved.",
 	}, func() float64 {

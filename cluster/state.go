@@ -51,8 +51,19 @@ func ParseState(s string) (State, error) {
 	return 0, fmt.Errorf("cluster: unknown state %q (want %s)", s, strings.Join(stateNames[:], ", "))
 }
 
-// MarshalText writes the state's name (JSON answers, logs).
+// MarshalText writes the state's name (JSON answers, logs, the node
+// list).
 func (s State) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads a state's name.
+func (s *State) UnmarshalText(b []byte) error {
+	st, err := ParseState(string(b))
+	if err != nil {
+		return err
+	}
+	*s = st
+	return nil
+}
 
 // declarable reports whether a node may declare s for itself.
 func (s State) declarable() bool { return s == Joining || s == Active || s == Draining }
@@ -116,6 +127,9 @@ type member struct {
 	node Node
 	// status is serf's last report of the member.
 	status serfStatus
+	// seeded marks a member known from the node list only (seed), not
+	// yet reported by serf.
+	seeded bool
 }
 
 // tracker is the state machine of K3 and K4: it turns serf's reports
@@ -149,9 +163,11 @@ func (t *tracker) observe(now time.Time, o observation) (transition, bool) {
 	m.node.RawTags = maps.Clone(o.tags)
 	prev := m.node.State
 	next := prev
+	seeded := m.seeded
+	m.seeded = false
 	switch o.status {
 	case serfAlive:
-		if !m.node.FailingSince.IsZero() && prev != Failed {
+		if !m.node.FailingSince.IsZero() && prev != Failed && !seeded {
 			t.flaps++ // back within the delay: nothing moved (K3)
 		}
 		m.node.FailingSince = time.Time{}
@@ -184,6 +200,31 @@ func (t *tracker) observe(now time.Time, o observation) (transition, bool) {
 		return transition{id: o.id, from: prev, to: next, first: !ok}, true
 	}
 	return transition{}, false
+}
+
+// seed adds a member known from the node list (K11) but not (yet) from
+// serf, in state st as recorded, last heard at heard: a member recorded
+// joining, active or draining counts as failing since now, so that it
+// keeps its state, and its share of the work, for the confirmation delay
+// (K3) before it turns failed; one recorded failed or left is so at once.
+// A member this tracker knows already, and this node, are left alone.
+func (t *tracker) seed(now time.Time, o observation, st State, heard time.Time) (transition, bool) {
+	if _, ok := t.members[o.id]; ok || o.id == t.self {
+		return transition{}, false
+	}
+	m := &member{seeded: true, node: Node{ID: o.id, Addr: o.addr, Tags: decodeTags(o.tags), RawTags: maps.Clone(o.tags),
+		State: st, Since: now, LastHeard: heard}}
+	switch st {
+	case Failed:
+		m.status = serfFailed
+	case Left:
+		m.status = serfLeft
+	default:
+		m.status = serfFailed
+		m.node.FailingSince = now
+	}
+	t.members[o.id] = m
+	return transition{id: o.id, to: st, first: true}, true
 }
 
 // tick moves to failed every member whose confirmation delay has passed at

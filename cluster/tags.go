@@ -17,6 +17,7 @@ const (
 	tagVersion     = "v"    // build version
 	tagIncarnation = "inc"  // incarnation of the process (K1)
 	tagState       = "st"   // the state the node declares: joining, active, draining
+	tagRuns        = "run"  // runs in progress on the node, decimal
 )
 
 // Bounds of the tag values, checked by Config.Validate so that the whole
@@ -25,6 +26,7 @@ const (
 	maxAddrLen    = 64 // host:port; a DNS name, IPv6 literal and port fit
 	maxZoneLen    = 64
 	maxVersionLen = 64
+	maxRuns       = 999999 // runs in progress told; more are told as this
 	// MaxTagBytes is serf's limit on a node's encoded tags.
 	MaxTagBytes = memberlist.MetaMaxSize
 )
@@ -47,6 +49,8 @@ type Tags struct {
 	// State is the state the node declares for itself: joining, active or
 	// draining. Failed and left are what the others conclude.
 	State State
+	// Runs is how many runs the node is running (at most 999999).
+	Runs int
 }
 
 // encode returns the serf tag map; empty values are left out.
@@ -55,6 +59,7 @@ func (t Tags) encode() map[string]string {
 		tagWeight:      strconv.Itoa(t.Weight),
 		tagIncarnation: t.Incarnation,
 		tagState:       t.State.String(),
+		tagRuns:        strconv.Itoa(min(max(t.Runs, 0), maxRuns)),
 	}
 	for k, v := range map[string]string{tagAPI: t.API, tagTransfer: t.Transfer, tagZone: t.Zone, tagVersion: t.Version} {
 		if v != "" {
@@ -82,6 +87,9 @@ func decodeTags(m map[string]string) Tags {
 	if s, err := ParseState(m[tagState]); err == nil && s.declarable() {
 		t.State = s
 	}
+	if n, err := strconv.Atoi(m[tagRuns]); err == nil && n > 0 {
+		t.Runs = n
+	}
 	return t
 }
 
@@ -102,6 +110,6 @@ func worstTags() map[string]string {
 	long := func(n int) string { return fmt.Sprintf("%0*d", n, 0) }
 	return Tags{
 		API: long(maxAddrLen), Transfer: long(maxAddrLen), Weight: maxWeight,
-		Zone: long(maxZoneLen), Version: long(maxVersionLen), Incarnation: newIncarnation(), State: Draining,
+		Zone: long(maxZoneLen), Version: long(maxVersionLen), Incarnation: newIncarnation(), State: Draining, Runs: maxRuns,
 	}.encode()
 }

@@ -25,7 +25,8 @@ type adapterJSON struct {
 	RunOnStart   bool           `json:"run_on_start"`
 	EmbedJSON    bool           `json:"embed_json"`
 	// CommitUnchanged: adapters.AdapterSpec.CommitUnchanged.
-	CommitUnchanged bool `json:"commit_unchanged"`
+	CommitUnchanged bool   `json:"commit_unchanged"`
+	Strategy        string `json:"strategy,omitempty"`
 }
 
 func (a adapterJSON) spec() adapters.AdapterSpec {
@@ -43,6 +44,7 @@ func (a adapterJSON) spec() adapters.AdapterSpec {
 		RunOnStart:      a.RunOnStart,
 		EmbedJSON:       a.EmbedJSON,
 		CommitUnchanged: a.CommitUnchanged,
+		Strategy:        adapters.Strategy(a.Strategy),
 	}
 }
 
@@ -54,6 +56,9 @@ type adapterOut struct {
 	CreatedAt time.Time       `json:"created_at"`
 	UpdatedAt time.Time       `json:"updated_at"`
 	NextRun   *time.Time      `json:"next_run,omitempty"`
+	// Owner and SingleNode: where the adapter's runs happen in a cluster.
+	Owner      string `json:"owner,omitempty"`
+	SingleNode string `json:"single_node,omitempty"`
 	// LastRun is the adapter's newest run, running or ended; absent before
 	// the first.
 	LastRun *adapters.RunRecord `json:"last_run,omitempty"`
@@ -76,12 +81,15 @@ func toAdapterOut(a adapters.Adapter) adapterOut {
 			RunOnStart:      sp.RunOnStart,
 			EmbedJSON:       sp.EmbedJSON,
 			CommitUnchanged: sp.CommitUnchanged,
+			Strategy:        string(sp.Strategy),
 		},
-		Source:    a.Source,
-		Revision:  a.Revision,
-		CreatedAt: a.CreatedAt,
-		UpdatedAt: a.UpdatedAt,
-		NextRun:   a.NextRun,
+		Source:     a.Source,
+		Revision:   a.Revision,
+		CreatedAt:  a.CreatedAt,
+		UpdatedAt:  a.UpdatedAt,
+		NextRun:    a.NextRun,
+		Owner:      a.Owner,
+		SingleNode: a.SingleNode,
 	}
 }
 

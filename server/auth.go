@@ -28,6 +28,9 @@ const (
 	// RoleAdmin may do everything: create, replace and drop connections and
 	// adapters, GC, tags, rollback, dropping datasets.
 	RoleAdmin
+	// RoleCluster marks operations that only the nodes of a cluster call,
+	// with the cluster credential (cluster.go); no bearer token has it.
+	RoleCluster
 )
 
 // String returns "none", "reader", "operator" or "admin".
@@ -41,6 +44,8 @@ func (r Role) String() string {
 		return "operator"
 	case RoleAdmin:
 		return "admin"
+	case RoleCluster:
+		return "cluster"
 	}
 	return fmt.Sprintf("role(%d)", int(r))
 }
@@ -151,6 +156,9 @@ func CheckListen(addr string, tokens []Token) error {
 
 // authorize checks the bearer token against the operation's role.
 func (s *Server) authorize(c echo.Context, rt *route) error {
+	if rt.role == RoleCluster {
+		return s.authorizeNode(c)
+	}
 	if !s.tokens.enabled() || rt.role == RoleNone {
 		return nil
 	}

@@ -37,7 +37,7 @@ func TestAuth_EveryRouteEveryRole(t *testing.T) {
 		{Name: "o", Token: "operator-tok", Role: RoleOperator},
 		{Name: "a", Token: "admin-tok", Role: RoleAdmin},
 	}
-	f := newFixture(t, fixtureOpts{tokens: tokens})
+	f := newFixture(t, fixtureOpts{tokens: tokens, cluster: testCluster()})
 	var keys []string
 	for k := range f.srv.api.ops {
 		keys = append(keys, k)

@@ -39,7 +39,20 @@ func (c *console) adapters(w http.ResponseWriter, r *http.Request, v viewer) err
 type adapterFields struct {
 	Name, Connection, Resource, Dataset, KeyColumns, Schedule string
 	TTL, MinVersions, MaxShrink, Retries, RetryBackoff        string
+	Strategy                                                  string
 	AllowEmpty, RunOnStart                                    bool
+}
+
+// strategyOption is one choice of the form's strategy select.
+type strategyOption struct{ Name, Note string }
+
+// strategyOptions are the strategies the form offers, the default first,
+// each with what it does (docs/cluster.md).
+var strategyOptions = []strategyOption{
+	{string(adapters.StrategyLocal), "scheduled runs on the adapter's owner, manual runs where asked"},
+	{string(adapters.StrategyRoundRobin), "successive runs rotate over the active nodes"},
+	{string(adapters.StrategySingleNode), "every run on the one node the cluster picks"},
+	{string(adapters.StrategyPartitionByKey), "not built yet: its runs are refused"},
 }
 
 // adapterFormView is the adapter form.
@@ -49,12 +62,13 @@ type adapterFormView struct {
 	F           adapterFields
 	Connections []adapters.Connection
 	Resources   resourceOptionsView
+	Strategies  []strategyOption
 	Problem     *Problem
 }
 
 // newAdapterForm answers GET /ui/adapters/new.
 func (c *console) newAdapterForm(w http.ResponseWriter, r *http.Request, v viewer) error {
-	f := adapterFields{Connection: r.URL.Query().Get("connection")}
+	f := adapterFields{Connection: r.URL.Query().Get("connection"), Strategy: string(adapters.StrategyLocal)}
 	return c.adapterForm(w, r, v, http.StatusOK, false, f, nil)
 }
 
@@ -68,7 +82,7 @@ func (c *console) editAdapterForm(w http.ResponseWriter, r *http.Request, v view
 		Name: a.Name, Connection: a.Connection, Resource: a.Resource, Dataset: a.Dataset,
 		KeyColumns: strings.Join(a.KeyColumns, ", "), Schedule: a.Schedule,
 		TTL: durationText(a.Retention.TTL), AllowEmpty: a.Guard.AllowEmpty, RunOnStart: a.RunOnStart,
-		RetryBackoff: durationText(a.RetryBackoff),
+		RetryBackoff: durationText(a.RetryBackoff), Strategy: string(a.Strategy),
 	}
 	if a.Retention.MinVersions != 0 {
 		f.MinVersions = strconv.Itoa(a.Retention.MinVersions)
@@ -84,7 +98,7 @@ func (c *console) editAdapterForm(w http.ResponseWriter, r *http.Request, v view
 
 // adapterForm renders the form with f, and p when a save was refused.
 func (c *console) adapterForm(w http.ResponseWriter, r *http.Request, v viewer, status int, edit bool, f adapterFields, p *Problem) error {
-	view := adapterFormView{Edit: edit, F: f, Connections: c.s.svc.ListConnections(), Problem: p}
+	view := adapterFormView{Edit: edit, F: f, Connections: c.s.svc.ListConnections(), Strategies: strategyOptions, Problem: p}
 	if f.Connection != "" {
 		view.Resources = c.resourcesOf(r, f.Connection)
 	}
@@ -97,7 +111,7 @@ func adapterFieldsOf(r *http.Request) adapterFields {
 	return adapterFields{
 		Name: g("name"), Connection: g("connection"), Resource: g("resource"), Dataset: g("dataset"),
 		KeyColumns: g("key_columns"), Schedule: g("schedule"), TTL: g("ttl"), MinVersions: g("min_versions"),
-		MaxShrink: g("max_shrink"), Retries: g("retries"), RetryBackoff: g("retry_backoff"),
+		MaxShrink: g("max_shrink"), Retries: g("retries"), RetryBackoff: g("retry_backoff"), Strategy: g("strategy"),
 		AllowEmpty: g("allow_empty") != "", RunOnStart: g("run_on_start") != "",
 	}
 }
@@ -107,7 +121,7 @@ func adapterFieldsOf(r *http.Request) adapterFields {
 // name the field as the API would ("body.retention.ttl").
 func (f adapterFields) spec() (adapters.AdapterSpec, error) {
 	in := adapterJSON{Name: f.Name, Connection: f.Connection, Resource: f.Resource, Dataset: f.Dataset, Schedule: f.Schedule,
-		Guard: snapshot.Guard{AllowEmpty: f.AllowEmpty}, RunOnStart: f.RunOnStart}
+		Guard: snapshot.Guard{AllowEmpty: f.AllowEmpty}, RunOnStart: f.RunOnStart, Strategy: f.Strategy}
 	for _, k := range strings.Split(f.KeyColumns, ",") {
 		if k = strings.TrimSpace(k); k != "" {
 			in.KeyColumns = append(in.KeyColumns, k)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/snapstore/snapstore/adapters"
 )
 
 // browser is an HTTP client with a cookie jar that does not follow
@@ -138,7 +140,8 @@ func TestConsole_EveryPage(t *testing.T) {
 	}
 	b.page("/ui/datasets/products", `data-restored-from="`+s1+`"`, "restored from "+s1, "version "+s2)
 	b.page("/ui/adapters", `id="adapter-products"`, "Run now", "config")
-	b.page("/ui/adapters/new", `name="schedule"`, `<option value="shop"`)
+	b.page("/ui/adapters/new", `name="schedule"`, `<option value="shop"`, `<select name="strategy"`,
+		`<option value="local" selected>`, `<option value="round-robin">`, `<option value="single-node">`, `<option value="partition-by-key">`)
 	b.page("/ui/adapters/products/edit", `value="products"`)
 	b.page("/ui/resources?connection=shop", `<option value="products"`)
 	runs := b.page("/ui/runs", "status-succeeded")
@@ -233,12 +236,20 @@ func TestConsole_Forms(t *testing.T) {
 	if err != nil || a.Schedule != "@every 1h" || a.Retention.TTL != 36*time.Hour {
 		t.Fatalf("adapter from the form: %+v %v", a, err)
 	}
-	b.page("/ui/adapters/p2/edit", `value="@every 1h"`, `value="36h"`)
+	b.page("/ui/adapters/p2/edit", `value="@every 1h"`, `value="36h"`, `<option value="local" selected>`)
 	form.Set("schedule", "")
+	form.Set("strategy", "single-node")
 	wantStatus(t, "replace adapter", b.post("/ui/adapters/p2", form), http.StatusSeeOther)
-	if a, _ = f.svc.GetAdapter(t.Context(), "p2"); a.Schedule != "" {
-		t.Errorf("replaced adapter keeps schedule %q", a.Schedule)
+	if a, _ = f.svc.GetAdapter(t.Context(), "p2"); a.Schedule != "" || a.Strategy != adapters.StrategySingleNode {
+		t.Errorf("replaced adapter: schedule %q, strategy %q", a.Schedule, a.Strategy)
 	}
+	b.page("/ui/adapters/p2/edit", `<option value="single-node" selected>`)
+	form.Set("strategy", "spread")
+	if body = wantStatus(t, "bad strategy", b.post("/ui/adapters/p2", form), http.StatusBadRequest); !regexp.MustCompile(`<select name="strategy"[^>]*aria-invalid="true"`).MatchString(body) {
+		t.Errorf("bad strategy form:\n%s", body)
+	}
+	form.Set("strategy", "local")
+	wantStatus(t, "replace adapter", b.post("/ui/adapters/p2", form), http.StatusSeeOther)
 	r = b.post("/ui/adapters/p2/run", url.Values{})
 	loc := r.header.Get("Location")
 	if wantStatus(t, "run now", r, http.StatusSeeOther); !strings.HasPrefix(loc, "/ui/runs/r") {

@@ -14,7 +14,9 @@ import (
 // dataset, one after the other, and returns the reports of those it
 // collected. A dataset dropped meanwhile is skipped; other errors are
 // joined and the remaining datasets still collected. Bytes and cells
-// reclaimed are added to the gc metrics.
+// reclaimed are added to the gc metrics. In a cluster it collects only
+// the datasets this node owns (Cluster.Owns), so that each dataset is
+// collected by one node.
 func (s *Server) collectGarbage(ctx context.Context) ([]snapshot.GCReport, error) {
 	infos, err := s.db.Datasets(ctx)
 	if err != nil {
@@ -26,6 +28,9 @@ func (s *Server) collectGarbage(ctx context.Context) ([]snapshot.GCReport, error
 		if ctx.Err() != nil {
 			errs = append(errs, ctx.Err())
 			break
+		}
+		if s.cluster != nil && !s.cluster.Owns(d.Name) {
+			continue // another node of the cluster collects it
 		}
 		rep, err := s.db.GC(ctx, d.Name, false)
 		switch {

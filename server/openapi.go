@@ -63,7 +63,11 @@ func loadAPIDoc() (*apiDoc, error) {
 			}
 			s, _ := raw.(string)
 			role := RoleNone
-			if s != "none" {
+			switch s {
+			case "none":
+			case "cluster":
+				role = RoleCluster
+			default:
 				if role, err = ParseRole(s); err != nil {
 					return nil, fmt.Errorf("server: openapi.yaml: %s %s: %w", method, path, err)
 				}

@@ -118,6 +118,13 @@ var sentinels = []sentinel{
 	{errBadRequest, http.StatusBadRequest, "bad_request", ""},
 	{errBadJSON, http.StatusBadRequest, "bad_json", "body"},
 	{errNotClustered, http.StatusNotFound, "not_clustered", ""},
+	// the cluster routes (cluster.go)
+	{ErrNodeNotFound, http.StatusNotFound, "node_not_found", "id"},
+	{ErrNodeAlive, http.StatusConflict, "node_alive", "id"},
+	{ErrNodeNotAlive, http.StatusConflict, "node_not_alive", "id"},
+	{ErrClusterCredential, http.StatusUnauthorized, "unauthorized", ""},
+	{ErrNoGossipKeyCredential, http.StatusUnauthorized, "unauthorized", ""},
+	{ErrKeyring, http.StatusBadGateway, "keyring_failed", ""},
 	// snapshot
 	{snapshot.ErrDatasetNotFound, http.StatusNotFound, "dataset_not_found", ""},
 	{snapshot.ErrNoVersion, http.StatusNotFound, "no_version", ""},
@@ -163,6 +170,12 @@ var sentinels = []sentinel{
 	{adapters.ErrSourceAuth, http.StatusBadGateway, "source_auth", ""},
 	{adapters.ErrUnsupportedType, http.StatusUnprocessableEntity, "unsupported_type", ""},
 	{adapters.ErrShuttingDown, http.StatusServiceUnavailable, "shutting_down", ""},
+	// Where runs happen in a cluster (adapters.L2-L6): a strategy this
+	// version cannot run; a node that takes no new run, or cannot be
+	// reached (ask another node, or retry).
+	{adapters.ErrStrategyNotSupported, http.StatusNotImplemented, "strategy_not_supported", ""},
+	{adapters.ErrNodeDraining, http.StatusServiceUnavailable, "node_draining", ""},
+	{adapters.ErrNodeUnreachable, http.StatusServiceUnavailable, "node_unreachable", ""},
 	// One adapter per dataset: a conflict with the adapter that writes it
 	// (field "dataset" from the *adapters.OptionError); before ErrBadOption,
 	// which the OptionError also carries.

@@ -87,7 +87,8 @@ func TestProblemFor_EverySentinel(t *testing.T) {
 			"ErrResourceNotFound": adapters.ErrResourceNotFound, "ErrSourceUnavailable": adapters.ErrSourceUnavailable,
 			"ErrSourceAuth": adapters.ErrSourceAuth, "ErrUnsupportedType": adapters.ErrUnsupportedType,
 			"ErrShuttingDown": adapters.ErrShuttingDown, "ErrBadOption": adapters.ErrBadOption,
-			"ErrDatasetTaken": adapters.ErrDatasetTaken,
+			"ErrDatasetTaken": adapters.ErrDatasetTaken, "ErrStrategyNotSupported": adapters.ErrStrategyNotSupported,
+			"ErrNodeDraining": adapters.ErrNodeDraining, "ErrNodeUnreachable": adapters.ErrNodeUnreachable,
 		},
 		"store": {
 			"ErrNotFound": store.ErrNotFound, "ErrClosed": store.ErrClosed,

@@ -116,7 +116,7 @@ func (s *Server) findRuns(ctx context.Context, adapter, status string, limit int
 
 // runStatuses are the statuses of a run, in the order the console's
 // filter shows them.
-var runStatuses = []adapters.RunStatus{adapters.RunRunning, adapters.RunSucceeded, adapters.RunFailed, adapters.RunAborted, adapters.RunSkipped}
+var runStatuses = []adapters.RunStatus{adapters.RunRunning, adapters.RunWaiting, adapters.RunSucceeded, adapters.RunFailed, adapters.RunAborted, adapters.RunSkipped}
 
 // defaultRunsListed is the length of a list of runs without a limit.
 const defaultRunsListed = 100

@@ -31,8 +31,8 @@ type Options struct {
 	Gatherer prometheus.Gatherer
 	// BuildVersion is reported by /healthz.
 	BuildVersion string
-	// Cluster is this node's view of its cluster; nil when it runs alone
-	// (GET /v1/cluster/nodes then answers 404 not_clustered).
+	// Cluster is this node's cluster; nil when it runs alone (the
+	// cluster routes then answer 404 not_clustered).
 	Cluster Cluster
 	// Transfer is this node's transfer layer (the backlog); nil when it
 	// has no transfer listener.
@@ -182,6 +182,12 @@ func (s *Server) newEcho() *echo.Echo {
 	v1.GET("/runs/:id", s.getRun)
 
 	v1.GET("/cluster/nodes", s.clusterNodes)
+	v1.DELETE("/cluster/nodes/:id", s.forgetNode)
+	v1.POST("/cluster/nodes/:id/drain", s.drainNode)
+	v1.DELETE("/cluster/nodes/:id/drain", s.resumeNode)
+	v1.GET("/cluster/keys", s.listKeys)
+	v1.POST("/cluster/keys/:op", s.keyOp)
+	v1.POST("/cluster/runs", s.takeRun)
 	v1.GET("/cluster/backlog", s.clusterBacklog)
 
 	// The documented operation of each registered route, found once here

@@ -238,9 +238,11 @@
 // they find their dataset (DB.lookup). A refresh keeps the dataset
 // objects, so open Readers keep their pinned version and visibility
 // (txn.V4); a dataset another process dropped is marked dropped. A DB
-// opened with Options.ReadOnly writes nothing, and BeginRun, GC,
-// Rollback, Tag, Untag, SetConfig, DropDataset, PutRecord and
-// DeleteRecord return ErrReadOnly.
+// opened with Options.ReadOnly writes no dataset state: only the
+// conditional records and counters that coordinate processes
+// (CompareAndSetRecord, IncrementRecord); BeginRun, GC, Rollback, Tag,
+// Untag, SetConfig, DropDataset, PutRecord and DeleteRecord return
+// ErrReadOnly.
 //
 // W3. Fencing. A commit is made only while the run's slot is the DB's at
 // the epoch the run took it (ErrSlotLost otherwise): a writer whose slot

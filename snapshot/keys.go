@@ -19,6 +19,7 @@ import (
 //	                                             "dgst"  the source's digest of the version,
 //	                                                    opaque to snapshot (verify.go)
 //	"s\x00rec\x00" + kind + "\x00" + name        "v"     a Record's value
+//	                                             "n"     a Record's counter (IncrementRecord; store.S8)
 //
 // Format 1 (migrate.go reads it once): the dataset row held "cfg" (JSON
 // datasetConfig), "cur" (current version) and "exp" (expired ids), one row
@@ -49,6 +50,7 @@ var (
 	colInfo       = []byte("info")
 	colDigest     = []byte("dgst")
 	colV          = []byte("v")
+	colN          = []byte("n")
 
 	// Format 1.
 	prefixTag1 = []byte("s\x00tag\x00")

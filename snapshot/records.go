@@ -110,3 +110,54 @@ func validRecord(kind, name string) error {
 	}
 	return nil
 }
+
+// CompareAndSetRecord writes value as record kind/name if and only if the
+// record holds old now (nil old: there is no record), atomically with the
+// check (store.S7); a nil value deletes the record. It reports whether it
+// wrote. After an error the outcome is unknown (store.S9): read the record
+// to learn it.
+//
+// Unlike PutRecord it is allowed on a read-only DB (W1): conditional
+// records coordinate the processes that share a store (the node list of a
+// cluster, the fire records of scheduled ticks), hold no dataset state,
+// and their condition is what makes several writers of one record safe.
+func (db *DB) CompareAndSetRecord(ctx context.Context, kind, name string, old, value []byte) (bool, error) {
+	if err := db.check(); err != nil {
+		return false, err
+	}
+	if err := validRecord(kind, name); err != nil {
+		return false, err
+	}
+	key := recordKey(kind, name)
+	b := &store.Batch{Table: db.meta, Sync: true}
+	if value == nil {
+		b.DeleteVersion(key, colV, 0)
+	} else {
+		b.Put(key, colV, 0, append([]byte{}, value...))
+	}
+	ok, err := db.st.CheckAndMutate(ctx, b, store.Check{Column: colV, Value: old})
+	if err != nil {
+		return false, fmt.Errorf("snapshot: writing record %s/%s conditionally: %w", kind, name, err)
+	}
+	return ok, nil
+}
+
+// IncrementRecord adds delta to the counter of record kind/name and
+// returns its new value (store.S8): concurrent increments, from any
+// process, get distinct values; delta 0 reads it. The counter lives beside
+// the record's value, which GetRecord and ListRecords read. Allowed on a
+// read-only DB, as CompareAndSetRecord is. After an error the outcome is
+// unknown (store.S9).
+func (db *DB) IncrementRecord(ctx context.Context, kind, name string, delta int64) (int64, error) {
+	if err := db.check(); err != nil {
+		return 0, err
+	}
+	if err := validRecord(kind, name); err != nil {
+		return 0, err
+	}
+	n, err := db.st.Increment(ctx, db.meta, recordKey(kind, name), colN, delta)
+	if err != nil {
+		return 0, fmt.Errorf("snapshot: incrementing record %s/%s: %w", kind, name, err)
+	}
+	return n, nil
+}

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snapstore/snapstore/adapters"
 	"github.com/snapstore/snapstore/cluster"
 	"github.com/snapstore/snapstore/server"
 )
@@ -51,6 +54,17 @@ type ClusterConfig struct {
 	// Preset is memberlist's timing: default (a LAN) or loopback (nodes on
 	// one machine, for tests).
 	Preset string `yaml:"preset"`
+	// SingleNodeWait is how long a single-node run waits for its node
+	// before it fails; default 5m.
+	SingleNodeWait time.Duration `yaml:"single_node_wait"`
+	// HandOffTimeout bounds handing a run to another node; default 10s.
+	HandOffTimeout time.Duration `yaml:"handoff_timeout"`
+	// Heartbeat is how often a node rewrites its entry of the node list
+	// and rereads the others'; default 10s.
+	Heartbeat time.Duration `yaml:"heartbeat"`
+	// DefinitionsRefresh is how often every node rereads the definitions
+	// whatever the hints say; default 15s.
+	DefinitionsRefresh time.Duration `yaml:"definitions_refresh"`
 	// Transfer is where this node receives the rows of partitioned runs
 	// (transfer.go).
 	Transfer TransferConfig `yaml:"transfer"`
@@ -60,12 +74,16 @@ type ClusterConfig struct {
 func defaultClusterConfig() ClusterConfig {
 	d := cluster.DefaultConfig()
 	return ClusterConfig{
-		Weight:           d.Weight,
-		ConfirmFailure:   d.ConfirmFailure,
-		ReconnectTimeout: d.ReconnectTimeout,
-		TombstoneTimeout: d.TombstoneTimeout,
-		Preset:           "default",
-		Transfer:         defaultTransferConfig(),
+		Weight:             d.Weight,
+		ConfirmFailure:     d.ConfirmFailure,
+		ReconnectTimeout:   d.ReconnectTimeout,
+		TombstoneTimeout:   d.TombstoneTimeout,
+		Preset:             "default",
+		SingleNodeWait:     d.SingleNodeWait,
+		HandOffTimeout:     d.HandOffTimeout,
+		DefinitionsRefresh: d.DefinitionsRefresh,
+		Heartbeat:          d.Heartbeat,
+		Transfer:           defaultTransferConfig(),
 	}
 }
 
@@ -88,6 +106,8 @@ func (c *Config) validateCluster() []error {
 			"gossip_key_file": cc.GossipKeyFile != "", "weight": cc.Weight != d.Weight, "zone": cc.Zone != "",
 			"confirm_failure": cc.ConfirmFailure != d.ConfirmFailure, "reconnect_timeout": cc.ReconnectTimeout != d.ReconnectTimeout,
 			"tombstone_timeout": cc.TombstoneTimeout != d.TombstoneTimeout, "preset": cc.Preset != d.Preset,
+			"single_node_wait": cc.SingleNodeWait != d.SingleNodeWait, "handoff_timeout": cc.HandOffTimeout != d.HandOffTimeout,
+			"definitions_refresh": cc.DefinitionsRefresh != d.DefinitionsRefresh, "heartbeat": cc.Heartbeat != d.Heartbeat,
 		} {
 			if set {
 				bad("cluster."+key, "set cluster.bind to run a cluster, or remove this key")
@@ -156,6 +176,10 @@ func (c *Config) membershipConfig(api, xfer string, log *slog.Logger, reg promet
 	mc.ConfirmFailure = cc.ConfirmFailure
 	mc.ReconnectTimeout = cc.ReconnectTimeout
 	mc.TombstoneTimeout = cc.TombstoneTimeout
+	mc.SingleNodeWait = cc.SingleNodeWait
+	mc.HandOffTimeout = cc.HandOffTimeout
+	mc.DefinitionsRefresh = cc.DefinitionsRefresh
+	mc.Heartbeat = cc.Heartbeat
 	mc.Logger = log
 	mc.Registerer = reg
 	if cc.GossipKeyFile == "" {
@@ -236,8 +260,14 @@ func openCluster(ctx context.Context, cfg *Config, listen, xferListen string, lo
 	return m, nil
 }
 
-// clusterView is the membership as the server sees it (server.Cluster).
-type clusterView struct{ m *cluster.Membership }
+// clusterView is the cluster as the server sees it (server.Cluster): the
+// membership, the placement, and the adapters service for this node's
+// runs in progress. It turns package cluster's errors into the server's.
+type clusterView struct {
+	m   *cluster.Membership
+	p   *cluster.Placement
+	svc *adapters.Service
+}
 
 func (v clusterView) Nodes() []server.ClusterNode {
 	ns := v.m.Nodes()
@@ -245,7 +275,11 @@ func (v clusterView) Nodes() []server.ClusterNode {
 	for i, n := range ns {
 		out[i] = server.ClusterNode{
 			ID: n.ID, Address: n.Addr, State: n.State.String(), Since: n.Since.UTC(),
-			Self: n.Self, Tags: n.RawTags,
+			Self: n.Self, Tags: n.RawTags, API: n.Tags.API, Weight: n.Tags.Weight, Zone: n.Tags.Zone,
+			RunsInProgress: n.Tags.Runs,
+		}
+		if n.Self {
+			out[i].RunsInProgress = v.svc.RunsInProgress()
 		}
 		if !n.LastHeard.IsZero() {
 			t := n.LastHeard.UTC()
@@ -258,6 +292,121 @@ func (v clusterView) Nodes() []server.ClusterNode {
 		if out[i].Tags == nil {
 			out[i].Tags = map[string]string{}
 		}
+		v.addRecorded(&out[i])
+	}
+	// Entries of the node list that the membership no longer shows (serf
+	// reaps a failed member after cluster.reconnect_timeout): still there
+	// until forgotten.
+	for _, r := range v.p.Records() {
+		if slices.ContainsFunc(out, func(n server.ClusterNode) bool { return n.ID == r.ID }) {
+			continue
+		}
+		n := server.ClusterNode{ID: r.ID, Address: r.Addr, State: r.State.String(), Since: r.LastHeard.UTC(),
+			API: r.API, Weight: r.Weight, Zone: r.Zone, Tags: map[string]string{}}
+		v.addRecorded(&n)
+		out = append(out, n)
+	}
+	slices.SortFunc(out, func(a, b server.ClusterNode) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+// addRecorded adds n's entry of the node list and its config mismatches
+// with this node.
+func (v clusterView) addRecorded(n *server.ClusterNode) {
+	if r, ok := v.p.Recorded(n.ID); ok {
+		n.Recorded = &server.RecordedNode{State: r.State.String(), LastHeard: r.LastHeard.UTC()}
+	}
+	for _, m := range v.p.Mismatches(n.ID) {
+		n.ConfigMismatches = append(n.ConfigMismatches, server.ConfigMismatch{Kind: m.Kind, Name: m.Name, Problem: m.Problem, Nodes: m.Nodes})
+	}
+}
+
+// serverError wraps package cluster's errors in the server's, which give
+// their status and code.
+func serverError(err error) error {
+	for _, m := range []struct{ from, to error }{
+		{cluster.ErrNotMember, server.ErrNodeNotFound},
+		{cluster.ErrNodeAlive, server.ErrNodeAlive},
+		{cluster.ErrNodeNotAlive, server.ErrNodeNotAlive},
+		{cluster.ErrNoGossipKey, server.ErrNoGossipKeyCredential},
+		{cluster.ErrNoAnswer, adapters.ErrNodeUnreachable},
+		{cluster.ErrNoCredential, server.ErrClusterCredential},
+		{cluster.ErrBadCredential, server.ErrClusterCredential},
+	} {
+		if errors.Is(err, m.from) {
+			return fmt.Errorf("%w: %w", m.to, err)
+		}
+	}
+	return err
+}
+
+func (v clusterView) VerifyRequest(r *http.Request, body []byte) (string, error) {
+	id, err := v.m.VerifyRequest(r, body)
+	return id, serverError(err)
+}
+
+func (v clusterView) Drain(ctx context.Context, id string) error {
+	return serverError(v.m.Drain(ctx, id))
+}
+
+func (v clusterView) Resume(ctx context.Context, id string) error {
+	return serverError(v.m.Resume(ctx, id))
+}
+
+func (v clusterView) Forget(ctx context.Context, id string) error {
+	return serverError(v.p.Forget(ctx, id))
+}
+
+func (v clusterView) Owns(name string) bool {
+	owner, ok := v.p.Owner(name)
+	return ok && owner == v.m.ID()
+}
+
+func (v clusterView) Keys(ctx context.Context) (server.KeyringReport, error) {
+	rep, err := v.m.ListKeys()
+	return keyringReport(rep), keyringError(err)
+}
+
+func (v clusterView) KeyOp(ctx context.Context, op, key string) (server.KeyringReport, error) {
+	var rep cluster.KeyringReport
+	var err error
+	switch op {
+	case "install":
+		rep, err = v.m.InstallKey(key)
+	case "use":
+		rep, err = v.m.UseKey(key)
+	case "remove":
+		rep, err = v.m.RemoveKey(key)
+	default:
+		return server.KeyringReport{}, fmt.Errorf("%w: unknown keyring operation %q", server.ErrKeyring, op)
+	}
+	if err != nil {
+		return keyringReport(rep), keyringError(err)
+	}
+	// serf's answer to a change holds no key list: the keys as they are
+	// now, when every node answers the listing in time.
+	if now, err := v.Keys(ctx); err == nil {
+		return now, nil
+	}
+	return keyringReport(rep), nil
+}
+
+// keyringError marks a keyring operation's error as server.ErrKeyring.
+func keyringError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", server.ErrKeyring, err)
+}
+
+// keyringReport converts a keyring report.
+func keyringReport(r cluster.KeyringReport) server.KeyringReport {
+	out := server.KeyringReport{Nodes: r.Nodes, Responses: r.Responses, Errors: r.Errors, Keys: r.Keys, Primary: r.Primary, Messages: r.Messages}
+	if out.Keys == nil {
+		out.Keys = map[string]int{}
+	}
+	if out.Primary == nil {
+		out.Primary = map[string]int{}
 	}
 	return out
 }

@@ -17,9 +17,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/snapstore/snapstore/adapters"
 	"github.com/snapstore/snapstore/cluster"
 	"github.com/snapstore/snapstore/cluster/transfer"
 	"github.com/snapstore/snapstore/server"
+	"github.com/snapstore/snapstore/snapshot"
 )
 
 const serveHelp = `Run the HTTP API (docs/api.md), the scheduler of the adapters, garbage
@@ -67,33 +69,54 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
 	}
 	defer ln.Close()
-	stk, err := openStack(ctx, cfg, log, reg, true)
-	if err != nil {
-		return err
-	}
-	// A cluster member joins once its storage is open (cluster.go); its
+	// A cluster member joins once its storage is open, before its
+	// adapters start, which place runs over the cluster (cluster.go); its
 	// transfer listener opens first, so that its xfer tag carries the
 	// bound address (transfer.go).
 	var mem *cluster.Membership
-	var view server.Cluster
+	var place *cluster.Placement
 	var xfer *transfer.Transport
-	var xferView server.Transfer
+	var join func(context.Context, *snapshot.DB) (adapters.Cluster, error)
 	if cfg.clustered() {
-		members := &transferMembers{}
-		if xfer, err = openTransfer(cfg, members, log, reg); err != nil {
-			return errors.Join(err, stk.close(context.Background()))
+		join = func(ctx context.Context, db *snapshot.DB) (adapters.Cluster, error) {
+			members := &transferMembers{}
+			var err error
+			if xfer, err = openTransfer(cfg, members, log, reg); err != nil {
+				return nil, err
+			}
+			xferAddr := ""
+			if xfer != nil {
+				xferAddr = xfer.Addr()
+			}
+			if mem, err = openCluster(ctx, cfg, ln.Addr().String(), xferAddr, log, reg); err != nil {
+				return nil, err
+			}
+			members.m.Store(mem)
+			place = cluster.NewPlacement(mem, cluster.NewNodeList(db))
+			return place, nil
 		}
-		xferAddr := ""
-		if xfer != nil {
-			defer xfer.Close()
-			xferAddr, xferView = xfer.Addr(), transferView{xfer}
-		}
-		if mem, err = openCluster(ctx, cfg, ln.Addr().String(), xferAddr, log, reg); err != nil {
-			return errors.Join(err, stk.close(context.Background()))
-		}
+	}
+	stk, err := openStackIn(ctx, cfg, log, reg, true, join)
+	if xfer != nil {
+		defer xfer.Close()
+	}
+	if mem != nil {
 		defer mem.Close()
-		members.m.Store(mem)
-		view = clusterView{mem}
+	}
+	if err != nil {
+		return err
+	}
+	var view server.Cluster
+	var xferView server.Transfer
+	if xfer != nil {
+		xferView = transferView{xfer}
+	}
+	if mem != nil {
+		if err := place.Start(stk.svc); err != nil {
+			return errors.Join(err, stk.close(context.Background()))
+		}
+		defer place.Close()
+		view = clusterView{m: mem, p: place, svc: stk.svc}
 	}
 	srv, err := server.New(server.Options{
 		DB:           stk.db,
@@ -123,10 +146,12 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 	attrs := []any{"listen", ln.Addr().String(), "data", cfg.Data, "storage", cfg.Storage.Backend,
 		"auth", len(tokens) > 0, "gc_interval", cfg.GCInterval, "connections", len(cfg.Connections), "adapters", len(cfg.Adapters), "version", buildVersion()}
 	if mem != nil {
-		// Serving: the other members may count on this node now.
+		// Serving: the other members may count on this node now, and it
+		// on its share of the adapters.
 		if err := mem.SetState(cluster.Active); err != nil {
 			log.Error("declaring this node active", "err", err)
 		}
+		stk.svc.StartOnStart(ctx)
 		attrs = append(attrs, "node", mem.ID(), "gossip", mem.Addr())
 		if xfer != nil {
 			attrs = append(attrs, "transfer", xfer.Addr())
@@ -153,6 +178,7 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 		if err := mem.Leave(sctx); err != nil {
 			log.Warn("leaving the cluster", "err", err)
 		}
+		place.Close()
 	}
 	// A watchdog: whatever hangs, the process ends shortly after the bound.
 	watchdog := time.AfterFunc(cfg.ShutdownTimeout+5*time.Second, func() {

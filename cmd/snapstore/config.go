@@ -167,6 +167,9 @@ type AdapterConfig struct {
 	// CommitUnchanged commits a version even when nothing changed;
 	// default false (the current version is recorded verified).
 	CommitUnchanged bool `yaml:"commit_unchanged"`
+	// Strategy is where the runs happen in a cluster: local (default),
+	// round-robin, single-node or partition-by-key.
+	Strategy string `yaml:"strategy"`
 }
 
 // RetentionConfig is snapshot.Retention in the file.
@@ -426,6 +429,7 @@ func (c *Config) adapterSpecs() []adapters.AdapterSpec {
 			RunOnStart:      a.RunOnStart,
 			EmbedJSON:       a.EmbedJSON,
 			CommitUnchanged: a.CommitUnchanged,
+			Strategy:        adapters.Strategy(a.Strategy),
 		})
 	}
 	return out

@@ -5,7 +5,7 @@
 //	snapstore get|scan|versions|diff    read datasets
 //	snapstore datasets|tag|untag|rollback|gc
 //	snapstore run|runs|adapters|connections
-//	snapstore cluster nodes|backlog|keygen  the members; what waits to be sent; a new gossip key
+//	snapstore cluster nodes|backlog|drain|resume|forget|keys|keygen  the cluster
 //	snapstore cert ca|node DIR          a cluster CA; a node's transfer certificate
 //	snapstore sqlite FILE [SQL]         SQL on a SQLite file (the sample source)
 //	snapstore version                   the build version
@@ -109,7 +109,7 @@ var commands = []commandInfo{
 	{"runs", cmdRuns, "list|show|follow", "runs; one run; follow a run with a progress bar", groupRuns},
 	{"adapters", cmdAdapters, "list|show|create|delete|run", "adapters, from a YAML file of the config file's keys", groupRuns},
 	{"connections", cmdConnections, "list|show|create|delete|test|resources", "data connections; test one; its tables", groupRuns},
-	{"cluster", cmdCluster, "nodes|backlog|keygen", "the cluster's members; what waits to be sent to each; a new gossip key", groupOther},
+	{"cluster", cmdCluster, "nodes|backlog|drain|resume|forget|keys|keygen", "the cluster: members, what waits to be sent, drain, forget, gossip keys", groupOther},
 	{"cert", cmdCert, "ca|node DIR", "a cluster CA; a node certificate for the transfer between nodes", groupOther},
 	{"sqlite", cmdSQLite, "FILE [SQL]", "run SQL (argument or stdin) against a SQLite file, e.g. the sample source", groupOther},
 	{"version", cmdVersion, "", "print the build version", groupOther},

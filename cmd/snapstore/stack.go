@@ -47,6 +47,14 @@ func openStore(ctx context.Context, cfg *Config, log *slog.Logger, reg prometheu
 // openStack opens store, datasets and adapters. schedule starts the cron
 // scheduler (serve only).
 func openStack(ctx context.Context, cfg *Config, log *slog.Logger, reg prometheus.Registerer, schedule bool) (*stack, error) {
+	return openStackIn(ctx, cfg, log, reg, schedule, nil)
+}
+
+// openStackIn is openStack for a member of a cluster: join, when not nil,
+// is called once the datasets are open (a node joins once its storage
+// answers) and returns the cluster the adapters place runs over.
+func openStackIn(ctx context.Context, cfg *Config, log *slog.Logger, reg prometheus.Registerer, schedule bool,
+	join func(context.Context, *snapshot.DB) (adapters.Cluster, error)) (*stack, error) {
 	st, err := openStore(ctx, cfg, log, reg)
 	if err != nil {
 		return nil, err
@@ -55,7 +63,14 @@ func openStack(ctx context.Context, cfg *Config, log *slog.Logger, reg prometheu
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("opening datasets: %w", err), st.Close())
 	}
+	var cl adapters.Cluster
+	if join != nil {
+		if cl, err = join(ctx, db); err != nil {
+			return nil, errors.Join(err, db.Close(), st.Close())
+		}
+	}
 	svc, err := adapters.New(ctx, db, adapters.Options{
+		Cluster:     cl,
 		Logger:      log,
 		Registerer:  reg,
 		Connections: cfg.connectionSpecs(),

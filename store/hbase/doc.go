@@ -133,8 +133,9 @@
 // retryable: store.ErrUnavailable, the text naming the operation and the
 // gateway. TIOErrors marked not retryable, TIllegalArgument and application
 // exceptions: ErrServer, with HBase's message (clipped). Canceled
-// contexts: the context's error. A pooled connection found broken is
-// replaced and the call made once more, except getScannerRows, which
+// contexts: the context's error. A connection found broken is replaced
+// and the call made again, at most twice (pool.call), except
+// getScannerRows, which
 // advances the scanner, checkAndMutate, whose repeat could find its own
 // write and report "not applied", and increment, which would count twice:
 // those are never repeated. Before an idle connection is reused, one

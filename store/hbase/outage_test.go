@@ -93,3 +93,52 @@ func countCells(t *testing.T, s store.Store, table string) int {
 	}
 	return n
 }
+
+// TestGatewayRestartedBetweenCalls restarts the gateway while the pool
+// holds idle connections to the old process: the next calls find them
+// broken and are made again on new connections, so they succeed, and a
+// call that is never repeated (increment) fails with store.ErrUnavailable
+// instead of counting twice.
+func TestGatewayRestartedBetweenCalls(t *testing.T) {
+	g := gateway.Start(t, testAddr(t))
+	opts := testOptions(t)
+	opts.Addr, opts.PoolSize = g.Addr, 2
+	s := openTest(t, opts)
+	ctx := t.Context()
+	b := &store.Batch{Table: "t"}
+	b.Put([]byte("row"), []byte("c"), 1, []byte("v"))
+	if err := s.Apply(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Increment(ctx, "t", []byte("n"), []byte("c"), 1); err != nil {
+		t.Fatal(err)
+	}
+	// Two connections open and idle: one for the increment, one for the
+	// get after the restart.
+	c1, _, err := s.pool.get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, _, err := s.pool.get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.pool.put(c1, false)
+	s.pool.put(c2, false)
+	if open, idle := s.pool.stats(); open != 2 || idle != 2 {
+		t.Fatalf("pool before the restart: %d open, %d idle; want 2 idle connections", open, idle)
+	}
+
+	g.Stop(t)
+	g.Start(t)
+	if n, err := s.Increment(ctx, "t", []byte("n"), []byte("c"), 1); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("increment on a connection to the stopped gateway: %d, %v; want store.ErrUnavailable, never repeated", n, err)
+	}
+	cells, err := s.Get(ctx, "t", []byte("row"), store.ReadOptions{})
+	if err != nil || len(cells) != 1 {
+		t.Fatalf("get after the gateway restarted: %v, %v; want the cell", cells, err)
+	}
+	if n, err := s.Increment(ctx, "t", []byte("n"), []byte("c"), 0); err != nil || n != 1 {
+		t.Errorf("counter after the restart: %d, %v; want 1 (the refused increment did not count)", n, err)
+	}
+}

@@ -158,10 +158,13 @@ var errBrokenConn = errors.New("broken connection")
 
 // call runs one service method on a pooled connection: it sends args and
 // reads the reply into res, within ctx and at most timeout. A declared
-// exception (res.exception()) is returned as the error. When a reused
-// connection turns out broken (the gateway restarted since it was opened),
-// the idle connections are dropped and the call is made once more on a new
-// one, except for the methods that are not idempotent (repeatable):
+// exception (res.exception()) is returned as the error. When a connection
+// turns out broken (the gateway restarted since a reused one was opened,
+// or a gateway that has just started dropped a new one), the idle
+// connections are dropped and the call is made again on a new one, at
+// most brokenRetries times and after a pause of retryPause times the
+// attempt when the broken one was new, except for the methods that are
+// not idempotent (repeatable):
 // getScannerRows advances its scanner, checkAndMutate could find its own
 // write and report "not applied", increment would count twice. Every
 // other method the store uses reads, or writes idempotently (store.S4).
@@ -171,7 +174,7 @@ func (p *pool) call(ctx context.Context, timeout time.Duration, method string, a
 	for attempt := 0; err == nil; attempt++ {
 		var reused bool
 		reused, err = p.callOnce(ctx, start, timeout, method, args, res)
-		if !(reused && attempt == 0 && errors.Is(err, errBrokenConn)) {
+		if attempt == brokenRetries || !errors.Is(err, errBrokenConn) {
 			break
 		}
 		// The other idle connections were likely opened to the same
@@ -182,10 +185,25 @@ func (p *pool) call(ctx context.Context, timeout time.Duration, method string, a
 			break
 		}
 		*res = callResult{success: res.success}
+		if !reused {
+			select {
+			case <-time.After(time.Duration(attempt+1) * retryPause):
+			case <-ctx.Done():
+			}
+		}
+		err = ctx.Err() // go round again unless ctx ended
 	}
 	p.metrics.observe(method, start, err)
 	return err
 }
+
+// brokenRetries is how many times pool.call makes a call again after a
+// broken connection, and retryPause the unit of its pause after a new one
+// broke: a gateway that has just started may drop its first connections.
+const (
+	brokenRetries = 2
+	retryPause    = 200 * time.Millisecond
+)
 
 // repeatable reports whether a call of method may be made again after it
 // failed on a broken connection (pool.call).

@@ -27,6 +27,16 @@ type clusterNode struct {
 	FailingSince *time.Time        `json:"failing_since"`
 	Self         bool              `json:"self"`
 	Tags         map[string]string `json:"tags"`
+	Recorded     *struct {
+		State     string    `json:"state"`
+		LastHeard time.Time `json:"last_heard"`
+	} `json:"recorded"`
+	ConfigMismatches []struct {
+		Kind    string   `json:"kind"`
+		Name    string   `json:"name"`
+		Problem string   `json:"problem"`
+		Nodes   []string `json:"nodes"`
+	} `json:"config_mismatches"`
 }
 
 // members asks p for its member list; nil when p does not answer.
@@ -104,6 +114,17 @@ func gossipAddr(t *testing.T, ip string) string {
 	return ""
 }
 
+// gossipKeyFile returns a new gossip key and a file that holds it.
+func gossipKeyFile(t *testing.T) (string, string) {
+	t.Helper()
+	key := cluster.GenerateKey()
+	file := filepath.Join(t.TempDir(), "gossip.key")
+	if err := os.WriteFile(file, []byte(key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return key, file
+}
+
 // without returns env less the variables named name.
 func without(env []string, name string) []string {
 	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, name+"=") })
@@ -114,7 +135,9 @@ func without(env []string, name string) []string {
 // (cluster.K2) and the loopback preset (docs/cluster.md):
 //
 //   - they join and agree on the member list, each active, each listing
-//     itself once, with its API address as tag;
+//     itself once, with its API address as tag; each is recorded in the
+//     node list in HBase, and a connection that only node 2's config file
+//     defines is reported by all three (log, metric, member list);
 //   - a fourth process without the gossip key cannot join: it stays
 //     alone and the three never list it; serve refuses a cluster off
 //     loopback without a key, and a cluster on Pebble, saying why;
@@ -124,18 +147,13 @@ func without(env []string, name string) []string {
 //     data dir (the peers file beside serf's snapshot, whose buffered
 //     writes a SIGKILL may lose), with a new incarnation.
 //
-// Until per-dataset writer slots exist one process writes the HBase table
-// (the writer lease, snapshot.W1): node 1; nodes 2, 3 and 4 are read-only.
+// Every node writes the HBase table (writer slots, snapshot.W1).
 func TestCluster(t *testing.T) {
 	if binPath == "" {
 		t.Skip("the snapstore binary was not built: no test service is set")
 	}
 	env := hbaseEnv(t)
-	key := cluster.GenerateKey()
-	keyFile := filepath.Join(t.TempDir(), "gossip.key")
-	if err := os.WriteFile(keyFile, []byte(key+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	key, keyFile := gossipKeyFile(t)
 	const confirm = 5 * time.Second
 	gossip := []string{gossipAddr(t, "127.0.0.1"), gossipAddr(t, "127.0.0.2"), gossipAddr(t, "127.0.0.3"), gossipAddr(t, "127.0.0.4")}
 	nodeEnv := func(i int, withKey bool, join ...string) []string {
@@ -144,15 +162,13 @@ func TestCluster(t *testing.T) {
 			"SNAPSTORE_CLUSTER_BIND="+gossip[i],
 			"SNAPSTORE_CLUSTER_PRESET=loopback",
 			"SNAPSTORE_CLUSTER_CONFIRM_FAILURE="+confirm.String(),
-			fmt.Sprintf("SNAPSTORE_CLUSTER_ZONE=z%d", i+1))
+			fmt.Sprintf("SNAPSTORE_CLUSTER_ZONE=z%d", i+1),
+			"SNAPSTORE_CLUSTER_HEARTBEAT=500ms")
 		if withKey {
 			e = append(e, "SNAPSTORE_CLUSTER_GOSSIP_KEY_FILE="+keyFile)
 		}
 		if len(join) > 0 {
 			e = append(e, "SNAPSTORE_CLUSTER_JOIN="+strings.Join(join, ","))
-		}
-		if i > 0 {
-			e = append(e, "SNAPSTORE_HBASE_READ_ONLY=true")
 		}
 		return e
 	}
@@ -160,7 +176,8 @@ func TestCluster(t *testing.T) {
 	// checked for.
 	start := time.Now()
 	n1 := startServer(t, key, nodeEnv(0, true)...)
-	n2 := startServer(t, key, nodeEnv(1, true, gossip[0])...)
+	// Node 2's config file defines a connection the others' do not.
+	n2 := startServerWith(t, key, "connections: [{name: only2, type: sqlite, options: {path: /nonexistent/only2.db}}]\n", nodeEnv(1, true, gossip[0])...)
 	n3 := startServer(t, key, nodeEnv(2, true, gossip[0])...)
 	nodes := []*proc{n1, n2, n3}
 	var ids []string
@@ -194,6 +211,42 @@ func TestCluster(t *testing.T) {
 	if m := n2.mustCall(t, http.StatusOK, "GET", "/metrics", nil); !strings.Contains(string(m.body), `snapstore_cluster_members{state="active"} 3`) {
 		t.Errorf("node 2's metrics do not count 3 active members")
 	}
+	// The node list in HBase holds the three, active (cluster.K11); the
+	// connection only node 2 defines is reported by every node
+	// (cluster.K12).
+	id2 := n2.self(t).ID
+	poll(t, 20*time.Second, "the three recorded active, the mismatch reported by all", func() bool {
+		for _, p := range nodes {
+			self := p.self(t).ID
+			for _, n := range p.members(t) {
+				if n.Recorded == nil || n.Recorded.State != "active" {
+					return false
+				}
+				want := 0
+				if (self == id2) != (n.ID == id2) {
+					want = 1
+				}
+				if len(n.ConfigMismatches) != want {
+					return false
+				}
+				if want == 1 {
+					mm := n.ConfigMismatches[0]
+					if mm.Kind != "connection" || mm.Name != "only2" || mm.Problem != "missing" || len(mm.Nodes) != 1 || mm.Nodes[0] != id2 {
+						return false
+					}
+				}
+			}
+		}
+		return true
+	})
+	for i, p := range nodes {
+		if got := p.metric(t, "snapstore_cluster_config_mismatches"); got != 1 {
+			t.Errorf("node %d counts %v config mismatches, want 1", i+1, got)
+		}
+	}
+	if b, _ := os.ReadFile(n1.logPath); !strings.Contains(string(b), `msg="config file mismatch with another node`) {
+		t.Error("node 1 did not log the config mismatch")
+	}
 	out, err := exec.Command(binPath, "cluster", "nodes", "--server", n2.base).CombinedOutput()
 	if err != nil {
 		t.Fatalf("snapstore cluster nodes: %v\n%s", err, out)
@@ -212,8 +265,12 @@ func TestCluster(t *testing.T) {
 		b, _ := os.ReadFile(x.logPath)
 		return strings.Count(string(b), "cluster join: no join address answered") >= 2
 	})
-	if ns := x.members(t); len(ns) != 1 {
-		t.Errorf("the keyless node sees %d members", len(ns))
+	// It knows the others from the node list in HBase (cluster.K11), but
+	// hears from none of them.
+	for _, n := range x.members(t) {
+		if !n.Self && n.FailingSince == nil && n.State != "failed" && n.State != "left" {
+			t.Errorf("the keyless node sees %+v alive", n)
+		}
 	}
 	for i, p := range nodes {
 		if _, ok := member(p.members(t), xid); ok {

@@ -60,6 +60,22 @@
 //	                      with SIGKILL is failed only after the
 //	                      confirmation delay, and restarted with no join
 //	                      address it rejoins on its own.
+//	TestClusterOwners     four nodes on 127.0.0.1-4 with 200 config
+//	                      adapters: they agree on every adapter's owner
+//	                      (weighted rendezvous over their ids); an API
+//	                      adapter reaches the others on its hint; a 4th
+//	                      node takes exactly the adapters it wins; drain
+//	                      and resume through the CLI from another node;
+//	                      the gossip key rotated through the CLI; a full
+//	                      restart brings the same owners back; SIGKILL,
+//	                      failed, forget.
+//	TestClusterRuns       three writer nodes on 127.0.0.1-3: nine adapters
+//	                      scheduled every 3 s fire once per tick, each on
+//	                      its owner, runs of several datasets at once on
+//	                      several nodes; a round-robin run of 150,000 rows
+//	                      killed with SIGKILL mid-run stays invisible, and
+//	                      once the dead writer slot expired the next run
+//	                      succeeds on a survivor with no version lost.
 //	TestConsole           headless Chromium (chromedp) through the console:
 //	                      login, a connection and an adapter through the
 //	                      forms, two runs watched to 100% in one page, a
@@ -80,7 +96,7 @@
 //	                      restored elsewhere reads the committed version.
 //
 // The tests skip unless SNAPSTORE_TEST_MYSQL_* (or, for TestPagila,
-// SNAPSTORE_TEST_POSTGRES_*; for TestCluster, SNAPSTORE_TEST_HBASE_THRIFT)
+// SNAPSTORE_TEST_POSTGRES_*; for the cluster tests, SNAPSTORE_TEST_HBASE_THRIFT)
 // are set (`make test` sets them from scripts/mariadb.sh env,
 // scripts/postgres.sh env and scripts/hbase-standalone.sh env). Run alone
 // with:

@@ -351,6 +351,9 @@ type runRecord struct {
 	Version       int64    `json:"version"`
 	Verified      bool     `json:"verified"`
 	Error         string   `json:"error"`
+	Code          string   `json:"code"`
+	Node          string   `json:"node"`
+	PlacedBy      string   `json:"placed_by"`
 }
 
 type runStats struct {

@@ -52,9 +52,6 @@ func (r *refusals) Refused(to string, s transfer.Stream, reason string) {
 //     node 2, which refuses it as it applies no batches yet;
 //   - a node whose certificate names another node does not start, and
 //     says why.
-//
-// One process writes the HBase table (the writer lease, snapshot.W1):
-// node 1; node 2 is read-only.
 func TestClusterTransfer(t *testing.T) {
 	if binPath == "" {
 		t.Skip("the snapstore binary was not built: no test service is set")
@@ -96,7 +93,7 @@ func TestClusterTransfer(t *testing.T) {
 			"SNAPSTORE_CLUSTER_TRANSFER_CERT_FILE="+filepath.Join(certs, ids[i]+".crt"),
 			"SNAPSTORE_CLUSTER_TRANSFER_KEY_FILE="+filepath.Join(certs, ids[i]+".key"))
 		if i > 0 {
-			e = append(e, "SNAPSTORE_CLUSTER_JOIN="+gossip[0], "SNAPSTORE_HBASE_READ_ONLY=true")
+			e = append(e, "SNAPSTORE_CLUSTER_JOIN="+gossip[0])
 		}
 		return e
 	}
