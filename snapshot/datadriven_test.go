@@ -30,8 +30,8 @@ import (
 //	reopen [partitions=N] (Options.Partitions for new datasets)    drop
 func TestDatadriven(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		if strings.HasPrefix(path, filepath.Join("testdata", "format")) {
-			return // store fixtures (migrate_test.go, datadir_test.go), not scripts
+		if strings.HasPrefix(path, filepath.Join("testdata", "format")) || strings.HasPrefix(path, filepath.Join("testdata", "gen")) {
+			return // store fixtures and their generator (migrate_test.go, datadir_test.go), not scripts
 		}
 		h := newDDHarness(t)
 		datadriven.RunTest(t, path, h.cmd)
