@@ -39,6 +39,10 @@ type AdapterSpec struct {
 	// JSON string (snapshot.KindJSON); then the document null and SQL NULL
 	// both read as null. Default false.
 	EmbedJSON bool `json:"embed_json,omitempty" yaml:"embed_json"`
+	// CommitUnchanged makes a run that finds the source unchanged commit
+	// a version all the same, one version per run; by default it records
+	// that the current version was verified instead (checksums.go).
+	CommitUnchanged bool `json:"commit_unchanged,omitempty" yaml:"commit_unchanged"`
 	// Strategy says where the adapter's runs happen in a cluster
 	// (strategy.go, L1-L4); default StrategyLocal.
 	Strategy Strategy `json:"strategy,omitempty" yaml:"strategy"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -52,6 +53,10 @@ type keysetReader struct {
 	// skipPending is set after a `>=` chunk query: its first row may be
 	// the previous chunk's last one.
 	skipPending bool
+	// A range read (setRange, a one-column key): the chunk queries stop
+	// at hi (inclusive) with firstHi and nextHi, hi their last argument.
+	hi              any
+	firstHi, nextHi string
 }
 
 // keysetQuerier is a *sql.Conn or a *sql.Tx.
@@ -118,6 +123,25 @@ func (p *keysetReader) prepare(r keysetRows, name, base string, keys []keysetCol
 		limit++
 	}
 	p.next = base + " WHERE " + strings.Join(ors, " OR ") + " ORDER BY " + strings.Join(order, ", ") + " LIMIT " + strconv.Itoa(limit)
+	if len(keys) == 1 {
+		upTo := keys[0].expr + " <= " + keys[0].placeholder
+		p.firstHi = base + " WHERE " + upTo + " ORDER BY " + strings.Join(order, ", ") + " LIMIT " + strconv.Itoa(p.chunk)
+		p.nextHi = base + " WHERE (" + strings.Join(ors, " OR ") + ") AND " + upTo + " ORDER BY " + strings.Join(order, ", ") + " LIMIT " + strconv.Itoa(limit)
+	}
+}
+
+// setRange makes the next reads cover the keys after lo (nil: from the
+// first) up to hi included (nil: to the last), for a one-column key
+// (prepare). An open chunk query is closed.
+func (p *keysetReader) setRange(lo, hi any) {
+	if p.rows != nil {
+		p.rows.Close()
+		p.rows = nil
+	}
+	p.cursor, p.hi, p.done, p.skipPending = nil, hi, false, false
+	if lo != nil {
+		p.cursor = []any{lo}
+	}
 }
 
 // prepareRowCompare is prepare with one row comparison for the next
@@ -199,8 +223,13 @@ func (p *keysetReader) nextRow(ctx context.Context) (ok bool, err error) {
 			p.queries++
 			p.limit = p.chunk
 			var err error
+			first, next := p.first, p.next
+			var hi []any
+			if p.hi != nil {
+				first, next, hi = p.firstHi, p.nextHi, []any{p.hi}
+			}
 			if p.cursor == nil {
-				p.rows, err = p.runQuery(ctx, p.first, nil)
+				p.rows, err = p.runQuery(ctx, first, hi)
 			} else {
 				if !p.unique {
 					p.limit++
@@ -209,7 +238,7 @@ func (p *keysetReader) nextRow(ctx context.Context) (ok bool, err error) {
 				if !p.rowArgs {
 					args = keysetArgs(p.cursor)
 				}
-				p.rows, err = p.runQuery(ctx, p.next, args)
+				p.rows, err = p.runQuery(ctx, next, append(slices.Clip(args), hi...))
 				p.skipPending = !p.unique
 			}
 			if err != nil {

@@ -20,7 +20,9 @@ func TestReplaceAndDropDuringPull(t *testing.T) {
 		if _, err := svc.CreateConnection(ctx, connSpec(t, e, "m", db, map[string]any{"chunk_rows": 100})); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := svc.CreateAdapter(ctx, AdapterSpec{Name: "long", Connection: "m", Resource: "big"}); err != nil {
+		// A version per run even when nothing changed: the second run's
+		// version records the replaced connection's revision.
+		if _, err := svc.CreateAdapter(ctx, AdapterSpec{Name: "long", Connection: "m", Resource: "big", CommitUnchanged: true}); err != nil {
 			t.Fatal(err)
 		}
 		b := newBlock(ts, "long", 150)

@@ -40,6 +40,9 @@ type RunWriter interface {
 	Put(ctx context.Context, vals []snapshot.Value) error
 	Stats() snapshot.RunStats
 	Commit(ctx context.Context) (snapshot.VersionInfo, error)
+	// Verified reports whether Commit found nothing changed and recorded
+	// the previous version verified instead (RunOptions.VerifyUnchanged).
+	Verified() bool
 	Abort(ctx context.Context, reason string) error
 }
 

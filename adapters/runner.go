@@ -2,8 +2,10 @@ package adapters
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -129,16 +131,31 @@ func (s *Service) startLocal(ctx context.Context, name string, opts RunOptions, 
 func (s *Service) execute(ctx context.Context, ar *activeRun, spec AdapterSpec, force bool) {
 	defer s.wg.Done()
 	defer ar.cancel(nil)
-	vi, err := s.pull(ctx, ar, spec, force)
+	res, err := s.pull(ctx, ar, spec, force)
 	end := s.now().UTC()
+	// Free the adapter before the record says the run ended: a client that
+	// sees the final status and starts the next run must not be refused
+	// with ErrRunInProgress. The record stays readable through s.runs
+	// until it is saved.
+	s.mu.Lock()
+	if s.running[spec.Name] == ar {
+		delete(s.running, spec.Name)
+	}
+	s.mu.Unlock()
 	ar.mu.Lock()
 	ar.rec.End = &end
 	endPhases(ar.rec.Phases, end)
 	switch {
 	case err == nil:
 		ar.rec.Status = RunSucceeded
-		ar.rec.Version = vi.Version
-		ar.rec.Stats = vi.Stats
+		ar.rec.Version = res.vi.Version
+		ar.rec.Mode, ar.rec.Verified, ar.rec.Chunks, ar.rec.ChunksSkipped = res.mode, res.verified, res.chunks, res.skipped
+		if res.verified {
+			// Nothing changed: the current version, all of it unchanged.
+			ar.rec.Stats = snapshot.RunStats{Rows: res.vi.Stats.Rows, Unchanged: res.vi.Stats.Rows, Checksum: res.vi.Stats.Checksum}
+		} else {
+			ar.rec.Stats = res.vi.Stats
+		}
 	case errors.Is(context.Cause(ctx), ErrShuttingDown):
 		ar.rec.Status = RunAborted
 		ar.rec.Code = "aborted"
@@ -173,9 +190,6 @@ func (s *Service) execute(ctx context.Context, ar *activeRun, spec AdapterSpec, 
 	}
 	s.pruneRuns(saveCtx, rec.Adapter)
 	s.mu.Lock()
-	if s.running[rec.Adapter] == ar {
-		delete(s.running, rec.Adapter)
-	}
 	delete(s.runs, rec.ID)
 	s.mu.Unlock()
 	close(ar.done)
@@ -183,25 +197,27 @@ func (s *Service) execute(ctx context.Context, ar *activeRun, spec AdapterSpec, 
 
 // pull streams the source table into a snapshot run and commits it. Any
 // error aborts the run; the current version is untouched (P5).
-func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, force bool) (snapshot.VersionInfo, error) {
+func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, force bool) (pullResult, error) {
 	l, err := s.acquire(ctx, spec.Connection)
 	if err != nil {
-		return snapshot.VersionInfo{}, err
+		return pullResult{}, err
 	}
 	defer l.release()
-	tr, err := openResource(ctx, l, spec)
+	src, err := openResource(ctx, l, spec)
 	if err != nil {
-		return snapshot.VersionInfo{}, err
+		return pullResult{}, err
 	}
-	defer tr.Close()
-	tbl := tr.Table()
+	defer src.Close()
+	tbl := src.Table()
+	var cur *snapshot.VersionInfo
+	if d, err := s.db.Dataset(ctx, spec.Dataset); err == nil {
+		cur = d.CurrentInfo
+	}
 	est := tbl.EstimatedRows
-	if est <= 0 {
+	if est <= 0 && cur != nil {
 		// No estimate from the source (a view, statistics not computed
 		// yet): the current version's row count is the next best.
-		if d, err := s.db.Dataset(ctx, spec.Dataset); err == nil && d.CurrentInfo != nil {
-			est = d.CurrentInfo.Stats.Rows
-		}
+		est = cur.Stats.Rows
 	}
 	ar.mu.Lock()
 	ar.rec.RowsEstimated = est
@@ -211,19 +227,68 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, for
 	if tbl.Schema != "" {
 		resource = tbl.Schema + "." + tbl.Name
 	}
-	schema := tr.Schema()
+	schema := src.Schema()
 	jsonCols := embedJSON(&schema, spec.EmbedJSON)
+
+	// What the source's checksums allow (checksums.go). A partitioned
+	// run has none: its digest needs the run's checksum as each row is
+	// put (chunkRecorder), which the owners of the partitions compute,
+	// and carrying a range over is a walk of every partition; its
+	// coordinator still records the current version verified when no
+	// partition changed anything (RunWriter.Verified).
+	cs, _ := src.(checksummer)
+	if spec.Strategy == StrategyPartitionByKey {
+		cs = nil
+	}
+	prev := s.readDigest(ctx, spec.Dataset, cur, schema, cs)
+	var chunks *chunkState
+	if prev != nil && !spec.CommitUnchanged {
+		// A run may end verified without beginning a snapshot run: the
+		// dataset's retention and guard follow the adapter all the same.
+		if err := s.syncDatasetConfig(ctx, spec); err != nil {
+			return pullResult{}, err
+		}
+	}
+	if prev != nil {
+		if prev.Table != "" && prev.Changed == 0 && !spec.CommitUnchanged {
+			sum, err := cs.tableChecksum(ctx)
+			if err != nil {
+				return pullResult{}, l.scrub(readError(ctx, spec.Connection, err))
+			}
+			if sum == prev.Table {
+				vi, err := s.verifyRun(ctx, spec.Dataset, cur, nil)
+				return pullResult{vi: vi, mode: ModeVerify, verified: true, chunks: len(prev.Chunks), skipped: len(prev.Chunks)}, err
+			}
+		}
+		if prev.Checksums && prev.Changed < 0.5 && cs.chunkable() {
+			if chunks, err = chunkPass(ctx, cs, prev); err != nil {
+				return pullResult{}, l.scrub(readError(ctx, spec.Connection, err))
+			}
+			if chunks.nchg == 0 && !chunks.full && !spec.CommitUnchanged {
+				// Nothing changed: verified, and the table's checksum
+				// recorded for a cheaper check next time.
+				next := *prev
+				next.Changed = 0
+				if next.Table, err = cs.tableChecksum(ctx); err != nil {
+					return pullResult{}, l.scrub(readError(ctx, spec.Connection, err))
+				}
+				vi, err := s.verifyRun(ctx, spec.Dataset, cur, &next)
+				return pullResult{vi: vi, mode: ModeVerify, verified: true, chunks: len(prev.Chunks), skipped: len(prev.Chunks)}, err
+			}
+		}
+	}
+
 	run, err := s.beginWriter(ctx, spec,
 		snapshot.DatasetConfig{Name: spec.Dataset, Retention: spec.Retention, Guard: spec.Guard},
-		snapshot.RunOptions{Schema: schema, Force: force, Source: snapshot.SourceInfo{
+		snapshot.RunOptions{Schema: schema, Force: force, VerifyUnchanged: !spec.CommitUnchanged, Source: snapshot.SourceInfo{
 			Adapter: spec.Name, Connection: spec.Connection, Revision: l.revision, Resource: resource, RunID: runID,
 		}}, runID)
 	if err != nil {
 		if errors.Is(err, snapshot.ErrKeyChanged) {
-			return snapshot.VersionInfo{}, fmt.Errorf("the source key of %s is now (%s), which differs from dataset %q's key; drop the dataset or set key_columns: %w",
+			return pullResult{}, fmt.Errorf("the source key of %s is now (%s), which differs from dataset %q's key; drop the dataset or set key_columns: %w",
 				resource, strings.Join(schema.Key, ", "), spec.Dataset, err)
 		}
-		return snapshot.VersionInfo{}, fmt.Errorf("starting a run of dataset %q: %w", spec.Dataset, err)
+		return pullResult{}, fmt.Errorf("starting a run of dataset %q: %w", spec.Dataset, err)
 	}
 	committed := false
 	defer func() {
@@ -239,8 +304,21 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, for
 	ar.rec.TxnID = run.TxnID()
 	ar.beginPhaseLocked(PhaseRead, s.now().UTC())
 	ar.mu.Unlock()
+
+	res := pullResult{mode: ModeFull}
+	// The digest and carrying ranges over need a run of this process.
+	local, _ := run.(*snapshot.Run)
+	var rec *chunkRecorder
+	if cs != nil && cs.chunkable() && local != nil {
+		rows := digestChunkRows
+		if chunks != nil && !chunks.full && local != nil {
+			rows = math.MaxInt // chunk mode keeps the digest's chunks
+		}
+		rec = newChunkRecorder(local, rows)
+	}
 	var n int64
-	for tr.Next(ctx) {
+	// put puts one row read from tr.
+	put := func(tr TableReader) error {
 		vals := tr.Values()
 		for _, i := range jsonCols {
 			if vals[i].Kind == snapshot.KindJSON {
@@ -248,9 +326,12 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, for
 			}
 		}
 		if err := run.Put(ctx, vals); err != nil {
-			return snapshot.VersionInfo{}, fmt.Errorf("writing row %d of %s: %w", n+1, resource, err)
+			return fmt.Errorf("writing row %d of %s: %w", n+1, resource, err)
 		}
 		n++
+		if rec != nil {
+			rec.put(vals[keyIndexOf(schema)])
+		}
 		if s.testHookRow != nil {
 			s.testHookRow(ctx, spec.Name, n)
 		}
@@ -260,11 +341,108 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, for
 			ar.rec.RowsRead, ar.rec.Stats = n, st
 			ar.mu.Unlock()
 		}
+		return nil
 	}
-	if err := tr.Err(); err != nil {
-		return snapshot.VersionInfo{}, l.scrub(readError(ctx, spec.Connection, err))
+	if chunks != nil && !chunks.full && local != nil {
+		// Chunk mode: the chunks that changed are read, the others
+		// carried over.
+		res.mode = ModeChunks
+		var lo *snapshot.Value
+		for i, c := range prev.Chunks {
+			last := i == len(prev.Chunks)-1
+			hiVal, err := parseDigestKey(c.Hi)
+			if err != nil {
+				return pullResult{}, fmt.Errorf("the digest of the current version: %w", err)
+			}
+			if !chunks.changed[i] {
+				var after []snapshot.Value
+				if lo != nil {
+					after = []snapshot.Value{*lo}
+				}
+				if err := local.Carry(ctx, after, []snapshot.Value{hiVal}, c.Rows, c.Sum); err != nil {
+					return pullResult{}, fmt.Errorf("carrying rows of %s over: %w", resource, err)
+				}
+				rec.carried(c)
+				res.skipped++
+			} else {
+				var hi *snapshot.Value
+				if !last {
+					hi = &hiVal
+				}
+				cs.readRange(lo, hi)
+				read := int64(0)
+				for src.Next(ctx) {
+					if err := put(src); err != nil {
+						return pullResult{}, err
+					}
+					read++
+				}
+				if err := src.Err(); err != nil {
+					return pullResult{}, l.scrub(readError(ctx, spec.Connection, err))
+				}
+				if read != chunks.rows[i] {
+					return pullResult{}, fmt.Errorf("reading %s: a range gave %d rows, its checksum counted %d", resource, read, chunks.rows[i])
+				}
+				// The range's rows as read, with the checksum the pass
+				// computed in the same snapshot.
+				if rec.rows > 0 {
+					rec.close(chunks.crc[i])
+				}
+			}
+			res.chunks++
+			lo = &hiVal
+		}
+	} else {
+		// Full read, ahead of the run (prefetch.go).
+		tr := prefetch(ctx, src)
+		for tr.Next(ctx) {
+			if err := put(tr); err != nil {
+				tr.Close()
+				return pullResult{}, err
+			}
+		}
+		if err := tr.Err(); err != nil {
+			tr.Close()
+			return pullResult{}, l.scrub(readError(ctx, spec.Connection, err))
+		}
+		if rec != nil {
+			rec.close(0)
+			res.chunks = len(rec.chunks)
+		}
 	}
-	if err := tr.Close(); err != nil {
+	// The new version's digest: in chunk mode, the chunks' checksums
+	// carried or computed; after a full read of a table that changed
+	// little last time, the chunks' checksums computed now (and the
+	// table's, when nothing changed), for a cheaper run next time.
+	if rec != nil {
+		d := &digest{Version: digestVersion, Signature: cs.checksumSignature(), Chunks: rec.chunks, Changed: rec.changedShare()}
+		if cur == nil {
+			d.Changed = 1
+		}
+		switch {
+		case res.mode == ModeChunks:
+			d.Checksums = true
+		case d.Changed < 0.5:
+			// A full read that changed little: the next run will likely
+			// change little too, and chunk mode needs the checksums.
+			if err := addChunkChecksums(ctx, cs, d); err != nil {
+				if !errors.Is(err, errDigestMismatch) {
+					return pullResult{}, l.scrub(readError(ctx, spec.Connection, err))
+				}
+				s.log.Warn("source checksums dropped", "run", runID, "err", err)
+				d.Checksums = false
+			}
+		}
+		if d.Checksums && d.Changed == 0 {
+			if d.Table, err = cs.tableChecksum(ctx); err != nil {
+				return pullResult{}, l.scrub(readError(ctx, spec.Connection, err))
+			}
+		}
+		if b, err := json.Marshal(d); err == nil {
+			local.SetSourceDigest(b)
+		}
+	}
+	if err := src.Close(); err != nil {
 		s.log.Warn("ending source read", "run", runID, "err", l.scrub(err))
 	}
 	ar.mu.Lock()
@@ -272,7 +450,7 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, for
 	ar.beginPhaseLocked(PhaseCommit, s.now().UTC())
 	ar.mu.Unlock()
 	if err := context.Cause(ctx); err != nil {
-		return snapshot.VersionInfo{}, err
+		return pullResult{}, err
 	}
 	vi, err := run.Commit(ctx)
 	committed = true // Commit aborts by itself on error
@@ -283,11 +461,36 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, for
 		ar.rec.Stats = run.Stats()
 		ar.mu.Unlock()
 		if errors.Is(err, snapshot.ErrGuardRefused) {
-			return snapshot.VersionInfo{}, fmt.Errorf("committing dataset %q: %w (start the run with force=true to commit anyway)", spec.Dataset, err)
+			return pullResult{}, fmt.Errorf("committing dataset %q: %w (start the run with force=true to commit anyway)", spec.Dataset, err)
 		}
-		return snapshot.VersionInfo{}, fmt.Errorf("committing dataset %q: %w", spec.Dataset, err)
+		return pullResult{}, fmt.Errorf("committing dataset %q: %w", spec.Dataset, err)
 	}
-	return vi, nil
+	res.vi, res.verified = vi, run.Verified()
+	return res, nil
+}
+
+// digestChunkRows is the rows of a chunk of a version's digest
+// (checksums.go).
+const digestChunkRows = 5000
+
+// pullResult is what a pull did: the version committed or verified, and
+// how the source was read.
+type pullResult struct {
+	vi       snapshot.VersionInfo
+	verified bool
+	mode     string
+	chunks   int // chunks of the digest
+	skipped  int // chunks carried over (or verified) without reading
+}
+
+// keyIndexOf returns the schema index of the (first) key column.
+func keyIndexOf(s snapshot.Schema) int {
+	for i, c := range s.Columns {
+		if c.Name == s.Key[0] {
+			return i
+		}
+	}
+	return 0
 }
 
 // embedJSON applies AdapterSpec.EmbedJSON: when on, the JSON columns of

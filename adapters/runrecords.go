@@ -58,9 +58,22 @@ type RunRecord struct {
 	// Progress is computed when the record is read, never stored
 	// (withProgress).
 	Progress *RunProgress `json:"progress,omitempty"`
-	// Version is the committed version, for succeeded runs.
-	Version int64  `json:"version,omitempty"`
-	Error   string `json:"error,omitempty"`
+	// Version is the committed version, for succeeded runs; for a
+	// verified run, the current version it found unchanged.
+	Version int64 `json:"version,omitempty"`
+	// Verified is true for a run that found the source identical to the
+	// current version and recorded that instead of committing a new one
+	// (checksums.go).
+	Verified bool `json:"verified,omitempty"`
+	// Mode says how the source was read: "full", "chunks" (only the key
+	// ranges whose checksums changed) or "verify" (the table's checksum
+	// alone); empty while running or when the run failed first.
+	Mode string `json:"mode,omitempty"`
+	// Chunks is the number of key ranges of the version's source digest,
+	// ChunksSkipped those carried over without reading.
+	Chunks        int    `json:"chunks,omitempty"`
+	ChunksSkipped int    `json:"chunks_skipped,omitempty"`
+	Error         string `json:"error,omitempty"`
 	// Code classifies a run that did not succeed, stable for scripts:
 	// guard_refused, duplicate_key, resource_not_found, no_key, unsupported_type,
 	// source_unavailable, source_auth, connection_not_found, config (the

@@ -117,7 +117,7 @@ func NewPartitioned(cfg PartitionedConfig) (*Partitioned, error) {
 		}, []string{"origin"}),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "snapstore_cluster_partitioned_runs_total",
-			Help: "Partitioned runs this node coordinated, by outcome (committed, aborted).",
+			Help: "Partitioned runs this node coordinated, by outcome (committed, verified, aborted).",
 		}, []string{"outcome"}),
 	}
 	if reg := cfg.Registerer; reg != nil {

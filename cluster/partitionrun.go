@@ -248,9 +248,17 @@ func (c *coordinator) commit(ctx context.Context) (snapshot.VersionInfo, error) 
 		c.p.runs.WithLabelValues("aborted").Inc()
 		return snapshot.VersionInfo{}, err
 	}
-	c.p.runs.WithLabelValues("committed").Inc()
+	if c.pr.Verified() {
+		c.p.runs.WithLabelValues("verified").Inc()
+	} else {
+		c.p.runs.WithLabelValues("committed").Inc()
+	}
 	return vi, nil
 }
+
+// Verified reports whether Commit recorded the previous version verified
+// instead of committing: no partition changed anything.
+func (c *coordinator) Verified() bool { return c.pr.Verified() }
 
 // wait waits until n remote partitions reported.
 func (c *coordinator) wait(ctx context.Context, n int) error {

@@ -24,24 +24,27 @@ type adapterJSON struct {
 	RetryBackoff duration       `json:"retry_backoff,omitempty"`
 	RunOnStart   bool           `json:"run_on_start"`
 	EmbedJSON    bool           `json:"embed_json"`
-	Strategy     string         `json:"strategy,omitempty"`
+	// CommitUnchanged: adapters.AdapterSpec.CommitUnchanged.
+	CommitUnchanged bool   `json:"commit_unchanged"`
+	Strategy        string `json:"strategy,omitempty"`
 }
 
 func (a adapterJSON) spec() adapters.AdapterSpec {
 	return adapters.AdapterSpec{
-		Name:         a.Name,
-		Connection:   a.Connection,
-		Resource:     a.Resource,
-		Dataset:      a.Dataset,
-		KeyColumns:   a.KeyColumns,
-		Schedule:     a.Schedule,
-		Retention:    snapshot.Retention{TTL: time.Duration(a.Retention.TTL), MinVersions: a.Retention.MinVersions},
-		Guard:        a.Guard,
-		Retries:      a.Retries,
-		RetryBackoff: time.Duration(a.RetryBackoff),
-		RunOnStart:   a.RunOnStart,
-		EmbedJSON:    a.EmbedJSON,
-		Strategy:     adapters.Strategy(a.Strategy),
+		Name:            a.Name,
+		Connection:      a.Connection,
+		Resource:        a.Resource,
+		Dataset:         a.Dataset,
+		KeyColumns:      a.KeyColumns,
+		Schedule:        a.Schedule,
+		Retention:       snapshot.Retention{TTL: time.Duration(a.Retention.TTL), MinVersions: a.Retention.MinVersions},
+		Guard:           a.Guard,
+		Retries:         a.Retries,
+		RetryBackoff:    time.Duration(a.RetryBackoff),
+		RunOnStart:      a.RunOnStart,
+		EmbedJSON:       a.EmbedJSON,
+		CommitUnchanged: a.CommitUnchanged,
+		Strategy:        adapters.Strategy(a.Strategy),
 	}
 }
 
@@ -65,19 +68,20 @@ func toAdapterOut(a adapters.Adapter) adapterOut {
 	sp := a.AdapterSpec
 	return adapterOut{
 		adapterJSON: adapterJSON{
-			Name:         sp.Name,
-			Connection:   sp.Connection,
-			Resource:     sp.Resource,
-			Dataset:      sp.Dataset,
-			KeyColumns:   sp.KeyColumns,
-			Schedule:     sp.Schedule,
-			Retention:    retentionToJSON(sp.Retention),
-			Guard:        sp.Guard,
-			Retries:      sp.Retries,
-			RetryBackoff: duration(sp.RetryBackoff),
-			RunOnStart:   sp.RunOnStart,
-			EmbedJSON:    sp.EmbedJSON,
-			Strategy:     string(sp.Strategy),
+			Name:            sp.Name,
+			Connection:      sp.Connection,
+			Resource:        sp.Resource,
+			Dataset:         sp.Dataset,
+			KeyColumns:      sp.KeyColumns,
+			Schedule:        sp.Schedule,
+			Retention:       retentionToJSON(sp.Retention),
+			Guard:           sp.Guard,
+			Retries:         sp.Retries,
+			RetryBackoff:    duration(sp.RetryBackoff),
+			RunOnStart:      sp.RunOnStart,
+			EmbedJSON:       sp.EmbedJSON,
+			CommitUnchanged: sp.CommitUnchanged,
+			Strategy:        string(sp.Strategy),
 		},
 		Source:     a.Source,
 		Revision:   a.Revision,

@@ -295,6 +295,7 @@ func TestConsole_Auth(t *testing.T) {
 	f := newFixture(t, fixtureOpts{tokens: []Token{{Name: "ops", Token: adminTok, Role: RoleAdmin}, {Name: "viewer", Token: readerTok, Role: RoleReader}}})
 	f.token = adminTok
 	v1 := f.run("products")
+	f.exec(`UPDATE products SET stock = 7 WHERE id = 1`)
 	f.run("products")
 	f.token = ""
 	s1 := itoa(v1)

@@ -232,8 +232,8 @@ type freshness struct {
 }
 
 // freshnessOf judges current (nil: nothing committed) against a: fresh
-// while the version is younger than two periods of the schedule (one run
-// may be late or fail), stale after.
+// while the version was committed or verified less than two periods of the
+// schedule ago (one run may be late or fail), stale after.
 func freshnessOf(current *snapshot.VersionInfo, a *adapters.Adapter, now time.Time) freshness {
 	if current == nil {
 		return freshness{State: "none", Text: "no version yet"}
@@ -245,7 +245,7 @@ func freshnessOf(current *snapshot.VersionInfo, a *adapters.Adapter, now time.Ti
 	if err != nil || period <= 0 {
 		return freshness{State: "unscheduled", Text: "schedule " + a.Schedule}
 	}
-	age := now.Sub(current.CommittedAt)
+	age := now.Sub(current.CheckedAt())
 	if age <= 2*period {
 		return freshness{State: "fresh", Text: "fresh: runs every " + roughDuration(period)}
 	}

@@ -58,13 +58,16 @@ func (m *metrics) observeHTTP(method, route string, status int, d time.Duration)
 
 // datasetCollector reads dataset info at scrape time (a collector rather
 // than gauges kept up to date, like tsdb's NewGaugeFunc for loaded blocks):
-// the age of each dataset's current version, so a stale snapshot can be
-// alerted on, the current version and the number of kept versions.
+// the age of each dataset's current version and the time since it was last
+// known to match the source, so a stale snapshot can be alerted on, the
+// current version and the number of kept versions.
 type datasetCollector struct{ s *Server }
 
 var (
 	descVersionAge = prometheus.NewDesc("snapstore_server_dataset_current_version_age_seconds",
 		"Seconds since the dataset's current version was committed; absent for a dataset with no version.", []string{"dataset"}, nil)
+	descCheckedAge = prometheus.NewDesc("snapstore_server_dataset_checked_age_seconds",
+		"Seconds since the dataset's current version was last known to match its source: committed, or verified by a run that found nothing changed; absent for a dataset with no version.", []string{"dataset"}, nil)
 	descCurrentVersion = prometheus.NewDesc("snapstore_server_dataset_current_version",
 		"The dataset's current version (transaction id); 0 when nothing was committed.", []string{"dataset"}, nil)
 	descKeptVersions = prometheus.NewDesc("snapstore_server_dataset_kept_versions",
@@ -75,6 +78,7 @@ var (
 
 func (d *datasetCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descVersionAge
+	ch <- descCheckedAge
 	ch <- descCurrentVersion
 	ch <- descKeptVersions
 	ch <- descScrapeErrors
@@ -96,6 +100,7 @@ func (d *datasetCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descKeptVersions, prometheus.GaugeValue, float64(info.Versions), info.Name)
 		if info.Current != 0 && info.CurrentInfo != nil {
 			ch <- prometheus.MustNewConstMetric(descVersionAge, prometheus.GaugeValue, now.Sub(info.CurrentInfo.CommittedAt).Seconds(), info.Name)
+			ch <- prometheus.MustNewConstMetric(descCheckedAge, prometheus.GaugeValue, now.Sub(info.CurrentInfo.CheckedAt()).Seconds(), info.Name)
 		}
 	}
 }

@@ -19,6 +19,7 @@ func TestMetrics_ExposedAndDocumented(t *testing.T) {
 	for _, want := range []string{
 		`snapstore_server_http_request_duration_seconds_count{method="GET",route="/v1/datasets/:dataset/rows/*",status="200"} 1`,
 		`snapstore_server_dataset_current_version_age_seconds{dataset="products"}`,
+		`snapstore_server_dataset_checked_age_seconds{dataset="products"}`,
 		`snapstore_server_dataset_kept_versions{dataset="products"} 1`,
 		`snapstore_server_gc_bytes_reclaimed_total{dataset="products"}`,
 	} {

@@ -132,6 +132,7 @@ var sentinels = []sentinel{
 	{snapshot.ErrTagNotFound, http.StatusNotFound, "tag_not_found", ""},
 	{snapshot.ErrRowNotFound, http.StatusNotFound, "row_not_found", ""},
 	{snapshot.ErrRunInProgress, http.StatusConflict, "run_in_progress", ""},
+	{snapshot.ErrNotCurrent, http.StatusConflict, "not_current", ""},
 	{snapshot.ErrGuardRefused, http.StatusConflict, "guard_refused", ""},
 	{snapshot.ErrDuplicateKey, http.StatusUnprocessableEntity, "duplicate_key", "key_columns"},
 	{snapshot.ErrBadKey, http.StatusBadRequest, "bad_key", ""},

@@ -75,7 +75,7 @@ func TestProblemFor_EverySentinel(t *testing.T) {
 			"ErrBadPageToken": snapshot.ErrBadPageToken, "ErrInvalidArgument": snapshot.ErrInvalidArgument,
 			"ErrClosed": snapshot.ErrClosed, "ErrCorrupt": snapshot.ErrCorrupt,
 			"ErrReadOnly": snapshot.ErrReadOnly, "ErrSlotLost": snapshot.ErrSlotLost,
-			"ErrOutcomeUnknown": snapshot.ErrOutcomeUnknown, "ErrPartitionCount": snapshot.ErrPartitionCount,
+			"ErrOutcomeUnknown": snapshot.ErrOutcomeUnknown, "ErrPartitionCount": snapshot.ErrPartitionCount, "ErrNotCurrent": snapshot.ErrNotCurrent,
 		},
 		"adapters": {
 			"ErrConnectionNotFound": adapters.ErrConnectionNotFound, "ErrConnectionExists": adapters.ErrConnectionExists,
@@ -109,6 +109,7 @@ func TestProblemFor_EverySentinel(t *testing.T) {
 		store.ErrUnavailable:           {http.StatusServiceUnavailable, "store_unavailable"},
 		adapters.ErrDatasetTaken:       {http.StatusConflict, "dataset_taken"},
 		snapshot.ErrReadOnly:           {http.StatusConflict, "read_only"},
+		snapshot.ErrNotCurrent:         {http.StatusConflict, "not_current"},
 		snapshot.ErrSlotLost:           {http.StatusConflict, "writer_slot_lost"},
 		snapshot.ErrOutcomeUnknown:     {http.StatusServiceUnavailable, "outcome_unknown"},
 	}

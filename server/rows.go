@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,14 +46,16 @@ func (s *Server) getRow(c echo.Context) error {
 	if err := checkColumns(cols, r.Version()); err != nil {
 		return err
 	}
-	row, err := r.Get(c.Request().Context(), key, cols)
-	if err != nil {
-		return err
-	}
 	v := r.Version()
 	bp := bodyPool.Get().(*[]byte)
 	defer putBody(bp)
-	*bp = append(AppendRowResult((*bp)[:0], v.Dataset, v.Version, row), '\n')
+	b := appendResultHead((*bp)[:0], v.Dataset, v.Version)
+	b, err = r.GetJSON(c.Request().Context(), append(b, ','), key, cols)
+	*bp = b
+	if err != nil {
+		return err
+	}
+	*bp = append(b, "}\n"...)
 	return c.JSONBlob(http.StatusOK, *bp)
 }
 
@@ -188,25 +191,20 @@ func (s *Server) scanRows(c echo.Context) error {
 	b = strconv.AppendInt(b, version, 10)
 	b = append(b, `,"rows":[`...)
 	n := 0
-	var cols []string
 	for it.Next() { // the iterator stops at opts.Limit and then knows whether more rows follow
-		row := it.Row()
-		if n == 0 {
-			cols = row.Columns
-		} else {
+		if n > 0 {
 			b = append(b, ',')
 		}
-		b = row.AppendJSON(b)
+		if b, err = it.AppendRowJSON(b); err != nil {
+			return err
+		}
 		n++
 	}
 	if err := it.Err(); err != nil {
 		return err
 	}
 	b = append(b, `],"columns":`...)
-	if cols == nil {
-		cols = selectedColumns(opts.Columns, r.Version().Schema)
-	}
-	b = appendStrings(b, cols)
+	b = appendStrings(b, selectedColumns(opts.Columns, r.Version().Schema))
 	b = append(b, `,"next_page_token":`...)
 	b = jsonstr.Append(b, it.NextPageToken())
 	b = append(b, "}\n"...)
@@ -236,15 +234,15 @@ func parseKeyPrefix(schema snapshot.Schema, parts []string) ([]snapshot.Value, e
 	return vals, nil
 }
 
-// selectedColumns is the column list of an answer: sel when the request
-// chose columns, else every column of schema in order.
+// selectedColumns is the column list of an answer, in schema order (the
+// order of the rows' members): the columns of schema that sel names, or
+// every column when sel is empty.
 func selectedColumns(sel []string, schema snapshot.Schema) []string {
-	if len(sel) > 0 {
-		return sel
-	}
 	cols := make([]string, 0, len(schema.Columns))
 	for _, col := range schema.Columns {
-		cols = append(cols, col.Name)
+		if len(sel) == 0 || slices.Contains(sel, col.Name) {
+			cols = append(cols, col.Name)
+		}
 	}
 	return cols
 }

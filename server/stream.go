@@ -38,7 +38,10 @@ func (s *Server) streamNDJSON(c echo.Context, it snapshot.RowIterator) error {
 	bw := startStream(c, mediaNDJSON)
 	var b []byte
 	for it.Next() { // the iterator stops at the limit, if any
-		b = it.Row().AppendJSON(b[:0])
+		var err error
+		if b, err = it.AppendRowJSON(b[:0]); err != nil {
+			return s.endStream(c, bw, err)
+		}
 		b = append(b, '\n')
 		if _, err := bw.Write(b); err != nil {
 			return nil // client went away

@@ -14,8 +14,10 @@ import (
 func TestVersions_Pages(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	var want []int64
-	for range 5 {
+	for i := range 5 {
 		var run struct{ Version int64 }
+		// A change per run: a run that finds none makes no version.
+		f.exec(fmt.Sprintf("UPDATE products SET stock = %d WHERE id = 1", 100+i))
 		f.must(200, "POST", "/v1/adapters/products/runs?wait=true", "").json(t, &run)
 		want = append([]int64{run.Version}, want...)
 	}

@@ -26,6 +26,11 @@ type datasetConfig struct {
 	Guard      Guard     `json:"guard"`
 	// Key is the key column list; fixed once a version is committed.
 	Key []string `json:"key"`
+	// Columns is the column dictionary (rowversion.go): every column name
+	// a run of the dataset had, in the order they first came; row
+	// versions name columns by their index here. Never reordered or
+	// shortened.
+	Columns []string `json:"columns,omitempty"`
 }
 
 // SetConfig updates a dataset's retention and guard, in one write of its

@@ -2,10 +2,8 @@ package snapshot
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -32,8 +30,8 @@ import (
 //	reopen [partitions=N] (Options.Partitions for new datasets)    drop
 func TestDatadriven(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		if strings.HasPrefix(path, filepath.Join("testdata", "format1")) {
-			return // a store fixture (TestOpenFormat1), not a script
+		if strings.HasPrefix(path, filepath.Join("testdata", "format")) || strings.HasPrefix(path, filepath.Join("testdata", "gen")) {
+			return // store fixtures and their generator (migrate_test.go, datadir_test.go), not scripts
 		}
 		h := newDDHarness(t)
 		datadriven.RunTest(t, path, h.cmd)
@@ -76,7 +74,7 @@ func (h *ddHarness) reopen(closeDB bool) {
 	} else {
 		// A crash: nothing more written; the next process knows the dead
 		// one is gone (as it would by its slots' expiry, W1).
-		h.db.halt()
+		h.db.crash()
 		h.dead[h.db.owner] = true
 	}
 	h.st.Close()
@@ -162,6 +160,7 @@ func (h *ddHarness) cmd(t *testing.T, d *datadriven.TestData) string {
 		}
 		switch {
 		case d.HasArg("crash"):
+			h.db.crash()
 			h.reopen(false)
 			fmt.Fprintf(&out, "txn %d crashed; reopened\n", r.TxnID())
 		case d.HasArg("abort"):
@@ -370,37 +369,20 @@ func (h *ddHarness) cmd(t *testing.T, d *datadriven.TestData) string {
 	return ""
 }
 
-// cells dumps every raw cell of a dataset, rows decoded only as hex.
+// cells dumps every cell of a dataset, rows decoded only as hex: each row
+// version split into its columns (logicalCells).
 func (h *ddHarness) cells(ds string) string {
-	info, err := h.db.Dataset(context.Background(), ds)
+	cells, err := logicalCells(h.db, ds)
 	if err != nil {
 		return errText(err)
 	}
 	var lines []string
-	for p := 0; p < info.Partitions; p++ {
-		it, err := h.st.Scan(context.Background(), dataTable(ds, p), store.ScanOptions{})
-		if err != nil {
-			return errText(err)
+	for _, c := range cells {
+		s := fmt.Sprintf("%x %s@%d %s", c.row, c.column, c.ts, c.kind)
+		if c.kind == store.KindPut {
+			s += " " + c.value.String()
 		}
-		for it.Next() {
-			c := it.Cell()
-			s := fmt.Sprintf("%x %s@%d %s", c.Row, c.Column, c.Timestamp, c.Kind)
-			if c.Kind == store.KindPut {
-				v, err := decodeCellValue(c.Value, true)
-				if err != nil {
-					s += " " + err.Error()
-				} else {
-					s += " " + v.String()
-				}
-			}
-			lines = append(lines, s)
-		}
-		if err := it.Close(); err != nil && !errors.Is(err, store.ErrClosed) {
-			return errText(err)
-		}
-	}
-	if info.Partitions > 1 {
-		sort.Strings(lines)
+		lines = append(lines, s)
 	}
 	return strings.Join(lines, "\n") + "\n"
 }

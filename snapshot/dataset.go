@@ -60,6 +60,7 @@ type dataset struct {
 	// held until then.
 	pending func(ctx context.Context) error
 	readers map[*Reader]struct{}
+	plans   map[int64]*readPlan // by version (reader.go)
 	// persisted says a row of the dataset was read or written; dropped
 	// that it is gone, or being dropped.
 	persisted, dropped bool

@@ -21,8 +21,12 @@ import (
 
 // rowState is the "state" cell of a dataset's row, as JSON.
 type rowState struct {
-	// Format is the metadata format that wrote it (metaFormat).
+	// Format is the storage format of the dataset (metaFormat): 2 while
+	// its data is of format 2 (migrate_rows.go), 3 after.
 	Format int `json:"format"`
+	// ColumnTablesLeft says the data tables of format 2 of a migrated
+	// dataset are still to be dropped (migrate_rows.go).
+	ColumnTablesLeft bool `json:"column_tables_left,omitempty"`
 	// Seq counts the writes of the row: each write sets it one higher, so
 	// that two states of the row never have the same encoding.
 	Seq    int64         `json:"seq"`
@@ -60,6 +64,10 @@ type rowState struct {
 type versionRef struct {
 	Version     int64     `json:"v"`
 	CommittedAt time.Time `json:"committed_at"`
+	// VerifiedAt is the last time a run found the source identical to
+	// the version (verify.go): a change of the row, as the version row
+	// never changes once listed.
+	VerifiedAt *time.Time `json:"verified_at,omitempty"`
 }
 
 // dropState is the state of a drop under way (D10).
@@ -98,8 +106,8 @@ func decodeState(name string, b []byte) (rowState, error) {
 	if err := json.Unmarshal(b, &st); err != nil {
 		return st, fmt.Errorf("%w: metadata of %s: %v", ErrCorrupt, name, err)
 	}
-	if st.Format != metaFormat {
-		return st, fmt.Errorf("%w: metadata of %s has format %d, this code reads %d", ErrCorrupt, name, st.Format, metaFormat)
+	if st.Format != metaFormat && st.Format != formatColumnCells {
+		return st, fmt.Errorf("%w: metadata of %s has format %d, this code reads %d and %d", ErrCorrupt, name, st.Format, formatColumnCells, metaFormat)
 	}
 	if err := st.Txns.Check(); err != nil {
 		return st, fmt.Errorf("%w: metadata of %s: %v", ErrCorrupt, name, err)
@@ -180,7 +188,10 @@ func (db *DB) writeRow(ctx context.Context, ds *dataset, change func(st *rowStat
 		if err != nil {
 			return base, err
 		}
-		next.Format, next.Seq, next.Write = metaFormat, base.Seq+1, nonce
+		if next.Format == 0 {
+			next.Format = metaFormat // a new row
+		}
+		next.Seq, next.Write = base.Seq+1, nonce
 		enc, err := json.Marshal(next)
 		if err != nil {
 			return base, fmt.Errorf("snapshot: encoding the metadata of %s: %w", ds.name, err)
@@ -334,15 +345,19 @@ func (db *DB) readBody(ctx context.Context, name string, v int64) (*VersionInfo,
 	return nil, fmt.Errorf("%w: %s lists version %d, whose version row is missing", ErrCorrupt, name, v)
 }
 
-// writeBody writes the version row of vi, before a state lists it; it is
-// idempotent, so a failure is tried again a few times.
-func (db *DB) writeBody(ctx context.Context, vi *VersionInfo) error {
+// writeBody writes the version row of vi, with the source's digest when
+// not nil (verify.go), before a state lists it; it is idempotent, so a
+// failure is tried again a few times.
+func (db *DB) writeBody(ctx context.Context, vi *VersionInfo, digest []byte) error {
 	enc, err := json.Marshal(vi)
 	if err != nil {
 		return fmt.Errorf("snapshot: encoding version info: %w", err)
 	}
 	b := &store.Batch{Table: db.meta}
 	b.Put(versionKey(vi.Dataset, vi.Version), colInfo, 0, enc)
+	if digest != nil {
+		b.Put(versionKey(vi.Dataset, vi.Version), colDigest, 0, digest)
+	}
 	for attempt := 0; ; attempt++ {
 		err = db.st.MutateRow(ctx, b)
 		if err == nil || !retryable(err) || attempt == 2 || ctx.Err() != nil {
@@ -378,6 +393,11 @@ func (ds *dataset) install(st rowState, raw []byte) {
 	ds.versions = ds.versions[:0:0]
 	for _, ref := range st.Versions {
 		if vi := ds.bodies[ref.Version]; vi != nil {
+			if ref.VerifiedAt != nil {
+				v := *vi
+				v.VerifiedAt = ref.VerifiedAt
+				vi = &v
+			}
 			ds.versions = append(ds.versions, vi)
 		}
 	}

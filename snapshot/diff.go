@@ -112,46 +112,52 @@ func (db *DB) newDiff(ctx context.Context, name string, from, to int64, countOnl
 		hi = rt
 	}
 	// Every version up to the newer one: the older version's state may
-	// lie under any number of newer cells.
-	o := hi.opts
-	o.MaxVersions = 0
-	m, err := openMerged(ctx, db.st, name, rf.parts, store.ScanOptions{ReadOptions: o})
+	// lie under any number of newer row versions.
+	m, err := openPartitions(ctx, db.st, name, rf.parts, store.ScanOptions{ReadOptions: hi.opts}, newRowReader)
 	if err != nil {
 		rf.Close()
 		rt.Close()
 		return nil, fmt.Errorf("snapshot: diffing %s %d..%d: %w", name, from, to, err)
 	}
 	d := &diffIter{from: rf, to: rt, m: m, countOnly: countOnly}
-	_, fromIdx, _ := rf.columnSelection(nil)
-	_, toIdx, _ := rt.columnSelection(nil)
-	d.fromRB = newRowBuilder(rf.info.Schema, rf.keyIdx, fromIdx)
-	d.toRB = newRowBuilder(rt.info.Schema, rt.keyIdx, toIdx)
+	d.fromRB = newRowBuilder(rf.info.Schema, rf.dict, rf.keyIdx, rf.allIdx)
+	d.toRB = newRowBuilder(rt.info.Schema, rt.dict, rt.keyIdx, rt.allIdx)
+	d.n = max(rf.n, rt.n)
+	rf.ds.mu.Lock()
+	d.names = rf.ds.cfg.Columns[:d.n:d.n]
+	rf.ds.mu.Unlock()
 	return d, nil
 }
 
 // diffIter implements DiffIterator.
 type diffIter struct {
 	from, to     *Reader
-	m            *mergedRows
+	m            *mergedRows[*rowReader]
 	fromRB, toRB *rowBuilder
+	n            int      // columns of the dictionary
+	names        []string // the dictionary's column names
 	countOnly    bool
-	resF, resT   []resolvedCol
+	stF, stT     resolvedRow
 	op           ChangeOp
 	change       Change
 	err          error
 	closed       bool
 }
 
-func sameResolved(a, b []resolvedCol) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if !bytes.Equal(a[i].name, b[i].name) || !bytes.Equal(a[i].value, b[i].value) {
-			return false
+// changed lists the names of the columns whose value differs between the
+// two states or that one side lacks (compared as stored); with first it
+// stops at the first.
+func (d *diffIter) changed(first bool) []string {
+	var out []string
+	for i := 0; i < d.n; i++ {
+		if !bytes.Equal(d.stF.value(i), d.stT.value(i)) {
+			out = append(out, d.names[i])
+			if first {
+				return out
+			}
 		}
 	}
-	return true
+	return out
 }
 
 func (d *diffIter) Next() bool {
@@ -159,17 +165,21 @@ func (d *diffIter) Next() bool {
 		return false
 	}
 	for d.m.next() {
-		cells := d.m.cells()
-		d.resF = resolve(cells, d.from.vis, d.resF[:0])
-		d.resT = resolve(cells, d.to.vis, d.resT[:0])
+		cells := d.m.src().cells
+		if d.err = d.stF.resolveCells(cells, d.from.vis, d.n); d.err != nil {
+			return false
+		}
+		if d.err = d.stT.resolveCells(cells, d.to.vis, d.n); d.err != nil {
+			return false
+		}
 		switch {
-		case len(d.resF) == 0 && len(d.resT) == 0:
+		case !d.stF.present() && !d.stT.present():
 			continue
-		case len(d.resF) == 0:
+		case !d.stF.present():
 			d.op = OpInsert
-		case len(d.resT) == 0:
+		case !d.stT.present():
 			d.op = OpDelete
-		case sameResolved(d.resF, d.resT):
+		case len(d.changed(true)) == 0:
 			continue
 		default:
 			d.op = OpUpdate
@@ -178,10 +188,10 @@ func (d *diffIter) Next() bool {
 			return true
 		}
 		d.change = Change{Op: d.op}
-		if d.change.Before, d.err = d.side(d.fromRB, d.resF); d.err != nil {
+		if d.change.Before, d.err = d.side(d.fromRB, &d.stF); d.err != nil {
 			return false
 		}
-		if d.change.After, d.err = d.side(d.toRB, d.resT); d.err != nil {
+		if d.change.After, d.err = d.side(d.toRB, &d.stT); d.err != nil {
 			return false
 		}
 		if d.op == OpUpdate {
@@ -195,27 +205,13 @@ func (d *diffIter) Next() bool {
 	return false
 }
 
-// changedColumns names the columns of an update that differ between
-// d.resF and d.resT (both in column name order), as Change.Changed orders
-// them. It compares the stored encodings, as sameResolved does, so an
-// update always names at least one column.
+// changedColumns names the columns of an update that differ between the
+// two sides, as Change.Changed orders them. It compares the stored
+// encodings, so an update always names at least one column.
 func (d *diffIter) changedColumns() []string {
 	differ := map[string]bool{}
-	f, t := d.resF, d.resT
-	for len(f) > 0 || len(t) > 0 {
-		switch c := compareNames(f, t); {
-		case c < 0:
-			differ[string(f[0].name)] = true
-			f = f[1:]
-		case c > 0:
-			differ[string(t[0].name)] = true
-			t = t[1:]
-		default:
-			if !bytes.Equal(f[0].value, t[0].value) {
-				differ[string(f[0].name)] = true
-			}
-			f, t = f[1:], t[1:]
-		}
+	for _, n := range d.changed(false) {
+		differ[n] = true
 	}
 	out := make([]string, 0, len(differ))
 	for _, names := range [][]string{d.toRB.names, d.fromRB.names} {
@@ -229,25 +225,13 @@ func (d *diffIter) changedColumns() []string {
 	return out
 }
 
-// compareNames orders the heads of two resolved column lists by name; an
-// empty list sorts after any name.
-func compareNames(a, b []resolvedCol) int {
-	switch {
-	case len(a) == 0:
-		return 1
-	case len(b) == 0:
-		return -1
-	}
-	return bytes.Compare(a[0].name, b[0].name)
-}
-
-// side builds one side of a change from its resolved columns, nil when
-// the row is absent on that side, and sets the change's key from it.
-func (d *diffIter) side(rb *rowBuilder, res []resolvedCol) (*Row, error) {
-	if len(res) == 0 {
+// side builds one side of a change from its state, nil when the row is
+// absent on that side, and sets the change's key from it.
+func (d *diffIter) side(rb *rowBuilder, st *resolvedRow) (*Row, error) {
+	if !st.present() {
 		return nil, nil
 	}
-	row, err := rb.build(res)
+	row, err := rb.build(st)
 	if err != nil {
 		return nil, err
 	}

@@ -12,8 +12,14 @@
 //
 // D1. Cells. A dataset partition is a store table; a row key is the
 // order-preserving encoding of the key column values (encoding.go); a row
-// has one cell per column, qualifier = column name, timestamp = the writing
-// run's transaction id, value = kind byte + payload. NULL is a value.
+// has one cell per column, at a timestamp = the writing run's transaction
+// id, value = kind byte + payload. NULL is a value. The cells one run
+// writes for one row are kept as one store cell, a row version, in column
+// "" (rowversion.go): the row's changed cells (values and column delete
+// markers) packed together, or the whole row, so that a read finds a
+// row's state at a version with one seek and a short walk; a row delete
+// marker is a store row delete marker there. Columns are named by their
+// index in the dataset's column dictionary, which only grows.
 //
 // D2. Versions. A dataset's version is the id of its last committed run.
 // Reading at version V returns, per row and column, the newest cell with
@@ -37,10 +43,11 @@
 // slot is next taken (W1).
 //
 // D5. Delta writes. For each source row the run reads the row at the
-// current version and writes only: puts for columns whose encoded value
+// current version and writes only: values for columns whose encoded value
 // differs or that are new, column delete markers for columns the row has
-// but the run's schema does not. Rows the source no longer has get a row
-// delete marker. How they are found depends on the source's order, which
+// but the run's schema does not, in one row version (the whole row when it
+// is new, when every column changed, or when its chain of deltas is long,
+// rowversion.go). Rows the source no longer has get a row delete marker. How they are found depends on the source's order, which
 // is never assumed (MySQL collations do not sort like our keys), per
 // partition:
 //
@@ -62,8 +69,9 @@
 //     (and the run is aborted).
 //
 // No structure in memory grows with the table; writes go out in batches of
-// batchSize (4096) mutations, or batchBytes (32 MiB) of changed cells
-// when fewer, without sync. The first design recorded every
+// batchSize (4096) row versions, or batchBytes (8 MiB) of changed cells
+// when fewer, without sync, written by the run's writer goroutine while
+// Put goes on (run_write.go; at most writeDepth batches per run). The first design recorded every
 // key in the scratch table and merge-joined at every commit; it was dropped
 // because sorted sources (the common case) paid an extra write per row and
 // a full scan of the current version at commit for nothing. Phase B keeps
@@ -71,11 +79,11 @@
 //
 // D6. Stats and checksum. Rows = rows Put; Inserted, Updated, Unchanged
 // classify them against the current version, Deleted counts row markers.
-// BytesWritten sums row + column + value + 8 (timestamp) over data cells and
-// markers (not the scratch table). The checksum is order-independent: the
+// BytesWritten sums row + value + 8 (timestamp) over the row versions and
+// markers written (not the scratch table). The checksum is order-independent: the
 // sum modulo 2^64 of xxhash64 over each row's canonical encoding, which is,
 // for each column in schema order, uvarint(len(name)) name
-// uvarint(len(cell)) cell, cell being the stored value encoding. Two
+// uvarint(len(cell)) cell, cell being the cell value encoding. Two
 // versions with the same rows and schema have the same checksum.
 //
 // D7. Guards. Commit refuses with ErrGuardRefused (and aborts) a run of 0
@@ -95,8 +103,9 @@
 // only once listed), tags, expired versions, configuration, the dataset's
 // transactions in progress and invalid (txn.I3), the largest id it used
 // (txn.I2), a drop under way (D10) and the writer slot (W1). Every change
-// (begin, commit, abort, rollback's commit, tag, untag, configuration,
-// GC's expiry and pruning, drop, slot take, renewal and release) is one
+// (begin, commit, abort, a verification (verify.go), rollback's commit,
+// tag, untag, configuration, GC's expiry and pruning, drop, a dataset's
+// migration (migrate_rows.go), slot take, renewal and release) is one
 // CheckAndMutate of that row (store.S7), made only if the row still holds
 // what the change was computed from. A store that loses a write, applies
 // it late, or reports an error for a write it applied (store.S9) cannot
@@ -164,9 +173,13 @@
 // ids then leave the row (rowState.Expired): a GC interrupted in between
 // leaves them for the next one.
 //
-// GC reads one row at a time: memory is bounded by the
-// widest row's history. Deletions of one row are one batch, puts before
-// markers. With dryRun, GC deletes nothing and reports what it would.
+// A cell of G3-G5 is one cell of a row version: GC rewrites a row version
+// without the cells it deletes, and deletes it when none is left. A full
+// row version stops a read's walk, so it hides everything older as a row
+// delete marker does and is kept, even emptied, while something older
+// survives (G5). GC reads one row at a time: memory is bounded by the
+// widest row's history. The changes of one row are one batch. With
+// dryRun, GC deletes nothing and reports what it would.
 //
 // Worked example, in the manner of etcd's keyIndex comment. One row k, one
 // column c; Retention{TTL: 60m, MinVersions: 2}; clock in minutes.
@@ -235,8 +248,10 @@
 // the epoch the run took it (ErrSlotLost otherwise): a writer whose slot
 // another took after it expired (the store unreachable, or the process
 // paused, for a lease) cannot commit, whatever its clock says. Its data
-// writes go out with the slot's expiry, by its own clock, as their
-// deadline, so none is sent after it; one already sent may land later,
+// writes (the run's writer goroutine's batches and a first run's SSTable
+// ingests, run_write.go; a verification's digest, verify.go) go out
+// with the slot's expiry, by its own clock, as their deadline, so none is
+// sent after it; one already sent may land later,
 // which G6's grace covers. Clocks of the processes must agree to well
 // within the lease, for liveness only: the epoch, not the clock, keeps a
 // stale writer from committing.

@@ -119,6 +119,11 @@ func (db *DB) deleteDropped(ctx context.Context, ds *dataset) error {
 		if err := db.st.DeleteRange(ctx, scratchTable(ds.name, p), nil, nil); err != nil {
 			return fail(err)
 		}
+		if st.ColumnTablesLeft || st.Format < metaFormat {
+			if err := db.st.DeleteRange(ctx, columnTable(ds.name, p), nil, nil); err != nil {
+				return fail(err)
+			}
+		}
 	}
 	vp := versionPrefix(ds.name)
 	if err := db.st.DeleteRange(ctx, db.meta, vp, prefixEnd(vp)); err != nil {

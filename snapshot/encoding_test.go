@@ -3,11 +3,15 @@ package snapshot
 import (
 	"bytes"
 	"cmp"
+	"fmt"
 	"math"
 	"math/big"
 	"math/rand/v2"
 	"strconv"
 	"testing"
+
+	"github.com/snapstore/snapstore/store"
+	"github.com/snapstore/snapstore/txn"
 )
 
 // TestKeyOrder checks that the row key encoding orders values as their
@@ -151,5 +155,36 @@ func TestValueJSON(t *testing.T) {
 		if got := string(c.v.AppendJSON(nil)); got != c.want {
 			t.Errorf("%v: %s, want %s", c.v.Kind, got, c.want)
 		}
+	}
+}
+
+// TestRowVersionWorkedExample pins the example of docs/storage-format.md:
+// row ("eu", -2) of a dataset whose dictionary is [region id title], in
+// full at its insert, then a delta setting title to NULL.
+func TestRowVersionWorkedExample(t *testing.T) {
+	vals := []Value{sv("eu"), iv(-2), sv("ALIEN")}
+	var cells [][]byte
+	for _, v := range vals {
+		cells = append(cells, appendColumnValue(nil, v))
+	}
+	full := appendVersion(nil, true, []int{0, 1, 2}, cells)
+	if got, want := fmt.Sprintf("% x", full), "01 03 00 05 02 65 75 01 01 03 02 05 05 41 4c 49 45 4e"; got != want {
+		t.Fatalf("full version %s, want %s", got, want)
+	}
+	delta := appendVersion(nil, false, []int{2}, [][]byte{appendColumnValue(nil, Value{})})
+	if got, want := fmt.Sprintf("% x", delta), "02 01 02 00"; got != want {
+		t.Fatalf("delta %s, want %s", got, want)
+	}
+	var st resolvedRow
+	if err := st.resolveCells([]store.Cell{
+		{Timestamp: 9, Kind: store.KindPut, Value: delta},
+		{Timestamp: 7, Kind: store.KindPut, Value: full},
+	}, txn.NewVisibility(9, nil), 3); err != nil {
+		t.Fatal(err)
+	}
+	rb := newRowBuilder(Schema{Columns: []Column{{Name: "region"}, {Name: "id"}, {Name: "title"}}}, []int{0, 1, 2}, []int{0, 1}, []int{0, 1, 2})
+	got, err := rb.appendJSON(nil, &st)
+	if err != nil || string(got) != `{"region":"eu","id":-2,"title":null}` {
+		t.Fatalf("resolved %s, %v", got, err)
 	}
 }

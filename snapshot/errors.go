@@ -47,6 +47,10 @@ var (
 	ErrInvalidArgument = errors.New("snapshot: invalid argument")
 	// ErrClosed: the DB or the Reader is closed.
 	ErrClosed = errors.New("snapshot: closed")
+	// ErrNotCurrent is returned by Verify when the version named is no
+	// longer the dataset's current one (a rollback or another run came
+	// first).
+	ErrNotCurrent = errors.New("snapshot: version is not the current one")
 	// ErrCorrupt is returned when stored data or metadata cannot be
 	// decoded; not worth retrying.
 	ErrCorrupt = errors.New("snapshot: corrupt data")

@@ -6,7 +6,7 @@ import (
 )
 
 // crashDB stops what a DB does in the background without writing.
-func crashDB(db *DB) { db.halt() }
+func crashDB(db *DB) { db.crash() }
 
 // withSlotLease sets the lease of the DB's writer slots.
 func withSlotLease(o Options, d time.Duration) Options { o.SlotLease = d; return o }

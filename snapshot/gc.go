@@ -1,7 +1,6 @@
 package snapshot
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -103,7 +102,7 @@ func (db *DB) GC(ctx context.Context, name string, dryRun bool) (GCReport, error
 				return rep, fmt.Errorf("snapshot: GC of %s: %w", name, err)
 			}
 		}
-		if err := db.gcPartition(ctx, dataTable(name, p), views, dryRun, &rep); err != nil {
+		if err := db.gcPartition(ctx, dataTable(name, p), len(st.Config.Columns), views, dryRun, &rep); err != nil {
 			return rep, err
 		}
 	}
@@ -142,6 +141,7 @@ func (db *DB) GC(ctx context.Context, name string, dryRun bool) (GCReport, error
 		b := &store.Batch{Table: db.meta, Sync: true}
 		for _, v := range gone {
 			b.DeleteVersion(versionKey(name, v), colInfo, 0)
+			b.DeleteVersion(versionKey(name, v), colDigest, 0)
 		}
 		if err := db.st.Apply(ctx, b); err != nil {
 			return rep, fmt.Errorf("snapshot: GC of %s: deleting version records: %w", name, err)
@@ -217,12 +217,17 @@ func (db *DB) releaseAfter(ctx context.Context, ds *dataset, epoch int64) error 
 	return err
 }
 
-// gcPartition walks every cell of one partition table, row by row, and
-// deletes the cells no view needs (G3-G5). Deletions of a row go into one
-// batch, puts before markers, so a crash never leaves a marker removed
-// while a cell it hides survives.
-func (db *DB) gcPartition(ctx context.Context, table string, views []txn.Visibility, dryRun bool, rep *GCReport) error {
-	// Every version of every cell: GC must see them all.
+// gcPartition walks every row version of one partition table, row by
+// row, and deletes the cells no view needs (G3-G5). A cell is one column
+// of a row version (rowversion.go: a value or a column delete marker) or a
+// row delete marker; a row version keeps only its needed cells (it is
+// rewritten without the others, or deleted when none is left). A full row
+// version also hides everything older (a read's walk stops there), so it
+// stays, even without cells, while something older survives, as a row
+// delete marker does (G5). The changes of one row are one batch, applied
+// atomically (a store.Batch on Pebble, one row mutation on HBase).
+func (db *DB) gcPartition(ctx context.Context, table string, n int, views []txn.Visibility, dryRun bool, rep *GCReport) error {
+	// Every version of every row: GC must see them all.
 	it, err := db.st.Scan(ctx, table, store.ScanOptions{})
 	if err != nil {
 		return fmt.Errorf("snapshot: GC scanning %s: %w", table, err)
@@ -231,7 +236,7 @@ func (db *DB) gcPartition(ctx context.Context, table string, views []txn.Visibil
 	defer rr.close()
 	b := &store.Batch{Table: table}
 	var arena []byte
-	var needed, marker []bool
+	g := gcRow{n: n}
 	flush := func() error {
 		if b.Len() == 0 {
 			return nil
@@ -247,59 +252,39 @@ func (db *DB) gcPartition(ctx context.Context, table string, views []txn.Visibil
 		return nil
 	}
 	for rr.next() {
-		cells := rr.cells
-		needed = slices.Grow(needed[:0], len(cells))[:len(cells)]
-		marker = slices.Grow(marker[:0], len(cells))[:len(cells)]
-		clear(needed)
-		clear(marker)
-		markNeeded(cells, views, needed, marker)
-		// G5: a marker that is the effective state of some view stays if
-		// a needed put older than it survives in its scope: compare with
-		// the oldest needed put of its column, or of the row.
-		rowMin := int64(-1)
-		for i := 0; i < len(cells); {
-			j := i
-			colMin := int64(-1)
-			for ; j < len(cells) && bytes.Equal(cells[j].Column, cells[i].Column); j++ {
-				if needed[j] && cells[j].Kind == store.KindPut {
-					colMin = cells[j].Timestamp // versions descend: the last is the oldest
-				}
-			}
-			if colMin >= 0 && (rowMin < 0 || colMin < rowMin) {
-				rowMin = colMin
-			}
-			for k := i; k < j; k++ {
-				if marker[k] && cells[k].Kind == store.KindDeleteColumn && colMin >= 0 && colMin < cells[k].Timestamp {
-					needed[k] = true
-				}
-			}
-			i = j
+		if err := g.load(rr.cells); err != nil {
+			return fmt.Errorf("snapshot: GC of %s: %w", table, err)
 		}
-		for k := range cells {
-			if marker[k] && cells[k].Kind == store.KindDeleteRow && rowMin >= 0 && rowMin < cells[k].Timestamp {
-				needed[k] = true
-			}
-		}
+		g.markNeeded(views)
 		rowStart := -1
-		for pass := 0; pass < 2; pass++ { // puts first, then markers
-			for i := range cells {
-				c := &cells[i]
-				if needed[i] || (pass == 0) != (c.Kind == store.KindPut) {
-					continue
-				}
-				rep.CellsDeleted++
-				rep.BytesReclaimed += int64(len(c.Row) + len(c.Column) + len(c.Value) + 8)
-				if dryRun {
-					continue
-				}
-				if rowStart < 0 {
-					rowStart = len(arena)
-					arena = append(arena, rr.row...)
-				}
-				row := arena[rowStart : rowStart+len(rr.row) : rowStart+len(rr.row)]
-				cs := len(arena)
-				arena = append(arena, c.Column...)
-				b.DeleteVersion(row, arena[cs:len(arena):len(arena)], c.Timestamp)
+		for e := range g.entries {
+			ent := &g.entries[e]
+			removed, rewrite := ent.removed()
+			if removed == 0 {
+				continue
+			}
+			rep.CellsDeleted += int64(removed)
+			var value []byte
+			if rewrite {
+				st := len(arena)
+				arena = ent.appendKept(arena)
+				value = arena[st:len(arena):len(arena)]
+				rep.BytesReclaimed += int64(len(ent.value) - len(value))
+			} else {
+				rep.BytesReclaimed += int64(len(rr.cur) + len(ent.value) + 8)
+			}
+			if dryRun {
+				continue
+			}
+			if rowStart < 0 {
+				rowStart = len(arena)
+				arena = append(arena, rr.cur...)
+			}
+			row := arena[rowStart : rowStart+len(rr.cur) : rowStart+len(rr.cur)]
+			if rewrite {
+				b.Put(row, nil, ent.ts, value)
+			} else {
+				b.DeleteVersion(row, nil, ent.ts)
 			}
 		}
 		if b.Len() >= batchSize {
@@ -314,26 +299,189 @@ func (db *DB) gcPartition(ctx context.Context, table string, views []txn.Visibil
 	return flush()
 }
 
-// markNeeded sets needed[i] for every put that some view sees (G3) and
-// marker[i] for every delete marker that is the effective state of a
-// column in some view (G4): the column's newest visible version, or the
-// visible row marker that hides it. A row marker of a view in which a
-// column has no visible version is a candidate too: it may still hide
-// older puts that another view needs, and G5 decides.
-func markNeeded(cells []store.Cell, views []txn.Visibility, needed, marker []bool) {
-	for _, vis := range views {
-		w := newVisibleWalk(cells, vis)
-		for i, ok := w.next(); ok; i, ok = w.next() {
-			switch {
-			case i < 0 || w.hidden(i):
-				if w.rowDel >= 0 {
-					marker[w.rowDel] = true
+// gcRow is one row's versions as GC weighs them; reused row after row.
+type gcRow struct {
+	n       int // columns of the dictionary
+	entries []gcEntry
+	cells   []gcCell // the cells of every entry, entries[i] indexing here
+	set     []bool
+}
+
+// gcEntry is one row version: a row delete marker, or a packed version
+// whose cells are cells[first:first+count] of its gcRow.
+type gcEntry struct {
+	row          *gcRow
+	ts           int64
+	marker       bool
+	full         bool // stops the walk, hides what is older
+	value        []byte
+	first, count int
+	// candidate: a row delete marker or full version where some view's
+	// walk stopped (G4); hides: a needed value older than it survives
+	// (G5, row scope).
+	candidate, hides bool
+}
+
+// gcCell is one cell of a row version.
+type gcCell struct {
+	idx    int
+	val    []byte
+	marker bool // a column delete marker
+	// needed: the value some view reads (G3), or the column delete marker
+	// that is some view's state of its column (G4) and hides a needed
+	// value (G5, column scope).
+	needed, candidate bool
+}
+
+// load parses the raw cells of one row (store order, newest first).
+func (g *gcRow) load(cells []store.Cell) error {
+	g.entries, g.cells = g.entries[:0], g.cells[:0]
+	for _, c := range cells {
+		e := gcEntry{row: g, ts: c.Timestamp, value: c.Value, first: len(g.cells)}
+		switch c.Kind {
+		case store.KindDeleteRow:
+			e.marker = true
+		case store.KindPut:
+			var vr versionReader
+			if err := vr.open(c.Value); err != nil {
+				return err
+			}
+			e.full = vr.full
+			for {
+				idx, start, end, ok, err := vr.nextCell()
+				if err != nil {
+					return err
 				}
-			case cells[i].Kind == store.KindPut:
-				needed[i] = true
-			default:
-				marker[i] = true
+				if !ok {
+					break
+				}
+				val := c.Value[start:end:end]
+				if idx >= g.n {
+					return fmt.Errorf("%w: column %d of a dictionary of %d", ErrCorrupt, idx, g.n)
+				}
+				g.cells = append(g.cells, gcCell{idx: idx, val: val, marker: val[0] == deleteColumn})
+			}
+			e.count = len(g.cells) - e.first
+		default:
+			return fmt.Errorf("%w: %s cell in a data table", ErrCorrupt, c.Kind)
+		}
+		g.entries = append(g.entries, e)
+	}
+	return nil
+}
+
+// markNeeded walks the row as each view reads it (resolvedRow.add): the
+// newest visible cell of each column is needed when it is a value (G3),
+// a candidate when it is a column delete marker (G4); the row delete
+// marker or full version where a walk stops is a candidate (G4). A
+// candidate is kept when a needed value older than it survives in its
+// scope (G5).
+func (g *gcRow) markNeeded(views []txn.Visibility) {
+	if len(g.set) < g.n {
+		g.set = make([]bool, g.n)
+	}
+	set := g.set[:g.n]
+	for _, vis := range views {
+		clear(set)
+		nset := 0
+		for e := range g.entries {
+			ent := &g.entries[e]
+			if !vis.IsVisible(ent.ts) {
+				continue
+			}
+			if ent.marker {
+				ent.candidate = true
+				break
+			}
+			for k := ent.first; k < ent.first+ent.count; k++ {
+				c := &g.cells[k]
+				if set[c.idx] {
+					continue
+				}
+				set[c.idx] = true
+				nset++
+				if c.marker {
+					c.candidate = true
+				} else {
+					c.needed = true
+				}
+			}
+			if ent.full {
+				ent.candidate = true
+				break
+			}
+			if nset == g.n {
+				break
 			}
 		}
 	}
+	// G5. Entries are newest first: the last needed value of a column (or
+	// of the row) is its oldest.
+	rowOldest := int64(-1)
+	colOldest := map[int]int64{}
+	for e := range g.entries {
+		ent := &g.entries[e]
+		for k := ent.first; k < ent.first+ent.count; k++ {
+			if c := &g.cells[k]; c.needed {
+				rowOldest = ent.ts
+				colOldest[c.idx] = ent.ts
+			}
+		}
+	}
+	for e := range g.entries {
+		ent := &g.entries[e]
+		ent.hides = ent.candidate && rowOldest >= 0 && rowOldest < ent.ts
+		for k := ent.first; k < ent.first+ent.count; k++ {
+			if c := &g.cells[k]; c.candidate {
+				old, ok := colOldest[c.idx]
+				c.needed = ok && old < ent.ts
+			}
+		}
+	}
+}
+
+// neededCells counts the needed cells of a version.
+func (e *gcEntry) neededCells() int {
+	n := 0
+	for k := e.first; k < e.first+e.count; k++ {
+		if e.row.cells[k].needed {
+			n++
+		}
+	}
+	return n
+}
+
+// keep reports whether anything of the entry survives.
+func (e *gcEntry) keep() bool { return e.hides || e.neededCells() > 0 }
+
+// removed returns how many cells GC removes from the entry, and whether
+// the entry is rewritten (some of it survives) rather than deleted.
+func (e *gcEntry) removed() (int, bool) {
+	if e.marker {
+		if e.hides {
+			return 0, false
+		}
+		return 1, false
+	}
+	needed := e.neededCells()
+	switch {
+	case needed == e.count:
+		return 0, false
+	case needed == 0 && !e.hides:
+		return e.count, false
+	}
+	return e.count - needed, true
+}
+
+// appendKept appends the entry's value without its unneeded cells.
+func (e *gcEntry) appendKept(dst []byte) []byte {
+	var idx []int
+	var vals [][]byte
+	for k := e.first; k < e.first+e.count; k++ {
+		if c := &e.row.cells[k]; c.needed {
+			idx = append(idx, c.idx)
+			vals = append(vals, c.val)
+		}
+	}
+	return appendVersion(dst, e.full, idx, vals)
 }

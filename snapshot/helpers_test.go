@@ -89,6 +89,23 @@ func scanJSON(t *testing.T, r *Reader) []string {
 	return out
 }
 
+// crash makes db as a killed process leaves it, for tests that then close
+// its store under it and reopen: the writes each run handed to its writer
+// land (or fail), and the writers stop, but nothing ends, aborts or
+// commits; then the DB halts (no keeper, nothing more written).
+func (db *DB) crash() {
+	for _, ds := range db.allDatasets() {
+		ds.mu.Lock()
+		r := ds.run
+		ds.mu.Unlock()
+		if r != nil && r.w != nil {
+			r.w.stop() // its writes take ds.mu (the slot's deadline)
+			r.w = nil
+		}
+	}
+	db.halt()
+}
+
 // invalidIDs returns the invalid transactions of dataset name as this DB
 // knows them.
 func invalidIDs(db *DB, name string) []int64 { return txnsOf(db, name).InvalidIDs() }

@@ -11,11 +11,13 @@ import (
 // Metadata table (txn.DefaultTable, "meta"), timestamp 0 everywhere; package
 // txn owns the rows starting with "t\x00" (the id counter):
 //
-//	"s\x00format"                                "v"     the metadata format, 8 bytes big-endian (2)
+//	"s\x00format"                                "v"     the storage format, 8 bytes big-endian (3)
 //	"s\x00ds\x00" + dataset                      "state" JSON rowState: everything that changes
 //	                                                    together for the dataset (datasetrow.go)
 //	"s\x00ver\x00" + dataset + "\x00" + v (8 BE) "info"  JSON VersionInfo of version v, written
 //	                                                    before the state references it
+//	                                             "dgst"  the source's digest of the version,
+//	                                                    opaque to snapshot (verify.go)
 //	"s\x00rec\x00" + kind + "\x00" + name        "v"     a Record's value
 //	                                             "n"     a Record's counter (IncrementRecord; store.S8)
 //
@@ -24,9 +26,14 @@ import (
 // per tag ("s\x00tag\x00" + dataset + "\x00" + tag, "v"), package txn one
 // row per transaction, and "s\x00lease" the process-wide writer lease.
 //
-// Data tables, one per dataset partition: "d/" + dataset + "/" + partition
-// (decimal). Row = encoded key (encoding.go), column = column name,
-// timestamp = the writing run's transaction id.
+// Data tables, one per dataset partition: "r/" + dataset + "/" + partition
+// (decimal). Row = encoded key (encoding.go), column "", timestamp = the
+// writing run's transaction id, value = the packed row version
+// (rowversion.go); or a row delete marker there.
+//
+// Data tables of storage formats 1 and 2, read only to migrate them
+// (migrate_rows.go): "d/" + dataset + "/" + partition, one cell per
+// column, column = column name.
 //
 // Scratch tables, one per partition, for phase B of a run (doc.go D5): "x/"
 // + dataset + "/" + partition; row = the run's id (8 bytes big-endian) +
@@ -41,6 +48,7 @@ var (
 	prefixRecord  = []byte("s\x00rec\x00")
 	colState      = []byte("state")
 	colInfo       = []byte("info")
+	colDigest     = []byte("dgst")
 	colV          = []byte("v")
 	colN          = []byte("n")
 
@@ -52,8 +60,12 @@ var (
 	colExp1    = []byte("exp")
 )
 
-// metaFormat is the metadata format this code writes.
-const metaFormat = 2
+// metaFormat is the storage format this code writes (docs/storage-format.md
+// lists them all): 1, metadata in rows of their own (migrate.go reads it
+// once); 2, one metadata row per dataset, data one cell per column; 3, the
+// same metadata row, data one cell per row version (rowversion.go). The
+// store records it at keyFormat, and each dataset's row in rowState.Format.
+const metaFormat = 3
 
 func datasetKey(name string) []byte { return append(append([]byte{}, prefixDataset...), name...) }
 
@@ -78,7 +90,8 @@ func recordPrefix(kind string) []byte {
 
 func recordKey(kind, name string) []byte { return append(recordPrefix(kind), name...) }
 
-func dataTable(dataset string, p int) string    { return "d/" + dataset + "/" + strconv.Itoa(p) }
+func dataTable(dataset string, p int) string    { return "r/" + dataset + "/" + strconv.Itoa(p) }
+func columnTable(dataset string, p int) string  { return "d/" + dataset + "/" + strconv.Itoa(p) }
 func scratchTable(dataset string, p int) string { return "x/" + dataset + "/" + strconv.Itoa(p) }
 
 // scratchRow returns the scratch row of key for run id.

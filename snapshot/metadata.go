@@ -57,40 +57,61 @@ func (db *DB) loadInto(ctx context.Context, datasets map[string]*dataset) (map[s
 	return seen, nil
 }
 
-// checkFormat reads the metadata format of the store: a store without one
-// is new, or written with format 1, which a writer migrates (migrate.go)
-// before it records format 2; a read-only DB refuses format 1, and every
-// DB refuses a format it does not know.
-func (db *DB) checkFormat(ctx context.Context) error {
+// checkFormat reads the storage format the store records (keys.go,
+// metaFormat) and returns it, 0 when none is: a new store, or one of
+// format 1, whose metadata a writer migrates here (migrate.go). The data
+// of a store of format 2 is migrated once its datasets are loaded
+// (migrateRows), and format 3 recorded then (recordFormat). A read-only DB
+// refuses formats 1 and 2, which a writer must migrate first, and every DB
+// refuses a format it does not know.
+func (db *DB) checkFormat(ctx context.Context) (int64, error) {
 	cells, err := db.st.Get(ctx, db.meta, keyFormat, store.ReadOptions{Columns: [][]byte{colV}, MaxVersions: 1})
 	if err != nil {
-		return fmt.Errorf("reading the metadata format: %w", err)
+		return 0, fmt.Errorf("reading the storage format: %w", err)
 	}
 	for _, c := range cells {
 		if c.Kind != store.KindPut || string(c.Column) != string(colV) {
 			continue
 		}
 		if len(c.Value) != 8 {
-			return fmt.Errorf("%w: metadata format of %d bytes", ErrCorrupt, len(c.Value))
+			return 0, fmt.Errorf("%w: storage format of %d bytes", ErrCorrupt, len(c.Value))
 		}
-		if f := int64(binary.BigEndian.Uint64(c.Value)); f != metaFormat {
-			return fmt.Errorf("%w: metadata format %d, this code reads %d", ErrCorrupt, f, metaFormat)
+		switch f := int64(binary.BigEndian.Uint64(c.Value)); {
+		case f == formatColumnCells && db.opts.ReadOnly:
+			return 0, fmt.Errorf("%w: the store is of storage format %d: open a writer first, which migrates it to %d", ErrReadOnly, f, metaFormat)
+		case f != metaFormat && f != formatColumnCells:
+			return 0, fmt.Errorf("%w: storage format %d, this code reads %d and %d", ErrCorrupt, f, formatColumnCells, metaFormat)
+		default:
+			return f, nil
 		}
-		return nil
 	}
 	if db.opts.ReadOnly {
 		if old, err := db.hasFormat1(ctx); err != nil || old {
-			return fmt.Errorf("%w: the store holds metadata format 1: open a writer first, which migrates it (%v)", ErrReadOnly, err)
+			return 0, fmt.Errorf("%w: the store holds metadata format 1: open a writer first, which migrates it (%v)", ErrReadOnly, err)
 		}
-		return nil
+		return 0, nil
 	}
-	if err := db.migrate(ctx); err != nil {
-		return err
-	}
+	return 0, db.migrate(ctx)
+}
+
+// recordFormat records format 3 in a store that recorded format from (0:
+// none), once every dataset is of format 3.
+func (db *DB) recordFormat(ctx context.Context, from int64) error {
 	b := &store.Batch{Table: db.meta}
 	b.Put(keyFormat, colV, 0, be64(metaFormat))
-	if _, err := db.st.CheckAndMutate(ctx, b, store.Check{Column: colV}); err != nil {
-		return fmt.Errorf("recording the metadata format: %w", err)
+	check := store.Check{Column: colV}
+	if from != 0 {
+		check.Value = be64(from)
+	}
+	applied, err := db.st.CheckAndMutate(ctx, b, check)
+	if err != nil {
+		return fmt.Errorf("recording the storage format: %w", err)
+	}
+	if !applied {
+		// Another writer recorded it first: it must be this format.
+		if f, err := db.checkFormat(ctx); err != nil || f != metaFormat {
+			return fmt.Errorf("%w: the storage format changed while this process migrated the store (%v)", ErrCorrupt, err)
+		}
 	}
 	return nil
 }

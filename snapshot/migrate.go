@@ -5,9 +5,10 @@ package snapshot
 // rows and columns of their own, written by batches that could land in
 // part. A writer's Open moves each dataset into its one row of format 2,
 // raises the id counter above every id format 1 used, and deletes the old
-// rows; then it records format 2 (metadata.go). Each step can be done
-// again: a crash in the middle leaves format 1 recorded, and the next Open
-// skips the datasets already moved.
+// rows; then it migrates the data to format 3 (migrate_rows.go) and records
+// format 3 (metadata.go). Each step can be done again: a crash in the
+// middle leaves no format recorded, and the next Open skips the datasets
+// already moved.
 
 import (
 	"bytes"
@@ -167,7 +168,7 @@ func (db *DB) migrate(ctx context.Context) error {
 // rollback had to invalidate too) have no use in format 2, where a
 // rollback invalidates nothing; they count for Top.
 func (db *DB) format1State(ctx context.Context, name string, d *format1Dataset, f1 txn.Format1, now time.Time) (rowState, []string, error) {
-	st := rowState{Format: metaFormat, Current: d.current, Tags: map[string]int64{}}
+	st := rowState{Format: formatColumnCells, Current: d.current, Tags: map[string]int64{}}
 	if d.cfg != nil {
 		if err := json.Unmarshal(d.cfg, &st.Config); err != nil {
 			return st, nil, fmt.Errorf("%w: config of %s: %v", ErrCorrupt, name, err)

@@ -74,8 +74,10 @@ type Options struct {
 }
 
 // Open opens the datasets of st. The metadata lives in st's table "meta"
-// (txn.DefaultTable); a store written with metadata format 1 is migrated
-// first (migrate.go). With Options.ReadOnly it writes nothing (doc.go W2).
+// (txn.DefaultTable); a writer migrates a store of storage format 1 or 2
+// to format 3 first (migrate.go, migrate_rows.go; docs/storage-format.md).
+// With Options.ReadOnly it writes nothing (doc.go W2), and refuses a store
+// a writer must migrate first.
 // A SharedStore fills the sharing options when they are zero. Transactions
 // a previous process left in progress become invalid when their dataset's
 // writer slot is next taken (D4, txn.I5).
@@ -130,13 +132,34 @@ func Open(ctx context.Context, st store.Store, opts Options) (*DB, error) {
 	db.registerLocal()
 	db.ids = txn.OpenIDs(st, txn.IDOptions{BlockSize: opts.idBlock, ReadOnly: opts.ReadOnly, Logger: opts.Logger})
 	db.metrics = newMetrics()
-	if err := db.checkFormat(ctx); err != nil {
+	format, err := db.checkFormat(ctx)
+	if err != nil {
 		db.unregisterLocal()
 		return nil, fmt.Errorf("snapshot: opening: %w", err)
 	}
 	if _, err := db.loadInto(ctx, db.datasets); err != nil {
 		db.unregisterLocal()
 		return nil, fmt.Errorf("snapshot: opening: %w", err)
+	}
+	if !opts.ReadOnly {
+		for _, ds := range db.datasets {
+			ds.mu.Lock()
+			old := ds.st.Format < metaFormat || ds.st.ColumnTablesLeft
+			ds.mu.Unlock()
+			if !old {
+				continue
+			}
+			if err := db.migrateRows(ctx, ds); err != nil {
+				db.unregisterLocal()
+				return nil, fmt.Errorf("snapshot: migrating %s to storage format %d: %w", ds.name, metaFormat, err)
+			}
+		}
+		if format != metaFormat {
+			if err := db.recordFormat(ctx, format); err != nil {
+				db.unregisterLocal()
+				return nil, fmt.Errorf("snapshot: opening: %w", err)
+			}
+		}
 	}
 	db.refreshedAt.Store(opts.now().UnixNano())
 	if opts.Registerer != nil {

@@ -21,20 +21,29 @@ func partitionOf(rowKey []byte, partitions int) int {
 	return int(xxhash.Sum64(rowKey) % uint64(partitions))
 }
 
-// mergedRows merges the rows of several rowReaders (one per partition) in
-// row key order. Rows never repeat across partitions.
-type mergedRows struct {
-	srcs []*rowReader
+// rowSource is a partition's rows in key order: a rowCursor (rows resolved
+// at a visibility) or a rowReader (every version).
+type rowSource interface {
+	next() bool
+	row() []byte
+	err() error
+	close() error
+}
+
+// mergedRows merges the rows of several sources (one per partition) in row
+// key order. Rows never repeat across partitions.
+type mergedRows[S rowSource] struct {
+	srcs []S
 	live []bool
 	cur  int // index of the source returned last, -1 before the first
 	init bool
 }
 
-func newMergedRows(srcs []*rowReader) *mergedRows {
-	return &mergedRows{srcs: srcs, live: make([]bool, len(srcs)), cur: -1}
+func newMergedRows[S rowSource](srcs []S) *mergedRows[S] {
+	return &mergedRows[S]{srcs: srcs, live: make([]bool, len(srcs)), cur: -1}
 }
 
-func (m *mergedRows) next() bool {
+func (m *mergedRows[S]) next() bool {
 	if !m.init {
 		m.init = true
 		for i, s := range m.srcs {
@@ -45,17 +54,17 @@ func (m *mergedRows) next() bool {
 	}
 	m.cur = -1
 	for i, s := range m.srcs {
-		if m.live[i] && (m.cur < 0 || bytes.Compare(s.row, m.srcs[m.cur].row) < 0) {
+		if m.live[i] && (m.cur < 0 || bytes.Compare(s.row(), m.srcs[m.cur].row()) < 0) {
 			m.cur = i
 		}
 	}
 	return m.cur >= 0
 }
 
-func (m *mergedRows) row() []byte         { return m.srcs[m.cur].row }
-func (m *mergedRows) cells() []store.Cell { return m.srcs[m.cur].cells }
+// src returns the source of the current row.
+func (m *mergedRows[S]) src() S { return m.srcs[m.cur] }
 
-func (m *mergedRows) err() error {
+func (m *mergedRows[S]) err() error {
 	for _, s := range m.srcs {
 		if err := s.err(); err != nil {
 			return err
@@ -64,7 +73,7 @@ func (m *mergedRows) err() error {
 	return nil
 }
 
-func (m *mergedRows) close() error {
+func (m *mergedRows[S]) close() error {
 	var first error
 	for _, s := range m.srcs {
 		if err := s.close(); err != nil && first == nil {
@@ -74,9 +83,10 @@ func (m *mergedRows) close() error {
 	return first
 }
 
-// openMerged opens a scan of [start, end) over every partition table.
-func openMerged(ctx context.Context, st store.Store, dataset string, parts int, opts store.ScanOptions) (*mergedRows, error) {
-	srcs := make([]*rowReader, 0, parts)
+// openPartitions opens a scan of every partition table of dataset with
+// opts and wraps each iterator with wrap.
+func openPartitions[S rowSource](ctx context.Context, st store.Store, dataset string, parts int, opts store.ScanOptions, wrap func(store.Iterator) S) (*mergedRows[S], error) {
+	srcs := make([]S, 0, parts)
 	for p := 0; p < parts; p++ {
 		it, err := st.Scan(ctx, dataTable(dataset, p), opts)
 		if err != nil {
@@ -85,7 +95,7 @@ func openMerged(ctx context.Context, st store.Store, dataset string, parts int, 
 			}
 			return nil, err
 		}
-		srcs = append(srcs, newRowReader(it))
+		srcs = append(srcs, wrap(it))
 	}
 	return newMergedRows(srcs), nil
 }

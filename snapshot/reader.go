@@ -27,16 +27,13 @@ type At struct {
 // (get.go), Scan a key range (scan.go). It keeps that version from being
 // collected until Close (G2). Safe for concurrent use.
 type Reader struct {
-	db     *DB
-	ds     *dataset
-	info   VersionInfo
-	vis    txn.Visibility
-	opts   store.ReadOptions
-	parts  int
-	keyIdx []int
-	tables []string    // data table of each partition
-	allIdx []int       // every schema column
-	allRB  *rowBuilder // builds rows of every column; read-only, shared
+	db    *DB
+	ds    *dataset
+	info  VersionInfo
+	vis   txn.Visibility
+	opts  store.ReadOptions
+	parts int
+	*readPlan
 	closed atomic.Bool
 }
 
@@ -111,18 +108,70 @@ func (db *DB) Reader(ctx context.Context, name string, at At) (*Reader, error) {
 	if vis.IsExcluded(vi.Version) {
 		return nil, fmt.Errorf("%w: %s version %d is not committed", ErrCorrupt, name, vi.Version)
 	}
+	plan, err := ds.planLocked(vi)
+	if err != nil {
+		return nil, err
+	}
 	r := &Reader{db: db, ds: ds, info: ds.infoLocked(vi), parts: ds.cfg.Partitions, vis: vis, opts: readOpts(vis)}
-	r.keyIdx = keyIndexes(vi.Schema)
-	for p := 0; p < r.parts; p++ {
-		r.tables = append(r.tables, dataTable(name, p))
-	}
-	for i := range vi.Schema.Columns {
-		r.allIdx = append(r.allIdx, i)
-	}
-	r.allRB = newRowBuilder(vi.Schema, r.keyIdx, r.allIdx)
+	r.readPlan = plan
 	ds.readers[r] = struct{}{}
 	db.openReaders.Add(1)
 	return r, nil
+}
+
+// readPlan is what every Reader of one version shares, built once per
+// version (planLocked) so that opening a Reader, once per HTTP request,
+// costs no more than pinning the version. Read-only.
+type readPlan struct {
+	keyIdx []int
+	n      int         // columns of the dataset's dictionary (rowversion.go)
+	dict   []int       // the dictionary index of each schema column
+	tables []string    // data table of each partition
+	allIdx []int       // every schema column
+	allRB  *rowBuilder // builds rows of every column
+}
+
+// maxPlans bounds the read plans a dataset keeps; beyond it, the plans of
+// versions no longer kept are dropped first, then any.
+const maxPlans = 16
+
+// planLocked returns the read plan of vi, a kept version of ds, building
+// it on first use; ds.mu is held. The column dictionary only grows and
+// every row version a reader of vi sees was written before vi's commit, so
+// a plan built at any time after the commit stays right.
+func (ds *dataset) planLocked(vi *VersionInfo) (*readPlan, error) {
+	if p := ds.plans[vi.Version]; p != nil {
+		return p, nil
+	}
+	p := &readPlan{keyIdx: keyIndexes(vi.Schema)}
+	d := newDictionary(ds.cfg.Columns)
+	var ok bool
+	if p.dict, _, ok = d.columnsOf(vi.Schema); !ok {
+		return nil, fmt.Errorf("%w: %s version %d has a column missing from the dataset's column dictionary", ErrCorrupt, ds.name, vi.Version)
+	}
+	p.n = len(d.names)
+	for i := 0; i < ds.cfg.Partitions; i++ {
+		p.tables = append(p.tables, dataTable(ds.name, i))
+	}
+	for i := range vi.Schema.Columns {
+		p.allIdx = append(p.allIdx, i)
+	}
+	p.allRB = newRowBuilder(vi.Schema, p.dict, p.keyIdx, p.allIdx)
+	if ds.plans == nil {
+		ds.plans = map[int64]*readPlan{}
+	}
+	if len(ds.plans) >= maxPlans {
+		for v := range ds.plans {
+			if ds.versionLocked(v) == nil {
+				delete(ds.plans, v)
+			}
+		}
+		if len(ds.plans) >= maxPlans {
+			clear(ds.plans)
+		}
+	}
+	ds.plans[vi.Version] = p
+	return p, nil
 }
 
 // Version describes the pinned version.
@@ -184,7 +233,21 @@ func (r *Reader) encodeKeyPrefix(key []Value, full bool) ([]byte, error) {
 	if len(key) > len(s.Key) || (full && len(key) != len(s.Key)) {
 		return nil, fmt.Errorf("%w: %d key values for %d key columns", ErrBadKey, len(key), len(s.Key))
 	}
-	var out []byte
+	return r.appendKeyPrefix(nil, key)
+}
+
+// appendKey appends the encoding of a full key to out.
+func (r *Reader) appendKey(out []byte, key []Value) ([]byte, error) {
+	if s := r.info.Schema; len(key) != len(s.Key) {
+		return nil, fmt.Errorf("%w: %d key values for %d key columns", ErrBadKey, len(key), len(s.Key))
+	}
+	return r.appendKeyPrefix(out, key)
+}
+
+// appendKeyPrefix appends the encoding of the first len(key) <= len(Key)
+// key columns to out.
+func (r *Reader) appendKeyPrefix(out []byte, key []Value) ([]byte, error) {
+	s := r.info.Schema
 	for i, v := range key {
 		if want := s.Columns[r.keyIdx[i]].Kind; v.Kind != want {
 			return nil, fmt.Errorf("%w: key column %q is %s, got %s", ErrBadKey, s.Key[i], want, v.Kind)
@@ -197,31 +260,19 @@ func (r *Reader) encodeKeyPrefix(key []Value, full bool) ([]byte, error) {
 	return out, nil
 }
 
-// columnSelection returns the store column filter and the schema indexes
-// of the columns to return, for a caller's column list (nil: all).
-func (r *Reader) columnSelection(columns []string) ([][]byte, []int, error) {
+// columnSelection returns the schema indexes of the columns to return,
+// for a caller's column list (nil: all), in schema order.
+func (r *Reader) columnSelection(columns []string) ([]int, error) {
 	s := r.info.Schema
 	if len(columns) == 0 {
-		return nil, r.allIdx, nil
+		return r.allIdx, nil
 	}
-	var filter [][]byte
-	var idx []int
-	want := make([]bool, len(s.Columns))
 	for _, c := range columns {
-		i := columnIndex(s, c)
-		if i < 0 {
-			return nil, nil, fmt.Errorf("%w: no column %q at version %d", ErrInvalidArgument, c, r.info.Version)
-		}
-		want[i] = true
-	}
-	for _, i := range r.keyIdx {
-		want[i] = true // key columns decide whether a row exists
-	}
-	for i, w := range want {
-		if w {
-			filter = append(filter, []byte(s.Columns[i].Name))
+		if columnIndex(s, c) < 0 {
+			return nil, fmt.Errorf("%w: no column %q at version %d", ErrInvalidArgument, c, r.info.Version)
 		}
 	}
+	var idx []int
 	for i := range s.Columns {
 		for _, c := range columns {
 			if c == s.Columns[i].Name {
@@ -230,5 +281,5 @@ func (r *Reader) columnSelection(columns []string) ([][]byte, []int, error) {
 			}
 		}
 	}
-	return filter, idx, nil
+	return idx, nil
 }

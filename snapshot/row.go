@@ -1,9 +1,7 @@
 package snapshot
 
 import (
-	"bytes"
-	"slices"
-	"strings"
+	"github.com/snapstore/snapstore/internal/jsonstr"
 )
 
 // Row is one row as read.
@@ -17,85 +15,125 @@ type Row struct {
 	Values []Value
 }
 
-// rowBuilder turns resolved columns into Rows of chosen schema columns.
-// It is built once per read and costs, per row, three slices and one
-// buffer for the bytes of the values.
+// rowBuilder turns rows resolved at a version (resolvedRow, by the dataset's
+// column dictionary) into Rows or JSON of chosen schema columns. It is
+// built once per version and column selection; a Row costs three slices
+// and one buffer for the bytes of its values, the JSON nothing.
 type rowBuilder struct {
-	names  []string
-	bnames [][]byte // names sorted, as bytes
-	slot   []int    // bnames[i] goes to output slot[i] (-1: not returned)
-	keyAt  []int    // bnames[i] is key column keyAt[i] (-1: not a key column)
-	n, nk  int
+	names   []string // the returned columns, schema order
+	qname   [][]byte // names[j] as a JSON string and a colon
+	outDict []int    // the dictionary index of each returned column
+	keyDict []int    // the dictionary index of each key column, key order
+	keySlot []int    // the returned column each key column is, -1 when not returned
 }
 
-func newRowBuilder(s Schema, keyIdx, idx []int) *rowBuilder {
-	b := &rowBuilder{n: len(idx), nk: len(keyIdx)}
-	type ent struct {
-		name      string
-		slot, key int
-	}
-	var ents []ent
-	for i, c := range s.Columns {
-		e := ent{name: c.Name, slot: -1, key: -1}
-		for j, x := range idx {
-			if x == i {
-				e.slot = j
-			}
-		}
-		for j, x := range keyIdx {
-			if x == i {
-				e.key = j
-			}
-		}
-		if e.slot >= 0 || e.key >= 0 {
-			ents = append(ents, e)
-		}
-	}
-	slices.SortFunc(ents, func(a, b ent) int { return strings.Compare(a.name, b.name) })
-	for _, e := range ents {
-		b.bnames = append(b.bnames, []byte(e.name))
-		b.slot = append(b.slot, e.slot)
-		b.keyAt = append(b.keyAt, e.key)
-	}
-	b.names = make([]string, len(idx))
+// newRowBuilder returns the builder of the schema columns idx (schema
+// indexes) of rows of schema s, whose key columns are keyIdx; dict maps
+// schema indexes to dictionary indexes.
+func newRowBuilder(s Schema, dict, keyIdx, idx []int) *rowBuilder {
+	b := &rowBuilder{names: make([]string, len(idx)), qname: make([][]byte, len(idx))}
 	for j, x := range idx {
 		b.names[j] = s.Columns[x].Name
+		b.qname[j] = append(jsonstr.Append(nil, s.Columns[x].Name), ':')
+		b.outDict = append(b.outDict, dict[x])
+	}
+	for _, x := range keyIdx {
+		b.keyDict = append(b.keyDict, dict[x])
+		slot := -1
+		for j, y := range idx {
+			if y == x {
+				slot = j
+			}
+		}
+		b.keySlot = append(b.keySlot, slot)
 	}
 	return b
 }
 
-// build makes a Row; columns without a cell (a column added to the schema
-// that has no value in this row cannot happen at a version, D1) are NULL.
-func (b *rowBuilder) build(res []resolvedCol) (Row, error) {
-	row := Row{Columns: b.names, Values: make([]Value, b.n), Key: make([]Value, b.nk)}
+// build makes a Row whose values own their bytes: two allocations, the
+// values (Values and Key share one array) and their bytes. A column
+// without a value (which cannot happen at a version, D1) is NULL.
+func (b *rowBuilder) build(st *resolvedRow) (Row, error) {
+	n := len(b.outDict)
+	vals := make([]Value, n+len(b.keyDict))
+	row := Row{Columns: b.names, Values: vals[:n:n], Key: vals[n:]}
 	size := 0
-	for _, r := range res {
-		size += len(r.value)
+	for _, d := range b.outDict {
+		size += len(st.value(d))
+	}
+	for j, d := range b.keyDict {
+		if b.keySlot[j] < 0 {
+			size += len(st.value(d))
+		}
 	}
 	buf := make([]byte, 0, size)
-	ri := 0
-	for i, name := range b.bnames {
-		for ri < len(res) && bytes.Compare(res[ri].name, name) < 0 {
-			ri++
+	decode := func(d int) (Value, error) {
+		p := st.value(d)
+		if p == nil {
+			return Value{}, nil
 		}
-		if ri == len(res) || !bytes.Equal(res[ri].name, name) {
-			continue
-		}
-		v, err := decodeCellValue(res[ri].value, false)
+		v, err := decodeColumnValue(p)
 		if err != nil {
-			return Row{}, err
+			return Value{}, err
 		}
 		if v.Bytes != nil {
-			st := len(buf)
+			s := len(buf)
 			buf = append(buf, v.Bytes...)
-			v.Bytes = buf[st:len(buf):len(buf)]
+			v.Bytes = buf[s:len(buf):len(buf)]
 		}
-		if b.slot[i] >= 0 {
-			row.Values[b.slot[i]] = v
+		return v, nil
+	}
+	var err error
+	for j, d := range b.outDict {
+		if row.Values[j], err = decode(d); err != nil {
+			return Row{}, err
 		}
-		if b.keyAt[i] >= 0 {
-			row.Key[b.keyAt[i]] = v
+	}
+	for j, d := range b.keyDict {
+		if k := b.keySlot[j]; k >= 0 {
+			row.Key[j] = row.Values[k]
+		} else if row.Key[j], err = decode(d); err != nil {
+			return Row{}, err
 		}
 	}
 	return row, nil
+}
+
+// appendJSON appends the row as Row.AppendJSON does, without building it.
+func (b *rowBuilder) appendJSON(dst []byte, st *resolvedRow) ([]byte, error) {
+	dst = append(dst, '{')
+	for j, d := range b.outDict {
+		if j > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, b.qname[j]...)
+		var v Value
+		if p := st.value(d); p != nil {
+			var err error
+			if v, err = decodeColumnValue(p); err != nil {
+				return dst, err
+			}
+		}
+		dst = v.AppendJSON(dst)
+	}
+	return append(dst, '}'), nil
+}
+
+// appendKeyJSON appends the row's key as a JSON array of values.
+func (b *rowBuilder) appendKeyJSON(dst []byte, st *resolvedRow) ([]byte, error) {
+	dst = append(dst, '[')
+	for j, d := range b.keyDict {
+		if j > 0 {
+			dst = append(dst, ',')
+		}
+		var v Value
+		if p := st.value(d); p != nil {
+			var err error
+			if v, err = decodeColumnValue(p); err != nil {
+				return dst, err
+			}
+		}
+		dst = v.AppendJSON(dst)
+	}
+	return append(dst, ']'), nil
 }

@@ -13,11 +13,12 @@ import (
 // (without Sync; the commit syncs once).
 const batchSize = 4096
 
-// batchBytes bounds the bytes of changed cells a run's data batch holds
-// (its arena): a batch of wide rows (16 MB values) is applied after it
-// passes this size, whatever its count of mutations, so a run's memory
-// stays near batchBytes plus a few times its widest row.
-const batchBytes = 32 << 20
+// batchBytes bounds the bytes of row versions a run's data batch holds
+// (runPart.dataBytes): a batch of wide rows (16 MB values) is handed to
+// the writer after it passes this size, whatever its count of mutations,
+// so a run's memory stays near writeDepth times batchBytes plus its widest
+// row (run_write.go).
+const batchBytes = 8 << 20
 
 // RunOptions describe one run.
 type RunOptions struct {
@@ -26,6 +27,11 @@ type RunOptions struct {
 	Source SourceInfo
 	// Force commits even when a guard would refuse.
 	Force bool
+	// VerifyUnchanged makes a Commit that finds nothing changed (no row
+	// inserted, updated or deleted, the same schema) record the previous
+	// version as verified instead of committing a copy of it (verify.go,
+	// Run.Verified).
+	VerifyUnchanged bool
 }
 
 // Run is one in-progress write of a dataset's next version: BeginRun
@@ -49,28 +55,44 @@ type Run struct {
 	part int
 
 	// schema
-	cols    [][]byte // column names as qualifiers, schema order
-	byName  []int    // schema indexes sorted by column name
-	keyIdx  []int    // schema indexes of the key columns, key order
-	keyName []byte   // first key column, used to test row existence
+	cols   [][]byte // column names, schema order
+	keyIdx []int    // schema indexes of the key columns, key order
+	// the column dictionary (rowversion.go): n columns; runOf[d] is the
+	// schema index of dictionary column d, -1 when the run lacks it
+	n     int
+	runOf []int
 
 	// the version the run compares with
 	prev     *VersionInfo // nil when the dataset has none
 	prevVis  txn.Visibility
 	readOpts store.ReadOptions
 
-	stats   RunStats
-	sum     uint64
-	digest  *xxhash.Digest
-	keyBuf  []byte
-	enc     []byte // encoded values of the current row
-	encOff  []int  // enc[encOff[i]:encOff[i+1]] is column i
-	res     []resolvedCol
-	tmp     []resolvedCol
+	stats  RunStats
+	sum    uint64
+	digest *xxhash.Digest
+	keyBuf []byte
+	// enc holds the current row as the cells of its full version: after
+	// versionReserve bytes (room for the version's header), each schema
+	// column's dictionary index and packed value, enc[encOff[i]:encEnd[i]]
+	// the value of schema column i.
+	enc    []byte
+	encOff []int
+	encEnd []int
+	// dictOf is the dictionary index of each schema column; inOrder says
+	// they ascend, so that enc is the body of the row's full version.
+	dictOf  []int
+	inOrder bool
+	ckBuf   []byte      // addChecksum's
+	cellIdx []int       // the cells of the row version to write:
+	cellVal [][]byte    // dictionary indexes and packed values
+	getSt   resolvedRow // a previous row read by a point read
 	started time.Time
 
-	err  error // sticky store error; the run can only be aborted
-	done bool
+	w         *runWriter // writes the batches (run_write.go)
+	srcDigest []byte     // the source's digest, stored with the version (verify.go)
+	verified  bool       // Commit recorded the previous version verified
+	err       error      // sticky store error; the run can only be aborted
+	done      bool
 
 	// pubMu guards pub, the counts Stats returns (published every 1024
 	// rows and when the run ends), so Stats may be called from any
@@ -89,9 +111,11 @@ type Run struct {
 type runPart struct {
 	table, scratch string
 	data, seen     store.Batch
+	load           store.Load // the partition's load (run_write.go), nil when applied
 	arena, sarena  []byte
-	cur            *rowReader // iterator over the previous version, nil when none
-	loaded         bool       // cur.row and cur.cells hold a row not yet passed
+	dataBytes      int        // bytes of p.data's cells: in arena, or lent (Run.writeVersion)
+	cur            *rowCursor // the previous version's rows, nil when none
+	loaded         bool       // cur holds a row not yet passed
 	lastKey        []byte     // last key put in this partition
 	switched       bool       // phase B
 	switchKey      []byte     // the largest key of phase A

@@ -17,6 +17,9 @@ func (r *Run) Abort(ctx context.Context, reason string) error {
 	r.publishStats()
 	r.done = true
 	r.closeIters()
+	// Writes in flight end before the transaction is invalid, so that GC,
+	// which may run once it is, finds every cell of it.
+	r.endWrites()
 	err := r.db.endTxn(ctx, r, reason)
 	r.db.clearScratchIfDirty(ctx, r.ds, r.nparts)
 	r.ds.release()

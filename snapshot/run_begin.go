@@ -1,7 +1,6 @@
 package snapshot
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -111,6 +110,13 @@ func (db *DB) beginAcquired(ctx context.Context, ds *dataset, cfg DatasetConfig,
 				st.Config = datasetConfig{CreatedAt: now.UTC(), Partitions: cmp.Or(cfg.Partitions, db.opts.Partitions)}
 			}
 			st.Config.Retention, st.Config.Guard, st.Config.Key = cfg.Retention, cfg.Guard, slices.Clone(opts.Schema.Key)
+			// Columns new to the dataset join its dictionary before any
+			// row version names them.
+			for _, c := range opts.Schema.Columns {
+				if !slices.Contains(st.Config.Columns, c.Name) {
+					st.Config.Columns = append(slices.Clip(st.Config.Columns), c.Name)
+				}
+			}
 			st.Top = id
 			return st.Txns.Begin(id, now)
 		})
@@ -132,10 +138,16 @@ func (db *DB) beginAcquired(ctx context.Context, ds *dataset, cfg DatasetConfig,
 	parts := st.Config.Partitions
 	dirty := ds.scratchDirty
 	ds.mu.Unlock()
+	dict := newDictionary(st.Config.Columns)
 	r := &Run{db: db, ds: ds, id: id, epoch: st.Slot.Epoch, op: op, opts: opts, guard: cfg.Guard, nparts: parts, part: -1, prev: prev,
 		restoredFrom: restoredFrom, digest: xxhash.New(), started: db.opts.now()}
 	fail := func(err error) (*Run, error) {
 		r.closeIters()
+		for _, p := range r.parts {
+			if p.load != nil {
+				p.load.Close()
+			}
+		}
 		if aerr := db.endTxn(context.WithoutCancel(ctx), r, "it could not begin"); aerr != nil {
 			err = errors.Join(err, aerr)
 		}
@@ -151,23 +163,34 @@ func (db *DB) beginAcquired(ctx context.Context, ds *dataset, cfg DatasetConfig,
 			return fail(fmt.Errorf("clearing the scratch table an earlier run left: %w", err))
 		}
 	}
-	r.setSchema(opts.Schema)
+	if err := r.setSchema(opts.Schema, dict); err != nil {
+		return fail(err)
+	}
 	if prev != nil {
 		r.prevVis = st.Txns.Visibility(prev.Version)
 		r.readOpts = readOpts(r.prevVis)
 	}
+	loader, _ := db.st.(store.Loader)
 	for p := 0; p < parts; p++ {
 		rp := &runPart{table: dataTable(ds.name, p), scratch: scratchTable(ds.name, p)}
 		rp.data.Table, rp.seen.Table = rp.table, rp.scratch
+		if prev == nil && loader != nil {
+			l, err := loader.Load(ctx, rp.table)
+			if err != nil {
+				return fail(err)
+			}
+			rp.load = l
+		}
 		if prev != nil {
 			it, err := db.st.Scan(ctx, rp.table, store.ScanOptions{ReadOptions: r.readOpts})
 			if err != nil {
 				return fail(err)
 			}
-			rp.cur = newRowReader(it)
+			rp.cur = newRowCursor(it, r.prevVis, r.n)
 		}
 		r.parts = append(r.parts, rp)
 	}
+	r.startWriter(ctx)
 	ds.mu.Lock()
 	ds.run = r
 	ds.mu.Unlock()
@@ -176,15 +199,30 @@ func (db *DB) beginAcquired(ctx context.Context, ds *dataset, cfg DatasetConfig,
 }
 
 // setSchema sets the run's schema (a copy) and what Put derives from it:
-// the columns as qualifiers, their name order, the key columns.
-func (r *Run) setSchema(s Schema) {
+// the column names, the key columns, and where each column sits in the
+// dataset's dictionary (rowversion.go), which must hold every column of s
+// (ErrCorrupt otherwise: a run's begin adds them before any writer opens).
+func (r *Run) setSchema(s Schema, dict *dictionary) error {
 	r.opts.Schema.Columns = slices.Clone(s.Columns)
 	r.opts.Schema.Key = slices.Clone(s.Key)
-	for i, c := range r.opts.Schema.Columns {
+	for _, c := range r.opts.Schema.Columns {
 		r.cols = append(r.cols, []byte(c.Name))
-		r.byName = append(r.byName, i)
 	}
-	slices.SortFunc(r.byName, func(a, b int) int { return bytes.Compare(r.cols[a], r.cols[b]) })
 	r.keyIdx = keyIndexes(r.opts.Schema)
-	r.keyName = []byte(r.opts.Schema.Key[0])
+	r.n = len(dict.names)
+	r.runOf = make([]int, r.n)
+	for d := range r.runOf {
+		r.runOf[d] = -1
+	}
+	r.inOrder = true
+	for si, c := range r.opts.Schema.Columns {
+		d, ok := dict.index[c.Name]
+		if !ok {
+			return fmt.Errorf("%w: column %q of %s is not in the dataset's dictionary", ErrCorrupt, c.Name, r.ds.name)
+		}
+		r.runOf[d] = si
+		r.inOrder = r.inOrder && (si == 0 || d > r.dictOf[si-1])
+		r.dictOf = append(r.dictOf, d)
+	}
+	return nil
 }

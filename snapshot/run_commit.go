@@ -29,12 +29,12 @@ func (r *Run) Commit(ctx context.Context) (vi VersionInfo, err error) {
 		}
 	}()
 	for _, p := range r.parts {
-		if err := r.flushData(ctx, p); err != nil {
-			return VersionInfo{}, err
-		}
 		if err := r.flushSeen(ctx, p); err != nil {
 			return VersionInfo{}, err
 		}
+	}
+	if err := r.syncWrites(ctx, r.parts, false); err != nil {
+		return VersionInfo{}, err
 	}
 	r.hook("commit:flushed", r.stats.Rows)
 	// Delete markers for rows not seen (D5), and duplicate keys.
@@ -42,14 +42,20 @@ func (r *Run) Commit(ctx context.Context) (vi VersionInfo, err error) {
 		if err := r.markDeleted(ctx, p); err != nil {
 			return VersionInfo{}, err
 		}
-		if err := r.flushData(ctx, p); err != nil {
-			return VersionInfo{}, err
-		}
+	}
+	if err := r.syncWrites(ctx, r.parts, true); err != nil {
+		return VersionInfo{}, err
 	}
 	r.closeIters()
+	// Every write is made: the writer ends before the commit point, so
+	// that none can follow it (W3).
+	r.endWrites()
 	r.hook("commit:deleted", r.stats.Deleted)
 	if err := r.checkGuards(); err != nil {
 		return VersionInfo{}, err
+	}
+	if st := r.stats; r.opts.VerifyUnchanged && r.prev != nil && st.Inserted+st.Updated+st.Deleted == 0 && sameSchema(r.prev.Schema, r.opts.Schema) {
+		return r.verifyInstead(ctx)
 	}
 	// Data first (flushed, not yet durable), then the version's record,
 	// then the row that lists it.
@@ -64,7 +70,7 @@ func (r *Run) Commit(ctx context.Context) (vi VersionInfo, err error) {
 	if _, err := r.db.slotDeadline(r.ds, r.epoch); err != nil { // W3
 		return VersionInfo{}, fmt.Errorf("snapshot: committing %s txn %d: %w", r.ds.name, r.id, err)
 	}
-	if err := r.db.writeBody(ctx, &vi); err != nil {
+	if err := r.db.writeBody(ctx, &vi, r.srcDigest); err != nil {
 		return VersionInfo{}, err
 	}
 	r.hook("commit:recorded", r.id)

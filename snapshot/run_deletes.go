@@ -31,7 +31,7 @@ func (r *Run) markDeleted(ctx context.Context, p *runPart) error {
 				p.loaded = true
 			}
 			p.pass()
-			if err := r.deleteRow(ctx, p, p.cur.row, p.cur.cells); err != nil {
+			if err := r.deleteRow(ctx, p, p.cur.row()); err != nil {
 				return err
 			}
 		}
@@ -49,15 +49,13 @@ func (r *Run) markDeleted(ctx context.Context, p *runPart) error {
 	}
 	seen := newRowReader(seenIt)
 	defer seen.close()
-	var prev *rowReader
+	var prev *rowCursor
 	if r.prev != nil {
-		o := r.readOpts
-		o.Columns = [][]byte{r.keyName}
-		it, err := r.db.st.Scan(ctx, p.table, store.ScanOptions{ReadOptions: o, Start: append(append([]byte{}, p.switchKey...), 0)})
+		it, err := r.db.st.Scan(ctx, p.table, store.ScanOptions{ReadOptions: r.readOpts, Start: append(append([]byte{}, p.switchKey...), 0)})
 		if err != nil {
 			return fmt.Errorf("snapshot: reading %s version %d: %w", r.ds.name, r.prev.Version, err)
 		}
-		prev = newRowReader(it)
+		prev = newRowCursor(it, r.prevVis, r.n)
 		defer prev.close()
 	}
 	nextSeen := func() (bool, error) {
@@ -66,10 +64,10 @@ func (r *Run) markDeleted(ctx context.Context, p *runPart) error {
 		}
 		if len(seen.cells) > 1 {
 			// Name this key and the next few repeated ones.
-			dups := []string{fmt.Sprintf("%s %d times", r.formatRowKey(seen.row[len(own):]), len(seen.cells))}
+			dups := []string{fmt.Sprintf("%s %d times", r.formatRowKey(seen.row()[len(own):]), len(seen.cells))}
 			for len(dups) < maxNamedDuplicates && seen.next() {
 				if len(seen.cells) > 1 {
-					dups = append(dups, fmt.Sprintf("%s %d times", r.formatRowKey(seen.row[len(own):]), len(seen.cells)))
+					dups = append(dups, fmt.Sprintf("%s %d times", r.formatRowKey(seen.row()[len(own):]), len(seen.cells)))
 				}
 			}
 			return false, duplicateKeyError(dups)
@@ -82,15 +80,15 @@ func (r *Run) markDeleted(ctx context.Context, p *runPart) error {
 	}
 	if prev != nil {
 		for prev.next() {
-			for haveSeen && bytes.Compare(seen.row[len(own):], prev.row) < 0 {
+			for haveSeen && bytes.Compare(seen.row()[len(own):], prev.row()) < 0 {
 				if haveSeen, err = nextSeen(); err != nil {
 					return err
 				}
 			}
-			if haveSeen && bytes.Equal(seen.row[len(own):], prev.row) {
+			if haveSeen && bytes.Equal(seen.row()[len(own):], prev.row()) {
 				continue
 			}
-			if err := r.deleteRow(ctx, p, prev.row, prev.cells); err != nil {
+			if err := r.deleteRow(ctx, p, prev.row()); err != nil {
 				return err
 			}
 		}
@@ -109,17 +107,13 @@ func (r *Run) markDeleted(ctx context.Context, p *runPart) error {
 	return nil
 }
 
-// deleteRow writes a row delete marker for row, a row the source did not
-// give, when it exists in the previous version (cells are its raw cells
-// there); a row already deleted there gets none.
-func (r *Run) deleteRow(ctx context.Context, p *runPart, row []byte, cells []store.Cell) error {
-	r.tmp = resolve(cells, r.prevVis, r.tmp[:0])
-	if len(r.tmp) == 0 {
-		return nil
-	}
+// deleteRow writes a row delete marker for row, a row of the previous
+// version that the source did not give.
+func (r *Run) deleteRow(ctx context.Context, p *runPart, row []byte) error {
 	st := len(p.arena)
 	p.arena = append(p.arena, row...)
 	p.data.DeleteRow(p.arena[st:len(p.arena):len(p.arena)], r.id)
+	p.dataBytes += len(row)
 	r.stats.Deleted++
 	r.stats.BytesWritten += int64(len(row) + 8)
 	if p.data.Len() >= r.db.opts.batchSize {

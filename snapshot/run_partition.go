@@ -123,7 +123,14 @@ func (db *DB) BeginPartitionedRun(ctx context.Context, cfg DatasetConfig, opts R
 			ErrPartitionCount, cfg.Name, r.nparts, partitions)
 		return nil, errors.Join(err, r.Abort(context.WithoutCancel(ctx), err.Error()))
 	}
-	r.parts = nil // written by the partitions' writers
+	// Written by the partitions' writers: a load a first run opened for
+	// a partition here is dropped unused.
+	for _, p := range r.parts {
+		if p.load != nil {
+			p.load.Close()
+		}
+	}
+	r.parts = nil
 	return &PartitionedRun{r: r, reported: make([]bool, partitions)}, nil
 }
 
@@ -181,6 +188,11 @@ func (pr *PartitionedRun) Commit(ctx context.Context) (VersionInfo, error) {
 	return pr.r.Commit(ctx)
 }
 
+// Verified reports whether Commit found nothing changed in any partition
+// and recorded the previous version verified instead of committing
+// (RunOptions.VerifyUnchanged, Run.Verified).
+func (pr *PartitionedRun) Verified() bool { return pr.r.Verified() }
+
 // Abort aborts the run (D4): none of its cells, in any partition, is ever
 // visible.
 func (pr *PartitionedRun) Abort(ctx context.Context, reason string) error {
@@ -224,7 +236,12 @@ func (db *DB) OpenPartition(ctx context.Context, spec PartitionSpec) (*Partition
 	}
 	r := &Run{db: db, ds: ds, id: spec.Txn, op: "partition", nparts: spec.Partitions, part: spec.Partition, prev: prev,
 		digest: xxhash.New(), started: db.opts.now()}
-	r.setSchema(spec.Schema)
+	// The dictionary is the dataset's row's: the coordinator's begin
+	// added the run's new columns to it before any partition opens, so
+	// that every writer packs a column under the same index (rowversion.go).
+	if err := r.setSchema(spec.Schema, newDictionary(st.Config.Columns)); err != nil {
+		return nil, err
+	}
 	if prev != nil {
 		r.prevVis = st.Txns.Visibility(prev.Version)
 		r.readOpts = readOpts(r.prevVis)
@@ -239,10 +256,21 @@ func (db *DB) OpenPartition(ctx context.Context, spec PartitionSpec) (*Partition
 		if err != nil {
 			return nil, fmt.Errorf("snapshot: reading %s version %d: %w", ds.name, prev.Version, err)
 		}
-		p.cur = newRowReader(it)
+		p.cur = newRowCursor(it, r.prevVis, r.n)
+	} else if loader, ok := db.st.(store.Loader); ok {
+		// A first run's partition loads SSTables as a Run's does
+		// (run_write.go): its cells, at the run's id, are invisible until
+		// the coordinator commits, like those of an applied batch, and an
+		// attempt written again loads the same cells at the same id.
+		l, err := loader.Load(ctx, p.table)
+		if err != nil {
+			return nil, fmt.Errorf("snapshot: loading partition %d of %s txn %d: %w", spec.Partition, ds.name, r.id, err)
+		}
+		p.load = l
 	}
 	r.parts = make([]*runPart, spec.Partitions)
 	r.parts[spec.Partition] = p
+	r.startWriter(ctx)
 	return &PartitionWriter{r: r, p: p}, nil
 }
 
@@ -291,12 +319,20 @@ func (w *PartitionWriter) Finish(ctx context.Context) (PartitionReport, error) {
 	if err := r.usable(); err != nil {
 		return PartitionReport{}, err
 	}
-	for _, step := range []func(context.Context, *runPart) error{r.flushData, r.flushSeen, r.markDeleted, r.flushData} {
-		if err := step(ctx, p); err != nil {
-			return PartitionReport{}, err
-		}
+	if err := r.flushSeen(ctx, p); err != nil {
+		return PartitionReport{}, err
+	}
+	if err := r.syncWrites(ctx, r.parts[r.part:r.part+1], false); err != nil {
+		return PartitionReport{}, err
+	}
+	if err := r.markDeleted(ctx, p); err != nil {
+		return PartitionReport{}, err
+	}
+	if err := r.syncWrites(ctx, r.parts[r.part:r.part+1], true); err != nil {
+		return PartitionReport{}, err
 	}
 	r.closeIters()
+	r.endWrites()
 	if err := r.db.st.Sync(ctx); err != nil {
 		return PartitionReport{}, fmt.Errorf("snapshot: syncing %s txn %d partition %d: %w", r.ds.name, r.id, r.part, err)
 	}
@@ -315,6 +351,7 @@ func (w *PartitionWriter) Finish(ctx context.Context) (PartitionReport, error) {
 // this partition's report).
 func (w *PartitionWriter) Discard() {
 	w.r.closeIters()
+	w.r.endWrites()
 	w.r.done = true
 }
 

@@ -20,39 +20,40 @@ import (
 // marker for every existing row it passes (the source skipped it); in
 // phase B it steps a few rows forward, seeks when the key is further, and
 // falls back to a point Get for keys behind the iterator.
-func (r *Run) readPrev(ctx context.Context, p *runPart, key []byte) error {
-	var cells []store.Cell
+//
+// It returns the row's state at the previous version, nil when absent
+// there; the state is valid until the next call.
+func (r *Run) readPrev(ctx context.Context, p *runPart, key []byte) (*resolvedRow, error) {
 	steps := 0
 	for p.cur != nil {
 		if !p.loaded {
 			if !p.cur.next() {
 				if err := p.cur.err(); err != nil {
-					return fmt.Errorf("snapshot: reading %s version %d: %w", r.ds.name, r.prev.Version, err)
+					return nil, fmt.Errorf("snapshot: reading %s version %d: %w", r.ds.name, r.prev.Version, err)
 				}
 				// Exhausted: nothing at or above the floor.
 				if !p.known(key) {
 					return r.getPrev(ctx, p, key)
 				}
-				break
+				return nil, nil
 			}
 			p.loaded = true
 		}
-		c := bytes.Compare(p.cur.row, key)
+		c := bytes.Compare(p.cur.row(), key)
 		if c > 0 {
 			if !p.known(key) { // behind the iterator (phase B)
 				return r.getPrev(ctx, p, key)
 			}
-			break // absent
+			return nil, nil // absent
 		}
 		p.pass()
 		if c == 0 {
-			cells = p.cur.cells // valid until the next call to next
-			break
+			return &p.cur.st, nil // valid until the next call to next
 		}
 		// A previous row below key.
 		if !p.switched {
-			if err := r.deleteRow(ctx, p, p.cur.row, p.cur.cells); err != nil {
-				return err
+			if err := r.deleteRow(ctx, p, p.cur.row()); err != nil {
+				return nil, err
 			}
 			continue
 		}
@@ -63,8 +64,7 @@ func (r *Run) readPrev(ctx context.Context, p *runPart, key []byte) error {
 			steps = 0
 		}
 	}
-	r.res = resolve(cells, r.prevVis, r.res)
-	return nil
+	return nil, nil
 }
 
 // known reports whether key lies in the region the iterator has covered:
@@ -77,15 +77,28 @@ func (p *runPart) known(key []byte) bool {
 // pass marks the loaded row as passed: it becomes the floor.
 func (p *runPart) pass() {
 	p.loaded = false
-	p.floor, p.floorIncl = append(p.floor[:0], p.cur.row...), false
+	p.floor, p.floorIncl = append(p.floor[:0], p.cur.row()...), false
 }
 
-// getPrev resolves key's row in the previous version with a point Get.
-func (r *Run) getPrev(ctx context.Context, p *runPart, key []byte) error {
-	cells, err := r.db.st.Get(ctx, p.table, key, r.readOpts)
-	if err != nil {
-		return fmt.Errorf("snapshot: reading %s version %d: %w", r.ds.name, r.prev.Version, err)
+// getPrev resolves key's row in the previous version with a point read;
+// nil when absent.
+func (r *Run) getPrev(ctx context.Context, p *runPart, key []byte) (*resolvedRow, error) {
+	st := &r.getSt
+	st.reset(r.n)
+	var werr error
+	err := r.db.st.VisitRow(ctx, p.table, key, r.readOpts, func(c store.Cell) bool {
+		done, err := st.add(c, r.prevVis)
+		werr = err
+		return err == nil && !done
+	})
+	if err == nil {
+		err = werr
 	}
-	r.res = resolve(cells, r.prevVis, r.res)
-	return nil
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: reading %s version %d: %w", r.ds.name, r.prev.Version, err)
+	}
+	if !st.present() {
+		return nil, nil
+	}
+	return st, nil
 }

@@ -14,10 +14,11 @@ import (
 )
 
 // startPhaseB switches partition p to phase B. Phase A's writes are
-// flushed first, so that revisit can read them; the dataset's scratch
-// table is marked dirty before the first key is recorded there.
+// written first (and its load, if any, flushed and ended: the keys no
+// longer come in order), so that revisit can read them; the dataset's
+// scratch table is marked dirty before the first key is recorded there.
 func (r *Run) startPhaseB(ctx context.Context, p *runPart) error {
-	if err := r.flushData(ctx, p); err != nil {
+	if err := r.syncWrites(ctx, []*runPart{p}, true); err != nil {
 		return err
 	}
 	p.switched = true
@@ -32,41 +33,46 @@ func (r *Run) startPhaseB(ctx context.Context, p *runPart) error {
 // writes were flushed at the switch) either saw it (then it is a
 // duplicate, ErrDuplicateKey) or passed it in the previous version and wrote a
 // row delete marker, which is taken back. A key given twice within phase
-// B is left to the scratch merge at commit. It leaves the previous
-// version's row in r.res.
-func (r *Run) revisit(ctx context.Context, p *runPart, key []byte) error {
-	// One Get for both the run's own cells (at its id, the newest) and the
-	// previous version's. Versions above the previous one are the run's
-	// own and excluded ones (invalid, rolled back): count them all.
-	o := r.readOpts
-	o.TimeRange = store.TimeRange{Min: 0, Max: r.id + 1}
-	o.MaxVersions = 2 + r.prevVis.ExcludedAtOrBelow(r.id)
-	if r.prev == nil {
-		o = store.ReadOptions{TimeRange: store.TimeRange{Min: r.id, Max: r.id + 1}}
-	}
-	cells, err := r.db.st.Get(ctx, p.table, key, o)
-	if err != nil {
-		r.err = fmt.Errorf("snapshot: reading %s txn %d: %w", r.ds.name, r.id, err)
-		return r.err
-	}
+// B is left to the scratch merge at commit. It returns the previous
+// version's state of the row (nil when absent), valid until the next call.
+func (r *Run) revisit(ctx context.Context, p *runPart, key []byte) (*resolvedRow, error) {
+	// One read for both the run's own row version (at its id, the newest)
+	// and the previous version's chain: every version up to the run's id.
+	o := store.ReadOptions{TimeRange: store.TimeRange{Min: 0, Max: r.id + 1}}
+	st := &r.getSt
+	st.reset(r.n)
 	own, marked := 0, false
-	prevCells := cells[:0]
-	for _, c := range cells {
+	var werr error
+	err := r.db.st.VisitRow(ctx, p.table, key, o, func(c store.Cell) bool {
 		if c.Timestamp == r.id {
 			own++
 			marked = marked || c.Kind == store.KindDeleteRow
-			continue
+			return true
 		}
-		prevCells = append(prevCells, c)
+		if r.prev == nil {
+			return false
+		}
+		done, err := st.add(c, r.prevVis)
+		werr = err
+		return err == nil && !done
+	})
+	if err == nil {
+		err = werr
 	}
-	r.res = resolve(prevCells, r.prevVis, r.res[:0])
+	if err != nil {
+		r.err = fmt.Errorf("snapshot: reading %s txn %d: %w", r.ds.name, r.id, err)
+		return nil, r.err
+	}
 	switch {
 	case marked:
 		p.data.DeleteVersion(append([]byte{}, key...), nil, r.id)
 		r.stats.Deleted--
 		r.stats.BytesWritten -= int64(len(key) + 8)
-	case own > 0 || len(r.res) > 0:
-		return ErrDuplicateKey
+	case own > 0 || st.present():
+		return nil, ErrDuplicateKey
 	}
-	return nil
+	if !st.present() {
+		return nil, nil
+	}
+	return st, nil
 }

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 )
@@ -16,9 +17,10 @@ import (
 // ErrBadSchema or ErrInvalidArgument from Put the run goes on without the
 // row; after any other error it can only be aborted.
 //
-// Put writes only what differs from the previous version (D5): puts for
-// columns whose encoded value differs or that are new, column delete
-// markers for columns the row has but the run's schema does not.
+// Put writes only what differs from the previous version (D5): nothing
+// for an unchanged row, else one row version (rowversion.go) holding the
+// columns whose encoded value differs, or the whole row when it is new,
+// when the column names changed, or when the row's chain is long.
 func (r *Run) Put(ctx context.Context, vals []Value) error {
 	if err := r.usable(); err != nil {
 		return err
@@ -55,66 +57,76 @@ func (r *Run) Put(ctx context.Context, vals []Value) error {
 
 	// Find the row in the previous version (and, in phase B below
 	// switchKey, whether phase A saw or deleted it).
-	r.res = r.res[:0]
+	var prev *resolvedRow
+	var err2 error
 	if p.switched && bytes.Compare(key, p.switchKey) <= 0 {
-		if err := r.revisit(ctx, p, key); err != nil {
-			if errors.Is(err, ErrDuplicateKey) {
+		if prev, err2 = r.revisit(ctx, p, key); err2 != nil {
+			if errors.Is(err2, ErrDuplicateKey) {
 				return duplicateKeyError([]string{r.putKeyText(vals)})
 			}
-			return err
+			return err2
 		}
 	} else if r.prev != nil {
-		if err := r.readPrev(ctx, p, key); err != nil {
-			r.err = err
-			return err
+		if prev, err2 = r.readPrev(ctx, p, key); err2 != nil {
+			r.err = err2
+			return err2
 		}
 	}
 	p.lastKey = append(p.lastKey[:0], key...)
 
-	// Encode the row's cell values (encoding.go) and fold it into the
+	// Pack the row's column values (rowversion.go) and fold it into the
 	// checksum (D6).
-	r.enc = r.enc[:0]
-	r.encOff = r.encOff[:0]
+	need := versionReserve
 	for i := range vals {
-		r.encOff = append(r.encOff, len(r.enc))
-		r.enc = appendCellValue(r.enc, vals[i])
+		need += 2*binary.MaxVarintLen64 + 1 + len(vals[i].Bytes)
 	}
-	r.encOff = append(r.encOff, len(r.enc))
+	if cap(r.enc) < need {
+		r.enc = make([]byte, 0, need) // one allocation, not growth by appends
+	}
+	r.enc = append(r.enc[:0], make([]byte, versionReserve)...)
+	r.encOff, r.encEnd = r.encOff[:0], r.encEnd[:0]
+	for i := range vals {
+		r.enc = binary.AppendUvarint(r.enc, uint64(r.dictOf[i]))
+		r.encOff = append(r.encOff, len(r.enc))
+		r.enc = appendColumnValue(r.enc, vals[i])
+		r.encEnd = append(r.encEnd, len(r.enc))
+	}
 	r.addChecksum()
 
-	// Write what differs (D5), merging the schema's columns and the
-	// previous row's, both in column name order.
-	rowStart := len(p.arena)
-	p.arena = append(p.arena, key...)
-	row := p.arena[rowStart:len(p.arena):len(p.arena)]
-	exists := len(r.res) > 0
-	changed := false
-	ri := 0
-	for _, ci := range r.byName {
-		name := r.cols[ci]
-		for ri < len(r.res) && bytes.Compare(r.res[ri].name, name) < 0 {
-			// a column the new schema no longer has
-			r.writeDeleteColumn(p, row, r.res[ri].name)
-			changed = true
-			ri++
+	// Write what differs (D5): a delta of the changed cells (new values,
+	// and column delete markers for the columns the row has but the run's
+	// schema does not), or the whole row when it is new, when every
+	// column changed, or when its chain is long.
+	exists := prev != nil && prev.present()
+	r.cellIdx, r.cellVal = r.cellIdx[:0], r.cellVal[:0]
+	values, dropped := 0, 0
+	for d, si := range r.runOf {
+		switch {
+		case si >= 0:
+			nv := r.enc[r.encOff[si]:r.encEnd[si]]
+			if !exists || !bytes.Equal(prev.value(d), nv) {
+				r.cellIdx, r.cellVal = append(r.cellIdx, d), append(r.cellVal, nv)
+				values++
+			}
+		case exists && prev.value(d) != nil:
+			r.cellIdx, r.cellVal = append(r.cellIdx, d), append(r.cellVal, deleteColumnValue)
+			dropped++
 		}
-		nv := r.enc[r.encOff[ci]:r.encOff[ci+1]]
-		if ri < len(r.res) && bytes.Equal(r.res[ri].name, name) {
-			same := bytes.Equal(r.res[ri].value, nv)
-			ri++
-			if same {
-				continue
+	}
+	changed := len(r.cellIdx) > 0
+	if changed {
+		full := !exists || values == len(r.opts.Schema.Columns) && dropped == 0
+		if !full && prev.chain >= maxChain {
+			// The chain is long: the whole row instead of a delta.
+			full = true
+			r.cellIdx, r.cellVal = r.cellIdx[:0], r.cellVal[:0]
+			for d, si := range r.runOf {
+				if si >= 0 {
+					r.cellIdx, r.cellVal = append(r.cellIdx, d), append(r.cellVal, r.enc[r.encOff[si]:r.encEnd[si]])
+				}
 			}
 		}
-		r.writePut(p, row, name, nv)
-		changed = true
-	}
-	for ; ri < len(r.res); ri++ {
-		r.writeDeleteColumn(p, row, r.res[ri].name)
-		changed = true
-	}
-	if !changed {
-		p.arena = p.arena[:rowStart] // nothing refers to the row key
+		r.writeVersion(p, key, full)
 	}
 	switch {
 	case !exists:
@@ -133,7 +145,7 @@ func (r *Run) Put(ctx context.Context, vals []Value) error {
 	if p.switched {
 		r.recordSeen(p, key)
 	}
-	if p.data.Len() >= r.db.opts.batchSize || len(p.arena) >= batchBytes {
+	if p.data.Len() >= r.db.opts.batchSize || p.dataBytes >= batchBytes {
 		if err := r.flushData(ctx, p); err != nil {
 			return err
 		}
@@ -156,45 +168,39 @@ func (r *Run) putKeyText(vals []Value) string {
 	return FormatKey(r.opts.Schema.Key, key)
 }
 
-// writePut adds a put of col=val to the partition's batch.
-func (r *Run) writePut(p *runPart, row, col, val []byte) {
+// writeVersion adds the row version of key holding the cells r.cellIdx
+// and r.cellVal to the partition's batch. A full version whose cells are
+// the run's columns in dictionary order is r.enc itself, its header put in
+// the room before the cells; wider than batchBytes, it is not copied: the
+// batch takes r.enc, and the next row packs into a new one.
+func (r *Run) writeVersion(p *runPart, key []byte, full bool) {
 	st := len(p.arena)
-	p.arena = append(p.arena, val...)
-	v := p.arena[st:len(p.arena):len(p.arena)]
-	p.data.Put(row, col, r.id, v)
-	r.stats.BytesWritten += int64(len(row) + len(col) + len(val) + 8)
+	p.arena = append(p.arena, key...)
+	row := p.arena[st:len(p.arena):len(p.arena)]
+	var v []byte
+	switch {
+	case full && r.inOrder && len(r.cellIdx) == len(r.dictOf):
+		var h [versionReserve]byte
+		hdr := appendVersionHeader(h[:0], true, len(r.cellIdx))
+		start := versionReserve - len(hdr)
+		copy(r.enc[start:], hdr)
+		v = r.enc[start:len(r.enc):len(r.enc)]
+		if len(v) > batchBytes {
+			r.enc = nil
+			break
+		}
+		vs := len(p.arena)
+		p.arena = append(p.arena, v...)
+		v = p.arena[vs:len(p.arena):len(p.arena)]
+	default:
+		vs := len(p.arena)
+		p.arena = appendVersion(p.arena, full, r.cellIdx, r.cellVal)
+		v = p.arena[vs:len(p.arena):len(p.arena)]
+	}
+	p.data.Put(row, nil, r.id, v)
+	p.dataBytes += len(row) + len(v)
+	r.stats.BytesWritten += int64(len(row) + len(v) + 8)
 }
 
-// writeDeleteColumn adds a column delete marker of col to the partition's
-// batch.
-func (r *Run) writeDeleteColumn(p *runPart, row, col []byte) {
-	st := len(p.arena)
-	p.arena = append(p.arena, col...)
-	c := p.arena[st:len(p.arena):len(p.arena)]
-	p.data.DeleteColumn(row, c, r.id)
-	r.stats.BytesWritten += int64(len(row) + len(col) + 8)
-}
-
-// flushData applies the partition's data batch, without sync (the commit
-// syncs once).
-func (r *Run) flushData(ctx context.Context, p *runPart) error {
-	if p.data.Len() == 0 {
-		return nil
-	}
-	n := p.data.Len()
-	// W3: no write once the slot expired or was taken.
-	ctx, cancel, err := r.writeContext(ctx)
-	if err == nil {
-		err = r.db.st.Apply(ctx, &p.data)
-	}
-	cancel()
-	if err != nil {
-		r.err = fmt.Errorf("snapshot: writing %s txn %d: %w", r.ds.name, r.id, err)
-		return r.err
-	}
-	r.db.metrics.cellsWrite.Add(float64(n))
-	p.data.Reset()
-	p.arena = p.arena[:0]
-	r.hook("flush", r.stats.Rows)
-	return nil
-}
+// deleteColumnValue is the packed value of a column delete marker.
+var deleteColumnValue = []byte{deleteColumn}

@@ -48,18 +48,38 @@ func (r *Run) publishStats() {
 	r.pubMu.Unlock()
 }
 
-// addChecksum folds the row just encoded into r.enc into the checksum
+// addChecksum folds the row just packed into r.enc into the checksum
 // (D6): the sum modulo 2^64 of xxhash64 over, for each column in schema
-// order, uvarint(len(name)) name uvarint(len(cell)) cell.
+// order, uvarint(len(name)) name uvarint(len(cell)) cell, cell being the
+// cell value encoding (encoding.go: the packed value without its length).
 func (r *Run) addChecksum() {
+	// The small parts go through one buffer, hashed in one call; a long
+	// value is hashed where it is.
+	const direct = 4 << 10
 	r.digest.Reset()
-	var lenBuf [binary.MaxVarintLen64]byte
+	buf := r.ckBuf[:0]
 	for i, name := range r.cols {
-		v := r.enc[r.encOff[i]:r.encOff[i+1]]
-		r.digest.Write(lenBuf[:binary.PutUvarint(lenBuf[:], uint64(len(name)))])
-		r.digest.Write(name)
-		r.digest.Write(lenBuf[:binary.PutUvarint(lenBuf[:], uint64(len(v)))])
-		r.digest.Write(v)
+		v := r.enc[r.encOff[i]:r.encEnd[i]]
+		kind, payload := v[:1], v[1:]
+		switch Kind(v[0]) {
+		case KindNull, KindInt, KindUint, KindFloat:
+		default:
+			_, n := binary.Uvarint(payload)
+			payload = payload[n:]
+		}
+		buf = binary.AppendUvarint(buf, uint64(len(name)))
+		buf = append(buf, name...)
+		buf = binary.AppendUvarint(buf, uint64(1+len(payload)))
+		buf = append(buf, kind...)
+		if len(payload) > direct {
+			r.digest.Write(buf)
+			r.digest.Write(payload)
+			buf = buf[:0]
+			continue
+		}
+		buf = append(buf, payload...)
 	}
+	r.digest.Write(buf)
+	r.ckBuf = buf
 	r.sum += r.digest.Sum64()
 }

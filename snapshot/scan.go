@@ -34,6 +34,9 @@ type RowIterator interface {
 	Next() bool
 	// Row returns the current row; its Values own their bytes.
 	Row() Row
+	// AppendRowJSON appends the current row as Row.AppendJSON would,
+	// without building it.
+	AppendRowJSON(dst []byte) ([]byte, error)
 	// NextPageToken returns a token resuming after the last row returned
 	// when the scan stopped at its limit with rows left, or "" when the
 	// range is exhausted.
@@ -95,79 +98,82 @@ func (r *Reader) Scan(ctx context.Context, opts ScanOptions) (RowIterator, error
 			start = after
 		}
 	}
-	filter, idx, err := r.columnSelection(opts.Columns)
+	idx, err := r.columnSelection(opts.Columns)
 	if err != nil {
 		return nil, err
 	}
 	so := store.ScanOptions{ReadOptions: r.opts, Start: start, End: end}
-	so.Columns = filter
 	if end != nil && start != nil && bytes.Compare(start, end) >= 0 {
 		return &rowIter{r: r, exhausted: true}, nil
 	}
-	m, err := openMerged(ctx, r.db.st, r.ds.name, r.parts, so)
+	m, err := openPartitions(ctx, r.db.st, r.ds.name, r.parts, so, func(it store.Iterator) *rowCursor {
+		return newRowCursor(it, r.vis, r.n)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: scanning %s version %d: %w", r.ds.name, r.info.Version, err)
 	}
 	rb := r.allRB
 	if opts.Columns != nil {
-		rb = newRowBuilder(r.info.Schema, r.keyIdx, idx)
+		rb = newRowBuilder(r.info.Schema, r.dict, r.keyIdx, idx)
 	}
 	return &rowIter{r: r, m: m, rb: rb, limit: opts.Limit}, nil
 }
 
-// rowIter implements RowIterator over a mergedRows.
+// rowIter implements RowIterator over the merged partitions. A row is
+// built only when Row asks for it.
 type rowIter struct {
 	r         *Reader
-	m         *mergedRows
+	m         *mergedRows[*rowCursor]
 	rb        *rowBuilder
 	limit     int
 	n         int
 	row       Row
+	built     bool // row holds the current row
 	lastKey   []byte
-	res       []resolvedCol
 	err       error
 	exhausted bool // the range has no more rows
 	more      bool // stopped at the limit with rows left
 	closed    bool
 }
 
-func (it *rowIter) advance() bool {
-	for it.m.next() {
-		it.res = resolve(it.m.cells(), it.r.vis, it.res[:0])
-		if len(it.res) > 0 {
-			return true
-		}
-	}
-	if err := it.m.err(); err != nil {
-		it.err = fmt.Errorf("snapshot: scanning %s version %d: %w", it.r.ds.name, it.r.info.Version, err)
-	}
-	it.exhausted = true
-	return false
-}
-
 func (it *rowIter) Next() bool {
 	if it.exhausted || it.more || it.err != nil || it.closed {
 		return false
 	}
-	if !it.advance() {
+	if !it.m.next() {
+		if err := it.m.err(); err != nil {
+			it.err = fmt.Errorf("snapshot: scanning %s version %d: %w", it.r.ds.name, it.r.info.Version, err)
+		}
+		it.exhausted = true
 		return false
 	}
 	if it.limit > 0 && it.n == it.limit {
 		it.more = true
 		return false
 	}
-	row, err := it.rb.build(it.res)
-	if err != nil {
-		it.err = err
-		return false
-	}
-	it.row = row
-	it.lastKey = append(it.lastKey[:0], it.m.row()...)
+	it.built = false
+	it.lastKey = append(it.lastKey[:0], it.m.src().row()...)
 	it.n++
 	return true
 }
 
-func (it *rowIter) Row() Row { return it.row }
+func (it *rowIter) Row() Row {
+	if !it.built && it.err == nil {
+		row, err := it.rb.build(&it.m.src().st)
+		if err != nil {
+			it.err = err
+			return Row{}
+		}
+		it.row, it.built = row, true
+	}
+	return it.row
+}
+
+// AppendRowJSON appends the current row as Row.AppendJSON would, without
+// building the Row (no allocation): what an NDJSON stream writes.
+func (it *rowIter) AppendRowJSON(dst []byte) ([]byte, error) {
+	return it.rb.appendJSON(dst, &it.m.src().st)
+}
 
 func (it *rowIter) NextPageToken() string {
 	if !it.more || it.lastKey == nil {

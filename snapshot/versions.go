@@ -16,11 +16,24 @@ type VersionInfo struct {
 	Source      SourceInfo `json:"source"`
 	Stats       RunStats   `json:"stats"`
 	Schema      Schema     `json:"schema"`
+	// VerifiedAt is the last time a run found the source identical to
+	// this version and recorded that instead of committing a new one
+	// (verify.go); nil when none did.
+	VerifiedAt *time.Time `json:"verified_at,omitempty"`
 	// RestoredFrom is, for a version a rollback committed, the version
 	// whose content it restored (rollback.go); 0 otherwise.
 	RestoredFrom int64    `json:"restored_from,omitempty"`
 	Tags         []string `json:"tags,omitempty"`
 	Current      bool     `json:"current"`
+}
+
+// CheckedAt returns the last time the version was known to match its
+// source: when it was committed, or when a later run verified it.
+func (vi VersionInfo) CheckedAt() time.Time {
+	if vi.VerifiedAt != nil && vi.VerifiedAt.After(vi.CommittedAt) {
+		return *vi.VerifiedAt
+	}
+	return vi.CommittedAt
 }
 
 // SourceInfo records where a version came from.

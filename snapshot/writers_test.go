@@ -174,7 +174,7 @@ func TestCleanRestartKeepsIDs(t *testing.T) {
 	} else {
 		last = v
 	}
-	db.halt() // a crash: the rest of the block is not given back
+	db.crash() // a crash: the rest of the block is not given back
 	db = openTestDB(t, st, Options{deadOwners: map[string]bool{db.owner: true}})
 	r, err := db.BeginRun(ctx, DatasetConfig{Name: "t"}, RunOptions{Schema: testSchema})
 	if err != nil {

@@ -164,6 +164,12 @@ type Store interface {
 	// Get returns the cells of one row selected by opts, in S5 order, raw
 	// (markers included, nothing masked). A missing row gives (nil, nil).
 	Get(ctx context.Context, table string, row []byte, opts ReadOptions) ([]Cell, error)
+	// VisitRow reads what Get returns, without copying it: fn is called
+	// with each cell in turn until it returns false. The slices of a Cell
+	// are valid only during its call (fn copies what it keeps), and fn
+	// must not call the store. A missing row calls fn never. Errors as
+	// Get's.
+	VisitRow(ctx context.Context, table string, row []byte, opts ReadOptions, fn func(Cell) bool) error
 	// Scan returns an iterator over the cells of the rows in [opts.Start,
 	// opts.End) selected by opts, in S5 order, raw. The iterator reads a
 	// consistent view taken when Scan is called (S3). It must be closed.
@@ -230,6 +236,35 @@ type Iterator interface {
 	// Err returns the error that stopped iteration, if any.
 	Err() error
 	// Close releases the iterator and returns Err.
+	Close() error
+}
+
+// Loader is an optional capability of a Store: writing many cells of one
+// table faster than batches of Apply, for a range that has none of them
+// yet (a first run). store/pebble builds SSTables and ingests them, which
+// skips the WAL, the memtables and the compactions that would otherwise
+// move the cells down. A backend without a faster path does not implement
+// it; callers then use Apply.
+type Loader interface {
+	// Load starts loading cells into table. Errors: ErrInvalidArgument
+	// for an empty table, ErrClosed.
+	Load(ctx context.Context, table string) (Load, error)
+}
+
+// Load is one load of a Loader. Cells are added in S5 order, each
+// coordinate after the one before (between two Flushes); what was added is
+// invisible to reads until Flush, which makes it visible and durable at
+// once (S1, S2), as an Apply with Sync would. Writing a coordinate that
+// exists replaces it (S4). Not safe for concurrent use.
+type Load interface {
+	// Add appends one cell (a value or a delete marker). The slices are
+	// not retained. ErrInvalidArgument for a bad cell or one out of
+	// order; the load is then failed (every later call returns the error).
+	Add(c Cell) error
+	// Flush makes every cell added so far visible and durable.
+	Flush(ctx context.Context) error
+	// Close ends the load; cells added since the last Flush are dropped.
+	// Close is safe to call twice.
 	Close() error
 }
 

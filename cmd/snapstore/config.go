@@ -164,6 +164,9 @@ type AdapterConfig struct {
 	RunOnStart bool `yaml:"run_on_start"`
 	// EmbedJSON serves JSON columns as the documents; default false.
 	EmbedJSON bool `yaml:"embed_json"`
+	// CommitUnchanged commits a version even when nothing changed;
+	// default false (the current version is recorded verified).
+	CommitUnchanged bool `yaml:"commit_unchanged"`
 	// Strategy is where the runs happen in a cluster: local (default),
 	// round-robin, single-node or partition-by-key.
 	Strategy string `yaml:"strategy"`
@@ -428,6 +431,7 @@ func (c *Config) adapterSpecs() []adapters.AdapterSpec {
 			RetryBackoff:        a.RetryBackoff,
 			RunOnStart:          a.RunOnStart,
 			EmbedJSON:           a.EmbedJSON,
+			CommitUnchanged:     a.CommitUnchanged,
 			Strategy:            adapters.Strategy(a.Strategy),
 			TransferCompression: a.TransferCompression,
 		})

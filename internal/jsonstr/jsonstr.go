@@ -24,6 +24,14 @@ import "unicode/utf8"
 
 const hex = "0123456789abcdef"
 
+// plain marks the ASCII bytes written as they are (the package comment).
+var plain = func() (t [utf8.RuneSelf]bool) {
+	for b := 0x20; b < utf8.RuneSelf; b++ {
+		t[b] = b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
+	}
+	return t
+}()
+
 // Append appends s to dst as a quoted JSON string, as described in the
 // package comment, and returns the extended buffer.
 func Append[S ~[]byte | ~string](dst []byte, s S) []byte {
@@ -31,7 +39,7 @@ func Append[S ~[]byte | ~string](dst []byte, s S) []byte {
 	start := 0 // s[start:i] is pending, to be copied as is
 	for i := 0; i < len(s); {
 		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+			if plain[b] {
 				i++
 				continue
 			}

@@ -138,7 +138,12 @@
 // getScannerRows, which
 // advances the scanner, checkAndMutate, whose repeat could find its own
 // write and report "not applied", and increment, which would count twice:
-// those are never repeated.
+// those are never repeated. Before an idle connection is reused, one
+// non-blocking read of its socket finds whether the gateway closed it (it
+// stopped or restarted since): such a connection is dropped before any
+// call is made on it, so a call that cannot be repeated does not fail on
+// it; and when one call finds its connection broken, every idle one is
+// dropped.
 //
 // # Concurrency
 //

@@ -638,6 +638,20 @@ func (s *Store) Get(ctx context.Context, table string, row []byte, opts store.Re
 	return out, nil
 }
 
+// VisitRow implements store.Store with one Thrift2 get, as Get.
+func (s *Store) VisitRow(ctx context.Context, table string, row []byte, opts store.ReadOptions, fn func(store.Cell) bool) error {
+	cells, err := s.Get(ctx, table, row, opts)
+	if err != nil {
+		return err
+	}
+	for _, c := range cells {
+		if !fn(c) {
+			break
+		}
+	}
+	return nil
+}
+
 // DeleteRange implements store.Store: it scans the row keys of [start, end)
 // and deletes each row with a family delete marker at the largest HBase
 // timestamp, in calls of up to MaxCellsPerCall rows. It is not atomic

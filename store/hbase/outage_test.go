@@ -97,8 +97,9 @@ func countCells(t *testing.T, s store.Store, table string) int {
 // TestGatewayRestartedBetweenCalls restarts the gateway while the pool
 // holds idle connections to the old process: the next calls find them
 // broken and are made again on new connections, so they succeed, and a
-// call that is never repeated (increment) fails with store.ErrUnavailable
-// instead of counting twice.
+// call that is never repeated (increment) is made once on a new
+// connection when the pool sees the old one closed before sending, or
+// fails with store.ErrUnavailable, instead of counting twice.
 func TestGatewayRestartedBetweenCalls(t *testing.T) {
 	g := gateway.Start(t, testAddr(t))
 	opts := testOptions(t)
@@ -131,14 +132,22 @@ func TestGatewayRestartedBetweenCalls(t *testing.T) {
 
 	g.Stop(t)
 	g.Start(t)
-	if n, err := s.Increment(ctx, "t", []byte("n"), []byte("c"), 1); !errors.Is(err, store.ErrUnavailable) {
-		t.Errorf("increment on a connection to the stopped gateway: %d, %v; want store.ErrUnavailable, never repeated", n, err)
+	// Either the pool sees the idle connection closed before it sends
+	// (peerClosed) and the increment is made once on a new one, or it is
+	// sent on the broken one and refused: never made twice.
+	want := int64(1)
+	n, err := s.Increment(ctx, "t", []byte("n"), []byte("c"), 1)
+	switch {
+	case err == nil && n == 2:
+		want = 2
+	case !errors.Is(err, store.ErrUnavailable):
+		t.Errorf("increment on a connection to the stopped gateway: %d, %v; want 2 (made once) or store.ErrUnavailable, never repeated", n, err)
 	}
 	cells, err := s.Get(ctx, "t", []byte("row"), store.ReadOptions{})
 	if err != nil || len(cells) != 1 {
 		t.Fatalf("get after the gateway restarted: %v, %v; want the cell", cells, err)
 	}
-	if n, err := s.Increment(ctx, "t", []byte("n"), []byte("c"), 0); err != nil || n != 1 {
-		t.Errorf("counter after the restart: %d, %v; want 1 (the refused increment did not count)", n, err)
+	if n, err := s.Increment(ctx, "t", []byte("n"), []byte("c"), 0); err != nil || n != want {
+		t.Errorf("counter after the restart: %d, %v; want %d (the increment counted at most once)", n, err, want)
 	}
 }

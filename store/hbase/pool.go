@@ -66,9 +66,17 @@ func (p *pool) get(ctx context.Context) (c *conn, reused bool, err error) {
 		<-p.slots
 		return nil, false, store.ErrClosed
 	}
-	if n := len(p.mu.idle); n > 0 {
+	for n := len(p.mu.idle); n > 0; n-- {
 		c := p.mu.idle[n-1]
 		p.mu.idle = p.mu.idle[:n-1]
+		if peerClosed(c.nc) {
+			// Idle since a gateway that went away: no call was made on it,
+			// so none is lost, whatever the method (a scanner's next rows
+			// included).
+			p.mu.open--
+			_ = c.nc.Close()
+			continue
+		}
 		p.mu.Unlock()
 		return c, true, nil
 	}
@@ -166,10 +174,16 @@ func (p *pool) call(ctx context.Context, timeout time.Duration, method string, a
 	for attempt := 0; err == nil; attempt++ {
 		var reused bool
 		reused, err = p.callOnce(ctx, start, timeout, method, args, res)
-		if attempt == brokenRetries || !repeatable(method) || !errors.Is(err, errBrokenConn) {
+		if attempt == brokenRetries || !errors.Is(err, errBrokenConn) {
 			break
 		}
+		// The other idle connections were likely opened to the same
+		// gateway process: drop them, whether or not this call is made
+		// again.
 		p.dropIdle()
+		if !repeatable(method) {
+			break
+		}
 		*res = callResult{success: res.success}
 		if !reused {
 			select {

@@ -46,8 +46,17 @@
 // 64 2f 66 69 6c 6d 73 2f 30 00 01 00 ff 2a 00 01 00 01 ff ff ff ff ff ff ff f8
 // and the value 03. The reserved key 00 01 "storage-format" (the encoding of
 // the empty table name, which store.CheckTable rejects) holds the format
-// version "1"; Open refuses any other with ErrIncompatibleFormat.
-// docs/storage-format.md draws the same layout.
+// version "2"; Open refuses any other with ErrIncompatibleFormat, and
+// upgrades a directory of format 1 (format.go). docs/storage-format.md
+// draws the same layout.
+//
+// # Pebble options
+//
+// The comparer (comparer.go) orders keys bytewise and splits them after
+// the row, so bloom filters hold rows and a point read (Get, VisitRow)
+// positions its iterator with SeekPrefixGE. The upper levels use MinLZ
+// (Snappy on arm64), the two lowest, which hold nearly all the data,
+// Zstandard level 1 with larger blocks (options.go).
 //
 // A counter (store.S8) is one key in the reserved space too, outside every
 // table: 00 01 "counter" 00 01 | esc(table) 00 01 | esc(row) 00 01 |
@@ -68,7 +77,7 @@
 //
 // # Reads
 //
-// Get and Scan read through a Pebble iterator, a point-in-time view taken
+// Get, VisitRow and Scan read through a Pebble iterator, a point-in-time view taken
 // when the call starts (store.S3). Reads are raw: markers are returned, nothing is
 // masked. The time range, MaxVersions and column filter are applied while
 // iterating; a run of unwanted versions longer than a few keys is skipped by

@@ -51,6 +51,9 @@ type iterator struct {
 	maxVersions int      // <= 0: all
 	cols        [][]byte // encoded wanted columns, sorted, deduplicated; nil: all
 
+	// prefix, in a Get, is the encoded table and row: the iterator is
+	// positioned with SeekPrefixGE and seeks within the row with it too.
+	prefix      []byte
 	started     bool
 	seekPending bool
 	seekKey     []byte
@@ -196,6 +199,9 @@ func (it *iterator) next() bool {
 		it.seekPending = false
 		it.curCol = it.curCol[:0]
 		valid = it.pi.SeekGE(it.seekKey)
+	case !it.started && it.prefix != nil:
+		it.started = true
+		valid = it.pi.SeekPrefixGE(it.prefix)
 	case !it.started:
 		it.started = true
 		valid = it.pi.First()
@@ -241,7 +247,7 @@ func (it *iterator) next() bool {
 				continue
 			}
 			it.scratch = binary.BigEndian.AppendUint64(append(it.scratch[:0], colPrefix...), encodeTS(it.tr.Max-1))
-			valid = it.pi.SeekGE(it.scratch)
+			valid = it.seekGE(it.scratch)
 			continue
 		case p.ts < it.tr.Min, it.maxVersions > 0 && it.count >= it.maxVersions:
 			// Nothing more of this column is wanted.
@@ -308,7 +314,16 @@ func (it *iterator) skipColumn(colPrefix []byte) bool {
 		return it.pi.Next()
 	}
 	it.scratch = prefixEnd(it.scratch[:0], colPrefix)
-	return it.pi.SeekGE(it.scratch)
+	return it.seekGE(it.scratch)
+}
+
+// seekGE seeks to key, which in a Get lies in the row read: with
+// SeekPrefixGE, so that the iterator stays on the row's prefix.
+func (it *iterator) seekGE(key []byte) bool {
+	if it.prefix != nil {
+		return it.pi.SeekPrefixGE(key)
+	}
+	return it.pi.SeekGE(key)
 }
 
 // seekNextColumn seeks to the first wanted column after colEnc in the row
@@ -320,5 +335,5 @@ func (it *iterator) seekNextColumn(rowPrefix, colEnc []byte) bool {
 	} else {
 		it.scratch = prefixEnd(it.scratch[:0], rowPrefix)
 	}
-	return it.pi.SeekGE(it.scratch)
+	return it.seekGE(it.scratch)
 }

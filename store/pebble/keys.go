@@ -15,12 +15,11 @@ import (
 // (pkg/util/encoding EncodeBytesAscending): it preserves bytewise order and
 // no encoded string is a prefix of another.
 const (
-	escByte     = 0x00
-	escEscaped  = 0xFF
-	escTerm     = 0x01
-	tsLen       = 8
-	termLen     = 2
-	formatValue = "1"
+	escByte    = 0x00
+	escEscaped = 0xFF
+	escTerm    = 0x01
+	tsLen      = 8
+	termLen    = 2
 )
 
 // formatKey is the reserved key holding the storage format version. It is the

@@ -62,15 +62,19 @@ type Options struct {
 // use.
 type Store struct {
 	db       *cpebble.DB
-	fsCloser io.Closer // the disk-health checker of the default file system; nil with Options.fs
+	lock     *cpebble.Lock // dir's lock, held until Close
+	dir      string
+	fs       vfs.FS
+	fsCloser io.Closer        // the disk-health checker of the default file system; nil with Options.fs
+	wopts    *cpebble.Options // the options, defaults filled, for SSTables of loads
 	logger   *slog.Logger
 	reg      prometheus.Registerer
 	colls    []prometheus.Collector
 
 	// cond makes conditional writes atomic with their read (store.S7,
-	// store.S8): every write (Apply, MutateRow, DeleteRange) holds it
-	// shared, CheckAndMutate and Increment hold it alone from their read to
-	// their write. Taken before mu.
+	// store.S8): every write (Apply, MutateRow, DeleteRange, a load's
+	// Flush) holds it shared, CheckAndMutate and Increment hold it alone
+	// from their read to their write. Taken before mu.
 	cond sync.RWMutex
 
 	// mu guards closed and the use of db: every operation holds it for
@@ -91,6 +95,12 @@ type Store struct {
 
 	// iters pools idle Pebble iterators for Get and Scan.
 	pool iterPool
+
+	// loads is the set of loads not yet closed (load.go), closed by Close.
+	loads struct {
+		sync.Mutex
+		open map[*load]struct{}
+	}
 }
 
 var (
@@ -102,7 +112,9 @@ var (
 // so one process at a time opens a Store.
 func (s *Store) ProcessLocal() bool { return true }
 
-// Open opens (creating if needed) the Pebble database in dir.
+// Open opens (creating if needed) the Pebble database in dir. A
+// directory of storage format 1 is upgraded first (format.go), which copies
+// it once.
 //
 // Errors: ErrIncompatibleFormat when dir holds another format version;
 // Pebble's errors (a locked or corrupt directory) wrapped; a registration
@@ -126,14 +138,13 @@ func Open(dir string, opts Options) (*Store, error) {
 	// listener in the middle of its own work).
 	unpin := func() { go s.pool.drain() }
 	opened := false // the store is returned; else the file system is closed
-	fs := opts.fs
-	if fs == nil {
+	if opts.fs == nil {
 		// Pebble's own default, made here so that this package can close
 		// it: Pebble closes the disk-health checker it makes only in
 		// DB.Close, so an Open that fails (a directory another process
 		// holds) would leave its goroutine running.
 		var fsCloser io.Closer
-		fs, fsCloser = vfs.WithDiskHealthChecks(vfs.Default, 5*time.Second, nil, func(info vfs.DiskSlowInfo) {
+		opts.fs, fsCloser = vfs.WithDiskHealthChecks(vfs.Default, 5*time.Second, nil, func(info vfs.DiskSlowInfo) {
 			logger.Warn("disk slow", "component", "pebble", "path", info.Path, "op", info.OpType.String(), "duration", info.Duration)
 		})
 		defer func() {
@@ -143,53 +154,47 @@ func Open(dir string, opts Options) (*Store, error) {
 		}()
 		s.fsCloser = fsCloser
 	}
-	po := &cpebble.Options{
-		Cache:              cache,
-		MemTableSize:       opts.MemTableSize,
-		Logger:             slogBridge{logger},
-		FormatMajorVersion: cpebble.FormatNewest,
-		FS:                 fs,
-		EventListener: &cpebble.EventListener{
-			FlushEnd:      func(cpebble.FlushInfo) { unpin() },
-			CompactionEnd: func(cpebble.CompactionInfo) { unpin() },
-		},
+	po := pebbleOptions(opts, cache, logger)
+	po.EventListener = &cpebble.EventListener{
+		FlushEnd:      func(cpebble.FlushInfo) { unpin() },
+		CompactionEnd: func(cpebble.CompactionInfo) { unpin() },
 	}
-	db, err := cpebble.Open(dir, po)
+	if err := opts.fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("pebble: opening %s: %w", dir, err)
+	}
+	lock, err := cpebble.LockDirectory(dir, opts.fs)
 	if err != nil {
 		return nil, fmt.Errorf("pebble: opening %s: %w", dir, err)
 	}
-	s.db = db
+	if err := upgrade(dir, po, lock, logger); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("pebble: upgrading %s: %w", dir, err)
+	}
+	if err := removeStaleLoads(opts.fs, dir); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("pebble: opening %s: %w", dir, err)
+	}
+	po.Lock = lock
+	db, err := cpebble.Open(dir, po)
+	if err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("pebble: opening %s: %w", dir, err)
+	}
+	s.db, s.lock, s.dir, s.fs = db, lock, dir, opts.fs
+	s.wopts = po.Clone()
+	s.wopts.EnsureDefaults()
 	s.iters.open = make(map[*iterator]struct{})
+	s.loads.open = make(map[*load]struct{})
 	s.bufs.New = func() any { b := make([]byte, 0, 256); return &b }
 	if err := s.checkFormat(); err != nil {
-		return nil, errors.Join(err, db.Close())
+		return nil, errors.Join(err, db.Close(), lock.Close())
 	}
 	if err := s.registerMetrics(); err != nil {
-		return nil, errors.Join(fmt.Errorf("pebble: registering metrics: %w", err), db.Close())
+		return nil, errors.Join(fmt.Errorf("pebble: registering metrics: %w", err), db.Close(), lock.Close())
 	}
 	logger.Debug("pebble store opened", "dir", dir)
 	opened = true
 	return s, nil
-}
-
-// checkFormat writes the format version into a new database and checks it
-// in an existing one.
-func (s *Store) checkFormat() error {
-	v, closer, err := s.db.Get(formatKey)
-	switch {
-	case errors.Is(err, cpebble.ErrNotFound):
-		if err := s.db.Set(formatKey, []byte(formatValue), cpebble.Sync); err != nil {
-			return fmt.Errorf("pebble: writing format version: %w", err)
-		}
-		return nil
-	case err != nil:
-		return fmt.Errorf("pebble: reading format version: %w", err)
-	}
-	defer closer.Close()
-	if string(v) != formatValue {
-		return fmt.Errorf("%w: found version %q, want %q", ErrIncompatibleFormat, v, formatValue)
-	}
-	return nil
 }
 
 // DB returns the underlying Pebble database, for benchmarks and tools that
@@ -295,50 +300,11 @@ func (s *Store) apply(ctx context.Context, b *store.Batch, sync bool) error {
 // one column share its slice) and the values, each slice with its capacity
 // capped, so appending to one never overwrites another.
 func (s *Store) Get(ctx context.Context, table string, row []byte, opts store.ReadOptions) ([]store.Cell, error) {
-	if err := store.CheckTable(table); err != nil {
-		return nil, fmt.Errorf("pebble: getting row: %w", err)
-	}
-	if len(row) == 0 {
-		return nil, fmt.Errorf("pebble: getting row of %q: %w: empty row key", table, store.ErrInvalidArgument)
-	}
-	opts, err := opts.Normalize()
-	if err != nil {
-		return nil, fmt.Errorf("pebble: getting row of %q: %w", table, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("pebble: getting row of %q: %w", table, err)
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return nil, fmt.Errorf("pebble: getting row of %q: %w", table, store.ErrClosed)
-	}
-	bp := s.getBuf()
-	defer s.putBuf(bp)
-	buf := appendTable((*bp)[:0], table)
-	tlen := len(buf)
-	buf = appendEscaped(buf, row)
-	lower := buf
-	buf = prefixEnd(buf, lower)
-	upper := buf[len(lower):]
-	*bp = buf[:0]
-
 	g := getStates.Get().(*getState)
 	defer g.release()
-	it := &g.it
-	it.reset()
-	it.init(ctx, tlen, opts)
-	pi, gen, err := s.pool.get(ctx, s.db, lower, upper)
-	if err != nil {
-		return nil, fmt.Errorf("pebble: getting row of %q: %w", table, err)
-	}
-	it.pi = pi
-	// Gather the cells into g (reused), then copy them out in two
-	// allocations of the exact size.
 	buf, refs := g.buf[:0], g.refs[:0]
 	rowEnd, colStart, colEnd := 0, 0, 0
-	for it.next() {
-		c := &it.cur
+	err := s.visitRow(ctx, &g.it, table, row, opts, func(c store.Cell) bool {
 		if len(refs) == 0 {
 			buf = append(buf, c.Row...)
 			rowEnd = len(buf)
@@ -357,18 +323,11 @@ func (s *Store) Get(ctx context.Context, table string, row []byte, opts store.Re
 			r.valEnd = len(buf)
 		}
 		refs = append(refs, r)
-	}
+		return true
+	})
 	g.buf, g.refs = buf, refs
-	err = it.err
-	it.pi = nil
-	if cerr := s.pool.put(pi, gen); err == nil && cerr != nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, fmt.Errorf("pebble: getting row of %q: %w", table, err)
-	}
-	if len(refs) == 0 {
-		return nil, nil
+	if err != nil || len(refs) == 0 {
+		return nil, err
 	}
 	data := make([]byte, len(buf))
 	copy(data, buf)
@@ -385,6 +344,70 @@ func (s *Store) Get(ctx context.Context, table string, row []byte, opts store.Re
 		}
 	}
 	return out, nil
+}
+
+// VisitRow implements store.Store without copying: fn sees the cells in
+// the Pebble iterator's memory.
+func (s *Store) VisitRow(ctx context.Context, table string, row []byte, opts store.ReadOptions, fn func(store.Cell) bool) error {
+	g := getStates.Get().(*getState)
+	defer g.release()
+	return s.visitRow(ctx, &g.it, table, row, opts, fn)
+}
+
+// visitRow reads one row with it, a reset row reader: a pooled Pebble
+// iterator bounded to the row and positioned with SeekPrefixGE, so that
+// the bloom filters of the SSTables are consulted (comparer.go).
+func (s *Store) visitRow(ctx context.Context, it *iterator, table string, row []byte, opts store.ReadOptions, fn func(store.Cell) bool) error {
+	if err := store.CheckTable(table); err != nil {
+		return fmt.Errorf("pebble: getting row: %w", err)
+	}
+	if len(row) == 0 {
+		return fmt.Errorf("pebble: getting row of %q: %w: empty row key", table, store.ErrInvalidArgument)
+	}
+	opts, err := opts.Normalize()
+	if err != nil {
+		return fmt.Errorf("pebble: getting row of %q: %w", table, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("pebble: getting row of %q: %w", table, err)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return fmt.Errorf("pebble: getting row of %q: %w", table, store.ErrClosed)
+	}
+	bp := s.getBuf()
+	defer s.putBuf(bp)
+	buf := appendTable((*bp)[:0], table)
+	tlen := len(buf)
+	buf = appendEscaped(buf, row)
+	lower := buf
+	buf = prefixEnd(buf, lower)
+	upper := buf[len(lower):]
+	*bp = buf[:0]
+
+	it.reset()
+	it.init(ctx, tlen, opts)
+	pi, gen, err := s.pool.get(ctx, s.db, lower, upper)
+	if err != nil {
+		return fmt.Errorf("pebble: getting row of %q: %w", table, err)
+	}
+	it.pi = pi
+	it.prefix = lower
+	for it.next() {
+		if !fn(it.cur) {
+			break
+		}
+	}
+	err = it.err
+	it.pi, it.prefix = nil, nil
+	if cerr := s.pool.put(pi, gen); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("pebble: getting row of %q: %w", table, err)
+	}
+	return nil
 }
 
 // getState is the reusable memory of one Get: its row reader and the cells
@@ -563,9 +586,21 @@ func (s *Store) Close() error {
 	}
 	clear(s.iters.open)
 	s.iters.Unlock()
+	s.loads.Lock()
+	loads := make([]*load, 0, len(s.loads.open))
+	for l := range s.loads.open {
+		loads = append(loads, l)
+	}
+	s.loads.Unlock()
+	for _, l := range loads {
+		l.Close()
+	}
 	s.pool.close()
 	if err := s.db.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("pebble: closing: %w", err))
+	}
+	if err := s.lock.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("pebble: releasing the directory lock: %w", err))
 	}
 	if s.fsCloser != nil {
 		s.fsCloser.Close()

@@ -32,7 +32,7 @@ func TestFormatVersion(t *testing.T) {
 		t.Fatalf("open with format 99: %v, want ErrIncompatibleFormat", err)
 	}
 	// The failed Open released the directory lock.
-	s2, err := cpebble.Open(dir, &cpebble.Options{Logger: slogBridge{slog.New(slog.DiscardHandler)}})
+	s2, err := cpebble.Open(dir, &cpebble.Options{Comparer: comparer, Logger: slogBridge{slog.New(slog.DiscardHandler)}})
 	if err != nil {
 		t.Fatalf("directory still locked after a refused Open: %v", err)
 	}

@@ -527,6 +527,14 @@ func (s *FaultStore) Get(ctx context.Context, table string, row []byte, opts sto
 	return s.inner.Get(ctx, table, row, opts)
 }
 
+// VisitRow implements store.Store; a fault fails it as it fails Get.
+func (s *FaultStore) VisitRow(ctx context.Context, table string, row []byte, opts store.ReadOptions, fn func(store.Cell) bool) error {
+	if f := s.begin(ctx, Call{Op: OpGet, Table: table, Rows: [][]byte{row}}); f != NoFault {
+		return injected(OpGet, f)
+	}
+	return s.inner.VisitRow(ctx, table, row, opts, fn)
+}
+
 // Scan implements store.Store; a fault fails the call that opens it.
 func (s *FaultStore) Scan(ctx context.Context, table string, opts store.ScanOptions) (store.Iterator, error) {
 	if f := s.begin(ctx, Call{Op: OpScan, Table: table}); f != NoFault {

@@ -95,6 +95,7 @@ func RunSuite(t *testing.T, open func(t *testing.T) store.Store, opts ...Option)
 	t.Run("RowOpsClosed", h(testRowOpsClosed))
 	t.Run("RowOpsContextCanceled", h(testRowOpsContextCanceled))
 	t.Run("Randomized", h(func(t *testing.T, s store.Store) { testRandomized(t, s, cfg.seed) }))
+	t.Run("Load", h(testLoad))
 	t.Run("DurableSyncBatchS2", func(t *testing.T) {
 		if cfg.reopen == nil {
 			t.Skip("no reopen hook (WithReopen)")
@@ -151,6 +152,84 @@ func mustGet(t *testing.T, s store.Store, table, row string, opts store.ReadOpti
 	cells, err := s.Get(t.Context(), table, []byte(row), opts)
 	if err != nil {
 		t.Fatalf("get %q/%q: %v", table, row, err)
+	}
+	return cells
+}
+
+// testLoad checks a store.Loader, for backends that have one: loaded
+// cells are invisible until Flush, then read as applied ones (markers
+// raw, S4 replacing what was there); cells out of order fail the load;
+// Close drops what was not flushed.
+func testLoad(t *testing.T, s store.Store) {
+	ld, ok := s.(store.Loader)
+	if !ok {
+		t.Skip("the backend has no Loader")
+	}
+	ctx := t.Context()
+	mustApply(t, s, "t", put("b", "c", 5, "applied"), put("z", "c", 1, "applied z"))
+	l, err := ld.Load(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	want := cellsOf(
+		put("a", "", 7, "row version"), delRow("a", 3),
+		put("a\x00", "c", 2, ""),
+		put("b", "c", 5, "loaded"), delCol("b", "c", 4), put("b", "d", 5, "d"),
+	)
+	for _, c := range want {
+		if err := l.Add(c); err != nil {
+			t.Fatalf("add %+v: %v", c, err)
+		}
+	}
+	if got := mustGet(t, s, "t", "a", store.ReadOptions{}); len(got) != 0 {
+		t.Fatalf("loaded cells visible before Flush: %v", got)
+	}
+	if err := l.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	expectCells(t, "scan after flush", scanAll(t, s, "t", store.ScanOptions{End: []byte("c")}), want)
+	expectCells(t, "row z untouched", mustGet(t, s, "t", "z", store.ReadOptions{}), cellsOf(put("z", "c", 1, "applied z")))
+	// After a Flush the next cells may start anywhere; out of order within
+	// a file fails the load.
+	if err := l.Add(cellOf(put("m", "c", 1, "x"))); err != nil {
+		t.Fatal(err)
+	}
+	expectErr(t, "add out of order", l.Add(cellOf(put("l", "c", 1, "x"))), store.ErrInvalidArgument)
+	expectErr(t, "flush after a failed add", l.Flush(ctx), store.ErrInvalidArgument)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustGet(t, s, "t", "m", store.ReadOptions{}); len(got) != 0 {
+		t.Fatalf("cells of a closed load visible: %v", got)
+	}
+	// A second load, closed without Flush, leaves nothing.
+	l2, err := ld.Load(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l2.Add(cellOf(put("n", "c", 1, "x"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := l2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustGet(t, s, "t", "n", store.ReadOptions{}); len(got) != 0 {
+		t.Fatalf("cells of an unflushed load visible: %v", got)
+	}
+}
+
+// mustVisit reads a row with VisitRow, copying the cells, and stops after
+// stop cells (never when stop < 0).
+func mustVisit(t *testing.T, s store.Store, table, row string, opts store.ReadOptions, stop int) []store.Cell {
+	t.Helper()
+	var cells []store.Cell
+	err := s.VisitRow(t.Context(), table, []byte(row), opts, func(c store.Cell) bool {
+		cells = append(cells, cloneCell(c))
+		return stop < 0 || len(cells) < stop
+	})
+	if err != nil {
+		t.Fatalf("visit %q/%q: %v", table, row, err)
 	}
 	return cells
 }
@@ -1060,7 +1139,13 @@ func testRandomized(t *testing.T, s store.Store, seed uint64) {
 			norm, _ := opts.Normalize()
 			what := fmt.Sprintf("step %d query %d (seed %d) opts %+v", step, q, seed, describe(norm))
 			row := pick(rows)
-			expectCells(t, what+" get "+fmt.Sprintf("%q", row), mustGet(t, s, "t", row, opts), nilIfEmpty(m.read([]byte(row), []byte(row+"\x00"), norm)))
+			want := nilIfEmpty(m.read([]byte(row), []byte(row+"\x00"), norm))
+			expectCells(t, what+" get "+fmt.Sprintf("%q", row), mustGet(t, s, "t", row, opts), want)
+			expectCells(t, what+" visit "+fmt.Sprintf("%q", row), mustVisit(t, s, "t", row, opts, -1), want)
+			if n := len(want); n > 0 {
+				k := 1 + rng.IntN(n)
+				expectCells(t, what+fmt.Sprintf(" visit %q stopping at %d", row, k), mustVisit(t, s, "t", row, opts, k), want[:k])
+			}
 			var start, end []byte
 			if rng.IntN(2) == 0 {
 				start = []byte(pick(rows))

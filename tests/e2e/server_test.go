@@ -349,6 +349,7 @@ type runRecord struct {
 	RowsEstimated int64    `json:"rows_estimated"`
 	Stats         runStats `json:"stats"`
 	Version       int64    `json:"version"`
+	Verified      bool     `json:"verified"`
 	Error         string   `json:"error"`
 	Code          string   `json:"code"`
 	Node          string   `json:"node"`
@@ -375,9 +376,10 @@ type versionInfo struct {
 		} `json:"columns"`
 		Key []string `json:"key"`
 	} `json:"schema"`
-	RestoredFrom int64    `json:"restored_from"`
-	Tags         []string `json:"tags"`
-	Current      bool     `json:"current"`
+	RestoredFrom int64      `json:"restored_from"`
+	Tags         []string   `json:"tags"`
+	Current      bool       `json:"current"`
+	VerifiedAt   *time.Time `json:"verified_at"`
 }
 
 type datasetInfo struct {

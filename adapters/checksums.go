@@ -1,0 +1,311 @@
+package adapters
+
+// Skipping what did not change. A source that computes checksums inside
+// the run's consistent snapshot (checksummer; MySQL and MariaDB,
+// mysqlchecksum.go) lets a run avoid reading what the current version
+// already holds. The checksums of a version are its digest, stored with
+// the version (snapshot.Run.SetSourceDigest): the whole table's checksum
+// when known, and the table cut into key ranges (chunks) of about
+// chunk_rows rows, each with its last key, its rows, the sum of their
+// snapstore checksums (snapshot.D6) and, when known, the source's
+// checksum of the range.
+//
+// A run reads in one of three modes, chosen from the digest of the current
+// version and what the run that made it saw (the share of chunks that
+// changed), so that a table keeps the cheapest mode for the way it
+// changes:
+//
+//	verify  the digest has the table's checksum and the last run found
+//	        nothing changed: CHECKSUM TABLE; when it matches, the current
+//	        version is recorded as verified (snapshot.DB.Verify) and no
+//	        version is committed. Else on to chunks.
+//	chunks  the digest has the chunks' checksums and the last run changed
+//	        fewer than half of them: each chunk's checksum is computed and
+//	        only the chunks that differ are read; the others are carried
+//	        over (snapshot.Run.Carry). When the first 16 chunks show more
+//	        than half changed, the rest is read in full. When none changed
+//	        the run verifies, as above, and records the table's checksum.
+//	full    the table is read whole, ahead of the run (prefetch.go). When
+//	        the last run changed fewer than half of the chunks, the run also
+//	        computes the chunks' checksums at the end, for chunk mode next
+//	        time, and when it found nothing changed, the table's checksum.
+//
+// The adapter option commit_unchanged turns verification off: every run
+// commits a version, as before (chunks are still carried over).
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/snapstore/snapstore/snapshot"
+)
+
+// Read modes, as RunRecord.Mode names them.
+const (
+	ModeFull   = "full"
+	ModeChunks = "chunks"
+	ModeVerify = "verify"
+)
+
+// chunkProbe is how many chunks chunk mode checks before it decides to
+// read the rest in full when more than half of them changed.
+const chunkProbe = 16
+
+// checksummer is an optional TableReader capability: checksums computed by
+// the source inside the read's consistent snapshot, and reads of key
+// ranges, for a table whose key is one integer column.
+type checksummer interface {
+	// checksumSignature names the table's shape and the checksum
+	// expression; digests of another signature are not compared.
+	checksumSignature() string
+	// chunkable reports whether the key allows chunk checksums and range
+	// reads.
+	chunkable() bool
+	// tableChecksum is the whole table's checksum.
+	tableChecksum(ctx context.Context) (string, error)
+	// chunkChecksum returns the rows and the checksum of the keys after lo
+	// (nil: from the first) up to hi included (nil: to the last).
+	chunkChecksum(ctx context.Context, lo, hi *snapshot.Value) (int64, uint64, error)
+	// readRange makes Next read the keys after lo up to hi included.
+	readRange(lo, hi *snapshot.Value)
+}
+
+// digest is what a version records of its source (the package comment).
+type digest struct {
+	Version   int     `json:"v"`
+	Signature string  `json:"sig"`
+	Table     string  `json:"table,omitempty"` // CHECKSUM TABLE; "" when not computed
+	Checksums bool    `json:"crc,omitempty"`   // the chunks have the source's checksums
+	Changed   float64 `json:"changed"`         // share of chunks the run that made it changed
+	Chunks    []chunk `json:"chunks"`
+}
+
+// chunk is a key range of a digest: the keys after the previous chunk's Hi
+// up to its own (the last chunk is open ended when read).
+type chunk struct {
+	Hi   string `json:"hi"` // the last key (digestKey)
+	Rows int64  `json:"rows"`
+	CRC  uint64 `json:"crc,omitempty"`
+	Sum  uint64 `json:"sum"` // snapshot.D6 sum of its rows
+}
+
+const digestVersion = 1
+
+// readDigest returns the digest of the dataset's current version when the
+// run can compare with it: same signature, same schema; else nil.
+func (s *Service) readDigest(ctx context.Context, dataset string, cur *snapshot.VersionInfo, schema snapshot.Schema, cs checksummer) *digest {
+	if cur == nil || cs == nil || !sameSchema(cur.Schema, schema) {
+		return nil
+	}
+	b, err := s.db.SourceDigest(ctx, dataset, cur.Version)
+	if err != nil || b == nil {
+		return nil
+	}
+	d := new(digest)
+	if err := json.Unmarshal(b, d); err != nil || d.Version != digestVersion || d.Signature != cs.checksumSignature() {
+		return nil
+	}
+	return d
+}
+
+// sameSchema reports whether a run of schema b would write what a version
+// of schema a holds: the same columns, kinds, types and key.
+func sameSchema(a, b snapshot.Schema) bool {
+	if len(a.Columns) != len(b.Columns) || len(a.Key) != len(b.Key) {
+		return false
+	}
+	for i := range a.Columns {
+		if a.Columns[i] != b.Columns[i] {
+			return false
+		}
+	}
+	for i := range a.Key {
+		if a.Key[i] != b.Key[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// chunkState is the chunk pass of a run in chunk mode: which chunks of the
+// previous digest changed, and their new checksums.
+type chunkState struct {
+	prev    *digest
+	changed []bool
+	rows    []int64
+	crc     []uint64
+	full    bool // too many changed: read the rest in full
+	nchg    int
+}
+
+// chunkPass computes the checksum of each chunk of d and compares it with
+// the digest's; it stops early (full set) when the first chunkProbe chunks
+// show more than half changed.
+func chunkPass(ctx context.Context, cs checksummer, d *digest) (*chunkState, error) {
+	st := &chunkState{prev: d, changed: make([]bool, len(d.Chunks)), rows: make([]int64, len(d.Chunks)), crc: make([]uint64, len(d.Chunks))}
+	var lo *snapshot.Value
+	for i, c := range d.Chunks {
+		var hi *snapshot.Value
+		if i < len(d.Chunks)-1 {
+			v, err := parseDigestKey(c.Hi)
+			if err != nil {
+				return nil, fmt.Errorf("the digest of the current version: %w", err)
+			}
+			hi = &v
+		}
+		rows, crc, err := cs.chunkChecksum(ctx, lo, hi)
+		if err != nil {
+			return nil, err
+		}
+		st.rows[i], st.crc[i] = rows, crc
+		if rows != c.Rows || crc != c.CRC {
+			st.changed[i] = true
+			st.nchg++
+		}
+		if i+1 == chunkProbe && 2*st.nchg > chunkProbe {
+			st.full = true
+			return st, nil
+		}
+		lo = hi
+	}
+	return st, nil
+}
+
+// verifyRun records that the current version cur still holds the source,
+// with digest d (nil: unchanged), and returns what the run record says.
+func (s *Service) verifyRun(ctx context.Context, dataset string, cur *snapshot.VersionInfo, d *digest) (snapshot.VersionInfo, error) {
+	var b []byte
+	if d != nil {
+		var err error
+		if b, err = json.Marshal(d); err != nil {
+			return snapshot.VersionInfo{}, err
+		}
+	}
+	vi, err := s.db.Verify(ctx, dataset, cur.Version, s.now(), b)
+	if err != nil {
+		return snapshot.VersionInfo{}, fmt.Errorf("recording that dataset %q is unchanged: %w", dataset, err)
+	}
+	return vi, nil
+}
+
+// syncDatasetConfig sets the dataset's retention and guard to the
+// adapter's when they differ (BeginRun does the same for a run that
+// begins).
+func (s *Service) syncDatasetConfig(ctx context.Context, spec AdapterSpec) error {
+	d, err := s.db.Dataset(ctx, spec.Dataset)
+	if err != nil || d.Retention == spec.Retention && d.Guard == spec.Guard {
+		return nil
+	}
+	if err := s.db.SetConfig(ctx, snapshot.DatasetConfig{Name: spec.Dataset, Retention: spec.Retention, Guard: spec.Guard}); err != nil {
+		return fmt.Errorf("setting the configuration of dataset %q: %w", spec.Dataset, err)
+	}
+	return nil
+}
+
+// chunkRecorder cuts a run's rows into the chunks of its digest as they
+// are put: every chunkRows rows (or at the end of a range read) it closes a
+// chunk with the last key, the rows and the run's checksum sum since the
+// previous one, and whether the run changed anything in it.
+type chunkRecorder struct {
+	run       *snapshot.Run
+	chunkRows int64
+	chunks    []chunk
+	changed   []bool
+	rows      int64  // rows of the open chunk
+	lastKey   string // its last key
+	sum0      uint64 // the run's sum when it opened
+	changes0  int64  // the run's changes when it opened
+}
+
+func newChunkRecorder(run *snapshot.Run, chunkRows int) *chunkRecorder {
+	cr := &chunkRecorder{run: run, chunkRows: int64(chunkRows)}
+	cr.open()
+	return cr
+}
+
+// changes counts what the run wrote so far: rows inserted, updated and
+// deleted.
+func changes(st snapshot.RunStats) int64 { return st.Inserted + st.Updated + st.Deleted }
+
+func (cr *chunkRecorder) open() {
+	var st snapshot.RunStats
+	st, cr.sum0 = cr.run.Progress()
+	cr.changes0 = changes(st)
+	cr.rows = 0
+}
+
+// put records a row just put, of key key.
+func (cr *chunkRecorder) put(key snapshot.Value) {
+	cr.rows++
+	cr.lastKey = digestKey(key)
+	if cr.rows == cr.chunkRows {
+		cr.close(0)
+	}
+}
+
+// close ends the open chunk (when it has rows) with its source checksum
+// crc (0: unknown).
+func (cr *chunkRecorder) close(crc uint64) {
+	if cr.rows == 0 {
+		return
+	}
+	st, sum := cr.run.Progress()
+	cr.chunks = append(cr.chunks, chunk{Hi: cr.lastKey, Rows: cr.rows, CRC: crc, Sum: sum - cr.sum0})
+	cr.changed = append(cr.changed, changes(st) != cr.changes0)
+	cr.open()
+}
+
+// carried records a chunk carried over unchanged.
+func (cr *chunkRecorder) carried(c chunk) {
+	cr.chunks = append(cr.chunks, c)
+	cr.changed = append(cr.changed, false)
+	cr.open()
+}
+
+// changedShare is the share of the chunks recorded that changed.
+func (cr *chunkRecorder) changedShare() float64 {
+	if len(cr.chunks) == 0 {
+		return 0
+	}
+	n := 0
+	for _, c := range cr.changed {
+		if c {
+			n++
+		}
+	}
+	return float64(n) / float64(len(cr.chunks))
+}
+
+// addChunkChecksums computes the source's checksum of every chunk of d
+// (whose ranges a full read recorded), for chunk mode next time.
+func addChunkChecksums(ctx context.Context, cs checksummer, d *digest) error {
+	var lo *snapshot.Value
+	for i := range d.Chunks {
+		var hi *snapshot.Value
+		if i < len(d.Chunks)-1 {
+			v, err := parseDigestKey(d.Chunks[i].Hi)
+			if err != nil {
+				return err
+			}
+			hi = &v
+		}
+		rows, crc, err := cs.chunkChecksum(ctx, lo, hi)
+		if err != nil {
+			return err
+		}
+		if rows != d.Chunks[i].Rows {
+			return fmt.Errorf("%w: chunk %d has %d rows, the read gave %d", errDigestMismatch, i, rows, d.Chunks[i].Rows)
+		}
+		d.Chunks[i].CRC = crc
+		lo = hi
+	}
+	d.Checksums = true
+	return nil
+}
+
+// errDigestMismatch: the source's checksums disagree with what the run
+// read in the same snapshot; the digest is dropped (the next run reads in
+// full).
+var errDigestMismatch = errors.New("source checksums disagree with the rows read")

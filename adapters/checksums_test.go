@@ -1,0 +1,174 @@
+package adapters
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/snapstore/snapstore/snapshot"
+)
+
+// TestMySQLChecksumInSnapshot pins what the read modes of checksums.go rely
+// on, on the real MariaDB: CHECKSUM TABLE and the chunk checksums inside a
+// reader's transaction give the snapshot's values while another session
+// changes and commits a row (the new value only to a later reader), and the
+// chunk checksum tells NULL from ”.
+func TestMySQLChecksumInSnapshot(t *testing.T) {
+	e := mysqlEnv(t)
+	ctx := context.Background()
+	db := e.tempDatabase(t, "cks")
+	e.exec(t, db, "CREATE TABLE t (id INT PRIMARY KEY, s VARCHAR(10) NULL, n INT NULL)",
+		"INSERT INTO t VALUES (1, 'a', 1), (2, '', 2), (3, NULL, 3), (4, 'd', NULL)")
+	src := openEnvSource(t, e, db, nil)
+	open := func() (*mysqlTable, func()) {
+		tr, err := src.OpenTable(ctx, TableRequest{Resource: "t"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr.(*mysqlTable), func() { tr.Close() }
+	}
+	r1, close1 := open()
+	defer close1()
+	if !r1.chunkable() {
+		t.Fatal("an INT primary key is not chunkable")
+	}
+	table1, err := r1.tableChecksum(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows1, crc1, err := r1.chunkChecksum(ctx, nil, nil)
+	if err != nil || rows1 != 4 {
+		t.Fatalf("chunk checksum: %d rows, %v", rows1, err)
+	}
+	// Another session changes a row and commits.
+	e.exec(t, db, "UPDATE t SET s = 'changed' WHERE id = 1")
+	if got, err := r1.tableChecksum(ctx); err != nil || got != table1 {
+		t.Errorf("CHECKSUM TABLE inside the snapshot after another session's commit: %s, %v; want %s", got, err, table1)
+	}
+	if rows, crc, err := r1.chunkChecksum(ctx, nil, nil); err != nil || rows != 4 || crc != crc1 {
+		t.Errorf("chunk checksum inside the snapshot after another session's commit: %d %d %v; want %d %d", rows, crc, err, rows1, crc1)
+	}
+	r2, close2 := open()
+	defer close2()
+	if got, _ := r2.tableChecksum(ctx); got == table1 {
+		t.Errorf("a later reader's CHECKSUM TABLE %s did not change", got)
+	}
+	if _, crc, _ := r2.chunkChecksum(ctx, nil, nil); crc == crc1 {
+		t.Error("a later reader's chunk checksum did not change")
+	}
+	// NULL and '' differ, as do NULL in one column or another; ranges
+	// split the table.
+	one := snapshot.Value{Kind: snapshot.KindInt, Int: 1}
+	three := snapshot.Value{Kind: snapshot.KindInt, Int: 3}
+	_, before, _ := r2.chunkChecksum(ctx, &one, &three)
+	e.exec(t, db, "UPDATE t SET s = NULL WHERE id = 2", "UPDATE t SET s = '', n = NULL WHERE id = 3")
+	r3, close3 := open()
+	defer close3()
+	rows, after, err := r3.chunkChecksum(ctx, &one, &three)
+	if err != nil || rows != 2 || after == before {
+		t.Errorf("range (1, 3] after swapping NULL and '': %d rows, checksum %d (before %d), %v", rows, after, before, err)
+	}
+}
+
+// TestSkipUnchanged runs an adapter over a table of several chunks through
+// the read modes of checksums.go: a first run reads it all; a run with
+// nothing changed records the version verified (no new version), first
+// after reading everything, then with the table's checksum alone; a run
+// after changes in one key range, rows deleted at a chunk's end and rows
+// added past the last key reads only the chunks that changed. Each
+// version's checksum (snapshot D6) equals that of a full read of the same
+// source into another dataset, and commit_unchanged keeps one version per
+// run.
+func TestSkipUnchanged(t *testing.T) {
+	e := mysqlEnv(t)
+	ctx := context.Background()
+	db := e.tempDatabase(t, "skip")
+	const rows = 6*digestChunkRows + 123
+	e.exec(t, db, "CREATE TABLE t (id BIGINT UNSIGNED PRIMARY KEY, s VARCHAR(40) NULL, x DOUBLE NULL)",
+		fmt.Sprintf("INSERT INTO t SELECT seq, IF(seq %% 7 = 0, NULL, CONCAT('row ', seq)), seq / 3 FROM seq_1_to_%d", rows))
+	ts := newStack(t, Options{})
+	if _, err := ts.svc.CreateConnection(ctx, connSpec(t, e, "m", db, nil)); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []AdapterSpec{
+		{Name: "t", Connection: "m", Resource: "t"},
+		{Name: "full", Connection: "m", Resource: "t", CommitUnchanged: true},
+	} {
+		if _, err := ts.svc.CreateAdapter(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// reference is the checksum a full read of the source gives now.
+	reference := func() string {
+		t.Helper()
+		rec := ts.runWait(t, "full")
+		mustSucceed(t, rec)
+		return rec.Stats.Checksum
+	}
+	run := func(what string, mode string, verified bool) RunRecord {
+		t.Helper()
+		rec := ts.runWait(t, "t")
+		mustSucceed(t, rec)
+		t.Logf("%s: mode %s, verified %v, version %d, chunks %d skipped %d, stats %+v", what, rec.Mode, rec.Verified, rec.Version, rec.Chunks, rec.ChunksSkipped, rec.Stats)
+		if rec.Mode != mode || rec.Verified != verified {
+			t.Fatalf("%s: mode %q verified %v, want %q %v", what, rec.Mode, rec.Verified, mode, verified)
+		}
+		return rec
+	}
+	first := run("first run", ModeFull, false)
+	if first.Stats.Rows != rows || first.Chunks != 7 {
+		t.Fatalf("first run: %d rows in %d chunks", first.Stats.Rows, first.Chunks)
+	}
+	// Nothing changed: a full read finds it and verifies, computing the
+	// checksums; then the table's checksum alone does.
+	second := run("nothing changed, read in full", ModeFull, true)
+	third := run("nothing changed, verified by the table's checksum", ModeVerify, true)
+	if second.Version != first.Version || third.Version != first.Version {
+		t.Fatalf("verified runs made versions %d and %d, want %d", second.Version, third.Version, first.Version)
+	}
+	info, err := ts.db.VersionInfo(ctx, "t", first.Version)
+	if err != nil || info.VerifiedAt == nil || info.VerifiedAt.Before(first.Start) {
+		t.Fatalf("version %d verified at %v, %v", first.Version, info.VerifiedAt, err)
+	}
+	if third.Stats.Unchanged != rows || third.Stats.Checksum != first.Stats.Checksum {
+		t.Errorf("verified run stats %+v", third.Stats)
+	}
+	// Changes in the third chunk, the end of the fifth deleted, rows past
+	// the last key: chunk mode reads chunks 3, 5 and the last.
+	e.exec(t, db,
+		fmt.Sprintf("UPDATE t SET s = 'changed' WHERE id BETWEEN %d AND %d", 2*digestChunkRows+10, 2*digestChunkRows+20),
+		fmt.Sprintf("DELETE FROM t WHERE id > %d AND id <= %d", 5*digestChunkRows-5, 5*digestChunkRows),
+		fmt.Sprintf("INSERT INTO t VALUES (%d, 'new', NULL), (%d, NULL, 1.5)", rows+1, rows+1000))
+	fourth := run("changes in three chunks", ModeChunks, false)
+	if st := fourth.Stats; st.Updated != 11 || st.Deleted != 5 || st.Inserted != 2 || st.Rows != rows-5+2 || fourth.ChunksSkipped != 4 {
+		t.Errorf("chunk run: %+v, %d chunks skipped; want 11 updated, 5 deleted, 2 inserted, 4 skipped", st, fourth.ChunksSkipped)
+	}
+	if want := reference(); fourth.Stats.Checksum != want {
+		t.Errorf("chunk run checksum %s, a full read's %s", fourth.Stats.Checksum, want)
+	}
+	// The rows read back as the source has them.
+	r, err := ts.db.Reader(ctx, "t", snapshot.At{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, id := range []uint64{1, 2*digestChunkRows + 15, 5*digestChunkRows - 5, 5*digestChunkRows - 4, rows + 1000} {
+		row, err := r.Get(ctx, []snapshot.Value{{Kind: snapshot.KindUint, Uint: id}}, nil)
+		var want string
+		e.admin(t, db).QueryRow("SELECT COALESCE(s, 'NULL') FROM t WHERE id = ?", id).Scan(&want)
+		switch {
+		case want == "" && err == nil:
+			t.Errorf("row %d: deleted at the source, read %v", id, row.Values)
+		case want != "" && err != nil:
+			t.Errorf("row %d: %v", id, err)
+		case want != "" && row.Values[1].String() != want:
+			t.Errorf("row %d: s %s, source %s", id, row.Values[1].String(), want)
+		}
+	}
+	// commit_unchanged: a version per run.
+	before := ts.runWait(t, "full")
+	after := ts.runWait(t, "full")
+	if after.Verified || after.Version == before.Version {
+		t.Errorf("commit_unchanged run: verified %v, version %d after %d", after.Verified, after.Version, before.Version)
+	}
+}
