@@ -194,6 +194,50 @@ func TestPartitionedRun_TwoNodesEqualOneRun(t *testing.T) {
 	}
 }
 
+// A partitioned run that changes nothing in any partition, with
+// VerifyUnchanged (an adapter's default), records the current version
+// verified on the coordinator, with both nodes' partitions reported: no
+// version is committed, and the coordinator counts it verified.
+func TestPartitionedRun_UnchangedIsVerified(t *testing.T) {
+	ctx := context.Background()
+	a, b := partitionNodes(t, time.Minute)
+	rows := ledgerRows(1000, "same")
+	begin := func() adapters.RunWriter {
+		w, err := a.runs.BeginPartitioned(ctx, adapters.PartitionedRun{
+			Config:  snapshot.DatasetConfig{Name: "steady", Guard: snapshot.Guard{MaxShrink: 1}},
+			Options: snapshot.RunOptions{Schema: ledgerSchema, VerifyUnchanged: true},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	first, err := writeAll(t, begin(), rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := begin()
+	vi, err := writeAll(t, w, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !w.Verified() || vi.Version != first.Version || vi.VerifiedAt == nil {
+		t.Fatalf("the same rows again: verified %v, version %d (first %d), verified at %v", w.Verified(), vi.Version, first.Version, vi.VerifiedAt)
+	}
+	if got := testutil.ToFloat64(b.runs.partsReported.WithLabelValues("remote")); got != 8 {
+		t.Errorf("node b reported %v partitions of node a's runs, want 8 (4 a run)", got)
+	}
+	if got := testutil.ToFloat64(a.runs.runs.WithLabelValues("verified")); got != 1 {
+		t.Errorf("verified runs counted: %v, want 1", got)
+	}
+	if err := b.db.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := b.db.Dataset(ctx, "steady"); err != nil || d.Current != first.Version {
+		t.Fatalf("on node b: %+v, %v", d, err)
+	}
+}
+
 // An owner that cannot be reached fails the run after the owner wait,
 // naming it; the current version stays, and nothing of the run is
 // visible.
