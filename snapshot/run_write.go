@@ -15,7 +15,10 @@ package snapshot
 // visible, when the partition leaves phase A (revisit reads them) and at
 // commit. Every write, and every load's flush, goes out only while the
 // run holds the dataset's writer slot at its epoch, with the slot's expiry
-// as its deadline (doc.go W3): a fenced writer writes nothing more.
+// as its deadline (doc.go W3): a fenced writer writes nothing more. A
+// partition's writer of a partitioned run (run_partition.go) holds no
+// slot and writes through the same writer without that bound
+// (Run.writeContext): the coordinator's slot fences the commit.
 
 import (
 	"context"
