@@ -311,7 +311,7 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, for
 	var rec *chunkRecorder
 	if cs != nil && cs.chunkable() && local != nil {
 		rows := digestChunkRows
-		if chunks != nil && !chunks.full && local != nil {
+		if chunks != nil && !chunks.full {
 			rows = math.MaxInt // chunk mode keeps the digest's chunks
 		}
 		rec = newChunkRecorder(local, rows)
