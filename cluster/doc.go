@@ -114,11 +114,25 @@
 // them with the others' at every Heartbeat. Nothing is papered over: each
 // node keeps using its own file.
 //
+// K13. serf's member events are hints; its member list is the truth. serf
+// changes a member's status without an event on some paths: a node
+// forgotten (a leave intent, kept RecentIntentTimeout) that starts again
+// joins as leaving and turns alive on its join intent, silently. So every
+// Tick the event loop reconciles the state machine with serf's member
+// list (read by reconcileLoop, a serf call the loop must not make, K5),
+// skipping the members that had an event since the list was asked for
+// (the list may be older than it). Consul's leader reconciles with serf's
+// members the same way. Not covered: serf's prune (forget) erases a
+// member BroadcastTimeout+LeavePropagateDelay after a leave intent that
+// found it alive, even when it came back meanwhile; serf's list then
+// lacks a member memberlist talks to.
+//
 // # Goroutines
 //
 // Open starts serf (its own goroutines: memberlist's probe, gossip and
 // push-pull loops, serf's reaper, reconnector and snapshotter), the event
-// loop (run) that owns the state machine's inputs, the peers writer
+// loop (run) that owns the state machine's inputs, its reader of serf's
+// member list (reconcileLoop, K13), the peers writer
 // (persistLoop) that rewrites the peers file when the members change, the
 // query answerer (answerQueries), and, when the join addresses do not
 // answer at once, a join retry loop that stops at the first successful
