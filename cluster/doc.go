@@ -91,7 +91,11 @@
 // serf query asks it when the call comes to another node), by leaving
 // (SIGTERM), or by an operator's forget once it failed or left: forget is
 // the only way a failed node's place is given up. A flap, a failure not
-// confirmed, moves nothing (K3).
+// confirmed, moves nothing (K3). Forget is serf's force-leave without
+// prune, a forget event, and the node list's entry deleted: every member
+// drops the node, ignores serf's reports of it as left, and takes it as
+// a node that joins if it starts again (serf's prune would erase it again
+// if a late leave intent found it back).
 //
 // K11. The node list in HBase (one record per node: addresses, weight,
 // zone, incarnation, last state, last heard, config digests) is written
@@ -115,17 +119,15 @@
 // node keeps using its own file.
 //
 // K13. serf's member events are hints; its member list is the truth. serf
-// changes a member's status without an event on some paths: a node
-// forgotten (a leave intent, kept RecentIntentTimeout) that starts again
-// joins as leaving and turns alive on its join intent, silently. So every
-// Tick the event loop reconciles the state machine with serf's member
-// list (read by reconcileLoop, a serf call the loop must not make, K5),
-// skipping the members that had an event since the list was asked for
-// (the list may be older than it). Consul's leader reconciles with serf's
-// members the same way. Not covered: serf's prune (forget) erases a
-// member BroadcastTimeout+LeavePropagateDelay after a leave intent that
-// found it alive, even when it came back meanwhile; serf's list then
-// lacks a member memberlist talks to.
+// changes a member's status without an event on some paths (a leave
+// intent marks an alive member leaving, a join intent marks it alive
+// again), so every Tick the event loop reconciles the state machine with
+// serf's member list (read by reconcileLoop, a serf call the loop must
+// not make, K5), skipping the members that had an event since the list
+// was asked for (the list may be older than it). Consul's leader
+// reconciles with serf's members the same way. A member serf marks
+// leaving counts as alive until memberlist reports it left: a stale leave
+// intent (a forgotten node that came back) must not make it left.
 //
 // # Goroutines
 //

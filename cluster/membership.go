@@ -288,6 +288,10 @@ func (m *Membership) run() {
 			case serf.MemberEvent:
 				m.apply(e)
 			case serf.UserEvent:
+				if e.Name == eventForget {
+					m.forgotten(string(e.Payload))
+					break
+				}
 				m.deliverHint(e)
 			case *serf.Query:
 				if e.Name != queryDrain && e.Name != queryResume {
@@ -379,15 +383,19 @@ func (m *Membership) reconcile(l memberList) {
 
 // observationOf turns a member of a serf event of type typ, or of serf's
 // member list, into an observation; false for a member in no status,
-// observed alive (an event's member is).
+// observed alive (an event's member is). A member serf marks leaving is
+// alive: memberlist still talks to it, and serf marks so a member that
+// a leave intent reached before its join intent (a stale leave of a node
+// that came back, which the node refutes); a real leave ends in
+// memberlist's, reported as left.
 func observationOf(mem serf.Member, typ serf.EventType) (observation, bool) {
 	o := observation{id: mem.Name, addr: net.JoinHostPort(mem.Addr.String(), strconv.Itoa(int(mem.Port))), tags: mem.Tags, status: serfAlive}
 	switch {
 	case typ == serf.EventMemberFailed || mem.Status == serf.StatusFailed:
 		o.status = serfFailed
-	case typ == serf.EventMemberLeave || mem.Status == serf.StatusLeft || mem.Status == serf.StatusLeaving:
+	case typ == serf.EventMemberLeave || mem.Status == serf.StatusLeft:
 		o.status = serfLeft
-	case mem.Status != serf.StatusAlive:
+	case mem.Status != serf.StatusAlive && mem.Status != serf.StatusLeaving:
 		return o, false
 	}
 	return o, true

@@ -323,6 +323,12 @@ func TestLoadNodeID(t *testing.T) {
 // on its join intent without an event; the event loop follows serf's
 // member list.
 func TestMembership_ForgetRejoin(t *testing.T) {
+	for _, variant := range []string{"left", "failed"} {
+		t.Run(variant, func(t *testing.T) { testForgetRejoin(t, variant == "left") })
+	}
+}
+
+func testForgetRejoin(t *testing.T, leave bool) {
 	a := openNode(t, "a", t.TempDir(), nil)
 	b := openNode(t, "b", t.TempDir(), func(c *Config) { c.Join = []string{a.Addr()} })
 	cdir := t.TempDir()
@@ -335,11 +341,15 @@ func TestMembership_ForgetRejoin(t *testing.T) {
 		}
 	}
 	eventually(t, 20*time.Second, "three active", func() bool { return allSee(ms, ids, Active) })
-	if err := c.Leave(t.Context()); err != nil {
-		t.Fatal(err)
+	gone := Failed
+	if leave {
+		gone = Left
+		if err := c.Leave(t.Context()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	c.Close()
-	eventually(t, 20*time.Second, "c left on a", func() bool { return view(a)[c.ID()] == Left })
+	eventually(t, 30*time.Second, "c "+gone.String()+" on a", func() bool { return view(a)[c.ID()] == gone })
 	if err := a.Forget(t.Context(), c.ID()); err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +360,9 @@ func TestMembership_ForgetRejoin(t *testing.T) {
 	}
 	ms[2] = c
 	eventually(t, 20*time.Second, "c back, active, on every member", func() bool { return allSee(ms, ids, Active) })
-	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+	// Longer than serf's prune delay (BroadcastTimeout and
+	// LeavePropagateDelay, 6 s).
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
 		if !allSee(ms, ids, Active) {
 			t.Fatalf("the views parted: a %v, b %v, c %v", view(a), view(b), view(c))
 		}

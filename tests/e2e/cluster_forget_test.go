@@ -54,10 +54,8 @@ func agree(t *testing.T, ids, names []string, ps ...*proc) bool {
 //     single-node adapter, within the gossip convergence bound, and still
 //     after a while (serf's memory of the forget, a leave intent kept for
 //     minutes, must not turn it left again on any node);
-//
-// (The variant of a node killed with SIGKILL, confirmed failed, forgotten
-// and started again is not here yet: serf's prune of a forgotten member
-// may erase it again after it rejoined, see cluster.K13.)
+//   - node 3 killed with SIGKILL, confirmed failed, forgotten and started
+//     again: the same;
 //   - key rotation without a gossip key is 409 gossip_not_encrypted, not
 //     a failure of every node.
 func TestClusterForgetRejoin(t *testing.T) {
@@ -113,7 +111,7 @@ func TestClusterForgetRejoin(t *testing.T) {
 	// intent for minutes, and the push-pull (15 s on loopback) replays
 	// what each member knows.
 	const hold = 40 * time.Second
-	for _, variant := range []string{"drained and stopped"} {
+	for _, variant := range []string{"drained and stopped", "killed"} {
 		switch variant {
 		case "drained and stopped":
 			cli(t, "cluster", "drain", id3, "--wait", "--timeout", "30s", "--server", nodes[0].base)
