@@ -112,29 +112,22 @@ func TestClusterForgetRejoin(t *testing.T) {
 	// what each member knows.
 	const hold = 40 * time.Second
 	for _, variant := range []string{"drained and stopped", "killed"} {
-		switch variant {
-		case "drained and stopped":
+		gone := "failed"
+		if variant == "killed" {
+			n3.kill()
+		} else {
 			cli(t, "cluster", "drain", id3, "--wait", "--timeout", "30s", "--server", nodes[0].base)
 			n3.stop()
-			poll(t, 30*time.Second, "node 3 left on nodes 1 and 2", func() bool {
-				for _, p := range nodes[:2] {
-					if n, _ := member(p.members(t), id3); n.State != "left" {
-						return false
-					}
-				}
-				return true
-			})
-		case "killed":
-			n3.kill()
-			poll(t, 60*time.Second, "node 3 failed on nodes 1 and 2", func() bool {
-				for _, p := range nodes[:2] {
-					if n, _ := member(p.members(t), id3); n.State != "failed" {
-						return false
-					}
-				}
-				return true
-			})
+			gone = "left"
 		}
+		poll(t, 60*time.Second, "node 3 "+gone+" on nodes 1 and 2", func() bool {
+			for _, p := range nodes[:2] {
+				if n, _ := member(p.members(t), id3); n.State != gone {
+					return false
+				}
+			}
+			return true
+		})
 		cli(t, "cluster", "forget", id3, "--yes", "--server", nodes[0].base)
 		poll(t, 30*time.Second, "node 3 gone from nodes 1 and 2", func() bool {
 			for _, p := range nodes[:2] {
