@@ -38,6 +38,35 @@ func openFaultStack(t *testing.T, dir string) (*testStack, *storetest.FaultStore
 	return ts, fs
 }
 
+// faultStackWithAdapter opens a fault stack with adapter "a" over the
+// SQLite fixture's items (3 rows).
+func faultStackWithAdapter(t *testing.T) (*testStack, *storetest.FaultStore) {
+	t.Helper()
+	ctx := context.Background()
+	path := newSQLiteFixture(t)
+	ts, fs := openFaultStack(t, t.TempDir())
+	if _, err := ts.svc.CreateConnection(ctx, ConnectionSpec{Name: "lite", Type: "sqlite", Options: map[string]any{"path": path}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "a", Connection: "lite", Resource: "items"}); err != nil {
+		t.Fatal(err)
+	}
+	return ts, fs
+}
+
+// startBlocked starts a run of "a" and returns once it paused after its
+// second row, with the pause to release.
+func startBlocked(t *testing.T, ts *testStack) (*blockAt, RunRecord) {
+	t.Helper()
+	b := newBlock(ts, "a", 2)
+	rec, err := ts.svc.StartRun(context.Background(), "a", RunOptions{Trigger: "api"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-b.reached
+	return b, rec
+}
+
 // storedRun reads run id's record as stored, bypassing the Service.
 func storedRun(t *testing.T, db *snapshot.DB, id string) (RunRecord, error) {
 	t.Helper()
@@ -69,21 +98,9 @@ func writesFail(c storetest.Call) storetest.Fault {
 // failed.
 func TestRunRecordSavedAfterStoreOutage(t *testing.T) {
 	ctx := context.Background()
-	path := newSQLiteFixture(t)
-	ts, fs := openFaultStack(t, t.TempDir())
-	if _, err := ts.svc.CreateConnection(ctx, ConnectionSpec{Name: "lite", Type: "sqlite", Options: map[string]any{"path": path}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "a", Connection: "lite", Resource: "items"}); err != nil {
-		t.Fatal(err)
-	}
+	ts, fs := faultStackWithAdapter(t)
 	mustSucceed(t, ts.runWait(t, "a"))
-	b := newBlock(ts, "a", 2)
-	rec, err := ts.svc.StartRun(ctx, "a", RunOptions{Trigger: "api"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-b.reached
+	b, rec := startBlocked(t, ts)
 	fs.SetDecide(writesFail) // the outage begins mid-run
 	close(b.release)
 	end, err := ts.svc.WaitRun(ctx, rec.ID)
@@ -125,20 +142,8 @@ func TestRunRecordSavedAfterStoreOutage(t *testing.T) {
 // service closes gets a last try there.
 func TestRunRecordLastTryAtClose(t *testing.T) {
 	ctx := context.Background()
-	path := newSQLiteFixture(t)
-	ts, fs := openFaultStack(t, t.TempDir())
-	if _, err := ts.svc.CreateConnection(ctx, ConnectionSpec{Name: "lite", Type: "sqlite", Options: map[string]any{"path": path}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "a", Connection: "lite", Resource: "items"}); err != nil {
-		t.Fatal(err)
-	}
-	b := newBlock(ts, "a", 2)
-	rec, err := ts.svc.StartRun(ctx, "a", RunOptions{Trigger: "api"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-b.reached
+	ts, fs := faultStackWithAdapter(t)
+	b, rec := startBlocked(t, ts)
 	fs.SetDecide(writesFail)
 	close(b.release)
 	if end, err := ts.svc.WaitRun(ctx, rec.ID); err != nil || end.Status != RunFailed {
@@ -161,20 +166,8 @@ func TestRunRecordLastTryAtClose(t *testing.T) {
 // that record, which the next start marks aborted naming the transaction.
 func TestRunCheckpoints(t *testing.T) {
 	ctx := context.Background()
-	path := newSQLiteFixture(t)
-	ts, fs := openFaultStack(t, t.TempDir())
-	if _, err := ts.svc.CreateConnection(ctx, ConnectionSpec{Name: "lite", Type: "sqlite", Options: map[string]any{"path": path}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "a", Connection: "lite", Resource: "items"}); err != nil {
-		t.Fatal(err)
-	}
-	b := newBlock(ts, "a", 2)
-	rec, err := ts.svc.StartRun(ctx, "a", RunOptions{Trigger: "api"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-b.reached
+	ts, fs := faultStackWithAdapter(t)
+	b, rec := startBlocked(t, ts)
 	st, err := storedRun(t, ts.db, rec.ID)
 	if err != nil || st.TxnID == 0 || st.RowsEstimated != 3 || len(st.Phases) != 2 || st.Phases[1].Name != PhaseRead {
 		t.Fatalf("stored record while reading: %+v %v", st, err)
