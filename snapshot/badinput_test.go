@@ -43,6 +43,7 @@ func TestBadInput(t *testing.T) {
 		{"bad tag name", func() error { return db.Tag(ctx, "t", "a/b", 1) }, ErrInvalidArgument},
 		{"all-digit tag name", func() error { return db.Tag(ctx, "t", "1", 1) }, ErrInvalidArgument},
 		{"all-digit tag name, zeros first", func() error { return db.Tag(ctx, "t", "007", 1) }, ErrInvalidArgument},
+		{"digits and dashes tag name", func() error { return db.Tag(ctx, "t", "2026-01", 1) }, ErrInvalidArgument},
 		{"rollback unkept", func() error { _, err := db.Rollback(ctx, "t", 99); return err }, ErrVersionNotKept},
 		{"diff unkept", func() error { _, err := db.Diff(ctx, "t", 1, 99); return err }, ErrVersionNotKept},
 		{"diff zero", func() error { _, err := db.DiffCounts(ctx, "t", 0, 1); return err }, ErrInvalidArgument},

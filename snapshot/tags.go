@@ -7,15 +7,15 @@ import (
 )
 
 // ValidTagName checks a tag name: a name (validName) with at least one
-// character that is not a digit, so that wherever a version number or a
-// tag may be given (a diff's from and to) digits always mean a version.
-// ErrInvalidArgument.
+// letter or one of "_.:@", so that wherever a version number or a tag may
+// be given (a diff's from and to) a value of digits and signs always means
+// a version ("3", "-1"). ErrInvalidArgument.
 func ValidTagName(tag string) error {
 	if err := validName("tag", tag); err != nil {
 		return err
 	}
-	if strings.Trim(tag, "0123456789") == "" {
-		return fmt.Errorf("%w: tag name %q has only digits, which would read as a version number; give it a character that is not a digit", ErrInvalidArgument, tag)
+	if strings.Trim(tag, "0123456789-") == "" {
+		return fmt.Errorf("%w: tag name %q has only digits and \"-\", which would read as a version number; give it a letter or one of _.:@", ErrInvalidArgument, tag)
 	}
 	return nil
 }

@@ -14,7 +14,8 @@ const tagHelp = `Name a kept version of a dataset: the current one, or --version
 version is kept by GC whatever the retention, and can be read with
 --tag TAG (get, scan, datasets show) and diffed with --from TAG. Tagging
 again moves the tag. A tag name has 1 to 200 letters, digits and _.:@-,
-at least one of them not a digit (digits alone are a version number).`
+at least one of them a letter or one of _.:@ (digits and - alone read as
+a version number).`
 
 // cmdTag is `snapstore tag DATASET TAG`.
 func cmdTag(ctx context.Context, args []string, stdout, stderr io.Writer) error {
