@@ -368,6 +368,10 @@ func TestConsole_Auth(t *testing.T) {
 	if r = admin.post("/ui/datasets/products/tags", url.Values{"tag": {"first"}, "version": {s1}}); r.status != http.StatusSeeOther {
 		t.Fatalf("admin tags: %d %s", r.status, r.body)
 	}
+	// The console refuses an all-digit tag by snapshot's rule.
+	if r = admin.post("/ui/datasets/products/tags", url.Values{"tag": {"12"}, "version": {s1}}); r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "only digits and") {
+		t.Fatalf("admin tags 12: %d %s", r.status, r.body)
+	}
 	if vi, err := f.db.VersionInfo(t.Context(), "products", v1); err != nil || len(vi.Tags) != 1 || vi.Tags[0] != "first" {
 		t.Fatalf("tags after the form: %+v %v", vi.Tags, err)
 	}
