@@ -102,8 +102,13 @@
 // A run that did not succeed has a stable RunRecord.Code (guard_refused,
 // source_unavailable, aborted, ...) besides its error text; a refused run's
 // stats hold the counts it would have committed. Run records are kept in
-// the metadata table, the newest 200 per adapter (runrecords.go); runs a
-// previous process left running are marked aborted at New. RunOnStart
+// the metadata table, the newest 200 per adapter (runrecords.go), saved
+// when the run starts, when it gets its transaction and at each phase
+// change (runcheckpoint.go), and when it ends; a final record the store
+// does not take is kept in memory, answered from there and saved again
+// until the store answers (unsavedruns.go, U1). Runs a previous process
+// left running are settled at New: succeeded when their transaction
+// committed, else aborted, naming it. RunOnStart
 // adapters run once when the scheduler starts. The scheduler
 // (scheduler.go, its rules C1-C5) starts runs on robfig/cron/v3 schedules,
 // records skipped ticks, retries failed runs with doubling backoff, and
@@ -120,7 +125,8 @@
 // node equal to the stored ones (A5).
 //
 // Goroutines: one per running run (owns its RunWriter and TableReader),
-// the scheduler loop, one retry watcher per scheduled run with retries,
+// the saver of unsaved run records
+// (unsavedruns.go), the scheduler loop, one retry watcher per scheduled run with retries,
 // and one per single-node run waiting for its node (owns its waiting
 // record).
 // Close stops the scheduler, cancels running runs (their transactions are

@@ -3,6 +3,7 @@ package adapters
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -176,7 +177,8 @@ func keysetArgs(cursor []any) []any {
 // keysetRows is what a table reader gives its keysetReader.
 type keysetRows interface {
 	// readErr returns the error Err reports for err, which ended the read
-	// (for example with the source's secrets scrubbed).
+	// (for example with the source's secrets scrubbed); err already names
+	// the context's error when the context ended the read.
 	readErr(ctx context.Context, err error) error
 	// sourceErr classifies an error of a chunk query or of its rows
 	// (for example as ErrSourceUnavailable).
@@ -206,6 +208,9 @@ func (p *keysetReader) Next(ctx context.Context) bool {
 	}
 	ok, err := p.nextRow(ctx)
 	if err != nil {
+		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+			err = fmt.Errorf("%w (%w)", err, ctx.Err()) // the context ended the read
+		}
 		p.err = p.r.readErr(ctx, err)
 	}
 	return ok

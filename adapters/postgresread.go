@@ -437,14 +437,8 @@ func (t *pgTable) rowCursor() []any {
 	return cur
 }
 
-// readErr implements keysetRows: the context's error is named when it
-// ended the read, and the connection's secrets are scrubbed.
-func (t *pgTable) readErr(ctx context.Context, err error) error {
-	if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
-		err = fmt.Errorf("%w (%w)", err, ctx.Err())
-	}
-	return t.src.scrub(err)
-}
+// readErr implements keysetRows: the connection's secrets are scrubbed.
+func (t *pgTable) readErr(_ context.Context, err error) error { return t.src.scrub(err) }
 
 // Close implements TableReader: ends the transaction and returns the
 // connection to the pool (pgxpool destroys one left broken or inside a

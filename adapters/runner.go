@@ -176,9 +176,7 @@ func (s *Service) execute(ctx context.Context, ar *activeRun, spec AdapterSpec, 
 
 	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := s.saveRun(saveCtx, rec); err != nil {
-		s.log.Error("saving run record", "run", rec.ID, "adapter", rec.Adapter, "err", err)
-	}
+	s.saveFinal(saveCtx, rec) // queued when the store does not answer (U1)
 	s.metrics.observeRun(rec)
 	attrs := []any{"run", rec.ID, "adapter", rec.Adapter, "dataset", rec.Dataset, "txn", rec.TxnID, "rows", rec.RowsRead}
 	if rec.Status == RunSucceeded {
@@ -188,7 +186,6 @@ func (s *Service) execute(ctx context.Context, ar *activeRun, spec AdapterSpec, 
 		attrs = append(attrs, "status", rec.Status, "err", rec.Error)
 		s.log.Warn("run ended without a new version", attrs...)
 	}
-	s.pruneRuns(saveCtx, rec.Adapter)
 	s.mu.Lock()
 	delete(s.runs, rec.ID)
 	s.mu.Unlock()
@@ -304,6 +301,7 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, for
 	ar.rec.TxnID = run.TxnID()
 	ar.beginPhaseLocked(PhaseRead, s.now().UTC())
 	ar.mu.Unlock()
+	s.checkpoint(ctx, ar)
 
 	res := pullResult{mode: ModeFull}
 	// The digest and carrying ranges over need a run of this process.
@@ -449,6 +447,7 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, for
 	ar.rec.RowsRead, ar.rec.Stats = n, run.Stats()
 	ar.beginPhaseLocked(PhaseCommit, s.now().UTC())
 	ar.mu.Unlock()
+	s.checkpoint(ctx, ar)
 	if err := context.Cause(ctx); err != nil {
 		return pullResult{}, err
 	}

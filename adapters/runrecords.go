@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/snapstore/snapstore/snapshot"
+	"github.com/snapstore/snapstore/store"
 )
 
 // RunStatus is a run's state.
@@ -79,7 +80,8 @@ type RunRecord struct {
 	// source_unavailable, source_auth, connection_not_found, config (the
 	// connection's options do not resolve: an env: variable unset, a
 	// file: unreadable; the cause a connection test gives), key_changed,
-	// bad_key, aborted, skipped, error (anything else).
+	// bad_key, store_unavailable (the store, HBase, stopped answering),
+	// aborted, skipped, error (anything else).
 	Code string `json:"code,omitempty"`
 	// Forced is true for a run started with RunOptions.Force.
 	Forced bool `json:"forced,omitempty"`
@@ -106,6 +108,7 @@ var runCodes = []struct {
 	{snapshot.ErrKeyChanged, "key_changed"},
 	{snapshot.ErrPartitionCount, "partition_count"},
 	{snapshot.ErrBadKey, "bad_key"},
+	{store.ErrUnavailable, "store_unavailable"},
 	{ErrResourceNotFound, "resource_not_found"},
 	{ErrNoKey, "no_key"},
 	{ErrUnsupportedType, "unsupported_type"},
@@ -150,9 +153,7 @@ func (s *Service) recordSkipped(ctx context.Context, adapter, trigger, reason st
 	}
 	s.mu.Unlock()
 	rec := RunRecord{ID: s.newRunID(now), Adapter: adapter, Dataset: dataset, Trigger: trigger, Status: RunSkipped, Start: now, End: &now, Error: reason, Code: "skipped"}
-	if err := s.saveRun(ctx, rec); err != nil {
-		s.log.Warn("saving skipped run", "run", rec.ID, "adapter", adapter, "err", err)
-	}
+	s.saveFinal(ctx, rec)
 	s.metrics.observeRun(rec)
 	s.log.Info("run skipped", "run", rec.ID, "adapter", adapter, "reason", reason)
 }
@@ -165,6 +166,9 @@ func (s *Service) GetRun(ctx context.Context, id string) (RunRecord, error) {
 	s.mu.Unlock()
 	if ar != nil {
 		return withProgress(ar.snapshot(), s.now().UTC()), nil
+	}
+	if rec, ok := s.unsaved.get(id); ok {
+		return withProgress(rec, s.now().UTC()), nil // U1
 	}
 	b, err := s.db.GetRecord(ctx, recordRun, id)
 	if errors.Is(err, snapshot.ErrRecordNotFound) || errors.Is(err, snapshot.ErrInvalidArgument) {
@@ -181,7 +185,8 @@ func (s *Service) GetRun(ctx context.Context, id string) (RunRecord, error) {
 }
 
 // allRuns lists every stored run of adapter ("" = all), newest first, with
-// live records of running ones.
+// live records of running ones and the final records still to be saved
+// (U1).
 func (s *Service) allRuns(ctx context.Context, adapter string) ([]RunRecord, error) {
 	recs, err := s.db.ListRecords(ctx, recordRun)
 	if err != nil {
@@ -193,17 +198,30 @@ func (s *Service) allRuns(ctx context.Context, adapter string) ([]RunRecord, err
 		live[id] = ar
 	}
 	s.mu.Unlock()
+	unsaved := map[string]RunRecord{}
+	for _, r := range s.unsaved.all() {
+		unsaved[r.ID] = r
+	}
 	var out []RunRecord
+	keep := func(rec RunRecord) {
+		if adapter == "" || rec.Adapter == adapter {
+			out = append(out, rec)
+		}
+	}
 	for _, r := range recs {
 		var rec RunRecord
 		if ar, ok := live[r.Name]; ok {
 			rec = ar.snapshot()
+		} else if u, ok := unsaved[r.Name]; ok {
+			rec = u
+			delete(unsaved, r.Name)
 		} else if err := json.Unmarshal(r.Value, &rec); err != nil {
 			continue
 		}
-		if adapter == "" || rec.Adapter == adapter {
-			out = append(out, rec)
-		}
+		keep(rec)
+	}
+	for _, rec := range unsaved { // not stored at all yet
+		keep(rec)
 	}
 	// Run ids sort by start time (newRunID): newest first.
 	slices.SortFunc(out, func(a, b RunRecord) int { return cmp.Compare(b.ID, a.ID) })
@@ -300,7 +318,22 @@ func (s *Service) abandonRunsOf(ctx context.Context, node, what string) (int, er
 			if live := s.isLive(r.ID); live {
 				continue
 			}
-			why = what + " while the run was in progress; its transaction is invalid"
+			if vi, ok := s.committedBy(ctx, r); ok {
+				// The run committed; only its final record was lost.
+				end := vi.CommittedAt
+				r.Status, r.End, r.Version, r.Stats, r.Code, r.Error = RunSucceeded, &end, vi.Version, vi.Stats, "", ""
+				endPhases(r.Phases, end)
+				if err := s.saveRun(ctx, r); err != nil {
+					return n, fmt.Errorf("adapters: marking run %s succeeded: %w", r.ID, err)
+				}
+				n++
+				s.log.Warn("run marked succeeded from its committed version", "run", r.ID, "adapter", r.Adapter, "version", vi.Version)
+				continue
+			}
+			why = what + " while the run was in progress, or before its end was recorded; nothing of it was committed"
+			if r.TxnID != 0 {
+				why += fmt.Sprintf(" (transaction %d is invalid)", r.TxnID)
+			}
 		case r.Status == RunWaiting && r.PlacedBy == node:
 			if live := s.isLive(r.ID); live {
 				continue
@@ -320,8 +353,26 @@ func (s *Service) abandonRunsOf(ctx context.Context, node, what string) (int, er
 	return n, nil
 }
 
-// isLive reports whether run id runs (or waits) in this process.
+// committedBy returns the version run r committed, when its transaction
+// (known from a checkpoint, runcheckpoint.go) is a kept version of its
+// dataset made by r.
+func (s *Service) committedBy(ctx context.Context, r RunRecord) (snapshot.VersionInfo, bool) {
+	if r.TxnID == 0 {
+		return snapshot.VersionInfo{}, false
+	}
+	vi, err := s.db.VersionInfo(ctx, r.Dataset, r.TxnID)
+	if err != nil || vi.Source.RunID != r.ID {
+		return snapshot.VersionInfo{}, false
+	}
+	return vi, true
+}
+
+// isLive reports whether run id runs (or waits) in this process, or ended
+// here with its final record still to be saved (U1).
 func (s *Service) isLive(id string) bool {
+	if _, ok := s.unsaved.get(id); ok {
+		return true
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.runs[id] != nil

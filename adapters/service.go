@@ -61,6 +61,10 @@ type Service struct {
 	running  map[string]*activeRun // by adapter name
 	runs     map[string]*activeRun // by run id, running only
 
+	// unsaved holds the final run records the store did not take yet
+	// (unsavedruns.go, U1).
+	unsaved *unsavedRuns
+
 	// testHookRow, when set by a test, is called after each row a run
 	// puts (serf-style unexported test hook).
 	testHookRow func(ctx context.Context, adapter string, n int64)
@@ -93,6 +97,7 @@ func New(ctx context.Context, db *snapshot.DB, opts Options) (*Service, error) {
 		runs:        map[string]*activeRun{},
 		cluster:     opts.Cluster,
 		partitioner: opts.Partitioner,
+		unsaved:     newUnsavedRuns(),
 	}
 	if s.cluster != nil {
 		s.self = s.cluster.Self()
@@ -140,6 +145,7 @@ func New(ctx context.Context, db *snapshot.DB, opts Options) (*Service, error) {
 			return nil, err
 		}
 	}
+	go s.drainUnsaved() // U1; stopped by Close
 	if opts.Schedule {
 		s.sched = newScheduler(s, s.log.With("component", "scheduler"))
 		var onStart []string
@@ -197,7 +203,8 @@ func (s *Service) StartOnStart(ctx context.Context) {
 
 // Close stops the scheduler, cancels running runs (their transactions are
 // aborted, never committed) and waits for them up to ctx's deadline
-// (defaultCloseBound when it has none), then closes every connection pool.
+// (defaultCloseBound when it has none), makes a last try of the final run
+// records the store did not take (U1), then closes every connection pool.
 // Runs started after Close began fail with ErrShuttingDown; a second Close
 // returns nil.
 func (s *Service) Close(ctx context.Context) error {
@@ -234,6 +241,11 @@ func (s *Service) Close(ctx context.Context) error {
 		s.mu.Unlock()
 		err = fmt.Errorf("adapters: closing: %d runs still ending: %w", n, ctx.Err())
 	}
+	// The last try of the final records the store did not take (U1),
+	// bounded even when ctx is done.
+	lastCtx, cancelLast := context.WithTimeout(context.WithoutCancel(ctx), unsavedSaveTimeout)
+	s.stopDrain(lastCtx)
+	cancelLast()
 	s.cancelAll()
 	s.mu.Lock()
 	for _, e := range s.conns.entries() {

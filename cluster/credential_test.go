@@ -98,4 +98,16 @@ func TestCredential(t *testing.T) {
 	if _, err := keyless.VerifyRequest(r, nil); !errors.Is(err, ErrNoGossipKey) {
 		t.Errorf("keyless verify: %v", err)
 	}
+	// No keyring to list or change: said so, not a failure of each node.
+	if _, err := keyless.ListKeys(); !errors.Is(err, ErrNotEncrypted) {
+		t.Errorf("keyless list: %v", err)
+	}
+	if _, err := keyless.InstallKey(k2); !errors.Is(err, ErrNotEncrypted) {
+		t.Errorf("keyless install: %v", err)
+	}
+	// Removing the primary key fails on every node: each one's answer.
+	rep, err := a.RemoveKey(k2)
+	if !errors.Is(err, ErrKeyringFailed) || rep.Errors != 2 || len(rep.Messages) != 2 || !strings.Contains(err.Error(), "primary") {
+		t.Errorf("removing the primary key: %+v, %v", rep, err)
+	}
 }

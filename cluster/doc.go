@@ -94,7 +94,11 @@
 // serf query asks it when the call comes to another node), by leaving
 // (SIGTERM), or by an operator's forget once it failed or left: forget is
 // the only way a failed node's place is given up. A flap, a failure not
-// confirmed, moves nothing (K3).
+// confirmed, moves nothing (K3). Forget is serf's force-leave without
+// prune, a forget event, and the node list's entry deleted: every member
+// drops the node, ignores serf's reports of it as left, and takes it as
+// a node that joins if it starts again (serf's prune would erase it again
+// if a late leave intent found it back).
 //
 // K11. The node list in HBase (one record per node: addresses, weight,
 // zone, incarnation, last state, last heard, config digests) is written
@@ -140,11 +144,23 @@
 // coordinator that dies leaves its transaction in progress, invisible,
 // until the dataset's writer slot is next taken (snapshot.W1).
 //
+// K15. serf's member events are hints; its member list is the truth. serf
+// changes a member's status without an event on some paths (a leave
+// intent marks an alive member leaving, a join intent marks it alive
+// again), so every Tick the event loop reconciles the state machine with
+// serf's member list (read by reconcileLoop, a serf call the loop must
+// not make, K5), skipping the members that had an event since the list
+// was asked for (the list may be older than it). Consul's leader
+// reconciles with serf's members the same way. A member serf marks
+// leaving counts as alive until memberlist reports it left: a stale leave
+// intent (a forgotten node that came back) must not make it left.
+//
 // # Goroutines
 //
 // Open starts serf (its own goroutines: memberlist's probe, gossip and
 // push-pull loops, serf's reaper, reconnector and snapshotter), the event
-// loop (run) that owns the state machine's inputs, the peers writer
+// loop (run) that owns the state machine's inputs, its reader of serf's
+// member list (reconcileLoop, K15), the peers writer
 // (persistLoop) that rewrites the peers file when the members change, the
 // query answerer (answerQueries), and, when the join addresses do not
 // answer at once, a join retry loop that stops at the first successful

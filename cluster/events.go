@@ -111,11 +111,22 @@ var ErrNodeNotAlive = errors.New("cluster: the node is not alive")
 // confirmed yet: K3).
 var ErrNodeAlive = errors.New("cluster: the node is alive")
 
+// eventForget is the user event that tells every member that the node
+// its payload names was forgotten (K10).
+const eventForget = "snapstore-forget"
+
 // Forget removes node id, which will not come back, from the membership
-// (K10): serf stops trying to reconnect to it and every member drops it
-// (serf's force-leave, with prune). Only a failed or left member may be
-// forgotten: ErrNodeAlive otherwise. A node serf does not know is nothing
-// to do here.
+// (K10): serf stops trying to reconnect to it and every member counts it
+// left (serf's force-leave), and drops it (the forget event; the node
+// list's entry, gone, for one that missed it). Only a failed or left
+// member may be forgotten: ErrNodeAlive otherwise. A node serf does not
+// know is nothing to do here. A forgotten node that starts again joins
+// as a new one would.
+//
+// serf's force-leave with prune is not used: it erases the member a few
+// seconds after a leave intent that found it alive, even when it came
+// back meanwhile, and serf then never lists that node again while
+// memberlist talks to it.
 func (m *Membership) Forget(ctx context.Context, id string) error {
 	if id == m.id {
 		return fmt.Errorf("%w: node %s cannot forget itself", ErrNodeAlive, id)
@@ -129,7 +140,7 @@ func (m *Membership) Forget(ctx context.Context, id string) error {
 			ErrNodeAlive, id, describeState(n))
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- m.serf.RemoveFailedNodePrune(id) }()
+	go func() { errc <- m.serf.RemoveFailedNode(id) }()
 	select {
 	case err := <-errc:
 		if err != nil {
@@ -138,16 +149,41 @@ func (m *Membership) Forget(ctx context.Context, id string) error {
 	case <-ctx.Done():
 		return fmt.Errorf("cluster: forgetting node %s: %w", id, ctx.Err())
 	}
-	// serf reaps what it knew; a member known from the node list only
-	// (seed) goes here.
+	m.forgotten(id)
+	if err := m.serf.UserEvent(eventForget, []byte(id), false); err != nil {
+		m.log.Warn("telling the members that a node was forgotten; they drop it at their next read of the node list", "node", id, "err", err)
+	}
+	m.log.Warn("cluster member forgotten", "node", id, "state", n.State)
+	return nil
+}
+
+// forgotten drops node id, forgotten, from the state machine, unless
+// serf reports it alive (it came back).
+func (m *Membership) forgotten(id string) {
 	m.mu.Lock()
-	t, removed := m.tr.remove(id)
+	t, removed := m.tr.forget(id)
 	m.mu.Unlock()
 	if removed {
 		m.record([]transition{t})
 	}
-	m.log.Warn("cluster member forgotten", "node", id, "state", n.State)
-	return nil
+}
+
+// ForgetUnrecorded drops the members that serf reports left and that the
+// node list does not hold (recorded: the ids it holds): an operator
+// forgot them, and this node missed the forget event (K10, K11).
+func (m *Membership) ForgetUnrecorded(recorded map[string]bool) {
+	var ids []string
+	m.mu.Lock()
+	for id, mem := range m.tr.members {
+		if id != m.id && !mem.seeded && mem.status == serfLeft && !recorded[id] {
+			ids = append(ids, id)
+		}
+	}
+	m.mu.Unlock()
+	for _, id := range ids {
+		m.log.Info("a left member the node list does not hold: forgotten", "node", id)
+		m.forgotten(id)
+	}
 }
 
 // declare makes node id declare state s (Draining or Active).

@@ -145,30 +145,77 @@ func report(r *serf.KeyResponse) KeyringReport {
 // reaches the late ones again.
 const keyOpAttempts = 3
 
-// keyOp runs one keyring query of serf's key manager: it goes to every
+// ErrNotEncrypted: a keyring operation on a cluster whose gossip is not
+// encrypted. Its members have no keyring to list or change; a gossip key
+// is given at start (cluster.gossip_key_file), to every node, never
+// rotated in.
+var ErrNotEncrypted = errors.New("cluster: gossip encryption is not enabled: the cluster runs without a gossip key, so its members have no keyring to list or change (start every node with cluster.gossip_key_file to encrypt gossip)")
+
+// ErrKeyringFailed: a keyring operation that some members failed; the
+// report's Messages holds each one's answer.
+var ErrKeyringFailed = errors.New("cluster: gossip keyring operation failed")
+
+// keyringQuery runs query, a keyring query of serf's key manager that
+// goes to every member, and asks again when no member failed but some
+// did not answer in time. ErrNotEncrypted on a node without a keyring
+// (a keyless node cannot talk to an encrypted one, so its cluster is
+// keyless); ErrKeyringFailed, with each node's message, when some
+// members failed.
+func (m *Membership) keyringQuery(what string, query func() (*serf.KeyResponse, error)) (KeyringReport, error) {
+	if m.keyring == nil {
+		return KeyringReport{}, ErrNotEncrypted
+	}
+	var r *serf.KeyResponse
+	var err error
+	for attempt := 1; ; attempt++ {
+		r, err = query()
+		if err == nil || r == nil || r.NumErr > 0 || r.NumResp >= r.NumNodes || attempt == keyOpAttempts {
+			break
+		}
+		m.log.Warn("gossip keyring: some members did not answer in time; asking again", "op", what,
+			"responses", r.NumResp, "nodes", r.NumNodes, "attempt", attempt)
+	}
+	rep := report(r)
+	if err == nil {
+		return rep, nil
+	}
+	if r == nil {
+		return rep, fmt.Errorf("%w: %s: %v", ErrKeyringFailed, what, err)
+	}
+	var msgs []string
+	for _, id := range slices.Sorted(maps.Keys(rep.Messages)) {
+		msgs = append(msgs, id+": "+rep.Messages[id])
+	}
+	detail := fmt.Sprintf("%d of %d nodes failed", rep.Errors, rep.Nodes)
+	if rep.Errors == 0 {
+		detail = fmt.Sprintf("%d of %d nodes answered", rep.Responses, rep.Nodes)
+	}
+	if len(msgs) > 0 {
+		detail += " (" + strings.Join(msgs, "; ") + ")"
+	}
+	return rep, fmt.Errorf("%w: %s: %s", ErrKeyringFailed, what, detail)
+}
+
+// keyOp runs one keyring change of serf's key manager: it goes to every
 // member, each of which changes its keyring and rewrites its keyring file
 // (K2), and waits for the answers (serf's query timeout, a few seconds).
-// When no member failed but some did not answer, it asks again. An error
-// says how many nodes failed; the report says which.
+// It is logged as a change only when every member made it.
 func (m *Membership) keyOp(what string, op func(string) (*serf.KeyResponse, error), key string) (KeyringReport, error) {
 	k, err := ParseKey(key)
 	if err != nil {
 		return KeyringReport{}, err
 	}
-	var r *serf.KeyResponse
-	for attempt := 1; ; attempt++ {
-		r, err = op(base64.StdEncoding.EncodeToString(k))
-		if err == nil || r == nil || r.NumErr > 0 || r.NumResp >= r.NumNodes || attempt == keyOpAttempts {
-			break
-		}
-		m.log.Warn("gossip keyring change: some members did not answer in time; asking again", "op", what, "key", Fingerprint(k),
-			"responses", r.NumResp, "nodes", r.NumNodes, "attempt", attempt)
-	}
-	rep := report(r)
-	m.log.Info("gossip keyring changed", "op", what, "key", Fingerprint(k), "nodes", rep.Nodes, "responses", rep.Responses, "errors", rep.Errors)
+	rep, err := m.keyringQuery(what+" key "+Fingerprint(k), func() (*serf.KeyResponse, error) {
+		return op(base64.StdEncoding.EncodeToString(k))
+	})
 	if err != nil {
-		return rep, fmt.Errorf("cluster: %s key %s: %d of %d nodes failed: %v", what, Fingerprint(k), rep.Errors, rep.Nodes, err)
+		if !errors.Is(err, ErrNotEncrypted) {
+			m.log.Warn("gossip keyring change failed", "op", what, "key", Fingerprint(k), "nodes", rep.Nodes,
+				"responses", rep.Responses, "errors", rep.Errors, "messages", rep.Messages)
+		}
+		return rep, err
 	}
+	m.log.Info("gossip keyring changed", "op", what, "key", Fingerprint(k), "nodes", rep.Nodes, "responses", rep.Responses)
 	return rep, nil
 }
 
@@ -192,17 +239,5 @@ func (m *Membership) RemoveKey(key string) (KeyringReport, error) {
 // ListKeys asks every member for its keys, again when some did not answer
 // in time.
 func (m *Membership) ListKeys() (KeyringReport, error) {
-	var r *serf.KeyResponse
-	var err error
-	for attempt := 1; ; attempt++ {
-		r, err = m.serf.KeyManager().ListKeys()
-		if err == nil || r == nil || r.NumErr > 0 || r.NumResp >= r.NumNodes || attempt == keyOpAttempts {
-			break
-		}
-	}
-	rep := report(r)
-	if err != nil {
-		return rep, fmt.Errorf("cluster: listing keys: %d of %d nodes failed: %v", rep.Errors, rep.Nodes, err)
-	}
-	return rep, nil
+	return m.keyringQuery("list keys", m.serf.KeyManager().ListKeys)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -67,10 +68,18 @@ type Membership struct {
 	// joinAddrs are cfg.Join and the peers file's addresses.
 	joinAddrs []string
 	events    chan serf.Event
-	stopc     chan struct{}
-	donec     chan struct{} // closed when run and joinLoop have returned
-	wg        sync.WaitGroup
-	closed    sync.Once
+	// Reconciliation with serf's member list (K15): the event loop asks
+	// for it with a generation (reconcileReq), reconcileLoop answers
+	// (reconciled); lastEvent is, per member, the generation current when
+	// the loop last applied an event of it. Both owned by the event loop.
+	reconcileReq chan uint64
+	reconciled   chan memberList
+	gen          uint64
+	lastEvent    map[string]uint64
+	stopc        chan struct{}
+	donec        chan struct{} // closed when run and joinLoop have returned
+	wg           sync.WaitGroup
+	closed       sync.Once
 }
 
 // Open starts the membership of the node whose data directory is
@@ -109,19 +118,22 @@ func Open(ctx context.Context, cfg Config) (*Membership, error) {
 		now = time.Now
 	}
 	m := &Membership{
-		cfg:      cfg,
-		log:      log,
-		id:       id,
-		now:      now,
-		keyring:  keyring,
-		tr:       newTracker(id, cfg.ConfirmFailure),
-		changed:  make(chan struct{}, 1),
-		persistc: make(chan struct{}, 1),
-		events:   make(chan serf.Event, eventBuffer),
-		hints:    make(chan Hint, hintBuffer),
-		queries:  make(chan *serf.Query, 16),
-		stopc:    make(chan struct{}),
-		donec:    make(chan struct{}),
+		cfg:          cfg,
+		log:          log,
+		id:           id,
+		now:          now,
+		keyring:      keyring,
+		tr:           newTracker(id, cfg.ConfirmFailure),
+		changed:      make(chan struct{}, 1),
+		persistc:     make(chan struct{}, 1),
+		events:       make(chan serf.Event, eventBuffer),
+		reconcileReq: make(chan uint64, 1),
+		reconciled:   make(chan memberList, 1),
+		lastEvent:    map[string]uint64{},
+		hints:        make(chan Hint, hintBuffer),
+		queries:      make(chan *serf.Query, 16),
+		stopc:        make(chan struct{}),
+		donec:        make(chan struct{}),
 		self: Tags{
 			API: cfg.API, Transfer: cfg.Transfer, Weight: cfg.Weight, Zone: cfg.Zone, Version: truncate(cfg.Version, maxVersionLen),
 			Incarnation: newIncarnation(), State: Joining,
@@ -150,8 +162,9 @@ func Open(ctx context.Context, cfg Config) (*Membership, error) {
 		return nil, fmt.Errorf("cluster: starting serf on %s: %w", cfg.Bind, err)
 	}
 	m.serf = s
-	m.wg.Add(3)
+	m.wg.Add(4)
 	go m.run()
+	go m.reconcileLoop()
 	go m.persistLoop()
 	go m.answerQueries()
 	log.Info("cluster membership started", "node", id, "incarnation", m.self.Incarnation, "bind", cfg.Bind,
@@ -262,9 +275,10 @@ func (m *Membership) joinLoop() {
 }
 
 // run is the event loop (K5): it applies serf's member events to the state
-// machine and advances its confirmation delays every cfg.Tick, passes user
-// events on as hints and the drain and resume queries to answerQueries;
-// other queries are logged at debug and dropped.
+// machine and advances its confirmation delays every cfg.Tick, when it
+// also reconciles the state machine with serf's member list (K15); it
+// passes user events on as hints and the drain and resume queries to
+// answerQueries; other queries are logged at debug and dropped.
 func (m *Membership) run() {
 	defer m.wg.Done()
 	t := time.NewTicker(m.cfg.Tick)
@@ -278,6 +292,10 @@ func (m *Membership) run() {
 			case serf.MemberEvent:
 				m.apply(e)
 			case serf.UserEvent:
+				if e.Name == eventForget {
+					m.forgotten(string(e.Payload))
+					break
+				}
 				m.deliverHint(e)
 			case *serf.Query:
 				if e.Name != queryDrain && e.Name != queryResume {
@@ -290,13 +308,101 @@ func (m *Membership) run() {
 					m.log.Warn("serf query dropped: too many waiting", "name", e.Name, "from", e.SourceNode())
 				}
 			}
+		case l := <-m.reconciled:
+			m.reconcile(l)
 		case <-t.C:
 			m.mu.Lock()
 			ts := m.tr.tick(m.now())
 			m.mu.Unlock()
 			m.record(ts)
+			m.gen++
+			select {
+			case m.reconcileReq <- m.gen:
+			default: // the previous list is still being read
+			}
 		}
 	}
+}
+
+// memberList is serf's member list, read after the event loop's request
+// of generation gen.
+type memberList struct {
+	gen     uint64
+	members []serf.Member
+}
+
+// reconcileLoop reads serf's member list when the event loop asks: a serf
+// call, which the event loop must not make (K5).
+func (m *Membership) reconcileLoop() {
+	defer m.wg.Done()
+	for {
+		var gen uint64
+		select {
+		case <-m.stopc:
+			return
+		case gen = <-m.reconcileReq:
+		}
+		l := memberList{gen: gen, members: m.serf.Members()}
+		select {
+		case <-m.stopc:
+			return
+		case m.reconciled <- l:
+		}
+	}
+}
+
+// reconcile applies serf's member list l to the state machine where the
+// two differ (K15). A member with an event applied since l was asked for
+// is left to its events: l may be older than that event. Serf's events
+// and its list are written under one lock, so l holds every event sent
+// before it was read.
+func (m *Membership) reconcile(l memberList) {
+	now := m.now()
+	var ts []transition
+	m.mu.Lock()
+	for _, mem := range l.members {
+		if mem.Name == m.id || m.lastEvent[mem.Name] >= l.gen {
+			continue
+		}
+		o, ok := observationOf(mem, serf.EventMemberUpdate)
+		if !ok {
+			continue
+		}
+		if cur, known := m.tr.members[mem.Name]; known && !cur.seeded && cur.status == o.status && maps.Equal(cur.node.RawTags, o.tags) {
+			continue
+		}
+		if t, ok := m.tr.observe(now, o); ok {
+			ts = append(ts, t)
+		}
+		m.log.Info("serf's member list differs from its events; following the list", "node", mem.Name, "serf_status", mem.Status.String())
+	}
+	m.mu.Unlock()
+	for id, g := range m.lastEvent {
+		if g < l.gen { // skips no later list
+			delete(m.lastEvent, id)
+		}
+	}
+	m.record(ts)
+}
+
+// observationOf turns a member of a serf event of type typ, or of serf's
+// member list, into an observation; false for a member in no status,
+// observed alive (an event's member is). A member serf marks leaving is
+// alive: memberlist still talks to it, and serf marks so a member that
+// a leave intent reached before its join intent (a stale leave of a node
+// that came back, which the node refutes); a real leave ends in
+// memberlist's, reported as left.
+func observationOf(mem serf.Member, typ serf.EventType) (observation, bool) {
+	o := observation{id: mem.Name, addr: net.JoinHostPort(mem.Addr.String(), strconv.Itoa(int(mem.Port))), tags: mem.Tags, status: serfAlive}
+	switch {
+	case typ == serf.EventMemberFailed || mem.Status == serf.StatusFailed:
+		o.status = serfFailed
+	case typ == serf.EventMemberLeave || mem.Status == serf.StatusLeft:
+		o.status = serfLeft
+	case mem.Status != serf.StatusAlive && mem.Status != serf.StatusLeaving:
+		return o, false
+	}
+	return o, true
 }
 
 // apply feeds one member event to the state machine.
@@ -305,21 +411,14 @@ func (m *Membership) apply(e serf.MemberEvent) {
 	var ts []transition
 	m.mu.Lock()
 	for _, mem := range e.Members {
+		m.lastEvent[mem.Name] = m.gen
 		if e.Type == serf.EventMemberReap {
 			if t, ok := m.tr.remove(mem.Name); ok {
 				ts = append(ts, t)
 			}
 			continue
 		}
-		o := observation{id: mem.Name, addr: net.JoinHostPort(mem.Addr.String(), strconv.Itoa(int(mem.Port))), tags: mem.Tags}
-		switch {
-		case e.Type == serf.EventMemberFailed || mem.Status == serf.StatusFailed:
-			o.status = serfFailed
-		case e.Type == serf.EventMemberLeave || mem.Status == serf.StatusLeft || mem.Status == serf.StatusLeaving:
-			o.status = serfLeft
-		default:
-			o.status = serfAlive
-		}
+		o, _ := observationOf(mem, e.Type)
 		if t, ok := m.tr.observe(now, o); ok {
 			ts = append(ts, t)
 		}

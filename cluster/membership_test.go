@@ -314,3 +314,57 @@ func TestLoadNodeID(t *testing.T) {
 		t.Fatalf("an operator's id: %q %v", id, err)
 	}
 }
+
+// TestMembership_ForgetRejoin: a member that left and was forgotten
+// (serf's force-leave with prune) and starts again on its data dir within
+// serf's memory of the forget is a member that joins: every member sees
+// it in the state it declares, and keeps seeing it so (K4, K15). serf
+// takes it back as leaving (the forget's leave intent) and turns it alive
+// on its join intent without an event; the event loop follows serf's
+// member list.
+func TestMembership_ForgetRejoin(t *testing.T) {
+	for _, variant := range []string{"left", "failed"} {
+		t.Run(variant, func(t *testing.T) { testForgetRejoin(t, variant == "left") })
+	}
+}
+
+func testForgetRejoin(t *testing.T, leave bool) {
+	a := openNode(t, "a", t.TempDir(), nil)
+	b := openNode(t, "b", t.TempDir(), func(c *Config) { c.Join = []string{a.Addr()} })
+	cdir := t.TempDir()
+	c := openNode(t, "c", cdir, func(cf *Config) { cf.Join = []string{a.Addr()} })
+	ms := []*Membership{a, b, c}
+	ids := []string{a.ID(), b.ID(), c.ID()}
+	for _, m := range ms {
+		if err := m.SetState(Active); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 20*time.Second, "three active", func() bool { return allSee(ms, ids, Active) })
+	gone := Failed
+	if leave {
+		gone = Left
+		if err := c.Leave(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Close()
+	eventually(t, 30*time.Second, "c "+gone.String()+" on a", func() bool { return view(a)[c.ID()] == gone })
+	if err := a.Forget(t.Context(), c.ID()); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "c gone from a and b", func() bool { return allSee(ms[:2], ids[:2], Active) })
+	c = openNode(t, "c again", cdir, func(cf *Config) { cf.Join = []string{a.Addr()} })
+	if err := c.SetState(Active); err != nil {
+		t.Fatal(err)
+	}
+	ms[2] = c
+	eventually(t, 20*time.Second, "c back, active, on every member", func() bool { return allSee(ms, ids, Active) })
+	// Longer than serf's prune delay (BroadcastTimeout and
+	// LeavePropagateDelay, 6 s).
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if !allSee(ms, ids, Active) {
+			t.Fatalf("the views parted: a %v, b %v, c %v", view(a), view(b), view(c))
+		}
+	}
+}

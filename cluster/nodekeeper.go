@@ -142,8 +142,13 @@ func (k *nodeKeeper) read() {
 		}
 	}
 	entries := make(map[string]NodeRecord, len(es))
+	recorded := make(map[string]bool, len(es))
 	for id, e := range es {
 		entries[id] = e.rec
+		recorded[id] = true
+	}
+	if err == nil {
+		k.m.ForgetUnrecorded(recorded)
 	}
 	k.mu.Lock()
 	k.entries = entries

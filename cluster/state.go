@@ -141,17 +141,27 @@ type tracker struct {
 	self    string
 	confirm time.Duration
 	members map[string]*member
+	// forgotten holds the members forgotten (K10) that serf still lists
+	// as left (its tombstone): reports of them are ignored until one says
+	// the member is alive again, a join.
+	forgotten map[string]bool
 	// flaps counts failures that ended within the confirmation delay.
 	flaps int
 }
 
 func newTracker(self string, confirm time.Duration) *tracker {
-	return &tracker{self: self, confirm: confirm, members: map[string]*member{}}
+	return &tracker{self: self, confirm: confirm, members: map[string]*member{}, forgotten: map[string]bool{}}
 }
 
 // observe applies one report of serf at now and returns the transition it
 // caused, if any.
 func (t *tracker) observe(now time.Time, o observation) (transition, bool) {
+	if t.forgotten[o.id] {
+		if o.status != serfAlive {
+			return transition{}, false
+		}
+		delete(t.forgotten, o.id) // it came back: a node that joins
+	}
 	tags := decodeTags(o.tags)
 	m, ok := t.members[o.id]
 	if !ok {
@@ -209,7 +219,7 @@ func (t *tracker) observe(now time.Time, o observation) (transition, bool) {
 // (K3) before it turns failed; one recorded failed or left is so at once.
 // A member this tracker knows already, and this node, are left alone.
 func (t *tracker) seed(now time.Time, o observation, st State, heard time.Time) (transition, bool) {
-	if _, ok := t.members[o.id]; ok || o.id == t.self {
+	if _, ok := t.members[o.id]; ok || o.id == t.self || t.forgotten[o.id] {
 		return transition{}, false
 	}
 	m := &member{seeded: true, node: Node{ID: o.id, Addr: o.addr, Tags: decodeTags(o.tags), RawTags: maps.Clone(o.tags),
@@ -248,8 +258,25 @@ func (t *tracker) tick(now time.Time) []transition {
 // remove forgets a member serf reaped (after its reconnect or tombstone
 // timeout).
 func (t *tracker) remove(id string) (transition, bool) {
+	delete(t.forgotten, id) // serf reports it no more
 	m, ok := t.members[id]
 	if !ok || id == t.self {
+		return transition{}, false
+	}
+	delete(t.members, id)
+	return transition{id: id, from: m.node.State, to: m.node.State, removed: true}, true
+}
+
+// forget drops member id, forgotten (K10), unless serf reports it alive
+// (it came back): serf keeps it as left for its tombstone timeout, and
+// those reports are ignored until one says it is alive again.
+func (t *tracker) forget(id string) (transition, bool) {
+	if m, ok := t.members[id]; id == t.self || ok && m.status == serfAlive && !m.seeded {
+		return transition{}, false
+	}
+	m, ok := t.members[id]
+	t.forgotten[id] = true
+	if !ok {
 		return transition{}, false
 	}
 	delete(t.members, id)

@@ -175,3 +175,46 @@ func TestParseState(t *testing.T) {
 		t.Error("dead parsed")
 	}
 }
+
+// TestTracker_Forget checks a forgotten member (K10): an alive one is not
+// forgotten; a left one is dropped, serf's later reports of it as left or
+// failed (its tombstone) are ignored, the node list does not seed it
+// back, and a report of it alive is a join; serf's reap ends the memory.
+func TestTracker_Forget(t *testing.T) {
+	clk := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	tr := newTracker("self", 30*time.Second)
+	tr.observe(clk.now(), alive("a", "active"))
+	if _, ok := tr.forget("a"); ok || len(tr.nodes(clk.now())) != 1 {
+		t.Fatal("an alive member was forgotten")
+	}
+	if _, ok := tr.forget("self"); ok {
+		t.Fatal("the tracker forgot itself")
+	}
+	left := alive("a", "active")
+	left.status = serfLeft
+	tr.observe(clk.advance(time.Second), left)
+	if tn, ok := tr.forget("a"); !ok || !tn.removed || len(tr.nodes(clk.now())) != 0 {
+		t.Fatalf("forget of a left member: %+v %v %v", tn, ok, tr.nodes(clk.now()))
+	}
+	for _, o := range []observation{left, failed("a")} {
+		if tn, ok := tr.observe(clk.advance(time.Second), o); ok {
+			t.Errorf("a report of the forgotten member: %+v", tn)
+		}
+	}
+	if _, ok := tr.seed(clk.now(), alive("a", "active"), Active, clk.now()); ok {
+		t.Error("the forgotten member was seeded")
+	}
+	if len(tr.nodes(clk.now())) != 0 {
+		t.Fatalf("the forgotten member is back: %v", tr.nodes(clk.now()))
+	}
+	tn, ok := tr.observe(clk.advance(time.Second), alive("a", "joining"))
+	if !ok || !tn.first || tn.to != Joining {
+		t.Fatalf("the forgotten member joins again: %+v %v", tn, ok)
+	}
+	tr.observe(clk.advance(time.Second), left)
+	tr.forget("a")
+	tr.remove("a") // serf reaped it
+	if _, ok := tr.observe(clk.advance(time.Second), left); !ok {
+		t.Error("after serf's reap the member is not forgotten any more")
+	}
+}

@@ -124,6 +124,15 @@ func TestAdmin_ConnectionsAdaptersRunsTagsRollbackGC(t *testing.T) {
 	}
 	f.must(204, "DELETE", "/v1/datasets/products/tags/latest", "")
 	f.must(404, "DELETE", "/v1/datasets/products/tags/latest", "").problem(t)
+	// Digits (and signs) alone are a version number: a tag named so
+	// would make diff?from=1 ambiguous. A tag with a letter is fine.
+	for _, tag := range []string{"1", "007", "2026-01", "-1"} {
+		if p := f.must(400, "PUT", "/v1/datasets/products/tags/"+tag, "").problem(t); p.Field != "tag" {
+			t.Fatalf("tag %s: %+v", tag, p)
+		}
+	}
+	f.must(200, "PUT", "/v1/datasets/products/tags/v2026-01", fmt.Sprintf(`{"version":%d}`, v1))
+	f.must(200, "GET", fmt.Sprintf("/v1/datasets/products/diff?from=v2026-01&to=%d&stats_only=true", v2), "")
 	p = f.must(400, "POST", "/v1/datasets/products/rollback", `{}`).problem(t)
 	if p.Field != "body.version" {
 		t.Fatalf("rollback without version: %+v", p)

@@ -19,8 +19,8 @@ import (
 const MaxBodyBytes = 1 << 20
 
 // decodeBody decodes a JSON request body strictly into v: unknown fields,
-// trailing data, a wrong type or an empty required body are 400 problems
-// naming the field.
+// trailing data, a wrong type, a key given twice in one object or an empty
+// required body are 400 problems naming the field.
 func decodeBody(c echo.Context, v any, required bool) error {
 	data, err := io.ReadAll(c.Request().Body)
 	if err != nil {
@@ -35,6 +35,11 @@ func decodeBody(c echo.Context, v any, required bool) error {
 			return badField("body", "a JSON body is required")
 		}
 		return nil
+	}
+	if path := duplicateKey(data); path != "" {
+		// encoding/json keeps the last of repeated keys: a name or a
+		// password given twice would be resolved silently.
+		return withField(badJSON("key %s is given more than once in its object; give each key once", path), path)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -63,6 +68,62 @@ func decodeBody(c echo.Context, v any, required bool) error {
 		return badJSON("trailing data after the JSON value")
 	}
 	return nil
+}
+
+// duplicateKey returns the path ("body.options.password", array elements
+// by index: "body.key_columns.0") of the first key that an object of the
+// JSON text data holds twice, at any depth, else "". It walks the tokens
+// once (bodies are at most MaxBodyBytes); text that does not parse is left
+// to the decoder, which words the error, and so is nesting deeper than
+// encoding/json's own limit (10000), which it refuses.
+func duplicateKey(data []byte) string {
+	const maxDepth = 10000
+	dec := json.NewDecoder(bytes.NewReader(data))
+	path := []string{"body"}
+	var walk func() (string, error)
+	walk = func() (string, error) {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", err
+		}
+		if len(path) > maxDepth {
+			return "", errors.New("too deep")
+		}
+		switch tok {
+		case json.Delim('{'):
+			seen := map[string]bool{}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return "", err
+				}
+				k, _ := kt.(string)
+				path = append(path, k)
+				if seen[k] {
+					return strings.Join(path, "."), nil
+				}
+				seen[k] = true
+				if dup, err := walk(); dup != "" || err != nil {
+					return dup, err
+				}
+				path = path[:len(path)-1]
+			}
+		case json.Delim('['):
+			for i := 0; dec.More(); i++ {
+				path = append(path, strconv.Itoa(i))
+				if dup, err := walk(); dup != "" || err != nil {
+					return dup, err
+				}
+				path = path[:len(path)-1]
+			}
+		default:
+			return "", nil
+		}
+		_, err = dec.Token() // the closing delimiter
+		return "", err
+	}
+	dup, _ := walk()
+	return dup
 }
 
 // limitBody caps request bodies at MaxBodyBytes; reading more fails with

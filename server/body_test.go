@@ -44,3 +44,47 @@ func TestBody_CharsetAndEncodingRefused(t *testing.T) {
 	f.wantProblem(415, "unsupported_media_type", "", "POST", "/v1/connections", body, "Content-Encoding", "gzip")
 	f.must(201, "POST", "/v1/connections", body, "Content-Type", "application/json; charset=UTF-8")
 }
+
+// TestBody_DuplicateKeyRefused: a key given twice in one object, at any
+// depth, is 400 bad_json naming its path, and nothing is created: encoding/json
+// alone would keep the last value (a connection "y" for a POST of "x").
+func TestBody_DuplicateKeyRefused(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	for _, c := range []struct{ method, path, body, field string }{
+		{"POST", "/v1/connections", `{"name":"x","type":"mysql","name":"y","options":{"host":"h"}}`, "body.name"},
+		{"POST", "/v1/connections", `{"name":"x","type":"mysql","options":{"host":"h","password":"a","password":"b"}}`, "body.options.password"},
+		{"PUT", "/v1/adapters/a1", `{"connection":"shop","resource":"notes","retention":{"ttl":"1h","ttl":"2h"}}`, "body.retention.ttl"},
+		{"POST", "/v1/datasets/products/rollback", `{"version":1,"version":2}`, "body.version"},
+	} {
+		p := f.wantProblem(400, "bad_json", c.field, c.method, c.path, c.body)
+		if !strings.Contains(p.Detail, "more than once") {
+			t.Errorf("%s: detail %q", c.body, p.Detail)
+		}
+	}
+	f.must(404, "GET", "/v1/connections/y", "")
+	f.must(404, "GET", "/v1/connections/x", "")
+	f.must(404, "GET", "/v1/adapters/a1", "")
+	// The same key in sibling objects is no repeat.
+	f.must(201, "PUT", "/v1/adapters/a1", `{"connection":"shop","resource":"notes","retention":{"ttl":"1h"},"guard":{"max_shrink":0.5}}`)
+}
+
+// TestBody_DuplicateKeyPaths: duplicateKey finds a repeat at any depth,
+// inside arrays too, and none in sibling objects or in text that does not
+// parse (left to the decoder).
+func TestBody_DuplicateKeyPaths(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"a":1,"b":2}`:             "",
+		`{"a":{"x":1},"b":{"x":1}}`: "",
+		`[{"a":1},{"a":1}]`:         "",
+		`{"a":1,"a":1}`:             "body.a",
+		`{"x":[{"a":1},{"a":1,"b":[1,{"c":1,"c":2}]}]}`: "body.x.1.b.1.c",
+		`{"a":{"b":{"c":1}},"a":2}`:                     "body.a",
+		`{"a":1,"a"`:                                    "body.a",
+		`{"a":1,`:                                       "",
+		strings.Repeat("[", 20000):                      "",
+	} {
+		if got := duplicateKey([]byte(body)); got != want {
+			t.Errorf("%.40s: %q, want %q", body, got, want)
+		}
+	}
+}

@@ -125,8 +125,12 @@ var (
 	// ErrClusterCredential: a cluster route called without a valid
 	// cluster credential.
 	ErrClusterCredential = errors.New("server: bad cluster credential")
-	// ErrKeyring: a keyring operation that some nodes refused.
+	// ErrKeyring: a keyring operation that some nodes refused; the
+	// problem's messages hold each one's answer (withMessages).
 	ErrKeyring = errors.New("server: gossip keyring operation failed")
+	// ErrGossipNotEncrypted: a keyring operation on a cluster whose gossip
+	// is not encrypted: there is no keyring to list or change.
+	ErrGossipNotEncrypted = errors.New("server: gossip encryption is not enabled")
 )
 
 // errNotClustered refuses the cluster routes on a node that runs alone.
@@ -283,7 +287,7 @@ func (s *Server) listKeys(c echo.Context) error {
 	}
 	rep, err := cl.Keys(c.Request().Context())
 	if err != nil {
-		return err
+		return withMessages(err, rep.Messages)
 	}
 	return c.JSON(http.StatusOK, rep)
 }
@@ -310,7 +314,7 @@ func (s *Server) keyOp(c echo.Context) error {
 	}
 	rep, err := cl.KeyOp(c.Request().Context(), op, in.Key)
 	if err != nil {
-		return err
+		return withMessages(err, rep.Messages)
 	}
 	s.log.Info("gossip keyring changed", "op", op, tokenAttr(c.Get("token")))
 	return c.JSON(http.StatusOK, rep)

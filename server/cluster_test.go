@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -21,6 +22,10 @@ type staticCluster struct {
 	mu    sync.Mutex
 	nodes []ClusterNode
 	calls []string
+	// keyErr, when set, is the error of every keyring operation, with
+	// keyMsgs as the nodes' answers.
+	keyErr  error
+	keyMsgs map[string]string
 }
 
 func (c *staticCluster) Nodes() []ClusterNode {
@@ -75,6 +80,9 @@ func (c *staticCluster) Owns(name string) bool {
 
 func (c *staticCluster) Keys(ctx context.Context) (KeyringReport, error) {
 	n := len(c.Nodes())
+	if c.keyErr != nil {
+		return KeyringReport{Nodes: n, Responses: n, Errors: len(c.keyMsgs), Messages: c.keyMsgs}, c.keyErr
+	}
 	return KeyringReport{Nodes: n, Responses: n, Keys: map[string]int{"0011223344556677": n}, Primary: map[string]int{"0011223344556677": n}}, nil
 }
 
@@ -262,5 +270,35 @@ func TestConsole_ClusterPage(t *testing.T) {
 		`data-node="node-x"`, "not a member", `data-dataset="items"`, `hx-trigger="every 5s"`)
 	if strings.Index(page, `data-node="node-x"`) < strings.Index(page, `data-node="node-c"`) {
 		t.Error("a node that is no member is listed before the members")
+	}
+}
+
+// TestClusterKeyringProblems checks the answers of a keyring operation
+// that fails: 409 gossip_not_encrypted on a cluster without a gossip key,
+// and 502 keyring_failed with each failed node's answer in the problem's
+// messages.
+func TestClusterKeyringProblems(t *testing.T) {
+	key := `{"key":"c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LTEyMzQ="}`
+	cl := testCluster()
+	cl.keyErr = fmt.Errorf("%w: no keyring", ErrGossipNotEncrypted)
+	f := newFixture(t, fixtureOpts{cluster: cl})
+	f.wantProblem(http.StatusConflict, "gossip_not_encrypted", "", "GET", "/v1/cluster/keys", "")
+	if p := f.wantProblem(http.StatusConflict, "gossip_not_encrypted", "", "POST", "/v1/cluster/keys/install", key); p.Messages != nil {
+		t.Errorf("gossip_not_encrypted with messages %v", p.Messages)
+	}
+
+	cl = testCluster()
+	cl.keyErr = fmt.Errorf("%w: 2 of 3 nodes failed", ErrKeyring)
+	cl.keyMsgs = map[string]string{"b": "Key not found", "c": "Removing the primary key is not allowed"}
+	f = newFixture(t, fixtureOpts{cluster: cl})
+	for _, path := range []string{"/v1/cluster/keys", "/v1/cluster/keys/remove"} {
+		method, body := "GET", ""
+		if path != "/v1/cluster/keys" {
+			method, body = "POST", key
+		}
+		p := f.wantProblem(http.StatusBadGateway, "keyring_failed", "", method, path, body)
+		if !maps.Equal(p.Messages, cl.keyMsgs) {
+			t.Errorf("%s %s: messages %v, want %v", method, path, p.Messages, cl.keyMsgs)
+		}
 	}
 }

@@ -90,11 +90,11 @@ func (s *Server) diffRange(ctx context.Context, q url.Values, ds string) (from, 
 	return from, to, nil
 }
 
-// versionOrTag reads a diff bound: a version number when v is an integer
-// (so a tag named "3" cannot be given here), else the name of a tag of ds,
-// resolved to its version (404 tag_not_found naming field).
+// versionOrTag reads a diff bound: a version number when v is digits and
+// signs alone (no tag is named so: snapshot.ValidTagName), else the name
+// of a tag of ds, resolved to its version (404 tag_not_found naming field).
 func (s *Server) versionOrTag(ctx context.Context, ds, field, v string) (int64, error) {
-	if _, err := strconv.ParseInt(v, 10, 64); err == nil || strings.TrimLeft(v, "+-0123456789") == "" {
+	if strings.TrimLeft(v, "+-0123456789") == "" {
 		return parseVersion(field, v)
 	}
 	r, err := s.db.Reader(ctx, ds, snapshot.At{Tag: v})

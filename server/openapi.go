@@ -34,7 +34,8 @@ type apiOp struct {
 	op     *openapi3.Operation
 	role   Role
 	quick  *quickCheck // nil: every request goes to kin-openapi (validate.go)
-	// query holds the documented query parameter names (checkQuery).
+	// query holds the documented query parameter names, each with whether
+	// it may repeat (queryNames, checkQuery).
 	query map[string]bool
 }
 

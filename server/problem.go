@@ -29,6 +29,10 @@ type Problem struct {
 	Instance string `json:"instance,omitempty"`
 	Code     string `json:"code"`
 	Field    string `json:"field,omitempty"`
+	// Messages holds, for an operation that went to several cluster nodes
+	// (a gossip keyring change), the answer of each node that failed, by
+	// node id.
+	Messages map[string]string `json:"messages,omitempty"`
 }
 
 // problemTypeBase prefixes Problem.Type; the fragment is the code, documented
@@ -64,6 +68,26 @@ func withField(err error, field string) error {
 		return err
 	}
 	return &fieldError{field: field, err: err}
+}
+
+// nodeMessages attaches to err the answer of each cluster node that
+// failed it (Problem.Messages).
+type nodeMessages struct {
+	msgs map[string]string
+	err  error
+}
+
+func (e *nodeMessages) Error() string { return e.err.Error() }
+
+func (e *nodeMessages) Unwrap() error { return e.err }
+
+// withMessages attaches msgs, node id to message, to err; none attaches
+// nothing.
+func withMessages(err error, msgs map[string]string) error {
+	if err == nil || len(msgs) == 0 {
+		return err
+	}
+	return &nodeMessages{msgs: msgs, err: err}
 }
 
 // Refusals of this package's own checks; each refusal error matches one.
@@ -124,6 +148,7 @@ var sentinels = []sentinel{
 	{ErrNodeNotAlive, http.StatusConflict, "node_not_alive", "id"},
 	{ErrClusterCredential, http.StatusUnauthorized, "unauthorized", ""},
 	{ErrNoGossipKeyCredential, http.StatusUnauthorized, "unauthorized", ""},
+	{ErrGossipNotEncrypted, http.StatusConflict, "gossip_not_encrypted", ""},
 	{ErrKeyring, http.StatusBadGateway, "keyring_failed", ""},
 	// snapshot
 	{snapshot.ErrDatasetNotFound, http.StatusNotFound, "dataset_not_found", ""},
@@ -233,6 +258,10 @@ func problemFor(err error) Problem {
 			p.Field = oe.Key
 		default:
 			p.Field = s.field
+		}
+		var nm *nodeMessages
+		if errors.As(err, &nm) {
+			p.Messages = nm.msgs
 		}
 		return p
 	}

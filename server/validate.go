@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -33,13 +34,15 @@ import (
 //	    defaults or schema keywords the check does not know.
 
 // queryNames returns the names of the query parameters documented for op
-// (path item and operation), the only ones a request of op may carry.
+// (path item and operation), the only ones a request of op may carry, each
+// with whether it may be given more than once: only an array parameter
+// (the key columns of a scan bound, one value per column) may.
 func queryNames(item *openapi3.PathItem, op *openapi3.Operation) map[string]bool {
 	names := map[string]bool{}
 	for _, params := range []openapi3.Parameters{item.Parameters, op.Parameters} {
 		for _, ref := range params {
-			if ref.Value != nil && ref.Value.In == openapi3.ParameterInQuery {
-				names[ref.Value.Name] = true
+			if p := ref.Value; p != nil && p.In == openapi3.ParameterInQuery {
+				names[p.Name] = p.Schema != nil && p.Schema.Value != nil && p.Schema.Value.Type.Is(openapi3.TypeArray)
 			}
 		}
 	}
@@ -47,12 +50,17 @@ func queryNames(item *openapi3.PathItem, op *openapi3.Operation) map[string]bool
 }
 
 // checkQuery refuses a query string that url.ParseQuery does not parse
-// whole (a ";" separator, a bad escape), and any parameter the operation
-// does not document. Both are 400 bad_request: echo and net/url drop what
-// they cannot parse, so without this `?version=3;` or `?dry_run=true%zz`
-// would run the request without the parameter (the current version, a real
-// GC). It walks the string as ParseQuery does, without building the map.
+// whole (a ";" separator, a bad escape), any parameter the operation does
+// not document (allowed, from queryNames), and a parameter given more than
+// once that is not an array. All are 400 bad_request: echo and net/url drop
+// what they cannot parse and read the first of repeated values, so without
+// this `?version=3;`, `?dry_run=true%zz` or `?dry_run=false&dry_run=true`
+// would run the request with another value than the one last given (the
+// current version, a real GC). It walks the string as ParseQuery does,
+// without building the map.
 func checkQuery(raw string, allowed map[string]bool) error {
+	var seen [8]string // the names seen so far; few operations have more
+	given := seen[:0]
 	for raw != "" {
 		var pair string
 		pair, raw, _ = strings.Cut(raw, "&")
@@ -75,8 +83,15 @@ func checkQuery(raw string, allowed map[string]bool) error {
 				return badField(key, "the query string does not parse: value %q: %v", value, err)
 			}
 		}
-		if !allowed[key] {
+		repeatable, ok := allowed[key]
+		if !ok {
 			return badField(key, "unknown query parameter %q", key)
+		}
+		if !repeatable {
+			if slices.Contains(given, key) {
+				return badField(key, "query parameter %q is given more than once; give it once", key)
+			}
+			given = append(given, key)
 		}
 	}
 	return nil

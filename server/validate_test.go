@@ -204,3 +204,54 @@ func TestQuery_UnknownParameterRefused(t *testing.T) {
 	f.must(200, "GET", "/v1/datasets/products/rows?limit=2&columns=id&start=1", "")
 	f.must(200, "GET", "/v1/datasets/products/rows?&limit=2&", "") // empty pairs are skipped, as ParseQuery does
 }
+
+// TestQuery_RepeatedParameterRefused: every query parameter of every
+// operation given twice is a 400 bad_request naming it, before any handler
+// runs, but for the array parameters (a scan bound's key columns), which
+// repeat by design.
+func TestQuery_RepeatedParameterRefused(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	n := 0
+	for k, op := range f.srv.api.ops {
+		path := pathParamRE.ReplaceAllString(op.path, "x")
+		for name, repeatable := range op.query {
+			raw := name + "=1&" + name + "=2"
+			if repeatable {
+				if err := checkQuery(raw, op.query); err != nil {
+					t.Errorf("%s ?%s: an array parameter refused: %v", k, raw, err)
+				}
+				continue
+			}
+			n++
+			p := f.wantProblem(400, "bad_request", name, op.method, path+"?"+raw, "")
+			if !strings.Contains(p.Detail, "more than once") {
+				t.Errorf("%s ?%s: detail %q", k, raw, p.Detail)
+			}
+		}
+	}
+	if n < 15 {
+		t.Fatalf("only %d parameters checked; the walk of the document is broken", n)
+	}
+}
+
+// TestQuery_RepeatedParameterNeverResolved: a repeated dry_run never runs a
+// real GC, a repeated version never reads one of the two.
+func TestQuery_RepeatedParameterNeverResolved(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.must(201, "POST", "/v1/adapters", `{"name":"short","connection":"shop","resource":"notes","dataset":"short","retention":{"ttl":"1ns","min_versions":1}}`)
+	v1 := strconv.FormatInt(f.run("short"), 10)
+	f.exec(`UPDATE notes SET v = 'two'`)
+	v2 := strconv.FormatInt(f.run("short"), 10)
+	f.wantProblem(400, "bad_request", "dry_run", "POST", "/v1/datasets/short/gc?dry_run=false&dry_run=true", "")
+	f.wantProblem(400, "bad_request", "dry_run", "POST", "/v1/datasets/short/gc?dry_run=true&dry_run=true", "")
+	f.wantProblem(400, "bad_request", "version", "GET", "/v1/datasets/short/rows/plain?version="+v1+"&version="+v2, "")
+	f.wantProblem(400, "bad_request", "limit", "GET", "/v1/datasets/short/rows?limit=1&columns=v&limit=2", "")
+	var vs struct {
+		Versions []struct{ Version int64 } `json:"versions"`
+	}
+	f.must(200, "GET", "/v1/datasets/short/versions", "").json(t, &vs)
+	if len(vs.Versions) != 2 {
+		t.Fatalf("a refused GC collected: versions %+v", vs.Versions)
+	}
+	f.must(200, "GET", "/v1/datasets/short/rows?start=a&end=z&limit=2", "")
+}

@@ -148,7 +148,7 @@ func TestTags_EscapedName(t *testing.T) {
 	p := f.must(400, "PUT", "/v1/datasets/products/tags/bad%20name", "").problem(t)
 	// A refusal by the document's pattern says what the value should be,
 	// not the regular expression.
-	if p.Field != "tag" || !strings.Contains(p.Detail, `want 1 to 200 letters, digits and _.:@-; got "bad name"`) {
+	if p.Field != "tag" || !strings.Contains(p.Detail, `want 1 to 200 letters, digits and _.:@-, at least one of them a letter or one of _.:@ (digits and - alone read as a version number); got "bad name"`) {
 		t.Errorf("bad tag name: %+v", p)
 	}
 	p = f.must(400, "POST", "/v1/adapters", `{"name":"a1","connection":"shop","resource":"products","retention":{"ttl":"soon"}}`).problem(t)

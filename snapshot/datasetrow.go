@@ -170,6 +170,10 @@ func (db *DB) writeRow(ctx context.Context, ds *dataset, change func(st *rowStat
 	ds.mu.Unlock()
 	nonce := fmt.Sprintf("%s#%d", db.owner, db.writes.Add(1))
 	fresh := false // base was read from the store in this call
+	// The writes that did not land: refused because the row had changed
+	// (conflicts), or failed (failed, the last error lastErr).
+	var conflicts, failed int
+	var lastErr error
 	for attempt := 0; ; attempt++ {
 		next := base.clone()
 		err := change(&next)
@@ -215,8 +219,13 @@ func (db *DB) writeRow(ctx context.Context, ds *dataset, change func(st *rowStat
 		if werr != nil && !retryable(werr) {
 			return base, fmt.Errorf("snapshot: writing the metadata of %s: %w", ds.name, werr)
 		}
+		if werr != nil {
+			failed, lastErr = failed+1, werr
+		} else {
+			conflicts++
+		}
 		if attempt >= maxRowConflicts {
-			return base, fmt.Errorf("snapshot: writing the metadata of %s: %d conflicting writes by other processes", ds.name, attempt)
+			return base, rowWriteGaveUp(ds.name, conflicts, failed, lastErr)
 		}
 		// Learn what the row holds now.
 		now, nowRaw, err := db.rereadRow(ctx, ds)
@@ -233,6 +242,21 @@ func (db *DB) writeRow(ctx context.Context, ds *dataset, change func(st *rowStat
 		}
 		base, raw, fresh = now, nowRaw, true
 	}
+}
+
+// rowWriteGaveUp is writeRow's error once it stops trying: it says how
+// many writes the row refused because it had changed since it was read
+// (by another process, or by an earlier write of this one that landed
+// late) and how many failed, wrapping the last failure so that its kind
+// (store.ErrUnavailable) stays visible.
+func rowWriteGaveUp(name string, conflicts, failed int, lastErr error) error {
+	switch {
+	case failed == 0:
+		return fmt.Errorf("snapshot: writing the metadata of %s: gave up after %d writes refused because the row had changed since it was read (a write of another process, or a late write of this one)", name, conflicts)
+	case conflicts == 0:
+		return fmt.Errorf("snapshot: writing the metadata of %s: gave up after %d failed writes: %w", name, failed, lastErr)
+	}
+	return fmt.Errorf("snapshot: writing the metadata of %s: gave up after %d failed writes and %d refused because the row had changed since it was read; the last failure: %w", name, failed, conflicts, lastErr)
 }
 
 // retryable reports whether a failed store call may have been applied

@@ -454,3 +454,38 @@ func TestFaultPausedWriterFenced(t *testing.T) {
 }
 
 var _ = slices.Equal[[]int]
+
+// TestRowWriteFailuresWordedTruly: when every metadata write fails while
+// reads answer (a gateway that serves reads of a broken region server's
+// neighbours, or the first calls on new connections), writeRow gives up
+// saying its writes failed, wrapping the store's error, and never blames
+// other processes, of which there are none.
+func TestRowWriteFailuresWordedTruly(t *testing.T) {
+	h := newFaultHarness(t, 1)
+	v := h.run("d", srcA)
+	h.decide(func(c storetest.Call) storetest.Fault {
+		if c.Op == storetest.OpCheckAndMutate {
+			return storetest.Fail
+		}
+		return storetest.NoFault
+	})
+	err := h.db.Tag(h.ctx, "d", "x", v.Version)
+	if err == nil || hasText(err, "other process") || !hasText(err, "failed writes") || !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("tag on a store whose writes fail: %v", err)
+	}
+	t.Log(err)
+}
+
+// TestSlotLostText: a lost slot that nobody holds is said so, not as the
+// slot of an empty name.
+func TestSlotLostText(t *testing.T) {
+	h := newFaultHarness(t, 1)
+	err := h.db.holdsSlot(&rowState{Slot: writerSlot{Epoch: 5}}, 5)
+	if !errors.Is(err, ErrSlotLost) || hasText(err, "'s") || !hasText(err, "free") {
+		t.Fatalf("free slot: %v", err)
+	}
+	err = h.db.holdsSlot(&rowState{Slot: writerSlot{Owner: "w2", Epoch: 6}}, 5)
+	if !errors.Is(err, ErrSlotLost) || !hasText(err, "writer w2's at epoch 6") {
+		t.Fatalf("slot of another writer: %v", err)
+	}
+}

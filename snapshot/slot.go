@@ -142,10 +142,13 @@ func (db *DB) slotTakable(ds *dataset, now time.Time) bool {
 // holdsSlot returns ErrSlotLost unless st's slot is this DB's, taken at
 // epoch (W3).
 func (db *DB) holdsSlot(st *rowState, epoch int64) error {
-	if st.Slot.Owner != db.owner || st.Slot.Epoch != epoch || epoch == 0 {
-		return fmt.Errorf("%w: epoch %d, the slot is %s's at epoch %d", ErrSlotLost, epoch, st.Slot.Owner, st.Slot.Epoch)
+	if st.Slot.Owner == db.owner && st.Slot.Epoch == epoch && epoch != 0 {
+		return nil
 	}
-	return nil
+	if st.Slot.Owner == "" {
+		return fmt.Errorf("%w: taken at epoch %d, the slot is free at epoch %d (released or taken over since)", ErrSlotLost, epoch, st.Slot.Epoch)
+	}
+	return fmt.Errorf("%w: taken at epoch %d, the slot is writer %s's at epoch %d", ErrSlotLost, epoch, st.Slot.Owner, st.Slot.Epoch)
 }
 
 // releaseSlot frees st's slot (the epoch stays).

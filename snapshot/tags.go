@@ -3,14 +3,29 @@ package snapshot
 import (
 	"context"
 	"fmt"
+	"strings"
 )
+
+// ValidTagName checks a tag name: a name (validName) with at least one
+// letter or one of "_.:@", so that wherever a version number or a tag may
+// be given (a diff's from and to) a value of digits and signs always means
+// a version ("3", "-1"). ErrInvalidArgument.
+func ValidTagName(tag string) error {
+	if err := validName("tag", tag); err != nil {
+		return err
+	}
+	if strings.Trim(tag, "0123456789-") == "" {
+		return fmt.Errorf("%w: tag name %q has only digits and \"-\", which would read as a version number; give it a letter or one of _.:@", ErrInvalidArgument, tag)
+	}
+	return nil
+}
 
 // Tag names a kept version; tagged versions are exempt from GC (G1).
 // Re-tagging moves the tag. One write of the row (D9), made only while
 // the version is kept there: a tag never names a version GC expired.
-// ErrVersionNotKept; ErrInvalidArgument for a bad tag name (validName).
+// ErrVersionNotKept; ErrInvalidArgument for a bad tag name (ValidTagName).
 func (db *DB) Tag(ctx context.Context, dataset, tag string, version int64) error {
-	if err := validName("tag", tag); err != nil {
+	if err := ValidTagName(tag); err != nil {
 		return err
 	}
 	ds, err := db.lookupWritable(ctx, dataset)

@@ -406,10 +406,14 @@ func (v clusterView) KeyOp(ctx context.Context, op, key string) (server.KeyringR
 	return keyringReport(rep), nil
 }
 
-// keyringError marks a keyring operation's error as server.ErrKeyring.
+// keyringError marks a keyring operation's error: server.ErrGossipNotEncrypted
+// on a cluster without a gossip key, server.ErrKeyring otherwise.
 func keyringError(err error) error {
-	if err == nil {
+	switch {
+	case err == nil:
 		return nil
+	case errors.Is(err, cluster.ErrNotEncrypted):
+		return fmt.Errorf("%w: %w", server.ErrGossipNotEncrypted, err)
 	}
 	return fmt.Errorf("%w: %w", server.ErrKeyring, err)
 }

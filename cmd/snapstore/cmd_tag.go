@@ -13,7 +13,9 @@ import (
 const tagHelp = `Name a kept version of a dataset: the current one, or --version N. A tagged
 version is kept by GC whatever the retention, and can be read with
 --tag TAG (get, scan, datasets show) and diffed with --from TAG. Tagging
-again moves the tag. A tag name has 1 to 200 letters, digits and _.:@-.`
+again moves the tag. A tag name has 1 to 200 letters, digits and _.:@-,
+at least one of them a letter or one of _.:@ (digits and - alone read as
+a version number).`
 
 // cmdTag is `snapstore tag DATASET TAG`.
 func cmdTag(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -379,10 +379,11 @@ func (c *Config) checkServe() ([]server.Token, []error) {
 	seen := map[string]int{}
 	for i, t := range c.Auth.Tokens {
 		key := fmt.Sprintf("auth.tokens[%d].token", i)
-		role, err := server.ParseRole(t.Role)
-		if err != nil || t.Token == "" {
+		if t.Token == "" {
 			continue // Validate named it
 		}
+		// Every problem of the entry at once: the token is resolved and
+		// compared even when Validate refused its role or name.
 		tok, err := resolveSecret(t.Token)
 		if err != nil {
 			errs = append(errs, c.keyError(key, err.Error()))
@@ -393,7 +394,9 @@ func (c *Config) checkServe() ([]server.Token, []error) {
 			continue
 		}
 		seen[tok] = i
-		out = append(out, server.Token{Name: t.Name, Token: tok, Role: role})
+		if role, err := server.ParseRole(t.Role); err == nil {
+			out = append(out, server.Token{Name: t.Name, Token: tok, Role: role})
+		}
 	}
 	if len(c.Auth.Tokens) == 0 {
 		if _, _, err := net.SplitHostPort(c.Listen); err == nil {

@@ -179,8 +179,8 @@ func TestServe_BadConfigTokensAndListenWithTheRest(t *testing.T) {
 	if code != 2 {
 		t.Errorf("exit %d, want 2", code)
 	}
-	// Tokens: a missing variable, an unreadable file, a repeated token and
-	// a bad role, beside an unknown key.
+	// Tokens: a missing variable, an unreadable file, a repeated token, a
+	// bad role, entries with two problems each, beside an unknown key.
 	t.Setenv("SNAPSTORE_UNIT_TOKEN_A", "same-token-text")
 	p = writeFile(t, "tokens.yaml", `listen: 0.0.0.0:8080
 auth:
@@ -190,6 +190,8 @@ auth:
     - {name: c, token: "env:SNAPSTORE_UNIT_TOKEN_A", role: reader}
     - {name: d, token: same-token-text, role: reader}
     - {name: e, token: x, role: root}
+    - {name: f, token: "env:SNAPSTORE_UNIT_TOKEN_F_NOT_SET", role: superuser}
+    - {token: "env:SNAPSTORE_UNIT_TOKEN_G_NOT_SET", role: reader}
 storag: pebble
 `)
 	code, _, msg = cli(t, "serve", "--config", p, "--data", data)
@@ -198,7 +200,12 @@ storag: pebble
 		"config key auth.tokens[1].token (line 5): reading the token file",
 		"config key auth.tokens[3].token (line 7): the same token as auth.tokens[2]",
 		"config key auth.tokens[4].role (line 8)",
-		"config key storag (line 9): unknown key",
+		// Every problem of one entry at once.
+		"config key auth.tokens[5].role (line 9)",
+		"config key auth.tokens[5].token (line 9): environment variable SNAPSTORE_UNIT_TOKEN_F_NOT_SET is not set",
+		"config key auth.tokens[6].name (line 10)",
+		"config key auth.tokens[6].token (line 10): environment variable SNAPSTORE_UNIT_TOKEN_G_NOT_SET is not set",
+		"config key storag (line 11): unknown key",
 	} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, msg)

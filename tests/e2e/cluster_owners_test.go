@@ -224,6 +224,15 @@ func TestClusterOwners(t *testing.T) {
 		t.Error("node 2 never moved a run on from a read-only node")
 	}
 	nodes[0].mustCall(t, http.StatusNoContent, "DELETE", "/v1/adapters/rr", nil)
+	// Every node forgets rr before the join, whose moves are counted below.
+	poll(t, 10*time.Second, "every node forgets rr", func() bool {
+		for _, p := range nodes {
+			if r, _ := p.call("GET", "/v1/adapters/rr", nil); r.status != http.StatusNotFound {
+				return false
+			}
+		}
+		return true
+	})
 
 	// A fourth node: only the adapters it wins move, to it.
 	movesBefore := make([]float64, 3)

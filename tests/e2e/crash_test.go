@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -130,6 +131,14 @@ func TestKillMidRun(t *testing.T) {
 	}
 	if rec.Error == "" || rec.EndedAt == "" || rec.Version != 0 {
 		t.Errorf("killed run %s: error %q ended_at %q version %d: want an error, an end and no version", rec.ID, rec.Error, rec.EndedAt, rec.Version)
+	}
+	// The record says how far the run got (saved when it got its
+	// transaction and at each phase change) and which transaction the
+	// restart invalidated.
+	if rec.TxnID == 0 || rec.TxnID != killed.TxnID || rec.RowsEstimated == 0 || len(rec.Phases) < 2 || rec.Phases[1].Name != "read" ||
+		!strings.Contains(rec.Error, fmt.Sprintf("transaction %d", killed.TxnID)) {
+		t.Errorf("killed run %s after restart: txn %d (killed in %d), rows_estimated %d, phases %+v, error %q: want the txn, the estimate, the read phase",
+			rec.ID, rec.TxnID, killed.TxnID, rec.RowsEstimated, rec.Phases, rec.Error)
 	}
 	t.Logf("killed run after restart: status %s, error %q", rec.Status, rec.Error)
 	var runs struct {

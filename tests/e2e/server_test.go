@@ -354,6 +354,9 @@ type runRecord struct {
 	Code          string   `json:"code"`
 	Node          string   `json:"node"`
 	PlacedBy      string   `json:"placed_by"`
+	Phases        []struct {
+		Name string `json:"name"`
+	} `json:"phases"`
 }
 
 type runStats struct {
