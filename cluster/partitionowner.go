@@ -66,7 +66,7 @@ func (p *Partitioned) Apply(ctx context.Context, from string, b *transfer.Batch)
 			return transfer.NotApplied(transfer.CodeRewind, fmt.Sprintf("no state of partition %d of %v here (this node restarted or dropped it)", b.Partition, b.RunKey))
 		}
 		w, err := p.cfg.DB.OpenPartition(ctx, snapshot.PartitionSpec{Dataset: b.Dataset, Txn: b.Txn, Version: rec.Version,
-			Schema: rec.Schema, Partitions: rec.Partitions, Partition: b.Partition})
+			Schema: rec.Schema, Partitions: rec.Partitions, Partition: b.Partition, PartitionKey: rec.PartitionKey})
 		if err != nil {
 			return transfer.NotApplied(transfer.CodeRefused, fmt.Sprintf("opening partition %d of %v: %v", b.Partition, b.RunKey, err))
 		}

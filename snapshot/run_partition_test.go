@@ -19,7 +19,7 @@ func partitionedRun(t *testing.T, coord *DB, owners []*DB, name string, parts in
 	if err != nil {
 		return VersionInfo{}, err
 	}
-	rt, err := NewRouter(testSchema, parts)
+	rt, err := NewRouter(testSchema, parts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestPartitionedRunRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, _ := NewRouter(testSchema, 2)
+	rt, _ := NewRouter(testSchema, 2, nil)
 	var other []Value
 	for i := int64(0); other == nil; i++ {
 		if _, p, _ := rt.Route([]Value{iv(i), sv("x")}); p == 1 {
