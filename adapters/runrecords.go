@@ -92,6 +92,7 @@ var runCodes = []struct {
 	{snapshot.ErrDuplicateKey, "duplicate_key"},
 	{snapshot.ErrKeyChanged, "key_changed"},
 	{snapshot.ErrPartitionCount, "partition_count"},
+	{snapshot.ErrPartitionKey, "partition_key"},
 	{snapshot.ErrBadKey, "bad_key"},
 	{ErrResourceNotFound, "resource_not_found"},
 	{ErrNoKey, "no_key"},

@@ -227,7 +227,7 @@ func (c *coordinator) commit(ctx context.Context) (snapshot.VersionInfo, error) 
 		if err := c.pr.Add(rep); err != nil {
 			return snapshot.VersionInfo{}, err
 		}
-		c.p.partsReported.WithLabelValues("local").Inc()
+		c.p.written(c.xr.Key().Dataset, c.rec.Txn, c.p.cfg.Self, "local", rep)
 	}
 	if err := c.wait(ctx, remote); err != nil {
 		return snapshot.VersionInfo{}, err
