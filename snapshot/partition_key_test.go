@@ -229,6 +229,72 @@ func TestPartitionKeyOtherThanRowKey(t *testing.T) {
 	if d, err := db1.Dataset(ctx, "spread"); err != nil || !slices.Equal(d.PartitionKey, pk) {
 		t.Fatalf("dataset: %+v, %v", d, err)
 	}
+
+	// A rollback to the first version moves the rows back.
+	rb, err := db1.Rollback(ctx, "spread", versions[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, _ := db1.Reader(ctx, "one", At{Version: localVersions[0]})
+	defer one.Close()
+	if a, b := scanOf(t, db1, "spread"), scanJSON(t, one); !slices.Equal(a, b) {
+		t.Fatalf("after the rollback: %d rows, the first version %d", len(a), len(b))
+	}
+	where = partitionsOfRows(t, db1, "spread", parts, rb.Version)
+	for _, row := range first {
+		pl.last = nil
+		p, _ := pl.partition(rowKeyOf(t, row), row)
+		if got := where[string(rowKeyOf(t, row))]; !slices.Equal(got, []int{p}) {
+			t.Fatalf("after the rollback row %v is in %v, its partition key places it in %d", row, got, p)
+		}
+	}
+}
+
+// A row key given twice, not in a row, with two partition key values
+// lands in two partitions, where no comparison sees both: reads then
+// fail with ErrCorrupt rather than show the row twice (partition_key.go).
+func TestPartitionKeyRepeatedKeyInTwoPartitions(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t, newTestStore(t), Options{})
+	pl, _ := newPlacer(testSchema, []string{"name"}, 4)
+	var a, b string
+	for i := 0; b == ""; i++ { // two names of two partitions
+		n := fmt.Sprintf("n%d", i)
+		pl.last = nil
+		p, _ := pl.partition([]byte{0}, []Value{iv(1), sv(n)})
+		switch {
+		case a == "" && p == 0:
+			a = n
+		case a != "" && p != 0:
+			b = n
+		}
+	}
+	r, err := db.BeginRun(ctx, DatasetConfig{Name: "dup", Partitions: 4, PartitionKey: []string{"name"}}, RunOptions{Schema: testSchema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range [][]Value{{iv(5), sv(a)}, {iv(6), sv(a)}, {iv(5), sv(b)}} {
+		if err := r.Put(ctx, row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := r.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rd, err := db.Reader(ctx, "dup", At{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	it, err := rd.Scan(ctx, ScanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for it.Next() {
+	}
+	if err := it.Close(); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a key visible in two partitions: %v", err)
+	}
 }
 
 // The partition key is fixed once a version is committed, must name
