@@ -217,7 +217,7 @@ func expectedRows(changed bool) map[int64]sourceRow {
 }
 
 // sameLedger fails the test unless got equals want.
-func sameLedger(t *testing.T, what string, got, want map[int64]sourceRow) {
+func sameLedger[R comparable](t *testing.T, what string, got, want map[int64]R) {
 	t.Helper()
 	bad := 0
 	for id, w := range want {
@@ -621,18 +621,19 @@ func (c *pcluster) refusedWithCount(count int) {
 	}
 }
 
-// orderRow is a row of the partition key test's SQLite table; Region nil
-// is NULL.
+// orderRow is a row of the partition key test's SQLite table.
 type orderRow struct {
-	Region *string
+	Region string
+	Null   bool // the region is NULL
 	Amount int64
 }
 
-func (o orderRow) String() string {
-	if o.Region == nil {
-		return fmt.Sprintf("{NULL %d}", o.Amount)
+// order returns the row of region (NULL when null) and amount.
+func order(region string, null bool, amount int64) orderRow {
+	if null {
+		region = ""
 	}
-	return fmt.Sprintf("{%s %d}", *o.Region, o.Amount)
+	return orderRow{region, null, amount}
 }
 
 // readOrders reads every row of dataset at version v on p (NDJSON).
@@ -661,34 +662,15 @@ func readOrders(t *testing.T, p *proc, dataset string, v int64) map[int64]orderR
 			if _, dup := out[row.ID]; dup {
 				t.Fatalf("%s version %d: row %d twice", dataset, v, row.ID)
 			}
-			out[row.ID] = orderRow{row.Region, row.Amount}
+			o := orderRow{Null: row.Region == nil, Amount: row.Amount}
+			if row.Region != nil {
+				o.Region = *row.Region
+			}
+			out[row.ID] = o
 		}
 		return true
 	})
 	return out
-}
-
-// sameOrders fails the test unless got equals want.
-func sameOrders(t *testing.T, what string, got, want map[int64]orderRow) {
-	t.Helper()
-	bad := 0
-	for id, w := range want {
-		if g, ok := got[id]; !ok || g.String() != w.String() {
-			if bad++; bad <= 5 {
-				t.Errorf("%s: row %d is %v (present %v), want %v", what, id, g, ok, w)
-			}
-		}
-	}
-	for id := range got {
-		if _, ok := want[id]; !ok {
-			if bad++; bad <= 5 {
-				t.Errorf("%s: row %d should not be there", what, id)
-			}
-		}
-	}
-	if bad > 0 {
-		t.Fatalf("%s: %d rows differ (%d rows, want %d)", what, bad, len(got), len(want))
-	}
 }
 
 // partitionWritten matches a node's log line for a partition it wrote.
@@ -737,15 +719,15 @@ func expectedPlacement(t *testing.T, p *proc, dataset string, v int64, want map[
 	if err != nil {
 		t.Fatal(err)
 	}
-	value := func(col string, i int64, s *string) snapshot.Value {
+	value := func(col string, i int64, s string, null bool) snapshot.Value {
 		k := vi.Schema.Columns[slices.IndexFunc(vi.Schema.Columns, func(c snapshot.Column) bool { return c.Name == col })].Kind
 		switch {
-		case s == nil && i == 0 && col == "region":
+		case null:
 			return snapshot.Value{Kind: snapshot.KindNull}
 		case k == snapshot.KindInt:
 			return snapshot.Value{Kind: k, Int: i}
 		case k == snapshot.KindString:
-			return snapshot.Value{Kind: k, Bytes: []byte(*s)}
+			return snapshot.Value{Kind: k, Bytes: []byte(s)}
 		}
 		t.Fatalf("column %s of kind %s", col, k)
 		return snapshot.Value{}
@@ -756,11 +738,11 @@ func expectedPlacement(t *testing.T, p *proc, dataset string, v int64, want map[
 		for j, c := range vi.Schema.Columns {
 			switch c.Name {
 			case "id":
-				vals[j] = value("id", id, nil)
+				vals[j] = value("id", id, "", false)
 			case "region":
-				vals[j] = value("region", 0, r.Region)
+				vals[j] = value("region", 0, r.Region, r.Null)
 			case "amount":
-				vals[j] = value("amount", r.Amount, nil)
+				vals[j] = value("amount", r.Amount, "", false)
 			}
 		}
 		_, part, err := rt.Route(vals)
@@ -768,7 +750,7 @@ func expectedPlacement(t *testing.T, p *proc, dataset string, v int64, want map[
 			t.Fatal(err)
 		}
 		out[part]++
-		if r.Region == nil {
+		if r.Null {
 			if nullPart >= 0 && nullPart != part {
 				t.Fatalf("NULL regions in partitions %d and %d", nullPart, part)
 			}
@@ -857,14 +839,9 @@ adapters:
 `, src)
 	c := startPartitionedCluster(t, 3, cfg, "1m")
 	n1, n2, n3 := c.nodes[0], c.nodes[1], c.nodes[2]
-	region := func(s string) *string { return &s }
 	want := map[int64]orderRow{}
 	for i := int64(1); i <= rows; i++ {
-		r := orderRow{Amount: i}
-		if i%10 != 0 {
-			r.Region = region(fmt.Sprintf("r%d", i%13))
-		}
-		want[i] = r
+		want[i] = order(fmt.Sprintf("r%d", i%13), i%10 == 0, i)
 	}
 
 	rec := n1.mustRun(t, "byregion")
@@ -872,7 +849,7 @@ adapters:
 	if rec.Stats != local.Stats || rec.Stats.Inserted != rows {
 		t.Errorf("partitioned run's stats %+v, the local run's %+v", rec.Stats, local.Stats)
 	}
-	sameOrders(t, "first version", readOrders(t, n2, "byregion", rec.Version), want)
+	sameLedger(t, "first version", readOrders(t, n2, "byregion", rec.Version), want)
 	if a, b := checksumOf(t, n1, "byregion", rec.Version), checksumOf(t, n1, "byregion_local", local.Version); a != b || a == "" {
 		t.Errorf("checksum %q partitioned, %q local", a, b)
 	}
@@ -889,12 +866,12 @@ INSERT INTO orders SELECT i, CASE WHEN i %% 2 = 0 THEN NULL ELSE 'new' END, i FR
 	for i := int64(1); i <= rows; i++ {
 		r := want[i]
 		switch {
-		case i%9 == 0 && r.Region == nil:
-			r.Region = region("from-null")
+		case i%9 == 0 && r.Null:
+			r = order("from-null", false, r.Amount)
 		case i%9 == 0:
-			r.Region = nil
-		case i%11 == 0 && r.Region != nil:
-			r.Region = region(fmt.Sprintf("r%d", i%13+1))
+			r = order("", true, r.Amount)
+		case i%11 == 0 && !r.Null:
+			r.Region = fmt.Sprintf("r%d", i%13+1)
 		}
 		if i%17 == 0 {
 			r.Amount++
@@ -905,15 +882,11 @@ INSERT INTO orders SELECT i, CASE WHEN i %% 2 = 0 THEN NULL ELSE 'new' END, i FR
 		}
 	}
 	for i := int64(rows + 1); i <= rows+200; i++ {
-		r := orderRow{Amount: i}
-		if i%2 != 0 {
-			r.Region = region("new")
-		}
-		want[i] = r
+		want[i] = order("new", i%2 == 0, i)
 	}
 	rec2 := n1.mustRun(t, "byregion")
 	local2 := n1.mustRun(t, "local")
-	sameOrders(t, "second version", readOrders(t, n3, "byregion", rec2.Version), want)
+	sameLedger(t, "second version", readOrders(t, n3, "byregion", rec2.Version), want)
 	if a, b := checksumOf(t, n1, "byregion", rec2.Version), checksumOf(t, n1, "byregion_local", local2.Version); a != b {
 		t.Errorf("second checksum %q partitioned, %q local", a, b)
 	}
