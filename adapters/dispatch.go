@@ -31,11 +31,17 @@ var (
 // set (a scheduled tick) a node that does not own the tick returns
 // errNotOwner. ErrRunInProgress (the record returned is the running
 // one's), ErrAdapterNotFound, ErrShuttingDown, ErrNodeDraining,
-// ErrStrategyNotSupported, ErrNodeUnreachable.
+// ErrStrategyNotSupported, ErrNodeUnreachable, snapshot.ErrReadOnly.
 func (s *Service) StartRun(ctx context.Context, name string, opts RunOptions) (RunRecord, error) {
 	s.mu.Lock()
 	a, err := s.adapters.get(name)
 	s.mu.Unlock()
+	// A read-only process runs nothing itself: alone it says so whether it
+	// knows the adapter or not (a writer's config file may define it); in
+	// a cluster it places the runs of adapters it knows on writers.
+	if s.db.ReadOnly() && (s.cluster == nil || errors.Is(err, ErrAdapterNotFound)) {
+		return RunRecord{}, errReadOnlyRun(name)
+	}
 	if err != nil {
 		return RunRecord{}, err
 	}
@@ -120,6 +126,11 @@ func (s *Service) placeOn(ctx context.Context, node string, a *adapterDef, opts 
 		s.log.Info("run handed to another node", "run", rec.ID, "adapter", a.spec.Name, "node", node, "strategy", a.spec.Strategy, "trigger", opts.Trigger)
 	}
 	return rec, err
+}
+
+// errReadOnlyRun is the refusal of a run on a read-only process.
+func errReadOnlyRun(name string) error {
+	return fmt.Errorf("%w: this process reads a store another process writes; run adapter %q there", snapshot.ErrReadOnly, name)
 }
 
 // movesOn reports whether a placing error lets the run go to another node

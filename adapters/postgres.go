@@ -363,12 +363,24 @@ func (s *postgresSource) Resources(ctx context.Context) ([]Resource, error) {
 	return out, nil
 }
 
-// postgresEstimate is the SQL of a relation c's estimated rows: reltuples
-// (-1 before the first ANALYZE counts as 0), summed over the leaf
-// partitions of a partitioned table.
+// postgresEstimate is the SQL of a relation c's estimated rows:
+// reltuples, summed over the leaf partitions of a partitioned table, or
+// UnknownRows when PostgreSQL has none: reltuples -1 (never analyzed,
+// PostgreSQL 14 on), or 0 for a relation never analyzed nor vacuumed (so
+// before 14, and views), which says nothing of its rows.
 const postgresEstimate = `CASE WHEN c.relkind = 'p' THEN
-		(SELECT COALESCE(sum(GREATEST(l.reltuples, 0)), 0)::bigint FROM pg_partition_tree(c.oid) pt JOIN pg_class l ON l.oid = pt.relid WHERE pt.isleaf)
-		ELSE GREATEST(c.reltuples, 0)::bigint END`
+		(SELECT CASE WHEN bool_and(` + postgresNoEstimate + `) THEN -1 ELSE COALESCE(sum(GREATEST(l.reltuples, 0)), 0)::bigint END
+			FROM pg_partition_tree(c.oid) pt JOIN pg_class l ON l.oid = pt.relid WHERE pt.isleaf)
+		ELSE CASE WHEN ` + postgresNoEstimateC + ` THEN -1 ELSE c.reltuples::bigint END END`
+
+// postgresNoEstimate is true for a relation l whose reltuples estimate
+// nothing (postgresEstimate); postgresNoEstimateC the same of c.
+const (
+	postgresNoEstimate = `(l.reltuples < 0 OR l.reltuples = 0 AND COALESCE(pg_stat_get_last_analyze_time(l.oid), pg_stat_get_last_autoanalyze_time(l.oid),
+		pg_stat_get_last_vacuum_time(l.oid), pg_stat_get_last_autovacuum_time(l.oid)) IS NULL)`
+	postgresNoEstimateC = `(c.reltuples < 0 OR c.reltuples = 0 AND COALESCE(pg_stat_get_last_analyze_time(c.oid), pg_stat_get_last_autoanalyze_time(c.oid),
+		pg_stat_get_last_vacuum_time(c.oid), pg_stat_get_last_autovacuum_time(c.oid)) IS NULL)`
+)
 
 // quotePostgresIdent quotes a PostgreSQL identifier with double quotes,
 // doubling any inside, so reserved words, mixed case and dots are safe.

@@ -144,3 +144,45 @@ func TestPostgresOptions(t *testing.T) {
 		t.Errorf("default statement_timeout sent as %q", v)
 	}
 }
+
+// TestPostgresUnknownEstimate: a table PostgreSQL never analyzed lists an
+// unknown estimate (UnknownRows, null in JSON), not 0 rows; after ANALYZE
+// its estimate; a view has none.
+func TestPostgresUnknownEstimate(t *testing.T) {
+	e := postgresEnv(t)
+	ctx := context.Background()
+	db := e.tempDatabase(t, "est")
+	e.exec(t, db,
+		"CREATE TABLE fresh (id int PRIMARY KEY, v text)",
+		"INSERT INTO fresh SELECT g, 'x' FROM generate_series(1, 50) g",
+		"CREATE VIEW fresh_v AS SELECT * FROM fresh",
+	)
+	src := openEnvSource(t, e, db, nil)
+	list := func() map[string]Resource {
+		res, err := src.(ResourceLister).Resources(ctx)
+		if err != nil {
+			t.Fatal(noteErr(err))
+		}
+		out := map[string]Resource{}
+		for _, r := range res {
+			out[r.Name] = r
+		}
+		return out
+	}
+	got := list()
+	if got["fresh"].EstimatedRows != UnknownRows || got["fresh_v"].EstimatedRows != UnknownRows {
+		t.Errorf("never analyzed: %+v", got)
+	}
+	b, _ := json.Marshal(got["fresh"])
+	var back Resource
+	if !strings.Contains(string(b), `"estimated_rows":null`) || json.Unmarshal(b, &back) != nil || back.EstimatedRows != UnknownRows {
+		t.Errorf("JSON of an unknown estimate: %s, back %+v", b, back)
+	}
+	e.exec(t, db, "ANALYZE fresh")
+	if got = list(); got["fresh"].EstimatedRows != 50 {
+		t.Errorf("after ANALYZE: %+v", got["fresh"])
+	}
+	if b, _ = json.Marshal(got["fresh"]); !strings.Contains(string(b), `"estimated_rows":50`) {
+		t.Errorf("JSON of an estimate: %s", b)
+	}
+}

@@ -2,20 +2,57 @@ package adapters
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 )
 
 // Resource is a table or view reachable through a connection.
 type Resource struct {
-	Schema        string `json:"schema,omitempty"`
-	Name          string `json:"name"`
-	Type          string `json:"type"` // "table" or "view"
-	EstimatedRows int64  `json:"estimated_rows"`
+	Schema string `json:"schema,omitempty"`
+	Name   string `json:"name"`
+	Type   string `json:"type"` // "table" or "view"
+	// EstimatedRows is the source's estimate of the rows, UnknownRows
+	// when it has none (a PostgreSQL table never analyzed, a view); on
+	// the wire estimated_rows is then null.
+	EstimatedRows int64 `json:"estimated_rows"`
 	// Key is the row key a run would choose without key_columns (the
 	// primary key, else a unique key over NOT NULL columns), when the
 	// connector lists keys (postgres); empty when there is none.
 	Key []string `json:"key,omitempty"`
+}
+
+// UnknownRows is Resource.EstimatedRows when the source has no estimate.
+const UnknownRows = -1
+
+// MarshalJSON writes an unknown estimate as null.
+func (r Resource) MarshalJSON() ([]byte, error) {
+	type plain Resource
+	var est *int64
+	if r.EstimatedRows >= 0 {
+		est = &r.EstimatedRows
+	}
+	return json.Marshal(struct {
+		plain
+		EstimatedRows *int64 `json:"estimated_rows"`
+	}{plain(r), est})
+}
+
+// UnmarshalJSON reads a null estimate as UnknownRows.
+func (r *Resource) UnmarshalJSON(b []byte) error {
+	type plain Resource
+	v := struct {
+		*plain
+		EstimatedRows *int64 `json:"estimated_rows"`
+	}{plain: (*plain)(r)}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	r.EstimatedRows = UnknownRows
+	if v.EstimatedRows != nil {
+		r.EstimatedRows = *v.EstimatedRows
+	}
+	return nil
 }
 
 // Resources lists the tables and views reachable through connection name

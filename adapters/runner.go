@@ -91,7 +91,7 @@ func (s *Service) startLocal(ctx context.Context, name string, opts RunOptions, 
 	}
 	if s.db.ReadOnly() {
 		s.mu.Unlock()
-		return RunRecord{}, fmt.Errorf("%w: this process reads a store another process writes; run adapter %q there", snapshot.ErrReadOnly, name)
+		return RunRecord{}, errReadOnlyRun(name)
 	}
 	if s.cluster != nil && s.cluster.Draining() && trigger != "retry" {
 		s.mu.Unlock()
@@ -283,7 +283,7 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, for
 		ar.rec.Stats = run.Stats()
 		ar.mu.Unlock()
 		if errors.Is(err, snapshot.ErrGuardRefused) {
-			return snapshot.VersionInfo{}, fmt.Errorf("committing dataset %q: %w (start the run with force to commit anyway)", spec.Dataset, err)
+			return snapshot.VersionInfo{}, fmt.Errorf("committing dataset %q: %w (start the run with force=true to commit anyway)", spec.Dataset, err)
 		}
 		return snapshot.VersionInfo{}, fmt.Errorf("committing dataset %q: %w", spec.Dataset, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"log"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 )
 
 // logBridge turns the lines serf and memberlist write to their *log.Logger
@@ -13,14 +14,24 @@ import (
 // the matching level: [TRACE] and [DEBUG] -> debug, [INFO] -> info,
 // [WARN] -> warn, [ERR] and [ERROR] -> error; a line without a level is
 // info. The library ("serf", "memberlist") goes into the attribute lib.
+//
+// serf's warning that a leave was not acknowledged is info when alone is
+// set: a node leaving with no other member alive has nobody to
+// acknowledge it, and the timeout is the expected end of its leave.
 type logBridge struct {
-	log *slog.Logger
+	log   *slog.Logger
+	alone *atomic.Bool // nil: never
 }
 
-// newLogBridge returns the *log.Logger to give serf and memberlist.
-func newLogBridge(l *slog.Logger) *log.Logger {
-	return log.New(logBridge{log: l}, "", 0)
+// newLogBridge returns the *log.Logger to give serf and memberlist; alone
+// (may be nil) says the node leaves as the last member alive.
+func newLogBridge(l *slog.Logger, alone *atomic.Bool) *log.Logger {
+	return log.New(logBridge{log: l, alone: alone}, "", 0)
 }
+
+// leaveTimeout is the start of serf's warning that no member acknowledged
+// a leave.
+const leaveTimeout = "timeout waiting for leave broadcast"
 
 var levels = map[string]slog.Level{
 	"TRACE": slog.LevelDebug,
@@ -48,6 +59,10 @@ func (b logBridge) line(s string) {
 			}
 		}
 	}
+	var extra []any
+	if lvl == slog.LevelWarn && b.alone != nil && b.alone.Load() && strings.Contains(s, leaveTimeout) {
+		lvl, extra = slog.LevelInfo, []any{"why", "no other member alive to acknowledge the leave"}
+	}
 	if !b.log.Enabled(context.Background(), lvl) {
 		return
 	}
@@ -56,8 +71,7 @@ func (b logBridge) line(s string) {
 		lib, s = name, msg
 	}
 	if lib != "" {
-		b.log.Log(context.Background(), lvl, s, "lib", lib)
-		return
+		extra = append(extra, "lib", lib)
 	}
-	b.log.Log(context.Background(), lvl, s)
+	b.log.Log(context.Background(), lvl, s, extra...)
 }

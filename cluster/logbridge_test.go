@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -11,7 +12,8 @@ import (
 // lands at its slog level, with the library as an attribute.
 func TestLogBridge(t *testing.T) {
 	var buf bytes.Buffer
-	l := newLogBridge(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	var alone atomic.Bool
+	l := newLogBridge(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})), &alone)
 	l.Printf("[ERR] memberlist: Failed to decrypt packet")
 	l.Printf("[ERROR] memberlist: something else")
 	l.Printf("[WARN] serf: Failed to re-join any previously known node")
@@ -19,6 +21,9 @@ func TestLogBridge(t *testing.T) {
 	l.Printf("[DEBUG] memberlist: Stream connection from=127.0.0.1:1")
 	l.Printf("[TRACE] serf: something fine-grained")
 	l.Printf("no level at all")
+	l.Printf("[WARN] serf: timeout waiting for leave broadcast: x") // others alive: a warning
+	alone.Store(true)
+	l.Printf("[WARN] serf: timeout waiting for leave broadcast: y") // the last member: expected
 	want := []string{
 		`level=ERROR msg="Failed to decrypt packet" lib=memberlist`,
 		`level=ERROR msg="something else" lib=memberlist`,
@@ -27,6 +32,8 @@ func TestLogBridge(t *testing.T) {
 		`level=DEBUG msg="Stream connection from=127.0.0.1:1" lib=memberlist`,
 		`level=DEBUG msg="something fine-grained" lib=serf`,
 		`level=INFO msg="no level at all"`,
+		`level=WARN msg="timeout waiting for leave broadcast: x" lib=serf`,
+		`level=INFO msg="timeout waiting for leave broadcast: y" why="no other member alive to acknowledge the leave" lib=serf`,
 	}
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	if len(lines) != len(want) {
@@ -40,7 +47,7 @@ func TestLogBridge(t *testing.T) {
 
 	// A level the handler drops is not formatted.
 	buf.Reset()
-	l = newLogBridge(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	l = newLogBridge(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn})), nil)
 	l.Printf("[DEBUG] memberlist: chatter")
 	l.Printf("[WARN] memberlist: kept")
 	if got := buf.String(); strings.Contains(got, "chatter") || !strings.Contains(got, "kept") {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -36,6 +37,9 @@ type Membership struct {
 	id   string
 	serf *serf.Serf
 	now  func() time.Time
+	// leavingAlone is set by Leave when no other member is alive: serf's
+	// unacknowledged-leave warning is then expected (logBridge).
+	leavingAlone atomic.Bool
 
 	// mu guards tr and self. It is held for no I/O and no serf call (K5).
 	mu   sync.Mutex
@@ -188,7 +192,7 @@ func (m *Membership) serfConfig(keyring *memberlist.Keyring) (*serf.Config, erro
 	// old one is confirmed failed (memberlist refuses it forever by
 	// default).
 	ml.DeadNodeReclaimTime = cfg.ConfirmFailure
-	ml.Logger = newLogBridge(m.log)
+	ml.Logger = newLogBridge(m.log, nil)
 	ml.LogOutput = nil
 
 	sc := serf.DefaultConfig()
@@ -196,7 +200,7 @@ func (m *Membership) serfConfig(keyring *memberlist.Keyring) (*serf.Config, erro
 	sc.Tags = m.self.encode()
 	sc.EventCh = m.events
 	sc.MemberlistConfig = &ml
-	sc.Logger = newLogBridge(m.log)
+	sc.Logger = newLogBridge(m.log, &m.leavingAlone)
 	sc.LogOutput = nil
 	sc.SnapshotPath = filepath.Join(cfg.DataDir, snapshotFile)
 	// A node stopped with SIGTERM leaves gracefully (K4) and, started
@@ -438,6 +442,13 @@ func (m *Membership) setTags(edit func(*Tags)) (bool, error) {
 // the leave to spread (serf's broadcast timeout and propagation delay,
 // about 6 s at most), or for ctx.
 func (m *Membership) Leave(ctx context.Context) error {
+	alive := 0
+	for _, mem := range m.serf.Members() {
+		if mem.Name != m.id && mem.Status == serf.StatusAlive {
+			alive++
+		}
+	}
+	m.leavingAlone.Store(alive == 0)
 	errc := make(chan error, 1)
 	go func() { errc <- m.serf.Leave() }()
 	select {

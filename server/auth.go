@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -171,4 +172,15 @@ func (s *Server) authorize(c echo.Context, rt *route) error {
 	}
 	c.Set("token", tok.Name)
 	return nil
+}
+
+// tokenAttr is the log attribute naming the token that asked (name, or
+// the value the auth check set on an echo context): "token=ops", and
+// nothing at all on a server without tokens, where none asked (slog
+// handlers drop the zero Attr).
+func tokenAttr(name any) slog.Attr {
+	if n, ok := name.(string); ok && n != "" {
+		return slog.String("token", n)
+	}
+	return slog.Attr{}
 }

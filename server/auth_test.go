@@ -119,3 +119,28 @@ func TestTokenSet(t *testing.T) {
 		}
 	}
 }
+
+// TestLog_TokenNamedOnlyWhenOne: admin actions log the name of the token
+// that asked; on a server without tokens they log no token attribute
+// (never token=<nil> or token="").
+func TestLog_TokenNamedOnlyWhenOne(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	v := f.run("products")
+	f.must(200, "PUT", "/v1/datasets/products/tags/first", "")
+	f.must(200, "POST", "/v1/datasets/products/gc", "")
+	f.run("products")
+	f.must(200, "POST", "/v1/datasets/products/rollback", `{"version":`+itoa(v)+`}`)
+	logs := f.logs.String()
+	if !strings.Contains(logs, "dataset rolled back") || !strings.Contains(logs, "garbage collected") {
+		t.Fatalf("no admin log lines:\n%s", logs)
+	}
+	if strings.Contains(logs, "token=") {
+		t.Errorf("a token attribute on a server without tokens:\n%s", logs)
+	}
+	f = newFixture(t, fixtureOpts{tokens: []Token{{Name: "ops", Token: "ops-token-Kq3", Role: RoleAdmin}}})
+	f.must(200, "POST", "/v1/adapters/products/runs?wait=true", "", "Authorization", "Bearer ops-token-Kq3")
+	f.must(200, "POST", "/v1/datasets/products/gc", "", "Authorization", "Bearer ops-token-Kq3")
+	if logs = f.logs.String(); !strings.Contains(logs, "token=ops") {
+		t.Errorf("no token name with tokens:\n%s", logs)
+	}
+}

@@ -137,10 +137,15 @@ var errNotClustered = errors.New("server: this node runs alone (no cluster.bind 
 // cluster without a gossip key, no credential on a server without tokens
 // (loopback only, as every route then).
 func (s *Server) authorizeNode(c echo.Context) error {
+	r := c.Request()
 	if s.cluster == nil {
+		// No credential at all is the first thing wrong with the request
+		// (the route requires one), whether or not this node is clustered.
+		if r.Header.Get(echo.HeaderAuthorization) == "" {
+			return echo.NewHTTPError(http.StatusUnauthorized, "this route takes a cluster node's credential, and this node runs alone")
+		}
 		return errNotClustered
 	}
-	r := c.Request()
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -242,7 +247,7 @@ func (s *Server) declareNode(c echo.Context, do func(Cluster, context.Context, s
 	if err := do(cl, ctx, id); err != nil {
 		return err
 	}
-	s.log.Info("cluster node state changed", "node", id, "route", c.Path(), "method", c.Request().Method, "token", c.Get("token"))
+	s.log.Info("cluster node state changed", "node", id, "route", c.Path(), "method", c.Request().Method, tokenAttr(c.Get("token")))
 	// The new state spreads by gossip: answer with what the node asked
 	// for, as this node will see it shortly.
 	n, err := clusterNode(cl, id)
@@ -265,7 +270,7 @@ func (s *Server) forgetNode(c echo.Context) error {
 	if err := cl.Forget(ctx, id); err != nil {
 		return err
 	}
-	s.log.Warn("cluster node forgotten", "node", id, "token", c.Get("token"))
+	s.log.Warn("cluster node forgotten", "node", id, tokenAttr(c.Get("token")))
 	return c.NoContent(http.StatusNoContent)
 }
 
@@ -307,7 +312,7 @@ func (s *Server) keyOp(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	s.log.Info("gossip keyring changed", "op", op, "token", c.Get("token"))
+	s.log.Info("gossip keyring changed", "op", op, tokenAttr(c.Get("token")))
 	return c.JSON(http.StatusOK, rep)
 }
 

@@ -167,6 +167,12 @@ func TestClusterHandOffAuth(t *testing.T) {
 	if r.status != http.StatusNotFound || !strings.Contains(string(r.body), "adapter_not_found") {
 		t.Errorf("with the credential: %d %s", r.status, r.body)
 	}
+	// A node alone: no credential is still 401, one is not_clustered.
+	alone := newFixture(t, fixtureOpts{})
+	alone.wantProblem(http.StatusUnauthorized, "unauthorized", "", "POST", "/v1/cluster/runs", body)
+	if r := alone.do("POST", "/v1/cluster/runs", body, "Authorization", "Snapstore-Node n1 ok"); r.status != http.StatusNotFound || !strings.Contains(string(r.body), "not_clustered") {
+		t.Errorf("a node alone, with a credential: %d %s", r.status, r.body)
+	}
 }
 
 // TestCollectGarbage_OwnedOnly checks that the periodic GC of a cluster

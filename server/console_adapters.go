@@ -212,7 +212,7 @@ func (c *console) saveAdapter(w http.ResponseWriter, r *http.Request, v viewer, 
 		p.Field = strings.TrimPrefix(p.Field, "body.")
 		return c.adapterForm(w, r, v, p.Status, replace, f, &p)
 	}
-	c.s.log.Info("adapter saved", "adapter", spec.Name, "replace", replace, "token", v.Name, "via", "console")
+	c.s.log.Info("adapter saved", "adapter", spec.Name, "replace", replace, tokenAttr(v.Name), "via", "console")
 	http.Redirect(w, r, "/ui/adapters#adapter-"+url.PathEscape(spec.Name), http.StatusSeeOther)
 	return nil
 }
@@ -223,7 +223,7 @@ func (c *console) deleteAdapter(w http.ResponseWriter, r *http.Request, v viewer
 	if err := c.s.svc.DeleteAdapter(r.Context(), name); err != nil {
 		return err
 	}
-	c.s.log.Info("adapter deleted", "adapter", name, "token", v.Name, "via", "console")
+	c.s.log.Info("adapter deleted", "adapter", name, tokenAttr(v.Name), "via", "console")
 	http.Redirect(w, r, "/ui/adapters", http.StatusSeeOther)
 	return nil
 }

@@ -106,7 +106,7 @@ func (c *console) dropConnection(w http.ResponseWriter, r *http.Request, v viewe
 	if err := c.s.svc.DropConnection(r.Context(), name, r.PostFormValue("force") != ""); err != nil {
 		return err
 	}
-	c.s.log.Info("connection dropped", "connection", name, "token", v.Name, "via", "console")
+	c.s.log.Info("connection dropped", "connection", name, tokenAttr(v.Name), "via", "console")
 	http.Redirect(w, r, "/ui/connections", http.StatusSeeOther)
 	return nil
 }
@@ -197,7 +197,7 @@ func (c *console) createConnection(w http.ResponseWriter, r *http.Request, v vie
 		view.Problem = &p
 		return c.render(w, r, p.Status, "connection_form", v, view)
 	}
-	c.s.log.Info("connection created", "connection", spec.Name, "type", typ, "token", v.Name, "via", "console")
+	c.s.log.Info("connection created", "connection", spec.Name, "type", typ, tokenAttr(v.Name), "via", "console")
 	http.Redirect(w, r, "/ui/connections/"+url.PathEscape(spec.Name), http.StatusSeeOther)
 	return nil
 }

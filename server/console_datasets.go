@@ -66,10 +66,24 @@ type datasetView struct {
 	Runs     []adapters.RunRecord
 	Fresh    freshness
 	Spark    *sparkline
+	// TagPattern and TagTitle are the pattern of a tag name and what it
+	// says (the API's TagName), for the tag inputs.
+	TagPattern, TagTitle string
+	// Problem is a refused tag, shown on the page with the name given
+	// (TagValue) in the input of the version it was for (TagVersion).
+	Problem    *Problem
+	TagVersion int64
+	TagValue   string
 }
 
 // dataset answers GET /ui/datasets/{dataset}.
 func (c *console) dataset(w http.ResponseWriter, r *http.Request, v viewer) error {
+	return c.datasetPage(w, r, v, http.StatusOK, datasetView{})
+}
+
+// datasetPage renders the dataset page with status; view holds what the
+// caller adds (a refused tag).
+func (c *console) datasetPage(w http.ResponseWriter, r *http.Request, v viewer, status int, view datasetView) error {
 	ctx := r.Context()
 	ds := r.PathValue("dataset")
 	d, err := c.s.db.Dataset(ctx, ds)
@@ -80,7 +94,8 @@ func (c *console) dataset(w http.ResponseWriter, r *http.Request, v viewer) erro
 	if err != nil {
 		return err
 	}
-	view := datasetView{Info: d, Adapter: adapterOf(c.s.svc.ListAdapters(), ds), Spark: rowsSparkline(vs)}
+	view.Info, view.Adapter, view.Spark = d, adapterOf(c.s.svc.ListAdapters(), ds), rowsSparkline(vs)
+	view.TagPattern, view.TagTitle = c.s.api.inputPattern("TagName")
 	for i, vi := range vs {
 		it := versionItem{VersionInfo: vi}
 		if i+1 < len(vs) {
@@ -92,7 +107,7 @@ func (c *console) dataset(w http.ResponseWriter, r *http.Request, v viewer) erro
 		view.Runs, _ = c.s.svc.ListRuns(ctx, view.Adapter.Name, 5)
 	}
 	view.Fresh = freshnessOf(d.CurrentInfo, view.Adapter, c.s.now())
-	return c.render(w, r, http.StatusOK, "dataset", v, view)
+	return c.render(w, r, status, "dataset", v, view)
 }
 
 // rowsPageSize is the number of rows of one page of the rows browser.
@@ -241,6 +256,9 @@ type diffRow struct {
 	Op    snapshot.ChangeOp
 	Key   string
 	Cells []diffCell
+	// Changed names an update's changed columns, shown beside the key so
+	// that they are seen without scrolling a wide table.
+	Changed []string
 }
 
 // diffView is the diff page.
@@ -252,6 +270,8 @@ type diffView struct {
 	Columns  []string
 	Rows     []diffRow
 	More     bool
+	// Changed is every column an update shown changed, in column order.
+	Changed []string
 	// Problem explains why no diff is shown (no two versions yet).
 	Problem string
 }
@@ -311,6 +331,11 @@ func (c *console) diff(w http.ResponseWriter, r *http.Request, v viewer) error {
 		}
 		view.Rows = append(view.Rows, diffRowOf(it.Change(), view.Columns))
 	}
+	for _, col := range view.Columns {
+		if slices.ContainsFunc(view.Rows, func(r diffRow) bool { return slices.Contains(r.Changed, col) }) {
+			view.Changed = append(view.Changed, col)
+		}
+	}
 	if err := it.Err(); err != nil {
 		return err
 	}
@@ -320,6 +345,13 @@ func (c *console) diff(w http.ResponseWriter, r *http.Request, v viewer) error {
 // diffRowOf lays one change out over columns.
 func diffRowOf(ch snapshot.Change, columns []string) diffRow {
 	row := diffRow{Op: ch.Op, Key: keyText(ch.Key)}
+	if ch.Op == snapshot.OpUpdate {
+		for _, col := range columns { // in the table's order
+			if slices.Contains(ch.Changed, col) {
+				row.Changed = append(row.Changed, col)
+			}
+		}
+	}
 	side := func(rw *snapshot.Row, col string) (valueCell, bool) {
 		if rw == nil {
 			return valueCell{}, false
@@ -343,17 +375,28 @@ func diffRowOf(ch snapshot.Change, columns []string) diffRow {
 func (c *console) tag(w http.ResponseWriter, r *http.Request, v viewer) error {
 	ds := r.PathValue("dataset")
 	tag := strings.TrimSpace(r.PostFormValue("tag"))
-	if tag == "" {
-		return &consoleError{status: http.StatusBadRequest, code: "bad_request", field: "tag", msg: "give the tag a name"}
-	}
 	ver, err := parseVersion("version", r.PostFormValue("version"))
 	if err != nil {
 		return err
 	}
-	if err := c.s.db.Tag(r.Context(), ds, tag, ver); err != nil {
-		return err
+	if tag == "" {
+		err = badField("tag", "give the tag a name")
+	} else {
+		err = c.s.db.Tag(r.Context(), ds, tag, ver)
 	}
-	c.s.log.Info("dataset tagged", "dataset", ds, "tag", tag, "version", ver, "token", v.Name, "via", "console")
+	if err != nil {
+		// A refused name or version comes back to the dataset page, the
+		// problem shown there; a dataset that is gone is an error page.
+		p := problemFor(err)
+		if p.Status >= 500 || p.Status == http.StatusNotFound {
+			return err
+		}
+		if p.Field == "" {
+			p.Field = "tag"
+		}
+		return c.datasetPage(w, r, v, p.Status, datasetView{Problem: &p, TagVersion: ver, TagValue: tag})
+	}
+	c.s.log.Info("dataset tagged", "dataset", ds, "tag", tag, "version", ver, tokenAttr(v.Name), "via", "console")
 	http.Redirect(w, r, "/ui/datasets/"+url.PathEscape(ds), http.StatusSeeOther)
 	return nil
 }
@@ -364,7 +407,7 @@ func (c *console) untag(w http.ResponseWriter, r *http.Request, v viewer) error 
 	if err := c.s.db.Untag(r.Context(), ds, tag); err != nil {
 		return err
 	}
-	c.s.log.Info("dataset untagged", "dataset", ds, "tag", tag, "token", v.Name, "via", "console")
+	c.s.log.Info("dataset untagged", "dataset", ds, "tag", tag, tokenAttr(v.Name), "via", "console")
 	http.Redirect(w, r, "/ui/datasets/"+url.PathEscape(ds), http.StatusSeeOther)
 	return nil
 }
@@ -410,7 +453,7 @@ func (c *console) rollback(w http.ResponseWriter, r *http.Request, v viewer) err
 	if err != nil {
 		return err
 	}
-	c.s.log.Info("dataset rolled back", "dataset", ds, "version", info.Version, "restored_from", info.RestoredFrom, "token", v.Name, "via", "console")
+	c.s.log.Info("dataset rolled back", "dataset", ds, "version", info.Version, "restored_from", info.RestoredFrom, tokenAttr(v.Name), "via", "console")
 	http.Redirect(w, r, "/ui/datasets/"+url.PathEscape(ds), http.StatusSeeOther)
 	return nil
 }

@@ -120,7 +120,7 @@ func TestConsole_EveryPage(t *testing.T) {
 	if strings.Contains(home, "Log in") {
 		t.Error("a server without tokens offers a login")
 	}
-	b.page("/ui/datasets/products", "version "+s2, "version "+s1, `class="checksum"`, "diff with "+s1, "roll back to this", `class="inline tagform"`)
+	b.page("/ui/datasets/products", "version "+s2, "version "+s1, "at least 10 versions</dd>", `class="checksum"`, "diff with "+s1, "roll back to this", `class="inline tagform"`)
 	b.page("/ui/datasets/products/rows", "grinder", "at version "+s2)
 	one := b.page("/ui/datasets/products/rows?version="+s1+"&key=1&mode=prefix", "cup", "at version "+s1)
 	if strings.Contains(one, "grinder") {
@@ -129,6 +129,9 @@ func TestConsole_EveryPage(t *testing.T) {
 	diff := b.page("/ui/datasets/products/diff?from="+s1+"&to="+s2, "1 updated", `data-op="update"`)
 	if !regexp.MustCompile(`<td class="changed" data-column="stock"><del>120</del> <ins>7</ins></td>`).MatchString(diff) {
 		t.Errorf("the diff does not mark stock changed from 120 to 7:\n%s", diff)
+	}
+	if !strings.Contains(diff, `<td class="changed-columns" data-changed="stock">stock</td>`) || !strings.Contains(diff, `id="diff-changed">Updates shown change stock`) {
+		t.Errorf("the diff does not name the changed column beside the key:\n%s", diff)
 	}
 	if strings.Contains(diff, `class="changed" data-column="price"`) {
 		t.Error("the diff marks an unchanged column")
@@ -139,9 +142,25 @@ func TestConsole_EveryPage(t *testing.T) {
 	if r := b.post("/ui/datasets/products/rollback", url.Values{"version": {s1}}); r.status >= 400 {
 		t.Fatalf("rollback from the console: %d %s", r.status, r.body)
 	}
-	b.page("/ui/datasets/products", `data-restored-from="`+s1+`"`, "restored from "+s1, "version "+s2)
+	page := b.page("/ui/datasets/products", `data-restored-from="`+s1+`"`, "restored from "+s1, "version "+s2, "made by a rollback")
+	// The restored version links no run (no run made it); the others do.
+	restored := page[strings.Index(page, `data-restored-from="`):]
+	restored = restored[:strings.Index(restored, "</li>")]
+	if strings.Contains(restored, `href="/ui/runs/`) || !strings.Contains(page, `href="/ui/runs/`) {
+		t.Errorf("the restored version's run link:\n%s", restored)
+	}
+	var cur struct {
+		Current struct {
+			Source       map[string]any `json:"source"`
+			RestoredFrom int64          `json:"restored_from"`
+		} `json:"current"`
+	}
+	f.must(200, "GET", "/v1/datasets/products", "").json(t, &cur)
+	if _, ok := cur.Current.Source["run_id"]; ok || cur.Current.RestoredFrom != v1 || cur.Current.Source["adapter"] != "products" {
+		t.Errorf("the restored version's source: %+v", cur.Current)
+	}
 	b.page("/ui/adapters", `id="adapter-products"`, "Run now", "config")
-	b.page("/ui/adapters/new", `name="schedule"`, `<option value="shop"`, `<select name="strategy"`,
+	b.page("/ui/adapters/new", `name="schedule"`, `<option value="shop"`, `<select name="strategy"`, "empty or 0 keeps versions for ever",
 		`<option value="local" selected>`, `<option value="round-robin">`, `<option value="single-node">`, `<option value="partition-by-key">`)
 	b.page("/ui/adapters/products/edit", `value="products"`)
 	b.page("/ui/resources?connection=shop", `<option value="products"`)
@@ -275,6 +294,7 @@ func TestConsole_Forms(t *testing.T) {
 		t.Fatalf("run from the console: %+v %v", rec, err)
 	}
 	b.page(loc, "succeeded", `aria-valuenow="100.0"`)
+	b.page("/ui/datasets/p2", "at least 1 version</dd>")
 	wantStatus(t, "delete adapter", b.post("/ui/adapters/p2/delete", url.Values{}), http.StatusSeeOther)
 	if _, err := f.svc.GetAdapter(t.Context(), "p2"); err == nil {
 		t.Error("the adapter outlived its delete")
@@ -477,4 +497,26 @@ func TestConsole_RollbackSaysWhatItDoes(t *testing.T) {
 	if d.Current <= v2 || d.Info.RestoredFrom != v1 {
 		t.Fatalf("current %d restored from %d after the rollback to %d", d.Current, d.Info.RestoredFrom, v1)
 	}
+}
+
+// TestConsole_BadTagStaysOnThePage: a refused tag name comes back to the
+// dataset page (not an error page) with the problem shown and the name
+// in the input of its version; the inputs carry the API's TagName pattern.
+func TestConsole_BadTagStaysOnThePage(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	v := itoa(f.run("products"))
+	b := newBrowser(t, f)
+	b.page("/ui/datasets/products", `pattern="[A-Za-z0-9_.:@\-]{1,200}"`)
+	r := b.post("/ui/datasets/products/tags", url.Values{"tag": {"bad/tag"}, "version": {v}})
+	body := wantStatus(t, "a bad tag", r, http.StatusBadRequest)
+	for _, want := range []string{`id="tag-problem"`, "bad/tag", `value="bad/tag" aria-invalid="true"`, `id="versions"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page after a bad tag lacks %q:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, "Back to the datasets") {
+		t.Errorf("a bad tag gives an error page:\n%s", body)
+	}
+	wantStatus(t, "a good tag", b.post("/ui/datasets/products/tags", url.Values{"tag": {"good"}, "version": {v}}), http.StatusSeeOther)
+	b.page("/ui/datasets/products", `data-tag="good"`)
 }

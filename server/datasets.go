@@ -76,6 +76,6 @@ func (s *Server) dropDataset(c echo.Context) error {
 	if err := s.db.DropDataset(c.Request().Context(), ds); err != nil {
 		return err
 	}
-	s.log.Info("dataset dropped", "dataset", ds, "token", c.Get("token"))
+	s.log.Info("dataset dropped", "dataset", ds, tokenAttr(c.Get("token")))
 	return c.NoContent(http.StatusNoContent)
 }

@@ -117,7 +117,7 @@ func (s *Server) recordGC(ds string, rep snapshot.GCReport, periodic bool, token
 	attrs := []any{"dataset", ds, "versions_expired", len(rep.VersionsExpired), "cells_deleted", rep.CellsDeleted,
 		"bytes_reclaimed", rep.BytesReclaimed, "invalid_txns_pruned", rep.InvalidTxnsPruned}
 	if !periodic {
-		attrs = append(attrs, "token", token)
+		attrs = append(attrs, tokenAttr(token))
 	}
 	s.log.Info("garbage collected", attrs...)
 }

@@ -2,6 +2,9 @@ package server
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -79,34 +82,56 @@ func TestGCLoop_Ticks(t *testing.T) {
 	})
 }
 
-// A read-only process (a reader of a store another process writes) runs no
-// periodic GC: RunGCLoop returns at once instead of ticking.
-func TestRunGCLoop_ReadOnlyCollectsNothing(t *testing.T) {
+// readOnlyServer is a server of a read-only process (a reader of a store
+// another process writes) on an empty Pebble store; all closes at cleanup.
+func readOnlyServer(t *testing.T) *Server {
+	t.Helper()
 	ctx := context.Background()
 	st, err := pebble.Open(t.TempDir(), pebble.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	t.Cleanup(func() { st.Close() })
 	db, err := snapshot.Open(ctx, st, snapshot.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
 	svc, err := adapters.New(ctx, db, adapters.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer svc.Close(ctx)
+	t.Cleanup(func() { svc.Close(ctx) })
 	s, err := New(Options{DB: db, Adapters: svc})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+// A read-only process (a reader of a store another process writes) runs no
+// periodic GC: RunGCLoop returns at once instead of ticking.
+func TestRunGCLoop_ReadOnlyCollectsNothing(t *testing.T) {
+	ctx := context.Background()
+	s := readOnlyServer(t)
 	done := make(chan struct{})
 	go func() { defer close(done); s.RunGCLoop(ctx, time.Millisecond) }() // ctx is never cancelled
 	select {
 	case <-done:
 	case <-time.After(time.Minute):
 		t.Fatal("RunGCLoop of a read-only DB kept running")
+	}
+}
+
+// TestRun_ReadOnlyProcessSaysReadOnly: a manual run asked of a read-only
+// process alone is 409 read_only, also for an adapter only a writer's
+// config file defines (this process does not know it), rather than 404.
+func TestRun_ReadOnlyProcessSaysReadOnly(t *testing.T) {
+	s := readOnlyServer(t)
+	rr := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rr, httptest.NewRequest(http.MethodPost, "/v1/adapters/film/runs", nil))
+	var p Problem
+	if err := json.Unmarshal(rr.Body.Bytes(), &p); err != nil || rr.Code != http.StatusConflict || p.Code != "read_only" || !strings.Contains(p.Detail, `run adapter "film" there`) {
+		t.Fatalf("a run asked of a read-only process: %d %s", rr.Code, rr.Body)
 	}
 }

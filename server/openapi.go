@@ -103,3 +103,18 @@ func (s *Server) openapiJSON(c echo.Context) error {
 // keyParam is the OpenAPI name of the trailing wildcard ("*") of the row
 // route (openapiPath).
 const keyParam = "key"
+
+// inputPattern is the pattern of the document's schema name as an HTML
+// input's pattern attribute (implicitly anchored, so without ^ and $),
+// and its description for the input's title: the console's forms check
+// what the API checks. "" when it has none.
+func (d *apiDoc) inputPattern(name string) (pattern, description string) {
+	ref, ok := d.doc.Components.Schemas[name]
+	if !ok || ref.Value == nil {
+		return "", ""
+	}
+	// Browsers compile the attribute with the v flag, under which a
+	// literal '-' in a class must be escaped (it is valid without v too).
+	p := strings.TrimSuffix(strings.TrimPrefix(ref.Value.Pattern, "^"), "$")
+	return strings.ReplaceAll(p, "-]", `\-]`), ref.Value.Description
+}

@@ -188,7 +188,22 @@ func schemaReason(se *openapi3.SchemaError) string {
 	if se.SchemaField == "pattern" && se.Schema != nil && se.Schema.Description != "" {
 		return fmt.Sprintf("want %s; got %q", se.Schema.Description, fmt.Sprint(se.Value))
 	}
+	if se.SchemaField == "format" && se.Schema != nil {
+		// The validator's reason for a format quotes the format's regular
+		// expression; say what the value should look like instead.
+		want, ok := formatWant[se.Schema.Format]
+		if !ok {
+			want = fmt.Sprintf("a value of format %q", se.Schema.Format)
+		}
+		return fmt.Sprintf("want %s; got %q", want, fmt.Sprint(se.Value))
+	}
 	return se.Reason
+}
+
+// formatWant says for people what a value of each string format the API
+// document uses looks like.
+var formatWant = map[string]string{
+	"date-time": "an RFC 3339 time, e.g. 2026-12-02T10:00:00Z",
 }
 
 func requestErrorText(re *openapi3filter.RequestError) string {

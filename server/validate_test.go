@@ -177,6 +177,20 @@ func TestQuery_MalformedRefused(t *testing.T) {
 	f.must(200, "GET", "/v1/datasets/short/rows/plain?version="+v1+"&columns=%76", "")
 }
 
+// TestQuery_BadTimeSaysTheFormat: a date-time query value that is no RFC
+// 3339 time is refused saying what one looks like, not the validator's
+// regular expression.
+func TestQuery_BadTimeSaysTheFormat(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.run("products")
+	for _, path := range []string{"/v1/datasets/products/rows/1?as_of=yesterday", "/v1/datasets/products/rows?as_of=2026-01-02", "/v1/datasets/products?as_of=x"} {
+		p := f.wantProblem(400, "bad_request", "as_of", "GET", path, "")
+		if !strings.Contains(p.Detail, `want an RFC 3339 time, e.g. 2026-12-02T10:00:00Z; got "`) || strings.Contains(p.Detail, "pattern") || strings.Contains(p.Detail, "^") {
+			t.Errorf("%s: detail %q", path, p.Detail)
+		}
+	}
+}
+
 // TestQuery_UnknownParameterRefused: a query parameter the operation does
 // not document is a 400 naming it.
 func TestQuery_UnknownParameterRefused(t *testing.T) {

@@ -123,7 +123,7 @@ func (s *Server) rollback(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	s.log.Info("dataset rolled back", "dataset", ds, "version", info.Version, "restored_from", info.RestoredFrom, "token", c.Get("token"))
+	s.log.Info("dataset rolled back", "dataset", ds, "version", info.Version, "restored_from", info.RestoredFrom, tokenAttr(c.Get("token")))
 	return c.JSON(http.StatusOK, info)
 }
 

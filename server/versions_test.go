@@ -154,3 +154,26 @@ func TestTags_EscapedName(t *testing.T) {
 		t.Errorf("bad duration: %+v", p)
 	}
 }
+
+// TestVersions_NotKeptSaysWhy: a version number that is not a kept
+// version of the dataset is 410 version_not_kept, worded so that it does
+// not read as collected: above the current version it was never
+// committed; below, the detail names both causes (never a version of this
+// dataset, as a version of another one is, or collected by GC).
+func TestVersions_NotKeptSaysWhy(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	other := f.run("notes") // a transaction id that is no version of products
+	cur := f.run("products")
+	for path, want := range map[string]string{
+		"/v1/datasets/products/rows/1?version=" + itoa(cur+1000): itoa(cur+1000) + " is not a version of products: never committed (the current version is " + itoa(cur) + ")",
+		"/v1/datasets/products/rows/1?version=" + itoa(other):    itoa(other) + " is not a kept version of products (never committed, or collected by GC)",
+		"/v1/datasets/products/versions/" + itoa(other):          "not a kept version of products",
+	} {
+		if p := f.wantProblem(410, "version_not_kept", "", "GET", path, ""); !strings.Contains(p.Detail, want) {
+			t.Errorf("%s: detail %q, want %q", path, p.Detail, want)
+		}
+	}
+	if p := f.wantProblem(410, "version_not_kept", "", "POST", "/v1/datasets/products/rollback", `{"version":`+itoa(other)+`}`); !strings.Contains(p.Detail, "never committed, or collected by GC") {
+		t.Errorf("rollback: detail %q", p.Detail)
+	}
+}

@@ -67,3 +67,15 @@ var (
 	// store answers again (doc.go D9); reads then show what happened.
 	ErrOutcomeUnknown = errors.New("snapshot: outcome unknown")
 )
+
+// versionNotKept is ErrVersionNotKept for version of dataset, worded so
+// that it does not read as collected: a number above current was never
+// committed (yet); below, it was never a version of this dataset (ids are
+// shared by every dataset) or GC collected it, which the kept versions do
+// not tell apart.
+func versionNotKept(dataset string, version, current int64) error {
+	if version > current {
+		return fmt.Errorf("%w: %d is not a version of %s: never committed (the current version is %d)", ErrVersionNotKept, version, dataset, current)
+	}
+	return fmt.Errorf("%w: %d is not a kept version of %s (never committed, or collected by GC)", ErrVersionNotKept, version, dataset)
+}

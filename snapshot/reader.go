@@ -97,7 +97,7 @@ func (db *DB) Reader(ctx context.Context, name string, at At) (*Reader, error) {
 	case at.Version != 0:
 		vi = ds.versionLocked(at.Version)
 		if vi == nil {
-			return nil, fmt.Errorf("%w: %s version %d", ErrVersionNotKept, name, at.Version)
+			return nil, versionNotKept(name, at.Version, ds.current)
 		}
 	default:
 		if ds.current == 0 {

@@ -24,10 +24,11 @@ func (db *DB) Rollback(ctx context.Context, dataset string, to int64) (VersionIn
 	ds.mu.Lock()
 	target := ds.versionLocked(to)
 	cfg := DatasetConfig{Name: dataset, Retention: ds.cfg.Retention, Guard: ds.cfg.Guard}
+	current := ds.current
 	ds.mu.Unlock()
 	if target == nil {
 		ds.release()
-		return VersionInfo{}, fmt.Errorf("%w: %s version %d", ErrVersionNotKept, dataset, to)
+		return VersionInfo{}, versionNotKept(dataset, to, current)
 	}
 	// The source: the target version, pinned (G2) for the whole run.
 	rd, err := db.Reader(ctx, dataset, At{Version: to})
@@ -36,7 +37,11 @@ func (db *DB) Rollback(ctx context.Context, dataset string, to int64) (VersionIn
 		return VersionInfo{}, err
 	}
 	defer rd.Close()
-	r, err := db.beginAcquired(ctx, ds, cfg, RunOptions{Schema: target.Schema, Source: target.Source, Force: true}, "rollback", to)
+	// The new version's source is where the content came from, without
+	// the run: no run made it, and RestoredFrom says what did.
+	src := target.Source
+	src.RunID = ""
+	r, err := db.beginAcquired(ctx, ds, cfg, RunOptions{Schema: target.Schema, Source: src, Force: true}, "rollback", to)
 	if err != nil {
 		ds.release()
 		return VersionInfo{}, fmt.Errorf("snapshot: rolling %s back to %d: %w", dataset, to, err)

@@ -3,7 +3,6 @@ package snapshot
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"slices"
 	"sort"
 	"time"
@@ -77,7 +76,7 @@ func (db *DB) VersionInfo(ctx context.Context, dataset string, version int64) (V
 	defer ds.mu.Unlock()
 	vi := ds.versionLocked(version)
 	if vi == nil {
-		return VersionInfo{}, fmt.Errorf("%w: %s version %d", ErrVersionNotKept, dataset, version)
+		return VersionInfo{}, versionNotKept(dataset, version, ds.current)
 	}
 	return ds.infoLocked(vi), nil
 }

@@ -31,9 +31,17 @@ type apiClient struct {
 type apiError struct {
 	Status  int
 	Problem server.Problem
+	Hint    string // what the CLI adds, e.g. how to give a token; "" for none
 }
 
 func (e *apiError) Error() string {
+	if e.Hint != "" {
+		return e.text() + "; " + e.Hint
+	}
+	return e.text()
+}
+
+func (e *apiError) text() string {
 	p := e.Problem
 	if p.Code == "" {
 		return fmt.Sprintf("HTTP %d: %s", e.Status, p.Detail)
@@ -93,6 +101,9 @@ func (c *apiClient) do(ctx context.Context, method, path string, q url.Values, b
 		ae := &apiError{Status: resp.StatusCode}
 		if json.Unmarshal(b, &ae.Problem) != nil || ae.Problem.Code == "" {
 			ae.Problem = server.Problem{Detail: strings.TrimSpace(string(b))}
+		}
+		if ae.Status == http.StatusUnauthorized {
+			ae.Hint = "give the token with --token or, better, " + envToken
 		}
 		return nil, ae
 	}
@@ -187,8 +198,8 @@ func readCommand[T any](ctx context.Context, c *cmdLine, args []string, stderr i
 
 // deleteCommand is the shape of the commands that delete one thing named
 // by their one argument: a DELETE of the path and query that request makes
-// of it, then done's sentence (nothing with --output json: the API answers
-// 204 without a body).
+// of it, then done's sentence, or with --output json {"deleted": name}
+// (the API answers 204 without a body).
 func deleteCommand(ctx context.Context, c *cmdLine, args []string, stderr io.Writer, request func(name string) (string, url.Values), done string) error {
 	pos, err := c.parseN(args, 1, 1)
 	if err != nil {
@@ -200,11 +211,18 @@ func deleteCommand(ctx context.Context, c *cmdLine, args []string, stderr io.Wri
 			return err
 		}
 		if c.cf.json() {
-			return nil
+			return encodeJSON(c.stdout, deletedJSON{Deleted: pos[0]})
 		}
 		_, err := fmt.Fprintf(c.stdout, done+"\n", pos[0])
 		return err
 	})
+}
+
+// deletedJSON is what --output json prints for a delete the API answers
+// with 204 and no body: the name deleted, and for a tag its dataset.
+type deletedJSON struct {
+	Dataset string `json:"dataset,omitempty"`
+	Deleted string `json:"deleted"`
 }
 
 // orJSON ends a command that prints the API's answer raw with --output

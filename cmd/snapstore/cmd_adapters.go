@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,6 +34,9 @@ type adapterView struct {
 	RetryBackoff string              `json:"retry_backoff"`
 	RunOnStart   bool                `json:"run_on_start"`
 	EmbedJSON    bool                `json:"embed_json"`
+	Strategy     string              `json:"strategy"`
+	Owner        string              `json:"owner"`
+	SingleNode   string              `json:"single_node"`
 	Source       string              `json:"source"`
 	Revision     int64               `json:"revision"`
 	UpdatedAt    time.Time           `json:"updated_at"`
@@ -63,21 +67,38 @@ func adaptersList(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		Adapters []adapterView `json:"adapters"`
 	}
 	return readCommand(ctx, c, args, stderr, 0, path0("/v1/adapters"), func(_ []string, body answer) error {
-		now := time.Now()
-		tb := newTable(stdout, "ADAPTER", "DATASET", "SOURCE TABLE", "SCHEDULE", "NEXT RUN", "LAST RUN", "STATUS", "DEFINED IN")
-		for _, a := range body.Adapters {
-			last, status := "", ""
-			if r := a.LastRun; r != nil {
-				last, status = ageText(&r.Start, now), runStatusText(*r)
-			}
-			next := ""
-			if a.NextRun != nil {
-				next = "in " + shortDuration(a.NextRun.Sub(now))
-			}
-			tb.row(a.Name, a.Dataset, a.Connection+"/"+a.Resource, a.Schedule, next, last, status, a.Source)
-		}
-		return tb.flush()
+		return adaptersTable(stdout, body.Adapters)
 	})
+}
+
+// adaptersTable prints adapters, one a line: dataset, source table,
+// schedule, next run, last run and its status, where defined; in a
+// cluster (some adapter has an owner node) also the strategy and the
+// owner, so that the table says where each adapter's runs happen.
+func adaptersTable(w io.Writer, list []adapterView) error {
+	now := time.Now()
+	clustered := slices.ContainsFunc(list, func(a adapterView) bool { return a.Owner != "" || a.SingleNode != "" })
+	header := []string{"ADAPTER", "DATASET", "SOURCE TABLE", "SCHEDULE", "NEXT RUN", "LAST RUN", "STATUS", "DEFINED IN"}
+	if clustered {
+		header = append(header, "STRATEGY", "OWNER")
+	}
+	tb := newTable(w, header...)
+	for _, a := range list {
+		last, status := "", ""
+		if r := a.LastRun; r != nil {
+			last, status = ageText(&r.Start, now), runStatusText(*r)
+		}
+		next := ""
+		if a.NextRun != nil {
+			next = "in " + shortDuration(a.NextRun.Sub(now))
+		}
+		cells := []string{a.Name, a.Dataset, a.Connection + "/" + a.Resource, a.Schedule, next, last, status, a.Source}
+		if clustered {
+			cells = append(cells, strategyText(a), a.Owner)
+		}
+		tb.row(cells...)
+	}
+	return tb.flush()
 }
 
 func adaptersShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -96,18 +117,44 @@ func adaptersShow(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if schedule == "" {
 			schedule = "none (runs when asked)"
 		}
+		var placement []string
+		if a.Owner != "" || a.SingleNode != "" || a.Strategy != "" {
+			placement = []string{"strategy", strategyText(a), "owner", a.Owner}
+		}
 		retry := "no"
 		if a.Retries > 0 {
 			retry = fmt.Sprintf("%d times, first after %s", a.Retries, a.RetryBackoff)
 		}
-		return printFields(stdout,
+		return printFields(stdout, slices.Concat([]string{
 			"adapter", a.Name, "dataset", a.Dataset, "connection", a.Connection, "resource", a.Resource, "key columns", keys,
-			"schedule", schedule, "next run", timeText(a.NextRun), "last run", last,
+			"schedule", schedule}, placement, []string{"next run", timeText(a.NextRun), "last run", last,
 			"retention", fmt.Sprintf("ttl %s, min versions %d", ttlText(a.Retention.TTL), a.Retention.MinVersions),
 			"guard", fmt.Sprintf("allow empty %v, max shrink %g", a.Guard.AllowEmpty, a.Guard.MaxShrink),
 			"retries", retry, "run on start", fmt.Sprint(a.RunOnStart), "embed json", fmt.Sprint(a.EmbedJSON),
-			"defined in", fmt.Sprintf("%s (revision %d, updated %s)", a.Source, a.Revision, timeText(&a.UpdatedAt)))
+			"defined in", fmt.Sprintf("%s (revision %d, updated %s)", a.Source, a.Revision, timeText(&a.UpdatedAt))})...)
 	})
+}
+
+// scheduleText says an adapter's schedule in a sentence: `schedule
+// "@every 1h"`, or no schedule.
+func scheduleText(schedule string) string {
+	if schedule == "" {
+		return "no schedule (runs when asked)"
+	}
+	return fmt.Sprintf("schedule %q", schedule)
+}
+
+// strategyText is an adapter's strategy ("local" when unset) and, for a
+// single-node adapter, the node its runs go to: "single-node: node3".
+func strategyText(a adapterView) string {
+	st := a.Strategy
+	if st == "" {
+		st = string(adapters.StrategyLocal)
+	}
+	if a.SingleNode != "" {
+		st += ": " + a.SingleNode
+	}
+	return st
 }
 
 const adaptersCreateHelp = `Create an adapter from a YAML file ("-" for stdin): one mapping with the keys
@@ -131,7 +178,7 @@ func adaptersCreate(ctx context.Context, args []string, stdout, stderr io.Writer
 			if err := json.Unmarshal(raw, &a); err != nil {
 				return err
 			}
-			_, err := fmt.Fprintf(w, "adapter %s: %s/%s into dataset %s, schedule %q (revision %d)\n", a.Name, a.Connection, a.Resource, a.Dataset, a.Schedule, a.Revision)
+			_, err := fmt.Fprintf(w, "adapter %s: %s/%s into dataset %s, %s (revision %d)\n", a.Name, a.Connection, a.Resource, a.Dataset, scheduleText(a.Schedule), a.Revision)
 			return err
 		})
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -97,6 +98,11 @@ func TestCLI_DefinitionsAndRuns(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "status:    succeeded") || !strings.Contains(out, "changes:   2 inserted") || !strings.Contains(errs, "run r") {
 		t.Fatalf("adapters run: exit %d\n%s%s", code, out, errs)
 	}
+	for _, phase := range []string{"connect", "read", "commit"} { // every phase, however fast
+		if !regexp.MustCompile(`(?m)^run r\S+: ` + phase).MatchString(errs) {
+			t.Errorf("adapters run without a terminal: no line for phase %s:\n%s", phase, errs)
+		}
+	}
 	// A failed run is exit code 1 with its code.
 	if _, err := db.Exec(`DROP TABLE tools`); err != nil {
 		t.Fatal(err)
@@ -133,7 +139,7 @@ func TestCLI_DefinitionsAndRuns(t *testing.T) {
 			t.Errorf("%v as a reader: exit %d %s", args, code, errs)
 		}
 	}
-	if code, _, errs := run("wrong-token-Xy", "datasets", "list"); code != 1 || !strings.Contains(errs, "401 unauthorized") {
+	if code, _, errs := run("wrong-token-Xy", "datasets", "list"); code != 1 || !strings.Contains(errs, "401 unauthorized") || !strings.Contains(errs, "--token or, better, SNAPSTORE_TOKEN") {
 		t.Errorf("a wrong token: exit %d %s", code, errs)
 	}
 
@@ -141,8 +147,13 @@ func TestCLI_DefinitionsAndRuns(t *testing.T) {
 	if code, _, errs := run(adminTok, "connections", "delete", "tools"); code != 1 || !strings.Contains(errs, "connection_in_use") {
 		t.Fatalf("deleting a connection in use: exit %d %s", code, errs)
 	}
-	admin("adapters", "delete", "tools")
-	admin("connections", "delete", "tools")
+	// With --output json a delete (204 from the API) prints what it deleted.
+	if out := admin("adapters", "delete", "tools", "--json"); strings.TrimSpace(out) != "{\n  \"deleted\": \"tools\"\n}" {
+		t.Errorf("adapters delete --json: %q", out)
+	}
+	if out := admin("connections", "delete", "tools", "--output", "json"); !strings.Contains(out, `"deleted": "tools"`) {
+		t.Errorf("connections delete --output json: %q", out)
+	}
 	if code, _, errs := run(adminTok, "adapters", "delete", "products"); code != 1 || !strings.Contains(errs, "adapter_read_only") {
 		t.Fatalf("deleting a config adapter: exit %d %s", code, errs)
 	}

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/snapstore/snapstore/cluster"
@@ -88,12 +89,19 @@ func runCert(sub string, args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "wrote %s and %s (valid until %s); keep ca.key secret, give every node ca.crt\n", caCert, caKey, notAfter(cc))
 		return nil
 	}
+	// The cluster section printed takes the node's addresses from its
+	// config when it has them.
+	var nodeCluster ClusterConfig
+	cfg, cfgErr := loadConfig(cf, os.Environ())
+	if cfgErr == nil {
+		nodeCluster = cfg.Cluster
+	}
 	if id == "" {
-		cfg, err := loadConfig(cf, os.Environ())
-		if err != nil {
-			return err
+		if cfgErr != nil {
+			return cfgErr
 		}
 		created := false
+		var err error
 		if id, created, err = cluster.LoadNodeID(cfg.Data); err != nil {
 			return err
 		}
@@ -117,9 +125,46 @@ func runCert(sub string, args []string, stdout io.Writer) error {
 	if err := writePair(dir, certFile, keyFile, nc, k, *force); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s and %s for node %s (valid until %s); in its configuration:\n", certFile, keyFile, id, notAfter(nc))
-	fmt.Fprintf(stdout, "cluster:\n  transfer:\n    ca_file: %s\n    cert_file: %s\n    key_file: %s\n", caCert, certFile, keyFile)
+	fmt.Fprintf(stdout, "wrote %s and %s for node %s (valid until %s); its configuration's cluster section, with the lines marked EDIT edited (docs/cluster.md):\n", certFile, keyFile, id, notAfter(nc))
+	fmt.Fprint(stdout, clusterSnippet(nodeCluster, caCert, certFile, keyFile))
 	return nil
+}
+
+// The placeholders of the printed cluster section, for the addresses the
+// user must choose: documentation addresses (RFC 5737), so that a section
+// pasted unedited fails to bind rather than listen somewhere unintended.
+const (
+	placeholderBind           = "192.0.2.1:7946"
+	placeholderTransferListen = "192.0.2.1:7950"
+	editNote                  = "   # EDIT: "
+)
+
+// clusterSnippet is the cluster section for a node's configuration with
+// its transfer certificates: the gossip bind address, the gossip key file
+// and the transfer listen address (all needed with the certificates off
+// loopback), taken from the node's config when it has them, else
+// placeholders marked EDIT.
+func clusterSnippet(cc ClusterConfig, caFile, certFile, keyFile string) string {
+	var b strings.Builder
+	b.WriteString("cluster:\n")
+	if cc.Bind != "" {
+		fmt.Fprintf(&b, "  bind: %s\n", cc.Bind)
+	} else {
+		fmt.Fprintf(&b, "  bind: %s%sthis node's gossip address host:port\n", placeholderBind, editNote)
+	}
+	if cc.GossipKeyFile != "" {
+		fmt.Fprintf(&b, "  gossip_key_file: %s\n", cc.GossipKeyFile)
+	} else {
+		fmt.Fprintf(&b, "  gossip_key_file: gossip.key%sthe file of snapstore cluster keygen, the same on every node\n", editNote)
+	}
+	b.WriteString("  transfer:\n")
+	if cc.Transfer.Listen != "" {
+		fmt.Fprintf(&b, "    listen: %s\n", cc.Transfer.Listen)
+	} else {
+		fmt.Fprintf(&b, "    listen: %s%sthis node's address that the other nodes reach (host:port)\n", placeholderTransferListen, editNote)
+	}
+	fmt.Fprintf(&b, "    ca_file: %s\n    cert_file: %s\n    key_file: %s\n", caFile, certFile, keyFile)
+	return b.String()
 }
 
 // writePair writes a certificate (0644) and its key (0600) in dir, neither

@@ -125,7 +125,11 @@ func connectionsResources(ctx context.Context, args []string, stdout, stderr io.
 	return readCommand(ctx, c, args, stderr, 1, connectionPath("/resources"), func(_ []string, body answer) error {
 		tb := newTable(stdout, "SCHEMA", "NAME", "TYPE", "ROWS (EST.)", "KEY")
 		for _, r := range body.Resources {
-			tb.row(r.Schema, r.Name, r.Type, count(r.EstimatedRows), strings.Join(r.Key, ", "))
+			est := "unknown" // no statistics at the source
+			if r.EstimatedRows >= 0 {
+				est = count(r.EstimatedRows)
+			}
+			tb.row(r.Schema, r.Name, r.Type, est, strings.Join(r.Key, ", "))
 		}
 		return tb.flush()
 	})

@@ -95,7 +95,12 @@ func datasetsShow(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			now := time.Now()
 			kv = append(kv, "version shown", fmt.Sprint(v.Version), "committed", timeText(&v.CommittedAt)+" ("+ageText(&v.CommittedAt, now)+")",
 				"rows", count(v.Stats.Rows), "checksum", v.Stats.Checksum, "tags", strings.Join(v.Tags, ", "),
-				"source", strings.Trim(v.Source.Adapter+" "+v.Source.Connection+"/"+v.Source.Resource, " /"), "run", v.Source.RunID)
+				"source", strings.Trim(v.Source.Adapter+" "+v.Source.Connection+"/"+v.Source.Resource, " /"))
+			if v.RestoredFrom != 0 {
+				kv = append(kv, "made by", fmt.Sprintf("rollback, restored from version %d", v.RestoredFrom))
+			} else {
+				kv = append(kv, "run", v.Source.RunID)
+			}
 		}
 		if err := printFields(stdout, kv...); err != nil || v == nil {
 			return err
@@ -152,6 +157,9 @@ func datasetsDrop(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		if _, err := t.api.call(ctx, http.MethodDelete, pathOf("/v1/datasets/", name), nil, nil); err != nil {
 			return err
+		}
+		if c.cf.json() {
+			return encodeJSON(stdout, deletedJSON{Deleted: name})
 		}
 		fmt.Fprintf(stdout, "dropped dataset %s (%s)\n", name, what)
 		return nil

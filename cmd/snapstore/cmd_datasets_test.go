@@ -92,7 +92,7 @@ func TestCLI_DatasetsDiffTagsRollbackGC(t *testing.T) {
 	first, second := vs.Versions[1].Version, vs.Versions[0].Version
 	do(0, "tag", "products", "second")
 	_, errs = do(2, "rollback", "products", fmt.Sprint(first))
-	if !strings.Contains(errs, "--yes") || !strings.Contains(errs, fmt.Sprintf("The 1 later versions (%d) stay readable", second)) {
+	if !strings.Contains(errs, "--yes") || !strings.Contains(errs, fmt.Sprintf("The later version (%d) stays readable", second)) {
 		t.Errorf("rollback without a terminal:\n%s", errs)
 	}
 	asTerminal(t, "n\n")
@@ -111,13 +111,18 @@ func TestCLI_DatasetsDiffTagsRollbackGC(t *testing.T) {
 	if out, _ = do(0, "get", "products", "2"); !strings.Contains(out, `"name":"jug"`) {
 		t.Fatalf("after the rollback: %s", out)
 	}
+	if out, _ = do(0, "datasets", "show", "products"); !strings.Contains(out, fmt.Sprintf("made by:         rollback, restored from version %d", first)) || strings.Contains(out, "\nrun:") {
+		t.Errorf("datasets show after the rollback:\n%s", out)
+	}
 	// What the question said: the later version stays, with its tag.
 	do(0, "datasets", "show", "products", "--version", fmt.Sprint(second))
 	if out, _ = do(0, "get", "products", "2", "--tag", "second"); !strings.Contains(out, "pitcher") {
 		t.Errorf("the later version's tag after the rollback: %s", out)
 	}
 	do(1, "rollback", "products", "999999")
-	do(0, "untag", "products", "first")
+	if out, _ = do(0, "untag", "products", "first", "--json"); !strings.Contains(out, `"dataset": "products"`) || !strings.Contains(out, `"deleted": "first"`) {
+		t.Errorf("untag --json: %q", out)
+	}
 	do(1, "untag", "products", "first")
 
 	// GC: a dry run, then every dataset.

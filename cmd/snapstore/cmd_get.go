@@ -43,6 +43,7 @@ code 1 (row_not_found).`
 // cmdGet is `snapstore get DATASET KEY...`.
 func cmdGet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := newCmdLine("get", "DATASET KEY... [--version N|--as-of TIME|--tag TAG] [--columns A,B]", getHelp, flagsClient, stdout)
+	c.rawOutput("the API's JSON")
 	var at atFlags
 	at.register(c)
 	columns := c.fs.String("columns", "", "comma-separated `columns` to return (default all)")

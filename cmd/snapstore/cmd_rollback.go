@@ -89,7 +89,11 @@ func rollbackEffect(ds string, to int64, versions []json.RawMessage) (string, er
 	fmt.Fprintf(&b, "Roll %s back to version %d (committed %s, %s rows)? A new version with its content becomes current; the current version is %d.",
 		ds, to, timeText(&target.CommittedAt), count(target.Stats.Rows), cur)
 	if len(later) > 0 {
-		fmt.Fprintf(&b, " The %d later versions (%s) stay readable until retention expires them.", len(later), strings.Join(later, ", "))
+		if len(later) == 1 {
+			fmt.Fprintf(&b, " The later version (%s) stays readable until retention expires it.", later[0])
+		} else {
+			fmt.Fprintf(&b, " The %d later versions (%s) stay readable until retention expires them.", len(later), strings.Join(later, ", "))
+		}
 	}
 	return b.String(), nil
 }

@@ -30,7 +30,8 @@ func TestCLI_RunForceAndConfigHint(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, stdout, stderr := cli(t, append([]string{"run", "products"}, withCfg...)...)
-	if code != 1 || !strings.Contains(stdout, `"code": "guard_refused"`) || !strings.Contains(stdout, `"deleted": 3`) {
+	if code != 1 || !strings.Contains(stdout, `"code": "guard_refused"`) || !strings.Contains(stdout, `"deleted": 3`) ||
+		!strings.Contains(stdout, "with force=true to commit anyway") || !strings.Contains(stderr, "start the run with --force to commit anyway") {
 		t.Fatalf("refused run: exit %d, stdout %s, stderr %s", code, stdout, stderr)
 	}
 	code, stdout, stderr = cli(t, append([]string{"run", "--force", "products"}, withCfg...)...)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/url"
 	"os/signal"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -52,7 +53,14 @@ func runsList(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // trigger, start, duration, rows read, the version committed.
 func runsTable(w io.Writer, runs []adapters.RunRecord) error {
 	now := time.Now()
-	tb := newTable(w, "RUN", "ADAPTER", "STATUS", "TRIGGER", "STARTED", "TOOK", "ROWS READ", "VERSION")
+	// In a cluster (some run names its node) the table says where each
+	// run ran and which node placed it there.
+	clustered := slices.ContainsFunc(runs, func(r adapters.RunRecord) bool { return r.Node != "" || r.PlacedBy != "" })
+	header := []string{"RUN", "ADAPTER", "STATUS", "TRIGGER", "STARTED", "TOOK", "ROWS READ", "VERSION"}
+	if clustered {
+		header = append(header, "NODE", "PLACED BY")
+	}
+	tb := newTable(w, header...)
 	for _, r := range runs {
 		status := runStatusText(r)
 		took := ""
@@ -66,7 +74,11 @@ func runsTable(w io.Writer, runs []adapters.RunRecord) error {
 		if r.Version != 0 {
 			version = fmt.Sprint(r.Version)
 		}
-		tb.row(r.ID, r.Adapter, status, r.Trigger, timeText(&r.Start), took, count(r.RowsRead), version)
+		cells := []string{r.ID, r.Adapter, status, r.Trigger, timeText(&r.Start), took, count(r.RowsRead), version}
+		if clustered {
+			cells = append(cells, r.Node, r.PlacedBy)
+		}
+		tb.row(cells...)
 	}
 	return tb.flush()
 }

@@ -32,7 +32,8 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	c.fs.Var(&prefix, "prefix", "key `prefix` (repeat once per key column)")
 	columns := c.fs.String("columns", "", "comma-separated `columns` to return (default all)")
 	limit := c.fs.Int("limit", 0, "most `rows` (0: all)")
-	format := c.fs.String("format", "ndjson", "ndjson or csv")
+	c.rawOutput("NDJSON, or CSV with --format csv")
+	format := c.fs.String("format", "ndjson", "`format`, ndjson (one JSON object a line) or csv")
 	pos, err := c.parseN(args, 1, 1)
 	if err != nil {
 		return err

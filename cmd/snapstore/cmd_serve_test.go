@@ -201,3 +201,14 @@ func (s *syncBuf) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestServe_DataDirInUse: a second serve on a data directory a server
+// holds says the directory is in use by another process, not Pebble's
+// raw lock error alone.
+func TestServe_DataDirInUse(t *testing.T) {
+	_, cfg, _ := startServe(t, 0, nil)
+	code, _, errs := cli(t, "serve", "--data", cfg.Data, "--listen", "127.0.0.1:0")
+	if code == 0 || !strings.Contains(errs, "the data directory "+cfg.Data+" is in use by another process, a snapstore server most likely") {
+		t.Fatalf("a second serve: exit %d %q", code, errs)
+	}
+}

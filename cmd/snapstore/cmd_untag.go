@@ -22,7 +22,7 @@ func cmdUntag(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		if c.cf.json() {
-			return nil // the API answers 204, no body
+			return encodeJSON(stdout, deletedJSON{Dataset: pos[0], Deleted: pos[1]}) // the API answers 204, no body
 		}
 		_, err := fmt.Fprintf(stdout, "%s: tag %s removed\n", pos[0], pos[1])
 		return err

@@ -140,7 +140,11 @@ func (c *cmdLine) printHelp() {
 				head += " " + strings.ToUpper(name)
 			}
 			if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && !isSecretFlag(f.Name) {
-				use += fmt.Sprintf(" (default %q)", f.DefValue)
+				if g, ok := f.Value.(flag.Getter); ok && isString(g.Get()) {
+					use += fmt.Sprintf(" (default %q)", f.DefValue)
+				} else {
+					use += fmt.Sprintf(" (default %s)", f.DefValue) // a number or a duration, unquoted
+				}
 			}
 			fmt.Fprintf(c.stdout, "%-26s %s\n", head, use)
 		}
@@ -150,6 +154,23 @@ func (c *cmdLine) printHelp() {
 	if c.cf != nil && c.fs.Lookup("server") != nil {
 		fmt.Fprintf(c.stdout, "\n%s", exitCodesHelp)
 	}
+}
+
+// isString reports whether a flag's value is a string, whose default
+// help quotes.
+func isString(v any) bool {
+	_, ok := v.(string)
+	return ok
+}
+
+// rawOutput is for the commands that always print what the API sends
+// (get, scan): their help says so instead of offering a table.
+func (c *cmdLine) rawOutput(what string) {
+	for _, name := range []string{"output", "json"} {
+		f := c.fs.Lookup(name)
+		f.Usage, f.DefValue = "ignored: "+c.name+" always prints "+what, ""
+	}
+	c.fs.Lookup("output").Usage = "`format` ignored: " + c.name + " always prints " + what
 }
 
 // commonFlagNames are the flags of newCmdLine's kinds.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"os"
 	"strings"
 	"testing"
 )
@@ -65,7 +66,7 @@ func TestHelp_OnStdout(t *testing.T) {
 	}
 	groups := map[string][]string{
 		"datasets": {"list", "show", "drop"}, "runs": {"list", "show", "follow"},
-		"adapters": {"list", "show", "create", "delete", "run"}, "cluster": {"nodes", "backlog", "partitions", "keygen"}, "cert": {"ca", "node"},
+		"adapters": {"list", "show", "create", "delete", "run"}, "cluster": {"nodes", "backlog", "drain", "resume", "forget", "keys", "partitions", "keygen"}, "cert": {"ca", "node"},
 		"connections": {"list", "show", "test", "resources", "create", "delete"},
 	}
 	for _, c := range commands {
@@ -100,6 +101,22 @@ func TestHelp_OnStdout(t *testing.T) {
 		if code, out, errs := cli(t, args...); code != 2 || out != "" || errs == "" {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errs)
 		}
+	}
+	// Defaults as typed (a number unquoted); get and scan do not offer a
+	// table they never print; scan names its formats.
+	for args, want := range map[string]string{"versions --help": "(default 100)\n", "get --help": "always prints the API's JSON", "scan --help": "ndjson (one JSON object a line) or csv"} {
+		_, out, _ := cli(t, strings.Fields(args)...)
+		if !strings.Contains(out, want) || args != "versions --help" && strings.Contains(out, `(default "table")`) {
+			t.Errorf("%s lacks %q (or offers a table):\n%s", args, want, out)
+		}
+	}
+	// The README's command summary names every cluster subcommand.
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "snapstore cluster "+strings.Join(groups["cluster"], "|")) {
+		t.Errorf("the README's summary lacks cluster %s", strings.Join(groups["cluster"], "|"))
 	}
 	// A token from the environment is never shown as a flag's default.
 	t.Setenv(envToken, "env-token-Qa91")

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -137,6 +139,18 @@ adapters:
 		if !strings.Contains(msg, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, msg)
 		}
+	}
+	// In the order of the file: by line, then key.
+	lines := regexp.MustCompile(`\(line (\d+)\)`).FindAllStringSubmatch(msg, -1)
+	for i := 1; i < len(lines); i++ {
+		a, _ := strconv.Atoi(lines[i-1][1])
+		b, _ := strconv.Atoi(lines[i][1])
+		if a > b {
+			t.Errorf("line %d listed after line %d:\n%s", b, a, msg)
+		}
+	}
+	if !strings.Contains(msg, "options.path (line 8)") || strings.Index(msg, "options.path (line 8)") > strings.Index(msg, "options.pth (line 9)") {
+		t.Errorf("line 8 not before line 9:\n%s", msg)
 	}
 	if strings.Contains(msg, `"shop" is not defined`) || strings.Contains(msg, `"shop" does not exist`) {
 		t.Errorf("follow-on error for the rejected connection shop:\n%s", msg)

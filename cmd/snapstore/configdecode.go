@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"reflect"
 	"slices"
@@ -88,6 +89,7 @@ func loadConfigChecked(cf *commonFlags, environ []string, extra func(*Config) []
 		errs = append(errs, e)
 	}
 	if len(errs) > 0 {
+		sortConfigErrors(errs)
 		where := "bad configuration"
 		if cf.config != "" {
 			where += " (" + cf.config + ")"
@@ -95,6 +97,30 @@ func loadConfigChecked(cf *commonFlags, environ []string, extra func(*Config) []
 		return nil, &exitError{code: 2, err: fmt.Errorf("%s:\n%w", where, errors.Join(errs...))}
 	}
 	return &cfg, nil
+}
+
+// sortConfigErrors puts the problems in the order of the file: by line,
+// then key; those set by the environment, or of no key, after them in
+// the order found.
+func sortConfigErrors(errs []error) {
+	type place struct {
+		line int
+		key  string
+	}
+	at := func(err error) place {
+		var ce *configError
+		if !errors.As(err, &ce) || ce.line == 0 {
+			return place{line: math.MaxInt}
+		}
+		return place{ce.line, ce.key}
+	}
+	slices.SortStableFunc(errs, func(a, b error) int {
+		pa, pb := at(a), at(b)
+		if c := cmp.Compare(pa.line, pb.line); c != 0 || pa.line == math.MaxInt {
+			return c
+		}
+		return strings.Compare(pa.key, pb.key)
+	})
 }
 
 // joined returns the errors an errors.Join holds, or err alone.

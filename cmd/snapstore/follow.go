@@ -18,11 +18,14 @@ var followPoll = 250 * time.Millisecond
 // followRun reads run id's record until the run ends and returns the
 // ended record. On a terminal (bar) it redraws a progress bar on w: rows
 // read out of the estimate, rate, time left, phase; elsewhere it writes
-// one line a phase, so a log shows where a run spent its time. ctx ends
-// the following, not the run.
+// one line a phase, so a log shows where a run spent its time: the
+// phases seen while polling, then, once the run ended, those of its final
+// record that a fast run went through between two polls. ctx ends the
+// following, not the run.
 func followRun(ctx context.Context, api *apiClient, id string, w io.Writer, bar bool, width int) (adapters.RunRecord, error) {
 	var rec adapters.RunRecord
 	lastPhase := ""
+	said := map[string]bool{} // the phases a line was written for
 	drawn := false
 	clear := func() {
 		if drawn {
@@ -39,6 +42,13 @@ func followRun(ctx context.Context, api *apiClient, id string, w io.Writer, bar 
 			return rec, err
 		}
 		if rec.Status != adapters.RunRunning {
+			if !bar {
+				for _, p := range rec.Phases {
+					if !said[p.Name] && p.End != nil {
+						fmt.Fprintf(w, "run %s: %s (took %s)\n", rec.ID, p.Name, shortDuration(p.End.Sub(p.Start)))
+					}
+				}
+			}
 			return rec, nil
 		}
 		switch {
@@ -47,6 +57,7 @@ func followRun(ctx context.Context, api *apiClient, id string, w io.Writer, bar 
 			drawn = true
 		case rec.Progress != nil && rec.Progress.Phase != lastPhase:
 			lastPhase = rec.Progress.Phase
+			said[lastPhase] = true
 			fmt.Fprintf(w, "run %s: %s\n", rec.ID, progressText(rec))
 		}
 		select {
@@ -146,7 +157,7 @@ func runResult(w io.Writer, cf *commonFlags, rec adapters.RunRecord, raw []byte)
 		return err
 	}
 	if rec.Status != adapters.RunSucceeded {
-		return &exitError{code: exitFailed, err: fmt.Errorf("run %s %s (%s): %s", rec.ID, rec.Status, rec.Code, rec.Error)}
+		return &exitError{code: exitFailed, err: fmt.Errorf("run %s %s (%s): %s", rec.ID, rec.Status, rec.Code, runErrorText(rec))}
 	}
 	return nil
 }
@@ -177,6 +188,11 @@ func printRun(w io.Writer, rec adapters.RunRecord) error {
 	}
 	kv = append(kv,
 		"trigger", rec.Trigger,
+	)
+	if rec.Node != "" || rec.PlacedBy != "" {
+		kv = append(kv, "node", rec.Node, "placed by", rec.PlacedBy)
+	}
+	kv = append(kv,
 		"started", timeText(&rec.Start),
 		"took", took,
 		"version", version,
@@ -208,9 +224,18 @@ func printRun(w io.Writer, rec adapters.RunRecord) error {
 		}
 	}
 	if rec.Error != "" {
-		fmt.Fprintf(w, "\nerror: %s\n", rec.Error)
+		fmt.Fprintf(w, "\nerror: %s\n", runErrorText(rec))
 	}
 	return nil
+}
+
+// runErrorText is a run's error as the CLI says it: the API's hint to
+// start a refused run again with force=true names the flag here.
+func runErrorText(rec adapters.RunRecord) string {
+	if rec.Code == "guard_refused" {
+		return strings.Replace(rec.Error, "with force=true", "with --force", 1)
+	}
+	return rec.Error
 }
 
 // errInterruptedFollow is the error of a follow ended by Ctrl-C while the

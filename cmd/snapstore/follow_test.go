@@ -1,6 +1,7 @@
 package main
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -73,5 +74,42 @@ func TestCLI_RunProgressBar(t *testing.T) {
 	code, _, errs = cli(t, "run", "big", "--server", url)
 	if code != 0 || strings.Contains(errs, "\r") || strings.Contains(errs, "█") {
 		t.Fatalf("no terminal: exit %d %q", code, errs)
+	}
+}
+
+// TestTables_ClusterFields: in a cluster the run and adapter tables say
+// where runs happen (node, placed by; strategy, owner, single-node
+// target); alone they keep their columns.
+func TestTables_ClusterFields(t *testing.T) {
+	now := time.Now()
+	var b strings.Builder
+	alone := adapters.RunRecord{ID: "r1-0001", Adapter: "film", Status: adapters.RunSucceeded, Start: now}
+	if err := runsTable(&b, []adapters.RunRecord{alone}); err != nil || strings.Contains(b.String(), "NODE") {
+		t.Errorf("runs alone: %v\n%s", err, b.String())
+	}
+	placed := alone
+	placed.ID, placed.Node, placed.PlacedBy = "r1-0002", "node2", "node1"
+	b.Reset()
+	if err := runsTable(&b, []adapters.RunRecord{alone, placed}); err != nil || !strings.Contains(b.String(), "PLACED BY") ||
+		!regexp.MustCompile(`r1-0002 .* node2 +node1`).MatchString(b.String()) {
+		t.Errorf("runs in a cluster: %v\n%s", err, b.String())
+	}
+	b.Reset()
+	if err := printRun(&b, placed); err != nil || !strings.Contains(b.String(), "node:      node2") || !strings.Contains(b.String(), "placed by: node1") {
+		t.Errorf("runs show in a cluster: %v\n%s", err, b.String())
+	}
+	b.Reset()
+	if err := printRun(&b, alone); err != nil || strings.Contains(b.String(), "placed by") {
+		t.Errorf("runs show alone: %v\n%s", err, b.String())
+	}
+	b.Reset()
+	list := []adapterView{{Name: "film", Strategy: "single-node", SingleNode: "node3", Owner: "node1"}, {Name: "actor", Owner: "node2"}}
+	if err := adaptersTable(&b, list); err != nil || !regexp.MustCompile(`film .* single-node: node3 +node1`).MatchString(b.String()) ||
+		!regexp.MustCompile(`actor .* local +node2`).MatchString(b.String()) {
+		t.Errorf("adapters in a cluster: %v\n%s", err, b.String())
+	}
+	b.Reset()
+	if err := adaptersTable(&b, []adapterView{{Name: "film"}}); err != nil || strings.Contains(b.String(), "OWNER") {
+		t.Errorf("adapters alone: %v\n%s", err, b.String())
 	}
 }

@@ -34,6 +34,10 @@ func openStore(ctx context.Context, cfg *Config, log *slog.Logger, reg prometheu
 			Logger:       log,
 			Registerer:   reg,
 		})
+		if err != nil && dirLocked(err) {
+			// Pebble's lock file: another process has the directory open.
+			return nil, fmt.Errorf("the data directory %s is in use by another process, a snapstore server most likely (%w)", cfg.Data, err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("opening data dir %s: %w", cfg.Data, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/snapstore/snapstore/store/hbase"
 	"io"
 	"net"
 	"net/http"
@@ -88,7 +89,7 @@ func openTarget(ctx context.Context, cf *commonFlags, stderr io.Writer) (*target
 		fmt.Fprintf(stderr, "snapstore: using the server at %s (--server URL or --data DIR to choose)\n", u)
 		return remoteTarget(cfg, u, cf.token), nil
 	}
-	fmt.Fprintf(stderr, "snapstore: no server at %s; using the data directory %s (--server URL or --data DIR to choose)\n", u, cfg.Data)
+	fmt.Fprintf(stderr, "snapstore: no server at %s; using %s (--server URL or --data DIR to choose)\n", u, cfg.storageText())
 	return openLocal(ctx, cfg, stderr)
 }
 
@@ -125,6 +126,17 @@ func snapstoreAnswers(ctx context.Context, u *url.URL) bool {
 	return resp.StatusCode == http.StatusOK && json.NewDecoder(io.LimitReader(resp.Body, 1<<12)).Decode(&h) == nil && h.Status == "ok"
 }
 
+// storageText names the storage a client command opens in this process:
+// "the data directory ./data", or with HBase its table and gateway.
+func (c *Config) storageText() string {
+	if c.Storage.Backend == "hbase" {
+		h := hbase.Options{Addr: c.Storage.HBase.Thrift, Namespace: c.Storage.HBase.Namespace, Table: c.Storage.HBase.Table}
+		h.EnsureDefaults()
+		return fmt.Sprintf("the HBase table %s:%s through the gateway %s", h.Namespace, h.Table, h.Addr)
+	}
+	return "the data directory " + c.Data
+}
+
 // openLocal opens cfg's data directory in this process (without the
 // scheduler: no run starts on its own) and serves the API over a pipe. A
 // data directory that a server holds is exit code 3, naming --server.
@@ -141,9 +153,9 @@ func openLocal(ctx context.Context, cfg *Config, stderr io.Writer) (*target, err
 			return nil, err
 		}
 		if dirLocked(err) {
-			return nil, &exitError{code: exitUnreachable, err: fmt.Errorf("the data directory %s is in use by another process, a snapstore server most likely: give --server URL to ask it (%w)", cfg.Data, err)}
+			return nil, &exitError{code: exitUnreachable, err: fmt.Errorf("%w: give --server URL to ask it", err)}
 		}
-		return nil, &exitError{code: exitUnreachable, err: fmt.Errorf("opening the data directory %s: %w", cfg.Data, err)}
+		return nil, &exitError{code: exitUnreachable, err: fmt.Errorf("opening %s: %w", cfg.storageText(), err)}
 	}
 	srv, err := server.New(server.Options{DB: stk.db, Adapters: stk.svc, Logger: log, BuildVersion: buildVersion()})
 	if err != nil {
@@ -159,7 +171,7 @@ func openLocal(ctx context.Context, cfg *Config, stderr io.Writer) (*target, err
 		api:   &apiClient{base: u, hc: &http.Client{Transport: tr}, local: true},
 		cfg:   cfg,
 		local: stk,
-		where: "the data directory " + cfg.Data,
+		where: cfg.storageText(),
 	}
 	t.stop = func() error {
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -61,3 +61,21 @@ func TestTarget_Refusals(t *testing.T) {
 		t.Errorf("a server that is no URL: exit %d %q", code, errs)
 	}
 }
+
+// TestTarget_NamesTheStorage: a client command that opens the storage
+// itself names what it opens: the data directory with Pebble, the HBase
+// table (namespace defaulted) and its gateway with HBase.
+func TestTarget_NamesTheStorage(t *testing.T) {
+	for file, want := range map[string]string{
+		"data: /tmp/nu/hb1\n": "the data directory /tmp/nu/hb1",
+		"data: /tmp/nu/hb1\nstorage: {backend: hbase, hbase: {thrift: 127.0.0.1:29090, table: shop}}\n": "the HBase table snapstore:shop through the gateway 127.0.0.1:29090",
+	} {
+		cfg, err := loadConfig(&commonFlags{config: writeFile(t, "c.yaml", file)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.storageText(); got != want {
+			t.Errorf("%s: %q, want %q", file, got, want)
+		}
+	}
+}

@@ -115,6 +115,23 @@ func TestCertCommand(t *testing.T) {
 	if !strings.Contains(out, "new node id "+nodeID) || !strings.Contains(out, "cert_file: "+filepath.Join(dir, nodeID+".crt")) {
 		t.Errorf("cert node printed:\n%s", out)
 	}
+	// The cluster section printed is one serve takes once its lines
+	// marked EDIT are edited: bind, gossip key file, transfer listen.
+	section := out[strings.Index(out, "cluster:\n"):]
+	for _, want := range []string{"bind: 192.0.2.1:7946   # EDIT", "gossip_key_file: gossip.key   # EDIT", "listen: 192.0.2.1:7950   # EDIT", "ca_file: "} {
+		if !strings.Contains(section, want) {
+			t.Errorf("cert node's cluster section lacks %q:\n%s", want, section)
+		}
+	}
+	keyFile := filepath.Join(t.TempDir(), "gossip.key")
+	if code, key, _ := cli(t, "cluster", "keygen"); code != 0 || os.WriteFile(keyFile, []byte(key), 0o600) != nil {
+		t.Fatal("cluster keygen")
+	}
+	edited := strings.NewReplacer("192.0.2.1", "127.0.0.1", "gossip.key", keyFile).Replace(section)
+	cfgFile := writeFile(t, "node.yaml", "storage: {backend: hbase, hbase: {thrift: 127.0.0.1:1}}\n"+edited)
+	if _, err := loadConfig(&commonFlags{config: cfgFile, data: data}, nil); err != nil {
+		t.Errorf("the edited cluster section is refused: %v\n%s", err, edited)
+	}
 	for f, mode := range map[string]os.FileMode{"ca.key": 0o600, "ca.crt": 0o644, nodeID + ".key": 0o600, nodeID + ".crt": 0o644} {
 		if info, err := os.Stat(filepath.Join(dir, f)); err != nil || info.Mode().Perm() != mode {
 			t.Errorf("%s: %v %v, want mode %v", f, info, err, mode)

@@ -189,6 +189,12 @@ func TestConsole(t *testing.T) {
 	b.click(`a[href="/ui/datasets/items"]`)
 	b.waitVisible(fmt.Sprintf(`li[data-version="%d"].current`, second))
 	b.shot("dataset")
+	// The tag inputs carry the API's TagName pattern, and Chromium applies
+	// it: a name with '/' is refused before it is sent.
+	tagInput := fmt.Sprintf(`document.querySelector('li[data-version="%d"] input[name="tag"]')`, second)
+	if got := b.eval(`(() => { const i = ` + tagInput + `; i.value = 'bad/tag'; const bad = i.validity.patternMismatch; i.value = 'good-1.x'; const good = i.validity.patternMismatch; i.value = ''; return bad + ',' + good })()`); got != "true,false" {
+		t.Errorf("the tag input's pattern (mismatch for bad/tag, good-1.x): %s", got)
+	}
 	b.click(fmt.Sprintf(`li[data-version="%d"] a[href*="/diff?"]`, second))
 	b.waitVisible("#diff")
 	b.wantText("#diff-counts", "1 updated")
@@ -197,6 +203,12 @@ func TestConsole(t *testing.T) {
 		t.Errorf("highlighted cells of the diff: %q, want 7:price", changed)
 	}
 	b.wantText(`#diff td.changed[data-column="price"] ins`, "8.25")
+	// The changed columns are named beside the key and above the table, in
+	// sight without scrolling the wide table.
+	b.wantText("#diff-changed", "price")
+	if got := b.eval(`(() => { const td = document.querySelector('#diff tr[data-key="7"] td.changed-columns'); const r = td.getBoundingClientRect(); return td.textContent.trim() + ',' + (r.right <= window.innerWidth) })()`); got != "price,true" {
+		t.Errorf("the changed columns beside the key: %q, want price, in sight", got)
+	}
 	b.shot("diff")
 	t.Logf("%sdiff checked", at())
 
