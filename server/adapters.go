@@ -25,6 +25,10 @@ type adapterJSON struct {
 	RunOnStart   bool           `json:"run_on_start"`
 	EmbedJSON    bool           `json:"embed_json"`
 	Strategy     string         `json:"strategy,omitempty"`
+	// TransferCompression and PartitionKey apply to strategy
+	// partition-by-key only (adapters.AdapterSpec).
+	TransferCompression string   `json:"transfer_compression,omitempty"`
+	PartitionKey        []string `json:"partition_key,omitempty"`
 }
 
 func (a adapterJSON) spec() adapters.AdapterSpec {
@@ -42,6 +46,9 @@ func (a adapterJSON) spec() adapters.AdapterSpec {
 		RunOnStart:   a.RunOnStart,
 		EmbedJSON:    a.EmbedJSON,
 		Strategy:     adapters.Strategy(a.Strategy),
+
+		TransferCompression: a.TransferCompression,
+		PartitionKey:        a.PartitionKey,
 	}
 }
 
@@ -78,6 +85,9 @@ func toAdapterOut(a adapters.Adapter) adapterOut {
 			RunOnStart:   sp.RunOnStart,
 			EmbedJSON:    sp.EmbedJSON,
 			Strategy:     string(sp.Strategy),
+
+			TransferCompression: sp.TransferCompression,
+			PartitionKey:        sp.PartitionKey,
 		},
 		Source:     a.Source,
 		Revision:   a.Revision,

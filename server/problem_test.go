@@ -75,7 +75,7 @@ func TestProblemFor_EverySentinel(t *testing.T) {
 			"ErrBadPageToken": snapshot.ErrBadPageToken, "ErrInvalidArgument": snapshot.ErrInvalidArgument,
 			"ErrClosed": snapshot.ErrClosed, "ErrCorrupt": snapshot.ErrCorrupt,
 			"ErrReadOnly": snapshot.ErrReadOnly, "ErrSlotLost": snapshot.ErrSlotLost,
-			"ErrOutcomeUnknown": snapshot.ErrOutcomeUnknown, "ErrPartitionCount": snapshot.ErrPartitionCount,
+			"ErrOutcomeUnknown": snapshot.ErrOutcomeUnknown, "ErrPartitionCount": snapshot.ErrPartitionCount, "ErrPartitionKey": snapshot.ErrPartitionKey,
 		},
 		"adapters": {
 			"ErrConnectionNotFound": adapters.ErrConnectionNotFound, "ErrConnectionExists": adapters.ErrConnectionExists,

@@ -159,9 +159,12 @@ func (d *diffIter) Next() bool {
 		return false
 	}
 	for d.m.next() {
-		cells := d.m.cells()
-		d.resF = resolve(cells, d.from.vis, d.resF[:0])
-		d.resT = resolve(cells, d.to.vis, d.resT[:0])
+		if d.resF, d.err = d.m.resolve(d.from.vis, d.resF[:0]); d.err != nil {
+			return false
+		}
+		if d.resT, d.err = d.m.resolve(d.to.vis, d.resT[:0]); d.err != nil {
+			return false
+		}
 		switch {
 		case len(d.resF) == 0 && len(d.resT) == 0:
 			continue

@@ -33,6 +33,7 @@ type Reader struct {
 	vis    txn.Visibility
 	opts   store.ReadOptions
 	parts  int
+	pk     []string // the dataset's partition key, nil for the row key
 	keyIdx []int
 	tables []string    // data table of each partition
 	allIdx []int       // every schema column
@@ -111,7 +112,7 @@ func (db *DB) Reader(ctx context.Context, name string, at At) (*Reader, error) {
 	if vis.IsExcluded(vi.Version) {
 		return nil, fmt.Errorf("%w: %s version %d is not committed", ErrCorrupt, name, vi.Version)
 	}
-	r := &Reader{db: db, ds: ds, info: ds.infoLocked(vi), parts: ds.cfg.Partitions, vis: vis, opts: readOpts(vis)}
+	r := &Reader{db: db, ds: ds, info: ds.infoLocked(vi), parts: ds.cfg.Partitions, pk: ds.cfg.PartitionKey, vis: vis, opts: readOpts(vis)}
 	r.keyIdx = keyIndexes(vi.Schema)
 	for p := 0; p < r.parts; p++ {
 		r.tables = append(r.tables, dataTable(name, p))

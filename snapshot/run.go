@@ -53,6 +53,8 @@ type Run struct {
 	byName  []int    // schema indexes sorted by column name
 	keyIdx  []int    // schema indexes of the key columns, key order
 	keyName []byte   // first key column, used to test row existence
+	place   placer   // the partition of each row (partition_key.go)
+	placed  int      // the partition of the last row Put
 
 	// the version the run compares with
 	prev     *VersionInfo // nil when the dataset has none

@@ -110,6 +110,9 @@ func (db *DB) beginAcquired(ctx context.Context, ds *dataset, cfg DatasetConfig,
 			if st.Config.CreatedAt.IsZero() {
 				st.Config = datasetConfig{CreatedAt: now.UTC(), Partitions: cmp.Or(cfg.Partitions, db.opts.Partitions)}
 			}
+			if err := setPartitionKey(st, ds.name, cfg.PartitionKey, opts.Schema); err != nil {
+				return err
+			}
 			st.Config.Retention, st.Config.Guard, st.Config.Key = cfg.Retention, cfg.Guard, slices.Clone(opts.Schema.Key)
 			st.Top = id
 			return st.Txns.Begin(id, now)
@@ -134,12 +137,16 @@ func (db *DB) beginAcquired(ctx context.Context, ds *dataset, cfg DatasetConfig,
 	ds.mu.Unlock()
 	r := &Run{db: db, ds: ds, id: id, epoch: st.Slot.Epoch, op: op, opts: opts, guard: cfg.Guard, nparts: parts, part: -1, prev: prev,
 		restoredFrom: restoredFrom, digest: xxhash.New(), started: db.opts.now()}
+	r.place, err = newPlacer(opts.Schema, st.Config.PartitionKey, parts)
 	fail := func(err error) (*Run, error) {
 		r.closeIters()
 		if aerr := db.endTxn(context.WithoutCancel(ctx), r, "it could not begin"); aerr != nil {
 			err = errors.Join(err, aerr)
 		}
 		return nil, fmt.Errorf("snapshot: beginning a run of %s: %w", ds.name, err)
+	}
+	if err != nil {
+		return fail(err)
 	}
 	if st.Current > 0 && prev == nil {
 		return fail(fmt.Errorf("%w: current version %d is not a kept version", ErrCorrupt, st.Current))

@@ -11,15 +11,16 @@ import (
 // partitionedRun commits rows into dataset name as a partitioned run of
 // parts partitions: coordinated by coord, partition p written through
 // owners[p%len(owners)] (DBs on one store, as nodes on one HBase table).
-// It returns the version, or the commit's error.
-func partitionedRun(t *testing.T, coord *DB, owners []*DB, name string, parts int, rows [][]Value) (VersionInfo, error) {
+// Rows are placed by the partition key pk (nil: the row key). It returns
+// the version, or the commit's error.
+func partitionedRun(t *testing.T, coord *DB, owners []*DB, name string, parts int, pk []string, rows [][]Value) (VersionInfo, error) {
 	t.Helper()
 	ctx := context.Background()
-	pr, err := coord.BeginPartitionedRun(ctx, DatasetConfig{Name: name, Guard: Guard{MaxShrink: 1}}, RunOptions{Schema: testSchema}, parts)
+	pr, err := coord.BeginPartitionedRun(ctx, DatasetConfig{Name: name, Guard: Guard{MaxShrink: 1}, PartitionKey: pk}, RunOptions{Schema: testSchema}, parts)
 	if err != nil {
 		return VersionInfo{}, err
 	}
-	rt, err := NewRouter(testSchema, parts)
+	rt, err := NewRouter(testSchema, parts, pr.PartitionKey())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +34,7 @@ func partitionedRun(t *testing.T, coord *DB, owners []*DB, name string, parts in
 	}
 	for p := range parts {
 		w, err := owners[p%len(owners)].OpenPartition(ctx, PartitionSpec{Dataset: name, Txn: pr.TxnID(), Version: pr.Version(),
-			Schema: testSchema, Partitions: parts, Partition: p})
+			Schema: testSchema, Partitions: parts, Partition: p, PartitionKey: pr.PartitionKey()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,7 +112,7 @@ func TestPartitionedRunEqualsOneRun(t *testing.T) {
 	}
 	for round, rows := range [][][]Value{first, second} {
 		want := singleRun(t, db1, "one", parts, rows)
-		got, err := partitionedRun(t, db1, []*DB{db1, db2}, "spread", parts, rows)
+		got, err := partitionedRun(t, db1, []*DB{db1, db2}, "spread", parts, nil, rows)
 		if err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
@@ -155,7 +156,7 @@ func TestPartitionedRunRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, _ := NewRouter(testSchema, 2)
+	rt, _ := NewRouter(testSchema, 2, nil)
 	var other []Value
 	for i := int64(0); other == nil; i++ {
 		if _, p, _ := rt.Route([]Value{iv(i), sv("x")}); p == 1 {

@@ -133,7 +133,11 @@ type rowIter struct {
 
 func (it *rowIter) advance() bool {
 	for it.m.next() {
-		it.res = resolve(it.m.cells(), it.r.vis, it.res[:0])
+		var err error
+		if it.res, err = it.m.resolve(it.r.vis, it.res[:0]); err != nil {
+			it.err = fmt.Errorf("snapshot: scanning %s version %d: %w", it.r.ds.name, it.r.info.Version, err)
+			return false
+		}
 		if len(it.res) > 0 {
 			return true
 		}
