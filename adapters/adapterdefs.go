@@ -50,6 +50,11 @@ type AdapterSpec struct {
 	// between nodes compress with zstd: none (default), metadata (keys,
 	// column names, framing) or all (partitioned.go).
 	TransferCompression string `json:"transfer_compression,omitempty" yaml:"transfer_compression"`
+	// PartitionKey names the columns whose values place a row of a
+	// partition-by-key run in its partition; default the key columns
+	// (partitioned.go). NULL is a value: every row whose partition key
+	// is NULL goes to one partition.
+	PartitionKey []string `json:"partition_key,omitempty" yaml:"partition_key"`
 }
 
 // Adapter is an adapter as reported.
@@ -169,6 +174,7 @@ func parseAdapter(prefix string, spec AdapterSpec) (*adapterDef, error) {
 	if spec.TransferCompression, err = parseTransferCompression(prefix+"transfer_compression", strategy, spec.TransferCompression); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, checkPartitionKey(prefix+"partition_key", strategy, spec.PartitionKey)...)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -295,10 +301,11 @@ func (s *Service) checkResource(ctx context.Context, spec AdapterSpec) error {
 		var tr TableReader
 		tr, err = openResource(ctx, l, spec)
 		if err == nil {
+			schema := tr.Schema()
 			if cerr := tr.Close(); cerr != nil {
 				s.log.Debug("closing the resource check", "adapter", spec.Name, "err", l.scrub(cerr))
 			}
-			return nil
+			return partitionKeyInSource(spec, schema)
 		}
 	}
 	switch {

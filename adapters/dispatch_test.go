@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -234,6 +235,23 @@ func TestDispatch_DrainingOwnerStrategy(t *testing.T) {
 		_, _, err := ts.svc.PutAdapter(ctx, AdapterSpec{Name: "a", Connection: "lite", Resource: "items", Strategy: tc.strategy, TransferCompression: tc.c})
 		if tc.want == "" && err != nil || tc.want != "" && (!errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), `"transfer_compression": `+tc.want)) {
 			t.Errorf("strategy %s, transfer_compression %q: %v", tc.strategy, tc.c, err)
+		}
+	}
+	// partition_key: columns of the resource, named once, and only with
+	// partition-by-key.
+	for _, tc := range []struct {
+		strategy Strategy
+		pk       []string
+		want     string
+	}{
+		{StrategyPartitionByKey, []string{"name", "ratio"}, ""},
+		{StrategyPartitionByKey, []string{"name", "name"}, `"partition_key[1]": empty or repeated`},
+		{StrategyPartitionByKey, []string{"name", "region"}, `"partition_key[1]": "region" is not a column of items (its columns: id, name,`},
+		{StrategyLocal, []string{"name"}, `"partition_key": applies to strategy partition-by-key only`},
+	} {
+		a, _, err := ts.svc.PutAdapter(ctx, AdapterSpec{Name: "a", Connection: "lite", Resource: "items", Strategy: tc.strategy, PartitionKey: tc.pk})
+		if tc.want == "" && (err != nil || !slices.Equal(a.PartitionKey, tc.pk)) || tc.want != "" && (!errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("strategy %s, partition_key %v: %+v %v", tc.strategy, tc.pk, a.PartitionKey, err)
 		}
 	}
 }

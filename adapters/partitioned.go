@@ -2,7 +2,10 @@ package adapters
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/snapstore/snapstore/snapshot"
 )
@@ -71,6 +74,45 @@ func parseTransferCompression(key string, s Strategy, c string) (string, error) 
 	return "", &OptionError{Key: key, Msg: fmt.Sprintf("want none, metadata or all, got %q", c)}
 }
 
+// checkPartitionKey checks an adapter's partition_key: only on a
+// partition-by-key adapter, names neither empty nor repeated. Whether
+// the source has the columns is checked with the resource
+// (partitionKeyInSource) and again by every run (snapshot.ErrPartitionKey).
+func checkPartitionKey(key string, s Strategy, pk []string) []error {
+	if len(pk) == 0 {
+		return nil
+	}
+	if s != StrategyPartitionByKey {
+		return []error{&OptionError{Key: key, Msg: fmt.Sprintf("applies to strategy %s only, whose runs place rows on nodes by it; this adapter's strategy is %s", StrategyPartitionByKey, s)}}
+	}
+	var errs []error
+	seen := map[string]bool{}
+	for i, c := range pk {
+		if c == "" || seen[c] {
+			errs = append(errs, &OptionError{Key: fmt.Sprintf("%s[%d]", key, i), Msg: "empty or repeated column name"})
+		}
+		seen[c] = true
+	}
+	return errs
+}
+
+// partitionKeyInSource checks that every partition_key column of spec is
+// a column of its resource, whose schema is schema.
+func partitionKeyInSource(spec AdapterSpec, schema snapshot.Schema) error {
+	var errs []error
+	for i, c := range spec.PartitionKey {
+		if !slices.ContainsFunc(schema.Columns, func(col snapshot.Column) bool { return col.Name == c }) {
+			names := make([]string, len(schema.Columns))
+			for j, col := range schema.Columns {
+				names[j] = col.Name
+			}
+			errs = append(errs, &OptionError{Key: fmt.Sprintf("partition_key[%d]", i),
+				Msg: fmt.Sprintf("%q is not a column of %s (its columns: %s)", c, spec.Resource, strings.Join(names, ", "))})
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // beginWriter begins the writer of a run of spec: a partitioned run's
 // coordinator for a partition-by-key adapter, a snapshot.Run otherwise.
 func (s *Service) beginWriter(ctx context.Context, spec AdapterSpec, cfg snapshot.DatasetConfig, opts snapshot.RunOptions, runID string) (RunWriter, error) {
@@ -80,6 +122,7 @@ func (s *Service) beginWriter(ctx context.Context, spec AdapterSpec, cfg snapsho
 	if s.partitioner == nil {
 		return nil, s.notPartitioned(spec)
 	}
+	cfg.PartitionKey = spec.PartitionKey
 	return s.partitioner.BeginPartitioned(ctx, PartitionedRun{Config: cfg, Options: opts, Compression: spec.TransferCompression, RunID: runID})
 }
 

@@ -107,6 +107,7 @@ var runCodes = []struct {
 	{snapshot.ErrDuplicateKey, "duplicate_key"},
 	{snapshot.ErrKeyChanged, "key_changed"},
 	{snapshot.ErrPartitionCount, "partition_count"},
+	{snapshot.ErrPartitionKey, "partition_key"},
 	{snapshot.ErrBadKey, "bad_key"},
 	{store.ErrUnavailable, "store_unavailable"},
 	{ErrResourceNotFound, "resource_not_found"},

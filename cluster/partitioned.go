@@ -38,6 +38,9 @@ type runRecord struct {
 	Version    int64           `json:"version"`
 	Partitions int             `json:"partitions"`
 	Schema     snapshot.Schema `json:"schema"`
+	// PartitionKey is the dataset's partition key, nil for the row key
+	// (snapshot.PartitionedRun.PartitionKey).
+	PartitionKey []string `json:"partition_key,omitempty"`
 	// Coordinator and Incarnation name the process that began the run;
 	// RunID its run record (adapters).
 	Coordinator string    `json:"coordinator"`

@@ -66,7 +66,7 @@ func (p *Partitioned) Apply(ctx context.Context, from string, b *transfer.Batch)
 			return transfer.NotApplied(transfer.CodeRewind, fmt.Sprintf("no state of partition %d of %v here (this node restarted or dropped it)", b.Partition, b.RunKey))
 		}
 		w, err := p.cfg.DB.OpenPartition(ctx, snapshot.PartitionSpec{Dataset: b.Dataset, Txn: b.Txn, Version: rec.Version,
-			Schema: rec.Schema, Partitions: rec.Partitions, Partition: b.Partition})
+			Schema: rec.Schema, Partitions: rec.Partitions, Partition: b.Partition, PartitionKey: rec.PartitionKey})
 		if err != nil {
 			return transfer.NotApplied(transfer.CodeRefused, fmt.Sprintf("opening partition %d of %v: %v", b.Partition, b.RunKey, err))
 		}
@@ -130,10 +130,17 @@ func (p *Partitioned) applyRows(ctx context.Context, st *ownedStream, rec *runRe
 	if err != nil {
 		return transfer.NotApplied(transfer.CodeRefused, err.Error())
 	}
-	p.partsReported.WithLabelValues("remote").Inc()
-	p.log.Debug("partition written", "dataset", b.Dataset, "txn", b.Txn, "partition", b.Partition, "origin", b.Origin,
-		"rows", rep.Stats.Rows, "inserted", rep.Stats.Inserted, "updated", rep.Stats.Updated, "deleted", rep.Stats.Deleted)
+	p.written(b.Dataset, b.Txn, b.Origin, "remote", rep)
 	return transfer.Applied(raw)
+}
+
+// written counts and logs a partition this node wrote and reported, for
+// a run coordinated by origin (where: local, the coordinator is this
+// node; remote, another).
+func (p *Partitioned) written(dataset string, txn int64, origin, where string, rep snapshot.PartitionReport) {
+	p.partsReported.WithLabelValues(where).Inc()
+	p.log.Debug("partition written", "dataset", dataset, "txn", txn, "partition", rep.Partition, "origin", origin,
+		"rows", rep.Stats.Rows, "inserted", rep.Stats.Inserted, "updated", rep.Stats.Updated, "deleted", rep.Stats.Deleted)
 }
 
 // Done drops what this node keeps of a run that is over

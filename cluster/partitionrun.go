@@ -73,11 +73,11 @@ func (p *Partitioned) BeginPartitioned(ctx context.Context, req adapters.Partiti
 	}
 	schema := pr.Schema()
 	rec := &runRecord{Txn: pr.TxnID(), Epoch: tab.Epoch, Owners: tab.Owners, Version: pr.Version(), Partitions: len(tab.Owners),
-		Schema: schema, Coordinator: p.cfg.Self, Incarnation: p.cfg.Incarnation, RunID: req.RunID, Started: time.Now().UTC()}
+		Schema: schema, PartitionKey: pr.PartitionKey(), Coordinator: p.cfg.Self, Incarnation: p.cfg.Incarnation, RunID: req.RunID, Started: time.Now().UTC()}
 	fail := func(err error) (adapters.RunWriter, error) {
 		return nil, errors.Join(err, pr.Abort(context.WithoutCancel(ctx), err.Error()))
 	}
-	rt, err := snapshot.NewRouter(schema, rec.Partitions)
+	rt, err := snapshot.NewRouter(schema, rec.Partitions, rec.PartitionKey)
 	if err != nil {
 		return fail(err)
 	}
@@ -95,7 +95,7 @@ func (p *Partitioned) BeginPartitioned(ctx context.Context, req adapters.Partiti
 		return fail(err)
 	}
 	p.log.Info("partitioned run begun", "dataset", req.Config.Name, "txn", rec.Txn, "epoch", rec.Epoch, "version", rec.Version,
-		"partitions", n, "owners", countOwners(rec.Owners), "compression", comp.String())
+		"partitions", n, "partition_key", rec.PartitionKey, "owners", countOwners(rec.Owners), "compression", comp.String())
 	return c, nil
 }
 
@@ -166,7 +166,7 @@ func (c *coordinator) localWriter(ctx context.Context, part int) (*snapshot.Part
 		return w, nil
 	}
 	w, err := c.p.cfg.DB.OpenPartition(ctx, snapshot.PartitionSpec{Dataset: c.xr.Key().Dataset, Txn: c.rec.Txn, Version: c.rec.Version,
-		Schema: c.rec.Schema, Partitions: c.rec.Partitions, Partition: part})
+		Schema: c.rec.Schema, Partitions: c.rec.Partitions, Partition: part, PartitionKey: c.rec.PartitionKey})
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +227,7 @@ func (c *coordinator) commit(ctx context.Context) (snapshot.VersionInfo, error) 
 		if err := c.pr.Add(rep); err != nil {
 			return snapshot.VersionInfo{}, err
 		}
-		c.p.partsReported.WithLabelValues("local").Inc()
+		c.p.written(c.xr.Key().Dataset, c.rec.Txn, c.p.cfg.Self, "local", rep)
 	}
 	if err := c.wait(ctx, remote); err != nil {
 		return snapshot.VersionInfo{}, err

@@ -27,6 +27,10 @@ type adapterJSON struct {
 	// CommitUnchanged: adapters.AdapterSpec.CommitUnchanged.
 	CommitUnchanged bool   `json:"commit_unchanged"`
 	Strategy        string `json:"strategy,omitempty"`
+	// TransferCompression and PartitionKey apply to strategy
+	// partition-by-key only (adapters.AdapterSpec).
+	TransferCompression string   `json:"transfer_compression,omitempty"`
+	PartitionKey        []string `json:"partition_key,omitempty"`
 }
 
 func (a adapterJSON) spec() adapters.AdapterSpec {
@@ -45,6 +49,9 @@ func (a adapterJSON) spec() adapters.AdapterSpec {
 		EmbedJSON:       a.EmbedJSON,
 		CommitUnchanged: a.CommitUnchanged,
 		Strategy:        adapters.Strategy(a.Strategy),
+
+		TransferCompression: a.TransferCompression,
+		PartitionKey:        a.PartitionKey,
 	}
 }
 
@@ -82,6 +89,9 @@ func toAdapterOut(a adapters.Adapter) adapterOut {
 			EmbedJSON:       sp.EmbedJSON,
 			CommitUnchanged: sp.CommitUnchanged,
 			Strategy:        string(sp.Strategy),
+
+			TransferCompression: sp.TransferCompression,
+			PartitionKey:        sp.PartitionKey,
 		},
 		Source:     a.Source,
 		Revision:   a.Revision,

@@ -39,7 +39,7 @@ func (c *console) adapters(w http.ResponseWriter, r *http.Request, v viewer) err
 type adapterFields struct {
 	Name, Connection, Resource, Dataset, KeyColumns, Schedule string
 	TTL, MinVersions, MaxShrink, Retries, RetryBackoff        string
-	Strategy                                                  string
+	Strategy, PartitionKey, TransferCompression               string
 	AllowEmpty, RunOnStart                                    bool
 }
 
@@ -52,7 +52,7 @@ var strategyOptions = []strategyOption{
 	{string(adapters.StrategyLocal), "scheduled runs on the adapter's owner, manual runs where asked"},
 	{string(adapters.StrategyRoundRobin), "successive runs rotate over the active nodes"},
 	{string(adapters.StrategySingleNode), "every run on the one node the cluster picks"},
-	{string(adapters.StrategyPartitionByKey), "not built yet: its runs are refused"},
+	{string(adapters.StrategyPartitionByKey), "one run's rows spread over the nodes by the partition key"},
 }
 
 // adapterFormView is the adapter form.
@@ -83,6 +83,7 @@ func (c *console) editAdapterForm(w http.ResponseWriter, r *http.Request, v view
 		KeyColumns: strings.Join(a.KeyColumns, ", "), Schedule: a.Schedule,
 		TTL: durationText(a.Retention.TTL), AllowEmpty: a.Guard.AllowEmpty, RunOnStart: a.RunOnStart,
 		RetryBackoff: durationText(a.RetryBackoff), Strategy: string(a.Strategy),
+		PartitionKey: strings.Join(a.PartitionKey, ", "), TransferCompression: a.TransferCompression,
 	}
 	if a.Retention.MinVersions != 0 {
 		f.MinVersions = strconv.Itoa(a.Retention.MinVersions)
@@ -112,6 +113,7 @@ func adapterFieldsOf(r *http.Request) adapterFields {
 		Name: g("name"), Connection: g("connection"), Resource: g("resource"), Dataset: g("dataset"),
 		KeyColumns: g("key_columns"), Schedule: g("schedule"), TTL: g("ttl"), MinVersions: g("min_versions"),
 		MaxShrink: g("max_shrink"), Retries: g("retries"), RetryBackoff: g("retry_backoff"), Strategy: g("strategy"),
+		PartitionKey: g("partition_key"), TransferCompression: g("transfer_compression"),
 		AllowEmpty: g("allow_empty") != "", RunOnStart: g("run_on_start") != "",
 	}
 }
@@ -121,12 +123,10 @@ func adapterFieldsOf(r *http.Request) adapterFields {
 // name the field as the API would ("body.retention.ttl").
 func (f adapterFields) spec() (adapters.AdapterSpec, error) {
 	in := adapterJSON{Name: f.Name, Connection: f.Connection, Resource: f.Resource, Dataset: f.Dataset, Schedule: f.Schedule,
-		Guard: snapshot.Guard{AllowEmpty: f.AllowEmpty}, RunOnStart: f.RunOnStart, Strategy: f.Strategy}
-	for _, k := range strings.Split(f.KeyColumns, ",") {
-		if k = strings.TrimSpace(k); k != "" {
-			in.KeyColumns = append(in.KeyColumns, k)
-		}
-	}
+		Guard: snapshot.Guard{AllowEmpty: f.AllowEmpty}, RunOnStart: f.RunOnStart, Strategy: f.Strategy,
+		TransferCompression: f.TransferCompression}
+	in.KeyColumns = columnList(f.KeyColumns)
+	in.PartitionKey = columnList(f.PartitionKey)
 	var err error
 	if in.Retention.TTL, err = formDuration("body.retention.ttl", f.TTL); err != nil {
 		return adapters.AdapterSpec{}, err
@@ -271,4 +271,15 @@ func (c *console) resourceOptions(w http.ResponseWriter, r *http.Request, v view
 		view = c.resourcesOf(r, conn)
 	}
 	return c.fragment(w, http.StatusOK, "adapter_form", "resources-fragment", v, view)
+}
+
+// columnList splits a form's comma-separated column names.
+func columnList(s string) []string {
+	var out []string
+	for _, k := range strings.Split(s, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			out = append(out, k)
+		}
+	}
+	return out
 }

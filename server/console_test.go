@@ -6,6 +6,7 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -267,6 +268,20 @@ func TestConsole_Forms(t *testing.T) {
 	if body = wantStatus(t, "bad strategy", b.post("/ui/adapters/p2", form), http.StatusBadRequest); !regexp.MustCompile(`<select name="strategy"[^>]*aria-invalid="true"`).MatchString(body) {
 		t.Errorf("bad strategy form:\n%s", body)
 	}
+	form.Set("strategy", "partition-by-key")
+	form.Set("partition_key", "stock, name")
+	form.Set("transfer_compression", "all")
+	wantStatus(t, "partition-by-key adapter", b.post("/ui/adapters/p2", form), http.StatusSeeOther)
+	if a, _ = f.svc.GetAdapter(t.Context(), "p2"); !slices.Equal(a.PartitionKey, []string{"stock", "name"}) || a.TransferCompression != "all" {
+		t.Errorf("partition-by-key adapter: partition_key %v, transfer_compression %q", a.PartitionKey, a.TransferCompression)
+	}
+	b.page("/ui/adapters/p2/edit", `name="partition_key" value="stock, name"`, `<option value="all" selected>`)
+	form.Set("partition_key", "stock, colour")
+	if body = wantStatus(t, "a partition key the source lacks", b.post("/ui/adapters/p2", form), http.StatusBadRequest); !strings.Contains(body, `&#34;colour&#34; is not a column of products`) {
+		t.Errorf("partition key form:\n%s", body)
+	}
+	form.Del("partition_key")
+	form.Del("transfer_compression")
 	form.Set("strategy", "local")
 	wantStatus(t, "replace adapter", b.post("/ui/adapters/p2", form), http.StatusSeeOther)
 	r = b.post("/ui/adapters/p2/run", url.Values{})

@@ -164,6 +164,7 @@ var sentinels = []sentinel{
 	{snapshot.ErrBadSchema, http.StatusUnprocessableEntity, "bad_schema", ""},
 	{snapshot.ErrKeyChanged, http.StatusConflict, "key_changed", "key_columns"},
 	{snapshot.ErrPartitionCount, http.StatusConflict, "partition_count", ""},
+	{snapshot.ErrPartitionKey, http.StatusConflict, "partition_key", "partition_key"},
 	{snapshot.ErrRunClosed, http.StatusConflict, "run_closed", ""},
 	{snapshot.ErrRecordNotFound, http.StatusNotFound, "not_found", ""},
 	{snapshot.ErrBadPageToken, http.StatusBadRequest, "bad_page_token", "page_token"},

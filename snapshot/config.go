@@ -15,6 +15,12 @@ type DatasetConfig struct {
 	// creates; 0 is Options.Partitions. An existing dataset keeps its
 	// own (a partitioned run refuses another, run_partition.go).
 	Partitions int
+	// PartitionKey names the columns whose values place a row in its
+	// partition (partition_key.go); empty or equal to the key: the row
+	// key. A run keeps an existing dataset's when it is nil and refuses
+	// another once a version is committed (ErrPartitionKey);
+	// BeginPartitionedRun takes nil for the row key.
+	PartitionKey []string
 }
 
 // datasetConfig is the persisted configuration of a dataset (in its row,
@@ -31,6 +37,9 @@ type datasetConfig struct {
 	// versions name columns by their index here. Never reordered or
 	// shortened.
 	Columns []string `json:"columns,omitempty"`
+	// PartitionKey is the partition key (partition_key.go), nil for the
+	// row key; fixed once a version is committed.
+	PartitionKey []string `json:"partition_key,omitempty"`
 }
 
 // SetConfig updates a dataset's retention and guard, in one write of its

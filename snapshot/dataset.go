@@ -14,6 +14,9 @@ type DatasetInfo struct {
 	Name       string    `json:"name"`
 	CreatedAt  time.Time `json:"created_at"`
 	Partitions int       `json:"partitions"`
+	// PartitionKey names the columns placing rows in partitions, when
+	// they are not the key (partition_key.go).
+	PartitionKey []string `json:"partition_key,omitempty"`
 	// Current is the current version, 0 when nothing was committed.
 	Current     int64        `json:"current_version"`
 	CurrentInfo *VersionInfo `json:"current,omitempty"`
@@ -116,7 +119,7 @@ func (db *DB) Dataset(ctx context.Context, name string) (DatasetInfo, error) {
 
 func (ds *dataset) describeLocked() DatasetInfo {
 	di := DatasetInfo{
-		Name: ds.name, CreatedAt: ds.cfg.CreatedAt, Partitions: ds.cfg.Partitions,
+		Name: ds.name, CreatedAt: ds.cfg.CreatedAt, Partitions: ds.cfg.Partitions, PartitionKey: slices.Clone(ds.cfg.PartitionKey),
 		Current: ds.current, Retention: ds.cfg.Retention, Guard: ds.cfg.Guard, Versions: len(ds.versions),
 	}
 	if vi := ds.versionLocked(ds.current); vi != nil {

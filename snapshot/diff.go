@@ -138,6 +138,7 @@ type diffIter struct {
 	names        []string // the dictionary's column names
 	countOnly    bool
 	stF, stT     resolvedRow
+	tmp          resolvedRow // scratch of resolveMerged
 	op           ChangeOp
 	change       Change
 	err          error
@@ -165,11 +166,10 @@ func (d *diffIter) Next() bool {
 		return false
 	}
 	for d.m.next() {
-		cells := d.m.src().cells
-		if d.err = d.stF.resolveCells(cells, d.from.vis, d.n); d.err != nil {
+		if d.err = resolveMerged(d.m, d.from.vis, d.n, &d.stF, &d.tmp); d.err != nil {
 			return false
 		}
-		if d.err = d.stT.resolveCells(cells, d.to.vis, d.n); d.err != nil {
+		if d.err = resolveMerged(d.m, d.to.vis, d.n, &d.stT, &d.tmp); d.err != nil {
 			return false
 		}
 		switch {

@@ -269,6 +269,21 @@
 // the partitions; scans merge the partitions in key order (partition.go).
 // See keys.go for every table and metadata row.
 //
+// A dataset may instead place rows by a partition key
+// (DatasetConfig.PartitionKey, partition_key.go): p = xxhash64 of the
+// encoding of the partition key columns' values, NULL encoded as one byte
+// of its own, so every row whose partition key is NULL shares a
+// partition. The partition key is fixed once a version is committed;
+// every run of the dataset places rows by it. A row whose partition key
+// value changed moves: a row delete marker in its old partition, its
+// cells in the new, both at the run's id, so that at every version a row
+// key is visible in one partition at most; scans and diffs merge the
+// partitions by row key (a moved row diffs as an update) and a point read
+// looks in every partition unless the partition key is made of key
+// columns. The run's counts are per partition: a moved row is a delete
+// and an insert (D6's Deleted and Inserted), and D7's shrink guard counts
+// that delete; Rows and the checksum are those of any placement.
+//
 // A partitioned run (run_partition.go) is one run whose partitions
 // several processes write: the coordinator holds the writer slot and the
 // transaction (W1) and commits (D3, W3) once every partition's

@@ -95,7 +95,8 @@ func (g *rowGet) release() {
 }
 
 // getRow resolves the row of key at the pinned version with one store
-// read (VisitRow, which stops at the end of the row's chain). The caller
+// read (VisitRow, which stops at the end of the row's chain) in each
+// partition where the row may be (rowTables). The caller
 // releases the result. ErrRowNotFound.
 func (r *Reader) getRow(ctx context.Context, key []Value) (*rowGet, error) {
 	g := rowGets.Get().(*rowGet)
@@ -104,20 +105,50 @@ func (r *Reader) getRow(ctx context.Context, key []Value) (*rowGet, error) {
 		g.release()
 		return nil, err
 	}
-	g.vis, g.err = r.vis, nil
-	g.st.reset(r.n)
-	if err := r.db.st.VisitRow(ctx, r.tables[partitionOf(g.key, r.parts)], g.key, r.opts, g.visit); err != nil {
+	tables, err := r.rowTables(g.key, key)
+	if err != nil {
 		g.release()
-		return nil, fmt.Errorf("snapshot: reading a row of %s version %d: %w", r.ds.name, r.info.Version, err)
+		return nil, err
 	}
-	if g.err != nil {
-		err := g.err
-		g.release()
-		return nil, fmt.Errorf("snapshot: reading a row of %s version %d: %w", r.ds.name, r.info.Version, err)
+	g.vis = r.vis
+	for _, t := range tables {
+		g.err = nil
+		g.st.reset(r.n)
+		if err := r.db.st.VisitRow(ctx, t, g.key, r.opts, g.visit); err != nil {
+			g.release()
+			return nil, fmt.Errorf("snapshot: reading a row of %s version %d: %w", r.ds.name, r.info.Version, err)
+		}
+		if g.err != nil {
+			err := g.err
+			g.release()
+			return nil, fmt.Errorf("snapshot: reading a row of %s version %d: %w", r.ds.name, r.info.Version, err)
+		}
+		if g.st.present() {
+			break
+		}
 	}
 	if !g.st.present() {
 		g.release()
 		return nil, fmt.Errorf("%w: %s version %d", ErrRowNotFound, r.ds.name, r.info.Version)
 	}
 	return g, nil
+}
+
+// rowTables returns the data tables where the row of encoded key rk (key
+// its values) may be: its partition's, or every partition's when the
+// dataset places rows by columns that are not all key columns
+// (partition_key.go).
+func (r *Reader) rowTables(rk []byte, key []Value) ([]string, error) {
+	if r.pk == nil {
+		p := partitionOf(rk, r.parts)
+		return r.tables[p : p+1], nil
+	}
+	p, ok, err := keyPartition(r.info.Schema, r.pk, key, r.parts)
+	switch {
+	case err != nil:
+		return nil, err
+	case ok:
+		return r.tables[p : p+1], nil
+	}
+	return r.tables, nil
 }

@@ -713,14 +713,6 @@ func sortedKeys(rows map[int64]map[string]Value) []int64 {
 	return keys
 }
 
-func columnNames(s Schema) []string {
-	var out []string
-	for _, c := range s.Columns {
-		out = append(out, c.Name)
-	}
-	return out
-}
-
 func sameModelRow(a, b map[string]Value) bool {
 	if len(a) != len(b) {
 		return false

@@ -7,9 +7,11 @@ package snapshot
 import (
 	"bytes"
 	"context"
+	"fmt"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/snapstore/snapstore/store"
+	"github.com/snapstore/snapstore/txn"
 )
 
 // partitionOf returns the partition (0..partitions-1) of an encoded row
@@ -30,39 +32,96 @@ type rowSource interface {
 	close() error
 }
 
-// mergedRows merges the rows of several sources (one per partition) in row
-// key order. Rows never repeat across partitions.
+// mergedRows merges the rows of several sources (one per partition) in
+// row key order, one row key at a time: the group of partitions that hold
+// it. A row key is in one partition unless its partition key value
+// changed (partition_key.go); then each partition holds it, and at any
+// one version it is visible in one of them at most (visibleIn).
 type mergedRows[S rowSource] struct {
-	srcs []S
-	live []bool
-	cur  int // index of the source returned last, -1 before the first
-	init bool
+	srcs  []S
+	live  []bool
+	group []int // the sources at the current row key
+	init  bool
 }
 
 func newMergedRows[S rowSource](srcs []S) *mergedRows[S] {
-	return &mergedRows[S]{srcs: srcs, live: make([]bool, len(srcs)), cur: -1}
+	return &mergedRows[S]{srcs: srcs, live: make([]bool, len(srcs))}
 }
 
+// next advances past the current row key in every partition that holds
+// it.
 func (m *mergedRows[S]) next() bool {
 	if !m.init {
 		m.init = true
 		for i, s := range m.srcs {
 			m.live[i] = s.next()
 		}
-	} else if m.cur >= 0 {
-		m.live[m.cur] = m.srcs[m.cur].next()
 	}
-	m.cur = -1
+	for _, i := range m.group {
+		m.live[i] = m.srcs[i].next()
+	}
+	m.group = m.group[:0]
 	for i, s := range m.srcs {
-		if m.live[i] && (m.cur < 0 || bytes.Compare(s.row(), m.srcs[m.cur].row()) < 0) {
-			m.cur = i
+		if !m.live[i] {
+			continue
+		}
+		if len(m.group) == 0 {
+			m.group = append(m.group, i)
+			continue
+		}
+		switch c := bytes.Compare(s.row(), m.srcs[m.group[0]].row()); {
+		case c < 0:
+			m.group = append(m.group[:0], i)
+		case c == 0:
+			m.group = append(m.group, i)
 		}
 	}
-	return m.cur >= 0
+	return len(m.group) > 0
 }
 
-// src returns the source of the current row.
-func (m *mergedRows[S]) src() S { return m.srcs[m.cur] }
+// src returns the first source of the current row.
+func (m *mergedRows[S]) src() S { return m.srcs[m.group[0]] }
+
+// twice is the error of a row key visible in partitions i and j at one
+// version: a source that gave a key twice, with two partition key values,
+// that the run could not find (partition_key.go).
+func (m *mergedRows[S]) twice(i, j int) error {
+	return fmt.Errorf("%w: row %x is in partitions %d and %d at one version", ErrCorrupt, m.srcs[i].row(), i, j)
+}
+
+// single returns the source of the current row when it is one partition's
+// alone, as it is for rowCursors at one visibility, which skip the rows
+// absent there.
+func (m *mergedRows[S]) single() (S, error) {
+	if len(m.group) > 1 {
+		return m.srcs[m.group[0]], m.twice(m.group[0], m.group[1])
+	}
+	return m.srcs[m.group[0]], nil
+}
+
+// resolveMerged resolves the current row of m at vis into st (n columns
+// of the dictionary), from the partition where the row is visible; tmp is
+// scratch for telling a row visible in two partitions (ErrCorrupt).
+func resolveMerged(m *mergedRows[*rowReader], vis txn.Visibility, n int, st, tmp *resolvedRow) error {
+	for j, i := range m.group {
+		if err := st.resolveCells(m.srcs[i].cells, vis, n); err != nil {
+			return err
+		}
+		if !st.present() {
+			continue
+		}
+		for _, k := range m.group[j+1:] {
+			if err := tmp.resolveCells(m.srcs[k].cells, vis, n); err != nil {
+				return err
+			}
+			if tmp.present() {
+				return m.twice(i, k)
+			}
+		}
+		return nil
+	}
+	return nil
+}
 
 func (m *mergedRows[S]) err() error {
 	for _, s := range m.srcs {

@@ -33,6 +33,7 @@ type Reader struct {
 	vis   txn.Visibility
 	opts  store.ReadOptions
 	parts int
+	pk    []string // the dataset's partition key, nil for the row key
 	*readPlan
 	closed atomic.Bool
 }
@@ -112,7 +113,7 @@ func (db *DB) Reader(ctx context.Context, name string, at At) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Reader{db: db, ds: ds, info: ds.infoLocked(vi), parts: ds.cfg.Partitions, vis: vis, opts: readOpts(vis)}
+	r := &Reader{db: db, ds: ds, info: ds.infoLocked(vi), parts: ds.cfg.Partitions, pk: ds.cfg.PartitionKey, vis: vis, opts: readOpts(vis)}
 	r.readPlan = plan
 	ds.readers[r] = struct{}{}
 	db.openReaders.Add(1)

@@ -59,8 +59,10 @@ type Run struct {
 	keyIdx []int    // schema indexes of the key columns, key order
 	// the column dictionary (rowversion.go): n columns; runOf[d] is the
 	// schema index of dictionary column d, -1 when the run lacks it
-	n     int
-	runOf []int
+	n      int
+	runOf  []int
+	place  placer // the partition of each row (partition_key.go)
+	placed int    // the partition of the last row Put
 
 	// the version the run compares with
 	prev     *VersionInfo // nil when the dataset has none

@@ -109,6 +109,9 @@ func (db *DB) beginAcquired(ctx context.Context, ds *dataset, cfg DatasetConfig,
 			if st.Config.CreatedAt.IsZero() {
 				st.Config = datasetConfig{CreatedAt: now.UTC(), Partitions: cmp.Or(cfg.Partitions, db.opts.Partitions)}
 			}
+			if err := setPartitionKey(st, ds.name, cfg.PartitionKey, opts.Schema); err != nil {
+				return err
+			}
 			st.Config.Retention, st.Config.Guard, st.Config.Key = cfg.Retention, cfg.Guard, slices.Clone(opts.Schema.Key)
 			// Columns new to the dataset join its dictionary before any
 			// row version names them.
@@ -141,6 +144,7 @@ func (db *DB) beginAcquired(ctx context.Context, ds *dataset, cfg DatasetConfig,
 	dict := newDictionary(st.Config.Columns)
 	r := &Run{db: db, ds: ds, id: id, epoch: st.Slot.Epoch, op: op, opts: opts, guard: cfg.Guard, nparts: parts, part: -1, prev: prev,
 		restoredFrom: restoredFrom, digest: xxhash.New(), started: db.opts.now()}
+	r.place, err = newPlacer(opts.Schema, st.Config.PartitionKey, parts)
 	fail := func(err error) (*Run, error) {
 		r.closeIters()
 		for _, p := range r.parts {
@@ -152,6 +156,9 @@ func (db *DB) beginAcquired(ctx context.Context, ds *dataset, cfg DatasetConfig,
 			err = errors.Join(err, aerr)
 		}
 		return nil, fmt.Errorf("snapshot: beginning a run of %s: %w", ds.name, err)
+	}
+	if err != nil {
+		return fail(err)
 	}
 	if st.Current > 0 && prev == nil {
 		return fail(fmt.Errorf("%w: current version %d is not a kept version", ErrCorrupt, st.Current))

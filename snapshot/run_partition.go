@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/cespare/xxhash/v2"
@@ -51,6 +52,9 @@ type PartitionSpec struct {
 	// Partitions is the dataset's count of partitions; Partition the one
 	// written.
 	Partitions, Partition int
+	// PartitionKey is the dataset's partition key (PartitionedRun.
+	// PartitionKey), nil for the row key.
+	PartitionKey []string
 }
 
 // Router computes, on a coordinator, the row key and partition of each
@@ -58,21 +62,27 @@ type PartitionSpec struct {
 type Router struct {
 	schema Schema
 	keyIdx []int
-	parts  int
+	place  placer
 	buf    []byte
 }
 
-// NewRouter returns the router of rows of schema over partitions.
-func NewRouter(schema Schema, partitions int) (*Router, error) {
+// NewRouter returns the router of rows of schema over partitions by the
+// partition key pk (nil: the row key; PartitionedRun.PartitionKey).
+func NewRouter(schema Schema, partitions int, pk []string) (*Router, error) {
 	if err := validSchema(schema); err != nil {
 		return nil, err
 	}
-	return &Router{schema: schema, keyIdx: keyIndexes(schema), parts: partitions}, nil
+	pl, err := newPlacer(schema, pk, partitions)
+	if err != nil {
+		return nil, err
+	}
+	return &Router{schema: schema, keyIdx: keyIndexes(schema), place: pl}, nil
 }
 
 // Route returns the encoded row key of vals (valid until the next call)
-// and its partition. ErrBadKey for a NULL key column or a key value that
-// does not encode.
+// and its partition. ErrBadKey for a NULL key column, a key value that
+// does not encode, or a row key equal to the last one routed when rows
+// are placed by a partition key other than the row key.
 func (rt *Router) Route(vals []Value) ([]byte, int, error) {
 	if len(vals) != len(rt.schema.Columns) {
 		return nil, 0, fmt.Errorf("%w: %d values for %d columns", ErrInvalidArgument, len(vals), len(rt.schema.Columns))
@@ -84,7 +94,15 @@ func (rt *Router) Route(vals []Value) ([]byte, int, error) {
 			return nil, 0, fmt.Errorf("%w (column %q)", err, rt.schema.Columns[i].Name)
 		}
 	}
-	return rt.buf, partitionOf(rt.buf, rt.parts), nil
+	p, err := rt.place.partition(rt.buf, vals)
+	if errors.Is(err, ErrDuplicateKey) {
+		key := make([]Value, len(rt.keyIdx))
+		for j, i := range rt.keyIdx {
+			key[j] = vals[i]
+		}
+		err = duplicateKeyError([]string{FormatKey(rt.schema.Key, key)})
+	}
+	return rt.buf, p, err
 }
 
 // AppendCell appends v's cell value encoding (D1) to dst: the form in
@@ -113,6 +131,9 @@ func (db *DB) BeginPartitionedRun(ctx context.Context, cfg DatasetConfig, opts R
 		return nil, fmt.Errorf("%w: %d partitions", ErrInvalidArgument, partitions)
 	}
 	cfg.Partitions = partitions
+	if cfg.PartitionKey == nil {
+		cfg.PartitionKey = opts.Schema.Key
+	}
 	r, err := db.BeginRun(ctx, cfg, opts)
 	if err != nil {
 		return nil, err
@@ -142,6 +163,14 @@ func (pr *PartitionedRun) Version() int64 { return pr.r.prevVersion() }
 
 // Partitions returns the dataset's count of partitions.
 func (pr *PartitionedRun) Partitions() int { return pr.r.nparts }
+
+// PartitionKey returns the partition key the dataset stores its rows by,
+// nil for the row key: what NewRouter and PartitionSpec take.
+func (pr *PartitionedRun) PartitionKey() []string {
+	pr.r.ds.mu.Lock()
+	defer pr.r.ds.mu.Unlock()
+	return slices.Clone(pr.r.ds.st.Config.PartitionKey)
+}
 
 // Schema returns the run's schema.
 func (pr *PartitionedRun) Schema() Schema { return pr.r.opts.Schema }
@@ -242,6 +271,9 @@ func (db *DB) OpenPartition(ctx context.Context, spec PartitionSpec) (*Partition
 	if err := r.setSchema(spec.Schema, newDictionary(st.Config.Columns)); err != nil {
 		return nil, err
 	}
+	if r.place, err = newPlacer(spec.Schema, spec.PartitionKey, spec.Partitions); err != nil {
+		return nil, err
+	}
 	if prev != nil {
 		r.prevVis = st.Txns.Visibility(prev.Version)
 		r.readOpts = readOpts(r.prevVis)
@@ -291,6 +323,9 @@ func (db *DB) partitionView(ctx context.Context, spec PartitionSpec) (*dataset, 
 				err = fmt.Errorf("%w: %s is at version %d, the run compares with %d", ErrRunClosed, spec.Dataset, st.Current, spec.Version)
 			case st.Config.Partitions != spec.Partitions:
 				err = fmt.Errorf("%w: dataset %s has %d partitions, the run %d", ErrPartitionCount, spec.Dataset, st.Config.Partitions, spec.Partitions)
+			case !slices.Equal(st.Config.PartitionKey, spec.PartitionKey):
+				err = fmt.Errorf("%w: dataset %s stores its rows by %s, the run by %s", ErrPartitionKey, spec.Dataset,
+					partitionKeyText(st.Config.PartitionKey), partitionKeyText(spec.PartitionKey))
 			default:
 				return ds, st, nil
 			}
@@ -369,5 +404,5 @@ func (r *Run) writeContext(ctx context.Context) (context.Context, context.Cancel
 // PartitionWriter's.
 func (r *Run) notThisPartition(vals []Value) error {
 	return fmt.Errorf("%w: row %s belongs to partition %d of %s, this writer writes partition %d",
-		ErrInvalidArgument, r.putKeyText(vals), partitionOf(r.keyBuf, r.nparts), r.ds.name, r.part)
+		ErrInvalidArgument, r.putKeyText(vals), r.placed, r.ds.name, r.part)
 }

@@ -11,23 +11,24 @@ import (
 // partitionedRun commits rows into dataset name as a partitioned run of
 // parts partitions: coordinated by coord, partition p written through
 // owners[p%len(owners)] (DBs on one store, as nodes on one HBase table).
-// It returns the version, or the commit's error.
-func partitionedRun(t *testing.T, coord *DB, owners []*DB, name string, parts int, rows [][]Value) (VersionInfo, error) {
+// Rows are placed by the partition key pk (nil: the row key). It returns
+// the version, or the commit's error.
+func partitionedRun(t *testing.T, coord *DB, owners []*DB, name string, parts int, pk []string, rows [][]Value) (VersionInfo, error) {
 	t.Helper()
-	vi, _, err := partitionedRunWith(t, coord, owners, name, parts, RunOptions{Schema: testSchema}, rows)
+	vi, _, err := partitionedRunWith(t, coord, owners, name, parts, pk, RunOptions{Schema: testSchema}, rows)
 	return vi, err
 }
 
 // partitionedRunWith is partitionedRun with the run's options (schema
 // among them); it returns the run too, for what Commit recorded.
-func partitionedRunWith(t *testing.T, coord *DB, owners []*DB, name string, parts int, opts RunOptions, rows [][]Value) (VersionInfo, *PartitionedRun, error) {
+func partitionedRunWith(t *testing.T, coord *DB, owners []*DB, name string, parts int, pk []string, opts RunOptions, rows [][]Value) (VersionInfo, *PartitionedRun, error) {
 	t.Helper()
 	ctx := context.Background()
-	pr, err := coord.BeginPartitionedRun(ctx, DatasetConfig{Name: name, Guard: Guard{MaxShrink: 1}}, opts, parts)
+	pr, err := coord.BeginPartitionedRun(ctx, DatasetConfig{Name: name, Guard: Guard{MaxShrink: 1}, PartitionKey: pk}, opts, parts)
 	if err != nil {
 		return VersionInfo{}, nil, err
 	}
-	rt, err := NewRouter(opts.Schema, parts)
+	rt, err := NewRouter(opts.Schema, parts, pr.PartitionKey())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +42,7 @@ func partitionedRunWith(t *testing.T, coord *DB, owners []*DB, name string, part
 	}
 	for p := range parts {
 		w, err := owners[p%len(owners)].OpenPartition(ctx, PartitionSpec{Dataset: name, Txn: pr.TxnID(), Version: pr.Version(),
-			Schema: opts.Schema, Partitions: parts, Partition: p})
+			Schema: opts.Schema, Partitions: parts, Partition: p, PartitionKey: pr.PartitionKey()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +127,7 @@ func TestPartitionedRunEqualsOneRun(t *testing.T) {
 	}
 	for round, rows := range [][][]Value{first, second} {
 		want := singleRun(t, db1, "one", parts, rows)
-		got, err := partitionedRun(t, db1, []*DB{db1, db2}, "spread", parts, rows)
+		got, err := partitionedRun(t, db1, []*DB{db1, db2}, "spread", parts, nil, rows)
 		if err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
@@ -170,7 +171,7 @@ func TestPartitionedRunRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, _ := NewRouter(testSchema, 2)
+	rt, _ := NewRouter(testSchema, 2, nil)
 	var other []Value
 	for i := int64(0); other == nil; i++ {
 		if _, p, _ := rt.Route([]Value{iv(i), sv("x")}); p == 1 {
@@ -227,11 +228,11 @@ func TestPartitionedRunNewColumn(t *testing.T) {
 	}
 	ctx := context.Background()
 	singleRun(t, db1, "one", parts, first)
-	if _, err := partitionedRun(t, db1, []*DB{db1, db2}, "spread", parts, first); err != nil {
+	if _, err := partitionedRun(t, db1, []*DB{db1, db2}, "spread", parts, nil, first); err != nil {
 		t.Fatal(err)
 	}
 	want := singleRunWith(t, db1, "one", parts, RunOptions{Schema: wide}, second)
-	got, _, err := partitionedRunWith(t, db1, []*DB{db2, db1}, "spread", parts, RunOptions{Schema: wide}, second)
+	got, _, err := partitionedRunWith(t, db1, []*DB{db2, db1}, "spread", parts, nil, RunOptions{Schema: wide}, second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +248,7 @@ func TestPartitionedRunNewColumn(t *testing.T) {
 	if !slices.Equal(a, b) || len(a) != 200 || a[0] != `{"zone":"z0","id":0,"name":"renamed"}` {
 		t.Fatalf("partitioned %v\none run %v", a[:min(3, len(a))], b[:min(3, len(b))])
 	}
-	again, _, err := partitionedRunWith(t, db1, []*DB{db1, db2}, "spread", parts, RunOptions{Schema: wide}, second)
+	again, _, err := partitionedRunWith(t, db1, []*DB{db1, db2}, "spread", parts, nil, RunOptions{Schema: wide}, second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,11 +272,11 @@ func TestPartitionedRunVerifiesUnchanged(t *testing.T) {
 		rows = append(rows, []Value{iv(int64(i)), sv(fmt.Sprintf("n%d", i))})
 	}
 	opts := RunOptions{Schema: testSchema, VerifyUnchanged: true}
-	first, _, err := partitionedRunWith(t, db1, []*DB{db1, db2}, "v", parts, opts, rows)
+	first, _, err := partitionedRunWith(t, db1, []*DB{db1, db2}, "v", parts, nil, opts, rows)
 	if err != nil {
 		t.Fatal(err)
 	}
-	vi, pr, err := partitionedRunWith(t, db1, []*DB{db1, db2}, "v", parts, opts, rows)
+	vi, pr, err := partitionedRunWith(t, db1, []*DB{db1, db2}, "v", parts, nil, opts, rows)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +291,7 @@ func TestPartitionedRunVerifiesUnchanged(t *testing.T) {
 		t.Fatalf("the verified run's transaction stays in progress: %v", ids)
 	}
 	rows[42] = []Value{iv(42), sv("changed")}
-	vi, pr, err = partitionedRunWith(t, db1, []*DB{db2, db1}, "v", parts, opts, rows)
+	vi, pr, err = partitionedRunWith(t, db1, []*DB{db2, db1}, "v", parts, nil, opts, rows)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +317,7 @@ func TestPartitionedRunPartitionWrittenAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, _ := NewRouter(testSchema, parts)
+	rt, _ := NewRouter(testSchema, parts, nil)
 	byPart := make([][][]Value, parts)
 	for _, row := range rows {
 		_, p, _ := rt.Route(row)

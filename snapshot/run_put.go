@@ -42,7 +42,13 @@ func (r *Run) Put(ctx context.Context, vals []Value) error {
 		}
 	}
 	key := r.keyBuf
-	p := r.parts[partitionOf(key, r.nparts)]
+	if r.placed, err = r.place.partition(key, vals); err != nil {
+		if errors.Is(err, ErrDuplicateKey) {
+			return duplicateKeyError([]string{r.putKeyText(vals)})
+		}
+		return err
+	}
+	p := r.parts[r.placed]
 	if p == nil {
 		return r.notThisPartition(vals)
 	}

@@ -147,6 +147,10 @@ func (it *rowIter) Next() bool {
 		it.exhausted = true
 		return false
 	}
+	if _, err := it.m.single(); err != nil {
+		it.err = fmt.Errorf("snapshot: scanning %s version %d: %w", it.r.ds.name, it.r.info.Version, err)
+		return false
+	}
 	if it.limit > 0 && it.n == it.limit {
 		it.more = true
 		return false

@@ -91,6 +91,16 @@ func TestCLI_DefinitionsAndRuns(t *testing.T) {
 		t.Fatalf("a second create: exit %d %s", code, errs)
 	}
 	admin("adapters", "create", "-f", adFile, "--replace")
+	// partition_key and transfer_compression go through to the API: a
+	// column the resource lacks is refused naming it.
+	pkFile := filepath.Join(dir, "spread-adapter.yaml")
+	os.WriteFile(pkFile, []byte("name: spread\nconnection: tools\nresource: tools\nstrategy: partition-by-key\ntransfer_compression: all\npartition_key: [colour]\n"), 0o600)
+	if code, _, errs := run(adminTok, "adapters", "create", "-f", pkFile); code != 1 || !strings.Contains(errs, `partition_key[0]`) || !strings.Contains(errs, `"colour" is not a column of tools`) {
+		t.Fatalf("a partition key the resource lacks: exit %d %s", code, errs)
+	}
+	os.WriteFile(pkFile, []byte("name: spread\nconnection: tools\nresource: tools\nstrategy: partition-by-key\ntransfer_compression: all\npartition_key: [weight]\n"), 0o600)
+	admin("adapters", "create", "-f", pkFile)
+	admin("adapters", "delete", "spread")
 
 	// A run followed to its end (no terminal: a line a phase on stderr),
 	// the record on stdout.

@@ -173,6 +173,9 @@ type AdapterConfig struct {
 	// TransferCompression is what a partition-by-key run's rows between
 	// nodes compress: none (default), metadata or all.
 	TransferCompression string `yaml:"transfer_compression"`
+	// PartitionKey names the columns that place a partition-by-key run's
+	// rows on nodes; default the key columns.
+	PartitionKey []string `yaml:"partition_key"`
 }
 
 // RetentionConfig is snapshot.Retention in the file.
@@ -437,6 +440,7 @@ func (c *Config) adapterSpecs() []adapters.AdapterSpec {
 			CommitUnchanged:     a.CommitUnchanged,
 			Strategy:            adapters.Strategy(a.Strategy),
 			TransferCompression: a.TransferCompression,
+			PartitionKey:        a.PartitionKey,
 		})
 	}
 	return out

@@ -10,11 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/snapstore/snapstore/snapshot"
 )
 
 // partitionedRows is the size of the source table of the partitioned
@@ -45,7 +48,19 @@ const partitionedOwnerWait = 40 * time.Second
 
 func partitionedCluster(t *testing.T, n int, src, ownerWait string, extraEnv ...string) *pcluster {
 	t.Helper()
-	c := &pcluster{t: t, certs: t.TempDir()}
+	cfg := fmt.Sprintf(`connections: [{name: src, type: sqlite, options: {path: %q}}]
+adapters:
+  - {name: spread, connection: src, resource: ledger, dataset: spread, strategy: partition-by-key, transfer_compression: all, guard: {max_shrink: 1}}
+  - {name: single, connection: src, resource: ledger, dataset: single, guard: {max_shrink: 1}}
+`, src)
+	return startPartitionedCluster(t, n, cfg, ownerWait, extraEnv...)
+}
+
+// startPartitionedCluster starts n nodes with the config file cfg, as
+// partitionedCluster does.
+func startPartitionedCluster(t *testing.T, n int, cfg, ownerWait string, extraEnv ...string) *pcluster {
+	t.Helper()
+	c := &pcluster{t: t, certs: t.TempDir(), cfg: cfg}
 	c.env = append(hbaseEnv(t),
 		"SNAPSTORE_CLUSTER_PRESET=loopback",
 		"SNAPSTORE_CLUSTER_CONFIRM_FAILURE=3s",
@@ -56,11 +71,6 @@ func partitionedCluster(t *testing.T, n int, src, ownerWait string, extraEnv ...
 		"SNAPSTORE_CLUSTER_TRANSFER_CA_FILE="+filepath.Join(c.certs, "ca.crt"))
 	c.env = append(c.env, extraEnv...)
 	cli(t, "cert", "ca", c.certs)
-	c.cfg = fmt.Sprintf(`connections: [{name: src, type: sqlite, options: {path: %q}}]
-adapters:
-  - {name: spread, connection: src, resource: ledger, dataset: spread, strategy: partition-by-key, transfer_compression: all, guard: {max_shrink: 1}}
-  - {name: single, connection: src, resource: ledger, dataset: single, guard: {max_shrink: 1}}
-`, src)
 	for range n {
 		c.add()
 	}
@@ -212,7 +222,7 @@ func expectedRows(changed bool) map[int64]sourceRow {
 }
 
 // sameLedger fails the test unless got equals want.
-func sameLedger(t *testing.T, what string, got, want map[int64]sourceRow) {
+func sameLedger[R comparable](t *testing.T, what string, got, want map[int64]R) {
 	t.Helper()
 	bad := 0
 	for id, w := range want {
@@ -613,5 +623,306 @@ func (c *pcluster) refusedWithCount(count int) {
 	want := fmt.Sprintf("the cluster's table has 32 partitions, this node is configured with %d (cluster.partitions)", count)
 	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), want) {
 		t.Errorf("a node with %d partitions: %v\n%s", count, err, out)
+	}
+}
+
+// orderRow is a row of the partition key test's SQLite table.
+type orderRow struct {
+	Region string
+	Null   bool // the region is NULL
+	Amount int64
+}
+
+// order returns the row of region (NULL when null) and amount.
+func order(region string, null bool, amount int64) orderRow {
+	if null {
+		region = ""
+	}
+	return orderRow{region, null, amount}
+}
+
+// readOrders reads every row of dataset at version v on p (NDJSON).
+func readOrders(t *testing.T, p *proc, dataset string, v int64) map[int64]orderRow {
+	t.Helper()
+	var out map[int64]orderRow
+	poll(t, 10*time.Second, fmt.Sprintf("version %d of %s", v, dataset), func() bool {
+		r, err := p.call("GET", "/v1/datasets/"+dataset+"/rows", nil, "Accept", "application/x-ndjson")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := strconv.ParseInt(r.header.Get("Snapstore-Version"), 10, 64); r.status != http.StatusOK || got != v {
+			return false // the node has not read the commit yet
+		}
+		out = map[int64]orderRow{}
+		sc := bufio.NewScanner(bytes.NewReader(r.body))
+		for sc.Scan() {
+			var row struct {
+				ID     int64   `json:"id"`
+				Region *string `json:"region"`
+				Amount int64   `json:"amount"`
+			}
+			if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
+				t.Fatalf("%s: %q: %v", dataset, sc.Text(), err)
+			}
+			if _, dup := out[row.ID]; dup {
+				t.Fatalf("%s version %d: row %d twice", dataset, v, row.ID)
+			}
+			o := orderRow{Null: row.Region == nil, Amount: row.Amount}
+			if row.Region != nil {
+				o.Region = *row.Region
+			}
+			out[row.ID] = o
+		}
+		return true
+	})
+	return out
+}
+
+// partitionWritten matches a node's log line for a partition it wrote.
+var partitionWritten = regexp.MustCompile(`msg="partition written" (?:\S+ )*?dataset=(\S+) txn=(\d+) partition=(\d+) origin=\S+ rows=(\d+)`)
+
+// partitionWriters returns, per partition of txn of dataset, the nodes
+// (indexes) whose log says they wrote it and the rows they reported.
+func (c *pcluster) partitionWriters(dataset string, txn int64) (writers map[int][]int, rows map[int]int64) {
+	writers, rows = map[int][]int{}, map[int]int64{}
+	for i, p := range c.nodes {
+		b, err := os.ReadFile(p.logPath)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		for _, m := range partitionWritten.FindAllStringSubmatch(string(b), -1) {
+			if m[1] != dataset || m[2] != strconv.FormatInt(txn, 10) {
+				continue
+			}
+			part, _ := strconv.Atoi(m[3])
+			n, _ := strconv.ParseInt(m[4], 10, 64)
+			writers[part] = append(writers[part], i)
+			rows[part] += n
+		}
+	}
+	return writers, rows
+}
+
+// expectedPlacement returns the rows of each partition of dataset as the
+// partition key rule places want (snapshot.NewRouter over the version's
+// schema), and the partition of the rows whose region is NULL.
+func expectedPlacement(t *testing.T, p *proc, dataset string, v int64, want map[int64]orderRow) (map[int]int64, int) {
+	t.Helper()
+	var vi struct {
+		Schema snapshot.Schema `json:"schema"`
+	}
+	p.jsonCall(t, http.StatusOK, "GET", fmt.Sprintf("/v1/datasets/%s/versions/%d", dataset, v), nil, &vi)
+	var ds struct {
+		Partitions   int      `json:"partitions"`
+		PartitionKey []string `json:"partition_key"`
+	}
+	p.jsonCall(t, http.StatusOK, "GET", "/v1/datasets/"+dataset, nil, &ds)
+	if !slices.Equal(ds.PartitionKey, []string{"region"}) {
+		t.Fatalf("dataset %s shows partition key %v", dataset, ds.PartitionKey)
+	}
+	rt, err := snapshot.NewRouter(vi.Schema, ds.Partitions, ds.PartitionKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := func(col string, i int64, s string, null bool) snapshot.Value {
+		k := vi.Schema.Columns[slices.IndexFunc(vi.Schema.Columns, func(c snapshot.Column) bool { return c.Name == col })].Kind
+		switch {
+		case null:
+			return snapshot.Value{Kind: snapshot.KindNull}
+		case k == snapshot.KindInt:
+			return snapshot.Value{Kind: k, Int: i}
+		case k == snapshot.KindString:
+			return snapshot.Value{Kind: k, Bytes: []byte(s)}
+		}
+		t.Fatalf("column %s of kind %s", col, k)
+		return snapshot.Value{}
+	}
+	out, nullPart := map[int]int64{}, -1
+	vals := make([]snapshot.Value, len(vi.Schema.Columns))
+	for id, r := range want {
+		for j, c := range vi.Schema.Columns {
+			switch c.Name {
+			case "id":
+				vals[j] = value("id", id, "", false)
+			case "region":
+				vals[j] = value("region", 0, r.Region, r.Null)
+			case "amount":
+				vals[j] = value("amount", r.Amount, "", false)
+			}
+		}
+		_, part, err := rt.Route(vals)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[part]++
+		if r.Null {
+			if nullPart >= 0 && nullPart != part {
+				t.Fatalf("NULL regions in partitions %d and %d", nullPart, part)
+			}
+			nullPart = part
+		}
+	}
+	return out, nullPart
+}
+
+// checkPlacement checks that each partition of the run rec of dataset was
+// written by one node, with the rows the partition key places in it, and
+// returns the node that wrote the rows whose region is NULL.
+func (c *pcluster) checkPlacement(dataset string, rec runRecord, want map[int64]orderRow) int {
+	t := c.t
+	t.Helper()
+	wantRows, nullPart := expectedPlacement(t, c.nodes[0], dataset, rec.Version, want)
+	v := rec.TxnID
+	writers, rows := c.partitionWriters(dataset, v)
+	var spread []string
+	for part := range c.partitionCount(dataset) {
+		if len(writers[part]) != 1 {
+			t.Errorf("partition %d of txn %d written by nodes %v", part, v, writers[part])
+		}
+		if rows[part] != wantRows[part] {
+			t.Errorf("partition %d of txn %d: %d rows written, the partition key places %d there", part, v, rows[part], wantRows[part])
+		}
+		if wantRows[part] > 0 {
+			spread = append(spread, fmt.Sprintf("%d:%d", part, wantRows[part]))
+		}
+	}
+	t.Logf("txn %d: rows by partition %v; the NULL regions in partition %d", v, spread, nullPart)
+	if nullPart < 0 || len(writers[nullPart]) != 1 {
+		t.Fatalf("txn %d: no one writer of the NULL regions' partition %d: %v", v, nullPart, writers[nullPart])
+	}
+	return writers[nullPart][0]
+}
+
+// partitionCount returns the partitions of dataset.
+func (c *pcluster) partitionCount(dataset string) int {
+	var ds struct {
+		Partitions int `json:"partitions"`
+	}
+	c.nodes[0].jsonCall(c.t, http.StatusOK, "GET", "/v1/datasets/"+dataset, nil, &ds)
+	return ds.Partitions
+}
+
+// diffKeys lists a diff's lines as "op key".
+func diffKeys(lines []diffLine) []string {
+	var out []string
+	for _, l := range lines {
+		k, _ := json.Marshal(l.Key)
+		out = append(out, l.Op+" "+string(k))
+	}
+	return out
+}
+
+// TestPartitionedRunsPartitionKey runs three nodes over one HBase table
+// and a SQLite table whose partition-by-key adapter places rows by a
+// nullable column that is not the key (partition_key: [region]), a tenth
+// of it NULL (docs/cluster.md, "A partition key other than the key"):
+//
+//   - the version equals the source, and a local adapter's version of the
+//     same table (rows, checksum, counts);
+//   - every partition is written by one node with exactly the rows the
+//     partition key places there (each node's "partition written" log
+//     lines), so every row whose region is NULL was written by one node;
+//   - a second run after regions changed (NULL to a value, a value to
+//     NULL, a value to another), updates, deletes and inserts gives the
+//     exact new version; each moved row counts as a delete and an insert
+//     where the local run counts an update, and the diff between the two
+//     versions equals the local dataset's (a moved row is an update); a
+//     point read of a moved row finds it at both versions.
+func TestPartitionedRunsPartitionKey(t *testing.T) {
+	if binPath == "" {
+		t.Skip("the snapstore binary was not built: no test service is set")
+	}
+	const rows = 6000
+	src := filepath.Join(t.TempDir(), "orders.db")
+	cli(t, "sqlite", src, fmt.Sprintf(`CREATE TABLE orders(id INTEGER PRIMARY KEY, region TEXT, amount INTEGER NOT NULL);
+WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM c WHERE i < %d)
+INSERT INTO orders SELECT i, CASE WHEN i %% 10 = 0 THEN NULL ELSE 'r' || (i %% 13) END, i FROM c;`, rows))
+	cfg := fmt.Sprintf(`connections: [{name: src, type: sqlite, options: {path: %q}}]
+adapters:
+  - {name: byregion, connection: src, resource: orders, strategy: partition-by-key, partition_key: [region], guard: {max_shrink: 1}}
+  - {name: local, connection: src, resource: orders, dataset: byregion_local, guard: {max_shrink: 1}}
+`, src)
+	c := startPartitionedCluster(t, 3, cfg, "1m")
+	n1, n2, n3 := c.nodes[0], c.nodes[1], c.nodes[2]
+	want := map[int64]orderRow{}
+	for i := int64(1); i <= rows; i++ {
+		want[i] = order(fmt.Sprintf("r%d", i%13), i%10 == 0, i)
+	}
+
+	rec := n1.mustRun(t, "byregion")
+	local := n1.mustRun(t, "local")
+	if rec.Stats != local.Stats || rec.Stats.Inserted != rows {
+		t.Errorf("partitioned run's stats %+v, the local run's %+v", rec.Stats, local.Stats)
+	}
+	sameLedger(t, "first version", readOrders(t, n2, "byregion", rec.Version), want)
+	if a, b := checksumOf(t, n1, "byregion", rec.Version), checksumOf(t, n1, "byregion_local", local.Version); a != b || a == "" {
+		t.Errorf("checksum %q partitioned, %q local", a, b)
+	}
+	w := c.checkPlacement("byregion", rec, want)
+	t.Logf("first run: the %d rows whose region is NULL were written by node %d (%s)", rows/10, w+1, c.ids[w])
+
+	// Regions change: rows move between partitions.
+	cli(t, "sqlite", src, fmt.Sprintf(`UPDATE orders SET region = CASE WHEN region IS NULL THEN 'from-null' ELSE NULL END WHERE id %% 9 = 0;
+UPDATE orders SET region = 'r' || ((id %% 13) + 1) WHERE id %% 11 = 0 AND id %% 9 != 0 AND region IS NOT NULL;
+UPDATE orders SET amount = amount + 1 WHERE id %% 17 = 0;
+DELETE FROM orders WHERE id %% 50 = 0;
+WITH RECURSIVE c(i) AS (SELECT %d UNION ALL SELECT i+1 FROM c WHERE i < %d)
+INSERT INTO orders SELECT i, CASE WHEN i %% 2 = 0 THEN NULL ELSE 'new' END, i FROM c;`, rows+1, rows+200))
+	for i := int64(1); i <= rows; i++ {
+		r := want[i]
+		switch {
+		case i%9 == 0 && r.Null:
+			r = order("from-null", false, r.Amount)
+		case i%9 == 0:
+			r = order("", true, r.Amount)
+		case i%11 == 0 && !r.Null:
+			r.Region = fmt.Sprintf("r%d", i%13+1)
+		}
+		if i%17 == 0 {
+			r.Amount++
+		}
+		want[i] = r
+		if i%50 == 0 {
+			delete(want, i)
+		}
+	}
+	for i := int64(rows + 1); i <= rows+200; i++ {
+		want[i] = order("new", i%2 == 0, i)
+	}
+	rec2 := n1.mustRun(t, "byregion")
+	local2 := n1.mustRun(t, "local")
+	sameLedger(t, "second version", readOrders(t, n3, "byregion", rec2.Version), want)
+	if a, b := checksumOf(t, n1, "byregion", rec2.Version), checksumOf(t, n1, "byregion_local", local2.Version); a != b {
+		t.Errorf("second checksum %q partitioned, %q local", a, b)
+	}
+	moved := local2.Stats.Updated - rec2.Stats.Updated
+	s, l := rec2.Stats, local2.Stats
+	if moved <= 0 || s.Rows != l.Rows || s.Unchanged != l.Unchanged || s.Inserted-l.Inserted != moved || s.Deleted-l.Deleted != moved {
+		t.Errorf("second run's stats %+v, the local run's %+v: moved rows should count as a delete and an insert", s, l)
+	}
+	t.Logf("second run: %d rows moved between partitions; partitioned %+v, local %+v", moved, s, l)
+	w = c.checkPlacement("byregion", rec2, want)
+	t.Logf("second run: the rows whose region is NULL were written by node %d (%s)", w+1, c.ids[w])
+
+	got, wantDiff := diffKeys(n2.readDiff(t, "byregion", rec.Version, rec2.Version)), diffKeys(n2.readDiff(t, "byregion_local", local.Version, local2.Version))
+	if !slices.Equal(got, wantDiff) || len(got) == 0 {
+		t.Errorf("diff across the moves: %d lines, the local dataset's %d (first %v / %v)", len(got), len(wantDiff), got[:min(3, len(got))], wantDiff[:min(3, len(wantDiff))])
+	}
+	// Row 18: region r5, then NULL (moved); row 9 from r9 to NULL.
+	for _, id := range []int64{9, 18} {
+		for _, v := range []int64{rec.Version, rec2.Version} {
+			var row struct {
+				Row struct {
+					Region *string `json:"region"`
+				} `json:"row"`
+			}
+			r := n3.mustCall(t, http.StatusOK, "GET", fmt.Sprintf("/v1/datasets/byregion/rows/%d?version=%d", id, v), nil)
+			if err := json.Unmarshal(r.body, &row); err != nil {
+				t.Fatal(err)
+			}
+			if (row.Row.Region == nil) != (v == rec2.Version) {
+				t.Errorf("row %d at version %d: region %v", id, v, row.Row.Region)
+			}
+		}
 	}
 }
