@@ -480,14 +480,20 @@ func runGoBench() map[string]goBenchResult {
 			}
 			ns, _ := strconv.ParseFloat(f[2], 64)
 			r := goBenchResult{name: f[0], nsPerOp: ns}
+			floor := false                     // a figure printed for comparison, no baseline
 			for i := 4; i+1 < len(f); i += 2 { // name, N, ns, "ns/op", then value-unit pairs
-				if f[i+1] == "x_baseline" {
+				switch f[i+1] {
+				case "x_baseline":
 					r.xBaseline, _ = strconv.ParseFloat(f[i], 64)
+				case "ns_floor":
+					floor = true
 				}
 			}
-			if r.xBaseline == 0 {
+			switch {
+			case floor:
+			case r.xBaseline == 0:
 				base = ns
-			} else {
+			default:
 				r.baseline = base
 			}
 			out[f[0]] = r
