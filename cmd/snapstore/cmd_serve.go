@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"syscall"
@@ -35,10 +36,18 @@ opened, every bad key named with its line (exit code 2). Logs go to stderr
 // HTTP requests drain, the store closes; all within shutdown_timeout, after
 // which the process exits anyway (exit code 1).
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newCmdLine("serve", "[--config FILE] [--data DIR] [--listen ADDR]", serveHelp, flagsConfig, stdout)
+	c := newCmdLine("serve", "[--config FILE] [--data DIR] [--listen ADDR] [--cpuprofile FILE]", serveHelp, flagsConfig, stdout)
+	cpuprofile := c.fs.String("cpuprofile", "", "write a CPU profile of the whole process to `file` (go tool pprof) until it exits")
 	pos, err := c.parse(args)
 	if err != nil {
 		return err
+	}
+	if *cpuprofile != "" {
+		stopProfile, err := startCPUProfile(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer stopProfile()
 	}
 	cf := c.cf
 	if len(pos) > 0 {
@@ -236,4 +245,22 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 	}
 	log.Info("stopped cleanly")
 	return nil
+}
+
+// startCPUProfile profiles the process's CPU into file (runtime/pprof)
+// until the returned function is called; what make bench's notes on what
+// limits a figure are read from (docs/benchmarks.md).
+func startCPUProfile(file string) (func(), error) {
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

@@ -50,6 +50,7 @@ var (
 	repeat    = flag.Int("repeat", 2, "repetitions of the source-read baseline (median)")
 	goBench   = flag.Bool("go-bench", true, "run the go test benchmarks of package snapshot")
 	hbaseRun  = flag.Bool("hbase", true, "measure a first run on HBase when SNAPSTORE_TEST_HBASE_THRIFT is set")
+	profDir   = flag.String("cpuprofile-dir", "", "write a CPU profile of each phase's server to this directory (serve --cpuprofile); the server is restarted at each phase, so RSS figures then cover one phase")
 )
 
 type env struct {
@@ -107,9 +108,11 @@ func (e env) sourceRead() time.Duration {
 
 // server is a running snapstore serve.
 type server struct {
-	cmd  *exec.Cmd
-	url  string
-	data string
+	cmd     *exec.Cmd
+	url     string
+	data    string
+	env     env
+	storage string
 }
 
 func freePort() string {
@@ -123,7 +126,10 @@ func freePort() string {
 
 // startServer starts snapstore serve on data with the bench adapter;
 // storage is extra configuration (the HBase backend).
-func startServer(e env, data, storage string) *server {
+// startServer starts snapstore serve on data with the bench connection and
+// adapter and storage (YAML, "" for Pebble), profiled into the file named
+// phase.prof under -cpuprofile-dir when that is set.
+func startServer(e env, data, storage, phase string) *server {
 	port := freePort()
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		log.Fatal(err)
@@ -147,13 +153,17 @@ adapters:
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
 		log.Fatal(err)
 	}
-	cmd := exec.Command(*bin, "serve", "--config", cfg)
+	args := []string{"serve", "--config", cfg}
+	if *profDir != "" {
+		args = append(args, "--cpuprofile", filepath.Join(*profDir, phase+".prof"))
+	}
+	cmd := exec.Command(*bin, args...)
 	cmd.Env = append(os.Environ(), "BENCH_MYSQL_PASSWORD="+e.pw)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		log.Fatal(err)
 	}
-	s := &server{cmd: cmd, url: "http://127.0.0.1:" + port, data: data}
+	s := &server{cmd: cmd, url: "http://127.0.0.1:" + port, data: data, env: e, storage: storage}
 	for i := 0; i < 600; i++ {
 		if r, err := http.Get(s.url + "/readyz"); err == nil {
 			r.Body.Close()
@@ -170,6 +180,16 @@ adapters:
 func (s *server) stop() {
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	s.cmd.Wait()
+}
+
+// phase returns the server the next phase runs on: s itself, or, when
+// profiling, a new process on the same data whose profile is phase's.
+func (s *server) phase(phase string) *server {
+	if *profDir == "" {
+		return s
+	}
+	s.stop()
+	return startServer(s.env, s.data, s.storage, phase)
 }
 
 // peakRSS is the process's high-water resident set (VmHWM) in bytes.
@@ -344,7 +364,7 @@ func main() {
 	rep.source = e.sourceRead()
 	log.Printf("bench: source read %v", rep.source)
 
-	s := startServer(e, filepath.Join(tmp, "data"), "")
+	s := startServer(e, filepath.Join(tmp, "data"), "", "first")
 	rep.first, rep.firstRec = s.run()
 	rep.rss1 = s.peakRSS()
 	rep.oneCopy, _, _ = dirSizes(s.data)
@@ -354,6 +374,7 @@ func main() {
 	// before it changed everything) and records the checksums the next
 	// one verifies with (adapters/checksums.go).
 	for i := 0; i < 2; i++ {
+		s = s.phase(fmt.Sprintf("same-%d", i+1))
 		d, rec := s.run()
 		rep.same = append(rep.same, d)
 		rep.sameRec = rec
@@ -361,6 +382,9 @@ func main() {
 	}
 
 	for i := 1; i <= *churnRuns; i++ {
+		if i <= 2 {
+			s = s.phase(fmt.Sprintf("churn-%d", i))
+		}
 		e.sql(fmt.Sprintf("UPDATE snapbench.t SET qty = qty + 1, note = CONCAT('churn %d ', id) WHERE id %% 100 = %d", i, i))
 		d, rec := s.run()
 		rep.churn = append(rep.churn, d)
@@ -382,6 +406,7 @@ func main() {
 	// Twice: the first such run after the random churn reads in full and
 	// records the range checksums the second reads by.
 	for i := 1; i <= 2; i++ {
+		s = s.phase(fmt.Sprintf("ranges-%d", i))
 		e.sql(fmt.Sprintf("UPDATE snapbench.t SET qty = qty + %d, note = CONCAT('ranges %d ', id) WHERE ", i, i) + strings.Join(ranges, " OR "))
 		d, rec := s.run()
 		rep.ranges, rep.rangesRec = append(rep.ranges, d), rec
@@ -390,8 +415,10 @@ func main() {
 	rep.rssSession = s.peakRSS()
 
 	// HTTP reads: point gets and 1,000-row NDJSON pages against the trivial handler.
+	s = s.phase("http-point")
 	rep.pointRPS = wrk(s.url, fmt.Sprintf(`math.randomseed(1)
 request = function() return wrk.format("GET", "/v1/datasets/t/rows/" .. math.random(1, %d)) end`, *rows))
+	s = s.phase("http-ndjson")
 	rep.scanRPS = wrk(s.url, fmt.Sprintf(`math.randomseed(2)
 wrk.headers["Accept"] = "application/x-ndjson"
 request = function() return wrk.format("GET", "/v1/datasets/t/rows?limit=1000&start=" .. math.random(1, %d)) end`, *rows-1000))
@@ -417,7 +444,7 @@ request = function() return wrk.format("GET", "/v1/datasets/t/rows?limit=1000&st
 		big := *rows * *rssScale
 		log.Printf("bench: generating %d rows for the RSS figure", big)
 		e.generate(big)
-		s := startServer(e, filepath.Join(tmp, "data-big"), "")
+		s := startServer(e, filepath.Join(tmp, "data-big"), "", "first-big")
 		_, rec := s.run()
 		rep.rssBigRows = rec.Stats.Rows
 		rep.rssBig = s.peakRSS()
@@ -441,7 +468,7 @@ func hbaseFirstRun(e env, tmp string) (time.Duration, int64) {
 			log.Printf("bench: dropping HBase table %s: %v", table, err)
 		}
 	}()
-	s := startServer(e, filepath.Join(tmp, "data-hbase"), fmt.Sprintf("storage: {backend: hbase, hbase: {thrift: %q, namespace: %s, table: %s}}", e.hbase, opts.Namespace, table))
+	s := startServer(e, filepath.Join(tmp, "data-hbase"), fmt.Sprintf("storage: {backend: hbase, hbase: {thrift: %q, namespace: %s, table: %s}}", e.hbase, opts.Namespace, table), "first-hbase")
 	defer s.stop()
 	log.Printf("bench: first run on HBase")
 	d, rec := s.run()
