@@ -139,6 +139,7 @@ type diffIter struct {
 	countOnly    bool
 	stF, stT     resolvedRow
 	tmp          resolvedRow // scratch of resolveMerged
+	alloc        rowAlloc    // the memory of the rows of the changes
 	op           ChangeOp
 	change       Change
 	err          error
@@ -231,7 +232,7 @@ func (d *diffIter) side(rb *rowBuilder, st *resolvedRow) (*Row, error) {
 	if !st.present() {
 		return nil, nil
 	}
-	row, err := rb.build(st)
+	row, err := rb.build(st, &d.alloc)
 	if err != nil {
 		return nil, err
 	}

@@ -28,7 +28,7 @@ func (r *Reader) Get(ctx context.Context, key []Value, columns []string) (Row, e
 		return Row{}, err
 	}
 	defer g.release()
-	return rb.build(&g.st)
+	return rb.build(&g.st, nil)
 }
 
 // GetJSON reads one row as Get does and appends it to dst as two members

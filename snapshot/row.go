@@ -17,8 +17,9 @@ type Row struct {
 
 // rowBuilder turns rows resolved at a version (resolvedRow, by the dataset's
 // column dictionary) into Rows or JSON of chosen schema columns. It is
-// built once per version and column selection; a Row costs three slices
-// and one buffer for the bytes of its values, the JSON nothing.
+// built once per version and column selection; a Row costs its values
+// and a buffer for their bytes (carved from slabs in a scan: rowAlloc),
+// the JSON nothing.
 type rowBuilder struct {
 	names   []string // the returned columns, schema order
 	qname   [][]byte // names[j] as a JSON string and a colon
@@ -50,12 +51,13 @@ func newRowBuilder(s Schema, dict, keyIdx, idx []int) *rowBuilder {
 	return b
 }
 
-// build makes a Row whose values own their bytes: two allocations, the
-// values (Values and Key share one array) and their bytes. A column
-// without a value (which cannot happen at a version, D1) is NULL.
-func (b *rowBuilder) build(st *resolvedRow) (Row, error) {
+// build makes a Row whose values own their bytes: the values (Values and
+// Key share one array) and their bytes, carved from a's slabs when a is
+// not nil (a scan's rows), else two allocations. A column without a value
+// (which cannot happen at a version, D1) is NULL.
+func (b *rowBuilder) build(st *resolvedRow, a *rowAlloc) (Row, error) {
 	n := len(b.outDict)
-	vals := make([]Value, n+len(b.keyDict))
+	vals := a.values(n + len(b.keyDict))
 	row := Row{Columns: b.names, Values: vals[:n:n], Key: vals[n:]}
 	size := 0
 	for _, d := range b.outDict {
@@ -66,7 +68,7 @@ func (b *rowBuilder) build(st *resolvedRow) (Row, error) {
 			size += len(st.value(d))
 		}
 	}
-	buf := make([]byte, 0, size)
+	buf := a.bytes(size)
 	decode := func(d int) (Value, error) {
 		p := st.value(d)
 		if p == nil {
@@ -97,6 +99,48 @@ func (b *rowBuilder) build(st *resolvedRow) (Row, error) {
 		}
 	}
 	return row, nil
+}
+
+// rowAlloc hands out the memory of the rows one reader builds in turn
+// from slabs of several rows, so that a scan allocates once per slab
+// rather than twice per row. A row keeps its slab alive, so a caller that
+// keeps one row keeps at most a slab's worth of memory; rows never share
+// a value.
+type rowAlloc struct {
+	vals []Value
+	buf  []byte
+}
+
+const (
+	slabRows  = 64       // rows' values per slab of Values
+	slabBytes = 32 << 10 // bytes per slab of value bytes
+)
+
+// values returns n zero Values; a nil rowAlloc allocates them alone.
+func (a *rowAlloc) values(n int) []Value {
+	if a == nil {
+		return make([]Value, n)
+	}
+	if cap(a.vals)-len(a.vals) < n {
+		a.vals = make([]Value, 0, n*slabRows)
+	}
+	s := len(a.vals)
+	a.vals = a.vals[:s+n]
+	return a.vals[s : s+n : s+n]
+}
+
+// bytes returns an empty buffer of capacity size, which appends fill
+// without growing it; a nil rowAlloc allocates it alone.
+func (a *rowAlloc) bytes(size int) []byte {
+	if a == nil || size > slabBytes/4 {
+		return make([]byte, 0, size)
+	}
+	if cap(a.buf)-len(a.buf) < size {
+		a.buf = make([]byte, 0, slabBytes)
+	}
+	s := len(a.buf)
+	a.buf = a.buf[:s+size]
+	return a.buf[s : s : s+size]
 }
 
 // appendJSON appends the row as Row.AppendJSON does, without building it.

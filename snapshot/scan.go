@@ -125,6 +125,7 @@ type rowIter struct {
 	r         *Reader
 	m         *mergedRows[*rowCursor]
 	rb        *rowBuilder
+	alloc     rowAlloc // the memory of the rows built
 	limit     int
 	n         int
 	row       Row
@@ -163,7 +164,7 @@ func (it *rowIter) Next() bool {
 
 func (it *rowIter) Row() Row {
 	if !it.built && it.err == nil {
-		row, err := it.rb.build(&it.m.src().st)
+		row, err := it.rb.build(&it.m.src().st, &it.alloc)
 		if err != nil {
 			it.err = err
 			return Row{}
