@@ -50,6 +50,7 @@ var (
 	repeat    = flag.Int("repeat", 2, "repetitions of the source-read baseline (median)")
 	goBench   = flag.Bool("go-bench", true, "run the go test benchmarks of package snapshot")
 	hbaseRun  = flag.Bool("hbase", true, "measure a first run on HBase when SNAPSTORE_TEST_HBASE_THRIFT is set")
+	storage   = flag.String("storage", "", "YAML storage section of the Pebble server, e.g. \"storage: {pebble: {cache_size: 536870912}}\" (default: the defaults)")
 	profDir   = flag.String("cpuprofile-dir", "", "write a CPU profile of each phase's server to this directory (serve --cpuprofile); the server is restarted at each phase, so RSS figures then cover one phase")
 )
 
@@ -364,7 +365,7 @@ func main() {
 	rep.source = e.sourceRead()
 	log.Printf("bench: source read %v", rep.source)
 
-	s := startServer(e, filepath.Join(tmp, "data"), "", "first")
+	s := startServer(e, filepath.Join(tmp, "data"), *storage, "first")
 	rep.first, rep.firstRec = s.run()
 	rep.rss1 = s.peakRSS()
 	rep.oneCopy, _, _ = dirSizes(s.data)
