@@ -4,8 +4,8 @@ package adapters
 // the run's consistent snapshot (checksummer; MySQL and MariaDB,
 // mysqlchecksum.go) lets a run avoid reading what the current version
 // already holds. The checksums of a version are its digest, stored with
-// the version (snapshot.Run.SetSourceDigest): the whole table's checksum
-// when known, and the table cut into key ranges (chunks) of about
+// the version (snapshot.Run.SetSourceDigest): the table cut into key
+// ranges (chunks) of about
 // chunk_rows rows, each with its last key, its rows, the sum of their
 // snapstore checksums (snapshot.D6) and, when known, the source's
 // checksum of the range.
@@ -15,20 +15,26 @@ package adapters
 // changed), so that a table keeps the cheapest mode for the way it
 // changes:
 //
-//	verify  the digest has the table's checksum and the last run found
-//	        nothing changed: CHECKSUM TABLE; when it matches, the current
-//	        version is recorded as verified (snapshot.DB.Verify) and no
-//	        version is committed. Else on to chunks.
 //	chunks  the digest has the chunks' checksums and the last run changed
 //	        fewer than half of them: each chunk's checksum is computed and
 //	        only the chunks that differ are read; the others are carried
 //	        over (snapshot.Run.Carry). When the first 16 chunks show more
-//	        than half changed, the rest is read in full. When none changed
-//	        the run verifies, as above, and records the table's checksum.
+//	        than half changed, the rest is read in full.
+//	verify  as chunks, when no chunk changed: the current version is
+//	        recorded as verified (snapshot.DB.Verify) and no version is
+//	        committed.
 //	full    the table is read whole, ahead of the run (prefetch.go). When
 //	        the last run changed fewer than half of the chunks, the run also
 //	        computes the chunks' checksums at the end, for chunk mode next
-//	        time, and when it found nothing changed, the table's checksum.
+//	        time.
+//
+// The server's own whole-table checksum (MySQL's CHECKSUM TABLE) would
+// verify an unchanged table for a fifth of a read, but it cannot be
+// trusted: it runs the bytes of adjacent variable-length columns
+// together ('x#','y' and 'x','#y', 'xy','' and 'x','y' give one
+// checksum on MariaDB 10.11), adds the rows' CRC32s, and leaves VIRTUAL
+// columns out. A run that verified by it would keep serving rows the
+// source changed.
 //
 // The adapter option commit_unchanged turns verification off: every run
 // commits a version, as before (chunks are still carried over).
@@ -63,8 +69,6 @@ type checksummer interface {
 	// chunkable reports whether the key allows chunk checksums and range
 	// reads.
 	chunkable() bool
-	// tableChecksum is the whole table's checksum.
-	tableChecksum(ctx context.Context) (string, error)
 	// chunkChecksum returns the rows and the checksum of the keys after lo
 	// (nil: from the first) up to hi included (nil: to the last).
 	chunkChecksum(ctx context.Context, lo, hi *snapshot.Value) (int64, uint64, error)
@@ -76,9 +80,8 @@ type checksummer interface {
 type digest struct {
 	Version   int     `json:"v"`
 	Signature string  `json:"sig"`
-	Table     string  `json:"table,omitempty"` // CHECKSUM TABLE; "" when not computed
-	Checksums bool    `json:"crc,omitempty"`   // the chunks have the source's checksums
-	Changed   float64 `json:"changed"`         // share of chunks the run that made it changed
+	Checksums bool    `json:"crc,omitempty"` // the chunks have the source's checksums
+	Changed   float64 `json:"changed"`       // share of chunks the run that made it changed
 	Chunks    []chunk `json:"chunks"`
 }
 

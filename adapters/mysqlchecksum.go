@@ -3,7 +3,6 @@ package adapters
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"fmt"
 	"strconv"
@@ -13,24 +12,30 @@ import (
 )
 
 // Checksums MySQL and MariaDB compute inside the read's consistent snapshot
-// (checksums.go says how runs use them):
+// (checksums.go says how runs use them, and why not CHECKSUM TABLE;
+// TestMySQLChecksumInSnapshot pins the snapshot on MariaDB): a key range's
+// COUNT(*) and BIT_XOR of a 64-bit hash of each row's text, after
+// pt-table-checksum: CONCAT_WS('#', the columns, a number whose bits say
+// which nullable columns are NULL), so that NULL and '' differ.
 //
-//   - the whole table's: CHECKSUM TABLE, which InnoDB computes from the
-//     stored rows with a consistent read of the transaction's snapshot
-//     (TestMySQLChecksumInSnapshot pins this on MariaDB);
-//   - a key range's: COUNT(*) and BIT_XOR(CRC32(...)) of each row's text,
-//     the technique of pt-table-checksum: CONCAT_WS('#', the columns, a
-//     number whose bits say which nullable columns are NULL), so that NULL
-//     and '' differ.
+//   - Every column whose text may hold a '#' (text, binary, JSON, BIT,
+//     geometry) comes after its LENGTH, so that no two rows have one text
+//     ('x#','y' and 'x','#y' would).
+//   - The hash is the first 64 bits of SHA1: a BIT_XOR of CRC32s is blind
+//     to changes that cancel under XOR, as two rows swapping their values
+//     do, CRC32 being linear.
+//   - VIRTUAL generated columns are in the text, evaluated; the signature
+//     holds every generated column's expression, so that a digest written
+//     before the expression changed is never compared.
 //
 // Chunk checksums need a key the ranges can be written with and whose
 // order the source and snapstore agree on: one integer column (signed or
-// not) of a declared unique key, the common primary key. Other keys get
-// the whole table's checksum only.
+// not) of a declared unique key, the common primary key. Other tables are
+// read in full every run.
 
 // mysqlChecksumVersion names the row expression; it is part of the
 // signature, so a digest of another expression is never compared.
-const mysqlChecksumVersion = "crc32-concat_ws-nullmask-1"
+const mysqlChecksumVersion = "sha1_64-concat_ws-lengths-nullmask-2"
 
 // maxNullMask is the most nullable columns the null mask holds (a BIGINT).
 const maxNullMask = 62
@@ -40,6 +45,9 @@ func (t *mysqlTable) rowChecksumExpr() (string, bool) {
 	var cols, nulls []string
 	for _, c := range t.cols {
 		q := quoteMySQLIdent(c.name)
+		if !c.plainText() {
+			cols = append(cols, "LENGTH("+q+")")
+		}
 		cols = append(cols, q)
 		if c.nullable {
 			nulls = append(nulls, fmt.Sprintf("(%s IS NULL)*%d", q, int64(1)<<len(nulls)))
@@ -51,7 +59,21 @@ func (t *mysqlTable) rowChecksumExpr() (string, bool) {
 	if len(nulls) == 0 {
 		nulls = []string{"0"}
 	}
-	return "CRC32(CONCAT_WS('#', " + strings.Join(cols, ", ") + ", " + strings.Join(nulls, " + ") + "))", true
+	text := "CONCAT_WS('#', " + strings.Join(cols, ", ") + ", " + strings.Join(nulls, " + ") + ")"
+	return "CAST(CONV(LEFT(SHA1(" + text + "), 16), 16, 10) AS UNSIGNED)", true
+}
+
+// plainText reports whether the column's text in a row checksum can hold
+// no '#' and needs no length before it: numbers, decimals and temporal
+// values.
+func (c *mysqlColumn) plainText() bool {
+	switch c.kind {
+	case snapshot.KindInt, snapshot.KindFloat, snapshot.KindDecimal, snapshot.KindDate, snapshot.KindDateTime, snapshot.KindTime:
+		return true
+	case snapshot.KindUint:
+		return !c.bit
+	}
+	return false
 }
 
 // checksumSignature implements checksummer: the expression, the columns
@@ -61,7 +83,7 @@ func (t *mysqlTable) checksumSignature() string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n%s\n", mysqlChecksumVersion, expr)
 	for _, c := range t.cols {
-		fmt.Fprintf(h, "%s %s %v\n", c.name, c.columnType, c.nullable)
+		fmt.Fprintf(h, "%s %s %v %q %q\n", c.name, c.columnType, c.nullable, c.generated, c.genExpr)
 	}
 	fmt.Fprintf(h, "key %v\n", t.schema.Key)
 	return hex.EncodeToString(h.Sum(nil)[:12])
@@ -77,20 +99,6 @@ func (t *mysqlTable) chunkable() bool {
 	}
 	c := &t.cols[t.keyIdx[0]]
 	return (c.kind == snapshot.KindInt || c.kind == snapshot.KindUint) && !c.bit
-}
-
-// tableChecksum implements checksummer: CHECKSUM TABLE inside the read's
-// transaction.
-func (t *mysqlTable) tableChecksum(ctx context.Context) (string, error) {
-	var name string
-	var sum sql.NullString
-	if err := t.conn.QueryRowContext(ctx, "CHECKSUM TABLE "+t.qualified()).Scan(&name, &sum); err != nil {
-		return "", fmt.Errorf("checksum of %s: %w", t.qualified(), wrapSourceErr(ctx, err))
-	}
-	if !sum.Valid {
-		return "", fmt.Errorf("checksum of %s: the server returned none", t.qualified())
-	}
-	return sum.String, nil
 }
 
 // chunkChecksum implements checksummer: the rows and the XOR of their

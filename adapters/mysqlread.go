@@ -106,7 +106,8 @@ func (t *mysqlTable) describe(ctx context.Context, req TableRequest) error {
 		return ErrResourceNotFound // the caller names the resource and the connection (openResource)
 	}
 	rows, err := conn.QueryContext(ctx, `SELECT COLUMN_NAME, LOWER(DATA_TYPE), LOWER(COLUMN_TYPE), IS_NULLABLE,
-		COALESCE(CHARACTER_SET_NAME, ''), COALESCE(NUMERIC_PRECISION, 0), COALESCE(NUMERIC_SCALE, 0)
+		COALESCE(CHARACTER_SET_NAME, ''), COALESCE(NUMERIC_PRECISION, 0), COALESCE(NUMERIC_SCALE, 0),
+		LOWER(EXTRA), COALESCE(GENERATION_EXPRESSION, '')
 		FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`,
 		t.res.Schema, t.res.Name)
 	if err != nil {
@@ -114,12 +115,18 @@ func (t *mysqlTable) describe(ctx context.Context, req TableRequest) error {
 	}
 	for rows.Next() {
 		var c mysqlColumn
-		var nullable string
-		if err := rows.Scan(&c.name, &c.dataType, &c.columnType, &nullable, &c.charset, &c.precision, &c.scale); err != nil {
+		var nullable, extra string
+		if err := rows.Scan(&c.name, &c.dataType, &c.columnType, &nullable, &c.charset, &c.precision, &c.scale, &extra, &c.genExpr); err != nil {
 			rows.Close()
 			return fmt.Errorf("reading the columns of %s: %w", t.qualified(), err)
 		}
 		c.nullable = nullable == "YES"
+		switch {
+		case strings.Contains(extra, "virtual"):
+			c.generated = "virtual"
+		case strings.Contains(extra, "stored") || strings.Contains(extra, "persistent"):
+			c.generated = "stored"
+		}
 		t.cols = append(t.cols, c)
 	}
 	rows.Close()

@@ -21,6 +21,9 @@ type mysqlColumn struct {
 	kind       snapshot.Kind
 	bit        bool // BIT(n): big-endian bytes to KindUint
 	enumLike   bool // ENUM or SET: keyset compares col+0
+	// generated is "virtual" or "stored" for a generated column, genExpr
+	// its expression; both "" for a plain column.
+	generated, genExpr string
 }
 
 // mysqlKind maps a column to its snapshot kind; the table in docs/types.md

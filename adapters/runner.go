@@ -246,32 +246,17 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, for
 			return pullResult{}, err
 		}
 	}
-	if prev != nil {
-		if prev.Table != "" && prev.Changed == 0 && !spec.CommitUnchanged {
-			sum, err := cs.tableChecksum(ctx)
-			if err != nil {
-				return pullResult{}, l.scrub(readError(ctx, spec.Connection, err))
-			}
-			if sum == prev.Table {
-				vi, err := s.verifyRun(ctx, spec.Dataset, cur, nil)
-				return pullResult{vi: vi, mode: ModeVerify, verified: true, chunks: len(prev.Chunks), skipped: len(prev.Chunks)}, err
-			}
+	if prev != nil && prev.Checksums && prev.Changed < 0.5 && cs.chunkable() {
+		if chunks, err = chunkPass(ctx, cs, prev); err != nil {
+			return pullResult{}, l.scrub(readError(ctx, spec.Connection, err))
 		}
-		if prev.Checksums && prev.Changed < 0.5 && cs.chunkable() {
-			if chunks, err = chunkPass(ctx, cs, prev); err != nil {
-				return pullResult{}, l.scrub(readError(ctx, spec.Connection, err))
-			}
-			if chunks.nchg == 0 && !chunks.full && !spec.CommitUnchanged {
-				// Nothing changed: verified, and the table's checksum
-				// recorded for a cheaper check next time.
-				next := *prev
-				next.Changed = 0
-				if next.Table, err = cs.tableChecksum(ctx); err != nil {
-					return pullResult{}, l.scrub(readError(ctx, spec.Connection, err))
-				}
-				vi, err := s.verifyRun(ctx, spec.Dataset, cur, &next)
-				return pullResult{vi: vi, mode: ModeVerify, verified: true, chunks: len(prev.Chunks), skipped: len(prev.Chunks)}, err
-			}
+		if chunks.nchg == 0 && !chunks.full && !spec.CommitUnchanged {
+			// Nothing changed: verified; the digest records that this
+			// run changed nothing.
+			next := *prev
+			next.Changed = 0
+			vi, err := s.verifyRun(ctx, spec.Dataset, cur, &next)
+			return pullResult{vi: vi, mode: ModeVerify, verified: true, chunks: len(prev.Chunks), skipped: len(prev.Chunks)}, err
 		}
 	}
 
@@ -410,8 +395,8 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, for
 	}
 	// The new version's digest: in chunk mode, the chunks' checksums
 	// carried or computed; after a full read of a table that changed
-	// little last time, the chunks' checksums computed now (and the
-	// table's, when nothing changed), for a cheaper run next time.
+	// little last time, the chunks' checksums computed now, for a cheaper
+	// run next time.
 	if rec != nil {
 		d := &digest{Version: digestVersion, Signature: cs.checksumSignature(), Chunks: rec.chunks, Changed: rec.changedShare()}
 		if cur == nil {
@@ -429,11 +414,6 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, for
 				}
 				s.log.Warn("source checksums dropped", "run", runID, "err", err)
 				d.Checksums = false
-			}
-		}
-		if d.Checksums && d.Changed == 0 {
-			if d.Table, err = cs.tableChecksum(ctx); err != nil {
-				return pullResult{}, l.scrub(readError(ctx, spec.Connection, err))
 			}
 		}
 		if b, err := json.Marshal(d); err == nil {

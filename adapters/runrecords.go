@@ -67,8 +67,9 @@ type RunRecord struct {
 	// (checksums.go).
 	Verified bool `json:"verified,omitempty"`
 	// Mode says how the source was read: "full", "chunks" (only the key
-	// ranges whose checksums changed) or "verify" (the table's checksum
-	// alone); empty while running or when the run failed first.
+	// ranges whose checksums changed) or "verify" (the ranges' checksums
+	// alone, none changed); empty while running or when the run failed
+	// first.
 	Mode string `json:"mode,omitempty"`
 	// Chunks is the number of key ranges of the version's source digest,
 	// ChunksSkipped those carried over without reading.
