@@ -13,7 +13,7 @@ import (
 // on, on the real MariaDB: the chunk checksums inside a reader's
 // transaction give the snapshot's values while another session changes
 // and commits a row (the new value only to a later reader), and the chunk
-// checksum tells NULL from ”.
+// checksum tells NULL from the empty string.
 func TestMySQLChecksumInSnapshot(t *testing.T) {
 	e := mysqlEnv(t)
 	ctx := context.Background()
