@@ -36,7 +36,8 @@ type rowSource interface {
 // row key order, one row key at a time: the group of partitions that hold
 // it. A row key is in one partition unless its partition key value
 // changed (partition_key.go); then each partition holds it, and at any
-// one version it is visible in one of them at most (visibleIn).
+// one version it is visible in one of them at most (single,
+// resolveMerged).
 type mergedRows[S rowSource] struct {
 	srcs  []S
 	live  []bool
