@@ -178,9 +178,10 @@ func (s *Service) execute(ctx context.Context, ar *activeRun, spec AdapterSpec, 
 	defer cancel()
 	s.saveFinal(saveCtx, rec) // queued when the store does not answer (U1)
 	s.metrics.observeRun(rec)
-	attrs := []any{"run", rec.ID, "adapter", rec.Adapter, "dataset", rec.Dataset, "txn", rec.TxnID, "rows", rec.RowsRead}
+	attrs := []any{"run", rec.ID, "adapter", rec.Adapter, "dataset", rec.Dataset, "txn", rec.TxnID, "rows_read", rec.RowsRead}
 	if rec.Status == RunSucceeded {
-		attrs = append(attrs, "version", rec.Version, "inserted", rec.Stats.Inserted, "updated", rec.Stats.Updated, "deleted", rec.Stats.Deleted)
+		attrs = append(attrs, "version", rec.Version, "verified", rec.Verified, "mode", rec.Mode,
+			"inserted", rec.Stats.Inserted, "updated", rec.Stats.Updated, "deleted", rec.Stats.Deleted)
 		s.log.Info("run succeeded", attrs...)
 	} else {
 		attrs = append(attrs, "status", rec.Status, "err", rec.Error)

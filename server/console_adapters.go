@@ -40,7 +40,7 @@ type adapterFields struct {
 	Name, Connection, Resource, Dataset, KeyColumns, Schedule string
 	TTL, MinVersions, MaxShrink, Retries, RetryBackoff        string
 	Strategy, PartitionKey, TransferCompression               string
-	AllowEmpty, RunOnStart                                    bool
+	AllowEmpty, RunOnStart, EmbedJSON, CommitUnchanged        bool
 }
 
 // strategyOption is one choice of the form's strategy select.
@@ -82,6 +82,7 @@ func (c *console) editAdapterForm(w http.ResponseWriter, r *http.Request, v view
 		Name: a.Name, Connection: a.Connection, Resource: a.Resource, Dataset: a.Dataset,
 		KeyColumns: strings.Join(a.KeyColumns, ", "), Schedule: a.Schedule,
 		TTL: durationText(a.Retention.TTL), AllowEmpty: a.Guard.AllowEmpty, RunOnStart: a.RunOnStart,
+		EmbedJSON: a.EmbedJSON, CommitUnchanged: a.CommitUnchanged,
 		RetryBackoff: durationText(a.RetryBackoff), Strategy: string(a.Strategy),
 		PartitionKey: strings.Join(a.PartitionKey, ", "), TransferCompression: a.TransferCompression,
 	}
@@ -115,6 +116,7 @@ func adapterFieldsOf(r *http.Request) adapterFields {
 		MaxShrink: g("max_shrink"), Retries: g("retries"), RetryBackoff: g("retry_backoff"), Strategy: g("strategy"),
 		PartitionKey: g("partition_key"), TransferCompression: g("transfer_compression"),
 		AllowEmpty: g("allow_empty") != "", RunOnStart: g("run_on_start") != "",
+		EmbedJSON: g("embed_json") != "", CommitUnchanged: g("commit_unchanged") != "",
 	}
 }
 
@@ -124,6 +126,7 @@ func adapterFieldsOf(r *http.Request) adapterFields {
 func (f adapterFields) spec() (adapters.AdapterSpec, error) {
 	in := adapterJSON{Name: f.Name, Connection: f.Connection, Resource: f.Resource, Dataset: f.Dataset, Schedule: f.Schedule,
 		Guard: snapshot.Guard{AllowEmpty: f.AllowEmpty}, RunOnStart: f.RunOnStart, Strategy: f.Strategy,
+		EmbedJSON: f.EmbedJSON, CommitUnchanged: f.CommitUnchanged,
 		TransferCompression: f.TransferCompression}
 	in.KeyColumns = columnList(f.KeyColumns)
 	in.PartitionKey = columnList(f.PartitionKey)

@@ -264,6 +264,16 @@ func TestConsole_Forms(t *testing.T) {
 		t.Errorf("replaced adapter: schedule %q, strategy %q", a.Schedule, a.Strategy)
 	}
 	b.page("/ui/adapters/p2/edit", `<option value="single-node" selected>`)
+	// Every field of an adapter is in the form: an edit keeps the flags.
+	form.Set("commit_unchanged", "true")
+	form.Set("embed_json", "true")
+	wantStatus(t, "flags on", b.post("/ui/adapters/p2", form), http.StatusSeeOther)
+	if a, _ = f.svc.GetAdapter(t.Context(), "p2"); !a.CommitUnchanged || !a.EmbedJSON {
+		t.Errorf("flags from the form: commit_unchanged %v, embed_json %v", a.CommitUnchanged, a.EmbedJSON)
+	}
+	b.page("/ui/adapters/p2/edit", `name="commit_unchanged" value="true" checked`, `name="embed_json" value="true" checked`)
+	form.Del("commit_unchanged")
+	form.Del("embed_json")
 	form.Set("strategy", "spread")
 	if body = wantStatus(t, "bad strategy", b.post("/ui/adapters/p2", form), http.StatusBadRequest); !regexp.MustCompile(`<select name="strategy"[^>]*aria-invalid="true"`).MatchString(body) {
 		t.Errorf("bad strategy form:\n%s", body)
@@ -293,7 +303,14 @@ func TestConsole_Forms(t *testing.T) {
 	if err != nil || rec.Status != "succeeded" || rec.Trigger != "console" {
 		t.Fatalf("run from the console: %+v %v", rec, err)
 	}
-	b.page(loc, "succeeded", `aria-valuenow="100.0"`)
+	b.page(loc, "succeeded", `aria-valuenow="100.0"`, "read in full")
+	// Nothing changed since: the run verifies the current version.
+	r = b.post("/ui/adapters/p2/run", url.Values{})
+	again := r.header.Get("Location")
+	if rec, err := f.svc.WaitRun(t.Context(), strings.TrimPrefix(again, "/ui/runs/")); err != nil || !rec.Verified {
+		t.Fatalf("second run from the console: %+v %v", rec, err)
+	}
+	b.page(again, "nothing changed: verified", "no version committed")
 	b.page("/ui/datasets/p2", "at least 1 version</dd>")
 	wantStatus(t, "delete adapter", b.post("/ui/adapters/p2/delete", url.Values{}), http.StatusSeeOther)
 	if _, err := f.svc.GetAdapter(t.Context(), "p2"); err == nil {

@@ -32,6 +32,7 @@ var consoleFuncs = template.FuncMap{
 	"durTxt": durationText,
 	"took":   tookText,
 	"list":   func(xs ...string) []string { return xs },
+	"sub":    func(a, b int) int { return a - b },
 }
 
 // tookText is how long an ended run took, "" for one still running.

@@ -113,6 +113,17 @@ func TestCLI_DefinitionsAndRuns(t *testing.T) {
 			t.Errorf("adapters run without a terminal: no line for phase %s:\n%s", phase, errs)
 		}
 	}
+	if !strings.Contains(out, "read:      in full (full)") {
+		t.Errorf("adapters run: no read mode:\n%s", out)
+	}
+	// Nothing changed: the current version verified, said so.
+	code, out, errs = run(adminTok, "run", "tools")
+	if code != 0 || !regexp.MustCompile(`(?m)^version: +\d+ verified \(nothing changed, no version committed\)$`).MatchString(out) {
+		t.Fatalf("a run that changed nothing: exit %d\n%s%s", code, out, errs)
+	}
+	if _, out, _ = run(adminTok, "versions", "tools"); !regexp.MustCompile(`(?m)^VERSION +COMMITTED +VERIFIED`).MatchString(out) || !regexp.MustCompile(`(?m)^\d+ +[-\d]{10} [:\d]{8} +[-\d]{10} [:\d]{8} `).MatchString(out) {
+		t.Errorf("versions of a verified dataset:\n%s", out)
+	}
 	// A failed run is exit code 1 with its code.
 	if _, err := db.Exec(`DROP TABLE tools`); err != nil {
 		t.Fatal(err)

@@ -47,12 +47,13 @@ func datasetsList(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	return readCommand(ctx, c, args, stderr, 0, path0("/v1/datasets"), func(_ []string, body answer) error {
 		now := time.Now()
-		tb := newTable(stdout, "DATASET", "VERSION", "COMMITTED", "AGE", "ROWS", "KEPT", "TTL", "MIN VERSIONS")
+		tb := newTable(stdout, "DATASET", "VERSION", "COMMITTED", "CHECKED", "ROWS", "KEPT", "TTL", "MIN VERSIONS")
 		for _, d := range body.Datasets {
 			version, committed, age, rows := "", "", "", ""
 			if d.CurrentInfo != nil {
 				version = fmt.Sprint(d.Current)
-				committed, age = timeText(&d.CurrentInfo.CommittedAt), ageText(&d.CurrentInfo.CommittedAt, now)
+				checked := d.CurrentInfo.CheckedAt()
+				committed, age = timeText(&d.CurrentInfo.CommittedAt), ageText(&checked, now)
 				rows = count(d.CurrentInfo.Stats.Rows)
 			}
 			tb.row(d.Name, version, committed, age, rows, fmt.Sprint(d.Versions), ttlText(d.Retention.TTL), fmt.Sprint(d.Retention.MinVersions))

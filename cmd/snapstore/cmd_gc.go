@@ -56,7 +56,7 @@ func cmdGC(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			}
 		}
 		var reports []json.RawMessage
-		tb := newTable(stdout, "DATASET", "DRY RUN", "VERSIONS EXPIRED", "CELLS DELETED", "RECLAIMED", "FAILED RUNS PRUNED")
+		tb := newTable(stdout, "DATASET", "DRY RUN", "VERSIONS EXPIRED", "CELLS DELETED", "RECLAIMED", "TXNS PRUNED")
 		for _, name := range names {
 			var r gcReport
 			raw, err := t.api.send(ctx, http.MethodPost, pathOf("/v1/datasets/", name, "/gc"), q, nil, &r)

@@ -84,7 +84,7 @@ func listVersions(ctx context.Context, api *apiClient, dataset string, limit int
 // versionsTable prints versions (the API's JSON objects) as a table, the
 // current version starred.
 func versionsTable(w io.Writer, raw []json.RawMessage) error {
-	t := newTable(w, "VERSION", "COMMITTED", "ROWS", "INSERTED", "UPDATED", "DELETED", "TAGS", "CURRENT")
+	t := newTable(w, "VERSION", "COMMITTED", "VERIFIED", "ROWS", "INSERTED", "UPDATED", "DELETED", "TAGS", "CURRENT")
 	for _, r := range raw {
 		var v snapshot.VersionInfo
 		if err := json.Unmarshal(r, &v); err != nil {
@@ -95,7 +95,7 @@ func versionsTable(w io.Writer, raw []json.RawMessage) error {
 			cur = "*"
 		}
 		st := v.Stats
-		t.row(fmt.Sprint(v.Version), timeText(&v.CommittedAt), count(st.Rows), count(st.Inserted), count(st.Updated), count(st.Deleted), strings.Join(v.Tags, ","), cur)
+		t.row(fmt.Sprint(v.Version), timeText(&v.CommittedAt), timeText(v.VerifiedAt), count(st.Rows), count(st.Inserted), count(st.Updated), count(st.Deleted), strings.Join(v.Tags, ","), cur)
 	}
 	return t.flush()
 }

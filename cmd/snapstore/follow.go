@@ -173,7 +173,10 @@ func printRun(w io.Writer, rec adapters.RunRecord) error {
 		took = shortDuration(now.Sub(rec.Start)) + " so far"
 	}
 	version := ""
-	if rec.Version != 0 {
+	switch {
+	case rec.Verified:
+		version = fmt.Sprintf("%d verified (nothing changed, no version committed)", rec.Version)
+	case rec.Version != 0:
 		version = fmt.Sprint(rec.Version)
 	}
 	st := rec.Stats
@@ -196,6 +199,7 @@ func printRun(w io.Writer, rec adapters.RunRecord) error {
 		"started", timeText(&rec.Start),
 		"took", took,
 		"version", version,
+		"read", readModeText(rec),
 		"rows read", count(rec.RowsRead),
 		"rows", count(st.Rows),
 		"changes", fmt.Sprintf("%s inserted, %s updated, %s deleted", count(st.Inserted), count(st.Updated), count(st.Deleted)),
@@ -227,6 +231,20 @@ func printRun(w io.Writer, rec adapters.RunRecord) error {
 		fmt.Fprintf(w, "\nerror: %s\n", runErrorText(rec))
 	}
 	return nil
+}
+
+// readModeText says how a run read its source (RunRecord.Mode), "" when
+// it did not say.
+func readModeText(rec adapters.RunRecord) string {
+	switch rec.Mode {
+	case adapters.ModeChunks:
+		return fmt.Sprintf("the changed key ranges: %s of %s (chunks)", count(int64(rec.Chunks-rec.ChunksSkipped)), count(int64(rec.Chunks)))
+	case adapters.ModeVerify:
+		return fmt.Sprintf("no rows: the checksums of all %s key ranges matched (verify)", count(int64(rec.Chunks)))
+	case adapters.ModeFull:
+		return "in full (full)"
+	}
+	return ""
 }
 
 // runErrorText is a run's error as the CLI says it: the API's hint to
