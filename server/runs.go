@@ -89,7 +89,7 @@ func (s *Server) findRuns(ctx context.Context, adapter, status string, limit int
 		}
 	}
 	if status != "" && !slices.Contains(runStatuses, adapters.RunStatus(status)) {
-		return nil, badField("status", "want running, succeeded, failed, aborted or skipped, got %q", status)
+		return nil, badField("status", "want running, waiting, succeeded, failed, aborted or skipped, got %q", status)
 	}
 	if limit == 0 {
 		limit = defaultRunsListed

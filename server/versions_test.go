@@ -135,6 +135,10 @@ func TestRuns_ListAndLastRun(t *testing.T) {
 		t.Errorf("unknown adapter: %+v", p)
 	}
 	f.must(400, "GET", "/v1/runs?status=happy", "").problem(t)
+	// Every status a run record can have filters, waiting among them.
+	for _, st := range runStatuses {
+		f.must(200, "GET", "/v1/runs?status="+string(st), "")
+	}
 }
 
 // TestTags_EscapedName: a tag name with a character a client escapes in

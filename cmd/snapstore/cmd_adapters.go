@@ -30,18 +30,19 @@ type adapterView struct {
 		AllowEmpty bool    `json:"allow_empty"`
 		MaxShrink  float64 `json:"max_shrink"`
 	} `json:"guard"`
-	Retries      int                 `json:"retries"`
-	RetryBackoff string              `json:"retry_backoff"`
-	RunOnStart   bool                `json:"run_on_start"`
-	EmbedJSON    bool                `json:"embed_json"`
-	Strategy     string              `json:"strategy"`
-	Owner        string              `json:"owner"`
-	SingleNode   string              `json:"single_node"`
-	Source       string              `json:"source"`
-	Revision     int64               `json:"revision"`
-	UpdatedAt    time.Time           `json:"updated_at"`
-	NextRun      *time.Time          `json:"next_run"`
-	LastRun      *adapters.RunRecord `json:"last_run"`
+	Retries         int                 `json:"retries"`
+	RetryBackoff    string              `json:"retry_backoff"`
+	RunOnStart      bool                `json:"run_on_start"`
+	EmbedJSON       bool                `json:"embed_json"`
+	CommitUnchanged bool                `json:"commit_unchanged"`
+	Strategy        string              `json:"strategy"`
+	Owner           string              `json:"owner"`
+	SingleNode      string              `json:"single_node"`
+	Source          string              `json:"source"`
+	Revision        int64               `json:"revision"`
+	UpdatedAt       time.Time           `json:"updated_at"`
+	NextRun         *time.Time          `json:"next_run"`
+	LastRun         *adapters.RunRecord `json:"last_run"`
 }
 
 const adaptersHelp = `Adapters: each pulls one table of a data connection into a dataset, on a
@@ -130,7 +131,7 @@ func adaptersShow(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			"schedule", schedule}, placement, []string{"next run", timeText(a.NextRun), "last run", last,
 			"retention", fmt.Sprintf("ttl %s, min versions %d", ttlText(a.Retention.TTL), a.Retention.MinVersions),
 			"guard", fmt.Sprintf("allow empty %v, max shrink %g", a.Guard.AllowEmpty, a.Guard.MaxShrink),
-			"retries", retry, "run on start", fmt.Sprint(a.RunOnStart), "embed json", fmt.Sprint(a.EmbedJSON),
+			"retries", retry, "run on start", fmt.Sprint(a.RunOnStart), "embed json", fmt.Sprint(a.EmbedJSON), "commit unchanged", fmt.Sprint(a.CommitUnchanged),
 			"defined in", fmt.Sprintf("%s (revision %d, updated %s)", a.Source, a.Revision, timeText(&a.UpdatedAt))})...)
 	})
 }

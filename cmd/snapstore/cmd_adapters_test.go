@@ -138,7 +138,7 @@ func TestCLI_DefinitionsAndRuns(t *testing.T) {
 	if !strings.Contains(out, "failed (resource_not_found)") || !strings.Contains(out, "in ") {
 		t.Fatalf("adapters list:\n%s", out)
 	}
-	if out := admin("adapters", "show", "tools"); !strings.Contains(out, failed.ID+" failed") || !strings.Contains(out, "@every 1h") {
+	if out := admin("adapters", "show", "tools"); !strings.Contains(out, failed.ID+" failed") || !strings.Contains(out, "@every 1h") || !regexp.MustCompile(`(?m)^commit unchanged: +false$`).MatchString(out) {
 		t.Fatalf("adapters show:\n%s", out)
 	}
 	if out := admin("runs", "list", "--adapter", "tools", "--status", "failed"); !strings.Contains(out, failed.ID) || strings.Count(out, "\n") != 2 {

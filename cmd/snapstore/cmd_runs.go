@@ -29,7 +29,7 @@ func cmdRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 func runsList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := newCmdLine("runs list", "[--adapter ADAPTER] [--status STATUS] [--limit N]",
-		"The newest runs of every adapter, or of one, newest first; --status running, succeeded, failed, aborted or skipped keeps those.", flagsClient, stdout)
+		"The newest runs of every adapter, or of one, newest first; --status running, waiting, succeeded, failed, aborted or skipped keeps those.", flagsClient, stdout)
 	adapter := c.fs.String("adapter", "", "only this `adapter`'s runs")
 	status := c.fs.String("status", "", "only runs of this `status`")
 	limit := c.fs.Int("limit", 20, "most `runs`, 1 to 1000")
