@@ -9,7 +9,9 @@ import (
 // the phase it failed in.
 const (
 	// PhaseConnect: the data connection's lease, the source table opened
-	// and described, the snapshot run begun (a transaction id allocated).
+	// and described, in chunk and verify modes the key ranges' checksums
+	// computed (checksums.go), the snapshot run begun (a transaction id
+	// allocated).
 	PhaseConnect = "connect"
 	// PhaseRead: rows streamed from the source into the run (snapshot.D5).
 	PhaseRead = "read"
