@@ -281,14 +281,15 @@ func (cr *chunkRecorder) changedShare() float64 {
 	return float64(n) / float64(len(cr.chunks))
 }
 
-// addChunkChecksums computes the source's checksum of every chunk of d
-// (whose ranges a full read recorded), for chunk mode next time.
-func addChunkChecksums(ctx context.Context, cs checksummer, d *digest) error {
-	var lo *snapshot.Value
-	for i := range d.Chunks {
+// addChunkChecksums computes the source's checksum of each of chunks, the
+// last ones of a digest whose ranges a read recorded (the first starts
+// after lo, nil: at the first key; the last is open ended), for chunk
+// mode next time.
+func addChunkChecksums(ctx context.Context, cs checksummer, chunks []chunk, lo *snapshot.Value) error {
+	for i := range chunks {
 		var hi *snapshot.Value
-		if i < len(d.Chunks)-1 {
-			v, err := parseDigestKey(d.Chunks[i].Hi)
+		if i < len(chunks)-1 {
+			v, err := parseDigestKey(chunks[i].Hi)
 			if err != nil {
 				return err
 			}
@@ -298,13 +299,12 @@ func addChunkChecksums(ctx context.Context, cs checksummer, d *digest) error {
 		if err != nil {
 			return err
 		}
-		if rows != d.Chunks[i].Rows {
-			return fmt.Errorf("%w: chunk %d has %d rows, the read gave %d", errDigestMismatch, i, rows, d.Chunks[i].Rows)
+		if rows != chunks[i].Rows {
+			return fmt.Errorf("%w: chunk %d has %d rows, the read gave %d", errDigestMismatch, i, rows, chunks[i].Rows)
 		}
-		d.Chunks[i].CRC = crc
+		chunks[i].CRC = crc
 		lo = hi
 	}
-	d.Checksums = true
 	return nil
 }
 

@@ -277,3 +277,53 @@ func TestChecksumsSeeEveryChange(t *testing.T) {
 	}
 	same("g", "a VIRTUAL column's expression changed", "n", "v")
 }
+
+// TestChunksFollowAppends grows a table at its end between runs in chunk
+// mode (by a third, so that fewer than half of the chunks change): the keys past the digest's last one are cut into new chunks, each
+// with the source's checksum, so the next append reads only the last
+// chunk rather than everything appended since the digest was made; every
+// version's checksum equals a full read's.
+func TestChunksFollowAppends(t *testing.T) {
+	e := mysqlEnv(t)
+	ctx := context.Background()
+	db := e.tempDatabase(t, "appends")
+	const rows = 6*digestChunkRows + 7
+	e.exec(t, db, "CREATE TABLE t (id INT PRIMARY KEY, s VARCHAR(20) NOT NULL)",
+		fmt.Sprintf("INSERT INTO t SELECT seq, CONCAT('row ', seq) FROM seq_1_to_%d", rows))
+	ts := newStack(t, Options{})
+	if _, err := ts.svc.CreateConnection(ctx, connSpec(t, e, "m", db, nil)); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []AdapterSpec{{Name: "t", Connection: "m", Resource: "t"}, {Name: "full", Connection: "m", Resource: "t", CommitUnchanged: true}} {
+		if _, err := ts.svc.CreateAdapter(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(what string) RunRecord {
+		t.Helper()
+		rec := ts.runWait(t, "t")
+		mustSucceed(t, rec)
+		t.Logf("%s: mode %s, chunks %d skipped %d, rows read %d, inserted %d", what, rec.Mode, rec.Chunks, rec.ChunksSkipped, rec.RowsRead, rec.Stats.Inserted)
+		return rec
+	}
+	run("first run")
+	run("nothing changed, read in full")
+	appendRows := func(from, n int) {
+		e.exec(t, db, fmt.Sprintf("INSERT INTO t SELECT seq, CONCAT('new ', seq) FROM seq_%d_to_%d", from, from+n-1))
+	}
+	appendRows(rows+1, 2*digestChunkRows)
+	grown := run("appended two chunks' worth")
+	if grown.Mode != ModeChunks || grown.Chunks < 9 || grown.Stats.Inserted != 2*digestChunkRows {
+		t.Fatalf("after appending: mode %s, %d chunks, %d inserted; want chunks mode, the tail cut into new chunks", grown.Mode, grown.Chunks, grown.Stats.Inserted)
+	}
+	appendRows(rows+2*digestChunkRows+1, 100)
+	next := run("appended 100 rows")
+	if next.Mode != ModeChunks || next.ChunksSkipped != next.Chunks-1 || next.RowsRead > digestChunkRows+100 || next.Stats.Inserted != 100 {
+		t.Errorf("the next append: mode %s, %d of %d chunks skipped, %d rows read, %d inserted; want only the last chunk read", next.Mode, next.ChunksSkipped, next.Chunks, next.RowsRead, next.Stats.Inserted)
+	}
+	ref := ts.runWait(t, "full")
+	mustSucceed(t, ref)
+	if next.Stats.Checksum != ref.Stats.Checksum {
+		t.Errorf("chunk run checksum %s, a full read's %s", next.Stats.Checksum, ref.Stats.Checksum)
+	}
+}

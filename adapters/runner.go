@@ -327,6 +327,7 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, for
 		}
 		return nil
 	}
+	checksumsDropped := false // the source's checksums disagreed with a read
 	if chunks != nil && !chunks.full && local != nil {
 		// Chunk mode: the chunks that changed are read, the others
 		// carried over.
@@ -353,6 +354,14 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, for
 				if !last {
 					hi = &hiVal
 				}
+				// The last range takes the keys past the digest's last
+				// one: a table that grows at its end is cut into new
+				// chunks there, rather than one chunk that grows each run.
+				split := last && chunks.rows[i] > 2*digestChunkRows
+				first := len(rec.chunks)
+				if split {
+					rec.chunkRows = digestChunkRows
+				}
 				cs.readRange(lo, hi)
 				read := int64(0)
 				for src.Next(ctx) {
@@ -368,14 +377,25 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, for
 					return pullResult{}, fmt.Errorf("reading %s: a range gave %d rows, its checksum counted %d", resource, read, chunks.rows[i])
 				}
 				// The range's rows as read, with the checksum the pass
-				// computed in the same snapshot.
-				if rec.rows > 0 {
+				// computed in the same snapshot; a split range's chunks
+				// get theirs computed now, in that snapshot too.
+				switch {
+				case split:
+					rec.close(0)
+					if err := addChunkChecksums(ctx, cs, rec.chunks[first:], lo); err != nil {
+						if !errors.Is(err, errDigestMismatch) {
+							return pullResult{}, l.scrub(readError(ctx, spec.Connection, err))
+						}
+						s.log.Warn("source checksums dropped", "run", runID, "err", err)
+						checksumsDropped = true
+					}
+				case rec.rows > 0:
 					rec.close(chunks.crc[i])
 				}
 			}
-			res.chunks++
 			lo = &hiVal
 		}
+		res.chunks = len(rec.chunks)
 	} else {
 		// Full read, ahead of the run (prefetch.go).
 		tr := prefetch(ctx, src)
@@ -405,11 +425,13 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, for
 		}
 		switch {
 		case res.mode == ModeChunks:
-			d.Checksums = true
+			d.Checksums = !checksumsDropped
 		case d.Changed < 0.5:
 			// A full read that changed little: the next run will likely
 			// change little too, and chunk mode needs the checksums.
-			if err := addChunkChecksums(ctx, cs, d); err != nil {
+			err := addChunkChecksums(ctx, cs, d.Chunks, nil)
+			d.Checksums = err == nil
+			if err != nil {
 				if !errors.Is(err, errDigestMismatch) {
 					return pullResult{}, l.scrub(readError(ctx, spec.Connection, err))
 				}
