@@ -232,9 +232,11 @@ func (c *console) deleteAdapter(w http.ResponseWriter, r *http.Request, v viewer
 }
 
 // runAdapter answers POST /ui/adapters/{name}/run: starts a run (trigger
-// "console") and shows it; a run already going is shown instead.
+// "console"; forced past the guard with the form's force=true) and shows
+// it; a run already going is shown instead.
 func (c *console) runAdapter(w http.ResponseWriter, r *http.Request, v viewer) error {
-	rec, err := c.s.svc.StartRun(r.Context(), r.PathValue("name"), adapters.RunOptions{Trigger: "console"})
+	force := r.PostFormValue("force") == "true"
+	rec, err := c.s.svc.StartRun(r.Context(), r.PathValue("name"), adapters.RunOptions{Trigger: "console", Force: force})
 	if err != nil && !(errors.Is(err, adapters.ErrRunInProgress) && rec.ID != "") {
 		return err
 	}

@@ -311,6 +311,18 @@ func TestConsole_Forms(t *testing.T) {
 		t.Fatalf("second run from the console: %+v %v", rec, err)
 	}
 	b.page(again, "nothing changed: verified", "no version committed")
+	// A run the guard refuses offers to run again with force.
+	f.exec(`DELETE FROM products`)
+	refused := b.post("/ui/adapters/p2/run", url.Values{}).header.Get("Location")
+	if rec, err := f.svc.WaitRun(t.Context(), strings.TrimPrefix(refused, "/ui/runs/")); err != nil || rec.Code != "guard_refused" {
+		t.Fatalf("an emptying run from the console: %+v %v", rec, err)
+	}
+	b.page(refused, "guard_refused", `name="force" value="true"`, "Run again with force")
+	forced := b.post("/ui/adapters/p2/run", url.Values{"force": {"true"}}).header.Get("Location")
+	if rec, err := f.svc.WaitRun(t.Context(), strings.TrimPrefix(forced, "/ui/runs/")); err != nil || rec.Status != "succeeded" || !rec.Forced {
+		t.Fatalf("a forced run from the console: %+v %v", rec, err)
+	}
+	b.page(forced, "(forced)")
 	b.page("/ui/datasets/p2", "at least 1 version</dd>")
 	wantStatus(t, "delete adapter", b.post("/ui/adapters/p2/delete", url.Values{}), http.StatusSeeOther)
 	if _, err := f.svc.GetAdapter(t.Context(), "p2"); err == nil {
