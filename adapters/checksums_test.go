@@ -77,18 +77,8 @@ func TestSkipUnchanged(t *testing.T) {
 	const rows = 6*digestChunkRows + 123
 	e.exec(t, db, "CREATE TABLE t (id BIGINT UNSIGNED PRIMARY KEY, s VARCHAR(40) NULL, x DOUBLE NULL)",
 		fmt.Sprintf("INSERT INTO t SELECT seq, IF(seq %% 7 = 0, NULL, CONCAT('row ', seq)), seq / 3 FROM seq_1_to_%d", rows))
-	ts := newStack(t, Options{})
-	if _, err := ts.svc.CreateConnection(ctx, connSpec(t, e, "m", db, nil)); err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range []AdapterSpec{
-		{Name: "t", Connection: "m", Resource: "t"},
-		{Name: "full", Connection: "m", Resource: "t", CommitUnchanged: true},
-	} {
-		if _, err := ts.svc.CreateAdapter(ctx, a); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ts := checksumStack(t, e, db, AdapterSpec{Name: "t", Connection: "m", Resource: "t"},
+		AdapterSpec{Name: "full", Connection: "m", Resource: "t", CommitUnchanged: true})
 	// reference is the checksum a full read of the source gives now.
 	reference := func() string {
 		t.Helper()
@@ -98,9 +88,7 @@ func TestSkipUnchanged(t *testing.T) {
 	}
 	run := func(what string, mode string, verified bool) RunRecord {
 		t.Helper()
-		rec := ts.runWait(t, "t")
-		mustSucceed(t, rec)
-		t.Logf("%s: mode %s, verified %v, version %d, chunks %d skipped %d, stats %+v", what, rec.Mode, rec.Verified, rec.Version, rec.Chunks, rec.ChunksSkipped, rec.Stats)
+		rec := loggedRun(t, ts, "t", what)
 		if rec.Mode != mode || rec.Verified != verified {
 			t.Fatalf("%s: mode %q verified %v, want %q %v", what, rec.Mode, rec.Verified, mode, verified)
 		}
@@ -185,21 +173,10 @@ func TestChecksumsSeeEveryChange(t *testing.T) {
 		"UPDATE t SET a = 'jam', n = 20 WHERE id = 21",
 		"CREATE TABLE g (id INT PRIMARY KEY, n INT NOT NULL, v INT AS (n * 2) VIRTUAL)",
 		fmt.Sprintf("INSERT INTO g (id, n) SELECT seq, seq FROM seq_1_to_%d", rows))
-	ts := newStack(t, Options{})
-	if _, err := ts.svc.CreateConnection(ctx, connSpec(t, e, "m", db, nil)); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"t", "g"} {
-		if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: name, Connection: "m", Resource: name}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ts := checksumStack(t, e, db, AdapterSpec{Name: "t", Connection: "m", Resource: "t"}, AdapterSpec{Name: "g", Connection: "m", Resource: "g"})
 	run := func(adapter, what string) RunRecord {
 		t.Helper()
-		rec := ts.runWait(t, adapter)
-		mustSucceed(t, rec)
-		t.Logf("%s: mode %s, verified %v, version %d, chunks %d skipped %d, updated %d", what, rec.Mode, rec.Verified, rec.Version, rec.Chunks, rec.ChunksSkipped, rec.Stats.Updated)
-		return rec
+		return loggedRun(t, ts, adapter, what)
 	}
 	// same checks that every row of the dataset reads as the source's
 	// text of the columns does.
@@ -285,26 +262,15 @@ func TestChecksumsSeeEveryChange(t *testing.T) {
 // version's checksum equals a full read's.
 func TestChunksFollowAppends(t *testing.T) {
 	e := mysqlEnv(t)
-	ctx := context.Background()
 	db := e.tempDatabase(t, "appends")
 	const rows = 6*digestChunkRows + 7
 	e.exec(t, db, "CREATE TABLE t (id INT PRIMARY KEY, s VARCHAR(20) NOT NULL)",
 		fmt.Sprintf("INSERT INTO t SELECT seq, CONCAT('row ', seq) FROM seq_1_to_%d", rows))
-	ts := newStack(t, Options{})
-	if _, err := ts.svc.CreateConnection(ctx, connSpec(t, e, "m", db, nil)); err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range []AdapterSpec{{Name: "t", Connection: "m", Resource: "t"}, {Name: "full", Connection: "m", Resource: "t", CommitUnchanged: true}} {
-		if _, err := ts.svc.CreateAdapter(ctx, a); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ts := checksumStack(t, e, db, AdapterSpec{Name: "t", Connection: "m", Resource: "t"},
+		AdapterSpec{Name: "full", Connection: "m", Resource: "t", CommitUnchanged: true})
 	run := func(what string) RunRecord {
 		t.Helper()
-		rec := ts.runWait(t, "t")
-		mustSucceed(t, rec)
-		t.Logf("%s: mode %s, chunks %d skipped %d, rows read %d, inserted %d", what, rec.Mode, rec.Chunks, rec.ChunksSkipped, rec.RowsRead, rec.Stats.Inserted)
-		return rec
+		return loggedRun(t, ts, "t", what)
 	}
 	run("first run")
 	run("nothing changed, read in full")
@@ -326,4 +292,31 @@ func TestChunksFollowAppends(t *testing.T) {
 	if next.Stats.Checksum != ref.Stats.Checksum {
 		t.Errorf("chunk run checksum %s, a full read's %s", next.Stats.Checksum, ref.Stats.Checksum)
 	}
+}
+
+// checksumStack returns a service with data connection "m" to database db
+// of e and the adapters specs.
+func checksumStack(t *testing.T, e mysqlTestEnv, db string, specs ...AdapterSpec) *testStack {
+	t.Helper()
+	ts := newStack(t, Options{})
+	if _, err := ts.svc.CreateConnection(context.Background(), connSpec(t, e, "m", db, nil)); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range specs {
+		if _, err := ts.svc.CreateAdapter(context.Background(), a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ts
+}
+
+// loggedRun runs adapter to its end, which must succeed, and logs what it
+// read and wrote under what.
+func loggedRun(t *testing.T, ts *testStack, adapter, what string) RunRecord {
+	t.Helper()
+	rec := ts.runWait(t, adapter)
+	mustSucceed(t, rec)
+	t.Logf("%s: mode %s, verified %v, version %d, chunks %d skipped %d, rows read %d, stats %+v",
+		what, rec.Mode, rec.Verified, rec.Version, rec.Chunks, rec.ChunksSkipped, rec.RowsRead, rec.Stats)
+	return rec
 }

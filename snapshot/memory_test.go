@@ -96,20 +96,7 @@ func TestWideRows(t *testing.T) {
 	wide := func(c byte) string { return strings.Repeat(string(c), batchBytes+1<<20) }
 	commit := func(schema Schema, rows [][]Value) VersionInfo {
 		t.Helper()
-		r, err := db.BeginRun(ctx, DatasetConfig{Name: "t", Guard: Guard{MaxShrink: 1}}, RunOptions{Schema: schema})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, row := range rows {
-			if err := r.Put(ctx, row); err != nil {
-				t.Fatal(err)
-			}
-		}
-		vi, err := r.Commit(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return vi
+		return singleRunWith(t, db, "t", 1, RunOptions{Schema: schema}, rows)
 	}
 	check := func(v int64, want map[int64]string) {
 		t.Helper()

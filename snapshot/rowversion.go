@@ -41,7 +41,6 @@ package snapshot
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/snapstore/snapstore/store"
@@ -62,22 +61,17 @@ const deleteColumn = 0xff
 // maxChain versions already.
 const maxChain = 4
 
-// appendColumnValue appends the packed encoding of v.
+// appendColumnValue appends the packed encoding of v: its cell encoding
+// (appendCellValue), the bytes of a text or binary value after their
+// length, so that a row version can hold several values.
 func appendColumnValue(dst []byte, v Value) []byte {
-	dst = append(dst, byte(v.Kind))
 	switch v.Kind {
-	case KindNull:
-	case KindInt:
-		dst = binary.AppendVarint(dst, v.Int)
-	case KindUint:
-		dst = binary.AppendUvarint(dst, v.Uint)
-	case KindFloat:
-		dst = binary.BigEndian.AppendUint64(dst, math.Float64bits(v.Float))
-	default:
-		dst = binary.AppendUvarint(dst, uint64(len(v.Bytes)))
-		dst = append(dst, v.Bytes...)
+	case KindNull, KindInt, KindUint, KindFloat:
+		return appendCellValue(dst, v)
 	}
-	return dst
+	dst = append(dst, byte(v.Kind))
+	dst = binary.AppendUvarint(dst, uint64(len(v.Bytes)))
+	return append(dst, v.Bytes...)
 }
 
 // columnValueLen returns the length of the packed column value at the
@@ -124,35 +118,17 @@ func decodeColumnValue(b []byte) (Value, error) {
 		return Value{}, fmt.Errorf("%w: empty column value", ErrCorrupt)
 	}
 	v := Value{Kind: Kind(b[0])}
-	switch v.Kind {
-	case KindNull:
-	case KindInt:
-		x, n := binary.Varint(b[1:])
-		if n <= 0 {
-			return Value{}, fmt.Errorf("%w: int", ErrCorrupt)
-		}
-		v.Int = x
-	case KindUint:
-		x, n := binary.Uvarint(b[1:])
-		if n <= 0 {
-			return Value{}, fmt.Errorf("%w: uint", ErrCorrupt)
-		}
-		v.Uint = x
-	case KindFloat:
-		if len(b) != 9 {
-			return Value{}, fmt.Errorf("%w: float", ErrCorrupt)
-		}
-		v.Float = math.Float64frombits(binary.BigEndian.Uint64(b[1:]))
-	default:
-		if v.Kind > lastKind {
-			return Value{}, fmt.Errorf("%w: kind %d", ErrCorrupt, v.Kind)
-		}
-		l, n := binary.Uvarint(b[1:])
-		if n <= 0 || uint64(len(b)-1-n) != l {
-			return Value{}, fmt.Errorf("%w: %s value length", ErrCorrupt, v.Kind)
-		}
-		v.Bytes = b[1+n : len(b) : len(b)]
+	switch {
+	case v.Kind == KindNull, v.Kind == KindInt, v.Kind == KindUint, v.Kind == KindFloat:
+		return decodeCellValue(b, false)
+	case v.Kind > lastKind:
+		return Value{}, fmt.Errorf("%w: kind %d", ErrCorrupt, v.Kind)
 	}
+	l, n := binary.Uvarint(b[1:])
+	if n <= 0 || uint64(len(b)-1-n) != l {
+		return Value{}, fmt.Errorf("%w: %s value length", ErrCorrupt, v.Kind)
+	}
+	v.Bytes = b[1+n : len(b) : len(b)]
 	return v, nil
 }
 

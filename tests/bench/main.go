@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/snapstore/snapstore/store/hbase"
+	"github.com/snapstore/snapstore/tests/procstat"
 )
 
 var (
@@ -195,16 +196,11 @@ func (s *server) phase(phase string) *server {
 
 // peakRSS is the process's high-water resident set (VmHWM) in bytes.
 func (s *server) peakRSS() int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	n, err := procstat.PeakRSS(s.cmd.Process.Pid)
 	if err != nil {
-		log.Fatal(err)
+		log.Fatalf("bench: %v", err)
 	}
-	m := regexp.MustCompile(`VmHWM:\s+(\d+) kB`).FindSubmatch(b)
-	if m == nil {
-		log.Fatal("bench: no VmHWM")
-	}
-	kb, _ := strconv.ParseInt(string(m[1]), 10, 64)
-	return kb * 1024
+	return n
 }
 
 type runRecord struct {
@@ -299,7 +295,7 @@ func wrk(url, script string) float64 {
 	return v
 }
 
-func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+func mib(n int64) string { return procstat.MiB(n) }
 
 func machine() string {
 	cpu := "unknown cpu"

@@ -29,7 +29,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -37,6 +36,7 @@ import (
 	"time"
 
 	"github.com/snapstore/snapstore/store/hbase"
+	"github.com/snapstore/snapstore/tests/procstat"
 )
 
 var (
@@ -344,19 +344,14 @@ func (n *node) sentBytes() float64 {
 }
 
 func (n *node) peakRSS() int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", n.cmd.Process.Pid))
+	rss, err := procstat.PeakRSS(n.cmd.Process.Pid)
 	if err != nil {
-		log.Fatal(err)
+		log.Fatalf("benchcluster: %v", err)
 	}
-	m := regexp.MustCompile(`VmHWM:\s+(\d+) kB`).FindSubmatch(b)
-	if m == nil {
-		log.Fatal("benchcluster: no VmHWM")
-	}
-	kb, _ := strconv.ParseInt(string(m[1]), 10, 64)
-	return kb * 1024
+	return rss
 }
 
-func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+func mib(n int64) string { return procstat.MiB(n) }
 
 type report struct {
 	local, part, localChurn, partChurn             time.Duration
