@@ -43,11 +43,11 @@ func LoadNodeID(dir string) (id string, created bool, err error) {
 	case !errors.Is(err, os.ErrNotExist):
 		return "", false, fmt.Errorf("cluster: reading the node id: %w", err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", false, fmt.Errorf("cluster: creating the data dir: %w", err)
 	}
 	id = newNodeID()
-	if err := writeFileAtomic(path, []byte(id+"\n"), 0o644); err != nil {
+	if err := writeFileAtomic(path, []byte(id+"\n"), 0o600); err != nil {
 		return "", false, fmt.Errorf("cluster: writing the node id: %w", err)
 	}
 	return id, true, nil

@@ -25,7 +25,7 @@ type stack struct {
 func openStore(ctx context.Context, cfg *Config, log *slog.Logger, reg prometheus.Registerer) (store.Store, error) {
 	switch cfg.Storage.Backend {
 	case "pebble":
-		if err := os.MkdirAll(cfg.Data, 0o755); err != nil {
+		if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
 			return nil, fmt.Errorf("creating data dir: %w", err)
 		}
 		st, err := pebble.Open(cfg.Data, pebble.Options{

@@ -158,7 +158,7 @@ func migrateFormat1(dir string, po *cpebble.Options, lock *cpebble.Lock, logger 
 		// Move the old database aside: into the staging directory file
 		// by file (a crash midway is finished next time), then rename
 		// the staging directory, which marks the move done.
-		if err := fs.MkdirAll(staging, 0o755); err != nil {
+		if err := fs.MkdirAll(staging, privateDirMode); err != nil {
 			return err
 		}
 		names, err := fs.List(dir)

@@ -112,7 +112,8 @@ var (
 // so one process at a time opens a Store.
 func (s *Store) ProcessLocal() bool { return true }
 
-// Open opens (creating if needed) the Pebble database in dir. A
+// Open opens (creating if needed) the Pebble database in dir, which it
+// creates 0700 with every file in it 0600 (privatefs.go). A
 // directory of storage format 1 is upgraded first (format.go), which copies
 // it once.
 //
@@ -144,7 +145,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		// DB.Close, so an Open that fails (a directory another process
 		// holds) would leave its goroutine running.
 		var fsCloser io.Closer
-		opts.fs, fsCloser = vfs.WithDiskHealthChecks(vfs.Default, 5*time.Second, nil, func(info vfs.DiskSlowInfo) {
+		opts.fs, fsCloser = vfs.WithDiskHealthChecks(privateFS{vfs.Default}, 5*time.Second, nil, func(info vfs.DiskSlowInfo) {
 			logger.Warn("disk slow", "component", "pebble", "path", info.Path, "op", info.OpType.String(), "duration", info.Duration)
 		})
 		defer func() {
@@ -159,8 +160,11 @@ func Open(dir string, opts Options) (*Store, error) {
 		FlushEnd:      func(cpebble.FlushInfo) { unpin() },
 		CompactionEnd: func(cpebble.CompactionInfo) { unpin() },
 	}
-	if err := opts.fs.MkdirAll(dir, 0o755); err != nil {
+	if err := opts.fs.MkdirAll(dir, privateDirMode); err != nil {
 		return nil, fmt.Errorf("pebble: opening %s: %w", dir, err)
+	}
+	if fi, err := opts.fs.Stat(dir); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		logger.Warn("the data directory is open to other users; it holds copies of source data and may hold secrets: chmod 700 it", "dir", dir, "mode", fi.Mode().Perm().String())
 	}
 	lock, err := cpebble.LockDirectory(dir, opts.fs)
 	if err != nil {
