@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -137,32 +136,6 @@ func limitBody(c echo.Context) error {
 		r.Body = http.MaxBytesReader(c.Response(), r.Body, MaxBodyBytes)
 	}
 	return nil
-}
-
-// normalizeContentType lets a JSON body arrive without a Content-Type or
-// with curl's default for -d (application/x-www-form-urlencoded): both are
-// read as JSON. Any other non-JSON media type, a charset other than UTF-8
-// and a Content-Encoding (gzip) are a 415: the body would be misread.
-func normalizeContentType(r *http.Request, op apiOp) error {
-	if op.op.RequestBody == nil || r.ContentLength == 0 {
-		return nil
-	}
-	if ce := r.Header.Get(echo.HeaderContentEncoding); ce != "" && !strings.EqualFold(ce, "identity") {
-		return echo.NewHTTPError(http.StatusUnsupportedMediaType, fmt.Sprintf("request bodies are plain JSON; Content-Encoding %q is not accepted", ce))
-	}
-	ct := r.Header.Get(echo.HeaderContentType)
-	mt, params, _ := mime.ParseMediaType(ct)
-	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "utf8") {
-		return echo.NewHTTPError(http.StatusUnsupportedMediaType, fmt.Sprintf("request bodies are UTF-8 JSON, not charset %q", cs))
-	}
-	switch {
-	case mt == echo.MIMEApplicationJSON:
-		return nil
-	case ct == "" || mt == echo.MIMEApplicationForm:
-		r.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
-		return nil
-	}
-	return echo.NewHTTPError(http.StatusUnsupportedMediaType, fmt.Sprintf("request bodies are JSON (application/json), not %q", mt))
 }
 
 // decodeDefinition decodes the body of a POST or PUT of a named definition

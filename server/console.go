@@ -42,7 +42,6 @@ type console struct {
 	// static holds the files of console/static by path under it.
 	static map[string]staticFile
 	mux    *http.ServeMux
-	csrf   *http.CrossOriginProtection
 }
 
 // consoleHandler is one console route's handler: it gathers data for v
@@ -58,7 +57,7 @@ type staticFile struct {
 
 // newConsole parses every page and registers the routes.
 func newConsole(s *Server) (*console, error) {
-	c := &console{s: s, pages: map[string]*template.Template{}, static: map[string]staticFile{}, mux: http.NewServeMux(), csrf: http.NewCrossOriginProtection()}
+	c := &console{s: s, pages: map[string]*template.Template{}, static: map[string]staticFile{}, mux: http.NewServeMux()}
 	pages, err := fs.Glob(consoleFiles, "console/templates/*.html")
 	if err != nil {
 		return nil, err
@@ -202,16 +201,11 @@ func (c *console) serve(w http.ResponseWriter, r *http.Request, role Role, h con
 			c.fail(w, r, v, fmt.Errorf("server: console handler panicked: %v", rec))
 		}
 	}()
-	if !v.Auth && !loopbackHost(r) {
-		c.fail(w, r, v, &consoleError{status: http.StatusForbidden, code: "forbidden", msg: errLoopbackHost.Error()})
+	if err := c.s.checkBrowser(r); err != nil {
+		c.fail(w, r, v, err)
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		if err := c.csrf.Check(r); err != nil {
-			c.s.log.Warn("console request refused: cross-origin", "method", r.Method, "path", r.URL.Path, "origin", r.Header.Get("Origin"))
-			c.fail(w, r, v, &consoleError{status: http.StatusForbidden, code: "forbidden", msg: "cross-origin request refused: a console form can only be sent from the console's own pages"})
-			return
-		}
 		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 		if err := r.ParseForm(); err != nil {
 			c.fail(w, r, v, &consoleError{status: http.StatusBadRequest, code: "bad_request", msg: "the form does not parse: " + err.Error()})

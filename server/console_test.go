@@ -489,7 +489,7 @@ func TestConsole_Session(t *testing.T) {
 func TestConsole_LoopbackHost(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	b := newBrowser(t, f)
-	wantStatus(t, "rebound host", b.get("/ui/", "Host", "evil.example:8080"), http.StatusForbidden)
+	wantStatus(t, "rebound host", b.get("/ui/", "Host", "evil.example:8080"), http.StatusMisdirectedRequest)
 	b.page("/ui/")
 	if r := b.get("/ui/", "Host", "localhost:8080"); r.status != http.StatusOK {
 		t.Errorf("localhost: %d", r.status)

@@ -4,11 +4,8 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -27,7 +24,7 @@ import (
 // request. The cookie is HttpOnly (no script reads it), SameSite=Strict
 // (no other site's page sends it), Secure when the request came over TLS,
 // and scoped to /ui/. Forms are protected against cross-site requests by
-// net/http's CrossOriginProtection (Sec-Fetch-Site, then Origin against
+// the API's own rule (browser.go: Sec-Fetch-Site, then Origin against
 // Host) on every unsafe method, which also covers a server without
 // tokens, where no cookie exists; such a server answers the console only
 // under a loopback host name, so a DNS-rebound name cannot reach it.
@@ -131,24 +128,6 @@ func (c *console) who(r *http.Request) viewer {
 		v.Name, v.Role = t.Name, t.Role
 	}
 	return v
-}
-
-// errLoopbackHost refuses a console request of a server without tokens
-// whose Host is not a loopback name.
-var errLoopbackHost = errors.New("without auth tokens the console answers only to a loopback host (127.0.0.1, [::1], localhost)")
-
-// loopbackHost reports whether the Host of r names a loopback address.
-func loopbackHost(r *http.Request) bool {
-	host := r.Host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.Trim(host, "[]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
 }
 
 // loginPage is what the login form shows.

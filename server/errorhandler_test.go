@@ -93,7 +93,7 @@ func TestClientGone_NotAServerError(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel() // the client hung up
 		rec := httptest.NewRecorder()
-		f.srv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/test-canceled", nil).WithContext(ctx))
+		f.srv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "http://127.0.0.1/test-canceled", nil).WithContext(ctx))
 		return rec
 	}
 	if rec := gone(); rec.Body.Len() != 0 {

@@ -187,7 +187,12 @@ func (r response) problem(t testing.TB) Problem {
 	return p
 }
 
-// do sends a request; path is used as given (already escaped).
+// noHeader, as the value of a header given to do, leaves the header out
+// (Content-Type, which do sets for a body).
+const noHeader = "\x00none"
+
+// do sends a request; path is used as given (already escaped). hdr are
+// header names and values; "Host" sets the request's Host.
 func (f *fixture) do(method, path, body string, hdr ...string) response {
 	f.t.Helper()
 	var rd io.Reader
@@ -202,7 +207,14 @@ func (f *fixture) do(method, path, body string, hdr ...string) response {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
+		switch {
+		case strings.EqualFold(hdr[i], "Host"):
+			req.Host = hdr[i+1]
+		case hdr[i+1] == noHeader:
+			req.Header.Del(hdr[i])
+		default:
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
 	}
 	if f.token != "" && req.Header.Get("Authorization") == "" {
 		req.Header.Set("Authorization", "Bearer "+f.token)

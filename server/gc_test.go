@@ -129,7 +129,7 @@ func TestRunGCLoop_ReadOnlyCollectsNothing(t *testing.T) {
 func TestRun_ReadOnlyProcessSaysReadOnly(t *testing.T) {
 	s := readOnlyServer(t)
 	rr := httptest.NewRecorder()
-	s.Handler().ServeHTTP(rr, httptest.NewRequest(http.MethodPost, "/v1/adapters/film/runs", nil))
+	s.Handler().ServeHTTP(rr, httptest.NewRequest(http.MethodPost, "http://127.0.0.1/v1/adapters/film/runs", nil))
 	var p Problem
 	if err := json.Unmarshal(rr.Body.Bytes(), &p); err != nil || rr.Code != http.StatusConflict || p.Code != "read_only" || !strings.Contains(p.Detail, `run adapter "film" there`) {
 		t.Fatalf("a run asked of a read-only process: %d %s", rr.Code, rr.Body)

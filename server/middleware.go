@@ -10,8 +10,9 @@ import (
 )
 
 // middleware runs around every request, in order: the latency histogram
-// and debug log (observe), panic recovery, the body limit, authorisation and
-// request validation.
+// and debug log (observe), panic recovery, the refusal of what a browser
+// sends on another site's behalf (browser.go), the body limit,
+// authorisation, the body's media type and request validation.
 func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
@@ -24,8 +25,9 @@ func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// guard recovers panics of the checks and the handler, then limits the
-// body, authorises and validates before calling next.
+// guard recovers panics of the checks and the handler, then refuses
+// cross-site requests, limits the body, authorises, checks the body's
+// media type and validates before calling next.
 func (s *Server) guard(c echo.Context, rt *route, next echo.HandlerFunc) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -36,11 +38,17 @@ func (s *Server) guard(c echo.Context, rt *route, next echo.HandlerFunc) (err er
 			err = fmt.Errorf("server: handler panicked: %v", r)
 		}
 	}()
+	if err := s.checkBrowser(c.Request()); err != nil {
+		return err
+	}
 	if err := limitBody(c); err != nil {
 		return err
 	}
 	if rt != nil { // else route not found or method not allowed: answered by echo
 		if err := s.authorize(c, rt); err != nil {
+			return err
+		}
+		if err := checkContentType(c.Request()); err != nil {
 			return err
 		}
 		if raw := c.Request().URL.RawQuery; raw != "" {

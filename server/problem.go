@@ -96,8 +96,9 @@ var (
 	errBadJSON    = errors.New("server: bad JSON")
 )
 
-// refusal is a request input refused by this package: kind (errBadRequest
-// or errBadJSON) gives its code, msg its text.
+// refusal is a request refused by this package: kind (errBadRequest,
+// errBadJSON, errHostNotLoopback, errCrossOrigin) gives its code, msg its
+// text.
 type refusal struct {
 	kind error
 	msg  string
@@ -141,6 +142,8 @@ var sentinels = []sentinel{
 	// this package's own checks (badField, badJSON)
 	{errBadRequest, http.StatusBadRequest, "bad_request", ""},
 	{errBadJSON, http.StatusBadRequest, "bad_json", "body"},
+	{errHostNotLoopback, http.StatusMisdirectedRequest, "host_not_loopback", ""},
+	{errCrossOrigin, http.StatusForbidden, "cross_origin", ""},
 	{errNotClustered, http.StatusNotFound, "not_clustered", ""},
 	// the cluster routes (cluster.go)
 	{ErrNodeNotFound, http.StatusNotFound, "node_not_found", "id"},

@@ -69,6 +69,9 @@ type Server struct {
 	byRoute map[routeKey]*route
 	// skipValidation turns request validation off (benchmark baseline only).
 	skipValidation bool
+	// crossOrigin refuses the state-changing requests of other sites'
+	// pages, for the API and the console (browser.go).
+	crossOrigin *http.CrossOriginProtection
 }
 
 // New builds the server and registers its routes and metrics. Errors: a bad
@@ -99,6 +102,7 @@ func New(opts Options) (*Server, error) {
 		partitions: opts.Partitions,
 		now:        opts.now,
 	}
+	s.crossOrigin = http.NewCrossOriginProtection()
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

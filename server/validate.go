@@ -111,9 +111,6 @@ func (s *Server) validateRequest(c echo.Context, rt *route) error {
 			return nil
 		}
 	}
-	if err := normalizeContentType(r, rt.apiOp); err != nil {
-		return err
-	}
 	params := map[string]string{}
 	for _, n := range c.ParamNames() {
 		// Echo leaves parameters escaped when the request has a raw

@@ -166,7 +166,9 @@ func openLocal(ctx context.Context, cfg *Config, stderr io.Writer) (*target, err
 	served := make(chan struct{})
 	go func() { defer close(served); _ = hs.Serve(pl) }()
 	tr := &http.Transport{DialContext: pl.dialContext, DisableCompression: true}
-	u := &url.URL{Scheme: "http", Host: "data-directory"}
+	// The pipe dials no address; the host is loopback because a server
+	// without tokens answers no other (server/browser.go).
+	u := &url.URL{Scheme: "http", Host: "localhost"}
 	t := &target{
 		api:   &apiClient{base: u, hc: &http.Client{Transport: tr}, local: true},
 		cfg:   cfg,
