@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 )
@@ -139,8 +141,9 @@ func (s *Service) CreateConnection(ctx context.Context, spec ConnectionSpec) (Co
 // PutConnection creates or replaces an API connection; a replace makes a
 // new revision and retires the old one's pool (N1, N2). created reports
 // which. ErrConnectionReadOnly for a config connection; *OptionError for a
-// bad spec. A secret option given as "REDACTED" keeps the replaced
-// revision's secret (keepRedactedSecrets).
+// bad spec, a secret option given as "REDACTED" where it cannot keep
+// the replaced revision's secret (keepRedactedSecrets), or a secret
+// reference the limits do not allow (SecretRefLimits).
 func (s *Service) PutConnection(ctx context.Context, spec ConnectionSpec) (c Connection, created bool, err error) {
 	return s.putConnection(ctx, spec, false)
 }
@@ -156,6 +159,9 @@ func (s *Service) putConnection(ctx context.Context, spec ConnectionSpec, mustCr
 	}
 	d, err := parseConnection("", spec)
 	if err != nil {
+		return Connection{}, false, err
+	}
+	if err := s.checkSecretRefs(d); err != nil {
 		return Connection{}, false, err
 	}
 	if s.closing {
@@ -174,6 +180,21 @@ func (s *Service) putConnection(ctx context.Context, spec ConnectionSpec, mustCr
 	s.changedLocked(connectionKind, spec.Name)
 	s.log.Info("data connection saved", "connection", spec.Name, "revision", d.revision, "type", d.spec.Type)
 	return s.reportConnLocked(d, statusActive), old == nil, nil
+}
+
+// checkSecretRefs refuses the secret references of an API definition d
+// that the limits do not allow (F2); every refusal is an *OptionError,
+// joined.
+func (s *Service) checkSecretRefs(d *connDef) error {
+	var errs []error
+	for _, k := range slices.Sorted(maps.Keys(d.opts)) {
+		if sec, ok := d.opts[k].(Secret); ok {
+			if err := s.secretRefs.check("options."+k, sec.Reveal()); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // DropConnection drops an API connection. Runs holding it finish on it; it

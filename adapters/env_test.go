@@ -210,7 +210,7 @@ func openTestSource(ctx context.Context, typ string, sharing Sharing, raw map[st
 	if err := c.Validate(o); err != nil {
 		return nil, err
 	}
-	r, err := resolveSecrets("options.", o)
+	r, err := resolveSecrets(ctx, testLogger(), "options.", o, nil)
 	if err != nil {
 		return nil, err
 	}

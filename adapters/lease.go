@@ -121,10 +121,18 @@ func (s *Service) retireLocked(d *connDef) {
 	s.log.Info("data connection retired while runs hold it; it closes when they end", "connection", h.name, "revision", h.revision, "runs", h.refs)
 }
 
-// openSource resolves d's secret references, only now (N4), and opens a
-// Source; it also returns the resolved secrets, for scrubError.
+// openSource resolves d's secret references, only now (N4), within the
+// connection's connect_timeout and, for an API definition, its limits
+// (secretref.go, F2, F3), and opens a Source; it also returns the resolved
+// secrets, for scrubError.
 func (s *Service) openSource(ctx context.Context, d *connDef) (Source, []string, error) {
-	resolved, err := resolveSecrets("options.", d.opts)
+	var limits *SecretRefLimits
+	if d.origin != OriginConfig {
+		limits = &s.secretRefs
+	}
+	rctx, cancel := context.WithTimeout(ctx, d.opts.Duration("connect_timeout", defaultConnectTimeout))
+	resolved, err := resolveSecrets(rctx, s.log.With("connection", d.spec.Name), "options.", d.opts, limits)
+	cancel()
 	if err != nil {
 		return nil, nil, fmt.Errorf("opening data connection %q: %w", d.spec.Name, err)
 	}

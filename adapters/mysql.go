@@ -31,13 +31,13 @@ const (
 )
 
 var mysqlOptionDefs = []OptionDef{
-	{Key: "host", Type: OptString, Doc: "server host name or address (default 127.0.0.1)"},
-	{Key: "port", Type: OptInt, Min: 1, Max: 65535, Doc: "TCP port (default 3306)"},
-	{Key: "socket", Type: OptString, Doc: "Unix socket path, instead of host and port"},
-	{Key: "user", Type: OptString, Doc: "user name"},
+	{Key: "host", Type: OptString, Endpoint: true, Doc: "server host name or address (default 127.0.0.1)"},
+	{Key: "port", Type: OptInt, Endpoint: true, Min: 1, Max: 65535, Doc: "TCP port (default 3306)"},
+	{Key: "socket", Type: OptString, Endpoint: true, Doc: "Unix socket path, instead of host and port"},
+	{Key: "user", Type: OptString, Endpoint: true, Doc: "user name"},
 	{Key: "password", Type: OptSecret, Doc: "password: literal, env:NAME or file:/path"},
-	{Key: "database", Type: OptString, Doc: "default database (schema) for resources without a schema"},
-	{Key: "tls", Type: OptString, Allowed: []string{"false", "true", "skip-verify", "preferred"}, Doc: "TLS mode of the driver (default false)"},
+	{Key: "database", Type: OptString, Endpoint: true, Doc: "default database (schema) for resources without a schema"},
+	{Key: "tls", Type: OptString, Endpoint: true, Allowed: []string{"false", "true", "skip-verify", "preferred"}, Doc: "TLS mode of the driver (default false)"},
 	{Key: "params", Type: OptStringMap, Doc: "session system variables set at connect, name -> SQL value"},
 	{Key: "dsn", Type: OptSecret, Doc: "a whole go-sql-driver DSN instead of host/port/socket/user/password/database; literal, env:NAME or file:/path"},
 	{Key: "connect_timeout", Type: OptDuration, Doc: "bound of opening one connection, dial, handshake and login, and of a connection test (default 10s)"},

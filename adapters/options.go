@@ -60,6 +60,11 @@ type OptionDef struct {
 	Min, Max int64
 	// Allowed lists the accepted values of an OptString option (empty: any).
 	Allowed []string
+	// Endpoint marks an option that says where the connection's secrets
+	// are sent (host, port, user, database, TLS settings): a replacement
+	// that changes it must give its secret options again rather than
+	// "REDACTED" (keepRedactedSecrets).
+	Endpoint bool
 	// Doc is one line for docs/connections.md.
 	Doc string
 }

@@ -26,13 +26,13 @@ import (
 type postgresConnector struct{}
 
 var postgresOptionDefs = []OptionDef{
-	{Key: "host", Type: OptString, Doc: "server host name or address, or a Unix socket directory (a path starting with /) (default 127.0.0.1)"},
-	{Key: "port", Type: OptInt, Min: 1, Max: 65535, Doc: "TCP port, or the socket's port number (default 5432)"},
-	{Key: "user", Type: OptString, Doc: "user (role) name"},
+	{Key: "host", Type: OptString, Endpoint: true, Doc: "server host name or address, or a Unix socket directory (a path starting with /) (default 127.0.0.1)"},
+	{Key: "port", Type: OptInt, Endpoint: true, Min: 1, Max: 65535, Doc: "TCP port, or the socket's port number (default 5432)"},
+	{Key: "user", Type: OptString, Endpoint: true, Doc: "user (role) name"},
 	{Key: "password", Type: OptSecret, Doc: "password: literal, env:NAME or file:/path"},
-	{Key: "database", Type: OptString, Doc: "database (default: the user name, as PostgreSQL does)"},
-	{Key: "sslmode", Type: OptString, Allowed: []string{"disable", "allow", "prefer", "require", "verify-ca", "verify-full"}, Doc: "libpq's sslmode (default prefer)"},
-	{Key: "sslrootcert", Type: OptString, Doc: "CA certificate file (PEM) that verify-ca and verify-full check the server against"},
+	{Key: "database", Type: OptString, Endpoint: true, Doc: "database (default: the user name, as PostgreSQL does)"},
+	{Key: "sslmode", Type: OptString, Endpoint: true, Allowed: []string{"disable", "allow", "prefer", "require", "verify-ca", "verify-full"}, Doc: "libpq's sslmode (default prefer)"},
+	{Key: "sslrootcert", Type: OptString, Endpoint: true, Doc: "CA certificate file (PEM) that verify-ca and verify-full check the server against"},
 	{Key: "application_name", Type: OptString, Doc: "application_name the server shows in pg_stat_activity (default snapstore)"},
 	{Key: "statement_timeout", Type: OptDuration, Doc: "server-side bound on each query of a pull, a chunk query included (default: the server's; 0s for none)"},
 	{Key: "connect_timeout", Type: OptDuration, Doc: "bound of opening one connection, dial, handshake and login, and of a connection test (default 10s)"},

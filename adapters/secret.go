@@ -1,11 +1,13 @@
 package adapters
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 )
 
@@ -76,10 +78,17 @@ func isSecretRef(s string) bool {
 	return strings.HasPrefix(s, secretEnvPrefix) || strings.HasPrefix(s, secretFilePrefix)
 }
 
-// resolveSecret returns the secret text a reference points to. The error
-// names the variable or file, never the value.
-func resolveSecret(key string, s Secret) (Secret, error) {
+// resolveSecret returns the secret text a reference points to; limits is
+// nil for a reference of the config file, else the limits of an API one
+// (secretref.go, F1-F4). The error names the variable or file, never the
+// value, and for a file never the cause (F4), which goes to log.
+func resolveSecret(ctx context.Context, log *slog.Logger, key string, s Secret, limits *SecretRefLimits) (Secret, error) {
 	v := s.Reveal()
+	if limits != nil {
+		if err := limits.check(key, v); err != nil {
+			return Secret{}, err
+		}
+	}
 	switch {
 	case strings.HasPrefix(v, secretEnvPrefix):
 		name := v[len(secretEnvPrefix):]
@@ -90,27 +99,24 @@ func resolveSecret(key string, s Secret) (Secret, error) {
 		return newSecret(val), nil
 	case strings.HasPrefix(v, secretFilePrefix):
 		p := v[len(secretFilePrefix):]
-		b, err := os.ReadFile(p)
+		text, err := readSecretFile(ctx, p, limits)
 		if err != nil {
-			var pe *os.PathError
-			msg := "cannot read secret file " + p
-			if errors.As(err, &pe) {
-				msg += ": " + pe.Err.Error()
-			}
-			return Secret{}, &OptionError{Key: key, Msg: msg}
+			log.Warn("secret file reference refused", "option", key, "path", p, "err", err)
+			return Secret{}, errSecretFile(key, p)
 		}
-		return newSecret(strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")), nil
+		return newSecret(text), nil
 	}
 	return s, nil
 }
 
-// resolveSecrets returns a copy of o with every Secret resolved.
-func resolveSecrets(prefix string, o OptionValues) (OptionValues, error) {
+// resolveSecrets returns a copy of o with every Secret resolved, within
+// ctx (resolveSecret).
+func resolveSecrets(ctx context.Context, log *slog.Logger, prefix string, o OptionValues, limits *SecretRefLimits) (OptionValues, error) {
 	out := make(OptionValues, len(o))
 	var errs []error
 	for k, v := range o {
 		if s, ok := v.(Secret); ok {
-			r, err := resolveSecret(prefix+k, s)
+			r, err := resolveSecret(ctx, log, prefix+k, s, limits)
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -183,9 +189,13 @@ func (e *scrubbedError) Unwrap() error { return e.err }
 // (what responses show for a literal secret) keeps the secret of the
 // connection it replaces, as Grafana does with its secure fields. Without
 // a previous literal secret of the same type and key, the placeholder is
-// refused with an *OptionError rather than stored as a password. spec is
-// returned with the previous secrets filled in; its Options map is copied,
-// never modified.
+// refused with an *OptionError rather than stored as a password; so it is
+// when the replacement sends the secret elsewhere (another type, or
+// another value of an Endpoint option: host, port, user, database, ...),
+// or an admin could point the connection at a server of theirs and read
+// the stored password out of the login it receives. spec is returned with
+// the previous secrets filled in; its Options map is copied, never
+// modified.
 func keepRedactedSecrets(spec ConnectionSpec, old *connDef) (ConnectionSpec, error) {
 	c, err := lookupConnector(spec.Type)
 	if err != nil {
@@ -200,12 +210,21 @@ func keepRedactedSecrets(spec ConnectionSpec, old *connDef) (ConnectionSpec, err
 		if !ok || v != redacted {
 			continue
 		}
+		key := "options." + def.Key
+		if old != nil && old.spec.Type != spec.Type {
+			return spec, &OptionError{Key: key, Msg: fmt.Sprintf(`"REDACTED" keeps the stored secret only while the connection's type stays %s; give the secret again for type %s`, old.spec.Type, spec.Type)}
+		}
+		if old != nil {
+			if changed := changedEndpoint(c.Options(), old.spec.Options, spec.Options); changed != "" {
+				return spec, &OptionError{Key: key, Msg: fmt.Sprintf(`"REDACTED" keeps the stored secret only while the connection's endpoint stays the same; options.%s changed, so give the secret again`, changed)}
+			}
+		}
 		var prev any
-		if old != nil && old.spec.Type == spec.Type {
+		if old != nil {
 			prev = old.spec.Options[def.Key]
 		}
 		if ps, ok := prev.(string); !ok || ps == redacted || isSecretRef(ps) {
-			return spec, &OptionError{Key: "options." + def.Key, Msg: `"REDACTED" is the placeholder responses show for a secret; give the secret itself or an env:NAME / file:/path reference`}
+			return spec, &OptionError{Key: key, Msg: `"REDACTED" is the placeholder responses show for a secret; give the secret itself or an env:NAME / file:/path reference`}
 		}
 		if opts == nil {
 			opts = make(map[string]any, len(spec.Options))
@@ -219,4 +238,31 @@ func keepRedactedSecrets(spec ConnectionSpec, old *connDef) (ConnectionSpec, err
 		spec.Options = opts
 	}
 	return spec, nil
+}
+
+// changedEndpoint returns the key of the first Endpoint option of defs
+// whose value differs between the raw options old and new (given in one,
+// absent in the other included; values compared once typed, so that a port
+// 5432 equals "5432"), or "" when none does.
+func changedEndpoint(defs []OptionDef, old, new map[string]any) string {
+	typed := func(d OptionDef, v any, ok bool) any {
+		if !ok {
+			return nil
+		}
+		if t, err := parseOption(d, v); err == nil {
+			return t
+		}
+		return v
+	}
+	for _, d := range defs {
+		if !d.Endpoint {
+			continue
+		}
+		ov, ook := old[d.Key]
+		nv, nok := new[d.Key]
+		if !reflect.DeepEqual(typed(d, ov, ook), typed(d, nv, nok)) {
+			return d.Key
+		}
+	}
+	return ""
 }

@@ -130,7 +130,7 @@ func TestPutConnectionKeepsRedactedSecret(t *testing.T) {
 		t.Fatalf("password shown as %v, want %s", got.Options["password"], redacted)
 	}
 	back := ConnectionSpec{Name: got.Name, Type: got.Type, Sharing: got.Sharing, Options: got.Options}
-	back.Options["database"] = "mysql" // the change the client meant to make
+	back.Options["chunk_rows"] = 1000 // the change the client meant to make (not where the password goes)
 	c, created, err := ts.svc.PutConnection(ctx, back)
 	if err != nil || created || c.Revision != 2 {
 		t.Fatalf("put back: %+v created=%v err=%v", c, created, noteErr(err))

@@ -30,6 +30,10 @@ type Options struct {
 	// node (partitioned.go); nil: such runs are refused
 	// (ErrStrategyNotSupported).
 	Partitioner Partitioner
+	// SecretRefs bound what the secret references of connections defined
+	// through the API may name (secretref.go, F2); the zero value allows
+	// no env: and no file: reference through the API.
+	SecretRefs SecretRefLimits
 }
 
 // Service owns data connections, adapters, runs and the scheduler. Safe for
@@ -44,6 +48,8 @@ type Service struct {
 	// partitioner begins partitioned runs; nil without a transfer
 	partitioner Partitioner
 	self        string // this node's id in the cluster; "" alone
+	// secretRefs bound the references of API connections (F2)
+	secretRefs SecretRefLimits
 
 	baseCtx   context.Context // parent of every run's context
 	cancelAll context.CancelFunc
@@ -98,6 +104,10 @@ func New(ctx context.Context, db *snapshot.DB, opts Options) (*Service, error) {
 		cluster:     opts.Cluster,
 		partitioner: opts.Partitioner,
 		unsaved:     newUnsavedRuns(),
+		secretRefs:  opts.SecretRefs,
+	}
+	if err := opts.SecretRefs.validate(); err != nil {
+		return nil, err
 	}
 	if s.cluster != nil {
 		s.self = s.cluster.Self()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -52,6 +53,12 @@ func openStackWith(t testing.TB, dir string, po pebble.Options, opts Options) *t
 	}
 	if opts.Logger == nil {
 		opts.Logger = testLogger()
+	}
+	if opts.SecretRefs.FileDirs == nil && opts.SecretRefs.EnvPrefix == "" {
+		// The tests' API connections name SNAPSTORE_TEST_* variables and
+		// files of t.TempDir; a test of the limits sets its own (a non-nil
+		// empty FileDirs for none).
+		opts.SecretRefs = SecretRefLimits{FileDirs: []string{os.TempDir()}, EnvPrefix: "SNAPSTORE_TEST_"}
 	}
 	ts.svc, err = New(context.Background(), ts.db, opts)
 	if err != nil {

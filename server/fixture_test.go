@@ -76,9 +76,10 @@ type fixture struct {
 }
 
 type fixtureOpts struct {
-	tokens   []Token
-	cluster  Cluster
-	transfer Transfer
+	tokens     []Token
+	secretRefs adapters.SecretRefLimits
+	cluster    Cluster
+	transfer   Transfer
 }
 
 func newFixture(t testing.TB, fo fixtureOpts) *fixture {
@@ -115,6 +116,7 @@ func newFixture(t testing.TB, fo fixtureOpts) *fixture {
 			{Name: "products", Connection: "shop", Resource: "products", Retention: snapshot.Retention{MinVersions: 10}},
 			{Name: "notes", Connection: "shop", Resource: "notes"},
 		},
+		SecretRefs: fo.secretRefs,
 	})
 	if err != nil {
 		db.Close()

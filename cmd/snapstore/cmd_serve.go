@@ -59,7 +59,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	log := newLogger(cfg, stderr)
 	for _, name := range cfg.unknownEnv {
-		if !strings.HasPrefix(name, "SNAPSTORE_TEST_") && !slices.Contains(flagEnv, name) {
+		secret := cfg.Secrets.EnvPrefix != "" && strings.HasPrefix(name, cfg.Secrets.EnvPrefix)
+		if !strings.HasPrefix(name, "SNAPSTORE_TEST_") && !slices.Contains(flagEnv, name) && !secret {
 			log.Warn("environment variable names no configuration key; ignored", "variable", name)
 		}
 	}

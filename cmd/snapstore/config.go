@@ -7,6 +7,9 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
 	"strings"
 	"time"
 
@@ -50,6 +53,9 @@ type Config struct {
 	// Cluster makes this node a member of a cluster (cluster.go); with no
 	// cluster.bind the node runs alone and starts no serf.
 	Cluster ClusterConfig `yaml:"cluster"`
+	// Secrets bounds the secret references of connections defined
+	// through the API.
+	Secrets SecretsConfig `yaml:"secrets"`
 
 	// unknownEnv lists SNAPSTORE_* variables that name no key.
 	unknownEnv []string
@@ -124,6 +130,23 @@ type TokenConfig struct {
 	Token string `yaml:"token"`
 	// Role is reader, operator or admin.
 	Role string `yaml:"role"`
+}
+
+// SecretsConfig bounds what the secret references (env:NAME,
+// file:/path) of connections defined through the API may name; the
+// file's own references name anything (adapters.SecretRefLimits).
+type SecretsConfig struct {
+	// FileDirs are absolute directories under which an API file:
+	// reference may name a file; none (the default) refuses them.
+	FileDirs []string `yaml:"file_dirs"`
+	// EnvPrefix starts the name of every variable an API env: reference
+	// may name, e.g. SNAPSTORE_SECRET_; "" (the default) refuses them.
+	EnvPrefix string `yaml:"env_prefix"`
+}
+
+// secretRefLimits converts the secrets section for package adapters.
+func (c *Config) secretRefLimits() adapters.SecretRefLimits {
+	return adapters.SecretRefLimits{FileDirs: c.Secrets.FileDirs, EnvPrefix: c.Secrets.EnvPrefix}
 }
 
 // SnapshotConfig tunes package snapshot.
@@ -328,6 +351,18 @@ func (c *Config) Validate() error {
 			bad(key+".role", "%v", err)
 		}
 	}
+	for i, d := range c.Secrets.FileDirs {
+		if !filepath.IsAbs(d) {
+			bad(fmt.Sprintf("secrets.file_dirs[%d]", i), "want an absolute directory, got %q", d)
+		}
+	}
+	if p := c.Secrets.EnvPrefix; p != "" {
+		if !envNameChars.MatchString(p) {
+			bad("secrets.env_prefix", "want a variable name prefix of letters, digits and _, got %q", p)
+		} else if key := configEnvOverlap(p); key != "" {
+			bad("secrets.env_prefix", "%q would let API references read the configuration's own variables (%s%s...); choose a longer prefix such as SNAPSTORE_SECRET_", p, envPrefix, key)
+		}
+	}
 	errs = append(errs, c.validateCluster()...)
 	// Connections and adapters: the adapters package's own checks, every
 	// problem at once, before anything is opened.
@@ -342,6 +377,34 @@ func (c *Config) Validate() error {
 		errs = append(errs, ce)
 	}
 	return errors.Join(errs...)
+}
+
+// envNameChars matches what an environment variable name may hold.
+var envNameChars = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// configEnvOverlap returns the top-level key (upper case) of a variable
+// of the configuration (SNAPSTORE_AUTH_TOKENS_0_TOKEN) whose name a
+// variable starting with prefix could be, or "" for none.
+func configEnvOverlap(prefix string) string {
+	if strings.HasPrefix(envPrefix, prefix) {
+		return "*"
+	}
+	t := reflect.TypeFor[Config]()
+	for i := 0; i < t.NumField(); i++ {
+		k := strings.ToUpper(yamlKey(t.Field(i)))
+		if k == "" {
+			continue
+		}
+		if name := envPrefix + k; strings.HasPrefix(name, prefix) || strings.HasPrefix(prefix, name+"_") {
+			return k
+		}
+	}
+	for alias := range envAliases {
+		if strings.HasPrefix(alias, prefix) || strings.HasPrefix(prefix, alias) {
+			return strings.TrimPrefix(alias, envPrefix)
+		}
+	}
+	return ""
 }
 
 // resolveSecret reads "env:NAME" and "file:/path" references; the error

@@ -197,3 +197,36 @@ func TestConfig_HBaseReadOnly(t *testing.T) {
 		t.Errorf("read_only on Pebble: %v", err)
 	}
 }
+
+// TestConfig_Secrets: the secrets section decodes from the file and the
+// environment and reaches adapters.SecretRefLimits; a relative directory
+// and a prefix that would reach the configuration's own variables are
+// refused, naming the key.
+func TestConfig_Secrets(t *testing.T) {
+	p := writeFile(t, "c.yaml", "secrets:\n  file_dirs: [/run/secrets]\n  env_prefix: SNAPSTORE_SECRET_\n")
+	cfg := defaultConfig()
+	if err := loadFile(p, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := applyEnv(&cfg, []string{"SNAPSTORE_SECRETS_FILE_DIRS=/run/secrets,/etc/snapstore/secrets", "SNAPSTORE_SECRET_DB=x"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	l := cfg.secretRefLimits()
+	if len(l.FileDirs) != 2 || l.FileDirs[1] != "/etc/snapstore/secrets" || l.EnvPrefix != "SNAPSTORE_SECRET_" {
+		t.Fatalf("limits %+v", l)
+	}
+	for prefix, ok := range map[string]bool{"SNAPSTORE_SECRET_": true, "APP_DB_": true, "SNAPSTORE_": false, "SNAP": false, "SNAPSTORE_AUTH_": false, "SNAPSTORE_CONNECTIONS": false, "SNAPSTORE_S": false, "SNAPSTORE_HBASE_": false, "BAD-NAME": false} {
+		cfg := defaultConfig()
+		cfg.Secrets = SecretsConfig{EnvPrefix: prefix, FileDirs: []string{"relative/dir"}}
+		err := cfg.Validate()
+		if err == nil || !strings.Contains(err.Error(), "config key secrets.file_dirs[0]: want an absolute directory") {
+			t.Errorf("relative file_dirs: %v", err)
+		}
+		if got := err != nil && strings.Contains(err.Error(), "secrets.env_prefix"); got == ok {
+			t.Errorf("env_prefix %q: %v, want accepted %v", prefix, err, ok)
+		}
+	}
+}
