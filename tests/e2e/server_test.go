@@ -65,7 +65,10 @@ func startServerWith(t *testing.T, secret, extraConfig string, extraEnv ...strin
 		secrets: []string{},
 		client:  &http.Client{Timeout: 5 * time.Minute},
 	}
-	cfg := fmt.Sprintf("data: %s\nlisten: 127.0.0.1:0\nlog: {level: debug, format: text}\nshutdown_timeout: 10s\n", filepath.Join(dir, "data")) + extraConfig
+	// The tests' API connections give their passwords as env:E2E_*
+	// references, which an API reference may name only with a prefix
+	// (secrets.env_prefix).
+	cfg := fmt.Sprintf("data: %s\nlisten: 127.0.0.1:0\nlog: {level: debug, format: text}\nshutdown_timeout: 10s\nsecrets: {env_prefix: E2E_}\n", filepath.Join(dir, "data")) + extraConfig
 	if err := os.WriteFile(p.cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
