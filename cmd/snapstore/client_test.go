@@ -1,8 +1,12 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -92,5 +96,30 @@ func TestCLI_SaysWhichServerAnswers(t *testing.T) {
 	code, _, stderr := cli(t, "versions", "products", "--listen", addr)
 	if !strings.Contains(stderr, "using the server at "+url) {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestAPIClient_SendsJSONAsNoBrowserDoes: the CLI declares its bodies
+// application/json and sends neither Origin nor Sec-Fetch-Site, so the
+// server's refusal of what browsers send for other sites
+// (server/browser.go) never refuses it; the commands' tests against real
+// servers (TestCLI_DatasetsDiffTagsRollbackGC, tests/e2e) run through it.
+func TestAPIClient_SendsJSONAsNoBrowserDoes(t *testing.T) {
+	got := make(chan http.Header, 1)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Clone()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer ts.Close()
+	base, _ := url.Parse(ts.URL)
+	c := &apiClient{base: base, hc: ts.Client()}
+	resp, err := c.do(context.Background(), "POST", "/v1/connections", nil, map[string]any{"name": "x"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	h := <-got
+	if h.Get("Content-Type") != "application/json" || h.Get("Origin") != "" || h.Get("Sec-Fetch-Site") != "" {
+		t.Errorf("headers %v, want Content-Type application/json and no Origin or Sec-Fetch-Site", h)
 	}
 }
