@@ -130,7 +130,11 @@ func (s *Service) openSource(ctx context.Context, d *connDef) (Source, []string,
 	if d.origin != OriginConfig {
 		limits = &s.secretRefs
 	}
-	rctx, cancel := context.WithTimeout(ctx, d.opts.Duration("connect_timeout", defaultConnectTimeout))
+	bound := d.opts.Duration("connect_timeout", defaultConnectTimeout)
+	if bound <= 0 {
+		bound = defaultConnectTimeout
+	}
+	rctx, cancel := context.WithTimeout(ctx, bound)
 	resolved, err := resolveSecrets(rctx, s.log.With("connection", d.spec.Name), "options.", d.opts, limits)
 	cancel()
 	if err != nil {
