@@ -43,6 +43,10 @@ type AdapterSpec struct {
 	// a version all the same, one version per run; by default it records
 	// that the current version was verified instead (checksums.go).
 	CommitUnchanged bool `json:"commit_unchanged,omitempty" yaml:"commit_unchanged"`
+	// AuditReads asks the server to record every request that reads the
+	// dataset's rows in its audit trail, one entry per request; default
+	// false.
+	AuditReads bool `json:"audit_reads,omitempty" yaml:"audit_reads"`
 	// Strategy says where the adapter's runs happen in a cluster
 	// (strategy.go, L1-L4); default StrategyLocal.
 	Strategy Strategy `json:"strategy,omitempty" yaml:"strategy"`
@@ -188,6 +192,25 @@ func (s *Service) ListAdapters() []Adapter {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return report(&s.adapters, s.reportAdapterLocked)
+}
+
+// AuditsReads reports whether the active adapter that writes dataset asks
+// for its reads to be audited (AdapterSpec.AuditReads). It reads only the
+// definitions in memory.
+func (s *Service) AuditsReads(dataset string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, a := range s.adapters.config {
+		if a.spec.Dataset == dataset {
+			return a.spec.AuditReads
+		}
+	}
+	for n, a := range s.adapters.api {
+		if _, shadowed := s.adapters.config[n]; !shadowed && a.spec.Dataset == dataset {
+			return a.spec.AuditReads
+		}
+	}
+	return false
 }
 
 // GetAdapter returns the active adapter named name (the config definition

@@ -58,6 +58,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	log := newLogger(cfg, stderr)
+	cfg.auditOut = stderr
 	for _, name := range cfg.unknownEnv {
 		if !strings.HasPrefix(name, "SNAPSTORE_TEST_") && !slices.Contains(flagEnv, name) {
 			log.Warn("environment variable names no configuration key; ignored", "variable", name)
@@ -157,6 +158,7 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 		Cluster:      view,
 		Transfer:     xferView,
 		Partitions:   partsView,
+		Audit:        cfg.Audit.options(cfg.auditOut, log),
 	})
 	if err != nil {
 		return errors.Join(err, stk.close(context.Background()))
