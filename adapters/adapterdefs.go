@@ -194,23 +194,24 @@ func (s *Service) ListAdapters() []Adapter {
 	return report(&s.adapters, s.reportAdapterLocked)
 }
 
-// AuditsReads reports whether the active adapter that writes dataset asks
-// for its reads to be audited (AdapterSpec.AuditReads). It reads only the
-// definitions in memory.
+// AuditsReads reports whether an adapter in force that writes dataset
+// asks for its reads to be audited (AdapterSpec.AuditReads). It takes no
+// lock: every read of rows asks it.
 func (s *Service) AuditsReads(dataset string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, a := range s.adapters.config {
-		if a.spec.Dataset == dataset {
-			return a.spec.AuditReads
+	p := s.auditReads.Load()
+	return p != nil && (*p)[dataset]
+}
+
+// indexAuditReadsLocked rebuilds the set AuditsReads reads. Caller holds
+// s.mu (or owns s, in New).
+func (s *Service) indexAuditReadsLocked() {
+	set := map[string]bool{}
+	for _, e := range s.adapters.entries() {
+		if e.status == statusActive && e.def.spec.AuditReads {
+			set[e.def.spec.Dataset] = true
 		}
 	}
-	for n, a := range s.adapters.api {
-		if _, shadowed := s.adapters.config[n]; !shadowed && a.spec.Dataset == dataset {
-			return a.spec.AuditReads
-		}
-	}
-	return false
+	s.auditReads.Store(&set)
 }
 
 // GetAdapter returns the active adapter named name (the config definition
