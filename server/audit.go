@@ -298,7 +298,7 @@ func (s *Server) auditConsole(r *http.Request, pattern, op string, status int, c
 		}
 	}
 	if r.Method == http.MethodPost {
-		if ds == "" && strings.HasPrefix(route, "/ui/adapters") {
+		if e.Adapter == "" && strings.HasPrefix(route, "/ui/adapters") {
 			e.Adapter = r.PostFormValue("name")
 		}
 		if ds == "" && strings.HasPrefix(route, "/ui/connections") && e.Connection == "" {
@@ -306,6 +306,11 @@ func (s *Server) auditConsole(r *http.Request, pattern, op string, status int, c
 		}
 		if t := r.PostFormValue("tag"); t != "" && strings.HasSuffix(route, "/tags") {
 			e.setTarget("tag", t)
+		}
+	}
+	if e.Adapter != "" && e.Dataset == "" && !refused {
+		if a, err := s.svc.GetAdapter(r.Context(), e.Adapter); err == nil {
+			e.Dataset = a.Dataset
 		}
 	}
 	s.record(r, e)
@@ -322,25 +327,22 @@ func (s *Server) record(r *http.Request, e AuditEntry) {
 	s.RecordAudit(ctx, e)
 }
 
-// RecordAudit records e in the audit trail: Time defaults to now, Actor
-// to anonymous, Node to this node. It is for changes made outside a
-// request to an audited route (a token revoked by a loop, a key rotated by
-// a command); requests are recorded by the server itself. A failed write
-// is logged, never returned: the change it records is done.
+// RecordAudit records e in the audit trail and logs it: Time defaults to
+// now, Actor to anonymous, Node to this node. It is for changes made
+// outside a request (a token expired by a loop); requests, whatever their
+// route, are recorded by the server itself. A failed write is logged,
+// never returned: the change it records is done.
 func (s *Server) RecordAudit(ctx context.Context, e AuditEntry) {
 	if e.Time.IsZero() {
 		e.Time = s.now().UTC()
 	}
-	if e.Actor == "" {
-		e.Actor = actorAnonymous
-	}
 	if e.Node == "" {
 		e.Node = s.nodeID()
 	}
-	e.ID = ""
-	b, err := json.Marshal(e)
-	if err == nil {
-		e.ID, err = s.db.AppendJournal(ctx, auditJournal, e.Time, b)
+	var err error
+	e.ID, err = AppendAudit(ctx, s.db, e)
+	if e.Actor == "" {
+		e.Actor = actorAnonymous
 	}
 	attrs := []slog.Attr{slog.String("id", e.ID), slog.String("actor", e.Actor), slog.String("remote", e.Remote),
 		slog.String("action", e.Action), slog.String("method", e.Method), slog.String("route", e.Route), slog.Int("status", e.Status)}
@@ -362,6 +364,25 @@ func (s *Server) RecordAudit(ctx context.Context, e AuditEntry) {
 		return
 	}
 	s.trail.log.LogAttrs(ctx, slog.LevelInfo, "audit", attrs...)
+}
+
+// AppendAudit writes e to the audit trail of db and returns its id, for
+// a command that changes the store without a server (a key rotation run
+// against the store): Time defaults to now, Actor to anonymous; e.ID is
+// ignored. It logs nothing; a server records through RecordAudit.
+func AppendAudit(ctx context.Context, db *snapshot.DB, e AuditEntry) (string, error) {
+	if e.Time.IsZero() {
+		e.Time = time.Now().UTC()
+	}
+	if e.Actor == "" {
+		e.Actor = actorAnonymous
+	}
+	e.ID = ""
+	b, err := json.Marshal(e)
+	if err != nil {
+		return "", fmt.Errorf("server: encoding an audit entry: %w", err)
+	}
+	return db.AppendJournal(ctx, auditJournal, e.Time, b)
 }
 
 // nodeID returns this node's cluster id, "" alone.

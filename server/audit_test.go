@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -352,6 +354,9 @@ func TestAudit_Console(t *testing.T) {
 	admin.post("/ui/login", url.Values{"token": {auditAdminTok}})
 	wantStatus(t, "tag", admin.post("/ui/datasets/products/tags", url.Values{"tag": {"gold"}, "version": {"1"}}), http.StatusSeeOther)
 	wantStatus(t, "gc", admin.post("/ui/gc/products", url.Values{"dry_run": {"false"}}), http.StatusOK)
+	if r := admin.post("/ui/adapters/notes/run", url.Values{}); r.status >= 400 {
+		t.Fatalf("run: %d %s", r.status, r.body)
+	}
 
 	var got []string
 	for _, e := range f.auditTrail("") {
@@ -360,6 +365,7 @@ func TestAudit_Console(t *testing.T) {
 		}
 	}
 	want := []string{
+		"startRun root /ui/adapters/{name}/run 303  adapter=notes dataset=notes",
 		"gc root /ui/gc/{dataset} 200  dataset=products",
 		"putTag root /ui/datasets/{dataset}/tags 303  dataset=products tag=gold",
 		"login root /ui/login 303  ",
@@ -411,6 +417,60 @@ func TestAudit_ClientAddr(t *testing.T) {
 	f := newAuditFixture(t, AuditOptions{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	f.wantProblem(401, "unauthorized", "", "GET", "/v1/datasets", "", "X-Forwarded-For", "203.0.113.50")
 	if got := f.auditTrail(""); len(got) != 1 || got[0].Remote != "203.0.113.50" {
+		t.Fatalf("entries %+v", got)
+	}
+}
+
+// TestAudit_JSONLogLine: each entry is one JSON line of the audit
+// logger, msg "audit", logger "audit", with the entry's fields and its id
+// in the trail; never the token.
+func TestAudit_JSONLogLine(t *testing.T) {
+	buf := &syncBuffer{}
+	f := newAuditFixture(t, AuditOptions{Logger: slog.New(slog.NewJSONHandler(buf, nil))})
+	f.runAs("products", auditAdminTok)
+	buf.mu.Lock()
+	buf.b.Reset() // the run's entry
+	buf.mu.Unlock()
+	f.wantProblem(403, "forbidden", "", "DELETE", "/v1/datasets/products", "", "Authorization", "Bearer "+auditReaderTok)
+	f.must(200, "POST", "/v1/datasets/products/gc?dry_run=true", "", "Authorization", "Bearer "+auditAdminTok)
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines:\n%s", len(lines), buf)
+	}
+	trail := f.auditTrail("")[:2]
+	for i, l := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("line %d is not JSON: %v: %s", i, err, l)
+		}
+		if m["msg"] != "audit" || m["logger"] != "audit" || m["level"] != "INFO" || m["id"] != trail[1-i].ID {
+			t.Errorf("line %d: %s", i, l)
+		}
+		if strings.Contains(l, auditReaderTok) || strings.Contains(l, auditAdminTok) {
+			t.Errorf("line %d holds a token: %s", i, l)
+		}
+	}
+	var first, second map[string]any
+	json.Unmarshal([]byte(lines[0]), &first)
+	json.Unmarshal([]byte(lines[1]), &second)
+	if first["actor"] != "viewer" || first["action"] != "dropDataset" || first["status"] != float64(403) || first["code"] != "forbidden" ||
+		first["dataset"] != "products" || first["remote"] != "127.0.0.1" || first["node"] != "a" {
+		t.Errorf("refusal line: %s", lines[0])
+	}
+	if second["action"] != "gc" || second["params"].(map[string]any)["dry_run"] != "true" {
+		t.Errorf("gc line: %s", lines[1])
+	}
+}
+
+// TestAppendAudit: a command without a server appends to the same trail.
+func TestAppendAudit(t *testing.T) {
+	f := newAuditFixture(t, AuditOptions{})
+	id, err := AppendAudit(context.Background(), f.db, AuditEntry{Action: "rotateSecrets", Status: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := f.auditTrail("action=rotateSecrets")
+	if len(got) != 1 || got[0].ID != id || got[0].Actor != "anonymous" || got[0].Time.IsZero() {
 		t.Fatalf("entries %+v", got)
 	}
 }
