@@ -475,10 +475,14 @@ func (s *Server) runAuditTrimLoop(ctx context.Context) {
 
 // Audit lists are pages: limit entries (default defaultAuditListed, at
 // most maxAuditListed), newest first, and a next_page_token while older
-// ones remain.
+// ones may remain. A filtered page may hold fewer entries, even none,
+// and still a token: it stopped after reading maxAuditScanned entries.
 const (
 	defaultAuditListed = 100
 	maxAuditListed     = 1000
+	// maxAuditScanned bounds the entries one page reads to find those a
+	// filter keeps; a page that reaches it ends early, with a token.
+	maxAuditScanned = 10000
 )
 
 // auditPage is the answer of GET /v1/audit.
@@ -519,7 +523,7 @@ type auditFilter struct {
 // auditList returns the page of the trail that f selects, newest first:
 // what GET /v1/audit and the console's audit page show.
 func (s *Server) auditList(ctx context.Context, f auditFilter) (auditPage, error) {
-	q := snapshot.JournalQuery{Since: f.since, Until: f.until, Limit: f.limit}
+	q := snapshot.JournalQuery{Since: f.since, Until: f.until, Limit: f.limit, MaxScan: maxAuditScanned}
 	if q.Limit == 0 {
 		q.Limit = defaultAuditListed
 	}
@@ -538,7 +542,7 @@ func (s *Server) auditList(ctx context.Context, f auditFilter) (auditPage, error
 			return (f.actor == "" || e.Actor == f.actor) && (f.action == "" || e.Action == f.action) && (f.dataset == "" || e.Dataset == f.dataset)
 		}
 	}
-	page, more, err := s.db.JournalPage(ctx, auditJournal, q)
+	page, next, err := s.db.JournalPage(ctx, auditJournal, q)
 	if err != nil {
 		return auditPage{}, err
 	}
@@ -551,8 +555,8 @@ func (s *Server) auditList(ctx context.Context, f auditFilter) (auditPage, error
 		e.ID = je.ID
 		out.Entries = append(out.Entries, e)
 	}
-	if more {
-		out.NextPageToken = encodeAuditToken(page[len(page)-1].ID)
+	if next != "" {
+		out.NextPageToken = encodeAuditToken(next)
 	}
 	return out, nil
 }

@@ -50,6 +50,11 @@ type JournalQuery struct {
 	// Match, when set, keeps only the entries whose value it accepts; it
 	// must not keep value.
 	Match func(value []byte) bool
+	// MaxScan, when positive, bounds the entries a page reads: once it
+	// has read that many without filling the page, the page ends there
+	// (with fewer entries than Limit, maybe none) and next continues
+	// after the last entry read. It keeps a selective Match cheap.
+	MaxScan int
 }
 
 // journalIDLen is the length of an entry's key after its kind's prefix:
@@ -82,18 +87,18 @@ func (db *DB) AppendJournal(ctx context.Context, kind string, at time.Time, valu
 }
 
 // JournalPage returns the entries of journal kind that q selects, newest
-// first, at most q.Limit, and whether more remain (then the next page is
-// q with After set to the last entry's ID). ErrInvalidArgument for a bad
-// kind, limit or After.
-func (db *DB) JournalPage(ctx context.Context, kind string, q JournalQuery) (page []JournalEntry, more bool, err error) {
+// first, at most q.Limit, and next: "" when no entry remains, else the
+// After of the next page (the ID of the last entry read). ErrInvalidArgument
+// for a bad kind, limit or After.
+func (db *DB) JournalPage(ctx context.Context, kind string, q JournalQuery) (page []JournalEntry, next string, err error) {
 	if err := db.check(); err != nil {
-		return nil, false, err
+		return nil, "", err
 	}
 	if err := validRecord(kind, "x"); err != nil {
-		return nil, false, err
+		return nil, "", err
 	}
 	if q.Limit <= 0 {
-		return nil, false, fmt.Errorf("%w: journal page limit %d", ErrInvalidArgument, q.Limit)
+		return nil, "", fmt.Errorf("%w: journal page limit %d", ErrInvalidArgument, q.Limit)
 	}
 	p := journalPrefix(kind)
 	start, end := p, prefixEnd(p)
@@ -108,7 +113,7 @@ func (db *DB) JournalPage(ctx context.Context, kind string, q JournalQuery) (pag
 	if q.After != "" {
 		id, err := hex.DecodeString(q.After)
 		if err != nil || len(id) != journalIDLen {
-			return nil, false, fmt.Errorf("%w: journal position %q", ErrInvalidArgument, q.After)
+			return nil, "", fmt.Errorf("%w: journal position %q", ErrInvalidArgument, q.After)
 		}
 		// The first key after the entry's: its row with a zero byte added.
 		if after := append(append(append([]byte{}, p...), id...), 0); bytes.Compare(after, start) > 0 {
@@ -116,25 +121,29 @@ func (db *DB) JournalPage(ctx context.Context, kind string, q JournalQuery) (pag
 		}
 	}
 	if bytes.Compare(start, end) >= 0 {
-		return nil, false, nil
+		return nil, "", nil
 	}
 	it, err := db.st.Scan(ctx, db.meta, store.ScanOptions{ReadOptions: store.ReadOptions{Columns: [][]byte{colV}, MaxVersions: 1}, Start: start, End: end})
 	if err != nil {
-		return nil, false, fmt.Errorf("snapshot: reading journal %s: %w", kind, err)
+		return nil, "", fmt.Errorf("snapshot: reading journal %s: %w", kind, err)
 	}
+	var last []byte // the ID of the last entry read
+	scanned := 0
 	for it.Next() {
 		c := it.Cell()
 		if c.Kind != store.KindPut || !bytes.Equal(c.Column, colV) || len(c.Row) != len(p)+journalIDLen {
 			continue
 		}
+		id := c.Row[len(p):]
+		if len(page) == q.Limit || q.MaxScan > 0 && scanned == q.MaxScan {
+			next = hex.EncodeToString(last)
+			break
+		}
+		scanned++
+		last = append(last[:0], id...)
 		if q.Match != nil && !q.Match(c.Value) {
 			continue
 		}
-		if len(page) == q.Limit {
-			more = true
-			break
-		}
-		id := c.Row[len(p):]
 		page = append(page, JournalEntry{
 			ID:    hex.EncodeToString(id),
 			Time:  unreverseTime(binary.BigEndian.Uint64(id)),
@@ -142,9 +151,9 @@ func (db *DB) JournalPage(ctx context.Context, kind string, q JournalQuery) (pag
 		})
 	}
 	if err := it.Close(); err != nil {
-		return nil, false, fmt.Errorf("snapshot: reading journal %s: %w", kind, err)
+		return nil, "", fmt.Errorf("snapshot: reading journal %s: %w", kind, err)
 	}
-	return page, more, nil
+	return page, next, nil
 }
 
 // journalTrimBatch is how many entries TrimJournal deletes per batch.

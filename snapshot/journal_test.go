@@ -35,9 +35,9 @@ func TestJournal(t *testing.T) {
 		}
 		return strings.Join(out, " ")
 	}
-	all, more, err := db.JournalPage(ctx, "audit", JournalQuery{Limit: 100})
-	if err != nil || more {
-		t.Fatal(err, more)
+	all, next, err := db.JournalPage(ctx, "audit", JournalQuery{Limit: 100})
+	if err != nil || next != "" {
+		t.Fatal(err, next)
 	}
 	if got, want := values(all), "e9 e8 e7 e6 e5 e4 e3 e2 e1 e0"; got != want {
 		t.Fatalf("all: %q, want %q", got, want)
@@ -57,18 +57,35 @@ func TestJournal(t *testing.T) {
 	var pages []string
 	q := JournalQuery{Limit: 2, Match: even}
 	for {
-		p, more, err := db.JournalPage(ctx, "audit", q)
+		p, next, err := db.JournalPage(ctx, "audit", q)
 		if err != nil {
 			t.Fatal(err)
 		}
 		pages = append(pages, values(p))
-		if !more {
+		if next == "" {
 			break
 		}
-		q.After = p[len(p)-1].ID
+		q.After = next
 	}
 	if got, want := strings.Join(pages, "|"), "e8 e6|e4 e2|e0"; got != want {
 		t.Fatalf("pages %q, want %q", got, want)
+	}
+	// MaxScan ends a page early, and the next continues where it ended.
+	pages = nil
+	q = JournalQuery{Limit: 10, Match: even, MaxScan: 3}
+	for {
+		p, next, err := db.JournalPage(ctx, "audit", q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages = append(pages, values(p))
+		if next == "" {
+			break
+		}
+		q.After = next
+	}
+	if got, want := strings.Join(pages, "|"), "e8|e6 e4|e2|e0"; got != want {
+		t.Fatalf("pages with MaxScan 3: %q, want %q", got, want)
 	}
 	if _, _, err := db.JournalPage(ctx, "audit", JournalQuery{Limit: 1, After: "zz"}); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("bad After: %v", err)
