@@ -307,6 +307,11 @@ func (s *Server) auditConsole(r *http.Request, pattern, op string, status int, c
 		if t := r.PostFormValue("tag"); t != "" && strings.HasSuffix(route, "/tags") {
 			e.setTarget("tag", t)
 		}
+		for _, f := range auditFlags {
+			if v := r.PostFormValue(f); v != "" {
+				e.setTarget(f, v)
+			}
+		}
 	}
 	if e.Adapter != "" && e.Dataset == "" && !refused {
 		if a, err := s.svc.GetAdapter(r.Context(), e.Adapter); err == nil {

@@ -354,7 +354,7 @@ func TestAudit_Console(t *testing.T) {
 	admin.post("/ui/login", url.Values{"token": {auditAdminTok}})
 	wantStatus(t, "tag", admin.post("/ui/datasets/products/tags", url.Values{"tag": {"gold"}, "version": {"1"}}), http.StatusSeeOther)
 	wantStatus(t, "gc", admin.post("/ui/gc/products", url.Values{"dry_run": {"false"}}), http.StatusOK)
-	if r := admin.post("/ui/adapters/notes/run", url.Values{}); r.status >= 400 {
+	if r := admin.post("/ui/adapters/notes/run", url.Values{"force": {"true"}}); r.status >= 400 {
 		t.Fatalf("run: %d %s", r.status, r.body)
 	}
 
@@ -365,11 +365,11 @@ func TestAudit_Console(t *testing.T) {
 		}
 	}
 	want := []string{
-		"startRun root /ui/adapters/{name}/run 303  adapter=notes dataset=notes",
-		"gc root /ui/gc/{dataset} 200  dataset=products",
+		"startRun root /ui/adapters/{name}/run 303  adapter=notes dataset=notes force=true",
+		"gc root /ui/gc/{dataset} 200  dataset=products dry_run=false",
 		"putTag root /ui/datasets/{dataset}/tags 303  dataset=products tag=gold",
 		"login root /ui/login 303  ",
-		"gc viewer /ui/gc/{dataset} 403 forbidden dataset=products",
+		"gc viewer /ui/gc/{dataset} 403 forbidden dataset=products dry_run=false",
 		"login viewer /ui/login 303  ",
 		"login anonymous /ui/login 401 unauthorized ",
 	}
