@@ -43,6 +43,10 @@ type AdapterSpec struct {
 	// a version all the same, one version per run; by default it records
 	// that the current version was verified instead (checksums.go).
 	CommitUnchanged bool `json:"commit_unchanged,omitempty" yaml:"commit_unchanged"`
+	// AuditReads asks the server to record every request that reads the
+	// dataset's rows in its audit trail, one entry per request; default
+	// false.
+	AuditReads bool `json:"audit_reads,omitempty" yaml:"audit_reads"`
 	// Strategy says where the adapter's runs happen in a cluster
 	// (strategy.go, L1-L4); default StrategyLocal.
 	Strategy Strategy `json:"strategy,omitempty" yaml:"strategy"`
@@ -188,6 +192,26 @@ func (s *Service) ListAdapters() []Adapter {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return report(&s.adapters, s.reportAdapterLocked)
+}
+
+// AuditsReads reports whether an adapter in force that writes dataset
+// asks for its reads to be audited (AdapterSpec.AuditReads). It takes no
+// lock: every read of rows asks it.
+func (s *Service) AuditsReads(dataset string) bool {
+	p := s.auditReads.Load()
+	return p != nil && (*p)[dataset]
+}
+
+// indexAuditReadsLocked rebuilds the set AuditsReads reads. Caller holds
+// s.mu (or owns s, in New).
+func (s *Service) indexAuditReadsLocked() {
+	set := map[string]bool{}
+	for _, e := range s.adapters.entries() {
+		if e.status == statusActive && e.def.spec.AuditReads {
+			set[e.def.spec.Dataset] = true
+		}
+	}
+	s.auditReads.Store(&set)
 }
 
 // GetAdapter returns the active adapter named name (the config definition

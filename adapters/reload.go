@@ -28,6 +28,7 @@ import (
 // and announces it to the cluster. Caller holds s.mu.
 func (s *Service) changedLocked(kind defKind, name string) {
 	s.defsGen++
+	s.indexAuditReadsLocked()
 	if s.cluster != nil {
 		s.cluster.DefinitionsChanged(kind.noun, name)
 	}
@@ -107,6 +108,7 @@ func (s *Service) applyLocked(conns map[string]*connDef, ads map[string]*adapter
 			s.sched.set(c.name, nil, 0, 0)
 		}
 	}
+	s.indexAuditReadsLocked()
 	return len(cc) + len(ac)
 }
 

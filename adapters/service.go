@@ -55,6 +55,10 @@ type Service struct {
 	cancelAll context.CancelFunc
 	wg        sync.WaitGroup // one per running run
 	runSeq    atomic.Uint64
+	// auditReads is the set of datasets whose adapter in force has
+	// AuditReads, rebuilt under mu at every change of the definitions
+	// (indexAuditReadsLocked) and read without it (AuditsReads).
+	auditReads atomic.Pointer[map[string]bool]
 
 	// mu guards the fields below. It is held across metadata-table writes
 	// (local and short) so that definitions change in a total order, but
@@ -132,6 +136,7 @@ func New(ctx context.Context, db *snapshot.DB, opts Options) (*Service, error) {
 	if err := s.loadAdapters(ctx); err != nil {
 		return nil, err
 	}
+	s.indexAuditReadsLocked()
 	for _, e := range s.conns.entries() {
 		if e.status == statusShadowed {
 			s.log.Warn("API data connection shadowed by the config file's definition", "connection", e.name)

@@ -25,8 +25,10 @@ type adapterJSON struct {
 	RunOnStart   bool           `json:"run_on_start"`
 	EmbedJSON    bool           `json:"embed_json"`
 	// CommitUnchanged: adapters.AdapterSpec.CommitUnchanged.
-	CommitUnchanged bool   `json:"commit_unchanged"`
-	Strategy        string `json:"strategy,omitempty"`
+	CommitUnchanged bool `json:"commit_unchanged"`
+	// AuditReads: adapters.AdapterSpec.AuditReads (audit.go).
+	AuditReads bool   `json:"audit_reads"`
+	Strategy   string `json:"strategy,omitempty"`
 	// TransferCompression and PartitionKey apply to strategy
 	// partition-by-key only (adapters.AdapterSpec).
 	TransferCompression string   `json:"transfer_compression,omitempty"`
@@ -48,6 +50,7 @@ func (a adapterJSON) spec() adapters.AdapterSpec {
 		RunOnStart:      a.RunOnStart,
 		EmbedJSON:       a.EmbedJSON,
 		CommitUnchanged: a.CommitUnchanged,
+		AuditReads:      a.AuditReads,
 		Strategy:        adapters.Strategy(a.Strategy),
 
 		TransferCompression: a.TransferCompression,
@@ -88,6 +91,7 @@ func toAdapterOut(a adapters.Adapter) adapterOut {
 			RunOnStart:      sp.RunOnStart,
 			EmbedJSON:       sp.EmbedJSON,
 			CommitUnchanged: sp.CommitUnchanged,
+			AuditReads:      sp.AuditReads,
 			Strategy:        string(sp.Strategy),
 
 			TransferCompression: sp.TransferCompression,
@@ -129,6 +133,7 @@ func (s *Server) createAdapter(c echo.Context) error {
 	if err := decodeDefinition(c, &in, &in.Name, "an adapter"); err != nil {
 		return err
 	}
+	setAuditTarget(c, "adapter", in.Name)
 	a, err := s.svc.CreateAdapter(c.Request().Context(), in.spec())
 	if err != nil {
 		return err

@@ -167,10 +167,10 @@ func (s *Server) authorize(c echo.Context, rt *route) error {
 	if !ok {
 		return echo.NewHTTPError(http.StatusUnauthorized, "a valid bearer token is required (Authorization: Bearer TOKEN)")
 	}
+	c.Set("token", tok.Name)
 	if tok.Role < rt.role {
 		return echo.NewHTTPError(http.StatusForbidden, fmt.Sprintf("token %q has role %s; this operation needs %s", tok.Name, tok.Role, rt.role))
 	}
-	c.Set("token", tok.Name)
 	return nil
 }
 

@@ -165,6 +165,7 @@ func (s *Server) authorizeNode(c echo.Context) error {
 			return nil
 		}
 		if tok, ok := s.tokens.lookup(r.Header.Get(echo.HeaderAuthorization)); ok {
+			c.Set("token", tok.Name)
 			return echo.NewHTTPError(http.StatusForbidden, fmt.Sprintf("token %q has role %s; only cluster nodes call this route, with the cluster credential", tok.Name, tok.Role))
 		}
 		return echo.NewHTTPError(http.StatusUnauthorized, "this route takes a cluster node's credential: "+err.Error())

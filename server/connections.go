@@ -20,6 +20,7 @@ func (s *Server) createConnection(c echo.Context) error {
 	if err := decodeDefinition(c, &spec, &spec.Name, "a connection"); err != nil {
 		return err
 	}
+	setAuditTarget(c, "connection", spec.Name)
 	conn, err := s.svc.CreateConnection(c.Request().Context(), spec)
 	if err != nil {
 		return err

@@ -142,6 +142,8 @@ func (c *console) routes() error {
 
 		{"GET /ui/cluster", "GET /v1/cluster/backlog", c.clusterPage},
 
+		{"GET /ui/audit", "GET /v1/audit", c.auditPageUI},
+
 		{"GET /ui/gc", "GET /v1/datasets", c.gcPage},
 		{"POST /ui/gc/{dataset}", "POST /v1/datasets/{dataset}/gc", c.gc},
 
@@ -155,7 +157,7 @@ func (c *console) routes() error {
 			}
 			role = op.role
 		}
-		c.handle(rt.pattern, role, rt.h)
+		c.handle(rt.pattern, rt.op, role, rt.h)
 	}
 	return nil
 }
@@ -171,8 +173,9 @@ func (c *console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // handle registers one route: security headers, the loopback-host rule,
 // cross-origin protection and a size limit on forms, the viewer and the
-// role check, then h; the latency histogram counts it under its pattern.
-func (c *console) handle(pattern string, role Role, h consoleHandler) {
+// role check, then h; the latency histogram counts it under its pattern,
+// and the audit trail records it when it is audited (audit.go).
+func (c *console) handle(pattern, op string, role Role, h consoleHandler) {
 	label := pattern
 	if i := strings.IndexByte(label, ' '); i >= 0 {
 		label = label[i+1:]
@@ -182,6 +185,7 @@ func (c *console) handle(pattern string, role Role, h consoleHandler) {
 		sw := &statusWriter{ResponseWriter: w}
 		c.serve(sw, r, role, h)
 		c.s.metrics.observeHTTP(methodLabel(r.Method), label, sw.statusCode(), time.Since(start))
+		c.s.auditConsole(r, pattern, op, sw.statusCode(), sw.code)
 	})
 }
 
@@ -271,7 +275,7 @@ var sections = map[string]string{
 	"adapters": "adapters", "adapter_form": "adapters",
 	"runs": "runs", "run": "runs",
 	"connections": "connections", "connection": "connections", "connection_form": "connections",
-	"gc": "gc", "api": "api", "cluster": "cluster",
+	"gc": "gc", "api": "api", "cluster": "cluster", "audit": "audit",
 }
 
 // render answers status with page, whole: its template set executed from
@@ -329,6 +333,9 @@ func (c *console) fail(w http.ResponseWriter, r *http.Request, v viewer, err err
 		p = problemFor(err)
 	}
 	p.Instance = r.URL.Path
+	if sw, ok := w.(*statusWriter); ok {
+		sw.code = p.Code
+	}
 	if p.Status >= 500 {
 		c.s.log.Error("console request failed", "method", r.Method, "path", r.URL.Path, "status", p.Status, "code", p.Code, "err", err)
 	}
@@ -376,6 +383,7 @@ func (c *console) apiDocs(w http.ResponseWriter, r *http.Request, v viewer) erro
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	code   string // the problem's code, when fail answered
 }
 
 func (w *statusWriter) WriteHeader(code int) {

@@ -37,10 +37,10 @@ func (c *console) adapters(w http.ResponseWriter, r *http.Request, v viewer) err
 
 // adapterFields are the adapter form's values, as text.
 type adapterFields struct {
-	Name, Connection, Resource, Dataset, KeyColumns, Schedule string
-	TTL, MinVersions, MaxShrink, Retries, RetryBackoff        string
-	Strategy, PartitionKey, TransferCompression               string
-	AllowEmpty, RunOnStart, EmbedJSON, CommitUnchanged        bool
+	Name, Connection, Resource, Dataset, KeyColumns, Schedule      string
+	TTL, MinVersions, MaxShrink, Retries, RetryBackoff             string
+	Strategy, PartitionKey, TransferCompression                    string
+	AllowEmpty, RunOnStart, EmbedJSON, CommitUnchanged, AuditReads bool
 }
 
 // strategyOption is one choice of the form's strategy select.
@@ -82,7 +82,7 @@ func (c *console) editAdapterForm(w http.ResponseWriter, r *http.Request, v view
 		Name: a.Name, Connection: a.Connection, Resource: a.Resource, Dataset: a.Dataset,
 		KeyColumns: strings.Join(a.KeyColumns, ", "), Schedule: a.Schedule,
 		TTL: durationText(a.Retention.TTL), AllowEmpty: a.Guard.AllowEmpty, RunOnStart: a.RunOnStart,
-		EmbedJSON: a.EmbedJSON, CommitUnchanged: a.CommitUnchanged,
+		EmbedJSON: a.EmbedJSON, CommitUnchanged: a.CommitUnchanged, AuditReads: a.AuditReads,
 		RetryBackoff: durationText(a.RetryBackoff), Strategy: string(a.Strategy),
 		PartitionKey: strings.Join(a.PartitionKey, ", "), TransferCompression: a.TransferCompression,
 	}
@@ -116,7 +116,7 @@ func adapterFieldsOf(r *http.Request) adapterFields {
 		MaxShrink: g("max_shrink"), Retries: g("retries"), RetryBackoff: g("retry_backoff"), Strategy: g("strategy"),
 		PartitionKey: g("partition_key"), TransferCompression: g("transfer_compression"),
 		AllowEmpty: g("allow_empty") != "", RunOnStart: g("run_on_start") != "",
-		EmbedJSON: g("embed_json") != "", CommitUnchanged: g("commit_unchanged") != "",
+		EmbedJSON: g("embed_json") != "", CommitUnchanged: g("commit_unchanged") != "", AuditReads: g("audit_reads") != "",
 	}
 }
 
@@ -126,7 +126,7 @@ func adapterFieldsOf(r *http.Request) adapterFields {
 func (f adapterFields) spec() (adapters.AdapterSpec, error) {
 	in := adapterJSON{Name: f.Name, Connection: f.Connection, Resource: f.Resource, Dataset: f.Dataset, Schedule: f.Schedule,
 		Guard: snapshot.Guard{AllowEmpty: f.AllowEmpty}, RunOnStart: f.RunOnStart, Strategy: f.Strategy,
-		EmbedJSON: f.EmbedJSON, CommitUnchanged: f.CommitUnchanged,
+		EmbedJSON: f.EmbedJSON, CommitUnchanged: f.CommitUnchanged, AuditReads: f.AuditReads,
 		TransferCompression: f.TransferCompression}
 	in.KeyColumns = columnList(f.KeyColumns)
 	in.PartitionKey = columnList(f.PartitionKey)

@@ -46,6 +46,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if p.Status == http.StatusUnauthorized {
 		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="snapstore"`)
 	}
+	c.Set(ctxProblemCode, p.Code)
 	writeProblem(c, p)
 }
 

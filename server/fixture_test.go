@@ -80,6 +80,7 @@ type fixtureOpts struct {
 	secretRefs adapters.SecretRefLimits
 	cluster    Cluster
 	transfer   Transfer
+	audit      AuditOptions
 }
 
 func newFixture(t testing.TB, fo fixtureOpts) *fixture {
@@ -123,7 +124,7 @@ func newFixture(t testing.TB, fo fixtureOpts) *fixture {
 		st.Close()
 		t.Fatal(err)
 	}
-	srv, err := New(Options{DB: db, Adapters: svc, Tokens: fo.tokens, Logger: log, Registerer: reg, Gatherer: reg, BuildVersion: "test", Cluster: fo.cluster, Transfer: fo.transfer})
+	srv, err := New(Options{DB: db, Adapters: svc, Tokens: fo.tokens, Logger: log, Registerer: reg, Gatherer: reg, BuildVersion: "test", Cluster: fo.cluster, Transfer: fo.transfer, Audit: fo.audit})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,11 +48,14 @@ func (s *Server) collectGarbage(ctx context.Context) ([]snapshot.GCReport, error
 }
 
 // RunGCLoop calls collectGarbage every interval until ctx is done: the
-// periodic GC that applies retention (snapshot.G1) without an operator. It
-// returns when ctx is done; interval <= 0 returns at once.
+// periodic GC that applies retention (snapshot.G1) without an operator;
+// interval <= 0 collects nothing. Beside it, the audit trail's retention
+// is applied (audit.go) whatever the interval. It returns when ctx is
+// done.
 //
 // A read-only process (a reader of a table another process writes,
-// snapshot.Options ReadOnly) collects nothing: GC is the writer's job.
+// snapshot.Options ReadOnly) collects nothing and returns at once: GC and
+// retention are the writer's job.
 func (s *Server) RunGCLoop(ctx context.Context, interval time.Duration) {
 	if s.db.ReadOnly() {
 		if interval > 0 {
@@ -60,10 +63,14 @@ func (s *Server) RunGCLoop(ctx context.Context, interval time.Duration) {
 		}
 		return
 	}
+	trimDone := make(chan struct{})
+	go func() { defer close(trimDone); s.runAuditTrimLoop(ctx) }()
+	defer func() { <-trimDone }()
 	gcLoop(ctx, interval, func(ctx context.Context) { _, _ = s.collectGarbage(ctx) })
 }
 
-// gcLoop calls collect every interval until ctx is done.
+// gcLoop calls collect every interval until ctx is done; interval <= 0
+// returns at once.
 func gcLoop(ctx context.Context, interval time.Duration, collect func(context.Context)) {
 	if interval <= 0 {
 		return

@@ -21,6 +21,7 @@ func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 			c.Error(err)
 		}
 		s.observe(c, rt, time.Since(start))
+		s.audit(c, rt)
 		return nil
 	}
 }

@@ -40,6 +40,8 @@ type Options struct {
 	// Partitions is this node's partition table of partitioned runs; nil
 	// when it has no transfer listener.
 	Partitions PartitionTable
+	// Audit configures the audit trail (audit.go).
+	Audit AuditOptions
 	// now is the clock for the version-age gauge; default time.Now.
 	now func() time.Time
 }
@@ -63,6 +65,7 @@ type Server struct {
 	transfer Transfer
 	// partitions is the partition table; nil without a transfer
 	partitions PartitionTable
+	trail      *auditTrail
 	now        func() time.Time
 	stopping   atomic.Bool
 	// byRoute holds the registered routes; read-only after New.
@@ -109,6 +112,7 @@ func New(opts Options) (*Server, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.trail = newAuditTrail(opts.Audit, s.log)
 	if s.gatherer == nil {
 		s.gatherer = prometheus.NewRegistry()
 	}
@@ -160,6 +164,8 @@ func (s *Server) newEcho() *echo.Echo {
 	e.GET("/openapi.json", s.openapiJSON)
 
 	v1 := e.Group("/v1")
+	v1.GET("/audit", s.listAudit)
+
 	v1.GET("/datasets", s.listDatasets)
 	v1.GET("/datasets/:dataset", s.getDataset)
 	v1.DELETE("/datasets/:dataset", s.dropDataset)

@@ -20,6 +20,9 @@ import (
 //	                                                    opaque to snapshot (verify.go)
 //	"s\x00rec\x00" + kind + "\x00" + name        "v"     a Record's value
 //	                                             "n"     a Record's counter (IncrementRecord; store.S8)
+//	"s\x00jnl\x00" + kind + "\x00" + rt (8 BE) + r (8) "v"   a journal entry's value (journal.go):
+//	                                                    rt = MaxUint64 - (UnixNano with its sign
+//	                                                    bit flipped), newest first; r random
 //
 // Format 1 (migrate.go reads it once): the dataset row held "cfg" (JSON
 // datasetConfig), "cur" (current version) and "exp" (expired ids), one row
@@ -46,6 +49,7 @@ var (
 	prefixDataset = []byte("s\x00ds\x00")
 	prefixVersion = []byte("s\x00ver\x00")
 	prefixRecord  = []byte("s\x00rec\x00")
+	prefixJournal = []byte("s\x00jnl\x00")
 	colState      = []byte("state")
 	colInfo       = []byte("info")
 	colDigest     = []byte("dgst")
@@ -89,6 +93,11 @@ func recordPrefix(kind string) []byte {
 }
 
 func recordKey(kind, name string) []byte { return append(recordPrefix(kind), name...) }
+
+func journalPrefix(kind string) []byte {
+	k := append(append([]byte{}, prefixJournal...), kind...)
+	return append(k, 0)
+}
 
 func dataTable(dataset string, p int) string    { return "r/" + dataset + "/" + strconv.Itoa(p) }
 func columnTable(dataset string, p int) string  { return "d/" + dataset + "/" + strconv.Itoa(p) }

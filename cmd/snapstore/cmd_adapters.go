@@ -35,6 +35,7 @@ type adapterView struct {
 	RunOnStart      bool                `json:"run_on_start"`
 	EmbedJSON       bool                `json:"embed_json"`
 	CommitUnchanged bool                `json:"commit_unchanged"`
+	AuditReads      bool                `json:"audit_reads"`
 	Strategy        string              `json:"strategy"`
 	Owner           string              `json:"owner"`
 	SingleNode      string              `json:"single_node"`
@@ -132,6 +133,7 @@ func adaptersShow(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			"retention", fmt.Sprintf("ttl %s, min versions %d", ttlText(a.Retention.TTL), a.Retention.MinVersions),
 			"guard", fmt.Sprintf("allow empty %v, max shrink %g", a.Guard.AllowEmpty, a.Guard.MaxShrink),
 			"retries", retry, "run on start", fmt.Sprint(a.RunOnStart), "embed json", fmt.Sprint(a.EmbedJSON), "commit unchanged", fmt.Sprint(a.CommitUnchanged),
+			"audit reads", fmt.Sprint(a.AuditReads),
 			"defined in", fmt.Sprintf("%s (revision %d, updated %s)", a.Source, a.Revision, timeText(&a.UpdatedAt))})...)
 	})
 }

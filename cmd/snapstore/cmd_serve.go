@@ -58,6 +58,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	log := newLogger(cfg, stderr)
+	cfg.auditOut = stderr
 	for _, name := range cfg.unknownEnv {
 		secret := cfg.Secrets.EnvPrefix != "" && strings.HasPrefix(name, cfg.Secrets.EnvPrefix)
 		if !strings.HasPrefix(name, "SNAPSTORE_TEST_") && !slices.Contains(flagEnv, name) && !secret {
@@ -158,6 +159,7 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 		Cluster:      view,
 		Transfer:     xferView,
 		Partitions:   partsView,
+		Audit:        cfg.Audit.options(cfg.auditOut, log),
 	})
 	if err != nil {
 		return errors.Join(err, stk.close(context.Background()))

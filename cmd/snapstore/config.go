@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -56,7 +57,12 @@ type Config struct {
 	// Secrets bounds the secret references of connections defined
 	// through the API.
 	Secrets SecretsConfig `yaml:"secrets"`
+	// Audit configures the audit trail (docs/security.md).
+	Audit AuditConfig `yaml:"audit"`
 
+	// auditOut receives the audit trail's JSON lines (cmdServe sets
+	// stderr); nil: the logger serve is given.
+	auditOut io.Writer
 	// unknownEnv lists SNAPSTORE_* variables that name no key.
 	unknownEnv []string
 	// lines maps a key path (adapters[0].schedule) to its line in the
@@ -149,6 +155,38 @@ func (c *Config) secretRefLimits() adapters.SecretRefLimits {
 	return adapters.SecretRefLimits{FileDirs: c.Secrets.FileDirs, EnvPrefix: c.Secrets.EnvPrefix}
 }
 
+// AuditConfig configures the audit trail (server.AuditOptions).
+type AuditConfig struct {
+	// Retention is how long entries are kept; default 2160h (90 days).
+	Retention time.Duration `yaml:"retention"`
+	// TrustedProxies are the addresses or CIDR prefixes of the proxies
+	// whose X-Forwarded-For header names the client; default none.
+	TrustedProxies []string `yaml:"trusted_proxies"`
+}
+
+// options returns the server's audit options: entries logged as JSON
+// lines to out, or by log when out is nil.
+func (a AuditConfig) options(out io.Writer, log *slog.Logger) server.AuditOptions {
+	o := server.AuditOptions{Retention: a.Retention, Logger: log}
+	if out != nil {
+		o.Logger = slog.New(slog.NewJSONHandler(out, nil))
+	}
+	for _, p := range a.TrustedProxies {
+		if pr, err := parsePrefix(p); err == nil {
+			o.TrustedProxies = append(o.TrustedProxies, pr)
+		}
+	}
+	return o
+}
+
+// parsePrefix reads an address (one host) or a CIDR prefix.
+func parsePrefix(s string) (netip.Prefix, error) {
+	if a, err := netip.ParseAddr(s); err == nil {
+		return netip.PrefixFrom(a, a.BitLen()), nil
+	}
+	return netip.ParsePrefix(s)
+}
+
 // SnapshotConfig tunes package snapshot.
 type SnapshotConfig struct {
 	// Partitions is the number of hash partitions of new datasets; default 1.
@@ -187,6 +225,9 @@ type AdapterConfig struct {
 	RunOnStart bool `yaml:"run_on_start"`
 	// EmbedJSON serves JSON columns as the documents; default false.
 	EmbedJSON bool `yaml:"embed_json"`
+	// AuditReads records every request reading the dataset's rows in the
+	// audit trail; default false.
+	AuditReads bool `yaml:"audit_reads"`
 	// CommitUnchanged commits a version even when nothing changed;
 	// default false (the current version is recorded verified).
 	CommitUnchanged bool `yaml:"commit_unchanged"`
@@ -235,6 +276,7 @@ func defaultConfig() Config {
 		Snapshot:        SnapshotConfig{Partitions: 1},
 		ShutdownTimeout: DefaultShutdownTimeout,
 		GCInterval:      DefaultGCInterval,
+		Audit:           AuditConfig{Retention: server.DefaultAuditRetention},
 		Cluster:         defaultClusterConfig(),
 	}
 }
@@ -331,6 +373,14 @@ func (c *Config) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		bad("shutdown_timeout", "must be positive")
+	}
+	if c.Audit.Retention <= 0 {
+		bad("audit.retention", "must be positive (default 2160h, 90 days)")
+	}
+	for i, p := range c.Audit.TrustedProxies {
+		if _, err := parsePrefix(p); err != nil {
+			bad(fmt.Sprintf("audit.trusted_proxies[%d]", i), "want an IP address or a CIDR prefix (10.0.0.0/8), got %q", p)
+		}
 	}
 	if c.GCInterval < 0 {
 		bad("gc_interval", "must not be negative")
@@ -500,6 +550,7 @@ func (c *Config) adapterSpecs() []adapters.AdapterSpec {
 			RetryBackoff:        a.RetryBackoff,
 			RunOnStart:          a.RunOnStart,
 			EmbedJSON:           a.EmbedJSON,
+			AuditReads:          a.AuditReads,
 			CommitUnchanged:     a.CommitUnchanged,
 			Strategy:            adapters.Strategy(a.Strategy),
 			TransferCompression: a.TransferCompression,

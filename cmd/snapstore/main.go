@@ -111,6 +111,7 @@ var commands = []commandInfo{
 	{"adapters", cmdAdapters, "list|show|create|delete|run", "adapters, from a YAML file of the config file's keys", groupRuns},
 	{"connections", cmdConnections, "list|show|create|delete|test|resources", "data connections; test one; its tables", groupRuns},
 	{"cluster", cmdCluster, "nodes|backlog|drain|resume|forget|keys|keygen", "the cluster: members, what waits to be sent, drain, forget, gossip keys", groupOther},
+	{"audit", cmdAudit, "", "the audit trail: who changed, was refused, read what (--since, --actor, --action)", groupOther},
 	{"cert", cmdCert, "ca|node DIR", "a cluster CA; a node certificate for the transfer between nodes", groupOther},
 	{"hbase", cmdHBase, "drop-table", "delete the HBase table of a config and everything in it (asks first)", groupOther},
 	{"sqlite", cmdSQLite, "FILE [SQL]", "run SQL (argument or stdin) against a SQLite file, e.g. the sample source", groupOther},
