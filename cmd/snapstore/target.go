@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/snapstore/snapstore/store/hbase"
 	"io"
 	"net"
 	"net/http"
@@ -13,10 +12,12 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/snapstore/snapstore/config"
+	"github.com/snapstore/snapstore/daemon"
 	"github.com/snapstore/snapstore/server"
+	"github.com/snapstore/snapstore/store/hbase"
 )
 
 // target is where a client command runs, picked by openTarget: a server,
@@ -26,9 +27,9 @@ import (
 // errors, and each command is written once.
 type target struct {
 	api *apiClient
-	cfg *Config
+	cfg *config.Config
 	// local is the opened data directory; nil for a server.
-	local *stack
+	local *daemon.Stack
 	// where names the target in messages: "the server at URL", "the data
 	// directory DIR".
 	where string
@@ -89,12 +90,12 @@ func openTarget(ctx context.Context, cf *commonFlags, stderr io.Writer) (*target
 		fmt.Fprintf(stderr, "snapstore: using the server at %s (--server URL or --data DIR to choose)\n", u)
 		return remoteTarget(cfg, u, cf.token), nil
 	}
-	fmt.Fprintf(stderr, "snapstore: no server at %s; using %s (--server URL or --data DIR to choose)\n", u, cfg.storageText())
+	fmt.Fprintf(stderr, "snapstore: no server at %s; using %s (--server URL or --data DIR to choose)\n", u, storageText(cfg))
 	return openLocal(ctx, cfg, stderr)
 }
 
 // remoteTarget is the server at u.
-func remoteTarget(cfg *Config, u *url.URL, token string) *target {
+func remoteTarget(cfg *config.Config, u *url.URL, token string) *target {
 	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	return &target{
 		api:   &apiClient{base: u, token: token, hc: hc},
@@ -128,7 +129,7 @@ func snapstoreAnswers(ctx context.Context, u *url.URL) bool {
 
 // storageText names the storage a client command opens in this process:
 // "the data directory ./data", or with HBase its table and gateway.
-func (c *Config) storageText() string {
+func storageText(c *config.Config) string {
 	if c.Storage.Backend == "hbase" {
 		h := hbase.Options{Addr: c.Storage.HBase.Thrift, Namespace: c.Storage.HBase.Namespace, Table: c.Storage.HBase.Table}
 		h.EnsureDefaults()
@@ -140,26 +141,25 @@ func (c *Config) storageText() string {
 // openLocal opens cfg's data directory in this process (without the
 // scheduler: no run starts on its own) and serves the API over a pipe. A
 // data directory that a server holds is exit code 3, naming --server.
-func openLocal(ctx context.Context, cfg *Config, stderr io.Writer) (*target, error) {
+func openLocal(ctx context.Context, cfg *config.Config, stderr io.Writer) (*target, error) {
 	lcfg := *cfg
 	if lcfg.Log.Level == "info" {
 		lcfg.Log.Level = "warn" // the command's output is what the user reads
 	}
-	log := newLogger(&lcfg, stderr)
-	stk, err := openStack(ctx, &lcfg, log, nil, false)
+	log := lcfg.NewLogger(stderr)
+	stk, err := daemon.OpenStack(ctx, &lcfg, log, nil, false)
 	if err != nil {
-		var ee *exitError
-		if errors.As(err, &ee) {
-			return nil, err
+		if ce := configExit(err); ce != err {
+			return nil, ce
 		}
-		if dirLocked(err) {
+		if daemon.DirLocked(err) {
 			return nil, &exitError{code: exitUnreachable, err: fmt.Errorf("%w: give --server URL to ask it", err)}
 		}
-		return nil, &exitError{code: exitUnreachable, err: fmt.Errorf("opening %s: %w", cfg.storageText(), err)}
+		return nil, &exitError{code: exitUnreachable, err: fmt.Errorf("opening %s: %w", storageText(cfg), err)}
 	}
-	srv, err := server.New(server.Options{DB: stk.db, Adapters: stk.svc, Logger: log, BuildVersion: buildVersion()})
+	srv, err := server.New(server.Options{DB: stk.DB, Adapters: stk.Adapters, Logger: log, BuildVersion: buildVersion()})
 	if err != nil {
-		return nil, errors.Join(err, stk.close(context.Background()))
+		return nil, errors.Join(err, stk.Close(context.Background()))
 	}
 	pl := newPipeListener()
 	hs := &http.Server{Handler: srv.Handler(), ErrorLog: nil}
@@ -171,7 +171,7 @@ func openLocal(ctx context.Context, cfg *Config, stderr io.Writer) (*target, err
 		api:   &apiClient{base: u, hc: &http.Client{Transport: tr}, local: true},
 		cfg:   cfg,
 		local: stk,
-		where: cfg.storageText(),
+		where: storageText(cfg),
 	}
 	t.stop = func() error {
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -179,15 +179,9 @@ func openLocal(ctx context.Context, cfg *Config, stderr io.Writer) (*target, err
 		tr.CloseIdleConnections()
 		err := hs.Shutdown(sctx)
 		<-served
-		return errors.Join(err, stk.close(sctx))
+		return errors.Join(err, stk.Close(sctx))
 	}
 	return t, nil
-}
-
-// dirLocked reports an error of a data directory another process (or
-// this one) holds: Pebble's lock file.
-func dirLocked(err error) bool {
-	return errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) || strings.Contains(err.Error(), "lock held")
 }
 
 // pipeListener is a net.Listener of in-memory connections (net.Pipe): the

@@ -30,9 +30,11 @@ var layer = map[string]int{
 	"adapters": 3,
 	"cluster":  4,
 	"server":   4,
-	"cmd":      5,
-	"tests":    6,
-	"internal": 6,
+	"config":   5,
+	"daemon":   6,
+	"cmd":      7,
+	"tests":    8,
+	"internal": 8,
 }
 
 // forbidden lists imports that only some top-level packages may use outside

@@ -1,4 +1,9 @@
-package main
+// Package config is the configuration of the snapstore binary: its schema
+// and defaults, reading it from a YAML file, SNAPSTORE_* variables and
+// flags, and its validation, which names every offending key at once
+// (after Prometheus's config/config.go and etcd's server/embed/config.go).
+// docs/config.md documents every key.
+package config
 
 import (
 	"errors"
@@ -18,7 +23,7 @@ import (
 // Config is the whole configuration of the snapstore binary. Sources, in
 // increasing precedence: the defaults below, the YAML file given with
 // --config, SNAPSTORE_* environment variables (see applyEnv), and flags;
-// loadConfig (configdecode.go) reads them in that order.
+// Load (load.go) reads them in that order.
 // docs/config.md documents every key; docs/snapstore.sample.yaml is an
 // annotated example.
 type Config struct {
@@ -47,7 +52,7 @@ type Config struct {
 	Connections []ConnectionConfig `yaml:"connections"`
 	// Adapters are adapters defined in the file.
 	Adapters []AdapterConfig `yaml:"adapters"`
-	// Cluster makes this node a member of a cluster (cluster.go); with no
+	// Cluster makes this node a member of a cluster; with no
 	// cluster.bind the node runs alone and starts no serf.
 	Cluster ClusterConfig `yaml:"cluster"`
 
@@ -201,9 +206,9 @@ const (
 	DefaultGCInterval      = time.Hour
 )
 
-// defaultConfig returns the embedded defaults: Pebble in ./data, loopback
+// Default returns the embedded defaults: Pebble in ./data, loopback
 // listen, info logs as text.
-func defaultConfig() Config {
+func Default() Config {
 	return Config{
 		Data:            DefaultData,
 		Listen:          DefaultListen,
@@ -212,52 +217,63 @@ func defaultConfig() Config {
 		Snapshot:        SnapshotConfig{Partitions: 1},
 		ShutdownTimeout: DefaultShutdownTimeout,
 		GCInterval:      DefaultGCInterval,
-		Cluster:         defaultClusterConfig(),
+		Cluster:         defaultCluster(),
 	}
 }
 
-// configError is a problem with one configuration key.
-type configError struct {
-	key  string
-	line int    // 0 when not from the file
-	env  string // the variable that set the key, if one did
-	msg  string
-	err  error // the adapters error, for errors.Is; may be nil
+// KeyError is a problem with one configuration key, or with keys of one
+// section that only make sense together (Key is then a list such as
+// "cluster.transfer.ca_file, cert_file, key_file").
+type KeyError struct {
+	Key  string
+	Line int    // 0 when not from the file
+	Env  string // the variable that set the key, if one did
+	// Msg says what is wrong; when empty, Err does.
+	Msg string
+	Err error // the cause, for errors.Is; may be nil
 }
 
-func (e *configError) Error() string {
+func (e *KeyError) Error() string {
+	what := "config key " + e.Key
+	if strings.Contains(e.Key, ", ") {
+		what = "config keys " + e.Key
+	}
+	msg := e.Msg
+	if msg == "" && e.Err != nil {
+		msg = e.Err.Error()
+	}
 	switch {
-	case e.env != "":
-		return fmt.Sprintf("config key %s (from environment variable %s): %s", e.key, e.env, e.msg)
-	case e.line > 0:
-		return fmt.Sprintf("config key %s (line %d): %s", e.key, e.line, e.msg)
+	case e.Env != "":
+		return fmt.Sprintf("%s (from environment variable %s): %s", what, e.Env, msg)
+	case e.Line > 0:
+		return fmt.Sprintf("%s (line %d): %s", what, e.Line, msg)
 	}
-	return fmt.Sprintf("config key %s: %s", e.key, e.msg)
+	return fmt.Sprintf("%s: %s", what, msg)
 }
 
-func (e *configError) Unwrap() error { return e.err }
+func (e *KeyError) Unwrap() error { return e.Err }
 
 // keyError is a problem with key, placed by the variable that set it or
 // its line in the file (the nearest enclosing key's line when the key
 // itself is absent, as a missing adapters[0].resource is).
-func (c *Config) keyError(key, msg string) *configError {
-	e := &configError{key: key, msg: msg}
+func (c *Config) keyError(key, msg string) *KeyError {
+	e := &KeyError{Key: key, Msg: msg}
 	if v, ok := c.envKeys[key]; ok {
-		e.env = v
+		e.Env = v
 		return e
 	}
-	for k := key; k != ""; k = parentKey(k) {
+	for k := key; k != ""; k = ParentKey(k) {
 		if l, ok := c.lines[k]; ok {
-			e.line = l
+			e.Line = l
 			break
 		}
 	}
 	return e
 }
 
-// parentKey drops the last element of a key path: a.b[2].c -> a.b[2] ->
+// ParentKey drops the last element of a key path: a.b[2].c -> a.b[2] ->
 // a.b -> a -> "".
-func parentKey(k string) string {
+func ParentKey(k string) string {
 	i := strings.LastIndexAny(k, ".[")
 	if i < 0 {
 		return ""
@@ -331,14 +347,14 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateCluster()...)
 	// Connections and adapters: the adapters package's own checks, every
 	// problem at once, before anything is opened.
-	for _, err := range adapters.ValidateConfig(c.connectionSpecs(), c.adapterSpecs()) {
+	for _, err := range adapters.ValidateConfig(c.ConnectionSpecs(), c.AdapterSpecs()) {
 		var oe *adapters.OptionError
 		if !errors.As(err, &oe) {
 			errs = append(errs, err)
 			continue
 		}
 		ce := c.keyError(oe.Key, oe.Msg)
-		ce.err = err
+		ce.Err = err
 		errs = append(errs, ce)
 	}
 	return errors.Join(errs...)
@@ -370,13 +386,13 @@ func resolveSecret(v string) (string, error) {
 	return v, nil
 }
 
-// checkServe checks what serve alone needs, for the same report as
+// CheckServe checks what serve alone needs, for the same report as
 // Validate (loadServeConfig): every token reference resolves (env:NAME is
 // set, file:/path is readable and not empty), no two tokens are equal,
 // and with no tokens the listen address is loopback (server.CheckListen).
 // It returns the resolved tokens. The client commands skip it: they need
 // neither the server's tokens nor its listen policy.
-func (c *Config) checkServe() ([]server.Token, []error) {
+func (c *Config) CheckServe() ([]server.Token, []error) {
 	var out []server.Token
 	var errs []error
 	seen := map[string]int{}
@@ -411,8 +427,8 @@ func (c *Config) checkServe() ([]server.Token, []error) {
 	return out, errs
 }
 
-// connectionSpecs converts the file's connections.
-func (c *Config) connectionSpecs() []adapters.ConnectionSpec {
+// ConnectionSpecs converts the file's connections.
+func (c *Config) ConnectionSpecs() []adapters.ConnectionSpec {
 	var out []adapters.ConnectionSpec
 	for _, cc := range c.Connections {
 		out = append(out, adapters.ConnectionSpec{Name: cc.Name, Type: cc.Type, Sharing: adapters.Sharing(cc.Sharing), Options: cc.Options})
@@ -420,8 +436,8 @@ func (c *Config) connectionSpecs() []adapters.ConnectionSpec {
 	return out
 }
 
-// adapterSpecs converts the file's adapters.
-func (c *Config) adapterSpecs() []adapters.AdapterSpec {
+// AdapterSpecs converts the file's adapters.
+func (c *Config) AdapterSpecs() []adapters.AdapterSpec {
 	var out []adapters.AdapterSpec
 	for _, a := range c.Adapters {
 		out = append(out, adapters.AdapterSpec{
@@ -446,24 +462,17 @@ func (c *Config) adapterSpecs() []adapters.AdapterSpec {
 	return out
 }
 
-// configOptionError marks an *adapters.OptionError that adapters.New
-// reported for a file definition (its Key is already prefixed, e.g.
-// "connections[0].options.port") as a configuration error.
-func configOptionError(err error) error {
-	var oe *adapters.OptionError
-	if !errors.As(err, &oe) {
-		return err
-	}
-	return fmt.Errorf("config: %w", err)
-}
-
-// newLogger builds the slog logger of the configuration, writing to w.
-func newLogger(cfg *Config, w io.Writer) *slog.Logger {
+// NewLogger builds the slog logger of the configuration, writing to w.
+func (c *Config) NewLogger(w io.Writer) *slog.Logger {
 	var lvl slog.Level
-	_ = lvl.UnmarshalText([]byte(strings.ToUpper(cfg.Log.Level)))
+	_ = lvl.UnmarshalText([]byte(strings.ToUpper(c.Log.Level)))
 	opts := &slog.HandlerOptions{Level: lvl}
-	if cfg.Log.Format == "json" {
+	if c.Log.Format == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
 }
+
+// UnknownEnv lists the SNAPSTORE_* variables Load saw that name no key:
+// serve warns of them (the scripts and tests set variables of their own).
+func (c *Config) UnknownEnv() []string { return c.unknownEnv }
