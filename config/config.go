@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/server"
-	"github.com/snapstore/snapstore/snapshot"
 )
 
 // Config is the whole configuration of the snapstore binary. Sources, in
@@ -49,9 +49,9 @@ type Config struct {
 	GCInterval time.Duration `yaml:"gc_interval"`
 	// Connections are data connections defined in the file (read-only
 	// through the API; a file definition wins over an API one).
-	Connections []ConnectionConfig `yaml:"connections"`
+	Connections []api.Connection `yaml:"connections"`
 	// Adapters are adapters defined in the file.
-	Adapters []AdapterConfig `yaml:"adapters"`
+	Adapters []api.Adapter `yaml:"adapters"`
 	// Cluster makes this node a member of a cluster; with no
 	// cluster.bind the node runs alone and starts no serf.
 	Cluster ClusterConfig `yaml:"cluster"`
@@ -135,67 +135,6 @@ type TokenConfig struct {
 type SnapshotConfig struct {
 	// Partitions is the number of hash partitions of new datasets; default 1.
 	Partitions int `yaml:"partitions"`
-}
-
-// ConnectionConfig is adapters.ConnectionSpec in the file.
-type ConnectionConfig struct {
-	Name string `yaml:"name"`
-	// Type is the connector: mysql or sqlite.
-	Type string `yaml:"type"`
-	// Sharing is shared (default), pooled or single-use.
-	Sharing string `yaml:"sharing"`
-	// Options are the connector's options; secrets may be "env:NAME" or
-	// "file:/path".
-	Options map[string]any `yaml:"options"`
-}
-
-// AdapterConfig is adapters.AdapterSpec in the file.
-type AdapterConfig struct {
-	Name       string   `yaml:"name"`
-	Connection string   `yaml:"connection"`
-	Resource   string   `yaml:"resource"`
-	Dataset    string   `yaml:"dataset"`
-	KeyColumns []string `yaml:"key_columns"`
-	// Schedule is a cron spec (5 fields, optional seconds, CRON_TZ=,
-	// @every 30s, @hourly); empty for manual runs only.
-	Schedule  string          `yaml:"schedule"`
-	Retention RetentionConfig `yaml:"retention"`
-	Guard     GuardConfig     `yaml:"guard"`
-	// Retries is how many times a failed scheduled run is retried.
-	Retries int `yaml:"retries"`
-	// RetryBackoff is the first retry's delay, doubled each retry.
-	RetryBackoff time.Duration `yaml:"retry_backoff"`
-	// RunOnStart runs the adapter once when serve starts; default false.
-	RunOnStart bool `yaml:"run_on_start"`
-	// EmbedJSON serves JSON columns as the documents; default false.
-	EmbedJSON bool `yaml:"embed_json"`
-	// CommitUnchanged commits a version even when nothing changed;
-	// default false (the current version is recorded verified).
-	CommitUnchanged bool `yaml:"commit_unchanged"`
-	// Strategy is where the runs happen in a cluster: local (default),
-	// round-robin, single-node or partition-by-key.
-	Strategy string `yaml:"strategy"`
-	// TransferCompression is what a partition-by-key run's rows between
-	// nodes compress: none (default), metadata or all.
-	TransferCompression string `yaml:"transfer_compression"`
-	// PartitionKey names the columns that place a partition-by-key run's
-	// rows on nodes; default the key columns.
-	PartitionKey []string `yaml:"partition_key"`
-}
-
-// RetentionConfig is snapshot.Retention in the file.
-type RetentionConfig struct {
-	// TTL keeps versions younger than this; 0 keeps all.
-	TTL time.Duration `yaml:"ttl"`
-	// MinVersions is the number of newest versions always kept.
-	MinVersions int `yaml:"min_versions"`
-}
-
-// GuardConfig is snapshot.Guard in the file.
-type GuardConfig struct {
-	AllowEmpty bool `yaml:"allow_empty"`
-	// MaxShrink is the largest fraction (0..1) of rows a run may delete.
-	MaxShrink float64 `yaml:"max_shrink"`
 }
 
 // Defaults of the configuration.
@@ -431,7 +370,7 @@ func (c *Config) CheckServe() ([]server.Token, []error) {
 func (c *Config) ConnectionSpecs() []adapters.ConnectionSpec {
 	var out []adapters.ConnectionSpec
 	for _, cc := range c.Connections {
-		out = append(out, adapters.ConnectionSpec{Name: cc.Name, Type: cc.Type, Sharing: adapters.Sharing(cc.Sharing), Options: cc.Options})
+		out = append(out, adapters.ConnectionSpecOf(cc))
 	}
 	return out
 }
@@ -440,24 +379,7 @@ func (c *Config) ConnectionSpecs() []adapters.ConnectionSpec {
 func (c *Config) AdapterSpecs() []adapters.AdapterSpec {
 	var out []adapters.AdapterSpec
 	for _, a := range c.Adapters {
-		out = append(out, adapters.AdapterSpec{
-			Name:                a.Name,
-			Connection:          a.Connection,
-			Resource:            a.Resource,
-			Dataset:             a.Dataset,
-			KeyColumns:          a.KeyColumns,
-			Schedule:            a.Schedule,
-			Retention:           snapshot.Retention{TTL: a.Retention.TTL, MinVersions: a.Retention.MinVersions},
-			Guard:               snapshot.Guard{AllowEmpty: a.Guard.AllowEmpty, MaxShrink: a.Guard.MaxShrink},
-			Retries:             a.Retries,
-			RetryBackoff:        a.RetryBackoff,
-			RunOnStart:          a.RunOnStart,
-			EmbedJSON:           a.EmbedJSON,
-			CommitUnchanged:     a.CommitUnchanged,
-			Strategy:            adapters.Strategy(a.Strategy),
-			TransferCompression: a.TransferCompression,
-			PartitionKey:        a.PartitionKey,
-		})
+		out = append(out, adapters.AdapterSpecOf(a))
 	}
 	return out
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/snapstore/snapstore/api"
 )
 
 func TestConfig_DefaultsAreValid(t *testing.T) {
@@ -23,8 +25,8 @@ func TestConfig_ValidateNamesKeys(t *testing.T) {
 	cfg.Storage.Backend = "hbase"
 	cfg.Log.Level = "loud"
 	cfg.Auth.Tokens = []TokenConfig{{Name: "x", Token: "t", Role: "root"}}
-	cfg.Connections = []ConnectionConfig{{Name: "c", Type: "sqlite"}, {Name: "c", Type: "sqlite", Sharing: "sometimes"}}
-	cfg.Adapters = []AdapterConfig{{Name: "a", Connection: "c", Resource: "t", Schedule: "every tuesday"}, {Name: "b", Guard: GuardConfig{MaxShrink: 2}}}
+	cfg.Connections = []api.Connection{{Name: "c", Type: "sqlite"}, {Name: "c", Type: "sqlite", Sharing: "sometimes"}}
+	cfg.Adapters = []api.Adapter{{Name: "a", Connection: "c", Resource: "t", Schedule: "every tuesday"}, {Name: "b", Guard: api.Guard{MaxShrink: 2}}}
 	err := cfg.Validate()
 	if err == nil {
 		t.Fatal("bad config accepted")

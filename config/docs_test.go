@@ -19,7 +19,7 @@ func configKeys(t reflect.Type, prefix string) []string {
 		key := prefix + k
 		ft := t.Field(i).Type
 		switch {
-		case ft.Kind() == reflect.Struct && ft != durationType:
+		case ft.Kind() == reflect.Struct && !isDuration(ft):
 			keys = append(keys, configKeys(ft, key+".")...)
 		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
 			keys = append(keys, configKeys(ft.Elem(), key+"[].")...)

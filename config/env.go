@@ -65,7 +65,7 @@ var errNoSuchKey = errors.New("no such configuration key")
 // *key.
 func setEnv(v reflect.Value, rest, val, path string, key *string) error {
 	switch {
-	case v.Type() == durationType || (v.Kind() != reflect.Struct && v.Kind() != reflect.Map && (v.Kind() != reflect.Slice || v.Type().Elem().Kind() == reflect.String)):
+	case isDuration(v.Type()) || (v.Kind() != reflect.Struct && v.Kind() != reflect.Map && (v.Kind() != reflect.Slice || v.Type().Elem().Kind() == reflect.String)):
 		if rest != "" {
 			return fmt.Errorf("%s has no key %s: %w", path, rest, errNoSuchKey)
 		}
@@ -126,7 +126,7 @@ func setScalar(v reflect.Value, val, path string) error {
 		return &KeyError{Key: path, Msg: fmt.Sprintf("want %s, got %q", kindName(v.Type()), val)}
 	}
 	switch {
-	case v.Type() == durationType:
+	case isDuration(v.Type()):
 		d, ok := parseDuration(val)
 		if !ok {
 			return &KeyError{Key: path, Msg: fmt.Sprintf("want a duration such as 30s, got %q", val)}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/server"
 	"go.yaml.in/yaml/v4"
 )
@@ -186,9 +187,14 @@ func decodeYAML(data []byte, cfg *Config) error {
 // Types that decodeNode and setEnv do not decode by kind: a duration is
 // text ("30s"), and "storage: pebble" is short for a StorageConfig.
 var (
-	durationType = reflect.TypeOf(time.Duration(0))
-	storageType  = reflect.TypeOf(StorageConfig{})
+	durationType    = reflect.TypeOf(time.Duration(0))
+	apiDurationType = reflect.TypeOf(api.Duration(0))
+	storageType     = reflect.TypeOf(StorageConfig{})
 )
+
+// isDuration reports whether t is a duration of the file: time.Duration or
+// the wire schema's api.Duration.
+func isDuration(t reflect.Type) bool { return t == durationType || t == apiDurationType }
 
 // decodeNode decodes n into v, naming every bad key by its dotted path
 // (adapters[0].schedule).
@@ -210,7 +216,7 @@ func decodeNode(n *yaml.Node, v reflect.Value, path string, errs *[]error, lines
 	case v.Type() == storageType && n.Kind == yaml.ScalarNode:
 		// Shorthand: "storage: pebble" sets storage.backend.
 		v.FieldByName("Backend").SetString(n.Value)
-	case v.Type() == durationType:
+	case isDuration(v.Type()):
 		if n.Kind != yaml.ScalarNode {
 			bad("want a duration such as 30s or 24h")
 			return

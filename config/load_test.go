@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/snapstore/snapstore/api"
 )
 
 func TestConfig_FileDecodes(t *testing.T) {
@@ -93,8 +95,8 @@ func TestConfig_StorageShorthand(t *testing.T) {
 
 func TestConfig_Env(t *testing.T) {
 	cfg := Default()
-	cfg.Connections = []ConnectionConfig{{Name: "db", Type: "mysql", Options: map[string]any{"host": "h"}}}
-	cfg.Adapters = []AdapterConfig{{Name: "a", Connection: "db", Resource: "t"}}
+	cfg.Connections = []api.Connection{{Name: "db", Type: "mysql", Options: map[string]any{"host": "h"}}}
+	cfg.Adapters = []api.Adapter{{Name: "a", Connection: "db", Resource: "t"}}
 	unknown, err := applyEnv(&cfg, []string{
 		"SNAPSTORE_LISTEN=127.0.0.1:7000",
 		"SNAPSTORE_STORAGE_BACKEND=hbase",

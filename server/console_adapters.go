@@ -6,10 +6,9 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/snapstore/snapstore/adapters"
-	"github.com/snapstore/snapstore/snapshot"
+	"github.com/snapstore/snapstore/api"
 )
 
 // The adapter pages: the list with schedules and last runs, the create
@@ -120,12 +119,12 @@ func adapterFieldsOf(r *http.Request) adapterFields {
 	}
 }
 
-// spec converts the form to an adapter spec through the API's wire form
-// (adapterJSON.spec), so both paths apply the same conversion. Errors
+// spec converts the form to an adapter spec through the wire schema
+// (api.Adapter), so both paths apply the same conversion. Errors
 // name the field as the API would ("body.retention.ttl").
 func (f adapterFields) spec() (adapters.AdapterSpec, error) {
-	in := adapterJSON{Name: f.Name, Connection: f.Connection, Resource: f.Resource, Dataset: f.Dataset, Schedule: f.Schedule,
-		Guard: snapshot.Guard{AllowEmpty: f.AllowEmpty}, RunOnStart: f.RunOnStart, Strategy: f.Strategy,
+	in := api.Adapter{Name: f.Name, Connection: f.Connection, Resource: f.Resource, Dataset: f.Dataset, Schedule: f.Schedule,
+		Guard: api.Guard{AllowEmpty: f.AllowEmpty}, RunOnStart: f.RunOnStart, Strategy: f.Strategy,
 		EmbedJSON: f.EmbedJSON, CommitUnchanged: f.CommitUnchanged,
 		TransferCompression: f.TransferCompression}
 	in.KeyColumns = columnList(f.KeyColumns)
@@ -153,20 +152,17 @@ func (f adapterFields) spec() (adapters.AdapterSpec, error) {
 	if in.Name == "" {
 		return adapters.AdapterSpec{}, badField("body.name", "give the adapter a name")
 	}
-	return in.spec(), nil
+	return adapters.AdapterSpecOf(in), nil
 }
 
 // formDuration reads a duration field as the API does: Go duration text,
 // "" or "0" for none, never negative.
-func formDuration(field, s string) (duration, error) {
-	if s == "" || s == "0" {
-		return 0, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
+func formDuration(field, s string) (api.Duration, error) {
+	d, ok := api.ParseDuration(s)
+	if !ok {
 		return 0, badField(field, "want a duration such as 90s or 36h, got %q", s)
 	}
-	return duration(d), nil
+	return d, nil
 }
 
 // formInt reads an integer field within [lo, hi]; "" is 0.

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/config"
 	"github.com/snapstore/snapstore/daemon"
 	"github.com/snapstore/snapstore/server"
@@ -47,8 +48,8 @@ func startServe(t *testing.T, bigRows int, tokens []server.Token) (string, *conf
 	cfg.Data = filepath.Join(dir, "data")
 	cfg.Listen = "127.0.0.1:0"
 	cfg.ShutdownTimeout = 20 * time.Second
-	cfg.Connections = []config.ConnectionConfig{{Name: "src", Type: "sqlite", Options: map[string]any{"path": srcPath}}}
-	cfg.Adapters = []config.AdapterConfig{
+	cfg.Connections = []api.Connection{{Name: "src", Type: "sqlite", Options: map[string]any{"path": srcPath}}}
+	cfg.Adapters = []api.Adapter{
 		{Name: "products", Connection: "src", Resource: "products"},
 		{Name: "big", Connection: "src", Resource: "big"},
 	}

@@ -24,17 +24,18 @@ const module = "github.com/snapstore/snapstore/"
 // strictly lower layer (and its own subpackages), as docs/architecture.md
 // draws them.
 var layer = map[string]int{
-	"store":    0,
-	"txn":      1,
-	"snapshot": 2,
-	"adapters": 3,
-	"cluster":  4,
-	"server":   4,
-	"config":   5,
-	"daemon":   6,
-	"cmd":      7,
-	"tests":    8,
-	"internal": 8,
+	"api":      0,
+	"store":    1,
+	"txn":      2,
+	"snapshot": 3,
+	"adapters": 4,
+	"cluster":  5,
+	"server":   5,
+	"config":   6,
+	"daemon":   7,
+	"cmd":      8,
+	"tests":    9,
+	"internal": 9,
 }
 
 // forbidden lists imports that only some top-level packages may use outside
