@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/snapstore/snapstore/api"
 )
 
 // Secret is a secret option value (a password, a DSN with a password), as
@@ -186,7 +188,7 @@ func (e *scrubbedError) Unwrap() error { return e.err }
 // refused with an *OptionError rather than stored as a password. spec is
 // returned with the previous secrets filled in; its Options map is copied,
 // never modified.
-func keepRedactedSecrets(spec ConnectionSpec, old *connDef) (ConnectionSpec, error) {
+func keepRedactedSecrets(spec api.Connection, old *connDef) (api.Connection, error) {
 	c, err := lookupConnector(spec.Type)
 	if err != nil {
 		return spec, nil // parseConnection reports the unknown type

@@ -286,7 +286,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateCluster()...)
 	// Connections and adapters: the adapters package's own checks, every
 	// problem at once, before anything is opened.
-	for _, err := range adapters.ValidateConfig(c.ConnectionSpecs(), c.AdapterSpecs()) {
+	for _, err := range adapters.ValidateConfig(c.Connections, c.Adapters) {
 		var oe *adapters.OptionError
 		if !errors.As(err, &oe) {
 			errs = append(errs, err)
@@ -364,24 +364,6 @@ func (c *Config) CheckServe() ([]server.Token, []error) {
 		}
 	}
 	return out, errs
-}
-
-// ConnectionSpecs converts the file's connections.
-func (c *Config) ConnectionSpecs() []adapters.ConnectionSpec {
-	var out []adapters.ConnectionSpec
-	for _, cc := range c.Connections {
-		out = append(out, adapters.ConnectionSpecOf(cc))
-	}
-	return out
-}
-
-// AdapterSpecs converts the file's adapters.
-func (c *Config) AdapterSpecs() []adapters.AdapterSpec {
-	var out []adapters.AdapterSpec
-	for _, a := range c.Adapters {
-		out = append(out, adapters.AdapterSpecOf(a))
-	}
-	return out
 }
 
 // NewLogger builds the slog logger of the configuration, writing to w.

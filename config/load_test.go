@@ -36,10 +36,10 @@ adapters:
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	a := cfg.AdapterSpecs()[0]
+	a := cfg.Adapters[0]
 	if cfg.Data != "/var/lib/snapstore" || cfg.Log.Format != "json" || cfg.ShutdownTimeout != 45*time.Second ||
-		a.Retention.TTL != 36*time.Hour || a.Retention.MinVersions != 3 || !a.Guard.AllowEmpty || a.Guard.MaxShrink != 0.2 ||
-		a.RetryBackoff != 5*time.Second || a.KeyColumns[0] != "id" || cfg.Connections[0].Options["path"] != "shop.db" {
+		a.Retention.TTL != api.Duration(36*time.Hour) || a.Retention.MinVersions != 3 || !a.Guard.AllowEmpty || a.Guard.MaxShrink != 0.2 ||
+		a.RetryBackoff != api.Duration(5*time.Second) || a.KeyColumns[0] != "id" || cfg.Connections[0].Options["path"] != "shop.db" {
 		t.Fatalf("decoded %+v / %+v", cfg, a)
 	}
 	// Keys absent from the file keep their defaults.

@@ -85,8 +85,8 @@ func openStackIn(ctx context.Context, cfg *config.Config, log *slog.Logger, reg 
 		Partitioner: parts,
 		Logger:      log,
 		Registerer:  reg,
-		Connections: cfg.ConnectionSpecs(),
-		Adapters:    cfg.AdapterSpecs(),
+		Connections: cfg.Connections,
+		Adapters:    cfg.Adapters,
 		// A read-only reader of a shared HBase table never starts runs:
 		// the writer process does (snapshot.Options ReadOnly).
 		Schedule: schedule && !db.ReadOnly(),

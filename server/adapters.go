@@ -28,7 +28,7 @@ type adapterOut struct {
 
 func toAdapterOut(a adapters.Adapter) adapterOut {
 	return adapterOut{
-		Adapter:    a.AdapterSpec.API(),
+		Adapter:    a.Adapter,
 		Source:     a.Source,
 		Revision:   a.Revision,
 		CreatedAt:  a.CreatedAt,
@@ -65,7 +65,7 @@ func (s *Server) createAdapter(c echo.Context) error {
 	if err := decodeDefinition(c, &in, &in.Name, "an adapter"); err != nil {
 		return err
 	}
-	a, err := s.svc.CreateAdapter(c.Request().Context(), adapters.AdapterSpecOf(in))
+	a, err := s.svc.CreateAdapter(c.Request().Context(), in)
 	if err != nil {
 		return err
 	}
@@ -98,7 +98,7 @@ func (s *Server) putAdapter(c echo.Context) error {
 	if err := decodeDefinition(c, &in, &in.Name, "an adapter"); err != nil {
 		return err
 	}
-	a, created, err := s.svc.PutAdapter(c.Request().Context(), adapters.AdapterSpecOf(in))
+	a, created, err := s.svc.PutAdapter(c.Request().Context(), in)
 	if err != nil {
 		return err
 	}

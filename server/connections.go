@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
-	"github.com/snapstore/snapstore/adapters"
 	"github.com/snapstore/snapstore/api"
 )
 
@@ -21,7 +20,7 @@ func (s *Server) createConnection(c echo.Context) error {
 	if err := decodeDefinition(c, &in, &in.Name, "a connection"); err != nil {
 		return err
 	}
-	conn, err := s.svc.CreateConnection(c.Request().Context(), adapters.ConnectionSpecOf(in))
+	conn, err := s.svc.CreateConnection(c.Request().Context(), in)
 	if err != nil {
 		return err
 	}
@@ -40,7 +39,7 @@ func (s *Server) putConnection(c echo.Context) error {
 	if err := decodeDefinition(c, &in, &in.Name, "a connection"); err != nil {
 		return err
 	}
-	conn, created, err := s.svc.PutConnection(c.Request().Context(), adapters.ConnectionSpecOf(in))
+	conn, created, err := s.svc.PutConnection(c.Request().Context(), in)
 	if err != nil {
 		return err
 	}

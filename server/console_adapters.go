@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/snapstore/snapstore/adapters"
 	"github.com/snapstore/snapstore/api"
@@ -80,9 +81,9 @@ func (c *console) editAdapterForm(w http.ResponseWriter, r *http.Request, v view
 	f := adapterFields{
 		Name: a.Name, Connection: a.Connection, Resource: a.Resource, Dataset: a.Dataset,
 		KeyColumns: strings.Join(a.KeyColumns, ", "), Schedule: a.Schedule,
-		TTL: durationText(a.Retention.TTL), AllowEmpty: a.Guard.AllowEmpty, RunOnStart: a.RunOnStart,
+		TTL: durationText(time.Duration(a.Retention.TTL)), AllowEmpty: a.Guard.AllowEmpty, RunOnStart: a.RunOnStart,
 		EmbedJSON: a.EmbedJSON, CommitUnchanged: a.CommitUnchanged,
-		RetryBackoff: durationText(a.RetryBackoff), Strategy: string(a.Strategy),
+		RetryBackoff: durationText(time.Duration(a.RetryBackoff)), Strategy: a.Strategy,
 		PartitionKey: strings.Join(a.PartitionKey, ", "), TransferCompression: a.TransferCompression,
 	}
 	if a.Retention.MinVersions != 0 {
@@ -122,7 +123,7 @@ func adapterFieldsOf(r *http.Request) adapterFields {
 // spec converts the form to an adapter spec through the wire schema
 // (api.Adapter), so both paths apply the same conversion. Errors
 // name the field as the API would ("body.retention.ttl").
-func (f adapterFields) spec() (adapters.AdapterSpec, error) {
+func (f adapterFields) spec() (api.Adapter, error) {
 	in := api.Adapter{Name: f.Name, Connection: f.Connection, Resource: f.Resource, Dataset: f.Dataset, Schedule: f.Schedule,
 		Guard: api.Guard{AllowEmpty: f.AllowEmpty}, RunOnStart: f.RunOnStart, Strategy: f.Strategy,
 		EmbedJSON: f.EmbedJSON, CommitUnchanged: f.CommitUnchanged,
@@ -131,28 +132,28 @@ func (f adapterFields) spec() (adapters.AdapterSpec, error) {
 	in.PartitionKey = columnList(f.PartitionKey)
 	var err error
 	if in.Retention.TTL, err = formDuration("body.retention.ttl", f.TTL); err != nil {
-		return adapters.AdapterSpec{}, err
+		return api.Adapter{}, err
 	}
 	if in.RetryBackoff, err = formDuration("body.retry_backoff", f.RetryBackoff); err != nil {
-		return adapters.AdapterSpec{}, err
+		return api.Adapter{}, err
 	}
 	if in.Retention.MinVersions, err = formInt("body.retention.min_versions", f.MinVersions, 0, 1<<31-1); err != nil {
-		return adapters.AdapterSpec{}, err
+		return api.Adapter{}, err
 	}
 	if in.Retries, err = formInt("body.retries", f.Retries, 0, 100); err != nil {
-		return adapters.AdapterSpec{}, err
+		return api.Adapter{}, err
 	}
 	if f.MaxShrink != "" {
 		x, err := strconv.ParseFloat(f.MaxShrink, 64)
 		if err != nil || x < 0 || x > 1 {
-			return adapters.AdapterSpec{}, badField("body.guard.max_shrink", "want a fraction from 0 to 1, got %q", f.MaxShrink)
+			return api.Adapter{}, badField("body.guard.max_shrink", "want a fraction from 0 to 1, got %q", f.MaxShrink)
 		}
 		in.Guard.MaxShrink = x
 	}
 	if in.Name == "" {
-		return adapters.AdapterSpec{}, badField("body.name", "give the adapter a name")
+		return api.Adapter{}, badField("body.name", "give the adapter a name")
 	}
-	return adapters.AdapterSpecOf(in), nil
+	return in, nil
 }
 
 // formDuration reads a duration field as the API does: Go duration text,
