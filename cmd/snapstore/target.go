@@ -3,33 +3,29 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/snapstore/snapstore/config"
 	"github.com/snapstore/snapstore/daemon"
-	"github.com/snapstore/snapstore/server"
 	"github.com/snapstore/snapstore/store/hbase"
 )
 
 // target is where a client command runs, picked by openTarget: a server,
 // or the data directory opened in this process. Either way api speaks the
 // HTTP API; on a data directory the API is served in this process over an
-// in-memory pipe (pipeListener), so both give the same answers, checks and
+// in-memory pipe (daemon.Local), so both give the same answers, checks and
 // errors, and each command is written once.
 type target struct {
 	api *apiClient
 	cfg *config.Config
 	// local is the opened data directory; nil for a server.
-	local *daemon.Stack
+	local *daemon.Local
 	// where names the target in messages: "the server at URL", "the data
 	// directory DIR".
 	where string
@@ -138,16 +134,16 @@ func storageText(c *config.Config) string {
 	return "the data directory " + c.Data
 }
 
-// openLocal opens cfg's data directory in this process (without the
-// scheduler: no run starts on its own) and serves the API over a pipe. A
-// data directory that a server holds is exit code 3, naming --server.
+// openLocal opens cfg's data directory in this process
+// (daemon.OpenLocal) and speaks the API to it over a pipe. A data
+// directory that a server holds is exit code 3, naming --server.
 func openLocal(ctx context.Context, cfg *config.Config, stderr io.Writer) (*target, error) {
 	lcfg := *cfg
 	if lcfg.Log.Level == "info" {
 		lcfg.Log.Level = "warn" // the command's output is what the user reads
 	}
 	log := lcfg.NewLogger(stderr)
-	stk, err := daemon.OpenStack(ctx, &lcfg, log, nil, false)
+	local, err := daemon.OpenLocal(ctx, &lcfg, log, buildVersion())
 	if err != nil {
 		if ce := configExit(err); ce != err {
 			return nil, ce
@@ -157,84 +153,12 @@ func openLocal(ctx context.Context, cfg *config.Config, stderr io.Writer) (*targ
 		}
 		return nil, &exitError{code: exitUnreachable, err: fmt.Errorf("opening %s: %w", storageText(cfg), err)}
 	}
-	srv, err := server.New(server.Options{DB: stk.DB, Adapters: stk.Adapters, Logger: log, BuildVersion: buildVersion()})
-	if err != nil {
-		return nil, errors.Join(err, stk.Close(context.Background()))
-	}
-	pl := newPipeListener()
-	hs := &http.Server{Handler: srv.Handler(), ErrorLog: nil}
-	served := make(chan struct{})
-	go func() { defer close(served); _ = hs.Serve(pl) }()
-	tr := &http.Transport{DialContext: pl.dialContext, DisableCompression: true}
-	u := &url.URL{Scheme: "http", Host: "data-directory"}
 	t := &target{
-		api:   &apiClient{base: u, hc: &http.Client{Transport: tr}, local: true},
+		api:   &apiClient{base: &url.URL{Scheme: "http", Host: "data-directory"}, hc: local.Client(), local: true},
 		cfg:   cfg,
-		local: stk,
+		local: local,
 		where: storageText(cfg),
-	}
-	t.stop = func() error {
-		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		tr.CloseIdleConnections()
-		err := hs.Shutdown(sctx)
-		<-served
-		return errors.Join(err, stk.Close(sctx))
+		stop:  local.Close,
 	}
 	return t, nil
 }
-
-// pipeListener is a net.Listener of in-memory connections (net.Pipe): the
-// in-process API of a data directory listens on no port, so nothing else
-// on the machine can reach it.
-type pipeListener struct {
-	conns   chan net.Conn
-	done    chan struct{}
-	closeMu sync.Once
-}
-
-func newPipeListener() *pipeListener {
-	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
-}
-
-// Accept implements net.Listener.
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-// Close implements net.Listener.
-func (l *pipeListener) Close() error {
-	l.closeMu.Do(func() { close(l.done) })
-	return nil
-}
-
-// Addr implements net.Listener.
-func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
-
-// dialContext connects to the listener: the client's end of a new pipe.
-func (l *pipeListener) dialContext(ctx context.Context, _, _ string) (net.Conn, error) {
-	client, srv := net.Pipe()
-	select {
-	case l.conns <- srv:
-		return client, nil
-	case <-l.done:
-	case <-ctx.Done():
-	}
-	client.Close()
-	srv.Close()
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
-	return nil, net.ErrClosed
-}
-
-// pipeAddr is the address of a pipeListener.
-type pipeAddr struct{}
-
-func (pipeAddr) Network() string { return "pipe" }
-func (pipeAddr) String() string  { return "data-directory" }
