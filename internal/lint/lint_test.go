@@ -125,6 +125,21 @@ func TestPackageLayers(t *testing.T) {
 	}
 }
 
+// TestAPIImportsNothing keeps the wire schema free of the project: the
+// config file, the server, the CLI and the console all import it.
+func TestAPIImportsNothing(t *testing.T) {
+	for _, gf := range parseModule(t) {
+		if top(gf.rel) != "api" {
+			continue
+		}
+		for _, imp := range gf.f.Imports {
+			if p, _ := strconv.Unquote(imp.Path.Value); strings.HasPrefix(p, module) {
+				t.Errorf("%s imports %s: package api imports nothing of the project", gf.rel, p)
+			}
+		}
+	}
+}
+
 // TestForbiddenImports keeps storage engines in their backends and source
 // drivers in adapters.
 func TestForbiddenImports(t *testing.T) {
