@@ -8,62 +8,12 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
-	"github.com/snapstore/snapstore/snapshot"
+	"github.com/snapstore/snapstore/api"
 )
-
-// AdapterSpec defines an adapter: which resource of which connection feeds
-// which dataset, when, and under which retention and guards.
-type AdapterSpec struct {
-	Name       string `json:"name" yaml:"name"`
-	Connection string `json:"connection" yaml:"connection"`
-	// Resource is the source table or view, "table" or "schema.table".
-	Resource string `json:"resource" yaml:"resource"`
-	// Dataset is the target dataset; default Name.
-	Dataset    string   `json:"dataset,omitempty" yaml:"dataset"`
-	KeyColumns []string `json:"key_columns,omitempty" yaml:"key_columns"`
-	// Schedule is a robfig/cron/v3 spec (5 fields, optional seconds,
-	// CRON_TZ=, @every, descriptors); empty means manual runs only.
-	Schedule  string             `json:"schedule,omitempty" yaml:"schedule"`
-	Retention snapshot.Retention `json:"retention" yaml:"retention"`
-	Guard     snapshot.Guard     `json:"guard" yaml:"guard"`
-	// Retries is how many times a failed scheduled run is retried; default 0.
-	Retries int `json:"retries,omitempty" yaml:"retries"`
-	// RetryBackoff is the first retry's delay, doubled each retry; default 10s.
-	RetryBackoff time.Duration `json:"retry_backoff,omitempty" yaml:"retry_backoff"`
-	// RunOnStart starts one run when the service starts with its
-	// scheduler (snapstore serve), trigger "start", so the dataset has a
-	// version before the first schedule tick; default false.
-	RunOnStart bool `json:"run_on_start,omitempty" yaml:"run_on_start"`
-	// EmbedJSON serves the dataset's JSON columns as the documents
-	// themselves (snapshot.KindEmbeddedJSON) instead of their text in a
-	// JSON string (snapshot.KindJSON); then the document null and SQL NULL
-	// both read as null. Default false.
-	EmbedJSON bool `json:"embed_json,omitempty" yaml:"embed_json"`
-	// CommitUnchanged makes a run that finds the source unchanged commit
-	// a version all the same, one version per run; by default it records
-	// that the current version was verified instead (checksums.go).
-	CommitUnchanged bool `json:"commit_unchanged,omitempty" yaml:"commit_unchanged"`
-	// AuditReads asks the server to record every request that reads the
-	// dataset's rows in its audit trail, one entry per request; default
-	// false.
-	AuditReads bool `json:"audit_reads,omitempty" yaml:"audit_reads"`
-	// Strategy says where the adapter's runs happen in a cluster
-	// (strategy.go, L1-L4); default StrategyLocal.
-	Strategy Strategy `json:"strategy,omitempty" yaml:"strategy"`
-	// TransferCompression is what the rows a partition-by-key run sends
-	// between nodes compress with zstd: none (default), metadata (keys,
-	// column names, framing) or all (partitioned.go).
-	TransferCompression string `json:"transfer_compression,omitempty" yaml:"transfer_compression"`
-	// PartitionKey names the columns whose values place a row of a
-	// partition-by-key run in its partition; default the key columns
-	// (partitioned.go). NULL is a value: every row whose partition key
-	// is NULL goes to one partition.
-	PartitionKey []string `json:"partition_key,omitempty" yaml:"partition_key"`
-}
 
 // Adapter is an adapter as reported.
 type Adapter struct {
-	AdapterSpec
+	api.Adapter
 	Source    Origin    `json:"source"`
 	Revision  int64     `json:"revision"`
 	CreatedAt time.Time `json:"created_at"`
@@ -85,7 +35,7 @@ type Adapter struct {
 // Service's definitions (a replace swaps the pointer).
 type adapterDef struct {
 	defMeta
-	spec  AdapterSpec
+	spec  api.Adapter
 	sched cron.Schedule // nil without a schedule
 }
 
@@ -119,7 +69,7 @@ const (
 // place in the config file ("adapters[0].") or is empty for the API. Every
 // problem is an *OptionError, joined. The caller checks that the
 // connection exists and the dataset is free (A1).
-func parseAdapter(prefix string, spec AdapterSpec) (*adapterDef, error) {
+func parseAdapter(prefix string, spec api.Adapter) (*adapterDef, error) {
 	var errs []error
 	if err := checkName(prefix+"name", spec.Name); err != nil {
 		errs = append(errs, err)
@@ -155,7 +105,7 @@ func parseAdapter(prefix string, spec AdapterSpec) (*adapterDef, error) {
 	if spec.RetryBackoff < 0 {
 		errs = append(errs, &OptionError{Key: prefix + "retry_backoff", Msg: "want a non-negative duration"})
 	} else if spec.RetryBackoff == 0 && spec.Retries > 0 {
-		spec.RetryBackoff = defaultRetryBackoff
+		spec.RetryBackoff = api.Duration(defaultRetryBackoff)
 	}
 	if spec.Retention.TTL < 0 {
 		errs = append(errs, &OptionError{Key: prefix + "retention.ttl", Msg: "want a non-negative duration"})
@@ -170,11 +120,11 @@ func parseAdapter(prefix string, spec AdapterSpec) (*adapterDef, error) {
 	} else if spec.Guard.MaxShrink == 0 {
 		spec.Guard.MaxShrink = defaultMaxShrink
 	}
-	strategy, err := parseStrategy(prefix+"strategy", spec.Strategy)
+	strategy, err := parseStrategy(prefix+"strategy", Strategy(spec.Strategy))
 	if err != nil {
 		errs = append(errs, err)
 	}
-	spec.Strategy = strategy
+	spec.Strategy = string(strategy)
 	if spec.TransferCompression, err = parseTransferCompression(prefix+"transfer_compression", strategy, spec.TransferCompression); err != nil {
 		errs = append(errs, err)
 	}
@@ -195,7 +145,7 @@ func (s *Service) ListAdapters() []Adapter {
 }
 
 // AuditsReads reports whether an adapter in force that writes dataset
-// asks for its reads to be audited (AdapterSpec.AuditReads). It takes no
+// asks for its reads to be audited (api.Adapter.AuditReads). It takes no
 // lock: every read of rows asks it.
 func (s *Service) AuditsReads(dataset string) bool {
 	p := s.auditReads.Load()
@@ -230,7 +180,7 @@ func (s *Service) GetAdapter(ctx context.Context, name string) (Adapter, error) 
 // ErrConnectionNotFound, ErrDatasetTaken (A1), ErrResourceNotFound or
 // ErrNoKey (A2), ErrBadSchedule and other *OptionError values for a bad
 // spec.
-func (s *Service) CreateAdapter(ctx context.Context, spec AdapterSpec) (Adapter, error) {
+func (s *Service) CreateAdapter(ctx context.Context, spec api.Adapter) (Adapter, error) {
 	a, _, err := s.putAdapter(ctx, spec, true)
 	return a, err
 }
@@ -238,12 +188,12 @@ func (s *Service) CreateAdapter(ctx context.Context, spec AdapterSpec) (Adapter,
 // PutAdapter creates or replaces an API adapter (a replace is a new
 // revision); the schedule follows at once (C4). created reports which.
 // ErrAdapterReadOnly for a config adapter; otherwise CreateAdapter's errors.
-func (s *Service) PutAdapter(ctx context.Context, spec AdapterSpec) (a Adapter, created bool, err error) {
+func (s *Service) PutAdapter(ctx context.Context, spec api.Adapter) (a Adapter, created bool, err error) {
 	return s.putAdapter(ctx, spec, false)
 }
 
 // putAdapter implements CreateAdapter (mustCreate) and PutAdapter.
-func (s *Service) putAdapter(ctx context.Context, spec AdapterSpec, mustCreate bool) (Adapter, bool, error) {
+func (s *Service) putAdapter(ctx context.Context, spec api.Adapter, mustCreate bool) (Adapter, bool, error) {
 	a, err := parseAdapter("", spec)
 	if err != nil {
 		return Adapter{}, false, err
@@ -264,11 +214,11 @@ func (s *Service) putAdapter(ctx context.Context, spec AdapterSpec, mustCreate b
 	if err != nil {
 		return Adapter{}, false, err
 	}
-	if err := s.adapters.store(ctx, s.db, spec.Name, a.spec, a, old, s.now().UTC()); err != nil {
+	if err := s.adapters.store(ctx, s.db, spec.Name, adapterRecordOf(a.spec), a, old, s.now().UTC()); err != nil {
 		return Adapter{}, false, err
 	}
 	if s.sched != nil {
-		s.sched.set(a.spec.Name, a.sched, a.spec.Retries, a.spec.RetryBackoff)
+		s.sched.set(a.spec.Name, a.sched, a.spec.Retries, time.Duration(a.spec.RetryBackoff))
 	}
 	s.changedLocked(adapterKind, spec.Name)
 	s.log.Info("adapter saved", "adapter", spec.Name, "dataset", a.spec.Dataset, "revision", a.revision, "schedule", a.spec.Schedule)
@@ -316,7 +266,7 @@ const resourceCheckTimeout = 15 * time.Second
 // one without a usable key (ErrNoKey) refuses the adapter. When the source
 // cannot be reached or refuses the credentials the adapter is accepted and
 // the problem logged, since the source may come up later (A2).
-func (s *Service) checkResource(ctx context.Context, spec AdapterSpec) error {
+func (s *Service) checkResource(ctx context.Context, spec api.Adapter) error {
 	ctx, cancel := context.WithTimeout(ctx, resourceCheckTimeout)
 	defer cancel()
 	l, err := s.acquire(ctx, spec.Connection)
@@ -381,7 +331,7 @@ func (s *Service) DeleteAdapter(ctx context.Context, name string) error {
 }
 
 func (s *Service) reportAdapterLocked(a *adapterDef, status string) Adapter {
-	out := Adapter{AdapterSpec: a.spec, Source: a.origin, Revision: a.revision, CreatedAt: a.created, UpdatedAt: a.updated, Status: status}
+	out := Adapter{Adapter: a.spec, Source: a.origin, Revision: a.revision, CreatedAt: a.created, UpdatedAt: a.updated, Status: status}
 	out.KeyColumns = append([]string(nil), a.spec.KeyColumns...)
 	if status == statusActive && s.sched != nil {
 		if t, ok := s.sched.nextRun(a.spec.Name); ok {
@@ -390,7 +340,7 @@ func (s *Service) reportAdapterLocked(a *adapterDef, status string) Adapter {
 	}
 	if status == statusActive && s.cluster != nil {
 		out.Owner, _ = s.cluster.Owner(a.spec.Name)
-		if a.spec.Strategy == StrategySingleNode {
+		if Strategy(a.spec.Strategy) == StrategySingleNode {
 			out.SingleNode, _, _ = s.cluster.SingleNode()
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/snapstore/snapstore/snapshot"
+	"github.com/snapstore/snapstore/api"
 )
 
 // TestAdapterCRUDAndDropInUse: adapter create, replace, runs and delete;
@@ -20,23 +20,23 @@ func TestAdapterCRUDAndDropInUse(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	ts := newStack(t, Options{Registerer: reg})
 	svc := ts.svc
-	if _, err := svc.CreateAdapter(ctx, AdapterSpec{Name: "a", Connection: "missing", Resource: "items"}); !errors.Is(err, ErrConnectionNotFound) {
+	if _, err := svc.CreateAdapter(ctx, api.Adapter{Name: "a", Connection: "missing", Resource: "items"}); !errors.Is(err, ErrConnectionNotFound) {
 		t.Fatalf("adapter on missing connection: %v", err)
 	}
-	if _, err := svc.CreateConnection(ctx, ConnectionSpec{Name: "lite", Type: "sqlite", Options: map[string]any{"path": path}}); err != nil {
+	if _, err := svc.CreateConnection(ctx, api.Connection{Name: "lite", Type: "sqlite", Options: map[string]any{"path": path}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.CreateAdapter(ctx, AdapterSpec{Name: "a", Connection: "lite", Resource: "items", Schedule: "every day"}); !errors.Is(err, ErrBadSchedule) {
+	if _, err := svc.CreateAdapter(ctx, api.Adapter{Name: "a", Connection: "lite", Resource: "items", Schedule: "every day"}); !errors.Is(err, ErrBadSchedule) {
 		t.Fatalf("bad schedule: %v", err)
 	}
-	a, err := svc.CreateAdapter(ctx, AdapterSpec{Name: "a", Connection: "lite", Resource: "items", Guard: snapshot.Guard{MaxShrink: 1}})
+	a, err := svc.CreateAdapter(ctx, api.Adapter{Name: "a", Connection: "lite", Resource: "items", Guard: api.Guard{MaxShrink: 1}})
 	if err != nil || a.Dataset != "a" || a.Revision != 1 || a.Source != OriginAPI {
 		t.Fatalf("create adapter: %+v %v", a, err)
 	}
-	if _, err := svc.CreateAdapter(ctx, AdapterSpec{Name: "a", Connection: "lite", Resource: "items"}); !errors.Is(err, ErrAdapterExists) {
+	if _, err := svc.CreateAdapter(ctx, api.Adapter{Name: "a", Connection: "lite", Resource: "items"}); !errors.Is(err, ErrAdapterExists) {
 		t.Fatalf("dup adapter: %v", err)
 	}
-	a, created, err := svc.PutAdapter(ctx, AdapterSpec{Name: "a", Connection: "lite", Resource: "items", Dataset: "items", Guard: snapshot.Guard{MaxShrink: 1}})
+	a, created, err := svc.PutAdapter(ctx, api.Adapter{Name: "a", Connection: "lite", Resource: "items", Dataset: "items", Guard: api.Guard{MaxShrink: 1}})
 	if err != nil || created || a.Revision != 2 || a.Dataset != "items" {
 		t.Fatalf("replace adapter: %+v %v", a, err)
 	}
@@ -101,21 +101,21 @@ func TestAdapter_OneWriterPerDataset(t *testing.T) {
 	ctx := context.Background()
 	path := newSQLiteFixture(t)
 	ts := newStack(t, Options{
-		Connections: []ConnectionSpec{{Name: "src", Type: "sqlite", Options: map[string]any{"path": path}}},
-		Adapters:    []AdapterSpec{{Name: "items", Connection: "src", Resource: "items"}},
+		Connections: []api.Connection{{Name: "src", Type: "sqlite", Options: map[string]any{"path": path}}},
+		Adapters:    []api.Adapter{{Name: "items", Connection: "src", Resource: "items"}},
 	})
-	_, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "second", Connection: "src", Resource: "items", Dataset: "items"})
+	_, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "second", Connection: "src", Resource: "items", Dataset: "items"})
 	if !errors.Is(err, ErrDatasetTaken) || !strings.Contains(err.Error(), `adapter "items"`) {
 		t.Fatalf("second adapter on dataset items: %v", err)
 	}
-	if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "other", Connection: "src", Resource: "items"}); err != nil {
+	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "other", Connection: "src", Resource: "items"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := ts.svc.PutAdapter(ctx, AdapterSpec{Name: "other", Connection: "src", Resource: "items", Dataset: "items"}); !errors.Is(err, ErrDatasetTaken) {
+	if _, _, err := ts.svc.PutAdapter(ctx, api.Adapter{Name: "other", Connection: "src", Resource: "items", Dataset: "items"}); !errors.Is(err, ErrDatasetTaken) {
 		t.Fatalf("replace onto dataset items: %v", err)
 	}
 	// Replacing an adapter keeps its own dataset.
-	if _, _, err := ts.svc.PutAdapter(ctx, AdapterSpec{Name: "other", Connection: "src", Resource: "cheap", KeyColumns: []string{"id"}}); err != nil {
+	if _, _, err := ts.svc.PutAdapter(ctx, api.Adapter{Name: "other", Connection: "src", Resource: "cheap", KeyColumns: []string{"id"}}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -126,15 +126,15 @@ func TestAdapter_EffectiveDefaults(t *testing.T) {
 	ctx := context.Background()
 	path := newSQLiteFixture(t)
 	ts := newStack(t, Options{
-		Connections: []ConnectionSpec{{Name: "src", Type: "sqlite", Options: map[string]any{"path": path}}},
-		Adapters:    []AdapterSpec{{Name: "cfg", Connection: "src", Resource: "items"}},
+		Connections: []api.Connection{{Name: "src", Type: "sqlite", Options: map[string]any{"path": path}}},
+		Adapters:    []api.Adapter{{Name: "cfg", Connection: "src", Resource: "items"}},
 	})
-	api, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "api", Connection: "src", Resource: "cheap", KeyColumns: []string{"id"}, Guard: snapshot.Guard{MaxShrink: 0.25}})
+	fromAPI, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "api", Connection: "src", Resource: "cheap", KeyColumns: []string{"id"}, Guard: api.Guard{MaxShrink: 0.25}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if api.Retention.MinVersions != 1 || api.Guard.MaxShrink != 0.25 {
-		t.Errorf("api adapter: %+v %+v", api.Retention, api.Guard)
+	if fromAPI.Retention.MinVersions != 1 || fromAPI.Guard.MaxShrink != 0.25 {
+		t.Errorf("api adapter: %+v %+v", fromAPI.Retention, fromAPI.Guard)
 	}
 	cfg, err := ts.svc.GetAdapter(ctx, "cfg")
 	if err != nil {
@@ -144,10 +144,10 @@ func TestAdapter_EffectiveDefaults(t *testing.T) {
 		t.Errorf("config adapter: %+v %+v", cfg.Retention, cfg.Guard)
 	}
 	ts.close()
-	ts = openStack(t, ts.dir, Options{Connections: []ConnectionSpec{{Name: "src", Type: "sqlite", Options: map[string]any{"path": path}}}})
-	api, err = ts.svc.GetAdapter(ctx, "api")
-	if err != nil || api.Retention.MinVersions != 1 {
-		t.Errorf("reloaded: %+v %v", api, err)
+	ts = openStack(t, ts.dir, Options{Connections: []api.Connection{{Name: "src", Type: "sqlite", Options: map[string]any{"path": path}}}})
+	fromAPI, err = ts.svc.GetAdapter(ctx, "api")
+	if err != nil || fromAPI.Retention.MinVersions != 1 {
+		t.Errorf("reloaded: %+v %v", fromAPI, err)
 	}
 }
 
@@ -164,24 +164,24 @@ func TestAdapter_ResourceChecked(t *testing.T) {
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close() // nothing listens there now
 	ts := newStack(t, Options{
-		Connections: []ConnectionSpec{
+		Connections: []api.Connection{
 			{Name: "src", Type: "sqlite", Options: map[string]any{"path": path}},
 			{Name: "down", Type: "mysql", Options: map[string]any{"host": "127.0.0.1", "port": port, "user": "u", "database": "d"}},
 		},
 	})
-	if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "typo", Connection: "src", Resource: "itemz"}); !errors.Is(err, ErrResourceNotFound) {
+	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "typo", Connection: "src", Resource: "itemz"}); !errors.Is(err, ErrResourceNotFound) {
 		t.Errorf("missing table: %v", err)
 	}
-	if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "nokey", Connection: "src", Resource: "nokey"}); !errors.Is(err, ErrNoKey) {
+	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "nokey", Connection: "src", Resource: "nokey"}); !errors.Is(err, ErrNoKey) {
 		t.Errorf("table without a key: %v", err)
 	}
-	if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "nokey", Connection: "src", Resource: "nokey", KeyColumns: []string{"a"}}); err != nil {
+	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "nokey", Connection: "src", Resource: "nokey", KeyColumns: []string{"a"}}); err != nil {
 		t.Errorf("table with key_columns: %v", err)
 	}
-	if _, _, err := ts.svc.PutAdapter(ctx, AdapterSpec{Name: "nokey", Connection: "src", Resource: "nokey2"}); !errors.Is(err, ErrResourceNotFound) {
+	if _, _, err := ts.svc.PutAdapter(ctx, api.Adapter{Name: "nokey", Connection: "src", Resource: "nokey2"}); !errors.Is(err, ErrResourceNotFound) {
 		t.Errorf("replace onto a missing table: %v", err)
 	}
-	if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "later", Connection: "down", Resource: "t"}); err != nil {
+	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "later", Connection: "down", Resource: "t"}); err != nil {
 		t.Errorf("unreachable source refused the adapter: %v", err)
 	}
 	rec := ts.runWait(t, "later")

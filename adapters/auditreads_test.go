@@ -3,6 +3,8 @@ package adapters
 import (
 	"context"
 	"testing"
+
+	"github.com/snapstore/snapstore/api"
 )
 
 // TestAuditsReads: the set of datasets whose reads are audited follows
@@ -12,10 +14,10 @@ import (
 func TestAuditsReads(t *testing.T) {
 	ctx := context.Background()
 	path := newSQLiteFixture(t)
-	conn := ConnectionSpec{Name: "src", Type: "sqlite", Options: map[string]any{"path": path}}
+	conn := api.Connection{Name: "src", Type: "sqlite", Options: map[string]any{"path": path}}
 	ts := newStack(t, Options{
-		Connections: []ConnectionSpec{conn},
-		Adapters:    []AdapterSpec{{Name: "cfg", Connection: "src", Resource: "items", AuditReads: true}},
+		Connections: []api.Connection{conn},
+		Adapters:    []api.Adapter{{Name: "cfg", Connection: "src", Resource: "items", AuditReads: true}},
 	})
 	want := func(ds string, audited bool) {
 		t.Helper()
@@ -25,16 +27,16 @@ func TestAuditsReads(t *testing.T) {
 	}
 	want("cfg", true)
 	want("items", false)
-	if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "api", Connection: "src", Resource: "items", Dataset: "sales", AuditReads: true}); err != nil {
+	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "api", Connection: "src", Resource: "items", Dataset: "sales", AuditReads: true}); err != nil {
 		t.Fatal(err)
 	}
 	want("sales", true)
 	want("api", false)
-	if _, _, err := ts.svc.PutAdapter(ctx, AdapterSpec{Name: "api", Connection: "src", Resource: "items", Dataset: "sales"}); err != nil {
+	if _, _, err := ts.svc.PutAdapter(ctx, api.Adapter{Name: "api", Connection: "src", Resource: "items", Dataset: "sales"}); err != nil {
 		t.Fatal(err)
 	}
 	want("sales", false)
-	if _, _, err := ts.svc.PutAdapter(ctx, AdapterSpec{Name: "api", Connection: "src", Resource: "items", Dataset: "sales", AuditReads: true}); err != nil {
+	if _, _, err := ts.svc.PutAdapter(ctx, api.Adapter{Name: "api", Connection: "src", Resource: "items", Dataset: "sales", AuditReads: true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := ts.svc.DeleteAdapter(ctx, "api"); err != nil {
@@ -44,12 +46,12 @@ func TestAuditsReads(t *testing.T) {
 
 	// Another process on the same store creates one: it is audited here
 	// once the definitions are reread.
-	other, err := New(ctx, ts.db, Options{Logger: testLogger(), Connections: []ConnectionSpec{conn}})
+	other, err := New(ctx, ts.db, Options{Logger: testLogger(), Connections: []api.Connection{conn}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer other.Close(ctx)
-	if _, err := other.CreateAdapter(ctx, AdapterSpec{Name: "remote", Connection: "src", Resource: "items", AuditReads: true}); err != nil {
+	if _, err := other.CreateAdapter(ctx, api.Adapter{Name: "remote", Connection: "src", Resource: "items", AuditReads: true}); err != nil {
 		t.Fatal(err)
 	}
 	want("remote", false)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/store/pebble"
 )
 
@@ -79,7 +80,7 @@ func BenchmarkMySQLPull(b *testing.B) {
 			if _, err := ts.svc.CreateConnection(ctx, mysqlConnSpec(b, e, "m", db, nil)); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "t", Connection: "m", Resource: "t"}); err != nil {
+			if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "t", Connection: "m", Resource: "t"}); err != nil {
 				b.Fatal(err)
 			}
 			if mode != "full" {

@@ -45,6 +45,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
@@ -196,12 +197,12 @@ func (s *Service) verifyRun(ctx context.Context, dataset string, cur *snapshot.V
 // syncDatasetConfig sets the dataset's retention and guard to the
 // adapter's when they differ (BeginRun does the same for a run that
 // begins).
-func (s *Service) syncDatasetConfig(ctx context.Context, spec AdapterSpec) error {
+func (s *Service) syncDatasetConfig(ctx context.Context, spec api.Adapter) error {
 	d, err := s.db.Dataset(ctx, spec.Dataset)
-	if err != nil || d.Retention == spec.Retention && d.Guard == spec.Guard {
+	if err != nil || d.Retention == retentionOf(spec) && d.Guard == guardOf(spec) {
 		return nil
 	}
-	if err := s.db.SetConfig(ctx, snapshot.DatasetConfig{Name: spec.Dataset, Retention: spec.Retention, Guard: spec.Guard}); err != nil {
+	if err := s.db.SetConfig(ctx, snapshot.DatasetConfig{Name: spec.Dataset, Retention: retentionOf(spec), Guard: guardOf(spec)}); err != nil {
 		return fmt.Errorf("setting the configuration of dataset %q: %w", spec.Dataset, err)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
@@ -77,8 +78,8 @@ func TestSkipUnchanged(t *testing.T) {
 	const rows = 6*digestChunkRows + 123
 	e.exec(t, db, "CREATE TABLE t (id BIGINT UNSIGNED PRIMARY KEY, s VARCHAR(40) NULL, x DOUBLE NULL)",
 		fmt.Sprintf("INSERT INTO t SELECT seq, IF(seq %% 7 = 0, NULL, CONCAT('row ', seq)), seq / 3 FROM seq_1_to_%d", rows))
-	ts := checksumStack(t, e, db, AdapterSpec{Name: "t", Connection: "m", Resource: "t"},
-		AdapterSpec{Name: "full", Connection: "m", Resource: "t", CommitUnchanged: true})
+	ts := checksumStack(t, e, db, api.Adapter{Name: "t", Connection: "m", Resource: "t"},
+		api.Adapter{Name: "full", Connection: "m", Resource: "t", CommitUnchanged: true})
 	// reference is the checksum a full read of the source gives now.
 	reference := func() string {
 		t.Helper()
@@ -173,7 +174,7 @@ func TestChecksumsSeeEveryChange(t *testing.T) {
 		"UPDATE t SET a = 'jam', n = 20 WHERE id = 21",
 		"CREATE TABLE g (id INT PRIMARY KEY, n INT NOT NULL, v INT AS (n * 2) VIRTUAL)",
 		fmt.Sprintf("INSERT INTO g (id, n) SELECT seq, seq FROM seq_1_to_%d", rows))
-	ts := checksumStack(t, e, db, AdapterSpec{Name: "t", Connection: "m", Resource: "t"}, AdapterSpec{Name: "g", Connection: "m", Resource: "g"})
+	ts := checksumStack(t, e, db, api.Adapter{Name: "t", Connection: "m", Resource: "t"}, api.Adapter{Name: "g", Connection: "m", Resource: "g"})
 	run := func(adapter, what string) RunRecord {
 		t.Helper()
 		return loggedRun(t, ts, adapter, what)
@@ -266,8 +267,8 @@ func TestChunksFollowAppends(t *testing.T) {
 	const rows = 6*digestChunkRows + 7
 	e.exec(t, db, "CREATE TABLE t (id INT PRIMARY KEY, s VARCHAR(20) NOT NULL)",
 		fmt.Sprintf("INSERT INTO t SELECT seq, CONCAT('row ', seq) FROM seq_1_to_%d", rows))
-	ts := checksumStack(t, e, db, AdapterSpec{Name: "t", Connection: "m", Resource: "t"},
-		AdapterSpec{Name: "full", Connection: "m", Resource: "t", CommitUnchanged: true})
+	ts := checksumStack(t, e, db, api.Adapter{Name: "t", Connection: "m", Resource: "t"},
+		api.Adapter{Name: "full", Connection: "m", Resource: "t", CommitUnchanged: true})
 	run := func(what string) RunRecord {
 		t.Helper()
 		return loggedRun(t, ts, "t", what)
@@ -296,7 +297,7 @@ func TestChunksFollowAppends(t *testing.T) {
 
 // checksumStack returns a service with data connection "m" to database db
 // of e and the adapters specs.
-func checksumStack(t *testing.T, e mysqlTestEnv, db string, specs ...AdapterSpec) *testStack {
+func checksumStack(t *testing.T, e mysqlTestEnv, db string, specs ...api.Adapter) *testStack {
 	t.Helper()
 	ts := newStack(t, Options{})
 	if _, err := ts.svc.CreateConnection(context.Background(), connSpec(t, e, "m", db, nil)); err != nil {

@@ -1,6 +1,10 @@
 package adapters
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/snapstore/snapstore/api"
+)
 
 // ValidateConfig checks config-file definitions without opening anything:
 // every connection (type, sharing, each option), every adapter (name,
@@ -12,14 +16,14 @@ import "fmt"
 // ErrUnknownType, ErrConnectionNotFound, ErrDatasetTaken). An adapter that
 // names a connection the file defines but rejected gets no follow-on
 // error. New runs the same checks.
-func ValidateConfig(conns []ConnectionSpec, adapters []AdapterSpec) []error {
+func ValidateConfig(conns []api.Connection, adapters []api.Adapter) []error {
 	_, _, errs := parseConfig(conns, adapters)
 	return errs
 }
 
 // parseConfig implements ValidateConfig and returns the parsed config
 // definitions when there is no problem. Each problem is one error.
-func parseConfig(conns []ConnectionSpec, ads []AdapterSpec) ([]*connDef, []*adapterDef, []error) {
+func parseConfig(conns []api.Connection, ads []api.Adapter) ([]*connDef, []*adapterDef, []error) {
 	var errs []error
 	var outConns []*connDef
 	named := map[string]bool{} // every connection name the file gives, valid or not

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/snapstore/snapstore/snapshot"
+	"github.com/snapstore/snapstore/api"
 )
 
 // TestValidateConfig_EveryProblemAtOnce: one call names every bad key of a
@@ -14,17 +14,17 @@ import (
 func TestValidateConfig_EveryProblemAtOnce(t *testing.T) {
 	path := newSQLiteFixture(t)
 	errs := ValidateConfig(
-		[]ConnectionSpec{
+		[]api.Connection{
 			{Name: "shop", Type: "sqlite", Options: map[string]any{"pth": path}},
 			{Name: "ok", Type: "sqlite", Options: map[string]any{"path": path}},
 			{Name: "ok", Type: "sqlite", Options: map[string]any{"path": path}},
 		},
-		[]AdapterSpec{
-			{Name: "a", Connection: "shop", Resource: "items", Schedule: "every 15s", Guard: snapshot.Guard{MaxShrink: 2}},
+		[]api.Adapter{
+			{Name: "a", Connection: "shop", Resource: "items", Schedule: "every 15s", Guard: api.Guard{MaxShrink: 2}},
 			{Name: "b", Connection: "nope", Resource: "items"},
 			{Name: "c", Connection: "ok", Resource: "items", Dataset: "shared"},
 			{Name: "d", Connection: "ok", Resource: "items", Dataset: "shared"},
-			{Name: "e", Connection: "ok", Resource: "items", Retention: snapshot.Retention{MinVersions: -1}},
+			{Name: "e", Connection: "ok", Resource: "items", Retention: api.Retention{MinVersions: -1}},
 		})
 	keys := map[string]error{}
 	for _, err := range errs {
@@ -63,8 +63,8 @@ func TestValidateConfig_EveryProblemAtOnce(t *testing.T) {
 	if err := keys["adapters[3].dataset"]; err != nil && (!errors.Is(err, ErrDatasetTaken) || !strings.Contains(err.Error(), `"c"`)) {
 		t.Errorf("dataset problem %v is not ErrDatasetTaken naming adapter c", err)
 	}
-	if errs := ValidateConfig([]ConnectionSpec{{Name: "ok", Type: "sqlite", Options: map[string]any{"path": path}}},
-		[]AdapterSpec{{Name: "a", Connection: "ok", Resource: "items"}}); len(errs) != 0 {
+	if errs := ValidateConfig([]api.Connection{{Name: "ok", Type: "sqlite", Options: map[string]any{"path": path}}},
+		[]api.Adapter{{Name: "a", Connection: "ok", Resource: "items"}}); len(errs) != 0 {
 		t.Errorf("a good config: %v", errs)
 	}
 }

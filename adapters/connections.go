@@ -8,18 +8,9 @@ import (
 	"slices"
 	"strings"
 	"time"
-)
 
-// ConnectionSpec is the input that defines a data connection. Options are
-// typed per Type (see the connector's docs); secret options may be literal
-// or references "env:NAME" / "file:/path", resolved when the connection is
-// opened.
-type ConnectionSpec struct {
-	Name    string         `json:"name" yaml:"name"`
-	Type    string         `json:"type" yaml:"type"`
-	Sharing Sharing        `json:"sharing,omitempty" yaml:"sharing"`
-	Options map[string]any `json:"options,omitempty" yaml:"options"`
-}
+	"github.com/snapstore/snapstore/api"
+)
 
 // Connection is a data connection as reported: secrets redacted.
 type Connection struct {
@@ -42,7 +33,7 @@ type Connection struct {
 // once it is in a Service's definitions, except h, guarded by Service.mu.
 type connDef struct {
 	defMeta
-	spec ConnectionSpec // options as given (secrets as given)
+	spec api.Connection // options as given (secrets as given)
 	conn Connector
 	opts OptionValues // typed, secrets unresolved
 	pool PoolOptions
@@ -64,21 +55,22 @@ var connectionKind = defKind{
 // parseConnection checks a spec and types its options; prefix names its
 // place in the config file ("connections[2].") or is empty for the API.
 // Every problem is an *OptionError, joined.
-func parseConnection(prefix string, spec ConnectionSpec) (*connDef, error) {
+func parseConnection(prefix string, spec api.Connection) (*connDef, error) {
 	var errs []error
 	if err := checkName(prefix+"name", spec.Name); err != nil {
 		errs = append(errs, err)
 	}
-	var err error
-	if spec.Sharing, err = parseSharing(prefix+"sharing", spec.Sharing); err != nil {
+	sharing, err := parseSharing(prefix+"sharing", Sharing(spec.Sharing))
+	if err != nil {
 		errs = append(errs, err)
 	}
+	spec.Sharing = string(sharing)
 	c, err := lookupConnector(spec.Type)
 	if err != nil {
 		errs = append(errs, optionErrorIs(&OptionError{Key: prefix + "type", Msg: fmt.Sprintf("unknown connection type %q, known: %s", spec.Type, strings.Join(connectorNames(), ", "))}, ErrUnknownType))
 		return nil, errors.Join(errs...)
 	}
-	opts, pool, err := parseOptions(prefix+"options.", c.Options(), spec.Sharing, spec.Options)
+	opts, pool, err := parseOptions(prefix+"options.", c.Options(), sharing, spec.Options)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -133,7 +125,7 @@ func (s *Service) GetConnection(ctx context.Context, name string) (Connection, e
 
 // CreateConnection creates an API connection. ErrConnectionExists when the
 // name is defined (either origin); *OptionError for a bad spec.
-func (s *Service) CreateConnection(ctx context.Context, spec ConnectionSpec) (Connection, error) {
+func (s *Service) CreateConnection(ctx context.Context, spec api.Connection) (Connection, error) {
 	c, _, err := s.putConnection(ctx, spec, true)
 	return c, err
 }
@@ -144,13 +136,13 @@ func (s *Service) CreateConnection(ctx context.Context, spec ConnectionSpec) (Co
 // bad spec, a secret option given as "REDACTED" where it cannot keep
 // the replaced revision's secret (keepRedactedSecrets), or a secret
 // reference the limits do not allow (SecretRefLimits).
-func (s *Service) PutConnection(ctx context.Context, spec ConnectionSpec) (c Connection, created bool, err error) {
+func (s *Service) PutConnection(ctx context.Context, spec api.Connection) (c Connection, created bool, err error) {
 	return s.putConnection(ctx, spec, false)
 }
 
 // putConnection implements CreateConnection (mustCreate) and PutConnection:
 // the definition is persisted before it becomes visible.
-func (s *Service) putConnection(ctx context.Context, spec ConnectionSpec, mustCreate bool) (Connection, bool, error) {
+func (s *Service) putConnection(ctx context.Context, spec api.Connection, mustCreate bool) (Connection, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	spec, err := keepRedactedSecrets(spec, s.conns.api[spec.Name])
@@ -225,7 +217,7 @@ func (s *Service) reportConnLocked(d *connDef, status string) Connection {
 	return Connection{
 		Name:      d.spec.Name,
 		Type:      d.spec.Type,
-		Sharing:   d.spec.Sharing,
+		Sharing:   Sharing(d.spec.Sharing),
 		Options:   redactOptions(d.conn.Options(), d.spec.Options),
 		Source:    d.origin,
 		Status:    status,
@@ -255,7 +247,7 @@ func (s *Service) loadConnections(ctx context.Context) error {
 
 // upgradeDurations rewrites the numeric duration options of a stored
 // connection, which were seconds before numbers were refused, as "Ns".
-func upgradeDurations(spec ConnectionSpec) {
+func upgradeDurations(spec api.Connection) {
 	c, err := lookupConnector(spec.Type)
 	if err != nil {
 		return

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/snapshot"
 	"github.com/snapstore/snapstore/store/pebble"
 )
@@ -19,7 +20,7 @@ func TestConnectionCRUD(t *testing.T) {
 	ctx := context.Background()
 	ts := newStack(t, Options{})
 	svc := ts.svc
-	c, err := svc.CreateConnection(ctx, ConnectionSpec{Name: "src", Type: "mysql", Options: e.literalOptions("sakila")})
+	c, err := svc.CreateConnection(ctx, api.Connection{Name: "src", Type: "mysql", Options: e.literalOptions("sakila")})
 	if err != nil {
 		t.Fatal(noteErr(err))
 	}
@@ -34,10 +35,10 @@ func TestConnectionCRUD(t *testing.T) {
 	if strings.Contains(string(body), e.Password) {
 		t.Fatalf("secret in response %s", body)
 	}
-	if _, err := svc.CreateConnection(ctx, ConnectionSpec{Name: "src", Type: "mysql", Options: e.literalOptions("")}); !errors.Is(noteErr(err), ErrConnectionExists) {
+	if _, err := svc.CreateConnection(ctx, api.Connection{Name: "src", Type: "mysql", Options: e.literalOptions("")}); !errors.Is(noteErr(err), ErrConnectionExists) {
 		t.Fatalf("second create: %v", err)
 	}
-	c2, created, err := svc.PutConnection(ctx, ConnectionSpec{Name: "src", Type: "mysql", Sharing: SharingPooled, Options: map[string]any{
+	c2, created, err := svc.PutConnection(ctx, api.Connection{Name: "src", Type: "mysql", Sharing: string(SharingPooled), Options: map[string]any{
 		"host": e.Host, "port": e.Port, "user": e.User, "password": "env:SNAPSTORE_TEST_MYSQL_PASSWORD", "database": "sakila", "max_open": 4,
 	}})
 	if err != nil || created || c2.Revision != 2 || c2.Sharing != SharingPooled {
@@ -96,26 +97,26 @@ func TestConnectionOptionErrors(t *testing.T) {
 	ctx := context.Background()
 	ts := newStack(t, Options{})
 	cases := []struct {
-		spec ConnectionSpec
+		spec api.Connection
 		keys []string
 		is   error
 	}{
-		{ConnectionSpec{Name: "a", Type: "mysql", Options: map[string]any{"user": "u", "prot": 1}}, []string{"options.prot"}, nil},
-		{ConnectionSpec{Name: "a", Type: "mysql", Options: map[string]any{"user": "u", "port": 70000}}, []string{"options.port"}, nil},
-		{ConnectionSpec{Name: "a", Type: "mysql", Options: map[string]any{"user": "u", "port": "x1"}}, []string{"options.port"}, nil},
-		{ConnectionSpec{Name: "a", Type: "mysql", Options: map[string]any{"user": "u", "max_open": 3}}, []string{"options.max_open"}, nil},
-		{ConnectionSpec{Name: "a", Type: "mysql", Options: map[string]any{"host": "h"}}, []string{"options.user"}, nil},
-		{ConnectionSpec{Name: "a", Type: "mysql", Options: map[string]any{"dsn": "u:p@tcp(h)/d", "host": "h"}}, []string{"options.host"}, nil},
-		{ConnectionSpec{Name: "a", Type: "mysql", Options: map[string]any{"user": "u", "tls": "maybe"}}, []string{"options.tls"}, nil},
-		{ConnectionSpec{Name: "a", Type: "mysql", Options: map[string]any{"user": "u", "password": "env:"}}, []string{"options.password"}, nil},
-		{ConnectionSpec{Name: "a", Type: "mysql", Options: map[string]any{"user": "u", "password": "file:relative"}}, []string{"options.password"}, nil},
-		{ConnectionSpec{Name: "a", Type: "mysql", Options: map[string]any{"user": "u", "params": map[string]any{"time_zone": "'+01:00'"}}}, []string{"options.params.time_zone"}, nil},
-		{ConnectionSpec{Name: "a", Type: "mysql", Options: map[string]any{"user": "u", "params": map[string]any{"x; DROP": "1"}}}, []string{"options.params.x; DROP"}, nil},
-		{ConnectionSpec{Name: "a", Type: "mysql", Sharing: "sometimes", Options: map[string]any{"user": "u"}}, []string{"sharing"}, nil},
-		{ConnectionSpec{Name: "a b", Type: "mysql", Options: map[string]any{"user": "u"}}, []string{"name"}, nil},
-		{ConnectionSpec{Name: "a", Type: "oracle"}, []string{"type"}, ErrUnknownType},
-		{ConnectionSpec{Name: "a", Type: "sqlite"}, []string{"options.path"}, nil},
-		{ConnectionSpec{Name: "a", Type: "sqlite", Options: map[string]any{"path": 3, "chunk_rows": 0}}, []string{"options.chunk_rows", "options.path"}, nil},
+		{api.Connection{Name: "a", Type: "mysql", Options: map[string]any{"user": "u", "prot": 1}}, []string{"options.prot"}, nil},
+		{api.Connection{Name: "a", Type: "mysql", Options: map[string]any{"user": "u", "port": 70000}}, []string{"options.port"}, nil},
+		{api.Connection{Name: "a", Type: "mysql", Options: map[string]any{"user": "u", "port": "x1"}}, []string{"options.port"}, nil},
+		{api.Connection{Name: "a", Type: "mysql", Options: map[string]any{"user": "u", "max_open": 3}}, []string{"options.max_open"}, nil},
+		{api.Connection{Name: "a", Type: "mysql", Options: map[string]any{"host": "h"}}, []string{"options.user"}, nil},
+		{api.Connection{Name: "a", Type: "mysql", Options: map[string]any{"dsn": "u:p@tcp(h)/d", "host": "h"}}, []string{"options.host"}, nil},
+		{api.Connection{Name: "a", Type: "mysql", Options: map[string]any{"user": "u", "tls": "maybe"}}, []string{"options.tls"}, nil},
+		{api.Connection{Name: "a", Type: "mysql", Options: map[string]any{"user": "u", "password": "env:"}}, []string{"options.password"}, nil},
+		{api.Connection{Name: "a", Type: "mysql", Options: map[string]any{"user": "u", "password": "file:relative"}}, []string{"options.password"}, nil},
+		{api.Connection{Name: "a", Type: "mysql", Options: map[string]any{"user": "u", "params": map[string]any{"time_zone": "'+01:00'"}}}, []string{"options.params.time_zone"}, nil},
+		{api.Connection{Name: "a", Type: "mysql", Options: map[string]any{"user": "u", "params": map[string]any{"x; DROP": "1"}}}, []string{"options.params.x; DROP"}, nil},
+		{api.Connection{Name: "a", Type: "mysql", Sharing: "sometimes", Options: map[string]any{"user": "u"}}, []string{"sharing"}, nil},
+		{api.Connection{Name: "a b", Type: "mysql", Options: map[string]any{"user": "u"}}, []string{"name"}, nil},
+		{api.Connection{Name: "a", Type: "oracle"}, []string{"type"}, ErrUnknownType},
+		{api.Connection{Name: "a", Type: "sqlite"}, []string{"options.path"}, nil},
+		{api.Connection{Name: "a", Type: "sqlite", Options: map[string]any{"path": 3, "chunk_rows": 0}}, []string{"options.chunk_rows", "options.path"}, nil},
 	}
 	for _, tc := range cases {
 		_, err := ts.svc.CreateConnection(ctx, tc.spec)
@@ -151,11 +152,11 @@ func TestConfigConnectionsReadOnlyAndShadowing(t *testing.T) {
 	dir := t.TempDir()
 	sqlitePath := newSQLiteFixture(t)
 	ts := openStack(t, dir, Options{})
-	if _, err := ts.svc.CreateConnection(ctx, ConnectionSpec{Name: "c", Type: "sqlite", Options: map[string]any{"path": sqlitePath}}); err != nil {
+	if _, err := ts.svc.CreateConnection(ctx, api.Connection{Name: "c", Type: "sqlite", Options: map[string]any{"path": sqlitePath}}); err != nil {
 		t.Fatal(err)
 	}
 	ts.close()
-	cfg := Options{Connections: []ConnectionSpec{{Name: "c", Type: "sqlite", Sharing: SharingSingleUse, Options: map[string]any{"path": sqlitePath}}}}
+	cfg := Options{Connections: []api.Connection{{Name: "c", Type: "sqlite", Sharing: string(SharingSingleUse), Options: map[string]any{"path": sqlitePath}}}}
 	ts = openStack(t, dir, cfg)
 	list := ts.svc.ListConnections()
 	if len(list) != 2 || list[0].Source != OriginAPI || list[0].Status != "shadowed" || list[1].Source != OriginConfig || list[1].Status != "active" {
@@ -165,14 +166,14 @@ func TestConfigConnectionsReadOnlyAndShadowing(t *testing.T) {
 	if got.Source != OriginConfig || got.Sharing != SharingSingleUse {
 		t.Fatalf("get %+v", got)
 	}
-	if _, _, err := ts.svc.PutConnection(ctx, ConnectionSpec{Name: "c", Type: "sqlite", Options: map[string]any{"path": sqlitePath}}); !errors.Is(err, ErrConnectionReadOnly) {
+	if _, _, err := ts.svc.PutConnection(ctx, api.Connection{Name: "c", Type: "sqlite", Options: map[string]any{"path": sqlitePath}}); !errors.Is(err, ErrConnectionReadOnly) {
 		t.Fatalf("put over config: %v", err)
 	}
 	if err := ts.svc.DropConnection(ctx, "c", true); !errors.Is(err, ErrConnectionReadOnly) {
 		t.Fatalf("drop config: %v", err)
 	}
 	// A single-use connection opens for the run and keeps nothing open.
-	if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "a", Connection: "c", Resource: "items"}); err != nil {
+	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "a", Connection: "c", Resource: "items"}); err != nil {
 		t.Fatal(err)
 	}
 	mustSucceed(t, ts.runWait(t, "a"))
@@ -198,8 +199,8 @@ func TestConfigConnectionsReadOnlyAndShadowing(t *testing.T) {
 	db, _ := snapshot.Open(ctx, st, snapshot.Options{})
 	defer db.Close()
 	_, err = New(ctx, db, Options{
-		Connections: []ConnectionSpec{{Name: "ok", Type: "sqlite", Options: map[string]any{"path": sqlitePath, "pth": 1}}},
-		Adapters:    []AdapterSpec{{Name: "a", Connection: "nope", Resource: "t"}, {Name: "b", Connection: "ok", Resource: "t", Schedule: "61 * * * *"}},
+		Connections: []api.Connection{{Name: "ok", Type: "sqlite", Options: map[string]any{"path": sqlitePath, "pth": 1}}},
+		Adapters:    []api.Adapter{{Name: "a", Connection: "nope", Resource: "t"}, {Name: "b", Connection: "ok", Resource: "t", Schedule: "61 * * * *"}},
 	})
 	for _, want := range []string{`"connections[0].options.pth"`, `"adapters[0].connection"`, `"adapters[1].schedule"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -217,15 +218,15 @@ func TestDurationOptions_NumbersRefused(t *testing.T) {
 	ctx := context.Background()
 	path := newSQLiteFixture(t)
 	ts := newStack(t, Options{})
-	_, err := ts.svc.CreateConnection(ctx, ConnectionSpec{Name: "s", Type: "sqlite", Options: map[string]any{"path": path, "busy_timeout": float64(30)}})
+	_, err := ts.svc.CreateConnection(ctx, api.Connection{Name: "s", Type: "sqlite", Options: map[string]any{"path": path, "busy_timeout": float64(30)}})
 	var oe *OptionError
 	if !errors.As(err, &oe) || oe.Key != "options.busy_timeout" || !strings.Contains(oe.Msg, `"30s"`) {
 		t.Fatalf("numeric duration: %v", err)
 	}
-	if _, err := ts.svc.CreateConnection(ctx, ConnectionSpec{Name: "s", Type: "sqlite", Options: map[string]any{"path": path, "busy_timeout": "30s"}}); err != nil {
+	if _, err := ts.svc.CreateConnection(ctx, api.Connection{Name: "s", Type: "sqlite", Options: map[string]any{"path": path, "busy_timeout": "30s"}}); err != nil {
 		t.Fatal(err)
 	}
-	spec := ConnectionSpec{Name: "old", Type: "sqlite", Sharing: SharingPooled, Options: map[string]any{"path": path, "busy_timeout": float64(3), "conn_max_lifetime": float64(60)}}
+	spec := api.Connection{Name: "old", Type: "sqlite", Sharing: string(SharingPooled), Options: map[string]any{"path": path, "busy_timeout": float64(3), "conn_max_lifetime": float64(60)}}
 	upgradeDurations(spec)
 	if spec.Options["busy_timeout"] != "3s" || spec.Options["conn_max_lifetime"] != "60s" {
 		t.Fatalf("upgraded: %v", spec.Options)

@@ -121,7 +121,7 @@ var (
 )
 
 // register makes a connector available under name, for
-// ConnectionSpec.Type, from an init function. It panics when name is taken
+// api.Connection's Type, from an init function. It panics when name is taken
 // or c is nil, as sql.Register does. Connectors live in this package:
 // source drivers may be imported nowhere else (internal/lint).
 func register(name string, c Connector) {

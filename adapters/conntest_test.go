@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/snapstore/snapstore/api"
 )
 
 // TestConnectionTestCauses classifies failed connection tests.
@@ -93,7 +95,7 @@ func testConnectionCauses(t *testing.T, e sourceEnv) {
 			if tc.name == "socket" && (tc.opts["socket"] == "" || tc.opts["host"] == "") {
 				t.Skip("the test socket is unset")
 			}
-			if _, _, err := ts.svc.PutConnection(ctx, ConnectionSpec{Name: tc.name, Type: e.typ(), Options: tc.opts}); err != nil {
+			if _, _, err := ts.svc.PutConnection(ctx, api.Connection{Name: tc.name, Type: e.typ(), Options: tc.opts}); err != nil {
 				t.Fatal(noteErr(err))
 			}
 			res, err := ts.svc.TestConnection(ctx, tc.name)
@@ -122,7 +124,7 @@ func testConnectionCauses(t *testing.T, e sourceEnv) {
 	}
 	// A pull through a connection with a wrong password fails with
 	// ErrSourceAuth in its error text, never the password.
-	if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "a", Connection: "dsnauth", Resource: "actor"}); err != nil {
+	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "a", Connection: "dsnauth", Resource: "actor"}); err != nil {
 		t.Fatal(err)
 	}
 	rec := ts.runWait(t, "a")
@@ -176,7 +178,7 @@ func checkSourceFailure(t *testing.T, ts *testStack, logs *syncLog, conn, cause 
 		}
 	}
 	adapter := "a_" + conn
-	if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: adapter, Connection: conn, Resource: "actor"}); err != nil {
+	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: adapter, Connection: conn, Resource: "actor"}); err != nil {
 		t.Fatal(noteErr(err))
 	}
 	want := fmt.Sprintf(`"msg":"adapter saved without checking its resource","adapter":%q,"connection":%q,"resource":"actor","cause":%q`, adapter, conn, cause)

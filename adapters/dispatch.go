@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
@@ -70,7 +71,7 @@ func (s *Service) StartRun(ctx context.Context, name string, opts RunOptions) (R
 // place starts a run of a where its strategy places it.
 func (s *Service) place(ctx context.Context, a *adapterDef, opts RunOptions) (RunRecord, error) {
 	name := a.spec.Name
-	switch a.spec.Strategy {
+	switch Strategy(a.spec.Strategy) {
 	case StrategyPartitionByKey:
 		if s.partitioner == nil {
 			return s.refuseStrategy(ctx, a.spec, opts)
@@ -91,7 +92,7 @@ func (s *Service) place(ctx context.Context, a *adapterDef, opts RunOptions) (Ru
 // without partitioned runs (L4); a
 // scheduled one is recorded as failed, so that the run history says why
 // nothing happened.
-func (s *Service) refuseStrategy(ctx context.Context, spec AdapterSpec, opts RunOptions) (RunRecord, error) {
+func (s *Service) refuseStrategy(ctx context.Context, spec api.Adapter, opts RunOptions) (RunRecord, error) {
 	err := s.notPartitioned(spec)
 	if opts.Trigger != "schedule" && opts.Trigger != "retry" && opts.Trigger != "start" {
 		return RunRecord{}, err
@@ -112,7 +113,7 @@ func (s *Service) placeOn(ctx context.Context, node string, a *adapterDef, opts 
 	if node == s.self {
 		rec, err := s.startLocal(ctx, a.spec.Name, opts, localRun{id: id})
 		if err == nil {
-			s.metrics.observePlaced(node, a.spec.Strategy)
+			s.metrics.observePlaced(node, Strategy(a.spec.Strategy))
 		}
 		return rec, err
 	}
@@ -122,7 +123,7 @@ func (s *Service) placeOn(ctx context.Context, node string, a *adapterDef, opts 
 	}
 	rec, err := s.cluster.HandOff(ctx, node, HandOff{Adapter: a.spec.Name, Revision: rev, RunID: id, Trigger: opts.Trigger, Force: opts.Force, PlacedBy: s.self})
 	if err == nil {
-		s.metrics.observePlaced(node, a.spec.Strategy)
+		s.metrics.observePlaced(node, Strategy(a.spec.Strategy))
 		s.log.Info("run handed to another node", "run", rec.ID, "adapter", a.spec.Name, "node", node, "strategy", a.spec.Strategy, "trigger", opts.Trigger)
 	}
 	return rec, err

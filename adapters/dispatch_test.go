@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/snapstore/snapstore/api"
 )
 
 // twoNodes stands in for package cluster (which adapters cannot import)
@@ -101,10 +103,10 @@ func newTwoNodes(t *testing.T, strategy Strategy) (*twoNodes, *testStack, *Servi
 		believes: map[string]string{}, down: map[string]bool{}}
 	ts := newStack(t, Options{Cluster: nodeView{c, "n1"}})
 	ctx := context.Background()
-	if _, err := ts.svc.CreateConnection(ctx, ConnectionSpec{Name: "lite", Type: "sqlite", Options: map[string]any{"path": newSQLiteFixture(t)}}); err != nil {
+	if _, err := ts.svc.CreateConnection(ctx, api.Connection{Name: "lite", Type: "sqlite", Options: map[string]any{"path": newSQLiteFixture(t)}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "a", Connection: "lite", Resource: "items", Strategy: strategy, Schedule: "@every 1h"}); err != nil {
+	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "a", Connection: "lite", Resource: "items", Strategy: string(strategy), Schedule: "@every 1h"}); err != nil {
 		t.Fatal(err)
 	}
 	n2, err := New(ctx, ts.db, Options{Logger: testLogger(), Cluster: nodeView{c, "n2"}})
@@ -210,7 +212,7 @@ func TestDispatch_DrainingOwnerStrategy(t *testing.T) {
 	if runs, _ := ts.svc.ListRuns(ctx, "a", 10); len(runs) != 0 {
 		t.Fatalf("records of refused runs: %+v", runs)
 	}
-	if _, _, err := ts.svc.PutAdapter(ctx, AdapterSpec{Name: "a", Connection: "lite", Resource: "items", Strategy: StrategyPartitionByKey}); err != nil {
+	if _, _, err := ts.svc.PutAdapter(ctx, api.Adapter{Name: "a", Connection: "lite", Resource: "items", Strategy: string(StrategyPartitionByKey)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ts.svc.StartRun(ctx, "a", RunOptions{Trigger: "api"}); !errors.Is(err, ErrStrategyNotSupported) {
@@ -232,7 +234,7 @@ func TestDispatch_DrainingOwnerStrategy(t *testing.T) {
 		{StrategyPartitionByKey, "zip", `want none, metadata or all, got "zip"`},
 		{StrategyLocal, "metadata", "applies to strategy partition-by-key only"},
 	} {
-		_, _, err := ts.svc.PutAdapter(ctx, AdapterSpec{Name: "a", Connection: "lite", Resource: "items", Strategy: tc.strategy, TransferCompression: tc.c})
+		_, _, err := ts.svc.PutAdapter(ctx, api.Adapter{Name: "a", Connection: "lite", Resource: "items", Strategy: string(tc.strategy), TransferCompression: tc.c})
 		if tc.want == "" && err != nil || tc.want != "" && (!errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), `"transfer_compression": `+tc.want)) {
 			t.Errorf("strategy %s, transfer_compression %q: %v", tc.strategy, tc.c, err)
 		}
@@ -249,7 +251,7 @@ func TestDispatch_DrainingOwnerStrategy(t *testing.T) {
 		{StrategyPartitionByKey, []string{"name", "region"}, `"partition_key[1]": "region" is not a column of items (its columns: id, name,`},
 		{StrategyLocal, []string{"name"}, `"partition_key": applies to strategy partition-by-key only`},
 	} {
-		a, _, err := ts.svc.PutAdapter(ctx, AdapterSpec{Name: "a", Connection: "lite", Resource: "items", Strategy: tc.strategy, PartitionKey: tc.pk})
+		a, _, err := ts.svc.PutAdapter(ctx, api.Adapter{Name: "a", Connection: "lite", Resource: "items", Strategy: string(tc.strategy), PartitionKey: tc.pk})
 		if tc.want == "" && (err != nil || !slices.Equal(a.PartitionKey, tc.pk)) || tc.want != "" && (!errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("strategy %s, partition_key %v: %+v %v", tc.strategy, tc.pk, a.PartitionKey, err)
 		}
@@ -318,7 +320,7 @@ func TestReload(t *testing.T) {
 	if n, err := n2.Reload(ctx); err != nil || n != 0 {
 		t.Fatalf("a reload with nothing new: %d %v", n, err)
 	}
-	if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "b", Connection: "lite", Resource: "items", Schedule: "@every 1h"}); err != nil {
+	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "b", Connection: "lite", Resource: "items", Schedule: "@every 1h"}); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := n2.Reload(ctx); err != nil || n != 1 {
@@ -328,7 +330,7 @@ func TestReload(t *testing.T) {
 	if err != nil || got.Revision != 1 || got.NextRun == nil {
 		t.Fatalf("b on n2: %+v %v", got, err)
 	}
-	if _, _, err := ts.svc.PutAdapter(ctx, AdapterSpec{Name: "b", Connection: "lite", Resource: "cheap", KeyColumns: []string{"id"}}); err != nil {
+	if _, _, err := ts.svc.PutAdapter(ctx, api.Adapter{Name: "b", Connection: "lite", Resource: "cheap", KeyColumns: []string{"id"}}); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := n2.Reload(ctx); n != 1 {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/snapstore/snapstore/api"
 )
 
 // TestJSONNullIsNotSQLNull: a JSON column's document null, SQL NULL and a
@@ -20,7 +22,7 @@ func TestJSONNullIsNotSQLNull(t *testing.T) {
 		if _, err := ts.svc.CreateConnection(ctx, connSpec(t, e, "c", db, nil)); err != nil {
 			t.Fatal(err)
 		}
-		for _, a := range []AdapterSpec{{Name: "j", Connection: "c", Resource: "j"}, {Name: "je", Connection: "c", Resource: "j", EmbedJSON: true}} {
+		for _, a := range []api.Adapter{{Name: "j", Connection: "c", Resource: "j"}, {Name: "je", Connection: "c", Resource: "j", EmbedJSON: true}} {
 			if _, err := ts.svc.CreateAdapter(ctx, a); err != nil {
 				t.Fatal(err)
 			}
@@ -77,7 +79,7 @@ func TestDuplicateKeyColumnsNamed(t *testing.T) {
 		if _, err := ts.svc.CreateConnection(ctx, connSpec(t, e, "c", db, nil)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "n", Connection: "c", Resource: "nokey", KeyColumns: []string{"a"}}); err != nil {
+		if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "n", Connection: "c", Resource: "nokey", KeyColumns: []string{"a"}}); err != nil {
 			t.Fatal(err)
 		}
 		rec := ts.runWait(t, "n")

@@ -46,7 +46,7 @@ func (s *Service) acquire(ctx context.Context, name string) (*lease, error) {
 		s.mu.Unlock()
 		return nil, err
 	}
-	if d.spec.Sharing == SharingSingleUse {
+	if Sharing(d.spec.Sharing) == SharingSingleUse {
 		s.mu.Unlock()
 		src, secrets, err := s.openSource(ctx, d)
 		if err != nil {

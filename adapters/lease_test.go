@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/snapstore/snapstore/api"
 )
 
 // TestReplaceAndDropDuringPull: a pull started on revision 1 finishes on
@@ -22,7 +24,7 @@ func TestReplaceAndDropDuringPull(t *testing.T) {
 		}
 		// A version per run even when nothing changed: the second run's
 		// version records the replaced connection's revision.
-		if _, err := svc.CreateAdapter(ctx, AdapterSpec{Name: "long", Connection: "m", Resource: "big", CommitUnchanged: true}); err != nil {
+		if _, err := svc.CreateAdapter(ctx, api.Adapter{Name: "long", Connection: "m", Resource: "big", CommitUnchanged: true}); err != nil {
 			t.Fatal(err)
 		}
 		b := newBlock(ts, "long", 150)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
@@ -106,7 +107,7 @@ func TestSakilaPull(t *testing.T) {
 		t.Fatal(noteErr(err))
 	}
 	for _, tb := range sakilaTables {
-		if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: tb, Connection: "sakila", Resource: tb}); err != nil {
+		if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: tb, Connection: "sakila", Resource: tb}); err != nil {
 			t.Fatal(noteErr(err))
 		}
 	}
@@ -220,7 +221,7 @@ func TestSecondRunShowsExactlyTheChanges(t *testing.T) {
 		t.Fatal(noteErr(err))
 	}
 	for _, tb := range []string{"actor", "film", "payment", "address"} {
-		if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: tb, Connection: "copy", Resource: tb}); err != nil {
+		if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: tb, Connection: "copy", Resource: tb}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -299,7 +300,7 @@ func TestSchemaChanges(t *testing.T) {
 		if _, err := ts.svc.CreateConnection(ctx, connSpec(t, e, "m", db, nil)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "t", Connection: "m", Resource: "t"}); err != nil {
+		if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "t", Connection: "m", Resource: "t"}); err != nil {
 			t.Fatal(err)
 		}
 		mustSucceed(t, ts.runWait(t, "t"))

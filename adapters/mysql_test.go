@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/snapstore/snapstore/api"
 )
 
 // TestDSNFromConfigWithAwkwardCredentials: a user name and password full
@@ -30,7 +32,7 @@ func TestDSNFromConfigWithAwkwardCredentials(t *testing.T) {
 	t.Cleanup(func() { a.Exec("DROP USER " + quoted(user) + "@'%'") })
 	e.exec(t, db, "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1), (2)")
 	ts := newStack(t, Options{})
-	if _, err := ts.svc.CreateConnection(ctx, ConnectionSpec{Name: "weird", Type: "mysql", Options: map[string]any{
+	if _, err := ts.svc.CreateConnection(ctx, api.Connection{Name: "weird", Type: "mysql", Options: map[string]any{
 		"host": e.Host, "port": e.Port, "user": user, "password": pw, "database": db}}); err != nil {
 		t.Fatal(noteErr(err))
 	}
@@ -38,7 +40,7 @@ func TestDSNFromConfigWithAwkwardCredentials(t *testing.T) {
 	if err != nil || !res.OK {
 		t.Fatalf("test %+v %v", res, noteErr(err))
 	}
-	if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "t", Connection: "weird", Resource: "t"}); err != nil {
+	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "t", Connection: "weird", Resource: "t"}); err != nil {
 		t.Fatal(err)
 	}
 	rec := ts.runWait(t, "t")

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
@@ -52,7 +53,7 @@ type RunWriter interface {
 var _ RunWriter = (*snapshot.Run)(nil)
 
 // Compressions of the rows a partitioned run sends between nodes
-// (AdapterSpec.TransferCompression): none, the metadata section (keys,
+// (api.Adapter.TransferCompression): none, the metadata section (keys,
 // column names, framing), or everything, with zstd.
 var transferCompressions = []string{"none", "metadata", "all"}
 
@@ -98,7 +99,7 @@ func checkPartitionKey(key string, s Strategy, pk []string) []error {
 
 // partitionKeyInSource checks that every partition_key column of spec is
 // a column of its resource, whose schema is schema.
-func partitionKeyInSource(spec AdapterSpec, schema snapshot.Schema) error {
+func partitionKeyInSource(spec api.Adapter, schema snapshot.Schema) error {
 	var errs []error
 	for i, c := range spec.PartitionKey {
 		if !slices.ContainsFunc(schema.Columns, func(col snapshot.Column) bool { return col.Name == c }) {
@@ -115,8 +116,8 @@ func partitionKeyInSource(spec AdapterSpec, schema snapshot.Schema) error {
 
 // beginWriter begins the writer of a run of spec: a partitioned run's
 // coordinator for a partition-by-key adapter, a snapshot.Run otherwise.
-func (s *Service) beginWriter(ctx context.Context, spec AdapterSpec, cfg snapshot.DatasetConfig, opts snapshot.RunOptions, runID string) (RunWriter, error) {
-	if spec.Strategy != StrategyPartitionByKey {
+func (s *Service) beginWriter(ctx context.Context, spec api.Adapter, cfg snapshot.DatasetConfig, opts snapshot.RunOptions, runID string) (RunWriter, error) {
+	if Strategy(spec.Strategy) != StrategyPartitionByKey {
 		return s.db.BeginRun(ctx, cfg, opts)
 	}
 	if s.partitioner == nil {
@@ -128,7 +129,7 @@ func (s *Service) beginWriter(ctx context.Context, spec AdapterSpec, cfg snapsho
 
 // notPartitioned is the error of a partition-by-key run on a node that
 // has no partitioned runs.
-func (s *Service) notPartitioned(spec AdapterSpec) error {
+func (s *Service) notPartitioned(spec api.Adapter) error {
 	return fmt.Errorf("%w: adapter %q has strategy %s, whose runs spread the rows over the nodes of a cluster by key; this node has no transfer listener (cluster.bind and cluster.transfer.listen, docs/cluster.md), so it cannot run it (or use local, round-robin or single-node)",
 		ErrStrategyNotSupported, spec.Name, spec.Strategy)
 }

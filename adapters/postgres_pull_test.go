@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
@@ -27,7 +28,7 @@ func TestPagilaPull(t *testing.T) {
 		t.Fatal(noteErr(err))
 	}
 	for _, tb := range pagilaTables {
-		if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: tb, Connection: "pagila", Resource: tb}); err != nil {
+		if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: tb, Connection: "pagila", Resource: tb}); err != nil {
 			t.Fatal(noteErr(err))
 		}
 	}
@@ -73,10 +74,10 @@ func TestPagilaPull(t *testing.T) {
 		t.Errorf("unchanged re-run stats %+v", rec.Stats)
 	}
 	// The view needs key_columns; resources list tables with their keys.
-	if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "cl", Connection: "pagila", Resource: "customer_list"}); !errors.Is(err, ErrNoKey) {
+	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "cl", Connection: "pagila", Resource: "customer_list"}); !errors.Is(err, ErrNoKey) {
 		t.Errorf("view without key_columns: %v", err)
 	}
-	if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "cl", Connection: "pagila", Resource: "customer_list", KeyColumns: []string{"id"}}); err != nil {
+	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "cl", Connection: "pagila", Resource: "customer_list", KeyColumns: []string{"id"}}); err != nil {
 		t.Fatal(err)
 	}
 	mustSucceed(t, ts.runWait(t, "cl"))

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snapstore/snapstore/api"
 )
 
 // TestPostgresAwkwardCredentials: a role name and password full of
@@ -47,7 +48,7 @@ func TestPostgresAwkwardCredentials(t *testing.T) {
 			texts = append(texts, err.Error())
 		}
 	}
-	add(ts.svc.CreateConnection(ctx, ConnectionSpec{Name: "weird", Type: "postgres", Sharing: SharingPooled, Options: map[string]any{
+	add(ts.svc.CreateConnection(ctx, api.Connection{Name: "weird", Type: "postgres", Sharing: string(SharingPooled), Options: map[string]any{
 		"host": e.Host, "port": e.Port, "user": user, "password": pw, "database": db, "sslmode": "disable", "max_open": 2}}))
 	res, err := ts.svc.TestConnection(ctx, "weird")
 	add(res, err)
@@ -55,14 +56,14 @@ func TestPostgresAwkwardCredentials(t *testing.T) {
 		t.Fatalf("test %+v %v", res, noteErr(err))
 	}
 	add(ts.svc.Resources(ctx, "weird"))
-	if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "t", Connection: "weird", Resource: "t"}); err != nil {
+	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "t", Connection: "weird", Resource: "t"}); err != nil {
 		t.Fatal(err)
 	}
 	rec := ts.runWait(t, "t")
 	mustSucceed(t, rec)
 	add(rec, nil)
 	// A wrong password: auth, and still never shown.
-	add(ts.svc.CreateConnection(ctx, ConnectionSpec{Name: "wrong", Type: "postgres", Options: map[string]any{
+	add(ts.svc.CreateConnection(ctx, api.Connection{Name: "wrong", Type: "postgres", Options: map[string]any{
 		"host": e.Host, "port": e.Port, "user": user, "password": pw + "x", "database": db, "sslmode": "disable"}}))
 	res, err = ts.svc.TestConnection(ctx, "wrong")
 	add(res, err)

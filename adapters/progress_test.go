@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/snapstore/snapstore/api"
 )
 
 // TestWithProgress pins how a record's progress is computed: percent of
@@ -101,10 +103,10 @@ func TestRunProgress_Live(t *testing.T) {
 	sqliteExec(t, path, `CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)`,
 		`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < 4096) INSERT INTO t SELECT i, 'row ' || i FROM n`)
 	ts := newStack(t, Options{})
-	if _, err := ts.svc.CreateConnection(ctx, ConnectionSpec{Name: "lite", Type: "sqlite", Options: map[string]any{"path": path, "chunk_rows": 256}}); err != nil {
+	if _, err := ts.svc.CreateConnection(ctx, api.Connection{Name: "lite", Type: "sqlite", Options: map[string]any{"path": path, "chunk_rows": 256}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "t", Connection: "lite", Resource: "t"}); err != nil {
+	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "t", Connection: "lite", Resource: "t"}); err != nil {
 		t.Fatal(err)
 	}
 	// Held at row 2049: the record was last updated at row 2048.

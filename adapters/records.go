@@ -8,15 +8,15 @@ import "time"
 
 // Record kinds, each a namespace of names.
 const (
-	recordConnection = "adapters.connection" // defRecord[ConnectionSpec] by connection name
-	recordAdapter    = "adapters.adapter"    // defRecord[AdapterSpec] by adapter name
+	recordConnection = "adapters.connection" // defRecord[api.Connection] by connection name
+	recordAdapter    = "adapters.adapter"    // defRecord[adapterRecord] by adapter name
 	recordRun        = "adapters.run"        // RunRecord by run id
 	recordFire       = "adapters.fire"       // fireRecord by adapter name: the last tick fired (L1)
 	recordRotation   = "adapters.rotation"   // the rotation counter of a round-robin adapter, by name (L2)
 )
 
 // defRecord is the stored form of an API definition with spec S (a
-// ConnectionSpec or an AdapterSpec, secrets as given).
+// api.Connection or an adapterRecord, secrets as given).
 type defRecord[S any] struct {
 	Spec      S         `json:"spec"`
 	Revision  int64     `json:"revision"`

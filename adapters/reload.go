@@ -6,6 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"time"
+
+	"github.com/snapstore/snapstore/api"
 )
 
 // Definitions across a cluster. Every node of a cluster keeps the API
@@ -103,7 +106,7 @@ func (s *Service) applyLocked(conns map[string]*connDef, ads map[string]*adapter
 		// The schedule of the definition in force now: a config one
 		// shadows whatever the API holds.
 		if a, ok := s.adapters.active(c.name); ok && a.sched != nil {
-			s.sched.set(c.name, a.sched, a.spec.Retries, a.spec.RetryBackoff)
+			s.sched.set(c.name, a.sched, a.spec.Retries, time.Duration(a.spec.RetryBackoff))
 		} else {
 			s.sched.set(c.name, nil, 0, 0)
 		}
@@ -113,14 +116,14 @@ func (s *Service) applyLocked(conns map[string]*connDef, ads map[string]*adapter
 }
 
 // parseStoredConnection checks a stored connection spec.
-func parseStoredConnection(spec ConnectionSpec) (*connDef, error) {
+func parseStoredConnection(spec api.Connection) (*connDef, error) {
 	upgradeDurations(spec)
 	return parseConnection("", spec)
 }
 
 // parseStoredAdapter checks a stored adapter spec.
-func parseStoredAdapter(spec AdapterSpec) (*adapterDef, error) {
-	return parseAdapter("", spec)
+func parseStoredAdapter(r adapterRecord) (*adapterDef, error) {
+	return parseAdapter("", r.spec())
 }
 
 // ConfigDigests returns a digest of each config-file definition of this
@@ -144,7 +147,7 @@ func (s *Service) ConfigDigests(key []byte) map[string]string {
 		out[connectionKind.noun+"/"+name] = digest(d.spec)
 	}
 	for name, a := range s.adapters.config {
-		out[adapterKind.noun+"/"+name] = digest(a.spec)
+		out[adapterKind.noun+"/"+name] = digest(adapterRecordOf(a.spec))
 	}
 	return out
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
@@ -128,7 +129,7 @@ func (s *Service) startLocal(ctx context.Context, name string, opts RunOptions, 
 }
 
 // execute runs one pull to its end and records the outcome.
-func (s *Service) execute(ctx context.Context, ar *activeRun, spec AdapterSpec, force bool) {
+func (s *Service) execute(ctx context.Context, ar *activeRun, spec api.Adapter, force bool) {
 	defer s.wg.Done()
 	defer ar.cancel(nil)
 	res, err := s.pull(ctx, ar, spec, force)
@@ -195,7 +196,7 @@ func (s *Service) execute(ctx context.Context, ar *activeRun, spec AdapterSpec, 
 
 // pull streams the source table into a snapshot run and commits it. Any
 // error aborts the run; the current version is untouched (P5).
-func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, force bool) (pullResult, error) {
+func (s *Service) pull(ctx context.Context, ar *activeRun, spec api.Adapter, force bool) (pullResult, error) {
 	l, err := s.acquire(ctx, spec.Connection)
 	if err != nil {
 		return pullResult{}, err
@@ -235,7 +236,7 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, for
 	// coordinator still records the current version verified when no
 	// partition changed anything (RunWriter.Verified).
 	cs, _ := src.(checksummer)
-	if spec.Strategy == StrategyPartitionByKey {
+	if Strategy(spec.Strategy) == StrategyPartitionByKey {
 		cs = nil
 	}
 	prev := s.readDigest(ctx, spec.Dataset, cur, schema, cs)
@@ -262,7 +263,7 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec AdapterSpec, for
 	}
 
 	run, err := s.beginWriter(ctx, spec,
-		snapshot.DatasetConfig{Name: spec.Dataset, Retention: spec.Retention, Guard: spec.Guard},
+		snapshot.DatasetConfig{Name: spec.Dataset, Retention: retentionOf(spec), Guard: guardOf(spec)},
 		snapshot.RunOptions{Schema: schema, Force: force, VerifyUnchanged: !spec.CommitUnchanged, Source: snapshot.SourceInfo{
 			Adapter: spec.Name, Connection: spec.Connection, Revision: l.revision, Resource: resource, RunID: runID,
 		}}, runID)
@@ -495,7 +496,7 @@ func keyIndexOf(s snapshot.Schema) int {
 	return 0
 }
 
-// embedJSON applies AdapterSpec.EmbedJSON: when on, the JSON columns of
+// embedJSON applies api.Adapter.EmbedJSON: when on, the JSON columns of
 // schema (a copy is made) become snapshot.KindEmbeddedJSON, and their
 // indexes are returned, for the values of each row to follow.
 func embedJSON(schema *snapshot.Schema, on bool) []int {
@@ -518,7 +519,7 @@ func embedJSON(schema *snapshot.Schema, on bool) []int {
 // the check of an adapter do. An error names the resource and the data
 // connection once: a *SourceError (the connect failed) already names the
 // connection and its server, and comes back as it is.
-func openResource(ctx context.Context, l *lease, spec AdapterSpec) (TableReader, error) {
+func openResource(ctx context.Context, l *lease, spec api.Adapter) (TableReader, error) {
 	tr, err := l.src.OpenTable(ctx, TableRequest{Resource: spec.Resource, KeyColumns: spec.KeyColumns})
 	if err == nil {
 		return tr, nil

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/snapstore/snapstore/api"
 )
 
 // TestRun_ForceAndGuardCode: a run the guards refuse (snapshot.D7) has
@@ -15,8 +17,8 @@ func TestRun_ForceAndGuardCode(t *testing.T) {
 	ctx := context.Background()
 	path := newSQLiteFixture(t)
 	ts := newStack(t, Options{
-		Connections: []ConnectionSpec{{Name: "src", Type: "sqlite", Options: map[string]any{"path": path}}},
-		Adapters:    []AdapterSpec{{Name: "items", Connection: "src", Resource: "items"}},
+		Connections: []api.Connection{{Name: "src", Type: "sqlite", Options: map[string]any{"path": path}}},
+		Adapters:    []api.Adapter{{Name: "items", Connection: "src", Resource: "items"}},
 	})
 	mustSucceed(t, ts.runWait(t, "items"))
 	sqliteExec(t, path, `DELETE FROM items WHERE id > 1`)
@@ -75,7 +77,7 @@ func TestSourceLostMidRead(t *testing.T) {
 		if _, err := ts.svc.CreateConnection(ctx, connSpec(t, e, "priv", db, map[string]any{"chunk_rows": 100})); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "big", Connection: "priv", Resource: "big"}); err != nil {
+		if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "big", Connection: "priv", Resource: "big"}); err != nil {
 			t.Fatal(err)
 		}
 		b := newBlock(ts, "big", 50)

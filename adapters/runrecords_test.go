@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/snapstore/snapstore/api"
 )
 
 // TestRunRecordsPrunedAndAbandoned: old run records are pruned to the
@@ -18,10 +20,10 @@ func TestRunRecordsPrunedAndAbandoned(t *testing.T) {
 	defer func() { keepRunsPerAdapter = old }()
 	path := newSQLiteFixture(t)
 	ts := newStack(t, Options{})
-	if _, err := ts.svc.CreateConnection(ctx, ConnectionSpec{Name: "lite", Type: "sqlite", Options: map[string]any{"path": path}}); err != nil {
+	if _, err := ts.svc.CreateConnection(ctx, api.Connection{Name: "lite", Type: "sqlite", Options: map[string]any{"path": path}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "a", Connection: "lite", Resource: "items"}); err != nil {
+	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "a", Connection: "lite", Resource: "items"}); err != nil {
 		t.Fatal(err)
 	}
 	var last RunRecord

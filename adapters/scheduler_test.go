@@ -8,10 +8,10 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
-
 	"time"
 
 	"github.com/robfig/cron/v3"
+	"github.com/snapstore/snapstore/api"
 )
 
 // fakeRuns is a runStarter whose runs take dur of (synctest) time and fail
@@ -257,21 +257,21 @@ func TestServiceSchedules(t *testing.T) {
 	path := newSQLiteFixture(t)
 	ts := newStack(t, Options{Schedule: true})
 	svc := ts.svc
-	if _, err := svc.CreateConnection(ctx, ConnectionSpec{Name: "lite", Type: "sqlite", Options: map[string]any{"path": path}}); err != nil {
+	if _, err := svc.CreateConnection(ctx, api.Connection{Name: "lite", Type: "sqlite", Options: map[string]any{"path": path}}); err != nil {
 		t.Fatal(err)
 	}
-	a, err := svc.CreateAdapter(ctx, AdapterSpec{Name: "a", Connection: "lite", Resource: "items", Schedule: "@every 1h"})
+	a, err := svc.CreateAdapter(ctx, api.Adapter{Name: "a", Connection: "lite", Resource: "items", Schedule: "@every 1h"})
 	if err != nil || a.NextRun == nil || a.NextRun.Before(time.Now().Add(59*time.Minute)) {
 		t.Fatalf("created %+v %v", a, err)
 	}
-	a, _, err = svc.PutAdapter(ctx, AdapterSpec{Name: "a", Connection: "lite", Resource: "items"})
+	a, _, err = svc.PutAdapter(ctx, api.Adapter{Name: "a", Connection: "lite", Resource: "items"})
 	if err != nil || a.NextRun != nil {
 		t.Fatalf("unscheduled %+v %v", a, err)
 	}
 	if _, ok := svc.sched.nextRun("a"); ok {
 		t.Fatal("entry left after the schedule was removed")
 	}
-	a, _, _ = svc.PutAdapter(ctx, AdapterSpec{Name: "a", Connection: "lite", Resource: "items", Schedule: "0 3 * * *"})
+	a, _, _ = svc.PutAdapter(ctx, api.Adapter{Name: "a", Connection: "lite", Resource: "items", Schedule: "0 3 * * *"})
 	if a.NextRun == nil || a.NextRun.UTC().Hour() != 3 {
 		t.Fatalf("rescheduled %+v", a)
 	}
@@ -308,8 +308,8 @@ func TestRunOnStart(t *testing.T) {
 	path := newSQLiteFixture(t)
 	ts := newStack(t, Options{
 		Schedule:    true,
-		Connections: []ConnectionSpec{{Name: "src", Type: "sqlite", Options: map[string]any{"path": path}}},
-		Adapters: []AdapterSpec{
+		Connections: []api.Connection{{Name: "src", Type: "sqlite", Options: map[string]any{"path": path}}},
+		Adapters: []api.Adapter{
 			{Name: "eager", Connection: "src", Resource: "items", Schedule: "@every 1h", RunOnStart: true},
 			{Name: "lazy", Connection: "src", Resource: "cheap", KeyColumns: []string{"id"}, Schedule: "@every 1h"},
 		},

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+
+	"github.com/snapstore/snapstore/api"
 )
 
 // Secret is a secret option value (a password, a DSN with a password), as
@@ -196,7 +198,7 @@ func (e *scrubbedError) Unwrap() error { return e.err }
 // the stored password out of the login it receives. spec is returned with
 // the previous secrets filled in; its Options map is copied, never
 // modified.
-func keepRedactedSecrets(spec ConnectionSpec, old *connDef) (ConnectionSpec, error) {
+func keepRedactedSecrets(spec api.Connection, old *connDef) (api.Connection, error) {
 	c, err := lookupConnector(spec.Type)
 	if err != nil {
 		return spec, nil // parseConnection reports the unknown type

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snapstore/snapstore/api"
 )
 
 // TestSecretRendering: Secret never prints its text (N4).
@@ -58,24 +59,24 @@ func TestSecretsNeverShown(t *testing.T) {
 			texts = append(texts, err.Error(), fmt.Sprintf("%+v %#v", err, err))
 		}
 	}
-	add(ts.svc.CreateConnection(ctx, ConnectionSpec{Name: "lit", Type: "mysql", Sharing: SharingPooled, Options: map[string]any{
+	add(ts.svc.CreateConnection(ctx, api.Connection{Name: "lit", Type: "mysql", Sharing: string(SharingPooled), Options: map[string]any{
 		"host": e.Host, "port": e.Port, "user": e.User, "password": e.Password, "database": "sakila", "max_open": 1}}))
-	add(ts.svc.CreateConnection(ctx, ConnectionSpec{Name: "dsn", Type: "mysql", Options: map[string]any{"dsn": dsn}}))
-	c, err := ts.svc.CreateConnection(ctx, ConnectionSpec{Name: "baddsn", Type: "mysql", Options: map[string]any{"dsn": badDSN}})
+	add(ts.svc.CreateConnection(ctx, api.Connection{Name: "dsn", Type: "mysql", Options: map[string]any{"dsn": dsn}}))
+	c, err := ts.svc.CreateConnection(ctx, api.Connection{Name: "baddsn", Type: "mysql", Options: map[string]any{"dsn": badDSN}})
 	if !errors.Is(err, ErrBadOption) {
 		t.Errorf("literal bad DSN accepted: %v", err)
 	}
 	add(c, err)
 	// By reference it is only resolved, and refused, when opened.
 	t.Setenv("SNAPSTORE_TEST_BAD_DSN", badDSN)
-	add(ts.svc.CreateConnection(ctx, ConnectionSpec{Name: "baddsn", Type: "mysql", Options: map[string]any{"dsn": "env:SNAPSTORE_TEST_BAD_DSN"}}))
-	add(ts.svc.CreateConnection(ctx, ConnectionSpec{Name: "badopt", Type: "mysql", Options: map[string]any{"user": e.User, "password": 42, "pasword": e.Password}}))
+	add(ts.svc.CreateConnection(ctx, api.Connection{Name: "baddsn", Type: "mysql", Options: map[string]any{"dsn": "env:SNAPSTORE_TEST_BAD_DSN"}}))
+	add(ts.svc.CreateConnection(ctx, api.Connection{Name: "badopt", Type: "mysql", Options: map[string]any{"user": e.User, "password": 42, "pasword": e.Password}}))
 	add(ts.svc.ListConnections(), nil)
 	for _, n := range []string{"lit", "dsn", "baddsn"} {
 		add(ts.svc.GetConnection(ctx, n))
 		add(ts.svc.TestConnection(ctx, n))
 		add(ts.svc.Resources(ctx, n))
-		add(ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "a-" + n, Connection: n, Resource: "language"}))
+		add(ts.svc.CreateAdapter(ctx, api.Adapter{Name: "a-" + n, Connection: n, Resource: "language"}))
 		rec := ts.runWait(t, "a-"+n)
 		add(rec, nil)
 		if n != "baddsn" {
@@ -118,7 +119,7 @@ func TestPutConnectionKeepsRedactedSecret(t *testing.T) {
 	ctx := context.Background()
 	e := mysqlEnv(t)
 	ts := newStack(t, Options{Logger: testLogger()})
-	spec := ConnectionSpec{Name: "lit", Type: "mysql", Options: e.literalOptions("sakila")}
+	spec := api.Connection{Name: "lit", Type: "mysql", Options: e.literalOptions("sakila")}
 	if _, err := ts.svc.CreateConnection(ctx, spec); err != nil {
 		t.Fatal(noteErr(err))
 	}
@@ -129,7 +130,7 @@ func TestPutConnectionKeepsRedactedSecret(t *testing.T) {
 	if got.Options["password"] != redacted {
 		t.Fatalf("password shown as %v, want %s", got.Options["password"], redacted)
 	}
-	back := ConnectionSpec{Name: got.Name, Type: got.Type, Sharing: got.Sharing, Options: got.Options}
+	back := api.Connection{Name: got.Name, Type: got.Type, Sharing: string(got.Sharing), Options: got.Options}
 	back.Options["chunk_rows"] = 1000 // the change the client meant to make (not where the password goes)
 	c, created, err := ts.svc.PutConnection(ctx, back)
 	if err != nil || created || c.Revision != 2 {
@@ -141,7 +142,7 @@ func TestPutConnectionKeepsRedactedSecret(t *testing.T) {
 	}
 
 	// No previous literal secret: the placeholder is refused, naming the key.
-	_, err = ts.svc.CreateConnection(ctx, ConnectionSpec{Name: "fresh", Type: "mysql", Options: map[string]any{"host": e.Host, "user": e.User, "password": redacted}})
+	_, err = ts.svc.CreateConnection(ctx, api.Connection{Name: "fresh", Type: "mysql", Options: map[string]any{"host": e.Host, "user": e.User, "password": redacted}})
 	var oe *OptionError
 	if !errors.As(err, &oe) || oe.Key != "options.password" {
 		t.Fatalf("create with the placeholder: %v, want an OptionError on options.password", noteErr(err))

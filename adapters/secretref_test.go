@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/snapstore/snapstore/api"
 )
 
 // TestReadSecretFile_Bounded: a file: read stops at 64 KiB (/dev/zero
@@ -101,12 +103,12 @@ func TestSecretRefs_ByOrigin(t *testing.T) {
 	os.WriteFile(filepath.Join(allowed, "big"), make([]byte, maxSecretFileBytes+1), 0o600)
 	t.Setenv("SNAPSTORE_SECRET_PW", testFilePassword)
 	t.Setenv("OTHER_PW", testFilePassword)
-	mysqlConn := func(name, pw string) ConnectionSpec {
-		return ConnectionSpec{Name: name, Type: "mysql", Options: map[string]any{"host": "127.0.0.1", "port": 1, "user": "u", "password": pw, "connect_timeout": "1s"}}
+	mysqlConn := func(name, pw string) api.Connection {
+		return api.Connection{Name: name, Type: "mysql", Options: map[string]any{"host": "127.0.0.1", "port": 1, "user": "u", "password": pw, "connect_timeout": "1s"}}
 	}
 	dir := t.TempDir()
 	limits := SecretRefLimits{FileDirs: []string{allowed}, EnvPrefix: "SNAPSTORE_SECRET_"}
-	ts := openStack(t, dir, Options{SecretRefs: limits, Connections: []ConnectionSpec{mysqlConn("cfg", "file:"+filepath.Join(outside, "pw"))}})
+	ts := openStack(t, dir, Options{SecretRefs: limits, Connections: []api.Connection{mysqlConn("cfg", "file:"+filepath.Join(outside, "pw"))}})
 	for _, pw := range []string{"file:" + filepath.Join(outside, "pw"), "file:" + allowed + "/../" + filepath.Base(outside) + "/pw", "env:OTHER_PW"} {
 		_, err := ts.svc.CreateConnection(ctx, mysqlConn("bad", pw))
 		var oe *OptionError
@@ -146,7 +148,7 @@ func TestSecretRefs_ByOrigin(t *testing.T) {
 	// Reopened with no limits: the stored API definitions are refused when
 	// opened, the config one still resolves.
 	ts.close()
-	ts = openStack(t, dir, Options{SecretRefs: SecretRefLimits{FileDirs: []string{}}, Connections: []ConnectionSpec{mysqlConn("cfg", "file:"+filepath.Join(outside, "pw"))}})
+	ts = openStack(t, dir, Options{SecretRefs: SecretRefLimits{FileDirs: []string{}}, Connections: []api.Connection{mysqlConn("cfg", "file:"+filepath.Join(outside, "pw"))}})
 	for _, name := range []string{"file", "env"} {
 		if res, _ := ts.svc.TestConnection(ctx, name); res.Cause != "config" || !strings.Contains(res.Message, "not allowed through the API") {
 			t.Errorf("stored %s reference under no limits: test %+v, want refused", name, res)
@@ -165,7 +167,7 @@ func TestPutConnection_RedactedNeedsSameEndpoint(t *testing.T) {
 	ctx := context.Background()
 	ts := newStack(t, Options{})
 	base := map[string]any{"host": "db1.internal", "port": 3306, "user": "app", "password": "stored-literal-pw", "database": "shop", "tls": "true"}
-	if _, err := ts.svc.CreateConnection(ctx, ConnectionSpec{Name: "c", Type: "mysql", Options: base}); err != nil {
+	if _, err := ts.svc.CreateConnection(ctx, api.Connection{Name: "c", Type: "mysql", Options: base}); err != nil {
 		t.Fatal(err)
 	}
 	with := func(k string, v any) map[string]any {
@@ -185,24 +187,24 @@ func TestPutConnection_RedactedNeedsSameEndpoint(t *testing.T) {
 		key string
 		val any
 	}{{"host", "evil.example"}, {"port", 3307}, {"user", "root"}, {"database", "mysql"}, {"tls", "false"}, {"host", nil}, {"socket", "/tmp/evil.sock"}} {
-		_, _, err := ts.svc.PutConnection(ctx, ConnectionSpec{Name: "c", Type: "mysql", Options: with(c.key, c.val)})
+		_, _, err := ts.svc.PutConnection(ctx, api.Connection{Name: "c", Type: "mysql", Options: with(c.key, c.val)})
 		var oe *OptionError
 		if !errors.As(err, &oe) || oe.Key != "options.password" || !strings.Contains(err.Error(), "options."+c.key+" changed") {
 			t.Errorf("%s=%v with REDACTED: %v, want refused naming options.%s", c.key, c.val, err, c.key)
 		}
 	}
-	_, _, err := ts.svc.PutConnection(ctx, ConnectionSpec{Name: "c", Type: "postgres", Options: map[string]any{"host": "db1.internal", "user": "app", "password": redacted}})
+	_, _, err := ts.svc.PutConnection(ctx, api.Connection{Name: "c", Type: "postgres", Options: map[string]any{"host": "db1.internal", "user": "app", "password": redacted}})
 	if err == nil || !strings.Contains(err.Error(), "type") {
 		t.Errorf("another type with REDACTED: %v", err)
 	}
 	// The same endpoint (a port as text is the same port) keeps it; a new
 	// host with the secret given again is fine.
-	if _, _, err := ts.svc.PutConnection(ctx, ConnectionSpec{Name: "c", Type: "mysql", Options: with("port", "3306")}); err != nil {
+	if _, _, err := ts.svc.PutConnection(ctx, api.Connection{Name: "c", Type: "mysql", Options: with("port", "3306")}); err != nil {
 		t.Errorf("same endpoint: %v", err)
 	}
 	o := with("host", "db2.internal")
 	o["password"] = "given-again"
-	if _, _, err := ts.svc.PutConnection(ctx, ConnectionSpec{Name: "c", Type: "mysql", Options: o}); err != nil {
+	if _, _, err := ts.svc.PutConnection(ctx, api.Connection{Name: "c", Type: "mysql", Options: o}); err != nil {
 		t.Errorf("new host, secret given: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
@@ -18,8 +19,8 @@ type Options struct {
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
 	// Connections and Adapters are the config-file definitions (origin config).
-	Connections []ConnectionSpec
-	Adapters    []AdapterSpec
+	Connections []api.Connection
+	Adapters    []api.Adapter
 	// Schedule turns the cron scheduler on (serve); off for one-shot CLI use.
 	Schedule bool
 	// Cluster places runs by strategy when this node is a member of a
@@ -169,7 +170,7 @@ func New(ctx context.Context, db *snapshot.DB, opts Options) (*Service, error) {
 				continue
 			}
 			if a := e.def; a.sched != nil {
-				s.sched.set(e.name, a.sched, a.spec.Retries, a.spec.RetryBackoff)
+				s.sched.set(e.name, a.sched, a.spec.Retries, time.Duration(a.spec.RetryBackoff))
 			}
 			if e.def.spec.RunOnStart {
 				onStart = append(onStart, e.name)

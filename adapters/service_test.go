@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/snapshot"
 	"github.com/snapstore/snapstore/store"
 	"github.com/snapstore/snapstore/store/pebble"
@@ -143,12 +144,12 @@ func col(row snapshot.Row, name string) snapshot.Value {
 	return snapshot.Value{Kind: 255}
 }
 
-func mysqlConnSpec(t testing.TB, e mysqlTestEnv, name, db string, extra map[string]any) ConnectionSpec {
+func mysqlConnSpec(t testing.TB, e mysqlTestEnv, name, db string, extra map[string]any) api.Connection {
 	o := e.options(t, db)
 	for k, v := range extra {
 		o[k] = v
 	}
-	return ConnectionSpec{Name: name, Type: "mysql", Options: o}
+	return api.Connection{Name: name, Type: "mysql", Options: o}
 }
 
 // blockAt makes runs of adapter pause after row n until release is closed
@@ -198,7 +199,7 @@ func TestCloseAbortsRunningRun(t *testing.T) {
 		if _, err := ts.svc.CreateConnection(ctx, connSpec(t, e, "m", db, map[string]any{"chunk_rows": 100})); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "long", Connection: "m", Resource: "big"}); err != nil {
+		if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "long", Connection: "m", Resource: "big"}); err != nil {
 			t.Fatal(err)
 		}
 		first := ts.runWait(t, "long")

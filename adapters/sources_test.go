@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/snapstore/snapstore/api"
 )
 
 // sourceEnv is one real source server the connection, adapter and pull
@@ -63,12 +64,12 @@ func forEachSource(t *testing.T, f func(t *testing.T, e sourceEnv)) {
 }
 
 // connSpec is a connection of e's type to db with extra options.
-func connSpec(t testing.TB, e sourceEnv, name, db string, extra map[string]any) ConnectionSpec {
+func connSpec(t testing.TB, e sourceEnv, name, db string, extra map[string]any) api.Connection {
 	o := e.options(t, db)
 	for k, v := range extra {
 		o[k] = v
 	}
-	return ConnectionSpec{Name: name, Type: e.typ(), Options: o}
+	return api.Connection{Name: name, Type: e.typ(), Options: o}
 }
 
 // openEnvSource opens a Source of e's type on db with extra options.

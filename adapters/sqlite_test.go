@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
@@ -134,7 +135,7 @@ func TestSQLiteNotADatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, path := range map[string]string{"text": text, "dir": t.TempDir()} {
-		if _, err := ts.svc.CreateConnection(ctx, ConnectionSpec{Name: name, Type: "sqlite", Options: map[string]any{"path": path}}); err != nil {
+		if _, err := ts.svc.CreateConnection(ctx, api.Connection{Name: name, Type: "sqlite", Options: map[string]any{"path": path}}); err != nil {
 			t.Fatal(err)
 		}
 		_, err := ts.svc.Resources(ctx, name)

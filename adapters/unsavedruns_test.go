@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/snapshot"
 	"github.com/snapstore/snapstore/store/pebble"
 	"github.com/snapstore/snapstore/store/storetest"
@@ -45,10 +46,10 @@ func faultStackWithAdapter(t *testing.T) (*testStack, *storetest.FaultStore) {
 	ctx := context.Background()
 	path := newSQLiteFixture(t)
 	ts, fs := openFaultStack(t, t.TempDir())
-	if _, err := ts.svc.CreateConnection(ctx, ConnectionSpec{Name: "lite", Type: "sqlite", Options: map[string]any{"path": path}}); err != nil {
+	if _, err := ts.svc.CreateConnection(ctx, api.Connection{Name: "lite", Type: "sqlite", Options: map[string]any{"path": path}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ts.svc.CreateAdapter(ctx, AdapterSpec{Name: "a", Connection: "lite", Resource: "items"}); err != nil {
+	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "a", Connection: "lite", Resource: "items"}); err != nil {
 		t.Fatal(err)
 	}
 	return ts, fs

@@ -151,7 +151,7 @@ func LoopbackConfig() Config {
 }
 
 // ConfigError is one bad field of a Config. Key is the field's name in a
-// configuration file (bind, gossip_key, weight), which cmd/snapstore
+// configuration file (bind, gossip_key, weight), which package config
 // prefixes with "cluster.".
 type ConfigError struct {
 	Key string

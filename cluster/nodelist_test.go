@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/snapshot"
 	"github.com/snapstore/snapstore/store/pebble"
 )
@@ -95,10 +96,10 @@ func nodeWithList(t *testing.T, name string, db *snapshot.DB, ads []string, edit
 	})
 	p := NewPlacement(m, NewNodeList(db))
 	// One connection, defined alike on every node; never opened here.
-	conns := []adapters.ConnectionSpec{{Name: "src", Type: "sqlite", Options: map[string]any{"path": "/nonexistent/src.db"}}}
-	var specs []adapters.AdapterSpec
+	conns := []api.Connection{{Name: "src", Type: "sqlite", Options: map[string]any{"path": "/nonexistent/src.db"}}}
+	var specs []api.Adapter
 	for _, a := range ads {
-		specs = append(specs, adapters.AdapterSpec{Name: a[:1], Connection: "src", Resource: a[1:]})
+		specs = append(specs, api.Adapter{Name: a[:1], Connection: "src", Resource: a[1:]})
 	}
 	startPlacement(t, m, p, db, adapters.Options{Connections: conns, Adapters: specs})
 	return m, p

@@ -7,60 +7,12 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/snapstore/snapstore/adapters"
-	"github.com/snapstore/snapstore/snapshot"
+	"github.com/snapstore/snapstore/api"
 )
-
-// adapterJSON is adapters.AdapterSpec on the wire, with durations as text.
-type adapterJSON struct {
-	Name         string         `json:"name,omitempty"`
-	Connection   string         `json:"connection"`
-	Resource     string         `json:"resource"`
-	Dataset      string         `json:"dataset,omitempty"`
-	KeyColumns   []string       `json:"key_columns,omitempty"`
-	Schedule     string         `json:"schedule,omitempty"`
-	Retention    retentionJSON  `json:"retention"`
-	Guard        snapshot.Guard `json:"guard"`
-	Retries      int            `json:"retries,omitempty"`
-	RetryBackoff duration       `json:"retry_backoff,omitempty"`
-	RunOnStart   bool           `json:"run_on_start"`
-	EmbedJSON    bool           `json:"embed_json"`
-	// CommitUnchanged: adapters.AdapterSpec.CommitUnchanged.
-	CommitUnchanged bool `json:"commit_unchanged"`
-	// AuditReads: adapters.AdapterSpec.AuditReads (audit.go).
-	AuditReads bool   `json:"audit_reads"`
-	Strategy   string `json:"strategy,omitempty"`
-	// TransferCompression and PartitionKey apply to strategy
-	// partition-by-key only (adapters.AdapterSpec).
-	TransferCompression string   `json:"transfer_compression,omitempty"`
-	PartitionKey        []string `json:"partition_key,omitempty"`
-}
-
-func (a adapterJSON) spec() adapters.AdapterSpec {
-	return adapters.AdapterSpec{
-		Name:            a.Name,
-		Connection:      a.Connection,
-		Resource:        a.Resource,
-		Dataset:         a.Dataset,
-		KeyColumns:      a.KeyColumns,
-		Schedule:        a.Schedule,
-		Retention:       snapshot.Retention{TTL: time.Duration(a.Retention.TTL), MinVersions: a.Retention.MinVersions},
-		Guard:           a.Guard,
-		Retries:         a.Retries,
-		RetryBackoff:    time.Duration(a.RetryBackoff),
-		RunOnStart:      a.RunOnStart,
-		EmbedJSON:       a.EmbedJSON,
-		CommitUnchanged: a.CommitUnchanged,
-		AuditReads:      a.AuditReads,
-		Strategy:        adapters.Strategy(a.Strategy),
-
-		TransferCompression: a.TransferCompression,
-		PartitionKey:        a.PartitionKey,
-	}
-}
 
 // adapterOut is adapters.Adapter on the wire.
 type adapterOut struct {
-	adapterJSON
+	api.Adapter
 	Source    adapters.Origin `json:"source"`
 	Revision  int64           `json:"revision"`
 	CreatedAt time.Time       `json:"created_at"`
@@ -75,28 +27,8 @@ type adapterOut struct {
 }
 
 func toAdapterOut(a adapters.Adapter) adapterOut {
-	sp := a.AdapterSpec
 	return adapterOut{
-		adapterJSON: adapterJSON{
-			Name:            sp.Name,
-			Connection:      sp.Connection,
-			Resource:        sp.Resource,
-			Dataset:         sp.Dataset,
-			KeyColumns:      sp.KeyColumns,
-			Schedule:        sp.Schedule,
-			Retention:       retentionToJSON(sp.Retention),
-			Guard:           sp.Guard,
-			Retries:         sp.Retries,
-			RetryBackoff:    duration(sp.RetryBackoff),
-			RunOnStart:      sp.RunOnStart,
-			EmbedJSON:       sp.EmbedJSON,
-			CommitUnchanged: sp.CommitUnchanged,
-			AuditReads:      sp.AuditReads,
-			Strategy:        string(sp.Strategy),
-
-			TransferCompression: sp.TransferCompression,
-			PartitionKey:        sp.PartitionKey,
-		},
+		Adapter:    a.Adapter,
 		Source:     a.Source,
 		Revision:   a.Revision,
 		CreatedAt:  a.CreatedAt,
@@ -129,12 +61,12 @@ func (s *Server) listAdapters(c echo.Context) error {
 // createAdapter answers POST /v1/adapters: defines a new adapter (409
 // adapter_exists when the name is taken).
 func (s *Server) createAdapter(c echo.Context) error {
-	var in adapterJSON
+	var in api.Adapter
 	if err := decodeDefinition(c, &in, &in.Name, "an adapter"); err != nil {
 		return err
 	}
 	setAuditTarget(c, "adapter", in.Name)
-	a, err := s.svc.CreateAdapter(c.Request().Context(), in.spec())
+	a, err := s.svc.CreateAdapter(c.Request().Context(), in)
 	if err != nil {
 		return err
 	}
@@ -163,11 +95,11 @@ func (s *Server) getAdapter(c echo.Context) error {
 // putAdapter answers PUT /v1/adapters/{name}: creates the adapter (201) or
 // replaces it (200).
 func (s *Server) putAdapter(c echo.Context) error {
-	var in adapterJSON
+	var in api.Adapter
 	if err := decodeDefinition(c, &in, &in.Name, "an adapter"); err != nil {
 		return err
 	}
-	a, created, err := s.svc.PutAdapter(c.Request().Context(), in.spec())
+	a, created, err := s.svc.PutAdapter(c.Request().Context(), in)
 	if err != nil {
 		return err
 	}

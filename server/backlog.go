@@ -9,7 +9,7 @@ import (
 
 // Transfer is the transfer layer of partitioned runs, which the backlog
 // route answers from: package cluster/transfer's Transport, adapted by
-// cmd/snapstore. Backlog must not block on I/O: it reads the queues'
+// package daemon. Backlog must not block on I/O: it reads the queues'
 // counters.
 type Transfer interface {
 	Backlog() TransferBacklog

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+	"github.com/snapstore/snapstore/api"
 )
 
 // MaxBodyBytes is the largest request body accepted (1 MiB).
@@ -50,7 +51,7 @@ func decodeBody(c echo.Context, v any, required bool) error {
 			return badJSON("not valid JSON at offset %d: %v", se.Offset, err)
 		case errors.As(err, &te):
 			want := te.Type.String()
-			if te.Type == reflect.TypeFor[duration]() {
+			if te.Type == reflect.TypeFor[api.Duration]() {
 				want = `a duration such as "24h" or "90s"`
 			}
 			return badField("body."+te.Field, "want %s, got %s", want, te.Value)

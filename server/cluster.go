@@ -16,7 +16,7 @@ import (
 
 // Cluster is the cluster this node is a member of, as the cluster routes
 // use it: package cluster's Membership and Placement, adapted by
-// cmd/snapstore (server and cluster share a layer and do not import each
+// package daemon (server and cluster share a layer and do not import each
 // other), which also turns package cluster's errors into this package's
 // (ErrNodeNotFound, ErrNodeAlive, ErrNodeNotAlive, ErrClusterCredential).
 // Nodes must not block: it reads the membership's in-memory view and the
@@ -112,7 +112,7 @@ type KeyringReport struct {
 	Messages  map[string]string `json:"messages,omitempty"`
 }
 
-// Errors of the cluster routes; cmd/snapstore wraps package cluster's
+// Errors of the cluster routes; package daemon wraps package cluster's
 // errors in them.
 var (
 	// ErrNodeNotFound: no member of that id.

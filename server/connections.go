@@ -4,7 +4,7 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
-	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/api"
 )
 
 // listConnections answers GET /v1/connections: every data connection,
@@ -16,12 +16,12 @@ func (s *Server) listConnections(c echo.Context) error {
 // createConnection answers POST /v1/connections: defines a new connection
 // (409 connection_exists when the name is taken).
 func (s *Server) createConnection(c echo.Context) error {
-	var spec adapters.ConnectionSpec
-	if err := decodeDefinition(c, &spec, &spec.Name, "a connection"); err != nil {
+	var in api.Connection
+	if err := decodeDefinition(c, &in, &in.Name, "a connection"); err != nil {
 		return err
 	}
-	setAuditTarget(c, "connection", spec.Name)
-	conn, err := s.svc.CreateConnection(c.Request().Context(), spec)
+	setAuditTarget(c, "connection", in.Name)
+	conn, err := s.svc.CreateConnection(c.Request().Context(), in)
 	if err != nil {
 		return err
 	}
@@ -36,11 +36,11 @@ func (s *Server) getConnection(c echo.Context) error {
 // putConnection answers PUT /v1/connections/{name}: creates the connection
 // (201) or replaces it (200).
 func (s *Server) putConnection(c echo.Context) error {
-	var spec adapters.ConnectionSpec
-	if err := decodeDefinition(c, &spec, &spec.Name, "a connection"); err != nil {
+	var in api.Connection
+	if err := decodeDefinition(c, &in, &in.Name, "a connection"); err != nil {
 		return err
 	}
-	conn, created, err := s.svc.PutConnection(c.Request().Context(), spec)
+	conn, created, err := s.svc.PutConnection(c.Request().Context(), in)
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/snapstore/snapstore/adapters"
-	"github.com/snapstore/snapstore/snapshot"
+	"github.com/snapstore/snapstore/api"
 )
 
 // The adapter pages: the list with schedules and last runs, the create
@@ -81,9 +81,9 @@ func (c *console) editAdapterForm(w http.ResponseWriter, r *http.Request, v view
 	f := adapterFields{
 		Name: a.Name, Connection: a.Connection, Resource: a.Resource, Dataset: a.Dataset,
 		KeyColumns: strings.Join(a.KeyColumns, ", "), Schedule: a.Schedule,
-		TTL: durationText(a.Retention.TTL), AllowEmpty: a.Guard.AllowEmpty, RunOnStart: a.RunOnStart,
+		TTL: durationText(time.Duration(a.Retention.TTL)), AllowEmpty: a.Guard.AllowEmpty, RunOnStart: a.RunOnStart,
 		EmbedJSON: a.EmbedJSON, CommitUnchanged: a.CommitUnchanged, AuditReads: a.AuditReads,
-		RetryBackoff: durationText(a.RetryBackoff), Strategy: string(a.Strategy),
+		RetryBackoff: durationText(time.Duration(a.RetryBackoff)), Strategy: a.Strategy,
 		PartitionKey: strings.Join(a.PartitionKey, ", "), TransferCompression: a.TransferCompression,
 	}
 	if a.Retention.MinVersions != 0 {
@@ -120,53 +120,50 @@ func adapterFieldsOf(r *http.Request) adapterFields {
 	}
 }
 
-// spec converts the form to an adapter spec through the API's wire form
-// (adapterJSON.spec), so both paths apply the same conversion. Errors
+// spec converts the form to an adapter spec through the wire schema
+// (api.Adapter), so both paths apply the same conversion. Errors
 // name the field as the API would ("body.retention.ttl").
-func (f adapterFields) spec() (adapters.AdapterSpec, error) {
-	in := adapterJSON{Name: f.Name, Connection: f.Connection, Resource: f.Resource, Dataset: f.Dataset, Schedule: f.Schedule,
-		Guard: snapshot.Guard{AllowEmpty: f.AllowEmpty}, RunOnStart: f.RunOnStart, Strategy: f.Strategy,
+func (f adapterFields) spec() (api.Adapter, error) {
+	in := api.Adapter{Name: f.Name, Connection: f.Connection, Resource: f.Resource, Dataset: f.Dataset, Schedule: f.Schedule,
+		Guard: api.Guard{AllowEmpty: f.AllowEmpty}, RunOnStart: f.RunOnStart, Strategy: f.Strategy,
 		EmbedJSON: f.EmbedJSON, CommitUnchanged: f.CommitUnchanged, AuditReads: f.AuditReads,
 		TransferCompression: f.TransferCompression}
 	in.KeyColumns = columnList(f.KeyColumns)
 	in.PartitionKey = columnList(f.PartitionKey)
 	var err error
 	if in.Retention.TTL, err = formDuration("body.retention.ttl", f.TTL); err != nil {
-		return adapters.AdapterSpec{}, err
+		return api.Adapter{}, err
 	}
 	if in.RetryBackoff, err = formDuration("body.retry_backoff", f.RetryBackoff); err != nil {
-		return adapters.AdapterSpec{}, err
+		return api.Adapter{}, err
 	}
 	if in.Retention.MinVersions, err = formInt("body.retention.min_versions", f.MinVersions, 0, 1<<31-1); err != nil {
-		return adapters.AdapterSpec{}, err
+		return api.Adapter{}, err
 	}
 	if in.Retries, err = formInt("body.retries", f.Retries, 0, 100); err != nil {
-		return adapters.AdapterSpec{}, err
+		return api.Adapter{}, err
 	}
 	if f.MaxShrink != "" {
 		x, err := strconv.ParseFloat(f.MaxShrink, 64)
 		if err != nil || x < 0 || x > 1 {
-			return adapters.AdapterSpec{}, badField("body.guard.max_shrink", "want a fraction from 0 to 1, got %q", f.MaxShrink)
+			return api.Adapter{}, badField("body.guard.max_shrink", "want a fraction from 0 to 1, got %q", f.MaxShrink)
 		}
 		in.Guard.MaxShrink = x
 	}
 	if in.Name == "" {
-		return adapters.AdapterSpec{}, badField("body.name", "give the adapter a name")
+		return api.Adapter{}, badField("body.name", "give the adapter a name")
 	}
-	return in.spec(), nil
+	return in, nil
 }
 
 // formDuration reads a duration field as the API does: Go duration text,
 // "" or "0" for none, never negative.
-func formDuration(field, s string) (duration, error) {
-	if s == "" || s == "0" {
-		return 0, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
+func formDuration(field, s string) (api.Duration, error) {
+	d, ok := api.ParseDuration(s)
+	if !ok {
 		return 0, badField(field, "want a duration such as 90s or 36h, got %q", s)
 	}
-	return duration(d), nil
+	return d, nil
 }
 
 // formInt reads an integer field within [lo, hi]; "" is 0.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/api"
 )
 
 // The connection pages: the list, one connection with its resources, the
@@ -173,8 +174,8 @@ func (c *console) connectionForm(typ string, form url.Values) connectionFormView
 // shows the form again.
 func (c *console) createConnection(w http.ResponseWriter, r *http.Request, v viewer) error {
 	typ := strings.TrimSpace(r.PostFormValue("type"))
-	spec := adapters.ConnectionSpec{Name: strings.TrimSpace(r.PostFormValue("name")), Type: typ,
-		Sharing: adapters.Sharing(r.PostFormValue("sharing")), Options: map[string]any{}}
+	spec := api.Connection{Name: strings.TrimSpace(r.PostFormValue("name")), Type: typ,
+		Sharing: r.PostFormValue("sharing"), Options: map[string]any{}}
 	for k, vals := range r.PostForm {
 		if key, ok := strings.CutPrefix(k, "opt."); ok && len(vals) > 0 && strings.TrimSpace(vals[0]) != "" {
 			spec.Options[key] = strings.TrimSpace(vals[0])

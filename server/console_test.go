@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/api"
 )
 
 // browser is an HTTP client with a cookie jar that does not follow
@@ -253,14 +254,14 @@ func TestConsole_Forms(t *testing.T) {
 	form.Set("ttl", "36h")
 	wantStatus(t, "create adapter", b.post("/ui/adapters", form), http.StatusSeeOther)
 	a, err := f.svc.GetAdapter(t.Context(), "p2")
-	if err != nil || a.Schedule != "@every 1h" || a.Retention.TTL != 36*time.Hour {
+	if err != nil || a.Schedule != "@every 1h" || a.Retention.TTL != api.Duration(36*time.Hour) {
 		t.Fatalf("adapter from the form: %+v %v", a, err)
 	}
 	b.page("/ui/adapters/p2/edit", `value="@every 1h"`, `value="36h"`, `<option value="local" selected>`)
 	form.Set("schedule", "")
 	form.Set("strategy", "single-node")
 	wantStatus(t, "replace adapter", b.post("/ui/adapters/p2", form), http.StatusSeeOther)
-	if a, _ = f.svc.GetAdapter(t.Context(), "p2"); a.Schedule != "" || a.Strategy != adapters.StrategySingleNode {
+	if a, _ = f.svc.GetAdapter(t.Context(), "p2"); a.Schedule != "" || a.Strategy != string(adapters.StrategySingleNode) {
 		t.Errorf("replaced adapter: schedule %q, strategy %q", a.Schedule, a.Strategy)
 	}
 	b.page("/ui/adapters/p2/edit", `<option value="single-node" selected>`)

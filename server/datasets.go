@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
@@ -11,12 +12,12 @@ import (
 // request selected a version, that version.
 type datasetOut struct {
 	snapshot.DatasetInfo
-	Retention   retentionJSON         `json:"retention"`
+	Retention   api.Retention         `json:"retention"`
 	VersionRead *snapshot.VersionInfo `json:"version_read,omitempty"`
 }
 
 func toDatasetOut(d snapshot.DatasetInfo) datasetOut {
-	return datasetOut{DatasetInfo: d, Retention: retentionToJSON(d.Retention)}
+	return datasetOut{DatasetInfo: d, Retention: api.Retention{TTL: api.Duration(d.Retention.TTL), MinVersions: d.Retention.MinVersions}}
 }
 
 // listDatasets answers GET /v1/datasets.

@@ -23,6 +23,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/snapshot"
 	"github.com/snapstore/snapstore/store/pebble"
 	_ "modernc.org/sqlite"
@@ -110,11 +111,11 @@ func newFixture(t testing.TB, fo fixtureOpts) *fixture {
 	svc, err := adapters.New(ctx, db, adapters.Options{
 		Logger:     log,
 		Registerer: reg,
-		Connections: []adapters.ConnectionSpec{
+		Connections: []api.Connection{
 			{Name: "shop", Type: "sqlite", Options: map[string]any{"path": srcPath}},
 		},
-		Adapters: []adapters.AdapterSpec{
-			{Name: "products", Connection: "shop", Resource: "products", Retention: snapshot.Retention{MinVersions: 10}},
+		Adapters: []api.Adapter{
+			{Name: "products", Connection: "shop", Resource: "products", Retention: api.Retention{MinVersions: 10}},
 			{Name: "notes", Connection: "shop", Resource: "notes"},
 		},
 		SecretRefs: fo.secretRefs,

@@ -8,7 +8,7 @@ import (
 )
 
 // PartitionTable is the partition table of partitioned runs as the node
-// read it last (package cluster's Partitions, adapted by cmd/snapstore).
+// read it last (package cluster's Partitions, adapted by package daemon).
 // Partitions must not block on I/O: it returns the node's cached copy.
 type PartitionTable interface {
 	Partitions() ClusterPartitions

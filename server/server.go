@@ -47,7 +47,7 @@ type Options struct {
 }
 
 // Server is the HTTP API. Create it with New, serve its Handler with an
-// http.Server (cmd/snapstore does), run RunGCLoop beside it, and call
+// http.Server (package daemon does), run RunGCLoop beside it, and call
 // SetShuttingDown when shutdown begins so /readyz turns 503.
 type Server struct {
 	db       *snapshot.DB

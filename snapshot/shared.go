@@ -12,7 +12,7 @@ import (
 )
 
 // SharedStore is an optional interface of a store.Store that other
-// processes may open at the same time (store/hbase as cmd/snapstore opens
+// processes may open at the same time (store/hbase as package daemon opens
 // it). Open fills the sharing fields of Options that are zero (ReadOnly,
 // SlotLease, RefreshInterval) from Sharing, so that the program that
 // opens the store decides, as database/sql finds a driver's optional

@@ -53,7 +53,7 @@ const (
 	// little-endian SRID, then WKB); JSON string, standard base64.
 	KindGeometry
 	// KindEmbeddedJSON is KindJSON for an adapter that asks for embedding
-	// (AdapterSpec.EmbedJSON); JSON: the document itself (a string when
+	// (api.Adapter.EmbedJSON); JSON: the document itself (a string when
 	// it is not valid JSON). It cannot tell the document null from SQL
 	// NULL, which both serve as null.
 	KindEmbeddedJSON

@@ -93,7 +93,7 @@ func DefaultConfig() Config {
 }
 
 // ConfigError is one bad field of a Config. Key is the field's name in a
-// configuration file (listen, ca_file, max_workers), which cmd/snapstore
+// configuration file (listen, ca_file, max_workers), which package config
 // prefixes with "cluster.transfer.".
 type ConfigError struct {
 	Key string

@@ -12,38 +12,20 @@ import (
 	"time"
 
 	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/api"
 )
 
-// adapterView is an adapter as the API answers it.
+// adapterView is an adapter as the API answers it: its definition and
+// where it stands.
 type adapterView struct {
-	Name       string   `json:"name"`
-	Connection string   `json:"connection"`
-	Resource   string   `json:"resource"`
-	Dataset    string   `json:"dataset"`
-	KeyColumns []string `json:"key_columns"`
-	Schedule   string   `json:"schedule"`
-	Retention  struct {
-		TTL         string `json:"ttl"`
-		MinVersions int    `json:"min_versions"`
-	} `json:"retention"`
-	Guard struct {
-		AllowEmpty bool    `json:"allow_empty"`
-		MaxShrink  float64 `json:"max_shrink"`
-	} `json:"guard"`
-	Retries         int                 `json:"retries"`
-	RetryBackoff    string              `json:"retry_backoff"`
-	RunOnStart      bool                `json:"run_on_start"`
-	EmbedJSON       bool                `json:"embed_json"`
-	CommitUnchanged bool                `json:"commit_unchanged"`
-	AuditReads      bool                `json:"audit_reads"`
-	Strategy        string              `json:"strategy"`
-	Owner           string              `json:"owner"`
-	SingleNode      string              `json:"single_node"`
-	Source          string              `json:"source"`
-	Revision        int64               `json:"revision"`
-	UpdatedAt       time.Time           `json:"updated_at"`
-	NextRun         *time.Time          `json:"next_run"`
-	LastRun         *adapters.RunRecord `json:"last_run"`
+	api.Adapter
+	Owner      string              `json:"owner"`
+	SingleNode string              `json:"single_node"`
+	Source     string              `json:"source"`
+	Revision   int64               `json:"revision"`
+	UpdatedAt  time.Time           `json:"updated_at"`
+	NextRun    *time.Time          `json:"next_run"`
+	LastRun    *adapters.RunRecord `json:"last_run"`
 }
 
 const adaptersHelp = `Adapters: each pulls one table of a data connection into a dataset, on a
@@ -130,7 +112,7 @@ func adaptersShow(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return printFields(stdout, slices.Concat([]string{
 			"adapter", a.Name, "dataset", a.Dataset, "connection", a.Connection, "resource", a.Resource, "key columns", keys,
 			"schedule", schedule}, placement, []string{"next run", timeText(a.NextRun), "last run", last,
-			"retention", fmt.Sprintf("ttl %s, min versions %d", ttlText(a.Retention.TTL), a.Retention.MinVersions),
+			"retention", fmt.Sprintf("ttl %s, min versions %d", ttlText(a.Retention.TTL.String()), a.Retention.MinVersions),
 			"guard", fmt.Sprintf("allow empty %v, max shrink %g", a.Guard.AllowEmpty, a.Guard.MaxShrink),
 			"retries", retry, "run on start", fmt.Sprint(a.RunOnStart), "embed json", fmt.Sprint(a.EmbedJSON), "commit unchanged", fmt.Sprint(a.CommitUnchanged),
 			"audit reads", fmt.Sprint(a.AuditReads),

@@ -15,6 +15,7 @@ import (
 
 	"github.com/snapstore/snapstore/cluster"
 	"github.com/snapstore/snapstore/cluster/transfer"
+	"github.com/snapstore/snapstore/config"
 )
 
 // cmdCert is `snapstore cert SUBCOMMAND`, certificates for the transfer
@@ -91,7 +92,7 @@ func runCert(sub string, args []string, stdout io.Writer) error {
 	}
 	// The cluster section printed takes the node's addresses from its
 	// config when it has them.
-	var nodeCluster ClusterConfig
+	var nodeCluster config.ClusterConfig
 	cfg, cfgErr := loadConfig(cf, os.Environ())
 	if cfgErr == nil {
 		nodeCluster = cfg.Cluster
@@ -144,7 +145,7 @@ const (
 // and the transfer listen address (all needed with the certificates off
 // loopback), taken from the node's config when it has them, else
 // placeholders marked EDIT.
-func clusterSnippet(cc ClusterConfig, caFile, certFile, keyFile string) string {
+func clusterSnippet(cc config.ClusterConfig, caFile, certFile, keyFile string) string {
 	var b strings.Builder
 	b.WriteString("cluster:\n")
 	if cc.Bind != "" {

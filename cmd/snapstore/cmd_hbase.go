@@ -42,9 +42,9 @@ func hbaseDropTable(ctx context.Context, args []string, stdout, stderr io.Writer
 		return usageError("storage.backend is %q: give the config of an HBase store (--config FILE)", cfg.Storage.Backend)
 	}
 	if u := (&url.URL{Scheme: "http", Host: cfg.Listen}); snapstoreAnswers(ctx, u) {
-		return &exitError{code: exitFailed, err: fmt.Errorf("a snapstore server answers at %s: stop every process on %s first", u, cfg.storageText())}
+		return &exitError{code: exitFailed, err: fmt.Errorf("a snapstore server answers at %s: stop every process on %s first", u, storageText(cfg))}
 	}
-	ok, err := confirm(stderr, fmt.Sprintf("Delete %s, with every dataset, version, run record and definition in it? This cannot be undone.", cfg.storageText()), *yes)
+	ok, err := confirm(stderr, fmt.Sprintf("Delete %s, with every dataset, version, run record and definition in it? This cannot be undone.", storageText(cfg)), *yes)
 	if err != nil {
 		return err
 	}
@@ -53,8 +53,8 @@ func hbaseDropTable(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	h := cfg.Storage.HBase
 	if err := hbase.DropTable(ctx, hbase.Options{Addr: h.Thrift, Namespace: h.Namespace, Table: h.Table, DialTimeout: h.DialTimeout, CallTimeout: h.CallTimeout}); err != nil {
-		return &exitError{code: exitUnreachable, err: fmt.Errorf("deleting %s: %w", cfg.storageText(), err)}
+		return &exitError{code: exitUnreachable, err: fmt.Errorf("deleting %s: %w", storageText(cfg), err)}
 	}
-	_, err = fmt.Fprintf(stdout, "deleted %s\n", cfg.storageText())
+	_, err = fmt.Fprintf(stdout, "deleted %s\n", storageText(cfg))
 	return err
 }

@@ -53,7 +53,7 @@ func runAdapter(ctx context.Context, name string, args []string, stdout, stderr 
 				return usageError("--detach needs a server: a run on a data directory ends with this process")
 			}
 			var err error
-			rec, err = t.local.svc.StartRun(ctx, adapter, adapters.RunOptions{Trigger: "cli", Force: *force})
+			rec, err = t.local.Stack.Adapters.StartRun(ctx, adapter, adapters.RunOptions{Trigger: "cli", Force: *force})
 			if errors.Is(err, adapters.ErrAdapterNotFound) && c.cf.config == "" {
 				return fmt.Errorf("%w; an adapter of a config file exists here only with --config FILE (or %s), e.g. snapstore run --config examples/snapstore.yaml %s", err, envConfig, adapter)
 			}

@@ -2,27 +2,19 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"runtime/pprof"
 	"slices"
 	"strings"
 	"syscall"
-	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/snapstore/snapstore/adapters"
-	"github.com/snapstore/snapstore/cluster"
-	"github.com/snapstore/snapstore/cluster/transfer"
+	"github.com/snapstore/snapstore/config"
+	"github.com/snapstore/snapstore/daemon"
 	"github.com/snapstore/snapstore/server"
-	"github.com/snapstore/snapstore/snapshot"
 )
 
 const serveHelp = `Run the HTTP API (docs/api.md), the scheduler of the adapters, garbage
@@ -31,10 +23,9 @@ until SIGTERM or SIGINT. A bad configuration is refused before anything is
 opened, every bad key named with its line (exit code 2). Logs go to stderr
 (docs/operations.md).`
 
-// cmdServe runs the server until SIGTERM or SIGINT. Shutdown: /readyz turns
-// 503, the scheduler stops and running runs are aborted (not committed),
-// HTTP requests drain, the store closes; all within shutdown_timeout, after
-// which the process exits anyway (exit code 1).
+// cmdServe runs the daemon until SIGTERM or SIGINT, then shuts it down
+// within shutdown_timeout (daemon.Daemon.Run), after which the process
+// exits anyway (exit code 1).
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := newCmdLine("serve", "[--config FILE] [--data DIR] [--listen ADDR] [--cpuprofile FILE]", serveHelp, flagsConfig, stdout)
 	cpuprofile := c.fs.String("cpuprofile", "", "write a CPU profile of the whole process to `file` (go tool pprof) until it exits")
@@ -53,13 +44,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(pos) > 0 {
 		return usageError("serve takes no arguments, got %q", pos)
 	}
-	cfg, tokens, err := loadServeConfig(cf, os.Environ())
+	cfg, tokens, err := config.LoadServe(cf.configFlags(), os.Environ())
 	if err != nil {
-		return err
+		return &exitError{code: exitUsage, err: err}
 	}
-	log := newLogger(cfg, stderr)
-	cfg.auditOut = stderr
-	for _, name := range cfg.unknownEnv {
+	log := cfg.NewLogger(stderr)
+	cfg.AuditOut = stderr
+	for _, name := range cfg.UnknownEnv() {
 		secret := cfg.Secrets.EnvPrefix != "" && strings.HasPrefix(name, cfg.Secrets.EnvPrefix)
 		if !strings.HasPrefix(name, "SNAPSTORE_TEST_") && !slices.Contains(flagEnv, name) && !secret {
 			log.Warn("environment variable names no configuration key; ignored", "variable", name)
@@ -70,184 +61,17 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return serve(ctx, cfg, tokens, log, nil)
 }
 
-// serve runs the service until ctx is done. ready, if not nil, receives the
-// bound listen address once the server accepts connections (tests).
-func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Logger, ready chan<- string) error {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	ln, err := net.Listen("tcp", cfg.Listen)
+// serve opens the daemon and runs it until ctx is done. ready, if not
+// nil, receives the bound listen address once the daemon is open (tests).
+func serve(ctx context.Context, cfg *config.Config, tokens []server.Token, log *slog.Logger, ready chan<- string) error {
+	d, err := daemon.Open(ctx, daemon.Options{Config: cfg, Tokens: tokens, Logger: log, BuildVersion: buildVersion()})
 	if err != nil {
-		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
+		return configExit(err)
 	}
-	defer ln.Close()
-	// A cluster member joins once its storage is open, before its
-	// adapters start, which place runs over the cluster (cluster.go); its
-	// transfer listener opens first, so that its xfer tag carries the
-	// bound address (transfer.go).
-	var mem *cluster.Membership
-	var place *cluster.Placement
-	var xfer *transfer.Transport
-	var parts *partitioned
-	var join func(context.Context, *snapshot.DB) (adapters.Cluster, adapters.Partitioner, error)
-	if cfg.clustered() {
-		join = func(ctx context.Context, db *snapshot.DB) (adapters.Cluster, adapters.Partitioner, error) {
-			members := &transferMembers{}
-			var err error
-			switch {
-			case cfg.Cluster.Transfer.Listen != "" && db.ReadOnly():
-				// It could write no partition: it owns none (no xfer tag).
-				log.Warn("a read-only node opens no transfer listener and owns no partition of partitioned runs", "listen", cfg.Cluster.Transfer.Listen)
-			case cfg.Cluster.Transfer.Listen != "":
-				if parts, err = openPartitioned(ctx, cfg, db, log, reg); err != nil {
-					return nil, nil, err
-				}
-			}
-			if xfer, err = openTransfer(cfg, members, parts, log, reg); err != nil {
-				return nil, nil, err
-			}
-			xferAddr := ""
-			if xfer != nil {
-				xferAddr = xfer.Addr()
-			}
-			if mem, err = openCluster(ctx, cfg, ln.Addr().String(), xferAddr, log, reg); err != nil {
-				return nil, nil, err
-			}
-			members.m.Store(mem)
-			place = cluster.NewPlacement(mem, cluster.NewNodeList(db))
-			if parts == nil {
-				return place, nil, nil
-			}
-			parts.runs.SetTransport(xfer)
-			place.KeepPartitions(parts.table)
-			return place, parts.runs, nil
-		}
-	}
-	stk, err := openStackIn(ctx, cfg, log, reg, true, join)
-	if xfer != nil {
-		defer xfer.Close()
-	}
-	if mem != nil {
-		defer mem.Close()
-	}
-	if err != nil {
-		return err
-	}
-	var view server.Cluster
-	var xferView server.Transfer
-	var partsView server.PartitionTable
-	if xfer != nil {
-		xferView = transferView{xfer}
-	}
-	if parts != nil {
-		partsView = partitionsView{parts.table}
-	}
-	if mem != nil {
-		if err := place.Start(stk.svc); err != nil {
-			return errors.Join(err, stk.close(context.Background()))
-		}
-		defer place.Close()
-		view = clusterView{m: mem, p: place, svc: stk.svc}
-	}
-	srv, err := server.New(server.Options{
-		DB:           stk.db,
-		Adapters:     stk.svc,
-		Tokens:       tokens,
-		Logger:       log,
-		Registerer:   reg,
-		Gatherer:     reg,
-		BuildVersion: buildVersion(),
-		Cluster:      view,
-		Transfer:     xferView,
-		Partitions:   partsView,
-		Audit:        cfg.Audit.options(cfg.auditOut, log),
-	})
-	if err != nil {
-		return errors.Join(err, stk.close(context.Background()))
-	}
-	hs := &http.Server{
-		Handler:           server.WithBodyDeadline(srv.Handler(), server.DefaultBodyReadTimeout),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	gcCtx, stopGC := context.WithCancel(ctx)
-	gcDone := make(chan struct{})
-	go func() { defer close(gcDone); srv.RunGCLoop(gcCtx, cfg.GCInterval) }()
-	attrs := []any{"listen", ln.Addr().String(), "data", cfg.Data, "storage", cfg.Storage.Backend,
-		"auth", len(tokens) > 0, "gc_interval", cfg.GCInterval, "connections", len(cfg.Connections), "adapters", len(cfg.Adapters), "version", buildVersion()}
-	if mem != nil {
-		// Serving: the other members may count on this node now, and it
-		// on its share of the adapters.
-		if err := mem.SetState(cluster.Active); err != nil {
-			log.Error("declaring this node active", "err", err)
-		}
-		stk.svc.StartOnStart(ctx)
-		attrs = append(attrs, "node", mem.ID(), "gossip", mem.Addr())
-		if xfer != nil {
-			attrs = append(attrs, "transfer", xfer.Addr())
-		}
-	}
-	log.Info("snapstore serving", attrs...)
 	if ready != nil {
-		ready <- ln.Addr().String()
+		ready <- d.Addr()
 	}
-	var serveErr error
-	select {
-	case serveErr = <-errc:
-		log.Error("http server stopped", "err", serveErr)
-	case <-ctx.Done():
-		log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
-	}
-	srv.SetShuttingDown()
-	stopGC()
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
-	defer cancel()
-	if mem != nil {
-		// Leave first, so that the others see this node left at once
-		// rather than failed after cluster.confirm_failure (cluster.K4).
-		if err := mem.Leave(sctx); err != nil {
-			log.Warn("leaving the cluster", "err", err)
-		}
-		place.Close()
-	}
-	// A watchdog: whatever hangs, the process ends shortly after the bound.
-	watchdog := time.AfterFunc(cfg.ShutdownTimeout+5*time.Second, func() {
-		log.Error("shutdown exceeded its bound; exiting", "timeout", cfg.ShutdownTimeout)
-		os.Exit(1)
-	})
-	defer watchdog.Stop()
-	// Stop the scheduler and abort running runs first, so requests waiting
-	// on a run (?wait=true) end, then drain HTTP.
-	svcErr := stk.svc.Close(sctx)
-	if xfer != nil {
-		// After the runs: nothing sends any more.
-		if err := xfer.Close(); err != nil {
-			log.Warn("stopping the transfer listener", "err", err)
-		}
-	}
-	httpErr := hs.Shutdown(sctx)
-	if errors.Is(httpErr, context.DeadlineExceeded) {
-		httpErr = hs.Close()
-	}
-	if serveErr == nil {
-		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-			serveErr = err
-		}
-	}
-	select {
-	case <-gcDone:
-	case <-sctx.Done():
-	}
-	closeErr := errors.Join(stk.db.Close(), stk.st.Close())
-	err = errors.Join(serveErr, svcErr, httpErr, closeErr)
-	if err != nil {
-		log.Error("shutdown", "err", err)
-		return err
-	}
-	log.Info("stopped cleanly")
-	return nil
+	return d.Run(ctx)
 }
 
 // startCPUProfile profiles the process's CPU into file (runtime/pprof)

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +20,9 @@ import (
 	"time"
 
 	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/api"
+	"github.com/snapstore/snapstore/config"
+	"github.com/snapstore/snapstore/daemon"
 	"github.com/snapstore/snapstore/server"
 	"github.com/snapstore/snapstore/snapshot"
 )
@@ -26,7 +31,7 @@ import (
 // source holding products (3 rows) and big (bigRows rows); it returns the base
 // URL, the config and a stop function that cancels serve (as SIGTERM does)
 // and returns its error.
-func startServe(t *testing.T, bigRows int, tokens []server.Token) (string, *Config, func() error) {
+func startServe(t *testing.T, bigRows int, tokens []server.Token) (string, *config.Config, func() error) {
 	t.Helper()
 	dir := t.TempDir()
 	srcPath := filepath.Join(dir, "src.db")
@@ -39,12 +44,12 @@ func startServe(t *testing.T, bigRows int, tokens []server.Token) (string, *Conf
 			t.Fatal(err)
 		}
 	}
-	cfg := defaultConfig()
+	cfg := config.Default()
 	cfg.Data = filepath.Join(dir, "data")
 	cfg.Listen = "127.0.0.1:0"
 	cfg.ShutdownTimeout = 20 * time.Second
-	cfg.Connections = []ConnectionConfig{{Name: "src", Type: "sqlite", Options: map[string]any{"path": srcPath}}}
-	cfg.Adapters = []AdapterConfig{
+	cfg.Connections = []api.Connection{{Name: "src", Type: "sqlite", Options: map[string]any{"path": srcPath}}}
+	cfg.Adapters = []api.Adapter{
 		{Name: "products", Connection: "src", Resource: "products"},
 		{Name: "big", Connection: "src", Resource: "big"},
 	}
@@ -121,16 +126,16 @@ func TestServe_ShutdownAbortsRunningRun(t *testing.T) {
 		t.Fatalf("serve stopped with %v", err)
 	}
 	// Reopen the data directory: the run's record and the dataset agree.
-	stk, err := openStack(context.Background(), cfg, slog.New(slog.DiscardHandler), nil, false)
+	stk, err := daemon.OpenStack(context.Background(), cfg, slog.New(slog.DiscardHandler), nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stk.close(context.Background())
-	got, err := stk.svc.GetRun(context.Background(), rec.ID)
+	defer stk.Close(context.Background())
+	got, err := stk.Adapters.GetRun(context.Background(), rec.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds, dsErr := stk.db.Dataset(context.Background(), "big")
+	ds, dsErr := stk.DB.Dataset(context.Background(), "big")
 	switch got.Status {
 	case adapters.RunAborted, adapters.RunFailed:
 		if dsErr == nil && ds.Current != 0 {
@@ -210,5 +215,147 @@ func TestServe_DataDirInUse(t *testing.T) {
 	code, _, errs := cli(t, "serve", "--data", cfg.Data, "--listen", "127.0.0.1:0")
 	if code == 0 || !strings.Contains(errs, "the data directory "+cfg.Data+" is in use by another process, a snapstore server most likely") {
 		t.Fatalf("a second serve: exit %d %q", code, errs)
+	}
+}
+func TestMain_BadConfigRefusesToStart(t *testing.T) {
+	p := writeFile(t, "c.yaml", "storage:\n  backend: cassandra\n")
+	var out, errb bytes.Buffer
+	code := runMain(context.Background(), []string{"serve", "--config", p, "--data", t.TempDir()}, &out, &errb)
+	if code != 2 || !strings.Contains(errb.String(), "config key storage.backend") {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+}
+
+// TestServe_BadConfigEveryKeyWithLine: one start names
+// every bad key with its line, before the data directory is created, with
+// no follow-on error for an adapter whose connection was rejected, and
+// exit code 2.
+func TestServe_BadConfigEveryKeyWithLine(t *testing.T) {
+	p := writeFile(t, "bad.yaml", `listen: 127.0.0.1:0
+storage:
+  backend: pebble
+  backnd: pebble
+connections:
+  - name: shop
+    type: sqlite
+    options:
+      pth: /tmp/shop.db
+adapters:
+  - name: products
+    connection: shop
+    resource: products
+    schedule: "every 15s"
+    retention:
+      ttl: 3600
+    guard:
+      max_shrink: 2
+  - name: copy
+    connection: shop
+    resource: products
+    dataset: products
+  - name: lost
+    connection: nowhere
+    resource: t
+`)
+	data := filepath.Join(t.TempDir(), "data")
+	var out, errb bytes.Buffer
+	code := runMain(context.Background(), []string{"serve", "--config", p, "--data", data}, &out, &errb)
+	if code != 2 {
+		t.Errorf("exit %d, want 2", code)
+	}
+	msg := errb.String()
+	for _, want := range []string{
+		"config key storage.backnd (line 4): unknown key",
+		"config key connections[0].options.pth (line 9): unknown option",
+		"config key connections[0].options.path (line 8): required",
+		"config key adapters[0].schedule (line 14)",
+		"config key adapters[0].retention.ttl (line 16)",
+		"config key adapters[0].guard.max_shrink (line 18)",
+		"config key adapters[1].dataset (line 22)",
+		`config key adapters[2].connection (line 24): data connection "nowhere"`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, msg)
+		}
+	}
+	// In the order of the file: by line, then key.
+	lines := regexp.MustCompile(`\(line (\d+)\)`).FindAllStringSubmatch(msg, -1)
+	for i := 1; i < len(lines); i++ {
+		a, _ := strconv.Atoi(lines[i-1][1])
+		b, _ := strconv.Atoi(lines[i][1])
+		if a > b {
+			t.Errorf("line %d listed after line %d:\n%s", b, a, msg)
+		}
+	}
+	if !strings.Contains(msg, "options.path (line 8)") || strings.Index(msg, "options.path (line 8)") > strings.Index(msg, "options.pth (line 9)") {
+		t.Errorf("line 8 not before line 9:\n%s", msg)
+	}
+	if strings.Contains(msg, `"shop" is not defined`) || strings.Contains(msg, `"shop" does not exist`) {
+		t.Errorf("follow-on error for the rejected connection shop:\n%s", msg)
+	}
+	if _, err := os.Stat(data); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the data directory was created by a refused start: %v", err)
+	}
+}
+
+// TestServe_BadConfigTokensAndListenWithTheRest: the token references and
+// the listen policy are checked in the same pass as every other key, each
+// named with its line; nothing is opened.
+func TestServe_BadConfigTokensAndListenWithTheRest(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	// No tokens: listen must be loopback, reported beside a bad log level.
+	p := writeFile(t, "open.yaml", "log:\n  level: loud\nlisten: 0.0.0.0:8080\n")
+	code, _, msg := cli(t, "serve", "--config", p, "--data", data)
+	for _, want := range []string{
+		"config key log.level (line 2)",
+		"config key listen (line 3): listen address \"0.0.0.0:8080\" is not loopback and no auth tokens are configured",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, msg)
+		}
+	}
+	if code != 2 {
+		t.Errorf("exit %d, want 2", code)
+	}
+	// Tokens: a missing variable, an unreadable file, a repeated token, a
+	// bad role, entries with two problems each, beside an unknown key.
+	t.Setenv("SNAPSTORE_UNIT_TOKEN_A", "same-token-text")
+	p = writeFile(t, "tokens.yaml", `listen: 0.0.0.0:8080
+auth:
+  tokens:
+    - {name: a, token: "env:SNAPSTORE_UNIT_TOKEN_NOT_SET", role: admin}
+    - {name: b, token: "file:/nonexistent/token", role: reader}
+    - {name: c, token: "env:SNAPSTORE_UNIT_TOKEN_A", role: reader}
+    - {name: d, token: same-token-text, role: reader}
+    - {name: e, token: x, role: root}
+    - {name: f, token: "env:SNAPSTORE_UNIT_TOKEN_F_NOT_SET", role: superuser}
+    - {token: "env:SNAPSTORE_UNIT_TOKEN_G_NOT_SET", role: reader}
+storag: pebble
+`)
+	code, _, msg = cli(t, "serve", "--config", p, "--data", data)
+	for _, want := range []string{
+		"config key auth.tokens[0].token (line 4): environment variable SNAPSTORE_UNIT_TOKEN_NOT_SET is not set",
+		"config key auth.tokens[1].token (line 5): reading the token file",
+		"config key auth.tokens[3].token (line 7): the same token as auth.tokens[2]",
+		"config key auth.tokens[4].role (line 8)",
+		// Every problem of one entry at once.
+		"config key auth.tokens[5].role (line 9)",
+		"config key auth.tokens[5].token (line 9): environment variable SNAPSTORE_UNIT_TOKEN_F_NOT_SET is not set",
+		"config key auth.tokens[6].name (line 10)",
+		"config key auth.tokens[6].token (line 10): environment variable SNAPSTORE_UNIT_TOKEN_G_NOT_SET is not set",
+		"config key storag (line 11): unknown key",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "same-token-text") || strings.Contains(msg, "config key listen") {
+		t.Errorf("a token in the error, or listen refused with tokens configured:\n%s", msg)
+	}
+	if code != 2 {
+		t.Errorf("exit %d, want 2", code)
+	}
+	if _, err := os.Stat(data); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the data directory was created by a refused start: %v", err)
 	}
 }

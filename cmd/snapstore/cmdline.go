@@ -9,6 +9,9 @@ import (
 	"os"
 	"strings"
 	"unicode"
+
+	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/config"
 )
 
 // The environment variables that give flags their defaults. They name no
@@ -267,19 +270,6 @@ func flagName(a string) (string, bool) {
 	return name, hasValue
 }
 
-// splitList splits a comma-separated value (--columns, a list from the
-// environment) into its non-empty items, spaces trimmed; nil when there are
-// none.
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // parseN is parse, then wantArgs: from min to max positional arguments
 // (max -1: any number).
 func (c *cmdLine) parseN(args []string, min, max int) ([]string, error) {
@@ -338,4 +328,29 @@ func runGroup(ctx context.Context, group, help string, subs []subcommand, args [
 		}
 	}
 	return usageError("unknown subcommand %q of %s; %s", args[0], group, strings.TrimSpace(text()))
+}
+
+// loadConfig loads the configuration of cf's flags and environ
+// (config.Load); a bad one is exit code 2.
+func loadConfig(cf *commonFlags, environ []string) (*config.Config, error) {
+	cfg, err := config.Load(cf.configFlags(), environ)
+	if err != nil {
+		return nil, &exitError{code: exitUsage, err: err}
+	}
+	return cfg, nil
+}
+
+// configFlags are the flags of cf that the configuration takes.
+func (cf *commonFlags) configFlags() config.Flags {
+	return config.Flags{File: cf.config, Data: cf.data, Listen: cf.listen, LogLevel: cf.logLevel}
+}
+
+// configExit makes a problem of the configuration that opening found (a
+// *config.KeyError, a definition adapters refused) exit code 2.
+func configExit(err error) error {
+	var ke *config.KeyError
+	if errors.As(err, &ke) || errors.Is(err, adapters.ErrBadOption) {
+		return &exitError{code: exitUsage, err: err}
+	}
+	return err
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/snapstore/snapstore/config"
 	"go.yaml.in/yaml/v4"
 )
 
@@ -63,7 +64,7 @@ func (d *definition) value(n *yaml.Node, path string) (any, error) {
 		m := map[string]any{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := n.Content[i]
-			sub := joinKey(path, k.Value)
+			sub := config.JoinKey(path, k.Value)
 			if _, dup := m[k.Value]; dup {
 				return nil, fmt.Errorf("%s line %d: key %s given twice", d.file, k.Line, sub)
 			}
@@ -126,7 +127,7 @@ func (d *definition) place(err error) error {
 	if ae.Problem.Field == "" {
 		return err
 	}
-	for k := key; k != ""; k = parentKey(k) {
+	for k := key; k != ""; k = config.ParentKey(k) {
 		if l, ok := d.lines[k]; ok {
 			return fmt.Errorf("%w (%s line %d)", err, d.file, l)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/api"
 )
 
 // TestProgressLine draws the bar of a running run: its fill follows the
@@ -103,13 +104,13 @@ func TestTables_ClusterFields(t *testing.T) {
 		t.Errorf("runs show alone: %v\n%s", err, b.String())
 	}
 	b.Reset()
-	list := []adapterView{{Name: "film", Strategy: "single-node", SingleNode: "node3", Owner: "node1"}, {Name: "actor", Owner: "node2"}}
+	list := []adapterView{{Adapter: api.Adapter{Name: "film", Strategy: "single-node"}, SingleNode: "node3", Owner: "node1"}, {Adapter: api.Adapter{Name: "actor"}, Owner: "node2"}}
 	if err := adaptersTable(&b, list); err != nil || !regexp.MustCompile(`film .* single-node: node3 +node1`).MatchString(b.String()) ||
 		!regexp.MustCompile(`actor .* local +node2`).MatchString(b.String()) {
 		t.Errorf("adapters in a cluster: %v\n%s", err, b.String())
 	}
 	b.Reset()
-	if err := adaptersTable(&b, []adapterView{{Name: "film"}}); err != nil || strings.Contains(b.String(), "OWNER") {
+	if err := adaptersTable(&b, []adapterView{{Adapter: api.Adapter{Name: "film"}}}); err != nil || strings.Contains(b.String(), "OWNER") {
 		t.Errorf("adapters alone: %v\n%s", err, b.String())
 	}
 }

@@ -93,8 +93,7 @@ const (
 )
 
 // commands lists every command, one file each (cmd_NAME.go), in the
-// order of the usage text. trivial-http is left out of it: it is the
-// baseline of make bench, not a user command.
+// order of the usage text.
 var commands = []commandInfo{
 	{"serve", cmdServe, "", "run the HTTP API, the scheduler and the web console (/ui/)", groupServer},
 	{"get", cmdGet, "DATASET KEY...", "one row; a composite key is one argument per key column", groupData},
@@ -119,18 +118,12 @@ var commands = []commandInfo{
 	{"help", nil, "[COMMAND]", "this text, or one command's", groupOther}, // runMain runs cmdHelp
 }
 
-// hiddenCommands run but are not in the usage text.
-var hiddenCommands = map[string]command{"trivial-http": cmdTrivialHTTP}
-
 // lookupCommand returns the command called name.
 func lookupCommand(name string) (commandInfo, bool) {
 	for _, c := range commands {
 		if c.name == name {
 			return c, true
 		}
-	}
-	if run, ok := hiddenCommands[name]; ok {
-		return commandInfo{name: name, run: run}, true
 	}
 	return commandInfo{}, false
 }

@@ -3,32 +3,29 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"github.com/snapstore/snapstore/store/hbase"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
-	"github.com/snapstore/snapstore/server"
+	"github.com/snapstore/snapstore/config"
+	"github.com/snapstore/snapstore/daemon"
+	"github.com/snapstore/snapstore/store/hbase"
 )
 
 // target is where a client command runs, picked by openTarget: a server,
 // or the data directory opened in this process. Either way api speaks the
 // HTTP API; on a data directory the API is served in this process over an
-// in-memory pipe (pipeListener), so both give the same answers, checks and
+// in-memory pipe (daemon.Local), so both give the same answers, checks and
 // errors, and each command is written once.
 type target struct {
 	api *apiClient
-	cfg *Config
+	cfg *config.Config
 	// local is the opened data directory; nil for a server.
-	local *stack
+	local *daemon.Local
 	// where names the target in messages: "the server at URL", "the data
 	// directory DIR".
 	where string
@@ -89,12 +86,12 @@ func openTarget(ctx context.Context, cf *commonFlags, stderr io.Writer) (*target
 		fmt.Fprintf(stderr, "snapstore: using the server at %s (--server URL or --data DIR to choose)\n", u)
 		return remoteTarget(cfg, u, cf.token), nil
 	}
-	fmt.Fprintf(stderr, "snapstore: no server at %s; using %s (--server URL or --data DIR to choose)\n", u, cfg.storageText())
+	fmt.Fprintf(stderr, "snapstore: no server at %s; using %s (--server URL or --data DIR to choose)\n", u, storageText(cfg))
 	return openLocal(ctx, cfg, stderr)
 }
 
 // remoteTarget is the server at u.
-func remoteTarget(cfg *Config, u *url.URL, token string) *target {
+func remoteTarget(cfg *config.Config, u *url.URL, token string) *target {
 	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	return &target{
 		api:   &apiClient{base: u, token: token, hc: hc},
@@ -128,7 +125,7 @@ func snapstoreAnswers(ctx context.Context, u *url.URL) bool {
 
 // storageText names the storage a client command opens in this process:
 // "the data directory ./data", or with HBase its table and gateway.
-func (c *Config) storageText() string {
+func storageText(c *config.Config) string {
 	if c.Storage.Backend == "hbase" {
 		h := hbase.Options{Addr: c.Storage.HBase.Thrift, Namespace: c.Storage.HBase.Namespace, Table: c.Storage.HBase.Table}
 		h.EnsureDefaults()
@@ -137,112 +134,33 @@ func (c *Config) storageText() string {
 	return "the data directory " + c.Data
 }
 
-// openLocal opens cfg's data directory in this process (without the
-// scheduler: no run starts on its own) and serves the API over a pipe. A
-// data directory that a server holds is exit code 3, naming --server.
-func openLocal(ctx context.Context, cfg *Config, stderr io.Writer) (*target, error) {
+// openLocal opens cfg's data directory in this process
+// (daemon.OpenLocal) and speaks the API to it over a pipe. A data
+// directory that a server holds is exit code 3, naming --server.
+func openLocal(ctx context.Context, cfg *config.Config, stderr io.Writer) (*target, error) {
 	lcfg := *cfg
 	if lcfg.Log.Level == "info" {
 		lcfg.Log.Level = "warn" // the command's output is what the user reads
 	}
-	log := newLogger(&lcfg, stderr)
-	stk, err := openStack(ctx, &lcfg, log, nil, false)
+	log := lcfg.NewLogger(stderr)
+	local, err := daemon.OpenLocal(ctx, &lcfg, log, buildVersion())
 	if err != nil {
-		var ee *exitError
-		if errors.As(err, &ee) {
-			return nil, err
+		if ce := configExit(err); ce != err {
+			return nil, ce
 		}
-		if dirLocked(err) {
+		if daemon.DirLocked(err) {
 			return nil, &exitError{code: exitUnreachable, err: fmt.Errorf("%w: give --server URL to ask it", err)}
 		}
-		return nil, &exitError{code: exitUnreachable, err: fmt.Errorf("opening %s: %w", cfg.storageText(), err)}
+		return nil, &exitError{code: exitUnreachable, err: fmt.Errorf("opening %s: %w", storageText(cfg), err)}
 	}
-	srv, err := server.New(server.Options{DB: stk.db, Adapters: stk.svc, Logger: log, BuildVersion: buildVersion()})
-	if err != nil {
-		return nil, errors.Join(err, stk.close(context.Background()))
-	}
-	pl := newPipeListener()
-	hs := &http.Server{Handler: srv.Handler(), ErrorLog: nil}
-	served := make(chan struct{})
-	go func() { defer close(served); _ = hs.Serve(pl) }()
-	tr := &http.Transport{DialContext: pl.dialContext, DisableCompression: true}
-	// The pipe dials no address; the host is loopback because a server
-	// without tokens answers no other (server/browser.go).
-	u := &url.URL{Scheme: "http", Host: "localhost"}
 	t := &target{
-		api:   &apiClient{base: u, hc: &http.Client{Transport: tr}, local: true},
+		// The pipe dials no address; the host is loopback because a server
+		// without tokens answers no other (server/browser.go).
+		api:   &apiClient{base: &url.URL{Scheme: "http", Host: "localhost"}, hc: local.Client(), local: true},
 		cfg:   cfg,
-		local: stk,
-		where: cfg.storageText(),
-	}
-	t.stop = func() error {
-		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		tr.CloseIdleConnections()
-		err := hs.Shutdown(sctx)
-		<-served
-		return errors.Join(err, stk.close(sctx))
+		local: local,
+		where: storageText(cfg),
+		stop:  local.Close,
 	}
 	return t, nil
 }
-
-// dirLocked reports an error of a data directory another process (or
-// this one) holds: Pebble's lock file.
-func dirLocked(err error) bool {
-	return errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) || strings.Contains(err.Error(), "lock held")
-}
-
-// pipeListener is a net.Listener of in-memory connections (net.Pipe): the
-// in-process API of a data directory listens on no port, so nothing else
-// on the machine can reach it.
-type pipeListener struct {
-	conns   chan net.Conn
-	done    chan struct{}
-	closeMu sync.Once
-}
-
-func newPipeListener() *pipeListener {
-	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
-}
-
-// Accept implements net.Listener.
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-// Close implements net.Listener.
-func (l *pipeListener) Close() error {
-	l.closeMu.Do(func() { close(l.done) })
-	return nil
-}
-
-// Addr implements net.Listener.
-func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
-
-// dialContext connects to the listener: the client's end of a new pipe.
-func (l *pipeListener) dialContext(ctx context.Context, _, _ string) (net.Conn, error) {
-	client, srv := net.Pipe()
-	select {
-	case l.conns <- srv:
-		return client, nil
-	case <-l.done:
-	case <-ctx.Done():
-	}
-	client.Close()
-	srv.Close()
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
-	return nil, net.ErrClosed
-}
-
-// pipeAddr is the address of a pipeListener.
-type pipeAddr struct{}
-
-func (pipeAddr) Network() string { return "pipe" }
-func (pipeAddr) String() string  { return "data-directory" }

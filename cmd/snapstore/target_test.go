@@ -74,7 +74,7 @@ func TestTarget_NamesTheStorage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := cfg.storageText(); got != want {
+		if got := storageText(cfg); got != want {
 			t.Errorf("%s: %q, want %q", file, got, want)
 		}
 	}

@@ -24,15 +24,18 @@ const module = "github.com/snapstore/snapstore/"
 // strictly lower layer (and its own subpackages), as docs/architecture.md
 // draws them.
 var layer = map[string]int{
-	"store":    0,
-	"txn":      1,
-	"snapshot": 2,
-	"adapters": 3,
-	"cluster":  4,
-	"server":   4,
-	"cmd":      5,
-	"tests":    6,
-	"internal": 6,
+	"api":      0,
+	"store":    1,
+	"txn":      2,
+	"snapshot": 3,
+	"adapters": 4,
+	"cluster":  5,
+	"server":   5,
+	"config":   6,
+	"daemon":   7,
+	"cmd":      8,
+	"tests":    9,
+	"internal": 9,
 }
 
 // forbidden lists imports that only some top-level packages may use outside
@@ -117,6 +120,21 @@ func TestPackageLayers(t *testing.T) {
 			}
 			if lt >= lf && to != "internal" {
 				t.Errorf("%s imports %s: %s (layer %d) may import only lower layers, not %s (layer %d)", gf.rel, p, from, lf, to, lt)
+			}
+		}
+	}
+}
+
+// TestAPIImportsNothing keeps the wire schema free of the project: the
+// config file, the server, the CLI and the console all import it.
+func TestAPIImportsNothing(t *testing.T) {
+	for _, gf := range parseModule(t) {
+		if top(gf.rel) != "api" {
+			continue
+		}
+		for _, imp := range gf.f.Imports {
+			if p, _ := strconv.Unquote(imp.Path.Value); strings.HasPrefix(p, module) {
+				t.Errorf("%s imports %s: package api imports nothing of the project", gf.rel, p)
 			}
 		}
 	}

@@ -9,8 +9,8 @@
 // FROM t' > /dev/null`), then drives the built binary over HTTP only: a first
 // run, a run where nothing changed, ten runs with 1% of the rows changed at
 // random, a run with 1% changed in a few key ranges, storage on disk, peak
-// RSS at two table sizes, HTTP reads under wrk against a trivial handler of
-// the same binary, the go test benchmarks of package snapshot against raw
+// RSS at two table sizes, HTTP reads under wrk against a trivial echo
+// handler (trivial.go), the go test benchmarks of package snapshot against raw
 // Pebble, and, when HBase is available, a first run on HBase. Every figure
 // is a ratio against a baseline measured in the same run; goals.go prints
 // each beside its goal and says which are missed.
@@ -420,15 +420,9 @@ request = function() return wrk.format("GET", "/v1/datasets/t/rows/" .. math.ran
 wrk.headers["Accept"] = "application/x-ndjson"
 request = function() return wrk.format("GET", "/v1/datasets/t/rows?limit=1000&start=" .. math.random(1, %d)) end`, *rows-1000))
 	s.stop()
-	tport := freePort()
-	triv := exec.Command(*bin, "trivial-http", "--listen", "127.0.0.1:"+tport)
-	if err := triv.Start(); err != nil {
-		log.Fatal(err)
-	}
-	time.Sleep(500 * time.Millisecond)
-	rep.trivialRPS = wrk("http://127.0.0.1:"+tport, `request = function() return wrk.format("GET", "/trivial/42") end`)
-	triv.Process.Kill()
-	triv.Wait()
+	trivCtx, stopTriv := context.WithCancel(context.Background())
+	rep.trivialRPS = wrk("http://"+serveTrivial(trivCtx), `request = function() return wrk.format("GET", "/trivial/42") end`)
+	stopTriv()
 	rep.load = append(rep.load, loadAvg())
 
 	if *goBench {

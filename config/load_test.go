@@ -1,10 +1,11 @@
-package main
+package config
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/snapstore/snapstore/api"
 )
 
 func TestConfig_FileDecodes(t *testing.T) {
@@ -28,17 +29,17 @@ adapters:
     retries: 2
     retry_backoff: 5s
 `)
-	cfg := defaultConfig()
+	cfg := Default()
 	if err := loadFile(p, &cfg); err != nil {
 		t.Fatal(err)
 	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	a := cfg.adapterSpecs()[0]
+	a := cfg.Adapters[0]
 	if cfg.Data != "/var/lib/snapstore" || cfg.Log.Format != "json" || cfg.ShutdownTimeout != 45*time.Second ||
-		a.Retention.TTL != 36*time.Hour || a.Retention.MinVersions != 3 || !a.Guard.AllowEmpty || a.Guard.MaxShrink != 0.2 ||
-		a.RetryBackoff != 5*time.Second || a.KeyColumns[0] != "id" || cfg.Connections[0].Options["path"] != "shop.db" {
+		a.Retention.TTL != api.Duration(36*time.Hour) || a.Retention.MinVersions != 3 || !a.Guard.AllowEmpty || a.Guard.MaxShrink != 0.2 ||
+		a.RetryBackoff != api.Duration(5*time.Second) || a.KeyColumns[0] != "id" || cfg.Connections[0].Options["path"] != "shop.db" {
 		t.Fatalf("decoded %+v / %+v", cfg, a)
 	}
 	// Keys absent from the file keep their defaults.
@@ -61,7 +62,7 @@ adapters:
     retries: many
     schedul: "@every 1s"
 `)
-	cfg := defaultConfig()
+	cfg := Default()
 	err := loadFile(p, &cfg)
 	if err == nil {
 		t.Fatal("bad file accepted")
@@ -80,7 +81,7 @@ adapters:
 }
 
 func TestConfig_StorageShorthand(t *testing.T) {
-	cfg := defaultConfig()
+	cfg := Default()
 	if err := decodeYAML([]byte("storage: hbase\n"), &cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -93,9 +94,9 @@ func TestConfig_StorageShorthand(t *testing.T) {
 }
 
 func TestConfig_Env(t *testing.T) {
-	cfg := defaultConfig()
-	cfg.Connections = []ConnectionConfig{{Name: "db", Type: "mysql", Options: map[string]any{"host": "h"}}}
-	cfg.Adapters = []AdapterConfig{{Name: "a", Connection: "db", Resource: "t"}}
+	cfg := Default()
+	cfg.Connections = []api.Connection{{Name: "db", Type: "mysql", Options: map[string]any{"host": "h"}}}
+	cfg.Adapters = []api.Adapter{{Name: "a", Connection: "db", Resource: "t"}}
 	unknown, err := applyEnv(&cfg, []string{
 		"SNAPSTORE_LISTEN=127.0.0.1:7000",
 		"SNAPSTORE_STORAGE_BACKEND=hbase",
@@ -125,7 +126,7 @@ func TestConfig_Env(t *testing.T) {
 		t.Fatalf("env not applied: %+v", cfg)
 	}
 	for _, bad := range []string{"SNAPSTORE_ADAPTERS_3_SCHEDULE=@hourly", "SNAPSTORE_SHUTDOWN_TIMEOUT=never", "SNAPSTORE_SNAPSHOT_PARTITIONS=two", "SNAPSTORE_ADAPTERS_X_SCHEDULE=@daily"} {
-		cfg := defaultConfig()
+		cfg := Default()
 		_, err := applyEnv(&cfg, []string{bad})
 		name, _, _ := strings.Cut(bad, "=")
 		if err == nil || !strings.Contains(err.Error(), name) {
@@ -137,7 +138,7 @@ func TestConfig_Env(t *testing.T) {
 // TestLoadConfig_Precedence: defaults < file < environment < flags.
 func TestLoadConfig_Precedence(t *testing.T) {
 	p := writeFile(t, "c.yaml", "data: fromfile\nlisten: 127.0.0.1:1111\nlog: {level: warn}\n")
-	cfg, err := loadConfig(&commonFlags{config: p, listen: "127.0.0.1:3333"}, []string{"SNAPSTORE_LISTEN=127.0.0.1:2222", "SNAPSTORE_LOG_LEVEL=error"})
+	cfg, err := Load(Flags{File: p, Listen: "127.0.0.1:3333"}, []string{"SNAPSTORE_LISTEN=127.0.0.1:2222", "SNAPSTORE_LOG_LEVEL=error"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,10 +155,9 @@ func TestLoadConfig_EnvValueNamesVariable(t *testing.T) {
 adapters:
   - {name: products, connection: shop, resource: products, schedule: "@every 15s"}
 `)
-	_, err := loadConfig(&commonFlags{config: p}, []string{"SNAPSTORE_ADAPTERS_0_SCHEDULE=every 5s", "SNAPSTORE_CONNECTIONS_0_OPTIONS_PTH=x"})
-	var ee *exitError
-	if !errors.As(err, &ee) || ee.code != 2 {
-		t.Fatalf("want exit code 2, got %v", err)
+	_, err := Load(Flags{File: p}, []string{"SNAPSTORE_ADAPTERS_0_SCHEDULE=every 5s", "SNAPSTORE_CONNECTIONS_0_OPTIONS_PTH=x"})
+	if err == nil {
+		t.Fatal("accepted")
 	}
 	for _, want := range []string{
 		"config key adapters[0].schedule (from environment variable SNAPSTORE_ADAPTERS_0_SCHEDULE)",
@@ -179,20 +179,20 @@ adapters:
 func TestConfig_HBaseReadOnly(t *testing.T) {
 	file := writeFile(t, "c.yaml", "storage:\n  backend: hbase\n  hbase: {thrift: 127.0.0.1:9090}\n")
 	for _, env := range [][]string{{"SNAPSTORE_HBASE_READ_ONLY=true"}, {"SNAPSTORE_STORAGE_HBASE_READ_ONLY=1"}, {"SNAPSTORE_HBASE_READ_ONLY=true", "SNAPSTORE_STORAGE_HBASE_READ_ONLY=false"}} {
-		cfg, err := loadConfig(&commonFlags{config: file}, env)
+		cfg, err := Load(Flags{File: file}, env)
 		if err != nil {
 			t.Fatalf("%v: %v", env, err)
 		}
 		want := !strings.Contains(strings.Join(env, " "), "=false")
-		if cfg.Storage.HBase.ReadOnly != want || len(cfg.unknownEnv) != 0 {
-			t.Errorf("%v: read_only %v, unknown %v", env, cfg.Storage.HBase.ReadOnly, cfg.unknownEnv)
+		if cfg.Storage.HBase.ReadOnly != want || len(cfg.UnknownEnv()) != 0 {
+			t.Errorf("%v: read_only %v, unknown %v", env, cfg.Storage.HBase.ReadOnly, cfg.UnknownEnv())
 		}
 	}
-	_, err := loadConfig(&commonFlags{config: file}, []string{"SNAPSTORE_HBASE_READ_ONLY=maybe"})
+	_, err := Load(Flags{File: file}, []string{"SNAPSTORE_HBASE_READ_ONLY=maybe"})
 	if err == nil || !strings.Contains(err.Error(), "SNAPSTORE_HBASE_READ_ONLY") {
 		t.Errorf("a bad value: %v", err)
 	}
-	_, err = loadConfig(&commonFlags{}, []string{"SNAPSTORE_HBASE_READ_ONLY=true"})
+	_, err = Load(Flags{}, []string{"SNAPSTORE_HBASE_READ_ONLY=true"})
 	if err == nil || !strings.Contains(err.Error(), "config key storage.hbase.read_only (from environment variable SNAPSTORE_HBASE_READ_ONLY)") {
 		t.Errorf("read_only on Pebble: %v", err)
 	}
@@ -204,7 +204,7 @@ func TestConfig_HBaseReadOnly(t *testing.T) {
 // refused, naming the key.
 func TestConfig_Secrets(t *testing.T) {
 	p := writeFile(t, "c.yaml", "secrets:\n  file_dirs: [/run/secrets]\n  env_prefix: SNAPSTORE_SECRET_\n")
-	cfg := defaultConfig()
+	cfg := Default()
 	if err := loadFile(p, &cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -214,12 +214,12 @@ func TestConfig_Secrets(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	l := cfg.secretRefLimits()
+	l := cfg.SecretRefLimits()
 	if len(l.FileDirs) != 2 || l.FileDirs[1] != "/etc/snapstore/secrets" || l.EnvPrefix != "SNAPSTORE_SECRET_" {
 		t.Fatalf("limits %+v", l)
 	}
 	for prefix, ok := range map[string]bool{"SNAPSTORE_SECRET_": true, "APP_DB_": true, "SNAPSTORE_": false, "SNAP": false, "SNAPSTORE_AUTH_": false, "SNAPSTORE_CONNECTIONS": false, "SNAPSTORE_S": false, "SNAPSTORE_HBASE_": false, "BAD-NAME": false} {
-		cfg := defaultConfig()
+		cfg := Default()
 		cfg.Secrets = SecretsConfig{EnvPrefix: prefix, FileDirs: []string{"relative/dir"}}
 		err := cfg.Validate()
 		if err == nil || !strings.Contains(err.Error(), "config key secrets.file_dirs[0]: want an absolute directory") {

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"cmp"
@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/snapstore/snapstore/cluster"
+	"github.com/snapstore/snapstore/config"
 	"github.com/snapstore/snapstore/server"
 	"github.com/snapstore/snapstore/snapshot"
 )
@@ -30,14 +30,14 @@ type partitioned struct {
 // openPartitioned reads the partition table (a stored table of another
 // count than cluster.partitions refuses the start, exit code 2, naming
 // both) and makes the node's partitioned runs.
-func openPartitioned(ctx context.Context, cfg *Config, db *snapshot.DB, log *slog.Logger, reg prometheus.Registerer) (*partitioned, error) {
+func openPartitioned(ctx context.Context, cfg *config.Config, db *snapshot.DB, log *slog.Logger, reg prometheus.Registerer) (*partitioned, error) {
 	id, _, err := cluster.LoadNodeID(cfg.Data)
 	if err != nil {
 		return nil, err
 	}
 	table, err := cluster.OpenPartitions(ctx, db, cfg.Cluster.Partitions)
 	if errors.Is(err, cluster.ErrPartitionCount) {
-		return nil, &exitError{code: 2, err: fmt.Errorf("config key cluster.partitions: %w", err)}
+		return nil, &config.KeyError{Key: "cluster.partitions", Err: err}
 	}
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snapstore/snapstore/config"
 	"github.com/snapstore/snapstore/snapshot"
 	"github.com/snapstore/snapstore/store"
 	"github.com/snapstore/snapstore/store/hbase"
@@ -36,7 +37,7 @@ var (
 
 // openHBase opens the HBase backend through its Thrift2 gateway, creating
 // the namespace and table when absent.
-func openHBase(ctx context.Context, cfg *Config, log *slog.Logger, reg prometheus.Registerer) (store.Store, error) {
+func openHBase(ctx context.Context, cfg *config.Config, log *slog.Logger, reg prometheus.Registerer) (store.Store, error) {
 	h := cfg.Storage.HBase
 	sharing := snapshot.Sharing{SlotLease: hbaseSlotLease}
 	if h.ReadOnly {

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -6,23 +6,27 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
+	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/config"
 	"github.com/snapstore/snapstore/snapshot"
 	"github.com/snapstore/snapstore/store"
 	"github.com/snapstore/snapstore/store/pebble"
 )
 
-// stack is the opened storage, dataset and adapter layers.
-type stack struct {
-	st  store.Store
-	db  *snapshot.DB
-	svc *adapters.Service
+// Stack is the opened storage, dataset and adapter layers: what serve
+// runs, and what a client command opens on a data directory.
+type Stack struct {
+	Store    store.Store
+	DB       *snapshot.DB
+	Adapters *adapters.Service
 }
 
 // openStore opens the configured backend.
-func openStore(ctx context.Context, cfg *Config, log *slog.Logger, reg prometheus.Registerer) (store.Store, error) {
+func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger, reg prometheus.Registerer) (store.Store, error) {
 	switch cfg.Storage.Backend {
 	case "pebble":
 		if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
@@ -34,7 +38,7 @@ func openStore(ctx context.Context, cfg *Config, log *slog.Logger, reg prometheu
 			Logger:       log,
 			Registerer:   reg,
 		})
-		if err != nil && dirLocked(err) {
+		if err != nil && DirLocked(err) {
 			// Pebble's lock file: another process has the directory open.
 			return nil, fmt.Errorf("the data directory %s is in use by another process, a snapstore server most likely (%w)", cfg.Data, err)
 		}
@@ -48,9 +52,10 @@ func openStore(ctx context.Context, cfg *Config, log *slog.Logger, reg prometheu
 	return nil, fmt.Errorf("storage.backend %q is not known", cfg.Storage.Backend)
 }
 
-// openStack opens store, datasets and adapters. schedule starts the cron
-// scheduler (serve only).
-func openStack(ctx context.Context, cfg *Config, log *slog.Logger, reg prometheus.Registerer, schedule bool) (*stack, error) {
+// OpenStack opens store, datasets and adapters. schedule starts the cron
+// scheduler (serve only). A definition of the file that adapters refuses
+// is an error that matches adapters.ErrBadOption.
+func OpenStack(ctx context.Context, cfg *config.Config, log *slog.Logger, reg prometheus.Registerer, schedule bool) (*Stack, error) {
 	return openStackIn(ctx, cfg, log, reg, schedule, nil)
 }
 
@@ -58,8 +63,8 @@ func openStack(ctx context.Context, cfg *Config, log *slog.Logger, reg prometheu
 // is called once the datasets are open (a node joins once its storage
 // answers) and returns the cluster the adapters place runs over and, on a
 // node with a transfer listener, its partitioned runs.
-func openStackIn(ctx context.Context, cfg *Config, log *slog.Logger, reg prometheus.Registerer, schedule bool,
-	join func(context.Context, *snapshot.DB) (adapters.Cluster, adapters.Partitioner, error)) (*stack, error) {
+func openStackIn(ctx context.Context, cfg *config.Config, log *slog.Logger, reg prometheus.Registerer, schedule bool,
+	join func(context.Context, *snapshot.DB) (adapters.Cluster, adapters.Partitioner, error)) (*Stack, error) {
 	st, err := openStore(ctx, cfg, log, reg)
 	if err != nil {
 		return nil, err
@@ -80,27 +85,40 @@ func openStackIn(ctx context.Context, cfg *Config, log *slog.Logger, reg prometh
 		Partitioner: parts,
 		Logger:      log,
 		Registerer:  reg,
-		Connections: cfg.connectionSpecs(),
-		Adapters:    cfg.adapterSpecs(),
-		SecretRefs:  cfg.secretRefLimits(),
+		Connections: cfg.Connections,
+		Adapters:    cfg.Adapters,
+		SecretRefs:  cfg.SecretRefLimits(),
 		// A read-only reader of a shared HBase table never starts runs:
 		// the writer process does (snapshot.Options ReadOnly).
 		Schedule: schedule && !db.ReadOnly(),
 	})
 	if err != nil {
-		err = errors.Join(fmt.Errorf("starting adapters: %w", configOptionError(err)), db.Close(), st.Close())
-		if errors.Is(err, adapters.ErrBadOption) {
-			// Config problems are found before opening storage
-			// (Config.Validate); one found here is still a config error.
-			return nil, &exitError{code: 2, err: err}
-		}
-		return nil, err
+		// Config problems are found before opening storage
+		// (config.Config.Validate); one found here is still a config error.
+		return nil, errors.Join(fmt.Errorf("starting adapters: %w", configOptionError(err)), db.Close(), st.Close())
 	}
-	return &stack{st: st, db: db, svc: svc}, nil
+	return &Stack{Store: st, DB: db, Adapters: svc}, nil
 }
 
-// close stops the adapters (aborting running runs) within ctx, then closes
+// Close stops the adapters (aborting running runs) within ctx, then closes
 // datasets and store.
-func (s *stack) close(ctx context.Context) error {
-	return errors.Join(s.svc.Close(ctx), s.db.Close(), s.st.Close())
+func (s *Stack) Close(ctx context.Context) error {
+	return errors.Join(s.Adapters.Close(ctx), s.DB.Close(), s.Store.Close())
+}
+
+// configOptionError marks an *adapters.OptionError that adapters.New
+// reported for a file definition (its Key is already prefixed, e.g.
+// "connections[0].options.port") as a configuration error.
+func configOptionError(err error) error {
+	var oe *adapters.OptionError
+	if !errors.As(err, &oe) {
+		return err
+	}
+	return fmt.Errorf("config: %w", err)
+}
+
+// DirLocked reports whether err is Pebble's refusal of a data directory
+// another process holds open (its lock file).
+func DirLocked(err error) bool {
+	return errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) || strings.Contains(err.Error(), "lock held")
 }

@@ -1,4 +1,9 @@
-package main
+// Package config is the configuration of the snapstore binary: its schema
+// and defaults, reading it from a YAML file, SNAPSTORE_* variables and
+// flags, and its validation, which names every offending key at once
+// (after Prometheus's config/config.go and etcd's server/embed/config.go).
+// docs/config.md documents every key.
+package config
 
 import (
 	"errors"
@@ -15,14 +20,14 @@ import (
 	"time"
 
 	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/server"
-	"github.com/snapstore/snapstore/snapshot"
 )
 
 // Config is the whole configuration of the snapstore binary. Sources, in
 // increasing precedence: the defaults below, the YAML file given with
 // --config, SNAPSTORE_* environment variables (see applyEnv), and flags;
-// loadConfig (configdecode.go) reads them in that order.
+// Load (load.go) reads them in that order.
 // docs/config.md documents every key; docs/snapstore.sample.yaml is an
 // annotated example.
 type Config struct {
@@ -48,10 +53,10 @@ type Config struct {
 	GCInterval time.Duration `yaml:"gc_interval"`
 	// Connections are data connections defined in the file (read-only
 	// through the API; a file definition wins over an API one).
-	Connections []ConnectionConfig `yaml:"connections"`
+	Connections []api.Connection `yaml:"connections"`
 	// Adapters are adapters defined in the file.
-	Adapters []AdapterConfig `yaml:"adapters"`
-	// Cluster makes this node a member of a cluster (cluster.go); with no
+	Adapters []api.Adapter `yaml:"adapters"`
+	// Cluster makes this node a member of a cluster; with no
 	// cluster.bind the node runs alone and starts no serf.
 	Cluster ClusterConfig `yaml:"cluster"`
 	// Secrets bounds the secret references of connections defined
@@ -60,9 +65,9 @@ type Config struct {
 	// Audit configures the audit trail (docs/security.md).
 	Audit AuditConfig `yaml:"audit"`
 
-	// auditOut receives the audit trail's JSON lines (cmdServe sets
-	// stderr); nil: the logger serve is given.
-	auditOut io.Writer
+	// AuditOut receives the audit trail's JSON lines (serve sets
+	// stderr); nil: the logger serve is given. Not a key of the file.
+	AuditOut io.Writer `yaml:"-"`
 	// unknownEnv lists SNAPSTORE_* variables that name no key.
 	unknownEnv []string
 	// lines maps a key path (adapters[0].schedule) to its line in the
@@ -151,7 +156,7 @@ type SecretsConfig struct {
 }
 
 // secretRefLimits converts the secrets section for package adapters.
-func (c *Config) secretRefLimits() adapters.SecretRefLimits {
+func (c *Config) SecretRefLimits() adapters.SecretRefLimits {
 	return adapters.SecretRefLimits{FileDirs: c.Secrets.FileDirs, EnvPrefix: c.Secrets.EnvPrefix}
 }
 
@@ -166,7 +171,7 @@ type AuditConfig struct {
 
 // options returns the server's audit options: entries logged as JSON
 // lines to out, or by log when out is nil.
-func (a AuditConfig) options(out io.Writer, log *slog.Logger) server.AuditOptions {
+func (a AuditConfig) Options(out io.Writer, log *slog.Logger) server.AuditOptions {
 	o := server.AuditOptions{Retention: a.Retention, Logger: log}
 	if out != nil {
 		o.Logger = slog.New(slog.NewJSONHandler(out, nil))
@@ -193,70 +198,6 @@ type SnapshotConfig struct {
 	Partitions int `yaml:"partitions"`
 }
 
-// ConnectionConfig is adapters.ConnectionSpec in the file.
-type ConnectionConfig struct {
-	Name string `yaml:"name"`
-	// Type is the connector: mysql or sqlite.
-	Type string `yaml:"type"`
-	// Sharing is shared (default), pooled or single-use.
-	Sharing string `yaml:"sharing"`
-	// Options are the connector's options; secrets may be "env:NAME" or
-	// "file:/path".
-	Options map[string]any `yaml:"options"`
-}
-
-// AdapterConfig is adapters.AdapterSpec in the file.
-type AdapterConfig struct {
-	Name       string   `yaml:"name"`
-	Connection string   `yaml:"connection"`
-	Resource   string   `yaml:"resource"`
-	Dataset    string   `yaml:"dataset"`
-	KeyColumns []string `yaml:"key_columns"`
-	// Schedule is a cron spec (5 fields, optional seconds, CRON_TZ=,
-	// @every 30s, @hourly); empty for manual runs only.
-	Schedule  string          `yaml:"schedule"`
-	Retention RetentionConfig `yaml:"retention"`
-	Guard     GuardConfig     `yaml:"guard"`
-	// Retries is how many times a failed scheduled run is retried.
-	Retries int `yaml:"retries"`
-	// RetryBackoff is the first retry's delay, doubled each retry.
-	RetryBackoff time.Duration `yaml:"retry_backoff"`
-	// RunOnStart runs the adapter once when serve starts; default false.
-	RunOnStart bool `yaml:"run_on_start"`
-	// EmbedJSON serves JSON columns as the documents; default false.
-	EmbedJSON bool `yaml:"embed_json"`
-	// AuditReads records every request reading the dataset's rows in the
-	// audit trail; default false.
-	AuditReads bool `yaml:"audit_reads"`
-	// CommitUnchanged commits a version even when nothing changed;
-	// default false (the current version is recorded verified).
-	CommitUnchanged bool `yaml:"commit_unchanged"`
-	// Strategy is where the runs happen in a cluster: local (default),
-	// round-robin, single-node or partition-by-key.
-	Strategy string `yaml:"strategy"`
-	// TransferCompression is what a partition-by-key run's rows between
-	// nodes compress: none (default), metadata or all.
-	TransferCompression string `yaml:"transfer_compression"`
-	// PartitionKey names the columns that place a partition-by-key run's
-	// rows on nodes; default the key columns.
-	PartitionKey []string `yaml:"partition_key"`
-}
-
-// RetentionConfig is snapshot.Retention in the file.
-type RetentionConfig struct {
-	// TTL keeps versions younger than this; 0 keeps all.
-	TTL time.Duration `yaml:"ttl"`
-	// MinVersions is the number of newest versions always kept.
-	MinVersions int `yaml:"min_versions"`
-}
-
-// GuardConfig is snapshot.Guard in the file.
-type GuardConfig struct {
-	AllowEmpty bool `yaml:"allow_empty"`
-	// MaxShrink is the largest fraction (0..1) of rows a run may delete.
-	MaxShrink float64 `yaml:"max_shrink"`
-}
-
 // Defaults of the configuration.
 const (
 	DefaultData            = "./data"
@@ -265,9 +206,9 @@ const (
 	DefaultGCInterval      = time.Hour
 )
 
-// defaultConfig returns the embedded defaults: Pebble in ./data, loopback
+// Default returns the embedded defaults: Pebble in ./data, loopback
 // listen, info logs as text.
-func defaultConfig() Config {
+func Default() Config {
 	return Config{
 		Data:            DefaultData,
 		Listen:          DefaultListen,
@@ -277,52 +218,63 @@ func defaultConfig() Config {
 		ShutdownTimeout: DefaultShutdownTimeout,
 		GCInterval:      DefaultGCInterval,
 		Audit:           AuditConfig{Retention: server.DefaultAuditRetention},
-		Cluster:         defaultClusterConfig(),
+		Cluster:         defaultCluster(),
 	}
 }
 
-// configError is a problem with one configuration key.
-type configError struct {
-	key  string
-	line int    // 0 when not from the file
-	env  string // the variable that set the key, if one did
-	msg  string
-	err  error // the adapters error, for errors.Is; may be nil
+// KeyError is a problem with one configuration key, or with keys of one
+// section that only make sense together (Key is then a list such as
+// "cluster.transfer.ca_file, cert_file, key_file").
+type KeyError struct {
+	Key  string
+	Line int    // 0 when not from the file
+	Env  string // the variable that set the key, if one did
+	// Msg says what is wrong; when empty, Err does.
+	Msg string
+	Err error // the cause, for errors.Is; may be nil
 }
 
-func (e *configError) Error() string {
+func (e *KeyError) Error() string {
+	what := "config key " + e.Key
+	if strings.Contains(e.Key, ", ") {
+		what = "config keys " + e.Key
+	}
+	msg := e.Msg
+	if msg == "" && e.Err != nil {
+		msg = e.Err.Error()
+	}
 	switch {
-	case e.env != "":
-		return fmt.Sprintf("config key %s (from environment variable %s): %s", e.key, e.env, e.msg)
-	case e.line > 0:
-		return fmt.Sprintf("config key %s (line %d): %s", e.key, e.line, e.msg)
+	case e.Env != "":
+		return fmt.Sprintf("%s (from environment variable %s): %s", what, e.Env, msg)
+	case e.Line > 0:
+		return fmt.Sprintf("%s (line %d): %s", what, e.Line, msg)
 	}
-	return fmt.Sprintf("config key %s: %s", e.key, e.msg)
+	return fmt.Sprintf("%s: %s", what, msg)
 }
 
-func (e *configError) Unwrap() error { return e.err }
+func (e *KeyError) Unwrap() error { return e.Err }
 
 // keyError is a problem with key, placed by the variable that set it or
 // its line in the file (the nearest enclosing key's line when the key
 // itself is absent, as a missing adapters[0].resource is).
-func (c *Config) keyError(key, msg string) *configError {
-	e := &configError{key: key, msg: msg}
+func (c *Config) keyError(key, msg string) *KeyError {
+	e := &KeyError{Key: key, Msg: msg}
 	if v, ok := c.envKeys[key]; ok {
-		e.env = v
+		e.Env = v
 		return e
 	}
-	for k := key; k != ""; k = parentKey(k) {
+	for k := key; k != ""; k = ParentKey(k) {
 		if l, ok := c.lines[k]; ok {
-			e.line = l
+			e.Line = l
 			break
 		}
 	}
 	return e
 }
 
-// parentKey drops the last element of a key path: a.b[2].c -> a.b[2] ->
+// ParentKey drops the last element of a key path: a.b[2].c -> a.b[2] ->
 // a.b -> a -> "".
-func parentKey(k string) string {
+func ParentKey(k string) string {
 	i := strings.LastIndexAny(k, ".[")
 	if i < 0 {
 		return ""
@@ -416,14 +368,14 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateCluster()...)
 	// Connections and adapters: the adapters package's own checks, every
 	// problem at once, before anything is opened.
-	for _, err := range adapters.ValidateConfig(c.connectionSpecs(), c.adapterSpecs()) {
+	for _, err := range adapters.ValidateConfig(c.Connections, c.Adapters) {
 		var oe *adapters.OptionError
 		if !errors.As(err, &oe) {
 			errs = append(errs, err)
 			continue
 		}
 		ce := c.keyError(oe.Key, oe.Msg)
-		ce.err = err
+		ce.Err = err
 		errs = append(errs, ce)
 	}
 	return errors.Join(errs...)
@@ -483,13 +435,13 @@ func resolveSecret(v string) (string, error) {
 	return v, nil
 }
 
-// checkServe checks what serve alone needs, for the same report as
+// CheckServe checks what serve alone needs, for the same report as
 // Validate (loadServeConfig): every token reference resolves (env:NAME is
 // set, file:/path is readable and not empty), no two tokens are equal,
 // and with no tokens the listen address is loopback (server.CheckListen).
 // It returns the resolved tokens. The client commands skip it: they need
 // neither the server's tokens nor its listen policy.
-func (c *Config) checkServe() ([]server.Token, []error) {
+func (c *Config) CheckServe() ([]server.Token, []error) {
 	var out []server.Token
 	var errs []error
 	seen := map[string]int{}
@@ -524,60 +476,17 @@ func (c *Config) checkServe() ([]server.Token, []error) {
 	return out, errs
 }
 
-// connectionSpecs converts the file's connections.
-func (c *Config) connectionSpecs() []adapters.ConnectionSpec {
-	var out []adapters.ConnectionSpec
-	for _, cc := range c.Connections {
-		out = append(out, adapters.ConnectionSpec{Name: cc.Name, Type: cc.Type, Sharing: adapters.Sharing(cc.Sharing), Options: cc.Options})
-	}
-	return out
-}
-
-// adapterSpecs converts the file's adapters.
-func (c *Config) adapterSpecs() []adapters.AdapterSpec {
-	var out []adapters.AdapterSpec
-	for _, a := range c.Adapters {
-		out = append(out, adapters.AdapterSpec{
-			Name:                a.Name,
-			Connection:          a.Connection,
-			Resource:            a.Resource,
-			Dataset:             a.Dataset,
-			KeyColumns:          a.KeyColumns,
-			Schedule:            a.Schedule,
-			Retention:           snapshot.Retention{TTL: a.Retention.TTL, MinVersions: a.Retention.MinVersions},
-			Guard:               snapshot.Guard{AllowEmpty: a.Guard.AllowEmpty, MaxShrink: a.Guard.MaxShrink},
-			Retries:             a.Retries,
-			RetryBackoff:        a.RetryBackoff,
-			RunOnStart:          a.RunOnStart,
-			EmbedJSON:           a.EmbedJSON,
-			AuditReads:          a.AuditReads,
-			CommitUnchanged:     a.CommitUnchanged,
-			Strategy:            adapters.Strategy(a.Strategy),
-			TransferCompression: a.TransferCompression,
-			PartitionKey:        a.PartitionKey,
-		})
-	}
-	return out
-}
-
-// configOptionError marks an *adapters.OptionError that adapters.New
-// reported for a file definition (its Key is already prefixed, e.g.
-// "connections[0].options.port") as a configuration error.
-func configOptionError(err error) error {
-	var oe *adapters.OptionError
-	if !errors.As(err, &oe) {
-		return err
-	}
-	return fmt.Errorf("config: %w", err)
-}
-
-// newLogger builds the slog logger of the configuration, writing to w.
-func newLogger(cfg *Config, w io.Writer) *slog.Logger {
+// NewLogger builds the slog logger of the configuration, writing to w.
+func (c *Config) NewLogger(w io.Writer) *slog.Logger {
 	var lvl slog.Level
-	_ = lvl.UnmarshalText([]byte(strings.ToUpper(cfg.Log.Level)))
+	_ = lvl.UnmarshalText([]byte(strings.ToUpper(c.Log.Level)))
 	opts := &slog.HandlerOptions{Level: lvl}
-	if cfg.Log.Format == "json" {
+	if c.Log.Format == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
 }
+
+// UnknownEnv lists the SNAPSTORE_* variables Load saw that name no key:
+// serve warns of them (the scripts and tests set variables of their own).
+func (c *Config) UnknownEnv() []string { return c.unknownEnv }

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 // errors naming the key, and the server options it makes: entries as
 // JSON lines on the given writer.
 func TestConfig_Audit(t *testing.T) {
-	cfg, err := loadConfig(&commonFlags{config: writeFile(t, "c.yaml", "audit:\n  retention: 720h\n  trusted_proxies: [10.0.0.0/8, 192.0.2.1]\n")}, nil)
+	cfg, err := Load(Flags{File: writeFile(t, "c.yaml", "audit:\n  retention: 720h\n  trusted_proxies: [10.0.0.0/8, 192.0.2.1]\n")}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +23,7 @@ func TestConfig_Audit(t *testing.T) {
 		t.Fatalf("audit %+v", cfg.Audit)
 	}
 	var out bytes.Buffer
-	o := cfg.Audit.options(&out, slog.New(slog.DiscardHandler))
+	o := cfg.Audit.Options(&out, slog.New(slog.DiscardHandler))
 	if o.Retention != 720*time.Hour || len(o.TrustedProxies) != 2 || o.TrustedProxies[1].String() != "192.0.2.1/32" {
 		t.Fatalf("options %+v", o)
 	}
@@ -32,11 +32,11 @@ func TestConfig_Audit(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &line); err != nil || line["actor"] != "ops" {
 		t.Fatalf("not a JSON line: %q %v", out.String(), err)
 	}
-	if d := defaultConfig(); d.Audit.Retention != server.DefaultAuditRetention {
+	if d := Default(); d.Audit.Retention != server.DefaultAuditRetention {
 		t.Errorf("default retention %v", d.Audit.Retention)
 	}
 
-	bad := defaultConfig()
+	bad := Default()
 	bad.Audit = AuditConfig{Retention: 0, TrustedProxies: []string{"10.0.0.0/8", "proxy.example"}}
 	err = bad.Validate()
 	for _, key := range []string{"audit.retention", "audit.trusted_proxies[1]"} {

@@ -1,17 +1,15 @@
-package main
+package config
 
 import (
 	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/snapstore/snapstore/cluster"
 	"github.com/snapstore/snapstore/cluster/transfer"
-	"github.com/snapstore/snapstore/server"
 )
 
 // TransferConfig is the cluster.transfer section: where this node receives
@@ -46,8 +44,8 @@ type TransferConfig struct {
 	OwnerWait time.Duration `yaml:"owner_wait"`
 }
 
-// defaultTransferConfig is the section's defaults.
-func defaultTransferConfig() TransferConfig {
+// defaultTransfer is the section's defaults.
+func defaultTransfer() TransferConfig {
 	d := transfer.DefaultConfig()
 	return TransferConfig{
 		ConnectionsPerNode: d.ConnectionsPerNode,
@@ -58,14 +56,14 @@ func defaultTransferConfig() TransferConfig {
 	}
 }
 
-// transferDir is where the queues spill, in the data directory.
-const transferDir = "cluster/transfer"
+// TransferDir is where the queues spill, in the data directory.
+const TransferDir = "cluster/transfer"
 
 // validateTransfer checks the cluster.transfer keys: none set without
 // cluster.bind or without cluster.transfer.listen; with them, the
 // transfer package's own checks, each error naming its key.
 func (c *Config) validateTransfer() []error {
-	tc, d := c.Cluster.Transfer, defaultTransferConfig()
+	tc, d := c.Cluster.Transfer, defaultTransfer()
 	var errs []error
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, c.keyError("cluster.transfer."+key, fmt.Sprintf(format, args...)))
@@ -76,7 +74,7 @@ func (c *Config) validateTransfer() []error {
 		"queue_batches": tc.QueueBatches != d.QueueBatches, "queue_memory": tc.QueueMemory != d.QueueMemory,
 		"owner_wait": tc.OwnerWait != d.OwnerWait,
 	}
-	if !c.clustered() {
+	if !c.Clustered() {
 		set["listen"] = tc.Listen != ""
 		for key, s := range set {
 			if s {
@@ -93,13 +91,13 @@ func (c *Config) validateTransfer() []error {
 		}
 		return errs
 	}
-	if _, err := transferAddress(c.Cluster, tc.Listen); err != nil {
+	if _, err := TransferAddress(c.Cluster, tc.Listen); err != nil {
 		bad("advertise", "%v", err)
 	}
 	if tc.OwnerWait <= 0 {
 		bad("owner_wait", "must be positive, got %s", tc.OwnerWait)
 	}
-	tcfg := c.transferConfig("", "", nil, nil, nil)
+	tcfg := c.TransportConfig("", "", nil, nil, nil)
 	for _, err := range joined(tcfg.Validate()) {
 		var ce *transfer.ConfigError
 		if !errors.As(err, &ce) {
@@ -115,9 +113,9 @@ func (c *Config) validateTransfer() []error {
 	return errs
 }
 
-// transferConfig converts the section into the transfer package's
+// TransportConfig converts the section into the transfer package's
 // configuration.
-func (c *Config) transferConfig(id, inc string, members transfer.Members, log *slog.Logger, reg prometheus.Registerer) transfer.Config {
+func (c *Config) TransportConfig(id, inc string, members transfer.Members, log *slog.Logger, reg prometheus.Registerer) transfer.Config {
 	tc := c.Cluster.Transfer
 	cfg := transfer.DefaultConfig()
 	cfg.NodeID, cfg.Incarnation = id, inc
@@ -127,83 +125,16 @@ func (c *Config) transferConfig(id, inc string, members transfer.Members, log *s
 	cfg.MaxWorkers = tc.MaxWorkers
 	cfg.QueueBatches = tc.QueueBatches
 	cfg.QueueMemory = tc.QueueMemory
-	cfg.Dir = filepath.Join(c.Data, transferDir)
+	cfg.Dir = filepath.Join(c.Data, TransferDir)
 	cfg.Members = members
 	cfg.Logger = log
 	cfg.Registerer = reg
 	return cfg
 }
 
-// transferAddress is the transfer address this node advertises (its xfer
+// TransferAddress is the transfer address this node advertises (its xfer
 // tag): cluster.transfer.advertise, else listen (the bound address at
 // serve time) with the gossip host when listen binds every interface.
-func transferAddress(cc ClusterConfig, listen string) (string, error) {
+func TransferAddress(cc ClusterConfig, listen string) (string, error) {
 	return advertisedAddr(cc, cc.Transfer.Advertise, "cluster.transfer.listen", listen, "transfer listener")
-}
-
-// openTransfer starts this node's transport when cluster.transfer.listen
-// is set (nil otherwise), parts applying the batches it receives. It
-// opens before the membership, whose xfer tag
-// must carry the bound address; members answers nothing until the
-// membership is set in it.
-func openTransfer(cfg *Config, members *transferMembers, parts *partitioned, log *slog.Logger, reg prometheus.Registerer) (*transfer.Transport, error) {
-	if cfg.Cluster.Transfer.Listen == "" || parts == nil {
-		return nil, nil
-	}
-	id, _, err := cluster.LoadNodeID(cfg.Data)
-	if err != nil {
-		return nil, err
-	}
-	tc := cfg.transferConfig(id, parts.incarnation, members, log, reg)
-	tc.Handler = parts.runs
-	t, err := transfer.Open(tc)
-	if errors.Is(err, transfer.ErrCredentials) {
-		return nil, &exitError{code: 2, err: fmt.Errorf("config keys cluster.transfer.ca_file, cert_file, key_file: %w", err)}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("starting the transfer listener (cluster.transfer.listen %s): %w", cfg.Cluster.Transfer.Listen, err)
-	}
-	return t, nil
-}
-
-// transferMembers is the membership as the transport sees it (X1 of
-// cluster/transfer): a member that has not left, and its xfer tag.
-type transferMembers struct {
-	m atomic.Pointer[cluster.Membership]
-}
-
-func (tm *transferMembers) Lookup(id string) (string, bool) {
-	m := tm.m.Load()
-	if m == nil {
-		return "", false
-	}
-	for _, n := range m.Nodes() {
-		if n.ID == id {
-			return n.Tags.Transfer, n.State != cluster.Left
-		}
-	}
-	return "", false
-}
-
-// transferView is the transport as the server sees it (server.Transfer).
-type transferView struct{ t *transfer.Transport }
-
-func (v transferView) Backlog() server.TransferBacklog {
-	b := v.t.Backlog()
-	out := server.TransferBacklog{MemoryBytes: b.MemoryBytes, Nodes: make([]server.NodeBacklog, 0, len(b.Nodes))}
-	for _, n := range b.Nodes {
-		nb := server.NodeBacklog{
-			Node: n.Node, Rows: n.Rows, Bytes: n.Bytes, Batches: n.Batches, SpilledBytes: n.SpilledBytes,
-			Connections: n.Connections, LastError: n.LastError, Datasets: make([]server.DatasetBacklog, 0, len(n.Datasets)),
-		}
-		if !n.DownSince.IsZero() {
-			t := n.DownSince.UTC().Truncate(time.Millisecond)
-			nb.DownSince = &t
-		}
-		for _, d := range n.Datasets {
-			nb.Datasets = append(nb.Datasets, server.DatasetBacklog{Dataset: d.Dataset, Rows: d.Rows, Bytes: d.Bytes, Batches: d.Batches})
-		}
-		out.Nodes = append(out.Nodes, nb)
-	}
-	return out
 }

@@ -1,0 +1,61 @@
+package api
+
+// Adapter defines an adapter: which resource of which data connection
+// feeds which dataset, when, and under which retention and guards. It is
+// an entry of the config file's adapters list and the body of
+// POST /v1/adapters (docs/config.md, docs/api.md).
+type Adapter struct {
+	// Name names the adapter; in a PUT the path gives it.
+	Name       string `json:"name,omitempty" yaml:"name"`
+	Connection string `json:"connection" yaml:"connection"`
+	// Resource is the source table or view, "table" or "schema.table".
+	Resource string `json:"resource" yaml:"resource"`
+	// Dataset is the target dataset; default Name.
+	Dataset string `json:"dataset,omitempty" yaml:"dataset"`
+	// KeyColumns are the row key's columns; default the primary key.
+	KeyColumns []string `json:"key_columns,omitempty" yaml:"key_columns"`
+	// Schedule is a cron spec (5 fields, optional seconds, CRON_TZ=,
+	// @every 30s, @hourly); empty for manual runs only.
+	Schedule  string    `json:"schedule,omitempty" yaml:"schedule"`
+	Retention Retention `json:"retention" yaml:"retention"`
+	Guard     Guard     `json:"guard" yaml:"guard"`
+	// Retries is how many times a failed scheduled run is retried.
+	Retries int `json:"retries,omitempty" yaml:"retries"`
+	// RetryBackoff is the first retry's delay, doubled each retry.
+	RetryBackoff Duration `json:"retry_backoff,omitempty" yaml:"retry_backoff"`
+	// RunOnStart runs the adapter once when serve starts; default false.
+	RunOnStart bool `json:"run_on_start" yaml:"run_on_start"`
+	// EmbedJSON serves JSON columns as the documents; default false.
+	EmbedJSON bool `json:"embed_json" yaml:"embed_json"`
+	// CommitUnchanged commits a version even when nothing changed;
+	// default false (the current version is recorded verified).
+	CommitUnchanged bool `json:"commit_unchanged" yaml:"commit_unchanged"`
+	// AuditReads records every request that reads the dataset's rows in
+	// the audit trail, one entry per request; default false.
+	AuditReads bool `json:"audit_reads" yaml:"audit_reads"`
+	// Strategy is where the runs happen in a cluster: local (default),
+	// round-robin, single-node or partition-by-key.
+	Strategy string `json:"strategy,omitempty" yaml:"strategy"`
+	// TransferCompression is what a partition-by-key run's rows between
+	// nodes compress: none (default), metadata or all.
+	TransferCompression string `json:"transfer_compression,omitempty" yaml:"transfer_compression"`
+	// PartitionKey names the columns that place a partition-by-key run's
+	// rows on nodes; default the key columns.
+	PartitionKey []string `json:"partition_key,omitempty" yaml:"partition_key"`
+}
+
+// Retention is how long a dataset keeps its versions.
+type Retention struct {
+	// TTL keeps versions younger than this; 0 keeps all.
+	TTL Duration `json:"ttl" yaml:"ttl"`
+	// MinVersions is the number of newest versions always kept.
+	MinVersions int `json:"min_versions" yaml:"min_versions"`
+}
+
+// Guard is what a run may do to a dataset before it is refused.
+type Guard struct {
+	// AllowEmpty lets a run commit 0 rows.
+	AllowEmpty bool `json:"allow_empty" yaml:"allow_empty"`
+	// MaxShrink is the largest fraction (0..1) of rows a run may delete.
+	MaxShrink float64 `json:"max_shrink" yaml:"max_shrink"`
+}

@@ -1,0 +1,116 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/snapstore/snapstore/api"
+)
+
+func TestConfig_DefaultsAreValid(t *testing.T) {
+	cfg := Default()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Data != "./data" || cfg.Listen != "127.0.0.1:8080" || cfg.Storage.Backend != "pebble" {
+		t.Fatalf("defaults changed: %+v", cfg)
+	}
+}
+
+func TestConfig_ValidateNamesKeys(t *testing.T) {
+	cfg := Default()
+	cfg.Listen = "nohostport"
+	cfg.Storage.Backend = "hbase"
+	cfg.Log.Level = "loud"
+	cfg.Auth.Tokens = []TokenConfig{{Name: "x", Token: "t", Role: "root"}}
+	cfg.Connections = []api.Connection{{Name: "c", Type: "sqlite"}, {Name: "c", Type: "sqlite", Sharing: "sometimes"}}
+	cfg.Adapters = []api.Adapter{{Name: "a", Connection: "c", Resource: "t", Schedule: "every tuesday"}, {Name: "b", Guard: api.Guard{MaxShrink: 2}}}
+	err := cfg.Validate()
+	if err == nil {
+		t.Fatal("bad config accepted")
+	}
+	for _, key := range []string{"listen", "storage.hbase.thrift", "log.level", "auth.tokens[0].role",
+		"connections[1].name", "connections[1].sharing", "adapters[0].schedule", "adapters[1].connection",
+		"adapters[1].resource", "adapters[1].guard.max_shrink"} {
+		if !strings.Contains(err.Error(), "config key "+key+":") {
+			t.Errorf("error does not name %s:\n%v", key, err)
+		}
+	}
+}
+
+func TestConfig_TokenReferences(t *testing.T) {
+	t.Setenv("SNAPSTORE_UNIT_TOKEN", "s3cret-from-env")
+	f := writeFile(t, "tok", "s3cret-from-file\n")
+	cfg := Default()
+	cfg.Auth.Tokens = []TokenConfig{
+		{Name: "a", Token: "env:SNAPSTORE_UNIT_TOKEN", Role: "reader"},
+		{Name: "b", Token: "file:" + f, Role: "admin"},
+		{Name: "c", Token: "literal", Role: "operator"},
+	}
+	toks, errs := cfg.CheckServe()
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if toks[0].Token != "s3cret-from-env" || toks[1].Token != "s3cret-from-file" || toks[2].Token != "literal" {
+		t.Fatalf("got %+v", toks)
+	}
+	cfg.Auth.Tokens = []TokenConfig{{Name: "d", Token: "env:SNAPSTORE_UNIT_MISSING", Role: "reader"}}
+	if _, errs := cfg.CheckServe(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "auth.tokens[0].token") {
+		t.Fatalf("missing env: %v", errs)
+	}
+}
+
+// TestSampleConfigs loads the annotated sample and the make-run config.
+func TestSampleConfigs(t *testing.T) {
+	t.Setenv("WAREHOUSE_PASSWORD", "x")
+	for _, p := range []string{"../docs/snapstore.sample.yaml", "../examples/snapstore.yaml"} {
+		cfg, err := Load(Flags{File: p}, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if len(cfg.Adapters) == 0 || len(cfg.Connections) == 0 {
+			t.Fatalf("%s: %+v", p, cfg)
+		}
+	}
+}
+
+// TestConfig_YAMLErrorsAndRepeatedKeys: a YAML syntax error names the line
+// where the problem is, and a key given twice is an error naming both
+// lines rather than the later value winning silently.
+func TestConfig_YAMLErrorsAndRepeatedKeys(t *testing.T) {
+	for _, tc := range []struct{ file, want string }{
+		{"data: ./d\nlog: {level: info\nlisten: x\n", "line 3: did not find expected ',' or '}'"},
+		{"data: ./d\nlog:\n  level: info\n   format: text\n", "line 4: mapping values are not allowed"},
+		{"data: ./d\nadapters:\n- name: a\n  key_columns: [id, x\nlisten: y\n", "line 5: did not find expected ',' or ']'"},
+		{"data: ./d\n- x\n", "line 2: did not find expected key"},
+	} {
+		_, err := Load(Flags{File: writeFile(t, "c.yaml", tc.file)}, nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.file, err, tc.want)
+		}
+	}
+	p := writeFile(t, "c.yaml", "data: ./a\nlog:\n  level: info\n  level: debug\ndata: ./b\nconnections:\n  - name: c\n    type: sqlite\n    options: {path: x, path: y}\n")
+	_, err := Load(Flags{File: p}, nil)
+	for _, want := range []string{
+		"config key log.level (line 4): given twice (first at line 3)",
+		"config key data (line 5): given twice (first at line 1)",
+		"config key connections[0].options.path (line 9): given twice (first at line 9)",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+}
+
+// writeFile writes text to the file name in a temporary directory and
+// returns its path.
+func writeFile(t *testing.T, name, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
