@@ -94,14 +94,3 @@ func (o *ownership) update(names []string, owner func(string) (string, bool)) (m
 	}
 	return moved
 }
-
-// Owners returns the owner of every adapter as last computed.
-func (o *ownership) snapshot() map[string]string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	out := make(map[string]string, len(o.owners))
-	for k, v := range o.owners {
-		out[k] = v
-	}
-	return out
-}

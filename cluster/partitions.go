@@ -211,12 +211,3 @@ func (pl *placement) most(key func(id string) (float64, bool)) string {
 	}
 	return best
 }
-
-// Apply returns owners after moves.
-func Apply(owners []string, moves []Move) []string {
-	out := slices.Clone(owners)
-	for _, m := range moves {
-		out[m.Partition] = m.To
-	}
-	return out
-}

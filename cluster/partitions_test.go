@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -212,4 +213,13 @@ func TestRebalance_WeightsAndRateLimit(t *testing.T) {
 	if l := loads(owners); l["d"] != 300 || steps < 300/8 {
 		t.Fatalf("d holds %d after %d steps", l["d"], steps)
 	}
+}
+
+// Apply returns owners after moves.
+func Apply(owners []string, moves []Move) []string {
+	out := slices.Clone(owners)
+	for _, m := range moves {
+		out[m.Partition] = m.To
+	}
+	return out
 }

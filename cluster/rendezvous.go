@@ -1,9 +1,7 @@
 package cluster
 
 import (
-	"cmp"
 	"math"
-	"slices"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -53,29 +51,4 @@ func Owner(name string, nodes []Candidate) (string, bool) {
 		}
 	}
 	return best, best != ""
-}
-
-// Rank returns the candidates' ids in the order in which they would own
-// name: Rank(name)[0] is the owner, [1] the owner once [0] is gone, and so
-// on. A caller that fails over to "the next node" takes the next entry.
-func Rank(name string, nodes []Candidate) []string {
-	type scored struct {
-		id string
-		s  float64
-	}
-	ss := make([]scored, len(nodes))
-	for i, c := range nodes {
-		ss[i] = scored{c.ID, score(c, name)}
-	}
-	slices.SortFunc(ss, func(a, b scored) int {
-		if c := cmp.Compare(b.s, a.s); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.id, b.id)
-	})
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = s.id
-	}
-	return out
 }

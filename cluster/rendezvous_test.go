@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -149,4 +151,29 @@ func TestRendezvous_RankAndEmpty(t *testing.T) {
 	if _, ok := Owner("x", nil); ok {
 		t.Error("an owner among no candidates")
 	}
+}
+
+// Rank returns the candidates' ids in the order in which they would own
+// name: Rank(name)[0] is the owner, [1] the owner once [0] is gone, and so
+// on. A caller that fails over to "the next node" takes the next entry.
+func Rank(name string, nodes []Candidate) []string {
+	type scored struct {
+		id string
+		s  float64
+	}
+	ss := make([]scored, len(nodes))
+	for i, c := range nodes {
+		ss[i] = scored{c.ID, score(c, name)}
+	}
+	slices.SortFunc(ss, func(a, b scored) int {
+		if c := cmp.Compare(b.s, a.s); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.id, b.id)
+	})
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = s.id
+	}
+	return out
 }

@@ -84,17 +84,6 @@ func (db *DB) Close() error {
 	return nil
 }
 
-// halt stops the DB as a killed process stops: nothing more is written,
-// its runs and writer slots are left as they are. For tests.
-func (db *DB) halt() {
-	if db.closed.Swap(true) {
-		return
-	}
-	db.stopKeeper()
-	db.metrics.unregister()
-	db.unregisterLocal()
-}
-
 // hook calls Options.hook, the crash test's kill point.
 func (db *DB) hook(point string, n int64) {
 	if h := db.opts.hook; h != nil {

@@ -114,14 +114,6 @@ func prefixEnd(p []byte) []byte {
 
 func be64(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
 
-func encodeIDs(ids []int64) []byte {
-	b := make([]byte, 0, 8*len(ids))
-	for _, id := range ids {
-		b = binary.BigEndian.AppendUint64(b, uint64(id))
-	}
-	return b
-}
-
 func decodeIDs(b []byte) ([]int64, bool) {
 	if len(b)%8 != 0 {
 		return nil, false
