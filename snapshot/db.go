@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/snapstore/snapstore/records"
 	"github.com/snapstore/snapstore/store"
 	"github.com/snapstore/snapstore/txn"
 )
@@ -19,6 +20,7 @@ type DB struct {
 	st      store.Store
 	ids     *txn.IDs
 	meta    string
+	rec     *records.Store // the records of meta
 	logger  *slog.Logger
 	opts    Options
 	metrics *metrics

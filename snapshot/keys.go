@@ -18,7 +18,7 @@ import (
 //	                                                    before the state references it
 //	                                             "dgst"  the source's digest of the version,
 //	                                                    opaque to snapshot (verify.go)
-//	"s\x00rec\x00" + kind + "\x00" + name        "v"     a Record's value
+//	"s\x00rec\x00" + kind + "\x00" + name        "v"     a Record's value (package records)
 //	                                             "n"     a Record's counter (IncrementRecord; store.S8)
 //
 // Format 1 (migrate.go reads it once): the dataset row held "cfg" (JSON
@@ -45,12 +45,10 @@ var (
 	keyFormat     = []byte("s\x00format")
 	prefixDataset = []byte("s\x00ds\x00")
 	prefixVersion = []byte("s\x00ver\x00")
-	prefixRecord  = []byte("s\x00rec\x00")
 	colState      = []byte("state")
 	colInfo       = []byte("info")
 	colDigest     = []byte("dgst")
 	colV          = []byte("v")
-	colN          = []byte("n")
 
 	// Format 1.
 	prefixTag1 = []byte("s\x00tag\x00")
@@ -82,13 +80,6 @@ func tagPrefix1(name string) []byte {
 	k := append(append([]byte{}, prefixTag1...), name...)
 	return append(k, 0)
 }
-
-func recordPrefix(kind string) []byte {
-	k := append(append([]byte{}, prefixRecord...), kind...)
-	return append(k, 0)
-}
-
-func recordKey(kind, name string) []byte { return append(recordPrefix(kind), name...) }
 
 func dataTable(dataset string, p int) string    { return "r/" + dataset + "/" + strconv.Itoa(p) }
 func columnTable(dataset string, p int) string  { return "d/" + dataset + "/" + strconv.Itoa(p) }

@@ -16,6 +16,8 @@ import (
 	"github.com/snapstore/snapstore/adapters"
 	"github.com/snapstore/snapstore/cluster"
 	"github.com/snapstore/snapstore/server"
+
+	"github.com/snapstore/snapstore/cluster/placement"
 )
 
 // ClusterConfig is the cluster section of the configuration: what makes
@@ -280,7 +282,7 @@ func openCluster(ctx context.Context, cfg *Config, listen, xferListen string, lo
 // runs in progress. It turns package cluster's errors into the server's.
 type clusterView struct {
 	m   *cluster.Membership
-	p   *cluster.Placement
+	p   *placement.Placement
 	svc *adapters.Service
 }
 

@@ -23,6 +23,8 @@ import (
 	"github.com/snapstore/snapstore/cluster/transfer"
 	"github.com/snapstore/snapstore/server"
 	"github.com/snapstore/snapstore/snapshot"
+
+	"github.com/snapstore/snapstore/cluster/placement"
 )
 
 const serveHelp = `Run the HTTP API (docs/api.md), the scheduler of the adapters, garbage
@@ -83,7 +85,7 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 	// transfer listener opens first, so that its xfer tag carries the
 	// bound address (transfer.go).
 	var mem *cluster.Membership
-	var place *cluster.Placement
+	var place *placement.Placement
 	var xfer *transfer.Transport
 	var parts *partitioned
 	var join func(context.Context, *snapshot.DB) (adapters.Cluster, adapters.Partitioner, error)
@@ -111,7 +113,7 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 				return nil, nil, err
 			}
 			members.m.Store(mem)
-			place = cluster.NewPlacement(mem, cluster.NewNodeList(db))
+			place = placement.New(mem, placement.NewNodeList(db.Records()))
 			if parts == nil {
 				return place, nil, nil
 			}

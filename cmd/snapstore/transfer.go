@@ -12,6 +12,8 @@ import (
 	"github.com/snapstore/snapstore/cluster"
 	"github.com/snapstore/snapstore/cluster/transfer"
 	"github.com/snapstore/snapstore/server"
+
+	"github.com/snapstore/snapstore/cluster/partitionrun"
 )
 
 // TransferConfig is the cluster.transfer section: where this node receives
@@ -54,7 +56,7 @@ func defaultTransferConfig() TransferConfig {
 		MaxWorkers:         d.MaxWorkers,
 		QueueBatches:       d.QueueBatches,
 		QueueMemory:        d.QueueMemory,
-		OwnerWait:          cluster.DefaultOwnerWait,
+		OwnerWait:          partitionrun.DefaultOwnerWait,
 	}
 }
 

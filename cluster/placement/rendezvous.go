@@ -1,4 +1,4 @@
-package cluster
+package placement
 
 import (
 	"math"
@@ -16,10 +16,10 @@ import (
 // exponential variate's inverse, so node i wins with probability
 // w_i / sum(w): weights are honoured exactly in expectation. A join or
 // leave changes only the names the joining or leaving node wins or held,
-// about 1/N of them (K6), where a jump over a sorted address list (NiFi's
+// about 1/N of them (cluster.K6), where a jump over a sorted address list (NiFi's
 // scheme) moves about half when a node joins in the middle.
 
-// Candidate is a node placement may choose: its stable id (K1) and its
+// Candidate is a node placement may choose: its stable id (cluster.K1) and its
 // weight (Tags.Weight).
 type Candidate struct {
 	ID     string

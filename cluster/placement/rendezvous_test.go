@@ -1,4 +1,4 @@
-package cluster
+package placement
 
 import (
 	"cmp"
@@ -34,7 +34,7 @@ func owners(names []string, nodes []Candidate) map[string]string {
 	return m
 }
 
-// TestRendezvous_MovementOnJoinAndLeave checks K6 at 3, 5 and 10 nodes: a
+// TestRendezvous_MovementOnJoinAndLeave checks cluster.K6 at 3, 5 and 10 nodes: a
 // join moves at most 1/N + 5% of the names, every one of them to the new
 // node; a leave moves exactly the leaving node's names.
 func TestRendezvous_MovementOnJoinAndLeave(t *testing.T) {
