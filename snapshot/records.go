@@ -14,10 +14,10 @@ import (
 type Record = records.Record
 
 // Records returns the records of the metadata table, for the packages that
-// keep their own state there without the DB's datasets (a cluster's node
-// list and partition table): they stay readable and conditionally
-// writable as CompareAndSetRecord and IncrementRecord are on a read-only
-// DB (W1).
+// keep their own state there beside the DB's datasets (a cluster's node
+// list and partition table). It skips the DB's checks: its callers write
+// only conditionally (CompareAndSet, Increment), which a read-only DB
+// allows too (W1), and see the store's ErrClosed once the store closes.
 func (db *DB) Records() *records.Store { return db.rec }
 
 // recordErr puts a record error in the DB's terms: a bad kind or name is

@@ -9,14 +9,14 @@ import (
 	"github.com/snapstore/snapstore/cluster"
 )
 
-// Definitions across the cluster (cluster.K9). The data connections and adapters
-// made through the API are records in HBase, which every node reads. A
-// node that changes one sends a hint (a serf user event naming the kind
-// and the name, far below serf's 512 bytes); every other node rereads the
-// definitions when the hint comes, and every DefinitionsRefresh whatever
-// the hints, so that a hint lost on the way (serf's gossip is best effort,
-// and a hint that finds its reader behind is dropped) delays a change by
-// at most that interval and never loses it.
+// Definitions across the cluster (cluster.K9). The data connections and
+// adapters made through the API are records in HBase, which every node
+// reads. A node that changes one sends a hint (a serf user event naming
+// the kind and the name, far below serf's 512 bytes); every other node
+// rereads the definitions when the hint comes, and every
+// DefinitionsRefresh whatever the hints, so that a hint lost on the way
+// (serf's gossip is best effort, and a hint that finds its reader behind
+// is dropped) delays a change by at most that interval and never loses it.
 
 // hintDefinitions is the name of the hint of a changed definition.
 const hintDefinitions = "snapstore-defs"

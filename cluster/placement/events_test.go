@@ -15,12 +15,12 @@ import (
 )
 
 // TestHintsDrainForget runs three real members: a hint sent by one reaches
-// the others (cluster.K9); a drain asked of a for b (a serf query) makes b declare
-// itself draining on every member and own nothing, a resume brings it back
-// (cluster.K10); forgetting an alive node is refused, and once c stopped and is
-// confirmed failed, forgetting it removes it from every member; the single
-// node of single-node adapters stays on c while it is failed and moves
-// when it is forgotten.
+// the others (cluster.K9); a drain asked of a for b (a serf query) makes b
+// declare itself draining on every member and own nothing, a resume brings
+// it back (cluster.K10); forgetting an alive node is refused, and once c
+// stopped and is confirmed failed, forgetting it removes it from every
+// member; the single node of single-node adapters stays on c while it is
+// failed and moves when it is forgotten.
 func TestHintsDrainForget(t *testing.T) {
 	// Ids written before the first start (cluster.K1), chosen so that c is the
 	// single node of the three.

@@ -62,9 +62,9 @@ func (k *nodeKeeper) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 10*time.Second)
 }
 
-// joined reports whether this node may write its entry (cluster.K11): once it is
-// in the cluster, that is when it sees another member alive, or when the
-// list holds no other node (the first node of a cluster). A node that
+// joined reports whether this node may write its entry (cluster.K11): once
+// it is in the cluster, that is when it sees another member alive, or when
+// the list holds no other node (the first node of a cluster). A node that
 // cannot join (a wrong gossip key, no join address answering) so never
 // writes itself into the list of a cluster it is not part of.
 func (k *nodeKeeper) joined() bool {

@@ -123,13 +123,13 @@ func startPlacement(t *testing.T, m *cluster.Membership, p *Placement, db *snaps
 	}
 }
 
-// TestNodeList_Cluster checks cluster.K11 and cluster.K12 with real members on one
-// metadata table: each writes its entry; a config adapter defined
-// differently on two nodes, and one defined on one node only, are
-// reported by both; a member stopped without a leave is recorded failed
-// by the other once confirmed; a node that starts again counts the node
-// of the list it does not hear from as failing, in its recorded state
-// (it keeps its share) until the confirmation delay makes it failed; the
+// TestNodeList_Cluster checks cluster.K11 and cluster.K12 with real
+// members on one metadata table: each writes its entry; a config adapter
+// defined differently on two nodes, and one defined on one node only, are
+// reported by both; a member stopped without a leave is recorded failed by
+// the other once confirmed; a node that starts again counts the node of
+// the list it does not hear from as failing, in its recorded state (it
+// keeps its share) until the confirmation delay makes it failed; the
 // single node stays on a failed node of the list and moves once it is
 // forgotten, which deletes its entry.
 func TestNodeList_Cluster(t *testing.T) {

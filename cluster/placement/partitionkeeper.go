@@ -161,13 +161,13 @@ func describeMoves(moves []Move) string {
 	return b.String()
 }
 
-// placementNodes returns the nodes as partition placement counts them:
-// the members in their live state, and the entries of the node list that
-// the membership does not show (serf reaped them, or they are not back
-// since this node started) as recorded, a recorded active or joining
-// node counting as failed (cluster.K3, cluster.K11): it keeps its partitions. Forgotten
-// nodes are in neither and count for nothing, and so does a member
-// without a transfer listener, which cannot receive rows.
+// placementNodes returns the nodes as partition placement counts them: the
+// members in their live state, and the entries of the node list that the
+// membership does not show (serf reaped them, or they are not back since
+// this node started) as recorded, a recorded active or joining node
+// counting as failed (cluster.K3, cluster.K11): it keeps its partitions.
+// Forgotten nodes are in neither and count for nothing, and so does a
+// member without a transfer listener, which cannot receive rows.
 func (p *Placement) placementNodes() []Member {
 	byID := map[string]Member{}
 	for _, r := range p.Records() {

@@ -44,9 +44,9 @@ func ownedBy(parts *Partitions) map[string]int {
 	return out
 }
 
-// TestPartitionKeeper checks cluster.K13 with real members on one metadata table:
-// the first node gets every partition at once; a second node takes half
-// and only from the first; a member without a transfer listener owns
+// TestPartitionKeeper checks cluster.K13 with real members on one metadata
+// table: the first node gets every partition at once; a second node takes
+// half and only from the first; a member without a transfer listener owns
 // none; a node stopped without a leave keeps its partitions while failed
 // (no failover), and gives them up once forgotten.
 func TestPartitionKeeper(t *testing.T) {

@@ -13,12 +13,13 @@ import (
 
 // Placement answers package adapters' questions about where runs go
 // (adapters.Cluster) from this node's view of the membership: the owner of
-// a name by weighted rendezvous over the active nodes (cluster.K6), the rotation
-// of round-robin adapters, the single node of single-node adapters, and
-// hand-offs to another node's HTTP API with the cluster credential
-// (handoff.go, cluster.K8). Start attaches the adapters service: definitions are
-// then reread on hints and periodically (definitions.go, cluster.K9) and
-// ownership moves are counted (ownership.go). Safe for concurrent use.
+// a name by weighted rendezvous over the active nodes (cluster.K6), the
+// rotation of round-robin adapters, the single node of single-node
+// adapters, and hand-offs to another node's HTTP API with the cluster
+// credential (handoff.go, cluster.K8). Start attaches the adapters
+// service: definitions are then reread on hints and periodically
+// (definitions.go, cluster.K9) and ownership moves are counted
+// (ownership.go). Safe for concurrent use.
 type Placement struct {
 	m  *cluster.Membership
 	h  *handOffClient
@@ -237,11 +238,11 @@ func (p *Placement) Active() []string {
 }
 
 // SingleNode returns the node of single-node adapters: rendezvous of one
-// fixed name over the nodes of the node list (cluster.K11) and the members that
-// are not draining and did not leave for good, so that it stays put while
-// its node is failed or restarting (its runs wait for it) and moves only
-// when that node drains or is forgotten (cluster.K10). A member's live state wins
-// over its entry. active reports whether it is active now.
+// fixed name over the nodes of the node list (cluster.K11) and the members
+// that are not draining and did not leave for good, so that it stays put
+// while its node is failed or restarting (its runs wait for it) and moves
+// only when that node drains or is forgotten (cluster.K10). A member's
+// live state wins over its entry. active reports whether it is active now.
 func (p *Placement) SingleNode() (string, bool, bool) {
 	weights := map[string]int{}
 	if p.k != nil {

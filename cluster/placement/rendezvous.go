@@ -14,10 +14,10 @@ import (
 //
 // and the highest score owns the name. -1/ln(h) of a uniform h is an
 // exponential variate's inverse, so node i wins with probability
-// w_i / sum(w): weights are honoured exactly in expectation. A join or
-// leave changes only the names the joining or leaving node wins or held,
-// about 1/N of them (cluster.K6), where a jump over a sorted address list (NiFi's
-// scheme) moves about half when a node joins in the middle.
+// w_i / sum(w): weights are honoured exactly in expectation. A join or leave
+// changes only the names the joining or leaving node wins or held, about
+// 1/N of them (cluster.K6), where a jump over a sorted address list
+// (NiFi's scheme) moves about half when a node joins in the middle.
 
 // Candidate is a node placement may choose: its stable id (cluster.K1) and its
 // weight (Tags.Weight).

@@ -34,9 +34,9 @@ func owners(names []string, nodes []Candidate) map[string]string {
 	return m
 }
 
-// TestRendezvous_MovementOnJoinAndLeave checks cluster.K6 at 3, 5 and 10 nodes: a
-// join moves at most 1/N + 5% of the names, every one of them to the new
-// node; a leave moves exactly the leaving node's names.
+// TestRendezvous_MovementOnJoinAndLeave checks cluster.K6 at 3, 5 and 10
+// nodes: a join moves at most 1/N + 5% of the names, every one of them to
+// the new node; a leave moves exactly the leaving node's names.
 func TestRendezvous_MovementOnJoinAndLeave(t *testing.T) {
 	names := testNames(10000)
 	for _, n := range []int{3, 5, 10} {
