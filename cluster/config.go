@@ -270,8 +270,9 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// partitionMoves is PartitionMoves, or its default.
-func (c *Config) partitionMoves() int {
+// PartitionMovesPerStep is PartitionMoves, or its default: an eighth of
+// the partitions, at least one.
+func (c *Config) PartitionMovesPerStep() int {
 	if c.PartitionMoves > 0 {
 		return c.PartitionMoves
 	}

@@ -144,22 +144,11 @@ func (m *Membership) VerifyRequest(r *http.Request, body []byte) (string, error)
 	if !ok {
 		return "", fmt.Errorf("%w: node %s signed with a key this node does not hold", ErrBadCredential, node)
 	}
-	if n, known := m.node(node); !known || n.State == Failed || n.State == Left {
+	if n, known := m.Node(node); !known || n.State == Failed || n.State == Left {
 		return "", fmt.Errorf("%w: node %s is not a member this node sees alive", ErrBadCredential, node)
 	}
 	if !m.replays.first(f[2], now, now.Add(2*credentialSkew)) {
 		return "", fmt.Errorf("%w: a credential of node %s used twice", ErrBadCredential, node)
 	}
 	return node, nil
-}
-
-// node returns the member id as this node sees it.
-func (m *Membership) node(id string) (Node, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	mem, ok := m.tr.members[id]
-	if !ok {
-		return Node{}, false
-	}
-	return mem.node, true
 }

@@ -20,24 +20,18 @@
 //   - keyring.go: the gossip key, serf's keyring file, key rotation.
 //   - peers.go: the peers file, so that a node rejoins after a crash.
 //   - logbridge.go: serf's and memberlist's log lines into slog.
-//   - rendezvous.go: weighted rendezvous (highest random weight) placement.
-//   - partitions.go: the placement of the partitions of partitioned runs,
-//     rendezvous with bounded loads (Rebalance).
-//   - partitiontable.go: the partition table in the metadata table, with
-//     its epoch, changed by compare-and-set (Partitions, Keeper).
-//   - partitionkeeper.go: the keeper's loop over the partition table (K13).
-//   - partitioned.go, partitionrun.go, partitionowner.go: partitioned
-//     runs, their coordinator and their owners (K14).
 //   - metrics.go: members by state, flaps, transitions, dropped hints.
-//   - nodelist.go: the node list kept in HBase (K11).
-//   - nodekeeper.go: this node's entry of the node list, the others'
-//     entries, config mismatches (K11, K12).
+//   - noderecord.go: a node's entry of the node list (K11), seeding
+//     the membership with the recorded nodes.
 //   - credential.go: the cluster credential between nodes' APIs (K8).
 //   - events.go: hints, the drain and resume queries, forget (K9, K10).
-//   - placement.go: Placement, package adapters' view of the cluster
-//     (adapters.Cluster): owners, the rotation, the single node,
-//     hand-offs (handoff.go), definitions across the cluster
-//     (definitions.go) and ownership moves (ownership.go).
+//
+// Package placement (cluster/placement) places work over the members:
+// rendezvous, the node list, the partition table and its keeper, and
+// package adapters' view of the cluster. Package partitionrun
+// (cluster/partitionrun) runs partitioned runs over the partition table
+// (K14); package transfer (cluster/transfer) carries their rows. This
+// package imports none of the project's packages.
 //
 // # Rules
 //
@@ -121,7 +115,7 @@
 // them with the others' at every Heartbeat. Nothing is papered over: each
 // node keeps using its own file.
 //
-// K13. The partition table (partitiontable.go) changes only on the
+// K13. The partition table (placement.Partitions) changes only on the
 // keeper, the rendezvous owner of the name "partitions" over the active
 // nodes, by one compare-and-set of the record read, epoch + 1: every node
 // rereads it every cluster.partition_move_interval and when the members
@@ -164,10 +158,8 @@
 // (persistLoop) that rewrites the peers file when the members change, the
 // query answerer (answerQueries), and, when the join addresses do not
 // answer at once, a join retry loop that stops at the first successful
-// join or at Close. Placement.Start starts the placement loop, the one
-// reader of Changed and Hints, and the partition keeper's loop
-// (partitionKeeper.loop, K13), which the placement loop pokes when the
-// members change.
+// join or at Close. The one reader of Changed and Hints is package
+// placement's loop (placement.Placement.Start).
 //
 // # Not built here
 //

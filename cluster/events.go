@@ -44,6 +44,10 @@ func (m *Membership) SendHint(name string, payload []byte) error {
 	return nil
 }
 
+// HintDropped counts a hint dropped before it was sent, its queue full
+// (snapstore_cluster_hints_dropped_total).
+func (m *Membership) HintDropped() { m.metrics.hintsDropped.Inc() }
+
 // Hints returns the channel of the hints this node receives (K9). Hints
 // that find it full are dropped and counted.
 func (m *Membership) Hints() <-chan Hint { return m.hints }
@@ -131,7 +135,7 @@ func (m *Membership) Forget(ctx context.Context, id string) error {
 	if id == m.id {
 		return fmt.Errorf("%w: node %s cannot forget itself", ErrNodeAlive, id)
 	}
-	n, ok := m.node(id)
+	n, ok := m.Node(id)
 	if !ok {
 		return nil
 	}
@@ -191,7 +195,7 @@ func (m *Membership) declare(ctx context.Context, id string, s State) error {
 	if id == m.id {
 		return m.SetState(s)
 	}
-	n, ok := m.node(id)
+	n, ok := m.Node(id)
 	switch {
 	case !ok:
 		return fmt.Errorf("%w: %s", ErrNotMember, id)

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -240,4 +241,16 @@ func (m *Membership) RemoveKey(key string) (KeyringReport, error) {
 // in time.
 func (m *Membership) ListKeys() (KeyringReport, error) {
 	return m.keyringQuery("list keys", m.serf.KeyManager().ListKeys)
+}
+
+// DigestKey is the key of the config digests: derived from the primary
+// gossip key, so that a literal secret of a config file cannot be guessed
+// from its digest in HBase; none without a key.
+func (m *Membership) DigestKey() []byte {
+	if m.keyring == nil {
+		return nil
+	}
+	h := hmac.New(sha256.New, m.keyring.GetPrimaryKey())
+	h.Write([]byte("snapstore config digest v1"))
+	return h.Sum(nil)
 }

@@ -104,7 +104,7 @@ func Open(ctx context.Context, cfg Config) (*Membership, error) {
 		return nil, err
 	}
 	if created {
-		log.Info("new node id", "node", id, "file", filepath.Join(cfg.DataDir, nodeIDFile))
+		log.Info("new node id", "node", id, "file", filepath.Join(cfg.DataDir, NodeIDFile))
 	}
 	if err := os.MkdirAll(filepath.Join(cfg.DataDir, filepath.Dir(snapshotFile)), 0o700); err != nil {
 		return nil, fmt.Errorf("cluster: creating the cluster dir: %w", err)
@@ -484,6 +484,32 @@ func (m *Membership) Nodes() []Node {
 	defer m.mu.Unlock()
 	return m.tr.nodes(m.now())
 }
+
+// Node returns member id as this node sees it.
+func (m *Membership) Node(id string) (Node, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mem, ok := m.tr.members[id]
+	if !ok {
+		return Node{}, false
+	}
+	return mem.node, true
+}
+
+// Declared returns the state this node declared last (SetState), which
+// its own serf reports back only a moment later.
+func (m *Membership) Declared() State {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.self.State
+}
+
+// Config returns the configuration the membership was opened with.
+func (m *Membership) Config() Config { return m.cfg }
+
+// Logger returns the membership's logger, for the packages that act on
+// the membership's behalf (placement, hand-offs).
+func (m *Membership) Logger() *slog.Logger { return m.log }
 
 // Changed returns a channel that receives (one slot, never blocking the
 // sender) after any member changed state (K5). Read Nodes after it fires.

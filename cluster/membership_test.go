@@ -305,11 +305,11 @@ func TestLoadNodeID(t *testing.T) {
 	if err != nil || created || again != id {
 		t.Fatalf("second load %q %v %v", again, created, err)
 	}
-	os.WriteFile(filepath.Join(dir, nodeIDFile), []byte("Not An Id\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, NodeIDFile), []byte("Not An Id\n"), 0o644)
 	if _, _, err := LoadNodeID(dir); err == nil {
 		t.Fatal("a bad id file was accepted")
 	}
-	os.WriteFile(filepath.Join(dir, nodeIDFile), []byte("node-a\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, NodeIDFile), []byte("node-a\n"), 0o644)
 	if id, _, err := LoadNodeID(dir); err != nil || id != "node-a" {
 		t.Fatalf("an operator's id: %q %v", id, err)
 	}

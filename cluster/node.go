@@ -11,8 +11,8 @@ import (
 	"strings"
 )
 
-// nodeIDFile is the file of the data directory that holds the node id (K1).
-const nodeIDFile = "node-id"
+// NodeIDFile is the file of the data directory that holds the node id (K1).
+const NodeIDFile = "node-id"
 
 // validID is the form of a node id: what newNodeID makes (26 characters of
 // lower-case base32), or a name an operator wrote into the file before the
@@ -31,7 +31,7 @@ func newNodeID() string {
 // that holds no valid id is an error, never replaced: a new id would make
 // the node a stranger to the cluster that knows it.
 func LoadNodeID(dir string) (id string, created bool, err error) {
-	path := filepath.Join(dir, nodeIDFile)
+	path := filepath.Join(dir, NodeIDFile)
 	b, err := os.ReadFile(path)
 	switch {
 	case err == nil:

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/snapstore/snapstore/cluster"
+	"github.com/snapstore/snapstore/cluster/partitionrun"
 	"github.com/snapstore/snapstore/cluster/transfer"
 )
 
@@ -52,7 +52,7 @@ func defaultTransfer() TransferConfig {
 		MaxWorkers:         d.MaxWorkers,
 		QueueBatches:       d.QueueBatches,
 		QueueMemory:        d.QueueMemory,
-		OwnerWait:          cluster.DefaultOwnerWait,
+		OwnerWait:          partitionrun.DefaultOwnerWait,
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/snapstore/snapstore/adapters"
 	"github.com/snapstore/snapstore/cluster"
+	"github.com/snapstore/snapstore/cluster/placement"
 	"github.com/snapstore/snapstore/config"
 	"github.com/snapstore/snapstore/server"
 	"log/slog"
@@ -46,7 +47,7 @@ func openCluster(ctx context.Context, cfg *config.Config, version, listen, xferL
 // runs in progress. It turns package cluster's errors into the server's.
 type clusterView struct {
 	m   *cluster.Membership
-	p   *cluster.Placement
+	p   *placement.Placement
 	svc *adapters.Service
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/snapstore/snapstore/adapters"
 	"github.com/snapstore/snapstore/cluster"
+	"github.com/snapstore/snapstore/cluster/placement"
 	"github.com/snapstore/snapstore/cluster/transfer"
 	"github.com/snapstore/snapstore/config"
 	"github.com/snapstore/snapstore/server"
@@ -52,7 +53,7 @@ type Daemon struct {
 	// A cluster member's parts (nil on a node that runs alone): set by
 	// join once the storage is open.
 	mem   *cluster.Membership
-	place *cluster.Placement
+	place *placement.Placement
 	xfer  *transfer.Transport
 	parts *partitioned
 	// placing is set once the placement started.
@@ -150,7 +151,7 @@ func (d *Daemon) join(ctx context.Context, db *snapshot.DB) (adapters.Cluster, a
 		return nil, nil, err
 	}
 	members.m.Store(d.mem)
-	d.place = cluster.NewPlacement(d.mem, cluster.NewNodeList(db))
+	d.place = placement.New(d.mem, placement.NewNodeList(db.Records()))
 	if d.parts == nil {
 		return d.place, nil, nil
 	}

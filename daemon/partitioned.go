@@ -16,14 +16,18 @@ import (
 	"github.com/snapstore/snapstore/config"
 	"github.com/snapstore/snapstore/server"
 	"github.com/snapstore/snapstore/snapshot"
+
+	"github.com/snapstore/snapstore/cluster/placement"
+
+	"github.com/snapstore/snapstore/cluster/partitionrun"
 )
 
 // partitioned is a node's partitioned runs (docs/cluster.md): the
 // partition table, and the coordinator and owner of runs, the transport's
 // Handler.
 type partitioned struct {
-	table       *cluster.Partitions
-	runs        *cluster.Partitioned
+	table       *placement.Partitions
+	runs        *partitionrun.Runs
 	incarnation string
 }
 
@@ -35,8 +39,8 @@ func openPartitioned(ctx context.Context, cfg *config.Config, db *snapshot.DB, l
 	if err != nil {
 		return nil, err
 	}
-	table, err := cluster.OpenPartitions(ctx, db, cfg.Cluster.Partitions)
-	if errors.Is(err, cluster.ErrPartitionCount) {
+	table, err := placement.OpenPartitions(ctx, db.Records(), cfg.Cluster.Partitions)
+	if errors.Is(err, placement.ErrPartitionCount) {
 		return nil, &config.KeyError{Key: "cluster.partitions", Err: err}
 	}
 	if err != nil {
@@ -45,7 +49,7 @@ func openPartitioned(ctx context.Context, cfg *config.Config, db *snapshot.DB, l
 	var b [8]byte
 	rand.Read(b[:])
 	inc := hex.EncodeToString(b[:])
-	runs, err := cluster.NewPartitioned(cluster.PartitionedConfig{Self: id, Incarnation: inc, DB: db, Table: table,
+	runs, err := partitionrun.New(partitionrun.Config{Self: id, Incarnation: inc, DB: db, Table: table,
 		OwnerWait: cfg.Cluster.Transfer.OwnerWait, Logger: log, Registerer: reg})
 	if err != nil {
 		return nil, err
@@ -55,7 +59,7 @@ func openPartitioned(ctx context.Context, cfg *config.Config, db *snapshot.DB, l
 
 // partitionsView is the partition table as the server sees it
 // (server.PartitionTable): the node's cached copy.
-type partitionsView struct{ t *cluster.Partitions }
+type partitionsView struct{ t *placement.Partitions }
 
 func (v partitionsView) Partitions() server.ClusterPartitions {
 	tab := v.t.Table()

@@ -74,18 +74,6 @@ func appendChangeJSON(dst []byte, ch snapshot.Change) []byte {
 	return append(dst, '}')
 }
 
-// AppendRowResult appends the body of GET /v1/datasets/{dataset}/rows/{key}:
-// {"dataset":..., "version":..., "key":[...], "row":{...}}. (The handler
-// writes the same straight from the stored row, Reader.GetJSON.)
-func AppendRowResult(dst []byte, dataset string, version int64, row snapshot.Row) []byte {
-	dst = appendResultHead(dst, dataset, version)
-	dst = append(dst, `,"key":`...)
-	dst = appendKeyJSON(dst, row.Key)
-	dst = append(dst, `,"row":`...)
-	dst = row.AppendJSON(dst)
-	return append(dst, '}')
-}
-
 // appendResultHead appends the start of a row result, up to the key:
 // {"dataset":..., "version":...
 func appendResultHead(dst []byte, dataset string, version int64) []byte {

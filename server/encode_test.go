@@ -31,27 +31,6 @@ func TestValueText(t *testing.T) {
 	}
 }
 
-func TestAppendRowResult_IsJSON(t *testing.T) {
-	row := snapshot.Row{
-		Key:     []snapshot.Value{{Kind: snapshot.KindInt, Int: 7}, {Kind: snapshot.KindString, Bytes: []byte("a/b")}},
-		Columns: []string{"id", "name", "note"},
-		Values:  []snapshot.Value{{Kind: snapshot.KindInt, Int: 7}, {Kind: snapshot.KindString, Bytes: []byte("a/b")}, {}},
-	}
-	b := AppendRowResult(nil, "ds\"x", 12, row)
-	var got struct {
-		Dataset string         `json:"dataset"`
-		Version int64          `json:"version"`
-		Key     []any          `json:"key"`
-		Row     map[string]any `json:"row"`
-	}
-	if err := json.Unmarshal(b, &got); err != nil {
-		t.Fatalf("%s: %v", b, err)
-	}
-	if got.Dataset != "ds\"x" || got.Version != 12 || len(got.Key) != 2 || got.Key[1] != "a/b" || got.Row["note"] != nil || got.Row["id"] != 7.0 {
-		t.Fatalf("got %+v from %s", got, b)
-	}
-}
-
 // TestAppendJSONString_MatchesEncodingJSON checks the hand-written string
 // encoder against encoding/json, escapes and invalid UTF-8 included.
 func TestAppendJSONString_MatchesEncodingJSON(t *testing.T) {

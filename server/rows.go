@@ -43,8 +43,8 @@ func (s *Server) getRow(c echo.Context) error {
 		return withField(err, "key")
 	}
 	cols := parseColumns(c)
-	if err := checkColumns(cols, r.Version()); err != nil {
-		return err
+	if err := r.Version().CheckColumns(cols); err != nil {
+		return badField("columns", "%s", err)
 	}
 	v := r.Version()
 	bp := bodyPool.Get().(*[]byte)
@@ -99,24 +99,6 @@ func parseColumns(c echo.Context) []string {
 	return cols
 }
 
-// checkColumns names the columns parameter when it lists a column the
-// pinned version does not have.
-func checkColumns(cols []string, v snapshot.VersionInfo) error {
-	for _, name := range cols {
-		found := false
-		for _, col := range v.Schema.Columns {
-			if col.Name == name {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return badField("columns", "no column %q at version %d", name, v.Version)
-		}
-	}
-	return nil
-}
-
 // scanRows answers GET /v1/datasets/{dataset}/rows: rows in key order at
 // the pinned version, as JSON pages or an NDJSON or CSV stream
 // (negotiate).
@@ -157,8 +139,8 @@ func (s *Server) scanRows(c echo.Context) error {
 	}
 	defer r.Close()
 	opts := snapshot.ScanOptions{Columns: parseColumns(c), Limit: limit, PageToken: tok}
-	if err := checkColumns(opts.Columns, r.Version()); err != nil {
-		return err
+	if err := r.Version().CheckColumns(opts.Columns); err != nil {
+		return badField("columns", "%s", err)
 	}
 	for _, f := range []struct {
 		name string

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/snapstore/snapstore/records"
 	"github.com/snapstore/snapstore/store"
 	"github.com/snapstore/snapstore/txn"
 )
@@ -19,6 +20,7 @@ type DB struct {
 	st      store.Store
 	ids     *txn.IDs
 	meta    string
+	rec     *records.Store // the records of meta
 	logger  *slog.Logger
 	opts    Options
 	metrics *metrics
@@ -82,17 +84,6 @@ func (db *DB) Close() error {
 		return fmt.Errorf("snapshot: closing: %w", err)
 	}
 	return nil
-}
-
-// halt stops the DB as a killed process stops: nothing more is written,
-// its runs and writer slots are left as they are. For tests.
-func (db *DB) halt() {
-	if db.closed.Swap(true) {
-		return
-	}
-	db.stopKeeper()
-	db.metrics.unregister()
-	db.unregisterLocal()
 }
 
 // hook calls Options.hook, the crash test's kill point.

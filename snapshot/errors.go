@@ -3,6 +3,8 @@ package snapshot
 import (
 	"errors"
 	"fmt"
+
+	"github.com/snapstore/snapstore/records"
 )
 
 // Errors of package snapshot; check with errors.Is.
@@ -39,7 +41,7 @@ var (
 	// ErrRunClosed: Put or Commit after Commit or Abort.
 	ErrRunClosed = errors.New("snapshot: run already committed or aborted")
 	// ErrRecordNotFound: GetRecord of an absent record.
-	ErrRecordNotFound = errors.New("snapshot: record not found")
+	ErrRecordNotFound = records.ErrNotFound
 	// ErrBadPageToken: a page token that does not decode, or was made at
 	// another version than the reader's.
 	ErrBadPageToken = errors.New("snapshot: bad page token")

@@ -451,9 +451,6 @@ func (e *gcEntry) neededCells() int {
 	return n
 }
 
-// keep reports whether anything of the entry survives.
-func (e *gcEntry) keep() bool { return e.hides || e.neededCells() > 0 }
-
 // removed returns how many cells GC removes from the entry, and whether
 // the entry is rewritten (some of it survives) rather than deleted.
 func (e *gcEntry) removed() (int, bool) {

@@ -106,6 +106,17 @@ func (db *DB) crash() {
 	db.halt()
 }
 
+// halt stops the DB as a killed process stops: nothing more is written,
+// its runs and writer slots are left as they are.
+func (db *DB) halt() {
+	if db.closed.Swap(true) {
+		return
+	}
+	db.stopKeeper()
+	db.metrics.unregister()
+	db.unregisterLocal()
+}
+
 // invalidIDs returns the invalid transactions of dataset name as this DB
 // knows them.
 func invalidIDs(db *DB, name string) []int64 { return txnsOf(db, name).InvalidIDs() }

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/snapstore/snapstore/store"
@@ -61,6 +62,15 @@ type JournalQuery struct {
 // the reversed time (8 bytes) and the random suffix (8 bytes).
 const journalIDLen = 16
 
+// validJournalKind reports ErrInvalidArgument for a kind that cannot
+// name a journal: empty, or holding a NUL (the key's separator).
+func validJournalKind(kind string) error {
+	if kind == "" || strings.IndexByte(kind, 0) >= 0 {
+		return fmt.Errorf("%w: journal kind must be non-empty without NUL", ErrInvalidArgument)
+	}
+	return nil
+}
+
 // AppendJournal appends an entry of value at time at to the journal kind
 // and returns its ID. It is durable when it returns. Like
 // CompareAndSetRecord it is allowed on a read-only DB: an entry is a row
@@ -69,7 +79,7 @@ func (db *DB) AppendJournal(ctx context.Context, kind string, at time.Time, valu
 	if err := db.check(); err != nil {
 		return "", err
 	}
-	if err := validRecord(kind, "x"); err != nil {
+	if err := validJournalKind(kind); err != nil {
 		return "", err
 	}
 	var suffix [8]byte
@@ -94,7 +104,7 @@ func (db *DB) JournalPage(ctx context.Context, kind string, q JournalQuery) (pag
 	if err := db.check(); err != nil {
 		return nil, "", err
 	}
-	if err := validRecord(kind, "x"); err != nil {
+	if err := validJournalKind(kind); err != nil {
 		return nil, "", err
 	}
 	if q.Limit <= 0 {
@@ -167,7 +177,7 @@ func (db *DB) TrimJournal(ctx context.Context, kind string, before time.Time) (i
 	if err := db.check(); err != nil {
 		return 0, err
 	}
-	if err := validRecord(kind, "x"); err != nil {
+	if err := validJournalKind(kind); err != nil {
 		return 0, err
 	}
 	p := journalPrefix(kind)

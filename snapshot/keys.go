@@ -18,7 +18,7 @@ import (
 //	                                                    before the state references it
 //	                                             "dgst"  the source's digest of the version,
 //	                                                    opaque to snapshot (verify.go)
-//	"s\x00rec\x00" + kind + "\x00" + name        "v"     a Record's value
+//	"s\x00rec\x00" + kind + "\x00" + name        "v"     a Record's value (package records)
 //	                                             "n"     a Record's counter (IncrementRecord; store.S8)
 //	"s\x00jnl\x00" + kind + "\x00" + rt (8 BE) + r (8) "v"   a journal entry's value (journal.go):
 //	                                                    rt = MaxUint64 - (UnixNano with its sign
@@ -48,13 +48,11 @@ var (
 	keyFormat     = []byte("s\x00format")
 	prefixDataset = []byte("s\x00ds\x00")
 	prefixVersion = []byte("s\x00ver\x00")
-	prefixRecord  = []byte("s\x00rec\x00")
 	prefixJournal = []byte("s\x00jnl\x00")
 	colState      = []byte("state")
 	colInfo       = []byte("info")
 	colDigest     = []byte("dgst")
 	colV          = []byte("v")
-	colN          = []byte("n")
 
 	// Format 1.
 	prefixTag1 = []byte("s\x00tag\x00")
@@ -87,13 +85,6 @@ func tagPrefix1(name string) []byte {
 	return append(k, 0)
 }
 
-func recordPrefix(kind string) []byte {
-	k := append(append([]byte{}, prefixRecord...), kind...)
-	return append(k, 0)
-}
-
-func recordKey(kind, name string) []byte { return append(recordPrefix(kind), name...) }
-
 func journalPrefix(kind string) []byte {
 	k := append(append([]byte{}, prefixJournal...), kind...)
 	return append(k, 0)
@@ -122,14 +113,6 @@ func prefixEnd(p []byte) []byte {
 }
 
 func be64(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
-
-func encodeIDs(ids []int64) []byte {
-	b := make([]byte, 0, 8*len(ids))
-	for _, id := range ids {
-		b = binary.BigEndian.AppendUint64(b, uint64(id))
-	}
-	return b
-}
 
 func decodeIDs(b []byte) ([]int64, bool) {
 	if len(b)%8 != 0 {

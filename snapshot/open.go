@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snapstore/snapstore/records"
 	"github.com/snapstore/snapstore/store"
 	"github.com/snapstore/snapstore/txn"
 )
@@ -126,7 +127,7 @@ func Open(ctx context.Context, st store.Store, opts Options) (*DB, error) {
 	if opts.resolveWait <= 0 {
 		opts.resolveWait = 30 * time.Second
 	}
-	db := &DB{st: st, meta: txn.DefaultTable, logger: opts.Logger, opts: opts, datasets: map[string]*dataset{},
+	db := &DB{st: st, meta: txn.DefaultTable, rec: records.New(st, txn.DefaultTable), logger: opts.Logger, opts: opts, datasets: map[string]*dataset{},
 		owner: newOwnerID(), processLocal: processLocal}
 	db.grace = db.pruneGrace()
 	db.registerLocal()

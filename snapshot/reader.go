@@ -268,10 +268,8 @@ func (r *Reader) columnSelection(columns []string) ([]int, error) {
 	if len(columns) == 0 {
 		return r.allIdx, nil
 	}
-	for _, c := range columns {
-		if columnIndex(s, c) < 0 {
-			return nil, fmt.Errorf("%w: no column %q at version %d", ErrInvalidArgument, c, r.info.Version)
-		}
+	if err := r.info.CheckColumns(columns); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}
 	var idx []int
 	for i := range s.Columns {

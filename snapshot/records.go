@@ -1,20 +1,33 @@
 package snapshot
 
 import (
-	"bytes"
 	"context"
+	"errors"
 	"fmt"
 
-	"github.com/snapstore/snapstore/store"
+	"github.com/snapstore/snapstore/records"
 )
 
 // Record is a named document kept in the metadata table for packages above
 // snapshot (data connections, adapters, run records), which never touch
-// storage keys themselves.
-type Record struct {
-	Kind  string
-	Name  string
-	Value []byte
+// storage keys themselves. Package records keeps them.
+type Record = records.Record
+
+// Records returns the records of the metadata table, for the packages that
+// keep their own state there beside the DB's datasets (a cluster's node
+// list and partition table). It skips the DB's checks: its callers write
+// only conditionally (CompareAndSet, Increment), which a read-only DB
+// allows too (W1), and see the store's ErrClosed once the store closes.
+func (db *DB) Records() *records.Store { return db.rec }
+
+// recordErr puts a record error in the DB's terms: a bad kind or name is
+// ErrInvalidArgument.
+func recordErr(err error) error {
+	var ne *records.NameError
+	if errors.As(err, &ne) {
+		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+	}
+	return fmt.Errorf("snapshot: %w", err)
 }
 
 // PutRecord writes (creates or replaces) a record durably.
@@ -22,13 +35,8 @@ func (db *DB) PutRecord(ctx context.Context, kind, name string, value []byte) er
 	if err := db.writable(); err != nil {
 		return err
 	}
-	if err := validRecord(kind, name); err != nil {
-		return err
-	}
-	b := &store.Batch{Table: db.meta, Sync: true}
-	b.Put(recordKey(kind, name), colV, 0, append([]byte{}, value...))
-	if err := db.st.Apply(ctx, b); err != nil {
-		return fmt.Errorf("snapshot: writing record %s/%s: %w", kind, name, err)
+	if err := db.rec.Put(ctx, kind, name, value); err != nil {
+		return recordErr(err)
 	}
 	return nil
 }
@@ -38,22 +46,11 @@ func (db *DB) GetRecord(ctx context.Context, kind, name string) ([]byte, error) 
 	if err := db.check(); err != nil {
 		return nil, err
 	}
-	if err := validRecord(kind, name); err != nil {
-		return nil, err
-	}
-	cells, err := db.st.Get(ctx, db.meta, recordKey(kind, name), store.ReadOptions{MaxVersions: 1})
+	v, err := db.rec.Get(ctx, kind, name)
 	if err != nil {
-		return nil, fmt.Errorf("snapshot: reading record %s/%s: %w", kind, name, err)
+		return nil, recordErr(err)
 	}
-	for _, c := range cells {
-		if c.Kind == store.KindPut && bytes.Equal(c.Column, colV) {
-			if c.Value == nil {
-				return []byte{}, nil
-			}
-			return c.Value, nil
-		}
-	}
-	return nil, fmt.Errorf("%w: %s/%s", ErrRecordNotFound, kind, name)
+	return v, nil
 }
 
 // ListRecords lists the records of a kind in name order.
@@ -61,24 +58,9 @@ func (db *DB) ListRecords(ctx context.Context, kind string) ([]Record, error) {
 	if err := db.check(); err != nil {
 		return nil, err
 	}
-	if err := validRecord(kind, "x"); err != nil {
-		return nil, err
-	}
-	p := recordPrefix(kind)
-	it, err := db.st.Scan(ctx, db.meta, store.ScanOptions{Start: p, End: prefixEnd(p)})
+	out, err := db.rec.List(ctx, kind)
 	if err != nil {
-		return nil, fmt.Errorf("snapshot: listing records %s: %w", kind, err)
-	}
-	var out []Record
-	for it.Next() {
-		c := it.Cell()
-		if c.Kind != store.KindPut || !bytes.Equal(c.Column, colV) {
-			continue
-		}
-		out = append(out, Record{Kind: kind, Name: string(c.Row[len(p):]), Value: append([]byte{}, c.Value...)})
-	}
-	if err := it.Close(); err != nil {
-		return nil, fmt.Errorf("snapshot: listing records %s: %w", kind, err)
+		return nil, recordErr(err)
 	}
 	return out, nil
 }
@@ -88,25 +70,8 @@ func (db *DB) DeleteRecord(ctx context.Context, kind, name string) error {
 	if err := db.writable(); err != nil {
 		return err
 	}
-	if err := validRecord(kind, name); err != nil {
-		return err
-	}
-	b := &store.Batch{Table: db.meta, Sync: true}
-	b.DeleteVersion(recordKey(kind, name), colV, 0)
-	if err := db.st.Apply(ctx, b); err != nil {
-		return fmt.Errorf("snapshot: deleting record %s/%s: %w", kind, name, err)
-	}
-	return nil
-}
-
-// validRecord checks a record's kind and name: non-empty, without NUL
-// (the separator of keys.go).
-func validRecord(kind, name string) error {
-	if kind == "" || bytes.IndexByte([]byte(kind), 0) >= 0 {
-		return fmt.Errorf("%w: record kind must be non-empty without NUL", ErrInvalidArgument)
-	}
-	if name == "" || bytes.IndexByte([]byte(name), 0) >= 0 {
-		return fmt.Errorf("%w: record name must be non-empty without NUL", ErrInvalidArgument)
+	if err := db.rec.Delete(ctx, kind, name); err != nil {
+		return recordErr(err)
 	}
 	return nil
 }
@@ -125,19 +90,9 @@ func (db *DB) CompareAndSetRecord(ctx context.Context, kind, name string, old, v
 	if err := db.check(); err != nil {
 		return false, err
 	}
-	if err := validRecord(kind, name); err != nil {
-		return false, err
-	}
-	key := recordKey(kind, name)
-	b := &store.Batch{Table: db.meta, Sync: true}
-	if value == nil {
-		b.DeleteVersion(key, colV, 0)
-	} else {
-		b.Put(key, colV, 0, append([]byte{}, value...))
-	}
-	ok, err := db.st.CheckAndMutate(ctx, b, store.Check{Column: colV, Value: old})
+	ok, err := db.rec.CompareAndSet(ctx, kind, name, old, value)
 	if err != nil {
-		return false, fmt.Errorf("snapshot: writing record %s/%s conditionally: %w", kind, name, err)
+		return false, recordErr(err)
 	}
 	return ok, nil
 }
@@ -152,12 +107,9 @@ func (db *DB) IncrementRecord(ctx context.Context, kind, name string, delta int6
 	if err := db.check(); err != nil {
 		return 0, err
 	}
-	if err := validRecord(kind, name); err != nil {
-		return 0, err
-	}
-	n, err := db.st.Increment(ctx, db.meta, recordKey(kind, name), colN, delta)
+	n, err := db.rec.Increment(ctx, kind, name, delta)
 	if err != nil {
-		return 0, fmt.Errorf("snapshot: incrementing record %s/%s: %w", kind, name, err)
+		return 0, recordErr(err)
 	}
 	return n, nil
 }

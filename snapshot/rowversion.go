@@ -132,19 +132,6 @@ func decodeColumnValue(b []byte) (Value, error) {
 	return v, nil
 }
 
-// cellOfColumnValue converts a packed column value to the cell value
-// encoding of appendCellValue (the form the checksum of D6 and the diff
-// compare), appending to dst.
-func cellOfColumnValue(dst, b []byte) []byte {
-	switch Kind(b[0]) {
-	case KindNull, KindInt, KindUint, KindFloat:
-		return append(dst, b...)
-	}
-	_, n := binary.Uvarint(b[1:])
-	dst = append(dst, b[0])
-	return append(dst, b[1+n:]...)
-}
-
 // versionReader walks the cells of a packed row version.
 type versionReader struct {
 	full bool

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"sort"
 	"time"
@@ -34,6 +35,19 @@ func (vi VersionInfo) CheckedAt() time.Time {
 		return *vi.VerifiedAt
 	}
 	return vi.CommittedAt
+}
+
+// CheckColumns returns an error naming the first of columns the version's
+// schema does not have; nil when it has them all. Readers refuse such a
+// column list with ErrInvalidArgument; a caller that checks first can name
+// the input it came from.
+func (vi VersionInfo) CheckColumns(columns []string) error {
+	for _, c := range columns {
+		if columnIndex(vi.Schema, c) < 0 {
+			return fmt.Errorf("no column %q at version %d", c, vi.Version)
+		}
+	}
+	return nil
 }
 
 // SourceInfo records where a version came from.

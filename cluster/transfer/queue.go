@@ -124,13 +124,6 @@ func (q *queue) dropLocked(n int) {
 	q.mem = q.mem[n:]
 }
 
-// pendingLocked reports whether the queue has a batch to send on a
-// connection that holds inflight batches of the lane: one not yet sent,
-// within the window.
-func (q *queue) pendingLocked(window int) bool {
-	return !q.refused && q.sent < q.n && q.sent-q.acked < window
-}
-
 // nextLocked returns the next batch to send and marks it sent. A batch on
 // disk only is read back (swapped in) when the memory bounds allow, or
 // when the lane has nothing in flight (so that every lane progresses

@@ -52,12 +52,6 @@ func (e *apiError) text() string {
 	return fmt.Sprintf("HTTP %d %s: %s", e.Status, p.Code, p.Detail)
 }
 
-// isProblem reports whether err is an API problem with the code.
-func isProblem(err error, code string) bool {
-	var ae *apiError
-	return errors.As(err, &ae) && ae.Problem.Code == code
-}
-
 // do sends one request: body, when not nil, as JSON. A non-2xx answer is
 // an *apiError; no answer at all is exit code 3.
 func (c *apiClient) do(ctx context.Context, method, path string, q url.Values, body any, accept string) (*http.Response, error) {

@@ -27,6 +27,7 @@ var layer = map[string]int{
 	"api":      0,
 	"store":    1,
 	"txn":      2,
+	"records":  2,
 	"snapshot": 3,
 	"adapters": 4,
 	"cluster":  5,
@@ -37,6 +38,20 @@ var layer = map[string]int{
 	"tests":    9,
 	"internal": 9,
 }
+
+// inner ranks the packages inside one top-level package whose order
+// matters: a package there may import only packages of a strictly lower
+// rank. cluster (membership) and cluster/transfer import no package of the
+// module at all (leaf).
+var (
+	inner = map[string]int{
+		"cluster":              0,
+		"cluster/transfer":     0,
+		"cluster/placement":    1,
+		"cluster/partitionrun": 2,
+	}
+	leaf = map[string]bool{"cluster": true, "cluster/transfer": true}
+)
 
 // forbidden lists imports that only some top-level packages may use outside
 // tests: storage engines stay in their backends, source drivers in adapters.
@@ -97,7 +112,8 @@ func top(rel string) string {
 	return rel
 }
 
-// TestPackageLayers checks that dependencies flow one way.
+// TestPackageLayers checks that dependencies flow one way, between the
+// top-level packages (layer) and inside cluster (inner, leaf).
 func TestPackageLayers(t *testing.T) {
 	for _, gf := range parseModule(t) {
 		from := top(gf.rel)
@@ -110,7 +126,16 @@ func TestPackageLayers(t *testing.T) {
 			if !strings.HasPrefix(p, module) {
 				continue
 			}
-			to := top(strings.TrimPrefix(p, module))
+			pkg, imported := path.Dir(gf.rel), strings.TrimPrefix(p, module)
+			if leaf[pkg] {
+				t.Errorf("%s imports %s: %s imports no package of the module", gf.rel, p, pkg)
+			}
+			if rf, ok := inner[pkg]; ok {
+				if rt, ok := inner[imported]; ok && rt >= rf {
+					t.Errorf("%s imports %s: %s (rank %d) may import only lower ranks, not %s (rank %d)", gf.rel, p, pkg, rf, imported, rt)
+				}
+			}
+			to := top(imported)
 			if to == from {
 				continue
 			}

@@ -471,7 +471,7 @@ func (s *Store) Scan(ctx context.Context, table string, opts store.ScanOptions) 
 	// One allocation for the table prefix and the iterator's first row
 	// prefix buffer (which grows on its own when a row key is longer).
 	tp := appendTable(make([]byte, 0, len(table)+2+64), table)
-	it.rowPrefix = tp[len(tp):len(tp)]
+	it.rowPrefix = tp[len(tp):]
 	tp = tp[:len(tp):len(tp)]
 	it.init(ctx, len(tp), ro)
 	it.tablePrefix = tp

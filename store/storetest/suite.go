@@ -695,10 +695,8 @@ func testScanRange(t *testing.T, s store.Store) {
 }
 
 func testSeekRow(t *testing.T, s store.Store) {
-	var rows []string
 	for i := range 20 {
 		r := fmt.Sprintf("r%02d", i)
-		rows = append(rows, r)
 		mustApply(t, s, "t", put(r, "a", 1, r), put(r, "b", 1, r))
 	}
 	it, err := s.Scan(t.Context(), "t", store.ScanOptions{Start: []byte("r03"), End: []byte("r15")})

@@ -135,7 +135,6 @@ type cluster struct {
 type node struct {
 	cmd  *exec.Cmd
 	args []string
-	env  []string
 	url  string
 	port string
 }

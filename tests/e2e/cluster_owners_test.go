@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/snapstore/snapstore/cluster"
+	"github.com/snapstore/snapstore/cluster/placement"
 )
 
 // ownersAdapters is how many config adapters TestClusterOwners places:
@@ -44,13 +45,13 @@ func (p *proc) adapterOwners(t *testing.T) map[string]string {
 // expectedOwners computes the owner of each adapter by weighted
 // rendezvous over ids (all of weight 100), as every node must.
 func expectedOwners(names []string, ids []string) map[string]string {
-	var cands []cluster.Candidate
+	var cands []placement.Candidate
 	for _, id := range ids {
-		cands = append(cands, cluster.Candidate{ID: id, Weight: cluster.DefaultWeight})
+		cands = append(cands, placement.Candidate{ID: id, Weight: cluster.DefaultWeight})
 	}
 	m := map[string]string{}
 	for _, n := range names {
-		m[n], _ = cluster.Owner(n, cands)
+		m[n], _ = placement.Owner(n, cands)
 	}
 	return m
 }

@@ -204,9 +204,7 @@ func (p *proc) getRow(t testing.TB, spec tableSpec, dataset string, key canonRow
 	path := "/v1/datasets/" + url.PathEscape(dataset) + "/rows"
 	for _, k := range spec.Key {
 		v := key[k]
-		if strings.HasPrefix(v, "num:") {
-			v = v[4:]
-		}
+		v = strings.TrimPrefix(v, "num:")
 		path += "/" + url.PathEscape(v)
 	}
 	if sel != "" {

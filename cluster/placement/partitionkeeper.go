@@ -1,4 +1,4 @@
-package cluster
+package placement
 
 import (
 	"context"
@@ -7,9 +7,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snapstore/snapstore/cluster"
 )
 
-// partitionKeeper keeps the partition table on one node (K13): it
+// partitionKeeper keeps the partition table on one node (cluster.K13): it
 // rereads it every PartitionMoveInterval and when the members change,
 // and, on the keeper node (Keeper: the rendezvous owner of the name
 // "partitions" over the active nodes), writes one rebalance step when the
@@ -32,9 +33,9 @@ type partitionKeeper struct {
 }
 
 func newPartitionKeeper(pl *Placement, parts *Partitions) *partitionKeeper {
-	cfg := pl.m.cfg
+	cfg := pl.m.Config()
 	return &partitionKeeper{
-		pl: pl, parts: parts, moves: cfg.partitionMoves(), interval: cfg.PartitionMoveInterval,
+		pl: pl, parts: parts, moves: cfg.PartitionMovesPerStep(), interval: cfg.PartitionMoveInterval,
 		pokec: make(chan struct{}, 1), stopc: make(chan struct{}), donec: make(chan struct{}),
 		owned: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "snapstore_cluster_partitions_owned",
@@ -72,7 +73,7 @@ func (k *partitionKeeper) unregister(reg prometheus.Registerer) {
 	}
 }
 
-// poke asks for a round soon; it never blocks (K5).
+// poke asks for a round soon; it never blocks (cluster.K5).
 func (k *partitionKeeper) poke() {
 	select {
 	case k.pokec <- struct{}{}:
@@ -106,7 +107,7 @@ func (k *partitionKeeper) stop() {
 func (k *partitionKeeper) round() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	log := k.pl.m.log
+	log := k.pl.m.Logger()
 	tab, err := k.parts.Refresh(ctx)
 	if err != nil {
 		log.Warn("reading the partition table", "err", err)
@@ -160,38 +161,38 @@ func describeMoves(moves []Move) string {
 	return b.String()
 }
 
-// placementNodes returns the nodes as partition placement counts them:
-// the members in their live state, and the entries of the node list that
-// the membership does not show (serf reaped them, or they are not back
-// since this node started) as recorded, a recorded active or joining
-// node counting as failed (K3, K11): it keeps its partitions. Forgotten
-// nodes are in neither and count for nothing, and so does a member
-// without a transfer listener, which cannot receive rows.
-func (p *Placement) placementNodes() []PlacementNode {
-	byID := map[string]PlacementNode{}
+// placementNodes returns the nodes as partition placement counts them: the
+// members in their live state, and the entries of the node list that the
+// membership does not show (serf reaped them, or they are not back since
+// this node started) as recorded, a recorded active or joining node
+// counting as failed (cluster.K3, cluster.K11): it keeps its partitions.
+// Forgotten nodes are in neither and count for nothing, and so does a
+// member without a transfer listener, which cannot receive rows.
+func (p *Placement) placementNodes() []Member {
+	byID := map[string]Member{}
 	for _, r := range p.Records() {
 		st := r.State
-		if st == Active {
-			st = Failed
+		if st == cluster.Active {
+			st = cluster.Failed
 		}
-		byID[r.ID] = PlacementNode{ID: r.ID, Weight: r.weightOf(), State: st}
+		byID[r.ID] = Member{ID: r.ID, Weight: r.WeightOf(), State: st}
 	}
 	for _, n := range p.nodes() {
 		st := n.State
 		if n.Tags.Transfer == "" {
-			st = Draining // receives no rows: owns no partition
+			st = cluster.Draining // receives no rows: owns no partition
 		}
-		byID[n.ID] = PlacementNode{ID: n.ID, Weight: max(n.Tags.Weight, 1), State: st}
+		byID[n.ID] = Member{ID: n.ID, Weight: max(n.Tags.Weight, 1), State: st}
 	}
-	out := make([]PlacementNode, 0, len(byID))
+	out := make([]Member, 0, len(byID))
 	for _, n := range byID {
 		out = append(out, n)
 	}
-	slices.SortFunc(out, func(a, b PlacementNode) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }
 
-// KeepPartitions makes this node keep the partition table parts (K13):
+// KeepPartitions makes this node keep the partition table parts (cluster.K13):
 // reread it, and step it when this node is the keeper. Call it before
 // Start.
 func (p *Placement) KeepPartitions(parts *Partitions) {

@@ -1,4 +1,4 @@
-package cluster
+package placement
 
 import (
 	"context"
@@ -10,17 +10,19 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/snapstore/snapstore/cluster"
 )
 
 // TestHintsDrainForget runs three real members: a hint sent by one reaches
-// the others (K9); a drain asked of a for b (a serf query) makes b declare
-// itself draining on every member and own nothing, a resume brings it back
-// (K10); forgetting an alive node is refused, and once c stopped and is
-// confirmed failed, forgetting it removes it from every member; the single
-// node of single-node adapters stays on c while it is failed and moves
-// when it is forgotten.
+// the others (cluster.K9); a drain asked of a for b (a serf query) makes b
+// declare itself draining on every member and own nothing, a resume brings
+// it back (cluster.K10); forgetting an alive node is refused, and once c
+// stopped and is confirmed failed, forgetting it removes it from every
+// member; the single node of single-node adapters stays on c while it is
+// failed and moves when it is forgotten.
 func TestHintsDrainForget(t *testing.T) {
-	// Ids written before the first start (K1), chosen so that c is the
+	// Ids written before the first start (cluster.K1), chosen so that c is the
 	// single node of the three.
 	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
 	for i := 0; ; i++ {
@@ -28,23 +30,23 @@ func TestHintsDrainForget(t *testing.T) {
 		cands := []Candidate{{names[0], 100}, {names[1], 100}, {names[2], 100}}
 		if o, _ := Owner(singleNodeName, cands); o == names[2] {
 			for j, d := range dirs {
-				os.WriteFile(filepath.Join(d, nodeIDFile), []byte(names[j]+"\n"), 0o644)
+				os.WriteFile(filepath.Join(d, cluster.NodeIDFile), []byte(names[j]+"\n"), 0o644)
 			}
 			break
 		}
 	}
 	a := openNode(t, "a", dirs[0], nil)
-	b := openNode(t, "b", dirs[1], func(c *Config) { c.Join = []string{a.Addr()} })
-	c := openNode(t, "c", dirs[2], func(c *Config) { c.Join = []string{a.Addr()} })
-	ms := []*Membership{a, b, c}
+	b := openNode(t, "b", dirs[1], func(c *cluster.Config) { c.Join = []string{a.Addr()} })
+	c := openNode(t, "c", dirs[2], func(c *cluster.Config) { c.Join = []string{a.Addr()} })
+	ms := []*cluster.Membership{a, b, c}
 	ids := []string{a.ID(), b.ID(), c.ID()}
 	slices.Sort(ids)
 	for _, m := range ms {
-		if err := m.SetState(Active); err != nil {
+		if err := m.SetState(cluster.Active); err != nil {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 20*time.Second, "three active members", func() bool { return allSee(ms, ids, Active) })
+	eventually(t, 20*time.Second, "three active members", func() bool { return allSee(ms, ids, cluster.Active) })
 
 	// A hint from b reaches a and c (and b itself: serf delivers to the
 	// sender too).
@@ -52,7 +54,7 @@ func TestHintsDrainForget(t *testing.T) {
 	if err := b.SendHint(hintDefinitions, payload); err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range []*Membership{a, c} {
+	for _, m := range []*cluster.Membership{a, c} {
 		select {
 		case h := <-m.Hints():
 			d := newDefinitionsSync(m)
@@ -74,15 +76,15 @@ func TestHintsDrainForget(t *testing.T) {
 	}
 	eventually(t, 10*time.Second, "b draining everywhere", func() bool {
 		for _, m := range ms {
-			if view(m)[b.ID()] != Draining {
+			if view(m)[b.ID()] != cluster.Draining {
 				return false
 			}
 		}
 		return true
 	})
-	pa := NewPlacement(a, nil)
-	if !NewPlacement(b, nil).Draining() || pa.Draining() {
-		t.Error("Draining: b should be, a not")
+	pa := New(a, nil)
+	if !New(b, nil).Draining() || pa.Draining() {
+		t.Error("cluster.Draining: b should be, a not")
 	}
 	for i := range 200 {
 		if o, _ := pa.Owner(testNames(200)[i]); o == b.ID() {
@@ -95,26 +97,26 @@ func TestHintsDrainForget(t *testing.T) {
 	if err := c.Resume(ctx, b.ID()); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "b active again", func() bool { return allSee(ms, ids, Active) })
-	if err := a.Drain(ctx, "nobody"); !errors.Is(err, ErrNotMember) {
+	eventually(t, 10*time.Second, "b active again", func() bool { return allSee(ms, ids, cluster.Active) })
+	if err := a.Drain(ctx, "nobody"); !errors.Is(err, cluster.ErrNotMember) {
 		t.Errorf("drain of a stranger: %v", err)
 	}
 
 	// Forget: refused while c is alive; c stops (a crash) and is
 	// confirmed failed; its single-node share waits for it; forgotten, it
 	// is gone from a and b and the single node moves.
-	if err := a.Forget(ctx, c.ID()); !errors.Is(err, ErrNodeAlive) {
+	if err := a.Forget(ctx, c.ID()); !errors.Is(err, cluster.ErrNodeAlive) {
 		t.Fatalf("forget of an alive node: %v", err)
 	}
 	vid := c.ID()
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "c confirmed failed", func() bool { return view(a)[vid] == Failed })
+	eventually(t, 30*time.Second, "c confirmed failed", func() bool { return view(a)[vid] == cluster.Failed })
 	if s, active, ok := pa.SingleNode(); !ok || s != vid || active {
 		t.Errorf("single node while c is failed: %s active=%v ok=%v, want %s, not active", s, active, ok, vid)
 	}
-	if err := a.Drain(ctx, vid); !errors.Is(err, ErrNodeNotAlive) {
+	if err := a.Drain(ctx, vid); !errors.Is(err, cluster.ErrNodeNotAlive) {
 		t.Errorf("drain of a failed node: %v", err)
 	}
 	if !pa.Gone(vid) || pa.Gone(a.ID()) {
@@ -124,7 +126,7 @@ func TestHintsDrainForget(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 20*time.Second, "c gone from a and b", func() bool {
-		for _, m := range []*Membership{a, b} {
+		for _, m := range []*cluster.Membership{a, b} {
 			if _, ok := view(m)[vid]; ok {
 				return false
 			}

@@ -1,4 +1,4 @@
-package cluster
+package placement
 
 import (
 	"bytes"
@@ -10,7 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/snapstore/snapstore/snapshot"
+	"github.com/snapstore/snapstore/cluster"
+	"github.com/snapstore/snapstore/records"
 )
 
 // The partition table: which node owns each partition of partitioned runs,
@@ -20,15 +21,6 @@ import (
 // compute a change cannot both write one (store.S7), and every change
 // writes epoch + 1. A node caches the table it read; Refresh reads it
 // again.
-
-// Records is where the partition table is kept: a record of the metadata
-// table, read with GetRecord (an error wrapping snapshot.ErrRecordNotFound
-// when there is none) and written only with CompareAndSetRecord (old nil:
-// there is none). *snapshot.DB has both.
-type Records interface {
-	GetRecord(ctx context.Context, kind, name string) ([]byte, error)
-	CompareAndSetRecord(ctx context.Context, kind, name string, old, value []byte) (bool, error)
-}
 
 // The record of the partition table.
 const (
@@ -61,7 +53,7 @@ var ErrPartitionCount = errors.New("cluster: the partition count differs from th
 // Partitions is a node's handle on the partition table: its cached copy
 // and the one way to change it. Safe for concurrent use.
 type Partitions struct {
-	rec   Records
+	rec   *records.Store
 	count int
 
 	// mu guards tab and raw; it is not held across I/O (the record's
@@ -74,7 +66,7 @@ type Partitions struct {
 // OpenPartitions reads the partition table of count partitions. A cluster
 // that has none yet gets one at its first Step; a stored table of another
 // count is ErrPartitionCount, naming both.
-func OpenPartitions(ctx context.Context, rec Records, count int) (*Partitions, error) {
+func OpenPartitions(ctx context.Context, rec *records.Store, count int) (*Partitions, error) {
 	if count < 1 {
 		return nil, fmt.Errorf("cluster: %d partitions", count)
 	}
@@ -100,9 +92,9 @@ func (t PartitionTable) clone() PartitionTable {
 
 // Refresh reads the table from the metadata table and caches it.
 func (p *Partitions) Refresh(ctx context.Context) (PartitionTable, error) {
-	raw, err := p.rec.GetRecord(ctx, partitionsKind, partitionsName)
+	raw, err := p.rec.Get(ctx, partitionsKind, partitionsName)
 	switch {
-	case errors.Is(err, snapshot.ErrRecordNotFound):
+	case errors.Is(err, records.ErrNotFound):
 		raw = nil
 	case err != nil:
 		return PartitionTable{}, fmt.Errorf("cluster: reading the partition table: %w", err)
@@ -131,7 +123,7 @@ func (p *Partitions) Refresh(ctx context.Context) (PartitionTable, error) {
 // written: none when the table is balanced, or when another node changed
 // the table first (the cache then holds that node's table, and the next
 // Step computes from it).
-func (p *Partitions) Step(ctx context.Context, nodes []PlacementNode, max int, by string, now time.Time) ([]Move, error) {
+func (p *Partitions) Step(ctx context.Context, nodes []Member, max int, by string, now time.Time) ([]Move, error) {
 	cur, err := p.Refresh(ctx)
 	if err != nil {
 		return nil, err
@@ -154,7 +146,7 @@ func (p *Partitions) Step(ctx context.Context, nodes []PlacementNode, max int, b
 	p.mu.Lock()
 	old := p.raw
 	p.mu.Unlock()
-	ok, err := p.rec.CompareAndSetRecord(ctx, partitionsKind, partitionsName, old, raw)
+	ok, err := p.rec.CompareAndSet(ctx, partitionsKind, partitionsName, old, raw)
 	if err != nil {
 		// The outcome is unknown (store.S9): the record says.
 		if _, rerr := p.Refresh(ctx); rerr != nil {
@@ -182,10 +174,10 @@ func (p *Partitions) Step(ctx context.Context, nodes []PlacementNode, max int, b
 // Keeper returns the node that changes the partition table: the
 // rendezvous owner of the name "partitions" over the active nodes, "" when
 // none is active.
-func Keeper(nodes []PlacementNode) string {
+func Keeper(nodes []Member) string {
 	var cs []Candidate
 	for _, n := range nodes {
-		if n.State == Active {
+		if n.State == cluster.Active {
 			cs = append(cs, Candidate{ID: n.ID, Weight: n.Weight})
 		}
 	}

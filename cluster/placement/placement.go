@@ -1,4 +1,4 @@
-package cluster
+package placement
 
 import (
 	"context"
@@ -8,18 +8,20 @@ import (
 	"time"
 
 	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/cluster"
 )
 
 // Placement answers package adapters' questions about where runs go
 // (adapters.Cluster) from this node's view of the membership: the owner of
-// a name by weighted rendezvous over the active nodes (K6), the rotation
-// of round-robin adapters, the single node of single-node adapters, and
-// hand-offs to another node's HTTP API with the cluster credential
-// (handoff.go, K8). Start attaches the adapters service: definitions are
-// then reread on hints and periodically (definitions.go, K9) and
-// ownership moves are counted (ownership.go). Safe for concurrent use.
+// a name by weighted rendezvous over the active nodes (cluster.K6), the
+// rotation of round-robin adapters, the single node of single-node
+// adapters, and hand-offs to another node's HTTP API with the cluster
+// credential (handoff.go, cluster.K8). Start attaches the adapters
+// service: definitions are then reread on hints and periodically
+// (definitions.go, cluster.K9) and ownership moves are counted
+// (ownership.go). Safe for concurrent use.
 type Placement struct {
-	m  *Membership
+	m  *cluster.Membership
 	h  *handOffClient
 	d  *definitionsSync
 	o  *ownership
@@ -39,9 +41,9 @@ var _ adapters.Cluster = (*Placement)(nil)
 // adapter goes to the same node.
 const singleNodeName = "\x00single-node"
 
-// NewPlacement returns the placement of m's cluster, whose node list is
-// list (K11; nil: none, the membership alone).
-func NewPlacement(m *Membership, list *NodeList) *Placement {
+// New returns the placement of m's cluster, whose node list is
+// list (cluster.K11; nil: none, the membership alone).
+func New(m *cluster.Membership, list *NodeList) *Placement {
 	p := &Placement{m: m, h: newHandOffClient(m), d: newDefinitionsSync(m), o: newOwnership(m),
 		stopc: make(chan struct{}), donec: make(chan struct{})}
 	if list != nil {
@@ -53,16 +55,16 @@ func NewPlacement(m *Membership, list *NodeList) *Placement {
 
 // Start attaches svc and starts the placement's loop: it sends the hints
 // of this node's definition changes, rereads the definitions on the
-// others' hints and every DefinitionsRefresh (K9), and recomputes the
+// others' hints and every DefinitionsRefresh (cluster.K9), and recomputes the
 // owners of the adapters when members change or definitions do. Call it
 // once; Close stops it.
 func (p *Placement) Start(svc *adapters.Service) error {
-	if err := p.o.register(p.m.cfg.Registerer); err != nil {
+	if err := p.o.register(p.m.Config().Registerer); err != nil {
 		return err
 	}
 	if p.pk != nil {
-		if err := p.pk.register(p.m.cfg.Registerer); err != nil {
-			p.o.unregister(p.m.cfg.Registerer)
+		if err := p.pk.register(p.m.Config().Registerer); err != nil {
+			p.o.unregister(p.m.Config().Registerer)
 			return err
 		}
 	}
@@ -79,7 +81,7 @@ func (p *Placement) Start(svc *adapters.Service) error {
 }
 
 // Forget removes node id, which will not come back, from the cluster
-// (K10): from serf (Membership.Forget) and the node list, and marks the
+// (cluster.K10): from serf (Membership.Forget) and the node list, and marks the
 // runs it was running aborted. Its share moves to the others.
 func (p *Placement) Forget(ctx context.Context, id string) error {
 	if err := p.m.Forget(ctx, id); err != nil {
@@ -97,7 +99,7 @@ func (p *Placement) Forget(ctx context.Context, id string) error {
 			return fmt.Errorf("cluster: node %s forgotten; marking its runs aborted: %w", id, err)
 		}
 		if n > 0 {
-			p.m.log.Warn("runs of a forgotten node marked aborted", "node", id, "runs", n)
+			p.m.Logger().Warn("runs of a forgotten node marked aborted", "node", id, "runs", n)
 		}
 	}
 	return nil
@@ -114,25 +116,25 @@ func (p *Placement) Close() {
 	<-p.donec
 	if p.pk != nil {
 		p.pk.stop()
-		p.pk.unregister(p.m.cfg.Registerer)
+		p.pk.unregister(p.m.Config().Registerer)
 	}
 	if p.k != nil {
 		p.k.writeSelf(true)
 	}
-	p.o.unregister(p.m.cfg.Registerer)
+	p.o.unregister(p.m.Config().Registerer)
 }
 
 // loop is the goroutine of Start: the one reader of the membership's
 // Changed and Hints channels.
 func (p *Placement) loop(svc *adapters.Service) {
 	defer close(p.donec)
-	refresh := time.NewTicker(p.m.cfg.DefinitionsRefresh)
+	refresh := time.NewTicker(p.m.Config().DefinitionsRefresh)
 	defer refresh.Stop()
 	// Runs in progress are told through the node's tags (run), read here
 	// every second: they change at most with each run's start and end.
 	runs := time.NewTicker(time.Second)
 	defer runs.Stop()
-	heartbeat := time.NewTicker(p.m.cfg.Heartbeat)
+	heartbeat := time.NewTicker(p.m.Config().Heartbeat)
 	defer heartbeat.Stop()
 	p.updateOwners(svc)
 	for {
@@ -169,7 +171,7 @@ func (p *Placement) loop(svc *adapters.Service) {
 			}
 		case <-runs.C:
 			if err := p.m.SetRunsInProgress(svc.RunsInProgress()); err != nil {
-				p.m.log.Warn("telling the runs in progress", "err", err)
+				p.m.Logger().Warn("telling the runs in progress", "err", err)
 			}
 		}
 	}
@@ -191,17 +193,13 @@ func (p *Placement) Self() string { return p.m.ID() }
 
 // Draining reports whether this node declared itself draining.
 func (p *Placement) Draining() bool {
-	p.m.mu.Lock()
-	defer p.m.mu.Unlock()
-	return p.m.self.State == Draining
+	return p.m.Declared() == cluster.Draining
 }
 
 // nodes returns the members, this node in the state it declared last
 // (which its own serf reports back only a moment later).
-func (p *Placement) nodes() []Node {
-	p.m.mu.Lock()
-	declared := p.m.self.State
-	p.m.mu.Unlock()
+func (p *Placement) nodes() []cluster.Node {
+	declared := p.m.Declared()
 	ns := p.m.Nodes()
 	for i := range ns {
 		if ns[i].Self {
@@ -213,7 +211,7 @@ func (p *Placement) nodes() []Node {
 
 // candidates returns the members in one of states, as rendezvous
 // candidates, in id order.
-func (p *Placement) candidates(states ...State) []Candidate {
+func (p *Placement) candidates(states ...cluster.State) []Candidate {
 	var out []Candidate
 	for _, n := range p.nodes() {
 		if slices.Contains(states, n.State) {
@@ -224,41 +222,41 @@ func (p *Placement) candidates(states ...State) []Candidate {
 }
 
 // Owner returns the node that owns name: weighted rendezvous over the
-// active nodes (K6). A draining, failed, left or joining node owns
-// nothing; a member whose failure is not confirmed yet (K3) still does.
+// active nodes (cluster.K6). A draining, failed, left or joining node owns
+// nothing; a member whose failure is not confirmed yet (cluster.K3) still does.
 func (p *Placement) Owner(name string) (string, bool) {
-	return Owner(name, p.candidates(Active))
+	return Owner(name, p.candidates(cluster.Active))
 }
 
 // Active returns the active nodes' ids in id order.
 func (p *Placement) Active() []string {
 	var out []string
-	for _, c := range p.candidates(Active) {
+	for _, c := range p.candidates(cluster.Active) {
 		out = append(out, c.ID)
 	}
 	return out
 }
 
 // SingleNode returns the node of single-node adapters: rendezvous of one
-// fixed name over the nodes of the node list (K11) and the members that
-// are not draining and did not leave for good, so that it stays put while
-// its node is failed or restarting (its runs wait for it) and moves only
-// when that node drains or is forgotten (K10). A member's live state wins
-// over its entry. active reports whether it is active now.
+// fixed name over the nodes of the node list (cluster.K11) and the members
+// that are not draining and did not leave for good, so that it stays put
+// while its node is failed or restarting (its runs wait for it) and moves
+// only when that node drains or is forgotten (cluster.K10). A member's
+// live state wins over its entry. active reports whether it is active now.
 func (p *Placement) SingleNode() (string, bool, bool) {
 	weights := map[string]int{}
 	if p.k != nil {
 		for _, r := range p.k.all() {
-			if r.State != Draining && r.State != Left {
-				weights[r.ID] = r.weightOf()
+			if r.State != cluster.Draining && r.State != cluster.Left {
+				weights[r.ID] = r.WeightOf()
 			}
 		}
 	}
-	states := map[string]State{}
+	states := map[string]cluster.State{}
 	for _, n := range p.nodes() {
 		states[n.ID] = n.State
 		switch n.State {
-		case Draining, Left:
+		case cluster.Draining, cluster.Left:
 			delete(weights, n.ID)
 		default:
 			weights[n.ID] = max(n.Tags.Weight, 1)
@@ -272,19 +270,19 @@ func (p *Placement) SingleNode() (string, bool, bool) {
 	if !ok {
 		return "", false, false
 	}
-	return id, states[id] == Active, true
+	return id, states[id] == cluster.Active, true
 }
 
 // Recorded returns node id's entry of the node list, as last read.
-func (p *Placement) Recorded(id string) (NodeRecord, bool) {
+func (p *Placement) Recorded(id string) (cluster.NodeRecord, bool) {
 	if p.k == nil {
-		return NodeRecord{}, false
+		return cluster.NodeRecord{}, false
 	}
 	return p.k.entry(id)
 }
 
 // Records returns every entry of the node list, as last read.
-func (p *Placement) Records() []NodeRecord {
+func (p *Placement) Records() []cluster.NodeRecord {
 	if p.k == nil {
 		return nil
 	}
@@ -292,7 +290,7 @@ func (p *Placement) Records() []NodeRecord {
 }
 
 // Mismatches returns the config-file definitions that this node and node
-// id do not share (K12), as last compared.
+// id do not share (cluster.K12), as last compared.
 func (p *Placement) Mismatches(id string) []Mismatch {
 	if p.k == nil {
 		return nil
@@ -301,13 +299,13 @@ func (p *Placement) Mismatches(id string) []Mismatch {
 }
 
 // SingleNodeWait is cluster.single_node_wait.
-func (p *Placement) SingleNodeWait() time.Duration { return p.m.cfg.SingleNodeWait }
+func (p *Placement) SingleNodeWait() time.Duration { return p.m.Config().SingleNodeWait }
 
 // Gone reports whether node is failed, left, or not a member.
 func (p *Placement) Gone(node string) bool {
-	n, ok := p.m.node(node)
-	return !ok || n.State == Failed || n.State == Left
+	n, ok := p.m.Node(node)
+	return !ok || n.State == cluster.Failed || n.State == cluster.Left
 }
 
-// DefinitionsChanged sends the hint of a changed definition (K9).
+// DefinitionsChanged sends the hint of a changed definition (cluster.K9).
 func (p *Placement) DefinitionsChanged(kind, name string) { p.d.changed(kind, name) }

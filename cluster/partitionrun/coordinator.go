@@ -1,4 +1,4 @@
-package cluster
+package partitionrun
 
 import (
 	"cmp"
@@ -15,7 +15,7 @@ import (
 	"github.com/snapstore/snapstore/snapshot"
 )
 
-// The coordinator's side of partitioned runs (K14): it begins the run
+// The coordinator's side of partitioned runs (cluster.K14): it begins the run
 // (the writer slot and transaction here, the partition table's epoch, the
 // run record), routes each row to its partition, applies the rows of the
 // partitions this node owns itself and queues the others' for their
@@ -26,7 +26,7 @@ import (
 // adapters.RunWriter. Put, Commit and Abort are called by the run's
 // goroutine only; the transport's events come from its goroutines.
 type coordinator struct {
-	p      *Partitioned
+	p      *Runs
 	pr     *snapshot.PartitionedRun
 	xr     *transfer.Run
 	rec    *runRecord
@@ -52,7 +52,7 @@ var _ adapters.RunWriter = (*coordinator)(nil)
 // BeginPartitioned begins a partitioned run on this node, its coordinator
 // (adapters.Partitioner): every partition must have an owner in the
 // table.
-func (p *Partitioned) BeginPartitioned(ctx context.Context, req adapters.PartitionedRun) (adapters.RunWriter, error) {
+func (p *Runs) BeginPartitioned(ctx context.Context, req adapters.PartitionedRun) (adapters.RunWriter, error) {
 	if p.xfr == nil {
 		return nil, errors.New("cluster: this node has no transfer listener")
 	}

@@ -1,10 +1,12 @@
-package cluster
+package placement
 
 import (
 	"cmp"
 	"math"
 	"slices"
 	"strconv"
+
+	"github.com/snapstore/snapstore/cluster"
 )
 
 // Placement of the partitions of partitioned runs: weighted rendezvous
@@ -16,7 +18,7 @@ import (
 //
 // Node n's quota is q_n = P * w_n / W over the nodes counted: active,
 // failed and left ones (a failed or left node keeps its partitions and
-// takes none: no failover, a flap or a restart moves nothing, K3).
+// takes none: no failover, a flap or a restart moves nothing, cluster.K3).
 // Draining nodes, and nodes not in the list (forgotten), count for nothing
 // and give all their partitions away; joining nodes are not counted until
 // active. The
@@ -36,11 +38,11 @@ import (
 // and a node forgotten or drained only its own: at most P/N + 1 of P
 // partitions.
 
-// PlacementNode is a node as partition placement counts it.
-type PlacementNode struct {
+// Member is a node as partition placement counts it.
+type Member struct {
 	ID     string
 	Weight int
-	State  State
+	State  cluster.State
 }
 
 // Move is one partition changing owner; From is empty for a partition
@@ -59,8 +61,8 @@ func partitionName(p int) string { return "p/" + strconv.Itoa(p) }
 // moves are returned (all when max <= 0); the rest come with the next
 // step, computed afresh. A table in balance gives none: a full restart
 // with the same nodes moves nothing.
-func Rebalance(owners []string, nodes []PlacementNode, max int) []Move {
-	pl := newPlacement(owners, nodes)
+func Rebalance(owners []string, nodes []Member, max int) []Move {
+	pl := newRebalance(owners, nodes)
 	var moves []Move
 	full := func() bool { return max > 0 && len(moves) >= max }
 	move := func(p int, to string) {
@@ -117,8 +119,8 @@ func Rebalance(owners []string, nodes []PlacementNode, max int) []Move {
 	return moves
 }
 
-// placement is the working state of one Rebalance.
-type placement struct {
+// rebalance is the working state of one Rebalance.
+type rebalance struct {
 	owners  []string
 	active  []Candidate // sorted by id
 	counted map[string]bool
@@ -126,15 +128,15 @@ type placement struct {
 	load    map[string]int
 }
 
-func newPlacement(owners []string, nodes []PlacementNode) *placement {
-	pl := &placement{owners: slices.Clone(owners), counted: map[string]bool{}, quota: map[string]float64{}, load: map[string]int{}}
+func newRebalance(owners []string, nodes []Member) *rebalance {
+	pl := &rebalance{owners: slices.Clone(owners), counted: map[string]bool{}, quota: map[string]float64{}, load: map[string]int{}}
 	total := 0
 	for _, n := range nodes {
-		if n.State == Active || n.State == Failed || n.State == Left {
+		if n.State == cluster.Active || n.State == cluster.Failed || n.State == cluster.Left {
 			pl.counted[n.ID] = true
 			total += max(n.Weight, 1)
 		}
-		if n.State == Active {
+		if n.State == cluster.Active {
 			pl.active = append(pl.active, Candidate{ID: n.ID, Weight: n.Weight})
 		}
 	}
@@ -152,10 +154,10 @@ func newPlacement(owners []string, nodes []PlacementNode) *placement {
 	return pl
 }
 
-func (pl *placement) floor(id string) int { return int(math.Floor(pl.quota[id] + 1e-9)) }
-func (pl *placement) ceil(id string) int  { return int(math.Ceil(pl.quota[id] - 1e-9)) }
+func (pl *rebalance) floor(id string) int { return int(math.Floor(pl.quota[id] + 1e-9)) }
+func (pl *rebalance) ceil(id string) int  { return int(math.Ceil(pl.quota[id] - 1e-9)) }
 
-func (pl *placement) assign(p int, to string) {
+func (pl *rebalance) assign(p int, to string) {
 	if from := pl.owners[p]; pl.counted[from] {
 		pl.load[from]--
 	}
@@ -165,7 +167,7 @@ func (pl *placement) assign(p int, to string) {
 
 // best returns the active node ok accepts with the highest score for
 // partition p, "" when none.
-func (pl *placement) best(p int, ok func(id string) bool) string {
+func (pl *rebalance) best(p int, ok func(id string) bool) string {
 	best, bestScore := "", math.Inf(-1)
 	name := partitionName(p)
 	for _, c := range pl.active {
@@ -180,7 +182,7 @@ func (pl *placement) best(p int, ok func(id string) bool) string {
 }
 
 // bestOf returns the partition of node d that node r scores highest.
-func (pl *placement) bestOf(d, r string) int {
+func (pl *rebalance) bestOf(d, r string) int {
 	rc := Candidate{ID: r}
 	for _, c := range pl.active {
 		if c.ID == r {
@@ -201,7 +203,7 @@ func (pl *placement) bestOf(d, r string) int {
 
 // most returns the active node with the largest key among those ok
 // accepts, the smaller id on a tie; "" when none.
-func (pl *placement) most(key func(id string) (float64, bool)) string {
+func (pl *rebalance) most(key func(id string) (float64, bool)) string {
 	best, bestKey := "", math.Inf(-1)
 	for _, c := range pl.active {
 		k, ok := key(c.ID)
@@ -210,13 +212,4 @@ func (pl *placement) most(key func(id string) (float64, bool)) string {
 		}
 	}
 	return best
-}
-
-// Apply returns owners after moves.
-func Apply(owners []string, moves []Move) []string {
-	out := slices.Clone(owners)
-	for _, m := range moves {
-		out[m.Partition] = m.To
-	}
-	return out
 }

@@ -1,20 +1,21 @@
-package cluster
+package placement
 
 import (
 	"fmt"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snapstore/snapstore/cluster"
 )
 
-// Ownership moves. Every node computes the owner of every adapter (K6);
+// Ownership moves. Every node computes the owner of every adapter (cluster.K6);
 // this file remembers them, so that a change of the active nodes can be
 // counted and logged as the adapters it moved:
 //
 //	snapstore_cluster_ownership_moves_total   adapters whose owner changed, as this node sees it
 //	snapstore_cluster_adapters_owned          adapters this node owns now
 type ownership struct {
-	m *Membership
+	m *cluster.Membership
 	// mu guards owners.
 	mu     sync.Mutex
 	owners map[string]string // adapter -> owner ("" for none)
@@ -23,7 +24,7 @@ type ownership struct {
 	cs    []prometheus.Collector
 }
 
-func newOwnership(m *Membership) *ownership {
+func newOwnership(m *cluster.Membership) *ownership {
 	o := &ownership{m: m, owners: map[string]string{}}
 	o.moves = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "snapstore_cluster_ownership_moves_total",
@@ -90,18 +91,7 @@ func (o *ownership) update(names []string, owner func(string) (string, bool)) (m
 	o.mu.Unlock()
 	if moved > 0 {
 		o.moves.Add(float64(moved))
-		o.m.log.Info("adapter owners moved", "adapters", moved, "of", len(names))
+		o.m.Logger().Info("adapter owners moved", "adapters", moved, "of", len(names))
 	}
 	return moved
-}
-
-// Owners returns the owner of every adapter as last computed.
-func (o *ownership) snapshot() map[string]string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	out := make(map[string]string, len(o.owners))
-	for k, v := range o.owners {
-		out[k] = v
-	}
-	return out
 }

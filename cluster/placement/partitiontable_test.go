@@ -1,63 +1,37 @@
-package cluster
+package placement
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/snapstore/snapstore/snapshot"
-	"github.com/snapstore/snapstore/store"
+	"github.com/snapstore/snapstore/cluster"
+	"github.com/snapstore/snapstore/records"
 	"github.com/snapstore/snapstore/store/hbase"
 	"github.com/snapstore/snapstore/store/hbase/hbasetest"
 	"github.com/snapstore/snapstore/store/pebble"
 )
 
-// storeRecords keeps records in a real store with its check-and-mutate
-// (store.S7): the Records a serving node gets from snapshot.DB, here on
-// the bare store so that two handles can share one Pebble store in one
-// process, or one HBase table from two connections.
-type storeRecords struct{ st store.Store }
-
+// recordsTable is the metadata table of these tests, on the bare store
+// so that two handles can share one Pebble store in one process, or one
+// HBase table from two connections.
 const recordsTable = "cluster_test_meta"
 
-var colValue = []byte("v")
-
-func (r storeRecords) GetRecord(ctx context.Context, kind, name string) ([]byte, error) {
-	cells, err := r.st.Get(ctx, recordsTable, []byte(kind+"/"+name), store.ReadOptions{MaxVersions: 1})
-	if err != nil {
-		return nil, err
-	}
-	for _, c := range cells {
-		if c.Kind == store.KindPut && bytes.Equal(c.Column, colValue) {
-			return append([]byte{}, c.Value...), nil
-		}
-	}
-	return nil, fmt.Errorf("%w: %s/%s", snapshot.ErrRecordNotFound, kind, name)
-}
-
-func (r storeRecords) CompareAndSetRecord(ctx context.Context, kind, name string, old, value []byte) (bool, error) {
-	b := &store.Batch{Table: recordsTable, Sync: true}
-	b.Put([]byte(kind+"/"+name), colValue, 0, value)
-	return r.st.CheckAndMutate(ctx, b, store.Check{Column: colValue, Value: old})
-}
-
-// recordStores returns two Records on one store: the same Pebble store,
+// recordStores returns two record stores on one store: the same Pebble store,
 // or, with SNAPSTORE_TEST_HBASE_THRIFT set, two connections to one HBase
 // table too (each backend a subtest).
-func recordStores(t *testing.T, f func(t *testing.T, a, b Records)) {
+func recordStores(t *testing.T, f func(t *testing.T, a, b *records.Store)) {
 	t.Run("pebble", func(t *testing.T) {
 		st, err := pebble.Open(t.TempDir(), pebble.Options{MemTableSize: 4 << 20, CacheSize: 8 << 20})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer st.Close()
-		f(t, storeRecords{st}, storeRecords{st})
+		f(t, records.New(st, recordsTable), records.New(st, recordsTable))
 	})
 	t.Run("hbase", func(t *testing.T) {
 		if os.Getenv(hbasetest.EnvThrift) == "" {
@@ -67,7 +41,7 @@ func recordStores(t *testing.T, f func(t *testing.T, a, b Records)) {
 		t.Cleanup(func() { hbase.DropTable(context.Background(), opts) })
 		a := hbasetest.OpenOptions(t, opts)
 		b := hbasetest.OpenOptions(t, opts)
-		f(t, storeRecords{a}, storeRecords{b})
+		f(t, records.New(a, recordsTable), records.New(b, recordsTable))
 	})
 }
 
@@ -78,7 +52,7 @@ func recordStores(t *testing.T, f func(t *testing.T, a, b Records)) {
 // again (a full restart) reads the same table and, with the same nodes,
 // or with one of them stopped or failed, moves nothing.
 func TestPartitionTable_OneWriterAnEpochRestartMovesNothing(t *testing.T) {
-	recordStores(t, func(t *testing.T, ra, rb Records) {
+	recordStores(t, func(t *testing.T, ra, rb *records.Store) {
 		ctx := context.Background()
 		const parts = 32
 		nodes := activeNodes([]string{"node-a", "node-b", "node-c", "node-d", "node-e"})
@@ -153,8 +127,8 @@ func TestPartitionTable_OneWriterAnEpochRestartMovesNothing(t *testing.T) {
 			t.Fatalf("reopened: epoch %d, want %d, owners equal %v", got.Epoch, tab.Epoch, strings.Join(got.Owners, ",") == strings.Join(tab.Owners, ","))
 		}
 		restart := activeNodes([]string{"node-a", "node-b", "node-c", "node-d", "node-e"})
-		restart[1].State, restart[3].State = Left, Failed
-		for _, ns := range [][]PlacementNode{nodes, restart} {
+		restart[1].State, restart[3].State = cluster.Left, cluster.Failed
+		for _, ns := range [][]Member{nodes, restart} {
 			if ms, err := pc.Step(ctx, ns, 0, "node-c", time.Now()); err != nil || len(ms) != 0 {
 				t.Fatalf("a restart moves %v (%v)", ms, err)
 			}
@@ -174,7 +148,7 @@ func TestPartitionTable_OneWriterAnEpochRestartMovesNothing(t *testing.T) {
 // table of five moves, over rate-limited steps, at most 1/N + 5% of the
 // partitions, every one to it and owned since the epoch that moved it.
 func TestPartitionTable_SixthNodeMovesAShare(t *testing.T) {
-	recordStores(t, func(t *testing.T, ra, _ Records) {
+	recordStores(t, func(t *testing.T, ra, _ *records.Store) {
 		ctx := context.Background()
 		const parts = 32
 		ids := []string{"node-a", "node-b", "node-c", "node-d", "node-e", "node-f"}
@@ -231,7 +205,7 @@ func TestKeeper(t *testing.T) {
 	}
 	for i := range nodes {
 		if nodes[i].ID == k {
-			nodes[i].State = Failed
+			nodes[i].State = cluster.Failed
 		}
 	}
 	if k2 := Keeper(nodes); k2 == "" || k2 == k {

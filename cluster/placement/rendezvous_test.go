@@ -1,7 +1,9 @@
-package cluster
+package placement
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -32,9 +34,9 @@ func owners(names []string, nodes []Candidate) map[string]string {
 	return m
 }
 
-// TestRendezvous_MovementOnJoinAndLeave checks K6 at 3, 5 and 10 nodes: a
-// join moves at most 1/N + 5% of the names, every one of them to the new
-// node; a leave moves exactly the leaving node's names.
+// TestRendezvous_MovementOnJoinAndLeave checks cluster.K6 at 3, 5 and 10
+// nodes: a join moves at most 1/N + 5% of the names, every one of them to
+// the new node; a leave moves exactly the leaving node's names.
 func TestRendezvous_MovementOnJoinAndLeave(t *testing.T) {
 	names := testNames(10000)
 	for _, n := range []int{3, 5, 10} {
@@ -149,4 +151,29 @@ func TestRendezvous_RankAndEmpty(t *testing.T) {
 	if _, ok := Owner("x", nil); ok {
 		t.Error("an owner among no candidates")
 	}
+}
+
+// Rank returns the candidates' ids in the order in which they would own
+// name: Rank(name)[0] is the owner, [1] the owner once [0] is gone, and so
+// on. A caller that fails over to "the next node" takes the next entry.
+func Rank(name string, nodes []Candidate) []string {
+	type scored struct {
+		id string
+		s  float64
+	}
+	ss := make([]scored, len(nodes))
+	for i, c := range nodes {
+		ss[i] = scored{c.ID, score(c, name)}
+	}
+	slices.SortFunc(ss, func(a, b scored) int {
+		if c := cmp.Compare(b.s, a.s); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.id, b.id)
+	})
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = s.id
+	}
+	return out
 }

@@ -1,9 +1,7 @@
-package cluster
+package placement
 
 import (
-	"cmp"
 	"math"
-	"slices"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -16,12 +14,12 @@ import (
 //
 // and the highest score owns the name. -1/ln(h) of a uniform h is an
 // exponential variate's inverse, so node i wins with probability
-// w_i / sum(w): weights are honoured exactly in expectation. A join or
-// leave changes only the names the joining or leaving node wins or held,
-// about 1/N of them (K6), where a jump over a sorted address list (NiFi's
-// scheme) moves about half when a node joins in the middle.
+// w_i / sum(w): weights are honoured exactly in expectation. A join or leave
+// changes only the names the joining or leaving node wins or held, about
+// 1/N of them (cluster.K6), where a jump over a sorted address list
+// (NiFi's scheme) moves about half when a node joins in the middle.
 
-// Candidate is a node placement may choose: its stable id (K1) and its
+// Candidate is a node placement may choose: its stable id (cluster.K1) and its
 // weight (Tags.Weight).
 type Candidate struct {
 	ID     string
@@ -53,29 +51,4 @@ func Owner(name string, nodes []Candidate) (string, bool) {
 		}
 	}
 	return best, best != ""
-}
-
-// Rank returns the candidates' ids in the order in which they would own
-// name: Rank(name)[0] is the owner, [1] the owner once [0] is gone, and so
-// on. A caller that fails over to "the next node" takes the next entry.
-func Rank(name string, nodes []Candidate) []string {
-	type scored struct {
-		id string
-		s  float64
-	}
-	ss := make([]scored, len(nodes))
-	for i, c := range nodes {
-		ss[i] = scored{c.ID, score(c, name)}
-	}
-	slices.SortFunc(ss, func(a, b scored) int {
-		if c := cmp.Compare(b.s, a.s); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.id, b.id)
-	})
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = s.id
-	}
-	return out
 }

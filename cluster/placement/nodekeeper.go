@@ -1,9 +1,7 @@
-package cluster
+package placement
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"maps"
 	"slices"
 	"strings"
@@ -12,28 +10,29 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/cluster"
 )
 
-// nodeKeeper keeps this node's entry of the node list (K11) and the
+// nodeKeeper keeps this node's entry of the node list (cluster.K11) and the
 // entries last read of the others, and compares the config-file
-// definitions of this node with theirs (K12). It runs on the placement
+// definitions of this node with theirs (cluster.K12). It runs on the placement
 // loop; its reads for other goroutines take mu.
 type nodeKeeper struct {
-	m     *Membership
+	m     *cluster.Membership
 	list  *NodeList
 	svc   *adapters.Service
-	wrote State // the state of this node's last write
+	wrote cluster.State // the state of this node's last write
 
 	// mu guards entries and mismatches.
 	mu         sync.Mutex
-	entries    map[string]NodeRecord
+	entries    map[string]cluster.NodeRecord
 	mismatches map[string][]Mismatch // by the other node's id
 
 	mismatched prometheus.Gauge
 }
 
 // Mismatch is one config-file definition that this node and another do
-// not share (K12): Problem "differs" (both define it, differently) or
+// not share (cluster.K12): Problem "differs" (both define it, differently) or
 // "missing" (one of them does not define it); Nodes are the nodes, of the
 // two, whose config file defines it.
 type Mismatch struct {
@@ -41,24 +40,12 @@ type Mismatch struct {
 	Nodes               []string
 }
 
-func newNodeKeeper(m *Membership, list *NodeList) *nodeKeeper {
-	return &nodeKeeper{m: m, list: list, entries: map[string]NodeRecord{}, mismatches: map[string][]Mismatch{}, wrote: -1,
+func newNodeKeeper(m *cluster.Membership, list *NodeList) *nodeKeeper {
+	return &nodeKeeper{m: m, list: list, entries: map[string]cluster.NodeRecord{}, mismatches: map[string][]Mismatch{}, wrote: -1,
 		mismatched: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "snapstore_cluster_config_mismatches",
-			Help: "Config-file definitions (connections, adapters) that this node defines differently from another alive node, or that only one of them defines.",
+			Help: "cluster.Config-file definitions (connections, adapters) that this node defines differently from another alive node, or that only one of them defines.",
 		})}
-}
-
-// digestKey is the key of the config digests: derived from the primary
-// gossip key, so that a literal secret of a config file cannot be guessed
-// from its digest in HBase; none without a key.
-func (m *Membership) digestKey() []byte {
-	if m.keyring == nil {
-		return nil
-	}
-	h := hmac.New(sha256.New, m.keyring.GetPrimaryKey())
-	h.Write([]byte("snapstore config digest v1"))
-	return h.Sum(nil)
 }
 
 // start reads the list, seeds the membership with it and writes this
@@ -75,21 +62,21 @@ func (k *nodeKeeper) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 10*time.Second)
 }
 
-// joined reports whether this node may write its entry (K11): once it is
-// in the cluster, that is when it sees another member alive, or when the
-// list holds no other node (the first node of a cluster). A node that
+// joined reports whether this node may write its entry (cluster.K11): once
+// it is in the cluster, that is when it sees another member alive, or when
+// the list holds no other node (the first node of a cluster). A node that
 // cannot join (a wrong gossip key, no join address answering) so never
 // writes itself into the list of a cluster it is not part of.
 func (k *nodeKeeper) joined() bool {
 	for _, n := range k.m.Nodes() {
-		if !n.Self && n.FailingSince.IsZero() && (n.State == Joining || n.State == Active || n.State == Draining) {
+		if !n.Self && n.FailingSince.IsZero() && (n.State == cluster.Joining || n.State == cluster.Active || n.State == cluster.Draining) {
 			return true
 		}
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for id := range k.entries {
-		if id != k.m.id {
+		if id != k.m.ID() {
 			return false
 		}
 	}
@@ -102,15 +89,15 @@ func (k *nodeKeeper) writeSelf(stopping bool) {
 	if !k.joined() {
 		return
 	}
-	rec := k.m.selfRecord(k.svc.ConfigDigests(k.m.digestKey()))
-	if stopping && rec.State == Draining {
-		rec.State = Left
+	rec := k.m.SelfRecord(k.svc.ConfigDigests(k.m.DigestKey()))
+	if stopping && rec.State == cluster.Draining {
+		rec.State = cluster.Left
 	}
 	ctx, cancel := k.ctx()
 	defer cancel()
-	err := k.list.update(ctx, k.m.id, func(r *NodeRecord, _ bool) bool { *r = rec; return true })
+	err := k.list.update(ctx, k.m.ID(), func(r *cluster.NodeRecord, _ bool) bool { *r = rec; return true })
 	if err != nil {
-		k.m.log.Warn("writing this node's entry of the node list", "err", err)
+		k.m.Logger().Warn("writing this node's entry of the node list", "err", err)
 		return
 	}
 	k.wrote = rec.State
@@ -122,10 +109,7 @@ func (k *nodeKeeper) writeSelf(stopping bool) {
 // selfChanged writes this node's entry when its declared state changed
 // since the last write.
 func (k *nodeKeeper) selfChanged() {
-	k.m.mu.Lock()
-	st := k.m.self.State
-	k.m.mu.Unlock()
-	if st != k.wrote {
+	if k.m.Declared() != k.wrote {
 		k.writeSelf(false)
 	}
 }
@@ -136,12 +120,12 @@ func (k *nodeKeeper) read() {
 	defer cancel()
 	es, err := k.list.Nodes(ctx)
 	if err != nil {
-		k.m.log.Warn("reading the node list", "err", err)
+		k.m.Logger().Warn("reading the node list", "err", err)
 		if es == nil {
 			return
 		}
 	}
-	entries := make(map[string]NodeRecord, len(es))
+	entries := make(map[string]cluster.NodeRecord, len(es))
 	recorded := make(map[string]bool, len(es))
 	for id, e := range es {
 		entries[id] = e.rec
@@ -154,52 +138,52 @@ func (k *nodeKeeper) read() {
 	k.entries = entries
 	k.mu.Unlock()
 	if k.svc != nil {
-		k.compare(k.svc.ConfigDigests(k.m.digestKey()))
+		k.compare(k.svc.ConfigDigests(k.m.DigestKey()))
 	}
 }
 
 // markFailed records failed every member that this node sees failed
-// (confirmed, K3) and whose entry still holds the incarnation that
+// (confirmed, cluster.K3) and whose entry still holds the incarnation that
 // failed and another state.
 func (k *nodeKeeper) markFailed() {
 	for _, n := range k.m.Nodes() {
-		if n.State != Failed || n.Self {
+		if n.State != cluster.Failed || n.Self {
 			continue
 		}
 		k.mu.Lock()
 		e, ok := k.entries[n.ID]
 		k.mu.Unlock()
-		if !ok || e.State == Failed || e.State == Left || e.Incarnation != n.Tags.Incarnation {
+		if !ok || e.State == cluster.Failed || e.State == cluster.Left || e.Incarnation != n.Tags.Incarnation {
 			continue
 		}
 		ctx, cancel := k.ctx()
-		err := k.list.update(ctx, n.ID, func(r *NodeRecord, exists bool) bool {
-			if !exists || r.Incarnation != n.Tags.Incarnation || r.State == Failed || r.State == Left {
+		err := k.list.update(ctx, n.ID, func(r *cluster.NodeRecord, exists bool) bool {
+			if !exists || r.Incarnation != n.Tags.Incarnation || r.State == cluster.Failed || r.State == cluster.Left {
 				return false
 			}
-			r.State = Failed
+			r.State = cluster.Failed
 			return true
 		})
 		cancel()
 		if err != nil {
-			k.m.log.Warn("recording a failed node in the node list", "node", n.ID, "err", err)
+			k.m.Logger().Warn("recording a failed node in the node list", "node", n.ID, "err", err)
 			continue
 		}
-		k.m.log.Info("failed node recorded in the node list", "node", n.ID)
+		k.m.Logger().Info("failed node recorded in the node list", "node", n.ID)
 		k.mu.Lock()
-		e.State = Failed
+		e.State = cluster.Failed
 		k.entries[n.ID] = e
 		k.mu.Unlock()
 	}
 }
 
 // compare computes the mismatches of mine, this node's config digests,
-// with those of every other node alive now (K12), logs the new ones and
+// with those of every other node alive now (cluster.K12), logs the new ones and
 // sets the gauge.
 func (k *nodeKeeper) compare(mine map[string]string) {
 	alive := map[string]bool{}
 	for _, n := range k.m.Nodes() {
-		if !n.Self && (n.State == Joining || n.State == Active || n.State == Draining) && n.FailingSince.IsZero() {
+		if !n.Self && (n.State == cluster.Joining || n.State == cluster.Active || n.State == cluster.Draining) && n.FailingSince.IsZero() {
 			alive[n.ID] = true
 		}
 	}
@@ -218,9 +202,9 @@ func (k *nodeKeeper) compare(mine map[string]string) {
 			kind, name := splitDefKey(key)
 			switch {
 			case inMine && inTheirs && a != b:
-				ms = append(ms, Mismatch{Kind: kind, Name: name, Problem: "differs", Nodes: sortedPair(k.m.id, id)})
+				ms = append(ms, Mismatch{Kind: kind, Name: name, Problem: "differs", Nodes: sortedPair(k.m.ID(), id)})
 			case inMine && !inTheirs:
-				ms = append(ms, Mismatch{Kind: kind, Name: name, Problem: "missing", Nodes: []string{k.m.id}})
+				ms = append(ms, Mismatch{Kind: kind, Name: name, Problem: "missing", Nodes: []string{k.m.ID()}})
 			case !inMine && inTheirs:
 				ms = append(ms, Mismatch{Kind: kind, Name: name, Problem: "missing", Nodes: []string{id}})
 			default:
@@ -233,7 +217,7 @@ func (k *nodeKeeper) compare(mine map[string]string) {
 		}
 		if !slices.EqualFunc(ms, k.mismatches[id], func(a, b Mismatch) bool { return a.Kind == b.Kind && a.Name == b.Name && a.Problem == b.Problem }) {
 			for _, mm := range ms {
-				k.m.log.Warn("config file mismatch with another node: fix the config files so that every node defines the same connections and adapters",
+				k.m.Logger().Warn("config file mismatch with another node: fix the config files so that every node defines the same connections and adapters",
 					"node", id, "kind", mm.Kind, "name", mm.Name, "problem", mm.Problem, "defined_by", mm.Nodes)
 			}
 		}
@@ -243,7 +227,7 @@ func (k *nodeKeeper) compare(mine map[string]string) {
 }
 
 // entry returns the entry last read of node id.
-func (k *nodeKeeper) entry(id string) (NodeRecord, bool) {
+func (k *nodeKeeper) entry(id string) (cluster.NodeRecord, bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	r, ok := k.entries[id]
@@ -251,7 +235,7 @@ func (k *nodeKeeper) entry(id string) (NodeRecord, bool) {
 }
 
 // all returns every entry last read.
-func (k *nodeKeeper) all() []NodeRecord {
+func (k *nodeKeeper) all() []cluster.NodeRecord {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return slices.Collect(maps.Values(k.entries))

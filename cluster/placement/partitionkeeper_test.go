@@ -1,4 +1,4 @@
-package cluster
+package placement
 
 import (
 	"context"
@@ -7,15 +7,16 @@ import (
 	"time"
 
 	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/cluster"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
 // keeperNode starts a member whose placement keeps the partition table of
-// 8 partitions in db (K13); xfer is its transfer tag ("" for a node
+// 8 partitions in db (cluster.K13); xfer is its transfer tag ("" for a node
 // without a transfer listener).
-func keeperNode(t *testing.T, name string, db *snapshot.DB, xfer string, edit func(*Config)) (*Membership, *Placement, *Partitions) {
+func keeperNode(t *testing.T, name string, db *snapshot.DB, xfer string, edit func(*cluster.Config)) (*cluster.Membership, *Placement, *Partitions) {
 	t.Helper()
-	m := openNode(t, name, t.TempDir(), func(c *Config) {
+	m := openNode(t, name, t.TempDir(), func(c *cluster.Config) {
 		c.Heartbeat = 200 * time.Millisecond
 		c.PartitionMoveInterval = 200 * time.Millisecond
 		c.PartitionMoves = 8
@@ -24,11 +25,11 @@ func keeperNode(t *testing.T, name string, db *snapshot.DB, xfer string, edit fu
 			edit(c)
 		}
 	})
-	parts, err := OpenPartitions(context.Background(), db, 8)
+	parts, err := OpenPartitions(context.Background(), db.Records(), 8)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := NewPlacement(m, NewNodeList(db))
+	p := New(m, NewNodeList(db.Records()))
 	p.KeepPartitions(parts)
 	startPlacement(t, m, p, db, adapters.Options{})
 	return m, p, parts
@@ -43,17 +44,17 @@ func ownedBy(parts *Partitions) map[string]int {
 	return out
 }
 
-// TestPartitionKeeper checks K13 with real members on one metadata table:
-// the first node gets every partition at once; a second node takes half
-// and only from the first; a member without a transfer listener owns
+// TestPartitionKeeper checks cluster.K13 with real members on one metadata
+// table: the first node gets every partition at once; a second node takes
+// half and only from the first; a member without a transfer listener owns
 // none; a node stopped without a leave keeps its partitions while failed
 // (no failover), and gives them up once forgotten.
 func TestPartitionKeeper(t *testing.T) {
 	db := openTestDB(t)
 	a, _, pa := keeperNode(t, "a", db, "127.0.0.1:1", nil)
 	eventually(t, 10*time.Second, "a owns every partition", func() bool { return ownedBy(pa)[a.ID()] == 8 })
-	b, pb, partsB := keeperNode(t, "b", db, "127.0.0.1:2", func(c *Config) { c.Join = []string{a.Addr()}; c.ConfirmFailure = time.Second })
-	c, _, _ := keeperNode(t, "c", db, "", func(c *Config) { c.Join = []string{a.Addr()} })
+	b, pb, partsB := keeperNode(t, "b", db, "127.0.0.1:2", func(c *cluster.Config) { c.Join = []string{a.Addr()}; c.ConfirmFailure = time.Second })
+	c, _, _ := keeperNode(t, "c", db, "", func(c *cluster.Config) { c.Join = []string{a.Addr()} })
 	eventually(t, 20*time.Second, "a and b own 4 each, on both", func() bool {
 		for _, p := range []*Partitions{pa, partsB} {
 			o := ownedBy(p)
@@ -72,7 +73,7 @@ func TestPartitionKeeper(t *testing.T) {
 	// a stops without a leave: failed, it keeps its partitions.
 	aid := a.ID()
 	a.Close()
-	eventually(t, 30*time.Second, "b sees a failed", func() bool { n, _ := node(b, aid); return n.State == Failed })
+	eventually(t, 30*time.Second, "b sees a failed", func() bool { n, _ := node(b, aid); return n.State == cluster.Failed })
 	time.Sleep(time.Second) // several of the keeper's rounds
 	if tab, err := partsB.Refresh(context.Background()); err != nil || tab.Epoch != epoch || !slices.Equal(tab.Owners, before) {
 		t.Fatalf("a failed node's partitions moved: epoch %d (was %d) %v %v", tab.Epoch, epoch, ownedBy(partsB), err)

@@ -1,4 +1,4 @@
-package cluster
+package placement
 
 import (
 	"bytes"
@@ -11,11 +11,12 @@ import (
 	"time"
 
 	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/cluster"
 )
 
 // Handing a run to another node (adapters.L5): a POST of the hand-off to
 // the node's HTTP API, at the address it advertises in its api tag, signed
-// with the cluster credential (K8). The node starts the run and answers
+// with the cluster credential (cluster.K8). The node starts the run and answers
 // 202 with its record, or a problem whose code says whether the run may
 // go elsewhere (adapters.ErrNodeUnreachable, ErrNodeDraining) or was
 // refused as such (ErrRunInProgress, ErrAdapterNotFound, ...).
@@ -26,12 +27,12 @@ const HandOffPath = "/v1/cluster/runs"
 
 // handOffClient sends hand-offs.
 type handOffClient struct {
-	m  *Membership
+	m  *cluster.Membership
 	hc *http.Client
 }
 
-func newHandOffClient(m *Membership) *handOffClient {
-	return &handOffClient{m: m, hc: &http.Client{Timeout: m.cfg.HandOffTimeout}}
+func newHandOffClient(m *cluster.Membership) *handOffClient {
+	return &handOffClient{m: m, hc: &http.Client{Timeout: m.Config().HandOffTimeout}}
 }
 
 // HandOff asks node to start run h (adapters.Cluster).
@@ -57,7 +58,7 @@ var moveOnCodes = map[string]bool{
 
 // send posts h to node's API.
 func (c *handOffClient) send(ctx context.Context, node string, h adapters.HandOff) (adapters.RunRecord, error) {
-	n, ok := c.m.node(node)
+	n, ok := c.m.Node(node)
 	if !ok || n.Tags.API == "" {
 		return adapters.RunRecord{}, fmt.Errorf("%w: node %s is not a member with an API address", adapters.ErrNodeUnreachable, node)
 	}
@@ -65,14 +66,14 @@ func (c *handOffClient) send(ctx context.Context, node string, h adapters.HandOf
 	if err != nil {
 		return adapters.RunRecord{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.m.cfg.HandOffTimeout)
+	ctx, cancel := context.WithTimeout(ctx, c.m.Config().HandOffTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+n.Tags.API+HandOffPath, bytes.NewReader(body))
 	if err != nil {
 		return adapters.RunRecord{}, fmt.Errorf("%w: node %s: %v", adapters.ErrNodeUnreachable, node, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if err := c.m.SignRequest(req, body); err != nil && !errors.Is(err, ErrNoGossipKey) {
+	if err := c.m.SignRequest(req, body); err != nil && !errors.Is(err, cluster.ErrNoGossipKey) {
 		return adapters.RunRecord{}, err
 	}
 	start := time.Now()
@@ -90,7 +91,7 @@ func (c *handOffClient) send(ctx context.Context, node string, h adapters.HandOf
 		if err := json.Unmarshal(b, &rec); err != nil {
 			return adapters.RunRecord{}, fmt.Errorf("node %s took run %s but its answer does not decode: %v", node, h.RunID, err)
 		}
-		c.m.log.Debug("run handed off", "node", node, "run", h.RunID, "adapter", h.Adapter, "took", time.Since(start))
+		c.m.Logger().Debug("run handed off", "node", node, "run", h.RunID, "adapter", h.Adapter, "took", time.Since(start))
 		return rec, nil
 	}
 	var p problem

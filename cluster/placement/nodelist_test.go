@@ -1,4 +1,4 @@
-package cluster
+package placement
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/snapstore/snapstore/adapters"
 	"github.com/snapstore/snapstore/api"
+	"github.com/snapstore/snapstore/cluster"
 	"github.com/snapstore/snapstore/snapshot"
 	"github.com/snapstore/snapstore/store/pebble"
 )
@@ -38,9 +39,9 @@ func openTestDB(t *testing.T) *snapshot.DB {
 // declines writes nothing; forget deletes the entry whatever it holds.
 func TestNodeList_Update(t *testing.T) {
 	ctx := context.Background()
-	l := NewNodeList(openTestDB(t))
-	if err := l.update(ctx, "n1", func(r *NodeRecord, exists bool) bool {
-		*r = NodeRecord{Addr: "127.0.0.1:7946", Weight: 100, State: Active, Config: map[string]string{}}
+	l := NewNodeList(openTestDB(t).Records())
+	if err := l.update(ctx, "n1", func(r *cluster.NodeRecord, exists bool) bool {
+		*r = cluster.NodeRecord{Addr: "127.0.0.1:7946", Weight: 100, State: cluster.Active, Config: map[string]string{}}
 		return !exists
 	}); err != nil {
 		t.Fatal(err)
@@ -50,7 +51,7 @@ func TestNodeList_Update(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := l.update(ctx, "n1", func(r *NodeRecord, _ bool) bool {
+			err := l.update(ctx, "n1", func(r *cluster.NodeRecord, _ bool) bool {
 				if r.Config == nil {
 					r.Config = map[string]string{}
 				}
@@ -64,10 +65,10 @@ func TestNodeList_Update(t *testing.T) {
 	}
 	wg.Wait()
 	es, err := l.Nodes(ctx)
-	if err != nil || len(es) != 1 || len(es["n1"].rec.Config) != 8 || es["n1"].rec.ID != "n1" || es["n1"].rec.State != Active {
+	if err != nil || len(es) != 1 || len(es["n1"].rec.Config) != 8 || es["n1"].rec.ID != "n1" || es["n1"].rec.State != cluster.Active {
 		t.Fatalf("after 8 concurrent updates: %+v %v", es, err)
 	}
-	if err := l.update(ctx, "n1", func(r *NodeRecord, _ bool) bool { r.Weight = 1; return false }); err != nil {
+	if err := l.update(ctx, "n1", func(r *cluster.NodeRecord, _ bool) bool { r.Weight = 1; return false }); err != nil {
 		t.Fatal(err)
 	}
 	if e, _ := l.read(ctx, "n1"); e.rec.Weight != 100 {
@@ -86,15 +87,15 @@ func TestNodeList_Update(t *testing.T) {
 
 // nodeWithList opens a member whose placement keeps the node list of db,
 // with an adapters service over db holding the config adapters ads.
-func nodeWithList(t *testing.T, name string, db *snapshot.DB, ads []string, edit func(*Config)) (*Membership, *Placement) {
+func nodeWithList(t *testing.T, name string, db *snapshot.DB, ads []string, edit func(*cluster.Config)) (*cluster.Membership, *Placement) {
 	t.Helper()
-	m := openNode(t, name, t.TempDir(), func(c *Config) {
+	m := openNode(t, name, t.TempDir(), func(c *cluster.Config) {
 		c.Heartbeat = 200 * time.Millisecond
 		if edit != nil {
 			edit(c)
 		}
 	})
-	p := NewPlacement(m, NewNodeList(db))
+	p := New(m, NewNodeList(db.Records()))
 	// One connection, defined alike on every node; never opened here.
 	conns := []api.Connection{{Name: "src", Type: "sqlite", Options: map[string]any{"path": "/nonexistent/src.db"}}}
 	var specs []api.Adapter
@@ -107,7 +108,7 @@ func nodeWithList(t *testing.T, name string, db *snapshot.DB, ads []string, edit
 
 // startPlacement starts p with an adapters service on db (opts, with p as
 // its cluster), closed at the end of the test, and declares m active.
-func startPlacement(t *testing.T, m *Membership, p *Placement, db *snapshot.DB, opts adapters.Options) {
+func startPlacement(t *testing.T, m *cluster.Membership, p *Placement, db *snapshot.DB, opts adapters.Options) {
 	t.Helper()
 	opts.Cluster = p
 	svc, err := adapters.New(context.Background(), db, opts)
@@ -118,23 +119,23 @@ func startPlacement(t *testing.T, m *Membership, p *Placement, db *snapshot.DB, 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close(); svc.Close(context.Background()) })
-	if err := m.SetState(Active); err != nil {
+	if err := m.SetState(cluster.Active); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// TestNodeList_Cluster checks K11 and K12 with real members on one
-// metadata table: each writes its entry; a config adapter defined
-// differently on two nodes, and one defined on one node only, are
-// reported by both; a member stopped without a leave is recorded failed
-// by the other once confirmed; a node that starts again counts the node
-// of the list it does not hear from as failing, in its recorded state
-// (it keeps its share) until the confirmation delay makes it failed; the
+// TestNodeList_Cluster checks cluster.K11 and cluster.K12 with real
+// members on one metadata table: each writes its entry; a config adapter
+// defined differently on two nodes, and one defined on one node only, are
+// reported by both; a member stopped without a leave is recorded failed by
+// the other once confirmed; a node that starts again counts the node of
+// the list it does not hear from as failing, in its recorded state (it
+// keeps its share) until the confirmation delay makes it failed; the
 // single node stays on a failed node of the list and moves once it is
 // forgotten, which deletes its entry.
 func TestNodeList_Cluster(t *testing.T) {
 	db := openTestDB(t)
-	// Ids written before the first start (K1), chosen so that a is the
+	// Ids written before the first start (cluster.K1), chosen so that a is the
 	// single node of a and b.
 	var ids []string
 	for i := 0; ids == nil; i++ {
@@ -143,16 +144,18 @@ func TestNodeList_Cluster(t *testing.T) {
 			ids = []string{c[0].ID, c[1].ID}
 		}
 	}
-	withID := func(id string) func(*Config) {
-		return func(c *Config) { writeID(t, c.DataDir, id) }
+	withID := func(id string) func(*cluster.Config) {
+		return func(c *cluster.Config) { writeID(t, c.DataDir, id) }
 	}
 	a, pa := nodeWithList(t, "a", db, []string{"xitems", "yitems"}, withID(ids[0]))
-	b, pb := nodeWithList(t, "b", db, []string{"xother", "zitems"}, func(c *Config) {
+	b, pb := nodeWithList(t, "b", db, []string{"xother", "zitems"}, func(c *cluster.Config) {
 		writeID(t, c.DataDir, ids[1])
 		c.Join = []string{a.Addr()}
 		c.ConfirmFailure = time.Second
 	})
-	eventually(t, 20*time.Second, "a and b active", func() bool { return allSee([]*Membership{a, b}, slices.Sorted(slices.Values(ids)), Active) })
+	eventually(t, 20*time.Second, "a and b active", func() bool {
+		return allSee([]*cluster.Membership{a, b}, slices.Sorted(slices.Values(ids)), cluster.Active)
+	})
 	want := []Mismatch{
 		{Kind: "adapter", Name: "x", Problem: "differs", Nodes: slices.Sorted(slices.Values(ids))},
 		{Kind: "adapter", Name: "y", Problem: "missing", Nodes: []string{a.ID()}},
@@ -163,7 +166,7 @@ func TestNodeList_Cluster(t *testing.T) {
 	})
 	eventually(t, 10*time.Second, "a reads b's entry, active", func() bool {
 		r, ok := pa.Recorded(b.ID())
-		return ok && r.State == Active && r.API != "" && len(r.Config) == 3
+		return ok && r.State == cluster.Active && r.API != "" && len(r.Config) == 3
 	})
 
 	// a stops without a leave: b records it failed.
@@ -172,23 +175,23 @@ func TestNodeList_Cluster(t *testing.T) {
 	a.Close()
 	eventually(t, 30*time.Second, "b records a failed", func() bool {
 		r, ok := pb.Recorded(aid)
-		return ok && r.State == Failed
+		return ok && r.State == cluster.Failed
 	})
 
 	// b stops too, as after a crash, and starts again: it does not hear
 	// from a, which counts as active (failing) for the delay, then failed.
-	bdir := b.cfg.DataDir
+	bdir := b.Config().DataDir
 	pb.Close()
 	b.Close()
 	ghostHeard := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	if err := NewNodeList(db).update(context.Background(), "ghost", func(r *NodeRecord, _ bool) bool {
-		*r = NodeRecord{Addr: "127.0.0.1:1", API: "127.0.0.1:2", Weight: 100, State: Active, LastHeard: ghostHeard, Incarnation: "00"}
+	if err := NewNodeList(db.Records()).update(context.Background(), "ghost", func(r *cluster.NodeRecord, _ bool) bool {
+		*r = cluster.NodeRecord{Addr: "127.0.0.1:1", API: "127.0.0.1:2", Weight: 100, State: cluster.Active, LastHeard: ghostHeard, Incarnation: "00"}
 		return true
 	}); err != nil {
 		t.Fatal(err)
 	}
-	b2 := openNode(t, "b2", bdir, func(c *Config) { c.ConfirmFailure = time.Second; c.Heartbeat = 200 * time.Millisecond })
-	pb2 := NewPlacement(b2, NewNodeList(db))
+	b2 := openNode(t, "b2", bdir, func(c *cluster.Config) { c.ConfirmFailure = time.Second; c.Heartbeat = 200 * time.Millisecond })
+	pb2 := New(b2, NewNodeList(db.Records()))
 	svc, err := adapters.New(context.Background(), db, adapters.Options{Cluster: pb2})
 	if err != nil {
 		t.Fatal(err)
@@ -199,15 +202,15 @@ func TestNodeList_Cluster(t *testing.T) {
 	}
 	defer pb2.Close()
 	n, ok := node(b2, aid)
-	if !ok || n.State != Failed {
+	if !ok || n.State != cluster.Failed {
 		t.Errorf("a, recorded failed, as b sees it after its restart: %+v %v", n, ok)
 	}
 	g, ok := node(b2, "ghost")
-	if !ok || g.State != Active || g.FailingSince.IsZero() || !g.LastHeard.Equal(ghostHeard) {
+	if !ok || g.State != cluster.Active || g.FailingSince.IsZero() || !g.LastHeard.Equal(ghostHeard) {
 		t.Errorf("the ghost, recorded active, as b sees it after its restart: %+v %v", g, ok)
 	}
-	eventually(t, 10*time.Second, "the ghost failed after the delay", func() bool { g, _ := node(b2, "ghost"); return g.State == Failed })
-	b2.SetState(Active)
+	eventually(t, 10*time.Second, "the ghost failed after the delay", func() bool { g, _ := node(b2, "ghost"); return g.State == cluster.Failed })
+	b2.SetState(cluster.Active)
 	if err := pb2.Forget(context.Background(), "ghost"); err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +223,7 @@ func TestNodeList_Cluster(t *testing.T) {
 	if _, ok := pb2.Recorded(aid); ok {
 		t.Error("a's entry kept after the forget")
 	}
-	if es, _ := NewNodeList(db).Nodes(context.Background()); len(es) != 1 {
+	if es, _ := NewNodeList(db.Records()).Nodes(context.Background()); len(es) != 1 {
 		t.Errorf("entries after the forget: %d", len(es))
 	}
 	if _, ok := node(b2, aid); ok {
@@ -232,10 +235,10 @@ func TestNodeList_Cluster(t *testing.T) {
 	})
 }
 
-// writeID writes node id id into dir before the first start (K1).
+// writeID writes node id id into dir before the first start (cluster.K1).
 func writeID(t *testing.T, dir, id string) {
 	t.Helper()
-	if err := os.WriteFile(filepath.Join(dir, nodeIDFile), []byte(id+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, cluster.NodeIDFile), []byte(id+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,4 +1,4 @@
-package cluster
+package partitionrun
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/cluster"
+	"github.com/snapstore/snapstore/cluster/placement"
 	"github.com/snapstore/snapstore/cluster/transfer"
 	"github.com/snapstore/snapstore/snapshot"
 	"github.com/snapstore/snapstore/store/pebble"
@@ -36,7 +38,7 @@ func (b *peerBook) Lookup(id string) (string, bool) {
 type partitionNode struct {
 	id   string
 	db   *snapshot.DB
-	runs *Partitioned
+	runs *Runs
 	xfr  *transfer.Transport
 }
 
@@ -72,11 +74,11 @@ func partitionNodes(t *testing.T, ownerWait time.Duration) (a, b *partitionNode)
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { db.Close() })
-		table, err := OpenPartitions(ctx, db, 8)
+		table, err := placement.OpenPartitions(ctx, db.Records(), 8)
 		if err != nil {
 			t.Fatal(err)
 		}
-		runs, err := NewPartitioned(PartitionedConfig{Self: id, Incarnation: "i-" + id, DB: db, Table: table, OwnerWait: ownerWait, BatchRows: 50})
+		runs, err := New(Config{Self: id, Incarnation: "i-" + id, DB: db, Table: table, OwnerWait: ownerWait, BatchRows: 50})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,7 +102,7 @@ func partitionNodes(t *testing.T, ownerWait time.Duration) (a, b *partitionNode)
 		book.mu.Unlock()
 		nodes = append(nodes, &partitionNode{id: id, db: db, runs: runs, xfr: xfr})
 	}
-	both := []PlacementNode{{ID: "node-a", Weight: 1, State: Active}, {ID: "node-b", Weight: 1, State: Active}}
+	both := []placement.Member{{ID: "node-a", Weight: 1, State: cluster.Active}, {ID: "node-b", Weight: 1, State: cluster.Active}}
 	if _, err := nodes[0].runs.cfg.Table.Step(ctx, both, 0, "node-a", time.Now()); err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,13 @@
-package cluster
+package placement
 
 import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
+
+	"github.com/snapstore/snapstore/cluster"
 )
 
 // randomIDs returns n node ids as newNodeID makes them, from a seeded
@@ -22,17 +25,17 @@ func randomIDs(r *rand.Rand, n int) []string {
 	return ids
 }
 
-func activeNodes(ids []string) []PlacementNode {
-	ns := make([]PlacementNode, len(ids))
+func activeNodes(ids []string) []Member {
+	ns := make([]Member, len(ids))
 	for i, id := range ids {
-		ns[i] = PlacementNode{ID: id, Weight: DefaultWeight, State: Active}
+		ns[i] = Member{ID: id, Weight: cluster.DefaultWeight, State: cluster.Active}
 	}
 	return ns
 }
 
 // settle applies Rebalance until it moves nothing, and returns the table
 // and every move made.
-func settle(t *testing.T, owners []string, nodes []PlacementNode) ([]string, []Move) {
+func settle(t *testing.T, owners []string, nodes []Member) ([]string, []Move) {
 	t.Helper()
 	var all []Move
 	for range 100 {
@@ -57,7 +60,7 @@ func loads(owners []string) map[string]int {
 }
 
 // checkBalanced checks that every node holds floor or ceil of its quota.
-func checkBalanced(t *testing.T, what string, owners []string, nodes []PlacementNode) {
+func checkBalanced(t *testing.T, what string, owners []string, nodes []Member) {
 	t.Helper()
 	total := 0
 	for _, n := range nodes {
@@ -117,7 +120,7 @@ func TestRebalance_JoinAndLeaveMoveAtMostAShare(t *testing.T) {
 						rest = append(rest, id)
 					}
 				}
-				stopped := append(activeNodes(rest), PlacementNode{ID: gone, Weight: DefaultWeight, State: Left})
+				stopped := append(activeNodes(rest), Member{ID: gone, Weight: cluster.DefaultWeight, State: cluster.Left})
 				if ms := Rebalance(joined, stopped, 0); len(ms) != 0 {
 					t.Fatalf("%s: a node that left (a restart) loses %d partitions", what, len(ms))
 				}
@@ -149,16 +152,16 @@ func TestRebalance_FailedKeepsDrainingGives(t *testing.T) {
 	owners, _ := settle(t, make([]string, 64), nodes)
 
 	failed := activeNodes(ids)
-	failed[1].State = Failed
+	failed[1].State = cluster.Failed
 	if ms := Rebalance(owners, failed, 0); len(ms) != 0 {
 		t.Fatalf("a failed node's partitions move: %v", ms)
 	}
-	joining := append(activeNodes(ids), PlacementNode{ID: "node-e", Weight: DefaultWeight, State: Joining})
+	joining := append(activeNodes(ids), Member{ID: "node-e", Weight: cluster.DefaultWeight, State: cluster.Joining})
 	if ms := Rebalance(owners, joining, 0); len(ms) != 0 {
 		t.Fatalf("a joining node takes partitions: %v", ms)
 	}
 	draining := activeNodes(ids)
-	draining[2].State = Draining
+	draining[2].State = cluster.Draining
 	drained, moves := settle(t, owners, draining)
 	if l := loads(drained); l["node-c"] != 0 || len(moves) != loads(owners)["node-c"] {
 		t.Fatalf("draining node-c: it holds %d after, %d moved of its %d", l["node-c"], len(moves), loads(owners)["node-c"])
@@ -176,7 +179,7 @@ func TestRebalance_FailedKeepsDrainingGives(t *testing.T) {
 // converges over steps to the same balance, and partitions without an
 // owner come first.
 func TestRebalance_WeightsAndRateLimit(t *testing.T) {
-	nodes := []PlacementNode{{ID: "a", Weight: 100, State: Active}, {ID: "b", Weight: 200, State: Active}, {ID: "c", Weight: 300, State: Active}}
+	nodes := []Member{{ID: "a", Weight: 100, State: cluster.Active}, {ID: "b", Weight: 200, State: cluster.Active}, {ID: "c", Weight: 300, State: cluster.Active}}
 	owners, _ := settle(t, make([]string, 600), nodes)
 	if l := loads(owners); l["a"] != 100 || l["b"] != 200 || l["c"] != 300 {
 		t.Fatalf("loads %v, want 100, 200, 300", l)
@@ -188,7 +191,7 @@ func TestRebalance_WeightsAndRateLimit(t *testing.T) {
 	for p := range 10 {
 		owners[p*7] = ""
 	}
-	nodes = append(nodes, PlacementNode{ID: "d", Weight: 600, State: Active})
+	nodes = append(nodes, Member{ID: "d", Weight: 600, State: cluster.Active})
 	steps := 0
 	for {
 		ms := Rebalance(owners, nodes, 8)
@@ -212,4 +215,13 @@ func TestRebalance_WeightsAndRateLimit(t *testing.T) {
 	if l := loads(owners); l["d"] != 300 || steps < 300/8 {
 		t.Fatalf("d holds %d after %d steps", l["d"], steps)
 	}
+}
+
+// Apply returns owners after moves.
+func Apply(owners []string, moves []Move) []string {
+	out := slices.Clone(owners)
+	for _, m := range moves {
+		out[m.Partition] = m.To
+	}
+	return out
 }

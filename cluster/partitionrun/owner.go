@@ -1,4 +1,4 @@
-package cluster
+package partitionrun
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/snapstore/snapstore/snapshot"
 )
 
-// The owner's side of partitioned runs (K14): the transfer.Handler that
+// The owner's side of partitioned runs (cluster.K14): the transfer.Handler that
 // applies the batches of the partitions this node owns at a run's epoch.
 // A stream (origin, run, partition) gets a snapshot.PartitionWriter at
 // its first batch, which every batch feeds in order and its END finishes,
@@ -34,7 +34,7 @@ type ownedStream struct {
 }
 
 // Apply applies one batch of a stream (transfer.Handler).
-func (p *Partitioned) Apply(ctx context.Context, from string, b *transfer.Batch) transfer.Outcome {
+func (p *Runs) Apply(ctx context.Context, from string, b *transfer.Batch) transfer.Outcome {
 	p.sweep()
 	rec, err := p.readRecord(ctx, b.RunKey)
 	if err != nil {
@@ -94,7 +94,7 @@ func (p *Partitioned) Apply(ctx context.Context, from string, b *transfer.Batch)
 
 // applyRows puts b's rows into the stream's writer and, for an END,
 // finishes it and answers with the report.
-func (p *Partitioned) applyRows(ctx context.Context, st *ownedStream, rec *runRecord, b *transfer.Batch) transfer.Outcome {
+func (p *Runs) applyRows(ctx context.Context, st *ownedStream, rec *runRecord, b *transfer.Batch) transfer.Outcome {
 	if len(b.Rows) > 0 && !slices.EqualFunc(b.Columns, rec.Schema.Columns, func(n string, c snapshot.Column) bool { return n == c.Name }) {
 		return transfer.NotApplied(transfer.CodeRefused, fmt.Sprintf("the batch's columns %v are not the run's schema", b.Columns))
 	}
@@ -137,7 +137,7 @@ func (p *Partitioned) applyRows(ctx context.Context, st *ownedStream, rec *runRe
 // written counts and logs a partition this node wrote and reported, for
 // a run coordinated by origin (where: local, the coordinator is this
 // node; remote, another).
-func (p *Partitioned) written(dataset string, txn int64, origin, where string, rep snapshot.PartitionReport) {
+func (p *Runs) written(dataset string, txn int64, origin, where string, rep snapshot.PartitionReport) {
 	p.partsReported.WithLabelValues(where).Inc()
 	p.log.Debug("partition written", "dataset", dataset, "txn", txn, "partition", rep.Partition, "origin", origin,
 		"rows", rep.Stats.Rows, "inserted", rep.Stats.Inserted, "updated", rep.Stats.Updated, "deleted", rep.Stats.Deleted)
@@ -145,7 +145,7 @@ func (p *Partitioned) written(dataset string, txn int64, origin, where string, r
 
 // Done drops what this node keeps of a run that is over
 // (transfer.Handler).
-func (p *Partitioned) Done(origin string, run transfer.RunKey, committed bool) {
+func (p *Runs) Done(origin string, run transfer.RunKey, committed bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.records, run)
@@ -159,7 +159,7 @@ func (p *Partitioned) Done(origin string, run transfer.RunKey, committed bool) {
 
 // sweep drops the streams nothing was heard of for OwnerWait: their
 // coordinator died or gave up without a DONE reaching this node.
-func (p *Partitioned) sweep() {
+func (p *Runs) sweep() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := time.Now()

@@ -1,4 +1,4 @@
-package cluster
+package partitionrun
 
 import (
 	"context"
@@ -11,19 +11,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/cluster/placement"
 	"github.com/snapstore/snapstore/cluster/transfer"
 	"github.com/snapstore/snapstore/snapshot"
 )
-
-// Partitioned runs (K14; docs/rfcs/20261202_partitioned_runs.md): a run
-// of a partition-by-key adapter reads its source once on its coordinator,
-// which sends each row to the owner of its partition at the epoch of the
-// partition table the run began at; the owners compare and write their
-// partitions (snapshot.PartitionWriter) and report with the ACK of each
-// stream's END; the coordinator commits with the sum of the reports.
-// Partitioned is both sides on one node: the coordinator
-// (partitionrun.go, adapters.Partitioner) and the owner
-// (partitionowner.go, transfer.Handler).
 
 // The run record: one record of the metadata table per dataset (kind
 // runRecordKind, name the dataset), written by the coordinator before it
@@ -53,13 +44,13 @@ type runRecord struct {
 // cannot be reached before it fails.
 const DefaultOwnerWait = 10 * time.Minute
 
-// PartitionedConfig configures a node's partitioned runs.
-type PartitionedConfig struct {
-	// Self and Incarnation are this node's id and process (K1).
+// Config configures a node's partitioned runs.
+type Config struct {
+	// Self and Incarnation are this node's id and process (cluster.K1).
 	Self, Incarnation string
 	DB                *snapshot.DB
-	// Table is the partition table (Partitions).
-	Table *Partitions
+	// Table is the partition table (placement.Partitions).
+	Table *placement.Partitions
 	// OwnerWait is how long a run waits for an owner that cannot be
 	// reached, in a row, before it fails; an owner also drops the state
 	// of a run it heard nothing of for as long. Default DefaultOwnerWait.
@@ -72,10 +63,10 @@ type PartitionedConfig struct {
 	Registerer prometheus.Registerer
 }
 
-// Partitioned is a node's side of partitioned runs. Safe for concurrent
+// Runs is a node's side of partitioned runs. Safe for concurrent
 // use.
-type Partitioned struct {
-	cfg PartitionedConfig
+type Runs struct {
+	cfg Config
 	log *slog.Logger
 	xfr *transfer.Transport // set once by SetTransport, before any run
 
@@ -89,12 +80,12 @@ type Partitioned struct {
 	runs          *prometheus.CounterVec
 }
 
-var _ adapters.Partitioner = (*Partitioned)(nil)
-var _ transfer.Handler = (*Partitioned)(nil)
+var _ adapters.Partitioner = (*Runs)(nil)
+var _ transfer.Handler = (*Runs)(nil)
 
-// NewPartitioned returns the partitioned runs of a node; give it its
+// New returns the partitioned runs of a node; give it its
 // transport with SetTransport, after transfer.Open with it as Handler.
-func NewPartitioned(cfg PartitionedConfig) (*Partitioned, error) {
+func New(cfg Config) (*Runs, error) {
 	if cfg.OwnerWait <= 0 {
 		cfg.OwnerWait = DefaultOwnerWait
 	}
@@ -108,7 +99,7 @@ func NewPartitioned(cfg PartitionedConfig) (*Partitioned, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Partitioned{cfg: cfg, log: log.With("component", "partitioned"),
+	p := &Runs{cfg: cfg, log: log.With("component", "partitioned"),
 		streams: map[ownerStream]*ownedStream{}, records: map[transfer.RunKey]*runRecord{},
 		rowsApplied: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "snapstore_cluster_partition_rows_applied_total",
@@ -135,10 +126,10 @@ func NewPartitioned(cfg PartitionedConfig) (*Partitioned, error) {
 
 // SetTransport gives p the node's transport; call it once, before the
 // node takes runs.
-func (p *Partitioned) SetTransport(t *transfer.Transport) { p.xfr = t }
+func (p *Runs) SetTransport(t *transfer.Transport) { p.xfr = t }
 
 // readRecord returns the run record of run, cached per run.
-func (p *Partitioned) readRecord(ctx context.Context, run transfer.RunKey) (*runRecord, error) {
+func (p *Runs) readRecord(ctx context.Context, run transfer.RunKey) (*runRecord, error) {
 	p.mu.Lock()
 	rec := p.records[run]
 	p.mu.Unlock()
@@ -170,7 +161,7 @@ func (p *Partitioned) readRecord(ctx context.Context, run transfer.RunKey) (*run
 var errRunGone = errors.New("the run is over")
 
 // writeRecord writes the run record of rec's dataset.
-func (p *Partitioned) writeRecord(ctx context.Context, dataset string, rec *runRecord) error {
+func (p *Runs) writeRecord(ctx context.Context, dataset string, rec *runRecord) error {
 	raw, err := json.Marshal(rec)
 	if err != nil {
 		return err
