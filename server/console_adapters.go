@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/snapstore/snapstore/adapters"
 	"github.com/snapstore/snapstore/snapshot"
@@ -156,15 +155,12 @@ func (f adapterFields) spec() (adapters.AdapterSpec, error) {
 	return in.spec(), nil
 }
 
-// formDuration reads a duration field as the API does: Go duration text,
-// "" or "0" for none, never negative.
+// formDuration reads a duration field as the API does
+// (adapters.ParseDuration): "" or "0" for none, never negative.
 func formDuration(field, s string) (duration, error) {
-	if s == "" || s == "0" {
-		return 0, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, badField(field, "want a duration such as 90s or 36h, got %q", s)
+	d, err := adapters.ParseDuration(s)
+	if err != nil {
+		return 0, badField(field, "%v, got %q", err, s)
 	}
 	return duration(d), nil
 }

@@ -5,11 +5,13 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/snapstore/snapstore/adapters"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
 // duration is a time.Duration written in JSON as Go duration text ("36h",
-// "90s"); "" and "0" mean zero.
+// "90s"), read as adapters.ParseDuration reads it (also "30d"); "" and "0"
+// mean zero.
 type duration time.Duration
 
 // MarshalJSON writes the duration text, "0s" for zero.
@@ -26,12 +28,8 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return bad
 	}
-	if s == "" || s == "0" {
-		*d = 0
-		return nil
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil || v < 0 {
+	v, err := adapters.ParseDuration(s)
+	if err != nil {
 		return bad
 	}
 	*d = duration(v)
