@@ -36,6 +36,36 @@ run: build examples/shop.db ## build and start snapstore on ./data with the samp
 reset-sample: ## forget the sample: delete ./data and examples/shop.db (stop `make run` first)
 	rm -rf data examples/shop.db examples/shop.db-*
 
+# make dist: one reproducible archive per platform in $(DISTDIR), with
+# SHA256SUMS. The same commit, VERSION and Go toolchain give the same bytes:
+# -trimpath and no VCS stamp in the binary, the tar's entries sorted with
+# mtime SOURCE_DATE_EPOCH (the commit's time), owner 0 and fixed modes, and
+# gzip without a name or time. GNU tar is needed (gtar on macOS).
+DISTDIR ?= dist
+DIST_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+DIST_FILES := LICENSE README.md CHANGELOG.md docs/snapstore.sample.yaml examples/snapstore.service
+TAR ?= $(shell command -v gtar 2>/dev/null || echo tar)
+
+.PHONY: dist
+dist: ## reproducible release archives (linux, darwin; amd64, arm64) in dist/ with SHA256SUMS (VERSION=v1.2.3)
+	@$(TAR) --version 2>/dev/null | grep -q 'GNU tar' || { echo "make dist: needs GNU tar (on macOS: brew install gnu-tar)"; exit 1; }
+	@case "$(VERSION)" in *[!A-Za-z0-9._+-]*|"") echo "make dist: VERSION $(VERSION) has characters a file name should not"; exit 1;; esac
+	rm -rf $(DISTDIR) && mkdir -p $(DISTDIR)
+	set -e; for p in $(DIST_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; name=snapstore-$(VERSION)-$$os-$$arch; stage=$(DISTDIR)/.stage/$$name; \
+		mkdir -p $$stage; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -buildvcs=false \
+			-ldflags "-s -w -X main.version=$(VERSION)" -o $$stage/snapstore ./cmd/snapstore; \
+		chmod 0755 $$stage/snapstore; \
+		for f in $(DIST_FILES); do install -m 0644 $$f $$stage/$$(basename $$f); done; \
+		$(TAR) --format=ustar --sort=name --mtime=@$(SOURCE_DATE_EPOCH) --owner=0 --group=0 --numeric-owner \
+			--mode=u+rwX,go+rX,go-w -C $(DISTDIR)/.stage -cf - $$name | gzip -n -9 > $(DISTDIR)/$$name.tar.gz; \
+	done
+	rm -rf $(DISTDIR)/.stage
+	cd $(DISTDIR) && if command -v sha256sum >/dev/null; then sha256sum *.tar.gz; else shasum -a 256 *.tar.gz; fi > SHA256SUMS
+	@cat $(DISTDIR)/SHA256SUMS
+
 .PHONY: install
 install: ## go install the snapstore binary
 	$(GO) install ./cmd/snapstore

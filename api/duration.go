@@ -2,12 +2,16 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
+	"math"
 	"reflect"
+	"strconv"
+	"strings"
 	"time"
 )
 
-// Duration is a time.Duration written as Go duration text ("36h", "90s");
-// "" and "0" mean zero, and it is never negative. In JSON a number is
+// Duration is a time.Duration written as duration text ("36h", "90s",
+// "30d": ParseDuration); "" and "0" mean zero, and it is never negative. In JSON a number is
 // refused, so that no one guesses the unit.
 type Duration time.Duration
 
@@ -28,23 +32,42 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return bad
 	}
-	v, ok := ParseDuration(s)
-	if !ok {
+	v, err := ParseDuration(s)
+	if err != nil {
 		return bad
 	}
 	*d = v
 	return nil
 }
 
-// ParseDuration parses duration text: Go's syntax (30s, 24h, 0), "" for
-// zero, never negative.
-func ParseDuration(s string) (Duration, bool) {
+// Day is the length of the "d" unit of ParseDuration: 24 hours, whatever
+// the calendar (retention counts elapsed time, not dates).
+const Day = 24 * time.Hour
+
+// ParseDuration parses a duration of a definition (a retention TTL, a
+// timeout): Go's syntax ("90s", "36h", "1h30m"), optionally after a whole
+// number of days ("30d", "1d12h"), which is what people write for
+// retention. "" and "0" are zero; negative durations and bare numbers
+// other than 0 are refused, so that nobody guesses the unit.
+func ParseDuration(s string) (Duration, error) {
 	if s == "" || s == "0" {
-		return 0, true
+		return 0, nil
+	}
+	bad := errors.New("want a duration such as 90s, 36h or 30d")
+	var d time.Duration
+	if days, rest, ok := strings.Cut(s, "d"); ok {
+		n, err := strconv.ParseUint(days, 10, 16)
+		if err != nil {
+			return 0, bad
+		}
+		d = time.Duration(n) * Day
+		if s = rest; s == "" {
+			return Duration(d), nil
+		}
 	}
 	v, err := time.ParseDuration(s)
-	if err != nil || v < 0 {
-		return 0, false
+	if err != nil || v < 0 || strings.HasPrefix(s, "+") || v > math.MaxInt64-d {
+		return 0, bad
 	}
-	return Duration(v), true
+	return Duration(d + v), nil
 }

@@ -34,3 +34,32 @@ func TestDuration_JSON(t *testing.T) {
 		t.Errorf("%s %v", b, err)
 	}
 }
+
+func TestParseDuration(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want time.Duration
+	}{
+		{"", 0},
+		{"0", 0},
+		{"0s", 0},
+		{"90s", 90 * time.Second},
+		{"1h30m", 90 * time.Minute},
+		{"1.5h", 90 * time.Minute},
+		{"250ms", 250 * time.Millisecond},
+		{"30d", 30 * 24 * time.Hour},
+		{"0d", 0},
+		{"1d12h", 36 * time.Hour},
+		{"7d1h30m", 7*24*time.Hour + 90*time.Minute},
+	} {
+		got, err := ParseDuration(c.in)
+		if err != nil || got != Duration(c.want) {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v", c.in, got, err, c.want)
+		}
+	}
+	for _, in := range []string{"3600", "-1s", "-1d", "+1d", "d", "1.5d", "1d-1h", "1d+1h", "1h1d", "1dd", "1d1d", "day", "30 d", "99999999d", "65535d2000000h"} {
+		if got, err := ParseDuration(in); err == nil {
+			t.Errorf("ParseDuration(%q) = %v, want an error", in, got)
+		}
+	}
+}

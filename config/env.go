@@ -129,7 +129,7 @@ func setScalar(v reflect.Value, val, path string) error {
 	case isDuration(v.Type()):
 		d, ok := parseDuration(val)
 		if !ok {
-			return &KeyError{Key: path, Msg: fmt.Sprintf("want a duration such as 30s, got %q", val)}
+			return &KeyError{Key: path, Msg: fmt.Sprintf("want a duration such as 30s, 24h or 30d, got %q", val)}
 		}
 		v.SetInt(int64(d))
 	case v.Kind() == reflect.String:

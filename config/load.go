@@ -218,12 +218,12 @@ func decodeNode(n *yaml.Node, v reflect.Value, path string, errs *[]error, lines
 		v.FieldByName("Backend").SetString(n.Value)
 	case isDuration(v.Type()):
 		if n.Kind != yaml.ScalarNode {
-			bad("want a duration such as 30s or 24h")
+			bad("want a duration such as 30s, 24h or 30d")
 			return
 		}
 		d, ok := parseDuration(n.Value)
 		if !ok {
-			bad("want a non-negative duration such as 30s or 24h, got %q", n.Value)
+			bad("want a non-negative duration such as 30s, 24h or 30d, got %q", n.Value)
 			return
 		}
 		v.SetInt(int64(d))
@@ -312,11 +312,12 @@ func yamlKey(f reflect.StructField) string {
 	return k
 }
 
-// parseDuration parses a duration of the configuration: Go's syntax (30s,
-// 24h, 0), never negative.
+// parseDuration parses a duration of the configuration as every
+// definition's duration is parsed (api.ParseDuration: 30s, 24h, 30d, 0),
+// never negative.
 func parseDuration(s string) (time.Duration, bool) {
-	d, err := time.ParseDuration(s)
-	return d, err == nil && d >= 0
+	d, err := api.ParseDuration(s)
+	return time.Duration(d), err == nil
 }
 
 // JoinKey appends key k to a key path.

@@ -52,7 +52,7 @@ func decodeBody(c echo.Context, v any, required bool) error {
 		case errors.As(err, &te):
 			want := te.Type.String()
 			if te.Type == reflect.TypeFor[api.Duration]() {
-				want = `a duration such as "24h" or "90s"`
+				want = `a duration such as "24h", "90s" or "30d"`
 			}
 			return badField("body."+te.Field, "want %s, got %s", want, te.Value)
 		case strings.HasPrefix(err.Error(), "json: unknown field "):

@@ -156,12 +156,12 @@ func (f adapterFields) spec() (api.Adapter, error) {
 	return in, nil
 }
 
-// formDuration reads a duration field as the API does: Go duration text,
-// "" or "0" for none, never negative.
+// formDuration reads a duration field as the API does
+// (api.ParseDuration): "" or "0" for none, never negative.
 func formDuration(field, s string) (api.Duration, error) {
-	d, ok := api.ParseDuration(s)
-	if !ok {
-		return 0, badField(field, "want a duration such as 90s or 36h, got %q", s)
+	d, err := api.ParseDuration(s)
+	if err != nil {
+		return 0, badField(field, "%v, got %q", err, s)
 	}
 	return d, nil
 }

@@ -251,7 +251,7 @@ func TestConsole_Forms(t *testing.T) {
 	if body = wantStatus(t, "bad ttl", b.post("/ui/adapters", form), http.StatusBadRequest); !strings.Contains(body, "retention.ttl") {
 		t.Errorf("bad ttl form:\n%s", body)
 	}
-	form.Set("ttl", "36h")
+	form.Set("ttl", "1d12h")
 	wantStatus(t, "create adapter", b.post("/ui/adapters", form), http.StatusSeeOther)
 	a, err := f.svc.GetAdapter(t.Context(), "p2")
 	if err != nil || a.Schedule != "@every 1h" || a.Retention.TTL != api.Duration(36*time.Hour) {

@@ -128,10 +128,15 @@ func roughDuration(d time.Duration) string {
 	return strconv.Itoa(int(d/(24*time.Hour))) + "d"
 }
 
-// formatDuration writes d to a tenth of a second below a minute, else to
-// the second: "0.4s", "2m31s".
+// formatDuration writes d to the millisecond below a second, to a tenth
+// of a second below a minute, else to the second: "42ms", "1.4s",
+// "2m31s". A run of a few rows takes milliseconds, which tenths of a
+// second would show as "0.0s".
 func formatDuration(d time.Duration) string {
-	if d < time.Minute {
+	switch ms := d.Round(time.Millisecond); {
+	case ms < time.Second:
+		return strconv.FormatInt(ms.Milliseconds(), 10) + "ms"
+	case d < time.Minute:
 		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
 	}
 	return d.Round(time.Second).String()

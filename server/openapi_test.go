@@ -71,3 +71,29 @@ func TestOpenapiPath(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAPI_EveryOperationTagged checks that every operation has one
+// tag the document declares, so that Swagger UI groups every path.
+func TestOpenAPI_EveryOperationTagged(t *testing.T) {
+	api, err := loadAPIDoc()
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared := map[string]bool{}
+	for _, tag := range api.doc.Tags {
+		declared[tag.Name] = true
+	}
+	used := map[string]bool{}
+	for k, op := range api.ops {
+		if len(op.op.Tags) != 1 || !declared[op.op.Tags[0]] {
+			t.Errorf("%s: tags %v, want one of the document's tags", k, op.op.Tags)
+			continue
+		}
+		used[op.op.Tags[0]] = true
+	}
+	for name := range declared {
+		if !used[name] {
+			t.Errorf("tag %s is declared but no operation has it", name)
+		}
+	}
+}

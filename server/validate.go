@@ -194,10 +194,11 @@ func (d *apiDoc) validate(ctx context.Context, req *http.Request, op apiOp, path
 var unsupportedProperty = regexp.MustCompile(`property "([^"]+)" is unsupported`)
 
 // schemaReason words a schema refusal for the user: a value that does not
-// match its pattern says what the document says the value is ("a Go
-// duration, ...") rather than the regular expression.
+// match its pattern, or is of another JSON type (a TTL of 3600), says what
+// the document says the value is ("a Go duration, ...") rather than the
+// regular expression or the type alone.
 func schemaReason(se *openapi3.SchemaError) string {
-	if se.SchemaField == "pattern" && se.Schema != nil && se.Schema.Description != "" {
+	if (se.SchemaField == "pattern" || se.SchemaField == "type") && se.Schema != nil && se.Schema.Description != "" {
 		return fmt.Sprintf("want %s; got %q", se.Schema.Description, fmt.Sprint(se.Value))
 	}
 	if se.SchemaField == "format" && se.Schema != nil {

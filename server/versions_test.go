@@ -159,6 +159,22 @@ func TestTags_EscapedName(t *testing.T) {
 	if p.Field != "body.retention.ttl" || !strings.Contains(p.Detail, `want a Go duration`) || strings.Contains(p.Detail, "regular expression") {
 		t.Errorf("bad duration: %+v", p)
 	}
+	// A number of seconds is refused saying what a duration is, not only
+	// that it is no string.
+	p = f.must(400, "POST", "/v1/adapters", `{"name":"a1","connection":"shop","resource":"products","retention":{"ttl":3600}}`).problem(t)
+	if p.Field != "body.retention.ttl" || !strings.Contains(p.Detail, `want a Go duration`) || !strings.Contains(p.Detail, `"30d"`) || !strings.Contains(p.Detail, `got "3600"`) {
+		t.Errorf("a number as a duration: %+v", p)
+	}
+	// Days, as people write retention.
+	var ad struct {
+		Retention struct {
+			TTL string `json:"ttl"`
+		} `json:"retention"`
+	}
+	f.must(201, "POST", "/v1/adapters", `{"name":"a1","connection":"shop","resource":"products","dataset":"products_days","retention":{"ttl":"30d"}}`).json(t, &ad)
+	if ad.Retention.TTL != "720h0m0s" {
+		t.Errorf("ttl 30d: %+v", ad)
+	}
 }
 
 // TestVersions_NotKeptSaysWhy: a version number that is not a kept

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
 )
@@ -76,6 +77,10 @@ func querySQLite(ctx context.Context, db *sql.DB, q string, stdout io.Writer) er
 	if err != nil {
 		return err
 	}
+	types, err := rows.ColumnTypes()
+	if err != nil {
+		return err
+	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	vals := make([]any, len(cols))
@@ -94,6 +99,8 @@ func querySQLite(ctx context.Context, db *sql.DB, q string, stdout io.Writer) er
 				parts[i] = "NULL"
 			case []byte:
 				parts[i] = string(v)
+			case time.Time:
+				parts[i] = sqliteTime(v, types[i].DatabaseTypeName())
 			default:
 				parts[i] = fmt.Sprint(v)
 			}
@@ -104,4 +111,16 @@ func querySQLite(ctx context.Context, db *sql.DB, q string, stdout io.Writer) er
 		return err
 	}
 	return tw.Flush()
+}
+
+// sqliteTime writes a value the driver read as a time (a column declared
+// DATE, DATETIME or TIMESTAMP) as SQLite's own date() and datetime() text,
+// in UTC, as the sqlite connector stores it: "2025-01-02" for a DATE,
+// "2025-01-02 00:00:00" else, fractions of a second only when there are
+// some.
+func sqliteTime(t time.Time, declared string) string {
+	if strings.EqualFold(declared, "DATE") {
+		return t.UTC().Format(time.DateOnly)
+	}
+	return t.UTC().Format("2006-01-02 15:04:05.999999999")
 }

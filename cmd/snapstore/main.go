@@ -9,7 +9,7 @@
 //	snapstore cert ca|node DIR          a cluster CA; a node's transfer certificate
 //	snapstore hbase drop-table          delete the HBase table of a config
 //	snapstore sqlite FILE [SQL]         SQL on a SQLite file (the sample source)
-//	snapstore version                   the build version
+//	snapstore version                   the build version (also --version)
 //
 // `snapstore help` prints the commands, the flags every command takes and
 // the exit codes; `snapstore help COMMAND` (or COMMAND --help) one
@@ -114,7 +114,7 @@ var commands = []commandInfo{
 	{"cert", cmdCert, "ca|node DIR", "a cluster CA; a node certificate for the transfer between nodes", groupOther},
 	{"hbase", cmdHBase, "drop-table", "delete the HBase table of a config and everything in it (asks first)", groupOther},
 	{"sqlite", cmdSQLite, "FILE [SQL]", "run SQL (argument or stdin) against a SQLite file, e.g. the sample source", groupOther},
-	{"version", cmdVersion, "", "print the build version", groupOther},
+	{"version", cmdVersion, "", "print the build version (also --version)", groupOther},
 	{"help", nil, "[COMMAND]", "this text, or one command's", groupOther}, // runMain runs cmdHelp
 }
 
@@ -183,9 +183,12 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage())
 		return exitUsage
 	}
-	if args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
+	switch args[0] {
+	case "-h", "--help", "-help":
 		fmt.Fprint(stdout, usage())
 		return exitOK
+	case "--version", "-version":
+		args = append([]string{"version"}, args[1:]...)
 	}
 	name, args := args[0], args[1:]
 	cmd, ok := lookupCommand(name)

@@ -57,6 +57,15 @@ func TestMain_UsageAndVersion(t *testing.T) {
 	if code := runMain(context.Background(), []string{"version"}, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "snapstore ") {
 		t.Fatalf("version: %d %q", code, out.String())
 	}
+	for _, args := range [][]string{{"--version"}, {"-version"}, {"version", "--help"}, {"-h"}, {"--help"}, {"help"}, {"help", "version"}} {
+		code, stdout, stderr := cli(t, args...)
+		if code != 0 || stdout == "" || stderr != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
+		}
+	}
+	if code, stdout, _ := cli(t, "--version"); code != 0 || stdout != "snapstore "+buildVersion()+"\n" {
+		t.Errorf("--version: %d %q", code, stdout)
+	}
 	if code := runMain(context.Background(), []string{"frobnicate"}, &out, &errb); code != 2 {
 		t.Fatalf("unknown command exit %d", code)
 	}

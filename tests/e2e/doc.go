@@ -107,12 +107,19 @@
 //	TestBackupRecipe      docs/operations.md's cold backup, run as written:
 //	                      it waits for the server to exit, and the archive
 //	                      restored elsewhere reads the committed version.
+//	TestDist              make dist for this platform twice: the same bytes
+//	                      and the sum SHA256SUMS lists; the archive's files,
+//	                      owners, modes and times; its binary's --version,
+//	                      its serve answering /healthz and stopping on
+//	                      SIGTERM; its systemd unit through systemd-analyze
+//	                      verify (skipped where that is not installed).
 //
-// The tests skip unless SNAPSTORE_TEST_MYSQL_* (or, for TestPagila,
-// SNAPSTORE_TEST_POSTGRES_*; for the cluster tests, SNAPSTORE_TEST_HBASE_THRIFT)
-// are set (`make test` sets them from scripts/mariadb.sh env,
-// scripts/postgres.sh env and scripts/hbase-standalone.sh env). Run alone
-// with:
+// TestDist needs make and GNU tar, no database. The other tests skip
+// unless SNAPSTORE_TEST_MYSQL_* (or, for TestPagila,
+// SNAPSTORE_TEST_POSTGRES_*; for the cluster tests,
+// SNAPSTORE_TEST_HBASE_THRIFT) are set (`make test` sets them from
+// scripts/mariadb.sh env, scripts/postgres.sh env and
+// scripts/hbase-standalone.sh env). Run alone with:
 //
 //	set -a; eval "$(scripts/mariadb.sh env)"; eval "$(scripts/postgres.sh env)"; set +a
 //	go test -count=1 -v ./tests/e2e

@@ -1,0 +1,30 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSQLite_Datetime: a DATETIME column reads as SQLite writes it, not
+// as Go prints a time.
+func TestSQLite_Datetime(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "t.db")
+	code, _, errs := cli(t, "sqlite", db, `CREATE TABLE t (id INTEGER PRIMARY KEY, at DATETIME, d DATE);
+INSERT INTO t VALUES (1, '2025-01-02 00:00:00', '2025-01-02'), (2, '2025-01-02 10:30:00.25', NULL);`)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	code, out, errs := cli(t, "sqlite", db, "SELECT id, at, d FROM t ORDER BY id")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"1   2025-01-02 00:00:00     2025-01-02\n", "2   2025-01-02 10:30:00.25  NULL\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "UTC") || strings.Contains(out, "+0000") {
+		t.Errorf("a time printed as Go prints it:\n%s", out)
+	}
+}
