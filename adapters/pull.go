@@ -138,7 +138,7 @@ func (p *pull) plan(ctx context.Context) error {
 // set); the digest records that this run changed nothing.
 func (p *pull) verify(ctx context.Context) (verified bool, err error) {
 	prev := p.prev
-	if prev == nil || !prev.Checksums || prev.Changed >= 0.5 || !p.cs.chunkable() {
+	if prev == nil || !prev.Checksums || prev.Changed >= 0.5 || !p.cs.Chunkable() {
 		return false, nil
 	}
 	if p.chunks, err = chunkPass(ctx, p.cs, prev); err != nil {
@@ -180,7 +180,7 @@ func (p *pull) begin(ctx context.Context) error {
 	p.res = pullResult{mode: ModeFull}
 	// The digest and carrying ranges over need a run of this process.
 	p.local, _ = run.(*snapshot.Run)
-	if p.cs != nil && p.cs.chunkable() && p.local != nil {
+	if p.cs != nil && p.cs.Chunkable() && p.local != nil {
 		rows := digestChunkRows
 		if p.chunks != nil && !p.chunks.full {
 			rows = math.MaxInt // chunk mode keeps the digest's chunks
@@ -311,7 +311,7 @@ func (p *pull) readChunk(ctx context.Context, i int, lo *snapshot.Value, hiVal s
 	if split {
 		rec.chunkRows = digestChunkRows
 	}
-	p.cs.readRange(lo, hi)
+	p.cs.ReadRange(lo, hi)
 	read := int64(0)
 	for p.src.Next(ctx) {
 		if err := p.put(ctx, p.src); err != nil {
@@ -357,7 +357,7 @@ func (p *pull) checksums(ctx context.Context, chunks []chunk, lo *snapshot.Value
 // cheaper run next time. The source read ends here.
 func (p *pull) seal(ctx context.Context) error {
 	if rec := p.rec; rec != nil {
-		d := &digest{Version: digestVersion, Signature: p.cs.checksumSignature(), Chunks: rec.chunks, Changed: rec.changedShare()}
+		d := &digest{Version: digestVersion, Signature: p.cs.ChecksumSignature(), Chunks: rec.chunks, Changed: rec.changedShare()}
 		if p.cur == nil {
 			d.Changed = 1
 		}
