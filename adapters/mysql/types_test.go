@@ -176,15 +176,6 @@ func fmtValue(v snapshot.Value) string {
 	return fmt.Sprintf("kind %d %q (nil=%v)", v.Kind, v.Bytes, v.Bytes == nil)
 }
 
-// stringsOf is a test helper rendering a row.
-func stringsOf(vals []snapshot.Value) string {
-	var parts []string
-	for _, v := range vals {
-		parts = append(parts, fmtValue(v))
-	}
-	return strings.Join(parts, ", ")
-}
-
 // TestMySQLUnsupportedType: MariaDB 10.11 has no type outside the type
 // table; a future one is refused, naming the column.
 func TestMySQLUnsupportedType(t *testing.T) {

@@ -21,10 +21,6 @@ type typeCase struct {
 	def  string // column definition
 	lit  string // SQL literal inserted
 	want snapshot.Value
-	// hexOf, when set, means want.Bytes is the server's HEX(v).
-	hexOf bool
-	// setup runs in the inserting session first (sql_mode, time_zone).
-	setup string
 }
 
 func str(k snapshot.Kind, s string) snapshot.Value { return snapshot.Value{Kind: k, Bytes: []byte(s)} }
