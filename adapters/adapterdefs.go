@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/snapstore/snapstore/adapters/source"
 	"strings"
 	"time"
 
@@ -286,7 +287,7 @@ func (s *Service) checkResource(ctx context.Context, spec api.Adapter) error {
 	case errors.Is(err, ErrResourceNotFound), errors.Is(err, ErrNoKey), errors.Is(err, ErrConnectionNotFound):
 		return fmt.Errorf("adapter %q: %w", spec.Name, err)
 	}
-	err = withBound(err, resourceCheckTimeout, "the bound of the resource check")
+	err = source.WithBound(err, resourceCheckTimeout, "the bound of the resource check")
 	s.log.Warn("adapter saved without checking its resource", "adapter", spec.Name,
 		"connection", spec.Connection, "resource", spec.Resource, "cause", checkCause(err), "err", err)
 	return nil

@@ -1,8 +1,8 @@
 package adapters
 
 // Skipping what did not change. A source that computes checksums inside
-// the run's consistent snapshot (checksummer; MySQL and MariaDB,
-// mysqlchecksum.go) lets a run avoid reading what the current version
+// the run's consistent snapshot (source.Checksummer; MySQL and MariaDB,
+// adapters/mysql) lets a run avoid reading what the current version
 // already holds. The checksums of a version are its digest, stored with
 // the version (snapshot.Run.SetSourceDigest): the table cut into key
 // ranges (chunks) of about
@@ -44,6 +44,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/snapshot"
@@ -59,23 +61,6 @@ const (
 // chunkProbe is how many chunks chunk mode checks before it decides to
 // read the rest in full when more than half of them changed.
 const chunkProbe = 16
-
-// checksummer is an optional TableReader capability: checksums computed by
-// the source inside the read's consistent snapshot, and reads of key
-// ranges, for a table whose key is one integer column.
-type checksummer interface {
-	// checksumSignature names the table's shape and the checksum
-	// expression; digests of another signature are not compared.
-	checksumSignature() string
-	// chunkable reports whether the key allows chunk checksums and range
-	// reads.
-	chunkable() bool
-	// chunkChecksum returns the rows and the checksum of the keys after lo
-	// (nil: from the first) up to hi included (nil: to the last).
-	chunkChecksum(ctx context.Context, lo, hi *snapshot.Value) (int64, uint64, error)
-	// readRange makes Next read the keys after lo up to hi included.
-	readRange(lo, hi *snapshot.Value)
-}
 
 // digest is what a version records of its source (the package comment).
 type digest struct {
@@ -108,7 +93,7 @@ func (s *Service) readDigest(ctx context.Context, dataset string, cur *snapshot.
 		return nil
 	}
 	d := new(digest)
-	if err := json.Unmarshal(b, d); err != nil || d.Version != digestVersion || d.Signature != cs.checksumSignature() {
+	if err := json.Unmarshal(b, d); err != nil || d.Version != digestVersion || d.Signature != cs.ChecksumSignature() {
 		return nil
 	}
 	return d
@@ -159,7 +144,7 @@ func chunkPass(ctx context.Context, cs checksummer, d *digest) (*chunkState, err
 			}
 			hi = &v
 		}
-		rows, crc, err := cs.chunkChecksum(ctx, lo, hi)
+		rows, crc, err := cs.ChunkChecksum(ctx, lo, hi)
 		if err != nil {
 			return nil, err
 		}
@@ -296,7 +281,7 @@ func addChunkChecksums(ctx context.Context, cs checksummer, chunks []chunk, lo *
 			}
 			hi = &v
 		}
-		rows, crc, err := cs.chunkChecksum(ctx, lo, hi)
+		rows, crc, err := cs.ChunkChecksum(ctx, lo, hi)
 		if err != nil {
 			return err
 		}
@@ -313,3 +298,21 @@ func addChunkChecksums(ctx context.Context, cs checksummer, chunks []chunk, lo *
 // read in the same snapshot; the digest is dropped (the next run reads in
 // full).
 var errDigestMismatch = errors.New("source checksums disagree with the rows read")
+
+// digestKey and parseDigestKey convert an integer key value to and from the
+// text a digest stores (JSON numbers would round beyond 2^53).
+func digestKey(v snapshot.Value) string {
+	if v.Kind == snapshot.KindUint {
+		return "u" + strconv.FormatUint(v.Uint, 10)
+	}
+	return strconv.FormatInt(v.Int, 10)
+}
+
+func parseDigestKey(s string) (snapshot.Value, error) {
+	if u, ok := strings.CutPrefix(s, "u"); ok {
+		n, err := strconv.ParseUint(u, 10, 64)
+		return snapshot.Value{Kind: snapshot.KindUint, Uint: n}, err
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return snapshot.Value{Kind: snapshot.KindInt, Int: n}, err
+}

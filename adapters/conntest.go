@@ -3,19 +3,7 @@ package adapters
 import (
 	"context"
 	"errors"
-	"time"
 )
-
-// TestResult is the outcome of testing a connection.
-type TestResult struct {
-	OK            bool   `json:"ok"`
-	ServerVersion string `json:"server_version,omitempty"`
-	// Cause classifies a failure: "unreachable", "auth", "unknown_database",
-	// "timeout", "config", "error".
-	Cause   string        `json:"cause,omitempty"`
-	Message string        `json:"message,omitempty"`
-	Latency time.Duration `json:"latency_ns"`
-}
 
 // TestConnection opens the connection's current revision as a fresh
 // single-use Source (a test never disturbs a pool) and runs the
@@ -47,15 +35,4 @@ func (s *Service) TestConnection(ctx context.Context, name string) (TestResult, 
 	res := t.Test(ctx)
 	res.Message = scrubError(errors.New(res.Message), secrets...).Error()
 	return res, nil
-}
-
-// failedTest is the TestResult of a test whose connect failed with err: a
-// *SourceError gives its cause.
-func failedTest(err error, latency time.Duration) TestResult {
-	res := TestResult{Cause: "error", Message: err.Error(), Latency: latency}
-	var se *SourceError
-	if errors.As(err, &se) {
-		res.Cause = se.Cause
-	}
-	return res
 }

@@ -39,9 +39,11 @@
 //
 // # Connectors
 //
-// Connection types copy database/sql's driver registry: register(name,
-// Connector) at init (connectors live in this package, the only one that
-// may import a source driver), a small required interface (Connector: Options,
+// Connection types copy database/sql's driver registry: source.Register(name,
+// Connector) at init, each connector in a package of its own (adapters/mysql,
+// adapters/postgres, adapters/sqlite, the only ones that may import their
+// source driver, registered by importing adapters/install), a small
+// required interface (Connector: Options,
 // Validate, Open; Source: OpenTable, Close; TableReader), and optional Source
 // capabilities found by type assertion:
 //

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -215,4 +216,18 @@ func openTestSource(ctx context.Context, typ string, sharing Sharing, raw map[st
 		return nil, err
 	}
 	return c.Open(ctx, SourceConfig{Name: "test", Options: r, Pool: pool, Logger: testLogger()})
+}
+
+// quoteMySQLIdent and quotePostgresIdent quote the identifiers of the
+// fixtures' SQL.
+func quoteMySQLIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
+
+func quotePostgresIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// chunkQueries returns the chunk queries a keyset table reader sent and
+// its query of the chunks after the first (source.Keyset), read through
+// reflection: they are the reader's state, not its API.
+func chunkQueries(tr TableReader) (int, string) {
+	k := reflect.ValueOf(tr).Elem().FieldByName("Keyset")
+	return int(k.FieldByName("Queries").Int()), k.FieldByName("next").String()
 }

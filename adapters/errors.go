@@ -2,7 +2,6 @@ package adapters
 
 import (
 	"errors"
-	"fmt"
 )
 
 // Errors of package adapters, after Prometheus's storage/interface.go: one
@@ -34,18 +33,6 @@ var (
 	// ErrBadSchedule: a cron spec robfig/cron/v3 refuses, or one that
 	// never fires.
 	ErrBadSchedule = errors.New("adapters: bad cron schedule")
-	// ErrNoKey: the source table has no usable row key (P3).
-	ErrNoKey = errors.New("adapters: source table has no usable key")
-	// ErrResourceNotFound: no such table or view through the connection.
-	ErrResourceNotFound = errors.New("adapters: resource does not exist")
-	// ErrSourceUnavailable: the source cannot serve: unreachable, timed
-	// out, gone away mid-read, an unknown database, or (sqlite) a file that
-	// is not a database.
-	ErrSourceUnavailable = errors.New("adapters: source unavailable")
-	// ErrSourceAuth: the source refused the credentials.
-	ErrSourceAuth = errors.New("adapters: source refused the credentials")
-	// ErrUnsupportedType: a source column type docs/types.md does not map.
-	ErrUnsupportedType = errors.New("adapters: unsupported column type")
 	// ErrShuttingDown: the Service is closing; runs it cancels end aborted.
 	ErrShuttingDown = errors.New("adapters: shutting down")
 	// ErrDatasetTaken: another adapter already writes the dataset (A1);
@@ -61,23 +48,7 @@ var (
 	// (it does not answer, is stopping or draining; L2, L3), or the node
 	// running it failed before it ended.
 	ErrNodeUnreachable = errors.New("adapters: node cannot be reached")
-	// ErrBadOption is wrapped by every *OptionError.
-	ErrBadOption = errors.New("adapters: bad option")
 )
-
-// OptionError is a bad option value or an unknown option key. It wraps
-// ErrBadOption; Key names the offending option (for example "port" or
-// "options.port" as the caller prefixes it). Msg never contains a secret.
-type OptionError struct {
-	Key string
-	Msg string
-}
-
-// Error names the key and the problem.
-func (e *OptionError) Error() string { return fmt.Sprintf("adapters: option %q: %s", e.Key, e.Msg) }
-
-// Unwrap returns ErrBadOption.
-func (e *OptionError) Unwrap() error { return ErrBadOption }
 
 // optionErrorIs returns oe marked with a package sentinel: its text is
 // oe's, errors.As finds the *OptionError and errors.Is the sentinel (so a

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sync"
+
+	"github.com/snapstore/snapstore/adapters/source"
 )
 
 // handle is a reference-counted open Source of one revision of a shared or
@@ -130,9 +132,9 @@ func (s *Service) openSource(ctx context.Context, d *connDef) (Source, []string,
 	if d.origin != OriginConfig {
 		limits = &s.secretRefs
 	}
-	bound := d.opts.Duration("connect_timeout", defaultConnectTimeout)
+	bound := d.opts.Duration("connect_timeout", source.DefaultConnectTimeout)
 	if bound <= 0 {
-		bound = defaultConnectTimeout
+		bound = source.DefaultConnectTimeout
 	}
 	rctx, cancel := context.WithTimeout(ctx, bound)
 	resolved, err := resolveSecrets(rctx, s.log.With("connection", d.spec.Name), "options.", d.opts, limits)

@@ -151,8 +151,8 @@ func TestPostgresKeysetPaging(t *testing.T) {
 	}
 	for tr.Next(ctx) {
 	}
-	if pt := tr.(*pgTable); pt.queries != 4 || !strings.HasSuffix(pt.next, "LIMIT 2") {
-		t.Errorf("chunk queries %d (want 4), query %s", pt.queries, pt.next)
+	if queries, next := chunkQueries(tr); queries != 4 || !strings.HasSuffix(next, "LIMIT 2") {
+		t.Errorf("chunk queries %d (want 4), query %s", queries, next)
 	}
 	tr.Close()
 	if rows, _, err := read(TableRequest{Resource: "enum_key"}); err != nil || len(rows) != 3 || !strings.Contains(rows[0], `"sad"`) || !strings.Contains(rows[2], `"happy"`) {

@@ -84,19 +84,18 @@ func TestPostgresAwkwardCredentials(t *testing.T) {
 	}
 }
 
-// TestPostgresOptions: option combinations are checked, max_idle (which
-// pgxpool cannot honour) is refused naming the key, and the runtime
-// parameters are snapstore's whatever the libpq environment says.
+// TestPostgresOptions: option combinations are checked, naming the key.
 func TestPostgresOptions(t *testing.T) {
-	t.Setenv("PGTZ", "Asia/Tokyo")
-	t.Setenv("PGOPTIONS", "-c DateStyle=German")
-	t.Setenv("PGAPPNAME", "other")
+	c, err := lookupConnector("postgres")
+	if err != nil {
+		t.Fatal(err)
+	}
 	parse := func(sharing Sharing, raw map[string]any) (*OptionValues, PoolOptions, error) {
-		o, pool, err := parseOptions("options.", postgresOptionDefs, sharing, raw)
+		o, pool, err := parseOptions("options.", c.Options(), sharing, raw)
 		if err != nil {
 			return nil, pool, err
 		}
-		if err := (postgresConnector{}).Validate(o); err != nil {
+		if err := c.Validate(o); err != nil {
 			return nil, pool, err
 		}
 		return &o, pool, nil
@@ -115,34 +114,6 @@ func TestPostgresOptions(t *testing.T) {
 		if !errors.As(err, &oe) || !strings.Contains(err.Error(), tc.key) {
 			t.Errorf("%v: %v, want an error naming %s", tc.raw, err, tc.key)
 		}
-	}
-	o, pool, err := parse(SharingPooled, map[string]any{"user": "u", "max_idle": 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := postgresConfig(*o, pool); err == nil || !strings.Contains(err.Error(), "max_idle") {
-		t.Errorf("max_idle: %v", err)
-	}
-	o, pool, err = parse(SharingPooled, map[string]any{"user": "u", "max_open": 3, "statement_timeout": "90s", "application_name": "nightly"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := postgresConfig(*o, pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rp := cfg.ConnConfig.RuntimeParams
-	if cfg.MaxConns != 3 || rp["timezone"] != "UTC" || rp["datestyle"] != "ISO, YMD" || rp["application_name"] != "nightly" ||
-		rp["statement_timeout"] != "90000" || rp["options"] != "" || cfg.ConnConfig.Database != "u" {
-		t.Errorf("config: max conns %d, database %q, runtime params %v", cfg.MaxConns, cfg.ConnConfig.Database, rp)
-	}
-	// Unset, statement_timeout is the server's own.
-	o, pool, _ = parse(SharingShared, map[string]any{"user": "u"})
-	if cfg, err = postgresConfig(*o, pool); err != nil {
-		t.Fatal(err)
-	}
-	if v, set := cfg.ConnConfig.RuntimeParams["statement_timeout"]; set {
-		t.Errorf("default statement_timeout sent as %q", v)
 	}
 }
 

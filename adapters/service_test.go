@@ -241,3 +241,28 @@ func TestCloseAbortsRunningRun(t *testing.T) {
 		}
 	})
 }
+
+func fmtValue(v snapshot.Value) string {
+	switch v.Kind {
+	case snapshot.KindNull:
+		return "NULL"
+	case snapshot.KindInt:
+		return fmt.Sprintf("int %d", v.Int)
+	case snapshot.KindUint:
+		return fmt.Sprintf("uint %d", v.Uint)
+	case snapshot.KindFloat:
+		return fmt.Sprintf("float %v", v.Float)
+	case snapshot.KindBytes, snapshot.KindGeometry:
+		return fmt.Sprintf("kind %d hex %x", v.Kind, v.Bytes)
+	}
+	return fmt.Sprintf("kind %d %q (nil=%v)", v.Kind, v.Bytes, v.Bytes == nil)
+}
+
+// stringsOf is a test helper rendering a row.
+func stringsOf(vals []snapshot.Value) string {
+	var parts []string
+	for _, v := range vals {
+		parts = append(parts, fmtValue(v))
+	}
+	return strings.Join(parts, ", ")
+}

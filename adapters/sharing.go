@@ -1,9 +1,7 @@
 package adapters
 
 import (
-	"database/sql"
 	"fmt"
-	"time"
 )
 
 // Sharing is a data connection's sharing mode (after Hazelcast's data
@@ -40,34 +38,4 @@ var poolOptionDefs = []OptionDef{
 	{Key: "max_idle", Type: OptInt, Min: 0, Max: 10000, Doc: "most idle connections kept (default 2)"},
 	{Key: "conn_max_lifetime", Type: OptDuration, Doc: "close connections older than this (0: never)"},
 	{Key: "conn_max_idle_time", Type: OptDuration, Doc: "close connections idle longer than this (0: never)"},
-}
-
-// PoolOptions are database/sql pool limits; zero fields keep database/sql's
-// defaults. Only a pooled connection sets them.
-type PoolOptions struct {
-	MaxOpen         int
-	MaxIdle         int
-	ConnMaxLifetime time.Duration
-	ConnMaxIdleTime time.Duration
-	// set reports whether the connection is pooled (limits apply).
-	set bool
-}
-
-// applyPool sets database/sql pool limits of a pooled connection.
-func applyPool(db *sql.DB, p PoolOptions) {
-	if !p.set {
-		return
-	}
-	if p.MaxOpen > 0 {
-		db.SetMaxOpenConns(p.MaxOpen)
-	}
-	if p.MaxIdle > 0 {
-		db.SetMaxIdleConns(p.MaxIdle)
-	}
-	if p.ConnMaxLifetime > 0 {
-		db.SetConnMaxLifetime(p.ConnMaxLifetime)
-	}
-	if p.ConnMaxIdleTime > 0 {
-		db.SetConnMaxIdleTime(p.ConnMaxIdleTime)
-	}
 }

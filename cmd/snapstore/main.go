@@ -43,6 +43,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	_ "github.com/snapstore/snapstore/adapters/install" // the connection types
 )
 
 func main() {

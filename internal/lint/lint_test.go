@@ -53,15 +53,26 @@ var (
 	leaf = map[string]bool{"cluster": true, "cluster/transfer": true}
 )
 
-// forbidden lists imports that only some top-level packages may use outside
-// tests: storage engines stay in their backends, source drivers in adapters.
+// forbidden lists imports that only some packages may use outside tests:
+// storage engines stay in their backends, each source driver in its source
+// package.
 var forbidden = map[string][]string{
 	"github.com/cockroachdb/pebble":  {"store/pebble", "cmd"},
 	"github.com/apache/thrift":       {"store/hbase"},
-	"github.com/go-sql-driver/mysql": {"adapters"},
-	"github.com/jackc/pgx":           {"adapters"},
-	"modernc.org/sqlite":             {"adapters", "cmd", "examples"},
+	"github.com/go-sql-driver/mysql": {"adapters/mysql"},
+	"github.com/jackc/pgx":           {"adapters/postgres"},
+	"modernc.org/sqlite":             {"adapters/sqlite", "cmd", "examples"},
 }
+
+// Inside adapters, after Prometheus' discovery: the contract
+// (adapters/source) imports no other adapters package; each source package
+// (adapters/<database>, any folder but these) imports only the contract;
+// the Service (adapters) imports only the contract too; adapters/install
+// imports the source packages to register them.
+const (
+	sourceContract = "adapters/source"
+	sourceInstall  = "adapters/install"
+)
 
 type goFile struct {
 	rel  string // path relative to the module root
@@ -165,8 +176,38 @@ func TestAPIImportsNothing(t *testing.T) {
 	}
 }
 
-// TestForbiddenImports keeps storage engines in their backends and source
-// drivers in adapters.
+// TestSourcePackages checks the imports between the packages of adapters
+// (sourceContract).
+func TestSourcePackages(t *testing.T) {
+	for _, gf := range parseModule(t) {
+		if gf.test || top(gf.rel) != "adapters" {
+			continue
+		}
+		from := path.Dir(gf.rel)
+		for _, imp := range gf.f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			to := strings.TrimPrefix(p, module)
+			if to == p || top(to) != "adapters" || to == from {
+				continue
+			}
+			var ok bool
+			switch from {
+			case sourceContract:
+				ok = false
+			case sourceInstall:
+				ok = to != "adapters" && to != sourceContract && to != sourceInstall
+			default: // the Service and the source packages
+				ok = to == sourceContract
+			}
+			if !ok {
+				t.Errorf("%s imports %s: the packages of adapters import the contract (%s) only; %s imports the sources", gf.rel, p, sourceContract, sourceInstall)
+			}
+		}
+	}
+}
+
+// TestForbiddenImports keeps storage engines in their backends and each
+// source driver in its source package.
 func TestForbiddenImports(t *testing.T) {
 	for _, gf := range parseModule(t) {
 		if gf.test {

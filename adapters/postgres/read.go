@@ -1,10 +1,11 @@
-package adapters
+package postgres
 
 import (
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/snapstore/snapstore/adapters/source"
 	"regexp"
 	"slices"
 	"strings"
@@ -19,7 +20,7 @@ import (
 // pgTable reads one table by keyset pagination inside one REPEATABLE READ,
 // READ ONLY transaction on one pinned connection.
 type pgTable struct {
-	keysetReader
+	source.Keyset
 	src      *postgresSource
 	conn     *pgxpool.Conn
 	oid      uint32 // the relation's pg_class oid
@@ -30,25 +31,6 @@ type pgTable struct {
 	exported string // the snapshot ExportSnapshot returned
 }
 
-// SnapshotSharer is an optional TableReader capability: ExportSnapshot
-// returns a token naming the reader's point in time, and a
-// TableRequest.Snapshot of that token makes another OpenTable of the same
-// Source read at the same point (P1), while the exporting reader stays
-// open. A run that reads with several connections opens the first reader
-// and passes its token to the others.
-type SnapshotSharer interface {
-	ExportSnapshot(ctx context.Context) (string, error)
-}
-
-// noSharedSnapshot refuses a TableRequest.Snapshot in the OpenTable of a
-// source whose readers are not SnapshotSharers.
-func noSharedSnapshot(req TableRequest) error {
-	if req.Snapshot != "" {
-		return fmt.Errorf("adapters: this connection type cannot read in a shared snapshot (%q)", req.Snapshot)
-	}
-	return nil
-}
-
 // pgSnapshotID is the form of pg_export_snapshot's ids ("00000003-0000001B-1").
 var pgSnapshotID = regexp.MustCompile(`^[0-9A-Fa-f]+(-[0-9A-Fa-f]+)+$`)
 
@@ -57,15 +39,15 @@ var pgSnapshotID = regexp.MustCompile(`^[0-9A-Fa-f]+(-[0-9A-Fa-f]+)+$`)
 // when set), the session parameters set again for the transaction (P4),
 // then the table described and its key chosen (P3) inside that same
 // snapshot, which every chunk reads (P1).
-func (s *postgresSource) OpenTable(ctx context.Context, req TableRequest) (_ TableReader, err error) {
+func (s *postgresSource) OpenTable(ctx context.Context, req source.TableRequest) (_ source.TableReader, err error) {
 	conn, err := s.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
 	t := &pgTable{src: s, conn: conn}
-	t.chunk = req.ChunkRows
-	if t.chunk <= 0 {
-		t.chunk = s.chunkRows
+	t.ChunkRows = req.ChunkRows
+	if t.ChunkRows <= 0 {
+		t.ChunkRows = s.chunkRows
 	}
 	defer func() {
 		if err != nil {
@@ -113,51 +95,51 @@ func (t *pgTable) ExportSnapshot(ctx context.Context) (string, error) {
 	if t.exported != "" {
 		return t.exported, nil
 	}
-	if t.rows != nil || t.closed {
-		return "", fmt.Errorf("adapters: exporting the snapshot of %s: the reader is reading or closed", t.name)
+	if t.Rows != nil || t.Closed {
+		return "", fmt.Errorf("adapters: exporting the snapshot of %s: the reader is reading or closed", t.Name)
 	}
 	if err := t.conn.QueryRow(ctx, "SELECT pg_export_snapshot()").Scan(&t.exported); err != nil {
-		return "", t.src.scrub(fmt.Errorf("exporting the snapshot of %s: %w", t.name, wrapPostgresErr(ctx, err)))
+		return "", t.src.scrub(fmt.Errorf("exporting the snapshot of %s: %w", t.Name, wrapPostgresErr(ctx, err)))
 	}
 	return t.exported, nil
 }
 
 // describe resolves the resource, reads its columns and picks the key.
-func (t *pgTable) describe(ctx context.Context, req TableRequest) error {
+func (t *pgTable) describe(ctx context.Context, req source.TableRequest) error {
 	conn := t.conn
 	var def string
 	if err := conn.QueryRow(ctx, "SELECT COALESCE(current_schema(), '')").Scan(&def); err != nil {
 		return fmt.Errorf("reading the current schema: %w", wrapPostgresErr(ctx, err))
 	}
 	found := false
-	for _, cand := range resourceCandidates(req.Resource, def, '"') {
+	for _, cand := range source.ResourceCandidates(req.Resource, def, '"') {
 		if cand[0] == "" {
 			continue
 		}
 		var kind string
 		err := conn.QueryRow(ctx, `SELECT c.oid, c.relkind::text, `+postgresEstimate+`
 			FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-			WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN `+postgresRelkinds, cand[0], cand[1]).Scan(&t.oid, &kind, &t.res.EstimatedRows)
+			WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN `+postgresRelkinds, cand[0], cand[1]).Scan(&t.oid, &kind, &t.Resource.EstimatedRows)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue
 		}
 		if err != nil {
 			return fmt.Errorf("looking up resource %q: %w", req.Resource, wrapPostgresErr(ctx, err))
 		}
-		t.res.Schema, t.res.Name, t.res.Type = cand[0], cand[1], postgresTableType(kind)
+		t.Resource.Schema, t.Resource.Name, t.Resource.Type = cand[0], cand[1], postgresTableType(kind)
 		found = true
 		break
 	}
 	if !found {
-		return ErrResourceNotFound // the caller names the resource and the connection (openResource)
+		return source.ErrResourceNotFound // the caller names the resource and the connection (openResource)
 	}
-	t.name = t.qualified()
+	t.Name = t.qualified()
 	rows, err := conn.Query(ctx, `SELECT a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull,
 			t.oid, t.typtype::text, t.typbasetype, n.nspname, t.typname, t.typcategory::text
 		FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid JOIN pg_namespace n ON n.oid = t.typnamespace
 		WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`, t.oid)
 	if err != nil {
-		return fmt.Errorf("reading the columns of %s: %w", t.name, wrapPostgresErr(ctx, err))
+		return fmt.Errorf("reading the columns of %s: %w", t.Name, wrapPostgresErr(ctx, err))
 	}
 	var domains []int // columns whose type is a domain
 	for rows.Next() {
@@ -166,7 +148,7 @@ func (t *pgTable) describe(ctx context.Context, req TableRequest) error {
 		if err := rows.Scan(&c.name, &c.typeName, &c.nullable, &c.baseOID, &c.baseTyptype, &base,
 			&c.baseSchema, &c.baseName, &c.baseTypcategory); err != nil {
 			rows.Close()
-			return fmt.Errorf("reading the columns of %s: %w", t.name, err)
+			return fmt.Errorf("reading the columns of %s: %w", t.Name, err)
 		}
 		if c.baseTyptype == "d" {
 			c.baseOID = base
@@ -176,10 +158,10 @@ func (t *pgTable) describe(ctx context.Context, req TableRequest) error {
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("reading the columns of %s: %w", t.name, wrapPostgresErr(ctx, err))
+		return fmt.Errorf("reading the columns of %s: %w", t.Name, wrapPostgresErr(ctx, err))
 	}
 	if len(t.cols) == 0 {
-		return fmt.Errorf("%w: %s has no readable columns", ErrResourceNotFound, t.name)
+		return fmt.Errorf("%w: %s has no readable columns", source.ErrResourceNotFound, t.Name)
 	}
 	// A domain reads as its base type (a domain of a domain too).
 	for _, i := range domains {
@@ -189,7 +171,7 @@ func (t *pgTable) describe(ctx context.Context, req TableRequest) error {
 			if err := conn.QueryRow(ctx, `SELECT t.typtype::text, t.typbasetype, n.nspname, t.typname, t.typcategory::text
 				FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace WHERE t.oid = $1`, c.baseOID).
 				Scan(&c.baseTyptype, &base, &c.baseSchema, &c.baseName, &c.baseTypcategory); err != nil {
-				return fmt.Errorf("reading the type of column %q of %s: %w", c.name, t.name, wrapPostgresErr(ctx, err))
+				return fmt.Errorf("reading the type of column %q of %s: %w", c.name, t.Name, wrapPostgresErr(ctx, err))
 			}
 			if c.baseTyptype != "d" {
 				break
@@ -204,17 +186,17 @@ func (t *pgTable) describe(ctx context.Context, req TableRequest) error {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("reading %s: %w", t.name, err)
+		return fmt.Errorf("reading %s: %w", t.Name, err)
 	}
 	if err := t.pickKey(ctx, req.KeyColumns); err != nil {
 		return err
 	}
-	t.schema = snapshot.Schema{Columns: make([]snapshot.Column, len(t.cols))}
+	t.TableSchema = snapshot.Schema{Columns: make([]snapshot.Column, len(t.cols))}
 	for i, c := range t.cols {
-		t.schema.Columns[i] = snapshot.Column{Name: c.name, Kind: c.kind, SourceType: c.typeName, Nullable: c.nullable}
+		t.TableSchema.Columns[i] = snapshot.Column{Name: c.name, Kind: c.kind, SourceType: c.typeName, Nullable: c.nullable}
 	}
 	for _, i := range t.keyIdx {
-		t.schema.Key = append(t.schema.Key, t.cols[i].name)
+		t.TableSchema.Key = append(t.TableSchema.Key, t.cols[i].name)
 	}
 	return nil
 }
@@ -267,14 +249,14 @@ func (t *pgTable) pickKey(ctx context.Context, explicit []string) error {
 	}
 	uniques, err := postgresUniqueKeys(ctx, t.conn, t.oid)
 	if err != nil {
-		return fmt.Errorf("reading the keys of %s: %w", t.name, wrapPostgresErr(ctx, err))
+		return fmt.Errorf("reading the keys of %s: %w", t.Name, wrapPostgresErr(ctx, err))
 	}
 	usable := func(ix pgIndex) bool {
 		if !ix.usableKey {
 			return false
 		}
 		for _, c := range ix.cols {
-			if i, ok := byName[c]; !ok || !keyKindOK(t.cols[i].kind) {
+			if i, ok := byName[c]; !ok || !source.KeyKindOK(t.cols[i].kind) {
 				return false
 			}
 		}
@@ -285,16 +267,16 @@ func (t *pgTable) pickKey(ctx context.Context, explicit []string) error {
 		for _, c := range explicit {
 			i, ok := byName[c]
 			if !ok {
-				return fmt.Errorf("%w: key column %q is not a column of %s", ErrNoKey, c, t.name)
+				return fmt.Errorf("%w: key column %q is not a column of %s", source.ErrNoKey, c, t.Name)
 			}
-			if !keyKindOK(t.cols[i].kind) {
-				return fmt.Errorf("%w: key column %q has type %s, which cannot be a key", ErrNoKey, c, t.cols[i].typeName)
+			if !source.KeyKindOK(t.cols[i].kind) {
+				return fmt.Errorf("%w: key column %q has type %s, which cannot be a key", source.ErrNoKey, c, t.cols[i].typeName)
 			}
 		}
 		key = explicit
 		for _, u := range uniques {
 			if usable(u) && slices.Equal(u.cols, explicit) {
-				t.unique = true
+				t.Unique = true
 			}
 		}
 	} else {
@@ -310,12 +292,12 @@ func (t *pgTable) pickKey(ctx context.Context, explicit []string) error {
 		for _, u := range uniques {
 			if usable(u) {
 				key = u.cols
-				t.unique = true
+				t.Unique = true
 				break
 			}
 		}
 		if key == nil {
-			return fmt.Errorf("%w: %s has no primary key and no unique key over NOT NULL columns; set key_columns", ErrNoKey, t.name)
+			return fmt.Errorf("%w: %s has no primary key and no unique key over NOT NULL columns; set key_columns", source.ErrNoKey, t.Name)
 		}
 	}
 	for _, c := range key {
@@ -325,10 +307,10 @@ func (t *pgTable) pickKey(ctx context.Context, explicit []string) error {
 }
 
 func (t *pgTable) qualified() string {
-	return quotePostgresIdent(t.res.Schema) + "." + quotePostgresIdent(t.res.Name)
+	return quotePostgresIdent(t.Resource.Schema) + "." + quotePostgresIdent(t.Resource.Name)
 }
 
-// buildQueries prepares the keyset read (keysetReader.prepareRowCompare)
+// buildQueries prepares the keyset read (source.Keyset.PrepareRowCompare)
 // and sizes the buffers.
 func (t *pgTable) buildQueries() {
 	var sel []string
@@ -343,21 +325,21 @@ func (t *pgTable) buildQueries() {
 		ph = append(ph, c.keyPlaceholder(n+1))
 		order = append(order, q)
 	}
-	t.prepareRowCompare(t, t.name, "SELECT "+strings.Join(sel, ", ")+" FROM "+t.name, keys, ph, order)
+	t.PrepareRowCompare(t, t.Name, "SELECT "+strings.Join(sel, ", ")+" FROM "+t.Name, keys, ph, order)
 	t.raw = make([][]byte, len(t.cols))
-	t.dest = make([]any, len(t.cols))
+	t.Dest = make([]any, len(t.cols))
 	for i := range t.raw {
-		t.dest[i] = &t.raw[i]
+		t.Dest[i] = &t.raw[i]
 	}
-	t.vals = make([]snapshot.Value, len(t.cols))
-	t.query = t.queryChunk
+	t.Row = make([]snapshot.Value, len(t.cols))
+	t.Query = t.queryChunk
 }
 
 // queryChunk sends one chunk query with every result column in text
 // format (the server's own text, P4), as an unnamed statement: a pooled
 // connection's cached prepared statement would fail with "cached plan must
 // not change result type" once a column is retyped between runs.
-func (t *pgTable) queryChunk(ctx context.Context, q string, args []any) (keysetResult, error) {
+func (t *pgTable) queryChunk(ctx context.Context, q string, args []any) (source.KeysetResult, error) {
 	rows, err := t.conn.Query(ctx, q, append([]any{pgx.QueryExecModeExec, pgx.QueryResultFormats{pgx.TextFormatCode}}, args...)...)
 	if err != nil {
 		return nil, err
@@ -365,7 +347,7 @@ func (t *pgTable) queryChunk(ctx context.Context, q string, args []any) (keysetR
 	return &pgRows{rows: rows, t: t}, nil
 }
 
-// pgRows adapts pgx.Rows to keysetResult: Scan hands out the raw text of
+// pgRows adapts pgx.Rows to source.KeysetResult: Scan hands out the raw text of
 // each column (valid until the next Next), and the first Next checks that
 // the result's column types are the described ones, so a column retyped
 // during the run fails it rather than being read with the old mapping.
@@ -384,11 +366,11 @@ func (r *pgRows) Next() bool {
 		r.checked = true
 		fds := r.rows.FieldDescriptions()
 		if len(fds) != len(r.t.cols) {
-			r.err = fmt.Errorf("the columns of %s changed during the read: %d, described %d", r.t.name, len(fds), len(r.t.cols))
+			r.err = fmt.Errorf("the columns of %s changed during the read: %d, described %d", r.t.Name, len(fds), len(r.t.cols))
 		} else {
 			for i, fd := range fds {
 				if c := &r.t.cols[i]; fd.DataTypeOID != c.resultOID {
-					r.err = fmt.Errorf("column %q of %s changed type during the read (type oid %d, described %s)", c.name, r.t.name, fd.DataTypeOID, c.typeName)
+					r.err = fmt.Errorf("column %q of %s changed type during the read (type oid %d, described %s)", c.name, r.t.Name, fd.DataTypeOID, c.typeName)
 					break
 				}
 			}
@@ -421,15 +403,15 @@ func (r *pgRows) Err() error {
 
 func (r *pgRows) Close() error { r.rows.Close(); return nil }
 
-// sourceErr implements keysetRows.
-func (t *pgTable) sourceErr(ctx context.Context, err error) error { return wrapPostgresErr(ctx, err) }
+// SourceErr implements source.KeysetRows.
+func (t *pgTable) SourceErr(ctx context.Context, err error) error { return wrapPostgresErr(ctx, err) }
 
-// convertRow implements keysetRows.
-func (t *pgTable) convertRow() error { return convertRow(t.cols, t.raw, t.vals) }
+// ConvertRow implements source.KeysetRows.
+func (t *pgTable) ConvertRow() error { return source.ConvertRow(t.cols, t.raw, t.Row) }
 
-// rowCursor copies the current row's key arguments: the text of each key
+// RowCursor copies the current row's key arguments: the text of each key
 // value as the server wrote it, which keyPlaceholder casts back.
-func (t *pgTable) rowCursor() []any {
+func (t *pgTable) RowCursor() []any {
 	cur := make([]any, len(t.keyIdx))
 	for j, i := range t.keyIdx {
 		cur[j] = string(t.raw[i])
@@ -437,27 +419,27 @@ func (t *pgTable) rowCursor() []any {
 	return cur
 }
 
-// readErr implements keysetRows: the connection's secrets are scrubbed.
-func (t *pgTable) readErr(_ context.Context, err error) error { return t.src.scrub(err) }
+// ReadErr implements source.KeysetRows: the connection's secrets are scrubbed.
+func (t *pgTable) ReadErr(_ context.Context, err error) error { return t.src.scrub(err) }
 
 // Close implements TableReader: ends the transaction and returns the
 // connection to the pool (pgxpool destroys one left broken or inside a
 // transaction).
 func (t *pgTable) Close() error {
-	if t.closed {
+	if t.Closed {
 		return nil
 	}
-	t.closed = true
+	t.Closed = true
 	var errs []error
-	if t.rows != nil {
-		errs = append(errs, t.rows.Close())
-		t.rows = nil
+	if t.Rows != nil {
+		errs = append(errs, t.Rows.Close())
+		t.Rows = nil
 	}
 	if t.started && !t.conn.Conn().IsClosed() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_, err := t.conn.Exec(ctx, "ROLLBACK")
 		cancel()
-		if err != nil && t.err == nil {
+		if err != nil && t.Err() == nil {
 			errs = append(errs, fmt.Errorf("ending the read transaction: %w", err))
 		}
 	}

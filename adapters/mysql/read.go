@@ -1,4 +1,4 @@
-package adapters
+package mysql
 
 import (
 	"cmp"
@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/snapstore/snapstore/adapters/source"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,7 +18,7 @@ import (
 // mysqlTable reads one table by keyset pagination inside one consistent
 // read-only transaction on one pinned connection.
 type mysqlTable struct {
-	keysetReader
+	source.Keyset
 	src     *mysqlSource
 	conn    *sql.Conn
 	cols    []mysqlColumn
@@ -30,8 +31,8 @@ type mysqlTable struct {
 // UTC (P4), the table described and its key chosen (P3), then REPEATABLE
 // READ and START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY, inside
 // which every chunk is read (P1).
-func (s *mysqlSource) OpenTable(ctx context.Context, req TableRequest) (_ TableReader, err error) {
-	if err := noSharedSnapshot(req); err != nil {
+func (s *mysqlSource) OpenTable(ctx context.Context, req source.TableRequest) (_ source.TableReader, err error) {
+	if err := source.NoSharedSnapshot(req); err != nil {
 		return nil, err
 	}
 	conn, err := s.conn(ctx)
@@ -39,10 +40,10 @@ func (s *mysqlSource) OpenTable(ctx context.Context, req TableRequest) (_ TableR
 		return nil, err
 	}
 	t := &mysqlTable{src: s, conn: conn}
-	t.q = conn
-	t.chunk = req.ChunkRows
-	if t.chunk <= 0 {
-		t.chunk = s.chunkRows
+	t.Conn = conn
+	t.ChunkRows = req.ChunkRows
+	if t.ChunkRows <= 0 {
+		t.ChunkRows = s.chunkRows
 	}
 	defer func() {
 		if err != nil {
@@ -52,7 +53,7 @@ func (s *mysqlSource) OpenTable(ctx context.Context, req TableRequest) (_ TableR
 	}()
 	exec := func(q string) error {
 		if _, err := conn.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("%s: %w", q, wrapSourceErr(ctx, err))
+			return fmt.Errorf("%s: %w", q, wrapMySQLErr(ctx, err))
 		}
 		return nil
 	}
@@ -76,14 +77,14 @@ func (s *mysqlSource) OpenTable(ctx context.Context, req TableRequest) (_ TableR
 }
 
 // describe resolves the resource, reads its columns and picks the key.
-func (t *mysqlTable) describe(ctx context.Context, req TableRequest) error {
+func (t *mysqlTable) describe(ctx context.Context, req source.TableRequest) error {
 	conn := t.conn
 	var def sql.NullString
 	if err := conn.QueryRowContext(ctx, "SELECT DATABASE()").Scan(&def); err != nil {
-		return fmt.Errorf("reading the default database: %w", wrapSourceErr(ctx, err))
+		return fmt.Errorf("reading the default database: %w", wrapMySQLErr(ctx, err))
 	}
 	found := false
-	for _, cand := range resourceCandidates(req.Resource, def.String, '`') {
+	for _, cand := range source.ResourceCandidates(req.Resource, def.String, '`') {
 		if cand[0] == "" {
 			continue
 		}
@@ -96,22 +97,22 @@ func (t *mysqlTable) describe(ctx context.Context, req TableRequest) error {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("looking up resource %q: %w", req.Resource, wrapSourceErr(ctx, err))
+			return fmt.Errorf("looking up resource %q: %w", req.Resource, wrapMySQLErr(ctx, err))
 		}
-		t.res = Resource{Schema: cand[0], Name: cand[1], Type: mysqlTableType(typ), EstimatedRows: est}
+		t.Resource = source.Resource{Schema: cand[0], Name: cand[1], Type: mysqlTableType(typ), EstimatedRows: est}
 		found = true
 		break
 	}
 	if !found {
-		return ErrResourceNotFound // the caller names the resource and the connection (openResource)
+		return source.ErrResourceNotFound // the caller names the resource and the connection (openResource)
 	}
 	rows, err := conn.QueryContext(ctx, `SELECT COLUMN_NAME, LOWER(DATA_TYPE), LOWER(COLUMN_TYPE), IS_NULLABLE,
 		COALESCE(CHARACTER_SET_NAME, ''), COALESCE(NUMERIC_PRECISION, 0), COALESCE(NUMERIC_SCALE, 0),
 		LOWER(EXTRA), COALESCE(GENERATION_EXPRESSION, '')
 		FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`,
-		t.res.Schema, t.res.Name)
+		t.Resource.Schema, t.Resource.Name)
 	if err != nil {
-		return fmt.Errorf("reading the columns of %s: %w", t.qualified(), wrapSourceErr(ctx, err))
+		return fmt.Errorf("reading the columns of %s: %w", t.qualified(), wrapMySQLErr(ctx, err))
 	}
 	for rows.Next() {
 		var c mysqlColumn
@@ -131,10 +132,10 @@ func (t *mysqlTable) describe(ctx context.Context, req TableRequest) error {
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("reading the columns of %s: %w", t.qualified(), wrapSourceErr(ctx, err))
+		return fmt.Errorf("reading the columns of %s: %w", t.qualified(), wrapMySQLErr(ctx, err))
 	}
 	if len(t.cols) == 0 {
-		return fmt.Errorf("%w: %s has no readable columns", ErrResourceNotFound, t.qualified())
+		return fmt.Errorf("%w: %s has no readable columns", source.ErrResourceNotFound, t.qualified())
 	}
 	jsonCols := t.mariadbJSONColumns(ctx)
 	var errs []error
@@ -153,12 +154,12 @@ func (t *mysqlTable) describe(ctx context.Context, req TableRequest) error {
 	if err := t.pickKey(ctx, req.KeyColumns); err != nil {
 		return err
 	}
-	t.schema = snapshot.Schema{Columns: make([]snapshot.Column, len(t.cols))}
+	t.TableSchema = snapshot.Schema{Columns: make([]snapshot.Column, len(t.cols))}
 	for i, c := range t.cols {
-		t.schema.Columns[i] = snapshot.Column{Name: c.name, Kind: c.kind, SourceType: c.columnType, Nullable: c.nullable}
+		t.TableSchema.Columns[i] = snapshot.Column{Name: c.name, Kind: c.kind, SourceType: c.columnType, Nullable: c.nullable}
 	}
 	for _, i := range t.keyIdx {
-		t.schema.Key = append(t.schema.Key, t.cols[i].name)
+		t.TableSchema.Key = append(t.TableSchema.Key, t.cols[i].name)
 	}
 	return nil
 }
@@ -170,7 +171,7 @@ func (t *mysqlTable) describe(ctx context.Context, req TableRequest) error {
 func (t *mysqlTable) mariadbJSONColumns(ctx context.Context) map[string]bool {
 	out := map[string]bool{}
 	rows, err := t.conn.QueryContext(ctx, `SELECT CONSTRAINT_NAME, CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS
-		WHERE CONSTRAINT_SCHEMA = ? AND TABLE_NAME = ?`, t.res.Schema, t.res.Name)
+		WHERE CONSTRAINT_SCHEMA = ? AND TABLE_NAME = ?`, t.Resource.Schema, t.Resource.Name)
 	if err != nil {
 		return out
 	}
@@ -196,9 +197,9 @@ func (t *mysqlTable) pickKey(ctx context.Context, explicit []string) error {
 		byName[c.name] = i
 	}
 	rows, err := t.conn.QueryContext(ctx, `SELECT INDEX_NAME, COLUMN_NAME, NON_UNIQUE FROM information_schema.STATISTICS
-		WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY INDEX_NAME, SEQ_IN_INDEX`, t.res.Schema, t.res.Name)
+		WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY INDEX_NAME, SEQ_IN_INDEX`, t.Resource.Schema, t.Resource.Name)
 	if err != nil {
-		return fmt.Errorf("reading the keys of %s: %w", t.qualified(), wrapSourceErr(ctx, err))
+		return fmt.Errorf("reading the keys of %s: %w", t.qualified(), wrapMySQLErr(ctx, err))
 	}
 	type index struct {
 		name string
@@ -222,12 +223,12 @@ func (t *mysqlTable) pickKey(ctx context.Context, explicit []string) error {
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("reading the keys of %s: %w", t.qualified(), wrapSourceErr(ctx, err))
+		return fmt.Errorf("reading the keys of %s: %w", t.qualified(), wrapMySQLErr(ctx, err))
 	}
 	usable := func(cols []string) bool {
 		for _, c := range cols {
 			i, ok := byName[c]
-			if !ok || t.cols[i].nullable || !keyKindOK(t.cols[i].kind) {
+			if !ok || t.cols[i].nullable || !source.KeyKindOK(t.cols[i].kind) {
 				return false
 			}
 		}
@@ -238,16 +239,16 @@ func (t *mysqlTable) pickKey(ctx context.Context, explicit []string) error {
 		for _, c := range explicit {
 			i, ok := byName[c]
 			if !ok {
-				return fmt.Errorf("%w: key column %q is not a column of %s", ErrNoKey, c, t.qualified())
+				return fmt.Errorf("%w: key column %q is not a column of %s", source.ErrNoKey, c, t.qualified())
 			}
-			if !keyKindOK(t.cols[i].kind) {
-				return fmt.Errorf("%w: key column %q has type %s, which cannot be a key", ErrNoKey, c, t.cols[i].columnType)
+			if !source.KeyKindOK(t.cols[i].kind) {
+				return fmt.Errorf("%w: key column %q has type %s, which cannot be a key", source.ErrNoKey, c, t.cols[i].columnType)
 			}
 		}
 		key = explicit
 		for _, u := range uniques {
 			if slices.Equal(u.cols, explicit) {
-				t.unique = true
+				t.Unique = true
 			}
 		}
 	} else {
@@ -265,12 +266,12 @@ func (t *mysqlTable) pickKey(ctx context.Context, explicit []string) error {
 		for _, u := range uniques {
 			if usable(u.cols) {
 				key = u.cols
-				t.unique = true
+				t.Unique = true
 				break
 			}
 		}
 		if key == nil {
-			return fmt.Errorf("%w: %s has no primary key and no unique key over NOT NULL columns; set key_columns", ErrNoKey, t.qualified())
+			return fmt.Errorf("%w: %s has no primary key and no unique key over NOT NULL columns; set key_columns", source.ErrNoKey, t.qualified())
 		}
 	}
 	for _, c := range key {
@@ -279,15 +280,11 @@ func (t *mysqlTable) pickKey(ctx context.Context, explicit []string) error {
 	return nil
 }
 
-func keyKindOK(k snapshot.Kind) bool {
-	return k != snapshot.KindJSON && k != snapshot.KindGeometry && k != snapshot.KindNull
-}
-
 func (t *mysqlTable) qualified() string {
-	return quoteMySQLIdent(t.res.Schema) + "." + quoteMySQLIdent(t.res.Name)
+	return quoteMySQLIdent(t.Resource.Schema) + "." + quoteMySQLIdent(t.Resource.Name)
 }
 
-// buildQueries prepares the keyset read (keysetReader.prepare): it selects
+// buildQueries prepares the keyset read (source.Keyset.Prepare): it selects
 // the columns, then the col+0 index of each ENUM or SET key column (what
 // the keyset compares; it is also their ORDER BY order), and sizes the
 // scan buffers.
@@ -296,29 +293,29 @@ func (t *mysqlTable) buildQueries() {
 	for _, c := range t.cols {
 		sel = append(sel, quoteMySQLIdent(c.name))
 	}
-	var keys []keysetColumn
+	var keys []source.KeysetColumn
 	var order []string
 	for _, i := range t.keyIdx {
 		c := &t.cols[i]
 		if c.enumLike {
 			sel = append(sel, c.keyExpr())
 		}
-		keys = append(keys, keysetColumn{expr: c.keyExpr(), placeholder: c.keyPlaceholder()})
+		keys = append(keys, source.KeysetColumn{Expr: c.keyExpr(), Placeholder: c.keyPlaceholder()})
 		order = append(order, quoteMySQLIdent(c.name))
 	}
-	t.prepare(t, t.qualified(), "SELECT "+strings.Join(sel, ", ")+" FROM "+t.qualified(), keys, order)
-	t.raw, t.dest = scanBuffers[sql.RawBytes](len(sel))
-	t.vals = make([]snapshot.Value, len(t.cols))
+	t.Prepare(t, t.qualified(), "SELECT "+strings.Join(sel, ", ")+" FROM "+t.qualified(), keys, order)
+	t.raw, t.Dest = source.ScanBuffers[sql.RawBytes](len(sel))
+	t.Row = make([]snapshot.Value, len(t.cols))
 }
 
-// sourceErr implements keysetRows.
-func (t *mysqlTable) sourceErr(ctx context.Context, err error) error { return wrapSourceErr(ctx, err) }
+// SourceErr implements source.KeysetRows.
+func (t *mysqlTable) SourceErr(ctx context.Context, err error) error { return wrapMySQLErr(ctx, err) }
 
-// convertRow implements keysetRows.
-func (t *mysqlTable) convertRow() error { return convertRow(t.cols, t.raw, t.vals) }
+// ConvertRow implements source.KeysetRows.
+func (t *mysqlTable) ConvertRow() error { return source.ConvertRow(t.cols, t.raw, t.Row) }
 
-// rowCursor copies the current row's key arguments.
-func (t *mysqlTable) rowCursor() []any {
+// RowCursor copies the current row's key arguments.
+func (t *mysqlTable) RowCursor() []any {
 	cur := make([]any, len(t.keyIdx))
 	extra := len(t.cols)
 	for j, i := range t.keyIdx {
@@ -329,31 +326,31 @@ func (t *mysqlTable) rowCursor() []any {
 			extra++
 			continue
 		}
-		cur[j] = c.keyArg(t.vals[i])
+		cur[j] = c.keyArg(t.Row[i])
 	}
 	return cur
 }
 
-// readErr implements keysetRows: the connection's secrets are scrubbed.
-func (t *mysqlTable) readErr(_ context.Context, err error) error { return t.src.scrub(err) }
+// ReadErr implements source.KeysetRows: the connection's secrets are scrubbed.
+func (t *mysqlTable) ReadErr(_ context.Context, err error) error { return t.src.scrub(err) }
 
 // Close implements TableReader: ends the transaction and returns the
 // connection to the pool (a connection broken by cancellation is dropped
 // by database/sql).
 func (t *mysqlTable) Close() error {
-	if t.closed {
+	if t.Closed {
 		return nil
 	}
-	t.closed = true
+	t.Closed = true
 	var errs []error
-	if t.rows != nil {
-		errs = append(errs, t.rows.Close())
+	if t.Rows != nil {
+		errs = append(errs, t.Rows.Close())
 	}
 	if t.started {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_, err := t.conn.ExecContext(ctx, "ROLLBACK")
 		cancel()
-		if err != nil && t.err == nil {
+		if err != nil && t.Err() == nil {
 			errs = append(errs, fmt.Errorf("ending the read transaction: %w", err))
 		}
 	}

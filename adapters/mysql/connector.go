@@ -1,4 +1,4 @@
-package adapters
+package mysql
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"github.com/snapstore/snapstore/adapters/source"
 	"log/slog"
 	"net"
 	"regexp"
@@ -25,28 +26,23 @@ import (
 // arrive as the server's exact text.
 type mysqlConnector struct{}
 
-const (
-	defaultChunkRows      = 5000
-	defaultConnectTimeout = 10 * time.Second
-)
-
-var mysqlOptionDefs = []OptionDef{
-	{Key: "host", Type: OptString, Endpoint: true, Doc: "server host name or address (default 127.0.0.1)"},
-	{Key: "port", Type: OptInt, Endpoint: true, Min: 1, Max: 65535, Doc: "TCP port (default 3306)"},
-	{Key: "socket", Type: OptString, Endpoint: true, Doc: "Unix socket path, instead of host and port"},
-	{Key: "user", Type: OptString, Endpoint: true, Doc: "user name"},
-	{Key: "password", Type: OptSecret, Doc: "password: literal, env:NAME or file:/path"},
-	{Key: "database", Type: OptString, Endpoint: true, Doc: "default database (schema) for resources without a schema"},
-	{Key: "tls", Type: OptString, Endpoint: true, Allowed: []string{"false", "true", "skip-verify", "preferred"}, Doc: "TLS mode of the driver (default false)"},
-	{Key: "params", Type: OptStringMap, Doc: "session system variables set at connect, name -> SQL value"},
-	{Key: "dsn", Type: OptSecret, Doc: "a whole go-sql-driver DSN instead of host/port/socket/user/password/database; literal, env:NAME or file:/path"},
-	{Key: "connect_timeout", Type: OptDuration, Doc: "bound of opening one connection, dial, handshake and login, and of a connection test (default 10s)"},
-	{Key: "read_timeout", Type: OptDuration, Doc: "I/O read timeout per packet (default 5m; 0s for none): bounds how long a run waits on a frozen source"},
-	{Key: "chunk_rows", Type: OptInt, Min: 1, Max: 10_000_000, Doc: "rows per keyset-pagination chunk of a pull (default 5000)"},
+var mysqlOptionDefs = []source.OptionDef{
+	{Key: "host", Type: source.OptString, Endpoint: true, Doc: "server host name or address (default 127.0.0.1)"},
+	{Key: "port", Type: source.OptInt, Endpoint: true, Min: 1, Max: 65535, Doc: "TCP port (default 3306)"},
+	{Key: "socket", Type: source.OptString, Endpoint: true, Doc: "Unix socket path, instead of host and port"},
+	{Key: "user", Type: source.OptString, Endpoint: true, Doc: "user name"},
+	{Key: "password", Type: source.OptSecret, Doc: "password: literal, env:NAME or file:/path"},
+	{Key: "database", Type: source.OptString, Endpoint: true, Doc: "default database (schema) for resources without a schema"},
+	{Key: "tls", Type: source.OptString, Endpoint: true, Allowed: []string{"false", "true", "skip-verify", "preferred"}, Doc: "TLS mode of the driver (default false)"},
+	{Key: "params", Type: source.OptStringMap, Doc: "session system variables set at connect, name -> SQL value"},
+	{Key: "dsn", Type: source.OptSecret, Doc: "a whole go-sql-driver DSN instead of host/port/socket/user/password/database; literal, env:NAME or file:/path"},
+	{Key: "connect_timeout", Type: source.OptDuration, Doc: "bound of opening one connection, dial, handshake and login, and of a connection test (default 10s)"},
+	{Key: "read_timeout", Type: source.OptDuration, Doc: "I/O read timeout per packet (default 5m; 0s for none): bounds how long a run waits on a frozen source"},
+	{Key: "chunk_rows", Type: source.OptInt, Min: 1, Max: 10_000_000, Doc: "rows per keyset-pagination chunk of a pull (default 5000)"},
 }
 
 // Options implements Connector.
-func (mysqlConnector) Options() []OptionDef { return mysqlOptionDefs }
+func (mysqlConnector) Options() []source.OptionDef { return mysqlOptionDefs }
 
 // mysqlManagedParams are driver settings snapstore owns; params may not
 // change them.
@@ -59,44 +55,44 @@ var mysqlManagedParams = map[string]bool{
 var sysVarName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Validate implements Connector.
-func (mysqlConnector) Validate(o OptionValues) error {
+func (mysqlConnector) Validate(o source.OptionValues) error {
 	var errs []error
 	if o.Has("dsn") {
-		if d := o.Secret("dsn").Reveal(); !isSecretRef(d) {
+		if d := o.Secret("dsn").Reveal(); !source.IsSecretRef(d) {
 			if _, err := mysql.ParseDSN(d); err != nil {
-				errs = append(errs, &OptionError{Key: "dsn", Msg: "not a valid go-sql-driver DSN"})
+				errs = append(errs, &source.OptionError{Key: "dsn", Msg: "not a valid go-sql-driver DSN"})
 			}
 		}
 		for _, k := range []string{"host", "port", "socket", "user", "password", "database"} {
 			if o.Has(k) {
-				errs = append(errs, &OptionError{Key: k, Msg: "not allowed together with dsn"})
+				errs = append(errs, &source.OptionError{Key: k, Msg: "not allowed together with dsn"})
 			}
 		}
 	} else if !o.Has("user") {
-		errs = append(errs, &OptionError{Key: "user", Msg: "required (or give dsn)"})
+		errs = append(errs, &source.OptionError{Key: "user", Msg: "required (or give dsn)"})
 	}
 	if o.Has("socket") && (o.Has("host") || o.Has("port")) {
-		errs = append(errs, &OptionError{Key: "socket", Msg: "not allowed together with host or port"})
+		errs = append(errs, &source.OptionError{Key: "socket", Msg: "not allowed together with host or port"})
 	}
 	for k := range o.Map("params") {
 		if !sysVarName.MatchString(k) {
-			errs = append(errs, &OptionError{Key: "params." + k, Msg: "not a system variable name"})
+			errs = append(errs, &source.OptionError{Key: "params." + k, Msg: "not a system variable name"})
 		} else if mysqlManagedParams[strings.ToLower(k)] {
-			errs = append(errs, &OptionError{Key: "params." + k, Msg: "managed by snapstore, cannot be set"})
+			errs = append(errs, &source.OptionError{Key: "params." + k, Msg: "managed by snapstore, cannot be set"})
 		}
 	}
 	return errors.Join(errs...)
 }
 
 // mysqlConfig builds the driver configuration from resolved options.
-func mysqlConfig(o OptionValues, logger *slog.Logger) (*mysql.Config, error) {
+func mysqlConfig(o source.OptionValues, logger *slog.Logger) (*mysql.Config, error) {
 	var cfg *mysql.Config
 	if o.Has("dsn") {
 		var err error
 		cfg, err = mysql.ParseDSN(o.Secret("dsn").Reveal())
 		if err != nil {
 			// The driver's message may quote part of the DSN; keep it out.
-			return nil, &OptionError{Key: "dsn", Msg: "not a valid go-sql-driver DSN"}
+			return nil, &source.OptionError{Key: "dsn", Msg: "not a valid go-sql-driver DSN"}
 		}
 	} else {
 		cfg = mysql.NewConfig()
@@ -132,7 +128,7 @@ func mysqlConfig(o OptionValues, logger *slog.Logger) (*mysql.Config, error) {
 	cfg.AllowAllFiles = false
 	cfg.ColumnsWithAlias = false
 	cfg.Loc = time.UTC
-	cfg.Timeout = o.Duration("connect_timeout", defaultConnectTimeout)
+	cfg.Timeout = o.Duration("connect_timeout", source.DefaultConnectTimeout)
 	// A source that stops answering (frozen, half-open TCP) must fail the
 	// run rather than hold the dataset forever; 0s turns the bound off.
 	cfg.ReadTimeout = o.Duration("read_timeout", defaultReadTimeout)
@@ -152,7 +148,7 @@ func (d driverLogger) Print(v ...any) {
 }
 
 // Open implements Connector: a lazy pool (nothing is dialled until used).
-func (mysqlConnector) Open(ctx context.Context, sc SourceConfig) (Source, error) {
+func (mysqlConnector) Open(ctx context.Context, sc source.SourceConfig) (source.Source, error) {
 	cfg, err := mysqlConfig(sc.Options, sc.Logger)
 	if err != nil {
 		return nil, err
@@ -163,16 +159,16 @@ func (mysqlConnector) Open(ctx context.Context, sc SourceConfig) (Source, error)
 	}
 	c, err := mysql.NewConnector(cfg)
 	if err != nil {
-		return nil, scrubError(&OptionError{Key: "tls", Msg: err.Error()}, secrets...)
+		return nil, source.ScrubError(&source.OptionError{Key: "tls", Msg: err.Error()}, secrets...)
 	}
 	db := sql.OpenDB(boundedConnector{Connector: c, timeout: cfg.Timeout})
-	applyPool(db, sc.Pool)
+	source.ApplyPool(db, sc.Pool)
 	return &mysqlSource{
 		name:      sc.Name,
-		addr:      sourceAddr{Connection: sc.Name, Type: "mysql", Addr: cfg.Addr, ConnectTimeout: cfg.Timeout},
+		addr:      source.SourceAddr{Connection: sc.Name, Type: "mysql", Addr: cfg.Addr, ConnectTimeout: cfg.Timeout, ServerMessage: serverMessage},
 		db:        db,
 		dbName:    cfg.DBName,
-		chunkRows: int(sc.Options.Int("chunk_rows", defaultChunkRows)),
+		chunkRows: int(sc.Options.Int("chunk_rows", source.DefaultChunkRows)),
 		timeout:   cfg.Timeout,
 		secrets:   secrets,
 		log:       sc.Logger,
@@ -198,7 +194,7 @@ func (c boundedConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	defer cancel()
 	conn, err := c.Connector.Connect(cctx)
 	if err != nil && ctx.Err() == nil && cctx.Err() != nil {
-		return nil, &connectTimeoutError{timeout: c.timeout, err: err}
+		return nil, &source.ConnectTimeoutError{Bound: c.timeout, Err: err}
 	}
 	return conn, err
 }
@@ -206,7 +202,7 @@ func (c boundedConnector) Connect(ctx context.Context) (driver.Conn, error) {
 // mysqlSource is an open mysql data connection: one *sql.DB.
 type mysqlSource struct {
 	name      string
-	addr      sourceAddr
+	addr      source.SourceAddr
 	db        *sql.DB
 	dbName    string
 	chunkRows int
@@ -221,25 +217,25 @@ func (s *mysqlSource) Close() error { return s.db.Close() }
 func (s *mysqlSource) CloseIdle() { s.db.SetMaxIdleConns(-1) }
 
 // scrub hides this connection's secrets in err.
-func (s *mysqlSource) scrub(err error) error { return scrubError(err, s.secrets...) }
+func (s *mysqlSource) scrub(err error) error { return source.ScrubError(err, s.secrets...) }
 
 // conn takes one connection of the pool, opening it when none is idle; a
 // failure is a *SourceError naming the server and the cause.
 func (s *mysqlSource) conn(ctx context.Context) (*sql.Conn, error) {
 	c, err := s.db.Conn(ctx)
 	if err != nil {
-		return nil, newSourceError(ctx, s.addr, classifyMySQL(ctx, err), s.scrub(err))
+		return nil, source.NewSourceError(ctx, s.addr, classifyMySQL(ctx, err), s.scrub(err))
 	}
 	return c, nil
 }
 
 // Test implements Tester: connect, VERSION(), SELECT 1 under connect_timeout.
-func (s *mysqlSource) Test(ctx context.Context) TestResult {
+func (s *mysqlSource) Test(ctx context.Context) source.TestResult {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	res := TestResult{}
-	fail := func(err error) TestResult {
+	res := source.TestResult{}
+	fail := func(err error) source.TestResult {
 		res.Cause = classifyMySQL(ctx, err)
 		res.Message = s.scrub(err).Error()
 		res.Latency = time.Since(start)
@@ -247,7 +243,7 @@ func (s *mysqlSource) Test(ctx context.Context) TestResult {
 	}
 	conn, err := s.conn(ctx)
 	if err != nil {
-		return failedTest(withBound(err, s.timeout, "connect_timeout"), time.Since(start))
+		return source.FailedTest(source.WithBound(err, s.timeout, "connect_timeout"), time.Since(start))
 	}
 	defer conn.Close()
 	if err := conn.QueryRowContext(ctx, "SELECT VERSION()").Scan(&res.ServerVersion); err != nil {
@@ -277,7 +273,7 @@ const (
 func classifyMySQL(ctx context.Context, err error) string {
 	var me *mysql.MySQLError
 	var ne net.Error
-	var oe *OptionError
+	var oe *source.OptionError
 	switch {
 	case errors.As(err, &oe):
 		return "config"
@@ -305,17 +301,17 @@ func classifyMySQL(ctx context.Context, err error) string {
 	return "error"
 }
 
-// wrapSourceErr marks a driver error with ErrSourceAuth or
+// wrapMySQLErr marks a driver error with ErrSourceAuth or
 // ErrSourceUnavailable when it is one, keeping the driver error in the chain.
-func wrapSourceErr(ctx context.Context, err error) error {
+func wrapMySQLErr(ctx context.Context, err error) error {
 	if err == nil || ctx.Err() != nil {
 		return err
 	}
 	switch classifyMySQL(ctx, err) {
 	case "auth":
-		return fmt.Errorf("%w: %w", ErrSourceAuth, err)
+		return fmt.Errorf("%w: %w", source.ErrSourceAuth, err)
 	case "unreachable", "timeout", "unknown_database":
-		return fmt.Errorf("%w: %w", ErrSourceUnavailable, err)
+		return fmt.Errorf("%w: %w", source.ErrSourceUnavailable, err)
 	}
 	return err
 }
@@ -325,7 +321,7 @@ var mysqlSystemSchemas = []any{"mysql", "information_schema", "performance_schem
 // Resources implements ResourceLister: the tables and views of the
 // configured database, or of every accessible non-system schema when no
 // database is configured, with InnoDB's estimated row counts.
-func (s *mysqlSource) Resources(ctx context.Context) ([]Resource, error) {
+func (s *mysqlSource) Resources(ctx context.Context) ([]source.Resource, error) {
 	q := `SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_TYPE, COALESCE(TABLE_ROWS, 0) FROM information_schema.TABLES WHERE `
 	var args []any
 	if s.dbName != "" {
@@ -343,12 +339,12 @@ func (s *mysqlSource) Resources(ctx context.Context) ([]Resource, error) {
 	defer conn.Close()
 	rows, err := conn.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, s.scrub(fmt.Errorf("listing tables of data connection %q: %w", s.name, wrapSourceErr(ctx, err)))
+		return nil, s.scrub(fmt.Errorf("listing tables of data connection %q: %w", s.name, wrapMySQLErr(ctx, err)))
 	}
 	defer rows.Close()
-	var out []Resource
+	var out []source.Resource
 	for rows.Next() {
-		var r Resource
+		var r source.Resource
 		var typ string
 		if err := rows.Scan(&r.Schema, &r.Name, &typ, &r.EstimatedRows); err != nil {
 			return nil, fmt.Errorf("listing tables of data connection %q: %w", s.name, err)
@@ -357,7 +353,7 @@ func (s *mysqlSource) Resources(ctx context.Context) ([]Resource, error) {
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, s.scrub(fmt.Errorf("listing tables of data connection %q: %w", s.name, wrapSourceErr(ctx, err)))
+		return nil, s.scrub(fmt.Errorf("listing tables of data connection %q: %w", s.name, wrapMySQLErr(ctx, err)))
 	}
 	return out, nil
 }
@@ -373,3 +369,15 @@ func mysqlTableType(t string) string {
 // backtick inside, so reserved words, mixed case, dots and backticks are
 // all safe.
 func quoteMySQLIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
+
+// serverMessage returns the message of a MySQL server's error in err's
+// chain, as the driver renders it (source.SourceAddr.ServerMessage).
+func serverMessage(err error) (string, bool) {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Error(), true
+	}
+	return "", false
+}
+
+func init() { source.Register("mysql", mysqlConnector{}) }

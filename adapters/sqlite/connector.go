@@ -1,10 +1,11 @@
-package adapters
+package sqlite
 
 import (
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/snapstore/snapstore/adapters/source"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -20,29 +21,29 @@ import (
 // read transaction, so it sees one consistent state of the file.
 type sqliteConnector struct{}
 
-var sqliteOptionDefs = []OptionDef{
-	{Key: "path", Type: OptString, Doc: "database file path (required; opened read-only)"},
-	{Key: "busy_timeout", Type: OptDuration, Doc: "how long to wait for a writer's lock (default 5s)"},
-	{Key: "chunk_rows", Type: OptInt, Min: 1, Max: 10_000_000, Doc: "rows per keyset-pagination chunk of a pull (default 5000)"},
+var sqliteOptionDefs = []source.OptionDef{
+	{Key: "path", Type: source.OptString, Doc: "database file path (required; opened read-only)"},
+	{Key: "busy_timeout", Type: source.OptDuration, Doc: "how long to wait for a writer's lock (default 5s)"},
+	{Key: "chunk_rows", Type: source.OptInt, Min: 1, Max: 10_000_000, Doc: "rows per keyset-pagination chunk of a pull (default 5000)"},
 }
 
 // Options implements Connector.
-func (sqliteConnector) Options() []OptionDef { return sqliteOptionDefs }
+func (sqliteConnector) Options() []source.OptionDef { return sqliteOptionDefs }
 
 // Validate implements Connector.
-func (sqliteConnector) Validate(o OptionValues) error {
+func (sqliteConnector) Validate(o source.OptionValues) error {
 	if o.String("path") == "" {
-		return &OptionError{Key: "path", Msg: "required"}
+		return &source.OptionError{Key: "path", Msg: "required"}
 	}
 	return nil
 }
 
 // Open implements Connector.
-func (sqliteConnector) Open(ctx context.Context, sc SourceConfig) (Source, error) {
+func (sqliteConnector) Open(ctx context.Context, sc source.SourceConfig) (source.Source, error) {
 	p := sc.Options.String("path")
 	abs, err := filepath.Abs(p)
 	if err != nil {
-		return nil, &OptionError{Key: "path", Msg: err.Error()}
+		return nil, &source.OptionError{Key: "path", Msg: err.Error()}
 	}
 	q := url.Values{}
 	q.Set("mode", "ro")
@@ -53,15 +54,15 @@ func (sqliteConnector) Open(ctx context.Context, sc SourceConfig) (Source, error
 	if err != nil {
 		return nil, fmt.Errorf("opening sqlite database %s: %w", abs, err)
 	}
-	applyPool(db, sc.Pool)
-	return &sqliteSource{name: sc.Name, path: abs, addr: sourceAddr{Connection: sc.Name, Type: "sqlite", Addr: abs},
-		db: db, chunkRows: int(sc.Options.Int("chunk_rows", defaultChunkRows))}, nil
+	source.ApplyPool(db, sc.Pool)
+	return &sqliteSource{name: sc.Name, path: abs, addr: source.SourceAddr{Connection: sc.Name, Type: "sqlite", Addr: abs},
+		db: db, chunkRows: int(sc.Options.Int("chunk_rows", source.DefaultChunkRows))}, nil
 }
 
 type sqliteSource struct {
 	name      string
 	path      string
-	addr      sourceAddr
+	addr      source.SourceAddr
 	db        *sql.DB
 	chunkRows int
 }
@@ -82,7 +83,7 @@ func (s *sqliteSource) wrap(err error) error {
 	// (path /etc/passwd) or a corrupt one: the source cannot serve,
 	// whatever the caller asked, and says so rather than fail as an
 	// internal error.
-	return fmt.Errorf("%w: %w", ErrSourceUnavailable, err)
+	return fmt.Errorf("%w: %w", source.ErrSourceUnavailable, err)
 }
 
 // openError is the *SourceError of a database file that did not open:
@@ -92,15 +93,15 @@ func (s *sqliteSource) openError(ctx context.Context, err error) error {
 	if _, serr := os.Stat(s.path); serr != nil {
 		err = serr
 	}
-	return newSourceError(ctx, s.addr, "unreachable", err)
+	return source.NewSourceError(ctx, s.addr, "unreachable", err)
 }
 
 // Test implements Tester.
-func (s *sqliteSource) Test(ctx context.Context) TestResult {
+func (s *sqliteSource) Test(ctx context.Context) source.TestResult {
 	start := time.Now()
-	res := TestResult{}
+	res := source.TestResult{}
 	if _, err := os.Stat(s.path); err != nil {
-		return failedTest(s.openError(ctx, err), time.Since(start))
+		return source.FailedTest(s.openError(ctx, err), time.Since(start))
 	}
 	err := s.db.QueryRowContext(ctx, "SELECT sqlite_version()").Scan(&res.ServerVersion)
 	if err == nil {
@@ -122,14 +123,14 @@ func (s *sqliteSource) Test(ctx context.Context) TestResult {
 // Resources implements ResourceLister: tables and views of the main
 // schema; estimated rows are exact COUNT(*) for tables (SQLite keeps no
 // cheap estimate), 0 for views.
-func (s *sqliteSource) Resources(ctx context.Context) ([]Resource, error) {
+func (s *sqliteSource) Resources(ctx context.Context) ([]source.Resource, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT name, type FROM sqlite_schema WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("listing tables of data connection %q: %w", s.name, s.wrap(err))
 	}
-	var out []Resource
+	var out []source.Resource
 	for rows.Next() {
-		var r Resource
+		var r source.Resource
 		if err := rows.Scan(&r.Name, &r.Type); err != nil {
 			rows.Close()
 			return nil, err
@@ -153,3 +154,5 @@ func (s *sqliteSource) Resources(ctx context.Context) ([]Resource, error) {
 // quoteSQLiteIdent quotes an SQLite identifier with double quotes, doubling
 // any inside.
 func quoteSQLiteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+func init() { source.Register("sqlite", sqliteConnector{}) }

@@ -1,4 +1,4 @@
-package adapters
+package source
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/snapstore/snapstore/snapshot"
 )
 
-// keysetReader is what the mysql, postgres and sqlite table readers share:
+// Keyset is what the mysql, postgres and sqlite table readers share:
 // the TableReader state and methods (Schema, Table, Values, Err, Next) and
 // the keyset pagination (P2). The first chunk is `first` with LIMIT chunk; each
 // next chunk starts at the last row's key (`>` for a declared unique key;
@@ -23,51 +23,51 @@ import (
 // transaction (P1).
 // Not safe for concurrent use; embedded in the table readers, which own
 // rows and close them.
-type keysetReader struct {
-	r      keysetRows // the reader's row hooks
-	name   string     // the table's display name, in errors
-	res    Resource
-	schema snapshot.Schema
-	vals   []snapshot.Value // the current row, aligned with schema.Columns
-	err    error
-	closed bool // set by the reader's Close
+type Keyset struct {
+	r           KeysetRows // the reader's row hooks
+	Name        string     // the table's display name, in errors
+	Resource    Resource
+	TableSchema snapshot.Schema
+	Row         []snapshot.Value // the current row, aligned with schema.Columns
+	err         error
+	Closed      bool // set by the reader's Close
 
-	q keysetQuerier
+	Conn KeysetQuerier
 	// query, when set, runs the chunk queries instead of q (a driver
 	// other than database/sql).
-	query func(ctx context.Context, sql string, args []any) (keysetResult, error)
-	dest  []any  // where a chunk row is scanned to (scanBuffers)
-	first string // query of the first chunk (prepare)
+	Query func(ctx context.Context, sql string, args []any) (KeysetResult, error)
+	Dest  []any  // where a chunk row is scanned to (ScanBuffers)
+	first string // query of the first chunk (Prepare)
 	next  string // query of the following chunks, args keysetArgs(cursor)
 	// rowArgs: the next query takes the cursor itself as its arguments
-	// (prepareRowCompare), not keysetArgs(cursor).
-	rowArgs bool
-	unique  bool // the key is a declared unique key (else check duplicates)
-	chunk   int  // rows per chunk query
-	limit   int  // LIMIT of the current chunk query
-	rows    keysetResult
-	cursor  []any // key args of the last row returned
+	// (PrepareRowCompare), not keysetArgs(cursor).
+	rowArgs   bool
+	Unique    bool // the key is a declared unique key (else check duplicates)
+	ChunkRows int  // rows per chunk query
+	limit     int  // LIMIT of the current chunk query
+	Rows      KeysetResult
+	cursor    []any // key args of the last row returned
 	// inChunk counts the rows read from the current chunk.
 	inChunk int
-	queries int // chunk queries sent, for tests of P2
+	Queries int // chunk queries sent, for tests of P2
 	done    bool
 	// skipPending is set after a `>=` chunk query: its first row may be
 	// the previous chunk's last one.
 	skipPending bool
-	// A range read (setRange, a one-column key): the chunk queries stop
+	// A range read (SetRange, a one-column key): the chunk queries stop
 	// at hi (inclusive) with firstHi and nextHi, hi their last argument.
 	hi              any
 	firstHi, nextHi string
 }
 
-// keysetQuerier is a *sql.Conn or a *sql.Tx.
-type keysetQuerier interface {
+// KeysetQuerier is a *sql.Conn or a *sql.Tx.
+type KeysetQuerier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-// keysetResult is the result of one chunk query: a *sql.Rows, or a
+// KeysetResult is the result of one chunk query: a *sql.Rows, or a
 // connector's own rows with the same methods.
-type keysetResult interface {
+type KeysetResult interface {
 	Next() bool
 	Scan(dest ...any) error
 	Err() error
@@ -75,24 +75,24 @@ type keysetResult interface {
 }
 
 // runQuery sends one chunk query.
-func (p *keysetReader) runQuery(ctx context.Context, query string, args []any) (keysetResult, error) {
-	if p.query != nil {
-		return p.query(ctx, query, args)
+func (p *Keyset) runQuery(ctx context.Context, query string, args []any) (KeysetResult, error) {
+	if p.Query != nil {
+		return p.Query(ctx, query, args)
 	}
-	rows, err := p.q.QueryContext(ctx, query, args...)
+	rows, err := p.Conn.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	return rows, nil
 }
 
-// keysetColumn is one key column as the chunk queries compare it.
-type keysetColumn struct {
-	expr        string // the quoted column, or an expression of it (MySQL ENUM: col+0)
-	placeholder string // "?", or an expression of it (MySQL DECIMAL: a CAST)
+// KeysetColumn is one key column as the chunk queries compare it.
+type KeysetColumn struct {
+	Expr        string // the quoted column, or an expression of it (MySQL ENUM: col+0)
+	Placeholder string // "?", or an expression of it (MySQL DECIMAL: a CAST)
 }
 
-// prepare sets up a read: r is the reader, name its table's display name,
+// Prepare sets up a read: r is the reader, name its table's display name,
 // and the chunk queries read base ("SELECT cols FROM table") in the order
 // of the terms order, keys being the key columns:
 //
@@ -103,41 +103,41 @@ type keysetColumn struct {
 // the key index. Without a declared unique key the last comparison is >=
 // and the LIMIT one more: the first row of such a chunk repeats the
 // previous chunk's last one, which nextRow skips.
-func (p *keysetReader) prepare(r keysetRows, name, base string, keys []keysetColumn, order []string) {
-	p.r, p.name = r, name
-	p.first = base + " ORDER BY " + strings.Join(order, ", ") + " LIMIT " + strconv.Itoa(p.chunk)
+func (p *Keyset) Prepare(r KeysetRows, name, base string, keys []KeysetColumn, order []string) {
+	p.r, p.Name = r, name
+	p.first = base + " ORDER BY " + strings.Join(order, ", ") + " LIMIT " + strconv.Itoa(p.ChunkRows)
 	var ors []string
 	for n := range keys {
 		var ands []string
 		for _, k := range keys[:n] {
-			ands = append(ands, k.expr+" = "+k.placeholder)
+			ands = append(ands, k.Expr+" = "+k.Placeholder)
 		}
 		op := " > "
-		if !p.unique && n == len(keys)-1 {
+		if !p.Unique && n == len(keys)-1 {
 			op = " >= "
 		}
-		ands = append(ands, keys[n].expr+op+keys[n].placeholder)
+		ands = append(ands, keys[n].Expr+op+keys[n].Placeholder)
 		ors = append(ors, "("+strings.Join(ands, " AND ")+")")
 	}
-	limit := p.chunk
-	if !p.unique {
+	limit := p.ChunkRows
+	if !p.Unique {
 		limit++
 	}
 	p.next = base + " WHERE " + strings.Join(ors, " OR ") + " ORDER BY " + strings.Join(order, ", ") + " LIMIT " + strconv.Itoa(limit)
 	if len(keys) == 1 {
-		upTo := keys[0].expr + " <= " + keys[0].placeholder
-		p.firstHi = base + " WHERE " + upTo + " ORDER BY " + strings.Join(order, ", ") + " LIMIT " + strconv.Itoa(p.chunk)
+		upTo := keys[0].Expr + " <= " + keys[0].Placeholder
+		p.firstHi = base + " WHERE " + upTo + " ORDER BY " + strings.Join(order, ", ") + " LIMIT " + strconv.Itoa(p.ChunkRows)
 		p.nextHi = base + " WHERE (" + strings.Join(ors, " OR ") + ") AND " + upTo + " ORDER BY " + strings.Join(order, ", ") + " LIMIT " + strconv.Itoa(limit)
 	}
 }
 
-// setRange makes the next reads cover the keys after lo (nil: from the
+// SetRange makes the next reads cover the keys after lo (nil: from the
 // first) up to hi included (nil: to the last), for a one-column key
-// (prepare). An open chunk query is closed.
-func (p *keysetReader) setRange(lo, hi any) {
-	if p.rows != nil {
-		p.rows.Close()
-		p.rows = nil
+// (Prepare). An open chunk query is closed.
+func (p *Keyset) SetRange(lo, hi any) {
+	if p.Rows != nil {
+		p.Rows.Close()
+		p.Rows = nil
 	}
 	p.cursor, p.hi, p.done, p.skipPending = nil, hi, false, false
 	if lo != nil {
@@ -145,20 +145,20 @@ func (p *keysetReader) setRange(lo, hi any) {
 	}
 }
 
-// prepareRowCompare is prepare with one row comparison for the next
+// PrepareRowCompare is Prepare with one row comparison for the next
 // chunks, which PostgreSQL's btree scans as one index range:
 //
 //	base WHERE (k1, k2) > (p1, p2) ORDER BY k1, k2 LIMIT chunk
 //
 // keys are the key column expressions, placeholders the SQL of their
 // cursor values ($1, $2, ... in key order); the cursor is the argument
-// list. Without a declared unique key the comparison is >= (see prepare).
-func (p *keysetReader) prepareRowCompare(r keysetRows, name, base string, keys, placeholders, order []string) {
-	p.r, p.name, p.rowArgs = r, name, true
-	p.first = base + " ORDER BY " + strings.Join(order, ", ") + " LIMIT " + strconv.Itoa(p.chunk)
-	op, limit := " > ", p.chunk
-	if !p.unique {
-		op, limit = " >= ", p.chunk+1
+// list. Without a declared unique key the comparison is >= (see Prepare).
+func (p *Keyset) PrepareRowCompare(r KeysetRows, name, base string, keys, placeholders, order []string) {
+	p.r, p.Name, p.rowArgs = r, name, true
+	p.first = base + " ORDER BY " + strings.Join(order, ", ") + " LIMIT " + strconv.Itoa(p.ChunkRows)
+	op, limit := " > ", p.ChunkRows
+	if !p.Unique {
+		op, limit = " >= ", p.ChunkRows+1
 	}
 	p.next = base + " WHERE (" + strings.Join(keys, ", ") + ")" + op + "(" + strings.Join(placeholders, ", ") + ")" +
 		" ORDER BY " + strings.Join(order, ", ") + " LIMIT " + strconv.Itoa(limit)
@@ -174,36 +174,36 @@ func keysetArgs(cursor []any) []any {
 	return args
 }
 
-// keysetRows is what a table reader gives its keysetReader.
-type keysetRows interface {
-	// readErr returns the error Err reports for err, which ended the read
+// KeysetRows is what a table reader gives its Keyset.
+type KeysetRows interface {
+	// ReadErr returns the error Err reports for err, which ended the read
 	// (for example with the source's secrets scrubbed); err already names
 	// the context's error when the context ended the read.
-	readErr(ctx context.Context, err error) error
-	// sourceErr classifies an error of a chunk query or of its rows
+	ReadErr(ctx context.Context, err error) error
+	// SourceErr classifies an error of a chunk query or of its rows
 	// (for example as ErrSourceUnavailable).
-	sourceErr(ctx context.Context, err error) error
-	// convertRow converts the row just scanned into dest to vals.
-	convertRow() error
-	// rowCursor copies the current row's key args.
-	rowCursor() []any
+	SourceErr(ctx context.Context, err error) error
+	// ConvertRow converts the row just scanned into dest to vals.
+	ConvertRow() error
+	// RowCursor copies the current row's key args.
+	RowCursor() []any
 }
 
 // Schema implements TableReader.
-func (p *keysetReader) Schema() snapshot.Schema { return p.schema }
+func (p *Keyset) Schema() snapshot.Schema { return p.TableSchema }
 
 // Table implements TableReader.
-func (p *keysetReader) Table() Resource { return p.res }
+func (p *Keyset) Table() Resource { return p.Resource }
 
 // Values implements TableReader.
-func (p *keysetReader) Values() []snapshot.Value { return p.vals }
+func (p *Keyset) Values() []snapshot.Value { return p.Row }
 
 // Err implements TableReader.
-func (p *keysetReader) Err() error { return p.err }
+func (p *Keyset) Err() error { return p.err }
 
 // Next implements TableReader.
-func (p *keysetReader) Next(ctx context.Context) bool {
-	if p.err != nil || p.closed {
+func (p *Keyset) Next(ctx context.Context) bool {
+	if p.err != nil || p.Closed {
 		return false
 	}
 	ok, err := p.nextRow(ctx)
@@ -211,22 +211,22 @@ func (p *keysetReader) Next(ctx context.Context) bool {
 		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
 			err = fmt.Errorf("%w (%w)", err, ctx.Err()) // the context ended the read
 		}
-		p.err = p.r.readErr(ctx, err)
+		p.err = p.r.ReadErr(ctx, err)
 	}
 	return ok
 }
 
 // nextRow advances to the next row of the table. It returns false at the
 // end or on error; err, when set, is wrapped as "reading NAME: ...".
-func (p *keysetReader) nextRow(ctx context.Context) (ok bool, err error) {
-	r, name, key := p.r, p.name, p.schema.Key
+func (p *Keyset) nextRow(ctx context.Context) (ok bool, err error) {
+	r, name, key := p.r, p.Name, p.TableSchema.Key
 	for {
-		if p.rows == nil {
+		if p.Rows == nil {
 			if p.done {
 				return false, nil
 			}
-			p.queries++
-			p.limit = p.chunk
+			p.Queries++
+			p.limit = p.ChunkRows
 			var err error
 			first, next := p.first, p.next
 			var hi []any
@@ -234,29 +234,29 @@ func (p *keysetReader) nextRow(ctx context.Context) (ok bool, err error) {
 				first, next, hi = p.firstHi, p.nextHi, []any{p.hi}
 			}
 			if p.cursor == nil {
-				p.rows, err = p.runQuery(ctx, first, hi)
+				p.Rows, err = p.runQuery(ctx, first, hi)
 			} else {
-				if !p.unique {
+				if !p.Unique {
 					p.limit++
 				}
 				args := p.cursor
 				if !p.rowArgs {
 					args = keysetArgs(p.cursor)
 				}
-				p.rows, err = p.runQuery(ctx, next, append(slices.Clip(args), hi...))
-				p.skipPending = !p.unique
+				p.Rows, err = p.runQuery(ctx, next, append(slices.Clip(args), hi...))
+				p.skipPending = !p.Unique
 			}
 			if err != nil {
-				return false, fmt.Errorf("reading %s: %w", name, r.sourceErr(ctx, err))
+				return false, fmt.Errorf("reading %s: %w", name, r.SourceErr(ctx, err))
 			}
 			p.inChunk = 0
 		}
-		if !p.rows.Next() {
-			err := p.rows.Err()
-			p.rows.Close()
-			p.rows = nil
+		if !p.Rows.Next() {
+			err := p.Rows.Err()
+			p.Rows.Close()
+			p.Rows = nil
 			if err != nil {
-				return false, fmt.Errorf("reading %s: %w", name, r.sourceErr(ctx, err))
+				return false, fmt.Errorf("reading %s: %w", name, r.SourceErr(ctx, err))
 			}
 			if p.inChunk < p.limit {
 				p.done = true
@@ -265,21 +265,21 @@ func (p *keysetReader) nextRow(ctx context.Context) (ok bool, err error) {
 			continue
 		}
 		p.inChunk++
-		if err := p.rows.Scan(p.dest...); err != nil {
+		if err := p.Rows.Scan(p.Dest...); err != nil {
 			return false, fmt.Errorf("reading %s: %w", name, err)
 		}
-		if err := r.convertRow(); err != nil {
+		if err := r.ConvertRow(); err != nil {
 			return false, fmt.Errorf("reading %s: %w", name, err)
 		}
-		if p.unique {
+		if p.Unique {
 			// A declared unique key needs the cursor only to start the
 			// next chunk: copy it from the chunk's last row alone.
 			if p.inChunk == p.limit {
-				p.cursor = r.rowCursor()
+				p.cursor = r.RowCursor()
 			}
 			return true, nil
 		}
-		cur := r.rowCursor()
+		cur := r.RowCursor()
 		if p.skipPending {
 			p.skipPending = false
 			if equalCursor(cur, p.cursor) {
@@ -297,18 +297,18 @@ func (p *keysetReader) nextRow(ctx context.Context) (ok bool, err error) {
 // just read, whose key cur repeats the previous row's: up to five, each
 // with its column names and how many times it came (a chunk is in key
 // order, so repeats are adjacent). The error is snapshot.ErrDuplicateKey.
-func (p *keysetReader) duplicates(cur []any) error {
+func (p *Keyset) duplicates(cur []any) error {
 	const most = 5
 	key := func() string {
-		vals := make([]snapshot.Value, len(p.schema.Key))
-		for j, name := range p.schema.Key {
-			for i, c := range p.schema.Columns {
+		vals := make([]snapshot.Value, len(p.TableSchema.Key))
+		for j, name := range p.TableSchema.Key {
+			for i, c := range p.TableSchema.Columns {
 				if c.Name == name {
-					vals[j] = p.vals[i]
+					vals[j] = p.Row[i]
 				}
 			}
 		}
-		return snapshot.FormatKey(p.schema.Key, vals)
+		return snapshot.FormatKey(p.TableSchema.Key, vals)
 	}
 	var dups []string
 	last, lastText, n := cur, key(), 2
@@ -317,11 +317,11 @@ func (p *keysetReader) duplicates(cur []any) error {
 			dups = append(dups, fmt.Sprintf("%s %d times", lastText, n))
 		}
 	}
-	for len(dups) < most-1 && p.rows.Next() {
-		if p.rows.Scan(p.dest...) != nil || p.r.convertRow() != nil {
+	for len(dups) < most-1 && p.Rows.Next() {
+		if p.Rows.Scan(p.Dest...) != nil || p.r.ConvertRow() != nil {
 			break
 		}
-		c := p.r.rowCursor()
+		c := p.r.RowCursor()
 		if equalCursor(c, last) {
 			n++
 			continue
@@ -354,14 +354,14 @@ func equalCursor(a, b []any) bool {
 	return true
 }
 
-// convertRow converts the scanned values of one row, raw[i] by cols[i]'s
-// convert, into vals (raw may hold more values than there are columns).
-func convertRow[C any, PC interface {
+// ConvertRow converts the scanned values of one row, raw[i] by cols[i]'s
+// Convert, into vals (raw may hold more values than there are columns).
+func ConvertRow[C any, PC interface {
 	*C
-	convert(R) (snapshot.Value, error)
+	Convert(R) (snapshot.Value, error)
 }, R any](cols []C, raw []R, vals []snapshot.Value) error {
 	for i := range cols {
-		v, err := PC(&cols[i]).convert(raw[i])
+		v, err := PC(&cols[i]).Convert(raw[i])
 		if err != nil {
 			return err
 		}
@@ -370,9 +370,9 @@ func convertRow[C any, PC interface {
 	return nil
 }
 
-// scanBuffers returns n values for rows.Scan to fill and the pointers to
+// ScanBuffers returns n values for rows.Scan to fill and the pointers to
 // them that it takes.
-func scanBuffers[R any](n int) (raw []R, dest []any) {
+func ScanBuffers[R any](n int) (raw []R, dest []any) {
 	raw, dest = make([]R, n), make([]any, n)
 	for i := range raw {
 		dest[i] = &raw[i]

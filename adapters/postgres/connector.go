@@ -1,9 +1,10 @@
-package adapters
+package postgres
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/snapstore/snapstore/adapters/source"
 	"log/slog"
 	"net"
 	"strconv"
@@ -25,34 +26,34 @@ import (
 // the server's exact text.
 type postgresConnector struct{}
 
-var postgresOptionDefs = []OptionDef{
-	{Key: "host", Type: OptString, Endpoint: true, Doc: "server host name or address, or a Unix socket directory (a path starting with /) (default 127.0.0.1)"},
-	{Key: "port", Type: OptInt, Endpoint: true, Min: 1, Max: 65535, Doc: "TCP port, or the socket's port number (default 5432)"},
-	{Key: "user", Type: OptString, Endpoint: true, Doc: "user (role) name"},
-	{Key: "password", Type: OptSecret, Doc: "password: literal, env:NAME or file:/path"},
-	{Key: "database", Type: OptString, Endpoint: true, Doc: "database (default: the user name, as PostgreSQL does)"},
-	{Key: "sslmode", Type: OptString, Endpoint: true, Allowed: []string{"disable", "allow", "prefer", "require", "verify-ca", "verify-full"}, Doc: "libpq's sslmode (default prefer)"},
-	{Key: "sslrootcert", Type: OptString, Endpoint: true, Doc: "CA certificate file (PEM) that verify-ca and verify-full check the server against"},
-	{Key: "application_name", Type: OptString, Doc: "application_name the server shows in pg_stat_activity (default snapstore)"},
-	{Key: "statement_timeout", Type: OptDuration, Doc: "server-side bound on each query of a pull, a chunk query included (default: the server's; 0s for none)"},
-	{Key: "connect_timeout", Type: OptDuration, Doc: "bound of opening one connection, dial, handshake and login, and of a connection test (default 10s)"},
-	{Key: "chunk_rows", Type: OptInt, Min: 1, Max: 10_000_000, Doc: "rows per keyset-pagination chunk of a pull (default 5000)"},
+var postgresOptionDefs = []source.OptionDef{
+	{Key: "host", Type: source.OptString, Endpoint: true, Doc: "server host name or address, or a Unix socket directory (a path starting with /) (default 127.0.0.1)"},
+	{Key: "port", Type: source.OptInt, Endpoint: true, Min: 1, Max: 65535, Doc: "TCP port, or the socket's port number (default 5432)"},
+	{Key: "user", Type: source.OptString, Endpoint: true, Doc: "user (role) name"},
+	{Key: "password", Type: source.OptSecret, Doc: "password: literal, env:NAME or file:/path"},
+	{Key: "database", Type: source.OptString, Endpoint: true, Doc: "database (default: the user name, as PostgreSQL does)"},
+	{Key: "sslmode", Type: source.OptString, Endpoint: true, Allowed: []string{"disable", "allow", "prefer", "require", "verify-ca", "verify-full"}, Doc: "libpq's sslmode (default prefer)"},
+	{Key: "sslrootcert", Type: source.OptString, Endpoint: true, Doc: "CA certificate file (PEM) that verify-ca and verify-full check the server against"},
+	{Key: "application_name", Type: source.OptString, Doc: "application_name the server shows in pg_stat_activity (default snapstore)"},
+	{Key: "statement_timeout", Type: source.OptDuration, Doc: "server-side bound on each query of a pull, a chunk query included (default: the server's; 0s for none)"},
+	{Key: "connect_timeout", Type: source.OptDuration, Doc: "bound of opening one connection, dial, handshake and login, and of a connection test (default 10s)"},
+	{Key: "chunk_rows", Type: source.OptInt, Min: 1, Max: 10_000_000, Doc: "rows per keyset-pagination chunk of a pull (default 5000)"},
 }
 
 // Options implements Connector.
-func (postgresConnector) Options() []OptionDef { return postgresOptionDefs }
+func (postgresConnector) Options() []source.OptionDef { return postgresOptionDefs }
 
 // Validate implements Connector.
-func (postgresConnector) Validate(o OptionValues) error {
+func (postgresConnector) Validate(o source.OptionValues) error {
 	var errs []error
 	if !o.Has("user") {
-		errs = append(errs, &OptionError{Key: "user", Msg: "required"})
+		errs = append(errs, &source.OptionError{Key: "user", Msg: "required"})
 	}
 	if o.Has("sslrootcert") && (o.String("sslmode") == "disable") {
-		errs = append(errs, &OptionError{Key: "sslrootcert", Msg: "not allowed with sslmode disable"})
+		errs = append(errs, &source.OptionError{Key: "sslrootcert", Msg: "not allowed with sslmode disable"})
 	}
 	if o.Has("statement_timeout") && o.Duration("statement_timeout", 0) < 0 {
-		errs = append(errs, &OptionError{Key: "statement_timeout", Msg: "must not be negative"})
+		errs = append(errs, &source.OptionError{Key: "statement_timeout", Msg: "must not be negative"})
 	}
 	return errors.Join(errs...)
 }
@@ -77,7 +78,7 @@ func pgConnString(k, v string) string {
 }
 
 // postgresConfig builds the pool configuration from resolved options.
-func postgresConfig(o OptionValues, pool PoolOptions) (*pgxpool.Config, error) {
+func postgresConfig(o source.OptionValues, pool source.PoolOptions) (*pgxpool.Config, error) {
 	host := o.String("host")
 	if host == "" {
 		host = "127.0.0.1"
@@ -99,9 +100,9 @@ func postgresConfig(o OptionValues, pool PoolOptions) (*pgxpool.Config, error) {
 		// pgconn's message may quote the string; keep it to the cause.
 		var pe *pgconn.ParseConfigError
 		if errors.As(err, &pe) && o.Has("sslrootcert") {
-			return nil, &OptionError{Key: "sslrootcert", Msg: "cannot be used: " + errors.Unwrap(pe).Error()}
+			return nil, &source.OptionError{Key: "sslrootcert", Msg: "cannot be used: " + errors.Unwrap(pe).Error()}
 		}
-		return nil, &OptionError{Key: "host", Msg: "not a valid PostgreSQL connection setting"}
+		return nil, &source.OptionError{Key: "host", Msg: "not a valid PostgreSQL connection setting"}
 	}
 	cc := cfg.ConnConfig
 	cc.User = o.String("user")
@@ -110,7 +111,7 @@ func postgresConfig(o OptionValues, pool PoolOptions) (*pgxpool.Config, error) {
 	if cc.Database == "" {
 		cc.Database = cc.User
 	}
-	cc.ConnectTimeout = o.Duration("connect_timeout", defaultConnectTimeout)
+	cc.ConnectTimeout = o.Duration("connect_timeout", source.DefaultConnectTimeout)
 	app := o.String("application_name")
 	if app == "" {
 		app = "snapstore"
@@ -127,9 +128,9 @@ func postgresConfig(o OptionValues, pool PoolOptions) (*pgxpool.Config, error) {
 	for _, p := range postgresSession {
 		cc.RuntimeParams[strings.ToLower(p[0])] = p[1]
 	}
-	if pool.set {
+	if pool.Pooled {
 		if pool.MaxIdle > 0 {
-			return nil, &OptionError{Key: "max_idle", Msg: "not supported by postgres: pgxpool keeps up to max_open connections; use conn_max_idle_time"}
+			return nil, &source.OptionError{Key: "max_idle", Msg: "not supported by postgres: pgxpool keeps up to max_open connections; use conn_max_idle_time"}
 		}
 		if pool.MaxOpen > 0 {
 			cfg.MaxConns = int32(pool.MaxOpen)
@@ -147,7 +148,7 @@ func postgresConfig(o OptionValues, pool PoolOptions) (*pgxpool.Config, error) {
 // Open implements Connector: a pgxpool, lazy (nothing is dialled until a
 // connection is acquired), for every sharing mode; a single-use
 // connection's pool lives for one run.
-func (postgresConnector) Open(ctx context.Context, sc SourceConfig) (Source, error) {
+func (postgresConnector) Open(ctx context.Context, sc source.SourceConfig) (source.Source, error) {
 	cfg, err := postgresConfig(sc.Options, sc.Pool)
 	if err != nil {
 		return nil, err
@@ -155,7 +156,7 @@ func (postgresConnector) Open(ctx context.Context, sc SourceConfig) (Source, err
 	secrets := []string{cfg.ConnConfig.Password}
 	pool, err := pgxpool.NewWithConfig(context.WithoutCancel(ctx), cfg)
 	if err != nil {
-		return nil, scrubError(fmt.Errorf("opening data connection %q: %w", sc.Name, err), secrets...)
+		return nil, source.ScrubError(fmt.Errorf("opening data connection %q: %w", sc.Name, err), secrets...)
 	}
 	addr := cfg.ConnConfig.Host
 	if !strings.HasPrefix(addr, "/") {
@@ -163,9 +164,9 @@ func (postgresConnector) Open(ctx context.Context, sc SourceConfig) (Source, err
 	}
 	return &postgresSource{
 		name:      sc.Name,
-		addr:      sourceAddr{Connection: sc.Name, Type: "postgres", Addr: addr, ConnectTimeout: cfg.ConnConfig.ConnectTimeout},
+		addr:      source.SourceAddr{Connection: sc.Name, Type: "postgres", Addr: addr, ConnectTimeout: cfg.ConnConfig.ConnectTimeout, ServerMessage: serverMessage},
 		pool:      pool,
-		chunkRows: int(sc.Options.Int("chunk_rows", defaultChunkRows)),
+		chunkRows: int(sc.Options.Int("chunk_rows", source.DefaultChunkRows)),
 		timeout:   cfg.ConnConfig.ConnectTimeout,
 		secrets:   secrets,
 		log:       sc.Logger,
@@ -175,7 +176,7 @@ func (postgresConnector) Open(ctx context.Context, sc SourceConfig) (Source, err
 // postgresSource is an open postgres data connection: one pgxpool.
 type postgresSource struct {
 	name      string
-	addr      sourceAddr
+	addr      source.SourceAddr
 	pool      *pgxpool.Pool
 	chunkRows int
 	timeout   time.Duration
@@ -192,26 +193,26 @@ func (s *postgresSource) Close() error { s.pool.Close(); return nil }
 func (s *postgresSource) CloseIdle() { s.pool.Reset() }
 
 // scrub hides this connection's secrets in err.
-func (s *postgresSource) scrub(err error) error { return scrubError(err, s.secrets...) }
+func (s *postgresSource) scrub(err error) error { return source.ScrubError(err, s.secrets...) }
 
 // acquire takes one connection of the pool, opening it when none is idle;
 // a failure is a *SourceError naming the server and the cause.
 func (s *postgresSource) acquire(ctx context.Context) (*pgxpool.Conn, error) {
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return nil, newSourceError(ctx, s.addr, classifyPostgres(ctx, err), s.scrub(err))
+		return nil, source.NewSourceError(ctx, s.addr, classifyPostgres(ctx, err), s.scrub(err))
 	}
 	return c, nil
 }
 
 // Test implements Tester: connect, the server version, SELECT 1, under
 // connect_timeout.
-func (s *postgresSource) Test(ctx context.Context) TestResult {
+func (s *postgresSource) Test(ctx context.Context) source.TestResult {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	res := TestResult{}
-	fail := func(err error) TestResult {
+	res := source.TestResult{}
+	fail := func(err error) source.TestResult {
 		res.Cause = classifyPostgres(ctx, err)
 		res.Message = s.scrub(err).Error()
 		res.Latency = time.Since(start)
@@ -219,7 +220,7 @@ func (s *postgresSource) Test(ctx context.Context) TestResult {
 	}
 	conn, err := s.acquire(ctx)
 	if err != nil {
-		return failedTest(withBound(err, s.timeout, "connect_timeout"), time.Since(start))
+		return source.FailedTest(source.WithBound(err, s.timeout, "connect_timeout"), time.Since(start))
 	}
 	defer conn.Release()
 	if err := conn.QueryRow(ctx, "SELECT 'PostgreSQL ' || current_setting('server_version')").Scan(&res.ServerVersion); err != nil {
@@ -239,7 +240,7 @@ func (s *postgresSource) Test(ctx context.Context) TestResult {
 // the SQLSTATE when the server answered.
 func classifyPostgres(ctx context.Context, err error) string {
 	var pe *pgconn.PgError
-	var oe *OptionError
+	var oe *source.OptionError
 	var ne net.Error
 	switch {
 	case errors.As(err, &oe):
@@ -291,9 +292,9 @@ func wrapPostgresErr(ctx context.Context, err error) error {
 	}
 	switch classifyPostgres(ctx, err) {
 	case "auth":
-		return fmt.Errorf("%w: %w", ErrSourceAuth, err)
+		return fmt.Errorf("%w: %w", source.ErrSourceAuth, err)
 	case "unreachable", "unknown_database":
-		return fmt.Errorf("%w: %w", ErrSourceUnavailable, err)
+		return fmt.Errorf("%w: %w", source.ErrSourceUnavailable, err)
 	}
 	return err
 }
@@ -315,7 +316,7 @@ func postgresTableType(relkind string) string {
 // partitioned table once, not its partitions), with their estimated rows
 // and their key (the primary key, else the unique key over NOT NULL
 // columns a run would choose; none for views).
-func (s *postgresSource) Resources(ctx context.Context) ([]Resource, error) {
+func (s *postgresSource) Resources(ctx context.Context) ([]source.Resource, error) {
 	conn, err := s.acquire(ctx)
 	if err != nil {
 		return nil, err
@@ -330,10 +331,10 @@ func (s *postgresSource) Resources(ctx context.Context) ([]Resource, error) {
 	if err != nil {
 		return nil, s.scrub(fmt.Errorf("listing tables of data connection %q: %w", s.name, wrapPostgresErr(ctx, err)))
 	}
-	var out []Resource
+	var out []source.Resource
 	var oids []uint32
 	for rows.Next() {
-		var r Resource
+		var r source.Resource
 		var oid uint32
 		var kind string
 		if err := rows.Scan(&oid, &r.Schema, &r.Name, &kind, &r.EstimatedRows); err != nil {
@@ -385,3 +386,15 @@ const (
 // quotePostgresIdent quotes a PostgreSQL identifier with double quotes,
 // doubling any inside, so reserved words, mixed case and dots are safe.
 func quotePostgresIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// serverMessage returns the message of a PostgreSQL server's error in
+// err's chain, as pgx renders it (source.SourceAddr.ServerMessage).
+func serverMessage(err error) (string, bool) {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Error(), true
+	}
+	return "", false
+}
+
+func init() { source.Register("postgres", postgresConnector{}) }

@@ -1,8 +1,9 @@
-package adapters
+package mysql
 
 import (
 	"database/sql"
 	"fmt"
+	"github.com/snapstore/snapstore/adapters/source"
 	"strconv"
 	"strings"
 
@@ -72,13 +73,13 @@ func mysqlKind(c *mysqlColumn, isJSON bool) (snapshot.Kind, error) {
 	case "uuid", "inet4", "inet6":
 		return snapshot.KindString, nil
 	}
-	return 0, fmt.Errorf("%w: column %q has type %s", ErrUnsupportedType, c.name, c.columnType)
+	return 0, fmt.Errorf("%w: column %q has type %s", source.ErrUnsupportedType, c.name, c.columnType)
 }
 
-// convert turns the text-protocol bytes of one value, the server's exact
+// Convert turns the text-protocol bytes of one value, the server's exact
 // text (P4), into a Value. b == nil is NULL. Bytes alias b (valid until the
 // next row).
-func (c *mysqlColumn) convert(b sql.RawBytes) (snapshot.Value, error) {
+func (c *mysqlColumn) Convert(b sql.RawBytes) (snapshot.Value, error) {
 	if b == nil {
 		return snapshot.Value{}, nil
 	}

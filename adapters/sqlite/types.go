@@ -1,7 +1,8 @@
-package adapters
+package sqlite
 
 import (
 	"fmt"
+	"github.com/snapstore/snapstore/adapters/source"
 	"strconv"
 	"strings"
 	"time"
@@ -54,12 +55,12 @@ type sqliteColumn struct {
 	pk      int
 }
 
-// convert turns a driver value into the column's kind. A value the column's
+// Convert turns a driver value into the column's kind. A value the column's
 // kind cannot hold exactly (text in an INTEGER column) fails the run with
 // ErrUnsupportedType rather than change kind per row.
-func (c *sqliteColumn) convert(v any) (snapshot.Value, error) {
+func (c *sqliteColumn) Convert(v any) (snapshot.Value, error) {
 	bad := func() (snapshot.Value, error) {
-		return snapshot.Value{}, fmt.Errorf("%w: column %q (%s) holds a %T value that does not fit", ErrUnsupportedType, c.name, c.decl, v)
+		return snapshot.Value{}, fmt.Errorf("%w: column %q (%s) holds a %T value that does not fit", source.ErrUnsupportedType, c.name, c.decl, v)
 	}
 	if v == nil {
 		return snapshot.Value{}, nil

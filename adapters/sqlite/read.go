@@ -1,4 +1,4 @@
-package adapters
+package sqlite
 
 import (
 	"cmp"
@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/snapstore/snapstore/adapters/source"
 	"slices"
 	"strings"
 
@@ -15,7 +16,7 @@ import (
 // sqliteTable reads one table by keyset pagination inside one read
 // transaction on one pinned connection.
 type sqliteTable struct {
-	keysetReader
+	source.Keyset
 	src    *sqliteSource
 	conn   *sql.Conn
 	tx     *sql.Tx
@@ -28,14 +29,14 @@ type sqliteTable struct {
 // connection, inside which every chunk is read (P1). The resource is a
 // table or view name of the main schema ("main.t" and quoted "\"a.b\"" are
 // accepted).
-func (s *sqliteSource) OpenTable(ctx context.Context, req TableRequest) (_ TableReader, err error) {
-	if err := noSharedSnapshot(req); err != nil {
+func (s *sqliteSource) OpenTable(ctx context.Context, req source.TableRequest) (_ source.TableReader, err error) {
+	if err := source.NoSharedSnapshot(req); err != nil {
 		return nil, err
 	}
 	t := &sqliteTable{src: s}
-	t.chunk = req.ChunkRows
-	if t.chunk <= 0 {
-		t.chunk = s.chunkRows
+	t.ChunkRows = req.ChunkRows
+	if t.ChunkRows <= 0 {
+		t.ChunkRows = s.chunkRows
 	}
 	defer func() {
 		if err != nil {
@@ -51,9 +52,9 @@ func (s *sqliteSource) OpenTable(ctx context.Context, req TableRequest) (_ Table
 	if err != nil {
 		return nil, fmt.Errorf("starting a read transaction on %q: %w", s.name, s.wrap(err))
 	}
-	t.q = t.tx
+	t.Conn = t.tx
 	name := ""
-	for _, cand := range resourceCandidates(req.Resource, "main", '"') {
+	for _, cand := range source.ResourceCandidates(req.Resource, "main", '"') {
 		if cand[0] != "main" {
 			continue
 		}
@@ -66,11 +67,11 @@ func (s *sqliteSource) OpenTable(ctx context.Context, req TableRequest) (_ Table
 			return nil, fmt.Errorf("looking up resource %q: %w", req.Resource, s.wrap(err))
 		}
 		name = cand[1]
-		t.res = Resource{Name: name, Type: typ}
+		t.Resource = source.Resource{Name: name, Type: typ}
 		break
 	}
 	if name == "" {
-		return nil, ErrResourceNotFound // the caller names the resource and the connection (openResource)
+		return nil, source.ErrResourceNotFound // the caller names the resource and the connection (openResource)
 	}
 	rows, err := t.tx.QueryContext(ctx, `SELECT name, type, "notnull", pk FROM pragma_table_info(?)`, name)
 	if err != nil {
@@ -94,17 +95,17 @@ func (s *sqliteSource) OpenTable(ctx context.Context, req TableRequest) (_ Table
 	if err := t.pickKey(ctx, req.KeyColumns); err != nil {
 		return nil, err
 	}
-	if t.res.Type == "table" {
+	if t.Resource.Type == "table" {
 		// Best effort: the count is only the progress estimate (0 when
 		// it fails); a table that cannot be read fails the pull itself.
-		_ = t.tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+quoteSQLiteIdent(name)).Scan(&t.res.EstimatedRows)
+		_ = t.tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+quoteSQLiteIdent(name)).Scan(&t.Resource.EstimatedRows)
 	}
-	t.schema = snapshot.Schema{Columns: make([]snapshot.Column, len(t.cols))}
+	t.TableSchema = snapshot.Schema{Columns: make([]snapshot.Column, len(t.cols))}
 	for i, c := range t.cols {
-		t.schema.Columns[i] = snapshot.Column{Name: c.name, Kind: c.kind, SourceType: c.decl, Nullable: !c.notNull && c.pk == 0}
+		t.TableSchema.Columns[i] = snapshot.Column{Name: c.name, Kind: c.kind, SourceType: c.decl, Nullable: !c.notNull && c.pk == 0}
 	}
 	for _, i := range t.keyIdx {
-		t.schema.Key = append(t.schema.Key, t.cols[i].name)
+		t.TableSchema.Key = append(t.TableSchema.Key, t.cols[i].name)
 	}
 	t.build()
 	return t, nil
@@ -122,7 +123,7 @@ func (t *sqliteTable) pickKey(ctx context.Context, explicit []string) error {
 		for _, c := range explicit {
 			i, ok := byName[c]
 			if !ok {
-				return fmt.Errorf("%w: key column %q is not a column of %s", ErrNoKey, c, t.res.Name)
+				return fmt.Errorf("%w: key column %q is not a column of %s", source.ErrNoKey, c, t.Resource.Name)
 			}
 			t.keyIdx = append(t.keyIdx, i)
 		}
@@ -136,14 +137,14 @@ func (t *sqliteTable) pickKey(ctx context.Context, explicit []string) error {
 	}
 	slices.SortFunc(pk, func(a, b int) int { return cmp.Compare(t.cols[a].pk, t.cols[b].pk) })
 	if len(pk) > 0 {
-		t.keyIdx, t.unique = pk, true
+		t.keyIdx, t.Unique = pk, true
 		return nil
 	}
 	// A unique index over NOT NULL columns.
 	rows, err := t.tx.QueryContext(ctx, `SELECT il.name, ii.name FROM pragma_index_list(?) il, pragma_index_info(il.name) ii
-		WHERE il."unique" = 1 AND il.partial = 0 ORDER BY il.name, ii.seqno`, t.res.Name)
+		WHERE il."unique" = 1 AND il.partial = 0 ORDER BY il.name, ii.seqno`, t.Resource.Name)
 	if err != nil {
-		return fmt.Errorf("reading the indexes of %s: %w", t.res.Name, err)
+		return fmt.Errorf("reading the indexes of %s: %w", t.Resource.Name, err)
 	}
 	type index struct {
 		name string
@@ -172,44 +173,44 @@ func (t *sqliteTable) pickKey(ctx context.Context, explicit []string) error {
 	rows.Close()
 	for _, ix := range idx {
 		if ix.ok {
-			t.keyIdx, t.unique = ix.cols, true
+			t.keyIdx, t.Unique = ix.cols, true
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: %s has no primary key and no unique index over NOT NULL columns; set key_columns", ErrNoKey, t.res.Name)
+	return fmt.Errorf("%w: %s has no primary key and no unique index over NOT NULL columns; set key_columns", source.ErrNoKey, t.Resource.Name)
 }
 
-// build prepares the keyset read (keysetReader.prepare) and sizes the
+// build prepares the keyset read (source.Keyset.Prepare) and sizes the
 // scan buffers.
 func (t *sqliteTable) build() {
 	var sel []string
 	for _, c := range t.cols {
 		sel = append(sel, quoteSQLiteIdent(c.name))
 	}
-	var keys []keysetColumn
+	var keys []source.KeysetColumn
 	var order []string
 	for _, i := range t.keyIdx {
 		name := quoteSQLiteIdent(t.cols[i].name)
-		keys = append(keys, keysetColumn{expr: name, placeholder: "?"})
+		keys = append(keys, source.KeysetColumn{Expr: name, Placeholder: "?"})
 		order = append(order, name)
 	}
-	t.prepare(t, t.res.Name, "SELECT "+strings.Join(sel, ", ")+" FROM "+quoteSQLiteIdent(t.res.Name), keys, order)
-	t.raw, t.dest = scanBuffers[any](len(t.cols))
-	t.vals = make([]snapshot.Value, len(t.cols))
+	t.Prepare(t, t.Resource.Name, "SELECT "+strings.Join(sel, ", ")+" FROM "+quoteSQLiteIdent(t.Resource.Name), keys, order)
+	t.raw, t.Dest = source.ScanBuffers[any](len(t.cols))
+	t.Row = make([]snapshot.Value, len(t.cols))
 }
 
-// readErr implements keysetRows: errors are reported as they are.
-func (t *sqliteTable) readErr(_ context.Context, err error) error { return err }
+// ReadErr implements source.KeysetRows: errors are reported as they are.
+func (t *sqliteTable) ReadErr(_ context.Context, err error) error { return err }
 
-// sourceErr implements keysetRows: errors are kept as the driver gave them.
-func (t *sqliteTable) sourceErr(_ context.Context, err error) error { return err }
+// SourceErr implements source.KeysetRows: errors are kept as the driver gave them.
+func (t *sqliteTable) SourceErr(_ context.Context, err error) error { return err }
 
-// convertRow implements keysetRows.
-func (t *sqliteTable) convertRow() error { return convertRow(t.cols, t.raw, t.vals) }
+// ConvertRow implements source.KeysetRows.
+func (t *sqliteTable) ConvertRow() error { return source.ConvertRow(t.cols, t.raw, t.Row) }
 
-// rowCursor implements keysetRows: the current row's key values, bytes
+// RowCursor implements source.KeysetRows: the current row's key values, bytes
 // copied (the driver reuses them).
-func (t *sqliteTable) rowCursor() []any {
+func (t *sqliteTable) RowCursor() []any {
 	cur := make([]any, len(t.keyIdx))
 	for j, i := range t.keyIdx {
 		switch x := t.raw[i].(type) {
@@ -225,13 +226,13 @@ func (t *sqliteTable) rowCursor() []any {
 // Close implements TableReader: ends the read transaction and returns the
 // connection.
 func (t *sqliteTable) Close() error {
-	if t.closed {
+	if t.Closed {
 		return nil
 	}
-	t.closed = true
+	t.Closed = true
 	var errs []error
-	if t.rows != nil {
-		errs = append(errs, t.rows.Close())
+	if t.Rows != nil {
+		errs = append(errs, t.Rows.Close())
 	}
 	if t.tx != nil {
 		if err := t.tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {

@@ -1,11 +1,10 @@
-package adapters
+package mysql
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/snapstore/snapstore/snapshot"
@@ -16,7 +15,7 @@ import (
 // TestMySQLChecksumInSnapshot pins the snapshot on MariaDB): a key range's
 // COUNT(*) and BIT_XOR of a 64-bit hash of each row's text, after
 // pt-table-checksum: CONCAT_WS('#', the columns, a number whose bits say
-// which nullable columns are NULL), so that NULL and '' differ.
+// which nullable columns are NULL), so that NULL and ” differ.
 //
 //   - Every column whose text may hold a '#' (text, binary, JSON, BIT,
 //     geometry) comes after its LENGTH, so that no two rows have one text
@@ -32,7 +31,6 @@ import (
 // order the source and snapstore agree on: one integer column (signed or
 // not) of a declared unique key, the common primary key. Other tables are
 // read in full every run.
-
 // mysqlChecksumVersion names the row expression; it is part of the
 // signature, so a digest of another expression is never compared.
 const mysqlChecksumVersion = "sha1_64-concat_ws-lengths-nullmask-2"
@@ -76,22 +74,22 @@ func (c *mysqlColumn) plainText() bool {
 	return false
 }
 
-// checksumSignature implements checksummer: the expression, the columns
+// ChecksumSignature implements source.Checksummer: the expression, the columns
 // with their types and the key.
-func (t *mysqlTable) checksumSignature() string {
+func (t *mysqlTable) ChecksumSignature() string {
 	expr, _ := t.rowChecksumExpr()
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n%s\n", mysqlChecksumVersion, expr)
 	for _, c := range t.cols {
 		fmt.Fprintf(h, "%s %s %v %q %q\n", c.name, c.columnType, c.nullable, c.generated, c.genExpr)
 	}
-	fmt.Fprintf(h, "key %v\n", t.schema.Key)
+	fmt.Fprintf(h, "key %v\n", t.TableSchema.Key)
 	return hex.EncodeToString(h.Sum(nil)[:12])
 }
 
-// chunkable implements checksummer.
-func (t *mysqlTable) chunkable() bool {
-	if len(t.keyIdx) != 1 || !t.unique {
+// Chunkable implements source.Checksummer.
+func (t *mysqlTable) Chunkable() bool {
+	if len(t.keyIdx) != 1 || !t.Unique {
 		return false
 	}
 	if _, ok := t.rowChecksumExpr(); !ok {
@@ -101,10 +99,10 @@ func (t *mysqlTable) chunkable() bool {
 	return (c.kind == snapshot.KindInt || c.kind == snapshot.KindUint) && !c.bit
 }
 
-// chunkChecksum implements checksummer: the rows and the XOR of their
+// ChunkChecksum implements source.Checksummer: the rows and the XOR of their
 // checksums for keys after lo (nil: from the first) up to hi included
 // (nil: to the last).
-func (t *mysqlTable) chunkChecksum(ctx context.Context, lo, hi *snapshot.Value) (int64, uint64, error) {
+func (t *mysqlTable) ChunkChecksum(ctx context.Context, lo, hi *snapshot.Value) (int64, uint64, error) {
 	expr, _ := t.rowChecksumExpr()
 	k := quoteMySQLIdent(t.cols[t.keyIdx[0]].name)
 	q := "SELECT COUNT(*), COALESCE(BIT_XOR(" + expr + "), 0) FROM " + t.qualified()
@@ -122,14 +120,14 @@ func (t *mysqlTable) chunkChecksum(ctx context.Context, lo, hi *snapshot.Value) 
 	var rows int64
 	var crc uint64
 	if err := t.conn.QueryRowContext(ctx, q, args...).Scan(&rows, &crc); err != nil {
-		return 0, 0, fmt.Errorf("checksum of a range of %s: %w", t.qualified(), wrapSourceErr(ctx, err))
+		return 0, 0, fmt.Errorf("checksum of a range of %s: %w", t.qualified(), wrapMySQLErr(ctx, err))
 	}
 	return rows, crc, nil
 }
 
-// readRange implements checksummer: the next rows are those of the keys
+// ReadRange implements source.Checksummer: the next rows are those of the keys
 // after lo up to hi included (nil: no bound).
-func (t *mysqlTable) readRange(lo, hi *snapshot.Value) {
+func (t *mysqlTable) ReadRange(lo, hi *snapshot.Value) {
 	var l, h any
 	if lo != nil {
 		l = keyValueArg(*lo)
@@ -137,7 +135,7 @@ func (t *mysqlTable) readRange(lo, hi *snapshot.Value) {
 	if hi != nil {
 		h = keyValueArg(*hi)
 	}
-	t.setRange(l, h)
+	t.SetRange(l, h)
 }
 
 // keyValueArg is the query argument of an integer key value.
@@ -146,22 +144,4 @@ func keyValueArg(v snapshot.Value) any {
 		return v.Uint
 	}
 	return v.Int
-}
-
-// digestKey and parseDigestKey convert an integer key value to and from the
-// text a digest stores (JSON numbers would round beyond 2^53).
-func digestKey(v snapshot.Value) string {
-	if v.Kind == snapshot.KindUint {
-		return "u" + strconv.FormatUint(v.Uint, 10)
-	}
-	return strconv.FormatInt(v.Int, 10)
-}
-
-func parseDigestKey(s string) (snapshot.Value, error) {
-	if u, ok := strings.CutPrefix(s, "u"); ok {
-		n, err := strconv.ParseUint(u, 10, 64)
-		return snapshot.Value{Kind: snapshot.KindUint, Uint: n}, err
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	return snapshot.Value{Kind: snapshot.KindInt, Int: n}, err
 }

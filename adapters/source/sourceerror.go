@@ -1,4 +1,4 @@
-package adapters
+package source
 
 import (
 	"context"
@@ -8,20 +8,21 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/go-sql-driver/mysql"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// sourceAddr names the server behind a data connection in errors: the
+// SourceAddr names the server behind a data connection in errors: the
 // connection, its type and where it points.
-type sourceAddr struct {
+type SourceAddr struct {
 	Connection string // the data connection's name
 	Type       string // mysql, postgres, sqlite
 	Addr       string // host:port, a unix socket or a file path
 	// ConnectTimeout bounds opening one connection (connect_timeout); 0
 	// when the type has none (sqlite).
 	ConnectTimeout time.Duration
+	// ServerMessage, when set, finds a server's error in an error's chain
+	// and returns its message as the driver renders it (MySQL's,
+	// PostgreSQL's).
+	ServerMessage func(err error) (string, bool)
 }
 
 // SourceError is a failure to connect to a data connection's source, or
@@ -37,7 +38,7 @@ type sourceAddr struct {
 // (every other cause) and the driver's error; the text never holds a
 // secret (the driver's error is scrubbed before it is kept).
 type SourceError struct {
-	sourceAddr
+	SourceAddr
 	// Cause is a TestResult cause: "auth", "unreachable", "timeout",
 	// "unknown_database", "config" or "error".
 	Cause string
@@ -52,7 +53,7 @@ type SourceError struct {
 func (e *SourceError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "data connection %q (%s at %s): ", e.Connection, e.Type, e.Addr)
-	detail := driverDetail(e.Err)
+	detail := driverDetail(e.Err, e.ServerMessage)
 	switch e.Cause {
 	case "auth":
 		b.WriteString("the server refused the credentials")
@@ -99,12 +100,12 @@ func (e *SourceError) Unwrap() []error {
 	return []error{sentinel, e.Err}
 }
 
-// newSourceError builds the SourceError of a failed connect through a,
+// NewSourceError builds the SourceError of a failed connect through a,
 // with the cause a connector's classification gave. A cancelled ctx
 // (shutdown, a client gone) is not the source's fault: err comes back as
 // it is. A deadline of ctx is a timeout whose bound the caller knows
-// (withBound).
-func newSourceError(ctx context.Context, a sourceAddr, cause string, err error) error {
+// (WithBound).
+func NewSourceError(ctx context.Context, a SourceAddr, cause string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -115,11 +116,11 @@ func newSourceError(ctx context.Context, a sourceAddr, cause string, err error) 
 	if errors.As(err, &se) {
 		return err
 	}
-	e := &SourceError{sourceAddr: a, Cause: cause, Err: err}
-	var ct *connectTimeoutError
+	e := &SourceError{SourceAddr: a, Cause: cause, Err: err}
+	var ct *ConnectTimeoutError
 	switch {
 	case errors.As(err, &ct):
-		e.Cause, e.Timeout, e.Bound = "timeout", ct.timeout, "connect_timeout"
+		e.Cause, e.Timeout, e.Bound = "timeout", ct.Bound, "connect_timeout"
 	case ctx.Err() != nil:
 		e.Cause = "timeout"
 	case cause == "timeout" && a.ConnectTimeout > 0:
@@ -129,10 +130,10 @@ func newSourceError(ctx context.Context, a sourceAddr, cause string, err error) 
 	return e
 }
 
-// withBound completes a timeout SourceError in err whose bound was ctx's
+// WithBound completes a timeout SourceError in err whose bound was ctx's
 // deadline: d and what set it ("the resource check"). Other errors come
 // back as they are.
-func withBound(err error, d time.Duration, bound string) error {
+func WithBound(err error, d time.Duration, bound string) error {
 	var se *SourceError
 	if errors.As(err, &se) && se.Cause == "timeout" && se.Timeout == 0 {
 		se.Timeout, se.Bound = d, bound
@@ -140,21 +141,21 @@ func withBound(err error, d time.Duration, bound string) error {
 	return err
 }
 
-// connectTimeoutError is a connect that the connector's own bound
+// ConnectTimeoutError is a connect that the connector's own bound
 // (connect_timeout) ended.
-type connectTimeoutError struct {
-	timeout time.Duration
-	err     error
+type ConnectTimeoutError struct {
+	Bound time.Duration // connect_timeout
+	Err   error
 }
 
-func (e *connectTimeoutError) Error() string {
-	return fmt.Sprintf("no answer within %s (connect_timeout): %v", e.timeout, e.err)
+func (e *ConnectTimeoutError) Error() string {
+	return fmt.Sprintf("no answer within %s (connect_timeout): %v", e.Bound, e.Err)
 }
 
-func (e *connectTimeoutError) Unwrap() error { return e.err }
+func (e *ConnectTimeoutError) Unwrap() error { return e.Err }
 
 // Timeout marks the error as a timeout for net.Error checks.
-func (e *connectTimeoutError) Timeout() bool { return true }
+func (e *ConnectTimeoutError) Timeout() bool { return true }
 
 // driverDetail is the part of a driver's connect error worth showing after
 // the cause: the server's own message when it answered, else the system
@@ -162,7 +163,7 @@ func (e *connectTimeoutError) Timeout() bool { return true }
 // refused", not "dial tcp 10.0.0.7:3306: connect: connection refused"). A
 // multi-line error (pgx lists each attempt, TLS then plain) keeps its last
 // line.
-func driverDetail(err error) string {
+func driverDetail(err error, serverMessage func(error) (string, bool)) string {
 	if err == nil {
 		return ""
 	}
@@ -177,6 +178,9 @@ func driverDetail(err error) string {
 	if errors.As(err, &errno) {
 		return errno.Error()
 	}
+	if serverMessage == nil {
+		serverMessage = func(error) (string, bool) { return "", false }
+	}
 	if sm, ok := serverMessage(err); ok {
 		return sm
 	}
@@ -185,20 +189,6 @@ func driverDetail(err error) string {
 		msg = strings.TrimSpace(msg[i+1:])
 	}
 	return msg
-}
-
-// serverMessage returns the message of a server's error in err's chain
-// (MySQL's, PostgreSQL's), as the driver renders it.
-func serverMessage(err error) (string, bool) {
-	var me *mysql.MySQLError
-	if errors.As(err, &me) {
-		return me.Error(), true
-	}
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		return pe.Error(), true
-	}
-	return "", false
 }
 
 // timeoutText reports whether a driver detail only says that time ran out.

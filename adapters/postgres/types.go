@@ -1,9 +1,10 @@
-package adapters
+package postgres
 
 import (
 	"bytes"
 	"encoding/hex"
 	"fmt"
+	"github.com/snapstore/snapstore/adapters/source"
 	"strconv"
 
 	"github.com/snapstore/snapstore/snapshot"
@@ -117,13 +118,13 @@ func postgresKind(c *pgColumn) error {
 		c.kind, c.conv = snapshot.KindString, pgText
 		return nil
 	}
-	return fmt.Errorf("%w: column %q has type %s", ErrUnsupportedType, c.name, c.typeName)
+	return fmt.Errorf("%w: column %q has type %s", source.ErrUnsupportedType, c.name, c.typeName)
 }
 
-// convert turns the text of one value, the server's exact text under
+// Convert turns the text of one value, the server's exact text under
 // postgresSession, into a Value. b == nil is NULL. Bytes alias b or the
 // column's buffer (valid until the next row).
-func (c *pgColumn) convert(b []byte) (snapshot.Value, error) {
+func (c *pgColumn) Convert(b []byte) (snapshot.Value, error) {
 	if b == nil {
 		return snapshot.Value{}, nil
 	}

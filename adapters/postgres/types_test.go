@@ -1,4 +1,4 @@
-package adapters
+package postgres
 
 import (
 	"bytes"
@@ -10,8 +10,50 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snapstore/snapstore/adapters/source"
 	"github.com/snapstore/snapstore/snapshot"
 )
+
+// typeCase is one row of docs/types.md: a column type, a value written as
+// SQL, and the snapshot value it must read as.
+type typeCase struct {
+	doc  string // the docs/types.md row's first cell
+	def  string // column definition
+	lit  string // SQL literal inserted
+	want snapshot.Value
+}
+
+func str(k snapshot.Kind, s string) snapshot.Value { return snapshot.Value{Kind: k, Bytes: []byte(s)} }
+
+func valueEqual(a, b snapshot.Value) bool {
+	if a.Kind != b.Kind || a.Int != b.Int || a.Uint != b.Uint {
+		return false
+	}
+	if a.Float != b.Float && !(math.IsNaN(a.Float) && math.IsNaN(b.Float)) {
+		return false
+	}
+	if (a.Bytes == nil) != (b.Bytes == nil) && a.Kind != snapshot.KindNull {
+		// An empty string is not NULL: both must be non-nil for text kinds.
+		return false
+	}
+	return bytes.Equal(a.Bytes, b.Bytes)
+}
+
+func fmtValue(v snapshot.Value) string {
+	switch v.Kind {
+	case snapshot.KindNull:
+		return "NULL"
+	case snapshot.KindInt:
+		return fmt.Sprintf("int %d", v.Int)
+	case snapshot.KindUint:
+		return fmt.Sprintf("uint %d", v.Uint)
+	case snapshot.KindFloat:
+		return fmt.Sprintf("float %v", v.Float)
+	case snapshot.KindBytes, snapshot.KindGeometry:
+		return fmt.Sprintf("kind %d hex %x", v.Kind, v.Bytes)
+	}
+	return fmt.Sprintf("kind %d %q (nil=%v)", v.Kind, v.Bytes, v.Bytes == nil)
+}
 
 // postgresTypeSetup creates the types the cases use, in the test database.
 var postgresTypeSetup = []string{
@@ -127,12 +169,12 @@ func TestPostgresTypes(t *testing.T) {
 			t.Fatalf("%s: %v", s, err)
 		}
 	}
-	src := openEnvSource(t, e, db, nil)
+	src := e.openSource(t, db)
 	for i, tc := range postgresTypeCases {
 		t.Run(fmt.Sprintf("%02d_%s", i, tc.def), func(t *testing.T) {
-			tr, err := src.OpenTable(ctx, TableRequest{Resource: fmt.Sprintf("t%02d", i)})
+			tr, err := src.OpenTable(ctx, source.TableRequest{Resource: fmt.Sprintf("t%02d", i)})
 			if err != nil {
-				t.Fatal(noteErr(err))
+				t.Fatal((err))
 			}
 			defer tr.Close()
 			want := tc.want
@@ -140,7 +182,7 @@ func TestPostgresTypes(t *testing.T) {
 				t.Errorf("schema kind %s, want %s", got, want.Kind)
 			}
 			if !tr.Next(ctx) {
-				t.Fatalf("no row: %v", noteErr(tr.Err()))
+				t.Fatalf("no row: %v", (tr.Err()))
 			}
 			if got := tr.Values()[1]; !valueEqual(got, want) {
 				t.Errorf("%s %s: got %s, want %s", tc.def, tc.lit, fmtValue(got), fmtValue(want))
@@ -149,7 +191,7 @@ func TestPostgresTypes(t *testing.T) {
 				t.Errorf("more than one row")
 			}
 			if err := tr.Err(); err != nil {
-				t.Error(noteErr(err))
+				t.Error((err))
 			}
 		})
 	}
@@ -161,17 +203,17 @@ func TestPostgresUnknownType(t *testing.T) {
 	e := postgresEnv(t)
 	db := e.tempDatabase(t, "unknown")
 	e.exec(t, db, "CREATE TABLE t (id integer PRIMARY KEY, r regclass, ok text)", "INSERT INTO t VALUES (1, 'pg_class', 'x')")
-	src := openEnvSource(t, e, db, nil)
-	_, err := src.OpenTable(context.Background(), TableRequest{Resource: "t"})
-	if !errors.Is(err, ErrUnsupportedType) || !strings.Contains(err.Error(), `column "r" has type regclass`) {
-		t.Fatalf("unknown type: %v", noteErr(err))
+	src := e.openSource(t, db)
+	_, err := src.OpenTable(context.Background(), source.TableRequest{Resource: "t"})
+	if !errors.Is(err, source.ErrUnsupportedType) || !strings.Contains(err.Error(), `column "r" has type regclass`) {
+		t.Fatalf("unknown type: %v", (err))
 	}
 }
 
 // TestPostgresTypesDocCoversCases checks docs/types.md has a row for every
 // case.
 func TestPostgresTypesDocCoversCases(t *testing.T) {
-	b, err := os.ReadFile("../docs/types.md")
+	b, err := os.ReadFile("../../docs/types.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,10 @@
+// Package install registers every source connector, after Prometheus'
+// discovery/install: a binary imports it for its side effect, and a new
+// connection type is one folder under adapters/ and one line here.
+package install
+
+import (
+	_ "github.com/snapstore/snapstore/adapters/mysql"    // register the "mysql" connection type
+	_ "github.com/snapstore/snapstore/adapters/postgres" // register the "postgres" connection type
+	_ "github.com/snapstore/snapstore/adapters/sqlite"   // register the "sqlite" connection type
+)

@@ -1,0 +1,417 @@
+package adapters
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/snapstore/snapstore/api"
+	"github.com/snapstore/snapstore/snapshot"
+)
+
+// pull is one run's read of its source table into a snapshot run, in
+// named steps as Pebble splits a compaction: connect (the lease and the
+// table reader), plan (the current version, the estimate, the schema and
+// what the source's checksums allow), verify (a run whose chunks all
+// match ends verified without a snapshot run), begin (the snapshot run),
+// read (the whole table, or the changed chunks with the others carried
+// over), seal (the new version's digest) and commit. Any error aborts the
+// snapshot run; the current version is untouched (P5).
+type pull struct {
+	s     *Service
+	ar    *activeRun
+	spec  api.Adapter
+	force bool
+	runID string
+
+	l   *lease
+	src TableReader
+
+	cur      *snapshot.VersionInfo // the dataset's current version, if any
+	resource string                // the table read, as "schema.name"
+	schema   snapshot.Schema       // the source's, JSON columns embedded
+	jsonCols []int                 // the columns embedJSON turned into KindEmbeddedJSON
+	cs       checksummer           // the source's checksums, nil when it has none
+	prev     *digest               // the current version's digest, when cs may use it
+	chunks   *chunkState           // the chunk pass over prev, when one ran
+
+	run       RunWriter
+	local     *snapshot.Run  // run as a run of this process (digest, carrying over)
+	rec       *chunkRecorder // the new digest's chunks, nil without one
+	keyIdx    int            // the schema index of the first key column, for rec
+	committed bool           // Commit was called (it aborts by itself on error)
+
+	n       int64 // rows put
+	res     pullResult
+	dropped bool // the source's checksums disagreed with a read
+}
+
+// pull streams the source table of spec into a snapshot run and commits
+// it (see the type pull).
+func (s *Service) pull(ctx context.Context, ar *activeRun, spec api.Adapter, force bool) (pullResult, error) {
+	p := &pull{s: s, ar: ar, spec: spec, force: force}
+	if err := p.connect(ctx); err != nil {
+		return pullResult{}, err
+	}
+	defer p.l.release()
+	defer p.src.Close()
+	if err := p.plan(ctx); err != nil {
+		return pullResult{}, err
+	}
+	if verified, err := p.verify(ctx); verified || err != nil {
+		return p.res, err
+	}
+	if err := p.begin(ctx); err != nil {
+		return pullResult{}, err
+	}
+	defer p.abort(ctx)
+	if err := p.read(ctx); err != nil {
+		return pullResult{}, err
+	}
+	if err := p.seal(ctx); err != nil {
+		return pullResult{}, err
+	}
+	return p.commit(ctx)
+}
+
+// connect leases the data connection and opens the table.
+func (p *pull) connect(ctx context.Context) error {
+	l, err := p.s.acquire(ctx, p.spec.Connection)
+	if err != nil {
+		return err
+	}
+	src, err := openResource(ctx, l, p.spec)
+	if err != nil {
+		l.release()
+		return err
+	}
+	p.l, p.src = l, src
+	return nil
+}
+
+// plan reads the dataset's current version, records the estimated rows,
+// and finds what the source's checksums allow (checksums.go). A
+// partitioned run has none: its digest needs the run's checksum as each
+// row is put (chunkRecorder), which the owners of the partitions compute,
+// and carrying a range over is a walk of every partition; its coordinator
+// still records the current version verified when no partition changed
+// anything (RunWriter.Verified).
+func (p *pull) plan(ctx context.Context) error {
+	s, spec, tbl := p.s, p.spec, p.src.Table()
+	if d, err := s.db.Dataset(ctx, spec.Dataset); err == nil {
+		p.cur = d.CurrentInfo
+	}
+	est := tbl.EstimatedRows
+	if est <= 0 && p.cur != nil {
+		// No estimate from the source (a view, statistics not computed
+		// yet): the current version's row count is the next best.
+		est = p.cur.Stats.Rows
+	}
+	p.ar.mu.Lock()
+	p.ar.rec.RowsEstimated = est
+	p.runID = p.ar.rec.ID
+	p.ar.mu.Unlock()
+	p.resource = tbl.Name
+	if tbl.Schema != "" {
+		p.resource = tbl.Schema + "." + tbl.Name
+	}
+	p.schema = p.src.Schema()
+	p.jsonCols = embedJSON(&p.schema, spec.EmbedJSON)
+	p.cs, _ = p.src.(checksummer)
+	if Strategy(spec.Strategy) == StrategyPartitionByKey {
+		p.cs = nil
+	}
+	p.prev = s.readDigest(ctx, spec.Dataset, p.cur, p.schema, p.cs)
+	if p.prev != nil && !spec.CommitUnchanged {
+		// A run may end verified without beginning a snapshot run: the
+		// dataset's retention and guard follow the adapter all the same.
+		return s.syncDatasetConfig(ctx, spec)
+	}
+	return nil
+}
+
+// verify runs the chunk pass when the current version's digest allows
+// chunk mode. When no chunk changed, the run ends here, verified (p.res
+// set); the digest records that this run changed nothing.
+func (p *pull) verify(ctx context.Context) (verified bool, err error) {
+	prev := p.prev
+	if prev == nil || !prev.Checksums || prev.Changed >= 0.5 || !p.cs.Chunkable() {
+		return false, nil
+	}
+	if p.chunks, err = chunkPass(ctx, p.cs, prev); err != nil {
+		return false, p.readErr(ctx, err)
+	}
+	if p.chunks.nchg != 0 || p.chunks.full || p.spec.CommitUnchanged {
+		return false, nil
+	}
+	next := *prev
+	next.Changed = 0
+	vi, err := p.s.verifyRun(ctx, p.spec.Dataset, p.cur, &next)
+	p.res = pullResult{vi: vi, mode: ModeVerify, verified: true, chunks: len(prev.Chunks), skipped: len(prev.Chunks)}
+	return true, err
+}
+
+// begin begins the snapshot run, enters the read phase, and sets up the
+// new digest's chunks when the source has checksums.
+func (p *pull) begin(ctx context.Context) error {
+	s, spec := p.s, p.spec
+	run, err := s.beginWriter(ctx, spec,
+		snapshot.DatasetConfig{Name: spec.Dataset, Retention: retentionOf(spec), Guard: guardOf(spec)},
+		snapshot.RunOptions{Schema: p.schema, Force: p.force, VerifyUnchanged: !spec.CommitUnchanged, Source: snapshot.SourceInfo{
+			Adapter: spec.Name, Connection: spec.Connection, Revision: p.l.revision, Resource: p.resource, RunID: p.runID,
+		}}, p.runID)
+	if err != nil {
+		if errors.Is(err, snapshot.ErrKeyChanged) {
+			return fmt.Errorf("the source key of %s is now (%s), which differs from dataset %q's key; drop the dataset or set key_columns: %w",
+				p.resource, strings.Join(p.schema.Key, ", "), spec.Dataset, err)
+		}
+		return fmt.Errorf("starting a run of dataset %q: %w", spec.Dataset, err)
+	}
+	p.run = run
+	p.ar.mu.Lock()
+	p.ar.rec.TxnID = run.TxnID()
+	p.ar.beginPhaseLocked(PhaseRead, s.now().UTC())
+	p.ar.mu.Unlock()
+	s.checkpoint(ctx, p.ar)
+
+	p.res = pullResult{mode: ModeFull}
+	// The digest and carrying ranges over need a run of this process.
+	p.local, _ = run.(*snapshot.Run)
+	if p.cs != nil && p.cs.Chunkable() && p.local != nil {
+		rows := digestChunkRows
+		if p.chunks != nil && !p.chunks.full {
+			rows = math.MaxInt // chunk mode keeps the digest's chunks
+		}
+		p.rec = newChunkRecorder(p.local, rows)
+		p.keyIdx = keyIndexOf(p.schema)
+	}
+	return nil
+}
+
+// abort aborts the snapshot run unless Commit was called.
+func (p *pull) abort(ctx context.Context) {
+	if p.committed {
+		return
+	}
+	abortCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := p.run.Abort(abortCtx, "run "+p.runID+" did not finish"); err != nil {
+		p.s.log.Warn("aborting run", "run", p.runID, "txn", p.run.TxnID(), "err", err)
+	}
+}
+
+// read reads the table: in chunk mode the chunks that changed, the others
+// carried over; else all of it, ahead of the run (prefetch.go).
+func (p *pull) read(ctx context.Context) error {
+	if p.chunks != nil && !p.chunks.full && p.local != nil {
+		return p.readChunks(ctx)
+	}
+	tr := prefetch(ctx, p.src)
+	for tr.Next(ctx) {
+		if err := p.put(ctx, tr); err != nil {
+			tr.Close()
+			return err
+		}
+	}
+	if err := tr.Err(); err != nil {
+		tr.Close()
+		return p.readErr(ctx, err)
+	}
+	if p.rec != nil {
+		p.rec.close(0)
+		p.res.chunks = len(p.rec.chunks)
+	}
+	return nil
+}
+
+// put puts the current row of tr, and counts it.
+func (p *pull) put(ctx context.Context, tr TableReader) error {
+	vals := tr.Values()
+	for _, i := range p.jsonCols {
+		if vals[i].Kind == snapshot.KindJSON {
+			vals[i].Kind = snapshot.KindEmbeddedJSON
+		}
+	}
+	if err := p.run.Put(ctx, vals); err != nil {
+		return fmt.Errorf("writing row %d of %s: %w", p.n+1, p.resource, err)
+	}
+	p.n++
+	if p.rec != nil {
+		p.rec.put(vals[p.keyIdx])
+	}
+	if p.s.testHookRow != nil {
+		p.s.testHookRow(ctx, p.spec.Name, p.n)
+	}
+	if p.n%progressEvery == 0 {
+		st := p.run.Stats()
+		p.ar.mu.Lock()
+		p.ar.rec.RowsRead, p.ar.rec.Stats = p.n, st
+		p.ar.mu.Unlock()
+	}
+	return nil
+}
+
+// readChunks is chunk mode: each chunk of the current version's digest
+// is carried over when its checksum matched, else read again.
+func (p *pull) readChunks(ctx context.Context) error {
+	p.res.mode = ModeChunks
+	var lo *snapshot.Value
+	for i, c := range p.prev.Chunks {
+		hi, err := parseDigestKey(c.Hi)
+		if err != nil {
+			return fmt.Errorf("the digest of the current version: %w", err)
+		}
+		if p.chunks.changed[i] {
+			err = p.readChunk(ctx, i, lo, hi)
+		} else {
+			err = p.carry(ctx, c, lo, hi)
+		}
+		if err != nil {
+			return err
+		}
+		lo = &hi
+	}
+	p.res.chunks = len(p.rec.chunks)
+	return nil
+}
+
+// carry carries the rows of chunk c, keys after lo up to hi, over from
+// the current version.
+func (p *pull) carry(ctx context.Context, c chunk, lo *snapshot.Value, hi snapshot.Value) error {
+	var after []snapshot.Value
+	if lo != nil {
+		after = []snapshot.Value{*lo}
+	}
+	if err := p.local.Carry(ctx, after, []snapshot.Value{hi}, c.Rows, c.Sum); err != nil {
+		return fmt.Errorf("carrying rows of %s over: %w", p.resource, err)
+	}
+	p.rec.carried(c)
+	p.res.skipped++
+	return nil
+}
+
+// readChunk reads the rows of the digest's chunk i, keys after lo up to
+// hiVal, and records them with the checksum the chunk pass computed in
+// the same snapshot. The last range takes the keys past the digest's last
+// one: a table that grows at its end is cut into new chunks there, rather
+// than one chunk that grows each run, and those chunks get their
+// checksums computed now, in that snapshot too.
+func (p *pull) readChunk(ctx context.Context, i int, lo *snapshot.Value, hiVal snapshot.Value) error {
+	last := i == len(p.prev.Chunks)-1
+	var hi *snapshot.Value
+	if !last {
+		hi = &hiVal
+	}
+	rec, want := p.rec, p.chunks.rows[i]
+	split := last && want > 2*digestChunkRows
+	first := len(rec.chunks)
+	if split {
+		rec.chunkRows = digestChunkRows
+	}
+	p.cs.ReadRange(lo, hi)
+	read := int64(0)
+	for p.src.Next(ctx) {
+		if err := p.put(ctx, p.src); err != nil {
+			return err
+		}
+		read++
+	}
+	if err := p.src.Err(); err != nil {
+		return p.readErr(ctx, err)
+	}
+	if read != want {
+		return fmt.Errorf("reading %s: a range gave %d rows, its checksum counted %d", p.resource, read, want)
+	}
+	switch {
+	case split:
+		rec.close(0)
+		return p.checksums(ctx, rec.chunks[first:], lo)
+	case rec.rows > 0:
+		rec.close(p.chunks.crc[i])
+	}
+	return nil
+}
+
+// checksums computes the source's checksums of chunks, the first after
+// lo. When they disagree with the rows read, the digest is kept without
+// checksums (p.dropped) rather than failing the run.
+func (p *pull) checksums(ctx context.Context, chunks []chunk, lo *snapshot.Value) error {
+	err := addChunkChecksums(ctx, p.cs, chunks, lo)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, errDigestMismatch) {
+		return p.readErr(ctx, err)
+	}
+	p.s.log.Warn("source checksums dropped", "run", p.runID, "err", err)
+	p.dropped = true
+	return nil
+}
+
+// seal gives the new version its digest: in chunk mode, the chunks'
+// checksums carried or computed; after a full read of a table that
+// changed little last time, the chunks' checksums computed now, for a
+// cheaper run next time. The source read ends here.
+func (p *pull) seal(ctx context.Context) error {
+	if rec := p.rec; rec != nil {
+		d := &digest{Version: digestVersion, Signature: p.cs.ChecksumSignature(), Chunks: rec.chunks, Changed: rec.changedShare()}
+		if p.cur == nil {
+			d.Changed = 1
+		}
+		switch {
+		case p.res.mode == ModeChunks:
+			d.Checksums = !p.dropped
+		case d.Changed < 0.5:
+			// A full read that changed little: the next run will likely
+			// change little too, and chunk mode needs the checksums.
+			if err := p.checksums(ctx, d.Chunks, nil); err != nil {
+				return err
+			}
+			d.Checksums = !p.dropped
+		}
+		if b, err := json.Marshal(d); err == nil {
+			p.local.SetSourceDigest(b)
+		}
+	}
+	if err := p.src.Close(); err != nil {
+		p.s.log.Warn("ending source read", "run", p.runID, "err", p.l.scrub(err))
+	}
+	return nil
+}
+
+// commit enters the commit phase and commits the snapshot run.
+func (p *pull) commit(ctx context.Context) (pullResult, error) {
+	ar, run := p.ar, p.run
+	ar.mu.Lock()
+	ar.rec.RowsRead, ar.rec.Stats = p.n, run.Stats()
+	ar.beginPhaseLocked(PhaseCommit, p.s.now().UTC())
+	ar.mu.Unlock()
+	p.s.checkpoint(ctx, ar)
+	if err := context.Cause(ctx); err != nil {
+		return pullResult{}, err
+	}
+	vi, err := run.Commit(ctx)
+	p.committed = true
+	if err != nil {
+		// A refused run's stats say what it would have done (the deletes
+		// are counted inside Commit).
+		ar.mu.Lock()
+		ar.rec.Stats = run.Stats()
+		ar.mu.Unlock()
+		if errors.Is(err, snapshot.ErrGuardRefused) {
+			return pullResult{}, fmt.Errorf("committing dataset %q: %w (start the run with force=true to commit anyway)", p.spec.Dataset, err)
+		}
+		return pullResult{}, fmt.Errorf("committing dataset %q: %w", p.spec.Dataset, err)
+	}
+	p.res.vi, p.res.verified = vi, run.Verified()
+	return p.res, nil
+}
+
+// readErr is an error that ended a source read, named and scrubbed.
+func (p *pull) readErr(ctx context.Context, err error) error {
+	return p.l.scrub(readError(ctx, p.spec.Connection, err))
+}

@@ -1,0 +1,150 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/snapstore/snapstore/snapshot"
+)
+
+// Connector is one connection type ("mysql", "postgres", "sqlite"),
+// registered by name with Register, after database/sql's sql.Register and
+// driver.Driver. The required interface is small; a Source may also
+// implement the optional capabilities Tester, ResourceLister and
+// IdleCloser, found by type assertion (as database/sql finds
+// driver.Pinger).
+type Connector interface {
+	// Options declares the options the type accepts; anything else is
+	// rejected with an *OptionError naming the key.
+	Options() []OptionDef
+	// Validate checks option combinations that single options cannot
+	// (for example "dsn" with "host"); it returns *OptionError values with
+	// unprefixed keys, joined. Secrets are not resolved yet.
+	Validate(opts OptionValues) error
+	// Open opens a handle. cfg.Options have their secrets resolved. ctx is
+	// for dialling only (database/sql's Connector rule); a lazy pool may
+	// not dial at all.
+	Open(ctx context.Context, cfg SourceConfig) (Source, error)
+}
+
+// SourceConfig is what Connector.Open gets.
+type SourceConfig struct {
+	// Name is the data connection's name, for logs.
+	Name string
+	// Options are typed, with secrets resolved (Secret values; call
+	// Reveal only to hand them to a driver).
+	Options OptionValues
+	// Pool holds the pool limits of a pooled connection.
+	Pool PoolOptions
+	// Logger is never nil.
+	Logger *slog.Logger
+}
+
+// Source is an open data connection handle: a pool, or one connection for a
+// single-use connection. Safe for concurrent use.
+type Source interface {
+	// OpenTable starts a consistent read of one table or view. The reader
+	// holds one pinned connection and one read-only transaction until
+	// Close. Errors: ErrResourceNotFound, ErrNoKey, ErrUnsupportedType,
+	// ErrSourceUnavailable, ErrSourceAuth (wrapped).
+	OpenTable(ctx context.Context, req TableRequest) (TableReader, error)
+	// Close closes the handle; readers still open keep working until
+	// their own Close only when the type says so (the service never
+	// closes a Source while a reader is open).
+	Close() error
+}
+
+// Tester is an optional Source capability: a connection test. A failed
+// test is a TestResult with OK false and Cause set.
+type Tester interface {
+	Test(ctx context.Context) TestResult
+}
+
+// ResourceLister is an optional Source capability: the tables and views
+// reachable through the connection.
+type ResourceLister interface {
+	Resources(ctx context.Context) ([]Resource, error)
+}
+
+// IdleCloser is an optional Source capability: close idle pooled
+// connections now (called when a connection is replaced or dropped while
+// runs still hold it).
+type IdleCloser interface {
+	CloseIdle()
+}
+
+// TableRequest asks for one table.
+type TableRequest struct {
+	// Resource is "table", "schema.table", or quoted parts as the source
+	// type quotes identifiers ("`my.db`.`t`" for MySQL).
+	Resource string
+	// KeyColumns, when set, are the row key columns (they must exist and
+	// be unique and not NULL; duplicates fail the run). When empty the key
+	// is the primary key, else the first unique key over NOT NULL
+	// columns, else ErrNoKey.
+	KeyColumns []string
+	// ChunkRows is the keyset-pagination chunk size in rows; 0 means the
+	// connection's chunk_rows option or 5000.
+	ChunkRows int
+	// Snapshot, when set, is a token from the ExportSnapshot of a reader of
+	// the same Source that is still open (SnapshotSharer): this read sees
+	// the same point in time. Only sources whose readers are
+	// SnapshotSharers take it; others fail.
+	Snapshot string
+}
+
+// TableReader streams the rows of one table in key order, as
+// []snapshot.Value aligned with Schema().Columns. Not safe for concurrent
+// use; must be closed.
+type TableReader interface {
+	// Schema is the table's schema, Key set.
+	Schema() snapshot.Schema
+	// Table describes the table read (schema, name, type, estimated rows).
+	Table() Resource
+	// Next advances to the next row; false at the end or on error.
+	Next(ctx context.Context) bool
+	// Values returns the current row. The slice and the Bytes of its
+	// values belong to the reader and are valid only until the next Next.
+	Values() []snapshot.Value
+	// Err returns the error that stopped Next, if any.
+	Err() error
+	// Close ends the read transaction and returns the connection.
+	Close() error
+}
+
+// SnapshotSharer is an optional TableReader capability: ExportSnapshot
+// returns a token naming the reader's point in time, and a
+// TableRequest.Snapshot of that token makes another OpenTable of the same
+// Source read at the same point (P1), while the exporting reader stays
+// open. A run that reads with several connections opens the first reader
+// and passes its token to the others.
+type SnapshotSharer interface {
+	ExportSnapshot(ctx context.Context) (string, error)
+}
+
+// NoSharedSnapshot refuses a TableRequest.Snapshot in the OpenTable of a
+// source whose readers are not SnapshotSharers.
+func NoSharedSnapshot(req TableRequest) error {
+	if req.Snapshot != "" {
+		return fmt.Errorf("adapters: this connection type cannot read in a shared snapshot (%q)", req.Snapshot)
+	}
+	return nil
+}
+
+// Checksummer is an optional TableReader capability: checksums computed by
+// the source inside the read's consistent snapshot, and reads of key
+// ranges, for a table whose key is one integer column.
+type Checksummer interface {
+	// ChecksumSignature names the table's shape and the checksum
+	// expression; digests of another signature are not compared.
+	ChecksumSignature() string
+	// Chunkable reports whether the key allows chunk checksums and range
+	// reads.
+	Chunkable() bool
+	// ChunkChecksum returns the rows and the checksum of the keys after lo
+	// (nil: from the first) up to hi included (nil: to the last).
+	ChunkChecksum(ctx context.Context, lo, hi *snapshot.Value) (int64, uint64, error)
+	// ReadRange makes Next read the keys after lo up to hi included.
+	ReadRange(lo, hi *snapshot.Value)
+}

@@ -1,0 +1,3 @@
+package server
+
+import _ "github.com/snapstore/snapstore/adapters/install" // the connection types the tests open
