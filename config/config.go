@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/snapstore/snapstore/adapters"
+	_ "github.com/snapstore/snapstore/adapters/install" // the connection types a file's connections may name
 	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/server"
 )

@@ -1,5 +1,5 @@
 // Package install registers every source connector, after Prometheus'
-// discovery/install: a binary imports it for its side effect, and a new
+// discovery/install: package config imports it for its side effect (and so every binary that reads a configuration), and a new
 // connection type is one folder under adapters/ and one line here.
 package install
 

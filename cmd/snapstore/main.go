@@ -43,8 +43,6 @@ import (
 	"io"
 	"os"
 	"strings"
-
-	_ "github.com/snapstore/snapstore/adapters/install" // the connection types
 )
 
 func main() {

@@ -1,3 +1,3 @@
-package cluster
+package placement
 
 import _ "github.com/snapstore/snapstore/adapters/install" // the connection types the tests open
