@@ -31,7 +31,22 @@ type handOffClient struct {
 }
 
 func newHandOffClient(m *Membership) *handOffClient {
-	return &handOffClient{m: m, hc: &http.Client{Timeout: m.cfg.HandOffTimeout}}
+	hc := &http.Client{Timeout: m.cfg.HandOffTimeout}
+	if m.cfg.APITLS != nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = m.cfg.APITLS
+		hc.Transport = tr
+	}
+	return &handOffClient{m: m, hc: hc}
+}
+
+// scheme is how the other nodes' APIs are called: https when this node
+// has a client TLS configuration for them (Config.APITLS).
+func (c *handOffClient) scheme() string {
+	if c.m.cfg.APITLS != nil {
+		return "https"
+	}
+	return "http"
 }
 
 // HandOff asks node to start run h (adapters.Cluster).
@@ -67,7 +82,7 @@ func (c *handOffClient) send(ctx context.Context, node string, h adapters.HandOf
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.m.cfg.HandOffTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+n.Tags.API+HandOffPath, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.scheme()+"://"+n.Tags.API+HandOffPath, bytes.NewReader(body))
 	if err != nil {
 		return adapters.RunRecord{}, fmt.Errorf("%w: node %s: %v", adapters.ErrNodeUnreachable, node, err)
 	}

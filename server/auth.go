@@ -64,11 +64,13 @@ func ParseRole(s string) (Role, error) {
 	return RoleNone, fmt.Errorf("unknown role %q (want reader, operator or admin)", s)
 }
 
-// Token is one bearer token accepted by the server. Name identifies it in
-// logs (the token text never appears anywhere).
+// Token is one bearer token accepted by the server, given by its text
+// (Token) or by its hash (Hash, as HashToken writes it). Name identifies
+// it in logs (the token text never appears anywhere).
 type Token struct {
 	Name  string
 	Token string
+	Hash  string
 	Role  Role
 }
 
@@ -78,26 +80,43 @@ type Token struct {
 type tokenSet struct {
 	digests     [][sha256.Size]byte
 	sessionKeys [][]byte
-	tokens      []Token // Token field cleared
+	tokens      []Token // Token and Hash fields cleared
 }
 
 func newTokenSet(ts []Token) (*tokenSet, error) {
 	s := &tokenSet{}
 	seen := map[[sha256.Size]byte]bool{}
+	// Tokens given by their hash sign their console sessions with a key
+	// drawn at start, since the hash is in the config file for anyone
+	// who reads it: their sessions end when the process does.
+	processKey := []byte(NewTokenText())
 	for i, t := range ts {
-		if t.Token == "" {
+		var d [sha256.Size]byte
+		var key []byte
+		switch {
+		case t.Token != "" && t.Hash != "":
+			return nil, fmt.Errorf("server: token %d (%q): both a token and a hash", i, t.Name)
+		case t.Token != "":
+			d = sha256.Sum256([]byte(t.Token))
+			key = sessionKey(t.Token)
+		case t.Hash != "":
+			var err error
+			if d, err = ParseTokenHash(t.Hash); err != nil {
+				return nil, fmt.Errorf("server: token %d (%q): %w", i, t.Name, err)
+			}
+			key = sessionKey(string(processKey) + string(d[:]))
+		default:
 			return nil, fmt.Errorf("server: token %d (%q): empty token", i, t.Name)
 		}
 		if t.Role < RoleReader || t.Role > RoleAdmin {
 			return nil, fmt.Errorf("server: token %d (%q): bad role %v", i, t.Name, t.Role)
 		}
-		d := sha256.Sum256([]byte(t.Token))
 		if seen[d] {
 			return nil, fmt.Errorf("server: token %d (%q): duplicate token", i, t.Name)
 		}
 		seen[d] = true
 		s.digests = append(s.digests, d)
-		s.sessionKeys = append(s.sessionKeys, sessionKey(t.Token))
+		s.sessionKeys = append(s.sessionKeys, key)
 		s.tokens = append(s.tokens, Token{Name: t.Name, Role: t.Role})
 	}
 	return s, nil
@@ -145,14 +164,34 @@ func CheckListen(addr string, tokens []Token) error {
 	if err != nil {
 		return fmt.Errorf("server: listen address %q: %w", addr, err)
 	}
-	if host == "localhost" {
-		return nil
-	}
-	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
-	if err != nil || !ip.IsLoopback() {
+	if !loopbackName(host) {
 		return fmt.Errorf("server: listen address %q is not loopback and no auth tokens are configured; add auth.tokens or listen on 127.0.0.1", addr)
 	}
 	return nil
+}
+
+// CheckPlaintext refuses to serve tokens over plain HTTP on anything but
+// a loopback address: they would cross the network in clear. The caller
+// skips it when it serves TLS, or when a TLS-terminating proxy is in front
+// (tls.plaintext_behind_proxy).
+func CheckPlaintext(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("server: listen address %q: %w", addr, err)
+	}
+	if !loopbackName(host) {
+		return fmt.Errorf("server: listen address %q is not loopback and the server has tokens but no TLS: they would cross the network in clear; set tls.cert_file and tls.key_file, or tls.plaintext_behind_proxy: true when a TLS-terminating proxy is in front", addr)
+	}
+	return nil
+}
+
+// loopbackName reports whether host is "localhost" or a loopback IP.
+func loopbackName(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
+	return err == nil && ip.IsLoopback()
 }
 
 // authorize checks the bearer token against the operation's role.

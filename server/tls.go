@@ -238,3 +238,32 @@ func (r *CertReloader) Run(ctx context.Context) {
 		}
 	}
 }
+
+// ClientConfig returns the client side of TLS for calls from this node to
+// the APIs of the other nodes of its cluster, which serve the same way:
+// it trusts the system's roots and the CAs in caFiles (PEM bundles; empty
+// names are skipped), and presents this node's current certificate when
+// a node asks for one (tls.client_ca_file).
+func (r *CertReloader) ClientConfig(caFiles ...string) (*tls.Config, error) {
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	for _, f := range caFiles {
+		if f == "" {
+			continue
+		}
+		pem, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("server: reading the CA file %s: %w", f, err)
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("server: the CA file %s holds no PEM certificate", f)
+		}
+	}
+	return &tls.Config{
+		MinVersion:           r.opts.MinVersion,
+		RootCAs:              pool,
+		GetClientCertificate: r.ClientCertificate,
+	}, nil
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -253,7 +254,7 @@ func advertisedAddr(cc ClusterConfig, explicit, listenKey, listen, what string) 
 // openCluster starts this node's membership, advertising the bound listen
 // address (or advertise_api) and the bound transfer address xferListen
 // (or cluster.transfer.advertise; none when empty).
-func openCluster(ctx context.Context, cfg *Config, listen, xferListen string, log *slog.Logger, reg prometheus.Registerer) (*cluster.Membership, error) {
+func openCluster(ctx context.Context, cfg *Config, listen, xferListen string, apiTLS *tls.Config, log *slog.Logger, reg prometheus.Registerer) (*cluster.Membership, error) {
 	api, err := apiAddress(cfg.Cluster, listen)
 	if err != nil {
 		return nil, &exitError{code: 2, err: fmt.Errorf("config key cluster.advertise_api: %w", err)}
@@ -268,6 +269,7 @@ func openCluster(ctx context.Context, cfg *Config, listen, xferListen string, lo
 	if err != nil {
 		return nil, &exitError{code: 2, err: fmt.Errorf("config key cluster.gossip_key_file: %w", err)}
 	}
+	mc.APITLS = apiTLS
 	m, err := cluster.Open(ctx, mc)
 	if err != nil {
 		return nil, fmt.Errorf("joining the cluster (cluster.bind %s): %w", cfg.Cluster.Bind, err)

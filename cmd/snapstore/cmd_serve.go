@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -78,6 +79,10 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
 	}
 	defer ln.Close()
+	certs, apiTLS, err := openTLS(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
 	// A cluster member joins once its storage is open, before its
 	// adapters start, which place runs over the cluster (cluster.go); its
 	// transfer listener opens first, so that its xfer tag carries the
@@ -107,7 +112,7 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 			if xfer != nil {
 				xferAddr = xfer.Addr()
 			}
-			if mem, err = openCluster(ctx, cfg, ln.Addr().String(), xferAddr, log, reg); err != nil {
+			if mem, err = openCluster(ctx, cfg, ln.Addr().String(), xferAddr, apiTLS, log, reg); err != nil {
 				return nil, nil, err
 			}
 			members.m.Store(mem)
@@ -168,12 +173,17 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	if certs != nil {
+		hs.TLSConfig = certs.Config()
+		go func() { errc <- hs.ServeTLS(ln, "", "") }()
+	} else {
+		go func() { errc <- hs.Serve(ln) }()
+	}
 	gcCtx, stopGC := context.WithCancel(ctx)
 	gcDone := make(chan struct{})
 	go func() { defer close(gcDone); srv.RunGCLoop(gcCtx, cfg.GCInterval) }()
 	attrs := []any{"listen", ln.Addr().String(), "data", cfg.Data, "storage", cfg.Storage.Backend,
-		"auth", len(tokens) > 0, "gc_interval", cfg.GCInterval, "connections", len(cfg.Connections), "adapters", len(cfg.Adapters), "version", buildVersion()}
+		"auth", len(tokens) > 0, "tls", certs != nil, "gc_interval", cfg.GCInterval, "connections", len(cfg.Connections), "adapters", len(cfg.Adapters), "version", buildVersion()}
 	if mem != nil {
 		// Serving: the other members may count on this node now, and it
 		// on its share of the adapters.
@@ -187,6 +197,9 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 		}
 	}
 	log.Info("snapstore serving", attrs...)
+	if cfg.TLS.PlaintextBehindProxy {
+		log.Warn("serving plain HTTP: tls.plaintext_behind_proxy says a TLS-terminating proxy is in front", "listen", ln.Addr().String())
+	}
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
@@ -263,4 +276,39 @@ func startCPUProfile(file string) (func(), error) {
 		pprof.StopCPUProfile()
 		f.Close()
 	}, nil
+}
+
+// openTLS loads the certificates of tls.* (none: nil, plain HTTP), polls
+// their files and reloads them on SIGHUP until ctx is done, and returns
+// the client side of TLS for calls to the other nodes' APIs, which trust
+// cluster.transfer.ca_file and tls.client_ca_file.
+func openTLS(ctx context.Context, cfg *Config, log *slog.Logger) (*server.CertReloader, *tls.Config, error) {
+	if !cfg.TLS.enabled() {
+		return nil, nil, nil
+	}
+	certs, err := server.OpenTLS(cfg.TLS.options(log))
+	if err != nil {
+		return nil, nil, &exitError{code: 2, err: err}
+	}
+	apiTLS, err := certs.ClientConfig(cfg.Cluster.Transfer.CAFile, cfg.TLS.ClientCAFile)
+	if err != nil {
+		return nil, nil, &exitError{code: 2, err: err}
+	}
+	go certs.Run(ctx)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				if certs.Reload() == nil {
+					log.Info("tls certificate files re-read (SIGHUP)")
+				}
+			}
+		}
+	}()
+	return certs, apiTLS, nil
 }

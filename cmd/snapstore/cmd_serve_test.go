@@ -28,6 +28,13 @@ import (
 // and returns its error.
 func startServe(t *testing.T, bigRows int, tokens []server.Token) (string, *Config, func() error) {
 	t.Helper()
+	return startServeWith(t, bigRows, tokens, nil)
+}
+
+// startServeWith is startServe with edit applied to the config first (if
+// not nil); the URL is https when edit sets tls.
+func startServeWith(t *testing.T, bigRows int, tokens []server.Token, edit func(*Config)) (string, *Config, func() error) {
+	t.Helper()
 	dir := t.TempDir()
 	srcPath := filepath.Join(dir, "src.db")
 	src := sqliteSource(t, srcPath, `CREATE TABLE products (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
@@ -47,6 +54,9 @@ func startServe(t *testing.T, bigRows int, tokens []server.Token) (string, *Conf
 	cfg.Adapters = []AdapterConfig{
 		{Name: "products", Connection: "src", Resource: "products"},
 		{Name: "big", Connection: "src", Resource: "big"},
+	}
+	if edit != nil {
+		edit(&cfg)
 	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -73,7 +83,7 @@ func startServe(t *testing.T, bigRows int, tokens []server.Token) (string, *Conf
 		return serveErr
 	}
 	t.Cleanup(func() { _ = stop() })
-	return "http://" + addr, &cfg, stop
+	return localURL(&Config{Listen: addr, TLS: cfg.TLS}).String(), &cfg, stop
 }
 
 // TestServe_RefusesOpenListenWithoutTokens runs the command as a user would.

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/snapstore/snapstore/server"
 )
 
 func TestConfig_DefaultsAreValid(t *testing.T) {
@@ -44,19 +46,20 @@ func TestConfig_ValidateNamesKeys(t *testing.T) {
 }
 
 func TestConfig_TokenReferences(t *testing.T) {
-	t.Setenv("SNAPSTORE_UNIT_TOKEN", "s3cret-from-env")
-	f := writeFile(t, "tok", "s3cret-from-file\n")
+	t.Setenv("SNAPSTORE_UNIT_TOKEN", "s3cret-from-env-0")
+	f := writeFile(t, "tok", "s3cret-from-file-0\n")
 	cfg := defaultConfig()
 	cfg.Auth.Tokens = []TokenConfig{
 		{Name: "a", Token: "env:SNAPSTORE_UNIT_TOKEN", Role: "reader"},
 		{Name: "b", Token: "file:" + f, Role: "admin"},
-		{Name: "c", Token: "literal", Role: "operator"},
+		{Name: "c", Token: "literal-token-text", Role: "operator"},
+		{Name: "h", TokenHash: server.HashToken("a token given by its hash"), Role: "reader"},
 	}
 	toks, errs := cfg.checkServe()
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	if toks[0].Token != "s3cret-from-env" || toks[1].Token != "s3cret-from-file" || toks[2].Token != "literal" {
+	if toks[0].Token != "s3cret-from-env-0" || toks[1].Token != "s3cret-from-file-0" || toks[2].Token != "literal-token-text" || toks[3].Hash != server.HashToken("a token given by its hash") {
 		t.Fatalf("got %+v", toks)
 	}
 	cfg.Auth.Tokens = []TokenConfig{{Name: "d", Token: "env:SNAPSTORE_UNIT_MISSING", Role: "reader"}}
@@ -181,18 +184,19 @@ func TestServe_BadConfigTokensAndListenWithTheRest(t *testing.T) {
 	}
 	// Tokens: a missing variable, an unreadable file, a repeated token, a
 	// bad role, entries with two problems each, beside an unknown key.
-	t.Setenv("SNAPSTORE_UNIT_TOKEN_A", "same-token-text")
+	t.Setenv("SNAPSTORE_UNIT_TOKEN_A", "same-token-text-16")
 	p = writeFile(t, "tokens.yaml", `listen: 0.0.0.0:8080
 auth:
   tokens:
     - {name: a, token: "env:SNAPSTORE_UNIT_TOKEN_NOT_SET", role: admin}
     - {name: b, token: "file:/nonexistent/token", role: reader}
     - {name: c, token: "env:SNAPSTORE_UNIT_TOKEN_A", role: reader}
-    - {name: d, token: same-token-text, role: reader}
-    - {name: e, token: x, role: root}
+    - {name: d, token: same-token-text-16, role: reader}
+    - {name: e, token: x-long-enough-token, role: root}
     - {name: f, token: "env:SNAPSTORE_UNIT_TOKEN_F_NOT_SET", role: superuser}
     - {token: "env:SNAPSTORE_UNIT_TOKEN_G_NOT_SET", role: reader}
 storag: pebble
+tls: {plaintext_behind_proxy: true}
 `)
 	code, _, msg = cli(t, "serve", "--config", p, "--data", data)
 	for _, want := range []string{
@@ -211,7 +215,7 @@ storag: pebble
 			t.Errorf("stderr lacks %q:\n%s", want, msg)
 		}
 	}
-	if strings.Contains(msg, "same-token-text") || strings.Contains(msg, "config key listen") {
+	if strings.Contains(msg, "same-token-text-16") || strings.Contains(msg, "config key listen") {
 		t.Errorf("a token in the error, or listen refused with tokens configured:\n%s", msg)
 	}
 	if code != 2 {
@@ -247,5 +251,55 @@ func TestConfig_YAMLErrorsAndRepeatedKeys(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}
+	}
+}
+
+// TestConfig_TokenHashesAndTLS: a token given by its hash is accepted; a
+// short token, a token with a hash, a malformed hash, a client CA without
+// a certificate, TLS 1.1, and tokens served in clear off loopback are
+// refused, each naming its key, never showing a token.
+func TestConfig_TokenHashesAndTLS(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.Listen = "0.0.0.0:8443"
+	cfg.Auth.Tokens = []TokenConfig{
+		{Name: "short", Token: "tiny-token", Role: "reader"},
+		{Name: "both", Token: "long-enough-token-text", TokenHash: server.HashToken("long-enough-token-text"), Role: "reader"},
+		{Name: "badhash", TokenHash: "md5:abc", Role: "reader"},
+		{Name: "ok", TokenHash: server.HashToken("a token given by its hash"), Role: "admin"},
+	}
+	cfg.TLS = TLSConfig{ClientCAFile: "ca.crt", MinVersion: "1.1"}
+	var msgs []string
+	for _, e := range joined(cfg.Validate()) {
+		msgs = append(msgs, e.Error())
+	}
+	_, errs := cfg.checkServe()
+	for _, e := range errs {
+		msgs = append(msgs, e.Error())
+	}
+	all := strings.Join(msgs, "\n")
+	for _, want := range []string{
+		"config key auth.tokens[0].token: the token has 10 characters; a token must have at least 16",
+		"config key auth.tokens[1].token_hash: give token or token_hash, not both",
+		"config key auth.tokens[2].token_hash: want sha256: followed by 64 hex digits",
+		"config key tls.client_ca_file: needs tls.cert_file",
+		"config key tls.min_version: unsupported TLS version \"1.1\"",
+		"config key listen: listen address \"0.0.0.0:8443\" is not loopback and the server has tokens but no TLS",
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("lacks %q:\n%s", want, all)
+		}
+	}
+	if strings.Contains(all, "tiny-token") || strings.Contains(all, "long-enough-token-text") || strings.Contains(all, "auth.tokens[3]") {
+		t.Errorf("a token in an error, or the good entry refused:\n%s", all)
+	}
+	// Behind a TLS-terminating proxy, or with TLS, the address is accepted.
+	cfg.Auth.Tokens = cfg.Auth.Tokens[3:]
+	cfg.TLS = TLSConfig{PlaintextBehindProxy: true}
+	if toks, errs := cfg.checkServe(); len(errs) != 0 || len(toks) != 1 || toks[0].Hash == "" {
+		t.Fatalf("behind a proxy: %v %+v", errs, toks)
+	}
+	cfg.TLS = TLSConfig{CertFile: "a.crt", KeyFile: "a.key"}
+	if _, errs := cfg.checkServe(); len(errs) != 0 {
+		t.Fatalf("with TLS: %v", errs)
 	}
 }

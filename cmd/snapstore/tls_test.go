@@ -1,0 +1,74 @@
+package main
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/snapstore/snapstore/server"
+)
+
+// TestServe_HTTPSWithTheCLI: snapstore cert makes a CA and a server
+// certificate, serve speaks HTTPS with them, and the CLI reaches it with
+// --ca-file or SNAPSTORE_CA_FILE, a token given to the server by its hash
+// (snapstore token new).
+func TestServe_HTTPSWithTheCLI(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, errs := cli(t, "cert", "ca", dir); code != 0 {
+		t.Fatalf("cert ca: %d %s %s", code, out, errs)
+	}
+	code, out, errs := cli(t, "cert", "server", dir, "--host", "127.0.0.1,localhost")
+	if code != 0 || !strings.Contains(out, "cert_file: "+filepath.Join(dir, "server.crt")) {
+		t.Fatalf("cert server: %d %s %s", code, out, errs)
+	}
+	if code, _, errs := cli(t, "cert", "server", dir); code != 2 || !strings.Contains(errs, "--host") {
+		t.Fatalf("cert server without --host: %d %s", code, errs)
+	}
+	code, out, _ = cli(t, "token", "new")
+	var tok, hash string
+	for _, l := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(l, "token: "); ok {
+			tok = v
+		}
+		if v, ok := strings.CutPrefix(l, "token_hash: "); ok {
+			hash = v
+		}
+	}
+	if code != 0 || len(tok) != 43 || hash != server.HashToken(tok) {
+		t.Fatalf("token new: %d %q", code, out)
+	}
+	var hashed bytes.Buffer
+	if err := tokenHash(nil, strings.NewReader(tok+"\n"), &hashed); err != nil || strings.TrimSpace(hashed.String()) != hash {
+		t.Fatalf("token hash: %v %q", err, hashed.String())
+	}
+	if err := tokenHash(nil, strings.NewReader("short\n"), &hashed); err == nil {
+		t.Fatal("token hash of a short token accepted")
+	}
+
+	tokens := []server.Token{{Name: "ops", Hash: hash, Role: server.RoleAdmin}}
+	url, _, _ := startServeWith(t, 0, tokens, func(c *Config) {
+		c.TLS = TLSConfig{CertFile: filepath.Join(dir, "server.crt"), KeyFile: filepath.Join(dir, "server.key")}
+	})
+	if !strings.HasPrefix(url, "https://") {
+		t.Fatalf("url %s", url)
+	}
+	ca := filepath.Join(dir, "ca.crt")
+	code, out, errs = cli(t, "run", "products", "--server", url, "--token", tok, "--ca-file", ca)
+	if code != 0 {
+		t.Fatalf("run over HTTPS: %d %s %s", code, out, errs)
+	}
+	code, _, errs = cli(t, "get", "products", "2", "--server", url, "--token", tok)
+	if code == 0 || !strings.Contains(errs, "certificate") {
+		t.Fatalf("without --ca-file: %d %s", code, errs)
+	}
+	t.Setenv(envCAFile, ca)
+	code, out, errs = cli(t, "get", "products", "2", "--server", url, "--token", tok)
+	if code != 0 || !strings.Contains(out, "jug") {
+		t.Fatalf("with %s: %d %s %s", envCAFile, code, out, errs)
+	}
+	code, _, errs = cli(t, "get", "products", "2", "--server", url, "--token", "not-the-token-at-all")
+	if code != 1 || !strings.Contains(errs, "401") {
+		t.Fatalf("a wrong token: %d %s", code, errs)
+	}
+}
