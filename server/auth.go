@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 )
@@ -127,15 +129,26 @@ func (s *tokenSet) enabled() bool { return len(s.digests) > 0 }
 // lookup returns the token matching the Authorization header value, checking
 // every configured token so the time taken does not depend on which matched.
 func (s *tokenSet) lookup(header string) (Token, bool) {
-	const prefix = "bearer "
-	if len(header) <= len(prefix) || !strings.EqualFold(header[:len(prefix)], prefix) {
+	text, ok := bearerText(header)
+	if !ok {
 		return Token{}, false
 	}
-	i := s.find(strings.TrimSpace(header[len(prefix):]))
+	i := s.find(text)
 	if i < 0 {
 		return Token{}, false
 	}
 	return s.tokens[i], true
+}
+
+// bearerText returns the token of an Authorization header value
+// "Bearer TOKEN".
+func bearerText(header string) (string, bool) {
+	const prefix = "bearer "
+	if len(header) <= len(prefix) || !strings.EqualFold(header[:len(prefix)], prefix) {
+		return "", false
+	}
+	t := strings.TrimSpace(header[len(prefix):])
+	return t, t != ""
 }
 
 // find returns the index of the configured token equal to text, -1 for
@@ -202,7 +215,14 @@ func (s *Server) authorize(c echo.Context, rt *route) error {
 	if !s.tokens.enabled() || rt.role == RoleNone {
 		return nil
 	}
-	tok, ok := s.tokens.lookup(c.Request().Header.Get(echo.HeaderAuthorization))
+	header := c.Request().Header.Get(echo.HeaderAuthorization)
+	tok, ok := s.tokens.lookup(header)
+	if !ok {
+		var err error
+		if tok, ok, err = s.lookupAPIToken(c.Request().Context(), header); err != nil {
+			return err
+		}
+	}
 	if !ok {
 		return echo.NewHTTPError(http.StatusUnauthorized, "a valid bearer token is required (Authorization: Bearer TOKEN)")
 	}
@@ -211,6 +231,26 @@ func (s *Server) authorize(c echo.Context, rt *route) error {
 	}
 	c.Set("token", tok.Name)
 	return nil
+}
+
+// lookupAPIToken returns the API token (POST /v1/tokens) of the
+// Authorization header value: false for none, which is answered as an
+// unknown token whether it never existed or was revoked, and
+// ErrTokenExpired for one past its expiry.
+func (s *Server) lookupAPIToken(ctx context.Context, header string) (Token, bool, error) {
+	text, ok := bearerText(header)
+	if !ok {
+		return Token{}, false, nil
+	}
+	now := s.now()
+	t, ok, err := s.apiTokens.find(ctx, sha256.Sum256([]byte(text)), now)
+	if err != nil || !ok {
+		return Token{}, false, err
+	}
+	if !t.rec.Expires.IsZero() && !now.Before(t.rec.Expires) {
+		return Token{}, false, fmt.Errorf("%w: token %q expired at %s", ErrTokenExpired, t.rec.Name, t.rec.Expires.UTC().Format(time.RFC3339))
+	}
+	return Token{Name: t.rec.Name, Role: t.role}, true, nil
 }
 
 // tokenAttr is the log attribute naming the token that asked (name, or
