@@ -112,6 +112,7 @@ var commands = []commandInfo{
 	{"connections", cmdConnections, "list|show|create|delete|test|resources", "data connections; test one; its tables", groupRuns},
 	{"cluster", cmdCluster, "nodes|backlog|drain|resume|forget|keys|keygen", "the cluster: members, what waits to be sent, drain, forget, gossip keys", groupOther},
 	{"cert", cmdCert, "ca|node|server DIR", "a CA; a node certificate for the transfer between nodes; a certificate of the HTTPS API", groupOther},
+	{"tokens", cmdTokens, "create|list|revoke", "bearer tokens made through the API: create (shown once), list, revoke", groupOther},
 	{"token", cmdToken, "new|hash", "a new random token and its hash; the hash of a token read on stdin", groupOther},
 	{"hbase", cmdHBase, "drop-table", "delete the HBase table of a config and everything in it (asks first)", groupOther},
 	{"sqlite", cmdSQLite, "FILE [SQL]", "run SQL (argument or stdin) against a SQLite file, e.g. the sample source", groupOther},

@@ -71,4 +71,27 @@ func TestServe_HTTPSWithTheCLI(t *testing.T) {
 	if code != 1 || !strings.Contains(errs, "401") {
 		t.Fatalf("a wrong token: %d %s", code, errs)
 	}
+
+	// API tokens through the CLI: created (shown once), listed without
+	// it, used, revoked.
+	srv := []string{"--server", url, "--token", tok}
+	code, out, errs = cli(t, append([]string{"tokens", "create", "ci", "--role", "reader", "--expires-in", "24h"}, srv...)...)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	ciTok := lines[len(lines)-1]
+	if code != 0 || len(ciTok) != 43 || !strings.Contains(out, "shown this once") {
+		t.Fatalf("tokens create: %d %q %s", code, out, errs)
+	}
+	code, out, errs = cli(t, append([]string{"tokens", "list"}, srv...)...)
+	if code != 0 || !strings.Contains(out, "ci") || !strings.Contains(out, "reader") || strings.Contains(out, ciTok) {
+		t.Fatalf("tokens list: %d %q %s", code, out, errs)
+	}
+	if code, out, errs := cli(t, "get", "products", "2", "--server", url, "--token", ciTok); code != 0 || !strings.Contains(out, "jug") {
+		t.Fatalf("get with the API token: %d %s %s", code, out, errs)
+	}
+	if code, out, errs := cli(t, append([]string{"tokens", "revoke", "ci"}, srv...)...); code != 0 || !strings.Contains(out, "token ci revoked") {
+		t.Fatalf("tokens revoke: %d %s %s", code, out, errs)
+	}
+	if code, _, errs := cli(t, "get", "products", "2", "--server", url, "--token", ciTok); code != 1 || !strings.Contains(errs, "401") {
+		t.Fatalf("get with a revoked token: %d %s", code, errs)
+	}
 }
