@@ -62,6 +62,11 @@ type apiToken struct {
 // concurrent use.
 type apiTokens struct {
 	db *snapshot.DB
+	// sessionKey signs the console sessions of API tokens: drawn at start,
+	// since nothing stored may sign them (the store holds only hashes, which
+	// its readers could use), so such a session is good on the node that
+	// made it until it restarts.
+	sessionKey []byte
 
 	// mu guards the fields below. It is held across the read of the
 	// records, so that one reload serves every request waiting for it.
@@ -71,7 +76,7 @@ type apiTokens struct {
 }
 
 func newAPITokens(db *snapshot.DB) *apiTokens {
-	return &apiTokens{db: db}
+	return &apiTokens{db: db, sessionKey: sessionKey(NewTokenText())}
 }
 
 // find returns the API token whose hash is digest, reading the records
@@ -108,6 +113,24 @@ func (a *apiTokens) reloadLocked(ctx context.Context, now time.Time) error {
 	}
 	a.byDigest, a.loaded = m, now
 	return nil
+}
+
+// named returns the API token of name, reading the records again as
+// find does.
+func (a *apiTokens) named(ctx context.Context, name string, now time.Time) (apiToken, bool, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.loaded.IsZero() || now.Sub(a.loaded) >= TokenRefresh || now.Before(a.loaded) {
+		if err := a.reloadLocked(ctx, now); err != nil {
+			return apiToken{}, false, err
+		}
+	}
+	for _, t := range a.byDigest {
+		if t.rec.Name == name {
+			return t, true, nil
+		}
+	}
+	return apiToken{}, false, nil
 }
 
 // forget drops the copy, so that the next check reads the records: after

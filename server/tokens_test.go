@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -119,4 +120,33 @@ func TestTokenSet_Hashes(t *testing.T) {
 			t.Errorf("%+v accepted", bad)
 		}
 	}
+}
+
+// TestConsole_LoginWithAPIToken: the console's login takes an API token;
+// its session ends when the token is revoked.
+func TestConsole_LoginWithAPIToken(t *testing.T) {
+	const admin = "admin-token-0123456789"
+	f := newFixture(t, fixtureOpts{tokens: []Token{{Name: "ops", Token: admin, Role: RoleAdmin}}})
+	f.token = admin
+	r := f.must(201, "POST", "/v1/tokens", `{"name":"analyst","role":"reader","expires_in":"1h"}`)
+	var created struct{ Token string }
+	r.json(t, &created)
+
+	b := newBrowser(t, f)
+	r = b.post("/ui/login", url.Values{"token": {created.Token}, "next": {"/ui/"}})
+	if r.status != http.StatusSeeOther || r.header.Get("Location") != "/ui/" {
+		t.Fatalf("login with an API token: %d %q %s", r.status, r.header.Get("Location"), r.body)
+	}
+	if ck := r.header.Get("Set-Cookie"); strings.Contains(ck, created.Token) {
+		t.Fatalf("the session cookie holds the token: %s", ck)
+	}
+	b.page("/ui/", "analyst")
+	wantStatus(t, "reader connections page", b.get("/ui/connections"), http.StatusForbidden)
+
+	f.must(204, "DELETE", "/v1/tokens/analyst", "")
+	if r := b.get("/ui/"); r.status != http.StatusSeeOther {
+		t.Fatalf("a session of a revoked token: %d", r.status)
+	}
+	r = newBrowser(t, f).post("/ui/login", url.Values{"token": {created.Token}})
+	wantStatus(t, "login with a revoked token", r, http.StatusUnauthorized)
 }
