@@ -3,6 +3,8 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -73,13 +75,26 @@ func startServerWith(t *testing.T, secret, extraConfig string, extraEnv ...strin
 	// the server's configuration.
 	p.env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TMPDIR=" + os.TempDir(), pwEnv + "=" + secret}
 	p.env = append(p.env, extraEnv...)
+	// A server with tls.cert_file is asked over https, trusting the CA
+	// the CLI would be given (SNAPSTORE_CA_FILE, which serve ignores).
+	for _, kv := range extraEnv {
+		if ca, ok := strings.CutPrefix(kv, "SNAPSTORE_CA_FILE="); ok {
+			pem, err := os.ReadFile(ca)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pool := x509.NewCertPool()
+			pool.AppendCertsFromPEM(pem)
+			p.client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
+		}
+	}
 	p.addSecret(secret)
 	t.Cleanup(p.cleanup)
 	p.start()
 	return p
 }
 
-var listenRE = regexp.MustCompile(`msg="snapstore serving" listen=(\S+)`)
+var listenRE = regexp.MustCompile(`msg="snapstore serving" listen=(\S+)(?: \S+)*? tls=(true|false)`)
 
 // start starts the process and waits until it serves /readyz.
 func (p *proc) start() {
@@ -113,6 +128,9 @@ func (p *proc) start() {
 		if int64(len(b)) > off {
 			if m := listenRE.FindSubmatch(b[off:]); m != nil {
 				p.base = "http://" + string(m[1])
+				if string(m[2]) == "true" {
+					p.base = "https://" + string(m[1])
+				}
 				break
 			}
 		}
