@@ -281,7 +281,7 @@ func startCPUProfile(file string) (func(), error) {
 // openTLS loads the certificates of tls.* (none: nil, plain HTTP), polls
 // their files and reloads them on SIGHUP until ctx is done, and returns
 // the client side of TLS for calls to the other nodes' APIs, which trust
-// cluster.transfer.ca_file and tls.client_ca_file.
+// tls.ca_file, cluster.transfer.ca_file and tls.client_ca_file.
 func openTLS(ctx context.Context, cfg *Config, log *slog.Logger) (*server.CertReloader, *tls.Config, error) {
 	if !cfg.TLS.enabled() {
 		return nil, nil, nil
@@ -290,7 +290,7 @@ func openTLS(ctx context.Context, cfg *Config, log *slog.Logger) (*server.CertRe
 	if err != nil {
 		return nil, nil, &exitError{code: 2, err: err}
 	}
-	apiTLS, err := certs.ClientConfig(cfg.Cluster.Transfer.CAFile, cfg.TLS.ClientCAFile)
+	apiTLS, err := certs.ClientConfig(cfg.TLS.CAFile, cfg.Cluster.Transfer.CAFile, cfg.TLS.ClientCAFile)
 	if err != nil {
 		return nil, nil, &exitError{code: 2, err: err}
 	}

@@ -143,6 +143,10 @@ type TLSConfig struct {
 	// ClientCAFile, if set, makes clients present a certificate that
 	// chains to one of its CAs.
 	ClientCAFile string `yaml:"client_ca_file"`
+	// CAFile is a PEM bundle of the CAs that signed the other nodes' API
+	// certificates, trusted when this node calls them (hand-offs) beside
+	// the system's, cluster.transfer.ca_file and ClientCAFile.
+	CAFile string `yaml:"ca_file"`
 	// MinVersion is "1.2" or "1.3" (default).
 	MinVersion string `yaml:"min_version"`
 	// PlaintextBehindProxy says a TLS-terminating proxy is in front, so
@@ -489,6 +493,9 @@ func (c *Config) validateTLS() []error {
 		bad("tls.key_file", "required with tls.cert_file")
 	case t.CertFile == "" && t.KeyFile != "":
 		bad("tls.cert_file", "required with tls.key_file")
+	}
+	if t.CAFile != "" && t.CertFile == "" {
+		bad("tls.ca_file", "needs tls.cert_file and tls.key_file: it is trusted when this node calls the other nodes over HTTPS")
 	}
 	if t.ClientCAFile != "" && t.CertFile == "" {
 		bad("tls.client_ca_file", "needs tls.cert_file and tls.key_file: client certificates are asked for over HTTPS only")

@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,18 +28,10 @@ func TestSecurity_HTTPSAndTokensOnHBase(t *testing.T) {
 	}
 	env := hbaseEnv(t)
 	pki := t.TempDir()
-	snapstore := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command(binPath, args...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("snapstore %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
-	snapstore("cert", "ca", pki)
-	snapstore("cert", "server", pki, "--host", "127.0.0.1,localhost")
+	cli(t, "cert", "ca", pki)
+	cli(t, "cert", "server", pki, "--host", "127.0.0.1,localhost")
 	var admin, hash string
-	for _, l := range strings.Split(snapstore("token", "new"), "\n") {
+	for _, l := range strings.Split(cli(t, "token", "new"), "\n") {
 		if v, ok := strings.CutPrefix(l, "token: "); ok {
 			admin = v
 		}
@@ -103,5 +97,63 @@ func TestSecurity_HTTPSAndTokensOnHBase(t *testing.T) {
 	cmd.Env = append(os.Environ(), "SNAPSTORE_CA_FILE="+ca, "SNAPSTORE_TOKEN="+admin)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("snapstore datasets list over https: %v\n%s", err, out)
+	}
+}
+
+// TestSecurity_ClusterHandOffOverHTTPS runs two cluster nodes on
+// 127.0.0.1 and 127.0.0.2 serving HTTPS with tokens: a round-robin
+// adapter's runs asked of node 1 alternate over both nodes, so runs are
+// handed to node 2 through its API over HTTPS (trusting tls.ca_file).
+func TestSecurity_ClusterHandOffOverHTTPS(t *testing.T) {
+	if binPath == "" {
+		t.Skip("the snapstore binary was not built: no test service is set")
+	}
+	env := hbaseEnv(t)
+	key, keyFile := gossipKeyFile(t)
+	pki := t.TempDir()
+	cli(t, "cert", "ca", pki)
+	cli(t, "cert", "server", pki, "--host", "127.0.0.1,127.0.0.2")
+	admin := "cluster-admin-token-" + strings.Repeat("x", 8)
+	src := filepath.Join(t.TempDir(), "src.db")
+	cli(t, "sqlite", src, "CREATE TABLE items(id INTEGER PRIMARY KEY, name TEXT); INSERT INTO items VALUES (1, 'one'), (2, 'two');")
+	ca := filepath.Join(pki, "ca.crt")
+	cfg := fmt.Sprintf("tls: {cert_file: %s, key_file: %s, ca_file: %s}\n", filepath.Join(pki, "server.crt"), filepath.Join(pki, "server.key"), ca) +
+		"auth: {tokens: [{name: ops, token: \"env:E2E_ADMIN_TOKEN\", role: admin}]}\n" +
+		fmt.Sprintf("connections: [{name: src, type: sqlite, options: {path: %q}}]\n", src) +
+		"adapters: [{name: rr, connection: src, resource: items, strategy: round-robin}]\n"
+	gossip := []string{gossipAddr(t, "127.0.0.1"), gossipAddr(t, "127.0.0.2")}
+	var nodes []*proc
+	for i := range 2 {
+		e := append(slices.Clone(env),
+			fmt.Sprintf("SNAPSTORE_LISTEN=127.0.0.%d:0", i+1),
+			"SNAPSTORE_CLUSTER_BIND="+gossip[i],
+			"SNAPSTORE_CLUSTER_PRESET=loopback",
+			"SNAPSTORE_CLUSTER_GOSSIP_KEY_FILE="+keyFile,
+			"SNAPSTORE_CA_FILE="+ca,
+			"E2E_ADMIN_TOKEN="+admin)
+		if i > 0 {
+			e = append(e, "SNAPSTORE_CLUSTER_JOIN="+gossip[0])
+		}
+		p := startServerWith(t, key, cfg, e...)
+		p.token = admin
+		p.addSecret(admin)
+		nodes = append(nodes, p)
+	}
+	ids := []string{nodes[0].self(t).ID, nodes[1].self(t).ID}
+	sorted := slices.Sorted(slices.Values(ids))
+	poll(t, 30*time.Second, "two members, active, on both nodes", func() bool {
+		return nodes[0].seesAll(t, sorted) && nodes[1].seesAll(t, sorted)
+	})
+	ran := map[string]int{}
+	for range 4 {
+		var rec runRecord
+		nodes[0].jsonCall(t, http.StatusOK, "POST", "/v1/adapters/rr/runs?wait=true", nil, &rec)
+		if rec.Status != "succeeded" {
+			t.Fatalf("run %s: %s %s %s", rec.ID, rec.Status, rec.Code, rec.Error)
+		}
+		ran[rec.Node]++
+	}
+	if ran[ids[0]] == 0 || ran[ids[1]] == 0 {
+		t.Fatalf("round-robin runs asked of node 1 ran on %v, want both %v", ran, ids)
 	}
 }
