@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -196,10 +195,8 @@ func (r *CertReloader) reloadLocked() error {
 		r.log.Error("tls certificate not reloaded; the previous one stays in use", "err", err)
 		return err
 	}
-	old := r.cur.Swap(st)
-	if !bytes.Equal(old.cert.Certificate[0], st.cert.Certificate[0]) || r.opts.ClientCAFile != "" {
-		r.log.Info("tls certificate reloaded", "subject", st.cert.Leaf.Subject.String(), "not_after", st.cert.Leaf.NotAfter)
-	}
+	r.cur.Store(st)
+	r.log.Info("tls certificate reloaded", "subject", st.cert.Leaf.Subject.String(), "not_after", st.cert.Leaf.NotAfter)
 	return nil
 }
 

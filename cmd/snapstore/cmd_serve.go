@@ -304,9 +304,7 @@ func openTLS(ctx context.Context, cfg *Config, log *slog.Logger) (*server.CertRe
 			case <-ctx.Done():
 				return
 			case <-hup:
-				if certs.Reload() == nil {
-					log.Info("tls certificate files re-read (SIGHUP)")
-				}
+				_ = certs.Reload() // logs what it did
 			}
 		}
 	}()
