@@ -95,3 +95,28 @@ func TestServe_HTTPSWithTheCLI(t *testing.T) {
 		t.Fatalf("get with a revoked token: %d %s", code, errs)
 	}
 }
+
+// TestServe_RefusesShortTokensAndTokensInClear: serve refuses to start
+// with a token too short to be a secret, and with tokens served in clear
+// off loopback, each naming its key, the token never shown.
+func TestServe_RefusesShortTokensAndTokensInClear(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	p := writeFile(t, "short.yaml", `listen: 0.0.0.0:8443
+auth:
+  tokens:
+    - {name: a, token: tiny-secret, role: admin}
+    - {name: b, token_hash: "sha256:`+strings.Repeat("ab", 32)+`", role: reader}
+`)
+	code, _, msg := cli(t, "serve", "--config", p, "--data", data)
+	for _, want := range []string{
+		"config key listen (line 1): listen address \"0.0.0.0:8443\" is not loopback and the server has tokens but no TLS",
+		"config key auth.tokens[0].token (line 4): the token has 11 characters; a token must have at least 16",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, msg)
+		}
+	}
+	if code != 2 || strings.Contains(msg, "tiny-secret") || strings.Contains(msg, "auth.tokens[1]") {
+		t.Errorf("exit %d:\n%s", code, msg)
+	}
+}
