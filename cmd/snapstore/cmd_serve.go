@@ -79,7 +79,9 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
 	}
 	defer ln.Close()
-	certs, apiTLS, err := openTLS(ctx, cfg, log)
+	tlsCtx, stopTLS := context.WithCancel(ctx)
+	defer stopTLS()
+	certs, apiTLS, err := openTLS(tlsCtx, cfg, log)
 	if err != nil {
 		return err
 	}
