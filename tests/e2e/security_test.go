@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
@@ -101,9 +102,11 @@ func TestSecurity_HTTPSAndTokensOnHBase(t *testing.T) {
 }
 
 // TestSecurity_ClusterHandOffOverHTTPS runs two cluster nodes on
-// 127.0.0.1 and 127.0.0.2 serving HTTPS with tokens: a round-robin
-// adapter's runs asked of node 1 alternate over both nodes, so runs are
-// handed to node 2 through its API over HTTPS (trusting tls.ca_file).
+// 127.0.0.1 and 127.0.0.2 serving HTTPS with tokens and client
+// certificates (tls.client_ca_file): a round-robin adapter's runs asked
+// of node 1 alternate over both nodes, so runs are handed to node 2
+// through its API over HTTPS, node 1 trusting tls.ca_file and presenting
+// its own certificate.
 func TestSecurity_ClusterHandOffOverHTTPS(t *testing.T) {
 	if binPath == "" {
 		t.Skip("the snapstore binary was not built: no test service is set")
@@ -117,7 +120,8 @@ func TestSecurity_ClusterHandOffOverHTTPS(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "src.db")
 	cli(t, "sqlite", src, "CREATE TABLE items(id INTEGER PRIMARY KEY, name TEXT); INSERT INTO items VALUES (1, 'one'), (2, 'two');")
 	ca := filepath.Join(pki, "ca.crt")
-	cfg := fmt.Sprintf("tls: {cert_file: %s, key_file: %s, ca_file: %s}\n", filepath.Join(pki, "server.crt"), filepath.Join(pki, "server.key"), ca) +
+	crt, crtKey := filepath.Join(pki, "server.crt"), filepath.Join(pki, "server.key")
+	cfg := fmt.Sprintf("tls: {cert_file: %s, key_file: %s, ca_file: %s, client_ca_file: %s}\n", crt, crtKey, ca, ca) +
 		"auth: {tokens: [{name: ops, token: \"env:E2E_ADMIN_TOKEN\", role: admin}]}\n" +
 		fmt.Sprintf("connections: [{name: src, type: sqlite, options: {path: %q}}]\n", src) +
 		"adapters: [{name: rr, connection: src, resource: items, strategy: round-robin}]\n"
@@ -130,6 +134,8 @@ func TestSecurity_ClusterHandOffOverHTTPS(t *testing.T) {
 			"SNAPSTORE_CLUSTER_PRESET=loopback",
 			"SNAPSTORE_CLUSTER_GOSSIP_KEY_FILE="+keyFile,
 			"SNAPSTORE_CA_FILE="+ca,
+			"SNAPSTORE_CLIENT_CERT="+crt,
+			"SNAPSTORE_CLIENT_KEY="+crtKey,
 			"E2E_ADMIN_TOKEN="+admin)
 		if i > 0 {
 			e = append(e, "SNAPSTORE_CLUSTER_JOIN="+gossip[0])
@@ -155,5 +161,11 @@ func TestSecurity_ClusterHandOffOverHTTPS(t *testing.T) {
 	}
 	if ran[ids[0]] == 0 || ran[ids[1]] == 0 {
 		t.Fatalf("round-robin runs asked of node 1 ran on %v, want both %v", ran, ids)
+	}
+	// A client without a certificate is refused in the handshake.
+	plain := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: nodes[1].client.Transport.(*http.Transport).TLSClientConfig.RootCAs}}}
+	if resp, err := plain.Get(nodes[1].base + "/healthz"); err == nil {
+		resp.Body.Close()
+		t.Fatalf("a client without a certificate was answered %d", resp.StatusCode)
 	}
 }

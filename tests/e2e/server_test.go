@@ -76,17 +76,37 @@ func startServerWith(t *testing.T, secret, extraConfig string, extraEnv ...strin
 	p.env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TMPDIR=" + os.TempDir(), pwEnv + "=" + secret}
 	p.env = append(p.env, extraEnv...)
 	// A server with tls.cert_file is asked over https, trusting the CA
-	// the CLI would be given (SNAPSTORE_CA_FILE, which serve ignores).
+	// and presenting the client certificate the CLI would be given
+	// (SNAPSTORE_CA_FILE, SNAPSTORE_CLIENT_CERT, SNAPSTORE_CLIENT_KEY,
+	// which serve ignores).
+	var tc *tls.Config
+	var clientCert, clientKey string
 	for _, kv := range extraEnv {
-		if ca, ok := strings.CutPrefix(kv, "SNAPSTORE_CA_FILE="); ok {
-			pem, err := os.ReadFile(ca)
+		name, v, _ := strings.Cut(kv, "=")
+		switch name {
+		case "SNAPSTORE_CA_FILE":
+			pem, err := os.ReadFile(v)
 			if err != nil {
 				t.Fatal(err)
 			}
 			pool := x509.NewCertPool()
 			pool.AppendCertsFromPEM(pem)
-			p.client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
+			tc = &tls.Config{RootCAs: pool}
+		case "SNAPSTORE_CLIENT_CERT":
+			clientCert = v
+		case "SNAPSTORE_CLIENT_KEY":
+			clientKey = v
 		}
+	}
+	if tc != nil {
+		if clientCert != "" {
+			kp, err := tls.LoadX509KeyPair(clientCert, clientKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.Certificates = []tls.Certificate{kp}
+		}
+		p.client.Transport = &http.Transport{TLSClientConfig: tc}
 	}
 	p.addSecret(secret)
 	t.Cleanup(p.cleanup)
