@@ -81,6 +81,9 @@ func newAPITokens(db *snapshot.DB) *apiTokens {
 
 // find returns the API token whose hash is digest, reading the records
 // again when the copy is older than TokenRefresh. An error is the store's.
+// The lookup is by the SHA-256 of the presented token, as GitHub and Vault
+// look tokens up: how long it takes can tell only about digests, from
+// which no token can be found, so it needs no constant-time comparison.
 func (a *apiTokens) find(ctx context.Context, digest [sha256.Size]byte, now time.Time) (apiToken, bool, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
