@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // TLS serves the API over HTTPS with certificates read from files and
@@ -42,6 +44,9 @@ type TLSOptions struct {
 	PollInterval time.Duration
 	// Logger receives reloads and their errors; nil discards.
 	Logger *slog.Logger
+	// Registerer registers the certificate's expiry gauge; nil registers
+	// none.
+	Registerer prometheus.Registerer
 }
 
 // ParseTLSVersion parses "1.2" or "1.3"; "" is 1.3. Older versions are
@@ -106,6 +111,15 @@ func OpenTLS(opts TLSOptions) (*CertReloader, error) {
 		return nil, err
 	}
 	r.cur.Store(st)
+	if opts.Registerer != nil {
+		err := opts.Registerer.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "snapstore_server_tls_certificate_expiry_timestamp_seconds",
+			Help: "When the certificate served now expires, in seconds since the Unix epoch.",
+		}, func() float64 { return float64(r.Leaf().NotAfter.Unix()) }))
+		if err != nil {
+			return nil, fmt.Errorf("server: registering the TLS metrics: %w", err)
+		}
+	}
 	return r, nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/snapstore/snapstore/cluster/transfer"
 )
 
@@ -208,8 +209,9 @@ func TestTLS_RotationWithoutRestart(t *testing.T) {
 	p := newTestPKI(t, dir, "a")
 	logs := &syncBuffer{}
 	f := newFixture(t, fixtureOpts{})
+	reg := prometheus.NewRegistry()
 	r, err := OpenTLS(TLSOptions{CertFile: p.certFile, KeyFile: p.keyFile, PollInterval: 20 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+		Logger: slog.New(slog.NewTextHandler(logs, nil)), Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,6 +273,11 @@ func TestTLS_RotationWithoutRestart(t *testing.T) {
 	}
 	nc.Close()
 	get()
+	mfs, err := reg.Gather()
+	if err != nil || len(mfs) != 1 || mfs[0].GetName() != "snapstore_server_tls_certificate_expiry_timestamp_seconds" ||
+		int64(mfs[0].GetMetric()[0].GetGauge().GetValue()) != r.Leaf().NotAfter.Unix() {
+		t.Fatalf("expiry gauge after the rotation: %v %v, want %d", mfs, err, r.Leaf().NotAfter.Unix())
+	}
 
 	// Reload (SIGHUP) re-reads at once.
 	c, k, err = transfer.NewServerCert(p.caCert, p.caKey, []string{"127.0.0.1"}, 3*time.Hour)

@@ -81,7 +81,7 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 	defer ln.Close()
 	tlsCtx, stopTLS := context.WithCancel(ctx)
 	defer stopTLS()
-	certs, apiTLS, err := openTLS(tlsCtx, cfg, log)
+	certs, apiTLS, err := openTLS(tlsCtx, cfg, log, reg)
 	if err != nil {
 		return err
 	}
@@ -284,11 +284,11 @@ func startCPUProfile(file string) (func(), error) {
 // their files and reloads them on SIGHUP until ctx is done, and returns
 // the client side of TLS for calls to the other nodes' APIs, which trust
 // tls.ca_file, cluster.transfer.ca_file and tls.client_ca_file.
-func openTLS(ctx context.Context, cfg *Config, log *slog.Logger) (*server.CertReloader, *tls.Config, error) {
+func openTLS(ctx context.Context, cfg *Config, log *slog.Logger, reg prometheus.Registerer) (*server.CertReloader, *tls.Config, error) {
 	if !cfg.TLS.enabled() {
 		return nil, nil, nil
 	}
-	certs, err := server.OpenTLS(cfg.TLS.options(log))
+	certs, err := server.OpenTLS(cfg.TLS.options(log, reg))
 	if err != nil {
 		return nil, nil, &exitError{code: 2, err: err}
 	}

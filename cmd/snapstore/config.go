@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/snapstore/snapstore/adapters"
 	"github.com/snapstore/snapstore/server"
 	"github.com/snapstore/snapstore/snapshot"
@@ -159,9 +160,9 @@ type TLSConfig struct {
 func (t TLSConfig) enabled() bool { return t.CertFile != "" }
 
 // options returns the server's TLS options.
-func (t TLSConfig) options(log *slog.Logger) server.TLSOptions {
+func (t TLSConfig) options(log *slog.Logger, reg prometheus.Registerer) server.TLSOptions {
 	v, _ := server.ParseTLSVersion(t.MinVersion) // Validate checked it
-	return server.TLSOptions{CertFile: t.CertFile, KeyFile: t.KeyFile, ClientCAFile: t.ClientCAFile, MinVersion: v, Logger: log}
+	return server.TLSOptions{CertFile: t.CertFile, KeyFile: t.KeyFile, ClientCAFile: t.ClientCAFile, MinVersion: v, Logger: log, Registerer: reg}
 }
 
 // SnapshotConfig tunes package snapshot.
