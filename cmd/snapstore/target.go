@@ -118,7 +118,10 @@ func remoteTarget(cfg *Config, u *url.URL, token string, tc *tls.Config) *target
 // snapstoreAnswers reports whether a snapstore server answers /healthz at
 // u within serverProbeTimeout. Over https it presents tc's client
 // certificate but does not verify the server's: the probe only learns
-// whether something answers and sends no secret.
+// whether something answers and sends no secret. A TLS server that
+// refuses the handshake with an alert (one that asks for a client
+// certificate tc does not have) counts as answering: it is there, and
+// the command's request then says why it is refused.
 func snapstoreAnswers(ctx context.Context, u *url.URL, tc *tls.Config) bool {
 	ctx, cancel := context.WithTimeout(ctx, serverProbeTimeout)
 	defer cancel()
@@ -134,7 +137,9 @@ func snapstoreAnswers(ctx context.Context, u *url.URL, tc *tls.Config) bool {
 	defer tr.CloseIdleConnections()
 	resp, err := (&http.Client{Transport: tr}).Do(req)
 	if err != nil {
-		return false
+		// crypto/tls reports an alert the server sent as "remote error:
+		// tls: ..." and has no exported type for it.
+		return u.Scheme == "https" && strings.Contains(err.Error(), "remote error: tls:")
 	}
 	defer resp.Body.Close()
 	var h struct {

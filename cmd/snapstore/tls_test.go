@@ -2,6 +2,11 @@ package main
 
 import (
 	"bytes"
+	"crypto/tls"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -118,5 +123,26 @@ auth:
 	}
 	if code != 2 || strings.Contains(msg, "tiny-secret") || strings.Contains(msg, "auth.tokens[1]") {
 		t.Errorf("exit %d:\n%s", code, msg)
+	}
+}
+
+// TestSnapstoreAnswers_ServerAskingForACertificate: a server that asks
+// for a client certificate the probe lacks still counts as answering, so
+// that no command takes the data directory (or drops an HBase table)
+// beside it.
+func TestSnapstoreAnswers_ServerAskingForACertificate(t *testing.T) {
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"status":"ok"}`)
+	}))
+	ts.TLS = &tls.Config{ClientAuth: tls.RequireAnyClientCert}
+	ts.StartTLS()
+	defer ts.Close()
+	u, _ := url.Parse(ts.URL)
+	if !snapstoreAnswers(t.Context(), u, &tls.Config{}) {
+		t.Fatal("a TLS server asking for a client certificate counts as absent")
+	}
+	ts.Close()
+	if snapstoreAnswers(t.Context(), u, &tls.Config{}) {
+		t.Fatal("a closed server answers")
 	}
 }
