@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -67,6 +68,10 @@ type Config struct {
 	// HandOffTimeout bounds one hand-off of a run to another node's API
 	// (adapters.L5); default 10s.
 	HandOffTimeout time.Duration
+	// APITLS, when set, is the client side of TLS for calls to the other
+	// nodes' APIs (hand-offs), which then go over HTTPS: every node of a
+	// cluster serves its API the same way. Nil means plain HTTP.
+	APITLS *tls.Config
 	// Heartbeat is how often a node rewrites its entry of the node list
 	// (last heard, config digests) and rereads the others' (K11, K12);
 	// default 10s.

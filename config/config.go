@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/snapstore/snapstore/adapters"
 	_ "github.com/snapstore/snapstore/adapters/install" // the connection types a file's connections may name
 	"github.com/snapstore/snapstore/api"
@@ -43,6 +44,8 @@ type Config struct {
 	Storage StorageConfig `yaml:"storage"`
 	// Auth holds the bearer tokens of the HTTP API.
 	Auth AuthConfig `yaml:"auth"`
+	// TLS serves the API and the console over HTTPS (server/tls.go).
+	TLS TLSConfig `yaml:"tls"`
 	// Snapshot tunes the dataset layer.
 	Snapshot SnapshotConfig `yaml:"snapshot"`
 	// ShutdownTimeout bounds a graceful shutdown (SIGTERM): running runs
@@ -135,11 +138,15 @@ type AuthConfig struct {
 	Tokens []TokenConfig `yaml:"tokens"`
 }
 
-// TokenConfig is one bearer token. Token may be literal, "env:NAME" or
-// "file:/path" (the file's first line); it never appears in logs.
+// TokenConfig is one bearer token, given by exactly one of Token and
+// TokenHash. Token may be literal, "env:NAME" or "file:/path" (the file's
+// first line), at least server.MinTokenLength characters; it never appears
+// in logs. TokenHash is its hash (server.HashToken, snapstore token hash),
+// so that the file does not hold the secret.
 type TokenConfig struct {
-	Name  string `yaml:"name"`
-	Token string `yaml:"token"`
+	Name      string `yaml:"name"`
+	Token     string `yaml:"token"`
+	TokenHash string `yaml:"token_hash"`
 	// Role is reader, operator or admin.
 	Role string `yaml:"role"`
 }
@@ -156,7 +163,7 @@ type SecretsConfig struct {
 	EnvPrefix string `yaml:"env_prefix"`
 }
 
-// secretRefLimits converts the secrets section for package adapters.
+// SecretRefLimits converts the secrets section for package adapters.
 func (c *Config) SecretRefLimits() adapters.SecretRefLimits {
 	return adapters.SecretRefLimits{FileDirs: c.Secrets.FileDirs, EnvPrefix: c.Secrets.EnvPrefix}
 }
@@ -170,7 +177,7 @@ type AuditConfig struct {
 	TrustedProxies []string `yaml:"trusted_proxies"`
 }
 
-// options returns the server's audit options: entries logged as JSON
+// Options returns the server's audit options: entries logged as JSON
 // lines to out, or by log when out is nil.
 func (a AuditConfig) Options(out io.Writer, log *slog.Logger) server.AuditOptions {
 	o := server.AuditOptions{Retention: a.Retention, Logger: log}
@@ -191,6 +198,38 @@ func parsePrefix(s string) (netip.Prefix, error) {
 		return netip.PrefixFrom(a, a.BitLen()), nil
 	}
 	return netip.ParsePrefix(s)
+}
+
+// TLSConfig serves HTTPS (server.TLSOptions); with no cert_file the
+// server speaks plain HTTP.
+type TLSConfig struct {
+	// CertFile is the PEM certificate (a chain may follow the leaf),
+	// re-read when it changes and on SIGHUP.
+	CertFile string `yaml:"cert_file"`
+	// KeyFile is the PEM private key of the certificate.
+	KeyFile string `yaml:"key_file"`
+	// ClientCAFile, if set, makes clients present a certificate that
+	// chains to one of its CAs.
+	ClientCAFile string `yaml:"client_ca_file"`
+	// CAFile is a PEM bundle of the CAs that signed the other nodes' API
+	// certificates, trusted when this node calls them (hand-offs) beside
+	// the system's, cluster.transfer.ca_file and ClientCAFile.
+	CAFile string `yaml:"ca_file"`
+	// MinVersion is "1.2" or "1.3" (default).
+	MinVersion string `yaml:"min_version"`
+	// PlaintextBehindProxy says a TLS-terminating proxy is in front, so
+	// that a server with tokens may listen on a non-loopback address
+	// without TLS; default false.
+	PlaintextBehindProxy bool `yaml:"plaintext_behind_proxy"`
+}
+
+// Enabled reports whether the server speaks HTTPS.
+func (t TLSConfig) Enabled() bool { return t.CertFile != "" }
+
+// Options returns the server's TLS options.
+func (t TLSConfig) Options(log *slog.Logger, reg prometheus.Registerer) server.TLSOptions {
+	v, _ := server.ParseTLSVersion(t.MinVersion) // Validate checked it
+	return server.TLSOptions{CertFile: t.CertFile, KeyFile: t.KeyFile, ClientCAFile: t.ClientCAFile, MinVersion: v, Logger: log, Registerer: reg}
 }
 
 // SnapshotConfig tunes package snapshot.
@@ -347,8 +386,15 @@ func (c *Config) Validate() error {
 			bad(key+".name", "duplicate token name %q", t.Name)
 		}
 		names[t.Name] = true
-		if t.Token == "" {
-			bad(key+".token", "required")
+		switch {
+		case t.Token == "" && t.TokenHash == "":
+			bad(key+".token", "required (or token_hash)")
+		case t.Token != "" && t.TokenHash != "":
+			bad(key+".token_hash", "give token or token_hash, not both")
+		case t.TokenHash != "":
+			if _, err := server.ParseTokenHash(t.TokenHash); err != nil {
+				bad(key+".token_hash", "%v", err)
+			}
 		}
 		if _, err := server.ParseRole(t.Role); err != nil {
 			bad(key+".role", "%v", err)
@@ -366,6 +412,7 @@ func (c *Config) Validate() error {
 			bad("secrets.env_prefix", "%q would let API references read the configuration's own variables (%s%s...); choose a longer prefix such as SNAPSTORE_SECRET_", p, envPrefix, key)
 		}
 	}
+	errs = append(errs, c.validateTLS()...)
 	errs = append(errs, c.validateCluster()...)
 	// Connections and adapters: the adapters package's own checks, every
 	// problem at once, before anything is opened.
@@ -439,8 +486,9 @@ func resolveSecret(v string) (string, error) {
 // CheckServe checks what serve alone needs, for the same report as
 // Validate (loadServeConfig): every token reference resolves (env:NAME is
 // set, file:/path is readable and not empty), no two tokens are equal,
-// and with no tokens the listen address is loopback (server.CheckListen).
-// It returns the resolved tokens. The client commands skip it: they need
+// with no tokens the listen address is loopback (server.CheckListen),
+// and with tokens but no TLS it is loopback unless
+// tls.plaintext_behind_proxy (server.CheckPlaintext). It returns the resolved tokens. The client commands skip it: they need
 // neither the server's tokens nor its listen policy.
 func (c *Config) CheckServe() ([]server.Token, []error) {
 	var out []server.Token
@@ -448,33 +496,85 @@ func (c *Config) CheckServe() ([]server.Token, []error) {
 	seen := map[string]int{}
 	for i, t := range c.Auth.Tokens {
 		key := fmt.Sprintf("auth.tokens[%d].token", i)
-		if t.Token == "" {
+		var tok server.Token
+		switch {
+		case t.TokenHash != "":
+			key += "_hash"
+			if _, err := server.ParseTokenHash(t.TokenHash); err != nil {
+				continue // Validate named it
+			}
+			tok = server.Token{Name: t.Name, Hash: strings.ToLower(t.TokenHash)}
+		case t.Token != "":
+			// Every problem of the entry at once: the token is resolved
+			// and compared even when Validate refused its role or name.
+			text, err := resolveSecret(t.Token)
+			if err != nil {
+				errs = append(errs, c.keyError(key, err.Error()))
+				continue
+			}
+			if n := len(text); n < server.MinTokenLength {
+				errs = append(errs, c.keyError(key, fmt.Sprintf("the token has %d characters; a token must have at least %d to be a secret (snapstore token new makes one)", n, server.MinTokenLength)))
+				continue
+			}
+			tok = server.Token{Name: t.Name, Token: text}
+		default:
 			continue // Validate named it
 		}
-		// Every problem of the entry at once: the token is resolved and
-		// compared even when Validate refused its role or name.
-		tok, err := resolveSecret(t.Token)
-		if err != nil {
-			errs = append(errs, c.keyError(key, err.Error()))
-			continue
+		h := tok.Hash
+		if h == "" {
+			h = server.HashToken(tok.Token)
 		}
-		if j, dup := seen[tok]; dup {
+		if j, dup := seen[h]; dup {
 			errs = append(errs, c.keyError(key, fmt.Sprintf("the same token as auth.tokens[%d]; each token must differ so the log names who called", j)))
 			continue
 		}
-		seen[tok] = i
+		seen[h] = i
 		if role, err := server.ParseRole(t.Role); err == nil {
-			out = append(out, server.Token{Name: t.Name, Token: tok, Role: role})
+			tok.Role = role
+			out = append(out, tok)
 		}
 	}
-	if len(c.Auth.Tokens) == 0 {
-		if _, _, err := net.SplitHostPort(c.Listen); err == nil {
+	if _, _, err := net.SplitHostPort(c.Listen); err == nil {
+		if len(c.Auth.Tokens) == 0 {
 			if err := server.CheckListen(c.Listen, nil); err != nil {
+				errs = append(errs, c.keyError("listen", strings.TrimPrefix(err.Error(), "server: ")))
+			}
+		} else if !c.TLS.Enabled() && !c.TLS.PlaintextBehindProxy {
+			if err := server.CheckPlaintext(c.Listen); err != nil {
 				errs = append(errs, c.keyError("listen", strings.TrimPrefix(err.Error(), "server: ")))
 			}
 		}
 	}
 	return out, errs
+}
+
+// validateTLS checks the tls section: both files or neither, a client
+// CA only with them, a known minimum version.
+func (c *Config) validateTLS() []error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, c.keyError(key, fmt.Sprintf(format, args...)))
+	}
+	t := c.TLS
+	switch {
+	case t.CertFile != "" && t.KeyFile == "":
+		bad("tls.key_file", "required with tls.cert_file")
+	case t.CertFile == "" && t.KeyFile != "":
+		bad("tls.cert_file", "required with tls.key_file")
+	}
+	if t.CAFile != "" && t.CertFile == "" {
+		bad("tls.ca_file", "needs tls.cert_file and tls.key_file: it is trusted when this node calls the other nodes over HTTPS")
+	}
+	if t.ClientCAFile != "" && t.CertFile == "" {
+		bad("tls.client_ca_file", "needs tls.cert_file and tls.key_file: client certificates are asked for over HTTPS only")
+	}
+	if _, err := server.ParseTLSVersion(t.MinVersion); err != nil {
+		bad("tls.min_version", "%v", err)
+	}
+	if t.PlaintextBehindProxy && t.CertFile != "" {
+		bad("tls.plaintext_behind_proxy", "the server speaks TLS itself (tls.cert_file); drop one of the two")
+	}
+	return errs
 }
 
 // NewLogger builds the slog logger of the configuration, writing to w.

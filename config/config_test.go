@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/snapstore/snapstore/api"
+	"github.com/snapstore/snapstore/server"
 )
 
 func TestConfig_DefaultsAreValid(t *testing.T) {
@@ -41,19 +42,20 @@ func TestConfig_ValidateNamesKeys(t *testing.T) {
 }
 
 func TestConfig_TokenReferences(t *testing.T) {
-	t.Setenv("SNAPSTORE_UNIT_TOKEN", "s3cret-from-env")
-	f := writeFile(t, "tok", "s3cret-from-file\n")
+	t.Setenv("SNAPSTORE_UNIT_TOKEN", "s3cret-from-env-0")
+	f := writeFile(t, "tok", "s3cret-from-file-0\n")
 	cfg := Default()
 	cfg.Auth.Tokens = []TokenConfig{
 		{Name: "a", Token: "env:SNAPSTORE_UNIT_TOKEN", Role: "reader"},
 		{Name: "b", Token: "file:" + f, Role: "admin"},
-		{Name: "c", Token: "literal", Role: "operator"},
+		{Name: "c", Token: "literal-token-text", Role: "operator"},
+		{Name: "h", TokenHash: server.HashToken("a token given by its hash"), Role: "reader"},
 	}
 	toks, errs := cfg.CheckServe()
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	if toks[0].Token != "s3cret-from-env" || toks[1].Token != "s3cret-from-file" || toks[2].Token != "literal" {
+	if toks[0].Token != "s3cret-from-env-0" || toks[1].Token != "s3cret-from-file-0" || toks[2].Token != "literal-token-text" || toks[3].Hash != server.HashToken("a token given by its hash") {
 		t.Fatalf("got %+v", toks)
 	}
 	cfg.Auth.Tokens = []TokenConfig{{Name: "d", Token: "env:SNAPSTORE_UNIT_MISSING", Role: "reader"}}
@@ -113,4 +115,54 @@ func writeFile(t *testing.T, name, text string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestConfig_TokenHashesAndTLS: a token given by its hash is accepted; a
+// short token, a token with a hash, a malformed hash, a client CA without
+// a certificate, TLS 1.1, and tokens served in clear off loopback are
+// refused, each naming its key, never showing a token.
+func TestConfig_TokenHashesAndTLS(t *testing.T) {
+	cfg := Default()
+	cfg.Listen = "0.0.0.0:8443"
+	cfg.Auth.Tokens = []TokenConfig{
+		{Name: "short", Token: "tiny-token", Role: "reader"},
+		{Name: "both", Token: "long-enough-token-text", TokenHash: server.HashToken("long-enough-token-text"), Role: "reader"},
+		{Name: "badhash", TokenHash: "md5:abc", Role: "reader"},
+		{Name: "ok", TokenHash: server.HashToken("a token given by its hash"), Role: "admin"},
+	}
+	cfg.TLS = TLSConfig{ClientCAFile: "ca.crt", MinVersion: "1.1"}
+	var msgs []string
+	for _, e := range joined(cfg.Validate()) {
+		msgs = append(msgs, e.Error())
+	}
+	_, errs := cfg.CheckServe()
+	for _, e := range errs {
+		msgs = append(msgs, e.Error())
+	}
+	all := strings.Join(msgs, "\n")
+	for _, want := range []string{
+		"config key auth.tokens[0].token: the token has 10 characters; a token must have at least 16",
+		"config key auth.tokens[1].token_hash: give token or token_hash, not both",
+		"config key auth.tokens[2].token_hash: want sha256: followed by 64 hex digits",
+		"config key tls.client_ca_file: needs tls.cert_file",
+		"config key tls.min_version: unsupported TLS version \"1.1\"",
+		"config key listen: listen address \"0.0.0.0:8443\" is not loopback and the server has tokens but no TLS",
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("lacks %q:\n%s", want, all)
+		}
+	}
+	if strings.Contains(all, "tiny-token") || strings.Contains(all, "long-enough-token-text") || strings.Contains(all, "auth.tokens[3]") {
+		t.Errorf("a token in an error, or the good entry refused:\n%s", all)
+	}
+	// Behind a TLS-terminating proxy, or with TLS, the address is accepted.
+	cfg.Auth.Tokens = cfg.Auth.Tokens[3:]
+	cfg.TLS = TLSConfig{PlaintextBehindProxy: true}
+	if toks, errs := cfg.CheckServe(); len(errs) != 0 || len(toks) != 1 || toks[0].Hash == "" {
+		t.Fatalf("behind a proxy: %v %+v", errs, toks)
+	}
+	cfg.TLS = TLSConfig{CertFile: "a.crt", KeyFile: "a.key"}
+	if _, errs := cfg.CheckServe(); len(errs) != 0 {
+		t.Fatalf("with TLS: %v", errs)
+	}
 }

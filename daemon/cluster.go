@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,8 +19,9 @@ import (
 
 // openCluster starts this node's membership, advertising the bound listen
 // address (or advertise_api) and the bound transfer address xferListen
-// (or cluster.transfer.advertise; none when empty).
-func openCluster(ctx context.Context, cfg *config.Config, version, listen, xferListen string, log *slog.Logger, reg prometheus.Registerer) (*cluster.Membership, error) {
+// (or cluster.transfer.advertise; none when empty); apiTLS, when not nil,
+// makes its calls to the other nodes' APIs go over HTTPS.
+func openCluster(ctx context.Context, cfg *config.Config, version, listen, xferListen string, apiTLS *tls.Config, log *slog.Logger, reg prometheus.Registerer) (*cluster.Membership, error) {
 	api, err := config.APIAddress(cfg.Cluster, listen)
 	if err != nil {
 		return nil, &config.KeyError{Key: "cluster.advertise_api", Err: err}
@@ -35,6 +37,7 @@ func openCluster(ctx context.Context, cfg *config.Config, version, listen, xferL
 		return nil, &config.KeyError{Key: "cluster.gossip_key_file", Err: err}
 	}
 	mc.Version = version
+	mc.APITLS = apiTLS
 	m, err := cluster.Open(ctx, mc)
 	if err != nil {
 		return nil, fmt.Errorf("joining the cluster (cluster.bind %s): %w", cfg.Cluster.Bind, err)

@@ -8,12 +8,15 @@ package daemon
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -50,6 +53,13 @@ type Daemon struct {
 	stk  *Stack
 	srv  *server.Server
 
+	// certs are the served certificates (nil: plain HTTP), watched until
+	// stopTLS; apiTLS is the client side of TLS for calls to the other
+	// nodes' APIs (hand-offs).
+	certs   *server.CertReloader
+	apiTLS  *tls.Config
+	stopTLS context.CancelFunc
+
 	// A cluster member's parts (nil on a node that runs alone): set by
 	// join once the storage is open.
 	mem   *cluster.Membership
@@ -66,11 +76,12 @@ type Daemon struct {
 // Open binds the listen address, opens storage, datasets and adapters,
 // joins the cluster when the configuration makes this node a member, and
 // builds the HTTP API; nothing is served until Run. A problem of the
-// configuration found only here (the stored partition count, the transfer
-// certificates, an advertised address) is a *config.KeyError; a definition
-// adapters refuses matches adapters.ErrBadOption.
+// configuration found only here (the stored partition count, the API's and
+// the transfer's certificates, an advertised address) is a
+// *config.KeyError; a definition adapters refuses matches
+// adapters.ErrBadOption.
 func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
-	d := &Daemon{opts: opts, cfg: opts.Config, log: opts.Logger, reg: prometheus.NewRegistry()}
+	d := &Daemon{opts: opts, cfg: opts.Config, log: opts.Logger, reg: prometheus.NewRegistry(), stopTLS: func() {}}
 	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if d.ln, err = net.Listen("tcp", d.cfg.Listen); err != nil {
 		return nil, fmt.Errorf("listening on %s: %w", d.cfg.Listen, err)
@@ -80,6 +91,9 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 			err = errors.Join(err, d.Close())
 		}
 	}()
+	if err := d.openTLS(); err != nil {
+		return nil, err
+	}
 	var join func(context.Context, *snapshot.DB) (adapters.Cluster, adapters.Partitioner, error)
 	if d.cfg.Clustered() {
 		join = d.join
@@ -147,7 +161,7 @@ func (d *Daemon) join(ctx context.Context, db *snapshot.DB) (adapters.Cluster, a
 	if d.xfer != nil {
 		xferAddr = d.xfer.Addr()
 	}
-	if d.mem, err = openCluster(ctx, d.cfg, d.opts.BuildVersion, d.ln.Addr().String(), xferAddr, d.log, d.reg); err != nil {
+	if d.mem, err = openCluster(ctx, d.cfg, d.opts.BuildVersion, d.ln.Addr().String(), xferAddr, d.apiTLS, d.log, d.reg); err != nil {
 		return nil, nil, err
 	}
 	members.m.Store(d.mem)
@@ -163,13 +177,14 @@ func (d *Daemon) join(ctx context.Context, db *snapshot.DB) (adapters.Cluster, a
 // Addr is the bound listen address.
 func (d *Daemon) Addr() string { return d.ln.Addr().String() }
 
-// Run serves the HTTP API, runs the GC every gc_interval and, on a
-// cluster member, declares the node active and starts its share of the
-// adapters; until ctx ends or the HTTP server fails. Then it shuts down
-// within shutdown_timeout: /readyz turns 503, the node leaves the
-// cluster, the scheduler stops and running runs are aborted (not
-// committed), HTTP requests drain, the store closes. A watchdog ends the
-// process (exit code 1) when the shutdown hangs past its bound.
+// Run serves the HTTP API (HTTPS with tls.cert_file), runs the GC every
+// gc_interval and, on a cluster member, declares the node active and
+// starts its share of the adapters; until ctx ends or the HTTP server
+// fails. Then it shuts down within shutdown_timeout: /readyz turns 503,
+// the node leaves the cluster, the scheduler stops and running runs are
+// aborted (not committed), HTTP requests drain, the store closes. A
+// watchdog ends the process (exit code 1) when the shutdown hangs past its
+// bound.
 func (d *Daemon) Run(ctx context.Context) error {
 	d.ran = true
 	hs := &http.Server{
@@ -179,7 +194,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(d.ln) }()
+	if d.certs != nil {
+		hs.TLSConfig = d.certs.Config()
+		go func() { errc <- hs.ServeTLS(d.ln, "", "") }()
+	} else {
+		go func() { errc <- hs.Serve(d.ln) }()
+	}
 	gcCtx, stopGC := context.WithCancel(ctx)
 	gcDone := make(chan struct{})
 	go func() { defer close(gcDone); d.srv.RunGCLoop(gcCtx, d.cfg.GCInterval) }()
@@ -235,6 +255,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if d.mem != nil {
 		d.mem.Close() // it left above; what remains is serf's shutdown
 	}
+	d.stopTLS()
 	err := errors.Join(serveErr, svcErr, httpErr, closeErr)
 	if err != nil {
 		d.log.Error("shutdown", "err", err)
@@ -249,7 +270,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 func (d *Daemon) start(ctx context.Context) {
 	cfg := d.cfg
 	attrs := []any{"listen", d.Addr(), "data", cfg.Data, "storage", cfg.Storage.Backend,
-		"auth", len(d.opts.Tokens) > 0, "gc_interval", cfg.GCInterval, "connections", len(cfg.Connections), "adapters", len(cfg.Adapters), "version", d.opts.BuildVersion}
+		"auth", len(d.opts.Tokens) > 0, "tls", d.certs != nil, "gc_interval", cfg.GCInterval, "connections", len(cfg.Connections), "adapters", len(cfg.Adapters), "version", d.opts.BuildVersion}
 	if d.mem != nil {
 		// Serving: the other members may count on this node now, and it
 		// on its share of the adapters.
@@ -263,16 +284,56 @@ func (d *Daemon) start(ctx context.Context) {
 		}
 	}
 	d.log.Info("snapstore serving", attrs...)
+	if cfg.TLS.PlaintextBehindProxy {
+		d.log.Warn("serving plain HTTP: tls.plaintext_behind_proxy says a TLS-terminating proxy is in front", "listen", d.Addr())
+	}
+}
+
+// openTLS loads the certificates of tls.* (none: plain HTTP), polls
+// their files and reloads them on SIGHUP until stopTLS, and keeps the
+// client side of TLS for calls to the other nodes' APIs, which trust
+// tls.ca_file, cluster.transfer.ca_file and tls.client_ca_file.
+func (d *Daemon) openTLS() error {
+	if !d.cfg.TLS.Enabled() {
+		return nil
+	}
+	certs, err := server.OpenTLS(d.cfg.TLS.Options(d.log, d.reg))
+	if err != nil {
+		return &config.KeyError{Key: "tls.cert_file, key_file", Err: err}
+	}
+	apiTLS, err := certs.ClientConfig(d.cfg.TLS.CAFile, d.cfg.Cluster.Transfer.CAFile, d.cfg.TLS.ClientCAFile)
+	if err != nil {
+		return &config.KeyError{Key: "tls.ca_file, cluster.transfer.ca_file, tls.client_ca_file", Err: err}
+	}
+	d.certs, d.apiTLS = certs, apiTLS
+	ctx, stop := context.WithCancel(context.Background())
+	d.stopTLS = stop
+	go certs.Run(ctx)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				_ = certs.Reload() // logs what it did
+			}
+		}
+	}()
+	return nil
 }
 
 // Close releases what Open opened when Run was not called (Run closes
 // everything itself): the placement, the stack, the transfer listener,
-// the membership and the listener.
+// the membership, the certificate watch and the listener.
 func (d *Daemon) Close() error {
 	if d.ran {
 		return nil
 	}
 	d.ran = true
+	d.stopTLS()
 	var errs []error
 	if d.placing {
 		d.place.Close()

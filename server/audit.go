@@ -91,7 +91,7 @@ type AuditEntry struct {
 	Dataset    string `json:"dataset,omitempty"`
 	Adapter    string `json:"adapter,omitempty"`
 	Connection string `json:"connection,omitempty"`
-	// Params holds the other path parameters (tag, node, op, run) and
+	// Params holds the other path parameters (tag, node, op, run, token) and
 	// the query flags that change what an action does (force, dry_run).
 	Params map[string]string `json:"params,omitempty"`
 	// Status is the HTTP status answered; Code the problem's stable code
@@ -277,9 +277,13 @@ func (s *Server) auditConsole(r *http.Request, pattern, op string, status int, c
 	}
 	if pattern == "POST /ui/login" {
 		// The session starts with the answer: the token of the form says
-		// who logs in (its name; the text is never kept).
-		if i := s.tokens.find(strings.TrimSpace(r.PostFormValue("token"))); i >= 0 {
+		// who logs in (its name; the text is never kept): a token of the
+		// configuration, or one made through the API.
+		text := strings.TrimSpace(r.PostFormValue("token"))
+		if i := s.tokens.find(text); i >= 0 {
 			e.Actor = s.tokens.tokens[i].Name
+		} else if t, ok, err := s.lookupAPIToken(r.Context(), "Bearer "+text); err == nil && ok {
+			e.Actor = t.Name
 		}
 	}
 	if e.Code == "" && refused {

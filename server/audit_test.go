@@ -111,6 +111,9 @@ func TestAudit_EveryAction(t *testing.T) {
 	f.must(200, "DELETE", "/v1/cluster/nodes/b/drain", "", admin...)
 	f.must(204, "DELETE", "/v1/cluster/nodes/c", "", admin...)
 	f.must(200, "POST", "/v1/cluster/keys/install", `{"key":"c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LTEyMzQ="}`, admin...)
+	var created struct{ Token string }
+	f.must(201, "POST", "/v1/tokens", `{"name":"ci","role":"reader"}`, admin...).json(t, &created)
+	f.must(204, "DELETE", "/v1/tokens/ci", "", admin...)
 	f.must(200, "GET", "/v1/datasets/products/rows", "", viewer...) // a read: not recorded
 	f.wantProblem(401, "unauthorized", "", "GET", "/v1/datasets", "", "Authorization", "Bearer "+auditAdminTok+"-wrong")
 	f.wantProblem(403, "forbidden", "", "POST", "/v1/datasets/products/gc", "", viewer...)
@@ -142,6 +145,8 @@ func TestAudit_EveryAction(t *testing.T) {
 		{"resumeClusterNode", "root", "node=b", 200, ""},
 		{"forgetClusterNode", "root", "node=c", 204, ""},
 		{"changeClusterKeys", "root", "op=install", 200, ""},
+		{"createToken", "root", "token=ci", 201, ""},
+		{"revokeToken", "root", "token=ci", 204, ""},
 		{"listDatasets", "anonymous", "", 401, "unauthorized"},
 		{"gc", "viewer", "dataset=products", 403, "forbidden"},
 		{"createAdapter", "root", "adapter=products dataset=products", 409, "adapter_exists"},
@@ -167,6 +172,10 @@ func TestAudit_EveryAction(t *testing.T) {
 	// One JSON-able log line per entry, logger=audit.
 	if n := strings.Count(f.logs.String(), "msg=audit logger=audit"); n != len(wants) {
 		t.Errorf("%d audit log lines, want %d", n, len(wants))
+	}
+	// The created token's text is neither stored in the trail nor logged.
+	if raw, _ := json.Marshal(got); created.Token == "" || strings.Contains(string(raw), created.Token) || strings.Contains(f.logs.String(), created.Token) {
+		t.Errorf("the created token's text in the trail or the log, or none created")
 	}
 	// The trail is the admin's: a reader is refused (and that is recorded).
 	f.wantProblem(403, "forbidden", "", "GET", "/v1/audit", "", viewer...)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 )
@@ -64,11 +66,13 @@ func ParseRole(s string) (Role, error) {
 	return RoleNone, fmt.Errorf("unknown role %q (want reader, operator or admin)", s)
 }
 
-// Token is one bearer token accepted by the server. Name identifies it in
-// logs (the token text never appears anywhere).
+// Token is one bearer token accepted by the server, given by its text
+// (Token) or by its hash (Hash, as HashToken writes it). Name identifies
+// it in logs (the token text never appears anywhere).
 type Token struct {
 	Name  string
 	Token string
+	Hash  string
 	Role  Role
 }
 
@@ -78,26 +82,43 @@ type Token struct {
 type tokenSet struct {
 	digests     [][sha256.Size]byte
 	sessionKeys [][]byte
-	tokens      []Token // Token field cleared
+	tokens      []Token // Token and Hash fields cleared
 }
 
 func newTokenSet(ts []Token) (*tokenSet, error) {
 	s := &tokenSet{}
 	seen := map[[sha256.Size]byte]bool{}
+	// Tokens given by their hash sign their console sessions with a key
+	// drawn at start, since the hash is in the config file for anyone
+	// who reads it: their sessions end when the process does.
+	processKey := []byte(NewTokenText())
 	for i, t := range ts {
-		if t.Token == "" {
+		var d [sha256.Size]byte
+		var key []byte
+		switch {
+		case t.Token != "" && t.Hash != "":
+			return nil, fmt.Errorf("server: token %d (%q): both a token and a hash", i, t.Name)
+		case t.Token != "":
+			d = sha256.Sum256([]byte(t.Token))
+			key = sessionKey(t.Token)
+		case t.Hash != "":
+			var err error
+			if d, err = ParseTokenHash(t.Hash); err != nil {
+				return nil, fmt.Errorf("server: token %d (%q): %w", i, t.Name, err)
+			}
+			key = sessionKey(string(processKey) + string(d[:]))
+		default:
 			return nil, fmt.Errorf("server: token %d (%q): empty token", i, t.Name)
 		}
 		if t.Role < RoleReader || t.Role > RoleAdmin {
 			return nil, fmt.Errorf("server: token %d (%q): bad role %v", i, t.Name, t.Role)
 		}
-		d := sha256.Sum256([]byte(t.Token))
 		if seen[d] {
 			return nil, fmt.Errorf("server: token %d (%q): duplicate token", i, t.Name)
 		}
 		seen[d] = true
 		s.digests = append(s.digests, d)
-		s.sessionKeys = append(s.sessionKeys, sessionKey(t.Token))
+		s.sessionKeys = append(s.sessionKeys, key)
 		s.tokens = append(s.tokens, Token{Name: t.Name, Role: t.Role})
 	}
 	return s, nil
@@ -108,15 +129,26 @@ func (s *tokenSet) enabled() bool { return len(s.digests) > 0 }
 // lookup returns the token matching the Authorization header value, checking
 // every configured token so the time taken does not depend on which matched.
 func (s *tokenSet) lookup(header string) (Token, bool) {
-	const prefix = "bearer "
-	if len(header) <= len(prefix) || !strings.EqualFold(header[:len(prefix)], prefix) {
+	text, ok := bearerText(header)
+	if !ok {
 		return Token{}, false
 	}
-	i := s.find(strings.TrimSpace(header[len(prefix):]))
+	i := s.find(text)
 	if i < 0 {
 		return Token{}, false
 	}
 	return s.tokens[i], true
+}
+
+// bearerText returns the token of an Authorization header value
+// "Bearer TOKEN".
+func bearerText(header string) (string, bool) {
+	const prefix = "bearer "
+	if len(header) <= len(prefix) || !strings.EqualFold(header[:len(prefix)], prefix) {
+		return "", false
+	}
+	t := strings.TrimSpace(header[len(prefix):])
+	return t, t != ""
 }
 
 // find returns the index of the configured token equal to text, -1 for
@@ -145,14 +177,34 @@ func CheckListen(addr string, tokens []Token) error {
 	if err != nil {
 		return fmt.Errorf("server: listen address %q: %w", addr, err)
 	}
-	if host == "localhost" {
-		return nil
-	}
-	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
-	if err != nil || !ip.IsLoopback() {
+	if !loopbackName(host) {
 		return fmt.Errorf("server: listen address %q is not loopback and no auth tokens are configured; add auth.tokens or listen on 127.0.0.1", addr)
 	}
 	return nil
+}
+
+// CheckPlaintext refuses to serve tokens over plain HTTP on anything but
+// a loopback address: they would cross the network in clear. The caller
+// skips it when it serves TLS, or when a TLS-terminating proxy is in front
+// (tls.plaintext_behind_proxy).
+func CheckPlaintext(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("server: listen address %q: %w", addr, err)
+	}
+	if !loopbackName(host) {
+		return fmt.Errorf("server: listen address %q is not loopback and the server has tokens but no TLS: they would cross the network in clear; set tls.cert_file and tls.key_file, or tls.plaintext_behind_proxy: true when a TLS-terminating proxy is in front", addr)
+	}
+	return nil
+}
+
+// loopbackName reports whether host is "localhost" or a loopback IP.
+func loopbackName(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
+	return err == nil && ip.IsLoopback()
 }
 
 // authorize checks the bearer token against the operation's role.
@@ -163,7 +215,14 @@ func (s *Server) authorize(c echo.Context, rt *route) error {
 	if !s.tokens.enabled() || rt.role == RoleNone {
 		return nil
 	}
-	tok, ok := s.tokens.lookup(c.Request().Header.Get(echo.HeaderAuthorization))
+	header := c.Request().Header.Get(echo.HeaderAuthorization)
+	tok, ok := s.tokens.lookup(header)
+	if !ok {
+		var err error
+		if tok, ok, err = s.lookupAPIToken(c.Request().Context(), header); err != nil {
+			return err
+		}
+	}
 	if !ok {
 		return echo.NewHTTPError(http.StatusUnauthorized, "a valid bearer token is required (Authorization: Bearer TOKEN)")
 	}
@@ -172,6 +231,26 @@ func (s *Server) authorize(c echo.Context, rt *route) error {
 		return echo.NewHTTPError(http.StatusForbidden, fmt.Sprintf("token %q has role %s; this operation needs %s", tok.Name, tok.Role, rt.role))
 	}
 	return nil
+}
+
+// lookupAPIToken returns the API token (POST /v1/tokens) of the
+// Authorization header value: false for none, which is answered as an
+// unknown token whether it never existed or was revoked, and
+// ErrTokenExpired for one past its expiry.
+func (s *Server) lookupAPIToken(ctx context.Context, header string) (Token, bool, error) {
+	text, ok := bearerText(header)
+	if !ok {
+		return Token{}, false, nil
+	}
+	now := s.now()
+	t, ok, err := s.apiTokens.find(ctx, sha256.Sum256([]byte(text)), now)
+	if err != nil || !ok {
+		return Token{}, false, err
+	}
+	if !t.rec.Expires.IsZero() && !now.Before(t.rec.Expires) {
+		return Token{}, false, fmt.Errorf("%w: token %q expired at %s", ErrTokenExpired, t.rec.Name, t.rec.Expires.UTC().Format(time.RFC3339))
+	}
+	return Token{Name: t.rec.Name, Role: t.role}, true, nil
 }
 
 // tokenAttr is the log attribute naming the token that asked (name, or

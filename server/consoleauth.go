@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -21,9 +22,12 @@ import (
 // stateless: any process with the same auth.tokens checks it without
 // asking another, it ends at its expiry or when its token leaves the
 // configuration (or changes), and the role is the token's role at each
-// request. The cookie is HttpOnly (no script reads it), SameSite=Strict
-// (no other site's page sends it), Secure when the request came over TLS,
-// and scoped to /ui/. Forms are protected against cross-site requests by
+// request. A token given to the server by its hash, or made through the
+// API, has no text for the server to derive a key from: its sessions are
+// signed with a key drawn at start and end when the process does (API
+// tokens: checkAPISession). The cookie is HttpOnly (no script reads it),
+// SameSite=Strict (no other site's page sends it), Secure when the
+// request came over TLS, and scoped to /ui/. Forms are protected against cross-site requests by
 // the API's own rule (browser.go: Sec-Fetch-Site, then Origin against
 // Host) on every unsafe method, which also covers a server without
 // tokens, where no cookie exists; such a server answers the console only
@@ -126,8 +130,45 @@ func (c *console) who(r *http.Request) viewer {
 	}
 	if t, ok := c.s.tokens.checkSession(ck.Value, c.s.now()); ok {
 		v.Name, v.Role = t.Name, t.Role
+	} else if t, ok := c.checkAPISession(r, ck.Value); ok {
+		v.Name, v.Role = t.Name, t.Role
 	}
 	return v
+}
+
+// Sessions of API tokens (POST /v1/tokens) are "a1.NAME.EXPIRY.MAC",
+// signed with the node's apiTokens.sessionKey; the token is looked up
+// again at each request, so that a revoked or expired token ends its
+// sessions within TokenRefresh.
+
+// newAPISession returns the cookie value of a session of API token name.
+func (c *console) newAPISession(name string, expiry time.Time) string {
+	exp := expiry.Unix()
+	b64 := base64.RawURLEncoding
+	return "a1." + b64.EncodeToString([]byte(name)) + "." + strconv.FormatInt(exp, 10) + "." + b64.EncodeToString(sessionMAC(c.s.apiTokens.sessionKey, name, exp))
+}
+
+// checkAPISession returns the API token of a session cookie value, false
+// when it is malformed, expired, not signed by this node, or its token is
+// gone or expired.
+func (c *console) checkAPISession(r *http.Request, value string) (Token, bool) {
+	parts := strings.Split(value, ".")
+	if len(parts) != 4 || parts[0] != "a1" {
+		return Token{}, false
+	}
+	b64 := base64.RawURLEncoding
+	name, err1 := b64.DecodeString(parts[1])
+	exp, err2 := strconv.ParseInt(parts[2], 10, 64)
+	mac, err3 := b64.DecodeString(parts[3])
+	now := c.s.now()
+	if err1 != nil || err2 != nil || err3 != nil || now.Unix() >= exp || !hmac.Equal(mac, sessionMAC(c.s.apiTokens.sessionKey, string(name), exp)) {
+		return Token{}, false
+	}
+	t, ok, err := c.s.apiTokens.named(r.Context(), string(name), now)
+	if err != nil || !ok || (!t.rec.Expires.IsZero() && !now.Before(t.rec.Expires)) {
+		return Token{}, false
+	}
+	return Token{Name: t.rec.Name, Role: t.role}, true
 }
 
 // loginPage is what the login form shows.
@@ -153,15 +194,31 @@ func (c *console) login(w http.ResponseWriter, r *http.Request, v viewer) error 
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return nil
 	}
-	i := c.s.tokens.find(strings.TrimSpace(r.PostFormValue("token")))
-	if i < 0 {
-		c.s.log.Info("console login refused: unknown token", "remote", r.RemoteAddr)
-		return c.render(w, r, http.StatusUnauthorized, "login", v, loginPage{Next: next, Problem: "That is not a configured token."})
-	}
+	text := strings.TrimSpace(r.PostFormValue("token"))
+	i := c.s.tokens.find(text)
 	exp := c.s.now().Add(sessionTTL)
+	var value string
+	var t Token
+	if i >= 0 {
+		value, t = c.s.tokens.newSession(i, exp), c.s.tokens.tokens[i]
+	} else {
+		at, ok, err := c.s.lookupAPIToken(r.Context(), "Bearer "+text)
+		if err != nil && !errors.Is(err, ErrTokenExpired) {
+			return err
+		}
+		if !ok {
+			c.s.log.Info("console login refused: unknown or expired token", "remote", r.RemoteAddr)
+			return c.render(w, r, http.StatusUnauthorized, "login", v, loginPage{Next: next, Problem: "That is not a valid token."})
+		}
+		rec, _, _ := c.s.apiTokens.named(r.Context(), at.Name, c.s.now())
+		if !rec.rec.Expires.IsZero() && rec.rec.Expires.Before(exp) {
+			exp = rec.rec.Expires
+		}
+		value, t = c.newAPISession(at.Name, exp), at
+	}
 	http.SetCookie(w, &http.Cookie{
 		Name:     sessionCookie,
-		Value:    c.s.tokens.newSession(i, exp),
+		Value:    value,
 		Path:     "/ui/",
 		Expires:  exp,
 		MaxAge:   int(sessionTTL / time.Second),
@@ -169,7 +226,6 @@ func (c *console) login(w http.ResponseWriter, r *http.Request, v viewer) error 
 		Secure:   r.TLS != nil,
 		SameSite: http.SameSiteStrictMode,
 	})
-	t := c.s.tokens.tokens[i]
 	c.s.log.Info("console login", "token", t.Name, "role", t.Role.String())
 	http.Redirect(w, r, next, http.StatusSeeOther)
 	return nil

@@ -153,6 +153,13 @@ var sentinels = []sentinel{
 	{ErrNoGossipKeyCredential, http.StatusUnauthorized, "unauthorized", ""},
 	{ErrGossipNotEncrypted, http.StatusConflict, "gossip_not_encrypted", ""},
 	{ErrKeyring, http.StatusBadGateway, "keyring_failed", ""},
+	// API tokens (apitokens.go): an unknown or revoked token is the 401
+	// unauthorized of every bad token, so that the code does not tell
+	// which; an expired one says so.
+	{ErrTokenExpired, http.StatusUnauthorized, "token_expired", ""},
+	{ErrTokenNotFound, http.StatusNotFound, "token_not_found", "name"},
+	{ErrTokenExists, http.StatusConflict, "token_exists", "name"},
+	{ErrAuthDisabled, http.StatusConflict, "auth_disabled", ""},
 	// snapshot
 	{snapshot.ErrDatasetNotFound, http.StatusNotFound, "dataset_not_found", ""},
 	{snapshot.ErrNoVersion, http.StatusNotFound, "no_version", ""},

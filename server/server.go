@@ -50,19 +50,21 @@ type Options struct {
 // http.Server (package daemon does), run RunGCLoop beside it, and call
 // SetShuttingDown when shutdown begins so /readyz turns 503.
 type Server struct {
-	db       *snapshot.DB
-	svc      *adapters.Service
-	tokens   *tokenSet
-	log      *slog.Logger
-	api      *apiDoc
-	echo     *echo.Echo
-	console  *console
-	handler  http.Handler
-	metrics  *metrics
-	gatherer prometheus.Gatherer
-	build    string
-	cluster  Cluster
-	transfer Transfer
+	db     *snapshot.DB
+	svc    *adapters.Service
+	tokens *tokenSet
+	// apiTokens are the tokens created through the API (apitokens.go).
+	apiTokens *apiTokens
+	log       *slog.Logger
+	api       *apiDoc
+	echo      *echo.Echo
+	console   *console
+	handler   http.Handler
+	metrics   *metrics
+	gatherer  prometheus.Gatherer
+	build     string
+	cluster   Cluster
+	transfer  Transfer
 	// partitions is the partition table; nil without a transfer
 	partitions PartitionTable
 	trail      *auditTrail
@@ -96,6 +98,7 @@ func New(opts Options) (*Server, error) {
 		db:         opts.DB,
 		svc:        opts.Adapters,
 		tokens:     ts,
+		apiTokens:  newAPITokens(opts.DB),
 		log:        opts.Logger,
 		api:        api,
 		gatherer:   opts.Gatherer,
@@ -196,6 +199,10 @@ func (s *Server) newEcho() *echo.Echo {
 	v1.GET("/adapters/:name/runs", s.listRuns)
 	v1.GET("/runs", s.listAllRuns)
 	v1.GET("/runs/:id", s.getRun)
+
+	v1.GET("/tokens", s.listTokens)
+	v1.POST("/tokens", s.createToken)
+	v1.DELETE("/tokens/:name", s.revokeToken)
 
 	v1.GET("/cluster/nodes", s.clusterNodes)
 	v1.DELETE("/cluster/nodes/:id", s.forgetNode)

@@ -32,7 +32,22 @@ type handOffClient struct {
 }
 
 func newHandOffClient(m *cluster.Membership) *handOffClient {
-	return &handOffClient{m: m, hc: &http.Client{Timeout: m.Config().HandOffTimeout}}
+	hc := &http.Client{Timeout: m.Config().HandOffTimeout}
+	if m.Config().APITLS != nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = m.Config().APITLS
+		hc.Transport = tr
+	}
+	return &handOffClient{m: m, hc: hc}
+}
+
+// scheme is how the other nodes' APIs are called: https when this node
+// has a client TLS configuration for them (cluster.Config.APITLS).
+func (c *handOffClient) scheme() string {
+	if c.m.Config().APITLS != nil {
+		return "https"
+	}
+	return "http"
 }
 
 // HandOff asks node to start run h (adapters.Cluster).
@@ -68,7 +83,7 @@ func (c *handOffClient) send(ctx context.Context, node string, h adapters.HandOf
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.m.Config().HandOffTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+n.Tags.API+HandOffPath, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.scheme()+"://"+n.Tags.API+HandOffPath, bytes.NewReader(body))
 	if err != nil {
 		return adapters.RunRecord{}, fmt.Errorf("%w: node %s: %v", adapters.ErrNodeUnreachable, node, err)
 	}

@@ -10,7 +10,9 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	"net"
 	"regexp"
+	"strings"
 	"time"
 )
 
@@ -58,6 +60,36 @@ func NewNodeCert(caCertPEM, caKeyPEM []byte, id string, valid time.Duration) (ce
 	if !dnsLabel.MatchString(id) {
 		return nil, nil, fmt.Errorf("transfer: node id %q cannot be a DNS name (lower-case letters, digits and inner dashes, at most 63)", id)
 	}
+	return newLeaf(caCertPEM, caKeyPEM, id, []string{id}, nil, valid)
+}
+
+// NewServerCert returns a certificate for the HTTPS API of a server
+// reached as hosts (DNS names or IP addresses, the first also its common
+// name) signed by the CA, and its key. Like a node certificate it serves
+// for both server and client authentication, so that a node presents it
+// when it calls another node's API that asks for client certificates.
+func NewServerCert(caCertPEM, caKeyPEM []byte, hosts []string, valid time.Duration) (certPEM, keyPEM []byte, err error) {
+	if len(hosts) == 0 {
+		return nil, nil, fmt.Errorf("transfer: a server certificate needs at least one host name or address")
+	}
+	var dns []string
+	var ips []net.IP
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			ips = append(ips, ip)
+			continue
+		}
+		if h == "" || strings.ContainsAny(h, " /:@") {
+			return nil, nil, fmt.Errorf("transfer: %q is neither a DNS name nor an IP address", h)
+		}
+		dns = append(dns, h)
+	}
+	return newLeaf(caCertPEM, caKeyPEM, hosts[0], dns, ips, valid)
+}
+
+// newLeaf returns a certificate named cn with the given SANs, signed by
+// the CA, for server and client authentication, and its new key.
+func newLeaf(caCertPEM, caKeyPEM []byte, cn string, dns []string, ips []net.IP, valid time.Duration) (certPEM, keyPEM []byte, err error) {
 	caBlk, err := pemBlock(caCertPEM, "CERTIFICATE")
 	if err != nil {
 		return nil, nil, fmt.Errorf("transfer: reading the CA certificate: %w", err)
@@ -83,21 +115,22 @@ func NewNodeCert(caCertPEM, caKeyPEM []byte, id string, valid time.Duration) (ce
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, nil, fmt.Errorf("transfer: generating the node key: %w", err)
+		return nil, nil, fmt.Errorf("transfer: generating the key of %s: %w", cn, err)
 	}
-	tmpl, err := template(id, valid)
+	tmpl, err := template(cn, valid)
 	if err != nil {
 		return nil, nil, err
 	}
 	if tmpl.NotAfter.After(ca.NotAfter) {
 		tmpl.NotAfter = ca.NotAfter
 	}
-	tmpl.DNSNames = []string{id}
+	tmpl.DNSNames = dns
+	tmpl.IPAddresses = ips
 	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
 	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, key.Public(), signer)
 	if err != nil {
-		return nil, nil, fmt.Errorf("transfer: creating the certificate of %s: %w", id, err)
+		return nil, nil, fmt.Errorf("transfer: creating the certificate of %s: %w", cn, err)
 	}
 	return encodePair(der, key)
 }

@@ -19,11 +19,12 @@ import (
 )
 
 // cmdCert is `snapstore cert SUBCOMMAND`, certificates for the transfer
-// of partitioned runs (cluster.transfer.*) when the organisation has no CA
-// of its own:
+// of partitioned runs (cluster.transfer.*) and for the HTTPS API (tls.*)
+// when the organisation has no CA of its own:
 //
 //	snapstore cert ca DIR [--valid D]                a cluster CA: DIR/ca.crt, DIR/ca.key
 //	snapstore cert node DIR [--id ID] [--valid D]    a node certificate signed by DIR's CA: DIR/ID.crt, DIR/ID.key
+//	snapstore cert server DIR --host H,... [--name N] an API certificate signed by DIR's CA: DIR/N.crt, DIR/N.key
 //
 // node names the node by --id, else by the node id of the data directory
 // (--data, or the configuration's data), which it creates as serve would
@@ -32,12 +33,71 @@ func cmdCert(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return runGroup(ctx, "cert", certHelp, []subcommand{
 		{"ca", "DIR [--valid DURATION] [--force]", "a cluster CA: DIR/ca.crt, DIR/ca.key", certCommand("ca")},
 		{"node", "DIR [--id ID] [--valid DURATION] [--force]", "a node certificate signed by DIR's CA: DIR/ID.crt, DIR/ID.key", certCommand("node")},
+		{"server", "DIR --host NAME,... [--name NAME] [--valid DURATION] [--force]", "a certificate of the HTTPS API signed by DIR's CA: DIR/NAME.crt, DIR/NAME.key", cmdCertServer},
 	}, args, stdout, stderr)
 }
 
 const certHelp = `Certificates for the transfer of partitioned runs between nodes
-(cluster.transfer.*), for an organisation without a CA of its own
-(docs/cluster.md).`
+(cluster.transfer.*) and for the HTTPS API (tls.*), for an organisation
+without a CA of its own (docs/cluster.md, docs/security.md).`
+
+const certServerHelp = `A certificate of the HTTPS API (tls.cert_file, tls.key_file) signed by the
+CA in DIR (snapstore cert ca DIR makes one): DIR/NAME.crt and DIR/NAME.key
+(NAME defaults to "server"), for the host names and IP addresses of
+--host, by which clients and the other nodes of a cluster reach the API.
+Clients trust it with --ca-file DIR/ca.crt. It prints the lines of the
+configuration. No file is overwritten unless --force.`
+
+// cmdCertServer is 'snapstore cert server'.
+func cmdCertServer(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := newCmdLine("cert server", "DIR --host NAME,...", certServerHelp, flagsNone, stdout)
+	valid := transfer.DefaultNodeValidity
+	c.fs.DurationVar(&valid, "valid", valid, "how long the certificate is valid")
+	hosts := c.fs.String("host", "", "comma-separated `names` (DNS names or IP addresses) of the server; the first is also its common name")
+	name := c.fs.String("name", "server", "base `name` of the files written")
+	force := c.fs.Bool("force", false, "overwrite existing files")
+	pos, err := c.parseN(args, 1, 1)
+	if err != nil {
+		return err
+	}
+	if valid <= 0 {
+		return usageError("--valid must be positive, got %s", valid)
+	}
+	var hs []string
+	for _, h := range strings.Split(*hosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			hs = append(hs, h)
+		}
+	}
+	if len(hs) == 0 {
+		return usageError("--host: give the names or addresses clients use to reach the server, e.g. --host snapstore.example.com,10.0.0.5")
+	}
+	if *name == "" || strings.ContainsAny(*name, `/\`) {
+		return usageError("--name: want a file name without a directory, got %q", *name)
+	}
+	dir := pos[0]
+	caCert, caKey := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key")
+	cc, err := os.ReadFile(caCert)
+	if err != nil {
+		return fmt.Errorf("reading the CA (snapstore cert ca %s makes one): %w", dir, err)
+	}
+	ck, err := os.ReadFile(caKey)
+	if err != nil {
+		return fmt.Errorf("reading the CA key: %w", err)
+	}
+	sc, k, err := transfer.NewServerCert(cc, ck, hs, valid)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	certFile, keyFile := filepath.Join(dir, *name+".crt"), filepath.Join(dir, *name+".key")
+	if err := writePair(dir, certFile, keyFile, sc, k, *force); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s and %s for %s (valid until %s); the configuration's tls section (docs/security.md):\n", certFile, keyFile, strings.Join(hs, ", "), notAfter(sc))
+	fmt.Fprintf(stdout, "tls:\n  cert_file: %s\n  key_file: %s\n", certFile, keyFile)
+	fmt.Fprintf(stdout, "clients: --ca-file %s (or %s)\n", caCert, envCAFile)
+	return nil
+}
 
 const certNodeHelp = `A node certificate signed by the CA in DIR (snapstore cert ca DIR makes
 one): DIR/ID.crt and DIR/ID.key, naming the node by --id, else by the node

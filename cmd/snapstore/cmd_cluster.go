@@ -110,7 +110,7 @@ func serverOnly(c *cmdLine) error {
 		if err != nil {
 			return err
 		}
-		c.cf.server = "http://" + cfg.Listen
+		c.cf.server = localURL(cfg).String()
 	}
 	return nil
 }

@@ -33,6 +33,13 @@ import (
 // and returns its error.
 func startServe(t *testing.T, bigRows int, tokens []server.Token) (string, *config.Config, func() error) {
 	t.Helper()
+	return startServeWith(t, bigRows, tokens, nil)
+}
+
+// startServeWith is startServe with edit applied to the config first (if
+// not nil); the URL is https when edit sets tls.
+func startServeWith(t *testing.T, bigRows int, tokens []server.Token, edit func(*config.Config)) (string, *config.Config, func() error) {
+	t.Helper()
 	dir := t.TempDir()
 	srcPath := filepath.Join(dir, "src.db")
 	src := sqliteSource(t, srcPath, `CREATE TABLE products (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
@@ -52,6 +59,9 @@ func startServe(t *testing.T, bigRows int, tokens []server.Token) (string, *conf
 	cfg.Adapters = []api.Adapter{
 		{Name: "products", Connection: "src", Resource: "products"},
 		{Name: "big", Connection: "src", Resource: "big"},
+	}
+	if edit != nil {
+		edit(&cfg)
 	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -78,7 +88,7 @@ func startServe(t *testing.T, bigRows int, tokens []server.Token) (string, *conf
 		return serveErr
 	}
 	t.Cleanup(func() { _ = stop() })
-	return "http://" + addr, &cfg, stop
+	return localURL(&config.Config{Listen: addr, TLS: cfg.TLS}).String(), &cfg, stop
 }
 
 // TestServe_RefusesOpenListenWithoutTokens runs the command as a user would.
@@ -319,18 +329,19 @@ func TestServe_BadConfigTokensAndListenWithTheRest(t *testing.T) {
 	}
 	// Tokens: a missing variable, an unreadable file, a repeated token, a
 	// bad role, entries with two problems each, beside an unknown key.
-	t.Setenv("SNAPSTORE_UNIT_TOKEN_A", "same-token-text")
+	t.Setenv("SNAPSTORE_UNIT_TOKEN_A", "same-token-text-16")
 	p = writeFile(t, "tokens.yaml", `listen: 0.0.0.0:8080
 auth:
   tokens:
     - {name: a, token: "env:SNAPSTORE_UNIT_TOKEN_NOT_SET", role: admin}
     - {name: b, token: "file:/nonexistent/token", role: reader}
     - {name: c, token: "env:SNAPSTORE_UNIT_TOKEN_A", role: reader}
-    - {name: d, token: same-token-text, role: reader}
-    - {name: e, token: x, role: root}
+    - {name: d, token: same-token-text-16, role: reader}
+    - {name: e, token: x-long-enough-token, role: root}
     - {name: f, token: "env:SNAPSTORE_UNIT_TOKEN_F_NOT_SET", role: superuser}
     - {token: "env:SNAPSTORE_UNIT_TOKEN_G_NOT_SET", role: reader}
 storag: pebble
+tls: {plaintext_behind_proxy: true}
 `)
 	code, _, msg = cli(t, "serve", "--config", p, "--data", data)
 	for _, want := range []string{
@@ -349,7 +360,7 @@ storag: pebble
 			t.Errorf("stderr lacks %q:\n%s", want, msg)
 		}
 	}
-	if strings.Contains(msg, "same-token-text") || strings.Contains(msg, "config key listen") {
+	if strings.Contains(msg, "same-token-text-16") || strings.Contains(msg, "config key listen") {
 		t.Errorf("a token in the error, or listen refused with tokens configured:\n%s", msg)
 	}
 	if code != 2 {

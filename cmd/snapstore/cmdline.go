@@ -23,7 +23,7 @@ const (
 )
 
 // flagEnv lists the variables above.
-var flagEnv = []string{envConfig, envServer, envToken}
+var flagEnv = []string{envConfig, envServer, envToken, envCAFile, envClientCert, envClientKey}
 
 // errHelpShown ends a command whose help was asked for and printed: exit 0.
 var errHelpShown = errors.New("help shown")
@@ -45,7 +45,11 @@ type commonFlags struct {
 	logLevel string
 	server   string
 	token    string
-	output   string // table or json
+	// caFile, clientCert and clientKey set the client's TLS (clienttls.go).
+	caFile     string
+	clientCert string
+	clientKey  string
+	output     string // table or json
 	// dataSet is true when --data was given: the data directory is then
 	// the target, never a server (target.go).
 	dataSet bool
@@ -83,6 +87,9 @@ func newCmdLine(name, synopsis, help string, kind flagKind, stdout io.Writer) *c
 	if kind >= flagsClient {
 		fs.StringVar(&cf.server, "server", os.Getenv(envServer), "ask the server at this `URL`, e.g. http://127.0.0.1:8080 (also "+envServer+")")
 		fs.StringVar(&cf.token, "token", os.Getenv(envToken), "bearer `token` for the server (prefer "+envToken+")")
+		fs.StringVar(&cf.caFile, "ca-file", os.Getenv(envCAFile), "PEM `file` of the CA that signed an https:// server's certificate (also "+envCAFile+")")
+		fs.StringVar(&cf.clientCert, "client-cert", os.Getenv(envClientCert), "PEM client certificate `file` for a server that asks for one (also "+envClientCert+")")
+		fs.StringVar(&cf.clientKey, "client-key", os.Getenv(envClientKey), "PEM `file` of the client certificate's key (also "+envClientKey+")")
 		fs.StringVar(&cf.output, "output", "table", "`format`: table or json (the API's JSON)")
 		fs.Var(jsonFlag{cf}, "json", "same as --output json")
 	}
@@ -178,7 +185,7 @@ func (c *cmdLine) rawOutput(what string) {
 
 // commonFlagNames are the flags of newCmdLine's kinds.
 var commonFlagNames = map[string]bool{"config": true, "data": true, "listen": true, "log-level": true,
-	"server": true, "token": true, "output": true, "json": true}
+	"server": true, "token": true, "output": true, "json": true, "ca-file": true, "client-cert": true, "client-key": true}
 
 // isSecretFlag reports flags whose default must not be printed: --token
 // defaults to SNAPSTORE_TOKEN.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -75,24 +76,34 @@ func openTarget(ctx context.Context, cf *commonFlags, stderr io.Writer) (*target
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" {
 			return nil, usageError("--server: want a URL such as http://127.0.0.1:8080, got %q", cf.server)
 		}
-		return remoteTarget(cfg, u, cf.token), nil
+		tc, err := clientTLS(cf)
+		if err != nil {
+			return nil, err
+		}
+		return remoteTarget(cfg, u, cf.token, tc), nil
 	case cf.dataSet:
 		return openLocal(ctx, cfg, stderr)
 	}
-	u := &url.URL{Scheme: "http", Host: cfg.Listen}
-	if snapstoreAnswers(ctx, u) {
+	tc, err := clientTLS(cf)
+	if err != nil {
+		return nil, err
+	}
+	u := localURL(cfg)
+	if snapstoreAnswers(ctx, u, tc) {
 		// Say which server answers: another snapstore on the default port
 		// would otherwise answer silently.
 		fmt.Fprintf(stderr, "snapstore: using the server at %s (--server URL or --data DIR to choose)\n", u)
-		return remoteTarget(cfg, u, cf.token), nil
+		return remoteTarget(cfg, u, cf.token, tc), nil
 	}
 	fmt.Fprintf(stderr, "snapstore: no server at %s; using %s (--server URL or --data DIR to choose)\n", u, storageText(cfg))
 	return openLocal(ctx, cfg, stderr)
 }
 
 // remoteTarget is the server at u.
-func remoteTarget(cfg *config.Config, u *url.URL, token string) *target {
-	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+func remoteTarget(cfg *config.Config, u *url.URL, token string, tc *tls.Config) *target {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = tc
+	hc := &http.Client{Transport: tr}
 	return &target{
 		api:   &apiClient{base: u, token: token, hc: hc},
 		cfg:   cfg,
@@ -102,8 +113,13 @@ func remoteTarget(cfg *config.Config, u *url.URL, token string) *target {
 }
 
 // snapstoreAnswers reports whether a snapstore server answers /healthz at
-// u within serverProbeTimeout.
-func snapstoreAnswers(ctx context.Context, u *url.URL) bool {
+// u within serverProbeTimeout. Over https it presents tc's client
+// certificate but does not verify the server's: the probe only learns
+// whether something answers and sends no secret. A TLS server that
+// refuses the handshake with an alert (one that asks for a client
+// certificate tc does not have) counts as answering: it is there, and
+// the command's request then says why it is refused.
+func snapstoreAnswers(ctx context.Context, u *url.URL, tc *tls.Config) bool {
 	ctx, cancel := context.WithTimeout(ctx, serverProbeTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String()+"/healthz", nil)
@@ -111,10 +127,16 @@ func snapstoreAnswers(ctx context.Context, u *url.URL) bool {
 		return false
 	}
 	tr := &http.Transport{}
+	if tc != nil {
+		tr.TLSClientConfig = tc.Clone()
+		tr.TLSClientConfig.InsecureSkipVerify = true
+	}
 	defer tr.CloseIdleConnections()
 	resp, err := (&http.Client{Transport: tr}).Do(req)
 	if err != nil {
-		return false
+		// crypto/tls reports an alert the server sent as "remote error:
+		// tls: ..." and has no exported type for it.
+		return u.Scheme == "https" && strings.Contains(err.Error(), "remote error: tls:")
 	}
 	defer resp.Body.Close()
 	var h struct {

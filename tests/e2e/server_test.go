@@ -3,6 +3,8 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -76,13 +78,46 @@ func startServerWith(t *testing.T, secret, extraConfig string, extraEnv ...strin
 	// the server's configuration.
 	p.env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TMPDIR=" + os.TempDir(), pwEnv + "=" + secret}
 	p.env = append(p.env, extraEnv...)
+	// A server with tls.cert_file is asked over https, trusting the CA
+	// and presenting the client certificate the CLI would be given
+	// (SNAPSTORE_CA_FILE, SNAPSTORE_CLIENT_CERT, SNAPSTORE_CLIENT_KEY,
+	// which serve ignores).
+	var tc *tls.Config
+	var clientCert, clientKey string
+	for _, kv := range extraEnv {
+		name, v, _ := strings.Cut(kv, "=")
+		switch name {
+		case "SNAPSTORE_CA_FILE":
+			pem, err := os.ReadFile(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pool := x509.NewCertPool()
+			pool.AppendCertsFromPEM(pem)
+			tc = &tls.Config{RootCAs: pool}
+		case "SNAPSTORE_CLIENT_CERT":
+			clientCert = v
+		case "SNAPSTORE_CLIENT_KEY":
+			clientKey = v
+		}
+	}
+	if tc != nil {
+		if clientCert != "" {
+			kp, err := tls.LoadX509KeyPair(clientCert, clientKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.Certificates = []tls.Certificate{kp}
+		}
+		p.client.Transport = &http.Transport{TLSClientConfig: tc}
+	}
 	p.addSecret(secret)
 	t.Cleanup(p.cleanup)
 	p.start()
 	return p
 }
 
-var listenRE = regexp.MustCompile(`msg="snapstore serving" listen=(\S+)`)
+var listenRE = regexp.MustCompile(`msg="snapstore serving" listen=(\S+)(?: \S+)*? tls=(true|false)`)
 
 // start starts the process and waits until it serves /readyz.
 func (p *proc) start() {
@@ -116,6 +151,9 @@ func (p *proc) start() {
 		if int64(len(b)) > off {
 			if m := listenRE.FindSubmatch(b[off:]); m != nil {
 				p.base = "http://" + string(m[1])
+				if string(m[2]) == "true" {
+					p.base = "https://" + string(m[1])
+				}
 				break
 			}
 		}

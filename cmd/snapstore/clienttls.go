@@ -1,0 +1,58 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"net/url"
+	"os"
+
+	"github.com/snapstore/snapstore/config"
+)
+
+// The environment variables of the client's TLS flags (flagEnv).
+const (
+	envCAFile     = "SNAPSTORE_CA_FILE"     // --ca-file
+	envClientCert = "SNAPSTORE_CLIENT_CERT" // --client-cert
+	envClientKey  = "SNAPSTORE_CLIENT_KEY"  // --client-key
+)
+
+// clientTLS is the client side of TLS for an https:// server: the
+// system's roots plus --ca-file, and the certificate of --client-cert and
+// --client-key for a server with tls.client_ca_file.
+func clientTLS(cf *commonFlags) (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if cf.caFile != "" {
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		pem, err := os.ReadFile(cf.caFile)
+		if err != nil {
+			return nil, usageError("--ca-file: %v", err)
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, usageError("--ca-file: %s holds no PEM certificate", cf.caFile)
+		}
+		tc.RootCAs = pool
+	}
+	switch {
+	case cf.clientCert != "" && cf.clientKey != "":
+		kp, err := tls.LoadX509KeyPair(cf.clientCert, cf.clientKey)
+		if err != nil {
+			return nil, usageError("--client-cert, --client-key: %v", err)
+		}
+		tc.Certificates = []tls.Certificate{kp}
+	case cf.clientCert != "" || cf.clientKey != "":
+		return nil, usageError("give both --client-cert and --client-key")
+	}
+	return tc, nil
+}
+
+// localURL is the address of the server of the configuration: https when
+// it serves TLS.
+func localURL(cfg *config.Config) *url.URL {
+	if cfg.TLS.Enabled() {
+		return &url.URL{Scheme: "https", Host: cfg.Listen}
+	}
+	return &url.URL{Scheme: "http", Host: cfg.Listen}
+}

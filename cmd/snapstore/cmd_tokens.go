@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+)
+
+// tokenView is an API token as the API lists it: never the token.
+type tokenView struct {
+	Name    string     `json:"name"`
+	Role    string     `json:"role"`
+	Created time.Time  `json:"created"`
+	Expires *time.Time `json:"expires"`
+	Expired bool       `json:"expired"`
+}
+
+const tokensHelp = `Bearer tokens made through the API (admin; docs/security.md): created with
+a role and an optional expiry, shown once, stored hashed by the server,
+listed without any part of the secret, revoked at once on every node of a
+cluster (within 2 s). Tokens of the config file are snapstore token's.`
+
+// cmdTokens is `snapstore tokens create|list|revoke`.
+func cmdTokens(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return runGroup(ctx, "tokens", tokensHelp, []subcommand{
+		{"create", "NAME --role ROLE [--expires-in DURATION]", "a new token, printed this once", tokensCreate},
+		{"list", "", "the API tokens: role, created, expires", tokensList},
+		{"revoke", "NAME", "revoke a token at once", tokensRevoke},
+	}, args, stdout, stderr)
+}
+
+func tokensCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := newCmdLine("tokens create", "NAME --role ROLE [--expires-in DURATION]", "Create a bearer token with a role and, with --expires-in, an expiry. The token is printed this once: the server keeps only its hash.", flagsClient, stdout)
+	role := c.fs.String("role", "", "`role` of the token: reader, operator or admin")
+	expires := c.fs.Duration("expires-in", 0, "the token expires after this `duration` (e.g. 720h); 0: never")
+	return onServer(ctx, c, args, stderr, 1, func(t *target, pos []string) error {
+		if *role == "" {
+			return usageError("--role: give reader, operator or admin")
+		}
+		if *expires < 0 {
+			return usageError("--expires-in must not be negative, got %s", *expires)
+		}
+		body := map[string]any{"name": pos[0], "role": *role}
+		if *expires > 0 {
+			body["expires_in"] = expires.String()
+		}
+		var out struct {
+			tokenView
+			Token string `json:"token"`
+		}
+		raw, err := t.api.send(ctx, http.MethodPost, "/v1/tokens", nil, body, &out)
+		if c.cf.json() {
+			return orJSON(stdout, raw, err)
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "token %s (role %s, expires %s); it is shown this once:\n%s\n", out.Name, out.Role, expiresText(out.tokenView), out.Token)
+		return nil
+	})
+}
+
+func tokensList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := newCmdLine("tokens list", "", "The tokens made through the API: role, when created, when they expire. Never a token.", flagsClient, stdout)
+	type answer struct {
+		Tokens []tokenView `json:"tokens"`
+	}
+	return serverCommand(ctx, c, args, stderr, "/v1/tokens", func(_ []string, body answer) error {
+		tb := newTable(stdout, "TOKEN", "ROLE", "CREATED", "EXPIRES")
+		for _, tk := range body.Tokens {
+			tb.row(tk.Name, tk.Role, timeText(&tk.Created), expiresText(tk))
+		}
+		return tb.flush()
+	})
+}
+
+func tokensRevoke(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := newCmdLine("tokens revoke", "NAME", "Revoke a token made through the API: refused at once by this server, within 2 s by every node of its cluster.", flagsClient, stdout)
+	return onServer(ctx, c, args, stderr, 1, func(t *target, pos []string) error {
+		if _, err := t.api.call(ctx, http.MethodDelete, pathOf("/v1/tokens/", pos[0]), nil, nil); err != nil {
+			return err
+		}
+		if c.cf.json() {
+			return encodeJSON(stdout, deletedJSON{Deleted: pos[0]})
+		}
+		_, err := fmt.Fprintf(stdout, "token %s revoked\n", pos[0])
+		return err
+	})
+}
+
+// expiresText is a token's expiry in a table: "never", or the time with
+// "(expired)".
+func expiresText(t tokenView) string {
+	switch {
+	case t.Expires == nil:
+		return "never"
+	case t.Expired:
+		return timeText(t.Expires) + " (expired)"
+	}
+	return timeText(t.Expires)
+}

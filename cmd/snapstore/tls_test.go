@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"crypto/tls"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/snapstore/snapstore/config"
+	"github.com/snapstore/snapstore/server"
+)
+
+// TestServe_HTTPSWithTheCLI: snapstore cert makes a CA and a server
+// certificate, serve speaks HTTPS with them, and the CLI reaches it with
+// --ca-file or SNAPSTORE_CA_FILE, a token given to the server by its hash
+// (snapstore token new).
+func TestServe_HTTPSWithTheCLI(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, errs := cli(t, "cert", "ca", dir); code != 0 {
+		t.Fatalf("cert ca: %d %s %s", code, out, errs)
+	}
+	code, out, errs := cli(t, "cert", "server", dir, "--host", "127.0.0.1,localhost")
+	if code != 0 || !strings.Contains(out, "cert_file: "+filepath.Join(dir, "server.crt")) {
+		t.Fatalf("cert server: %d %s %s", code, out, errs)
+	}
+	if code, _, errs := cli(t, "cert", "server", dir); code != 2 || !strings.Contains(errs, "--host") {
+		t.Fatalf("cert server without --host: %d %s", code, errs)
+	}
+	code, out, _ = cli(t, "token", "new")
+	var tok, hash string
+	for _, l := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(l, "token: "); ok {
+			tok = v
+		}
+		if v, ok := strings.CutPrefix(l, "token_hash: "); ok {
+			hash = v
+		}
+	}
+	if code != 0 || len(tok) != 43 || hash != server.HashToken(tok) {
+		t.Fatalf("token new: %d %q", code, out)
+	}
+	var hashed bytes.Buffer
+	if err := tokenHash(nil, strings.NewReader(tok+"\n"), &hashed); err != nil || strings.TrimSpace(hashed.String()) != hash {
+		t.Fatalf("token hash: %v %q", err, hashed.String())
+	}
+	if err := tokenHash(nil, strings.NewReader("short\n"), &hashed); err == nil {
+		t.Fatal("token hash of a short token accepted")
+	}
+
+	tokens := []server.Token{{Name: "ops", Hash: hash, Role: server.RoleAdmin}}
+	url, _, _ := startServeWith(t, 0, tokens, func(c *config.Config) {
+		c.TLS = config.TLSConfig{CertFile: filepath.Join(dir, "server.crt"), KeyFile: filepath.Join(dir, "server.key")}
+	})
+	if !strings.HasPrefix(url, "https://") {
+		t.Fatalf("url %s", url)
+	}
+	ca := filepath.Join(dir, "ca.crt")
+	code, out, errs = cli(t, "run", "products", "--server", url, "--token", tok, "--ca-file", ca)
+	if code != 0 {
+		t.Fatalf("run over HTTPS: %d %s %s", code, out, errs)
+	}
+	code, _, errs = cli(t, "get", "products", "2", "--server", url, "--token", tok)
+	if code == 0 || !strings.Contains(errs, "certificate") {
+		t.Fatalf("without --ca-file: %d %s", code, errs)
+	}
+	t.Setenv(envCAFile, ca)
+	code, out, errs = cli(t, "get", "products", "2", "--server", url, "--token", tok)
+	if code != 0 || !strings.Contains(out, "jug") {
+		t.Fatalf("with %s: %d %s %s", envCAFile, code, out, errs)
+	}
+	code, _, errs = cli(t, "get", "products", "2", "--server", url, "--token", "not-the-token-at-all")
+	if code != 1 || !strings.Contains(errs, "401") {
+		t.Fatalf("a wrong token: %d %s", code, errs)
+	}
+
+	// API tokens through the CLI: created (shown once), listed without
+	// it, used, revoked.
+	srv := []string{"--server", url, "--token", tok}
+	code, out, errs = cli(t, append([]string{"tokens", "create", "ci", "--role", "reader", "--expires-in", "24h"}, srv...)...)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	ciTok := lines[len(lines)-1]
+	if code != 0 || len(ciTok) != 43 || !strings.Contains(out, "shown this once") {
+		t.Fatalf("tokens create: %d %q %s", code, out, errs)
+	}
+	code, out, errs = cli(t, append([]string{"tokens", "list"}, srv...)...)
+	if code != 0 || !strings.Contains(out, "ci") || !strings.Contains(out, "reader") || strings.Contains(out, ciTok) {
+		t.Fatalf("tokens list: %d %q %s", code, out, errs)
+	}
+	if code, out, errs := cli(t, "get", "products", "2", "--server", url, "--token", ciTok); code != 0 || !strings.Contains(out, "jug") {
+		t.Fatalf("get with the API token: %d %s %s", code, out, errs)
+	}
+	if code, out, errs := cli(t, append([]string{"tokens", "revoke", "ci"}, srv...)...); code != 0 || !strings.Contains(out, "token ci revoked") {
+		t.Fatalf("tokens revoke: %d %s %s", code, out, errs)
+	}
+	if code, _, errs := cli(t, "get", "products", "2", "--server", url, "--token", ciTok); code != 1 || !strings.Contains(errs, "401") {
+		t.Fatalf("get with a revoked token: %d %s", code, errs)
+	}
+}
+
+// TestServe_RefusesShortTokensAndTokensInClear: serve refuses to start
+// with a token too short to be a secret, and with tokens served in clear
+// off loopback, each naming its key, the token never shown.
+func TestServe_RefusesShortTokensAndTokensInClear(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	p := writeFile(t, "short.yaml", `listen: 0.0.0.0:8443
+auth:
+  tokens:
+    - {name: a, token: tiny-secret, role: admin}
+    - {name: b, token_hash: "sha256:`+strings.Repeat("ab", 32)+`", role: reader}
+`)
+	code, _, msg := cli(t, "serve", "--config", p, "--data", data)
+	for _, want := range []string{
+		"config key listen (line 1): listen address \"0.0.0.0:8443\" is not loopback and the server has tokens but no TLS",
+		"config key auth.tokens[0].token (line 4): the token has 11 characters; a token must have at least 16",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, msg)
+		}
+	}
+	if code != 2 || strings.Contains(msg, "tiny-secret") || strings.Contains(msg, "auth.tokens[1]") {
+		t.Errorf("exit %d:\n%s", code, msg)
+	}
+}
+
+// TestSnapstoreAnswers_ServerAskingForACertificate: a server that asks
+// for a client certificate the probe lacks still counts as answering, so
+// that no command takes the data directory (or drops an HBase table)
+// beside it.
+func TestSnapstoreAnswers_ServerAskingForACertificate(t *testing.T) {
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"status":"ok"}`)
+	}))
+	ts.TLS = &tls.Config{ClientAuth: tls.RequireAnyClientCert}
+	ts.StartTLS()
+	defer ts.Close()
+	u, _ := url.Parse(ts.URL)
+	if !snapstoreAnswers(t.Context(), u, &tls.Config{}) {
+		t.Fatal("a TLS server asking for a client certificate counts as absent")
+	}
+	ts.Close()
+	if snapstoreAnswers(t.Context(), u, &tls.Config{}) {
+		t.Fatal("a closed server answers")
+	}
+}

@@ -1,0 +1,105 @@
+package server
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/snapstore/snapstore/api"
+)
+
+// The /v1/tokens routes (admin): API tokens, created with a role and an
+// optional expiry, answered once at creation, listed without any part of
+// the secret, revoked by name (apitokens.go).
+
+// tokenJSON is an API token on the wire: never the token or its hash.
+type tokenJSON struct {
+	Name    string     `json:"name"`
+	Role    string     `json:"role"`
+	Created time.Time  `json:"created"`
+	Expires *time.Time `json:"expires,omitempty"`
+	Expired bool       `json:"expired"`
+}
+
+func tokenToJSON(r tokenRecord, now time.Time) tokenJSON {
+	out := tokenJSON{Name: r.Name, Role: r.Role, Created: r.Created.UTC()}
+	if !r.Expires.IsZero() {
+		e := r.Expires.UTC()
+		out.Expires = &e
+		out.Expired = !now.Before(r.Expires)
+	}
+	return out
+}
+
+// createTokenRequest is the body of POST /v1/tokens.
+type createTokenRequest struct {
+	Name      string       `json:"name"`
+	Role      string       `json:"role"`
+	ExpiresIn api.Duration `json:"expires_in"`
+}
+
+// createdToken is the answer of POST /v1/tokens: the only time the token
+// is shown.
+type createdToken struct {
+	tokenJSON
+	Token string `json:"token"`
+}
+
+// createToken answers POST /v1/tokens.
+func (s *Server) createToken(c echo.Context) error {
+	if !s.tokens.enabled() {
+		return ErrAuthDisabled
+	}
+	var req createTokenRequest
+	if err := decodeBody(c, &req, true); err != nil {
+		return err
+	}
+	setAuditTarget(c, "token", req.Name)
+	role, err := ParseRole(req.Role)
+	if err != nil {
+		return badField("body.role", "%v", err)
+	}
+	for _, t := range s.tokens.tokens {
+		if t.Name == req.Name {
+			return withField(ErrTokenExists, "body.name")
+		}
+	}
+	now := s.now().UTC().Truncate(time.Second)
+	text := NewTokenText()
+	rec := tokenRecord{Name: req.Name, Hash: HashToken(text), Role: role.String(), Created: now}
+	if req.ExpiresIn > 0 {
+		rec.Expires = now.Add(time.Duration(req.ExpiresIn))
+	}
+	if err := s.apiTokens.create(c.Request().Context(), rec); err != nil {
+		return withField(err, "body.name")
+	}
+	s.log.Info("API token created", "name", rec.Name, "role", rec.Role, "expires", rec.Expires, tokenAttr(c.Get("token")))
+	return c.JSON(http.StatusCreated, createdToken{tokenJSON: tokenToJSON(rec, now), Token: text})
+}
+
+// listTokens answers GET /v1/tokens.
+func (s *Server) listTokens(c echo.Context) error {
+	recs, err := s.apiTokens.list(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	out := make([]tokenJSON, len(recs))
+	for i, r := range recs {
+		out[i] = tokenToJSON(r, now)
+	}
+	return answerList(c, "tokens", out)
+}
+
+// revokeToken answers DELETE /v1/tokens/{name}.
+func (s *Server) revokeToken(c echo.Context) error {
+	name, err := pathParam(c, "name")
+	if err != nil {
+		return err
+	}
+	if err := s.apiTokens.revoke(c.Request().Context(), name); err != nil {
+		return err
+	}
+	s.log.Info("API token revoked", "name", name, tokenAttr(c.Get("token")))
+	return c.NoContent(http.StatusNoContent)
+}
