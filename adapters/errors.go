@@ -46,6 +46,18 @@ var (
 	ErrSourceAuth = errors.New("adapters: source refused the credentials")
 	// ErrUnsupportedType: a source column type docs/types.md does not map.
 	ErrUnsupportedType = errors.New("adapters: unsupported column type")
+	// ErrSecretKeyMissing: a literal secret to store and no key to
+	// encrypt it with (secretbox.go, K4): the server shares its store and
+	// has no secrets.key_file.
+	ErrSecretKeyMissing = errors.New("adapters: no key to encrypt secrets at rest")
+	// ErrSecretKeyUnknown: a stored secret encrypted with a key that is
+	// not configured (K2); the message names the connection and the
+	// key's id.
+	ErrSecretKeyUnknown = errors.New("adapters: stored secret encrypted with a key that is not configured")
+	// ErrSecretUnreadable: a stored secret that does not decrypt with the
+	// key it names: moved from another connection or option, or altered
+	// (K1).
+	ErrSecretUnreadable = errors.New("adapters: stored secret does not decrypt")
 	// ErrShuttingDown: the Service is closing; runs it cancels end aborted.
 	ErrShuttingDown = errors.New("adapters: shutting down")
 	// ErrDatasetTaken: another adapter already writes the dataset (A1);
