@@ -16,7 +16,8 @@ const (
 )
 
 // defRecord is the stored form of an API definition with spec S (a
-// ConnectionSpec or an AdapterSpec, secrets as given).
+// ConnectionSpec or an AdapterSpec; a connection's literal secrets sealed,
+// secretbox.go E1, its references as given).
 type defRecord[S any] struct {
 	Spec      S         `json:"spec"`
 	Revision  int64     `json:"revision"`
