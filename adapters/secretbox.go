@@ -162,6 +162,10 @@ func openSecretBox(cfg SecretKeys, log *slog.Logger) (*secretBox, error) {
 		}
 		if err != nil {
 			errs = append(errs, &OptionError{Key: b.option, Msg: err.Error()})
+			continue
+		}
+		if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			log.Warn("the key file of secrets at rest can be read by other users; chmod 600 it", "path", path, "mode", fi.Mode().Perm().String())
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -106,6 +106,16 @@ func TestSecretBox_KeyFiles(t *testing.T) {
 	if raw, _ := base64.StdEncoding.DecodeString(linesA[0]); k.id != keyID(raw) {
 		t.Fatal("the first key of the first file does not seal")
 	}
+	var logs bytes.Buffer
+	if _, err := openSecretBox(SecretKeys{KeyFiles: []string{c}}, slog.New(slog.NewTextHandler(&logs, nil))); err != nil || strings.Contains(logs.String(), "chmod") {
+		t.Fatalf("a 0600 key file: %v %s", err, logs.String())
+	}
+	if err := os.Chmod(c, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openSecretBox(SecretKeys{KeyFiles: []string{c}}, slog.New(slog.NewTextHandler(&logs, nil))); err != nil || !strings.Contains(logs.String(), "chmod 600") {
+		t.Fatalf("a 0644 key file: %v %s", err, logs.String())
+	}
 	bad := writeKeyFile(t, "dGhpcy1pcy1ub3QtYS1rZXk=")
 	for name, files := range map[string][]string{
 		"line 2":            {bad},
