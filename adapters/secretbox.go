@@ -188,7 +188,15 @@ func openSecretBox(cfg SecretKeys, log *slog.Logger) (*secretBox, error) {
 			}
 		}
 	}
-	if len(b.keys) == 0 && b.genDir == "" {
+	switch {
+	case len(b.keys) > 0:
+		ids := make([]string, len(b.keys))
+		for i, k := range b.keys {
+			ids[i] = k.id
+		}
+		// The ids let an operator compare the keys of a cluster's nodes.
+		log.Info("keys of secrets at rest", "key_ids", ids)
+	case b.genDir == "":
 		log.Info("no key for secrets at rest: literal secrets given through the API are refused until " + b.option + " is set")
 	}
 	return b, nil
