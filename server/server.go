@@ -197,6 +197,8 @@ func (s *Server) newEcho() *echo.Echo {
 	v1.GET("/runs", s.listAllRuns)
 	v1.GET("/runs/:id", s.getRun)
 
+	v1.POST("/secrets/rotate", s.rotateSecrets)
+
 	v1.GET("/cluster/nodes", s.clusterNodes)
 	v1.DELETE("/cluster/nodes/:id", s.forgetNode)
 	v1.POST("/cluster/nodes/:id/drain", s.drainNode)

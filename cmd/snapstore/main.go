@@ -6,6 +6,7 @@
 //	snapstore datasets|tag|untag|rollback|gc
 //	snapstore run|runs|adapters|connections
 //	snapstore cluster nodes|backlog|drain|resume|forget|keys|keygen  the cluster
+//	snapstore secrets rotate            encrypt stored secrets again with the first key
 //	snapstore cert ca|node DIR          a cluster CA; a node's transfer certificate
 //	snapstore hbase drop-table          delete the HBase table of a config
 //	snapstore sqlite FILE [SQL]         SQL on a SQLite file (the sample source)
@@ -111,6 +112,7 @@ var commands = []commandInfo{
 	{"connections", cmdConnections, "list|show|create|delete|test|resources", "data connections; test one; its tables", groupRuns},
 	{"cluster", cmdCluster, "nodes|backlog|drain|resume|forget|keys|keygen", "the cluster: members, what waits to be sent, drain, forget, gossip keys", groupOther},
 	{"audit", cmdAudit, "", "the audit trail: who changed, was refused, read what (--since, --actor, --action)", groupOther},
+	{"secrets", cmdSecrets, "rotate", "encrypt every stored connection secret again with the first key", groupOther},
 	{"cert", cmdCert, "ca|node DIR", "a cluster CA; a node certificate for the transfer between nodes", groupOther},
 	{"hbase", cmdHBase, "drop-table", "delete the HBase table of a config and everything in it (asks first)", groupOther},
 	{"sqlite", cmdSQLite, "FILE [SQL]", "run SQL (argument or stdin) against a SQLite file, e.g. the sample source", groupOther},
