@@ -163,7 +163,11 @@ func (s *Service) putConnection(ctx context.Context, spec api.Connection, mustCr
 	if err != nil {
 		return Connection{}, false, err
 	}
-	if err := s.conns.store(ctx, s.db, spec.Name, d.spec, d, old, s.now().UTC()); err != nil {
+	stored, err := s.secrets.sealSpec(d.spec)
+	if err != nil {
+		return Connection{}, false, err
+	}
+	if err := s.conns.store(ctx, s.db, spec.Name, stored, d, old, s.now().UTC()); err != nil {
 		return Connection{}, false, err
 	}
 	if old != nil {
@@ -242,7 +246,7 @@ func (s *Service) adaptersUsingLocked(conn string) []string {
 
 // loadConnections reads the API connections from the metadata table.
 func (s *Service) loadConnections(ctx context.Context) error {
-	return loadDefinitions(ctx, s.db, s.log, &s.conns, parseStoredConnection)
+	return loadDefinitions(ctx, s.db, s.log, &s.conns, s.parseStoredConnection)
 }
 
 // upgradeDurations rewrites the numeric duration options of a stored

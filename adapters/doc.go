@@ -30,7 +30,9 @@
 //	   file:/path), resolved only when the connection is opened, and never
 //	   written to a response, log line, metric label or error: Secret renders
 //	   as REDACTED, reports show literals as REDACTED, and every error from
-//	   a source passes scrubError with the resolved secrets.
+//	   a source passes scrubError with the resolved secrets. In the
+//	   metadata table an API connection's literal secrets are encrypted
+//	   (secretbox.go, E1-E5).
 //
 // Sharing modes: "shared" (default) keeps one database/sql pool per revision;
 // "pooled" is the same with the pool limits max_open, max_idle,

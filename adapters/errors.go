@@ -33,6 +33,18 @@ var (
 	// ErrBadSchedule: a cron spec robfig/cron/v3 refuses, or one that
 	// never fires.
 	ErrBadSchedule = errors.New("adapters: bad cron schedule")
+	// ErrSecretKeyMissing: a literal secret to store and no key to
+	// encrypt it with (secretbox.go, K4): the server shares its store and
+	// has no secrets.key_file.
+	ErrSecretKeyMissing = errors.New("adapters: no key to encrypt secrets at rest")
+	// ErrSecretKeyUnknown: a stored secret encrypted with a key that is
+	// not configured (K2); the message names the connection and the
+	// key's id.
+	ErrSecretKeyUnknown = errors.New("adapters: stored secret encrypted with a key that is not configured")
+	// ErrSecretUnreadable: a stored secret that does not decrypt with the
+	// key it names: moved from another connection or option, or altered
+	// (K1).
+	ErrSecretUnreadable = errors.New("adapters: stored secret does not decrypt")
 	// ErrShuttingDown: the Service is closing; runs it cancels end aborted.
 	ErrShuttingDown = errors.New("adapters: shutting down")
 	// ErrDatasetTaken: another adapter already writes the dataset (A1);

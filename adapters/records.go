@@ -16,7 +16,8 @@ const (
 )
 
 // defRecord is the stored form of an API definition with spec S (a
-// api.Connection or an adapterRecord, secrets as given).
+// api.Connection or an adapterRecord; a connection's literal secrets
+// sealed, secretbox.go E1, its references as given).
 type defRecord[S any] struct {
 	Spec      S         `json:"spec"`
 	Revision  int64     `json:"revision"`

@@ -45,7 +45,7 @@ func (s *Service) Reload(ctx context.Context) (int, error) {
 		s.mu.Lock()
 		gen := s.defsGen
 		s.mu.Unlock()
-		conns, err := readDefinitions(ctx, s.db, s.log, connectionKind, parseStoredConnection)
+		conns, err := readDefinitions(ctx, s.db, s.log, connectionKind, s.parseStoredConnection)
 		if err != nil {
 			return 0, err
 		}
@@ -115,8 +115,12 @@ func (s *Service) applyLocked(conns map[string]*connDef, ads map[string]*adapter
 	return len(cc) + len(ac)
 }
 
-// parseStoredConnection checks a stored connection spec.
-func parseStoredConnection(spec api.Connection) (*connDef, error) {
+// parseStoredConnection decrypts the secrets of a stored connection spec
+// (K1) and checks it.
+func (s *Service) parseStoredConnection(spec api.Connection) (*connDef, error) {
+	if err := s.secrets.openSpec(spec); err != nil {
+		return nil, err
+	}
 	upgradeDurations(spec)
 	return parseConnection("", spec)
 }

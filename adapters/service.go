@@ -35,6 +35,10 @@ type Options struct {
 	// through the API may name (secretref.go, F2); the zero value allows
 	// no env: and no file: reference through the API.
 	SecretRefs SecretRefLimits
+	// SecretKeys say where the keys that encrypt the literal secrets of
+	// API connections come from (secretbox.go, K1-K5); the zero value has
+	// none, and a literal secret given through the API is then refused.
+	SecretKeys SecretKeys
 }
 
 // Service owns data connections, adapters, runs and the scheduler. Safe for
@@ -51,6 +55,8 @@ type Service struct {
 	self        string // this node's id in the cluster; "" alone
 	// secretRefs bound the references of API connections (F2)
 	secretRefs SecretRefLimits
+	// secrets seals the literal secrets of API connections (K1)
+	secrets *secretBox
 
 	baseCtx   context.Context // parent of every run's context
 	cancelAll context.CancelFunc
@@ -114,6 +120,10 @@ func New(ctx context.Context, db *snapshot.DB, opts Options) (*Service, error) {
 	if err := opts.SecretRefs.validate(); err != nil {
 		return nil, err
 	}
+	var err error
+	if s.secrets, err = openSecretBox(opts.SecretKeys, log); err != nil {
+		return nil, err
+	}
 	if s.cluster != nil {
 		s.self = s.cluster.Self()
 	}
@@ -132,6 +142,9 @@ func New(ctx context.Context, db *snapshot.DB, opts Options) (*Service, error) {
 		s.adapters.addConfig(a.spec.Name, a, now)
 	}
 	if err := s.loadConnections(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.logClearSecrets(ctx); err != nil {
 		return nil, err
 	}
 	if err := s.loadAdapters(ctx); err != nil {

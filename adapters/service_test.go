@@ -61,6 +61,10 @@ func openStackWith(t testing.TB, dir string, po pebble.Options, opts Options) *t
 		// empty FileDirs for none).
 		opts.SecretRefs = SecretRefLimits{FileDirs: []string{os.TempDir()}, EnvPrefix: "SNAPSTORE_TEST_"}
 	}
+	if opts.SecretKeys.KeyFiles == nil && opts.SecretKeys.GenerateDir == "" {
+		// As serve on Pebble: a key generated in the data directory.
+		opts.SecretKeys.GenerateDir = dir
+	}
 	ts.svc, err = New(context.Background(), ts.db, opts)
 	if err != nil {
 		ts.db.Close()

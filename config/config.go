@@ -64,7 +64,8 @@ type Config struct {
 	// cluster.bind the node runs alone and starts no serf.
 	Cluster ClusterConfig `yaml:"cluster"`
 	// Secrets bounds the secret references of connections defined
-	// through the API.
+	// through the API and names the keys that encrypt their literal
+	// secrets at rest.
 	Secrets SecretsConfig `yaml:"secrets"`
 	// Audit configures the audit trail (docs/security.md).
 	Audit AuditConfig `yaml:"audit"`
@@ -153,8 +154,18 @@ type TokenConfig struct {
 
 // SecretsConfig bounds what the secret references (env:NAME,
 // file:/path) of connections defined through the API may name; the
-// file's own references name anything (adapters.SecretRefLimits).
+// file's own references name anything (adapters.SecretRefLimits). It also
+// names the keys that encrypt their literal secrets at rest
+// (adapters.SecretKeys).
 type SecretsConfig struct {
+	// KeyFile is a file of keys that encrypt the literal secrets of
+	// API connections, one per line as the standard base64 of 32 bytes;
+	// the first encrypts, every one decrypts what it encrypted. Default
+	// none: on Pebble a key is then generated in the data directory at
+	// first need; on HBase literal secrets are refused.
+	KeyFile string `yaml:"key_file"`
+	// KeyFiles are more files of keys, read after KeyFile in order.
+	KeyFiles []string `yaml:"key_files"`
 	// FileDirs are absolute directories under which an API file:
 	// reference may name a file; none (the default) refuses them.
 	FileDirs []string `yaml:"file_dirs"`
@@ -166,6 +177,24 @@ type SecretsConfig struct {
 // SecretRefLimits converts the secrets section for package adapters.
 func (c *Config) SecretRefLimits() adapters.SecretRefLimits {
 	return adapters.SecretRefLimits{FileDirs: c.Secrets.FileDirs, EnvPrefix: c.Secrets.EnvPrefix}
+}
+
+// SecretKeys converts the secrets section's key files for package
+// adapters; a Pebble store, which is this process's alone, may keep a
+// generated key in its data directory.
+func (c *Config) SecretKeys() adapters.SecretKeys {
+	k := adapters.SecretKeys{KeyFileOption: "secrets.key_file"}
+	if c.Secrets.KeyFile != "" {
+		k.KeyFiles = append(k.KeyFiles, c.Secrets.KeyFile)
+	}
+	k.KeyFiles = append(k.KeyFiles, c.Secrets.KeyFiles...)
+	if len(c.Secrets.KeyFile) == 0 && len(c.Secrets.KeyFiles) > 0 {
+		k.KeyFileOption = "secrets.key_files"
+	}
+	if c.Storage.Backend == "pebble" {
+		k.GenerateDir = c.Data
+	}
+	return k
 }
 
 // AuditConfig configures the audit trail (server.AuditOptions).
@@ -403,6 +432,11 @@ func (c *Config) Validate() error {
 	for i, d := range c.Secrets.FileDirs {
 		if !filepath.IsAbs(d) {
 			bad(fmt.Sprintf("secrets.file_dirs[%d]", i), "want an absolute directory, got %q", d)
+		}
+	}
+	for i, f := range c.Secrets.KeyFiles {
+		if f == "" {
+			bad(fmt.Sprintf("secrets.key_files[%d]", i), "must name a file of keys")
 		}
 	}
 	if p := c.Secrets.EnvPrefix; p != "" {

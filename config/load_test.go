@@ -198,6 +198,42 @@ func TestConfig_HBaseReadOnly(t *testing.T) {
 	}
 }
 
+// TestConfig_SecretKeys: secrets.key_file and secrets.key_files decode
+// from the file and the environment and reach adapters.SecretKeys in that
+// order, the option named in errors the first one set; a Pebble store
+// may generate a key in its data directory, an HBase one may not; an
+// empty key_files entry is refused, naming the key.
+func TestConfig_SecretKeys(t *testing.T) {
+	p := writeFile(t, "c.yaml", "data: /var/lib/snapstore\nsecrets:\n  key_files: [/etc/snapstore/old.key]\n")
+	cfg := Default()
+	if err := loadFile(p, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	k := cfg.SecretKeys()
+	if len(k.KeyFiles) != 1 || k.KeyFiles[0] != "/etc/snapstore/old.key" || k.KeyFileOption != "secrets.key_files" || k.GenerateDir != "/var/lib/snapstore" {
+		t.Fatalf("key_files alone: %+v", k)
+	}
+	if _, err := applyEnv(&cfg, []string{"SNAPSTORE_SECRETS_KEY_FILE=/etc/snapstore/new.key"}); err != nil {
+		t.Fatal(err)
+	}
+	k = cfg.SecretKeys()
+	if len(k.KeyFiles) != 2 || k.KeyFiles[0] != "/etc/snapstore/new.key" || k.KeyFiles[1] != "/etc/snapstore/old.key" || k.KeyFileOption != "secrets.key_file" {
+		t.Fatalf("key_file and key_files: %+v", k)
+	}
+	cfg.Storage.Backend = "hbase"
+	if k := cfg.SecretKeys(); k.GenerateDir != "" {
+		t.Errorf("HBase generates a key in %q", k.GenerateDir)
+	}
+	cfg = Default()
+	cfg.Secrets.KeyFiles = []string{"/etc/snapstore/a.key", ""}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "config key secrets.key_files[1]: must name a file of keys") {
+		t.Errorf("an empty key_files entry: %v", err)
+	}
+}
+
 // TestConfig_Secrets: the secrets section decodes from the file and the
 // environment and reaches adapters.SecretRefLimits; a relative directory
 // and a prefix that would reach the configuration's own variables are

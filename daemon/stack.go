@@ -88,6 +88,7 @@ func openStackIn(ctx context.Context, cfg *config.Config, log *slog.Logger, reg 
 		Connections: cfg.Connections,
 		Adapters:    cfg.Adapters,
 		SecretRefs:  cfg.SecretRefLimits(),
+		SecretKeys:  cfg.SecretKeys(),
 		// A read-only reader of a shared HBase table never starts runs:
 		// the writer process does (snapshot.Options ReadOnly).
 		Schedule: schedule && !db.ReadOnly(),

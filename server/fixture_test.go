@@ -119,6 +119,7 @@ func newFixture(t testing.TB, fo fixtureOpts) *fixture {
 			{Name: "notes", Connection: "shop", Resource: "notes"},
 		},
 		SecretRefs: fo.secretRefs,
+		SecretKeys: adapters.SecretKeys{GenerateDir: filepath.Join(dir, "data")},
 	})
 	if err != nil {
 		db.Close()

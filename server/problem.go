@@ -207,6 +207,12 @@ var sentinels = []sentinel{
 	{adapters.ErrSourceAuth, http.StatusBadGateway, "source_auth", ""},
 	{adapters.ErrUnsupportedType, http.StatusUnprocessableEntity, "unsupported_type", ""},
 	{adapters.ErrShuttingDown, http.StatusServiceUnavailable, "shutting_down", ""},
+	// Secrets at rest (adapters.E1-E5): no key to encrypt a literal with
+	// (the server's secrets.key_file is not set); a stored secret that
+	// the configured keys do not decrypt.
+	{adapters.ErrSecretKeyMissing, http.StatusConflict, "secret_key_missing", ""},
+	{adapters.ErrSecretKeyUnknown, http.StatusConflict, "secret_key_unknown", ""},
+	{adapters.ErrSecretUnreadable, http.StatusConflict, "secret_unreadable", ""},
 	// Where runs happen in a cluster (adapters.L2-L6): a strategy this
 	// version cannot run; a node that takes no new run, or cannot be
 	// reached (ask another node, or retry).

@@ -90,6 +90,8 @@ func TestProblemFor_EverySentinel(t *testing.T) {
 			"ErrShuttingDown": adapters.ErrShuttingDown, "ErrBadOption": adapters.ErrBadOption,
 			"ErrDatasetTaken": adapters.ErrDatasetTaken, "ErrStrategyNotSupported": adapters.ErrStrategyNotSupported,
 			"ErrNodeDraining": adapters.ErrNodeDraining, "ErrNodeUnreachable": adapters.ErrNodeUnreachable,
+			"ErrSecretKeyMissing": adapters.ErrSecretKeyMissing, "ErrSecretKeyUnknown": adapters.ErrSecretKeyUnknown,
+			"ErrSecretUnreadable": adapters.ErrSecretUnreadable,
 		},
 		"store": {
 			"ErrNotFound": store.ErrNotFound, "ErrClosed": store.ErrClosed,

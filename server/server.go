@@ -204,6 +204,8 @@ func (s *Server) newEcho() *echo.Echo {
 	v1.POST("/tokens", s.createToken)
 	v1.DELETE("/tokens/:name", s.revokeToken)
 
+	v1.POST("/secrets/rotate", s.rotateSecrets)
+
 	v1.GET("/cluster/nodes", s.clusterNodes)
 	v1.DELETE("/cluster/nodes/:id", s.forgetNode)
 	v1.POST("/cluster/nodes/:id/drain", s.drainNode)

@@ -147,9 +147,10 @@ the keys of an entry of the config file's connections list
     password: env:SAKILA_PW   # read by the server when it connects
     database: sakila
 
-Give secrets as env:NAME or file:/path references: a literal is stored in
-the data directory. --replace replaces a connection of that name made this
-way. Errors that name a key say its line in the file.`
+Give secrets as env:NAME or file:/path references, or literally: a literal
+is stored encrypted with the server's secrets.key_file (docs/security.md).
+--replace replaces a connection of that name made this way. Errors that
+name a key say its line in the file.`
 
 func connectionsCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return createDefinition(ctx, args, stdout, stderr, "connections create", "connection", "/v1/connections", connectionsCreateHelp,

@@ -6,6 +6,7 @@
 //	snapstore datasets|tag|untag|rollback|gc
 //	snapstore run|runs|adapters|connections
 //	snapstore cluster nodes|backlog|drain|resume|forget|keys|keygen  the cluster
+//	snapstore secrets rotate            encrypt stored secrets again with the first key
 //	snapstore cert ca|node DIR          a cluster CA; a node's transfer certificate
 //	snapstore hbase drop-table          delete the HBase table of a config
 //	snapstore sqlite FILE [SQL]         SQL on a SQLite file (the sample source)
@@ -114,6 +115,7 @@ var commands = []commandInfo{
 	{"cert", cmdCert, "ca|node|server DIR", "a CA; a node certificate for the transfer between nodes; a certificate of the HTTPS API", groupOther},
 	{"tokens", cmdTokens, "create|list|revoke", "bearer tokens made through the API: create (shown once), list, revoke", groupOther},
 	{"token", cmdToken, "new|hash", "a new random token and its hash; the hash of a token read on stdin", groupOther},
+	{"secrets", cmdSecrets, "rotate", "encrypt every stored connection secret again with the first key", groupOther},
 	{"hbase", cmdHBase, "drop-table", "delete the HBase table of a config and everything in it (asks first)", groupOther},
 	{"sqlite", cmdSQLite, "FILE [SQL]", "run SQL (argument or stdin) against a SQLite file, e.g. the sample source", groupOther},
 	{"version", cmdVersion, "", "print the build version (also --version)", groupOther},
