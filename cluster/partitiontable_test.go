@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -60,9 +59,6 @@ func recordStores(t *testing.T, f func(t *testing.T, a, b Records)) {
 		f(t, storeRecords{st}, storeRecords{st})
 	})
 	t.Run("hbase", func(t *testing.T) {
-		if os.Getenv(hbasetest.EnvThrift) == "" {
-			t.Skip(hbasetest.EnvThrift + " is not set: no HBase to test against (make test sets it)")
-		}
 		opts := hbasetest.Options(t)
 		t.Cleanup(func() { hbase.DropTable(context.Background(), opts) })
 		a := hbasetest.OpenOptions(t, opts)

@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/snapstore/snapstore/internal/testenv"
 	"github.com/snapstore/snapstore/store/hbase"
 )
 
@@ -15,10 +15,7 @@ import (
 // gone after `hbase drop-table --yes`; without --yes and a terminal
 // nothing is deleted (exit code 2); a Pebble config is a usage error.
 func TestHBaseDropTable(t *testing.T) {
-	addr := os.Getenv("SNAPSTORE_TEST_HBASE_THRIFT")
-	if addr == "" {
-		t.Skip("SNAPSTORE_TEST_HBASE_THRIFT is unset (scripts/hbase-standalone.sh start; eval \"$(scripts/hbase-standalone.sh env)\")")
-	}
+	addr := testenv.HBaseThrift(t)
 	table := fmt.Sprintf("droptest_%d", time.Now().UnixNano())
 	t.Cleanup(func() { _ = hbase.DropTable(context.Background(), hbase.Options{Addr: addr, Table: table}) })
 	cfg := writeFile(t, "hb.yaml", fmt.Sprintf("storage: {backend: hbase, hbase: {thrift: %q, table: %s}}\n", addr, table))
