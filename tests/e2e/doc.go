@@ -108,11 +108,11 @@
 //	                      it waits for the server to exit, and the archive
 //	                      restored elsewhere reads the committed version.
 //
-// The tests skip unless SNAPSTORE_TEST_MYSQL_* (or, for TestPagila,
-// SNAPSTORE_TEST_POSTGRES_*; for the cluster tests, SNAPSTORE_TEST_HBASE_THRIFT)
-// are set (`make test` sets them from scripts/mariadb.sh env,
-// scripts/postgres.sh env and scripts/hbase-standalone.sh env). Run alone
-// with:
+// The tests skip under -short, and unless SNAPSTORE_TEST_MYSQL_* (or, for
+// TestPagila, SNAPSTORE_TEST_POSTGRES_*; for the cluster tests,
+// SNAPSTORE_TEST_HBASE_THRIFT) are set (internal/testenv; `make test` sets
+// them from scripts/mariadb.sh env, scripts/postgres.sh env and
+// scripts/hbase-standalone.sh env). Run alone with:
 //
 //	set -a; eval "$(scripts/mariadb.sh env)"; eval "$(scripts/postgres.sh env)"; set +a
 //	go test -count=1 -v ./tests/e2e
