@@ -5,9 +5,14 @@ BIN := bin/snapstore
 # Test packages; tests that need MariaDB read the SNAPSTORE_TEST_MYSQL_* variables
 # printed by scripts/mariadb.sh env, tests that need PostgreSQL read the
 # SNAPSTORE_TEST_POSTGRES_* ones of scripts/postgres.sh env, tests that need HBase
-# read SNAPSTORE_TEST_HBASE_*.
+# read SNAPSTORE_TEST_HBASE_* (internal/testenv reads them all, and skips such a
+# test under -short or when its variables are unset).
 PKGS ?= ./...
 TESTFLAGS ?= -count=1 -timeout 25m
+# make test runs PKGS under the race detector; RACE= runs them without. In
+# tests/e2e it watches only the test process: the binaries it starts are
+# built without it.
+RACE ?= -race
 
 .PHONY: help
 help: ## list the targets
@@ -88,10 +93,10 @@ deps: ## install and start what the tests need (MariaDB, PostgreSQL, HBase, Chro
 SCHEMATHESIS_EXAMPLES ?= 25
 
 .PHONY: test
-test: deps build ## install and start MariaDB, PostgreSQL, HBase, Chromium and schemathesis, then run the whole suite and fuzz the API
+test: deps build ## install and start MariaDB, PostgreSQL, HBase, Chromium and schemathesis, then run the whole suite (-race) and fuzz the API
 	$(GO) vet ./...
 	set -a; eval "$$(scripts/mariadb.sh env)"; eval "$$(scripts/postgres.sh env)"; if [ -x scripts/hbase-standalone.sh ]; then eval "$$(scripts/hbase-standalone.sh env)"; fi; set +a; \
-	$(GO) test $(TESTFLAGS) $(PKGS)
+	$(GO) test $(RACE) $(TESTFLAGS) $(PKGS)
 	@# The snapshot semantics suite again on the real HBase (the crash test
 	@# killing inside multi-call operations there, the model test injecting
 	@# faults), with fewer model steps: HBase round trips cost ~1 ms each.
@@ -102,6 +107,10 @@ test: deps build ## install and start MariaDB, PostgreSQL, HBase, Chromium and s
 	else echo "make: HBase is not running: the snapshot suite on HBase did not run (see make deps above)"; \
 		if [ -n "$$CI" ]; then exit 1; fi; fi
 	SCHEMATHESIS_EXAMPLES=$(SCHEMATHESIS_EXAMPLES) scripts/schemathesis.sh run $(BIN)
+
+.PHONY: test-unit
+test-unit: ## go test -short -race over every package with no service running (no make deps): tests that need MariaDB, PostgreSQL, HBase or Chromium skip, saying so
+	env -u SNAPSTORE_SNAPSHOT_BACKEND $(GO) test -short -race -count=1 -timeout 15m ./...
 
 .PHONY: fuzz-api
 fuzz-api: build ## schemathesis over /openapi.json, every check, reader and admin tokens (SCHEMATHESIS_EXAMPLES=25)
@@ -115,10 +124,20 @@ screenshots: ## retake the console screenshots of docs/console.md (needs MariaDB
 	set -a; eval "$$(scripts/mariadb.sh env)"; set +a; \
 	$(GO) test -count=1 -run 'TestConsole$$' ./tests/e2e -console.screenshots=$(CURDIR)/docs/console
 
+# staticcheck at a pinned version, installed by `go install` (through the Go
+# module proxy of the environment) into .cache on first use.
+STATICCHECK_VERSION ?= v0.8.2
+STATICCHECK := .cache/staticcheck/$(STATICCHECK_VERSION)/staticcheck
+
+$(STATICCHECK):
+	GOBIN=$(CURDIR)/$(dir $@) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
 .PHONY: lint
-lint: ## fail on unformatted Go files (gofmt) and go vet findings
+lint: $(STATICCHECK) ## gofmt, go vet, staticcheck and the structural lint (internal/lint: layers, imports, comments, docs/architecture.md's map)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
+	$(STATICCHECK) ./...
+	$(GO) test -count=1 ./internal/lint
 
 # Benchmarks of the main job on a synthetic table; not part of `make test`.
 ROWS ?= 2000000

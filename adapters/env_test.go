@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/snapstore/snapstore/internal/testenv"
 	"go.uber.org/goleak"
 )
 
@@ -67,13 +68,13 @@ func TestMain(m *testing.M) {
 			code = 1
 		}
 	}
-	if pw := os.Getenv("SNAPSTORE_TEST_MYSQL_PASSWORD"); pw != "" && code == 0 {
+	if my, ok := testenv.LookupMySQL(); ok && my.Password != "" && code == 0 {
 		leakMu.Lock()
 		text := leakBuf.String()
 		leakMu.Unlock()
-		secrets := []string{pw, testFilePassword}
-		if pg := os.Getenv("SNAPSTORE_TEST_POSTGRES_PASSWORD"); pg != "" {
-			secrets = append(secrets, pg)
+		secrets := []string{my.Password, testFilePassword}
+		if pg, ok := testenv.LookupPostgres(); ok && pg.Password != "" {
+			secrets = append(secrets, pg.Password)
 		}
 		for _, secret := range secrets {
 			if i := strings.Index(text, secret); i >= 0 {
@@ -93,25 +94,15 @@ func TestMain(m *testing.M) {
 // references only.
 const testFilePassword = "file-secret-7f3a9c"
 
-// mysqlTestEnv reads the SNAPSTORE_TEST_MYSQL_* variables
-// (scripts/mariadb.sh env) or skips.
+// mysqlTestEnv is the test MariaDB with the suites' helpers.
 type mysqlTestEnv struct {
-	Host, Port, User, Password, Socket string
+	testenv.MySQLServer
 }
 
+// mysqlEnv returns the test MariaDB or skips (testenv.MySQL).
 func mysqlEnv(t testing.TB) mysqlTestEnv {
 	t.Helper()
-	e := mysqlTestEnv{
-		Host:     os.Getenv("SNAPSTORE_TEST_MYSQL_HOST"),
-		Port:     os.Getenv("SNAPSTORE_TEST_MYSQL_PORT"),
-		User:     os.Getenv("SNAPSTORE_TEST_MYSQL_USER"),
-		Password: os.Getenv("SNAPSTORE_TEST_MYSQL_PASSWORD"),
-		Socket:   os.Getenv("SNAPSTORE_TEST_MYSQL_SOCKET"),
-	}
-	if e.Host == "" || e.User == "" {
-		t.Skip("MariaDB not configured: SNAPSTORE_TEST_MYSQL_HOST/PORT/USER/PASSWORD unset (run: eval \"$(scripts/mariadb.sh env)\")")
-	}
-	return e
+	return mysqlTestEnv{testenv.MySQL(t)}
 }
 
 // options returns mysql connection options for database db, the password

@@ -5,12 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/snapstore/snapstore/api"
+	"github.com/snapstore/snapstore/internal/testenv"
 )
 
 // sourceEnv is one real source server the connection, adapter and pull
@@ -116,26 +116,15 @@ func (e mysqlTestEnv) terminate(t testing.TB, db string) {
 	}
 }
 
-// postgresTestEnv reads the SNAPSTORE_TEST_POSTGRES_* variables
-// (scripts/postgres.sh env).
+// postgresTestEnv is the test PostgreSQL with the suites' helpers.
 type postgresTestEnv struct {
-	Host, Port, User, Password, SocketDir string
+	testenv.PostgresServer
 }
 
-// postgresEnv returns the test PostgreSQL or skips.
+// postgresEnv returns the test PostgreSQL or skips (testenv.Postgres).
 func postgresEnv(t testing.TB) postgresTestEnv {
 	t.Helper()
-	e := postgresTestEnv{
-		Host:      os.Getenv("SNAPSTORE_TEST_POSTGRES_HOST"),
-		Port:      os.Getenv("SNAPSTORE_TEST_POSTGRES_PORT"),
-		User:      os.Getenv("SNAPSTORE_TEST_POSTGRES_USER"),
-		Password:  os.Getenv("SNAPSTORE_TEST_POSTGRES_PASSWORD"),
-		SocketDir: os.Getenv("SNAPSTORE_TEST_POSTGRES_SOCKET_DIR"),
-	}
-	if e.Host == "" || e.User == "" {
-		t.Skip("PostgreSQL not configured: SNAPSTORE_TEST_POSTGRES_HOST/PORT/USER/PASSWORD unset (run: eval \"$(scripts/postgres.sh env)\")")
-	}
-	return e
+	return postgresTestEnv{testenv.Postgres(t)}
 }
 
 func (e postgresTestEnv) typ() string           { return "postgres" }

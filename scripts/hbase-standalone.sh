@@ -19,6 +19,12 @@
 #                                        its own this way
 #   scripts/hbase-standalone.sh reset    stop, then delete the data directory
 #
+# An HBase that this script started from another checkout and that answers
+# on the Thrift2 port is used as it is: start, status and env act on it
+# (env prints its work dir as SNAPSTORE_HBASE_DIR), while stop and reset act
+# only on this checkout's. It is found by the gateway process listening on
+# the port (ss), whose command line holds its work dir.
+#
 # Settings (environment):
 #   SNAPSTORE_HBASE_DIR         work dir (jars, config, data, logs, pids);
 #                               default .cache/hbase in the checkout
@@ -49,12 +55,15 @@ rsport=${SNAPSTORE_HBASE_REGIONSERVER_PORT:-22120}
 xmx=${SNAPSTORE_HBASE_XMX:-2g}
 wait_s=${SNAPSTORE_HBASE_WAIT:-240}
 pom=$here/scripts/hbase/pom.xml
-lib=$dir/lib
-conf=$dir/conf
-data=$dir/data
-logs=$dir/logs
-master_pid=$dir/master.pid
-thrift_pid=$dir/thrift-$thriftport.pid
+set_paths() {
+	lib=$dir/lib
+	conf=$dir/conf
+	data=$dir/data
+	logs=$dir/logs
+	master_pid=$dir/master.pid
+	thrift_pid=$dir/thrift-$thriftport.pid
+}
+set_paths
 
 log() { printf 'hbase-standalone.sh: %s\n' "$*" >&2; }
 
@@ -81,6 +90,36 @@ alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 up() { alive "$master_pid" && alive "$thrift_pid" && port_open "$thriftport"; }
+
+# served_dir prints the work dir of the HBase whose Thrift2 gateway listens
+# on the port, wherever this script started it; it fails when there is
+# none or it is not one of ours.
+served_dir() {
+	command -v ss >/dev/null 2>&1 || return 1
+	local pid d
+	pid=$(ss -ltnpH "sport = :$thriftport" 2>/dev/null | grep -o 'pid=[0-9]*' | head -n 1 | cut -d= -f2)
+	[ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
+	d=$(tr '\0' '\n' <"/proc/$pid/cmdline" | sed -n 's/^-Dhbase\.home\.dir=//p' | head -n 1)
+	[ -n "$d" ] && [ -f "$d/master.pid" ] && echo "$d"
+}
+
+# adopt points this script at the HBase of another checkout when this
+# checkout's is not up and that one is.
+adopt() {
+	up && return 0
+	local other
+	other=$(served_dir) || return 0
+	[ "$other" != "$dir" ] || return 0
+	local own=$dir
+	dir=$other
+	set_paths
+	if ! up; then
+		dir=$own
+		set_paths
+		return 0
+	fi
+	log "using the HBase started from $dir"
+}
 
 fetch() {
 	if [ -f "$lib/.stamp" ] && [ "$lib/.stamp" -nt "$pom" ]; then return; fi
@@ -226,6 +265,10 @@ stop() {
 	stop_pid "$master_pid"
 	log "stopped"
 }
+
+case "${1:-}" in
+start | status | env) adopt ;;
+esac
 
 case "${1:-}" in
 start) start ;;

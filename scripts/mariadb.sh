@@ -8,6 +8,11 @@
 #   scripts/mariadb.sh status  exit 0 when it answers
 #   scripts/mariadb.sh env     print the variables tests read
 #
+# A server that already answers on the port with the test user (one that
+# scripts/mariadb.sh started from another checkout) is used as it is: start
+# loads sakila into it if missing, env prints its socket, and stop leaves
+# it running (it stops only the server of this checkout).
+#
 # Settings (environment): SNAPSTORE_MARIADB_DIR (data dir, default
 # .cache/mariadb), SNAPSTORE_MARIADB_PORT (default 23306, loopback only).
 # The test user is snapstore / snapstore-test-pw with all privileges; the
@@ -27,6 +32,19 @@ log() { printf 'mariadb.sh: %s\n' "$*" >&2; }
 
 ping() { mariadb --protocol=socket -S "$sock" -uroot -e 'SELECT 1' >/dev/null 2>&1; }
 
+# sql_tcp runs mariadb as the test user over TCP on the port.
+sql_tcp() { MYSQL_PWD=$pw mariadb --protocol=tcp --connect-timeout=5 -h 127.0.0.1 -P "$port" -u "$user" "$@"; }
+
+# served_socket prints the socket of the server that answers on the port
+# with the test user, wherever it was started; it fails when none does.
+served_socket() {
+	command -v mariadb >/dev/null 2>&1 || return 1
+	local s
+	s=$(sql_tcp -N -B -e 'SELECT @@socket' 2>/dev/null) && [ -n "$s" ] && echo "$s"
+}
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; }
+
 install() {
 	if command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ]; then return; fi
 	log "installing Debian's mariadb-server"
@@ -38,6 +56,18 @@ install() {
 start() {
 	install
 	if ping; then log "already running on 127.0.0.1:$port"; return; fi
+	local other
+	if other=$(served_socket); then
+		log "using the server already running on 127.0.0.1:$port (socket $other)"
+		if ! sql_tcp -e 'SELECT 1 FROM sakila.store LIMIT 1' >/dev/null 2>&1; then
+			load_sakila sql_tcp
+		fi
+		return
+	fi
+	if port_open; then
+		log "port $port is taken by a process that does not take the test user; set SNAPSTORE_MARIADB_PORT"
+		exit 1
+	fi
 	mkdir -p "$dir"
 	if [ ! -d "$dir/data/mysql" ]; then
 		mkdir -p "$dir/data"
@@ -64,10 +94,14 @@ SQL
 	log "running on 127.0.0.1:$port (socket $sock)"
 }
 
+# load_sakila loads the sample through the given client (root on the
+# socket by default).
 load_sakila() {
 	[ -f "$sakila/sakila-schema.sql" ] || { log "no sakila at $sakila"; exit 1; }
-	mariadb -S "$sock" -uroot <"$sakila/sakila-schema.sql"
-	mariadb -S "$sock" -uroot <"$sakila/sakila-data.sql"
+	local client=("$@")
+	[ ${#client[@]} -gt 0 ] || client=(mariadb -S "$sock" -uroot)
+	"${client[@]}" <"$sakila/sakila-schema.sql"
+	"${client[@]}" <"$sakila/sakila-data.sql"
 	log "loaded sakila"
 }
 
@@ -83,9 +117,12 @@ stop() {
 case "${1:-}" in
 start) start ;;
 stop) stop ;;
-status) ping ;;
-reload-sakila) load_sakila ;;
+status) ping || served_socket >/dev/null ;;
+reload-sakila) if ping; then load_sakila; else load_sakila sql_tcp; fi ;;
 env)
+	# The socket is this checkout's unless another checkout's server
+	# answers on the port.
+	if ! ping && other=$(served_socket); then sock=$other; fi
 	echo "SNAPSTORE_TEST_MYSQL_HOST=127.0.0.1"
 	echo "SNAPSTORE_TEST_MYSQL_PORT=$port"
 	echo "SNAPSTORE_TEST_MYSQL_USER=$user"

@@ -9,6 +9,11 @@
 #   scripts/postgres.sh status  exit 0 when it answers
 #   scripts/postgres.sh env     print the variables tests read
 #
+# A server that already answers on the port with the test user (one that
+# scripts/postgres.sh started from another checkout) is used as it is:
+# start loads pagila into it if missing, env prints its socket directory,
+# and stop leaves it running (it stops only the cluster of this checkout).
+#
 # Settings (environment): SNAPSTORE_POSTGRES_DIR (cluster dir, default
 # .cache/postgres), SNAPSTORE_POSTGRES_PORT (default 25432, loopback only).
 # The test user is snapstore / snapstore-test-pw, a superuser; the password
@@ -51,6 +56,20 @@ ping() {
 	as "$bin/pg_isready" -q -h "$sockdir" -p "$port" -U postgres >/dev/null 2>&1
 }
 
+# psql_tcp runs psql as the test user over TCP on the port.
+psql_tcp() { PGPASSWORD=$pw PGCONNECT_TIMEOUT=5 PGOPTIONS="-c client_min_messages=warning" "$bin/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U "$user" "$@"; }
+
+# served_sockdir prints the socket directory of the server that answers on
+# the port with the test user, wherever it was started; it fails when none
+# does.
+served_sockdir() {
+	bin=$(bindir 2>/dev/null) || return 1
+	local s
+	s=$(psql_tcp -d postgres -At -c 'SHOW unix_socket_directories' 2>/dev/null) && [ -n "$s" ] && echo "${s%%,*}"
+}
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; }
+
 install() {
 	if bindir >/dev/null 2>&1; then return; fi
 	log "installing Debian's postgresql"
@@ -69,6 +88,18 @@ start() {
 	install
 	bin=$(bindir)
 	if ping; then log "already running on 127.0.0.1:$port"; return; fi
+	local other
+	if other=$(served_sockdir); then
+		log "using the server already running on 127.0.0.1:$port (socket dir $other)"
+		if ! psql_tcp -d pagila -c 'SELECT 1 FROM store LIMIT 1' >/dev/null 2>&1; then
+			load_pagila psql_tcp
+		fi
+		return
+	fi
+	if port_open; then
+		log "port $port is taken by a process that does not take the test user; set SNAPSTORE_POSTGRES_PORT"
+		exit 1
+	fi
 	mkdir -p "$dir" "$sockdir"
 	chmod 700 "$sockdir"
 	if [ "$(id -u)" = 0 ]; then chown postgres: "$dir" "$sockdir"; fi
@@ -97,10 +128,14 @@ SQL
 	log "running on 127.0.0.1:$port (socket dir $sockdir)"
 }
 
+# load_pagila loads the sample through the given client (psql_su, the
+# superuser on the socket, by default; psql_tcp, the test user, who is a
+# superuser too, for a server of another checkout).
 load_pagila() {
 	[ -f "$pagila" ] || { log "no pagila sample at $pagila"; exit 1; }
-	psql_su -d postgres -c 'DROP DATABASE IF EXISTS pagila' -c "CREATE DATABASE pagila OWNER $user"
-	as "$bin/psql" -X -q -v ON_ERROR_STOP=1 -h "$sockdir" -p "$port" -U postgres -d pagila -f - <"$pagila" >/dev/null
+	local client=${1:-psql_su}
+	"$client" -d postgres -c 'DROP DATABASE IF EXISTS pagila' -c "CREATE DATABASE pagila OWNER $user"
+	"$client" -d pagila -f - <"$pagila" >/dev/null
 	log "loaded pagila"
 }
 
@@ -113,9 +148,15 @@ stop() {
 case "${1:-}" in
 start) start ;;
 stop) stop ;;
-status) ping ;;
-reload-pagila) bin=$(bindir); load_pagila ;;
+status) ping || served_sockdir >/dev/null ;;
+reload-pagila)
+	bin=$(bindir)
+	if ping; then load_pagila; else load_pagila psql_tcp; fi
+	;;
 env)
+	# The socket directory is this checkout's unless another checkout's
+	# server answers on the port.
+	if ! ping && other=$(served_sockdir); then sockdir=$other; fi
 	echo "SNAPSTORE_TEST_POSTGRES_HOST=127.0.0.1"
 	echo "SNAPSTORE_TEST_POSTGRES_PORT=$port"
 	echo "SNAPSTORE_TEST_POSTGRES_USER=$user"

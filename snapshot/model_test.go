@@ -85,13 +85,18 @@ func randValue(rng *rand.Rand, k Kind) Value {
 // effect only where the DB said the outcome was unknown
 // (ErrOutcomeUnknown), or as GC's expiry: the model follows the DB there,
 // and checks it followed one of the allowed outcomes. Run longer with
-// -model.steps=N; replay with -model.seed=S.
+// -model.steps=N; replay with -model.seed=S. Under -short it takes 300
+// steps unless -model.steps is given.
 func TestModel(t *testing.T) {
 	seed := *modelSeed
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
-	t.Logf("seed %d (replay with -model.seed=%d), %d steps, faults %v", seed, seed, *modelSteps, *modelFaults)
+	steps := *modelSteps
+	if testing.Short() && !flagGiven("model.steps") {
+		steps = 300
+	}
+	t.Logf("seed %d (replay with -model.seed=%d), %d steps, faults %v", seed, seed, steps, *modelFaults)
 	rng := rand.New(rand.NewPCG(seed, seed>>1|1))
 	frng := rand.New(rand.NewPCG(seed, 0xfa))
 	ctx := context.Background()
@@ -177,7 +182,7 @@ func TestModel(t *testing.T) {
 		}
 	}
 
-	for step := 0; step < *modelSteps; step++ {
+	for step := 0; step < steps; step++ {
 		outage = 0
 		fail := func(format string, args ...any) {
 			t.Helper()
@@ -627,7 +632,7 @@ func TestModel(t *testing.T) {
 	}
 	addStats(fs.Stats())
 	t.Logf("seed %d: %d steps, %d with a fault, %d store calls, faults injected %v, late writes landed %d dropped %d; %d outcomes learned later; 0 divergences",
-		seed, *modelSteps, faultSteps, total.Calls, total.Injected, total.LateLanded, total.LateDropped, unknowns)
+		seed, steps, faultSteps, total.Calls, total.Injected, total.LateLanded, total.LateDropped, unknowns)
 	// Finally, once every late write landed or can no longer land, GC with
 	// retention 1 and no readers leaves exactly the cells of the current
 	// version and no invalid transaction.
@@ -675,6 +680,13 @@ func TestModel(t *testing.T) {
 // isInjected reports whether err comes from a fault the test injected
 // (storetest.ErrInjected), or from a write whose outcome the DB could not
 // learn because of one (ErrOutcomeUnknown).
+// flagGiven reports whether the command line set the flag name.
+func flagGiven(name string) bool {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
 func isInjected(err error) bool {
 	return errors.Is(err, storetest.ErrInjected) || errors.Is(err, store.ErrUnavailable) || errors.Is(err, ErrOutcomeUnknown)
 }

@@ -3,7 +3,6 @@ package placement
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -34,9 +33,6 @@ func recordStores(t *testing.T, f func(t *testing.T, a, b *records.Store)) {
 		f(t, records.New(st, recordsTable), records.New(st, recordsTable))
 	})
 	t.Run("hbase", func(t *testing.T) {
-		if os.Getenv(hbasetest.EnvThrift) == "" {
-			t.Skip(hbasetest.EnvThrift + " is not set: no HBase to test against (make test sets it)")
-		}
 		opts := hbasetest.Options(t)
 		t.Cleanup(func() { hbase.DropTable(context.Background(), opts) })
 		a := hbasetest.OpenOptions(t, opts)

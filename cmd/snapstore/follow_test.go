@@ -38,18 +38,24 @@ func TestProgressLine(t *testing.T) {
 	}
 }
 
-// TestCLI_RunProgressBar runs an adapter of 300,000 rows through the CLI
-// with stderr taken for a terminal: the bar is redrawn in place (\r) and
-// grows to the end, the record follows on stdout, exit code 0. Without a
-// terminal the same run writes no bar.
+// TestCLI_RunProgressBar runs an adapter of 300,000 rows (30,000 under
+// -short) through the CLI with stderr taken for a terminal: the bar is
+// redrawn in place (\r) and grows to the end, the record follows on stdout,
+// exit code 0. Without a terminal the same run writes no bar.
 func TestCLI_RunProgressBar(t *testing.T) {
-	url, _, _ := startServe(t, 300000, nil)
+	// Enough rows for several frames at a 5 ms poll; fewer under -short,
+	// where a run of 30,000 rows still lasts many polls.
+	rows := 300000
+	if testing.Short() {
+		rows = 30000
+	}
+	url, _, _ := startServe(t, rows, nil)
 	oldPoll, oldTerm := followPoll, isTerminal
 	followPoll = 5 * time.Millisecond
 	isTerminal = func(any) bool { return true }
 	defer func() { followPoll, isTerminal = oldPoll, oldTerm }()
 	code, out, errs := cli(t, "run", "big", "--server", url)
-	if code != 0 || !strings.Contains(out, "status:    succeeded") || !strings.Contains(out, "300,000 inserted") {
+	if code != 0 || !strings.Contains(out, "status:    succeeded") || !strings.Contains(out, count(int64(rows))+" inserted") {
 		t.Fatalf("run: exit %d\n%s", code, out)
 	}
 	frames := strings.Split(errs, "\r")

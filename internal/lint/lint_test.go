@@ -2,7 +2,8 @@
 // Pebble's internal/lint: the one-way package dependencies (server/cluster ->
 // adapters -> snapshot -> txn -> store), which packages may import a storage
 // engine or a source driver, error-message habits, comments that speak of the
-// code, and invariant labels that are unique and resolve.
+// code, invariant labels that are unique and resolve, and the package map of
+// docs/architecture.md (architecture_test.go).
 package lint
 
 import (
@@ -362,59 +363,5 @@ func TestInvariantLabels(t *testing.T) {
 				}
 			}
 		}
-	}
-}
-
-// TestArchitectureMap checks that docs/architecture.md's package map names
-// every non-test Go file of the module, and no file that is not there: each
-// "### dir" heading of the "## Package map" section is followed by a table
-// whose first column names the files of dir (or of its subdirectories,
-// as "sub/file.go").
-func TestArchitectureMap(t *testing.T) {
-	root, _ := filepath.Abs("../..")
-	doc, err := os.ReadFile(filepath.Join(root, "docs/architecture.md"))
-	if err != nil {
-		t.Fatalf("reading the package map: %v", err)
-	}
-	text := string(doc)
-	start := strings.Index(text, "\n## Package map")
-	if start < 0 {
-		t.Fatal("docs/architecture.md has no \"## Package map\" section")
-	}
-	text = text[start+1:]
-	if end := strings.Index(text[3:], "\n## "); end >= 0 {
-		text = text[:end+3]
-	}
-	listed := map[string]bool{}
-	dirs := map[string]bool{}
-	dir := ""
-	cell := regexp.MustCompile("^\\| `([^`]+\\.go)` \\|")
-	for _, line := range strings.Split(text, "\n") {
-		if h, ok := strings.CutPrefix(line, "### "); ok {
-			dir = strings.TrimSpace(h)
-			dirs[dir] = true
-			continue
-		}
-		if m := cell.FindStringSubmatch(line); m != nil && dir != "" {
-			listed[path.Join(dir, m[1])] = true
-		}
-	}
-	inTree := map[string]bool{}
-	for _, gf := range parseModule(t) {
-		inTree[gf.rel] = true // a test file may be listed, as lint_test.go is
-		if gf.test {
-			continue
-		}
-		if !listed[gf.rel] {
-			t.Errorf("%s is not in docs/architecture.md's package map", gf.rel)
-		}
-	}
-	for f := range listed {
-		if !inTree[f] {
-			t.Errorf("docs/architecture.md's package map lists %s, which is not in the tree", f)
-		}
-	}
-	if len(dirs) == 0 {
-		t.Error("the package map has no package headings")
 	}
 }

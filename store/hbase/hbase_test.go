@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snapstore/snapstore/internal/testenv"
 	"github.com/snapstore/snapstore/store"
 	"github.com/snapstore/snapstore/store/hbase"
 	"github.com/snapstore/snapstore/store/hbase/hbasetest"
@@ -19,7 +20,7 @@ func reopen(t *testing.T, closed store.Store) store.Store {
 }
 
 func TestConformance(t *testing.T) {
-	hbasetest.Addr(t)
+	testenv.HBaseThrift(t)
 	storetest.RunSuite(t, openTest, storetest.WithReopen(reopen))
 }
 
@@ -27,7 +28,7 @@ func TestConformance(t *testing.T) {
 // write call, so that a partial Apply follows several of Apply's calls
 // (store.ApplyPlanner).
 func TestFaults(t *testing.T) {
-	hbasetest.Addr(t)
+	testenv.HBaseThrift(t)
 	storetest.RunFaultSuite(t, func(t *testing.T) store.Store {
 		return hbasetest.Open(t, func(o *hbase.Options) { o.MaxCellsPerCall = 3 })
 	})
@@ -38,7 +39,7 @@ func TestFaults(t *testing.T) {
 // (store.S3 then rests on HBase's scanner read point, not on one reply) and
 // batches span many writes.
 func TestConformanceSmallCalls(t *testing.T) {
-	hbasetest.Addr(t)
+	testenv.HBaseThrift(t)
 	if testing.Short() {
 		t.Skip("-short: TestConformance covers the same behaviours")
 	}
@@ -108,7 +109,7 @@ func contains(s, sub string) bool { return strings.Contains(s, sub) }
 // BenchmarkStore runs the shared store benchmarks on the test HBase, one
 // fresh HBase table per sub-benchmark.
 func BenchmarkStore(b *testing.B) {
-	hbasetest.Addr(b)
+	testenv.HBaseThrift(b)
 	storetest.RunBenchmarks(b, func(b *testing.B) store.Store { return hbasetest.Open(b) })
 }
 

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/snapstore/snapstore/internal/testenv"
 	"log/slog"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,12 +18,7 @@ import (
 
 func testAddr(t testing.TB) string {
 	t.Helper()
-	addr := os.Getenv("SNAPSTORE_TEST_HBASE_THRIFT")
-	if addr == "" {
-		t.Skip("SNAPSTORE_TEST_HBASE_THRIFT is not set, so there is no HBase to test against: " +
-			"run scripts/hbase-standalone.sh start, then eval \"$(scripts/hbase-standalone.sh env)\" (make test does both)")
-	}
-	return addr
+	return testenv.HBaseThrift(t)
 }
 
 var tableSeq atomic.Int64

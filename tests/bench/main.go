@@ -39,6 +39,8 @@ import (
 
 	"github.com/snapstore/snapstore/store/hbase"
 	"github.com/snapstore/snapstore/tests/procstat"
+
+	"github.com/snapstore/snapstore/internal/testenv"
 )
 
 var (
@@ -61,12 +63,12 @@ type env struct {
 }
 
 func mustEnv() env {
-	e := env{os.Getenv("SNAPSTORE_TEST_MYSQL_HOST"), os.Getenv("SNAPSTORE_TEST_MYSQL_PORT"),
-		os.Getenv("SNAPSTORE_TEST_MYSQL_USER"), os.Getenv("SNAPSTORE_TEST_MYSQL_PASSWORD"), os.Getenv("SNAPSTORE_TEST_HBASE_THRIFT")}
-	if e.host == "" {
+	my, ok := testenv.LookupMySQL()
+	if !ok {
 		log.Fatal("bench: SNAPSTORE_TEST_MYSQL_* unset; run through `make bench`")
 	}
-	return e
+	thrift, _ := testenv.LookupHBaseThrift()
+	return env{my.Host, my.Port, my.User, my.Password, thrift}
 }
 
 func (e env) sql(q string) string {

@@ -37,6 +37,8 @@ import (
 
 	"github.com/snapstore/snapstore/store/hbase"
 	"github.com/snapstore/snapstore/tests/procstat"
+
+	"github.com/snapstore/snapstore/internal/testenv"
 )
 
 var (
@@ -44,7 +46,7 @@ var (
 	nodes  = flag.Int("nodes", 3, "nodes of the cluster (at least 2)")
 	out    = flag.String("out", "docs/benchmarks.md", "markdown report whose cluster section is written")
 	bin    = flag.String("bin", "bin/snapstore", "snapstore binary")
-	thrift = flag.String("thrift", os.Getenv("SNAPSTORE_TEST_HBASE_THRIFT"), "HBase Thrift2 gateway")
+	thrift = flag.String("thrift", os.Getenv(testenv.EnvHBaseThrift), "HBase Thrift2 gateway")
 	qmem   = flag.Int64("queue-memory", 8<<20, "cluster.transfer.queue_memory of every node: below the run's rows for a down owner, so that they spill")
 )
 

@@ -60,7 +60,7 @@ func agree(t *testing.T, ids, names []string, ps ...*proc) bool {
 //     a failure of every node.
 func TestClusterForgetRejoin(t *testing.T) {
 	if binPath == "" {
-		t.Skip("the snapstore binary was not built: no test service is set")
+		t.Skip("the snapstore binary was not built: -short, or no test service is set")
 	}
 	env := hbaseEnv(t)
 	src := filepath.Join(t.TempDir(), "src.db")

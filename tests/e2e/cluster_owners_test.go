@@ -122,7 +122,7 @@ func cli(t *testing.T, args ...string) string {
 // moves on.
 func TestClusterOwners(t *testing.T) {
 	if binPath == "" {
-		t.Skip("the snapstore binary was not built: no test service is set")
+		t.Skip("the snapstore binary was not built: -short, or no test service is set")
 	}
 	env := hbaseEnv(t)
 	key, keyFile := gossipKeyFile(t)

@@ -38,7 +38,7 @@ const runsBigRows = 150_000
 //     with no committed version lost.
 func TestClusterRuns(t *testing.T) {
 	if binPath == "" {
-		t.Skip("the snapstore binary was not built: no test service is set")
+		t.Skip("the snapstore binary was not built: -short, or no test service is set")
 	}
 	env := hbaseEnv(t)
 	key, keyFile := gossipKeyFile(t)

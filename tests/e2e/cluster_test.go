@@ -150,7 +150,7 @@ func without(env []string, name string) []string {
 // Every node writes the HBase table (writer slots, snapshot.W1).
 func TestCluster(t *testing.T) {
 	if binPath == "" {
-		t.Skip("the snapstore binary was not built: no test service is set")
+		t.Skip("the snapstore binary was not built: -short, or no test service is set")
 	}
 	env := hbaseEnv(t)
 	key, keyFile := gossipKeyFile(t)

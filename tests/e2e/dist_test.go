@@ -30,6 +30,9 @@ const distVersion = "v0.0.0-e2e"
 // /healthz on a loopback port; the systemd unit inside passes
 // systemd-analyze verify where that command exists.
 func TestDist(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: make dist builds the binary again with -trimpath")
+	}
 	if _, err := exec.LookPath("make"); err != nil {
 		t.Skip("make dist needs make, which is not installed")
 	}

@@ -114,11 +114,11 @@
 //	                      SIGTERM; its systemd unit through systemd-analyze
 //	                      verify (skipped where that is not installed).
 //
-// TestDist needs make and GNU tar, no database. The other tests skip
-// unless SNAPSTORE_TEST_MYSQL_* (or, for TestPagila,
+// TestDist needs make and GNU tar, no database. The tests skip under
+// -short, and unless SNAPSTORE_TEST_MYSQL_* (or, for TestPagila,
 // SNAPSTORE_TEST_POSTGRES_*; for the cluster tests,
-// SNAPSTORE_TEST_HBASE_THRIFT) are set (`make test` sets them from
-// scripts/mariadb.sh env, scripts/postgres.sh env and
+// SNAPSTORE_TEST_HBASE_THRIFT) are set (internal/testenv; `make test` sets
+// them from scripts/mariadb.sh env, scripts/postgres.sh env and
 // scripts/hbase-standalone.sh env). Run alone with:
 //
 //	set -a; eval "$(scripts/mariadb.sh env)"; eval "$(scripts/postgres.sh env)"; set +a

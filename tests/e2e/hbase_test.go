@@ -20,10 +20,6 @@ import (
 // ends. It skips t when there is no test HBase.
 func hbaseEnv(t *testing.T) []string {
 	t.Helper()
-	if os.Getenv(hbasetest.EnvThrift) == "" {
-		t.Skip(hbasetest.EnvThrift + " is not set, so there is no HBase to test against: " +
-			"run scripts/hbase-standalone.sh start, then eval \"$(scripts/hbase-standalone.sh env)\" (make test does both)")
-	}
 	opts := hbasetest.Options(t)
 	opts.Table = "e2e_" + opts.Table
 	t.Cleanup(func() {

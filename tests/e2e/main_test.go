@@ -1,18 +1,18 @@
 package e2e
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 
-	"github.com/snapstore/snapstore/store/hbase/hbasetest"
+	"github.com/snapstore/snapstore/internal/testenv"
 )
 
-// binPath is the snapstore binary built once by TestMain; empty when
-// neither the MariaDB nor the HBase environment is set (every test then
-// skips).
+// binPath is the snapstore binary built once by TestMain; empty under
+// -short or when no test service is configured (every test then skips).
 var binPath string
 
 func TestMain(m *testing.M) {
@@ -20,7 +20,11 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
-	if os.Getenv("SNAPSTORE_TEST_MYSQL_HOST") == "" && os.Getenv("SNAPSTORE_TEST_POSTGRES_HOST") == "" && os.Getenv(hbasetest.EnvThrift) == "" {
+	flag.Parse()
+	_, mysql := testenv.LookupMySQL()
+	_, postgres := testenv.LookupPostgres()
+	_, hbase := testenv.LookupHBaseThrift()
+	if testing.Short() || !mysql && !postgres && !hbase {
 		return m.Run() // the tests skip with the reason
 	}
 	dir, err := os.MkdirTemp("", "snapstore-e2e-bin-")

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/snapstore/snapstore/internal/testenv"
 )
 
 // privateMariaDB is a MariaDB server of one test, started and stopped with
@@ -104,7 +106,7 @@ func TestMariaDBStopMidRun(t *testing.T) {
 	m := startPrivateMariaDB(t)
 	at := func() string { return "[" + time.Since(start).Round(100*time.Millisecond).String() + "] " }
 	t.Logf("private MariaDB on port %s: started in %s", m.port, time.Since(start).Round(time.Millisecond))
-	pe := mysqlEnv{Host: "127.0.0.1", Port: m.port, User: e.User, Password: e.Password}
+	pe := mysqlEnv{testenv.MySQLServer{Host: "127.0.0.1", Port: m.port, User: e.User, Password: e.Password}}
 	root := pe.open(t, "")
 	for _, q := range []string{
 		"CREATE DATABASE e2e",

@@ -11,25 +11,18 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/snapstore/snapstore/internal/testenv"
 )
 
-// postgresEnv is the PostgreSQL of scripts/postgres.sh.
+// postgresEnv is the test PostgreSQL with the fixtures' helpers.
 type postgresEnv struct {
-	Host, Port, User, Password string
+	testenv.PostgresServer
 }
 
+// getPostgresEnv returns the test PostgreSQL or skips (testenv.Postgres).
 func getPostgresEnv(t testing.TB) postgresEnv {
 	t.Helper()
-	e := postgresEnv{
-		Host:     os.Getenv("SNAPSTORE_TEST_POSTGRES_HOST"),
-		Port:     os.Getenv("SNAPSTORE_TEST_POSTGRES_PORT"),
-		User:     os.Getenv("SNAPSTORE_TEST_POSTGRES_USER"),
-		Password: os.Getenv("SNAPSTORE_TEST_POSTGRES_PASSWORD"),
-	}
-	if e.Host == "" || e.Port == "" {
-		t.Skip("SNAPSTORE_TEST_POSTGRES_* unset: run through `make test` (scripts/postgres.sh starts PostgreSQL)")
-	}
-	return e
+	return postgresEnv{testenv.Postgres(t)}
 }
 
 // connect opens a pgx connection to db for fixtures and checks.

@@ -277,7 +277,7 @@ func checksumOf(t *testing.T, p *proc, dataset string, v int64) string {
 //     version unchanged; the owner back, the next run succeeds.
 func TestPartitionedRuns(t *testing.T) {
 	if binPath == "" {
-		t.Skip("the snapstore binary was not built: no test service is set")
+		t.Skip("the snapstore binary was not built: -short, or no test service is set")
 	}
 	src := ledgerTable(t, partitionedRows)
 	c := partitionedCluster(t, 3, src, partitionedOwnerWait.String())
@@ -473,7 +473,7 @@ func backlogRows(t *testing.T, p *proc, node string) float64 {
 //     run commits the source and the backlog drains.
 func TestPartitionedRunsFiveNodes(t *testing.T) {
 	if binPath == "" {
-		t.Skip("the snapstore binary was not built: no test service is set")
+		t.Skip("the snapstore binary was not built: -short, or no test service is set")
 	}
 	src := ledgerTable(t, partitionedRows)
 	c := partitionedCluster(t, 5, src, "5m", "SNAPSTORE_CLUSTER_TRANSFER_QUEUE_MEMORY=1048576", "SNAPSTORE_CLUSTER_TRANSFER_QUEUE_BATCHES=4")
@@ -830,7 +830,7 @@ func diffKeys(lines []diffLine) []string {
 //     point read of a moved row finds it at both versions.
 func TestPartitionedRunsPartitionKey(t *testing.T) {
 	if binPath == "" {
-		t.Skip("the snapstore binary was not built: no test service is set")
+		t.Skip("the snapstore binary was not built: -short, or no test service is set")
 	}
 	const rows = 6000
 	src := filepath.Join(t.TempDir(), "orders.db")

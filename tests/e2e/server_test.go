@@ -56,7 +56,7 @@ func startServer(t *testing.T, secret string, extraEnv ...string) *proc {
 func startServerWith(t *testing.T, secret, extraConfig string, extraEnv ...string) *proc {
 	t.Helper()
 	if binPath == "" {
-		t.Fatal("the snapstore binary was not built (TestMain)")
+		t.Skip("the snapstore binary was not built: -short, or no test service is set")
 	}
 	dir := t.TempDir()
 	p := &proc{

@@ -17,26 +17,18 @@ import (
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/snapstore/snapstore/internal/testenv"
 )
 
-// mysqlEnv is the test MariaDB as printed by scripts/mariadb.sh env.
+// mysqlEnv is the test MariaDB with the fixtures' helpers.
 type mysqlEnv struct {
-	Host, Port, User, Password, Socket string
+	testenv.MySQLServer
 }
 
+// getMySQLEnv returns the test MariaDB or skips (testenv.MySQL).
 func getMySQLEnv(t testing.TB) mysqlEnv {
 	t.Helper()
-	e := mysqlEnv{
-		Host:     os.Getenv("SNAPSTORE_TEST_MYSQL_HOST"),
-		Port:     os.Getenv("SNAPSTORE_TEST_MYSQL_PORT"),
-		User:     os.Getenv("SNAPSTORE_TEST_MYSQL_USER"),
-		Password: os.Getenv("SNAPSTORE_TEST_MYSQL_PASSWORD"),
-		Socket:   os.Getenv("SNAPSTORE_TEST_MYSQL_SOCKET"),
-	}
-	if e.Host == "" || e.Port == "" {
-		t.Skip("SNAPSTORE_TEST_MYSQL_* unset: run through `make test` (scripts/mariadb.sh starts MariaDB)")
-	}
-	return e
+	return mysqlEnv{testenv.MySQL(t)}
 }
 
 func (e mysqlEnv) open(t testing.TB, db string) *sql.DB {

@@ -55,7 +55,7 @@ func (r *refusals) Refused(to string, s transfer.Stream, reason string) {
 //     says why.
 func TestClusterTransfer(t *testing.T) {
 	if binPath == "" {
-		t.Skip("the snapstore binary was not built: no test service is set")
+		t.Skip("the snapstore binary was not built: -short, or no test service is set")
 	}
 	env := hbaseEnv(t)
 	certs := t.TempDir()

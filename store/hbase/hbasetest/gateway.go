@@ -3,6 +3,7 @@ package hbasetest
 import (
 	"testing"
 
+	"github.com/snapstore/snapstore/internal/testenv"
 	"github.com/snapstore/snapstore/store/hbase/internal/gateway"
 )
 
@@ -17,5 +18,5 @@ type Gateway = gateway.Gateway
 // scripts/hbase-standalone.sh on this machine.
 func StartGateway(t testing.TB) *Gateway {
 	t.Helper()
-	return gateway.Start(t, Addr(t))
+	return gateway.Start(t, testenv.HBaseThrift(t))
 }

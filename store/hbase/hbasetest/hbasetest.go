@@ -3,14 +3,14 @@
 // tests), each on a fresh HBase table dropped when the test ends.
 //
 //	func newTestStore(t testing.TB) store.Store {
-//		if os.Getenv(hbasetest.EnvThrift) != "" {
+//		if _, ok := testenv.LookupHBaseThrift(); ok {
 //			return hbasetest.Open(t)
 //		}
 //		...
 //	}
 //
 // The test HBase is the one scripts/hbase-standalone.sh starts; `make test`
-// exports its gateway address in SNAPSTORE_TEST_HBASE_THRIFT.
+// exports its gateway address (testenv.HBaseThrift).
 package hbasetest
 
 import (
@@ -22,27 +22,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snapstore/snapstore/internal/testenv"
 	"github.com/snapstore/snapstore/store/hbase"
 )
 
-// EnvThrift names the environment variable holding the test HBase's Thrift2
-// gateway as host:port; unset means no HBase to test against.
-const EnvThrift = "SNAPSTORE_TEST_HBASE_THRIFT"
-
 // Namespace is the HBase namespace of every test table.
 const Namespace = "snapstore_test"
-
-// Addr returns the test gateway's address, or skips t with a message saying
-// how to start one.
-func Addr(t testing.TB) string {
-	t.Helper()
-	addr := os.Getenv(EnvThrift)
-	if addr == "" {
-		t.Skip(EnvThrift + " is not set, so there is no HBase to test against: " +
-			"run scripts/hbase-standalone.sh start, then eval \"$(scripts/hbase-standalone.sh env)\" (make test does both)")
-	}
-	return addr
-}
 
 var (
 	runID = time.Now().UnixNano() % 1e9
@@ -52,10 +37,10 @@ var (
 // Options returns the options of a fresh test table: the test gateway, the
 // test namespace, a table name no other test or run uses, a 30 s call
 // timeout and a logger that discards. It skips t when there is no test
-// HBase.
+// HBase (testenv.HBaseThrift).
 func Options(t testing.TB) hbase.Options {
 	return hbase.Options{
-		Addr:        Addr(t),
+		Addr:        testenv.HBaseThrift(t),
 		Namespace:   Namespace,
 		Table:       fmt.Sprintf("t%d_%d_%d", runID, os.Getpid()%1000, seq.Add(1)),
 		CallTimeout: 30 * time.Second,
