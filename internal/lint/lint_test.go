@@ -29,10 +29,11 @@ var layer = map[string]int{
 	"snapshot": 2,
 	"adapters": 3,
 	"cluster":  4,
-	"server":   4,
-	"cmd":      5,
-	"tests":    6,
-	"internal": 6,
+	"notify":   4,
+	"server":   5,
+	"cmd":      6,
+	"tests":    7,
+	"internal": 7,
 }
 
 // forbidden lists imports that only some top-level packages may use outside
