@@ -27,10 +27,10 @@ type Runs interface {
 }
 
 // Notifier sends the events of runs to webhooks. Create it with New, give
-// it to adapters.Options.Observer, call Start once the adapters service
-// exists, and Close before the store closes. Safe for concurrent use.
+// it to adapters.Options.Observer, call Start once the store and the
+// adapters service are open, and Close before the store closes. Safe for
+// concurrent use.
 type Notifier struct {
-	db      *snapshot.DB
 	o       Options
 	log     *slog.Logger
 	metrics *metrics
@@ -47,6 +47,10 @@ type Notifier struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the loops and senders
 
+	// db is the store of the delivery log and the stale marks; nil until
+	// Start, read-only after it.
+	db *snapshot.DB
+
 	// mu guards the fields below.
 	mu      sync.Mutex
 	started bool
@@ -57,15 +61,14 @@ type Notifier struct {
 	since   time.Time // when Start was called: the base of a never-run adapter
 }
 
-// New returns a notifier over db with o (Options.Validate's checks); its
-// senders start at once, its event and stale loops with Start.
-func New(db *snapshot.DB, o Options) (*Notifier, error) {
+// New returns a notifier with o (Options.Validate's checks). Until Start
+// it only queues what RunEnded gets.
+func New(o Options) (*Notifier, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	o = o.withDefaults()
 	n := &Notifier{
-		db:     db,
 		o:      o,
 		log:    o.Logger.With("logger", "notify"),
 		hooks:  map[string]*Webhook{},
@@ -82,24 +85,26 @@ func New(db *snapshot.DB, o Options) (*Notifier, error) {
 	}
 	n.metrics = newMetrics(o.Registerer, func() float64 { return float64(len(n.queue) + len(n.ended)) })
 	n.ctx, n.cancel = context.WithCancel(context.Background())
-	for range o.Workers {
-		n.wg.Add(1)
-		go n.sender()
-	}
 	return n, nil
 }
 
-// Start starts the event loop over the runs of svc, the stale loop and
-// the delivery log's retention. node is this node's cluster id ("" alone);
-// owns reports whether this node fires the scheduled ticks of an adapter
-// (nil: it fires all), the one node whose stale loop looks at it (N2).
-func (n *Notifier) Start(svc Runs, node string, owns func(adapter string) bool) {
+// Start starts the senders, the event loop over the runs of svc, the
+// stale loop and the delivery log's retention, over db. node is this
+// node's cluster id ("" alone); owns reports whether this node fires the
+// scheduled ticks of an adapter (nil: it fires all), the one node whose
+// stale loop looks at it (N2).
+func (n *Notifier) Start(db *snapshot.DB, svc Runs, node string, owns func(adapter string) bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.started || n.closed {
 		return
 	}
+	n.db = db
 	n.started, n.svc, n.node, n.owns, n.since = true, svc, node, owns, n.now()
+	for range n.o.Workers {
+		n.wg.Add(1)
+		go n.sender()
+	}
 	n.wg.Add(3)
 	go n.eventLoop()
 	go n.staleLoop()
@@ -302,6 +307,12 @@ func (n *Notifier) Test(ctx context.Context, name string) (Delivery, error) {
 	if w == nil {
 		return Delivery{}, fmt.Errorf("%w: %q", ErrWebhookNotFound, name)
 	}
+	n.mu.Lock()
+	started := n.started
+	n.mu.Unlock()
+	if !started {
+		return Delivery{}, errors.New("notify: the notifier is not started")
+	}
 	one := *w
 	one.MaxAttempts = 1
 	a := n.newAttempt(&one, Event{Event: EventTest})
@@ -324,11 +335,6 @@ func (n *Notifier) Webhooks() []string {
 	}
 	slices.Sort(names)
 	return names
-}
-
-// Deliveries returns a page of the delivery log (ListDeliveries).
-func (n *Notifier) Deliveries(ctx context.Context, f DeliveryFilter) ([]Delivery, string, error) {
-	return ListDeliveries(ctx, n.db, f)
 }
 
 // newEventID returns a random event id (32 hex digits).

@@ -131,7 +131,7 @@ func newFixture(t *testing.T, o Options, schedule string) *fixture {
 	if o.Backoff == 0 {
 		o.Backoff, o.MaxBackoff = 20*time.Millisecond, 100*time.Millisecond
 	}
-	if f.n, err = New(f.db, o); err != nil {
+	if f.n, err = New(o); err != nil {
 		t.Fatal(err)
 	}
 	f.svc, err = adapters.New(ctx, f.db, adapters.Options{
@@ -144,7 +144,7 @@ func newFixture(t *testing.T, o Options, schedule string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.n.Start(f.svc, "", nil)
+	f.n.Start(f.db, f.svc, "", nil)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -192,7 +192,7 @@ func (f *fixture) run(t *testing.T, name string) adapters.RunRecord {
 func (f *fixture) deliveries(t *testing.T, filter DeliveryFilter) []Delivery {
 	t.Helper()
 	filter.Limit = 1000
-	ds, _, err := f.n.Deliveries(context.Background(), filter)
+	ds, _, err := ListDeliveries(context.Background(), f.db, filter)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,11 +400,11 @@ func TestRetryThenSuccess(t *testing.T) {
 	if n := len(f.deliveries(t, DeliveryFilter{Adapter: "items", Webhook: "flaky"})); n != 3 {
 		t.Fatalf("adapter filter kept %d", n)
 	}
-	page, next, err := f.n.Deliveries(context.Background(), DeliveryFilter{Limit: 2})
+	page, next, err := ListDeliveries(context.Background(), f.db, DeliveryFilter{Limit: 2})
 	if err != nil || len(page) != 2 || next == "" {
 		t.Fatalf("page %d %q %v", len(page), next, err)
 	}
-	if rest, _, err := f.n.Deliveries(context.Background(), DeliveryFilter{Limit: 2, After: next}); err != nil || len(rest) != 1 || rest[0].ID != ds[2].ID {
+	if rest, _, err := ListDeliveries(context.Background(), f.db, DeliveryFilter{Limit: 2, After: next}); err != nil || len(rest) != 1 || rest[0].ID != ds[2].ID {
 		t.Fatalf("second page %+v %v", rest, err)
 	}
 }
