@@ -482,3 +482,30 @@ func TestBackoff(t *testing.T) {
 		}
 	}
 }
+
+// TestStaleMarkMissed: a stale mark that the succeeded run after it did
+// not clear (its node stopped first) is cleared by the owner's stale loop,
+// which sends recovered in its stead, once.
+func TestStaleMarkMissed(t *testing.T) {
+	t.Setenv("TEST_NOTIFY_SECRET", testSecret)
+	rc := newReceiver(t)
+	f := newFixture(t, Options{Webhooks: []Webhook{hook("ops", rc.srv.URL)}, Default: []string{"ops"},
+		StaleInterval: 50 * time.Millisecond}, "@every 1h")
+	ok := f.run(t, "items")
+	mark, _ := json.Marshal(staleMark{Since: ok.Start.Add(-time.Minute)})
+	if _, err := f.db.CompareAndSetRecord(context.Background(), staleRecord, "items", nil, mark); err != nil {
+		t.Fatal(err)
+	}
+	g := rc.next(t, EventRecovered)
+	checkSigned(t, g)
+	if g.event.Adapter != "items" || g.event.LastSuccessAt == nil || !g.event.LastSuccessAt.Equal(*ok.End) {
+		t.Fatalf("recovered %+v", g.event)
+	}
+	if _, err := f.db.GetRecord(context.Background(), staleRecord, "items"); err == nil {
+		t.Fatal("the mark is still there")
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := len(f.deliveries(t, DeliveryFilter{Event: EventRecovered})); n != 1 {
+		t.Fatalf("%d recovered deliveries, want 1", n)
+	}
+}

@@ -92,6 +92,7 @@ func (n *Notifier) checkAdapter(ctx context.Context, svc Runs, a adapters.Adapte
 	}
 	now := n.now()
 	if !now.After(base.Add(time.Duration(n.o.StaleAfter) * period)) {
+		n.clearMissed(ctx, a, last, now)
 		return
 	}
 	mark, _ := json.Marshal(staleMark{Since: now.UTC()})
@@ -109,6 +110,29 @@ func (n *Notifier) checkAdapter(ctx context.Context, svc Runs, a adapters.Adapte
 		ev.LastSuccessAt = &last
 	}
 	n.publish(ev)
+}
+
+// clearMissed clears the stale mark of adapter a that a succeeded run
+// ending at last did not clear (its node stopped before it could, or
+// dropped the event), and sends the recovered event in its stead. It
+// leaves a mark alone for two StaleIntervals after the run, the time the
+// run's node has to clear it.
+func (n *Notifier) clearMissed(ctx context.Context, a adapters.Adapter, last, now time.Time) {
+	if last.IsZero() || now.Sub(last) < 2*n.o.StaleInterval {
+		return
+	}
+	old, err := n.db.GetRecord(ctx, staleRecord, a.Name)
+	if err != nil {
+		return // none, or unreadable: the next look sees it
+	}
+	var m staleMark
+	if json.Unmarshal(old, &m) != nil || !last.After(m.Since) {
+		return
+	}
+	if ok, err := n.db.CompareAndSetRecord(ctx, staleRecord, a.Name, old, nil); err != nil || !ok {
+		return
+	}
+	n.publish(Event{Event: EventRecovered, Adapter: a.Name, Dataset: a.Dataset, LastSuccessAt: &last})
 }
 
 // clearStale removes the stale mark of adapter and reports whether there

@@ -122,6 +122,15 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 			return place, parts.runs, nil
 		}
 	}
+	// The notifier observes the runs from the start (RunOnStart ones
+	// too) and sends once the store is open.
+	notifier, err := cfg.newNotifier(log, reg)
+	if err != nil {
+		return err
+	}
+	if notifier != nil {
+		cfg.runObserver = notifier
+	}
 	stk, err := openStackIn(ctx, cfg, log, reg, true, join)
 	if xfer != nil {
 		defer xfer.Close()
@@ -148,6 +157,16 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 		defer place.Close()
 		view = clusterView{m: mem, p: place, svc: stk.svc}
 	}
+	if notifier != nil {
+		node, owns := "", func(string) bool { return true }
+		if place != nil {
+			// The stale loop looks at the adapters whose ticks this node
+			// fires, so that one node sends a stale event (notify.N2).
+			node = place.Self()
+			owns = func(name string) bool { o, ok := place.Owner(name); return ok && o == node }
+		}
+		notifier.Start(stk.db, stk.svc, node, owns)
+	}
 	srv, err := server.New(server.Options{
 		DB:           stk.db,
 		Adapters:     stk.svc,
@@ -160,6 +179,7 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 		Transfer:     xferView,
 		Partitions:   partsView,
 		Audit:        cfg.Audit.options(cfg.auditOut, log),
+		Notifier:     notifier,
 	})
 	if err != nil {
 		return errors.Join(err, stk.close(context.Background()))
@@ -239,6 +259,13 @@ func serve(ctx context.Context, cfg *Config, tokens []server.Token, log *slog.Lo
 	select {
 	case <-gcDone:
 	case <-sctx.Done():
+	}
+	if notifier != nil {
+		// After the runs, whose events are queued by now; before the
+		// store, which holds the delivery log.
+		if err := notifier.Close(sctx); err != nil {
+			log.Warn("stopping notifications", "err", err)
+		}
 	}
 	closeErr := errors.Join(stk.db.Close(), stk.st.Close())
 	err = errors.Join(serveErr, svcErr, httpErr, closeErr)

@@ -59,10 +59,16 @@ type Config struct {
 	Secrets SecretsConfig `yaml:"secrets"`
 	// Audit configures the audit trail (docs/security.md).
 	Audit AuditConfig `yaml:"audit"`
+	// Notify configures run notifications (config_notify.go,
+	// docs/notifications.md).
+	Notify NotifyConfig `yaml:"notify"`
 
 	// auditOut receives the audit trail's JSON lines (cmdServe sets
 	// stderr); nil: the logger serve is given.
 	auditOut io.Writer
+	// runObserver is told of the runs that end (serve sets its
+	// notifier); nil: none is.
+	runObserver adapters.RunObserver
 	// unknownEnv lists SNAPSTORE_* variables that name no key.
 	unknownEnv []string
 	// lines maps a key path (adapters[0].schedule) to its line in the
@@ -240,6 +246,10 @@ type AdapterConfig struct {
 	// PartitionKey names the columns that place a partition-by-key run's
 	// rows on nodes; default the key columns.
 	PartitionKey []string `yaml:"partition_key"`
+	// Notify lists the webhooks of the adapter's run notifications: a
+	// name of notify.webhooks, or a webhook inline; absent: notify.default
+	// (config_notify.go).
+	Notify []AdapterNotifyConfig `yaml:"notify"`
 }
 
 // RetentionConfig is snapshot.Retention in the file.
@@ -414,6 +424,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	errs = append(errs, c.validateCluster()...)
+	errs = append(errs, c.validateNotify()...)
 	// Connections and adapters: the adapters package's own checks, every
 	// problem at once, before anything is opened.
 	for _, err := range adapters.ValidateConfig(c.connectionSpecs(), c.adapterSpecs()) {

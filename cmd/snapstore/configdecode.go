@@ -175,8 +175,9 @@ func decodeYAML(data []byte, cfg *Config) error {
 // Types that decodeNode and setEnv do not decode by kind: a duration is
 // text ("30s"), and "storage: pebble" is short for a StorageConfig.
 var (
-	durationType = reflect.TypeOf(time.Duration(0))
-	storageType  = reflect.TypeOf(StorageConfig{})
+	durationType      = reflect.TypeOf(time.Duration(0))
+	storageType       = reflect.TypeOf(StorageConfig{})
+	adapterNotifyType = reflect.TypeOf(AdapterNotifyConfig{})
 )
 
 // decodeNode decodes n into v, naming every bad key by its dotted path
@@ -199,6 +200,9 @@ func decodeNode(n *yaml.Node, v reflect.Value, path string, errs *[]error, lines
 	case v.Type() == storageType && n.Kind == yaml.ScalarNode:
 		// Shorthand: "storage: pebble" sets storage.backend.
 		v.FieldByName("Backend").SetString(n.Value)
+	case v.Type() == adapterNotifyType && n.Kind == yaml.ScalarNode:
+		// An adapter's "notify: [ops]" names a webhook of notify.webhooks.
+		v.FieldByName("Name").SetString(n.Value)
 	case v.Type() == durationType:
 		if n.Kind != yaml.ScalarNode {
 			bad("want a duration such as 30s or 24h")

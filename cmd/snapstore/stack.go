@@ -83,6 +83,7 @@ func openStackIn(ctx context.Context, cfg *Config, log *slog.Logger, reg prometh
 		Connections: cfg.connectionSpecs(),
 		Adapters:    cfg.adapterSpecs(),
 		SecretRefs:  cfg.secretRefLimits(),
+		Observer:    cfg.runObserver,
 		// A read-only reader of a shared HBase table never starts runs:
 		// the writer process does (snapshot.Options ReadOnly).
 		Schedule: schedule && !db.ReadOnly(),
