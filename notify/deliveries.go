@@ -20,8 +20,7 @@ const (
 	OutcomeRetry = "retry"
 	// OutcomeFailed: the last attempt failed; the event is given up.
 	OutcomeFailed = "failed"
-	// OutcomeDropped: the queue was full, or the notifier closed, before
-	// the attempt could be made.
+	// OutcomeDropped: the queue was full when the attempt was due.
 	OutcomeDropped = "dropped"
 )
 

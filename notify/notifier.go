@@ -231,8 +231,8 @@ func (n *Notifier) newAttempt(w *Webhook, ev Event) *attempt {
 	return &attempt{hook: w, ev: ev, n: 1}
 }
 
-// enqueue queues a for a sender, or drops it when the queue is full (N1)
-// or the notifier closed, with an entry in the delivery log.
+// enqueue queues a for a sender, or drops it when the queue is full (N1),
+// with an entry in the delivery log, or the notifier closed.
 func (n *Notifier) enqueue(a *attempt) {
 	if n.ctx.Err() == nil {
 		select {
@@ -241,13 +241,14 @@ func (n *Notifier) enqueue(a *attempt) {
 		default:
 		}
 	}
-	reason := "queue full"
-	if n.ctx.Err() != nil {
-		reason = "shutting down"
-	}
 	n.metrics.dropped.Inc()
-	n.log.Error("notification dropped", "webhook", a.hook.Name, "event", a.ev.Event, "adapter", a.ev.Adapter, "attempt", a.n, "reason", reason, "queue_size", n.o.QueueSize)
-	n.record(a, Delivery{Outcome: OutcomeDropped, Error: reason})
+	if n.ctx.Err() != nil {
+		// Close: the store may be closing too; the log line alone.
+		n.log.Warn("notification given up at shutdown", "webhook", a.hook.Name, "event", a.ev.Event, "adapter", a.ev.Adapter, "attempt", a.n)
+		return
+	}
+	n.log.Error("notification dropped", "webhook", a.hook.Name, "event", a.ev.Event, "adapter", a.ev.Adapter, "attempt", a.n, "reason", "queue full", "queue_size", n.o.QueueSize)
+	n.record(a, Delivery{Outcome: OutcomeDropped, Error: "queue full"})
 }
 
 // sender sends the queued attempts until Close.

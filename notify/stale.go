@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/snapstore/snapstore/adapters"
@@ -26,10 +27,6 @@ const staleRecord = "notify.stale"
 type staleMark struct {
 	Since time.Time `json:"since"`
 }
-
-// staleRuns is how many of an adapter's newest runs the stale loop reads
-// to find its last success.
-const staleRuns = 200
 
 // staleLoop checks the adapters this node owns every StaleInterval.
 func (n *Notifier) staleLoop() {
@@ -54,31 +51,39 @@ func (n *Notifier) checkStale(ctx context.Context) {
 	n.mu.Lock()
 	svc, owns, since := n.svc, n.owns, n.since
 	n.mu.Unlock()
+	var mine []adapters.Adapter
 	for _, a := range svc.ListAdapters() {
+		if a.Schedule != "" && a.Status == "active" && (owns == nil || owns(a.Name)) {
+			mine = append(mine, a)
+		}
+	}
+	if len(mine) == 0 {
+		return
+	}
+	// One read of the run records for all: the end of each adapter's
+	// last succeeded run.
+	runs, err := svc.ListRuns(ctx, "", math.MaxInt32)
+	if err != nil {
+		n.log.Warn("reading the runs", "err", err)
+		return
+	}
+	last := map[string]time.Time{}
+	for _, r := range runs { // newest first
+		if _, ok := last[r.Adapter]; !ok && r.Status == adapters.RunSucceeded && r.End != nil {
+			last[r.Adapter] = *r.End
+		}
+	}
+	for _, a := range mine {
 		if ctx.Err() != nil {
 			return
 		}
-		if a.Schedule == "" || a.Status != "active" || owns != nil && !owns(a.Name) {
-			continue
-		}
-		n.checkAdapter(ctx, svc, a, since)
+		n.checkAdapter(ctx, a, last[a.Name], since)
 	}
 }
 
-// checkAdapter marks adapter a stale, sending the event, when it is.
-func (n *Notifier) checkAdapter(ctx context.Context, svc Runs, a adapters.Adapter, since time.Time) {
-	runs, err := svc.ListRuns(ctx, a.Name, staleRuns)
-	if err != nil {
-		n.log.Warn("reading the runs of an adapter", "adapter", a.Name, "err", err)
-		return
-	}
-	var last time.Time // end of the last succeeded run
-	for _, r := range runs {
-		if r.Status == adapters.RunSucceeded && r.End != nil {
-			last = *r.End
-			break
-		}
-	}
+// checkAdapter marks the dataset of adapter a stale, sending the event,
+// when it is; last is the end of its last succeeded run (zero: none).
+func (n *Notifier) checkAdapter(ctx context.Context, a adapters.Adapter, last, since time.Time) {
 	base := last
 	if base.IsZero() {
 		base = since
