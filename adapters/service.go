@@ -40,8 +40,9 @@ type Options struct {
 }
 
 // RunObserver is told of the runs that end on this node: RunEnded gets
-// each run's final record once it is saved. It is called on the run's
-// goroutine and must not block (serf's EventCh, memberlist's Delegate).
+// each run's final record once it is saved (or queued to be, U1). It is
+// called on the run's goroutine and must not block (serf's EventCh,
+// memberlist's Delegate).
 type RunObserver interface {
 	RunEnded(rec RunRecord)
 }

@@ -10,9 +10,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -507,5 +509,31 @@ func TestStaleMarkMissed(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	if n := len(f.deliveries(t, DeliveryFilter{Event: EventRecovered})); n != 1 {
 		t.Fatalf("%d recovered deliveries, want 1", n)
+	}
+}
+
+func TestResolveSecret(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "secret")
+	if err := os.WriteFile(p, []byte(testSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TEST_NOTIFY_SECRET", testSecret)
+	for _, ref := range []string{testSecret, "env:TEST_NOTIFY_SECRET", "file:" + p} {
+		if b, err := resolveSecret(ref); err != nil || string(b) != testSecret {
+			t.Errorf("%s: %q %v", ref, b, err)
+		}
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range []string{"env:TEST_NOTIFY_UNSET", "file:" + fifo, "file:/dev/zero", "file:" + dir, "file:" + filepath.Join(dir, "none")} {
+		_, err := resolveSecret(ref)
+		if err == nil {
+			t.Errorf("%s resolved", ref)
+		} else if strings.Contains(err.Error(), testSecret) {
+			t.Errorf("%s: %v", ref, err)
+		}
 	}
 }

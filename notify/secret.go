@@ -2,6 +2,7 @@ package notify
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,11 +41,36 @@ func resolveSecret(s string) ([]byte, error) {
 		return []byte(v), nil
 	case strings.HasPrefix(s, "file:"):
 		p := s[len("file:"):]
-		b, err := os.ReadFile(p)
+		b, err := readSecretFile(p)
 		if err != nil {
 			return nil, fmt.Errorf("secret: file %s cannot be read", p)
 		}
 		return []byte(strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")), nil
 	}
 	return []byte(s), nil
+}
+
+// maxSecretFile is the largest secret file read, as for connections.
+const maxSecretFile = 64 << 10
+
+// readSecretFile reads the regular file p, at most maxSecretFile bytes: a
+// FIFO (which would block a sender) or a device is refused.
+func readSecretFile(p string) ([]byte, error) {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file")
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
+	if err == nil && len(b) > maxSecretFile {
+		err = fmt.Errorf("larger than %d bytes", maxSecretFile)
+	}
+	return b, err
 }
