@@ -35,6 +35,17 @@ type Options struct {
 	// through the API may name (secretref.go, F2); the zero value allows
 	// no env: and no file: reference through the API.
 	SecretRefs SecretRefLimits
+	// Observer, when set, is told of every run that ends on this node
+	// (RunObserver); nil: none is.
+	Observer RunObserver
+}
+
+// RunObserver is told of the runs that end on this node: RunEnded gets
+// each run's final record once it is saved (or queued to be, U1). It is
+// called on the run's goroutine and must not block (serf's EventCh,
+// memberlist's Delegate).
+type RunObserver interface {
+	RunEnded(rec RunRecord)
 }
 
 // Service owns data connections, adapters, runs and the scheduler. Safe for
@@ -51,6 +62,7 @@ type Service struct {
 	self        string // this node's id in the cluster; "" alone
 	// secretRefs bound the references of API connections (F2)
 	secretRefs SecretRefLimits
+	observer   RunObserver // nil: none
 
 	baseCtx   context.Context // parent of every run's context
 	cancelAll context.CancelFunc
@@ -110,6 +122,7 @@ func New(ctx context.Context, db *snapshot.DB, opts Options) (*Service, error) {
 		partitioner: opts.Partitioner,
 		unsaved:     newUnsavedRuns(),
 		secretRefs:  opts.SecretRefs,
+		observer:    opts.Observer,
 	}
 	if err := opts.SecretRefs.validate(); err != nil {
 		return nil, err

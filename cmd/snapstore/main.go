@@ -111,6 +111,7 @@ var commands = []commandInfo{
 	{"connections", cmdConnections, "list|show|create|delete|test|resources", "data connections; test one; its tables", groupRuns},
 	{"cluster", cmdCluster, "nodes|backlog|drain|resume|forget|keys|keygen", "the cluster: members, what waits to be sent, drain, forget, gossip keys", groupOther},
 	{"audit", cmdAudit, "", "the audit trail: who changed, was refused, read what (--since, --actor, --action)", groupOther},
+	{"notifications", cmdNotifications, "deliveries|test", "run notifications: the webhooks' delivery log; send a test event", groupOther},
 	{"cert", cmdCert, "ca|node DIR", "a cluster CA; a node certificate for the transfer between nodes", groupOther},
 	{"hbase", cmdHBase, "drop-table", "delete the HBase table of a config and everything in it (asks first)", groupOther},
 	{"sqlite", cmdSQLite, "FILE [SQL]", "run SQL (argument or stdin) against a SQLite file, e.g. the sample source", groupOther},
