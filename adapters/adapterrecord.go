@@ -30,6 +30,9 @@ type adapterRecord struct {
 	Strategy            Strategy           `json:"strategy,omitempty"`
 	TransferCompression string             `json:"transfer_compression,omitempty"`
 	PartitionKey        []string           `json:"partition_key,omitempty"`
+	// Notify is absent (nil) in records of adapters without a notify
+	// list, so that they read and hash as before; [] is kept: none.
+	Notify []string `json:"notify,omitzero"`
 }
 
 // adapterRecordOf is the stored form of spec.
@@ -52,6 +55,7 @@ func adapterRecordOf(spec api.Adapter) adapterRecord {
 		Strategy:            Strategy(spec.Strategy),
 		TransferCompression: spec.TransferCompression,
 		PartitionKey:        spec.PartitionKey,
+		Notify:              spec.Notify,
 	}
 }
 
@@ -75,6 +79,7 @@ func (r adapterRecord) spec() api.Adapter {
 		Strategy:            string(r.Strategy),
 		TransferCompression: r.TransferCompression,
 		PartitionKey:        r.PartitionKey,
+		Notify:              r.Notify,
 	}
 }
 

@@ -39,3 +39,33 @@ func TestAdapterRecord_StoredFormat(t *testing.T) {
 		t.Errorf("read back %+v, want %+v", got, spec)
 	}
 }
+
+// TestAdapterRecord_Notify: a notify list is stored when given, [] (none)
+// kept apart from absent (notify.default).
+func TestAdapterRecord_Notify(t *testing.T) {
+	for _, tc := range []struct {
+		list []string
+		want string
+	}{
+		{nil, ``},
+		{[]string{}, `,"notify":[]`},
+		{[]string{"ops", "chat"}, `,"notify":["ops","chat"]`},
+	} {
+		spec := api.Adapter{Name: "a", Connection: "c", Resource: "t", Notify: tc.list}
+		b, err := json.Marshal(adapterRecordOf(spec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := `{"name":"a","connection":"c","resource":"t","retention":{"ttl":0,"min_versions":0},"guard":{"allow_empty":false,"max_shrink":0}` + tc.want + `}`
+		if string(b) != want {
+			t.Errorf("stored form\n got %s\nwant %s", b, want)
+		}
+		var r adapterRecord
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatal(err)
+		}
+		if got := r.spec(); !reflect.DeepEqual(got, spec) {
+			t.Errorf("read back %#v, want %#v", got.Notify, spec.Notify)
+		}
+	}
+}

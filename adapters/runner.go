@@ -177,6 +177,9 @@ func (s *Service) execute(ctx context.Context, ar *activeRun, spec api.Adapter, 
 	defer cancel()
 	s.saveFinal(saveCtx, rec) // queued when the store does not answer (U1)
 	s.metrics.observeRun(rec)
+	if s.observer != nil {
+		s.observer.RunEnded(rec)
+	}
 	attrs := []any{"run", rec.ID, "adapter", rec.Adapter, "dataset", rec.Dataset, "txn", rec.TxnID, "rows_read", rec.RowsRead}
 	if rec.Status == RunSucceeded {
 		attrs = append(attrs, "version", rec.Version, "verified", rec.Verified, "mode", rec.Mode,

@@ -39,6 +39,17 @@ type Options struct {
 	// API connections come from (secretbox.go, K1-K5); the zero value has
 	// none, and a literal secret given through the API is then refused.
 	SecretKeys SecretKeys
+	// Observer, when set, is told of every run that ends on this node
+	// (RunObserver); nil: none is.
+	Observer RunObserver
+}
+
+// RunObserver is told of the runs that end on this node: RunEnded gets
+// each run's final record once it is saved (or queued to be, U1). It is
+// called on the run's goroutine and must not block (serf's EventCh,
+// memberlist's Delegate).
+type RunObserver interface {
+	RunEnded(rec RunRecord)
 }
 
 // Service owns data connections, adapters, runs and the scheduler. Safe for
@@ -56,7 +67,8 @@ type Service struct {
 	// secretRefs bound the references of API connections (F2)
 	secretRefs SecretRefLimits
 	// secrets seals the literal secrets of API connections (K1)
-	secrets *secretBox
+	secrets  *secretBox
+	observer RunObserver // nil: none
 
 	baseCtx   context.Context // parent of every run's context
 	cancelAll context.CancelFunc
@@ -116,6 +128,7 @@ func New(ctx context.Context, db *snapshot.DB, opts Options) (*Service, error) {
 		partitioner: opts.Partitioner,
 		unsaved:     newUnsavedRuns(),
 		secretRefs:  opts.SecretRefs,
+		observer:    opts.Observer,
 	}
 	if err := opts.SecretRefs.validate(); err != nil {
 		return nil, err

@@ -42,6 +42,10 @@ type Adapter struct {
 	// PartitionKey names the columns that place a partition-by-key run's
 	// rows on nodes; default the key columns.
 	PartitionKey []string `json:"partition_key,omitempty" yaml:"partition_key"`
+	// Notify names the webhooks (notify.webhooks of the configuration)
+	// that get the adapter's run notifications; absent (nil):
+	// notify.default; empty: none (docs/notifications.md).
+	Notify []string `json:"notify,omitzero" yaml:"notify"`
 }
 
 // Retention is how long a dataset keeps its versions.

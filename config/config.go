@@ -69,6 +69,9 @@ type Config struct {
 	Secrets SecretsConfig `yaml:"secrets"`
 	// Audit configures the audit trail (docs/security.md).
 	Audit AuditConfig `yaml:"audit"`
+	// Notify configures run notifications (notify.go,
+	// docs/notifications.md).
+	Notify NotifyConfig `yaml:"notify"`
 
 	// AuditOut receives the audit trail's JSON lines (serve sets
 	// stderr); nil: the logger serve is given. Not a key of the file.
@@ -448,6 +451,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.validateTLS()...)
 	errs = append(errs, c.validateCluster()...)
+	errs = append(errs, c.validateNotify()...)
 	// Connections and adapters: the adapters package's own checks, every
 	// problem at once, before anything is opened.
 	for _, err := range adapters.ValidateConfig(c.Connections, c.Adapters) {

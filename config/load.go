@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -192,6 +193,10 @@ var (
 	storageType     = reflect.TypeOf(StorageConfig{})
 )
 
+// adapterNotifyKey matches the key of an entry of an adapter's notify
+// list.
+var adapterNotifyKey = regexp.MustCompile(`^adapters\[\d+\]\.notify\[\d+\]$`)
+
 // isDuration reports whether t is a duration of the file: time.Duration or
 // the wire schema's api.Duration.
 func isDuration(t reflect.Type) bool { return t == durationType || t == apiDurationType }
@@ -216,6 +221,11 @@ func decodeNode(n *yaml.Node, v reflect.Value, path string, errs *[]error, lines
 	case v.Type() == storageType && n.Kind == yaml.ScalarNode:
 		// Shorthand: "storage: pebble" sets storage.backend.
 		v.FieldByName("Backend").SetString(n.Value)
+	case n.Kind != yaml.ScalarNode && adapterNotifyKey.MatchString(path):
+		// An adapter's definition is the API's too, stored with its
+		// record: it names webhooks, whose URLs and secrets stay in the
+		// file.
+		bad("want the name of a webhook of notify.webhooks (an adapter's notify list holds names)")
 	case isDuration(v.Type()):
 		if n.Kind != yaml.ScalarNode {
 			bad("want a duration such as 30s, 24h or 30d")

@@ -1,9 +1,10 @@
 // Package daemon is a snapstore server process put together from its
 // configuration: storage, datasets and adapters (Stack), the cluster
 // membership, placement, transfer and partitioned runs of a member, the
-// HTTP API and the periodic GC. A Daemon is opened, run until its context
-// ends, and closed, as serf's command/agent is created, started and shut
-// down; the serve command only parses flags and calls it.
+// run notifications, the HTTP API and the periodic GC. A Daemon is
+// opened, run until its context ends, and closed, as serf's command/agent
+// is created, started and shut down; the serve command only parses flags
+// and calls it.
 package daemon
 
 import (
@@ -26,6 +27,7 @@ import (
 	"github.com/snapstore/snapstore/cluster/placement"
 	"github.com/snapstore/snapstore/cluster/transfer"
 	"github.com/snapstore/snapstore/config"
+	"github.com/snapstore/snapstore/notify"
 	"github.com/snapstore/snapstore/server"
 	"github.com/snapstore/snapstore/snapshot"
 )
@@ -52,6 +54,9 @@ type Daemon struct {
 	ln   net.Listener
 	stk  *Stack
 	srv  *server.Server
+	// notifier sends the run notifications; nil when the configuration
+	// has no webhook.
+	notifier *notify.Notifier
 
 	// certs are the served certificates (nil: plain HTTP), watched until
 	// stopTLS; apiTLS is the client side of TLS for calls to the other
@@ -98,7 +103,16 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	if d.cfg.Clustered() {
 		join = d.join
 	}
-	if d.stk, err = openStackIn(ctx, d.cfg, d.log, d.reg, true, join); err != nil {
+	// The notifier observes the runs from the start (run_on_start ones
+	// too) and sends once Start gives it the store.
+	if d.notifier, err = newNotifier(d.cfg, opts.BuildVersion, d.log, d.reg); err != nil {
+		return nil, err
+	}
+	var observer adapters.RunObserver
+	if d.notifier != nil {
+		observer = d.notifier
+	}
+	if d.stk, err = openStackIn(ctx, d.cfg, d.log, d.reg, true, join, observer); err != nil {
 		return nil, err
 	}
 	var view server.Cluster
@@ -117,6 +131,9 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 		d.placing = true
 		view = clusterView{m: d.mem, p: d.place, svc: d.stk.Adapters}
 	}
+	if d.notifier != nil {
+		d.startNotifier()
+	}
 	d.srv, err = server.New(server.Options{
 		DB:           d.stk.DB,
 		Adapters:     d.stk.Adapters,
@@ -129,11 +146,34 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 		Transfer:     xferView,
 		Partitions:   partsView,
 		Audit:        d.cfg.Audit.Options(d.cfg.AuditOut, d.log),
+		Notifier:     d.notifier,
 	})
 	if err != nil {
 		return nil, err
 	}
 	return d, nil
+}
+
+// newNotifier returns the notifier of cfg, or nil when it has no webhook.
+func newNotifier(cfg *config.Config, version string, log *slog.Logger, reg prometheus.Registerer) (*notify.Notifier, error) {
+	o := cfg.NotifyOptions(log, reg)
+	if len(o.Webhooks) == 0 {
+		return nil, nil
+	}
+	o.Version = version
+	return notify.New(o)
+}
+
+// startNotifier starts the notifier over the open store and adapters. On
+// a cluster member its stale loop looks at the adapters whose ticks this
+// node fires, so that one node sends a stale event (notify.N2).
+func (d *Daemon) startNotifier() {
+	node, owns := "", func(string) bool { return true }
+	if d.place != nil {
+		node = d.place.Self()
+		owns = func(name string) bool { o, ok := d.place.Owner(name); return ok && o == node }
+	}
+	d.notifier.Start(d.stk.DB, d.stk.Adapters, node, owns)
 }
 
 // join makes this node a member once its datasets are open (a node joins
@@ -251,6 +291,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 	case <-gcDone:
 	case <-sctx.Done():
 	}
+	if d.notifier != nil {
+		// After the runs, whose events are queued by now; before the
+		// store, which holds the delivery log.
+		if err := d.notifier.Close(sctx); err != nil {
+			d.log.Warn("stopping notifications", "err", err)
+		}
+	}
 	closeErr := errors.Join(d.stk.DB.Close(), d.stk.Store.Close())
 	if d.mem != nil {
 		d.mem.Close() // it left above; what remains is serf's shutdown
@@ -326,8 +373,9 @@ func (d *Daemon) openTLS() error {
 }
 
 // Close releases what Open opened when Run was not called (Run closes
-// everything itself): the placement, the stack, the transfer listener,
-// the membership, the certificate watch and the listener.
+// everything itself): the placement, the stack and the notifier, the
+// transfer listener, the membership, the certificate watch and the
+// listener.
 func (d *Daemon) Close() error {
 	if d.ran {
 		return nil
@@ -339,7 +387,13 @@ func (d *Daemon) Close() error {
 		d.place.Close()
 	}
 	if d.stk != nil {
-		errs = append(errs, d.stk.Close(context.Background()))
+		// The notifier closes after the runs and before the store, which
+		// holds the delivery log.
+		errs = append(errs, d.stk.Adapters.Close(context.Background()))
+		if d.notifier != nil {
+			errs = append(errs, d.notifier.Close(context.Background()))
+		}
+		errs = append(errs, d.stk.DB.Close(), d.stk.Store.Close())
 	}
 	if d.xfer != nil {
 		errs = append(errs, d.xfer.Close())

@@ -56,15 +56,16 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger, reg pr
 // scheduler (serve only). A definition of the file that adapters refuses
 // is an error that matches adapters.ErrBadOption.
 func OpenStack(ctx context.Context, cfg *config.Config, log *slog.Logger, reg prometheus.Registerer, schedule bool) (*Stack, error) {
-	return openStackIn(ctx, cfg, log, reg, schedule, nil)
+	return openStackIn(ctx, cfg, log, reg, schedule, nil, nil)
 }
 
 // openStackIn is openStack for a member of a cluster: join, when not nil,
 // is called once the datasets are open (a node joins once its storage
 // answers) and returns the cluster the adapters place runs over and, on a
-// node with a transfer listener, its partitioned runs.
+// node with a transfer listener, its partitioned runs. observer, when not
+// nil, is told of every run that ends (adapters.Options.Observer).
 func openStackIn(ctx context.Context, cfg *config.Config, log *slog.Logger, reg prometheus.Registerer, schedule bool,
-	join func(context.Context, *snapshot.DB) (adapters.Cluster, adapters.Partitioner, error)) (*Stack, error) {
+	join func(context.Context, *snapshot.DB) (adapters.Cluster, adapters.Partitioner, error), observer adapters.RunObserver) (*Stack, error) {
 	st, err := openStore(ctx, cfg, log, reg)
 	if err != nil {
 		return nil, err
@@ -89,6 +90,7 @@ func openStackIn(ctx context.Context, cfg *config.Config, log *slog.Logger, reg 
 		Adapters:    cfg.Adapters,
 		SecretRefs:  cfg.SecretRefLimits(),
 		SecretKeys:  cfg.SecretKeys(),
+		Observer:    observer,
 		// A read-only reader of a shared HBase table never starts runs:
 		// the writer process does (snapshot.Options ReadOnly).
 		Schedule: schedule && !db.ReadOnly(),

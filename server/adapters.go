@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -66,6 +68,9 @@ func (s *Server) createAdapter(c echo.Context) error {
 		return err
 	}
 	setAuditTarget(c, "adapter", in.Name)
+	if err := s.checkNotify(in); err != nil {
+		return err
+	}
 	a, err := s.svc.CreateAdapter(c.Request().Context(), in)
 	if err != nil {
 		return err
@@ -99,6 +104,9 @@ func (s *Server) putAdapter(c echo.Context) error {
 	if err := decodeDefinition(c, &in, &in.Name, "an adapter"); err != nil {
 		return err
 	}
+	if err := s.checkNotify(in); err != nil {
+		return err
+	}
 	a, created, err := s.svc.PutAdapter(c.Request().Context(), in)
 	if err != nil {
 		return err
@@ -113,4 +121,20 @@ func (s *Server) deleteAdapter(c echo.Context) error {
 		return err
 	}
 	return answerNoContent(c, s.svc.DeleteAdapter(c.Request().Context(), name))
+}
+
+// checkNotify refuses an adapter whose notify list names a webhook the
+// configuration of this server does not have (notify.webhooks): its
+// events would reach nobody.
+func (s *Server) checkNotify(in api.Adapter) error {
+	var known []string
+	if s.notifier != nil {
+		known = s.notifier.Webhooks()
+	}
+	for i, name := range in.Notify {
+		if !slices.Contains(known, name) {
+			return &adapters.OptionError{Key: fmt.Sprintf("notify[%d]", i), Msg: fmt.Sprintf("no webhook named %q in notify.webhooks of the configuration", name)}
+		}
+	}
+	return nil
 }

@@ -149,7 +149,7 @@ var rowReads = map[string]bool{"scanRows": true, "getRow": true, "diff": true}
 
 // nameParamOf maps the route prefix of an operation to what its path
 // parameter "name" names.
-var nameParamOf = map[string]string{"/v1/connections/": "connection", "/v1/adapters/": "adapter", "/v1/tokens/": "token"}
+var nameParamOf = map[string]string{"/v1/connections/": "connection", "/v1/adapters/": "adapter", "/v1/tokens/": "token", "/v1/notifications/webhooks/": "webhook"}
 
 // auditFlags are the query flags recorded in Params.
 var auditFlags = []string{"force", "dry_run", "wait"}
@@ -296,6 +296,8 @@ func (s *Server) auditConsole(r *http.Request, pattern, op string, status int, c
 				kind = "adapter"
 				if strings.HasPrefix(route, "/ui/connections/") {
 					kind = "connection"
+				} else if strings.HasPrefix(route, "/ui/notifications/") {
+					kind = "webhook"
 				}
 			}
 			e.setTarget(kind, v)

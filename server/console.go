@@ -143,6 +143,8 @@ func (c *console) routes() error {
 		{"GET /ui/cluster", "GET /v1/cluster/backlog", c.clusterPage},
 
 		{"GET /ui/audit", "GET /v1/audit", c.auditPageUI},
+		{"GET /ui/notifications", "GET /v1/notifications/deliveries", c.notificationsPage},
+		{"POST /ui/notifications/webhooks/{name}/test", "POST /v1/notifications/webhooks/{name}/test", c.testWebhook},
 
 		{"GET /ui/gc", "GET /v1/datasets", c.gcPage},
 		{"POST /ui/gc/{dataset}", "POST /v1/datasets/{dataset}/gc", c.gc},
@@ -276,6 +278,7 @@ var sections = map[string]string{
 	"runs": "runs", "run": "runs",
 	"connections": "connections", "connection": "connections", "connection_form": "connections",
 	"gc": "gc", "api": "api", "cluster": "cluster", "audit": "audit",
+	"notifications": "notifications",
 }
 
 // render answers status with page, whole: its template set executed from

@@ -37,9 +37,12 @@ func (c *console) adapters(w http.ResponseWriter, r *http.Request, v viewer) err
 
 // adapterFields are the adapter form's values, as text.
 type adapterFields struct {
-	Name, Connection, Resource, Dataset, KeyColumns, Schedule      string
-	TTL, MinVersions, MaxShrink, Retries, RetryBackoff             string
-	Strategy, PartitionKey, TransferCompression                    string
+	Name, Connection, Resource, Dataset, KeyColumns, Schedule string
+	TTL, MinVersions, MaxShrink, Retries, RetryBackoff        string
+	Strategy, PartitionKey, TransferCompression               string
+	// Notify is the notify list: webhook names separated by commas;
+	// empty for notify.default, "[]" for none.
+	Notify                                                         string
 	AllowEmpty, RunOnStart, EmbedJSON, CommitUnchanged, AuditReads bool
 }
 
@@ -85,6 +88,7 @@ func (c *console) editAdapterForm(w http.ResponseWriter, r *http.Request, v view
 		EmbedJSON: a.EmbedJSON, CommitUnchanged: a.CommitUnchanged, AuditReads: a.AuditReads,
 		RetryBackoff: durationText(time.Duration(a.RetryBackoff)), Strategy: a.Strategy,
 		PartitionKey: strings.Join(a.PartitionKey, ", "), TransferCompression: a.TransferCompression,
+		Notify: notifyText(a.Notify),
 	}
 	if a.Retention.MinVersions != 0 {
 		f.MinVersions = strconv.Itoa(a.Retention.MinVersions)
@@ -114,7 +118,7 @@ func adapterFieldsOf(r *http.Request) adapterFields {
 		Name: g("name"), Connection: g("connection"), Resource: g("resource"), Dataset: g("dataset"),
 		KeyColumns: g("key_columns"), Schedule: g("schedule"), TTL: g("ttl"), MinVersions: g("min_versions"),
 		MaxShrink: g("max_shrink"), Retries: g("retries"), RetryBackoff: g("retry_backoff"), Strategy: g("strategy"),
-		PartitionKey: g("partition_key"), TransferCompression: g("transfer_compression"),
+		PartitionKey: g("partition_key"), TransferCompression: g("transfer_compression"), Notify: g("notify"),
 		AllowEmpty: g("allow_empty") != "", RunOnStart: g("run_on_start") != "",
 		EmbedJSON: g("embed_json") != "", CommitUnchanged: g("commit_unchanged") != "", AuditReads: g("audit_reads") != "",
 	}
@@ -130,6 +134,7 @@ func (f adapterFields) spec() (api.Adapter, error) {
 		TransferCompression: f.TransferCompression}
 	in.KeyColumns = columnList(f.KeyColumns)
 	in.PartitionKey = columnList(f.PartitionKey)
+	in.Notify = notifyList(f.Notify)
 	var err error
 	if in.Retention.TTL, err = formDuration("body.retention.ttl", f.TTL); err != nil {
 		return api.Adapter{}, err
@@ -197,6 +202,9 @@ func (c *console) saveAdapter(w http.ResponseWriter, r *http.Request, v viewer, 
 		f.Name = r.PathValue("name")
 	}
 	spec, err := f.spec()
+	if err == nil {
+		err = c.s.checkNotify(spec)
+	}
 	if err == nil {
 		if replace {
 			_, _, err = c.s.svc.PutAdapter(r.Context(), spec)
@@ -284,4 +292,21 @@ func columnList(s string) []string {
 		}
 	}
 	return out
+}
+
+// notifyText is a notify list in the form: names separated by commas,
+// "" when absent (notify.default) and "[]" when empty (none).
+func notifyText(list []string) string {
+	if list != nil && len(list) == 0 {
+		return "[]"
+	}
+	return strings.Join(list, ", ")
+}
+
+// notifyList is the notify list of the form's text (notifyText).
+func notifyList(s string) []string {
+	if strings.TrimSpace(s) == "[]" {
+		return []string{}
+	}
+	return columnList(s)
 }

@@ -275,6 +275,23 @@ func TestConsole_Forms(t *testing.T) {
 	b.page("/ui/adapters/p2/edit", `name="commit_unchanged" value="true" checked`, `name="embed_json" value="true" checked`)
 	form.Del("commit_unchanged")
 	form.Del("embed_json")
+	// The notify list: [] is none, kept apart from absent (the default);
+	// a webhook this server lacks is refused at its field.
+	form.Set("notify", "[]")
+	wantStatus(t, "notify none", b.post("/ui/adapters/p2", form), http.StatusSeeOther)
+	if a, _ = f.svc.GetAdapter(t.Context(), "p2"); a.Notify == nil || len(a.Notify) != 0 {
+		t.Errorf("notify from the form: %#v", a.Notify)
+	}
+	b.page("/ui/adapters/p2/edit", `name="notify" value="[]"`)
+	form.Set("notify", "ops")
+	if body = wantStatus(t, "unknown webhook", b.post("/ui/adapters/p2", form), http.StatusBadRequest); !regexp.MustCompile(`name="notify"[^>]*aria-invalid="true"`).MatchString(body) {
+		t.Errorf("unknown webhook form:\n%s", body)
+	}
+	form.Del("notify")
+	wantStatus(t, "notify default", b.post("/ui/adapters/p2", form), http.StatusSeeOther)
+	if a, _ = f.svc.GetAdapter(t.Context(), "p2"); a.Notify != nil {
+		t.Errorf("notify from an empty field: %#v", a.Notify)
+	}
 	form.Set("strategy", "spread")
 	if body = wantStatus(t, "bad strategy", b.post("/ui/adapters/p2", form), http.StatusBadRequest); !regexp.MustCompile(`<select name="strategy"[^>]*aria-invalid="true"`).MatchString(body) {
 		t.Errorf("bad strategy form:\n%s", body)

@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/snapstore/snapstore/adapters"
 	"github.com/snapstore/snapstore/api"
+	"github.com/snapstore/snapstore/notify"
 	"github.com/snapstore/snapstore/snapshot"
 	"github.com/snapstore/snapstore/store/pebble"
 	_ "modernc.org/sqlite"
@@ -82,6 +83,9 @@ type fixtureOpts struct {
 	cluster    Cluster
 	transfer   Transfer
 	audit      AuditOptions
+	// notify, when set, gives the server a notifier with these options,
+	// observing the runs.
+	notify *notify.Options
 }
 
 func newFixture(t testing.TB, fo fixtureOpts) *fixture {
@@ -108,7 +112,16 @@ func newFixture(t testing.TB, fo fixtureOpts) *fixture {
 		st.Close()
 		t.Fatal(err)
 	}
+	var notifier *notify.Notifier
+	if fo.notify != nil {
+		no := *fo.notify
+		no.Logger = log
+		if notifier, err = notify.New(no); err != nil {
+			t.Fatal(err)
+		}
+	}
 	svc, err := adapters.New(ctx, db, adapters.Options{
+		Observer:   observer(notifier),
 		Logger:     log,
 		Registerer: reg,
 		Connections: []api.Connection{
@@ -126,9 +139,12 @@ func newFixture(t testing.TB, fo fixtureOpts) *fixture {
 		st.Close()
 		t.Fatal(err)
 	}
-	srv, err := New(Options{DB: db, Adapters: svc, Tokens: fo.tokens, Logger: log, Registerer: reg, Gatherer: reg, BuildVersion: "test", Cluster: fo.cluster, Transfer: fo.transfer, Audit: fo.audit})
+	srv, err := New(Options{DB: db, Adapters: svc, Tokens: fo.tokens, Logger: log, Registerer: reg, Gatherer: reg, BuildVersion: "test", Cluster: fo.cluster, Transfer: fo.transfer, Audit: fo.audit, Notifier: notifier})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if notifier != nil {
+		notifier.Start(db, svc, "", nil)
 	}
 	f := &fixture{t: t, src: src, srv: srv, db: db, svc: svc, reg: reg, logs: logs}
 	f.ts = httptest.NewServer(srv.Handler())
@@ -138,6 +154,11 @@ func newFixture(t testing.TB, fo fixtureOpts) *fixture {
 		defer cancel()
 		if err := svc.Close(cctx); err != nil {
 			t.Errorf("closing adapters: %v", err)
+		}
+		if notifier != nil {
+			if err := notifier.Close(cctx); err != nil {
+				t.Errorf("closing the notifier: %v", err)
+			}
 		}
 		if err := db.Close(); err != nil {
 			t.Errorf("closing db: %v", err)
@@ -325,4 +346,13 @@ func versionOf(t *testing.T, r response) int64 {
 func readDoc(name string) (string, error) {
 	b, err := os.ReadFile(filepath.Join("..", "docs", name))
 	return string(b), err
+}
+
+// observer is n as an adapters.RunObserver: nil when n is (a nil
+// *notify.Notifier in the interface would be called).
+func observer(n *notify.Notifier) adapters.RunObserver {
+	if n == nil {
+		return nil
+	}
+	return n
 }

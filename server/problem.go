@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/notify"
 	"github.com/snapstore/snapstore/snapshot"
 	"github.com/snapstore/snapstore/store"
 )
@@ -224,6 +225,8 @@ var sentinels = []sentinel{
 	// which the OptionError also carries.
 	{adapters.ErrDatasetTaken, http.StatusConflict, "dataset_taken", ""},
 	{adapters.ErrBadOption, http.StatusBadRequest, "bad_option", ""},
+	// notify
+	{notify.ErrWebhookNotFound, http.StatusNotFound, "webhook_not_found", ""},
 	// store
 	{store.ErrNotFound, http.StatusNotFound, "not_found", ""},
 	{store.ErrClosed, http.StatusServiceUnavailable, "closed", ""},

@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/notify"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
@@ -42,6 +43,9 @@ type Options struct {
 	Partitions PartitionTable
 	// Audit configures the audit trail (audit.go).
 	Audit AuditOptions
+	// Notifier sends the test events of webhooks (notifications.go); nil:
+	// none is configured.
+	Notifier *notify.Notifier
 	// now is the clock for the version-age gauge; default time.Now.
 	now func() time.Time
 }
@@ -68,6 +72,7 @@ type Server struct {
 	// partitions is the partition table; nil without a transfer
 	partitions PartitionTable
 	trail      *auditTrail
+	notifier   *notify.Notifier // nil: no webhook
 	now        func() time.Time
 	stopping   atomic.Bool
 	// byRoute holds the registered routes; read-only after New.
@@ -106,6 +111,7 @@ func New(opts Options) (*Server, error) {
 		cluster:    opts.Cluster,
 		transfer:   opts.Transfer,
 		partitions: opts.Partitions,
+		notifier:   opts.Notifier,
 		now:        opts.now,
 	}
 	s.crossOrigin = http.NewCrossOriginProtection()
@@ -168,6 +174,8 @@ func (s *Server) newEcho() *echo.Echo {
 
 	v1 := e.Group("/v1")
 	v1.GET("/audit", s.listAudit)
+	v1.GET("/notifications/deliveries", s.listDeliveries)
+	v1.POST("/notifications/webhooks/:name/test", s.testWebhook)
 
 	v1.GET("/datasets", s.listDatasets)
 	v1.GET("/datasets/:dataset", s.getDataset)

@@ -116,6 +116,7 @@ var commands = []commandInfo{
 	{"tokens", cmdTokens, "create|list|revoke", "bearer tokens made through the API: create (shown once), list, revoke", groupOther},
 	{"token", cmdToken, "new|hash", "a new random token and its hash; the hash of a token read on stdin", groupOther},
 	{"secrets", cmdSecrets, "rotate", "encrypt every stored connection secret again with the first key", groupOther},
+	{"notifications", cmdNotifications, "deliveries|test", "run notifications: the webhooks' delivery log; send a test event", groupOther},
 	{"hbase", cmdHBase, "drop-table", "delete the HBase table of a config and everything in it (asks first)", groupOther},
 	{"sqlite", cmdSQLite, "FILE [SQL]", "run SQL (argument or stdin) against a SQLite file, e.g. the sample source", groupOther},
 	{"version", cmdVersion, "", "print the build version (also --version)", groupOther},

@@ -31,13 +31,14 @@ var layer = map[string]int{
 	"records":  2,
 	"snapshot": 3,
 	"adapters": 4,
-	"cluster":  5,
-	"server":   5,
-	"config":   6,
-	"daemon":   7,
-	"cmd":      8,
-	"tests":    9,
-	"internal": 9,
+	"notify":   5,
+	"cluster":  6,
+	"server":   6,
+	"config":   7,
+	"daemon":   8,
+	"cmd":      9,
+	"tests":    10,
+	"internal": 10,
 }
 
 // inner ranks the packages inside one top-level package whose order

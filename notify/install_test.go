@@ -1,0 +1,3 @@
+package notify
+
+import _ "github.com/snapstore/snapstore/adapters/install" // the connection types the tests open
