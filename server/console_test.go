@@ -239,6 +239,19 @@ func TestConsole_Forms(t *testing.T) {
 	r = b.post("/ui/connections", url.Values{"name": {"db"}, "type": {"mysql"}, "opt.host": {"127.0.0.1"}, "opt.user": {"u"}, "opt.password": {knownSecret}, "extra": {"max_open=4"}, "sharing": {"pooled"}})
 	wantStatus(t, "mysql connection", r, http.StatusSeeOther)
 	b.page("/ui/connections/db", "REDACTED", "max_open")
+	// An adapter of a source that does not answer is saved, and the
+	// adapters page says what was not checked, once.
+	r = b.post("/ui/adapters", url.Values{"name": {"later"}, "connection": {"db"}, "resource": {"t"}})
+	if body := wantStatus(t, "adapter of an unreachable source", r, http.StatusOK); !strings.Contains(body, `id="save-warnings"`) ||
+		!strings.Contains(body, `resource &#34;t&#34; not checked: data connection &#34;db&#34;`) || !strings.Contains(body, `id="adapter-later"`) || strings.Contains(body, knownSecret) {
+		t.Errorf("adapter of an unreachable source:\n%s", body)
+	}
+	if body := b.page("/ui/adapters", `id="adapter-later"`); strings.Contains(body, "save-warnings") {
+		t.Errorf("the warning stays on the adapters page")
+	}
+	if err := f.svc.DeleteAdapter(t.Context(), "later"); err != nil {
+		t.Fatal(err)
+	}
 
 	form := url.Values{"name": {"p2"}, "connection": {"shop2"}, "resource": {"products"}, "schedule": {"every hour"}, "ttl": {"36h"}}
 	r = b.post("/ui/adapters", form)
@@ -318,7 +331,10 @@ func TestConsole_Forms(t *testing.T) {
 	if rec, err := f.svc.WaitRun(t.Context(), strings.TrimPrefix(refused, "/ui/runs/")); err != nil || rec.Code != "guard_refused" {
 		t.Fatalf("an emptying run from the console: %+v %v", rec, err)
 	}
-	b.page(refused, "guard_refused", `name="force" value="true"`, "Run again with force")
+	// Refused, with the guard's reason, not an error bar stopped at 99%.
+	if body := b.page(refused, "guard_refused", `id="refused"`, "Refused by the commit guard", "force", `name="force" value="true"`, "Run again with force"); strings.Contains(body, `id="progress"`) || strings.Contains(body, `id="run-error"`) {
+		t.Errorf("a refused run shows a progress bar or an error:\n%s", body)
+	}
 	forced := b.post("/ui/adapters/p2/run", url.Values{"force": {"true"}}).header.Get("Location")
 	if rec, err := f.svc.WaitRun(t.Context(), strings.TrimPrefix(forced, "/ui/runs/")); err != nil || rec.Status != "succeeded" || !rec.Forced {
 		t.Fatalf("a forced run from the console: %+v %v", rec, err)

@@ -75,6 +75,16 @@ func TestCLI_DefinitionsAndRuns(t *testing.T) {
 	if code, out, errs := run(adminTok, "connections", "test", "gone"); code != 1 || !strings.Contains(out, "unreachable") || !strings.Contains(out, "cannot open the file") {
 		t.Fatalf("a failing test: exit %d\n%s%s", code, out, errs)
 	}
+	// An adapter of that connection is saved, with the warning shown.
+	goneFile := writeFile(t, "gone-adapter.yaml", "name: gone\nconnection: gone\nresource: x\n")
+	if code, out, errs := run(adminTok, "adapters", "create", "-f", goneFile); code != 0 || !strings.Contains(out, "adapter gone: gone/x") ||
+		!strings.Contains(errs, `warning: resource "x" not checked: `) || !strings.Contains(errs, "cannot open the file") {
+		t.Fatalf("an adapter of an unreachable source: exit %d\n%s%s", code, out, errs)
+	}
+	if out := admin("adapters", "create", "-f", goneFile, "--replace", "--output", "json"); !strings.Contains(out, `"warnings": [`) {
+		t.Fatalf("a replace's warnings in JSON: %s", out)
+	}
+	admin("adapters", "delete", "gone")
 
 	// An adapter from a file: a bad value is refused naming its line.
 	adFile := filepath.Join(dir, "tools-adapter.yaml")
