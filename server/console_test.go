@@ -161,8 +161,7 @@ func TestConsole_EveryPage(t *testing.T) {
 		t.Errorf("the restored version's source: %+v", cur.Current)
 	}
 	b.page("/ui/adapters", `id="adapter-products"`, "Run now", "config")
-	b.page("/ui/adapters/new", `name="schedule"`, `<option value="shop"`, `<select name="strategy"`, "empty or 0 keeps versions for ever",
-		`<option value="local" selected>`, `<option value="round-robin">`, `<option value="single-node">`, `<option value="partition-by-key">`)
+	b.page("/ui/adapters/new", `name="schedule"`, `<option value="shop"`, "empty or 0 keeps versions for ever")
 	b.page("/ui/adapters/products/edit", `value="products"`)
 	b.page("/ui/resources?connection=shop", `<option value="products"`)
 	runs := b.page("/ui/runs", "status-succeeded")
@@ -270,14 +269,18 @@ func TestConsole_Forms(t *testing.T) {
 	if err != nil || a.Schedule != "@every 1h" || a.Retention.TTL != api.Duration(36*time.Hour) {
 		t.Fatalf("adapter from the form: %+v %v", a, err)
 	}
-	b.page("/ui/adapters/p2/edit", `value="@every 1h"`, `value="36h"`, `<option value="local" selected>`)
+	// Alone, the form leaves out the cluster's fields while they hold
+	// their defaults, and shows them once they do not.
+	if body := b.page("/ui/adapters/p2/edit", `value="@every 1h"`, `value="36h"`); strings.Contains(body, `id="cluster-fields"`) || strings.Contains(body, `name="strategy"`) {
+		t.Errorf("cluster fields on a server alone:\n%s", body)
+	}
 	form.Set("schedule", "")
 	form.Set("strategy", "single-node")
 	wantStatus(t, "replace adapter", b.post("/ui/adapters/p2", form), http.StatusSeeOther)
 	if a, _ = f.svc.GetAdapter(t.Context(), "p2"); a.Schedule != "" || a.Strategy != string(adapters.StrategySingleNode) {
 		t.Errorf("replaced adapter: schedule %q, strategy %q", a.Schedule, a.Strategy)
 	}
-	b.page("/ui/adapters/p2/edit", `<option value="single-node" selected>`)
+	b.page("/ui/adapters/p2/edit", `id="cluster-fields"`, `<option value="single-node" selected>`)
 	// Every field of an adapter is in the form: an edit keeps the flags.
 	form.Set("commit_unchanged", "true")
 	form.Set("embed_json", "true")

@@ -162,6 +162,24 @@ func TestConsole(t *testing.T) {
 	b.fill(`input[name="schedule"]`, "@every 1h")
 	b.fill(`input[name="min_versions"]`, "5")
 	b.shot("adapter-form")
+	// Laid out within the panel: no fieldset wider than the form, no
+	// placeholder cut off; a server alone leaves the cluster's fields out.
+	if got := b.eval(`(() => {
+		const form = document.querySelector('#adapter-form').getBoundingClientRect(), bad = [];
+		for (const f of document.querySelectorAll('#adapter-form fieldset')) {
+			if (f.getBoundingClientRect().right > form.right + 0.5 || f.scrollWidth > f.clientWidth) bad.push('fieldset ' + f.querySelector('legend').textContent);
+		}
+		const ctx = document.createElement('canvas').getContext('2d');
+		for (const i of document.querySelectorAll('#adapter-form input[placeholder]')) {
+			const st = getComputedStyle(i);
+			ctx.font = st.font;
+			if (ctx.measureText(i.placeholder).width > i.clientWidth - parseFloat(st.paddingLeft) - parseFloat(st.paddingRight)) bad.push('placeholder of ' + i.name);
+		}
+		if (document.querySelector('#cluster-fields')) bad.push('cluster fields');
+		return bad.join(', ');
+	})()`); got != "" {
+		t.Errorf("the adapter form: %s", got)
+	}
 	b.submit("#adapter-form")
 	b.wantPath("/ui/adapters")
 	b.waitVisible(`tr[data-adapter="items"]`)
