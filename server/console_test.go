@@ -121,7 +121,7 @@ func TestConsole_EveryPage(t *testing.T) {
 	if strings.Contains(home, "Log in") {
 		t.Error("a server without tokens offers a login")
 	}
-	b.page("/ui/datasets/products", "version "+s2, "version "+s1, "at least 10 versions</dd>", `class="checksum"`, "diff with "+s1, "roll back to this", `class="inline tagform"`)
+	b.page("/ui/datasets/products", `id="version-numbers"`, "Version numbers are transaction ids", "version "+s2, "version "+s1, "at least 10 versions</dd>", `class="checksum"`, "diff with "+s1, "roll back to this", `class="inline tagform"`)
 	b.page("/ui/datasets/products/rows", "grinder", "at version "+s2)
 	one := b.page("/ui/datasets/products/rows?version="+s1+"&key=1&mode=prefix", "cup", "at version "+s1)
 	if strings.Contains(one, "grinder") {

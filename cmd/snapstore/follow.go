@@ -20,8 +20,8 @@ var followPoll = 250 * time.Millisecond
 // read out of the estimate, rate, time left, phase; elsewhere it writes
 // one line a phase, in the order of the record's phases, each once when
 // it is first seen: a log shows where a run spent its time. A phase that
-// began and ended between two polls is written with how long it took, the
-// phase in progress with where it is (progressText). ctx ends the
+// began and ended between two polls is written with how long it took, a
+// read in progress with where it is (progressText). ctx ends the
 // following, not the run.
 func followRun(ctx context.Context, api *apiClient, id string, w io.Writer, bar bool, width int) (adapters.RunRecord, error) {
 	var rec adapters.RunRecord
@@ -32,7 +32,7 @@ func followRun(ctx context.Context, api *apiClient, id string, w io.Writer, bar 
 			switch {
 			case p.End != nil:
 				fmt.Fprintf(w, "run %s: %s (took %s)\n", rec.ID, p.Name, shortDuration(p.End.Sub(p.Start)))
-			case rec.Progress != nil && rec.Progress.Phase == p.Name:
+			case p.Name == adapters.PhaseRead && rec.Progress != nil && rec.Progress.Phase == p.Name:
 				fmt.Fprintf(w, "run %s: %s\n", rec.ID, progressText(rec))
 			default:
 				fmt.Fprintf(w, "run %s: %s\n", rec.ID, p.Name)
