@@ -30,6 +30,10 @@ type Adapter struct {
 	// go to (L3). Empty alone, or when no node is active.
 	Owner      string `json:"owner,omitempty"`
 	SingleNode string `json:"single_node,omitempty"`
+	// Warnings, in the answer of a create or replace only, say what was
+	// accepted unchecked: a source that could not be reached or refused
+	// the credentials (checkResource).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // adapterDef is one adapter definition; immutable once it is in a
@@ -206,7 +210,8 @@ func (s *Service) putAdapter(ctx context.Context, spec api.Adapter, mustCreate b
 		return Adapter{}, false, err
 	}
 	// Source I/O without the lock; the checks are repeated after it.
-	if err := s.checkResource(ctx, a.spec); err != nil {
+	warning, err := s.checkResource(ctx, a.spec)
+	if err != nil {
 		return Adapter{}, false, err
 	}
 	s.mu.Lock()
@@ -223,7 +228,11 @@ func (s *Service) putAdapter(ctx context.Context, spec api.Adapter, mustCreate b
 	}
 	s.changedLocked(adapterKind, spec.Name)
 	s.log.Info("adapter saved", "adapter", spec.Name, "dataset", a.spec.Dataset, "revision", a.revision, "schedule", a.spec.Schedule)
-	return s.reportAdapterLocked(a, statusActive), old == nil, nil
+	rep := s.reportAdapterLocked(a, statusActive)
+	if warning != "" {
+		rep.Warnings = []string{warning}
+	}
+	return rep, old == nil, nil
 }
 
 // checkPutLocked checks that a may be stored as an API adapter and returns
@@ -265,9 +274,10 @@ const resourceCheckTimeout = 15 * time.Second
 // checkResource opens the adapter's resource through its connection, as a
 // run would, and closes it again: a missing table (ErrResourceNotFound) or
 // one without a usable key (ErrNoKey) refuses the adapter. When the source
-// cannot be reached or refuses the credentials the adapter is accepted and
-// the problem logged, since the source may come up later (A2).
-func (s *Service) checkResource(ctx context.Context, spec api.Adapter) error {
+// cannot be reached or refuses the credentials the adapter is accepted,
+// since the source may come up later (A2): the problem is logged and
+// returned as a warning for whoever saved the adapter.
+func (s *Service) checkResource(ctx context.Context, spec api.Adapter) (warning string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, resourceCheckTimeout)
 	defer cancel()
 	l, err := s.acquire(ctx, spec.Connection)
@@ -280,17 +290,17 @@ func (s *Service) checkResource(ctx context.Context, spec api.Adapter) error {
 			if cerr := tr.Close(); cerr != nil {
 				s.log.Debug("closing the resource check", "adapter", spec.Name, "err", l.scrub(cerr))
 			}
-			return partitionKeyInSource(spec, schema)
+			return "", partitionKeyInSource(spec, schema)
 		}
 	}
 	switch {
 	case errors.Is(err, ErrResourceNotFound), errors.Is(err, ErrNoKey), errors.Is(err, ErrConnectionNotFound):
-		return fmt.Errorf("adapter %q: %w", spec.Name, err)
+		return "", fmt.Errorf("adapter %q: %w", spec.Name, err)
 	}
 	err = source.WithBound(err, resourceCheckTimeout, "the bound of the resource check")
 	s.log.Warn("adapter saved without checking its resource", "adapter", spec.Name,
 		"connection", spec.Connection, "resource", spec.Resource, "cause", checkCause(err), "err", err)
-	return nil
+	return fmt.Sprintf("resource %q not checked: %v; its runs fail until the source answers", spec.Resource, err), nil
 }
 
 // checkCause classifies why a resource check could not be made, for the

@@ -175,14 +175,22 @@ func TestAdapter_ResourceChecked(t *testing.T) {
 	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "nokey", Connection: "src", Resource: "nokey"}); !errors.Is(err, ErrNoKey) {
 		t.Errorf("table without a key: %v", err)
 	}
-	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "nokey", Connection: "src", Resource: "nokey", KeyColumns: []string{"a"}}); err != nil {
-		t.Errorf("table with key_columns: %v", err)
+	if a, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "nokey", Connection: "src", Resource: "nokey", KeyColumns: []string{"a"}}); err != nil || a.Warnings != nil {
+		t.Errorf("table with key_columns: %v, warnings %q", err, a.Warnings)
 	}
 	if _, _, err := ts.svc.PutAdapter(ctx, api.Adapter{Name: "nokey", Connection: "src", Resource: "nokey2"}); !errors.Is(err, ErrResourceNotFound) {
 		t.Errorf("replace onto a missing table: %v", err)
 	}
-	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "later", Connection: "down", Resource: "t"}); err != nil {
+	// Accepted, with a warning for whoever saved it.
+	a, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "later", Connection: "down", Resource: "t"})
+	if err != nil {
 		t.Errorf("unreachable source refused the adapter: %v", err)
+	}
+	if len(a.Warnings) != 1 || !strings.Contains(a.Warnings[0], `resource "t" not checked: data connection "down"`) {
+		t.Errorf("unreachable source: warnings %q", a.Warnings)
+	}
+	if a, _ := ts.svc.GetAdapter(ctx, "later"); a.Warnings != nil {
+		t.Errorf("the adapter's report keeps the create's warnings: %q", a.Warnings)
 	}
 	rec := ts.runWait(t, "later")
 	if rec.Code != "source_unavailable" {

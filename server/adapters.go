@@ -26,6 +26,9 @@ type adapterOut struct {
 	// LastRun is the adapter's newest run, running or ended; absent before
 	// the first.
 	LastRun *adapters.RunRecord `json:"last_run,omitempty"`
+	// Warnings: in a create or replace answer, what was accepted unchecked
+	// (adapters.Adapter.Warnings).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 func toAdapterOut(a adapters.Adapter) adapterOut {
@@ -38,6 +41,7 @@ func toAdapterOut(a adapters.Adapter) adapterOut {
 		NextRun:    a.NextRun,
 		Owner:      a.Owner,
 		SingleNode: a.SingleNode,
+		Warnings:   a.Warnings,
 	}
 }
 

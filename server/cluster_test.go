@@ -247,6 +247,9 @@ func TestConsole_ClusterPage(t *testing.T) {
 	if r := alone.get("/ui/cluster"); r.status != http.StatusNotFound || !strings.Contains(string(r.body), "not_clustered") {
 		t.Errorf("cluster page alone: %d", r.status)
 	}
+	if form := alone.page("/ui/adapters/new", `name="schedule"`); strings.Contains(form, `id="cluster-fields"`) {
+		t.Error("a node alone offers the cluster's fields in the adapter form")
+	}
 
 	down := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 	f := newFixture(t, fixtureOpts{
@@ -264,6 +267,8 @@ func TestConsole_ClusterPage(t *testing.T) {
 	})
 	b := newBrowser(t, f)
 	b.page("/ui/", `href="/ui/cluster"`)
+	b.page("/ui/adapters/new", `id="cluster-fields"`, `<select name="strategy"`, `name="partition_key"`, `name="transfer_compression"`,
+		`<option value="local" selected>`, `<option value="round-robin">`, `<option value="single-node">`, `<option value="partition-by-key">`)
 	page := b.page("/ui/cluster", `data-node="node-a"`, "(this node)", `state-failed`, "rack-b",
 		"1,234,567 rows", "80.0 MiB", "60.0 MiB on disk", "unreachable since 2026-12-02 10:00:00Z", "connection refused",
 		`style="width: 100%"`, `style="width: 75%"`, `style="width: 10%"`,

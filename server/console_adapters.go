@@ -21,18 +21,31 @@ type adapterItem struct {
 	Runs []adapters.RunRecord
 }
 
+// adaptersView is the adapters page: the list and, right after a save
+// that was accepted unchecked, the adapter saved and its warnings.
+type adaptersView struct {
+	Items    []adapterItem
+	Saved    string
+	Warnings []string
+}
+
 // adapters answers GET /ui/adapters.
 func (c *console) adapters(w http.ResponseWriter, r *http.Request, v viewer) error {
+	return c.adaptersPage(w, r, v, adaptersView{})
+}
+
+// adaptersPage renders the adapters page with view's Saved and Warnings.
+func (c *console) adaptersPage(w http.ResponseWriter, r *http.Request, v viewer, view adaptersView) error {
 	as := c.s.svc.ListAdapters()
-	items := make([]adapterItem, 0, len(as))
+	view.Items = make([]adapterItem, 0, len(as))
 	for _, a := range as {
 		runs, err := c.s.svc.ListRuns(r.Context(), a.Name, 5)
 		if err != nil {
 			return err
 		}
-		items = append(items, adapterItem{Adapter: a, Runs: runs})
+		view.Items = append(view.Items, adapterItem{Adapter: a, Runs: runs})
 	}
-	return c.render(w, r, http.StatusOK, "adapters", v, items)
+	return c.render(w, r, http.StatusOK, "adapters", v, view)
 }
 
 // adapterFields are the adapter form's values, as text.
@@ -202,14 +215,15 @@ func (c *console) saveAdapter(w http.ResponseWriter, r *http.Request, v viewer, 
 		f.Name = r.PathValue("name")
 	}
 	spec, err := f.spec()
+	var saved adapters.Adapter
 	if err == nil {
 		err = c.s.checkNotify(spec)
 	}
 	if err == nil {
 		if replace {
-			_, _, err = c.s.svc.PutAdapter(r.Context(), spec)
+			saved, _, err = c.s.svc.PutAdapter(r.Context(), spec)
 		} else {
-			_, err = c.s.svc.CreateAdapter(r.Context(), spec)
+			saved, err = c.s.svc.CreateAdapter(r.Context(), spec)
 		}
 	}
 	if err != nil {
@@ -221,6 +235,10 @@ func (c *console) saveAdapter(w http.ResponseWriter, r *http.Request, v viewer, 
 		return c.adapterForm(w, r, v, p.Status, replace, f, &p)
 	}
 	c.s.log.Info("adapter saved", "adapter", spec.Name, "replace", replace, tokenAttr(v.Name), "via", "console")
+	if len(saved.Warnings) > 0 {
+		// Shown once, here: a redirect would lose them.
+		return c.adaptersPage(w, r, v, adaptersView{Saved: spec.Name, Warnings: saved.Warnings})
+	}
 	http.Redirect(w, r, "/ui/adapters#adapter-"+url.PathEscape(spec.Name), http.StatusSeeOther)
 	return nil
 }

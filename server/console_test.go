@@ -121,7 +121,7 @@ func TestConsole_EveryPage(t *testing.T) {
 	if strings.Contains(home, "Log in") {
 		t.Error("a server without tokens offers a login")
 	}
-	b.page("/ui/datasets/products", "version "+s2, "version "+s1, "at least 10 versions</dd>", `class="checksum"`, "diff with "+s1, "roll back to this", `class="inline tagform"`)
+	b.page("/ui/datasets/products", `id="version-numbers"`, "Version numbers are transaction ids", "version "+s2, "version "+s1, "at least 10 versions</dd>", `class="checksum"`, "diff with "+s1, "roll back to this", `class="inline tagform"`)
 	b.page("/ui/datasets/products/rows", "grinder", "at version "+s2)
 	one := b.page("/ui/datasets/products/rows?version="+s1+"&key=1&mode=prefix", "cup", "at version "+s1)
 	if strings.Contains(one, "grinder") {
@@ -161,8 +161,7 @@ func TestConsole_EveryPage(t *testing.T) {
 		t.Errorf("the restored version's source: %+v", cur.Current)
 	}
 	b.page("/ui/adapters", `id="adapter-products"`, "Run now", "config")
-	b.page("/ui/adapters/new", `name="schedule"`, `<option value="shop"`, `<select name="strategy"`, "empty or 0 keeps versions for ever",
-		`<option value="local" selected>`, `<option value="round-robin">`, `<option value="single-node">`, `<option value="partition-by-key">`)
+	b.page("/ui/adapters/new", `name="schedule"`, `<option value="shop"`, "empty or 0 keeps versions for ever")
 	b.page("/ui/adapters/products/edit", `value="products"`)
 	b.page("/ui/resources?connection=shop", `<option value="products"`)
 	runs := b.page("/ui/runs", "status-succeeded")
@@ -239,6 +238,19 @@ func TestConsole_Forms(t *testing.T) {
 	r = b.post("/ui/connections", url.Values{"name": {"db"}, "type": {"mysql"}, "opt.host": {"127.0.0.1"}, "opt.user": {"u"}, "opt.password": {knownSecret}, "extra": {"max_open=4"}, "sharing": {"pooled"}})
 	wantStatus(t, "mysql connection", r, http.StatusSeeOther)
 	b.page("/ui/connections/db", "REDACTED", "max_open")
+	// An adapter of a source that does not answer is saved, and the
+	// adapters page says what was not checked, once.
+	r = b.post("/ui/adapters", url.Values{"name": {"later"}, "connection": {"db"}, "resource": {"t"}})
+	if body := wantStatus(t, "adapter of an unreachable source", r, http.StatusOK); !strings.Contains(body, `id="save-warnings"`) ||
+		!strings.Contains(body, `resource &#34;t&#34; not checked: data connection &#34;db&#34;`) || !strings.Contains(body, `id="adapter-later"`) || strings.Contains(body, knownSecret) {
+		t.Errorf("adapter of an unreachable source:\n%s", body)
+	}
+	if body := b.page("/ui/adapters", `id="adapter-later"`); strings.Contains(body, "save-warnings") {
+		t.Errorf("the warning stays on the adapters page")
+	}
+	if err := f.svc.DeleteAdapter(t.Context(), "later"); err != nil {
+		t.Fatal(err)
+	}
 
 	form := url.Values{"name": {"p2"}, "connection": {"shop2"}, "resource": {"products"}, "schedule": {"every hour"}, "ttl": {"36h"}}
 	r = b.post("/ui/adapters", form)
@@ -257,14 +269,18 @@ func TestConsole_Forms(t *testing.T) {
 	if err != nil || a.Schedule != "@every 1h" || a.Retention.TTL != api.Duration(36*time.Hour) {
 		t.Fatalf("adapter from the form: %+v %v", a, err)
 	}
-	b.page("/ui/adapters/p2/edit", `value="@every 1h"`, `value="36h"`, `<option value="local" selected>`)
+	// Alone, the form leaves out the cluster's fields while they hold
+	// their defaults, and shows them once they do not.
+	if body := b.page("/ui/adapters/p2/edit", `value="@every 1h"`, `value="36h"`); strings.Contains(body, `id="cluster-fields"`) || strings.Contains(body, `name="strategy"`) {
+		t.Errorf("cluster fields on a server alone:\n%s", body)
+	}
 	form.Set("schedule", "")
 	form.Set("strategy", "single-node")
 	wantStatus(t, "replace adapter", b.post("/ui/adapters/p2", form), http.StatusSeeOther)
 	if a, _ = f.svc.GetAdapter(t.Context(), "p2"); a.Schedule != "" || a.Strategy != string(adapters.StrategySingleNode) {
 		t.Errorf("replaced adapter: schedule %q, strategy %q", a.Schedule, a.Strategy)
 	}
-	b.page("/ui/adapters/p2/edit", `<option value="single-node" selected>`)
+	b.page("/ui/adapters/p2/edit", `id="cluster-fields"`, `<option value="single-node" selected>`)
 	// Every field of an adapter is in the form: an edit keeps the flags.
 	form.Set("commit_unchanged", "true")
 	form.Set("embed_json", "true")
@@ -335,7 +351,10 @@ func TestConsole_Forms(t *testing.T) {
 	if rec, err := f.svc.WaitRun(t.Context(), strings.TrimPrefix(refused, "/ui/runs/")); err != nil || rec.Code != "guard_refused" {
 		t.Fatalf("an emptying run from the console: %+v %v", rec, err)
 	}
-	b.page(refused, "guard_refused", `name="force" value="true"`, "Run again with force")
+	// Refused, with the guard's reason, not an error bar stopped at 99%.
+	if body := b.page(refused, "guard_refused", `id="refused"`, "Refused by the commit guard", "force", `name="force" value="true"`, "Run again with force"); strings.Contains(body, `id="progress"`) || strings.Contains(body, `id="run-error"`) {
+		t.Errorf("a refused run shows a progress bar or an error:\n%s", body)
+	}
 	forced := b.post("/ui/adapters/p2/run", url.Values{"force": {"true"}}).header.Get("Location")
 	if rec, err := f.svc.WaitRun(t.Context(), strings.TrimPrefix(forced, "/ui/runs/")); err != nil || rec.Status != "succeeded" || !rec.Forced {
 		t.Fatalf("a forced run from the console: %+v %v", rec, err)

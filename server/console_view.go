@@ -197,6 +197,9 @@ type sparkline struct {
 	Points string
 	// Title says what the line shows.
 	Title string
+	// Min and Max are the fewest and most rows of the versions drawn, as
+	// text, for labels beside the line.
+	Min, Max string
 }
 
 // sparkWidth and sparkHeight are the sparkline's box.
@@ -204,6 +207,9 @@ const sparkWidth, sparkHeight = 100.0, 24.0
 
 // rowsSparkline draws the rows of versions (newest first, as Versions
 // lists them) from oldest to newest; nil for fewer than two versions.
+// The scale starts at zero rows (the baseline, y = sparkHeight-2), so a
+// change looks as large as it is: 200,000 to 199,902 rows is a nearly
+// flat line, not a full-height step.
 func rowsSparkline(versions []snapshot.VersionInfo) *sparkline {
 	if len(versions) < 2 {
 		return nil
@@ -217,16 +223,16 @@ func rowsSparkline(versions []snapshot.VersionInfo) *sparkline {
 	for i := range versions {
 		v := versions[n-1-i]
 		x := sparkWidth * float64(i) / float64(n-1)
-		y := sparkHeight / 2
-		if hi > lo {
-			y = sparkHeight - 2 - (sparkHeight-4)*float64(v.Stats.Rows-lo)/float64(hi-lo)
+		y := sparkHeight - 2
+		if hi > 0 {
+			y -= (sparkHeight - 4) * float64(v.Stats.Rows) / float64(hi)
 		}
 		if i > 0 {
 			b.WriteByte(' ')
 		}
 		fmt.Fprintf(&b, "%.1f,%.1f", x, y)
 	}
-	return &sparkline{Points: b.String(), Title: fmt.Sprintf("rows over %d kept versions: %s to %s", n, formatCount(lo), formatCount(hi))}
+	return &sparkline{Points: b.String(), Title: fmt.Sprintf("rows over %d kept versions, from zero: %s to %s", n, formatCount(lo), formatCount(hi)), Min: formatCount(lo), Max: formatCount(hi)}
 }
 
 // freshness judges a dataset's current version against its adapter's

@@ -1,8 +1,11 @@
 package server
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/snapstore/snapstore/snapshot"
 )
 
 func TestFormatDuration(t *testing.T) {
@@ -23,5 +26,31 @@ func TestFormatDuration(t *testing.T) {
 		if got := formatDuration(c.d); got != c.want {
 			t.Errorf("formatDuration(%v) = %q, want %q", c.d, got, c.want)
 		}
+	}
+}
+
+// TestRowsSparkline: the line is drawn from zero rows, so 200,000 ->
+// 199,902 -> 200,000 is nearly flat, at the top; a drop to half is half
+// the height; the title and labels say the range.
+func TestRowsSparkline(t *testing.T) {
+	vs := func(rows ...int64) []snapshot.VersionInfo { // newest first, as Versions lists them
+		out := make([]snapshot.VersionInfo, len(rows))
+		for i, r := range rows {
+			out[len(rows)-1-i].Stats.Rows = r
+		}
+		return out
+	}
+	s := rowsSparkline(vs(200000, 199902, 200000))
+	if s.Points != "0.0,2.0 50.0,2.0 100.0,2.0" || s.Min != "199,902" || s.Max != "200,000" || !strings.Contains(s.Title, "from zero: 199,902 to 200,000") {
+		t.Errorf("a small change: %+v", s)
+	}
+	if s = rowsSparkline(vs(100, 50, 0)); s.Points != "0.0,2.0 50.0,12.0 100.0,22.0" {
+		t.Errorf("to half, then none: %q", s.Points)
+	}
+	if s = rowsSparkline(vs(0, 0)); s.Points != "0.0,22.0 100.0,22.0" {
+		t.Errorf("no rows: %q", s.Points)
+	}
+	if rowsSparkline(vs(5)) != nil {
+		t.Error("a line of one version")
 	}
 }

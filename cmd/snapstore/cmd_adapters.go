@@ -26,6 +26,7 @@ type adapterView struct {
 	UpdatedAt  time.Time           `json:"updated_at"`
 	NextRun    *time.Time          `json:"next_run"`
 	LastRun    *adapters.RunRecord `json:"last_run"`
+	Warnings   []string            `json:"warnings"`
 }
 
 const adaptersHelp = `Adapters: each pulls one table of a data connection into a dataset, on a
@@ -152,7 +153,9 @@ of an entry of the config file's adapters list (docs/config.md), e.g.
   retention: {ttl: 720h, min_versions: 10}
 
 Its connection must exist. The server checks the table: one that does not
-exist, or has no usable key and no key_columns, is refused. --replace
+exist, or has no usable key and no key_columns, is refused; one it cannot
+reach (or that refuses the credentials) is saved with a warning on stderr,
+and its runs fail until the source answers. --replace
 replaces an adapter of that name made this way (else it is created).
 Errors that name a key say its line in the file.`
 
@@ -163,8 +166,13 @@ func adaptersCreate(ctx context.Context, args []string, stdout, stderr io.Writer
 			if err := json.Unmarshal(raw, &a); err != nil {
 				return err
 			}
-			_, err := fmt.Fprintf(w, "adapter %s: %s/%s into dataset %s, %s (revision %d)\n", a.Name, a.Connection, a.Resource, a.Dataset, scheduleText(a.Schedule), a.Revision)
-			return err
+			if _, err := fmt.Fprintf(w, "adapter %s: %s/%s into dataset %s, %s (revision %d)\n", a.Name, a.Connection, a.Resource, a.Dataset, scheduleText(a.Schedule), a.Revision); err != nil {
+				return err
+			}
+			for _, warning := range a.Warnings {
+				fmt.Fprintf(stderr, "warning: %s\n", warning)
+			}
+			return nil
 		})
 }
 

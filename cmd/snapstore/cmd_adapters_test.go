@@ -75,6 +75,16 @@ func TestCLI_DefinitionsAndRuns(t *testing.T) {
 	if code, out, errs := run(adminTok, "connections", "test", "gone"); code != 1 || !strings.Contains(out, "unreachable") || !strings.Contains(out, "cannot open the file") {
 		t.Fatalf("a failing test: exit %d\n%s%s", code, out, errs)
 	}
+	// An adapter of that connection is saved, with the warning shown.
+	goneFile := writeFile(t, "gone-adapter.yaml", "name: gone\nconnection: gone\nresource: x\n")
+	if code, out, errs := run(adminTok, "adapters", "create", "-f", goneFile); code != 0 || !strings.Contains(out, "adapter gone: gone/x") ||
+		!strings.Contains(errs, `warning: resource "x" not checked: `) || !strings.Contains(errs, "cannot open the file") {
+		t.Fatalf("an adapter of an unreachable source: exit %d\n%s%s", code, out, errs)
+	}
+	if out := admin("adapters", "create", "-f", goneFile, "--replace", "--output", "json"); !strings.Contains(out, `"warnings": [`) {
+		t.Fatalf("a replace's warnings in JSON: %s", out)
+	}
+	admin("adapters", "delete", "gone")
 
 	// An adapter from a file: a bad value is refused naming its line.
 	adFile := filepath.Join(dir, "tools-adapter.yaml")
@@ -108,12 +118,15 @@ func TestCLI_DefinitionsAndRuns(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "status:    succeeded") || !strings.Contains(out, "changes:   2 inserted") || !strings.Contains(errs, "run r") {
 		t.Fatalf("adapters run: exit %d\n%s%s", code, out, errs)
 	}
-	for _, phase := range []string{"connect", "read", "commit"} { // every phase, however fast
-		if !regexp.MustCompile(`(?m)^run r\S+: ` + phase).MatchString(errs) {
-			t.Errorf("adapters run without a terminal: no line for phase %s:\n%s", phase, errs)
-		}
+	// Every phase, however fast, once and in order.
+	var phases []string
+	for _, m := range regexp.MustCompile(`(?m)^run r\S+: (\w+)`).FindAllStringSubmatch(errs, -1) {
+		phases = append(phases, m[1])
 	}
-	if !strings.Contains(out, "read:      in full (full)") {
+	if strings.Join(phases, " ") != "connect read commit" {
+		t.Errorf("adapters run without a terminal: phases %q, want connect read commit once each:\n%s", phases, errs)
+	}
+	if !strings.Contains(out, "read:      all rows (full)") {
 		t.Errorf("adapters run: no read mode:\n%s", out)
 	}
 	// Nothing changed: the current version verified, said so.

@@ -100,13 +100,24 @@ func TestCLI_DatasetsDiffTagsRollbackGC(t *testing.T) {
 	if out, _ = do(0, "get", "products", "2"); !strings.Contains(out, "pitcher") {
 		t.Fatalf("answered no, yet rolled back: %s", out)
 	}
+	if _, errs = do(1, "rollback", "products", "nosuchtag"); !strings.Contains(errs, `no kept version tagged "nosuchtag"`) {
+		t.Errorf("rollback to an unknown tag: %s", errs)
+	}
+	if _, errs = do(2, "rollback", "products", "0"); !strings.Contains(errs, "positive version number or a tag name") {
+		t.Errorf("rollback to version 0: %s", errs)
+	}
+	// To a tag, as diff, get and scan take one; saying that the next run
+	// undoes it.
 	asTerminal(t, "y\n")
-	out, errs = do(0, "rollback", "products", fmt.Sprint(first))
-	if !strings.Contains(errs, "[y/N]") {
+	out, errs = do(0, "rollback", "products", "first")
+	if !strings.Contains(errs, "[y/N]") || !strings.Contains(errs, fmt.Sprintf("Roll products back to version %d", first)) {
 		t.Errorf("rollback did not ask: %s", errs)
 	}
 	if !strings.Contains(out, fmt.Sprintf("restored from version %d", first)) {
 		t.Errorf("rollback's answer: %s", out)
+	}
+	if !strings.Contains(errs, "next run of the adapter that feeds products reads the source again") {
+		t.Errorf("rollback does not say the next run undoes it: %s", errs)
 	}
 	if out, _ = do(0, "get", "products", "2"); !strings.Contains(out, `"name":"jug"`) {
 		t.Fatalf("after the rollback: %s", out)

@@ -18,14 +18,27 @@ var followPoll = 250 * time.Millisecond
 // followRun reads run id's record until the run ends and returns the
 // ended record. On a terminal (bar) it redraws a progress bar on w: rows
 // read out of the estimate, rate, time left, phase; elsewhere it writes
-// one line a phase, so a log shows where a run spent its time: the
-// phases seen while polling, then, once the run ended, those of its final
-// record that a fast run went through between two polls. ctx ends the
+// one line a phase, in the order of the record's phases, each once when
+// it is first seen: a log shows where a run spent its time. A phase that
+// began and ended between two polls is written with how long it took, a
+// read in progress with where it is (progressText). ctx ends the
 // following, not the run.
 func followRun(ctx context.Context, api *apiClient, id string, w io.Writer, bar bool, width int) (adapters.RunRecord, error) {
 	var rec adapters.RunRecord
-	lastPhase := ""
-	said := map[string]bool{} // the phases a line was written for
+	said := 0 // rec.Phases[:said] have had their line
+	sayPhases := func() {
+		for ; said < len(rec.Phases); said++ {
+			p := rec.Phases[said]
+			switch {
+			case p.End != nil:
+				fmt.Fprintf(w, "run %s: %s (took %s)\n", rec.ID, p.Name, shortDuration(p.End.Sub(p.Start)))
+			case p.Name == adapters.PhaseRead && rec.Progress != nil && rec.Progress.Phase == p.Name:
+				fmt.Fprintf(w, "run %s: %s\n", rec.ID, progressText(rec))
+			default:
+				fmt.Fprintf(w, "run %s: %s\n", rec.ID, p.Name)
+			}
+		}
+	}
 	drawn := false
 	clear := func() {
 		if drawn {
@@ -41,24 +54,15 @@ func followRun(ctx context.Context, api *apiClient, id string, w io.Writer, bar 
 		if _, err := api.get(ctx, pathOf("/v1/runs/", id), nil, &rec); err != nil {
 			return rec, err
 		}
+		if !bar {
+			sayPhases()
+		}
 		if rec.Status != adapters.RunRunning {
-			if !bar {
-				for _, p := range rec.Phases {
-					if !said[p.Name] && p.End != nil {
-						fmt.Fprintf(w, "run %s: %s (took %s)\n", rec.ID, p.Name, shortDuration(p.End.Sub(p.Start)))
-					}
-				}
-			}
 			return rec, nil
 		}
-		switch {
-		case bar:
+		if bar {
 			fmt.Fprint(w, "\r"+progressLine(rec, width)+"\x1b[K")
 			drawn = true
-		case rec.Progress != nil && rec.Progress.Phase != lastPhase:
-			lastPhase = rec.Progress.Phase
-			said[lastPhase] = true
-			fmt.Fprintf(w, "run %s: %s\n", rec.ID, progressText(rec))
 		}
 		select {
 		case <-ctx.Done():
@@ -242,7 +246,7 @@ func readModeText(rec adapters.RunRecord) string {
 	case adapters.ModeVerify:
 		return fmt.Sprintf("no rows: the checksums of all %s key ranges matched (verify)", count(int64(rec.Chunks)))
 	case adapters.ModeFull:
-		return "in full (full)"
+		return "all rows (full)"
 	}
 	return ""
 }

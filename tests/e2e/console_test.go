@@ -162,10 +162,25 @@ func TestConsole(t *testing.T) {
 	b.fill(`input[name="schedule"]`, "@every 1h")
 	b.fill(`input[name="min_versions"]`, "5")
 	b.shot("adapter-form")
+	// Laid out within the panel; a server alone leaves the cluster's
+	// fields out.
+	if got := b.formLayout(); got != "" {
+		t.Errorf("the new-adapter form: %s", got)
+	}
 	b.submit("#adapter-form")
 	b.wantPath("/ui/adapters")
 	b.waitVisible(`tr[data-adapter="items"]`)
 	t.Logf("%sadapter created", at())
+	// An adapter with values in the cluster's fields shows them, within
+	// the panel too: the long strategy notes and the partition key's
+	// placeholder.
+	p.jsonCall(t, http.StatusCreated, "PUT", "/v1/adapters/spread", map[string]any{
+		"connection": "mariadb", "resource": "items", "dataset": "spread", "strategy": "partition-by-key", "transfer_compression": "all"}, nil)
+	b.open("/ui/adapters/spread/edit")
+	if got := b.formLayout(); got != "cluster fields" {
+		t.Errorf("the form of an adapter with cluster fields: %q, want only the cluster fields there", got)
+	}
+	p.mustCall(t, http.StatusNoContent, "DELETE", "/v1/adapters/spread", nil)
 
 	// Run it and watch the live panel until the run succeeds, in one page
 	// (a marker set on the window would not survive a reload).
@@ -503,6 +518,27 @@ func (b *consoleBrowser) runAndWatch(at func() string) int64 {
 	var v int64
 	fmt.Sscan(m[1], &v)
 	return v
+}
+
+// formLayout checks the adapter form on the page: it names each fieldset
+// wider than the form, each input whose placeholder is cut off, and
+// "cluster fields" when the cluster's fieldset is shown; "" when none.
+func (b *consoleBrowser) formLayout() string {
+	b.t.Helper()
+	return b.eval(`(() => {
+		const form = document.querySelector('#adapter-form').getBoundingClientRect(), bad = [];
+		for (const f of document.querySelectorAll('#adapter-form fieldset')) {
+			if (f.getBoundingClientRect().right > form.right + 0.5 || f.scrollWidth > f.clientWidth) bad.push('fieldset ' + f.querySelector('legend').textContent);
+		}
+		const ctx = document.createElement('canvas').getContext('2d');
+		for (const i of document.querySelectorAll('#adapter-form input[placeholder]')) {
+			const st = getComputedStyle(i);
+			ctx.font = st.font;
+			if (ctx.measureText(i.placeholder).width > i.clientWidth - parseFloat(st.paddingLeft) - parseFloat(st.paddingRight)) bad.push('placeholder of ' + i.name);
+		}
+		if (document.querySelector('#cluster-fields')) bad.push('cluster fields');
+		return bad.join(', ');
+	})()`)
 }
 
 // shot saves a PNG screenshot of the whole page as name.png.
