@@ -50,7 +50,7 @@ func TestPagilaPull(t *testing.T) {
 	compareColumn(t, film, "fulltext", e.queryStrings(t, "pagila", "SELECT film_id::text, fulltext::text FROM film"))
 	compareColumn(t, film, "special_features", e.queryStrings(t, "pagila", "SELECT film_id::text, to_json(special_features)::text FROM film"))
 	compareColumn(t, film, "rental_rate", e.queryStrings(t, "pagila", "SELECT film_id::text, rental_rate::text FROM film"))
-	if v := col(film["int 2"], "special_features"); v.Kind != snapshot.KindJSON || string(v.Bytes) != `["Commentaries",null]` {
+	if v := col(film["int 2"], "special_features"); v.Kind != snapshot.KindArray || string(v.Bytes) != `["Commentaries",null]` {
 		t.Errorf("film 2 special_features %s", fmtValue(v))
 	}
 	if v := col(film["int 1"], "release_year"); v.Kind != snapshot.KindInt || v.Int != 2006 {
@@ -66,7 +66,7 @@ func TestPagilaPull(t *testing.T) {
 	_, staff := readAll(t, ts.db, "staff")
 	compareColumn(t, staff, "picture", e.queryStrings(t, "pagila", "SELECT staff_id::text, upper(encode(picture, 'hex')) FROM staff"))
 	_, rental := readAll(t, ts.db, "rental")
-	compareColumn(t, rental, "return_date", e.queryStrings(t, "pagila", "SELECT rental_id::text, (return_date AT TIME ZONE 'UTC')::text FROM rental"))
+	compareColumn(t, rental, "return_date", e.queryStrings(t, "pagila", "SELECT rental_id::text, (return_date AT TIME ZONE 'UTC')::text || '+00' FROM rental"))
 	// A re-run with nothing changed writes no row.
 	rec := ts.runWait(t, "rental")
 	mustSucceed(t, rec)
