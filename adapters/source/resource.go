@@ -15,8 +15,8 @@ type Resource struct {
 	// the wire estimated_rows is then null.
 	EstimatedRows int64 `json:"estimated_rows"`
 	// Key is the row key a run would choose without key_columns (the
-	// primary key, else a unique key over NOT NULL columns), when the
-	// connector lists keys (postgres); empty when there is none.
+	// primary key, else a unique key over NOT NULL columns); empty when
+	// there is none (a view, a table without such a key).
 	Key []string `json:"key,omitempty"`
 }
 

@@ -73,6 +73,13 @@ func TestSQLiteSource(t *testing.T) {
 	if err != nil || len(res) != 4 || res[0].Name != "cheap" || res[0].Type != "view" || res[1].Name != "items" || res[1].EstimatedRows != 3 {
 		t.Fatalf("resources %+v %v", res, err)
 	}
+	// Each table with the key a run would choose: the primary key, a
+	// unique index over NOT NULL columns, none.
+	for i, want := range []string{"", "id", "", "k.1,K"} {
+		if got := strings.Join(res[i].Key, ","); got != want {
+			t.Errorf("resource %s key %q, want %q", res[i].Name, got, want)
+		}
+	}
 	if tr := src.(source.Tester).Test(ctx); !tr.OK {
 		t.Fatalf("test %+v", tr)
 	}
