@@ -117,6 +117,8 @@ func TestPostgresKeysetPaging(t *testing.T) {
 		`CREATE SCHEMA "my.schema"`,
 		`CREATE TABLE "my.schema"."t" (id int PRIMARY KEY)`,
 		`INSERT INTO "my.schema"."t" VALUES (1), (2), (3)`,
+		`CREATE TABLE "q""uote.d" (id int PRIMARY KEY)`,
+		`INSERT INTO "q""uote.d" VALUES (1), (2), (3)`,
 	)
 	src := openEnvSource(t, e, db, map[string]any{"chunk_rows": 2})
 	read := func(req TableRequest) ([]string, snapshot.Schema, error) {
@@ -167,7 +169,8 @@ func TestPostgresKeysetPaging(t *testing.T) {
 	if _, sch, err := read(TableRequest{Resource: "uk"}); err != nil || strings.Join(sch.Key, ",") != "code" {
 		t.Errorf("uk key %v %v", sch.Key, err)
 	}
-	for _, name := range []string{`"my.schema"."t"`, `my.schema.t`} {
+	// Quoted, or as resources list a name (a quote character in it too).
+	for _, name := range []string{`"my.schema"."t"`, `my.schema.t`, `q"uote.d`, `public.q"uote.d`} {
 		if rows, _, err := read(TableRequest{Resource: name}); err != nil || len(rows) != 3 {
 			t.Errorf("%s: %v %v", name, rows, err)
 		}

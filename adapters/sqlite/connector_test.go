@@ -124,6 +124,13 @@ func TestSQLiteSource(t *testing.T) {
 	if string(rows[0][2].Bytes) != "y" || string(rows[1][2].Bytes) != "x" || string(rows[2][2].Bytes) != "z" {
 		t.Errorf("odd order: %s | %s | %s", stringsOf(rows[0]), stringsOf(rows[1]), stringsOf(rows[2]))
 	}
+	// The name as resources list it, quote characters and all.
+	if rows, _, err := read(source.TableRequest{Resource: res[3].Name}); err != nil || len(rows) != 3 {
+		t.Errorf("%s as listed: %d rows, %v", res[3].Name, len(rows), err)
+	}
+	if rows, _, err := read(source.TableRequest{Resource: "main." + res[3].Name}); err != nil || len(rows) != 3 {
+		t.Errorf("main.%s: %d rows, %v", res[3].Name, len(rows), err)
+	}
 	if _, _, err := read(source.TableRequest{Resource: "nokey"}); !errors.Is(err, source.ErrNoKey) {
 		t.Errorf("nokey: %v", err)
 	}
