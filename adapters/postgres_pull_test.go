@@ -117,6 +117,8 @@ func TestPostgresKeysetPaging(t *testing.T) {
 		`CREATE SCHEMA "my.schema"`,
 		`CREATE TABLE "my.schema"."t" (id int PRIMARY KEY)`,
 		`INSERT INTO "my.schema"."t" VALUES (1), (2), (3)`,
+		"CREATE TABLE bool_key (b boolean, i int, PRIMARY KEY (b, i))",
+		"INSERT INTO bool_key VALUES (true, 2), (false, 9), (true, 1), (false, 3), (true, 0)",
 		`CREATE TABLE "q""uote.d" (id int PRIMARY KEY)`,
 		`INSERT INTO "q""uote.d" VALUES (1), (2), (3)`,
 	)
@@ -165,6 +167,12 @@ func TestPostgresKeysetPaging(t *testing.T) {
 	}
 	if rows, _, err := read(TableRequest{Resource: "ts_key"}); err != nil || len(rows) != 5 || !strings.Contains(rows[0], "-infinity") || !strings.Contains(rows[1], "2025-12-31 20:00:00") {
 		t.Errorf("ts_key %v %v", rows, err)
+	}
+	// A boolean key (its text t/f cast back) pages in PostgreSQL's order,
+	// false first.
+	if rows, _, err := read(TableRequest{Resource: "bool_key"}); err != nil || len(rows) != 5 ||
+		!strings.HasPrefix(rows[0], `kind 13 "f"`) || !strings.HasSuffix(rows[1], "int 9") || !strings.HasPrefix(rows[4], `kind 13 "t"`) || !strings.HasSuffix(rows[4], "int 2") {
+		t.Errorf("bool_key %q %v", rows, err)
 	}
 	if _, sch, err := read(TableRequest{Resource: "uk"}); err != nil || strings.Join(sch.Key, ",") != "code" {
 		t.Errorf("uk key %v %v", sch.Key, err)
