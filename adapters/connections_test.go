@@ -62,6 +62,13 @@ func TestConnectionCRUD(t *testing.T) {
 			if r.Name == "rental" && r.EstimatedRows < 1000 {
 				t.Errorf("rental estimated rows %d", r.EstimatedRows)
 			}
+			// The key a run would choose, listed for every table.
+			if want := map[string]string{"rental": "rental_id", "film_actor": "actor_id,film_id"}[r.Name]; want != "" && strings.Join(r.Key, ",") != want {
+				t.Errorf("%s key %v, want %s", r.Name, r.Key, want)
+			}
+			if len(r.Key) == 0 {
+				t.Errorf("table %s lists no key", r.Name)
+			}
 		case "view":
 			views++
 		}

@@ -3,6 +3,8 @@ package adapters
 import (
 	"context"
 	"errors"
+
+	"github.com/snapstore/snapstore/internal/errtext"
 )
 
 // TestConnection opens the connection's current revision as a fresh
@@ -25,7 +27,7 @@ func (s *Service) TestConnection(ctx context.Context, name string) (TestResult, 
 		if errors.As(err, &oe) {
 			cause = "config"
 		}
-		return TestResult{Cause: cause, Message: err.Error(), Latency: s.now().Sub(start)}, nil
+		return TestResult{Cause: cause, Message: errtext.Text(err), Latency: s.now().Sub(start)}, nil
 	}
 	defer src.Close()
 	t, ok := src.(Tester)
@@ -33,6 +35,6 @@ func (s *Service) TestConnection(ctx context.Context, name string) (TestResult, 
 		return TestResult{OK: true, Message: "connection type has no test", Latency: s.now().Sub(start)}, nil
 	}
 	res := t.Test(ctx)
-	res.Message = scrubError(errors.New(res.Message), secrets...).Error()
+	res.Message = errtext.Text(scrubError(errors.New(res.Message), secrets...))
 	return res, nil
 }

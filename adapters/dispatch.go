@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/snapstore/snapstore/api"
+	"github.com/snapstore/snapstore/internal/errtext"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
@@ -246,7 +247,7 @@ func (s *Service) offerUntilTaken(ar *activeRun, a *adapterDef, opts RunOptions,
 		release()
 		end := s.now().UTC()
 		ar.mu.Lock()
-		ar.rec.Status, ar.rec.End, ar.rec.Code, ar.rec.Error = status, &end, code, msg
+		ar.rec.Status, ar.rec.End, ar.rec.Code, ar.rec.Error = status, &end, code, errtext.Clean(msg)
 		rec := ar.rec
 		ar.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

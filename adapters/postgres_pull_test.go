@@ -50,7 +50,7 @@ func TestPagilaPull(t *testing.T) {
 	compareColumn(t, film, "fulltext", e.queryStrings(t, "pagila", "SELECT film_id::text, fulltext::text FROM film"))
 	compareColumn(t, film, "special_features", e.queryStrings(t, "pagila", "SELECT film_id::text, to_json(special_features)::text FROM film"))
 	compareColumn(t, film, "rental_rate", e.queryStrings(t, "pagila", "SELECT film_id::text, rental_rate::text FROM film"))
-	if v := col(film["int 2"], "special_features"); v.Kind != snapshot.KindJSON || string(v.Bytes) != `["Commentaries",null]` {
+	if v := col(film["int 2"], "special_features"); v.Kind != snapshot.KindArray || string(v.Bytes) != `["Commentaries",null]` {
 		t.Errorf("film 2 special_features %s", fmtValue(v))
 	}
 	if v := col(film["int 1"], "release_year"); v.Kind != snapshot.KindInt || v.Int != 2006 {
@@ -66,7 +66,7 @@ func TestPagilaPull(t *testing.T) {
 	_, staff := readAll(t, ts.db, "staff")
 	compareColumn(t, staff, "picture", e.queryStrings(t, "pagila", "SELECT staff_id::text, upper(encode(picture, 'hex')) FROM staff"))
 	_, rental := readAll(t, ts.db, "rental")
-	compareColumn(t, rental, "return_date", e.queryStrings(t, "pagila", "SELECT rental_id::text, (return_date AT TIME ZONE 'UTC')::text FROM rental"))
+	compareColumn(t, rental, "return_date", e.queryStrings(t, "pagila", "SELECT rental_id::text, (return_date AT TIME ZONE 'UTC')::text || '+00' FROM rental"))
 	// A re-run with nothing changed writes no row.
 	rec := ts.runWait(t, "rental")
 	mustSucceed(t, rec)
@@ -117,6 +117,10 @@ func TestPostgresKeysetPaging(t *testing.T) {
 		`CREATE SCHEMA "my.schema"`,
 		`CREATE TABLE "my.schema"."t" (id int PRIMARY KEY)`,
 		`INSERT INTO "my.schema"."t" VALUES (1), (2), (3)`,
+		"CREATE TABLE bool_key (b boolean, i int, PRIMARY KEY (b, i))",
+		"INSERT INTO bool_key VALUES (true, 2), (false, 9), (true, 1), (false, 3), (true, 0)",
+		`CREATE TABLE "q""uote.d" (id int PRIMARY KEY)`,
+		`INSERT INTO "q""uote.d" VALUES (1), (2), (3)`,
 	)
 	src := openEnvSource(t, e, db, map[string]any{"chunk_rows": 2})
 	read := func(req TableRequest) ([]string, snapshot.Schema, error) {
@@ -164,10 +168,17 @@ func TestPostgresKeysetPaging(t *testing.T) {
 	if rows, _, err := read(TableRequest{Resource: "ts_key"}); err != nil || len(rows) != 5 || !strings.Contains(rows[0], "-infinity") || !strings.Contains(rows[1], "2025-12-31 20:00:00") {
 		t.Errorf("ts_key %v %v", rows, err)
 	}
+	// A boolean key (its text t/f cast back) pages in PostgreSQL's order,
+	// false first.
+	if rows, _, err := read(TableRequest{Resource: "bool_key"}); err != nil || len(rows) != 5 ||
+		!strings.HasPrefix(rows[0], `kind 13 "f"`) || !strings.HasSuffix(rows[1], "int 9") || !strings.HasPrefix(rows[4], `kind 13 "t"`) || !strings.HasSuffix(rows[4], "int 2") {
+		t.Errorf("bool_key %q %v", rows, err)
+	}
 	if _, sch, err := read(TableRequest{Resource: "uk"}); err != nil || strings.Join(sch.Key, ",") != "code" {
 		t.Errorf("uk key %v %v", sch.Key, err)
 	}
-	for _, name := range []string{`"my.schema"."t"`, `my.schema.t`} {
+	// Quoted, or as resources list a name (a quote character in it too).
+	for _, name := range []string{`"my.schema"."t"`, `my.schema.t`, `q"uote.d`, `public.q"uote.d`} {
 		if rows, _, err := read(TableRequest{Resource: name}); err != nil || len(rows) != 3 {
 			t.Errorf("%s: %v %v", name, rows, err)
 		}
@@ -224,5 +235,77 @@ func TestPostgresSharedSnapshot(t *testing.T) {
 	}
 	if _, err := src.OpenTable(ctx, TableRequest{Resource: "t", Snapshot: "x'; DROP TABLE t; --"}); err == nil {
 		t.Fatal("a malformed snapshot id was accepted")
+	}
+}
+
+// TestPostgresFormsUpgrade: a dataset stored by an earlier build, with
+// booleans as 1/0, timestamptz without its +00 and arrays as JSON text,
+// shows each such row updated once by the next run, the changed columns
+// named, and nothing by the run after (docs/types.md, CHANGELOG.md).
+func TestPostgresFormsUpgrade(t *testing.T) {
+	e := postgresEnv(t)
+	ctx := context.Background()
+	db := e.tempDatabase(t, "upgrade")
+	e.exec(t, db, "CREATE TABLE forms (id int PRIMARY KEY, b boolean, at timestamptz, a int[], n text)",
+		"INSERT INTO forms VALUES (1, true, '2026-06-01 07:00:00+00', '{1,2}', 'x'), (2, false, NULL, NULL, 'y'), (3, NULL, NULL, NULL, 'z')")
+	ts := newStack(t, Options{})
+	// The version an earlier build wrote.
+	old := snapshot.Schema{Key: []string{"id"}, Columns: []snapshot.Column{
+		{Name: "id", Kind: snapshot.KindInt, SourceType: "integer"},
+		{Name: "b", Kind: snapshot.KindInt, SourceType: "boolean", Nullable: true},
+		{Name: "at", Kind: snapshot.KindDateTime, SourceType: "timestamp with time zone", Nullable: true},
+		{Name: "a", Kind: snapshot.KindJSON, SourceType: "integer[]", Nullable: true},
+		{Name: "n", Kind: snapshot.KindString, SourceType: "text", Nullable: true},
+	}}
+	run, err := ts.db.BeginRun(ctx, snapshot.DatasetConfig{Name: "forms"}, snapshot.RunOptions{Schema: old})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := func(k snapshot.Kind, s string) snapshot.Value { return snapshot.Value{Kind: k, Bytes: []byte(s)} }
+	for _, row := range [][]snapshot.Value{
+		{{Kind: snapshot.KindInt, Int: 1}, {Kind: snapshot.KindInt, Int: 1}, text(snapshot.KindDateTime, "2026-06-01 07:00:00"), text(snapshot.KindJSON, "[1,2]"), text(snapshot.KindString, "x")},
+		{{Kind: snapshot.KindInt, Int: 2}, {Kind: snapshot.KindInt, Int: 0}, {}, {}, text(snapshot.KindString, "y")},
+		{{Kind: snapshot.KindInt, Int: 3}, {}, {}, {}, text(snapshot.KindString, "z")},
+	} {
+		if err := run.Put(ctx, row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v1, err := run.Commit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.svc.CreateConnection(ctx, connSpec(t, e, "pg", db, nil)); err != nil {
+		t.Fatal(noteErr(err))
+	}
+	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "forms", Connection: "pg", Resource: "forms"}); err != nil {
+		t.Fatal(noteErr(err))
+	}
+	rec := ts.runWait(t, "forms")
+	mustSucceed(t, rec)
+	// Rows 1 and 2 hold a value in a new form; row 3 only NULLs.
+	if rec.Stats.Updated != 2 || rec.Stats.Unchanged != 1 || rec.Stats.Inserted+rec.Stats.Deleted != 0 {
+		t.Errorf("first run after the upgrade: %+v", rec.Stats)
+	}
+	d, err := ts.db.Diff(ctx, "forms", v1.Version, rec.Version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	changed := map[string]string{}
+	for d.Next() {
+		ch := d.Change()
+		changed[keyText(ch.Key[0])] = strings.Join(ch.Changed, ",")
+	}
+	if err := d.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if changed["1"] != "b,at,a" || changed["2"] != "b" || len(changed) != 2 {
+		t.Errorf("changed columns %v", changed)
+	}
+	rec = ts.runWait(t, "forms")
+	mustSucceed(t, rec)
+	if rec.Stats.Inserted+rec.Stats.Updated+rec.Stats.Deleted != 0 {
+		t.Errorf("second run after the upgrade: %+v", rec.Stats)
 	}
 }

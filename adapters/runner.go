@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/snapstore/snapstore/api"
+	"github.com/snapstore/snapstore/internal/errtext"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
@@ -158,17 +159,17 @@ func (s *Service) execute(ctx context.Context, ar *activeRun, spec api.Adapter, 
 	case errors.Is(context.Cause(ctx), ErrShuttingDown):
 		ar.rec.Status = RunAborted
 		ar.rec.Code = "aborted"
-		ar.rec.Error = abortedText(err)
+		ar.rec.Error = errtext.Clean(abortedText(err))
 	case errors.Is(err, snapshot.ErrRunInProgress) && ar.rec.Trigger == "schedule":
 		// Another process runs the dataset (its writer slot is held): a
 		// tick that finds its previous run going is skipped (C2).
 		ar.rec.Status = RunSkipped
 		ar.rec.Code = "skipped"
-		ar.rec.Error = err.Error()
+		ar.rec.Error = errtext.Text(err)
 	default:
 		ar.rec.Status = RunFailed
 		ar.rec.Code = runCode(err)
-		ar.rec.Error = err.Error()
+		ar.rec.Error = errtext.Text(err)
 	}
 	rec := ar.rec
 	ar.mu.Unlock()

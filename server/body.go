@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 	"github.com/snapstore/snapstore/api"
@@ -19,8 +20,9 @@ import (
 const MaxBodyBytes = 1 << 20
 
 // decodeBody decodes a JSON request body strictly into v: unknown fields,
-// trailing data, a wrong type, a key given twice in one object or an empty
-// required body are 400 problems naming the field.
+// trailing data, a wrong type, a key given twice in one object, text that
+// is not UTF-8 or an empty required body are 400 problems naming the
+// field.
 func decodeBody(c echo.Context, v any, required bool) error {
 	data, err := io.ReadAll(c.Request().Body)
 	if err != nil {
@@ -36,10 +38,15 @@ func decodeBody(c echo.Context, v any, required bool) error {
 		}
 		return nil
 	}
-	if path := duplicateKey(data); path != "" {
+	switch path, p := jsonTextProblem(data); p {
+	case duplicatedKey:
 		// encoding/json keeps the last of repeated keys: a name or a
 		// password given twice would be resolved silently.
 		return withField(badJSON("key %s is given more than once in its object; give each key once", path), path)
+	case invalidUTF8:
+		// encoding/json replaces bytes that are not UTF-8 with U+FFFD: a
+		// host or a path would be changed silently.
+		return badField(path, "not valid UTF-8; write the text in UTF-8")
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -70,60 +77,89 @@ func decodeBody(c echo.Context, v any, required bool) error {
 	return nil
 }
 
-// duplicateKey returns the path ("body.options.password", array elements
-// by index: "body.key_columns.0") of the first key that an object of the
-// JSON text data holds twice, at any depth, else "". It walks the tokens
-// once (bodies are at most MaxBodyBytes); text that does not parse is left
-// to the decoder, which words the error, and so is nesting deeper than
-// encoding/json's own limit (10000), which it refuses.
-func duplicateKey(data []byte) string {
+// A problem of a JSON text that encoding/json would not report.
+type jsonProblem int
+
+const (
+	noProblem     jsonProblem = iota
+	duplicatedKey             // a key given twice in one object
+	invalidUTF8               // a string (a key or a value) that is not UTF-8
+)
+
+// jsonTextProblem returns the first key that an object of the JSON text
+// data holds twice, at any depth, or the first string that is not UTF-8,
+// with its path ("body.options.password", array elements by index:
+// "body.key_columns.0"). It walks the tokens once (bodies are at most
+// MaxBodyBytes), each string's bytes checked only when data is not UTF-8;
+// text that does not parse is left to the decoder, which words the error,
+// and so is nesting deeper than encoding/json's own limit (10000), which
+// it refuses.
+func jsonTextProblem(data []byte) (string, jsonProblem) {
 	const maxDepth = 10000
+	checkUTF8 := !utf8.Valid(data)
 	dec := json.NewDecoder(bytes.NewReader(data))
 	path := []string{"body"}
-	var walk func() (string, error)
-	walk = func() (string, error) {
-		tok, err := dec.Token()
+	// token reads the next token; bad says its text is not UTF-8.
+	token := func() (tok json.Token, bad bool, err error) {
+		start := dec.InputOffset()
+		tok, err = dec.Token()
+		if _, isString := tok.(string); err == nil && checkUTF8 && isString {
+			bad = !utf8.Valid(data[start:dec.InputOffset()])
+		}
+		return tok, bad, err
+	}
+	var walk func() (jsonProblem, error)
+	walk = func() (jsonProblem, error) {
+		tok, bad, err := token()
 		if err != nil {
-			return "", err
+			return noProblem, err
+		}
+		if bad {
+			return invalidUTF8, nil
 		}
 		if len(path) > maxDepth {
-			return "", errors.New("too deep")
+			return noProblem, errors.New("too deep")
 		}
 		switch tok {
 		case json.Delim('{'):
 			seen := map[string]bool{}
 			for dec.More() {
-				kt, err := dec.Token()
+				kt, bad, err := token()
 				if err != nil {
-					return "", err
+					return noProblem, err
 				}
 				k, _ := kt.(string)
 				path = append(path, k)
+				if bad {
+					return invalidUTF8, nil
+				}
 				if seen[k] {
-					return strings.Join(path, "."), nil
+					return duplicatedKey, nil
 				}
 				seen[k] = true
-				if dup, err := walk(); dup != "" || err != nil {
-					return dup, err
+				if p, err := walk(); p != noProblem || err != nil {
+					return p, err
 				}
 				path = path[:len(path)-1]
 			}
 		case json.Delim('['):
 			for i := 0; dec.More(); i++ {
 				path = append(path, strconv.Itoa(i))
-				if dup, err := walk(); dup != "" || err != nil {
-					return dup, err
+				if p, err := walk(); p != noProblem || err != nil {
+					return p, err
 				}
 				path = path[:len(path)-1]
 			}
 		default:
-			return "", nil
+			return noProblem, nil
 		}
 		_, err = dec.Token() // the closing delimiter
-		return "", err
+		return noProblem, err
 	}
-	dup, _ := walk()
-	return dup
+	if p, _ := walk(); p != noProblem {
+		return strings.Join(path, "."), p
+	}
+	return "", noProblem
 }
 
 // limitBody caps request bodies at MaxBodyBytes; reading more fails with

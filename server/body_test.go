@@ -70,7 +70,29 @@ func TestBody_DuplicateKeyRefused(t *testing.T) {
 	f.must(201, "PUT", "/v1/adapters/a1", `{"connection":"shop","resource":"notes","retention":{"ttl":"1h"},"guard":{"max_shrink":0.5}}`)
 }
 
-// TestBody_DuplicateKeyPaths: duplicateKey finds a repeat at any depth,
+// TestBody_InvalidUTF8Refused: a string that is not UTF-8, an option's
+// value or a key, is 400 naming its path, and nothing is created:
+// encoding/json alone would replace the bytes with U+FFFD. The character
+// U+FFFD itself, written or escaped, is text like any other.
+func TestBody_InvalidUTF8Refused(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	for _, c := range []struct{ body, field string }{
+		{"{\"name\":\"x\",\"type\":\"sqlite\",\"options\":{\"path\":\"/tmp/a\xff.db\"}}", "body.options.path"},
+		{"{\"name\":\"x\",\"type\":\"mysql\",\"options\":{\"host\":\"h\",\"user\":\"\xc3\"}}", "body.options.user"},
+		{"{\"name\":\"x\",\"type\":\"sqlite\",\"options\":{\"pa\xffth\":\"/tmp/a.db\"}}", "body.options.pa\ufffdth"},
+	} {
+		p := f.wantProblem(400, "bad_request", c.field, "POST", "/v1/connections", c.body)
+		if !strings.Contains(p.Detail, "not valid UTF-8") {
+			t.Errorf("%q: detail %q", c.body, p.Detail)
+		}
+	}
+	// A field the document gives a pattern is refused by it first.
+	f.wantProblem(400, "bad_request", "body.name", "POST", "/v1/connections", "{\"name\":\"x\xfe\",\"type\":\"sqlite\",\"options\":{\"path\":\"/tmp/a.db\"}}")
+	f.must(404, "GET", "/v1/connections/x", "")
+	f.must(201, "POST", "/v1/connections", `{"name":"x","type":"sqlite","options":{"path":"/tmp/\ufffd-�.db"}}`)
+}
+
+// TestBody_DuplicateKeyPaths: jsonTextProblem finds a repeat at any depth,
 // inside arrays too, and none in sibling objects or in text that does not
 // parse (left to the decoder).
 func TestBody_DuplicateKeyPaths(t *testing.T) {
@@ -85,8 +107,9 @@ func TestBody_DuplicateKeyPaths(t *testing.T) {
 		`{"a":1,`:                                       "",
 		strings.Repeat("[", 20000):                      "",
 	} {
-		if got := duplicateKey([]byte(body)); got != want {
-			t.Errorf("%.40s: %q, want %q", body, got, want)
+		got, p := jsonTextProblem([]byte(body))
+		if got != want || (want != "") != (p == duplicatedKey) {
+			t.Errorf("%.40s: %q %d, want %q", body, got, p, want)
 		}
 	}
 }

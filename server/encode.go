@@ -12,8 +12,10 @@ import (
 // Row.AppendJSON (the forms documented on snapshot.Kind); this file adds the
 // key array, the CSV text form and plain strings.
 
-// ValueText returns v as one CSV field: decimal digits for numbers, the
-// text for text, decimal, temporal and JSON kinds, standard base64 for bytes
+// ValueText returns v as one CSV field: decimal digits for numbers
+// ("Infinity", "-Infinity", "NaN" for the non-finite floats), true or false
+// for booleans, the text for text, decimal, temporal, JSON and array kinds
+// (an array's JSON form), standard base64 for bytes
 // and geometry, and "" for NULL (CSV cannot tell NULL from an empty string;
 // use JSON or NDJSON when that matters).
 func ValueText(v snapshot.Value) string {
@@ -29,9 +31,9 @@ func ValueText(v snapshot.Value) string {
 		case math.IsNaN(v.Float):
 			return "NaN"
 		case math.IsInf(v.Float, 1):
-			return "+Inf"
+			return "Infinity"
 		case math.IsInf(v.Float, -1):
-			return "-Inf"
+			return "-Infinity"
 		}
 		return strconv.FormatFloat(v.Float, 'g', -1, 64)
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -21,7 +22,7 @@ func TestVersions_GoneAndBadSelectors(t *testing.T) {
 		{"/v1/datasets/products/rows/1?version=0", 400, "bad_request", "version"},
 		{"/v1/datasets/products/versions/abc", 400, "bad_request", "version"},
 		{"/v1/datasets/products/rows/1?as_of=yesterday", 400, "bad_request", "as_of"},
-		{"/v1/datasets/products/rows/1?as_of=2000-01-01T00:00:00Z", 410, "version_not_kept", ""},
+		{"/v1/datasets/products/rows/1?as_of=2000-01-01T00:00:00Z", 404, "no_version", ""},
 		{fmt.Sprintf("/v1/datasets/products/rows/1?version=%d&tag=x", v1), 400, "bad_request", "version"},
 		{"/v1/datasets/products/rows/1?tag=nope", 404, "tag_not_found", ""},
 		{"/v1/datasets/nope/rows/1", 404, "dataset_not_found", ""},
@@ -48,7 +49,8 @@ func TestVersions_GoneAndBadSelectors(t *testing.T) {
 }
 
 // TestAsOf_ZeroTimeIsATime: as_of=0001-01-01T00:00:00Z is a
-// time before every commit, a 410 as for 1900, not the current version.
+// time before the dataset existed, a 404 no_version as for 1900 saying so
+// (not a 410, which reads as collected by GC), not the current version.
 func TestAsOf_ZeroTimeIsATime(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	f.run("products")
@@ -57,7 +59,17 @@ func TestAsOf_ZeroTimeIsATime(t *testing.T) {
 		"/v1/datasets/products/rows?as_of=0001-01-01T00:00:00Z",
 		"/v1/datasets/products?as_of=0001-01-01T00:00:00Z",
 	} {
-		f.wantProblem(410, "version_not_kept", "", "GET", path, "")
+		p := f.wantProblem(404, "no_version", "", "GET", path, "")
+		if !strings.Contains(p.Detail, "products did not exist at 0001-01-01T00:00:00Z: it was created at ") || strings.Contains(p.Detail, "snapshot:") {
+			t.Errorf("%s: detail %q", path, p.Detail)
+		}
+	}
+	// Errors read without Go package prefixes.
+	if p := f.wantProblem(404, "row_not_found", "", "GET", "/v1/datasets/products/rows/999999", ""); strings.HasPrefix(p.Detail, "snapshot:") || !strings.HasPrefix(p.Detail, "row not found") {
+		t.Errorf("row not found: detail %q", p.Detail)
+	}
+	if p := f.wantProblem(404, "adapter_not_found", "", "GET", "/v1/adapters/nope", ""); strings.Contains(p.Detail, "adapters:") {
+		t.Errorf("adapter not found: detail %q", p.Detail)
 	}
 	f.wantProblem(404, "dataset_not_found", "", "GET", "/v1/datasets/nope/rows/1?as_of=0001-01-01T00:00:00Z", "")
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/internal/errtext"
 	"github.com/snapstore/snapstore/notify"
 	"github.com/snapstore/snapstore/snapshot"
 	"github.com/snapstore/snapstore/store"
@@ -268,7 +269,7 @@ func problemFor(err error) Problem {
 		if !errors.Is(err, s.err) {
 			continue
 		}
-		p := newProblem(s.status, s.code, err.Error())
+		p := newProblem(s.status, s.code, errtext.Text(err))
 		var fe *fieldError
 		var oe *adapters.OptionError
 		switch {

@@ -3,6 +3,8 @@ package snapshot
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -34,9 +36,11 @@ func TestBadInput(t *testing.T) {
 		{"two selectors", func() error { _, err := db.Reader(ctx, "t", At{Version: 1, Tag: "x"}); return err }, ErrInvalidArgument},
 		{"negative version", func() error { _, err := db.Reader(ctx, "t", At{Version: -1}); return err }, ErrInvalidArgument},
 		{"version not kept", func() error { _, err := db.Reader(ctx, "t", At{Version: 99}); return err }, ErrVersionNotKept},
-		{"as of the zero time", func() error { _, err := db.Reader(ctx, "t", At{AsOf: new(time.Time)}); return err }, ErrVersionNotKept},
+		// Before the dataset was created no version existed: a 404, not
+		// the 410 of a collected version.
+		{"as of the zero time", func() error { _, err := db.Reader(ctx, "t", At{AsOf: new(time.Time)}); return err }, ErrNoVersion},
 		{"as of and version", func() error { _, err := db.Reader(ctx, "t", At{Version: 1, AsOf: new(time.Time)}); return err }, ErrInvalidArgument},
-		{"as of before all", func() error { _, err := db.Reader(ctx, "t", At{AsOf: new(time.Unix(1, 0))}); return err }, ErrVersionNotKept},
+		{"as of before all", func() error { _, err := db.Reader(ctx, "t", At{AsOf: new(time.Unix(1, 0))}); return err }, ErrNoVersion},
 		{"unknown tag", func() error { _, err := db.Reader(ctx, "t", At{Tag: "x"}); return err }, ErrTagNotFound},
 		{"untag unknown", func() error { return db.Untag(ctx, "t", "x") }, ErrTagNotFound},
 		{"tag unkept version", func() error { return db.Tag(ctx, "t", "x", 99) }, ErrVersionNotKept},
@@ -160,5 +164,29 @@ func TestBadInput(t *testing.T) {
 	}
 	if _, err := r.Get(ctx, []Value{iv(1)}, nil); !errors.Is(err, ErrClosed) {
 		t.Fatalf("reader after close: %v", err)
+	}
+}
+
+// TestAsOfBeforeFirstVersion: a read as of a time after the dataset was
+// created but before its oldest kept version is a 410 that says both what
+// may have happened and which version is the oldest kept one; before its
+// creation, a 404 saying it did not exist.
+func TestAsOfBeforeFirstVersion(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t, newTestStore(t), Options{})
+	v := runRows(t, db, [][]Value{{iv(1), sv("a")}}).Version
+	info, err := db.Dataset(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := info.CreatedAt
+	_, err = db.Reader(ctx, "t", At{AsOf: &at})
+	if !errors.Is(err, ErrVersionNotKept) || !strings.Contains(err.Error(), "none had been committed by then, or GC collected it") ||
+		!strings.Contains(err.Error(), fmt.Sprintf("the oldest kept version, %d,", v)) {
+		t.Errorf("as of creation: %v", err)
+	}
+	before := at.Add(-time.Second)
+	if _, err := db.Reader(ctx, "t", At{AsOf: &before}); !errors.Is(err, ErrNoVersion) || !strings.Contains(err.Error(), "t did not exist at") {
+		t.Errorf("as of before creation: %v", err)
 	}
 }

@@ -34,7 +34,7 @@ func FormatKey(columns []string, key []Value) string {
 		switch v.Kind {
 		case KindNull:
 			b.WriteString("NULL")
-		case KindInt, KindUint, KindFloat, KindDecimal:
+		case KindInt, KindUint, KindFloat, KindDecimal, KindBool:
 			b.WriteString(v.String())
 		case KindBytes, KindGeometry:
 			b.WriteString("0x" + hex.EncodeToString(v.Bytes))

@@ -32,7 +32,7 @@ package snapshot
 //	KindTime      0x16, signed microseconds as KindInt's 8 bytes (MySQL TIME
 //	              text does not sort: "100:00:00" < "23:00:00")
 //	KindString, KindBytes, KindDate, KindDateTime, KindJSON, KindGeometry,
-//	KindEmbeddedJSON
+//	KindEmbeddedJSON, KindBool ("f" < "t"), KindArray
 //	              0x20 + kind, then the bytes with 0x00 escaped as 0x00 0xFF,
 //	              then the terminator 0x00 0x01 (CockroachDB's and
 //	              FoundationDB's byte-string encoding). Dates and datetimes
@@ -164,7 +164,7 @@ func appendKeyValue(dst []byte, v Value) ([]byte, error) {
 		}
 		dst = append(dst, tagTime)
 		return binary.BigEndian.AppendUint64(dst, uint64(us)^(1<<63)), nil
-	case KindString, KindBytes, KindDate, KindDateTime, KindJSON, KindGeometry, KindEmbeddedJSON:
+	case KindString, KindBytes, KindDate, KindDateTime, KindJSON, KindGeometry, KindEmbeddedJSON, KindBool, KindArray:
 		dst = append(dst, tagBytesBase+byte(v.Kind))
 		return appendEscaped(dst, v.Bytes), nil
 	}

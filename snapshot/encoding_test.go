@@ -3,6 +3,7 @@ package snapshot
 import (
 	"bytes"
 	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -56,6 +57,8 @@ func TestKeyOrder(t *testing.T) {
 			}
 			return Value{Kind: KindString, Bytes: b}
 		}, func(a, b Value) int { return bytes.Compare(a.Bytes, b.Bytes) }},
+		KindBool: {func() Value { return BoolValue(rng.IntN(2) == 0) },
+			func(a, b Value) int { return cmp.Compare(a.String(), b.String()) }}, // "false" < "true"
 		KindTime: {func() Value {
 			us := rng.Int64N(2e12) - 1e12
 			neg := us < 0
@@ -106,6 +109,7 @@ func TestCellValueRoundTrip(t *testing.T) {
 		{}, iv(-5), {Kind: KindUint, Uint: math.MaxUint64}, {Kind: KindFloat, Float: math.NaN()},
 		sv(""), sv("a\x00b"), {Kind: KindBytes, Bytes: []byte{0xff}}, {Kind: KindDecimal, Bytes: []byte("-12.50")},
 		{Kind: KindJSON, Bytes: []byte(`{"a":1}`)}, {Kind: KindEmbeddedJSON, Bytes: []byte(`null`)}, {Kind: KindDate, Bytes: []byte("0000-00-00")},
+		BoolValue(true), BoolValue(false), {Kind: KindArray, Bytes: []byte(`{"lower":[0],"elements":[1]}`)},
 	} {
 		got, err := decodeCellValue(appendCellValue(nil, v), true)
 		if err != nil || !got.Equal(v) {
@@ -128,7 +132,15 @@ func TestValueJSON(t *testing.T) {
 		{iv(-3), `-3`},
 		{Value{Kind: KindUint, Uint: 1 << 60}, `"1152921504606846976"`},
 		{Value{Kind: KindUint, Uint: 7}, `7`},
-		{Value{Kind: KindFloat, Float: math.Inf(-1)}, `"-Inf"`},
+		// Non-finite floats in PostgreSQL's spelling, as numeric's text.
+		{Value{Kind: KindFloat, Float: math.Inf(-1)}, `"-Infinity"`},
+		{Value{Kind: KindFloat, Float: math.Inf(1)}, `"Infinity"`},
+		{Value{Kind: KindFloat, Float: math.NaN()}, `"NaN"`},
+		{BoolValue(true), `true`},
+		{BoolValue(false), `false`},
+		// An array is its JSON form itself, never a string of it.
+		{Value{Kind: KindArray, Bytes: []byte(`[1,null,"a"]`)}, `[1,null,"a"]`},
+		{Value{Kind: KindArray, Bytes: []byte(`{"lower":[0],"elements":[1]}`)}, `{"lower":[0],"elements":[1]}`},
 		{Value{Kind: KindFloat, Float: 0.25}, `0.25`},
 		{Value{Kind: KindDecimal, Bytes: []byte("1.50")}, `"1.50"`},
 		{Value{Kind: KindBytes, Bytes: []byte{0, 1}}, `"AAE="`},
@@ -186,5 +198,20 @@ func TestRowVersionWorkedExample(t *testing.T) {
 	got, err := rb.appendJSON(nil, &st)
 	if err != nil || string(got) != `{"region":"eu","id":-2,"title":null}` {
 		t.Fatalf("resolved %s, %v", got, err)
+	}
+}
+
+// TestParseValueServedForms: the served text of booleans and non-finite
+// floats parses back to the same value (keys in URLs and CLI arguments).
+func TestParseValueServedForms(t *testing.T) {
+	for _, v := range []Value{BoolValue(true), BoolValue(false), {Kind: KindFloat, Float: math.Inf(1)},
+		{Kind: KindFloat, Float: math.Inf(-1)}, {Kind: KindFloat, Float: math.NaN()}} {
+		got, err := ParseValue(v.Kind, v.String())
+		if err != nil || !got.Equal(v) {
+			t.Errorf("%s %s: got %v, %v", v.Kind, v, got, err)
+		}
+	}
+	if _, err := ParseValue(KindBool, "1"); !errors.Is(err, ErrBadKey) {
+		t.Errorf("bool 1: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/snapstore/snapstore/records"
 )
@@ -73,6 +74,24 @@ var (
 	// store answers again (doc.go D9); reads then show what happened.
 	ErrOutcomeUnknown = errors.New("snapshot: outcome unknown")
 )
+
+// noVersionAt is the error of a read as of t that no kept version of
+// dataset, created at created, answers: before the dataset was created no
+// version existed (ErrNoVersion, a 404); after, either none had been
+// committed yet or GC collected those, which the kept versions (kept,
+// ascending) do not tell apart (ErrVersionNotKept, a 410), and the error
+// says both.
+func noVersionAt(dataset string, t, created time.Time, kept []*VersionInfo) error {
+	const layout = "2006-01-02T15:04:05.999999Z"
+	if t.Before(created) {
+		return fmt.Errorf("%w: %s did not exist at %s: it was created at %s", ErrNoVersion, dataset, t.UTC().Format(layout), created.UTC().Format(layout))
+	}
+	if len(kept) == 0 {
+		return fmt.Errorf("%w: %s has no kept version", ErrNoVersion, dataset)
+	}
+	return fmt.Errorf("%w: %s had no version at %s that is kept: none had been committed by then, or GC collected it; the oldest kept version, %d, was committed at %s",
+		ErrVersionNotKept, dataset, t.UTC().Format(layout), kept[0].Version, kept[0].CommittedAt.UTC().Format(layout))
+}
 
 // versionNotKept is ErrVersionNotKept for version of dataset, worded so
 // that it does not read as collected: a number above current was never

@@ -33,15 +33,22 @@ func (v Value) AppendJSON(dst []byte) []byte {
 		case math.IsNaN(v.Float):
 			return append(dst, `"NaN"`...)
 		case math.IsInf(v.Float, 1):
-			return append(dst, `"+Inf"`...)
+			return append(dst, `"Infinity"`...)
 		case math.IsInf(v.Float, -1):
-			return append(dst, `"-Inf"`...)
+			return append(dst, `"-Infinity"`...)
 		}
 		return strconv.AppendFloat(dst, v.Float, 'g', -1, 64)
 	case KindBytes, KindGeometry:
 		dst = append(dst, '"')
 		dst = base64.StdEncoding.AppendEncode(dst, v.Bytes)
 		return append(dst, '"')
+	case KindBool:
+		if string(v.Bytes) == "t" {
+			return append(dst, "true"...)
+		}
+		return append(dst, "false"...)
+	case KindArray:
+		return append(dst, v.Bytes...)
 	case KindEmbeddedJSON:
 		if json.Valid(v.Bytes) {
 			return append(dst, v.Bytes...)

@@ -54,6 +54,21 @@ func decodePageToken(tok string) (pageToken, error) {
 	return t, nil
 }
 
+// isRowKey reports whether key is exactly n encoded key values (a row key
+// of a dataset with n key columns), so that a token with bytes appended to
+// its last key is refused rather than read as a key that was never
+// returned.
+func isRowKey(key []byte, n int) bool {
+	for range n {
+		_, l, ok := decodeKeyValue(key)
+		if !ok {
+			return false
+		}
+		key = key[l:]
+	}
+	return len(key) == 0
+}
+
 // DecodePageToken returns the version that a page token of a scan of
 // dataset pins, so that the caller can open the Reader the next page
 // needs (DB.Reader with At{Version: version}) and pass the token on in

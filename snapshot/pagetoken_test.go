@@ -69,8 +69,8 @@ func TestPageTokenPinsVersion(t *testing.T) {
 
 // TestPageTokenMalformed checks that a token cut before its last key, or
 // that is not base64url, is ErrBadPageToken, and that no prefix panics.
-// (A token cut inside its last key still decodes: tokens are not signed,
-// and such a token only moves where the scan resumes.)
+// (A token cut inside its last key still decodes; the scan refuses it,
+// TestPageTokenLastKeyChecked.)
 func TestPageTokenMalformed(t *testing.T) {
 	tok := pageToken{dataset: "orders", version: 1001, lastKey: []byte{0x10, 0x80, 0, 0, 0, 0, 0, 0, 1}}.encode()
 	if v, err := DecodePageToken("orders", tok); err != nil || v != 1001 {
@@ -88,6 +88,50 @@ func TestPageTokenMalformed(t *testing.T) {
 	for _, b := range []string{"!!", tok + "=", "AA==", " " + tok} {
 		if _, err := DecodePageToken("orders", b); !errors.Is(err, ErrBadPageToken) {
 			t.Errorf("DecodePageToken(%q) = %v, want ErrBadPageToken", b, err)
+		}
+	}
+}
+
+// TestPageTokenLastKeyChecked: a scan refuses a token whose last key is
+// not one row key of the dataset: bytes appended (to the token's bytes or
+// its text), or the key cut short.
+func TestPageTokenLastKeyChecked(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t, newTestStore(t), Options{})
+	var rows [][]Value
+	for i := range 5 {
+		rows = append(rows, []Value{iv(int64(i)), sv("v")})
+	}
+	runRows(t, db, rows)
+	r, err := db.Reader(ctx, "t", At{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	it, err := r.Scan(ctx, ScanOptions{Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for it.Next() {
+	}
+	tok := it.NextPageToken()
+	it.Close()
+	pt, err := decodePageToken(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it, err := r.Scan(ctx, ScanOptions{PageToken: tok}); err != nil {
+		t.Fatalf("the token itself: %v", err)
+	} else {
+		it.Close()
+	}
+	appended := pt
+	appended.lastKey = append(append([]byte{}, pt.lastKey...), 0x10, 0x80, 0, 0, 0, 0, 0, 0, 1)
+	cut := pt
+	cut.lastKey = pt.lastKey[:len(pt.lastKey)-1]
+	for _, bad := range []string{tok + "AAAA", appended.encode(), cut.encode()} {
+		if _, err := r.Scan(ctx, ScanOptions{PageToken: bad}); !errors.Is(err, ErrBadPageToken) {
+			t.Errorf("Scan with token %q: %v, want ErrBadPageToken", bad, err)
 		}
 	}
 }

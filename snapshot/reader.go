@@ -89,7 +89,7 @@ func (db *DB) Reader(ctx context.Context, name string, at At) (*Reader, error) {
 			}
 		}
 		if vi == nil {
-			return nil, fmt.Errorf("%w: %s has no kept version committed at or before %s", ErrVersionNotKept, name, at.AsOf.UTC().Format("2006-01-02T15:04:05.999999Z"))
+			return nil, noVersionAt(name, *at.AsOf, ds.cfg.CreatedAt, ds.versions)
 		}
 	case at.Version != 0:
 		vi = ds.versionLocked(at.Version)

@@ -93,6 +93,9 @@ func (r *Reader) Scan(ctx context.Context, opts ScanOptions) (RowIterator, error
 		if t.version != r.info.Version {
 			return nil, fmt.Errorf("%w: token is for version %d, the reader is at %d", ErrBadPageToken, t.version, r.info.Version)
 		}
+		if !isRowKey(t.lastKey, len(r.info.Schema.Key)) {
+			return nil, fmt.Errorf("%w: malformed", ErrBadPageToken)
+		}
 		after := append(append([]byte{}, t.lastKey...), 0)
 		if bytes.Compare(after, start) > 0 {
 			start = after

@@ -12,7 +12,7 @@ func (v Value) String() string {
 	switch v.Kind {
 	case KindNull:
 		return "NULL"
-	case KindDecimal, KindString, KindDate, KindDateTime, KindTime, KindJSON, KindEmbeddedJSON:
+	case KindDecimal, KindString, KindDate, KindDateTime, KindTime, KindJSON, KindEmbeddedJSON, KindArray:
 		return string(v.Bytes)
 	case KindUint:
 		return strconv.FormatUint(v.Uint, 10)
@@ -25,7 +25,8 @@ func (v Value) String() string {
 }
 
 // ParseValue converts text (a URL path segment, a CLI argument) to a value
-// of kind k: integers and floats in Go syntax, bytes and geometry as
+// of kind k: integers and floats in Go syntax (floats also "Infinity",
+// "-Infinity", "NaN"), booleans as true/false or t/f, bytes and geometry as
 // standard or URL-safe base64 (padding optional), other kinds as the text
 // itself after a format check. ErrBadKey when the text does not fit.
 func ParseValue(k Kind, s string) (Value, error) {
@@ -64,7 +65,16 @@ func ParseValue(k Kind, s string) (Value, error) {
 				break
 			}
 		}
-	case KindString, KindJSON, KindEmbeddedJSON:
+	case KindBool:
+		switch s {
+		case "true", "t":
+			v = BoolValue(true)
+		case "false", "f":
+			v = BoolValue(false)
+		default:
+			err = ErrBadKey
+		}
+	case KindString, KindJSON, KindEmbeddedJSON, KindArray:
 		v.Bytes = []byte(s)
 	default:
 		err = ErrBadKey

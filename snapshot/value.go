@@ -24,7 +24,8 @@ const (
 	// JSON number, or a string when above 2^53 so no JSON reader rounds it.
 	KindUint
 	// KindFloat is an IEEE 754 double in Value.Float; JSON number
-	// (non-finite values as the strings "NaN", "+Inf", "-Inf").
+	// (non-finite values as the strings "NaN", "Infinity", "-Infinity",
+	// PostgreSQL's spelling, which numeric's text shares).
 	KindFloat
 	// KindDecimal is an exact decimal as its canonical text ("-12.50");
 	// JSON string, never a float.
@@ -57,9 +58,19 @@ const (
 	// it is not valid JSON). It cannot tell the document null from SQL
 	// NULL, which both serve as null.
 	KindEmbeddedJSON
+	// KindBool is a boolean as PostgreSQL's text "t" or "f" (so false
+	// sorts first in a key); JSON true or false. MySQL's BOOL is a
+	// TINYINT(1), KindInt.
+	KindBool
+	// KindArray is an array as the JSON text of its form: a JSON array of
+	// the elements, nested per dimension, each in its element kind's JSON
+	// form; when a dimension's lower bound is not 1, the object
+	// {"lower":[...],"elements":[...]} with one bound per dimension.
+	// JSON: that text itself, never a string.
+	KindArray
 
 	// lastKind is the highest kind; stored kinds above it are corrupt.
-	lastKind = KindEmbeddedJSON
+	lastKind = KindArray
 )
 
 // Value is one cell's typed value. The zero Value is NULL.
@@ -70,6 +81,14 @@ type Value struct {
 	Float float64
 	// Bytes is the payload of the text and binary kinds.
 	Bytes []byte
+}
+
+// BoolValue returns b as a KindBool value.
+func BoolValue(b bool) Value {
+	if b {
+		return Value{Kind: KindBool, Bytes: []byte("t")}
+	}
+	return Value{Kind: KindBool, Bytes: []byte("f")}
 }
 
 // Equal reports whether two values are identical (same kind and payload;
@@ -91,11 +110,11 @@ func (v Value) Equal(o Value) bool {
 	return bytes.Equal(v.Bytes, o.Bytes)
 }
 
-var kindNames = [...]string{"null", "int", "uint", "float", "decimal", "string", "bytes", "date", "datetime", "time", "json", "geometry", "embedded_json"}
+var kindNames = [...]string{"null", "int", "uint", "float", "decimal", "string", "bytes", "date", "datetime", "time", "json", "geometry", "embedded_json", "bool", "array"}
 
 // String returns the kind's name: "null", "int", "uint", "float",
 // "decimal", "string", "bytes", "date", "datetime", "time", "json",
-// "geometry", "embedded_json".
+// "geometry", "embedded_json", "bool", "array".
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
 		return kindNames[k]

@@ -322,16 +322,17 @@ var mysqlSystemSchemas = []any{"mysql", "information_schema", "performance_schem
 // configured database, or of every accessible non-system schema when no
 // database is configured, with InnoDB's estimated row counts.
 func (s *mysqlSource) Resources(ctx context.Context) ([]source.Resource, error) {
-	q := `SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_TYPE, COALESCE(TABLE_ROWS, 0) FROM information_schema.TABLES WHERE `
+	var schemaFilter string
 	var args []any
 	if s.dbName != "" {
-		q += `TABLE_SCHEMA = ?`
+		schemaFilter = `TABLE_SCHEMA = ?`
 		args = append(args, s.dbName)
 	} else {
-		q += `TABLE_SCHEMA NOT IN (?, ?, ?, ?)`
+		schemaFilter = `TABLE_SCHEMA NOT IN (?, ?, ?, ?)`
 		args = mysqlSystemSchemas
 	}
-	q += ` ORDER BY TABLE_SCHEMA, TABLE_NAME`
+	q := `SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_TYPE, COALESCE(TABLE_ROWS, 0) FROM information_schema.TABLES WHERE ` +
+		schemaFilter + ` ORDER BY TABLE_SCHEMA, TABLE_NAME`
 	conn, err := s.conn(ctx)
 	if err != nil {
 		return nil, err
@@ -354,6 +355,76 @@ func (s *mysqlSource) Resources(ctx context.Context) ([]source.Resource, error) 
 	}
 	if err := rows.Err(); err != nil {
 		return nil, s.scrub(fmt.Errorf("listing tables of data connection %q: %w", s.name, wrapMySQLErr(ctx, err)))
+	}
+	rows.Close()
+	keys, err := mysqlDefaultKeys(ctx, conn, schemaFilter, args)
+	if err != nil {
+		return nil, s.scrub(fmt.Errorf("listing the keys of data connection %q: %w", s.name, wrapMySQLErr(ctx, err)))
+	}
+	for i := range out {
+		out[i].Key = keys[[2]string{out[i].Schema, out[i].Name}]
+	}
+	return out, nil
+}
+
+// mysqlDefaultKeys returns, per (schema, table) of the schemas that
+// schemaFilter (SQL over TABLE_SCHEMA, with args) selects, the key a run
+// chooses without key_columns (mysqlTable.pickKey): the primary key, else
+// the unique key over NOT NULL columns of a key kind with the fewest
+// columns. Tables without one are absent.
+func mysqlDefaultKeys(ctx context.Context, conn *sql.Conn, schemaFilter string, args []any) (map[[2]string][]string, error) {
+	rows, err := conn.QueryContext(ctx, `SELECT s.TABLE_SCHEMA, s.TABLE_NAME, s.INDEX_NAME, s.COLUMN_NAME,
+			COALESCE(c.IS_NULLABLE, 'YES'), LOWER(COALESCE(c.DATA_TYPE, '')), LOWER(COALESCE(c.COLUMN_TYPE, ''))
+		FROM information_schema.STATISTICS s LEFT JOIN information_schema.COLUMNS c
+			ON c.TABLE_SCHEMA = s.TABLE_SCHEMA AND c.TABLE_NAME = s.TABLE_NAME AND c.COLUMN_NAME = s.COLUMN_NAME
+		WHERE s.NON_UNIQUE = 0 AND s.`+schemaFilter+`
+		ORDER BY s.TABLE_SCHEMA, s.TABLE_NAME, s.INDEX_NAME, s.SEQ_IN_INDEX`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	type table struct {
+		uniques []mysqlIndex
+		bad     map[string]bool // indexes with a column that cannot be a key
+	}
+	tables := map[[2]string]*table{}
+	for rows.Next() {
+		var schema, name, index string
+		var col sql.NullString
+		var c mysqlColumn
+		var nullable string
+		if err := rows.Scan(&schema, &name, &index, &col, &nullable, &c.dataType, &c.columnType); err != nil {
+			return nil, err
+		}
+		k := [2]string{schema, name}
+		tb := tables[k]
+		if tb == nil {
+			tb = &table{bad: map[string]bool{}}
+			tables[k] = tb
+		}
+		if n := len(tb.uniques); n == 0 || tb.uniques[n-1].name != index {
+			tb.uniques = append(tb.uniques, mysqlIndex{name: index})
+		}
+		u := &tb.uniques[len(tb.uniques)-1]
+		u.cols = append(u.cols, col.String)
+		c.name = col.String
+		kind, err := mysqlKind(&c, false)
+		if !col.Valid || nullable != "NO" || err != nil || !source.KeyKindOK(kind) {
+			tb.bad[index] = true
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := map[[2]string][]string{}
+	for k, tb := range tables {
+		sortMySQLKeys(tb.uniques)
+		for _, u := range tb.uniques {
+			if !tb.bad[u.name] {
+				out[k] = u.cols
+				break
+			}
+		}
 	}
 	return out, nil
 }

@@ -201,11 +201,7 @@ func (t *mysqlTable) pickKey(ctx context.Context, explicit []string) error {
 	if err != nil {
 		return fmt.Errorf("reading the keys of %s: %w", t.qualified(), wrapMySQLErr(ctx, err))
 	}
-	type index struct {
-		name string
-		cols []string
-	}
-	var uniques []index
+	var uniques []mysqlIndex
 	for rows.Next() {
 		var name, col string
 		var nonUnique int
@@ -217,7 +213,7 @@ func (t *mysqlTable) pickKey(ctx context.Context, explicit []string) error {
 			continue
 		}
 		if n := len(uniques); n == 0 || uniques[n-1].name != name {
-			uniques = append(uniques, index{name: name})
+			uniques = append(uniques, mysqlIndex{name: name})
 		}
 		uniques[len(uniques)-1].cols = append(uniques[len(uniques)-1].cols, col)
 	}
@@ -252,17 +248,7 @@ func (t *mysqlTable) pickKey(ctx context.Context, explicit []string) error {
 			}
 		}
 	} else {
-		// The primary key first, then fewer columns; ties keep index name
-		// order.
-		slices.SortStableFunc(uniques, func(a, b index) int {
-			if pa, pb := a.name == "PRIMARY", b.name == "PRIMARY"; pa != pb {
-				if pa {
-					return -1
-				}
-				return 1
-			}
-			return cmp.Compare(len(a.cols), len(b.cols))
-		})
+		sortMySQLKeys(uniques)
 		for _, u := range uniques {
 			if usable(u.cols) {
 				key = u.cols
@@ -278,6 +264,26 @@ func (t *mysqlTable) pickKey(ctx context.Context, explicit []string) error {
 		t.keyIdx = append(t.keyIdx, byName[c])
 	}
 	return nil
+}
+
+// mysqlIndex is a unique index: its name and columns in index order.
+type mysqlIndex struct {
+	name string
+	cols []string
+}
+
+// sortMySQLKeys orders unique indexes as a run prefers them for its key:
+// the primary key first, then fewer columns; ties keep index name order.
+func sortMySQLKeys(uniques []mysqlIndex) {
+	slices.SortStableFunc(uniques, func(a, b mysqlIndex) int {
+		if pa, pb := a.name == "PRIMARY", b.name == "PRIMARY"; pa != pb {
+			if pa {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(len(a.cols), len(b.cols))
+	})
 }
 
 func (t *mysqlTable) qualified() string {

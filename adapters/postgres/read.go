@@ -107,8 +107,8 @@ func (t *pgTable) ExportSnapshot(ctx context.Context) (string, error) {
 // describe resolves the resource, reads its columns and picks the key.
 func (t *pgTable) describe(ctx context.Context, req source.TableRequest) error {
 	conn := t.conn
-	var def string
-	if err := conn.QueryRow(ctx, "SELECT COALESCE(current_schema(), '')").Scan(&def); err != nil {
+	var def, database string
+	if err := conn.QueryRow(ctx, "SELECT COALESCE(current_schema(), ''), current_database()").Scan(&def, &database); err != nil {
 		return fmt.Errorf("reading the current schema: %w", wrapPostgresErr(ctx, err))
 	}
 	found := false
@@ -131,9 +131,12 @@ func (t *pgTable) describe(ctx context.Context, req source.TableRequest) error {
 		break
 	}
 	if !found {
-		return source.ErrResourceNotFound // the caller names the resource and the connection (openResource)
+		// The caller names the resource and the connection (openResource).
+		return fmt.Errorf("%w in database %s", source.ErrResourceNotFound, quotePostgresIdent(database))
 	}
-	t.Name = t.qualified()
+	// database.schema.table, which PostgreSQL reads as a name in the
+	// current database, so errors name the database as MySQL's do.
+	t.Name = quotePostgresIdent(database) + "." + t.qualified()
 	rows, err := conn.Query(ctx, `SELECT a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull,
 			t.oid, t.typtype::text, t.typbasetype, n.nspname, t.typname, t.typcategory::text
 		FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid JOIN pg_namespace n ON n.oid = t.typnamespace
@@ -166,18 +169,39 @@ func (t *pgTable) describe(ctx context.Context, req source.TableRequest) error {
 	// A domain reads as its base type (a domain of a domain too).
 	for _, i := range domains {
 		c := &t.cols[i]
-		for {
-			var base uint32
-			if err := conn.QueryRow(ctx, `SELECT t.typtype::text, t.typbasetype, n.nspname, t.typname, t.typcategory::text
-				FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace WHERE t.oid = $1`, c.baseOID).
-				Scan(&c.baseTyptype, &base, &c.baseSchema, &c.baseName, &c.baseTypcategory); err != nil {
-				return fmt.Errorf("reading the type of column %q of %s: %w", c.name, t.Name, wrapPostgresErr(ctx, err))
-			}
-			if c.baseTyptype != "d" {
-				break
-			}
-			c.baseOID = base
+		if err := resolveDomain(ctx, conn, c); err != nil {
+			return fmt.Errorf("reading the type of column %q of %s: %w", c.name, t.Name, wrapPostgresErr(ctx, err))
 		}
+	}
+	// An array's elements map as columns of the element type (its base
+	// type when that is a domain).
+	for i := range t.cols {
+		c := &t.cols[i]
+		if c.baseTypcategory != "A" {
+			continue
+		}
+		e := &pgColumn{name: c.name}
+		var base uint32
+		var delim string
+		err := conn.QueryRow(ctx, `SELECT e.oid, format_type(e.oid, NULL), e.typtype::text, e.typbasetype, n.nspname,
+				e.typname, e.typcategory::text, e.typdelim::text
+			FROM pg_type a JOIN pg_type e ON e.oid = a.typelem JOIN pg_namespace n ON n.oid = e.typnamespace
+			WHERE a.oid = $1 AND a.typlen = -1`, c.baseOID).
+			Scan(&e.baseOID, &e.typeName, &e.baseTyptype, &base, &e.baseSchema, &e.baseName, &e.baseTypcategory, &delim)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue // not an array of elements: postgresKind refuses it
+		}
+		if err == nil && e.baseTyptype == "d" {
+			e.baseOID = base
+			err = resolveDomain(ctx, conn, e)
+		}
+		if err != nil {
+			return fmt.Errorf("reading the element type of column %q of %s: %w", c.name, t.Name, wrapPostgresErr(ctx, err))
+		}
+		if len(delim) != 1 {
+			return fmt.Errorf("column %q of %s: element type %s has delimiter %q", c.name, t.Name, e.typeName, delim)
+		}
+		c.elem, c.delim = e, delim[0]
 	}
 	var errs []error
 	for i := range t.cols {
@@ -199,6 +223,23 @@ func (t *pgTable) describe(ctx context.Context, req source.TableRequest) error {
 		t.TableSchema.Key = append(t.TableSchema.Key, t.cols[i].name)
 	}
 	return nil
+}
+
+// resolveDomain follows c's domain (c.baseOID, a domain's base type) down
+// to a type that is not a domain, setting c's base fields.
+func resolveDomain(ctx context.Context, conn *pgxpool.Conn, c *pgColumn) error {
+	for {
+		var base uint32
+		if err := conn.QueryRow(ctx, `SELECT t.typtype::text, t.typbasetype, n.nspname, t.typname, t.typcategory::text
+			FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace WHERE t.oid = $1`, c.baseOID).
+			Scan(&c.baseTyptype, &base, &c.baseSchema, &c.baseName, &c.baseTypcategory); err != nil {
+			return err
+		}
+		if c.baseTyptype != "d" {
+			return nil
+		}
+		c.baseOID = base
+	}
 }
 
 // pgIndex is one unique index of a table.

@@ -3,6 +3,7 @@ package postgres
 import (
 	"bytes"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"github.com/snapstore/snapstore/adapters/source"
 	"strconv"
@@ -24,33 +25,43 @@ type pgColumn struct {
 	kind                         snapshot.Kind
 	// conv is how the text of a value becomes a Value.
 	conv pgConv
-	// expr is the SELECT expression ("col", or a cast or function of it).
+	// expr is the SELECT expression ("col", or a cast of it).
 	expr string
-	// resultOID is the type of expr in the result (the base type, json for
-	// arrays, numeric for money), checked on every chunk.
+	// resultOID is the type of expr in the result (the base type, numeric
+	// for money, numeric[] for money[]), checked on every chunk.
 	resultOID uint32
-	buf       []byte // decoded bytea of the current row
+	// elem is an array's element type, mapped as a column of that type
+	// (its conv turns each element's text into a value), and delim the
+	// element type's delimiter in the array's text (',', ';' for box).
+	elem  *pgColumn
+	delim byte
+	buf   []byte // decoded bytea, or an array's JSON form, of the current row
+	text  []byte // an array element's text with its escapes removed
 }
 
 // pgConv is how a column's text becomes a value.
 type pgConv uint8
 
 const (
-	pgText        pgConv = iota // the text as it is, of the column's kind
-	pgInt                       // a signed integer
-	pgUint                      // an unsigned integer (oid)
-	pgFloat                     // float4, float8: shortest exact text, NaN, Infinity
-	pgBool                      // t/f as 1/0
-	pgBytea                     // \x hex to bytes
-	pgTimestampTZ               // UTC text without its +00
+	pgText  pgConv = iota // the text as it is, of the column's kind
+	pgInt                 // a signed integer
+	pgUint                // an unsigned integer (oid)
+	pgFloat               // float4, float8: shortest exact text, NaN, Infinity
+	pgBool                // t/f
+	pgBytea               // \x hex to bytes
+	pgArray               // array text to the JSON form of KindArray
 )
 
 // Type OIDs of pg_catalog that the mapping names (they are fixed in every
 // PostgreSQL release).
 const (
-	pgOIDJSON    = 114
-	pgOIDNumeric = 1700
+	pgOIDNumeric      = 1700
+	pgOIDNumericArray = 1231
 )
+
+// pgVectorArrays are the catalog's vector types, read as arrays of their
+// element type, with that array type's OID.
+var pgVectorArrays = map[string]uint32{"int2vector": 1005, "oidvector": 1028}
 
 // pgCatalogKinds maps the pg_catalog base types to their kind and
 // conversion; the table in docs/types.md is the contract and
@@ -63,13 +74,13 @@ var pgCatalogKinds = map[string]struct {
 	"oid":     {snapshot.KindUint, pgUint},
 	"numeric": {snapshot.KindDecimal, pgText}, "money": {snapshot.KindDecimal, pgText},
 	"float4": {snapshot.KindFloat, pgFloat}, "float8": {snapshot.KindFloat, pgFloat},
-	"bool": {snapshot.KindInt, pgBool},
+	"bool": {snapshot.KindBool, pgBool},
 	"text": {snapshot.KindString, pgText}, "varchar": {snapshot.KindString, pgText}, "bpchar": {snapshot.KindString, pgText},
 	"name": {snapshot.KindString, pgText}, "char": {snapshot.KindString, pgText},
 	"bytea": {snapshot.KindBytes, pgBytea},
 	"uuid":  {snapshot.KindString, pgText},
 	"date":  {snapshot.KindDate, pgText}, "timestamp": {snapshot.KindDateTime, pgText},
-	"timestamptz": {snapshot.KindDateTime, pgTimestampTZ},
+	"timestamptz": {snapshot.KindDateTime, pgText},
 	"time":        {snapshot.KindTime, pgText}, "timetz": {snapshot.KindString, pgText},
 	"interval": {snapshot.KindString, pgText},
 	"json":     {snapshot.KindJSON, pgText}, "jsonb": {snapshot.KindJSON, pgText},
@@ -95,10 +106,23 @@ func postgresKind(c *pgColumn) error {
 	c.expr, c.resultOID = q, c.baseOID
 	switch {
 	case c.baseTypcategory == "A":
-		// Arrays (any element type, NULL elements, any dimensions) as the
-		// server's JSON of them: nested arrays, null for NULL elements.
-		c.kind, c.conv = snapshot.KindJSON, pgText
-		c.expr, c.resultOID = "to_json("+q+")", pgOIDJSON
+		// Arrays (NULL elements, any dimensions, any lower bounds) read as
+		// the server's array text; each element is mapped as a column of
+		// the element type.
+		if c.elem == nil {
+			break
+		}
+		if err := postgresKind(c.elem); err != nil {
+			return fmt.Errorf("%w: column %q has type %s", source.ErrUnsupportedType, c.name, c.typeName)
+		}
+		c.kind, c.conv = snapshot.KindArray, pgArray
+		switch {
+		case c.elem.baseSchema == "pg_catalog" && c.elem.baseName == "money":
+			c.expr, c.resultOID = q+"::numeric[]", pgOIDNumericArray
+		case c.baseSchema == "pg_catalog" && pgVectorArrays[c.baseName] != 0:
+			// int2vector and oidvector write "1 2", not an array's text.
+			c.expr, c.resultOID = q+"::"+c.elem.baseName+"[]", pgVectorArrays[c.baseName]
+		}
 		return nil
 	case c.baseTyptype == "e", c.baseTyptype == "r", c.baseTyptype == "m", c.baseTyptype == "c":
 		// enum label, range and multirange text, composite row text
@@ -149,13 +173,19 @@ func (c *pgColumn) Convert(b []byte) (snapshot.Value, error) {
 		}
 		return snapshot.Value{Kind: snapshot.KindFloat, Float: f}, nil
 	case pgBool:
-		switch string(b) {
-		case "t":
-			return snapshot.Value{Kind: snapshot.KindInt, Int: 1}, nil
-		case "f":
-			return snapshot.Value{Kind: snapshot.KindInt, Int: 0}, nil
+		if string(b) != "t" && string(b) != "f" {
+			return snapshot.Value{}, fmt.Errorf("column %q: reading boolean value %q", c.name, b)
 		}
-		return snapshot.Value{}, fmt.Errorf("column %q: reading boolean value %q", c.name, b)
+		return snapshot.Value{Kind: snapshot.KindBool, Bytes: b}, nil
+	case pgArray:
+		var err error
+		if c.buf, err = c.appendArrayJSON(c.buf[:0], b); err != nil {
+			if errors.Is(err, errArrayText) {
+				err = fmt.Errorf("column %q: reading %s value: %w", c.name, c.typeName, err)
+			}
+			return snapshot.Value{}, err // an element's error names the column
+		}
+		return snapshot.Value{Kind: snapshot.KindArray, Bytes: c.buf}, nil
 	case pgBytea:
 		if !bytes.HasPrefix(b, []byte(`\x`)) {
 			return snapshot.Value{}, fmt.Errorf("column %q: bytea value not in hex form", c.name)
@@ -169,10 +199,6 @@ func (c *pgColumn) Convert(b []byte) (snapshot.Value, error) {
 			return snapshot.Value{}, fmt.Errorf("column %q: reading bytea value: %w", c.name, err)
 		}
 		return snapshot.Value{Kind: snapshot.KindBytes, Bytes: c.buf}, nil
-	case pgTimestampTZ:
-		// Under TimeZone UTC the server writes "+00" after every finite
-		// value; infinity and -infinity have none.
-		return snapshot.Value{Kind: snapshot.KindDateTime, Bytes: bytes.TrimSuffix(b, []byte("+00"))}, nil
 	}
 	return snapshot.Value{Kind: c.kind, Bytes: b}, nil
 }

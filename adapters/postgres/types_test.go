@@ -64,6 +64,7 @@ var postgresTypeSetup = []string{
 	"CREATE DOMAIN tiny_year AS year",
 	"CREATE TYPE pair AS (a integer, b text)",
 	"CREATE TYPE floatrange AS RANGE (subtype = float8)",
+	"CREATE DOMAIN tags AS text[]",
 }
 
 // postgresTypeCases are the rows of docs/types.md's PostgreSQL table: a
@@ -92,8 +93,8 @@ var postgresTypeCases = []typeCase{
 	{doc: "real / double precision NaN / ±Infinity", def: "real", lit: "'-Infinity'", want: snapshot.Value{Kind: snapshot.KindFloat, Float: math.Inf(-1)}},
 	{doc: "real / double precision NaN / ±Infinity", def: "double precision", lit: "'Infinity'", want: snapshot.Value{Kind: snapshot.KindFloat, Float: math.Inf(1)}},
 	{doc: "money", def: "money", lit: "'-1234.56'", want: str(snapshot.KindDecimal, "-1234.56")},
-	{doc: "boolean", def: "boolean", lit: "true", want: snapshot.Value{Kind: snapshot.KindInt, Int: 1}},
-	{doc: "boolean", def: "boolean", lit: "false", want: snapshot.Value{Kind: snapshot.KindInt, Int: 0}},
+	{doc: "boolean", def: "boolean", lit: "true", want: snapshot.BoolValue(true)},
+	{doc: "boolean", def: "boolean", lit: "false", want: snapshot.BoolValue(false)},
 	{doc: "text / varchar(n)", def: "text", lit: "'😀 ü ж 中'", want: str(snapshot.KindString, "😀 ü ж 中")},
 	{doc: "text / varchar(n)", def: "varchar(10)", lit: "''", want: snapshot.Value{Kind: snapshot.KindString, Bytes: []byte{}}},
 	{doc: "char(n)", def: "char(5)", lit: "'ab'", want: str(snapshot.KindString, "ab   ")},
@@ -108,8 +109,9 @@ var postgresTypeCases = []typeCase{
 	{doc: "date BC", def: "date", lit: "'0044-03-15 BC'", want: str(snapshot.KindDate, "0044-03-15 BC")},
 	{doc: "timestamp(p)", def: "timestamp(6)", lit: "'2026-11-29 21:07:43.123456'", want: str(snapshot.KindDateTime, "2026-11-29 21:07:43.123456")},
 	{doc: "timestamp(p)", def: "timestamp", lit: "'2026-11-29 21:07:43.250'", want: str(snapshot.KindDateTime, "2026-11-29 21:07:43.25")},
-	{doc: "timestamptz", def: "timestamptz", lit: "'2026-06-01 12:00:00.25+05'", want: str(snapshot.KindDateTime, "2026-06-01 07:00:00.25")},
-	{doc: "timestamptz", def: "timestamptz", lit: "'2026-01-15 12:00:00'", want: str(snapshot.KindDateTime, "2026-01-15 11:00:00")},
+	{doc: "timestamptz", def: "timestamptz", lit: "'2026-06-01 12:00:00.25+05'", want: str(snapshot.KindDateTime, "2026-06-01 07:00:00.25+00")},
+	{doc: "timestamptz", def: "timestamptz", lit: "'2026-01-15 12:00:00'", want: str(snapshot.KindDateTime, "2026-01-15 11:00:00+00")},
+	{doc: "timestamptz", def: "timestamptz", lit: "'0044-03-15 12:00:00+00 BC'", want: str(snapshot.KindDateTime, "0044-03-15 12:00:00+00 BC")},
 	{doc: "time(p)", def: "time(3)", lit: "'23:59:59.1239'", want: str(snapshot.KindTime, "23:59:59.124")},
 	{doc: "time(p)", def: "time", lit: "'24:00:00'", want: str(snapshot.KindTime, "24:00:00")},
 	{doc: "timetz", def: "timetz", lit: "'21:07:43.5-05:30'", want: str(snapshot.KindString, "21:07:43.5-05:30")},
@@ -118,14 +120,30 @@ var postgresTypeCases = []typeCase{
 	{doc: "json", def: "json", lit: `'{"b": 1, "a": [1.50, 1e400, "x"], "a": null}'`, want: str(snapshot.KindJSON, `{"b": 1, "a": [1.50, 1e400, "x"], "a": null}`)},
 	{doc: "json", def: "json", lit: `'null'`, want: str(snapshot.KindJSON, `null`)},
 	{doc: "jsonb", def: "jsonb", lit: `'{"b": 1, "a": [1.50, "x"], "a": null}'`, want: str(snapshot.KindJSON, `{"a": null, "b": 1}`)},
-	{doc: "arrays", def: "text[]", lit: `ARRAY['Deleted Scenes', NULL, 'a"b']`, want: str(snapshot.KindJSON, `["Deleted Scenes",null,"a\"b"]`)},
-	{doc: "arrays", def: "integer[][]", lit: `'{{1,2},{3,NULL}}'`, want: str(snapshot.KindJSON, `[[1,2],[3,null]]`)},
-	{doc: "arrays", def: "numeric[]", lit: `'{1.50,NaN}'`, want: str(snapshot.KindJSON, `[1.50,"NaN"]`)},
-	{doc: "arrays", def: "integer[]", lit: `'{}'`, want: str(snapshot.KindJSON, `[]`)},
+	{doc: "arrays", def: "text[]", lit: `ARRAY['Deleted Scenes', NULL, 'a"b']`, want: str(snapshot.KindArray, `["Deleted Scenes",null,"a\"b"]`)},
+	{doc: "arrays", def: "text[]", lit: `ARRAY['', 'NULL', 'a\b', 'x,y', ' {sp}', 'é']`, want: str(snapshot.KindArray, `["","NULL","a\\b","x,y"," {sp}","é"]`)},
+	{doc: "arrays", def: "integer[][]", lit: `'{{1,2},{3,NULL}}'`, want: str(snapshot.KindArray, `[[1,2],[3,null]]`)},
+	{doc: "arrays", def: "integer[]", lit: `'{}'`, want: str(snapshot.KindArray, `[]`)},
+	{doc: "arrays with lower bounds", def: "int2vector", lit: `'1 -2'`, want: str(snapshot.KindArray, `{"lower":[0],"elements":[1,-2]}`)},
+	{doc: "arrays", def: "bigint[]", lit: `'{9007199254740993,-1}'`, want: str(snapshot.KindArray, `["9007199254740993",-1]`)},
+	{doc: "arrays with lower bounds", def: "integer[]", lit: `'[0:2]={1,2,3}'`, want: str(snapshot.KindArray, `{"lower":[0],"elements":[1,2,3]}`)},
+	{doc: "arrays with lower bounds", def: "integer[][]", lit: `'[1:2][-1:0]={{1,2},{3,4}}'`, want: str(snapshot.KindArray, `{"lower":[1,-1],"elements":[[1,2],[3,4]]}`)},
+	{doc: "array elements", def: "numeric[]", lit: `'{1.50,NaN,-Infinity}'`, want: str(snapshot.KindArray, `["1.50","NaN","-Infinity"]`)},
+	{doc: "array elements", def: "double precision[]", lit: `'{Infinity,-Infinity,NaN,1.5}'`, want: str(snapshot.KindArray, `["Infinity","-Infinity","NaN",1.5]`)},
+	{doc: "array elements", def: "bytea[]", lit: `ARRAY['\x00ff'::bytea, ''::bytea, NULL]`, want: str(snapshot.KindArray, `["AP8=","",null]`)},
+	{doc: "array elements", def: "boolean[]", lit: `'{t,f,NULL}'`, want: str(snapshot.KindArray, `[true,false,null]`)},
+	{doc: "array elements", def: "timestamptz[]", lit: `ARRAY['2026-06-01 12:00:00.25+05'::timestamptz, 'infinity']`, want: str(snapshot.KindArray, `["2026-06-01 07:00:00.25+00","infinity"]`)},
+	{doc: "array elements", def: "money[]", lit: `'{-1234.56}'`, want: str(snapshot.KindArray, `["-1234.56"]`)},
+	{doc: "array elements", def: "jsonb[]", lit: `ARRAY['{"a": [1, "x"]}'::jsonb]`, want: str(snapshot.KindArray, `["{\"a\": [1, \"x\"]}"]`)},
+	{doc: "array elements", def: "mood[]", lit: `'{sad,happy}'`, want: str(snapshot.KindArray, `["sad","happy"]`)},
+	{doc: "array elements", def: "year[]", lit: `'{2006}'`, want: str(snapshot.KindArray, `[2006]`)},
+	{doc: "array elements", def: "box[]", lit: `ARRAY['(1,1),(0,0)'::box, '(3,3),(2,2)'::box]`, want: str(snapshot.KindArray, `["(1,1),(0,0)","(3,3),(2,2)"]`)},
+	{doc: "array elements", def: "int4range[]", lit: `ARRAY['[1,3)'::int4range]`, want: str(snapshot.KindArray, `["[1,3)"]`)},
 	{doc: "enum", def: "mood", lit: "'happy'", want: str(snapshot.KindString, "happy")},
 	{doc: "domain", def: "year", lit: "2006", want: snapshot.Value{Kind: snapshot.KindInt, Int: 2006}},
 	{doc: "domain", def: "short_text", lit: "'abc'", want: str(snapshot.KindString, "abc")},
 	{doc: "domain", def: "tiny_year", lit: "1999", want: snapshot.Value{Kind: snapshot.KindInt, Int: 1999}},
+	{doc: "domain", def: "tags", lit: "'{a,b}'", want: str(snapshot.KindArray, `["a","b"]`)},
 	{doc: "inet / cidr / macaddr", def: "inet", lit: "'192.168.0.1/24'", want: str(snapshot.KindString, "192.168.0.1/24")},
 	{doc: "inet / cidr / macaddr", def: "cidr", lit: "'2001:db8::/32'", want: str(snapshot.KindString, "2001:db8::/32")},
 	{doc: "inet / cidr / macaddr", def: "macaddr", lit: "'08:00:2B:01:02:03'", want: str(snapshot.KindString, "08:00:2b:01:02:03")},
@@ -202,10 +220,11 @@ func TestPostgresTypes(t *testing.T) {
 func TestPostgresUnknownType(t *testing.T) {
 	e := postgresEnv(t)
 	db := e.tempDatabase(t, "unknown")
-	e.exec(t, db, "CREATE TABLE t (id integer PRIMARY KEY, r regclass, ok text)", "INSERT INTO t VALUES (1, 'pg_class', 'x')")
+	e.exec(t, db, "CREATE TABLE t (id integer PRIMARY KEY, r regclass, ra regclass[], ok text)", "INSERT INTO t VALUES (1, 'pg_class', '{pg_class}', 'x')")
 	src := e.openSource(t, db)
 	_, err := src.OpenTable(context.Background(), source.TableRequest{Resource: "t"})
-	if !errors.Is(err, source.ErrUnsupportedType) || !strings.Contains(err.Error(), `column "r" has type regclass`) {
+	if !errors.Is(err, source.ErrUnsupportedType) || !strings.Contains(err.Error(), `column "r" has type regclass`) ||
+		!strings.Contains(err.Error(), `column "ra" has type regclass[]`) {
 		t.Fatalf("unknown type: %v", (err))
 	}
 }
@@ -221,5 +240,23 @@ func TestPostgresTypesDocCoversCases(t *testing.T) {
 		if !bytes.Contains(b, []byte("| "+tc.doc+" |")) {
 			t.Errorf("docs/types.md has no row starting %q", "| "+tc.doc+" |")
 		}
+	}
+}
+
+// TestPostgresTableErrorsNameDatabase: errors about a table (no key, not
+// found) name its database, as the MySQL connector's do.
+func TestPostgresTableErrorsNameDatabase(t *testing.T) {
+	e := postgresEnv(t)
+	db := e.tempDatabase(t, "names")
+	e.exec(t, db, "CREATE TABLE nokey (a integer)")
+	src := e.openSource(t, db)
+	ctx := context.Background()
+	_, err := src.OpenTable(ctx, source.TableRequest{Resource: "nokey"})
+	if want := `"` + db + `"."public"."nokey" has no primary key`; !errors.Is(err, source.ErrNoKey) || !strings.Contains(err.Error(), want) {
+		t.Errorf("no key: %v, want %s", err, want)
+	}
+	_, err = src.OpenTable(ctx, source.TableRequest{Resource: "missing"})
+	if want := `in database "` + db + `"`; !errors.Is(err, source.ErrResourceNotFound) || !strings.Contains(err.Error(), want) {
+		t.Errorf("not found: %v, want %s", err, want)
 	}
 }

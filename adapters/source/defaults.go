@@ -12,7 +12,7 @@ const (
 )
 
 // KeyKindOK reports whether a column of kind k can be part of a row key:
-// JSON, geometry and NULL columns cannot.
+// JSON, arrays, geometry and NULL columns cannot.
 func KeyKindOK(k snapshot.Kind) bool {
-	return k != snapshot.KindJSON && k != snapshot.KindGeometry && k != snapshot.KindNull
+	return k != snapshot.KindJSON && k != snapshot.KindArray && k != snapshot.KindGeometry && k != snapshot.KindNull
 }

@@ -15,8 +15,8 @@ type Resource struct {
 	// the wire estimated_rows is then null.
 	EstimatedRows int64 `json:"estimated_rows"`
 	// Key is the row key a run would choose without key_columns (the
-	// primary key, else a unique key over NOT NULL columns), when the
-	// connector lists keys (postgres); empty when there is none.
+	// primary key, else a unique key over NOT NULL columns); empty when
+	// there is none (a view, a table without such a key).
 	Key []string `json:"key,omitempty"`
 }
 
@@ -54,20 +54,20 @@ func (r *Resource) UnmarshalJSON(b []byte) error {
 }
 
 // ResourceCandidates returns the (schema, table) pairs a resource may mean,
-// in the order they are tried: quoted parts exactly; else the whole text as
-// a table of the default schema, then each split at a dot, left to right.
+// in the order they are tried: quoted parts exactly, when the text has
+// them; then the whole text as a table of the default schema, then each
+// split at a dot, left to right (so a name holding the quote character is
+// found as resources list it).
 func ResourceCandidates(resource, defaultSchema string, q byte) [][2]string {
-	if strings.IndexByte(resource, q) >= 0 {
-		parts, ok := SplitQuotedName(resource, q)
-		if !ok {
-			return nil
-		}
-		if len(parts) == 1 {
-			return [][2]string{{defaultSchema, parts[0]}}
-		}
-		return [][2]string{{parts[0], parts[1]}}
-	}
 	var out [][2]string
+	if strings.IndexByte(resource, q) >= 0 {
+		if parts, ok := SplitQuotedName(resource, q); ok {
+			if len(parts) == 1 {
+				parts = []string{defaultSchema, parts[0]}
+			}
+			out = append(out, [2]string{parts[0], parts[1]})
+		}
+	}
 	out = append(out, [2]string{defaultSchema, resource})
 	for i := 0; i < len(resource); i++ {
 		if resource[i] == '.' && i > 0 && i < len(resource)-1 {

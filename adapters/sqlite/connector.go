@@ -142,10 +142,22 @@ func (s *sqliteSource) Resources(ctx context.Context) ([]source.Resource, error)
 		return nil, fmt.Errorf("listing tables of data connection %q: %w", s.name, s.wrap(err))
 	}
 	for i := range out {
-		if out[i].Type == "table" {
-			if err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+quoteSQLiteIdent(out[i].Name)).Scan(&out[i].EstimatedRows); err != nil {
-				return nil, fmt.Errorf("counting rows of %s: %w", out[i].Name, err)
-			}
+		if out[i].Type != "table" {
+			continue
+		}
+		if err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+quoteSQLiteIdent(out[i].Name)).Scan(&out[i].EstimatedRows); err != nil {
+			return nil, fmt.Errorf("counting rows of %s: %w", out[i].Name, err)
+		}
+		cols, err := sqliteColumns(ctx, s.db, out[i].Name)
+		if err != nil {
+			return nil, s.wrap(err)
+		}
+		key, err := sqliteDefaultKey(ctx, s.db, out[i].Name, cols)
+		if err != nil {
+			return nil, s.wrap(err)
+		}
+		for _, k := range key {
+			out[i].Key = append(out[i].Key, cols[k].name)
 		}
 	}
 	return out, nil

@@ -73,6 +73,13 @@ func TestSQLiteSource(t *testing.T) {
 	if err != nil || len(res) != 4 || res[0].Name != "cheap" || res[0].Type != "view" || res[1].Name != "items" || res[1].EstimatedRows != 3 {
 		t.Fatalf("resources %+v %v", res, err)
 	}
+	// Each table with the key a run would choose: the primary key, a
+	// unique index over NOT NULL columns, none.
+	for i, want := range []string{"", "id", "", "k.1,K"} {
+		if got := strings.Join(res[i].Key, ","); got != want {
+			t.Errorf("resource %s key %q, want %q", res[i].Name, got, want)
+		}
+	}
 	if tr := src.(source.Tester).Test(ctx); !tr.OK {
 		t.Fatalf("test %+v", tr)
 	}
@@ -116,6 +123,13 @@ func TestSQLiteSource(t *testing.T) {
 	}
 	if string(rows[0][2].Bytes) != "y" || string(rows[1][2].Bytes) != "x" || string(rows[2][2].Bytes) != "z" {
 		t.Errorf("odd order: %s | %s | %s", stringsOf(rows[0]), stringsOf(rows[1]), stringsOf(rows[2]))
+	}
+	// The name as resources list it, quote characters and all.
+	if rows, _, err := read(source.TableRequest{Resource: res[3].Name}); err != nil || len(rows) != 3 {
+		t.Errorf("%s as listed: %d rows, %v", res[3].Name, len(rows), err)
+	}
+	if rows, _, err := read(source.TableRequest{Resource: "main." + res[3].Name}); err != nil || len(rows) != 3 {
+		t.Errorf("main.%s: %d rows, %v", res[3].Name, len(rows), err)
 	}
 	if _, _, err := read(source.TableRequest{Resource: "nokey"}); !errors.Is(err, source.ErrNoKey) {
 		t.Errorf("nokey: %v", err)

@@ -73,24 +73,8 @@ func (s *sqliteSource) OpenTable(ctx context.Context, req source.TableRequest) (
 	if name == "" {
 		return nil, source.ErrResourceNotFound // the caller names the resource and the connection (openResource)
 	}
-	rows, err := t.tx.QueryContext(ctx, `SELECT name, type, "notnull", pk FROM pragma_table_info(?)`, name)
-	if err != nil {
-		return nil, fmt.Errorf("reading the columns of %s: %w", name, err)
-	}
-	for rows.Next() {
-		var c sqliteColumn
-		var nn int
-		if err := rows.Scan(&c.name, &c.decl, &nn, &c.pk); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		c.notNull = nn != 0
-		c.kind = sqliteKind(c.decl)
-		t.cols = append(t.cols, c)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("reading the columns of %s: %w", name, err)
+	if t.cols, err = sqliteColumns(ctx, t.tx, name); err != nil {
+		return nil, err
 	}
 	if err := t.pickKey(ctx, req.KeyColumns); err != nil {
 		return nil, err
@@ -129,23 +113,69 @@ func (t *sqliteTable) pickKey(ctx context.Context, explicit []string) error {
 		}
 		return nil
 	}
+	key, err := sqliteDefaultKey(ctx, t.tx, t.Resource.Name, t.cols)
+	if err != nil {
+		return err
+	}
+	if key != nil {
+		t.keyIdx, t.Unique = key, true
+		return nil
+	}
+	return fmt.Errorf("%w: %s has no primary key and no unique index over NOT NULL columns; set key_columns", source.ErrNoKey, t.Resource.Name)
+}
+
+// sqliteQuerier is what reads the schema: the read transaction, or the
+// database when resources are listed.
+type sqliteQuerier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// sqliteColumns reads the columns of table name and maps their kinds.
+func sqliteColumns(ctx context.Context, q sqliteQuerier, name string) ([]sqliteColumn, error) {
+	rows, err := q.QueryContext(ctx, `SELECT name, type, "notnull", pk FROM pragma_table_info(?)`, name)
+	if err != nil {
+		return nil, fmt.Errorf("reading the columns of %s: %w", name, err)
+	}
+	defer rows.Close()
+	var cols []sqliteColumn
+	for rows.Next() {
+		var c sqliteColumn
+		var nn int
+		if err := rows.Scan(&c.name, &c.decl, &nn, &c.pk); err != nil {
+			return nil, fmt.Errorf("reading the columns of %s: %w", name, err)
+		}
+		c.notNull = nn != 0
+		c.kind = sqliteKind(c.decl)
+		cols = append(cols, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading the columns of %s: %w", name, err)
+	}
+	return cols, nil
+}
+
+// sqliteDefaultKey returns the positions in cols of the key a run chooses
+// without key_columns: the primary key, else the first unique index, by
+// name, over NOT NULL columns (not partial); nil when there is none.
+func sqliteDefaultKey(ctx context.Context, q sqliteQuerier, table string, cols []sqliteColumn) ([]int, error) {
+	byName := map[string]int{}
 	var pk []int
-	for i, c := range t.cols {
+	for i, c := range cols {
+		byName[c.name] = i
 		if c.pk > 0 {
 			pk = append(pk, i)
 		}
 	}
-	slices.SortFunc(pk, func(a, b int) int { return cmp.Compare(t.cols[a].pk, t.cols[b].pk) })
+	slices.SortFunc(pk, func(a, b int) int { return cmp.Compare(cols[a].pk, cols[b].pk) })
 	if len(pk) > 0 {
-		t.keyIdx, t.Unique = pk, true
-		return nil
+		return pk, nil
 	}
-	// A unique index over NOT NULL columns.
-	rows, err := t.tx.QueryContext(ctx, `SELECT il.name, ii.name FROM pragma_index_list(?) il, pragma_index_info(il.name) ii
-		WHERE il."unique" = 1 AND il.partial = 0 ORDER BY il.name, ii.seqno`, t.Resource.Name)
+	rows, err := q.QueryContext(ctx, `SELECT il.name, ii.name FROM pragma_index_list(?) il, pragma_index_info(il.name) ii
+		WHERE il."unique" = 1 AND il.partial = 0 ORDER BY il.name, ii.seqno`, table)
 	if err != nil {
-		return fmt.Errorf("reading the indexes of %s: %w", t.Resource.Name, err)
+		return nil, fmt.Errorf("reading the indexes of %s: %w", table, err)
 	}
+	defer rows.Close()
 	type index struct {
 		name string
 		cols []int
@@ -156,28 +186,28 @@ func (t *sqliteTable) pickKey(ctx context.Context, explicit []string) error {
 		var iname string
 		var col sql.NullString
 		if err := rows.Scan(&iname, &col); err != nil {
-			rows.Close()
-			return err
+			return nil, fmt.Errorf("reading the indexes of %s: %w", table, err)
 		}
 		if len(idx) == 0 || idx[len(idx)-1].name != iname {
 			idx = append(idx, &index{name: iname, ok: true})
 		}
 		cur := idx[len(idx)-1]
 		i, found := byName[col.String]
-		if !col.Valid || !found || !t.cols[i].notNull {
+		if !col.Valid || !found || !cols[i].notNull {
 			cur.ok = false
 			continue
 		}
 		cur.cols = append(cur.cols, i)
 	}
-	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading the indexes of %s: %w", table, err)
+	}
 	for _, ix := range idx {
 		if ix.ok {
-			t.keyIdx, t.Unique = ix.cols, true
-			return nil
+			return ix.cols, nil
 		}
 	}
-	return fmt.Errorf("%w: %s has no primary key and no unique index over NOT NULL columns; set key_columns", source.ErrNoKey, t.Resource.Name)
+	return nil, nil
 }
 
 // build prepares the keyset read (source.Keyset.Prepare) and sizes the

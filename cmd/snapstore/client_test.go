@@ -32,9 +32,9 @@ func TestCLI_AgainstServerThenLocal(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `"name":"jug"`) || !strings.Contains(out, fmt.Sprintf(`"version":%d`, rec.Version)) {
 		t.Fatalf("get: exit %d, %s %s", code, out, errs)
 	}
-	code, out, _ = cli(t, append([]string{"get", "products", "9"}, srv...)...)
-	if code != 1 {
-		t.Fatalf("get of an absent row: exit %d, %s", code, out)
+	code, out, errs = cli(t, append([]string{"get", "products", "9"}, srv...)...)
+	if code != 1 || !strings.Contains(errs, "row not found") || strings.Contains(errs, "snapshot:") {
+		t.Fatalf("get of an absent row: exit %d, %s %s", code, out, errs)
 	}
 	code, out, errs = cli(t, append([]string{"scan", "products", "--format", "csv"}, srv...)...)
 	if code != 0 || out != "id,name\n1,cup\n2,jug\n3,grinder\n" {
@@ -61,6 +61,11 @@ func TestCLI_AgainstServerThenLocal(t *testing.T) {
 	code, out, errs = cli(t, append([]string{"get", "products", "3"}, local...)...)
 	if code != 0 || !strings.Contains(out, `"name":"grinder"`) {
 		t.Fatalf("local get: exit %d, %s %s", code, out, errs)
+	}
+	// Errors read without Go package prefixes on a data directory too.
+	code, _, errs = cli(t, append([]string{"get", "products", "9"}, local...)...)
+	if code != 1 || !strings.Contains(errs, "row not found") || strings.Contains(errs, "snapshot:") {
+		t.Fatalf("local get of an absent row: exit %d, %s", code, errs)
 	}
 	code, out, errs = cli(t, append([]string{"scan", "products", "--limit", "2"}, local...)...)
 	if code != 0 || strings.Count(out, "\n") != 2 {

@@ -68,6 +68,8 @@ func TestCLI_DefinitionsAndRuns(t *testing.T) {
 	}
 	if out := admin("connections", "resources", "tools"); !strings.Contains(out, "tools") || !strings.Contains(out, "table") {
 		t.Fatalf("connections resources:\n%s", out)
+	} else if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 2 || !strings.HasSuffix(lines[1], " id") {
+		t.Errorf("connections resources: the tools table's KEY is not id:\n%s", out)
 	}
 	// A failing test is exit code 1 with its cause.
 	badFile := writeFile(t, "bad.yaml", "name: gone\ntype: sqlite\noptions: {path: /nonexistent/x.db}\n")

@@ -44,6 +44,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/snapstore/snapstore/internal/errtext"
 )
 
 func main() {
@@ -209,7 +211,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil || errors.Is(err, errHelpShown) {
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "snapstore %s: %v\n", name, err)
+	fmt.Fprintf(stderr, "snapstore %s: %s\n", name, errtext.Text(err))
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code

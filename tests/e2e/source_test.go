@@ -90,7 +90,8 @@ type srcColumn struct {
 	// DataType is information_schema.COLUMNS.DATA_TYPE, lower case (MySQL),
 	// or a family of PostgreSQL types spelled as the MySQL type that is
 	// served alike ("int", "double", "decimal", "json", "text"), or one of
-	// PostgreSQL's own: "bool", "bytea", "timestamptz" (postgresSpec).
+	// PostgreSQL's own: "bool", "bytea", "timestamptz", "array"
+	// (postgresSpec).
 	DataType string
 	Unsigned bool
 }
@@ -196,12 +197,12 @@ func canonSource(c srcColumn, b []byte) string {
 		return "hex:" + fmt.Sprintf("%x", b)
 	case "json":
 		return canonJSONDoc(b)
-	case "bool": // PostgreSQL's t and f, served as 1 and 0
-		return map[string]string{"t": "num:1", "f": "num:0"}[string(b)]
+	case "array": // to_json of the array, which is the served form of text arrays
+		return canonJSONDoc(b)
+	case "bool": // PostgreSQL's t and f, served as true and false
+		return map[string]string{"t": "bool:true", "f": "bool:false"}[string(b)]
 	case "bytea": // PostgreSQL's \x hex text
 		return "hex:" + strings.TrimPrefix(string(b), `\x`)
-	case "timestamptz": // PostgreSQL's text in UTC, served without its +00
-		return strings.TrimSuffix(string(b), "+00")
 	}
 	return string(b)
 }
@@ -244,7 +245,7 @@ func canonJSON(c srcColumn, v json.RawMessage) (string, error) {
 			return "", fmt.Errorf("column %s (decimal): %s is not a JSON string", c.Name, v)
 		}
 		return canonNumber(s), nil
-	case "tinyint", "smallint", "mediumint", "int", "bigint", "year", "float", "double", "bit", "bool":
+	case "tinyint", "smallint", "mediumint", "int", "bigint", "year", "float", "double", "bit":
 		if s, ok := jsonString(v); ok {
 			r, ok := new(big.Rat).SetString(s)
 			if !ok || r.Cmp(new(big.Rat).SetInt64(1<<53)) <= 0 && r.Cmp(new(big.Rat).SetInt64(-1<<53)) >= 0 {
@@ -269,6 +270,17 @@ func canonJSON(c srcColumn, v json.RawMessage) (string, error) {
 			return "", fmt.Errorf("column %s: %w", c.Name, err)
 		}
 		return "hex:" + fmt.Sprintf("%x", b), nil
+	case "bool":
+		if string(v) != "true" && string(v) != "false" {
+			return "", fmt.Errorf("column %s (bool): %s is not true or false", c.Name, v)
+		}
+		return "bool:" + string(v), nil
+	case "array":
+		// The array itself, never a string holding it.
+		if len(v) == 0 || v[0] != '[' && v[0] != '{' {
+			return "", fmt.Errorf("column %s (array): %s is not a JSON array", c.Name, v)
+		}
+		return canonJSONDoc(v), nil
 	case "json":
 		// The document's text in a JSON string, never the document
 		// itself, so the document null is "null" and SQL NULL null.
