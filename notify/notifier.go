@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/snapstore/snapstore/adapters"
@@ -42,6 +43,9 @@ type Notifier struct {
 	// the attempts waiting for a sender. Both bounded (N1).
 	ended chan adapters.RunRecord
 	queue chan *attempt
+	// handled counts the ended runs the event loop has turned into events
+	// (or found none in), so tests can wait for a run's end to be handled.
+	handled atomic.Int64
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -154,6 +158,7 @@ func (n *Notifier) eventLoop() {
 			return
 		case rec := <-n.ended:
 			n.runEvent(rec)
+			n.handled.Add(1)
 		}
 	}
 }

@@ -501,6 +501,13 @@ func TestStaleMarkMissed(t *testing.T) {
 	f := newFixture(t, Options{Webhooks: []Webhook{hook("ops", rc.srv.URL)}, Default: []string{"ops"},
 		StaleInterval: 50 * time.Millisecond}, "@every 1h")
 	ok := f.run(t, "items")
+	// The run's end is handled (no mark to clear yet) before the mark is
+	// written, so that only the stale loop can find the mark.
+	for deadline := time.Now().Add(10 * time.Second); f.n.handled.Load() < 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the run's end was not handled within 10s")
+		}
+	}
 	mark, _ := json.Marshal(staleMark{Since: ok.Start.Add(-time.Minute)})
 	if _, err := f.db.CompareAndSetRecord(context.Background(), staleRecord, "items", nil, mark); err != nil {
 		t.Fatal(err)
