@@ -2,15 +2,22 @@ package server
 
 import (
 	"net/http"
+	"slices"
 
 	"github.com/labstack/echo/v4"
+	"github.com/snapstore/snapstore/adapters"
 	"github.com/snapstore/snapstore/api"
 )
 
 // listConnections answers GET /v1/connections: every data connection,
-// secrets redacted.
+// secrets redacted; for a token limited to some datasets, those that their
+// adapters use.
 func (s *Server) listConnections(c echo.Context) error {
-	return answerList(c, "connections", s.svc.ListConnections())
+	conns := s.svc.ListConnections()
+	if g := grantOf(c); !g.All() {
+		conns = slices.DeleteFunc(conns, func(conn adapters.Connection) bool { return !s.connectionGranted(g, conn.Name) })
+	}
+	return answerList(c, "connections", conns)
 }
 
 // createConnection answers POST /v1/connections: defines a new connection

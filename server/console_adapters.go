@@ -23,7 +23,7 @@ type adapterItem struct {
 
 // adapters answers GET /ui/adapters.
 func (c *console) adapters(w http.ResponseWriter, r *http.Request, v viewer) error {
-	as := c.s.svc.ListAdapters()
+	as := filterGranted(v.Grant, c.s.svc.ListAdapters(), adapterDataset)
 	items := make([]adapterItem, 0, len(as))
 	for _, a := range as {
 		runs, err := c.s.svc.ListRuns(r.Context(), a.Name, 5)
@@ -269,6 +269,9 @@ func (c *console) resourcesOf(r *http.Request, conn string) resourceOptionsView 
 func (c *console) resourceOptions(w http.ResponseWriter, r *http.Request, v viewer) error {
 	conn := r.URL.Query().Get("connection")
 	view := resourceOptionsView{Connection: conn}
+	if conn != "" && !c.s.connectionGranted(v.Grant, conn) {
+		return connectionNotFound(conn)
+	}
 	if conn != "" {
 		view = c.resourcesOf(r, conn)
 	}

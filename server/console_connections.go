@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 
@@ -17,7 +18,8 @@ import (
 
 // connections answers GET /ui/connections.
 func (c *console) connections(w http.ResponseWriter, r *http.Request, v viewer) error {
-	return c.render(w, r, http.StatusOK, "connections", v, c.s.svc.ListConnections())
+	conns := slices.DeleteFunc(c.s.svc.ListConnections(), func(conn adapters.Connection) bool { return !c.s.connectionGranted(v.Grant, conn.Name) })
+	return c.render(w, r, http.StatusOK, "connections", v, conns)
 }
 
 // connectionView is one connection's page.

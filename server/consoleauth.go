@@ -97,6 +97,8 @@ type viewer struct {
 	Name string
 	// Role is the token's role; RoleNone when not logged in.
 	Role Role
+	// Grant is the datasets the token may reach (grants.go).
+	Grant Grant
 	// Auth is true when tokens are configured (a login exists).
 	Auth bool
 	ops  map[string]apiOp
@@ -107,14 +109,15 @@ func (v viewer) LoggedIn() bool { return v.Role > RoleNone }
 
 // May reports whether the viewer may call the API operation op ("PUT
 // /v1/datasets/{dataset}/tags/{tag}"), so that a template shows an action
-// exactly to those the API lets do it. An unknown operation is an error,
+// exactly to those the API lets do it: a global operation (grantAll) only
+// to a token for every dataset. An unknown operation is an error,
 // which fails the page (and its tests) rather than hiding a button.
 func (v viewer) May(op string) (bool, error) {
 	o, ok := v.ops[op]
 	if !ok {
 		return false, fmt.Errorf("server: console: no API operation %q", op)
 	}
-	return v.Role >= o.role, nil
+	return v.Role >= o.role && (o.grant != grantAll || v.Grant.All()), nil
 }
 
 // who returns the viewer of r.
@@ -129,9 +132,9 @@ func (c *console) who(r *http.Request) viewer {
 		return v
 	}
 	if t, ok := c.s.tokens.checkSession(ck.Value, c.s.now()); ok {
-		v.Name, v.Role = t.Name, t.Role
+		v.Name, v.Role, v.Grant = t.Name, t.Role, t.grant
 	} else if t, ok := c.checkAPISession(r, ck.Value); ok {
-		v.Name, v.Role = t.Name, t.Role
+		v.Name, v.Role, v.Grant = t.Name, t.Role, t.grant
 	}
 	return v
 }
@@ -168,7 +171,7 @@ func (c *console) checkAPISession(r *http.Request, value string) (Token, bool) {
 	if err != nil || !ok || (!t.rec.Expires.IsZero() && !now.Before(t.rec.Expires)) {
 		return Token{}, false
 	}
-	return Token{Name: t.rec.Name, Role: t.role}, true
+	return Token{Name: t.rec.Name, Role: t.role, Datasets: t.grant.Patterns(), grant: t.grant}, true
 }
 
 // loginPage is what the login form shows.
