@@ -555,3 +555,72 @@ func TestConsole_BadTagStaysOnThePage(t *testing.T) {
 	wantStatus(t, "a good tag", b.post("/ui/datasets/products/tags", url.Values{"tag": {"good"}, "version": {v}}), http.StatusSeeOther)
 	b.page("/ui/datasets/products", `data-tag="good"`)
 }
+
+// TestConsole_Grants: a token limited to some datasets sees only those,
+// their adapters and runs; a page of another dataset, adapter or run is
+// the page of one that does not exist; global pages are refused.
+func TestConsole_Grants(t *testing.T) {
+	const rootTok, limitedTok = "root-token-Jw71-console", "limited-token-Kx35-console"
+	f := newFixture(t, fixtureOpts{tokens: []Token{
+		{Name: "root", Token: rootTok, Role: RoleAdmin},
+		{Name: "sales", Token: limitedTok, Role: RoleAdmin, Datasets: []string{"prod*"}},
+	}})
+	f.token = rootTok
+	f.run("products")
+	f.run("notes")
+	var runs struct {
+		Runs []adapters.RunRecord `json:"runs"`
+	}
+	f.must(200, "GET", "/v1/adapters/notes/runs", "").json(t, &runs)
+	notesRun := runs.Runs[0].ID
+	f.token = ""
+
+	b := newBrowser(t, f)
+	if r := b.post("/ui/login", url.Values{"token": {limitedTok}, "next": {"/ui/"}}); r.status != http.StatusSeeOther {
+		t.Fatalf("login: %d %s", r.status, r.body)
+	}
+	for path, want := range map[string]string{
+		"/ui/":         `href="/ui/datasets/products"`,
+		"/ui/adapters": "products",
+		"/ui/runs":     "products",
+		"/ui/gc":       "products",
+	} {
+		if page := b.page(path, want); strings.Contains(page, "/ui/datasets/notes") || strings.Contains(page, ">notes<") {
+			t.Errorf("%s shows notes to a token limited to prod*:\n%s", path, page)
+		}
+	}
+	b.page("/ui/datasets/products", "products")
+	for _, c := range []struct{ method, other, missing string }{
+		{"GET", "/ui/datasets/notes", "/ui/datasets/nothing"},
+		{"GET", "/ui/datasets/notes/rows", "/ui/datasets/nothing/rows"},
+		{"GET", "/ui/datasets/notes/diff", "/ui/datasets/nothing/diff"},
+		{"GET", "/ui/runs?adapter=notes", "/ui/runs?adapter=nothing"},
+		{"GET", "/ui/runs/" + notesRun, "/ui/runs/r0000000000000000009-0009"},
+		{"POST", "/ui/adapters/notes/run", "/ui/adapters/nothing/run"},
+		{"POST", "/ui/gc/notes", "/ui/gc/nothing"},
+	} {
+		send := func(path string) response {
+			if c.method == "POST" {
+				return b.post(path, url.Values{"dry_run": {"true"}})
+			}
+			return b.get(path)
+		}
+		got, want := send(c.other), send(c.missing)
+		otherName, missingName := "notes", "nothing"
+		if strings.HasPrefix(c.other, "/ui/runs/") {
+			otherName, missingName = notesRun, "r0000000000000000009-0009"
+		}
+		if got.status != want.status || string(got.body) != strings.ReplaceAll(string(want.body), missingName, otherName) {
+			t.Errorf("%s %s answered %d, %s %d:\n%s\n---\n%s", c.method, c.other, got.status, c.missing, want.status, got.body, want.body)
+		}
+		if got.status != http.StatusNotFound {
+			t.Errorf("%s %s: %d, want 404", c.method, c.other, got.status)
+		}
+	}
+	for _, path := range []string{"/ui/audit", "/ui/cluster", "/ui/connections/new"} {
+		wantStatus(t, "limited token on "+path, b.get(path), http.StatusForbidden)
+	}
+	if page := b.page("/ui/adapters"); strings.Contains(page, "New adapter") || strings.Contains(page, ">Edit<") {
+		t.Errorf("a limited admin is offered to define adapters:\n%s", page)
+	}
+}
