@@ -1,9 +1,12 @@
 package server
 
 import (
+	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"slices"
@@ -622,5 +625,65 @@ func TestConsole_Grants(t *testing.T) {
 	}
 	if page := b.page("/ui/adapters"); strings.Contains(page, "New adapter") || strings.Contains(page, ">Edit<") {
 		t.Errorf("a limited admin is offered to define adapters:\n%s", page)
+	}
+}
+
+// TestConsole_LogoutEndsTheSession: after a logout a copy of the session
+// cookie no longer logs in, on this node at once and on another node of
+// the same table, and the record is gone once the session would have
+// expired.
+func TestConsole_LogoutEndsTheSession(t *testing.T) {
+	const tok = "admin-token-Lg42-console"
+	tokens := []Token{{Name: "ops", Token: tok, Role: RoleAdmin}}
+	f := newFixture(t, fixtureOpts{tokens: tokens})
+	other, err := New(Options{DB: f.db, Adapters: f.svc, Tokens: tokens, Logger: slog.New(slog.DiscardHandler), BuildVersion: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherTS := httptest.NewServer(other.Handler())
+	defer otherTS.Close()
+
+	b := newBrowser(t, f)
+	r := b.post("/ui/login", url.Values{"token": {tok}})
+	wantStatus(t, "login", r, http.StatusSeeOther)
+	var session string
+	for _, ck := range r.header.Values("Set-Cookie") {
+		if v, ok := strings.CutPrefix(ck, sessionCookie+"="); ok {
+			session, _, _ = strings.Cut(v, ";")
+		}
+	}
+	withCookie := func(base string) int {
+		req, _ := http.NewRequest("GET", base+"/ui/adapters", nil)
+		req.AddCookie(&http.Cookie{Name: sessionCookie, Value: session})
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if s := withCookie(f.ts.URL); s != http.StatusOK {
+		t.Fatalf("the session before the logout: %d", s)
+	}
+	if s := withCookie(otherTS.URL); s != http.StatusOK {
+		t.Fatalf("the session on the other node before the logout: %d", s)
+	}
+	wantStatus(t, "logout", b.post("/ui/logout", url.Values{}), http.StatusSeeOther)
+	if s := withCookie(f.ts.URL); s != http.StatusSeeOther {
+		t.Errorf("a copy of the session after the logout: %d, want a redirect to the login", s)
+	}
+	other.endedSessions.mu.Lock()
+	other.endedSessions.loaded = time.Time{} // as TokenRefresh passing
+	other.endedSessions.mu.Unlock()
+	if s := withCookie(otherTS.URL); s != http.StatusSeeOther {
+		t.Errorf("the session on the other node after the logout: %d, want a redirect to the login", s)
+	}
+	// Past the session's expiry the record goes.
+	exp, _ := sessionExpiry(session)
+	if ended, err := f.srv.endedSessions.isEnded(context.Background(), session, exp.Add(TokenRefresh)); err != nil || ended {
+		t.Errorf("past its expiry: ended %v, %v", ended, err)
+	}
+	if recs, err := f.db.ListRecords(context.Background(), recordEndedSession); err != nil || len(recs) != 0 {
+		t.Errorf("ended session records past their expiry: %d, %v", len(recs), err)
 	}
 }

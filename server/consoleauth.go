@@ -20,8 +20,9 @@ import (
 // no token: the token's name, an expiry, and an HMAC-SHA256 of both under
 // a key derived from the token itself (sessionKey). The session is
 // stateless: any process with the same auth.tokens checks it without
-// asking another, it ends at its expiry or when its token leaves the
-// configuration (or changes), and the role is the token's role at each
+// asking another, it ends at its expiry (sessionTTL after the login), at
+// a logout (recorded for every node: sessions.go) or when its token leaves
+// the configuration (or changes), and the role is the token's role at each
 // request. A token given to the server by its hash, or made through the
 // API, has no text for the server to derive a key from: its sessions are
 // signed with a key drawn at start and end when the process does (API
@@ -131,6 +132,13 @@ func (c *console) who(r *http.Request) viewer {
 	if err != nil {
 		return v
 	}
+	if ended, err := c.s.endedSessions.isEnded(r.Context(), ck.Value, c.s.now()); ended || err != nil {
+		if err != nil {
+			// Refused while the store cannot say: a logout must hold.
+			c.s.log.Warn("console session refused: reading the ended sessions", "err", err)
+		}
+		return v
+	}
 	if t, ok := c.s.tokens.checkSession(ck.Value, c.s.now()); ok {
 		v.Name, v.Role, v.Grant = t.Name, t.Role, t.grant
 	} else if t, ok := c.checkAPISession(r, ck.Value); ok {
@@ -234,10 +242,18 @@ func (c *console) login(w http.ResponseWriter, r *http.Request, v viewer) error 
 	return nil
 }
 
-// logout answers POST /ui/logout: the cookie is cleared (the session
-// value itself stays valid until it expires, as a stateless session must;
-// rotating the token ends every session of it).
+// logout answers POST /ui/logout: the session is ended on every node
+// (sessions.go), so that a copy of the cookie no longer logs in, and the
+// cookie is cleared.
 func (c *console) logout(w http.ResponseWriter, r *http.Request, v viewer) error {
+	if ck, err := r.Cookie(sessionCookie); err == nil && v.LoggedIn() && v.Auth {
+		if exp, ok := sessionExpiry(ck.Value); ok {
+			if err := c.s.endedSessions.end(r.Context(), ck.Value, exp); err != nil {
+				return err
+			}
+			c.s.log.Info("console logout", "token", v.Name)
+		}
+	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/ui/", MaxAge: -1, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
 	return nil
