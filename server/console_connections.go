@@ -3,7 +3,6 @@ package server
 import (
 	"net/http"
 	"net/url"
-	"slices"
 	"sort"
 	"strings"
 
@@ -18,8 +17,7 @@ import (
 
 // connections answers GET /ui/connections.
 func (c *console) connections(w http.ResponseWriter, r *http.Request, v viewer) error {
-	conns := slices.DeleteFunc(c.s.svc.ListConnections(), func(conn adapters.Connection) bool { return !c.s.connectionGranted(v.Grant, conn.Name) })
-	return c.render(w, r, http.StatusOK, "connections", v, conns)
+	return c.render(w, r, http.StatusOK, "connections", v, c.s.connectionsInGrant(v.Grant, c.s.svc.ListConnections()))
 }
 
 // connectionView is one connection's page.
@@ -43,7 +41,7 @@ func (c *console) connection(w http.ResponseWriter, r *http.Request, v viewer) e
 	if err != nil {
 		return err
 	}
-	view := connectionView{Conn: conn}
+	view := connectionView{Conn: c.s.connectionInGrant(v.Grant, conn)}
 	for k, val := range conn.Options {
 		view.Options = append(view.Options, optionItem{Key: k, Value: optionText(val)})
 	}

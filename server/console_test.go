@@ -587,8 +587,12 @@ func TestConsole_Grants(t *testing.T) {
 		"/ui/adapters": "products",
 		"/ui/runs":     "products",
 		"/ui/gc":       "products",
+		// shop is the connection of products and of notes: only products
+		// shows.
+		"/ui/connections":      `href="/ui/connections/shop"`,
+		"/ui/connections/shop": "products",
 	} {
-		if page := b.page(path, want); strings.Contains(page, "/ui/datasets/notes") || strings.Contains(page, ">notes<") {
+		if page := b.page(path, want); strings.Contains(page, "/ui/datasets/notes") || strings.Contains(page, "adapter-notes") || strings.Contains(page, ">notes</a>") {
 			t.Errorf("%s shows notes to a token limited to prod*:\n%s", path, page)
 		}
 	}

@@ -277,3 +277,42 @@ func adapterDataset(a adapters.Adapter) string {
 	}
 	return a.Dataset
 }
+
+// connectionsInGrant keeps the connections an adapter in the grant g
+// uses, each naming only the adapters in g among those that use it.
+func (s *Server) connectionsInGrant(g Grant, conns []adapters.Connection) []adapters.Connection {
+	if g.All() {
+		return conns
+	}
+	inGrant := map[string]bool{}
+	for _, a := range s.svc.ListAdapters() {
+		if g.Allows(adapterDataset(a)) {
+			inGrant[a.Name] = true
+		}
+	}
+	out := make([]adapters.Connection, 0, len(conns))
+	for _, conn := range conns {
+		var names []string
+		for _, a := range conn.Adapters {
+			if inGrant[a] {
+				names = append(names, a)
+			}
+		}
+		if !s.connectionGranted(g, conn.Name) {
+			continue
+		}
+		conn.Adapters = names
+		out = append(out, conn)
+	}
+	return out
+}
+
+// connectionInGrant is connectionsInGrant of one connection the grant g
+// holds (the caller checked it): the adapters it names are those in g.
+func (s *Server) connectionInGrant(g Grant, conn adapters.Connection) adapters.Connection {
+	if out := s.connectionsInGrant(g, []adapters.Connection{conn}); len(out) == 1 {
+		return out[0]
+	}
+	conn.Adapters = nil
+	return conn
+}

@@ -214,6 +214,25 @@ func TestGrant_EveryOperation(t *testing.T) {
 			t.Errorf("%s lists %q, want %q", c.path, got, c.want)
 		}
 	}
+	// shop is used by products and by notes, outside the grant: only
+	// products is named.
+	var shop struct {
+		Adapters []string `json:"adapters"`
+	}
+	f.must(200, "GET", "/v1/connections/shop", "").json(t, &shop)
+	if fmt.Sprint(shop.Adapters) != "[products]" {
+		t.Errorf("the connection shop names the adapters %v to the limited token", shop.Adapters)
+	}
+	var conns struct {
+		Connections []struct {
+			Name     string   `json:"name"`
+			Adapters []string `json:"adapters"`
+		} `json:"connections"`
+	}
+	f.must(200, "GET", "/v1/connections", "").json(t, &conns)
+	if len(conns.Connections) != 1 || fmt.Sprint(conns.Connections[0].Adapters) != "[products]" {
+		t.Errorf("the limited token lists connections %+v", conns.Connections)
+	}
 	got := f.do("GET", "/v1/runs?adapter=memo", "")
 	want := f.do("GET", "/v1/runs?adapter=nothing", "")
 	if got.status != 404 || string(got.body) != strings.ReplaceAll(string(want.body), "nothing", "memo") {
