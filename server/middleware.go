@@ -28,10 +28,10 @@ func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // guard recovers panics of the checks and the handler, then refuses
-// cross-site requests, limits the body, authorises (role and grant: what
-// lies outside the grant answers as missing whatever the request's
-// parameters), checks the body's
-// media type and validates before calling next.
+// cross-site requests, limits the body, authorises (role, then grant:
+// what lies outside the grant answers as missing whatever the request's
+// other parameters), checks the body's media type and validates before
+// calling next.
 func (s *Server) guard(c echo.Context, rt *route, next echo.HandlerFunc) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
