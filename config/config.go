@@ -153,6 +153,10 @@ type TokenConfig struct {
 	TokenHash string `yaml:"token_hash"`
 	// Role is reader, operator or admin.
 	Role string `yaml:"role"`
+	// Datasets limits the token to the datasets whose names match one of
+	// these glob patterns (path.Match: * ? [a-z]; server.Grant), its role
+	// applying within them; absent or empty for every dataset.
+	Datasets []string `yaml:"datasets"`
 }
 
 // SecretsConfig bounds what the secret references (env:NAME,
@@ -431,6 +435,11 @@ func (c *Config) Validate() error {
 		if _, err := server.ParseRole(t.Role); err != nil {
 			bad(key+".role", "%v", err)
 		}
+		for j, p := range t.Datasets {
+			if err := server.CheckDatasetPattern(p); err != nil {
+				bad(fmt.Sprintf("%s.datasets[%d]", key, j), "%v", err)
+			}
+		}
 	}
 	for i, d := range c.Secrets.FileDirs {
 		if !filepath.IsAbs(d) {
@@ -569,6 +578,7 @@ func (c *Config) CheckServe() ([]server.Token, []error) {
 		seen[h] = i
 		if role, err := server.ParseRole(t.Role); err == nil {
 			tok.Role = role
+			tok.Datasets = t.Datasets
 			out = append(out, tok)
 		}
 	}

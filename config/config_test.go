@@ -25,14 +25,18 @@ func TestConfig_ValidateNamesKeys(t *testing.T) {
 	cfg.Listen = "nohostport"
 	cfg.Storage.Backend = "hbase"
 	cfg.Log.Level = "loud"
-	cfg.Auth.Tokens = []TokenConfig{{Name: "x", Token: "t", Role: "root"}}
+	cfg.Auth.Tokens = []TokenConfig{{Name: "x", Token: "t", Role: "root", Datasets: []string{"sales_*", "hr[", ""}}}
 	cfg.Connections = []api.Connection{{Name: "c", Type: "sqlite"}, {Name: "c", Type: "sqlite", Sharing: "sometimes"}}
 	cfg.Adapters = []api.Adapter{{Name: "a", Connection: "c", Resource: "t", Schedule: "every tuesday"}, {Name: "b", Guard: api.Guard{MaxShrink: 2}}}
 	err := cfg.Validate()
 	if err == nil {
 		t.Fatal("bad config accepted")
 	}
+	if strings.Contains(err.Error(), "auth.tokens[0].datasets[0]") {
+		t.Errorf("a valid pattern refused:\n%v", err)
+	}
 	for _, key := range []string{"listen", "storage.hbase.thrift", "log.level", "auth.tokens[0].role",
+		"auth.tokens[0].datasets[1]", "auth.tokens[0].datasets[2]",
 		"connections[1].name", "connections[1].sharing", "adapters[0].schedule", "adapters[1].connection",
 		"adapters[1].resource", "adapters[1].guard.max_shrink"} {
 		if !strings.Contains(err.Error(), "config key "+key+":") {

@@ -45,10 +45,11 @@ func toAdapterOut(a adapters.Adapter) adapterOut {
 	}
 }
 
-// listAdapters answers GET /v1/adapters: every adapter, from the config
-// file and the API, with its next and its last run.
+// listAdapters answers GET /v1/adapters: every adapter whose dataset is in
+// the token's grant, from the config file and the API, with its next and
+// its last run.
 func (s *Server) listAdapters(c echo.Context) error {
-	as := s.svc.ListAdapters()
+	as := filterGranted(grantOf(c), s.svc.ListAdapters(), adapterDataset)
 	last, err := s.svc.LastRuns(c.Request().Context())
 	if err != nil {
 		return err

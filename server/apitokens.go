@@ -50,12 +50,16 @@ type tokenRecord struct {
 	Created time.Time `json:"created"`
 	// Expires is zero for a token that does not expire.
 	Expires time.Time `json:"expires,omitzero"`
+	// Datasets limits the token to the datasets matching one of these
+	// patterns (grants.go); empty for every dataset.
+	Datasets []string `json:"datasets,omitempty"`
 }
 
-// apiToken is a tokenRecord as checked: its parsed role.
+// apiToken is a tokenRecord as checked: its parsed role and grant.
 type apiToken struct {
-	rec  tokenRecord
-	role Role
+	rec   tokenRecord
+	role  Role
+	grant Grant
 }
 
 // apiTokens is a node's copy of the API tokens. It is safe for
@@ -112,7 +116,11 @@ func (a *apiTokens) reloadLocked(ctx context.Context, now time.Time) error {
 		if err != nil {
 			continue
 		}
-		m[d] = apiToken{rec: r, role: role}
+		g, err := ParseGrant(r.Datasets)
+		if err != nil {
+			continue // a token whose grant cannot be read reaches nothing
+		}
+		m[d] = apiToken{rec: r, role: role, grant: g}
 	}
 	a.byDigest, a.loaded = m, now
 	return nil

@@ -68,12 +68,17 @@ func ParseRole(s string) (Role, error) {
 
 // Token is one bearer token accepted by the server, given by its text
 // (Token) or by its hash (Hash, as HashToken writes it). Name identifies
-// it in logs (the token text never appears anywhere).
+// it in logs (the token text never appears anywhere). Datasets limits it
+// to the datasets matching one of its patterns (grants.go); empty means
+// every dataset.
 type Token struct {
-	Name  string
-	Token string
-	Hash  string
-	Role  Role
+	Name     string
+	Token    string
+	Hash     string
+	Role     Role
+	Datasets []string
+
+	grant Grant // parsed Datasets
 }
 
 // tokenSet checks presented tokens in constant time against SHA-256 digests
@@ -116,10 +121,14 @@ func newTokenSet(ts []Token) (*tokenSet, error) {
 		if seen[d] {
 			return nil, fmt.Errorf("server: token %d (%q): duplicate token", i, t.Name)
 		}
+		g, err := ParseGrant(t.Datasets)
+		if err != nil {
+			return nil, fmt.Errorf("server: token %d (%q): %w", i, t.Name, err)
+		}
 		seen[d] = true
 		s.digests = append(s.digests, d)
 		s.sessionKeys = append(s.sessionKeys, key)
-		s.tokens = append(s.tokens, Token{Name: t.Name, Role: t.Role})
+		s.tokens = append(s.tokens, Token{Name: t.Name, Role: t.Role, Datasets: g.Patterns(), grant: g})
 	}
 	return s, nil
 }
@@ -227,6 +236,7 @@ func (s *Server) authorize(c echo.Context, rt *route) error {
 		return echo.NewHTTPError(http.StatusUnauthorized, "a valid bearer token is required (Authorization: Bearer TOKEN)")
 	}
 	c.Set("token", tok.Name)
+	setGrant(c, tok.grant)
 	if tok.Role < rt.role {
 		return echo.NewHTTPError(http.StatusForbidden, fmt.Sprintf("token %q has role %s; this operation needs %s", tok.Name, tok.Role, rt.role))
 	}
@@ -250,7 +260,7 @@ func (s *Server) lookupAPIToken(ctx context.Context, header string) (Token, bool
 	if !t.rec.Expires.IsZero() && !now.Before(t.rec.Expires) {
 		return Token{}, false, fmt.Errorf("%w: token %q expired at %s", ErrTokenExpired, t.rec.Name, t.rec.Expires.UTC().Format(time.RFC3339))
 	}
-	return Token{Name: t.rec.Name, Role: t.role}, true, nil
+	return Token{Name: t.rec.Name, Role: t.role, Datasets: t.grant.Patterns(), grant: t.grant}, true, nil
 }
 
 // tokenAttr is the log attribute naming the token that asked (name, or

@@ -1,16 +1,19 @@
 package server
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+	"github.com/snapstore/snapstore/adapters"
 	"github.com/snapstore/snapstore/api"
 )
 
 // listConnections answers GET /v1/connections: every data connection,
-// secrets redacted.
+// secrets redacted; for a token limited to some datasets, those that their
+// adapters use, naming only those adapters.
 func (s *Server) listConnections(c echo.Context) error {
-	return answerList(c, "connections", s.svc.ListConnections())
+	return answerList(c, "connections", s.connectionsInGrant(grantOf(c), s.svc.ListConnections()))
 }
 
 // createConnection answers POST /v1/connections: defines a new connection
@@ -28,9 +31,13 @@ func (s *Server) createConnection(c echo.Context) error {
 	return c.JSON(http.StatusCreated, conn)
 }
 
-// getConnection answers GET /v1/connections/{name}, secrets redacted.
+// getConnection answers GET /v1/connections/{name}, secrets redacted; for
+// a token limited to some datasets it names only their adapters.
 func (s *Server) getConnection(c echo.Context) error {
-	return answerByParam(c, "name", s.svc.GetConnection)
+	return answerByParam(c, "name", func(ctx context.Context, name string) (adapters.Connection, error) {
+		conn, err := s.svc.GetConnection(ctx, name)
+		return s.connectionInGrant(grantOf(c), conn), err
+	})
 }
 
 // putConnection answers PUT /v1/connections/{name}: creates the connection

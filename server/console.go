@@ -151,15 +151,15 @@ func (c *console) routes() error {
 
 		{"/ui/", "", c.notFound},
 	} {
-		role := RoleNone
+		role, grant := RoleNone, grantNone
 		if rt.op != "" {
 			op, ok := c.s.api.ops[rt.op]
 			if !ok {
 				return fmt.Errorf("server: console route %s mirrors %q, which openapi.yaml does not document", rt.pattern, rt.op)
 			}
-			role = op.role
+			role, grant = op.role, op.grant
 		}
-		c.handle(rt.pattern, rt.op, role, rt.h)
+		c.handle(rt.pattern, rt.op, role, grant, rt.h)
 	}
 	return nil
 }
@@ -177,7 +177,7 @@ func (c *console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // cross-origin protection and a size limit on forms, the viewer and the
 // role check, then h; the latency histogram counts it under its pattern,
 // and the audit trail records it when it is audited (audit.go).
-func (c *console) handle(pattern, op string, role Role, h consoleHandler) {
+func (c *console) handle(pattern, op string, role Role, grant grantKind, h consoleHandler) {
 	label := pattern
 	if i := strings.IndexByte(label, ' '); i >= 0 {
 		label = label[i+1:]
@@ -185,14 +185,14 @@ func (c *console) handle(pattern, op string, role Role, h consoleHandler) {
 	c.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
-		c.serve(sw, r, role, h)
+		c.serve(sw, r, role, grant, h)
 		c.s.metrics.observeHTTP(methodLabel(r.Method), label, sw.statusCode(), time.Since(start))
 		c.s.auditConsole(r, pattern, op, sw.statusCode(), sw.code)
 	})
 }
 
 // serve runs one request through the checks of handle.
-func (c *console) serve(w http.ResponseWriter, r *http.Request, role Role, h consoleHandler) {
+func (c *console) serve(w http.ResponseWriter, r *http.Request, role Role, grant grantKind, h consoleHandler) {
 	hd := w.Header()
 	hd.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
 	hd.Set("X-Content-Type-Options", "nosniff")
@@ -221,6 +221,15 @@ func (c *console) serve(w http.ResponseWriter, r *http.Request, role Role, h con
 	v = c.who(r)
 	if v.Role < role {
 		c.refuse(w, r, v, role)
+		return
+	}
+	if grant == grantAll && !v.Grant.All() {
+		c.fail(w, r, v, &consoleError{status: http.StatusForbidden, code: "forbidden",
+			msg: fmt.Sprintf("token %q is limited to some datasets; this needs a token for every dataset", v.Name)})
+		return
+	}
+	if err := c.s.grantError(r.Context(), v.Grant, grant, func(name string) (string, error) { return r.PathValue(name), nil }); err != nil {
+		c.fail(w, r, v, err)
 		return
 	}
 	if err := h(w, r, v); err != nil {

@@ -36,7 +36,7 @@ func (c *console) adapters(w http.ResponseWriter, r *http.Request, v viewer) err
 
 // adaptersPage renders the adapters page with view's Saved and Warnings.
 func (c *console) adaptersPage(w http.ResponseWriter, r *http.Request, v viewer, view adaptersView) error {
-	as := c.s.svc.ListAdapters()
+	as := filterGranted(v.Grant, c.s.svc.ListAdapters(), adapterDataset)
 	view.Items = make([]adapterItem, 0, len(as))
 	for _, a := range as {
 		runs, err := c.s.svc.ListRuns(r.Context(), a.Name, 5)
@@ -295,6 +295,9 @@ func (c *console) resourcesOf(r *http.Request, conn string) resourceOptionsView 
 func (c *console) resourceOptions(w http.ResponseWriter, r *http.Request, v viewer) error {
 	conn := r.URL.Query().Get("connection")
 	view := resourceOptionsView{Connection: conn}
+	if conn != "" && !c.s.connectionGranted(v.Grant, conn) {
+		return connectionNotFound(conn)
+	}
 	if conn != "" {
 		view = c.resourcesOf(r, conn)
 	}

@@ -17,7 +17,7 @@ import (
 
 // connections answers GET /ui/connections.
 func (c *console) connections(w http.ResponseWriter, r *http.Request, v viewer) error {
-	return c.render(w, r, http.StatusOK, "connections", v, c.s.svc.ListConnections())
+	return c.render(w, r, http.StatusOK, "connections", v, c.s.connectionsInGrant(v.Grant, c.s.svc.ListConnections()))
 }
 
 // connectionView is one connection's page.
@@ -41,7 +41,7 @@ func (c *console) connection(w http.ResponseWriter, r *http.Request, v viewer) e
 	if err != nil {
 		return err
 	}
-	view := connectionView{Conn: conn}
+	view := connectionView{Conn: c.s.connectionInGrant(v.Grant, conn)}
 	for k, val := range conn.Options {
 		view.Options = append(view.Options, optionItem{Key: k, Value: optionText(val)})
 	}

@@ -32,6 +32,7 @@ func (c *console) datasets(w http.ResponseWriter, r *http.Request, v viewer) err
 	if err != nil {
 		return err
 	}
+	infos = filterGranted(v.Grant, infos, func(d snapshot.DatasetInfo) string { return d.Name })
 	as := c.s.svc.ListAdapters()
 	now := c.s.now()
 	items := make([]datasetItem, 0, len(infos))

@@ -27,6 +27,7 @@ func (c *console) renderGC(w http.ResponseWriter, r *http.Request, v viewer, ds 
 	if err != nil {
 		return err
 	}
+	infos = filterGranted(v.Grant, infos, func(d snapshot.DatasetInfo) string { return d.Name })
 	items := make([]gcItem, 0, len(infos))
 	for _, d := range infos {
 		it := gcItem{Info: d}

@@ -27,11 +27,11 @@ type runsView struct {
 func (c *console) runs(w http.ResponseWriter, r *http.Request, v viewer) error {
 	q := r.URL.Query()
 	view := runsView{Status: q.Get("status"), Adapter: q.Get("adapter"), Statuses: runStatuses}
-	for _, a := range c.s.svc.ListAdapters() {
+	for _, a := range filterGranted(v.Grant, c.s.svc.ListAdapters(), adapterDataset) {
 		view.Adapters = append(view.Adapters, a.Name)
 	}
 	var err error
-	if view.Runs, err = c.s.findRuns(r.Context(), view.Adapter, view.Status, runsListed); err != nil {
+	if view.Runs, err = c.s.findRuns(r.Context(), v.Grant, view.Adapter, view.Status, runsListed); err != nil {
 		return err
 	}
 	return c.render(w, r, http.StatusOK, "runs", v, view)

@@ -1,9 +1,12 @@
 package server
 
 import (
+	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"slices"
@@ -590,4 +593,137 @@ func TestConsole_BadTagStaysOnThePage(t *testing.T) {
 	}
 	wantStatus(t, "a good tag", b.post("/ui/datasets/products/tags", url.Values{"tag": {"good"}, "version": {v}}), http.StatusSeeOther)
 	b.page("/ui/datasets/products", `data-tag="good"`)
+}
+
+// TestConsole_Grants: a token limited to some datasets sees only those,
+// their adapters and runs; a page of another dataset, adapter or run is
+// the page of one that does not exist; global pages are refused.
+func TestConsole_Grants(t *testing.T) {
+	const rootTok, limitedTok = "root-token-Jw71-console", "limited-token-Kx35-console"
+	f := newFixture(t, fixtureOpts{tokens: []Token{
+		{Name: "root", Token: rootTok, Role: RoleAdmin},
+		{Name: "sales", Token: limitedTok, Role: RoleAdmin, Datasets: []string{"prod*"}},
+	}})
+	f.token = rootTok
+	f.run("products")
+	f.run("notes")
+	var runs struct {
+		Runs []adapters.RunRecord `json:"runs"`
+	}
+	f.must(200, "GET", "/v1/adapters/notes/runs", "").json(t, &runs)
+	notesRun := runs.Runs[0].ID
+	f.token = ""
+
+	b := newBrowser(t, f)
+	if r := b.post("/ui/login", url.Values{"token": {limitedTok}, "next": {"/ui/"}}); r.status != http.StatusSeeOther {
+		t.Fatalf("login: %d %s", r.status, r.body)
+	}
+	for path, want := range map[string]string{
+		"/ui/":         `href="/ui/datasets/products"`,
+		"/ui/adapters": "products",
+		"/ui/runs":     "products",
+		"/ui/gc":       "products",
+		// shop is the connection of products and of notes: only products
+		// shows.
+		"/ui/connections":      `href="/ui/connections/shop"`,
+		"/ui/connections/shop": "products",
+	} {
+		if page := b.page(path, want); strings.Contains(page, "/ui/datasets/notes") || strings.Contains(page, "adapter-notes") || strings.Contains(page, ">notes</a>") {
+			t.Errorf("%s shows notes to a token limited to prod*:\n%s", path, page)
+		}
+	}
+	b.page("/ui/datasets/products", "products")
+	for _, c := range []struct{ method, other, missing string }{
+		{"GET", "/ui/datasets/notes", "/ui/datasets/nothing"},
+		{"GET", "/ui/datasets/notes/rows", "/ui/datasets/nothing/rows"},
+		{"GET", "/ui/datasets/notes/diff", "/ui/datasets/nothing/diff"},
+		{"GET", "/ui/runs?adapter=notes", "/ui/runs?adapter=nothing"},
+		{"GET", "/ui/runs/" + notesRun, "/ui/runs/r0000000000000000009-0009"},
+		{"POST", "/ui/adapters/notes/run", "/ui/adapters/nothing/run"},
+		{"POST", "/ui/gc/notes", "/ui/gc/nothing"},
+	} {
+		send := func(path string) response {
+			if c.method == "POST" {
+				return b.post(path, url.Values{"dry_run": {"true"}})
+			}
+			return b.get(path)
+		}
+		got, want := send(c.other), send(c.missing)
+		otherName, missingName := "notes", "nothing"
+		if strings.HasPrefix(c.other, "/ui/runs/") {
+			otherName, missingName = notesRun, "r0000000000000000009-0009"
+		}
+		if got.status != want.status || string(got.body) != strings.ReplaceAll(string(want.body), missingName, otherName) {
+			t.Errorf("%s %s answered %d, %s %d:\n%s\n---\n%s", c.method, c.other, got.status, c.missing, want.status, got.body, want.body)
+		}
+		if got.status != http.StatusNotFound {
+			t.Errorf("%s %s: %d, want 404", c.method, c.other, got.status)
+		}
+	}
+	for _, path := range []string{"/ui/audit", "/ui/cluster", "/ui/connections/new"} {
+		wantStatus(t, "limited token on "+path, b.get(path), http.StatusForbidden)
+	}
+	if page := b.page("/ui/adapters"); strings.Contains(page, "New adapter") || strings.Contains(page, ">Edit<") {
+		t.Errorf("a limited admin is offered to define adapters:\n%s", page)
+	}
+}
+
+// TestConsole_LogoutEndsTheSession: after a logout a copy of the session
+// cookie no longer logs in, on this node at once and on another node of
+// the same table, and the record is gone once the session would have
+// expired.
+func TestConsole_LogoutEndsTheSession(t *testing.T) {
+	const tok = "admin-token-Lg42-console"
+	tokens := []Token{{Name: "ops", Token: tok, Role: RoleAdmin}}
+	f := newFixture(t, fixtureOpts{tokens: tokens})
+	other, err := New(Options{DB: f.db, Adapters: f.svc, Tokens: tokens, Logger: slog.New(slog.DiscardHandler), BuildVersion: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherTS := httptest.NewServer(other.Handler())
+	defer otherTS.Close()
+
+	b := newBrowser(t, f)
+	r := b.post("/ui/login", url.Values{"token": {tok}})
+	wantStatus(t, "login", r, http.StatusSeeOther)
+	var session string
+	for _, ck := range r.header.Values("Set-Cookie") {
+		if v, ok := strings.CutPrefix(ck, sessionCookie+"="); ok {
+			session, _, _ = strings.Cut(v, ";")
+		}
+	}
+	withCookie := func(base string) int {
+		req, _ := http.NewRequest("GET", base+"/ui/adapters", nil)
+		req.AddCookie(&http.Cookie{Name: sessionCookie, Value: session})
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if s := withCookie(f.ts.URL); s != http.StatusOK {
+		t.Fatalf("the session before the logout: %d", s)
+	}
+	if s := withCookie(otherTS.URL); s != http.StatusOK {
+		t.Fatalf("the session on the other node before the logout: %d", s)
+	}
+	wantStatus(t, "logout", b.post("/ui/logout", url.Values{}), http.StatusSeeOther)
+	if s := withCookie(f.ts.URL); s != http.StatusSeeOther {
+		t.Errorf("a copy of the session after the logout: %d, want a redirect to the login", s)
+	}
+	other.endedSessions.mu.Lock()
+	other.endedSessions.loaded = time.Time{} // as TokenRefresh passing
+	other.endedSessions.mu.Unlock()
+	if s := withCookie(otherTS.URL); s != http.StatusSeeOther {
+		t.Errorf("the session on the other node after the logout: %d, want a redirect to the login", s)
+	}
+	// Past the session's expiry the record goes.
+	exp, _ := sessionExpiry(session)
+	if ended, err := f.srv.endedSessions.isEnded(context.Background(), session, exp.Add(TokenRefresh)); err != nil || ended {
+		t.Errorf("past its expiry: ended %v, %v", ended, err)
+	}
+	if recs, err := f.db.ListRecords(context.Background(), recordEndedSession); err != nil || len(recs) != 0 {
+		t.Errorf("ended session records past their expiry: %d, %v", len(recs), err)
+	}
 }

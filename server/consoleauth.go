@@ -20,8 +20,9 @@ import (
 // no token: the token's name, an expiry, and an HMAC-SHA256 of both under
 // a key derived from the token itself (sessionKey). The session is
 // stateless: any process with the same auth.tokens checks it without
-// asking another, it ends at its expiry or when its token leaves the
-// configuration (or changes), and the role is the token's role at each
+// asking another, it ends at its expiry (sessionTTL after the login), at
+// a logout (recorded for every node: sessions.go) or when its token leaves
+// the configuration (or changes), and the role is the token's role at each
 // request. A token given to the server by its hash, or made through the
 // API, has no text for the server to derive a key from: its sessions are
 // signed with a key drawn at start and end when the process does (API
@@ -97,6 +98,8 @@ type viewer struct {
 	Name string
 	// Role is the token's role; RoleNone when not logged in.
 	Role Role
+	// Grant is the datasets the token may reach (grants.go).
+	Grant Grant
 	// Auth is true when tokens are configured (a login exists).
 	Auth bool
 	ops  map[string]apiOp
@@ -107,14 +110,15 @@ func (v viewer) LoggedIn() bool { return v.Role > RoleNone }
 
 // May reports whether the viewer may call the API operation op ("PUT
 // /v1/datasets/{dataset}/tags/{tag}"), so that a template shows an action
-// exactly to those the API lets do it. An unknown operation is an error,
+// exactly to those the API lets do it: a global operation (grantAll) only
+// to a token for every dataset. An unknown operation is an error,
 // which fails the page (and its tests) rather than hiding a button.
 func (v viewer) May(op string) (bool, error) {
 	o, ok := v.ops[op]
 	if !ok {
 		return false, fmt.Errorf("server: console: no API operation %q", op)
 	}
-	return v.Role >= o.role, nil
+	return v.Role >= o.role && (o.grant != grantAll || v.Grant.All()), nil
 }
 
 // who returns the viewer of r.
@@ -128,10 +132,17 @@ func (c *console) who(r *http.Request) viewer {
 	if err != nil {
 		return v
 	}
+	if ended, err := c.s.endedSessions.isEnded(r.Context(), ck.Value, c.s.now()); ended || err != nil {
+		if err != nil {
+			// Refused while the store cannot say: a logout must hold.
+			c.s.log.Warn("console session refused: reading the ended sessions", "err", err)
+		}
+		return v
+	}
 	if t, ok := c.s.tokens.checkSession(ck.Value, c.s.now()); ok {
-		v.Name, v.Role = t.Name, t.Role
+		v.Name, v.Role, v.Grant = t.Name, t.Role, t.grant
 	} else if t, ok := c.checkAPISession(r, ck.Value); ok {
-		v.Name, v.Role = t.Name, t.Role
+		v.Name, v.Role, v.Grant = t.Name, t.Role, t.grant
 	}
 	return v
 }
@@ -168,7 +179,7 @@ func (c *console) checkAPISession(r *http.Request, value string) (Token, bool) {
 	if err != nil || !ok || (!t.rec.Expires.IsZero() && !now.Before(t.rec.Expires)) {
 		return Token{}, false
 	}
-	return Token{Name: t.rec.Name, Role: t.role}, true
+	return Token{Name: t.rec.Name, Role: t.role, Datasets: t.grant.Patterns(), grant: t.grant}, true
 }
 
 // loginPage is what the login form shows.
@@ -231,10 +242,18 @@ func (c *console) login(w http.ResponseWriter, r *http.Request, v viewer) error 
 	return nil
 }
 
-// logout answers POST /ui/logout: the cookie is cleared (the session
-// value itself stays valid until it expires, as a stateless session must;
-// rotating the token ends every session of it).
+// logout answers POST /ui/logout: the session is ended on every node
+// (sessions.go), so that a copy of the cookie no longer logs in, and the
+// cookie is cleared.
 func (c *console) logout(w http.ResponseWriter, r *http.Request, v viewer) error {
+	if ck, err := r.Cookie(sessionCookie); err == nil && v.LoggedIn() && v.Auth {
+		if exp, ok := sessionExpiry(ck.Value); ok {
+			if err := c.s.endedSessions.end(r.Context(), ck.Value, exp); err != nil {
+				return err
+			}
+			c.s.log.Info("console logout", "token", v.Name)
+		}
+	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/ui/", MaxAge: -1, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
 	return nil

@@ -20,12 +20,13 @@ func toDatasetOut(d snapshot.DatasetInfo) datasetOut {
 	return datasetOut{DatasetInfo: d, Retention: api.Retention{TTL: api.Duration(d.Retention.TTL), MinVersions: d.Retention.MinVersions}}
 }
 
-// listDatasets answers GET /v1/datasets.
+// listDatasets answers GET /v1/datasets: those in the token's grant.
 func (s *Server) listDatasets(c echo.Context) error {
 	infos, err := s.db.Datasets(c.Request().Context())
 	if err != nil {
 		return err
 	}
+	infos = filterGranted(grantOf(c), infos, func(d snapshot.DatasetInfo) string { return d.Name })
 	out := make([]datasetOut, 0, len(infos))
 	for _, d := range infos {
 		out = append(out, toDatasetOut(d))

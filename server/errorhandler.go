@@ -76,6 +76,9 @@ func (s *Server) explainNoDataset(c echo.Context, err error) error {
 	if u, uerr := url.PathUnescape(ds); uerr == nil && c.Request().URL.RawPath != "" {
 		ds = u
 	}
+	if !allowDataset(c, ds) {
+		return err // outside the grant: as a dataset no adapter writes
+	}
 	for _, a := range s.svc.ListAdapters() {
 		if a.Dataset != ds && !(a.Dataset == "" && a.Name == ds) { // Dataset defaults to Name
 			continue

@@ -65,16 +65,17 @@ func (s *syncBuffer) String() string {
 // fixture is a real stack: Pebble on disk, snapshot, adapters with a SQLite
 // source, the server behind an httptest server.
 type fixture struct {
-	t      testing.TB
-	src    *sql.DB
-	srv    *Server
-	ts     *httptest.Server
-	db     *snapshot.DB
-	svc    *adapters.Service
-	reg    *prometheus.Registry
-	logs   *syncBuffer
-	token  string // sent as bearer when set
-	bodies []string
+	t       testing.TB
+	src     *sql.DB
+	srcPath string // the SQLite file of src
+	srv     *Server
+	ts      *httptest.Server
+	db      *snapshot.DB
+	svc     *adapters.Service
+	reg     *prometheus.Registry
+	logs    *syncBuffer
+	token   string // sent as bearer when set
+	bodies  []string
 }
 
 type fixtureOpts struct {
@@ -146,7 +147,7 @@ func newFixture(t testing.TB, fo fixtureOpts) *fixture {
 	if notifier != nil {
 		notifier.Start(db, svc, "", nil)
 	}
-	f := &fixture{t: t, src: src, srv: srv, db: db, svc: svc, reg: reg, logs: logs}
+	f := &fixture{t: t, src: src, srcPath: srcPath, srv: srv, db: db, svc: svc, reg: reg, logs: logs}
 	f.ts = httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {
 		f.ts.Close()

@@ -12,7 +12,8 @@ import (
 // middleware runs around every request, in order: the latency histogram
 // and debug log (observe), panic recovery, the refusal of what a browser
 // sends on another site's behalf (browser.go), the body limit,
-// authorisation, the body's media type and request validation.
+// authorisation and the token's grant (grants.go), the body's media type
+// and request validation.
 func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
@@ -27,8 +28,10 @@ func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // guard recovers panics of the checks and the handler, then refuses
-// cross-site requests, limits the body, authorises, checks the body's
-// media type and validates before calling next.
+// cross-site requests, limits the body, authorises (role, then grant:
+// what lies outside the grant answers as missing whatever the request's
+// other parameters), checks the body's media type and validates before
+// calling next.
 func (s *Server) guard(c echo.Context, rt *route, next echo.HandlerFunc) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -47,6 +50,9 @@ func (s *Server) guard(c echo.Context, rt *route, next echo.HandlerFunc) (err er
 	}
 	if rt != nil { // else route not found or method not allowed: answered by echo
 		if err := s.authorize(c, rt); err != nil {
+			return err
+		}
+		if err := s.checkGrant(c, rt); err != nil {
 			return err
 		}
 		if err := checkContentType(c.Request()); err != nil {

@@ -33,6 +33,7 @@ type apiOp struct {
 	item   *openapi3.PathItem
 	op     *openapi3.Operation
 	role   Role
+	grant  grantKind
 	quick  *quickCheck // nil: every request goes to kin-openapi (validate.go)
 	// query holds the documented query parameter names, each with whether
 	// it may repeat (queryNames, checkQuery).
@@ -73,7 +74,12 @@ func loadAPIDoc() (*apiDoc, error) {
 					return nil, fmt.Errorf("server: openapi.yaml: %s %s: %w", method, path, err)
 				}
 			}
-			ao := apiOp{method: method, path: path, item: item, op: op, role: role, query: queryNames(item, op)}
+			rawGrant, _ := op.Extensions[grantExtension].(string)
+			grant, err := parseGrantKind(rawGrant)
+			if err != nil {
+				return nil, fmt.Errorf("server: openapi.yaml: %s %s: %w", method, path, err)
+			}
+			ao := apiOp{method: method, path: path, item: item, op: op, role: role, grant: grant, query: queryNames(item, op)}
 			if !doc.IsOpenAPI31OrLater() {
 				ao.quick = compileQuickCheck(item, op)
 			}

@@ -70,7 +70,7 @@ func (s *Server) listAllRuns(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	runs, err := s.findRuns(c.Request().Context(), c.QueryParam("adapter"), c.QueryParam("status"), limit)
+	runs, err := s.findRuns(c.Request().Context(), grantOf(c), c.QueryParam("adapter"), c.QueryParam("status"), limit)
 	if err != nil {
 		return err
 	}
@@ -78,13 +78,18 @@ func (s *Server) listAllRuns(c echo.Context) error {
 }
 
 // findRuns returns the newest runs of adapter ("" for every adapter) with
-// the status ("" for any), at most limit (0: defaultRunsListed). With a
-// status it looks through the newest maxRunsListed runs. An adapter that
-// does not exist is adapters.ErrAdapterNotFound naming the field adapter;
-// a status that is none is a bad request.
-func (s *Server) findRuns(ctx context.Context, adapter, status string, limit int) ([]adapters.RunRecord, error) {
+// the status ("" for any), at most limit (0: defaultRunsListed), of the
+// datasets in the grant g. With a status or a limited grant it looks
+// through the newest maxRunsListed runs. An adapter that does not exist,
+// or whose dataset is outside g, is adapters.ErrAdapterNotFound naming the
+// field adapter; a status that is none is a bad request.
+func (s *Server) findRuns(ctx context.Context, g Grant, adapter, status string, limit int) ([]adapters.RunRecord, error) {
 	if adapter != "" {
-		if _, err := s.svc.GetAdapter(ctx, adapter); err != nil {
+		a, err := s.svc.GetAdapter(ctx, adapter)
+		if err == nil && !g.Allows(adapterDataset(a)) {
+			err = adapterNotFound(adapter)
+		}
+		if err != nil {
 			return nil, withField(err, "adapter")
 		}
 	}
@@ -95,7 +100,7 @@ func (s *Server) findRuns(ctx context.Context, adapter, status string, limit int
 		limit = defaultRunsListed
 	}
 	look := limit
-	if status != "" {
+	if status != "" || !g.All() {
 		look = maxRunsListed // filtered below: look further back
 	}
 	all, err := s.svc.ListRuns(ctx, adapter, look)
@@ -104,7 +109,7 @@ func (s *Server) findRuns(ctx context.Context, adapter, status string, limit int
 	}
 	var out []adapters.RunRecord
 	for _, run := range all {
-		if status == "" || string(run.Status) == status {
+		if (status == "" || string(run.Status) == status) && g.Allows(run.Dataset) {
 			out = append(out, run)
 		}
 		if len(out) == limit {

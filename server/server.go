@@ -59,16 +59,19 @@ type Server struct {
 	tokens *tokenSet
 	// apiTokens are the tokens created through the API (apitokens.go).
 	apiTokens *apiTokens
-	log       *slog.Logger
-	api       *apiDoc
-	echo      *echo.Echo
-	console   *console
-	handler   http.Handler
-	metrics   *metrics
-	gatherer  prometheus.Gatherer
-	build     string
-	cluster   Cluster
-	transfer  Transfer
+	// endedSessions are the console sessions ended by a logout
+	// (sessions.go).
+	endedSessions *endedSessions
+	log           *slog.Logger
+	api           *apiDoc
+	echo          *echo.Echo
+	console       *console
+	handler       http.Handler
+	metrics       *metrics
+	gatherer      prometheus.Gatherer
+	build         string
+	cluster       Cluster
+	transfer      Transfer
 	// partitions is the partition table; nil without a transfer
 	partitions PartitionTable
 	trail      *auditTrail
@@ -100,19 +103,20 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		db:         opts.DB,
-		svc:        opts.Adapters,
-		tokens:     ts,
-		apiTokens:  newAPITokens(opts.DB),
-		log:        opts.Logger,
-		api:        api,
-		gatherer:   opts.Gatherer,
-		build:      opts.BuildVersion,
-		cluster:    opts.Cluster,
-		transfer:   opts.Transfer,
-		partitions: opts.Partitions,
-		notifier:   opts.Notifier,
-		now:        opts.now,
+		db:            opts.DB,
+		svc:           opts.Adapters,
+		tokens:        ts,
+		apiTokens:     newAPITokens(opts.DB),
+		endedSessions: newEndedSessions(opts.DB),
+		log:           opts.Logger,
+		api:           api,
+		gatherer:      opts.Gatherer,
+		build:         opts.BuildVersion,
+		cluster:       opts.Cluster,
+		transfer:      opts.Transfer,
+		partitions:    opts.Partitions,
+		notifier:      opts.Notifier,
+		now:           opts.now,
 	}
 	s.crossOrigin = http.NewCrossOriginProtection()
 	if s.log == nil {

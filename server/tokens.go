@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"time"
 
@@ -8,8 +9,8 @@ import (
 	"github.com/snapstore/snapstore/api"
 )
 
-// The /v1/tokens routes (admin): API tokens, created with a role and an
-// optional expiry, answered once at creation, listed without any part of
+// The /v1/tokens routes (admin): API tokens, created with a role, an
+// optional expiry and an optional grant (grants.go), answered once at creation, listed without any part of
 // the secret, revoked by name (apitokens.go).
 
 // tokenJSON is an API token on the wire: never the token or its hash.
@@ -19,10 +20,12 @@ type tokenJSON struct {
 	Created time.Time  `json:"created"`
 	Expires *time.Time `json:"expires,omitempty"`
 	Expired bool       `json:"expired"`
+	// Datasets are the token's grant; absent for every dataset.
+	Datasets []string `json:"datasets,omitempty"`
 }
 
 func tokenToJSON(r tokenRecord, now time.Time) tokenJSON {
-	out := tokenJSON{Name: r.Name, Role: r.Role, Created: r.Created.UTC()}
+	out := tokenJSON{Name: r.Name, Role: r.Role, Created: r.Created.UTC(), Datasets: r.Datasets}
 	if !r.Expires.IsZero() {
 		e := r.Expires.UTC()
 		out.Expires = &e
@@ -36,6 +39,7 @@ type createTokenRequest struct {
 	Name      string       `json:"name"`
 	Role      string       `json:"role"`
 	ExpiresIn api.Duration `json:"expires_in"`
+	Datasets  []string     `json:"datasets"`
 }
 
 // createdToken is the answer of POST /v1/tokens: the only time the token
@@ -59,6 +63,15 @@ func (s *Server) createToken(c echo.Context) error {
 	if err != nil {
 		return badField("body.role", "%v", err)
 	}
+	for i, p := range req.Datasets {
+		if err := CheckDatasetPattern(p); err != nil {
+			return badField(fmt.Sprintf("body.datasets[%d]", i), "%v", err)
+		}
+	}
+	g, err := ParseGrant(req.Datasets)
+	if err != nil {
+		return badField("body.datasets", "%v", err)
+	}
 	for _, t := range s.tokens.tokens {
 		if t.Name == req.Name {
 			return withField(ErrTokenExists, "body.name")
@@ -66,7 +79,7 @@ func (s *Server) createToken(c echo.Context) error {
 	}
 	now := s.now().UTC().Truncate(time.Second)
 	text := NewTokenText()
-	rec := tokenRecord{Name: req.Name, Hash: HashToken(text), Role: role.String(), Created: now}
+	rec := tokenRecord{Name: req.Name, Hash: HashToken(text), Role: role.String(), Created: now, Datasets: g.Patterns()}
 	if req.ExpiresIn > 0 {
 		rec.Expires = now.Add(time.Duration(req.ExpiresIn))
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -15,26 +16,29 @@ type tokenView struct {
 	Created time.Time  `json:"created"`
 	Expires *time.Time `json:"expires"`
 	Expired bool       `json:"expired"`
+	// Datasets is the token's grant; empty for every dataset.
+	Datasets []string `json:"datasets"`
 }
 
 const tokensHelp = `Bearer tokens made through the API (admin; docs/security.md): created with
-a role and an optional expiry, shown once, stored hashed by the server,
+a role, an optional expiry and an optional grant of datasets, shown once, stored hashed by the server,
 listed without any part of the secret, revoked at once on every node of a
 cluster (within 2 s). Tokens of the config file are snapstore token's.`
 
 // cmdTokens is `snapstore tokens create|list|revoke`.
 func cmdTokens(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return runGroup(ctx, "tokens", tokensHelp, []subcommand{
-		{"create", "NAME --role ROLE [--expires-in DURATION]", "a new token, printed this once", tokensCreate},
-		{"list", "", "the API tokens: role, created, expires", tokensList},
+		{"create", "NAME --role ROLE [--expires-in DURATION] [--datasets PATTERNS]", "a new token, printed this once", tokensCreate},
+		{"list", "", "the API tokens: role, created, expires, datasets", tokensList},
 		{"revoke", "NAME", "revoke a token at once", tokensRevoke},
 	}, args, stdout, stderr)
 }
 
 func tokensCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newCmdLine("tokens create", "NAME --role ROLE [--expires-in DURATION]", "Create a bearer token with a role and, with --expires-in, an expiry. The token is printed this once: the server keeps only its hash.", flagsClient, stdout)
+	c := newCmdLine("tokens create", "NAME --role ROLE [--expires-in DURATION] [--datasets PATTERNS]", "Create a bearer token with a role, with --expires-in an expiry, and with --datasets a grant: the token reaches only the datasets matching one of the patterns (docs/security.md#grants). The token is printed this once: the server keeps only its hash.", flagsClient, stdout)
 	role := c.fs.String("role", "", "`role` of the token: reader, operator or admin")
 	expires := c.fs.Duration("expires-in", 0, "the token expires after this `duration` (e.g. 720h); 0: never")
+	datasets := c.fs.String("datasets", "", "comma-separated glob `patterns` of the datasets the token may reach (e.g. 'sales_*,hr_public'); empty: every dataset")
 	return onServer(ctx, c, args, stderr, 1, func(t *target, pos []string) error {
 		if *role == "" {
 			return usageError("--role: give reader, operator or admin")
@@ -45,6 +49,9 @@ func tokensCreate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		body := map[string]any{"name": pos[0], "role": *role}
 		if *expires > 0 {
 			body["expires_in"] = expires.String()
+		}
+		if *datasets != "" {
+			body["datasets"] = strings.Split(*datasets, ",")
 		}
 		var out struct {
 			tokenView
@@ -63,14 +70,18 @@ func tokensCreate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 }
 
 func tokensList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newCmdLine("tokens list", "", "The tokens made through the API: role, when created, when they expire. Never a token.", flagsClient, stdout)
+	c := newCmdLine("tokens list", "", "The tokens made through the API: role, when created, when they expire, the datasets they may reach. Never a token.", flagsClient, stdout)
 	type answer struct {
 		Tokens []tokenView `json:"tokens"`
 	}
 	return serverCommand(ctx, c, args, stderr, "/v1/tokens", func(_ []string, body answer) error {
-		tb := newTable(stdout, "TOKEN", "ROLE", "CREATED", "EXPIRES")
+		tb := newTable(stdout, "TOKEN", "ROLE", "CREATED", "EXPIRES", "DATASETS")
 		for _, tk := range body.Tokens {
-			tb.row(tk.Name, tk.Role, timeText(&tk.Created), expiresText(tk))
+			ds := "all"
+			if len(tk.Datasets) > 0 {
+				ds = strings.Join(tk.Datasets, ",")
+			}
+			tb.row(tk.Name, tk.Role, timeText(&tk.Created), expiresText(tk), ds)
 		}
 		return tb.flush()
 	})

@@ -81,14 +81,14 @@ func TestServe_HTTPSWithTheCLI(t *testing.T) {
 	// API tokens through the CLI: created (shown once), listed without
 	// it, used, revoked.
 	srv := []string{"--server", url, "--token", tok}
-	code, out, errs = cli(t, append([]string{"tokens", "create", "ci", "--role", "reader", "--expires-in", "24h"}, srv...)...)
+	code, out, errs = cli(t, append([]string{"tokens", "create", "ci", "--role", "reader", "--expires-in", "24h", "--datasets", "prod*,other"}, srv...)...)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	ciTok := lines[len(lines)-1]
 	if code != 0 || len(ciTok) != 43 || !strings.Contains(out, "shown this once") {
 		t.Fatalf("tokens create: %d %q %s", code, out, errs)
 	}
 	code, out, errs = cli(t, append([]string{"tokens", "list"}, srv...)...)
-	if code != 0 || !strings.Contains(out, "ci") || !strings.Contains(out, "reader") || strings.Contains(out, ciTok) {
+	if code != 0 || !strings.Contains(out, "ci") || !strings.Contains(out, "reader") || !strings.Contains(out, "prod*,other") || strings.Contains(out, ciTok) {
 		t.Fatalf("tokens list: %d %q %s", code, out, errs)
 	}
 	if code, out, errs := cli(t, "get", "products", "2", "--server", url, "--token", ciTok); code != 0 || !strings.Contains(out, "jug") {
