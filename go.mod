@@ -23,6 +23,7 @@ require (
 	go.yaml.in/yaml/v4 v4.0.0
 	golang.org/x/crypto v0.57.0
 	golang.org/x/term v0.46.0
+	golang.org/x/time v0.16.0
 	modernc.org/sqlite v1.62.0
 )
 

@@ -4,10 +4,13 @@
 #   scripts/schemathesis.sh install   install schemathesis (PyPI) into a venv
 #                                     under .cache/schemathesis, if absent
 #   scripts/schemathesis.sh run BIN   start BIN (a built snapstore) on a temp
-#                                     data dir with a SQLite source, then run
+#                                     data dir with a SQLite source, serving
+#                                     HTTPS with a CA and a server certificate
+#                                     made by `BIN cert`, then run
 #                                     schemathesis over /openapi.json with
 #                                     every check, once with an admin token
-#                                     and once with a reader token; exit 1 on
+#                                     and once with a reader token (both
+#                                     configured by their hash); exit 1 on
 #                                     any finding
 #
 # Settings (environment): SCHEMATHESIS_EXAMPLES (most test cases per
@@ -53,28 +56,39 @@ run() {
 	trap cleanup EXIT
 	"$bin" sqlite "$work/shop.db" <"$here/examples/shop.sql" >/dev/null
 	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	# A CA and the server's certificate, as an operator without a CA of
+	# their own makes them (docs/security.md); clients trust ca.crt only.
+	"$bin" cert ca "$work/tls" >/dev/null
+	"$bin" cert server "$work/tls" --host 127.0.0.1 >/dev/null
+	# The tokens are in the config by their hash only (auth.tokens[].token_hash).
+	head -c 24 /dev/urandom | base64 | tr -d '/+=' >"$work/admin.token"
+	head -c 24 /dev/urandom | base64 | tr -d '/+=' >"$work/reader.token"
+	local admin_hash reader_hash
+	admin_hash=$("$bin" token hash <"$work/admin.token")
+	reader_hash=$("$bin" token hash <"$work/reader.token")
 	cat >"$work/snapstore.yaml" <<EOF
 data: $work/data
 listen: 127.0.0.1:$port
 log: {level: warn}
 gc_interval: 0
+tls:
+  cert_file: $work/tls/server.crt
+  key_file: $work/tls/server.key
 auth:
   tokens:
-    - {name: fuzz-admin, token: "file:$work/admin.token", role: admin}
-    - {name: fuzz-reader, token: "file:$work/reader.token", role: reader}
+    - {name: fuzz-admin, token_hash: "$admin_hash", role: admin}
+    - {name: fuzz-reader, token_hash: "$reader_hash", role: reader}
 connections:
   - {name: shop, type: sqlite, options: {path: $work/shop.db}}
 adapters:
   - {name: products, connection: shop, resource: products, run_on_start: true}
   - {name: order_lines, connection: shop, resource: order_lines, run_on_start: true}
 EOF
-	head -c 24 /dev/urandom | base64 | tr -d '/+=' >"$work/admin.token"
-	head -c 24 /dev/urandom | base64 | tr -d '/+=' >"$work/reader.token"
 	"$bin" serve --config "$work/snapstore.yaml" >"$work/server.log" 2>&1 &
 	pid=$!
-	base=http://127.0.0.1:$port
+	base=https://127.0.0.1:$port
 	for _ in $(seq 1 100); do
-		if python3 -c "import urllib.request,sys; urllib.request.urlopen('$base/readyz', timeout=1)" 2>/dev/null; then break; fi
+		if python3 -c "import ssl,urllib.request; urllib.request.urlopen('$base/readyz', timeout=1, context=ssl.create_default_context(cafile='$work/tls/ca.crt'))" 2>/dev/null; then break; fi
 		if ! kill -0 "$pid" 2>/dev/null; then cat "$work/server.log" >&2; log "the server did not start"; exit 1; fi
 		sleep 0.1
 	done
@@ -89,6 +103,7 @@ EOF
 			"$st" --config-file "$here/scripts/schemathesis.toml" \
 			--no-color run "$base/openapi.json" \
 			--checks all --max-examples "${SCHEMATHESIS_EXAMPLES:-25}" --seed "$seed" \
+			--tls-verify "$work/tls/ca.crt" \
 			--workers 1 --request-timeout 30 --warnings off); then
 			status=1
 			log "findings with the $role token (replay with SCHEMATHESIS_SEED=$seed)"

@@ -275,10 +275,12 @@ func (s *Server) auditConsole(r *http.Request, pattern, op string, status int, c
 	if v := s.console.who(r); v.Name != "" {
 		e.Actor = v.Name
 	}
-	if pattern == "POST /ui/login" {
+	if pattern == "POST /ui/login" && status != http.StatusTooManyRequests {
 		// The session starts with the answer: the token of the form says
 		// who logs in (its name; the text is never kept): a token of the
-		// configuration, or one made through the API.
+		// configuration, or one made through the API. A throttled login
+		// (429) was refused before its token was looked at, and is not
+		// looked at here either.
 		text := strings.TrimSpace(r.PostFormValue("token"))
 		if i := s.tokens.find(text); i >= 0 {
 			e.Actor = s.tokens.tokens[i].Name

@@ -205,6 +205,24 @@ func (c *console) login(w http.ResponseWriter, r *http.Request, v viewer) error 
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return nil
 	}
+	// Failed logins are slowed down per client address (loginthrottle.go),
+	// before the token is looked at.
+	addr := c.s.trail.clientAddr(r)
+	if wait := c.s.logins.begin(addr, c.s.now()); wait > 0 {
+		secs := retryAfter(wait)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		if sw, ok := w.(*statusWriter); ok {
+			sw.code = "too_many_requests"
+		}
+		return c.render(w, r, http.StatusTooManyRequests, "login", v, loginPage{Next: next,
+			Problem: fmt.Sprintf("Too many failed logins from your address: try again in %d s.", secs)})
+	}
+	failed := false
+	defer func() {
+		if c.s.logins.end(addr, failed, c.s.now()) {
+			c.s.log.Warn("console logins throttled: too many failed logins", "remote", addr, "retry_after_s", retryAfter(loginRefill))
+		}
+	}()
 	text := strings.TrimSpace(r.PostFormValue("token"))
 	i := c.s.tokens.find(text)
 	exp := c.s.now().Add(sessionTTL)
@@ -215,10 +233,11 @@ func (c *console) login(w http.ResponseWriter, r *http.Request, v viewer) error 
 	} else {
 		at, ok, err := c.s.lookupAPIToken(r.Context(), "Bearer "+text)
 		if err != nil && !errors.Is(err, ErrTokenExpired) {
-			return err
+			return err // the store did not answer: not the client's failure
 		}
 		if !ok {
-			c.s.log.Info("console login refused: unknown or expired token", "remote", r.RemoteAddr)
+			failed = true
+			c.s.log.Info("console login refused: unknown or expired token", "remote", addr)
 			return c.render(w, r, http.StatusUnauthorized, "login", v, loginPage{Next: next, Problem: "That is not a valid token."})
 		}
 		rec, _, _ := c.s.apiTokens.named(r.Context(), at.Name, c.s.now())

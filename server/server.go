@@ -85,6 +85,8 @@ type Server struct {
 	// crossOrigin refuses the state-changing requests of other sites'
 	// pages, for the API and the console (browser.go).
 	crossOrigin *http.CrossOriginProtection
+	// logins slows down failed console logins (loginthrottle.go).
+	logins *loginThrottle
 }
 
 // New builds the server and registers its routes and metrics. Errors: a bad
@@ -117,6 +119,7 @@ func New(opts Options) (*Server, error) {
 		partitions:    opts.Partitions,
 		notifier:      opts.Notifier,
 		now:           opts.now,
+		logins:        newLoginThrottle(),
 	}
 	s.crossOrigin = http.NewCrossOriginProtection()
 	if s.log == nil {

@@ -10,7 +10,8 @@
 // run, a run where nothing changed, ten runs with 1% of the rows changed at
 // random, a run with 1% changed in a few key ranges, storage on disk, peak
 // RSS at two table sizes, HTTP reads under wrk against a trivial echo
-// handler (trivial.go), the go test benchmarks of package snapshot against raw
+// handler (trivial.go), the same point reads over HTTPS against those over
+// plain HTTP (httpsPointReads), the go test benchmarks of package snapshot against raw
 // Pebble, and, when HBase is available, a first run on HBase. Every figure
 // is a ratio against a baseline measured in the same run; goals.go prints
 // each beside its goal and says which are missed.
@@ -19,6 +20,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -54,6 +57,7 @@ var (
 	goBench   = flag.Bool("go-bench", true, "run the go test benchmarks of package snapshot")
 	hbaseRun  = flag.Bool("hbase", true, "measure a first run on HBase when SNAPSTORE_TEST_HBASE_THRIFT is set")
 	storage   = flag.String("storage", "", "YAML storage section of the Pebble server, e.g. \"storage: {pebble: {cache_size: 536870912}}\" (default: the defaults)")
+	httpsRun  = flag.Bool("https", true, "also measure the point reads over HTTPS (keep-alive) against plain HTTP, interleaved, on two servers (httpsPointReads)")
 	profDir   = flag.String("cpuprofile-dir", "", "write a CPU profile of each phase's server to this directory (serve --cpuprofile); the server is restarted at each phase, so RSS figures then cover one phase")
 )
 
@@ -117,6 +121,8 @@ type server struct {
 	data    string
 	env     env
 	storage string
+	pki     string       // the directory of its CA and certificate when it serves HTTPS
+	client  *http.Client // trusts that CA
 }
 
 func freePort() string {
@@ -128,17 +134,21 @@ func freePort() string {
 	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 }
 
-// startServer starts snapstore serve on data with the bench adapter;
-// storage is extra configuration (the HBase backend).
 // startServer starts snapstore serve on data with the bench connection and
-// adapter and storage (YAML, "" for Pebble), profiled into the file named
-// phase.prof under -cpuprofile-dir when that is set.
-func startServer(e env, data, storage, phase string) *server {
+// adapter and storage (YAML, "" for Pebble), serving HTTPS with the
+// certificate of pki (makePKI) unless pki is "", profiled into the file
+// named phase.prof under -cpuprofile-dir when that is set.
+func startServer(e env, data, storage, pki, phase string) *server {
 	port := freePort()
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		log.Fatal(err)
 	}
 	cfg := filepath.Join(data, "..", filepath.Base(data)+".yaml")
+	scheme, client, extra := "http", http.DefaultClient, storage
+	if pki != "" {
+		scheme, client = "https", tlsClient(pki)
+		extra += fmt.Sprintf("\ntls: {cert_file: %s, key_file: %s}", filepath.Join(pki, "server.crt"), filepath.Join(pki, "server.key"))
+	}
 	conf := fmt.Sprintf(`data: %s
 listen: 127.0.0.1:%s
 log: {level: warn}
@@ -153,7 +163,7 @@ adapters:
     resource: t
     retention: {ttl: 0s, min_versions: 100}
     guard: {max_shrink: 1}
-`, data, port, storage, e.host, e.port, e.user)
+`, data, port, extra, e.host, e.port, e.user)
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
 		log.Fatal(err)
 	}
@@ -167,9 +177,9 @@ adapters:
 	if err := cmd.Start(); err != nil {
 		log.Fatal(err)
 	}
-	s := &server{cmd: cmd, url: "http://127.0.0.1:" + port, data: data, env: e, storage: storage}
+	s := &server{cmd: cmd, url: scheme + "://127.0.0.1:" + port, data: data, env: e, storage: storage, pki: pki, client: client}
 	for i := 0; i < 600; i++ {
-		if r, err := http.Get(s.url + "/readyz"); err == nil {
+		if r, err := client.Get(s.url + "/readyz"); err == nil {
 			r.Body.Close()
 			if r.StatusCode == 200 {
 				return s
@@ -193,7 +203,35 @@ func (s *server) phase(phase string) *server {
 		return s
 	}
 	s.stop()
-	return startServer(s.env, s.data, s.storage, phase)
+	return startServer(s.env, s.data, s.storage, s.pki, phase)
+}
+
+// makePKI makes a CA and a server certificate for 127.0.0.1 in dir with
+// the binary's own `snapstore cert`, as an operator without a CA does,
+// and returns dir.
+func makePKI(dir string) string {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		log.Fatal(err)
+	}
+	for _, args := range [][]string{{"cert", "ca", dir}, {"cert", "server", dir, "--host", "127.0.0.1"}} {
+		if b, err := exec.Command(*bin, args...).CombinedOutput(); err != nil {
+			log.Fatalf("bench: snapstore %s: %v: %s", strings.Join(args, " "), err, b)
+		}
+	}
+	return dir
+}
+
+// tlsClient is an HTTP client that trusts the CA of pki only.
+func tlsClient(pki string) *http.Client {
+	b, err := os.ReadFile(filepath.Join(pki, "ca.crt"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		log.Fatalf("bench: no certificate in %s", filepath.Join(pki, "ca.crt"))
+	}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 }
 
 // peakRSS is the process's high-water resident set (VmHWM) in bytes.
@@ -227,7 +265,7 @@ type runRecord struct {
 // by the client and the run record.
 func (s *server) run() (time.Duration, runRecord) {
 	start := time.Now()
-	r, err := http.Post(s.url+"/v1/adapters/t/runs?wait=true", "application/json", nil)
+	r, err := s.client.Post(s.url+"/v1/adapters/t/runs?wait=true", "application/json", nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -272,8 +310,13 @@ func (e env) dumpZstd() int64 {
 	return n
 }
 
-// wrk runs wrk with a Lua script and returns requests per second.
-func wrk(url, script string) float64 {
+// wrk runs wrk with a Lua script for -wrk and returns requests per second.
+func wrk(url, script string) float64 { return wrkFor(url, script, *wrkDur) }
+
+// wrkFor runs wrk with a Lua script for d and returns requests per
+// second. Its connections are kept alive for the whole measurement; over
+// https it does not check the certificate.
+func wrkFor(url, script string, d time.Duration) float64 {
 	f, err := os.CreateTemp("", "wrk-*.lua")
 	if err != nil {
 		log.Fatal(err)
@@ -281,7 +324,7 @@ func wrk(url, script string) float64 {
 	defer os.Remove(f.Name())
 	f.WriteString(script)
 	f.Close()
-	cmd := exec.Command("wrk", "-t2", "-c16", "-d"+wrkDur.String(), "-s", f.Name(), url)
+	cmd := exec.Command("wrk", "-t2", "-c16", "-d"+d.String(), "-s", f.Name(), url)
 	b, err := cmd.CombinedOutput()
 	if err != nil {
 		log.Fatalf("bench: wrk: %v: %s", err, b)
@@ -363,7 +406,7 @@ func main() {
 	rep.source = e.sourceRead()
 	log.Printf("bench: source read %v", rep.source)
 
-	s := startServer(e, filepath.Join(tmp, "data"), *storage, "first")
+	s := startServer(e, filepath.Join(tmp, "data"), *storage, "", "first")
 	rep.first, rep.firstRec = s.run()
 	rep.rss1 = s.peakRSS()
 	rep.oneCopy, _, _ = dirSizes(s.data)
@@ -415,13 +458,18 @@ func main() {
 
 	// HTTP reads: point gets and 1,000-row NDJSON pages against the trivial handler.
 	s = s.phase("http-point")
-	rep.pointRPS = wrk(s.url, fmt.Sprintf(`math.randomseed(1)
-request = function() return wrk.format("GET", "/v1/datasets/t/rows/" .. math.random(1, %d)) end`, *rows))
+	pointScript := fmt.Sprintf(`math.randomseed(1)
+request = function() return wrk.format("GET", "/v1/datasets/t/rows/" .. math.random(1, %d)) end`, *rows)
+	rep.pointRPS = wrk(s.url, pointScript)
 	s = s.phase("http-ndjson")
 	rep.scanRPS = wrk(s.url, fmt.Sprintf(`math.randomseed(2)
 wrk.headers["Accept"] = "application/x-ndjson"
 request = function() return wrk.format("GET", "/v1/datasets/t/rows?limit=1000&start=" .. math.random(1, %d)) end`, *rows-1000))
 	s.stop()
+	if *httpsRun {
+		rep.httpPointRPS2, rep.httpsPointRPS = httpsPointReads(e, s.data, filepath.Join(tmp, "pki"), pointScript)
+		log.Printf("bench: point reads %.0f req/s over HTTP, %.0f over HTTPS (interleaved)", rep.httpPointRPS2, rep.httpsPointRPS)
+	}
 	trivCtx, stopTriv := context.WithCancel(context.Background())
 	rep.trivialRPS = wrk("http://"+serveTrivial(trivCtx), `request = function() return wrk.format("GET", "/trivial/42") end`)
 	stopTriv()
@@ -437,7 +485,7 @@ request = function() return wrk.format("GET", "/v1/datasets/t/rows?limit=1000&st
 		big := *rows * *rssScale
 		log.Printf("bench: generating %d rows for the RSS figure", big)
 		e.generate(big)
-		s := startServer(e, filepath.Join(tmp, "data-big"), "", "first-big")
+		s := startServer(e, filepath.Join(tmp, "data-big"), "", "", "first-big")
 		_, rec := s.run()
 		rep.rssBigRows = rec.Stats.Rows
 		rep.rssBig = s.peakRSS()
@@ -447,6 +495,36 @@ request = function() return wrk.format("GET", "/v1/datasets/t/rows?limit=1000&st
 	rep.load = append(rep.load, loadAvg())
 	rep.write(*out)
 	log.Printf("bench: wrote %s", *out)
+}
+
+// httpsPointReads measures the point reads of script over plain HTTP
+// and over HTTPS, and returns both in requests per second. Two servers
+// run at once, one on data and one on a copy of it (a Pebble directory
+// has one process at a time) serving HTTPS with a certificate of
+// snapstore cert made in pki; wrk goes from one to the other in five
+// rounds of a fifth of -wrk each, after a round of each not counted that
+// warms the caches of the new processes, so that both see the same load
+// of a shared machine. wrk keeps its 16 connections open, so the ratio is
+// the cost of TLS records on kept-alive connections, not of handshakes.
+func httpsPointReads(e env, data, pki, script string) (plainRPS, tlsRPS float64) {
+	cp := data + "-https"
+	if b, err := exec.Command("cp", "-a", data, cp).CombinedOutput(); err != nil {
+		log.Fatalf("bench: copying %s: %v: %s", data, err, b)
+	}
+	defer os.RemoveAll(cp)
+	plain := startServer(e, data, *storage, "", "http-point-interleaved")
+	defer plain.stop()
+	tlsSrv := startServer(e, cp, *storage, makePKI(pki), "https-point")
+	defer tlsSrv.stop()
+	const rounds = 5
+	d := max(*wrkDur/rounds, time.Second)
+	wrkFor(plain.url, script, d)
+	wrkFor(tlsSrv.url, script, d)
+	for range rounds {
+		plainRPS += wrkFor(plain.url, script, d) / rounds
+		tlsRPS += wrkFor(tlsSrv.url, script, d) / rounds
+	}
+	return plainRPS, tlsRPS
 }
 
 // hbaseFirstRun times a first run of the table on the HBase backend (a
@@ -461,7 +539,7 @@ func hbaseFirstRun(e env, tmp string) (time.Duration, int64) {
 			log.Printf("bench: dropping HBase table %s: %v", table, err)
 		}
 	}()
-	s := startServer(e, filepath.Join(tmp, "data-hbase"), fmt.Sprintf("storage: {backend: hbase, hbase: {thrift: %q, namespace: %s, table: %s}}", e.hbase, opts.Namespace, table), "first-hbase")
+	s := startServer(e, filepath.Join(tmp, "data-hbase"), fmt.Sprintf("storage: {backend: hbase, hbase: {thrift: %q, namespace: %s, table: %s}}", e.hbase, opts.Namespace, table), "", "first-hbase")
 	defer s.stop()
 	log.Printf("bench: first run on HBase")
 	d, rec := s.run()
