@@ -1,9 +1,10 @@
 package adapters
 
 // Skipping what did not change. A source that computes checksums inside
-// the run's consistent snapshot (source.Checksummer; MySQL and MariaDB,
-// adapters/mysql) lets a run avoid reading what the current version
-// already holds. The checksums of a version are its digest, stored with
+// the run's consistent snapshot (source.Checksummer: adapters/mysql,
+// adapters/postgres, adapters/sqlite, each for the keys whose order it
+// shares with snapstore's key encoding) lets a run avoid reading what the
+// current version already holds. The checksums of a version are its digest, stored with
 // the version (snapshot.Run.SetSourceDigest): the table cut into key
 // ranges (chunks) of about
 // chunk_rows rows, each with its last key, its rows, the sum of their

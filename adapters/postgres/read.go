@@ -29,6 +29,7 @@ type pgTable struct {
 	raw      [][]byte
 	started  bool
 	exported string // the snapshot ExportSnapshot returned
+	cksState
 }
 
 // pgSnapshotID is the form of pg_export_snapshot's ids ("00000003-0000001B-1").
