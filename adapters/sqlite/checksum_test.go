@@ -14,7 +14,7 @@ import (
 
 // openChecksummer opens table of the database at path as a chunkable
 // Checksummer; close ends its read.
-func openChecksummer(t *testing.T, path, table string, chunkRows int) (tr source.TableReader, cs source.Checksummer, close func()) {
+func openChecksummer(t testing.TB, path, table string, chunkRows int) (tr source.TableReader, cs source.Checksummer, close func()) {
 	t.Helper()
 	ctx := context.Background()
 	src, err := sqliteConnector{}.Open(ctx, source.SourceConfig{Name: "test", Options: source.OptionValues{"path": path}, Logger: slog.New(slog.DiscardHandler)})
