@@ -1,9 +1,10 @@
 package adapters
 
 // Skipping what did not change. A source that computes checksums inside
-// the run's consistent snapshot (source.Checksummer; MySQL and MariaDB,
-// adapters/mysql) lets a run avoid reading what the current version
-// already holds. The checksums of a version are its digest, stored with
+// the run's consistent snapshot (source.Checksummer: adapters/mysql,
+// adapters/postgres, adapters/sqlite, each for the keys whose order it
+// shares with snapstore's key encoding) lets a run avoid reading what the
+// current version already holds. The checksums of a version are its digest, stored with
 // the version (snapshot.Run.SetSourceDigest): the table cut into key
 // ranges (chunks) of about
 // chunk_rows rows, each with its last key, its rows, the sum of their
@@ -44,6 +45,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -134,15 +136,15 @@ type chunkState struct {
 // show more than half changed.
 func chunkPass(ctx context.Context, cs checksummer, d *digest) (*chunkState, error) {
 	st := &chunkState{prev: d, changed: make([]bool, len(d.Chunks)), rows: make([]int64, len(d.Chunks)), crc: make([]uint64, len(d.Chunks))}
-	var lo *snapshot.Value
+	var lo []snapshot.Value
 	for i, c := range d.Chunks {
-		var hi *snapshot.Value
+		var hi []snapshot.Value
 		if i < len(d.Chunks)-1 {
 			v, err := parseDigestKey(c.Hi)
 			if err != nil {
 				return nil, fmt.Errorf("the digest of the current version: %w", err)
 			}
-			hi = &v
+			hi = v
 		}
 		rows, crc, err := cs.ChunkChecksum(ctx, lo, hi)
 		if err != nil {
@@ -225,10 +227,10 @@ func (cr *chunkRecorder) open() {
 	cr.rows = 0
 }
 
-// put records a row just put, of key key.
-func (cr *chunkRecorder) put(key snapshot.Value) {
+// put records a row just put, its key the values of vals at keyIdx.
+func (cr *chunkRecorder) put(vals []snapshot.Value, keyIdx []int) {
 	cr.rows++
-	cr.lastKey = digestKey(key)
+	cr.lastKey = digestKey(vals, keyIdx)
 	if cr.rows == cr.chunkRows {
 		cr.close(0)
 	}
@@ -271,15 +273,15 @@ func (cr *chunkRecorder) changedShare() float64 {
 // last ones of a digest whose ranges a read recorded (the first starts
 // after lo, nil: at the first key; the last is open ended), for chunk
 // mode next time.
-func addChunkChecksums(ctx context.Context, cs checksummer, chunks []chunk, lo *snapshot.Value) error {
+func addChunkChecksums(ctx context.Context, cs checksummer, chunks []chunk, lo []snapshot.Value) error {
 	for i := range chunks {
-		var hi *snapshot.Value
+		var hi []snapshot.Value
 		if i < len(chunks)-1 {
 			v, err := parseDigestKey(chunks[i].Hi)
 			if err != nil {
 				return err
 			}
-			hi = &v
+			hi = v
 		}
 		rows, crc, err := cs.ChunkChecksum(ctx, lo, hi)
 		if err != nil {
@@ -299,20 +301,60 @@ func addChunkChecksums(ctx context.Context, cs checksummer, chunks []chunk, lo *
 // full).
 var errDigestMismatch = errors.New("source checksums disagree with the rows read")
 
-// digestKey and parseDigestKey convert an integer key value to and from the
-// text a digest stores (JSON numbers would round beyond 2^53).
-func digestKey(v snapshot.Value) string {
-	if v.Kind == snapshot.KindUint {
-		return "u" + strconv.FormatUint(v.Uint, 10)
+// digestKey and parseDigestKey convert a key (the values of vals at
+// keyIdx) to and from the text a digest stores: a one-column integer key
+// as its decimal text ("u" before an unsigned one; JSON numbers would
+// round beyond 2^53 in other readers), any other key as "j" and the JSON
+// of its digestValues.
+func digestKey(vals []snapshot.Value, keyIdx []int) string {
+	if len(keyIdx) == 1 {
+		switch v := vals[keyIdx[0]]; v.Kind {
+		case snapshot.KindUint:
+			return "u" + strconv.FormatUint(v.Uint, 10)
+		case snapshot.KindInt:
+			return strconv.FormatInt(v.Int, 10)
+		}
 	}
-	return strconv.FormatInt(v.Int, 10)
+	key := make([]digestValue, len(keyIdx))
+	for j, i := range keyIdx {
+		v := vals[i]
+		key[j] = digestValue{Kind: uint8(v.Kind), Int: v.Int, Uint: strconv.FormatUint(v.Uint, 10), Float: math.Float64bits(v.Float), Bytes: v.Bytes}
+	}
+	b, _ := json.Marshal(key)
+	return "j" + string(b)
 }
 
-func parseDigestKey(s string) (snapshot.Value, error) {
+// digestValue is a key value in a digest: its kind and exact payload
+// (encoding/json keeps an int64 exact; the uint64 and the float's bits
+// are text, which every JSON reader keeps).
+type digestValue struct {
+	Kind  uint8  `json:"k"`
+	Int   int64  `json:"i,omitempty"`
+	Uint  string `json:"u,omitempty"`
+	Float uint64 `json:"f,string,omitempty"`
+	Bytes []byte `json:"b,omitempty"`
+}
+
+func parseDigestKey(s string) ([]snapshot.Value, error) {
+	if j, ok := strings.CutPrefix(s, "j"); ok {
+		var key []digestValue
+		if err := json.Unmarshal([]byte(j), &key); err != nil || len(key) == 0 {
+			return nil, fmt.Errorf("a bad key %q in a digest", s)
+		}
+		out := make([]snapshot.Value, len(key))
+		for i, d := range key {
+			u, err := strconv.ParseUint(d.Uint, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("a bad key %q in a digest", s)
+			}
+			out[i] = snapshot.Value{Kind: snapshot.Kind(d.Kind), Int: d.Int, Uint: u, Float: math.Float64frombits(d.Float), Bytes: d.Bytes}
+		}
+		return out, nil
+	}
 	if u, ok := strings.CutPrefix(s, "u"); ok {
 		n, err := strconv.ParseUint(u, 10, 64)
-		return snapshot.Value{Kind: snapshot.KindUint, Uint: n}, err
+		return []snapshot.Value{{Kind: snapshot.KindUint, Uint: n}}, err
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
-	return snapshot.Value{Kind: snapshot.KindInt, Int: n}, err
+	return []snapshot.Value{{Kind: snapshot.KindInt, Int: n}}, err
 }

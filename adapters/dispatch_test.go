@@ -393,7 +393,13 @@ func TestDispatch_TickFiresOnce(t *testing.T) {
 	n2.WaitRun(ctx, rec.ID)
 
 	// A tick whose adapter's previous tick still runs, on another node,
-	// is skipped there too (C2).
+	// is skipped there too (C2). The source changes, so that the run
+	// reads a row (the block) rather than verify its key ranges.
+	lite, err := ts.svc.GetConnection(ctx, "lite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqliteExec(t, lite.Options["path"].(string), "UPDATE items SET name = 'plum' WHERE id = 1")
 	b := newBlock(ts, "a", 1)
 	rec, err = ts.svc.StartRun(ctx, "a", RunOptions{Trigger: "schedule", Tick: tick.Add(2 * time.Hour)})
 	if err != nil || rec.Node != "n1" {

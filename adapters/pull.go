@@ -42,7 +42,7 @@ type pull struct {
 	run       RunWriter
 	local     *snapshot.Run  // run as a run of this process (digest, carrying over)
 	rec       *chunkRecorder // the new digest's chunks, nil without one
-	keyIdx    int            // the schema index of the first key column, for rec
+	keyIdx    []int          // the schema indexes of the key columns, for rec
 	committed bool           // Commit was called (it aborts by itself on error)
 
 	n       int64 // rows put
@@ -187,7 +187,7 @@ func (p *pull) begin(ctx context.Context) error {
 			rows = math.MaxInt // chunk mode keeps the digest's chunks
 		}
 		p.rec = newChunkRecorder(p.local, rows)
-		p.keyIdx = keyIndexOf(p.schema)
+		p.keyIdx = keyIndexes(p.schema)
 	}
 	return nil
 }
@@ -241,7 +241,7 @@ func (p *pull) put(ctx context.Context, tr TableReader) error {
 	}
 	p.n++
 	if p.rec != nil {
-		p.rec.put(vals[p.keyIdx])
+		p.rec.put(vals, p.keyIdx)
 	}
 	if p.s.testHookRow != nil {
 		p.s.testHookRow(ctx, p.spec.Name, p.n)
@@ -259,7 +259,7 @@ func (p *pull) put(ctx context.Context, tr TableReader) error {
 // is carried over when its checksum matched, else read again.
 func (p *pull) readChunks(ctx context.Context) error {
 	p.res.mode = ModeChunks
-	var lo *snapshot.Value
+	var lo []snapshot.Value
 	for i, c := range p.prev.Chunks {
 		hi, err := parseDigestKey(c.Hi)
 		if err != nil {
@@ -273,7 +273,7 @@ func (p *pull) readChunks(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		lo = &hi
+		lo = hi
 	}
 	p.res.chunks = len(p.rec.chunks)
 	return nil
@@ -281,12 +281,8 @@ func (p *pull) readChunks(ctx context.Context) error {
 
 // carry carries the rows of chunk c, keys after lo up to hi, over from
 // the current version.
-func (p *pull) carry(ctx context.Context, c chunk, lo *snapshot.Value, hi snapshot.Value) error {
-	var after []snapshot.Value
-	if lo != nil {
-		after = []snapshot.Value{*lo}
-	}
-	if err := p.local.Carry(ctx, after, []snapshot.Value{hi}, c.Rows, c.Sum); err != nil {
+func (p *pull) carry(ctx context.Context, c chunk, lo, hi []snapshot.Value) error {
+	if err := p.local.Carry(ctx, lo, hi, c.Rows, c.Sum); err != nil {
 		return fmt.Errorf("carrying rows of %s over: %w", p.resource, err)
 	}
 	p.rec.carried(c)
@@ -295,16 +291,16 @@ func (p *pull) carry(ctx context.Context, c chunk, lo *snapshot.Value, hi snapsh
 }
 
 // readChunk reads the rows of the digest's chunk i, keys after lo up to
-// hiVal, and records them with the checksum the chunk pass computed in
+// hiKey, and records them with the checksum the chunk pass computed in
 // the same snapshot. The last range takes the keys past the digest's last
 // one: a table that grows at its end is cut into new chunks there, rather
 // than one chunk that grows each run, and those chunks get their
 // checksums computed now, in that snapshot too.
-func (p *pull) readChunk(ctx context.Context, i int, lo *snapshot.Value, hiVal snapshot.Value) error {
+func (p *pull) readChunk(ctx context.Context, i int, lo, hiKey []snapshot.Value) error {
 	last := i == len(p.prev.Chunks)-1
-	var hi *snapshot.Value
+	var hi []snapshot.Value
 	if !last {
-		hi = &hiVal
+		hi = hiKey
 	}
 	rec, want := p.rec, p.chunks.rows[i]
 	split := last && want > 2*digestChunkRows
@@ -339,7 +335,7 @@ func (p *pull) readChunk(ctx context.Context, i int, lo *snapshot.Value, hiVal s
 // checksums computes the source's checksums of chunks, the first after
 // lo. When they disagree with the rows read, the digest is kept without
 // checksums (p.dropped) rather than failing the run.
-func (p *pull) checksums(ctx context.Context, chunks []chunk, lo *snapshot.Value) error {
+func (p *pull) checksums(ctx context.Context, chunks []chunk, lo []snapshot.Value) error {
 	err := addChunkChecksums(ctx, p.cs, chunks, lo)
 	if err == nil {
 		return nil

@@ -210,14 +210,17 @@ type pullResult struct {
 	skipped  int // chunks carried over (or verified) without reading
 }
 
-// keyIndexOf returns the schema index of the (first) key column.
-func keyIndexOf(s snapshot.Schema) int {
-	for i, c := range s.Columns {
-		if c.Name == s.Key[0] {
-			return i
+// keyIndexes returns the schema indexes of the key columns.
+func keyIndexes(s snapshot.Schema) []int {
+	out := make([]int, len(s.Key))
+	for j, k := range s.Key {
+		for i, c := range s.Columns {
+			if c.Name == k {
+				out[j] = i
+			}
 		}
 	}
-	return 0
+	return out
 }
 
 // embedJSON applies api.Adapter.EmbedJSON: when on, the JSON columns of

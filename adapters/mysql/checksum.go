@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/snapstore/snapstore/adapters/source"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
@@ -28,9 +29,8 @@ import (
 //     before the expression changed is never compared.
 //
 // Chunk checksums need a key the ranges can be written with and whose
-// order the source and snapstore agree on: one integer column (signed or
-// not) of a declared unique key, the common primary key. Other tables are
-// read in full every run.
+// order the source and snapstore agree on (keyOrderAgrees), of one or
+// more columns. Other tables are read in full every run.
 // mysqlChecksumVersion names the row expression; it is part of the
 // signature, so a digest of another expression is never compared.
 const mysqlChecksumVersion = "sha1_64-concat_ws-lengths-nullmask-2"
@@ -89,30 +89,61 @@ func (t *mysqlTable) ChecksumSignature() string {
 
 // Chunkable implements source.Checksummer.
 func (t *mysqlTable) Chunkable() bool {
-	if len(t.keyIdx) != 1 || !t.Unique {
+	if len(t.keyIdx) == 0 || !t.Unique {
 		return false
 	}
 	if _, ok := t.rowChecksumExpr(); !ok {
 		return false
 	}
-	c := &t.cols[t.keyIdx[0]]
-	return (c.kind == snapshot.KindInt || c.kind == snapshot.KindUint) && !c.bit
+	for _, i := range t.keyIdx {
+		if !t.cols[i].keyOrderAgrees() {
+			return false
+		}
+	}
+	return true
+}
+
+// keyOrderAgrees reports whether the column's ORDER BY order is the order
+// of snapstore's key encoding of its values: integers (not BIT), DECIMAL,
+// DATE and DATETIME (their text, fixed width, orders as the time does;
+// not TIMESTAMP, whose text follows the session's time zone, where a DST
+// fold orders two instants backwards), and BINARY and VARBINARY, which
+// compare bytewise with no pad. Text columns compare by their collation,
+// which differs from the bytes' order even for _bin ones (PAD SPACE puts
+// 'a\t' before 'a'); ENUM and SET order by index, not by their text.
+func (c *mysqlColumn) keyOrderAgrees() bool {
+	if c.enumLike || c.bit {
+		return false
+	}
+	switch c.kind {
+	case snapshot.KindInt, snapshot.KindUint, snapshot.KindDecimal:
+		return true
+	case snapshot.KindDate, snapshot.KindDateTime:
+		return c.dataType == "date" || c.dataType == "datetime"
+	case snapshot.KindBytes:
+		return c.dataType == "binary" || c.dataType == "varbinary"
+	}
+	return false
 }
 
 // ChunkChecksum implements source.Checksummer: the rows and the XOR of their
 // checksums for keys after lo (nil: from the first) up to hi included
 // (nil: to the last).
-func (t *mysqlTable) ChunkChecksum(ctx context.Context, lo, hi *snapshot.Value) (int64, uint64, error) {
+func (t *mysqlTable) ChunkChecksum(ctx context.Context, lo, hi []snapshot.Value) (int64, uint64, error) {
 	expr, _ := t.rowChecksumExpr()
-	k := quoteMySQLIdent(t.cols[t.keyIdx[0]].name)
+	keys := make([]source.KeysetColumn, len(t.keyIdx))
+	for j, i := range t.keyIdx {
+		c := &t.cols[i]
+		keys[j] = source.KeysetColumn{Expr: c.keyExpr(), Placeholder: c.keyPlaceholder()}
+	}
 	q := "SELECT COUNT(*), COALESCE(BIT_XOR(" + expr + "), 0) FROM " + t.qualified()
 	var where []string
 	var args []any
 	if lo != nil {
-		where, args = append(where, k+" > ?"), append(args, keyValueArg(*lo))
+		where, args = append(where, "("+source.AfterKey(keys)+")"), append(args, source.KeysetArgs(t.keyArgs(lo))...)
 	}
 	if hi != nil {
-		where, args = append(where, k+" <= ?"), append(args, keyValueArg(*hi))
+		where, args = append(where, "("+source.UpToKey(keys)+")"), append(args, source.UpToArgs(t.keyArgs(hi))...)
 	}
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
@@ -127,21 +158,18 @@ func (t *mysqlTable) ChunkChecksum(ctx context.Context, lo, hi *snapshot.Value) 
 
 // ReadRange implements source.Checksummer: the next rows are those of the keys
 // after lo up to hi included (nil: no bound).
-func (t *mysqlTable) ReadRange(lo, hi *snapshot.Value) {
-	var l, h any
-	if lo != nil {
-		l = keyValueArg(*lo)
-	}
-	if hi != nil {
-		h = keyValueArg(*hi)
-	}
-	t.SetRange(l, h)
+func (t *mysqlTable) ReadRange(lo, hi []snapshot.Value) {
+	t.SetRange(t.keyArgs(lo), t.keyArgs(hi))
 }
 
-// keyValueArg is the query argument of an integer key value.
-func keyValueArg(v snapshot.Value) any {
-	if v.Kind == snapshot.KindUint {
-		return v.Uint
+// keyArgs is the query arguments of a key's values (nil for nil).
+func (t *mysqlTable) keyArgs(key []snapshot.Value) []any {
+	if key == nil {
+		return nil
 	}
-	return v.Int
+	out := make([]any, len(key))
+	for j, i := range t.keyIdx {
+		out[j] = t.cols[i].keyArg(key[j])
+	}
+	return out
 }

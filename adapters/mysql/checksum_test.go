@@ -48,13 +48,13 @@ func TestMySQLChecksumInSnapshot(t *testing.T) {
 	}
 	// NULL and '' differ, as do NULL in one column or another; ranges
 	// split the table.
-	one := snapshot.Value{Kind: snapshot.KindInt, Int: 1}
-	three := snapshot.Value{Kind: snapshot.KindInt, Int: 3}
-	_, before, _ := r2.ChunkChecksum(ctx, &one, &three)
+	one := []snapshot.Value{{Kind: snapshot.KindInt, Int: 1}}
+	three := []snapshot.Value{{Kind: snapshot.KindInt, Int: 3}}
+	_, before, _ := r2.ChunkChecksum(ctx, one, three)
 	e.exec(t, db, "UPDATE t SET s = NULL WHERE id = 2", "UPDATE t SET s = '', n = NULL WHERE id = 3")
 	r3, close3 := open()
 	defer close3()
-	rows, after, err := r3.ChunkChecksum(ctx, &one, &three)
+	rows, after, err := r3.ChunkChecksum(ctx, one, three)
 	if err != nil || rows != 2 || after == before {
 		t.Errorf("range (1, 3] after swapping NULL and '': %d rows, checksum %d (before %d), %v", rows, after, before, err)
 	}

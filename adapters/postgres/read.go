@@ -29,6 +29,7 @@ type pgTable struct {
 	raw      [][]byte
 	started  bool
 	exported string // the snapshot ExportSnapshot returned
+	cksState
 }
 
 // pgSnapshotID is the form of pg_export_snapshot's ids ("00000003-0000001B-1").
@@ -358,15 +359,16 @@ func (t *pgTable) buildQueries() {
 	for _, c := range t.cols {
 		sel = append(sel, c.expr)
 	}
-	var keys, ph, order []string
+	var keys, ph, hiPh, order []string
 	for n, i := range t.keyIdx {
 		c := &t.cols[i]
 		q := quotePostgresIdent(c.name)
 		keys = append(keys, q)
 		ph = append(ph, c.keyPlaceholder(n+1))
+		hiPh = append(hiPh, c.keyPlaceholder(len(t.keyIdx)+n+1))
 		order = append(order, q)
 	}
-	t.PrepareRowCompare(t, t.Name, "SELECT "+strings.Join(sel, ", ")+" FROM "+t.Name, keys, ph, order)
+	t.PrepareRowCompare(t, t.Name, "SELECT "+strings.Join(sel, ", ")+" FROM "+t.Name, keys, ph, hiPh, order)
 	t.raw = make([][]byte, len(t.cols))
 	t.Dest = make([]any, len(t.cols))
 	for i := range t.raw {

@@ -134,7 +134,8 @@ func NoSharedSnapshot(req TableRequest) error {
 
 // Checksummer is an optional TableReader capability: checksums computed by
 // the source inside the read's consistent snapshot, and reads of key
-// ranges, for a table whose key is one integer column.
+// ranges, for a table whose key order the source and snapstore agree on.
+// A key is given as its values in key column order.
 type Checksummer interface {
 	// ChecksumSignature names the table's shape and the checksum
 	// expression; digests of another signature are not compared.
@@ -144,7 +145,7 @@ type Checksummer interface {
 	Chunkable() bool
 	// ChunkChecksum returns the rows and the checksum of the keys after lo
 	// (nil: from the first) up to hi included (nil: to the last).
-	ChunkChecksum(ctx context.Context, lo, hi *snapshot.Value) (int64, uint64, error)
+	ChunkChecksum(ctx context.Context, lo, hi []snapshot.Value) (int64, uint64, error)
 	// ReadRange makes Next read the keys after lo up to hi included.
-	ReadRange(lo, hi *snapshot.Value)
+	ReadRange(lo, hi []snapshot.Value)
 }

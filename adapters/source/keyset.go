@@ -38,7 +38,7 @@ type Keyset struct {
 	Query func(ctx context.Context, sql string, args []any) (KeysetResult, error)
 	Dest  []any  // where a chunk row is scanned to (ScanBuffers)
 	first string // query of the first chunk (Prepare)
-	next  string // query of the following chunks, args keysetArgs(cursor)
+	next  string // query of the following chunks, args KeysetArgs(cursor)
 	// rowArgs: the next query takes the cursor itself as its arguments
 	// (PrepareRowCompare), not keysetArgs(cursor).
 	rowArgs   bool
@@ -54,9 +54,9 @@ type Keyset struct {
 	// skipPending is set after a `>=` chunk query: its first row may be
 	// the previous chunk's last one.
 	skipPending bool
-	// A range read (SetRange, a one-column key): the chunk queries stop
-	// at hi (inclusive) with firstHi and nextHi, hi their last argument.
-	hi              any
+	// A range read (SetRange): the chunk queries stop at a key (inclusive)
+	// with firstHi and nextHi, hi their last arguments.
+	hi              []any
 	firstHi, nextHi string
 }
 
@@ -124,24 +124,67 @@ func (p *Keyset) Prepare(r KeysetRows, name, base string, keys []KeysetColumn, o
 		limit++
 	}
 	p.next = base + " WHERE " + strings.Join(ors, " OR ") + " ORDER BY " + strings.Join(order, ", ") + " LIMIT " + strconv.Itoa(limit)
-	if len(keys) == 1 {
-		upTo := keys[0].Expr + " <= " + keys[0].Placeholder
-		p.firstHi = base + " WHERE " + upTo + " ORDER BY " + strings.Join(order, ", ") + " LIMIT " + strconv.Itoa(p.ChunkRows)
-		p.nextHi = base + " WHERE (" + strings.Join(ors, " OR ") + ") AND " + upTo + " ORDER BY " + strings.Join(order, ", ") + " LIMIT " + strconv.Itoa(limit)
+	upTo := UpToKey(keys)
+	p.firstHi = base + " WHERE " + upTo + " ORDER BY " + strings.Join(order, ", ") + " LIMIT " + strconv.Itoa(p.ChunkRows)
+	p.nextHi = base + " WHERE (" + strings.Join(ors, " OR ") + ") AND (" + upTo + ") ORDER BY " + strings.Join(order, ", ") + " LIMIT " + strconv.Itoa(limit)
+}
+
+// AfterKey is the condition, in the OR form of Prepare, that the key
+// columns come after a key (arguments KeysetArgs of the key).
+func AfterKey(keys []KeysetColumn) string {
+	var ors []string
+	for n := range keys {
+		var ands []string
+		for _, k := range keys[:n] {
+			ands = append(ands, k.Expr+" = "+k.Placeholder)
+		}
+		ands = append(ands, keys[n].Expr+" > "+keys[n].Placeholder)
+		ors = append(ors, "("+strings.Join(ands, " AND ")+")")
 	}
+	return strings.Join(ors, " OR ")
+}
+
+// UpToKey is the condition, in the OR form of Prepare, that the key
+// columns come at or before a key (arguments UpToArgs of the key):
+//
+//	(k1 < ?) OR (k1 = ? AND k2 < ?) OR (k1 = ? AND k2 = ?)
+//
+// and k1 <= ? for a one-column key.
+func UpToKey(keys []KeysetColumn) string {
+	if len(keys) == 1 {
+		return keys[0].Expr + " <= " + keys[0].Placeholder
+	}
+	var ors, eq []string
+	for _, k := range keys {
+		ors = append(ors, "("+strings.Join(append(slices.Clip(eq), k.Expr+" < "+k.Placeholder), " AND ")+")")
+		eq = append(eq, k.Expr+" = "+k.Placeholder)
+	}
+	ors = append(ors, "("+strings.Join(eq, " AND ")+")")
+	return strings.Join(ors, " OR ")
+}
+
+// UpToArgs expands a key into the arguments of UpToKey.
+func UpToArgs(key []any) []any {
+	if len(key) == 1 {
+		return key
+	}
+	return append(KeysetArgs(key), key...)
 }
 
 // SetRange makes the next reads cover the keys after lo (nil: from the
-// first) up to hi included (nil: to the last), for a one-column key
-// (Prepare). An open chunk query is closed.
-func (p *Keyset) SetRange(lo, hi any) {
+// first) up to hi included (nil: to the last), each a key's arguments
+// as RowCursor gives them. An open chunk query is closed.
+func (p *Keyset) SetRange(lo, hi []any) {
 	if p.Rows != nil {
 		p.Rows.Close()
 		p.Rows = nil
 	}
-	p.cursor, p.hi, p.done, p.skipPending = nil, hi, false, false
-	if lo != nil {
-		p.cursor = []any{lo}
+	p.cursor, p.hi, p.done, p.skipPending = lo, nil, false, false
+	if hi != nil {
+		p.hi = hi
+		if !p.rowArgs {
+			p.hi = UpToArgs(hi)
+		}
 	}
 }
 
@@ -153,20 +196,27 @@ func (p *Keyset) SetRange(lo, hi any) {
 // keys are the key column expressions, placeholders the SQL of their
 // cursor values ($1, $2, ... in key order); the cursor is the argument
 // list. Without a declared unique key the comparison is >= (see Prepare).
-func (p *Keyset) PrepareRowCompare(r KeysetRows, name, base string, keys, placeholders, order []string) {
+// A range read (SetRange) adds (k1, k2) <= (placeholders) to the first
+// query and (k1, k2) <= (hiPlaceholders, the ones after the cursor's) to
+// the next ones.
+func (p *Keyset) PrepareRowCompare(r KeysetRows, name, base string, keys, placeholders, hiPlaceholders, order []string) {
 	p.r, p.Name, p.rowArgs = r, name, true
-	p.first = base + " ORDER BY " + strings.Join(order, ", ") + " LIMIT " + strconv.Itoa(p.ChunkRows)
+	orderBy := " ORDER BY " + strings.Join(order, ", ")
+	p.first = base + orderBy + " LIMIT " + strconv.Itoa(p.ChunkRows)
 	op, limit := " > ", p.ChunkRows
 	if !p.Unique {
 		op, limit = " >= ", p.ChunkRows+1
 	}
-	p.next = base + " WHERE (" + strings.Join(keys, ", ") + ")" + op + "(" + strings.Join(placeholders, ", ") + ")" +
-		" ORDER BY " + strings.Join(order, ", ") + " LIMIT " + strconv.Itoa(limit)
+	row := "(" + strings.Join(keys, ", ") + ")"
+	after := row + op + "(" + strings.Join(placeholders, ", ") + ")"
+	p.next = base + " WHERE " + after + orderBy + " LIMIT " + strconv.Itoa(limit)
+	p.firstHi = base + " WHERE " + row + " <= (" + strings.Join(placeholders, ", ") + ")" + orderBy + " LIMIT " + strconv.Itoa(p.ChunkRows)
+	p.nextHi = base + " WHERE " + after + " AND " + row + " <= (" + strings.Join(hiPlaceholders, ", ") + ")" + orderBy + " LIMIT " + strconv.Itoa(limit)
 }
 
-// keysetArgs expands a cursor (one value per key column) into the
+// KeysetArgs expands a cursor (one value per key column) into the
 // arguments of the next chunk query: k1; k1, k2; ...
-func keysetArgs(cursor []any) []any {
+func KeysetArgs(cursor []any) []any {
 	var args []any
 	for n := range cursor {
 		args = append(args, cursor[:n+1]...)
@@ -231,7 +281,7 @@ func (p *Keyset) nextRow(ctx context.Context) (ok bool, err error) {
 			first, next := p.first, p.next
 			var hi []any
 			if p.hi != nil {
-				first, next, hi = p.firstHi, p.nextHi, []any{p.hi}
+				first, next, hi = p.firstHi, p.nextHi, p.hi
 			}
 			if p.cursor == nil {
 				p.Rows, err = p.runQuery(ctx, first, hi)
@@ -241,7 +291,7 @@ func (p *Keyset) nextRow(ctx context.Context) (ok bool, err error) {
 				}
 				args := p.cursor
 				if !p.rowArgs {
-					args = keysetArgs(p.cursor)
+					args = KeysetArgs(p.cursor)
 				}
 				p.Rows, err = p.runQuery(ctx, next, append(slices.Clip(args), hi...))
 				p.skipPending = !p.Unique

@@ -47,7 +47,7 @@ func newSQLiteFixture(t *testing.T) string {
 	return path
 }
 
-func sqliteExec(t *testing.T, path string, stmts ...string) {
+func sqliteExec(t testing.TB, path string, stmts ...string) {
 	t.Helper()
 	db, err := sql.Open("sqlite", path)
 	if err != nil {

@@ -23,6 +23,9 @@ type sqliteTable struct {
 	cols   []sqliteColumn
 	keyIdx []int
 	raw    []any
+	// The checksums' signature and chunkability (checksum.go), read once.
+	cksDone, cksOK bool
+	cksSig         string
 }
 
 // OpenTable implements Source: one read transaction on one pinned
