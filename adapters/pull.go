@@ -84,7 +84,7 @@ func (p *pull) connect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	src, err := openResource(ctx, l, p.spec)
+	src, err := p.s.openResource(ctx, l, p.spec)
 	if err != nil {
 		l.release()
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/snapstore/snapstore/snapshot"
 )
@@ -92,6 +93,12 @@ type TableRequest struct {
 	// the same point in time. Only sources whose readers are
 	// SnapshotSharers take it; others fail.
 	Snapshot string
+	// Dataset is the dataset the read feeds (the adapter's), and
+	// DatasetCreated its creation time when it exists: a source that is
+	// itself a snapstore dataset refuses to read that very dataset (a
+	// dataset cannot be its own source).
+	Dataset        string
+	DatasetCreated time.Time
 }
 
 // TableReader streams the rows of one table in key order, as

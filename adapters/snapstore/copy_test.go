@@ -1,0 +1,320 @@
+package snapstore_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/snapstore/snapstore/adapters"
+	_ "github.com/snapstore/snapstore/adapters/snapstore" // the connection type under test
+	_ "github.com/snapstore/snapstore/adapters/sqlite"    // the edge's source
+	"github.com/snapstore/snapstore/server"
+	"github.com/snapstore/snapstore/snapshot"
+	"github.com/snapstore/snapstore/store/pebble"
+)
+
+// stack is a real snapstore: Pebble on disk, snapshot, adapters, the
+// server behind an httptest server.
+type stack struct {
+	t     *testing.T
+	url   string
+	token string
+	ts    *httptest.Server
+}
+
+func newStack(t *testing.T, tokens ...server.Token) *stack {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	st, err := pebble.Open(filepath.Join(dir, "data"), pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := snapshot.Open(ctx, st, snapshot.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := adapters.New(ctx, db, adapters.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Options{DB: db, Adapters: svc, Tokens: tokens, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &stack{t: t, ts: httptest.NewServer(srv.Handler())}
+	s.url = s.ts.URL
+	for _, tok := range tokens {
+		if tok.Role == server.RoleAdmin {
+			s.token = tok.Token
+		}
+	}
+	t.Cleanup(func() {
+		s.ts.Close()
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		svc.Close(cctx)
+		db.Close()
+		st.Close()
+	})
+	return s
+}
+
+// call sends a request and returns the status and the body.
+func (s *stack) call(method, path string, body any) (int, []byte) {
+	s.t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, s.url+path, r)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if s.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.token)
+	}
+	req.Header.Set("Accept", "application/x-ndjson, application/json;q=0.5")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+func (s *stack) must(want int, method, path string, body, out any) {
+	s.t.Helper()
+	code, b := s.call(method, path, body)
+	if code != want {
+		s.t.Fatalf("%s %s: %d, want %d: %s", method, path, code, want, b)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			s.t.Fatalf("%s %s: %v: %s", method, path, err, b)
+		}
+	}
+}
+
+type runRec struct {
+	Status  string `json:"status"`
+	Code    string `json:"code"`
+	Error   string `json:"error"`
+	Version int64  `json:"version"`
+}
+
+func (s *stack) run(adapter string, query ...string) runRec {
+	s.t.Helper()
+	var r runRec
+	s.must(http.StatusOK, "POST", "/v1/adapters/"+adapter+"/runs?wait=true"+strings.Join(query, ""), nil, &r)
+	return r
+}
+
+func (s *stack) version(dataset string, v int64) snapshot.VersionInfo {
+	s.t.Helper()
+	var vi snapshot.VersionInfo
+	s.must(http.StatusOK, "GET", "/v1/datasets/"+dataset+"/versions/"+itoa(v), nil, &vi)
+	return vi
+}
+
+func (s *stack) current(dataset string) int64 {
+	s.t.Helper()
+	var d struct {
+		Current int64 `json:"current_version"`
+	}
+	s.must(http.StatusOK, "GET", "/v1/datasets/"+dataset, nil, &d)
+	return d.Current
+}
+
+// rows is the NDJSON scan of a version: one line per row.
+func (s *stack) rows(dataset string, v int64) string {
+	s.t.Helper()
+	code, b := s.call("GET", "/v1/datasets/"+dataset+"/rows?version="+itoa(v), nil)
+	if code != http.StatusOK {
+		s.t.Fatalf("scan %s@%d: %d %s", dataset, v, code, b)
+	}
+	return string(b)
+}
+
+func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+// testWriter sends the stacks' warnings to the test's log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+func mustJSON(v any) []byte { b, _ := json.Marshal(v); return b }
+
+const edgeSQL = `
+CREATE TABLE items (k1 INTEGER NOT NULL, k2 TEXT NOT NULL, r REAL, d DECIMAL(10,2), t TEXT, b BLOB, j JSON, at DATETIME, PRIMARY KEY (k1, k2));
+INSERT INTO items VALUES
+ (1, 'a b', 0.1, 12.50, 'plain', x'00ff', '{"a": 1.10}', '2026-12-05 21:00:00'),
+ (1, 'a/b', -0.0, NULL, 'x "quoted" <tag> & é', x'', 'null', '2026-01-01 00:00:00.5'),
+ (2, '', 1e300, -3, NULL, NULL, NULL, NULL),
+ (9007199254740993, '100%', 5e-324, 0, '', x'0102', '[1,2]', '2000-02-29 12:00:00'),
+ (-5, 'z', NULL, 7.25, 'tab	nl
+x', x'ff', '"s"', NULL);
+`
+
+// TestCopyOfADataset copies an edge dataset into a central one through
+// the snapstore connection over a real server on each side, with pages
+// of two rows, and wants each copied version equal to the source version
+// it names: the same rows, stats and checksum; then the failures.
+func TestCopyOfADataset(t *testing.T) {
+	srcPath := filepath.Join(t.TempDir(), "edge.db")
+	src, err := sql.Open("sqlite", srcPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if _, err := src.Exec(edgeSQL); err != nil {
+		t.Fatal(err)
+	}
+	edge := newStack(t, server.Token{Name: "admin", Token: "edge-admin-token", Role: server.RoleAdmin},
+		server.Token{Name: "central", Token: "edge-reader-token", Role: server.RoleReader})
+	central := newStack(t)
+	edge.must(http.StatusCreated, "POST", "/v1/connections", map[string]any{"name": "plant", "type": "sqlite", "options": map[string]any{"path": srcPath}}, nil)
+	edge.must(http.StatusCreated, "POST", "/v1/adapters", map[string]any{"name": "items", "connection": "plant", "resource": "items", "retention": map[string]any{"min_versions": 20}}, nil)
+	central.must(http.StatusCreated, "POST", "/v1/connections", map[string]any{"name": "edge", "type": "snapstore",
+		"options": map[string]any{"url": edge.url, "token": "edge-reader-token", "chunk_rows": 2}}, nil)
+
+	var test struct {
+		OK    bool   `json:"ok"`
+		Cause string `json:"cause"`
+	}
+	central.must(http.StatusOK, "POST", "/v1/connections/edge/test", nil, &test)
+	if !test.OK {
+		t.Fatalf("test of the edge connection: %+v", test)
+	}
+	// An adapter of a dataset that does not exist yet is refused.
+	central.must(http.StatusNotFound, "POST", "/v1/adapters", map[string]any{"name": "copy", "connection": "edge", "resource": "items"}, nil)
+
+	check := func(step string, centralV int64) {
+		t.Helper()
+		cv := central.version("items_copy", centralV)
+		var name string
+		var ev int64
+		if i := strings.LastIndexByte(cv.Source.Resource, '@'); i > 0 {
+			name = cv.Source.Resource[:i]
+			_ = json.Unmarshal([]byte(cv.Source.Resource[i+1:]), &ev)
+		}
+		if name != "items" || ev == 0 {
+			t.Fatalf("%s: central version %d records resource %q, want items@N", step, centralV, cv.Source.Resource)
+		}
+		sv := edge.version("items", ev)
+		if cv.Stats.Checksum != sv.Stats.Checksum || cv.Stats.Rows != sv.Stats.Rows {
+			t.Errorf("%s: central version %d has rows %d checksum %s, edge version %d rows %d checksum %s",
+				step, centralV, cv.Stats.Rows, cv.Stats.Checksum, ev, sv.Stats.Rows, sv.Stats.Checksum)
+		}
+		if got, want := central.rows("items_copy", centralV), edge.rows("items", ev); got != want {
+			t.Errorf("%s: rows of central version %d differ from edge version %d:\n%s\nwant\n%s", step, centralV, ev, got, want)
+		}
+		if !equalSchemas(cv.Schema, sv.Schema) {
+			t.Errorf("%s: schema %+v, want %+v", step, cv.Schema, sv.Schema)
+		}
+	}
+
+	e1 := edge.run("items")
+	if e1.Status != "succeeded" {
+		t.Fatalf("edge run: %+v", e1)
+	}
+	central.must(http.StatusCreated, "POST", "/v1/adapters", map[string]any{"name": "copy", "connection": "edge", "resource": "items", "dataset": "items_copy", "retention": map[string]any{"min_versions": 20}}, nil)
+	c1 := central.run("copy")
+	if c1.Status != "succeeded" {
+		t.Fatalf("copy run: %+v", c1)
+	}
+	check("first copy", c1.Version)
+
+	// An unchanged source: the copy run verifies, no new version.
+	if c := central.run("copy"); c.Status != "succeeded" || central.current("items_copy") != c1.Version {
+		t.Errorf("copy of an unchanged source: %+v, current %d, want %d", c, central.current("items_copy"), c1.Version)
+	}
+	edge.must(http.StatusOK, "PUT", "/v1/datasets/items/tags/first", nil, nil)
+
+	for i, stmts := range []string{
+		`INSERT INTO items VALUES (3, 'new', 2.5, 1.00, 'n', x'aa', '{}', '2026-12-06 00:00:00'); UPDATE items SET t = 'changed' WHERE k1 = 1`,
+		`DELETE FROM items WHERE k2 = ''; UPDATE items SET r = NULL, j = '{"b":[]}' WHERE k1 = -5`,
+		`INSERT INTO items SELECT k1 + 1000, k2, r, d, t, b, j, at FROM items; DELETE FROM items WHERE k1 = 3`,
+	} {
+		if _, err := src.Exec(stmts); err != nil {
+			t.Fatal(err)
+		}
+		if e := edge.run("items"); e.Status != "succeeded" {
+			t.Fatalf("edge run %d: %+v", i, e)
+		}
+		c := central.run("copy")
+		if c.Status != "succeeded" {
+			t.Fatalf("copy run %d: %+v", i, c)
+		}
+		check("copy after change "+itoa(int64(i)), c.Version)
+	}
+
+	// A tag's version: the copy goes back to the tagged one.
+	central.must(http.StatusOK, "PUT", "/v1/adapters/copy", map[string]any{"name": "copy", "connection": "edge", "resource": "items@first", "dataset": "items_copy", "retention": map[string]any{"min_versions": 20}}, nil)
+	ct := central.run("copy", "&force=true") // back to 5 rows of 9: past the shrink guard
+	if ct.Status != "succeeded" {
+		t.Fatalf("copy of a tag: %+v", ct)
+	}
+	check("copy of the tag", ct.Version)
+	if got := central.version("items_copy", ct.Version).Source.Resource; got != "items@"+itoa(e1.Version) {
+		t.Errorf("copy of the tag records %q, want items@%d", got, e1.Version)
+	}
+
+	// Another dataset of the same server is a copy like any other; the
+	// adapter's own dataset is refused when the adapter is saved.
+	central.must(http.StatusCreated, "POST", "/v1/connections", map[string]any{"name": "self", "type": "snapstore", "options": map[string]any{"url": central.url}}, nil)
+	central.must(http.StatusCreated, "POST", "/v1/adapters", map[string]any{"name": "copy2", "connection": "self", "resource": "items_copy", "dataset": "items_copy2"}, nil)
+	if c := central.run("copy2"); c.Status != "succeeded" {
+		t.Errorf("copy of a dataset of the same server: %+v", c)
+	}
+	code, body := central.call("PUT", "/v1/adapters/copy2", map[string]any{"name": "copy2", "connection": "self", "resource": "items_copy2", "dataset": "items_copy2"})
+	if code != http.StatusBadRequest || !strings.Contains(string(body), "cannot be its own source") || !strings.Contains(string(body), `"field":"resource"`) {
+		t.Errorf("adapter of its own dataset: %d %s", code, body)
+	}
+
+	// Failures leave the copy's current version as it was.
+	cur := central.current("items_copy")
+	fail := func(step, wantCode string) {
+		t.Helper()
+		c := central.run("copy")
+		if c.Status != "failed" || c.Code != wantCode {
+			t.Errorf("%s: run %+v, want failed with %s", step, c, wantCode)
+		}
+		if strings.Contains(c.Error, "edge-reader-token") {
+			t.Errorf("%s: the error holds the token: %s", step, c.Error)
+		}
+		if got := central.current("items_copy"); got != cur {
+			t.Errorf("%s: current version %d, want %d", step, got, cur)
+		}
+	}
+	central.must(http.StatusOK, "PUT", "/v1/connections/edge", map[string]any{"name": "edge", "type": "snapstore",
+		"options": map[string]any{"url": edge.url, "token": "expired-token", "chunk_rows": 2}}, nil)
+	fail("a token the edge does not know", "source_auth")
+	central.must(http.StatusOK, "PUT", "/v1/connections/edge", map[string]any{"name": "edge", "type": "snapstore",
+		"options": map[string]any{"url": edge.url, "token": "edge-reader-token", "chunk_rows": 2}}, nil)
+	edge.must(http.StatusNoContent, "DELETE", "/v1/datasets/items/tags/first", nil, nil)
+	fail("a tag that is gone", "resource_not_found")
+	central.must(http.StatusOK, "PUT", "/v1/adapters/copy", map[string]any{"name": "copy", "connection": "edge", "resource": "items", "dataset": "items_copy", "retention": map[string]any{"min_versions": 20}}, nil)
+	edge.ts.Close()
+	fail("the edge down", "source_unavailable")
+}
+
+func equalSchemas(a, b snapshot.Schema) bool {
+	return string(mustJSON(a)) == string(mustJSON(b))
+}
