@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,10 +27,11 @@ import (
 // stack is a real snapstore: Pebble on disk, snapshot, adapters, the
 // server behind an httptest server.
 type stack struct {
-	t     *testing.T
-	url   string
-	token string
-	ts    *httptest.Server
+	t       *testing.T
+	handler http.Handler
+	url     string
+	token   string
+	ts      *httptest.Server
 }
 
 func newStack(t *testing.T, tokens ...server.Token) *stack {
@@ -53,7 +55,8 @@ func newStack(t *testing.T, tokens ...server.Token) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &stack{t: t, ts: httptest.NewServer(srv.Handler())}
+	s := &stack{t: t, handler: srv.Handler()}
+	s.ts = httptest.NewServer(s.handler)
 	s.url = s.ts.URL
 	for _, tok := range tokens {
 		if tok.Role == server.RoleAdmin {
@@ -317,4 +320,83 @@ func TestCopyOfADataset(t *testing.T) {
 
 func equalSchemas(a, b snapshot.Schema) bool {
 	return string(mustJSON(a)) == string(mustJSON(b))
+}
+
+// TestCopyFailsMidRead changes the source server between two pages of a
+// copy run (through a proxy in front of it): the version read collected
+// by GC, then the dataset dropped. Each run fails with its code, the copy
+// keeps its current version, and the next run recovers.
+func TestCopyFailsMidRead(t *testing.T) {
+	srcPath := filepath.Join(t.TempDir(), "edge.db")
+	src, err := sql.Open("sqlite", srcPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if _, err := src.Exec(edgeSQL); err != nil {
+		t.Fatal(err)
+	}
+	edge := newStack(t)
+	var pages atomic.Int64
+	var between atomic.Pointer[func()]
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/rows") && pages.Add(1) == 2 {
+			if f := between.Swap(nil); f != nil {
+				(*f)()
+			}
+		}
+		edge.handler.ServeHTTP(w, r)
+	}))
+	defer proxy.Close()
+	central := newStack(t)
+	edge.must(http.StatusCreated, "POST", "/v1/connections", map[string]any{"name": "plant", "type": "sqlite", "options": map[string]any{"path": srcPath}}, nil)
+	edge.must(http.StatusCreated, "POST", "/v1/adapters", map[string]any{"name": "items", "connection": "plant", "resource": "items",
+		"retention": map[string]any{"ttl": "1ms", "min_versions": 1}, "guard": map[string]any{"max_shrink": 1}}, nil)
+	central.must(http.StatusCreated, "POST", "/v1/connections", map[string]any{"name": "edge", "type": "snapstore", "options": map[string]any{"url": proxy.URL, "chunk_rows": 2}}, nil)
+	edge.run("items")
+	central.must(http.StatusCreated, "POST", "/v1/adapters", map[string]any{"name": "copy", "connection": "edge", "resource": "items", "dataset": "items_copy",
+		"guard": map[string]any{"max_shrink": 1}}, nil)
+	first := central.run("copy")
+	if first.Status != "succeeded" {
+		t.Fatalf("first copy: %+v", first)
+	}
+
+	failMidRead := func(step, wantCode, wantText string, f func()) {
+		t.Helper()
+		pages.Store(0)
+		between.Store(&f)
+		c := central.run("copy")
+		if c.Status != "failed" || c.Code != wantCode || !strings.Contains(c.Error, wantText) {
+			t.Errorf("%s: run %+v, want failed with %s saying %q", step, c, wantCode, wantText)
+		}
+		if got := central.current("items_copy"); got != first.Version {
+			t.Errorf("%s: current version %d, want %d", step, got, first.Version)
+		}
+	}
+	failMidRead("the version collected", "source_unavailable", "no longer kept", func() {
+		if _, err := src.Exec(`DELETE FROM items WHERE k1 = 2`); err != nil {
+			t.Error(err)
+		}
+		if r := edge.run("items"); r.Status != "succeeded" {
+			t.Errorf("edge run: %+v", r)
+		}
+		time.Sleep(5 * time.Millisecond) // past the ttl
+		edge.must(http.StatusOK, "POST", "/v1/datasets/items/gc", nil, nil)
+	})
+	failMidRead("the dataset dropped", "resource_not_found", "dropped", func() {
+		edge.must(http.StatusNoContent, "DELETE", "/v1/datasets/items", nil, nil)
+	})
+
+	// The next run recovers once the edge has a version again.
+	if r := edge.run("items"); r.Status != "succeeded" {
+		t.Fatalf("edge run: %+v", r)
+	}
+	c := central.run("copy")
+	if c.Status != "succeeded" {
+		t.Fatalf("copy after the failures: %+v", c)
+	}
+	cv, ev := central.version("items_copy", c.Version), edge.version("items", edge.current("items"))
+	if cv.Stats.Checksum != ev.Stats.Checksum || cv.Source.Resource != "items@"+itoa(ev.Version) {
+		t.Errorf("copy after the failures: %s checksum %s, edge version %d checksum %s", cv.Source.Resource, cv.Stats.Checksum, ev.Version, ev.Stats.Checksum)
+	}
 }

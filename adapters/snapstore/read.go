@@ -128,13 +128,17 @@ func resourceCandidates(r string) [][2]string {
 // versionErr names the dataset and version in an error of the source
 // server: a version gone (410) is a source that cannot serve the read
 // (collected by its GC or its retention while the run read it), a dataset
-// gone a resource not found.
+// gone a resource not found, and so is a version collected before the read
+// began (dataset@N of a version GC took).
 func (s *snapSource) versionErr(err error, dataset string, version int64) error {
 	var se *statusError
 	if !errors.As(err, &se) {
 		return err
 	}
 	switch {
+	case se.Status == http.StatusGone && version == 0:
+		return fmt.Errorf("%w: the version of dataset %q asked for is no longer kept by the source server: %w",
+			source.ErrResourceNotFound, dataset, err)
 	case se.Status == http.StatusGone:
 		return fmt.Errorf("%w: version %d of dataset %q is no longer kept by the source server (collected while the run read it): %w",
 			source.ErrSourceUnavailable, version, dataset, err)
