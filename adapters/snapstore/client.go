@@ -105,15 +105,37 @@ func (s *snapSource) classify(ctx context.Context, se *statusError) error {
 	return se
 }
 
-// getJSON sends GET and decodes a JSON answer into out.
+// getJSON sends GET and decodes a JSON answer into out, the whole
+// exchange bounded by read_timeout.
 func (s *snapSource) getJSON(ctx context.Context, path string, query url.Values, out any) (*http.Response, error) {
-	resp, err := s.get(ctx, path, query, "application/json")
+	rctx, cancel := s.readBound(ctx)
+	defer cancel()
+	resp, err := s.get(rctx, path, query, "application/json")
 	if err != nil {
-		return nil, err
+		return nil, s.readTimeout(ctx, rctx, err)
 	}
 	defer resp.Body.Close()
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return nil, fmt.Errorf("%w: reading the answer of %s: %w", source.ErrSourceUnavailable, path, err)
+		return nil, s.readTimeout(ctx, rctx, fmt.Errorf("%w: reading the answer of %s: %w", source.ErrSourceUnavailable, path, err))
 	}
 	return resp, nil
+}
+
+// readBound returns ctx bounded by read_timeout, for one request and its
+// answer.
+func (s *snapSource) readBound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.readTO <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, s.readTO)
+}
+
+// readTimeout is err, or when read_timeout (rctx's deadline, not ctx's)
+// ended the exchange, the *source.SourceError that names that bound.
+func (s *snapSource) readTimeout(ctx, rctx context.Context, err error) error {
+	if ctx.Err() != nil || !errors.Is(rctx.Err(), context.DeadlineExceeded) {
+		return err
+	}
+	return &source.SourceError{SourceAddr: s.addr, Cause: "timeout", Timeout: s.readTO, Bound: "read_timeout",
+		Err: source.ScrubError(err, s.token.Reveal())}
 }

@@ -34,6 +34,7 @@ var optionDefs = []source.OptionDef{
 	{Key: "client_cert", Type: source.OptString, Endpoint: true, Doc: "client certificate file (PEM) for servers that ask for one; with client_key"},
 	{Key: "client_key", Type: source.OptString, Endpoint: true, Doc: "the client certificate's private key file (PEM); with client_cert"},
 	{Key: "connect_timeout", Type: source.OptDuration, Doc: "bound of dialling and the TLS handshake, and of a connection test (default 10s)"},
+	{Key: "read_timeout", Type: source.OptDuration, Doc: "bound of one request and its whole answer, a page of a pull's scan included (default 5m; 0s for none): how long a run waits on a frozen server"},
 	{Key: "chunk_rows", Type: source.OptInt, Min: 1, Max: 10_000, Doc: "rows per scan page of a pull (default 5000; the server's limit is 10000)"},
 }
 
@@ -71,6 +72,9 @@ func (connector) Validate(o source.OptionValues) error {
 				errs = append(errs, &source.OptionError{Key: k, Msg: "needs an https:// url"})
 			}
 		}
+	}
+	if o.Has("read_timeout") && o.Duration("read_timeout", 0) < 0 {
+		errs = append(errs, &source.OptionError{Key: "read_timeout", Msg: "must not be negative"})
 	}
 	if o.Has("connect_timeout") && o.Duration("connect_timeout", 0) <= 0 {
 		errs = append(errs, &source.OptionError{Key: "connect_timeout", Msg: "must be positive"})
@@ -116,10 +120,15 @@ func (connector) Open(_ context.Context, sc source.SourceConfig) (source.Source,
 		client:    &http.Client{Transport: tr},
 		transport: tr,
 		timeout:   timeout,
+		readTO:    o.Duration("read_timeout", defaultReadTimeout),
 		chunkRows: int(o.Int("chunk_rows", source.DefaultChunkRows)),
 		addr:      source.SourceAddr{Connection: sc.Name, Type: "snapstore", Addr: u.Host, ConnectTimeout: timeout},
 	}, nil
 }
+
+// defaultReadTimeout is read_timeout's default: a page of 10000 wide rows
+// from a busy server comes well within it.
+const defaultReadTimeout = 5 * time.Minute
 
 // tlsConfig builds the client's TLS settings from ca_file, client_cert
 // and client_key; a file that does not load is an *OptionError naming it.
@@ -155,6 +164,7 @@ type snapSource struct {
 	client    *http.Client
 	transport *http.Transport
 	timeout   time.Duration
+	readTO    time.Duration // read_timeout; 0 for none
 	chunkRows int
 	addr      source.SourceAddr
 }

@@ -391,6 +391,12 @@ func TestCopyFailsMidRead(t *testing.T) {
 	if r := edge.run("items"); r.Status != "succeeded" {
 		t.Fatalf("edge run: %+v", r)
 	}
+	// A server that stops answering: read_timeout ends the page.
+	central.must(http.StatusOK, "PUT", "/v1/connections/edge", map[string]any{"name": "edge", "type": "snapstore",
+		"options": map[string]any{"url": proxy.URL, "chunk_rows": 2, "read_timeout": "200ms"}}, nil)
+	failMidRead("the server frozen", "source_unavailable", "no answer within 200ms (read_timeout)", func() { time.Sleep(time.Second) })
+	central.must(http.StatusOK, "PUT", "/v1/connections/edge", map[string]any{"name": "edge", "type": "snapstore",
+		"options": map[string]any{"url": proxy.URL, "chunk_rows": 2}}, nil)
 	c := central.run("copy")
 	if c.Status != "succeeded" {
 		t.Fatalf("copy after the failures: %+v", c)

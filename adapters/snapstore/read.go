@@ -31,6 +31,8 @@ type table struct {
 
 	resp   *http.Response
 	dec    *json.Decoder
+	pctx   context.Context // the page's, bounded by read_timeout
+	cancel context.CancelFunc
 	token  string // the next page's token; "" before the first page
 	done   bool
 	closed bool
@@ -205,8 +207,11 @@ func (t *table) openPage(ctx context.Context) error {
 	if t.token != "" {
 		q.Set("page_token", t.token)
 	}
-	resp, err := t.src.get(ctx, "/v1/datasets/"+url.PathEscape(t.dataset)+"/rows", q, "application/json")
+	t.pctx, t.cancel = t.src.readBound(ctx)
+	resp, err := t.src.get(t.pctx, "/v1/datasets/"+url.PathEscape(t.dataset)+"/rows", q, "application/json")
 	if err != nil {
+		err = t.src.readTimeout(ctx, t.pctx, err)
+		t.closePage()
 		return t.src.versionErr(err, t.dataset, t.version)
 	}
 	t.resp, t.dec = resp, json.NewDecoder(resp.Body)
@@ -310,6 +315,9 @@ func (t *table) readErr(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	if t.pctx != nil && t.pctx.Err() != nil {
+		return t.src.readTimeout(ctx, t.pctx, fmt.Errorf("the scan of dataset %q version %d: %w", t.dataset, t.version, err))
+	}
 	return source.NewSourceError(ctx, t.src.addr, "unreachable",
 		fmt.Errorf("the scan of dataset %q version %d was cut: %w", t.dataset, t.version, source.ScrubError(err, t.src.token.Reveal())))
 }
@@ -319,7 +327,10 @@ func (t *table) closePage() {
 	if t.resp != nil {
 		t.resp.Body.Close()
 	}
-	t.resp, t.dec = nil, nil
+	if t.cancel != nil {
+		t.cancel()
+	}
+	t.resp, t.dec, t.pctx, t.cancel = nil, nil, nil, nil
 }
 
 // Close implements source.TableReader.
