@@ -185,19 +185,23 @@ func (s *snapSource) Test(ctx context.Context) source.TestResult {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	var list datasetList
-	resp, err := s.getJSON(ctx, "/v1/datasets", nil, &list)
-	if err != nil {
+	if _, err := s.getJSON(ctx, "/v1/datasets", nil, &list); err != nil {
 		return source.FailedTest(source.WithBound(err, s.timeout, "connect_timeout"), time.Since(start))
 	}
 	res := source.TestResult{OK: true, ServerVersion: "snapstore", Latency: time.Since(start)}
-	if v := resp.Header.Get("Server"); v != "" {
-		res.ServerVersion = v
+	// The build version, best effort: /healthz needs no token.
+	var health struct {
+		Version string `json:"version"`
+	}
+	if _, err := s.getJSON(ctx, "/healthz", nil, &health); err == nil && health.Version != "" {
+		res.ServerVersion = "snapstore " + health.Version
 	}
 	return res
 }
 
 // Resources implements source.ResourceLister: the datasets the token may
-// read, with the current version's row count and key.
+// read, with the current version's row count and key (no estimate for a
+// dataset with nothing committed yet).
 func (s *snapSource) Resources(ctx context.Context) ([]source.Resource, error) {
 	var list datasetList
 	if _, err := s.getJSON(ctx, "/v1/datasets", nil, &list); err != nil {
@@ -205,7 +209,7 @@ func (s *snapSource) Resources(ctx context.Context) ([]source.Resource, error) {
 	}
 	out := make([]source.Resource, 0, len(list.Datasets))
 	for _, d := range list.Datasets {
-		r := source.Resource{Name: d.Name, Type: resourceType}
+		r := source.Resource{Name: d.Name, Type: resourceType, EstimatedRows: source.UnknownRows}
 		if d.CurrentInfo != nil {
 			r.EstimatedRows = d.CurrentInfo.Stats.Rows
 			r.Key = d.CurrentInfo.Schema.Key

@@ -198,12 +198,25 @@ func TestCopyOfADataset(t *testing.T) {
 		"options": map[string]any{"url": edge.url, "token": "edge-reader-token", "chunk_rows": 2}}, nil)
 
 	var test struct {
-		OK    bool   `json:"ok"`
-		Cause string `json:"cause"`
+		OK            bool   `json:"ok"`
+		Cause         string `json:"cause"`
+		ServerVersion string `json:"server_version"`
 	}
 	central.must(http.StatusOK, "POST", "/v1/connections/edge/test", nil, &test)
-	if !test.OK {
+	if !test.OK || !strings.HasPrefix(test.ServerVersion, "snapstore") {
 		t.Fatalf("test of the edge connection: %+v", test)
+	}
+	var res struct {
+		Resources []struct {
+			Name          string   `json:"name"`
+			Type          string   `json:"type"`
+			EstimatedRows *int64   `json:"estimated_rows"`
+			Key           []string `json:"key"`
+		} `json:"resources"`
+	}
+	central.must(http.StatusOK, "GET", "/v1/connections/edge/resources", nil, &res)
+	if len(res.Resources) != 0 {
+		t.Errorf("resources of an edge without datasets: %+v", res)
 	}
 	// An adapter of a dataset that does not exist yet is refused.
 	central.must(http.StatusNotFound, "POST", "/v1/adapters", map[string]any{"name": "copy", "connection": "edge", "resource": "items"}, nil)
@@ -241,6 +254,17 @@ func TestCopyOfADataset(t *testing.T) {
 	c1 := central.run("copy")
 	if c1.Status != "succeeded" {
 		t.Fatalf("copy run: %+v", c1)
+	}
+	central.must(http.StatusOK, "GET", "/v1/connections/edge/resources", nil, &res)
+	if len(res.Resources) != 1 || res.Resources[0].Name != "items" || res.Resources[0].Type != "dataset" ||
+		res.Resources[0].EstimatedRows == nil || *res.Resources[0].EstimatedRows != 5 || strings.Join(res.Resources[0].Key, ",") != "k1,k2" {
+		t.Errorf("resources of the edge: %+v", res)
+	}
+	// A token that may not read fails the test with cause auth.
+	central.must(http.StatusCreated, "POST", "/v1/connections", map[string]any{"name": "edge-anon", "type": "snapstore", "options": map[string]any{"url": edge.url}}, nil)
+	central.must(http.StatusOK, "POST", "/v1/connections/edge-anon/test", nil, &test)
+	if test.OK || test.Cause != "auth" {
+		t.Errorf("test without a token: %+v", test)
 	}
 	check("first copy", c1.Version)
 
