@@ -71,6 +71,12 @@ func (s *snapSource) get(ctx context.Context, path string, query url.Values, acc
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
+		// The request's URL stays out of the error: a page token in it
+		// encodes a row key.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		cause := "unreachable"
 		var ne interface{ Timeout() bool }
 		if errors.As(err, &ne) && ne.Timeout() {

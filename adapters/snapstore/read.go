@@ -210,6 +210,11 @@ func (t *table) openPage(ctx context.Context) error {
 	t.pctx, t.cancel = t.src.readBound(ctx)
 	resp, err := t.src.get(t.pctx, "/v1/datasets/"+url.PathEscape(t.dataset)+"/rows", q, "application/json")
 	if err != nil {
+		var se *source.SourceError
+		if t.token != "" && errors.As(err, &se) && se.Cause == "unreachable" {
+			// Pages already read: the server went away mid-read.
+			err = t.readErr(ctx, se.Err)
+		}
 		err = t.src.readTimeout(ctx, t.pctx, err)
 		t.closePage()
 		return t.src.versionErr(err, t.dataset, t.version)
@@ -318,8 +323,8 @@ func (t *table) readErr(ctx context.Context, err error) error {
 	if t.pctx != nil && t.pctx.Err() != nil {
 		return t.src.readTimeout(ctx, t.pctx, fmt.Errorf("the scan of dataset %q version %d: %w", t.dataset, t.version, err))
 	}
-	return source.NewSourceError(ctx, t.src.addr, "unreachable",
-		fmt.Errorf("the scan of dataset %q version %d was cut: %w", t.dataset, t.version, source.ScrubError(err, t.src.token.Reveal())))
+	return fmt.Errorf("%w: the scan of dataset %q version %d through %s was cut: %w",
+		source.ErrSourceUnavailable, t.dataset, t.version, t.src.addr.Addr, source.ScrubError(err, t.src.token.Reveal()))
 }
 
 // closePage closes the current page's response.

@@ -47,7 +47,15 @@ func (p *proc) rowsOf(t *testing.T, dataset string, v int64) []byte {
 // row count and checksum. Then the edge is killed with SIGKILL in the
 // middle of a copy run: the run fails with source_unavailable, the central
 // current version stays, and once the edge is back the next run succeeds.
-func TestCopyEdgeToCentral(t *testing.T) {
+func TestCopyEdgeToCentral(t *testing.T) { testCopyEdgeToCentral(t) }
+
+// TestCopyEdgeToCentralHBase is TestCopyEdgeToCentral with the central
+// server on the test HBase.
+func TestCopyEdgeToCentralHBase(t *testing.T) { testCopyEdgeToCentral(t, hbaseEnv(t)...) }
+
+// testCopyEdgeToCentral runs the test with centralEnv in the central
+// server's environment (its storage).
+func testCopyEdgeToCentral(t *testing.T, centralEnv ...string) {
 	const rows = 60000
 	const readerToken, adminToken = "e2e-edge-reader-Qz81v", "e2e-edge-admin-Wm27k"
 	srcPath := filepath.Join(t.TempDir(), "plant.db")
@@ -77,7 +85,7 @@ func TestCopyEdgeToCentral(t *testing.T) {
 `, "E2E_ADMIN_TOKEN="+adminToken)
 	edge.addSecret(adminToken)
 	edge.token = adminToken
-	central := startServer(t, readerToken) // the reader token as env:E2E_MYSQL_PW
+	central := startServer(t, readerToken, centralEnv...) // the reader token as env:E2E_MYSQL_PW
 
 	edge.createAdapterConn(t, map[string]any{"name": "plant", "type": "sqlite", "options": map[string]any{"path": srcPath}})
 	edge.createAdapter(t, map[string]any{"name": "readings", "connection": "plant", "resource": "readings", "retention": map[string]any{"min_versions": 50}})
@@ -172,7 +180,7 @@ func TestCopyEdgeToCentral(t *testing.T) {
 		ended = central.getRun(t, killed.ID)
 		return ended.Status != "running"
 	})
-	if ended.Status != "failed" || ended.Code != "source_unavailable" {
+	if ended.Status != "failed" || ended.Code != "source_unavailable" || !strings.Contains(ended.Error, "was cut") {
 		t.Errorf("copy run with the edge killed: status %s code %s error %q, want failed with source_unavailable", ended.Status, ended.Code, ended.Error)
 	}
 	t.Logf("copy run with the edge killed: %s (%s)", ended.Code, ended.Error)

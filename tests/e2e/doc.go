@@ -49,7 +49,8 @@
 //	                      (rows, count, checksum); the edge SIGKILLed
 //	                      mid-copy fails the run with source_unavailable,
 //	                      the central version stays, the next run after
-//	                      the restart succeeds.
+//	                      the restart succeeds. TestCopyEdgeToCentralHBase:
+//	                      the same with the central server on HBase.
 //	TestRetention         ttl 2s with min_versions 2 and 0: GC (dry run,
 //	                      then real) collects exactly what retention lets
 //	                      go; kept and current versions read exactly after
