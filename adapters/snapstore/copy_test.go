@@ -117,6 +117,7 @@ type runRec struct {
 	Code    string `json:"code"`
 	Error   string `json:"error"`
 	Version int64  `json:"version"`
+	Mode    string `json:"mode"`
 }
 
 func (s *stack) run(adapter string, query ...string) runRec {
@@ -267,9 +268,12 @@ func TestCopyOfADataset(t *testing.T) {
 		t.Errorf("test without a token: %+v", test)
 	}
 	check("first copy", c1.Version)
+	if c1.Mode != "full" {
+		t.Errorf("first copy: mode %q, want full", c1.Mode)
+	}
 
 	// An unchanged source: the copy run verifies, no new version.
-	if c := central.run("copy"); c.Status != "succeeded" || central.current("items_copy") != c1.Version {
+	if c := central.run("copy"); c.Status != "succeeded" || c.Mode != "diff" || central.current("items_copy") != c1.Version {
 		t.Errorf("copy of an unchanged source: %+v, current %d, want %d", c, central.current("items_copy"), c1.Version)
 	}
 	edge.must(http.StatusOK, "PUT", "/v1/datasets/items/tags/first", nil, nil)
@@ -290,6 +294,9 @@ func TestCopyOfADataset(t *testing.T) {
 			t.Fatalf("copy run %d: %+v", i, c)
 		}
 		check("copy after change "+itoa(int64(i)), c.Version)
+		if c.Mode != "diff" {
+			t.Errorf("copy after change %d: mode %q, want diff", i, c.Mode)
+		}
 	}
 
 	// A tag's version: the copy goes back to the tagged one.
@@ -299,6 +306,9 @@ func TestCopyOfADataset(t *testing.T) {
 		t.Fatalf("copy of a tag: %+v", ct)
 	}
 	check("copy of the tag", ct.Version)
+	if ct.Mode != "full" {
+		t.Errorf("copy of an older version: mode %q, want full", ct.Mode)
+	}
 	if got := central.version("items_copy", ct.Version).Source.Resource; got != "items@"+itoa(e1.Version) {
 		t.Errorf("copy of the tag records %q, want items@%d", got, e1.Version)
 	}
@@ -363,8 +373,19 @@ func TestCopyFailsMidRead(t *testing.T) {
 	edge := newStack(t)
 	var pages atomic.Int64
 	var between atomic.Pointer[func()]
+	var emptyDiff atomic.Bool
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, "/rows") && pages.Add(1) == 2 {
+		if strings.HasSuffix(r.URL.Path, "/diff") && emptyDiff.Load() {
+			// The diff's headers, none of its changes.
+			rec := httptest.NewRecorder()
+			edge.handler.ServeHTTP(rec, r)
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(rec.Code)
+			return
+		}
+		if strings.HasSuffix(r.URL.Path, "/rows") && pages.Add(1) == 2 || strings.HasSuffix(r.URL.Path, "/diff") {
 			if f := between.Swap(nil); f != nil {
 				(*f)()
 			}
@@ -389,16 +410,19 @@ func TestCopyFailsMidRead(t *testing.T) {
 		t.Helper()
 		pages.Store(0)
 		between.Store(&f)
+		before := central.current("items_copy")
 		c := central.run("copy")
 		if c.Status != "failed" || c.Code != wantCode || !strings.Contains(c.Error, wantText) {
 			t.Errorf("%s: run %+v, want failed with %s saying %q", step, c, wantCode, wantText)
 		}
-		if got := central.current("items_copy"); got != first.Version {
-			t.Errorf("%s: current version %d, want %d", step, got, first.Version)
+		if got := central.current("items_copy"); got != before {
+			t.Errorf("%s: current version %d, want %d", step, got, before)
 		}
 	}
-	failMidRead("the version collected", "source_unavailable", "no longer kept", func() {
-		if _, err := src.Exec(`DELETE FROM items WHERE k1 = 2`); err != nil {
+	// The version the copy names collected: the run reads in full, in
+	// pages, and the version it reads is collected between two of them.
+	newVersion := func() {
+		if _, err := src.Exec(`UPDATE items SET t = coalesce(t, '') || '+'`); err != nil {
 			t.Error(err)
 		}
 		if r := edge.run("items"); r.Status != "succeeded" {
@@ -406,7 +430,9 @@ func TestCopyFailsMidRead(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond) // past the ttl
 		edge.must(http.StatusOK, "POST", "/v1/datasets/items/gc", nil, nil)
-	})
+	}
+	newVersion()
+	failMidRead("the version collected", "source_unavailable", "no longer kept", newVersion)
 	failMidRead("the dataset dropped", "resource_not_found", "dropped", func() {
 		edge.must(http.StatusNoContent, "DELETE", "/v1/datasets/items", nil, nil)
 	})
@@ -415,9 +441,18 @@ func TestCopyFailsMidRead(t *testing.T) {
 	if r := edge.run("items"); r.Status != "succeeded" {
 		t.Fatalf("edge run: %+v", r)
 	}
-	// A server that stops answering: read_timeout ends the page.
+	// A server that stops answering: read_timeout ends the diff's answer.
 	central.must(http.StatusOK, "PUT", "/v1/connections/edge", map[string]any{"name": "edge", "type": "snapstore",
 		"options": map[string]any{"url": proxy.URL, "chunk_rows": 2, "read_timeout": "200ms"}}, nil)
+	if c := central.run("copy"); c.Status != "succeeded" {
+		t.Fatalf("copy: %+v", c)
+	}
+	if _, err := src.Exec(`UPDATE items SET t = 'frozen'`); err != nil {
+		t.Fatal(err)
+	}
+	if r := edge.run("items"); r.Status != "succeeded" {
+		t.Fatalf("edge run: %+v", r)
+	}
 	failMidRead("the server frozen", "source_unavailable", "no answer within 200ms (read_timeout)", func() { time.Sleep(time.Second) })
 	central.must(http.StatusOK, "PUT", "/v1/connections/edge", map[string]any{"name": "edge", "type": "snapstore",
 		"options": map[string]any{"url": proxy.URL, "chunk_rows": 2}}, nil)
@@ -428,5 +463,21 @@ func TestCopyFailsMidRead(t *testing.T) {
 	cv, ev := central.version("items_copy", c.Version), edge.version("items", edge.current("items"))
 	if cv.Stats.Checksum != ev.Stats.Checksum || cv.Source.Resource != "items@"+itoa(ev.Version) {
 		t.Errorf("copy after the failures: %s checksum %s, edge version %d checksum %s", cv.Source.Resource, cv.Stats.Checksum, ev.Version, ev.Stats.Checksum)
+	}
+
+	// A diff that leaves changes out gives another checksum than the
+	// source version's: the run begins again and reads in full.
+	if _, err := src.Exec(`UPDATE items SET t = 'lost'`); err != nil {
+		t.Fatal(err)
+	}
+	if r := edge.run("items"); r.Status != "succeeded" {
+		t.Fatalf("edge run: %+v", r)
+	}
+	emptyDiff.Store(true)
+	c = central.run("copy")
+	emptyDiff.Store(false)
+	cv, ev = central.version("items_copy", c.Version), edge.version("items", edge.current("items"))
+	if c.Status != "succeeded" || c.Mode != "full" || cv.Stats.Checksum != ev.Stats.Checksum {
+		t.Errorf("copy through a diff without its changes: %+v, checksum %s, want full with the edge's %s", c, cv.Stats.Checksum, ev.Stats.Checksum)
 	}
 }

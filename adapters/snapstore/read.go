@@ -26,6 +26,7 @@ type table struct {
 	dataset  string
 	version  int64
 	schema   snapshot.Schema
+	checksum string // the version's
 	chunk    int
 	resource source.Resource
 
@@ -93,7 +94,7 @@ func (s *snapSource) OpenTable(ctx context.Context, req source.TableRequest) (so
 	if vi == nil || vi.Version == 0 {
 		return nil, fmt.Errorf("%w: dataset %q has no committed version yet", source.ErrResourceNotFound, dataset)
 	}
-	t := &table{src: s, dataset: dataset, version: vi.Version, schema: vi.Schema, chunk: req.ChunkRows}
+	t := &table{src: s, dataset: dataset, version: vi.Version, schema: vi.Schema, checksum: vi.Stats.Checksum, chunk: req.ChunkRows}
 	if t.chunk <= 0 {
 		t.chunk = s.chunkRows
 	}

@@ -126,6 +126,16 @@ func testCopyEdgeToCentral(t *testing.T, centralEnv ...string) {
 	}
 	c := central.mustRun(t, "readings-copy")
 	check("first copy", c.Version)
+	modeOf := func(id string) string {
+		var rec struct {
+			Mode string `json:"mode"`
+		}
+		central.jsonCall(t, http.StatusOK, "GET", "/v1/runs/"+id, nil, &rec)
+		return rec.Mode
+	}
+	if m := modeOf(c.ID); m != "full" {
+		t.Errorf("first copy: mode %q, want full", m)
+	}
 
 	changes := []string{
 		`INSERT INTO readings SELECT 'east', seq, value * 2, amount, label, raw, doc, at FROM readings WHERE seq <= 500`,
@@ -141,11 +151,16 @@ func testCopyEdgeToCentral(t *testing.T, centralEnv ...string) {
 		if i%2 == 1 { // the copy after every two edge runs
 			c = central.mustRun(t, "readings-copy")
 			check(fmt.Sprintf("copy after change %d", i+1), c.Version)
+			if m := modeOf(c.ID); m != "diff" {
+				t.Errorf("copy after change %d: mode %q, want diff (the edge keeps the version copied last)", i+1, m)
+			}
 		}
 	}
 
-	// Kill the edge in the middle of a copy run. A run that ends before a
-	// poll sees it in the middle is a normal copy: check it, try again.
+	// A schema change on the edge: the next copy reads in full. Kill the
+	// edge in the middle of it. A run that ends before a poll sees it in
+	// the middle is a normal copy: check it, try again.
+	exec(`ALTER TABLE readings ADD COLUMN note TEXT DEFAULT 'n/a'`)
 	exec(`UPDATE readings SET amount = '7.000' WHERE seq % 11 = 0`)
 	edge.mustRun(t, "readings")
 	before := central.dataset(t, "plant_readings").CurrentVersion
@@ -170,6 +185,10 @@ func testCopyEdgeToCentral(t *testing.T, centralEnv ...string) {
 				}
 				check(fmt.Sprintf("copy attempt %d", attempt), cur.Version)
 				before = cur.Version
+				// The copy has the new schema now: the next one would
+				// be a diff, too quick to kill; change the schema again.
+				exec(fmt.Sprintf(`ALTER TABLE readings ADD COLUMN note%d TEXT`, attempt))
+				edge.mustRun(t, "readings")
 				break
 			}
 			time.Sleep(time.Millisecond)
@@ -199,6 +218,17 @@ func testCopyEdgeToCentral(t *testing.T, centralEnv ...string) {
 		"options": map[string]any{"url": edge.base, "token": "env:E2E_MYSQL_PW", "chunk_rows": 1000, "connect_timeout": "3s"}}, nil)
 	c = central.mustRun(t, "readings-copy")
 	check("copy after the edge came back", c.Version)
+	if m := modeOf(c.ID); m != "full" {
+		t.Errorf("copy after the schema changed: mode %q, want full", m)
+	}
+	// And the next, after a change, by diff again.
+	exec(`DELETE FROM readings WHERE seq % 13 = 0`)
+	edge.mustRun(t, "readings")
+	c = central.mustRun(t, "readings-copy")
+	check("copy after a delete", c.Version)
+	if m := modeOf(c.ID); m != "diff" {
+		t.Errorf("copy after a delete: mode %q, want diff", m)
+	}
 	if want := fmt.Sprintf("readings@%d", edge.dataset(t, "readings").CurrentVersion); central.copyVersion(t, "plant_readings", c.Version).Source.Resource != want {
 		t.Errorf("copy after the edge came back: not of the edge's current version %s", want)
 	}

@@ -44,12 +44,13 @@
 //	TestCopyEdgeToCentral two servers, each on its own Pebble: an edge with a
 //	                      60,000-row SQLite table, a central server copying
 //	                      it through a snapstore connection after every two
-//	                      edge runs of inserts, updates and deletes; each
-//	                      copied version equals the edge version it names
-//	                      (rows, count, checksum); the edge SIGKILLed
-//	                      mid-copy fails the run with source_unavailable,
-//	                      the central version stays, the next run after
-//	                      the restart succeeds. TestCopyEdgeToCentralHBase:
+//	                      edge runs of inserts, updates and deletes, by
+//	                      diff; each copied version equals the edge version
+//	                      it names (rows, count, checksum); after a schema
+//	                      change a full copy, the edge SIGKILLed in the
+//	                      middle of it: source_unavailable, the central
+//	                      version stays, the next run after the restart
+//	                      succeeds. TestCopyEdgeToCentralHBase:
 //	                      the same with the central server on HBase.
 //	TestRetention         ttl 2s with min_versions 2 and 0: GC (dry run,
 //	                      then real) collects exactly what retention lets
