@@ -273,10 +273,12 @@ const resourceCheckTimeout = 15 * time.Second
 
 // checkResource opens the adapter's resource through its connection, as a
 // run would, and closes it again: a missing table (ErrResourceNotFound) or
-// one without a usable key (ErrNoKey) refuses the adapter. When the source
-// cannot be reached or refuses the credentials the adapter is accepted,
-// since the source may come up later (A2): the problem is logged and
-// returned as a warning for whoever saved the adapter.
+// one without a usable key (ErrNoKey) refuses the adapter, and so does a
+// resource the source refuses as a bad option (*OptionError: a snapstore
+// dataset that is the adapter's own). When the source cannot be reached or
+// refuses the credentials the adapter is accepted, since the source may
+// come up later (A2): the problem is logged and returned as a warning for
+// whoever saved the adapter.
 func (s *Service) checkResource(ctx context.Context, spec api.Adapter) (warning string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, resourceCheckTimeout)
 	defer cancel()
@@ -284,7 +286,7 @@ func (s *Service) checkResource(ctx context.Context, spec api.Adapter) (warning 
 	if err == nil {
 		defer l.release()
 		var tr TableReader
-		tr, err = openResource(ctx, l, spec)
+		tr, err = s.openResource(ctx, l, spec)
 		if err == nil {
 			schema := tr.Schema()
 			if cerr := tr.Close(); cerr != nil {
@@ -295,6 +297,10 @@ func (s *Service) checkResource(ctx context.Context, spec api.Adapter) (warning 
 	}
 	switch {
 	case errors.Is(err, ErrResourceNotFound), errors.Is(err, ErrNoKey), errors.Is(err, ErrConnectionNotFound):
+		return "", fmt.Errorf("adapter %q: %w", spec.Name, err)
+	case l != nil && errors.As(err, new(*OptionError)):
+		// The source refused the resource itself (a snapstore dataset
+		// that is the adapter's own).
 		return "", fmt.Errorf("adapter %q: %w", spec.Name, err)
 	}
 	err = source.WithBound(err, resourceCheckTimeout, "the bound of the resource check")

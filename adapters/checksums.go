@@ -58,6 +58,9 @@ const (
 	ModeFull   = "full"
 	ModeChunks = "chunks"
 	ModeVerify = "verify"
+	// ModeDiff: the source's changes applied to the current version
+	// (diffread.go).
+	ModeDiff = "diff"
 )
 
 // chunkProbe is how many chunks chunk mode checks before it decides to

@@ -84,7 +84,7 @@ func (p *pull) connect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	src, err := openResource(ctx, l, p.spec)
+	src, err := p.s.openResource(ctx, l, p.spec)
 	if err != nil {
 		l.release()
 		return err
@@ -205,10 +205,15 @@ func (p *pull) abort(ctx context.Context) {
 }
 
 // read reads the table: in chunk mode the chunks that changed, the others
-// carried over; else all of it, ahead of the run (prefetch.go).
+// carried over; in diff mode the source's changes since the version the
+// current one copied (diffread.go); else all of it, ahead of the run
+// (prefetch.go).
 func (p *pull) read(ctx context.Context) error {
 	if p.chunks != nil && !p.chunks.full && p.local != nil {
 		return p.readChunks(ctx)
+	}
+	if done, err := p.readDiff(ctx); done || err != nil {
+		return err
 	}
 	tr := prefetch(ctx, p.src)
 	for tr.Next(ctx) {
@@ -230,7 +235,11 @@ func (p *pull) read(ctx context.Context) error {
 
 // put puts the current row of tr, and counts it.
 func (p *pull) put(ctx context.Context, tr TableReader) error {
-	vals := tr.Values()
+	return p.putValues(ctx, tr.Values())
+}
+
+// putValues puts one row, and counts it.
+func (p *pull) putValues(ctx context.Context, vals []snapshot.Value) error {
 	for _, i := range p.jsonCols {
 		if vals[i].Kind == snapshot.KindJSON {
 			vals[i].Kind = snapshot.KindEmbeddedJSON

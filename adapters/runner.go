@@ -245,9 +245,15 @@ func embedJSON(schema *snapshot.Schema, on bool) []int {
 // openResource opens spec's resource through the lease l, as a run and
 // the check of an adapter do. An error names the resource and the data
 // connection once: a *SourceError (the connect failed) already names the
-// connection and its server, and comes back as it is.
-func openResource(ctx context.Context, l *lease, spec api.Adapter) (TableReader, error) {
-	tr, err := l.src.OpenTable(ctx, TableRequest{Resource: spec.Resource, KeyColumns: spec.KeyColumns})
+// connection and its server, and comes back as it is. The request names
+// the adapter's dataset, and when it exists its creation time, so that a
+// source that is a snapstore dataset can refuse to be its own source.
+func (s *Service) openResource(ctx context.Context, l *lease, spec api.Adapter) (TableReader, error) {
+	req := TableRequest{Resource: spec.Resource, KeyColumns: spec.KeyColumns, Dataset: spec.Dataset}
+	if d, err := s.db.Dataset(ctx, spec.Dataset); err == nil {
+		req.DatasetCreated = d.CreatedAt
+	}
+	tr, err := l.src.OpenTable(ctx, req)
 	if err == nil {
 		return tr, nil
 	}

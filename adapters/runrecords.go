@@ -67,9 +67,10 @@ type RunRecord struct {
 	// (checksums.go).
 	Verified bool `json:"verified,omitempty"`
 	// Mode says how the source was read: "full", "chunks" (only the key
-	// ranges whose checksums changed) or "verify" (the ranges' checksums
-	// alone, none changed); empty while running or when the run failed
-	// first.
+	// ranges whose checksums changed), "verify" (the ranges' checksums
+	// alone, none changed) or "diff" (a snapstore source's changes since
+	// the version the current one copied); empty while running or when
+	// the run failed first.
 	Mode string `json:"mode,omitempty"`
 	// Chunks is the number of key ranges of the version's source digest,
 	// ChunksSkipped those carried over without reading.

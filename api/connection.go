@@ -6,7 +6,7 @@ package api
 type Connection struct {
 	// Name names the connection; in a PUT the path gives it.
 	Name string `json:"name" yaml:"name"`
-	// Type is the connector: mysql, postgres or sqlite.
+	// Type is the connector: mysql, postgres, sqlite or snapstore.
 	Type string `json:"type" yaml:"type"`
 	// Sharing is shared (default), pooled or single-use.
 	Sharing string `json:"sharing,omitempty" yaml:"sharing"`

@@ -4,7 +4,8 @@
 package install
 
 import (
-	_ "github.com/snapstore/snapstore/adapters/mysql"    // register the "mysql" connection type
-	_ "github.com/snapstore/snapstore/adapters/postgres" // register the "postgres" connection type
-	_ "github.com/snapstore/snapstore/adapters/sqlite"   // register the "sqlite" connection type
+	_ "github.com/snapstore/snapstore/adapters/mysql"     // register the "mysql" connection type
+	_ "github.com/snapstore/snapstore/adapters/postgres"  // register the "postgres" connection type
+	_ "github.com/snapstore/snapstore/adapters/snapstore" // register the "snapstore" connection type
+	_ "github.com/snapstore/snapstore/adapters/sqlite"    // register the "sqlite" connection type
 )

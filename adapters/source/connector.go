@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/snapstore/snapstore/snapshot"
 )
@@ -92,6 +93,12 @@ type TableRequest struct {
 	// the same point in time. Only sources whose readers are
 	// SnapshotSharers take it; others fail.
 	Snapshot string
+	// Dataset is the dataset the read feeds (the adapter's), and
+	// DatasetCreated its creation time when it exists: a source that is
+	// itself a snapstore dataset refuses to read that very dataset (a
+	// dataset cannot be its own source).
+	Dataset        string
+	DatasetCreated time.Time
 }
 
 // TableReader streams the rows of one table in key order, as
@@ -148,4 +155,42 @@ type Checksummer interface {
 	ChunkChecksum(ctx context.Context, lo, hi []snapshot.Value) (int64, uint64, error)
 	// ReadRange makes Next read the keys after lo up to hi included.
 	ReadRange(lo, hi []snapshot.Value)
+}
+
+// DiffReader is an optional TableReader capability of a source that keeps
+// versions of its own (a snapstore dataset): the changes from an earlier
+// version of the same source to the version the reader reads, which a run
+// applies to its dataset's current version when that is a copy of the
+// earlier one, instead of reading every row.
+type DiffReader interface {
+	// ReadDiff opens the changes from the version from names, the resource
+	// (Table().Name) a run recorded for its current version, whose
+	// checksum is fromChecksum. ok is false, with no error, when the source
+	// cannot give them: from names another dataset or a version no longer
+	// kept, or that version's schema or checksum differs (the caller then
+	// reads in full).
+	ReadDiff(ctx context.Context, from, fromChecksum string) (c Changes, ok bool, err error)
+	// Checksum is the checksum of the version the reader reads
+	// (snapshot.RunStats.Checksum): what the current version with the
+	// changes applied must have.
+	Checksum() string
+}
+
+// Changes streams the changes of a DiffReader in key order. Not safe for
+// concurrent use; must be closed.
+type Changes interface {
+	// Next advances to the next change; false at the end or on error.
+	Next(ctx context.Context) bool
+	// Key returns the current change's key values, in key order.
+	Key() []snapshot.Value
+	// Deleted reports whether the change deletes its key; else Values is
+	// the row after it (an insert or an update), aligned with the
+	// reader's schema.
+	Deleted() bool
+	// Values returns the row after the change; valid until the next Next.
+	Values() []snapshot.Value
+	// Err returns the error that stopped Next, if any.
+	Err() error
+	// Close ends the stream.
+	Close() error
 }

@@ -2,9 +2,9 @@
 // reads, after database/sql/driver and Prometheus' discovery: a Connector
 // per connection type, registered by name (Register) from the init function
 // of its own package (adapters/mysql, adapters/postgres, adapters/sqlite,
-// all imported by adapters/install); the Source it opens, with optional
+// adapters/snapstore, all imported by adapters/install); the Source it opens, with optional
 // capabilities found by type assertion (Tester, ResourceLister, IdleCloser,
-// SnapshotSharer, Checksummer); the TableReader a run reads rows from; and
+// SnapshotSharer, Checksummer, DiffReader); the TableReader a run reads rows from; and
 // what the connectors share: typed options and secrets, pool limits, the
 // keyset pagination of their table readers (Keyset), and the SourceError
 // of a failed connect.

@@ -14,7 +14,7 @@ import (
 // connection, its type and where it points.
 type SourceAddr struct {
 	Connection string // the data connection's name
-	Type       string // mysql, postgres, sqlite
+	Type       string // mysql, postgres, sqlite, snapstore
 	Addr       string // host:port, a unix socket or a file path
 	// ConnectTimeout bounds opening one connection (connect_timeout); 0
 	// when the type has none (sqlite).

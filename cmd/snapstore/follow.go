@@ -247,6 +247,8 @@ func readModeText(rec adapters.RunRecord) string {
 		return fmt.Sprintf("no rows: the checksums of all %s key ranges matched (verify)", count(int64(rec.Chunks)))
 	case adapters.ModeFull:
 		return "all rows (full)"
+	case adapters.ModeDiff:
+		return "the source's changes since the version the current one copied (diff)"
 	}
 	return ""
 }

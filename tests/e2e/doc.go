@@ -41,6 +41,17 @@
 //	                      run of a 60,000-row SEQUENCE-built table: failed
 //	                      run with a clear error, version untouched,
 //	                      scheduler keeps going, next run after restart ok.
+//	TestCopyEdgeToCentral two servers, each on its own Pebble: an edge with a
+//	                      60,000-row SQLite table, a central server copying
+//	                      it through a snapstore connection after every two
+//	                      edge runs of inserts, updates and deletes, by
+//	                      diff; each copied version equals the edge version
+//	                      it names (rows, count, checksum); after a schema
+//	                      change a full copy, the edge SIGKILLed in the
+//	                      middle of it: source_unavailable, the central
+//	                      version stays, the next run after the restart
+//	                      succeeds. TestCopyEdgeToCentralHBase:
+//	                      the same with the central server on HBase.
 //	TestRetention         ttl 2s with min_versions 2 and 0: GC (dry run,
 //	                      then real) collects exactly what retention lets
 //	                      go; kept and current versions read exactly after

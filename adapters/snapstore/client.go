@@ -1,0 +1,147 @@
+package snapstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/snapstore/snapstore/adapters/source"
+	"github.com/snapstore/snapstore/snapshot"
+)
+
+// datasetList is the answer of GET /v1/datasets.
+type datasetList struct {
+	Datasets []datasetAnswer `json:"datasets"`
+}
+
+// datasetAnswer is the part of a dataset a copy reads in the answer of
+// GET /v1/datasets/{dataset}: its identity (name and creation time), the
+// current version and, when a version was selected, version_read.
+type datasetAnswer struct {
+	Name        string                `json:"name"`
+	CreatedAt   time.Time             `json:"created_at"`
+	CurrentInfo *snapshot.VersionInfo `json:"current,omitempty"`
+	VersionRead *snapshot.VersionInfo `json:"version_read,omitempty"`
+}
+
+// problem is the server's RFC 9457 error body.
+type problem struct {
+	Status int    `json:"status"`
+	Code   string `json:"code"`
+	Detail string `json:"detail"`
+}
+
+// statusError is an answer other than 200: the status and the problem's
+// code and detail, which name no secret of this side.
+type statusError struct {
+	problem
+}
+
+func (e *statusError) Error() string {
+	msg := fmt.Sprintf("HTTP %d", e.Status)
+	if e.Code != "" {
+		msg += " " + e.Code
+	}
+	if e.Detail != "" {
+		msg += ": " + e.Detail
+	}
+	return msg
+}
+
+// get sends GET base+path?query with the token and accept; a transport
+// failure is a *source.SourceError, an answer other than 200 an error
+// classified by classify. The caller closes the body of the response.
+func (s *snapSource) get(ctx context.Context, path string, query url.Values, accept string) (*http.Response, error) {
+	u := s.base + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", accept)
+	if t := s.token.Reveal(); t != "" {
+		req.Header.Set("Authorization", "Bearer "+t)
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		// The request's URL stays out of the error: a page token in it
+		// encodes a row key.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		cause := "unreachable"
+		var ne interface{ Timeout() bool }
+		if errors.As(err, &ne) && ne.Timeout() {
+			cause = "timeout"
+		}
+		return nil, source.NewSourceError(ctx, s.addr, cause, source.ScrubError(err, s.token.Reveal()))
+	}
+	if resp.StatusCode == http.StatusOK {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	se := &statusError{problem{Status: resp.StatusCode}}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	_ = json.Unmarshal(b, &se.problem)
+	se.Status = resp.StatusCode
+	return nil, s.classify(ctx, se)
+}
+
+// classify maps an answer other than 200 to the errors of a source: 401
+// and 403 are the credentials (source.ErrSourceAuth), 404 a dataset, a tag
+// or a committed version that does not exist (source.ErrResourceNotFound), 5xx a server that cannot
+// serve (source.ErrSourceUnavailable); the rest keep the server's text.
+func (s *snapSource) classify(ctx context.Context, se *statusError) error {
+	switch {
+	case se.Status == http.StatusUnauthorized || se.Status == http.StatusForbidden:
+		return source.NewSourceError(ctx, s.addr, "auth", se)
+	case se.Status == http.StatusNotFound && (se.Code == "dataset_not_found" || se.Code == "tag_not_found" || se.Code == "no_version"):
+		return fmt.Errorf("%w: %w", source.ErrResourceNotFound, se)
+	case se.Status >= 500 || se.Status == http.StatusTooManyRequests:
+		return fmt.Errorf("%w: %w", source.ErrSourceUnavailable, se)
+	}
+	return se
+}
+
+// getJSON sends GET and decodes a JSON answer into out, the whole
+// exchange bounded by read_timeout.
+func (s *snapSource) getJSON(ctx context.Context, path string, query url.Values, out any) (*http.Response, error) {
+	rctx, cancel := s.readBound(ctx)
+	defer cancel()
+	resp, err := s.get(rctx, path, query, "application/json")
+	if err != nil {
+		return nil, s.readTimeout(ctx, rctx, err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return nil, s.readTimeout(ctx, rctx, fmt.Errorf("%w: reading the answer of %s: %w", source.ErrSourceUnavailable, path, err))
+	}
+	return resp, nil
+}
+
+// readBound returns ctx bounded by read_timeout, for one request and its
+// answer.
+func (s *snapSource) readBound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.readTO <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, s.readTO)
+}
+
+// readTimeout is err, or when read_timeout (rctx's deadline, not ctx's)
+// ended the exchange, the *source.SourceError that names that bound.
+func (s *snapSource) readTimeout(ctx, rctx context.Context, err error) error {
+	if ctx.Err() != nil || !errors.Is(rctx.Err(), context.DeadlineExceeded) {
+		return err
+	}
+	return &source.SourceError{SourceAddr: s.addr, Cause: "timeout", Timeout: s.readTO, Bound: "read_timeout",
+		Err: source.ScrubError(err, s.token.Reveal())}
+}

@@ -1,0 +1,168 @@
+package snapstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/snapstore/snapstore/adapters/source"
+	"github.com/snapstore/snapstore/snapshot"
+)
+
+// ReadDiff implements source.DiffReader: the source's own diff, GET
+// /v1/datasets/{dataset}/diff?from=F&to=N, one NDJSON stream bounded by
+// read_timeout, when from is "dataset@F" of this reader's dataset, F is
+// not after N, and version F is still kept with the reader's schema and
+// with fromChecksum as its checksum (so the copy's current version holds
+// F's rows). F equal to N has no change.
+func (t *table) ReadDiff(ctx context.Context, from, fromChecksum string) (source.Changes, bool, error) {
+	i := strings.LastIndexByte(from, '@')
+	if i < 0 || from[:i] != t.dataset {
+		return nil, false, nil
+	}
+	fv, err := strconv.ParseInt(from[i+1:], 10, 64)
+	if err != nil || fv <= 0 || fv > t.version {
+		return nil, false, nil // a version after the one read: read in full
+	}
+	path := "/v1/datasets/" + url.PathEscape(t.dataset)
+	var vi snapshot.VersionInfo
+	if _, err := t.src.getJSON(ctx, path+"/versions/"+strconv.FormatInt(fv, 10), nil, &vi); err != nil {
+		var se *statusError
+		if errors.As(err, &se) && (se.Status == http.StatusGone || se.Status == http.StatusNotFound) {
+			return nil, false, nil // collected, or the dataset dropped since
+		}
+		return nil, false, err
+	}
+	if vi.Stats.Checksum != fromChecksum || !sameSchema(vi.Schema, t.schema) {
+		return nil, false, nil
+	}
+	c := &changes{t: t}
+	if fv == t.version {
+		c.done, c.cancel = true, func() {} // no change
+		return c, true, nil
+	}
+	q := url.Values{}
+	q.Set("from", strconv.FormatInt(fv, 10))
+	q.Set("to", strconv.FormatInt(t.version, 10))
+	c.ctx, c.cancel = t.src.readBound(ctx)
+	resp, err := t.src.get(c.ctx, path+"/diff", q, "application/x-ndjson")
+	if err != nil {
+		err = t.src.readTimeout(ctx, c.ctx, err)
+		c.cancel()
+		return nil, false, t.src.versionErr(err, t.dataset, t.version)
+	}
+	c.resp, c.dec = resp, json.NewDecoder(resp.Body)
+	if got := resp.Header.Get("Snapstore-Version"); got != strconv.FormatInt(t.version, 10) || resp.Header.Get("Snapstore-Diff-From") != q.Get("from") {
+		c.Close()
+		return nil, false, fmt.Errorf("%w: the diff of dataset %q answered versions %s to %s, not %d to %d", source.ErrSourceUnavailable,
+			t.dataset, resp.Header.Get("Snapstore-Diff-From"), got, fv, t.version)
+	}
+	c.key = make([]snapshot.Value, len(t.schema.Key))
+	for _, k := range t.schema.Key {
+		c.keyCols = append(c.keyCols, t.schema.Columns[slices.IndexFunc(t.schema.Columns, func(col snapshot.Column) bool { return col.Name == k })])
+	}
+	return c, true, nil
+}
+
+// Checksum implements source.DiffReader: the version's checksum.
+func (t *table) Checksum() string { return t.checksum }
+
+// sameSchema reports whether two versions have the same columns (name,
+// kind, source type, nullability, in order) and key.
+func sameSchema(a, b snapshot.Schema) bool {
+	return slices.Equal(a.Columns, b.Columns) && slices.Equal(a.Key, b.Key)
+}
+
+// change is one line of the diff stream.
+type change struct {
+	Op    string                     `json:"op"`
+	Key   []json.RawMessage          `json:"key"`
+	After map[string]json.RawMessage `json:"after"`
+}
+
+// changes reads the diff stream of a table (source.Changes).
+type changes struct {
+	t       *table
+	ctx     context.Context // bounded by read_timeout
+	cancel  context.CancelFunc
+	resp    *http.Response
+	dec     *json.Decoder
+	keyCols []snapshot.Column
+	cur     change
+	key     []snapshot.Value
+	err     error
+	done    bool
+}
+
+// Next implements source.Changes.
+func (c *changes) Next(ctx context.Context) bool {
+	if c.done || c.err != nil {
+		return false
+	}
+	c.cur = change{}
+	if err := c.dec.Decode(&c.cur); err != nil {
+		if errors.Is(err, io.EOF) {
+			c.done = true
+			return false
+		}
+		c.err = c.t.src.readTimeout(ctx, c.ctx, fmt.Errorf("%w: the diff of dataset %q to version %d through %s was cut: %w",
+			source.ErrSourceUnavailable, c.t.dataset, c.t.version, c.t.src.addr.Addr, err))
+		return false
+	}
+	if len(c.cur.Key) != len(c.keyCols) {
+		c.err = fmt.Errorf("%w: a change of dataset %q with %d key values for %d key columns", source.ErrSourceUnavailable, c.t.dataset, len(c.cur.Key), len(c.keyCols))
+		return false
+	}
+	for i, col := range c.keyCols {
+		var err error
+		if c.key[i], err = parseValue(col, c.cur.Key[i]); err != nil {
+			c.err = fmt.Errorf("dataset %q, the key of a change: %w", c.t.dataset, err)
+			return false
+		}
+	}
+	if c.Deleted() {
+		return true
+	}
+	for i, col := range c.t.schema.Columns {
+		raw, ok := c.cur.After[col.Name]
+		if !ok {
+			c.err = fmt.Errorf("%w: dataset %q: a change without column %q", source.ErrSourceUnavailable, c.t.dataset, col.Name)
+			return false
+		}
+		var err error
+		if c.t.row[i], err = parseValue(col, raw); err != nil {
+			c.err = fmt.Errorf("dataset %q, a change: %w", c.t.dataset, err)
+			return false
+		}
+	}
+	return true
+}
+
+// Key implements source.Changes.
+func (c *changes) Key() []snapshot.Value { return c.key }
+
+// Deleted implements source.Changes.
+func (c *changes) Deleted() bool { return c.cur.Op == "delete" }
+
+// Values implements source.Changes.
+func (c *changes) Values() []snapshot.Value { return c.t.row }
+
+// Err implements source.Changes.
+func (c *changes) Err() error { return c.err }
+
+// Close implements source.Changes.
+func (c *changes) Close() error {
+	if c.resp != nil {
+		c.resp.Body.Close()
+		c.resp = nil
+	}
+	c.cancel()
+	return nil
+}
