@@ -47,7 +47,10 @@ func newStack(t *testing.T, tokens ...server.Token) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := adapters.New(ctx, db, adapters.Options{Logger: log})
+	// A key generated in the data directory, as serve does on Pebble: the
+	// tests give the connections' tokens as literals.
+	svc, err := adapters.New(ctx, db, adapters.Options{Logger: log,
+		SecretKeys: adapters.SecretKeys{GenerateDir: filepath.Join(dir, "data")}})
 	if err != nil {
 		t.Fatal(err)
 	}
