@@ -2,14 +2,15 @@
 
 Run by tests/e2e/arrow_test.go with the venv of scripts/pyclients.sh:
 
-    python arrow_clients.py BASE DATASET KEY DIR V1 V2
+    python arrow_clients.py BASE DATASET KEY DIR V1 V2 TYPES
 
 BASE is the server's URL, KEY the dataset's first key column; DIR holds,
 for each version V, ref-V.ndjson (the JSON read of the version, one row a
 line) and DATASET-V/DATASET.parquet (what `snapstore export` wrote), and
 diff.ndjson (the NDJSON diff from V1 to V2). Every reader's values must
 equal the JSON read's, NULLs included; the first difference is printed
-and the exit status is 1.
+and the exit status is 1. TYPES is a JSON object of column names and the
+Arrow type (pyarrow's name) the stream must give each.
 """
 
 import base64
@@ -56,7 +57,8 @@ def same(a, j):
         jf = float(j)
         return (math.isnan(a) and math.isnan(jf)) or a == jf
     if isinstance(a, decimal.Decimal):
-        return format(a, "f") == j
+        # the same number: SQLite keeps no scale ("12.5" in DECIMAL(10,2))
+        return a == decimal.Decimal(j)
     if isinstance(a, datetime.datetime):
         return a.replace(tzinfo=None) == datetime.datetime.fromisoformat(j)
     if isinstance(a, datetime.date):
@@ -97,19 +99,8 @@ def compare(what, table, ref, key, skip=()):
     print(f"ok {what}: {len(rows)} rows, {checked} values")
 
 
-# The Arrow types of the type table's columns (docs/types.md): d and dt
-# hold zero dates, so they are text.
-ARROW_TYPES = {
-    "id": "uint64", "ti": "int64", "bu": "uint64", "de": "decimal256(65, 30)",
-    "fl": "double", "bt": "uint64", "d": "string", "dt": "string",
-    "ts": "timestamp[us, tz=UTC]", "tm": "duration[us]", "bin": "binary",
-    "en": "dictionary<values=string, indices=int32, ordered=0>",
-    "js": "extension<arrow.json>", "g": "binary",
-}
-
-
-def check_types(what, schema):
-    for name, want in ARROW_TYPES.items():
+def check_types(what, schema, types):
+    for name, want in types.items():
         got = str(schema.field(name).type)
         if got != want:
             fail(f"{what}: column {name} is {got}, want {want}")
@@ -122,6 +113,7 @@ def read_ndjson(path):
 
 def main():
     base, ds, key, d, v1, v2 = sys.argv[1:7]
+    types = json.loads(sys.argv[7])
     refs = {v: read_ndjson(f"{d}/ref-{v}.ndjson") for v in (v1, v2)}
     files = {v: f"{d}/{ds}-{v}/{ds}.parquet" for v in (v1, v2)}
     for v in (v1, v2):
@@ -134,7 +126,7 @@ def main():
         md = table.schema.metadata
         if md.get(b"snapstore.version") != v.encode() or md.get(b"snapstore.dataset") != ds.encode():
             fail(f"arrow v{v}: schema metadata {md}")
-        check_types(f"arrow v{v}", table.schema)
+        check_types(f"arrow v{v}", table.schema, types)
         compare(f"pyarrow.ipc.open_stream v{v}", table, ref, key)
         # pyarrow: the exported Parquet file.
         pq = pyarrow.parquet.read_table(files[v])
@@ -162,11 +154,11 @@ def main():
     a, b = files[v1], files[v2]
     got = duckdb.sql(f"""
         SELECT
-          count(*) FILTER (WHERE a."{key}" IS NULL) AS inserted,
-          count(*) FILTER (WHERE b."{key}" IS NULL) AS deleted,
-          count(*) FILTER (WHERE a."{key}" IS NOT NULL AND b."{key}" IS NOT NULL
-                           AND to_json(a) IS DISTINCT FROM to_json(b)) AS updated
-        FROM '{a}' a FULL OUTER JOIN '{b}' b ON a."{key}" = b."{key}"
+          count(*) FILTER (WHERE v_from."{key}" IS NULL) AS inserted,
+          count(*) FILTER (WHERE v_to."{key}" IS NULL) AS deleted,
+          count(*) FILTER (WHERE v_from."{key}" IS NOT NULL AND v_to."{key}" IS NOT NULL
+                           AND to_json(v_from) IS DISTINCT FROM to_json(v_to)) AS updated
+        FROM '{a}' v_from FULL OUTER JOIN '{b}' v_to ON v_from."{key}" = v_to."{key}"
     """).fetchall()[0]
     if (got[0], got[2], got[1]) != (want["insert"], want["update"], want["delete"]):
         fail(f"duckdb join of v{v1} and v{v2}: inserted, updated, deleted {got[0]}, {got[2]}, {got[1]}; the diff has {want}")
