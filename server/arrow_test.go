@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -330,4 +333,59 @@ func TestArrowDiff(t *testing.T) {
 func jsonOf(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// TestArrowScan_ClientGoesAway: a client that stops reading an Arrow
+// stream midway ends the scan without an error logged, and the server
+// goes on answering.
+func TestArrowScan_ClientGoesAway(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.exec(`WITH RECURSIVE n(i) AS (SELECT 9 UNION ALL SELECT i + 1 FROM n WHERE i < 100000)
+		INSERT INTO products SELECT i, 'product ' || i, 1.25, i FROM n`)
+	f.run("products")
+	resp, err := http.Get(f.ts.URL + "/v1/datasets/products/rows?format=arrow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	if _, err := io.ReadFull(resp.Body, buf); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	// The handler has returned once the request is counted.
+	deadline := time.Now().Add(30 * time.Second)
+	for scansCounted(t, f) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the scan did not end after its client went away")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if logs := f.logs.String(); strings.Contains(logs, "stream cut") || strings.Contains(logs, "panic") {
+		t.Errorf("a client that went away was logged as an error:\n%s", logs)
+	}
+	f.must(200, "GET", "/v1/datasets/products/rows?limit=1", "")
+}
+
+// scansCounted is the number of finished GET .../rows requests the HTTP
+// metrics have counted.
+func scansCounted(t *testing.T, f *fixture) uint64 {
+	t.Helper()
+	mfs, err := f.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			if m.GetHistogram() == nil {
+				continue
+			}
+			for _, l := range m.GetLabel() {
+				if l.GetValue() == "/v1/datasets/:dataset/rows" || l.GetValue() == "/v1/datasets/{dataset}/rows" {
+					n += m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	return n
 }
