@@ -389,3 +389,35 @@ func scansCounted(t *testing.T, f *fixture) uint64 {
 	}
 	return n
 }
+
+// TestArrowTimeParsing: the date and timestamp readers agree with the
+// time package on every day of the years around the edges, and refuse
+// what no Arrow date holds.
+func TestArrowTimeParsing(t *testing.T) {
+	for _, year := range []int{1, 2, 1899, 1900, 1969, 1970, 2000, 2024, 2100, 9999} {
+		for d := time.Date(year, 1, 1, 23, 59, 59, 999999000, time.UTC); d.Year() == year; d = d.AddDate(0, 0, 1) {
+			text := d.Format("2006-01-02 15:04:05.000000")
+			ts, ok := parseTimestamp([]byte(text))
+			if !ok || int64(ts) != d.UnixMicro() {
+				t.Fatalf("%s: %d %v, want %d", text, ts, ok, d.UnixMicro())
+			}
+			day, ok := parseDate32([]byte(text[:10]))
+			if !ok || int64(day) != d.Truncate(24*time.Hour).Unix()/86400 {
+				t.Fatalf("%s: day %d %v", text[:10], day, ok)
+			}
+		}
+	}
+	for _, bad := range []string{"0000-00-00", "2026-00-00", "2026-02-29", "2026-13-01", "infinity", "0044-03-15 BC", "2026-1-01"} {
+		if _, ok := parseDate32([]byte(bad)); ok {
+			t.Errorf("date %q read as a date32", bad)
+		}
+	}
+	for _, bad := range []string{"0000-00-00 00:00:00", "2026-06-01 24:00:00", "2026-06-01 07:00:00.", "2026-06-01 07:00:00.1234567", "2026-06-01T07:00:00", "-infinity"} {
+		if _, ok := parseTimestamp([]byte(bad)); ok {
+			t.Errorf("timestamp %q read as a timestamp", bad)
+		}
+	}
+	if ts, ok := parseTimestamp([]byte("2026-06-01 07:00:00.25")); !ok || int64(ts)%1_000_000 != 250_000 {
+		t.Errorf("a 2-digit fraction: %d %v", ts, ok)
+	}
+}

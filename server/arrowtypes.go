@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -249,7 +248,11 @@ func (ac arrowColumn) appendArrow(b array.Builder, v snapshot.Value) {
 		b.(*array.Float64Builder).Append(v.Float)
 	case arrowDecimal128:
 		d, _ := decimalDigits(v.Bytes, ac.prec, ac.scale)
-		b.(*array.Decimal128Builder).Append(decimal128.FromBigInt(d))
+		if d.IsInt64() {
+			b.(*array.Decimal128Builder).Append(decimal128.FromI64(d.Int64()))
+		} else {
+			b.(*array.Decimal128Builder).Append(decimal128.FromBigInt(d))
+		}
 	case arrowDecimal256:
 		d, _ := decimalDigits(v.Bytes, ac.prec, ac.scale)
 		b.(*array.Decimal256Builder).Append(decimal256.FromBigInt(d))
@@ -333,25 +336,99 @@ func parseDate32(s []byte) (arrow.Date32, bool) {
 	if len(s) != 10 {
 		return 0, false
 	}
-	t, err := time.Parse(time.DateOnly, string(s))
-	if err != nil {
+	days, ok := parseCivilDate(s)
+	return arrow.Date32(days), ok
+}
+
+// parseCivilDate reads the "YYYY-MM-DD" at the start of s as days since
+// 1970-01-01 of the proleptic Gregorian calendar, years 0001 to 9999.
+func parseCivilDate(s []byte) (int64, bool) {
+	if len(s) < 10 || s[4] != '-' || s[7] != '-' {
 		return 0, false
 	}
-	return arrow.Date32(t.Unix() / 86400), true
+	y, ok1 := digits(s[0:4])
+	m, ok2 := digits(s[5:7])
+	d, ok3 := digits(s[8:10])
+	if !ok1 || !ok2 || !ok3 || y < 1 || m < 1 || m > 12 || d < 1 || d > daysIn(m, y) {
+		return 0, false
+	}
+	return daysFromCivil(int64(y), int64(m), int64(d)), true
+}
+
+// daysFromCivil is Howard Hinnant's days_from_civil: days since
+// 1970-01-01 of a proleptic Gregorian date.
+func daysFromCivil(y, m, d int64) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 && y%400 != 0 {
+		era--
+	}
+	yoe := y - era*400
+	mp := (m + 9) % 12
+	doy := (153*mp+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return era*146097 + doe - 719468
+}
+
+func daysIn(m, y int) int {
+	switch m {
+	case 2:
+		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
+}
+
+// digits reads s, ASCII digits only, as a number.
+func digits(s []byte) (int, bool) {
+	n := 0
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, len(s) > 0
 }
 
 // parseTimestamp reads "YYYY-MM-DD hh:mm:ss[.f]" (up to microseconds) as
 // microseconds since the epoch; false for zero dates, infinity, BC dates
 // and finer fractions.
 func parseTimestamp(s []byte) (arrow.Timestamp, bool) {
-	if len(s) < 19 || len(s) > 26 || s[10] != ' ' {
+	if len(s) < 19 || len(s) > 26 || s[10] != ' ' || s[13] != ':' || s[16] != ':' {
 		return 0, false
 	}
-	t, err := time.Parse("2006-01-02 15:04:05.999999", string(s))
-	if err != nil {
+	days, ok := parseCivilDate(s)
+	if !ok {
 		return 0, false
 	}
-	return arrow.Timestamp(t.UnixMicro()), true
+	h, ok1 := digits(s[11:13])
+	m, ok2 := digits(s[14:16])
+	sec, ok3 := digits(s[17:19])
+	if !ok1 || !ok2 || !ok3 || h > 23 || m > 59 || sec > 59 {
+		return 0, false
+	}
+	us := 0
+	if len(s) > 19 {
+		if s[19] != '.' || len(s) == 20 {
+			return 0, false
+		}
+		f, ok := digits(s[20:])
+		if !ok {
+			return 0, false
+		}
+		for i := len(s) - 20; i < 6; i++ {
+			f *= 10
+		}
+		us = f
+	}
+	return arrow.Timestamp(((days*24+int64(h))*60+int64(m))*60_000_000 + int64(sec)*1_000_000 + int64(us)), true
 }
 
 // parseDuration reads a time of day or MySQL TIME, "[-]h+:mm:ss[.f]" (up

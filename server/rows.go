@@ -213,8 +213,13 @@ func (s *Server) scanArrow(c echo.Context, r *snapshot.Reader, opts snapshot.Sca
 	if media == mediaParquet {
 		forParquet(t.cols)
 	}
-	if len(doubtful(t.cols)) > 0 {
-		probe, err := r.Scan(c.Request().Context(), opts)
+	if doubt := doubtful(t.cols); len(doubt) > 0 {
+		po := opts // the same rows, only the columns in doubt
+		po.Columns = nil
+		for _, i := range doubt {
+			po.Columns = append(po.Columns, t.cols[i].col.Name)
+		}
+		probe, err := r.Scan(c.Request().Context(), po)
 		if err != nil {
 			return err
 		}
