@@ -428,3 +428,55 @@ func TestArrowTimeParsing(t *testing.T) {
 		t.Errorf("a 2-digit fraction: %d %v", ts, ok)
 	}
 }
+
+// TestArrowStream_DictionaryAcrossBatches: an ENUM column over several
+// record batches, each with its own dictionary, reads back whole.
+func TestArrowStream_DictionaryAcrossBatches(t *testing.T) {
+	schema := snapshot.Schema{Columns: []snapshot.Column{{Name: "e", Kind: snapshot.KindString, SourceType: "enum('a','b','c')"}}}
+	tab := newRowsTable(schema, nil)
+	as := tab.schema(snapshot.VersionInfo{Dataset: "d", Version: 1, Schema: schema})
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(as))
+	a := newArrowBatches(as, w.Write)
+	const n = 2*arrowBatchRows + 5
+	for i := range n {
+		v := "a"
+		if i >= arrowBatchRows {
+			v = []string{"b", "c"}[i%2] // a dictionary the first batch does not have
+		}
+		tab.cols[0].appendArrow(a.rb.Field(0), text(snapshot.KindString, v))
+		if err := a.endRow(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.flush(); err != nil {
+		t.Fatal(err)
+	}
+	a.release()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := ipc.NewReader(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Release()
+	i, batches := 0, 0
+	for r.Next() {
+		batches++
+		d := r.RecordBatch().Column(0).(*array.Dictionary)
+		for j := range d.Len() {
+			want := "a"
+			if i >= arrowBatchRows {
+				want = []string{"b", "c"}[i%2]
+			}
+			if got := d.Dictionary().ValueStr(d.GetValueIndex(j)); got != want {
+				t.Fatalf("row %d: %q, want %q", i, got, want)
+			}
+			i++
+		}
+	}
+	if err := r.Err(); err != nil || i != n || batches != 3 {
+		t.Fatalf("%d rows in %d batches, want %d in 3: %v", i, batches, n, err)
+	}
+}
