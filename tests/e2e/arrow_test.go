@@ -157,6 +157,17 @@ func TestArrowClientsSQLite(t *testing.T) {
 	if binPath == "" {
 		t.Skip("no test service configured, so TestMain built no binary: run through `make test`")
 	}
+	arrowClientsSQLite(t)
+}
+
+// TestArrowClientsHBase is TestArrowClientsSQLite on the HBase backend.
+func TestArrowClientsHBase(t *testing.T) {
+	arrowClientsSQLite(t, hbaseEnv(t)...)
+}
+
+// arrowClientsSQLite reads a SQLite type table with the data tools from
+// a server started with extraEnv.
+func arrowClientsSQLite(t *testing.T, extraEnv ...string) {
 	py := pyclientsPython(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "src.db")
@@ -172,7 +183,7 @@ func TestArrowClientsSQLite(t *testing.T) {
 		INSERT INTO types VALUES (1, -9223372036854775808, 2.5, 12.5, 3.25, 'x', X'00FF', '2026-11-29', '2026-11-29 21:07:43.5', '{"a": [1, 2.50]}');
 		INSERT INTO types (id) VALUES (2);
 		INSERT INTO types VALUES (3, 9223372036854775807, -0.0, -0.01, 7, '', X'', '1970-01-01', '1970-01-01 00:00:00', '[]');`)
-	p := startServer(t, "no-password-here") // SQLite takes none
+	p := startServer(t, "no-password-here", extraEnv...) // SQLite takes none
 	p.mustCall(t, 201, "POST", "/v1/connections", map[string]any{"name": "lite", "type": "sqlite", "options": map[string]any{"path": path}})
 	p.createAdapter(t, map[string]any{"name": "types", "connection": "lite", "resource": "types"})
 	v1 := p.mustRun(t, "types").Version
