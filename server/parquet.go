@@ -82,12 +82,18 @@ func (s *Server) writeParquet(c echo.Context, schema *arrow.Schema, codec compre
 // writeParquetFile writes the whole Parquet file to w, footer included.
 func writeParquetFile(w io.Writer, schema *arrow.Schema, codec compress.Compression, fill func(*arrowBatches) error) error {
 	bw := bufio.NewWriterSize(w, 1<<20)
-	props := parquet.NewWriterProperties(
+	opts := []parquet.WriterProperty{
 		parquet.WithCompression(codec),
 		parquet.WithMaxRowGroupLength(parquetRowGroupRows),
 		parquet.WithStats(true),
 		parquet.WithCreatedBy("snapstore"),
-	)
+	}
+	if codec == compress.Codecs.Zstd {
+		// zstd's fastest level: the whole file is written while the
+		// client waits for its first byte.
+		opts = append(opts, parquet.WithCompressionLevel(1))
+	}
+	props := parquet.NewWriterProperties(opts...)
 	fw, err := pqarrow.NewFileWriter(schema, bw, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		return err
