@@ -76,11 +76,12 @@ install: ## go install the snapstore binary
 	$(GO) install ./cmd/snapstore
 
 .PHONY: deps
-deps: ## install and start what the tests need (MariaDB, PostgreSQL, HBase, Chromium for the console test, schemathesis)
+deps: ## install and start what the tests need (MariaDB, PostgreSQL, HBase, Chromium for the console test, schemathesis, pyarrow/pandas/polars/duckdb)
 	scripts/mariadb.sh start
 	scripts/postgres.sh start
 	scripts/chromium.sh install
 	scripts/schemathesis.sh install
+	scripts/pyclients.sh install
 	@if [ -x scripts/hbase-standalone.sh ]; then \
 		scripts/hbase-standalone.sh start || { \
 			if [ -n "$$CI" ]; then echo "make: HBase could not be started; CI must run the HBase suite, so this fails"; exit 1; fi; \

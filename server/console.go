@@ -115,6 +115,8 @@ func (c *console) routes() error {
 		{"GET /ui/datasets/{dataset}", "GET /v1/datasets/{dataset}", c.dataset},
 		{"GET /ui/datasets/{dataset}/rows", "GET /v1/datasets/{dataset}/rows", c.rows},
 		{"GET /ui/datasets/{dataset}/diff", "GET /v1/datasets/{dataset}/diff", c.diff},
+		{"GET /ui/datasets/{dataset}/rows/download", "GET /v1/datasets/{dataset}/rows", c.download(c.s.scanRows)},
+		{"GET /ui/datasets/{dataset}/diff/download", "GET /v1/datasets/{dataset}/diff", c.download(c.s.diff)},
 		{"POST /ui/datasets/{dataset}/tags", "PUT /v1/datasets/{dataset}/tags/{tag}", c.tag},
 		{"POST /ui/datasets/{dataset}/tags/{tag}/delete", "DELETE /v1/datasets/{dataset}/tags/{tag}", c.untag},
 		{"GET /ui/datasets/{dataset}/rollback", "POST /v1/datasets/{dataset}/rollback", c.rollbackConfirm},

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -125,12 +126,21 @@ func TestConsole_EveryPage(t *testing.T) {
 		t.Error("a server without tokens offers a login")
 	}
 	b.page("/ui/datasets/products", `id="version-numbers"`, "Version numbers are transaction ids", "version "+s2, "version "+s1, "at least 10 versions</dd>", `class="checksum"`, "diff with "+s1, "roll back to this", `class="inline tagform"`)
-	b.page("/ui/datasets/products/rows", "grinder", "at version "+s2)
+	b.page("/ui/datasets/products/rows", "grinder", "at version "+s2, `href="/ui/datasets/products/rows/download?version=`+s2+`&amp;format=parquet"`)
+	for _, path := range []string{"/ui/datasets/products/rows/download?version=" + s1 + "&format=parquet", "/ui/datasets/products/diff/download?from=" + s1 + "&to=" + s2 + "&format=parquet"} {
+		r := b.get(path)
+		if r.status != http.StatusOK || r.header.Get("Content-Type") != mediaParquet || !bytes.HasSuffix(r.body, []byte("PAR1")) {
+			t.Errorf("GET %s: %d %s, %d bytes", path, r.status, r.header.Get("Content-Type"), len(r.body))
+		}
+	}
+	if r := b.get("/ui/datasets/products/diff/download?format=csv"); r.status != http.StatusNotAcceptable {
+		t.Errorf("a diff download as CSV: %d, want 406", r.status)
+	}
 	one := b.page("/ui/datasets/products/rows?version="+s1+"&key=1&mode=prefix", "cup", "at version "+s1)
 	if strings.Contains(one, "grinder") {
 		t.Error("the key search for 1 lists other rows")
 	}
-	diff := b.page("/ui/datasets/products/diff?from="+s1+"&to="+s2, "1 updated", `data-op="update"`)
+	diff := b.page("/ui/datasets/products/diff?from="+s1+"&to="+s2, "1 updated", `data-op="update"`, `href="/ui/datasets/products/diff/download?from=`+s1+`&amp;to=`+s2+`&amp;format=parquet"`)
 	if !regexp.MustCompile(`<td class="changed" data-column="stock"><del>120</del> <ins>7</ins></td>`).MatchString(diff) {
 		t.Errorf("the diff does not mark stock changed from 120 to 7:\n%s", diff)
 	}

@@ -8,15 +8,25 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/labstack/echo/v4"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
 // diff answers GET /v1/datasets/{dataset}/diff: the changes from version
-// from to version to as NDJSON, or their counts with stats_only=true.
+// from to version to as NDJSON, an Arrow IPC stream or a Parquet file
+// (arrowdiff.go), or their counts with stats_only=true.
 func (s *Server) diff(c echo.Context) error {
 	ctx := c.Request().Context()
 	ds, err := pathParam(c, "dataset")
+	if err != nil {
+		return err
+	}
+	media, err := answerFormat(c, mediaNDJSON, mediaNDJSON, mediaArrowStream, mediaParquet)
+	if err != nil {
+		return err
+	}
+	codec, err := parquetCompression(c)
 	if err != nil {
 		return err
 	}
@@ -36,6 +46,9 @@ func (s *Server) diff(c echo.Context) error {
 		}
 		return c.JSON(http.StatusOK, st)
 	}
+	if media != mediaNDJSON {
+		return s.diffArrow(c, ds, from, to, media, codec)
+	}
 	it, err := s.db.Diff(ctx, ds, from, to)
 	if err != nil {
 		return err
@@ -52,6 +65,53 @@ func (s *Server) diff(c echo.Context) error {
 		}
 	}
 	return s.endStream(c, bw, it.Err())
+}
+
+// diffArrow answers a diff as an Arrow stream or a Parquet file: the
+// schemas of both versions give the columns, a first pass over the
+// changes the columns whose values do not fit their Arrow type, and a
+// second the rows.
+func (s *Server) diffArrow(c echo.Context, ds string, from, to int64, media string, codec compress.Compression) error {
+	ctx := c.Request().Context()
+	it, err := s.db.Diff(ctx, ds, from, to) // pins both versions
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	var infos [2]snapshot.VersionInfo
+	for i, v := range []int64{from, to} {
+		r, err := s.db.Reader(ctx, ds, snapshot.At{Version: v})
+		if err != nil {
+			return err
+		}
+		infos[i] = r.Version()
+		r.Close()
+	}
+	t := newDiffTable(infos[0].Schema, infos[1].Schema)
+	if media == mediaParquet {
+		forParquet(t.keys)
+		forParquet(t.before)
+		forParquet(t.after)
+	}
+	if len(doubtful(t.keys)) > 0 || len(doubtful(t.before)) > 0 {
+		probe, err := s.db.Diff(ctx, ds, from, to)
+		if err != nil {
+			return err
+		}
+		err = t.probe(probe)
+		probe.Close()
+		if err != nil {
+			return err
+		}
+	}
+	c.Response().Header().Set("Snapstore-Diff-From", strconv.FormatInt(from, 10))
+	schema := t.schema(infos[1], from)
+	fill := func(a *arrowBatches) error { return t.write(it, a) }
+	if media == mediaParquet {
+		name := ds + "-diff-" + strconv.FormatInt(from, 10) + "-" + strconv.FormatInt(to, 10) + ".parquet"
+		return s.writeParquet(c, schema, codec, name, fill)
+	}
+	return s.streamArrow(c, schema, fill)
 }
 
 // diffRange resolves the from and to of q: to defaults to the current

@@ -144,6 +144,8 @@ var sentinels = []sentinel{
 	// this package's own checks (badField, badJSON)
 	{errBadRequest, http.StatusBadRequest, "bad_request", ""},
 	{errBadJSON, http.StatusBadRequest, "bad_json", "body"},
+	{errBadFormat, http.StatusBadRequest, "bad_format", "format"},
+	{errFormatNotOffered, http.StatusNotAcceptable, "format_not_offered", "format"},
 	{errHostNotLoopback, http.StatusMisdirectedRequest, "host_not_loopback", ""},
 	{errCrossOrigin, http.StatusForbidden, "cross_origin", ""},
 	{errNotClustered, http.StatusNotFound, "not_clustered", ""},

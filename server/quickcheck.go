@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,7 +30,8 @@ type quickParam struct {
 	min, max float64 // integer bounds (NaN: none)
 	minLen   int     // string length bounds in runes (maxLen -1: none)
 	maxLen   int
-	dateTime bool // string format date-time
+	dateTime bool     // string format date-time
+	enum     []string // the values a string may take (none: any)
 }
 
 type quickKind int
@@ -103,6 +105,20 @@ func compileQuickParam(p *openapi3.Parameter) (quickParam, bool) {
 		}
 		qp.array = true
 		s = s.Items.Value
+	}
+	if len(s.Enum) > 0 && s.Type.Is(openapi3.TypeString) {
+		// A string enum (format=arrow): the quick check compares the
+		// value with each; any other enum goes to kin-openapi.
+		for _, e := range s.Enum {
+			v, ok := e.(string)
+			if !ok {
+				return quickParam{}, false
+			}
+			qp.enum = append(qp.enum, v)
+		}
+		plain := *s
+		plain.Enum = nil
+		s = &plain
 	}
 	if !plainSchema(s) {
 		return quickParam{}, false
@@ -218,6 +234,9 @@ func (p *quickParam) acceptsValue(v string) bool {
 	switch p.kind {
 	case quickString:
 		if !utf8.ValidString(v) {
+			return false
+		}
+		if len(p.enum) > 0 && !slices.Contains(p.enum, v) {
 			return false
 		}
 		if p.minLen > 0 || p.maxLen >= 0 {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/labstack/echo/v4"
 	"github.com/snapstore/snapstore/internal/jsonstr"
 	"github.com/snapstore/snapstore/snapshot"
@@ -101,7 +102,7 @@ func parseColumns(c echo.Context) []string {
 
 // scanRows answers GET /v1/datasets/{dataset}/rows: rows in key order at
 // the pinned version, as JSON pages or an NDJSON or CSV stream
-// (negotiate).
+// (negotiate), an Arrow IPC stream or a Parquet file (arrow.go).
 func (s *Server) scanRows(c echo.Context) error {
 	at, err := parseAt(c)
 	if err != nil {
@@ -125,7 +126,14 @@ func (s *Server) scanRows(c echo.Context) error {
 		}
 		at = snapshot.At{Version: v}
 	}
-	media := negotiate(c.Request().Header.Get(echo.HeaderAccept))
+	media, err := answerFormat(c, mediaJSON, mediaJSON, mediaNDJSON, mediaCSV, mediaArrowStream, mediaParquet)
+	if err != nil {
+		return err
+	}
+	codec, err := parquetCompression(c)
+	if err != nil {
+		return err
+	}
 	limit, err := parseLimit(c, maxPageSize)
 	if err != nil {
 		return err
@@ -166,6 +174,8 @@ func (s *Server) scanRows(c echo.Context) error {
 		return s.streamNDJSON(c, it)
 	case mediaCSV:
 		return s.streamCSV(c, it, opts.Columns, r.Version().Schema)
+	case mediaArrowStream, mediaParquet:
+		return s.scanArrow(c, r, opts, it, media, codec)
 	}
 	b := []byte(`{"dataset":`)
 	b = jsonstr.Append(b, r.Version().Dataset)
@@ -191,6 +201,40 @@ func (s *Server) scanRows(c echo.Context) error {
 	b = jsonstr.Append(b, it.NextPageToken())
 	b = append(b, "}\n"...)
 	return c.JSONBlob(http.StatusOK, b)
+}
+
+// scanArrow answers a scan as an Arrow stream or a Parquet file: a first
+// pass over the columns whose values may not fit their Arrow type (a scan
+// of the same range at the same pinned version) fixes the schema, then
+// its rows are written.
+func (s *Server) scanArrow(c echo.Context, r *snapshot.Reader, opts snapshot.ScanOptions, it snapshot.RowIterator, media string, codec compress.Compression) error {
+	info := r.Version()
+	t := newRowsTable(info.Schema, opts.Columns)
+	if media == mediaParquet {
+		forParquet(t.cols)
+	}
+	if doubt := doubtful(t.cols); len(doubt) > 0 {
+		po := opts // the same rows, only the columns in doubt
+		po.Columns = nil
+		for _, i := range doubt {
+			po.Columns = append(po.Columns, t.cols[i].col.Name)
+		}
+		probe, err := r.Scan(c.Request().Context(), po)
+		if err != nil {
+			return err
+		}
+		err = t.probe(probe)
+		probe.Close()
+		if err != nil {
+			return err
+		}
+	}
+	schema := t.schema(info)
+	fill := func(a *arrowBatches) error { return t.write(it, a) }
+	if media == mediaParquet {
+		return s.writeParquet(c, schema, codec, info.Dataset+".parquet", fill)
+	}
+	return s.streamArrow(c, schema, fill)
 }
 
 // parseKeyPrefix converts the texts of the first len(parts) key columns of

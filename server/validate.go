@@ -158,6 +158,8 @@ func (d *apiDoc) validate(ctx context.Context, req *http.Request, op apiOp, path
 	var re *openapi3filter.RequestError
 	if errors.As(err, &re) {
 		switch {
+		case re.Parameter != nil && re.Parameter.Name == "format":
+			return withField(&refusal{kind: errBadFormat, msg: "format: " + requestErrorText(re)}, "format")
 		case re.Parameter != nil:
 			return badField(re.Parameter.Name, "%s", requestErrorText(re))
 		case re.RequestBody != nil:

@@ -14,7 +14,9 @@ import (
 // writes it (snapshot.Value.AppendJSON), so that the value, and the
 // checksum over it, are the source's: integers from numbers or, beyond
 // ±2^53, strings; floats from the shortest text that reads back to the
-// same bits (and "NaN", "+Inf", "-Inf"); base64 for bytes and geometry;
+// same bits (and "NaN", "Infinity", "-Infinity", or "+Inf" and "-Inf" of
+// earlier servers); true and false for booleans; an array's JSON text as
+// it is; base64 for bytes and geometry;
 // the text of a string for the text kinds. An embedded JSON document is
 // written as itself, which JSON cannot tell apart from some other values:
 // null is SQL NULL unless the column is NOT NULL (then the document
@@ -63,8 +65,18 @@ func parseValue(c snapshot.Column, raw json.RawMessage) (snapshot.Value, error) 
 			return bad(err)
 		}
 		v.Bytes = b
-	case snapshot.KindEmbeddedJSON:
+	case snapshot.KindEmbeddedJSON, snapshot.KindArray:
+		// An array is served as its stored JSON text, byte for byte.
 		v.Bytes = bytes.Clone(raw)
+	case snapshot.KindBool:
+		switch string(raw) {
+		case "true":
+			v.Bytes = []byte("t")
+		case "false":
+			v.Bytes = []byte("f")
+		default:
+			return bad(fmt.Errorf("want true or false"))
+		}
 	case snapshot.KindNull:
 		return bad(fmt.Errorf("a column of kind null holds only null"))
 	default: // decimal, string, date, datetime, time, json

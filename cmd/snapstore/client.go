@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/snapstore/snapstore/server"
@@ -148,6 +150,25 @@ func (c *apiClient) copyGet(ctx context.Context, w io.Writer, path string, q url
 	defer resp.Body.Close()
 	_, err = io.Copy(w, resp.Body)
 	return err
+}
+
+// getFile sends a GET and writes the answer's body to the file name: to a
+// temporary file beside it first, renamed over name once the whole body
+// arrived, so name is never a truncated answer.
+func (c *apiClient) getFile(ctx context.Context, name, path string, q url.Values, accept string) error {
+	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name()) // after the rename, a no-op
+	if err := c.copyGet(ctx, f, path, q, accept); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), name)
 }
 
 // pathOf builds an API path from literal parts and escaped names:

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -39,6 +43,28 @@ func TestCLI_AgainstServerThenLocal(t *testing.T) {
 	code, out, errs = cli(t, append([]string{"scan", "products", "--format", "csv"}, srv...)...)
 	if code != 0 || out != "id,name\n1,cup\n2,jug\n3,grinder\n" {
 		t.Fatalf("scan: exit %d, %q %s", code, out, errs)
+	}
+	// Parquet and Arrow: whole files, to --out or standard output.
+	dir := t.TempDir()
+	pq := filepath.Join(dir, "p.parquet")
+	code, out, errs = cli(t, append([]string{"scan", "products", "--format", "parquet", "--compression", "snappy", "--out", pq}, srv...)...)
+	if b, err := os.ReadFile(pq); code != 0 || err != nil || !bytes.HasPrefix(b, []byte("PAR1")) || !bytes.HasSuffix(b, []byte("PAR1")) {
+		t.Fatalf("scan --format parquet: exit %d, %v %q %s", code, err, out, errs)
+	}
+	code, out, errs = cli(t, append([]string{"scan", "products", "--format", "arrow"}, srv...)...)
+	if code != 0 || !strings.Contains(out, "ARROW:") && !strings.Contains(out, "snapstore.dataset") {
+		t.Fatalf("scan --format arrow: exit %d, %q %s", code, out, errs)
+	}
+	code, out, errs = cli(t, append([]string{"export", "products", "--version", strconv.FormatInt(rec.Version, 10), "--out", filepath.Join(dir, "export")}, srv...)...)
+	if b, err := os.ReadFile(filepath.Join(dir, "export", "products.parquet")); code != 0 || err != nil || !bytes.HasSuffix(b, []byte("PAR1")) {
+		t.Fatalf("export: exit %d, %v %q %s", code, err, out, errs)
+	}
+	code, _, errs = cli(t, append([]string{"export", "products", "--out", filepath.Join(dir, "x"), "--compression", "lzma"}, srv...)...)
+	if code != 1 || !strings.Contains(errs, "compression") {
+		t.Fatalf("export with a bad compression: exit %d, %s", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x", "products.parquet")); err == nil {
+		t.Fatalf("a refused export left a file")
 	}
 	code, out, errs = cli(t, "versions", "products", "--server", url, "--token", "op-token")
 	if code != 0 || !strings.Contains(out, fmt.Sprintf("%d ", rec.Version)) || !strings.Contains(out, "*") {

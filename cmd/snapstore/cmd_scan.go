@@ -15,15 +15,16 @@ func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 const scanHelp = `Rows of a dataset in key order, at one version (the current one unless
---version, --as-of or --tag): NDJSON (one JSON object a row), or CSV with a
-header line (NULL an empty field, bytes base64), streamed as
-GET /v1/datasets/{dataset}/rows answers with Accept: application/x-ndjson or
-text/csv. --start, --end and --prefix are key prefixes: repeat them once per
-key column, in key order.`
+--version, --as-of or --tag): NDJSON (one JSON object a row), CSV with a
+header line (NULL an empty field, bytes base64), an Apache Arrow IPC stream
+(--format arrow) or a Parquet file (--format parquet, --compression zstd or
+snappy), as GET /v1/datasets/{dataset}/rows answers with that format. The
+bytes go to standard output, or to --out FILE. --start, --end and --prefix
+are key prefixes: repeat them once per key column, in key order.`
 
 // cmdScan is `snapstore scan DATASET`.
 func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newCmdLine("scan", "DATASET [--format ndjson|csv] [--start K]... [--end K]... [--prefix K]... [--limit N]", scanHelp, flagsClient, stdout)
+	c := newCmdLine("scan", "DATASET [--format ndjson|csv|arrow|parquet] [--out FILE] [--start K]... [--end K]... [--prefix K]... [--limit N]", scanHelp, flagsClient, stdout)
 	var at atFlags
 	at.register(c)
 	var start, end, prefix listFlag
@@ -32,15 +33,17 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	c.fs.Var(&prefix, "prefix", "key `prefix` (repeat once per key column)")
 	columns := c.fs.String("columns", "", "comma-separated `columns` to return (default all)")
 	limit := c.fs.Int("limit", 0, "most `rows` (0: all)")
-	c.rawOutput("NDJSON, or CSV with --format csv")
-	format := c.fs.String("format", "ndjson", "`format`, ndjson (one JSON object a line) or csv")
+	c.rawOutput("NDJSON, or CSV, Arrow or Parquet with --format")
+	format := c.fs.String("format", "ndjson", "`format`: ndjson (one JSON object a line), csv, arrow (an Arrow IPC stream) or parquet")
+	compression := c.fs.String("compression", "", "Parquet `compression`: zstd (the server's default) or snappy")
+	out := c.fs.String("out", "", "write to this `file` instead of standard output (written whole or not at all)")
 	pos, err := c.parseN(args, 1, 1)
 	if err != nil {
 		return err
 	}
-	accept := map[string]string{"ndjson": "application/x-ndjson", "csv": "text/csv"}[*format]
+	accept := scanMedia[*format]
 	if accept == "" {
-		return usageError("--format: want ndjson or csv, got %q", *format)
+		return usageError("--format: want ndjson, csv, arrow or parquet, got %q", *format)
 	}
 	return withTarget(ctx, c.cf, stderr, func(t *target) error {
 		q := url.Values{}
@@ -56,6 +59,21 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if *limit > 0 {
 			q.Set("limit", strconv.Itoa(*limit))
 		}
-		return t.api.copyGet(ctx, stdout, pathOf("/v1/datasets/", pos[0], "/rows"), q, accept)
+		if *compression != "" {
+			q.Set("compression", *compression)
+		}
+		path := pathOf("/v1/datasets/", pos[0], "/rows")
+		if *out != "" {
+			return t.api.getFile(ctx, *out, path, q, accept)
+		}
+		return t.api.copyGet(ctx, stdout, path, q, accept)
 	})
+}
+
+// scanMedia maps --format to the media type asked for.
+var scanMedia = map[string]string{
+	"ndjson":  "application/x-ndjson",
+	"csv":     "text/csv",
+	"arrow":   "application/vnd.apache.arrow.stream",
+	"parquet": "application/vnd.apache.parquet",
 }

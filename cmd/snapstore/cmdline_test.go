@@ -104,7 +104,7 @@ func TestHelp_OnStdout(t *testing.T) {
 	}
 	// Defaults as typed (a number unquoted); get and scan do not offer a
 	// table they never print; scan names its formats.
-	for args, want := range map[string]string{"versions --help": "(default 100)\n", "get --help": "always prints the API's JSON", "scan --help": "ndjson (one JSON object a line) or csv"} {
+	for args, want := range map[string]string{"versions --help": "(default 100)\n", "get --help": "always prints the API's JSON", "scan --help": "ndjson (one JSON object a line), csv, arrow (an Arrow IPC stream) or parquet"} {
 		_, out, _ := cli(t, strings.Fields(args)...)
 		if !strings.Contains(out, want) || args != "versions --help" && strings.Contains(out, `(default "table")`) {
 			t.Errorf("%s lacks %q (or offers a table):\n%s", args, want, out)

@@ -100,7 +100,8 @@ const (
 var commands = []commandInfo{
 	{"serve", cmdServe, "", "run the HTTP API, the scheduler and the web console (/ui/)", groupServer},
 	{"get", cmdGet, "DATASET KEY...", "one row; a composite key is one argument per key column", groupData},
-	{"scan", cmdScan, "DATASET", "rows in key order (--format ndjson|csv)", groupData},
+	{"scan", cmdScan, "DATASET", "rows in key order (--format ndjson|csv|arrow|parquet)", groupData},
+	{"export", cmdExport, "DATASET", "a version as Parquet files in a directory (--out DIR)", groupData},
 	{"versions", cmdVersions, "DATASET", "kept versions, newest first", groupData},
 	{"diff", cmdDiff, "DATASET", "what changed between two versions, row by row (--from, --to)", groupData},
 	{"datasets", cmdDatasets, "list|show|drop", "the datasets; one dataset; drop one (asks first)", groupData},

@@ -35,6 +35,9 @@ type report struct {
 	// over plain HTTP measured beside them (httpsPointReads); 0: not
 	// measured (-https=false).
 	httpsPointRPS, httpPointRPS2 float64
+	// formats holds the rows/s of a whole scan decoded by the client, by
+	// format (formats.go).
+	formats map[string]float64
 
 	goBench map[string]goBenchResult
 
@@ -147,6 +150,17 @@ func (r *report) goals() []goal {
 	rowsPerSec := r.scanRPS * 1000
 	g = append(g, goal{what: "HTTP NDJSON scan, 1,000-row pages", measured: fmt.Sprintf("%.0f rows/s (%.0f req/s)", rowsPerSec, r.scanRPS),
 		target: ">= 1M rows/s", met: yes(rowsPerSec >= 1e6)})
+	if nd := r.formats["ndjson"]; nd > 0 {
+		for _, f := range []struct {
+			name, what string
+			x          float64
+		}{{"arrow", "HTTP whole scan as an Arrow stream, decoded", 2.5}, {"parquet", "HTTP whole scan as Parquet, decoded", 1.2}} {
+			got := r.formats[f.name]
+			g = append(g, goal{what: f.what, measured: fmt.Sprintf("%.0f rows/s", got),
+				baseline: fmt.Sprintf("NDJSON decoded %.0f rows/s", nd), ratio: ratio(got, nd),
+				target: fmt.Sprintf(">= %.1fx NDJSON", f.x), met: yes(got >= f.x*nd)})
+		}
+	}
 	if r.hbaseFirst > 0 {
 		runRow(fmt.Sprintf("first run on HBase, %d rows", r.hbaseRows), r.hbaseFirst, 3, "")
 	} else {

@@ -465,6 +465,8 @@ request = function() return wrk.format("GET", "/v1/datasets/t/rows/" .. math.ran
 	rep.scanRPS = wrk(s.url, fmt.Sprintf(`math.randomseed(2)
 wrk.headers["Accept"] = "application/x-ndjson"
 request = function() return wrk.format("GET", "/v1/datasets/t/rows?limit=1000&start=" .. math.random(1, %d)) end`, *rows-1000))
+	s = s.phase("http-formats")
+	rep.formats = formatScans(s.url, *rows)
 	s.stop()
 	if *httpsRun {
 		rep.httpPointRPS2, rep.httpsPointRPS = httpsPointReads(e, s.data, filepath.Join(tmp, "pki"), pointScript)

@@ -1,0 +1,222 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/labstack/echo/v4"
+	"github.com/snapstore/snapstore/snapshot"
+)
+
+// Rows and diffs as Apache Arrow record batches (arrow-go): an IPC stream
+// written batch by batch as the rows are read, or a Parquet file
+// (parquet.go). The schema is built from the version's schema
+// (arrowtypes.go) before the first byte, after a first pass over the
+// columns whose values may not fit their Arrow type.
+
+// arrowBatchRows is the most rows of one record batch: a stream holds at
+// most one batch in memory.
+const arrowBatchRows = 16384
+
+// arrowBatches fills record batches of a fixed schema a row at a time and
+// hands each full batch to emit.
+type arrowBatches struct {
+	rb   *array.RecordBuilder
+	rows int
+	emit func(arrow.RecordBatch) error
+}
+
+func newArrowBatches(schema *arrow.Schema, emit func(arrow.RecordBatch) error) *arrowBatches {
+	return &arrowBatches{rb: array.NewRecordBuilder(memory.DefaultAllocator, schema), emit: emit}
+}
+
+// endRow counts a row whose fields were appended and emits the batch once
+// it holds arrowBatchRows.
+func (a *arrowBatches) endRow() error {
+	a.rows++
+	if a.rows >= arrowBatchRows {
+		return a.flush()
+	}
+	return nil
+}
+
+// flush emits the rows appended since the last batch, if any.
+func (a *arrowBatches) flush() error {
+	if a.rows == 0 {
+		return nil
+	}
+	rec := a.rb.NewRecordBatch()
+	defer rec.Release()
+	a.rows = 0
+	return a.emit(rec)
+}
+
+func (a *arrowBatches) release() { a.rb.Release() }
+
+// arrowSchemaMeta is the metadata of an answer's schema: the dataset, the
+// version read (for a diff, the to version, and from), the key columns as
+// a JSON array.
+func arrowSchemaMeta(info snapshot.VersionInfo, from int64) arrow.Metadata {
+	key, _ := json.Marshal(info.Schema.Key)
+	keys := []string{arrowMetaDataset, arrowMetaVersion, arrowMetaKey}
+	vals := []string{info.Dataset, strconv.FormatInt(info.Version, 10), string(key)}
+	if from != 0 {
+		keys = append(keys, arrowMetaFrom)
+		vals = append(vals, strconv.FormatInt(from, 10))
+	}
+	return arrow.NewMetadata(keys, vals)
+}
+
+// rowsTable is the Arrow form of a scan: one field per selected column.
+type rowsTable struct {
+	cols []arrowColumn
+	// byName maps the column names of the rows last seen to cols (rows
+	// of one read share their Columns slice).
+	seen  []string
+	index []int
+}
+
+// newRowsTable maps the columns sel selects of schema (every column when
+// sel is empty).
+func newRowsTable(schema snapshot.Schema, sel []string) *rowsTable {
+	t := &rowsTable{}
+	for _, name := range selectedColumns(sel, schema) {
+		for _, col := range schema.Columns {
+			if col.Name == name {
+				t.cols = append(t.cols, newArrowColumn(name, col))
+			}
+		}
+	}
+	return t
+}
+
+// positions returns, for each of t's columns, its index in names or -1.
+func (t *rowsTable) positions(names []string) []int {
+	if len(names) > 0 && len(t.seen) == len(names) && &t.seen[0] == &names[0] {
+		return t.index
+	}
+	t.seen, t.index = names, columnPositions(t.cols, names)
+	return t.index
+}
+
+func columnPositions(cols []arrowColumn, names []string) []int {
+	pos := make([]int, len(cols))
+	for i, ac := range cols {
+		pos[i] = -1
+		for j, n := range names {
+			if n == ac.col.Name {
+				pos[i] = j
+				break
+			}
+		}
+	}
+	return pos
+}
+
+func (t *rowsTable) schema(info snapshot.VersionInfo) *arrow.Schema {
+	fields := make([]arrow.Field, len(t.cols))
+	for i, ac := range t.cols {
+		fields[i] = ac.field()
+	}
+	md := arrowSchemaMeta(info, 0)
+	return arrow.NewSchema(fields, &md)
+}
+
+// probe reads the rows of it and turns to text each column that has a
+// value its Arrow type cannot hold; it stops early once no column is left
+// in doubt.
+func (t *rowsTable) probe(it snapshot.RowIterator) error {
+	doubt := doubtful(t.cols)
+	if len(doubt) == 0 {
+		return nil
+	}
+	for len(doubt) > 0 && it.Next() {
+		row := it.Row()
+		pos := t.positions(row.Columns)
+		doubt = checkFits(t.cols, doubt, pos, row.Values)
+	}
+	return it.Err()
+}
+
+// doubtful lists the columns of cols whose values may not fit.
+func doubtful(cols []arrowColumn) []int {
+	var d []int
+	for i, ac := range cols {
+		if ac.mayNotFit() {
+			d = append(d, i)
+		}
+	}
+	return d
+}
+
+// checkFits turns to text each column of doubt whose value in vals (at
+// pos) does not fit, and returns the columns still in doubt.
+func checkFits(cols []arrowColumn, doubt, pos []int, vals []snapshot.Value) []int {
+	out := doubt[:0]
+	for _, i := range doubt {
+		if p := pos[i]; p >= 0 && !cols[i].fits(vals[p]) {
+			cols[i].enc = arrowText
+			continue
+		}
+		out = append(out, i)
+	}
+	return out
+}
+
+// write appends every row of it to a.
+func (t *rowsTable) write(it snapshot.RowIterator, a *arrowBatches) error {
+	for it.Next() {
+		row := it.Row()
+		pos := t.positions(row.Columns)
+		for i, ac := range t.cols {
+			var v snapshot.Value
+			if p := pos[i]; p >= 0 {
+				v = row.Values[p]
+			}
+			ac.appendArrow(a.rb.Field(i), v)
+		}
+		if err := a.endRow(); err != nil {
+			return err
+		}
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	return a.flush()
+}
+
+// streamArrow writes an Arrow IPC stream of schema, whose batches fill
+// writes, to the client: the schema message at once, each batch as it is
+// full, the end-of-stream marker at the end. An error after the first
+// byte cuts the stream (no end-of-stream marker: readers see it
+// truncated).
+func (s *Server) streamArrow(c echo.Context, schema *arrow.Schema, fill func(*arrowBatches) error) error {
+	bw := startStream(c, mediaArrowStream)
+	w := ipc.NewWriter(bw, ipc.WithSchema(schema), ipc.WithAllocator(memory.DefaultAllocator))
+	a := newArrowBatches(schema, func(rec arrow.RecordBatch) error {
+		if err := w.Write(rec); err != nil {
+			return errClientGone
+		}
+		if err := bw.Flush(); err != nil {
+			return errClientGone
+		}
+		return nil
+	})
+	defer a.release()
+	err := fill(a)
+	if err == nil {
+		err = w.Close()
+	}
+	if err == errClientGone || c.Request().Context().Err() != nil {
+		return nil
+	}
+	return s.endStream(c, bw, err)
+}
+
+// errClientGone stops a stream whose client no longer reads.
+var errClientGone = context.Canceled

@@ -1,0 +1,485 @@
+package server
+
+import (
+	"bytes"
+	"math/big"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/decimal256"
+	"github.com/apache/arrow-go/v18/arrow/extensions"
+	"github.com/snapstore/snapstore/snapshot"
+)
+
+// The Arrow type of each snapshot kind, as docs/types.md tabulates it. A
+// column's Arrow type comes from its kind and source type; a column with a
+// value its type cannot hold (a zero date, a NaN numeric, a decimal past
+// its declared scale) is served as text instead (arrowText), which the
+// answer learns by a first pass over such columns (probeArrowColumns).
+
+// arrowEnc is how one column's values become Arrow values.
+type arrowEnc uint8
+
+const (
+	// arrowText is utf8: ValueText of each value (the fallback of every kind).
+	arrowText arrowEnc = iota
+	arrowNull
+	arrowInt64
+	arrowUint64
+	arrowFloat64
+	arrowDecimal128
+	arrowDecimal256
+	arrowDate32
+	arrowTimestamp
+	arrowDuration
+	// arrowTime64 is time64[us], a time of day: TIME in Parquet, which has
+	// no duration type (forParquet).
+	arrowTime64
+	arrowBinary
+	arrowJSON
+	arrowDictionary
+	// arrowBoolean is bool: KindBool's "t" and "f".
+	arrowBoolean
+)
+
+// arrowColumn is one column of an answer: its name, its snapshot column
+// and how its values are written.
+type arrowColumn struct {
+	name string
+	col  snapshot.Column
+	enc  arrowEnc
+	// prec and scale of a decimal column.
+	prec, scale int32
+	// tz of a timestamp column: "UTC" for instants (MySQL TIMESTAMP,
+	// PostgreSQL timestamptz), "" for wall times.
+	tz string
+}
+
+// Metadata keys of Arrow schemas and fields.
+const (
+	arrowMetaDataset    = "snapstore.dataset"
+	arrowMetaVersion    = "snapstore.version"
+	arrowMetaKey        = "snapstore.key"
+	arrowMetaFrom       = "snapstore.from"
+	arrowMetaSourceType = "snapstore.source_type"
+	arrowMetaKind       = "snapstore.kind"
+)
+
+// decimalType matches a declared precision and scale: decimal(5,2),
+// numeric(10), DECIMAL(65,30) unsigned.
+var decimalType = regexp.MustCompile(`(?i)^\s*(?:decimal|numeric|dec|fixed)\s*\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\)`)
+
+// newArrowColumn picks the Arrow encoding of col, served as name.
+func newArrowColumn(name string, col snapshot.Column) arrowColumn {
+	ac := arrowColumn{name: name, col: col}
+	st := strings.ToLower(strings.TrimSpace(col.SourceType))
+	switch col.Kind {
+	case snapshot.KindNull:
+		ac.enc = arrowNull
+	case snapshot.KindInt:
+		ac.enc = arrowInt64
+	case snapshot.KindUint:
+		ac.enc = arrowUint64
+	case snapshot.KindFloat:
+		ac.enc = arrowFloat64
+	case snapshot.KindDecimal:
+		m := decimalType.FindStringSubmatch(st)
+		if m == nil {
+			break // no declared precision (PostgreSQL numeric, money, SQLite NUMERIC): text
+		}
+		p, _ := strconv.Atoi(m[1])
+		s := 0
+		if m[2] != "" {
+			s, _ = strconv.Atoi(m[2])
+		}
+		if p < 1 || p > 76 || s > p {
+			break
+		}
+		ac.prec, ac.scale = int32(p), int32(s)
+		ac.enc = arrowDecimal128
+		if p > 38 {
+			ac.enc = arrowDecimal256
+		}
+	case snapshot.KindString:
+		if strings.HasPrefix(st, "enum(") || strings.HasPrefix(st, "set(") {
+			ac.enc = arrowDictionary
+		}
+	case snapshot.KindBytes, snapshot.KindGeometry:
+		ac.enc = arrowBinary
+	case snapshot.KindDate:
+		ac.enc = arrowDate32
+	case snapshot.KindDateTime:
+		ac.enc = arrowTimestamp
+		if strings.Contains(st, "with time zone") ||
+			strings.HasPrefix(st, "timestamp") && !strings.Contains(st, "without time zone") {
+			ac.tz = "UTC"
+		}
+	case snapshot.KindTime:
+		ac.enc = arrowDuration
+	case snapshot.KindJSON, snapshot.KindEmbeddedJSON, snapshot.KindArray:
+		ac.enc = arrowJSON
+	case snapshot.KindBool:
+		ac.enc = arrowBoolean
+	}
+	return ac
+}
+
+// forParquet turns the durations of cols into times of day (Parquet has
+// no duration type; a TIME beyond 00:00..24:00 is then text) and JSON into
+// plain utf8 (arrow-go's Parquet reader does not read the JSON extension
+// back over utf8; the field's snapstore.kind metadata still says json).
+func forParquet(cols []arrowColumn) {
+	for i := range cols {
+		switch cols[i].enc {
+		case arrowDuration:
+			cols[i].enc = arrowTime64
+		case arrowJSON:
+			cols[i].enc = arrowText
+		}
+	}
+}
+
+// mayNotFit reports whether a value of ac's column can be one its Arrow
+// type cannot hold, so the answer probes the column first.
+func (ac arrowColumn) mayNotFit() bool {
+	switch ac.enc {
+	case arrowDecimal128, arrowDecimal256, arrowDate32, arrowTimestamp, arrowDuration, arrowTime64:
+		return true
+	}
+	return false
+}
+
+// arrowJSONType is the Arrow JSON extension type over utf8.
+var arrowJSONType = func() arrow.DataType {
+	t, err := extensions.NewJSONType(arrow.BinaryTypes.String)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}()
+
+// dataType returns ac's Arrow type.
+func (ac arrowColumn) dataType() arrow.DataType {
+	switch ac.enc {
+	case arrowNull:
+		return arrow.Null
+	case arrowInt64:
+		return arrow.PrimitiveTypes.Int64
+	case arrowUint64:
+		return arrow.PrimitiveTypes.Uint64
+	case arrowFloat64:
+		return arrow.PrimitiveTypes.Float64
+	case arrowDecimal128:
+		return &arrow.Decimal128Type{Precision: ac.prec, Scale: ac.scale}
+	case arrowDecimal256:
+		return &arrow.Decimal256Type{Precision: ac.prec, Scale: ac.scale}
+	case arrowDate32:
+		return arrow.FixedWidthTypes.Date32
+	case arrowTimestamp:
+		return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: ac.tz}
+	case arrowDuration:
+		return arrow.FixedWidthTypes.Duration_us
+	case arrowTime64:
+		return arrow.FixedWidthTypes.Time64us
+	case arrowBinary:
+		return arrow.BinaryTypes.Binary
+	case arrowJSON:
+		return arrowJSONType
+	case arrowDictionary:
+		return &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
+	case arrowBoolean:
+		return arrow.FixedWidthTypes.Boolean
+	}
+	return arrow.BinaryTypes.String
+}
+
+// field returns ac's Arrow field: nullable, with the column's source type
+// and kind in its metadata.
+func (ac arrowColumn) field() arrow.Field {
+	return arrow.Field{
+		Name:     ac.name,
+		Type:     ac.dataType(),
+		Nullable: true,
+		Metadata: arrow.NewMetadata(
+			[]string{arrowMetaSourceType, arrowMetaKind},
+			[]string{ac.col.SourceType, ac.col.Kind.String()}),
+	}
+}
+
+// fits reports whether v can be written in ac's Arrow type.
+func (ac arrowColumn) fits(v snapshot.Value) bool {
+	if v.Kind == snapshot.KindNull || ac.enc == arrowText {
+		return true
+	}
+	if v.Kind != ac.col.Kind {
+		return false
+	}
+	switch ac.enc {
+	case arrowDecimal128, arrowDecimal256:
+		_, ok := decimalDigits(v.Bytes, ac.prec, ac.scale)
+		return ok
+	case arrowDate32:
+		_, ok := parseDate32(v.Bytes)
+		return ok
+	case arrowTimestamp:
+		_, ok := parseTimestamp(v.Bytes)
+		return ok
+	case arrowDuration:
+		_, ok := parseDuration(v.Bytes)
+		return ok
+	case arrowTime64:
+		d, ok := parseDuration(v.Bytes)
+		return ok && d >= 0 && d < 24*3600*1_000_000
+	}
+	return true
+}
+
+// appendArrow appends v to b, the builder of ac's type; v fits (ac.fits).
+func (ac arrowColumn) appendArrow(b array.Builder, v snapshot.Value) {
+	if v.Kind == snapshot.KindNull {
+		b.AppendNull()
+		return
+	}
+	switch ac.enc {
+	case arrowNull:
+		b.AppendNull()
+	case arrowInt64:
+		b.(*array.Int64Builder).Append(v.Int)
+	case arrowUint64:
+		b.(*array.Uint64Builder).Append(v.Uint)
+	case arrowFloat64:
+		b.(*array.Float64Builder).Append(v.Float)
+	case arrowDecimal128:
+		d, _ := decimalDigits(v.Bytes, ac.prec, ac.scale)
+		if d.IsInt64() {
+			b.(*array.Decimal128Builder).Append(decimal128.FromI64(d.Int64()))
+		} else {
+			b.(*array.Decimal128Builder).Append(decimal128.FromBigInt(d))
+		}
+	case arrowDecimal256:
+		d, _ := decimalDigits(v.Bytes, ac.prec, ac.scale)
+		b.(*array.Decimal256Builder).Append(decimal256.FromBigInt(d))
+	case arrowDate32:
+		d, _ := parseDate32(v.Bytes)
+		b.(*array.Date32Builder).Append(d)
+	case arrowTimestamp:
+		t, _ := parseTimestamp(v.Bytes)
+		b.(*array.TimestampBuilder).Append(t)
+	case arrowDuration:
+		d, _ := parseDuration(v.Bytes)
+		b.(*array.DurationBuilder).Append(d)
+	case arrowTime64:
+		d, _ := parseDuration(v.Bytes)
+		b.(*array.Time64Builder).Append(arrow.Time64(d))
+	case arrowBinary:
+		b.(*array.BinaryBuilder).Append(v.Bytes)
+	case arrowJSON:
+		b.(*array.ExtensionBuilder).StorageBuilder().(*array.StringBuilder).BinaryBuilder.Append(v.Bytes)
+	case arrowDictionary:
+		_ = b.(*array.BinaryDictionaryBuilder).Append(v.Bytes)
+	case arrowBoolean:
+		b.(*array.BooleanBuilder).Append(len(v.Bytes) > 0 && v.Bytes[0] == 't')
+	default:
+		b.(*array.StringBuilder).Append(ValueText(v))
+	}
+}
+
+// decimalDigits reads the decimal text s ("-12.50") as an unscaled integer
+// at scale, false when it is not a plain decimal (NaN, Infinity, an
+// exponent) or has more integer digits than prec-scale or more fraction
+// digits than scale.
+func decimalDigits(s []byte, prec, scale int32) (*big.Int, bool) {
+	neg := false
+	if len(s) > 0 && (s[0] == '-' || s[0] == '+') {
+		neg = s[0] == '-'
+		s = s[1:]
+	}
+	intPart, frac := s, []byte(nil)
+	if i := strings.IndexByte(string(s), '.'); i >= 0 {
+		intPart, frac = s[:i], s[i+1:]
+	}
+	if len(intPart) == 0 && len(frac) == 0 {
+		return nil, false
+	}
+	for len(intPart) > 0 && intPart[0] == '0' {
+		intPart = intPart[1:]
+	}
+	if int32(len(intPart)) > prec-scale || int32(len(frac)) > scale {
+		return nil, false
+	}
+	digits := make([]byte, 0, len(intPart)+int(scale)+1)
+	if neg {
+		digits = append(digits, '-')
+	}
+	digits = append(digits, intPart...)
+	digits = append(digits, frac...)
+	for i := int32(len(frac)); i < scale; i++ {
+		digits = append(digits, '0')
+	}
+	if len(digits) == 0 || len(digits) == 1 && neg {
+		digits = append(digits, '0')
+	}
+	for _, c := range digits[boolInt(neg):] {
+		if c < '0' || c > '9' {
+			return nil, false
+		}
+	}
+	n, ok := new(big.Int).SetString(string(digits), 10)
+	return n, ok
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// parseDate32 reads "YYYY-MM-DD" as days since 1970-01-01; false for a
+// zero date, infinity or a BC date.
+func parseDate32(s []byte) (arrow.Date32, bool) {
+	if len(s) != 10 {
+		return 0, false
+	}
+	days, ok := parseCivilDate(s)
+	return arrow.Date32(days), ok
+}
+
+// parseCivilDate reads the "YYYY-MM-DD" at the start of s as days since
+// 1970-01-01 of the proleptic Gregorian calendar, years 0001 to 9999.
+func parseCivilDate(s []byte) (int64, bool) {
+	if len(s) < 10 || s[4] != '-' || s[7] != '-' {
+		return 0, false
+	}
+	y, ok1 := digits(s[0:4])
+	m, ok2 := digits(s[5:7])
+	d, ok3 := digits(s[8:10])
+	if !ok1 || !ok2 || !ok3 || y < 1 || m < 1 || m > 12 || d < 1 || d > daysIn(m, y) {
+		return 0, false
+	}
+	return daysFromCivil(int64(y), int64(m), int64(d)), true
+}
+
+// daysFromCivil is Howard Hinnant's days_from_civil: days since
+// 1970-01-01 of a proleptic Gregorian date.
+func daysFromCivil(y, m, d int64) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 && y%400 != 0 {
+		era--
+	}
+	yoe := y - era*400
+	mp := (m + 9) % 12
+	doy := (153*mp+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return era*146097 + doe - 719468
+}
+
+func daysIn(m, y int) int {
+	switch m {
+	case 2:
+		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
+}
+
+// digits reads s, ASCII digits only, as a number.
+func digits(s []byte) (int, bool) {
+	n := 0
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, len(s) > 0
+}
+
+// parseTimestamp reads "YYYY-MM-DD hh:mm:ss[.f]" (up to microseconds) as
+// microseconds since the epoch; false for zero dates, infinity, BC dates
+// and finer fractions.
+func parseTimestamp(s []byte) (arrow.Timestamp, bool) {
+	// A PostgreSQL timestamptz is stored in UTC with its offset, "+00".
+	s = bytes.TrimSuffix(s, []byte("+00"))
+	if len(s) < 19 || len(s) > 26 || s[10] != ' ' || s[13] != ':' || s[16] != ':' {
+		return 0, false
+	}
+	days, ok := parseCivilDate(s)
+	if !ok {
+		return 0, false
+	}
+	h, ok1 := digits(s[11:13])
+	m, ok2 := digits(s[14:16])
+	sec, ok3 := digits(s[17:19])
+	if !ok1 || !ok2 || !ok3 || h > 23 || m > 59 || sec > 59 {
+		return 0, false
+	}
+	us := 0
+	if len(s) > 19 {
+		if s[19] != '.' || len(s) == 20 {
+			return 0, false
+		}
+		f, ok := digits(s[20:])
+		if !ok {
+			return 0, false
+		}
+		for i := len(s) - 20; i < 6; i++ {
+			f *= 10
+		}
+		us = f
+	}
+	return arrow.Timestamp(((days*24+int64(h))*60+int64(m))*60_000_000 + int64(sec)*1_000_000 + int64(us)), true
+}
+
+// parseDuration reads a time of day or MySQL TIME, "[-]h+:mm:ss[.f]" (up
+// to microseconds), as microseconds.
+func parseDuration(s []byte) (arrow.Duration, bool) {
+	neg := len(s) > 0 && s[0] == '-'
+	if neg {
+		s = s[1:]
+	}
+	parts := strings.Split(string(s), ":")
+	if len(parts) != 3 || len(parts[1]) != 2 || len(parts[2]) < 2 {
+		return 0, false
+	}
+	h, err := strconv.ParseInt(parts[0], 10, 32)
+	if err != nil || h < 0 {
+		return 0, false
+	}
+	m, err := strconv.Atoi(parts[1])
+	if err != nil || m < 0 || m > 59 {
+		return 0, false
+	}
+	sec, frac, _ := strings.Cut(parts[2], ".")
+	if len(sec) != 2 || len(frac) > 6 {
+		return 0, false
+	}
+	sc, err := strconv.Atoi(sec)
+	if err != nil || sc < 0 || sc > 59 {
+		return 0, false
+	}
+	us := int64(0)
+	if frac != "" {
+		f, err := strconv.Atoi(frac + strings.Repeat("0", 6-len(frac)))
+		if err != nil || f < 0 {
+			return 0, false
+		}
+		us = int64(f)
+	}
+	d := ((h*60+int64(m))*60+int64(sc))*1_000_000 + us
+	if neg {
+		d = -d
+	}
+	return arrow.Duration(d), true
+}

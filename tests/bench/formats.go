@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// formatScans reads the whole bench table once per format over loopback
+// HTTP, by a client that decodes what it receives (NDJSON lines
+// unmarshalled, the Arrow stream by arrow-go's IPC reader, the Parquet file
+// by its Parquet reader), and returns the rows/s of each.
+func formatScans(base string, rows int) map[string]float64 {
+	out := map[string]float64{}
+	for _, format := range []string{"ndjson", "arrow", "parquet"} {
+		start := time.Now()
+		resp, err := http.Get(base + "/v1/datasets/t/rows?format=" + format)
+		if err != nil {
+			log.Fatalf("bench: %s scan: %v", format, err)
+		}
+		n, err := decodeRows(format, resp.Body)
+		resp.Body.Close()
+		if err != nil || n != rows {
+			log.Fatalf("bench: %s scan: %d rows of %d, %v", format, n, rows, err)
+		}
+		out[format] = float64(n) / time.Since(start).Seconds()
+		log.Printf("bench: whole scan as %s: %.0f rows/s", format, out[format])
+	}
+	return out
+}
+
+// decodeRows decodes a scan's body of format and counts its rows.
+func decodeRows(format string, body io.Reader) (int, error) {
+	n := 0
+	switch format {
+	case "ndjson":
+		sc := bufio.NewScanner(body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var row map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
+				return n, err
+			}
+			n++
+		}
+		return n, sc.Err()
+	case "arrow":
+		rd, err := ipc.NewReader(body)
+		if err != nil {
+			return 0, err
+		}
+		defer rd.Release()
+		for rd.Next() {
+			n += int(rd.RecordBatch().NumRows())
+		}
+		return n, rd.Err()
+	case "parquet":
+		b, err := io.ReadAll(body)
+		if err != nil {
+			return 0, err
+		}
+		pf, err := file.NewParquetReader(bytes.NewReader(b))
+		if err != nil {
+			return 0, err
+		}
+		fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 16384}, memory.DefaultAllocator)
+		if err != nil {
+			return 0, err
+		}
+		tbl, err := fr.ReadTable(context.Background())
+		if err != nil {
+			return 0, err
+		}
+		defer tbl.Release()
+		return int(tbl.NumRows()), nil
+	}
+	return 0, fmt.Errorf("unknown format %q", format)
+}
