@@ -146,7 +146,7 @@ func TestArrowClientsPostgres(t *testing.T) {
 	v2 := p.mustRun(t, "types").Version
 	// d holds a BC date and n NaN at v1: text there.
 	readWithDataTools(t, p, py, "types", "id", v1, v2, map[string]string{
-		"id": "int64", "b": "int64", "nn": "string", "big": "decimal256(50, 10)", "r": "double",
+		"id": "int64", "b": "bool", "nn": "string", "big": "decimal256(50, 10)", "r": "double",
 		"m": "string", "by": "binary", "di": "string", "ts": "timestamp[us]", "tz": "timestamp[us, tz=UTC]",
 		"ti": "duration[us]", "iv": "string", "j": "extension<arrow.json>", "a": "extension<arrow.json>",
 	})

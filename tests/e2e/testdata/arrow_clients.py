@@ -60,7 +60,8 @@ def same(a, j):
         # the same number: SQLite keeps no scale ("12.5" in DECIMAL(10,2))
         return a == decimal.Decimal(j)
     if isinstance(a, datetime.datetime):
-        return a.replace(tzinfo=None) == datetime.datetime.fromisoformat(j)
+        # a PostgreSQL timestamptz is served in UTC with "+00"
+        return a.replace(tzinfo=None) == datetime.datetime.fromisoformat(j.removesuffix("+00"))
     if isinstance(a, datetime.date):
         return a.isoformat() == j
     if isinstance(a, datetime.time):
@@ -70,6 +71,9 @@ def same(a, j):
     if isinstance(a, (bytes, bytearray)):
         return bytes(a) == base64.b64decode(j)
     if isinstance(a, str):
+        if isinstance(j, (list, dict)):
+            # a PostgreSQL array: JSON text in Arrow, the array itself in JSON
+            return json.loads(a) == j
         return a == j
     return False
 
