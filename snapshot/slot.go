@@ -279,7 +279,7 @@ func (db *DB) keepDataset(ds *dataset) {
 		db.logger.Warn("learning the outcome of a write", "dataset", ds.name, "err", err)
 	}
 	now := db.opts.now()
-	if s.epoch != 0 && !s.lost && now.After(s.expires.Add(-2*db.opts.SlotLease/3)) {
+	if s.epoch != 0 && !s.lost && now.After(s.expires.Add(db.opts.SlotRenew-db.opts.SlotLease)) {
 		if err := db.renewSlot(ctx, ds, s.epoch); err != nil {
 			db.logger.Warn("renewing a writer slot", "dataset", ds.name, "err", err)
 		}
