@@ -52,6 +52,9 @@ func (p *Placement) member() bool {
 		return true
 	}
 	ok := p.k.inCluster()
+	if !p.k.wasRead() {
+		return false // not known yet: nothing to log
+	}
 	v := int32(fenceOut)
 	if ok {
 		v = fenceIn
@@ -97,6 +100,13 @@ func (k *nodeKeeper) inCluster() bool {
 		k.mu.Unlock()
 	}
 	return ok
+}
+
+// wasRead reports whether the node list was read in full once.
+func (k *nodeKeeper) wasRead() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.readOnce
 }
 
 // othersLive counts the other nodes the node list last read records
