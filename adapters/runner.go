@@ -69,6 +69,29 @@ func (s *Service) inProgressLocked(name string) (RunRecord, error) {
 	return r, fmt.Errorf("%w: run %s of adapter %q started at %s", ErrRunInProgress, r.ID, name, r.Start.Format(time.RFC3339))
 }
 
+// refuseBusy returns ErrRunInProgress when a run of adapter name would
+// find its dataset busy: a run of it here (with that run's record), or
+// the dataset's writer slot held by another process (snapshot.WriterBusy).
+// A refusal is an answer to the caller, not a run: it leaves no run
+// record. The run's own take of the slot still decides; this spares the
+// record of a run that could not start.
+func (s *Service) refuseBusy(ctx context.Context, name string) (RunRecord, error) {
+	s.mu.Lock()
+	a, err := s.adapters.get(name)
+	r, busy := s.inProgressLocked(name)
+	s.mu.Unlock()
+	if busy != nil {
+		return r, busy
+	}
+	if err != nil || s.db.ReadOnly() {
+		return RunRecord{}, nil // startLocal answers
+	}
+	if err := s.db.WriterBusy(ctx, a.spec.Dataset); errors.Is(err, snapshot.ErrRunInProgress) {
+		return RunRecord{}, fmt.Errorf("%w: adapter %q: %v", ErrRunInProgress, name, err)
+	}
+	return RunRecord{}, nil
+}
+
 // startLocal starts a run of adapter name on this node now, in its own
 // goroutine, and returns its record at once (status running). The run
 // outlives ctx, which bounds only the first save of the record; Close
@@ -77,6 +100,9 @@ func (s *Service) inProgressLocked(name string) (RunRecord, error) {
 // snapshot.ErrReadOnly on a read-only process.
 func (s *Service) startLocal(ctx context.Context, name string, opts RunOptions, place localRun) (RunRecord, error) {
 	trigger := opts.Trigger
+	if r, err := s.refuseBusy(ctx, name); err != nil {
+		return r, err
+	}
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()

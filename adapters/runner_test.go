@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/snapstore/snapstore/api"
+	"github.com/snapstore/snapstore/snapshot"
 )
 
 // TestRun_ForceAndGuardCode: a run the guards refuse (snapshot.D7) has
@@ -97,4 +98,63 @@ func TestSourceLostMidRead(t *testing.T) {
 			t.Fatalf("run after the source dropped it: %+v", end)
 		}
 	})
+}
+
+// TestRunner_BusyRefusedWithoutRecord checks that a run of an adapter
+// whose dataset another writer holds is refused (ErrRunInProgress, a 409
+// to the caller) before it starts: refusals leave no run record, however
+// many; once the writer is done, a run starts and succeeds.
+func TestRunner_BusyRefusedWithoutRecord(t *testing.T) {
+	ts := newStack(t, Options{})
+	ctx := context.Background()
+	if _, err := ts.svc.CreateConnection(ctx, api.Connection{Name: "lite", Type: "sqlite", Options: map[string]any{"path": newSQLiteFixture(t)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "a", Connection: "lite", Resource: "items"}); err != nil {
+		t.Fatal(err)
+	}
+	first := runAndWait(t, ts.svc, "a")
+	vi, err := ts.db.VersionInfo(ctx, first.Dataset, first.Version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another writer of the dataset (a run begun directly on the DB).
+	held, err := ts.db.BeginRun(ctx, snapshot.DatasetConfig{Name: first.Dataset}, snapshot.RunOptions{Schema: vi.Schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		rec, err := ts.svc.StartRun(ctx, "a", RunOptions{Trigger: "api"})
+		if !errors.Is(err, ErrRunInProgress) || rec.ID != "" {
+			t.Fatalf("a run while the dataset is held: %+v %v", rec, err)
+		}
+	}
+	runs, err := ts.svc.ListRuns(ctx, "a", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1 || runs[0].ID != first.ID {
+		t.Errorf("runs after 5 refusals: %+v, want the first run only", runs)
+	}
+	if err := held.Abort(ctx, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if rec := runAndWait(t, ts.svc, "a"); rec.Status != RunSucceeded {
+		t.Errorf("the run once the dataset is free: %+v", rec)
+	}
+}
+
+// runAndWait starts a run of adapter name on svc and waits for its end.
+func runAndWait(t *testing.T, svc *Service, name string) RunRecord {
+	t.Helper()
+	ctx := context.Background()
+	rec, err := svc.StartRun(ctx, name, RunOptions{Trigger: "api"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, err := svc.WaitRun(ctx, rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return end
 }

@@ -198,6 +198,9 @@ func (s *scheduler) fire(e *schedEntry, trigger string, tick time.Time) {
 		return
 	case errors.Is(err, ErrRunInProgress):
 		reason := fmt.Sprintf("previous run %s (started %s) was still running", rec.ID, rec.Start.Format(time.RFC3339))
+		if rec.ID == "" { // the dataset's writer slot is held elsewhere
+			reason = err.Error()
+		}
 		s.runs.recordSkipped(s.ctx, e.name, trigger, reason)
 		return
 	case err != nil:

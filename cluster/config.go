@@ -107,6 +107,11 @@ const (
 	DefaultWeight         = 100
 	maxWeight             = 10000
 	DefaultConfirmFailure = 30 * time.Second
+	// MinConfirmFailure and MaxConfirmFailure bound ConfirmFailure: below
+	// a second a member's flap (a GC pause, a lost probe) would move its
+	// share; above an hour a dead node's share would wait that long.
+	MinConfirmFailure     = time.Second
+	MaxConfirmFailure     = time.Hour
 	DefaultSingleNodeWait = 5 * time.Minute
 	DefaultHandOffTimeout = 10 * time.Second
 	// DefaultDefinitionsRefresh bounds how long a change of definitions
@@ -210,8 +215,8 @@ func (c *Config) Validate() error {
 	if len(c.Zone) > maxZoneLen {
 		bad("zone", "at most %d bytes, got %d", maxZoneLen, len(c.Zone))
 	}
-	if c.ConfirmFailure <= 0 {
-		bad("confirm_failure", "must be positive")
+	if c.ConfirmFailure < MinConfirmFailure || c.ConfirmFailure > MaxConfirmFailure {
+		bad("confirm_failure", "want %s to %s, got %s", MinConfirmFailure, MaxConfirmFailure, c.ConfirmFailure)
 	}
 	if c.ReconnectTimeout < c.ConfirmFailure {
 		bad("reconnect_timeout", "must be at least confirm_failure (%s): serf would forget a failed member before it counts as failed", c.ConfirmFailure)

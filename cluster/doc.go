@@ -97,9 +97,9 @@
 // K11. The node list in HBase (one record per node: addresses, weight,
 // zone, incarnation, last state, last heard, config digests) is written
 // by conditional single-row mutations from the value read: a node writes
-// its own entry once it is in the cluster (it sees another member alive,
-// or the list holds no other node), another records it failed (only the
-// incarnation that failed), an operator's forget deletes it. A node that starts counts the
+// its own entry once it is a member (K16), another member records it
+// failed (only the incarnation that failed), an operator's forget
+// deletes it. A node that starts counts the
 // recorded nodes it does not hear from yet as failing since its start
 // (K3), in their recorded state, so that a full restart moves nothing
 // while the nodes come back. The single node of single-node adapters is
@@ -148,6 +148,18 @@
 // reconciles with serf's members the same way. A member serf marks
 // leaving counts as alive until memberlist reports it left: a stale leave
 // intent (a forgotten node that came back) must not make it left.
+//
+// K16. Only a member writes what the nodes share: its entry of the node
+// list and the others' (failed, K11), the partition table (K13), the fire
+// records of the adapters it owns (the owner, K6). A node is a member
+// once, in this process, it heard alive through serf a node the node
+// list records joining, active or draining, or the list recorded no other
+// such node (the first node of a cluster); it stays one until it stops.
+// A node that is not a member counts itself joining: it owns no adapter,
+// no partition and no place in the rotation, and takes no other node for
+// gone. serf's view is what a stranger cannot fake: a node without the
+// gossip key, or with one the cluster no longer uses, hears nobody
+// (placement.Placement.member argues the rule).
 //
 // # Goroutines
 //

@@ -365,7 +365,7 @@ func (m *Membership) reconcile(l memberList) {
 			continue
 		}
 		o, ok := observationOf(mem, serf.EventMemberUpdate)
-		if !ok {
+		if !ok || m.tr.ignores(o) {
 			continue
 		}
 		if cur, known := m.tr.members[mem.Name]; known && !cur.seeded && cur.status == o.status && maps.Equal(cur.node.RawTags, o.tags) {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,12 +23,20 @@ import (
 // testLogger sends a node's logs (its serf's and memberlist's included) to
 // the test log at debug.
 func testLogger(t *testing.T, name string) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})).With("test_node", name)
+	return slog.New(slog.NewTextHandler(testWriter{t: t}, &slog.HandlerOptions{Level: slog.LevelDebug})).With("test_node", name)
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct {
+	t *testing.T
+	// count, when set, counts the lines that hold match.
+	count *atomic.Int64
+	match string
+}
 
 func (w testWriter) Write(p []byte) (int, error) {
+	if w.count != nil && strings.Contains(string(p), w.match) {
+		w.count.Add(1)
+	}
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
@@ -329,7 +338,11 @@ func TestMembership_ForgetRejoin(t *testing.T) {
 }
 
 func testForgetRejoin(t *testing.T, leave bool) {
-	a := openNode(t, "a", t.TempDir(), nil)
+	var reconciled atomic.Int64
+	a := openNode(t, "a", t.TempDir(), func(c *Config) {
+		c.Logger = slog.New(slog.NewTextHandler(testWriter{t: t, count: &reconciled, match: "serf's member list differs from its events"},
+			&slog.HandlerOptions{Level: slog.LevelDebug})).With("test_node", "a")
+	})
 	b := openNode(t, "b", t.TempDir(), func(c *Config) { c.Join = []string{a.Addr()} })
 	cdir := t.TempDir()
 	c := openNode(t, "c", cdir, func(cf *Config) { cf.Join = []string{a.Addr()} })
@@ -354,6 +367,14 @@ func testForgetRejoin(t *testing.T, leave bool) {
 		t.Fatal(err)
 	}
 	eventually(t, 20*time.Second, "c gone from a and b", func() bool { return allSee(ms[:2], ids[:2], Active) })
+	// serf lists the forgotten c as left for its tombstone timeout; the
+	// event loop, which reconciles with that list every Tick (100 ms),
+	// says so once at most, not every Tick.
+	reconciled.Store(0)
+	time.Sleep(2 * time.Second)
+	if n := reconciled.Load(); n > 1 {
+		t.Errorf("a logged %d times in 2 s that serf's list differs from its events while c stays forgotten", n)
+	}
 	c = openNode(t, "c again", cdir, func(cf *Config) { cf.Join = []string{a.Addr()} })
 	if err := c.SetState(Active); err != nil {
 		t.Fatal(err)

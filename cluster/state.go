@@ -153,15 +153,20 @@ func newTracker(self string, confirm time.Duration) *tracker {
 	return &tracker{self: self, confirm: confirm, members: map[string]*member{}, forgotten: map[string]bool{}}
 }
 
+// ignores reports whether observe ignores o: a report of a forgotten
+// member that is not alive (serf's tombstone of it, K10), which serf's
+// member list repeats until its tombstone timeout.
+func (t *tracker) ignores(o observation) bool {
+	return t.forgotten[o.id] && o.status != serfAlive
+}
+
 // observe applies one report of serf at now and returns the transition it
 // caused, if any.
 func (t *tracker) observe(now time.Time, o observation) (transition, bool) {
-	if t.forgotten[o.id] {
-		if o.status != serfAlive {
-			return transition{}, false
-		}
-		delete(t.forgotten, o.id) // it came back: a node that joins
+	if t.ignores(o) {
+		return transition{}, false
 	}
+	delete(t.forgotten, o.id) // it came back, if forgotten: a node that joins
 	tags := decodeTags(o.tags)
 	m, ok := t.members[o.id]
 	if !ok {

@@ -24,6 +24,7 @@ import (
 	_ "github.com/snapstore/snapstore/adapters/install" // the connection types a file's connections may name
 	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/server"
+	"github.com/snapstore/snapstore/snapshot"
 )
 
 // Config is the whole configuration of the snapstore binary. Sources, in
@@ -135,7 +136,27 @@ type HBaseConfig struct {
 	// nothing and refuses writes; default false. The environment may also
 	// set it as SNAPSTORE_HBASE_READ_ONLY (envAliases).
 	ReadOnly bool `yaml:"read_only"`
+	// WriterSlotLease is how long a dataset's writer slot lasts without
+	// renewal (snapshot.W1, snapshot.Options.SlotLease): after a crash,
+	// another process takes a dataset the dead one held once this long
+	// passed; a process that could not renew for this long stops writing.
+	// Default 30s, MinWriterSlotLease to MaxWriterSlotLease.
+	WriterSlotLease time.Duration `yaml:"writer_slot_lease"`
+	// WriterSlotRenew is how often a process renews the writer slots it
+	// holds (snapshot.Options.SlotRenew); default 10s, at least
+	// MinWriterSlotRenew and under half of WriterSlotLease, so that a
+	// renewal that fails once is retried before the lease ends.
+	WriterSlotRenew time.Duration `yaml:"writer_slot_renew"`
 }
+
+// Bounds of storage.hbase.writer_slot_lease and writer_slot_renew: a
+// lease under 5 s expires under a long GC pause or a slow HBase call; one
+// over 10 min keeps a dead process's datasets that long.
+const (
+	MinWriterSlotLease = 5 * time.Second
+	MaxWriterSlotLease = 10 * time.Minute
+	MinWriterSlotRenew = time.Second
+)
 
 // AuthConfig lists bearer tokens.
 type AuthConfig struct {
@@ -286,10 +307,11 @@ const (
 // listen, info logs as text.
 func Default() Config {
 	return Config{
-		Data:            DefaultData,
-		Listen:          DefaultListen,
-		Log:             LogConfig{Level: "info", Format: "text"},
-		Storage:         StorageConfig{Backend: "pebble"},
+		Data:   DefaultData,
+		Listen: DefaultListen,
+		Log:    LogConfig{Level: "info", Format: "text"},
+		Storage: StorageConfig{Backend: "pebble",
+			HBase: HBaseConfig{WriterSlotLease: snapshot.DefaultSlotLease, WriterSlotRenew: snapshot.DefaultSlotLease / 3}},
 		Snapshot:        SnapshotConfig{Partitions: 1},
 		ShutdownTimeout: DefaultShutdownTimeout,
 		GCInterval:      DefaultGCInterval,
@@ -392,6 +414,11 @@ func (c *Config) Validate() error {
 		}
 	default:
 		bad("storage.backend", "want pebble or hbase, got %q", c.Storage.Backend)
+	}
+	if h := c.Storage.HBase; h.WriterSlotLease < MinWriterSlotLease || h.WriterSlotLease > MaxWriterSlotLease {
+		bad("storage.hbase.writer_slot_lease", "want %s to %s, got %s", MinWriterSlotLease, MaxWriterSlotLease, h.WriterSlotLease)
+	} else if h.WriterSlotRenew < MinWriterSlotRenew || h.WriterSlotRenew >= h.WriterSlotLease/2 {
+		bad("storage.hbase.writer_slot_renew", "want %s to under half of storage.hbase.writer_slot_lease (%s), got %s", MinWriterSlotRenew, h.WriterSlotLease/2, h.WriterSlotRenew)
 	}
 	if c.Storage.HBase.ReadOnly && c.Storage.Backend != "hbase" {
 		bad("storage.hbase.read_only", "a read-only reader needs storage.backend hbase: a Pebble data directory has one process")

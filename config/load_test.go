@@ -266,3 +266,40 @@ func TestConfig_Secrets(t *testing.T) {
 		}
 	}
 }
+
+// TestConfig_WriterSlot: storage.hbase.writer_slot_lease and
+// writer_slot_renew default to 30s and 10s, are set by the file or the
+// environment, and are refused out of their bounds (the renewal under
+// half the lease), each error naming its key; cluster.confirm_failure is
+// bounded too.
+func TestConfig_WriterSlot(t *testing.T) {
+	file := writeFile(t, "c.yaml", "storage:\n  backend: hbase\n  hbase: {thrift: 127.0.0.1:9090}\n")
+	cfg, err := Load(Flags{File: file}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := cfg.Storage.HBase; h.WriterSlotLease != 30*time.Second || h.WriterSlotRenew != 10*time.Second {
+		t.Errorf("defaults: lease %s, renew %s", h.WriterSlotLease, h.WriterSlotRenew)
+	}
+	cfg, err = Load(Flags{File: file}, []string{"SNAPSTORE_STORAGE_HBASE_WRITER_SLOT_LEASE=1m", "SNAPSTORE_STORAGE_HBASE_WRITER_SLOT_RENEW=20s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := cfg.Storage.HBase; h.WriterSlotLease != time.Minute || h.WriterSlotRenew != 20*time.Second {
+		t.Errorf("from the environment: lease %s, renew %s", h.WriterSlotLease, h.WriterSlotRenew)
+	}
+	for _, tc := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"SNAPSTORE_STORAGE_HBASE_WRITER_SLOT_LEASE=2s"}, "config key storage.hbase.writer_slot_lease (from environment variable SNAPSTORE_STORAGE_HBASE_WRITER_SLOT_LEASE): want 5s to 10m0s, got 2s"},
+		{[]string{"SNAPSTORE_STORAGE_HBASE_WRITER_SLOT_LEASE=11m"}, "writer_slot_lease (from environment variable SNAPSTORE_STORAGE_HBASE_WRITER_SLOT_LEASE): want 5s to 10m0s"},
+		{[]string{"SNAPSTORE_STORAGE_HBASE_WRITER_SLOT_RENEW=15s"}, "config key storage.hbase.writer_slot_renew (from environment variable SNAPSTORE_STORAGE_HBASE_WRITER_SLOT_RENEW): want 1s to under half of storage.hbase.writer_slot_lease (15s), got 15s"},
+		{[]string{"SNAPSTORE_STORAGE_HBASE_WRITER_SLOT_RENEW=500ms"}, "writer_slot_renew (from environment variable SNAPSTORE_STORAGE_HBASE_WRITER_SLOT_RENEW): want 1s"},
+		{[]string{"SNAPSTORE_CLUSTER_BIND=127.0.0.1:7946", "SNAPSTORE_CLUSTER_CONFIRM_FAILURE=500ms"}, "config key cluster.confirm_failure (from environment variable SNAPSTORE_CLUSTER_CONFIRM_FAILURE): want 1s to 1h0m0s, got 500ms"},
+	} {
+		if _, err := Load(Flags{File: file}, tc.env); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.env, err, tc.want)
+		}
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/snapstore/snapstore/config"
@@ -12,11 +11,6 @@ import (
 	"github.com/snapstore/snapstore/store"
 	"github.com/snapstore/snapstore/store/hbase"
 )
-
-// hbaseSlotLease is the lease of the per-dataset writer slots of a process
-// that writes HBase (snapshot.W1): after a crash, another writer takes a
-// dataset the dead one held once this long passed.
-const hbaseSlotLease = 30 * time.Second
 
 // sharedHBase tells snapshot.Open how this process shares the HBase table
 // with other snapstore processes (snapshot.SharedStore). It embeds the
@@ -39,7 +33,10 @@ var (
 // the namespace and table when absent.
 func openHBase(ctx context.Context, cfg *config.Config, log *slog.Logger, reg prometheus.Registerer) (store.Store, error) {
 	h := cfg.Storage.HBase
-	sharing := snapshot.Sharing{SlotLease: hbaseSlotLease}
+	// The writer slots of a process that writes HBase (snapshot.W1):
+	// after a crash, another writer takes a dataset the dead one held once
+	// storage.hbase.writer_slot_lease passed.
+	sharing := snapshot.Sharing{SlotLease: h.WriterSlotLease, SlotRenew: h.WriterSlotRenew}
 	if h.ReadOnly {
 		sharing = snapshot.Sharing{ReadOnly: true}
 	}

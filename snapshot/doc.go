@@ -224,7 +224,8 @@
 // the DBs open on it), or its own; the transactions a previous holder left
 // in progress become invalid in that write (txn.I5), so a second live
 // writer's runs are never invalidated. The keeper renews the slots a DB
-// holds every third of the lease; the operation's last write frees it.
+// holds every Options.SlotRenew (a third of the lease by default, under
+// half of it always); the operation's last write frees it.
 // Two writers may run different datasets at once; never one dataset.
 //
 // W2. Views are refreshed from the rows. DB.Refresh rereads every

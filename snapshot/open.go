@@ -41,12 +41,16 @@ type Options struct {
 	// writes) for a writer on a store only one process opens
 	// (store.ProcessLocal); negative: only explicit Refresh calls.
 	RefreshInterval time.Duration
-	// SlotLease is how long a writer slot (W1) lasts without renewal; the
-	// keeper renews the slots a DB holds every third of it. A writer whose
-	// slot was not renewed for a lease stops writing, and another may take
-	// the slot then (W3). Clocks of the processes must agree to well within
-	// it. Default DefaultSlotLease (30 s).
+	// SlotLease is how long a writer slot (W1) lasts without renewal. A
+	// writer whose slot was not renewed for a lease stops writing, and
+	// another may take the slot then (W3). Clocks of the processes must
+	// agree to well within it. Default DefaultSlotLease (30 s).
 	SlotLease time.Duration
+	// SlotRenew is how often the keeper renews each slot a DB holds: once
+	// this long passed since its last renewal. Less than half of
+	// SlotLease, so that a renewal that fails once is retried before the
+	// lease ends. Default a third of SlotLease.
+	SlotRenew time.Duration
 	// now is the clock, injectable by tests; default time.Now.
 	now func() time.Time
 	// batchSize is the number of mutations per data batch, a test hook;
@@ -56,8 +60,8 @@ type Options struct {
 	// metadata writes, with a count (rows put, batches applied, the row's
 	// write); the crash test kills the process there.
 	hook func(point string, n int64)
-	// keepEvery is the keeper's period (slot.go); default a sixth of
-	// SlotLease, at most 1 s.
+	// keepEvery is the keeper's period (slot.go); default half of
+	// SlotRenew, at most 1 s.
 	keepEvery time.Duration
 	// resolveWait bounds how long a write whose outcome is unknown keeps
 	// reading the row back before it reports ErrOutcomeUnknown; default
@@ -96,6 +100,9 @@ func Open(ctx context.Context, st store.Store, opts Options) (*DB, error) {
 		if opts.SlotLease == 0 {
 			opts.SlotLease = sh.SlotLease
 		}
+		if opts.SlotRenew == 0 {
+			opts.SlotRenew = sh.SlotRenew
+		}
 		if opts.RefreshInterval == 0 {
 			opts.RefreshInterval = sh.RefreshInterval
 		}
@@ -105,6 +112,15 @@ func Open(ctx context.Context, st store.Store, opts Options) (*DB, error) {
 	}
 	if opts.SlotLease == 0 {
 		opts.SlotLease = DefaultSlotLease
+	}
+	if opts.SlotRenew < 0 {
+		return nil, fmt.Errorf("%w: negative writer slot renewal", ErrInvalidArgument)
+	}
+	if opts.SlotRenew == 0 {
+		opts.SlotRenew = opts.SlotLease / 3
+	}
+	if opts.SlotRenew >= opts.SlotLease/2 {
+		return nil, fmt.Errorf("%w: writer slot renewal %s not under half its lease %s", ErrInvalidArgument, opts.SlotRenew, opts.SlotLease)
 	}
 	if opts.RefreshInterval == 0 && (opts.ReadOnly || !processLocal) {
 		opts.RefreshInterval = DefaultRefreshInterval
@@ -122,7 +138,7 @@ func Open(ctx context.Context, st store.Store, opts Options) (*DB, error) {
 		opts.batchSize = batchSize
 	}
 	if opts.keepEvery <= 0 {
-		opts.keepEvery = min(opts.SlotLease/6, time.Second)
+		opts.keepEvery = min(opts.SlotRenew/2, time.Second)
 	}
 	if opts.resolveWait <= 0 {
 		opts.resolveWait = 30 * time.Second

@@ -14,7 +14,7 @@ import (
 // SharedStore is an optional interface of a store.Store that other
 // processes may open at the same time (store/hbase as package daemon opens
 // it). Open fills the sharing fields of Options that are zero (ReadOnly,
-// SlotLease, RefreshInterval) from Sharing, so that the program that
+// SlotLease, SlotRenew, RefreshInterval) from Sharing, so that the program that
 // opens the store decides, as database/sql finds a driver's optional
 // capabilities by type assertion.
 type SharedStore interface {
@@ -27,6 +27,7 @@ type SharedStore interface {
 type Sharing struct {
 	ReadOnly        bool
 	SlotLease       time.Duration
+	SlotRenew       time.Duration
 	RefreshInterval time.Duration
 }
 

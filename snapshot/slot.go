@@ -130,6 +130,40 @@ func (db *DB) takeSlot(st *rowState, name, op string, now time.Time) error {
 	return nil
 }
 
+// WriterBusy reports, without writing, whether a run of dataset name
+// would be refused now: ErrRunInProgress, naming the holder, when a run,
+// GC, rollback or drop of it is under way in this DB, or when another
+// process holds its writer slot and its lease has not expired, as the
+// dataset's row reads now (one read: the view may not show a slot taken
+// since the last refresh); nil when the slot is free, or there is no such
+// dataset. It lets a caller refuse a run before it starts one; BeginRun
+// still decides, since the slot may be taken in between.
+func (db *DB) WriterBusy(ctx context.Context, name string) error {
+	if err := db.check(); err != nil {
+		return err
+	}
+	db.mu.Lock()
+	ds := db.datasets[name]
+	db.mu.Unlock()
+	if ds != nil {
+		ds.mu.Lock()
+		writer := ds.writer
+		ds.mu.Unlock()
+		if writer != "" {
+			return fmt.Errorf("%w: %s of %s holds it", ErrRunInProgress, writer, name)
+		}
+	}
+	st, _, exists, err := db.readRow(ctx, name)
+	if err != nil || !exists {
+		return err
+	}
+	s := st.Slot
+	if s.Owner == "" || s.Owner == db.owner || !db.opts.now().Before(s.Expires) || db.ownerGone(s.Owner) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s of %s by %s holds it until %s", ErrRunInProgress, s.Op, name, s.Owner, s.Expires.UTC().Format(time.RFC3339))
+}
+
 // slotTakable reports whether this DB could take ds's writer slot now,
 // as far as its view of the row tells (takeSlot decides).
 func (db *DB) slotTakable(ds *dataset, now time.Time) bool {
@@ -245,7 +279,7 @@ func (db *DB) keepDataset(ds *dataset) {
 		db.logger.Warn("learning the outcome of a write", "dataset", ds.name, "err", err)
 	}
 	now := db.opts.now()
-	if s.epoch != 0 && !s.lost && now.After(s.expires.Add(-2*db.opts.SlotLease/3)) {
+	if s.epoch != 0 && !s.lost && now.After(s.expires.Add(db.opts.SlotRenew-db.opts.SlotLease)) {
 		if err := db.renewSlot(ctx, ds, s.epoch); err != nil {
 			db.logger.Warn("renewing a writer slot", "dataset", ds.name, "err", err)
 		}

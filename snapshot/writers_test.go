@@ -38,6 +38,28 @@ func TestTwoWriters(t *testing.T) {
 	})
 }
 
+// TestOpen_SlotRenew: Options.SlotRenew defaults to a third of the lease
+// and must be under half of it.
+func TestOpen_SlotRenew(t *testing.T) {
+	st, err := pebble.Open(t.TempDir(), pebble.Options{MemTableSize: 4 << 20, CacheSize: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	for _, o := range []Options{{SlotLease: 30 * time.Second, SlotRenew: 15 * time.Second}, {SlotRenew: -time.Second}} {
+		if db, err := Open(context.Background(), st, o); !errors.Is(err, ErrInvalidArgument) {
+			if db != nil {
+				db.Close()
+			}
+			t.Errorf("Open with lease %s, renewal %s: %v, want ErrInvalidArgument", o.SlotLease, o.SlotRenew, err)
+		}
+	}
+	db := openTestDB(t, st, Options{SlotLease: 30 * time.Second})
+	if db.opts.SlotRenew != 10*time.Second || db.opts.keepEvery != time.Second {
+		t.Errorf("renewal %s, keeper every %s; want 10s and 1s", db.opts.SlotRenew, db.opts.keepEvery)
+	}
+}
+
 func testTwoWriters(t *testing.T, stA, stB store.Store) {
 	ctx := context.Background()
 	var nanos atomic.Int64
@@ -94,12 +116,20 @@ func testTwoWriters(t *testing.T, stA, stB store.Store) {
 	if _, err := one(b, "shared", "b"); !errors.Is(err, ErrRunInProgress) {
 		t.Fatalf("a second writer's run of a dataset the first is running: %v, want ErrRunInProgress", err)
 	}
+	for name, db := range map[string]*DB{"a, running it": a, "b": b} {
+		if err := db.WriterBusy(ctx, "shared"); !errors.Is(err, ErrRunInProgress) {
+			t.Fatalf("WriterBusy on %s while a runs the dataset: %v, want ErrRunInProgress", name, err)
+		}
+	}
 	if _, err := b.GC(ctx, "shared", false); !errors.Is(err, ErrRunInProgress) {
 		t.Fatalf("a second writer's GC of a dataset the first is running: %v, want ErrRunInProgress", err)
 	}
 	va, err := r.Commit(ctx)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if err := b.WriterBusy(ctx, "shared"); err != nil {
+		t.Fatalf("WriterBusy on b once a committed: %v", err)
 	}
 	// The dataset moves to b, whose block may lie below a's id: its id is
 	// still above every one the dataset used (txn.I2).

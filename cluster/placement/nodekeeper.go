@@ -22,10 +22,14 @@ type nodeKeeper struct {
 	list  *NodeList
 	svc   *adapters.Service
 	wrote cluster.State // the state of this node's last write
+	// member is Placement.member: whether this node may write the list.
+	member func() bool
 
-	// mu guards entries and mismatches.
+	// mu guards entries, readOnce, joined and mismatches.
 	mu         sync.Mutex
 	entries    map[string]cluster.NodeRecord
+	readOnce   bool                  // the list was read in full once
+	joined     bool                  // this node was a member once (inCluster)
 	mismatches map[string][]Mismatch // by the other node's id
 
 	mismatched prometheus.Gauge
@@ -41,11 +45,13 @@ type Mismatch struct {
 }
 
 func newNodeKeeper(m *cluster.Membership, list *NodeList) *nodeKeeper {
-	return &nodeKeeper{m: m, list: list, entries: map[string]cluster.NodeRecord{}, mismatches: map[string][]Mismatch{}, wrote: -1,
+	k := &nodeKeeper{m: m, list: list, entries: map[string]cluster.NodeRecord{}, mismatches: map[string][]Mismatch{}, wrote: -1,
 		mismatched: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "snapstore_cluster_config_mismatches",
 			Help: "cluster.Config-file definitions (connections, adapters) that this node defines differently from another alive node, or that only one of them defines.",
 		})}
+	k.member = k.inCluster
+	return k
 }
 
 // start reads the list, seeds the membership with it and writes this
@@ -62,31 +68,12 @@ func (k *nodeKeeper) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 10*time.Second)
 }
 
-// joined reports whether this node may write its entry (cluster.K11): once
-// it is in the cluster, that is when it sees another member alive, or when
-// the list holds no other node (the first node of a cluster). A node that
-// cannot join (a wrong gossip key, no join address answering) so never
-// writes itself into the list of a cluster it is not part of.
-func (k *nodeKeeper) joined() bool {
-	for _, n := range k.m.Nodes() {
-		if !n.Self && n.FailingSince.IsZero() && (n.State == cluster.Joining || n.State == cluster.Active || n.State == cluster.Draining) {
-			return true
-		}
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	for id := range k.entries {
-		if id != k.m.ID() {
-			return false
-		}
-	}
-	return true
-}
-
 // writeSelf writes this node's entry; stopping records a drained node
 // left.
+// Only a member (Placement.member) writes it: a node that cannot join
+// never writes itself into the list of a cluster it is not part of.
 func (k *nodeKeeper) writeSelf(stopping bool) {
-	if !k.joined() {
+	if !k.member() {
 		return
 	}
 	rec := k.m.SelfRecord(k.svc.ConfigDigests(k.m.DigestKey()))
@@ -136,6 +123,7 @@ func (k *nodeKeeper) read() {
 	}
 	k.mu.Lock()
 	k.entries = entries
+	k.readOnce = k.readOnce || err == nil
 	k.mu.Unlock()
 	if k.svc != nil {
 		k.compare(k.svc.ConfigDigests(k.m.DigestKey()))
@@ -144,8 +132,12 @@ func (k *nodeKeeper) read() {
 
 // markFailed records failed every member that this node sees failed
 // (confirmed, cluster.K3) and whose entry still holds the incarnation that
-// failed and another state.
+// failed and another state; only on a member (Placement.member): a node
+// that hears nobody sees every other node failed.
 func (k *nodeKeeper) markFailed() {
+	if !k.member() {
+		return
+	}
 	for _, n := range k.m.Nodes() {
 		if n.State != cluster.Failed || n.Self {
 			continue

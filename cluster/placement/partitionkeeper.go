@@ -116,7 +116,10 @@ func (k *partitionKeeper) round() {
 	nodes := k.pl.placementNodes()
 	self := k.pl.m.ID()
 	now := time.Now()
-	if Keeper(nodes) == self {
+	// A node that is not a member counts itself joining (Placement.nodes),
+	// so it is never the keeper; the fence is asked again here because
+	// this is the one write of the table (cluster.K16).
+	if Keeper(nodes) == self && k.pl.member() {
 		unowned := slices.Contains(tab.Owners, "")
 		if unowned || now.Sub(k.lastStep) >= k.interval {
 			limit := k.moves

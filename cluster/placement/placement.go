@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/snapstore/snapstore/adapters"
@@ -27,6 +28,9 @@ type Placement struct {
 	o  *ownership
 	k  *nodeKeeper      // nil without a node list
 	pk *partitionKeeper // nil when this node keeps no partition table
+	// fence is the last answer of member (fenceIn, fenceOut), so that a
+	// change is logged once (fence.go).
+	fence atomic.Int32
 
 	started bool
 	svc     *adapters.Service // set by Start
@@ -48,6 +52,7 @@ func New(m *cluster.Membership, list *NodeList) *Placement {
 		stopc: make(chan struct{}), donec: make(chan struct{})}
 	if list != nil {
 		p.k = newNodeKeeper(m, list)
+		p.k.member = p.member
 		p.o.cs = append(p.o.cs, p.k.mismatched)
 	}
 	return p
@@ -197,9 +202,14 @@ func (p *Placement) Draining() bool {
 }
 
 // nodes returns the members, this node in the state it declared last
-// (which its own serf reports back only a moment later).
+// (which its own serf reports back only a moment later), or joining while
+// it is not a member the others agree on (member): such a node owns no
+// adapter, no partition and no place in the rotation.
 func (p *Placement) nodes() []cluster.Node {
 	declared := p.m.Declared()
+	if live(declared) && !p.member() {
+		declared = cluster.Joining
+	}
 	ns := p.m.Nodes()
 	for i := range ns {
 		if ns[i].Self {
@@ -301,8 +311,13 @@ func (p *Placement) Mismatches(id string) []Mismatch {
 // SingleNodeWait is cluster.single_node_wait.
 func (p *Placement) SingleNodeWait() time.Duration { return p.m.Config().SingleNodeWait }
 
-// Gone reports whether node is failed, left, or not a member.
+// Gone reports whether node is failed, left, or not a member; never
+// while this node is not a member itself (member): it hears from nobody,
+// and so cannot tell.
 func (p *Placement) Gone(node string) bool {
+	if !p.member() {
+		return false
+	}
 	n, ok := p.m.Node(node)
 	return !ok || n.State == cluster.Failed || n.State == cluster.Left
 }

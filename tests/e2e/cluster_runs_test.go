@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -200,20 +201,32 @@ INSERT INTO big SELECT i, 'name-' || i, hex(randomblob(24)), i * 7 FROM s;`, run
 		}
 	}
 	// The dead process's writer slot holds the dataset until it expires
-	// (30 s): runs are refused meanwhile, then one succeeds on a survivor.
+	// (30 s): runs are refused meanwhile (409 run_in_progress, no run
+	// record), then one succeeds on a survivor.
 	killed := time.Now()
 	var next runRecord
 	refused := 0
 	poll(t, 90*time.Second, "a run of big after the kill", func() bool {
-		r, err := survivors[0].runWait("big")
+		resp, err := survivors[0].call("POST", "/v1/adapters/big/runs?wait=true", nil)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if resp.status == http.StatusConflict {
+			if pr := wantProblem(t, "a run of big while the dead node's slot holds it", resp, http.StatusConflict, "run_in_progress"); pr.Code == "run_in_progress" {
+				refused++
+			}
+			time.Sleep(2 * time.Second)
+			return false
+		}
+		var r runRecord
+		if resp.status != http.StatusOK || json.Unmarshal(resp.body, &r) != nil {
+			t.Fatalf("run of big after the kill: %d %s", resp.status, resp.body)
 		}
 		if r.Status == "succeeded" {
 			next = r
 			return true
 		}
-		if r.Code != "run_in_progress" && r.Code != "node_unreachable" {
+		if r.Code != "node_unreachable" {
 			t.Fatalf("run of big after the kill: %+v", r)
 		}
 		refused++
@@ -222,6 +235,11 @@ INSERT INTO big SELECT i, 'name-' || i, hex(randomblob(24)), i * 7 FROM s;`, run
 	})
 	if next.Node == ids[victim] || next.Version <= first.Version || next.Stats.Rows != runsBigRows || next.Stats.Updated != runsBigRows {
 		t.Errorf("run of big after the kill: %+v", next)
+	}
+	for _, r := range survivors[0].runs(t, "big", 100) {
+		if r.Code == "run_in_progress" {
+			t.Errorf("a refused run left a record: %+v", r)
+		}
 	}
 	t.Logf("after the kill, %d runs refused, then run %s succeeded on %s %s later: version %d", refused, next.ID, next.Node, time.Since(killed).Round(time.Second), next.Version)
 	for _, p := range survivors {
