@@ -148,15 +148,26 @@ func (c *console) who(r *http.Request) viewer {
 }
 
 // Sessions of API tokens (POST /v1/tokens) are "a1.NAME.EXPIRY.MAC",
-// signed with the node's apiTokens.sessionKey; the token is looked up
-// again at each request, so that a revoked or expired token ends its
-// sessions within TokenRefresh.
+// signed with the node's apiTokens.sessionKey over the name, the expiry
+// and the token's stored hash; the token is looked up again at each
+// request, so that a revoked or expired token ends its sessions within
+// TokenRefresh, and a token created later under the same name (another
+// hash) does not take them over.
 
-// newAPISession returns the cookie value of a session of API token name.
-func (c *console) newAPISession(name string, expiry time.Time) string {
+// apiSessionMAC signs a session of the API token name whose stored hash is
+// hash.
+func apiSessionMAC(key []byte, name, hash string, expiry int64) []byte {
+	m := hmac.New(sha256.New, key)
+	fmt.Fprintf(m, "a1\x00%s\x00%s\x00%d", name, hash, expiry)
+	return m.Sum(nil)
+}
+
+// newAPISession returns the cookie value of a session of API token name,
+// whose stored hash is hash.
+func (c *console) newAPISession(name, hash string, expiry time.Time) string {
 	exp := expiry.Unix()
 	b64 := base64.RawURLEncoding
-	return "a1." + b64.EncodeToString([]byte(name)) + "." + strconv.FormatInt(exp, 10) + "." + b64.EncodeToString(sessionMAC(c.s.apiTokens.sessionKey, name, exp))
+	return "a1." + b64.EncodeToString([]byte(name)) + "." + strconv.FormatInt(exp, 10) + "." + b64.EncodeToString(apiSessionMAC(c.s.apiTokens.sessionKey, name, hash, exp))
 }
 
 // checkAPISession returns the API token of a session cookie value, false
@@ -172,11 +183,12 @@ func (c *console) checkAPISession(r *http.Request, value string) (Token, bool) {
 	exp, err2 := strconv.ParseInt(parts[2], 10, 64)
 	mac, err3 := b64.DecodeString(parts[3])
 	now := c.s.now()
-	if err1 != nil || err2 != nil || err3 != nil || now.Unix() >= exp || !hmac.Equal(mac, sessionMAC(c.s.apiTokens.sessionKey, string(name), exp)) {
+	if err1 != nil || err2 != nil || err3 != nil || now.Unix() >= exp {
 		return Token{}, false
 	}
 	t, ok, err := c.s.apiTokens.named(r.Context(), string(name), now)
-	if err != nil || !ok || (!t.rec.Expires.IsZero() && !now.Before(t.rec.Expires)) {
+	if err != nil || !ok || (!t.rec.Expires.IsZero() && !now.Before(t.rec.Expires)) ||
+		!hmac.Equal(mac, apiSessionMAC(c.s.apiTokens.sessionKey, string(name), t.rec.Hash, exp)) {
 		return Token{}, false
 	}
 	return Token{Name: t.rec.Name, Role: t.role, Datasets: t.grant.Patterns(), grant: t.grant}, true
@@ -244,7 +256,7 @@ func (c *console) login(w http.ResponseWriter, r *http.Request, v viewer) error 
 		if !rec.rec.Expires.IsZero() && rec.rec.Expires.Before(exp) {
 			exp = rec.rec.Expires
 		}
-		value, t = c.newAPISession(at.Name, exp), at
+		value, t = c.newAPISession(at.Name, rec.rec.Hash, exp), at
 	}
 	http.SetCookie(w, &http.Cookie{
 		Name:     sessionCookie,

@@ -123,7 +123,8 @@ func TestTokenSet_Hashes(t *testing.T) {
 }
 
 // TestConsole_LoginWithAPIToken: the console's login takes an API token;
-// its session ends when the token is revoked.
+// its session ends when the token is revoked, and a token created later
+// under the same name does not revive it.
 func TestConsole_LoginWithAPIToken(t *testing.T) {
 	const admin = "admin-token-0123456789"
 	f := newFixture(t, fixtureOpts{tokens: []Token{{Name: "ops", Token: admin, Role: RoleAdmin}}})
@@ -155,4 +156,9 @@ func TestConsole_LoginWithAPIToken(t *testing.T) {
 	}
 	r = newBrowser(t, f).post("/ui/login", url.Values{"token": {created.Token}})
 	wantStatus(t, "login with a revoked token", r, http.StatusUnauthorized)
+	// Another token of the same name: the old session stays ended.
+	f.must(201, "POST", "/v1/tokens", `{"name":"analyst","role":"admin"}`)
+	if r := b.get("/ui/"); r.status != http.StatusSeeOther {
+		t.Fatalf("a session of a revoked token, revived by a new token of its name: %d", r.status)
+	}
 }
