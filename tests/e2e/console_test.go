@@ -68,6 +68,8 @@ func TestConsole(t *testing.T) {
 			price DECIMAL(10,2) NOT NULL, qty INT NOT NULL, note VARCHAR(40) NULL)`,
 		fmt.Sprintf(`INSERT INTO %s.items SELECT seq, CONCAT('item ', seq), (seq %% 997) + 0.25, seq %% 50, IF(seq %% 3 = 0, NULL, 'n')
 			FROM %s.seq_1_to_%d`, dbName, dbName, consoleRows),
+		"CREATE TABLE " + dbName + ".small (id INT NOT NULL PRIMARY KEY, name VARCHAR(40) NOT NULL)",
+		"INSERT INTO " + dbName + ".small VALUES (1, 'a'), (2, 'b'), (3, 'c')",
 	} {
 		if _, err := root.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
@@ -85,16 +87,18 @@ func TestConsole(t *testing.T) {
 	cli(t, "cert", "server", pki, "--host", "127.0.0.1")
 	spki := spkiHash(t, filepath.Join(pki, "server.crt"))
 
-	const adminToken, readerToken = "e2e-admin-token-7Hq2x", "e2e-reader-token-Lm4Pz"
+	const adminToken, readerToken, limitedToken = "e2e-admin-token-7Hq2x", "e2e-reader-token-Lm4Pz", "e2e-limited-token-Rw8Kd"
 	p := startServerWith(t, e.Password, fmt.Sprintf(`tls: {cert_file: %s, key_file: %s}
 auth:
   tokens:
     - {name: ops, token: env:E2E_ADMIN_TOKEN, role: admin}
     - {name: viewer, token: env:E2E_READER_TOKEN, role: reader}
+    - {name: items-only, token: env:E2E_LIMITED_TOKEN, role: reader, datasets: [items]}
 `, filepath.Join(pki, "server.crt"), filepath.Join(pki, "server.key")),
-		"E2E_ADMIN_TOKEN="+adminToken, "E2E_READER_TOKEN="+readerToken, "SNAPSTORE_CA_FILE="+filepath.Join(pki, "ca.crt"))
+		"E2E_ADMIN_TOKEN="+adminToken, "E2E_READER_TOKEN="+readerToken, "E2E_LIMITED_TOKEN="+limitedToken, "SNAPSTORE_CA_FILE="+filepath.Join(pki, "ca.crt"))
 	p.addSecret(adminToken)
 	p.addSecret(readerToken)
+	p.addSecret(limitedToken)
 	p.token = adminToken // for the API calls of cleanup
 	if !strings.HasPrefix(p.base, "https://") {
 		t.Fatalf("the server serves at %s, want https", p.base)
@@ -132,7 +136,7 @@ auth:
 	defer cancelAlloc()
 	bctx, cancelBrowser := chromedp.NewContext(allocCtx)
 	defer cancelBrowser()
-	b := &consoleBrowser{t: t, ctx: bctx, base: p.base, shots: shotDir, secrets: []string{adminToken, readerToken, e.Password}}
+	b := &consoleBrowser{t: t, ctx: bctx, base: p.base, shots: shotDir, secrets: []string{adminToken, readerToken, limitedToken, e.Password}}
 	b.watchConsole()
 
 	// Logged out, a page sends to the login form; the token goes in once.
@@ -309,12 +313,19 @@ auth:
 	b.waitVisible(`tr[data-adapter="items"]`) // still logged in, the adapter there
 	t.Logf("%scross-site post refused", at())
 
+	// A second dataset, for the token limited to items not to see.
+	p.createAdapter(t, map[string]any{"name": "other", "connection": "mariadb", "resource": "small", "dataset": "other"})
+	p.mustRun(t, "other")
+
 	// A reader: data, no admin action, and 403 for an admin form posted
 	// anyway (from the page itself, with its session).
 	b.click("header .who button")
 	b.wantPath("/ui/login")
 	b.login(readerToken)
 	b.wantPath("/ui/") // the login's redirect, before a navigation aborts it
+	b.open("/ui/")
+	b.waitVisible(`tr[data-dataset="other"]`) // a reader of every dataset sees both
+	b.waitVisible(`tr[data-dataset="items"]`)
 	b.open("/ui/datasets/items")
 	b.waitVisible(`li.version.current`)
 	b.wantNone("a.rollback", ".tagform", "button.x")
@@ -345,7 +356,42 @@ auth:
 	}
 	time.Sleep(200 * time.Millisecond) // let the console messages of the posts arrive
 	b.checkConsole()
-	t.Logf("%sreader checked; %d pages looked at, screenshots in %s", at(), b.pages, shotDir)
+	b.mu.Lock()
+	b.messages, b.refusedPosts = nil, false
+	b.mu.Unlock()
+	t.Logf("%sreader checked", at())
+
+	// A token limited to the dataset items (auth.tokens[].datasets): the
+	// datasets page lists items alone, and the page of the dataset other
+	// answers as the page of a dataset that does not exist.
+	b.click("header .who button")
+	b.wantPath("/ui/login")
+	b.login(limitedToken)
+	b.wantPath("/ui/")
+	b.wantText("header .who", "items-only")
+	b.open("/ui/")
+	b.waitVisible(`tr[data-dataset="items"]`)
+	if got := b.eval(`Array.from(document.querySelectorAll('tr[data-dataset]')).map(tr => tr.dataset.dataset).join(',')`); got != "items" {
+		t.Errorf("the datasets page of a token limited to items lists %q, want items alone", got)
+	}
+	b.checkConsole() // everything before the pages answered 404
+	missing := func(name string) (status, text string) {
+		b.open("/ui/datasets/" + name)
+		status = b.eval(`String(performance.getEntriesByType('navigation')[0].responseStatus)`)
+		text = strings.ReplaceAll(b.eval(`document.querySelector('main').innerText`), name, "NAME")
+		return status, text
+	}
+	otherStatus, otherText := missing("other")
+	noneStatus, noneText := missing("no-such-dataset")
+	if otherStatus != "404" || otherStatus != noneStatus || otherText != noneText {
+		t.Errorf("a limited token's page of a dataset outside its grant: %s %q; of one that does not exist: %s %q", otherStatus, otherText, noneStatus, noneText)
+	}
+	b.open("/ui/datasets/items")
+	b.waitVisible(`li.version.current`)
+	b.mu.Lock()
+	b.messages = nil // the two pages answered 404, as they must
+	b.mu.Unlock()
+	t.Logf("%slimited token checked; %d pages looked at, screenshots in %s", at(), b.pages, shotDir)
 }
 
 // spkiHash returns the base64 SHA-256 of the public key of the PEM
