@@ -344,7 +344,11 @@ func TestRotateSecrets(t *testing.T) {
 	}
 	ts.close()
 
-	ts = openStack(t, dir, Options{SecretKeys: SecretKeys{KeyFiles: []string{newKey}}})
+	logs.Reset()
+	ts = openStack(t, dir, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), SecretKeys: SecretKeys{KeyFiles: []string{newKey}}})
+	if strings.Contains(logs.String(), "not encrypted") {
+		t.Fatalf("start log with every secret sealed: %s", logs.String())
+	}
 	for n, p := range pw {
 		if got := revealed(ts, n); got != p {
 			t.Fatalf("%s with the old key dropped: %q", n, got)

@@ -115,8 +115,9 @@ func (s *Service) resealRecord(name string, value []byte) (next []byte, n int, e
 	return next, n, nil
 }
 
-// logClearSecrets logs how many stored secrets are in clear, stored
-// before they were encrypted (E5 encrypts them).
+// logClearSecrets warns with how many stored secrets are in clear,
+// stored before they were encrypted (E5 encrypts them); it logs nothing
+// when there are none.
 func (s *Service) logClearSecrets(ctx context.Context) error {
 	recs, err := s.db.ListRecords(ctx, recordConnection)
 	if err != nil {
@@ -131,8 +132,6 @@ func (s *Service) logClearSecrets(ctx context.Context) error {
 	}
 	if n > 0 {
 		s.log.Warn("stored secrets not encrypted yet; snapstore secrets rotate encrypts them", "count", n)
-	} else {
-		s.log.Info("stored secrets not encrypted yet", "count", 0)
 	}
 	return nil
 }

@@ -80,9 +80,12 @@ type Config struct {
 	// unknownEnv lists SNAPSTORE_* variables that name no key.
 	unknownEnv []string
 	// lines maps a key path (adapters[0].schedule) to its line in the
-	// file; envKeys maps a key path to the variable that set it.
-	lines   map[string]int
-	envKeys map[string]string
+	// file; envKeys maps a key path to the variable that set it, flagKeys
+	// to the command-line flag that set it; file is the file's path.
+	lines    map[string]int
+	envKeys  map[string]string
+	flagKeys map[string]string
+	file     string
 }
 
 // LogConfig sets the log level and format.
@@ -368,6 +371,23 @@ func (c *Config) keyError(key, msg string) *KeyError {
 		}
 	}
 	return e
+}
+
+// KeySource says where key's value came from, the way the flags win over
+// the environment and the environment over the file: "the --listen
+// flag", "environment variable SNAPSTORE_LISTEN", "listen in
+// snapstore.yaml line 3", or "the default listen".
+func (c *Config) KeySource(key string) string {
+	if f, ok := c.flagKeys[key]; ok {
+		return "the " + f + " flag"
+	}
+	if v, ok := c.envKeys[key]; ok {
+		return "environment variable " + v
+	}
+	if l, ok := c.lines[key]; ok {
+		return fmt.Sprintf("%s in %s line %d", key, c.file, l)
+	}
+	return "the default " + key
 }
 
 // ParentKey drops the last element of a key path: a.b[2].c -> a.b[2] ->

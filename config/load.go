@@ -79,14 +79,19 @@ func loadChecked(f Flags, environ []string, extra func(*Config) []error) (*Confi
 		collect(err)
 	}
 	cfg.unknownEnv = unknown
+	cfg.file = f.File
+	cfg.flagKeys = map[string]string{}
 	if f.Data != "" {
 		cfg.Data = f.Data
+		cfg.flagKeys["data"] = "--data"
 	}
 	if f.Listen != "" {
 		cfg.Listen = f.Listen
+		cfg.flagKeys["listen"] = "--listen"
 	}
 	if f.LogLevel != "" {
 		cfg.Log.Level = f.LogLevel
+		cfg.flagKeys["log.level"] = "--log-level"
 	}
 	// Every problem at once: the file's and the environment's above, then
 	// the checks of the values (without follow-ons of a key already named).

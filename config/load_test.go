@@ -145,6 +145,16 @@ func TestLoadConfig_Precedence(t *testing.T) {
 	if cfg.Data != "fromfile" || cfg.Listen != "127.0.0.1:3333" || cfg.Log.Level != "error" {
 		t.Fatalf("got %+v", cfg)
 	}
+	for key, want := range map[string]string{
+		"listen":           "the --listen flag",
+		"log.level":        "environment variable SNAPSTORE_LOG_LEVEL",
+		"data":             "data in " + p + " line 1",
+		"shutdown_timeout": "the default shutdown_timeout",
+	} {
+		if got := cfg.KeySource(key); got != want {
+			t.Errorf("KeySource(%s) = %q, want %q", key, got, want)
+		}
+	}
 }
 
 // TestLoadConfig_EnvValueNamesVariable: a bad value

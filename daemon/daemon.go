@@ -89,7 +89,7 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	d := &Daemon{opts: opts, cfg: opts.Config, log: opts.Logger, reg: prometheus.NewRegistry(), stopTLS: func() {}}
 	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if d.ln, err = net.Listen("tcp", d.cfg.Listen); err != nil {
-		return nil, fmt.Errorf("listening on %s: %w", d.cfg.Listen, err)
+		return nil, fmt.Errorf("listening on %s (from %s): %w", d.cfg.Listen, d.cfg.KeySource("listen"), err)
 	}
 	defer func() {
 		if err != nil {

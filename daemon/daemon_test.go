@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,5 +88,23 @@ func reopen(t *testing.T, cfg *config.Config) {
 	}
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDaemon_ListenErrorNamesItsSource: an address that cannot be bound is
+// reported with where it was set.
+func TestDaemon_ListenErrorNamesItsSource(t *testing.T) {
+	first, err := Open(context.Background(), testOptions(testConfig(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	cfg, err := config.Load(config.Flags{Data: filepath.Join(t.TempDir(), "data")}, []string{"SNAPSTORE_LISTEN=" + first.Addr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(context.Background(), testOptions(cfg))
+	if err == nil || !strings.Contains(err.Error(), "listening on "+first.Addr()+" (from environment variable SNAPSTORE_LISTEN): ") {
+		t.Fatalf("Open on a bound address: %v", err)
 	}
 }

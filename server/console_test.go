@@ -192,7 +192,9 @@ func TestConsole_EveryPage(t *testing.T) {
 		t.Error("the live fragment is a whole page")
 	}
 	b.page("/ui/connections", `data-connection="shop"`, "sqlite", "shared")
-	b.page("/ui/connections/shop", "products", "order_lines", "Estimated rows")
+	if shop := b.page("/ui/connections/shop", "products", "order_lines", "Estimated rows", "defined in the config file"); strings.Contains(shop, "updated") {
+		t.Error("a config connection's page shows an updated time")
+	}
 	b.page("/ui/connections/new", `name="opt.password"`, `type="password"`)
 	b.page("/ui/connections/new?type=sqlite", `name="opt.path"`)
 	b.page("/ui/gc", "Dry run")
@@ -250,7 +252,7 @@ func TestConsole_Forms(t *testing.T) {
 	}
 	r = b.post("/ui/connections", url.Values{"name": {"db"}, "type": {"mysql"}, "opt.host": {"127.0.0.1"}, "opt.user": {"u"}, "opt.password": {knownSecret}, "extra": {"max_open=4"}, "sharing": {"pooled"}})
 	wantStatus(t, "mysql connection", r, http.StatusSeeOther)
-	b.page("/ui/connections/db", "REDACTED", "max_open")
+	b.page("/ui/connections/db", "REDACTED", "max_open", "api, revision 1, updated")
 	// An adapter of a source that does not answer is saved, and the
 	// adapters page says what was not checked, once.
 	r = b.post("/ui/adapters", url.Values{"name": {"later"}, "connection": {"db"}, "resource": {"t"}})

@@ -65,7 +65,7 @@ func TestAsOf_ZeroTimeIsATime(t *testing.T) {
 		}
 	}
 	// Errors read without Go package prefixes.
-	if p := f.wantProblem(404, "row_not_found", "", "GET", "/v1/datasets/products/rows/999999", ""); strings.HasPrefix(p.Detail, "snapshot:") || !strings.HasPrefix(p.Detail, "row not found") {
+	if p := f.wantProblem(404, "row_not_found", "", "GET", "/v1/datasets/products/rows/999999", ""); strings.HasPrefix(p.Detail, "snapshot:") || !strings.HasPrefix(p.Detail, "row not found: no key (id=999999) in products at version ") {
 		t.Errorf("row not found: detail %q", p.Detail)
 	}
 	if p := f.wantProblem(404, "adapter_not_found", "", "GET", "/v1/adapters/nope", ""); strings.Contains(p.Detail, "adapters:") {

@@ -3,6 +3,8 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -11,21 +13,32 @@ import (
 
 // The /v1/tokens routes (admin): API tokens, created with a role, an
 // optional expiry and an optional grant (grants.go), answered once at creation, listed without any part of
-// the secret, revoked by name (apitokens.go).
+// the secret, with the config file's tokens, revoked by name (apitokens.go).
 
-// tokenJSON is an API token on the wire: never the token or its hash.
+// tokenJSON is a token on the wire: never the token or its hash.
 type tokenJSON struct {
-	Name    string     `json:"name"`
-	Role    string     `json:"role"`
-	Created time.Time  `json:"created"`
+	Name string `json:"name"`
+	Role string `json:"role"`
+	// Source is "config" for a token of the config file's auth.tokens,
+	// "api" for one created through POST /v1/tokens.
+	Source string `json:"source"`
+	// Created is absent for a config token.
+	Created *time.Time `json:"created,omitempty"`
 	Expires *time.Time `json:"expires,omitempty"`
 	Expired bool       `json:"expired"`
 	// Datasets are the token's grant; absent for every dataset.
 	Datasets []string `json:"datasets,omitempty"`
 }
 
+// Sources of a listed token.
+const (
+	tokenSourceConfig = "config"
+	tokenSourceAPI    = "api"
+)
+
 func tokenToJSON(r tokenRecord, now time.Time) tokenJSON {
-	out := tokenJSON{Name: r.Name, Role: r.Role, Created: r.Created.UTC(), Datasets: r.Datasets}
+	created := r.Created.UTC()
+	out := tokenJSON{Name: r.Name, Role: r.Role, Source: tokenSourceAPI, Created: &created, Datasets: r.Datasets}
 	if !r.Expires.IsZero() {
 		e := r.Expires.UTC()
 		out.Expires = &e
@@ -90,17 +103,23 @@ func (s *Server) createToken(c echo.Context) error {
 	return c.JSON(http.StatusCreated, createdToken{tokenJSON: tokenToJSON(rec, now), Token: text})
 }
 
-// listTokens answers GET /v1/tokens.
+// listTokens answers GET /v1/tokens: the config file's tokens and the
+// API tokens, in name order (a name is one or the other: POST refuses a
+// config token's name).
 func (s *Server) listTokens(c echo.Context) error {
 	recs, err := s.apiTokens.list(c.Request().Context())
 	if err != nil {
 		return err
 	}
 	now := s.now()
-	out := make([]tokenJSON, len(recs))
-	for i, r := range recs {
-		out[i] = tokenToJSON(r, now)
+	out := make([]tokenJSON, 0, len(s.tokens.tokens)+len(recs))
+	for _, t := range s.tokens.tokens {
+		out = append(out, tokenJSON{Name: t.Name, Role: t.Role.String(), Source: tokenSourceConfig, Datasets: t.Datasets})
 	}
+	for _, r := range recs {
+		out = append(out, tokenToJSON(r, now))
+	}
+	slices.SortStableFunc(out, func(a, b tokenJSON) int { return strings.Compare(a.Name, b.Name) })
 	return answerList(c, "tokens", out)
 }
 

@@ -43,6 +43,17 @@ func TestAPITokens_CreateListRevokeExpire(t *testing.T) {
 		strings.Contains(s, created.Token) || strings.Contains(s, created.Token[len(created.Token)-4:]) || strings.Contains(s, "sha256") {
 		t.Fatalf("list: %s", s)
 	}
+	var list struct {
+		Tokens []tokenJSON `json:"tokens"`
+	}
+	r.json(t, &list)
+	if len(list.Tokens) != 3 || list.Tokens[0].Name != "ci" || list.Tokens[0].Source != "api" || list.Tokens[0].Created == nil ||
+		list.Tokens[2].Name != "ops" || list.Tokens[2].Source != "config" || list.Tokens[2].Role != "admin" || list.Tokens[2].Created != nil {
+		t.Fatalf("list with the config token: %s", r.body)
+	}
+	if strings.Contains(string(r.body), admin) {
+		t.Fatalf("list shows the config token: %s", r.body)
+	}
 
 	// A second node on the same store.
 	node2, err := New(Options{DB: f.db, Adapters: f.svc, Tokens: []Token{{Name: "ops", Token: admin, Role: RoleAdmin}}})

@@ -289,7 +289,7 @@ func (h *ddHarness) cmd(t *testing.T, d *datadriven.TestData) string {
 		if err != nil {
 			return errText(err)
 		}
-		return fmt.Sprintf("dry=%v expired=%v cells_deleted=%d invalid_pruned=%d\n", rep.DryRun, rep.VersionsExpired, rep.CellsDeleted, rep.InvalidTxnsPruned)
+		return fmt.Sprintf("dry=%v expired=%v cells_deleted=%d of_invalid=%d invalid_pruned=%d\n", rep.DryRun, rep.VersionsExpired, rep.CellsDeleted, rep.CellsOfInvalidTxns, rep.InvalidTxnsPruned)
 	case "rollback":
 		to, _ := strconv.ParseInt(arg(d, "to", "0"), 10, 64)
 		vi, err := h.db.Rollback(ctx, ds, to)

@@ -15,8 +15,14 @@ type GCReport struct {
 	DryRun  bool   `json:"dry_run"`
 	// VersionsExpired lists the versions retention expired, ascending.
 	VersionsExpired []int64 `json:"versions_expired"`
-	// CellsDeleted counts cell versions and markers removed.
+	// CellsDeleted counts cell versions and markers removed: those no
+	// kept version sees (superseded, or only in expired versions) and
+	// those of invalid transactions.
 	CellsDeleted int64 `json:"cells_deleted"`
+	// CellsOfInvalidTxns counts the cells of CellsDeleted that invalid
+	// transactions wrote (failed or aborted runs, txn.I6): no version
+	// ever saw them, so they go without a version expiring.
+	CellsOfInvalidTxns int64 `json:"cells_of_invalid_txns"`
 	// BytesReclaimed estimates the bytes removed: row key + column +
 	// value + 8 per cell, before storage compression.
 	BytesReclaimed int64 `json:"bytes_reclaimed"`
@@ -102,7 +108,7 @@ func (db *DB) GC(ctx context.Context, name string, dryRun bool) (GCReport, error
 				return rep, fmt.Errorf("snapshot: GC of %s: %w", name, err)
 			}
 		}
-		if err := db.gcPartition(ctx, dataTable(name, p), len(st.Config.Columns), views, dryRun, &rep); err != nil {
+		if err := db.gcPartition(ctx, dataTable(name, p), len(st.Config.Columns), views, st.Txns.IsInvalid, dryRun, &rep); err != nil {
 			return rep, err
 		}
 	}
@@ -226,7 +232,7 @@ func (db *DB) releaseAfter(ctx context.Context, ds *dataset, epoch int64) error 
 // stays, even without cells, while something older survives, as a row
 // delete marker does (G5). The changes of one row are one batch, applied
 // atomically (a store.Batch on Pebble, one row mutation on HBase).
-func (db *DB) gcPartition(ctx context.Context, table string, n int, views []txn.Visibility, dryRun bool, rep *GCReport) error {
+func (db *DB) gcPartition(ctx context.Context, table string, n int, views []txn.Visibility, invalid func(int64) bool, dryRun bool, rep *GCReport) error {
 	// Every version of every row: GC must see them all.
 	it, err := db.st.Scan(ctx, table, store.ScanOptions{})
 	if err != nil {
@@ -264,6 +270,9 @@ func (db *DB) gcPartition(ctx context.Context, table string, n int, views []txn.
 				continue
 			}
 			rep.CellsDeleted += int64(removed)
+			if invalid(ent.ts) {
+				rep.CellsOfInvalidTxns += int64(removed)
+			}
 			var value []byte
 			if rewrite {
 				st := len(arena)

@@ -129,7 +129,7 @@ func (r *Reader) getRow(ctx context.Context, key []Value) (*rowGet, error) {
 	}
 	if !g.st.present() {
 		g.release()
-		return nil, fmt.Errorf("%w: %s version %d", ErrRowNotFound, r.ds.name, r.info.Version)
+		return nil, fmt.Errorf("%w: no key %s in %s at version %d", ErrRowNotFound, FormatKey(r.info.Schema.Key, key), r.ds.name, r.info.Version)
 	}
 	return g, nil
 }

@@ -12,7 +12,8 @@ import (
 const gcHelp = `Apply the retention of datasets now, as the server does every gc_interval:
 versions older than their TTL and beyond their newest min_versions
 expire (the current and tagged versions are always kept), and the cells
-no kept version can see are deleted, with those of failed runs.
+no kept version can see are deleted, with those of failed runs (OF FAILED
+RUNS counts these: they go without a version expiring).
 --dry-run reports what would go and changes nothing. Name the datasets, or
 --all for every one.`
 
@@ -22,6 +23,7 @@ type gcReport struct {
 	DryRun            bool    `json:"dry_run"`
 	VersionsExpired   []int64 `json:"versions_expired"`
 	CellsDeleted      int64   `json:"cells_deleted"`
+	CellsOfFailedRuns int64   `json:"cells_of_invalid_txns"`
 	BytesReclaimed    int64   `json:"bytes_reclaimed"`
 	InvalidTxnsPruned int64   `json:"invalid_txns_pruned"`
 }
@@ -56,7 +58,7 @@ func cmdGC(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			}
 		}
 		var reports []json.RawMessage
-		tb := newTable(stdout, "DATASET", "DRY RUN", "VERSIONS EXPIRED", "CELLS DELETED", "RECLAIMED", "TXNS PRUNED")
+		tb := newTable(stdout, "DATASET", "DRY RUN", "VERSIONS EXPIRED", "CELLS DELETED", "OF FAILED RUNS", "RECLAIMED", "TXNS PRUNED")
 		for _, name := range names {
 			var r gcReport
 			raw, err := t.api.send(ctx, http.MethodPost, pathOf("/v1/datasets/", name, "/gc"), q, nil, &r)
@@ -64,7 +66,7 @@ func cmdGC(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 			reports = append(reports, raw)
-			tb.row(r.Dataset, yesNo(r.DryRun), versionList(r.VersionsExpired), count(r.CellsDeleted), bytesText(r.BytesReclaimed), count(r.InvalidTxnsPruned))
+			tb.row(r.Dataset, yesNo(r.DryRun), versionList(r.VersionsExpired), count(r.CellsDeleted), count(r.CellsOfFailedRuns), bytesText(r.BytesReclaimed), count(r.InvalidTxnsPruned))
 		}
 		if c.cf.json() {
 			return encodeJSON(stdout, map[string]any{"reports": reports})

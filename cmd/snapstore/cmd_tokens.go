@@ -9,11 +9,13 @@ import (
 	"time"
 )
 
-// tokenView is an API token as the API lists it: never the token.
+// tokenView is a token as the API lists it: never the token.
 type tokenView struct {
-	Name    string     `json:"name"`
-	Role    string     `json:"role"`
-	Created time.Time  `json:"created"`
+	Name string `json:"name"`
+	Role string `json:"role"`
+	// Source is "config" (the config file's auth.tokens) or "api".
+	Source  string     `json:"source"`
+	Created *time.Time `json:"created"`
 	Expires *time.Time `json:"expires"`
 	Expired bool       `json:"expired"`
 	// Datasets is the token's grant; empty for every dataset.
@@ -70,18 +72,18 @@ func tokensCreate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 }
 
 func tokensList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newCmdLine("tokens list", "", "The tokens made through the API: role, when created, when they expire, the datasets they may reach. Never a token.", flagsClient, stdout)
+	c := newCmdLine("tokens list", "", "The tokens of the config file and those made through the API: source, role, when created, when they expire, the datasets they may reach. Never a token.", flagsClient, stdout)
 	type answer struct {
 		Tokens []tokenView `json:"tokens"`
 	}
 	return serverCommand(ctx, c, args, stderr, "/v1/tokens", func(_ []string, body answer) error {
-		tb := newTable(stdout, "TOKEN", "ROLE", "CREATED", "EXPIRES", "DATASETS")
+		tb := newTable(stdout, "TOKEN", "SOURCE", "ROLE", "CREATED", "EXPIRES", "DATASETS")
 		for _, tk := range body.Tokens {
 			ds := "all"
 			if len(tk.Datasets) > 0 {
 				ds = strings.Join(tk.Datasets, ",")
 			}
-			tb.row(tk.Name, tk.Role, timeText(&tk.Created), expiresText(tk), ds)
+			tb.row(tk.Name, tk.Source, tk.Role, timeText(tk.Created), expiresText(tk), ds)
 		}
 		return tb.flush()
 	})
