@@ -81,7 +81,10 @@ func TestServe_HTTPSWithTheCLI(t *testing.T) {
 	// API tokens through the CLI: created (shown once), listed without
 	// it, used, revoked.
 	srv := []string{"--server", url, "--token", tok}
-	code, out, errs = cli(t, append([]string{"tokens", "create", "ci", "--role", "reader", "--expires-in", "24h", "--datasets", "prod*,other"}, srv...)...)
+	if code, _, errs := cli(t, append([]string{"tokens", "create", "ci", "--role", "reader", "--expires-in", "30x"}, srv...)...); code != 2 || !strings.Contains(errs, "want a duration such as") {
+		t.Fatalf("tokens create --expires-in 30x: %d %s", code, errs)
+	}
+	code, out, errs = cli(t, append([]string{"tokens", "create", "ci", "--role", "reader", "--expires-in", "30d", "--datasets", "prod*,other"}, srv...)...)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	ciTok := lines[len(lines)-1]
 	if code != 0 || len(ciTok) != 43 || !strings.Contains(out, "shown this once") {
