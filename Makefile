@@ -50,6 +50,9 @@ DISTDIR ?= dist
 DIST_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 DIST_FILES := LICENSE README.md CHANGELOG.md docs/snapstore.sample.yaml examples/snapstore.service
+# The docs the README links to, at the same paths (not the console's
+# screenshots).
+DIST_DOCS := $(sort $(wildcard docs/*.md docs/rfcs/*.md)) docs/snapstore.sample.yaml
 TAR ?= $(shell command -v gtar 2>/dev/null || echo tar)
 
 .PHONY: dist
@@ -64,6 +67,7 @@ dist: ## reproducible release archives (linux, darwin; amd64, arm64) in dist/ wi
 			-ldflags "-s -w -X main.version=$(VERSION)" -o $$stage/snapstore ./cmd/snapstore; \
 		chmod 0755 $$stage/snapstore; \
 		for f in $(DIST_FILES); do install -m 0644 $$f $$stage/$$(basename $$f); done; \
+		for f in $(DIST_DOCS); do install -D -m 0644 $$f $$stage/$$f; done; \
 		$(TAR) --format=ustar --sort=name --mtime=@$(SOURCE_DATE_EPOCH) --owner=0 --group=0 --numeric-owner \
 			--mode=u+rwX,go+rX,go-w -C $(DISTDIR)/.stage -cf - $$name | gzip -n -9 > $(DISTDIR)/$$name.tar.gz; \
 	done

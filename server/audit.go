@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -512,6 +513,11 @@ func (s *Server) listAudit(c echo.Context) error {
 		return err
 	}
 	f := auditFilter{limit: limit, actor: c.QueryParam("actor"), action: c.QueryParam("action"), dataset: c.QueryParam("dataset"), pageToken: c.QueryParam("page_token")}
+	if f.action != "" {
+		if known := s.auditActions(); !slices.Contains(known, f.action) {
+			return badField("action", "unknown %q; the actions are %s", f.action, strings.Join(known, ", "))
+		}
+	}
 	if f.since, err = parseTime("since", c.QueryParam("since")); err != nil {
 		return err
 	}
@@ -523,6 +529,18 @@ func (s *Server) listAudit(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, page)
+}
+
+// auditActions lists, sorted, the actions the trail records: the API's
+// operationIds, the console's login and logout, and console (a console
+// request that mirrors no API operation).
+func (s *Server) auditActions() []string {
+	actions := []string{"console", "login", "logout"}
+	for _, op := range s.api.ops {
+		actions = append(actions, op.op.OperationID)
+	}
+	slices.Sort(actions)
+	return slices.Compact(actions)
 }
 
 // auditFilter selects a page of the trail: GET /v1/audit's parameters.

@@ -264,7 +264,7 @@ func TestAudit_FiltersAndPages(t *testing.T) {
 		"since=" + mid.Format(time.RFC3339Nano): 7,
 		"until=" + mid.Format(time.RFC3339Nano): 2,
 		"action=putTag&limit=2&since=" + mid.Format(time.RFC3339Nano): 6,
-		"action=nothing": 0,
+		"action=rotateSecrets": 0,
 	} {
 		if got := count(q); got != want {
 			t.Errorf("%s: %d entries, want %d", q, got, want)
@@ -272,6 +272,9 @@ func TestAudit_FiltersAndPages(t *testing.T) {
 	}
 	f.wantProblem(400, "bad_page_token", "page_token", "GET", "/v1/audit?page_token=bm9wZQ", "", admin...)
 	f.wantProblem(400, "bad_request", "since", "GET", "/v1/audit?since=yesterday", "", admin...)
+	if p := f.wantProblem(400, "bad_request", "action", "GET", "/v1/audit?action=rollbackDataset", "", admin...); !strings.Contains(p.Detail, `unknown "rollbackDataset"`) || !strings.Contains(p.Detail, "rollback, ") || !strings.Contains(p.Detail, "login") {
+		t.Errorf("an unknown action: %q", p.Detail)
+	}
 }
 
 // TestAudit_Retention: trimming removes the entries older than the

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -86,6 +88,9 @@ func (c *apiClient) do(ctx context.Context, method, path string, q url.Values, b
 	if err != nil {
 		var ne net.Error
 		var ue *url.Error
+		if untrusted := certificateError(err); untrusted != nil {
+			return nil, &exitError{code: exitUnreachable, err: fmt.Errorf("the certificate of the server at %s is not trusted: %w; give its CA with --ca-file FILE or %s", c.base, untrusted, envCAFile)}
+		}
 		if ctx.Err() == nil && (errors.As(err, &ne) || errors.As(err, &ue)) {
 			return nil, &exitError{code: exitUnreachable, err: fmt.Errorf("no answer from the server at %s: %w", c.base, errors.Unwrap(err))}
 		}
@@ -98,12 +103,39 @@ func (c *apiClient) do(ctx context.Context, method, path string, q url.Values, b
 		if json.Unmarshal(b, &ae.Problem) != nil || ae.Problem.Code == "" {
 			ae.Problem = server.Problem{Detail: strings.TrimSpace(string(b))}
 		}
-		if ae.Status == http.StatusUnauthorized {
+		switch {
+		case ae.Status != http.StatusUnauthorized:
+		case c.token == "":
 			ae.Hint = "give the token with --token or, better, " + envToken
+		case ae.Problem.Code == "token_expired":
+			ae.Hint = "the server refused the token given: it has expired"
+		default:
+			ae.Hint = "the server refused the token given: unknown, revoked or expired"
 		}
 		return nil, ae
 	}
 	return resp, nil
+}
+
+// certificateError is the error of err that says the server's
+// certificate was not verified (signed by an unknown authority, invalid,
+// or for another host); nil when there is none.
+func certificateError(err error) error {
+	var ua x509.UnknownAuthorityError
+	var ci x509.CertificateInvalidError
+	var he x509.HostnameError
+	var ve *tls.CertificateVerificationError
+	switch {
+	case errors.As(err, &ua):
+		return ua
+	case errors.As(err, &ci):
+		return ci
+	case errors.As(err, &he):
+		return he
+	case errors.As(err, &ve):
+		return ve
+	}
+	return nil
 }
 
 // call sends one request and returns the answer's body (JSON).

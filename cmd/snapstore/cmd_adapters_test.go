@@ -175,8 +175,11 @@ func TestCLI_DefinitionsAndRuns(t *testing.T) {
 			t.Errorf("%v as a reader: exit %d %s", args, code, errs)
 		}
 	}
-	if code, _, errs := run("wrong-token-Xy", "datasets", "list"); code != 1 || !strings.Contains(errs, "401 unauthorized") || !strings.Contains(errs, "--token or, better, SNAPSTORE_TOKEN") {
+	if code, _, errs := run("wrong-token-Xy", "datasets", "list"); code != 1 || !strings.Contains(errs, "401 unauthorized") || !strings.Contains(errs, "the server refused the token given") {
 		t.Errorf("a wrong token: exit %d %s", code, errs)
+	}
+	if code, _, errs := run("", "datasets", "list"); code != 1 || !strings.Contains(errs, "401 unauthorized") || !strings.Contains(errs, "--token or, better, SNAPSTORE_TOKEN") {
+		t.Errorf("no token: exit %d %s", code, errs)
 	}
 
 	// Deletes: a connection in use needs --force.

@@ -47,6 +47,9 @@ func TestCLI_Audit(t *testing.T) {
 		t.Error("the trail shows a token")
 	}
 
+	if _, errs := do(1, "audit", "--token", adminTok, "--action", "rollbackDataset"); !strings.Contains(errs, `unknown "rollbackDataset"; the actions are`) {
+		t.Errorf("an unknown action: %s", errs)
+	}
 	out, _ = do(0, "audit", "--token", adminTok, "--action", "putTag", "--output", "json")
 	var body struct {
 		Entries []server.AuditEntry `json:"entries"`

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/snapstore/snapstore/api"
 )
 
 // tokenView is a token as the API lists it: never the token.
@@ -39,17 +41,23 @@ func cmdTokens(ctx context.Context, args []string, stdout, stderr io.Writer) err
 func tokensCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := newCmdLine("tokens create", "NAME --role ROLE [--expires-in DURATION] [--datasets PATTERNS]", "Create a bearer token with a role, with --expires-in an expiry, and with --datasets a grant: the token reaches only the datasets matching one of the patterns (docs/security.md#grants). The token is printed this once: the server keeps only its hash.", flagsClient, stdout)
 	role := c.fs.String("role", "", "`role` of the token: reader, operator or admin")
-	expires := c.fs.Duration("expires-in", 0, "the token expires after this `duration` (e.g. 720h); 0: never")
+	var expires api.Duration
+	c.fs.Func("expires-in", "the token expires after this `duration` (e.g. 30d, 36h or 90m); 0 or none: never", func(s string) error {
+		// ParseDuration's error says what a duration is.
+		d, err := api.ParseDuration(s)
+		expires = d
+		return err
+	})
 	datasets := c.fs.String("datasets", "", "comma-separated glob `patterns` of the datasets the token may reach (e.g. 'sales_*,hr_public'); empty: every dataset")
 	return onServer(ctx, c, args, stderr, 1, func(t *target, pos []string) error {
 		if *role == "" {
 			return usageError("--role: give reader, operator or admin")
 		}
-		if *expires < 0 {
-			return usageError("--expires-in must not be negative, got %s", *expires)
+		if expires < 0 {
+			return usageError("--expires-in must not be negative, got %s", expires)
 		}
 		body := map[string]any{"name": pos[0], "role": *role}
-		if *expires > 0 {
+		if expires > 0 {
 			body["expires_in"] = expires.String()
 		}
 		if *datasets != "" {

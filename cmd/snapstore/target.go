@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -62,7 +64,8 @@ const serverProbeTimeout = 700 * time.Millisecond
 // directory, opened here whatever answers on the network (both is a usage
 // error); with neither, the server at the configured listen address when
 // one answers there, else the configured data directory, and stderr says
-// which.
+// which; when that data directory does not exist either, nothing is
+// created and the error names both (exit code 3).
 func openTarget(ctx context.Context, cf *commonFlags, stderr io.Writer) (*target, error) {
 	cfg, err := loadConfig(cf, os.Environ())
 	if err != nil {
@@ -94,6 +97,13 @@ func openTarget(ctx context.Context, cf *commonFlags, stderr io.Writer) (*target
 		// would otherwise answer silently.
 		fmt.Fprintf(stderr, "snapstore: using the server at %s (--server URL or --data DIR to choose)\n", u)
 		return remoteTarget(cfg, u, cf.token, tc), nil
+	}
+	if cfg.Storage.Backend != "hbase" {
+		// A data directory opened here would be created: a command run
+		// where there is none most likely meant a server that is not up.
+		if _, err := os.Stat(cfg.Data); errors.Is(err, fs.ErrNotExist) {
+			return nil, &exitError{code: exitUnreachable, err: fmt.Errorf("no server at %s and no data directory at %s; give --server URL (or SNAPSTORE_LISTEN, the address of the server) or --data DIR", u, cfg.Data)}
+		}
 	}
 	fmt.Fprintf(stderr, "snapstore: no server at %s; using %s (--server URL or --data DIR to choose)\n", u, storageText(cfg))
 	return openLocal(ctx, cfg, stderr)

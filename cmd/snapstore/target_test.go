@@ -1,7 +1,10 @@
 package main
 
 import (
+	"errors"
+	"io/fs"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -33,6 +36,14 @@ func TestTarget_ExplicitDataNeverReplaced(t *testing.T) {
 	code, _, errs = cli(t, "datasets", "list", "--listen", "127.0.0.1:1", "--config", writeFile(t, "c.yaml", "data: "+other+"\n"))
 	if code != 0 || !strings.Contains(errs, "no server at http://127.0.0.1:1; using the data directory "+other) {
 		t.Fatalf("neither flag, no server: exit %d %q", code, errs)
+	}
+	none := filepath.Join(t.TempDir(), "none")
+	code, _, errs = cli(t, "datasets", "list", "--listen", "127.0.0.1:1", "--config", writeFile(t, "c.yaml", "data: "+none+"\n"))
+	if code != 3 || !strings.Contains(errs, "no server at http://127.0.0.1:1 and no data directory at "+none) || !strings.Contains(errs, "--data DIR") {
+		t.Fatalf("neither flag, no server, no data directory: exit %d %q", code, errs)
+	}
+	if _, err := os.Stat(none); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the data directory %s was created: %v", none, err)
 	}
 }
 

@@ -13,7 +13,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -81,6 +83,17 @@ func TestDist(t *testing.T) {
 		}
 	}
 	serveDist(t, bin)
+
+	// The README's links to docs/ resolve in the archive.
+	readme, err := os.ReadFile(filepath.Join(dir, name, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`\]\((docs/[^)#]*)`).FindAllStringSubmatch(string(readme), -1) {
+		if _, err := os.Stat(filepath.Join(dir, name, filepath.FromSlash(m[1]))); err != nil {
+			t.Errorf("the README links to %s, which the archive does not hold: %v", m[1], err)
+		}
+	}
 
 	t.Run("systemd-analyze verify", func(t *testing.T) {
 		if _, err := exec.LookPath("systemd-analyze"); err != nil {
@@ -155,10 +168,24 @@ func unpackDist(t *testing.T, archive []byte, dir, name string) {
 			t.Fatal(err)
 		}
 	}
+	files := []string{"", "CHANGELOG.md", "LICENSE", "README.md", "snapstore", "snapstore.sample.yaml", "snapstore.service", "docs/", "docs/rfcs/", "docs/snapstore.sample.yaml"}
+	docs, err := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rfcs, err := filepath.Glob(filepath.Join("..", "..", "docs", "rfcs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range append(docs, rfcs...) {
+		files = append(files, strings.TrimPrefix(filepath.ToSlash(f), "../../"))
+	}
 	var want []string
-	for _, f := range []string{"", "CHANGELOG.md", "LICENSE", "README.md", "snapstore", "snapstore.sample.yaml", "snapstore.service"} {
+	for _, f := range files {
 		want = append(want, name+"/"+f)
 	}
+	sort.Strings(names)
+	sort.Strings(want)
 	if strings.Join(names, " ") != strings.Join(want, " ") {
 		t.Fatalf("archive holds\n%s\nwant\n%s", strings.Join(names, "\n"), strings.Join(want, "\n"))
 	}
