@@ -7,33 +7,27 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net"
-	"os"
 	"strconv"
 	"testing"
+
+	"github.com/snapstore/snapstore/internal/testenv"
 
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/snapstore/snapstore/adapters/source"
 )
 
-// testEnv reads the SNAPSTORE_TEST_MYSQL_* variables (scripts/mariadb.sh
-// env), as the tests of package adapters do, or skips.
+// testEnv is the test MariaDB server (internal/testenv), with the
+// fixtures this package's tests open on it.
 type testEnv struct {
 	Host, Port, User, Password string
 }
 
+// mysqlEnv returns the test server, or skips (internal/testenv).
 func mysqlEnv(t testing.TB) testEnv {
 	t.Helper()
-	e := testEnv{
-		Host:     os.Getenv("SNAPSTORE_TEST_MYSQL_HOST"),
-		Port:     os.Getenv("SNAPSTORE_TEST_MYSQL_PORT"),
-		User:     os.Getenv("SNAPSTORE_TEST_MYSQL_USER"),
-		Password: os.Getenv("SNAPSTORE_TEST_MYSQL_PASSWORD"),
-	}
-	if e.Host == "" || e.User == "" {
-		t.Skip("MariaDB not configured: SNAPSTORE_TEST_MYSQL_HOST/PORT/USER/PASSWORD unset (run: eval \"$(scripts/mariadb.sh env)\")")
-	}
-	return e
+	s := testenv.MySQL(t)
+	return testEnv{Host: s.Host, Port: s.Port, User: s.User, Password: s.Password}
 }
 
 // admin opens a plain driver connection for setting up fixtures.

@@ -6,33 +6,27 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
-	"os"
 	"strconv"
 	"testing"
+
+	"github.com/snapstore/snapstore/internal/testenv"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/snapstore/snapstore/adapters/source"
 )
 
-// testEnv reads the SNAPSTORE_TEST_POSTGRES_* variables
-// (scripts/postgres.sh env), as the tests of package adapters do, or skips.
+// testEnv is the test PostgreSQL server (internal/testenv), with the
+// fixtures this package's tests open on it.
 type testEnv struct {
 	Host, Port, User, Password string
 }
 
+// postgresEnv returns the test server, or skips (internal/testenv).
 func postgresEnv(t testing.TB) testEnv {
 	t.Helper()
-	e := testEnv{
-		Host:     os.Getenv("SNAPSTORE_TEST_POSTGRES_HOST"),
-		Port:     os.Getenv("SNAPSTORE_TEST_POSTGRES_PORT"),
-		User:     os.Getenv("SNAPSTORE_TEST_POSTGRES_USER"),
-		Password: os.Getenv("SNAPSTORE_TEST_POSTGRES_PASSWORD"),
-	}
-	if e.Host == "" || e.User == "" {
-		t.Skip("PostgreSQL not configured: SNAPSTORE_TEST_POSTGRES_HOST/PORT/USER/PASSWORD unset (run: eval \"$(scripts/postgres.sh env)\")")
-	}
-	return e
+	s := testenv.Postgres(t)
+	return testEnv{Host: s.Host, Port: s.Port, User: s.User, Password: s.Password}
 }
 
 // connect opens a plain pgx connection to db for fixtures.
