@@ -129,6 +129,32 @@ func (c *pcluster) waitBalanced() {
 		}
 		return true
 	})
+	// The keeper moves partitions in steps, one per move interval (500 ms),
+	// and each node rereads the table on its own tick: settled is every node
+	// reading one epoch that owns all 32 partitions, and that epoch staying
+	// for four move intervals.
+	var epoch float64
+	var since time.Time
+	poll(t, 60*time.Second, "the partition table settled", func() bool {
+		e, total := -1.0, 0.0
+		for _, p := range c.nodes {
+			pe := p.metric(t, "snapstore_cluster_partition_table_epoch")
+			if e >= 0 && pe != e {
+				since = time.Time{}
+				return false
+			}
+			e = pe
+			total += p.metric(t, "snapstore_cluster_partitions_owned")
+		}
+		if total != 32 {
+			since = time.Time{}
+			return false
+		}
+		if e != epoch || since.IsZero() {
+			epoch, since = e, time.Now()
+		}
+		return time.Since(since) >= 2*time.Second
+	})
 }
 
 // owned returns the partitions each node owns, as it sees the table.
