@@ -24,9 +24,9 @@ package snapshot
 // holds the row visibly then no partition of the range can at either.
 //
 // Where the two views exclude different transactions at or below lo (a
-// transaction in progress for one and committed or invalid for the other,
-// which one writer per dataset leaves only to a transaction of another
-// dataset), the diff walks every row as before (diff.go).
+// transaction that ended between the two Readers took their views; with
+// one writer per dataset, only another dataset's can), the diff walks
+// every row (diff.go).
 
 import (
 	"bytes"

@@ -12,6 +12,7 @@ import (
 	"github.com/snapstore/snapstore/store"
 	"github.com/snapstore/snapstore/store/hbase/hbasetest"
 	"github.com/snapstore/snapstore/store/pebble"
+	"github.com/snapstore/snapstore/txn"
 )
 
 // countingStore counts the cells its store hands out: each cell an
@@ -264,5 +265,34 @@ func TestTimeBoundDiffEqualsFullWalk(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTimeBoundDiffFallsBack: views that exclude different transactions
+// at or below the older version give no candidate scans (the diff walks
+// every row); a difference above it does not matter.
+func TestTimeBoundDiffFallsBack(t *testing.T) {
+	st := newTestStore(t)
+	for _, tc := range []struct {
+		from, to txn.Visibility
+		bounded  bool
+	}{
+		{txn.NewVisibility(10, []int64{3}), txn.NewVisibility(20, []int64{3, 15}), true},
+		{txn.NewVisibility(20, []int64{3, 15}), txn.NewVisibility(10, []int64{3}), true},
+		{txn.NewVisibility(10, []int64{3}), txn.NewVisibility(20, []int64{3, 5}), false},
+		{txn.NewVisibility(10, []int64{3, 10}), txn.NewVisibility(20, []int64{3}), false},
+	} {
+		c, err := openChanged(context.Background(), st, "d", 2, tc.from, tc.to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (c != nil) != tc.bounded {
+			t.Errorf("%v -> %v: time-bound %v, want %v", tc.from, tc.to, c != nil, tc.bounded)
+		}
+		if c != nil {
+			if err := c.close(); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }
