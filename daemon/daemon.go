@@ -242,7 +242,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	gcCtx, stopGC := context.WithCancel(ctx)
 	gcDone := make(chan struct{})
-	go func() { defer close(gcDone); d.srv.RunGCLoop(gcCtx, d.cfg.GCInterval) }()
+	go func() { defer close(gcDone); runGC(gcCtx, d.srv, d.stk.DB.ReadOnly(), d.cfg.GCInterval, d.log) }()
 	d.start(ctx)
 	var serveErr error
 	select {

@@ -51,7 +51,8 @@ type Options struct {
 }
 
 // Server is the HTTP API. Create it with New, serve its Handler with an
-// http.Server (package daemon does), run RunGCLoop beside it, and call
+// http.Server (package daemon does, and calls CollectGarbage and
+// TrimAudit from its periodic loop), and call
 // SetShuttingDown when shutdown begins so /readyz turns 503.
 type Server struct {
 	db     *snapshot.DB
