@@ -147,6 +147,7 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 		Partitions:   partsView,
 		Audit:        d.cfg.Audit.Options(d.cfg.AuditOut, d.log),
 		Notifier:     d.notifier,
+		SessionIdle:  d.cfg.Auth.SessionIdleTimeout,
 	})
 	if err != nil {
 		return nil, err
