@@ -67,7 +67,6 @@ func (s *postgresSource) OpenPoint(ctx context.Context, req source.PointRequest)
 			Reason:      fmt.Sprintf("postgres: snapshot %s exported by one transaction, imported by %d more", id, n-1),
 			Connections: n,
 			Position:    id,
-			Attempts:    1,
 		},
 	}, nil
 }

@@ -27,7 +27,7 @@ type PointRequest struct {
 	Parallelism int
 	// Mode, when set, is the one mode to use: OpenPoint fails when the
 	// source cannot give it (tests; an operator who forbids the read
-	// lock asks for PointPositions or PointOneConnection). Empty: the
+	// lock asks for PointOneConnection). Empty: the
 	// best mode the source allows.
 	Mode PointMode
 }
@@ -41,11 +41,6 @@ const (
 	// (SET TRANSACTION SNAPSHOT); the exporting transaction stays open
 	// until the point closes.
 	PointExportedSnapshot PointMode = "exported_snapshot"
-	// PointPositions: MySQL/MariaDB, every connection starts a consistent
-	// snapshot and the binary log position each snapshot is at is
-	// compared, the connections started again until all agree (no lock;
-	// mydumper's safe no-lock mode).
-	PointPositions PointMode = "snapshot_positions"
 	// PointReadLock: MySQL/MariaDB, FLUSH TABLES WITH READ LOCK held only
 	// while the connections start their consistent snapshots.
 	PointReadLock PointMode = "read_lock"
@@ -65,12 +60,8 @@ type PointInfo struct {
 	// tables that can be read at once.
 	Connections int `json:"connections"`
 	// Position names the source's moment when the source shows one (the
-	// binary log file and position, the exported snapshot id); may be
-	// empty.
+	// exported snapshot id); may be empty.
 	Position string `json:"position,omitempty"`
-	// Attempts is how many times the connections were started before
-	// their positions agreed (PointPositions); 1 otherwise.
-	Attempts int `json:"attempts"`
 }
 
 // Point is an open database snapshot. OpenTable may be called from several

@@ -58,7 +58,7 @@ func (s *sqliteSource) OpenPoint(ctx context.Context, req source.PointRequest) (
 
 // Info implements source.Point.
 func (p *sqlitePoint) Info() source.PointInfo {
-	return source.PointInfo{Mode: source.PointOneTransaction, Reason: "sqlite: one read transaction over every table", Connections: 1, Attempts: 1}
+	return source.PointInfo{Mode: source.PointOneTransaction, Reason: "sqlite: one read transaction over every table", Connections: 1}
 }
 
 // OpenTable implements source.Point: the table read inside the point's
