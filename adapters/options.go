@@ -179,6 +179,8 @@ func parseOption(d OptionDef, v any) (any, error) {
 		switch l := v.(type) {
 		case string:
 			return []string{l}, nil
+		case bool, int, int64, float64, json.Number:
+			return []string{fmt.Sprint(l)}, nil
 		case []string:
 			return slices.Clone(l), nil
 		case []any:

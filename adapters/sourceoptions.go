@@ -1,6 +1,9 @@
 package adapters
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // parseSourceOptions checks an adapter's source_options against the read
 // options of its connection's type c (ReadOptioner), named typ, and
@@ -15,12 +18,15 @@ func parseSourceOptions(prefix string, c Connector, typ string, raw map[string]a
 	if !ok {
 		return nil, &OptionError{Key: prefix[:len(prefix)-1], Msg: fmt.Sprintf("a data connection of type %q takes no source_options", typ)}
 	}
+	// The options that parsed are validated too, so that every problem is
+	// named at once; a key that did not parse is not in opts, so it is not
+	// reported twice.
 	opts, _, err := parseOptions(prefix, ro.ReadOptions(), "", raw)
+	if verr := ro.ValidateRead(opts); verr != nil {
+		err = errors.Join(err, prefixOptionErrors(prefix, verr))
+	}
 	if err != nil {
 		return nil, err
-	}
-	if err := ro.ValidateRead(opts); err != nil {
-		return nil, prefixOptionErrors(prefix, err)
 	}
 	return opts, nil
 }

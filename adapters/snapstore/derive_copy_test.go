@@ -47,7 +47,7 @@ func TestDerivedCopy(t *testing.T) {
 		{map[string]any{"columns": []string{"k1", "k2", "nope"}}, "edge", `column \"nope\" is not a column of dataset \"items\"`},
 		{map[string]any{"start": []string{"x"}}, "edge", `source_options.start`},
 		{map[string]any{"colums": []string{"k1"}}, "edge", `unknown option`},
-		{map[string]any{"columns": 7}, "edge", `want a list of strings`},
+		{map[string]any{"columns": map[string]any{"a": 1}}, "edge", `want a list of strings`},
 		{map[string]any{"columns": []string{}}, "edge", `an empty list`},
 	} {
 		code, body := central.call("POST", "/v1/adapters", map[string]any{"name": "bad", "connection": c.conn, "resource": "items", "source_options": c.opts})

@@ -24,7 +24,7 @@ const (
 	// OptStringMap is an object of string values (scalars are formatted).
 	OptStringMap
 	// OptStringList is a list of strings (scalars are formatted); a
-	// single string is a list of one.
+	// single scalar is a list of one.
 	OptStringList
 )
 
