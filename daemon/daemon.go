@@ -210,6 +210,7 @@ func (d *Daemon) join(ctx context.Context, db *snapshot.DB) (adapters.Cluster, a
 		return d.place, nil, nil
 	}
 	d.parts.runs.SetTransport(d.xfer)
+	d.parts.runs.SetDeparted(d.place.Departed)
 	d.place.KeepPartitions(d.parts.table)
 	return d.place, d.parts.runs, nil
 }

@@ -69,6 +69,8 @@ type Runs struct {
 	cfg Config
 	log *slog.Logger
 	xfr *transfer.Transport // set once by SetTransport, before any run
+	// departed is set once by SetDeparted, before any run (departed.go).
+	departed func(node string) (string, bool)
 
 	// mu guards streams and records.
 	mu      sync.Mutex
