@@ -279,6 +279,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.log.Warn("stopping the transfer listener", "err", err)
 		}
 	}
+	if d.parts != nil {
+		d.parts.runs.Close()
+	}
 	httpErr := hs.Shutdown(sctx)
 	if errors.Is(httpErr, context.DeadlineExceeded) {
 		httpErr = hs.Close()
@@ -398,6 +401,9 @@ func (d *Daemon) Close() error {
 	}
 	if d.xfer != nil {
 		errs = append(errs, d.xfer.Close())
+	}
+	if d.parts != nil {
+		d.parts.runs.Close()
 	}
 	if d.mem != nil {
 		errs = append(errs, d.mem.Close())
