@@ -88,6 +88,10 @@ func (c *apiClient) do(ctx context.Context, method, path string, q url.Values, b
 	if err != nil {
 		var ne net.Error
 		var ue *url.Error
+		var he x509.HostnameError
+		if errors.As(err, &he) {
+			return nil, &exitError{code: exitUnreachable, err: fmt.Errorf("the certificate of the server at %s is not for the name %q: %w; reach the server by a name its certificate holds, or make the certificate again with `snapstore cert server DIR --host %s,...`", c.base, c.base.Hostname(), he, c.base.Hostname())}
+		}
 		if untrusted := certificateError(err); untrusted != nil {
 			return nil, &exitError{code: exitUnreachable, err: fmt.Errorf("the certificate of the server at %s is not trusted: %w; give its CA with --ca-file FILE or %s", c.base, untrusted, envCAFile)}
 		}

@@ -154,3 +154,25 @@ func TestAPIClient_SendsJSONAsNoBrowserDoes(t *testing.T) {
 		t.Errorf("headers %v, want Content-Type application/json and no Origin or Sec-Fetch-Site", h)
 	}
 }
+
+// TestAPIClient_CertificateForAnotherName: a server reached by a name its
+// trusted certificate does not hold is told apart from an untrusted one:
+// the message names the name and how to make a certificate for it, not a
+// CA to give.
+func TestAPIClient_CertificateForAnotherName(t *testing.T) {
+	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer ts.Close()
+	// httptest's certificate holds 127.0.0.1, ::1 and example.com.
+	base, _ := url.Parse(strings.Replace(ts.URL, "127.0.0.1", "localhost", 1))
+	c := &apiClient{base: base, hc: ts.Client()}
+	_, err := c.do(context.Background(), "GET", "/v1/datasets", nil, nil, "")
+	if err == nil {
+		t.Fatal("a certificate for other names was accepted")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, `is not for the name "localhost"`) || !strings.Contains(msg, "cert server DIR --host localhost") || strings.Contains(msg, "--ca-file") {
+		t.Errorf("message: %s", msg)
+	}
+}
