@@ -2,6 +2,8 @@ package snapstore
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -79,7 +81,14 @@ func (s *snapSource) get(ctx context.Context, path string, query url.Values, acc
 		}
 		cause := "unreachable"
 		var ne interface{ Timeout() bool }
-		if errors.As(err, &ne) && ne.Timeout() {
+		switch {
+		case certificateRefused(err):
+			// The server answers; its certificate does not fit the
+			// connection's TLS options, which a firewall check will not
+			// find.
+			cause = "config"
+			err = fmt.Errorf("%w; give the CA of the server's certificate in options.ca_file, and reach it by a name the certificate holds", err)
+		case errors.As(err, &ne) && ne.Timeout():
 			cause = "timeout"
 		}
 		return nil, source.NewSourceError(ctx, s.addr, cause, source.ScrubError(err, s.token.Reveal()))
@@ -144,4 +153,15 @@ func (s *snapSource) readTimeout(ctx, rctx context.Context, err error) error {
 	}
 	return &source.SourceError{SourceAddr: s.addr, Cause: "timeout", Timeout: s.readTO, Bound: "read_timeout",
 		Err: source.ScrubError(err, s.token.Reveal())}
+}
+
+// certificateRefused reports whether err is this client's refusal of the
+// server's certificate: signed by an unknown authority, for other names,
+// expired or otherwise invalid.
+func certificateRefused(err error) bool {
+	var ua x509.UnknownAuthorityError
+	var he x509.HostnameError
+	var ci x509.CertificateInvalidError
+	var ve *tls.CertificateVerificationError
+	return errors.As(err, &ua) || errors.As(err, &he) || errors.As(err, &ci) || errors.As(err, &ve)
 }

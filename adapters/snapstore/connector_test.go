@@ -1,7 +1,11 @@
 package snapstore
 
 import (
+	"context"
 	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -156,5 +160,25 @@ func TestDerivation(t *testing.T) {
 		if !errors.As(err, &oe) || oe.Key != c.want {
 			t.Errorf("%+v: %v, want an error naming %s", c.d, err, c.want)
 		}
+	}
+}
+
+// TestCertificateRefused: a server whose certificate the connection does
+// not trust answers, so the test says the settings do not fit it (cause
+// config) and names options.ca_file, rather than "cannot connect".
+func TestCertificateRefused(t *testing.T) {
+	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer ts.Close()
+	src, err := connector{}.Open(context.Background(), source.SourceConfig{
+		Name: "edge", Options: source.OptionValues{"url": ts.URL}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	res := src.(source.Tester).Test(context.Background())
+	if res.OK || res.Cause != "config" || !strings.Contains(res.Message, "options.ca_file") || !strings.Contains(res.Message, "certificate") {
+		t.Errorf("test against an untrusted certificate: %+v", res)
 	}
 }
