@@ -169,7 +169,8 @@ func TestCLI_DatasetsDiffTagsRollbackGC(t *testing.T) {
 // NDJSON as the API sends it, an Arrow stream to a file and Parquet to a
 // non-terminal stdout, each read back by arrow-go's readers; a format the
 // endpoint does not offer and a binary format bound for a terminal are
-// refused before any request.
+// refused before any request, as scan refuses Arrow and Parquet for a
+// terminal.
 func testDiffFormats(t *testing.T, do func(int, ...string) (string, string)) {
 	t.Helper()
 	if out, _ := do(0, "diff", "products", "--from", "first", "--format", "ndjson"); strings.Count(out, "\n") != 3 || !strings.Contains(out, `"op":"update"`) {
@@ -214,5 +215,12 @@ func testDiffFormats(t *testing.T, do func(int, ...string) (string, string)) {
 	if _, errs := do(exitUsage, "diff", "products", "--format", "parquet"); !strings.Contains(errs, "binary") {
 		t.Errorf("diff --format parquet to a terminal: %s", errs)
 	}
+	for _, f := range []string{"arrow", "parquet"} {
+		if _, errs := do(exitUsage, "scan", "products", "--format", f); !strings.Contains(errs, "binary") {
+			t.Errorf("scan --format %s to a terminal: %s", f, errs)
+		}
+	}
+	do(0, "scan", "products", "--format", "csv")
+	do(0, "scan", "products", "--format", "parquet", "--out", name)
 	do(0, "diff", "products", "--from", "first", "--format", "arrow", "--out", name)
 }

@@ -19,7 +19,8 @@ const scanHelp = `Rows of a dataset in key order, at one version (the current on
 header line (NULL an empty field, bytes base64), an Apache Arrow IPC stream
 (--format arrow) or a Parquet file (--format parquet, --compression zstd or
 snappy), as GET /v1/datasets/{dataset}/rows answers with that format. The
-bytes go to standard output, or to --out FILE. --start, --end and --prefix
+bytes go to standard output, or to --out FILE; Arrow and Parquet, which
+are binary, never to a terminal. --start, --end and --prefix
 are key prefixes: repeat them once per key column, in key order.`
 
 // cmdScan is `snapstore scan DATASET`.
@@ -44,6 +45,9 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	accept := scanMedia[*format]
 	if accept == "" {
 		return usageError("--format: want ndjson, csv, arrow or parquet, got %q", *format)
+	}
+	if (*format == "arrow" || *format == "parquet") && *out == "" && isTerminal(stdout) {
+		return usageError("--format %s is binary: give --out FILE or redirect standard output to a file or a pipe", *format)
 	}
 	return withTarget(ctx, c.cf, stderr, func(t *target) error {
 		q := url.Values{}
