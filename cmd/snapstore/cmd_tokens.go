@@ -33,7 +33,7 @@ cluster (within 2 s). Tokens of the config file are snapstore token's.`
 func cmdTokens(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return runGroup(ctx, "tokens", tokensHelp, []subcommand{
 		{"create", "NAME --role ROLE [--expires-in DURATION] [--datasets PATTERNS]", "a new token, printed this once", tokensCreate},
-		{"list", "", "the API tokens: role, created, expires, datasets", tokensList},
+		{"list", "", "every token, the config file's and the API's: role, created, expires, datasets", tokensList},
 		{"revoke", "NAME", "revoke a token at once", tokensRevoke},
 	}, args, stdout, stderr)
 }
