@@ -97,7 +97,16 @@ func TestCLI_DatasetsDiffTagsRollbackGC(t *testing.T) {
 		t.Fatalf("versions --output json: %v %s", err, out)
 	}
 	first, second := vs.Versions[1].Version, vs.Versions[0].Version
-	do(0, "tag", "products", "second")
+	if out, _ := do(0, "tag", "products", "second"); strings.Contains(out, "moved") {
+		t.Errorf("a new tag said it moved: %s", out)
+	}
+	if out, _ := do(0, "tag", "products", "moving", "--version", fmt.Sprint(first)); strings.Contains(out, "moved") {
+		t.Errorf("a new tag said it moved: %s", out)
+	}
+	if out, _ := do(0, "tag", "products", "moving"); !strings.Contains(out, fmt.Sprintf("is tagged moving (moved from version %d)", first)) {
+		t.Errorf("tagging again: %s", out)
+	}
+	do(0, "untag", "products", "moving")
 	_, errs = do(2, "rollback", "products", fmt.Sprint(first))
 	if !strings.Contains(errs, "--yes") || !strings.Contains(errs, fmt.Sprintf("The later version (%d) stays readable", second)) {
 		t.Errorf("rollback without a terminal:\n%s", errs)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/snapstore/snapstore/snapshot"
@@ -30,13 +31,25 @@ func cmdTag(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		body = map[string]int64{"version": *version}
 	}
 	return withTarget(ctx, c.cf, stderr, func(t *target) error {
+		// The version the tag names before, if any, to say that tagging
+		// moved it; best effort, as the tag may move meanwhile.
+		var before struct {
+			VersionRead *snapshot.VersionInfo `json:"version_read"`
+		}
+		if _, err := t.api.get(ctx, pathOf("/v1/datasets/", pos[0]), url.Values{"tag": {pos[1]}}, &before); err != nil {
+			before.VersionRead = nil
+		}
 		var v snapshot.VersionInfo
 		raw, err := t.api.send(ctx, http.MethodPut, pathOf("/v1/datasets/", pos[0], "/tags/", pos[1]), nil, body, &v)
 		if err != nil || c.cf.json() {
 			return orJSON(stdout, raw, err)
 		}
-		_, err = fmt.Fprintf(stdout, "%s version %d (committed %s, %s rows) is tagged %s; its tags: %s\n",
-			pos[0], v.Version, timeText(&v.CommittedAt), count(v.Stats.Rows), pos[1], strings.Join(v.Tags, ", "))
+		moved := ""
+		if b := before.VersionRead; b != nil && b.Version != v.Version {
+			moved = fmt.Sprintf(" (moved from version %d)", b.Version)
+		}
+		_, err = fmt.Fprintf(stdout, "%s version %d (committed %s, %s rows) is tagged %s%s; its tags: %s\n",
+			pos[0], v.Version, timeText(&v.CommittedAt), count(v.Stats.Rows), pos[1], moved, strings.Join(v.Tags, ", "))
 		return err
 	})
 }
