@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"unicode"
 
@@ -236,10 +237,15 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
 		}
-		return nil, &exitError{code: exitUsage, err: err}
+		return nil, &exitError{code: exitUsage, err: errors.New(flagDashes.ReplaceAllString(err.Error(), "$1 --$2"))}
 	}
 	return pos, nil
 }
+
+// flagDashes finds the flag names in package flag's errors ("invalid
+// value "1y" for flag -expires-in", "flag needs an argument: -out"), which
+// it spells with one dash, to spell them as the help and docs do.
+var flagDashes = regexp.MustCompile(`(for flag|for|argument:|defined:) -([A-Za-z])`)
 
 // looksLikeFlag reports whether name (from flagName) is spelt like a
 // flag: a letter, then letters, digits and '-'. "-5" and "-- comment" are

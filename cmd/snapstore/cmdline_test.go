@@ -26,8 +26,13 @@ func TestParseArgs(t *testing.T) {
 			t.Errorf("parse(%q) = %q data %q json %v, %v", c.args, pos, c0.cf.data, c0.cf.json(), err)
 		}
 	}
-	if _, err := newCmdLine("t", "", "", flagsClient, io.Discard).parse([]string{"--data"}); err == nil {
-		t.Error("--data without a value accepted")
+	if _, err := newCmdLine("t", "", "", flagsClient, io.Discard).parse([]string{"--data"}); err == nil || !strings.Contains(err.Error(), "argument: --data") {
+		t.Errorf("--data without a value: %v", err)
+	}
+	c1 := newCmdLine("t", "", "", flagsClient, io.Discard)
+	c1.fs.Int("rows", 0, "")
+	if _, err := c1.parse([]string{"--rows", "many"}); err == nil || !strings.Contains(err.Error(), `invalid value "many" for flag --rows`) {
+		t.Errorf("--rows many: %v", err)
 	}
 	if _, err := newCmdLine("t", "", "", flagsClient, io.Discard).parse([]string{"--output", "yaml"}); err == nil {
 		t.Error("--output yaml accepted")
