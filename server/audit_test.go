@@ -119,6 +119,12 @@ func TestAudit_EveryAction(t *testing.T) {
 	f.wantProblem(401, "unauthorized", "", "GET", "/v1/datasets", "", "Authorization", "Bearer "+auditAdminTok+"-wrong")
 	f.wantProblem(403, "forbidden", "", "POST", "/v1/datasets/products/gc", "", viewer...)
 	f.wantProblem(409, "adapter_exists", "", "POST", "/v1/adapters", `{"name":"products","connection":"shop","resource":"products"}`, admin...)
+	// An expired API token is still known: its refusal names it.
+	var brief struct{ Token string }
+	f.must(201, "POST", "/v1/tokens", `{"name":"brief","role":"reader","expires_in":"1h"}`, admin...).json(t, &brief)
+	f.srv.now = func() time.Time { return time.Now().Add(61 * time.Minute) }
+	f.wantProblem(401, "token_expired", "", "GET", "/v1/datasets", "", "Authorization", "Bearer "+brief.Token)
+	f.srv.now = time.Now
 
 	got := f.auditTrail("")
 	slices.Reverse(got) // oldest first, as sent
@@ -152,6 +158,8 @@ func TestAudit_EveryAction(t *testing.T) {
 		{"listDatasets", "anonymous", "", 401, "unauthorized"},
 		{"gc", "viewer", "dataset=products", 403, "forbidden"},
 		{"createAdapter", "root", "adapter=products dataset=products", 409, "adapter_exists"},
+		{"createToken", "root", "token=brief", 201, ""},
+		{"listDatasets", "brief", "", 401, "token_expired"},
 	}
 	if len(got) != len(wants) {
 		for _, e := range got {

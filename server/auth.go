@@ -229,6 +229,11 @@ func (s *Server) authorize(c echo.Context, rt *route) error {
 	if !ok {
 		var err error
 		if tok, ok, err = s.lookupAPIToken(c.Request().Context(), header); err != nil {
+			if tok.Name != "" {
+				// An expired token is still known: the refusal's audit
+				// entry names it.
+				c.Set("token", tok.Name)
+			}
 			return err
 		}
 	}
@@ -246,7 +251,8 @@ func (s *Server) authorize(c echo.Context, rt *route) error {
 // lookupAPIToken returns the API token (POST /v1/tokens) of the
 // Authorization header value: false for none, which is answered as an
 // unknown token whether it never existed or was revoked, and
-// ErrTokenExpired for one past its expiry.
+// ErrTokenExpired for one past its expiry (with a Token that holds its
+// name only).
 func (s *Server) lookupAPIToken(ctx context.Context, header string) (Token, bool, error) {
 	text, ok := bearerText(header)
 	if !ok {
@@ -258,7 +264,7 @@ func (s *Server) lookupAPIToken(ctx context.Context, header string) (Token, bool
 		return Token{}, false, err
 	}
 	if !t.rec.Expires.IsZero() && !now.Before(t.rec.Expires) {
-		return Token{}, false, fmt.Errorf("%w: token %q expired at %s", ErrTokenExpired, t.rec.Name, t.rec.Expires.UTC().Format(time.RFC3339))
+		return Token{Name: t.rec.Name}, false, fmt.Errorf("%w: token %q expired at %s", ErrTokenExpired, t.rec.Name, t.rec.Expires.UTC().Format(time.RFC3339))
 	}
 	return Token{Name: t.rec.Name, Role: t.role, Datasets: t.grant.Patterns(), grant: t.grant}, true, nil
 }
