@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
@@ -195,9 +197,10 @@ func (c *apiClient) copyGet(ctx context.Context, w io.Writer, path string, q url
 
 // getFile sends a GET and writes the answer's body to the file name: to a
 // temporary file beside it first, renamed over name once the whole body
-// arrived, so name is never a truncated answer.
+// arrived, so name is never a truncated answer. The file gets the mode a
+// shell redirect would give it (0666 less the umask).
 func (c *apiClient) getFile(ctx context.Context, name, path string, q url.Values, accept string) error {
-	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
+	f, err := createBeside(name)
 	if err != nil {
 		return err
 	}
@@ -210,6 +213,20 @@ func (c *apiClient) getFile(ctx context.Context, name, path string, q url.Values
 		return err
 	}
 	return os.Rename(f.Name(), name)
+}
+
+// createBeside creates a new temporary file in name's directory, named
+// after it, with mode 0666 less the umask (os.CreateTemp would make it
+// 0600 whatever the umask).
+func createBeside(name string) (*os.File, error) {
+	dir, base := filepath.Dir(name), filepath.Base(name)
+	for range 100 {
+		f, err := os.OpenFile(filepath.Join(dir, "."+base+"."+rand.Text()[:10]), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		if !errors.Is(err, fs.ErrExist) {
+			return f, err
+		}
+	}
+	return nil, fmt.Errorf("creating a temporary file beside %s: every name tried exists", name)
 }
 
 // pathOf builds an API path from literal parts and escaped names:

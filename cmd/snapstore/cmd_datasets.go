@@ -58,6 +58,10 @@ func datasetsList(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			}
 			tb.row(d.Name, version, committed, age, rows, fmt.Sprint(d.Versions), ttlText(d.Retention.TTL), fmt.Sprint(d.Retention.MinVersions))
 		}
+		if len(body.Datasets) == 0 {
+			// On stderr, so the table on stdout stays a table.
+			fmt.Fprintln(stderr, "no datasets: an adapter's first successful run creates its dataset (snapstore adapters list, snapstore run ADAPTER)")
+		}
 		return tb.flush()
 	})
 }

@@ -40,6 +40,9 @@ func TestCLI_DatasetsDiffTagsRollbackGC(t *testing.T) {
 		return out, errs
 	}
 	src := sqliteSource(t, cfg.Connections[0].Options["path"].(string), "SELECT 1")
+	if out, errs := do(0, "datasets", "list"); !strings.Contains(out, "DATASET") || !strings.Contains(errs, "no datasets") {
+		t.Errorf("datasets list of none: %s %s", out, errs)
+	}
 	do(0, "run", "products")
 	do(0, "tag", "products", "first")
 	if _, err := src.Exec(`UPDATE products SET name = 'pitcher' WHERE id = 2; DELETE FROM products WHERE id = 3; INSERT INTO products VALUES (4, 'tray')`); err != nil {

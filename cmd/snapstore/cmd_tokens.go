@@ -75,6 +75,9 @@ func tokensCreate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return err
 		}
 		fmt.Fprintf(stdout, "token %s (role %s, expires %s); it is shown this once:\n%s\n", out.Name, out.Role, expiresText(out.tokenView), out.Token)
+		if expires == 0 {
+			fmt.Fprintf(stderr, "note: token %s never expires; revoke it with `snapstore tokens revoke %s`, or create tokens with --expires-in (e.g. 90d)\n", out.Name, out.Name)
+		}
 		return nil
 	})
 }

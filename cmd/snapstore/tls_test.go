@@ -87,8 +87,11 @@ func TestServe_HTTPSWithTheCLI(t *testing.T) {
 	code, out, errs = cli(t, append([]string{"tokens", "create", "ci", "--role", "reader", "--expires-in", "30d", "--datasets", "prod*,other"}, srv...)...)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	ciTok := lines[len(lines)-1]
-	if code != 0 || len(ciTok) != 43 || !strings.Contains(out, "shown this once") {
+	if code != 0 || len(ciTok) != 43 || !strings.Contains(out, "shown this once") || strings.Contains(errs, "never expires") {
 		t.Fatalf("tokens create: %d %q %s", code, out, errs)
+	}
+	if code, _, errs := cli(t, append([]string{"tokens", "create", "forever", "--role", "reader"}, srv...)...); code != 0 || !strings.Contains(errs, "token forever never expires") {
+		t.Fatalf("tokens create without --expires-in: %d %s", code, errs)
 	}
 	code, out, errs = cli(t, append([]string{"tokens", "list"}, srv...)...)
 	if code != 0 || !strings.Contains(out, "ci") || !strings.Contains(out, "reader") || !strings.Contains(out, "prod*,other") || strings.Contains(out, ciTok) {
