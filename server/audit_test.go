@@ -72,7 +72,7 @@ func (f *fixture) auditTrail(query string) []AuditEntry {
 		if tok != "" {
 			q.Set("page_token", tok)
 		}
-		var page auditPage
+		var page AuditPage
 		f.must(http.StatusOK, "GET", "/v1/audit?"+q.Encode(), "", "Authorization", "Bearer "+auditAdminTok).json(f.t, &page)
 		out = append(out, page.Entries...)
 		if tok = page.NextPageToken; tok == "" {
@@ -217,7 +217,7 @@ func TestAudit_NodeCall(t *testing.T) {
 func TestAudit_NoTokens(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	f.must(200, "PUT", "/v1/datasets/products/tags/x", `{"version":`+itoa(f.run("products"))+`}`)
-	var page auditPage
+	var page AuditPage
 	f.must(200, "GET", "/v1/audit?action=putTag", "").json(t, &page)
 	if len(page.Entries) != 1 || page.Entries[0].Actor != "anonymous" || page.Entries[0].Node != "" {
 		t.Fatalf("entries %+v", page.Entries)

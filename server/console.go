@@ -115,8 +115,8 @@ func (c *console) routes() error {
 		{"GET /ui/datasets/{dataset}", "GET /v1/datasets/{dataset}", c.dataset},
 		{"GET /ui/datasets/{dataset}/rows", "GET /v1/datasets/{dataset}/rows", c.rows},
 		{"GET /ui/datasets/{dataset}/diff", "GET /v1/datasets/{dataset}/diff", c.diff},
-		{"GET /ui/datasets/{dataset}/rows/download", "GET /v1/datasets/{dataset}/rows", c.download(c.s.scanRows)},
-		{"GET /ui/datasets/{dataset}/diff/download", "GET /v1/datasets/{dataset}/diff", c.download(c.s.diff)},
+		{"GET /ui/datasets/{dataset}/rows/download", "GET /v1/datasets/{dataset}/rows", c.download(c.s.ServeRows)},
+		{"GET /ui/datasets/{dataset}/diff/download", "GET /v1/datasets/{dataset}/diff", c.download(c.s.ServeDiff)},
 		{"POST /ui/datasets/{dataset}/tags", "PUT /v1/datasets/{dataset}/tags/{tag}", c.tag},
 		{"POST /ui/datasets/{dataset}/tags/{tag}/delete", "DELETE /v1/datasets/{dataset}/tags/{tag}", c.untag},
 		{"GET /ui/datasets/{dataset}/rollback", "POST /v1/datasets/{dataset}/rollback", c.rollbackConfirm},
@@ -153,15 +153,14 @@ func (c *console) routes() error {
 
 		{"/ui/", "", c.notFound},
 	} {
-		role, grant := RoleNone, grantNone
+		var op Operation
 		if rt.op != "" {
-			op, ok := c.s.api.ops[rt.op]
-			if !ok {
+			var ok bool
+			if op, ok = c.s.Operation(rt.op); !ok {
 				return fmt.Errorf("server: console route %s mirrors %q, which openapi.yaml does not document", rt.pattern, rt.op)
 			}
-			role, grant = op.role, op.grant
 		}
-		c.handle(rt.pattern, rt.op, role, grant, rt.h)
+		c.handle(rt.pattern, rt.op, op, rt.h)
 	}
 	return nil
 }
@@ -175,31 +174,27 @@ func (c *console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.mux.ServeHTTP(w, r)
 }
 
-// handle registers one route: security headers, the loopback-host rule,
-// cross-origin protection and a size limit on forms, the viewer and the
-// role check, then h; the latency histogram counts it under its pattern,
-// and the audit trail records it when it is audited (audit.go).
-func (c *console) handle(pattern, op string, role Role, grant grantKind, h consoleHandler) {
-	label := pattern
-	if i := strings.IndexByte(label, ' '); i >= 0 {
-		label = label[i+1:]
-	}
+// handle registers one route mirroring the API operation op (apiOp, its
+// role and grant): security headers, the loopback-host rule, cross-origin
+// protection and a size limit on forms, the viewer and the role check,
+// then h; the server records the request (Server.ConsoleRequest: the
+// latency histogram, and the audit trail when it is audited).
+func (c *console) handle(pattern, op string, apiOp Operation, h consoleHandler) {
 	c.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
-		c.serve(sw, r, role, grant, h)
-		c.s.metrics.observeHTTP(methodLabel(r.Method), label, sw.statusCode(), time.Since(start))
-		c.s.auditConsole(r, pattern, op, sw.statusCode(), sw.code)
+		c.serve(sw, r, apiOp, h)
+		c.s.ConsoleRequest(r, pattern, op, sw.statusCode(), sw.code, time.Since(start))
 	})
 }
 
 // serve runs one request through the checks of handle.
-func (c *console) serve(w http.ResponseWriter, r *http.Request, role Role, grant grantKind, h consoleHandler) {
+func (c *console) serve(w http.ResponseWriter, r *http.Request, op Operation, h consoleHandler) {
 	hd := w.Header()
 	hd.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Referrer-Policy", "same-origin")
-	v := viewer{Auth: c.s.tokens.enabled(), ops: c.s.api.ops}
+	v := viewer{Session: Session{Auth: c.s.AuthEnabled()}, operation: c.s.Operation}
 	defer func() {
 		if rec := recover(); rec != nil {
 			if rec == http.ErrAbortHandler {
@@ -209,7 +204,7 @@ func (c *console) serve(w http.ResponseWriter, r *http.Request, role Role, grant
 			c.fail(w, r, v, fmt.Errorf("server: console handler panicked: %v", rec))
 		}
 	}()
-	if err := c.s.checkBrowser(r); err != nil {
+	if err := c.s.CheckBrowser(r); err != nil {
 		c.fail(w, r, v, err)
 		return
 	}
@@ -221,17 +216,17 @@ func (c *console) serve(w http.ResponseWriter, r *http.Request, role Role, grant
 		}
 	}
 	v = c.who(r)
-	c.slide(w, r, v)
-	if v.Role < role {
-		c.refuse(w, r, v, role)
+	c.s.SlideSession(w, r, v.Session)
+	if v.Role < op.Role {
+		c.refuse(w, r, v, op.Role)
 		return
 	}
-	if grant == grantAll && !v.Grant.All() {
+	if op.Global() && !v.Grant.All() {
 		c.fail(w, r, v, &consoleError{status: http.StatusForbidden, code: "forbidden",
 			msg: fmt.Sprintf("token %q is limited to some datasets; this needs a token for every dataset", v.Name)})
 		return
 	}
-	if err := c.s.grantError(r.Context(), v.Grant, grant, func(name string) (string, error) { return r.PathValue(name), nil }); err != nil {
+	if err := c.s.CheckGrant(r.Context(), v.Grant, op, func(name string) (string, error) { return r.PathValue(name), nil }); err != nil {
 		c.fail(w, r, v, err)
 		return
 	}
@@ -331,7 +326,7 @@ func (c *console) execute(w http.ResponseWriter, status int, page, name string, 
 // then only logs.
 var errResponseStarted = errors.New("server: console: the answer was already written")
 
-// fail answers err with the status and code of problemFor, the API's one
+// fail answers err with the status and code of ProblemFor, the API's one
 // translation: as a page to a browser (Accept naming text/html), as a
 // fragment to htmx, and as problem+json to any other client, as the API
 // would.
@@ -342,10 +337,10 @@ func (c *console) fail(w http.ResponseWriter, r *http.Request, v viewer, err err
 	var p Problem
 	var ce *consoleError
 	if errors.As(err, &ce) {
-		p = newProblem(ce.status, ce.code, ce.msg)
+		p = NewProblem(ce.status, ce.code, ce.msg)
 		p.Field = ce.field
 	} else {
-		p = problemFor(err)
+		p = ProblemFor(err)
 	}
 	p.Instance = r.URL.Path
 	if sw, ok := w.(*statusWriter); ok {

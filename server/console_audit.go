@@ -21,15 +21,15 @@ type auditView struct {
 // auditPageUI answers GET /ui/audit, as GET /v1/audit does.
 func (c *console) auditPageUI(w http.ResponseWriter, r *http.Request, v viewer) error {
 	q := r.URL.Query()
-	f := auditFilter{actor: q.Get("actor"), action: q.Get("action"), dataset: q.Get("dataset"), pageToken: q.Get("page_token")}
+	f := AuditFilter{Actor: q.Get("actor"), Action: q.Get("action"), Dataset: q.Get("dataset"), PageToken: q.Get("page_token")}
 	var err error
-	if f.since, err = parseTime("since", q.Get("since")); err != nil {
+	if f.Since, err = ParseTime("since", q.Get("since")); err != nil {
 		return err
 	}
-	if f.until, err = parseTime("until", q.Get("until")); err != nil {
+	if f.Until, err = ParseTime("until", q.Get("until")); err != nil {
 		return err
 	}
-	page, err := c.s.auditList(r.Context(), f)
+	page, err := c.s.AuditList(r.Context(), f)
 	if err != nil {
 		return err
 	}

@@ -30,9 +30,9 @@ type clusterView struct {
 // clusterPage answers GET /ui/cluster.
 func (c *console) clusterPage(w http.ResponseWriter, r *http.Request, v viewer) error {
 	if c.s.cluster == nil {
-		return errNotClustered
+		return ErrNotClustered
 	}
-	bl := c.s.backlog()
+	bl := c.s.Backlog()
 	byNode := map[string]NodeBacklog{}
 	largest := int64(0)
 	for _, n := range bl.Nodes {

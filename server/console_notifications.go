@@ -28,8 +28,8 @@ type notificationsView struct {
 // /v1/notifications/deliveries does.
 func (c *console) notificationsPage(w http.ResponseWriter, r *http.Request, v viewer) error {
 	q := r.URL.Query()
-	f := deliveryFilter{webhook: q.Get("webhook"), adapter: q.Get("adapter"), event: q.Get("event"), pageToken: q.Get("page_token")}
-	page, err := c.s.deliveryList(r.Context(), f)
+	f := DeliveryFilter{Webhook: q.Get("webhook"), Adapter: q.Get("adapter"), Event: q.Get("event"), PageToken: q.Get("page_token")}
+	page, err := c.s.DeliveryList(r.Context(), f)
 	if err != nil {
 		return err
 	}
@@ -58,7 +58,7 @@ func (c *console) notificationsPage(w http.ResponseWriter, r *http.Request, v vi
 func (c *console) testWebhook(w http.ResponseWriter, r *http.Request, v viewer) error {
 	name := r.PathValue("name")
 	if c.s.notifier == nil {
-		return errNoWebhook(name)
+		return WebhookNotFound(name)
 	}
 	if _, err := c.s.notifier.Test(r.Context(), name); err != nil {
 		return err

@@ -56,7 +56,7 @@ func TestNotifications(t *testing.T) {
 	}
 
 	// The delivery log: operator and up.
-	var page deliveryPage
+	var page DeliveryPage
 	for deadline := time.Now().Add(10 * time.Second); len(page.Deliveries) == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		r := f.do("GET", "/v1/notifications/deliveries?adapter=notes", "", ops...)
 		r.json(t, &page)
@@ -93,7 +93,7 @@ func TestNotifications(t *testing.T) {
 	}
 
 	// Two pages of one entry each.
-	var p1, p2 deliveryPage
+	var p1, p2 DeliveryPage
 	f.do("GET", "/v1/notifications/deliveries?limit=1", "", ops...).json(t, &p1)
 	if len(p1.Deliveries) != 1 || p1.Deliveries[0].Event != notify.EventTest || p1.NextPageToken == "" {
 		t.Fatalf("first page %+v", p1)
@@ -104,7 +104,7 @@ func TestNotifications(t *testing.T) {
 	}
 
 	// The test request is in the audit trail, naming the webhook.
-	ap, err := f.srv.auditList(context.Background(), auditFilter{action: "testWebhook"})
+	ap, err := f.srv.AuditList(context.Background(), AuditFilter{Action: "testWebhook"})
 	if err != nil || len(ap.Entries) == 0 || ap.Entries[0].Params["webhook"] != "nope" {
 		t.Fatalf("audit %+v %v", ap, err)
 	}
@@ -127,7 +127,7 @@ func TestNotifications(t *testing.T) {
 	}
 	<-bodies
 	wantStatus(t, "operator's console test", opsB.post("/ui/notifications/webhooks/ops/test", nil), http.StatusForbidden)
-	ap, err = f.srv.auditList(context.Background(), auditFilter{action: "testWebhook"})
+	ap, err = f.srv.AuditList(context.Background(), AuditFilter{Action: "testWebhook"})
 	if err != nil || len(ap.Entries) < 2 || ap.Entries[0].Params["webhook"] != "ops" || ap.Entries[0].Adapter != "" {
 		t.Fatalf("console audit %+v %v", ap, err)
 	}

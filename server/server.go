@@ -171,6 +171,29 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// DB is the dataset store the server serves.
+func (s *Server) DB() *snapshot.DB { return s.db }
+
+// Adapters is the service of connections, adapters and runs the server
+// serves.
+func (s *Server) Adapters() *adapters.Service { return s.svc }
+
+// Logger is the server's logger.
+func (s *Server) Logger() *slog.Logger { return s.log }
+
+// Now is the server's clock.
+func (s *Server) Now() time.Time { return s.now() }
+
+// Notifier sends the test events of webhooks; nil when none is
+// configured.
+func (s *Server) Notifier() *notify.Notifier { return s.notifier }
+
+// Cluster is this node's cluster; nil when it runs alone.
+func (s *Server) Cluster() Cluster { return s.cluster }
+
+// BuildVersion is the version /healthz reports.
+func (s *Server) BuildVersion() string { return s.build }
+
 // SetShuttingDown makes /readyz answer 503 from now on.
 func (s *Server) SetShuttingDown() { s.stopping.Store(true) }
 

@@ -155,7 +155,7 @@ func TestConsole_LoginWithAPIToken(t *testing.T) {
 	b.page("/ui/", "analyst")
 	wantStatus(t, "reader connections page", b.get("/ui/connections"), http.StatusForbidden)
 	// The audit trail names the API token that logged in.
-	var trail auditPage
+	var trail AuditPage
 	f.must(200, "GET", "/v1/audit?action=login", "").json(t, &trail)
 	if len(trail.Entries) != 1 || trail.Entries[0].Actor != "analyst" || trail.Entries[0].Status != http.StatusSeeOther {
 		t.Fatalf("login entries: %+v", trail.Entries)
