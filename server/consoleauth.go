@@ -35,8 +35,8 @@ import (
 // under a loopback host name, so a DNS-rebound name cannot reach it.
 // Tokens never appear in a URL, a page or a log line.
 
-// sessionCookie is the console's session cookie.
-const sessionCookie = "snapstore_session"
+// SessionCookie is the name of the console's session cookie.
+const SessionCookie = "snapstore_session"
 
 // SessionLifetime is how long a console login lasts at most, however
 // busy the session: the absolute expiry.
@@ -195,7 +195,7 @@ func (s *Server) BrowserSession(r *http.Request) Session {
 		v.Role = RoleAdmin
 		return v
 	}
-	ck, err := r.Cookie(sessionCookie)
+	ck, err := r.Cookie(SessionCookie)
 	if err != nil {
 		return v
 	}
@@ -236,7 +236,7 @@ func (s *Server) SlideSession(w http.ResponseWriter, r *http.Request, v Session)
 // until expires.
 func setSessionCookie(w http.ResponseWriter, r *http.Request, value string, expires, now time.Time) {
 	http.SetCookie(w, &http.Cookie{
-		Name:     sessionCookie,
+		Name:     SessionCookie,
 		Value:    value,
 		Path:     "/ui/",
 		Expires:  expires,
@@ -358,6 +358,6 @@ func (s *Server) Logout(w http.ResponseWriter, r *http.Request, v Session) error
 		s.log.Info("console logout", "token", v.Name)
 	}
 	w.Header().Del("Set-Cookie") // the session this request slid ends
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/ui/", MaxAge: -1, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/ui/", MaxAge: -1, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 	return nil
 }

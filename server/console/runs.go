@@ -1,10 +1,11 @@
-package server
+package console
 
 import (
 	"net/http"
 	"time"
 
 	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/server"
 )
 
 // The run pages: the history with a status filter, and one run with its
@@ -26,8 +27,8 @@ type runsView struct {
 // adapter (or of one), those of one status if asked.
 func (c *console) runs(w http.ResponseWriter, r *http.Request, v viewer) error {
 	q := r.URL.Query()
-	view := runsView{Status: q.Get("status"), Adapter: q.Get("adapter"), Statuses: RunStatuses}
-	for _, a := range FilterGranted(v.Grant, c.s.svc.ListAdapters(), AdapterDataset) {
+	view := runsView{Status: q.Get("status"), Adapter: q.Get("adapter"), Statuses: server.RunStatuses}
+	for _, a := range server.FilterGranted(v.Grant, c.s.svc.ListAdapters(), server.AdapterDataset) {
 		view.Adapters = append(view.Adapters, a.Name)
 	}
 	var err error

@@ -1,4 +1,4 @@
-package server
+package console
 
 import (
 	"errors"
@@ -7,17 +7,20 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/snapstore/snapstore/server"
 )
 
 // How a browser logs in: the login form takes a bearer token once, and
-// the server's browser sessions (consoleauth.go) do the rest.
+// the server's browser sessions (server.Server.Login,
+// BrowserSession, Logout) do the rest.
 
 // viewer is who looks at a console page: the browser's session, and the
 // API operations it may call.
 type viewer struct {
-	Session
+	server.Session
 	// operation looks up an API operation (Server.Operation).
-	operation func(op string) (Operation, bool)
+	operation func(op string) (server.Operation, bool)
 }
 
 // May reports whether the viewer may call the API operation op ("PUT
@@ -28,7 +31,7 @@ type viewer struct {
 func (v viewer) May(op string) (bool, error) {
 	o, ok := v.operation(op)
 	if !ok {
-		return false, fmt.Errorf("server: console: no API operation %q", op)
+		return false, fmt.Errorf("console: no API operation %q", op)
 	}
 	return v.Role >= o.Role && (!o.Global() || v.Grant.All()), nil
 }
@@ -62,7 +65,7 @@ func (c *console) login(w http.ResponseWriter, r *http.Request, v viewer) error 
 		return nil
 	}
 	_, err := c.s.Login(w, r, r.PostFormValue("token"))
-	var throttled *LoginThrottled
+	var throttled *server.LoginThrottled
 	switch {
 	case errors.As(err, &throttled):
 		w.Header().Set("Retry-After", strconv.Itoa(throttled.RetryAfter))
@@ -71,7 +74,7 @@ func (c *console) login(w http.ResponseWriter, r *http.Request, v viewer) error 
 		}
 		return c.render(w, r, http.StatusTooManyRequests, "login", v, loginPage{Next: next,
 			Problem: fmt.Sprintf("Too many failed logins from your address: try again in %d s.", throttled.RetryAfter)})
-	case errors.Is(err, ErrLoginRefused):
+	case errors.Is(err, server.ErrLoginRefused):
 		return c.render(w, r, http.StatusUnauthorized, "login", v, loginPage{Next: next, Problem: "That is not a valid token."})
 	case err != nil:
 		return err

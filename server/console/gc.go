@@ -1,8 +1,9 @@
-package server
+package console
 
 import (
 	"net/http"
 
+	"github.com/snapstore/snapstore/server"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
@@ -27,7 +28,7 @@ func (c *console) renderGC(w http.ResponseWriter, r *http.Request, v viewer, ds 
 	if err != nil {
 		return err
 	}
-	infos = FilterGranted(v.Grant, infos, func(d snapshot.DatasetInfo) string { return d.Name })
+	infos = server.FilterGranted(v.Grant, infos, func(d snapshot.DatasetInfo) string { return d.Name })
 	items := make([]gcItem, 0, len(infos))
 	for _, d := range infos {
 		it := gcItem{Info: d}
