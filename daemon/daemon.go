@@ -29,6 +29,7 @@ import (
 	"github.com/snapstore/snapstore/config"
 	"github.com/snapstore/snapstore/notify"
 	"github.com/snapstore/snapstore/server"
+	"github.com/snapstore/snapstore/server/console"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
@@ -148,6 +149,7 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 		Audit:        d.cfg.Audit.Options(d.cfg.AuditOut, d.log),
 		Notifier:     d.notifier,
 		SessionIdle:  d.cfg.Auth.SessionIdleTimeout,
+		Console:      console.New,
 	})
 	if err != nil {
 		return nil, err

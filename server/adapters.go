@@ -49,7 +49,7 @@ func toAdapterOut(a adapters.Adapter) adapterOut {
 // the token's grant, from the config file and the API, with its next and
 // its last run.
 func (s *Server) listAdapters(c echo.Context) error {
-	as := filterGranted(grantOf(c), s.svc.ListAdapters(), adapterDataset)
+	as := FilterGranted(grantOf(c), s.svc.ListAdapters(), AdapterDataset)
 	last, err := s.svc.LastRuns(c.Request().Context())
 	if err != nil {
 		return err
@@ -73,7 +73,7 @@ func (s *Server) createAdapter(c echo.Context) error {
 		return err
 	}
 	setAuditTarget(c, "adapter", in.Name)
-	if err := s.checkNotify(in); err != nil {
+	if err := s.CheckNotify(in); err != nil {
 		return err
 	}
 	a, err := s.svc.CreateAdapter(c.Request().Context(), in)
@@ -109,7 +109,7 @@ func (s *Server) putAdapter(c echo.Context) error {
 	if err := decodeDefinition(c, &in, &in.Name, "an adapter"); err != nil {
 		return err
 	}
-	if err := s.checkNotify(in); err != nil {
+	if err := s.CheckNotify(in); err != nil {
 		return err
 	}
 	a, created, err := s.svc.PutAdapter(c.Request().Context(), in)
@@ -128,10 +128,10 @@ func (s *Server) deleteAdapter(c echo.Context) error {
 	return answerNoContent(c, s.svc.DeleteAdapter(c.Request().Context(), name))
 }
 
-// checkNotify refuses an adapter whose notify list names a webhook the
+// CheckNotify refuses an adapter whose notify list names a webhook the
 // configuration of this server does not have (notify.webhooks): its
 // events would reach nobody.
-func (s *Server) checkNotify(in api.Adapter) error {
+func (s *Server) CheckNotify(in api.Adapter) error {
 	var known []string
 	if s.notifier != nil {
 		known = s.notifier.Webhooks()

@@ -85,7 +85,7 @@ type rowsTable struct {
 // sel is empty).
 func newRowsTable(schema snapshot.Schema, sel []string) *rowsTable {
 	t := &rowsTable{}
-	for _, name := range selectedColumns(sel, schema) {
+	for _, name := range SelectedColumns(sel, schema) {
 		for _, col := range schema.Columns {
 			if col.Name == name {
 				t.cols = append(t.cols, newArrowColumn(name, col))

@@ -73,7 +73,7 @@ func typeCaseTable(t *testing.T, parquet bool) (*rowsTable, []snapshot.Value, []
 	if parquet {
 		forParquet(tab.cols)
 	}
-	names := selectedColumns(nil, schema)
+	names := SelectedColumns(nil, schema)
 	doubt := doubtful(tab.cols)
 	checkFits(tab.cols, doubt, tab.positions(names), vals)
 	return tab, vals, names

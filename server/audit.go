@@ -238,6 +238,20 @@ func (e *AuditEntry) setTarget(key, value string) {
 	}
 }
 
+// ConsoleRequest records a console request to the route pattern ("POST
+// /ui/login"), mirroring the API operation op ("" for none), answered
+// with status and problem code (code, "" for none) after d: the latency
+// histogram counts it under the pattern's path, and the audit trail
+// records it when it is audited (auditConsole).
+func (s *Server) ConsoleRequest(r *http.Request, pattern, op string, status int, code string, d time.Duration) {
+	label := pattern
+	if i := strings.IndexByte(label, ' '); i >= 0 {
+		label = label[i+1:]
+	}
+	s.metrics.observeHTTP(methodLabel(r.Method), label, status, d)
+	s.auditConsole(r, pattern, op, status, code)
+}
+
 // auditConsole records a console request when it is audited: a form
 // post (a change, or a login or logout), a refusal, or a page that reads
 // the rows of a dataset whose adapter has audit_reads. op is the API
@@ -271,7 +285,7 @@ func (s *Server) auditConsole(r *http.Request, pattern, op string, status int, c
 		route = route[i+1:]
 	}
 	e := AuditEntry{Action: action, Method: r.Method, Route: route, Status: status, Code: code, Dataset: ds}
-	if v := s.console.who(r); v.Name != "" {
+	if v := s.BrowserSession(r); v.Name != "" {
 		e.Actor = v.Name
 	}
 	if pattern == "POST /ui/login" && status != http.StatusTooManyRequests {
@@ -489,8 +503,8 @@ const (
 	maxAuditScanned = 10000
 )
 
-// auditPage is the answer of GET /v1/audit.
-type auditPage struct {
+// AuditPage is the answer of GET /v1/audit.
+type AuditPage struct {
 	Entries       []AuditEntry `json:"entries"`
 	NextPageToken string       `json:"next_page_token,omitempty"`
 }
@@ -502,19 +516,19 @@ func (s *Server) listAudit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := auditFilter{limit: limit, actor: c.QueryParam("actor"), action: c.QueryParam("action"), dataset: c.QueryParam("dataset"), pageToken: c.QueryParam("page_token")}
-	if f.action != "" {
-		if known := s.auditActions(); !slices.Contains(known, f.action) {
-			return badField("action", "unknown %q; the actions are %s", f.action, strings.Join(known, ", "))
+	f := AuditFilter{Limit: limit, Actor: c.QueryParam("actor"), Action: c.QueryParam("action"), Dataset: c.QueryParam("dataset"), PageToken: c.QueryParam("page_token")}
+	if f.Action != "" {
+		if known := s.auditActions(); !slices.Contains(known, f.Action) {
+			return BadField("action", "unknown %q; the actions are %s", f.Action, strings.Join(known, ", "))
 		}
 	}
-	if f.since, err = parseTime("since", c.QueryParam("since")); err != nil {
+	if f.Since, err = ParseTime("since", c.QueryParam("since")); err != nil {
 		return err
 	}
-	if f.until, err = parseTime("until", c.QueryParam("until")); err != nil {
+	if f.Until, err = ParseTime("until", c.QueryParam("until")); err != nil {
 		return err
 	}
-	page, err := s.auditList(c.Request().Context(), f)
+	page, err := s.AuditList(c.Request().Context(), f)
 	if err != nil {
 		return err
 	}
@@ -533,45 +547,45 @@ func (s *Server) auditActions() []string {
 	return slices.Compact(actions)
 }
 
-// auditFilter selects a page of the trail: GET /v1/audit's parameters.
-type auditFilter struct {
-	since, until           time.Time // zero: unbounded
-	actor, action, dataset string    // "": any
-	pageToken              string
-	limit                  int // 0: defaultAuditListed
+// AuditFilter selects a page of the trail: GET /v1/audit's parameters.
+type AuditFilter struct {
+	Since, Until           time.Time // zero: unbounded
+	Actor, Action, Dataset string    // "": any
+	PageToken              string
+	Limit                  int // 0: defaultAuditListed
 }
 
-// auditList returns the page of the trail that f selects, newest first:
+// AuditList returns the page of the trail that f selects, newest first:
 // what GET /v1/audit and the console's audit page show.
-func (s *Server) auditList(ctx context.Context, f auditFilter) (auditPage, error) {
-	q := snapshot.JournalQuery{Since: f.since, Until: f.until, Limit: f.limit, MaxScan: maxAuditScanned}
+func (s *Server) AuditList(ctx context.Context, f AuditFilter) (AuditPage, error) {
+	q := snapshot.JournalQuery{Since: f.Since, Until: f.Until, Limit: f.Limit, MaxScan: maxAuditScanned}
 	if q.Limit == 0 {
 		q.Limit = defaultAuditListed
 	}
-	if f.pageToken != "" {
+	if f.PageToken != "" {
 		var err error
-		if q.After, err = decodeAuditToken(f.pageToken); err != nil {
-			return auditPage{}, err
+		if q.After, err = decodeAuditToken(f.PageToken); err != nil {
+			return AuditPage{}, err
 		}
 	}
-	if f.actor != "" || f.action != "" || f.dataset != "" {
+	if f.Actor != "" || f.Action != "" || f.Dataset != "" {
 		q.Match = func(v []byte) bool {
 			var e AuditEntry
 			if json.Unmarshal(v, &e) != nil {
 				return false
 			}
-			return (f.actor == "" || e.Actor == f.actor) && (f.action == "" || e.Action == f.action) && (f.dataset == "" || e.Dataset == f.dataset)
+			return (f.Actor == "" || e.Actor == f.Actor) && (f.Action == "" || e.Action == f.Action) && (f.Dataset == "" || e.Dataset == f.Dataset)
 		}
 	}
 	page, next, err := s.db.JournalPage(ctx, auditJournal, q)
 	if err != nil {
-		return auditPage{}, err
+		return AuditPage{}, err
 	}
-	out := auditPage{Entries: make([]AuditEntry, 0, len(page))}
+	out := AuditPage{Entries: make([]AuditEntry, 0, len(page))}
 	for _, je := range page {
 		var e AuditEntry
 		if err := json.Unmarshal(je.Value, &e); err != nil {
-			return auditPage{}, fmt.Errorf("%w: audit entry %s: %v", snapshot.ErrCorrupt, je.ID, err)
+			return AuditPage{}, fmt.Errorf("%w: audit entry %s: %v", snapshot.ErrCorrupt, je.ID, err)
 		}
 		e.ID = je.ID
 		out.Entries = append(out.Entries, e)
@@ -582,15 +596,15 @@ func (s *Server) auditList(ctx context.Context, f auditFilter) (auditPage, error
 	return out, nil
 }
 
-// parseTime reads v, the RFC 3339 time of input field name; zero when v
+// ParseTime reads v, the RFC 3339 time of input field name; zero when v
 // is empty.
-func parseTime(name, v string) (time.Time, error) {
+func ParseTime(name, v string) (time.Time, error) {
 	if v == "" {
 		return time.Time{}, nil
 	}
 	t, err := time.Parse(time.RFC3339Nano, v)
 	if err != nil {
-		return time.Time{}, badField(name, "want an RFC 3339 time such as 2026-01-02T15:04:05Z, got %q", v)
+		return time.Time{}, BadField(name, "want an RFC 3339 time such as 2026-01-02T15:04:05Z, got %q", v)
 	}
 	return t, nil
 }

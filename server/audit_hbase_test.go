@@ -85,7 +85,7 @@ func TestAudit_SharedTrailOnHBase(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var page auditPage
+		var page AuditPage
 		err = json.NewDecoder(resp.Body).Decode(&page)
 		resp.Body.Close()
 		if err != nil {

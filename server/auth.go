@@ -269,11 +269,11 @@ func (s *Server) lookupAPIToken(ctx context.Context, header string) (Token, bool
 	return Token{Name: t.rec.Name, Role: t.role, Datasets: t.grant.Patterns(), grant: t.grant}, true, nil
 }
 
-// tokenAttr is the log attribute naming the token that asked (name, or
+// TokenAttr is the log attribute naming the token that asked (name, or
 // the value the auth check set on an echo context): "token=ops", and
 // nothing at all on a server without tokens, where none asked (slog
 // handlers drop the zero Attr).
-func tokenAttr(name any) slog.Attr {
+func TokenAttr(name any) slog.Attr {
 	if n, ok := name.(string); ok && n != "" {
 		return slog.String("token", n)
 	}

@@ -55,7 +55,7 @@ type DatasetBacklog struct {
 
 // backlog returns the answering node's backlog: empty and not enabled
 // without a transfer listener.
-func (s *Server) backlog() TransferBacklog {
+func (s *Server) Backlog() TransferBacklog {
 	if s.transfer == nil {
 		return TransferBacklog{Nodes: []NodeBacklog{}}
 	}
@@ -75,7 +75,7 @@ func (s *Server) backlog() TransferBacklog {
 // clusterBacklog answers GET /v1/cluster/backlog.
 func (s *Server) clusterBacklog(c echo.Context) error {
 	if s.cluster == nil {
-		return errNotClustered
+		return ErrNotClustered
 	}
-	return c.JSON(http.StatusOK, s.backlog())
+	return c.JSON(http.StatusOK, s.Backlog())
 }

@@ -30,11 +30,11 @@ func decodeBody(c echo.Context, v any, required bool) error {
 		if errors.As(err, &mbe) {
 			return echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", mbe.Limit))
 		}
-		return badField("body", "reading the body: %v", err)
+		return BadField("body", "reading the body: %v", err)
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		if required {
-			return badField("body", "a JSON body is required")
+			return BadField("body", "a JSON body is required")
 		}
 		return nil
 	}
@@ -42,11 +42,11 @@ func decodeBody(c echo.Context, v any, required bool) error {
 	case duplicatedKey:
 		// encoding/json keeps the last of repeated keys: a name or a
 		// password given twice would be resolved silently.
-		return withField(badJSON("key %s is given more than once in its object; give each key once", path), path)
+		return WithField(badJSON("key %s is given more than once in its object; give each key once", path), path)
 	case invalidUTF8:
 		// encoding/json replaces bytes that are not UTF-8 with U+FFFD: a
 		// host or a path would be changed silently.
-		return badField(path, "not valid UTF-8; write the text in UTF-8")
+		return BadField(path, "not valid UTF-8; write the text in UTF-8")
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -61,14 +61,14 @@ func decodeBody(c echo.Context, v any, required bool) error {
 			if te.Type == reflect.TypeFor[api.Duration]() {
 				want = `a duration such as "24h", "90s" or "30d"`
 			}
-			return badField("body."+te.Field, "want %s, got %s", want, te.Value)
+			return BadField("body."+te.Field, "want %s, got %s", want, te.Value)
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
 			name, _ := strconv.Unquote(strings.TrimPrefix(err.Error(), "json: unknown field "))
-			return badField("body."+name, "unknown field %q", name)
+			return BadField("body."+name, "unknown field %q", name)
 		case errors.Is(err, io.ErrUnexpectedEOF):
 			return badJSON("truncated JSON")
 		}
-		return badField("body", "%v", err)
+		return BadField("body", "%v", err)
 	}
 	// More is false before a stray "}" or "]": ask for the next token.
 	if _, err := dec.Token(); err != io.EOF {
@@ -189,13 +189,13 @@ func decodeDefinition(c echo.Context, v any, name *string, what string) error {
 			return err
 		}
 		if *name != "" && *name != path {
-			return badField("body.name", "%q differs from the name in the path, %q", *name, path)
+			return BadField("body.name", "%q differs from the name in the path, %q", *name, path)
 		}
 		*name = path
 		return nil
 	}
 	if *name == "" {
-		return badField("body.name", "%s needs a name", what)
+		return BadField("body.name", "%s needs a name", what)
 	}
 	return nil
 }

@@ -34,9 +34,9 @@ func WithBodyDeadline(h http.Handler, timeout time.Duration) http.Handler {
 		_ = rc.SetReadDeadline(time.Time{})
 		if err != nil {
 			var ne interface{ Timeout() bool }
-			p := newProblem(http.StatusBadRequest, "bad_request", "the request body could not be read")
+			p := NewProblem(http.StatusBadRequest, "bad_request", "the request body could not be read")
 			if errors.As(err, &ne) && ne.Timeout() {
-				p = newProblem(http.StatusRequestTimeout, "body_timeout", "the request body did not arrive in time")
+				p = NewProblem(http.StatusRequestTimeout, "body_timeout", "the request body did not arrive in time")
 			}
 			b, _ := json.Marshal(p)
 			w.Header().Set("Content-Type", ProblemContentType)

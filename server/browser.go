@@ -13,7 +13,7 @@ import (
 )
 
 // What a browser may send on another site's behalf, refused by one rule for
-// the API and the console alike (checkBrowser, checkContentType):
+// the API and the console alike (CheckBrowser, checkContentType):
 //
 //  1. Without auth tokens, only a request whose Host names a loopback
 //     address (127.0.0.0/8, ::1, localhost, any port) is answered: a page
@@ -37,8 +37,8 @@ var (
 	errCrossOrigin     = errors.New("server: cross-origin request")
 )
 
-// checkBrowser applies rules 1 and 2 to r, logging a refusal.
-func (s *Server) checkBrowser(r *http.Request) error {
+// CheckBrowser applies rules 1 and 2 to r, logging a refusal.
+func (s *Server) CheckBrowser(r *http.Request) error {
 	if !s.tokens.enabled() && !loopbackHost(r) {
 		s.log.Warn("request refused: host is not loopback", "method", r.Method, "path", r.URL.Path, "host", r.Host, "remote", r.RemoteAddr)
 		return &refusal{kind: errHostNotLoopback, msg: fmt.Sprintf("without auth tokens this server answers only to a loopback host (127.0.0.1, [::1], localhost), not %q", r.Host)}

@@ -133,8 +133,8 @@ var (
 	ErrGossipNotEncrypted = errors.New("server: gossip encryption is not enabled")
 )
 
-// errNotClustered refuses the cluster routes on a node that runs alone.
-var errNotClustered = errors.New("server: this node runs alone (no cluster.bind in its configuration)")
+// ErrNotClustered refuses the cluster routes on a node that runs alone.
+var ErrNotClustered = errors.New("server: this node runs alone (no cluster.bind in its configuration)")
 
 // authorizeNode checks the cluster credential of a request to a route
 // only nodes may call (role cluster): a valid credential, or, in a
@@ -148,7 +148,7 @@ func (s *Server) authorizeNode(c echo.Context) error {
 		if r.Header.Get(echo.HeaderAuthorization) == "" {
 			return echo.NewHTTPError(http.StatusUnauthorized, "this route takes a cluster node's credential, and this node runs alone")
 		}
-		return errNotClustered
+		return ErrNotClustered
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -156,7 +156,7 @@ func (s *Server) authorizeNode(c echo.Context) error {
 		if errors.As(err, &mbe) {
 			return echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", mbe.Limit))
 		}
-		return badField("body", "reading the body: %v", err)
+		return BadField("body", "reading the body: %v", err)
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	node, err := s.cluster.VerifyRequest(r, body)
@@ -178,10 +178,10 @@ func (s *Server) authorizeNode(c echo.Context) error {
 // a gossip key, where nodes cannot sign requests.
 var ErrNoGossipKeyCredential = errors.New("server: the cluster has no gossip key, hence no cluster credential")
 
-// clusterOf returns the cluster, or errNotClustered.
+// clusterOf returns the cluster, or ErrNotClustered.
 func (s *Server) clusterOf() (Cluster, error) {
 	if s.cluster == nil {
-		return nil, errNotClustered
+		return nil, ErrNotClustered
 	}
 	return s.cluster, nil
 }
@@ -252,7 +252,7 @@ func (s *Server) declareNode(c echo.Context, do func(Cluster, context.Context, s
 	if err := do(cl, ctx, id); err != nil {
 		return err
 	}
-	s.log.Info("cluster node state changed", "node", id, "route", c.Path(), "method", c.Request().Method, tokenAttr(c.Get("token")))
+	s.log.Info("cluster node state changed", "node", id, "route", c.Path(), "method", c.Request().Method, TokenAttr(c.Get("token")))
 	// The new state spreads by gossip: answer with what the node asked
 	// for, as this node will see it shortly.
 	n, err := clusterNode(cl, id)
@@ -275,7 +275,7 @@ func (s *Server) forgetNode(c echo.Context) error {
 	if err := cl.Forget(ctx, id); err != nil {
 		return err
 	}
-	s.log.Warn("cluster node forgotten", "node", id, tokenAttr(c.Get("token")))
+	s.log.Warn("cluster node forgotten", "node", id, TokenAttr(c.Get("token")))
 	return c.NoContent(http.StatusNoContent)
 }
 
@@ -311,13 +311,13 @@ func (s *Server) keyOp(c echo.Context) error {
 		return err
 	}
 	if k, err := base64.StdEncoding.DecodeString(in.Key); err != nil || (len(k) != 16 && len(k) != 24 && len(k) != 32) {
-		return badField("body.key", "want a base64 key of 16, 24 or 32 bytes (snapstore cluster keygen)")
+		return BadField("body.key", "want a base64 key of 16, 24 or 32 bytes (snapstore cluster keygen)")
 	}
 	rep, err := cl.KeyOp(c.Request().Context(), op, in.Key)
 	if err != nil {
 		return withMessages(err, rep.Messages)
 	}
-	s.log.Info("gossip keyring changed", "op", op, tokenAttr(c.Get("token")))
+	s.log.Info("gossip keyring changed", "op", op, TokenAttr(c.Get("token")))
 	return c.JSON(http.StatusOK, rep)
 }
 

@@ -13,7 +13,7 @@ import (
 // secrets redacted; for a token limited to some datasets, those that their
 // adapters use, naming only those adapters.
 func (s *Server) listConnections(c echo.Context) error {
-	return answerList(c, "connections", s.connectionsInGrant(grantOf(c), s.svc.ListConnections()))
+	return answerList(c, "connections", s.ConnectionsInGrant(grantOf(c), s.svc.ListConnections()))
 }
 
 // createConnection answers POST /v1/connections: defines a new connection
@@ -36,7 +36,7 @@ func (s *Server) createConnection(c echo.Context) error {
 func (s *Server) getConnection(c echo.Context) error {
 	return answerByParam(c, "name", func(ctx context.Context, name string) (adapters.Connection, error) {
 		conn, err := s.svc.GetConnection(ctx, name)
-		return s.connectionInGrant(grantOf(c), conn), err
+		return s.ConnectionInGrant(grantOf(c), conn), err
 	})
 }
 

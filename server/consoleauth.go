@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -36,8 +35,8 @@ import (
 // under a loopback host name, so a DNS-rebound name cannot reach it.
 // Tokens never appear in a URL, a page or a log line.
 
-// sessionCookie is the console's session cookie.
-const sessionCookie = "snapstore_session"
+// SessionCookie is the name of the console's session cookie.
+const SessionCookie = "snapstore_session"
 
 // SessionLifetime is how long a console login lasts at most, however
 // busy the session: the absolute expiry.
@@ -163,9 +162,9 @@ func (s *tokenSet) checkSession(value string, now time.Time) (Token, []byte, boo
 	return s.tokens[found], s.sessionKeys[found], true
 }
 
-// viewer is who looks at a console page: the token behind the session, or
-// everyone as admin when no tokens are configured.
-type viewer struct {
+// Session is who a browser's request speaks for: the token behind its
+// session cookie, or everyone as admin on a server without tokens.
+type Session struct {
 	// Name is the token's name, "" without auth.
 	Name string
 	// Role is the token's role; RoleNone when not logged in.
@@ -174,37 +173,29 @@ type viewer struct {
 	Grant Grant
 	// Auth is true when tokens are configured (a login exists).
 	Auth bool
-	ops  map[string]apiOp
-	// session is the viewer's session and key the key that signed it;
-	// zero without one.
-	session session
-	key     []byte
+	// cookie is the session's parsed cookie and key the key that signed
+	// it; zero without one.
+	cookie session
+	key    []byte
 }
 
-// LoggedIn reports whether the viewer has a role.
-func (v viewer) LoggedIn() bool { return v.Role > RoleNone }
+// LoggedIn reports whether the session has a role.
+func (v Session) LoggedIn() bool { return v.Role > RoleNone }
 
-// May reports whether the viewer may call the API operation op ("PUT
-// /v1/datasets/{dataset}/tags/{tag}"), so that a template shows an action
-// exactly to those the API lets do it: a global operation (grantAll) only
-// to a token for every dataset. An unknown operation is an error,
-// which fails the page (and its tests) rather than hiding a button.
-func (v viewer) May(op string) (bool, error) {
-	o, ok := v.ops[op]
-	if !ok {
-		return false, fmt.Errorf("server: console: no API operation %q", op)
-	}
-	return v.Role >= o.role && (o.grant != grantAll || v.Grant.All()), nil
-}
+// AuthEnabled reports whether tokens are configured: without, every
+// browser is an admin and there is no login.
+func (s *Server) AuthEnabled() bool { return s.tokens.enabled() }
 
-// who returns the viewer of r.
-func (c *console) who(r *http.Request) viewer {
-	v := viewer{Auth: c.s.tokens.enabled(), ops: c.s.api.ops}
+// BrowserSession returns the session of r's cookie: not logged in when
+// it has none, or one that is malformed, expired, idle, ended by a
+// logout, or signed by no token the server knows now.
+func (s *Server) BrowserSession(r *http.Request) Session {
+	v := Session{Auth: s.tokens.enabled()}
 	if !v.Auth {
 		v.Role = RoleAdmin
 		return v
 	}
-	ck, err := r.Cookie(sessionCookie)
+	ck, err := r.Cookie(SessionCookie)
 	if err != nil {
 		return v
 	}
@@ -212,40 +203,40 @@ func (c *console) who(r *http.Request) viewer {
 	if !ok {
 		return v
 	}
-	if ended, err := c.s.endedSessions.isEnded(r.Context(), ss.login, c.s.now()); ended || err != nil {
+	if ended, err := s.endedSessions.isEnded(r.Context(), ss.login, s.now()); ended || err != nil {
 		if err != nil {
 			// Refused while the store cannot say: a logout must hold.
-			c.s.log.Warn("console session refused: reading the ended sessions", "err", err)
+			s.log.Warn("console session refused: reading the ended sessions", "err", err)
 		}
 		return v
 	}
-	if t, key, ok := c.s.tokens.checkSession(ck.Value, c.s.now()); ok {
-		v.Name, v.Role, v.Grant, v.session, v.key = t.Name, t.Role, t.grant, ss, key
-	} else if t, ok := c.checkAPISession(r, ss); ok {
-		v.Name, v.Role, v.Grant, v.session, v.key = t.Name, t.Role, t.grant, ss, c.s.apiTokens.sessionKey
+	if t, key, ok := s.tokens.checkSession(ck.Value, s.now()); ok {
+		v.Name, v.Role, v.Grant, v.cookie, v.key = t.Name, t.Role, t.grant, ss, key
+	} else if t, ok := s.checkAPISession(r, ss); ok {
+		v.Name, v.Role, v.Grant, v.cookie, v.key = t.Name, t.Role, t.grant, ss, s.apiTokens.sessionKey
 	}
 	return v
 }
 
-// slide answers a request of v's session with the session's idle
-// deadline moved to now plus the idle timeout (never past its expiry).
-func (c *console) slide(w http.ResponseWriter, r *http.Request, v viewer) {
+// SlideSession answers a request of v with its session's idle deadline
+// moved to now plus the idle timeout (never past its expiry).
+func (s *Server) SlideSession(w http.ResponseWriter, r *http.Request, v Session) {
 	if v.key == nil {
 		return
 	}
-	now := c.s.now()
-	idle := idleDeadline(now, c.s.sessionIdle, v.session.expires)
-	if idle.Unix() <= v.session.idle.Unix() {
+	now := s.now()
+	idle := idleDeadline(now, s.sessionIdle, v.cookie.expires)
+	if idle.Unix() <= v.cookie.idle.Unix() {
 		return
 	}
-	setSessionCookie(w, r, withIdle(v.key, v.session.login, idle), v.session.expires, now)
+	setSessionCookie(w, r, withIdle(v.key, v.cookie.login, idle), v.cookie.expires, now)
 }
 
 // setSessionCookie sets the session cookie to value, kept by the browser
 // until expires.
 func setSessionCookie(w http.ResponseWriter, r *http.Request, value string, expires, now time.Time) {
 	http.SetCookie(w, &http.Cookie{
-		Name:     sessionCookie,
+		Name:     SessionCookie,
 		Value:    value,
 		Path:     "/ui/",
 		Expires:  expires,
@@ -273,123 +264,100 @@ func apiSessionMAC(key []byte, name, hash string, expiry int64) []byte {
 
 // newAPISession returns the cookie value of a session of API token name,
 // whose stored hash is hash, valid until expiry and idle at idle.
-func (c *console) newAPISession(name, hash string, expiry, idle time.Time) string {
+func (s *Server) newAPISession(name, hash string, expiry, idle time.Time) string {
 	exp := expiry.Unix()
 	b64 := base64.RawURLEncoding
-	login := "a1." + b64.EncodeToString([]byte(name)) + "." + strconv.FormatInt(exp, 10) + "." + b64.EncodeToString(apiSessionMAC(c.s.apiTokens.sessionKey, name, hash, exp))
-	return withIdle(c.s.apiTokens.sessionKey, login, idle)
+	login := "a1." + b64.EncodeToString([]byte(name)) + "." + strconv.FormatInt(exp, 10) + "." + b64.EncodeToString(apiSessionMAC(s.apiTokens.sessionKey, name, hash, exp))
+	return withIdle(s.apiTokens.sessionKey, login, idle)
 }
 
 // checkAPISession returns the API token of a session, false when it is
 // not an API token's, expired or idle, not signed by this node, or its
 // token is gone or expired.
-func (c *console) checkAPISession(r *http.Request, ss session) (Token, bool) {
-	now := c.s.now()
-	if ss.kind != "a1" || !ss.live(now) || !ss.idleValid(c.s.apiTokens.sessionKey) {
+func (s *Server) checkAPISession(r *http.Request, ss session) (Token, bool) {
+	now := s.now()
+	if ss.kind != "a1" || !ss.live(now) || !ss.idleValid(s.apiTokens.sessionKey) {
 		return Token{}, false
 	}
-	t, ok, err := c.s.apiTokens.named(r.Context(), ss.name, now)
+	t, ok, err := s.apiTokens.named(r.Context(), ss.name, now)
 	if err != nil || !ok || (!t.rec.Expires.IsZero() && !now.Before(t.rec.Expires)) ||
-		!hmac.Equal(ss.mac, apiSessionMAC(c.s.apiTokens.sessionKey, ss.name, t.rec.Hash, ss.expires.Unix())) {
+		!hmac.Equal(ss.mac, apiSessionMAC(s.apiTokens.sessionKey, ss.name, t.rec.Hash, ss.expires.Unix())) {
 		return Token{}, false
 	}
 	return Token{Name: t.rec.Name, Role: t.role, Datasets: t.grant.Patterns(), grant: t.grant}, true
 }
 
-// loginPage is what the login form shows.
-type loginPage struct {
-	Next    string
-	Problem string
+// ErrLoginRefused refuses a login whose token is unknown or expired.
+var ErrLoginRefused = errors.New("server: not a valid token")
+
+// LoginThrottled refuses a login from an address that failed too many
+// (loginthrottle.go), before its token was looked at.
+type LoginThrottled struct {
+	// RetryAfter is when the address may try again, in seconds.
+	RetryAfter int
 }
 
-// loginForm answers GET /ui/login.
-func (c *console) loginForm(w http.ResponseWriter, r *http.Request, v viewer) error {
-	if !v.Auth {
-		http.Redirect(w, r, "/ui/", http.StatusSeeOther)
-		return nil
-	}
-	return c.render(w, r, http.StatusOK, "login", v, loginPage{Next: safeNext(r.URL.Query().Get("next"))})
+func (e *LoginThrottled) Error() string {
+	return fmt.Sprintf("server: too many failed logins: try again in %d s", e.RetryAfter)
 }
 
-// login answers POST /ui/login: checks the token of the form and sets the
-// session cookie.
-func (c *console) login(w http.ResponseWriter, r *http.Request, v viewer) error {
-	next := safeNext(r.PostFormValue("next"))
-	if !v.Auth {
-		http.Redirect(w, r, next, http.StatusSeeOther)
-		return nil
-	}
-	// Failed logins are slowed down per client address (loginthrottle.go),
-	// before the token is looked at.
-	addr := c.s.trail.clientAddr(r)
-	if wait := c.s.logins.begin(addr, c.s.now()); wait > 0 {
-		secs := retryAfter(wait)
-		w.Header().Set("Retry-After", strconv.Itoa(secs))
-		if sw, ok := w.(*statusWriter); ok {
-			sw.code = "too_many_requests"
-		}
-		return c.render(w, r, http.StatusTooManyRequests, "login", v, loginPage{Next: next,
-			Problem: fmt.Sprintf("Too many failed logins from your address: try again in %d s.", secs)})
+// Login starts a session of the token text a browser gave: a token of
+// the configuration or one made through the API. It sets the session
+// cookie on w (replacing one a slide of this request set) and returns the
+// token. Failed logins are slowed down per client address: a
+// *LoginThrottled error; ErrLoginRefused for an unknown or expired token;
+// any other error is the store's, not the client's failure.
+func (s *Server) Login(w http.ResponseWriter, r *http.Request, text string) (Token, error) {
+	addr := s.trail.clientAddr(r)
+	if wait := s.logins.begin(addr, s.now()); wait > 0 {
+		return Token{}, &LoginThrottled{RetryAfter: retryAfter(wait)}
 	}
 	failed := false
 	defer func() {
-		if c.s.logins.end(addr, failed, c.s.now()) {
-			c.s.log.Warn("console logins throttled: too many failed logins", "remote", addr, "retry_after_s", retryAfter(loginRefill))
+		if s.logins.end(addr, failed, s.now()) {
+			s.log.Warn("console logins throttled: too many failed logins", "remote", addr, "retry_after_s", retryAfter(loginRefill))
 		}
 	}()
-	text := strings.TrimSpace(r.PostFormValue("token"))
-	i := c.s.tokens.find(text)
-	now := c.s.now()
+	text = strings.TrimSpace(text)
+	i := s.tokens.find(text)
+	now := s.now()
 	exp := now.Add(SessionLifetime)
 	var value string
 	var t Token
 	if i >= 0 {
-		value, t = c.s.tokens.newSession(i, exp, idleDeadline(now, c.s.sessionIdle, exp)), c.s.tokens.tokens[i]
+		value, t = s.tokens.newSession(i, exp, idleDeadline(now, s.sessionIdle, exp)), s.tokens.tokens[i]
 	} else {
-		at, ok, err := c.s.lookupAPIToken(r.Context(), "Bearer "+text)
+		at, ok, err := s.lookupAPIToken(r.Context(), "Bearer "+text)
 		if err != nil && !errors.Is(err, ErrTokenExpired) {
-			return err // the store did not answer: not the client's failure
+			return Token{}, err
 		}
 		if !ok {
 			failed = true
-			c.s.log.Info("console login refused: unknown or expired token", "remote", addr)
-			return c.render(w, r, http.StatusUnauthorized, "login", v, loginPage{Next: next, Problem: "That is not a valid token."})
+			s.log.Info("console login refused: unknown or expired token", "remote", addr)
+			return Token{}, ErrLoginRefused
 		}
-		rec, _, _ := c.s.apiTokens.named(r.Context(), at.Name, c.s.now())
+		rec, _, _ := s.apiTokens.named(r.Context(), at.Name, s.now())
 		if !rec.rec.Expires.IsZero() && rec.rec.Expires.Before(exp) {
 			exp = rec.rec.Expires
 		}
-		value, t = c.newAPISession(at.Name, rec.rec.Hash, exp, idleDeadline(now, c.s.sessionIdle, exp)), at
+		value, t = s.newAPISession(at.Name, rec.rec.Hash, exp, idleDeadline(now, s.sessionIdle, exp)), at
 	}
 	w.Header().Del("Set-Cookie") // a session this request slid is replaced
 	setSessionCookie(w, r, value, exp, now)
-	c.s.log.Info("console login", "token", t.Name, "role", t.Role.String())
-	http.Redirect(w, r, next, http.StatusSeeOther)
-	return nil
+	s.log.Info("console login", "token", t.Name, "role", t.Role.String())
+	return t, nil
 }
 
-// logout answers POST /ui/logout: the session is ended on every node
-// (sessions.go), so that a copy of the cookie no longer logs in, and the
-// cookie is cleared.
-func (c *console) logout(w http.ResponseWriter, r *http.Request, v viewer) error {
+// Logout ends v's session on every node (sessions.go), so that a copy of
+// the cookie no longer logs in, and clears the cookie.
+func (s *Server) Logout(w http.ResponseWriter, r *http.Request, v Session) error {
 	if v.LoggedIn() && v.Auth && v.key != nil {
-		if err := c.s.endedSessions.end(r.Context(), v.session.login, v.session.expires); err != nil {
+		if err := s.endedSessions.end(r.Context(), v.cookie.login, v.cookie.expires); err != nil {
 			return err
 		}
-		c.s.log.Info("console logout", "token", v.Name)
+		s.log.Info("console logout", "token", v.Name)
 	}
 	w.Header().Del("Set-Cookie") // the session this request slid ends
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/ui/", MaxAge: -1, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
-	http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/ui/", MaxAge: -1, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 	return nil
-}
-
-// safeNext returns next when it is a console path of this server, else
-// the console's first page: a login never redirects elsewhere.
-func safeNext(next string) string {
-	u, err := url.Parse(next)
-	if err != nil || next == "" || u.Scheme != "" || u.Host != "" || !strings.HasPrefix(u.Path, "/ui/") || strings.HasPrefix(next, "//") || strings.Contains(next, "\\") {
-		return "/ui/"
-	}
-	return next
 }

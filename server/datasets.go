@@ -26,7 +26,7 @@ func (s *Server) listDatasets(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	infos = filterGranted(grantOf(c), infos, func(d snapshot.DatasetInfo) string { return d.Name })
+	infos = FilterGranted(grantOf(c), infos, func(d snapshot.DatasetInfo) string { return d.Name })
 	out := make([]datasetOut, 0, len(infos))
 	for _, d := range infos {
 		out = append(out, toDatasetOut(d))
@@ -78,6 +78,6 @@ func (s *Server) dropDataset(c echo.Context) error {
 	if err := s.db.DropDataset(c.Request().Context(), ds); err != nil {
 		return err
 	}
-	s.log.Info("dataset dropped", "dataset", ds, tokenAttr(c.Get("token")))
+	s.log.Info("dataset dropped", "dataset", ds, TokenAttr(c.Get("token")))
 	return c.NoContent(http.StatusNoContent)
 }

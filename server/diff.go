@@ -34,7 +34,7 @@ func (s *Server) diff(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	from, to, err := s.diffRange(ctx, c.QueryParams(), ds)
+	from, to, err := s.DiffRange(ctx, c.QueryParams(), ds)
 	if err != nil {
 		return err
 	}
@@ -114,10 +114,10 @@ func (s *Server) diffArrow(c echo.Context, ds string, from, to int64, media stri
 	return s.streamArrow(c, schema, fill)
 }
 
-// diffRange resolves the from and to of q: to defaults to the current
+// DiffRange resolves the from and to of q: to defaults to the current
 // version, from to the newest kept version older than to. The console's
 // diff page resolves its bounds here too.
-func (s *Server) diffRange(ctx context.Context, q url.Values, ds string) (from, to int64, err error) {
+func (s *Server) DiffRange(ctx context.Context, q url.Values, ds string) (from, to int64, err error) {
 	if v := q.Get("to"); v != "" {
 		if to, err = s.versionOrTag(ctx, ds, "to", v); err != nil {
 			return 0, 0, err
@@ -144,7 +144,7 @@ func (s *Server) diffRange(ctx context.Context, q url.Values, ds string) (from, 
 			}
 		}
 		if from == 0 {
-			return 0, 0, badField("from", "no kept version older than %d; give from", to)
+			return 0, 0, BadField("from", "no kept version older than %d; give from", to)
 		}
 	}
 	return from, to, nil
@@ -155,12 +155,12 @@ func (s *Server) diffRange(ctx context.Context, q url.Values, ds string) (from, 
 // of a tag of ds, resolved to its version (404 tag_not_found naming field).
 func (s *Server) versionOrTag(ctx context.Context, ds, field, v string) (int64, error) {
 	if strings.TrimLeft(v, "+-0123456789") == "" {
-		return parseVersion(field, v)
+		return ParseVersion(field, v)
 	}
 	r, err := s.db.Reader(ctx, ds, snapshot.At{Tag: v})
 	if err != nil {
 		if errors.Is(err, snapshot.ErrTagNotFound) {
-			return 0, withField(err, field)
+			return 0, WithField(err, field)
 		}
 		return 0, err
 	}

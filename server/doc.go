@@ -14,10 +14,10 @@
 // operation's x-snapstore-role extension is the least bearer-token role that
 // may call it, so the document is also the authorisation table.
 //
-// Errors leave through one function, problemFor, which maps the sentinel
+// Errors leave through one function, ProblemFor, which maps the sentinel
 // errors of snapshot, adapters and store to RFC 9457 problem details with a
 // stable code (etcd's toGRPCErrorMap, Prometheus's returnAPIError) and
-// names the input to blame: the field a handler attached with withField,
+// names the input to blame: the field a handler attached with WithField,
 // else the sentinel's usual one (problem.go). A panic
 // in a handler is recovered, logged and answered as a problem. A request
 // whose client went away is not a server error: nothing is answered, it is

@@ -38,7 +38,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		err = fmt.Errorf("%w: %w", adapters.ErrShuttingDown, err)
 	}
 	err = s.explainNoDataset(c, err)
-	p := problemFor(err)
+	p := ProblemFor(err)
 	p.Instance = c.Request().URL.Path
 	if p.Status >= 500 {
 		s.log.Error("request failed", "method", c.Request().Method, "route", c.Path(), "status", p.Status, "code", p.Code, "err", err)

@@ -43,7 +43,7 @@ func (s *Server) CollectGarbage(ctx context.Context) ([]snapshot.GCReport, error
 			errs = append(errs, err)
 			continue
 		}
-		s.recordGC(d.Name, rep, true, nil)
+		s.RecordGC(d.Name, rep, true, nil)
 		reps = append(reps, rep)
 	}
 	return reps, errors.Join(errs...)
@@ -65,7 +65,7 @@ func (s *Server) gc(c echo.Context) error {
 		return err
 	}
 	if !dry {
-		s.recordGC(ds, rep, false, c.Get("token"))
+		s.RecordGC(ds, rep, false, c.Get("token"))
 	}
 	if rep.VersionsExpired == nil {
 		rep.VersionsExpired = []int64{}
@@ -73,11 +73,11 @@ func (s *Server) gc(c echo.Context) error {
 	return c.JSON(http.StatusOK, rep)
 }
 
-// recordGC adds what a collection of ds reclaimed to the gc metrics and
+// RecordGC adds what a collection of ds reclaimed to the gc metrics and
 // logs it at info: a periodic one only when it collected something, so that
 // an idle loop stays quiet; one asked for through the API always, with the
 // name of the token that asked.
-func (s *Server) recordGC(ds string, rep snapshot.GCReport, periodic bool, token any) {
+func (s *Server) RecordGC(ds string, rep snapshot.GCReport, periodic bool, token any) {
 	s.metrics.gcBytes.WithLabelValues(ds).Add(float64(rep.BytesReclaimed))
 	s.metrics.gcCells.WithLabelValues(ds).Add(float64(rep.CellsDeleted))
 	if periodic && rep.CellsDeleted == 0 && len(rep.VersionsExpired) == 0 && rep.InvalidTxnsPruned == 0 {
@@ -86,7 +86,7 @@ func (s *Server) recordGC(ds string, rep snapshot.GCReport, periodic bool, token
 	attrs := []any{"dataset", ds, "versions_expired", len(rep.VersionsExpired), "cells_deleted", rep.CellsDeleted,
 		"bytes_reclaimed", rep.BytesReclaimed, "invalid_txns_pruned", rep.InvalidTxnsPruned}
 	if !periodic {
-		attrs = append(attrs, tokenAttr(token))
+		attrs = append(attrs, TokenAttr(token))
 	}
 	s.log.Info("garbage collected", attrs...)
 }

@@ -147,9 +147,9 @@ func allowDataset(c echo.Context, dataset string) bool {
 	return grantOf(c).Allows(dataset)
 }
 
-// filterGranted keeps the items whose dataset is in the grant g: the rule
+// FilterGranted keeps the items whose dataset is in the grant g: the rule
 // of every list, of the API and of the console.
-func filterGranted[T any](g Grant, items []T, dataset func(T) string) []T {
+func FilterGranted[T any](g Grant, items []T, dataset func(T) string) []T {
 	if g.All() {
 		return items
 	}
@@ -174,7 +174,7 @@ func datasetNotFound(name string) error {
 	return fmt.Errorf("%w: %q", snapshot.ErrDatasetNotFound, name)
 }
 
-// adapterNotFound, runNotFound and connectionNotFound are the errors of
+// adapterNotFound, runNotFound and ConnectionNotFound are the errors of
 // an unknown adapter, run and connection, as adapters words them.
 func adapterNotFound(name string) error {
 	return fmt.Errorf("%w: %q", adapters.ErrAdapterNotFound, name)
@@ -184,7 +184,7 @@ func runNotFound(id string) error {
 	return fmt.Errorf("%w: %q", adapters.ErrRunNotFound, id)
 }
 
-func connectionNotFound(name string) error {
+func ConnectionNotFound(name string) error {
 	return fmt.Errorf("%w: data connection %q does not exist", adapters.ErrConnectionNotFound, name)
 }
 
@@ -240,53 +240,61 @@ func (s *Server) grantError(ctx context.Context, g Grant, kind grantKind, param 
 			return runNotFound(v)
 		}
 	case grantConnection:
-		if !s.connectionGranted(g, v) {
-			return connectionNotFound(v)
+		if !s.ConnectionGranted(g, v) {
+			return ConnectionNotFound(v)
 		}
 	}
 	return nil
+}
+
+// CheckGrant is grantError for a page that mirrors op: the error of a
+// request outside the grant g, nil inside; param returns a path
+// parameter of the request. A global operation is the caller's to refuse
+// (Operation.Global).
+func (s *Server) CheckGrant(ctx context.Context, g Grant, op Operation, param func(string) (string, error)) error {
+	return s.grantError(ctx, g, op.grant, param)
 }
 
 // adapterGranted reports whether the adapter of name is in the grant, or
 // does not exist (then the handler answers that).
 func (s *Server) adapterGranted(ctx context.Context, g Grant, name string) bool {
 	a, err := s.svc.GetAdapter(ctx, name)
-	return err != nil || g.Allows(adapterDataset(a))
+	return err != nil || g.Allows(AdapterDataset(a))
 }
 
-// connectionGranted reports whether an adapter in the grant uses the
+// ConnectionGranted reports whether an adapter in the grant uses the
 // connection of name: an operator limited to some datasets sees and tests
 // only the connections of their adapters.
-func (s *Server) connectionGranted(g Grant, name string) bool {
+func (s *Server) ConnectionGranted(g Grant, name string) bool {
 	if g.All() {
 		return true
 	}
 	for _, a := range s.svc.ListAdapters() {
-		if a.Connection == name && g.Allows(adapterDataset(a)) {
+		if a.Connection == name && g.Allows(AdapterDataset(a)) {
 			return true
 		}
 	}
 	return false
 }
 
-// adapterDataset is the dataset an adapter writes: its name when it
+// AdapterDataset is the dataset an adapter writes: its name when it
 // names none.
-func adapterDataset(a adapters.Adapter) string {
+func AdapterDataset(a adapters.Adapter) string {
 	if a.Dataset == "" {
 		return a.Name
 	}
 	return a.Dataset
 }
 
-// connectionsInGrant keeps the connections an adapter in the grant g
+// ConnectionsInGrant keeps the connections an adapter in the grant g
 // uses, each naming only the adapters in g among those that use it.
-func (s *Server) connectionsInGrant(g Grant, conns []adapters.Connection) []adapters.Connection {
+func (s *Server) ConnectionsInGrant(g Grant, conns []adapters.Connection) []adapters.Connection {
 	if g.All() {
 		return conns
 	}
 	inGrant := map[string]bool{}
 	for _, a := range s.svc.ListAdapters() {
-		if g.Allows(adapterDataset(a)) {
+		if g.Allows(AdapterDataset(a)) {
 			inGrant[a.Name] = true
 		}
 	}
@@ -298,7 +306,7 @@ func (s *Server) connectionsInGrant(g Grant, conns []adapters.Connection) []adap
 				names = append(names, a)
 			}
 		}
-		if !s.connectionGranted(g, conn.Name) {
+		if !s.ConnectionGranted(g, conn.Name) {
 			continue
 		}
 		conn.Adapters = names
@@ -307,10 +315,10 @@ func (s *Server) connectionsInGrant(g Grant, conns []adapters.Connection) []adap
 	return out
 }
 
-// connectionInGrant is connectionsInGrant of one connection the grant g
+// ConnectionInGrant is ConnectionsInGrant of one connection the grant g
 // holds (the caller checked it): the adapters it names are those in g.
-func (s *Server) connectionInGrant(g Grant, conn adapters.Connection) adapters.Connection {
-	if out := s.connectionsInGrant(g, []adapters.Connection{conn}); len(out) == 1 {
+func (s *Server) ConnectionInGrant(g Grant, conn adapters.Connection) adapters.Connection {
+	if out := s.ConnectionsInGrant(g, []adapters.Connection{conn}); len(out) == 1 {
 		return out[0]
 	}
 	conn.Adapters = nil

@@ -50,19 +50,19 @@ func TestGrant_Patterns(t *testing.T) {
 
 func TestGrant_FilterLists(t *testing.T) {
 	g, _ := ParseGrant([]string{"a*"})
-	got := filterGranted(g, []string{"a1", "b1", "a2", "ba"}, func(s string) string { return s })
+	got := FilterGranted(g, []string{"a1", "b1", "a2", "ba"}, func(s string) string { return s })
 	if fmt.Sprint(got) != "[a1 a2]" {
 		t.Errorf("filtered %v, want [a1 a2]", got)
 	}
 	all := []string{"x", "y"}
-	if got := filterGranted(Grant{}, all, func(s string) string { return s }); fmt.Sprint(got) != "[x y]" {
+	if got := FilterGranted(Grant{}, all, func(s string) string { return s }); fmt.Sprint(got) != "[x y]" {
 		t.Errorf("the grant of every dataset filtered %v", got)
 	}
 	as := []adapters.Adapter{{}, {}}
 	as[0].Name, as[0].Dataset = "p", "products"
 	as[1].Name = "notes" // no dataset: its name
 	gp, _ := ParseGrant([]string{"notes"})
-	if got := filterGranted(gp, as, adapterDataset); len(got) != 1 || got[0].Name != "notes" {
+	if got := FilterGranted(gp, as, AdapterDataset); len(got) != 1 || got[0].Name != "notes" {
 		t.Errorf("adapters filtered %+v", got)
 	}
 }

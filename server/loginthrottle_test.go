@@ -1,11 +1,8 @@
 package server
 
 import (
-	"net/http"
 	"net/netip"
-	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -107,66 +104,4 @@ func TestLoginThrottle(t *testing.T) {
 		t.Errorf("%d addresses followed after the sweep, want 1 (the login under way)", n)
 	}
 	th.end("203.0.113.1", false, later)
-}
-
-// TestConsoleLogin_Throttled: after loginBurst failed logins an address
-// gets 429 with Retry-After, its right token included, and no cookie;
-// other addresses log in; a refill later it may try again. The refusal
-// is in the audit trail (too_many_requests) and in the log once, naming
-// the address and never a token.
-func TestConsoleLogin_Throttled(t *testing.T) {
-	trusted := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
-	f := newAuditFixture(t, AuditOptions{TrustedProxies: trusted})
-	var clock atomic.Int64
-	clock.Store(time.Now().UnixNano())
-	f.srv.now = func() time.Time { return time.Unix(0, clock.Load()) }
-	from := func(addr string) []string { return []string{"X-Forwarded-For", addr} }
-	attacker := newBrowser(t, f)
-	for i := range loginBurst {
-		if r := attacker.post("/ui/login", url.Values{"token": {"wrong-" + strconv.Itoa(i)}}, from("198.51.100.7")...); r.status != http.StatusUnauthorized {
-			t.Fatalf("failed login %d: %d", i, r.status)
-		}
-	}
-	for _, tok := range []string{"wrong-again", auditAdminTok} {
-		r := attacker.post("/ui/login", url.Values{"token": {tok}}, from("198.51.100.7")...)
-		if r.status != http.StatusTooManyRequests {
-			t.Fatalf("login after %d failures: %d, want 429", loginBurst, r.status)
-		}
-		if ra := r.header.Get("Retry-After"); ra != strconv.Itoa(retryAfter(loginRefill)) {
-			t.Errorf("Retry-After %q", ra)
-		}
-		if len(r.header.Values("Set-Cookie")) != 0 {
-			t.Error("a throttled login got a cookie")
-		}
-		if !strings.Contains(string(r.body), "Too many failed logins") {
-			t.Errorf("the login page does not say why: %s", r.body)
-		}
-	}
-	if r := newBrowser(t, f).post("/ui/login", url.Values{"token": {auditReaderTok}}, from("198.51.100.8")...); r.status != http.StatusSeeOther {
-		t.Fatalf("another address's login: %d", r.status)
-	}
-	clock.Add(int64(loginRefill + time.Millisecond))
-	if r := attacker.post("/ui/login", url.Values{"token": {auditAdminTok}}, from("198.51.100.7")...); r.status != http.StatusSeeOther {
-		t.Fatalf("a refill later, the right token: %d", r.status)
-	}
-	attacker.page("/ui/")
-
-	var throttled []AuditEntry
-	for _, e := range f.auditTrail("action=login") {
-		if e.Status == http.StatusTooManyRequests {
-			throttled = append(throttled, e)
-		}
-	}
-	if len(throttled) != 2 {
-		t.Fatalf("%d throttled logins in the trail, want 2", len(throttled))
-	}
-	for _, e := range throttled {
-		if e.Code != "too_many_requests" || e.Remote != "198.51.100.7" || e.Actor != actorAnonymous {
-			t.Errorf("throttled login recorded as %+v", e)
-		}
-	}
-	logs := f.logs.String()
-	if n := strings.Count(logs, "console logins throttled"); n != 1 || !strings.Contains(logs, "remote=198.51.100.7") {
-		t.Errorf("%d throttle log lines:\n%s", n, logs)
-	}
 }

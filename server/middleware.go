@@ -42,7 +42,7 @@ func (s *Server) guard(c echo.Context, rt *route, next echo.HandlerFunc) (err er
 			err = fmt.Errorf("server: handler panicked: %v", r)
 		}
 	}()
-	if err := s.checkBrowser(c.Request()); err != nil {
+	if err := s.CheckBrowser(c.Request()); err != nil {
 		return err
 	}
 	if err := limitBody(c); err != nil {

@@ -39,10 +39,10 @@ func answerFormat(c echo.Context, dflt string, offered ...string) (string, error
 	if v := c.QueryParam("format"); v != "" {
 		media, ok := formats[v]
 		if !ok {
-			return "", withField(&refusal{kind: errBadFormat, msg: fmt.Sprintf("format: want one of json, ndjson, csv, arrow, parquet, got %q", v)}, "format")
+			return "", WithField(&refusal{kind: errBadFormat, msg: fmt.Sprintf("format: want one of json, ndjson, csv, arrow, parquet, got %q", v)}, "format")
 		}
 		if !slices.Contains(offered, media) {
-			return "", withField(&refusal{kind: errFormatNotOffered, msg: fmt.Sprintf("format: %s is not offered here; this route answers %s", v, formatNames(offered))}, "format")
+			return "", WithField(&refusal{kind: errFormatNotOffered, msg: fmt.Sprintf("format: %s is not offered here; this route answers %s", v, formatNames(offered))}, "format")
 		}
 		return media, nil
 	}

@@ -21,18 +21,18 @@ import (
 // defaultAuditListed, at most maxAuditListed), newest first, a page
 // reading at most maxAuditScanned entries.
 
-// deliveryPage is the answer of GET /v1/notifications/deliveries.
-type deliveryPage struct {
+// DeliveryPage is the answer of GET /v1/notifications/deliveries.
+type DeliveryPage struct {
 	Deliveries    []notify.Delivery `json:"deliveries"`
 	NextPageToken string            `json:"next_page_token,omitempty"`
 }
 
-// deliveryFilter selects a page of the delivery log: the parameters of
+// DeliveryFilter selects a page of the delivery log: the parameters of
 // GET /v1/notifications/deliveries.
-type deliveryFilter struct {
-	webhook, adapter, event string // "": any
-	pageToken               string
-	limit                   int // 0: defaultAuditListed
+type DeliveryFilter struct {
+	Webhook, Adapter, Event string // "": any
+	PageToken               string
+	Limit                   int // 0: defaultAuditListed
 }
 
 // listDeliveries answers GET /v1/notifications/deliveries.
@@ -41,33 +41,33 @@ func (s *Server) listDeliveries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := deliveryFilter{webhook: c.QueryParam("webhook"), adapter: c.QueryParam("adapter"), event: c.QueryParam("event"),
-		pageToken: c.QueryParam("page_token"), limit: limit}
-	page, err := s.deliveryList(c.Request().Context(), f)
+	f := DeliveryFilter{Webhook: c.QueryParam("webhook"), Adapter: c.QueryParam("adapter"), Event: c.QueryParam("event"),
+		PageToken: c.QueryParam("page_token"), Limit: limit}
+	page, err := s.DeliveryList(c.Request().Context(), f)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, page)
 }
 
-// deliveryList returns the page of the delivery log f selects, newest
+// DeliveryList returns the page of the delivery log f selects, newest
 // first: what the API and the console's notifications page show.
-func (s *Server) deliveryList(ctx context.Context, f deliveryFilter) (deliveryPage, error) {
-	q := notify.DeliveryFilter{Webhook: f.webhook, Adapter: f.adapter, Event: f.event, Limit: f.limit, MaxScan: maxAuditScanned}
+func (s *Server) DeliveryList(ctx context.Context, f DeliveryFilter) (DeliveryPage, error) {
+	q := notify.DeliveryFilter{Webhook: f.Webhook, Adapter: f.Adapter, Event: f.Event, Limit: f.Limit, MaxScan: maxAuditScanned}
 	if q.Limit == 0 {
 		q.Limit = defaultAuditListed
 	}
-	if f.pageToken != "" {
+	if f.PageToken != "" {
 		var err error
-		if q.After, err = decodeDeliveryToken(f.pageToken); err != nil {
-			return deliveryPage{}, err
+		if q.After, err = decodeDeliveryToken(f.PageToken); err != nil {
+			return DeliveryPage{}, err
 		}
 	}
 	ds, next, err := notify.ListDeliveries(ctx, s.db, q)
 	if err != nil {
-		return deliveryPage{}, err
+		return DeliveryPage{}, err
 	}
-	out := deliveryPage{Deliveries: ds}
+	out := DeliveryPage{Deliveries: ds}
 	if next != "" {
 		out.NextPageToken = encodeDeliveryToken(next)
 	}
@@ -83,7 +83,7 @@ func (s *Server) testWebhook(c echo.Context) error {
 		return err
 	}
 	if s.notifier == nil {
-		return errNoWebhook(name)
+		return WebhookNotFound(name)
 	}
 	d, err := s.notifier.Test(c.Request().Context(), name)
 	if err != nil {
@@ -92,9 +92,9 @@ func (s *Server) testWebhook(c echo.Context) error {
 	return c.JSON(http.StatusOK, d)
 }
 
-// errNoWebhook is the error of a test of webhook name on a server that
+// WebhookNotFound is the error of a test of webhook name on a server that
 // has no notifier.
-func errNoWebhook(name string) error {
+func WebhookNotFound(name string) error {
 	return fmt.Errorf("%w: %q (no webhook is configured)", notify.ErrWebhookNotFound, name)
 }
 

@@ -111,6 +111,35 @@ func (s *Server) openapiJSON(c echo.Context) error {
 // route (openapiPath).
 const keyParam = "key"
 
+// Operation is a documented API operation as a page that mirrors it
+// needs it: the least role that may call it and how a limited token's
+// grant applies (grants.go). The zero Operation needs no role and no
+// grant.
+type Operation struct {
+	// Role is the operation's x-snapstore-role.
+	Role  Role
+	grant grantKind
+}
+
+// Global reports whether the operation needs a token for every dataset.
+func (o Operation) Global() bool { return o.grant == grantAll }
+
+// Operation returns the documented operation op ("GET
+// /v1/datasets/{dataset}"), false when openapi.yaml does not document it.
+func (s *Server) Operation(op string) (Operation, bool) {
+	o, ok := s.api.ops[op]
+	if !ok {
+		return Operation{}, false
+	}
+	return Operation{Role: o.role, grant: o.grant}, true
+}
+
+// InputPattern is the pattern of the document's schema name for an HTML
+// input, and its description (apiDoc.inputPattern).
+func (s *Server) InputPattern(name string) (pattern, description string) {
+	return s.api.inputPattern(name)
+}
+
 // inputPattern is the pattern of the document's schema name as an HTML
 // input's pattern attribute (implicitly anchored, so without ^ and $),
 // and its description for the input's title: the console's forms check

@@ -17,17 +17,17 @@ func pathParam(c echo.Context, name string) (string, error) {
 	}
 	u, err := url.PathUnescape(v)
 	if err != nil {
-		return "", badField(name, "bad URL escape: %v", err)
+		return "", BadField(name, "bad URL escape: %v", err)
 	}
 	return u, nil
 }
 
-// parseVersion reads a version number given as input field: a positive
+// ParseVersion reads a version number given as input field: a positive
 // integer.
-func parseVersion(field, v string) (int64, error) {
+func ParseVersion(field, v string) (int64, error) {
 	id, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || id < 1 {
-		return 0, badField(field, "want a positive integer version, got %q", v)
+		return 0, BadField(field, "want a positive integer version, got %q", v)
 	}
 	return id, nil
 }
@@ -41,7 +41,7 @@ func parseBoolQuery(c echo.Context, name string) (bool, error) {
 	}
 	b, err := strconv.ParseBool(v)
 	if err != nil {
-		return false, badField(name, "want true or false, got %q", v)
+		return false, BadField(name, "want true or false, got %q", v)
 	}
 	return b, nil
 }
@@ -55,7 +55,7 @@ func parseLimit(c echo.Context, most int) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > most {
-		return 0, badField("limit", "want an integer from 1 to %d, got %q", most, v)
+		return 0, BadField("limit", "want an integer from 1 to %d, got %q", most, v)
 	}
 	return n, nil
 }

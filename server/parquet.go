@@ -39,7 +39,7 @@ func parquetCompression(c echo.Context) (compress.Compression, error) {
 	}
 	codec, ok := parquetCodecs[v]
 	if !ok {
-		return 0, badField("compression", "want zstd or snappy, got %q", v)
+		return 0, BadField("compression", "want zstd or snappy, got %q", v)
 	}
 	return codec, nil
 }

@@ -51,7 +51,7 @@ type NodePartitions struct {
 // clusterPartitions answers GET /v1/cluster/partitions.
 func (s *Server) clusterPartitions(c echo.Context) error {
 	if s.cluster == nil {
-		return errNotClustered
+		return ErrNotClustered
 	}
 	if s.partitions == nil {
 		return c.JSON(http.StatusOK, ClusterPartitions{Partitions: []PartitionOwner{}, Nodes: []NodePartitions{}})

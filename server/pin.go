@@ -25,7 +25,7 @@ func parseAt(c echo.Context) (snapshot.At, error) {
 		n++
 		id, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || id < 1 {
-			return at, badField("version", "want a positive integer version, got %q", v)
+			return at, BadField("version", "want a positive integer version, got %q", v)
 		}
 		at.Version = id
 	}
@@ -33,19 +33,19 @@ func parseAt(c echo.Context) (snapshot.At, error) {
 		n++
 		t, err := time.Parse(time.RFC3339Nano, v)
 		if err != nil {
-			return at, badField("as_of", "want an RFC 3339 time such as 2026-01-02T15:04:05Z, got %q", v)
+			return at, BadField("as_of", "want an RFC 3339 time such as 2026-01-02T15:04:05Z, got %q", v)
 		}
 		at.AsOf = &t
 	}
 	if q.Has("tag") {
 		n++
 		if q.Get("tag") == "" {
-			return at, badField("tag", "empty tag")
+			return at, BadField("tag", "empty tag")
 		}
 		at.Tag = q.Get("tag")
 	}
 	if n > 1 {
-		return at, badField("version", "give at most one of version, as_of and tag")
+		return at, BadField("version", "give at most one of version, as_of and tag")
 	}
 	return at, nil
 }

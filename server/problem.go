@@ -44,8 +44,8 @@ const problemTypeBase = "https://snapstore.dev/problems/"
 // Bad input: which field is to blame.
 //
 // A problem names the input to blame in Field. It comes from one of two
-// places, and problemFor reads both: a *fieldError that the handler which
-// parsed the input attached (withField, badField), or, for errors that
+// places, and ProblemFor reads both: a *fieldError that the handler which
+// parsed the input attached (WithField, BadField), or, for errors that
 // always come from one input (a bad cron schedule, a page token), the
 // field column of the sentinels table. An *adapters.OptionError carries its
 // own key (options.port), which stands for an attached field. With none of
@@ -62,10 +62,10 @@ func (e *fieldError) Error() string { return e.err.Error() }
 
 func (e *fieldError) Unwrap() error { return e.err }
 
-// withField blames field for err; "" blames nothing. Attach it only where
+// WithField blames field for err; "" blames nothing. Attach it only where
 // the input is the cause (a tag_not_found of a diff bound, not a
 // dataset_not_found of its path).
-func withField(err error, field string) error {
+func WithField(err error, field string) error {
 	if err == nil || field == "" {
 		return err
 	}
@@ -110,14 +110,14 @@ func (e *refusal) Error() string { return e.msg }
 
 func (e *refusal) Is(target error) bool { return target == e.kind }
 
-// badField refuses the input field: 400 bad_request naming it ("" names
+// BadField refuses the input field: 400 bad_request naming it ("" names
 // none, for a request wrong as a whole).
-func badField(field, format string, args ...any) error {
+func BadField(field, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
 	if field != "" {
 		msg = field + ": " + msg
 	}
-	return withField(&refusal{kind: errBadRequest, msg: msg}, field)
+	return WithField(&refusal{kind: errBadRequest, msg: msg}, field)
 }
 
 // badJSON refuses a body that is not JSON, or not JSON of the right
@@ -141,14 +141,14 @@ type sentinel struct {
 // problem_test.go checks that every exported Err* variable of the three
 // packages appears here.
 var sentinels = []sentinel{
-	// this package's own checks (badField, badJSON)
+	// this package's own checks (BadField, badJSON)
 	{errBadRequest, http.StatusBadRequest, "bad_request", ""},
 	{errBadJSON, http.StatusBadRequest, "bad_json", "body"},
 	{errBadFormat, http.StatusBadRequest, "bad_format", "format"},
 	{errFormatNotOffered, http.StatusNotAcceptable, "format_not_offered", "format"},
 	{errHostNotLoopback, http.StatusMisdirectedRequest, "host_not_loopback", ""},
 	{errCrossOrigin, http.StatusForbidden, "cross_origin", ""},
-	{errNotClustered, http.StatusNotFound, "not_clustered", ""},
+	{ErrNotClustered, http.StatusNotFound, "not_clustered", ""},
 	// the cluster routes (cluster.go)
 	{ErrNodeNotFound, http.StatusNotFound, "node_not_found", "id"},
 	{ErrNodeAlive, http.StatusConflict, "node_alive", "id"},
@@ -253,26 +253,26 @@ var httpCodes = map[int]string{
 	http.StatusUnsupportedMediaType:  "unsupported_media_type",
 }
 
-// problemFor is the one translation from an error to problem details:
+// ProblemFor is the one translation from an error to problem details:
 // echo's HTTP errors (404 route, 405 method, 413 body, 401, 403, 415), then
 // the first row of sentinels that the error matches (errors.Is), and
 // everything else, which is a 500 "internal" whose detail hides the cause.
 // Field is, in this order, the field a handler attached (fieldError), the
 // key of an *adapters.OptionError, or the row's field.
-func problemFor(err error) Problem {
+func ProblemFor(err error) Problem {
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
 		code, ok := httpCodes[he.Code]
 		if !ok {
 			code = "http_error"
 		}
-		return newProblem(he.Code, code, fmt.Sprint(he.Message))
+		return NewProblem(he.Code, code, fmt.Sprint(he.Message))
 	}
 	for _, s := range sentinels {
 		if !errors.Is(err, s.err) {
 			continue
 		}
-		p := newProblem(s.status, s.code, errtext.Text(err))
+		p := NewProblem(s.status, s.code, errtext.Text(err))
 		var fe *fieldError
 		var oe *adapters.OptionError
 		switch {
@@ -289,12 +289,12 @@ func problemFor(err error) Problem {
 		}
 		return p
 	}
-	return newProblem(http.StatusInternalServerError, "internal", "internal error; see the server log")
+	return NewProblem(http.StatusInternalServerError, "internal", "internal error; see the server log")
 }
 
-// newProblem builds the problem of status and code; Type is the code's
+// NewProblem builds the problem of status and code; Type is the code's
 // URL.
-func newProblem(status int, code, detail string) Problem {
+func NewProblem(status int, code, detail string) Problem {
 	return Problem{
 		Type:   problemTypeBase + code,
 		Title:  http.StatusText(status),

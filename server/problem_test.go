@@ -125,7 +125,7 @@ func TestProblemFor_EverySentinel(t *testing.T) {
 				continue
 			}
 			// Wrapped, as callers return them.
-			p := problemFor(fmt.Errorf("doing something: %w", err))
+			p := ProblemFor(fmt.Errorf("doing something: %w", err))
 			if err == snapshot.ErrCorrupt {
 				// Damaged storage is no input's fault: a 500 with its own code.
 				if p.Status != http.StatusInternalServerError || p.Code != "corrupt" {
@@ -160,19 +160,19 @@ func TestProblemFor_Shapes(t *testing.T) {
 	}{
 		{"option error names the key", fmt.Errorf("creating: %w", oe), 400, "bad_option", "options.port"},
 		{"dataset taken names the dataset", fmt.Errorf("creating: %w: %w", &adapters.OptionError{Key: "dataset", Msg: "written by adapter x"}, adapters.ErrDatasetTaken), 409, "dataset_taken", "dataset"},
-		{"bad field", badField("as_of", "bad time"), 400, "bad_request", "as_of"},
-		{"bad field wrapped", fmt.Errorf("reading: %w", badField("limit", "too big")), 400, "bad_request", "limit"},
-		{"bad request naming no field", badField("", "no"), 400, "bad_request", ""},
+		{"bad field", BadField("as_of", "bad time"), 400, "bad_request", "as_of"},
+		{"bad field wrapped", fmt.Errorf("reading: %w", BadField("limit", "too big")), 400, "bad_request", "limit"},
+		{"bad request naming no field", BadField("", "no"), 400, "bad_request", ""},
 		{"bad JSON names the body", badJSON("truncated JSON"), 400, "bad_json", "body"},
-		{"sentinel with attached field", withField(fmt.Errorf("x: %w", snapshot.ErrBadKey), "start"), 400, "bad_key", "start"},
-		{"sentinel with attached field, wrapped", fmt.Errorf("diff: %w", withField(snapshot.ErrTagNotFound, "to")), 404, "tag_not_found", "to"},
+		{"sentinel with attached field", WithField(fmt.Errorf("x: %w", snapshot.ErrBadKey), "start"), 400, "bad_key", "start"},
+		{"sentinel with attached field, wrapped", fmt.Errorf("diff: %w", WithField(snapshot.ErrTagNotFound, "to")), 404, "tag_not_found", "to"},
 		{"sentinel without field", fmt.Errorf("x: %w", snapshot.ErrBadKey), 400, "bad_key", ""},
 		{"sentinel's own field", fmt.Errorf("x: %w", adapters.ErrBadSchedule), 400, "bad_schedule", "schedule"},
-		{"attached field beats the sentinel's", withField(fmt.Errorf("x: %w", snapshot.ErrBadPageToken), "token"), 400, "bad_page_token", "token"},
-		{"attached field beats an option key", withField(fmt.Errorf("x: %w", oe), "body.options"), 400, "bad_option", "body.options"},
+		{"attached field beats the sentinel's", WithField(fmt.Errorf("x: %w", snapshot.ErrBadPageToken), "token"), 400, "bad_page_token", "token"},
+		{"attached field beats an option key", WithField(fmt.Errorf("x: %w", oe), "body.options"), 400, "bad_option", "body.options"},
 		{"option key beats the sentinel's field", fmt.Errorf("x: %w", optionMarked{oe, adapters.ErrBadSchedule}), 400, "bad_schedule", "options.port"},
-		{"no field blames nothing", withField(snapshot.ErrBadKey, ""), 400, "bad_key", ""},
-		{"a field on an unknown error is still internal", withField(errors.New("boom"), "key"), 500, "internal", ""},
+		{"no field blames nothing", WithField(snapshot.ErrBadKey, ""), 400, "bad_key", ""},
+		{"a field on an unknown error is still internal", WithField(errors.New("boom"), "key"), 500, "internal", ""},
 		{"stored JSON that does not decode is internal, not bad_json", fmt.Errorf("decoding run: %w", &json.SyntaxError{Offset: 3}), 500, "internal", ""},
 		{"route not found", echo.ErrNotFound, 404, "route_not_found", ""},
 		{"method not allowed", echo.ErrMethodNotAllowed, 405, "method_not_allowed", ""},
@@ -181,7 +181,7 @@ func TestProblemFor_Shapes(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p := problemFor(c.err)
+			p := ProblemFor(c.err)
 			if p.Status != c.status || p.Code != c.code || p.Field != c.field {
 				t.Fatalf("got %d %s field %q, want %d %s field %q (%+v)", p.Status, p.Code, p.Field, c.status, c.code, c.field, p)
 			}

@@ -41,11 +41,11 @@ func (s *Server) getRow(c echo.Context) error {
 	defer r.Close()
 	key, err := r.ParseKey(parts)
 	if err != nil {
-		return withField(err, "key")
+		return WithField(err, "key")
 	}
 	cols := parseColumns(c)
 	if err := r.Version().CheckColumns(cols); err != nil {
-		return badField("columns", "%s", err)
+		return BadField("columns", "%s", err)
 	}
 	v := r.Version()
 	bp := bodyPool.Get().(*[]byte)
@@ -73,7 +73,7 @@ func rowKeyParts(c echo.Context) ([]string, error) {
 		if escaped {
 			u, err := url.PathUnescape(p)
 			if err != nil {
-				return nil, badField("key", "bad URL escape in key segment %d: %v", i+1, err)
+				return nil, BadField("key", "bad URL escape in key segment %d: %v", i+1, err)
 			}
 			parts[i] = u
 		}
@@ -122,7 +122,7 @@ func (s *Server) scanRows(c echo.Context) error {
 			return err
 		}
 		if at.Version != 0 && at.Version != v || at.AsOf != nil || at.Tag != "" {
-			return badField("page_token", "the page token pins version %d; do not give another version selector", v)
+			return BadField("page_token", "the page token pins version %d; do not give another version selector", v)
 		}
 		at = snapshot.At{Version: v}
 	}
@@ -148,16 +148,16 @@ func (s *Server) scanRows(c echo.Context) error {
 	defer r.Close()
 	opts := snapshot.ScanOptions{Columns: parseColumns(c), Limit: limit, PageToken: tok}
 	if err := r.Version().CheckColumns(opts.Columns); err != nil {
-		return badField("columns", "%s", err)
+		return BadField("columns", "%s", err)
 	}
 	for _, f := range []struct {
 		name string
 		dst  *[]snapshot.Value
 	}{{"start", &opts.Start}, {"end", &opts.End}, {"prefix", &opts.Prefix}} {
 		if vals, ok := q[f.name]; ok && len(vals) > 0 {
-			k, err := parseKeyPrefix(r.Version().Schema, vals)
+			k, err := ParseKeyPrefix(r.Version().Schema, vals)
 			if err != nil {
-				return withField(err, f.name)
+				return WithField(err, f.name)
 			}
 			*f.dst = k
 		}
@@ -196,7 +196,7 @@ func (s *Server) scanRows(c echo.Context) error {
 		return err
 	}
 	b = append(b, `],"columns":`...)
-	b = appendStrings(b, selectedColumns(opts.Columns, r.Version().Schema))
+	b = appendStrings(b, SelectedColumns(opts.Columns, r.Version().Schema))
 	b = append(b, `,"next_page_token":`...)
 	b = jsonstr.Append(b, it.NextPageToken())
 	b = append(b, "}\n"...)
@@ -237,11 +237,11 @@ func (s *Server) scanArrow(c echo.Context, r *snapshot.Reader, opts snapshot.Sca
 	return s.streamArrow(c, schema, fill)
 }
 
-// parseKeyPrefix converts the texts of the first len(parts) key columns of
+// ParseKeyPrefix converts the texts of the first len(parts) key columns of
 // schema to typed values (snapshot.ParseValue per column kind), for the
 // start, end and prefix of a scan. snapshot.ErrBadKey when there are more
 // parts than key columns or a text does not fit its column.
-func parseKeyPrefix(schema snapshot.Schema, parts []string) ([]snapshot.Value, error) {
+func ParseKeyPrefix(schema snapshot.Schema, parts []string) ([]snapshot.Value, error) {
 	if len(parts) > len(schema.Key) {
 		return nil, fmt.Errorf("%w: %d key parts for %d key columns %v", snapshot.ErrBadKey, len(parts), len(schema.Key), schema.Key)
 	}
@@ -260,10 +260,10 @@ func parseKeyPrefix(schema snapshot.Schema, parts []string) ([]snapshot.Value, e
 	return vals, nil
 }
 
-// selectedColumns is the column list of an answer, in schema order (the
+// SelectedColumns is the column list of an answer, in schema order (the
 // order of the rows' members): the columns of schema that sel names, or
 // every column when sel is empty.
-func selectedColumns(sel []string, schema snapshot.Schema) []string {
+func SelectedColumns(sel []string, schema snapshot.Schema) []string {
 	cols := make([]string, 0, len(schema.Columns))
 	for _, col := range schema.Columns {
 		if len(sel) == 0 || slices.Contains(sel, col.Name) {

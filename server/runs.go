@@ -70,31 +70,31 @@ func (s *Server) listAllRuns(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	runs, err := s.findRuns(c.Request().Context(), grantOf(c), c.QueryParam("adapter"), c.QueryParam("status"), limit)
+	runs, err := s.FindRuns(c.Request().Context(), grantOf(c), c.QueryParam("adapter"), c.QueryParam("status"), limit)
 	if err != nil {
 		return err
 	}
 	return answerList(c, "runs", runs)
 }
 
-// findRuns returns the newest runs of adapter ("" for every adapter) with
+// FindRuns returns the newest runs of adapter ("" for every adapter) with
 // the status ("" for any), at most limit (0: defaultRunsListed), of the
 // datasets in the grant g. With a status or a limited grant it looks
 // through the newest maxRunsListed runs. An adapter that does not exist,
 // or whose dataset is outside g, is adapters.ErrAdapterNotFound naming the
 // field adapter; a status that is none is a bad request.
-func (s *Server) findRuns(ctx context.Context, g Grant, adapter, status string, limit int) ([]adapters.RunRecord, error) {
+func (s *Server) FindRuns(ctx context.Context, g Grant, adapter, status string, limit int) ([]adapters.RunRecord, error) {
 	if adapter != "" {
 		a, err := s.svc.GetAdapter(ctx, adapter)
-		if err == nil && !g.Allows(adapterDataset(a)) {
+		if err == nil && !g.Allows(AdapterDataset(a)) {
 			err = adapterNotFound(adapter)
 		}
 		if err != nil {
-			return nil, withField(err, "adapter")
+			return nil, WithField(err, "adapter")
 		}
 	}
-	if status != "" && !slices.Contains(runStatuses, adapters.RunStatus(status)) {
-		return nil, badField("status", "want running, waiting, succeeded, failed, aborted or skipped, got %q", status)
+	if status != "" && !slices.Contains(RunStatuses, adapters.RunStatus(status)) {
+		return nil, BadField("status", "want running, waiting, succeeded, failed, aborted or skipped, got %q", status)
 	}
 	if limit == 0 {
 		limit = defaultRunsListed
@@ -119,9 +119,9 @@ func (s *Server) findRuns(ctx context.Context, g Grant, adapter, status string, 
 	return out, nil
 }
 
-// runStatuses are the statuses of a run, in the order the console's
+// RunStatuses are the statuses of a run, in the order the console's
 // filter shows them.
-var runStatuses = []adapters.RunStatus{adapters.RunRunning, adapters.RunWaiting, adapters.RunSucceeded, adapters.RunFailed, adapters.RunAborted, adapters.RunSkipped}
+var RunStatuses = []adapters.RunStatus{adapters.RunRunning, adapters.RunWaiting, adapters.RunSucceeded, adapters.RunFailed, adapters.RunAborted, adapters.RunSkipped}
 
 // defaultRunsListed is the length of a list of runs without a limit.
 const defaultRunsListed = 100

@@ -14,6 +14,6 @@ func (s *Server) rotateSecrets(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	s.log.Info("secrets rotated", "key_id", rep.KeyID, "secrets", rep.Secrets, "connections", rep.Connections, tokenAttr(c.Get("token")))
+	s.log.Info("secrets rotated", "key_id", rep.KeyID, "secrets", rep.Secrets, "connections", rep.Connections, TokenAttr(c.Get("token")))
 	return c.JSON(http.StatusOK, rep)
 }

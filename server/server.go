@@ -50,8 +50,14 @@ type Options struct {
 	// (consoleauth.go), at most SessionLifetime; default
 	// DefaultSessionIdle.
 	SessionIdle time.Duration
-	// now is the clock for the version-age gauge; default time.Now.
-	now func() time.Time
+	// Console, when set, returns the handler of /ui and everything under
+	// /ui/, the web console (package console's New); package daemon sets
+	// it. Nil: the server has no console, and those paths are the API's
+	// (404).
+	Console func(*Server) (http.Handler, error)
+	// Now is the server's clock (sessions, the version-age gauge);
+	// default time.Now.
+	Now func() time.Time
 }
 
 // Server is the HTTP API. Create it with New, serve its Handler with an
@@ -70,7 +76,7 @@ type Server struct {
 	log           *slog.Logger
 	api           *apiDoc
 	echo          *echo.Echo
-	console       *console
+	console       http.Handler // nil: no console
 	handler       http.Handler
 	metrics       *metrics
 	gatherer      prometheus.Gatherer
@@ -125,7 +131,7 @@ func New(opts Options) (*Server, error) {
 		transfer:      opts.Transfer,
 		partitions:    opts.Partitions,
 		notifier:      opts.Notifier,
-		now:           opts.now,
+		now:           opts.Now,
 		logins:        newLoginThrottle(),
 		sessionIdle:   opts.SessionIdle,
 	}
@@ -147,8 +153,10 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.echo = s.newEcho()
-	if s.console, err = newConsole(s); err != nil {
-		return nil, err
+	if opts.Console != nil {
+		if s.console, err = opts.Console(s); err != nil {
+			return nil, err
+		}
 	}
 	s.handler = http.HandlerFunc(s.serveHTTP)
 	return s, nil
@@ -159,9 +167,12 @@ func New(opts Options) (*Server, error) {
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // serveHTTP sends /ui and /ui/... to the console, GET / to the console
-// (a redirect) and everything else to the API.
+// (a redirect) and everything else to the API; without a console,
+// everything to the API.
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	switch p := r.URL.Path; {
+	case s.console == nil:
+		s.echo.ServeHTTP(w, r)
 	case p == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
 		http.Redirect(w, r, "/ui/", http.StatusFound)
 	case p == "/ui" || strings.HasPrefix(p, "/ui/"):
@@ -170,6 +181,29 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.echo.ServeHTTP(w, r)
 	}
 }
+
+// DB is the dataset store the server serves.
+func (s *Server) DB() *snapshot.DB { return s.db }
+
+// Adapters is the service of connections, adapters and runs the server
+// serves.
+func (s *Server) Adapters() *adapters.Service { return s.svc }
+
+// Logger is the server's logger.
+func (s *Server) Logger() *slog.Logger { return s.log }
+
+// Now is the server's clock.
+func (s *Server) Now() time.Time { return s.now() }
+
+// Notifier sends the test events of webhooks; nil when none is
+// configured.
+func (s *Server) Notifier() *notify.Notifier { return s.notifier }
+
+// Cluster is this node's cluster; nil when it runs alone.
+func (s *Server) Cluster() Cluster { return s.cluster }
+
+// BuildVersion is the version /healthz reports.
+func (s *Server) BuildVersion() string { return s.build }
 
 // SetShuttingDown makes /readyz answer 503 from now on.
 func (s *Server) SetShuttingDown() { s.stopping.Store(true) }

@@ -75,7 +75,7 @@ func (s *Server) streamCSV(c echo.Context, it snapshot.RowIterator, sel []string
 		}
 	}
 	if !wroteHeader {
-		_ = cw.Write(selectedColumns(sel, schema))
+		_ = cw.Write(SelectedColumns(sel, schema))
 	}
 	cw.Flush()
 	return s.endStream(c, bw, it.Err())

@@ -19,7 +19,7 @@ func (s *Server) putTag(c echo.Context) error {
 		return err
 	}
 	if ref.Version < 0 {
-		return badField("body.version", "want a positive version")
+		return BadField("body.version", "want a positive version")
 	}
 	if ref.Version == 0 {
 		if ref.Version, err = s.currentVersion(ctx, ds, "tagging"); err != nil {

@@ -74,20 +74,20 @@ func (s *Server) createToken(c echo.Context) error {
 	setAuditTarget(c, "token", req.Name)
 	role, err := ParseRole(req.Role)
 	if err != nil {
-		return badField("body.role", "%v", err)
+		return BadField("body.role", "%v", err)
 	}
 	for i, p := range req.Datasets {
 		if err := CheckDatasetPattern(p); err != nil {
-			return badField(fmt.Sprintf("body.datasets[%d]", i), "%v", err)
+			return BadField(fmt.Sprintf("body.datasets[%d]", i), "%v", err)
 		}
 	}
 	g, err := ParseGrant(req.Datasets)
 	if err != nil {
-		return badField("body.datasets", "%v", err)
+		return BadField("body.datasets", "%v", err)
 	}
 	for _, t := range s.tokens.tokens {
 		if t.Name == req.Name {
-			return withField(ErrTokenExists, "body.name")
+			return WithField(ErrTokenExists, "body.name")
 		}
 	}
 	now := s.now().UTC().Truncate(time.Second)
@@ -97,9 +97,9 @@ func (s *Server) createToken(c echo.Context) error {
 		rec.Expires = now.Add(time.Duration(req.ExpiresIn))
 	}
 	if err := s.apiTokens.create(c.Request().Context(), rec); err != nil {
-		return withField(err, "body.name")
+		return WithField(err, "body.name")
 	}
-	s.log.Info("API token created", "name", rec.Name, "role", rec.Role, "expires", rec.Expires, tokenAttr(c.Get("token")))
+	s.log.Info("API token created", "name", rec.Name, "role", rec.Role, "expires", rec.Expires, TokenAttr(c.Get("token")))
 	return c.JSON(http.StatusCreated, createdToken{tokenJSON: tokenToJSON(rec, now), Token: text})
 }
 
@@ -132,6 +132,6 @@ func (s *Server) revokeToken(c echo.Context) error {
 	if err := s.apiTokens.revoke(c.Request().Context(), name); err != nil {
 		return err
 	}
-	s.log.Info("API token revoked", "name", name, tokenAttr(c.Get("token")))
+	s.log.Info("API token revoked", "name", name, TokenAttr(c.Get("token")))
 	return c.NoContent(http.StatusNoContent)
 }

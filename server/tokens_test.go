@@ -3,7 +3,6 @@ package server
 import (
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -130,46 +129,5 @@ func TestTokenSet_Hashes(t *testing.T) {
 		if _, err := newTokenSet([]Token{bad}); err == nil {
 			t.Errorf("%+v accepted", bad)
 		}
-	}
-}
-
-// TestConsole_LoginWithAPIToken: the console's login takes an API token;
-// its session ends when the token is revoked, and a token created later
-// under the same name does not revive it.
-func TestConsole_LoginWithAPIToken(t *testing.T) {
-	const admin = "admin-token-0123456789"
-	f := newFixture(t, fixtureOpts{tokens: []Token{{Name: "ops", Token: admin, Role: RoleAdmin}}})
-	f.token = admin
-	r := f.must(201, "POST", "/v1/tokens", `{"name":"analyst","role":"reader","expires_in":"1h"}`)
-	var created struct{ Token string }
-	r.json(t, &created)
-
-	b := newBrowser(t, f)
-	r = b.post("/ui/login", url.Values{"token": {created.Token}, "next": {"/ui/"}})
-	if r.status != http.StatusSeeOther || r.header.Get("Location") != "/ui/" {
-		t.Fatalf("login with an API token: %d %q %s", r.status, r.header.Get("Location"), r.body)
-	}
-	if ck := r.header.Get("Set-Cookie"); strings.Contains(ck, created.Token) {
-		t.Fatalf("the session cookie holds the token: %s", ck)
-	}
-	b.page("/ui/", "analyst")
-	wantStatus(t, "reader connections page", b.get("/ui/connections"), http.StatusForbidden)
-	// The audit trail names the API token that logged in.
-	var trail auditPage
-	f.must(200, "GET", "/v1/audit?action=login", "").json(t, &trail)
-	if len(trail.Entries) != 1 || trail.Entries[0].Actor != "analyst" || trail.Entries[0].Status != http.StatusSeeOther {
-		t.Fatalf("login entries: %+v", trail.Entries)
-	}
-
-	f.must(204, "DELETE", "/v1/tokens/analyst", "")
-	if r := b.get("/ui/"); r.status != http.StatusSeeOther {
-		t.Fatalf("a session of a revoked token: %d", r.status)
-	}
-	r = newBrowser(t, f).post("/ui/login", url.Values{"token": {created.Token}})
-	wantStatus(t, "login with a revoked token", r, http.StatusUnauthorized)
-	// Another token of the same name: the old session stays ended.
-	f.must(201, "POST", "/v1/tokens", `{"name":"analyst","role":"admin"}`)
-	if r := b.get("/ui/"); r.status != http.StatusSeeOther {
-		t.Fatalf("a session of a revoked token, revived by a new token of its name: %d", r.status)
 	}
 }

@@ -68,28 +68,28 @@ func checkQuery(raw string, allowed map[string]bool) error {
 			continue
 		}
 		if strings.IndexByte(pair, ';') >= 0 {
-			return badField("query", "the query string does not parse: %q has a \";\" (separate parameters with \"&\", escape \";\" as %%3B)", pair)
+			return BadField("query", "the query string does not parse: %q has a \";\" (separate parameters with \"&\", escape \";\" as %%3B)", pair)
 		}
 		key, value, _ := strings.Cut(pair, "=")
 		if strings.ContainsAny(key, "%+") {
 			k, err := url.QueryUnescape(key)
 			if err != nil {
-				return badField("query", "the query string does not parse: parameter name %q: %v", key, err)
+				return BadField("query", "the query string does not parse: parameter name %q: %v", key, err)
 			}
 			key = k
 		}
 		if strings.ContainsAny(value, "%+") {
 			if _, err := url.QueryUnescape(value); err != nil {
-				return badField(key, "the query string does not parse: value %q: %v", value, err)
+				return BadField(key, "the query string does not parse: value %q: %v", value, err)
 			}
 		}
 		repeatable, ok := allowed[key]
 		if !ok {
-			return badField(key, "unknown query parameter %q", key)
+			return BadField(key, "unknown query parameter %q", key)
 		}
 		if !repeatable {
 			if slices.Contains(given, key) {
-				return badField(key, "query parameter %q is given more than once; give it once", key)
+				return BadField(key, "query parameter %q is given more than once; give it once", key)
 			}
 			given = append(given, key)
 		}
@@ -135,7 +135,7 @@ func (s *Server) validateRequest(c echo.Context, rt *route) error {
 }
 
 // validate checks req against op's parameters and request body schema. It
-// refuses with badField naming the parameter or body field, or badJSON.
+// refuses with BadField naming the parameter or body field, or badJSON.
 func (d *apiDoc) validate(ctx context.Context, req *http.Request, op apiOp, pathParams map[string]string) error {
 	in := &openapi3filter.RequestValidationInput{
 		Request:    req,
@@ -159,9 +159,9 @@ func (d *apiDoc) validate(ctx context.Context, req *http.Request, op apiOp, path
 	if errors.As(err, &re) {
 		switch {
 		case re.Parameter != nil && re.Parameter.Name == "format":
-			return withField(&refusal{kind: errBadFormat, msg: "format: " + requestErrorText(re)}, "format")
+			return WithField(&refusal{kind: errBadFormat, msg: "format: " + requestErrorText(re)}, "format")
 		case re.Parameter != nil:
-			return badField(re.Parameter.Name, "%s", requestErrorText(re))
+			return BadField(re.Parameter.Name, "%s", requestErrorText(re))
 		case re.RequestBody != nil:
 			field := "body"
 			var pe *openapi3filter.ParseError
@@ -185,12 +185,12 @@ func (d *apiDoc) validate(ctx context.Context, req *http.Request, op apiOp, path
 				if m := unsupportedProperty.FindStringSubmatch(se.Reason); m != nil {
 					field += "." + m[1]
 				}
-				return badField(field, "%s", schemaReason(se))
+				return BadField(field, "%s", schemaReason(se))
 			}
-			return badField(field, "%s", requestErrorText(re))
+			return BadField(field, "%s", requestErrorText(re))
 		}
 	}
-	return badField("", "%s", err.Error())
+	return BadField("", "%s", err.Error())
 }
 
 var unsupportedProperty = regexp.MustCompile(`property "([^"]+)" is unsupported`)

@@ -93,7 +93,7 @@ func (s *Server) getVersion(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v, err := parseVersion("version", c.Param("version"))
+	v, err := ParseVersion("version", c.Param("version"))
 	if err != nil {
 		return err
 	}
@@ -117,13 +117,13 @@ func (s *Server) rollback(c echo.Context) error {
 		return err
 	}
 	if ref.Version < 1 {
-		return badField("body.version", "want the positive version to roll back to")
+		return BadField("body.version", "want the positive version to roll back to")
 	}
 	info, err := s.db.Rollback(c.Request().Context(), ds, ref.Version)
 	if err != nil {
 		return err
 	}
-	s.log.Info("dataset rolled back", "dataset", ds, "version", info.Version, "restored_from", info.RestoredFrom, tokenAttr(c.Get("token")))
+	s.log.Info("dataset rolled back", "dataset", ds, "version", info.Version, "restored_from", info.RestoredFrom, TokenAttr(c.Get("token")))
 	return c.JSON(http.StatusOK, info)
 }
 

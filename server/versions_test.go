@@ -136,7 +136,7 @@ func TestRuns_ListAndLastRun(t *testing.T) {
 	}
 	f.must(400, "GET", "/v1/runs?status=happy", "").problem(t)
 	// Every status a run record can have filters, waiting among them.
-	for _, st := range runStatuses {
+	for _, st := range RunStatuses {
 		f.must(200, "GET", "/v1/runs?status="+string(st), "")
 	}
 }

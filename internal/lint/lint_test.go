@@ -44,13 +44,16 @@ var layer = map[string]int{
 // inner ranks the packages inside one top-level package whose order
 // matters: a package there may import only packages of a strictly lower
 // rank. cluster (membership) and cluster/transfer import no package of the
-// module at all (leaf).
+// module at all (leaf). The console is above the server it is mounted on
+// (server.Options.Console) and below daemon, which mounts it.
 var (
 	inner = map[string]int{
 		"cluster":              0,
 		"cluster/transfer":     0,
 		"cluster/placement":    1,
 		"cluster/partitionrun": 2,
+		"server":               0,
+		"server/console":       1,
 	}
 	leaf = map[string]bool{"cluster": true, "cluster/transfer": true}
 )

@@ -1,4 +1,4 @@
-package server
+package console
 
 import (
 	"html/template"
@@ -6,6 +6,7 @@ import (
 	"net/url"
 
 	"github.com/snapstore/snapstore/notify"
+	"github.com/snapstore/snapstore/server"
 )
 
 // The notifications page: the webhooks, with a test button for admins,
@@ -28,8 +29,8 @@ type notificationsView struct {
 // /v1/notifications/deliveries does.
 func (c *console) notificationsPage(w http.ResponseWriter, r *http.Request, v viewer) error {
 	q := r.URL.Query()
-	f := deliveryFilter{webhook: q.Get("webhook"), adapter: q.Get("adapter"), event: q.Get("event"), pageToken: q.Get("page_token")}
-	page, err := c.s.deliveryList(r.Context(), f)
+	f := server.DeliveryFilter{Webhook: q.Get("webhook"), Adapter: q.Get("adapter"), Event: q.Get("event"), PageToken: q.Get("page_token")}
+	page, err := c.s.DeliveryList(r.Context(), f)
 	if err != nil {
 		return err
 	}
@@ -58,7 +59,7 @@ func (c *console) notificationsPage(w http.ResponseWriter, r *http.Request, v vi
 func (c *console) testWebhook(w http.ResponseWriter, r *http.Request, v viewer) error {
 	name := r.PathValue("name")
 	if c.s.notifier == nil {
-		return errNoWebhook(name)
+		return server.WebhookNotFound(name)
 	}
 	if _, err := c.s.notifier.Test(r.Context(), name); err != nil {
 		return err

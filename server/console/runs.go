@@ -1,10 +1,11 @@
-package server
+package console
 
 import (
 	"net/http"
 	"time"
 
 	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/server"
 )
 
 // The run pages: the history with a status filter, and one run with its
@@ -26,12 +27,12 @@ type runsView struct {
 // adapter (or of one), those of one status if asked.
 func (c *console) runs(w http.ResponseWriter, r *http.Request, v viewer) error {
 	q := r.URL.Query()
-	view := runsView{Status: q.Get("status"), Adapter: q.Get("adapter"), Statuses: runStatuses}
-	for _, a := range filterGranted(v.Grant, c.s.svc.ListAdapters(), adapterDataset) {
+	view := runsView{Status: q.Get("status"), Adapter: q.Get("adapter"), Statuses: server.RunStatuses}
+	for _, a := range server.FilterGranted(v.Grant, c.s.svc.ListAdapters(), server.AdapterDataset) {
 		view.Adapters = append(view.Adapters, a.Name)
 	}
 	var err error
-	if view.Runs, err = c.s.findRuns(r.Context(), v.Grant, view.Adapter, view.Status, runsListed); err != nil {
+	if view.Runs, err = c.s.FindRuns(r.Context(), v.Grant, view.Adapter, view.Status, runsListed); err != nil {
 		return err
 	}
 	return c.render(w, r, http.StatusOK, "runs", v, view)

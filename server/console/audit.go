@@ -1,9 +1,11 @@
-package server
+package console
 
 import (
 	"html/template"
 	"net/http"
 	"net/url"
+
+	"github.com/snapstore/snapstore/server"
 )
 
 // The audit page: the audit trail, newest first, filtered by actor,
@@ -12,7 +14,7 @@ import (
 // auditView is the data of the audit page.
 type auditView struct {
 	Filter  url.Values // actor, action, dataset, since, until as given
-	Entries []AuditEntry
+	Entries []server.AuditEntry
 	// Older is the link to the next page (a console path and the
 	// encoded query, safe as a URL); empty on the last.
 	Older template.URL
@@ -21,15 +23,15 @@ type auditView struct {
 // auditPageUI answers GET /ui/audit, as GET /v1/audit does.
 func (c *console) auditPageUI(w http.ResponseWriter, r *http.Request, v viewer) error {
 	q := r.URL.Query()
-	f := auditFilter{actor: q.Get("actor"), action: q.Get("action"), dataset: q.Get("dataset"), pageToken: q.Get("page_token")}
+	f := server.AuditFilter{Actor: q.Get("actor"), Action: q.Get("action"), Dataset: q.Get("dataset"), PageToken: q.Get("page_token")}
 	var err error
-	if f.since, err = parseTime("since", q.Get("since")); err != nil {
+	if f.Since, err = server.ParseTime("since", q.Get("since")); err != nil {
 		return err
 	}
-	if f.until, err = parseTime("until", q.Get("until")); err != nil {
+	if f.Until, err = server.ParseTime("until", q.Get("until")); err != nil {
 		return err
 	}
-	page, err := c.s.auditList(r.Context(), f)
+	page, err := c.s.AuditList(r.Context(), f)
 	if err != nil {
 		return err
 	}

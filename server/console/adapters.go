@@ -1,4 +1,4 @@
-package server
+package console
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/snapstore/snapstore/adapters"
 	"github.com/snapstore/snapstore/api"
+	"github.com/snapstore/snapstore/server"
 )
 
 // The adapter pages: the list with schedules and last runs, the create
@@ -37,7 +38,7 @@ func (c *console) adapters(w http.ResponseWriter, r *http.Request, v viewer) err
 
 // adaptersPage renders the adapters page with view's Saved and Warnings.
 func (c *console) adaptersPage(w http.ResponseWriter, r *http.Request, v viewer, view adaptersView) error {
-	as := filterGranted(v.Grant, c.s.svc.ListAdapters(), adapterDataset)
+	as := server.FilterGranted(v.Grant, c.s.svc.ListAdapters(), server.AdapterDataset)
 	view.Items = make([]adapterItem, 0, len(as))
 	for _, a := range as {
 		runs, err := c.s.svc.ListRuns(r.Context(), a.Name, 5)
@@ -140,7 +141,7 @@ type adapterFormView struct {
 	Connections []adapters.Connection
 	Resources   resourceOptionsView
 	Strategies  []strategyOption
-	Problem     *Problem
+	Problem     *server.Problem
 }
 
 // newAdapterForm answers GET /ui/adapters/new.
@@ -177,7 +178,7 @@ func (c *console) editAdapterForm(w http.ResponseWriter, r *http.Request, v view
 }
 
 // adapterForm renders the form with f, and p when a save was refused.
-func (c *console) adapterForm(w http.ResponseWriter, r *http.Request, v viewer, status int, edit bool, f adapterFields, p *Problem) error {
+func (c *console) adapterForm(w http.ResponseWriter, r *http.Request, v viewer, status int, edit bool, f adapterFields, p *server.Problem) error {
 	view := adapterFormView{Edit: edit, F: f, ReadOptions: readOptionFields(f), Connections: c.s.svc.ListConnections(), Strategies: strategyOptions, Problem: p}
 	if f.Connection != "" {
 		view.Resources = c.resourcesOf(r, f.Connection)
@@ -248,12 +249,12 @@ func (f adapterFields) spec() (api.Adapter, error) {
 	if f.MaxShrink != "" {
 		x, err := strconv.ParseFloat(f.MaxShrink, 64)
 		if err != nil || x < 0 || x > 1 {
-			return api.Adapter{}, badField("body.guard.max_shrink", "want a fraction from 0 to 1, got %q", f.MaxShrink)
+			return api.Adapter{}, server.BadField("body.guard.max_shrink", "want a fraction from 0 to 1, got %q", f.MaxShrink)
 		}
 		in.Guard.MaxShrink = x
 	}
 	if in.Name == "" {
-		return api.Adapter{}, badField("body.name", "give the adapter a name")
+		return api.Adapter{}, server.BadField("body.name", "give the adapter a name")
 	}
 	return in, nil
 }
@@ -263,7 +264,7 @@ func (f adapterFields) spec() (api.Adapter, error) {
 func formDuration(field, s string) (api.Duration, error) {
 	d, err := api.ParseDuration(s)
 	if err != nil {
-		return 0, badField(field, "%v, got %q", err, s)
+		return 0, server.BadField(field, "%v, got %q", err, s)
 	}
 	return d, nil
 }
@@ -275,7 +276,7 @@ func formInt(field, s string, lo, hi int) (int, error) {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < lo || n > hi {
-		return 0, badField(field, "want an integer from %d to %d, got %q", lo, hi, s)
+		return 0, server.BadField(field, "want an integer from %d to %d, got %q", lo, hi, s)
 	}
 	return n, nil
 }
@@ -301,7 +302,7 @@ func (c *console) saveAdapter(w http.ResponseWriter, r *http.Request, v viewer, 
 	spec, err := f.spec()
 	var saved adapters.Adapter
 	if err == nil {
-		err = c.s.checkNotify(spec)
+		err = c.s.CheckNotify(spec)
 	}
 	if err == nil {
 		if replace {
@@ -311,14 +312,14 @@ func (c *console) saveAdapter(w http.ResponseWriter, r *http.Request, v viewer, 
 		}
 	}
 	if err != nil {
-		p := problemFor(err)
+		p := server.ProblemFor(err)
 		if p.Status >= 500 {
 			return err
 		}
 		p.Field = strings.TrimPrefix(p.Field, "body.")
 		return c.adapterForm(w, r, v, p.Status, replace, f, &p)
 	}
-	c.s.log.Info("adapter saved", "adapter", spec.Name, "replace", replace, tokenAttr(v.Name), "via", "console")
+	c.s.log.Info("adapter saved", "adapter", spec.Name, "replace", replace, server.TokenAttr(v.Name), "via", "console")
 	if len(saved.Warnings) > 0 {
 		// Shown once, here: a redirect would lose them.
 		return c.adaptersPage(w, r, v, adaptersView{Saved: spec.Name, Warnings: saved.Warnings})
@@ -333,7 +334,7 @@ func (c *console) deleteAdapter(w http.ResponseWriter, r *http.Request, v viewer
 	if err := c.s.svc.DeleteAdapter(r.Context(), name); err != nil {
 		return err
 	}
-	c.s.log.Info("adapter deleted", "adapter", name, tokenAttr(v.Name), "via", "console")
+	c.s.log.Info("adapter deleted", "adapter", name, server.TokenAttr(v.Name), "via", "console")
 	http.Redirect(w, r, "/ui/adapters", http.StatusSeeOther)
 	return nil
 }
@@ -368,7 +369,7 @@ func (c *console) resourcesOf(r *http.Request, conn string) resourceOptionsView 
 	}
 	rs, err := c.s.svc.Resources(r.Context(), conn)
 	if err != nil {
-		view.Problem = problemFor(err).Detail
+		view.Problem = server.ProblemFor(err).Detail
 	}
 	view.Resources = rs
 	return view
@@ -379,8 +380,8 @@ func (c *console) resourcesOf(r *http.Request, conn string) resourceOptionsView 
 func (c *console) resourceOptions(w http.ResponseWriter, r *http.Request, v viewer) error {
 	conn := r.URL.Query().Get("connection")
 	view := resourceOptionsView{Connection: conn}
-	if conn != "" && !c.s.connectionGranted(v.Grant, conn) {
-		return connectionNotFound(conn)
+	if conn != "" && !c.s.ConnectionGranted(v.Grant, conn) {
+		return server.ConnectionNotFound(conn)
 	}
 	if conn != "" {
 		view = c.resourcesOf(r, conn)

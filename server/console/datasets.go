@@ -1,4 +1,4 @@
-package server
+package console
 
 import (
 	"html/template"
@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/server"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
@@ -32,7 +33,7 @@ func (c *console) datasets(w http.ResponseWriter, r *http.Request, v viewer) err
 	if err != nil {
 		return err
 	}
-	infos = filterGranted(v.Grant, infos, func(d snapshot.DatasetInfo) string { return d.Name })
+	infos = server.FilterGranted(v.Grant, infos, func(d snapshot.DatasetInfo) string { return d.Name })
 	as := c.s.svc.ListAdapters()
 	now := c.s.now()
 	items := make([]datasetItem, 0, len(infos))
@@ -72,7 +73,7 @@ type datasetView struct {
 	TagPattern, TagTitle string
 	// Problem is a refused tag, shown on the page with the name given
 	// (TagValue) in the input of the version it was for (TagVersion).
-	Problem    *Problem
+	Problem    *server.Problem
 	TagVersion int64
 	TagValue   string
 }
@@ -96,7 +97,7 @@ func (c *console) datasetPage(w http.ResponseWriter, r *http.Request, v viewer, 
 		return err
 	}
 	view.Info, view.Adapter, view.Spark = d, adapterOf(c.s.svc.ListAdapters(), ds), rowsSparkline(vs)
-	view.TagPattern, view.TagTitle = c.s.api.inputPattern("TagName")
+	view.TagPattern, view.TagTitle = c.s.InputPattern("TagName")
 	for i, vi := range vs {
 		it := versionItem{VersionInfo: vi}
 		if i+1 < len(vs) {
@@ -147,7 +148,7 @@ func (c *console) rows(w http.ResponseWriter, r *http.Request, v viewer) error {
 	q := r.URL.Query()
 	var at snapshot.At
 	if s := q.Get("version"); s != "" {
-		n, err := parseVersion("version", s)
+		n, err := server.ParseVersion("version", s)
 		if err != nil {
 			return err
 		}
@@ -190,9 +191,9 @@ func (c *console) rows(w http.ResponseWriter, r *http.Request, v viewer) error {
 		given = append(given, f.Value)
 	}
 	if len(given) > 0 {
-		k, err := parseKeyPrefix(info.Schema, given)
+		k, err := server.ParseKeyPrefix(info.Schema, given)
 		if err != nil {
-			return withField(err, "key")
+			return server.WithField(err, "key")
 		}
 		if view.Mode == "start" {
 			opts.Start = k
@@ -205,7 +206,7 @@ func (c *console) rows(w http.ResponseWriter, r *http.Request, v viewer) error {
 		return err
 	}
 	defer it.Close()
-	view.Columns = selectedColumns(nil, info.Schema)
+	view.Columns = server.SelectedColumns(nil, info.Schema)
 	for it.Next() {
 		row := it.Row()
 		cells := make([]valueCell, len(row.Values))
@@ -279,7 +280,7 @@ type diffView struct {
 
 // diff answers GET /ui/datasets/{dataset}/diff?from=&to=: the counts and
 // the changes (the first diffShown) between two kept versions, bounds as
-// the API takes them (diffRange); updates mark their changed columns.
+// the API takes them (DiffRange); updates mark their changed columns.
 func (c *console) diff(w http.ResponseWriter, r *http.Request, v viewer) error {
 	ctx := r.Context()
 	ds := r.PathValue("dataset")
@@ -294,7 +295,7 @@ func (c *console) diff(w http.ResponseWriter, r *http.Request, v viewer) error {
 			q.Set(k, s)
 		}
 	}
-	from, to, err := c.s.diffRange(ctx, q, ds)
+	from, to, err := c.s.DiffRange(ctx, q, ds)
 	if err != nil {
 		if len(vs) < 2 && q.Get("from") == "" {
 			view.Problem = "A diff needs two kept versions; this dataset has " + strconv.Itoa(len(vs)) + "."
@@ -308,12 +309,12 @@ func (c *console) diff(w http.ResponseWriter, r *http.Request, v viewer) error {
 	}
 	for _, vi := range vs {
 		if vi.Version == to {
-			view.Columns = selectedColumns(nil, vi.Schema)
+			view.Columns = server.SelectedColumns(nil, vi.Schema)
 		}
 	}
 	for _, vi := range vs {
 		if vi.Version == from {
-			for _, col := range selectedColumns(nil, vi.Schema) {
+			for _, col := range server.SelectedColumns(nil, vi.Schema) {
 				if !slices.Contains(view.Columns, col) {
 					view.Columns = append(view.Columns, col)
 				}
@@ -376,19 +377,19 @@ func diffRowOf(ch snapshot.Change, columns []string) diffRow {
 func (c *console) tag(w http.ResponseWriter, r *http.Request, v viewer) error {
 	ds := r.PathValue("dataset")
 	tag := strings.TrimSpace(r.PostFormValue("tag"))
-	ver, err := parseVersion("version", r.PostFormValue("version"))
+	ver, err := server.ParseVersion("version", r.PostFormValue("version"))
 	if err != nil {
 		return err
 	}
 	if tag == "" {
-		err = badField("tag", "give the tag a name")
+		err = server.BadField("tag", "give the tag a name")
 	} else {
 		err = c.s.db.Tag(r.Context(), ds, tag, ver)
 	}
 	if err != nil {
 		// A refused name or version comes back to the dataset page, the
 		// problem shown there; a dataset that is gone is an error page.
-		p := problemFor(err)
+		p := server.ProblemFor(err)
 		if p.Status >= 500 || p.Status == http.StatusNotFound {
 			return err
 		}
@@ -397,7 +398,7 @@ func (c *console) tag(w http.ResponseWriter, r *http.Request, v viewer) error {
 		}
 		return c.datasetPage(w, r, v, p.Status, datasetView{Problem: &p, TagVersion: ver, TagValue: tag})
 	}
-	c.s.log.Info("dataset tagged", "dataset", ds, "tag", tag, "version", ver, tokenAttr(v.Name), "via", "console")
+	c.s.log.Info("dataset tagged", "dataset", ds, "tag", tag, "version", ver, server.TokenAttr(v.Name), "via", "console")
 	http.Redirect(w, r, "/ui/datasets/"+url.PathEscape(ds), http.StatusSeeOther)
 	return nil
 }
@@ -408,7 +409,7 @@ func (c *console) untag(w http.ResponseWriter, r *http.Request, v viewer) error 
 	if err := c.s.db.Untag(r.Context(), ds, tag); err != nil {
 		return err
 	}
-	c.s.log.Info("dataset untagged", "dataset", ds, "tag", tag, tokenAttr(v.Name), "via", "console")
+	c.s.log.Info("dataset untagged", "dataset", ds, "tag", tag, server.TokenAttr(v.Name), "via", "console")
 	http.Redirect(w, r, "/ui/datasets/"+url.PathEscape(ds), http.StatusSeeOther)
 	return nil
 }
@@ -427,7 +428,7 @@ type rollbackView struct {
 func (c *console) rollbackConfirm(w http.ResponseWriter, r *http.Request, v viewer) error {
 	ctx := r.Context()
 	ds := r.PathValue("dataset")
-	ver, err := parseVersion("version", r.URL.Query().Get("version"))
+	ver, err := server.ParseVersion("version", r.URL.Query().Get("version"))
 	if err != nil {
 		return err
 	}
@@ -446,7 +447,7 @@ func (c *console) rollbackConfirm(w http.ResponseWriter, r *http.Request, v view
 // as POST /v1/datasets/{dataset}/rollback does.
 func (c *console) rollback(w http.ResponseWriter, r *http.Request, v viewer) error {
 	ds := r.PathValue("dataset")
-	ver, err := parseVersion("version", r.PostFormValue("version"))
+	ver, err := server.ParseVersion("version", r.PostFormValue("version"))
 	if err != nil {
 		return err
 	}
@@ -454,7 +455,7 @@ func (c *console) rollback(w http.ResponseWriter, r *http.Request, v viewer) err
 	if err != nil {
 		return err
 	}
-	c.s.log.Info("dataset rolled back", "dataset", ds, "version", info.Version, "restored_from", info.RestoredFrom, tokenAttr(v.Name), "via", "console")
+	c.s.log.Info("dataset rolled back", "dataset", ds, "version", info.Version, "restored_from", info.RestoredFrom, server.TokenAttr(v.Name), "via", "console")
 	http.Redirect(w, r, "/ui/datasets/"+url.PathEscape(ds), http.StatusSeeOther)
 	return nil
 }

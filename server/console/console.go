@@ -1,4 +1,20 @@
-package server
+// Package console is the web console: server-rendered pages at /ui/
+// over the same services as the JSON API (snapshot.DB, adapters.Service),
+// never a second path to the data. Package server mounts it through
+// server.Options.Console (New), and exports to it what it shares with the
+// API: browser sessions (a login, the session of a request, a logout),
+// the role and grant of each API operation, the lists and problems the
+// API handlers use too. Its templates and static files live in the
+// templates and static folders, embedded here, one template per page
+// (pprof's internal/driver/html, pkgsite's static/): each page file
+// defines "title" and "content" and the fragments that htmx fetches
+// alone, and is parsed with layout.html into a template set of its own.
+// Each route names the API operation it mirrors, whose x-snapstore-role
+// is the least role that may use it, so the OpenAPI document stays the
+// one authorisation table (server/consoleauth.go says how a browser's
+// session is kept). Handlers gather data and call render; adding a page
+// is one template and one handler registered in routes.
+package console
 
 import (
 	"bytes"
@@ -10,6 +26,7 @@ import (
 	"fmt"
 	"html/template"
 	"io/fs"
+	"log/slog"
 	"mime"
 	"net/http"
 	"net/url"
@@ -17,29 +34,21 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/notify"
+	"github.com/snapstore/snapstore/server"
+	"github.com/snapstore/snapstore/snapshot"
 )
 
-// The web console: server-rendered pages at /ui/ over the same services
-// as the JSON API (snapshot.DB, adapters.Service), never a second path to
-// the data. Its templates and static files live in the console folder,
-// embedded here, one template per page (pprof's internal/driver/html,
-// pkgsite's static/): each page file defines "title" and "content" and
-// the fragments that htmx fetches alone, and is parsed with layout.html
-// into a template set of its own. Each route names the API operation it
-// mirrors, whose x-snapstore-role is the least role that may use it, so
-// the OpenAPI document stays the one authorisation table
-// (consoleauth.go says how a browser logs in). Handlers gather data and
-// call render; adding a page is one template and one handler registered
-// in routes.
-
-//go:embed console
+//go:embed templates static
 var consoleFiles embed.FS
 
 // console serves /ui/.
 type console struct {
-	s     *Server
+	s     *backend
 	pages map[string]*template.Template // by page name (file name without .html)
-	// static holds the files of console/static by path under it.
+	// static holds the files of static/ by path under it.
 	static map[string]staticFile
 	mux    *http.ServeMux
 }
@@ -55,10 +64,32 @@ type staticFile struct {
 	ctype string
 }
 
+// backend is what the console reads and changes: the server's exported
+// surface (browser sessions, operations and grants, the API's lists and
+// problems) and the services it serves.
+type backend struct {
+	*server.Server
+	db       *snapshot.DB
+	svc      *adapters.Service
+	log      *slog.Logger
+	now      func() time.Time
+	notifier *notify.Notifier // nil: no webhook
+	cluster  server.Cluster   // nil: the node runs alone
+	build    string
+}
+
+// New returns the console of s: the handler of /ui and everything under
+// /ui/ (server.Options.Console). Errors: a page that does not parse, a
+// route mirroring an operation openapi.yaml does not document.
+func New(s *server.Server) (http.Handler, error) {
+	return newConsole(&backend{Server: s, db: s.DB(), svc: s.Adapters(), log: s.Logger(), now: s.Now,
+		notifier: s.Notifier(), cluster: s.Cluster(), build: s.BuildVersion()})
+}
+
 // newConsole parses every page and registers the routes.
-func newConsole(s *Server) (*console, error) {
+func newConsole(s *backend) (*console, error) {
 	c := &console{s: s, pages: map[string]*template.Template{}, static: map[string]staticFile{}, mux: http.NewServeMux()}
-	pages, err := fs.Glob(consoleFiles, "console/templates/*.html")
+	pages, err := fs.Glob(consoleFiles, "templates/*.html")
 	if err != nil {
 		return nil, err
 	}
@@ -67,13 +98,13 @@ func newConsole(s *Server) (*console, error) {
 		if name == "layout" {
 			continue
 		}
-		t, err := template.New(name).Funcs(consoleFuncs).ParseFS(consoleFiles, "console/templates/layout.html", p)
+		t, err := template.New(name).Funcs(consoleFuncs).ParseFS(consoleFiles, "templates/layout.html", p)
 		if err != nil {
-			return nil, fmt.Errorf("server: console template %s: %w", name, err)
+			return nil, fmt.Errorf("console: template %s: %w", name, err)
 		}
 		c.pages[name] = t
 	}
-	err = fs.WalkDir(consoleFiles, "console/static", func(p string, d fs.DirEntry, err error) error {
+	err = fs.WalkDir(consoleFiles, "static", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -86,7 +117,7 @@ func newConsole(s *Server) (*console, error) {
 		if ct == "" {
 			ct = http.DetectContentType(b)
 		}
-		c.static[strings.TrimPrefix(p, "console/static/")] = staticFile{body: b, etag: `"` + hex.EncodeToString(sum[:12]) + `"`, ctype: ct}
+		c.static[strings.TrimPrefix(p, "static/")] = staticFile{body: b, etag: `"` + hex.EncodeToString(sum[:12]) + `"`, ctype: ct}
 		return nil
 	})
 	if err != nil {
@@ -115,8 +146,8 @@ func (c *console) routes() error {
 		{"GET /ui/datasets/{dataset}", "GET /v1/datasets/{dataset}", c.dataset},
 		{"GET /ui/datasets/{dataset}/rows", "GET /v1/datasets/{dataset}/rows", c.rows},
 		{"GET /ui/datasets/{dataset}/diff", "GET /v1/datasets/{dataset}/diff", c.diff},
-		{"GET /ui/datasets/{dataset}/rows/download", "GET /v1/datasets/{dataset}/rows", c.download(c.s.scanRows)},
-		{"GET /ui/datasets/{dataset}/diff/download", "GET /v1/datasets/{dataset}/diff", c.download(c.s.diff)},
+		{"GET /ui/datasets/{dataset}/rows/download", "GET /v1/datasets/{dataset}/rows", c.download(c.s.ServeRows)},
+		{"GET /ui/datasets/{dataset}/diff/download", "GET /v1/datasets/{dataset}/diff", c.download(c.s.ServeDiff)},
 		{"POST /ui/datasets/{dataset}/tags", "PUT /v1/datasets/{dataset}/tags/{tag}", c.tag},
 		{"POST /ui/datasets/{dataset}/tags/{tag}/delete", "DELETE /v1/datasets/{dataset}/tags/{tag}", c.untag},
 		{"GET /ui/datasets/{dataset}/rollback", "POST /v1/datasets/{dataset}/rollback", c.rollbackConfirm},
@@ -153,15 +184,14 @@ func (c *console) routes() error {
 
 		{"/ui/", "", c.notFound},
 	} {
-		role, grant := RoleNone, grantNone
+		var op server.Operation
 		if rt.op != "" {
-			op, ok := c.s.api.ops[rt.op]
-			if !ok {
-				return fmt.Errorf("server: console route %s mirrors %q, which openapi.yaml does not document", rt.pattern, rt.op)
+			var ok bool
+			if op, ok = c.s.Operation(rt.op); !ok {
+				return fmt.Errorf("console: route %s mirrors %q, which openapi.yaml does not document", rt.pattern, rt.op)
 			}
-			role, grant = op.role, op.grant
 		}
-		c.handle(rt.pattern, rt.op, role, grant, rt.h)
+		c.handle(rt.pattern, rt.op, op, rt.h)
 	}
 	return nil
 }
@@ -175,63 +205,59 @@ func (c *console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.mux.ServeHTTP(w, r)
 }
 
-// handle registers one route: security headers, the loopback-host rule,
-// cross-origin protection and a size limit on forms, the viewer and the
-// role check, then h; the latency histogram counts it under its pattern,
-// and the audit trail records it when it is audited (audit.go).
-func (c *console) handle(pattern, op string, role Role, grant grantKind, h consoleHandler) {
-	label := pattern
-	if i := strings.IndexByte(label, ' '); i >= 0 {
-		label = label[i+1:]
-	}
+// handle registers one route mirroring the API operation op (apiOp, its
+// role and grant): security headers, the loopback-host rule, cross-origin
+// protection and a size limit on forms, the viewer and the role check,
+// then h; the server records the request (Server.ConsoleRequest: the
+// latency histogram, and the audit trail when it is audited).
+func (c *console) handle(pattern, op string, apiOp server.Operation, h consoleHandler) {
 	c.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
-		c.serve(sw, r, role, grant, h)
-		c.s.metrics.observeHTTP(methodLabel(r.Method), label, sw.statusCode(), time.Since(start))
-		c.s.auditConsole(r, pattern, op, sw.statusCode(), sw.code)
+		c.serve(sw, r, apiOp, h)
+		c.s.ConsoleRequest(r, pattern, op, sw.statusCode(), sw.code, time.Since(start))
 	})
 }
 
 // serve runs one request through the checks of handle.
-func (c *console) serve(w http.ResponseWriter, r *http.Request, role Role, grant grantKind, h consoleHandler) {
+func (c *console) serve(w http.ResponseWriter, r *http.Request, op server.Operation, h consoleHandler) {
 	hd := w.Header()
 	hd.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Referrer-Policy", "same-origin")
-	v := viewer{Auth: c.s.tokens.enabled(), ops: c.s.api.ops}
+	v := viewer{Session: server.Session{Auth: c.s.AuthEnabled()}, operation: c.s.Operation}
 	defer func() {
 		if rec := recover(); rec != nil {
 			if rec == http.ErrAbortHandler {
 				panic(rec)
 			}
 			c.s.log.Error("console handler panicked", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(rec), "stack", string(debug.Stack()))
-			c.fail(w, r, v, fmt.Errorf("server: console handler panicked: %v", rec))
+			c.fail(w, r, v, fmt.Errorf("console: handler panicked: %v", rec))
 		}
 	}()
-	if err := c.s.checkBrowser(r); err != nil {
+	if err := c.s.CheckBrowser(r); err != nil {
 		c.fail(w, r, v, err)
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+		r.Body = http.MaxBytesReader(w, r.Body, server.MaxBodyBytes)
 		if err := r.ParseForm(); err != nil {
 			c.fail(w, r, v, &consoleError{status: http.StatusBadRequest, code: "bad_request", msg: "the form does not parse: " + err.Error()})
 			return
 		}
 	}
 	v = c.who(r)
-	c.slide(w, r, v)
-	if v.Role < role {
-		c.refuse(w, r, v, role)
+	c.s.SlideSession(w, r, v.Session)
+	if v.Role < op.Role {
+		c.refuse(w, r, v, op.Role)
 		return
 	}
-	if grant == grantAll && !v.Grant.All() {
+	if op.Global() && !v.Grant.All() {
 		c.fail(w, r, v, &consoleError{status: http.StatusForbidden, code: "forbidden",
 			msg: fmt.Sprintf("token %q is limited to some datasets; this needs a token for every dataset", v.Name)})
 		return
 	}
-	if err := c.s.grantError(r.Context(), v.Grant, grant, func(name string) (string, error) { return r.PathValue(name), nil }); err != nil {
+	if err := c.s.CheckGrant(r.Context(), v.Grant, op, func(name string) (string, error) { return r.PathValue(name), nil }); err != nil {
 		c.fail(w, r, v, err)
 		return
 	}
@@ -243,7 +269,7 @@ func (c *console) serve(w http.ResponseWriter, r *http.Request, role Role, grant
 // refuse answers a viewer whose role is below role: a login for one not
 // logged in (a redirect for a page, 401 with HX-Redirect for htmx, a 401
 // page for a form), 403 for one whose token's role is too low.
-func (c *console) refuse(w http.ResponseWriter, r *http.Request, v viewer, role Role) {
+func (c *console) refuse(w http.ResponseWriter, r *http.Request, v viewer, role server.Role) {
 	if v.LoggedIn() {
 		c.fail(w, r, v, &consoleError{status: http.StatusForbidden, code: "forbidden",
 			msg: fmt.Sprintf("token %q has role %s; this needs %s", v.Name, v.Role, role)})
@@ -311,11 +337,11 @@ func (c *console) fragment(w http.ResponseWriter, status int, page, name string,
 func (c *console) execute(w http.ResponseWriter, status int, page, name string, v viewer, data any) error {
 	t, ok := c.pages[page]
 	if !ok {
-		return fmt.Errorf("server: console: no page %q", page)
+		return fmt.Errorf("console: no page %q", page)
 	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, name, pageData{V: v, D: data, Build: c.s.build, Section: sections[page], Clustered: c.s.cluster != nil}); err != nil {
-		return fmt.Errorf("server: console: rendering %s/%s: %w", page, name, err)
+		return fmt.Errorf("console: rendering %s/%s: %w", page, name, err)
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
@@ -329,9 +355,9 @@ func (c *console) execute(w http.ResponseWriter, status int, page, name string, 
 
 // errResponseStarted marks an error after the answer was written: fail
 // then only logs.
-var errResponseStarted = errors.New("server: console: the answer was already written")
+var errResponseStarted = errors.New("console: the answer was already written")
 
-// fail answers err with the status and code of problemFor, the API's one
+// fail answers err with the status and code of ProblemFor, the API's one
 // translation: as a page to a browser (Accept naming text/html), as a
 // fragment to htmx, and as problem+json to any other client, as the API
 // would.
@@ -339,13 +365,13 @@ func (c *console) fail(w http.ResponseWriter, r *http.Request, v viewer, err err
 	if errors.Is(err, errResponseStarted) {
 		return
 	}
-	var p Problem
+	var p server.Problem
 	var ce *consoleError
 	if errors.As(err, &ce) {
-		p = newProblem(ce.status, ce.code, ce.msg)
+		p = server.NewProblem(ce.status, ce.code, ce.msg)
 		p.Field = ce.field
 	} else {
-		p = problemFor(err)
+		p = server.ProblemFor(err)
 	}
 	p.Instance = r.URL.Path
 	if sw, ok := w.(*statusWriter); ok {
@@ -359,7 +385,7 @@ func (c *console) fail(w http.ResponseWriter, r *http.Request, v viewer, err err
 	case r.Header.Get("HX-Request") != "":
 		name = "problem"
 	case !strings.Contains(r.Header.Get("Accept"), "text/html"):
-		w.Header().Set("Content-Type", ProblemContentType)
+		w.Header().Set("Content-Type", server.ProblemContentType)
 		w.WriteHeader(p.Status)
 		_ = json.NewEncoder(w).Encode(p)
 		return

@@ -1,4 +1,4 @@
-package server
+package console
 
 import (
 	"bytes"
@@ -20,6 +20,7 @@ import (
 
 	"github.com/snapstore/snapstore/adapters"
 	"github.com/snapstore/snapstore/api"
+	"github.com/snapstore/snapstore/server"
 )
 
 // browser is an HTTP client with a cookie jar that does not follow
@@ -131,7 +132,7 @@ func TestConsole_EveryPage(t *testing.T) {
 	b.page("/ui/datasets/products/rows", "grinder", "at version "+s2, `href="/ui/datasets/products/rows/download?version=`+s2+`&amp;format=parquet"`)
 	for _, path := range []string{"/ui/datasets/products/rows/download?version=" + s1 + "&format=parquet", "/ui/datasets/products/diff/download?from=" + s1 + "&to=" + s2 + "&format=parquet"} {
 		r := b.get(path)
-		if r.status != http.StatusOK || r.header.Get("Content-Type") != mediaParquet || !bytes.HasSuffix(r.body, []byte("PAR1")) {
+		if r.status != http.StatusOK || r.header.Get("Content-Type") != "application/vnd.apache.parquet" || !bytes.HasSuffix(r.body, []byte("PAR1")) {
 			t.Errorf("GET %s: %d %s, %d bytes", path, r.status, r.header.Get("Content-Type"), len(r.body))
 		}
 	}
@@ -224,7 +225,7 @@ func TestConsole_EveryPage(t *testing.T) {
 	}
 	// A client that does not ask for HTML gets the API's problem.
 	r = b.get("/ui/nope", "Accept", "*/*")
-	if wantStatus(t, "unknown page, not HTML", r, http.StatusNotFound); r.header.Get("Content-Type") != ProblemContentType || r.problem(t).Code != "route_not_found" {
+	if wantStatus(t, "unknown page, not HTML", r, http.StatusNotFound); r.header.Get("Content-Type") != server.ProblemContentType || r.problem(t).Code != "route_not_found" {
 		t.Errorf("unknown page for a non-browser: %v %s", r.header, r.body)
 	}
 	r = b.get("/ui/datasets/nope")
@@ -411,7 +412,7 @@ func TestConsole_Forms(t *testing.T) {
 // form is refused even with a valid session.
 func TestConsole_Auth(t *testing.T) {
 	const adminTok, readerTok = "admin-token-Zq81-console", "reader-token-Pp20-console"
-	f := newFixture(t, fixtureOpts{tokens: []Token{{Name: "ops", Token: adminTok, Role: RoleAdmin}, {Name: "viewer", Token: readerTok, Role: RoleReader}}})
+	f := newFixture(t, fixtureOpts{tokens: []server.Token{{Name: "ops", Token: adminTok, Role: server.RoleAdmin}, {Name: "viewer", Token: readerTok, Role: server.RoleReader}}})
 	f.token = adminTok
 	v1 := f.run("products")
 	f.exec(`UPDATE products SET stock = 7 WHERE id = 1`)
@@ -441,7 +442,7 @@ func TestConsole_Auth(t *testing.T) {
 			t.Fatalf("login: %d %q %s", r.status, r.header.Get("Location"), r.body)
 		}
 		ck := r.header.Get("Set-Cookie")
-		for _, want := range []string{sessionCookie + "=", "Path=/ui/", "HttpOnly", "SameSite=Strict"} {
+		for _, want := range []string{server.SessionCookie + "=", "Path=/ui/", "HttpOnly", "SameSite=Strict"} {
 			if !strings.Contains(ck, want) {
 				t.Errorf("session cookie %q lacks %q", ck, want)
 			}
@@ -506,11 +507,12 @@ func TestConsole_Auth(t *testing.T) {
 	wantStatus(t, "logout", admin.post("/ui/logout", url.Values{}), http.StatusSeeOther)
 	wantStatus(t, "after logout", admin.get("/ui/"), http.StatusSeeOther)
 
-	// A tampered session is no session.
+	// A tampered session is no session: the reader's, renamed to the
+	// admin's token.
 	forged := newBrowser(t, f)
 	u, _ := url.Parse(f.ts.URL + "/ui/")
-	good := f.srv.tokens.newSession(1, time.Now().Add(time.Hour), time.Now().Add(time.Hour))
-	forged.jar.SetCookies(u, []*http.Cookie{{Name: sessionCookie, Value: strings.Replace(good, "dmlld2Vy", "b3Bz", 1), Path: "/ui/"}})
+	good := sessionOf(t, newBrowser(t, f).post("/ui/login", url.Values{"token": {readerTok}}))
+	forged.jar.SetCookies(u, []*http.Cookie{{Name: server.SessionCookie, Value: strings.Replace(good, "dmlld2Vy", "b3Bz", 1), Path: "/ui/"}})
 	wantStatus(t, "forged session", forged.get("/ui/"), http.StatusSeeOther)
 
 	for _, body := range f.bodies {
@@ -523,51 +525,8 @@ func TestConsole_Auth(t *testing.T) {
 	}
 }
 
-// TestConsole_Session pins the session format's checks: expiry, the idle
-// deadline, the signing token, and a token gone from the configuration.
-func TestConsole_Session(t *testing.T) {
-	ts, err := newTokenSet([]Token{{Name: "a", Token: "token-a-123", Role: RoleAdmin}, {Name: "b", Token: "token-b-456", Role: RoleReader}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Unix(1_800_000_000, 0)
-	s := ts.newSession(0, now.Add(time.Hour), now.Add(30*time.Minute))
-	if tok, key, ok := ts.checkSession(s, now); !ok || tok.Name != "a" || tok.Role != RoleAdmin || key == nil {
-		t.Fatalf("fresh session: %+v %v", tok, ok)
-	}
-	if _, _, ok := ts.checkSession(s, now.Add(30*time.Minute)); ok {
-		t.Error("an idle session is accepted")
-	}
-	ss, _ := parseSession(s)
-	slid := withIdle(ts.sessionKeys[0], ss.login, now.Add(time.Hour))
-	if _, _, ok := ts.checkSession(slid, now.Add(59*time.Minute)); !ok {
-		t.Error("a slid session is refused before its expiry")
-	}
-	if _, _, ok := ts.checkSession(slid, now.Add(time.Hour)); ok {
-		t.Error("an expired session is accepted")
-	}
-	parts := strings.Split(s, ".")
-	parts[2] = itoa(now.Add(48 * time.Hour).Unix())
-	if _, _, ok := ts.checkSession(strings.Join(parts, "."), now); ok {
-		t.Error("a session with a moved expiry is accepted")
-	}
-	parts = strings.Split(s, ".")
-	parts[4] = itoa(now.Add(48 * time.Hour).Unix())
-	if _, _, ok := ts.checkSession(strings.Join(parts, "."), now.Add(time.Minute)); ok {
-		t.Error("a session with a moved idle deadline is accepted")
-	}
-	if _, _, ok := ts.checkSession(withIdle(ts.sessionKeys[1], ss.login, now.Add(time.Hour)), now); ok {
-		t.Error("a session whose idle deadline another token signed is accepted")
-	}
-	rotated, _ := newTokenSet([]Token{{Name: "a", Token: "token-a-NEW", Role: RoleAdmin}})
-	if _, _, ok := rotated.checkSession(s, now); ok {
-		t.Error("a session of a rotated token is accepted")
-	}
-	for _, bad := range []string{"", "v1", "v1.a.b.c", ss.login, "v2." + strings.Join(strings.Split(s, ".")[1:], ".")} {
-		if _, _, ok := ts.checkSession(bad, now); ok {
-			t.Errorf("session %q accepted", bad)
-		}
-	}
+// TestSafeNext: a login redirects only to a console path of this server.
+func TestSafeNext(t *testing.T) {
 	for next, want := range map[string]string{"/ui/runs?status=failed": "/ui/runs?status=failed", "//evil.example/ui/": "/ui/", "https://evil.example/ui/": "/ui/", "/v1/datasets": "/ui/", "": "/ui/", "/ui/\\evil": "/ui/"} {
 		if got := safeNext(next); got != want {
 			t.Errorf("safeNext(%q) = %q, want %q", next, got, want)
@@ -584,7 +543,7 @@ func TestConsole_SessionIdle(t *testing.T) {
 	now.Store(time.Now().UnixNano())
 	clock := func() time.Time { return time.Unix(0, now.Load()) }
 	advance := func(d time.Duration) { now.Add(int64(d)) }
-	f := newFixture(t, fixtureOpts{tokens: []Token{{Name: "ops", Token: tok, Role: RoleAdmin}}, now: clock, sessionIdle: 10 * time.Minute})
+	f := newFixture(t, fixtureOpts{tokens: []server.Token{{Name: "ops", Token: tok, Role: server.RoleAdmin}}, now: clock, sessionIdle: 10 * time.Minute})
 
 	b := newBrowser(t, f)
 	r := b.post("/ui/login", url.Values{"token": {tok}})
@@ -600,7 +559,7 @@ func TestConsole_SessionIdle(t *testing.T) {
 	wantStatus(t, "9 minutes after the last request", b.get("/ui/adapters"), http.StatusOK)
 	withCookie := func(value string) int {
 		req, _ := http.NewRequest("GET", f.ts.URL+"/ui/adapters", nil)
-		req.AddCookie(&http.Cookie{Name: sessionCookie, Value: value})
+		req.AddCookie(&http.Cookie{Name: server.SessionCookie, Value: value})
 		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -621,11 +580,11 @@ func TestConsole_SessionIdle(t *testing.T) {
 	b = newBrowser(t, f)
 	wantStatus(t, "login", b.post("/ui/login", url.Values{"token": {tok}}), http.StatusSeeOther)
 	const step = 7 * time.Minute
-	for range SessionLifetime / step {
+	for range server.SessionLifetime / step {
 		advance(step)
 		wantStatus(t, "a session in use", b.get("/ui/adapters"), http.StatusOK)
 	}
-	advance(SessionLifetime % step)
+	advance(server.SessionLifetime % step)
 	wantStatus(t, "a session in use past its lifetime", b.get("/ui/adapters"), http.StatusSeeOther)
 }
 
@@ -633,7 +592,7 @@ func TestConsole_SessionIdle(t *testing.T) {
 func sessionOf(t *testing.T, r response) string {
 	t.Helper()
 	for _, ck := range r.header.Values("Set-Cookie") {
-		if v, ok := strings.CutPrefix(ck, sessionCookie+"="); ok {
+		if v, ok := strings.CutPrefix(ck, server.SessionCookie+"="); ok {
 			v, _, _ = strings.Cut(v, ";")
 			return v
 		}
@@ -718,9 +677,9 @@ func TestConsole_BadTagStaysOnThePage(t *testing.T) {
 // the page of one that does not exist; global pages are refused.
 func TestConsole_Grants(t *testing.T) {
 	const rootTok, limitedTok = "root-token-Jw71-console", "limited-token-Kx35-console"
-	f := newFixture(t, fixtureOpts{tokens: []Token{
-		{Name: "root", Token: rootTok, Role: RoleAdmin},
-		{Name: "sales", Token: limitedTok, Role: RoleAdmin, Datasets: []string{"prod*"}},
+	f := newFixture(t, fixtureOpts{tokens: []server.Token{
+		{Name: "root", Token: rootTok, Role: server.RoleAdmin},
+		{Name: "sales", Token: limitedTok, Role: server.RoleAdmin, Datasets: []string{"prod*"}},
 	}})
 	f.token = rootTok
 	f.run("products")
@@ -787,14 +746,20 @@ func TestConsole_Grants(t *testing.T) {
 }
 
 // TestConsole_LogoutEndsTheSession: after a logout a copy of the session
-// cookie no longer logs in, on this node at once and on another node of
-// the same table, and the record is gone once the session would have
-// expired.
+// cookie no longer logs in, nor one a later request slid, on this node at
+// once and on another node of the same table within TokenRefresh, and
+// the record is gone once the session would have expired.
 func TestConsole_LogoutEndsTheSession(t *testing.T) {
 	const tok = "admin-token-Lg42-console"
-	tokens := []Token{{Name: "ops", Token: tok, Role: RoleAdmin}}
-	f := newFixture(t, fixtureOpts{tokens: tokens})
-	other, err := New(Options{DB: f.db, Adapters: f.svc, Tokens: tokens, Logger: slog.New(slog.DiscardHandler), BuildVersion: "test"})
+	tokens := []server.Token{{Name: "ops", Token: tok, Role: server.RoleAdmin}}
+	var now atomic.Int64
+	now.Store(time.Now().UnixNano())
+	clock := func() time.Time { return time.Unix(0, now.Load()) }
+	f := newFixture(t, fixtureOpts{tokens: tokens, now: clock})
+	var otherNow atomic.Int64
+	otherNow.Store(now.Load())
+	other, err := server.New(server.Options{DB: f.db, Adapters: f.svc, Tokens: tokens, Logger: slog.New(slog.DiscardHandler), BuildVersion: "test",
+		Console: New, Now: func() time.Time { return time.Unix(0, otherNow.Load()) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -804,48 +769,41 @@ func TestConsole_LogoutEndsTheSession(t *testing.T) {
 	b := newBrowser(t, f)
 	r := b.post("/ui/login", url.Values{"token": {tok}})
 	wantStatus(t, "login", r, http.StatusSeeOther)
-	var session string
-	for _, ck := range r.header.Values("Set-Cookie") {
-		if v, ok := strings.CutPrefix(ck, sessionCookie+"="); ok {
-			session, _, _ = strings.Cut(v, ";")
-		}
-	}
-	withCookie := func(base string) int {
+	session := sessionOf(t, r)
+	withCookie := func(base, value string) response {
 		req, _ := http.NewRequest("GET", base+"/ui/adapters", nil)
-		req.AddCookie(&http.Cookie{Name: sessionCookie, Value: session})
+		req.AddCookie(&http.Cookie{Name: server.SessionCookie, Value: value})
 		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		return resp.StatusCode
+		return response{status: resp.StatusCode, header: resp.Header}
 	}
-	if s := withCookie(f.ts.URL); s != http.StatusOK {
-		t.Fatalf("the session before the logout: %d", s)
-	}
-	if s := withCookie(otherTS.URL); s != http.StatusOK {
+	if s := withCookie(otherTS.URL, session).status; s != http.StatusOK {
 		t.Fatalf("the session on the other node before the logout: %d", s)
 	}
+	now.Add(int64(time.Minute))
+	r = withCookie(f.ts.URL, session)
+	if r.status != http.StatusOK {
+		t.Fatalf("the session before the logout: %d", r.status)
+	}
+	slid := sessionOf(t, r)
 	wantStatus(t, "logout", b.post("/ui/logout", url.Values{}), http.StatusSeeOther)
-	if s := withCookie(f.ts.URL); s != http.StatusSeeOther {
-		t.Errorf("a copy of the session after the logout: %d, want a redirect to the login", s)
+	for what, value := range map[string]string{"a copy of the session": session, "a copy of the session with a later idle deadline": slid} {
+		if s := withCookie(f.ts.URL, value).status; s != http.StatusSeeOther {
+			t.Errorf("%s after the logout: %d, want a redirect to the login", what, s)
+		}
 	}
-	ss, _ := parseSession(session)
-	session = withIdle(f.srv.tokens.sessionKeys[0], ss.login, ss.idle.Add(time.Minute))
-	if s := withCookie(f.ts.URL); s != http.StatusSeeOther {
-		t.Errorf("a copy of the session with a later idle deadline after the logout: %d, want a redirect to the login", s)
-	}
-	other.endedSessions.mu.Lock()
-	other.endedSessions.loaded = time.Time{} // as TokenRefresh passing
-	other.endedSessions.mu.Unlock()
-	if s := withCookie(otherTS.URL); s != http.StatusSeeOther {
+	otherNow.Add(int64(server.TokenRefresh))
+	if s := withCookie(otherTS.URL, session).status; s != http.StatusSeeOther {
 		t.Errorf("the session on the other node after the logout: %d, want a redirect to the login", s)
 	}
-	// Past the session's expiry the record goes.
-	if ended, err := f.srv.endedSessions.isEnded(context.Background(), ss.login, ss.expires.Add(TokenRefresh)); err != nil || ended {
-		t.Errorf("past its expiry: ended %v, %v", ended, err)
-	}
-	if recs, err := f.db.ListRecords(context.Background(), recordEndedSession); err != nil || len(recs) != 0 {
+	// Past the session's expiry the record goes: the next reading of the
+	// records deletes it.
+	now.Add(int64(server.SessionLifetime + server.TokenRefresh))
+	withCookie(f.ts.URL, session)
+	if recs, err := f.db.ListRecords(context.Background(), "server.session_ended"); err != nil || len(recs) != 0 {
 		t.Errorf("ended session records past their expiry: %d, %v", len(recs), err)
 	}
 }

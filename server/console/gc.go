@@ -1,8 +1,9 @@
-package server
+package console
 
 import (
 	"net/http"
 
+	"github.com/snapstore/snapstore/server"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
@@ -27,7 +28,7 @@ func (c *console) renderGC(w http.ResponseWriter, r *http.Request, v viewer, ds 
 	if err != nil {
 		return err
 	}
-	infos = filterGranted(v.Grant, infos, func(d snapshot.DatasetInfo) string { return d.Name })
+	infos = server.FilterGranted(v.Grant, infos, func(d snapshot.DatasetInfo) string { return d.Name })
 	items := make([]gcItem, 0, len(infos))
 	for _, d := range infos {
 		it := gcItem{Info: d}
@@ -50,7 +51,7 @@ func (c *console) gc(w http.ResponseWriter, r *http.Request, v viewer) error {
 		return err
 	}
 	if !dry {
-		c.s.recordGC(ds, rep, false, v.Name)
+		c.s.RecordGC(ds, rep, false, v.Name)
 	}
 	if r.Header.Get("HX-Request") != "" {
 		return c.fragment(w, http.StatusOK, "gc", "report-fragment", v, gcItem{Info: snapshot.DatasetInfo{Name: ds}, Report: &rep})

@@ -1,8 +1,10 @@
-package server
+package console
 
 import (
 	"net/http"
 	"slices"
+
+	"github.com/snapstore/snapstore/server"
 )
 
 // The cluster page: the members as this node sees them and, beside each,
@@ -13,9 +15,9 @@ import (
 
 // clusterRow is one node of the cluster page.
 type clusterRow struct {
-	Node    ClusterNode
+	Node    server.ClusterNode
 	Member  bool // false for a backlog whose node is no member any more
-	Backlog NodeBacklog
+	Backlog server.NodeBacklog
 	// Width is the bar's length in percent of the largest backlog (in
 	// bytes); Spilled the part of the bar on disk, in percent of the bar.
 	Width, Spilled int
@@ -24,16 +26,16 @@ type clusterRow struct {
 // clusterView is the cluster page's data.
 type clusterView struct {
 	Rows    []clusterRow
-	Backlog TransferBacklog
+	Backlog server.TransferBacklog
 }
 
 // clusterPage answers GET /ui/cluster.
 func (c *console) clusterPage(w http.ResponseWriter, r *http.Request, v viewer) error {
 	if c.s.cluster == nil {
-		return errNotClustered
+		return server.ErrNotClustered
 	}
-	bl := c.s.backlog()
-	byNode := map[string]NodeBacklog{}
+	bl := c.s.Backlog()
+	byNode := map[string]server.NodeBacklog{}
 	largest := int64(0)
 	for _, n := range bl.Nodes {
 		byNode[n.Node] = n
@@ -44,13 +46,13 @@ func (c *console) clusterPage(w http.ResponseWriter, r *http.Request, v viewer) 
 		b, ok := byNode[n.ID]
 		delete(byNode, n.ID)
 		if !ok {
-			b = NodeBacklog{Node: n.ID}
+			b = server.NodeBacklog{Node: n.ID}
 		}
 		rows = append(rows, clusterRow{Node: n, Member: true, Backlog: b})
 	}
 	for _, b := range bl.Nodes {
 		if _, gone := byNode[b.Node]; gone {
-			rows = append(rows, clusterRow{Node: ClusterNode{ID: b.Node}, Backlog: b})
+			rows = append(rows, clusterRow{Node: server.ClusterNode{ID: b.Node}, Backlog: b})
 		}
 	}
 	for i := range rows {

@@ -1,4 +1,4 @@
-package server
+package console
 
 import (
 	"net/http"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/snapstore/snapstore/adapters"
 	"github.com/snapstore/snapstore/api"
+	"github.com/snapstore/snapstore/server"
 )
 
 // The connection pages: the list, one connection with its resources, the
@@ -17,7 +18,7 @@ import (
 
 // connections answers GET /ui/connections.
 func (c *console) connections(w http.ResponseWriter, r *http.Request, v viewer) error {
-	return c.render(w, r, http.StatusOK, "connections", v, c.s.connectionsInGrant(v.Grant, c.s.svc.ListConnections()))
+	return c.render(w, r, http.StatusOK, "connections", v, c.s.ConnectionsInGrant(v.Grant, c.s.svc.ListConnections()))
 }
 
 // connectionView is one connection's page.
@@ -41,7 +42,7 @@ func (c *console) connection(w http.ResponseWriter, r *http.Request, v viewer) e
 	if err != nil {
 		return err
 	}
-	view := connectionView{Conn: c.s.connectionInGrant(v.Grant, conn)}
+	view := connectionView{Conn: c.s.ConnectionInGrant(v.Grant, conn)}
 	for k, val := range conn.Options {
 		view.Options = append(view.Options, optionItem{Key: k, Value: optionText(val)})
 	}
@@ -49,7 +50,7 @@ func (c *console) connection(w http.ResponseWriter, r *http.Request, v viewer) e
 	if ok, _ := v.May("GET /v1/connections/{name}/resources"); ok {
 		rs, err := c.s.svc.Resources(r.Context(), conn.Name)
 		if err != nil {
-			view.Problem = problemFor(err).Detail
+			view.Problem = server.ProblemFor(err).Detail
 		}
 		view.Resources = rs
 	}
@@ -107,7 +108,7 @@ func (c *console) dropConnection(w http.ResponseWriter, r *http.Request, v viewe
 	if err := c.s.svc.DropConnection(r.Context(), name, r.PostFormValue("force") != ""); err != nil {
 		return err
 	}
-	c.s.log.Info("connection dropped", "connection", name, tokenAttr(v.Name), "via", "console")
+	c.s.log.Info("connection dropped", "connection", name, server.TokenAttr(v.Name), "via", "console")
 	http.Redirect(w, r, "/ui/connections", http.StatusSeeOther)
 	return nil
 }
@@ -120,7 +121,7 @@ type connectionFormView struct {
 	Fields []optionField
 	// Extra holds further options as "key=value" lines (pool limits).
 	Extra   string
-	Problem *Problem
+	Problem *server.Problem
 }
 
 // optionField is one option input of the form.
@@ -183,13 +184,13 @@ func (c *console) createConnection(w http.ResponseWriter, r *http.Request, v vie
 	}
 	err := parseExtraOptions(r.PostFormValue("extra"), spec.Options)
 	if err == nil && spec.Name == "" {
-		err = badField("body.name", "give the connection a name")
+		err = server.BadField("body.name", "give the connection a name")
 	}
 	if err == nil {
 		_, err = c.s.svc.CreateConnection(r.Context(), spec)
 	}
 	if err != nil {
-		p := problemFor(err)
+		p := server.ProblemFor(err)
 		if p.Status >= 500 {
 			return err
 		}
@@ -198,7 +199,7 @@ func (c *console) createConnection(w http.ResponseWriter, r *http.Request, v vie
 		view.Problem = &p
 		return c.render(w, r, p.Status, "connection_form", v, view)
 	}
-	c.s.log.Info("connection created", "connection", spec.Name, "type", typ, tokenAttr(v.Name), "via", "console")
+	c.s.log.Info("connection created", "connection", spec.Name, "type", typ, server.TokenAttr(v.Name), "via", "console")
 	http.Redirect(w, r, "/ui/connections/"+url.PathEscape(spec.Name), http.StatusSeeOther)
 	return nil
 }
@@ -214,7 +215,7 @@ func parseExtraOptions(text string, opts map[string]any) error {
 		k, val, ok := strings.Cut(line, "=")
 		k, val = strings.TrimSpace(k), strings.TrimSpace(val)
 		if !ok || k == "" {
-			return badField("extra", "line %d: want key=value, got %q", i+1, line)
+			return server.BadField("extra", "line %d: want key=value, got %q", i+1, line)
 		}
 		if name, isParam := strings.CutPrefix(k, "params."); isParam {
 			m, _ := opts["params"].(map[string]any)

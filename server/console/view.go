@@ -1,4 +1,4 @@
-package server
+package console
 
 import (
 	"encoding/json"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/server"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
@@ -178,7 +179,7 @@ func cellOf(v snapshot.Value) valueCell {
 	if v.Kind == snapshot.KindNull {
 		return valueCell{Null: true}
 	}
-	return valueCell{Text: ValueText(v)}
+	return valueCell{Text: server.ValueText(v)}
 }
 
 // keyText writes a row key as the API's path does: the key column texts
@@ -186,7 +187,7 @@ func cellOf(v snapshot.Value) valueCell {
 func keyText(key []snapshot.Value) string {
 	parts := make([]string, len(key))
 	for i, v := range key {
-		parts[i] = ValueText(v)
+		parts[i] = server.ValueText(v)
 	}
 	return strings.Join(parts, " / ")
 }
