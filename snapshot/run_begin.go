@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/snapstore/snapstore/store"
@@ -102,7 +103,7 @@ func (db *DB) beginAcquired(ctx context.Context, ds *dataset, cfg DatasetConfig,
 			case id <= st.Top:
 				return errIDBelow
 			case st.Config.Named:
-				return fmt.Errorf("%w: dataset %s holds named tables (BeginTablesRun writes them)", ErrTableRequired, ds.name)
+				return fmt.Errorf("%w: dataset %s holds the tables %s (BeginTablesRun writes them)", ErrTableRequired, ds.name, strings.Join(ds.tableNames(st), ", "))
 			case st.Current > 0 && !slices.Equal(st.Config.Key, opts.Schema.Key):
 				return fmt.Errorf("%w: %s has key %v, the run has %v", ErrKeyChanged, ds.name, st.Config.Key, opts.Schema.Key)
 			}

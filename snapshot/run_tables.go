@@ -485,13 +485,8 @@ func (tr *TablesRun) Commit(ctx context.Context) (vi VersionInfo, err error) {
 			}
 		}
 	}()
-	for _, w := range tr.writers {
-		if err := w.r.usable(); err != nil {
-			return VersionInfo{}, fmt.Errorf("table %q: %w", w.name, err)
-		}
-		if err := w.r.finishWrites(ctx); err != nil {
-			return VersionInfo{}, fmt.Errorf("table %q: %w", w.name, err)
-		}
+	if err := tr.finishTables(ctx); err != nil {
+		return VersionInfo{}, err
 	}
 	if tr.unchanged() {
 		return tr.verifyInstead(ctx)
@@ -559,6 +554,38 @@ func (tr *TablesRun) Commit(ctx context.Context) (vi VersionInfo, err error) {
 		"rows", vi.Stats.Rows, "inserted", vi.Stats.Inserted, "updated", vi.Stats.Updated,
 		"deleted", vi.Stats.Deleted, "bytes_written", vi.Stats.BytesWritten)
 	return vi, nil
+}
+
+// finishParallel bounds the tables a Commit finishes at once.
+const finishParallel = 4
+
+// finishTables finishes every table's Run (Run.finishWrites: delete
+// markers, guards), up to finishParallel at once; the first error, naming
+// its table, is returned once every table stopped.
+func (tr *TablesRun) finishTables(ctx context.Context) error {
+	errs := make([]error, len(tr.writers))
+	sem := make(chan struct{}, finishParallel)
+	var wg sync.WaitGroup
+	for i, w := range tr.writers {
+		if err := w.r.usable(); err != nil {
+			errs[i] = err
+			break
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			errs[i] = w.r.finishWrites(ctx)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return fmt.Errorf("table %q: %w", tr.writers[i].name, err)
+		}
+	}
+	return nil
 }
 
 // commitTxn is the commit point of tr (D3, D9), as Run's commitTxn; the

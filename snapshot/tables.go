@@ -163,6 +163,25 @@ func tableRequired(dataset string, vi *VersionInfo) error {
 	return fmt.Errorf("%w: dataset %s holds the tables %s", ErrTableRequired, dataset, strings.Join(vi.TableNames(), ", "))
 }
 
+// tableNames names the tables of the current version of ds, whose row
+// holds st, or, before the first commit, those of its configuration.
+func (ds *dataset) tableNames(st *rowState) []string {
+	ds.mu.Lock()
+	vi := ds.bodies[st.Current]
+	ds.mu.Unlock()
+	if vi != nil {
+		return vi.TableNames()
+	}
+	var out []string
+	for _, t := range st.Config.Tables {
+		if !slices.Contains(out, t.Name) {
+			out = append(out, t.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // tableNotFound is the error of a read of a table a version does not
 // hold.
 func tableNotFound(dataset, table string, vi *VersionInfo) error {

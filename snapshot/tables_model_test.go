@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -54,8 +55,10 @@ func TestTablesModel(t *testing.T) {
 	}
 	t.Logf("seed %d (-tables.seed)", seed)
 	rng := rand.New(rand.NewPCG(seed, 7))
-	clock := time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
-	now := func() time.Time { return clock }
+	// The clock, read by the DB's keeper too.
+	var clock atomic.Int64
+	clock.Store(time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	now := func() time.Time { return time.Unix(0, clock.Load()).UTC() }
 	st := newTestStore(t)
 	db := openTestDB(t, st, Options{now: now, Partitions: 2})
 	cfg := DatasetConfig{Name: "m", Guard: Guard{MaxShrink: 1, AllowEmpty: true}, Retention: Retention{TTL: time.Nanosecond, MinVersions: 3}}
@@ -222,7 +225,7 @@ func TestTablesModel(t *testing.T) {
 		}
 	}
 	for step := 0; step < *tablesModelSteps; step++ {
-		clock = clock.Add(time.Minute)
+		clock.Add(int64(time.Minute))
 		var what string
 		switch op := rng.IntN(20); {
 		case op < 11 || len(kept) == 0: // a run

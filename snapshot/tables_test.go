@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -221,11 +222,15 @@ func TestTablesRunCommitsOneVersion(t *testing.T) {
 			_, err := db.BeginRun(ctx, tablesConfig, RunOptions{Schema: ordersSchema})
 			return err
 		}(),
+		"OpenPartition": func() error {
+			_, err := db.OpenPartition(ctx, PartitionSpec{Dataset: "shop", Txn: v2.Version + 1, Version: v2.Version, Schema: ordersSchema, Partitions: 1})
+			return err
+		}(),
 	} {
 		if !errors.Is(err, ErrTableRequired) {
 			t.Fatalf("%s: %v, want ErrTableRequired", what, err)
 		}
-		if what != "BeginRun" && !strings.Contains(err.Error(), "customers, public.order_lines, public.orders") {
+		if !strings.Contains(err.Error(), "customers, public.order_lines, public.orders") {
 			t.Fatalf("%s: %v does not name the tables", what, err)
 		}
 	}
@@ -396,9 +401,11 @@ func TestTablesAddedAndDropped(t *testing.T) {
 // them once no kept version holds it.
 func TestTablesGCAndRollback(t *testing.T) {
 	ctx := context.Background()
-	clock := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	// The clock, read by the DB's keeper too.
+	var clock atomic.Int64
+	clock.Store(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC).UnixNano())
 	st := newTestStore(t)
-	db := openTestDB(t, st, Options{now: func() time.Time { return clock }})
+	db := openTestDB(t, st, Options{now: func() time.Time { return time.Unix(0, clock.Load()).UTC() }})
 	cfg := tablesConfig
 	cfg.Retention = Retention{TTL: time.Hour, MinVersions: 1}
 	run := func(tables []shopTable, opts TablesRunOptions) VersionInfo {
@@ -407,7 +414,7 @@ func TestTablesGCAndRollback(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		clock = clock.Add(time.Minute)
+		clock.Add(int64(time.Minute))
 		return vi
 	}
 	v1 := run(shop(1), TablesRunOptions{})
@@ -433,7 +440,7 @@ func TestTablesGCAndRollback(t *testing.T) {
 		t.Fatal("no cells of order_lines before GC")
 	}
 	// Two hours later only the current and the tagged versions are kept.
-	clock = clock.Add(2 * time.Hour)
+	clock.Add(int64(2 * time.Hour))
 	rep, err := db.GC(ctx, "shop", false)
 	if err != nil {
 		t.Fatal(err)
