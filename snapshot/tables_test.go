@@ -550,3 +550,65 @@ func TestTablesOneTableUnchanged(t *testing.T) {
 		}
 	}
 }
+
+// TestTablesSourceDigests: each table's digest is stored with the version
+// its run commits, and a verified run stores its new digests with the
+// version it verifies.
+func TestTablesSourceDigests(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t, newTestStore(t), Options{})
+	run := func(gen int, digest string) (VersionInfo, *TablesRun) {
+		t.Helper()
+		s := shop(gen)
+		var opts TablesRunOptions
+		for _, tb := range s {
+			opts.Tables = append(opts.Tables, tb.spec)
+		}
+		opts.VerifyUnchanged = true
+		tr, err := db.BeginTablesRun(ctx, tablesConfig, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tb := range s {
+			w := tr.Table(tb.spec.Name)
+			for _, row := range tb.rows {
+				if err := w.Put(ctx, row); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tb.spec.Name != "customers" {
+				w.SetSourceDigest([]byte(digest + tb.spec.Name))
+			}
+		}
+		vi, err := tr.Commit(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return vi, tr
+	}
+	digest := func(table string, v int64) string {
+		t.Helper()
+		d, err := db.TableSourceDigest(ctx, "shop", table, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(d)
+	}
+	v1, _ := run(1, "one:")
+	if got := digest("public.orders", v1.Version); got != "one:public.orders" {
+		t.Fatalf("orders' digest %q", got)
+	}
+	if got := digest("customers", v1.Version); got != "" {
+		t.Fatalf("customers' digest %q, none set", got)
+	}
+	vv, tr := run(1, "two:")
+	if !tr.Verified() || vv.Version != v1.Version {
+		t.Fatalf("an unchanged run: %+v", vv)
+	}
+	if got := digest("public.order_lines", v1.Version); got != "two:public.order_lines" {
+		t.Fatalf("lines' digest after the verification %q", got)
+	}
+	if _, err := db.TableSourceDigest(ctx, "shop", "nope", v1.Version); !errors.Is(err, ErrTableNotFound) {
+		t.Fatalf("the digest of an unknown table: %v", err)
+	}
+}
