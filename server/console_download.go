@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"net/url"
 
 	"github.com/labstack/echo/v4"
 )
@@ -14,8 +15,17 @@ import (
 func (c *console) download(api echo.HandlerFunc) consoleHandler {
 	return func(w http.ResponseWriter, r *http.Request, _ viewer) error {
 		ec := c.s.echo.NewContext(r, w)
-		ec.SetParamNames("dataset")
-		ec.SetParamValues(r.PathValue("dataset"))
+		names, values := []string{"dataset"}, []string{r.PathValue("dataset")}
+		if t := r.URL.Query().Get("table"); t != "" {
+			// a table of a dataset of several tables: the API's {table},
+			// escaped as pathParam reads it
+			if r.URL.RawPath != "" {
+				t = url.PathEscape(t)
+			}
+			names, values = append(names, "table"), append(values, t)
+		}
+		ec.SetParamNames(names...)
+		ec.SetParamValues(values...)
 		if err := api(ec); err != nil {
 			c.s.echo.HTTPErrorHandler(err, ec)
 		}

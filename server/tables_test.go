@@ -269,3 +269,36 @@ func TestTables_Grants(t *testing.T) {
 		}
 	}
 }
+
+// TestTables_Console: the page of a dataset of several tables lists them,
+// each with its rows and links to its rows and diff; the rows browser,
+// the diff page and the downloads read one table; the dataset's diff
+// page counts each table.
+func TestTables_Console(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	v1 := writeTables(t, f.db, shopdbV1())
+	v2 := writeTables(t, f.db, shopdbV2())
+	b := newBrowser(t, f)
+	b.page("/ui/datasets/shopdb", `id="tables"`, `data-table="public.orders"`, `data-table="audit log"`,
+		`href="/ui/datasets/shopdb/rows?table=public.order_lines"`, `href="/ui/datasets/shopdb/diff?table=audit%20log"`)
+	b.page("/ui/datasets/shopdb/rows?table=public.orders", "table public.orders", "c2-moved", `name="table" value="public.orders"`,
+		fmt.Sprintf(`href="/ui/datasets/shopdb/rows/download?version=%d&amp;table=public.orders&amp;format=parquet"`, v2))
+	b.page("/ui/datasets/shopdb/diff", `id="diff-tables"`, `data-table="audit log" data-change="added"`, "2 inserted",
+		fmt.Sprintf(`href="/ui/datasets/shopdb/diff?table=public.orders&amp;from=%d&amp;to=%d"`, v1, v2))
+	b.page("/ui/datasets/shopdb/diff?table=public.orders", `data-op="update"`, `data-op="delete"`, "1 inserted")
+	for _, path := range []string{
+		fmt.Sprintf("/ui/datasets/shopdb/rows/download?version=%d&table=public.order_lines&format=parquet", v1),
+		"/ui/datasets/shopdb/diff/download?table=public.orders&format=parquet",
+	} {
+		r := b.get(path)
+		if r.status != 200 {
+			t.Fatalf("GET %s: %d %s", path, r.status, r.body)
+		}
+		if _, err := file.NewParquetReader(bytes.NewReader(r.body)); err != nil {
+			t.Errorf("GET %s: %v", path, err)
+		}
+	}
+	if r := b.get("/ui/datasets/shopdb/rows"); r.status != 409 || !strings.Contains(string(r.body), "public.order_lines, public.orders") {
+		t.Errorf("the rows browser of a dataset of several tables without one: %d %s", r.status, r.body)
+	}
+}
