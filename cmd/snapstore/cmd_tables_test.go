@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/snapstore/snapstore/config"
 	"github.com/snapstore/snapstore/snapshot"
@@ -96,6 +99,20 @@ func TestCLI_Tables(t *testing.T) {
 	out, _ = do(0, "versions", "shop", "--table", "orders")
 	if lines := strings.Split(out, "\n"); len(lines) < 2 || strings.Join(strings.Fields(lines[1])[4:8], " ") != "2 0 1 1" {
 		t.Errorf("versions --table:\n%s", out)
+	}
+	dir := t.TempDir()
+	if out, _ = do(0, "export", "shop", "--out", dir, "--version", "1"); out != filepath.Join(dir, "order_lines.parquet")+"\n"+filepath.Join(dir, "orders.parquet")+"\n" {
+		t.Errorf("export of a dataset of several tables:\n%s", out)
+	}
+	for _, name := range []string{"order_lines.parquet", "orders.parquet"} {
+		pf, err := file.OpenParquetFile(filepath.Join(dir, name), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pf.NumRows() != 3 {
+			t.Errorf("%s: %d rows at version 1, want 3", name, pf.NumRows())
+		}
+		pf.Close()
 	}
 	if _, errs := do(1, "scan", "shop"); !strings.Contains(errs, "order lines, orders") {
 		t.Errorf("scan of a dataset of several tables:\n%s", errs)
