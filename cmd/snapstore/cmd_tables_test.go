@@ -100,6 +100,9 @@ func TestCLI_Tables(t *testing.T) {
 	if lines := strings.Split(out, "\n"); len(lines) < 2 || strings.Join(strings.Fields(lines[1])[4:8], " ") != "2 0 1 1" {
 		t.Errorf("versions --table:\n%s", out)
 	}
+	if out, _ = do(0, "datasets", "show", "shop", "--version", "1"); !strings.Contains(out, "TABLE") || !strings.Contains(out, "orders       3     id") {
+		t.Errorf("datasets show of a dataset of several tables:\n%s", out)
+	}
 	dir := t.TempDir()
 	if out, _ = do(0, "export", "shop", "--out", dir, "--version", "1"); out != filepath.Join(dir, "order_lines.parquet")+"\n"+filepath.Join(dir, "orders.parquet")+"\n" {
 		t.Errorf("export of a dataset of several tables:\n%s", out)
