@@ -36,7 +36,7 @@ func tStr(s string) snapshot.Value {
 func writeTables(t *testing.T, db *snapshot.DB, tables map[string][][]snapshot.Value) int64 {
 	t.Helper()
 	ctx := context.Background()
-	schemas := map[string]snapshot.Schema{"public.orders": tablesOrders, "public.order_lines": tablesLines, "audit log": tablesOrders}
+	schemas := map[string]snapshot.Schema{"public.orders": tablesOrders, "public.order_lines": tablesLines, "audit/log 100%": tablesOrders}
 	var specs []snapshot.TableSpec
 	for name := range tables {
 		specs = append(specs, snapshot.TableSpec{Name: name, Schema: schemas[name]})
@@ -62,7 +62,7 @@ func writeTables(t *testing.T, db *snapshot.DB, tables map[string][][]snapshot.V
 }
 
 // shopdbV1 and shopdbV2 are two versions of shopdb: orders 2 changes, 5
-// goes, 6 comes; the lines stay; the table "audit log" comes.
+// goes, 6 comes; the lines stay; the table "audit/log 100%" comes.
 func shopdbV1() map[string][][]snapshot.Value {
 	var orders, lines [][]snapshot.Value
 	for i := int64(1); i <= 5; i++ {
@@ -79,7 +79,7 @@ func shopdbV2() map[string][][]snapshot.Value {
 	orders := tables["public.orders"][:4]
 	orders[1] = []snapshot.Value{tInt(2), tStr("c2-moved")}
 	tables["public.orders"] = append(orders, []snapshot.Value{tInt(6), tStr("c6")})
-	tables["audit log"] = [][]snapshot.Value{{tInt(1), tStr("x")}}
+	tables["audit/log 100%"] = [][]snapshot.Value{{tInt(1), tStr("x")}}
 	return tables
 }
 
@@ -96,7 +96,7 @@ func TestTables_Reads(t *testing.T) {
 	var tl tablesOut
 	r := f.must(200, "GET", "/v1/datasets/shopdb/tables", "")
 	r.json(t, &tl)
-	if tl.Version != v2 || len(tl.Tables) != 3 || tl.Tables[0].Name != "audit log" || tl.Tables[2].Name != "public.orders" {
+	if tl.Version != v2 || len(tl.Tables) != 3 || tl.Tables[0].Name != "audit/log 100%" || tl.Tables[2].Name != "public.orders" {
 		t.Fatalf("tables at the current version: %s", r.body)
 	}
 	if o, _ := (snapshot.VersionInfo{Tables: tl.Tables}).Table("public.orders"); o.Stats.Rows != 5 || len(o.Schema.Columns) != 2 {
@@ -154,7 +154,7 @@ func TestTables_Reads(t *testing.T) {
 		t.Errorf("Arrow of lines: %d rows, %d fields, %v", n, rd.Schema().NumFields(), err)
 	}
 	rd.Release()
-	r = f.must(200, "GET", "/v1/datasets/shopdb/tables/audit%20log/rows?format=parquet", "")
+	r = f.must(200, "GET", "/v1/datasets/shopdb/tables/audit%2Flog%20100%25/rows?format=parquet", "")
 	pf, err := file.NewParquetReader(bytes.NewReader(r.body))
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +162,7 @@ func TestTables_Reads(t *testing.T) {
 	if pf.NumRows() != 1 {
 		t.Errorf("Parquet of the audit log: %d rows", pf.NumRows())
 	}
-	if cd := r.header.Get("Content-Disposition"); !strings.Contains(cd, `"shopdb-audit_log.parquet"`) {
+	if cd := r.header.Get("Content-Disposition"); !strings.Contains(cd, `"shopdb-audit_log_100_.parquet"`) {
 		t.Errorf("Content-Disposition %q", cd)
 	}
 
@@ -182,7 +182,7 @@ func TestTables_Reads(t *testing.T) {
 	if !strings.Contains(p.Detail, "public.orders") {
 		t.Errorf("table_not_found does not name the tables: %s", p.Detail)
 	}
-	f.wantProblem(404, "table_not_found", "table", "GET", fmt.Sprintf("/v1/datasets/shopdb/tables/audit%%20log/rows/1?version=%d", v1), "")
+	f.wantProblem(404, "table_not_found", "table", "GET", fmt.Sprintf("/v1/datasets/shopdb/tables/audit%%2Flog%%20100%%25/rows/1?version=%d", v1), "")
 	f.wantProblem(404, "table_not_found", "table", "GET", "/v1/datasets/products/tables/products/rows", "")
 
 	// The dataset's own routes: table_required naming the tables; a
@@ -212,7 +212,7 @@ func TestTables_Reads(t *testing.T) {
 	if td.From != v1 || td.To != v2 || td.Inserted != 2 || td.Updated != 1 || td.Deleted != 1 || len(td.Tables) != 3 {
 		t.Fatalf("dataset diff counts: %s", jsonOf(td))
 	}
-	if a := td.Tables[0]; a.Table != "audit log" || a.Change != snapshot.TableAdded || a.Inserted != 1 {
+	if a := td.Tables[0]; a.Table != "audit/log 100%" || a.Change != snapshot.TableAdded || a.Inserted != 1 {
 		t.Errorf("audit log: %+v", a)
 	}
 	if l := td.Tables[1]; l.Table != "public.order_lines" || l.Change != "" || l.Inserted+l.Updated+l.Deleted != 0 {
@@ -244,7 +244,7 @@ func TestTables_Reads(t *testing.T) {
 	if pf, err := file.NewParquetReader(bytes.NewReader(r.body)); err != nil || pf.NumRows() != 3 {
 		t.Errorf("Parquet diff of orders: %v", err)
 	}
-	f.wantProblem(404, "table_not_found", "", "GET", "/v1/datasets/shopdb/tables/audit%20log/diff", "")
+	f.wantProblem(404, "table_not_found", "", "GET", "/v1/datasets/shopdb/tables/audit%2Flog%20100%25/diff", "")
 	f.exec(`UPDATE products SET stock = 1 WHERE id = 1`)
 	f.run("products")
 	f.must(200, "GET", "/v1/datasets/products/diff?stats_only=true", "").json(t, &st)
@@ -279,16 +279,17 @@ func TestTables_Console(t *testing.T) {
 	v1 := writeTables(t, f.db, shopdbV1())
 	v2 := writeTables(t, f.db, shopdbV2())
 	b := newBrowser(t, f)
-	b.page("/ui/datasets/shopdb", `id="tables"`, `data-table="public.orders"`, `data-table="audit log"`,
-		`href="/ui/datasets/shopdb/rows?table=public.order_lines"`, `href="/ui/datasets/shopdb/diff?table=audit%20log"`)
+	b.page("/ui/datasets/shopdb", "<dt>Tables</dt><dd>3</dd>", `id="tables"`, `data-table="public.orders"`, `data-table="audit/log 100%"`,
+		`href="/ui/datasets/shopdb/rows?table=public.order_lines"`, `href="/ui/datasets/shopdb/diff?table=audit%2flog%20100%25"`)
 	b.page("/ui/datasets/shopdb/rows?table=public.orders", "table public.orders", "c2-moved", `name="table" value="public.orders"`,
 		fmt.Sprintf(`href="/ui/datasets/shopdb/rows/download?version=%d&amp;table=public.orders&amp;format=parquet"`, v2))
-	b.page("/ui/datasets/shopdb/diff", `id="diff-tables"`, `data-table="audit log" data-change="added"`, "2 inserted",
+	b.page("/ui/datasets/shopdb/diff", `id="diff-tables"`, `data-table="audit/log 100%" data-change="added"`, "2 inserted",
 		fmt.Sprintf(`href="/ui/datasets/shopdb/diff?table=public.orders&amp;from=%d&amp;to=%d"`, v1, v2))
 	b.page("/ui/datasets/shopdb/diff?table=public.orders", `data-op="update"`, `data-op="delete"`, "1 inserted")
 	for _, path := range []string{
 		fmt.Sprintf("/ui/datasets/shopdb/rows/download?version=%d&table=public.order_lines&format=parquet", v1),
 		"/ui/datasets/shopdb/diff/download?table=public.orders&format=parquet",
+		"/ui/datasets/shopdb/rows/download?table=audit%2Flog+100%25&format=parquet",
 	} {
 		r := b.get(path)
 		if r.status != 200 {
