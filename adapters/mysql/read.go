@@ -25,6 +25,9 @@ type mysqlTable struct {
 	keyIdx  []int // positions of the key columns in cols
 	raw     []sql.RawBytes
 	started bool
+	// release, set for a reader of a point, gives the connection back to
+	// the point, its transaction still open.
+	release func()
 }
 
 // OpenTable implements Source: on one pinned connection, the session in
@@ -39,12 +42,7 @@ func (s *mysqlSource) OpenTable(ctx context.Context, req source.TableRequest) (_
 	if err != nil {
 		return nil, err
 	}
-	t := &mysqlTable{src: s, conn: conn}
-	t.Conn = conn
-	t.ChunkRows = req.ChunkRows
-	if t.ChunkRows <= 0 {
-		t.ChunkRows = s.chunkRows
-	}
+	t := s.newTable(conn, req)
 	defer func() {
 		if err != nil {
 			t.Close()
@@ -74,6 +72,17 @@ func (s *mysqlSource) OpenTable(ctx context.Context, req source.TableRequest) (_
 	t.started = true
 	t.buildQueries()
 	return t, nil
+}
+
+// newTable is a reader of req on conn, not yet described.
+func (s *mysqlSource) newTable(conn *sql.Conn, req source.TableRequest) *mysqlTable {
+	t := &mysqlTable{src: s, conn: conn}
+	t.Conn = conn
+	t.ChunkRows = req.ChunkRows
+	if t.ChunkRows <= 0 {
+		t.ChunkRows = s.chunkRows
+	}
+	return t
 }
 
 // describe resolves the resource, reads its columns and picks the key.
@@ -351,6 +360,11 @@ func (t *mysqlTable) Close() error {
 	var errs []error
 	if t.Rows != nil {
 		errs = append(errs, t.Rows.Close())
+		t.Rows = nil
+	}
+	if t.release != nil {
+		t.release()
+		return t.src.scrub(errors.Join(errs...))
 	}
 	if t.started {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -29,6 +29,9 @@ type pgTable struct {
 	raw      [][]byte
 	started  bool
 	exported string // the snapshot ExportSnapshot returned
+	// release, set for a reader of a point, gives the connection back to
+	// the point, its transaction still open.
+	release func()
 	cksState
 }
 
@@ -46,16 +49,30 @@ func (s *postgresSource) OpenTable(ctx context.Context, req source.TableRequest)
 		return nil, err
 	}
 	t := &pgTable{src: s, conn: conn}
-	t.ChunkRows = req.ChunkRows
-	if t.ChunkRows <= 0 {
-		t.ChunkRows = s.chunkRows
-	}
 	defer func() {
 		if err != nil {
 			t.Close()
 			err = s.scrub(err)
 		}
 	}()
+	if req.Snapshot != "" && !pgSnapshotID.MatchString(req.Snapshot) {
+		return nil, fmt.Errorf("adapters: %q is not a PostgreSQL snapshot id", req.Snapshot)
+	}
+	t.started = true
+	if err := beginRead(ctx, conn, req.Snapshot); err != nil {
+		return nil, err
+	}
+	if err := t.open(ctx, req); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// beginRead starts the read transaction on conn: BEGIN ISOLATION LEVEL
+// REPEATABLE READ, READ ONLY, in the exported snapshot when snapshot is
+// set (a checked id), then the session parameters for the transaction
+// (P4).
+func beginRead(ctx context.Context, conn *pgxpool.Conn, snapshot string) error {
 	exec := func(q string, args ...any) error {
 		if _, err := conn.Exec(ctx, q, args...); err != nil {
 			return fmt.Errorf("%s: %w", q, wrapPostgresErr(ctx, err))
@@ -63,15 +80,11 @@ func (s *postgresSource) OpenTable(ctx context.Context, req source.TableRequest)
 		return nil
 	}
 	if err := exec("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"); err != nil {
-		return nil, err
+		return err
 	}
-	t.started = true
-	if req.Snapshot != "" {
-		if !pgSnapshotID.MatchString(req.Snapshot) {
-			return nil, fmt.Errorf("adapters: %q is not a PostgreSQL snapshot id", req.Snapshot)
-		}
-		if err := exec("SET TRANSACTION SNAPSHOT '" + req.Snapshot + "'"); err != nil {
-			return nil, err
+	if snapshot != "" {
+		if err := exec("SET TRANSACTION SNAPSHOT '" + snapshot + "'"); err != nil {
+			return err
 		}
 	}
 	var set []string
@@ -80,14 +93,21 @@ func (s *postgresSource) OpenTable(ctx context.Context, req source.TableRequest)
 		set = append(set, fmt.Sprintf("set_config($%d, $%d, true)", 2*i+1, 2*i+2))
 		args = append(args, p[0], p[1])
 	}
-	if err := exec("SELECT "+strings.Join(set, ", "), args...); err != nil {
-		return nil, err
+	return exec("SELECT "+strings.Join(set, ", "), args...)
+}
+
+// open describes the table inside t.conn's read transaction and prepares
+// the keyset read.
+func (t *pgTable) open(ctx context.Context, req source.TableRequest) error {
+	t.ChunkRows = req.ChunkRows
+	if t.ChunkRows <= 0 {
+		t.ChunkRows = t.src.chunkRows
 	}
 	if err := t.describe(ctx, req); err != nil {
-		return nil, err
+		return err
 	}
 	t.buildQueries()
-	return t, nil
+	return nil
 }
 
 // ExportSnapshot implements SnapshotSharer with pg_export_snapshot: the
@@ -477,6 +497,10 @@ func (t *pgTable) Close() error {
 	if t.Rows != nil {
 		errs = append(errs, t.Rows.Close())
 		t.Rows = nil
+	}
+	if t.release != nil {
+		t.release()
+		return t.src.scrub(errors.Join(errs...))
 	}
 	if t.started && !t.conn.Conn().IsClosed() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -12,8 +12,8 @@ import (
 // Connector is one connection type ("mysql", "postgres", "sqlite"),
 // registered by name with Register, after database/sql's sql.Register and
 // driver.Driver. The required interface is small; a Source may also
-// implement the optional capabilities Tester, ResourceLister and
-// IdleCloser, found by type assertion (as database/sql finds
+// implement the optional capabilities Tester, ResourceLister, IdleCloser
+// and PointOpener, found by type assertion (as database/sql finds
 // driver.Pinger).
 type Connector interface {
 	// Options declares the options the type accepts; anything else is

@@ -4,7 +4,9 @@
 // of its own package (adapters/mysql, adapters/postgres, adapters/sqlite,
 // adapters/snapstore, all imported by adapters/install); the Source it opens, with optional
 // capabilities found by type assertion (Tester, ResourceLister, IdleCloser,
-// SnapshotSharer, Checksummer, DiffReader); the TableReader a run reads rows from; and
+// PointOpener, SnapshotSharer, Checksummer, DiffReader); the TableReader a
+// run reads rows from; the tables an adapter selects (SelectTables) and
+// the Point they are read at together; and
 // what the connectors share: typed options and secrets, pool limits, the
 // keyset pagination of their table readers (Keyset), and the SourceError
 // of a failed connect.

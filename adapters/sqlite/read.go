@@ -26,6 +26,9 @@ type sqliteTable struct {
 	// The checksums' signature and chunkability (checksum.go), read once.
 	cksDone, cksOK bool
 	cksSig         string
+	// release, set for a reader of a point, gives the transaction back
+	// to the point instead of ending it.
+	release func()
 }
 
 // OpenTable implements Source: one read transaction on one pinned
@@ -37,10 +40,6 @@ func (s *sqliteSource) OpenTable(ctx context.Context, req source.TableRequest) (
 		return nil, err
 	}
 	t := &sqliteTable{src: s}
-	t.ChunkRows = req.ChunkRows
-	if t.ChunkRows <= 0 {
-		t.ChunkRows = s.chunkRows
-	}
 	defer func() {
 		if err != nil {
 			t.Close()
@@ -55,6 +54,20 @@ func (s *sqliteSource) OpenTable(ctx context.Context, req source.TableRequest) (
 	if err != nil {
 		return nil, fmt.Errorf("starting a read transaction on %q: %w", s.name, s.wrap(err))
 	}
+	if err := t.describe(ctx, req); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// describe looks the resource up inside t.tx, reads its columns, picks
+// its key and prepares the keyset read.
+func (t *sqliteTable) describe(ctx context.Context, req source.TableRequest) (err error) {
+	s := t.src
+	t.ChunkRows = req.ChunkRows
+	if t.ChunkRows <= 0 {
+		t.ChunkRows = s.chunkRows
+	}
 	t.Conn = t.tx
 	name := ""
 	for _, cand := range source.ResourceCandidates(req.Resource, "main", '"') {
@@ -67,20 +80,20 @@ func (s *sqliteSource) OpenTable(ctx context.Context, req source.TableRequest) (
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("looking up resource %q: %w", req.Resource, s.wrap(err))
+			return fmt.Errorf("looking up resource %q: %w", req.Resource, s.wrap(err))
 		}
 		name = cand[1]
 		t.Resource = source.Resource{Name: name, Type: typ}
 		break
 	}
 	if name == "" {
-		return nil, source.ErrResourceNotFound // the caller names the resource and the connection (openResource)
+		return source.ErrResourceNotFound // the caller names the resource and the connection (openResource)
 	}
 	if t.cols, err = sqliteColumns(ctx, t.tx, name); err != nil {
-		return nil, err
+		return err
 	}
 	if err := t.pickKey(ctx, req.KeyColumns); err != nil {
-		return nil, err
+		return err
 	}
 	if t.Resource.Type == "table" {
 		// Best effort: the count is only the progress estimate (0 when
@@ -95,7 +108,7 @@ func (s *sqliteSource) OpenTable(ctx context.Context, req source.TableRequest) (
 		t.TableSchema.Key = append(t.TableSchema.Key, t.cols[i].name)
 	}
 	t.build()
-	return t, nil
+	return nil
 }
 
 // pickKey chooses the row key (P3): explicit key columns, else the
@@ -266,6 +279,11 @@ func (t *sqliteTable) Close() error {
 	var errs []error
 	if t.Rows != nil {
 		errs = append(errs, t.Rows.Close())
+		t.Rows = nil
+	}
+	if t.release != nil {
+		t.release()
+		return errors.Join(errs...)
 	}
 	if t.tx != nil {
 		if err := t.tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {

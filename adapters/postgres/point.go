@@ -1,0 +1,114 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/snapstore/snapstore/adapters/source"
+)
+
+// pgPoint is a point of a PostgreSQL database (source.PointOpener), as
+// pg_dump's parallel mode makes one: the first connection's REPEATABLE
+// READ transaction exports its snapshot (pg_export_snapshot), every other
+// connection imports it (SET TRANSACTION SNAPSHOT) in its own REPEATABLE
+// READ, READ ONLY transaction, so all see the same committed
+// transactions. The exporting transaction is one of the point's and ends
+// only at Close, after the last read: an exported snapshot can be
+// imported only while it stays open.
+type pgPoint struct {
+	src   *postgresSource
+	conns *source.PointConns[*pgxpool.Conn]
+	info  source.PointInfo
+}
+
+// OpenPoint implements source.PointOpener.
+func (s *postgresSource) OpenPoint(ctx context.Context, req source.PointRequest) (_ source.Point, err error) {
+	if req.Mode != "" && req.Mode != source.PointExportedSnapshot {
+		return nil, fmt.Errorf("%w: %s (postgres shares one exported snapshot)", source.ErrPointMode, req.Mode)
+	}
+	n := source.PointConnections(req)
+	var conns []*pgxpool.Conn
+	defer func() {
+		if err != nil {
+			for _, c := range conns {
+				endPointConn(c)
+			}
+			err = s.scrub(err)
+		}
+	}()
+	var id string
+	for i := range n {
+		c, err := s.acquire(ctx)
+		if err != nil {
+			return nil, err
+		}
+		conns = append(conns, c)
+		if err := beginRead(ctx, c, id); err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			if err := c.QueryRow(ctx, "SELECT pg_export_snapshot()").Scan(&id); err != nil {
+				return nil, fmt.Errorf("exporting the snapshot: %w", wrapPostgresErr(ctx, err))
+			}
+			if !pgSnapshotID.MatchString(id) {
+				return nil, fmt.Errorf("adapters: pg_export_snapshot gave %q, not a snapshot id", id)
+			}
+		}
+	}
+	return &pgPoint{
+		src:   s,
+		conns: source.NewPointConns(conns, endPointConn),
+		info: source.PointInfo{
+			Mode:        source.PointExportedSnapshot,
+			Reason:      fmt.Sprintf("postgres: snapshot %s exported by one transaction, imported by %d more", id, n-1),
+			Connections: n,
+			Position:    id,
+		},
+	}, nil
+}
+
+// endPointConn ends a point connection's transaction and gives it back
+// to the pool (pgxpool destroys one left broken).
+func endPointConn(c *pgxpool.Conn) error {
+	var err error
+	if !c.Conn().IsClosed() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err = c.Exec(ctx, "ROLLBACK")
+		cancel()
+		if err != nil {
+			err = fmt.Errorf("ending a read transaction of the point: %w", err)
+		}
+	}
+	c.Release()
+	return err
+}
+
+// Info implements source.Point.
+func (p *pgPoint) Info() source.PointInfo { return p.info }
+
+// OpenTable implements source.Point: the table described and read inside
+// a free connection's transaction.
+func (p *pgPoint) OpenTable(ctx context.Context, req source.TableRequest) (_ source.TableReader, err error) {
+	if req.Snapshot != "" {
+		return nil, errors.New("adapters: a reader of a point reads the point's snapshot; TableRequest.Snapshot must be empty")
+	}
+	c, err := p.conns.Take(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t := &pgTable{src: p.src, conn: c}
+	t.release = func() { p.conns.Put(c, t) }
+	p.conns.Opened(t)
+	if err := t.open(ctx, req); err != nil {
+		t.Close()
+		return nil, p.src.scrub(err)
+	}
+	return t, nil
+}
+
+// Close implements source.Point.
+func (p *pgPoint) Close() error { return p.src.scrub(p.conns.Close()) }

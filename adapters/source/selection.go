@@ -1,0 +1,174 @@
+package source
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+)
+
+// TableSelection names the tables one adapter reads: a list of resources,
+// glob patterns, or both.
+//
+// A pattern follows path.Match. A pattern holding a dot is matched against
+// "schema.table"; a pattern without a dot against the table name alone,
+// in every schema the connection lists ("audit_*" excludes audit tables of
+// every schema, "public.*" includes every table of schema public).
+// Patterns select tables only; a view is read when a resource names it.
+type TableSelection struct {
+	// Resources are tables or views by name, as TableRequest.Resource
+	// takes them ("orders", "shop.orders", quoted parts).
+	Resources []string
+	// Include selects the tables matching any of its patterns. Empty with
+	// Resources empty: every table.
+	Include []string
+	// Exclude drops the tables matching any of its patterns from what
+	// Include selects; a resource named in Resources that it matches is an
+	// error.
+	Exclude []string
+}
+
+// Catalog is what a selection is resolved against: the resources a
+// connection lists (ResourceLister), the schema of a name without one,
+// and the quote character of identifiers ('`' for MySQL, '"' otherwise).
+type Catalog struct {
+	Resources     []Resource
+	DefaultSchema string
+	Quote         byte
+}
+
+// ErrBadSelection is wrapped by the errors of a selection that cannot be
+// resolved whatever the catalog: a bad pattern, a resource both named and
+// excluded, a selection of nothing.
+var ErrBadSelection = errors.New("adapters: bad table selection")
+
+// SelectTables resolves sel against cat: the selected resources ordered
+// by schema then name, each once. A named resource that the catalog does
+// not list is ErrResourceNotFound naming it; a name that two schemas hold
+// and the default schema does not is ambiguous (ErrBadSelection); patterns
+// that match no table are ErrResourceNotFound naming them. A bad pattern is
+// ErrBadSelection and path.ErrBadPattern, naming the list and position.
+func SelectTables(sel TableSelection, cat Catalog) ([]Resource, error) {
+	if err := sel.Validate(); err != nil {
+		return nil, err
+	}
+	picked := map[[2]string]Resource{}
+	schemaOf := func(r Resource) string {
+		if r.Schema == "" {
+			return cat.DefaultSchema
+		}
+		return r.Schema
+	}
+	for _, name := range sel.Resources {
+		r, err := lookupResource(name, cat, schemaOf)
+		if err != nil {
+			return nil, err
+		}
+		for i, p := range sel.Exclude {
+			if matchTable(p, schemaOf(r), r.Name) {
+				return nil, fmt.Errorf("%w: resource %q is named and excluded by exclude[%d] %q", ErrBadSelection, name, i, p)
+			}
+		}
+		picked[[2]string{schemaOf(r), r.Name}] = r
+	}
+	include := sel.Include
+	if len(sel.Resources) == 0 && len(include) == 0 {
+		include = []string{"*"}
+	}
+	if len(include) > 0 {
+		matched := false
+		for _, r := range cat.Resources {
+			if r.Type != "table" {
+				continue
+			}
+			s := schemaOf(r)
+			if !slices.ContainsFunc(include, func(p string) bool { return matchTable(p, s, r.Name) }) {
+				continue
+			}
+			matched = true
+			if slices.ContainsFunc(sel.Exclude, func(p string) bool { return matchTable(p, s, r.Name) }) {
+				continue
+			}
+			picked[[2]string{s, r.Name}] = r
+		}
+		if !matched && len(sel.Resources) == 0 {
+			return nil, fmt.Errorf("%w: no table matches include %q", ErrResourceNotFound, include)
+		}
+	}
+	if len(picked) == 0 {
+		return nil, fmt.Errorf("%w: every table include %q matches is excluded by %q", ErrBadSelection, include, sel.Exclude)
+	}
+	out := make([]Resource, 0, len(picked))
+	for _, r := range picked {
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b Resource) int {
+		return cmp.Or(cmp.Compare(schemaOf(a), schemaOf(b)), cmp.Compare(a.Name, b.Name))
+	})
+	return out, nil
+}
+
+// Validate checks what does not depend on the catalog: every pattern is a
+// valid path.Match pattern, no resource is empty.
+func (sel TableSelection) Validate() error {
+	for i, r := range sel.Resources {
+		if strings.TrimSpace(r) == "" {
+			return fmt.Errorf("%w: resources[%d] is empty", ErrBadSelection, i)
+		}
+	}
+	for _, l := range []struct {
+		field string
+		pats  []string
+	}{{"include", sel.Include}, {"exclude", sel.Exclude}} {
+		for i, p := range l.pats {
+			if p == "" {
+				return fmt.Errorf("%w: %s[%d] is empty", ErrBadSelection, l.field, i)
+			}
+			if _, err := path.Match(p, ""); err != nil {
+				return fmt.Errorf("%w: %s[%d] %q is not a valid pattern: %w", ErrBadSelection, l.field, i, p, err)
+			}
+		}
+	}
+	return nil
+}
+
+// matchTable reports whether pattern p matches table name of schema: the
+// whole "schema.name" when p holds a dot, else name alone.
+func matchTable(p, schema, name string) bool {
+	subject := name
+	if strings.IndexByte(p, '.') >= 0 {
+		subject = schema + "." + name
+	}
+	ok, _ := path.Match(p, subject) // patterns are checked by Validate
+	return ok
+}
+
+// lookupResource finds a named resource in the catalog, trying the
+// schema and table pairs ResourceCandidates gives, in order. A pair
+// without a schema (the catalog has no default schema: a MySQL connection
+// without a database) matches the table in any schema, when only one
+// holds it.
+func lookupResource(name string, cat Catalog, schemaOf func(Resource) string) (Resource, error) {
+	for _, cand := range ResourceCandidates(name, cat.DefaultSchema, cat.Quote) {
+		var hits []Resource
+		for _, r := range cat.Resources {
+			if r.Name == cand[1] && (cand[0] == "" || schemaOf(r) == cand[0]) {
+				hits = append(hits, r)
+			}
+		}
+		switch len(hits) {
+		case 0:
+			continue
+		case 1:
+			return hits[0], nil
+		}
+		var in []string
+		for _, r := range hits {
+			in = append(in, schemaOf(r))
+		}
+		return Resource{}, fmt.Errorf("%w: resource %q is in schemas %s; name one as schema.table", ErrBadSelection, name, strings.Join(in, ", "))
+	}
+	return Resource{}, fmt.Errorf("%w: %q", ErrResourceNotFound, name)
+}

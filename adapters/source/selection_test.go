@@ -1,0 +1,119 @@
+package source
+
+import (
+	"errors"
+	"path"
+	"strings"
+	"testing"
+)
+
+func testCatalog() Catalog {
+	tb := func(schema, name string) Resource { return Resource{Schema: schema, Name: name, Type: "table"} }
+	return Catalog{
+		DefaultSchema: "public",
+		Quote:         '"',
+		Resources: []Resource{
+			tb("public", "orders"), tb("public", "order_lines"), tb("public", "audit_log"),
+			{Schema: "public", Name: "order_totals", Type: "view"},
+			tb("sales", "orders"), tb("sales", "audit_2024"), tb("sales", "my.table"),
+			tb("hr", "people"), tb("hr", "audit_log"),
+		},
+	}
+}
+
+func names(rs []Resource) string {
+	var s []string
+	for _, r := range rs {
+		s = append(s, r.Schema+"."+r.Name)
+	}
+	return strings.Join(s, " ")
+}
+
+func TestSelectTables(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sel  TableSelection
+		want string
+	}{
+		{"resources in the default schema", TableSelection{Resources: []string{"orders", "order_lines"}}, "public.order_lines public.orders"},
+		{"qualified resource", TableSelection{Resources: []string{"sales.orders"}}, "sales.orders"},
+		{"quoted resource with a dot", TableSelection{Resources: []string{`sales."my.table"`}}, "sales.my.table"},
+		{"a view by name", TableSelection{Resources: []string{"order_totals"}}, "public.order_totals"},
+		{"everything", TableSelection{}, "hr.audit_log hr.people public.audit_log public.order_lines public.orders sales.audit_2024 sales.my.table sales.orders"},
+		{"schema pattern, table exclude in every schema", TableSelection{Include: []string{"public.*"}, Exclude: []string{"audit_*"}}, "public.order_lines public.orders"},
+		{"name pattern in every schema", TableSelection{Include: []string{"order*"}}, "public.order_lines public.orders sales.orders"},
+		{"exclude alone", TableSelection{Exclude: []string{"audit_*", "sales.*"}}, "hr.people public.order_lines public.orders"},
+		{"resources and patterns, each once", TableSelection{Resources: []string{"orders"}, Include: []string{"public.order*", "hr.p?ople"}}, "hr.people public.order_lines public.orders"},
+		{"character class", TableSelection{Include: []string{"[hs]*.audit_*"}}, "hr.audit_log sales.audit_2024"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := SelectTables(tc.sel, testCatalog())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if names(got) != tc.want {
+				t.Fatalf("got %q, want %q", names(got), tc.want)
+			}
+		})
+	}
+}
+
+func TestSelectTablesErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sel  TableSelection
+		is   []error
+		text string
+	}{
+		{"missing resource", TableSelection{Resources: []string{"orders", "ordrs"}}, []error{ErrResourceNotFound}, `"ordrs"`},
+		{"bad include", TableSelection{Include: []string{"public.*", "[a-"}}, []error{ErrBadSelection, path.ErrBadPattern}, `include[1] "[a-"`},
+		{"bad exclude", TableSelection{Resources: []string{"orders"}, Exclude: []string{`\`}}, []error{ErrBadSelection, path.ErrBadPattern}, `exclude[0]`},
+		{"empty pattern", TableSelection{Include: []string{""}}, []error{ErrBadSelection}, "include[0] is empty"},
+		{"nothing matches", TableSelection{Include: []string{"nosuch_*"}}, []error{ErrResourceNotFound}, "nosuch_*"},
+		{"all excluded", TableSelection{Include: []string{"audit_*"}, Exclude: []string{"*"}}, []error{ErrBadSelection}, "excluded"},
+		{"named and excluded", TableSelection{Resources: []string{"audit_log"}, Exclude: []string{"audit_*"}}, []error{ErrBadSelection}, `"audit_log" is named and excluded`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := SelectTables(tc.sel, testCatalog())
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, want := range tc.is {
+				if !errors.Is(err, want) {
+					t.Errorf("%v: not %v", err, want)
+				}
+			}
+			if !strings.Contains(err.Error(), tc.text) {
+				t.Errorf("%q does not say %q", err, tc.text)
+			}
+		})
+	}
+}
+
+// TestSelectTablesAmbiguous: without a default schema, a name two schemas
+// hold must be qualified; one schema's name needs no schema.
+func TestSelectTablesAmbiguous(t *testing.T) {
+	cat := testCatalog()
+	cat.DefaultSchema = ""
+	if _, err := SelectTables(TableSelection{Resources: []string{"orders"}}, cat); !errors.Is(err, ErrBadSelection) || !strings.Contains(err.Error(), "public, sales") {
+		t.Fatalf("ambiguous name: %v", err)
+	}
+	got, err := SelectTables(TableSelection{Resources: []string{"people"}}, cat)
+	if err != nil || names(got) != "hr.people" {
+		t.Fatalf("got %q, %v", names(got), err)
+	}
+}
+
+// TestSelectTablesNoSchema: a catalog whose resources have no schema
+// (SQLite) is matched under its default schema.
+func TestSelectTablesNoSchema(t *testing.T) {
+	cat := Catalog{DefaultSchema: "main", Quote: '"', Resources: []Resource{{Name: "b", Type: "table"}, {Name: "a", Type: "table"}, {Name: "v", Type: "view"}}}
+	got, err := SelectTables(TableSelection{Include: []string{"main.*"}}, cat)
+	if err != nil || names(got) != ".a .b" {
+		t.Fatalf("got %q, %v", names(got), err)
+	}
+	got, err = SelectTables(TableSelection{Resources: []string{"main.v", "a"}}, cat)
+	if err != nil || names(got) != ".a .v" {
+		t.Fatalf("got %q, %v", names(got), err)
+	}
+}
