@@ -39,6 +39,11 @@ run: build examples/shop.db ## build and start snapstore on ./data with the samp
 
 .PHONY: reset-sample
 reset-sample: ## forget the sample: delete ./data and examples/shop.db (stop `make run` first)
+	@# A server still running holds its files open (seen in /proc on Linux):
+	@# deleting them under it would lose nothing it could not rewrite, but
+	@# leave it serving a store that no longer exists on disk.
+	@if ls -l /proc/[0-9]*/fd 2>/dev/null | grep -qF -- '$(CURDIR)/data/'; then \
+		echo 'reset-sample: a process still has ./data open; stop `make run` (Ctrl-C) first' >&2; exit 1; fi
 	rm -rf data examples/shop.db examples/shop.db-*
 
 # make dist: one reproducible archive per platform in $(DISTDIR), with

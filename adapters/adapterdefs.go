@@ -304,7 +304,7 @@ func (s *Service) checkResource(ctx context.Context, spec api.Adapter) (warning 
 		return "", fmt.Errorf("adapter %q: %w", spec.Name, err)
 	}
 	err = source.WithBound(err, resourceCheckTimeout, "the bound of the resource check")
-	s.log.Warn("adapter saved without checking its resource", "adapter", spec.Name,
+	s.log.Warn("adapter resource not checked", "adapter", spec.Name,
 		"connection", spec.Connection, "resource", spec.Resource, "cause", checkCause(err), "err", err)
 	return fmt.Sprintf("resource %q not checked: %v; its runs fail until the source answers", spec.Resource, err), nil
 }

@@ -181,7 +181,7 @@ func checkSourceFailure(t *testing.T, ts *testStack, logs *syncLog, conn, cause 
 	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: adapter, Connection: conn, Resource: "actor"}); err != nil {
 		t.Fatal(noteErr(err))
 	}
-	want := fmt.Sprintf(`"msg":"adapter saved without checking its resource","adapter":%q,"connection":%q,"resource":"actor","cause":%q`, adapter, conn, cause)
+	want := fmt.Sprintf(`"msg":"adapter resource not checked","adapter":%q,"connection":%q,"resource":"actor","cause":%q`, adapter, conn, cause)
 	if !strings.Contains(logs.String(), want) {
 		t.Errorf("no log line %s:\n%s", want, logs)
 	}

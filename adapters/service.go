@@ -93,6 +93,9 @@ type Service struct {
 	// unsaved holds the final run records the store did not take yet
 	// (unsavedruns.go, U1).
 	unsaved *unsavedRuns
+	// configCheck is the start's look at the config adapters' resources
+	// (configcheck.go); nil without a scheduler.
+	configCheck *configCheck
 
 	// testHookRow, when set by a test, is called after each row a run
 	// puts (serf-style unexported test hook).
@@ -203,6 +206,9 @@ func New(ctx context.Context, db *snapshot.DB, opts Options) (*Service, error) {
 			}
 		}
 		s.sched.start()
+		if !db.ReadOnly() {
+			s.startConfigCheck()
+		}
 		if s.cluster == nil {
 			s.runOnStart(ctx, onStart)
 		}
@@ -264,6 +270,7 @@ func (s *Service) Close(ctx context.Context) error {
 	if s.sched != nil {
 		s.sched.stop()
 	}
+	s.stopConfigCheck()
 	for _, ar := range active {
 		ar.cancel(ErrShuttingDown)
 	}

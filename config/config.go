@@ -161,9 +161,14 @@ const (
 	MinWriterSlotRenew = time.Second
 )
 
-// AuthConfig lists bearer tokens.
+// AuthConfig lists bearer tokens and bounds the console's sessions.
 type AuthConfig struct {
 	Tokens []TokenConfig `yaml:"tokens"`
+	// SessionIdleTimeout ends a console session that no request used for
+	// this long (each request moves its end, never past
+	// server.SessionLifetime after the login); default 30m
+	// (server.DefaultSessionIdle), 1m to server.SessionLifetime.
+	SessionIdleTimeout time.Duration `yaml:"session_idle_timeout"`
 }
 
 // TokenConfig is one bearer token, given by exactly one of Token and
@@ -298,6 +303,10 @@ type SnapshotConfig struct {
 	Partitions int `yaml:"partitions"`
 }
 
+// MinSessionIdleTimeout is the least auth.session_idle_timeout: a minute
+// of reading a page is not idleness.
+const MinSessionIdleTimeout = time.Minute
+
 // Defaults of the configuration.
 const (
 	DefaultData            = "./data"
@@ -316,6 +325,7 @@ func Default() Config {
 		Storage: StorageConfig{Backend: "pebble",
 			HBase: HBaseConfig{WriterSlotLease: snapshot.DefaultSlotLease, WriterSlotRenew: snapshot.DefaultSlotLease / 3}},
 		Snapshot:        SnapshotConfig{Partitions: 1},
+		Auth:            AuthConfig{SessionIdleTimeout: server.DefaultSessionIdle},
 		ShutdownTimeout: DefaultShutdownTimeout,
 		GCInterval:      DefaultGCInterval,
 		Audit:           AuditConfig{Retention: server.DefaultAuditRetention},
@@ -459,6 +469,9 @@ func (c *Config) Validate() error {
 	}
 	if c.GCInterval < 0 {
 		bad("gc_interval", "must not be negative")
+	}
+	if d := c.Auth.SessionIdleTimeout; d < MinSessionIdleTimeout || d > server.SessionLifetime {
+		bad("auth.session_idle_timeout", "want %s to %s (a session's lifetime), got %s", MinSessionIdleTimeout, server.SessionLifetime, d)
 	}
 	names := map[string]bool{}
 	for i, t := range c.Auth.Tokens {

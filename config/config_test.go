@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/server"
@@ -168,5 +169,35 @@ func TestConfig_TokenHashesAndTLS(t *testing.T) {
 	cfg.TLS = TLSConfig{CertFile: "a.crt", KeyFile: "a.key"}
 	if _, errs := cfg.CheckServe(); len(errs) != 0 {
 		t.Fatalf("with TLS: %v", errs)
+	}
+}
+
+// TestConfig_SessionIdleTimeout: auth.session_idle_timeout from a file
+// and the environment, its default, and its bounds naming the key.
+func TestConfig_SessionIdleTimeout(t *testing.T) {
+	if d := Default(); d.Auth.SessionIdleTimeout != server.DefaultSessionIdle || d.Validate() != nil {
+		t.Fatalf("default %v", d.Auth.SessionIdleTimeout)
+	}
+	cfg, err := Load(Flags{File: writeFile(t, "c.yaml", "auth:\n  session_idle_timeout: 45m\n")}, nil)
+	if err != nil || cfg.Auth.SessionIdleTimeout != 45*time.Minute {
+		t.Fatalf("from the file: %v %v", cfg, err)
+	}
+	cfg, err = Load(Flags{}, []string{"SNAPSTORE_AUTH_SESSION_IDLE_TIMEOUT=2h"})
+	if err != nil || cfg.Auth.SessionIdleTimeout != 2*time.Hour {
+		t.Fatalf("from the environment: %v %v", cfg, err)
+	}
+	for _, d := range []time.Duration{0, 30 * time.Second, -time.Minute, server.SessionLifetime + time.Second} {
+		bad := Default()
+		bad.Auth.SessionIdleTimeout = d
+		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "config key auth.session_idle_timeout:") {
+			t.Errorf("%v: %v", d, err)
+		}
+	}
+	for _, d := range []time.Duration{MinSessionIdleTimeout, server.SessionLifetime} {
+		ok := Default()
+		ok.Auth.SessionIdleTimeout = d
+		if err := ok.Validate(); err != nil {
+			t.Errorf("%v: %v", d, err)
+		}
 	}
 }

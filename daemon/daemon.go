@@ -147,6 +147,7 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 		Partitions:   partsView,
 		Audit:        d.cfg.Audit.Options(d.cfg.AuditOut, d.log),
 		Notifier:     d.notifier,
+		SessionIdle:  d.cfg.Auth.SessionIdleTimeout,
 	})
 	if err != nil {
 		return nil, err
@@ -242,7 +243,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	gcCtx, stopGC := context.WithCancel(ctx)
 	gcDone := make(chan struct{})
-	go func() { defer close(gcDone); d.srv.RunGCLoop(gcCtx, d.cfg.GCInterval) }()
+	go func() { defer close(gcDone); runGC(gcCtx, d.srv, d.stk.DB.ReadOnly(), d.cfg.GCInterval, d.log) }()
 	d.start(ctx)
 	var serveErr error
 	select {

@@ -28,7 +28,8 @@ import (
 // coordination) and logged as one JSON line with logger=audit. Entries
 // name the token (never its text), the client address, the operation and
 // its targets, the status and the problem code. Retention removes entries
-// older than AuditOptions.Retention (RunGCLoop's companion loop).
+// older than AuditOptions.Retention (TrimAudit, which package daemon
+// calls beside its GC loop).
 //
 // Operations registered later need nothing more: an operation is an
 // action by its operationId. A handler whose target is not in its path (a
@@ -55,9 +56,6 @@ const DefaultAuditRetention = 90 * 24 * time.Hour
 
 // auditJournal is the journal of the audit trail in the store.
 const auditJournal = "audit"
-
-// auditTrimInterval is how often the retention of the trail is applied.
-const auditTrimInterval = time.Hour
 
 // Actors that are not token names.
 const (
@@ -462,8 +460,13 @@ func (a *auditTrail) trusted(addr string) bool {
 	return false
 }
 
-// trimAudit removes the entries older than the retention.
-func (s *Server) trimAudit(ctx context.Context) {
+// TrimAudit applies the trail's retention: it removes the entries older
+// than AuditOptions.Retention; in a cluster, on the node that owns the
+// trail's name alone (Cluster.Owns). Failures are logged.
+func (s *Server) TrimAudit(ctx context.Context) {
+	if s.cluster != nil && !s.cluster.Owns(auditJournal) {
+		return
+	}
 	cut := s.now().Add(-s.trail.retention)
 	n, err := s.db.TrimJournal(ctx, auditJournal, cut)
 	switch {
@@ -472,19 +475,6 @@ func (s *Server) trimAudit(ctx context.Context) {
 	case n > 0:
 		s.log.Info("audit trail retention", "removed", n, "before", cut.UTC().Format(time.RFC3339))
 	}
-}
-
-// runAuditTrimLoop applies the trail's retention now and every
-// auditTrimInterval until ctx is done; in a cluster, on the node that
-// owns the trail's name alone.
-func (s *Server) runAuditTrimLoop(ctx context.Context) {
-	trim := func(ctx context.Context) {
-		if s.cluster == nil || s.cluster.Owns(auditJournal) {
-			s.trimAudit(ctx)
-		}
-	}
-	trim(ctx)
-	gcLoop(ctx, auditTrimInterval, trim)
 }
 
 // Audit lists are pages: limit entries (default defaultAuditListed, at

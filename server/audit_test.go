@@ -287,7 +287,7 @@ func TestAudit_Retention(t *testing.T) {
 	f.srv.RecordAudit(ctx, AuditEntry{Time: now.Add(-25 * time.Hour), Action: "old", Status: 200})
 	f.srv.RecordAudit(ctx, AuditEntry{Time: now.Add(-23 * time.Hour), Action: "kept", Status: 200})
 	f.must(200, "PUT", "/v1/datasets/products/tags/x", `{"version":`+itoa(f.runAs("products", auditAdminTok))+`}`, "Authorization", "Bearer "+auditAdminTok)
-	f.srv.trimAudit(ctx)
+	f.srv.TrimAudit(ctx)
 	var actions []string
 	for _, e := range f.auditTrail("") {
 		actions = append(actions, e.Action)

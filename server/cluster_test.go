@@ -191,11 +191,11 @@ func TestCollectGarbage_OwnedOnly(t *testing.T) {
 	f := newFixture(t, fixtureOpts{cluster: cl})
 	f.run("products")
 	cl.record("drain", "a")
-	if reps, err := f.srv.collectGarbage(context.Background()); err != nil || len(reps) != 0 {
+	if reps, err := f.srv.CollectGarbage(context.Background()); err != nil || len(reps) != 0 {
 		t.Fatalf("collected while owning nothing: %+v %v", reps, err)
 	}
 	cl.record("resume", "a")
-	if reps, err := f.srv.collectGarbage(context.Background()); err != nil || len(reps) != 1 || reps[0].Dataset != "products" {
+	if reps, err := f.srv.CollectGarbage(context.Background()); err != nil || len(reps) != 1 || reps[0].Dataset != "products" {
 		t.Fatalf("collected while owning everything: %+v %v", reps, err)
 	}
 }

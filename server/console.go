@@ -221,6 +221,7 @@ func (c *console) serve(w http.ResponseWriter, r *http.Request, role Role, grant
 		}
 	}
 	v = c.who(r)
+	c.slide(w, r, v)
 	if v.Role < role {
 		c.refuse(w, r, v, role)
 		return

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -486,7 +487,7 @@ func TestConsole_Auth(t *testing.T) {
 	// A tampered session is no session.
 	forged := newBrowser(t, f)
 	u, _ := url.Parse(f.ts.URL + "/ui/")
-	good := f.srv.tokens.newSession(1, time.Now().Add(time.Hour))
+	good := f.srv.tokens.newSession(1, time.Now().Add(time.Hour), time.Now().Add(time.Hour))
 	forged.jar.SetCookies(u, []*http.Cookie{{Name: sessionCookie, Value: strings.Replace(good, "dmlld2Vy", "b3Bz", 1), Path: "/ui/"}})
 	wantStatus(t, "forged session", forged.get("/ui/"), http.StatusSeeOther)
 
@@ -500,32 +501,48 @@ func TestConsole_Auth(t *testing.T) {
 	}
 }
 
-// TestConsole_Session pins the session format's checks: expiry, the
-// signing token, and a token gone from the configuration.
+// TestConsole_Session pins the session format's checks: expiry, the idle
+// deadline, the signing token, and a token gone from the configuration.
 func TestConsole_Session(t *testing.T) {
 	ts, err := newTokenSet([]Token{{Name: "a", Token: "token-a-123", Role: RoleAdmin}, {Name: "b", Token: "token-b-456", Role: RoleReader}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Unix(1_800_000_000, 0)
-	s := ts.newSession(0, now.Add(time.Hour))
-	if tok, ok := ts.checkSession(s, now); !ok || tok.Name != "a" || tok.Role != RoleAdmin {
+	s := ts.newSession(0, now.Add(time.Hour), now.Add(30*time.Minute))
+	if tok, key, ok := ts.checkSession(s, now); !ok || tok.Name != "a" || tok.Role != RoleAdmin || key == nil {
 		t.Fatalf("fresh session: %+v %v", tok, ok)
 	}
-	if _, ok := ts.checkSession(s, now.Add(time.Hour)); ok {
+	if _, _, ok := ts.checkSession(s, now.Add(30*time.Minute)); ok {
+		t.Error("an idle session is accepted")
+	}
+	ss, _ := parseSession(s)
+	slid := withIdle(ts.sessionKeys[0], ss.login, now.Add(time.Hour))
+	if _, _, ok := ts.checkSession(slid, now.Add(59*time.Minute)); !ok {
+		t.Error("a slid session is refused before its expiry")
+	}
+	if _, _, ok := ts.checkSession(slid, now.Add(time.Hour)); ok {
 		t.Error("an expired session is accepted")
 	}
 	parts := strings.Split(s, ".")
 	parts[2] = itoa(now.Add(48 * time.Hour).Unix())
-	if _, ok := ts.checkSession(strings.Join(parts, "."), now); ok {
+	if _, _, ok := ts.checkSession(strings.Join(parts, "."), now); ok {
 		t.Error("a session with a moved expiry is accepted")
 	}
+	parts = strings.Split(s, ".")
+	parts[4] = itoa(now.Add(48 * time.Hour).Unix())
+	if _, _, ok := ts.checkSession(strings.Join(parts, "."), now.Add(time.Minute)); ok {
+		t.Error("a session with a moved idle deadline is accepted")
+	}
+	if _, _, ok := ts.checkSession(withIdle(ts.sessionKeys[1], ss.login, now.Add(time.Hour)), now); ok {
+		t.Error("a session whose idle deadline another token signed is accepted")
+	}
 	rotated, _ := newTokenSet([]Token{{Name: "a", Token: "token-a-NEW", Role: RoleAdmin}})
-	if _, ok := rotated.checkSession(s, now); ok {
+	if _, _, ok := rotated.checkSession(s, now); ok {
 		t.Error("a session of a rotated token is accepted")
 	}
-	for _, bad := range []string{"", "v1", "v1.a.b.c", "v2." + strings.Join(parts[1:], ".")} {
-		if _, ok := ts.checkSession(bad, now); ok {
+	for _, bad := range []string{"", "v1", "v1.a.b.c", ss.login, "v2." + strings.Join(strings.Split(s, ".")[1:], ".")} {
+		if _, _, ok := ts.checkSession(bad, now); ok {
 			t.Errorf("session %q accepted", bad)
 		}
 	}
@@ -534,6 +551,73 @@ func TestConsole_Session(t *testing.T) {
 			t.Errorf("safeNext(%q) = %q, want %q", next, got, want)
 		}
 	}
+}
+
+// TestConsole_SessionIdle: a session no request used for the idle
+// timeout ends; each request moves its idle deadline (a new cookie),
+// never past the absolute expiry.
+func TestConsole_SessionIdle(t *testing.T) {
+	const tok = "admin-token-Idle-console"
+	var now atomic.Int64
+	now.Store(time.Now().UnixNano())
+	clock := func() time.Time { return time.Unix(0, now.Load()) }
+	advance := func(d time.Duration) { now.Add(int64(d)) }
+	f := newFixture(t, fixtureOpts{tokens: []Token{{Name: "ops", Token: tok, Role: RoleAdmin}}, now: clock, sessionIdle: 10 * time.Minute})
+
+	b := newBrowser(t, f)
+	r := b.post("/ui/login", url.Values{"token": {tok}})
+	wantStatus(t, "login", r, http.StatusSeeOther)
+	first := sessionOf(t, r)
+	advance(9 * time.Minute)
+	r = b.get("/ui/adapters")
+	wantStatus(t, "9 minutes after the login", r, http.StatusOK)
+	if slid := sessionOf(t, r); slid == first || !strings.HasPrefix(slid, first[:strings.LastIndexByte(first[:strings.LastIndexByte(first, '.')], '.')]) {
+		t.Fatalf("a request did not move the idle deadline of the same session: %q then %q", first, slid)
+	}
+	advance(9 * time.Minute) // 18 minutes after the login, 9 after the last request
+	wantStatus(t, "9 minutes after the last request", b.get("/ui/adapters"), http.StatusOK)
+	withCookie := func(value string) int {
+		req, _ := http.NewRequest("GET", f.ts.URL+"/ui/adapters", nil)
+		req.AddCookie(&http.Cookie{Name: sessionCookie, Value: value})
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if s := withCookie(first); s != http.StatusSeeOther {
+		t.Errorf("the login's cookie, idle for 18 minutes: %d, want a redirect to the login", s)
+	}
+	advance(10 * time.Minute)
+	if r = b.get("/ui/adapters"); r.status != http.StatusSeeOther || !strings.HasPrefix(r.header.Get("Location"), "/ui/login") {
+		t.Fatalf("a session idle for 10 minutes: %d %q", r.status, r.header.Get("Location"))
+	}
+
+	// Used every 7 minutes, a session still ends SessionLifetime after
+	// its login.
+	b = newBrowser(t, f)
+	wantStatus(t, "login", b.post("/ui/login", url.Values{"token": {tok}}), http.StatusSeeOther)
+	const step = 7 * time.Minute
+	for range SessionLifetime / step {
+		advance(step)
+		wantStatus(t, "a session in use", b.get("/ui/adapters"), http.StatusOK)
+	}
+	advance(SessionLifetime % step)
+	wantStatus(t, "a session in use past its lifetime", b.get("/ui/adapters"), http.StatusSeeOther)
+}
+
+// sessionOf returns the session cookie value an answer sets.
+func sessionOf(t *testing.T, r response) string {
+	t.Helper()
+	for _, ck := range r.header.Values("Set-Cookie") {
+		if v, ok := strings.CutPrefix(ck, sessionCookie+"="); ok {
+			v, _, _ = strings.Cut(v, ";")
+			return v
+		}
+	}
+	t.Fatalf("no session cookie set: %v", r.header)
+	return ""
 }
 
 // TestConsole_LoopbackHost: without tokens the console answers only to a
@@ -724,6 +808,11 @@ func TestConsole_LogoutEndsTheSession(t *testing.T) {
 	if s := withCookie(f.ts.URL); s != http.StatusSeeOther {
 		t.Errorf("a copy of the session after the logout: %d, want a redirect to the login", s)
 	}
+	ss, _ := parseSession(session)
+	session = withIdle(f.srv.tokens.sessionKeys[0], ss.login, ss.idle.Add(time.Minute))
+	if s := withCookie(f.ts.URL); s != http.StatusSeeOther {
+		t.Errorf("a copy of the session with a later idle deadline after the logout: %d, want a redirect to the login", s)
+	}
 	other.endedSessions.mu.Lock()
 	other.endedSessions.loaded = time.Time{} // as TokenRefresh passing
 	other.endedSessions.mu.Unlock()
@@ -731,8 +820,7 @@ func TestConsole_LogoutEndsTheSession(t *testing.T) {
 		t.Errorf("the session on the other node after the logout: %d, want a redirect to the login", s)
 	}
 	// Past the session's expiry the record goes.
-	exp, _ := sessionExpiry(session)
-	if ended, err := f.srv.endedSessions.isEnded(context.Background(), session, exp.Add(TokenRefresh)); err != nil || ended {
+	if ended, err := f.srv.endedSessions.isEnded(context.Background(), ss.login, ss.expires.Add(TokenRefresh)); err != nil || ended {
 		t.Errorf("past its expiry: ended %v, %v", ended, err)
 	}
 	if recs, err := f.db.ListRecords(context.Background(), recordEndedSession); err != nil || len(recs) != 0 {

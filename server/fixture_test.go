@@ -87,6 +87,10 @@ type fixtureOpts struct {
 	// notify, when set, gives the server a notifier with these options,
 	// observing the runs.
 	notify *notify.Options
+	// now is the server's clock; nil: time.Now.
+	now func() time.Time
+	// sessionIdle is Options.SessionIdle.
+	sessionIdle time.Duration
 }
 
 func newFixture(t testing.TB, fo fixtureOpts) *fixture {
@@ -140,7 +144,7 @@ func newFixture(t testing.TB, fo fixtureOpts) *fixture {
 		st.Close()
 		t.Fatal(err)
 	}
-	srv, err := New(Options{DB: db, Adapters: svc, Tokens: fo.tokens, Logger: log, Registerer: reg, Gatherer: reg, BuildVersion: "test", Cluster: fo.cluster, Transfer: fo.transfer, Audit: fo.audit, Notifier: notifier})
+	srv, err := New(Options{DB: db, Adapters: svc, Tokens: fo.tokens, Logger: log, Registerer: reg, Gatherer: reg, BuildVersion: "test", Cluster: fo.cluster, Transfer: fo.transfer, Audit: fo.audit, Notifier: notifier, now: fo.now, SessionIdle: fo.sessionIdle})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,20 +4,22 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
-// collectGarbage runs garbage collection (snapshot.DB.GC, not dry) on every
+// CollectGarbage runs garbage collection (snapshot.DB.GC, not dry) on every
 // dataset, one after the other, and returns the reports of those it
-// collected. A dataset dropped meanwhile is skipped; other errors are
+// collected: the work of one tick of the periodic GC (package daemon runs
+// the loop). A dataset dropped meanwhile is skipped; other errors are
 // joined and the remaining datasets still collected. Bytes and cells
 // reclaimed are added to the gc metrics. In a cluster it collects only
 // the datasets this node owns (Cluster.Owns), so that each dataset is
-// collected by one node.
-func (s *Server) collectGarbage(ctx context.Context) ([]snapshot.GCReport, error) {
+// collected by one node. A read-only process (a reader of a store another
+// process writes, snapshot.Options ReadOnly) should not call it: GC is
+// the writer's job.
+func (s *Server) CollectGarbage(ctx context.Context) ([]snapshot.GCReport, error) {
 	infos, err := s.db.Datasets(ctx)
 	if err != nil {
 		return nil, err
@@ -45,46 +47,6 @@ func (s *Server) collectGarbage(ctx context.Context) ([]snapshot.GCReport, error
 		reps = append(reps, rep)
 	}
 	return reps, errors.Join(errs...)
-}
-
-// RunGCLoop calls collectGarbage every interval until ctx is done: the
-// periodic GC that applies retention (snapshot.G1) without an operator;
-// interval <= 0 collects nothing. Beside it, the audit trail's retention
-// is applied (audit.go) whatever the interval. It returns when ctx is
-// done.
-//
-// A read-only process (a reader of a table another process writes,
-// snapshot.Options ReadOnly) collects nothing and returns at once: GC and
-// retention are the writer's job.
-func (s *Server) RunGCLoop(ctx context.Context, interval time.Duration) {
-	if s.db.ReadOnly() {
-		if interval > 0 {
-			s.log.Info("periodic GC off: this process reads a store another process writes")
-		}
-		return
-	}
-	trimDone := make(chan struct{})
-	go func() { defer close(trimDone); s.runAuditTrimLoop(ctx) }()
-	defer func() { <-trimDone }()
-	gcLoop(ctx, interval, func(ctx context.Context) { _, _ = s.collectGarbage(ctx) })
-}
-
-// gcLoop calls collect every interval until ctx is done; interval <= 0
-// returns at once.
-func gcLoop(ctx context.Context, interval time.Duration, collect func(context.Context)) {
-	if interval <= 0 {
-		return
-	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			collect(ctx)
-		}
-	}
 }
 
 // gc answers POST /v1/datasets/{dataset}/gc: collects the dataset now;

@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
-	"testing/synctest"
-	"time"
 
 	"strconv"
 	"strings"
@@ -31,7 +29,7 @@ func TestCollectGarbage_AppliesRetention(t *testing.T) {
 	f.run("products")
 	f.exec(`UPDATE notes SET v = 'three'`)
 	v3 := f.run("short")
-	reps, err := f.srv.collectGarbage(context.Background())
+	reps, err := f.srv.CollectGarbage(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,27 +59,6 @@ func TestCollectGarbage_AppliesRetention(t *testing.T) {
 	}
 }
 
-// TestGCLoop_Ticks runs the loop in a synctest bubble (fake time): one
-// collection per interval, none after cancel.
-func TestGCLoop_Ticks(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		calls := 0
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			gcLoop(ctx, time.Hour, func(context.Context) { calls++ })
-		}()
-		time.Sleep(3*time.Hour + time.Minute)
-		synctest.Wait()
-		cancel()
-		<-done
-		if calls != 3 {
-			t.Fatalf("%d collections in 3h with a 1h interval", calls)
-		}
-	})
-}
-
 // readOnlyServer is a server of a read-only process (a reader of a store
 // another process writes) on an empty Pebble store; all closes at cleanup.
 func readOnlyServer(t *testing.T) *Server {
@@ -107,20 +84,6 @@ func readOnlyServer(t *testing.T) *Server {
 		t.Fatal(err)
 	}
 	return s
-}
-
-// A read-only process (a reader of a store another process writes) runs no
-// periodic GC: RunGCLoop returns at once instead of ticking.
-func TestRunGCLoop_ReadOnlyCollectsNothing(t *testing.T) {
-	ctx := context.Background()
-	s := readOnlyServer(t)
-	done := make(chan struct{})
-	go func() { defer close(done); s.RunGCLoop(ctx, time.Millisecond) }() // ctx is never cancelled
-	select {
-	case <-done:
-	case <-time.After(time.Minute):
-		t.Fatal("RunGCLoop of a read-only DB kept running")
-	}
 }
 
 // TestRun_ReadOnlyProcessSaysReadOnly: a manual run asked of a read-only

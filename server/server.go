@@ -46,12 +46,17 @@ type Options struct {
 	// Notifier sends the test events of webhooks (notifications.go); nil:
 	// none is configured.
 	Notifier *notify.Notifier
+	// SessionIdle ends a console session no request used for this long
+	// (consoleauth.go), at most SessionLifetime; default
+	// DefaultSessionIdle.
+	SessionIdle time.Duration
 	// now is the clock for the version-age gauge; default time.Now.
 	now func() time.Time
 }
 
 // Server is the HTTP API. Create it with New, serve its Handler with an
-// http.Server (package daemon does), run RunGCLoop beside it, and call
+// http.Server (package daemon does, and calls CollectGarbage and
+// TrimAudit from its periodic loop), and call
 // SetShuttingDown when shutdown begins so /readyz turns 503.
 type Server struct {
 	db     *snapshot.DB
@@ -87,6 +92,8 @@ type Server struct {
 	crossOrigin *http.CrossOriginProtection
 	// logins slows down failed console logins (loginthrottle.go).
 	logins *loginThrottle
+	// sessionIdle is Options.SessionIdle with its default.
+	sessionIdle time.Duration
 }
 
 // New builds the server and registers its routes and metrics. Errors: a bad
@@ -120,6 +127,10 @@ func New(opts Options) (*Server, error) {
 		notifier:      opts.Notifier,
 		now:           opts.now,
 		logins:        newLoginThrottle(),
+		sessionIdle:   opts.SessionIdle,
+	}
+	if s.sessionIdle <= 0 {
+		s.sessionIdle = DefaultSessionIdle
 	}
 	s.crossOrigin = http.NewCrossOriginProtection()
 	if s.log == nil {

@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -17,7 +15,8 @@ import (
 // Console sessions are signed cookies that no node stores (consoleauth.go);
 // a logout ends one before its expiry by a record of the metadata table,
 // so that every node of a cluster on one table refuses it: a record per
-// ended session, named by the SHA-256 of the cookie value (the record
+// ended session, named by the SHA-256 of the session's login part (the
+// part of the cookie value its idle deadline does not change; the record
 // cannot be replayed as a session) and holding the session's expiry, past
 // which the session is refused anyway and the record is deleted. A node
 // keeps the records in memory and reads them again when they are older
@@ -50,30 +49,16 @@ func newEndedSessions(db *snapshot.DB) *endedSessions {
 	return &endedSessions{db: db}
 }
 
-// sessionRecordName is the record name of a session cookie value.
-func sessionRecordName(value string) string {
-	d := sha256.Sum256([]byte(value))
+// sessionRecordName is the record name of a session's login part.
+func sessionRecordName(login string) string {
+	d := sha256.Sum256([]byte(login))
 	return hex.EncodeToString(d[:])
 }
 
-// sessionExpiry returns the expiry a session cookie value carries
-// ("v1.NAME.EXPIRY.MAC" or "a1.NAME.EXPIRY.MAC").
-func sessionExpiry(value string) (time.Time, bool) {
-	parts := strings.Split(value, ".")
-	if len(parts) != 4 {
-		return time.Time{}, false
-	}
-	exp, err := strconv.ParseInt(parts[2], 10, 64)
-	if err != nil {
-		return time.Time{}, false
-	}
-	return time.Unix(exp, 0), true
-}
-
-// isEnded reports whether the session of the cookie value was ended,
+// isEnded reports whether the session of the login part was ended,
 // reading the records again when the copy is older than TokenRefresh. An
 // error is the store's.
-func (e *endedSessions) isEnded(ctx context.Context, value string, now time.Time) (bool, error) {
+func (e *endedSessions) isEnded(ctx context.Context, login string, now time.Time) (bool, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.loaded.IsZero() || now.Sub(e.loaded) >= TokenRefresh || now.Before(e.loaded) {
@@ -81,7 +66,7 @@ func (e *endedSessions) isEnded(ctx context.Context, value string, now time.Time
 			return false, err
 		}
 	}
-	_, ok := e.ended[sessionRecordName(value)]
+	_, ok := e.ended[sessionRecordName(login)]
 	return ok, nil
 }
 
@@ -112,13 +97,13 @@ func (e *endedSessions) reloadLocked(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-// end records the session of the cookie value as ended until its expiry.
-func (e *endedSessions) end(ctx context.Context, value string, expires time.Time) error {
+// end records the session of the login part as ended until its expiry.
+func (e *endedSessions) end(ctx context.Context, login string, expires time.Time) error {
 	b, err := json.Marshal(endedSession{Expires: expires.UTC()})
 	if err != nil {
 		return err
 	}
-	name := sessionRecordName(value)
+	name := sessionRecordName(login)
 	// Conditional, so that it is allowed on a read-only table as the
 	// records that coordinate nodes are; false: ended already.
 	if _, err := e.db.CompareAndSetRecord(ctx, recordEndedSession, name, nil, b); err != nil {

@@ -112,9 +112,11 @@ func (db *DB) diffCounts(ctx context.Context, dataset, table string, qualified b
 }
 
 // newDiff opens one raw scan of every partition up to the newer version,
-// each row resolved at both versions (txn.V2, txn.V3); two Readers pin the
-// versions until Close. With countOnly the iterator classifies rows
-// without building them (Change is not filled).
+// each row resolved at both versions (txn.V2, txn.V3), and where it can,
+// the scans of the cells between the versions that name the only rows to
+// resolve (diff_changed.go); two Readers pin the versions until Close.
+// With countOnly the iterator classifies rows without building them
+// (Change is not filled).
 func (db *DB) newDiff(ctx context.Context, name, table string, qualified bool, from, to int64, countOnly bool) (*diffIter, error) {
 	if from <= 0 || to <= 0 {
 		return nil, fmt.Errorf("%w: versions must be positive", ErrInvalidArgument)
@@ -146,6 +148,12 @@ func (db *DB) newDiff(ctx context.Context, name, table string, qualified bool, f
 		return nil, fmt.Errorf("snapshot: diffing %s %d..%d: %w", name, from, to, err)
 	}
 	d := &diffIter{from: rf, to: rt, m: m, countOnly: countOnly}
+	// Only the rows with cells between the versions, where that is sound
+	// (diff_changed.go).
+	if d.cand, err = openChanged(ctx, db.st, rf.tables, rf.vis, rt.vis); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("snapshot: diffing %s %d..%d: %w", name, from, to, err)
+	}
 	d.fromRB = newRowBuilder(rf.info.Schema, rf.dict, rf.keyIdx, rf.allIdx)
 	d.toRB = newRowBuilder(rt.info.Schema, rt.dict, rt.keyIdx, rt.allIdx)
 	d.n = max(rf.n, rt.n)
@@ -162,6 +170,7 @@ func (db *DB) newDiff(ctx context.Context, name, table string, qualified bool, f
 type diffIter struct {
 	from, to     *Reader
 	m            *mergedRows[*rowReader]
+	cand         *changedRows // the rows to resolve; nil: every row of m
 	fromRB, toRB *rowBuilder
 	n            int      // columns of the dictionary
 	names        []string // the dictionary's column names
@@ -195,7 +204,7 @@ func (d *diffIter) Next() bool {
 	if d.closed || d.err != nil {
 		return false
 	}
-	for d.m.next() {
+	for d.advance() {
 		if d.err = resolveMerged(d.m, d.from.vis, d.n, &d.stF, &d.tmp); d.err != nil {
 			return false
 		}
@@ -229,10 +238,23 @@ func (d *diffIter) Next() bool {
 		}
 		return true
 	}
-	if err := d.m.err(); err != nil {
+	err := d.m.err()
+	if err == nil && d.cand != nil {
+		err = d.cand.err()
+	}
+	if err != nil {
 		d.err = fmt.Errorf("snapshot: diffing %s: %w", d.from.ds.name, err)
 	}
 	return false
+}
+
+// advance moves m to the next row to resolve: the next row of the walk,
+// or the next candidate of a time-bound diff.
+func (d *diffIter) advance() bool {
+	if d.cand != nil {
+		return d.cand.next(d.m)
+	}
+	return d.m.next()
 }
 
 // changedColumns names the columns of an update that differ between the
@@ -280,6 +302,11 @@ func (d *diffIter) Close() error {
 	d.closed = true
 	if err := d.m.close(); err != nil && d.err == nil {
 		d.err = err
+	}
+	if d.cand != nil {
+		if err := d.cand.close(); err != nil && d.err == nil {
+			d.err = err
+		}
 	}
 	d.from.Close()
 	d.to.Close()

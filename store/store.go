@@ -60,6 +60,16 @@ type Cell struct {
 // [min, max) range. The zero value is replaced by AllTime. Max ==
 // MaxTimestamp means no upper bound, so a cell at MaxTimestamp is selected
 // (HBase's TimeRange.allTime does the same).
+//
+// A scan with a lower bound (Min > 0) reads the cells written in a span of
+// transactions, and a backend may serve it without reading the rest:
+// store/pebble skips the SSTables and blocks whose recorded timestamps all
+// fall outside the range (block-property filters, as CockroachDB's
+// time-bound iterators), store/hbase passes the range to the region
+// servers (TScan's timeRange). Such skipping may be coarse inside the
+// backend, but what a read returns is exactly the versions in range, never
+// more and never fewer, so the cost of a narrow range is about the cells
+// in it rather than the table.
 type TimeRange struct {
 	Min, Max int64
 }

@@ -5,7 +5,7 @@
 //	snapstore get|scan|versions|diff    read datasets
 //	snapstore datasets|tag|untag|rollback|gc
 //	snapstore run|runs|adapters|connections
-//	snapstore cluster nodes|backlog|drain|resume|forget|keys|keygen  the cluster
+//	snapstore cluster nodes|backlog|drain|resume|forget|keys|partitions|keygen  the cluster
 //	snapstore secrets rotate            encrypt stored secrets again with the first key
 //	snapstore cert ca|node DIR          a cluster CA; a node's transfer certificate
 //	snapstore hbase drop-table          delete the HBase table of a config
@@ -114,7 +114,7 @@ var commands = []commandInfo{
 	{"runs", cmdRuns, "list|show|follow", "runs; one run; follow a run with a progress bar", groupRuns},
 	{"adapters", cmdAdapters, "list|show|create|delete|run", "adapters, from a YAML file of the config file's keys", groupRuns},
 	{"connections", cmdConnections, "list|show|create|delete|test|resources", "data connections; test one; its tables", groupRuns},
-	{"cluster", cmdCluster, "nodes|backlog|drain|resume|forget|keys|keygen", "the cluster: members, what waits to be sent, drain, forget, gossip keys", groupOther},
+	{"cluster", cmdCluster, "nodes|backlog|drain|resume|forget|keys|partitions|keygen", "the cluster: members, what waits to be sent, drain, forget, gossip keys, partitions", groupOther},
 	{"audit", cmdAudit, "", "the audit trail: who changed, was refused, read what (--since, --actor, --action)", groupOther},
 	{"cert", cmdCert, "ca|node|server DIR", "a CA; a node certificate for the transfer between nodes; a certificate of the HTTPS API", groupOther},
 	{"tokens", cmdTokens, "create|list|revoke", "bearer tokens made through the API: create (shown once), list, revoke", groupOther},

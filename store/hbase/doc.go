@@ -43,7 +43,10 @@
 // versions applied by HBase's own scanner (time range first, then
 // versions per qualifier: the store's rule, a row marker counting as
 // column ""). KEEP_DELETED_CELLS does not enter into it: no store marker
-// is an HBase marker.
+// is an HBase marker. The range goes to the region servers in the TScan or
+// TGet, which skip the store files whose time range tracker rules it out,
+// so a scan with a lower time bound (a diff between versions) reads about
+// the cells in range.
 //
 // M2. The family keeps every version forever: VERSIONS = Integer.MAX_VALUE,
 // MIN_VERSIONS = 0, TTL = FOREVER, so neither HBase's TTL nor its version

@@ -83,7 +83,10 @@
 // iterating; a run of unwanted versions longer than a few keys is skipped by
 // seeking (as RocksDB's max_sequential_skip_in_iterations), and unwanted
 // columns by seeking to the next wanted one. A cell at store.MaxTimestamp is
-// included when the range's Max is store.MaxTimestamp (HBase's allTime).
+// included when the range's Max is store.MaxTimestamp (HBase's allTime). A
+// Scan whose range has a lower bound also skips the SSTables and blocks
+// that hold no cell of it, by their recorded cell time intervals
+// (timefilter.go), on an iterator of its own outside the pool.
 //
 // An open iterator pins the Pebble state it reads (memtables and sstables
 // that compactions have since replaced), so a long-lived iterator holds

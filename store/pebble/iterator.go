@@ -40,6 +40,7 @@ type iterator struct {
 
 	pi          *cpebble.Iterator
 	gen         uint64          // iterPool generation of pi
+	unpooled    bool            // pi has time filters: closed, never pooled
 	ctx         context.Context // checked every ctxCheckEvery keys
 	steps       uint
 	tlen        int    // length of the encoded table prefix
@@ -155,7 +156,13 @@ func (it *iterator) Close() error {
 		return err
 	}
 	it.closed = true
-	if cerr := it.s.pool.put(it.pi, it.gen); cerr != nil && it.err == nil {
+	var cerr error
+	if it.unpooled {
+		cerr = it.pi.Close()
+	} else {
+		cerr = it.s.pool.put(it.pi, it.gen)
+	}
+	if cerr != nil && it.err == nil {
 		it.err = fmt.Errorf("pebble: closing iterator: %w", cerr)
 	}
 	err := it.err

@@ -53,6 +53,9 @@ func pebbleOptions(opts Options, cache *cpebble.Cache, logger *slog.Logger) *cpe
 		Logger:             slogBridge{logger},
 		FormatMajorVersion: cpebble.FormatNewest,
 		FS:                 opts.fs,
+		// The cell time interval of every block and table, for the scans
+		// with a time range (timefilter.go).
+		BlockPropertyCollectors: []func() cpebble.BlockPropertyCollector{newCellTimeCollector},
 	}
 	// Values stay beside their keys. Pebble moves the values of older
 	// versions of a prefix out to value blocks, which suits MVCC reads of

@@ -486,11 +486,21 @@ func (s *Store) Scan(ctx context.Context, table string, opts store.ScanOptions) 
 		upper = prefixEnd(nil, tp)
 	}
 	it.lower = lower
-	pi, gen, err := s.pool.get(ctx, s.db, lower, upper)
-	if err != nil {
-		return nil, fmt.Errorf("pebble: scanning %q: %w", table, err)
+	if filters := timeFilters(ro.TimeRange); filters != nil {
+		// An iterator of its own, never pooled: its filters would hide
+		// cells from the reads that reuse it.
+		pi, err := s.db.NewIterWithContext(ctx, &cpebble.IterOptions{LowerBound: lower, UpperBound: upper, PointKeyFilters: filters})
+		if err != nil {
+			return nil, fmt.Errorf("pebble: scanning %q: %w", table, err)
+		}
+		it.pi, it.unpooled = pi, true
+	} else {
+		pi, gen, err := s.pool.get(ctx, s.db, lower, upper)
+		if err != nil {
+			return nil, fmt.Errorf("pebble: scanning %q: %w", table, err)
+		}
+		it.pi, it.gen = pi, gen
 	}
-	it.pi, it.gen = pi, gen
 	s.iters.Lock()
 	s.iters.open[it] = struct{}{}
 	s.iters.Unlock()

@@ -30,6 +30,7 @@ func reopenTest(t *testing.T, closed store.Store) store.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
+	dirs.Store(s, dir) // to be reopened again
 	return s
 }
 

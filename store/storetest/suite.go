@@ -96,6 +96,7 @@ func RunSuite(t *testing.T, open func(t *testing.T) store.Store, opts ...Option)
 	t.Run("RowOpsContextCanceled", h(testRowOpsContextCanceled))
 	t.Run("Randomized", h(func(t *testing.T, s store.Store) { testRandomized(t, s, cfg.seed) }))
 	t.Run("Load", h(testLoad))
+	t.Run("TimeBoundScan", func(t *testing.T) { testTimeBoundScan(t, open(t), cfg.reopen) })
 	t.Run("DurableSyncBatchS2", func(t *testing.T) {
 		if cfg.reopen == nil {
 			t.Skip("no reopen hook (WithReopen)")

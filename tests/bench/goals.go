@@ -132,6 +132,8 @@ func (r *report) goals() []goal {
 	}{
 		{"BenchmarkGet/history=100/reader=snapshot", "point get, 100 versions of history (go bench)", "raw Pebble, same history", "<= 2x", 2},
 		{"BenchmarkScan/reader=snapshot", "scan of 200k rows (go bench)", "raw Pebble", "<= 1.5x", 1.5},
+		{"BenchmarkDiff/churn=random/walk=timebound", fmt.Sprintf("diff of a 1%% churn version of %d rows, rows changed at random (go bench)", *rows), "full walk", "<= 0.1x", 0.1},
+		{"BenchmarkDiff/churn=ranges/walk=timebound", fmt.Sprintf("diff of a 1%% churn version of %d rows, rows changed in 4 key ranges (go bench)", *rows), "full walk", "<= 0.1x", 0.1},
 	} {
 		row := goal{what: b.what, target: b.target}
 		for name, res := range r.goBench {

@@ -558,12 +558,15 @@ type goBenchResult struct {
 }
 
 // runGoBench runs the point-read and scan benchmarks of package snapshot
-// (each beside raw Pebble in the same process) and returns their results.
+// (each beside raw Pebble in the same process) and the diff benchmark
+// (time-bound beside the full walk, on a table of -rows rows), and returns
+// their results.
 func runGoBench() map[string]goBenchResult {
 	out := map[string]goBenchResult{}
 	for _, args := range [][]string{
 		{"-test.bench", "BenchmarkGet/history=100", "-test.benchtime", "20000x"},
 		{"-test.bench", "BenchmarkScan", "-test.benchtime", "3x", "-snapbench.rows=200000"},
+		{"-test.bench", "BenchmarkDiff", "-test.benchtime", "3x", "-test.timeout", "60m", "-snapbench.rows=" + strconv.Itoa(*rows)},
 	} {
 		log.Printf("bench: go test %s", strings.Join(args, " "))
 		cmd := exec.Command("go", append([]string{"test", "-run", "^$", "-count", "1", "./snapshot"}, args...)...)

@@ -149,10 +149,10 @@ auth:
 	if err != nil {
 		t.Fatal(err)
 	}
-	found := false
+	found, loginSession := false, ""
 	for _, c := range cookies.Cookies {
 		if c.Name == "snapstore_session" {
-			found = true
+			found, loginSession = true, c.Value
 			if !c.HTTPOnly || !c.Secure || c.SameSite != network.CookieSameSiteStrict || c.Path != "/ui/" || strings.Contains(c.Value, adminToken) {
 				t.Errorf("session cookie: httpOnly %v secure %v sameSite %q path %q", c.HTTPOnly, c.Secure, c.SameSite, c.Path)
 			}
@@ -182,6 +182,11 @@ auth:
 	b.waitVisible(".test-ok")
 	b.shot("connection")
 	t.Logf("%sconnection created and tested", at())
+	// Each request moves the session's idle deadline: the browser holds
+	// a newer cookie of the same login.
+	if got := sessionCookieOf(t, bctx); got == loginSession || !strings.HasPrefix(got, loginPart(loginSession)+".") {
+		t.Errorf("the session cookie after the forms: %q, want the login's %q with a later idle deadline", got, loginSession)
+	}
 
 	// An adapter through the form: the connection select fetches the
 	// resource list (htmx), then the form is sent.
@@ -745,4 +750,30 @@ func (b *consoleBrowser) checkConsole() {
 		}
 		b.t.Errorf("browser console %s: %s (%s:%d)", m.Type, txt, m.URL, m.Line+1)
 	}
+}
+
+// sessionCookieOf returns the value of the browser's session cookie.
+func sessionCookieOf(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	cookies, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cookies.Cookies {
+		if c.Name == "snapstore_session" {
+			return c.Value
+		}
+	}
+	t.Fatal("no session cookie")
+	return ""
+}
+
+// loginPart is the part of a session cookie value the login made, which
+// the idle deadline that follows it does not change.
+func loginPart(session string) string {
+	parts := strings.Split(session, ".")
+	if len(parts) < 4 {
+		return session
+	}
+	return strings.Join(parts[:4], ".")
 }
