@@ -246,8 +246,12 @@ func (s *Service) checkPutLocked(a *adapterDef, mustCreate bool) (*adapterDef, e
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := s.conns.active(a.spec.Connection); !ok {
+	d, ok := s.conns.active(a.spec.Connection)
+	if !ok {
 		return nil, optionErrorIs(&OptionError{Key: "connection", Msg: fmt.Sprintf("data connection %q does not exist", a.spec.Connection)}, ErrConnectionNotFound)
+	}
+	if _, err := parseSourceOptions("source_options.", d.conn, d.spec.Type, a.spec.SourceOptions); err != nil {
+		return nil, err
 	}
 	if other := s.datasetWriterLocked(a.spec.Dataset, name); other != "" {
 		return nil, optionErrorIs(&OptionError{Key: "dataset", Msg: fmt.Sprintf("dataset %q is already written by adapter %q; one adapter per dataset (delete or change that adapter, or choose another dataset)", a.spec.Dataset, other)}, ErrDatasetTaken)

@@ -18,6 +18,7 @@ type adapterRecord struct {
 	Resource            string             `json:"resource"`
 	Dataset             string             `json:"dataset,omitempty"`
 	KeyColumns          []string           `json:"key_columns,omitempty"`
+	SourceOptions       map[string]any     `json:"source_options,omitempty"`
 	Schedule            string             `json:"schedule,omitempty"`
 	Retention           snapshot.Retention `json:"retention"`
 	Guard               snapshot.Guard     `json:"guard"`
@@ -43,6 +44,7 @@ func adapterRecordOf(spec api.Adapter) adapterRecord {
 		Resource:            spec.Resource,
 		Dataset:             spec.Dataset,
 		KeyColumns:          spec.KeyColumns,
+		SourceOptions:       spec.SourceOptions,
 		Schedule:            spec.Schedule,
 		Retention:           retentionOf(spec),
 		Guard:               guardOf(spec),
@@ -67,6 +69,7 @@ func (r adapterRecord) spec() api.Adapter {
 		Resource:            r.Resource,
 		Dataset:             r.Dataset,
 		KeyColumns:          r.KeyColumns,
+		SourceOptions:       r.SourceOptions,
 		Schedule:            r.Schedule,
 		Retention:           api.Retention{TTL: api.Duration(r.Retention.TTL), MinVersions: r.Retention.MinVersions},
 		Guard:               api.Guard{AllowEmpty: r.Guard.AllowEmpty, MaxShrink: r.Guard.MaxShrink},

@@ -27,7 +27,7 @@ func parseConfig(conns []api.Connection, ads []api.Adapter) ([]*connDef, []*adap
 	var errs []error
 	var outConns []*connDef
 	named := map[string]bool{} // every connection name the file gives, valid or not
-	valid := map[string]bool{}
+	valid := map[string]*connDef{}
 	for i, spec := range conns {
 		prefix := fmt.Sprintf("connections[%d].", i)
 		dup := definedTwice(named, spec.Name)
@@ -42,7 +42,7 @@ func parseConfig(conns []api.Connection, ads []api.Adapter) ([]*connDef, []*adap
 		if dup {
 			continue
 		}
-		valid[d.spec.Name] = true
+		valid[d.spec.Name] = d
 		outConns = append(outConns, d)
 	}
 	var outAdapters []*adapterDef
@@ -77,7 +77,13 @@ func parseConfig(conns []api.Connection, ads []api.Adapter) ([]*connDef, []*adap
 			continue
 		}
 		writer[dataset] = spec.Name
-		if a != nil && valid[spec.Connection] {
+		if d := valid[spec.Connection]; d != nil {
+			if _, err := parseSourceOptions(prefix+"source_options.", d.conn, d.spec.Type, spec.SourceOptions); err != nil {
+				errs = append(errs, splitErrors(err)...)
+				continue
+			}
+		}
+		if a != nil && valid[spec.Connection] != nil {
 			outAdapters = append(outAdapters, a)
 		}
 	}

@@ -68,3 +68,35 @@ func TestValidateConfig_EveryProblemAtOnce(t *testing.T) {
 		t.Errorf("a good config: %v", errs)
 	}
 }
+
+// TestValidateConfig_SourceOptions: an adapter's source_options are
+// checked against its connection type's read options, each problem named
+// by its place in the file; a type without read options refuses them.
+func TestValidateConfig_SourceOptions(t *testing.T) {
+	path := newSQLiteFixture(t)
+	conns := []api.Connection{
+		{Name: "local", Type: "sqlite", Options: map[string]any{"path": path}},
+		{Name: "edge", Type: "snapstore", Options: map[string]any{"url": "https://edge1:8080"}},
+	}
+	errs := ValidateConfig(conns, []api.Adapter{
+		{Name: "a", Connection: "local", Resource: "items", SourceOptions: map[string]any{"columns": []any{"id"}}},
+		{Name: "b", Connection: "edge", Resource: "items", SourceOptions: map[string]any{"columns": []any{"id", "id"}, "colour": "red"}},
+		{Name: "c", Connection: "edge", Resource: "items", SourceOptions: map[string]any{"start": 7, "end": []any{}, "columns": map[string]any{}}},
+		{Name: "d", Connection: "edge", Resource: "items", SourceOptions: map[string]any{"columns": []any{"id", "name"}, "start": []any{"EU"}, "end": []any{"EU", 100}}},
+	})
+	var keys []string
+	for _, err := range errs {
+		var oe *OptionError
+		if !errors.As(err, &oe) {
+			t.Fatalf("problem %v is not an *OptionError", err)
+		}
+		keys = append(keys, oe.Key)
+	}
+	want := "adapters[0].source_options adapters[1].source_options.colour adapters[1].source_options.columns adapters[2].source_options.columns adapters[2].source_options.end"
+	if strings.Join(keys, " ") != want {
+		t.Errorf("problems at %v, want %s: %v", keys, want, errs)
+	}
+	if len(errs) > 0 && !strings.Contains(errs[0].Error(), `type "sqlite" takes no source_options`) {
+		t.Errorf("source_options of a sqlite adapter: %v", errs[0])
+	}
+}

@@ -9,11 +9,14 @@ import (
 // connectorNames returns the registered connection type names, sorted.
 func connectorNames() []string { return source.Names() }
 
-// ConnectionType describes a registered connection type: its name and
-// the options it accepts (a form builds its fields from them).
+// ConnectionType describes a registered connection type: its name, the
+// options it accepts and the read options its adapters accept
+// (source_options; none for most types). Forms build their fields from
+// them.
 type ConnectionType struct {
-	Name    string
-	Options []OptionDef
+	Name        string
+	Options     []OptionDef
+	ReadOptions []OptionDef
 }
 
 // ConnectionTypes lists the registered connection types, by name.
@@ -21,7 +24,11 @@ func ConnectionTypes() []ConnectionType {
 	var out []ConnectionType
 	for _, name := range connectorNames() {
 		c, _ := lookupConnector(name)
-		out = append(out, ConnectionType{Name: name, Options: slices.Clone(c.Options())})
+		ct := ConnectionType{Name: name, Options: slices.Clone(c.Options())}
+		if ro, ok := c.(ReadOptioner); ok {
+			ct.ReadOptions = slices.Clone(ro.ReadOptions())
+		}
+		out = append(out, ct)
 	}
 	return out
 }

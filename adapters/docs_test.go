@@ -6,8 +6,9 @@ import (
 	"testing"
 )
 
-// TestDocs_EveryOption fails when an option of a connection type, or of
-// the pool, is missing from docs/connections.md or from the table of
+// TestDocs_EveryOption fails when an option of a connection type, a read
+// option of its adapters (source_options), or an option of the pool, is
+// missing from docs/connections.md or from the table of
 // docs/config.md (Thanos's check-docs): the docs list every option rather
 // than point at this package.
 func TestDocs_EveryOption(t *testing.T) {
@@ -25,6 +26,9 @@ func TestDocs_EveryOption(t *testing.T) {
 			t.Errorf("connection type %s has no section in docs/connections.md or column in docs/config.md", ct.Name)
 		}
 		for _, o := range ct.Options {
+			keys[o.Key] = true
+		}
+		for _, o := range ct.ReadOptions {
 			keys[o.Key] = true
 		}
 	}

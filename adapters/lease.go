@@ -28,6 +28,8 @@ type handle struct {
 // check's); release ends it, once.
 type lease struct {
 	src      Source
+	conn     Connector // the revision's connection type
+	typ      string
 	revision int64
 	secrets  []string
 	release  func()
@@ -54,7 +56,7 @@ func (s *Service) acquire(ctx context.Context, name string) (*lease, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &lease{src: src, revision: d.revision, secrets: secrets, release: func() {
+		return &lease{src: src, conn: d.conn, typ: d.spec.Type, revision: d.revision, secrets: secrets, release: func() {
 			if err := src.Close(); err != nil {
 				s.log.Warn("closing single-use data connection", "connection", name, "err", scrubError(err, secrets...))
 			}
@@ -77,7 +79,7 @@ func (s *Service) acquire(ctx context.Context, name string) (*lease, error) {
 		}
 		h.src, h.secrets = src, secrets
 	}
-	return &lease{src: h.src, revision: h.revision, secrets: h.secrets, release: func() { s.releaseHandle(h) }}, nil
+	return &lease{src: h.src, conn: d.conn, typ: d.spec.Type, revision: h.revision, secrets: h.secrets, release: func() { s.releaseHandle(h) }}, nil
 }
 
 // releaseHandle ends one lease on h, closing a retired h's Source with the

@@ -175,6 +175,29 @@ func parseOption(d OptionDef, v any) (any, error) {
 			return nil, fmt.Errorf("want an object of strings, got %s", jsonKind(v))
 		}
 		return out, nil
+	case OptStringList:
+		switch l := v.(type) {
+		case string:
+			return []string{l}, nil
+		case bool, int, int64, float64, json.Number:
+			return []string{fmt.Sprint(l)}, nil
+		case []string:
+			return slices.Clone(l), nil
+		case []any:
+			out := make([]string, 0, len(l))
+			for i, x := range l {
+				switch s := x.(type) {
+				case string:
+					out = append(out, s)
+				case bool, int, int64, float64, json.Number:
+					out = append(out, fmt.Sprint(s))
+				default:
+					return nil, fmt.Errorf("item %d: want a string, got %s", i, jsonKind(x))
+				}
+			}
+			return out, nil
+		}
+		return nil, fmt.Errorf("want a list of strings, got %s", jsonKind(v))
 	}
 	return nil, fmt.Errorf("unknown option type")
 }
@@ -222,7 +245,7 @@ func jsonKind(v any) string {
 		return "a number"
 	case map[string]any, map[string]string:
 		return "an object"
-	case []any:
+	case []any, []string:
 		return "an array"
 	}
 	return fmt.Sprintf("a %T", v)

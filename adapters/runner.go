@@ -273,9 +273,15 @@ func embedJSON(schema *snapshot.Schema, on bool) []int {
 // connection once: a *SourceError (the connect failed) already names the
 // connection and its server, and comes back as it is. The request names
 // the adapter's dataset, and when it exists its creation time, so that a
-// source that is a snapstore dataset can refuse to be its own source.
+// source that is a snapstore dataset can refuse to be its own source, and
+// carries the adapter's source_options, checked again against the
+// revision's connection type.
 func (s *Service) openResource(ctx context.Context, l *lease, spec api.Adapter) (TableReader, error) {
-	req := TableRequest{Resource: spec.Resource, KeyColumns: spec.KeyColumns, Dataset: spec.Dataset}
+	opts, err := parseSourceOptions("source_options.", l.conn, l.typ, spec.SourceOptions)
+	if err != nil {
+		return nil, fmt.Errorf("adapter %q: %w", spec.Name, err)
+	}
+	req := TableRequest{Resource: spec.Resource, KeyColumns: spec.KeyColumns, Dataset: spec.Dataset, Options: opts}
 	if d, err := s.db.Dataset(ctx, spec.Dataset); err == nil {
 		req.DatasetCreated = d.CreatedAt
 	}

@@ -12,6 +12,7 @@ type (
 	ResourceLister = source.ResourceLister
 	IdleCloser     = source.IdleCloser
 	SnapshotSharer = source.SnapshotSharer
+	ReadOptioner   = source.ReadOptioner
 	TableRequest   = source.TableRequest
 	TableReader    = source.TableReader
 	Resource       = source.Resource
@@ -29,12 +30,13 @@ type (
 
 // Option types (source.OptionType).
 const (
-	OptString    = source.OptString
-	OptInt       = source.OptInt
-	OptBool      = source.OptBool
-	OptDuration  = source.OptDuration
-	OptSecret    = source.OptSecret
-	OptStringMap = source.OptStringMap
+	OptString     = source.OptString
+	OptInt        = source.OptInt
+	OptBool       = source.OptBool
+	OptDuration   = source.OptDuration
+	OptSecret     = source.OptSecret
+	OptStringMap  = source.OptStringMap
+	OptStringList = source.OptStringList
 )
 
 // UnknownRows is Resource.EstimatedRows when the source has no estimate.

@@ -14,6 +14,10 @@ type Adapter struct {
 	Dataset string `json:"dataset,omitempty" yaml:"dataset"`
 	// KeyColumns are the row key's columns; default the primary key.
 	KeyColumns []string `json:"key_columns,omitempty" yaml:"key_columns"`
+	// SourceOptions are options of this adapter's read of its resource,
+	// declared by the connection's type (docs/connections.md): for a
+	// snapstore dataset, columns and a key range. Most types take none.
+	SourceOptions map[string]any `json:"source_options,omitempty" yaml:"source_options"`
 	// Schedule is a cron spec (5 fields, optional seconds, CRON_TZ=,
 	// @every 30s, @hourly); empty for manual runs only.
 	Schedule  string    `json:"schedule,omitempty" yaml:"schedule"`

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -57,6 +58,65 @@ type adapterFields struct {
 	// empty for notify.default, "[]" for none.
 	Notify                                                         string
 	AllowEmpty, RunOnStart, EmbedJSON, CommitUnchanged, AuditReads bool
+	// SourceOptions are the source_options given, by key, as text: a
+	// list's items separated by commas.
+	SourceOptions map[string]string
+}
+
+// readOptionField is one field of the form's source options: a read
+// option of the connection types that declare it (ConnectionType's
+// ReadOptions), with its value.
+type readOptionField struct {
+	adapters.OptionDef
+	Types []string
+	Value string
+}
+
+// readOptionDefs returns the read options of every connection type by key,
+// the first declaration of a key winning, in the types' order, and the
+// types that declare each.
+func readOptionDefs() ([]adapters.OptionDef, map[string][]string) {
+	var defs []adapters.OptionDef
+	types := map[string][]string{}
+	for _, ct := range adapters.ConnectionTypes() {
+		for _, d := range ct.ReadOptions {
+			if types[d.Key] == nil {
+				defs = append(defs, d)
+			}
+			types[d.Key] = append(types[d.Key], ct.Name)
+		}
+	}
+	return defs, types
+}
+
+// readOptionFields are the form's source option fields with f's values.
+func readOptionFields(f adapterFields) []readOptionField {
+	defs, types := readOptionDefs()
+	out := make([]readOptionField, 0, len(defs))
+	for _, d := range defs {
+		out = append(out, readOptionField{OptionDef: d, Types: types[d.Key], Value: f.SourceOptions[d.Key]})
+	}
+	return out
+}
+
+// sourceOptionsText is an adapter's source_options as the form's text.
+func sourceOptionsText(opts map[string]any) map[string]string {
+	out := map[string]string{}
+	for k, v := range opts {
+		switch l := v.(type) {
+		case []any:
+			parts := make([]string, len(l))
+			for i, x := range l {
+				parts[i] = fmt.Sprint(x)
+			}
+			out[k] = strings.Join(parts, ", ")
+		case []string:
+			out[k] = strings.Join(l, ", ")
+		default:
+			out[k] = fmt.Sprint(v)
+		}
+	}
+	return out
 }
 
 // strategyOption is one choice of the form's strategy select.
@@ -76,6 +136,7 @@ type adapterFormView struct {
 	// Edit is true when the form replaces an existing adapter.
 	Edit        bool
 	F           adapterFields
+	ReadOptions []readOptionField
 	Connections []adapters.Connection
 	Resources   resourceOptionsView
 	Strategies  []strategyOption
@@ -101,7 +162,7 @@ func (c *console) editAdapterForm(w http.ResponseWriter, r *http.Request, v view
 		EmbedJSON: a.EmbedJSON, CommitUnchanged: a.CommitUnchanged, AuditReads: a.AuditReads,
 		RetryBackoff: durationText(time.Duration(a.RetryBackoff)), Strategy: a.Strategy,
 		PartitionKey: strings.Join(a.PartitionKey, ", "), TransferCompression: a.TransferCompression,
-		Notify: notifyText(a.Notify),
+		Notify: notifyText(a.Notify), SourceOptions: sourceOptionsText(a.SourceOptions),
 	}
 	if a.Retention.MinVersions != 0 {
 		f.MinVersions = strconv.Itoa(a.Retention.MinVersions)
@@ -117,7 +178,7 @@ func (c *console) editAdapterForm(w http.ResponseWriter, r *http.Request, v view
 
 // adapterForm renders the form with f, and p when a save was refused.
 func (c *console) adapterForm(w http.ResponseWriter, r *http.Request, v viewer, status int, edit bool, f adapterFields, p *Problem) error {
-	view := adapterFormView{Edit: edit, F: f, Connections: c.s.svc.ListConnections(), Strategies: strategyOptions, Problem: p}
+	view := adapterFormView{Edit: edit, F: f, ReadOptions: readOptionFields(f), Connections: c.s.svc.ListConnections(), Strategies: strategyOptions, Problem: p}
 	if f.Connection != "" {
 		view.Resources = c.resourcesOf(r, f.Connection)
 	}
@@ -127,8 +188,16 @@ func (c *console) adapterForm(w http.ResponseWriter, r *http.Request, v viewer, 
 // adapterFieldsOf reads the form of r.
 func adapterFieldsOf(r *http.Request) adapterFields {
 	g := func(k string) string { return strings.TrimSpace(r.PostFormValue(k)) }
+	defs, _ := readOptionDefs()
+	opts := map[string]string{}
+	for _, d := range defs {
+		if v := g("source_options." + d.Key); v != "" {
+			opts[d.Key] = v
+		}
+	}
 	return adapterFields{
-		Name: g("name"), Connection: g("connection"), Resource: g("resource"), Dataset: g("dataset"),
+		SourceOptions: opts,
+		Name:          g("name"), Connection: g("connection"), Resource: g("resource"), Dataset: g("dataset"),
 		KeyColumns: g("key_columns"), Schedule: g("schedule"), TTL: g("ttl"), MinVersions: g("min_versions"),
 		MaxShrink: g("max_shrink"), Retries: g("retries"), RetryBackoff: g("retry_backoff"), Strategy: g("strategy"),
 		PartitionKey: g("partition_key"), TransferCompression: g("transfer_compression"), Notify: g("notify"),
@@ -148,6 +217,21 @@ func (f adapterFields) spec() (api.Adapter, error) {
 	in.KeyColumns = columnList(f.KeyColumns)
 	in.PartitionKey = columnList(f.PartitionKey)
 	in.Notify = notifyList(f.Notify)
+	if len(f.SourceOptions) > 0 {
+		// A list's items are separated by commas; other values go as
+		// text, which the option's parser takes (the API's JSON too).
+		defs, _ := readOptionDefs()
+		in.SourceOptions = map[string]any{}
+		for _, d := range defs {
+			if v, ok := f.SourceOptions[d.Key]; ok {
+				if d.Type == adapters.OptStringList {
+					in.SourceOptions[d.Key] = columnList(v)
+				} else {
+					in.SourceOptions[d.Key] = v
+				}
+			}
+		}
+	}
 	var err error
 	if in.Retention.TTL, err = formDuration("body.retention.ttl", f.TTL); err != nil {
 		return api.Adapter{}, err

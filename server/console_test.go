@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -265,6 +266,27 @@ func TestConsole_Forms(t *testing.T) {
 		t.Errorf("the warning stays on the adapters page")
 	}
 	if err := f.svc.DeleteAdapter(t.Context(), "later"); err != nil {
+		t.Fatal(err)
+	}
+	// Source options: the fields of the types that declare them; a list
+	// is comma-separated text; a type without them refuses them.
+	b.page("/ui/adapters/new", `name="source_options.columns"`, `name="source_options.start"`, "(snapstore connections)")
+	r = b.post("/ui/adapters", url.Values{"name": {"cols"}, "connection": {"shop2"}, "resource": {"products"}, "source_options.columns": {"id"}})
+	if body := wantStatus(t, "source options of a sqlite connection", r, http.StatusBadRequest); !strings.Contains(body, "takes no source_options") ||
+		!regexp.MustCompile(`name="source_options.columns" value="id"`).MatchString(body) {
+		t.Errorf("source options of a sqlite connection:\n%s", body)
+	}
+	if _, err := f.svc.CreateConnection(t.Context(), api.Connection{Name: "edge", Type: "snapstore", Options: map[string]any{"url": "http://127.0.0.1:1"}}); err != nil {
+		t.Fatal(err)
+	}
+	r = b.post("/ui/adapters", url.Values{"name": {"part"}, "connection": {"edge"}, "resource": {"orders"},
+		"source_options.columns": {"region, id ,total"}, "source_options.start": {"EU"}})
+	wantStatus(t, "adapter with source options", r, http.StatusOK) // saved unchecked: the edge does not answer
+	if a, err := f.svc.GetAdapter(t.Context(), "part"); err != nil || fmt.Sprint(a.SourceOptions) != "map[columns:[region id total] start:[EU]]" {
+		t.Errorf("source options from the form: %v %v", a.SourceOptions, err)
+	}
+	b.page("/ui/adapters/part/edit", `name="source_options.columns" value="region, id, total"`, `name="source_options.start" value="EU"`)
+	if err := f.svc.DeleteAdapter(t.Context(), "part"); err != nil {
 		t.Fatal(err)
 	}
 

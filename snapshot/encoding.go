@@ -129,6 +129,23 @@ func decodeCellValue(b []byte, copyBytes bool) (Value, error) {
 	return v, nil
 }
 
+// AppendKey appends the order-preserving encoding of key values (a whole
+// key, or its first columns: a prefix) to dst, as row keys are stored:
+// bytes.Compare of two encodings orders their keys as a scan does, and a
+// key's encoding begins with each of its prefixes' (so a prefix as a
+// scan's start includes the keys that begin with it, and as its end
+// leaves them out). ErrBadKey for NULL and for text that does not parse
+// (decimal, time).
+func AppendKey(dst []byte, key []Value) ([]byte, error) {
+	for _, v := range key {
+		var err error
+		if dst, err = appendKeyValue(dst, v); err != nil {
+			return dst, err
+		}
+	}
+	return dst, nil
+}
+
 // appendKeyValue appends the order-preserving encoding of one key column
 // value. ErrBadKey for NULL and for text that does not parse (decimal,
 // time).

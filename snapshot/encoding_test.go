@@ -79,17 +79,22 @@ func TestKeyOrder(t *testing.T) {
 	for kind, g := range gens {
 		for i := 0; i < 3000; i++ {
 			a, b := g.gen(), g.gen()
-			ka, err := appendKeyValue(nil, a)
+			pa, err := AppendKey(nil, []Value{a})
 			if err != nil {
 				t.Fatalf("%s %v: %v", kind, a, err)
 			}
-			kb, err := appendKeyValue(nil, b)
+			// composite: (a, 1) vs (b, 0) must follow a vs b, then the int
+			ka, err := AppendKey(nil, []Value{a, iv(1)})
+			if err != nil {
+				t.Fatalf("%s %v: %v", kind, a, err)
+			}
+			kb, err := AppendKey(nil, []Value{b, iv(0)})
 			if err != nil {
 				t.Fatalf("%s %v: %v", kind, b, err)
 			}
-			// composite: (a, 1) vs (b, 0) must follow a vs b, then the int
-			ka, _ = appendKeyValue(ka, iv(1))
-			kb, _ = appendKeyValue(kb, iv(0))
+			if !bytes.HasPrefix(ka, pa) {
+				t.Fatalf("%s: the key (%s, 1) does not begin with its prefix (%s)", kind, a, a)
+			}
 			want := g.cmp(a, b)
 			if want == 0 {
 				want = 1

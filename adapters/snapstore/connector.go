@@ -5,7 +5,9 @@
 // retention). A read is pinned to one version of the source dataset and
 // pages through its NDJSON scan in key order; values are rebuilt from
 // their JSON form by the source schema's kinds, so a copy's checksum equals
-// the source version's.
+// the source version's. An adapter may derive its dataset instead: some
+// columns and a key range (its read options, derive.go), with a checksum
+// of its own.
 package snapstore
 
 import (

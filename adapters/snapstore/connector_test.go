@@ -2,11 +2,13 @@ package snapstore
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/snapstore/snapstore/adapters/source"
+	"github.com/snapstore/snapstore/snapshot"
 )
 
 // TestValidate pins the option combinations Validate refuses, each naming
@@ -43,6 +45,116 @@ func TestValidate(t *testing.T) {
 		}
 		if err != nil && strings.Contains(err.Error(), "pw") {
 			t.Errorf("%v: the error shows the URL's password: %v", c.opts, err)
+		}
+	}
+}
+
+// TestValidateRead pins the read options ValidateRead refuses, each
+// naming its option.
+func TestValidateRead(t *testing.T) {
+	for _, c := range []struct {
+		opts source.OptionValues
+		key  string // "" when valid
+	}{
+		{source.OptionValues{}, ""},
+		{source.OptionValues{"columns": []string{"id", "total"}, "start": []string{"EU"}, "end": []string{"EV", "7"}}, ""},
+		{source.OptionValues{"columns": []string{}}, "columns"},
+		{source.OptionValues{"columns": []string{"id", ""}}, "columns"},
+		{source.OptionValues{"columns": []string{"id", "id"}}, "columns"},
+		{source.OptionValues{"columns": []string{"a,b"}}, "columns"},
+		{source.OptionValues{"start": []string{}}, "start"},
+		{source.OptionValues{"end": []string{}}, "end"},
+	} {
+		err := connector{}.ValidateRead(c.opts)
+		if c.key == "" {
+			if err != nil {
+				t.Errorf("%v: %v", c.opts, err)
+			}
+			continue
+		}
+		var oe *source.OptionError
+		if !errors.As(err, &oe) || oe.Key != c.key {
+			t.Errorf("%v: %v, want an error naming %s", c.opts, err, c.key)
+		}
+	}
+}
+
+// TestDerivation checks a derived copy's schema (the columns kept in the
+// source's order, the key required among them), its key range (typed by
+// the key columns' kinds, prefixes bounding as a scan's start and end) and
+// the suffix of the name it records.
+func TestDerivation(t *testing.T) {
+	s := snapshot.Schema{Columns: []snapshot.Column{
+		{Name: "region", Kind: snapshot.KindString}, {Name: "id", Kind: snapshot.KindInt},
+		{Name: "total", Kind: snapshot.KindDecimal}, {Name: "note", Kind: snapshot.KindString},
+	}, Key: []string{"region", "id"}}
+
+	whole := derivation{}
+	if got, err := whole.schema(s, "orders", 3); err != nil || !slices.Equal(got.Columns, s.Columns) || whole.derived() || whole.suffix() != "" {
+		t.Errorf("no derivation: %v %v derived %v suffix %q", got, err, whole.derived(), whole.suffix())
+	}
+
+	d := derivationOf(source.OptionValues{"columns": []string{"total", "id", "region"}, "start": []string{"EU"}, "end": []string{"EU", "100"}})
+	got, err := d.schema(s, "orders", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range got.Columns {
+		names = append(names, c.Name)
+	}
+	if strings.Join(names, ",") != "region,id,total" || !slices.Equal(got.Key, s.Key) {
+		t.Errorf("columns %v key %v, want region,id,total and the source's key", names, got.Key)
+	}
+	if want := ` columns=["total","id","region"] start=["EU"] end=["EU","100"]`; d.suffix() != want || !d.derived() {
+		t.Errorf("suffix %q, want %q", d.suffix(), want)
+	}
+
+	for _, c := range []struct {
+		cols []string
+		want string
+	}{
+		{[]string{"region", "total"}, `the key column "id" of dataset "orders" is not among the columns`},
+		{[]string{"region", "id", "price"}, `column "price" is not a column of dataset "orders" version 3`},
+	} {
+		_, err := derivation{columns: c.cols}.schema(s, "orders", 3)
+		var oe *source.OptionError
+		if !errors.As(err, &oe) || oe.Key != "source_options.columns" || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("columns %v: %v, want %q naming source_options.columns", c.cols, err, c.want)
+		}
+	}
+
+	start, end, err := d.keyRange(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := func(region string, id int64) []byte {
+		b, err := snapshot.AppendKey(nil, []snapshot.Value{{Kind: snapshot.KindString, Bytes: []byte(region)}, {Kind: snapshot.KindInt, Int: id}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for _, c := range []struct {
+		region string
+		id     int64
+		in     bool
+	}{{"AS", 1, false}, {"EU", -7, true}, {"EU", 99, true}, {"EU", 100, false}, {"EU", 101, false}, {"US", 1, false}} {
+		if got := inRange(key(c.region, c.id), start, end); got != c.in {
+			t.Errorf("(%s, %d): in range %v, want %v", c.region, c.id, got, c.in)
+		}
+	}
+	for _, c := range []struct {
+		d    derivation
+		want string
+	}{
+		{derivation{start: []string{"EU", "x"}}, "source_options.start"},
+		{derivation{end: []string{"EU", "1", "2"}}, "source_options.end"},
+	} {
+		_, _, err := c.d.keyRange(s)
+		var oe *source.OptionError
+		if !errors.As(err, &oe) || oe.Key != c.want {
+			t.Errorf("%+v: %v, want an error naming %s", c.d, err, c.want)
 		}
 	}
 }

@@ -21,8 +21,17 @@ import (
 // read_timeout, when from is "dataset@F" of this reader's dataset, F is
 // not after N, and version F is still kept with the reader's schema and
 // with fromChecksum as its checksum (so the copy's current version holds
-// F's rows). F equal to N has no change.
+// F's rows). F equal to N has no change. For a derived copy, from must
+// name the same derivation (its suffix), F's schema must give the
+// reader's once derived, and the checksum is not compared (the copy's is
+// its own); the changes of keys outside the range are skipped, and those
+// kept give the copy's columns only.
 func (t *table) ReadDiff(ctx context.Context, from, fromChecksum string) (source.Changes, bool, error) {
+	suffix := t.derive.suffix()
+	if !strings.HasSuffix(from, suffix) {
+		return nil, false, nil
+	}
+	from = strings.TrimSuffix(from, suffix)
 	i := strings.LastIndexByte(from, '@')
 	if i < 0 || from[:i] != t.dataset {
 		return nil, false, nil
@@ -40,8 +49,12 @@ func (t *table) ReadDiff(ctx context.Context, from, fromChecksum string) (source
 		}
 		return nil, false, err
 	}
-	if vi.Stats.Checksum != fromChecksum || !sameSchema(vi.Schema, t.schema) {
+	if !t.derive.derived() && vi.Stats.Checksum != fromChecksum {
 		return nil, false, nil
+	}
+	fromSchema, err := t.derive.schema(vi.Schema, t.dataset, fv)
+	if err != nil || !sameSchema(fromSchema, t.schema) {
+		return nil, false, nil // a column kept is gone or changed since: read in full
 	}
 	c := &changes{t: t}
 	if fv == t.version {
@@ -71,7 +84,8 @@ func (t *table) ReadDiff(ctx context.Context, from, fromChecksum string) (source
 	return c, true, nil
 }
 
-// Checksum implements source.DiffReader: the version's checksum.
+// Checksum implements source.DiffReader: the version's checksum, or ""
+// for a derived copy, whose checksum is the run's own.
 func (t *table) Checksum() string { return t.checksum }
 
 // sameSchema reports whether two versions have the same columns (name,
@@ -97,12 +111,32 @@ type changes struct {
 	keyCols []snapshot.Column
 	cur     change
 	key     []snapshot.Value
+	enc     []byte // key encoded, for the key range
 	err     error
 	done    bool
 }
 
-// Next implements source.Changes.
+// Next implements source.Changes: the next change of a key the copy
+// keeps (derivation's range).
 func (c *changes) Next(ctx context.Context) bool {
+	for c.next(ctx) {
+		if c.t.start == nil && c.t.end == nil {
+			return true
+		}
+		var err error
+		if c.enc, err = snapshot.AppendKey(c.enc[:0], c.key); err != nil {
+			c.err = fmt.Errorf("%w: dataset %q: the key of a change: %w", source.ErrSourceUnavailable, c.t.dataset, err)
+			return false
+		}
+		if inRange(c.enc, c.t.start, c.t.end) {
+			return true
+		}
+	}
+	return false
+}
+
+// next reads the next change of the stream.
+func (c *changes) next(ctx context.Context) bool {
 	if c.done || c.err != nil {
 		return false
 	}

@@ -25,10 +25,14 @@ type table struct {
 	src      *snapSource
 	dataset  string
 	version  int64
-	schema   snapshot.Schema
-	checksum string // the version's
+	schema   snapshot.Schema // the copy's: the columns derive keeps
+	checksum string          // the version's; "" for a derived copy
 	chunk    int
 	resource source.Resource
+	derive   derivation
+	// start and end are derive's key range encoded (snapshot.AppendKey),
+	// nil where open, for the changes of a diff.
+	start, end []byte
 
 	resp   *http.Response
 	dec    *json.Decoder
@@ -47,7 +51,9 @@ type table struct {
 // tag names rather than the current one; since a dataset name may hold
 // "@", the whole text is tried as a name first, then each split at an "@",
 // left to right. The table read is named "dataset@N", N the version read,
-// which the run records as its resource.
+// which the run records as its resource; for a derived copy (the read
+// options columns, start, end) the name goes on with them
+// (derivation.suffix), and its checksum is the run's own.
 func (s *snapSource) OpenTable(ctx context.Context, req source.TableRequest) (source.TableReader, error) {
 	if err := source.NoSharedSnapshot(req); err != nil {
 		return nil, err
@@ -94,7 +100,8 @@ func (s *snapSource) OpenTable(ctx context.Context, req source.TableRequest) (so
 	if vi == nil || vi.Version == 0 {
 		return nil, fmt.Errorf("%w: dataset %q has no committed version yet", source.ErrResourceNotFound, dataset)
 	}
-	t := &table{src: s, dataset: dataset, version: vi.Version, schema: vi.Schema, checksum: vi.Stats.Checksum, chunk: req.ChunkRows}
+	t := &table{src: s, dataset: dataset, version: vi.Version, schema: vi.Schema, checksum: vi.Stats.Checksum, chunk: req.ChunkRows,
+		derive: derivationOf(req.Options)}
 	if t.chunk <= 0 {
 		t.chunk = s.chunkRows
 	}
@@ -110,7 +117,17 @@ func (s *snapSource) OpenTable(ctx context.Context, req source.TableRequest) (so
 	if len(t.schema.Key) == 0 {
 		return nil, fmt.Errorf("%w: dataset %q version %d has no key", source.ErrNoKey, dataset, vi.Version)
 	}
-	t.resource = source.Resource{Name: fmt.Sprintf("%s@%d", dataset, vi.Version), Type: resourceType, EstimatedRows: vi.Stats.Rows}
+	var err error
+	if t.schema, err = t.derive.schema(vi.Schema, dataset, vi.Version); err != nil {
+		return nil, err
+	}
+	if t.start, t.end, err = t.derive.keyRange(vi.Schema); err != nil {
+		return nil, err
+	}
+	if t.derive.derived() {
+		t.checksum = ""
+	}
+	t.resource = source.Resource{Name: fmt.Sprintf("%s@%d%s", dataset, vi.Version, t.derive.suffix()), Type: resourceType, EstimatedRows: vi.Stats.Rows}
 	t.row = make([]snapshot.Value, len(t.schema.Columns))
 	return t, nil
 }
@@ -205,6 +222,15 @@ func (t *table) openPage(ctx context.Context) error {
 	q := url.Values{}
 	q.Set("version", strconv.FormatInt(t.version, 10))
 	q.Set("limit", strconv.Itoa(t.chunk))
+	if t.derive.columns != nil {
+		q.Set("columns", strings.Join(t.derive.columns, ","))
+	}
+	for _, v := range t.derive.start {
+		q.Add("start", v)
+	}
+	for _, v := range t.derive.end {
+		q.Add("end", v)
+	}
 	if t.token != "" {
 		q.Set("page_token", t.token)
 	}

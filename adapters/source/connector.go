@@ -11,10 +11,10 @@ import (
 
 // Connector is one connection type ("mysql", "postgres", "sqlite"),
 // registered by name with Register, after database/sql's sql.Register and
-// driver.Driver. The required interface is small; a Source may also
-// implement the optional capabilities Tester, ResourceLister, IdleCloser
-// and PointOpener, found by type assertion (as database/sql finds
-// driver.Pinger).
+// driver.Driver. The required interface is small; a Connector may also
+// implement ReadOptioner, and a Source the optional capabilities Tester,
+// ResourceLister, IdleCloser and PointOpener, found by type assertion (as
+// database/sql finds driver.Pinger).
 type Connector interface {
 	// Options declares the options the type accepts; anything else is
 	// rejected with an *OptionError naming the key.
@@ -27,6 +27,22 @@ type Connector interface {
 	// for dialling only (database/sql's Connector rule); a lazy pool may
 	// not dial at all.
 	Open(ctx context.Context, cfg SourceConfig) (Source, error)
+}
+
+// ReadOptioner is an optional Connector capability: options an adapter
+// gives for its own read of its resource (the adapter's source_options),
+// beside the options of its data connection, which all its adapters
+// share: for a snapstore dataset, which columns and which key range a
+// derived copy reads. An adapter of a type without it takes no
+// source_options.
+type ReadOptioner interface {
+	// ReadOptions declares the options; anything else is rejected with an
+	// *OptionError naming the key.
+	ReadOptions() []OptionDef
+	// ValidateRead checks combinations single options cannot, as
+	// Connector.Validate does; checks that need the resource (a column
+	// that exists) are OpenTable's.
+	ValidateRead(opts OptionValues) error
 }
 
 // SourceConfig is what Connector.Open gets.
@@ -88,6 +104,10 @@ type TableRequest struct {
 	// ChunkRows is the keyset-pagination chunk size in rows; 0 means the
 	// connection's chunk_rows option or 5000.
 	ChunkRows int
+	// Options are the adapter's read options (ReadOptioner), parsed and
+	// validated; nil when it gives none. OpenTable reports one that does
+	// not fit the resource as an *OptionError naming its key.
+	Options OptionValues
 	// Snapshot, when set, is a token from the ExportSnapshot of a reader of
 	// the same Source that is still open (SnapshotSharer): this read sees
 	// the same point in time. Only sources whose readers are
@@ -166,13 +186,16 @@ type DiffReader interface {
 	// ReadDiff opens the changes from the version from names, the resource
 	// (Table().Name) a run recorded for its current version, whose
 	// checksum is fromChecksum. ok is false, with no error, when the source
-	// cannot give them: from names another dataset or a version no longer
-	// kept, or that version's schema or checksum differs (the caller then
-	// reads in full).
+	// cannot give them: from names another dataset, another derivation or
+	// a version no longer kept, or that version's schema or checksum
+	// differs (the caller then reads in full). A derived reader's changes
+	// are derived too: keys outside its range left out, its columns only.
 	ReadDiff(ctx context.Context, from, fromChecksum string) (c Changes, ok bool, err error)
 	// Checksum is the checksum of the version the reader reads
 	// (snapshot.RunStats.Checksum): what the current version with the
-	// changes applied must have.
+	// changes applied must have; "" when the reader reads a derivation of
+	// it (some columns, a key range: the adapter's read options), whose
+	// checksum only the run computes, so the result is not compared.
 	Checksum() string
 }
 

@@ -2,7 +2,8 @@
 // reads, after database/sql/driver and Prometheus' discovery: a Connector
 // per connection type, registered by name (Register) from the init function
 // of its own package (adapters/mysql, adapters/postgres, adapters/sqlite,
-// adapters/snapstore, all imported by adapters/install); the Source it opens, with optional
+// adapters/snapstore, all imported by adapters/install), and its optional
+// read options of an adapter (ReadOptioner); the Source it opens, with optional
 // capabilities found by type assertion (Tester, ResourceLister, IdleCloser,
 // PointOpener, SnapshotSharer, Checksummer, DiffReader); the TableReader a
 // run reads rows from; the tables an adapter selects (SelectTables) and

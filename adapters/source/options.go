@@ -23,6 +23,9 @@ const (
 	OptSecret
 	// OptStringMap is an object of string values (scalars are formatted).
 	OptStringMap
+	// OptStringList is a list of strings (scalars are formatted); a
+	// single scalar is a list of one.
+	OptStringList
 )
 
 // String names the type as error messages and docs do ("integer").
@@ -40,6 +43,8 @@ func (t OptionType) String() string {
 		return "secret string"
 	case OptStringMap:
 		return "object of strings"
+	case OptStringList:
+		return "list of strings"
 	}
 	return "unknown"
 }
@@ -62,7 +67,8 @@ type OptionDef struct {
 }
 
 // OptionValues is a connection's parsed, typed options: string, int64, bool,
-// time.Duration, Secret or map[string]string values by OptionDef.Type.
+// time.Duration, Secret, map[string]string or []string values by
+// OptionDef.Type.
 // Secrets are unresolved references until ResolveSecrets.
 type OptionValues map[string]any
 
@@ -98,6 +104,9 @@ func (o OptionValues) Secret(key string) Secret { s, _ := o[key].(Secret); retur
 
 // Map returns an OptStringMap value (nil when absent).
 func (o OptionValues) Map(key string) map[string]string { m, _ := o[key].(map[string]string); return m }
+
+// Strings returns an OptStringList value (nil when absent).
+func (o OptionValues) Strings(key string) []string { l, _ := o[key].([]string); return l }
 
 // Has reports whether key was given.
 func (o OptionValues) Has(key string) bool { _, ok := o[key]; return ok }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -110,14 +111,21 @@ func adaptersShow(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if a.Retries > 0 {
 			retry = fmt.Sprintf("%d times, first after %s", a.Retries, a.RetryBackoff)
 		}
+		// The source options as connections show prints options: one
+		// field each, the value as JSON text.
+		var sourceOpts []string
+		for _, k := range slices.Sorted(maps.Keys(a.SourceOptions)) {
+			b, _ := json.Marshal(a.SourceOptions[k])
+			sourceOpts = append(sourceOpts, "source_options."+k, string(b))
+		}
 		return printFields(stdout, slices.Concat([]string{
-			"adapter", a.Name, "dataset", a.Dataset, "connection", a.Connection, "resource", a.Resource, "key columns", keys,
-			"schedule", schedule}, placement, []string{"next run", timeText(a.NextRun), "last run", last,
-			"retention", fmt.Sprintf("ttl %s, min versions %d", ttlText(a.Retention.TTL.String()), a.Retention.MinVersions),
-			"guard", fmt.Sprintf("allow empty %v, max shrink %g", a.Guard.AllowEmpty, a.Guard.MaxShrink),
-			"retries", retry, "run on start", fmt.Sprint(a.RunOnStart), "embed json", fmt.Sprint(a.EmbedJSON), "commit unchanged", fmt.Sprint(a.CommitUnchanged),
-			"audit reads", fmt.Sprint(a.AuditReads),
-			"defined in", fmt.Sprintf("%s (revision %d, updated %s)", a.Source, a.Revision, timeText(&a.UpdatedAt))})...)
+			"adapter", a.Name, "dataset", a.Dataset, "connection", a.Connection, "resource", a.Resource, "key columns", keys},
+			sourceOpts, []string{"schedule", schedule}, placement, []string{"next run", timeText(a.NextRun), "last run", last,
+				"retention", fmt.Sprintf("ttl %s, min versions %d", ttlText(a.Retention.TTL.String()), a.Retention.MinVersions),
+				"guard", fmt.Sprintf("allow empty %v, max shrink %g", a.Guard.AllowEmpty, a.Guard.MaxShrink),
+				"retries", retry, "run on start", fmt.Sprint(a.RunOnStart), "embed json", fmt.Sprint(a.EmbedJSON), "commit unchanged", fmt.Sprint(a.CommitUnchanged),
+				"audit reads", fmt.Sprint(a.AuditReads),
+				"defined in", fmt.Sprintf("%s (revision %d, updated %s)", a.Source, a.Revision, timeText(&a.UpdatedAt))})...)
 	})
 }
 

@@ -131,6 +131,25 @@ func TestCLI_DefinitionsAndRuns(t *testing.T) {
 	if !strings.Contains(out, "read:      all rows (full)") {
 		t.Errorf("adapters run: no read mode:\n%s", out)
 	}
+	// A dataset derived from tools through a snapstore connection to
+	// this server: source_options go through to the API, are refused
+	// naming them, and show as the connection's options do.
+	selfFile := writeFile(t, "self.yaml", fmt.Sprintf("name: self\ntype: snapstore\noptions:\n  url: %s\n  token: %s\n", url, readerTok))
+	admin("connections", "create", "-f", selfFile)
+	derivedFile := filepath.Join(dir, "names-adapter.yaml")
+	os.WriteFile(derivedFile, []byte("name: names\nconnection: self\nresource: tools\nsource_options:\n  columns: [name]\n"), 0o600)
+	if code, _, errs := run(adminTok, "adapters", "create", "-f", derivedFile); code != 1 || !strings.Contains(errs, "source_options.columns") || !strings.Contains(errs, `the key column "id"`) {
+		t.Fatalf("a derived copy without its key: exit %d %s", code, errs)
+	}
+	os.WriteFile(derivedFile, []byte("name: names\nconnection: self\nresource: tools\nsource_options:\n  columns: [id, name]\n  end: [2]\n"), 0o600)
+	admin("adapters", "create", "-f", derivedFile)
+	if out := admin("adapters", "show", "names"); !regexp.MustCompile(`(?m)^source_options.columns: +\["id","name"\]$`).MatchString(out) || !strings.Contains(out, `source_options.end:`) {
+		t.Errorf("adapters show of a derived copy:\n%s", out)
+	}
+	if out := admin("run", "names"); !strings.Contains(out, "status:    succeeded") || !strings.Contains(out, "1 inserted") {
+		t.Errorf("run of a derived copy:\n%s", out)
+	}
+	admin("adapters", "delete", "names")
 	// Nothing changed: the current version verified, said so.
 	code, out, errs = run(adminTok, "run", "tools")
 	if code != 0 || !regexp.MustCompile(`(?m)^version: +\d+ verified \(nothing changed, no version committed\)$`).MatchString(out) {

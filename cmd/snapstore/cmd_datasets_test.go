@@ -1,10 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/parquet/file"
 )
 
 // asTerminal makes the CLI take stdin for a terminal that answers
@@ -66,6 +72,7 @@ func TestCLI_DatasetsDiffTagsRollbackGC(t *testing.T) {
 	if out, _ = do(0, "diff", "products", "--from", "first", "--stats"); !strings.Contains(out, "inserted: 1") {
 		t.Errorf("diff --stats:\n%s", out)
 	}
+	testDiffFormats(t, do)
 
 	// Versions and datasets.
 	if out, _ = do(0, "versions", "products"); !strings.Contains(out, "first") || strings.Count(out, "\n") != 3 {
@@ -155,4 +162,57 @@ func TestCLI_DatasetsDiffTagsRollbackGC(t *testing.T) {
 	if _, errs = do(1, "datasets", "show", "products"); !strings.Contains(errs, "has nothing committed yet") {
 		t.Errorf("after the drop: %s", errs)
 	}
+}
+
+// testDiffFormats reads the diff of TestCLI_DatasetsDiffTagsRollbackGC
+// (one insert, one update, one delete since the tag first) with --format:
+// NDJSON as the API sends it, an Arrow stream to a file and Parquet to a
+// non-terminal stdout, each read back by arrow-go's readers; a format the
+// endpoint does not offer and a binary format bound for a terminal are
+// refused before any request.
+func testDiffFormats(t *testing.T, do func(int, ...string) (string, string)) {
+	t.Helper()
+	if out, _ := do(0, "diff", "products", "--from", "first", "--format", "ndjson"); strings.Count(out, "\n") != 3 || !strings.Contains(out, `"op":"update"`) {
+		t.Errorf("diff --format ndjson:\n%s", out)
+	}
+	name := filepath.Join(t.TempDir(), "diff.arrows")
+	do(0, "diff", "products", "--from", "first", "--format", "arrow", "--out", name)
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := ipc.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("diff --format arrow: %v", err)
+	}
+	var rows int64
+	for r.Next() {
+		rows += r.RecordBatch().NumRows()
+	}
+	if r.Err() != nil || rows != 3 || r.Schema().FieldIndices("_change") == nil {
+		t.Errorf("diff --format arrow: %d rows, schema %v, err %v", rows, r.Schema(), r.Err())
+	}
+	r.Release()
+	out, _ := do(0, "diff", "products", "--from", "first", "--format", "parquet", "--compression", "snappy")
+	pf, err := file.NewParquetReader(bytes.NewReader([]byte(out)))
+	if err != nil {
+		t.Fatalf("diff --format parquet: %v", err)
+	}
+	if pf.NumRows() != 3 {
+		t.Errorf("diff --format parquet: %d rows, want 3", pf.NumRows())
+	}
+	pf.Close()
+
+	for _, args := range [][]string{{"--format", "csv"}, {"--format", "json"}, {"--format", "arrow", "--stats"}, {"--out", name}, {"--format", "arrow", "--compression", "zstd"}} {
+		if _, errs := do(exitUsage, append([]string{"diff", "products"}, args...)...); !strings.Contains(errs, "--") {
+			t.Errorf("diff %v: %s", args, errs)
+		}
+	}
+	old := isTerminal
+	isTerminal = func(any) bool { return true }
+	defer func() { isTerminal = old }()
+	if _, errs := do(exitUsage, "diff", "products", "--format", "parquet"); !strings.Contains(errs, "binary") {
+		t.Errorf("diff --format parquet to a terminal: %s", errs)
+	}
+	do(0, "diff", "products", "--from", "first", "--format", "arrow", "--out", name)
 }

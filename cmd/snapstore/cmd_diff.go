@@ -25,18 +25,29 @@ without --table lists every table with its counts (a table only one
 version holds is added, dropped or replaced).
 
 --output json prints the API's NDJSON: one change object per line,
-{"op","key","before","after","changed"}.`
+{"op","key","before","after","changed"}. --format asks the server for
+another form and prints what it sends: ndjson (the same NDJSON), arrow (an
+Apache Arrow IPC stream, one row per change) or parquet (a Parquet file,
+--compression zstd or snappy), to standard output or to --out FILE
+(written whole or not at all). Arrow and Parquet are binary: they go to a
+file or a pipe, never to a terminal.`
 
 // cmdDiff is `snapstore diff DATASET`.
 func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newCmdLine("diff", "DATASET [--table NAME] [--from VERSION|TAG] [--to VERSION|TAG] [--stats]", diffHelp, flagsClient, stdout)
+	c := newCmdLine("diff", "DATASET [--table NAME] [--from VERSION|TAG] [--to VERSION|TAG] [--stats] [--format ndjson|arrow|parquet] [--out FILE]", diffHelp, flagsClient, stdout)
 	from := c.fs.String("from", "", "the older `version` or tag (default: the kept version before --to)")
 	to := c.fs.String("to", "", "the newer `version` or tag (default: the current version)")
 	stats := c.fs.Bool("stats", false, "counts of inserted, updated and deleted rows only")
+	format := c.fs.String("format", "", "`format` of the changes as the server sends them: ndjson, arrow (an Arrow IPC stream) or parquet (default: a table, or NDJSON with --output json)")
+	compression := c.fs.String("compression", "", "Parquet `compression`: zstd (the server's default) or snappy")
+	out := c.fs.String("out", "", "write the --format answer to this `file` instead of standard output (written whole or not at all)")
 	var table tableFlag
 	table.register(c)
 	pos, err := c.parseN(args, 1, 1)
 	if err != nil {
+		return err
+	}
+	if err := diffFormatFlags(*format, *compression, *out, *stats, stdout); err != nil {
 		return err
 	}
 	q := url.Values{}
@@ -73,6 +84,15 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return printFields(stdout, "dataset", pos[0], "from", fmt.Sprint(st.From), "to", fmt.Sprint(st.To),
 				"inserted", count(st.Inserted), "updated", count(st.Updated), "deleted", count(st.Deleted))
 		}
+		if *format != "" {
+			if *compression != "" {
+				q.Set("compression", *compression)
+			}
+			if *out != "" {
+				return t.api.getFile(ctx, *out, path, q, diffMedia[*format])
+			}
+			return t.api.copyGet(ctx, stdout, path, q, diffMedia[*format])
+		}
 		resp, err := t.api.do(ctx, "GET", path, q, nil, "application/x-ndjson")
 		if err != nil {
 			return err
@@ -85,6 +105,36 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stderr, "%s: from version %s to %s\n", pos[0], resp.Header.Get("Snapstore-Diff-From"), resp.Header.Get("Snapstore-Version"))
 		return diffTable(stdout, resp.Body)
 	})
+}
+
+// diffMedia maps diff's --format to the media type asked for: the formats
+// the diff endpoint offers.
+var diffMedia = map[string]string{
+	"ndjson":  "application/x-ndjson",
+	"arrow":   "application/vnd.apache.arrow.stream",
+	"parquet": "application/vnd.apache.parquet",
+}
+
+// diffFormatFlags checks --format, --compression and --out together, before
+// anything is asked of the server: a format the endpoint offers, the other
+// two only with one, no format with --stats, and a binary format (Arrow,
+// Parquet) never written to a terminal.
+func diffFormatFlags(format, compression, out string, stats bool, stdout io.Writer) error {
+	switch {
+	case format == "" && (compression != "" || out != ""):
+		return usageError("--compression and --out go with --format")
+	case format == "":
+		return nil
+	case diffMedia[format] == "":
+		return usageError("--format: want ndjson, arrow or parquet, got %q (the diff is not offered as json or csv)", format)
+	case stats:
+		return usageError("--stats prints counts: it takes no --format")
+	case compression != "" && format != "parquet":
+		return usageError("--compression is for --format parquet")
+	case format != "ndjson" && out == "" && isTerminal(stdout):
+		return usageError("--format %s is binary: give --out FILE or redirect standard output to a file or a pipe", format)
+	}
+	return nil
 }
 
 // diffChange is one line of the diff stream.
