@@ -1,16 +1,24 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/snapstore/snapstore/cluster/transfer"
 	"github.com/snapstore/snapstore/config"
+	"github.com/snapstore/snapstore/server"
 )
 
 // testConfig is a valid configuration of a Pebble directory in a
@@ -106,5 +114,144 @@ func TestDaemon_ListenErrorNamesItsSource(t *testing.T) {
 	_, err = Open(context.Background(), testOptions(cfg))
 	if err == nil || !strings.Contains(err.Error(), "listening on "+first.Addr()+" (from environment variable SNAPSTORE_LISTEN): ") {
 		t.Fatalf("Open on a bound address: %v", err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the daemon's goroutines to log to
+// while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// runDaemon opens and runs a daemon of cfg logging to logs, until the
+// test ends.
+func runDaemon(t *testing.T, cfg *config.Config, logs io.Writer) *Daemon {
+	t.Helper()
+	opts := testOptions(cfg)
+	opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	d, err := Open(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return d
+}
+
+// TestDaemon_PlaintextBehindProxyWarns: tls.plaintext_behind_proxy is
+// said at every start, at warn level.
+func TestDaemon_PlaintextBehindProxyWarns(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.TLS.PlaintextBehindProxy = true
+	var logs syncBuffer
+	runDaemon(t, cfg, &logs)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "level=WARN msg=\"serving plain HTTP: tls.plaintext_behind_proxy says a TLS-terminating proxy is in front\"") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no warning of plain HTTP behind a proxy:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestDaemon_SIGHUPReloadsTheCertificate: a certificate written over
+// tls.cert_file and tls.key_file is served to new connections after a
+// SIGHUP, while the daemon keeps running. The new files keep the size
+// and modification time of the old ones, so that the poll of the files
+// cannot see them: only the signal can.
+func TestDaemon_SIGHUPReloadsTheCertificate(t *testing.T) {
+	dir := t.TempDir()
+	caCert, caKey, err := transfer.NewCA("test", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caCert)
+	certFile, keyFile := filepath.Join(dir, "server.crt"), filepath.Join(dir, "server.key")
+	issue := func(size int) {
+		for range 100 {
+			c, k, err := transfer.NewServerCert(caCert, caKey, []string{"127.0.0.1"}, time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if size != 0 && len(c) != size {
+				continue // an ECDSA signature's DER length varies by a byte or two
+			}
+			if err := os.WriteFile(keyFile, k, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(certFile, c, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		t.Fatalf("no certificate of %d bytes in 100 tries", size)
+	}
+	issue(0)
+	cfg := testConfig(t)
+	cfg.TLS = config.TLSConfig{CertFile: certFile, KeyFile: keyFile}
+	var logs syncBuffer
+	d := runDaemon(t, cfg, &logs)
+	serial := func() string {
+		conn, err := tls.Dial("tcp", d.Addr(), &tls.Config{RootCAs: pool})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].SerialNumber.String()
+	}
+	first := serial()
+	certInfo, err := os.Stat(certFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyInfo, err := os.Stat(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	issue(int(certInfo.Size()))
+	for _, f := range []os.FileInfo{certInfo, keyInfo} {
+		if err := os.Chtimes(filepath.Join(dir, f.Name()), f.ModTime(), f.ModTime()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Longer than the poll's period: the files unchanged to it, the
+	// first certificate stays.
+	time.Sleep(server.DefaultTLSPollInterval + time.Second)
+	if serial() != first {
+		t.Fatal("the certificate changed before SIGHUP; the test cannot tell the signal did it")
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for serial() == first {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first certificate is still served after SIGHUP:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(logs.String(), "tls certificate reloaded") {
+		t.Errorf("no log line of the reload:\n%s", logs.String())
 	}
 }

@@ -114,6 +114,7 @@ func TestAudit_EveryAction(t *testing.T) {
 	var created struct{ Token string }
 	f.must(201, "POST", "/v1/tokens", `{"name":"ci","role":"reader"}`, admin...).json(t, &created)
 	f.must(204, "DELETE", "/v1/tokens/ci", "", admin...)
+	f.must(200, "POST", "/v1/secrets/rotate", "", admin...)
 	f.must(200, "GET", "/v1/datasets/products/rows", "", viewer...) // a read: not recorded
 	f.wantProblem(401, "unauthorized", "", "GET", "/v1/datasets", "", "Authorization", "Bearer "+auditAdminTok+"-wrong")
 	f.wantProblem(403, "forbidden", "", "POST", "/v1/datasets/products/gc", "", viewer...)
@@ -147,6 +148,7 @@ func TestAudit_EveryAction(t *testing.T) {
 		{"changeClusterKeys", "root", "op=install", 200, ""},
 		{"createToken", "root", "token=ci", 201, ""},
 		{"revokeToken", "root", "token=ci", 204, ""},
+		{"rotateSecrets", "root", "", 200, ""},
 		{"listDatasets", "anonymous", "", 401, "unauthorized"},
 		{"gc", "viewer", "dataset=products", 403, "forbidden"},
 		{"createAdapter", "root", "adapter=products dataset=products", 409, "adapter_exists"},

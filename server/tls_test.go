@@ -3,10 +3,16 @@ package server
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"io"
 	"log/slog"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -303,5 +309,74 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 10s")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestTLS_ChainAfterLeaf: a tls.cert_file holding the leaf and then the
+// intermediate CA that signed it is served whole, so a client that
+// trusts only the root verifies the server; the leaf alone is not.
+func TestTLS_ChainAfterLeaf(t *testing.T) {
+	dir := t.TempDir()
+	newKey := func() *ecdsa.PrivateKey {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	caTemplate := func(cn string, serial int64) *x509.Certificate {
+		return &x509.Certificate{
+			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
+			NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour),
+			IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+		}
+	}
+	rootKey, interKey := newKey(), newKey()
+	rootTmpl := caTemplate("test root", 1)
+	rootDER, err := x509.CreateCertificate(rand.Reader, rootTmpl, rootTmpl, rootKey.Public(), rootKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, _ := x509.ParseCertificate(rootDER)
+	interTmpl := caTemplate("test intermediate", 2)
+	interTmpl.MaxPathLenZero = true
+	interDER, err := x509.CreateCertificate(rand.Reader, interTmpl, root, interKey.Public(), rootKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	interPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: interDER})
+	interKeyDER, err := x509.MarshalPKCS8PrivateKey(interKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, leafKey, err := transfer.NewServerCert(interPEM, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: interKeyDER}), []string{"127.0.0.1"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile, chainFile, leafFile := filepath.Join(dir, "server.key"), filepath.Join(dir, "chain.crt"), filepath.Join(dir, "leaf.crt")
+	writeFile(t, keyFile, leafKey)
+	writeFile(t, chainFile, append(append([]byte{}, leaf...), interPEM...))
+	writeFile(t, leafFile, leaf)
+
+	pool := x509.NewCertPool()
+	pool.AddCert(root)
+	f := newFixture(t, fixtureOpts{})
+	for _, c := range []struct {
+		certFile string
+		served   bool
+	}{{chainFile, true}, {leafFile, false}} {
+		r, err := OpenTLS(TLSOptions{CertFile: c.certFile, KeyFile: keyFile})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := httpsGet(t, &tls.Config{RootCAs: pool}, serveTLS(t, f, r), "/healthz")
+		switch {
+		case c.served && err != nil:
+			t.Errorf("%s: %v", filepath.Base(c.certFile), err)
+		case c.served && len(resp.TLS.PeerCertificates) != 2:
+			t.Errorf("%s: the server sent %d certificates, want the leaf and the intermediate", filepath.Base(c.certFile), len(resp.TLS.PeerCertificates))
+		case !c.served && err == nil:
+			t.Errorf("%s: a leaf without its intermediate verified against the root alone", filepath.Base(c.certFile))
+		}
 	}
 }

@@ -91,6 +91,9 @@ func (c *apiClient) do(ctx context.Context, method, path string, q url.Values, b
 		if untrusted := certificateError(err); untrusted != nil {
 			return nil, &exitError{code: exitUnreachable, err: fmt.Errorf("the certificate of the server at %s is not trusted: %w; give its CA with --ca-file FILE or %s", c.base, untrusted, envCAFile)}
 		}
+		if refused := clientCertRefused(err); refused != nil {
+			return nil, &exitError{code: exitUnreachable, err: fmt.Errorf("the server at %s refused the client certificate (%w): it asks for one signed by its client CA; give it with --client-cert FILE and --client-key FILE, or %s and %s", c.base, refused, envClientCert, envClientKey)}
+		}
 		if ctx.Err() == nil && (errors.As(err, &ne) || errors.As(err, &ue)) {
 			return nil, &exitError{code: exitUnreachable, err: fmt.Errorf("no answer from the server at %s: %w", c.base, errors.Unwrap(err))}
 		}
@@ -104,6 +107,8 @@ func (c *apiClient) do(ctx context.Context, method, path string, q url.Values, b
 			ae.Problem = server.Problem{Detail: strings.TrimSpace(string(b))}
 		}
 		switch {
+		case ae.Status == http.StatusBadRequest && c.base.Scheme == "http" && ae.Problem.Code == "" && strings.Contains(ae.Problem.Detail, "HTTP request to an HTTPS server"):
+			ae.Hint = "the server speaks HTTPS: give --server https://" + c.base.Host
 		case ae.Status != http.StatusUnauthorized:
 		case c.token == "":
 			ae.Hint = "give the token with --token or, better, " + envToken

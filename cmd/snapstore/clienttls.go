@@ -3,6 +3,8 @@ package main
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
+	"net"
 	"net/url"
 	"os"
 
@@ -55,4 +57,28 @@ func localURL(cfg *config.Config) *url.URL {
 		return &url.URL{Scheme: "https", Host: cfg.Listen}
 	}
 	return &url.URL{Scheme: "http", Host: cfg.Listen}
+}
+
+// clientCertAlerts are the TLS alerts a server sends when it refuses the
+// client's certificate, or the lack of one (RFC 8446 section 6.2).
+var clientCertAlerts = map[string]bool{
+	"tls: certificate required":          true,
+	"tls: unknown certificate authority": true,
+	"tls: bad certificate":               true,
+	"tls: unsupported certificate":       true,
+	"tls: revoked certificate":           true,
+	"tls: expired certificate":           true,
+	"tls: unknown certificate":           true,
+}
+
+// clientCertRefused is the error of err that says the server refused
+// the client certificate (a TLS alert it sent); nil when there is none.
+// crypto/tls reports a received alert as a net.OpError of Op "remote
+// error" around an unexported alert type, so its text is what tells.
+func clientCertRefused(err error) error {
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "remote error" && oe.Err != nil && clientCertAlerts[oe.Err.Error()] {
+		return oe.Err
+	}
+	return nil
 }

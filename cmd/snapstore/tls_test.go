@@ -150,3 +150,48 @@ func TestSnapstoreAnswers_ServerAskingForACertificate(t *testing.T) {
 		t.Fatal("a closed server answers")
 	}
 }
+
+// TestCLI_RefusedClientCertificateAndPlainHTTP: against a server with
+// tls.client_ca_file, the CLI says the server refused its client
+// certificate (none given, or one of another CA) and how to give one,
+// instead of "no answer"; with a certificate of that CA it is served. A
+// plain http:// URL of the HTTPS port is told to use https://.
+func TestCLI_RefusedClientCertificateAndPlainHTTP(t *testing.T) {
+	dir, other := t.TempDir(), t.TempDir()
+	for _, args := range [][]string{
+		{"cert", "ca", dir},
+		{"cert", "server", dir, "--host", "127.0.0.1"},
+		{"cert", "server", dir, "--host", "127.0.0.1", "--name", "client"},
+		{"cert", "ca", other},
+		{"cert", "server", other, "--host", "127.0.0.1", "--name", "client"},
+	} {
+		if code, out, errs := cli(t, args...); code != 0 {
+			t.Fatalf("%v: %d %s %s", args, code, out, errs)
+		}
+	}
+	url, _, _ := startServeWith(t, 0, nil, func(c *config.Config) {
+		c.TLS = config.TLSConfig{CertFile: filepath.Join(dir, "server.crt"), KeyFile: filepath.Join(dir, "server.key"), ClientCAFile: filepath.Join(dir, "ca.crt")}
+	})
+	list := []string{"datasets", "list", "--server", url, "--ca-file", filepath.Join(dir, "ca.crt")}
+	for _, c := range []struct {
+		name  string
+		args  []string
+		alert string
+	}{
+		{"no certificate", nil, "certificate required"},
+		{"a certificate of another CA", []string{"--client-cert", filepath.Join(other, "client.crt"), "--client-key", filepath.Join(other, "client.key")}, "unknown certificate authority"},
+	} {
+		code, _, errs := cli(t, append(list, c.args...)...)
+		if code != 3 || !strings.Contains(errs, "the server at "+url+" refused the client certificate") || !strings.Contains(errs, c.alert) ||
+			!strings.Contains(errs, "--client-cert FILE and --client-key FILE") || strings.Contains(errs, "no answer") {
+			t.Errorf("%s: exit %d %s", c.name, code, errs)
+		}
+	}
+	if code, out, errs := cli(t, append(list, "--client-cert", filepath.Join(dir, "client.crt"), "--client-key", filepath.Join(dir, "client.key"))...); code != 0 || !strings.Contains(out, "DATASET") {
+		t.Errorf("a certificate of the client CA: exit %d %s %s", code, out, errs)
+	}
+	plain := "http://" + strings.TrimPrefix(url, "https://")
+	if code, _, errs := cli(t, "datasets", "list", "--server", plain); code != 1 || !strings.Contains(errs, "give --server https://"+strings.TrimPrefix(url, "https://")) {
+		t.Errorf("http:// to the HTTPS port: exit %d %s", code, errs)
+	}
+}

@@ -58,6 +58,7 @@ var (
 	hbaseRun  = flag.Bool("hbase", true, "measure a first run on HBase when SNAPSTORE_TEST_HBASE_THRIFT is set")
 	storage   = flag.String("storage", "", "YAML storage section of the Pebble server, e.g. \"storage: {pebble: {cache_size: 536870912}}\" (default: the defaults)")
 	httpsRun  = flag.Bool("https", true, "also measure the point reads over HTTPS (keep-alive) against plain HTTP, interleaved, on two servers (httpsPointReads)")
+	onlyHTTPS = flag.Bool("only-https", false, "measure only the point reads over HTTPS against plain HTTP (after one run to load the table), print the figure and write no report")
 	profDir   = flag.String("cpuprofile-dir", "", "write a CPU profile of each phase's server to this directory (serve --cpuprofile); the server is restarted at each phase, so RSS figures then cover one phase")
 )
 
@@ -140,7 +141,7 @@ func freePort() string {
 // named phase.prof under -cpuprofile-dir when that is set.
 func startServer(e env, data, storage, pki, phase string) *server {
 	port := freePort()
-	if err := os.MkdirAll(data, 0o755); err != nil {
+	if err := os.MkdirAll(data, 0o700); err != nil {
 		log.Fatal(err)
 	}
 	cfg := filepath.Join(data, "..", filepath.Base(data)+".yaml")
@@ -402,6 +403,18 @@ func main() {
 
 	log.Printf("bench: generating %d rows", *rows)
 	rep.genTime = e.generate(*rows)
+	if *onlyHTTPS {
+		s := startServer(e, filepath.Join(tmp, "data"), *storage, "", "first")
+		s.run()
+		s.stop()
+		f := httpsPointReads(e, s.data, filepath.Join(tmp, "pki"), pointScript(*rows))
+		fmt.Printf("%s\npairs (HTTP, HTTPS req/s):", f)
+		for i := range f.plain {
+			fmt.Printf(" (%.0f, %.0f)", f.plain[i], f.tls[i])
+		}
+		fmt.Printf("\n1-minute load average %s, %s (start, end)\n", rep.load[0], loadAvg())
+		return
+	}
 	rep.tableBytes, _ = strconv.ParseInt(e.sql("SELECT SUM(LENGTH(CONCAT_WS(',',id,code,name,qty,price,ratio,created,status,note,flags))) FROM snapbench.t"), 10, 64)
 	rep.source = e.sourceRead()
 	log.Printf("bench: source read %v", rep.source)
@@ -458,8 +471,7 @@ func main() {
 
 	// HTTP reads: point gets and 1,000-row NDJSON pages against the trivial handler.
 	s = s.phase("http-point")
-	pointScript := fmt.Sprintf(`math.randomseed(1)
-request = function() return wrk.format("GET", "/v1/datasets/t/rows/" .. math.random(1, %d)) end`, *rows)
+	pointScript := pointScript(*rows)
 	rep.pointRPS = wrk(s.url, pointScript)
 	s = s.phase("http-ndjson")
 	rep.scanRPS = wrk(s.url, fmt.Sprintf(`math.randomseed(2)
@@ -469,8 +481,8 @@ request = function() return wrk.format("GET", "/v1/datasets/t/rows?limit=1000&st
 	rep.formats = formatScans(s.url, *rows)
 	s.stop()
 	if *httpsRun {
-		rep.httpPointRPS2, rep.httpsPointRPS = httpsPointReads(e, s.data, filepath.Join(tmp, "pki"), pointScript)
-		log.Printf("bench: point reads %.0f req/s over HTTP, %.0f over HTTPS (interleaved)", rep.httpPointRPS2, rep.httpsPointRPS)
+		rep.https = httpsPointReads(e, s.data, filepath.Join(tmp, "pki"), pointScript)
+		log.Printf("bench: %s", rep.https)
 	}
 	trivCtx, stopTriv := context.WithCancel(context.Background())
 	rep.trivialRPS = wrk("http://"+serveTrivial(trivCtx), `request = function() return wrk.format("GET", "/trivial/42") end`)
@@ -499,34 +511,11 @@ request = function() return wrk.format("GET", "/v1/datasets/t/rows?limit=1000&st
 	log.Printf("bench: wrote %s", *out)
 }
 
-// httpsPointReads measures the point reads of script over plain HTTP
-// and over HTTPS, and returns both in requests per second. Two servers
-// run at once, one on data and one on a copy of it (a Pebble directory
-// has one process at a time) serving HTTPS with a certificate of
-// snapstore cert made in pki; wrk goes from one to the other in five
-// rounds of a fifth of -wrk each, after a round of each not counted that
-// warms the caches of the new processes, so that both see the same load
-// of a shared machine. wrk keeps its 16 connections open, so the ratio is
-// the cost of TLS records on kept-alive connections, not of handshakes.
-func httpsPointReads(e env, data, pki, script string) (plainRPS, tlsRPS float64) {
-	cp := data + "-https"
-	if b, err := exec.Command("cp", "-a", data, cp).CombinedOutput(); err != nil {
-		log.Fatalf("bench: copying %s: %v: %s", data, err, b)
-	}
-	defer os.RemoveAll(cp)
-	plain := startServer(e, data, *storage, "", "http-point-interleaved")
-	defer plain.stop()
-	tlsSrv := startServer(e, cp, *storage, makePKI(pki), "https-point")
-	defer tlsSrv.stop()
-	const rounds = 5
-	d := max(*wrkDur/rounds, time.Second)
-	wrkFor(plain.url, script, d)
-	wrkFor(tlsSrv.url, script, d)
-	for range rounds {
-		plainRPS += wrkFor(plain.url, script, d) / rounds
-		tlsRPS += wrkFor(tlsSrv.url, script, d) / rounds
-	}
-	return plainRPS, tlsRPS
+// pointScript is wrk's Lua script of the point reads: random keys of a
+// table of n rows, the same sequence in every measurement.
+func pointScript(n int) string {
+	return fmt.Sprintf(`math.randomseed(1)
+request = function() return wrk.format("GET", "/v1/datasets/t/rows/" .. math.random(1, %d)) end`, n)
 }
 
 // hbaseFirstRun times a first run of the table on the HBase backend (a
