@@ -465,6 +465,10 @@ func (w *TableWriter) SetSourceDigest(digest []byte) { w.r.SetSourceDigest(diges
 // Stats returns the table's counts so far; safe from any goroutine.
 func (w *TableWriter) Stats() RunStats { return w.r.Stats() }
 
+// Progress returns the table's counts and checksum sum so far, as
+// Run.Progress; from the goroutine that puts the table's rows.
+func (w *TableWriter) Progress() (RunStats, uint64) { return w.r.Progress() }
+
 // Commit finishes every table (D3: delete markers for rows not seen,
 // guards per table, data flushed and synced), writes the version's record
 // listing every table, then commits the version in one conditional write
