@@ -350,6 +350,9 @@ func (s *Service) checkResource(ctx context.Context, spec api.Adapter) (warning 
 		if errors.Is(err, source.ErrBadSelection) {
 			return "", optionErrorIs(&OptionError{Key: "resources", Msg: err.Error()}, err)
 		}
+		if errors.Is(err, errNoPoint) {
+			return "", optionErrorIs(&OptionError{Key: "connection", Msg: err.Error()}, err)
+		}
 	} else if err == nil {
 		defer l.release()
 		var tr TableReader
