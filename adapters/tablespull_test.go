@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/snapshot"
@@ -284,6 +285,60 @@ func TestTablesRunChunks(t *testing.T) {
 		}
 		if _, rows := tableRows(t, ts.db, "two", "big", 0); len(rows) != 12000 || col(byID(rows, 7000), "v").Int != 0 || col(byID(rows, 6999), "v").Int != 6999 {
 			t.Errorf("big after the chunked run: %d rows, 7000 -> %s", len(rows), fmtValue(col(byID(rows, 7000), "v")))
+		}
+	})
+}
+
+// TestTablesRunCancelled: a run of several tables cancelled (Close) while
+// it reads its second table, the first one written, commits nothing: the
+// current version holds every table as before, and a run after a restart
+// succeeds.
+func TestTablesRunCancelled(t *testing.T) {
+	forEachTablesSource(t, func(t *testing.T, src tablesSource) {
+		ctx := context.Background()
+		src.exec("CREATE TABLE a (id INT PRIMARY KEY, v INT NOT NULL)", "CREATE TABLE b (id INT PRIMARY KEY, v INT NOT NULL)",
+			"INSERT INTO a VALUES (1, 1), (2, 2)", "INSERT INTO b VALUES (1, 1), (2, 2), (3, 3), (4, 4), (5, 5)")
+		ts := newStack(t, Options{})
+		if _, err := ts.svc.CreateConnection(ctx, src.conn); err != nil {
+			t.Fatal(noteErr(err))
+		}
+		if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "ab", Connection: "src", Include: []string{"a", "b"}, Parallelism: 1}); err != nil {
+			t.Fatal(noteErr(err))
+		}
+		first := ts.runWait(t, "ab")
+		mustSucceed(t, first)
+		src.exec("UPDATE a SET v = 10", "UPDATE b SET v = 10")
+		blk := newBlock(ts, "ab", 3) // table a has 2 rows: the pause is in b
+		rec, err := ts.svc.StartRun(ctx, "ab", RunOptions{Trigger: "api"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-blk.reached
+		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		if err := ts.svc.Close(cctx); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ts.svc.GetRun(ctx, rec.ID)
+		if err != nil || got.Status != RunAborted {
+			t.Fatalf("cancelled run %+v %v", got, err)
+		}
+		if cur := mustVersion(t, ts.db, "ab", 0); cur.Version != first.Version {
+			t.Errorf("current version %d after a cancelled run, want %d", cur.Version, first.Version)
+		}
+		for _, tb := range []string{"a", "b"} {
+			if _, rows := tableRows(t, ts.db, "ab", tb, 0); col(byID(rows, 1), "v").Int != 1 {
+				t.Errorf("%s after a cancelled run: row 1 v %s", tb, fmtValue(col(byID(rows, 1), "v")))
+			}
+		}
+		ts.close()
+		ts = openStack(t, ts.dir, Options{})
+		next := ts.runWait(t, "ab")
+		mustSucceed(t, next)
+		for _, tb := range []string{"a", "b"} {
+			if _, rows := tableRows(t, ts.db, "ab", tb, 0); col(byID(rows, 1), "v").Int != 10 {
+				t.Errorf("%s after the next run: row 1 v %s", tb, fmtValue(col(byID(rows, 1), "v")))
+			}
 		}
 	})
 }
