@@ -164,8 +164,12 @@ func checkTables(prefix string, strategy Strategy, spec api.Adapter) []error {
 		pats  []string
 	}{{"include", spec.Include}, {"exclude", spec.Exclude}} {
 		for i, p := range l.pats {
-			if err := (source.TableSelection{Include: []string{p}}).Validate(); err != nil {
-				errs = append(errs, &OptionError{Key: fmt.Sprintf("%s%s[%d]", prefix, l.field, i), Msg: fmt.Sprintf("%q is not a glob pattern (path.Match)", p)})
+			key := fmt.Sprintf("%s%s[%d]", prefix, l.field, i)
+			switch {
+			case p == "":
+				errs = append(errs, &OptionError{Key: key, Msg: "empty pattern"})
+			case (source.TableSelection{Include: []string{p}}).Validate() != nil:
+				errs = append(errs, &OptionError{Key: key, Msg: fmt.Sprintf("%q is not a glob pattern (path.Match)", p)})
 			}
 		}
 	}
