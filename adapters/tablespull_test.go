@@ -191,6 +191,16 @@ func TestTablesRun(t *testing.T) {
 		if _, led := tableRows(t, ts.db, "bank", "ledger", 0); len(led) != 1 {
 			t.Errorf("ledger after a refused run: %d rows", len(led))
 		}
+
+		// A selected table without a key fails the run, naming it.
+		src.exec("CREATE TABLE nokey (a INT, b INT)")
+		seventh := ts.runWait(t, "bank")
+		if seventh.Status != RunFailed || seventh.Code != "no_key" || !strings.Contains(seventh.Error, "nokey") {
+			t.Errorf("run with a table without a key: %s %s: %s", seventh.Status, seventh.Code, seventh.Error)
+		}
+		if cur := mustVersion(t, ts.db, "bank", 0); cur.Version != fifth.Version {
+			t.Errorf("current version %d after a run with a table without a key, want %d", cur.Version, fifth.Version)
+		}
 	})
 }
 
