@@ -82,8 +82,11 @@ func parseAdapter(prefix string, spec api.Adapter) (*adapterDef, error) {
 	if spec.Connection == "" {
 		errs = append(errs, &OptionError{Key: prefix + "connection", Msg: "required"})
 	}
-	if spec.Resource == "" {
-		errs = append(errs, &OptionError{Key: prefix + "resource", Msg: "required: the source table or view"})
+	switch {
+	case spec.ManyTables() && spec.Resource != "":
+		errs = append(errs, &OptionError{Key: prefix + "resource", Msg: "set resource for a dataset of one table, or resources, include and exclude for several tables, not both"})
+	case !spec.ManyTables() && spec.Resource == "":
+		errs = append(errs, &OptionError{Key: prefix + "resource", Msg: "required: the source table or view (or resources, include, exclude for several tables)"})
 	}
 	if spec.Dataset == "" {
 		spec.Dataset = spec.Name
@@ -134,10 +137,64 @@ func parseAdapter(prefix string, spec api.Adapter) (*adapterDef, error) {
 		errs = append(errs, err)
 	}
 	errs = append(errs, checkPartitionKey(prefix+"partition_key", strategy, spec.PartitionKey)...)
+	errs = append(errs, checkTables(prefix, strategy, spec)...)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	return &adapterDef{spec: spec, sched: sch}, nil
+}
+
+// maxParallelism bounds api.Adapter.Parallelism.
+const maxParallelism = 64
+
+// checkTables checks the fields of a dataset of several tables: every
+// resource named once, every pattern valid (source.TableSelection), and
+// the fields that apply to one table, or to several, used only there.
+func checkTables(prefix string, strategy Strategy, spec api.Adapter) []error {
+	var errs []error
+	seen := map[string]bool{}
+	for i, r := range spec.Resources {
+		if strings.TrimSpace(r) == "" || seen[r] {
+			errs = append(errs, &OptionError{Key: fmt.Sprintf("%sresources[%d]", prefix, i), Msg: "empty or repeated resource"})
+		}
+		seen[r] = true
+	}
+	for _, l := range []struct {
+		field string
+		pats  []string
+	}{{"include", spec.Include}, {"exclude", spec.Exclude}} {
+		for i, p := range l.pats {
+			key := fmt.Sprintf("%s%s[%d]", prefix, l.field, i)
+			switch {
+			case p == "":
+				errs = append(errs, &OptionError{Key: key, Msg: "empty pattern"})
+			case (source.TableSelection{Include: []string{p}}).Validate() != nil:
+				errs = append(errs, &OptionError{Key: key, Msg: fmt.Sprintf("%q is not a glob pattern (path.Match)", p)})
+			}
+		}
+	}
+	if spec.Parallelism < 0 || spec.Parallelism > maxParallelism {
+		errs = append(errs, &OptionError{Key: prefix + "parallelism", Msg: fmt.Sprintf("want 0 (the connection's default) to %d, got %d", maxParallelism, spec.Parallelism)})
+	}
+	if !spec.ManyTables() {
+		if spec.Parallelism != 0 {
+			errs = append(errs, &OptionError{Key: prefix + "parallelism", Msg: "applies to a dataset of several tables (resources, include, exclude) only"})
+		}
+		if spec.AllowDroppedTables {
+			errs = append(errs, &OptionError{Key: prefix + "allow_dropped_tables", Msg: "applies to a dataset of several tables (resources, include, exclude) only"})
+		}
+		return errs
+	}
+	if len(spec.KeyColumns) > 0 {
+		errs = append(errs, &OptionError{Key: prefix + "key_columns", Msg: "not with several tables: each table's key is its primary key"})
+	}
+	if len(spec.SourceOptions) > 0 {
+		errs = append(errs, &OptionError{Key: prefix + "source_options", Msg: "not with several tables"})
+	}
+	if strategy == StrategyPartitionByKey {
+		errs = append(errs, &OptionError{Key: prefix + "strategy", Msg: "partition-by-key is not available for a dataset of several tables; its runs read every table on one node"})
+	}
+	return errs
 }
 
 // ListAdapters lists every adapter, sorted by name, then origin; an API
@@ -287,7 +344,20 @@ func (s *Service) checkResource(ctx context.Context, spec api.Adapter) (warning 
 	ctx, cancel := context.WithTimeout(ctx, resourceCheckTimeout)
 	defer cancel()
 	l, err := s.acquire(ctx, spec.Connection)
-	if err == nil {
+	if err == nil && spec.ManyTables() {
+		defer l.release()
+		// Several tables: the selection resolves against the tables the
+		// source lists now; each table's key is checked by the run.
+		if _, err = s.selectTables(ctx, l, spec); err == nil {
+			return "", nil
+		}
+		if errors.Is(err, source.ErrBadSelection) {
+			return "", optionErrorIs(&OptionError{Key: "resources", Msg: err.Error()}, err)
+		}
+		if errors.Is(err, errNoPoint) {
+			return "", optionErrorIs(&OptionError{Key: "connection", Msg: err.Error()}, err)
+		}
+	} else if err == nil {
 		defer l.release()
 		var tr TableReader
 		tr, err = s.openResource(ctx, l, spec)
@@ -300,7 +370,7 @@ func (s *Service) checkResource(ctx context.Context, spec api.Adapter) (warning 
 		}
 	}
 	switch {
-	case errors.Is(err, ErrResourceNotFound), errors.Is(err, ErrNoKey), errors.Is(err, ErrConnectionNotFound):
+	case errors.Is(err, ErrResourceNotFound), errors.Is(err, ErrNoKey), errors.Is(err, ErrConnectionNotFound), errors.Is(err, errNoPoint):
 		return "", fmt.Errorf("adapter %q: %w", spec.Name, err)
 	case l != nil && errors.As(err, new(*OptionError)):
 		// The source refused the resource itself (a snapstore dataset

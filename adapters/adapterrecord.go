@@ -16,6 +16,11 @@ type adapterRecord struct {
 	Name                string             `json:"name"`
 	Connection          string             `json:"connection"`
 	Resource            string             `json:"resource"`
+	Resources           []string           `json:"resources,omitempty"`
+	Include             []string           `json:"include,omitempty"`
+	Exclude             []string           `json:"exclude,omitempty"`
+	AllowDroppedTables  bool               `json:"allow_dropped_tables,omitempty"`
+	Parallelism         int                `json:"parallelism,omitempty"`
 	Dataset             string             `json:"dataset,omitempty"`
 	KeyColumns          []string           `json:"key_columns,omitempty"`
 	SourceOptions       map[string]any     `json:"source_options,omitempty"`
@@ -42,6 +47,11 @@ func adapterRecordOf(spec api.Adapter) adapterRecord {
 		Name:                spec.Name,
 		Connection:          spec.Connection,
 		Resource:            spec.Resource,
+		Resources:           spec.Resources,
+		Include:             spec.Include,
+		Exclude:             spec.Exclude,
+		AllowDroppedTables:  spec.AllowDroppedTables,
+		Parallelism:         spec.Parallelism,
 		Dataset:             spec.Dataset,
 		KeyColumns:          spec.KeyColumns,
 		SourceOptions:       spec.SourceOptions,
@@ -67,6 +77,11 @@ func (r adapterRecord) spec() api.Adapter {
 		Name:                r.Name,
 		Connection:          r.Connection,
 		Resource:            r.Resource,
+		Resources:           r.Resources,
+		Include:             r.Include,
+		Exclude:             r.Exclude,
+		AllowDroppedTables:  r.AllowDroppedTables,
+		Parallelism:         r.Parallelism,
 		Dataset:             r.Dataset,
 		KeyColumns:          r.KeyColumns,
 		SourceOptions:       r.SourceOptions,

@@ -94,7 +94,33 @@ func (s *Service) readDigest(ctx context.Context, dataset string, cur *snapshot.
 		return nil
 	}
 	b, err := s.db.SourceDigest(ctx, dataset, cur.Version)
-	if err != nil || b == nil {
+	if err != nil {
+		return nil
+	}
+	return parseDigest(b, cs)
+}
+
+// readTableDigest is readDigest for the table name of a dataset of
+// several tables, whose current version cur holds it.
+func (s *Service) readTableDigest(ctx context.Context, dataset, name string, cur *snapshot.VersionInfo, schema snapshot.Schema, cs checksummer) *digest {
+	if cur == nil || cs == nil {
+		return nil
+	}
+	t, ok := cur.Table(name)
+	if !ok || !sameSchema(t.Schema, schema) {
+		return nil
+	}
+	b, err := s.db.TableSourceDigest(ctx, dataset, name, cur.Version)
+	if err != nil {
+		return nil
+	}
+	return parseDigest(b, cs)
+}
+
+// parseDigest decodes a stored digest b; nil when there is none, or it
+// was made by another version of the format or another checksum.
+func parseDigest(b []byte, cs checksummer) *digest {
+	if b == nil {
 		return nil
 	}
 	d := new(digest)
@@ -203,7 +229,7 @@ func (s *Service) syncDatasetConfig(ctx context.Context, spec api.Adapter) error
 // chunk with the last key, the rows and the run's checksum sum since the
 // previous one, and whether the run changed anything in it.
 type chunkRecorder struct {
-	run       *snapshot.Run
+	run       tableSink
 	chunkRows int64
 	chunks    []chunk
 	changed   []bool
@@ -213,7 +239,7 @@ type chunkRecorder struct {
 	changes0  int64  // the run's changes when it opened
 }
 
-func newChunkRecorder(run *snapshot.Run, chunkRows int) *chunkRecorder {
+func newChunkRecorder(run tableSink, chunkRows int) *chunkRecorder {
 	cr := &chunkRecorder{run: run, chunkRows: int64(chunkRows)}
 	cr.open()
 	return cr

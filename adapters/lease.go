@@ -31,6 +31,8 @@ type lease struct {
 	conn     Connector // the revision's connection type
 	typ      string
 	revision int64
+	sharing  Sharing
+	maxOpen  int // a pooled connection's max_open, 0: no bound
 	secrets  []string
 	release  func()
 }
@@ -56,7 +58,7 @@ func (s *Service) acquire(ctx context.Context, name string) (*lease, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &lease{src: src, conn: d.conn, typ: d.spec.Type, revision: d.revision, secrets: secrets, release: func() {
+		return &lease{src: src, conn: d.conn, typ: d.spec.Type, revision: d.revision, sharing: SharingSingleUse, secrets: secrets, release: func() {
 			if err := src.Close(); err != nil {
 				s.log.Warn("closing single-use data connection", "connection", name, "err", scrubError(err, secrets...))
 			}
@@ -79,7 +81,11 @@ func (s *Service) acquire(ctx context.Context, name string) (*lease, error) {
 		}
 		h.src, h.secrets = src, secrets
 	}
-	return &lease{src: h.src, conn: d.conn, typ: d.spec.Type, revision: h.revision, secrets: h.secrets, release: func() { s.releaseHandle(h) }}, nil
+	l := &lease{src: h.src, conn: d.conn, typ: d.spec.Type, revision: h.revision, sharing: Sharing(d.spec.Sharing), secrets: h.secrets, release: func() { s.releaseHandle(h) }}
+	if d.pool.Pooled {
+		l.maxOpen = d.pool.MaxOpen
+	}
+	return l, nil
 }
 
 // releaseHandle ends one lease on h, closing a retired h's Source with the

@@ -40,7 +40,10 @@ type pull struct {
 	chunks   *chunkState           // the chunk pass over prev, when one ran
 
 	run       RunWriter
-	local     *snapshot.Run  // run as a run of this process (digest, carrying over)
+	w         rowSink        // where rows go: run, or one table's writer of a run of several tables
+	local     tableSink      // run as a run of this process (digest, carrying over), or that table's writer
+	tables    *tablesPull    // the run of several tables this pull reads one table of, nil for a dataset of one table
+	first     bool           // the current version does not hold the table: the digest's chunks all changed
 	rec       *chunkRecorder // the new digest's chunks, nil without one
 	keyIdx    []int          // the schema indexes of the key columns, for rec
 	committed bool           // Commit was called (it aborts by itself on error)
@@ -48,6 +51,23 @@ type pull struct {
 	n       int64 // rows put
 	res     pullResult
 	dropped bool // the source's checksums disagreed with a read
+}
+
+// rowSink takes a table's rows: a RunWriter, or a TableWriter of a run
+// of several tables.
+type rowSink interface {
+	Put(ctx context.Context, vals []snapshot.Value) error
+	Stats() snapshot.RunStats
+}
+
+// tableSink is a rowSink of this process that also carries rows of the
+// current version over and keeps the table's digest: a *snapshot.Run, or
+// a *snapshot.TableWriter.
+type tableSink interface {
+	rowSink
+	Carry(ctx context.Context, after, through []snapshot.Value, rows int64, sum uint64) error
+	SetSourceDigest(digest []byte)
+	Progress() (snapshot.RunStats, uint64)
 }
 
 // pull streams the source table of spec into a snapshot run and commits
@@ -125,6 +145,7 @@ func (p *pull) plan(ctx context.Context) error {
 	if Strategy(spec.Strategy) == StrategyPartitionByKey {
 		p.cs = nil
 	}
+	p.first = p.cur == nil
 	p.prev = s.readDigest(ctx, spec.Dataset, p.cur, p.schema, p.cs)
 	if p.prev != nil && !spec.CommitUnchanged {
 		// A run may end verified without beginning a snapshot run: the
@@ -139,11 +160,8 @@ func (p *pull) plan(ctx context.Context) error {
 // set); the digest records that this run changed nothing.
 func (p *pull) verify(ctx context.Context) (verified bool, err error) {
 	prev := p.prev
-	if prev == nil || !prev.Checksums || prev.Changed >= 0.5 || !p.cs.Chunkable() {
-		return false, nil
-	}
-	if p.chunks, err = chunkPass(ctx, p.cs, prev); err != nil {
-		return false, p.readErr(ctx, err)
+	if err := p.passChunks(ctx); err != nil || p.chunks == nil {
+		return false, err
 	}
 	if p.chunks.nchg != 0 || p.chunks.full || p.spec.CommitUnchanged {
 		return false, nil
@@ -153,6 +171,20 @@ func (p *pull) verify(ctx context.Context) (verified bool, err error) {
 	vi, err := p.s.verifyRun(ctx, p.spec.Dataset, p.cur, &next)
 	p.res = pullResult{vi: vi, mode: ModeVerify, verified: true, chunks: len(prev.Chunks), skipped: len(prev.Chunks)}
 	return true, err
+}
+
+// passChunks runs the chunk pass (p.chunks) when the current version's
+// digest allows chunk mode.
+func (p *pull) passChunks(ctx context.Context) error {
+	prev := p.prev
+	if prev == nil || !prev.Checksums || prev.Changed >= 0.5 || !p.cs.Chunkable() {
+		return nil
+	}
+	var err error
+	if p.chunks, err = chunkPass(ctx, p.cs, prev); err != nil {
+		return p.readErr(ctx, err)
+	}
+	return nil
 }
 
 // begin begins the snapshot run, enters the read phase, and sets up the
@@ -171,16 +203,25 @@ func (p *pull) begin(ctx context.Context) error {
 		}
 		return fmt.Errorf("starting a run of dataset %q: %w", spec.Dataset, err)
 	}
-	p.run = run
+	p.run, p.w = run, run
 	p.ar.mu.Lock()
 	p.ar.rec.TxnID = run.TxnID()
 	p.ar.beginPhaseLocked(PhaseRead, s.now().UTC())
 	p.ar.mu.Unlock()
 	s.checkpoint(ctx, p.ar)
 
-	p.res = pullResult{mode: ModeFull}
 	// The digest and carrying ranges over need a run of this process.
-	p.local, _ = run.(*snapshot.Run)
+	if r, ok := run.(*snapshot.Run); ok {
+		p.local = r
+	}
+	p.startDigest()
+	return nil
+}
+
+// startDigest sets up the new digest's chunks when the source has
+// checksums and the rows go to this process (p.local).
+func (p *pull) startDigest() {
+	p.res = pullResult{mode: ModeFull}
 	if p.cs != nil && p.cs.Chunkable() && p.local != nil {
 		rows := digestChunkRows
 		if p.chunks != nil && !p.chunks.full {
@@ -189,7 +230,6 @@ func (p *pull) begin(ctx context.Context) error {
 		p.rec = newChunkRecorder(p.local, rows)
 		p.keyIdx = keyIndexes(p.schema)
 	}
-	return nil
 }
 
 // abort aborts the snapshot run unless Commit was called.
@@ -245,7 +285,7 @@ func (p *pull) putValues(ctx context.Context, vals []snapshot.Value) error {
 			vals[i].Kind = snapshot.KindEmbeddedJSON
 		}
 	}
-	if err := p.run.Put(ctx, vals); err != nil {
+	if err := p.w.Put(ctx, vals); err != nil {
 		return fmt.Errorf("writing row %d of %s: %w", p.n+1, p.resource, err)
 	}
 	p.n++
@@ -256,12 +296,21 @@ func (p *pull) putValues(ctx context.Context, vals []snapshot.Value) error {
 		p.s.testHookRow(ctx, p.spec.Name, p.n)
 	}
 	if p.n%progressEvery == 0 {
-		st := p.run.Stats()
-		p.ar.mu.Lock()
-		p.ar.rec.RowsRead, p.ar.rec.Stats = p.n, st
-		p.ar.mu.Unlock()
+		p.progress()
 	}
 	return nil
+}
+
+// progress updates the live run record with the rows read so far.
+func (p *pull) progress() {
+	if p.tables != nil {
+		p.tables.progress(progressEvery)
+		return
+	}
+	st := p.w.Stats()
+	p.ar.mu.Lock()
+	p.ar.rec.RowsRead, p.ar.rec.Stats = p.n, st
+	p.ar.mu.Unlock()
 }
 
 // readChunks is chunk mode: each chunk of the current version's digest
@@ -364,7 +413,7 @@ func (p *pull) checksums(ctx context.Context, chunks []chunk, lo []snapshot.Valu
 func (p *pull) seal(ctx context.Context) error {
 	if rec := p.rec; rec != nil {
 		d := &digest{Version: digestVersion, Signature: p.cs.ChecksumSignature(), Chunks: rec.chunks, Changed: rec.changedShare()}
-		if p.cur == nil {
+		if p.first {
 			d.Changed = 1
 		}
 		switch {

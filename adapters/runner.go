@@ -157,7 +157,13 @@ func (s *Service) startLocal(ctx context.Context, name string, opts RunOptions, 
 func (s *Service) execute(ctx context.Context, ar *activeRun, spec api.Adapter, force bool) {
 	defer s.wg.Done()
 	defer ar.cancel(nil)
-	res, err := s.pull(ctx, ar, spec, force)
+	var res pullResult
+	var err error
+	if spec.ManyTables() {
+		res, err = s.pullTables(ctx, ar, spec, force)
+	} else {
+		res, err = s.pull(ctx, ar, spec, force)
+	}
 	end := s.now().UTC()
 	// Free the adapter before the record says the run ended: a client that
 	// sees the final status and starts the next run must not be refused

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/snapstore/snapstore/adapters/source"
 	"github.com/snapstore/snapstore/snapshot"
 	"github.com/snapstore/snapstore/store"
 )
@@ -74,9 +75,16 @@ type RunRecord struct {
 	Mode string `json:"mode,omitempty"`
 	// Chunks is the number of key ranges of the version's source digest,
 	// ChunksSkipped those carried over without reading.
-	Chunks        int    `json:"chunks,omitempty"`
-	ChunksSkipped int    `json:"chunks_skipped,omitempty"`
-	Error         string `json:"error,omitempty"`
+	Chunks        int `json:"chunks,omitempty"`
+	ChunksSkipped int `json:"chunks_skipped,omitempty"`
+	// Point, for a run of a dataset of several tables, says how the
+	// source's point every table was read at was made: its mode, why,
+	// and the connections it held (docs/connections.md).
+	Point *source.PointInfo `json:"point,omitempty"`
+	// Tables, for a run of a dataset of several tables, lists each table
+	// with how it was read and its counts.
+	Tables []RunTable `json:"tables,omitempty"`
+	Error  string     `json:"error,omitempty"`
 	// Code classifies a run that did not succeed, stable for scripts:
 	// guard_refused, duplicate_key, resource_not_found, no_key, unsupported_type,
 	// source_unavailable, source_auth, connection_not_found, config (the
@@ -110,6 +118,7 @@ var runCodes = []struct {
 	{snapshot.ErrRunInProgress, "run_in_progress"},
 	{snapshot.ErrDuplicateKey, "duplicate_key"},
 	{snapshot.ErrKeyChanged, "key_changed"},
+	{snapshot.ErrTableMissing, "resource_not_found"},
 	{snapshot.ErrPartitionCount, "partition_count"},
 	{snapshot.ErrPartitionKey, "partition_key"},
 	{snapshot.ErrBadKey, "bad_key"},

@@ -8,8 +8,25 @@ type Adapter struct {
 	// Name names the adapter; in a PUT the path gives it.
 	Name       string `json:"name,omitempty" yaml:"name"`
 	Connection string `json:"connection" yaml:"connection"`
-	// Resource is the source table or view, "table" or "schema.table".
+	// Resource is the source table or view, "table" or "schema.table",
+	// for a dataset of one table. Exclusive with Resources, Include and
+	// Exclude.
 	Resource string `json:"resource" yaml:"resource"`
+	// Resources, Include and Exclude name the tables of a dataset of
+	// several tables, all read at one point of the source: tables or
+	// views by name, and glob patterns on "table" or "schema.table" names
+	// (docs/semantics.md).
+	Resources []string `json:"resources,omitempty" yaml:"resources"`
+	Include   []string `json:"include,omitempty" yaml:"include"`
+	Exclude   []string `json:"exclude,omitempty" yaml:"exclude"`
+	// AllowDroppedTables lets a run of several tables commit without a
+	// table the source no longer holds (absent from the new version,
+	// kept by the older ones); default false: the run fails naming it.
+	AllowDroppedTables bool `json:"allow_dropped_tables,omitempty" yaml:"allow_dropped_tables"`
+	// Parallelism is how many connections a run of several tables reads
+	// its tables over; 0: the default of the connection's sharing mode
+	// (docs/connections.md).
+	Parallelism int `json:"parallelism,omitempty" yaml:"parallelism"`
 	// Dataset is the target dataset; default Name.
 	Dataset string `json:"dataset,omitempty" yaml:"dataset"`
 	// KeyColumns are the row key's columns; default the primary key.
@@ -66,4 +83,10 @@ type Guard struct {
 	AllowEmpty bool `json:"allow_empty" yaml:"allow_empty"`
 	// MaxShrink is the largest fraction (0..1) of rows a run may delete.
 	MaxShrink float64 `json:"max_shrink" yaml:"max_shrink"`
+}
+
+// ManyTables reports whether a names a dataset of several tables: by a
+// list of resources or by patterns rather than by Resource.
+func (a Adapter) ManyTables() bool {
+	return len(a.Resources) > 0 || len(a.Include) > 0 || len(a.Exclude) > 0
 }

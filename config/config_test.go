@@ -201,3 +201,29 @@ func TestConfig_SessionIdleTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestConfig_TablesAdapterKeys: the keys of an adapter of several tables
+// are checked in the file, every offending one named at once.
+func TestConfig_TablesAdapterKeys(t *testing.T) {
+	cfg := Default()
+	cfg.Connections = []api.Connection{{Name: "c", Type: "sqlite", Options: map[string]any{"path": "x.db"}}}
+	cfg.Adapters = []api.Adapter{
+		{Name: "a", Connection: "c", Resource: "t", Include: []string{"orders_[", "*"}, Exclude: []string{""}, Parallelism: 65},
+		{Name: "b", Connection: "c", Resources: []string{"t", "t"}, KeyColumns: []string{"id"}},
+		{Name: "d", Connection: "c", Resource: "t", AllowDroppedTables: true},
+		{Name: "e", Connection: "c", Include: []string{"public.*"}, Exclude: []string{"audit_*"}, AllowDroppedTables: true, Parallelism: 8},
+	}
+	err := cfg.Validate()
+	if err == nil {
+		t.Fatal("bad config accepted")
+	}
+	for _, key := range []string{"adapters[0].resource", "adapters[0].include[0]", "adapters[0].exclude[0]", "adapters[0].parallelism",
+		"adapters[1].resources[1]", "adapters[1].key_columns", "adapters[2].allow_dropped_tables"} {
+		if !strings.Contains(err.Error(), "config key "+key+":") {
+			t.Errorf("error does not name %s:\n%v", key, err)
+		}
+	}
+	if strings.Contains(err.Error(), "adapters[3]") || strings.Contains(err.Error(), "adapters[0].include[1]") {
+		t.Errorf("a valid key refused:\n%v", err)
+	}
+}

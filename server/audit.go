@@ -144,7 +144,7 @@ func setAuditTarget(c echo.Context, key, value string) {
 
 // rowReads are the operations that read a dataset's rows, recorded for a
 // dataset whose adapter has audit_reads.
-var rowReads = map[string]bool{"scanRows": true, "getRow": true, "diff": true}
+var rowReads = map[string]bool{"scanRows": true, "getRow": true, "diff": true, "scanTableRows": true, "getTableRow": true, "tableDiff": true}
 
 // nameParamOf maps the route prefix of an operation to what its path
 // parameter "name" names.

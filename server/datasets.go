@@ -53,12 +53,11 @@ func (s *Server) getDataset(c echo.Context) error {
 	if at != (snapshot.At{}) {
 		// A version selector: resolve it (410 when not kept) and describe
 		// that version, schema and key columns included, as "version_read".
-		r, err := s.openReader(c, at)
+		v, err := s.db.VersionAt(c.Request().Context(), ds, at)
 		if err != nil {
 			return err
 		}
-		v := r.Version()
-		r.Close()
+		setVersionHeader(c, v.Version)
 		out.VersionRead = &v
 		return c.JSON(http.StatusOK, out)
 	}

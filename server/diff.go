@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -13,12 +12,19 @@ import (
 	"github.com/snapstore/snapstore/snapshot"
 )
 
-// diff answers GET /v1/datasets/{dataset}/diff: the changes from version
-// from to version to as NDJSON, an Arrow IPC stream or a Parquet file
-// (arrowdiff.go), or their counts with stats_only=true.
+// diff answers GET /v1/datasets/{dataset}/diff and
+// /v1/datasets/{dataset}/tables/{table}/diff: the changes of the dataset,
+// or of its table, from version from to version to as NDJSON, an Arrow
+// IPC stream or a Parquet file (arrowdiff.go), or their counts with
+// stats_only=true (of each table too, for a dataset of named tables:
+// diffCounts).
 func (s *Server) diff(c echo.Context) error {
 	ctx := c.Request().Context()
 	ds, err := pathParam(c, "dataset")
+	if err != nil {
+		return err
+	}
+	table, named, err := tableParam(c)
 	if err != nil {
 		return err
 	}
@@ -40,16 +46,12 @@ func (s *Server) diff(c echo.Context) error {
 	}
 	setVersionHeader(c, to)
 	if statsOnly {
-		st, err := s.db.DiffCounts(ctx, ds, from, to)
-		if err != nil {
-			return err
-		}
-		return c.JSON(http.StatusOK, st)
+		return s.diffCounts(c, ds, table, named, from, to)
 	}
 	if media != mediaNDJSON {
-		return s.diffArrow(c, ds, from, to, media, codec)
+		return s.diffArrow(c, ds, table, named, from, to, media, codec)
 	}
-	it, err := s.db.Diff(ctx, ds, from, to)
+	it, err := s.Changes(ctx, ds, table, named, from, to)
 	if err != nil {
 		return err
 	}
@@ -67,20 +69,29 @@ func (s *Server) diff(c echo.Context) error {
 	return s.endStream(c, bw, it.Err())
 }
 
+// Changes streams the changes of ds, or of its table when named, from
+// version from to version to.
+func (s *Server) Changes(ctx context.Context, ds, table string, named bool, from, to int64) (snapshot.DiffIterator, error) {
+	if named {
+		return s.db.TableDiff(ctx, ds, table, from, to)
+	}
+	return s.db.Diff(ctx, ds, from, to)
+}
+
 // diffArrow answers a diff as an Arrow stream or a Parquet file: the
 // schemas of both versions give the columns, a first pass over the
 // changes the columns whose values do not fit their Arrow type, and a
 // second the rows.
-func (s *Server) diffArrow(c echo.Context, ds string, from, to int64, media string, codec compress.Compression) error {
+func (s *Server) diffArrow(c echo.Context, ds, table string, named bool, from, to int64, media string, codec compress.Compression) error {
 	ctx := c.Request().Context()
-	it, err := s.db.Diff(ctx, ds, from, to) // pins both versions
+	it, err := s.Changes(ctx, ds, table, named, from, to) // pins both versions
 	if err != nil {
 		return err
 	}
 	defer it.Close()
 	var infos [2]snapshot.VersionInfo
 	for i, v := range []int64{from, to} {
-		r, err := s.db.Reader(ctx, ds, snapshot.At{Version: v})
+		r, err := s.ReaderOf(ctx, ds, table, named, snapshot.At{Version: v})
 		if err != nil {
 			return err
 		}
@@ -94,7 +105,7 @@ func (s *Server) diffArrow(c echo.Context, ds string, from, to int64, media stri
 		forParquet(t.after)
 	}
 	if len(doubtful(t.keys)) > 0 || len(doubtful(t.before)) > 0 {
-		probe, err := s.db.Diff(ctx, ds, from, to)
+		probe, err := s.Changes(ctx, ds, table, named, from, to)
 		if err != nil {
 			return err
 		}
@@ -108,7 +119,7 @@ func (s *Server) diffArrow(c echo.Context, ds string, from, to int64, media stri
 	schema := t.schema(infos[1], from)
 	fill := func(a *arrowBatches) error { return t.write(it, a) }
 	if media == mediaParquet {
-		name := ds + "-diff-" + strconv.FormatInt(from, 10) + "-" + strconv.FormatInt(to, 10) + ".parquet"
+		name := fileName(ds, table) + "-diff-" + strconv.FormatInt(from, 10) + "-" + strconv.FormatInt(to, 10) + ".parquet"
 		return s.writeParquet(c, schema, codec, name, fill)
 	}
 	return s.streamArrow(c, schema, fill)
@@ -157,13 +168,12 @@ func (s *Server) versionOrTag(ctx context.Context, ds, field, v string) (int64, 
 	if strings.TrimLeft(v, "+-0123456789") == "" {
 		return ParseVersion(field, v)
 	}
-	r, err := s.db.Reader(ctx, ds, snapshot.At{Tag: v})
+	vi, err := s.db.VersionAt(ctx, ds, snapshot.At{Tag: v})
 	if err != nil {
 		if errors.Is(err, snapshot.ErrTagNotFound) {
 			return 0, WithField(err, field)
 		}
 		return 0, err
 	}
-	defer r.Close()
-	return r.Version().Version, nil
+	return vi.Version, nil
 }

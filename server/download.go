@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"net/url"
 
 	"github.com/labstack/echo/v4"
 )
@@ -22,11 +23,21 @@ func (s *Server) ServeDiff(w http.ResponseWriter, r *http.Request, dataset strin
 	s.serveOperation(w, r, dataset, s.diff)
 }
 
-// serveOperation runs the API handler h of a dataset's operation on r.
+// serveOperation runs the API handler h of a dataset's operation on r; a
+// query parameter table= names a table of a dataset of several tables,
+// given to h as the API's {table}.
 func (s *Server) serveOperation(w http.ResponseWriter, r *http.Request, dataset string, h echo.HandlerFunc) {
 	ec := s.echo.NewContext(r, w)
-	ec.SetParamNames("dataset")
-	ec.SetParamValues(dataset)
+	names, values := []string{"dataset"}, []string{dataset}
+	if t := r.URL.Query().Get("table"); t != "" {
+		// escaped as pathParam reads a raw path's parameter
+		if r.URL.RawPath != "" {
+			t = url.PathEscape(t)
+		}
+		names, values = append(names, "table"), append(values, t)
+	}
+	ec.SetParamNames(names...)
+	ec.SetParamValues(values...)
 	if err := h(ec); err != nil {
 		s.echo.HTTPErrorHandler(err, ec)
 	}

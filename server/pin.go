@@ -50,14 +50,18 @@ func parseAt(c echo.Context) (snapshot.At, error) {
 	return at, nil
 }
 
-// openReader pins the version selected by the request and sets the version
-// header. The caller closes the reader.
+// openReader pins the version selected by the request, of the {table} of
+// a table-qualified route, and sets the version header. The caller closes the reader.
 func (s *Server) openReader(c echo.Context, at snapshot.At) (*snapshot.Reader, error) {
 	ds, err := pathParam(c, "dataset")
 	if err != nil {
 		return nil, err
 	}
-	r, err := s.db.Reader(c.Request().Context(), ds, at)
+	table, named, err := tableParam(c)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.ReaderOf(c.Request().Context(), ds, table, named, at)
 	if err != nil {
 		return nil, err
 	}

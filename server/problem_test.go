@@ -76,7 +76,8 @@ func TestProblemFor_EverySentinel(t *testing.T) {
 			"ErrClosed": snapshot.ErrClosed, "ErrCorrupt": snapshot.ErrCorrupt,
 			"ErrReadOnly": snapshot.ErrReadOnly, "ErrSlotLost": snapshot.ErrSlotLost,
 			"ErrOutcomeUnknown": snapshot.ErrOutcomeUnknown, "ErrPartitionCount": snapshot.ErrPartitionCount, "ErrNotCurrent": snapshot.ErrNotCurrent,
-			"ErrPartitionKey": snapshot.ErrPartitionKey,
+			"ErrPartitionKey": snapshot.ErrPartitionKey, "ErrTableRequired": snapshot.ErrTableRequired,
+			"ErrTableNotFound": snapshot.ErrTableNotFound, "ErrTableMissing": snapshot.ErrTableMissing,
 		},
 		"adapters": {
 			"ErrConnectionNotFound": adapters.ErrConnectionNotFound, "ErrConnectionExists": adapters.ErrConnectionExists,
@@ -116,6 +117,8 @@ func TestProblemFor_EverySentinel(t *testing.T) {
 		snapshot.ErrNotCurrent:         {http.StatusConflict, "not_current"},
 		snapshot.ErrSlotLost:           {http.StatusConflict, "writer_slot_lost"},
 		snapshot.ErrOutcomeUnknown:     {http.StatusServiceUnavailable, "outcome_unknown"},
+		snapshot.ErrTableRequired:      {http.StatusConflict, "table_required"},
+		snapshot.ErrTableNotFound:      {http.StatusNotFound, "table_not_found"},
 	}
 	for pkg, table := range known {
 		for _, name := range exportedSentinels(t, filepath.Join("..", pkg)) {

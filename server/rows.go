@@ -232,7 +232,7 @@ func (s *Server) scanArrow(c echo.Context, r *snapshot.Reader, opts snapshot.Sca
 	schema := t.schema(info)
 	fill := func(a *arrowBatches) error { return t.write(it, a) }
 	if media == mediaParquet {
-		return s.writeParquet(c, schema, codec, info.Dataset+".parquet", fill)
+		return s.writeParquet(c, schema, codec, fileName(info.Dataset, r.Table())+".parquet", fill)
 	}
 	return s.streamArrow(c, schema, fill)
 }

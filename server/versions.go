@@ -44,10 +44,13 @@ func (s *Server) listVersions(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if vs == nil {
-		vs = []snapshot.VersionInfo{}
+	out := versionsPage{Versions: make([]versionListed, len(vs))}
+	for i, vi := range vs {
+		out.Versions[i] = versionListed{VersionInfo: vi}
+		for _, t := range vi.Tables {
+			out.Versions[i].Tables = append(out.Versions[i].Tables, tableListed{Name: t.Name, Number: t.Number, Stats: t.Stats, Partitions: t.Partitions})
+		}
 	}
-	out := versionsPage{Versions: vs}
 	if more {
 		out.NextPageToken = encodeVersionsToken(ds, vs[len(vs)-1].Version)
 	}
@@ -56,8 +59,25 @@ func (s *Server) listVersions(c echo.Context) error {
 
 // versionsPage is the answer of GET /v1/datasets/{dataset}/versions.
 type versionsPage struct {
-	Versions      []snapshot.VersionInfo `json:"versions"`
-	NextPageToken string                 `json:"next_page_token,omitempty"`
+	Versions      []versionListed `json:"versions"`
+	NextPageToken string          `json:"next_page_token,omitempty"`
+}
+
+// versionListed is a version in a versions list: the tables of a dataset
+// of several tables without their schemas, which a page of many versions
+// of many tables would repeat (GET .../versions/{version} and
+// GET .../tables give them).
+type versionListed struct {
+	snapshot.VersionInfo
+	Tables []tableListed `json:"tables,omitempty"`
+}
+
+// tableListed is a table of a version in a versions list.
+type tableListed struct {
+	Name       string            `json:"name"`
+	Number     int               `json:"number"`
+	Stats      snapshot.RunStats `json:"stats"`
+	Partitions int               `json:"partitions"`
 }
 
 // A versions page token holds the dataset and the version the next page

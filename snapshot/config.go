@@ -40,6 +40,15 @@ type datasetConfig struct {
 	// PartitionKey is the partition key (partition_key.go), nil for the
 	// row key; fixed once a version is committed.
 	PartitionKey []string `json:"partition_key,omitempty"`
+	// Named says the dataset holds named tables (tables.go): Key,
+	// Columns and PartitionKey above are then unused, each table has its
+	// own in Tables.
+	Named bool `json:"named,omitempty"`
+	// Tables are the named tables of the dataset, each with its number
+	// (the data tables' names, keys.go); NextTable is the largest number
+	// given so far. A number is never given twice.
+	Tables    []tableConfig `json:"tables,omitempty"`
+	NextTable int           `json:"next_table,omitempty"`
 }
 
 // SetConfig updates a dataset's retention and guard, in one write of its

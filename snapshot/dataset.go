@@ -56,14 +56,17 @@ type dataset struct {
 	// it holds in the row (W1).
 	writer string
 	slot   heldSlot
-	run    *Run
+	// run is the run this DB has going, aborted when the DB closes.
+	run interface {
+		Abort(ctx context.Context, reason string) error
+	}
 	// pending, when set, is an outcome still to be learned (a commit or
 	// abort whose write failed in a way that may have applied it): the
 	// keeper tries it until it returns nil, and the dataset's writer stays
 	// held until then.
 	pending func(ctx context.Context) error
 	readers map[*Reader]struct{}
-	plans   map[int64]*readPlan // by version (reader.go)
+	plans   map[planKey]*readPlan // by version and table (reader.go)
 	// persisted says a row of the dataset was read or written; dropped
 	// that it is gone, or being dropped.
 	persisted, dropped bool

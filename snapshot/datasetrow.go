@@ -83,6 +83,7 @@ type dropState struct {
 func (s rowState) clone() rowState {
 	c := s
 	c.Config.Key = slices.Clone(s.Config.Key)
+	c.Config.Tables = slices.Clone(s.Config.Tables)
 	c.Versions = slices.Clone(s.Versions)
 	c.Expired = slices.Clone(s.Expired)
 	c.Tags = maps.Clone(s.Tags)
@@ -370,9 +371,10 @@ func (db *DB) readBody(ctx context.Context, name string, v int64) (*VersionInfo,
 }
 
 // writeBody writes the version row of vi, with the source's digest when
-// not nil (verify.go), before a state lists it; it is idempotent, so a
-// failure is tried again a few times.
-func (db *DB) writeBody(ctx context.Context, vi *VersionInfo, digest []byte) error {
+// not nil (verify.go) and those of its tables (by table number, tables.go),
+// before a state lists it; it is idempotent, so a failure is tried again
+// a few times.
+func (db *DB) writeBody(ctx context.Context, vi *VersionInfo, digest []byte, tableDigests map[int][]byte) error {
 	enc, err := json.Marshal(vi)
 	if err != nil {
 		return fmt.Errorf("snapshot: encoding version info: %w", err)
@@ -381,6 +383,9 @@ func (db *DB) writeBody(ctx context.Context, vi *VersionInfo, digest []byte) err
 	b.Put(versionKey(vi.Dataset, vi.Version), colInfo, 0, enc)
 	if digest != nil {
 		b.Put(versionKey(vi.Dataset, vi.Version), colDigest, 0, digest)
+	}
+	for n, d := range tableDigests {
+		b.Put(versionKey(vi.Dataset, vi.Version), tableDigestColumn(n), 0, d)
 	}
 	for attempt := 0; ; attempt++ {
 		err = db.st.MutateRow(ctx, b)

@@ -57,7 +57,9 @@ func (db *DB) Close() error {
 		return nil
 	}
 	db.mu.Lock()
-	var runs []*Run
+	var runs []interface {
+		Abort(ctx context.Context, reason string) error
+	}
 	for _, ds := range db.datasets {
 		ds.mu.Lock()
 		if ds.run != nil {

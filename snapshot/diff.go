@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/snapstore/snapstore/store"
 )
@@ -61,15 +62,35 @@ type DiffIterator interface {
 // from > to gives the reverse changes), in row key order: insert, delete,
 // or update when any column value or the column set differs. It pins both
 // versions until Close. Errors: ErrDatasetNotFound, ErrVersionNotKept,
-// ErrInvalidArgument (a version <= 0).
+// ErrInvalidArgument (a version <= 0), ErrTableRequired (a dataset of
+// named tables: diff one with TableDiff, or list them with DiffTables).
 func (db *DB) Diff(ctx context.Context, dataset string, from, to int64) (DiffIterator, error) {
-	return db.newDiff(ctx, dataset, from, to, false)
+	return db.newDiff(ctx, dataset, "", false, from, to, false)
+}
+
+// TableDiff streams the changes of the table table of a dataset from
+// version from to version to, as Diff; ErrTableNotFound when either
+// version lacks the table (DiffTables counts a table added or dropped),
+// ErrInvalidArgument when the table was dropped and added again between
+// them.
+func (db *DB) TableDiff(ctx context.Context, dataset, table string, from, to int64) (DiffIterator, error) {
+	return db.newDiff(ctx, dataset, table, true, from, to, false)
 }
 
 // DiffCounts counts the changes from version from to version to, as Diff
 // would stream them, without building rows.
 func (db *DB) DiffCounts(ctx context.Context, dataset string, from, to int64) (DiffStats, error) {
-	d, err := db.newDiff(ctx, dataset, from, to, true)
+	return db.diffCounts(ctx, dataset, "", false, from, to)
+}
+
+// TableDiffCounts counts the changes of one table, as TableDiff would
+// stream them.
+func (db *DB) TableDiffCounts(ctx context.Context, dataset, table string, from, to int64) (DiffStats, error) {
+	return db.diffCounts(ctx, dataset, table, true, from, to)
+}
+
+func (db *DB) diffCounts(ctx context.Context, dataset, table string, qualified bool, from, to int64) (DiffStats, error) {
+	d, err := db.newDiff(ctx, dataset, table, qualified, from, to, true)
 	if err != nil {
 		return DiffStats{}, err
 	}
@@ -96,18 +117,23 @@ func (db *DB) DiffCounts(ctx context.Context, dataset string, from, to int64) (D
 // resolve (diff_changed.go); two Readers pin the versions until Close.
 // With countOnly the iterator classifies rows without building them
 // (Change is not filled).
-func (db *DB) newDiff(ctx context.Context, name string, from, to int64, countOnly bool) (*diffIter, error) {
+func (db *DB) newDiff(ctx context.Context, name, table string, qualified bool, from, to int64, countOnly bool) (*diffIter, error) {
 	if from <= 0 || to <= 0 {
 		return nil, fmt.Errorf("%w: versions must be positive", ErrInvalidArgument)
 	}
-	rf, err := db.Reader(ctx, name, At{Version: from})
+	rf, err := db.openReader(ctx, name, table, qualified, At{Version: from})
 	if err != nil {
 		return nil, err
 	}
-	rt, err := db.Reader(ctx, name, At{Version: to})
+	rt, err := db.openReader(ctx, name, table, qualified, At{Version: to})
 	if err != nil {
 		rf.Close()
 		return nil, err
+	}
+	if !slices.Equal(rf.tables, rt.tables) {
+		rf.Close()
+		rt.Close()
+		return nil, fmt.Errorf("%w: table %q of %s was dropped and added again between versions %d and %d", ErrInvalidArgument, table, name, from, to)
 	}
 	hi := rf
 	if to > from {
@@ -115,7 +141,7 @@ func (db *DB) newDiff(ctx context.Context, name string, from, to int64, countOnl
 	}
 	// Every version up to the newer one: the older version's state may
 	// lie under any number of newer row versions.
-	m, err := openPartitions(ctx, db.st, name, rf.parts, store.ScanOptions{ReadOptions: hi.opts}, newRowReader)
+	m, err := openPartitions(ctx, db.st, rf.tables, store.ScanOptions{ReadOptions: hi.opts}, newRowReader)
 	if err != nil {
 		rf.Close()
 		rt.Close()
@@ -124,16 +150,19 @@ func (db *DB) newDiff(ctx context.Context, name string, from, to int64, countOnl
 	d := &diffIter{from: rf, to: rt, m: m, countOnly: countOnly}
 	// Only the rows with cells between the versions, where that is sound
 	// (diff_changed.go).
-	if d.cand, err = openChanged(ctx, db.st, name, rf.parts, rf.vis, rt.vis); err != nil {
+	if d.cand, err = openChanged(ctx, db.st, rf.tables, rf.vis, rt.vis); err != nil {
 		d.Close()
 		return nil, fmt.Errorf("snapshot: diffing %s %d..%d: %w", name, from, to, err)
 	}
 	d.fromRB = newRowBuilder(rf.info.Schema, rf.dict, rf.keyIdx, rf.allIdx)
 	d.toRB = newRowBuilder(rt.info.Schema, rt.dict, rt.keyIdx, rt.allIdx)
 	d.n = max(rf.n, rt.n)
-	rf.ds.mu.Lock()
-	d.names = rf.ds.cfg.Columns[:d.n:d.n]
-	rf.ds.mu.Unlock()
+	// The dictionary only grows: the longer plan's names hold the other's.
+	d.names = rf.names
+	if len(rt.names) > len(d.names) {
+		d.names = rt.names
+	}
+	d.names = d.names[:d.n:d.n]
 	return d, nil
 }
 

@@ -44,15 +44,16 @@ type changedRows struct {
 }
 
 // openChanged opens the candidate scans of a diff between the versions of
-// from and to over parts partitions of dataset, or returns nil when the
-// diff must walk every row (the package comment above).
-func openChanged(ctx context.Context, st store.Store, dataset string, parts int, from, to txn.Visibility) (*changedRows, error) {
+// from and to over tables, the data tables of the partitions of one
+// table of a dataset, or returns nil when the diff must walk every row
+// (the package comment above).
+func openChanged(ctx context.Context, st store.Store, tables []string, from, to txn.Visibility) (*changedRows, error) {
 	lo, hi := min(from.ReadPointer, to.ReadPointer), max(from.ReadPointer, to.ReadPointer)
 	if !sameExclusions(from, to, lo) {
 		return nil, nil
 	}
 	opts := store.ScanOptions{ReadOptions: store.ReadOptions{TimeRange: store.TimeRange{Min: lo + 1, Max: hi + 1}}}
-	cand, err := openPartitions(ctx, st, dataset, parts, opts, newRowReader)
+	cand, err := openPartitions(ctx, st, tables, opts, newRowReader)
 	if err != nil {
 		return nil, err
 	}

@@ -50,7 +50,7 @@ func BenchmarkDiff(b *testing.B) {
 					cs.cells.Store(0)
 					start := time.Now()
 					for b.Loop() {
-						d, err := db.newDiff(context.Background(), "bench", v1, v2, false)
+						d, err := db.newDiff(context.Background(), "bench", "", false, v1, v2, false)
 						if err != nil {
 							b.Fatal(err)
 						}

@@ -62,7 +62,7 @@ func (it *countingIter) Next() bool {
 // whether the diff could use the time-bound path.
 func diffLines(t *testing.T, db *DB, name string, from, to int64, full bool) (lines []string, bounded bool) {
 	t.Helper()
-	d, err := db.newDiff(context.Background(), name, from, to, false)
+	d, err := db.newDiff(context.Background(), name, "", false, from, to, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +282,7 @@ func TestTimeBoundDiffFallsBack(t *testing.T) {
 		{txn.NewVisibility(10, []int64{3}), txn.NewVisibility(20, []int64{3, 5}), false},
 		{txn.NewVisibility(10, []int64{3, 10}), txn.NewVisibility(20, []int64{3}), false},
 	} {
-		c, err := openChanged(context.Background(), st, "d", 2, tc.from, tc.to)
+		c, err := openChanged(context.Background(), st, []string{dataTable("d", 0), dataTable("d", 1)}, tc.from, tc.to)
 		if err != nil {
 			t.Fatal(err)
 		}

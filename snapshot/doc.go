@@ -132,6 +132,30 @@
 // listed, readable and diffable until retention expires them; the new
 // version's RestoredFrom names V. Nothing is invalidated.
 //
+// D12. Named tables. A dataset may hold several named tables, committed
+// as one version (tables.go, run_tables.go). Each table has its own key,
+// schema, column dictionary, partitions and partition key, and a number
+// the dataset's row gives it, which names its data and scratch tables
+// (keys.go); a table dropped and added again gets a new number, so that
+// no run reads the cells of the old one as its previous rows. A run of
+// named tables (BeginTablesRun) is one transaction holding the one writer
+// slot (D8, W1); each table's TableWriter compares and writes its rows as
+// a Run does (D5, D6), and TableWriters of different tables run at once.
+// Commit finishes every table (delete markers, guards per table, D7),
+// writes the version's record listing every table with its stats,
+// checksum and schema, and commits in the one conditional write of the
+// dataset's row (D3, D9): every table or none. A table the current
+// version holds that the run lacks fails it at begin (ErrTableMissing)
+// unless TablesRunOptions.DropMissing; the new version then lacks it and
+// older ones keep it. VerifyUnchanged verifies only when no table
+// changed and the tables are the same. Tags, rollback (D11), retention
+// and GC (G1-G7: a table's views are the kept versions that hold it, and
+// every open reader) and drop (D10) apply to the dataset as a whole.
+// Reads name a table (TableReader, TableDiff); the calls that do not
+// answer ErrTableRequired, naming the tables. A dataset of one table
+// (BeginRun) has no names and keeps the layout and encodings it always
+// had; the two kinds of run refuse each other's dataset.
+//
 // # Garbage collection
 //
 // G1. Retention. A committed version is kept while it is younger than

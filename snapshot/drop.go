@@ -112,13 +112,12 @@ func (db *DB) deleteDropped(ctx context.Context, ds *dataset) error {
 		}
 		return fmt.Errorf("snapshot: dropping %s: %w", ds.name, err)
 	}
-	for p := 0; p < st.Config.Partitions; p++ {
-		if err := db.st.DeleteRange(ctx, dataTable(ds.name, p), nil, nil); err != nil {
+	for _, t := range append(dataTablesOf(ds.name, st.Config), scratchTablesOf(ds.name, st.Config)...) {
+		if err := db.st.DeleteRange(ctx, t, nil, nil); err != nil {
 			return fail(err)
 		}
-		if err := db.st.DeleteRange(ctx, scratchTable(ds.name, p), nil, nil); err != nil {
-			return fail(err)
-		}
+	}
+	for p := 0; p < st.Config.Partitions && !st.Config.Named; p++ {
 		if st.ColumnTablesLeft || st.Format < metaFormat {
 			if err := db.st.DeleteRange(ctx, columnTable(ds.name, p), nil, nil); err != nil {
 				return fail(err)

@@ -73,6 +73,15 @@ var (
 	// which. The DB keeps the dataset held and learns the outcome when the
 	// store answers again (doc.go D9); reads then show what happened.
 	ErrOutcomeUnknown = errors.New("snapshot: outcome unknown")
+	// ErrTableRequired: a read, run or diff that names no table, of a
+	// dataset of named tables (tables.go); the error names its tables.
+	ErrTableRequired = errors.New("snapshot: the dataset holds several tables: name one")
+	// ErrTableNotFound: the version read holds no table of that name.
+	ErrTableNotFound = errors.New("snapshot: table not found")
+	// ErrTableMissing: a run of named tables lacks a table the current
+	// version holds, and its options do not allow dropping tables
+	// (TablesRunOptions.DropMissing); the error names the tables.
+	ErrTableMissing = errors.New("snapshot: a table of the current version is missing from the run")
 )
 
 // noVersionAt is the error of a read as of t that no kept version of

@@ -102,13 +102,13 @@ func (db *DB) GC(ctx context.Context, name string, dryRun bool) (GCReport, error
 		readerViews = append(readerViews, r.vis)
 	}
 	ds.mu.Unlock()
-	for p := 0; p < st.Config.Partitions; p++ {
+	for _, g := range gcTables(ds, st, views, readerViews) {
 		if !dryRun {
 			if _, err := db.slotDeadline(ds, epoch); err != nil {
 				return rep, fmt.Errorf("snapshot: GC of %s: %w", name, err)
 			}
 		}
-		if err := db.gcPartition(ctx, dataTable(name, p), len(st.Config.Columns), views, st.Txns.IsInvalid, dryRun, &rep); err != nil {
+		if err := db.gcPartition(ctx, g.table, g.columns, g.views, st.Txns.IsInvalid, dryRun, &rep); err != nil {
 			return rep, err
 		}
 	}
@@ -130,7 +130,7 @@ func (db *DB) GC(ctx context.Context, name string, dryRun bool) (GCReport, error
 		}
 	}
 	if !dryRun && len(prune) > 0 {
-		left, err := db.idsWithCells(ctx, name, st.Config.Partitions, prune)
+		left, err := db.idsWithCells(ctx, name, dataTablesOf(name, st.Config), prune)
 		if err != nil {
 			return rep, err
 		}
@@ -148,6 +148,9 @@ func (db *DB) GC(ctx context.Context, name string, dryRun bool) (GCReport, error
 		for _, v := range gone {
 			b.DeleteVersion(versionKey(name, v), colInfo, 0)
 			b.DeleteVersion(versionKey(name, v), colDigest, 0)
+			for _, tc := range st.Config.Tables {
+				b.DeleteVersion(versionKey(name, v), tableDigestColumn(tc.Num), 0)
+			}
 		}
 		if err := db.st.Apply(ctx, b); err != nil {
 			return rep, fmt.Errorf("snapshot: GC of %s: deleting version records: %w", name, err)
@@ -174,13 +177,50 @@ func (db *DB) GC(ctx context.Context, name string, dryRun bool) (GCReport, error
 	return rep, nil
 }
 
+// gcTable is one data table GC collects: its column dictionary's size and
+// the views whose cells must survive in it (G2).
+type gcTable struct {
+	table   string
+	columns int
+	views   []txn.Visibility
+}
+
+// gcTables returns the data tables of ds, whose row holds st, with their
+// views: for a dataset of named tables, a table's are the kept versions
+// that hold it and every open reader's (readerViews); views are those of
+// every kept version and reader. A table no kept version holds has only
+// the readers' views, so its cells go once no reader sees them.
+func gcTables(ds *dataset, st rowState, views, readerViews []txn.Visibility) []gcTable {
+	var out []gcTable
+	if !st.Config.Named {
+		for p := 0; p < st.Config.Partitions; p++ {
+			out = append(out, gcTable{dataTable(ds.name, p), len(st.Config.Columns), views})
+		}
+		return out
+	}
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	for _, tc := range st.Config.Tables {
+		tv := slices.Clone(readerViews)
+		for _, ref := range st.Versions {
+			if vi := ds.bodies[ref.Version]; vi != nil && slices.ContainsFunc(vi.Tables, func(t TableInfo) bool { return t.Number == tc.Num }) {
+				tv = append(tv, st.Txns.Visibility(ref.Version))
+			}
+		}
+		for _, t := range tc.dataTables(ds.name) {
+			out = append(out, gcTable{t, len(tc.Columns), tv})
+		}
+	}
+	return out
+}
+
 // idsWithCells returns which of ids (ascending) still have a cell in the
 // dataset's data tables.
-func (db *DB) idsWithCells(ctx context.Context, name string, parts int, ids []int64) (map[int64]bool, error) {
+func (db *DB) idsWithCells(ctx context.Context, name string, tables []string, ids []int64) (map[int64]bool, error) {
 	left := map[int64]bool{}
 	tr := store.TimeRange{Min: ids[0], Max: ids[len(ids)-1] + 1}
-	for p := 0; p < parts; p++ {
-		it, err := db.st.Scan(ctx, dataTable(name, p), store.ScanOptions{ReadOptions: store.ReadOptions{TimeRange: tr}})
+	for _, t := range tables {
+		it, err := db.st.Scan(ctx, t, store.ScanOptions{ReadOptions: store.ReadOptions{TimeRange: tr}})
 		if err != nil {
 			return nil, fmt.Errorf("snapshot: GC of %s: %w", name, err)
 		}

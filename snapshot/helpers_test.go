@@ -96,11 +96,21 @@ func scanJSON(t *testing.T, r *Reader) []string {
 func (db *DB) crash() {
 	for _, ds := range db.allDatasets() {
 		ds.mu.Lock()
-		r := ds.run
+		var runs []*Run
+		switch r := ds.run.(type) {
+		case *Run:
+			runs = append(runs, r)
+		case *TablesRun:
+			for _, w := range r.writers {
+				runs = append(runs, w.r)
+			}
+		}
 		ds.mu.Unlock()
-		if r != nil && r.w != nil {
-			r.w.stop() // its writes take ds.mu (the slot's deadline)
-			r.w = nil
+		for _, r := range runs {
+			if r.w != nil {
+				r.w.stop() // its writes take ds.mu (the slot's deadline)
+				r.w = nil
+			}
 		}
 	}
 	db.halt()

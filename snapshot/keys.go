@@ -18,6 +18,8 @@ import (
 //	                                                    before the state references it
 //	                                             "dgst"  the source's digest of the version,
 //	                                                    opaque to snapshot (verify.go)
+//	                                             "dgst/" + n  the digest of table number n
+//	                                                    of a dataset of named tables
 //	"s\x00rec\x00" + kind + "\x00" + name        "v"     a Record's value (package records)
 //	                                             "n"     a Record's counter (IncrementRecord; store.S8)
 //	"s\x00jnl\x00" + kind + "\x00" + rt (8 BE) + r (8) "v"   a journal entry's value (journal.go):
@@ -30,7 +32,10 @@ import (
 // row per transaction, and "s\x00lease" the process-wide writer lease.
 //
 // Data tables, one per dataset partition: "r/" + dataset + "/" + partition
-// (decimal). Row = encoded key (encoding.go), column "", timestamp = the
+// (decimal) for a dataset of one table; "r/" + dataset + "/t" + n + "/" +
+// partition for table number n (decimal, from 1; tableConfig.Num) of a
+// dataset of named tables (tables.go), so that a table's name never
+// enters a key. Row = encoded key (encoding.go), column "", timestamp = the
 // writing run's transaction id, value = the packed row version
 // (rowversion.go); or a row delete marker there.
 //
@@ -39,7 +44,8 @@ import (
 // column, column = column name.
 //
 // Scratch tables, one per partition, for phase B of a run (doc.go D5): "x/"
-// + dataset + "/" + partition; row = the run's id (8 bytes big-endian) +
+// + dataset + "/" + partition, or "x/" + dataset + "/t" + n + "/" +
+// partition for table number n; row = the run's id (8 bytes big-endian) +
 // encoded key, column = 8-byte big-endian sequence number of the Put,
 // timestamp = the run's id, empty value. A run reads only its own rows
 // (its id's prefix and timestamp), so rows another run left there
@@ -93,6 +99,20 @@ func journalPrefix(kind string) []byte {
 func dataTable(dataset string, p int) string    { return "r/" + dataset + "/" + strconv.Itoa(p) }
 func columnTable(dataset string, p int) string  { return "d/" + dataset + "/" + strconv.Itoa(p) }
 func scratchTable(dataset string, p int) string { return "x/" + dataset + "/" + strconv.Itoa(p) }
+
+// tableDataTable and tableScratchTable name partition p of table number n
+// of a dataset of named tables.
+func tableDataTable(dataset string, n, p int) string {
+	return "r/" + dataset + "/t" + strconv.Itoa(n) + "/" + strconv.Itoa(p)
+}
+
+func tableScratchTable(dataset string, n, p int) string {
+	return "x/" + dataset + "/t" + strconv.Itoa(n) + "/" + strconv.Itoa(p)
+}
+
+// tableDigestColumn is the column of table number n's source digest in a
+// version row.
+func tableDigestColumn(n int) []byte { return []byte("dgst/" + strconv.Itoa(n)) }
 
 // scratchRow returns the scratch row of key for run id.
 func scratchRow(dst []byte, id int64, key []byte) []byte {

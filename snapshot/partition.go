@@ -143,12 +143,12 @@ func (m *mergedRows[S]) close() error {
 	return first
 }
 
-// openPartitions opens a scan of every partition table of dataset with
-// opts and wraps each iterator with wrap.
-func openPartitions[S rowSource](ctx context.Context, st store.Store, dataset string, parts int, opts store.ScanOptions, wrap func(store.Iterator) S) (*mergedRows[S], error) {
-	srcs := make([]S, 0, parts)
-	for p := 0; p < parts; p++ {
-		it, err := st.Scan(ctx, dataTable(dataset, p), opts)
+// openPartitions opens a scan of every partition's data table (tables)
+// with opts and wraps each iterator with wrap.
+func openPartitions[S rowSource](ctx context.Context, st store.Store, tables []string, opts store.ScanOptions, wrap func(store.Iterator) S) (*mergedRows[S], error) {
+	srcs := make([]S, 0, len(tables))
+	for _, t := range tables {
+		it, err := st.Scan(ctx, t, opts)
 		if err != nil {
 			for _, s := range srcs {
 				s.close()

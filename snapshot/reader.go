@@ -29,11 +29,12 @@ type At struct {
 type Reader struct {
 	db    *DB
 	ds    *dataset
+	table string // "" for a dataset of one table
 	info  VersionInfo
 	vis   txn.Visibility
 	opts  store.ReadOptions
 	parts int
-	pk    []string // the dataset's partition key, nil for the row key
+	pk    []string // the table's partition key, nil for the row key
 	*readPlan
 	closed atomic.Bool
 }
@@ -47,22 +48,26 @@ type Reader struct {
 //
 // The version is resolved, pinned and its visibility taken under the
 // dataset lock, so GC cannot expire it in between.
+//
+// A dataset of named tables has ErrTableRequired, naming its tables: read
+// one with TableReader.
 func (db *DB) Reader(ctx context.Context, name string, at At) (*Reader, error) {
-	set := 0
-	if at.Version != 0 {
-		set++
-	}
-	if at.AsOf != nil {
-		set++
-	}
-	if at.Tag != "" {
-		set++
-	}
-	if set > 1 {
-		return nil, fmt.Errorf("%w: at most one of version, as_of and tag", ErrInvalidArgument)
-	}
-	if at.Version < 0 {
-		return nil, fmt.Errorf("%w: negative version", ErrInvalidArgument)
+	return db.openReader(ctx, name, "", false, at)
+}
+
+// TableReader pins a version of the dataset name, as Reader, and reads
+// its table table: the Reader's Get, Scan and Version are those of the
+// table (its schema and stats). ErrTableNotFound when the version holds
+// no such table; the table "" is the table of a dataset of one table.
+func (db *DB) TableReader(ctx context.Context, name, table string, at At) (*Reader, error) {
+	return db.openReader(ctx, name, table, true, at)
+}
+
+// openReader opens a Reader of name at at: of its table table when
+// qualified.
+func (db *DB) openReader(ctx context.Context, name, table string, qualified bool, at At) (*Reader, error) {
+	if err := checkAt(at); err != nil {
+		return nil, err
 	}
 	ds, err := db.lookup(ctx, name)
 	if err != nil {
@@ -70,50 +75,32 @@ func (db *DB) Reader(ctx context.Context, name string, at At) (*Reader, error) {
 	}
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
-	if ds.dropped {
-		return nil, fmt.Errorf("%w: %q", ErrDatasetNotFound, name)
-	}
-	var vi *VersionInfo
-	switch {
-	case at.Tag != "":
-		v, ok := ds.tags[at.Tag]
-		if !ok {
-			return nil, fmt.Errorf("%w: %s tag %q", ErrTagNotFound, name, at.Tag)
-		}
-		vi = ds.versionLocked(v)
-	case at.AsOf != nil:
-		for i := len(ds.versions) - 1; i >= 0; i-- {
-			if !ds.versions[i].CommittedAt.After(*at.AsOf) {
-				vi = ds.versions[i]
-				break
-			}
-		}
-		if vi == nil {
-			return nil, noVersionAt(name, *at.AsOf, ds.cfg.CreatedAt, ds.versions)
-		}
-	case at.Version != 0:
-		vi = ds.versionLocked(at.Version)
-		if vi == nil {
-			return nil, versionNotKept(name, at.Version, ds.current)
-		}
-	default:
-		if ds.current == 0 {
-			return nil, fmt.Errorf("%w: %s", ErrNoVersion, name)
-		}
-		vi = ds.versionLocked(ds.current)
-	}
-	if vi == nil {
-		return nil, fmt.Errorf("%w: %s", ErrVersionNotKept, name)
+	vi, err := ds.resolveLocked(at)
+	if err != nil {
+		return nil, err
 	}
 	vis := ds.st.Txns.Visibility(vi.Version)
 	if vis.IsExcluded(vi.Version) {
 		return nil, fmt.Errorf("%w: %s version %d is not committed", ErrCorrupt, name, vi.Version)
 	}
-	plan, err := ds.planLocked(vi)
+	num, parts, pk := 0, ds.cfg.Partitions, ds.cfg.PartitionKey
+	switch {
+	case vi.Tables != nil && !qualified:
+		return nil, tableRequired(name, vi)
+	case vi.Tables != nil:
+		t, ok := vi.Table(table)
+		if !ok {
+			return nil, tableNotFound(name, table, vi)
+		}
+		vi, num, parts, pk = tableView(vi, t), t.Number, t.Partitions, t.PartitionKey
+	case table != "":
+		return nil, tableNotFound(name, table, vi)
+	}
+	plan, err := ds.planLocked(vi, num)
 	if err != nil {
 		return nil, err
 	}
-	r := &Reader{db: db, ds: ds, info: ds.infoLocked(vi), parts: ds.cfg.Partitions, pk: ds.cfg.PartitionKey, vis: vis, opts: readOpts(vis)}
+	r := &Reader{db: db, ds: ds, table: table, info: ds.infoLocked(vi), parts: parts, pk: pk, vis: vis, opts: readOpts(vis)}
 	r.readPlan = plan
 	ds.readers[r] = struct{}{}
 	db.openReaders.Add(1)
@@ -128,6 +115,7 @@ type readPlan struct {
 	n      int         // columns of the dataset's dictionary (rowversion.go)
 	dict   []int       // the dictionary index of each schema column
 	tables []string    // data table of each partition
+	names  []string    // the dictionary's column names
 	allIdx []int       // every schema column
 	allRB  *rowBuilder // builds rows of every column
 }
@@ -136,46 +124,71 @@ type readPlan struct {
 // versions no longer kept are dropped first, then any.
 const maxPlans = 16
 
-// planLocked returns the read plan of vi, a kept version of ds, building
-// it on first use; ds.mu is held. The column dictionary only grows and
+// planKey names a read plan: a version, and a table's number (0 for a
+// dataset of one table).
+type planKey struct {
+	version int64
+	table   int
+}
+
+// planLocked returns the read plan of vi, a kept version of ds (the view
+// of its table number num, tableView, when num > 0), building it on first
+// use; ds.mu is held. The column dictionary only grows and
 // every row version a reader of vi sees was written before vi's commit, so
 // a plan built at any time after the commit stays right.
-func (ds *dataset) planLocked(vi *VersionInfo) (*readPlan, error) {
-	if p := ds.plans[vi.Version]; p != nil {
+func (ds *dataset) planLocked(vi *VersionInfo, num int) (*readPlan, error) {
+	pkey := planKey{vi.Version, num}
+	if p := ds.plans[pkey]; p != nil {
 		return p, nil
 	}
 	p := &readPlan{keyIdx: keyIndexes(vi.Schema)}
-	d := newDictionary(ds.cfg.Columns)
+	columns := ds.cfg.Columns
+	if num > 0 {
+		tc := ds.cfg.tableByNum(num)
+		if tc == nil {
+			return nil, fmt.Errorf("%w: %s version %d holds table number %d, which the dataset's configuration lacks", ErrCorrupt, ds.name, vi.Version, num)
+		}
+		columns = tc.Columns
+		p.tables = tc.dataTables(ds.name)
+	} else {
+		for i := 0; i < ds.cfg.Partitions; i++ {
+			p.tables = append(p.tables, dataTable(ds.name, i))
+		}
+	}
+	d := newDictionary(columns)
 	var ok bool
 	if p.dict, _, ok = d.columnsOf(vi.Schema); !ok {
 		return nil, fmt.Errorf("%w: %s version %d has a column missing from the dataset's column dictionary", ErrCorrupt, ds.name, vi.Version)
 	}
 	p.n = len(d.names)
-	for i := 0; i < ds.cfg.Partitions; i++ {
-		p.tables = append(p.tables, dataTable(ds.name, i))
-	}
+	p.names = d.names
 	for i := range vi.Schema.Columns {
 		p.allIdx = append(p.allIdx, i)
 	}
 	p.allRB = newRowBuilder(vi.Schema, p.dict, p.keyIdx, p.allIdx)
 	if ds.plans == nil {
-		ds.plans = map[int64]*readPlan{}
+		ds.plans = map[planKey]*readPlan{}
 	}
 	if len(ds.plans) >= maxPlans {
-		for v := range ds.plans {
-			if ds.versionLocked(v) == nil {
-				delete(ds.plans, v)
+		for k := range ds.plans {
+			if ds.versionLocked(k.version) == nil {
+				delete(ds.plans, k)
 			}
 		}
 		if len(ds.plans) >= maxPlans {
 			clear(ds.plans)
 		}
 	}
-	ds.plans[vi.Version] = p
+	ds.plans[pkey] = p
 	return p, nil
 }
 
-// Version describes the pinned version.
+// Table returns the table the Reader reads, "" for a dataset of one
+// table.
+func (r *Reader) Table() string { return r.table }
+
+// Version describes the pinned version (for a TableReader, its table's
+// schema and stats, TableInfo).
 func (r *Reader) Version() VersionInfo { return r.info }
 
 // Close unpins the version. A second Close does nothing.
@@ -281,4 +294,66 @@ func (r *Reader) columnSelection(columns []string) ([]int, error) {
 		}
 	}
 	return idx, nil
+}
+
+// resolveLocked returns the kept version of ds at selects (Reader); ds.mu
+// is held.
+func (ds *dataset) resolveLocked(at At) (*VersionInfo, error) {
+	if ds.dropped {
+		return nil, fmt.Errorf("%w: %q", ErrDatasetNotFound, ds.name)
+	}
+	var vi *VersionInfo
+	switch {
+	case at.Tag != "":
+		v, ok := ds.tags[at.Tag]
+		if !ok {
+			return nil, fmt.Errorf("%w: %s tag %q", ErrTagNotFound, ds.name, at.Tag)
+		}
+		vi = ds.versionLocked(v)
+	case at.AsOf != nil:
+		for i := len(ds.versions) - 1; i >= 0; i-- {
+			if !ds.versions[i].CommittedAt.After(*at.AsOf) {
+				vi = ds.versions[i]
+				break
+			}
+		}
+		if vi == nil {
+			return nil, noVersionAt(ds.name, *at.AsOf, ds.cfg.CreatedAt, ds.versions)
+		}
+	case at.Version != 0:
+		vi = ds.versionLocked(at.Version)
+		if vi == nil {
+			return nil, versionNotKept(ds.name, at.Version, ds.current)
+		}
+	default:
+		if ds.current == 0 {
+			return nil, fmt.Errorf("%w: %s", ErrNoVersion, ds.name)
+		}
+		vi = ds.versionLocked(ds.current)
+	}
+	if vi == nil {
+		return nil, fmt.Errorf("%w: %s", ErrVersionNotKept, ds.name)
+	}
+	return vi, nil
+}
+
+// checkAt checks that at sets at most one field, and no negative version.
+func checkAt(at At) error {
+	set := 0
+	if at.Version != 0 {
+		set++
+	}
+	if at.AsOf != nil {
+		set++
+	}
+	if at.Tag != "" {
+		set++
+	}
+	if set > 1 {
+		return fmt.Errorf("%w: at most one of version, as_of and tag", ErrInvalidArgument)
+	}
+	if at.Version < 0 {
+		return fmt.Errorf("%w: negative version", ErrInvalidArgument)
+	}
+	return nil
 }

@@ -30,6 +30,9 @@ func (db *DB) Rollback(ctx context.Context, dataset string, to int64) (VersionIn
 		ds.release()
 		return VersionInfo{}, versionNotKept(dataset, to, current)
 	}
+	if target.Tables != nil {
+		return db.rollbackTables(ctx, ds, cfg, target)
+	}
 	// The source: the target version, pinned (G2) for the whole run.
 	rd, err := db.Reader(ctx, dataset, At{Version: to})
 	if err != nil {
@@ -66,6 +69,68 @@ func (db *DB) Rollback(ctx context.Context, dataset string, to int64) (VersionIn
 	vi, err := r.Commit(ctx)
 	if err != nil {
 		return VersionInfo{}, fmt.Errorf("snapshot: rolling %s back to %d: %w", dataset, to, err)
+	}
+	db.logger.Info("dataset rolled back", "dataset", dataset, "version", vi.Version, "restored_from", to)
+	return vi, nil
+}
+
+// rollbackTables is Rollback of a dataset of named tables, which the
+// caller acquired: one run whose tables are those of target, each read
+// from it, and whose other tables are dropped; a table target holds that
+// the current version lacks comes back under a new number (tables.go).
+func (db *DB) rollbackTables(ctx context.Context, ds *dataset, cfg DatasetConfig, target *VersionInfo) (VersionInfo, error) {
+	dataset, to := ds.name, target.Version
+	fail := func(err error) (VersionInfo, error) {
+		return VersionInfo{}, fmt.Errorf("snapshot: rolling %s back to %d: %w", dataset, to, err)
+	}
+	src := target.Source
+	src.RunID = ""
+	opts := TablesRunOptions{Source: src, Force: true, DropMissing: true}
+	var readers []*Reader
+	defer func() {
+		for _, rd := range readers {
+			rd.Close()
+		}
+	}()
+	for _, t := range target.Tables {
+		// The source: the target version's table, pinned (G2) for the
+		// whole run.
+		rd, err := db.TableReader(ctx, dataset, t.Name, At{Version: to})
+		if err != nil {
+			ds.release()
+			return fail(err)
+		}
+		readers = append(readers, rd)
+		opts.Tables = append(opts.Tables, TableSpec{Name: t.Name, Schema: t.Schema, Partitions: t.Partitions, PartitionKey: t.PartitionKey})
+	}
+	tr, err := db.beginTables(ctx, ds, cfg, opts, "rollback", to)
+	if err != nil {
+		ds.release()
+		return fail(err)
+	}
+	// From here the run holds the dataset: Commit or Abort frees it.
+	for _, rd := range readers {
+		w := tr.Table(rd.Table())
+		it, err := rd.Scan(ctx, ScanOptions{})
+		if err != nil {
+			tr.Abort(context.WithoutCancel(ctx), err.Error())
+			return fail(err)
+		}
+		for it.Next() {
+			if err := w.Put(ctx, it.Row().Values); err != nil {
+				it.Close()
+				tr.Abort(context.WithoutCancel(ctx), err.Error())
+				return fail(err)
+			}
+		}
+		if err := it.Close(); err != nil {
+			tr.Abort(context.WithoutCancel(ctx), err.Error())
+			return fail(err)
+		}
+	}
+	vi, err := tr.Commit(ctx)
+	if err != nil {
+		return fail(err)
 	}
 	db.logger.Info("dataset rolled back", "dataset", dataset, "version", vi.Version, "restored_from", to)
 	return vi, nil

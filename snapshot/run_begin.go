@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/snapstore/snapstore/store"
@@ -14,7 +15,8 @@ import (
 // BeginRun starts a run of cfg.Name (creating the dataset on first use and
 // updating its retention and guard). ErrRunInProgress if a run, GC,
 // rollback or drop of the dataset is under way, in this process or
-// another; ErrKeyChanged if opts.Schema.Key differs from the dataset's.
+// another; ErrKeyChanged if opts.Schema.Key differs from the dataset's;
+// ErrTableRequired for a dataset of named tables (BeginTablesRun).
 func (db *DB) BeginRun(ctx context.Context, cfg DatasetConfig, opts RunOptions) (*Run, error) {
 	if err := db.writable(); err != nil {
 		return nil, err
@@ -100,6 +102,8 @@ func (db *DB) beginAcquired(ctx context.Context, ds *dataset, cfg DatasetConfig,
 				return errNoChange // this write landed already
 			case id <= st.Top:
 				return errIDBelow
+			case st.Config.Named:
+				return fmt.Errorf("%w: dataset %s holds the tables %s (BeginTablesRun writes them)", ErrTableRequired, ds.name, strings.Join(ds.tableNames(st), ", "))
 			case st.Current > 0 && !slices.Equal(st.Config.Key, opts.Schema.Key):
 				return fmt.Errorf("%w: %s has key %v, the run has %v", ErrKeyChanged, ds.name, st.Config.Key, opts.Schema.Key)
 			}

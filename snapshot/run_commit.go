@@ -28,33 +28,10 @@ func (r *Run) Commit(ctx context.Context) (vi VersionInfo, err error) {
 			}
 		}
 	}()
-	for _, p := range r.parts {
-		if err := r.flushSeen(ctx, p); err != nil {
-			return VersionInfo{}, err
-		}
-	}
-	if err := r.syncWrites(ctx, r.parts, false); err != nil {
+	if err := r.finishWrites(ctx); err != nil {
 		return VersionInfo{}, err
 	}
-	r.hook("commit:flushed", r.stats.Rows)
-	// Delete markers for rows not seen (D5), and duplicate keys.
-	for _, p := range r.parts {
-		if err := r.markDeleted(ctx, p); err != nil {
-			return VersionInfo{}, err
-		}
-	}
-	if err := r.syncWrites(ctx, r.parts, true); err != nil {
-		return VersionInfo{}, err
-	}
-	r.closeIters()
-	// Every write is made: the writer ends before the commit point, so
-	// that none can follow it (W3).
-	r.endWrites()
-	r.hook("commit:deleted", r.stats.Deleted)
-	if err := r.checkGuards(); err != nil {
-		return VersionInfo{}, err
-	}
-	if st := r.stats; r.opts.VerifyUnchanged && r.prev != nil && st.Inserted+st.Updated+st.Deleted == 0 && sameSchema(r.prev.Schema, r.opts.Schema) {
+	if r.unchanged() {
 		return r.verifyInstead(ctx)
 	}
 	// Data first (flushed, not yet durable), then the version's record,
@@ -70,7 +47,7 @@ func (r *Run) Commit(ctx context.Context) (vi VersionInfo, err error) {
 	if _, err := r.db.slotDeadline(r.ds, r.epoch); err != nil { // W3
 		return VersionInfo{}, fmt.Errorf("snapshot: committing %s txn %d: %w", r.ds.name, r.id, err)
 	}
-	if err := r.db.writeBody(ctx, &vi, r.srcDigest); err != nil {
+	if err := r.db.writeBody(ctx, &vi, r.srcDigest, nil); err != nil {
 		return VersionInfo{}, err
 	}
 	r.hook("commit:recorded", r.id)
@@ -108,6 +85,45 @@ func (r *Run) Commit(ctx context.Context) (vi VersionInfo, err error) {
 		"rows", vi.Stats.Rows, "inserted", vi.Stats.Inserted, "updated", vi.Stats.Updated,
 		"deleted", vi.Stats.Deleted, "bytes_written", vi.Stats.BytesWritten)
 	return vi, nil
+}
+
+// finishWrites makes the run's last writes (D3): its phase-B keys
+// flushed, delete markers for the rows not seen (D5), every batch
+// applied; then ends its writer, so that no write can follow the commit
+// point (W3), and checks the guards (D7).
+func (r *Run) finishWrites(ctx context.Context) error {
+	for _, p := range r.parts {
+		if err := r.flushSeen(ctx, p); err != nil {
+			return err
+		}
+	}
+	if err := r.syncWrites(ctx, r.parts, false); err != nil {
+		return err
+	}
+	r.hook("commit:flushed", r.stats.Rows)
+	// Delete markers for rows not seen (D5), and duplicate keys.
+	for _, p := range r.parts {
+		if err := r.markDeleted(ctx, p); err != nil {
+			return err
+		}
+	}
+	if err := r.syncWrites(ctx, r.parts, true); err != nil {
+		return err
+	}
+	r.closeIters()
+	// Every write is made: the writer ends before the commit point, so
+	// that none can follow it (W3).
+	r.endWrites()
+	r.hook("commit:deleted", r.stats.Deleted)
+	return r.checkGuards()
+}
+
+// unchanged reports whether a finished run may be recorded as a
+// verification of the previous version (RunOptions.VerifyUnchanged):
+// nothing inserted, updated or deleted, the same schema.
+func (r *Run) unchanged() bool {
+	st := r.stats
+	return r.opts.VerifyUnchanged && r.prev != nil && st.Inserted+st.Updated+st.Deleted == 0 && sameSchema(r.prev.Schema, r.opts.Schema)
 }
 
 // commitTxn is the commit point (D3, D9): one conditional write of the

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/snapstore/snapstore/store"
@@ -317,6 +318,8 @@ func (db *DB) partitionView(ctx context.Context, spec PartitionSpec) (*dataset, 
 			st = ds.st.clone()
 			ds.mu.Unlock()
 			switch {
+			case st.Config.Named:
+				err = fmt.Errorf("%w: dataset %s holds the tables %s; partitioned runs write datasets of one table", ErrTableRequired, spec.Dataset, strings.Join(ds.tableNames(&st), ", "))
 			case !st.Txns.IsInProgress(spec.Txn):
 				err = fmt.Errorf("%w: transaction %d of %s is not in progress (committed, aborted, or begun by none)", ErrRunClosed, spec.Txn, spec.Dataset)
 			case st.Current != spec.Version:

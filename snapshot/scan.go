@@ -109,7 +109,7 @@ func (r *Reader) Scan(ctx context.Context, opts ScanOptions) (RowIterator, error
 	if end != nil && start != nil && bytes.Compare(start, end) >= 0 {
 		return &rowIter{r: r, exhausted: true}, nil
 	}
-	m, err := openPartitions(ctx, r.db.st, r.ds.name, r.parts, so, func(it store.Iterator) *rowCursor {
+	m, err := openPartitions(ctx, r.db.st, r.tables, so, func(it store.Iterator) *rowCursor {
 		return newRowCursor(it, r.vis, r.n)
 	})
 	if err != nil {

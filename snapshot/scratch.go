@@ -61,11 +61,18 @@ func (db *DB) clearScratchIfDirty(ctx context.Context, ds *dataset, parts int) {
 	}
 }
 
-// clearScratch empties the scratch tables of ds; on success they are
+// clearScratch empties the scratch tables of ds (parts of them, for a
+// dataset of one table; every table's, for one of named tables); on success they are
 // known clean, so the next run need not clear them first.
 func (db *DB) clearScratch(ctx context.Context, ds *dataset, parts int) error {
-	for p := 0; p < parts; p++ {
-		if err := db.st.DeleteRange(ctx, scratchTable(ds.name, p), nil, nil); err != nil {
+	ds.mu.Lock()
+	cfg := ds.cfg
+	ds.mu.Unlock()
+	if !cfg.Named {
+		cfg.Partitions = parts
+	}
+	for _, t := range scratchTablesOf(ds.name, cfg) {
+		if err := db.st.DeleteRange(ctx, t, nil, nil); err != nil {
 			return fmt.Errorf("snapshot: clearing the scratch table of %s: %w", ds.name, err)
 		}
 	}

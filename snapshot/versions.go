@@ -23,9 +23,14 @@ type VersionInfo struct {
 	VerifiedAt *time.Time `json:"verified_at,omitempty"`
 	// RestoredFrom is, for a version a rollback committed, the version
 	// whose content it restored (rollback.go); 0 otherwise.
-	RestoredFrom int64    `json:"restored_from,omitempty"`
-	Tags         []string `json:"tags,omitempty"`
-	Current      bool     `json:"current"`
+	RestoredFrom int64 `json:"restored_from,omitempty"`
+	// Tables are the tables of a version of a dataset of named tables
+	// (tables.go), by name; Schema is then empty and Stats the sum of
+	// theirs (the checksum the sum of theirs modulo 2^64). Nil for a
+	// dataset of one table.
+	Tables  []TableInfo `json:"tables,omitempty"`
+	Tags    []string    `json:"tags,omitempty"`
+	Current bool        `json:"current"`
 }
 
 // CheckedAt returns the last time the version was known to match its

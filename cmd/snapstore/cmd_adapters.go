@@ -120,7 +120,7 @@ func adaptersShow(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		return printFields(stdout, slices.Concat([]string{
 			"adapter", a.Name, "dataset", a.Dataset, "connection", a.Connection, "resource", a.Resource, "key columns", keys},
-			sourceOpts, []string{"schedule", schedule}, placement, []string{"next run", timeText(a.NextRun), "last run", last,
+			tablesFields(a.Adapter), sourceOpts, []string{"schedule", schedule}, placement, []string{"next run", timeText(a.NextRun), "last run", last,
 				"retention", fmt.Sprintf("ttl %s, min versions %d", ttlText(a.Retention.TTL.String()), a.Retention.MinVersions),
 				"guard", fmt.Sprintf("allow empty %v, max shrink %g", a.Guard.AllowEmpty, a.Guard.MaxShrink),
 				"retries", retry, "run on start", fmt.Sprint(a.RunOnStart), "embed json", fmt.Sprint(a.EmbedJSON), "commit unchanged", fmt.Sprint(a.CommitUnchanged),
@@ -224,4 +224,18 @@ func adaptersDelete(ctx context.Context, args []string, stdout, stderr io.Writer
 	c := newCmdLine("adapters delete", "ADAPTER", "Delete an adapter made with create (or through the API) and its schedule. Its dataset and run records stay; a config file's adapter is read-only.", flagsClient, stdout)
 	request := func(name string) (string, url.Values) { return pathOf("/v1/adapters/", name), nil }
 	return deleteCommand(ctx, c, args, stderr, request, "adapter %s deleted; its dataset stays")
+}
+
+// tablesFields are the fields of an adapter of several tables, none for
+// an adapter of one resource.
+func tablesFields(a api.Adapter) []string {
+	if !a.ManyTables() {
+		return nil
+	}
+	parallelism := "the connection's default"
+	if a.Parallelism > 0 {
+		parallelism = fmt.Sprint(a.Parallelism)
+	}
+	return []string{"resources", strings.Join(a.Resources, ", "), "include", strings.Join(a.Include, ", "), "exclude", strings.Join(a.Exclude, ", "),
+		"allow dropped tables", fmt.Sprint(a.AllowDroppedTables), "parallelism", parallelism}
 }

@@ -77,7 +77,8 @@ func ttlText(ttl string) string {
 const datasetsShowHelp = `One dataset: its current version (or, with --version, --as-of or --tag, that
 version), commit time, rows, checksum, the run that committed it, kept
 versions, retention, guard, and the schema of that version with its key
-columns.`
+columns; for a dataset of several tables, its tables instead (snapstore
+tables DATASET).`
 
 func datasetsShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := newCmdLine("datasets show", "DATASET [--version N|--as-of TIME|--tag TAG]", datasetsShowHelp, flagsClient, stdout)
@@ -111,6 +112,13 @@ func datasetsShow(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return err
 		}
 		fmt.Fprintln(stdout)
+		if len(v.Tables) > 0 {
+			tb := newTable(stdout, "TABLE", "ROWS", "KEY", "COLUMNS")
+			for _, t := range v.Tables {
+				tb.row(t.Name, count(t.Stats.Rows), strings.Join(t.Schema.Key, ","), fmt.Sprint(len(t.Schema.Columns)))
+			}
+			return tb.flush()
+		}
 		key := map[string]bool{}
 		for _, k := range v.Schema.Key {
 			key[k] = true

@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/snapstore/snapstore/snapshot"
 )
 
 const diffHelp = `What changed in a dataset between two kept versions, row by row in key
@@ -17,7 +19,10 @@ order: inserted, updated (with the columns that changed, before -> after)
 and deleted rows. --from and --to take a version number or a tag name; --to
 defaults to the current version, --from to the kept version just before
 --to, so a bare diff shows the last run's changes (nothing, when it found
-nothing new: give --from). --stats gives the counts only.
+nothing new: give --from). --stats gives the counts only. --table NAME reads
+a table of a dataset of several tables; the --stats of such a dataset
+without --table lists every table with its counts (a table only one
+version holds is added, dropped or replaced).
 
 --output json prints the API's NDJSON: one change object per line,
 {"op","key","before","after","changed"}. --format asks the server for
@@ -29,13 +34,15 @@ file or a pipe, never to a terminal.`
 
 // cmdDiff is `snapstore diff DATASET`.
 func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newCmdLine("diff", "DATASET [--from VERSION|TAG] [--to VERSION|TAG] [--stats] [--format ndjson|arrow|parquet] [--out FILE]", diffHelp, flagsClient, stdout)
+	c := newCmdLine("diff", "DATASET [--table NAME] [--from VERSION|TAG] [--to VERSION|TAG] [--stats] [--format ndjson|arrow|parquet] [--out FILE]", diffHelp, flagsClient, stdout)
 	from := c.fs.String("from", "", "the older `version` or tag (default: the kept version before --to)")
 	to := c.fs.String("to", "", "the newer `version` or tag (default: the current version)")
 	stats := c.fs.Bool("stats", false, "counts of inserted, updated and deleted rows only")
 	format := c.fs.String("format", "", "`format` of the changes as the server sends them: ndjson, arrow (an Arrow IPC stream) or parquet (default: a table, or NDJSON with --output json)")
 	compression := c.fs.String("compression", "", "Parquet `compression`: zstd (the server's default) or snappy")
 	out := c.fs.String("out", "", "write the --format answer to this `file` instead of standard output (written whole or not at all)")
+	var table tableFlag
+	table.register(c)
 	pos, err := c.parseN(args, 1, 1)
 	if err != nil {
 		return err
@@ -50,17 +57,29 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *to != "" {
 		q.Set("to", *to)
 	}
-	path := pathOf("/v1/datasets/", pos[0], "/diff")
+	path := table.path(pos[0], "/diff")
 	return withTarget(ctx, c.cf, stderr, func(t *target) error {
 		if *stats {
 			q.Set("stats_only", "true")
-			var st struct{ From, To, Inserted, Updated, Deleted int64 }
+			var st struct {
+				From, To, Inserted, Updated, Deleted int64
+				Tables                               []snapshot.TableDiffStats
+			}
 			raw, err := t.api.get(ctx, path, q, &st)
 			if err != nil {
 				return err
 			}
 			if c.cf.json() {
 				return printJSON(stdout, raw)
+			}
+			if len(st.Tables) > 0 {
+				fmt.Fprintf(stderr, "%s: from version %d to %d\n", pos[0], st.From, st.To)
+				tt := newTable(stdout, "TABLE", "CHANGE", "INSERTED", "UPDATED", "DELETED")
+				for _, d := range st.Tables {
+					tt.row(d.Table, d.Change, count(d.Inserted), count(d.Updated), count(d.Deleted))
+				}
+				tt.row("(all)", "", count(st.Inserted), count(st.Updated), count(st.Deleted))
+				return tt.flush()
 			}
 			return printFields(stdout, "dataset", pos[0], "from", fmt.Sprint(st.From), "to", fmt.Sprint(st.To),
 				"inserted", count(st.Inserted), "updated", count(st.Updated), "deleted", count(st.Deleted))

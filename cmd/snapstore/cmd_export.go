@@ -7,14 +7,19 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 )
 
-const exportHelp = `A version of a dataset as files in a directory, one per table (a dataset
-has one table today: DATASET.parquet), at one version (the current one
-unless --version, --as-of or --tag). --format parquet (the default) writes
-Parquet files, --format arrow Arrow IPC stream files (DATASET.arrows). Each
-file is written under a temporary name and renamed once whole. The files
-are GET /v1/datasets/{dataset}/rows?format=... of the whole dataset.`
+const exportHelp = `A version of a dataset as files in a directory, one per table, at one
+version (the current one unless --version, --as-of or --tag): DATASET.parquet
+for a dataset of one table, TABLE.parquet for each table of a dataset of
+several (a character a file name cannot hold is '_'). --format parquet (the
+default) writes Parquet files, --format arrow Arrow IPC stream files
+(.arrows). Each file is written under a temporary name and renamed once
+whole. The files are GET /v1/datasets/{dataset}/rows?format=... of the
+whole dataset, or .../tables/{table}/rows?format=... of each table, all at
+the version GET /v1/datasets/{dataset}/tables resolved.`
 
 // exportFormats maps --format to the media type asked for and the file
 // name's extension.
@@ -48,14 +53,54 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		q := url.Values{}
 		at.query(q)
+		var tl struct {
+			Version int64 `json:"version"`
+			Tables  []struct {
+				Name string `json:"name"`
+			} `json:"tables"`
+		}
+		if _, err := t.api.get(ctx, pathOf("/v1/datasets/", pos[0], "/tables"), q, &tl); err != nil {
+			return err
+		}
 		if *compression != "" {
 			q.Set("compression", *compression)
 		}
-		name := filepath.Join(*out, pos[0]+f[1])
-		if err := t.api.getFile(ctx, name, pathOf("/v1/datasets/", pos[0], "/rows"), q, f[0]); err != nil {
-			return err
+		files := [][2]string{{pos[0], pathOf("/v1/datasets/", pos[0], "/rows")}}
+		if len(tl.Tables) > 0 {
+			// every table at the one version the list was read at
+			q.Del("as_of")
+			q.Del("tag")
+			q.Set("version", strconv.FormatInt(tl.Version, 10))
+			files = files[:0]
+			for _, tb := range tl.Tables {
+				files = append(files, [2]string{fileBase(tb.Name), pathOf("/v1/datasets/", pos[0], "/tables/", tb.Name, "/rows")})
+			}
 		}
-		_, err := fmt.Fprintln(stdout, name)
-		return err
+		for _, fl := range files {
+			name := filepath.Join(*out, fl[0]+f[1])
+			if err := t.api.getFile(ctx, name, fl[1], q, f[0]); err != nil {
+				return err
+			}
+			if _, err := fmt.Fprintln(stdout, name); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
+}
+
+// fileBase is a table's name as the base of a file name: every character
+// but letters, digits, '.', '-' and '_' replaced by '_', and a name of
+// dots alone prefixed with '_'.
+func fileBase(table string) string {
+	out := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, table)
+	if strings.Trim(out, ".") == "" {
+		out = "_" + out
+	}
+	return out
 }

@@ -36,16 +36,19 @@ func (a *atFlags) query(q url.Values) {
 
 const getHelp = `One row of a dataset at one version (the current one unless --version,
 --as-of or --tag), as the JSON object of GET /v1/datasets/{dataset}/rows/{key}
-on one line. A composite key is one argument per key column, in key order;
+on one line; --table NAME reads a table of a dataset of several tables
+(GET /v1/datasets/{dataset}/tables/{table}/rows/{key}). A composite key is one argument per key column, in key order;
 put -- before a key that starts with "-". A row that is not there is exit
 code 1 (row_not_found).`
 
 // cmdGet is `snapstore get DATASET KEY...`.
 func cmdGet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newCmdLine("get", "DATASET KEY... [--version N|--as-of TIME|--tag TAG] [--columns A,B]", getHelp, flagsClient, stdout)
+	c := newCmdLine("get", "DATASET KEY... [--table NAME] [--version N|--as-of TIME|--tag TAG] [--columns A,B]", getHelp, flagsClient, stdout)
 	c.rawOutput("the API's JSON")
 	var at atFlags
 	at.register(c)
+	var table tableFlag
+	table.register(c)
 	columns := c.fs.String("columns", "", "comma-separated `columns` to return (default all)")
 	pos, err := c.parseN(args, 2, -1)
 	if err != nil {
@@ -57,7 +60,7 @@ func cmdGet(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if *columns != "" {
 			q.Set("columns", *columns)
 		}
-		path := pathOf("/v1/datasets/", pos[0], "/rows")
+		path := table.path(pos[0], "/rows")
 		for _, k := range pos[1:] {
 			path += "/" + url.PathEscape(k)
 		}

@@ -21,13 +21,17 @@ header line (NULL an empty field, bytes base64), an Apache Arrow IPC stream
 snappy), as GET /v1/datasets/{dataset}/rows answers with that format. The
 bytes go to standard output, or to --out FILE; Arrow and Parquet, which
 are binary, never to a terminal. --start, --end and --prefix
-are key prefixes: repeat them once per key column, in key order.`
+are key prefixes: repeat them once per key column, in key order. --table
+NAME scans a table of a dataset of several tables
+(GET /v1/datasets/{dataset}/tables/{table}/rows).`
 
 // cmdScan is `snapstore scan DATASET`.
 func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newCmdLine("scan", "DATASET [--format ndjson|csv|arrow|parquet] [--out FILE] [--start K]... [--end K]... [--prefix K]... [--limit N]", scanHelp, flagsClient, stdout)
+	c := newCmdLine("scan", "DATASET [--table NAME] [--format ndjson|csv|arrow|parquet] [--out FILE] [--start K]... [--end K]... [--prefix K]... [--limit N]", scanHelp, flagsClient, stdout)
 	var at atFlags
 	at.register(c)
+	var table tableFlag
+	table.register(c)
 	var start, end, prefix listFlag
 	c.fs.Var(&start, "start", "first `key` included (repeat once per key column)")
 	c.fs.Var(&end, "end", "first `key` excluded (repeat once per key column)")
@@ -66,7 +70,7 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if *compression != "" {
 			q.Set("compression", *compression)
 		}
-		path := pathOf("/v1/datasets/", pos[0], "/rows")
+		path := table.path(pos[0], "/rows")
 		if *out != "" {
 			return t.api.getFile(ctx, *out, path, q, accept)
 		}

@@ -16,13 +16,16 @@ const versionsHelp = `The kept versions of a dataset, newest first: version, com
 the changes of the run that committed it, tags; the current one starred.
 The newest --limit (default 100); --all lists every one, a page at a time.
 --output json prints {"versions": [...]} as GET /v1/datasets/{dataset}/versions
-does, every page in one list.`
+does, every page in one list. For a dataset of several tables the counts
+are the sums of its tables', TABLES their number; --table NAME gives that
+table's counts instead ("-" at a version that lacks it).`
 
 // cmdVersions is `snapstore versions DATASET`.
 func cmdVersions(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newCmdLine("versions", "DATASET [--limit N | --all]", versionsHelp, flagsClient, stdout)
+	c := newCmdLine("versions", "DATASET [--table NAME] [--limit N | --all]", versionsHelp, flagsClient, stdout)
 	limit := c.fs.Int("limit", 100, "the newest `N` versions")
 	all := c.fs.Bool("all", false, "every kept version")
+	table := c.fs.String("table", "", "the counts of this `table` of a dataset of several tables")
 	pos, err := c.parseN(args, 1, 1)
 	if err != nil {
 		return err
@@ -38,7 +41,7 @@ func cmdVersions(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if c.cf.json() {
 			return encodeJSON(stdout, map[string]any{"versions": vs})
 		}
-		if err := versionsTable(stdout, vs); err != nil {
+		if err := versionsTable(stdout, vs, *table); err != nil {
 			return err
 		}
 		if more {
@@ -82,9 +85,23 @@ func listVersions(ctx context.Context, api *apiClient, dataset string, limit int
 }
 
 // versionsTable prints versions (the API's JSON objects) as a table, the
-// current version starred.
-func versionsTable(w io.Writer, raw []json.RawMessage) error {
-	t := newTable(w, "VERSION", "COMMITTED", "VERIFIED", "ROWS", "INSERTED", "UPDATED", "DELETED", "TAGS", "CURRENT")
+// current version starred: the counts of table when it is not "", the
+// number of tables of a dataset of several.
+func versionsTable(w io.Writer, raw []json.RawMessage, table string) error {
+	var named bool
+	for _, r := range raw {
+		var v struct {
+			Tables []json.RawMessage `json:"tables"`
+		}
+		if json.Unmarshal(r, &v) == nil && len(v.Tables) > 0 {
+			named = true
+		}
+	}
+	header := []string{"VERSION", "COMMITTED", "VERIFIED", "ROWS", "INSERTED", "UPDATED", "DELETED", "TAGS", "CURRENT"}
+	if named && table == "" {
+		header = append(header[:4], append([]string{"TABLES"}, header[4:]...)...)
+	}
+	t := newTable(w, header...)
 	for _, r := range raw {
 		var v snapshot.VersionInfo
 		if err := json.Unmarshal(r, &v); err != nil {
@@ -94,8 +111,17 @@ func versionsTable(w io.Writer, raw []json.RawMessage) error {
 		if v.Current {
 			cur = "*"
 		}
-		st := v.Stats
-		t.row(fmt.Sprint(v.Version), timeText(&v.CommittedAt), timeText(v.VerifiedAt), count(st.Rows), count(st.Inserted), count(st.Updated), count(st.Deleted), strings.Join(v.Tags, ","), cur)
+		counts := []string{count(v.Stats.Rows), count(v.Stats.Inserted), count(v.Stats.Updated), count(v.Stats.Deleted)}
+		switch tb, ok := v.Table(table); {
+		case table != "" && ok:
+			counts = []string{count(tb.Stats.Rows), count(tb.Stats.Inserted), count(tb.Stats.Updated), count(tb.Stats.Deleted)}
+		case table != "":
+			counts = []string{"", "", "", ""}
+		case named:
+			counts = append(counts[:1], append([]string{fmt.Sprint(len(v.Tables))}, counts[1:]...)...)
+		}
+		cells := append([]string{fmt.Sprint(v.Version), timeText(&v.CommittedAt), timeText(v.VerifiedAt)}, counts...)
+		t.row(append(cells, strings.Join(v.Tags, ","), cur)...)
 	}
 	return t.flush()
 }

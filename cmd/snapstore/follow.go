@@ -217,6 +217,9 @@ func printRun(w io.Writer, rec adapters.RunRecord) error {
 	if err := printFields(w, kv...); err != nil {
 		return err
 	}
+	if err := printRunTables(w, rec); err != nil {
+		return err
+	}
 	if len(rec.Phases) > 0 {
 		fmt.Fprintln(w)
 		t := newTable(w, "PHASE", "STARTED", "TOOK")
@@ -235,6 +238,34 @@ func printRun(w io.Writer, rec adapters.RunRecord) error {
 		fmt.Fprintf(w, "\nerror: %s\n", runErrorText(rec))
 	}
 	return nil
+}
+
+// printRunTables prints, for a run of several tables, the point of the
+// source it read them at and each table's counts.
+func printRunTables(w io.Writer, rec adapters.RunRecord) error {
+	if p := rec.Point; p != nil {
+		text := fmt.Sprintf("%s over %d connection(s)", p.Mode, p.Connections)
+		if p.Position != "" {
+			text += " at " + p.Position
+		}
+		if p.Reason != "" {
+			text += "; " + p.Reason
+		}
+		fmt.Fprintf(w, "\npoint: %s\n", text)
+	}
+	if len(rec.Tables) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	t := newTable(w, "TABLE", "READ", "ROWS READ", "ROWS", "INSERTED", "UPDATED", "DELETED")
+	for _, tb := range rec.Tables {
+		read := tb.Mode
+		if tb.Mode == adapters.ModeChunks {
+			read = fmt.Sprintf("chunks %d/%d", tb.Chunks-tb.ChunksSkipped, tb.Chunks)
+		}
+		t.row(tb.Name, read, count(tb.RowsRead), count(tb.Stats.Rows), count(tb.Stats.Inserted), count(tb.Stats.Updated), count(tb.Stats.Deleted))
+	}
+	return t.flush()
 }
 
 // readModeText says how a run read its source (RunRecord.Mode), "" when

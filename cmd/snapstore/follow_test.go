@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/adapters/source"
 	"github.com/snapstore/snapstore/api"
+	"github.com/snapstore/snapstore/snapshot"
 )
 
 // TestProgressLine draws the bar of a running run: its fill follows the
@@ -118,5 +120,26 @@ func TestTables_ClusterFields(t *testing.T) {
 	b.Reset()
 	if err := adaptersTable(&b, []adapterView{{Adapter: api.Adapter{Name: "film"}}}); err != nil || strings.Contains(b.String(), "OWNER") {
 		t.Errorf("adapters alone: %v\n%s", err, b.String())
+	}
+}
+
+// TestPrintRun_Tables: runs show gives a run of several tables' point and
+// each table's counts.
+func TestPrintRun_Tables(t *testing.T) {
+	rec := adapters.RunRecord{ID: "r1-0003", Adapter: "bank", Status: adapters.RunSucceeded, Start: time.Now(), Mode: adapters.ModeFull,
+		Point: &source.PointInfo{Mode: source.PointReadLock, Reason: "FLUSH TABLES WITH READ LOCK granted", Connections: 2},
+		Tables: []adapters.RunTable{
+			{Name: "bank.accounts", Mode: adapters.ModeFull, RowsRead: 100, Stats: snapshot.RunStats{Rows: 100, Inserted: 3}},
+			{Name: "bank.ledger", Mode: adapters.ModeChunks, RowsRead: 5, Chunks: 4, ChunksSkipped: 3, Stats: snapshot.RunStats{Rows: 9000, Updated: 1}},
+		}}
+	var b strings.Builder
+	if err := printRun(&b, rec); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, re := range []string{`point: read_lock over 2 connection\(s\); FLUSH TABLES`, `bank\.accounts +full +100 +100 +3 +0 +0`, `bank\.ledger +chunks 1/4 +5 +9,000 +0 +1 +0`} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("runs show lacks %s:\n%s", re, out)
+		}
 	}
 }

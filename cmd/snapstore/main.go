@@ -104,6 +104,7 @@ var commands = []commandInfo{
 	{"export", cmdExport, "DATASET", "a version as Parquet files in a directory (--out DIR)", groupData},
 	{"versions", cmdVersions, "DATASET", "kept versions, newest first", groupData},
 	{"diff", cmdDiff, "DATASET", "what changed between two versions, row by row (--from, --to)", groupData},
+	{"tables", cmdTables, "DATASET", "the tables of a dataset of several tables at one version", groupData},
 	{"datasets", cmdDatasets, "list|show|drop", "the datasets; one dataset; drop one (asks first)", groupData},
 	{"tag", cmdTag, "DATASET TAG", "name a version (default the current one); GC keeps it", groupData},
 	{"untag", cmdUntag, "DATASET TAG", "remove a tag", groupData},

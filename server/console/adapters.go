@@ -55,6 +55,10 @@ type adapterFields struct {
 	Name, Connection, Resource, Dataset, KeyColumns, Schedule string
 	TTL, MinVersions, MaxShrink, Retries, RetryBackoff        string
 	Strategy, PartitionKey, TransferCompression               string
+	// Resources, Include and Exclude are a dataset of several tables'
+	// lists, items separated by commas; Parallelism its connections.
+	Resources, Include, Exclude, Parallelism string
+	AllowDroppedTables                       bool
 	// Notify is the notify list: webhook names separated by commas;
 	// empty for notify.default, "[]" for none.
 	Notify                                                         string
@@ -164,6 +168,11 @@ func (c *console) editAdapterForm(w http.ResponseWriter, r *http.Request, v view
 		RetryBackoff: durationText(time.Duration(a.RetryBackoff)), Strategy: a.Strategy,
 		PartitionKey: strings.Join(a.PartitionKey, ", "), TransferCompression: a.TransferCompression,
 		Notify: notifyText(a.Notify), SourceOptions: sourceOptionsText(a.SourceOptions),
+		Resources: strings.Join(a.Resources, ", "), Include: strings.Join(a.Include, ", "), Exclude: strings.Join(a.Exclude, ", "),
+		AllowDroppedTables: a.AllowDroppedTables,
+	}
+	if a.Parallelism != 0 {
+		f.Parallelism = strconv.Itoa(a.Parallelism)
 	}
 	if a.Retention.MinVersions != 0 {
 		f.MinVersions = strconv.Itoa(a.Retention.MinVersions)
@@ -199,7 +208,9 @@ func adapterFieldsOf(r *http.Request) adapterFields {
 	return adapterFields{
 		SourceOptions: opts,
 		Name:          g("name"), Connection: g("connection"), Resource: g("resource"), Dataset: g("dataset"),
-		KeyColumns: g("key_columns"), Schedule: g("schedule"), TTL: g("ttl"), MinVersions: g("min_versions"),
+		Resources: g("resources"), Include: g("include"), Exclude: g("exclude"), Parallelism: g("parallelism"),
+		AllowDroppedTables: g("allow_dropped_tables") != "",
+		KeyColumns:         g("key_columns"), Schedule: g("schedule"), TTL: g("ttl"), MinVersions: g("min_versions"),
 		MaxShrink: g("max_shrink"), Retries: g("retries"), RetryBackoff: g("retry_backoff"), Strategy: g("strategy"),
 		PartitionKey: g("partition_key"), TransferCompression: g("transfer_compression"), Notify: g("notify"),
 		AllowEmpty: g("allow_empty") != "", RunOnStart: g("run_on_start") != "",
@@ -216,6 +227,8 @@ func (f adapterFields) spec() (api.Adapter, error) {
 		EmbedJSON: f.EmbedJSON, CommitUnchanged: f.CommitUnchanged, AuditReads: f.AuditReads,
 		TransferCompression: f.TransferCompression}
 	in.KeyColumns = columnList(f.KeyColumns)
+	in.Resources, in.Include, in.Exclude = columnList(f.Resources), columnList(f.Include), columnList(f.Exclude)
+	in.AllowDroppedTables = f.AllowDroppedTables
 	in.PartitionKey = columnList(f.PartitionKey)
 	in.Notify = notifyList(f.Notify)
 	if len(f.SourceOptions) > 0 {
@@ -244,6 +257,9 @@ func (f adapterFields) spec() (api.Adapter, error) {
 		return api.Adapter{}, err
 	}
 	if in.Retries, err = formInt("body.retries", f.Retries, 0, 100); err != nil {
+		return api.Adapter{}, err
+	}
+	if in.Parallelism, err = formInt("body.parallelism", f.Parallelism, 0, 64); err != nil {
 		return api.Adapter{}, err
 	}
 	if f.MaxShrink != "" {

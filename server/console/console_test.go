@@ -807,3 +807,38 @@ func TestConsole_LogoutEndsTheSession(t *testing.T) {
 		t.Errorf("ended session records past their expiry: %d, %v", len(recs), err)
 	}
 }
+
+// TestConsole_TablesAdapter: an adapter of several tables made with the
+// form, its selection on the adapters page and the edit form, and its run
+// page with the point of the source and each table; a connection without
+// a point refuses such an adapter, naming the field.
+func TestConsole_TablesAdapter(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	b := newBrowser(t, f)
+	r := b.post("/ui/adapters", url.Values{"name": {"shopdb"}, "connection": {"shop"}, "resources": {"products, order_lines"}, "parallelism": {"2"}, "allow_dropped_tables": {"true"}})
+	wantStatus(t, "adapter of several tables", r, http.StatusSeeOther)
+	a, err := f.svc.GetAdapter(t.Context(), "shopdb")
+	if err != nil || fmt.Sprint(a.Resources) != "[products order_lines]" || a.Parallelism != 2 || !a.AllowDroppedTables || a.Resource != "" {
+		t.Fatalf("adapter from the form: %+v %v", a.Adapter, err)
+	}
+	b.page("/ui/adapters", `<code>products, order_lines</code>`)
+	b.page("/ui/adapters/shopdb/edit", `name="resources" value="products, order_lines"`, `name="parallelism" value="2"`, `name="allow_dropped_tables" value="true" checked`)
+	rec, err := f.svc.StartRun(t.Context(), "shopdb", adapters.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec, err = f.svc.WaitRun(t.Context(), rec.ID); err != nil || rec.Status != adapters.RunSucceeded {
+		t.Fatalf("run: %+v %v", rec, err)
+	}
+	run := b.page("/ui/runs/"+rec.ID, `id="point"`, "one_transaction", `id="run-tables"`)
+	if !regexp.MustCompile(`data-table="[^"]*products"`).MatchString(run) || !regexp.MustCompile(`data-table="[^"]*order_lines"`).MatchString(run) {
+		t.Errorf("the run page lacks a table:\n%s", run)
+	}
+	if _, err := f.svc.CreateConnection(t.Context(), api.Connection{Name: "edge", Type: "snapstore", Options: map[string]any{"url": "http://127.0.0.1:1"}}); err != nil {
+		t.Fatal(err)
+	}
+	r = b.post("/ui/adapters", url.Values{"name": {"edgedb"}, "connection": {"edge"}, "include": {"*"}})
+	if body := wantStatus(t, "several tables of a snapstore connection", r, http.StatusBadRequest); !strings.Contains(body, "cannot read several tables at one point") {
+		t.Errorf("several tables of a snapstore connection:\n%s", body)
+	}
+}

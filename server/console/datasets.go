@@ -60,9 +60,38 @@ type versionItem struct {
 	Previous int64
 }
 
+// tableItem is one table of the dataset page, of a dataset of several
+// tables: the current version's, with its rows over the kept versions.
+type tableItem struct {
+	snapshot.TableInfo
+	Spark *sparkline
+}
+
+// tablesOf lists the tables of the current version of vs (newest first),
+// each with the sparkline of its rows over the versions that hold it.
+func tablesOf(vs []snapshot.VersionInfo) []tableItem {
+	var out []tableItem
+	for _, vi := range vs {
+		if !vi.Current {
+			continue
+		}
+		for _, t := range vi.Tables {
+			var held []snapshot.VersionInfo
+			for _, o := range vs {
+				if ot, ok := o.Table(t.Name); ok && ot.Number == t.Number {
+					held = append(held, snapshot.VersionInfo{Version: o.Version, Stats: ot.Stats})
+				}
+			}
+			out = append(out, tableItem{TableInfo: t, Spark: rowsSparkline(held)})
+		}
+	}
+	return out
+}
+
 // datasetView is the dataset page.
 type datasetView struct {
 	Info     snapshot.DatasetInfo
+	Tables   []tableItem
 	Versions []versionItem
 	Adapter  *adapters.Adapter
 	Runs     []adapters.RunRecord
@@ -97,6 +126,7 @@ func (c *console) datasetPage(w http.ResponseWriter, r *http.Request, v viewer, 
 		return err
 	}
 	view.Info, view.Adapter, view.Spark = d, adapterOf(c.s.svc.ListAdapters(), ds), rowsSparkline(vs)
+	view.Tables = tablesOf(vs)
 	view.TagPattern, view.TagTitle = c.s.InputPattern("TagName")
 	for i, vi := range vs {
 		it := versionItem{VersionInfo: vi}
@@ -123,6 +153,7 @@ type keyField struct {
 // rowsView is the rows browser.
 type rowsView struct {
 	Dataset  string
+	Table    string // of a dataset of several tables
 	Version  snapshot.VersionInfo
 	Versions []int64
 	Columns  []string
@@ -139,7 +170,8 @@ type rowsView struct {
 }
 
 // rows answers GET /ui/datasets/{dataset}/rows: a page of rows at one
-// version (version=, default the current one; every link then names it),
+// version (version=, default the current one; every link then names it)
+// of the dataset or of its table (table=),
 // from a key (mode=start) or with a key prefix (mode=prefix), one key=
 // per key column in key order; page_token continues.
 func (c *console) rows(w http.ResponseWriter, r *http.Request, v viewer) error {
@@ -162,13 +194,14 @@ func (c *console) rows(w http.ResponseWriter, r *http.Request, v viewer) error {
 		}
 		at = snapshot.At{Version: pinned}
 	}
-	rd, err := c.s.db.Reader(ctx, ds, at)
+	table := q.Get("table")
+	rd, err := c.s.ReaderOf(ctx, ds, table, table != "", at)
 	if err != nil {
 		return err
 	}
 	defer rd.Close()
 	info := rd.Version()
-	view := rowsView{Dataset: ds, Version: info, Mode: q.Get("mode"), KeyCols: map[string]bool{}}
+	view := rowsView{Dataset: ds, Table: table, Version: info, Mode: q.Get("mode"), KeyCols: map[string]bool{}}
 	if view.Mode != "start" {
 		view.Mode = "prefix"
 	}
@@ -219,6 +252,9 @@ func (c *console) rows(w http.ResponseWriter, r *http.Request, v viewer) error {
 		return err
 	}
 	search := url.Values{"version": {strconv.FormatInt(info.Version, 10)}, "mode": {view.Mode}}
+	if table != "" {
+		search.Set("table", table)
+	}
 	for _, g := range given {
 		search.Add("key", g)
 	}
@@ -265,7 +301,11 @@ type diffRow struct {
 
 // diffView is the diff page.
 type diffView struct {
-	Dataset  string
+	Dataset string
+	Table   string // of a dataset of several tables
+	// Tables are the counts of every table, on the page of a dataset of
+	// several tables that names none: no rows are then shown.
+	Tables   []snapshot.TableDiffStats
 	From, To int64
 	Versions []snapshot.VersionInfo
 	Stats    snapshot.DiffStats
@@ -281,6 +321,8 @@ type diffView struct {
 // diff answers GET /ui/datasets/{dataset}/diff?from=&to=: the counts and
 // the changes (the first diffShown) between two kept versions, bounds as
 // the API takes them (DiffRange); updates mark their changed columns.
+// table= names a table of a dataset of several tables; without it, such
+// a dataset shows each table's counts.
 func (c *console) diff(w http.ResponseWriter, r *http.Request, v viewer) error {
 	ctx := r.Context()
 	ds := r.PathValue("dataset")
@@ -288,7 +330,8 @@ func (c *console) diff(w http.ResponseWriter, r *http.Request, v viewer) error {
 	if err != nil {
 		return err
 	}
-	view := diffView{Dataset: ds, Versions: vs}
+	table := r.URL.Query().Get("table")
+	view := diffView{Dataset: ds, Table: table, Versions: vs}
 	q := url.Values{}
 	for _, k := range []string{"from", "to"} {
 		if s := r.URL.Query().Get(k); s != "" {
@@ -304,24 +347,45 @@ func (c *console) diff(w http.ResponseWriter, r *http.Request, v viewer) error {
 		return err
 	}
 	view.From, view.To = from, to
-	if view.Stats, err = c.s.db.DiffCounts(ctx, ds, from, to); err != nil {
+	schemaOf := func(vi snapshot.VersionInfo) snapshot.Schema {
+		t, _ := vi.Table(table)
+		return t.Schema
+	}
+	switch {
+	case table != "":
+		view.Stats, err = c.s.db.TableDiffCounts(ctx, ds, table, from, to)
+	default:
+		if view.Tables, err = c.s.db.DiffTables(ctx, ds, from, to); err == nil && len(view.Tables) == 1 && view.Tables[0].Table == "" {
+			view.Stats, view.Tables = view.Tables[0].DiffStats, nil
+			schemaOf = func(vi snapshot.VersionInfo) snapshot.Schema { return vi.Schema }
+		}
+	}
+	if err != nil {
 		return err
+	}
+	if view.Tables != nil {
+		for _, t := range view.Tables {
+			view.Stats.Inserted += t.Inserted
+			view.Stats.Updated += t.Updated
+			view.Stats.Deleted += t.Deleted
+		}
+		return c.render(w, r, http.StatusOK, "diff", v, view)
 	}
 	for _, vi := range vs {
 		if vi.Version == to {
-			view.Columns = server.SelectedColumns(nil, vi.Schema)
+			view.Columns = server.SelectedColumns(nil, schemaOf(vi))
 		}
 	}
 	for _, vi := range vs {
 		if vi.Version == from {
-			for _, col := range server.SelectedColumns(nil, vi.Schema) {
+			for _, col := range server.SelectedColumns(nil, schemaOf(vi)) {
 				if !slices.Contains(view.Columns, col) {
 					view.Columns = append(view.Columns, col)
 				}
 			}
 		}
 	}
-	it, err := c.s.db.Diff(ctx, ds, from, to)
+	it, err := c.s.Changes(ctx, ds, table, table != "", from, to)
 	if err != nil {
 		return err
 	}

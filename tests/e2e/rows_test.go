@@ -165,8 +165,14 @@ func (p *proc) scanPages(t testing.TB, spec tableSpec, dataset, sel string, limi
 // scanNDJSON reads a whole dataset as one NDJSON stream.
 func (p *proc) scanNDJSON(t testing.TB, spec tableSpec, dataset, sel string) (map[string]canonRow, int64) {
 	t.Helper()
-	what := fmt.Sprintf("scan %s ndjson %s", dataset, sel)
-	path := "/v1/datasets/" + url.PathEscape(dataset) + "/rows"
+	return p.scanNDJSONPath(t, spec, "/v1/datasets/"+url.PathEscape(dataset)+"/rows", sel)
+}
+
+// scanNDJSONPath is scanNDJSON of the rows route path (a dataset's, or a
+// table's of a dataset of several tables).
+func (p *proc) scanNDJSONPath(t testing.TB, spec tableSpec, path, sel string) (map[string]canonRow, int64) {
+	t.Helper()
+	what := fmt.Sprintf("scan %s ndjson %s", path, sel)
 	if sel != "" {
 		path += "?" + sel
 	}

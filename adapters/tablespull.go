@@ -1,0 +1,372 @@
+package adapters
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/snapstore/snapstore/adapters/source"
+	"github.com/snapstore/snapstore/api"
+	"github.com/snapstore/snapstore/snapshot"
+)
+
+// tablesPull is one run of an adapter of several tables
+// (api.Adapter.ManyTables), in steps: select (the connection's resources
+// listed, the adapter's selection resolved, source.SelectTables), point
+// (one point of the source, source.PointOpener), describe (each table's
+// schema at the point), begin (one snapshot.TablesRun), read (the tables
+// in parallel over the point's connections, each by a pull of its own into
+// its TableWriter: chunk mode and digests as for one table) and commit (one
+// version, or the current one recorded verified when nothing changed
+// anywhere). Any table's error cancels the others and aborts the run:
+// nothing of it is visible, the current version stays whole (P5).
+type tablesPull struct {
+	s     *Service
+	ar    *activeRun
+	spec  api.Adapter
+	force bool
+	runID string
+
+	l      *lease
+	pt     source.Point
+	info   source.PointInfo
+	tables []tableRead
+	run    *snapshot.TablesRun
+	cur    *snapshot.VersionInfo // the dataset's current version once the run began, if any
+
+	mu   sync.Mutex // guards rows
+	rows int64      // rows read so far, every table
+}
+
+// tableRead is one table of a tablesPull.
+type tableRead struct {
+	name     string // in the dataset: "schema.table", or "table" for a source without schemas
+	resource string // as TableRequest.Resource takes it, quoted
+	schema   snapshot.Schema
+	jsonCols []int
+	est      int64
+	res      pullResult
+	rows     int64
+	done     bool
+}
+
+// RunTable is one table of a run of several tables, in its record.
+type RunTable struct {
+	// Name is the table's name in the dataset.
+	Name string `json:"name"`
+	// Mode, RowsRead, Chunks and ChunksSkipped are as RunRecord's, for
+	// this table; Stats are its counts in the version committed.
+	Mode          string            `json:"mode,omitempty"`
+	RowsRead      int64             `json:"rows_read"`
+	Chunks        int               `json:"chunks,omitempty"`
+	ChunksSkipped int               `json:"chunks_skipped,omitempty"`
+	Stats         snapshot.RunStats `json:"stats"`
+}
+
+// defaultParallelism is the connections of a run of several tables on a
+// shared or pooled connection when the adapter sets none: pgx's pool
+// holds at least 4 by default.
+const defaultParallelism = 4
+
+// parallelism is how many connections a run of spec's tables reads over
+// through l: the adapter's parallelism, else 1 for a single-use
+// connection (one connection per run) and defaultParallelism for a shared
+// or pooled one; never more than a pooled connection's max_open.
+func parallelism(spec api.Adapter, l *lease) int {
+	n := spec.Parallelism
+	if n <= 0 {
+		n = defaultParallelism
+		if l.sharing == SharingSingleUse {
+			n = 1
+		}
+	}
+	if l.maxOpen > 0 {
+		n = min(n, l.maxOpen)
+	}
+	return n
+}
+
+// pullTables runs an adapter of several tables (see the type tablesPull).
+func (s *Service) pullTables(ctx context.Context, ar *activeRun, spec api.Adapter, force bool) (pullResult, error) {
+	tp := &tablesPull{s: s, ar: ar, spec: spec, force: force}
+	ar.mu.Lock()
+	tp.runID = ar.rec.ID
+	ar.mu.Unlock()
+	l, err := s.acquire(ctx, spec.Connection)
+	if err != nil {
+		return pullResult{}, err
+	}
+	defer l.release()
+	tp.l = l
+	sel, err := s.selectTables(ctx, l, spec)
+	if err != nil {
+		return pullResult{}, err
+	}
+	if err := tp.openPoint(ctx, len(sel)); err != nil {
+		return pullResult{}, err
+	}
+	defer func() {
+		if err := tp.pt.Close(); err != nil {
+			s.log.Warn("ending the point of the source", "run", tp.runID, "err", l.scrub(err))
+		}
+	}()
+	if err := tp.describe(ctx, sel); err != nil {
+		return pullResult{}, err
+	}
+	if err := tp.begin(ctx); err != nil {
+		return pullResult{}, err
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			tp.abort(ctx)
+		}
+	}()
+	err = tp.read(ctx)
+	tp.record()
+	if err != nil {
+		return pullResult{}, err
+	}
+	committed = true
+	return tp.commit(ctx)
+}
+
+// errNoPoint: a connection whose type cannot read several tables at one
+// point (no source.PointOpener) or list its tables.
+var errNoPoint = errors.New("adapters: the data connection cannot read several tables at one point")
+
+// selectTables resolves spec's selection against the resources l lists.
+func (s *Service) selectTables(ctx context.Context, l *lease, spec api.Adapter) ([]source.Resource, error) {
+	if _, ok := l.src.(source.PointOpener); !ok {
+		return nil, fmt.Errorf("%w: adapter %q: data connection %q is of type %s; name one resource", errNoPoint, spec.Name, spec.Connection, l.typ)
+	}
+	rl, ok := l.src.(ResourceLister)
+	if !ok {
+		return nil, fmt.Errorf("%w: adapter %q: data connection %q of type %s cannot list its tables", errNoPoint, spec.Name, spec.Connection, l.typ)
+	}
+	all, err := rl.Resources(ctx)
+	if err != nil {
+		return nil, l.scrub(readError(ctx, spec.Connection, err))
+	}
+	sel, err := source.SelectTables(source.TableSelection{Resources: spec.Resources, Include: spec.Include, Exclude: spec.Exclude},
+		source.Catalog{Resources: all, Quote: quoteOf(l.typ)})
+	if err != nil {
+		return nil, fmt.Errorf("adapter %q, data connection %q: %w", spec.Name, spec.Connection, err)
+	}
+	return sel, nil
+}
+
+// quoteOf is the identifier quote of a connection type.
+func quoteOf(typ string) byte {
+	if typ == "mysql" || typ == "mariadb" {
+		return '`'
+	}
+	return '"'
+}
+
+// quoteIdent quotes one identifier with q, doubling q inside it.
+func quoteIdent(s string, q byte) string {
+	qs := string(q)
+	return qs + strings.ReplaceAll(s, qs, qs+qs) + qs
+}
+
+// openPoint opens the point of the source every table is read at, and
+// records how it was made.
+func (tp *tablesPull) openPoint(ctx context.Context, tables int) error {
+	po := tp.l.src.(source.PointOpener)
+	pt, err := po.OpenPoint(ctx, source.PointRequest{Tables: tables, Parallelism: parallelism(tp.spec, tp.l)})
+	if err != nil {
+		return fmt.Errorf("opening one point of the source of %d tables: %w", tables, tp.l.scrub(readError(ctx, tp.spec.Connection, err)))
+	}
+	tp.pt, tp.info = pt, pt.Info()
+	tp.ar.mu.Lock()
+	info := tp.info
+	tp.ar.rec.Point = &info
+	tp.ar.mu.Unlock()
+	return nil
+}
+
+// describe opens each selected table at the point for its schema, and
+// closes it again: the run's tables are known before it begins.
+func (tp *tablesPull) describe(ctx context.Context, sel []source.Resource) error {
+	q := quoteOf(tp.l.typ)
+	var est int64
+	for _, r := range sel {
+		t := tableRead{name: r.Name, resource: quoteIdent(r.Name, q)}
+		if r.Schema != "" {
+			t.name = r.Schema + "." + r.Name
+			t.resource = quoteIdent(r.Schema, q) + "." + t.resource
+		}
+		src, err := tp.pt.OpenTable(ctx, TableRequest{Resource: t.resource, Dataset: tp.spec.Dataset})
+		if err != nil {
+			return fmt.Errorf("table %s: %w", t.name, tp.l.scrub(readError(ctx, tp.spec.Connection, err)))
+		}
+		t.schema = src.Schema()
+		t.jsonCols = embedJSON(&t.schema, tp.spec.EmbedJSON)
+		t.est = max(src.Table().EstimatedRows, 0)
+		est += t.est
+		if err := src.Close(); err != nil {
+			return fmt.Errorf("table %s: %w", t.name, tp.l.scrub(err))
+		}
+		tp.tables = append(tp.tables, t)
+	}
+	tp.ar.mu.Lock()
+	tp.ar.rec.RowsEstimated = est
+	tp.ar.mu.Unlock()
+	return nil
+}
+
+// begin begins the snapshot run of every table, and enters the read
+// phase.
+func (tp *tablesPull) begin(ctx context.Context) error {
+	s, spec := tp.s, tp.spec
+	specs := make([]snapshot.TableSpec, len(tp.tables))
+	for i, t := range tp.tables {
+		specs[i] = snapshot.TableSpec{Name: t.name, Schema: t.schema}
+	}
+	run, err := s.db.BeginTablesRun(ctx,
+		snapshot.DatasetConfig{Name: spec.Dataset, Retention: retentionOf(spec), Guard: guardOf(spec)},
+		snapshot.TablesRunOptions{Tables: specs, Force: tp.force, VerifyUnchanged: !spec.CommitUnchanged, DropMissing: spec.AllowDroppedTables,
+			Source: snapshot.SourceInfo{Adapter: spec.Name, Connection: spec.Connection, Revision: tp.l.revision, RunID: tp.runID}})
+	switch {
+	case errors.Is(err, snapshot.ErrTableMissing):
+		return fmt.Errorf("%w: dataset %q: %w (set allow_dropped_tables to commit without them)", ErrResourceNotFound, spec.Dataset, err)
+	case errors.Is(err, snapshot.ErrKeyChanged):
+		return fmt.Errorf("the source key of a table differs from its key in dataset %q; drop the dataset: %w", spec.Dataset, err)
+	case err != nil:
+		return fmt.Errorf("starting a run of dataset %q: %w", spec.Dataset, err)
+	}
+	tp.run = run
+	if d, err := s.db.Dataset(ctx, spec.Dataset); err == nil {
+		tp.cur = d.CurrentInfo
+	}
+	tp.ar.mu.Lock()
+	tp.ar.rec.TxnID = run.TxnID()
+	tp.ar.beginPhaseLocked(PhaseRead, s.now().UTC())
+	tp.ar.mu.Unlock()
+	s.checkpoint(ctx, tp.ar)
+	return nil
+}
+
+// abort aborts the snapshot run.
+func (tp *tablesPull) abort(ctx context.Context) {
+	abortCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := tp.run.Abort(abortCtx, "run "+tp.runID+" did not finish"); err != nil {
+		tp.s.log.Warn("aborting run", "run", tp.runID, "txn", tp.run.TxnID(), "err", err)
+	}
+}
+
+// read reads every table, up to the point's connections at once; the
+// first error cancels the other reads and is returned once they stopped.
+func (tp *tablesPull) read(ctx context.Context) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(tp.info.Connections, 1))
+	for i := range tp.tables {
+		g.Go(func() error { return tp.readTable(gctx, &tp.tables[i]) })
+	}
+	return g.Wait()
+}
+
+// readTable reads table t at the point into its TableWriter, as a run of
+// one table reads it (pull.go): chunk mode when its digest allows, its
+// new digest sealed at the end.
+func (tp *tablesPull) readTable(ctx context.Context, t *tableRead) error {
+	src, err := tp.pt.OpenTable(ctx, TableRequest{Resource: t.resource, Dataset: tp.spec.Dataset})
+	if err != nil {
+		return fmt.Errorf("table %s: %w", t.name, tp.l.scrub(readError(ctx, tp.spec.Connection, err)))
+	}
+	defer src.Close()
+	w := tp.run.Table(t.name)
+	p := &pull{s: tp.s, ar: tp.ar, spec: tp.spec, force: tp.force, runID: tp.runID, l: tp.l, src: src,
+		resource: t.name, schema: t.schema, jsonCols: t.jsonCols, w: w, local: w, tables: tp, first: w.Version() == 0}
+	p.cs, _ = src.(checksummer)
+	p.prev = tp.s.readTableDigest(ctx, tp.spec.Dataset, t.name, tp.cur, t.schema, p.cs)
+	if err := p.passChunks(ctx); err != nil {
+		return fmt.Errorf("table %s: %w", t.name, err)
+	}
+	p.startDigest()
+	if err := p.read(ctx); err != nil {
+		return fmt.Errorf("table %s: %w", t.name, err)
+	}
+	if err := p.seal(ctx); err != nil {
+		return fmt.Errorf("table %s: %w", t.name, err)
+	}
+	tp.progress(p.n % progressEvery)
+	t.res, t.rows, t.done = p.res, p.n, true
+	return nil
+}
+
+// progress adds n rows read to the live run record.
+func (tp *tablesPull) progress(n int64) {
+	tp.mu.Lock()
+	tp.rows += n
+	rows := tp.rows
+	tp.mu.Unlock()
+	st := tp.run.Stats()
+	tp.ar.mu.Lock()
+	tp.ar.rec.RowsRead, tp.ar.rec.Stats = rows, st
+	tp.ar.mu.Unlock()
+}
+
+// record lists the tables read in the run record, and gives the run its
+// mode: "full" when a table was read in full, else "chunks".
+func (tp *tablesPull) record() {
+	out := make([]RunTable, 0, len(tp.tables))
+	for _, t := range tp.tables {
+		rt := RunTable{Name: t.name, RowsRead: t.rows}
+		if w := tp.run.Table(t.name); w != nil {
+			rt.Stats = w.Stats()
+		}
+		if t.done {
+			rt.Mode, rt.Chunks, rt.ChunksSkipped = t.res.mode, t.res.chunks, t.res.skipped
+		}
+		out = append(out, rt)
+	}
+	tp.ar.mu.Lock()
+	tp.ar.rec.Tables = out
+	tp.ar.mu.Unlock()
+}
+
+// commit enters the commit phase and commits the run of every table.
+func (tp *tablesPull) commit(ctx context.Context) (pullResult, error) {
+	ar, run := tp.ar, tp.run
+	res := pullResult{mode: ModeChunks}
+	for _, t := range tp.tables {
+		res.chunks += t.res.chunks
+		res.skipped += t.res.skipped
+		if t.res.mode != ModeChunks {
+			res.mode = ModeFull
+		}
+	}
+	ar.mu.Lock()
+	ar.rec.Stats = run.Stats()
+	ar.beginPhaseLocked(PhaseCommit, tp.s.now().UTC())
+	ar.mu.Unlock()
+	tp.s.checkpoint(ctx, ar)
+	if err := context.Cause(ctx); err != nil {
+		tp.abort(ctx)
+		return pullResult{}, err
+	}
+	vi, err := run.Commit(ctx)
+	if err != nil {
+		ar.mu.Lock()
+		ar.rec.Stats = run.Stats()
+		ar.mu.Unlock()
+		if errors.Is(err, snapshot.ErrGuardRefused) {
+			return pullResult{}, fmt.Errorf("committing dataset %q: %w (start the run with force=true to commit anyway)", tp.spec.Dataset, err)
+		}
+		return pullResult{}, fmt.Errorf("committing dataset %q: %w", tp.spec.Dataset, err)
+	}
+	tp.record() // each table's stats as committed
+	res.vi, res.verified = vi, run.Verified()
+	if res.verified {
+		res.mode = ModeVerify
+	}
+	return res, nil
+}

@@ -1,0 +1,354 @@
+package adapters
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/snapstore/snapstore/api"
+	"github.com/snapstore/snapstore/snapshot"
+)
+
+// tablesSource is a source database a test of several tables changes.
+type tablesSource struct {
+	conn api.Connection
+	exec func(stmts ...string)
+}
+
+// forEachTablesSource runs f on MariaDB, PostgreSQL and SQLite, each with
+// a fresh database.
+func forEachTablesSource(t *testing.T, f func(t *testing.T, src tablesSource)) {
+	forEachSource(t, func(t *testing.T, e sourceEnv) {
+		db := e.tempDatabase(t, "tables")
+		f(t, tablesSource{conn: connSpec(t, e, "src", db, nil), exec: func(stmts ...string) { e.exec(t, db, stmts...) }})
+	})
+	t.Run("sqlite", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "src.db")
+		f(t, tablesSource{conn: api.Connection{Name: "src", Type: "sqlite", Options: map[string]any{"path": path}},
+			exec: func(stmts ...string) { sqliteExec(t, path, stmts...) }})
+	})
+}
+
+// shortNames are the names of tables without their schema, sorted.
+func shortNames(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = n[strings.LastIndexByte(n, '.')+1:]
+	}
+	slices.Sort(out)
+	return out
+}
+
+// tableRows reads table (named without its schema) of dataset at version
+// v (0: the current one) as rows keyed by their key's text.
+func tableRows(t *testing.T, db *snapshot.DB, dataset, table string, v int64) (snapshot.VersionInfo, map[string]snapshot.Row) {
+	t.Helper()
+	ctx := context.Background()
+	vi, err := db.VersionAt(ctx, dataset, snapshot.At{Version: v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := ""
+	for _, n := range vi.TableNames() {
+		if n == table || strings.HasSuffix(n, "."+table) {
+			full = n
+		}
+	}
+	if full == "" {
+		t.Fatalf("version %d of %s has tables %v, not %s", vi.Version, dataset, vi.TableNames(), table)
+	}
+	r, err := db.TableReader(ctx, dataset, full, snapshot.At{Version: vi.Version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	it, err := r.Scan(ctx, snapshot.ScanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	out := map[string]snapshot.Row{}
+	for it.Next() {
+		row := it.Row()
+		out[stringsOf(row.Key)] = row
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return r.Version(), out
+}
+
+// TestTablesRun runs an adapter of several tables selected by patterns:
+// one version of every table, each table's rows; a table added, a
+// column added to one table, nothing changed (verified), a table dropped
+// (the run fails naming it unless allow_dropped_tables), and a table
+// whose guard refuses: the run fails and the current version stays whole.
+func TestTablesRun(t *testing.T) {
+	forEachTablesSource(t, func(t *testing.T, src tablesSource) {
+		ctx := context.Background()
+		src.exec(
+			"CREATE TABLE accounts (id INT PRIMARY KEY, amount INT NOT NULL)",
+			"CREATE TABLE ledger (id INT PRIMARY KEY, amount INT NOT NULL)",
+			"CREATE TABLE audit_log (id INT PRIMARY KEY, msg VARCHAR(20))",
+			"INSERT INTO accounts VALUES (1, 100), (2, 200)",
+			"INSERT INTO ledger VALUES (1, 5)",
+			"INSERT INTO audit_log VALUES (1, 'x')",
+		)
+		ts := newStack(t, Options{})
+		if _, err := ts.svc.CreateConnection(ctx, src.conn); err != nil {
+			t.Fatal(noteErr(err))
+		}
+		spec := api.Adapter{Name: "bank", Connection: "src", Include: []string{"*"}, Exclude: []string{"audit_*"}}
+		if _, err := ts.svc.CreateAdapter(ctx, spec); err != nil {
+			t.Fatal(noteErr(err))
+		}
+		first := ts.runWait(t, "bank")
+		mustSucceed(t, first)
+		if first.Point == nil || first.Point.Mode == "" || first.Point.Reason == "" && first.Point.Mode != "one_transaction" {
+			t.Errorf("first run point %+v", first.Point)
+		}
+		if len(first.Tables) != 2 || first.RowsRead != 3 || first.Stats.Inserted != 3 {
+			t.Errorf("first run: tables %+v, rows read %d, stats %+v", first.Tables, first.RowsRead, first.Stats)
+		}
+		vi, acc := tableRows(t, ts.db, "bank", "accounts", 0)
+		if got := shortNames(mustVersion(t, ts.db, "bank", 0).TableNames()); !slices.Equal(got, []string{"accounts", "ledger"}) {
+			t.Errorf("tables %v", got)
+		}
+		if len(acc) != 2 || vi.Stats.Rows != 2 {
+			t.Errorf("accounts: %d rows, stats %+v", len(acc), vi.Stats)
+		}
+
+		// A table added, a column added to one table, a row changed.
+		src.exec(
+			"CREATE TABLE orders (id INT PRIMARY KEY, total INT)",
+			"INSERT INTO orders VALUES (1, 10), (2, 20)",
+			"ALTER TABLE ledger ADD COLUMN note VARCHAR(10)",
+			"UPDATE accounts SET amount = 95 WHERE id = 1",
+		)
+		second := ts.runWait(t, "bank")
+		mustSucceed(t, second)
+		if got := shortNames(mustVersion(t, ts.db, "bank", 0).TableNames()); !slices.Equal(got, []string{"accounts", "ledger", "orders"}) {
+			t.Errorf("tables after an added table %v", got)
+		}
+		lv, _ := tableRows(t, ts.db, "bank", "ledger", 0)
+		if c := lv.Schema.Columns; len(c) != 3 || c[2].Name != "note" {
+			t.Errorf("ledger columns %+v", c)
+		}
+		if second.Stats.Inserted != 2 || second.Stats.Updated != 2 {
+			t.Errorf("second run stats %+v (2 orders inserted, 1 account and 1 ledger row updated)", second.Stats)
+		}
+		if ov, _ := tableRows(t, ts.db, "bank", "ledger", first.Version); len(ov.Schema.Columns) != 2 {
+			t.Errorf("the first version's ledger has %d columns", len(ov.Schema.Columns))
+		}
+
+		// Nothing changed anywhere: the current version, verified.
+		third := ts.runWait(t, "bank")
+		mustSucceed(t, third)
+		if !third.Verified || third.Version != second.Version {
+			t.Errorf("unchanged run: verified %v, version %d (current %d)", third.Verified, third.Version, second.Version)
+		}
+
+		// A table dropped from the source fails the run, naming it.
+		src.exec("DROP TABLE orders", "UPDATE accounts SET amount = 90 WHERE id = 1")
+		fourth := ts.runWait(t, "bank")
+		if fourth.Status != RunFailed || fourth.Code != "resource_not_found" || !strings.Contains(fourth.Error, "orders") {
+			t.Errorf("run after a dropped table: %s %s: %s", fourth.Status, fourth.Code, fourth.Error)
+		}
+		if cur := mustVersion(t, ts.db, "bank", 0); cur.Version != second.Version {
+			t.Errorf("current version %d after a failed run, want %d", cur.Version, second.Version)
+		}
+		spec.AllowDroppedTables = true
+		if _, _, err := ts.svc.PutAdapter(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+		fifth := ts.runWait(t, "bank")
+		mustSucceed(t, fifth)
+		if got := shortNames(mustVersion(t, ts.db, "bank", 0).TableNames()); !slices.Equal(got, []string{"accounts", "ledger"}) {
+			t.Errorf("tables after a dropped table %v", got)
+		}
+		if _, old := tableRows(t, ts.db, "bank", "orders", second.Version); len(old) != 2 {
+			t.Errorf("the dropped table at an older version: %d rows", len(old))
+		}
+
+		// One table's guard refuses (it would be empty): nothing of the
+		// run is visible, the other table's change neither.
+		src.exec("DELETE FROM ledger", "UPDATE accounts SET amount = 1 WHERE id = 2")
+		sixth := ts.runWait(t, "bank")
+		if sixth.Status != RunFailed || sixth.Code != "guard_refused" || !strings.Contains(sixth.Error, "ledger") {
+			t.Errorf("run emptying a table: %s %s: %s", sixth.Status, sixth.Code, sixth.Error)
+		}
+		cur := mustVersion(t, ts.db, "bank", 0)
+		if cur.Version != fifth.Version {
+			t.Errorf("current version %d after a refused run, want %d", cur.Version, fifth.Version)
+		}
+		if _, acc := tableRows(t, ts.db, "bank", "accounts", 0); col(byID(acc, 2), "amount").Int != 200 {
+			t.Errorf("accounts 2 after a refused run: %s", fmtValue(col(byID(acc, 2), "amount")))
+		}
+		if _, led := tableRows(t, ts.db, "bank", "ledger", 0); len(led) != 1 {
+			t.Errorf("ledger after a refused run: %d rows", len(led))
+		}
+
+		// A selected table without a key fails the run, naming it.
+		src.exec("CREATE TABLE nokey (a INT, b INT)")
+		seventh := ts.runWait(t, "bank")
+		if seventh.Status != RunFailed || seventh.Code != "no_key" || !strings.Contains(seventh.Error, "nokey") {
+			t.Errorf("run with a table without a key: %s %s: %s", seventh.Status, seventh.Code, seventh.Error)
+		}
+		if cur := mustVersion(t, ts.db, "bank", 0); cur.Version != fifth.Version {
+			t.Errorf("current version %d after a run with a table without a key, want %d", cur.Version, fifth.Version)
+		}
+	})
+}
+
+// mustVersion returns version v (0: the current one) of dataset.
+func mustVersion(t *testing.T, db *snapshot.DB, dataset string, v int64) snapshot.VersionInfo {
+	t.Helper()
+	vi, err := db.VersionAt(context.Background(), dataset, snapshot.At{Version: v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vi
+}
+
+// TestTablesAdapterDefinition: the fields of several tables are checked,
+// every offending key named.
+func TestTablesAdapterDefinition(t *testing.T) {
+	_, err := parseAdapter("adapters[0].", api.Adapter{Name: "a", Connection: "c", Resource: "t", Include: []string{"["},
+		Resources: []string{"x", "x"}, KeyColumns: []string{"id"}, Parallelism: -1, Strategy: "partition-by-key"})
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	for _, key := range []string{"adapters[0].resource", "adapters[0].include[0]", "adapters[0].resources[1]", "adapters[0].key_columns",
+		"adapters[0].parallelism", "adapters[0].strategy"} {
+		if !strings.Contains(err.Error(), key) {
+			t.Errorf("error does not name %s: %v", key, err)
+		}
+	}
+	if _, err := parseAdapter("", api.Adapter{Name: "a", Connection: "c", Resource: "t", AllowDroppedTables: true}); err == nil || !strings.Contains(err.Error(), "allow_dropped_tables") {
+		t.Errorf("allow_dropped_tables with one resource: %v", err)
+	}
+	if _, err := parseAdapter("", api.Adapter{Name: "a", Connection: "c", Resources: []string{"a", "b"}, Parallelism: 8}); err != nil {
+		t.Errorf("several tables: %v", err)
+	}
+}
+
+// byID returns the row of rows whose one key column is the integer id.
+func byID(rows map[string]snapshot.Row, id int64) snapshot.Row {
+	for _, r := range rows {
+		if len(r.Key) == 1 && r.Key[0].Int == id {
+			return r
+		}
+	}
+	return snapshot.Row{}
+}
+
+// TestTablesRunChunks: each table of a run of several tables is compared
+// by its key ranges' checksums as a table of its own: unchanged tables
+// are carried over unread (a run that changes nothing is verified), and a
+// table with one row changed reads one range of its three.
+func TestTablesRunChunks(t *testing.T) {
+	forEachTablesSource(t, func(t *testing.T, src tablesSource) {
+		ctx := context.Background()
+		src.exec("CREATE TABLE big (id INT PRIMARY KEY, v INT NOT NULL)", "CREATE TABLE small (id INT PRIMARY KEY, v INT NOT NULL)",
+			"INSERT INTO small VALUES (1, 1), (2, 2)")
+		for lo := 0; lo < 12000; lo += 500 {
+			var vals []string
+			for i := lo + 1; i <= lo+500; i++ {
+				vals = append(vals, fmt.Sprintf("(%d, %d)", i, i))
+			}
+			src.exec("INSERT INTO big VALUES " + strings.Join(vals, ", "))
+		}
+		ts := newStack(t, Options{})
+		if _, err := ts.svc.CreateConnection(ctx, src.conn); err != nil {
+			t.Fatal(noteErr(err))
+		}
+		if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "two", Connection: "src", Resources: []string{"big", "small"}}); err != nil {
+			t.Fatal(noteErr(err))
+		}
+		first := ts.runWait(t, "two")
+		mustSucceed(t, first)
+		second := ts.runWait(t, "two") // read in full, verified; the digest gets its checksums
+		mustSucceed(t, second)
+		third := ts.runWait(t, "two")
+		mustSucceed(t, third)
+		big := func(rec RunRecord) RunTable {
+			for _, tb := range rec.Tables {
+				if strings.HasSuffix(tb.Name, "big") {
+					return tb
+				}
+			}
+			t.Fatalf("run %s lists no table big: %+v", rec.ID, rec.Tables)
+			return RunTable{}
+		}
+		if b := big(third); !third.Verified || third.Version != first.Version || third.Mode != ModeVerify || b.Mode != ModeChunks || b.Chunks != 3 || b.ChunksSkipped != 3 || b.RowsRead != 0 {
+			t.Errorf("unchanged run: verified %v, version %d (first %d), mode %s, big %+v", third.Verified, third.Version, first.Version, third.Mode, b)
+		}
+		src.exec("UPDATE big SET v = 0 WHERE id = 7000")
+		fourth := ts.runWait(t, "two")
+		mustSucceed(t, fourth)
+		if b := big(fourth); fourth.Verified || b.Mode != ModeChunks || b.Chunks != 3 || b.ChunksSkipped != 2 || b.RowsRead != 5000 || b.Stats.Updated != 1 || b.Stats.Rows != 12000 {
+			t.Errorf("run after one row changed: verified %v, big %+v", fourth.Verified, b)
+		}
+		if _, rows := tableRows(t, ts.db, "two", "big", 0); len(rows) != 12000 || col(byID(rows, 7000), "v").Int != 0 || col(byID(rows, 6999), "v").Int != 6999 {
+			t.Errorf("big after the chunked run: %d rows, 7000 -> %s", len(rows), fmtValue(col(byID(rows, 7000), "v")))
+		}
+	})
+}
+
+// TestTablesRunCancelled: a run of several tables cancelled (Close) while
+// it reads its second table, the first one written, commits nothing: the
+// current version holds every table as before, and a run after a restart
+// succeeds.
+func TestTablesRunCancelled(t *testing.T) {
+	forEachTablesSource(t, func(t *testing.T, src tablesSource) {
+		ctx := context.Background()
+		src.exec("CREATE TABLE a (id INT PRIMARY KEY, v INT NOT NULL)", "CREATE TABLE b (id INT PRIMARY KEY, v INT NOT NULL)",
+			"INSERT INTO a VALUES (1, 1), (2, 2)", "INSERT INTO b VALUES (1, 1), (2, 2), (3, 3), (4, 4), (5, 5)")
+		ts := newStack(t, Options{})
+		if _, err := ts.svc.CreateConnection(ctx, src.conn); err != nil {
+			t.Fatal(noteErr(err))
+		}
+		if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "ab", Connection: "src", Include: []string{"a", "b"}, Parallelism: 1}); err != nil {
+			t.Fatal(noteErr(err))
+		}
+		first := ts.runWait(t, "ab")
+		mustSucceed(t, first)
+		src.exec("UPDATE a SET v = 10", "UPDATE b SET v = 10")
+		blk := newBlock(ts, "ab", 3) // table a has 2 rows: the pause is in b
+		rec, err := ts.svc.StartRun(ctx, "ab", RunOptions{Trigger: "api"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-blk.reached
+		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		if err := ts.svc.Close(cctx); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ts.svc.GetRun(ctx, rec.ID)
+		if err != nil || got.Status != RunAborted {
+			t.Fatalf("cancelled run %+v %v", got, err)
+		}
+		if cur := mustVersion(t, ts.db, "ab", 0); cur.Version != first.Version {
+			t.Errorf("current version %d after a cancelled run, want %d", cur.Version, first.Version)
+		}
+		for _, tb := range []string{"a", "b"} {
+			if _, rows := tableRows(t, ts.db, "ab", tb, 0); col(byID(rows, 1), "v").Int != 1 {
+				t.Errorf("%s after a cancelled run: row 1 v %s", tb, fmtValue(col(byID(rows, 1), "v")))
+			}
+		}
+		ts.close()
+		ts = openStack(t, ts.dir, Options{})
+		next := ts.runWait(t, "ab")
+		mustSucceed(t, next)
+		for _, tb := range []string{"a", "b"} {
+			if _, rows := tableRows(t, ts.db, "ab", tb, 0); col(byID(rows, 1), "v").Int != 10 {
+				t.Errorf("%s after the next run: row 1 v %s", tb, fmtValue(col(byID(rows, 1), "v")))
+			}
+		}
+	})
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/parquet/file"
+
+	"github.com/snapstore/snapstore/config"
+	"github.com/snapstore/snapstore/snapshot"
+	"github.com/snapstore/snapstore/store/pebble"
+)
+
+// writeShopTables commits two versions of the dataset "shop", of the
+// tables "orders" and "order lines", into the Pebble data directory dir
+// before a server opens it: order 2 changes and 3 goes in the second.
+func writeShopTables(t *testing.T, dir string) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := pebble.Open(dir, pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	db, err := snapshot.Open(ctx, st, snapshot.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	iv := func(i int64) snapshot.Value { return snapshot.Value{Kind: snapshot.KindInt, Int: i} }
+	sv := func(s string) snapshot.Value { return snapshot.Value{Kind: snapshot.KindString, Bytes: []byte(s)} }
+	orders := snapshot.Schema{Columns: []snapshot.Column{{Name: "id", Kind: snapshot.KindInt}, {Name: "customer", Kind: snapshot.KindString}}, Key: []string{"id"}}
+	lines := snapshot.Schema{Columns: []snapshot.Column{{Name: "order_id", Kind: snapshot.KindInt}, {Name: "line", Kind: snapshot.KindInt}, {Name: "qty", Kind: snapshot.KindInt}}, Key: []string{"order_id", "line"}}
+	for gen := range 2 {
+		tr, err := db.BeginTablesRun(ctx, snapshot.DatasetConfig{Name: "shop"}, snapshot.TablesRunOptions{
+			Tables: []snapshot.TableSpec{{Name: "orders", Schema: orders}, {Name: "order lines", Schema: lines}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := int64(1); i <= 3; i++ {
+			cust := fmt.Sprintf("c%d", i)
+			if gen == 1 && i == 2 {
+				cust = "c2-moved"
+			}
+			if gen == 0 || i != 3 {
+				if err := tr.Table("orders").Put(ctx, []snapshot.Value{iv(i), sv(cust)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := tr.Table("order lines").Put(ctx, []snapshot.Value{iv(i), iv(1), iv(i * 10)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := tr.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestCLI_Tables: tables lists a version's tables; get, scan, diff and
+// versions read one with --table; without it, a read of the dataset's
+// rows is refused with the tables named.
+func TestCLI_Tables(t *testing.T) {
+	url, _, _ := startServeWith(t, 0, nil, func(cfg *config.Config) { writeShopTables(t, cfg.Data) })
+	do := func(wantCode int, args ...string) (string, string) {
+		t.Helper()
+		code, out, errs := cli(t, append(args, "--server", url)...)
+		if code != wantCode {
+			t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, wantCode, out, errs)
+		}
+		return out, errs
+	}
+	out, _ := do(0, "tables", "shop")
+	if !strings.Contains(out, "order lines  3") || !strings.Contains(out, "orders       2") || !strings.Contains(out, "order_id,line") {
+		t.Errorf("tables:\n%s", out)
+	}
+	if out, _ = do(0, "tables", "shop", "--version", "1"); !strings.Contains(out, "orders       3") {
+		t.Errorf("tables --version 1:\n%s", out)
+	}
+	if out, _ = do(0, "get", "shop", "--table", "order lines", "2", "1"); !strings.Contains(out, `"qty":20`) {
+		t.Errorf("get --table:\n%s", out)
+	}
+	if out, _ = do(0, "scan", "shop", "--table", "orders", "--format", "csv"); out != "id,customer\n1,c1\n2,c2-moved\n" {
+		t.Errorf("scan --table --format csv:\n%q", out)
+	}
+	if out, _ = do(0, "diff", "shop", "--table", "orders"); !strings.Contains(out, "customer: c2 -> c2-moved") || !strings.Contains(out, "0 inserted, 1 updated, 1 deleted") {
+		t.Errorf("diff --table:\n%s", out)
+	}
+	if out, _ = do(0, "diff", "shop", "--stats"); !strings.Contains(out, "order lines") || !strings.Contains(out, "(all)") {
+		t.Errorf("diff --stats of every table:\n%s", out)
+	}
+	if out, _ = do(0, "versions", "shop"); !strings.Contains(out, "TABLES") {
+		t.Errorf("versions:\n%s", out)
+	}
+	out, _ = do(0, "versions", "shop", "--table", "orders")
+	if lines := strings.Split(out, "\n"); len(lines) < 2 || strings.Join(strings.Fields(lines[1])[4:8], " ") != "2 0 1 1" {
+		t.Errorf("versions --table:\n%s", out)
+	}
+	if out, _ = do(0, "datasets", "show", "shop", "--version", "1"); !strings.Contains(out, "TABLE") || !strings.Contains(out, "orders       3     id") {
+		t.Errorf("datasets show of a dataset of several tables:\n%s", out)
+	}
+	dir := t.TempDir()
+	if out, _ = do(0, "export", "shop", "--out", dir, "--version", "1"); out != filepath.Join(dir, "order_lines.parquet")+"\n"+filepath.Join(dir, "orders.parquet")+"\n" {
+		t.Errorf("export of a dataset of several tables:\n%s", out)
+	}
+	for _, name := range []string{"order_lines.parquet", "orders.parquet"} {
+		pf, err := file.OpenParquetFile(filepath.Join(dir, name), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pf.NumRows() != 3 {
+			t.Errorf("%s: %d rows at version 1, want 3", name, pf.NumRows())
+		}
+		pf.Close()
+	}
+	if _, errs := do(1, "scan", "shop"); !strings.Contains(errs, "order lines, orders") {
+		t.Errorf("scan of a dataset of several tables:\n%s", errs)
+	}
+}

@@ -1,0 +1,117 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/snapstore/snapstore/snapshot"
+)
+
+// tablesOrders and tablesLines are the schemas of the dataset of several
+// tables the tests write (writeTables).
+var (
+	tablesOrders = snapshot.Schema{
+		Columns: []snapshot.Column{{Name: "id", Kind: snapshot.KindInt}, {Name: "customer", Kind: snapshot.KindString, Nullable: true}},
+		Key:     []string{"id"},
+	}
+	tablesLines = snapshot.Schema{
+		Columns: []snapshot.Column{{Name: "order_id", Kind: snapshot.KindInt}, {Name: "line", Kind: snapshot.KindInt}, {Name: "sku", Kind: snapshot.KindString}},
+		Key:     []string{"order_id", "line"},
+	}
+)
+
+func tInt(i int64) snapshot.Value { return snapshot.Value{Kind: snapshot.KindInt, Int: i} }
+func tStr(s string) snapshot.Value {
+	return snapshot.Value{Kind: snapshot.KindString, Bytes: []byte(s)}
+}
+
+// writeTables commits one version of the dataset "shopdb" of named tables
+// through snapshot.BeginTablesRun, each table's rows by name, and returns
+// the version.
+func writeTables(t *testing.T, db *snapshot.DB, tables map[string][][]snapshot.Value) int64 {
+	t.Helper()
+	ctx := context.Background()
+	schemas := map[string]snapshot.Schema{"public.orders": tablesOrders, "public.order_lines": tablesLines, "audit/log 100%": tablesOrders}
+	var specs []snapshot.TableSpec
+	for name := range tables {
+		specs = append(specs, snapshot.TableSpec{Name: name, Schema: schemas[name]})
+	}
+	tr, err := db.BeginTablesRun(ctx, snapshot.DatasetConfig{Name: "shopdb", Retention: snapshot.Retention{MinVersions: 10}},
+		snapshot.TablesRunOptions{Tables: specs, DropMissing: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, rows := range tables {
+		w := tr.Table(name)
+		for _, row := range rows {
+			if err := w.Put(ctx, row); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	vi, err := tr.Commit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vi.Version
+}
+
+// shopdbV1 and shopdbV2 are two versions of shopdb: orders 2 changes, 5
+// goes, 6 comes; the lines stay; the table "audit/log 100%" comes.
+func shopdbV1() map[string][][]snapshot.Value {
+	var orders, lines [][]snapshot.Value
+	for i := int64(1); i <= 5; i++ {
+		orders = append(orders, []snapshot.Value{tInt(i), tStr(fmt.Sprintf("c%d", i))})
+		for l := int64(1); l <= 2; l++ {
+			lines = append(lines, []snapshot.Value{tInt(i), tInt(l), tStr(fmt.Sprintf("sku%d-%d", i, l))})
+		}
+	}
+	return map[string][][]snapshot.Value{"public.orders": orders, "public.order_lines": lines}
+}
+
+func shopdbV2() map[string][][]snapshot.Value {
+	tables := shopdbV1()
+	orders := tables["public.orders"][:4]
+	orders[1] = []snapshot.Value{tInt(2), tStr("c2-moved")}
+	tables["public.orders"] = append(orders, []snapshot.Value{tInt(6), tStr("c6")})
+	tables["audit/log 100%"] = [][]snapshot.Value{{tInt(1), tStr("x")}}
+	return tables
+}
+
+// TestTables_Console: the page of a dataset of several tables lists them,
+// each with its rows and links to its rows and diff; the rows browser,
+// the diff page and the downloads read one table; the dataset's diff
+// page counts each table.
+func TestTables_Console(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	v1 := writeTables(t, f.db, shopdbV1())
+	v2 := writeTables(t, f.db, shopdbV2())
+	b := newBrowser(t, f)
+	b.page("/ui/datasets/shopdb", "<dt>Tables</dt><dd>3</dd>", `id="tables"`, `data-table="public.orders"`, `data-table="audit/log 100%"`,
+		`href="/ui/datasets/shopdb/rows?table=public.order_lines"`, `href="/ui/datasets/shopdb/diff?table=audit%2flog%20100%25"`)
+	b.page("/ui/datasets/shopdb/rows?table=public.orders", "table public.orders", "c2-moved", `name="table" value="public.orders"`,
+		fmt.Sprintf(`href="/ui/datasets/shopdb/rows/download?version=%d&amp;table=public.orders&amp;format=parquet"`, v2))
+	b.page("/ui/datasets/shopdb/diff", `id="diff-tables"`, `data-table="audit/log 100%" data-change="added"`, "2 inserted",
+		fmt.Sprintf(`href="/ui/datasets/shopdb/diff?table=public.orders&amp;from=%d&amp;to=%d"`, v1, v2))
+	b.page("/ui/datasets/shopdb/diff?table=public.orders", `data-op="update"`, `data-op="delete"`, "1 inserted")
+	for _, path := range []string{
+		fmt.Sprintf("/ui/datasets/shopdb/rows/download?version=%d&table=public.order_lines&format=parquet", v1),
+		"/ui/datasets/shopdb/diff/download?table=public.orders&format=parquet",
+		"/ui/datasets/shopdb/rows/download?table=audit%2Flog+100%25&format=parquet",
+	} {
+		r := b.get(path)
+		if r.status != 200 {
+			t.Fatalf("GET %s: %d %s", path, r.status, r.body)
+		}
+		if _, err := file.NewParquetReader(bytes.NewReader(r.body)); err != nil {
+			t.Errorf("GET %s: %v", path, err)
+		}
+	}
+	if r := b.get("/ui/datasets/shopdb/rows"); r.status != 409 || !strings.Contains(string(r.body), "public.order_lines, public.orders") {
+		t.Errorf("the rows browser of a dataset of several tables without one: %d %s", r.status, r.body)
+	}
+}
