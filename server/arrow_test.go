@@ -613,3 +613,14 @@ func TestArrowDecimalParsing(t *testing.T) {
 		}
 	}
 }
+
+// TestArrowTextBytes: the kinds whose text an Arrow utf8 column takes as
+// their bytes are those whose ValueText is their bytes.
+func TestArrowTextBytes(t *testing.T) {
+	for k := snapshot.Kind(0); k < 64; k++ {
+		v := snapshot.Value{Kind: k, Bytes: []byte("2020-01-02 x"), Int: 7, Uint: 7, Float: 7}
+		if textIsBytes(k) && ValueText(v) != string(v.Bytes) {
+			t.Errorf("kind %v: ValueText %q, its bytes %q", k, ValueText(v), v.Bytes)
+		}
+	}
+}

@@ -308,9 +308,24 @@ func (ac *arrowColumn) appendArrow(b array.Builder, v snapshot.Value) bool {
 	case arrowBoolean:
 		b.(*array.BooleanBuilder).Append(len(v.Bytes) > 0 && v.Bytes[0] == 't')
 	default:
-		b.(*array.StringBuilder).Append(ValueText(v))
+		if textIsBytes(v.Kind) {
+			b.(*array.StringBuilder).BinaryBuilder.Append(v.Bytes) // ValueText without its string copy
+		} else {
+			b.(*array.StringBuilder).Append(ValueText(v))
+		}
 	}
 	return true
+}
+
+// textIsBytes reports whether ValueText of a value of kind k is its
+// Bytes as they are.
+func textIsBytes(k snapshot.Kind) bool {
+	switch k {
+	case snapshot.KindDecimal, snapshot.KindString, snapshot.KindDate, snapshot.KindDateTime, snapshot.KindTime,
+		snapshot.KindJSON, snapshot.KindEmbeddedJSON, snapshot.KindArray:
+		return true
+	}
+	return false
 }
 
 // parseDecimal reads the decimal text s ("-12.50") as an unscaled integer

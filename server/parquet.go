@@ -125,7 +125,16 @@ func writeParquetFile(w io.Writer, schema *arrow.Schema, codec compress.Compress
 		parquet.WithCompression(codec),
 		parquet.WithMaxRowGroupLength(parquetRowGroupRows),
 		parquet.WithStats(true),
+		parquet.WithDictionaryDefault(false),
 		parquet.WithCreatedBy("snapstore"),
+	}
+	// Dictionary pages only for the dictionary columns (ENUM, SET): for
+	// the others the writer's hash tables cost more time and memory than
+	// zstd or snappy over plain pages, which end smaller.
+	for _, f := range schema.Fields() {
+		if f.Type.ID() == arrow.DICTIONARY {
+			opts = append(opts, parquet.WithDictionaryFor(f.Name, true))
+		}
 	}
 	if codec == compress.Codecs.Zstd {
 		// zstd's fastest level: the whole file is written while the
