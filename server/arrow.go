@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/labstack/echo/v4"
 	"github.com/snapstore/snapstore/snapshot"
 )
@@ -24,7 +25,9 @@ import (
 const arrowBatchRows = 16384
 
 // arrowBatches fills record batches of a fixed schema a row at a time and
-// hands each full batch to emit.
+// hands each full batch to emit. Its builders are reserved for a whole
+// batch, and their data buffers for as many bytes as the last batch held,
+// so a batch fills without growing them.
 type arrowBatches struct {
 	rb   *array.RecordBuilder
 	rows int
@@ -32,7 +35,9 @@ type arrowBatches struct {
 }
 
 func newArrowBatches(schema *arrow.Schema, emit func(arrow.RecordBatch) error) *arrowBatches {
-	return &arrowBatches{rb: array.NewRecordBuilder(memory.DefaultAllocator, schema), emit: emit}
+	a := &arrowBatches{rb: array.NewRecordBuilder(memory.DefaultAllocator, schema), emit: emit}
+	a.rb.Reserve(arrowBatchRows)
+	return a
 }
 
 // endRow counts a row whose fields were appended and emits the batch once
@@ -50,9 +55,25 @@ func (a *arrowBatches) flush() error {
 	if a.rows == 0 {
 		return nil
 	}
+	data := make([]int, len(a.rb.Fields()))
+	for i, b := range a.rb.Fields() {
+		if bb, ok := b.(*array.BinaryBuilder); ok {
+			data[i] = bb.DataLen()
+		} else if sb, ok := b.(*array.StringBuilder); ok {
+			data[i] = sb.DataLen()
+		}
+	}
 	rec := a.rb.NewRecordBatch()
 	defer rec.Release()
 	a.rows = 0
+	a.rb.Reserve(arrowBatchRows)
+	for i, b := range a.rb.Fields() {
+		if bb, ok := b.(*array.BinaryBuilder); ok {
+			bb.ReserveData(data[i])
+		} else if sb, ok := b.(*array.StringBuilder); ok {
+			sb.ReserveData(data[i])
+		}
+	}
 	return a.emit(rec)
 }
 
@@ -70,6 +91,59 @@ func arrowSchemaMeta(info snapshot.VersionInfo, from int64) arrow.Metadata {
 		vals = append(vals, strconv.FormatInt(from, 10))
 	}
 	return arrow.NewMetadata(keys, vals)
+}
+
+// scanArrow answers a scan as an Arrow stream or a Parquet file. A stream
+// sends its schema first, so a first pass over the columns whose values
+// may not fit their Arrow type (a scan of the same range at the same
+// pinned version) fixes it before its rows are written. A Parquet file is
+// sent only once whole, so it is written at once and, should a value not
+// fit, written again with that column as text.
+func (s *Server) scanArrow(c echo.Context, r *snapshot.Reader, opts snapshot.ScanOptions, it snapshot.RowIterator, media string, codec compress.Compression) error {
+	ctx := c.Request().Context()
+	info := r.Version()
+	t := newRowsTable(info.Schema, opts.Columns)
+	if media == mediaParquet {
+		forParquet(t.cols)
+		scan := it
+		defer func() {
+			if scan != it {
+				scan.Close()
+			}
+		}()
+		pass := func(again bool) (*arrow.Schema, func(*arrowBatches) error, error) {
+			if again {
+				if scan != it {
+					scan.Close()
+				}
+				var err error
+				if scan, err = r.Scan(ctx, opts); err != nil {
+					scan = it
+					return nil, nil, err
+				}
+			}
+			return t.schema(info), func(a *arrowBatches) error { return t.write(scan, a) }, nil
+		}
+		return s.writeParquetPasses(c, codec, fileName(info.Dataset, r.Table())+".parquet", pass)
+	}
+	if doubt := doubtful(t.cols); len(doubt) > 0 {
+		po := opts // the same rows, only the columns in doubt
+		po.Columns = nil
+		for _, i := range doubt {
+			po.Columns = append(po.Columns, t.cols[i].col.Name)
+		}
+		probe, err := r.Scan(ctx, po)
+		if err != nil {
+			return err
+		}
+		err = t.probe(probe)
+		probe.Close()
+		if err != nil {
+			return err
+		}
+	}
+	fill := func(a *arrowBatches) error { return t.write(it, a) }
+	return s.streamArrow(c, t.schema(info), fill)
 }
 
 // rowsTable is the Arrow form of a scan: one field per selected column.
@@ -168,17 +242,24 @@ func checkFits(cols []arrowColumn, doubt, pos []int, vals []snapshot.Value) []in
 	return out
 }
 
-// write appends every row of it to a.
+// write appends every row of it to a. A value that does not fit its
+// column's Arrow type turns the column to text and stops the write with
+// errRefit: the rows are written again (Parquet, written whole before it
+// is sent, learns so which columns are text without a first pass).
 func (t *rowsTable) write(it snapshot.RowIterator, a *arrowBatches) error {
+	fields := a.rb.Fields()
 	for it.Next() {
 		row := it.Row()
 		pos := t.positions(row.Columns)
-		for i, ac := range t.cols {
+		for i := range t.cols {
 			var v snapshot.Value
 			if p := pos[i]; p >= 0 {
 				v = row.Values[p]
 			}
-			ac.appendArrow(a.rb.Field(i), v)
+			if !t.cols[i].appendArrow(fields[i], v) {
+				t.cols[i].enc = arrowText
+				return errRefit
+			}
 		}
 		if err := a.endRow(); err != nil {
 			return err

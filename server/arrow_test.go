@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -478,5 +479,148 @@ func TestArrowStream_DictionaryAcrossBatches(t *testing.T) {
 	}
 	if err := r.Err(); err != nil || i != n || batches != 3 {
 		t.Fatalf("%d rows in %d batches, want %d in 3: %v", i, batches, n, err)
+	}
+}
+
+// TestArrowParquet_LateUnfitValue: a Parquet scan, written without a
+// first pass, whose last rows hold a value their column's Arrow type
+// cannot hold (a zero date past the first batch, a NaN decimal) serves
+// that column as text, with the schema and values of the Arrow stream,
+// which learns them by its first pass.
+func TestArrowParquet_LateUnfitValue(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	ctx := context.Background()
+	schema := snapshot.Schema{Columns: []snapshot.Column{
+		{Name: "id", Kind: snapshot.KindInt, SourceType: "int"},
+		{Name: "price", Kind: snapshot.KindDecimal, SourceType: "decimal(10,2)"},
+		{Name: "at", Kind: snapshot.KindDateTime, SourceType: "datetime"},
+		{Name: "day", Kind: snapshot.KindDate, SourceType: "date"}}, Key: []string{"id"}}
+	run, err := f.db.BeginRun(ctx, snapshot.DatasetConfig{Name: "late"}, snapshot.RunOptions{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = arrowBatchRows + 10
+	for i := range n {
+		price, at := fmt.Sprintf("%d.%02d", i, i%100), "2020-01-02 03:04:05"
+		if i == n-1 {
+			price, at = "NaN", "0000-00-00 00:00:00"
+		}
+		vals := []snapshot.Value{{Kind: snapshot.KindInt, Int: int64(i)}, text(snapshot.KindDecimal, price),
+			text(snapshot.KindDateTime, at), text(snapshot.KindDate, "2020-01-02")}
+		if err := run.Put(ctx, vals); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := run.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"arrow", "parquet"} {
+		r := f.must(200, "GET", "/v1/datasets/late/rows?format="+format, "")
+		tbl := readArrowTable(t, format, r.body)
+		var types []string
+		for _, fd := range tbl.Schema().Fields() {
+			types = append(types, fd.Type.String())
+		}
+		if got, want := strings.Join(types, " "), "int64 utf8 utf8 date32"; got != want {
+			t.Errorf("%s: types %s, want %s", format, got, want)
+		}
+		rd := array.NewTableReader(tbl, -1)
+		var last []string
+		rows := 0
+		for rd.Next() {
+			rec := rd.RecordBatch()
+			rows += int(rec.NumRows())
+			last = last[:0]
+			for c := range int(rec.NumCols()) {
+				last = append(last, rec.Column(c).ValueStr(int(rec.NumRows())-1))
+			}
+		}
+		if got, want := strings.Join(last, " "), fmt.Sprintf("%d NaN 0000-00-00 00:00:00 2020-01-02", n-1); rows != n || got != want {
+			t.Errorf("%s: %d rows, last %q, want %d, %q", format, rows, got, n, want)
+		}
+		rd.Release()
+		tbl.Release()
+	}
+}
+
+// readArrowTable reads an Arrow stream or a Parquet file whole.
+func readArrowTable(t *testing.T, format string, body []byte) arrow.Table {
+	t.Helper()
+	if format == "parquet" {
+		pf, err := file.NewParquetReader(bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tbl, err := fr.ReadTable(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tbl
+	}
+	rd, err := ipc.NewReader(bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Release()
+	var recs []arrow.RecordBatch
+	for rd.Next() {
+		rec := rd.RecordBatch()
+		rec.Retain()
+		recs = append(recs, rec)
+	}
+	if err := rd.Err(); err != nil {
+		t.Fatal(err)
+	}
+	tbl := array.NewTableFromRecords(rd.Schema(), recs)
+	for _, rec := range recs {
+		rec.Release()
+	}
+	return tbl
+}
+
+// TestArrowDecimalParsing: decimals of up to 18 digits (read as int64)
+// and past them (read as a big.Int) give the same unscaled integers, and
+// texts that are not plain decimals of the column's precision and scale
+// are refused.
+func TestArrowDecimalParsing(t *testing.T) {
+	for _, c := range []struct {
+		s         string
+		prec, sc  int32
+		want      string
+		wantSmall bool
+	}{
+		{"-12.5", 10, 2, "-1250", true}, {"+0.05", 10, 2, "5", true}, {"007", 5, 0, "7", true}, {".5", 3, 1, "5", true},
+		{"1.", 3, 1, "10", true}, {"-0", 4, 0, "0", true}, {"999999999999999999", 18, 0, "999999999999999999", true},
+		{"9999999999999999999", 19, 0, "9999999999999999999", false}, {"-1.5", 38, 20, "-150000000000000000000", false},
+		{"123456789012345678901234567890.12", 76, 2, "12345678901234567890123456789012", false},
+	} {
+		small, large, ok := parseDecimal([]byte(c.s), c.prec, c.sc)
+		got := fmt.Sprint(small)
+		if large != nil {
+			got = large.String()
+		}
+		if !ok || got != c.want || (large == nil) != c.wantSmall {
+			t.Errorf("%q at (%d,%d): %s %v %v, want %s", c.s, c.prec, c.sc, got, large == nil, ok, c.want)
+		}
+	}
+	for _, bad := range []string{"", "-", ".", "NaN", "Infinity", "1e5", "1.234", "123456", "1.2.3", "--1", "1-2", "12345678901234567890.5"} {
+		if _, _, ok := parseDecimal([]byte(bad), 6, 2); ok {
+			t.Errorf("%q read as a decimal(6,2)", bad)
+		}
+	}
+}
+
+// TestArrowTextBytes: the kinds whose text an Arrow utf8 column takes as
+// their bytes are those whose ValueText is their bytes.
+func TestArrowTextBytes(t *testing.T) {
+	for k := snapshot.Kind(0); k < 64; k++ {
+		v := snapshot.Value{Kind: k, Bytes: []byte("2020-01-02 x"), Int: 7, Uint: 7, Float: 7}
+		if textIsBytes(k) && ValueText(v) != string(v.Bytes) {
+			t.Errorf("kind %v: ValueText %q, its bytes %q", k, ValueText(v), v.Bytes)
+		}
 	}
 }

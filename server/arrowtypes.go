@@ -220,7 +220,7 @@ func (ac arrowColumn) fits(v snapshot.Value) bool {
 	}
 	switch ac.enc {
 	case arrowDecimal128, arrowDecimal256:
-		_, ok := decimalDigits(v.Bytes, ac.prec, ac.scale)
+		_, _, ok := parseDecimal(v.Bytes, ac.prec, ac.scale)
 		return ok
 	case arrowDate32:
 		_, ok := parseDate32(v.Bytes)
@@ -238,11 +238,13 @@ func (ac arrowColumn) fits(v snapshot.Value) bool {
 	return true
 }
 
-// appendArrow appends v to b, the builder of ac's type; v fits (ac.fits).
-func (ac arrowColumn) appendArrow(b array.Builder, v snapshot.Value) {
+// appendArrow appends v to b, the builder of ac's type, and reports
+// whether v fits that type (ac.fits): a value that does not is not
+// appended.
+func (ac *arrowColumn) appendArrow(b array.Builder, v snapshot.Value) bool {
 	if v.Kind == snapshot.KindNull {
 		b.AppendNull()
-		return
+		return true
 	}
 	switch ac.enc {
 	case arrowNull:
@@ -254,26 +256,48 @@ func (ac arrowColumn) appendArrow(b array.Builder, v snapshot.Value) {
 	case arrowFloat64:
 		b.(*array.Float64Builder).Append(v.Float)
 	case arrowDecimal128:
-		d, _ := decimalDigits(v.Bytes, ac.prec, ac.scale)
-		if d.IsInt64() {
-			b.(*array.Decimal128Builder).Append(decimal128.FromI64(d.Int64()))
+		n, large, ok := parseDecimal(v.Bytes, ac.prec, ac.scale)
+		if !ok || v.Kind != ac.col.Kind {
+			return false
+		}
+		if large == nil {
+			b.(*array.Decimal128Builder).Append(decimal128.FromI64(n))
 		} else {
-			b.(*array.Decimal128Builder).Append(decimal128.FromBigInt(d))
+			b.(*array.Decimal128Builder).Append(decimal128.FromBigInt(large))
 		}
 	case arrowDecimal256:
-		d, _ := decimalDigits(v.Bytes, ac.prec, ac.scale)
-		b.(*array.Decimal256Builder).Append(decimal256.FromBigInt(d))
+		n, large, ok := parseDecimal(v.Bytes, ac.prec, ac.scale)
+		if !ok || v.Kind != ac.col.Kind {
+			return false
+		}
+		if large == nil {
+			b.(*array.Decimal256Builder).Append(decimal256.FromI64(n))
+		} else {
+			b.(*array.Decimal256Builder).Append(decimal256.FromBigInt(large))
+		}
 	case arrowDate32:
-		d, _ := parseDate32(v.Bytes)
+		d, ok := parseDate32(v.Bytes)
+		if !ok || v.Kind != ac.col.Kind {
+			return false
+		}
 		b.(*array.Date32Builder).Append(d)
 	case arrowTimestamp:
-		t, _ := parseTimestamp(v.Bytes)
+		t, ok := parseTimestamp(v.Bytes)
+		if !ok || v.Kind != ac.col.Kind {
+			return false
+		}
 		b.(*array.TimestampBuilder).Append(t)
 	case arrowDuration:
-		d, _ := parseDuration(v.Bytes)
+		d, ok := parseDuration(v.Bytes)
+		if !ok || v.Kind != ac.col.Kind {
+			return false
+		}
 		b.(*array.DurationBuilder).Append(d)
 	case arrowTime64:
-		d, _ := parseDuration(v.Bytes)
+		d, ok := parseDuration(v.Bytes)
+		if !ok || d < 0 || d >= 24*3600*1_000_000 || v.Kind != ac.col.Kind {
+			return false
+		}
 		b.(*array.Time64Builder).Append(arrow.Time64(d))
 	case arrowBinary:
 		b.(*array.BinaryBuilder).Append(v.Bytes)
@@ -284,33 +308,74 @@ func (ac arrowColumn) appendArrow(b array.Builder, v snapshot.Value) {
 	case arrowBoolean:
 		b.(*array.BooleanBuilder).Append(len(v.Bytes) > 0 && v.Bytes[0] == 't')
 	default:
-		b.(*array.StringBuilder).Append(ValueText(v))
+		if textIsBytes(v.Kind) {
+			b.(*array.StringBuilder).BinaryBuilder.Append(v.Bytes) // ValueText without its string copy
+		} else {
+			b.(*array.StringBuilder).Append(ValueText(v))
+		}
 	}
+	return true
 }
 
-// decimalDigits reads the decimal text s ("-12.50") as an unscaled integer
-// at scale, false when it is not a plain decimal (NaN, Infinity, an
-// exponent) or has more integer digits than prec-scale or more fraction
-// digits than scale.
-func decimalDigits(s []byte, prec, scale int32) (*big.Int, bool) {
+// textIsBytes reports whether ValueText of a value of kind k is its
+// Bytes as they are.
+func textIsBytes(k snapshot.Kind) bool {
+	switch k {
+	case snapshot.KindDecimal, snapshot.KindString, snapshot.KindDate, snapshot.KindDateTime, snapshot.KindTime,
+		snapshot.KindJSON, snapshot.KindEmbeddedJSON, snapshot.KindArray:
+		return true
+	}
+	return false
+}
+
+// parseDecimal reads the decimal text s ("-12.50") as an unscaled integer
+// at scale: small when it has at most 18 digits, else large; false when
+// it is not a plain decimal (NaN, Infinity, an exponent) or has more
+// integer digits than prec-scale or more fraction digits than scale.
+func parseDecimal(s []byte, prec, scale int32) (small int64, large *big.Int, ok bool) {
 	neg := false
 	if len(s) > 0 && (s[0] == '-' || s[0] == '+') {
 		neg = s[0] == '-'
 		s = s[1:]
 	}
 	intPart, frac := s, []byte(nil)
-	if i := strings.IndexByte(string(s), '.'); i >= 0 {
+	if i := bytes.IndexByte(s, '.'); i >= 0 {
 		intPart, frac = s[:i], s[i+1:]
 	}
 	if len(intPart) == 0 && len(frac) == 0 {
-		return nil, false
+		return 0, nil, false
 	}
 	for len(intPart) > 0 && intPart[0] == '0' {
 		intPart = intPart[1:]
 	}
 	if int32(len(intPart)) > prec-scale || int32(len(frac)) > scale {
-		return nil, false
+		return 0, nil, false
 	}
+	if len(intPart)+int(scale) > 18 {
+		large, ok = decimalDigits(intPart, frac, neg, scale)
+		return 0, large, ok
+	}
+	for _, part := range [2][]byte{intPart, frac} {
+		for _, c := range part {
+			if c < '0' || c > '9' {
+				return 0, nil, false
+			}
+			small = small*10 + int64(c-'0')
+		}
+	}
+	for i := int32(len(frac)); i < scale; i++ {
+		small *= 10
+	}
+	if neg {
+		small = -small
+	}
+	return small, nil, true
+}
+
+// decimalDigits reads the digits intPart and frac, negated when neg, as
+// an integer at scale (frac has at most scale digits): the path of
+// parseDecimal for numbers past int64.
+func decimalDigits(intPart, frac []byte, neg bool, scale int32) (*big.Int, bool) {
 	digits := make([]byte, 0, len(intPart)+int(scale)+1)
 	if neg {
 		digits = append(digits, '-')

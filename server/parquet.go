@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -44,24 +45,62 @@ func parquetCompression(c echo.Context) (compress.Compression, error) {
 	return codec, nil
 }
 
-// writeParquet writes a Parquet file of schema, whose batches fill writes,
-// to a temporary file, then sends it as name. Row groups hold at most
+// errRefit stops a pass that met a value its column's Arrow type cannot
+// hold; the column is text from then on.
+var errRefit = errors.New("server: a value does not fit its column's Arrow type")
+
+// parquetPass gives the schema and the batches of one pass over the rows
+// of a Parquet answer; again is true for a pass after one that stopped
+// with errRefit.
+type parquetPass func(again bool) (*arrow.Schema, func(*arrowBatches) error, error)
+
+// writeParquet writes a Parquet file of schema, whose batches fill
+// writes, and sends it as name (writeParquetPasses).
+func (s *Server) writeParquet(c echo.Context, schema *arrow.Schema, codec compress.Compression, name string, fill func(*arrowBatches) error) error {
+	return s.writeParquetPasses(c, codec, name, func(again bool) (*arrow.Schema, func(*arrowBatches) error, error) {
+		if again {
+			return nil, nil, errors.New("server: a probed column has a value its Arrow type cannot hold")
+		}
+		return schema, fill, nil
+	})
+}
+
+// writeParquetPasses writes a Parquet file to a temporary file, then
+// sends it as name. A pass that stops with errRefit is written again from
+// the start, by the next pass. Row groups hold at most
 // parquetRowGroupRows rows, compressed by codec, with statistics per
 // column; the Arrow schema is stored in the file's metadata, so readers
 // get back the Arrow types (durations, dictionaries, the JSON extension)
 // and the snapstore metadata.
-func (s *Server) writeParquet(c echo.Context, schema *arrow.Schema, codec compress.Compression, name string, fill func(*arrowBatches) error) error {
+func (s *Server) writeParquetPasses(c echo.Context, codec compress.Compression, name string, pass parquetPass) error {
 	f, err := os.CreateTemp("", "snapstore-*.parquet")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
-	if err := writeParquetFile(f, schema, codec, fill); err != nil {
-		if c.Request().Context().Err() != nil {
-			return nil // the client went away: no one to tell
+	for again := false; ; again = true {
+		if again {
+			if err := f.Truncate(0); err != nil {
+				return err
+			}
+			if _, err := f.Seek(0, io.SeekStart); err != nil {
+				return err
+			}
 		}
-		return err
+		schema, fill, err := pass(again)
+		if err == nil {
+			if err = writeParquetFile(f, schema, codec, fill); errors.Is(err, errRefit) {
+				continue
+			}
+		}
+		if err != nil {
+			if c.Request().Context().Err() != nil {
+				return nil // the client went away: no one to tell
+			}
+			return err
+		}
+		break
 	}
 	size, err := f.Seek(0, io.SeekCurrent)
 	if err != nil {
@@ -86,7 +125,16 @@ func writeParquetFile(w io.Writer, schema *arrow.Schema, codec compress.Compress
 		parquet.WithCompression(codec),
 		parquet.WithMaxRowGroupLength(parquetRowGroupRows),
 		parquet.WithStats(true),
+		parquet.WithDictionaryDefault(false),
 		parquet.WithCreatedBy("snapstore"),
+	}
+	// Dictionary pages only for the dictionary columns (ENUM, SET): for
+	// the others the writer's hash tables cost more time and memory than
+	// zstd or snappy over plain pages, which end smaller.
+	for _, f := range schema.Fields() {
+		if f.Type.ID() == arrow.DICTIONARY {
+			opts = append(opts, parquet.WithDictionaryFor(f.Name, true))
+		}
 	}
 	if codec == compress.Codecs.Zstd {
 		// zstd's fastest level: the whole file is written while the

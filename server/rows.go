@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/labstack/echo/v4"
 	"github.com/snapstore/snapstore/internal/jsonstr"
 	"github.com/snapstore/snapstore/snapshot"
@@ -201,40 +200,6 @@ func (s *Server) scanRows(c echo.Context) error {
 	b = jsonstr.Append(b, it.NextPageToken())
 	b = append(b, "}\n"...)
 	return c.JSONBlob(http.StatusOK, b)
-}
-
-// scanArrow answers a scan as an Arrow stream or a Parquet file: a first
-// pass over the columns whose values may not fit their Arrow type (a scan
-// of the same range at the same pinned version) fixes the schema, then
-// its rows are written.
-func (s *Server) scanArrow(c echo.Context, r *snapshot.Reader, opts snapshot.ScanOptions, it snapshot.RowIterator, media string, codec compress.Compression) error {
-	info := r.Version()
-	t := newRowsTable(info.Schema, opts.Columns)
-	if media == mediaParquet {
-		forParquet(t.cols)
-	}
-	if doubt := doubtful(t.cols); len(doubt) > 0 {
-		po := opts // the same rows, only the columns in doubt
-		po.Columns = nil
-		for _, i := range doubt {
-			po.Columns = append(po.Columns, t.cols[i].col.Name)
-		}
-		probe, err := r.Scan(c.Request().Context(), po)
-		if err != nil {
-			return err
-		}
-		err = t.probe(probe)
-		probe.Close()
-		if err != nil {
-			return err
-		}
-	}
-	schema := t.schema(info)
-	fill := func(a *arrowBatches) error { return t.write(it, a) }
-	if media == mediaParquet {
-		return s.writeParquet(c, schema, codec, fileName(info.Dataset, r.Table())+".parquet", fill)
-	}
-	return s.streamArrow(c, schema, fill)
 }
 
 // ParseKeyPrefix converts the texts of the first len(parts) key columns of

@@ -87,3 +87,33 @@ func decodeRows(format string, body io.Reader) (int, error) {
 	}
 	return 0, fmt.Errorf("unknown format %q", format)
 }
+
+// exportAll reads the whole bench table as a Parquet file (what `snapstore
+// export` asks for) and then as an Arrow stream, each in full: the Parquet
+// file's bytes are counted against its Content-Length, the stream decoded
+// batch by batch. The server's peak RSS is then the export's.
+func exportAll(base string, rows int64) {
+	for _, format := range []string{"parquet", "arrow"} {
+		start := time.Now()
+		resp, err := http.Get(base + "/v1/datasets/t/rows?format=" + format)
+		if err != nil {
+			log.Fatalf("bench: %s export: %v", format, err)
+		}
+		var n int64
+		if format == "arrow" {
+			var rn int
+			rn, err = decodeRows(format, resp.Body)
+			n = int64(rn)
+			if err == nil && n != rows {
+				err = fmt.Errorf("%d rows of %d", n, rows)
+			}
+		} else if n, err = io.Copy(io.Discard, resp.Body); err == nil && n != resp.ContentLength {
+			err = fmt.Errorf("%d bytes of %d", n, resp.ContentLength)
+		}
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			log.Fatalf("bench: %s export: %d, %v", format, resp.StatusCode, err)
+		}
+		log.Printf("bench: full export as %s in %v", format, time.Since(start).Round(time.Millisecond))
+	}
+}

@@ -504,6 +504,10 @@ request = function() return wrk.format("GET", "/v1/datasets/t/rows?limit=1000&st
 		rep.rssBigRows = rec.Stats.Rows
 		rep.rssBig = s.peakRSS()
 		s.stop()
+		s = startServer(e, filepath.Join(tmp, "data-big"), "", "", "export-big") // a fresh process: its peak is the export's
+		exportAll(s.url, rec.Stats.Rows)
+		rep.rssExport = s.peakRSS()
+		s.stop()
 		e.generate(*rows)
 	}
 	rep.load = append(rep.load, loadAvg())
