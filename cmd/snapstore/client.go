@@ -97,7 +97,11 @@ func (c *apiClient) do(ctx context.Context, method, path string, q url.Values, b
 		if untrusted := certificateError(err); untrusted != nil {
 			return nil, &exitError{code: exitUnreachable, err: fmt.Errorf("the certificate of the server at %s is not trusted: %w; give its CA with --ca-file FILE or %s", c.base, untrusted, envCAFile)}
 		}
-		if refused := clientCertRefused(err); refused != nil {
+		refused := clientCertRefused(err)
+		if refused == nil && c.base.Scheme == "https" && connectionDropped(err) {
+			refused = c.probeClientCert(ctx)
+		}
+		if refused != nil {
 			return nil, &exitError{code: exitUnreachable, err: fmt.Errorf("the server at %s refused the client certificate (%w): it asks for one signed by its client CA; give it with --client-cert FILE and --client-key FILE, or %s and %s", c.base, refused, envClientCert, envClientKey)}
 		}
 		if ctx.Err() == nil && (errors.As(err, &ne) || errors.As(err, &ue)) {

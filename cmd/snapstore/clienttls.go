@@ -1,12 +1,17 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
+	"syscall"
+	"time"
 
 	"github.com/snapstore/snapstore/config"
 )
@@ -81,4 +86,37 @@ func clientCertRefused(err error) error {
 		return oe.Err
 	}
 	return nil
+}
+
+// connectionDropped reports whether err is a connection the peer reset
+// or closed under a write: what a client whose request crossed the
+// server's refusal of its certificate sees under TLS 1.3, where the
+// server checks the certificate after the client's handshake ended, and
+// its alert may be lost to the reset.
+func connectionDropped(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF)
+}
+
+// probeClientCert asks the server why it dropped the connection: a bare
+// TLS handshake with the client's settings, then a read that sends
+// nothing, so the server's alert arrives before any reset. It returns the
+// alert when it refuses the client certificate, else nil.
+func (c *apiClient) probeClientCert(ctx context.Context) error {
+	tr, ok := c.hc.Transport.(*http.Transport)
+	if !ok || tr.TLSClientConfig == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	d := tls.Dialer{Config: tr.TLSClientConfig.Clone()}
+	d.Config.ServerName = c.base.Hostname()
+	conn, err := d.DialContext(ctx, "tcp", c.base.Host)
+	if err != nil {
+		return clientCertRefused(err)
+	}
+	defer conn.Close()
+	deadline, _ := ctx.Deadline()
+	conn.SetReadDeadline(deadline)
+	_, err = conn.Read(make([]byte, 1))
+	return clientCertRefused(err)
 }
