@@ -31,13 +31,14 @@ func (p *Runs) sweepLoop() {
 	}
 }
 
-// sweep drops the streams nothing was heard of for OwnerWait.
+// sweep drops the streams nothing was heard of for OwnerWait; a stream
+// whose batch is being applied is heard of.
 func (p *Runs) sweep() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := time.Now()
 	for k, st := range p.streams {
-		if !st.used.IsZero() && now.Sub(st.used) > p.cfg.OwnerWait {
+		if !st.applying && !st.used.IsZero() && now.Sub(st.used) > p.cfg.OwnerWait {
 			p.log.Warn("dropping a stream of a partitioned run not heard of", "dataset", k.Dataset, "txn", k.Txn, "partition", k.Partition,
 				"origin", k.origin, "idle", now.Sub(st.used).Round(time.Second))
 			st.w.Discard()

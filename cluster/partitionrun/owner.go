@@ -31,6 +31,10 @@ type ownedStream struct {
 	w    *snapshot.PartitionWriter
 	rows int64
 	used time.Time
+	// applying is set, under Runs.mu, while a batch is put into w: the
+	// sweep leaves such a stream alone, as it is not silent and its
+	// writer is in use.
+	applying bool
 }
 
 // Apply applies one batch of a stream (transfer.Handler).
@@ -81,9 +85,12 @@ func (p *Runs) Apply(ctx context.Context, from string, b *transfer.Batch) transf
 		p.mu.Unlock()
 	}
 	p.mu.Lock()
-	st.used = time.Now()
+	st.used, st.applying = time.Now(), true
 	p.mu.Unlock()
 	out := p.applyRows(ctx, k, st, rec, b)
+	p.mu.Lock()
+	st.used, st.applying = time.Now(), false
+	p.mu.Unlock()
 	if out.Code != transfer.CodeApplied || b.End {
 		p.mu.Lock()
 		if p.streams[k] == st {
