@@ -42,11 +42,14 @@ func (p *proc) rowsOf(t *testing.T, dataset string, v int64) []byte {
 // TestCopyEdgeToCentral runs two snapstore processes, each on its own
 // Pebble: the edge takes versions of a SQLite table, the central server
 // copies the edge's dataset through a snapstore connection after every
-// few edge runs, with inserts, updates and deletes in between. Each copied
-// version must be the edge version it names, row for row, with the same
-// row count and checksum. Then the edge is killed with SIGKILL in the
-// middle of a copy run: the run fails with source_unavailable, the central
-// current version stays, and once the edge is back the next run succeeds.
+// few edge runs, with inserts, updates, deletes and schema changes in
+// between, 30 edge runs in all. Each copied version must be the edge
+// version it names, row for row, with the same row count and checksum,
+// read by diff while the edge keeps the version copied last and in full
+// after a schema change or after GC on the edge collected it. The edge is
+// killed with SIGKILL in the middle of a copy run: the run fails with
+// source_unavailable, the central current version stays, and once the
+// edge is back the next run succeeds.
 func TestCopyEdgeToCentral(t *testing.T) { testCopyEdgeToCentral(t) }
 
 // TestCopyEdgeToCentralHBase is TestCopyEdgeToCentral with the central
@@ -232,6 +235,54 @@ func testCopyEdgeToCentral(t *testing.T, centralEnv ...string) {
 	if want := fmt.Sprintf("readings@%d", edge.dataset(t, "readings").CurrentVersion); central.copyVersion(t, "plant_readings", c.Version).Source.Resource != want {
 		t.Errorf("copy after the edge came back: not of the edge's current version %s", want)
 	}
+
+	// More edge runs, up to 30 in all, inserts, updates and deletes in
+	// turn, the copy after every third: by diff, since the edge keeps
+	// every version (min_versions 50).
+	var runs struct {
+		Runs []runRecord `json:"runs"`
+	}
+	edge.jsonCall(t, http.StatusOK, "GET", "/v1/runs?adapter=readings&status=succeeded&limit=1000", nil, &runs)
+	edgeRuns := len(runs.Runs)
+	for i := 0; edgeRuns < 30; i++ {
+		switch i % 3 {
+		case 0:
+			exec(fmt.Sprintf(`INSERT INTO readings (site, seq, value, amount, label, raw, doc, at) SELECT 'west', seq + %d, value, amount, label, raw, doc, at FROM readings WHERE site = 'south 2' AND seq <= 300`, 1000000*(i+1)))
+		case 1:
+			exec(fmt.Sprintf(`UPDATE readings SET value = value + 1, label = 'run %d' WHERE seq %% %d = 0`, i, 101+i))
+		default:
+			exec(fmt.Sprintf(`DELETE FROM readings WHERE site = 'west' AND seq %% %d = 0`, 3+i%5))
+		}
+		edge.mustRun(t, "readings")
+		edgeRuns++
+		if i%3 == 2 {
+			c = central.mustRun(t, "readings-copy")
+			check(fmt.Sprintf("copy after edge run %d", edgeRuns), c.Version)
+			if m := modeOf(c.ID); m != "diff" {
+				t.Errorf("copy after edge run %d: mode %q, want diff", edgeRuns, m)
+			}
+		}
+	}
+	// GC on the edge removes the version copied last: the next copy
+	// reads in full, and is again the edge's version row for row.
+	// (The retention reaches the dataset with the edge's next run.)
+	copied := central.copyVersion(t, "plant_readings", c.Version).Source.Resource
+	edge.jsonCall(t, http.StatusOK, "PUT", "/v1/adapters/readings", map[string]any{"connection": "plant", "resource": "readings",
+		"retention": map[string]any{"ttl": "1ms", "min_versions": 1}}, nil)
+	exec(`UPDATE readings SET label = 'after gc' WHERE seq % 7 = 0`)
+	edge.mustRun(t, "readings")
+	time.Sleep(10 * time.Millisecond)
+	edge.jsonCall(t, http.StatusOK, "POST", "/v1/datasets/readings/gc", nil, nil)
+	_, num, _ := strings.Cut(copied, "@")
+	if resp, err := edge.call("GET", "/v1/datasets/readings/versions/"+num, nil); err != nil || resp.status != http.StatusNotFound && resp.status != http.StatusGone {
+		t.Fatalf("edge version %s after GC: %d %v, want it collected", num, resp.status, err)
+	}
+	c = central.mustRun(t, "readings-copy")
+	check("copy after the edge collected the version copied last", c.Version)
+	if m := modeOf(c.ID); m != "full" {
+		t.Errorf("copy after the edge collected %s: mode %q, want full", copied, m)
+	}
+	t.Logf("%d edge runs; the copy by diff while the edge kept the version, in full after its GC", edgeRuns+1)
 
 	// The token the central server holds never shows in a response or a
 	// log line of either server (cleanup checks the logs).
