@@ -60,6 +60,11 @@ var (
 	// (it does not answer, is stopping or draining; L2, L3), or the node
 	// running it failed before it ended.
 	ErrNodeUnreachable = errors.New("adapters: node cannot be reached")
+	// ErrNodeFailed: a node that a run depends on is gone for good: it was
+	// confirmed failed or forgotten while it ran the run (ended by a
+	// survivor, noderuns.go), or it owned partitions of a partitioned run
+	// and was forgotten, or failed and its partitions moved.
+	ErrNodeFailed = errors.New("adapters: node failed")
 )
 
 // optionErrorIs returns oe marked with a package sentinel: its text is

@@ -83,7 +83,9 @@ type RunRecord struct {
 	// connection's options do not resolve: an env: variable unset, a
 	// file: unreadable; the cause a connection test gives), key_changed,
 	// bad_key, store_unavailable (the store, HBase, stopped answering),
-	// aborted, skipped, error (anything else).
+	// node_failed (the node that ran it, or an owner of its partitions,
+	// failed or was forgotten; noderuns.go), aborted, skipped, error
+	// (anything else).
 	Code string `json:"code,omitempty"`
 	// Forced is true for a run started with RunOptions.Force.
 	Forced bool `json:"forced,omitempty"`
@@ -120,6 +122,7 @@ var runCodes = []struct {
 	{ErrConnectionNotFound, "connection_not_found"},
 	{ErrStrategyNotSupported, "strategy_not_supported"},
 	{ErrNodeUnreachable, "node_unreachable"},
+	{ErrNodeFailed, "node_failed"},
 	{ErrNodeDraining, "node_draining"},
 	{ErrBadOption, "config"},
 	{ErrShuttingDown, "aborted"},
@@ -293,16 +296,6 @@ func (s *Service) pruneRuns(ctx context.Context, adapter string) {
 func (s *Service) abandonRuns(ctx context.Context) error {
 	_, err := s.abandonRunsOf(ctx, s.self, "the process stopped")
 	return err
-}
-
-// AbandonNodeRuns marks aborted the runs that node was running and the
-// waiting runs it placed, for a node that will not come back (forgotten):
-// their transactions never commit. It returns how many it marked.
-func (s *Service) AbandonNodeRuns(ctx context.Context, node string) (int, error) {
-	if node == "" || node == s.self {
-		return 0, fmt.Errorf("adapters: abandoning the runs of node %q: not another node", node)
-	}
-	return s.abandonRunsOf(ctx, node, "node "+node+" was forgotten")
 }
 
 // abandonRunsOf marks aborted the runs recorded running on node (or on no

@@ -211,6 +211,7 @@ func (d *Daemon) join(ctx context.Context, db *snapshot.DB) (adapters.Cluster, a
 		return d.place, nil, nil
 	}
 	d.parts.runs.SetTransport(d.xfer)
+	d.parts.runs.SetDeparted(d.place.Departed)
 	d.place.KeepPartitions(d.parts.table)
 	return d.place, d.parts.runs, nil
 }
@@ -278,6 +279,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		if err := d.xfer.Close(); err != nil {
 			d.log.Warn("stopping the transfer listener", "err", err)
 		}
+	}
+	if d.parts != nil {
+		d.parts.runs.Close()
 	}
 	httpErr := hs.Shutdown(sctx)
 	if errors.Is(httpErr, context.DeadlineExceeded) {
@@ -398,6 +402,9 @@ func (d *Daemon) Close() error {
 	}
 	if d.xfer != nil {
 		errs = append(errs, d.xfer.Close())
+	}
+	if d.parts != nil {
+		d.parts.runs.Close()
 	}
 	if d.mem != nil {
 		errs = append(errs, d.mem.Close())

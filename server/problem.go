@@ -226,6 +226,7 @@ var sentinels = []sentinel{
 	{adapters.ErrStrategyNotSupported, http.StatusNotImplemented, "strategy_not_supported", ""},
 	{adapters.ErrNodeDraining, http.StatusServiceUnavailable, "node_draining", ""},
 	{adapters.ErrNodeUnreachable, http.StatusServiceUnavailable, "node_unreachable", ""},
+	{adapters.ErrNodeFailed, http.StatusServiceUnavailable, "node_failed", ""},
 	// One adapter per dataset: a conflict with the adapter that writes it
 	// (field "dataset" from the *adapters.OptionError); before ErrBadOption,
 	// which the OptionError also carries.

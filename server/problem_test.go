@@ -91,6 +91,7 @@ func TestProblemFor_EverySentinel(t *testing.T) {
 			"ErrShuttingDown": adapters.ErrShuttingDown, "ErrBadOption": adapters.ErrBadOption,
 			"ErrDatasetTaken": adapters.ErrDatasetTaken, "ErrStrategyNotSupported": adapters.ErrStrategyNotSupported,
 			"ErrNodeDraining": adapters.ErrNodeDraining, "ErrNodeUnreachable": adapters.ErrNodeUnreachable,
+			"ErrNodeFailed":       adapters.ErrNodeFailed,
 			"ErrSecretKeyMissing": adapters.ErrSecretKeyMissing, "ErrSecretKeyUnknown": adapters.ErrSecretKeyUnknown,
 			"ErrSecretUnreadable": adapters.ErrSecretUnreadable,
 		},

@@ -286,14 +286,18 @@ func (c *coordinator) wait(ctx context.Context, n int) error {
 	}
 }
 
-// check returns why the run cannot finish: an owner refused a batch, or
-// one stayed unreachable for OwnerWait.
+// check returns why the run cannot finish: an owner refused a batch, one
+// departed for good (departed.go), or one stayed unreachable for
+// OwnerWait.
 func (c *coordinator) check() error {
 	c.mu.Lock()
 	refused := c.refused
 	c.mu.Unlock()
 	if refused != nil {
 		return refused
+	}
+	if err := c.departed(); err != nil {
+		return err
 	}
 	for _, w := range c.xr.Waiting() {
 		if d := time.Since(w.Since); d >= c.p.cfg.OwnerWait {

@@ -62,13 +62,18 @@ func (p *Runs) Apply(ctx context.Context, from string, b *transfer.Batch) transf
 	}
 	p.mu.Unlock()
 	if st == nil {
+		if b.Seq == 1 {
+			if out, wait := p.backingOff(k); wait {
+				return out
+			}
+		}
 		if b.Seq != 1 {
 			return transfer.NotApplied(transfer.CodeRewind, fmt.Sprintf("no state of partition %d of %v here (this node restarted or dropped it)", b.Partition, b.RunKey))
 		}
 		w, err := p.cfg.DB.OpenPartition(ctx, snapshot.PartitionSpec{Dataset: b.Dataset, Txn: b.Txn, Version: rec.Version,
 			Schema: rec.Schema, Partitions: rec.Partitions, Partition: b.Partition, PartitionKey: rec.PartitionKey})
 		if err != nil {
-			return transfer.NotApplied(transfer.CodeRefused, fmt.Sprintf("opening partition %d of %v: %v", b.Partition, b.RunKey, err))
+			return p.storeFailed(k, "opening", err)
 		}
 		st = &ownedStream{w: w}
 		p.mu.Lock()
@@ -78,7 +83,7 @@ func (p *Runs) Apply(ctx context.Context, from string, b *transfer.Batch) transf
 	p.mu.Lock()
 	st.used = time.Now()
 	p.mu.Unlock()
-	out := p.applyRows(ctx, st, rec, b)
+	out := p.applyRows(ctx, k, st, rec, b)
 	if out.Code != transfer.CodeApplied || b.End {
 		p.mu.Lock()
 		if p.streams[k] == st {
@@ -92,9 +97,10 @@ func (p *Runs) Apply(ctx context.Context, from string, b *transfer.Batch) transf
 	return out
 }
 
-// applyRows puts b's rows into the stream's writer and, for an END,
-// finishes it and answers with the report.
-func (p *Runs) applyRows(ctx context.Context, st *ownedStream, rec *runRecord, b *transfer.Batch) transfer.Outcome {
+// applyRows puts b's rows into the writer of stream k and, for an END,
+// finishes it and answers with the report. A store error is answered by
+// storeFailed (retry.go).
+func (p *Runs) applyRows(ctx context.Context, k ownerStream, st *ownedStream, rec *runRecord, b *transfer.Batch) transfer.Outcome {
 	if len(b.Rows) > 0 && !slices.EqualFunc(b.Columns, rec.Schema.Columns, func(n string, c snapshot.Column) bool { return n == c.Name }) {
 		return transfer.NotApplied(transfer.CodeRefused, fmt.Sprintf("the batch's columns %v are not the run's schema", b.Columns))
 	}
@@ -111,7 +117,7 @@ func (p *Runs) applyRows(ctx context.Context, st *ownedStream, rec *runRecord, b
 			vals[i] = v
 		}
 		if err := st.w.Put(ctx, vals); err != nil {
-			return transfer.NotApplied(transfer.CodeRefused, fmt.Sprintf("partition %d of %v: %v", b.Partition, b.RunKey, err))
+			return p.storeFailed(k, "writing", err)
 		}
 		st.rows++
 	}
@@ -124,8 +130,9 @@ func (p *Runs) applyRows(ctx context.Context, st *ownedStream, rec *runRecord, b
 	}
 	rep, err := st.w.Finish(ctx)
 	if err != nil {
-		return transfer.NotApplied(transfer.CodeRefused, fmt.Sprintf("finishing partition %d of %v: %v", b.Partition, b.RunKey, err))
+		return p.storeFailed(k, "finishing", err)
 	}
+	p.retried(k)
 	raw, err := json.Marshal(rep)
 	if err != nil {
 		return transfer.NotApplied(transfer.CodeRefused, err.Error())
@@ -155,21 +162,9 @@ func (p *Runs) Done(origin string, run transfer.RunKey, committed bool) {
 			delete(p.streams, k)
 		}
 	}
-}
-
-// sweep drops the streams nothing was heard of for OwnerWait: their
-// coordinator died or gave up without a DONE reaching this node.
-func (p *Runs) sweep() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now := time.Now()
-	for k, st := range p.streams {
-		if !st.used.IsZero() && now.Sub(st.used) > p.cfg.OwnerWait {
-			p.log.Warn("dropping a stream of a partitioned run not heard of", "dataset", k.Dataset, "txn", k.Txn, "partition", k.Partition,
-				"origin", k.origin, "idle", now.Sub(st.used).Round(time.Second))
-			st.w.Discard()
-			delete(p.streams, k)
-			delete(p.records, k.RunKey)
+	for k := range p.retries {
+		if k.origin == origin && k.RunKey == run {
+			delete(p.retries, k)
 		}
 	}
 }

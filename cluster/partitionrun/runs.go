@@ -55,6 +55,13 @@ type Config struct {
 	// reached, in a row, before it fails; an owner also drops the state
 	// of a run it heard nothing of for as long. Default DefaultOwnerWait.
 	OwnerWait time.Duration
+	// StoreRetries is how many times an owner writes a partition again
+	// from its first batch after a transient store error before it
+	// refuses it (retry.go); StoreRetryBackoff the pause before the
+	// first, doubling up to 8 s. Defaults DefaultStoreRetries and
+	// DefaultStoreRetryBackoff; StoreRetries < 0 retries never.
+	StoreRetries      int
+	StoreRetryBackoff time.Duration
 	// BatchRows and BatchBytes close a batch of one partition: 1,000 rows
 	// or 256 KiB by default.
 	BatchRows  int
@@ -69,15 +76,26 @@ type Runs struct {
 	cfg Config
 	log *slog.Logger
 	xfr *transfer.Transport // set once by SetTransport, before any run
+	// departed is set once by SetDeparted, before any run (departed.go).
+	departed func(node string) (string, bool)
 
-	// mu guards streams and records.
+	// mu guards streams, records and retries.
 	mu      sync.Mutex
 	streams map[ownerStream]*ownedStream
 	records map[transfer.RunKey]*runRecord
+	retries map[ownerStream]*retryState
+
+	// stopc ends sweepLoop (idle.go), which closes sweepDone.
+	stopc     chan struct{}
+	sweepDone chan struct{}
+	closeOnce sync.Once
 
 	rowsApplied   prometheus.Counter
 	partsReported *prometheus.CounterVec
 	runs          *prometheus.CounterVec
+	storeRetries  *prometheus.CounterVec
+	// streamsDropped counts the streams dropped as silent (idle.go).
+	streamsDropped prometheus.Counter
 }
 
 var _ adapters.Partitioner = (*Runs)(nil)
@@ -88,6 +106,15 @@ var _ transfer.Handler = (*Runs)(nil)
 func New(cfg Config) (*Runs, error) {
 	if cfg.OwnerWait <= 0 {
 		cfg.OwnerWait = DefaultOwnerWait
+	}
+	switch {
+	case cfg.StoreRetries == 0:
+		cfg.StoreRetries = DefaultStoreRetries
+	case cfg.StoreRetries < 0:
+		cfg.StoreRetries = 0
+	}
+	if cfg.StoreRetryBackoff <= 0 {
+		cfg.StoreRetryBackoff = DefaultStoreRetryBackoff
 	}
 	if cfg.BatchRows <= 0 {
 		cfg.BatchRows = 1000
@@ -100,7 +127,8 @@ func New(cfg Config) (*Runs, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	p := &Runs{cfg: cfg, log: log.With("component", "partitioned"),
-		streams: map[ownerStream]*ownedStream{}, records: map[transfer.RunKey]*runRecord{},
+		streams: map[ownerStream]*ownedStream{}, records: map[transfer.RunKey]*runRecord{}, retries: map[ownerStream]*retryState{},
+		stopc: make(chan struct{}), sweepDone: make(chan struct{}),
 		rowsApplied: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "snapstore_cluster_partition_rows_applied_total",
 			Help: "Rows of partitioned runs this node compared and wrote as the owner of their partition (rows of its own runs included).",
@@ -113,14 +141,23 @@ func New(cfg Config) (*Runs, error) {
 			Name: "snapstore_cluster_partitioned_runs_total",
 			Help: "Partitioned runs this node coordinated, by outcome (committed, verified, aborted).",
 		}, []string{"outcome"}),
+		storeRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "snapstore_cluster_partition_store_retries_total",
+			Help: "Transient store errors of this node's partition writes as an owner, by what followed: retried (the partition written again from its first batch) or gave_up (the partition refused, the run failed).",
+		}, []string{"outcome"}),
+		streamsDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "snapstore_cluster_partition_streams_dropped_total",
+			Help: "Streams of partitioned runs this node dropped as an owner after hearing nothing of them for cluster.transfer.owner_wait (their coordinator died or gave up).",
+		}),
 	}
 	if reg := cfg.Registerer; reg != nil {
-		for _, c := range []prometheus.Collector{p.rowsApplied, p.partsReported, p.runs} {
+		for _, c := range []prometheus.Collector{p.rowsApplied, p.partsReported, p.runs, p.storeRetries, p.streamsDropped} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
 		}
 	}
+	go p.sweepLoop()
 	return p, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/snapstore/snapstore/cluster/placement"
 	"github.com/snapstore/snapstore/cluster/transfer"
 	"github.com/snapstore/snapstore/snapshot"
+	"github.com/snapstore/snapstore/store"
 	"github.com/snapstore/snapstore/store/pebble"
 )
 
@@ -47,6 +48,13 @@ type partitionNode struct {
 // over mutual TLS on loopback, and owner wait ownerWait.
 func partitionNodes(t *testing.T, ownerWait time.Duration) (a, b *partitionNode) {
 	t.Helper()
+	return partitionNodesWith(t, ownerWait, nil)
+}
+
+// partitionNodesWith is partitionNodes with node b's store wrapped by
+// wrapB (when not nil).
+func partitionNodesWith(t *testing.T, ownerWait time.Duration, wrapB func(store.Store) store.Store) (a, b *partitionNode) {
+	t.Helper()
 	ctx := context.Background()
 	st, err := pebble.Open(t.TempDir(), pebble.Options{MemTableSize: 4 << 20, CacheSize: 8 << 20})
 	if err != nil {
@@ -69,7 +77,11 @@ func partitionNodes(t *testing.T, ownerWait time.Duration) (a, b *partitionNode)
 	book := &peerBook{addrs: map[string]string{}}
 	var nodes []*partitionNode
 	for _, id := range []string{"node-a", "node-b"} {
-		db, err := snapshot.Open(ctx, st, snapshot.Options{})
+		var nodeStore store.Store = st
+		if id == "node-b" && wrapB != nil {
+			nodeStore = wrapB(st)
+		}
+		db, err := snapshot.Open(ctx, nodeStore, snapshot.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,10 +90,11 @@ func partitionNodes(t *testing.T, ownerWait time.Duration) (a, b *partitionNode)
 		if err != nil {
 			t.Fatal(err)
 		}
-		runs, err := New(Config{Self: id, Incarnation: "i-" + id, DB: db, Table: table, OwnerWait: ownerWait, BatchRows: 50})
+		runs, err := New(Config{Self: id, Incarnation: "i-" + id, DB: db, Table: table, OwnerWait: ownerWait, BatchRows: 50, StoreRetryBackoff: 20 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(runs.Close)
 		c, k, err := transfer.NewNodeCert(caCert, caKey, id, time.Hour)
 		if err != nil {
 			t.Fatal(err)

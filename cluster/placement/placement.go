@@ -31,6 +31,9 @@ type Placement struct {
 	// fence is the last answer of member (fenceIn, fenceOut), so that a
 	// change is logged once (fence.go).
 	fence atomic.Int32
+	// deadRunsEnded holds "node/incarnation" of the failed nodes whose
+	// runs this node ended (deadruns.go); the placement loop's alone.
+	deadRunsEnded map[string]bool
 
 	started bool
 	svc     *adapters.Service // set by Start
@@ -49,7 +52,7 @@ const singleNodeName = "\x00single-node"
 // list (cluster.K11; nil: none, the membership alone).
 func New(m *cluster.Membership, list *NodeList) *Placement {
 	p := &Placement{m: m, h: newHandOffClient(m), d: newDefinitionsSync(m), o: newOwnership(m),
-		stopc: make(chan struct{}), donec: make(chan struct{})}
+		deadRunsEnded: map[string]bool{}, stopc: make(chan struct{}), donec: make(chan struct{})}
 	if list != nil {
 		p.k = newNodeKeeper(m, list)
 		p.k.member = p.member
@@ -86,8 +89,9 @@ func (p *Placement) Start(svc *adapters.Service) error {
 }
 
 // Forget removes node id, which will not come back, from the cluster
-// (cluster.K10): from serf (Membership.Forget) and the node list, and marks the
-// runs it was running aborted. Its share moves to the others.
+// (cluster.K10): from serf (Membership.Forget) and the node list, and ends
+// the runs it was running (code node_failed, deadruns.go). Its share moves
+// to the others.
 func (p *Placement) Forget(ctx context.Context, id string) error {
 	if err := p.m.Forget(ctx, id); err != nil {
 		return err
@@ -101,10 +105,10 @@ func (p *Placement) Forget(ctx context.Context, id string) error {
 	if p.svc != nil {
 		n, err := p.svc.AbandonNodeRuns(ctx, id)
 		if err != nil {
-			return fmt.Errorf("cluster: node %s forgotten; marking its runs aborted: %w", id, err)
+			return fmt.Errorf("cluster: node %s forgotten; ending its runs: %w", id, err)
 		}
 		if n > 0 {
-			p.m.Logger().Warn("runs of a forgotten node marked aborted", "node", id, "runs", n)
+			p.m.Logger().Warn("runs of a forgotten node ended", "node", id, "runs", n, "code", "node_failed")
 		}
 	}
 	return nil
@@ -168,12 +172,14 @@ func (p *Placement) loop(svc *adapters.Service) {
 				p.k.selfChanged()
 				p.k.markFailed()
 			}
+			p.endDeadRuns()
 		case <-heartbeat.C:
 			if p.k != nil {
 				p.k.writeSelf(false)
 				p.k.read()
 				p.k.markFailed()
 			}
+			p.endDeadRuns()
 		case <-runs.C:
 			if err := p.m.SetRunsInProgress(svc.RunsInProgress()); err != nil {
 				p.m.Logger().Warn("telling the runs in progress", "err", err)
