@@ -27,6 +27,7 @@ type DB struct {
 	closed  atomic.Bool
 
 	openReaders atomic.Int64
+	pins        pinSet // the pins of open Readers in the store (pins.go)
 
 	// owner names this DB in writer slots (slot.go); processLocal says no
 	// other process can open the store (store.ProcessLocal); grace is the
@@ -75,6 +76,7 @@ func (db *DB) Close() error {
 		}
 	}
 	db.stopKeeper()
+	db.endPins()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := db.ids.Close(ctx); err != nil {

@@ -149,7 +149,7 @@
 // unless TablesRunOptions.DropMissing; the new version then lacks it and
 // older ones keep it. VerifyUnchanged verifies only when no table
 // changed and the tables are the same. Tags, rollback (D11), retention
-// and GC (G1-G7: a table's views are the kept versions that hold it, and
+// and GC (G1-G8: a table's views are the kept versions that hold it, and
 // every open reader) and drop (D10) apply to the dataset as a whole.
 // Reads name a table (TableReader, TableDiff); the calls that do not
 // answer ErrTableRequired, naming the tables. A dataset of one table
@@ -167,7 +167,8 @@
 //
 // G2. Views. The cells that must survive are those seen by some view: each
 // kept version with today's excluded set, and each open Reader of this DB
-// with the visibility it pinned.
+// with the visibility it pinned. Readers of other processes count through
+// their pins (G8).
 //
 // G3. A put is needed iff it is the visible state of its column in some
 // view (newest visible version, not hidden by a visible row marker).
@@ -196,6 +197,39 @@
 // G7. Expired versions' records are deleted after their cells, and their
 // ids then leave the row (rowState.Expired): a GC interrupted in between
 // leaves them for the next one.
+//
+// G8. Pins. Where other processes share the store (HBase; not
+// store.ProcessLocal), a Reader of one process is unknown to the GC of
+// another, so a Reader pins its version in the store too (pins.go), in
+// the manner of Tephra (GC removes only what no reader in progress can
+// see) and of HBase's scanner leases: a record of (dataset, version) with
+// an expiry Options.PinLease ahead (default the slot lease, 30 s), which
+// its Reader renews every third of the lease and deletes at Close. A pin
+// whose expiry passed by GC's clock counts for nothing, so the pins of a
+// process that died lapse by themselves; GC deletes lapsed records. The
+// store alone holds pins. GC reads the live pins before its expiry
+// (G1), and retention expires no version one names: the version stays
+// kept, its cells with it, and any process may open a Reader of it, until
+// a GC after the last pin ended or lapsed. GC reads the pins again after
+// its expiry write: a version expired there that a pin names (a pin
+// written in between, below) keeps its cells and record as an open
+// Reader's (G2) until a later GC finds it unpinned. Cost: a Reader writes
+// its pin only when it must, a lease before retention's TTL can expire its
+// version, by a timer, if it is still open then; so reads of a dataset
+// without TTL, and reads shorter than what the TTL leaves of a version
+// (a point read, a page, of any version younger than TTL less a lease),
+// write nothing. A Reader of a version older than that writes its pin at
+// open, then reads the dataset's row again: if a GC expired the version
+// before the pin counted, the open fails with ErrVersionNotKept; if not,
+// that GC's expiry write comes after this read, so its second reading of
+// the pins finds the pin. A scan that hands out a page token leaves its
+// version pinned for one more lease after Close (written then if the TTL
+// could end within it), so that the next page, on any process, finds it
+// kept. Limits: pins judge by the TTL configured when the Reader opened
+// (lowering it shortens what an unpinned Reader may rely on), and
+// clocks must agree to well within a lease, as for writer slots (W3).
+// On a store only one process opens, Readers pin in the process only
+// (G2).
 //
 // A cell of G3-G5 is one cell of a row version: GC rewrites a row version
 // without the cells it deletes, and deletes it when none is left. A full
@@ -281,11 +315,11 @@
 // within the lease, for liveness only: the epoch, not the clock, keeps a
 // stale writer from committing.
 //
-// Limits. The GC of a writer knows only its own Readers (G2): a Reader of
-// another process pinned to a version that retention expires may see that
-// version's cells disappear under it; keep such reads shorter than the
-// TTL, or tag the version. Records (PutRecord) are plain writes: the last
-// one wins.
+// Limits. The GC of a writer knows the Readers of other processes by
+// their pins in the store (G8); a Reader whose process could not renew its
+// pin for a lease (the store unreachable, the process paused) may see its
+// version's cells go. Records (PutRecord) are plain writes: the last one
+// wins.
 //
 // # Partitions
 //

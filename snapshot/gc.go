@@ -32,8 +32,9 @@ type GCReport struct {
 
 // GC applies retention to a dataset and deletes exactly the cells no kept
 // version can see plus the cells of its invalid transactions, then prunes
-// the invalid set (doc.go G1-G7, with a worked example). Versions
-// pinned by open Readers of this DB keep their cells. With dryRun nothing
+// the invalid set (doc.go G1-G8, with a worked example). Versions
+// pinned by open Readers of this DB keep their cells; versions pinned in
+// the store by Readers of any process (G8) stay kept. With dryRun nothing
 // changes and the report says what would be deleted. Memory is bounded by
 // one row's history. GC holds the dataset's writer slot from its first
 // write of the row (which expires versions, durably before any cell
@@ -51,6 +52,14 @@ func (db *DB) GC(ctx context.Context, name string, dryRun bool) (GCReport, error
 	rep := GCReport{Dataset: name, DryRun: dryRun, VersionsExpired: []int64{}}
 	now := db.opts.now()
 
+	// G8: the versions live pins of any process name stay kept.
+	var pinned map[int64]bool
+	if db.usesPins() {
+		if pinned, err = db.pinnedVersions(ctx, name, now, !dryRun); err != nil {
+			return rep, err
+		}
+	}
+
 	// G1: expire, durably first (taking the writer slot in the same write).
 	var st rowState
 	var expired []int64
@@ -58,7 +67,7 @@ func (db *DB) GC(ctx context.Context, name string, dryRun bool) (GCReport, error
 		ds.mu.Lock()
 		st = ds.st.clone()
 		ds.mu.Unlock()
-		expired = st.expired(now)
+		expired = unpinned(st.expired(now), pinned)
 		st.Versions = slices.DeleteFunc(st.Versions, func(r versionRef) bool { return slices.Contains(expired, r.Version) })
 	} else {
 		st, err = db.writeRow(ctx, ds, func(st *rowState) error {
@@ -68,7 +77,7 @@ func (db *DB) GC(ctx context.Context, name string, dryRun bool) (GCReport, error
 			if err := db.takeSlot(st, name, op, now); err != nil {
 				return err
 			}
-			expired = st.expired(now)
+			expired = unpinned(st.expired(now), pinned)
 			st.Versions = slices.DeleteFunc(st.Versions, func(r versionRef) bool { return slices.Contains(expired, r.Version) })
 			st.Expired = append(st.Expired, expired...)
 			slices.Sort(st.Expired)
@@ -102,6 +111,22 @@ func (db *DB) GC(ctx context.Context, name string, dryRun bool) (GCReport, error
 		readerViews = append(readerViews, r.vis)
 	}
 	ds.mu.Unlock()
+	// G8: a pin written after the first reading of the pins, by a Reader
+	// that read the row before the expiry above, keeps the cells of its
+	// version, expired now, and its record.
+	var latePins map[int64]bool
+	if db.usesPins() && !dryRun {
+		if latePins, err = db.pinnedVersions(ctx, name, now, false); err != nil {
+			return rep, err
+		}
+		for v := range latePins {
+			if !st.kept(v) && slices.Contains(st.Expired, v) {
+				vis := st.Txns.Visibility(v)
+				views = append(views, vis)
+				readerViews = append(readerViews, vis)
+			}
+		}
+	}
 	for _, g := range gcTables(ds, st, views, readerViews) {
 		if !dryRun {
 			if _, err := db.slotDeadline(ds, epoch); err != nil {
@@ -142,7 +167,7 @@ func (db *DB) GC(ctx context.Context, name string, dryRun bool) (GCReport, error
 	}
 	// The version rows of expired versions, then the row: expired ids
 	// and pruned transactions forgotten, the slot freed.
-	gone := slices.Clone(st.Expired)
+	gone := slices.DeleteFunc(slices.Clone(st.Expired), func(v int64) bool { return latePins[v] })
 	if len(gone) > 0 {
 		b := &store.Batch{Table: db.meta, Sync: true}
 		for _, v := range gone {
@@ -173,8 +198,13 @@ func (db *DB) GC(ctx context.Context, name string, dryRun bool) (GCReport, error
 	}
 	db.metrics.gcDeleted.Add(float64(rep.CellsDeleted))
 	db.logger.Info("gc done", "dataset", name, "dry_run", dryRun, "versions_expired", len(expired),
-		"cells_deleted", rep.CellsDeleted, "invalid_pruned", rep.InvalidTxnsPruned)
+		"versions_pinned", len(pinned), "cells_deleted", rep.CellsDeleted, "invalid_pruned", rep.InvalidTxnsPruned)
 	return rep, nil
+}
+
+// unpinned returns the versions of expired that no live pin names (G8).
+func unpinned(expired []int64, pinned map[int64]bool) []int64 {
+	return slices.DeleteFunc(expired, func(v int64) bool { return pinned[v] })
 }
 
 // gcTable is one data table GC collects: its column dictionary's size and

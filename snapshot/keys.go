@@ -22,6 +22,8 @@ import (
 //	                                                    of a dataset of named tables
 //	"s\x00rec\x00" + kind + "\x00" + name        "v"     a Record's value (package records)
 //	                                             "n"     a Record's counter (IncrementRecord; store.S8)
+//	                                             the records of kind "pin/" + dataset are the
+//	                                                    pins of Readers (pins.go, doc G8)
 //	"s\x00jnl\x00" + kind + "\x00" + rt (8 BE) + r (8) "v"   a journal entry's value (journal.go):
 //	                                                    rt = MaxUint64 - (UnixNano with its sign
 //	                                                    bit flipped), newest first; r random

@@ -51,6 +51,14 @@ type Options struct {
 	// SlotLease, so that a renewal that fails once is retried before the
 	// lease ends. Default a third of SlotLease.
 	SlotRenew time.Duration
+	// PinLease is how long a Reader's pin of its version in the store
+	// (doc.go G8) lasts without renewal, where other processes share the
+	// store; its Reader renews it every third of it. Clocks of the
+	// processes must agree to well within it. Default SlotLease.
+	PinLease time.Duration
+	// pinsLocal makes Readers pin their versions in the store on a store
+	// only one process opens, a test hook standing for another process.
+	pinsLocal bool
 	// now is the clock, injectable by tests; default time.Now.
 	now func() time.Time
 	// batchSize is the number of mutations per data batch, a test hook;
@@ -121,6 +129,9 @@ func Open(ctx context.Context, st store.Store, opts Options) (*DB, error) {
 	}
 	if opts.SlotRenew >= opts.SlotLease/2 {
 		return nil, fmt.Errorf("%w: writer slot renewal %s not under half its lease %s", ErrInvalidArgument, opts.SlotRenew, opts.SlotLease)
+	}
+	if opts.PinLease < 0 {
+		return nil, fmt.Errorf("%w: negative pin lease", ErrInvalidArgument)
 	}
 	if opts.RefreshInterval == 0 && (opts.ReadOnly || !processLocal) {
 		opts.RefreshInterval = DefaultRefreshInterval

@@ -25,7 +25,9 @@ type At struct {
 
 // Reader reads one dataset at one pinned version (D2): Get reads a row
 // (get.go), Scan a key range (scan.go). It keeps that version from being
-// collected until Close (G2). Safe for concurrent use.
+// collected until Close: in this process (G2) and, where other processes
+// share the store, in the store (a pin with a lease, G8). Safe for
+// concurrent use.
 type Reader struct {
 	db    *DB
 	ds    *dataset
@@ -37,6 +39,10 @@ type Reader struct {
 	pk    []string // the table's partition key, nil for the row key
 	*readPlan
 	closed atomic.Bool
+	// pin is the Reader's pin in the store (pins.go), nil when it needs
+	// none; linger is set once a scan handed out a page token.
+	pin    *pin
+	linger atomic.Bool
 }
 
 // Reader pins a version of the dataset name: at.Version, the newest kept
@@ -47,7 +53,9 @@ type Reader struct {
 // negative version).
 //
 // The version is resolved, pinned and its visibility taken under the
-// dataset lock, so GC cannot expire it in between.
+// dataset lock, so GC cannot expire it in between; a pin in the store
+// that must be written at once is checked against the dataset's row
+// (G8).
 //
 // A dataset of named tables has ErrTableRequired, naming its tables: read
 // one with TableReader.
@@ -66,45 +74,60 @@ func (db *DB) TableReader(ctx context.Context, name, table string, at At) (*Read
 // openReader opens a Reader of name at at: of its table table when
 // qualified.
 func (db *DB) openReader(ctx context.Context, name, table string, qualified bool, at At) (*Reader, error) {
-	if err := checkAt(at); err != nil {
+	r, ttl, err := db.openReaderLocal(ctx, name, table, qualified, at)
+	if err != nil {
 		return nil, err
+	}
+	if err := db.pinRead(ctx, r, ttl); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// openReaderLocal opens a Reader as openReader does, pinned in this
+// process (G2), and returns it with the dataset's retention TTL, from
+// which pinRead learns whether it must pin it in the store too (G8).
+func (db *DB) openReaderLocal(ctx context.Context, name, table string, qualified bool, at At) (*Reader, time.Duration, error) {
+	if err := checkAt(at); err != nil {
+		return nil, 0, err
 	}
 	ds, err := db.lookup(ctx, name)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
 	vi, err := ds.resolveLocked(at)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	vis := ds.st.Txns.Visibility(vi.Version)
 	if vis.IsExcluded(vi.Version) {
-		return nil, fmt.Errorf("%w: %s version %d is not committed", ErrCorrupt, name, vi.Version)
+		return nil, 0, fmt.Errorf("%w: %s version %d is not committed", ErrCorrupt, name, vi.Version)
 	}
 	num, parts, pk := 0, ds.cfg.Partitions, ds.cfg.PartitionKey
 	switch {
 	case vi.Tables != nil && !qualified:
-		return nil, tableRequired(name, vi)
+		return nil, 0, tableRequired(name, vi)
 	case vi.Tables != nil:
 		t, ok := vi.Table(table)
 		if !ok {
-			return nil, tableNotFound(name, table, vi)
+			return nil, 0, tableNotFound(name, table, vi)
 		}
 		vi, num, parts, pk = tableView(vi, t), t.Number, t.Partitions, t.PartitionKey
 	case table != "":
-		return nil, tableNotFound(name, table, vi)
+		return nil, 0, tableNotFound(name, table, vi)
 	}
 	plan, err := ds.planLocked(vi, num)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	r := &Reader{db: db, ds: ds, table: table, info: ds.infoLocked(vi), parts: parts, pk: pk, vis: vis, opts: readOpts(vis)}
 	r.readPlan = plan
 	ds.readers[r] = struct{}{}
 	db.openReaders.Add(1)
-	return r, nil
+	return r, ds.cfg.Retention.TTL, nil
 }
 
 // readPlan is what every Reader of one version shares, built once per
@@ -195,6 +218,9 @@ func (r *Reader) Version() VersionInfo { return r.info }
 func (r *Reader) Close() error {
 	if r.closed.Swap(true) {
 		return nil
+	}
+	if r.pin != nil {
+		r.pin.end(r.linger.Load())
 	}
 	r.ds.mu.Lock()
 	delete(r.ds.readers, r)

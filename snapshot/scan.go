@@ -187,6 +187,7 @@ func (it *rowIter) NextPageToken() string {
 	if !it.more || it.lastKey == nil {
 		return ""
 	}
+	it.r.linger.Store(true)
 	return pageToken{dataset: it.r.ds.name, version: it.r.info.Version, lastKey: it.lastKey}.encode()
 }
 
