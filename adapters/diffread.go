@@ -12,13 +12,18 @@ import (
 // readDiff is diff mode, for a source that keeps versions of its own
 // (source.DiffReader, a snapstore dataset) when the dataset's current
 // version was copied from an earlier version of it that the source still
-// keeps: the rows of the current version, read here, with the source's
-// changes since that version applied in key order (inserts and updates
-// put, deletes left out), then checked against the source version's
+// keeps: the source's changes since that version applied in key order to
+// the current version, then checked against the source version's
 // checksum, unless the read is a derivation of that version (some columns,
 // a key range), whose checksum is the run's own. done is false when the source cannot give the changes, or when
 // the result's checksum disagrees (the run is then begun again): the
 // caller reads in full.
+//
+// The changes are applied by a run of changes (snapshot.Run.ApplyChanges:
+// inserts and updates put, deletes deleted, the other rows kept without
+// being read). A run that records a digest of chunks, or that cannot be
+// one of changes (a dataset of several partitions), walks the current
+// version's rows instead and puts them with the changes, deletes left out.
 func (p *pull) readDiff(ctx context.Context) (done bool, err error) {
 	dr, ok := p.src.(source.DiffReader)
 	if !ok || p.cur == nil || p.local == nil || p.cur.Source.Resource == "" || p.cur.Source.Connection != p.spec.Connection ||
@@ -30,12 +35,29 @@ func (p *pull) readDiff(ctx context.Context) (done bool, err error) {
 		return false, p.readErrIf(ctx, err)
 	}
 	defer ch.Close()
+	p.res.mode = ModeDiff
+	// A run of one table (a copy is never of several) in a run of
+	// changes: only the changed rows are read and written.
+	if run, ok := p.local.(*snapshot.Run); ok && p.rec == nil && run.ApplyChanges() == nil {
+		for ch.Next(ctx) {
+			if ch.Deleted() {
+				if err := run.Delete(ctx, ch.Key()); err != nil {
+					return false, fmt.Errorf("deleting a row of %s: %w", p.resource, err)
+				}
+			} else if err := p.putValues(ctx, ch.Values()); err != nil {
+				return false, err
+			}
+		}
+		if err := ch.Err(); err != nil {
+			return false, p.readErr(ctx, err)
+		}
+		return p.checkDiff(ctx, dr)
+	}
 	rd, err := p.s.db.Reader(ctx, p.spec.Dataset, snapshot.At{Version: p.cur.Version})
 	if err != nil {
 		return false, fmt.Errorf("reading the current version %d of dataset %q: %w", p.cur.Version, p.spec.Dataset, err)
 	}
 	defer rd.Close()
-	p.res.mode = ModeDiff
 	// The current version's rows from the last change's key (skipped:
 	// the change replaced or deleted it) up to the next change's
 	// (excluded), then the change.
@@ -75,6 +97,13 @@ func (p *pull) readDiff(ctx context.Context) (done bool, err error) {
 	if err := copyRows(nil); err != nil {
 		return false, err
 	}
+	return p.checkDiff(ctx, dr)
+}
+
+// checkDiff checks the checksum of the rows diff mode gave against the
+// source version's (none for a derivation); when they disagree it begins
+// the run again and returns false: the caller reads in full.
+func (p *pull) checkDiff(ctx context.Context, dr source.DiffReader) (bool, error) {
 	if _, sum := p.local.Progress(); dr.Checksum() != "" && fmt.Sprintf("%016x", sum) != dr.Checksum() {
 		// The copy did not hold what the source version it names held
 		// (or a bug): begin again and read in full.

@@ -93,6 +93,7 @@ type Run struct {
 	w         *runWriter // writes the batches (run_write.go)
 	srcDigest []byte     // the source's digest, stored with the version (verify.go)
 	verified  bool       // Commit recorded the previous version verified
+	changes   bool       // a run of changes (run_changes.go)
 	err       error      // sticky store error; the run can only be aborted
 	done      bool
 

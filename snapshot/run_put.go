@@ -55,6 +55,8 @@ func (r *Run) Put(ctx context.Context, vals []Value) error {
 	switch c := bytes.Compare(key, p.lastKey); {
 	case c == 0 && p.lastKey != nil:
 		return duplicateKeyError([]string{r.putKeyText(vals)})
+	case c < 0 && r.changes:
+		return fmt.Errorf("%w: a change of key %s below the last one (changes come in key order)", ErrInvalidArgument, r.putKeyText(vals))
 	case c < 0 && !p.switched:
 		if err := r.startPhaseB(ctx, p); err != nil {
 			return err
@@ -72,6 +74,12 @@ func (r *Run) Put(ctx context.Context, vals []Value) error {
 			}
 			return err2
 		}
+	} else if r.changes {
+		if prev, err2 = r.getPrev(ctx, p, key); err2 != nil {
+			r.err = err2
+			return err2
+		}
+		r.takeOut(prev)
 	} else if r.prev != nil {
 		if prev, err2 = r.readPrev(ctx, p, key); err2 != nil {
 			r.err = err2

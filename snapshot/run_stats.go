@@ -53,13 +53,19 @@ func (r *Run) publishStats() {
 // order, uvarint(len(name)) name uvarint(len(cell)) cell, cell being the
 // cell value encoding (encoding.go: the packed value without its length).
 func (r *Run) addChecksum() {
+	r.sum += r.rowHash(func(i int) []byte { return r.enc[r.encOff[i]:r.encEnd[i]] })
+}
+
+// rowHash is a row's part of the checksum (addChecksum), cell(i) giving
+// the packed value of schema column i.
+func (r *Run) rowHash(cell func(i int) []byte) uint64 {
 	// The small parts go through one buffer, hashed in one call; a long
 	// value is hashed where it is.
 	const direct = 4 << 10
 	r.digest.Reset()
 	buf := r.ckBuf[:0]
 	for i, name := range r.cols {
-		v := r.enc[r.encOff[i]:r.encEnd[i]]
+		v := cell(i)
 		kind, payload := v[:1], v[1:]
 		switch Kind(v[0]) {
 		case KindNull, KindInt, KindUint, KindFloat:
@@ -81,5 +87,5 @@ func (r *Run) addChecksum() {
 	}
 	r.digest.Write(buf)
 	r.ckBuf = buf
-	r.sum += r.digest.Sum64()
+	return r.digest.Sum64()
 }

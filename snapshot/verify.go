@@ -195,6 +195,9 @@ func (r *Run) Carry(ctx context.Context, after, through []Value, rows int64, sum
 	if err := r.usable(); err != nil {
 		return err
 	}
+	if r.changes {
+		return fmt.Errorf("%w: carrying rows in a run of changes, which keeps them all", ErrInvalidArgument)
+	}
 	encode := func(key []Value) ([]byte, error) {
 		if len(key) != len(r.keyIdx) {
 			return nil, fmt.Errorf("%w: %d key values for %d key columns", ErrInvalidArgument, len(key), len(r.keyIdx))

@@ -46,6 +46,10 @@ type report struct {
 
 	hbaseFirst time.Duration
 	hbaseRows  int64
+
+	// copies is the copy by diff beside a full copy (copy.go); empty:
+	// not measured (-copy=false).
+	copies copyFigures
 }
 
 // goal is one row of the goal table.
@@ -174,6 +178,15 @@ func (r *report) goals() []goal {
 				target: fmt.Sprintf(">= %.1fx NDJSON", f.x), met: yes(got >= f.x*nd)})
 		}
 	}
+	for _, c := range r.copies.kinds {
+		g = append(g, goal{what: fmt.Sprintf("copy of a version with %s by diff, between two servers", c.churn),
+			measured: fmt.Sprintf("%s, mode %s, %d updated", secs(c.diff), c.diffRec.Mode, c.diffRec.Stats.Updated),
+			baseline: fmt.Sprintf("full copy of the same version %s", secs(c.full)), ratio: fmt.Sprintf("%.2fx", c.ratio()),
+			target: "<= 0.1x", met: yes(c.diffRec.Mode == "diff" && c.ratio() <= 0.1)})
+	}
+	if len(r.copies.kinds) == 0 {
+		g = append(g, goal{what: "copy of a 1% churn version by diff", measured: "not measured (-copy=false)", target: "<= 0.1x"})
+	}
 	if r.hbaseFirst > 0 {
 		runRow(fmt.Sprintf("first run on HBase, %d rows", r.hbaseRows), r.hbaseFirst, 3, "")
 	} else {
@@ -215,6 +228,12 @@ func (r *report) write(path string) {
 	fmt.Fprintf(&b, "| the runs with nothing changed | %s | | |\n", durations(r.same))
 	fmt.Fprintf(&b, "| the runs with 1%% changed in 4 key ranges | %s | | |\n", durations(r.ranges))
 	fmt.Fprintf(&b, "| the %d churn runs | %s | | |\n", len(r.churn), durations(r.churn))
+	if r.copies.first > 0 {
+		fmt.Fprintf(&b, "| first copy of the edge's dataset, in full (copy.go) | %s, %d rows | | |\n", secs(r.copies.first), r.copies.firstRec.Stats.Rows)
+		for _, c := range r.copies.kinds {
+			fmt.Fprintf(&b, "| phases of the copy by diff, %s | %s | phases of the full copy: %s | |\n", c.churn, phases(c.diffRec), phases(c.fullRec))
+		}
+	}
 	for _, name := range sortedKeys(r.goBench) {
 		res := r.goBench[name]
 		x := ""

@@ -12,7 +12,9 @@
 // RSS at two table sizes, HTTP reads under wrk against a trivial echo
 // handler (trivial.go), the same point reads over HTTPS against those over
 // plain HTTP (httpsPointReads), the go test benchmarks of package snapshot against raw
-// Pebble, and, when HBase is available, a first run on HBase. Every figure
+// Pebble, when HBase is available a first run on HBase, and the copy of a
+// changed version by diff between two servers against a full copy of it
+// (copyByDiff). Every figure
 // is a ratio against a baseline measured in the same run; goals.go prints
 // each beside its goal and says which are missed.
 package main
@@ -165,6 +167,13 @@ adapters:
     retention: {ttl: 0s, min_versions: 100}
     guard: {max_shrink: 1}
 `, data, port, extra, e.host, e.port, e.user)
+	return launch(cfg, conf, &server{url: scheme + "://127.0.0.1:" + port, data: data, env: e, storage: storage, pki: pki, client: client}, phase)
+}
+
+// launch writes conf to the file cfg and starts snapstore serve on it as
+// s (its url, data and client set), profiled into phase.prof under
+// -cpuprofile-dir when that is set; it returns s once s answers /readyz.
+func launch(cfg, conf string, s *server, phase string) *server {
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
 		log.Fatal(err)
 	}
@@ -173,14 +182,14 @@ adapters:
 		args = append(args, "--cpuprofile", filepath.Join(*profDir, phase+".prof"))
 	}
 	cmd := exec.Command(*bin, args...)
-	cmd.Env = append(os.Environ(), "BENCH_MYSQL_PASSWORD="+e.pw)
+	cmd.Env = append(os.Environ(), "BENCH_MYSQL_PASSWORD="+s.env.pw)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		log.Fatal(err)
 	}
-	s := &server{cmd: cmd, url: scheme + "://127.0.0.1:" + port, data: data, env: e, storage: storage, pki: pki, client: client}
+	s.cmd = cmd
 	for i := 0; i < 600; i++ {
-		if r, err := client.Get(s.url + "/readyz"); err == nil {
+		if r, err := s.client.Get(s.url + "/readyz"); err == nil {
 			r.Body.Close()
 			if r.StatusCode == 200 {
 				return s
@@ -258,15 +267,25 @@ type runRecord struct {
 	Version       int64  `json:"version"`
 	Verified      bool   `json:"verified"`
 	Mode          string `json:"mode"`
+	RowsRead      int64  `json:"rows_read"`
 	Chunks        int    `json:"chunks"`
 	ChunksSkipped int    `json:"chunks_skipped"`
+	Phases        []struct {
+		Name  string    `json:"name"`
+		Start time.Time `json:"started_at"`
+		End   time.Time `json:"ended_at"`
+	} `json:"phases"`
 }
 
-// run starts a run over HTTP and waits for it; it returns the wall time seen
-// by the client and the run record.
-func (s *server) run() (time.Duration, runRecord) {
+// run starts a run of the bench adapter over HTTP and waits for it; it
+// returns the wall time seen by the client and the run record.
+func (s *server) run() (time.Duration, runRecord) { return s.runAdapter("t") }
+
+// runAdapter starts a run of the adapter named over HTTP and waits for it;
+// it returns the wall time seen by the client and the run record.
+func (s *server) runAdapter(name string) (time.Duration, runRecord) {
 	start := time.Now()
-	r, err := s.client.Post(s.url+"/v1/adapters/t/runs?wait=true", "application/json", nil)
+	r, err := s.client.Post(s.url+"/v1/adapters/"+name+"/runs?wait=true", "application/json", nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -415,6 +434,15 @@ func main() {
 		fmt.Printf("\n1-minute load average %s, %s (start, end)\n", rep.load[0], loadAvg())
 		return
 	}
+	if *onlyCopy {
+		c := copyByDiff(e, tmp)
+		fmt.Printf("first copy in full %s (mode %s, %d rows)\n", secs(c.first), c.firstRec.Mode, c.firstRec.Stats.Rows)
+		for _, k := range c.kinds {
+			fmt.Println(k)
+		}
+		fmt.Printf("1-minute load average %s, %s (start, end)\n", rep.load[0], loadAvg())
+		return
+	}
 	rep.tableBytes, _ = strconv.ParseInt(e.sql("SELECT SUM(LENGTH(CONCAT_WS(',',id,code,name,qty,price,ratio,created,status,note,flags))) FROM snapbench.t"), 10, 64)
 	rep.source = e.sourceRead()
 	log.Printf("bench: source read %v", rep.source)
@@ -494,6 +522,9 @@ request = function() return wrk.format("GET", "/v1/datasets/t/rows?limit=1000&st
 	}
 	if *hbaseRun && e.hbase != "" {
 		rep.hbaseFirst, rep.hbaseRows = hbaseFirstRun(e, tmp)
+	}
+	if *copyRun {
+		rep.copies = copyByDiff(e, tmp)
 	}
 	if *rssScale > 1 {
 		big := *rows * *rssScale

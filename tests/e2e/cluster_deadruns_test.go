@@ -106,7 +106,10 @@ func TestClusterDeadNodeRuns(t *testing.T) {
 	failed := n1.awaitRun(t, run.ID)
 	waited := time.Since(forgotten)
 	t.Logf("the partitioned run ended %s after the forget: %s %s: %s", waited.Round(time.Millisecond), failed.Status, failed.Code, failed.Error)
-	if failed.Status != "failed" || failed.Code != "node_failed" || !strings.Contains(failed.Error, id3) || !strings.Contains(failed.Error, "forgotten") {
+	// Which check sees it first is a race: the forget itself, or the
+	// failed owner's partitions moved away by the keeper after it.
+	if failed.Status != "failed" || failed.Code != "node_failed" || !strings.Contains(failed.Error, id3) ||
+		!strings.Contains(failed.Error, "forgotten") && !strings.Contains(failed.Error, "partitions moved") {
 		t.Errorf("the run waiting for a forgotten owner: %+v", failed)
 	}
 	if waited > 30*time.Second {
