@@ -302,15 +302,16 @@ func (tp *tablesPull) readTable(ctx context.Context, t *tableRead) error {
 	return nil
 }
 
-// progress adds n rows read to the live run record.
+// progress adds n rows read to the live run record. tp.mu is held over
+// the record's update too, so that tables reading at once write their
+// sums in the order they make them, never an older over a newer.
 func (tp *tablesPull) progress(n int64) {
 	tp.mu.Lock()
+	defer tp.mu.Unlock()
 	tp.rows += n
-	rows := tp.rows
-	tp.mu.Unlock()
 	st := tp.run.Stats()
 	tp.ar.mu.Lock()
-	tp.ar.rec.RowsRead, tp.ar.rec.Stats = rows, st
+	tp.ar.rec.RowsRead, tp.ar.rec.Stats = tp.rows, st
 	tp.ar.mu.Unlock()
 }
 
