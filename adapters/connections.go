@@ -135,7 +135,8 @@ func (s *Service) CreateConnection(ctx context.Context, spec api.Connection) (Co
 // which. ErrConnectionReadOnly for a config connection; *OptionError for a
 // bad spec, a secret option given as "REDACTED" where it cannot keep
 // the replaced revision's secret (keepRedactedSecrets), or a secret
-// reference the limits do not allow (SecretRefLimits).
+// reference or a file option the limits do not allow (SecretRefLimits,
+// FileOptionLimits).
 func (s *Service) PutConnection(ctx context.Context, spec api.Connection) (c Connection, created bool, err error) {
 	return s.putConnection(ctx, spec, false)
 }
@@ -153,7 +154,7 @@ func (s *Service) putConnection(ctx context.Context, spec api.Connection, mustCr
 	if err != nil {
 		return Connection{}, false, err
 	}
-	if err := s.checkSecretRefs(d); err != nil {
+	if err := errors.Join(s.checkSecretRefs(d), s.checkFileOptions(d)); err != nil {
 		return Connection{}, false, err
 	}
 	if s.closing {

@@ -109,7 +109,7 @@ func newTwoNodes(t *testing.T, strategy Strategy) (*twoNodes, *testStack, *Servi
 	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "a", Connection: "lite", Resource: "items", Strategy: string(strategy), Schedule: "@every 1h"}); err != nil {
 		t.Fatal(err)
 	}
-	n2, err := New(ctx, ts.db, Options{Logger: testLogger(), Cluster: nodeView{c, "n2"}})
+	n2, err := New(ctx, ts.db, Options{Logger: testLogger(), Cluster: nodeView{c, "n2"}, FileOptions: FileOptionLimits{AnyFile: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +276,7 @@ func TestDispatch_AbandonOwnRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	again, err := New(ctx, ts.db, Options{Logger: testLogger(), Cluster: nodeView{c, "n1"}})
+	again, err := New(ctx, ts.db, Options{Logger: testLogger(), Cluster: nodeView{c, "n1"}, FileOptions: FileOptionLimits{AnyFile: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +312,7 @@ func TestDispatch_AbandonOwnRuns(t *testing.T) {
 func TestReload(t *testing.T) {
 	c, ts, _ := newTwoNodes(t, StrategyLocal)
 	ctx := context.Background()
-	n2, err := New(ctx, ts.db, Options{Logger: testLogger(), Cluster: nodeView{c, "n2"}, Schedule: true})
+	n2, err := New(ctx, ts.db, Options{Logger: testLogger(), Cluster: nodeView{c, "n2"}, Schedule: true, FileOptions: FileOptionLimits{AnyFile: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

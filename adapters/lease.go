@@ -133,19 +133,28 @@ func (s *Service) retireLocked(d *connDef) {
 
 // openSource resolves d's secret references, only now (N4), within the
 // connection's connect_timeout and, for an API definition, its limits
-// (secretref.go, F2, F3), and opens a Source; it also returns the resolved
-// secrets, for scrubError.
+// (secretref.go, F2, F3), holds an API definition's file options to
+// theirs (fileoptions.go, O2-O4), and opens a Source; it also returns the
+// resolved secrets, for scrubError.
 func (s *Service) openSource(ctx context.Context, d *connDef) (Source, []string, error) {
 	var limits *SecretRefLimits
 	if d.origin != OriginConfig {
 		limits = &s.secretRefs
+	}
+	log := s.log.With("connection", d.spec.Name)
+	opts := d.opts
+	if limits != nil {
+		var err error
+		if opts, err = s.fileLimits.resolveFileOptions(log, "options.", d.conn, opts); err != nil {
+			return nil, nil, fmt.Errorf("opening data connection %q: %w", d.spec.Name, err)
+		}
 	}
 	bound := d.opts.Duration("connect_timeout", source.DefaultConnectTimeout)
 	if bound <= 0 {
 		bound = source.DefaultConnectTimeout
 	}
 	rctx, cancel := context.WithTimeout(ctx, bound)
-	resolved, err := resolveSecrets(rctx, s.log.With("connection", d.spec.Name), "options.", d.opts, limits)
+	resolved, err := resolveSecrets(rctx, log, "options.", opts, limits)
 	cancel()
 	if err != nil {
 		return nil, nil, fmt.Errorf("opening data connection %q: %w", d.spec.Name, err)
@@ -156,9 +165,13 @@ func (s *Service) openSource(ctx context.Context, d *connDef) (Source, []string,
 			secrets = append(secrets, sec.Reveal())
 		}
 	}
-	src, err := d.conn.Open(ctx, SourceConfig{Name: d.spec.Name, Options: resolved, Pool: d.pool, Logger: s.log.With("connection", d.spec.Name)})
+	src, err := d.conn.Open(ctx, SourceConfig{Name: d.spec.Name, Options: resolved, Pool: d.pool, Logger: log})
 	if err != nil {
-		return nil, nil, scrubError(fmt.Errorf("opening data connection %q: %w", d.spec.Name, err), secrets...)
+		err = scrubError(err, secrets...)
+		if limits != nil {
+			err = s.fileLimits.fileOpenError(log, "options.", d.conn.Options(), d.opts, err)
+		}
+		return nil, nil, fmt.Errorf("opening data connection %q: %w", d.spec.Name, err)
 	}
 	return src, secrets, nil
 }

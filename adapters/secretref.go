@@ -86,11 +86,18 @@ func (l SecretRefLimits) check(key, ref string) error {
 }
 
 // fileDir returns the allowed directory that holds path and path relative
-// to it; ok is false for a path under none. The path is cleaned first, so
-// "/dir/../etc/passwd" is not under /dir.
+// to it; ok is false for a path under none (fileUnder).
 func (l SecretRefLimits) fileDir(path string) (dir, rel string, ok bool) {
+	return fileUnder(l.FileDirs, path)
+}
+
+// fileUnder returns the directory of dirs that holds path and path
+// relative to it; ok is false for a path under none. The path is cleaned
+// first, so "/dir/../etc/passwd" is not under /dir. Symbolic links are
+// not followed here: openUnder resolves them inside the directory.
+func fileUnder(dirs []string, path string) (dir, rel string, ok bool) {
 	p := filepath.Clean(path)
-	for _, d := range l.FileDirs {
+	for _, d := range dirs {
 		d = filepath.Clean(d)
 		r, err := filepath.Rel(d, p)
 		if err == nil && r != "." && filepath.IsLocal(r) {
@@ -98,6 +105,23 @@ func (l SecretRefLimits) fileDir(path string) (dir, rel string, ok bool) {
 		}
 	}
 	return "", "", false
+}
+
+// openUnder opens path, which must lie under one of dirs, with flags,
+// resolving it inside that directory with os.Root, so that neither ".."
+// nor a symbolic link leaves it. The error says why, for the log only:
+// callers answer with one message whatever the cause.
+func openUnder(dirs []string, path string, flags int) (*os.File, error) {
+	dir, rel, ok := fileUnder(dirs, path)
+	if !ok {
+		return nil, errors.New("not under the allowed directories")
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	return root.OpenFile(rel, flags, 0)
 }
 
 // errSecretFile is the one error of a file reference that cannot be used
@@ -120,16 +144,7 @@ func readSecretFile(ctx context.Context, path string, limits *SecretRefLimits) (
 	if limits == nil {
 		f, err = os.OpenFile(path, flags, 0)
 	} else {
-		dir, rel, ok := limits.fileDir(path)
-		if !ok {
-			return "", errors.New("not under secrets.file_dirs")
-		}
-		var root *os.Root
-		if root, err = os.OpenRoot(dir); err != nil {
-			return "", err
-		}
-		f, err = root.OpenFile(rel, flags, 0)
-		root.Close()
+		f, err = openUnder(limits.FileDirs, path, flags)
 	}
 	if err != nil {
 		return "", err

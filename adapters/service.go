@@ -35,6 +35,9 @@ type Options struct {
 	// through the API may name (secretref.go, F2); the zero value allows
 	// no env: and no file: reference through the API.
 	SecretRefs SecretRefLimits
+	// FileOptions bound what the file options (OptionDef.File) of
+	// connections defined through the API may name (fileoptions.go).
+	FileOptions FileOptionLimits
 	// SecretKeys say where the keys that encrypt the literal secrets of
 	// API connections come from (secretbox.go, K1-K5); the zero value has
 	// none, and a literal secret given through the API is then refused.
@@ -66,6 +69,8 @@ type Service struct {
 	self        string // this node's id in the cluster; "" alone
 	// secretRefs bound the references of API connections (F2)
 	secretRefs SecretRefLimits
+	// fileLimits bound the file options of API connections (O2, O3)
+	fileLimits FileOptionLimits
 	// secrets seals the literal secrets of API connections (K1)
 	secrets  *secretBox
 	observer RunObserver // nil: none
@@ -131,9 +136,10 @@ func New(ctx context.Context, db *snapshot.DB, opts Options) (*Service, error) {
 		partitioner: opts.Partitioner,
 		unsaved:     newUnsavedRuns(),
 		secretRefs:  opts.SecretRefs,
+		fileLimits:  opts.FileOptions,
 		observer:    opts.Observer,
 	}
-	if err := opts.SecretRefs.validate(); err != nil {
+	if err := errors.Join(opts.SecretRefs.validate(), opts.FileOptions.validate()); err != nil {
 		return nil, err
 	}
 	var err error

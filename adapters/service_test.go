@@ -61,6 +61,11 @@ func openStackWith(t testing.TB, dir string, po pebble.Options, opts Options) *t
 		// empty FileDirs for none).
 		opts.SecretRefs = SecretRefLimits{FileDirs: []string{os.TempDir()}, EnvPrefix: "SNAPSTORE_TEST_"}
 	}
+	if opts.FileOptions.Dirs == nil && !opts.FileOptions.AnyFile {
+		// The tests' API connections name files anywhere, as a server
+		// without tokens lets them; a test of the limits sets its own.
+		opts.FileOptions.AnyFile = true
+	}
 	if opts.SecretKeys.KeyFiles == nil && opts.SecretKeys.GenerateDir == "" {
 		// As serve on Pebble: a key generated in the data directory.
 		opts.SecretKeys.GenerateDir = dir

@@ -30,7 +30,7 @@ func openFaultStack(t *testing.T, dir string) (*testStack, *storetest.FaultStore
 		fs.Close()
 		t.Fatal(err)
 	}
-	if ts.svc, err = New(context.Background(), ts.db, Options{Logger: testLogger()}); err != nil {
+	if ts.svc, err = New(context.Background(), ts.db, Options{Logger: testLogger(), FileOptions: FileOptionLimits{AnyFile: true}}); err != nil {
 		ts.db.Close()
 		fs.Close()
 		t.Fatal(err)

@@ -61,6 +61,11 @@ type Config struct {
 	Connections []api.Connection `yaml:"connections"`
 	// Adapters are adapters defined in the file.
 	Adapters []api.Adapter `yaml:"adapters"`
+	// ConnectionFileDirs are absolute directories under which an option
+	// of a connection defined through the API that names a file (a SQLite
+	// database, a certificate) may name one; none: any file on a server
+	// without tokens, no file on one with tokens (FileOptionLimits).
+	ConnectionFileDirs []string `yaml:"connection_file_dirs"`
 	// Cluster makes this node a member of a cluster; with no
 	// cluster.bind the node runs alone and starts no serf.
 	Cluster ClusterConfig `yaml:"cluster"`
@@ -213,6 +218,15 @@ type SecretsConfig struct {
 // SecretRefLimits converts the secrets section for package adapters.
 func (c *Config) SecretRefLimits() adapters.SecretRefLimits {
 	return adapters.SecretRefLimits{FileDirs: c.Secrets.FileDirs, EnvPrefix: c.Secrets.EnvPrefix}
+}
+
+// FileOptionLimits converts connection_file_dirs for package adapters.
+// With no directory, a server without tokens lets the API name any file:
+// it answers only on loopback (server.CheckListen), where whoever calls it
+// can read those files anyway; a server with tokens serves callers who
+// may not, so it names none.
+func (c *Config) FileOptionLimits() adapters.FileOptionLimits {
+	return adapters.FileOptionLimits{Dirs: c.ConnectionFileDirs, AnyFile: len(c.Auth.Tokens) == 0}
 }
 
 // SecretKeys converts the secrets section's key files for package
@@ -504,6 +518,11 @@ func (c *Config) Validate() error {
 	for i, d := range c.Secrets.FileDirs {
 		if !filepath.IsAbs(d) {
 			bad(fmt.Sprintf("secrets.file_dirs[%d]", i), "want an absolute directory, got %q", d)
+		}
+	}
+	for i, d := range c.ConnectionFileDirs {
+		if !filepath.IsAbs(d) {
+			bad(fmt.Sprintf("connection_file_dirs[%d]", i), "want an absolute directory, got %q", d)
 		}
 	}
 	for i, f := range c.Secrets.KeyFiles {

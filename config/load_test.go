@@ -277,6 +277,40 @@ func TestConfig_Secrets(t *testing.T) {
 	}
 }
 
+// TestConfig_ConnectionFileDirs: connection_file_dirs decodes from the
+// file and the environment and reaches adapters.FileOptionLimits, a
+// relative directory is refused naming the key, and with no directory a
+// server without tokens lets the API name any file, one with tokens none.
+func TestConfig_ConnectionFileDirs(t *testing.T) {
+	p := writeFile(t, "c.yaml", "connection_file_dirs: [/srv/sqlite]\nconnections: [{name: a, type: sqlite, options: {path: /srv/a.db}}]\n")
+	cfg := Default()
+	if err := loadFile(p, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := applyEnv(&cfg, []string{"SNAPSTORE_CONNECTION_FILE_DIRS=/srv/sqlite,/srv/certs"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if l := cfg.FileOptionLimits(); len(l.Dirs) != 2 || l.Dirs[1] != "/srv/certs" || len(cfg.Connections) != 1 {
+		t.Fatalf("limits %+v, connections %+v", l, cfg.Connections)
+	}
+	cfg = Default()
+	if l := cfg.FileOptionLimits(); l.Dirs != nil || !l.AnyFile {
+		t.Errorf("no tokens: %+v, want any file", l)
+	}
+	cfg.Auth.Tokens = []TokenConfig{{Name: "ops", Token: "x", Role: "admin"}}
+	if l := cfg.FileOptionLimits(); l.AnyFile {
+		t.Errorf("tokens: %+v, want no file", l)
+	}
+	cfg = Default()
+	cfg.ConnectionFileDirs = []string{"/srv/sqlite", "relative"}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "config key connection_file_dirs[1]: want an absolute directory") {
+		t.Errorf("relative connection_file_dirs: %v", err)
+	}
+}
+
 // TestConfig_WriterSlot: storage.hbase.writer_slot_lease and
 // writer_slot_renew default to 30s and 10s, are set by the file or the
 // environment, and are refused out of their bounds (the renewal under

@@ -89,6 +89,7 @@ func openStackIn(ctx context.Context, cfg *config.Config, log *slog.Logger, reg 
 		Connections: cfg.Connections,
 		Adapters:    cfg.Adapters,
 		SecretRefs:  cfg.SecretRefLimits(),
+		FileOptions: cfg.FileOptionLimits(),
 		SecretKeys:  cfg.SecretKeys(),
 		Observer:    observer,
 		// A read-only reader of a shared HBase table never starts runs:

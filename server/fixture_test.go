@@ -81,9 +81,12 @@ type fixture struct {
 type fixtureOpts struct {
 	tokens     []Token
 	secretRefs adapters.SecretRefLimits
-	cluster    Cluster
-	transfer   Transfer
-	audit      AuditOptions
+	// fileOptions bound the API's file options; nil: any file, as on a
+	// server without tokens.
+	fileOptions *adapters.FileOptionLimits
+	cluster     Cluster
+	transfer    Transfer
+	audit       AuditOptions
 	// notify, when set, gives the server a notifier with these options,
 	// observing the runs.
 	notify *notify.Options
@@ -125,10 +128,15 @@ func newFixture(t testing.TB, fo fixtureOpts) *fixture {
 			t.Fatal(err)
 		}
 	}
+	fileOptions := adapters.FileOptionLimits{AnyFile: true}
+	if fo.fileOptions != nil {
+		fileOptions = *fo.fileOptions
+	}
 	svc, err := adapters.New(ctx, db, adapters.Options{
-		Observer:   observer(notifier),
-		Logger:     log,
-		Registerer: reg,
+		FileOptions: fileOptions,
+		Observer:    observer(notifier),
+		Logger:      log,
+		Registerer:  reg,
 		Connections: []api.Connection{
 			{Name: "shop", Type: "sqlite", Options: map[string]any{"path": srcPath}},
 		},

@@ -33,7 +33,7 @@ var postgresOptionDefs = []source.OptionDef{
 	{Key: "password", Type: source.OptSecret, Doc: "password: literal, env:NAME or file:/path"},
 	{Key: "database", Type: source.OptString, Endpoint: true, Doc: "database (default: the user name, as PostgreSQL does)"},
 	{Key: "sslmode", Type: source.OptString, Endpoint: true, Allowed: []string{"disable", "allow", "prefer", "require", "verify-ca", "verify-full"}, Doc: "libpq's sslmode (default prefer)"},
-	{Key: "sslrootcert", Type: source.OptString, Endpoint: true, Doc: "CA certificate file (PEM) that verify-ca and verify-full check the server against"},
+	{Key: "sslrootcert", Type: source.OptString, File: true, Endpoint: true, Doc: "CA certificate file (PEM) that verify-ca and verify-full check the server against"},
 	{Key: "application_name", Type: source.OptString, Doc: "application_name the server shows in pg_stat_activity (default snapstore)"},
 	{Key: "statement_timeout", Type: source.OptDuration, Doc: "server-side bound on each query of a pull, a chunk query included (default: the server's; 0s for none)"},
 	{Key: "connect_timeout", Type: source.OptDuration, Doc: "bound of opening one connection, dial, handshake and login, and of a connection test (default 10s)"},

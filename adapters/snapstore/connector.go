@@ -32,9 +32,9 @@ type connector struct{}
 var optionDefs = []source.OptionDef{
 	{Key: "url", Type: source.OptString, Endpoint: true, Doc: "base URL of the snapstore server (required; http:// or https://, e.g. https://edge1:8080)"},
 	{Key: "token", Type: source.OptSecret, Doc: "bearer token of a reader role or above on that server: literal, env:NAME or file:/path"},
-	{Key: "ca_file", Type: source.OptString, Endpoint: true, Doc: "CA certificate file (PEM) the server's certificate is checked against (default: the system's roots)"},
-	{Key: "client_cert", Type: source.OptString, Endpoint: true, Doc: "client certificate file (PEM) for servers that ask for one; with client_key"},
-	{Key: "client_key", Type: source.OptString, Endpoint: true, Doc: "the client certificate's private key file (PEM); with client_cert"},
+	{Key: "ca_file", Type: source.OptString, File: true, Endpoint: true, Doc: "CA certificate file (PEM) the server's certificate is checked against (default: the system's roots)"},
+	{Key: "client_cert", Type: source.OptString, File: true, Endpoint: true, Doc: "client certificate file (PEM) for servers that ask for one; with client_key"},
+	{Key: "client_key", Type: source.OptString, File: true, Endpoint: true, Doc: "the client certificate's private key file (PEM); with client_cert"},
 	{Key: "connect_timeout", Type: source.OptDuration, Doc: "bound of dialling and the TLS handshake, and of a connection test (default 10s)"},
 	{Key: "read_timeout", Type: source.OptDuration, Doc: "bound of one request and its whole answer, a page of a pull's scan included (default 5m; 0s for none): how long a run waits on a frozen server"},
 	{Key: "chunk_rows", Type: source.OptInt, Min: 1, Max: 10_000, Doc: "rows per scan page of a pull (default 5000; the server's limit is 10000)"},

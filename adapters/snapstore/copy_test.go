@@ -48,9 +48,11 @@ func newStack(t *testing.T, tokens ...server.Token) *stack {
 		t.Fatal(err)
 	}
 	// A key generated in the data directory, as serve does on Pebble: the
-	// tests give the connections' tokens as literals.
+	// tests give the connections' tokens as literals. The API's SQLite
+	// connections name any file, as on a server without tokens.
 	svc, err := adapters.New(ctx, db, adapters.Options{Logger: log,
-		SecretKeys: adapters.SecretKeys{GenerateDir: filepath.Join(dir, "data")}})
+		SecretKeys:  adapters.SecretKeys{GenerateDir: filepath.Join(dir, "data")},
+		FileOptions: adapters.FileOptionLimits{AnyFile: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

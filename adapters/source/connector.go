@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -12,7 +13,7 @@ import (
 // Connector is one connection type ("mysql", "postgres", "sqlite"),
 // registered by name with Register, after database/sql's sql.Register and
 // driver.Driver. The required interface is small; a Connector may also
-// implement ReadOptioner, and a Source the optional capabilities Tester,
+// implement ReadOptioner and FileChecker, and a Source the optional capabilities Tester,
 // ResourceLister, IdleCloser and PointOpener, found by type assertion (as
 // database/sql finds driver.Pinger).
 type Connector interface {
@@ -43,6 +44,17 @@ type ReadOptioner interface {
 	// Connector.Validate does; checks that need the resource (a column
 	// that exists) are OpenTable's.
 	ValidateRead(opts OptionValues) error
+}
+
+// FileChecker is an optional Connector capability: whether the file a
+// file option (OptionDef.File) names holds what the option wants, told
+// from its content (a SQLite database's header). The adapters ask it of
+// a connection defined through the API before Open, where a file that
+// cannot be used must be refused with the same error whatever it holds.
+type FileChecker interface {
+	// CheckFile reads the file of option key from r (a regular file, open
+	// for reading) and returns an error saying why it cannot be used.
+	CheckFile(key string, r io.Reader) error
 }
 
 // SourceConfig is what Connector.Open gets.

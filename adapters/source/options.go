@@ -62,6 +62,11 @@ type OptionDef struct {
 	// that changes it must give its secret options again rather than
 	// "REDACTED" (keepRedactedSecrets).
 	Endpoint bool
+	// File marks an option whose value names a file on the server that
+	// the connector opens (a database file, a certificate, a key): through
+	// the API it may name only files the server's limits allow
+	// (adapters.FileOptionLimits).
+	File bool
 	// Doc is one line for docs/connections.md.
 	Doc string
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/snapstore/snapstore/adapters/source"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -22,7 +23,7 @@ import (
 type sqliteConnector struct{}
 
 var sqliteOptionDefs = []source.OptionDef{
-	{Key: "path", Type: source.OptString, Doc: "database file path (required; opened read-only)"},
+	{Key: "path", Type: source.OptString, File: true, Doc: "database file path (required; opened read-only)"},
 	{Key: "busy_timeout", Type: source.OptDuration, Doc: "how long to wait for a writer's lock (default 5s)"},
 	{Key: "chunk_rows", Type: source.OptInt, Min: 1, Max: 10_000_000, Doc: "rows per keyset-pagination chunk of a pull (default 5000)"},
 }
@@ -34,6 +35,26 @@ func (sqliteConnector) Options() []source.OptionDef { return sqliteOptionDefs }
 func (sqliteConnector) Validate(o source.OptionValues) error {
 	if o.String("path") == "" {
 		return &source.OptionError{Key: "path", Msg: "required"}
+	}
+	return nil
+}
+
+// sqliteHeader opens every SQLite database file (fileformat.html, "The
+// Database Header"); an empty file is an empty database.
+const sqliteHeader = "SQLite format 3\x00"
+
+// CheckFile implements source.FileChecker: the file is a SQLite database,
+// empty or starting with its header.
+func (sqliteConnector) CheckFile(key string, r io.Reader) error {
+	b := make([]byte, len(sqliteHeader))
+	n, err := io.ReadFull(r, b)
+	switch {
+	case n == 0 && err == io.EOF:
+		return nil
+	case err != nil && err != io.ErrUnexpectedEOF:
+		return err
+	case string(b[:n]) != sqliteHeader:
+		return errors.New("not a SQLite database")
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -174,4 +175,23 @@ func fmtValue(v snapshot.Value) string {
 		return fmt.Sprintf("kind %d hex %x", v.Kind, v.Bytes)
 	}
 	return fmt.Sprintf("kind %d %q (nil=%v)", v.Kind, v.Bytes, v.Bytes == nil)
+}
+
+// TestSQLiteCheckFile: a database file and an empty file pass; text, a
+// file shorter than the header and another format do not.
+func TestSQLiteCheckFile(t *testing.T) {
+	path := newSQLiteFixture(t)
+	db, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := (sqliteConnector{}).CheckFile("path", db); err != nil {
+		t.Errorf("a database: %v", err)
+	}
+	for text, ok := range map[string]bool{"": true, "root:x:0:0:root:/root:/bin/bash\n": false, "SQLite": false, "SQLite format 2\x00 and more": false} {
+		if err := (sqliteConnector{}).CheckFile("path", strings.NewReader(text)); (err == nil) != ok {
+			t.Errorf("%q: %v, want accepted %v", text, err, ok)
+		}
+	}
 }

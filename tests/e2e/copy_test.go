@@ -61,7 +61,8 @@ func TestCopyEdgeToCentralHBase(t *testing.T) { testCopyEdgeToCentral(t, hbaseEn
 func testCopyEdgeToCentral(t *testing.T, centralEnv ...string) {
 	const rows = 60000
 	const readerToken, adminToken = "e2e-edge-reader-Qz81v", "e2e-edge-admin-Wm27k"
-	srcPath := filepath.Join(t.TempDir(), "plant.db")
+	srcDir := t.TempDir()
+	srcPath := filepath.Join(srcDir, "plant.db")
 	src, err := sql.Open("sqlite", srcPath)
 	if err != nil {
 		t.Fatal(err)
@@ -81,11 +82,14 @@ func testCopyEdgeToCentral(t *testing.T, centralEnv ...string) {
 			'reading ' || i || ' ' || hex(randomblob(40)), randomblob(i %% 17), CASE WHEN i %% 5 = 0 THEN NULL ELSE '{"i": ' || i || ', "f": 1.10}' END,
 			datetime(1700000000 + i, 'unixepoch') FROM n`, rows))
 
-	edge := startServerWith(t, readerToken, `auth:
+	// A server with tokens takes an API SQLite connection only to a file
+	// under connection_file_dirs.
+	edge := startServerWith(t, readerToken, fmt.Sprintf(`auth:
   tokens:
     - {name: ops, token: env:E2E_ADMIN_TOKEN, role: admin}
     - {name: central, token: env:E2E_MYSQL_PW, role: reader}
-`, "E2E_ADMIN_TOKEN="+adminToken)
+connection_file_dirs: [%q]
+`, srcDir), "E2E_ADMIN_TOKEN="+adminToken)
 	edge.addSecret(adminToken)
 	edge.token = adminToken
 	central := startServer(t, readerToken, centralEnv...) // the reader token as env:E2E_MYSQL_PW

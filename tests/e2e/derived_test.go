@@ -29,7 +29,8 @@ func TestDerivedCopyEdgeToCentralHBase(t *testing.T) {
 func testDerivedCopyEdgeToCentral(t *testing.T, centralEnv ...string) {
 	const rows = 20000
 	const readerToken, adminToken = "e2e-edge-reader-Dv93k", "e2e-edge-admin-Hq51x"
-	srcPath := filepath.Join(t.TempDir(), "plant.db")
+	srcDir := t.TempDir()
+	srcPath := filepath.Join(srcDir, "plant.db")
 	src, err := sql.Open("sqlite", srcPath)
 	if err != nil {
 		t.Fatal(err)
@@ -48,11 +49,14 @@ func testDerivedCopyEdgeToCentral(t *testing.T, centralEnv ...string) {
 		INSERT INTO readings SELECT CASE i %% 3 WHEN 0 THEN '' WHEN 1 THEN 'north/1' ELSE 'south 2' END, i, i / 7.0, (i %% 1000) || '.125',
 			'reading ' || i, randomblob(i %% 17), datetime(1700000000 + i, 'unixepoch') FROM n`, rows))
 
-	edge := startServerWith(t, readerToken, `auth:
+	// A server with tokens takes an API SQLite connection only to a file
+	// under connection_file_dirs.
+	edge := startServerWith(t, readerToken, fmt.Sprintf(`auth:
   tokens:
     - {name: ops, token: env:E2E_ADMIN_TOKEN, role: admin}
     - {name: central, token: env:E2E_MYSQL_PW, role: reader}
-`, "E2E_ADMIN_TOKEN="+adminToken)
+connection_file_dirs: [%q]
+`, srcDir), "E2E_ADMIN_TOKEN="+adminToken)
 	edge.addSecret(adminToken)
 	edge.token = adminToken
 	central := startServer(t, readerToken, centralEnv...) // the reader token as env:E2E_MYSQL_PW
