@@ -135,6 +135,9 @@ func newFixture(t testing.TB, fo fixtureOpts) *fixture {
 		},
 		SecretRefs: fo.secretRefs,
 		SecretKeys: adapters.SecretKeys{GenerateDir: filepath.Join(dir, "data")},
+		// The console's forms name SQLite files anywhere under the test's
+		// directories, as a server without tokens takes them.
+		FileOptions: adapters.FileOptionLimits{AnyFile: true},
 	})
 	if err != nil {
 		db.Close()
