@@ -98,7 +98,7 @@ func (c *apiClient) do(ctx context.Context, method, path string, q url.Values, b
 			return nil, &exitError{code: exitUnreachable, err: fmt.Errorf("the certificate of the server at %s is not trusted: %w; give its CA with --ca-file FILE or %s", c.base, untrusted, envCAFile)}
 		}
 		refused := clientCertRefused(err)
-		if refused == nil && c.base.Scheme == "https" && connectionDropped(err) {
+		if refused == nil && c.base.Scheme == "https" && ctx.Err() == nil {
 			refused = c.probeClientCert(ctx)
 		}
 		if refused != nil {

@@ -5,12 +5,10 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/snapstore/snapstore/config"
@@ -88,19 +86,13 @@ func clientCertRefused(err error) error {
 	return nil
 }
 
-// connectionDropped reports whether err is a connection the peer reset
-// or closed under a write: what a client whose request crossed the
-// server's refusal of its certificate sees under TLS 1.3, where the
-// server checks the certificate after the client's handshake ended, and
-// its alert may be lost to the reset.
-func connectionDropped(err error) bool {
-	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF)
-}
-
-// probeClientCert asks the server why it dropped the connection: a bare
-// TLS handshake with the client's settings, then a read that sends
-// nothing, so the server's alert arrives before any reset. It returns the
-// alert when it refuses the client certificate, else nil.
+// probeClientCert asks the server why a request failed: a bare TLS
+// handshake with the client's settings, then a read that sends nothing,
+// so the server's alert arrives before any reset. Under TLS 1.3 the
+// server checks the client's certificate after the client's handshake
+// ended: the request crosses the server's refusal, and the reset (or
+// HTTP/2's failed preface) may discard the alert. It returns the alert
+// when the server refuses the client certificate, else nil.
 func (c *apiClient) probeClientCert(ctx context.Context) error {
 	tr, ok := c.hc.Transport.(*http.Transport)
 	if !ok || tr.TLSClientConfig == nil {
@@ -115,8 +107,9 @@ func (c *apiClient) probeClientCert(ctx context.Context) error {
 		return clientCertRefused(err)
 	}
 	defer conn.Close()
-	deadline, _ := ctx.Deadline()
-	conn.SetReadDeadline(deadline)
+	// A server that refuses the certificate sends its alert as soon as
+	// the handshake ends; one that accepts it sends nothing at all.
+	conn.SetReadDeadline(time.Now().Add(time.Second))
 	_, err = conn.Read(make([]byte, 1))
 	return clientCertRefused(err)
 }
