@@ -148,15 +148,34 @@ func newNodes(t testing.TB, ids ...string) ([]*testNode, *members) {
 	return ns, ms
 }
 
-// freeAddr returns a loopback address with a port free now.
+// givenAddrs are the addresses freeAddr returned in this process.
+var givenAddrs = struct {
+	sync.Mutex
+	m map[string]bool
+}{m: map[string]bool{}}
+
+// freeAddr returns a loopback address with a port free now, never one it
+// returned before: the kernel hands a port just closed out again, so two
+// nodes of one test, each given an address before either listens, could
+// otherwise be given the same.
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	givenAddrs.Lock()
+	defer givenAddrs.Unlock()
+	for range 100 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		if !givenAddrs.m[addr] {
+			givenAddrs.m[addr] = true
+			return addr
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Fatal("no loopback port not given out before")
+	return ""
 }
 
 // open starts n's transport with handler h; edit adjusts the
