@@ -33,6 +33,12 @@ adapters:
 	v1 := n1.mustRun(t, "kept").Version
 	cli(t, "sqlite", src, "UPDATE ledger SET name = 'changed';")
 	v2 := n1.mustRun(t, "kept").Version
+	// Node 2 reads the dataset's row within its refresh interval.
+	poll(t, 10*time.Second, "node 2 sees the second version", func() bool {
+		r, err := n2.call("GET", "/v1/datasets/kept", nil)
+		var d datasetInfo
+		return err == nil && r.status == http.StatusOK && json.Unmarshal(r.body, &d) == nil && d.CurrentVersion == v2
+	})
 	readCommitted(t, n2, "kept", v2)
 	time.Sleep(2500 * time.Millisecond) // v1 is past its TTL
 
