@@ -27,17 +27,8 @@ func (db *DB) BeginRun(ctx context.Context, cfg DatasetConfig, opts RunOptions) 
 	if err := validSchema(opts.Schema); err != nil {
 		return nil, err
 	}
-	ds, dropping := db.datasetFor(cfg.Name)
-	if dropping != nil {
-		// A drop of the name was left unfinished: finish it first.
-		if err := db.finishDrop(ctx, dropping); err != nil {
-			return nil, fmt.Errorf("%w: a drop of %s is under way: %v", ErrRunInProgress, cfg.Name, err)
-		}
-		if ds, dropping = db.datasetFor(cfg.Name); dropping != nil {
-			return nil, fmt.Errorf("%w: a drop of %s is under way", ErrRunInProgress, cfg.Name)
-		}
-	}
-	if err := ds.acquire("run"); err != nil {
+	ds, err := db.acquireForRun(ctx, cfg.Name)
+	if err != nil {
 		return nil, err
 	}
 	r, err := db.beginAcquired(ctx, ds, cfg, opts, "run", 0)
@@ -46,6 +37,25 @@ func (db *DB) BeginRun(ctx context.Context, cfg DatasetConfig, opts RunOptions) 
 		return nil, err
 	}
 	return r, nil
+}
+
+// acquireForRun takes the writer slot of dataset name for a run, after
+// finishing a drop of the name left unfinished.
+func (db *DB) acquireForRun(ctx context.Context, name string) (*dataset, error) {
+	ds, dropping := db.datasetFor(name)
+	if dropping != nil {
+		// A drop of the name was left unfinished: finish it first.
+		if err := db.finishDrop(ctx, dropping); err != nil {
+			return nil, fmt.Errorf("%w: a drop of %s is under way: %v", ErrRunInProgress, name, err)
+		}
+		if ds, dropping = db.datasetFor(name); dropping != nil {
+			return nil, fmt.Errorf("%w: a drop of %s is under way", ErrRunInProgress, name)
+		}
+	}
+	if err := ds.acquire("run"); err != nil {
+		return nil, err
+	}
+	return ds, nil
 }
 
 // datasetFor returns the in-memory dataset of name, made anew when there

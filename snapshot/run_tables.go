@@ -88,16 +88,8 @@ func (db *DB) BeginTablesRun(ctx context.Context, cfg DatasetConfig, opts Tables
 	if err := validTableSpecs(opts.Tables); err != nil {
 		return nil, err
 	}
-	ds, dropping := db.datasetFor(cfg.Name)
-	if dropping != nil {
-		if err := db.finishDrop(ctx, dropping); err != nil {
-			return nil, fmt.Errorf("%w: a drop of %s is under way: %v", ErrRunInProgress, cfg.Name, err)
-		}
-		if ds, dropping = db.datasetFor(cfg.Name); dropping != nil {
-			return nil, fmt.Errorf("%w: a drop of %s is under way", ErrRunInProgress, cfg.Name)
-		}
-	}
-	if err := ds.acquire("run"); err != nil {
+	ds, err := db.acquireForRun(ctx, cfg.Name)
+	if err != nil {
 		return nil, err
 	}
 	tr, err := db.beginTables(ctx, ds, cfg, opts, "run", 0)
