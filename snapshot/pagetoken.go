@@ -3,14 +3,20 @@ package snapshot
 // Page tokens. A scan that stops at its limit with rows left returns a
 // token from which the next page continues (RowIterator.NextPageToken,
 // ScanOptions.PageToken). It is the only continuation a caller needs: it
-// names the dataset, so that a token of another dataset is refused rather
-// than read at that dataset's version, and the version the scan pinned,
+// names the dataset and table, so that a token of another dataset or of
+// another table of the dataset is refused rather than read there (its
+// last key would skip or repeat rows of the other), and the version the
+// scan pinned,
 // so that every page reads that one version (D2); the next page starts at
 // the first key after the last row returned. The token is base64url
 // without padding of
 //
-//	uvarint(len(dataset)) dataset uvarint(version) last-row-key
+//	uvarint(len(name)) name uvarint(version) last-row-key
 //
+// where name is the dataset's name, followed for a table of a dataset of
+// several tables by a NUL byte and the table's name (neither name holds a
+// control character, so the split is unambiguous and a dataset of one
+// table keeps the token it always had).
 // and is opaque to callers: DecodePageToken gives them the version to pin.
 
 import (
@@ -18,18 +24,24 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strings"
 )
 
 // pageToken is a decoded page token.
 type pageToken struct {
 	dataset string
+	table   string // "" for a dataset of one table
 	version int64
 	lastKey []byte // the row key of the last row returned, never empty
 }
 
 func (t pageToken) encode() string {
-	b := binary.AppendUvarint(nil, uint64(len(t.dataset)))
-	b = append(b, t.dataset...)
+	name := t.dataset
+	if t.table != "" {
+		name += "\x00" + t.table
+	}
+	b := binary.AppendUvarint(nil, uint64(len(name)))
+	b = append(b, name...)
 	b = binary.AppendUvarint(b, uint64(t.version))
 	return base64.RawURLEncoding.EncodeToString(append(b, t.lastKey...))
 }
@@ -44,7 +56,11 @@ func decodePageToken(tok string) (pageToken, error) {
 	if k <= 0 || n == 0 || n > uint64(len(b)-k) {
 		return pageToken{}, fmt.Errorf("%w: malformed", ErrBadPageToken)
 	}
-	t := pageToken{dataset: string(b[k : k+int(n)])}
+	name := string(b[k : k+int(n)])
+	t := pageToken{dataset: name}
+	if i := strings.IndexByte(name, 0); i >= 0 {
+		t.dataset, t.table = name[:i], name[i+1:]
+	}
 	b = b[k+int(n):]
 	v, k := binary.Uvarint(b)
 	if k <= 0 || v == 0 || v > math.MaxInt64 || len(b) == k {

@@ -90,6 +90,9 @@ func (r *Reader) Scan(ctx context.Context, opts ScanOptions) (RowIterator, error
 		if t.dataset != r.ds.name {
 			return nil, fmt.Errorf("%w: not a page token of dataset %q", ErrBadPageToken, r.ds.name)
 		}
+		if t.table != r.table {
+			return nil, fmt.Errorf("%w: not a page token of table %q of dataset %q", ErrBadPageToken, r.table, r.ds.name)
+		}
 		if t.version != r.info.Version {
 			return nil, fmt.Errorf("%w: token is for version %d, the reader is at %d", ErrBadPageToken, t.version, r.info.Version)
 		}
@@ -188,7 +191,7 @@ func (it *rowIter) NextPageToken() string {
 		return ""
 	}
 	it.r.linger.Store(true)
-	return pageToken{dataset: it.r.ds.name, version: it.r.info.Version, lastKey: it.lastKey}.encode()
+	return pageToken{dataset: it.r.ds.name, table: it.r.table, version: it.r.info.Version, lastKey: it.lastKey}.encode()
 }
 
 func (it *rowIter) Err() error { return it.err }
