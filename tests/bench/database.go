@@ -80,12 +80,17 @@ type tablesRun struct {
 	} `json:"tables"`
 }
 
-// point says the run's point mode and connections.
+// point says the run's point mode and connections, and why that mode
+// when the source gave a reason.
 func (r tablesRun) point() string {
 	if r.Point == nil {
 		return "no point"
 	}
-	return fmt.Sprintf("point %s over %d connections", r.Point.Mode, r.Point.Connections)
+	s := fmt.Sprintf("point %s over %d connections", r.Point.Mode, r.Point.Connections)
+	if r.Point.Reason != "" {
+		s += " (" + r.Point.Reason + ")"
+	}
+	return s
 }
 
 // modes counts the run's tables by read mode and sums their chunks.
@@ -135,7 +140,7 @@ func databaseRuns(e env, tmp string) []dbFigure {
 // mariadbDatabase splits the rows of snapbench.t (-rows rows) between
 // t01..t20 in snapbench and measures them against mariadb-dump.
 func mariadbDatabase(e env, tmp string) dbFigure {
-	n := *rows / dbTables
+	n := max(*rows/dbTables, 1)
 	log.Printf("bench: database: %d MariaDB tables of %d rows", dbTables, n)
 	var q strings.Builder
 	q.WriteString("USE snapbench;\n")
@@ -176,7 +181,7 @@ adapters:
 // measures them against psql copying each in one REPEATABLE READ
 // transaction.
 func pgDatabaseRuns(e env, p pgEnv, tmp string) dbFigure {
-	n := *rows / dbTables
+	n := max(*rows/dbTables, 1)
 	log.Printf("bench: database: %d PostgreSQL tables of %d rows", dbTables, n)
 	script := "BEGIN ISOLATION LEVEL REPEATABLE READ;\n"
 	for k, t := range dbTableNames() {
@@ -202,12 +207,12 @@ func pgDatabaseRuns(e env, p pgEnv, tmp string) dbFigure {
 func (f *dbFigure) measure(s *server, change func()) {
 	f.first, f.firstRec = s.runTables("tables")
 	f.rss = s.peakRSS()
-	log.Printf("bench: database: %s first run %v (%d rows, %s), peak RSS %s", f.source, f.first, f.firstRec.Stats.Rows, f.firstRec.point(), mib(f.rss))
+	log.Printf("bench: database: %s first run %v (%d rows, %s; %s), peak RSS %s", f.source, f.first, f.firstRec.Stats.Rows, f.firstRec.point(), phases(f.firstRec.runRecord), mib(f.rss))
 	f.same, f.sameRec = s.runTables("tables")
-	log.Printf("bench: database: %s nothing changed %v (mode %s, %s)", f.source, f.same, f.sameRec.Mode, f.sameRec.modes())
+	log.Printf("bench: database: %s nothing changed %v (mode %s, %s; %s)", f.source, f.same, f.sameRec.Mode, f.sameRec.modes(), phases(f.sameRec.runRecord))
 	change()
 	f.changed, f.chRec = s.runTables("tables")
-	log.Printf("bench: database: %s %s 1%% changed %v (mode %s, %d updated, %s)", f.source, dbChanged, f.changed, f.chRec.Mode, f.chRec.Stats.Updated, f.chRec.modes())
+	log.Printf("bench: database: %s %s 1%% changed %v (mode %s, %d updated, %s; %s)", f.source, dbChanged, f.changed, f.chRec.Mode, f.chRec.Stats.Updated, f.chRec.modes(), phases(f.chRec.runRecord))
 }
 
 // medianRun runs the commands cmd makes n times, their output discarded,
