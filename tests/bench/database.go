@@ -255,9 +255,9 @@ func databaseGoals(fs []dbFigure, rss1 int64) []goal {
 				target: fmt.Sprintf("<= %gx", limit), met: yes(x <= limit)}
 		}
 		g = append(g,
-			row(what+": first run, one adapter (`include`)", f.first, 1.2, fmt.Sprintf(", %d rows, %s", f.firstRec.Stats.Rows, f.firstRec.point())),
+			row(what+": first run, one adapter (`include`)", f.first, 1.2, fmt.Sprintf(", %d rows, %s; %s", f.firstRec.Stats.Rows, f.firstRec.point(), phases(f.firstRec.runRecord))),
 			row(fmt.Sprintf("%s: re-run, 1%% of %s changed (after a run with nothing changed, %s, that recorded the checksums)", what, dbChanged, secs(f.same)), f.changed, 0.6,
-				fmt.Sprintf(", %d updated, %s", f.chRec.Stats.Updated, f.chRec.modes())))
+				fmt.Sprintf(", %d updated, %s; %s", f.chRec.Stats.Updated, f.chRec.modes(), phases(f.chRec.runRecord))))
 		rss := goal{what: what + ": peak RSS, first run", measured: mib(f.rss), target: "flat, <= 256 MiB", met: yes(f.rss <= 256<<20)}
 		if rss1 > 0 {
 			rss.baseline, rss.ratio = fmt.Sprintf("first run of the bench table, %d rows, %s", *rows, mib(rss1)), ratio(float64(f.rss), float64(rss1))
