@@ -173,13 +173,13 @@ func pgRuns(e env, tmp string) pgFigures {
 	for i := 0; i < 2; i++ {
 		d, rec := s.run()
 		f.same, f.sameRec = append(f.same, d), rec
-		log.Printf("bench: PostgreSQL: run with nothing changed %v (mode %s, verified %v)", d, rec.Mode, rec.Verified)
+		log.Printf("bench: PostgreSQL: run with nothing changed %v (mode %s, verified %v; %s)", d, rec.Mode, rec.Verified, phases(rec))
 	}
 	for i := 1; i <= 2; i++ {
 		p.sql(pgDatabase, fmt.Sprintf("UPDATE t SET qty = qty + %d, note = 'ranges %d ' || id WHERE %s", i, i, strings.Join(keyRanges(*rows), " OR ")))
 		d, rec := s.run()
 		f.ranges, f.rangesRec = append(f.ranges, d), rec
-		log.Printf("bench: PostgreSQL: run with 1%% changed in 4 key ranges %v (mode %s, %d of %d chunks skipped), %d updated", d, rec.Mode, rec.ChunksSkipped, rec.Chunks, rec.Stats.Updated)
+		log.Printf("bench: PostgreSQL: run with 1%% changed in 4 key ranges %v (mode %s, %d of %d chunks skipped, %d updated; %s)", d, rec.Mode, rec.ChunksSkipped, rec.Chunks, rec.Stats.Updated, phases(rec))
 	}
 	return f
 }
@@ -223,10 +223,11 @@ func (f pgFigures) goals() []goal {
 	if f.sameRec.Verified {
 		same += ", verified, no new version"
 	}
+	same += "; " + phases(f.sameRec)
 	return []goal{
 		row(fmt.Sprintf("first run, PostgreSQL, %d rows", f.rows), f.first, 0, fmt.Sprintf(", %d rows", f.firstRec.Stats.Rows)),
 		row(fmt.Sprintf("re-run, nothing changed, PostgreSQL (the second such run; the first: %s)", durations(f.same[:len(f.same)-1])), last(f.same), 0.5, same),
 		row(fmt.Sprintf("re-run, 1%% of rows changed in 4 key ranges, PostgreSQL (the second such run; the first: %s)", durations(f.ranges[:len(f.ranges)-1])), last(f.ranges), 0.6,
-			fmt.Sprintf(", %d updated, mode %s, %d of %d chunks read", f.rangesRec.Stats.Updated, f.rangesRec.Mode, f.rangesRec.Chunks-f.rangesRec.ChunksSkipped, f.rangesRec.Chunks)),
+			fmt.Sprintf(", %d updated, mode %s, %d of %d chunks read; %s", f.rangesRec.Stats.Updated, f.rangesRec.Mode, f.rangesRec.Chunks-f.rangesRec.ChunksSkipped, f.rangesRec.Chunks, phases(f.rangesRec))),
 	}
 }
