@@ -16,7 +16,7 @@ import (
 )
 
 var (
-	pgRun  = flag.Bool("postgres", true, "measure runs of the bench table on PostgreSQL against `COPY ... TO STDOUT` when SNAPSTORE_TEST_POSTGRES_* is set (postgres.go)")
+	pgRun  = flag.Bool("postgres", true, "measure runs of the bench table on PostgreSQL against psql's COPY ... TO STDOUT when SNAPSTORE_TEST_POSTGRES_* is set (postgres.go)")
 	onlyPG = flag.Bool("only-postgres", false, "measure only the runs of the bench table on PostgreSQL, print the figures and write no report")
 )
 
