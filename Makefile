@@ -154,10 +154,11 @@ ROWS ?= 2000000
 RSS_SCALE ?= 10
 BENCHFLAGS ?=
 .PHONY: bench
-bench: build ## measure runs, storage, memory, HTTP and HBase against their goals; writes docs/benchmarks.md (ROWS=2000000 RSS_SCALE=10)
+bench: build ## measure runs (MariaDB, PostgreSQL, a database of 20 tables), storage, memory, HTTP and HBase against their goals; writes docs/benchmarks.md (ROWS=2000000 RSS_SCALE=10)
 	scripts/mariadb.sh start
+	scripts/postgres.sh start
 	@command -v zstd >/dev/null && command -v wrk >/dev/null || { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zstd wrk >/dev/null; }
-	set -a; eval "$$(scripts/mariadb.sh env)"; if [ -x scripts/hbase-standalone.sh ] && scripts/hbase-standalone.sh status >/dev/null 2>&1; then eval "$$(scripts/hbase-standalone.sh env)"; fi; set +a; \
+	set -a; eval "$$(scripts/mariadb.sh env)"; eval "$$(scripts/postgres.sh env)"; if [ -x scripts/hbase-standalone.sh ] && scripts/hbase-standalone.sh status >/dev/null 2>&1; then eval "$$(scripts/hbase-standalone.sh env)"; fi; set +a; \
 	$(GO) run ./tests/bench -rows $(ROWS) -rss-scale $(RSS_SCALE) -bin $(BIN) -out docs/benchmarks.md $(BENCHFLAGS)
 
 # Partitioned runs: one node against a cluster on one HBase, bytes per

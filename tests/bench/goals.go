@@ -50,6 +50,12 @@ type report struct {
 	// copies is the copy by diff beside a full copy (copy.go); empty:
 	// not measured (-copy=false).
 	copies copyFigures
+
+	// pg is the bench table on PostgreSQL (postgres.go); databases the
+	// database of 20 tables per source (database.go), empty: not
+	// measured (-database=false).
+	pg        pgFigures
+	databases []dbFigure
 }
 
 // goal is one row of the goal table.
@@ -192,7 +198,8 @@ func (r *report) goals() []goal {
 	} else {
 		g = append(g, goal{what: "first run on HBase", measured: "not measured (no SNAPSTORE_TEST_HBASE_THRIFT)", target: "<= 3x"})
 	}
-	return g
+	g = append(g, r.pg.goals()...)
+	return append(g, databaseGoals(r.databases, r.rss1)...)
 }
 
 func (r *report) write(path string) {

@@ -14,7 +14,9 @@
 // plain HTTP (httpsPointReads), the go test benchmarks of package snapshot against raw
 // Pebble, when HBase is available a first run on HBase, and the copy of a
 // changed version by diff between two servers against a full copy of it
-// (copyByDiff). Every figure
+// (copyByDiff), the same table on PostgreSQL against `COPY ... TO STDOUT`
+// (pgRuns) and a database of 20 tables read by one adapter against a dump
+// in one transaction (databaseRuns). Every figure
 // is a ratio against a baseline measured in the same run; goals.go prints
 // each beside its goal and says which are missed.
 package main
@@ -420,8 +422,17 @@ func main() {
 	rep.commit = commit()
 	rep.load = append(rep.load, loadAvg())
 
+	if *onlyPG {
+		printGoals(pgRuns(e, tmp).goals())
+		fmt.Printf("1-minute load average %s, %s (start, end)\n", rep.load[0], loadAvg())
+		return
+	}
 	log.Printf("bench: generating %d rows", *rows)
 	rep.genTime = e.generate(*rows)
+	if *onlyDatabase {
+		onlyDatabaseRuns(e, tmp, rep.load[0])
+		return
+	}
 	if *onlyHTTPS {
 		s := startServer(e, filepath.Join(tmp, "data"), *storage, "", "first")
 		s.run()
@@ -525,6 +536,12 @@ request = function() return wrk.format("GET", "/v1/datasets/t/rows?limit=1000&st
 	}
 	if *copyRun {
 		rep.copies = copyByDiff(e, tmp)
+	}
+	if *pgRun {
+		rep.pg = pgRuns(e, tmp)
+	}
+	if *databaseRun {
+		rep.databases = databaseRuns(e, tmp)
 	}
 	if *rssScale > 1 {
 		big := *rows * *rssScale
