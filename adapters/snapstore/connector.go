@@ -7,8 +7,9 @@
 // their JSON form by the source schema's kinds, so a copy's checksum equals
 // the source version's. An adapter may derive its dataset instead: some
 // columns and a key range (its read options, derive.go), with a checksum
-// of its own. A table of a dataset of several tables is copied as a
-// dataset is, by a resource naming it (resource.go).
+// of its own. A dataset of several tables is copied one table at a time
+// (a resource naming the table, resource.go), or several of its tables at
+// once at one of its versions (the point, point.go).
 package snapstore
 
 import (

@@ -50,6 +50,8 @@ type table struct {
 	raw    map[string]json.RawMessage
 	row    []snapshot.Value
 	err    error
+	// release, when set, gives the reader's slot back to its point.
+	release func()
 }
 
 // OpenTable implements source.Source. The resource is a dataset of one
@@ -350,5 +352,8 @@ func (t *table) Close() error {
 	}
 	t.closed = true
 	t.closePage()
+	if t.release != nil {
+		t.release()
+	}
 	return nil
 }

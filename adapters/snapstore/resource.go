@@ -192,7 +192,7 @@ func (s *snapSource) resolve(ctx context.Context, resource string, pin target) (
 		case t.table == "" && len(vi.Tables) > 0:
 			if miss == nil {
 				miss = &source.OptionError{Key: "resource", Msg: fmt.Sprintf(
-					"dataset %q holds several tables (%s): name one as %s.TABLE",
+					"dataset %q holds several tables (%s): name one as %s.TABLE, or copy them all with resources or include",
 					t.dataset, strings.Join(vi.TableNames(), ", "), t.dataset)}
 			}
 			continue

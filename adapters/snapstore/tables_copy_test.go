@@ -46,8 +46,10 @@ func tableOf(t *testing.T, vi snapshot.VersionInfo, name string) snapshot.TableI
 // TestCopyOfTables copies the tables of an edge dataset of several tables
 // into a central server through the snapstore connection, a real server
 // on each side: one table into a dataset of one table, in full and then
-// by the table's diff. Each copied table must equal the edge's table at
-// the version copied, rows, stats and checksum.
+// by the table's diff, and every table into a dataset of several tables,
+// all read at one version of the edge's dataset even when the edge
+// commits another between two tables. Each copied table must equal the
+// edge's table at the version copied, rows, stats and checksum.
 func TestCopyOfTables(t *testing.T) {
 	srcPath := filepath.Join(t.TempDir(), "shop.db")
 	src, err := sql.Open("sqlite", srcPath)
@@ -198,5 +200,72 @@ func TestCopyOfTables(t *testing.T) {
 		if code != c.code || !strings.Contains(string(body), c.want) {
 			t.Errorf("adapter of %q: %d %s, want %d saying %s", c.resource, code, body, c.code, c.want)
 		}
+	}
+
+	// Every table, into a dataset of several tables, at one version.
+	central.must(http.StatusCreated, "POST", "/v1/adapters", map[string]any{"name": "shopcopy", "connection": "edge", "include": []string{"shop.*"},
+		"parallelism": 1, "retention": map[string]any{"min_versions": 20}}, nil)
+	copyShop := func(step string, ev int64) {
+		t.Helper()
+		c := central.run("shopcopy")
+		if c.Status != "succeeded" {
+			t.Fatalf("%s: copy run %+v", step, c)
+		}
+		cv := central.version("shopcopy", central.current("shopcopy"))
+		if got := strings.Join(cv.TableNames(), ","); got != "shop.order lines,shop.orders" {
+			t.Fatalf("%s: the copy's tables %s", step, got)
+		}
+		for _, tb := range []string{"order lines", "orders"} {
+			checkTable(step, "shopcopy", cv, "shop."+tb, tb, ev)
+		}
+	}
+	copyShop("the first copy of every table", edge.current("shop"))
+
+	// The edge commits a new version of both tables between the copy's
+	// reads of the first and the second: the copy holds the version its
+	// first table read, both tables of it.
+	pinned := edge.current("shop")
+	commit := func() {
+		if _, err := src.Exec(`UPDATE orders SET total = total + 1; INSERT INTO "order lines" VALUES (4, 1, 'new', 1)`); err != nil {
+			t.Error(err)
+		}
+		if r := edge.run("shop"); r.Status != "succeeded" {
+			t.Errorf("edge run between two tables: %+v", r)
+		}
+	}
+	between.Store(&commit)
+	copyShop("a copy while the edge commits", pinned)
+	if edge.current("shop") == pinned {
+		t.Fatal("the edge committed nothing between the tables")
+	}
+	copyShop("the next copy", edge.current("shop"))
+	// Nothing changed on the edge: the run verifies, no new version.
+	before = central.current("shopcopy")
+	if c := central.run("shopcopy"); c.Status != "succeeded" || c.Mode != "verify" || central.current("shopcopy") != before {
+		t.Errorf("copy of unchanged tables: %+v, current %d, want %d", c, central.current("shopcopy"), before)
+	}
+
+	// Tables of two datasets in one run: refused, naming the dataset.
+	central.must(http.StatusCreated, "POST", "/v1/adapters", map[string]any{"name": "mixed", "connection": "edge", "resources": []string{"shop.orders", "solo"}}, nil)
+	if c := central.run("mixed"); c.Status != "failed" || !strings.Contains(c.Error, "one version of one source dataset") {
+		t.Errorf("a run of tables of two datasets: %+v", c)
+	}
+	// A table dropped from the edge's dataset fails the copy's run,
+	// naming it.
+	central.must(http.StatusCreated, "POST", "/v1/adapters", map[string]any{"name": "named", "connection": "edge", "resources": []string{"shop.orders", "shop.order lines"}}, nil)
+	if c := central.run("named"); c.Status != "succeeded" {
+		t.Fatalf("copy of named tables: %+v", c)
+	}
+	edge.must(http.StatusOK, "PUT", "/v1/adapters/shop", map[string]any{"name": "shop", "connection": "plant", "resources": []string{"orders"},
+		"allow_dropped_tables": true, "retention": map[string]any{"min_versions": 20}}, nil)
+	if r := edge.run("shop"); r.Status != "succeeded" {
+		t.Fatalf("edge run without a table: %+v", r)
+	}
+	before = central.current("named")
+	if c := central.run("named"); c.Status != "failed" || c.Code != "resource_not_found" || !strings.Contains(c.Error, "order lines") {
+		t.Errorf("a copy of a table the edge dropped: %+v, want resource_not_found naming it", c)
+	}
+	if central.current("named") != before {
+		t.Errorf("a failed copy changed the current version")
 	}
 }
