@@ -7,7 +7,9 @@
 // their JSON form by the source schema's kinds, so a copy's checksum equals
 // the source version's. An adapter may derive its dataset instead: some
 // columns and a key range (its read options, derive.go), with a checksum
-// of its own.
+// of its own. A dataset of several tables is copied one table at a time
+// (a resource naming the table, resource.go), or several of its tables at
+// once at one of its versions (the point, point.go).
 package snapstore
 
 import (
@@ -203,7 +205,11 @@ func (s *snapSource) Test(ctx context.Context) source.TestResult {
 
 // Resources implements source.ResourceLister: the datasets the token may
 // read, with the current version's row count and key (no estimate for a
-// dataset with nothing committed yet).
+// dataset with nothing committed yet); and for a dataset of several
+// tables each of its tables at the current version, the dataset in the
+// place of a schema (Schema the dataset, Name the table: resource
+// "dataset.table"), which an adapter of several tables selects as it
+// selects the tables of a database's schemas.
 func (s *snapSource) Resources(ctx context.Context) ([]source.Resource, error) {
 	var list datasetList
 	if _, err := s.getJSON(ctx, "/v1/datasets", nil, &list); err != nil {
@@ -217,11 +223,21 @@ func (s *snapSource) Resources(ctx context.Context) ([]source.Resource, error) {
 			r.Key = d.CurrentInfo.Schema.Key
 		}
 		out = append(out, r)
+		if d.CurrentInfo == nil {
+			continue
+		}
+		for _, ti := range d.CurrentInfo.Tables {
+			out = append(out, source.Resource{Schema: d.Name, Name: ti.Name, Type: tableType, EstimatedRows: ti.Stats.Rows, Key: ti.Schema.Key})
+		}
 	}
 	return out, nil
 }
 
-// resourceType is the Resource.Type of a dataset.
-const resourceType = "dataset"
+// resourceType is the Resource.Type of a dataset, tableType of a table
+// of a dataset of several tables.
+const (
+	resourceType = "dataset"
+	tableType    = "table"
+)
 
 func init() { source.Register("snapstore", connector{}) }

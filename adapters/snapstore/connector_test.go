@@ -94,12 +94,12 @@ func TestDerivation(t *testing.T) {
 	}, Key: []string{"region", "id"}}
 
 	whole := derivation{}
-	if got, err := whole.schema(s, "orders", 3); err != nil || !slices.Equal(got.Columns, s.Columns) || whole.derived() || whole.suffix() != "" {
+	if got, err := whole.schema(s, `dataset "orders"`, 3); err != nil || !slices.Equal(got.Columns, s.Columns) || whole.derived() || whole.suffix() != "" {
 		t.Errorf("no derivation: %v %v derived %v suffix %q", got, err, whole.derived(), whole.suffix())
 	}
 
 	d := derivationOf(source.OptionValues{"columns": []string{"total", "id", "region"}, "start": []string{"EU"}, "end": []string{"EU", "100"}})
-	got, err := d.schema(s, "orders", 3)
+	got, err := d.schema(s, `dataset "orders"`, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestDerivation(t *testing.T) {
 		{[]string{"region", "total"}, `the key column "id" of dataset "orders" is not among the columns`},
 		{[]string{"region", "id", "price"}, `column "price" is not a column of dataset "orders" version 3`},
 	} {
-		_, err := derivation{columns: c.cols}.schema(s, "orders", 3)
+		_, err := derivation{columns: c.cols}.schema(s, `dataset "orders"`, 3)
 		var oe *source.OptionError
 		if !errors.As(err, &oe) || oe.Key != "source_options.columns" || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("columns %v: %v, want %q naming source_options.columns", c.cols, err, c.want)

@@ -93,11 +93,11 @@ func (d derivation) suffix() string {
 	return b.String()
 }
 
-// schema returns the schema of the copy of a version of dataset whose
-// schema is s: the columns kept, in s's order, and s's key. An
+// schema returns the schema of the copy of a version of what (a dataset,
+// a table of one: "dataset \"orders\"") whose schema is s: the columns kept, in s's order, and s's key. An
 // *source.OptionError when a column is not one of s's or a key column is
 // left out.
-func (d derivation) schema(s snapshot.Schema, dataset string, version int64) (snapshot.Schema, error) {
+func (d derivation) schema(s snapshot.Schema, what string, version int64) (snapshot.Schema, error) {
 	if d.columns == nil {
 		return s, nil
 	}
@@ -108,14 +108,14 @@ func (d derivation) schema(s snapshot.Schema, dataset string, version int64) (sn
 	for _, c := range d.columns {
 		if !slices.Contains(names, c) {
 			return snapshot.Schema{}, &source.OptionError{Key: "source_options.columns", Msg: fmt.Sprintf(
-				"column %q is not a column of dataset %q version %d (its columns: %s)", c, dataset, version, strings.Join(names, ", "))}
+				"column %q is not a column of %s version %d (its columns: %s)", c, what, version, strings.Join(names, ", "))}
 		}
 	}
 	for _, k := range s.Key {
 		if !slices.Contains(d.columns, k) {
 			return snapshot.Schema{}, &source.OptionError{Key: "source_options.columns", Msg: fmt.Sprintf(
-				"the key column %q of dataset %q is not among the columns: a copy keeps its source's key (%s), so columns must name every key column",
-				k, dataset, strings.Join(s.Key, ", "))}
+				"the key column %q of %s is not among the columns: a copy keeps its source's key (%s), so columns must name every key column",
+				k, what, strings.Join(s.Key, ", "))}
 		}
 	}
 	out := s

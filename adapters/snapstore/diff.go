@@ -17,15 +17,17 @@ import (
 )
 
 // ReadDiff implements source.DiffReader: the source's own diff, GET
-// /v1/datasets/{dataset}/diff?from=F&to=N, one NDJSON stream bounded by
-// read_timeout, when from is "dataset@F" of this reader's dataset, F is
-// not after N, and version F is still kept with the reader's schema and
-// with fromChecksum as its checksum (so the copy's current version holds
-// F's rows). F equal to N has no change. For a derived copy, from must
-// name the same derivation (its suffix), F's schema must give the
-// reader's once derived, and the checksum is not compared (the copy's is
-// its own); the changes of keys outside the range are skipped, and those
-// kept give the copy's columns only.
+// /v1/datasets/{dataset}/diff?from=F&to=N (of a table,
+// /v1/datasets/{dataset}/tables/{table}/diff), one NDJSON stream bounded
+// by read_timeout, when from is "dataset@F" (or "dataset.table@F") of
+// this reader's resource, F is not after N, and version F is still kept,
+// holds the table read with the reader's schema and with fromChecksum as
+// its checksum (so the copy's current version holds F's rows). F equal to
+// N has no change. For a derived copy, from must name the same derivation
+// (its suffix), F's schema must give the reader's once derived, and the
+// checksum is not compared (the copy's is its own); the changes of keys
+// outside the range are skipped, and those kept give the copy's columns
+// only.
 func (t *table) ReadDiff(ctx context.Context, from, fromChecksum string) (source.Changes, bool, error) {
 	suffix := t.derive.suffix()
 	if !strings.HasSuffix(from, suffix) {
@@ -33,26 +35,33 @@ func (t *table) ReadDiff(ctx context.Context, from, fromChecksum string) (source
 	}
 	from = strings.TrimSuffix(from, suffix)
 	i := strings.LastIndexByte(from, '@')
-	if i < 0 || from[:i] != t.dataset {
+	if i < 0 || from[:i] != t.label {
 		return nil, false, nil
 	}
 	fv, err := strconv.ParseInt(from[i+1:], 10, 64)
 	if err != nil || fv <= 0 || fv > t.version {
 		return nil, false, nil // a version after the one read: read in full
 	}
-	path := "/v1/datasets/" + url.PathEscape(t.dataset)
 	var vi snapshot.VersionInfo
-	if _, err := t.src.getJSON(ctx, path+"/versions/"+strconv.FormatInt(fv, 10), nil, &vi); err != nil {
+	if _, err := t.src.getJSON(ctx, "/v1/datasets/"+url.PathEscape(t.dataset)+"/versions/"+strconv.FormatInt(fv, 10), nil, &vi); err != nil {
 		var se *statusError
 		if errors.As(err, &se) && (se.Status == http.StatusGone || se.Status == http.StatusNotFound) {
 			return nil, false, nil // collected, or the dataset dropped since
 		}
 		return nil, false, err
 	}
-	if !t.derive.derived() && vi.Stats.Checksum != fromChecksum {
+	schema, checksum := vi.Schema, vi.Stats.Checksum
+	if t.name != "" {
+		j := slices.IndexFunc(vi.Tables, func(ti snapshot.TableInfo) bool { return ti.Name == t.name })
+		if j < 0 {
+			return nil, false, nil // the table is not in version F: read in full
+		}
+		schema, checksum = vi.Tables[j].Schema, vi.Tables[j].Stats.Checksum
+	}
+	if !t.derive.derived() && checksum != fromChecksum {
 		return nil, false, nil
 	}
-	fromSchema, err := t.derive.schema(vi.Schema, t.dataset, fv)
+	fromSchema, err := t.derive.schema(schema, t.what, fv)
 	if err != nil || !sameSchema(fromSchema, t.schema) {
 		return nil, false, nil // a column kept is gone or changed since: read in full
 	}
@@ -65,7 +74,7 @@ func (t *table) ReadDiff(ctx context.Context, from, fromChecksum string) (source
 	q.Set("from", strconv.FormatInt(fv, 10))
 	q.Set("to", strconv.FormatInt(t.version, 10))
 	c.ctx, c.cancel = t.src.readBound(ctx)
-	resp, err := t.src.get(c.ctx, path+"/diff", q, "application/x-ndjson")
+	resp, err := t.src.get(c.ctx, t.path+"/diff", q, "application/x-ndjson")
 	if err != nil {
 		err = t.src.readTimeout(ctx, c.ctx, err)
 		c.cancel()
@@ -74,8 +83,8 @@ func (t *table) ReadDiff(ctx context.Context, from, fromChecksum string) (source
 	c.resp, c.dec = resp, json.NewDecoder(resp.Body)
 	if got := resp.Header.Get("Snapstore-Version"); got != strconv.FormatInt(t.version, 10) || resp.Header.Get("Snapstore-Diff-From") != q.Get("from") {
 		c.Close()
-		return nil, false, fmt.Errorf("%w: the diff of dataset %q answered versions %s to %s, not %d to %d", source.ErrSourceUnavailable,
-			t.dataset, resp.Header.Get("Snapstore-Diff-From"), got, fv, t.version)
+		return nil, false, fmt.Errorf("%w: the diff of %s answered versions %s to %s, not %d to %d", source.ErrSourceUnavailable,
+			t.what, resp.Header.Get("Snapstore-Diff-From"), got, fv, t.version)
 	}
 	c.key = make([]snapshot.Value, len(t.schema.Key))
 	for _, k := range t.schema.Key {
@@ -125,7 +134,7 @@ func (c *changes) Next(ctx context.Context) bool {
 		}
 		var err error
 		if c.enc, err = snapshot.AppendKey(c.enc[:0], c.key); err != nil {
-			c.err = fmt.Errorf("%w: dataset %q: the key of a change: %w", source.ErrSourceUnavailable, c.t.dataset, err)
+			c.err = fmt.Errorf("%w: %s: the key of a change: %w", source.ErrSourceUnavailable, c.t.what, err)
 			return false
 		}
 		if inRange(c.enc, c.t.start, c.t.end) {
@@ -146,18 +155,18 @@ func (c *changes) next(ctx context.Context) bool {
 			c.done = true
 			return false
 		}
-		c.err = c.t.src.readTimeout(ctx, c.ctx, fmt.Errorf("%w: the diff of dataset %q to version %d through %s was cut: %w",
-			source.ErrSourceUnavailable, c.t.dataset, c.t.version, c.t.src.addr.Addr, err))
+		c.err = c.t.src.readTimeout(ctx, c.ctx, fmt.Errorf("%w: the diff of %s to version %d through %s was cut: %w",
+			source.ErrSourceUnavailable, c.t.what, c.t.version, c.t.src.addr.Addr, err))
 		return false
 	}
 	if len(c.cur.Key) != len(c.keyCols) {
-		c.err = fmt.Errorf("%w: a change of dataset %q with %d key values for %d key columns", source.ErrSourceUnavailable, c.t.dataset, len(c.cur.Key), len(c.keyCols))
+		c.err = fmt.Errorf("%w: a change of %s with %d key values for %d key columns", source.ErrSourceUnavailable, c.t.what, len(c.cur.Key), len(c.keyCols))
 		return false
 	}
 	for i, col := range c.keyCols {
 		var err error
 		if c.key[i], err = parseValue(col, c.cur.Key[i]); err != nil {
-			c.err = fmt.Errorf("dataset %q, the key of a change: %w", c.t.dataset, err)
+			c.err = fmt.Errorf("%s, the key of a change: %w", c.t.what, err)
 			return false
 		}
 	}
@@ -167,12 +176,12 @@ func (c *changes) next(ctx context.Context) bool {
 	for i, col := range c.t.schema.Columns {
 		raw, ok := c.cur.After[col.Name]
 		if !ok {
-			c.err = fmt.Errorf("%w: dataset %q: a change without column %q", source.ErrSourceUnavailable, c.t.dataset, col.Name)
+			c.err = fmt.Errorf("%w: %s: a change without column %q", source.ErrSourceUnavailable, c.t.what, col.Name)
 			return false
 		}
 		var err error
 		if c.t.row[i], err = parseValue(col, raw); err != nil {
-			c.err = fmt.Errorf("dataset %q, a change: %w", c.t.dataset, err)
+			c.err = fmt.Errorf("%s, a change: %w", c.t.what, err)
 			return false
 		}
 	}

@@ -15,18 +15,24 @@ import (
 	"github.com/snapstore/snapstore/snapshot"
 )
 
-// table reads one version of a source dataset: the pages of the scan
-// GET /v1/datasets/{dataset}/rows?version=N, each decoded as it streams in,
-// the next asked for with the page token of the last, which carries the
-// version (so every page reads version N, and a version collected
-// meanwhile is a 410). A page token rather than the last key as the next
-// page's start, since a start cannot be an empty text.
+// table reads one version of a source dataset, or of one table of a
+// dataset of several tables: the pages of the scan
+// GET /v1/datasets/{dataset}/rows?version=N (of a table,
+// /v1/datasets/{dataset}/tables/{table}/rows), each decoded as it
+// streams in, the next asked for with the page token of the last, which
+// carries the version (so every page reads version N, and a version
+// collected meanwhile is a 410). A page token rather than the last key as
+// the next page's start, since a start cannot be an empty text.
 type table struct {
 	src      *snapSource
 	dataset  string
+	name     string // the source table's; "" for a dataset of one table
+	label    string // the resource read without its version (target.label)
+	what     string // the resource read in errors (target.what)
+	path     string // the dataset's, or its table's, route
 	version  int64
 	schema   snapshot.Schema // the copy's: the columns derive keeps
-	checksum string          // the version's; "" for a derived copy
+	checksum string          // the version's (its table's); "" for a derived copy
 	chunk    int
 	resource source.Resource
 	derive   derivation
@@ -44,105 +50,78 @@ type table struct {
 	raw    map[string]json.RawMessage
 	row    []snapshot.Value
 	err    error
+	// release, when set, gives the reader's slot back to its point.
+	release func()
 }
 
-// OpenTable implements source.Source. The resource is a dataset name, or
-// "dataset@tag" (or "dataset@N", a version number) to read the version a
-// tag names rather than the current one; since a dataset name may hold
-// "@", the whole text is tried as a name first, then each split at an "@",
-// left to right. The table read is named "dataset@N", N the version read,
-// which the run records as its resource; for a derived copy (the read
-// options columns, start, end) the name goes on with them
-// (derivation.suffix), and its checksum is the run's own.
+// OpenTable implements source.Source. The resource is a dataset of one
+// table, or a table of a dataset of several tables named as resources
+// lists it ("dataset.table", quoted parts), either with "@tag" or "@N" to
+// read the version a tag or a number names rather than the current one
+// (resource.go). The table read is named "dataset@N" (or
+// "dataset.table@N"), N the version read, which the run records as its
+// resource; for a derived copy (the read options columns, start, end) the
+// name goes on with them (derivation.suffix), and its checksum is the
+// run's own.
 func (s *snapSource) OpenTable(ctx context.Context, req source.TableRequest) (source.TableReader, error) {
 	if err := source.NoSharedSnapshot(req); err != nil {
 		return nil, err
 	}
-	var ans datasetAnswer
-	var dataset string
-	for _, cand := range resourceCandidates(req.Resource) {
-		q := url.Values{}
-		if cand[1] != "" {
-			if _, err := strconv.ParseInt(cand[1], 10, 64); err == nil {
-				q.Set("version", cand[1])
-			} else {
-				q.Set("tag", cand[1])
-			}
-		}
-		ans = datasetAnswer{}
-		_, err := s.getJSON(ctx, "/v1/datasets/"+url.PathEscape(cand[0]), q, &ans)
-		if errors.Is(err, source.ErrResourceNotFound) {
-			var se *statusError
-			if errors.As(err, &se) && se.Code != "dataset_not_found" {
-				return nil, err // the dataset exists: no such tag, or nothing committed yet
-			}
-			continue
-		}
-		if err != nil {
-			return nil, s.versionErr(err, cand[0], 0)
-		}
-		dataset = cand[0]
-		break
+	r, err := s.resolve(ctx, req.Resource, target{})
+	if err != nil {
+		return nil, err
 	}
-	if dataset == "" {
-		return nil, source.ErrResourceNotFound // the caller names the resource and the connection
-	}
-	if req.Dataset == dataset && !req.DatasetCreated.IsZero() && req.DatasetCreated.Equal(ans.CreatedAt) {
+	return s.openResolved(req, r)
+}
+
+// openResolved opens the reader of r: the own-dataset refusal, the key,
+// the derivation.
+func (s *snapSource) openResolved(req source.TableRequest, r resolved) (*table, error) {
+	if req.Dataset == r.dataset && !req.DatasetCreated.IsZero() && req.DatasetCreated.Equal(r.created) {
 		// The same name, created at the same instant: the same dataset,
 		// on this server or another node of its cluster.
 		return nil, &source.OptionError{Key: "resource", Msg: fmt.Sprintf(
-			"dataset %q through data connection %q is the adapter's own dataset: a dataset cannot be its own source", dataset, s.name)}
+			"dataset %q through data connection %q is the adapter's own dataset: a dataset cannot be its own source", r.dataset, s.name)}
 	}
-	vi := ans.VersionRead
-	if vi == nil {
-		vi = ans.CurrentInfo
+	vi, schema, stats := r.vi, r.schema(), r.stats()
+	t := &table{src: s, dataset: r.dataset, name: r.target.table, label: r.label(), what: r.what(),
+		path: "/v1/datasets/" + url.PathEscape(r.dataset), version: vi.Version, schema: schema, checksum: stats.Checksum,
+		chunk: req.ChunkRows, derive: derivationOf(req.Options)}
+	if t.name != "" {
+		t.path += "/tables/" + url.PathEscape(t.name)
 	}
-	if vi == nil || vi.Version == 0 {
-		return nil, fmt.Errorf("%w: dataset %q has no committed version yet", source.ErrResourceNotFound, dataset)
-	}
-	t := &table{src: s, dataset: dataset, version: vi.Version, schema: vi.Schema, checksum: vi.Stats.Checksum, chunk: req.ChunkRows,
-		derive: derivationOf(req.Options)}
 	if t.chunk <= 0 {
 		t.chunk = s.chunkRows
 	}
-	if len(req.KeyColumns) > 0 && !slices.Equal(req.KeyColumns, vi.Schema.Key) {
-		return nil, fmt.Errorf("%w: the key of dataset %q is (%s); a copy keeps it, so key_columns must be unset or the same",
-			source.ErrNoKey, dataset, strings.Join(vi.Schema.Key, ", "))
+	if len(req.KeyColumns) > 0 && !slices.Equal(req.KeyColumns, schema.Key) {
+		return nil, fmt.Errorf("%w: the key of %s is (%s); a copy keeps it, so key_columns must be unset or the same",
+			source.ErrNoKey, t.what, strings.Join(schema.Key, ", "))
 	}
-	for _, k := range t.schema.Key {
-		if !slices.ContainsFunc(t.schema.Columns, func(c snapshot.Column) bool { return c.Name == k }) {
-			return nil, fmt.Errorf("%w: key column %q is not a column of dataset %q", source.ErrNoKey, k, dataset)
+	for _, k := range schema.Key {
+		if !slices.ContainsFunc(schema.Columns, func(c snapshot.Column) bool { return c.Name == k }) {
+			return nil, fmt.Errorf("%w: key column %q is not a column of %s", source.ErrNoKey, k, t.what)
 		}
 	}
-	if len(t.schema.Key) == 0 {
-		return nil, fmt.Errorf("%w: dataset %q version %d has no key", source.ErrNoKey, dataset, vi.Version)
+	if len(schema.Key) == 0 {
+		return nil, fmt.Errorf("%w: %s version %d has no key", source.ErrNoKey, t.what, vi.Version)
 	}
 	var err error
-	if t.schema, err = t.derive.schema(vi.Schema, dataset, vi.Version); err != nil {
+	if t.schema, err = t.derive.schema(schema, t.what, vi.Version); err != nil {
 		return nil, err
 	}
-	if t.start, t.end, err = t.derive.keyRange(vi.Schema); err != nil {
+	if t.start, t.end, err = t.derive.keyRange(schema); err != nil {
 		return nil, err
 	}
 	if t.derive.derived() {
 		t.checksum = ""
 	}
-	t.resource = source.Resource{Name: fmt.Sprintf("%s@%d%s", dataset, vi.Version, t.derive.suffix()), Type: resourceType, EstimatedRows: vi.Stats.Rows}
+	typ := resourceType
+	if t.name != "" {
+		typ = tableType
+	}
+	t.resource = source.Resource{Name: fmt.Sprintf("%s@%d%s", t.label, vi.Version, t.derive.suffix()), Type: typ, EstimatedRows: stats.Rows}
 	t.row = make([]snapshot.Value, len(t.schema.Columns))
 	return t, nil
-}
-
-// resourceCandidates returns the (dataset, tag) pairs a resource may mean,
-// in the order they are tried: the whole text as a dataset, then each
-// split at an "@".
-func resourceCandidates(r string) [][2]string {
-	out := [][2]string{{r, ""}}
-	for i := 1; i < len(r)-1; i++ {
-		if r[i] == '@' {
-			out = append(out, [2]string{r[:i], r[i+1:]})
-		}
-	}
-	return out
 }
 
 // versionErr names the dataset and version in an error of the source
@@ -171,7 +150,8 @@ func (s *snapSource) versionErr(err error, dataset string, version int64) error 
 // Schema implements source.TableReader: the source version's schema and key.
 func (t *table) Schema() snapshot.Schema { return t.schema }
 
-// Table implements source.TableReader: "dataset@N".
+// Table implements source.TableReader: "dataset@N", or
+// "dataset.table@N".
 func (t *table) Table() source.Resource { return t.resource }
 
 // Values implements source.TableReader.
@@ -202,12 +182,12 @@ func (t *table) Next(ctx context.Context) bool {
 		for i, c := range t.schema.Columns {
 			raw, ok := t.raw[c.Name]
 			if !ok {
-				t.err = fmt.Errorf("%w: dataset %q version %d: a row without column %q", source.ErrSourceUnavailable, t.dataset, t.version, c.Name)
+				t.err = fmt.Errorf("%w: %s version %d: a row without column %q", source.ErrSourceUnavailable, t.what, t.version, c.Name)
 				return false
 			}
 			var err error
 			if t.row[i], err = parseValue(c, raw); err != nil {
-				t.err = fmt.Errorf("dataset %q version %d: %w", t.dataset, t.version, err)
+				t.err = fmt.Errorf("%s version %d: %w", t.what, t.version, err)
 				return false
 			}
 		}
@@ -235,7 +215,7 @@ func (t *table) openPage(ctx context.Context) error {
 		q.Set("page_token", t.token)
 	}
 	t.pctx, t.cancel = t.src.readBound(ctx)
-	resp, err := t.src.get(t.pctx, "/v1/datasets/"+url.PathEscape(t.dataset)+"/rows", q, "application/json")
+	resp, err := t.src.get(t.pctx, t.path+"/rows", q, "application/json")
 	if err != nil {
 		var se *source.SourceError
 		if t.token != "" && errors.As(err, &se) && se.Cause == "unreachable" {
@@ -248,7 +228,7 @@ func (t *table) openPage(ctx context.Context) error {
 	}
 	t.resp, t.dec = resp, json.NewDecoder(resp.Body)
 	if got := resp.Header.Get("Snapstore-Version"); got != strconv.FormatInt(t.version, 10) {
-		return fmt.Errorf("%w: the scan of dataset %q answered version %q, not the version %d asked for", source.ErrSourceUnavailable, t.dataset, got, t.version)
+		return fmt.Errorf("%w: the scan of %s answered version %q, not the version %d asked for", source.ErrSourceUnavailable, t.what, got, t.version)
 	}
 	if t.raw == nil {
 		t.raw = make(map[string]json.RawMessage, len(t.schema.Columns))
@@ -348,10 +328,10 @@ func (t *table) readErr(ctx context.Context, err error) error {
 		return ctx.Err()
 	}
 	if t.pctx != nil && t.pctx.Err() != nil {
-		return t.src.readTimeout(ctx, t.pctx, fmt.Errorf("the scan of dataset %q version %d: %w", t.dataset, t.version, err))
+		return t.src.readTimeout(ctx, t.pctx, fmt.Errorf("the scan of %s version %d: %w", t.what, t.version, err))
 	}
-	return fmt.Errorf("%w: the scan of dataset %q version %d through %s was cut: %w",
-		source.ErrSourceUnavailable, t.dataset, t.version, t.src.addr.Addr, source.ScrubError(err, t.src.token.Reveal()))
+	return fmt.Errorf("%w: the scan of %s version %d through %s was cut: %w",
+		source.ErrSourceUnavailable, t.what, t.version, t.src.addr.Addr, source.ScrubError(err, t.src.token.Reveal()))
 }
 
 // closePage closes the current page's response.
@@ -372,5 +352,8 @@ func (t *table) Close() error {
 	}
 	t.closed = true
 	t.closePage()
+	if t.release != nil {
+		t.release()
+	}
 	return nil
 }

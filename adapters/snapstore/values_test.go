@@ -57,20 +57,3 @@ func TestParseValueRoundTrip(t *testing.T) {
 		}
 	}
 }
-
-// TestResourceCandidates pins the order in which a resource is tried.
-func TestResourceCandidates(t *testing.T) {
-	got := resourceCandidates("a@b@c")
-	want := [][2]string{{"a@b@c", ""}, {"a", "b@c"}, {"a@b", "c"}}
-	if len(got) != len(want) {
-		t.Fatalf("%v, want %v", got, want)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("%v, want %v", got, want)
-		}
-	}
-	if got := resourceCandidates("@x"); len(got) != 1 {
-		t.Errorf("@x: %v, want the name alone", got)
-	}
-}

@@ -834,11 +834,8 @@ func TestConsole_TablesAdapter(t *testing.T) {
 	if !regexp.MustCompile(`data-table="[^"]*products"`).MatchString(run) || !regexp.MustCompile(`data-table="[^"]*order_lines"`).MatchString(run) {
 		t.Errorf("the run page lacks a table:\n%s", run)
 	}
-	if _, err := f.svc.CreateConnection(t.Context(), api.Connection{Name: "edge", Type: "snapstore", Options: map[string]any{"url": "http://127.0.0.1:1"}}); err != nil {
-		t.Fatal(err)
-	}
-	r = b.post("/ui/adapters", url.Values{"name": {"edgedb"}, "connection": {"edge"}, "include": {"*"}})
-	if body := wantStatus(t, "several tables of a snapstore connection", r, http.StatusBadRequest); !strings.Contains(body, "cannot read several tables at one point") {
-		t.Errorf("several tables of a snapstore connection:\n%s", body)
+	r = b.post("/ui/adapters", url.Values{"name": {"badsel"}, "connection": {"shop"}, "resources": {"products"}, "exclude": {"prod*"}})
+	if body := wantStatus(t, "a table both named and excluded", r, http.StatusBadRequest); !strings.Contains(body, "named and excluded") {
+		t.Errorf("a table both named and excluded:\n%s", body)
 	}
 }

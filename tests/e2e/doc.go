@@ -52,6 +52,15 @@
 //	                      version stays, the next run after the restart
 //	                      succeeds. TestCopyEdgeToCentralHBase:
 //	                      the same with the central server on HBase.
+//	TestCopyTablesEdgeToCentral two servers on Pebble: an edge dataset of
+//	                      two SQLite tables (accounts, transfers) changed
+//	                      by transfers of one transaction each; the central
+//	                      server copies one table by its diff, each copy
+//	                      equal to the edge's table at the version it
+//	                      names, and both tables at once, each copy equal
+//	                      to one edge version whole, row for row.
+//	                      TestCopyTablesEdgeToCentralHBase: the central
+//	                      server on HBase.
 //	TestRetention         ttl 2s with min_versions 2 and 0: GC (dry run,
 //	                      then real) collects exactly what retention lets
 //	                      go; kept and current versions read exactly after

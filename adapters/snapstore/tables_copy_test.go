@@ -1,0 +1,271 @@
+package snapstore_test
+
+import (
+	"database/sql"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/snapstore/snapstore/snapshot"
+)
+
+const shopSQL = `
+CREATE TABLE orders (id INTEGER PRIMARY KEY, customer TEXT NOT NULL, total DECIMAL(10,2));
+CREATE TABLE "order lines" (order_id INTEGER NOT NULL, line INTEGER NOT NULL, item TEXT, qty INTEGER, PRIMARY KEY (order_id, line));
+INSERT INTO orders VALUES (1, 'ada', 12.50), (2, 'bob', 3.00), (3, 'cy', NULL);
+INSERT INTO "order lines" VALUES (1, 1, 'pen', 2), (1, 2, 'ink', 1), (2, 1, 'pad', 3), (3, 1, 'é "q"', NULL);
+`
+
+// tableRows is the NDJSON scan of a table of a dataset of several tables
+// at a version.
+func (s *stack) tableRows(dataset, table string, v int64) string {
+	s.t.Helper()
+	code, b := s.call("GET", "/v1/datasets/"+dataset+"/tables/"+url.PathEscape(table)+"/rows?version="+itoa(v), nil)
+	if code != http.StatusOK {
+		s.t.Fatalf("scan %s/%s@%d: %d %s", dataset, table, v, code, b)
+	}
+	return string(b)
+}
+
+// tableOf returns the table named name of version vi.
+func tableOf(t *testing.T, vi snapshot.VersionInfo, name string) snapshot.TableInfo {
+	t.Helper()
+	for _, ti := range vi.Tables {
+		if ti.Name == name {
+			return ti
+		}
+	}
+	t.Fatalf("version %d of %s has no table %q: %v", vi.Version, vi.Dataset, name, vi.TableNames())
+	return snapshot.TableInfo{}
+}
+
+// TestCopyOfTables copies the tables of an edge dataset of several tables
+// into a central server through the snapstore connection, a real server
+// on each side: one table into a dataset of one table, in full and then
+// by the table's diff, and every table into a dataset of several tables,
+// all read at one version of the edge's dataset even when the edge
+// commits another between two tables. Each copied table must equal the
+// edge's table at the version copied, rows, stats and checksum.
+func TestCopyOfTables(t *testing.T) {
+	srcPath := filepath.Join(t.TempDir(), "shop.db")
+	src, err := sql.Open("sqlite", srcPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if _, err := src.Exec(shopSQL); err != nil {
+		t.Fatal(err)
+	}
+	edge := newStack(t)
+	// A proxy in front of the edge calls between once, before the first
+	// page of a table's scan it forwards.
+	var between atomic.Pointer[func()]
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "/tables/") && strings.HasSuffix(r.URL.Path, "/rows") {
+			if f := between.Swap(nil); f != nil {
+				(*f)()
+			}
+		}
+		edge.handler.ServeHTTP(w, r)
+	}))
+	defer proxy.Close()
+	central := newStack(t)
+	edge.must(http.StatusCreated, "POST", "/v1/connections", map[string]any{"name": "plant", "type": "sqlite", "options": map[string]any{"path": srcPath}}, nil)
+	edge.must(http.StatusCreated, "POST", "/v1/adapters", map[string]any{"name": "shop", "connection": "plant", "include": []string{"*"},
+		"retention": map[string]any{"min_versions": 20}}, nil)
+	edge.must(http.StatusCreated, "POST", "/v1/adapters", map[string]any{"name": "solo", "connection": "plant", "resource": "orders"}, nil)
+	for _, a := range []string{"shop", "solo"} {
+		if r := edge.run(a); r.Status != "succeeded" {
+			t.Fatalf("edge run of %s: %+v", a, r)
+		}
+	}
+	central.must(http.StatusCreated, "POST", "/v1/connections", map[string]any{"name": "edge", "type": "snapstore",
+		"options": map[string]any{"url": proxy.URL, "chunk_rows": 2}}, nil)
+
+	// resources: each dataset, and each table of a dataset of several
+	// tables with the dataset as its schema.
+	var res struct {
+		Resources []struct {
+			Schema        string   `json:"schema"`
+			Name          string   `json:"name"`
+			Type          string   `json:"type"`
+			EstimatedRows *int64   `json:"estimated_rows"`
+			Key           []string `json:"key"`
+		} `json:"resources"`
+	}
+	central.must(http.StatusOK, "GET", "/v1/connections/edge/resources", nil, &res)
+	var listed []string
+	for _, r := range res.Resources {
+		rows := int64(-1)
+		if r.EstimatedRows != nil {
+			rows = *r.EstimatedRows
+		}
+		listed = append(listed, r.Type+" "+r.Schema+"|"+r.Name+" "+itoa(rows)+" ("+strings.Join(r.Key, ",")+")")
+	}
+	if got, want := strings.Join(listed, "; "), "dataset |shop 7 (); table shop|order lines 4 (order_id,line); table shop|orders 3 (id); dataset |solo 3 (id)"; got != want {
+		t.Errorf("resources:\n%s\nwant\n%s", got, want)
+	}
+
+	// checkTable wants the table ct of central dataset ds at version cv
+	// ("" for a dataset of one table) equal to the edge's table et at
+	// version ev.
+	checkTable := func(step, ds string, cv snapshot.VersionInfo, ct, et string, ev int64) {
+		t.Helper()
+		eti := tableOf(t, edge.version("shop", ev), et)
+		stats, schema := cv.Stats, cv.Schema
+		var rows string
+		if ct == "" {
+			rows = central.rows(ds, cv.Version)
+		} else {
+			cti := tableOf(t, cv, ct)
+			stats, schema, rows = cti.Stats, cti.Schema, central.tableRows(ds, ct, cv.Version)
+		}
+		if stats.Checksum != eti.Stats.Checksum || stats.Rows != eti.Stats.Rows {
+			t.Errorf("%s: %s version %d table %q: rows %d checksum %s, edge version %d rows %d checksum %s",
+				step, ds, cv.Version, ct, stats.Rows, stats.Checksum, ev, eti.Stats.Rows, eti.Stats.Checksum)
+		}
+		if !equalSchemas(schema, eti.Schema) {
+			t.Errorf("%s: schema %+v, want %+v", step, schema, eti.Schema)
+		}
+		if want := edge.tableRows("shop", et, ev); rows != want {
+			t.Errorf("%s: rows of %s version %d table %q differ from the edge's %s at version %d:\n%s\nwant\n%s", step, ds, cv.Version, ct, et, ev, rows, want)
+		}
+	}
+
+	// One table of the dataset, into a dataset of one table: in full,
+	// then by the table's diff.
+	central.must(http.StatusCreated, "POST", "/v1/adapters", map[string]any{"name": "lines", "connection": "edge", "resource": "shop.order lines",
+		"retention": map[string]any{"min_versions": 20}}, nil)
+	copyLines := func(step, wantMode string) {
+		t.Helper()
+		c := central.run("lines")
+		if c.Status != "succeeded" || c.Mode != wantMode {
+			t.Fatalf("%s: copy run %+v, want succeeded in mode %s", step, c, wantMode)
+		}
+		cv := central.version("lines", central.current("lines"))
+		ev := edge.current("shop")
+		if want := "shop.order lines@" + itoa(ev); cv.Source.Resource != want {
+			t.Errorf("%s: the copy records %q, want %q", step, cv.Source.Resource, want)
+		}
+		checkTable(step, "lines", cv, "", "order lines", ev)
+	}
+	copyLines("the first copy of a table", "full")
+	for i, stmts := range []string{
+		`INSERT INTO "order lines" VALUES (2, 2, 'cap', 1); UPDATE "order lines" SET qty = 9 WHERE order_id = 1 AND line = 1; UPDATE orders SET total = 4 WHERE id = 2`,
+		`DELETE FROM "order lines" WHERE order_id = 3; INSERT INTO orders VALUES (4, 'di', 1.25)`,
+	} {
+		if _, err := src.Exec(stmts); err != nil {
+			t.Fatal(err)
+		}
+		if r := edge.run("shop"); r.Status != "succeeded" {
+			t.Fatalf("edge run: %+v", r)
+		}
+		copyLines("a copy after change "+itoa(int64(i)), "diff")
+	}
+	// A change of another table only: the copy's table is unchanged,
+	// the run verifies it.
+	if _, err := src.Exec(`UPDATE orders SET customer = 'ann' WHERE id = 1`); err != nil {
+		t.Fatal(err)
+	}
+	if r := edge.run("shop"); r.Status != "succeeded" {
+		t.Fatalf("edge run: %+v", r)
+	}
+	before := central.current("lines")
+	if c := central.run("lines"); c.Status != "succeeded" || c.Mode != "diff" || central.current("lines") != before {
+		t.Errorf("copy of an unchanged table: %+v, current %d, want %d", c, central.current("lines"), before)
+	}
+	// The table of a tag's version, quoted as resources list it.
+	edge.must(http.StatusOK, "PUT", "/v1/datasets/shop/tags/first", nil, nil)
+	central.must(http.StatusCreated, "POST", "/v1/adapters", map[string]any{"name": "orders-tagged", "connection": "edge", "resource": `"shop"."orders"@first`}, nil)
+	if c := central.run("orders-tagged"); c.Status != "succeeded" {
+		t.Fatalf("copy of a tagged table: %+v", c)
+	}
+	checkTable("a tagged table", "orders-tagged", central.version("orders-tagged", central.current("orders-tagged")), "", "orders", edge.current("shop"))
+
+	// Resources that name no table are refused when saved, naming it.
+	for _, c := range []struct {
+		resource string
+		code     int
+		want     string
+	}{
+		{"shop.nope", http.StatusNotFound, `has no table \"nope\"`},
+		{"solo.orders", http.StatusNotFound, `has no table \"orders\"`},
+		{"shop", http.StatusBadRequest, `holds several tables (order lines, orders)`},
+	} {
+		code, body := central.call("POST", "/v1/adapters", map[string]any{"name": "bad", "connection": "edge", "resource": c.resource})
+		if code != c.code || !strings.Contains(string(body), c.want) {
+			t.Errorf("adapter of %q: %d %s, want %d saying %s", c.resource, code, body, c.code, c.want)
+		}
+	}
+
+	// Every table, into a dataset of several tables, at one version.
+	central.must(http.StatusCreated, "POST", "/v1/adapters", map[string]any{"name": "shopcopy", "connection": "edge", "include": []string{"shop.*"},
+		"parallelism": 1, "retention": map[string]any{"min_versions": 20}}, nil)
+	copyShop := func(step string, ev int64) {
+		t.Helper()
+		c := central.run("shopcopy")
+		if c.Status != "succeeded" {
+			t.Fatalf("%s: copy run %+v", step, c)
+		}
+		cv := central.version("shopcopy", central.current("shopcopy"))
+		if got := strings.Join(cv.TableNames(), ","); got != "shop.order lines,shop.orders" {
+			t.Fatalf("%s: the copy's tables %s", step, got)
+		}
+		for _, tb := range []string{"order lines", "orders"} {
+			checkTable(step, "shopcopy", cv, "shop."+tb, tb, ev)
+		}
+	}
+	copyShop("the first copy of every table", edge.current("shop"))
+
+	// The edge commits a new version of both tables between the copy's
+	// reads of the first and the second: the copy holds the version its
+	// first table read, both tables of it.
+	pinned := edge.current("shop")
+	commit := func() {
+		if _, err := src.Exec(`UPDATE orders SET total = total + 1; INSERT INTO "order lines" VALUES (4, 1, 'new', 1)`); err != nil {
+			t.Error(err)
+		}
+		if r := edge.run("shop"); r.Status != "succeeded" {
+			t.Errorf("edge run between two tables: %+v", r)
+		}
+	}
+	between.Store(&commit)
+	copyShop("a copy while the edge commits", pinned)
+	if edge.current("shop") == pinned {
+		t.Fatal("the edge committed nothing between the tables")
+	}
+	copyShop("the next copy", edge.current("shop"))
+	// Nothing changed on the edge: the run verifies, no new version.
+	before = central.current("shopcopy")
+	if c := central.run("shopcopy"); c.Status != "succeeded" || c.Mode != "verify" || central.current("shopcopy") != before {
+		t.Errorf("copy of unchanged tables: %+v, current %d, want %d", c, central.current("shopcopy"), before)
+	}
+
+	// Tables of two datasets in one run: refused, naming the dataset.
+	central.must(http.StatusCreated, "POST", "/v1/adapters", map[string]any{"name": "mixed", "connection": "edge", "resources": []string{"shop.orders", "solo"}}, nil)
+	if c := central.run("mixed"); c.Status != "failed" || !strings.Contains(c.Error, "one version of one source dataset") {
+		t.Errorf("a run of tables of two datasets: %+v", c)
+	}
+	// A table dropped from the edge's dataset fails the copy's run,
+	// naming it.
+	central.must(http.StatusCreated, "POST", "/v1/adapters", map[string]any{"name": "named", "connection": "edge", "resources": []string{"shop.orders", "shop.order lines"}}, nil)
+	if c := central.run("named"); c.Status != "succeeded" {
+		t.Fatalf("copy of named tables: %+v", c)
+	}
+	edge.must(http.StatusOK, "PUT", "/v1/adapters/shop", map[string]any{"name": "shop", "connection": "plant", "resources": []string{"orders"},
+		"allow_dropped_tables": true, "retention": map[string]any{"min_versions": 20}}, nil)
+	if r := edge.run("shop"); r.Status != "succeeded" {
+		t.Fatalf("edge run without a table: %+v", r)
+	}
+	before = central.current("named")
+	if c := central.run("named"); c.Status != "failed" || c.Code != "resource_not_found" || !strings.Contains(c.Error, "order lines") {
+		t.Errorf("a copy of a table the edge dropped: %+v, want resource_not_found naming it", c)
+	}
+	if central.current("named") != before {
+		t.Errorf("a failed copy changed the current version")
+	}
+}
