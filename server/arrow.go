@@ -149,10 +149,6 @@ func (s *Server) scanArrow(c echo.Context, r *snapshot.Reader, opts snapshot.Sca
 // rowsTable is the Arrow form of a scan: one field per selected column.
 type rowsTable struct {
 	cols []arrowColumn
-	// byName maps the column names of the rows last seen to cols (rows
-	// of one read share their Columns slice).
-	seen  []string
-	index []int
 }
 
 // newRowsTable maps the columns sel selects of schema (every column when
@@ -169,15 +165,7 @@ func newRowsTable(schema snapshot.Schema, sel []string) *rowsTable {
 	return t
 }
 
-// positions returns, for each of t's columns, its index in names or -1.
-func (t *rowsTable) positions(names []string) []int {
-	if len(names) > 0 && len(t.seen) == len(names) && &t.seen[0] == &names[0] {
-		return t.index
-	}
-	t.seen, t.index = names, columnPositions(t.cols, names)
-	return t.index
-}
-
+// columnPositions returns, for each of cols, its index in names or -1.
 func columnPositions(cols []arrowColumn, names []string) []int {
 	pos := make([]int, len(cols))
 	for i, ac := range cols {
@@ -209,10 +197,14 @@ func (t *rowsTable) probe(it snapshot.RowIterator) error {
 	if len(doubt) == 0 {
 		return nil
 	}
+	pos := columnPositions(t.cols, it.Columns())
+	var vals []snapshot.Value
 	for len(doubt) > 0 && it.Next() {
-		row := it.Row()
-		pos := t.positions(row.Columns)
-		doubt = checkFits(t.cols, doubt, pos, row.Values)
+		var err error
+		if vals, err = it.AppendValues(vals[:0]); err != nil {
+			return err
+		}
+		doubt = checkFits(t.cols, doubt, pos, vals)
 	}
 	return it.Err()
 }
@@ -248,13 +240,17 @@ func checkFits(cols []arrowColumn, doubt, pos []int, vals []snapshot.Value) []in
 // is sent, learns so which columns are text without a first pass).
 func (t *rowsTable) write(it snapshot.RowIterator, a *arrowBatches) error {
 	fields := a.rb.Fields()
+	pos := columnPositions(t.cols, it.Columns())
+	var vals []snapshot.Value
 	for it.Next() {
-		row := it.Row()
-		pos := t.positions(row.Columns)
+		var err error
+		if vals, err = it.AppendValues(vals[:0]); err != nil {
+			return err
+		}
 		for i := range t.cols {
 			var v snapshot.Value
 			if p := pos[i]; p >= 0 {
-				v = row.Values[p]
+				v = vals[p]
 			}
 			if !t.cols[i].appendArrow(fields[i], v) {
 				t.cols[i].enc = arrowText

@@ -76,7 +76,7 @@ func typeCaseTable(t *testing.T, parquet bool) (*rowsTable, []snapshot.Value, []
 	}
 	names := SelectedColumns(nil, schema)
 	doubt := doubtful(tab.cols)
-	checkFits(tab.cols, doubt, tab.positions(names), vals)
+	checkFits(tab.cols, doubt, columnPositions(tab.cols, names), vals)
 	return tab, vals, names
 }
 

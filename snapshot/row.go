@@ -16,10 +16,10 @@ type Row struct {
 }
 
 // rowBuilder turns rows resolved at a version (resolvedRow, by the dataset's
-// column dictionary) into Rows or JSON of chosen schema columns. It is
-// built once per version and column selection; a Row costs its values
-// and a buffer for their bytes (carved from slabs in a scan: rowAlloc),
-// the JSON nothing.
+// column dictionary) into Rows, JSON or values of chosen schema columns.
+// It is built once per version and column selection; a Row costs its
+// values and a buffer for their bytes (carved from slabs in a scan:
+// rowAlloc), the JSON and the values borrowing st's bytes nothing.
 type rowBuilder struct {
 	names   []string // the returned columns, schema order
 	qname   [][]byte // names[j] as a JSON string and a colon
@@ -161,6 +161,22 @@ func (b *rowBuilder) appendJSON(dst []byte, st *resolvedRow) ([]byte, error) {
 		dst = v.AppendJSON(dst)
 	}
 	return append(dst, '}'), nil
+}
+
+// appendValues appends the row's values in the order of names; their
+// Bytes point into st, valid until st moves on.
+func (b *rowBuilder) appendValues(dst []Value, st *resolvedRow) ([]Value, error) {
+	for _, d := range b.outDict {
+		var v Value
+		if p := st.value(d); p != nil {
+			var err error
+			if v, err = decodeColumnValue(p); err != nil {
+				return dst, err
+			}
+		}
+		dst = append(dst, v)
+	}
+	return dst, nil
 }
 
 // appendKeyJSON appends the row's key as a JSON array of values.

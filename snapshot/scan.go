@@ -37,6 +37,14 @@ type RowIterator interface {
 	// AppendRowJSON appends the current row as Row.AppendJSON would,
 	// without building it.
 	AppendRowJSON(dst []byte) ([]byte, error)
+	// Columns names the values of every row of the scan, in schema order
+	// (Row.Columns, shared: do not modify it).
+	Columns() []string
+	// AppendValues appends the current row's values, aligned with
+	// Columns, to dst without building the Row: a value's Bytes point
+	// into the scan's memory and are valid only until the next call to
+	// Next (a caller that keeps them copies them, or calls Row).
+	AppendValues(dst []Value) ([]Value, error)
 	// NextPageToken returns a token resuming after the last row returned
 	// when the scan stopped at its limit with rows left, or "" when the
 	// range is exhausted.
@@ -108,19 +116,19 @@ func (r *Reader) Scan(ctx context.Context, opts ScanOptions) (RowIterator, error
 	if err != nil {
 		return nil, err
 	}
+	rb := r.allRB
+	if opts.Columns != nil {
+		rb = newRowBuilder(r.info.Schema, r.dict, r.keyIdx, idx)
+	}
 	so := store.ScanOptions{ReadOptions: r.opts, Start: start, End: end}
 	if end != nil && start != nil && bytes.Compare(start, end) >= 0 {
-		return &rowIter{r: r, exhausted: true}, nil
+		return &rowIter{r: r, rb: rb, exhausted: true}, nil
 	}
 	m, err := openPartitions(ctx, r.db.st, r.tables, so, func(it store.Iterator) *rowCursor {
 		return newRowCursor(it, r.vis, r.n)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: scanning %s version %d: %w", r.ds.name, r.info.Version, err)
-	}
-	rb := r.allRB
-	if opts.Columns != nil {
-		rb = newRowBuilder(r.info.Schema, r.dict, r.keyIdx, idx)
 	}
 	return &rowIter{r: r, m: m, rb: rb, limit: opts.Limit}, nil
 }
@@ -184,6 +192,14 @@ func (it *rowIter) Row() Row {
 // building the Row (no allocation): what an NDJSON stream writes.
 func (it *rowIter) AppendRowJSON(dst []byte) ([]byte, error) {
 	return it.rb.appendJSON(dst, &it.m.src().st)
+}
+
+func (it *rowIter) Columns() []string { return it.rb.names }
+
+// AppendValues appends the current row's values without copying their
+// bytes: what the Arrow and Parquet writers read, whose builders copy them.
+func (it *rowIter) AppendValues(dst []Value) ([]Value, error) {
+	return it.rb.appendValues(dst, &it.m.src().st)
 }
 
 func (it *rowIter) NextPageToken() string {
