@@ -10,11 +10,14 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/snapstore/snapstore/store/storetest"
 )
 
 var (
-	tablesModelSteps = flag.Int("tables.steps", 120, "steps of TestTablesModel")
-	tablesModelSeed  = flag.Uint64("tables.seed", 0, "seed of TestTablesModel; 0 picks one")
+	tablesModelSteps  = flag.Int("tables.steps", 120, "steps of TestTablesModel")
+	tablesModelSeed   = flag.Uint64("tables.seed", 0, "seed of TestTablesModel; 0 picks one")
+	tablesModelFaults = flag.Float64("tables.faults", 0.03, "chance that each store write of TestTablesModel fails, lands in part, answers an error after landing or lands late (and a quarter of it that a read fails); 0: none")
 )
 
 // tmTable is the model of one table at one version: its incarnation (a
@@ -42,25 +45,80 @@ type tmVersion struct {
 var tmPool = []string{"a", "s.b", "c", "d"}
 
 // TestTablesModel runs random runs of named tables (tables added, dropped
-// and added again, schema changes, failed tables, verified runs),
-// rollbacks, GC and restarts of the DB against an in-memory model: after
-// every step every kept version lists the model's tables, each reading
-// as the model's rows, and DiffTables between kept versions counts what
-// the model does.
+// and added again, schema changes, failed tables, verified runs, runs
+// killed before their commit), rollbacks, GC, restarts of the DB and of
+// the store against an in-memory model, on a storetest.FaultStore that
+// injects faults (-tables.faults: failed, partial, ambiguous and late
+// writes, failed reads, outages) as TestModel does: a run a fault failed
+// leaves nothing visible, and one whose outcome was unknown either
+// committed whole or not at all. After every step, with faults off and
+// outcomes learned, every kept version lists the model's tables, each
+// reading as the model's rows, the current version is the model's, and
+// DiffTables between kept versions counts what the model does.
 func TestTablesModel(t *testing.T) {
 	ctx := context.Background()
 	seed := *tablesModelSeed
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
-	t.Logf("seed %d (-tables.seed)", seed)
+	t.Logf("seed %d (-tables.seed), faults %v", seed, *tablesModelFaults)
 	rng := rand.New(rand.NewPCG(seed, 7))
-	// The clock, read by the DB's keeper too.
+	frng := rand.New(rand.NewPCG(seed, 0xfa))
 	var clock atomic.Int64
 	clock.Store(time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC).UnixNano())
 	now := func() time.Time { return time.Unix(0, clock.Load()).UTC() }
-	st := newTestStore(t)
-	db := openTestDB(t, st, Options{now: now, Partitions: 2})
+	dir := t.TempDir()
+	var fs *storetest.FaultStore
+	var db *DB
+	dead := map[string]bool{}
+	openStore := func() {
+		fs = storetest.NewFaultStore(openTestStore(t, dir), storetest.Faults{
+			Rand: rand.New(rand.NewPCG(seed, 0x1a7e)), LandRate: 0.05, MaxDelay: 45 * time.Minute, Now: now,
+		})
+	}
+	// faults turns the faults on or off; an outage fails every call for a
+	// while, reads included, so that a write's outcome cannot be read back
+	// (ErrOutcomeUnknown).
+	outage := 0
+	faults := func(on bool) {
+		if !on || *tablesModelFaults <= 0 {
+			fs.SetDecide(nil)
+			return
+		}
+		random := storetest.RandomFaults(frng, *tablesModelFaults, *tablesModelFaults/4)
+		fs.SetDecide(func(c storetest.Call) storetest.Fault {
+			if outage > 0 {
+				outage--
+				return storetest.Fail
+			}
+			if frng.Float64() < *tablesModelFaults/20 {
+				outage = 5 + frng.IntN(40)
+			}
+			return random(c)
+		})
+	}
+	open := func() {
+		opts := Options{now: now, Partitions: 2, deadOwners: dead, resolveWait: 30 * time.Millisecond}
+		var err error
+		for range 3 { // a process that failed to open, for a fault, tries again
+			if db, err = Open(ctx, fs, opts); err == nil || !isInjected(err) {
+				break
+			}
+		}
+		if err != nil && isInjected(err) {
+			fs.SetDecide(nil)
+			db, err = Open(ctx, fs, opts)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		// settle does the keeper's work between steps, so that a seed
+		// replays the same faults.
+		db.stopKeeper()
+	}
+	openStore()
+	open()
+	defer func() { db.Close() }()
 	cfg := DatasetConfig{Name: "m", Guard: Guard{MaxShrink: 1, AllowEmpty: true}, Retention: Retention{TTL: time.Nanosecond, MinVersions: 3}}
 	var kept []*tmVersion
 	incs := 0
@@ -108,8 +166,8 @@ func TestTablesModel(t *testing.T) {
 		return out
 	}
 	// put writes tables through a run; bad names a table given a
-	// duplicate key.
-	put := func(tables map[string]*tmTable, opts TablesRunOptions, bad string) (VersionInfo, *TablesRun, error) {
+	// duplicate key; with crash, the DB is killed before the commit.
+	put := func(tables map[string]*tmTable, opts TablesRunOptions, bad string, crash bool) (VersionInfo, *TablesRun, error) {
 		for _, n := range slices.Sorted(maps.Keys(tables)) {
 			opts.Tables = append(opts.Tables, TableSpec{Name: n, Schema: tables[n].schema})
 		}
@@ -133,8 +191,28 @@ func TestTablesModel(t *testing.T) {
 				}
 			}
 		}
+		if crash {
+			db.crash()
+			dead[db.owner] = true // as its slots' expiry would tell (W1)
+			open()
+			return VersionInfo{}, tr, errKilled
+		}
 		vi, err := tr.Commit(ctx)
 		return vi, tr, err
+	}
+	// learned returns the version of a run whose commit had an unknown
+	// outcome, learned with faults off, if it committed.
+	learned := func(step int, tr *TablesRun) (VersionInfo, bool) {
+		faults(false)
+		settle(t, db)
+		vi, err := db.VersionInfo(ctx, "m", tr.TxnID())
+		if errors.Is(err, ErrVersionNotKept) {
+			return VersionInfo{}, false
+		}
+		if err != nil {
+			t.Fatalf("step %d: version info of txn %d: %v", step, tr.TxnID(), err)
+		}
+		return vi, true
 	}
 	check := func(step int, what string) {
 		t.Helper()
@@ -224,8 +302,12 @@ func TestTablesModel(t *testing.T) {
 			t.Fatalf("step %d (%s): DiffTables %d..%d:\n%+v\nwant\n%+v", step, what, from.id, to.id, ds, want)
 		}
 	}
+	var faultSteps, unknowns, killed int
 	for step := 0; step < *tablesModelSteps; step++ {
 		clock.Add(int64(time.Minute))
+		outage = 0
+		faults(true)
+		injected := injectedCount(fs)
 		var what string
 		switch op := rng.IntN(20); {
 		case op < 11 || len(kept) == 0: // a run
@@ -250,9 +332,27 @@ func TestTablesModel(t *testing.T) {
 			if rng.IntN(6) == 0 {
 				bad = names[rng.IntN(len(names))]
 			}
+			crash := rng.IntN(10) == 0
 			what = "run"
-			vi, _, err := put(tables, TablesRunOptions{DropMissing: drop}, bad)
+			vi, tr, err := put(tables, TablesRunOptions{DropMissing: drop}, bad, crash)
 			switch {
+			case tr == nil && isInjected(err):
+				what = "run refused by a fault at begin"
+			case errors.Is(err, ErrOutcomeUnknown):
+				unknowns++
+				what = "run with an unknown outcome"
+				if vi, ok := learned(step, tr); ok {
+					if missing && !drop || bad != "" {
+						t.Fatalf("step %d: a run lacking a table (%v) or with a duplicate key (%v) committed", step, missing && !drop, bad != "")
+					}
+					what = "run committed (outcome learned later)"
+					kept = append(kept, &tmVersion{id: vi.Version, tables: tables})
+				}
+			case isInjected(err):
+				what = "run failed by a fault"
+			case errors.Is(err, errKilled):
+				killed++
+				what = "run killed"
 			case missing && !drop:
 				if !errors.Is(err, ErrTableMissing) {
 					t.Fatalf("step %d: a run lacking a table: %v", step, err)
@@ -270,16 +370,48 @@ func TestTablesModel(t *testing.T) {
 			}
 		case op < 13: // an unchanged run
 			cur := current()
-			vi, tr, err := put(cur.tables, TablesRunOptions{VerifyUnchanged: true}, "")
-			if err != nil || !tr.Verified() || vi.Version != cur.id {
+			vi, tr, err := put(cur.tables, TablesRunOptions{VerifyUnchanged: true}, "", false)
+			what = "verified"
+			switch {
+			case isInjected(err):
+				what = "verified run failed by a fault"
+				if tr != nil && errors.Is(err, ErrOutcomeUnknown) {
+					if vi, ok := learned(step, tr); ok {
+						t.Fatalf("step %d: an unchanged run committed version %d", step, vi.Version)
+					}
+				}
+			case err != nil || !tr.Verified() || vi.Version != cur.id:
 				t.Fatalf("step %d: an unchanged run: %+v %v", step, vi, err)
 			}
-			what = "verified"
 		case op < 15: // a rollback
 			target := kept[rng.IntN(len(kept))]
+			before := current().id
 			vi, err := db.Rollback(ctx, "m", target.id)
-			if err != nil {
+			what = "rollback"
+			switch {
+			case err == nil:
+			case isInjected(err):
+				what = "rollback failed by a fault"
+				faults(false)
+				settle(t, db)
+				vs, verr := db.Versions(ctx, "m")
+				if verr != nil {
+					t.Fatalf("step %d: versions: %v", step, verr)
+				}
+				if vs[0].Version <= before {
+					break
+				}
+				// It committed after all: allowed only when the DB said
+				// the outcome was unknown.
+				if !errors.Is(err, ErrOutcomeUnknown) {
+					t.Fatalf("step %d: rollback failed (%v), yet version %d is listed", step, err, vs[0].Version)
+				}
+				vi, err = vs[0], nil
+			default:
 				t.Fatalf("step %d: rollback to %d: %v", step, target.id, err)
+			}
+			if err != nil {
+				break
 			}
 			tables := map[string]*tmTable{}
 			cur := current()
@@ -294,18 +426,87 @@ func TestTablesModel(t *testing.T) {
 				tables[n] = &c
 			}
 			kept = append(kept, &tmVersion{id: vi.Version, tables: tables})
-			what = "rollback"
 		case op < 18: // GC: the newest 3 versions stay
-			if _, err := db.GC(ctx, "m", false); err != nil {
+			what = "gc"
+			_, err := db.GC(ctx, "m", false)
+			switch {
+			case err == nil:
+				kept = kept[max(0, len(kept)-3):]
+			case isInjected(err):
+				what = "gc failed by a fault"
+				// Expired, or not: in full (one write of the row).
+				faults(false)
+				settle(t, db)
+				vs, err := db.Versions(ctx, "m")
+				if err != nil {
+					t.Fatalf("step %d: versions: %v", step, err)
+				}
+				listed := map[int64]bool{}
+				for _, v := range vs {
+					listed[v.Version] = true
+				}
+				gone := slices.DeleteFunc(slices.Clone(kept), func(mv *tmVersion) bool { return listed[mv.id] })
+				if len(gone) > 0 && len(gone) != max(0, len(kept)-3) {
+					t.Fatalf("step %d: a failed gc expired %d versions of %d, want none or all but 3", step, len(gone), len(kept))
+				}
+				kept = slices.DeleteFunc(kept, func(mv *tmVersion) bool { return !listed[mv.id] })
+			default:
 				t.Fatalf("step %d: %v", step, err)
 			}
-			kept = kept[max(0, len(kept)-3):]
-			what = "gc"
-		default: // a restart of the DB
-			db.Close()
-			db = openTestDB(t, st, Options{now: now, Partitions: 2})
+		case op < 19: // a restart of the DB
+			if err := db.Close(); err != nil && !isInjected(err) {
+				t.Fatalf("step %d: close: %v", step, err)
+			}
+			open()
 			what = "restart"
+		default: // a restart of the store: late writes die with it
+			faults(false)
+			db.Close()
+			fs.Close()
+			openStore()
+			open()
+			injected = 0
+			what = "store restart"
+		}
+		faults(false)
+		settle(t, db)
+		if injectedCount(fs) != injected {
+			faultSteps++
 		}
 		check(step, what)
 	}
+	t.Logf("seed %d: %d steps, %d with a fault, %d runs killed, %d outcomes learned later", seed, *tablesModelSteps, faultSteps, killed, unknowns)
+	// Once every late write landed, GC with retention 1 leaves no invalid
+	// transaction: past the grace, the runs failed, killed and aborted
+	// are pruned.
+	fs.LandLate(ctx)
+	if len(kept) > 0 {
+		if err := db.SetConfig(ctx, DatasetConfig{Name: "m", Retention: Retention{TTL: time.Nanosecond, MinVersions: 1}}); err != nil {
+			t.Fatal(err)
+		}
+		for _, wait := range []time.Duration{0, db.grace + time.Hour, 0} {
+			clock.Add(int64(wait))
+			if _, err := db.GC(ctx, "m", false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if inv := invalidIDs(db, "m"); len(inv) != 0 {
+			t.Fatalf("seed %d: invalid txns left after GC: %v", seed, inv)
+		}
+		kept = kept[len(kept)-1:]
+		check(*tablesModelSteps, "final gc")
+	}
+}
+
+// errKilled is what TestTablesModel's put returns for a run whose DB it
+// killed before the commit.
+var errKilled = errors.New("killed before the commit")
+
+// injectedCount returns how many faults fs injected.
+func injectedCount(fs *storetest.FaultStore) int {
+	n := 0
+	for _, k := range fs.Stats().Injected {
+		n += k
+	}
+	return n
 }
