@@ -30,13 +30,21 @@
 //     MySQL table read into Pebble. Implementations the -from package
 //     only reaches through an interface it is given (cluster's
 //     partitioned runs, the other sources) are not in it.
-//   - The walk stops at the store: a function of package store or of a
-//     package under it (the backend's reads and writes) is entered but not
-//     expanded.
+//   - The run followed is one table of a dataset, run on this node: the
+//     functions and types of -not (by default a run of several tables and
+//     a partitioned run: execute's other branch, the snapshot types they
+//     write through) are never entered.
+//   - The walk ends at the store: a call of a function of package store
+//     or of a package under it (the backend's reads and writes) is where
+//     the path reaches the store; it is neither a visit nor expanded.
 //
 // A visit of a file is entering it: the run's first function, or a call
-// from a function of another file. Returning to the caller is not a
-// visit. The program prints each visit (file and function entered), the
+// from a function of another file that has not visited it yet, into a
+// function that goes on into a further file (crossesFiles). A caller
+// that uses several functions of a file (a type's methods one after
+// another) visits it once; a helper that stays in its file (a key
+// encoder, a check) is used, as a library function is, not visited.
+// Returning to the caller is not a visit. The program prints each visit (file and function entered), the
 // visits of each file, the files visited, how many times the walk comes
 // back to a file it already left (the visits beyond each file's first),
 // and the files visited more than twice. With -largest N it prints the N
@@ -113,6 +121,7 @@ type walk struct {
 	not    map[string]bool // full names of functions and types not entered
 	leaf   map[*types.Func]bool
 	done   map[*types.Func]bool
+	edges  map[[2]string]bool // caller's file, callee's file: visited
 	visits []visit
 	path   []*funcDecl // expanded, in order
 }
@@ -127,6 +136,7 @@ type funcDecl struct {
 type visit struct {
 	file string
 	fn   string
+	from string // the caller's file
 }
 
 // load type-checks the packages under the module named by rel and the
@@ -174,7 +184,7 @@ func load(rel []string) (*walk, error) {
 	dir, _ := os.Getwd()
 	w := &walk{fset: pkgs[0].Fset, root: dir, decls: map[*types.Func]*funcDecl{},
 		impls: map[*types.Func][]*types.Func{}, done: map[*types.Func]bool{},
-		not: map[string]bool{}, leaf: map[*types.Func]bool{}}
+		not: map[string]bool{}, leaf: map[*types.Func]bool{}, edges: map[[2]string]bool{}}
 	seen := map[*packages.Package]bool{}
 	var add func(p *packages.Package)
 	add = func(p *packages.Package) {
@@ -234,16 +244,17 @@ func (w *walk) lookup(name string) *funcDecl {
 }
 
 // enter expands d, once: it visits d's file when the caller's is
-// another and d is not a helper (see crossesFiles), then enters d's
-// callees in source order. A function of the store is the path's end:
+// another that has not visited it before and d is not a helper (see
+// crossesFiles), then enters d's callees in source order. A function of the store is the path's end:
 // neither visited nor expanded.
 func (w *walk) enter(d *funcDecl, callerFile string) {
 	if w.done[d.fn] || isStore(d.fn.Pkg().Path()) {
 		return
 	}
 	w.done[d.fn] = true
-	if d.file != callerFile && w.crossesFiles(d) {
-		w.visits = append(w.visits, visit{file: d.file, fn: shortName(d.fn)})
+	if edge := [2]string{callerFile, d.file}; d.file != callerFile && !w.edges[edge] && w.crossesFiles(d) {
+		w.edges[edge] = true
+		w.visits = append(w.visits, visit{file: d.file, fn: shortName(d.fn), from: callerFile})
 	}
 	w.path = append(w.path, d)
 	for _, cd := range w.callees(d) {
@@ -394,7 +405,7 @@ func (w *walk) report(from, source, backend string, largest int) {
 			order = append(order, v.file)
 		}
 		count[v.file]++
-		fmt.Printf("%4d  %-40s %s\n", i+1, v.file, v.fn)
+		fmt.Printf("%4d  %-34s %-48s from %s\n", i+1, v.file, v.fn, v.from)
 	}
 	fmt.Printf("\nvisits per file, in order of the first:\n")
 	var more []string
