@@ -27,7 +27,9 @@
 //     the module's packages the -from package imports, directly or not,
 //     and those of one source (-source, default adapters/mysql) and one
 //     store backend (-store, default store/pebble): the run followed is a
-//     MySQL table read into Pebble. Implementations the -from package
+//     MySQL table read into Pebble. A call of a method through a type
+//     parameter is not followed: its type argument is the one the
+//     generic's caller chose. Implementations the -from package
 //     only reaches through an interface it is given (cluster's
 //     partitioned runs, the other sources) are not in it.
 //   - The run followed is one table of a dataset, run on this node: the
@@ -327,6 +329,9 @@ func (w *walk) callees(d *funcDecl) []*funcDecl {
 				callee(m)
 			case *ast.SelectorExpr:
 				inspect(m.X)
+				if sel := d.pkg.TypesInfo.Selections[m]; sel != nil && isTypeParam(sel.Recv()) {
+					return false
+				}
 				callee(m.Sel)
 				return false
 			}
@@ -335,6 +340,17 @@ func (w *walk) callees(d *funcDecl) []*funcDecl {
 	}
 	inspect(d.decl.Body)
 	return out
+}
+
+// isTypeParam reports whether t is a type parameter or a pointer to one:
+// the method called is its type argument's, which the generic's caller
+// chose.
+func isTypeParam(t types.Type) bool {
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	_, ok := t.(*types.TypeParam)
+	return ok
 }
 
 // excluded reports whether fn, or its receiver's type, is in -not.
