@@ -21,8 +21,10 @@
 //     callback, `s.saveRun` handed to a retry); a function literal is part
 //     of the function it is written in.
 //   - A call of a method of an interface declared in this module enters
-//     each implementation among the program's types, in the order of
-//     their package path and position; an interface of another module
+//     each implementation among the program's types (every type with the
+//     methods, as Go's interfaces are satisfied: an over-approximation of
+//     what the run meets), in the order of their package path and name;
+//     an interface of another module
 //     (error, io.Reader, sort.Interface) is not followed. The program is
 //     the module's packages the -from package imports, directly or not,
 //     and those of one source (-source, default adapters/mysql) and one
@@ -46,10 +48,11 @@
 // that uses several functions of a file (a type's methods one after
 // another) visits it once; a helper that stays in its file (a key
 // encoder, a check) is used, as a library function is, not visited.
-// Returning to the caller is not a visit. The program prints each visit (file and function entered), the
-// visits of each file, the files visited, how many times the walk comes
-// back to a file it already left (the visits beyond each file's first),
-// and the files visited more than twice. With -largest N it prints the N
+// Returning to the caller is not a visit. The program prints each visit
+// (file, function entered, the caller's file), the visits of each file,
+// the files visited, how many times the walk comes back to a file it
+// already left (the visits beyond each file's first), and the files
+// visited more than twice. With -largest N it prints the N
 // longest functions expanded on the way, in lines of their body.
 package main
 
