@@ -170,6 +170,10 @@ bench-cluster: build ## partitioned runs against one node on one HBase; writes t
 	set -a; eval "$$(scripts/hbase-standalone.sh env)"; set +a; \
 	$(GO) run ./tests/benchcluster -rows $(ROWS) -nodes $(NODES) -bin $(BIN) -out docs/benchmarks.md
 
+.PHONY: runpath
+runpath: ## follow one run through the source, from startLocal to the store: the files it visits and how often (docs/architecture.md)
+	$(GO) run ./tests/runpath -largest 10
+
 .PHONY: bench-go
 bench-go: ## one pass of the go test -bench micro-benchmarks of store/pebble and snapshot
 	$(GO) test -run XXX -bench . -benchtime 1x ./store/pebble ./snapshot

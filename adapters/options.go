@@ -120,28 +120,7 @@ func parseOption(d OptionDef, v any) (any, error) {
 		}
 		return nil, fmt.Errorf("want true or false, got %s", jsonKind(v))
 	case OptDuration:
-		switch x := v.(type) {
-		case string:
-			dur, err := time.ParseDuration(x)
-			if err != nil {
-				return nil, fmt.Errorf("want a duration like \"30s\", got %q", x)
-			}
-			if dur < 0 {
-				return nil, fmt.Errorf("want a non-negative duration, got %q", x)
-			}
-			return dur, nil
-		default:
-			// Numbers are refused (0 aside) so that nobody guesses the
-			// unit, as for adapter durations (docs/api.md).
-			n, err := toInt(v)
-			if err == nil && n == 0 {
-				return time.Duration(0), nil
-			}
-			if err == nil && n > 0 {
-				return nil, fmt.Errorf("want a duration like \"30s\", got the number %d: write \"%ds\" for seconds (a number is refused so that nobody guesses the unit)", n, n)
-			}
-			return nil, fmt.Errorf("want a duration like \"30s\", got %s", jsonKind(v))
-		}
+		return parseDuration(v)
 	case OptSecret:
 		switch x := v.(type) {
 		case string:
@@ -154,52 +133,91 @@ func parseOption(d OptionDef, v any) (any, error) {
 		}
 		return nil, fmt.Errorf("want a string, got %s", jsonKind(v))
 	case OptStringMap:
-		out := map[string]string{}
-		switch m := v.(type) {
-		case map[string]string:
-			for k, s := range m {
-				out[k] = s
-			}
-		case map[string]any:
-			for k, x := range m {
-				switch s := x.(type) {
-				case string:
-					out[k] = s
-				case bool, int, int64, float64, json.Number:
-					out[k] = fmt.Sprint(s)
-				default:
-					return nil, fmt.Errorf("value of %q: want a string, got %s", k, jsonKind(x))
-				}
-			}
-		default:
-			return nil, fmt.Errorf("want an object of strings, got %s", jsonKind(v))
-		}
-		return out, nil
+		return parseStringMap(v)
 	case OptStringList:
-		switch l := v.(type) {
-		case string:
-			return []string{l}, nil
-		case bool, int, int64, float64, json.Number:
-			return []string{fmt.Sprint(l)}, nil
-		case []string:
-			return slices.Clone(l), nil
-		case []any:
-			out := make([]string, 0, len(l))
-			for i, x := range l {
-				switch s := x.(type) {
-				case string:
-					out = append(out, s)
-				case bool, int, int64, float64, json.Number:
-					out = append(out, fmt.Sprint(s))
-				default:
-					return nil, fmt.Errorf("item %d: want a string, got %s", i, jsonKind(x))
-				}
-			}
-			return out, nil
-		}
-		return nil, fmt.Errorf("want a list of strings, got %s", jsonKind(v))
+		return parseStringList(v)
 	}
 	return nil, fmt.Errorf("unknown option type")
+}
+
+// parseDuration converts a raw value to an OptDuration's: a text such as
+// "30s", never negative, or the number 0.
+func parseDuration(v any) (any, error) {
+	switch x := v.(type) {
+	case string:
+		dur, err := time.ParseDuration(x)
+		if err != nil {
+			return nil, fmt.Errorf("want a duration like \"30s\", got %q", x)
+		}
+		if dur < 0 {
+			return nil, fmt.Errorf("want a non-negative duration, got %q", x)
+		}
+		return dur, nil
+	default:
+		// Numbers are refused (0 aside) so that nobody guesses the
+		// unit, as for adapter durations (docs/api.md).
+		n, err := toInt(v)
+		if err == nil && n == 0 {
+			return time.Duration(0), nil
+		}
+		if err == nil && n > 0 {
+			return nil, fmt.Errorf("want a duration like \"30s\", got the number %d: write \"%ds\" for seconds (a number is refused so that nobody guesses the unit)", n, n)
+		}
+		return nil, fmt.Errorf("want a duration like \"30s\", got %s", jsonKind(v))
+	}
+}
+
+// parseStringMap converts a raw value to an OptStringMap's: an object
+// whose scalar values are taken as their text.
+func parseStringMap(v any) (any, error) {
+	out := map[string]string{}
+	switch m := v.(type) {
+	case map[string]string:
+		for k, s := range m {
+			out[k] = s
+		}
+	case map[string]any:
+		for k, x := range m {
+			switch s := x.(type) {
+			case string:
+				out[k] = s
+			case bool, int, int64, float64, json.Number:
+				out[k] = fmt.Sprint(s)
+			default:
+				return nil, fmt.Errorf("value of %q: want a string, got %s", k, jsonKind(x))
+			}
+		}
+	default:
+		return nil, fmt.Errorf("want an object of strings, got %s", jsonKind(v))
+	}
+	return out, nil
+}
+
+// parseStringList converts a raw value to an OptStringList's: a list, or
+// one scalar as a list of one, each item a scalar taken as its text.
+func parseStringList(v any) (any, error) {
+	switch l := v.(type) {
+	case string:
+		return []string{l}, nil
+	case bool, int, int64, float64, json.Number:
+		return []string{fmt.Sprint(l)}, nil
+	case []string:
+		return slices.Clone(l), nil
+	case []any:
+		out := make([]string, 0, len(l))
+		for i, x := range l {
+			switch s := x.(type) {
+			case string:
+				out = append(out, s)
+			case bool, int, int64, float64, json.Number:
+				out = append(out, fmt.Sprint(s))
+			default:
+				return nil, fmt.Errorf("item %d: want a string, got %s", i, jsonKind(x))
+			}
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("want a list of strings, got %s", jsonKind(v))
 }
 
 func toInt(v any) (int64, error) {

@@ -174,7 +174,29 @@ func (s *Service) execute(ctx context.Context, ar *activeRun, spec api.Adapter, 
 		delete(s.running, spec.Name)
 	}
 	s.mu.Unlock()
+	rec := ar.end(ctx, end, res, err)
+
+	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	s.saveFinal(saveCtx, rec) // queued when the store does not answer (U1)
+	s.metrics.observeRun(rec)
+	if s.observer != nil {
+		s.observer.RunEnded(rec)
+	}
+	s.logRunEnd(rec)
+	s.mu.Lock()
+	delete(s.runs, rec.ID)
+	s.mu.Unlock()
+	close(ar.done)
+}
+
+// end records the outcome of the run in its live record at end and
+// returns the record: succeeded (its version, mode and counts), aborted
+// by Close, skipped (a scheduled tick that found another process running
+// the dataset, C2) or failed.
+func (ar *activeRun) end(ctx context.Context, end time.Time, res pullResult, err error) RunRecord {
 	ar.mu.Lock()
+	defer ar.mu.Unlock()
 	ar.rec.End = &end
 	endPhases(ar.rec.Phases, end)
 	switch {
@@ -203,29 +225,21 @@ func (s *Service) execute(ctx context.Context, ar *activeRun, spec api.Adapter, 
 		ar.rec.Code = runCode(err)
 		ar.rec.Error = errtext.Text(err)
 	}
-	rec := ar.rec
-	ar.mu.Unlock()
+	return ar.rec
+}
 
-	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	s.saveFinal(saveCtx, rec) // queued when the store does not answer (U1)
-	s.metrics.observeRun(rec)
-	if s.observer != nil {
-		s.observer.RunEnded(rec)
-	}
+// logRunEnd logs the end of run rec: its version and changes when it
+// succeeded, its status and error otherwise.
+func (s *Service) logRunEnd(rec RunRecord) {
 	attrs := []any{"run", rec.ID, "adapter", rec.Adapter, "dataset", rec.Dataset, "txn", rec.TxnID, "rows_read", rec.RowsRead}
 	if rec.Status == RunSucceeded {
 		attrs = append(attrs, "version", rec.Version, "verified", rec.Verified, "mode", rec.Mode,
 			"inserted", rec.Stats.Inserted, "updated", rec.Stats.Updated, "deleted", rec.Stats.Deleted)
 		s.log.Info("run succeeded", attrs...)
-	} else {
-		attrs = append(attrs, "status", rec.Status, "err", rec.Error)
-		s.log.Warn("run ended without a new version", attrs...)
+		return
 	}
-	s.mu.Lock()
-	delete(s.runs, rec.ID)
-	s.mu.Unlock()
-	close(ar.done)
+	attrs = append(attrs, "status", rec.Status, "err", rec.Error)
+	s.log.Warn("run ended without a new version", attrs...)
 }
 
 // digestChunkRows is the rows of a chunk of a version's digest

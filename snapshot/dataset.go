@@ -177,3 +177,28 @@ func validName(what, name string) error {
 	}
 	return nil
 }
+
+// lookup returns the dataset or ErrDatasetNotFound. Every entry point
+// that names a dataset finds it here, so that each of them first
+// refreshes a view older than RefreshInterval (W2).
+func (db *DB) lookup(ctx context.Context, name string) (*dataset, error) {
+	if err := db.check(); err != nil {
+		return nil, err
+	}
+	if err := db.maybeRefresh(ctx); err != nil {
+		return nil, err
+	}
+	db.mu.Lock()
+	ds := db.datasets[name]
+	db.mu.Unlock()
+	if ds == nil {
+		return nil, fmt.Errorf("%w: %q", ErrDatasetNotFound, name)
+	}
+	ds.mu.Lock()
+	gone := ds.dropped || !ds.persisted
+	ds.mu.Unlock()
+	if gone {
+		return nil, fmt.Errorf("%w: %q", ErrDatasetNotFound, name)
+	}
+	return ds, nil
+}

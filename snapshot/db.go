@@ -117,31 +117,6 @@ func (db *DB) check() error {
 	return nil
 }
 
-// lookup returns the dataset or ErrDatasetNotFound. Every entry point
-// that names a dataset finds it here, so that each of them first
-// refreshes a view older than RefreshInterval (W2).
-func (db *DB) lookup(ctx context.Context, name string) (*dataset, error) {
-	if err := db.check(); err != nil {
-		return nil, err
-	}
-	if err := db.maybeRefresh(ctx); err != nil {
-		return nil, err
-	}
-	db.mu.Lock()
-	ds := db.datasets[name]
-	db.mu.Unlock()
-	if ds == nil {
-		return nil, fmt.Errorf("%w: %q", ErrDatasetNotFound, name)
-	}
-	ds.mu.Lock()
-	gone := ds.dropped || !ds.persisted
-	ds.mu.Unlock()
-	if gone {
-		return nil, fmt.Errorf("%w: %q", ErrDatasetNotFound, name)
-	}
-	return ds, nil
-}
-
 // lookupWritable returns the dataset a write names: first whether this
 // DB may write at all (ErrReadOnly), then lookup's answer.
 func (db *DB) lookupWritable(ctx context.Context, name string) (*dataset, error) {

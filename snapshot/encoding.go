@@ -296,3 +296,74 @@ func parseTimeMicros(s string) (int64, error) {
 	}
 	return us, nil
 }
+
+// appendColumnValue appends the packed encoding of v: its cell encoding
+// (appendCellValue), the bytes of a text or binary value after their
+// length, so that a row version can hold several values.
+func appendColumnValue(dst []byte, v Value) []byte {
+	switch v.Kind {
+	case KindNull, KindInt, KindUint, KindFloat:
+		return appendCellValue(dst, v)
+	}
+	dst = append(dst, byte(v.Kind))
+	dst = binary.AppendUvarint(dst, uint64(len(v.Bytes)))
+	return append(dst, v.Bytes...)
+}
+
+// columnValueLen returns the length of the packed column value at the
+// start of b, or -1 when it does not parse.
+func columnValueLen(b []byte) int {
+	if len(b) == 0 {
+		return -1
+	}
+	switch Kind(b[0]) {
+	case KindNull, deleteColumn:
+		return 1
+	case KindInt:
+		_, n := binary.Varint(b[1:])
+		if n <= 0 {
+			return -1
+		}
+		return 1 + n
+	case KindUint:
+		_, n := binary.Uvarint(b[1:])
+		if n <= 0 {
+			return -1
+		}
+		return 1 + n
+	case KindFloat:
+		if len(b) < 9 {
+			return -1
+		}
+		return 9
+	}
+	if Kind(b[0]) > lastKind {
+		return -1
+	}
+	l, n := binary.Uvarint(b[1:])
+	if n <= 0 || l > uint64(len(b)-1-n) {
+		return -1
+	}
+	return 1 + n + int(l)
+}
+
+// decodeColumnValue decodes a packed column value (as columnValueLen
+// delimits it); the Bytes of the result alias b.
+func decodeColumnValue(b []byte) (Value, error) {
+	if len(b) == 0 {
+		return Value{}, fmt.Errorf("%w: empty column value", ErrCorrupt)
+	}
+	v := Value{Kind: Kind(b[0])}
+	switch {
+	case v.Kind == KindNull, v.Kind == KindInt, v.Kind == KindUint, v.Kind == KindFloat:
+		return decodeCellValue(b, false)
+	case v.Kind > lastKind:
+		return Value{}, fmt.Errorf("%w: kind %d", ErrCorrupt, v.Kind)
+	}
+	l, n := binary.Uvarint(b[1:])
+	if n <= 0 || uint64(len(b)-1-n) != l {
+		return Value{}, fmt.Errorf("%w: %s value length", ErrCorrupt, v.Kind)
+	}
+	v.Bytes = b[1+n : len(b) : len(b)]
+	return v, nil
+}

@@ -93,56 +93,9 @@ func (db *DB) beginAcquired(ctx context.Context, ds *dataset, cfg DatasetConfig,
 	ds.mu.Lock()
 	created := !ds.persisted
 	ds.mu.Unlock()
-	var id int64
-	var st rowState
-	var err error
-	for range 3 {
-		ds.mu.Lock()
-		top := ds.st.Top
-		ds.mu.Unlock()
-		if id, err = db.ids.Next(ctx, top); err != nil {
-			return nil, fmt.Errorf("snapshot: beginning a run of %s: %w", ds.name, err)
-		}
-		now := db.opts.now()
-		st, err = db.writeRow(ctx, ds, func(st *rowState) error {
-			switch {
-			case st.Dropping != nil:
-				return fmt.Errorf("%w: a drop of %s is under way", ErrRunInProgress, ds.name)
-			case st.Txns.IsInProgress(id) && st.Slot.Owner == db.owner:
-				return errNoChange // this write landed already
-			case id <= st.Top:
-				return errIDBelow
-			case st.Config.Named:
-				return fmt.Errorf("%w: dataset %s holds the tables %s (BeginTablesRun writes them)", ErrTableRequired, ds.name, strings.Join(ds.tableNames(st), ", "))
-			case st.Current > 0 && !slices.Equal(st.Config.Key, opts.Schema.Key):
-				return fmt.Errorf("%w: %s has key %v, the run has %v", ErrKeyChanged, ds.name, st.Config.Key, opts.Schema.Key)
-			}
-			if err := db.takeSlot(st, ds.name, op, now); err != nil {
-				return err
-			}
-			if st.Config.CreatedAt.IsZero() {
-				st.Config = datasetConfig{CreatedAt: now.UTC(), Partitions: cmp.Or(cfg.Partitions, db.opts.Partitions)}
-			}
-			if err := setPartitionKey(st, ds.name, cfg.PartitionKey, opts.Schema); err != nil {
-				return err
-			}
-			st.Config.Retention, st.Config.Guard, st.Config.Key = cfg.Retention, cfg.Guard, slices.Clone(opts.Schema.Key)
-			// Columns new to the dataset join its dictionary before any
-			// row version names them.
-			for _, c := range opts.Schema.Columns {
-				if !slices.Contains(st.Config.Columns, c.Name) {
-					st.Config.Columns = append(slices.Clip(st.Config.Columns), c.Name)
-				}
-			}
-			st.Top = id
-			return st.Txns.Begin(id, now)
-		})
-		if !errors.Is(err, errIDBelow) {
-			break
-		}
-	}
+	id, st, err := db.beginTxn(ctx, ds, cfg, opts, op)
 	if err != nil {
-		return nil, fmt.Errorf("snapshot: beginning a run of %s: %w", ds.name, err)
+		return nil, err
 	}
 	if created {
 		db.logger.Info("dataset created", "dataset", ds.name, "partitions", st.Config.Partitions)
@@ -191,25 +144,8 @@ func (db *DB) beginAcquired(ctx context.Context, ds *dataset, cfg DatasetConfig,
 		r.prevVis = st.Txns.Visibility(prev.Version)
 		r.readOpts = readOpts(r.prevVis)
 	}
-	loader, _ := db.st.(store.Loader)
-	for p := 0; p < parts; p++ {
-		rp := &runPart{table: dataTable(ds.name, p), scratch: scratchTable(ds.name, p)}
-		rp.data.Table, rp.seen.Table = rp.table, rp.scratch
-		if prev == nil && loader != nil {
-			l, err := loader.Load(ctx, rp.table)
-			if err != nil {
-				return fail(err)
-			}
-			rp.load = l
-		}
-		if prev != nil {
-			it, err := db.st.Scan(ctx, rp.table, store.ScanOptions{ReadOptions: r.readOpts})
-			if err != nil {
-				return fail(err)
-			}
-			rp.cur = newRowCursor(it, r.prevVis, r.n)
-		}
-		r.parts = append(r.parts, rp)
+	if err := r.openParts(ctx); err != nil {
+		return fail(err)
 	}
 	r.startWriter(ctx)
 	ds.mu.Lock()
@@ -217,6 +153,94 @@ func (db *DB) beginAcquired(ctx context.Context, ds *dataset, cfg DatasetConfig,
 	ds.mu.Unlock()
 	db.logger.Info("run begun", "dataset", ds.name, "txn", id, "version", r.prevVersion())
 	return r, nil
+}
+
+// beginTxn takes a transaction id and, in one write of the row of ds
+// (D9), the writer slot for op, the configuration of cfg and opts'
+// schema, and the transaction in progress (txn.I3). An id at or below
+// one the dataset used (errIDBelow) is drawn again, up to three times.
+func (db *DB) beginTxn(ctx context.Context, ds *dataset, cfg DatasetConfig, opts RunOptions, op string) (int64, rowState, error) {
+	var id int64
+	var st rowState
+	var err error
+	for range 3 {
+		ds.mu.Lock()
+		top := ds.st.Top
+		ds.mu.Unlock()
+		if id, err = db.ids.Next(ctx, top); err != nil {
+			return 0, rowState{}, fmt.Errorf("snapshot: beginning a run of %s: %w", ds.name, err)
+		}
+		now := db.opts.now()
+		st, err = db.writeRow(ctx, ds, func(st *rowState) error {
+			switch {
+			case st.Dropping != nil:
+				return fmt.Errorf("%w: a drop of %s is under way", ErrRunInProgress, ds.name)
+			case st.Txns.IsInProgress(id) && st.Slot.Owner == db.owner:
+				return errNoChange // this write landed already
+			case id <= st.Top:
+				return errIDBelow
+			case st.Config.Named:
+				return fmt.Errorf("%w: dataset %s holds the tables %s (BeginTablesRun writes them)", ErrTableRequired, ds.name, strings.Join(ds.tableNames(st), ", "))
+			case st.Current > 0 && !slices.Equal(st.Config.Key, opts.Schema.Key):
+				return fmt.Errorf("%w: %s has key %v, the run has %v", ErrKeyChanged, ds.name, st.Config.Key, opts.Schema.Key)
+			}
+			if err := db.takeSlot(st, ds.name, op, now); err != nil {
+				return err
+			}
+			if st.Config.CreatedAt.IsZero() {
+				st.Config = datasetConfig{CreatedAt: now.UTC(), Partitions: cmp.Or(cfg.Partitions, db.opts.Partitions)}
+			}
+			if err := setPartitionKey(st, ds.name, cfg.PartitionKey, opts.Schema); err != nil {
+				return err
+			}
+			st.Config.Retention, st.Config.Guard, st.Config.Key = cfg.Retention, cfg.Guard, slices.Clone(opts.Schema.Key)
+			// Columns new to the dataset join its dictionary before any
+			// row version names them.
+			for _, c := range opts.Schema.Columns {
+				if !slices.Contains(st.Config.Columns, c.Name) {
+					st.Config.Columns = append(slices.Clip(st.Config.Columns), c.Name)
+				}
+			}
+			st.Top = id
+			return st.Txns.Begin(id, now)
+		})
+		if !errors.Is(err, errIDBelow) {
+			break
+		}
+	}
+	if err != nil {
+		return 0, rowState{}, fmt.Errorf("snapshot: beginning a run of %s: %w", ds.name, err)
+	}
+	return id, st, nil
+}
+
+// openParts opens the run's partitions: each one's data and scratch
+// tables, a load into the store when the dataset has no version yet and
+// the store can load (store.Loader), else a cursor over the previous
+// version.
+func (r *Run) openParts(ctx context.Context) error {
+	db, ds, prev := r.db, r.ds, r.prev
+	loader, _ := db.st.(store.Loader)
+	for p := 0; p < r.nparts; p++ {
+		rp := &runPart{table: dataTable(ds.name, p), scratch: scratchTable(ds.name, p)}
+		rp.data.Table, rp.seen.Table = rp.table, rp.scratch
+		if prev == nil && loader != nil {
+			l, err := loader.Load(ctx, rp.table)
+			if err != nil {
+				return err
+			}
+			rp.load = l
+		}
+		if prev != nil {
+			it, err := db.st.Scan(ctx, rp.table, store.ScanOptions{ReadOptions: r.readOpts})
+			if err != nil {
+				return err
+			}
+			rp.cur = newRowCursor(it, r.prevVis, r.n)
+		}
+		r.parts = append(r.parts, rp)
+	}
+	return nil
 }
 
 // setSchema sets the run's schema (a copy) and what Put derives from it:

@@ -20,26 +20,38 @@ import (
 // switchKey; a key seen twice there is ErrDuplicateKey.
 func (r *Run) markDeleted(ctx context.Context, p *runPart) error {
 	if !p.switched {
-		if p.cur == nil {
-			return nil
-		}
-		for {
-			if !p.loaded {
-				if !p.cur.next() {
-					break
-				}
-				p.loaded = true
-			}
-			p.pass()
-			if err := r.deleteRow(ctx, p, p.cur.row()); err != nil {
-				return err
-			}
-		}
-		if err := p.cur.err(); err != nil {
-			return fmt.Errorf("snapshot: reading %s version %d: %w", r.ds.name, r.prev.Version, err)
-		}
+		return r.markDeletedAfter(ctx, p)
+	}
+	return r.markDeletedUnseen(ctx, p)
+}
+
+// markDeletedAfter is markDeleted in phase A: the previous rows after the
+// last key, read on from the partition's iterator.
+func (r *Run) markDeletedAfter(ctx context.Context, p *runPart) error {
+	if p.cur == nil {
 		return nil
 	}
+	for {
+		if !p.loaded {
+			if !p.cur.next() {
+				break
+			}
+			p.loaded = true
+		}
+		p.pass()
+		if err := r.deleteRow(ctx, p, p.cur.row()); err != nil {
+			return err
+		}
+	}
+	if err := p.cur.err(); err != nil {
+		return fmt.Errorf("snapshot: reading %s version %d: %w", r.ds.name, r.prev.Version, err)
+	}
+	return nil
+}
+
+// markDeletedUnseen is markDeleted in phase B: the keys seen, from the
+// scratch table, merge-joined with the previous rows above switchKey.
+func (r *Run) markDeletedUnseen(ctx context.Context, p *runPart) error {
 	// Only this run's rows (scratch.go).
 	own := scratchRow(nil, r.id, nil)
 	seenIt, err := r.db.st.Scan(ctx, p.scratch, store.ScanOptions{Start: own, End: scratchRow(nil, r.id+1, nil),

@@ -5,7 +5,8 @@ package snapshot
 // source, and every previous row it passes without a matching key gets its
 // row delete marker at once. The same iterator serves phase B for keys
 // above switchKey, stepping forward, seeking when far, or falling back to
-// a point Get for keys behind it.
+// a point Get for keys behind it. Carry moves the walk past a range of
+// rows the source did not send, their checksums unchanged (verify.go).
 
 import (
 	"bytes"
@@ -101,4 +102,79 @@ func (r *Run) getPrev(ctx context.Context, p *runPart, key []byte) (*resolvedRow
 		return nil, nil
 	}
 	return st, nil
+}
+
+// Carry takes the rows of the previous version whose keys lie after
+// after (nil: from the first) and at or before through (full keys, in key
+// order) into the run unchanged, without the source sending them: rows is
+// their number and sum their part of the checksum (D6), as the source's
+// digest recorded them. They count as Rows and Unchanged, and nothing is
+// written for them. The rows of the previous version before the range
+// that were neither put nor carried get their row delete marker, as in
+// phase A (D5). Keys must keep ascending: after the source order broke in
+// a partition, Carry fails with ErrInvalidArgument, as it does for a bad
+// key.
+func (r *Run) Carry(ctx context.Context, after, through []Value, rows int64, sum uint64) error {
+	if err := r.usable(); err != nil {
+		return err
+	}
+	if r.changes {
+		return fmt.Errorf("%w: carrying rows in a run of changes, which keeps them all", ErrInvalidArgument)
+	}
+	encode := func(key []Value) ([]byte, error) {
+		if len(key) != len(r.keyIdx) {
+			return nil, fmt.Errorf("%w: %d key values for %d key columns", ErrInvalidArgument, len(key), len(r.keyIdx))
+		}
+		var out []byte
+		for _, v := range key {
+			var err error
+			if out, err = appendKeyValue(out, v); err != nil {
+				return nil, fmt.Errorf("%w: carrying rows: %w", ErrInvalidArgument, err)
+			}
+		}
+		return out, nil
+	}
+	key, err := encode(through)
+	if err != nil {
+		return err
+	}
+	var from []byte
+	if after != nil {
+		if from, err = encode(after); err != nil {
+			return err
+		}
+		if bytes.Compare(from, key) >= 0 {
+			return fmt.Errorf("%w: carrying an empty range", ErrInvalidArgument)
+		}
+	}
+	for _, p := range r.parts {
+		if p.switched {
+			return fmt.Errorf("%w: carrying rows after the source order broke", ErrInvalidArgument)
+		}
+		if p.lastKey != nil && bytes.Compare(key, p.lastKey) <= 0 {
+			return fmt.Errorf("%w: carrying rows up to a key not after the last one", ErrInvalidArgument)
+		}
+	}
+	for _, p := range r.parts {
+		if from != nil && r.prev != nil {
+			// The rows up to after that nobody put are gone: walk to the
+			// smallest key after it (never a key: no component starts
+			// with 00), as a Put of it would.
+			if _, err := r.readPrev(ctx, p, append(bytes.Clone(from), 0)); err != nil {
+				r.err = err
+				return err
+			}
+		}
+		if p.cur != nil {
+			p.cur.seek(append(bytes.Clone(key), 0))
+			p.loaded = false
+		}
+		p.floor, p.floorIncl = append(p.floor[:0], key...), false
+		p.lastKey = append(p.lastKey[:0], key...)
+	}
+	r.stats.Rows += rows
+	r.stats.Unchanged += rows
+	r.sum += sum
+	r.publishStats()
+	return nil
 }

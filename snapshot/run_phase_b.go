@@ -8,6 +8,7 @@ package snapshot
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 
 	"github.com/snapstore/snapstore/store"
@@ -75,4 +76,28 @@ func (r *Run) revisit(ctx context.Context, p *runPart, key []byte) (*resolvedRow
 		return nil, nil
 	}
 	return st, nil
+}
+
+// recordSeen adds key to the partition's batch of scratch rows.
+func (r *Run) recordSeen(p *runPart, key []byte) {
+	ss := len(p.sarena)
+	p.sarena = scratchRow(p.sarena, r.id, key)
+	re := len(p.sarena)
+	p.sarena = binary.BigEndian.AppendUint64(p.sarena, p.seq)
+	p.seq++
+	p.seen.Put(p.sarena[ss:re:re], p.sarena[re:len(p.sarena):len(p.sarena)], r.id, nil)
+}
+
+// flushSeen applies the partition's batch of scratch rows, without sync.
+func (r *Run) flushSeen(ctx context.Context, p *runPart) error {
+	if p.seen.Len() == 0 {
+		return nil
+	}
+	if err := r.db.st.Apply(ctx, &p.seen); err != nil {
+		r.err = fmt.Errorf("snapshot: recording seen keys of %s txn %d: %w", r.ds.name, r.id, err)
+		return r.err
+	}
+	p.seen.Reset()
+	p.sarena = p.sarena[:0]
+	return nil
 }

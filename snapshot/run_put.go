@@ -25,15 +25,10 @@ func (r *Run) Put(ctx context.Context, vals []Value) error {
 	if err := r.usable(); err != nil {
 		return err
 	}
+	if err := r.checkRow(vals); err != nil {
+		return err
+	}
 	cols := r.opts.Schema.Columns
-	if len(vals) != len(cols) {
-		return fmt.Errorf("%w: %d values for %d columns", ErrInvalidArgument, len(vals), len(cols))
-	}
-	for i := range vals {
-		if k := vals[i].Kind; k != KindNull && k != cols[i].Kind {
-			return fmt.Errorf("%w: column %q holds %s, got a %s value", ErrBadSchema, cols[i].Name, cols[i].Kind, k)
-		}
-	}
 	var err error
 	r.keyBuf = r.keyBuf[:0]
 	for _, i := range r.keyIdx {
@@ -63,83 +58,21 @@ func (r *Run) Put(ctx context.Context, vals []Value) error {
 		}
 	}
 
-	// Find the row in the previous version (and, in phase B below
-	// switchKey, whether phase A saw or deleted it).
-	var prev *resolvedRow
-	var err2 error
-	if p.switched && bytes.Compare(key, p.switchKey) <= 0 {
-		if prev, err2 = r.revisit(ctx, p, key); err2 != nil {
-			if errors.Is(err2, ErrDuplicateKey) {
-				return duplicateKeyError([]string{r.putKeyText(vals)})
-			}
-			return err2
-		}
-	} else if r.changes {
-		if prev, err2 = r.getPrev(ctx, p, key); err2 != nil {
-			r.err = err2
-			return err2
-		}
-		r.takeOut(prev)
-	} else if r.prev != nil {
-		if prev, err2 = r.readPrev(ctx, p, key); err2 != nil {
-			r.err = err2
-			return err2
-		}
+	prev, err := r.findPrev(ctx, p, key, vals)
+	if err != nil {
+		return err
 	}
 	p.lastKey = append(p.lastKey[:0], key...)
 
-	// Pack the row's column values (rowversion.go) and fold it into the
-	// checksum (D6).
-	need := versionReserve
-	for i := range vals {
-		need += 2*binary.MaxVarintLen64 + 1 + len(vals[i].Bytes)
-	}
-	if cap(r.enc) < need {
-		r.enc = make([]byte, 0, need) // one allocation, not growth by appends
-	}
-	r.enc = append(r.enc[:0], make([]byte, versionReserve)...)
-	r.encOff, r.encEnd = r.encOff[:0], r.encEnd[:0]
-	for i := range vals {
-		r.enc = binary.AppendUvarint(r.enc, uint64(r.dictOf[i]))
-		r.encOff = append(r.encOff, len(r.enc))
-		r.enc = appendColumnValue(r.enc, vals[i])
-		r.encEnd = append(r.encEnd, len(r.enc))
-	}
-	r.addChecksum()
+	r.pack(vals)
 
 	// Write what differs (D5): a delta of the changed cells (new values,
 	// and column delete markers for the columns the row has but the run's
 	// schema does not), or the whole row when it is new, when every
 	// column changed, or when its chain is long.
 	exists := prev != nil && prev.present()
-	r.cellIdx, r.cellVal = r.cellIdx[:0], r.cellVal[:0]
-	values, dropped := 0, 0
-	for d, si := range r.runOf {
-		switch {
-		case si >= 0:
-			nv := r.enc[r.encOff[si]:r.encEnd[si]]
-			if !exists || !bytes.Equal(prev.value(d), nv) {
-				r.cellIdx, r.cellVal = append(r.cellIdx, d), append(r.cellVal, nv)
-				values++
-			}
-		case exists && prev.value(d) != nil:
-			r.cellIdx, r.cellVal = append(r.cellIdx, d), append(r.cellVal, deleteColumnValue)
-			dropped++
-		}
-	}
-	changed := len(r.cellIdx) > 0
+	changed, full := r.cells(prev, exists)
 	if changed {
-		full := !exists || values == len(r.opts.Schema.Columns) && dropped == 0
-		if !full && prev.chain >= maxChain {
-			// The chain is long: the whole row instead of a delta.
-			full = true
-			r.cellIdx, r.cellVal = r.cellIdx[:0], r.cellVal[:0]
-			for d, si := range r.runOf {
-				if si >= 0 {
-					r.cellIdx, r.cellVal = append(r.cellIdx, d), append(r.cellVal, r.enc[r.encOff[si]:r.encEnd[si]])
-				}
-			}
-		}
 		r.writeVersion(p, key, full)
 	}
 	switch {
@@ -171,6 +104,112 @@ func (r *Run) Put(ctx context.Context, vals []Value) error {
 	}
 	r.hook("put", r.stats.Rows)
 	return nil
+}
+
+// checkRow checks that vals, a row given to Put, has one value per column
+// of the run's schema, each of its column's kind or null.
+func (r *Run) checkRow(vals []Value) error {
+	cols := r.opts.Schema.Columns
+	if len(vals) != len(cols) {
+		return fmt.Errorf("%w: %d values for %d columns", ErrInvalidArgument, len(vals), len(cols))
+	}
+	for i := range vals {
+		if k := vals[i].Kind; k != KindNull && k != cols[i].Kind {
+			return fmt.Errorf("%w: column %q holds %s, got a %s value", ErrBadSchema, cols[i].Name, cols[i].Kind, k)
+		}
+	}
+	return nil
+}
+
+// findPrev finds the row of key in the previous version (and, in phase B
+// below switchKey, whether phase A saw or deleted it); nil when the run
+// has no previous version. vals is the row given to Put, for errors.
+func (r *Run) findPrev(ctx context.Context, p *runPart, key []byte, vals []Value) (*resolvedRow, error) {
+	switch {
+	case p.switched && bytes.Compare(key, p.switchKey) <= 0:
+		prev, err := r.revisit(ctx, p, key)
+		if errors.Is(err, ErrDuplicateKey) {
+			return nil, duplicateKeyError([]string{r.putKeyText(vals)})
+		}
+		return prev, err
+	case r.changes:
+		prev, err := r.getPrev(ctx, p, key)
+		if err != nil {
+			r.err = err
+			return nil, err
+		}
+		r.takeOut(prev)
+		return prev, nil
+	case r.prev != nil:
+		prev, err := r.readPrev(ctx, p, key)
+		if err != nil {
+			r.err = err
+			return nil, err
+		}
+		return prev, nil
+	}
+	return nil, nil
+}
+
+// pack packs the column values of vals (rowversion.go) into r.enc, each
+// after its dictionary index, with r.encOff and r.encEnd delimiting the
+// values, and folds the row into the checksum (D6).
+func (r *Run) pack(vals []Value) {
+	need := versionReserve
+	for i := range vals {
+		need += 2*binary.MaxVarintLen64 + 1 + len(vals[i].Bytes)
+	}
+	if cap(r.enc) < need {
+		r.enc = make([]byte, 0, need) // one allocation, not growth by appends
+	}
+	r.enc = append(r.enc[:0], make([]byte, versionReserve)...)
+	r.encOff, r.encEnd = r.encOff[:0], r.encEnd[:0]
+	for i := range vals {
+		r.enc = binary.AppendUvarint(r.enc, uint64(r.dictOf[i]))
+		r.encOff = append(r.encOff, len(r.enc))
+		r.enc = appendColumnValue(r.enc, vals[i])
+		r.encEnd = append(r.encEnd, len(r.enc))
+	}
+	r.addChecksum()
+}
+
+// cells sets r.cellIdx and r.cellVal to the cells of the row version to
+// write against prev (exists: prev holds the row): the changed values and
+// a column delete marker for each column prev has but the run's schema
+// does not, or every value when the version is full: the row is new,
+// every column changed, or prev's chain is long. changed is false when
+// nothing differs.
+func (r *Run) cells(prev *resolvedRow, exists bool) (changed, full bool) {
+	r.cellIdx, r.cellVal = r.cellIdx[:0], r.cellVal[:0]
+	values, dropped := 0, 0
+	for d, si := range r.runOf {
+		switch {
+		case si >= 0:
+			nv := r.enc[r.encOff[si]:r.encEnd[si]]
+			if !exists || !bytes.Equal(prev.value(d), nv) {
+				r.cellIdx, r.cellVal = append(r.cellIdx, d), append(r.cellVal, nv)
+				values++
+			}
+		case exists && prev.value(d) != nil:
+			r.cellIdx, r.cellVal = append(r.cellIdx, d), append(r.cellVal, deleteColumnValue)
+			dropped++
+		}
+	}
+	if len(r.cellIdx) == 0 {
+		return false, false
+	}
+	full = !exists || values == len(r.opts.Schema.Columns) && dropped == 0
+	if !full && prev.chain >= maxChain {
+		// The chain is long: the whole row instead of a delta.
+		full = true
+		r.cellIdx, r.cellVal = r.cellIdx[:0], r.cellVal[:0]
+		for d, si := range r.runOf {
+			if si >= 0 {
+				r.cellIdx, r.cellVal = append(r.cellIdx, d), append(r.cellVal, r.enc[r.encOff[si]:r.encEnd[si]])
+			}
+		}
+	}
+	return true, full
 }
 
 // putKeyText names the key of vals, a row given to Put, as FormatKey does.

@@ -7,8 +7,8 @@ package snapshot
 // cells of one row. A run reads only its own rows (its prefix and its
 // timestamp): rows left by another run can never count as seen, and a
 // clear of another run's rows that lands late (store.S9) cannot touch
-// them. Writes to it are never synced: a crashed run's scratch rows are
-// garbage.
+// them. Writes to it (recordSeen, flushSeen: run_phase_b.go) are never
+// synced: a crashed run's scratch rows are garbage.
 //
 // A run that recorded keys clears the table when it ends (commit or
 // abort). A table that may still hold keys (that clear failed, or the
@@ -18,33 +18,8 @@ package snapshot
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 )
-
-// recordSeen adds key to the partition's batch of scratch rows.
-func (r *Run) recordSeen(p *runPart, key []byte) {
-	ss := len(p.sarena)
-	p.sarena = scratchRow(p.sarena, r.id, key)
-	re := len(p.sarena)
-	p.sarena = binary.BigEndian.AppendUint64(p.sarena, p.seq)
-	p.seq++
-	p.seen.Put(p.sarena[ss:re:re], p.sarena[re:len(p.sarena):len(p.sarena)], r.id, nil)
-}
-
-// flushSeen applies the partition's batch of scratch rows, without sync.
-func (r *Run) flushSeen(ctx context.Context, p *runPart) error {
-	if p.seen.Len() == 0 {
-		return nil
-	}
-	if err := r.db.st.Apply(ctx, &p.seen); err != nil {
-		r.err = fmt.Errorf("snapshot: recording seen keys of %s txn %d: %w", r.ds.name, r.id, err)
-		return r.err
-	}
-	p.seen.Reset()
-	p.sarena = p.sarena[:0]
-	return nil
-}
 
 // clearScratchIfDirty clears the scratch tables of ds when a run may have
 // written them; a failure is logged and leaves them dirty, for the next

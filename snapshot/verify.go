@@ -7,8 +7,9 @@ package snapshot
 // VersionInfo.VerifiedAt; the API and the freshness metrics show it.
 //
 // A run may also carry whole ranges of rows over from the previous version
-// unchanged without the source sending them (Run.Carry): the source said
-// their checksums did not change.
+// unchanged without the source sending them (Run.Carry, a step of phase
+// A's walk in run_phase_a.go): the source said their checksums did not
+// change.
 //
 // The checksums a source computed for a version are its digest, stored
 // with the version (keys.go, column "dgst") and opaque to snapshot: the
@@ -179,81 +180,6 @@ func (r *Run) Verified() bool { return r.verified }
 // kind, source type, nullability, in order) and key.
 func sameSchema(a, b Schema) bool {
 	return slices.Equal(a.Columns, b.Columns) && slices.Equal(a.Key, b.Key)
-}
-
-// Carry takes the rows of the previous version whose keys lie after
-// after (nil: from the first) and at or before through (full keys, in key
-// order) into the run unchanged, without the source sending them: rows is
-// their number and sum their part of the checksum (D6), as the source's
-// digest recorded them. They count as Rows and Unchanged, and nothing is
-// written for them. The rows of the previous version before the range
-// that were neither put nor carried get their row delete marker, as in
-// phase A (D5). Keys must keep ascending: after the source order broke in
-// a partition, Carry fails with ErrInvalidArgument, as it does for a bad
-// key.
-func (r *Run) Carry(ctx context.Context, after, through []Value, rows int64, sum uint64) error {
-	if err := r.usable(); err != nil {
-		return err
-	}
-	if r.changes {
-		return fmt.Errorf("%w: carrying rows in a run of changes, which keeps them all", ErrInvalidArgument)
-	}
-	encode := func(key []Value) ([]byte, error) {
-		if len(key) != len(r.keyIdx) {
-			return nil, fmt.Errorf("%w: %d key values for %d key columns", ErrInvalidArgument, len(key), len(r.keyIdx))
-		}
-		var out []byte
-		for _, v := range key {
-			var err error
-			if out, err = appendKeyValue(out, v); err != nil {
-				return nil, fmt.Errorf("%w: carrying rows: %w", ErrInvalidArgument, err)
-			}
-		}
-		return out, nil
-	}
-	key, err := encode(through)
-	if err != nil {
-		return err
-	}
-	var from []byte
-	if after != nil {
-		if from, err = encode(after); err != nil {
-			return err
-		}
-		if bytes.Compare(from, key) >= 0 {
-			return fmt.Errorf("%w: carrying an empty range", ErrInvalidArgument)
-		}
-	}
-	for _, p := range r.parts {
-		if p.switched {
-			return fmt.Errorf("%w: carrying rows after the source order broke", ErrInvalidArgument)
-		}
-		if p.lastKey != nil && bytes.Compare(key, p.lastKey) <= 0 {
-			return fmt.Errorf("%w: carrying rows up to a key not after the last one", ErrInvalidArgument)
-		}
-	}
-	for _, p := range r.parts {
-		if from != nil && r.prev != nil {
-			// The rows up to after that nobody put are gone: walk to the
-			// smallest key after it (never a key: no component starts
-			// with 00), as a Put of it would.
-			if _, err := r.readPrev(ctx, p, append(bytes.Clone(from), 0)); err != nil {
-				r.err = err
-				return err
-			}
-		}
-		if p.cur != nil {
-			p.cur.seek(append(bytes.Clone(key), 0))
-			p.loaded = false
-		}
-		p.floor, p.floorIncl = append(p.floor[:0], key...), false
-		p.lastKey = append(p.lastKey[:0], key...)
-	}
-	r.stats.Rows += rows
-	r.stats.Unchanged += rows
-	r.sum += sum
-	r.publishStats()
-	return nil
 }
 
 // Progress returns the counts so far and the checksum's running sum (D6),
