@@ -73,7 +73,11 @@ type digest struct {
 	Signature string  `json:"sig"`
 	Checksums bool    `json:"crc,omitempty"` // the chunks have the source's checksums
 	Changed   float64 `json:"changed"`       // share of chunks the run that made it changed
-	Chunks    []chunk `json:"chunks"`
+	// Unsummed: the chunks have no Sum, as a partitioned run's
+	// coordinator records them (partitioned.go): such a digest verifies
+	// a run, but carries no range over.
+	Unsummed bool    `json:"nosum,omitempty"`
+	Chunks   []chunk `json:"chunks"`
 }
 
 // chunk is a key range of a digest: the keys after the previous chunk's Hi
@@ -227,7 +231,9 @@ func (s *Service) syncDatasetConfig(ctx context.Context, spec api.Adapter) error
 // chunkRecorder cuts a run's rows into the chunks of its digest as they
 // are put: every chunkRows rows (or at the end of a range read) it closes a
 // chunk with the last key, the rows and the run's checksum sum since the
-// previous one, and whether the run changed anything in it.
+// previous one, and whether the run changed anything in it. Without a run
+// (nil: a partitioned run, whose owners compute the checksum) it records
+// the keys and rows only.
 type chunkRecorder struct {
 	run       tableSink
 	chunkRows int64
@@ -250,10 +256,13 @@ func newChunkRecorder(run tableSink, chunkRows int) *chunkRecorder {
 func changes(st snapshot.RunStats) int64 { return st.Inserted + st.Updated + st.Deleted }
 
 func (cr *chunkRecorder) open() {
+	cr.rows = 0
+	if cr.run == nil {
+		return
+	}
 	var st snapshot.RunStats
 	st, cr.sum0 = cr.run.Progress()
 	cr.changes0 = changes(st)
-	cr.rows = 0
 }
 
 // put records a row just put, its key the values of vals at keyIdx.
@@ -271,9 +280,13 @@ func (cr *chunkRecorder) close(crc uint64) {
 	if cr.rows == 0 {
 		return
 	}
-	st, sum := cr.run.Progress()
-	cr.chunks = append(cr.chunks, chunk{Hi: cr.lastKey, Rows: cr.rows, CRC: crc, Sum: sum - cr.sum0})
-	cr.changed = append(cr.changed, changes(st) != cr.changes0)
+	c, changed := chunk{Hi: cr.lastKey, Rows: cr.rows, CRC: crc}, false
+	if cr.run != nil {
+		st, sum := cr.run.Progress()
+		c.Sum, changed = sum-cr.sum0, changes(st) != cr.changes0
+	}
+	cr.chunks = append(cr.chunks, c)
+	cr.changed = append(cr.changed, changed)
 	cr.open()
 }
 

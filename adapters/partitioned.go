@@ -25,6 +25,11 @@ type Partitioner interface {
 	// the rows sent to their partitions' owners by Put, the commit by
 	// Commit once every partition reported.
 	BeginPartitioned(ctx context.Context, req PartitionedRun) (RunWriter, error)
+	// Partitions returns the count of partitions a run begun now
+	// writes, as the partition table has it (0 before it has one): a
+	// dataset of another count refuses the run
+	// (snapshot.ErrPartitionCount).
+	Partitions() int
 }
 
 // PartitionedRun is what BeginPartitioned needs of a run.
@@ -132,4 +137,67 @@ func (s *Service) beginWriter(ctx context.Context, spec api.Adapter, cfg snapsho
 func (s *Service) notPartitioned(spec api.Adapter) error {
 	return fmt.Errorf("%w: adapter %q has strategy %s, whose runs spread the rows over the nodes of a cluster by key; this node has no transfer listener (cluster.bind and cluster.transfer.listen, docs/cluster.md), so it cannot run it (or use local, round-robin or single-node)",
 		ErrStrategyNotSupported, spec.Name, spec.Strategy)
+}
+
+// A partitioned run skips what did not change as a run of one node does
+// (checksums.go), from its coordinator: the chunk pass runs there, on the
+// run's source connection and inside its snapshot, and a run whose chunks
+// all match ends verified before any partition's owner is asked for
+// anything. The coordinator does not see the checksums the owners compute
+// as they write, so the digest it stores has the chunks' keys, rows and
+// source checksums but no sums (digest.Unsummed), and it cannot carry a
+// range over: a run with chunks changed reads in full.
+
+// placedAsStored reports whether a partitioned run of spec, whose source
+// has schema, places its rows as dataset d stores them: the same
+// partition key (nil for the row key, as snapshot stores it) and count
+// of partitions, or d has no version yet. Only then does the run compare
+// checksums: a run of another placement must begin, to fail with
+// snapshot.ErrPartitionKey or ErrPartitionCount, rather than end verified.
+func (s *Service) placedAsStored(spec api.Adapter, d snapshot.DatasetInfo, schema snapshot.Schema) bool {
+	if d.Current == 0 {
+		return true
+	}
+	pk := spec.PartitionKey
+	if len(pk) == 0 || slices.Equal(pk, schema.Key) {
+		pk = nil
+	}
+	return slices.Equal(pk, d.PartitionKey) && s.partitioner != nil && d.Partitions == s.partitioner.Partitions()
+}
+
+// digestSetter stores a digest with the version a run commits: a
+// tableSink, or a partitioned run's coordinator.
+type digestSetter interface {
+	SetSourceDigest(digest []byte)
+}
+
+// digestTo returns where the run's digest goes: the run of this process
+// (p.local), or the partitioned run's coordinator; nil when neither
+// stores one.
+func (p *pull) digestTo() digestSetter {
+	if p.local != nil {
+		return p.local
+	}
+	d, _ := p.run.(digestSetter)
+	return d
+}
+
+// passChanged is the share of the chunks the chunk pass checked that
+// changed, which a partitioned run's digest records as the share the run
+// changed (its coordinator does not see which chunks the owners changed);
+// 0 when no pass ran, so that the run computes the checksums after its
+// read.
+func (p *pull) passChanged() float64 {
+	st := p.chunks
+	if st == nil {
+		return 0
+	}
+	n := len(st.changed)
+	if st.full {
+		n = chunkProbe
+	}
+	if n == 0 {
+		return 0
+	}
+	return float64(st.nchg) / float64(n)
 }

@@ -114,15 +114,13 @@ func (p *pull) connect(ctx context.Context) error {
 }
 
 // plan reads the dataset's current version, records the estimated rows,
-// and finds what the source's checksums allow (checksums.go). A
-// partitioned run has none: its digest needs the run's checksum as each
-// row is put (chunkRecorder), which the owners of the partitions compute,
-// and carrying a range over is a walk of every partition; its coordinator
-// still records the current version verified when no partition changed
-// anything (RunWriter.Verified).
+// and finds what the source's checksums allow (checksums.go); for a
+// partitioned run, what its coordinator can do with them
+// (partitioned.go).
 func (p *pull) plan(ctx context.Context) error {
 	s, spec, tbl := p.s, p.spec, p.src.Table()
-	if d, err := s.db.Dataset(ctx, spec.Dataset); err == nil {
+	d, err := s.db.Dataset(ctx, spec.Dataset)
+	if err == nil {
 		p.cur = d.CurrentInfo
 	}
 	est := tbl.EstimatedRows
@@ -142,7 +140,7 @@ func (p *pull) plan(ctx context.Context) error {
 	p.schema = p.src.Schema()
 	p.jsonCols = embedJSON(&p.schema, spec.EmbedJSON)
 	p.cs, _ = p.src.(checksummer)
-	if Strategy(spec.Strategy) == StrategyPartitionByKey {
+	if Strategy(spec.Strategy) == StrategyPartitionByKey && !s.placedAsStored(spec, d, p.schema) {
 		p.cs = nil
 	}
 	p.first = p.cur == nil
@@ -219,12 +217,13 @@ func (p *pull) begin(ctx context.Context) error {
 }
 
 // startDigest sets up the new digest's chunks when the source has
-// checksums and the rows go to this process (p.local).
+// checksums and the rows go to this process (p.local) or to a partitioned
+// run, whose coordinator stores a digest without sums (partitioned.go).
 func (p *pull) startDigest() {
 	p.res = pullResult{mode: ModeFull}
-	if p.cs != nil && p.cs.Chunkable() && p.local != nil {
+	if p.cs != nil && p.cs.Chunkable() && p.digestTo() != nil {
 		rows := digestChunkRows
-		if p.chunks != nil && !p.chunks.full {
+		if p.chunkMode() {
 			rows = math.MaxInt // chunk mode keeps the digest's chunks
 		}
 		p.rec = newChunkRecorder(p.local, rows)
@@ -249,7 +248,7 @@ func (p *pull) abort(ctx context.Context) {
 // current one copied (diffread.go); else all of it, ahead of the run
 // (prefetch.go).
 func (p *pull) read(ctx context.Context) error {
-	if p.chunks != nil && !p.chunks.full && p.local != nil {
+	if p.chunkMode() {
 		return p.readChunks(ctx)
 	}
 	if done, err := p.readDiff(ctx); done || err != nil {
@@ -311,6 +310,13 @@ func (p *pull) progress() {
 	p.ar.mu.Lock()
 	p.ar.rec.RowsRead, p.ar.rec.Stats = p.n, st
 	p.ar.mu.Unlock()
+}
+
+// chunkMode reports whether the run reads in chunk mode: the chunk pass
+// found few chunks changed, and the rows go to this process, which can
+// carry the others over with the sums the digest has.
+func (p *pull) chunkMode() bool {
+	return p.chunks != nil && !p.chunks.full && p.local != nil && !p.prev.Unsummed
 }
 
 // readChunks is chunk mode: each chunk of the current version's digest
@@ -413,6 +419,9 @@ func (p *pull) checksums(ctx context.Context, chunks []chunk, lo []snapshot.Valu
 func (p *pull) seal(ctx context.Context) error {
 	if rec := p.rec; rec != nil {
 		d := &digest{Version: digestVersion, Signature: p.cs.ChecksumSignature(), Chunks: rec.chunks, Changed: rec.changedShare()}
+		if p.local == nil {
+			d.Unsummed, d.Changed = true, p.passChanged()
+		}
 		if p.first {
 			d.Changed = 1
 		}
@@ -428,7 +437,7 @@ func (p *pull) seal(ctx context.Context) error {
 			d.Checksums = !p.dropped
 		}
 		if b, err := json.Marshal(d); err == nil {
-			p.local.SetSourceDigest(b)
+			p.digestTo().SetSourceDigest(b)
 		}
 	}
 	if err := p.src.Close(); err != nil {

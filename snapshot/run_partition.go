@@ -203,6 +203,11 @@ func (pr *PartitionedRun) Add(rep PartitionReport) error {
 	return nil
 }
 
+// SetSourceDigest sets the digest stored with the version the run
+// commits, or with the previous one when it is verified (Run.
+// SetSourceDigest).
+func (pr *PartitionedRun) SetSourceDigest(digest []byte) { pr.r.SetSourceDigest(digest) }
+
 // Stats returns the counts of the partitions reported so far; safe from
 // any goroutine.
 func (pr *PartitionedRun) Stats() RunStats { return pr.r.Stats() }

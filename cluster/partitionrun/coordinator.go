@@ -99,6 +99,10 @@ func (p *Runs) BeginPartitioned(ctx context.Context, req adapters.PartitionedRun
 	return c, nil
 }
 
+// Partitions returns the count of partitions of the cached partition
+// table, 0 before it has one (adapters.Partitioner).
+func (p *Runs) Partitions() int { return len(p.cfg.Table.Table().Owners) }
+
 // countOwners returns the count of distinct owners.
 func countOwners(owners []string) int {
 	seen := map[string]bool{}
@@ -255,6 +259,10 @@ func (c *coordinator) commit(ctx context.Context) (snapshot.VersionInfo, error) 
 	}
 	return vi, nil
 }
+
+// SetSourceDigest sets the source's digest stored with the version the
+// run commits (package adapters, checksums.go).
+func (c *coordinator) SetSourceDigest(digest []byte) { c.pr.SetSourceDigest(digest) }
 
 // Verified reports whether Commit recorded the previous version verified
 // instead of committing: no partition changed anything.

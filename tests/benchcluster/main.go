@@ -9,7 +9,9 @@
 // SNAPSTORE_TEST_HBASE_THRIFT, a table of its own, dropped at the end), and
 // drives them over HTTP only: a local run of the table on node 1 (the
 // baseline) and a partitioned run coordinated by node 1, first and after 1%
-// churn; the bytes node 1 sent to the others for a first run with each
+// churn, then with nothing changed (a partitioned run verified by the
+// source's key-range checksums on its coordinator, against the local
+// first run); the bytes node 1 sent to the others for a first run with each
 // transfer_compression; and node 1's peak RSS while one owner is down and
 // the whole run waits for it, at a quarter of the table and at the whole
 // table (flat in table size: the rows wait on disk).
@@ -96,6 +98,8 @@ func main() {
 	rep.localChurn, rep.localChurnRec = n1.run("local")
 	rep.partChurn, rep.partChurnRec = n1.run("spread_all")
 	log.Printf("benchcluster: 1%% churn: local %v, partitioned %v", rep.localChurn, rep.partChurn)
+	rep.localSame, rep.partSame, rep.load = unchanged(n1)
+	log.Printf("benchcluster: nothing changed: local %v, partitioned %v (load average %s)", rep.localSame, rep.partSame, rep.load)
 	for _, p := range c.nodes {
 		rep.applied = append(rep.applied, p.metric("snapstore_cluster_partition_rows_applied_total"))
 	}
@@ -112,6 +116,31 @@ func main() {
 	log.Printf("benchcluster: owner down: peak RSS %s at %d rows, %s at %d rows", mib(rep.rssQuarter), *rows/4, mib(rep.rssWhole), *rows)
 	rep.write(*out)
 	log.Printf("benchcluster: wrote %s", *out)
+}
+
+// unchanged runs the local and the partitioned adapter twice each with
+// nothing changed and returns the second runs' wall times, which verify
+// by the key-range checksums the first ones computed after their full
+// read, and the load average at the partitioned one.
+func unchanged(n1 *node) (local, part time.Duration, load string) {
+	for _, a := range []string{"local", "spread_all"} {
+		n1.run(a)
+		d, rec := n1.run(a)
+		if rec.Mode != "verify" || !rec.Verified {
+			log.Fatalf("benchcluster: a run of %s with nothing changed after one that read it: mode %q verified %v, want verify", a, rec.Mode, rec.Verified)
+		}
+		if a == "local" {
+			local = d
+			continue
+		}
+		part = d
+		b, err := os.ReadFile("/proc/loadavg")
+		if err != nil {
+			log.Fatal(err)
+		}
+		load = strings.Join(strings.Fields(string(b))[:3], " ")
+	}
+	return local, part, load
 }
 
 // genSQL makes table %s of %d rows of ten mixed columns.
@@ -260,6 +289,8 @@ type runRecord struct {
 	Status   string `json:"status"`
 	Error    string `json:"error"`
 	RowsRead int64  `json:"rows_read"`
+	Mode     string `json:"mode"`
+	Verified bool   `json:"verified"`
 	Stats    struct {
 		Rows         int64 `json:"rows"`
 		Inserted     int64 `json:"inserted"`
@@ -356,6 +387,8 @@ func mib(n int64) string { return procstat.MiB(n) }
 
 type report struct {
 	local, part, localChurn, partChurn             time.Duration
+	localSame, partSame                            time.Duration // nothing changed
+	load                                           string        // the load average at partSame
 	localRec, partRec, localChurnRec, partChurnRec runRecord
 	sent                                           [3]float64
 	applied                                        []float64
@@ -386,6 +419,8 @@ func (r *report) write(path string) {
 	b.WriteString("| what | measured | baseline | ratio |\n|---|---|---|---|\n")
 	fmt.Fprintf(&b, "| first run, partitioned over %d nodes, wall | %v | one node, local strategy %v | %s |\n", *nodes, r.part.Round(time.Millisecond), r.local.Round(time.Millisecond), ratio(r.part.Seconds(), r.local.Seconds()))
 	fmt.Fprintf(&b, "| 1%% churn re-run (%d updated), partitioned, wall | %v | one node %v | %s |\n", r.partChurnRec.Stats.Updated, r.partChurn.Round(time.Millisecond), r.localChurn.Round(time.Millisecond), ratio(r.partChurn.Seconds(), r.localChurn.Seconds()))
+	fmt.Fprintf(&b, "| partitioned run over %d nodes, nothing changed (mode verify; load average %s), wall | %v | one node's first run (full) %v | %s (goal <= 0.5x) |\n", *nodes, r.load, r.partSame.Round(time.Millisecond), r.local.Round(time.Millisecond), ratio(r.partSame.Seconds(), r.local.Seconds()))
+	fmt.Fprintf(&b, "| the same by one node (mode verify), wall | %v | one node's first run (full) %v | %s |\n", r.localSame.Round(time.Millisecond), r.local.Round(time.Millisecond), ratio(r.localSame.Seconds(), r.local.Seconds()))
 	for i, name := range []string{"none", "metadata", "all"} {
 		fmt.Fprintf(&b, "| bytes sent by the coordinator, first run, `transfer_compression: %s` | %s (%.1f bytes a row) | none %s | %s |\n", name, mib(int64(r.sent[i])), r.sent[i]/float64(*rows), mib(int64(r.sent[0])), ratio(r.sent[i], r.sent[0]))
 	}
