@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -282,6 +283,17 @@ func (tp *tablesPull) readTable(ctx context.Context, t *tableRead) error {
 		return fmt.Errorf("table %s: %w", t.name, tp.l.scrub(readError(ctx, tp.spec.Connection, err)))
 	}
 	defer src.Close()
+	// The table was described when the run began (describe), and is
+	// described again here. A source whose catalog is not part of its
+	// snapshot (MySQL's information_schema) shows a DDL of a table not
+	// yet read in between: its rows would not fit the schema the run
+	// declared.
+	now := src.Schema()
+	embedJSON(&now, tp.spec.EmbedJSON)
+	if !slices.Equal(now.Columns, t.schema.Columns) || !slices.Equal(now.Key, t.schema.Key) {
+		return fmt.Errorf("table %s: its schema changed while the run read the source (columns %s, then %s); nothing is committed, the next run reads the new schema",
+			t.name, columnNames(t.schema), columnNames(now))
+	}
 	w := tp.run.Table(t.name)
 	p := &pull{s: tp.s, ar: tp.ar, spec: tp.spec, force: tp.force, runID: tp.runID, l: tp.l, src: src,
 		resource: t.name, schema: t.schema, jsonCols: t.jsonCols, w: w, local: w, tables: tp, first: w.Version() == 0}
@@ -370,4 +382,14 @@ func (tp *tablesPull) commit(ctx context.Context) (pullResult, error) {
 		res.mode = ModeVerify
 	}
 	return res, nil
+}
+
+// columnNames lists a schema's columns by name and source type, for an
+// error.
+func columnNames(s snapshot.Schema) string {
+	names := make([]string, len(s.Columns))
+	for i, c := range s.Columns {
+		names[i] = strings.TrimSpace(c.Name + " " + c.SourceType)
+	}
+	return strings.Join(names, ", ")
 }
