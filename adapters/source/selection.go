@@ -74,7 +74,11 @@ func SelectTables(sel TableSelection, cat Catalog) ([]Resource, error) {
 		picked[[2]string{schemaOf(r), r.Name}] = r
 	}
 	include := sel.Include
-	if len(sel.Resources) == 0 && len(include) == 0 {
+	// Neither resources nor include: every table, whatever its name ("*"
+	// would leave out a name holding a '/', which path.Match's '*' does
+	// not cross).
+	every := len(sel.Resources) == 0 && len(include) == 0
+	if every {
 		include = []string{"*"}
 	}
 	if len(include) > 0 {
@@ -84,7 +88,7 @@ func SelectTables(sel TableSelection, cat Catalog) ([]Resource, error) {
 				continue
 			}
 			s := schemaOf(r)
-			if !slices.ContainsFunc(include, func(p string) bool { return matchTable(p, s, r.Name) }) {
+			if !every && !slices.ContainsFunc(include, func(p string) bool { return matchTable(p, s, r.Name) }) {
 				continue
 			}
 			matched = true

@@ -117,3 +117,19 @@ func TestSelectTablesNoSchema(t *testing.T) {
 		t.Fatalf("got %q, %v", names(got), err)
 	}
 }
+
+// TestSelectTablesEverySlash: with neither resources nor include every
+// table is selected, a name holding a '/' too (path.Match's '*' does not
+// cross one), and exclude still applies to it.
+func TestSelectTablesEverySlash(t *testing.T) {
+	cat := Catalog{DefaultSchema: "public", Quote: '"', Resources: []Resource{
+		{Schema: "public", Name: "a/b", Type: "table"}, {Schema: "public", Name: "c", Type: "table"}, {Schema: "public", Name: "d/e", Type: "table"}}}
+	got, err := SelectTables(TableSelection{}, cat)
+	if err != nil || names(got) != "public.a/b public.c public.d/e" {
+		t.Fatalf("every table: got %q, %v", names(got), err)
+	}
+	got, err = SelectTables(TableSelection{Exclude: []string{"d/*"}}, cat)
+	if err != nil || names(got) != "public.a/b public.c" {
+		t.Fatalf("every table but d/*: got %q, %v", names(got), err)
+	}
+}
