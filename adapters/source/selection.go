@@ -111,7 +111,34 @@ func SelectTables(sel TableSelection, cat Catalog) ([]Resource, error) {
 	slices.SortFunc(out, func(a, b Resource) int {
 		return cmp.Or(cmp.Compare(schemaOf(a), schemaOf(b)), cmp.Compare(a.Name, b.Name))
 	})
+	// A table's name in the dataset is "schema.table" (the name alone
+	// without a schema): a dot inside a schema or table name can make two
+	// tables one name, which no version could hold.
+	named := map[string]Resource{}
+	for _, r := range out {
+		n := r.Name
+		if r.Schema != "" {
+			n = r.Schema + "." + r.Name
+		}
+		if o, ok := named[n]; ok {
+			return nil, fmt.Errorf("%w: tables %s and %s would both be %q in the dataset; select one of them by its quoted name in resources",
+				ErrBadSelection, quotedName(o, cat.Quote), quotedName(r, cat.Quote), n)
+		}
+		named[n] = r
+	}
 	return out, nil
+}
+
+// quotedName is r as a resource names it, each part quoted with q.
+func quotedName(r Resource, q byte) string {
+	quote := func(s string) string {
+		qs := string(q)
+		return qs + strings.ReplaceAll(s, qs, qs+qs) + qs
+	}
+	if r.Schema == "" {
+		return quote(r.Name)
+	}
+	return quote(r.Schema) + "." + quote(r.Name)
 }
 
 // Validate checks what does not depend on the catalog: every pattern is a

@@ -133,3 +133,19 @@ func TestSelectTablesEverySlash(t *testing.T) {
 		t.Fatalf("every table but d/*: got %q, %v", names(got), err)
 	}
 }
+
+// TestSelectTablesSameName: two tables whose "schema.table" is the same
+// text (a dot in a schema or table name) are refused as a bad selection
+// naming both, quoted; either alone is selected.
+func TestSelectTablesSameName(t *testing.T) {
+	cat := Catalog{DefaultSchema: "public", Quote: '"', Resources: []Resource{
+		{Schema: "s.x", Name: "y", Type: "table"}, {Schema: "s", Name: "x.y", Type: "table"}, {Schema: "s", Name: "z", Type: "table"}}}
+	_, err := SelectTables(TableSelection{Include: []string{"s.*"}}, cat)
+	if !errors.Is(err, ErrBadSelection) || !strings.Contains(err.Error(), `tables "s"."x.y" and "s.x"."y" would both be "s.x.y"`) {
+		t.Fatalf("two tables of one name: %v", err)
+	}
+	got, err := SelectTables(TableSelection{Resources: []string{`"s.x"."y"`, "s.z"}}, cat)
+	if err != nil || names(got) != "s.z s.x.y" {
+		t.Fatalf("one of them by its quoted name: got %q, %v", names(got), err)
+	}
+}
