@@ -100,6 +100,12 @@ func (s *snapSource) OpenTable(ctx context.Context, req source.TableRequest) (so
 	if vi == nil || vi.Version == 0 {
 		return nil, fmt.Errorf("%w: dataset %q has no committed version yet", source.ErrResourceNotFound, dataset)
 	}
+	if len(vi.Tables) > 0 {
+		// A version of several tables has no rows of its own to copy
+		// (its rows routes answer table_required).
+		return nil, &source.OptionError{Key: "resource", Msg: fmt.Sprintf(
+			"dataset %q version %d holds several tables (%s): a copy reads a dataset of one table", dataset, vi.Version, strings.Join(vi.TableNames(), ", "))}
+	}
 	t := &table{src: s, dataset: dataset, version: vi.Version, schema: vi.Schema, checksum: vi.Stats.Checksum, chunk: req.ChunkRows,
 		derive: derivationOf(req.Options)}
 	if t.chunk <= 0 {
