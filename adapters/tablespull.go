@@ -152,7 +152,7 @@ func (s *Service) selectTables(ctx context.Context, l *lease, spec api.Adapter) 
 	}
 	all, err := rl.Resources(ctx)
 	if err != nil {
-		return nil, l.scrub(readError(ctx, spec.Connection, err))
+		return nil, connectOrReadError(ctx, l, spec.Connection, err)
 	}
 	sel, err := source.SelectTables(source.TableSelection{Resources: spec.Resources, Include: spec.Include, Exclude: spec.Exclude},
 		source.Catalog{Resources: all, Quote: quoteOf(l.typ)})
@@ -160,6 +160,17 @@ func (s *Service) selectTables(ctx context.Context, l *lease, spec api.Adapter) 
 		return nil, fmt.Errorf("adapter %q, data connection %q: %w", spec.Name, spec.Connection, err)
 	}
 	return sel, nil
+}
+
+// connectOrReadError is err of the source, scrubbed: a *SourceError (the
+// connect failed) already names the connection and its server and comes
+// back as it is, as openResource returns it; any other is a readError.
+func connectOrReadError(ctx context.Context, l *lease, conn string, err error) error {
+	err = l.scrub(err)
+	if se := (*SourceError)(nil); errors.As(err, &se) {
+		return err
+	}
+	return readError(ctx, conn, err)
 }
 
 // quoteOf is the identifier quote of a connection type.
@@ -182,7 +193,7 @@ func (tp *tablesPull) openPoint(ctx context.Context, tables int) error {
 	po := tp.l.src.(source.PointOpener)
 	pt, err := po.OpenPoint(ctx, source.PointRequest{Tables: tables, Parallelism: parallelism(tp.spec, tp.l)})
 	if err != nil {
-		return fmt.Errorf("opening one point of the source of %d tables: %w", tables, tp.l.scrub(readError(ctx, tp.spec.Connection, err)))
+		return fmt.Errorf("opening one point of the source of %d tables: %w", tables, connectOrReadError(ctx, tp.l, tp.spec.Connection, err))
 	}
 	tp.pt, tp.info = pt, pt.Info()
 	tp.ar.mu.Lock()
