@@ -380,7 +380,28 @@ func (s *Service) checkResource(ctx context.Context, spec api.Adapter) (warning 
 	err = source.WithBound(err, resourceCheckTimeout, "the bound of the resource check")
 	s.log.Warn("adapter resource not checked", "adapter", spec.Name,
 		"connection", spec.Connection, "resource", spec.Resource, "cause", checkCause(err), "err", err)
-	return fmt.Sprintf("resource %q not checked: %v; its runs fail until the source answers", spec.Resource, err), nil
+	return fmt.Sprintf("%s not checked: %v; its runs fail until the source answers", checkedWhat(spec), err), nil
+}
+
+// checkedWhat names what checkResource checks: the resource, or for an
+// adapter of several tables its selection.
+func checkedWhat(spec api.Adapter) string {
+	if !spec.ManyTables() {
+		return fmt.Sprintf("resource %q", spec.Resource)
+	}
+	var parts []string
+	for _, l := range []struct {
+		key  string
+		list []string
+	}{{"resources", spec.Resources}, {"include", spec.Include}, {"exclude", spec.Exclude}} {
+		if len(l.list) > 0 {
+			parts = append(parts, fmt.Sprintf("%s %q", l.key, l.list))
+		}
+	}
+	if len(parts) == 0 {
+		return "the tables (every table)"
+	}
+	return "the tables (" + strings.Join(parts, ", ") + ")"
 }
 
 // checkCause classifies why a resource check could not be made, for the

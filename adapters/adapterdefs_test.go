@@ -189,6 +189,20 @@ func TestAdapter_ResourceChecked(t *testing.T) {
 	if len(a.Warnings) != 1 || !strings.Contains(a.Warnings[0], `resource "t" not checked: data connection "down"`) {
 		t.Errorf("unreachable source: warnings %q", a.Warnings)
 	}
+	// An adapter of several tables: the warning names its selection.
+	a2, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "later_tables", Connection: "down", Include: []string{"t*"}, Exclude: []string{"tmp"}})
+	if err != nil {
+		t.Errorf("unreachable source refused the adapter of several tables: %v", err)
+	}
+	if len(a2.Warnings) != 1 || !strings.HasPrefix(a2.Warnings[0], `the tables (include ["t*"], exclude ["tmp"]) not checked: `) || !strings.Contains(a2.Warnings[0], `data connection "down"`) {
+		t.Errorf("unreachable source, several tables: warnings %q", a2.Warnings)
+	}
+	if strings.Contains(a2.Warnings[0], "went away") || !strings.Contains(a2.Warnings[0], "cannot connect") {
+		t.Errorf("a source that never answered is said to have gone away: %q", a2.Warnings)
+	}
+	if rec := ts.runWait(t, "later_tables"); rec.Code != "source_unavailable" || strings.Contains(rec.Error, "went away") || !strings.Contains(rec.Error, "cannot connect") {
+		t.Errorf("run of several tables against a stopped source: code %q: %s", rec.Code, rec.Error)
+	}
 	if a, _ := ts.svc.GetAdapter(ctx, "later"); a.Warnings != nil {
 		t.Errorf("the adapter's report keeps the create's warnings: %q", a.Warnings)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -151,7 +152,7 @@ func (s *Service) selectTables(ctx context.Context, l *lease, spec api.Adapter) 
 	}
 	all, err := rl.Resources(ctx)
 	if err != nil {
-		return nil, l.scrub(readError(ctx, spec.Connection, err))
+		return nil, connectOrReadError(ctx, l, spec.Connection, err)
 	}
 	sel, err := source.SelectTables(source.TableSelection{Resources: spec.Resources, Include: spec.Include, Exclude: spec.Exclude},
 		source.Catalog{Resources: all, Quote: quoteOf(l.typ)})
@@ -159,6 +160,17 @@ func (s *Service) selectTables(ctx context.Context, l *lease, spec api.Adapter) 
 		return nil, fmt.Errorf("adapter %q, data connection %q: %w", spec.Name, spec.Connection, err)
 	}
 	return sel, nil
+}
+
+// connectOrReadError is err of the source, scrubbed: a *SourceError (the
+// connect failed) already names the connection and its server and comes
+// back as it is, as openResource returns it; any other is a readError.
+func connectOrReadError(ctx context.Context, l *lease, conn string, err error) error {
+	err = l.scrub(err)
+	if se := (*SourceError)(nil); errors.As(err, &se) {
+		return err
+	}
+	return readError(ctx, conn, err)
 }
 
 // quoteOf is the identifier quote of a connection type.
@@ -181,7 +193,7 @@ func (tp *tablesPull) openPoint(ctx context.Context, tables int) error {
 	po := tp.l.src.(source.PointOpener)
 	pt, err := po.OpenPoint(ctx, source.PointRequest{Tables: tables, Parallelism: parallelism(tp.spec, tp.l)})
 	if err != nil {
-		return fmt.Errorf("opening one point of the source of %d tables: %w", tables, tp.l.scrub(readError(ctx, tp.spec.Connection, err)))
+		return fmt.Errorf("opening one point of the source of %d tables: %w", tables, connectOrReadError(ctx, tp.l, tp.spec.Connection, err))
 	}
 	tp.pt, tp.info = pt, pt.Info()
 	tp.ar.mu.Lock()
@@ -282,6 +294,17 @@ func (tp *tablesPull) readTable(ctx context.Context, t *tableRead) error {
 		return fmt.Errorf("table %s: %w", t.name, tp.l.scrub(readError(ctx, tp.spec.Connection, err)))
 	}
 	defer src.Close()
+	// The table was described when the run began (describe), and is
+	// described again here. A source whose catalog is not part of its
+	// snapshot (MySQL's information_schema) shows a DDL of a table not
+	// yet read in between: its rows would not fit the schema the run
+	// declared.
+	now := src.Schema()
+	embedJSON(&now, tp.spec.EmbedJSON)
+	if !slices.Equal(now.Columns, t.schema.Columns) || !slices.Equal(now.Key, t.schema.Key) {
+		return fmt.Errorf("table %s: its schema changed while the run read the source (columns %s, then %s); nothing is committed, the next run reads the new schema",
+			t.name, columnNames(t.schema), columnNames(now))
+	}
 	w := tp.run.Table(t.name)
 	p := &pull{s: tp.s, ar: tp.ar, spec: tp.spec, force: tp.force, runID: tp.runID, l: tp.l, src: src,
 		resource: t.name, schema: t.schema, jsonCols: t.jsonCols, w: w, local: w, tables: tp, first: w.Version() == 0}
@@ -370,4 +393,14 @@ func (tp *tablesPull) commit(ctx context.Context) (pullResult, error) {
 		res.mode = ModeVerify
 	}
 	return res, nil
+}
+
+// columnNames lists a schema's columns by name and source type, for an
+// error.
+func columnNames(s snapshot.Schema) string {
+	names := make([]string, len(s.Columns))
+	for i, c := range s.Columns {
+		names[i] = strings.TrimSpace(c.Name + " " + c.SourceType)
+	}
+	return strings.Join(names, ", ")
 }

@@ -352,3 +352,48 @@ func TestTablesRunCancelled(t *testing.T) {
 		}
 	})
 }
+
+// TestTablesRunSchemaChanged: a column added on MariaDB to a table the
+// run has not read yet (information_schema is not part of the run's
+// snapshot) fails the run with an error naming the table and saying its
+// schema changed, committing nothing; the next run reads the new column.
+func TestTablesRunSchemaChanged(t *testing.T) {
+	e := mysqlEnv(t)
+	ctx := context.Background()
+	db := e.tempDatabase(t, "tables")
+	e.exec(t, db, "CREATE TABLE a (id INT PRIMARY KEY, v INT NOT NULL)", "CREATE TABLE b (id INT PRIMARY KEY, v INT NOT NULL)",
+		"INSERT INTO a VALUES (1, 1), (2, 2)", "INSERT INTO b VALUES (1, 1), (2, 2)")
+	ts := newStack(t, Options{})
+	if _, err := ts.svc.CreateConnection(ctx, connSpec(t, e, "src", db, nil)); err != nil {
+		t.Fatal(noteErr(err))
+	}
+	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "ab", Connection: "src", Include: []string{"a", "b"}, Parallelism: 1}); err != nil {
+		t.Fatal(noteErr(err))
+	}
+	first := ts.runWait(t, "ab")
+	mustSucceed(t, first)
+	e.exec(t, db, "UPDATE a SET v = 10")
+	blk := newBlock(ts, "ab", 1) // one connection, a before b: the pause is in a
+	rec, err := ts.svc.StartRun(ctx, "ab", RunOptions{Trigger: "api"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-blk.reached
+	e.exec(t, db, "ALTER TABLE b ADD COLUMN w INT NOT NULL DEFAULT 7")
+	close(blk.release)
+	got, err := ts.svc.WaitRun(ctx, rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != RunFailed || !strings.Contains(got.Error, "table "+db+".b: its schema changed") {
+		t.Fatalf("run over a schema change: %s %q, want failed naming table b", got.Status, got.Error)
+	}
+	if cur := mustVersion(t, ts.db, "ab", 0); cur.Version != first.Version {
+		t.Errorf("current version %d after the failed run, want %d", cur.Version, first.Version)
+	}
+	next := ts.runWait(t, "ab")
+	mustSucceed(t, next)
+	if _, rows := tableRows(t, ts.db, "ab", "b", 0); col(byID(rows, 1), "w").Int != 7 {
+		t.Errorf("b after the next run: row 1 w %s", fmtValue(col(byID(rows, 1), "w")))
+	}
+}

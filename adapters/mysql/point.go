@@ -52,8 +52,18 @@ func (s *mysqlSource) OpenPoint(ctx context.Context, req source.PointRequest) (_
 	n := source.PointConnections(req)
 	var why []string
 	if n > 1 && req.Mode == "" || req.Mode == source.PointReadLock {
-		p, reason, err := s.readLockPoint(ctx, n)
-		if err != nil || p != nil {
+		// The lock's connection is one of the pool's too: a pool of
+		// max_open connections leaves max_open-1 for the snapshots, and
+		// asking for more would wait for itself forever.
+		ln := n
+		if m := s.db.Stats().MaxOpenConnections; m > 0 && ln >= m {
+			ln = m - 1
+		}
+		var p *mysqlPoint
+		var reason string
+		if ln < 1 || ln == 1 && req.Mode == "" {
+			reason = fmt.Sprintf("max_open %d leaves %d connection(s) beside the one of FLUSH TABLES WITH READ LOCK", s.db.Stats().MaxOpenConnections, ln)
+		} else if p, reason, err = s.readLockPoint(ctx, ln); err != nil || p != nil {
 			return p, err
 		}
 		if req.Mode != "" {
@@ -177,8 +187,16 @@ func (s *mysqlSource) readLockPoint(ctx context.Context, n int) (*mysqlPoint, st
 		}
 		return nil, fmt.Sprintf("FLUSH TABLES WITH READ LOCK failed: %v", s.scrub(err)), nil
 	}
-	conns, err := s.pointConns(ctx, n)
+	// Writers wait while the lock is held: the snapshots' connections
+	// are taken within readLockWait too, or the point gives up the lock
+	// (other runs holding the pool's connections).
+	cctx, cancel := context.WithTimeout(ctx, readLockWait*time.Second)
+	defer cancel()
+	conns, err := s.pointConns(cctx, n)
 	if err != nil {
+		if ctx.Err() == nil && cctx.Err() != nil {
+			return nil, fmt.Sprintf("%d connections of the pool were not free within %ds of FLUSH TABLES WITH READ LOCK", n, readLockWait), nil
+		}
 		return nil, "", err
 	}
 	for _, c := range conns {

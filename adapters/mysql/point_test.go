@@ -272,6 +272,45 @@ func TestMySQLPointModes(t *testing.T) {
 	}
 }
 
+// TestMySQLPointMaxOpen: a pool of max_open connections gives a
+// read_lock point max_open-1 snapshots beside the lock's connection, and
+// one_connection when that leaves one; it never waits for a connection
+// it holds itself.
+func TestMySQLPointMaxOpen(t *testing.T) {
+	e := mysqlEnv(t)
+	db := newBank(t, e)
+	src := e.openSource(t, db)
+	for _, tc := range []struct {
+		maxOpen int
+		mode    source.PointMode
+		conns   int
+	}{{3, source.PointReadLock, 2}, {2, source.PointOneConnection, 1}, {1, source.PointOneConnection, 1}} {
+		src.(*mysqlSource).db.SetMaxOpenConns(tc.maxOpen)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // a point that waits holds the lock: not long
+		p, err := src.(source.PointOpener).OpenPoint(ctx, source.PointRequest{Tables: 2, Parallelism: 4})
+		if err != nil {
+			cancel()
+			t.Fatalf("max_open %d: %v", tc.maxOpen, err)
+		}
+		acc, err := readTable(ctx, p.OpenTable, "accounts", "balance", 0)
+		info := p.Info()
+		p.Close()
+		cancel()
+		if err != nil || acc != bankTotal {
+			t.Fatalf("max_open %d: read %d, %v", tc.maxOpen, acc, err)
+		}
+		if info.Mode != tc.mode || info.Connections != tc.conns {
+			t.Fatalf("max_open %d: %+v, want %s over %d", tc.maxOpen, info, tc.mode, tc.conns)
+		}
+	}
+	src.(*mysqlSource).db.SetMaxOpenConns(1)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // a point that waits holds the lock: not long
+	defer cancel()
+	if _, err := src.(source.PointOpener).OpenPoint(ctx, source.PointRequest{Tables: 2, Parallelism: 2, Mode: source.PointReadLock}); !errors.Is(err, source.ErrPointMode) {
+		t.Fatalf("read_lock with max_open 1: %v", err)
+	}
+}
+
 // TestMySQLPointClose: a point holds one transaction per connection
 // while open; Close ends them all, also with a reader left open and one
 // whose read was cancelled mid-table; nothing stays in a transaction or

@@ -486,3 +486,30 @@ func TestCopyFailsMidRead(t *testing.T) {
 		t.Errorf("copy through a diff without its changes: %+v, checksum %s, want full with the edge's %s", c, cv.Stats.Checksum, ev.Stats.Checksum)
 	}
 }
+
+// TestCopyOfSeveralTablesRefused: a dataset of several tables is no
+// source of a copy: creating the adapter is a 400 bad_option naming
+// resource and the tables, rather than a dataset "without a key".
+func TestCopyOfSeveralTablesRefused(t *testing.T) {
+	srcPath := filepath.Join(t.TempDir(), "edge.db")
+	src, err := sql.Open("sqlite", srcPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if _, err := src.Exec("CREATE TABLE a (id INTEGER PRIMARY KEY, v TEXT); CREATE TABLE b (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO a VALUES (1, 'x'); INSERT INTO b VALUES (1, 'y');"); err != nil {
+		t.Fatal(err)
+	}
+	edge := newStack(t)
+	central := newStack(t)
+	edge.must(http.StatusCreated, "POST", "/v1/connections", map[string]any{"name": "plant", "type": "sqlite", "options": map[string]any{"path": srcPath}}, nil)
+	edge.must(http.StatusCreated, "POST", "/v1/adapters", map[string]any{"name": "both", "connection": "plant", "include": []string{"a", "b"}}, nil)
+	if r := edge.run("both"); r.Status != "succeeded" {
+		t.Fatalf("edge run: %+v", r)
+	}
+	central.must(http.StatusCreated, "POST", "/v1/connections", map[string]any{"name": "edge", "type": "snapstore", "options": map[string]any{"url": edge.url}}, nil)
+	code, b := central.call("POST", "/v1/adapters", map[string]any{"name": "copy", "connection": "edge", "resource": "both"})
+	if code != http.StatusBadRequest || !strings.Contains(string(b), `"field":"resource"`) || !strings.Contains(string(b), `holds several tables (a, b)`) {
+		t.Fatalf("adapter copying a dataset of several tables: %d %s", code, b)
+	}
+}

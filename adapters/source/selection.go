@@ -74,7 +74,11 @@ func SelectTables(sel TableSelection, cat Catalog) ([]Resource, error) {
 		picked[[2]string{schemaOf(r), r.Name}] = r
 	}
 	include := sel.Include
-	if len(sel.Resources) == 0 && len(include) == 0 {
+	// Neither resources nor include: every table, whatever its name ("*"
+	// would leave out a name holding a '/', which path.Match's '*' does
+	// not cross).
+	every := len(sel.Resources) == 0 && len(include) == 0
+	if every {
 		include = []string{"*"}
 	}
 	if len(include) > 0 {
@@ -84,7 +88,7 @@ func SelectTables(sel TableSelection, cat Catalog) ([]Resource, error) {
 				continue
 			}
 			s := schemaOf(r)
-			if !slices.ContainsFunc(include, func(p string) bool { return matchTable(p, s, r.Name) }) {
+			if !every && !slices.ContainsFunc(include, func(p string) bool { return matchTable(p, s, r.Name) }) {
 				continue
 			}
 			matched = true
@@ -107,7 +111,34 @@ func SelectTables(sel TableSelection, cat Catalog) ([]Resource, error) {
 	slices.SortFunc(out, func(a, b Resource) int {
 		return cmp.Or(cmp.Compare(schemaOf(a), schemaOf(b)), cmp.Compare(a.Name, b.Name))
 	})
+	// A table's name in the dataset is "schema.table" (the name alone
+	// without a schema): a dot inside a schema or table name can make two
+	// tables one name, which no version could hold.
+	named := map[string]Resource{}
+	for _, r := range out {
+		n := r.Name
+		if r.Schema != "" {
+			n = r.Schema + "." + r.Name
+		}
+		if o, ok := named[n]; ok {
+			return nil, fmt.Errorf("%w: tables %s and %s would both be %q in the dataset; select one of them by its quoted name in resources",
+				ErrBadSelection, quotedName(o, cat.Quote), quotedName(r, cat.Quote), n)
+		}
+		named[n] = r
+	}
 	return out, nil
+}
+
+// quotedName is r as a resource names it, each part quoted with q.
+func quotedName(r Resource, q byte) string {
+	quote := func(s string) string {
+		qs := string(q)
+		return qs + strings.ReplaceAll(s, qs, qs+qs) + qs
+	}
+	if r.Schema == "" {
+		return quote(r.Name)
+	}
+	return quote(r.Schema) + "." + quote(r.Name)
 }
 
 // Validate checks what does not depend on the catalog: every pattern is a

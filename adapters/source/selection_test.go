@@ -117,3 +117,35 @@ func TestSelectTablesNoSchema(t *testing.T) {
 		t.Fatalf("got %q, %v", names(got), err)
 	}
 }
+
+// TestSelectTablesEverySlash: with neither resources nor include every
+// table is selected, a name holding a '/' too (path.Match's '*' does not
+// cross one), and exclude still applies to it.
+func TestSelectTablesEverySlash(t *testing.T) {
+	cat := Catalog{DefaultSchema: "public", Quote: '"', Resources: []Resource{
+		{Schema: "public", Name: "a/b", Type: "table"}, {Schema: "public", Name: "c", Type: "table"}, {Schema: "public", Name: "d/e", Type: "table"}}}
+	got, err := SelectTables(TableSelection{}, cat)
+	if err != nil || names(got) != "public.a/b public.c public.d/e" {
+		t.Fatalf("every table: got %q, %v", names(got), err)
+	}
+	got, err = SelectTables(TableSelection{Exclude: []string{"d/*"}}, cat)
+	if err != nil || names(got) != "public.a/b public.c" {
+		t.Fatalf("every table but d/*: got %q, %v", names(got), err)
+	}
+}
+
+// TestSelectTablesSameName: two tables whose "schema.table" is the same
+// text (a dot in a schema or table name) are refused as a bad selection
+// naming both, quoted; either alone is selected.
+func TestSelectTablesSameName(t *testing.T) {
+	cat := Catalog{DefaultSchema: "public", Quote: '"', Resources: []Resource{
+		{Schema: "s.x", Name: "y", Type: "table"}, {Schema: "s", Name: "x.y", Type: "table"}, {Schema: "s", Name: "z", Type: "table"}}}
+	_, err := SelectTables(TableSelection{Include: []string{"s.*"}}, cat)
+	if !errors.Is(err, ErrBadSelection) || !strings.Contains(err.Error(), `tables "s"."x.y" and "s.x"."y" would both be "s.x.y"`) {
+		t.Fatalf("two tables of one name: %v", err)
+	}
+	got, err := SelectTables(TableSelection{Resources: []string{`"s.x"."y"`, "s.z"}}, cat)
+	if err != nil || names(got) != "s.z s.x.y" {
+		t.Fatalf("one of them by its quoted name: got %q, %v", names(got), err)
+	}
+}
