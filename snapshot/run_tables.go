@@ -311,7 +311,7 @@ func planTables(st *rowState, name string, prev *VersionInfo, opts TablesRunOpti
 		}
 	}
 	if len(missing) > 0 && !opts.DropMissing {
-		return nil, nil, fmt.Errorf("%w: %s (allow dropping tables, or write them)", ErrTableMissing, strings.Join(missing, ", "))
+		return nil, nil, fmt.Errorf("%w: %s", ErrTableMissing, strings.Join(missing, ", "))
 	}
 	return nums, missing, nil
 }

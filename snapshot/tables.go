@@ -160,7 +160,20 @@ func tableView(vi *VersionInfo, t TableInfo) *VersionInfo {
 // tableRequired is the error of an unqualified read of a dataset of
 // named tables.
 func tableRequired(dataset string, vi *VersionInfo) error {
-	return fmt.Errorf("%w: dataset %s holds the tables %s", ErrTableRequired, dataset, strings.Join(vi.TableNames(), ", "))
+	return fmt.Errorf("%w: dataset %s holds the tables %s", ErrTableRequired, dataset, someTables(vi.TableNames()))
+}
+
+// namedInErrors is how many tables an error names before it counts the
+// rest: a dataset of 200 tables lists its tables at /tables, not in a
+// line of a log or a problem's detail.
+const namedInErrors = 20
+
+// someTables joins the first namedInErrors of names and counts the rest.
+func someTables(names []string) string {
+	if len(names) <= namedInErrors {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:namedInErrors], ", "), len(names)-namedInErrors)
 }
 
 // tableNames names the tables of the current version of ds, whose row
@@ -188,7 +201,7 @@ func tableNotFound(dataset, table string, vi *VersionInfo) error {
 	if len(vi.Tables) == 0 {
 		return fmt.Errorf("%w: %q: dataset %s holds one unnamed table (read it without a table name)", ErrTableNotFound, table, dataset)
 	}
-	return fmt.Errorf("%w: %q: version %d of %s holds the tables %s", ErrTableNotFound, table, vi.Version, dataset, strings.Join(vi.TableNames(), ", "))
+	return fmt.Errorf("%w: %q: version %d of %s holds the tables %s", ErrTableNotFound, table, vi.Version, dataset, someTables(vi.TableNames()))
 }
 
 // validTableName checks a table's name: 1 to 200 bytes of UTF-8 without

@@ -612,3 +612,19 @@ func TestTablesSourceDigests(t *testing.T) {
 		t.Fatalf("the digest of an unknown table: %v", err)
 	}
 }
+
+// TestSomeTables checks that an error names at most namedInErrors tables
+// and counts the rest.
+func TestSomeTables(t *testing.T) {
+	var names []string
+	for i := range 200 {
+		names = append(names, fmt.Sprintf("t%03d", i))
+	}
+	if got := someTables(names[:3]); got != "t000, t001, t002" {
+		t.Fatalf("3 tables: %q", got)
+	}
+	got := someTables(names)
+	if !strings.HasPrefix(got, "t000, t001") || !strings.HasSuffix(got, "t019 and 180 more") || strings.Contains(got, "t020") {
+		t.Fatalf("200 tables: %q", got)
+	}
+}
