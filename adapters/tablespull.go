@@ -275,7 +275,9 @@ func (tp *tablesPull) read(ctx context.Context) error {
 
 // readTable reads table t at the point into its TableWriter, as a run of
 // one table reads it (pull.go): chunk mode when its digest allows, its
-// new digest sealed at the end.
+// new digest sealed at the end, then the writer finished
+// (snapshot.TableWriter.Finish), so that the run holds a writer only for
+// each table being read.
 func (tp *tablesPull) readTable(ctx context.Context, t *tableRead) error {
 	src, err := tp.pt.OpenTable(ctx, TableRequest{Resource: t.resource, Dataset: tp.spec.Dataset})
 	if err != nil {
@@ -295,6 +297,11 @@ func (tp *tablesPull) readTable(ctx context.Context, t *tableRead) error {
 		return fmt.Errorf("table %s: %w", t.name, err)
 	}
 	if err := p.seal(ctx); err != nil {
+		return fmt.Errorf("table %s: %w", t.name, err)
+	}
+	// The table's writes end here, not at the commit: its writer's
+	// buffers go before the next table's read opens another.
+	if err := w.Finish(ctx); err != nil {
 		return fmt.Errorf("table %s: %w", t.name, err)
 	}
 	tp.progress(p.n % progressEvery)
