@@ -90,7 +90,7 @@ func (r *Run) Commit(ctx context.Context) (vi VersionInfo, err error) {
 // finishWrites makes the run's last writes (lastWrites), then checks the
 // guards (D7).
 func (r *Run) finishWrites(ctx context.Context) error {
-	if err := r.lastWrites(ctx); err != nil {
+	if err := r.lastWrites(ctx, false); err != nil {
 		return err
 	}
 	return r.checkGuards()
@@ -99,14 +99,17 @@ func (r *Run) finishWrites(ctx context.Context) error {
 // lastWrites makes the run's last writes (D3): its phase-B keys flushed,
 // delete markers for the rows not seen (D5), every batch applied and
 // every load flushed; then ends its writer, so that no write can follow
-// the commit point (W3).
-func (r *Run) lastWrites(ctx context.Context) error {
+// the commit point (W3). With seal the loads are sealed instead of
+// flushed (r.sealed), for the commit to flush them with other tables'
+// (TablesRun.flushLoads): a partition still loading is in phase A of a
+// first run, whose deletions read nothing (markDeleted).
+func (r *Run) lastWrites(ctx context.Context, seal bool) error {
 	for _, p := range r.parts {
 		if err := r.flushSeen(ctx, p); err != nil {
 			return err
 		}
 	}
-	if err := r.syncWrites(ctx, r.parts, false); err != nil {
+	if err := r.syncWrites(ctx, r.parts, false, seal); err != nil {
 		return err
 	}
 	r.hook("commit:flushed", r.stats.Rows)
@@ -116,7 +119,7 @@ func (r *Run) lastWrites(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := r.syncWrites(ctx, r.parts, true); err != nil {
+	if err := r.syncWrites(ctx, r.parts, true, seal); err != nil {
 		return err
 	}
 	r.closeIters()

@@ -495,8 +495,9 @@ func (w *TableWriter) writable(ctx context.Context) error {
 
 // Finish makes the table's last writes, as Commit does for each table
 // (D3: delete markers for the rows of its previous version not Put,
-// every batch written, a first run's load flushed), then releases its
-// Run's buffers, iterators and writer; Commit checks its guards. A table
+// every batch written, a first run's load sealed: Commit flushes every
+// table's at once), then releases its Run's buffers, iterators and
+// writer; Commit checks its guards. A table
 // is finished when its rows are all written, so that the memory of a run
 // follows the tables being written rather than the tables of the run. No
 // Put or Carry may follow; a second Finish does nothing. On an error the
@@ -516,7 +517,7 @@ func (w *TableWriter) finish(ctx context.Context) error {
 		return err
 	}
 	r := w.r
-	if err := r.lastWrites(ctx); err != nil {
+	if err := r.lastWrites(ctx, true); err != nil {
 		return err
 	}
 	r.publishStats()
@@ -564,6 +565,9 @@ func (tr *TablesRun) Commit(ctx context.Context) (vi VersionInfo, err error) {
 		return tr.verifyInstead(ctx)
 	}
 	db, ds := tr.db, tr.ds
+	if err := tr.flushLoads(ctx); err != nil {
+		return VersionInfo{}, err
+	}
 	if err := db.st.Sync(ctx); err != nil {
 		return VersionInfo{}, fmt.Errorf("snapshot: syncing %s txn %d: %w", ds.name, tr.id, err)
 	}
@@ -669,6 +673,33 @@ func (tr *TablesRun) finishTables(ctx context.Context) error {
 	return nil
 }
 
+// flushLoads flushes the loads the tables sealed (Run.lastWrites) in one
+// FlushLoads, whose fixed cost (an ingest: Pebble's manifest written and
+// synced) the run then pays once rather than per table; within the
+// slot's deadline, as every write of the run (W3).
+func (tr *TablesRun) flushLoads(ctx context.Context) error {
+	var loads []store.Load
+	for _, w := range tr.writers {
+		loads = append(loads, w.r.sealed...)
+	}
+	if len(loads) == 0 {
+		return nil
+	}
+	db, ds := tr.db, tr.ds
+	lctx, cancel, err := db.slotContext(ctx, ds, tr.epoch)
+	if err == nil {
+		err = db.st.(store.Loader).FlushLoads(lctx, loads)
+	}
+	cancel()
+	if err != nil {
+		return fmt.Errorf("snapshot: writing %s txn %d: %w", ds.name, tr.id, err)
+	}
+	for _, w := range tr.writers {
+		w.r.dropSealed()
+	}
+	return nil
+}
+
 // commitTxn is the commit point of tr (D3, D9), as Run's commitTxn; the
 // write also marks the version's tables as held by a committed version
 // (tableConfig.Committed).
@@ -720,6 +751,9 @@ func (tr *TablesRun) unchanged() bool {
 // frees the slot.
 func (tr *TablesRun) verifyInstead(ctx context.Context) (VersionInfo, error) {
 	db, ds := tr.db, tr.ds
+	for _, w := range tr.writers {
+		w.r.dropSealed() // a table's empty first load: nothing to keep
+	}
 	dctx, cancel, err := db.slotContext(ctx, ds, tr.epoch)
 	defer cancel()
 	if err != nil {
@@ -775,6 +809,7 @@ func (tr *TablesRun) Abort(ctx context.Context, reason string) error {
 		// Writes in flight end before the transaction is invalid, so
 		// that GC, which may run once it is, finds every cell of it.
 		w.r.endWrites()
+		w.r.dropSealed()
 	}
 	db, ds := tr.db, tr.ds
 	err := tr.endTxn(ctx, reason)
