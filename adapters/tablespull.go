@@ -192,29 +192,43 @@ func (tp *tablesPull) openPoint(ctx context.Context, tables int) error {
 }
 
 // describe opens each selected table at the point for its schema, and
-// closes it again: the run's tables are known before it begins.
+// closes it again: the run's tables are known before it begins. The
+// tables are described over the point's connections at once, as they
+// are read (a few catalog queries each, which add up over many tables).
 func (tp *tablesPull) describe(ctx context.Context, sel []source.Resource) error {
 	q := quoteOf(tp.l.typ)
-	var est int64
-	for _, r := range sel {
-		t := tableRead{name: r.Name, resource: quoteIdent(r.Name, q)}
-		if r.Schema != "" {
-			t.name = r.Schema + "." + r.Name
-			t.resource = quoteIdent(r.Schema, q) + "." + t.resource
-		}
-		src, err := tp.pt.OpenTable(ctx, TableRequest{Resource: t.resource, Dataset: tp.spec.Dataset})
-		if err != nil {
-			return fmt.Errorf("table %s: %w", t.name, tp.l.scrub(readError(ctx, tp.spec.Connection, err)))
-		}
-		t.schema = src.Schema()
-		t.jsonCols = embedJSON(&t.schema, tp.spec.EmbedJSON)
-		t.est = max(src.Table().EstimatedRows, 0)
-		est += t.est
-		if err := src.Close(); err != nil {
-			return fmt.Errorf("table %s: %w", t.name, tp.l.scrub(err))
-		}
-		tp.tables = append(tp.tables, t)
+	tables := make([]tableRead, len(sel))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(tp.info.Connections, 1))
+	for i, r := range sel {
+		g.Go(func() error {
+			t := tableRead{name: r.Name, resource: quoteIdent(r.Name, q)}
+			if r.Schema != "" {
+				t.name = r.Schema + "." + r.Name
+				t.resource = quoteIdent(r.Schema, q) + "." + t.resource
+			}
+			src, err := tp.pt.OpenTable(gctx, TableRequest{Resource: t.resource, Dataset: tp.spec.Dataset})
+			if err != nil {
+				return fmt.Errorf("table %s: %w", t.name, tp.l.scrub(readError(gctx, tp.spec.Connection, err)))
+			}
+			t.schema = src.Schema()
+			t.jsonCols = embedJSON(&t.schema, tp.spec.EmbedJSON)
+			t.est = max(src.Table().EstimatedRows, 0)
+			if err := src.Close(); err != nil {
+				return fmt.Errorf("table %s: %w", t.name, tp.l.scrub(err))
+			}
+			tables[i] = t
+			return nil
+		})
 	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	var est int64
+	for _, t := range tables {
+		est += t.est
+	}
+	tp.tables = tables
 	tp.ar.mu.Lock()
 	tp.ar.rec.RowsEstimated = est
 	tp.ar.mu.Unlock()
