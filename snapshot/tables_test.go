@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -713,4 +715,56 @@ func TestTablesRunOpensTablesAsWritten(t *testing.T) {
 	if v2.Stats.Deleted != 10*tables || v2.Stats.Updated != 20*tables {
 		t.Fatalf("version 2: %+v", v2.Stats)
 	}
+}
+
+// TestTablesRunSealedLoadsDropped: a first run's tables finished before a
+// commit that fails (a guard of an empty table) leave nothing: no
+// version, no cell visible, no SSTable of their loads; the next run,
+// whose tables are finished too, commits them all in one flush.
+func TestTablesRunSealedLoadsDropped(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db := openTestDB(t, openTestStore(t, dir), Options{})
+	run := func(tables []shopTable) (VersionInfo, error) {
+		t.Helper()
+		var opts TablesRunOptions
+		for _, tb := range tables {
+			opts.Tables = append(opts.Tables, tb.spec)
+		}
+		tr, err := db.BeginTablesRun(ctx, tablesConfig, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tb := range tables {
+			w := tr.Table(tb.spec.Name)
+			for _, row := range tb.rows {
+				if err := w.Put(ctx, row); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.Finish(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return tr.Commit(ctx)
+	}
+	bad := shop(1)
+	bad[2].rows = nil // customers empty: the guard refuses
+	if _, err := run(bad); !errors.Is(err, ErrGuardRefused) || !strings.Contains(err.Error(), "customers") {
+		t.Fatalf("a run with an empty table: %v", err)
+	}
+	if info, err := db.Dataset(ctx, "shop"); err != nil || info.Current != 0 {
+		t.Fatalf("after the refused run: %+v %v", info, err)
+	}
+	if os.Getenv(envBackend) != "hbase" {
+		loads, err := filepath.Glob(filepath.Join(dir, "*load-*"))
+		if err != nil || len(loads) != 0 {
+			t.Fatalf("files of the refused run's loads left: %v %v", loads, err)
+		}
+	}
+	v, err := run(shop(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkShop(t, db, v.Version, shop(2))
 }
