@@ -204,29 +204,43 @@ func (tp *tablesPull) openPoint(ctx context.Context, tables int) error {
 }
 
 // describe opens each selected table at the point for its schema, and
-// closes it again: the run's tables are known before it begins.
+// closes it again: the run's tables are known before it begins. The
+// tables are described over the point's connections at once, as they
+// are read (a few catalog queries each, which add up over many tables).
 func (tp *tablesPull) describe(ctx context.Context, sel []source.Resource) error {
 	q := quoteOf(tp.l.typ)
-	var est int64
-	for _, r := range sel {
-		t := tableRead{name: r.Name, resource: quoteIdent(r.Name, q)}
-		if r.Schema != "" {
-			t.name = r.Schema + "." + r.Name
-			t.resource = quoteIdent(r.Schema, q) + "." + t.resource
-		}
-		src, err := tp.pt.OpenTable(ctx, TableRequest{Resource: t.resource, Dataset: tp.spec.Dataset})
-		if err != nil {
-			return fmt.Errorf("table %s: %w", t.name, tp.l.scrub(readError(ctx, tp.spec.Connection, err)))
-		}
-		t.schema = src.Schema()
-		t.jsonCols = embedJSON(&t.schema, tp.spec.EmbedJSON)
-		t.est = max(src.Table().EstimatedRows, 0)
-		est += t.est
-		if err := src.Close(); err != nil {
-			return fmt.Errorf("table %s: %w", t.name, tp.l.scrub(err))
-		}
-		tp.tables = append(tp.tables, t)
+	tables := make([]tableRead, len(sel))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(tp.info.Connections, 1))
+	for i, r := range sel {
+		g.Go(func() error {
+			t := tableRead{name: r.Name, resource: quoteIdent(r.Name, q)}
+			if r.Schema != "" {
+				t.name = r.Schema + "." + r.Name
+				t.resource = quoteIdent(r.Schema, q) + "." + t.resource
+			}
+			src, err := tp.pt.OpenTable(gctx, TableRequest{Resource: t.resource, Dataset: tp.spec.Dataset})
+			if err != nil {
+				return fmt.Errorf("table %s: %w", t.name, tp.l.scrub(readError(gctx, tp.spec.Connection, err)))
+			}
+			t.schema = src.Schema()
+			t.jsonCols = embedJSON(&t.schema, tp.spec.EmbedJSON)
+			t.est = max(src.Table().EstimatedRows, 0)
+			if err := src.Close(); err != nil {
+				return fmt.Errorf("table %s: %w", t.name, tp.l.scrub(err))
+			}
+			tables[i] = t
+			return nil
+		})
 	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	var est int64
+	for _, t := range tables {
+		est += t.est
+	}
+	tp.tables = tables
 	tp.ar.mu.Lock()
 	tp.ar.rec.RowsEstimated = est
 	tp.ar.mu.Unlock()
@@ -287,7 +301,9 @@ func (tp *tablesPull) read(ctx context.Context) error {
 
 // readTable reads table t at the point into its TableWriter, as a run of
 // one table reads it (pull.go): chunk mode when its digest allows, its
-// new digest sealed at the end.
+// new digest sealed at the end, then the writer finished
+// (snapshot.TableWriter.Finish), so that the run holds a writer only for
+// each table being read.
 func (tp *tablesPull) readTable(ctx context.Context, t *tableRead) error {
 	src, err := tp.pt.OpenTable(ctx, TableRequest{Resource: t.resource, Dataset: tp.spec.Dataset})
 	if err != nil {
@@ -318,6 +334,11 @@ func (tp *tablesPull) readTable(ctx context.Context, t *tableRead) error {
 		return fmt.Errorf("table %s: %w", t.name, err)
 	}
 	if err := p.seal(ctx); err != nil {
+		return fmt.Errorf("table %s: %w", t.name, err)
+	}
+	// The table's writes end here, not at the commit: its writer's
+	// buffers go before the next table's read opens another.
+	if err := w.Finish(ctx); err != nil {
 		return fmt.Errorf("table %s: %w", t.name, err)
 	}
 	tp.progress(p.n % progressEvery)

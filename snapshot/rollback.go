@@ -127,6 +127,10 @@ func (db *DB) rollbackTables(ctx context.Context, ds *dataset, cfg DatasetConfig
 			tr.Abort(context.WithoutCancel(ctx), err.Error())
 			return fail(err)
 		}
+		if err := w.Finish(ctx); err != nil {
+			tr.Abort(context.WithoutCancel(ctx), err.Error())
+			return fail(err)
+		}
 	}
 	vi, err := tr.Commit(ctx)
 	if err != nil {

@@ -87,17 +87,29 @@ func (r *Run) Commit(ctx context.Context) (vi VersionInfo, err error) {
 	return vi, nil
 }
 
-// finishWrites makes the run's last writes (D3): its phase-B keys
-// flushed, delete markers for the rows not seen (D5), every batch
-// applied; then ends its writer, so that no write can follow the commit
-// point (W3), and checks the guards (D7).
+// finishWrites makes the run's last writes (lastWrites), then checks the
+// guards (D7).
 func (r *Run) finishWrites(ctx context.Context) error {
+	if err := r.lastWrites(ctx, false); err != nil {
+		return err
+	}
+	return r.checkGuards()
+}
+
+// lastWrites makes the run's last writes (D3): its phase-B keys flushed,
+// delete markers for the rows not seen (D5), every batch applied and
+// every load flushed; then ends its writer, so that no write can follow
+// the commit point (W3). With seal the loads are sealed instead of
+// flushed (r.sealed), for the commit to flush them with other tables'
+// (TablesRun.flushLoads): a partition still loading is in phase A of a
+// first run, whose deletions read nothing (markDeleted).
+func (r *Run) lastWrites(ctx context.Context, seal bool) error {
 	for _, p := range r.parts {
 		if err := r.flushSeen(ctx, p); err != nil {
 			return err
 		}
 	}
-	if err := r.syncWrites(ctx, r.parts, false); err != nil {
+	if err := r.syncWrites(ctx, r.parts, false, seal); err != nil {
 		return err
 	}
 	r.hook("commit:flushed", r.stats.Rows)
@@ -107,7 +119,7 @@ func (r *Run) finishWrites(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := r.syncWrites(ctx, r.parts, true); err != nil {
+	if err := r.syncWrites(ctx, r.parts, true, seal); err != nil {
 		return err
 	}
 	r.closeIters()
@@ -115,7 +127,7 @@ func (r *Run) finishWrites(ctx context.Context) error {
 	// that none can follow it (W3).
 	r.endWrites()
 	r.hook("commit:deleted", r.stats.Deleted)
-	return r.checkGuards()
+	return nil
 }
 
 // unchanged reports whether a finished run may be recorded as a

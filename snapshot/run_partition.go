@@ -365,13 +365,13 @@ func (w *PartitionWriter) Finish(ctx context.Context) (PartitionReport, error) {
 	if err := r.flushSeen(ctx, p); err != nil {
 		return PartitionReport{}, err
 	}
-	if err := r.syncWrites(ctx, r.parts[r.part:r.part+1], false); err != nil {
+	if err := r.syncWrites(ctx, r.parts[r.part:r.part+1], false, false); err != nil {
 		return PartitionReport{}, err
 	}
 	if err := r.markDeleted(ctx, p); err != nil {
 		return PartitionReport{}, err
 	}
-	if err := r.syncWrites(ctx, r.parts[r.part:r.part+1], true); err != nil {
+	if err := r.syncWrites(ctx, r.parts[r.part:r.part+1], true, false); err != nil {
 		return PartitionReport{}, err
 	}
 	r.closeIters()

@@ -19,7 +19,7 @@ import (
 // longer come in order), so that revisit can read them; the dataset's
 // scratch table is marked dirty before the first key is recorded there.
 func (r *Run) startPhaseB(ctx context.Context, p *runPart) error {
-	if err := r.syncWrites(ctx, []*runPart{p}, true); err != nil {
+	if err := r.syncWrites(ctx, []*runPart{p}, true, false); err != nil {
 		return err
 	}
 	p.switched = true

@@ -6,6 +6,14 @@ package snapshot
 // covering every table. A table's Run holds no slot and never ends the
 // transaction: the TablesRun does, as a PartitionedRun does for its
 // partitions (run_partition.go).
+//
+// A table's Run holds buffers, a writer goroutine, iterators over the
+// previous version and, in a first run, a load (an SSTable being written,
+// run_write.go) only while its rows are written: it is opened at its
+// first Put or Carry and released when the table is finished
+// (TableWriter.Finish, or Commit for a table not finished), so that a
+// run's memory follows the tables written at once, not the tables of the
+// dataset.
 
 import (
 	"cmp"
@@ -15,6 +23,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -59,16 +68,22 @@ type TablesRun struct {
 	mu       sync.Mutex // guards done
 	done     bool
 	verified bool
+
+	open atomic.Int64 // tables opened and not finished
 }
 
 // TableWriter compares and writes the rows of one table of a TablesRun
 // (D5, D6). Not safe for concurrent use, except Stats; writers of
 // different tables may be used at once.
 type TableWriter struct {
+	tr   *TablesRun
 	r    *Run
 	name string
 	num  int
 	tc   tableConfig
+
+	opened   bool // the Run's partitions and writer exist (open)
+	finished bool // its writes are made and its buffers released (Finish)
 }
 
 // BeginTablesRun starts a run of cfg.Name, a dataset of named tables
@@ -202,14 +217,6 @@ func (db *DB) beginTables(ctx context.Context, ds *dataset, cfg DatasetConfig, o
 	tr := &TablesRun{db: db, ds: ds, id: id, epoch: st.Slot.Epoch, opts: opts, guard: cfg.Guard, prev: prev,
 		restoredFrom: restoredFrom, dropped: dropped, started: db.opts.now()}
 	fail := func(err error) (*TablesRun, error) {
-		for _, w := range tr.writers {
-			w.r.closeIters()
-			for _, p := range w.r.parts {
-				if p.load != nil {
-					p.load.Close()
-				}
-			}
-		}
 		if aerr := tr.endTxn(context.WithoutCancel(ctx), "it could not begin"); aerr != nil {
 			err = errors.Join(err, aerr)
 		}
@@ -230,16 +237,11 @@ func (db *DB) beginTables(ctx context.Context, ds *dataset, cfg DatasetConfig, o
 		if tc == nil {
 			return fail(fmt.Errorf("%w: table %q has no configuration", ErrCorrupt, sp.Name))
 		}
-		w, err := tr.openTable(ctx, st, sp, *tc)
-		if w != nil {
-			tr.writers = append(tr.writers, w)
-		}
+		w, err := tr.newTable(st, sp, *tc)
 		if err != nil {
 			return fail(fmt.Errorf("table %q: %w", sp.Name, err))
 		}
-	}
-	for _, w := range tr.writers {
-		w.r.startWriter(ctx)
+		tr.writers = append(tr.writers, w)
 	}
 	ds.mu.Lock()
 	ds.run = tr
@@ -316,9 +318,10 @@ func planTables(st *rowState, name string, prev *VersionInfo, opts TablesRunOpti
 	return nums, missing, nil
 }
 
-// openTable opens the Run of one table of tr, configured by tc in the
-// row st the run's begin wrote. Its writer is started by the caller.
-func (tr *TablesRun) openTable(ctx context.Context, st rowState, sp TableSpec, tc tableConfig) (*TableWriter, error) {
+// newTable makes the writer of one table of tr, configured by tc in the
+// row st the run's begin wrote; its Run is opened at its first write
+// (TableWriter.open).
+func (tr *TablesRun) newTable(st rowState, sp TableSpec, tc tableConfig) (*TableWriter, error) {
 	db := tr.db
 	var tprev *VersionInfo
 	if tr.prev != nil {
@@ -329,7 +332,7 @@ func (tr *TablesRun) openTable(ctx context.Context, st rowState, sp TableSpec, t
 	r := &Run{db: db, ds: tr.ds, id: tr.id, epoch: tr.epoch, op: "run", guard: tr.guard, nparts: tc.Partitions, part: -1, prev: tprev,
 		restoredFrom: tr.restoredFrom, digest: xxhash.New(), started: db.opts.now(),
 		opts: RunOptions{Schema: sp.Schema, Source: tr.opts.Source, Force: tr.opts.Force, VerifyUnchanged: tr.opts.VerifyUnchanged}}
-	w := &TableWriter{r: r, name: sp.Name, num: tc.Num, tc: tc}
+	w := &TableWriter{tr: tr, r: r, name: sp.Name, num: tc.Num, tc: tc}
 	var err error
 	if r.place, err = newPlacer(sp.Schema, tc.PartitionKey, tc.Partitions); err != nil {
 		return nil, err
@@ -341,27 +344,48 @@ func (tr *TablesRun) openTable(ctx context.Context, st rowState, sp TableSpec, t
 		r.prevVis = st.Txns.Visibility(tprev.Version)
 		r.readOpts = readOpts(r.prevVis)
 	}
+	return w, nil
+}
+
+// open opens the table's Run, once: its partitions, each with a load (a
+// first run on a store that has a Loader) or an iterator over the
+// previous version, and its writer.
+func (w *TableWriter) open(ctx context.Context) error {
+	if w.opened {
+		return nil
+	}
+	tr, r := w.tr, w.r
+	db := tr.db
 	loader, _ := db.st.(store.Loader)
-	for p := 0; p < tc.Partitions; p++ {
-		rp := &runPart{table: tableDataTable(tr.ds.name, tc.Num, p), scratch: tableScratchTable(tr.ds.name, tc.Num, p)}
+	for p := 0; p < w.tc.Partitions; p++ {
+		rp := &runPart{table: tableDataTable(tr.ds.name, w.num, p), scratch: tableScratchTable(tr.ds.name, w.num, p)}
 		rp.data.Table, rp.seen.Table = rp.table, rp.scratch
 		r.parts = append(r.parts, rp)
-		if tprev == nil && loader != nil {
-			l, err := loader.Load(ctx, rp.table)
-			if err != nil {
-				return w, err
+		var err error
+		switch {
+		case r.prev == nil && loader != nil:
+			rp.load, err = loader.Load(ctx, rp.table)
+		case r.prev != nil:
+			var it store.Iterator
+			if it, err = db.st.Scan(ctx, rp.table, store.ScanOptions{ReadOptions: r.readOpts}); err == nil {
+				rp.cur = newRowCursor(it, r.prevVis, r.n)
 			}
-			rp.load = l
 		}
-		if tprev != nil {
-			it, err := db.st.Scan(ctx, rp.table, store.ScanOptions{ReadOptions: r.readOpts})
-			if err != nil {
-				return w, err
+		if err != nil {
+			r.closeIters()
+			for _, p := range r.parts {
+				if p.load != nil {
+					p.load.Close()
+				}
 			}
-			rp.cur = newRowCursor(it, r.prevVis, r.n)
+			r.parts = nil
+			return err
 		}
 	}
-	return w, nil
+	r.startWriter(ctx)
+	w.opened = true
+	db.hook("table:opened", tr.open.Add(1))
+	return nil
 }
 
 // TxnID returns the run's transaction id, the version it will commit.
@@ -435,7 +459,11 @@ func (w *TableWriter) Version() int64 { return w.r.prevVersion() }
 
 // Put adds one source row of the table, as Run.Put (D5).
 func (w *TableWriter) Put(ctx context.Context, vals []Value) error {
-	if err := w.r.Put(ctx, vals); err != nil {
+	err := w.writable(ctx)
+	if err == nil {
+		err = w.r.Put(ctx, vals)
+	}
+	if err != nil {
 		return fmt.Errorf("table %q: %w", w.name, err)
 	}
 	return nil
@@ -444,9 +472,58 @@ func (w *TableWriter) Put(ctx context.Context, vals []Value) error {
 // Carry takes rows of the table's previous version over unchanged, as
 // Run.Carry.
 func (w *TableWriter) Carry(ctx context.Context, after, through []Value, rows int64, sum uint64) error {
-	if err := w.r.Carry(ctx, after, through, rows, sum); err != nil {
+	err := w.writable(ctx)
+	if err == nil {
+		err = w.r.Carry(ctx, after, through, rows, sum)
+	}
+	if err != nil {
 		return fmt.Errorf("table %q: %w", w.name, err)
 	}
+	return nil
+}
+
+// writable opens the table's Run for a write, or says why it takes none.
+func (w *TableWriter) writable(ctx context.Context) error {
+	if w.finished {
+		return fmt.Errorf("%w: the table is finished", ErrRunClosed)
+	}
+	if err := w.r.usable(); err != nil {
+		return err
+	}
+	return w.open(ctx)
+}
+
+// Finish makes the table's last writes, as Commit does for each table
+// (D3: delete markers for the rows of its previous version not Put,
+// every batch written, a first run's load sealed: Commit flushes every
+// table's at once), then releases its Run's buffers, iterators and
+// writer; Commit checks its guards. A table
+// is finished when its rows are all written, so that the memory of a run
+// follows the tables being written rather than the tables of the run. No
+// Put or Carry may follow; a second Finish does nothing. On an error the
+// run can only be aborted.
+func (w *TableWriter) Finish(ctx context.Context) error {
+	if err := w.finish(ctx); err != nil {
+		return fmt.Errorf("table %q: %w", w.name, err)
+	}
+	return nil
+}
+
+func (w *TableWriter) finish(ctx context.Context) error {
+	if w.finished {
+		return nil
+	}
+	if err := w.writable(ctx); err != nil {
+		return err
+	}
+	r := w.r
+	if err := r.lastWrites(ctx, true); err != nil {
+		return err
+	}
+	r.publishStats()
+	r.parts = nil // its batches and their buffers
+	w.finished = true
+	w.tr.db.hook("table:finished", w.tr.open.Add(-1))
 	return nil
 }
 
@@ -488,6 +565,9 @@ func (tr *TablesRun) Commit(ctx context.Context) (vi VersionInfo, err error) {
 		return tr.verifyInstead(ctx)
 	}
 	db, ds := tr.db, tr.ds
+	if err := tr.flushLoads(ctx); err != nil {
+		return VersionInfo{}, err
+	}
 	if err := db.st.Sync(ctx); err != nil {
 		return VersionInfo{}, fmt.Errorf("snapshot: syncing %s txn %d: %w", ds.name, tr.id, err)
 	}
@@ -555,14 +635,18 @@ func (tr *TablesRun) Commit(ctx context.Context) (vi VersionInfo, err error) {
 // finishParallel bounds the tables a Commit finishes at once.
 const finishParallel = 4
 
-// finishTables finishes every table's Run (Run.finishWrites: delete
-// markers, guards), up to finishParallel at once; the first error, naming
-// its table, is returned once every table stopped.
+// finishTables finishes every table not finished yet (TableWriter.Finish:
+// delete markers, loads flushed), up to finishParallel at once, then
+// checks every table's guards; the first error, naming its table, is
+// returned once every table stopped.
 func (tr *TablesRun) finishTables(ctx context.Context) error {
 	errs := make([]error, len(tr.writers))
 	sem := make(chan struct{}, finishParallel)
 	var wg sync.WaitGroup
 	for i, w := range tr.writers {
+		if w.finished {
+			continue
+		}
 		if err := w.r.usable(); err != nil {
 			errs[i] = err
 			break
@@ -572,7 +656,7 @@ func (tr *TablesRun) finishTables(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			errs[i] = w.r.finishWrites(ctx)
+			errs[i] = w.finish(ctx)
 		}()
 	}
 	wg.Wait()
@@ -580,6 +664,38 @@ func (tr *TablesRun) finishTables(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("table %q: %w", tr.writers[i].name, err)
 		}
+	}
+	for _, w := range tr.writers {
+		if err := w.r.checkGuards(); err != nil {
+			return fmt.Errorf("table %q: %w", w.name, err)
+		}
+	}
+	return nil
+}
+
+// flushLoads flushes the loads the tables sealed (Run.lastWrites) in one
+// FlushLoads, whose fixed cost (an ingest: Pebble's manifest written and
+// synced) the run then pays once rather than per table; within the
+// slot's deadline, as every write of the run (W3).
+func (tr *TablesRun) flushLoads(ctx context.Context) error {
+	var loads []store.Load
+	for _, w := range tr.writers {
+		loads = append(loads, w.r.sealed...)
+	}
+	if len(loads) == 0 {
+		return nil
+	}
+	db, ds := tr.db, tr.ds
+	lctx, cancel, err := db.slotContext(ctx, ds, tr.epoch)
+	if err == nil {
+		err = db.st.(store.Loader).FlushLoads(lctx, loads)
+	}
+	cancel()
+	if err != nil {
+		return fmt.Errorf("snapshot: writing %s txn %d: %w", ds.name, tr.id, err)
+	}
+	for _, w := range tr.writers {
+		w.r.dropSealed()
 	}
 	return nil
 }
@@ -635,6 +751,9 @@ func (tr *TablesRun) unchanged() bool {
 // frees the slot.
 func (tr *TablesRun) verifyInstead(ctx context.Context) (VersionInfo, error) {
 	db, ds := tr.db, tr.ds
+	for _, w := range tr.writers {
+		w.r.dropSealed() // a table's empty first load: nothing to keep
+	}
 	dctx, cancel, err := db.slotContext(ctx, ds, tr.epoch)
 	defer cancel()
 	if err != nil {
@@ -690,6 +809,7 @@ func (tr *TablesRun) Abort(ctx context.Context, reason string) error {
 		// Writes in flight end before the transaction is invalid, so
 		// that GC, which may run once it is, finds every cell of it.
 		w.r.endWrites()
+		w.r.dropSealed()
 	}
 	db, ds := tr.db, tr.ds
 	err := tr.endTxn(ctx, reason)

@@ -218,8 +218,10 @@ func (r *Run) flushData(ctx context.Context, p *runPart) error {
 
 // syncWrites hands over every partition's batch and waits until all are
 // written, then flushes the loads (their cells become visible); with
-// endLoads the loads end too, and later writes are applied.
-func (r *Run) syncWrites(ctx context.Context, parts []*runPart, endLoads bool) error {
+// endLoads the loads end too, and later writes are applied. With seal
+// the loads are not flushed; with endLoads too they are sealed and move
+// to r.sealed.
+func (r *Run) syncWrites(ctx context.Context, parts []*runPart, endLoads, seal bool) error {
 	for _, p := range parts {
 		if err := r.flushData(ctx, p); err != nil {
 			return err
@@ -231,6 +233,18 @@ func (r *Run) syncWrites(ctx context.Context, parts []*runPart, endLoads bool) e
 	}
 	for _, p := range parts {
 		if p.load == nil {
+			continue
+		}
+		if seal {
+			if !endLoads {
+				continue
+			}
+			if err := p.load.Seal(); err != nil {
+				r.err = fmt.Errorf("snapshot: writing %s txn %d: %w", r.ds.name, r.id, err)
+				return r.err
+			}
+			r.sealed = append(r.sealed, p.load)
+			p.load = nil
 			continue
 		}
 		// W3: the load's cells reach the store here (an ingest), within
@@ -254,7 +268,8 @@ func (r *Run) syncWrites(ctx context.Context, parts []*runPart, endLoads bool) e
 }
 
 // endWrites stops the writer after the batches handed over and drops what
-// loads did not flush (an aborted run's cells, invisible anyway).
+// loads did not flush (an aborted run's cells, invisible anyway); the
+// sealed loads stay (dropSealed).
 func (r *Run) endWrites() {
 	if r.w == nil {
 		return
@@ -267,4 +282,13 @@ func (r *Run) endWrites() {
 			p.load = nil
 		}
 	}
+}
+
+// dropSealed drops the loads lastWrites sealed and the commit did not
+// flush (an aborted or verified run's cells, invisible anyway).
+func (r *Run) dropSealed() {
+	for _, l := range r.sealed {
+		l.Close()
+	}
+	r.sealed = nil
 }

@@ -259,6 +259,13 @@ type Loader interface {
 	// Load starts loading cells into table. Errors: ErrInvalidArgument
 	// for an empty table, ErrClosed.
 	Load(ctx context.Context, table string) (Load, error)
+	// FlushLoads flushes several loads of this Loader at once, as Flush
+	// on each would, in one step: store/pebble ingests all their SSTables
+	// together (one manifest update instead of one per load), so a run
+	// of many small tables pays that fixed cost once. The loads' cells
+	// must not overlap (loads of different tables). ErrInvalidArgument
+	// for a load of another Loader.
+	FlushLoads(ctx context.Context, loads []Load) error
 }
 
 // Load is one load of a Loader. Cells are added in S5 order, each
@@ -273,6 +280,10 @@ type Load interface {
 	Add(c Cell) error
 	// Flush makes every cell added so far visible and durable.
 	Flush(ctx context.Context) error
+	// Seal ends the load's adds and frees what it buffers (store/pebble
+	// finishes its SSTable): its cells stay invisible until a Flush or a
+	// FlushLoads; an Add after it fails (ErrClosed).
+	Seal() error
 	// Close ends the load; cells added since the last Flush are dropped.
 	// Close is safe to call twice.
 	Close() error

@@ -55,21 +55,22 @@ func (s *Store) Load(ctx context.Context, table string) (store.Load, error) {
 
 // load is a store.Load of the Pebble store. Not safe for concurrent use.
 type load struct {
-	s     *Store
-	table string
-	tp    []byte // the encoded table prefix
-	name  string // prefix of its files' names
-	wo    sstable.WriterOptions
-	w     *sstable.Writer
-	path  string   // the file w writes
-	paths []string // finished files not yet ingested
-	seq   int
-	size  int64
-	last  []byte // the last key added to w
-	key   []byte
-	val   []byte
-	err   error // sticky
-	done  bool
+	s      *Store
+	table  string
+	tp     []byte // the encoded table prefix
+	name   string // prefix of its files' names
+	wo     sstable.WriterOptions
+	w      *sstable.Writer
+	path   string   // the file w writes
+	paths  []string // finished files not yet ingested
+	seq    int
+	size   int64
+	last   []byte // the last key added to w
+	key    []byte
+	val    []byte
+	err    error // sticky
+	done   bool
+	sealed bool // Seal: no more Adds
 }
 
 // Add implements store.Load.
@@ -77,7 +78,7 @@ func (l *load) Add(c store.Cell) error {
 	if l.err != nil {
 		return l.err
 	}
-	if l.done {
+	if l.done || l.sealed {
 		return fmt.Errorf("pebble: loading %q: %w", l.table, store.ErrClosed)
 	}
 	m := store.Mutation{Op: store.OpPut, Cell: c}
@@ -140,37 +141,79 @@ func (l *load) finish() error {
 	return err
 }
 
-// Flush implements store.Load: the SSTables written so far are ingested
-// (atomically, and durably: Pebble syncs them and its manifest).
-func (l *load) Flush(ctx context.Context) error {
+// Seal implements store.Load: the SSTable being written is finished,
+// its buffers freed; its cells wait for a Flush or a FlushLoads.
+func (l *load) Seal() error {
 	if l.err != nil {
 		return l.err
 	}
 	if l.done {
 		return fmt.Errorf("pebble: loading %q: %w", l.table, store.ErrClosed)
 	}
+	l.sealed = true
 	if err := l.finish(); err != nil {
 		return l.fail(err)
 	}
-	if len(l.paths) == 0 {
+	l.last, l.key, l.val = nil, nil, nil
+	return nil
+}
+
+// Flush implements store.Load: the SSTables written so far are ingested
+// (atomically, and durably: Pebble syncs them and its manifest).
+func (l *load) Flush(ctx context.Context) error {
+	return l.s.FlushLoads(ctx, []store.Load{l})
+}
+
+// FlushLoads implements store.Loader: the SSTables of every load are
+// ingested in one Ingest (atomically, and durably: Pebble syncs them and
+// its manifest once).
+func (s *Store) FlushLoads(ctx context.Context, loads []store.Load) error {
+	var ls []*load
+	var paths []string
+	for _, sl := range loads {
+		l, ok := sl.(*load)
+		if !ok || l.s != s {
+			return fmt.Errorf("pebble: flushing loads: %w: a load of another store", store.ErrInvalidArgument)
+		}
+		if l.err != nil {
+			return l.err
+		}
+		if l.done {
+			return fmt.Errorf("pebble: loading %q: %w", l.table, store.ErrClosed)
+		}
+		if err := l.finish(); err != nil {
+			return l.fail(err)
+		}
+		ls = append(ls, l)
+		paths = append(paths, l.paths...)
+	}
+	if len(paths) == 0 {
 		return nil
 	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("pebble: loading %q: %w", l.table, err)
+	what := fmt.Sprintf("%q", ls[0].table)
+	if len(ls) > 1 {
+		what = fmt.Sprintf("%d tables", len(ls))
 	}
-	s := l.s
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("pebble: loading %s: %w", what, err)
+	}
 	s.cond.RLock() // a write: see Store.cond
 	defer s.cond.RUnlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
-		return fmt.Errorf("pebble: loading %q: %w", l.table, store.ErrClosed)
+		return fmt.Errorf("pebble: loading %s: %w", what, store.ErrClosed)
 	}
-	err := s.db.Ingest(ctx, l.paths)
+	err := s.db.Ingest(ctx, paths)
 	s.pool.invalidate()
-	l.removeFiles()
+	for _, l := range ls {
+		l.removeFiles()
+	}
 	if err != nil {
-		return l.fail(err)
+		for _, l := range ls {
+			l.fail(err)
+		}
+		return fmt.Errorf("pebble: loading %s: %w", what, err)
 	}
 	return nil
 }

@@ -160,7 +160,8 @@ func mustGet(t *testing.T, s store.Store, table, row string, opts store.ReadOpti
 // testLoad checks a store.Loader, for backends that have one: loaded
 // cells are invisible until Flush, then read as applied ones (markers
 // raw, S4 replacing what was there); cells out of order fail the load;
-// Close drops what was not flushed.
+// Close drops what was not flushed; sealed loads of several tables are
+// flushed together by FlushLoads.
 func testLoad(t *testing.T, s store.Store) {
 	ld, ok := s.(store.Loader)
 	if !ok {
@@ -217,6 +218,33 @@ func testLoad(t *testing.T, s store.Store) {
 	}
 	if got := mustGet(t, s, "t", "n", store.ReadOptions{}); len(got) != 0 {
 		t.Fatalf("cells of an unflushed load visible: %v", got)
+	}
+	// Sealed loads of two tables, invisible until FlushLoads makes both
+	// visible at once; no Add follows a Seal.
+	var loads []store.Load
+	for _, table := range []string{"u1", "u2"} {
+		l, err := ld.Load(ctx, table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		if err := l.Add(cellOf(put("r", "c", 1, table))); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Seal(); err != nil {
+			t.Fatal(err)
+		}
+		expectErr(t, "add after a seal", l.Add(cellOf(put("s", "c", 1, "x"))), store.ErrClosed)
+		loads = append(loads, l)
+	}
+	if got := mustGet(t, s, "u1", "r", store.ReadOptions{}); len(got) != 0 {
+		t.Fatalf("cells of a sealed load visible: %v", got)
+	}
+	if err := ld.FlushLoads(ctx, loads); err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []string{"u1", "u2"} {
+		expectCells(t, "a sealed load flushed", mustGet(t, s, table, "r", store.ReadOptions{}), cellsOf(put("r", "c", 1, table)))
 	}
 }
 
