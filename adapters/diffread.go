@@ -53,7 +53,12 @@ func (p *pull) readDiff(ctx context.Context) (done bool, err error) {
 		}
 		return p.checkDiff(ctx, dr)
 	}
-	rd, err := p.s.db.Reader(ctx, p.spec.Dataset, snapshot.At{Version: p.cur.Version})
+	var rd *snapshot.Reader
+	if p.tables != nil {
+		rd, err = p.s.db.TableReader(ctx, p.spec.Dataset, p.resource, snapshot.At{Version: p.cur.Version})
+	} else {
+		rd, err = p.s.db.Reader(ctx, p.spec.Dataset, snapshot.At{Version: p.cur.Version})
+	}
 	if err != nil {
 		return false, fmt.Errorf("reading the current version %d of dataset %q: %w", p.cur.Version, p.spec.Dataset, err)
 	}
@@ -102,13 +107,19 @@ func (p *pull) readDiff(ctx context.Context) (done bool, err error) {
 
 // checkDiff checks the checksum of the rows diff mode gave against the
 // source version's (none for a derivation); when they disagree it begins
-// the run again and returns false: the caller reads in full.
+// the run again and returns false: the caller reads in full. A table of
+// a run of several tables cannot be begun again alone: its disagreement
+// is an *errDiffMismatch, on which the whole run begins again
+// (tablesPull.readAgain).
 func (p *pull) checkDiff(ctx context.Context, dr source.DiffReader) (bool, error) {
 	if _, sum := p.local.Progress(); dr.Checksum() != "" && fmt.Sprintf("%016x", sum) != dr.Checksum() {
 		// The copy did not hold what the source version it names held
 		// (or a bug): begin again and read in full.
 		p.s.log.Warn("diff mode gave another checksum than the source version's; reading in full", "run", p.runID,
 			"resource", p.resource, "checksum", fmt.Sprintf("%016x", sum), "source_checksum", dr.Checksum())
+		if p.tables != nil {
+			return false, &errDiffMismatch{table: p.resource}
+		}
 		p.abort(ctx)
 		p.n = 0
 		if err := p.begin(ctx); err != nil {
@@ -117,6 +128,14 @@ func (p *pull) checkDiff(ctx context.Context, dr source.DiffReader) (bool, error
 		return false, nil
 	}
 	return true, nil
+}
+
+// errDiffMismatch: diff mode gave table another checksum than the
+// source version's, in a run of several tables.
+type errDiffMismatch struct{ table string }
+
+func (e *errDiffMismatch) Error() string {
+	return fmt.Sprintf("diff mode gave table %s another checksum than the source version's", e.table)
 }
 
 // readErrIf is readErr of a non-nil err.
