@@ -281,6 +281,18 @@ func TestCopyOfTables(t *testing.T) {
 		t.Errorf("copy of unchanged tables: %+v, current %d, want %d", c, central.current("shopcopy"), before)
 	}
 
+	// The version the copy names collected on the edge: every table is
+	// read in full.
+	edge.must(http.StatusOK, "PUT", "/v1/adapters/shop", map[string]any{"name": "shop", "connection": "plant", "include": []string{"*"},
+		"retention": map[string]any{"ttl": "1ms", "min_versions": 1}}, nil)
+	edgeRun(`UPDATE orders SET total = 8 WHERE id = 5`)
+	edge.must(http.StatusOK, "POST", "/v1/datasets/shop/gc", nil, nil)
+	if code, _ := edge.call("GET", "/v1/datasets/shop/versions/"+itoa(pinned), nil); code == http.StatusOK {
+		t.Fatalf("the edge still keeps version %d after its GC", pinned)
+	}
+	copyShop("a copy after the edge collected the version copied", edge.current("shop"), "full", "shop.order lines full, shop.orders full")
+	copyShop("the next copy after it", edge.current("shop"), "verify", "shop.order lines diff, shop.orders diff")
+
 	// Tables of two datasets in one adapter: refused when saved, naming
 	// the datasets.
 	code, body := central.call("POST", "/v1/adapters", map[string]any{"name": "mixed", "connection": "edge", "resources": []string{"shop.orders", "solo"}})
