@@ -19,11 +19,12 @@ import (
 // the result's checksum disagrees (the run is then begun again): the
 // caller reads in full.
 //
-// The changes are applied by a run of changes (snapshot.Run.ApplyChanges:
-// inserts and updates put, deletes deleted, the other rows kept without
-// being read). A run that records a digest of chunks, or that cannot be
-// one of changes (a dataset of several partitions), walks the current
-// version's rows instead and puts them with the changes, deletes left out.
+// The changes are applied by a run of changes (snapshot.Run.ApplyChanges,
+// or a TableWriter's for a table of a run of several: inserts and updates
+// put, deletes deleted, the other rows kept without being read). A run
+// that records a digest of chunks, or that cannot be one of changes (a
+// table of several partitions), walks the current version's rows (of the
+// table) instead and puts them with the changes, deletes left out.
 func (p *pull) readDiff(ctx context.Context) (done bool, err error) {
 	dr, ok := p.src.(source.DiffReader)
 	if !ok || p.cur == nil || p.local == nil || p.cur.Source.Resource == "" || p.cur.Source.Connection != p.spec.Connection ||
@@ -36,9 +37,9 @@ func (p *pull) readDiff(ctx context.Context) (done bool, err error) {
 	}
 	defer ch.Close()
 	p.res.mode = ModeDiff
-	// A run of one table (a copy is never of several) in a run of
-	// changes: only the changed rows are read and written.
-	if run, ok := p.local.(*snapshot.Run); ok && p.rec == nil && run.ApplyChanges() == nil {
+	// A run of changes (of the dataset's one table, or of one table of a
+	// run of several): only the changed rows are read and written.
+	if run, ok := p.local.(changesSink); ok && p.rec == nil && run.ApplyChanges() == nil {
 		for ch.Next(ctx) {
 			if ch.Deleted() {
 				if err := run.Delete(ctx, ch.Key()); err != nil {
@@ -128,6 +129,13 @@ func (p *pull) checkDiff(ctx context.Context, dr source.DiffReader) (bool, error
 		return false, nil
 	}
 	return true, nil
+}
+
+// changesSink is a tableSink that can be a run of changes: a
+// *snapshot.Run, or a *snapshot.TableWriter.
+type changesSink interface {
+	ApplyChanges() error
+	Delete(ctx context.Context, key []snapshot.Value) error
 }
 
 // errDiffMismatch: diff mode gave table another checksum than the

@@ -110,3 +110,22 @@ func (r *Run) takeOut(prev *resolvedRow) {
 // nullCell is the packed value of a NULL, for a column a previous row
 // holds no cell of.
 var nullCell = appendColumnValue(nil, Value{Kind: KindNull})
+
+// ApplyChanges makes the table's run a run of changes, as
+// Run.ApplyChanges: the table's previous version is the one the current
+// version holds.
+func (w *TableWriter) ApplyChanges() error {
+	if err := w.r.ApplyChanges(); err != nil {
+		return fmt.Errorf("table %q: %w", w.name, err)
+	}
+	return nil
+}
+
+// Delete removes the row of key from the table in a run of changes, as
+// Run.Delete.
+func (w *TableWriter) Delete(ctx context.Context, key []Value) error {
+	if err := w.r.Delete(ctx, key); err != nil {
+		return fmt.Errorf("table %q: %w", w.name, err)
+	}
+	return nil
+}

@@ -126,3 +126,68 @@ func TestApplyChangesRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTablesRunOfChanges checks a run of changes of one table of a run
+// of several: the version it commits equals a full run of the same rows
+// (rows, counts, checksum of each table), a table given no change keeps
+// its rows, and a table of several partitions cannot be one.
+func TestTablesRunOfChanges(t *testing.T) {
+	ctx := context.Background()
+	full := openTestDB(t, newTestStore(t), Options{})
+	changed := openTestDB(t, newTestStore(t), Options{})
+	mustRunTables(t, full, shop(1))
+	mustRunTables(t, changed, shop(1))
+
+	// orders: key 2 updated, key 3 deleted, key 60 inserted.
+	next := shop(1)
+	orders := slices.Clone(next[0].rows)
+	orders[1] = []Value{iv(2), sv("changed")}
+	orders = slices.Delete(orders, 2, 3)
+	orders = append(orders, []Value{iv(60), sv("new")})
+	next[0].rows = orders
+	want := mustRunTables(t, full, next)
+
+	opts := TablesRunOptions{}
+	for _, tb := range next {
+		opts.Tables = append(opts.Tables, tb.spec)
+	}
+	tr, err := changed.BeginTablesRun(ctx, tablesConfig, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := tr.Table("public.orders")
+	if err := o.ApplyChanges(); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []error{o.Put(ctx, []Value{iv(2), sv("changed")}), o.Delete(ctx, []Value{iv(3)}), o.Put(ctx, []Value{iv(60), sv("new")})} {
+		if step != nil {
+			t.Fatal(step)
+		}
+	}
+	if err := tr.Table("customers").ApplyChanges(); err != nil {
+		t.Fatal(err)
+	}
+	lines := tr.Table("public.order_lines")
+	if err := lines.ApplyChanges(); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("a run of changes of a table of 3 partitions: %v, want ErrInvalidArgument", err)
+	}
+	for _, row := range next[1].rows {
+		if err := lines.Put(ctx, row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := tr.Commit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tb := range next {
+		wt, _ := want.Table(tb.spec.Name)
+		gt, ok := got.Table(tb.spec.Name)
+		if !ok || gt.Stats.Rows != wt.Stats.Rows || gt.Stats.Checksum != wt.Stats.Checksum {
+			t.Errorf("table %s: %+v, want rows and checksum of %+v", tb.spec.Name, gt.Stats, wt.Stats)
+		}
+		if g, w := readTable(t, changed, tb.spec.Name, got.Version), readTable(t, full, tb.spec.Name, want.Version); !slices.Equal(g, w) {
+			t.Errorf("table %s: rows\n%v\nwant\n%v", tb.spec.Name, g, w)
+		}
+	}
+}

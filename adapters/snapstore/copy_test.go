@@ -127,8 +127,9 @@ type runRec struct {
 		Position string `json:"position"`
 	} `json:"point"`
 	Tables []struct {
-		Name string `json:"name"`
-		Mode string `json:"mode"`
+		Name     string `json:"name"`
+		Mode     string `json:"mode"`
+		RowsRead int64  `json:"rows_read"`
 	} `json:"tables"`
 }
 

@@ -208,7 +208,7 @@ func TestCopyOfTables(t *testing.T) {
 	// copyShop runs the copy and wants it to hold both tables of edge
 	// version ev, read in mode (and each table in the mode modes gives),
 	// and the version and the run record to name the edge version.
-	copyShop := func(step string, ev int64, mode, modes string) {
+	copyShop := func(step string, ev int64, mode, modes string) runRec {
 		t.Helper()
 		c := central.run("shopcopy")
 		if c.Status != "succeeded" || c.Mode != mode {
@@ -235,6 +235,7 @@ func TestCopyOfTables(t *testing.T) {
 		for _, tb := range []string{"order lines", "orders"} {
 			checkTable(step, "shopcopy", cv, "shop."+tb, tb, ev)
 		}
+		return c
 	}
 	edgeRun := func(stmts string) {
 		t.Helper()
@@ -251,7 +252,11 @@ func TestCopyOfTables(t *testing.T) {
 	edgeRun(`INSERT INTO "order lines" VALUES (3, 2, 'cup', 2); DELETE FROM "order lines" WHERE order_id = 2; UPDATE orders SET customer = 'bo' WHERE id = 2`)
 	copyShop("a copy by diff", edge.current("shop"), "diff", "shop.order lines diff, shop.orders diff")
 	edgeRun(`UPDATE orders SET total = 7 WHERE id = 4; INSERT INTO orders VALUES (5, 'ed', 0.5)`)
-	copyShop("a copy of one changed table by diff", edge.current("shop"), "diff", "shop.order lines diff, shop.orders diff")
+	c := copyShop("a copy of one changed table by diff", edge.current("shop"), "diff", "shop.order lines diff, shop.orders diff")
+	// Only the changes are read: two rows of one table, none of the other.
+	if len(c.Tables) != 2 || c.Tables[0].RowsRead != 0 || c.Tables[1].RowsRead != 2 {
+		t.Errorf("the rows read of a copy of two changed rows: %+v", c.Tables)
+	}
 	// A table whose schema changed is read in full, the other by diff.
 	edgeRun(`ALTER TABLE orders ADD COLUMN note TEXT; UPDATE orders SET note = 'x' WHERE id = 1; UPDATE "order lines" SET qty = 5 WHERE order_id = 1 AND line = 2`)
 	copyShop("a copy after a schema change", edge.current("shop"), "full", "shop.order lines diff, shop.orders full")
