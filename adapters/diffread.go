@@ -19,11 +19,12 @@ import (
 // the result's checksum disagrees (the run is then begun again): the
 // caller reads in full.
 //
-// The changes are applied by a run of changes (snapshot.Run.ApplyChanges:
-// inserts and updates put, deletes deleted, the other rows kept without
-// being read). A run that records a digest of chunks, or that cannot be
-// one of changes (a dataset of several partitions), walks the current
-// version's rows instead and puts them with the changes, deletes left out.
+// The changes are applied by a run of changes (snapshot.Run.ApplyChanges,
+// or a TableWriter's for a table of a run of several: inserts and updates
+// put, deletes deleted, the other rows kept without being read). A run
+// that records a digest of chunks, or that cannot be one of changes (a
+// table of several partitions), walks the current version's rows (of the
+// table) instead and puts them with the changes, deletes left out.
 func (p *pull) readDiff(ctx context.Context) (done bool, err error) {
 	dr, ok := p.src.(source.DiffReader)
 	if !ok || p.cur == nil || p.local == nil || p.cur.Source.Resource == "" || p.cur.Source.Connection != p.spec.Connection ||
@@ -36,9 +37,9 @@ func (p *pull) readDiff(ctx context.Context) (done bool, err error) {
 	}
 	defer ch.Close()
 	p.res.mode = ModeDiff
-	// A run of one table (a copy is never of several) in a run of
-	// changes: only the changed rows are read and written.
-	if run, ok := p.local.(*snapshot.Run); ok && p.rec == nil && run.ApplyChanges() == nil {
+	// A run of changes (of the dataset's one table, or of one table of a
+	// run of several): only the changed rows are read and written.
+	if run, ok := p.local.(changesSink); ok && p.rec == nil && run.ApplyChanges(ctx) == nil {
 		for ch.Next(ctx) {
 			if ch.Deleted() {
 				if err := run.Delete(ctx, ch.Key()); err != nil {
@@ -53,7 +54,12 @@ func (p *pull) readDiff(ctx context.Context) (done bool, err error) {
 		}
 		return p.checkDiff(ctx, dr)
 	}
-	rd, err := p.s.db.Reader(ctx, p.spec.Dataset, snapshot.At{Version: p.cur.Version})
+	var rd *snapshot.Reader
+	if p.tables != nil {
+		rd, err = p.s.db.TableReader(ctx, p.spec.Dataset, p.resource, snapshot.At{Version: p.cur.Version})
+	} else {
+		rd, err = p.s.db.Reader(ctx, p.spec.Dataset, snapshot.At{Version: p.cur.Version})
+	}
 	if err != nil {
 		return false, fmt.Errorf("reading the current version %d of dataset %q: %w", p.cur.Version, p.spec.Dataset, err)
 	}
@@ -102,13 +108,19 @@ func (p *pull) readDiff(ctx context.Context) (done bool, err error) {
 
 // checkDiff checks the checksum of the rows diff mode gave against the
 // source version's (none for a derivation); when they disagree it begins
-// the run again and returns false: the caller reads in full.
+// the run again and returns false: the caller reads in full. A table of
+// a run of several tables cannot be begun again alone: its disagreement
+// is an *errDiffMismatch, on which the whole run begins again
+// (tablesPull.readAgain).
 func (p *pull) checkDiff(ctx context.Context, dr source.DiffReader) (bool, error) {
 	if _, sum := p.local.Progress(); dr.Checksum() != "" && fmt.Sprintf("%016x", sum) != dr.Checksum() {
 		// The copy did not hold what the source version it names held
 		// (or a bug): begin again and read in full.
 		p.s.log.Warn("diff mode gave another checksum than the source version's; reading in full", "run", p.runID,
 			"resource", p.resource, "checksum", fmt.Sprintf("%016x", sum), "source_checksum", dr.Checksum())
+		if p.tables != nil {
+			return false, &errDiffMismatch{table: p.resource}
+		}
 		p.abort(ctx)
 		p.n = 0
 		if err := p.begin(ctx); err != nil {
@@ -117,6 +129,21 @@ func (p *pull) checkDiff(ctx context.Context, dr source.DiffReader) (bool, error
 		return false, nil
 	}
 	return true, nil
+}
+
+// changesSink is a tableSink that can be a run of changes: a
+// *snapshot.Run, or a *snapshot.TableWriter.
+type changesSink interface {
+	ApplyChanges(ctx context.Context) error
+	Delete(ctx context.Context, key []snapshot.Value) error
+}
+
+// errDiffMismatch: diff mode gave table another checksum than the
+// source version's, in a run of several tables.
+type errDiffMismatch struct{ table string }
+
+func (e *errDiffMismatch) Error() string {
+	return fmt.Sprintf("diff mode gave table %s another checksum than the source version's", e.table)
 }
 
 // readErrIf is readErr of a non-nil err.

@@ -40,6 +40,9 @@ type tablesPull struct {
 	run    *snapshot.TablesRun
 	cur    *snapshot.VersionInfo // the dataset's current version once the run began, if any
 
+	created time.Time // the dataset's creation time when it exists, for TableRequest.DatasetCreated
+	diff    bool      // the tables' readers can read a diff (source.DiffReader): the version records the point's position
+
 	mu   sync.Mutex // guards rows
 	rows int64      // rows read so far, every table
 }
@@ -54,6 +57,8 @@ type tableRead struct {
 	res      pullResult
 	rows     int64
 	done     bool
+	full     bool // its diff disagreed with the source's checksum: read in full
+	diff     bool // its reader can read a diff (source.DiffReader)
 }
 
 // RunTable is one table of a run of several tables, in its record.
@@ -108,6 +113,9 @@ func (s *Service) pullTables(ctx context.Context, ar *activeRun, spec api.Adapte
 	if err != nil {
 		return pullResult{}, err
 	}
+	if d, err := s.db.Dataset(ctx, spec.Dataset); err == nil {
+		tp.created = d.CreatedAt
+	}
 	if err := tp.openPoint(ctx, len(sel)); err != nil {
 		return pullResult{}, err
 	}
@@ -129,6 +137,15 @@ func (s *Service) pullTables(ctx context.Context, ar *activeRun, spec api.Adapte
 		}
 	}()
 	err = tp.read(ctx)
+	for i := 0; i < len(tp.tables); i++ {
+		var dm *errDiffMismatch
+		if !errors.As(err, &dm) {
+			break
+		}
+		if err = tp.readAgain(ctx, dm.table); err == nil {
+			err = tp.read(ctx)
+		}
+	}
 	tp.record()
 	if err != nil {
 		return pullResult{}, err
@@ -158,6 +175,15 @@ func (s *Service) selectTables(ctx context.Context, l *lease, spec api.Adapter) 
 		source.Catalog{Resources: all, Quote: quoteOf(l.typ)})
 	if err != nil {
 		return nil, fmt.Errorf("adapter %q, data connection %q: %w", spec.Name, spec.Connection, err)
+	}
+	if pc, ok := l.src.(source.PointChecker); ok {
+		req := source.PointCheck{Tables: sel, Dataset: spec.Dataset}
+		if d, err := s.db.Dataset(ctx, spec.Dataset); err == nil {
+			req.DatasetCreated = d.CreatedAt
+		}
+		if err := pc.CheckPoint(ctx, req); err != nil {
+			return nil, fmt.Errorf("adapter %q, data connection %q: %w", spec.Name, spec.Connection, l.scrub(readError(ctx, spec.Connection, err)))
+		}
 	}
 	return sel, nil
 }
@@ -195,12 +221,20 @@ func (tp *tablesPull) openPoint(ctx context.Context, tables int) error {
 	if err != nil {
 		return fmt.Errorf("opening one point of the source of %d tables: %w", tables, connectOrReadError(ctx, tp.l, tp.spec.Connection, err))
 	}
-	tp.pt, tp.info = pt, pt.Info()
+	tp.pt = pt
+	tp.recordPoint()
+	return nil
+}
+
+// recordPoint records the point's info in the run record: once opened,
+// and again once the tables were opened (a snapstore point's position,
+// the version read, is fixed by its first table).
+func (tp *tablesPull) recordPoint() {
+	tp.info = tp.pt.Info()
 	tp.ar.mu.Lock()
 	info := tp.info
 	tp.ar.rec.Point = &info
 	tp.ar.mu.Unlock()
-	return nil
 }
 
 // describe opens each selected table at the point for its schema, and
@@ -219,10 +253,11 @@ func (tp *tablesPull) describe(ctx context.Context, sel []source.Resource) error
 				t.name = r.Schema + "." + r.Name
 				t.resource = quoteIdent(r.Schema, q) + "." + t.resource
 			}
-			src, err := tp.pt.OpenTable(gctx, TableRequest{Resource: t.resource, Dataset: tp.spec.Dataset})
+			src, err := tp.pt.OpenTable(gctx, TableRequest{Resource: t.resource, Dataset: tp.spec.Dataset, DatasetCreated: tp.created})
 			if err != nil {
 				return fmt.Errorf("table %s: %w", t.name, tp.l.scrub(readError(gctx, tp.spec.Connection, err)))
 			}
+			_, t.diff = src.(source.DiffReader)
 			t.schema = src.Schema()
 			t.jsonCols = embedJSON(&t.schema, tp.spec.EmbedJSON)
 			t.est = max(src.Table().EstimatedRows, 0)
@@ -237,10 +272,13 @@ func (tp *tablesPull) describe(ctx context.Context, sel []source.Resource) error
 		return err
 	}
 	var est int64
+	tp.diff = len(tables) > 0
 	for _, t := range tables {
 		est += t.est
+		tp.diff = tp.diff && t.diff
 	}
 	tp.tables = tables
+	tp.recordPoint()
 	tp.ar.mu.Lock()
 	tp.ar.rec.RowsEstimated = est
 	tp.ar.mu.Unlock()
@@ -255,10 +293,16 @@ func (tp *tablesPull) begin(ctx context.Context) error {
 	for i, t := range tp.tables {
 		specs[i] = snapshot.TableSpec{Name: t.name, Schema: t.schema}
 	}
+	var resource string
+	if tp.diff {
+		// The source version read, as a one-table copy records its own:
+		// what a later run's diffs start from (diffread.go).
+		resource = tp.info.Position
+	}
 	run, err := s.db.BeginTablesRun(ctx,
 		snapshot.DatasetConfig{Name: spec.Dataset, Retention: retentionOf(spec), Guard: guardOf(spec)},
 		snapshot.TablesRunOptions{Tables: specs, Force: tp.force, VerifyUnchanged: !spec.CommitUnchanged, DropMissing: spec.AllowDroppedTables,
-			Source: snapshot.SourceInfo{Adapter: spec.Name, Connection: spec.Connection, Revision: tp.l.revision, RunID: tp.runID}})
+			Source: snapshot.SourceInfo{Adapter: spec.Name, Connection: spec.Connection, Revision: tp.l.revision, Resource: resource, RunID: tp.runID}})
 	switch {
 	case errors.Is(err, snapshot.ErrTableMissing):
 		return fmt.Errorf("%w: dataset %q: %w (set allow_dropped_tables to commit without them)", ErrResourceNotFound, spec.Dataset, err)
@@ -305,7 +349,7 @@ func (tp *tablesPull) read(ctx context.Context) error {
 // (snapshot.TableWriter.Finish), so that the run holds a writer only for
 // each table being read.
 func (tp *tablesPull) readTable(ctx context.Context, t *tableRead) error {
-	src, err := tp.pt.OpenTable(ctx, TableRequest{Resource: t.resource, Dataset: tp.spec.Dataset})
+	src, err := tp.pt.OpenTable(ctx, TableRequest{Resource: t.resource, Dataset: tp.spec.Dataset, DatasetCreated: tp.created})
 	if err != nil {
 		return fmt.Errorf("table %s: %w", t.name, tp.l.scrub(readError(ctx, tp.spec.Connection, err)))
 	}
@@ -324,6 +368,7 @@ func (tp *tablesPull) readTable(ctx context.Context, t *tableRead) error {
 	w := tp.run.Table(t.name)
 	p := &pull{s: tp.s, ar: tp.ar, spec: tp.spec, force: tp.force, runID: tp.runID, l: tp.l, src: src,
 		resource: t.name, schema: t.schema, jsonCols: t.jsonCols, w: w, local: w, tables: tp, first: w.Version() == 0}
+	p.cur = tp.tableCur(t)
 	p.cs, _ = src.(checksummer)
 	p.prev = tp.s.readTableDigest(ctx, tp.spec.Dataset, t.name, tp.cur, t.schema, p.cs)
 	if err := p.passChunks(ctx); err != nil {
@@ -346,6 +391,38 @@ func (tp *tablesPull) readTable(ctx context.Context, t *tableRead) error {
 	return nil
 }
 
+// tableCur is the dataset's current version as a read of table t sees it
+// (diffread.go): the table's schema and stats in the place of the
+// version's; nil when it does not hold t, or once t's diff disagreed.
+func (tp *tablesPull) tableCur(t *tableRead) *snapshot.VersionInfo {
+	if tp.cur == nil || t.full {
+		return nil
+	}
+	ti, ok := tp.cur.Table(t.name)
+	if !ok {
+		return nil
+	}
+	c := *tp.cur
+	c.Schema, c.Stats, c.Tables = ti.Schema, ti.Stats, nil
+	return &c
+}
+
+// readAgain begins the run again after table's diff disagreed with the
+// source's checksum (errDiffMismatch), that table to be read in full: a
+// TableWriter cannot be begun again alone.
+func (tp *tablesPull) readAgain(ctx context.Context, table string) error {
+	tp.abort(ctx)
+	for i := range tp.tables {
+		t := &tp.tables[i]
+		t.full = t.full || t.name == table
+		t.res, t.rows, t.done = pullResult{}, 0, false
+	}
+	tp.mu.Lock()
+	tp.rows = 0
+	tp.mu.Unlock()
+	return tp.begin(ctx)
+}
+
 // progress adds n rows read to the live run record. tp.mu is held over
 // the record's update too, so that tables reading at once write their
 // sums in the order they make them, never an older over a newer.
@@ -359,8 +436,8 @@ func (tp *tablesPull) progress(n int64) {
 	tp.ar.mu.Unlock()
 }
 
-// record lists the tables read in the run record, and gives the run its
-// mode: "full" when a table was read in full, else "chunks".
+// record lists the tables read in the run record, each with how it was
+// read.
 func (tp *tablesPull) record() {
 	out := make([]RunTable, 0, len(tp.tables))
 	for _, t := range tp.tables {
@@ -381,11 +458,16 @@ func (tp *tablesPull) record() {
 // commit enters the commit phase and commits the run of every table.
 func (tp *tablesPull) commit(ctx context.Context) (pullResult, error) {
 	ar, run := tp.ar, tp.run
+	// The run's mode: "full" when a table was read in full, else "diff"
+	// when one was read by diff, else "chunks".
 	res := pullResult{mode: ModeChunks}
 	for _, t := range tp.tables {
 		res.chunks += t.res.chunks
 		res.skipped += t.res.skipped
-		if t.res.mode != ModeChunks {
+		switch {
+		case t.res.mode == ModeDiff && res.mode == ModeChunks:
+			res.mode = ModeDiff
+		case t.res.mode != ModeChunks && t.res.mode != ModeDiff:
 			res.mode = ModeFull
 		}
 	}

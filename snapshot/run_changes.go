@@ -21,7 +21,9 @@ import (
 // must ascend over Put and Delete together. It must come before any Put,
 // Delete or Carry, on a run with a previous version of the run's schema,
 // in one partition; ErrInvalidArgument otherwise, the run left as it was.
-func (r *Run) ApplyChanges() error {
+// It takes ctx as Put does: a TableWriter's opens the table's writer
+// first.
+func (r *Run) ApplyChanges(ctx context.Context) error {
 	if err := r.usable(); err != nil {
 		return err
 	}
@@ -110,3 +112,30 @@ func (r *Run) takeOut(prev *resolvedRow) {
 // nullCell is the packed value of a NULL, for a column a previous row
 // holds no cell of.
 var nullCell = appendColumnValue(nil, Value{Kind: KindNull})
+
+// ApplyChanges makes the table's run a run of changes, as
+// Run.ApplyChanges: the table's previous version is the one the current
+// version holds. It opens the table's writer (it takes no row before).
+func (w *TableWriter) ApplyChanges(ctx context.Context) error {
+	err := w.writable(ctx)
+	if err == nil {
+		err = w.r.ApplyChanges(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("table %q: %w", w.name, err)
+	}
+	return nil
+}
+
+// Delete removes the row of key from the table in a run of changes, as
+// Run.Delete.
+func (w *TableWriter) Delete(ctx context.Context, key []Value) error {
+	err := w.writable(ctx)
+	if err == nil {
+		err = w.r.Delete(ctx, key)
+	}
+	if err != nil {
+		return fmt.Errorf("table %q: %w", w.name, err)
+	}
+	return nil
+}

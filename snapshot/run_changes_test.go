@@ -55,7 +55,7 @@ func TestRunOfChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.ApplyChanges(); err != nil {
+	if err := r.ApplyChanges(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range changes {
@@ -98,7 +98,7 @@ func TestApplyChangesRefusals(t *testing.T) {
 	ctx := context.Background()
 	db := openTestDB(t, newTestStore(t), Options{})
 	r := putRows(t, db, nil)
-	if err := r.ApplyChanges(); !errors.Is(err, ErrInvalidArgument) {
+	if err := r.ApplyChanges(ctx); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("without a previous version: %v, want ErrInvalidArgument", err)
 	}
 	if err := r.Delete(ctx, []Value{iv(1)}); !errors.Is(err, ErrInvalidArgument) {
@@ -109,14 +109,14 @@ func TestApplyChangesRefusals(t *testing.T) {
 	}
 	runRows(t, db, [][]Value{{iv(1), sv("a")}, {iv(2), sv("b")}})
 	r = putRows(t, db, [][]Value{{iv(1), sv("a")}})
-	if err := r.ApplyChanges(); !errors.Is(err, ErrInvalidArgument) {
+	if err := r.ApplyChanges(ctx); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("after a Put: %v, want ErrInvalidArgument", err)
 	}
 	if err := r.Abort(ctx, "test"); err != nil {
 		t.Fatal(err)
 	}
 	r = putRows(t, db, nil)
-	if err := r.ApplyChanges(); err != nil {
+	if err := r.ApplyChanges(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Carry(ctx, nil, []Value{iv(1)}, 1, 0); !errors.Is(err, ErrInvalidArgument) {
@@ -124,5 +124,70 @@ func TestApplyChangesRefusals(t *testing.T) {
 	}
 	if err := r.Abort(ctx, "test"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTablesRunOfChanges checks a run of changes of one table of a run
+// of several: the version it commits equals a full run of the same rows
+// (rows, counts, checksum of each table), a table given no change keeps
+// its rows, and a table of several partitions cannot be one.
+func TestTablesRunOfChanges(t *testing.T) {
+	ctx := context.Background()
+	full := openTestDB(t, newTestStore(t), Options{})
+	changed := openTestDB(t, newTestStore(t), Options{})
+	mustRunTables(t, full, shop(1))
+	mustRunTables(t, changed, shop(1))
+
+	// orders: key 2 updated, key 3 deleted, key 60 inserted.
+	next := shop(1)
+	orders := slices.Clone(next[0].rows)
+	orders[1] = []Value{iv(2), sv("changed")}
+	orders = slices.Delete(orders, 2, 3)
+	orders = append(orders, []Value{iv(60), sv("new")})
+	next[0].rows = orders
+	want := mustRunTables(t, full, next)
+
+	opts := TablesRunOptions{}
+	for _, tb := range next {
+		opts.Tables = append(opts.Tables, tb.spec)
+	}
+	tr, err := changed.BeginTablesRun(ctx, tablesConfig, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := tr.Table("public.orders")
+	if err := o.ApplyChanges(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []error{o.Put(ctx, []Value{iv(2), sv("changed")}), o.Delete(ctx, []Value{iv(3)}), o.Put(ctx, []Value{iv(60), sv("new")})} {
+		if step != nil {
+			t.Fatal(step)
+		}
+	}
+	if err := tr.Table("customers").ApplyChanges(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lines := tr.Table("public.order_lines")
+	if err := lines.ApplyChanges(ctx); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("a run of changes of a table of 3 partitions: %v, want ErrInvalidArgument", err)
+	}
+	for _, row := range next[1].rows {
+		if err := lines.Put(ctx, row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := tr.Commit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tb := range next {
+		wt, _ := want.Table(tb.spec.Name)
+		gt, ok := got.Table(tb.spec.Name)
+		if !ok || gt.Stats.Rows != wt.Stats.Rows || gt.Stats.Checksum != wt.Stats.Checksum {
+			t.Errorf("table %s: %+v, want rows and checksum of %+v", tb.spec.Name, gt.Stats, wt.Stats)
+		}
+		if g, w := readTable(t, changed, tb.spec.Name, got.Version), readTable(t, full, tb.spec.Name, want.Version); !slices.Equal(g, w) {
+			t.Errorf("table %s: rows\n%v\nwant\n%v", tb.spec.Name, g, w)
+		}
 	}
 }

@@ -123,6 +123,14 @@ type runRec struct {
 	Error   string `json:"error"`
 	Version int64  `json:"version"`
 	Mode    string `json:"mode"`
+	Point   *struct {
+		Position string `json:"position"`
+	} `json:"point"`
+	Tables []struct {
+		Name     string `json:"name"`
+		Mode     string `json:"mode"`
+		RowsRead int64  `json:"rows_read"`
+	} `json:"tables"`
 }
 
 func (s *stack) run(adapter string, query ...string) runRec {

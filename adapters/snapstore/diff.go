@@ -20,7 +20,9 @@ import (
 // /v1/datasets/{dataset}/diff?from=F&to=N (of a table,
 // /v1/datasets/{dataset}/tables/{table}/diff), one NDJSON stream bounded
 // by read_timeout, when from is "dataset@F" (or "dataset.table@F") of
-// this reader's resource, F is not after N, and version F is still kept,
+// this reader's resource, or for a table "dataset@F", the dataset's
+// version F a run of several tables copied (its point's position), F is
+// not after N, and version F is still kept,
 // holds the table read with the reader's schema and with fromChecksum as
 // its checksum (so the copy's current version holds F's rows). F equal to
 // N has no change. For a derived copy, from must name the same derivation
@@ -35,7 +37,7 @@ func (t *table) ReadDiff(ctx context.Context, from, fromChecksum string) (source
 	}
 	from = strings.TrimSuffix(from, suffix)
 	i := strings.LastIndexByte(from, '@')
-	if i < 0 || from[:i] != t.label {
+	if i < 0 || from[:i] != t.label && (t.name == "" || from[:i] != t.dataset) {
 		return nil, false, nil
 	}
 	fv, err := strconv.ParseInt(from[i+1:], 10, 64)

@@ -3,7 +3,10 @@ package snapstore
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/snapstore/snapstore/adapters/source"
@@ -44,6 +47,50 @@ func (s *snapSource) OpenPoint(_ context.Context, req source.PointRequest) (sour
 		slots[i] = i
 	}
 	return &snapPoint{src: s, n: n, slots: source.NewPointConns(slots, func(int) error { return nil })}, nil
+}
+
+// CheckPoint implements source.PointChecker: the tables selected must be
+// of one source dataset (a table of a dataset of several tables lists
+// the dataset as its schema; a dataset of one table is its own), and that
+// dataset must not be req.Dataset itself, created at req.DatasetCreated
+// (GET /v1/datasets/{dataset}), as OpenTable refuses one table of it.
+func (s *snapSource) CheckPoint(ctx context.Context, req source.PointCheck) error {
+	var datasets []string
+	for _, r := range req.Tables {
+		d := r.Schema
+		if d == "" {
+			d = r.Name
+		}
+		if !slices.Contains(datasets, d) {
+			datasets = append(datasets, d)
+		}
+	}
+	if len(datasets) > 1 {
+		slices.Sort(datasets)
+		return &source.OptionError{Key: "resources", Msg: fmt.Sprintf(
+			"the tables selected are of the datasets %s: the tables of one run come from one version of one source dataset; give each source dataset an adapter of its own",
+			quotedList(datasets))}
+	}
+	if len(datasets) == 0 || datasets[0] != req.Dataset || req.DatasetCreated.IsZero() {
+		return nil
+	}
+	var ans datasetAnswer
+	if _, err := s.getJSON(ctx, "/v1/datasets/"+url.PathEscape(datasets[0]), nil, &ans); err != nil {
+		return s.versionErr(err, datasets[0], 0)
+	}
+	if ans.CreatedAt.Equal(req.DatasetCreated) {
+		return s.ownDataset("resources", datasets[0])
+	}
+	return nil
+}
+
+// quotedList is names quoted and joined with ", ".
+func quotedList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ", ")
 }
 
 // Info implements source.Point. Position names the version once the

@@ -74,14 +74,20 @@ func (s *snapSource) OpenTable(ctx context.Context, req source.TableRequest) (so
 	return s.openResolved(req, r)
 }
 
+// ownDataset is the refusal of dataset, the adapter's own, as the source
+// of the adapter: an *OptionError naming key.
+func (s *snapSource) ownDataset(key, dataset string) error {
+	return &source.OptionError{Key: key, Msg: fmt.Sprintf(
+		"dataset %q through data connection %q is the adapter's own dataset: a dataset cannot be its own source", dataset, s.name)}
+}
+
 // openResolved opens the reader of r: the own-dataset refusal, the key,
 // the derivation.
 func (s *snapSource) openResolved(req source.TableRequest, r resolved) (*table, error) {
 	if req.Dataset == r.dataset && !req.DatasetCreated.IsZero() && req.DatasetCreated.Equal(r.created) {
 		// The same name, created at the same instant: the same dataset,
 		// on this server or another node of its cluster.
-		return nil, &source.OptionError{Key: "resource", Msg: fmt.Sprintf(
-			"dataset %q through data connection %q is the adapter's own dataset: a dataset cannot be its own source", r.dataset, s.name)}
+		return nil, s.ownDataset("resource", r.dataset)
 	}
 	vi, schema, stats := r.vi, r.schema(), r.stats()
 	t := &table{src: s, dataset: r.dataset, name: r.target.table, label: r.label(), what: r.what(),

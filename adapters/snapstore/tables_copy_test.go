@@ -65,7 +65,7 @@ func TestCopyOfTables(t *testing.T) {
 	// page of a table's scan it forwards.
 	var between atomic.Pointer[func()]
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.Contains(r.URL.Path, "/tables/") && strings.HasSuffix(r.URL.Path, "/rows") {
+		if strings.Contains(r.URL.Path, "/tables/") && (strings.HasSuffix(r.URL.Path, "/rows") || strings.HasSuffix(r.URL.Path, "/diff")) {
 			if f := between.Swap(nil); f != nil {
 				(*f)()
 			}
@@ -205,25 +205,66 @@ func TestCopyOfTables(t *testing.T) {
 	// Every table, into a dataset of several tables, at one version.
 	central.must(http.StatusCreated, "POST", "/v1/adapters", map[string]any{"name": "shopcopy", "connection": "edge", "include": []string{"shop.*"},
 		"parallelism": 1, "retention": map[string]any{"min_versions": 20}}, nil)
-	copyShop := func(step string, ev int64) {
+	// copyShop runs the copy and wants it to hold both tables of edge
+	// version ev, read in mode (and each table in the mode modes gives),
+	// and the version and the run record to name the edge version.
+	copyShop := func(step string, ev int64, mode, modes string) runRec {
 		t.Helper()
 		c := central.run("shopcopy")
-		if c.Status != "succeeded" {
-			t.Fatalf("%s: copy run %+v", step, c)
+		if c.Status != "succeeded" || c.Mode != mode {
+			t.Fatalf("%s: copy run %+v, want succeeded in mode %s", step, c, mode)
+		}
+		var got []string
+		for _, tb := range c.Tables {
+			got = append(got, tb.Name+" "+tb.Mode)
+		}
+		if strings.Join(got, ", ") != modes {
+			t.Errorf("%s: the run's tables %q, want %q", step, got, modes)
+		}
+		want := "shop@" + itoa(ev)
+		if c.Point == nil || c.Point.Position != want {
+			t.Errorf("%s: the run's point %+v, want position %s", step, c.Point, want)
 		}
 		cv := central.version("shopcopy", central.current("shopcopy"))
+		if cv.Source.Resource != want {
+			t.Errorf("%s: the copy records %q, want %q", step, cv.Source.Resource, want)
+		}
 		if got := strings.Join(cv.TableNames(), ","); got != "shop.order lines,shop.orders" {
 			t.Fatalf("%s: the copy's tables %s", step, got)
 		}
 		for _, tb := range []string{"order lines", "orders"} {
 			checkTable(step, "shopcopy", cv, "shop."+tb, tb, ev)
 		}
+		return c
 	}
-	copyShop("the first copy of every table", edge.current("shop"))
+	edgeRun := func(stmts string) {
+		t.Helper()
+		if _, err := src.Exec(stmts); err != nil {
+			t.Fatal(err)
+		}
+		if r := edge.run("shop"); r.Status != "succeeded" {
+			t.Fatalf("edge run: %+v", r)
+		}
+	}
+	copyShop("the first copy of every table", edge.current("shop"), "full", "shop.order lines full, shop.orders full")
+	// Later copies read each table's diff since the version copied
+	// last; a table the edge did not change has an empty one.
+	edgeRun(`INSERT INTO "order lines" VALUES (3, 2, 'cup', 2); DELETE FROM "order lines" WHERE order_id = 2; UPDATE orders SET customer = 'bo' WHERE id = 2`)
+	copyShop("a copy by diff", edge.current("shop"), "diff", "shop.order lines diff, shop.orders diff")
+	edgeRun(`UPDATE orders SET total = 7 WHERE id = 4; INSERT INTO orders VALUES (5, 'ed', 0.5)`)
+	c := copyShop("a copy of one changed table by diff", edge.current("shop"), "diff", "shop.order lines diff, shop.orders diff")
+	// Only the changes are read: two rows of one table, none of the other.
+	if len(c.Tables) != 2 || c.Tables[0].RowsRead != 0 || c.Tables[1].RowsRead != 2 {
+		t.Errorf("the rows read of a copy of two changed rows: %+v", c.Tables)
+	}
+	// A table whose schema changed is read in full, the other by diff.
+	edgeRun(`ALTER TABLE orders ADD COLUMN note TEXT; UPDATE orders SET note = 'x' WHERE id = 1; UPDATE "order lines" SET qty = 5 WHERE order_id = 1 AND line = 2`)
+	copyShop("a copy after a schema change", edge.current("shop"), "full", "shop.order lines diff, shop.orders full")
 
 	// The edge commits a new version of both tables between the copy's
 	// reads of the first and the second: the copy holds the version its
 	// first table read, both tables of it.
+	edgeRun(`UPDATE "order lines" SET item = 'ink2' WHERE order_id = 1 AND line = 2`)
 	pinned := edge.current("shop")
 	commit := func() {
 		if _, err := src.Exec(`UPDATE orders SET total = total + 1; INSERT INTO "order lines" VALUES (4, 1, 'new', 1)`); err != nil {
@@ -234,21 +275,46 @@ func TestCopyOfTables(t *testing.T) {
 		}
 	}
 	between.Store(&commit)
-	copyShop("a copy while the edge commits", pinned)
+	copyShop("a copy while the edge commits", pinned, "diff", "shop.order lines diff, shop.orders diff")
 	if edge.current("shop") == pinned {
 		t.Fatal("the edge committed nothing between the tables")
 	}
-	copyShop("the next copy", edge.current("shop"))
+	copyShop("the next copy", edge.current("shop"), "diff", "shop.order lines diff, shop.orders diff")
 	// Nothing changed on the edge: the run verifies, no new version.
 	before = central.current("shopcopy")
 	if c := central.run("shopcopy"); c.Status != "succeeded" || c.Mode != "verify" || central.current("shopcopy") != before {
 		t.Errorf("copy of unchanged tables: %+v, current %d, want %d", c, central.current("shopcopy"), before)
 	}
 
-	// Tables of two datasets in one run: refused, naming the dataset.
-	central.must(http.StatusCreated, "POST", "/v1/adapters", map[string]any{"name": "mixed", "connection": "edge", "resources": []string{"shop.orders", "solo"}}, nil)
-	if c := central.run("mixed"); c.Status != "failed" || !strings.Contains(c.Error, "one version of one source dataset") {
-		t.Errorf("a run of tables of two datasets: %+v", c)
+	// The version the copy names collected on the edge: every table is
+	// read in full.
+	edge.must(http.StatusOK, "PUT", "/v1/adapters/shop", map[string]any{"name": "shop", "connection": "plant", "include": []string{"*"},
+		"retention": map[string]any{"ttl": "1ms", "min_versions": 1}}, nil)
+	edgeRun(`UPDATE orders SET total = 8 WHERE id = 5`)
+	edge.must(http.StatusOK, "POST", "/v1/datasets/shop/gc", nil, nil)
+	if code, _ := edge.call("GET", "/v1/datasets/shop/versions/"+itoa(pinned), nil); code == http.StatusOK {
+		t.Fatalf("the edge still keeps version %d after its GC", pinned)
+	}
+	copyShop("a copy after the edge collected the version copied", edge.current("shop"), "full", "shop.order lines full, shop.orders full")
+	copyShop("the next copy after it", edge.current("shop"), "verify", "shop.order lines diff, shop.orders diff")
+
+	// Tables of two datasets in one adapter: refused when saved, naming
+	// the datasets.
+	code, body := central.call("POST", "/v1/adapters", map[string]any{"name": "mixed", "connection": "edge", "resources": []string{"shop.orders", "solo"}})
+	if code != http.StatusBadRequest || !strings.Contains(string(body), `the datasets \"shop\", \"solo\": the tables of one run come from one version of one source dataset`) {
+		t.Errorf("an adapter of tables of two datasets: %d %s", code, body)
+	}
+	// A dataset of several tables cannot be its own source: the copy
+	// made from the edge, pointed at itself through this server's API.
+	central.must(http.StatusCreated, "POST", "/v1/connections", map[string]any{"name": "self", "type": "snapstore", "options": map[string]any{"url": central.url}}, nil)
+	code, body = central.call("PUT", "/v1/adapters/shopcopy", map[string]any{"name": "shopcopy", "connection": "self", "include": []string{"shopcopy.*"}})
+	if code != http.StatusBadRequest || !strings.Contains(string(body), `dataset \"shopcopy\" through data connection \"self\" is the adapter's own dataset`) {
+		t.Errorf("an adapter of tables of its own dataset: %d %s", code, body)
+	}
+	// Another dataset of this server is a source as any other.
+	central.must(http.StatusCreated, "POST", "/v1/adapters", map[string]any{"name": "again", "connection": "self", "include": []string{"shopcopy.*"}}, nil)
+	if c := central.run("again"); c.Status != "succeeded" || c.Mode != "full" {
+		t.Errorf("a copy of a copy: %+v", c)
 	}
 	// A table dropped from the edge's dataset fails the copy's run,
 	// naming it.

@@ -196,8 +196,10 @@ type Checksummer interface {
 // earlier one, instead of reading every row.
 type DiffReader interface {
 	// ReadDiff opens the changes from the version from names, the resource
-	// (Table().Name) a run recorded for its current version, whose
-	// checksum is fromChecksum. ok is false, with no error, when the source
+	// (Table().Name) a run recorded for its current version, or for a
+	// table read at a point the point's position (PointInfo.Position) a
+	// run of several tables recorded, whose checksum (the table's) is
+	// fromChecksum. ok is false, with no error, when the source
 	// cannot give them: from names another dataset, another derivation or
 	// a version no longer kept, or that version's schema or checksum
 	// differs (the caller then reads in full). A derived reader's changes

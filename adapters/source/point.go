@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // PointOpener is an optional Source capability: a read of many tables as
@@ -16,6 +17,26 @@ type PointOpener interface {
 	// The returned Point holds them until its Close; on error nothing is
 	// left open.
 	OpenPoint(ctx context.Context, req PointRequest) (Point, error)
+}
+
+// PointChecker is an optional PointOpener capability: a source whose
+// point holds only some of the tables it lists, or that can see that a
+// selection reads the adapter's own dataset, says so before a point is
+// opened: when an adapter is saved, and again at the start of each run.
+type PointChecker interface {
+	// CheckPoint returns an *OptionError naming "resources" when req's
+	// tables cannot be read at one point, or are req.Dataset itself
+	// (TableRequest.DatasetCreated); other errors as Source.OpenTable's.
+	CheckPoint(ctx context.Context, req PointCheck) error
+}
+
+// PointCheck is what PointChecker.CheckPoint checks: the selected tables
+// (SelectTables) and the dataset the run feeds, with its creation time
+// when it exists (zero otherwise), as TableRequest names them.
+type PointCheck struct {
+	Tables         []Resource
+	Dataset        string
+	DatasetCreated time.Time
 }
 
 // PointRequest asks for a point.

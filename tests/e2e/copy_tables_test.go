@@ -53,8 +53,9 @@ func (p *proc) tableRowsOf(t *testing.T, dataset, table string, v int64) []byte 
 // tables. Each copied table must equal the edge's table at the version
 // copied (rows, count, checksum), read by the table's diff after the
 // first copy; each version of the copy of every table must be one edge
-// version whole: the edge version whose tables have its checksums, row
-// for row.
+// version whole, the one it records: the edge version whose tables have
+// its checksums, row for row, every table read by its diff after the
+// first copy.
 func TestCopyTablesEdgeToCentral(t *testing.T) { testCopyTablesEdgeToCentral(t) }
 
 // TestCopyTablesEdgeToCentralHBase is TestCopyTablesEdgeToCentral with
@@ -148,9 +149,30 @@ func testCopyTablesEdgeToCentral(t *testing.T, centralEnv ...string) {
 	}
 	// checkAll wants the copy of every table to be one edge version
 	// whole: the edge version whose tables have the copy's checksums,
-	// row for row, its balances explained by its transfers.
-	checkAll := func(step string, cv int64) {
+	// row for row, its balances explained by its transfers; the version
+	// and the run's point to name it, and the run and each of its tables
+	// to be read in wantMode.
+	checkAll := func(step string, cv int64, wantMode, id string) {
 		t.Helper()
+		var rec struct {
+			Mode  string `json:"mode"`
+			Point struct {
+				Position string `json:"position"`
+			} `json:"point"`
+			Tables []struct {
+				Name string `json:"name"`
+				Mode string `json:"mode"`
+			} `json:"tables"`
+		}
+		central.jsonCall(t, http.StatusOK, "GET", "/v1/runs/"+id, nil, &rec)
+		if rec.Mode != wantMode || len(rec.Tables) != 2 {
+			t.Errorf("%s: run %+v, want mode %s and two tables", step, rec, wantMode)
+		}
+		for _, tb := range rec.Tables {
+			if tb.Mode != wantMode {
+				t.Errorf("%s: table %s read in mode %s, want %s", step, tb.Name, tb.Mode, wantMode)
+			}
+		}
 		c := central.tablesVersion(t, "bankcopy", cv)
 		sums := map[string]string{}
 		for _, tb := range c.Tables {
@@ -172,6 +194,9 @@ func testCopyTablesEdgeToCentral(t *testing.T, centralEnv ...string) {
 		if ev.Version == 0 {
 			t.Fatalf("%s: copy version %d is no edge version whole (checksums %v)", step, cv, sums)
 		}
+		if want := fmt.Sprintf("bank@%d", ev.Version); c.Source.Resource != want || rec.Point.Position != want {
+			t.Errorf("%s: copy version %d records %q, its run's point %q; want %s", step, cv, c.Source.Resource, rec.Point.Position, want)
+		}
 		for _, tb := range []string{"accounts", "transfers"} {
 			if got, want := central.tableRowsOf(t, "bankcopy", "bank."+tb, cv), edge.tableRowsOf(t, "bank", tb, ev.Version); string(got) != string(want) {
 				t.Errorf("%s: the rows of copy version %d table %s differ from the edge's at version %d", step, cv, tb, ev.Version)
@@ -183,7 +208,7 @@ func testCopyTablesEdgeToCentral(t *testing.T, centralEnv ...string) {
 	c := central.mustRun(t, "transfers")
 	checkTable("first copy of a table", c.Version, "full", c.ID)
 	c = central.mustRun(t, "bankcopy")
-	checkAll("first copy of every table", c.Version)
+	checkAll("first copy of every table", c.Version, "full", c.ID)
 	for i := 1; i <= 6; i++ {
 		move(40 * i)
 		edge.mustRun(t, "bank")
@@ -194,6 +219,6 @@ func testCopyTablesEdgeToCentral(t *testing.T, centralEnv ...string) {
 		c = central.mustRun(t, "transfers")
 		checkTable(fmt.Sprintf("copy %d of a table", i), c.Version, "diff", c.ID)
 		c = central.mustRun(t, "bankcopy")
-		checkAll(fmt.Sprintf("copy %d of every table", i), c.Version)
+		checkAll(fmt.Sprintf("copy %d of every table", i), c.Version, "diff", c.ID)
 	}
 }
