@@ -164,31 +164,39 @@ type chunkState struct {
 // the digest's; it stops early (full set) when the first chunkProbe chunks
 // show more than half changed.
 func chunkPass(ctx context.Context, cs checksummer, d *digest) (*chunkState, error) {
+	return chunkPassOver(ctx, []checksummer{cs}, d)
+}
+
+// chunkPassOver is chunkPass with the chunks' checksums spread over css,
+// connections of one point of the source (checksumpoint.go).
+func chunkPassOver(ctx context.Context, css []checksummer, d *digest) (*chunkState, error) {
 	st := &chunkState{prev: d, changed: make([]bool, len(d.Chunks)), rows: make([]int64, len(d.Chunks)), crc: make([]uint64, len(d.Chunks))}
-	var lo []snapshot.Value
-	for i, c := range d.Chunks {
-		var hi []snapshot.Value
-		if i < len(d.Chunks)-1 {
-			v, err := parseDigestKey(c.Hi)
-			if err != nil {
-				return nil, fmt.Errorf("the digest of the current version: %w", err)
-			}
-			hi = v
-		}
-		rows, crc, err := cs.ChunkChecksum(ctx, lo, hi)
-		if err != nil {
-			return nil, err
-		}
+	ranges, err := chunkRanges(d.Chunks, nil)
+	if err != nil {
+		return nil, fmt.Errorf("the digest of the current version: %w", err)
+	}
+	probed, probeChanged := 0, 0
+	err = rangeChecksums(ctx, css, ranges, func(i int, rows int64, crc uint64) error {
 		st.rows[i], st.crc[i] = rows, crc
+		c := d.Chunks[i]
 		if rows != c.Rows || crc != c.CRC {
 			st.changed[i] = true
 			st.nchg++
 		}
-		if i+1 == chunkProbe && 2*st.nchg > chunkProbe {
-			st.full = true
-			return st, nil
+		if i < chunkProbe {
+			probed++
+			if st.changed[i] {
+				probeChanged++
+			}
+			if probed == chunkProbe && 2*probeChanged > chunkProbe {
+				st.full = true
+				return errStopChecksums
+			}
 		}
-		lo = hi
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return st, nil
 }
@@ -303,26 +311,23 @@ func (cr *chunkRecorder) changedShare() float64 {
 // after lo, nil: at the first key; the last is open ended), for chunk
 // mode next time.
 func addChunkChecksums(ctx context.Context, cs checksummer, chunks []chunk, lo []snapshot.Value) error {
-	for i := range chunks {
-		var hi []snapshot.Value
-		if i < len(chunks)-1 {
-			v, err := parseDigestKey(chunks[i].Hi)
-			if err != nil {
-				return err
-			}
-			hi = v
-		}
-		rows, crc, err := cs.ChunkChecksum(ctx, lo, hi)
-		if err != nil {
-			return err
-		}
+	return addChunkChecksumsOver(ctx, []checksummer{cs}, chunks, lo)
+}
+
+// addChunkChecksumsOver is addChunkChecksums with the checksums spread
+// over css, connections of one point of the source (checksumpoint.go).
+func addChunkChecksumsOver(ctx context.Context, css []checksummer, chunks []chunk, lo []snapshot.Value) error {
+	ranges, err := chunkRanges(chunks, lo)
+	if err != nil {
+		return err
+	}
+	return rangeChecksums(ctx, css, ranges, func(i int, rows int64, crc uint64) error {
 		if rows != chunks[i].Rows {
 			return fmt.Errorf("%w: chunk %d has %d rows, the read gave %d", errDigestMismatch, i, rows, chunks[i].Rows)
 		}
 		chunks[i].CRC = crc
-		lo = hi
-	}
-	return nil
+		return nil
+	})
 }
 
 // errDigestMismatch: the source's checksums disagree with what the run
