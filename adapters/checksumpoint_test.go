@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -105,4 +106,28 @@ func TestChecksumPoint(t *testing.T) {
 			t.Errorf("run after the transfer: %+v, want %d rows updated", after.Stats, chunks)
 		}
 	})
+}
+
+// TestChecksumPointOneConnection: on a source whose point has one
+// connection (SQLite's one read transaction), an adapter of one table
+// with parallelism 4 computes its checksums on that connection, one
+// after another, and its record says so.
+func TestChecksumPointOneConnection(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "src.db")
+	sqliteExec(t, path, "CREATE TABLE t (id INTEGER PRIMARY KEY, v INT NOT NULL)",
+		fmt.Sprintf("WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < %d) INSERT INTO t SELECT i, i FROM s", 2*digestChunkRows+1))
+	ts := newStack(t, Options{})
+	if _, err := ts.svc.CreateConnection(ctx, api.Connection{Name: "src", Type: "sqlite", Options: map[string]any{"path": path}}); err != nil {
+		t.Fatal(noteErr(err))
+	}
+	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "par", Connection: "src", Resource: "t", Parallelism: 4}); err != nil {
+		t.Fatal(noteErr(err))
+	}
+	loggedRun(t, ts, "par", "first run")
+	loggedRun(t, ts, "par", "nothing changed, read in full")
+	rec := loggedRun(t, ts, "par", "nothing changed")
+	if rec.Mode != ModeVerify || rec.ChecksumConnections != 1 || rec.Point == nil || rec.Point.Mode != "one_transaction" || rec.Point.Connections != 1 {
+		t.Errorf("verify run: mode %s, checksums over %d connections, point %+v", rec.Mode, rec.ChecksumConnections, rec.Point)
+	}
 }
