@@ -162,14 +162,10 @@ type chunkState struct {
 
 // chunkPass computes the checksum of each chunk of d and compares it with
 // the digest's; it stops early (full set) when the first chunkProbe chunks
-// show more than half changed.
-func chunkPass(ctx context.Context, cs checksummer, d *digest) (*chunkState, error) {
-	return chunkPassOver(ctx, []checksummer{cs}, d)
-}
-
-// chunkPassOver is chunkPass with the chunks' checksums spread over css,
-// connections of one point of the source (checksumpoint.go).
-func chunkPassOver(ctx context.Context, css []checksummer, d *digest) (*chunkState, error) {
+// show more than half changed. The checksums are computed over css: the
+// run's reader alone, or the readers of one point of the source
+// (checksumpoint.go).
+func chunkPass(ctx context.Context, css []checksummer, d *digest) (*chunkState, error) {
 	st := &chunkState{prev: d, changed: make([]bool, len(d.Chunks)), rows: make([]int64, len(d.Chunks)), crc: make([]uint64, len(d.Chunks))}
 	ranges, err := chunkRanges(d.Chunks, nil)
 	if err != nil {
@@ -309,14 +305,8 @@ func (cr *chunkRecorder) changedShare() float64 {
 // addChunkChecksums computes the source's checksum of each of chunks, the
 // last ones of a digest whose ranges a read recorded (the first starts
 // after lo, nil: at the first key; the last is open ended), for chunk
-// mode next time.
-func addChunkChecksums(ctx context.Context, cs checksummer, chunks []chunk, lo []snapshot.Value) error {
-	return addChunkChecksumsOver(ctx, []checksummer{cs}, chunks, lo)
-}
-
-// addChunkChecksumsOver is addChunkChecksums with the checksums spread
-// over css, connections of one point of the source (checksumpoint.go).
-func addChunkChecksumsOver(ctx context.Context, css []checksummer, chunks []chunk, lo []snapshot.Value) error {
+// mode next time. They are computed over css, as chunkPass's.
+func addChunkChecksums(ctx context.Context, css []checksummer, chunks []chunk, lo []snapshot.Value) error {
 	ranges, err := chunkRanges(chunks, lo)
 	if err != nil {
 		return err

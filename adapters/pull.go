@@ -190,7 +190,7 @@ func (p *pull) passChunks(ctx context.Context) error {
 		return nil
 	}
 	var err error
-	if p.chunks, err = chunkPassOver(ctx, p.checksummers(), prev); err != nil {
+	if p.chunks, err = chunkPass(ctx, p.checksummers(), prev); err != nil {
 		return p.readErr(ctx, err)
 	}
 	return nil
@@ -403,7 +403,7 @@ func (p *pull) readChunk(ctx context.Context, i int, lo, hiKey []snapshot.Value)
 // lo. When they disagree with the rows read, the digest is kept without
 // checksums (p.dropped) rather than failing the run.
 func (p *pull) checksums(ctx context.Context, chunks []chunk, lo []snapshot.Value) error {
-	err := addChunkChecksumsOver(ctx, p.checksummers(), chunks, lo)
+	err := addChunkChecksums(ctx, p.checksummers(), chunks, lo)
 	if err == nil {
 		return nil
 	}
