@@ -177,9 +177,6 @@ func checkTables(prefix string, strategy Strategy, spec api.Adapter) []error {
 		errs = append(errs, &OptionError{Key: prefix + "parallelism", Msg: fmt.Sprintf("want 0 (the connection's default) to %d, got %d", maxParallelism, spec.Parallelism)})
 	}
 	if !spec.ManyTables() {
-		if spec.Parallelism != 0 {
-			errs = append(errs, &OptionError{Key: prefix + "parallelism", Msg: "applies to a dataset of several tables (resources, include, exclude) only"})
-		}
 		if spec.AllowDroppedTables {
 			errs = append(errs, &OptionError{Key: prefix + "allow_dropped_tables", Msg: "applies to a dataset of several tables (resources, include, exclude) only"})
 		}

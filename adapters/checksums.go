@@ -166,33 +166,37 @@ type chunkState struct {
 
 // chunkPass computes the checksum of each chunk of d and compares it with
 // the digest's; it stops early (full set) when the first chunkProbe chunks
-// show more than half changed.
-func chunkPass(ctx context.Context, cs checksummer, d *digest) (*chunkState, error) {
+// show more than half changed. The checksums are computed over css: the
+// run's reader alone, or the readers of one point of the source
+// (checksumpoint.go).
+func chunkPass(ctx context.Context, css []checksummer, d *digest) (*chunkState, error) {
 	st := &chunkState{prev: d, changed: make([]bool, len(d.Chunks)), rows: make([]int64, len(d.Chunks)), crc: make([]uint64, len(d.Chunks))}
-	var lo []snapshot.Value
-	for i, c := range d.Chunks {
-		var hi []snapshot.Value
-		if i < len(d.Chunks)-1 {
-			v, err := parseDigestKey(c.Hi)
-			if err != nil {
-				return nil, fmt.Errorf("the digest of the current version: %w", err)
-			}
-			hi = v
-		}
-		rows, crc, err := cs.ChunkChecksum(ctx, lo, hi)
-		if err != nil {
-			return nil, err
-		}
+	ranges, err := chunkRanges(d.Chunks, nil)
+	if err != nil {
+		return nil, fmt.Errorf("the digest of the current version: %w", err)
+	}
+	probed, probeChanged := 0, 0
+	err = rangeChecksums(ctx, css, ranges, func(i int, rows int64, crc uint64) error {
 		st.rows[i], st.crc[i] = rows, crc
+		c := d.Chunks[i]
 		if rows != c.Rows || crc != c.CRC {
 			st.changed[i] = true
 			st.nchg++
 		}
-		if i+1 == chunkProbe && 2*st.nchg > chunkProbe {
-			st.full = true
-			return st, nil
+		if i < chunkProbe {
+			probed++
+			if st.changed[i] {
+				probeChanged++
+			}
+			if probed == chunkProbe && 2*probeChanged > chunkProbe {
+				st.full = true
+				return errStopChecksums
+			}
 		}
-		lo = hi
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return st, nil
 }
@@ -314,28 +318,19 @@ func (cr *chunkRecorder) changedShare() float64 {
 // addChunkChecksums computes the source's checksum of each of chunks, the
 // last ones of a digest whose ranges a read recorded (the first starts
 // after lo, nil: at the first key; the last is open ended), for chunk
-// mode next time.
-func addChunkChecksums(ctx context.Context, cs checksummer, chunks []chunk, lo []snapshot.Value) error {
-	for i := range chunks {
-		var hi []snapshot.Value
-		if i < len(chunks)-1 {
-			v, err := parseDigestKey(chunks[i].Hi)
-			if err != nil {
-				return err
-			}
-			hi = v
-		}
-		rows, crc, err := cs.ChunkChecksum(ctx, lo, hi)
-		if err != nil {
-			return err
-		}
+// mode next time. They are computed over css, as chunkPass's.
+func addChunkChecksums(ctx context.Context, css []checksummer, chunks []chunk, lo []snapshot.Value) error {
+	ranges, err := chunkRanges(chunks, lo)
+	if err != nil {
+		return err
+	}
+	return rangeChecksums(ctx, css, ranges, func(i int, rows int64, crc uint64) error {
 		if rows != chunks[i].Rows {
 			return fmt.Errorf("%w: chunk %d has %d rows, the read gave %d", errDigestMismatch, i, rows, chunks[i].Rows)
 		}
 		chunks[i].CRC = crc
-		lo = hi
-	}
-	return nil
+		return nil
+	})
 }
 
 // errDigestMismatch: the source's checksums disagree with what the run

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snapstore/snapstore/adapters/source"
 	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/snapshot"
 )
@@ -30,6 +31,8 @@ type pull struct {
 
 	l   *lease
 	src TableReader
+	pt  source.Point  // the point of the source src reads at, when the checksums spread over its connections
+	css []checksummer // the checksummers of pt's connections, src's first; nil without pt
 
 	cur      *snapshot.VersionInfo // the dataset's current version, if any
 	resource string                // the table read, as "schema.name"
@@ -78,7 +81,10 @@ func (s *Service) pull(ctx context.Context, ar *activeRun, spec api.Adapter, for
 		return pullResult{}, err
 	}
 	defer p.l.release()
-	defer p.src.Close()
+	defer func() {
+		p.src.Close()
+		p.closePoint()
+	}()
 	if err := p.plan(ctx); err != nil {
 		return pullResult{}, err
 	}
@@ -145,6 +151,9 @@ func (p *pull) plan(ctx context.Context) error {
 	}
 	p.first = p.cur == nil
 	p.prev = s.readDigest(ctx, spec.Dataset, p.cur, p.schema, p.cs)
+	if err := p.openChecksumPoint(ctx); err != nil {
+		return err
+	}
 	if p.prev != nil && !spec.CommitUnchanged {
 		// A run may end verified without beginning a snapshot run: the
 		// dataset's retention and guard follow the adapter all the same.
@@ -179,7 +188,7 @@ func (p *pull) passChunks(ctx context.Context) error {
 		return nil
 	}
 	var err error
-	if p.chunks, err = chunkPass(ctx, p.cs, prev); err != nil {
+	if p.chunks, err = chunkPass(ctx, p.checksummers(), prev); err != nil {
 		return p.readErr(ctx, err)
 	}
 	return nil
@@ -400,7 +409,7 @@ func (p *pull) readChunk(ctx context.Context, i int, lo, hiKey []snapshot.Value)
 // lo. When they disagree with the rows read, the digest is kept without
 // checksums (p.dropped) rather than failing the run.
 func (p *pull) checksums(ctx context.Context, chunks []chunk, lo []snapshot.Value) error {
-	err := addChunkChecksums(ctx, p.cs, chunks, lo)
+	err := addChunkChecksums(ctx, p.checksummers(), chunks, lo)
 	if err == nil {
 		return nil
 	}
@@ -443,6 +452,7 @@ func (p *pull) seal(ctx context.Context) error {
 	if err := p.src.Close(); err != nil {
 		p.s.log.Warn("ending source read", "run", p.runID, "err", p.l.scrub(err))
 	}
+	p.closePoint()
 	return nil
 }
 

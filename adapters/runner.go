@@ -297,13 +297,9 @@ func embedJSON(schema *snapshot.Schema, on bool) []int {
 // carries the adapter's source_options, checked again against the
 // revision's connection type.
 func (s *Service) openResource(ctx context.Context, l *lease, spec api.Adapter) (TableReader, error) {
-	opts, err := parseSourceOptions("source_options.", l.conn, l.typ, spec.SourceOptions)
+	req, err := s.tableRequest(ctx, l, spec)
 	if err != nil {
-		return nil, fmt.Errorf("adapter %q: %w", spec.Name, err)
-	}
-	req := TableRequest{Resource: spec.Resource, KeyColumns: spec.KeyColumns, Dataset: spec.Dataset, Options: opts}
-	if d, err := s.db.Dataset(ctx, spec.Dataset); err == nil {
-		req.DatasetCreated = d.CreatedAt
+		return nil, err
 	}
 	tr, err := l.src.OpenTable(ctx, req)
 	if err == nil {
@@ -315,6 +311,19 @@ func (s *Service) openResource(ctx context.Context, l *lease, spec api.Adapter) 
 		return nil, err
 	}
 	return nil, fmt.Errorf("resource %q through data connection %q: %w", spec.Resource, spec.Connection, err)
+}
+
+// tableRequest is what a run of spec asks of its source table through l.
+func (s *Service) tableRequest(ctx context.Context, l *lease, spec api.Adapter) (TableRequest, error) {
+	opts, err := parseSourceOptions("source_options.", l.conn, l.typ, spec.SourceOptions)
+	if err != nil {
+		return TableRequest{}, fmt.Errorf("adapter %q: %w", spec.Name, err)
+	}
+	req := TableRequest{Resource: spec.Resource, KeyColumns: spec.KeyColumns, Dataset: spec.Dataset, Options: opts}
+	if d, err := s.db.Dataset(ctx, spec.Dataset); err == nil {
+		req.DatasetCreated = d.CreatedAt
+	}
+	return req, nil
 }
 
 // abortedText is the error of a run cancelled by Close: ErrShuttingDown and

@@ -79,8 +79,15 @@ type RunRecord struct {
 	ChunksSkipped int `json:"chunks_skipped,omitempty"`
 	// Point, for a run of a dataset of several tables, says how the
 	// source's point every table was read at was made: its mode, why,
-	// and the connections it held (docs/connections.md).
+	// and the connections it held (docs/connections.md); for a run of one
+	// table, the point its chunk checksums spread over (ChecksumConnections).
 	Point *source.PointInfo `json:"point,omitempty"`
+	// ChecksumConnections, for a run of one table that computed the
+	// source's chunk checksums, is how many connections computed them:
+	// 1, one after another on the run's connection; more, at once over
+	// the connections of one point of the source (Point), as the
+	// adapter's parallelism asks (checksumpoint.go).
+	ChecksumConnections int `json:"checksum_connections,omitempty"`
 	// Tables, for a run of a dataset of several tables, lists each table
 	// with how it was read and its counts.
 	Tables []RunTable `json:"tables,omitempty"`

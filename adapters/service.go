@@ -105,6 +105,10 @@ type Service struct {
 	// testHookRow, when set by a test, is called after each row a run
 	// puts (serf-style unexported test hook).
 	testHookRow func(ctx context.Context, adapter string, n int64)
+	// testHookChecksumPoint, when set by a test, is called once a run
+	// of one table has opened its readers at the point of the source its
+	// chunk checksums spread over (checksumpoint.go).
+	testHookChecksumPoint func(ctx context.Context, adapter string)
 }
 
 // defaultCloseBound is how long Close waits for aborted runs to end when

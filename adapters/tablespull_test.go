@@ -234,6 +234,9 @@ func TestTablesAdapterDefinition(t *testing.T) {
 	if _, err := parseAdapter("", api.Adapter{Name: "a", Connection: "c", Resources: []string{"a", "b"}, Parallelism: 8}); err != nil {
 		t.Errorf("several tables: %v", err)
 	}
+	if _, err := parseAdapter("", api.Adapter{Name: "a", Connection: "c", Resource: "t", Parallelism: 4}); err != nil {
+		t.Errorf("one table's checksums over 4 connections: %v", err)
+	}
 }
 
 // byID returns the row of rows whose one key column is the integer id.

@@ -24,8 +24,9 @@ type Adapter struct {
 	// kept by the older ones); default false: the run fails naming it.
 	AllowDroppedTables bool `json:"allow_dropped_tables,omitempty" yaml:"allow_dropped_tables"`
 	// Parallelism is how many connections a run of several tables reads
-	// its tables over; 0: the default of the connection's sharing mode
-	// (docs/connections.md).
+	// its tables over; 0: the default of the connection's sharing mode.
+	// For one table, the connections of one point of the source its key
+	// ranges' checksums are computed over; 0: 1 (docs/connections.md).
 	Parallelism int `json:"parallelism,omitempty" yaml:"parallelism"`
 	// Dataset is the target dataset; default Name.
 	Dataset string `json:"dataset,omitempty" yaml:"dataset"`

@@ -63,6 +63,7 @@ var (
 	storage   = flag.String("storage", "", "YAML storage section of the Pebble server, e.g. \"storage: {pebble: {cache_size: 536870912}}\" (default: the defaults)")
 	httpsRun  = flag.Bool("https", true, "also measure the point reads over HTTPS (keep-alive) against plain HTTP, interleaved, on two servers (httpsPointReads)")
 	onlyHTTPS = flag.Bool("only-https", false, "measure only the point reads over HTTPS against plain HTTP (after one run to load the table), print the figure and write no report")
+	parallel  = flag.Int("parallelism", 0, "the bench adapter's parallelism: the connections of one point its chunk checksums are computed over (0: the default, 1)")
 	profDir   = flag.String("cpuprofile-dir", "", "write a CPU profile of each phase's server to this directory (serve --cpuprofile); the server is restarted at each phase, so RSS figures then cover one phase")
 )
 
@@ -168,7 +169,8 @@ adapters:
     resource: t
     retention: {ttl: 0s, min_versions: 100}
     guard: {max_shrink: 1}
-`, data, port, extra, e.host, e.port, e.user)
+    parallelism: %d
+`, data, port, extra, e.host, e.port, e.user, *parallel)
 	return launch(cfg, conf, &server{url: scheme + "://127.0.0.1:" + port, data: data, env: e, storage: storage, pki: pki, client: client}, phase)
 }
 
