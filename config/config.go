@@ -118,6 +118,10 @@ type PebbleConfig struct {
 	MemTableSize uint64 `yaml:"memtable_size"`
 	// CacheSize is the block cache size in bytes; default 128 MiB.
 	CacheSize int64 `yaml:"cache_size"`
+	// MemoryHeadroom is what serve's Go memory limit allows beyond the
+	// block cache and two memtables, in bytes; default 64 MiB; negative:
+	// no limit is set (GOMEMLIMIT, when set, wins either way).
+	MemoryHeadroom int64 `yaml:"memory_headroom"`
 }
 
 // HBaseConfig configures the HBase backend (store/hbase); zero fields keep

@@ -113,6 +113,7 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	if d.notifier != nil {
 		observer = d.notifier
 	}
+	setMemoryLimit(d.cfg, d.log)
 	if d.stk, err = openStackIn(ctx, d.cfg, d.log, d.reg, true, join, observer); err != nil {
 		return nil, err
 	}
