@@ -226,10 +226,14 @@ func adaptersDelete(ctx context.Context, args []string, stdout, stderr io.Writer
 	return deleteCommand(ctx, c, args, stderr, request, "adapter %s deleted; its dataset stays")
 }
 
-// tablesFields are the fields of an adapter of several tables, none for
-// an adapter of one resource.
+// tablesFields are the fields of an adapter of several tables; of an
+// adapter of one resource, its parallelism when set (the connections its
+// key ranges' checksums are computed over).
 func tablesFields(a api.Adapter) []string {
 	if !a.ManyTables() {
+		if a.Parallelism > 0 {
+			return []string{"parallelism", fmt.Sprint(a.Parallelism)}
+		}
 		return nil
 	}
 	parallelism := "the connection's default"

@@ -6,10 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/server"
 )
 
@@ -214,5 +216,22 @@ func TestCLI_DefinitionsAndRuns(t *testing.T) {
 	}
 	if code, _, errs := run(adminTok, "adapters", "delete", "products"); code != 1 || !strings.Contains(errs, "adapter_read_only") {
 		t.Fatalf("deleting a config adapter: exit %d %s", code, errs)
+	}
+}
+
+// TestTablesFields checks what adapters show lists of the table options:
+// an adapter of one resource shows its parallelism only when it was set
+// (the connections its checksums are computed over), one of several
+// tables every option.
+func TestTablesFields(t *testing.T) {
+	if got := tablesFields(api.Adapter{Resource: "orders"}); got != nil {
+		t.Fatalf("one resource, no parallelism: %q", got)
+	}
+	if got := tablesFields(api.Adapter{Resource: "orders", Parallelism: 3}); !slices.Equal(got, []string{"parallelism", "3"}) {
+		t.Fatalf("one resource, parallelism 3: %q", got)
+	}
+	got := tablesFields(api.Adapter{Include: []string{"public.*"}})
+	if i := slices.Index(got, "parallelism"); i < 0 || got[i+1] != "the connection's default" || !slices.Contains(got, "public.*") {
+		t.Fatalf("several tables: %q", got)
 	}
 }
