@@ -78,13 +78,33 @@ func adaptersTable(w io.Writer, list []adapterView) error {
 		if a.NextRun != nil {
 			next = "in " + shortDuration(a.NextRun.Sub(now))
 		}
-		cells := []string{a.Name, a.Dataset, a.Connection + "/" + a.Resource, a.Schedule, next, last, status, a.Source}
+		cells := []string{a.Name, a.Dataset, sourceText(a.Adapter), a.Schedule, next, last, status, a.Source}
 		if clustered {
 			cells = append(cells, strategyText(a), a.Owner)
 		}
 		tb.row(cells...)
 	}
 	return tb.flush()
+}
+
+// sourceText is an adapter's source in a list: connection/resource, or
+// for an adapter of several tables the connection and what selects them
+// (its resources, else its patterns).
+func sourceText(a api.Adapter) string {
+	if !a.ManyTables() {
+		return a.Connection + "/" + a.Resource
+	}
+	var sel []string
+	if len(a.Resources) > 0 {
+		sel = append(sel, strings.Join(a.Resources, ","))
+	}
+	if len(a.Include) > 0 {
+		sel = append(sel, "include "+strings.Join(a.Include, ","))
+	}
+	if len(a.Exclude) > 0 {
+		sel = append(sel, "exclude "+strings.Join(a.Exclude, ","))
+	}
+	return a.Connection + "/{" + strings.Join(sel, " ") + "}"
 }
 
 func adaptersShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {

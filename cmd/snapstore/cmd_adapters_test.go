@@ -235,3 +235,21 @@ func TestTablesFields(t *testing.T) {
 		t.Fatalf("several tables: %q", got)
 	}
 }
+
+// TestSourceText checks the SOURCE TABLE cell of adapters list: an
+// adapter of several tables shows what selects its tables, never an
+// empty resource.
+func TestSourceText(t *testing.T) {
+	for _, c := range []struct {
+		a    api.Adapter
+		want string
+	}{
+		{api.Adapter{Connection: "shop", Resource: "orders"}, "shop/orders"},
+		{api.Adapter{Connection: "pg", Include: []string{"public.*"}, Exclude: []string{"audit_*"}}, "pg/{include public.* exclude audit_*}"},
+		{api.Adapter{Connection: "pg", Resources: []string{"a", "b"}}, "pg/{a,b}"},
+	} {
+		if got := sourceText(c.a); got != c.want {
+			t.Errorf("sourceText(%+v) = %q, want %q", c.a, got, c.want)
+		}
+	}
+}
