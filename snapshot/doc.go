@@ -222,10 +222,10 @@
 // open, then reads the dataset's row again: if a GC expired the version
 // before the pin counted, the open fails with ErrVersionNotKept; if not,
 // that GC's expiry write comes after this read, so its second reading of
-// the pins finds the pin. A scan that hands out a page token leaves its
-// version pinned for one more lease after Close (written then if the TTL
-// could end within it), so that the next page, on any process, finds it
-// kept. Limits: pins judge by the TTL configured when the Reader opened
+// the pins finds the pin. A scan that hands out a page token that no
+// scan of the same Reader continued leaves its version pinned for one
+// more lease after Close (written then if the TTL could end within it),
+// so that the next page, on any process, finds it kept. Limits: pins judge by the TTL configured when the Reader opened
 // (lowering it shortens what an unpinned Reader may rely on), and
 // clocks must agree to well within a lease, as for writer slots (W3).
 // On a store only one process opens, Readers pin in the process only

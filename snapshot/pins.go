@@ -148,10 +148,10 @@ func (p *pin) renew() {
 }
 
 // end ends the pin at Reader.Close. A Reader that handed out a page token
-// (linger) leaves the version pinned for one more lease, so that the next
-// page, on whichever process, finds it kept: the record is written once
-// more with that expiry when retention might expire the version before
-// then, and left to lapse. Otherwise a record written is deleted.
+// none of its own scans continued (linger) leaves the version pinned for
+// one more lease, so that the next page, on whichever process, finds it
+// kept: the record is written once more with that expiry when retention
+// might expire the version before then, and left to lapse. Otherwise a record written is deleted.
 func (p *pin) end(linger bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -323,3 +323,48 @@ func TestPinDuringExpiry(t *testing.T) {
 		t.Fatalf("GC after the pin ended: %+v, want the 50 cells of version %d", rep, v1)
 	}
 }
+
+// A Reader that continues its own page tokens to the last page leaves no
+// pin behind: nobody else holds a token of it, so GC expires the version
+// at once after it closes (a lingering pin there kept versions retention
+// had expired for one more lease).
+func TestOwnPagesLeaveNoPin(t *testing.T) {
+	ctx := context.Background()
+	clock := &pinClock{t: time.Now()}
+	const lease = 30 * time.Second
+	a, b := pinNodes(t, lease, clock.now)
+	v1, _ := pinVersions(t, a, time.Hour)
+	clock.add(2 * time.Hour)
+	if err := b.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, err := b.Reader(ctx, "t", At{Version: v1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, pages, tok := 0, 0, ""
+	for {
+		it, err := r.Scan(ctx, ScanOptions{Limit: 20, PageToken: tok})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for it.Next() {
+			n++
+		}
+		tok = it.NextPageToken()
+		if err := it.Close(); err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		if tok == "" {
+			break
+		}
+	}
+	r.Close()
+	if n != 50 || pages != 3 {
+		t.Fatalf("the paged scan read %d rows in %d pages", n, pages)
+	}
+	if rep, err := a.GC(ctx, "t", false); err != nil || len(rep.VersionsExpired) != 1 {
+		t.Fatalf("GC after a Reader read its own pages: %+v, %v", rep, err)
+	}
+}

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -40,9 +41,44 @@ type Reader struct {
 	*readPlan
 	closed atomic.Bool
 	// pin is the Reader's pin in the store (pins.go), nil when it needs
-	// none; linger is set once a scan handed out a page token.
+	// none; tokens are the page tokens its scans handed out that none of
+	// its own scans continued since (the pin lingers for them).
 	pin    *pin
-	linger atomic.Bool
+	tokens pageTokens
+}
+
+// pageTokens are the page tokens a Reader handed out and did not continue
+// itself: a token continued by another Reader (the next HTTP page, on any
+// process) needs the version kept after this one closes; one this Reader
+// continued, as a scan that reads every page through one Reader does,
+// does not.
+type pageTokens struct {
+	mu   sync.Mutex
+	open map[string]bool
+}
+
+// handed records a token handed out.
+func (t *pageTokens) handed(tok string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.open == nil {
+		t.open = map[string]bool{}
+	}
+	t.open[tok] = true
+}
+
+// continued records a scan continuing tok.
+func (t *pageTokens) continued(tok string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.open, tok)
+}
+
+// outstanding reports whether a token handed out was not continued.
+func (t *pageTokens) outstanding() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.open) > 0
 }
 
 // Reader pins a version of the dataset name: at.Version, the newest kept
@@ -220,7 +256,7 @@ func (r *Reader) Close() error {
 		return nil
 	}
 	if r.pin != nil {
-		r.pin.end(r.linger.Load())
+		r.pin.end(r.tokens.outstanding())
 	}
 	r.ds.mu.Lock()
 	delete(r.ds.readers, r)

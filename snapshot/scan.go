@@ -111,6 +111,7 @@ func (r *Reader) Scan(ctx context.Context, opts ScanOptions) (RowIterator, error
 		if bytes.Compare(after, start) > 0 {
 			start = after
 		}
+		r.tokens.continued(opts.PageToken)
 	}
 	idx, err := r.columnSelection(opts.Columns)
 	if err != nil {
@@ -206,8 +207,9 @@ func (it *rowIter) NextPageToken() string {
 	if !it.more || it.lastKey == nil {
 		return ""
 	}
-	it.r.linger.Store(true)
-	return pageToken{dataset: it.r.ds.name, table: it.r.table, version: it.r.info.Version, lastKey: it.lastKey}.encode()
+	tok := pageToken{dataset: it.r.ds.name, table: it.r.table, version: it.r.info.Version, lastKey: it.lastKey}.encode()
+	it.r.tokens.handed(tok)
+	return tok
 }
 
 func (it *rowIter) Err() error { return it.err }
