@@ -63,7 +63,7 @@ var (
 	storage   = flag.String("storage", "", "YAML storage section of the Pebble server, e.g. \"storage: {pebble: {cache_size: 536870912}}\" (default: the defaults)")
 	httpsRun  = flag.Bool("https", true, "also measure the point reads over HTTPS (keep-alive) against plain HTTP, interleaved, on two servers (httpsPointReads)")
 	onlyHTTPS = flag.Bool("only-https", false, "measure only the point reads over HTTPS against plain HTTP (after one run to load the table), print the figure and write no report")
-	parallel  = flag.Int("parallelism", 0, "the bench adapter's parallelism: the connections of one point its chunk checksums are computed over (0: the default, 1)")
+	parallel  = flag.Int("parallelism", 0, "the parallelism of the bench table's adapters on MariaDB and PostgreSQL: the connections of one point their chunk checksums are computed over (0: the default, 1)")
 	profDir   = flag.String("cpuprofile-dir", "", "write a CPU profile of each phase's server to this directory (serve --cpuprofile); the server is restarted at each phase, so RSS figures then cover one phase")
 )
 

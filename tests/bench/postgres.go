@@ -161,12 +161,13 @@ func pgRuns(e env, tmp string) pgFigures {
 	f.copyOut = p.timedRead("COPY (SELECT * FROM t) TO STDOUT;\n")
 	log.Printf("bench: PostgreSQL: COPY TO STDOUT %v", f.copyOut)
 
-	s := startPG(e, p, filepath.Join(tmp, "data-pg"), `  - name: t
+	s := startPG(e, p, filepath.Join(tmp, "data-pg"), fmt.Sprintf(`  - name: t
     connection: pg
     resource: t
     retention: {ttl: 0s, min_versions: 100}
     guard: {max_shrink: 1}
-`, "postgres")
+    parallelism: %d
+`, *parallel), "postgres")
 	defer s.stop()
 	f.first, f.firstRec = s.run()
 	log.Printf("bench: PostgreSQL: first run %v (%d rows)", f.first, f.firstRec.Stats.Rows)
