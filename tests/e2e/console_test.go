@@ -161,6 +161,9 @@ auth:
 	if !found {
 		t.Fatalf("no session cookie after login: %+v", cookies.Cookies)
 	}
+	// The idle deadline in the cookie counts whole seconds: the forms
+	// below must come a second after the login for it to move.
+	time.Sleep(1100 * time.Millisecond)
 
 	// A data connection through the form; the password is a reference to
 	// the server's environment, never typed into the page.
