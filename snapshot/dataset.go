@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -78,6 +79,47 @@ type dataset struct {
 // newDataset returns the in-memory state of dataset name, with no row.
 func newDataset(name, owner string) *dataset {
 	return &dataset{name: name, owner: owner, tags: map[string]int64{}, readers: map[*Reader]struct{}{}, bodies: map[int64]*VersionInfo{}}
+}
+
+// install makes st (encoded as raw; nil when the row is gone) the
+// dataset's state in memory, unless ds already holds a later one, and
+// derives what readers use from it. The bodies of its versions are in
+// ds.bodies (those of versions it expired are let go).
+func (ds *dataset) install(st rowState, raw []byte) {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	if ds.raw != nil && raw != nil && st.Seq < ds.st.Seq {
+		return
+	}
+	ds.st, ds.raw = st, raw
+	ds.cfg = st.Config
+	if ds.cfg.Partitions <= 0 {
+		ds.cfg.Partitions = 1
+	}
+	ds.current = st.Current
+	ds.tags = maps.Clone(st.Tags)
+	if ds.tags == nil {
+		ds.tags = map[string]int64{}
+	}
+	ds.versions = ds.versions[:0:0]
+	for _, ref := range st.Versions {
+		if vi := ds.bodies[ref.Version]; vi != nil {
+			if ref.VerifiedAt != nil {
+				v := *vi
+				v.VerifiedAt = ref.VerifiedAt
+				vi = &v
+			}
+			ds.versions = append(ds.versions, vi)
+		}
+	}
+	for _, v := range st.Expired {
+		delete(ds.bodies, v)
+	}
+	ds.dropped = st.Dropping != nil || raw == nil && ds.persisted
+	if raw != nil {
+		ds.persisted = true
+	}
+	ds.slotFromStateLocked(ds.owner)
 }
 
 // Datasets lists every dataset, by name.

@@ -16,6 +16,7 @@ import (
 //	                                                    together for the dataset (datasetrow.go)
 //	"s\x00ver\x00" + dataset + "\x00" + v (8 BE) "info"  JSON VersionInfo of version v, written
 //	                                                    before the state references it
+//	                                                    (versionrow.go)
 //	                                             "dgst"  the source's digest of the version,
 //	                                                    opaque to snapshot (verify.go)
 //	                                             "dgst/" + n  the digest of table number n
