@@ -130,7 +130,7 @@ func checksumParallelism(spec api.Adapter, l *lease) int {
 func (p *pull) openChecksumPoint(ctx context.Context) error {
 	n := checksumParallelism(p.spec, p.l)
 	po, ok := p.l.src.(source.PointOpener)
-	if n < 2 || !ok || p.prev == nil || p.cs == nil || !p.cs.Chunkable() {
+	if n < 2 || !ok || p.prev == nil || !p.chunkable {
 		return nil
 	}
 	req, err := p.s.tableRequest(ctx, p.l, p.spec)
@@ -155,7 +155,7 @@ func (p *pull) openChecksumPoint(ctx context.Context) error {
 			return fmt.Errorf("resource %q at the point of the source: %w", p.spec.Resource, p.readErr(ctx, err))
 		}
 		cs, ok := tr.(checksummer)
-		if !ok || !cs.Chunkable() || cs.ChecksumSignature() != p.cs.ChecksumSignature() {
+		if !ok || !cs.Chunkable() || cs.ChecksumSignature() != p.signature {
 			tr.Close()
 			return fmt.Errorf("resource %q at the point of the source: its checksums differ from the run's reader's", p.spec.Resource)
 		}
@@ -167,7 +167,7 @@ func (p *pull) openChecksumPoint(ctx context.Context) error {
 	p.cs, p.css = css[0], css
 	p.schema = p.src.Schema()
 	p.jsonCols = embedJSON(&p.schema, p.spec.EmbedJSON)
-	p.prev = p.s.readDigest(ctx, p.spec.Dataset, p.cur, p.schema, p.cs)
+	p.prev = p.s.readDigest(ctx, p.spec.Dataset, p.cur, p.schema, p.signature)
 	p.ar.mu.Lock()
 	p.ar.rec.Point = &info
 	p.ar.mu.Unlock()

@@ -92,22 +92,23 @@ type chunk struct {
 const digestVersion = 1
 
 // readDigest returns the digest of the dataset's current version when the
-// run can compare with it: same signature, same schema; else nil.
-func (s *Service) readDigest(ctx context.Context, dataset string, cur *snapshot.VersionInfo, schema snapshot.Schema, cs checksummer) *digest {
-	if cur == nil || cs == nil || !sameSchema(cur.Schema, schema) {
+// run can compare with it: made by checksums of signature sig (the
+// source's, "" when it has none), same schema; else nil.
+func (s *Service) readDigest(ctx context.Context, dataset string, cur *snapshot.VersionInfo, schema snapshot.Schema, sig string) *digest {
+	if cur == nil || sig == "" || !sameSchema(cur.Schema, schema) {
 		return nil
 	}
 	b, err := s.db.SourceDigest(ctx, dataset, cur.Version)
 	if err != nil {
 		return nil
 	}
-	return parseDigest(b, cs)
+	return parseDigest(b, sig)
 }
 
 // readTableDigest is readDigest for the table name of a dataset of
 // several tables, whose current version cur holds it.
-func (s *Service) readTableDigest(ctx context.Context, dataset, name string, cur *snapshot.VersionInfo, schema snapshot.Schema, cs checksummer) *digest {
-	if cur == nil || cs == nil {
+func (s *Service) readTableDigest(ctx context.Context, dataset, name string, cur *snapshot.VersionInfo, schema snapshot.Schema, sig string) *digest {
+	if cur == nil || sig == "" {
 		return nil
 	}
 	t, ok := cur.Table(name)
@@ -118,17 +119,18 @@ func (s *Service) readTableDigest(ctx context.Context, dataset, name string, cur
 	if err != nil {
 		return nil
 	}
-	return parseDigest(b, cs)
+	return parseDigest(b, sig)
 }
 
 // parseDigest decodes a stored digest b; nil when there is none, or it
-// was made by another version of the format or another checksum.
-func parseDigest(b []byte, cs checksummer) *digest {
+// was made by another version of the format or checksums of another
+// signature than sig.
+func parseDigest(b []byte, sig string) *digest {
 	if b == nil {
 		return nil
 	}
 	d := new(digest)
-	if err := json.Unmarshal(b, d); err != nil || d.Version != digestVersion || d.Signature != cs.ChecksumSignature() {
+	if err := json.Unmarshal(b, d); err != nil || d.Version != digestVersion || d.Signature != sig {
 		return nil
 	}
 	return d

@@ -34,13 +34,15 @@ type pull struct {
 	pt  source.Point  // the point of the source src reads at, when the checksums spread over its connections
 	css []checksummer // the checksummers of pt's connections, src's first; nil without pt
 
-	cur      *snapshot.VersionInfo // the dataset's current version, if any
-	resource string                // the table read, as "schema.name"
-	schema   snapshot.Schema       // the source's, JSON columns embedded
-	jsonCols []int                 // the columns embedJSON turned into KindEmbeddedJSON
-	cs       checksummer           // the source's checksums, nil when it has none
-	prev     *digest               // the current version's digest, when cs may use it
-	chunks   *chunkState           // the chunk pass over prev, when one ran
+	cur       *snapshot.VersionInfo // the dataset's current version, if any
+	resource  string                // the table read, as "schema.name"
+	schema    snapshot.Schema       // the source's, JSON columns embedded
+	jsonCols  []int                 // the columns embedJSON turned into KindEmbeddedJSON
+	cs        checksummer           // the source's checksums, nil when it has none
+	signature string                // cs's ChecksumSignature, "" without cs
+	chunkable bool                  // cs can cut the table into chunks (Chunkable)
+	prev      *digest               // the current version's digest, when cs may use it
+	chunks    *chunkState           // the chunk pass over prev, when one ran
 
 	run       RunWriter
 	w         rowSink        // where rows go: run, or one table's writer of a run of several tables
@@ -145,12 +147,13 @@ func (p *pull) plan(ctx context.Context) error {
 	}
 	p.schema = p.src.Schema()
 	p.jsonCols = embedJSON(&p.schema, spec.EmbedJSON)
-	p.cs, _ = p.src.(checksummer)
+	cs, _ := p.src.(checksummer)
 	if Strategy(spec.Strategy) == StrategyPartitionByKey && !s.placedAsStored(spec, d, p.schema) {
-		p.cs = nil
+		cs = nil
 	}
+	p.useChecksums(cs)
 	p.first = p.cur == nil
-	p.prev = s.readDigest(ctx, spec.Dataset, p.cur, p.schema, p.cs)
+	p.prev = s.readDigest(ctx, spec.Dataset, p.cur, p.schema, p.signature)
 	if err := p.openChecksumPoint(ctx); err != nil {
 		return err
 	}
@@ -160,6 +163,17 @@ func (p *pull) plan(ctx context.Context) error {
 		return s.syncDatasetConfig(ctx, spec)
 	}
 	return nil
+}
+
+// useChecksums makes cs the source's checksums of the table read (nil:
+// none) and asks them, once, their signature and whether they can cut the
+// table into chunks: what the digests, the chunk pass and the point of
+// the checksums go by.
+func (p *pull) useChecksums(cs checksummer) {
+	p.cs, p.signature, p.chunkable = cs, "", false
+	if cs != nil {
+		p.signature, p.chunkable = cs.ChecksumSignature(), cs.Chunkable()
+	}
 }
 
 // verify runs the chunk pass when the current version's digest allows
@@ -184,7 +198,7 @@ func (p *pull) verify(ctx context.Context) (verified bool, err error) {
 // digest allows chunk mode.
 func (p *pull) passChunks(ctx context.Context) error {
 	prev := p.prev
-	if prev == nil || !prev.Checksums || prev.Changed >= 0.5 || !p.cs.Chunkable() {
+	if prev == nil || !prev.Checksums || prev.Changed >= 0.5 || !p.chunkable {
 		return nil
 	}
 	var err error
@@ -230,7 +244,7 @@ func (p *pull) begin(ctx context.Context) error {
 // run, whose coordinator stores a digest without sums (partitioned.go).
 func (p *pull) startDigest() {
 	p.res = pullResult{mode: ModeFull}
-	if p.cs != nil && p.cs.Chunkable() && p.digestTo() != nil {
+	if p.chunkable && p.digestTo() != nil {
 		rows := digestChunkRows
 		if p.chunkMode() {
 			rows = math.MaxInt // chunk mode keeps the digest's chunks
@@ -427,7 +441,7 @@ func (p *pull) checksums(ctx context.Context, chunks []chunk, lo []snapshot.Valu
 // cheaper run next time. The source read ends here.
 func (p *pull) seal(ctx context.Context) error {
 	if rec := p.rec; rec != nil {
-		d := &digest{Version: digestVersion, Signature: p.cs.ChecksumSignature(), Chunks: rec.chunks, Changed: rec.changedShare()}
+		d := &digest{Version: digestVersion, Signature: p.signature, Chunks: rec.chunks, Changed: rec.changedShare()}
 		if p.local == nil {
 			d.Unsummed, d.Changed = true, p.passChanged()
 		}

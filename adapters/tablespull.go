@@ -369,8 +369,9 @@ func (tp *tablesPull) readTable(ctx context.Context, t *tableRead) error {
 	p := &pull{s: tp.s, ar: tp.ar, spec: tp.spec, force: tp.force, runID: tp.runID, l: tp.l, src: src,
 		resource: t.name, schema: t.schema, jsonCols: t.jsonCols, w: w, local: w, tables: tp, first: w.Version() == 0}
 	p.cur = tp.tableCur(t)
-	p.cs, _ = src.(checksummer)
-	p.prev = tp.s.readTableDigest(ctx, tp.spec.Dataset, t.name, tp.cur, t.schema, p.cs)
+	cs, _ := src.(checksummer)
+	p.useChecksums(cs)
+	p.prev = tp.s.readTableDigest(ctx, tp.spec.Dataset, t.name, tp.cur, t.schema, p.signature)
 	if err := p.passChunks(ctx); err != nil {
 		return fmt.Errorf("table %s: %w", t.name, err)
 	}
