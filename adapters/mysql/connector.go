@@ -199,36 +199,6 @@ func (c boundedConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	return conn, err
 }
 
-// mysqlSource is an open mysql data connection: one *sql.DB.
-type mysqlSource struct {
-	name      string
-	addr      source.SourceAddr
-	db        *sql.DB
-	dbName    string
-	chunkRows int
-	timeout   time.Duration
-	secrets   []string
-	log       *slog.Logger
-}
-
-func (s *mysqlSource) Close() error { return s.db.Close() }
-
-// CloseIdle implements IdleCloser.
-func (s *mysqlSource) CloseIdle() { s.db.SetMaxIdleConns(-1) }
-
-// scrub hides this connection's secrets in err.
-func (s *mysqlSource) scrub(err error) error { return source.ScrubError(err, s.secrets...) }
-
-// conn takes one connection of the pool, opening it when none is idle; a
-// failure is a *SourceError naming the server and the cause.
-func (s *mysqlSource) conn(ctx context.Context) (*sql.Conn, error) {
-	c, err := s.db.Conn(ctx)
-	if err != nil {
-		return nil, source.NewSourceError(ctx, s.addr, classifyMySQL(ctx, err), s.scrub(err))
-	}
-	return c, nil
-}
-
 // Test implements Tester: connect, VERSION(), SELECT 1 under connect_timeout.
 func (s *mysqlSource) Test(ctx context.Context) source.TestResult {
 	start := time.Now()

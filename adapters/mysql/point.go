@@ -216,26 +216,5 @@ func (s *mysqlSource) readLockPoint(ctx context.Context, n int) (*mysqlPoint, st
 // Info implements source.Point.
 func (p *mysqlPoint) Info() source.PointInfo { return p.info }
 
-// OpenTable implements source.Point: the table described and read inside
-// a free connection's consistent snapshot.
-func (p *mysqlPoint) OpenTable(ctx context.Context, req source.TableRequest) (_ source.TableReader, err error) {
-	if err := source.NoSharedSnapshot(req); err != nil {
-		return nil, err
-	}
-	c, err := p.conns.Take(ctx)
-	if err != nil {
-		return nil, err
-	}
-	t := p.src.newTable(c, req)
-	t.release = func() { p.conns.Put(c, t) }
-	p.conns.Opened(t)
-	if err := t.describe(ctx, req); err != nil {
-		t.Close()
-		return nil, p.src.scrub(err)
-	}
-	t.buildQueries()
-	return t, nil
-}
-
 // Close implements source.Point.
 func (p *mysqlPoint) Close() error { return p.src.scrub(p.conns.Close()) }

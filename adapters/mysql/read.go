@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"github.com/snapstore/snapstore/adapters/source"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -70,6 +69,27 @@ func (s *mysqlSource) OpenTable(ctx context.Context, req source.TableRequest) (_
 		return nil, err
 	}
 	t.started = true
+	t.buildQueries()
+	return t, nil
+}
+
+// OpenTable implements source.Point: the table described and read inside
+// a free connection's consistent snapshot.
+func (p *mysqlPoint) OpenTable(ctx context.Context, req source.TableRequest) (_ source.TableReader, err error) {
+	if err := source.NoSharedSnapshot(req); err != nil {
+		return nil, err
+	}
+	c, err := p.conns.Take(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t := p.src.newTable(c, req)
+	t.release = func() { p.conns.Put(c, t) }
+	p.conns.Opened(t)
+	if err := t.describe(ctx, req); err != nil {
+		t.Close()
+		return nil, p.src.scrub(err)
+	}
 	t.buildQueries()
 	return t, nil
 }
@@ -298,56 +318,6 @@ func sortMySQLKeys(uniques []mysqlIndex) {
 func (t *mysqlTable) qualified() string {
 	return quoteMySQLIdent(t.Resource.Schema) + "." + quoteMySQLIdent(t.Resource.Name)
 }
-
-// buildQueries prepares the keyset read (source.Keyset.Prepare): it selects
-// the columns, then the col+0 index of each ENUM or SET key column (what
-// the keyset compares; it is also their ORDER BY order), and sizes the
-// scan buffers.
-func (t *mysqlTable) buildQueries() {
-	var sel []string
-	for _, c := range t.cols {
-		sel = append(sel, quoteMySQLIdent(c.name))
-	}
-	var keys []source.KeysetColumn
-	var order []string
-	for _, i := range t.keyIdx {
-		c := &t.cols[i]
-		if c.enumLike {
-			sel = append(sel, c.keyExpr())
-		}
-		keys = append(keys, source.KeysetColumn{Expr: c.keyExpr(), Placeholder: c.keyPlaceholder()})
-		order = append(order, quoteMySQLIdent(c.name))
-	}
-	t.Prepare(t, t.qualified(), "SELECT "+strings.Join(sel, ", ")+" FROM "+t.qualified(), keys, order)
-	t.raw, t.Dest = source.ScanBuffers[sql.RawBytes](len(sel))
-	t.Row = make([]snapshot.Value, len(t.cols))
-}
-
-// SourceErr implements source.KeysetRows.
-func (t *mysqlTable) SourceErr(ctx context.Context, err error) error { return wrapMySQLErr(ctx, err) }
-
-// ConvertRow implements source.KeysetRows.
-func (t *mysqlTable) ConvertRow() error { return source.ConvertRow(t.cols, t.raw, t.Row) }
-
-// RowCursor copies the current row's key arguments.
-func (t *mysqlTable) RowCursor() []any {
-	cur := make([]any, len(t.keyIdx))
-	extra := len(t.cols)
-	for j, i := range t.keyIdx {
-		c := &t.cols[i]
-		if c.enumLike {
-			n, _ := strconv.ParseUint(string(t.raw[extra]), 10, 64)
-			cur[j] = n
-			extra++
-			continue
-		}
-		cur[j] = c.keyArg(t.Row[i])
-	}
-	return cur
-}
-
-// ReadErr implements source.KeysetRows: the connection's secrets are scrubbed.
-func (t *mysqlTable) ReadErr(_ context.Context, err error) error { return t.src.scrub(err) }
 
 // Close implements TableReader: ends the transaction and returns the
 // connection to the pool (a connection broken by cancellation is dropped

@@ -1,0 +1,64 @@
+package mysql
+
+// The keyset read of a MySQL table (source.Keyset, P1-P3): its query, and
+// what the keyset asks of each row it pages (source.KeysetRows).
+
+import (
+	"context"
+	"database/sql"
+	"strconv"
+	"strings"
+
+	"github.com/snapstore/snapstore/adapters/source"
+	"github.com/snapstore/snapstore/snapshot"
+)
+
+// buildQueries prepares the keyset read (source.Keyset.Prepare): it selects
+// the columns, then the col+0 index of each ENUM or SET key column (what
+// the keyset compares; it is also their ORDER BY order), and sizes the
+// scan buffers.
+func (t *mysqlTable) buildQueries() {
+	var sel []string
+	for _, c := range t.cols {
+		sel = append(sel, quoteMySQLIdent(c.name))
+	}
+	var keys []source.KeysetColumn
+	var order []string
+	for _, i := range t.keyIdx {
+		c := &t.cols[i]
+		if c.enumLike {
+			sel = append(sel, c.keyExpr())
+		}
+		keys = append(keys, source.KeysetColumn{Expr: c.keyExpr(), Placeholder: c.keyPlaceholder()})
+		order = append(order, quoteMySQLIdent(c.name))
+	}
+	t.Prepare(t, t.qualified(), "SELECT "+strings.Join(sel, ", ")+" FROM "+t.qualified(), keys, order)
+	t.raw, t.Dest = source.ScanBuffers[sql.RawBytes](len(sel))
+	t.Row = make([]snapshot.Value, len(t.cols))
+}
+
+// SourceErr implements source.KeysetRows.
+func (t *mysqlTable) SourceErr(ctx context.Context, err error) error { return wrapMySQLErr(ctx, err) }
+
+// ConvertRow implements source.KeysetRows.
+func (t *mysqlTable) ConvertRow() error { return source.ConvertRow(t.cols, t.raw, t.Row) }
+
+// RowCursor copies the current row's key arguments.
+func (t *mysqlTable) RowCursor() []any {
+	cur := make([]any, len(t.keyIdx))
+	extra := len(t.cols)
+	for j, i := range t.keyIdx {
+		c := &t.cols[i]
+		if c.enumLike {
+			n, _ := strconv.ParseUint(string(t.raw[extra]), 10, 64)
+			cur[j] = n
+			extra++
+			continue
+		}
+		cur[j] = c.keyArg(t.Row[i])
+	}
+	return cur
+}
+
+// ReadErr implements source.KeysetRows: the connection's secrets are scrubbed.
+func (t *mysqlTable) ReadErr(_ context.Context, err error) error { return t.src.scrub(err) }
