@@ -93,7 +93,9 @@ func (db *DB) beginAcquired(ctx context.Context, ds *dataset, cfg DatasetConfig,
 	ds.mu.Lock()
 	created := !ds.persisted
 	ds.mu.Unlock()
-	id, st, err := db.beginTxn(ctx, ds, cfg, opts, op)
+	id, st, err := db.beginTxn(ctx, ds, cfg, op,
+		func(st *rowState) error { return refuseRun(st, ds, opts.Schema) },
+		func(st *rowState) error { return configureRun(st, ds, cfg, opts.Schema) })
 	if err != nil {
 		return nil, err
 	}
@@ -156,10 +158,13 @@ func (db *DB) beginAcquired(ctx context.Context, ds *dataset, cfg DatasetConfig,
 }
 
 // beginTxn takes a transaction id and, in one write of the row of ds
-// (D9), the writer slot for op, the configuration of cfg and opts'
-// schema, and the transaction in progress (txn.I3). An id at or below
-// one the dataset used (errIDBelow) is drawn again, up to three times.
-func (db *DB) beginTxn(ctx context.Context, ds *dataset, cfg DatasetConfig, opts RunOptions, op string) (int64, rowState, error) {
+// (D9), the writer slot for op, cfg's retention and guard, the run's
+// configuration (configure: opts' schema for a run of one table, the
+// tables for a run of several) and the transaction in progress (txn.I3).
+// refuse is asked first whether the dataset's row admits the run; an error
+// of refuse or configure gives up. An id at or below one the dataset used
+// (errIDBelow) is drawn again, up to three times.
+func (db *DB) beginTxn(ctx context.Context, ds *dataset, cfg DatasetConfig, op string, refuse, configure func(st *rowState) error) (int64, rowState, error) {
 	var id int64
 	var st rowState
 	var err error
@@ -179,10 +184,9 @@ func (db *DB) beginTxn(ctx context.Context, ds *dataset, cfg DatasetConfig, opts
 				return errNoChange // this write landed already
 			case id <= st.Top:
 				return errIDBelow
-			case st.Config.Named:
-				return fmt.Errorf("%w: dataset %s holds the tables %s (BeginTablesRun writes them)", ErrTableRequired, ds.name, strings.Join(ds.tableNames(st), ", "))
-			case st.Current > 0 && !slices.Equal(st.Config.Key, opts.Schema.Key):
-				return fmt.Errorf("%w: %s has key %v, the run has %v", ErrKeyChanged, ds.name, st.Config.Key, opts.Schema.Key)
+			}
+			if err := refuse(st); err != nil {
+				return err
 			}
 			if err := db.takeSlot(st, ds.name, op, now); err != nil {
 				return err
@@ -190,16 +194,9 @@ func (db *DB) beginTxn(ctx context.Context, ds *dataset, cfg DatasetConfig, opts
 			if st.Config.CreatedAt.IsZero() {
 				st.Config = datasetConfig{CreatedAt: now.UTC(), Partitions: cmp.Or(cfg.Partitions, db.opts.Partitions)}
 			}
-			if err := setPartitionKey(st, ds.name, cfg.PartitionKey, opts.Schema); err != nil {
+			st.Config.Retention, st.Config.Guard = cfg.Retention, cfg.Guard
+			if err := configure(st); err != nil {
 				return err
-			}
-			st.Config.Retention, st.Config.Guard, st.Config.Key = cfg.Retention, cfg.Guard, slices.Clone(opts.Schema.Key)
-			// Columns new to the dataset join its dictionary before any
-			// row version names them.
-			for _, c := range opts.Schema.Columns {
-				if !slices.Contains(st.Config.Columns, c.Name) {
-					st.Config.Columns = append(slices.Clip(st.Config.Columns), c.Name)
-				}
 			}
 			st.Top = id
 			return st.Txns.Begin(id, now)
@@ -212,6 +209,35 @@ func (db *DB) beginTxn(ctx context.Context, ds *dataset, cfg DatasetConfig, opts
 		return 0, rowState{}, fmt.Errorf("snapshot: beginning a run of %s: %w", ds.name, err)
 	}
 	return id, st, nil
+}
+
+// refuseRun refuses a run of one table of schema s on a dataset of named
+// tables (ErrTableRequired) or, once a version is committed, of another
+// key (ErrKeyChanged).
+func refuseRun(st *rowState, ds *dataset, s Schema) error {
+	switch {
+	case st.Config.Named:
+		return fmt.Errorf("%w: dataset %s holds the tables %s (BeginTablesRun writes them)", ErrTableRequired, ds.name, strings.Join(ds.tableNames(st), ", "))
+	case st.Current > 0 && !slices.Equal(st.Config.Key, s.Key):
+		return fmt.Errorf("%w: %s has key %v, the run has %v", ErrKeyChanged, ds.name, st.Config.Key, s.Key)
+	}
+	return nil
+}
+
+// configureRun sets the configuration of a run of one table of schema s:
+// the partition key of cfg, s's key, and the columns of s new to the
+// dataset, which join its dictionary before any row version names them.
+func configureRun(st *rowState, ds *dataset, cfg DatasetConfig, s Schema) error {
+	if err := setPartitionKey(st, ds.name, cfg.PartitionKey, s); err != nil {
+		return err
+	}
+	st.Config.Key = slices.Clone(s.Key)
+	for _, c := range s.Columns {
+		if !slices.Contains(st.Config.Columns, c.Name) {
+			st.Config.Columns = append(slices.Clip(st.Config.Columns), c.Name)
+		}
+	}
+	return nil
 }
 
 // openParts opens the run's partitions: each one's data and scratch

@@ -149,60 +149,30 @@ func (db *DB) beginTables(ctx context.Context, ds *dataset, cfg DatasetConfig, o
 	ds.mu.Lock()
 	created := !ds.persisted
 	ds.mu.Unlock()
-	var id int64
-	var st rowState
-	var err error
 	var nums map[string]int
 	var dropped []string
-	for range 3 {
-		ds.mu.Lock()
-		top := ds.st.Top
-		ds.mu.Unlock()
-		if id, err = db.ids.Next(ctx, top); err != nil {
-			return nil, fmt.Errorf("snapshot: beginning a run of %s: %w", ds.name, err)
+	id, st, err := db.beginTxn(ctx, ds, cfg, op, func(st *rowState) error {
+		if !st.Config.Named && (st.Current > 0 || len(st.Config.Columns) > 0) {
+			return fmt.Errorf("%w: %s holds one unnamed table (a run of named tables needs a dataset of its own)", ErrInvalidArgument, ds.name)
 		}
-		now := db.opts.now()
-		st, err = db.writeRow(ctx, ds, func(st *rowState) error {
-			switch {
-			case st.Dropping != nil:
-				return fmt.Errorf("%w: a drop of %s is under way", ErrRunInProgress, ds.name)
-			case st.Txns.IsInProgress(id) && st.Slot.Owner == db.owner:
-				return errNoChange // this write landed already
-			case id <= st.Top:
-				return errIDBelow
-			case !st.Config.Named && (st.Current > 0 || len(st.Config.Columns) > 0):
-				return fmt.Errorf("%w: %s holds one unnamed table (a run of named tables needs a dataset of its own)", ErrInvalidArgument, ds.name)
+		return nil
+	}, func(st *rowState) error {
+		st.Config.Named = true
+		var prev *VersionInfo
+		if st.Current > 0 {
+			ds.mu.Lock()
+			prev = ds.bodies[st.Current]
+			ds.mu.Unlock()
+			if prev == nil {
+				return fmt.Errorf("%w: current version %d of %s has no version row read", ErrCorrupt, st.Current, ds.name)
 			}
-			if err := db.takeSlot(st, ds.name, op, now); err != nil {
-				return err
-			}
-			if st.Config.CreatedAt.IsZero() {
-				st.Config = datasetConfig{CreatedAt: now.UTC(), Partitions: cmp.Or(cfg.Partitions, db.opts.Partitions)}
-			}
-			st.Config.Named = true
-			st.Config.Retention, st.Config.Guard = cfg.Retention, cfg.Guard
-			var prev *VersionInfo
-			if st.Current > 0 {
-				ds.mu.Lock()
-				prev = ds.bodies[st.Current]
-				ds.mu.Unlock()
-				if prev == nil {
-					return fmt.Errorf("%w: current version %d of %s has no version row read", ErrCorrupt, st.Current, ds.name)
-				}
-			}
-			var err error
-			if nums, dropped, err = planTables(st, ds.name, prev, opts); err != nil {
-				return err
-			}
-			st.Top = id
-			return st.Txns.Begin(id, now)
-		})
-		if !errors.Is(err, errIDBelow) {
-			break
 		}
-	}
+		var err error
+		nums, dropped, err = planTables(st, ds.name, prev, opts)
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("snapshot: beginning a run of %s: %w", ds.name, err)
+		return nil, err
 	}
 	if created {
 		db.logger.Info("dataset created", "dataset", ds.name, "tables", len(opts.Tables))
