@@ -119,6 +119,8 @@ func (c *apiClient) do(ctx context.Context, method, path string, q url.Values, b
 		switch {
 		case ae.Status == http.StatusBadRequest && c.base.Scheme == "http" && ae.Problem.Code == "" && strings.Contains(ae.Problem.Detail, "HTTP request to an HTTPS server"):
 			ae.Hint = "the server speaks HTTPS: give --server https://" + c.base.Host
+		case ae.Problem.Code == "table_required":
+			ae.Hint = "name one with --table NAME"
 		case ae.Status != http.StatusUnauthorized:
 		case c.token == "":
 			ae.Hint = "give the token with --token or, better, " + envToken

@@ -117,7 +117,7 @@ func TestCLI_Tables(t *testing.T) {
 		}
 		pf.Close()
 	}
-	if _, errs := do(1, "scan", "shop"); !strings.Contains(errs, "order lines, orders") {
+	if _, errs := do(1, "scan", "shop"); !strings.Contains(errs, "order lines, orders") || !strings.Contains(errs, "; name one with --table NAME") {
 		t.Errorf("scan of a dataset of several tables:\n%s", errs)
 	}
 }
