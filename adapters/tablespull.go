@@ -255,7 +255,7 @@ func (tp *tablesPull) describe(ctx context.Context, sel []source.Resource) error
 			}
 			src, err := tp.pt.OpenTable(gctx, TableRequest{Resource: t.resource, Dataset: tp.spec.Dataset, DatasetCreated: tp.created})
 			if err != nil {
-				return fmt.Errorf("table %s: %w", t.name, tp.l.scrub(readError(gctx, tp.spec.Connection, err)))
+				return tableError(t.name, tp.l.scrub(readError(gctx, tp.spec.Connection, err)))
 			}
 			_, t.diff = src.(source.DiffReader)
 			t.schema = src.Schema()
@@ -343,6 +343,17 @@ func (tp *tablesPull) read(ctx context.Context) error {
 	return g.Wait()
 }
 
+// tableError is err of the table name in a run of several tables. A
+// table without a usable key says what such an adapter can do: it takes
+// no key_columns (each table keeps its own key), which the source's
+// advice names.
+func tableError(name string, err error) error {
+	if errors.Is(err, ErrNoKey) {
+		return fmt.Errorf("table %s: %w (an adapter of several tables takes no key_columns: exclude the table, or snapshot it with an adapter of its own)", name, err)
+	}
+	return fmt.Errorf("table %s: %w", name, err)
+}
+
 // readTable reads table t at the point into its TableWriter, as a run of
 // one table reads it (pull.go): chunk mode when its digest allows, its
 // new digest sealed at the end, then the writer finished
@@ -351,7 +362,7 @@ func (tp *tablesPull) read(ctx context.Context) error {
 func (tp *tablesPull) readTable(ctx context.Context, t *tableRead) error {
 	src, err := tp.pt.OpenTable(ctx, TableRequest{Resource: t.resource, Dataset: tp.spec.Dataset, DatasetCreated: tp.created})
 	if err != nil {
-		return fmt.Errorf("table %s: %w", t.name, tp.l.scrub(readError(ctx, tp.spec.Connection, err)))
+		return tableError(t.name, tp.l.scrub(readError(ctx, tp.spec.Connection, err)))
 	}
 	defer src.Close()
 	// The table was described when the run began (describe), and is
