@@ -103,8 +103,10 @@ func TestTablesRun(t *testing.T) {
 			t.Fatal(noteErr(err))
 		}
 		spec := api.Adapter{Name: "bank", Connection: "src", Include: []string{"*"}, Exclude: []string{"audit_*"}}
-		if _, err := ts.svc.CreateAdapter(ctx, spec); err != nil {
+		if a, err := ts.svc.CreateAdapter(ctx, spec); err != nil {
 			t.Fatal(noteErr(err))
+		} else if len(a.Warnings) != 0 {
+			t.Errorf("warnings of an adapter whose tables all have a key: %q", a.Warnings)
 		}
 		first := ts.runWait(t, "bank")
 		mustSucceed(t, first)
@@ -192,8 +194,14 @@ func TestTablesRun(t *testing.T) {
 			t.Errorf("ledger after a refused run: %d rows", len(led))
 		}
 
-		// A selected table without a key fails the run, naming it.
+		// A selected table without a key is a warning when the adapter
+		// is saved, and fails the run, naming it.
 		src.exec("CREATE TABLE nokey (a INT, b INT)")
+		if a, _, err := ts.svc.PutAdapter(ctx, spec); err != nil {
+			t.Fatal(noteErr(err))
+		} else if len(a.Warnings) != 1 || !strings.Contains(a.Warnings[0], "no usable key in ") || !strings.Contains(a.Warnings[0], "nokey: every run fails with no_key") {
+			t.Errorf("warnings of an adapter with a table without a key: %q", a.Warnings)
+		}
 		seventh := ts.runWait(t, "bank")
 		if seventh.Status != RunFailed || seventh.Code != "no_key" || !strings.Contains(seventh.Error, "nokey") ||
 			!strings.Contains(seventh.Error, "exclude the table, or snapshot it with an adapter of its own") {
