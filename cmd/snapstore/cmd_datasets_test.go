@@ -11,6 +11,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/parquet/file"
+
+	"github.com/snapstore/snapstore/snapshot"
 )
 
 // asTerminal makes the CLI take stdin for a terminal that answers
@@ -235,4 +237,22 @@ func testDiffFormats(t *testing.T, do func(int, ...string) (string, string)) {
 	do(0, "scan", "products", "--format", "csv")
 	do(0, "scan", "products", "--format", "parquet", "--out", name)
 	do(0, "diff", "products", "--from", "first", "--format", "arrow", "--out", name)
+}
+
+// TestVersionSourceText: datasets show names a version's adapter and
+// connection, and a resource only when the run recorded one.
+func TestVersionSourceText(t *testing.T) {
+	for _, c := range []struct {
+		src  snapshot.SourceInfo
+		want string
+	}{
+		{snapshot.SourceInfo{Adapter: "products", Connection: "shop", Resource: "products"}, "adapter products, shop/products"},
+		{snapshot.SourceInfo{Adapter: "crm", Connection: "crm"}, "adapter crm, connection crm"},
+		{snapshot.SourceInfo{Adapter: "copy", Connection: "edge", Resource: "crm@11"}, "adapter copy, edge/crm@11"},
+		{snapshot.SourceInfo{}, ""},
+	} {
+		if got := versionSourceText(c.src); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.src, got, c.want)
+		}
+	}
 }
