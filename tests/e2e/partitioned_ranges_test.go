@@ -18,7 +18,9 @@ const rangesRows = 60000
 // partitioned runs): mode chunks, eight of twelve chunks skipped, the
 // rows read and applied those of the four ranges; the committed version
 // equals the source row by row, and has the counts and checksum that a
-// run of one node of the same source commits. A second round on the
+// run of one node of the same source commits; so does that of an adapter
+// placing rows by another column, whose rows move between partitions
+// when that column changes (its rows and checksum). A second round on the
 // version that run committed does the same, and a run with nothing
 // changed after it verifies.
 func TestPartitionedRunsSkipRanges(t *testing.T) {
@@ -33,8 +35,12 @@ func TestPartitionedRunsSkipRanges(t *testing.T) {
 	for i := int64(1); i <= rangesRows; i++ {
 		want[i] = sourceRow{fmt.Sprintf("name-%d", i), float64(i) / 2, i % 97}
 	}
+	// An adapter placing rows by grp, which moves a row between partitions
+	// when its grp changes.
+	n1.jsonCall(t, http.StatusCreated, "PUT", "/v1/adapters/keyed",
+		map[string]any{"connection": "src", "resource": "ledger", "strategy": "partition-by-key", "partition_key": []string{"grp"}, "guard": map[string]any{"max_shrink": 1}}, nil)
 	// Two runs of each: the second records the ranges' source checksums.
-	for _, a := range []string{"spread", "single"} {
+	for _, a := range []string{"spread", "keyed", "single"} {
 		n1.mustRun(t, a)
 		n1.mustRun(t, a)
 	}
@@ -65,12 +71,22 @@ func TestPartitionedRunsSkipRanges(t *testing.T) {
 			t.Errorf("%s: the nodes applied %v rows, want the %d of the changed ranges", what, got, rowsRead)
 		}
 		sameLedger(t, what, readCommitted(t, c.nodes[1], "spread", run.Version), want)
-		one := n1.mustRun(t, "single")
-		if run.Stats != one.Stats {
-			t.Errorf("%s: stats %+v, a run of one node: %+v", what, run.Stats, one.Stats)
+		keyed := n1.mustRun(t, "keyed")
+		if mode := n1.runMode(t, keyed.ID); mode != "chunks" {
+			t.Errorf("%s, placed by grp: mode %q, want chunks", what, mode)
 		}
-		if a, b := versionChecksum(t, n1, "spread", run.Version), versionChecksum(t, n1, "single", one.Version); a != b || a == "" {
-			t.Errorf("%s: checksum %q, a run of one node's %q", what, a, b)
+		sameLedger(t, what+", placed by grp", readCommitted(t, c.nodes[2], "keyed", keyed.Version), want)
+		one := n1.mustRun(t, "single")
+		// A row that moved partitions counts as deleted and inserted
+		// (snapshot.D6); the rows and the checksum are those of any
+		// placement.
+		if run.Stats != one.Stats || keyed.Stats.Rows != one.Stats.Rows {
+			t.Errorf("%s: stats %+v, placed by grp %+v, a run of one node: %+v", what, run.Stats, keyed.Stats, one.Stats)
+		}
+		for _, r := range []runRecord{run, keyed} {
+			if a, b := checksumOf(t, n1, r.Dataset, r.Version), checksumOf(t, n1, "single", one.Version); a != b || a == "" {
+				t.Errorf("%s: checksum of %s %q, a run of one node's %q", what, r.Adapter, a, b)
+			}
 		}
 		return run
 	}
@@ -109,25 +125,4 @@ INSERT INTO ledger SELECT id + 60000, 'new', 0, 0 FROM ledger WHERE id <= 100;`,
 		t.Errorf("a run with nothing changed after: mode %q verified %v, want verify", n1.runMode(t, v.ID), v.Verified)
 	}
 	sameLedger(t, "after all", readCommitted(t, c.nodes[2], "spread", second.Version), want)
-}
-
-// versionChecksum is the checksum (snapshot.D6) of version v of dataset.
-func versionChecksum(t *testing.T, p *proc, dataset string, v int64) string {
-	t.Helper()
-	var out struct {
-		Versions []struct {
-			Version int64 `json:"version"`
-			Stats   struct {
-				Checksum string `json:"checksum"`
-			} `json:"stats"`
-		} `json:"versions"`
-	}
-	p.jsonCall(t, http.StatusOK, "GET", "/v1/datasets/"+dataset+"/versions", nil, &out)
-	for _, vi := range out.Versions {
-		if vi.Version == v {
-			return vi.Stats.Checksum
-		}
-	}
-	t.Fatalf("%s has no version %d", dataset, v)
-	return ""
 }
