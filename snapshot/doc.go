@@ -348,5 +348,9 @@
 // transaction (W1) and commits (D3, W3) once every partition's
 // PartitionWriter has reported; each writer compares and writes its
 // partition as a Run does (D5) and reports its counts and checksum (D6),
-// which add up to those of one Run of the same rows.
+// which add up to those of one Run of the same rows. A partitioned run
+// may carry key ranges of the previous version over unsent
+// (run_partition_carry.go): each writer then compares only outside them,
+// and the counts and checksum of the carried rows are the previous
+// version's less what the writers compared.
 package snapshot
