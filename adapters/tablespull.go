@@ -67,7 +67,15 @@ type RunTable struct {
 	Name string `json:"name"`
 	// Mode, RowsRead, Chunks and ChunksSkipped are as RunRecord's, for
 	// this table; Stats are its counts in the version committed.
-	Mode          string            `json:"mode,omitempty"`
+	Mode string `json:"mode,omitempty"`
+	// ModeReason says why a table was read in full although its source
+	// computes checksums (checksums.go): no checksums recorded yet (a
+	// table new to the dataset, or whose last run inserted every row),
+	// its schema changed, more than half its ranges changed at the last
+	// run (a table of one range whenever it changed), more than half of
+	// the first ranges checked changed, ... Empty for the other modes and
+	// for a source without checksums.
+	ModeReason    string            `json:"mode_reason,omitempty"`
 	RowsRead      int64             `json:"rows_read"`
 	Chunks        int               `json:"chunks,omitempty"`
 	ChunksSkipped int               `json:"chunks_skipped,omitempty"`
@@ -381,13 +389,17 @@ func (tp *tablesPull) readTable(ctx context.Context, t *tableRead) error {
 		resource: t.name, schema: t.schema, jsonCols: t.jsonCols, w: w, local: w, tables: tp, first: w.Version() == 0}
 	p.cur = tp.tableCur(t)
 	p.cs, _ = src.(checksummer)
-	p.prev = tp.s.readTableDigest(ctx, tp.spec.Dataset, t.name, tp.cur, t.schema, p.cs)
+	var digestReason string
+	p.prev, digestReason = tp.s.readTableDigest(ctx, tp.spec.Dataset, t.name, tp.cur, t.schema, p.cs)
 	if err := p.passChunks(ctx); err != nil {
 		return fmt.Errorf("table %s: %w", t.name, err)
 	}
 	p.startDigest()
 	if err := p.read(ctx); err != nil {
 		return fmt.Errorf("table %s: %w", t.name, err)
+	}
+	if p.res.mode == ModeFull {
+		p.res.reason = p.fullReason(digestReason)
 	}
 	if err := p.seal(ctx); err != nil {
 		return fmt.Errorf("table %s: %w", t.name, err)
@@ -457,7 +469,7 @@ func (tp *tablesPull) record() {
 			rt.Stats = w.Stats()
 		}
 		if t.done {
-			rt.Mode, rt.Chunks, rt.ChunksSkipped = t.res.mode, t.res.chunks, t.res.skipped
+			rt.Mode, rt.ModeReason, rt.Chunks, rt.ChunksSkipped = t.res.mode, t.res.reason, t.res.chunks, t.res.skipped
 		}
 		out = append(out, rt)
 	}

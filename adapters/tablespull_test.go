@@ -287,14 +287,28 @@ func TestTablesRunChunks(t *testing.T) {
 		mustSucceed(t, second)
 		third := ts.runWait(t, "two")
 		mustSucceed(t, third)
-		big := func(rec RunRecord) RunTable {
+		table := func(rec RunRecord, name string) RunTable {
+			t.Helper()
 			for _, tb := range rec.Tables {
-				if strings.HasSuffix(tb.Name, "big") {
+				if strings.HasSuffix(tb.Name, name) {
 					return tb
 				}
 			}
-			t.Fatalf("run %s lists no table big: %+v", rec.ID, rec.Tables)
+			t.Fatalf("run %s lists no table %s: %+v", rec.ID, name, rec.Tables)
 			return RunTable{}
+		}
+		big := func(rec RunRecord) RunTable { return table(rec, "big") }
+		// Read in full although the source has checksums, and why.
+		for _, c := range []struct {
+			rec    RunRecord
+			reason string
+		}{
+			{first, "no checksums recorded yet: the table is new to the dataset"},
+			{second, "no range checksums recorded yet: the last run inserted every row"},
+		} {
+			if b := big(c.rec); b.Mode != ModeFull || b.ModeReason != c.reason {
+				t.Errorf("run %s: big read %s, because %q; want full, because %q", c.rec.ID, b.Mode, b.ModeReason, c.reason)
+			}
 		}
 		if b := big(third); !third.Verified || third.Version != first.Version || third.Mode != ModeVerify || b.Mode != ModeChunks || b.Chunks != 3 || b.ChunksSkipped != 3 || b.RowsRead != 0 {
 			t.Errorf("unchanged run: verified %v, version %d (first %d), mode %s, big %+v", third.Verified, third.Version, first.Version, third.Mode, b)
@@ -307,6 +321,26 @@ func TestTablesRunChunks(t *testing.T) {
 		}
 		if _, rows := tableRows(t, ts.db, "two", "big", 0); len(rows) != 12000 || col(byID(rows, 7000), "v").Int != 0 || col(byID(rows, 6999), "v").Int != 6999 {
 			t.Errorf("big after the chunked run: %d rows, 7000 -> %s", len(rows), fmtValue(col(byID(rows, 7000), "v")))
+		}
+		if b := big(fourth); b.ModeReason != "" {
+			t.Errorf("big read by its ranges, with a reason: %+v", b)
+		}
+		// A table of one range that changed is read by that range, and the
+		// next run reads it in full: its one range is all of it.
+		src.exec("UPDATE small SET v = 0 WHERE id = 1")
+		fifth := ts.runWait(t, "two")
+		mustSucceed(t, fifth)
+		src.exec("UPDATE small SET v = 1 WHERE id = 1")
+		sixth := ts.runWait(t, "two")
+		mustSucceed(t, sixth)
+		if sm := table(sixth, "small"); sm.Mode != ModeFull || sm.ModeReason != "a one-range table: its range changed at the last run" {
+			t.Errorf("small after its range changed: %+v", sm)
+		}
+		src.exec("ALTER TABLE small ADD COLUMN w INT")
+		seventh := ts.runWait(t, "two")
+		mustSucceed(t, seventh)
+		if sm, b := table(seventh, "small"), big(seventh); sm.Mode != ModeFull || sm.ModeReason != "its schema changed since the current version" || b.Mode != ModeChunks {
+			t.Errorf("after a column added to small: small %+v, big %+v", sm, b)
 		}
 	})
 }
