@@ -116,7 +116,7 @@ func (s *Service) pullTables(ctx context.Context, ar *activeRun, spec api.Adapte
 	if d, err := s.db.Dataset(ctx, spec.Dataset); err == nil {
 		tp.created = d.CreatedAt
 	}
-	if err := tp.openPoint(ctx, len(sel)); err != nil {
+	if err := tp.openPoint(ctx, sel); err != nil {
 		return pullResult{}, err
 	}
 	defer func() {
@@ -215,11 +215,11 @@ func quoteIdent(s string, q byte) string {
 
 // openPoint opens the point of the source every table is read at, and
 // records how it was made.
-func (tp *tablesPull) openPoint(ctx context.Context, tables int) error {
+func (tp *tablesPull) openPoint(ctx context.Context, sel []source.Resource) error {
 	po := tp.l.src.(source.PointOpener)
-	pt, err := po.OpenPoint(ctx, source.PointRequest{Tables: tables, Parallelism: parallelism(tp.spec, tp.l)})
+	pt, err := po.OpenPoint(ctx, source.PointRequest{Tables: len(sel), Resources: sel, Parallelism: parallelism(tp.spec, tp.l)})
 	if err != nil {
-		return fmt.Errorf("opening one point of the source of %d tables: %w", tables, connectOrReadError(ctx, tp.l, tp.spec.Connection, err))
+		return fmt.Errorf("opening one point of the source of %d tables: %w", len(sel), connectOrReadError(ctx, tp.l, tp.spec.Connection, err))
 	}
 	tp.pt = pt
 	tp.recordPoint()

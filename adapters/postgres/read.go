@@ -71,8 +71,9 @@ func (s *postgresSource) OpenTable(ctx context.Context, req source.TableRequest)
 // beginRead starts the read transaction on conn: BEGIN ISOLATION LEVEL
 // REPEATABLE READ, READ ONLY, in the exported snapshot when snapshot is
 // set (a checked id), then the session parameters for the transaction
-// (P4).
-func beginRead(ctx context.Context, conn *pgxpool.Conn, snapshot string) error {
+// (P4). The statements of before run right after BEGIN, before the
+// first query takes the transaction's snapshot (a LOCK TABLE takes none).
+func beginRead(ctx context.Context, conn *pgxpool.Conn, snapshot string, before ...string) error {
 	exec := func(q string, args ...any) error {
 		if _, err := conn.Exec(ctx, q, args...); err != nil {
 			return fmt.Errorf("%s: %w", q, wrapPostgresErr(ctx, err))
@@ -81,6 +82,11 @@ func beginRead(ctx context.Context, conn *pgxpool.Conn, snapshot string) error {
 	}
 	if err := exec("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"); err != nil {
 		return err
+	}
+	for _, q := range before {
+		if err := exec(q); err != nil {
+			return err
+		}
 	}
 	if snapshot != "" {
 		if err := exec("SET TRANSACTION SNAPSHOT '" + snapshot + "'"); err != nil {
