@@ -88,8 +88,9 @@ func (s *postgresSource) OpenPoint(ctx context.Context, req source.PointRequest)
 
 // pointLockTimeout bounds the wait for the point's table locks, as
 // lock_wait_timeout bounds MySQL's read lock: a DDL holding or waiting for
-// one of the tables fails the run instead of holding it.
-const pointLockTimeout = "10s"
+// one of the tables fails the run instead of holding it. A variable for
+// the tests.
+var pointLockTimeout = "10s"
 
 // lockStatements are the statements that lock the tables of rs (those a
 // LOCK TABLE takes: tables and partitioned tables) in ACCESS SHARE mode

@@ -334,3 +334,28 @@ func TestPostgresPointTruncate(t *testing.T) {
 		t.Fatalf("TRUNCATE after the point closed: %v", err)
 	}
 }
+
+// TestPostgresPointLockTimeout: a table locked by a DDL's transaction
+// fails the point after lock_timeout, with an error that says so without
+// the statement naming every table.
+func TestPostgresPointLockTimeout(t *testing.T) {
+	e := postgresEnv(t)
+	ctx := context.Background()
+	db := newBank(t, e)
+	src := e.openSource(t, db)
+	defer func(old string) { pointLockTimeout = old }(pointLockTimeout)
+	pointLockTimeout = "200ms"
+	tx, err := e.connect(t, db).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `LOCK TABLE ledger IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = src.(source.PointOpener).OpenPoint(ctx, source.PointRequest{Tables: 2, Parallelism: 2, Resources: []source.Resource{
+		{Schema: "public", Name: "accounts", Type: "table"}, {Schema: "public", Name: "ledger", Type: "table"}}})
+	if err == nil || !strings.Contains(err.Error(), "lock_timeout 200ms") || strings.Contains(err.Error(), "LOCK TABLE") {
+		t.Fatalf("a point of a locked table: %v, want the lock_timeout named and no statement", err)
+	}
+}
