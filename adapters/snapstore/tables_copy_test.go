@@ -395,3 +395,39 @@ func TestCopyOfTableReplaced(t *testing.T) {
 		t.Errorf("copy of the replaced table: %+v, want succeeded in mode full", c)
 	}
 }
+
+// TestCopyOfTableAtMissing: a table named with a tag or version the
+// source dataset does not have is refused naming the tag or the version,
+// not as a table "orders@first" the current version lacks.
+func TestCopyOfTableAtMissing(t *testing.T) {
+	srcPath := filepath.Join(t.TempDir(), "shop.db")
+	src, err := sql.Open("sqlite", srcPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if _, err := src.Exec(shopSQL); err != nil {
+		t.Fatal(err)
+	}
+	edge := newStack(t)
+	central := newStack(t)
+	edge.must(http.StatusCreated, "POST", "/v1/connections", map[string]any{"name": "plant", "type": "sqlite", "options": map[string]any{"path": srcPath}}, nil)
+	edge.must(http.StatusCreated, "POST", "/v1/adapters", map[string]any{"name": "shop", "connection": "plant", "include": []string{"*"}}, nil)
+	if r := edge.run("shop"); r.Status != "succeeded" {
+		t.Fatalf("edge run: %+v", r)
+	}
+	central.must(http.StatusCreated, "POST", "/v1/connections", map[string]any{"name": "edge", "type": "snapstore", "options": map[string]any{"url": edge.url}}, nil)
+	for _, c := range []struct {
+		resource, want string
+	}{
+		{"shop.orders@first", "tag_not_found"},
+		{"shop.orders@99999", "version_not_kept"},
+		{"shop.nope@first", "tag_not_found"},
+		{"shop.nope", `has no table \"nope\"`},
+	} {
+		code, body := central.call("POST", "/v1/adapters", map[string]any{"name": "bad", "connection": "edge", "resource": c.resource})
+		if code != http.StatusNotFound || !strings.Contains(string(body), c.want) {
+			t.Errorf("resource %s: %d %s, want 404 with %s", c.resource, code, body, c.want)
+		}
+	}
+}
