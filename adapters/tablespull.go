@@ -307,7 +307,10 @@ func (tp *tablesPull) begin(ctx context.Context) error {
 	case errors.Is(err, snapshot.ErrTableMissing):
 		return fmt.Errorf("%w: dataset %q: %w (set allow_dropped_tables to commit without them)", ErrResourceNotFound, spec.Dataset, err)
 	case errors.Is(err, snapshot.ErrKeyChanged):
-		return fmt.Errorf("the source key of a table differs from its key in dataset %q; drop the dataset: %w", spec.Dataset, err)
+		// A table's key is fixed, but a table dropped and added again is
+		// a new one: the rest of the dataset and its versions need not go.
+		return fmt.Errorf("the source key of a table differs from its key in dataset %q; commit a run without the table "+
+			"(exclude it, with allow_dropped_tables) and select it again, which adds it as a new table, or drop the dataset: %w", spec.Dataset, err)
 	case err != nil:
 		return fmt.Errorf("starting a run of dataset %q: %w", spec.Dataset, err)
 	}
