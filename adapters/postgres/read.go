@@ -85,8 +85,10 @@ func beginRead(ctx context.Context, conn *pgxpool.Conn, snapshot string, lock ..
 		return err
 	}
 	for _, q := range lock {
-		// The statement, which names every table, stays out of the error.
-		if _, err := conn.Exec(ctx, q); err != nil {
+		// The statement, which names every table, stays out of the error,
+		// and is sent as simple protocol: a text that changes with the
+		// tables is not worth a prepared statement on the server.
+		if _, err := conn.Exec(ctx, q, pgx.QueryExecModeSimpleProtocol); err != nil {
 			return fmt.Errorf("locking the tables of the point before its snapshot (ACCESS SHARE, lock_timeout %s; a DDL holds or waits for one of them): %w",
 				pointLockTimeout, wrapPostgresErr(ctx, err))
 		}
