@@ -27,7 +27,9 @@ import (
 // pg_dump does, the exporting transaction first locks the point's tables
 // in ACCESS SHARE mode, before its snapshot is taken, and holds the locks
 // until Close: such a command committed before the lock is in the
-// snapshot, one after it waits for the point to end.
+// snapshot, one after it waits for the point to end. Its wait makes the
+// other connections' locks of that table wait too, so their reads give up
+// after lock_timeout rather than wait for a point that waits for them.
 type pgPoint struct {
 	src   *postgresSource
 	conns *source.PointConns[*pgxpool.Conn]
@@ -50,6 +52,7 @@ func (s *postgresSource) OpenPoint(ctx context.Context, req source.PointRequest)
 		}
 	}()
 	var id string
+	locked := false // the first connection locked the tables
 	for i := range n {
 		c, err := s.acquire(ctx)
 		if err != nil {
@@ -61,6 +64,13 @@ func (s *postgresSource) OpenPoint(ctx context.Context, req source.PointRequest)
 			if lock, err = lockStatements(ctx, c, req.Resources); err != nil {
 				return nil, err
 			}
+			locked = len(lock) > 0
+		} else if locked {
+			// A DDL queued behind the first connection's locks makes
+			// this connection's lock of that table wait for the point,
+			// which waits for this read: a wait PostgreSQL cannot see as
+			// a deadlock (pg_dump's workers lock with NOWAIT for it).
+			lock = []string{"SET LOCAL lock_timeout = '" + pointLockTimeout + "'"}
 		}
 		if err := beginRead(ctx, c, id, lock...); err != nil {
 			return nil, err

@@ -359,3 +359,50 @@ func TestPostgresPointLockTimeout(t *testing.T) {
 		t.Fatalf("a point of a locked table: %v, want the lock_timeout named and no statement", err)
 	}
 }
+
+// TestPostgresPointDDLQueued: a DDL that queues for a table's ACCESS
+// EXCLUSIVE lock behind the point's ACCESS SHARE makes every later lock
+// of that table wait for the point, a reader of the point on another
+// connection too, which the point waits for: a wait PostgreSQL cannot
+// see as a deadlock (pg_dump's parallel mode meets it too). The reader
+// gives up after lock_timeout instead of waiting for ever.
+func TestPostgresPointDDLQueued(t *testing.T) {
+	e := postgresEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	db := newBank(t, e)
+	src := e.openSource(t, db)
+	defer func(old string) { pointLockTimeout = old }(pointLockTimeout)
+	pointLockTimeout = "300ms"
+	p, err := src.(source.PointOpener).OpenPoint(ctx, source.PointRequest{Tables: 2, Parallelism: 2, Resources: []source.Resource{
+		{Schema: "public", Name: "accounts", Type: "table"}, {Schema: "public", Name: "ledger", Type: "table"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	// accounts on the first connection, the one that holds the locks.
+	acc, err := p.OpenTable(ctx, source.TableRequest{Resource: "accounts"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer acc.Close()
+	ddl := make(chan error, 1)
+	go func() {
+		_, err := e.connect(t, db).Exec(ctx, `ALTER TABLE ledger ADD COLUMN note text`)
+		ddl <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	// ledger on the second connection, behind the queued DDL.
+	start := time.Now()
+	_, err = readTable(ctx, p.OpenTable, "ledger", "amount", 0)
+	if err == nil || !strings.Contains(err.Error(), "lock timeout") || time.Since(start) > 10*time.Second {
+		t.Fatalf("a read behind a queued DDL: %v after %s, want a lock timeout", err, time.Since(start))
+	}
+	acc.Close()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-ddl; err != nil {
+		t.Fatalf("the DDL after the point closed: %v", err)
+	}
+}
