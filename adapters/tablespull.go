@@ -124,7 +124,7 @@ func (s *Service) pullTables(ctx context.Context, ar *activeRun, spec api.Adapte
 	if d, err := s.db.Dataset(ctx, spec.Dataset); err == nil {
 		tp.created = d.CreatedAt
 	}
-	if err := tp.openPoint(ctx, len(sel)); err != nil {
+	if err := tp.openPoint(ctx, sel); err != nil {
 		return pullResult{}, err
 	}
 	defer func() {
@@ -223,11 +223,11 @@ func quoteIdent(s string, q byte) string {
 
 // openPoint opens the point of the source every table is read at, and
 // records how it was made.
-func (tp *tablesPull) openPoint(ctx context.Context, tables int) error {
+func (tp *tablesPull) openPoint(ctx context.Context, sel []source.Resource) error {
 	po := tp.l.src.(source.PointOpener)
-	pt, err := po.OpenPoint(ctx, source.PointRequest{Tables: tables, Parallelism: parallelism(tp.spec, tp.l)})
+	pt, err := po.OpenPoint(ctx, source.PointRequest{Tables: len(sel), Resources: sel, Parallelism: parallelism(tp.spec, tp.l)})
 	if err != nil {
-		return fmt.Errorf("opening one point of the source of %d tables: %w", tables, connectOrReadError(ctx, tp.l, tp.spec.Connection, err))
+		return fmt.Errorf("opening one point of the source of %d tables: %w", len(sel), connectOrReadError(ctx, tp.l, tp.spec.Connection, err))
 	}
 	tp.pt = pt
 	tp.recordPoint()
@@ -315,7 +315,10 @@ func (tp *tablesPull) begin(ctx context.Context) error {
 	case errors.Is(err, snapshot.ErrTableMissing):
 		return fmt.Errorf("%w: dataset %q: %w (set allow_dropped_tables to commit without them)", ErrResourceNotFound, spec.Dataset, err)
 	case errors.Is(err, snapshot.ErrKeyChanged):
-		return fmt.Errorf("the source key of a table differs from its key in dataset %q; drop the dataset: %w", spec.Dataset, err)
+		// A table's key is fixed, but a table dropped and added again is
+		// a new one: the rest of the dataset and its versions need not go.
+		return fmt.Errorf("the source key of a table differs from its key in dataset %q; commit a run without the table "+
+			"(exclude it, with allow_dropped_tables) and select it again, which adds it as a new table, or drop the dataset: %w", spec.Dataset, err)
 	case err != nil:
 		return fmt.Errorf("starting a run of dataset %q: %w", spec.Dataset, err)
 	}

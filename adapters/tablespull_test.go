@@ -443,3 +443,44 @@ func TestTablesRunSchemaChanged(t *testing.T) {
 		t.Errorf("b after the next run: row 1 w %s", fmtValue(col(byID(rows, 1), "w")))
 	}
 }
+
+// TestTablesRunKeyChanged: a table whose key changed fails the run with
+// key_changed, and the error says what keeps the rest of the dataset: a
+// run without the table (allow_dropped_tables), after which the table
+// comes back as a new table with its new key.
+func TestTablesRunKeyChanged(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "src.db")
+	sqliteExec(t, path,
+		"CREATE TABLE a (id INT PRIMARY KEY, v INT)", "CREATE TABLE b (id INT PRIMARY KEY, x INT NOT NULL)",
+		"INSERT INTO a VALUES (1, 1)", "INSERT INTO b VALUES (1, 1), (1000, 2)")
+	ts := newStack(t, Options{})
+	if _, err := ts.svc.CreateConnection(ctx, api.Connection{Name: "src", Type: "sqlite", Options: map[string]any{"path": path}}); err != nil {
+		t.Fatal(noteErr(err))
+	}
+	spec := api.Adapter{Name: "ds", Connection: "src", Include: []string{"*"}}
+	if _, err := ts.svc.CreateAdapter(ctx, spec); err != nil {
+		t.Fatal(noteErr(err))
+	}
+	first := ts.runWait(t, "ds")
+	mustSucceed(t, first)
+	sqliteExec(t, path, "DROP TABLE b", "CREATE TABLE b (id INT NOT NULL, x INT NOT NULL, PRIMARY KEY (id, x))", "INSERT INTO b VALUES (1, 1), (1000, 2)")
+	second := ts.runWait(t, "ds")
+	if second.Status != RunFailed || second.Code != "key_changed" || !strings.Contains(second.Error, "allow_dropped_tables") {
+		t.Fatalf("run after a key change: %s %s: %s", second.Status, second.Code, second.Error)
+	}
+	// What the error says: a run without the table, then with it again.
+	spec.Exclude, spec.AllowDroppedTables = []string{"b"}, true
+	if _, _, err := ts.svc.PutAdapter(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	mustSucceed(t, ts.runWait(t, "ds"))
+	spec.Exclude = nil
+	if _, _, err := ts.svc.PutAdapter(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	mustSucceed(t, ts.runWait(t, "ds"))
+	if vi, rows := tableRows(t, ts.db, "ds", "b", 0); len(rows) != 2 || !slices.Equal(vi.Schema.Key, []string{"id", "x"}) {
+		t.Errorf("b after it came back: %d rows, key %v", len(rows), vi.Schema.Key)
+	}
+}
