@@ -89,8 +89,15 @@ func TestHead_AnswersAsGet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	headSeries := false
+	headSeries, readersSeen := false, false
 	for _, mf := range mfs {
+		if mf.GetName() == "snapstore_snapshot_readers_open" {
+			readersSeen = true
+			// Every HEAD released the version it pinned.
+			if open := mf.GetMetric()[0].GetGauge().GetValue(); open != 0 {
+				t.Errorf("%v readers still open after the requests", open)
+			}
+		}
 		if mf.GetName() != "snapstore_server_http_request_duration_seconds" {
 			continue
 		}
@@ -101,6 +108,9 @@ func TestHead_AnswersAsGet(t *testing.T) {
 			}
 			headSeries = headSeries || labels["method"] == "HEAD" && labels["route"] == "/v1/datasets/:dataset/rows"
 		}
+	}
+	if !readersSeen {
+		t.Error("no gauge snapstore_snapshot_readers_open")
 	}
 	if !headSeries {
 		t.Error("no latency series of HEAD on the rows route")
