@@ -59,6 +59,9 @@ func (s *Server) diff(c echo.Context) error {
 	defer it.Close()
 	c.Response().Header().Set("Snapstore-Diff-From", strconv.FormatInt(from, 10))
 	bw := startStream(c, mediaNDJSON)
+	if bw == nil {
+		return nil
+	}
 	var b []byte
 	for it.Next() {
 		b = appendChangeJSON(b[:0], it.Change())
@@ -118,7 +121,7 @@ func (s *Server) diffArrow(c echo.Context, ds, table string, named bool, from, t
 		forParquet(t.before)
 		forParquet(t.after)
 	}
-	if len(doubtful(t.keys)) > 0 || len(doubtful(t.before)) > 0 {
+	if !headOnly(c) && (len(doubtful(t.keys)) > 0 || len(doubtful(t.before)) > 0) {
 		probe, err := s.Changes(ctx, ds, table, named, from, to)
 		if err != nil {
 			return err

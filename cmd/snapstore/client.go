@@ -38,6 +38,9 @@ type apiError struct {
 	Status  int
 	Problem server.Problem
 	Hint    string // what the CLI adds, e.g. how to give a token; "" for none
+	// Flag is the command's flag that gives the parameter Problem.Field
+	// names ("--from" for from), "" for none (commonFlags.nameFlag).
+	Flag string
 }
 
 func (e *apiError) Error() string {
@@ -51,6 +54,15 @@ func (e *apiError) text() string {
 	p := e.Problem
 	if p.Code == "" {
 		return fmt.Sprintf("HTTP %d: %s", e.Status, p.Detail)
+	}
+	if e.Flag != "" {
+		// The detail names the parameter ("from: ...; give from"); the
+		// command's user gives it by its flag.
+		detail := strings.TrimPrefix(p.Detail, p.Field+": ")
+		if d, ok := strings.CutSuffix(detail, "give "+p.Field); ok {
+			detail = d + "give " + e.Flag
+		}
+		return fmt.Sprintf("HTTP %d %s: %s: %s", e.Status, p.Code, e.Flag, detail)
 	}
 	if p.Field != "" {
 		return fmt.Sprintf("HTTP %d %s (field %s): %s", e.Status, p.Code, p.Field, p.Detail)

@@ -46,6 +46,12 @@ func TestCLI_DatasetsDiffTagsRollbackGC(t *testing.T) {
 		t.Errorf("datasets list of none: %s %s", out, errs)
 	}
 	do(0, "run", "products")
+	// One version: nothing to diff it with, and the error names the flag
+	// that would give one.
+	code, _, errs := cli(t, append([]string{"diff", "products"}, srv...)...)
+	if code == 0 || !strings.Contains(errs, "bad_request: --from: no kept version older than") || !strings.HasSuffix(strings.TrimSpace(errs), "give --from") {
+		t.Errorf("diff of one version: exit %d: %s", code, errs)
+	}
 	do(0, "tag", "products", "first")
 	if _, err := src.Exec(`UPDATE products SET name = 'pitcher' WHERE id = 2; DELETE FROM products WHERE id = 3; INSERT INTO products VALUES (4, 'tray')`); err != nil {
 		t.Fatal(err)
