@@ -89,3 +89,30 @@ func (r *Run) rowHash(cell func(i int) []byte) uint64 {
 	r.ckBuf = buf
 	return r.digest.Sum64()
 }
+
+// takeOut takes the previous version's row prev (nil: none) out of the
+// counts and the checksum of a run of changes, before it is replaced or
+// removed.
+func (r *Run) takeOut(prev *resolvedRow) {
+	if prev == nil {
+		return
+	}
+	r.sum -= r.prevHash(prev)
+	r.stats.Rows--
+	r.stats.Unchanged--
+}
+
+// prevHash is the previous version's row prev's part of the checksum
+// (D6), in a run of the previous version's schema.
+func (r *Run) prevHash(prev *resolvedRow) uint64 {
+	return r.rowHash(func(i int) []byte {
+		if v := prev.value(r.dictOf[i]); v != nil {
+			return v
+		}
+		return nullCell
+	})
+}
+
+// nullCell is the packed value of a NULL, for a column a previous row
+// holds no cell of.
+var nullCell = appendColumnValue(nil, Value{Kind: KindNull})
