@@ -149,7 +149,6 @@ func (db *DB) beginAcquired(ctx context.Context, ds *dataset, cfg DatasetConfig,
 	if err := r.openParts(ctx); err != nil {
 		return fail(err)
 	}
-	r.startWriter(ctx)
 	ds.mu.Lock()
 	ds.run = r
 	ds.mu.Unlock()

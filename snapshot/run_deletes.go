@@ -129,8 +129,5 @@ func (r *Run) deleteRow(ctx context.Context, p *runPart, row []byte) error {
 	p.dataBytes += len(row)
 	r.stats.Deleted++
 	r.stats.BytesWritten += int64(len(row) + 8)
-	if p.data.Len() >= r.db.opts.batchSize {
-		return r.flushData(ctx, p)
-	}
-	return nil
+	return r.flushFull(ctx, p)
 }

@@ -328,7 +328,6 @@ func (db *DB) OpenPartition(ctx context.Context, spec PartitionSpec) (*Partition
 	}
 	r.parts = make([]*runPart, spec.Partitions)
 	r.parts[spec.Partition] = p
-	r.startWriter(ctx)
 	return &PartitionWriter{r: r, p: p}, nil
 }
 

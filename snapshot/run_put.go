@@ -99,10 +99,8 @@ func (r *Run) Put(ctx context.Context, vals []Value) error {
 	if p.switched {
 		r.recordSeen(p, key)
 	}
-	if p.data.Len() >= r.db.opts.batchSize || p.dataBytes >= batchBytes {
-		if err := r.flushData(ctx, p); err != nil {
-			return err
-		}
+	if err := r.flushFull(ctx, p); err != nil {
+		return err
 	}
 	if p.seen.Len() >= r.db.opts.batchSize {
 		if err := r.flushSeen(ctx, p); err != nil {

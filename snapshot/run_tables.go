@@ -352,7 +352,6 @@ func (w *TableWriter) open(ctx context.Context) error {
 			return err
 		}
 	}
-	r.startWriter(ctx)
 	w.opened = true
 	db.hook("table:opened", tr.open.Add(1))
 	return nil

@@ -61,7 +61,9 @@ type runWriter struct {
 	queued int   // bytes of the batches queued or being written
 }
 
-// startWriter starts the run's writer. ctx bounds every write.
+// startWriter starts the run's writer, at its first batch (flushData).
+// ctx's values go with every write; its cancellation does not: each
+// write is bounded by writeContext.
 func (r *Run) startWriter(ctx context.Context) {
 	w := &runWriter{r: r, ctx: context.WithoutCancel(ctx), jobs: make(chan *writeJob, writeDepth), free: make(chan *writeJob, writeDepth), done: make(chan struct{}), room: make(chan struct{}, 1)}
 	// The spare batches are sized at once, so that the run's memory is
@@ -197,12 +199,14 @@ func (w *runWriter) stop() {
 	<-w.done
 }
 
-// flushData hands the partition's batch to the writer; a write error of an
-// earlier batch fails the run.
+// flushData hands the partition's batch to the writer, starting it at the
+// run's first batch; a write error of an earlier batch fails the run.
 func (r *Run) flushData(ctx context.Context, p *runPart) error {
-	if err := r.w.failed(); err != nil {
-		r.err = err
-		return err
+	if r.w != nil {
+		if err := r.w.failed(); err != nil {
+			r.err = err
+			return err
+		}
 	}
 	if p.data.Len() == 0 {
 		return nil
@@ -211,9 +215,22 @@ func (r *Run) flushData(ctx context.Context, p *runPart) error {
 		r.err = fmt.Errorf("snapshot: writing %s txn %d: %w", r.ds.name, r.id, err)
 		return r.err
 	}
+	if r.w == nil {
+		r.startWriter(ctx)
+	}
 	r.w.send(p)
 	r.hook("flush", r.stats.Rows)
 	return nil
+}
+
+// flushFull hands the partition's batch to the writer once it holds
+// batchSize cells or markers, or batchBytes of them (the one rule of a
+// full batch, for row versions and delete markers alike).
+func (r *Run) flushFull(ctx context.Context, p *runPart) error {
+	if p.data.Len() < r.db.opts.batchSize && p.dataBytes < batchBytes {
+		return nil
+	}
+	return r.flushData(ctx, p)
 }
 
 // syncWrites hands over every partition's batch and waits until all are
@@ -227,9 +244,11 @@ func (r *Run) syncWrites(ctx context.Context, parts []*runPart, endLoads, seal b
 			return err
 		}
 	}
-	if err := r.w.wait(); err != nil {
-		r.err = err
-		return err
+	if r.w != nil {
+		if err := r.w.wait(); err != nil {
+			r.err = err
+			return err
+		}
 	}
 	for _, p := range parts {
 		if p.load == nil {
@@ -271,11 +290,10 @@ func (r *Run) syncWrites(ctx context.Context, parts []*runPart, endLoads, seal b
 // loads did not flush (an aborted run's cells, invisible anyway); the
 // sealed loads stay (dropSealed).
 func (r *Run) endWrites() {
-	if r.w == nil {
-		return
+	if r.w != nil {
+		r.w.stop()
+		r.w = nil
 	}
-	r.w.stop()
-	r.w = nil
 	for _, p := range r.parts {
 		if p != nil && p.load != nil {
 			p.load.Close()
