@@ -40,6 +40,8 @@ var ErrPartitionCount = errors.New("snapshot: the dataset has another partition 
 type PartitionReport struct {
 	Partition int      `json:"partition"`
 	Stats     RunStats `json:"stats"`
+	// Shapes is the partition's value shapes; nil loses the run's.
+	Shapes *ValueShapes `json:"shapes,omitempty"`
 }
 
 // PartitionSpec names one partition of a partitioned run, as the
@@ -199,6 +201,7 @@ func (pr *PartitionedRun) Add(rep PartitionReport) error {
 	s.Unchanged += t.Unchanged
 	s.BytesWritten += t.BytesWritten
 	pr.r.sum += sum
+	pr.r.shapes.merge(pr.r.opts.Schema, rep.Shapes)
 	pr.r.publishStats()
 	return nil
 }
@@ -386,7 +389,7 @@ func (w *PartitionWriter) Finish(ctx context.Context) (PartitionReport, error) {
 	}
 	r.done = true
 	r.publishStats()
-	return PartitionReport{Partition: r.part, Stats: r.statsNow()}, nil
+	return PartitionReport{Partition: r.part, Stats: r.statsNow(), Shapes: r.shapesNow()}, nil
 }
 
 // Discard ends the writer without a report: what it wrote stays at the
