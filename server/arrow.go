@@ -224,12 +224,16 @@ func doubtful(cols []arrowColumn) []int {
 }
 
 // unproven lists the columns of cols whose values may not fit and whose
-// fit shapes does not prove (provenFit).
-func unproven(cols []arrowColumn, shapes *snapshot.ValueShapes) []int {
+// fit the value shapes of some version of shapes (one per version whose
+// values the answer holds) does not prove (provenFit).
+func unproven(cols []arrowColumn, shapes ...*snapshot.ValueShapes) []int {
 	var d []int
 	for _, i := range doubtful(cols) {
-		if !cols[i].provenFit(shapes) {
-			d = append(d, i)
+		for _, vs := range shapes {
+			if !cols[i].provenFit(vs) {
+				d = append(d, i)
+				break
+			}
 		}
 	}
 	return d

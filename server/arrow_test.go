@@ -668,4 +668,23 @@ func TestArrowProvenFit(t *testing.T) {
 			t.Errorf("%s: probed %v, want %v", tc.name, got, tc.want)
 		}
 	}
+	// A diff holds the values of two versions: both must prove a column.
+	fit := &snapshot.ValueShapes{Columns: []snapshot.ColumnShape{
+		{Column: "price", IntDigits: 3, FracDigits: 2}, {Column: "big"}, {Column: "day"}, {Column: "at"}, {Column: "dur"},
+	}}
+	zero := &snapshot.ValueShapes{Columns: []snapshot.ColumnShape{
+		{Column: "price", IntDigits: 3, FracDigits: 2}, {Column: "big"}, {Column: "day", Irregular: true}, {Column: "at"}, {Column: "dur"},
+	}}
+	tab := newRowsTable(schema, nil)
+	if got := names(tab, unproven(tab.cols, fit, fit)); len(got) != 0 {
+		t.Errorf("two fitting versions: probed %v", got)
+	}
+	for _, pair := range [][2]*snapshot.ValueShapes{{fit, zero}, {zero, fit}} {
+		if got := names(tab, unproven(tab.cols, pair[0], pair[1])); !slices.Equal(got, []string{"day"}) {
+			t.Errorf("one version with a zero date: probed %v, want [day]", got)
+		}
+	}
+	if got := names(tab, unproven(tab.cols, fit, nil)); len(got) != 5 {
+		t.Errorf("one version without shapes: probed %v, want every doubtful column", got)
+	}
 }
