@@ -32,7 +32,8 @@ type Adapter struct {
 	SingleNode string `json:"single_node,omitempty"`
 	// Warnings, in the answer of a create or replace only, say what was
 	// accepted unchecked: a source that could not be reached or refused
-	// the credentials (checkResource).
+	// the credentials (checkResource); or, for several tables, what
+	// every run will fail on: selected tables without a usable key.
 	Warnings []string `json:"warnings,omitempty"`
 }
 
@@ -344,9 +345,12 @@ func (s *Service) checkResource(ctx context.Context, spec api.Adapter) (warning 
 	if err == nil && spec.ManyTables() {
 		defer l.release()
 		// Several tables: the selection resolves against the tables the
-		// source lists now; each table's key is checked by the run.
-		if _, err = s.selectTables(ctx, l, spec); err == nil {
-			return "", nil
+		// source lists now; each table's key is checked by the run, and
+		// a table the listing gives none is a warning (the source may
+		// gain the key before the first run).
+		var sel []source.Resource
+		if sel, err = s.selectTables(ctx, l, spec); err == nil {
+			return keylessWarning(sel), nil
 		}
 		if errors.Is(err, source.ErrBadSelection) {
 			return "", optionErrorIs(&OptionError{Key: "resources", Msg: err.Error()}, err)
@@ -378,6 +382,27 @@ func (s *Service) checkResource(ctx context.Context, spec api.Adapter) (warning 
 	s.log.Warn("adapter resource not checked", "adapter", spec.Name,
 		"connection", spec.Connection, "resource", spec.Resource, "cause", checkCause(err), "err", err)
 	return fmt.Sprintf("%s not checked: %v; its runs fail until the source answers", checkedWhat(spec), err), nil
+}
+
+// keylessWarning is the warning of an adapter of several tables whose
+// selection holds tables without a usable key (source.Resource.Key, the
+// key a run would choose); "" when every table has one.
+func keylessWarning(sel []source.Resource) string {
+	var names []string
+	for _, r := range sel {
+		if len(r.Key) > 0 {
+			continue
+		}
+		name := r.Name
+		if r.Schema != "" {
+			name = r.Schema + "." + name
+		}
+		names = append(names, name)
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("no usable key in %s: every run fails with no_key until the selection excludes them (an adapter of several tables takes no key_columns)", strings.Join(names, ", "))
 }
 
 // checkedWhat names what checkResource checks: the resource, or for an

@@ -105,20 +105,78 @@ func (s *Service) readDigest(ctx context.Context, dataset string, cur *snapshot.
 }
 
 // readTableDigest is readDigest for the table name of a dataset of
-// several tables, whose current version cur holds it.
-func (s *Service) readTableDigest(ctx context.Context, dataset, name string, cur *snapshot.VersionInfo, schema snapshot.Schema, cs checksummer) *digest {
-	if cur == nil || cs == nil {
-		return nil
+// several tables, whose current version cur holds it. When a source with
+// checksums (cs) has no digest to compare with, it also says why, as
+// RunTable.ModeReason does.
+func (s *Service) readTableDigest(ctx context.Context, dataset, name string, cur *snapshot.VersionInfo, schema snapshot.Schema, cs checksummer) (*digest, string) {
+	if cs == nil {
+		return nil, ""
 	}
-	t, ok := cur.Table(name)
-	if !ok || !sameSchema(t.Schema, schema) {
-		return nil
+	var t snapshot.TableInfo
+	ok := false
+	if cur != nil {
+		t, ok = cur.Table(name)
+	}
+	switch {
+	case !ok:
+		return nil, "no checksums recorded yet: the table is new to the dataset"
+	case !sameSchema(t.Schema, schema):
+		return nil, "its schema changed since the current version"
 	}
 	b, err := s.db.TableSourceDigest(ctx, dataset, name, cur.Version)
-	if err != nil {
-		return nil
+	switch {
+	case err != nil:
+		return nil, "the recorded checksums could not be read"
+	case b == nil:
+		return nil, "no checksums recorded with the current version"
 	}
-	return parseDigest(b, cs)
+	d := parseDigest(b, cs)
+	if d == nil {
+		return nil, "the recorded checksums are of another format or checksum"
+	}
+	return d, ""
+}
+
+// fullReason says why the pull read its table in full although its source
+// computes checksums (RunTable.ModeReason); digestReason is why there was
+// no digest to compare with (readTableDigest). "" when the source has no
+// checksums, or nothing kept chunk mode out.
+func (p *pull) fullReason(digestReason string) string {
+	d := p.prev
+	switch {
+	case p.cs == nil:
+		return ""
+	case !p.cs.Chunkable():
+		return "its key allows no range checksums"
+	case digestReason != "":
+		return digestReason
+	case d == nil:
+		return ""
+	case d.Unsummed:
+		return "its recorded ranges carry no sums (a partitioned run recorded them)"
+	case d.Changed >= 0.5 && p.insertedAll():
+		return "no range checksums recorded yet: the last run inserted every row"
+	case d.Changed >= 0.5 && len(d.Chunks) == 1:
+		return "a one-range table: its range changed at the last run"
+	case d.Changed >= 0.5:
+		return fmt.Sprintf("%.0f%% of its ranges changed at the last run, more than half", 100*d.Changed)
+	case !d.Checksums:
+		return "its recorded ranges have no checksums: they disagreed with the rows read"
+	case p.chunks != nil && p.chunks.full:
+		return fmt.Sprintf("more than half of its first %d ranges changed", chunkProbe)
+	}
+	return ""
+}
+
+// insertedAll reports whether the current version's run inserted every
+// row it holds, as a first run does (its digest records every range
+// changed, without checksums).
+func (p *pull) insertedAll() bool {
+	if p.cur == nil {
+		return false
+	}
+	st := p.cur.Stats
+	return st.Rows > 0 && st.Inserted == st.Rows && st.Updated == 0 && st.Deleted == 0
 }
 
 // parseDigest decodes a stored digest b; nil when there is none, or it

@@ -1,6 +1,7 @@
 package adapters
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -40,6 +41,22 @@ type PartitionedRun struct {
 	Compression string
 	// RunID is the run's id (its record).
 	RunID string
+	// Carried, when set, are the key ranges of the current version whose
+	// source checksums matched: the run reads and sends none of their
+	// rows, and every partition's owner carries them over
+	// (snapshot.PartitionSpec.Carried).
+	Carried *CarriedRanges
+}
+
+// CarriedRanges are the key ranges of a version a partitioned run
+// carries over unread.
+type CarriedRanges struct {
+	// Version is the version whose digest the ranges come from: the run
+	// must compare with it (snapshot.PartitionedRun.Carry).
+	Version int64
+	Ranges  []snapshot.KeyRange
+	// Rows is the count of the ranges' rows, as the digest has it.
+	Rows int64
 }
 
 // RunWriter is what a run writes its rows into: a *snapshot.Run, or a
@@ -121,7 +138,8 @@ func partitionKeyInSource(spec api.Adapter, schema snapshot.Schema) error {
 
 // beginWriter begins the writer of a run of spec: a partitioned run's
 // coordinator for a partition-by-key adapter, a snapshot.Run otherwise.
-func (s *Service) beginWriter(ctx context.Context, spec api.Adapter, cfg snapshot.DatasetConfig, opts snapshot.RunOptions, runID string) (RunWriter, error) {
+// A partitioned run carries the ranges carried over (nil: none).
+func (s *Service) beginWriter(ctx context.Context, spec api.Adapter, cfg snapshot.DatasetConfig, opts snapshot.RunOptions, runID string, carried *CarriedRanges) (RunWriter, error) {
 	if Strategy(spec.Strategy) != StrategyPartitionByKey {
 		return s.db.BeginRun(ctx, cfg, opts)
 	}
@@ -129,7 +147,7 @@ func (s *Service) beginWriter(ctx context.Context, spec api.Adapter, cfg snapsho
 		return nil, s.notPartitioned(spec)
 	}
 	cfg.PartitionKey = spec.PartitionKey
-	return s.partitioner.BeginPartitioned(ctx, PartitionedRun{Config: cfg, Options: opts, Compression: spec.TransferCompression, RunID: runID})
+	return s.partitioner.BeginPartitioned(ctx, PartitionedRun{Config: cfg, Options: opts, Compression: spec.TransferCompression, RunID: runID, Carried: carried})
 }
 
 // notPartitioned is the error of a partition-by-key run on a node that
@@ -141,12 +159,18 @@ func (s *Service) notPartitioned(spec api.Adapter) error {
 
 // A partitioned run skips what did not change as a run of one node does
 // (checksums.go), from its coordinator: the chunk pass runs there, on the
-// run's source connection and inside its snapshot, and a run whose chunks
-// all match ends verified before any partition's owner is asked for
-// anything. The coordinator does not see the checksums the owners compute
-// as they write, so the digest it stores has the chunks' keys, rows and
-// source checksums but no sums (digest.Unsummed), and it cannot carry a
-// range over: a run with chunks changed reads in full.
+// run's source connection and inside its snapshot. A run whose chunks all
+// match ends verified before any partition's owner is asked for
+// anything. A run with some chunks changed reads and sends only the rows
+// of those (chunk mode): the others' key ranges go to every owner in the
+// run's record, and each owner compares its partition with the current
+// version outside them only, carrying their rows over
+// (snapshot.PartitionSpec.Carried); a range's rows lie in every
+// partition, whatever the partition key. The coordinator does not see the
+// checksums the owners compute as they write, so the digest it stores has
+// the chunks' keys, rows and source checksums but no sums
+// (digest.Unsummed); the owners' reports of what they compared give the
+// carried rows' counts and checksum instead.
 
 // placedAsStored reports whether a partitioned run of spec, whose source
 // has schema, places its rows as dataset d stores them: the same
@@ -180,6 +204,41 @@ func (p *pull) digestTo() digestSetter {
 	}
 	d, _ := p.run.(digestSetter)
 	return d
+}
+
+// carriedRanges returns the key ranges a partitioned run carries over in
+// chunk mode: those of the current version's digest whose source
+// checksums matched in the chunk pass, adjacent ones merged; nil when the
+// run reads in full (no chunk pass, too many changed, none unchanged).
+func (p *pull) carriedRanges() (*CarriedRanges, error) {
+	if Strategy(p.spec.Strategy) != StrategyPartitionByKey || p.chunks == nil || p.chunks.full || p.cur == nil {
+		return nil, nil
+	}
+	cr := &CarriedRanges{Version: p.cur.Version}
+	var lo []byte
+	for i, c := range p.prev.Chunks {
+		key, err := parseDigestKey(c.Hi)
+		if err != nil {
+			return nil, fmt.Errorf("the digest of the current version: %w", err)
+		}
+		hi, err := snapshot.AppendKey(nil, key)
+		if err != nil {
+			return nil, fmt.Errorf("the digest of the current version: %w", err)
+		}
+		if !p.chunks.changed[i] {
+			cr.Rows += c.Rows
+			if n := len(cr.Ranges); n > 0 && bytes.Equal(cr.Ranges[n-1].Through, lo) {
+				cr.Ranges[n-1].Through = hi
+			} else {
+				cr.Ranges = append(cr.Ranges, snapshot.KeyRange{After: lo, Through: hi})
+			}
+		}
+		lo = hi
+	}
+	if len(cr.Ranges) == 0 {
+		return nil, nil
+	}
+	return cr, nil
 }
 
 // passChanged is the share of the chunks the chunk pass checked that

@@ -50,6 +50,7 @@ type pull struct {
 	rec       *chunkRecorder // the new digest's chunks, nil without one
 	keyIdx    []int          // the schema indexes of the key columns, for rec
 	committed bool           // Commit was called (it aborts by itself on error)
+	carrying  bool           // a partitioned run whose owners carry the unchanged chunks over (partitioned.go)
 
 	n       int64 // rows put
 	res     pullResult
@@ -198,11 +199,16 @@ func (p *pull) passChunks(ctx context.Context) error {
 // new digest's chunks when the source has checksums.
 func (p *pull) begin(ctx context.Context) error {
 	s, spec := p.s, p.spec
+	carried, err := p.carriedRanges()
+	if err != nil {
+		return err
+	}
+	p.carrying = carried != nil
 	run, err := s.beginWriter(ctx, spec,
 		snapshot.DatasetConfig{Name: spec.Dataset, Retention: retentionOf(spec), Guard: guardOf(spec)},
 		snapshot.RunOptions{Schema: p.schema, Force: p.force, VerifyUnchanged: !spec.CommitUnchanged, Source: snapshot.SourceInfo{
 			Adapter: spec.Name, Connection: spec.Connection, Revision: p.l.revision, Resource: p.resource, RunID: p.runID,
-		}}, p.runID)
+		}}, p.runID, carried)
 	if err != nil {
 		if errors.Is(err, snapshot.ErrKeyChanged) {
 			return fmt.Errorf("the source key of %s is now (%s), which differs from dataset %q's key; drop the dataset or set key_columns: %w",
@@ -322,10 +328,11 @@ func (p *pull) progress() {
 }
 
 // chunkMode reports whether the run reads in chunk mode: the chunk pass
-// found few chunks changed, and the rows go to this process, which can
-// carry the others over with the sums the digest has.
+// found few chunks changed, and either the rows go to this process, which
+// can carry the others over with the sums the digest has, or they go to a
+// partitioned run whose owners carry the others over (partitioned.go).
 func (p *pull) chunkMode() bool {
-	return p.chunks != nil && !p.chunks.full && p.local != nil && !p.prev.Unsummed
+	return p.chunks != nil && !p.chunks.full && (p.local != nil && !p.prev.Unsummed || p.carrying)
 }
 
 // readChunks is chunk mode: each chunk of the current version's digest
@@ -353,8 +360,15 @@ func (p *pull) readChunks(ctx context.Context) error {
 }
 
 // carry carries the rows of chunk c, keys after lo up to hi, over from
-// the current version.
+// the current version: here, or on the owners of a partitioned run.
 func (p *pull) carry(ctx context.Context, c chunk, lo, hi []snapshot.Value) error {
+	if p.local == nil {
+		// A partitioned run: its owners carry the range over, named in
+		// the run's record.
+		p.rec.carried(c)
+		p.res.skipped++
+		return nil
+	}
 	if err := p.local.Carry(ctx, lo, hi, c.Rows, c.Sum); err != nil {
 		return fmt.Errorf("carrying rows of %s over: %w", p.resource, err)
 	}

@@ -254,6 +254,9 @@ type pullResult struct {
 	mode     string
 	chunks   int // chunks of the digest
 	skipped  int // chunks carried over (or verified) without reading
+	// reason says why a table was read in full although its source has
+	// checksums (RunTable.ModeReason).
+	reason string
 }
 
 // keyIndexes returns the schema indexes of the key columns.

@@ -67,7 +67,15 @@ type RunTable struct {
 	Name string `json:"name"`
 	// Mode, RowsRead, Chunks and ChunksSkipped are as RunRecord's, for
 	// this table; Stats are its counts in the version committed.
-	Mode          string            `json:"mode,omitempty"`
+	Mode string `json:"mode,omitempty"`
+	// ModeReason says why a table was read in full although its source
+	// computes checksums (checksums.go): no checksums recorded yet (a
+	// table new to the dataset, or whose last run inserted every row),
+	// its schema changed, more than half its ranges changed at the last
+	// run (a table of one range whenever it changed), more than half of
+	// the first ranges checked changed, ... Empty for the other modes and
+	// for a source without checksums.
+	ModeReason    string            `json:"mode_reason,omitempty"`
 	RowsRead      int64             `json:"rows_read"`
 	Chunks        int               `json:"chunks,omitempty"`
 	ChunksSkipped int               `json:"chunks_skipped,omitempty"`
@@ -116,7 +124,7 @@ func (s *Service) pullTables(ctx context.Context, ar *activeRun, spec api.Adapte
 	if d, err := s.db.Dataset(ctx, spec.Dataset); err == nil {
 		tp.created = d.CreatedAt
 	}
-	if err := tp.openPoint(ctx, len(sel)); err != nil {
+	if err := tp.openPoint(ctx, sel); err != nil {
 		return pullResult{}, err
 	}
 	defer func() {
@@ -215,11 +223,11 @@ func quoteIdent(s string, q byte) string {
 
 // openPoint opens the point of the source every table is read at, and
 // records how it was made.
-func (tp *tablesPull) openPoint(ctx context.Context, tables int) error {
+func (tp *tablesPull) openPoint(ctx context.Context, sel []source.Resource) error {
 	po := tp.l.src.(source.PointOpener)
-	pt, err := po.OpenPoint(ctx, source.PointRequest{Tables: tables, Parallelism: parallelism(tp.spec, tp.l)})
+	pt, err := po.OpenPoint(ctx, source.PointRequest{Tables: len(sel), Resources: sel, Parallelism: parallelism(tp.spec, tp.l)})
 	if err != nil {
-		return fmt.Errorf("opening one point of the source of %d tables: %w", tables, connectOrReadError(ctx, tp.l, tp.spec.Connection, err))
+		return fmt.Errorf("opening one point of the source of %d tables: %w", len(sel), connectOrReadError(ctx, tp.l, tp.spec.Connection, err))
 	}
 	tp.pt = pt
 	tp.recordPoint()
@@ -255,7 +263,7 @@ func (tp *tablesPull) describe(ctx context.Context, sel []source.Resource) error
 			}
 			src, err := tp.pt.OpenTable(gctx, TableRequest{Resource: t.resource, Dataset: tp.spec.Dataset, DatasetCreated: tp.created})
 			if err != nil {
-				return fmt.Errorf("table %s: %w", t.name, tp.l.scrub(readError(gctx, tp.spec.Connection, err)))
+				return tableError(t.name, tp.l.scrub(readError(gctx, tp.spec.Connection, err)))
 			}
 			_, t.diff = src.(source.DiffReader)
 			t.schema = src.Schema()
@@ -307,7 +315,10 @@ func (tp *tablesPull) begin(ctx context.Context) error {
 	case errors.Is(err, snapshot.ErrTableMissing):
 		return fmt.Errorf("%w: dataset %q: %w (set allow_dropped_tables to commit without them)", ErrResourceNotFound, spec.Dataset, err)
 	case errors.Is(err, snapshot.ErrKeyChanged):
-		return fmt.Errorf("the source key of a table differs from its key in dataset %q; drop the dataset: %w", spec.Dataset, err)
+		// A table's key is fixed, but a table dropped and added again is
+		// a new one: the rest of the dataset and its versions need not go.
+		return fmt.Errorf("the source key of a table differs from its key in dataset %q; commit a run without the table "+
+			"(exclude it, with allow_dropped_tables) and select it again, which adds it as a new table, or drop the dataset: %w", spec.Dataset, err)
 	case err != nil:
 		return fmt.Errorf("starting a run of dataset %q: %w", spec.Dataset, err)
 	}
@@ -343,6 +354,17 @@ func (tp *tablesPull) read(ctx context.Context) error {
 	return g.Wait()
 }
 
+// tableError is err of the table name in a run of several tables. A
+// table without a usable key says what such an adapter can do: it takes
+// no key_columns (each table keeps its own key), which the source's
+// advice names.
+func tableError(name string, err error) error {
+	if errors.Is(err, ErrNoKey) {
+		return fmt.Errorf("table %s: %w (an adapter of several tables takes no key_columns: exclude the table, or snapshot it with an adapter of its own)", name, err)
+	}
+	return fmt.Errorf("table %s: %w", name, err)
+}
+
 // readTable reads table t at the point into its TableWriter, as a run of
 // one table reads it (pull.go): chunk mode when its digest allows, its
 // new digest sealed at the end, then the writer finished
@@ -351,7 +373,7 @@ func (tp *tablesPull) read(ctx context.Context) error {
 func (tp *tablesPull) readTable(ctx context.Context, t *tableRead) error {
 	src, err := tp.pt.OpenTable(ctx, TableRequest{Resource: t.resource, Dataset: tp.spec.Dataset, DatasetCreated: tp.created})
 	if err != nil {
-		return fmt.Errorf("table %s: %w", t.name, tp.l.scrub(readError(ctx, tp.spec.Connection, err)))
+		return tableError(t.name, tp.l.scrub(readError(ctx, tp.spec.Connection, err)))
 	}
 	defer src.Close()
 	// The table was described when the run began (describe), and is
@@ -370,13 +392,17 @@ func (tp *tablesPull) readTable(ctx context.Context, t *tableRead) error {
 		resource: t.name, schema: t.schema, jsonCols: t.jsonCols, w: w, local: w, tables: tp, first: w.Version() == 0}
 	p.cur = tp.tableCur(t)
 	p.cs, _ = src.(checksummer)
-	p.prev = tp.s.readTableDigest(ctx, tp.spec.Dataset, t.name, tp.cur, t.schema, p.cs)
+	var digestReason string
+	p.prev, digestReason = tp.s.readTableDigest(ctx, tp.spec.Dataset, t.name, tp.cur, t.schema, p.cs)
 	if err := p.passChunks(ctx); err != nil {
 		return fmt.Errorf("table %s: %w", t.name, err)
 	}
 	p.startDigest()
 	if err := p.read(ctx); err != nil {
 		return fmt.Errorf("table %s: %w", t.name, err)
+	}
+	if p.res.mode == ModeFull {
+		p.res.reason = p.fullReason(digestReason)
 	}
 	if err := p.seal(ctx); err != nil {
 		return fmt.Errorf("table %s: %w", t.name, err)
@@ -446,7 +472,7 @@ func (tp *tablesPull) record() {
 			rt.Stats = w.Stats()
 		}
 		if t.done {
-			rt.Mode, rt.Chunks, rt.ChunksSkipped = t.res.mode, t.res.chunks, t.res.skipped
+			rt.Mode, rt.ModeReason, rt.Chunks, rt.ChunksSkipped = t.res.mode, t.res.reason, t.res.chunks, t.res.skipped
 		}
 		out = append(out, rt)
 	}

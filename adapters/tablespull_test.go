@@ -103,8 +103,10 @@ func TestTablesRun(t *testing.T) {
 			t.Fatal(noteErr(err))
 		}
 		spec := api.Adapter{Name: "bank", Connection: "src", Include: []string{"*"}, Exclude: []string{"audit_*"}}
-		if _, err := ts.svc.CreateAdapter(ctx, spec); err != nil {
+		if a, err := ts.svc.CreateAdapter(ctx, spec); err != nil {
 			t.Fatal(noteErr(err))
+		} else if len(a.Warnings) != 0 {
+			t.Errorf("warnings of an adapter whose tables all have a key: %q", a.Warnings)
 		}
 		first := ts.runWait(t, "bank")
 		mustSucceed(t, first)
@@ -192,10 +194,17 @@ func TestTablesRun(t *testing.T) {
 			t.Errorf("ledger after a refused run: %d rows", len(led))
 		}
 
-		// A selected table without a key fails the run, naming it.
+		// A selected table without a key is a warning when the adapter
+		// is saved, and fails the run, naming it.
 		src.exec("CREATE TABLE nokey (a INT, b INT)")
+		if a, _, err := ts.svc.PutAdapter(ctx, spec); err != nil {
+			t.Fatal(noteErr(err))
+		} else if len(a.Warnings) != 1 || !strings.Contains(a.Warnings[0], "no usable key in ") || !strings.Contains(a.Warnings[0], "nokey: every run fails with no_key") {
+			t.Errorf("warnings of an adapter with a table without a key: %q", a.Warnings)
+		}
 		seventh := ts.runWait(t, "bank")
-		if seventh.Status != RunFailed || seventh.Code != "no_key" || !strings.Contains(seventh.Error, "nokey") {
+		if seventh.Status != RunFailed || seventh.Code != "no_key" || !strings.Contains(seventh.Error, "nokey") ||
+			!strings.Contains(seventh.Error, "exclude the table, or snapshot it with an adapter of its own") {
 			t.Errorf("run with a table without a key: %s %s: %s", seventh.Status, seventh.Code, seventh.Error)
 		}
 		if cur := mustVersion(t, ts.db, "bank", 0); cur.Version != fifth.Version {
@@ -278,14 +287,28 @@ func TestTablesRunChunks(t *testing.T) {
 		mustSucceed(t, second)
 		third := ts.runWait(t, "two")
 		mustSucceed(t, third)
-		big := func(rec RunRecord) RunTable {
+		table := func(rec RunRecord, name string) RunTable {
+			t.Helper()
 			for _, tb := range rec.Tables {
-				if strings.HasSuffix(tb.Name, "big") {
+				if strings.HasSuffix(tb.Name, name) {
 					return tb
 				}
 			}
-			t.Fatalf("run %s lists no table big: %+v", rec.ID, rec.Tables)
+			t.Fatalf("run %s lists no table %s: %+v", rec.ID, name, rec.Tables)
 			return RunTable{}
+		}
+		big := func(rec RunRecord) RunTable { return table(rec, "big") }
+		// Read in full although the source has checksums, and why.
+		for _, c := range []struct {
+			rec    RunRecord
+			reason string
+		}{
+			{first, "no checksums recorded yet: the table is new to the dataset"},
+			{second, "no range checksums recorded yet: the last run inserted every row"},
+		} {
+			if b := big(c.rec); b.Mode != ModeFull || b.ModeReason != c.reason {
+				t.Errorf("run %s: big read %s, because %q; want full, because %q", c.rec.ID, b.Mode, b.ModeReason, c.reason)
+			}
 		}
 		if b := big(third); !third.Verified || third.Version != first.Version || third.Mode != ModeVerify || b.Mode != ModeChunks || b.Chunks != 3 || b.ChunksSkipped != 3 || b.RowsRead != 0 {
 			t.Errorf("unchanged run: verified %v, version %d (first %d), mode %s, big %+v", third.Verified, third.Version, first.Version, third.Mode, b)
@@ -298,6 +321,26 @@ func TestTablesRunChunks(t *testing.T) {
 		}
 		if _, rows := tableRows(t, ts.db, "two", "big", 0); len(rows) != 12000 || col(byID(rows, 7000), "v").Int != 0 || col(byID(rows, 6999), "v").Int != 6999 {
 			t.Errorf("big after the chunked run: %d rows, 7000 -> %s", len(rows), fmtValue(col(byID(rows, 7000), "v")))
+		}
+		if b := big(fourth); b.ModeReason != "" {
+			t.Errorf("big read by its ranges, with a reason: %+v", b)
+		}
+		// A table of one range that changed is read by that range, and the
+		// next run reads it in full: its one range is all of it.
+		src.exec("UPDATE small SET v = 0 WHERE id = 1")
+		fifth := ts.runWait(t, "two")
+		mustSucceed(t, fifth)
+		src.exec("UPDATE small SET v = 1 WHERE id = 1")
+		sixth := ts.runWait(t, "two")
+		mustSucceed(t, sixth)
+		if sm := table(sixth, "small"); sm.Mode != ModeFull || sm.ModeReason != "a one-range table: its range changed at the last run" {
+			t.Errorf("small after its range changed: %+v", sm)
+		}
+		src.exec("ALTER TABLE small ADD COLUMN w INT")
+		seventh := ts.runWait(t, "two")
+		mustSucceed(t, seventh)
+		if sm, b := table(seventh, "small"), big(seventh); sm.Mode != ModeFull || sm.ModeReason != "its schema changed since the current version" || b.Mode != ModeChunks {
+			t.Errorf("after a column added to small: small %+v, big %+v", sm, b)
 		}
 	})
 }
@@ -398,5 +441,46 @@ func TestTablesRunSchemaChanged(t *testing.T) {
 	mustSucceed(t, next)
 	if _, rows := tableRows(t, ts.db, "ab", "b", 0); col(byID(rows, 1), "w").Int != 7 {
 		t.Errorf("b after the next run: row 1 w %s", fmtValue(col(byID(rows, 1), "w")))
+	}
+}
+
+// TestTablesRunKeyChanged: a table whose key changed fails the run with
+// key_changed, and the error says what keeps the rest of the dataset: a
+// run without the table (allow_dropped_tables), after which the table
+// comes back as a new table with its new key.
+func TestTablesRunKeyChanged(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "src.db")
+	sqliteExec(t, path,
+		"CREATE TABLE a (id INT PRIMARY KEY, v INT)", "CREATE TABLE b (id INT PRIMARY KEY, x INT NOT NULL)",
+		"INSERT INTO a VALUES (1, 1)", "INSERT INTO b VALUES (1, 1), (1000, 2)")
+	ts := newStack(t, Options{})
+	if _, err := ts.svc.CreateConnection(ctx, api.Connection{Name: "src", Type: "sqlite", Options: map[string]any{"path": path}}); err != nil {
+		t.Fatal(noteErr(err))
+	}
+	spec := api.Adapter{Name: "ds", Connection: "src", Include: []string{"*"}}
+	if _, err := ts.svc.CreateAdapter(ctx, spec); err != nil {
+		t.Fatal(noteErr(err))
+	}
+	first := ts.runWait(t, "ds")
+	mustSucceed(t, first)
+	sqliteExec(t, path, "DROP TABLE b", "CREATE TABLE b (id INT NOT NULL, x INT NOT NULL, PRIMARY KEY (id, x))", "INSERT INTO b VALUES (1, 1), (1000, 2)")
+	second := ts.runWait(t, "ds")
+	if second.Status != RunFailed || second.Code != "key_changed" || !strings.Contains(second.Error, "allow_dropped_tables") {
+		t.Fatalf("run after a key change: %s %s: %s", second.Status, second.Code, second.Error)
+	}
+	// What the error says: a run without the table, then with it again.
+	spec.Exclude, spec.AllowDroppedTables = []string{"b"}, true
+	if _, _, err := ts.svc.PutAdapter(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	mustSucceed(t, ts.runWait(t, "ds"))
+	spec.Exclude = nil
+	if _, _, err := ts.svc.PutAdapter(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	mustSucceed(t, ts.runWait(t, "ds"))
+	if vi, rows := tableRows(t, ts.db, "ds", "b", 0); len(rows) != 2 || !slices.Equal(vi.Schema.Key, []string{"id", "x"}) {
+		t.Errorf("b after it came back: %d rows, key %v", len(rows), vi.Schema.Key)
 	}
 }

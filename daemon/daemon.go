@@ -321,12 +321,37 @@ func (d *Daemon) Run(ctx context.Context) error {
 	return nil
 }
 
+// connectionsInForce counts the data connections the server has: those
+// of the config file and those made through the API, but an API
+// definition that one of the config file hides (status shadowed).
+func (d *Daemon) connectionsInForce() int {
+	n := 0
+	for _, c := range d.stk.Adapters.ListConnections() {
+		if c.Status != "shadowed" {
+			n++
+		}
+	}
+	return n
+}
+
+// adaptersInForce counts the adapters as connectionsInForce counts the
+// connections.
+func (d *Daemon) adaptersInForce() int {
+	n := 0
+	for _, a := range d.stk.Adapters.ListAdapters() {
+		if a.Status != "shadowed" {
+			n++
+		}
+	}
+	return n
+}
+
 // start declares a cluster member active and starts its adapters that run
 // on start, then logs that the process serves.
 func (d *Daemon) start(ctx context.Context) {
 	cfg := d.cfg
 	attrs := []any{"listen", d.Addr(), "data", cfg.Data, "storage", cfg.Storage.Backend,
-		"auth", len(d.opts.Tokens) > 0, "tls", d.certs != nil, "gc_interval", cfg.GCInterval, "connections", len(cfg.Connections), "adapters", len(cfg.Adapters), "version", d.opts.BuildVersion}
+		"auth", len(d.opts.Tokens) > 0, "tls", d.certs != nil, "gc_interval", cfg.GCInterval, "connections", d.connectionsInForce(), "adapters", d.adaptersInForce(), "version", d.opts.BuildVersion}
 	if d.mem != nil {
 		// Serving: the other members may count on this node now, and it
 		// on its share of the adapters.

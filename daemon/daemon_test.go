@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/cluster/transfer"
 	"github.com/snapstore/snapstore/config"
 	"github.com/snapstore/snapstore/server"
@@ -253,5 +254,58 @@ func TestDaemon_SIGHUPReloadsTheCertificate(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "tls certificate reloaded") {
 		t.Errorf("no log line of the reload:\n%s", logs.String())
+	}
+}
+
+// TestDaemon_ServingCountsDefinitionsInForce: the start's log line counts
+// the connections and adapters the server has, the config file's and
+// those made through the API, but an API one the file hides.
+func TestDaemon_ServingCountsDefinitionsInForce(t *testing.T) {
+	cfg := testConfig(t)
+	src := filepath.Join(t.TempDir(), "src.db")
+	conn := func(name string) api.Connection {
+		return api.Connection{Name: name, Type: "sqlite", Options: map[string]any{"path": src}}
+	}
+	cfg.Connections = []api.Connection{conn("filed")}
+	d, err := Open(context.Background(), testOptions(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	for _, name := range []string{"made", "later"} {
+		body := `{"name":"` + name + `","type":"sqlite","options":{"path":"` + src + `"}}`
+		resp, err := http.Post("http://"+d.Addr()+"/v1/connections", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("creating connection %s: %d %s", name, resp.StatusCode, b)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The file now defines "later" too: the API's is shadowed.
+	cfg.Connections = append(cfg.Connections, conn("later"))
+	var logs syncBuffer
+	runDaemon(t, cfg, &logs)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), `msg="snapstore serving"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no start line:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(logs.String(), " connections=3 adapters=0 ") {
+		t.Errorf("the start line does not count 3 connections (2 of the file, 1 of the API):\n%s", logs.String())
 	}
 }

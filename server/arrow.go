@@ -130,7 +130,7 @@ func (s *Server) scanArrow(c echo.Context, r *snapshot.Reader, opts snapshot.Sca
 		}
 		return s.writeParquetPasses(c, codec, fileName(info.Dataset, r.Table())+".parquet", pass)
 	}
-	if doubt := unproven(t.cols, info.Shapes); len(doubt) > 0 {
+	if doubt := unproven(t.cols, info.Shapes); len(doubt) > 0 && !headOnly(c) {
 		po := opts // the same rows, only the columns in doubt
 		po.Columns = nil
 		for _, i := range doubt {
@@ -293,6 +293,9 @@ func (t *rowsTable) write(it snapshot.RowIterator, a *arrowBatches) error {
 // truncated).
 func (s *Server) streamArrow(c echo.Context, schema *arrow.Schema, fill func(*arrowBatches) error) error {
 	bw := startStream(c, mediaArrowStream)
+	if bw == nil {
+		return nil
+	}
 	w := ipc.NewWriter(bw, ipc.WithSchema(schema), ipc.WithAllocator(memory.DefaultAllocator))
 	a := newArrowBatches(schema, func(rec arrow.RecordBatch) error {
 		if err := w.Write(rec); err != nil {

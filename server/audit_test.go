@@ -320,7 +320,8 @@ func (f *fixture) runAs(adapter, tok string) int64 {
 }
 
 // TestAudit_Reads: a dataset whose adapter has audit_reads records one
-// entry per read request (rows, a row, a diff; the console's reads are
+// entry per read request (rows, a row, a diff, by GET or HEAD, which the
+// entry names; the console's reads are
 // package console's tests), without the row key; another dataset's reads are not
 // recorded.
 func TestAudit_Reads(t *testing.T) {
@@ -333,20 +334,22 @@ func TestAudit_Reads(t *testing.T) {
 	f.must(200, "GET", "/v1/datasets/lines/rows?limit=2", "", viewer...)
 	f.must(200, "GET", "/v1/datasets/lines/rows/1001/2", "", viewer...)
 	f.must(200, "GET", "/v1/datasets/lines/diff?stats_only=true&from=1&to=1", "", viewer...)
+	f.must(200, "HEAD", "/v1/datasets/lines/rows/1001/2", "", viewer...)
 	f.must(200, "GET", "/v1/datasets/products/rows", "", viewer...)
 	f.must(200, "GET", "/v1/datasets/products/rows/1", "", viewer...)
 
 	var reads []string
 	for _, e := range f.auditTrail("actor=viewer") {
-		reads = append(reads, e.Action+" "+e.Dataset+" "+e.Route)
+		reads = append(reads, e.Method+" "+e.Action+" "+e.Dataset+" "+e.Route)
 		if strings.Contains(fmt.Sprint(e.Params), "1001") {
 			t.Errorf("a row key is recorded: %+v", e)
 		}
 	}
 	want := []string{
-		"diff lines /v1/datasets/{dataset}/diff",
-		"getRow lines /v1/datasets/{dataset}/rows/{key}",
-		"scanRows lines /v1/datasets/{dataset}/rows",
+		"HEAD getRow lines /v1/datasets/{dataset}/rows/{key}",
+		"GET diff lines /v1/datasets/{dataset}/diff",
+		"GET getRow lines /v1/datasets/{dataset}/rows/{key}",
+		"GET scanRows lines /v1/datasets/{dataset}/rows",
 	}
 	if !slices.Equal(reads, want) {
 		t.Errorf("reads\n%s\nwant\n%s", strings.Join(reads, "\n"), strings.Join(want, "\n"))

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
@@ -49,15 +50,18 @@ func (s *Server) diff(c echo.Context) error {
 		return s.diffCounts(c, ds, table, named, from, to)
 	}
 	if media != mediaNDJSON {
-		return s.diffArrow(c, ds, table, named, from, to, media, codec)
+		return tableRequiredInDiff(s.diffArrow(c, ds, table, named, from, to, media, codec), ds)
 	}
 	it, err := s.Changes(ctx, ds, table, named, from, to)
 	if err != nil {
-		return err
+		return tableRequiredInDiff(err, ds)
 	}
 	defer it.Close()
 	c.Response().Header().Set("Snapstore-Diff-From", strconv.FormatInt(from, 10))
 	bw := startStream(c, mediaNDJSON)
+	if bw == nil {
+		return nil
+	}
 	var b []byte
 	for it.Next() {
 		b = appendChangeJSON(b[:0], it.Change())
@@ -67,6 +71,19 @@ func (s *Server) diff(c echo.Context) error {
 		}
 	}
 	return s.endStream(c, bw, it.Err())
+}
+
+// tableRequiredInDiff adds to the 409 table_required of a diff of a
+// dataset of several tables (snapshot.ErrTableRequired) the two ways to
+// get one: every table's counts in one answer (stats_only=true) and a
+// table's changes at its own route. Other errors are returned as they
+// are.
+func tableRequiredInDiff(err error, ds string) error {
+	if !errors.Is(err, snapshot.ErrTableRequired) {
+		return err
+	}
+	return fmt.Errorf("%w; each table's counts: GET /v1/datasets/%s/diff?stats_only=true; a table's changes: GET /v1/datasets/%[2]s/tables/{table}/diff",
+		err, url.PathEscape(ds))
 }
 
 // Changes streams the changes of ds, or of its table when named, from
@@ -108,7 +125,7 @@ func (s *Server) diffArrow(c echo.Context, ds, table string, named bool, from, t
 	// pass where the shapes of both prove it fits.
 	keyDoubt := unproven(t.keys, infos[0].Shapes, infos[1].Shapes)
 	sideDoubt := unproven(t.before, infos[0].Shapes, infos[1].Shapes)
-	if len(keyDoubt) > 0 || len(sideDoubt) > 0 {
+	if !headOnly(c) && (len(keyDoubt) > 0 || len(sideDoubt) > 0) {
 		probe, err := s.Changes(ctx, ds, table, named, from, to)
 		if err != nil {
 			return err

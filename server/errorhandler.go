@@ -70,7 +70,7 @@ const statusClientClosed = 499
 // dataset will exist, and the detail says which adapter and when it runs.
 func (s *Server) explainNoDataset(c echo.Context, err error) error {
 	ds := c.Param("dataset")
-	if ds == "" || c.Request().Method != http.MethodGet || !errors.Is(err, snapshot.ErrDatasetNotFound) {
+	if ds == "" || documentedMethod(c.Request().Method) != http.MethodGet || !errors.Is(err, snapshot.ErrDatasetNotFound) {
 		return err
 	}
 	if u, uerr := url.PathUnescape(ds); uerr == nil && c.Request().URL.RawPath != "" {

@@ -6,7 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"strconv"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet"
@@ -19,7 +19,12 @@ import (
 // its footer is written, so the answer is written to a temporary file
 // first and sent, with its Content-Length, only when the footer is: a
 // failure before that is a problem+json answer, never a half-written file
-// presented as whole. Memory stays bounded by one row group.
+// presented as whole. Memory stays bounded by one row group. Being whole,
+// the file is also served by byte ranges (Range, 206), which readers of
+// Parquet over HTTP ask for: the footer first, then the row groups they
+// need. Each request makes the file again from the version it names, so
+// a reader's requests agree only when that version is pinned
+// (version=N, not the current one).
 
 // parquetRowGroupRows is the most rows of one row group: the writer
 // buffers one row group's columns before writing them.
@@ -73,6 +78,13 @@ func (s *Server) writeParquet(c echo.Context, schema *arrow.Schema, codec compre
 // get back the Arrow types (durations, dictionaries, the JSON extension)
 // and the snapstore metadata.
 func (s *Server) writeParquetPasses(c echo.Context, codec compress.Compression, name string, pass parquetPass) error {
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, mediaParquet)
+	h.Set(echo.HeaderContentDisposition, `attachment; filename="`+name+`"`)
+	if headOnly(c) {
+		h.Set("Accept-Ranges", "bytes")
+		return c.NoContent(http.StatusOK)
+	}
 	f, err := os.CreateTemp("", "snapstore-*.parquet")
 	if err != nil {
 		return err
@@ -102,19 +114,10 @@ func (s *Server) writeParquetPasses(c echo.Context, codec compress.Compression, 
 		}
 		break
 	}
-	size, err := f.Seek(0, io.SeekCurrent)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return err
-	}
-	h := c.Response().Header()
-	h.Set(echo.HeaderContentType, mediaParquet)
-	h.Set(echo.HeaderContentLength, strconv.FormatInt(size, 10))
-	h.Set(echo.HeaderContentDisposition, `attachment; filename="`+name+`"`)
-	c.Response().WriteHeader(http.StatusOK)
-	_, _ = io.Copy(c.Response(), f) // a client that goes away gets a short body, below its Content-Length
+	// ServeContent sends the file with its Content-Length, or the byte
+	// ranges a Range header asks for (206); a client that goes away gets a
+	// short body, below its Content-Length.
+	http.ServeContent(c.Response(), c.Request(), "", time.Time{}, f)
 	return nil
 }
 

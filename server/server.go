@@ -219,76 +219,93 @@ func (s *Server) newEcho() *echo.Echo {
 	// again for every request.
 	e.Use(s.middleware)
 
-	e.GET("/healthz", s.healthz)
-	e.GET("/readyz", s.readyz)
-	e.GET("/metrics", s.serveMetrics)
-	e.GET("/openapi.json", s.openapiJSON)
+	e.Match(readMethods, "/healthz", s.healthz)
+	e.Match(readMethods, "/readyz", s.readyz)
+	e.Match(readMethods, "/metrics", s.serveMetrics)
+	e.Match(readMethods, "/openapi.json", s.openapiJSON)
 
 	v1 := e.Group("/v1")
-	v1.GET("/audit", s.listAudit)
-	v1.GET("/notifications/deliveries", s.listDeliveries)
+	v1.Match(readMethods, "/audit", s.listAudit)
+	v1.Match(readMethods, "/notifications/deliveries", s.listDeliveries)
 	v1.POST("/notifications/webhooks/:name/test", s.testWebhook)
 
-	v1.GET("/datasets", s.listDatasets)
-	v1.GET("/datasets/:dataset", s.getDataset)
+	v1.Match(readMethods, "/datasets", s.listDatasets)
+	v1.Match(readMethods, "/datasets/:dataset", s.getDataset)
 	v1.DELETE("/datasets/:dataset", s.dropDataset)
-	v1.GET("/datasets/:dataset/rows", s.scanRows)
-	v1.GET("/datasets/:dataset/rows/*", s.getRow)
-	v1.GET("/datasets/:dataset/versions", s.listVersions)
-	v1.GET("/datasets/:dataset/versions/:version", s.getVersion)
-	v1.GET("/datasets/:dataset/diff", s.diff)
-	v1.GET("/datasets/:dataset/tables", s.listTables)
-	v1.GET("/datasets/:dataset/tables/:table/rows", s.scanRows)
-	v1.GET("/datasets/:dataset/tables/:table/rows/*", s.getRow)
-	v1.GET("/datasets/:dataset/tables/:table/diff", s.diff)
+	v1.Match(readMethods, "/datasets/:dataset/rows", s.scanRows)
+	v1.Match(readMethods, "/datasets/:dataset/rows/*", s.getRow)
+	v1.Match(readMethods, "/datasets/:dataset/versions", s.listVersions)
+	v1.Match(readMethods, "/datasets/:dataset/versions/:version", s.getVersion)
+	v1.Match(readMethods, "/datasets/:dataset/diff", s.diff)
+	v1.Match(readMethods, "/datasets/:dataset/tables", s.listTables)
+	v1.Match(readMethods, "/datasets/:dataset/tables/:table/rows", s.scanRows)
+	v1.Match(readMethods, "/datasets/:dataset/tables/:table/rows/*", s.getRow)
+	v1.Match(readMethods, "/datasets/:dataset/tables/:table/diff", s.diff)
 	v1.POST("/datasets/:dataset/gc", s.gc)
 	v1.PUT("/datasets/:dataset/tags/:tag", s.putTag)
 	v1.DELETE("/datasets/:dataset/tags/:tag", s.deleteTag)
 	v1.POST("/datasets/:dataset/rollback", s.rollback)
 
-	v1.GET("/connections", s.listConnections)
+	v1.Match(readMethods, "/connections", s.listConnections)
 	v1.POST("/connections", s.createConnection)
-	v1.GET("/connections/:name", s.getConnection)
+	v1.Match(readMethods, "/connections/:name", s.getConnection)
 	v1.PUT("/connections/:name", s.putConnection)
 	v1.DELETE("/connections/:name", s.dropConnection)
 	v1.POST("/connections/:name/test", s.testConnection)
-	v1.GET("/connections/:name/resources", s.listResources)
+	v1.Match(readMethods, "/connections/:name/resources", s.listResources)
 
-	v1.GET("/adapters", s.listAdapters)
+	v1.Match(readMethods, "/adapters", s.listAdapters)
 	v1.POST("/adapters", s.createAdapter)
-	v1.GET("/adapters/:name", s.getAdapter)
+	v1.Match(readMethods, "/adapters/:name", s.getAdapter)
 	v1.PUT("/adapters/:name", s.putAdapter)
 	v1.DELETE("/adapters/:name", s.deleteAdapter)
 	v1.POST("/adapters/:name/runs", s.startRun)
-	v1.GET("/adapters/:name/runs", s.listRuns)
-	v1.GET("/runs", s.listAllRuns)
-	v1.GET("/runs/:id", s.getRun)
+	v1.Match(readMethods, "/adapters/:name/runs", s.listRuns)
+	v1.Match(readMethods, "/runs", s.listAllRuns)
+	v1.Match(readMethods, "/runs/:id", s.getRun)
 
-	v1.GET("/tokens", s.listTokens)
+	v1.Match(readMethods, "/tokens", s.listTokens)
 	v1.POST("/tokens", s.createToken)
 	v1.DELETE("/tokens/:name", s.revokeToken)
 
 	v1.POST("/secrets/rotate", s.rotateSecrets)
 
-	v1.GET("/cluster/nodes", s.clusterNodes)
+	v1.Match(readMethods, "/cluster/nodes", s.clusterNodes)
 	v1.DELETE("/cluster/nodes/:id", s.forgetNode)
 	v1.POST("/cluster/nodes/:id/drain", s.drainNode)
 	v1.DELETE("/cluster/nodes/:id/drain", s.resumeNode)
-	v1.GET("/cluster/keys", s.listKeys)
+	v1.Match(readMethods, "/cluster/keys", s.listKeys)
 	v1.POST("/cluster/keys/:op", s.keyOp)
 	v1.POST("/cluster/runs", s.takeRun)
-	v1.GET("/cluster/backlog", s.clusterBacklog)
-	v1.GET("/cluster/partitions", s.clusterPartitions)
+	v1.Match(readMethods, "/cluster/backlog", s.clusterBacklog)
+	v1.Match(readMethods, "/cluster/partitions", s.clusterPartitions)
 
 	// The documented operation of each registered route, found once here
-	// rather than by rewriting the echo path on every request.
+	// rather than by rewriting the echo path on every request. The HEAD of
+	// a route is its GET operation: the same role, grant and parameters.
 	s.byRoute = map[routeKey]*route{}
 	for _, r := range e.Routes() {
-		if op, ok := s.api.ops[r.Method+" "+openapiPath(r.Path)]; ok {
-			s.byRoute[routeKey{r.Method, r.Path}] = &route{apiOp: op, label: r.Path}
+		if op, ok := s.api.ops[documentedMethod(r.Method)+" "+openapiPath(r.Path)]; ok {
+			s.byRoute[routeKey{r.Method, r.Path}] = &route{apiOp: op, method: r.Method, label: r.Path}
 		}
 	}
 	return e
+}
+
+// readMethods are the methods of every read route: HEAD answers as GET
+// does, with the same status and headers and no body (RFC 9110, 9.3.2),
+// for clients that ask for an answer's headers before its body (HTTP
+// readers of Parquet and CSV files, fsspec, DuckDB's httpfs). The API
+// document lists the GET; docs/api.md states the rule.
+var readMethods = []string{http.MethodGet, http.MethodHead}
+
+// documentedMethod is the method under which openapi.yaml documents a
+// route of method m: GET for HEAD (readMethods), m itself otherwise.
+func documentedMethod(m string) string {
+	if m == http.MethodHead {
+		return http.MethodGet
+	}
+	return m
 }
 
 // routeKey is a registered route: method and echo path (c.Path()).
@@ -298,16 +315,21 @@ type routeKey struct{ method, path string }
 // latency observers of its statuses.
 type route struct {
 	apiOp
-	label string // the route label of metrics and logs: the echo path
+	// method is the request method: HEAD for the HEAD of a GET operation,
+	// whose apiOp.method is GET.
+	method string
+	label  string // the route label of metrics and logs: the echo path
 	// obs holds one observer per status seen so far; copied on write.
 	obs atomic.Pointer[[]statusObserver]
 }
 
-// routes lists the registered routes as "METHOD /openapi/{template}".
+// routes lists the registered routes as "METHOD /openapi/{template}",
+// but for the HEAD of each GET (readMethods), which the document does not
+// list.
 func (s *Server) routes() []string {
 	var out []string
 	for _, r := range s.echo.Routes() {
-		if r.Method == echo.RouteNotFound {
+		if r.Method == echo.RouteNotFound || r.Method == http.MethodHead {
 			continue
 		}
 		out = append(out, r.Method+" "+openapiPath(r.Path))

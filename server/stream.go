@@ -9,12 +9,23 @@ import (
 	"github.com/snapstore/snapstore/snapshot"
 )
 
+// headOnly reports whether c answers a HEAD (readMethods): the status and
+// headers of the GET, without its body. A streamed answer sends its
+// headers and stops before it reads a row, and skips the passes that only
+// shape its body (the probes of Arrow types); a Parquet file, made whole
+// before it is sent, is not made, so its HEAD has no Content-Length.
+func headOnly(c echo.Context) bool { return c.Request().Method == http.MethodHead }
+
 // startStream sends the status line and headers of a streamed answer of
-// media type contentType and returns the buffered writer of its body.
+// media type contentType and returns the buffered writer of its body; nil
+// for a HEAD (headOnly), whose answer ends there.
 func startStream(c echo.Context, contentType string) *bufio.Writer {
 	w := c.Response()
 	w.Header().Set(echo.HeaderContentType, contentType)
 	w.WriteHeader(http.StatusOK)
+	if headOnly(c) {
+		return nil
+	}
 	return bufio.NewWriterSize(w, 64<<10)
 }
 
@@ -36,6 +47,9 @@ func (s *Server) endStream(c echo.Context, bw *bufio.Writer, err error) error {
 // streamNDJSON streams the rows of it as one JSON object a line.
 func (s *Server) streamNDJSON(c echo.Context, it snapshot.RowIterator) error {
 	bw := startStream(c, mediaNDJSON)
+	if bw == nil {
+		return nil
+	}
 	var b []byte
 	for it.Next() { // the iterator stops at the limit, if any
 		var err error
@@ -55,6 +69,9 @@ func (s *Server) streamNDJSON(c echo.Context, it snapshot.RowIterator) error {
 // sel of schema.
 func (s *Server) streamCSV(c echo.Context, it snapshot.RowIterator, sel []string, schema snapshot.Schema) error {
 	bw := startStream(c, mediaCSV+"; charset=utf-8")
+	if bw == nil {
+		return nil
+	}
 	cw := csv.NewWriter(bw)
 	wroteHeader := false
 	var rec []string

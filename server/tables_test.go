@@ -192,6 +192,12 @@ func TestTables_Reads(t *testing.T) {
 		if !strings.Contains(p.Detail, "public.order_lines, public.orders") {
 			t.Errorf("%s: table_required does not name the tables: %s", path, p.Detail)
 		}
+		// A diff's detail says how to get every table's counts, and a
+		// table's changes.
+		diff := strings.Contains(path, "/diff")
+		if hint := "GET /v1/datasets/shopdb/diff?stats_only=true"; strings.Contains(p.Detail, hint) != diff || strings.Contains(p.Detail, "/tables/{table}/diff") != diff {
+			t.Errorf("%s: table_required: %s", path, p.Detail)
+		}
 	}
 	f.must(200, "GET", "/v1/datasets/products/rows/1", "")
 	var ds datasetOut

@@ -149,7 +149,7 @@
 // unless TablesRunOptions.DropMissing; the new version then lacks it and
 // older ones keep it. VerifyUnchanged verifies only when no table
 // changed and the tables are the same. Tags, rollback (D11), retention
-// and GC (G1-G8: a table's views are the kept versions that hold it, and
+// and GC (G1-G9: a table's views are the kept versions that hold it, and
 // every open reader) and drop (D10) apply to the dataset as a whole.
 // Reads name a table (TableReader, TableDiff); the calls that do not
 // answer ErrTableRequired, naming the tables. A dataset of one table
@@ -230,6 +230,20 @@
 // clocks must agree to well within a lease, as for writer slots (W3).
 // On a store only one process opens, Readers pin in the process only
 // (G2).
+//
+// G9. Tables forgotten. In a dataset of named tables (D12), the entry of
+// a table in the row's configuration (its number, key, column dictionary)
+// stays while some version may be read with it. GC removes it, in its
+// last write of the row, once no kept version holds the table, no open
+// Reader of this DB reads it, no expired version is still recorded (a pin
+// may read it, G8), no transaction is in progress or invalid after the
+// prune (a late cell could still land, G6), and a scan finds its data
+// tables empty; its scratch rows are deleted first. The write checks the
+// kept versions again on the row it changes, so that a tag written
+// meanwhile is kept and an entry a kept version holds never goes. The
+// number is never given again: a table of that name added later gets a
+// new one (D12). A GC that finds a condition unmet leaves the entry to a
+// later one.
 //
 // A cell of G3-G5 is one cell of a row version: GC rewrites a row version
 // without the cells it deletes, and deletes it when none is left. A full
@@ -348,5 +362,9 @@
 // transaction (W1) and commits (D3, W3) once every partition's
 // PartitionWriter has reported; each writer compares and writes its
 // partition as a Run does (D5) and reports its counts and checksum (D6),
-// which add up to those of one Run of the same rows.
+// which add up to those of one Run of the same rows. A partitioned run
+// may carry key ranges of the previous version over unsent
+// (run_partition_carry.go): each writer then compares only outside them,
+// and the counts and checksum of the carried rows are the previous
+// version's less what the writers compared.
 package snapshot

@@ -32,7 +32,8 @@ type GCReport struct {
 
 // GC applies retention to a dataset and deletes exactly the cells no kept
 // version can see plus the cells of its invalid transactions, then prunes
-// the invalid set (doc.go G1-G8, with a worked example). Versions
+// the invalid set and forgets the dropped tables whose cells are gone
+// (doc.go G1-G9, with a worked example). Versions
 // pinned by open Readers of this DB keep their cells; versions pinned in
 // the store by Readers of any process (G8) stay kept. With dryRun nothing
 // changes and the report says what would be deleted. Memory is bounded by
@@ -105,10 +106,14 @@ func (db *DB) GC(ctx context.Context, name string, dryRun bool) (GCReport, error
 	for _, r := range st.Versions {
 		views = append(views, st.Txns.Visibility(r.Version))
 	}
+	readerTables := map[int]bool{} // the tables open Readers read (G9)
 	ds.mu.Lock()
 	for r := range ds.readers {
 		views = append(views, r.vis)
 		readerViews = append(readerViews, r.vis)
+		for _, t := range r.info.Tables {
+			readerTables[t.Number] = true
+		}
 	}
 	ds.mu.Unlock()
 	// G8: a pin written after the first reading of the pins, by a Reader
@@ -181,6 +186,12 @@ func (db *DB) GC(ctx context.Context, name string, dryRun bool) (GCReport, error
 			return rep, fmt.Errorf("snapshot: GC of %s: deleting version records: %w", name, err)
 		}
 	}
+	// G9: the tables no kept version holds, whose cells are gone.
+	forget, err := db.emptyTables(ctx, name, st.Config, unheldTables(ds, st, readerTables, len(st.Expired)-len(gone), prune))
+	if err != nil {
+		return rep, err
+	}
+	var forgotten []string
 	_, err = db.writeRow(ctx, ds, func(st *rowState) error {
 		if st.Slot.Owner == "" && st.Slot.Epoch == epoch {
 			return errNoChange // freed at this epoch: by this write
@@ -190,11 +201,15 @@ func (db *DB) GC(ctx context.Context, name string, dryRun bool) (GCReport, error
 		}
 		st.Expired = slices.DeleteFunc(st.Expired, func(v int64) bool { return slices.Contains(gone, v) })
 		st.Txns.Prune(prune)
+		forgotten = forgetTables(ds, st, forget)
 		releaseSlot(st)
 		return nil
 	})
 	if err != nil {
 		return rep, fmt.Errorf("snapshot: GC of %s: %w", name, err)
+	}
+	if len(forgotten) > 0 {
+		db.logger.Info("gc forgot dropped tables", "dataset", name, "tables", someTables(forgotten))
 	}
 	db.metrics.gcDeleted.Add(float64(rep.CellsDeleted))
 	db.logger.Info("gc done", "dataset", name, "dry_run", dryRun, "versions_expired", len(expired),

@@ -91,12 +91,13 @@ type Run struct {
 	getSt   resolvedRow // a previous row read by a point read
 	started time.Time
 
-	w         *runWriter   // writes the batches (run_write.go)
-	sealed    []store.Load // loads sealed by lastWrites, flushed at the commit
-	srcDigest []byte       // the source's digest, stored with the version (verify.go)
-	verified  bool         // Commit recorded the previous version verified
-	changes   bool         // a run of changes (run_changes.go)
-	err       error        // sticky store error; the run can only be aborted
+	w         *runWriter     // writes the batches (run_write.go)
+	sealed    []store.Load   // loads sealed by lastWrites, flushed at the commit
+	srcDigest []byte         // the source's digest, stored with the version (verify.go)
+	verified  bool           // Commit recorded the previous version verified
+	changes   bool           // a run of changes (run_changes.go)
+	carried   *carriedRanges // a PartitionWriter's ranges carried over (run_partition_carry.go)
+	err       error          // sticky store error; the run can only be aborted
 	done      bool
 
 	// pubMu guards pub, the counts Stats returns (published every 1024

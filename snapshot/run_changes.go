@@ -100,14 +100,20 @@ func (r *Run) takeOut(prev *resolvedRow) {
 	if prev == nil {
 		return
 	}
-	r.sum -= r.rowHash(func(i int) []byte {
+	r.sum -= r.prevHash(prev)
+	r.stats.Rows--
+	r.stats.Unchanged--
+}
+
+// prevHash is the previous version's row prev's part of the checksum
+// (D6), in a run of the previous version's schema.
+func (r *Run) prevHash(prev *resolvedRow) uint64 {
+	return r.rowHash(func(i int) []byte {
 		if v := prev.value(r.dictOf[i]); v != nil {
 			return v
 		}
 		return nullCell
 	})
-	r.stats.Rows--
-	r.stats.Unchanged--
 }
 
 // nullCell is the packed value of a NULL, for a column a previous row

@@ -39,6 +39,7 @@ func (r *Run) markDeletedAfter(ctx context.Context, p *runPart) error {
 			p.loaded = true
 		}
 		p.pass()
+		r.compared(&p.cur.st)
 		if err := r.deleteRow(ctx, p, p.cur.row()); err != nil {
 			return err
 		}

@@ -42,6 +42,9 @@ type PartitionReport struct {
 	Stats     RunStats `json:"stats"`
 	// Shapes is the partition's value shapes; nil loses the run's.
 	Shapes *ValueShapes `json:"shapes,omitempty"`
+	// Compared is what a writer that carries ranges over compared
+	// (run_partition_carry.go); nil when it carries none.
+	Compared *ComparedRows `json:"compared,omitempty"`
 }
 
 // PartitionSpec names one partition of a partitioned run, as the
@@ -58,6 +61,10 @@ type PartitionSpec struct {
 	// PartitionKey is the dataset's partition key (PartitionedRun.
 	// PartitionKey), nil for the row key.
 	PartitionKey []string
+	// Carried are the key ranges of the previous version the run carries
+	// over unsent, in key order (PartitionedRun.Carry;
+	// run_partition_carry.go).
+	Carried []KeyRange
 }
 
 // Router computes, on a coordinator, the row key and partition of each
@@ -123,6 +130,7 @@ type PartitionedRun struct {
 	r        *Run
 	reported []bool
 	n        int
+	carry    *partitionCarry // the ranges carried over (Carry), nil when none
 }
 
 // BeginPartitionedRun begins a run of cfg.Name (creating the dataset with
@@ -191,6 +199,9 @@ func (pr *PartitionedRun) Add(rep PartitionReport) error {
 	if err != nil {
 		return fmt.Errorf("%w: partition %d: checksum %q", ErrInvalidArgument, rep.Partition, rep.Stats.Checksum)
 	}
+	if err := pr.addCompared(rep); err != nil {
+		return err
+	}
 	pr.reported[rep.Partition] = true
 	pr.n++
 	s, t := &pr.r.stats, rep.Stats
@@ -221,6 +232,9 @@ func (pr *PartitionedRun) Stats() RunStats { return pr.r.Stats() }
 func (pr *PartitionedRun) Commit(ctx context.Context) (VersionInfo, error) {
 	if pr.n != len(pr.reported) {
 		err := fmt.Errorf("%w: %d of %d partitions reported", ErrInvalidArgument, pr.n, len(pr.reported))
+		return VersionInfo{}, errors.Join(err, pr.r.Abort(context.WithoutCancel(ctx), err.Error()))
+	}
+	if err := pr.addCarried(); err != nil {
 		return VersionInfo{}, errors.Join(err, pr.r.Abort(context.WithoutCancel(ctx), err.Error()))
 	}
 	return pr.r.Commit(ctx)
@@ -309,6 +323,12 @@ func (db *DB) OpenPartition(ctx context.Context, spec PartitionSpec) (*Partition
 		}
 		p.load = l
 	}
+	if err := r.setCarried(spec.Carried); err != nil {
+		if p.cur != nil {
+			p.cur.close()
+		}
+		return nil, err
+	}
 	r.parts = make([]*runPart, spec.Partitions)
 	r.parts[spec.Partition] = p
 	r.startWriter(ctx)
@@ -365,6 +385,9 @@ func (w *PartitionWriter) Finish(ctx context.Context) (PartitionReport, error) {
 	if err := r.usable(); err != nil {
 		return PartitionReport{}, err
 	}
+	if err := r.finishCarried(ctx, p); err != nil {
+		return PartitionReport{}, err
+	}
 	if err := r.flushSeen(ctx, p); err != nil {
 		return PartitionReport{}, err
 	}
@@ -389,7 +412,7 @@ func (w *PartitionWriter) Finish(ctx context.Context) (PartitionReport, error) {
 	}
 	r.done = true
 	r.publishStats()
-	return PartitionReport{Partition: r.part, Stats: r.statsNow(), Shapes: r.shapesNow()}, nil
+	return PartitionReport{Partition: r.part, Stats: r.statsNow(), Shapes: r.shapesNow(), Compared: r.comparedRows()}, nil
 }
 
 // Discard ends the writer without a report: what it wrote stays at the

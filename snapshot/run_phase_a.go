@@ -48,6 +48,7 @@ func (r *Run) readPrev(ctx context.Context, p *runPart, key []byte) (*resolvedRo
 			return nil, nil // absent
 		}
 		p.pass()
+		r.compared(&p.cur.st)
 		if c == 0 {
 			return &p.cur.st, nil // valid until the next call to next
 		}
@@ -156,21 +157,9 @@ func (r *Run) Carry(ctx context.Context, after, through []Value, rows int64, sum
 		}
 	}
 	for _, p := range r.parts {
-		if from != nil && r.prev != nil {
-			// The rows up to after that nobody put are gone: walk to the
-			// smallest key after it (never a key: no component starts
-			// with 00), as a Put of it would.
-			if _, err := r.readPrev(ctx, p, append(bytes.Clone(from), 0)); err != nil {
-				r.err = err
-				return err
-			}
+		if err := r.passRange(ctx, p, from, key); err != nil {
+			return err
 		}
-		if p.cur != nil {
-			p.cur.seek(append(bytes.Clone(key), 0))
-			p.loaded = false
-		}
-		p.floor, p.floorIncl = append(p.floor[:0], key...), false
-		p.lastKey = append(p.lastKey[:0], key...)
 	}
 	r.stats.Rows += rows
 	r.stats.Unchanged += rows
@@ -182,5 +171,29 @@ func (r *Run) Carry(ctx context.Context, after, through []Value, rows int64, sum
 		}
 	}
 	r.publishStats()
+	return nil
+}
+
+// passRange moves partition p's walk past the rows of the previous
+// version after from (nil: from the first) up to through, which the run
+// takes over without the source sending them (Carry, and the carried
+// ranges of a PartitionWriter): the rows before the range that were not
+// put get their row delete marker first, as in phase A (D5).
+func (r *Run) passRange(ctx context.Context, p *runPart, from, through []byte) error {
+	if from != nil && r.prev != nil {
+		// The rows up to from that nobody put are gone: walk to the
+		// smallest key after it (never a key: no component starts with
+		// 00), as a Put of it would.
+		if _, err := r.readPrev(ctx, p, append(bytes.Clone(from), 0)); err != nil {
+			r.err = err
+			return err
+		}
+	}
+	if p.cur != nil {
+		p.cur.seek(append(bytes.Clone(through), 0))
+		p.loaded = false
+	}
+	p.floor, p.floorIncl = append(p.floor[:0], through...), false
+	p.lastKey = append(p.lastKey[:0], through...)
 	return nil
 }

@@ -47,11 +47,18 @@ func (r *Run) Put(ctx context.Context, vals []Value) error {
 	if p == nil {
 		return r.notThisPartition(vals)
 	}
+	if r.carried != nil {
+		if err := r.carryBefore(ctx, p, key, vals); err != nil {
+			return err
+		}
+	}
 	switch c := bytes.Compare(key, p.lastKey); {
 	case c == 0 && p.lastKey != nil:
 		return duplicateKeyError([]string{r.putKeyText(vals)})
 	case c < 0 && r.changes:
 		return fmt.Errorf("%w: a change of key %s below the last one (changes come in key order)", ErrInvalidArgument, r.putKeyText(vals))
+	case c < 0 && r.carried != nil:
+		return fmt.Errorf("%w: key %s below the last one in a partition that carries ranges over (rows come in key order)", ErrInvalidArgument, r.putKeyText(vals))
 	case c < 0 && !p.switched:
 		if err := r.startPhaseB(ctx, p); err != nil {
 			return err

@@ -1,12 +1,15 @@
 package snapshot
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -51,7 +54,11 @@ var tmPool = []string{"a", "s.b", "c", "d"}
 // injects faults (-tables.faults: failed, partial, ambiguous and late
 // writes, failed reads, outages) as TestModel does: a run a fault failed
 // leaves nothing visible, and one whose outcome was unknown either
-// committed whole or not at all. After every step, with faults off and
+// committed whole or not at all. Three clean runs in eight have the
+// conditional write of their commit fail for certain (an error, the
+// previous version current), or fail or land with the row unreadable
+// after it (ErrOutcomeUnknown; when it failed, the previous version
+// current until the outcome is learned). After every step, with faults off and
 // outcomes learned, every kept version lists the model's tables, each
 // reading as the model's rows, the current version is the model's, and
 // DiffTables between kept versions counts what the model does.
@@ -97,8 +104,51 @@ func TestTablesModel(t *testing.T) {
 			return random(c)
 		})
 	}
+	// commitFault, when set for a run, fails its commit's conditional
+	// write of the dataset's row (commit:recorded arms it; faults off
+	// otherwise): commitFailed every attempt, so that the commit fails
+	// for certain; commitLost once and commitLanded by landing it, the
+	// reads of the row then failing until the commit returns, so that
+	// its outcome is unknown.
+	var cf struct {
+		sync.Mutex
+		kind  tmCommitFault
+		armed bool
+		left  int // attempts of commitFailed still to fail
+	}
+	row := datasetKey("m")
+	commitHook := func(point string, _ int64) {
+		cf.Lock()
+		defer cf.Unlock()
+		if point == "commit:recorded" && cf.kind != commitOK {
+			cf.armed, cf.left = true, maxRowConflicts+1
+		}
+	}
+	commitFaults := func(c storetest.Call) storetest.Fault {
+		cf.Lock()
+		defer cf.Unlock()
+		if !cf.armed || len(c.Rows) != 1 || !bytes.Equal(c.Rows[0], row) {
+			return storetest.NoFault
+		}
+		switch {
+		case c.Op == storetest.OpCheckAndMutate && cf.kind == commitFailed:
+			if cf.left--; cf.left == 0 {
+				cf.armed = false // the run's abort writes the row
+			}
+			return storetest.Fail
+		case c.Op == storetest.OpCheckAndMutate && cf.left > 0:
+			cf.left = 0
+			if cf.kind == commitLanded {
+				return storetest.Ambiguous
+			}
+			return storetest.Fail
+		case c.Op == storetest.OpGet && cf.kind != commitFailed && cf.left == 0:
+			return storetest.Fail
+		}
+		return storetest.NoFault
+	}
 	open := func() {
-		opts := Options{now: now, Partitions: 2, deadOwners: dead, resolveWait: 30 * time.Millisecond}
+		opts := Options{now: now, Partitions: 2, deadOwners: dead, resolveWait: 30 * time.Millisecond, hook: commitHook}
 		var err error
 		for range 3 { // a process that failed to open, for a fault, tries again
 			if db, err = Open(ctx, fs, opts); err == nil || !isInjected(err) {
@@ -302,7 +352,8 @@ func TestTablesModel(t *testing.T) {
 			t.Fatalf("step %d (%s): DiffTables %d..%d:\n%+v\nwant\n%+v", step, what, from.id, to.id, ds, want)
 		}
 	}
-	var faultSteps, unknowns, killed int
+	var faultSteps, unknowns, killed, cleanRuns int
+	commitFaulted := map[tmCommitFault]int{}
 	for step := 0; step < *tablesModelSteps; step++ {
 		clock.Add(int64(time.Minute))
 		outage = 0
@@ -334,7 +385,32 @@ func TestTablesModel(t *testing.T) {
 			}
 			crash := rng.IntN(10) == 0
 			what = "run"
+			// Three clean runs in eight have their commit write fail.
+			kind := commitOK
+			if bad == "" && !crash && (!missing || drop) {
+				cleanRuns++
+				kind = []tmCommitFault{commitOK, commitFailed, commitOK, commitLost, commitOK, commitOK, commitLanded, commitOK}[cleanRuns%8]
+			}
+			if kind != commitOK {
+				fs.SetDecide(commitFaults)
+				commitFaulted[kind]++
+			}
+			cf.Lock()
+			cf.kind = kind
+			cf.Unlock()
 			vi, tr, err := put(tables, TablesRunOptions{DropMissing: drop}, bad, crash)
+			cf.Lock()
+			cf.kind, cf.armed = commitOK, false
+			cf.Unlock()
+			if kind != commitOK {
+				what = "run whose commit write " + kind.String()
+				if err := commitFaultSeen(ctx, db, kind, err, current()); err != nil {
+					t.Fatalf("step %d: %v", step, err)
+				}
+				if kind == commitFailed {
+					break // as the model was
+				}
+			}
 			switch {
 			case tr == nil && isInjected(err):
 				what = "run refused by a fault at begin"
@@ -475,7 +551,8 @@ func TestTablesModel(t *testing.T) {
 		}
 		check(step, what)
 	}
-	t.Logf("seed %d: %d steps, %d with a fault, %d runs killed, %d outcomes learned later", seed, *tablesModelSteps, faultSteps, killed, unknowns)
+	t.Logf("seed %d: %d steps, %d with a fault, %d runs killed, %d outcomes learned later, commit writes failed %d, lost %d, landed unacknowledged %d",
+		seed, *tablesModelSteps, faultSteps, killed, unknowns, commitFaulted[commitFailed], commitFaulted[commitLost], commitFaulted[commitLanded])
 	// Once every late write landed, GC with retention 1 leaves no invalid
 	// transaction: past the grace, the runs failed, killed and aborted
 	// are pruned.
@@ -496,6 +573,51 @@ func TestTablesModel(t *testing.T) {
 		kept = kept[len(kept)-1:]
 		check(*tablesModelSteps, "final gc")
 	}
+}
+
+// tmCommitFault is what TestTablesModel does to the conditional write of
+// a run's commit.
+type tmCommitFault int
+
+const (
+	commitOK     tmCommitFault = iota
+	commitFailed               // every attempt fails: the commit fails for certain
+	commitLost                 // fails, not applied, and the row cannot be read back
+	commitLanded               // applied, its answer lost, and the row cannot be read back
+)
+
+func (k tmCommitFault) String() string {
+	return [...]string{"succeeded", "failed", "was lost", "landed unacknowledged"}[k]
+}
+
+// commitFaultSeen checks what a run whose commit write had fault kind
+// gave (err), and that the dataset's current version is still prev's
+// (nil: none) where the commit did not land: a failed commit is an error
+// that is not ErrOutcomeUnknown, one whose outcome could not be read
+// back is ErrOutcomeUnknown.
+func commitFaultSeen(ctx context.Context, db *DB, kind tmCommitFault, err error, prev *tmVersion) error {
+	switch {
+	case err == nil:
+		return fmt.Errorf("a run whose commit write %s committed", kind)
+	case kind == commitFailed && errors.Is(err, ErrOutcomeUnknown):
+		return fmt.Errorf("a run whose commit write failed: outcome unknown (%v)", err)
+	case kind != commitFailed && !errors.Is(err, ErrOutcomeUnknown):
+		return fmt.Errorf("a run whose commit write %s: %v, want ErrOutcomeUnknown", kind, err)
+	case kind == commitLanded:
+		return nil // the next read may find it committed
+	}
+	var want int64
+	if prev != nil {
+		want = prev.id
+	}
+	info, derr := db.Dataset(ctx, "m")
+	if errors.Is(derr, ErrDatasetNotFound) && want == 0 {
+		return nil
+	}
+	if derr != nil || info.Current != want {
+		return fmt.Errorf("after a run whose commit write %s (%v): current %d (%v), want the previous version %d", kind, err, info.Current, derr, want)
+	}
+	return nil
 }
 
 // errKilled is what TestTablesModel's put returns for a run whose DB it

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/snapstore/snapstore/adapters/source"
@@ -19,6 +21,15 @@ import (
 // transactions. The exporting transaction is one of the point's and ends
 // only at Close, after the last read: an exported snapshot can be
 // imported only while it stays open.
+//
+// TRUNCATE and the forms of ALTER TABLE that rewrite a table are not
+// MVCC-safe: a snapshot taken before one sees the table empty. So, as
+// pg_dump does, the exporting transaction first locks the point's tables
+// in ACCESS SHARE mode, before its snapshot is taken, and holds the locks
+// until Close: such a command committed before the lock is in the
+// snapshot, one after it waits for the point to end. Its wait makes the
+// other connections' locks of that table wait too, so their reads give up
+// after lock_timeout rather than wait for a point that waits for them.
 type pgPoint struct {
 	src   *postgresSource
 	conns *source.PointConns[*pgxpool.Conn]
@@ -41,13 +52,27 @@ func (s *postgresSource) OpenPoint(ctx context.Context, req source.PointRequest)
 		}
 	}()
 	var id string
+	locked := false // the first connection locked the tables
 	for i := range n {
 		c, err := s.acquire(ctx)
 		if err != nil {
 			return nil, err
 		}
 		conns = append(conns, c)
-		if err := beginRead(ctx, c, id); err != nil {
+		var lock []string
+		if i == 0 {
+			if lock, err = lockStatements(ctx, c, req.Resources); err != nil {
+				return nil, err
+			}
+			locked = len(lock) > 0
+		} else if locked {
+			// A DDL queued behind the first connection's locks makes
+			// this connection's lock of that table wait for the point,
+			// which waits for this read: a wait PostgreSQL cannot see as
+			// a deadlock (pg_dump's workers lock with NOWAIT for it).
+			lock = []string{"SET LOCAL lock_timeout = '" + pointLockTimeout + "'"}
+		}
+		if err := beginRead(ctx, c, id, lock...); err != nil {
 			return nil, err
 		}
 		if i == 0 {
@@ -68,6 +93,47 @@ func (s *postgresSource) OpenPoint(ctx context.Context, req source.PointRequest)
 			Connections: n,
 			Position:    id,
 		},
+	}, nil
+}
+
+// pointLockTimeout bounds the wait for the point's table locks, as
+// lock_wait_timeout bounds MySQL's read lock: a DDL holding or waiting for
+// one of the tables fails the run instead of holding it. A variable for
+// the tests.
+var pointLockTimeout = "10s"
+
+// lockStatements are the statements that lock the tables of rs (those a
+// LOCK TABLE takes: tables and partitioned tables) in ACCESS SHARE mode
+// for the rest of the transaction; none when rs holds none. The names are
+// quoted by the server (format %I), read outside any transaction.
+func lockStatements(ctx context.Context, c *pgxpool.Conn, rs []source.Resource) ([]string, error) {
+	var schemas, names []string
+	for _, r := range rs {
+		if r.Type == "table" {
+			schemas, names = append(schemas, r.Schema), append(names, r.Name)
+		}
+	}
+	if len(names) == 0 {
+		return nil, nil
+	}
+	rows, err := c.Query(ctx, `SELECT format('%I.%I', n.nspname, c.relname)
+		FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+		JOIN unnest($1::text[], $2::text[]) AS t(s, r) ON t.s = n.nspname AND t.r = c.relname
+		WHERE c.relkind IN ('r', 'p')`, schemas, names)
+	if err != nil {
+		return nil, fmt.Errorf("finding the tables to lock: %w", wrapPostgresErr(ctx, err))
+	}
+	quoted, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("finding the tables to lock: %w", wrapPostgresErr(ctx, err))
+	}
+	if len(quoted) == 0 {
+		return nil, nil
+	}
+	return []string{
+		"SET LOCAL lock_timeout = '" + pointLockTimeout + "'",
+		"LOCK TABLE " + strings.Join(quoted, ", ") + " IN ACCESS SHARE MODE",
+		"SET LOCAL lock_timeout TO DEFAULT",
 	}, nil
 }
 

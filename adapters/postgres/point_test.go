@@ -294,3 +294,115 @@ func TestPostgresSelectTables(t *testing.T) {
 		t.Fatalf("a missing resource: %v", err)
 	}
 }
+
+// TestPostgresPointTruncate: TRUNCATE is not MVCC-safe, so a point locks
+// its tables before its snapshot: a TRUNCATE of a table the point has not
+// read yet waits for the point to close, and the point reads the table's
+// rows; without the lock the read would find the table empty.
+func TestPostgresPointTruncate(t *testing.T) {
+	e := postgresEnv(t)
+	ctx := context.Background()
+	db := newBank(t, e)
+	src := e.openSource(t, db)
+	p, err := src.(source.PointOpener).OpenPoint(ctx, source.PointRequest{Tables: 2, Parallelism: 1, Resources: []source.Resource{
+		{Schema: "public", Name: "accounts", Type: "table"}, {Schema: "public", Name: "ledger", Type: "table"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	truncated := make(chan error, 1)
+	go func() {
+		_, err := e.connect(t, db).Exec(ctx, `TRUNCATE accounts`)
+		truncated <- err
+	}()
+	select {
+	case err := <-truncated:
+		t.Fatalf("TRUNCATE ended while the point was open (%v)", err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	sum, err := readTable(ctx, p.OpenTable, "accounts", "balance", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum != bankTotal {
+		t.Fatalf("accounts at the point sum to %d, want %d", sum, bankTotal)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-truncated; err != nil {
+		t.Fatalf("TRUNCATE after the point closed: %v", err)
+	}
+}
+
+// TestPostgresPointLockTimeout: a table locked by a DDL's transaction
+// fails the point after lock_timeout, with an error that says so without
+// the statement naming every table.
+func TestPostgresPointLockTimeout(t *testing.T) {
+	e := postgresEnv(t)
+	ctx := context.Background()
+	db := newBank(t, e)
+	src := e.openSource(t, db)
+	defer func(old string) { pointLockTimeout = old }(pointLockTimeout)
+	pointLockTimeout = "200ms"
+	tx, err := e.connect(t, db).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `LOCK TABLE ledger IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = src.(source.PointOpener).OpenPoint(ctx, source.PointRequest{Tables: 2, Parallelism: 2, Resources: []source.Resource{
+		{Schema: "public", Name: "accounts", Type: "table"}, {Schema: "public", Name: "ledger", Type: "table"}}})
+	if err == nil || !strings.Contains(err.Error(), "lock_timeout 200ms") || strings.Contains(err.Error(), "LOCK TABLE") {
+		t.Fatalf("a point of a locked table: %v, want the lock_timeout named and no statement", err)
+	}
+}
+
+// TestPostgresPointDDLQueued: a DDL that queues for a table's ACCESS
+// EXCLUSIVE lock behind the point's ACCESS SHARE makes every later lock
+// of that table wait for the point, a reader of the point on another
+// connection too, which the point waits for: a wait PostgreSQL cannot
+// see as a deadlock (pg_dump's parallel mode meets it too). The reader
+// gives up after lock_timeout instead of waiting for ever.
+func TestPostgresPointDDLQueued(t *testing.T) {
+	e := postgresEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	db := newBank(t, e)
+	src := e.openSource(t, db)
+	defer func(old string) { pointLockTimeout = old }(pointLockTimeout)
+	pointLockTimeout = "300ms"
+	p, err := src.(source.PointOpener).OpenPoint(ctx, source.PointRequest{Tables: 2, Parallelism: 2, Resources: []source.Resource{
+		{Schema: "public", Name: "accounts", Type: "table"}, {Schema: "public", Name: "ledger", Type: "table"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	// accounts on the first connection, the one that holds the locks.
+	acc, err := p.OpenTable(ctx, source.TableRequest{Resource: "accounts"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer acc.Close()
+	ddl := make(chan error, 1)
+	go func() {
+		_, err := e.connect(t, db).Exec(ctx, `ALTER TABLE ledger ADD COLUMN note text`)
+		ddl <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	// ledger on the second connection, behind the queued DDL.
+	start := time.Now()
+	_, err = readTable(ctx, p.OpenTable, "ledger", "amount", 0)
+	if err == nil || !strings.Contains(err.Error(), "lock timeout") || time.Since(start) > 10*time.Second {
+		t.Fatalf("a read behind a queued DDL: %v after %s, want a lock timeout", err, time.Since(start))
+	}
+	acc.Close()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-ddl; err != nil {
+		t.Fatalf("the DDL after the point closed: %v", err)
+	}
+}

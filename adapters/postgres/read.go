@@ -71,8 +71,10 @@ func (s *postgresSource) OpenTable(ctx context.Context, req source.TableRequest)
 // beginRead starts the read transaction on conn: BEGIN ISOLATION LEVEL
 // REPEATABLE READ, READ ONLY, in the exported snapshot when snapshot is
 // set (a checked id), then the session parameters for the transaction
-// (P4).
-func beginRead(ctx context.Context, conn *pgxpool.Conn, snapshot string) error {
+// (P4). The statements of lock (lockStatements) run right after BEGIN,
+// before the first query takes the transaction's snapshot (a LOCK TABLE
+// takes none).
+func beginRead(ctx context.Context, conn *pgxpool.Conn, snapshot string, lock ...string) error {
 	exec := func(q string, args ...any) error {
 		if _, err := conn.Exec(ctx, q, args...); err != nil {
 			return fmt.Errorf("%s: %w", q, wrapPostgresErr(ctx, err))
@@ -81,6 +83,15 @@ func beginRead(ctx context.Context, conn *pgxpool.Conn, snapshot string) error {
 	}
 	if err := exec("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"); err != nil {
 		return err
+	}
+	for _, q := range lock {
+		// The statement, which names every table, stays out of the error,
+		// and is sent as simple protocol: a text that changes with the
+		// tables is not worth a prepared statement on the server.
+		if _, err := conn.Exec(ctx, q, pgx.QueryExecModeSimpleProtocol); err != nil {
+			return fmt.Errorf("locking the tables of the point before its snapshot (ACCESS SHARE, lock_timeout %s; a DDL holds or waits for one of them): %w",
+				pointLockTimeout, wrapPostgresErr(ctx, err))
+		}
 	}
 	if snapshot != "" {
 		if err := exec("SET TRANSACTION SNAPSHOT '" + snapshot + "'"); err != nil {

@@ -10,7 +10,10 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/snapstore/snapstore/adapters/source"
 	"github.com/snapstore/snapstore/snapshot"
@@ -101,7 +104,29 @@ func (s *snapSource) get(ctx context.Context, path string, query url.Values, acc
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	_ = json.Unmarshal(b, &se.problem)
 	se.Status = resp.StatusCode
-	return nil, s.classify(ctx, se)
+	if se.Code == "" && se.Detail == "" {
+		// Not a snapstore server's problem: what the server said (a
+		// TLS server's "Client sent an HTTP request to an HTTPS
+		// server.", a proxy's page) is the only clue.
+		se.Detail = firstLine(b)
+	}
+	// The answer is the other server's text, which this side's secrets
+	// must not reach, even echoed back.
+	return nil, source.ScrubError(s.classify(ctx, se), s.token.Reveal())
+}
+
+// firstLine is the first line of the text b, trimmed to at most 200
+// bytes; "" when b is not UTF-8 text.
+func firstLine(b []byte) string {
+	line, _, _ := strings.Cut(string(b), "\n")
+	line = strings.TrimSpace(line)
+	if !utf8.ValidString(line) || strings.ContainsFunc(line, func(r rune) bool { return unicode.IsControl(r) }) {
+		return ""
+	}
+	if len(line) > 200 {
+		line = strings.ToValidUTF8(line[:200], "") + "..."
+	}
+	return line
 }
 
 // classify maps an answer other than 200 to the errors of a source: 401

@@ -182,3 +182,35 @@ func TestCertificateRefused(t *testing.T) {
 		t.Errorf("test against an untrusted certificate: %+v", res)
 	}
 }
+
+// TestAnswerNotAProblem: an answer that is no snapstore problem (plain
+// HTTP sent to an HTTPS server, a proxy's page) says what the server
+// said, and an answer that echoes the token shows it REDACTED.
+func TestAnswerNotAProblem(t *testing.T) {
+	const token = "edge-reader-token-0123456789"
+	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer tlsSrv.Close()
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusBadRequest)
+		w.Write([]byte(`{"status":400,"code":"bad_request","detail":"header ` + r.Header.Get("Authorization") + `"}`))
+	}))
+	defer echo.Close()
+	for _, c := range []struct {
+		url, want string
+	}{
+		{"http://" + strings.TrimPrefix(tlsSrv.URL, "https://"), "HTTP 400: Client sent an HTTP request to an HTTPS server."},
+		{echo.URL, "HTTP 400 bad_request: header Bearer REDACTED"},
+	} {
+		src, err := connector{}.Open(context.Background(), source.SourceConfig{Name: "edge",
+			Options: source.OptionValues{"url": c.url, "token": source.NewSecret(token)}, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := src.(source.Tester).Test(context.Background())
+		src.Close()
+		if res.OK || !strings.Contains(res.Message, c.want) || strings.Contains(res.Message, token) {
+			t.Errorf("test of %s: %+v, want a message with %q", c.url, res, c.want)
+		}
+	}
+}

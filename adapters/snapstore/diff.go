@@ -24,7 +24,9 @@ import (
 // version F a run of several tables copied (its point's position), F is
 // not after N, and version F is still kept,
 // holds the table read with the reader's schema and with fromChecksum as
-// its checksum (so the copy's current version holds F's rows). F equal to
+// its checksum (so the copy's current version holds F's rows), and that
+// table is the one read, not one dropped and added again since (another
+// number; the source has no diff across that). F equal to
 // N has no change. For a derived copy, from must name the same derivation
 // (its suffix), F's schema must give the reader's once derived, and the
 // checksum is not compared (the copy's is its own); the changes of keys
@@ -55,8 +57,8 @@ func (t *table) ReadDiff(ctx context.Context, from, fromChecksum string) (source
 	schema, checksum := vi.Schema, vi.Stats.Checksum
 	if t.name != "" {
 		j := slices.IndexFunc(vi.Tables, func(ti snapshot.TableInfo) bool { return ti.Name == t.name })
-		if j < 0 {
-			return nil, false, nil // the table is not in version F: read in full
+		if j < 0 || vi.Tables[j].Number != t.number {
+			return nil, false, nil // the table is not in version F, or was replaced since: read in full
 		}
 		schema, checksum = vi.Tables[j].Schema, vi.Tables[j].Stats.Checksum
 	}

@@ -27,6 +27,7 @@ type table struct {
 	src      *snapSource
 	dataset  string
 	name     string // the source table's; "" for a dataset of one table
+	number   int    // the source table's number in version (TableInfo.Number)
 	label    string // the resource read without its version (target.label)
 	what     string // the resource read in errors (target.what)
 	path     string // the dataset's, or its table's, route
@@ -95,6 +96,9 @@ func (s *snapSource) openResolved(req source.TableRequest, r resolved) (*table, 
 		chunk: req.ChunkRows, derive: derivationOf(req.Options)}
 	if t.name != "" {
 		t.path += "/tables/" + url.PathEscape(t.name)
+	}
+	if r.info != nil {
+		t.number = r.info.Number
 	}
 	if t.chunk <= 0 {
 		t.chunk = s.chunkRows

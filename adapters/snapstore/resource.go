@@ -138,16 +138,22 @@ func (r resolved) stats() snapshot.RunStats {
 // with one. pin, when not zero, is the version to read of the dataset
 // pin.dataset when the target names none (a point's version). A text that
 // names nothing is source.ErrResourceNotFound: the most precise one met
-// (a dataset without that table, a tag it does not have), else a bare one
-// the caller names. A dataset of several tables named without a table is
-// an *OptionError. The server down or refusing the token ends the search.
+// (a tag or version the dataset does not have before a table a version
+// lacks), else a bare one the caller names. A dataset of several tables
+// named without a table is an *OptionError. The server down or refusing
+// the token ends the search.
 func (s *snapSource) resolve(ctx context.Context, resource string, pin target) (resolved, error) {
 	type answer struct {
 		ans datasetAnswer
 		err error
 	}
 	seen := map[[2]string]answer{}
-	var miss error
+	// miss is the first miss but a table a version lacks; tableMiss the
+	// first of those, or the first of a target with a version, which is
+	// more precise ("shop.orders@first": no tag first, rather than no
+	// table "orders@first" in the current version).
+	var miss, tableMiss error
+	tableMissAt := false
 	for _, t := range targets(resource) {
 		at := t.at
 		if at == "" && pin.dataset == t.dataset {
@@ -203,13 +209,14 @@ func (s *snapSource) resolve(ctx context.Context, resource string, pin target) (
 				}
 			}
 			if r.info == nil {
-				if miss == nil {
+				if tableMiss == nil || t.at != "" && !tableMissAt {
 					held := "one table, named by the dataset alone"
 					if len(vi.Tables) > 0 {
 						held = "the tables " + strings.Join(vi.TableNames(), ", ")
 					}
-					miss = fmt.Errorf("%w: dataset %q has no table %q: version %d holds %s",
+					tableMiss = fmt.Errorf("%w: dataset %q has no table %q: version %d holds %s",
 						source.ErrResourceNotFound, t.dataset, t.table, vi.Version, held)
+					tableMissAt = t.at != ""
 				}
 				continue
 			}
@@ -218,6 +225,9 @@ func (s *snapSource) resolve(ctx context.Context, resource string, pin target) (
 	}
 	if miss != nil {
 		return resolved{}, miss
+	}
+	if tableMiss != nil {
+		return resolved{}, tableMiss
 	}
 	return resolved{}, source.ErrResourceNotFound // the caller names the resource and the connection
 }

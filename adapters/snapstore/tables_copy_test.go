@@ -335,3 +335,99 @@ func TestCopyOfTables(t *testing.T) {
 		t.Errorf("a failed copy changed the current version")
 	}
 }
+
+// TestCopyOfTableReplaced: a table the edge dropped and added again
+// between two copies, with the same schema and rows (so the same
+// checksum), has no diff across the two (the edge answers 400): the copy
+// reads it in full, and the copies of one table and of several tables
+// both succeed, their table equal to the edge's.
+func TestCopyOfTableReplaced(t *testing.T) {
+	srcPath := filepath.Join(t.TempDir(), "shop.db")
+	src, err := sql.Open("sqlite", srcPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if _, err := src.Exec(shopSQL); err != nil {
+		t.Fatal(err)
+	}
+	edge := newStack(t)
+	central := newStack(t)
+	edge.must(http.StatusCreated, "POST", "/v1/connections", map[string]any{"name": "plant", "type": "sqlite", "options": map[string]any{"path": srcPath}}, nil)
+	shop := map[string]any{"name": "shop", "connection": "plant", "resources": []string{"orders", "order lines"},
+		"allow_dropped_tables": true, "retention": map[string]any{"min_versions": 20}}
+	edge.must(http.StatusCreated, "POST", "/v1/adapters", shop, nil)
+	if r := edge.run("shop"); r.Status != "succeeded" {
+		t.Fatalf("edge run: %+v", r)
+	}
+	central.must(http.StatusCreated, "POST", "/v1/connections", map[string]any{"name": "edge", "type": "snapstore", "options": map[string]any{"url": edge.url}}, nil)
+	central.must(http.StatusCreated, "POST", "/v1/adapters", map[string]any{"name": "all", "connection": "edge", "include": []string{"shop.*"}}, nil)
+	central.must(http.StatusCreated, "POST", "/v1/adapters", map[string]any{"name": "one", "connection": "edge", "resource": "shop.orders"}, nil)
+	for _, a := range []string{"all", "one"} {
+		if c := central.run(a); c.Status != "succeeded" {
+			t.Fatalf("first copy %s: %+v", a, c)
+		}
+	}
+	// orders dropped, then added again with the same rows.
+	edge.must(http.StatusOK, "PUT", "/v1/adapters/shop", map[string]any{"name": "shop", "connection": "plant", "resources": []string{"order lines"},
+		"allow_dropped_tables": true, "retention": map[string]any{"min_versions": 20}}, nil)
+	if r := edge.run("shop"); r.Status != "succeeded" {
+		t.Fatalf("edge run without orders: %+v", r)
+	}
+	edge.must(http.StatusOK, "PUT", "/v1/adapters/shop", shop, nil)
+	if r := edge.run("shop"); r.Status != "succeeded" {
+		t.Fatalf("edge run with orders again: %+v", r)
+	}
+	ev := edge.current("shop")
+	c := central.run("all")
+	if c.Status != "succeeded" {
+		t.Fatalf("copy of several tables after orders was replaced: %+v", c)
+	}
+	for _, tb := range c.Tables {
+		if tb.Name == "shop.orders" && tb.Mode != "full" {
+			t.Errorf("the replaced table was copied in mode %s, want full", tb.Mode)
+		}
+	}
+	if got, want := central.tableRows("all", "shop.orders", central.current("all")), edge.tableRows("shop", "orders", ev); got != want {
+		t.Errorf("copied orders:\n%s\nwant\n%s", got, want)
+	}
+	if c := central.run("one"); c.Status != "succeeded" || c.Mode != "full" {
+		t.Errorf("copy of the replaced table: %+v, want succeeded in mode full", c)
+	}
+}
+
+// TestCopyOfTableAtMissing: a table named with a tag or version the
+// source dataset does not have is refused naming the tag or the version,
+// not as a table "orders@first" the current version lacks.
+func TestCopyOfTableAtMissing(t *testing.T) {
+	srcPath := filepath.Join(t.TempDir(), "shop.db")
+	src, err := sql.Open("sqlite", srcPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if _, err := src.Exec(shopSQL); err != nil {
+		t.Fatal(err)
+	}
+	edge := newStack(t)
+	central := newStack(t)
+	edge.must(http.StatusCreated, "POST", "/v1/connections", map[string]any{"name": "plant", "type": "sqlite", "options": map[string]any{"path": srcPath}}, nil)
+	edge.must(http.StatusCreated, "POST", "/v1/adapters", map[string]any{"name": "shop", "connection": "plant", "include": []string{"*"}}, nil)
+	if r := edge.run("shop"); r.Status != "succeeded" {
+		t.Fatalf("edge run: %+v", r)
+	}
+	central.must(http.StatusCreated, "POST", "/v1/connections", map[string]any{"name": "edge", "type": "snapstore", "options": map[string]any{"url": edge.url}}, nil)
+	for _, c := range []struct {
+		resource, want string
+	}{
+		{"shop.orders@first", "tag_not_found"},
+		{"shop.orders@99999", "version_not_kept"},
+		{"shop.nope@first", "tag_not_found"},
+		{"shop.nope", `has no table \"nope\"`},
+	} {
+		code, body := central.call("POST", "/v1/adapters", map[string]any{"name": "bad", "connection": "edge", "resource": c.resource})
+		if code != http.StatusNotFound || !strings.Contains(string(body), c.want) {
+			t.Errorf("resource %s: %d %s, want 404 with %s", c.resource, code, body, c.want)
+		}
+	}
+}

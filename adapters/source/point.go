@@ -44,6 +44,11 @@ type PointRequest struct {
 	// Tables is how many tables will be read at the point; no more
 	// connections than that are opened.
 	Tables int
+	// Resources, when given, are the tables that will be read at the
+	// point, as SelectTables resolved them. A source whose snapshot does
+	// not keep a table's rows against a later TRUNCATE or rewrite
+	// (PostgreSQL) locks them before its snapshot, as pg_dump does.
+	Resources []Resource
 	// Parallelism bounds the connections of the point (0 or less: 1).
 	Parallelism int
 	// Mode, when set, is the one mode to use: OpenPoint fails when the

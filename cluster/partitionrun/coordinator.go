@@ -77,6 +77,12 @@ func (p *Runs) BeginPartitioned(ctx context.Context, req adapters.PartitionedRun
 	fail := func(err error) (adapters.RunWriter, error) {
 		return nil, errors.Join(err, pr.Abort(context.WithoutCancel(ctx), err.Error()))
 	}
+	if cr := req.Carried; cr != nil {
+		if err := pr.Carry(cr.Version, cr.Rows); err != nil {
+			return fail(err)
+		}
+		rec.Carried = cr.Ranges
+	}
 	rt, err := snapshot.NewRouter(schema, rec.Partitions, rec.PartitionKey)
 	if err != nil {
 		return fail(err)
@@ -95,7 +101,8 @@ func (p *Runs) BeginPartitioned(ctx context.Context, req adapters.PartitionedRun
 		return fail(err)
 	}
 	p.log.Info("partitioned run begun", "dataset", req.Config.Name, "txn", rec.Txn, "epoch", rec.Epoch, "version", rec.Version,
-		"partitions", n, "partition_key", rec.PartitionKey, "owners", countOwners(rec.Owners), "compression", comp.String())
+		"partitions", n, "partition_key", rec.PartitionKey, "owners", countOwners(rec.Owners), "compression", comp.String(),
+		"carried_ranges", len(rec.Carried))
 	return c, nil
 }
 
@@ -170,7 +177,7 @@ func (c *coordinator) localWriter(ctx context.Context, part int) (*snapshot.Part
 		return w, nil
 	}
 	w, err := c.p.cfg.DB.OpenPartition(ctx, snapshot.PartitionSpec{Dataset: c.xr.Key().Dataset, Txn: c.rec.Txn, Version: c.rec.Version,
-		Schema: c.rec.Schema, Partitions: c.rec.Partitions, Partition: part, PartitionKey: c.rec.PartitionKey})
+		Schema: c.rec.Schema, Partitions: c.rec.Partitions, Partition: part, PartitionKey: c.rec.PartitionKey, Carried: c.rec.Carried})
 	if err != nil {
 		return nil, err
 	}

@@ -5,7 +5,10 @@
 // at the epoch of the partition table (placement.Partitions) the run
 // began at; the owners compare and write their partitions
 // (snapshot.PartitionWriter) and report with the ACK of each stream's
-// END; the coordinator commits with the sum of the reports.
+// END; the coordinator commits with the sum of the reports. A run that
+// reads only the key ranges whose source checksums changed names the
+// others in its record, and every owner carries them over
+// (snapshot.PartitionSpec.Carried).
 //
 // Runs is both sides on one node: the coordinator (coordinator.go,
 // adapters.Partitioner) and the owner (owner.go, transfer.Handler);

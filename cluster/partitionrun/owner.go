@@ -75,7 +75,7 @@ func (p *Runs) Apply(ctx context.Context, from string, b *transfer.Batch) transf
 			return transfer.NotApplied(transfer.CodeRewind, fmt.Sprintf("no state of partition %d of %v here (this node restarted or dropped it)", b.Partition, b.RunKey))
 		}
 		w, err := p.cfg.DB.OpenPartition(ctx, snapshot.PartitionSpec{Dataset: b.Dataset, Txn: b.Txn, Version: rec.Version,
-			Schema: rec.Schema, Partitions: rec.Partitions, Partition: b.Partition, PartitionKey: rec.PartitionKey})
+			Schema: rec.Schema, Partitions: rec.Partitions, Partition: b.Partition, PartitionKey: rec.PartitionKey, Carried: rec.Carried})
 		if err != nil {
 			return p.storeFailed(k, "opening", err)
 		}

@@ -32,6 +32,10 @@ type runRecord struct {
 	// PartitionKey is the dataset's partition key, nil for the row key
 	// (snapshot.PartitionedRun.PartitionKey).
 	PartitionKey []string `json:"partition_key,omitempty"`
+	// Carried are the key ranges of Version whose rows the run does not
+	// send: every owner carries them over (snapshot.PartitionSpec.
+	// Carried). None when the run sends every row.
+	Carried []snapshot.KeyRange `json:"carried,omitempty"`
 	// Coordinator and Incarnation name the process that began the run;
 	// RunID its run record (adapters).
 	Coordinator string    `json:"coordinator"`

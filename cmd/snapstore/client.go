@@ -38,6 +38,9 @@ type apiError struct {
 	Status  int
 	Problem server.Problem
 	Hint    string // what the CLI adds, e.g. how to give a token; "" for none
+	// Flag is the command's flag that gives the parameter Problem.Field
+	// names ("--from" for from), "" for none (commonFlags.nameFlag).
+	Flag string
 }
 
 func (e *apiError) Error() string {
@@ -51,6 +54,15 @@ func (e *apiError) text() string {
 	p := e.Problem
 	if p.Code == "" {
 		return fmt.Sprintf("HTTP %d: %s", e.Status, p.Detail)
+	}
+	if e.Flag != "" {
+		// The detail names the parameter ("from: ...; give from"); the
+		// command's user gives it by its flag.
+		detail := strings.TrimPrefix(p.Detail, p.Field+": ")
+		if d, ok := strings.CutSuffix(detail, "give "+p.Field); ok {
+			detail = d + "give " + e.Flag
+		}
+		return fmt.Sprintf("HTTP %d %s: %s: %s", e.Status, p.Code, e.Flag, detail)
 	}
 	if p.Field != "" {
 		return fmt.Sprintf("HTTP %d %s (field %s): %s", e.Status, p.Code, p.Field, p.Detail)
@@ -119,6 +131,8 @@ func (c *apiClient) do(ctx context.Context, method, path string, q url.Values, b
 		switch {
 		case ae.Status == http.StatusBadRequest && c.base.Scheme == "http" && ae.Problem.Code == "" && strings.Contains(ae.Problem.Detail, "HTTP request to an HTTPS server"):
 			ae.Hint = "the server speaks HTTPS: give --server https://" + c.base.Host
+		case ae.Problem.Code == "table_required":
+			ae.Hint = "name one with --table NAME"
 		case ae.Status != http.StatusUnauthorized:
 		case c.token == "":
 			ae.Hint = "give the token with --token or, better, " + envToken

@@ -194,7 +194,7 @@ func adaptersCreate(ctx context.Context, args []string, stdout, stderr io.Writer
 			if err := json.Unmarshal(raw, &a); err != nil {
 				return err
 			}
-			if _, err := fmt.Fprintf(w, "adapter %s: %s/%s into dataset %s, %s (revision %d)\n", a.Name, a.Connection, a.Resource, a.Dataset, scheduleText(a.Schedule), a.Revision); err != nil {
+			if _, err := fmt.Fprintf(w, "adapter %s: %s into dataset %s, %s (revision %d)\n", a.Name, sourceText(a.Adapter), a.Dataset, scheduleText(a.Schedule), a.Revision); err != nil {
 				return err
 			}
 			for _, warning := range a.Warnings {

@@ -89,6 +89,12 @@ func TestCLI_DefinitionsAndRuns(t *testing.T) {
 		t.Fatalf("a replace's warnings in JSON: %s", out)
 	}
 	admin("adapters", "delete", "gone")
+	// An adapter of several tables says what selects its tables.
+	allFile := writeFile(t, "all-adapter.yaml", "name: all\nconnection: tools\ninclude: [\"*\"]\nexclude: [\"audit_*\"]\n")
+	if out := admin("adapters", "create", "-f", allFile); !strings.Contains(out, "adapter all: tools/{include * exclude audit_*} into dataset all") {
+		t.Fatalf("adapters create of several tables: %s", out)
+	}
+	admin("adapters", "delete", "all")
 
 	// An adapter from a file: a bad value is refused naming its line.
 	adFile := filepath.Join(dir, "tools-adapter.yaml")

@@ -101,7 +101,7 @@ func datasetsShow(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			now := time.Now()
 			kv = append(kv, "version shown", fmt.Sprint(v.Version), "committed", timeText(&v.CommittedAt)+" ("+ageText(&v.CommittedAt, now)+")",
 				"rows", count(v.Stats.Rows), "checksum", v.Stats.Checksum, "tags", strings.Join(v.Tags, ", "),
-				"source", strings.Trim(v.Source.Adapter+" "+v.Source.Connection+"/"+v.Source.Resource, " /"))
+				"source", versionSourceText(v.Source))
 			if v.RestoredFrom != 0 {
 				kv = append(kv, "made by", fmt.Sprintf("rollback, restored from version %d", v.RestoredFrom))
 			} else {
@@ -177,4 +177,23 @@ func datasetsDrop(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stdout, "dropped dataset %s (%s)\n", name, what)
 		return nil
 	})
+}
+
+// versionSourceText is where a version came from, for people: its
+// adapter, and its connection and resource ("adapter products,
+// shop/products"); a run of several tables of a database records no
+// resource, its tables being listed apart.
+func versionSourceText(src snapshot.SourceInfo) string {
+	var parts []string
+	if src.Adapter != "" {
+		parts = append(parts, "adapter "+src.Adapter)
+	}
+	switch {
+	case src.Connection == "":
+	case src.Resource == "":
+		parts = append(parts, "connection "+src.Connection)
+	default:
+		parts = append(parts, src.Connection+"/"+src.Resource)
+	}
+	return strings.Join(parts, ", ")
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/parquet/file"
+
+	"github.com/snapstore/snapstore/snapshot"
 )
 
 // asTerminal makes the CLI take stdin for a terminal that answers
@@ -44,6 +46,12 @@ func TestCLI_DatasetsDiffTagsRollbackGC(t *testing.T) {
 		t.Errorf("datasets list of none: %s %s", out, errs)
 	}
 	do(0, "run", "products")
+	// One version: nothing to diff it with, and the error names the flag
+	// that would give one.
+	code, _, errs := cli(t, append([]string{"diff", "products"}, srv...)...)
+	if code == 0 || !strings.Contains(errs, "bad_request: --from: no kept version older than") || !strings.HasSuffix(strings.TrimSpace(errs), "give --from") {
+		t.Errorf("diff of one version: exit %d: %s", code, errs)
+	}
 	do(0, "tag", "products", "first")
 	if _, err := src.Exec(`UPDATE products SET name = 'pitcher' WHERE id = 2; DELETE FROM products WHERE id = 3; INSERT INTO products VALUES (4, 'tray')`); err != nil {
 		t.Fatal(err)
@@ -235,4 +243,22 @@ func testDiffFormats(t *testing.T, do func(int, ...string) (string, string)) {
 	do(0, "scan", "products", "--format", "csv")
 	do(0, "scan", "products", "--format", "parquet", "--out", name)
 	do(0, "diff", "products", "--from", "first", "--format", "arrow", "--out", name)
+}
+
+// TestVersionSourceText: datasets show names a version's adapter and
+// connection, and a resource only when the run recorded one.
+func TestVersionSourceText(t *testing.T) {
+	for _, c := range []struct {
+		src  snapshot.SourceInfo
+		want string
+	}{
+		{snapshot.SourceInfo{Adapter: "products", Connection: "shop", Resource: "products"}, "adapter products, shop/products"},
+		{snapshot.SourceInfo{Adapter: "crm", Connection: "crm"}, "adapter crm, connection crm"},
+		{snapshot.SourceInfo{Adapter: "copy", Connection: "edge", Resource: "crm@11"}, "adapter copy, edge/crm@11"},
+		{snapshot.SourceInfo{}, ""},
+	} {
+		if got := versionSourceText(c.src); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.src, got, c.want)
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -58,7 +59,7 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		q.Set("to", *to)
 	}
 	path := table.path(pos[0], "/diff")
-	return withTarget(ctx, c.cf, stderr, func(t *target) error {
+	err = withTarget(ctx, c.cf, stderr, func(t *target) error {
 		if *stats {
 			q.Set("stats_only", "true")
 			var st struct {
@@ -105,6 +106,11 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stderr, "%s: from version %s to %s\n", pos[0], resp.Header.Get("Snapstore-Diff-From"), resp.Header.Get("Snapstore-Version"))
 		return diffTable(stdout, resp.Body)
 	})
+	var ae *apiError
+	if errors.As(err, &ae) && ae.Problem.Code == "table_required" {
+		ae.Hint = fmt.Sprintf("snapstore diff %s --stats lists every table's counts; --table NAME shows a table's changes", pos[0])
+	}
+	return err
 }
 
 // diffMedia maps diff's --format to the media type asked for: the formats

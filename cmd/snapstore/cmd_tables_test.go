@@ -63,7 +63,7 @@ func writeShopTables(t *testing.T, dir string) {
 
 // TestCLI_Tables: tables lists a version's tables; get, scan, diff and
 // versions read one with --table; without it, a read of the dataset's
-// rows is refused with the tables named.
+// rows is refused with the tables named, a diff pointing at --stats.
 func TestCLI_Tables(t *testing.T) {
 	url, _, _ := startServeWith(t, 0, nil, func(cfg *config.Config) { writeShopTables(t, cfg.Data) })
 	do := func(wantCode int, args ...string) (string, string) {
@@ -117,7 +117,11 @@ func TestCLI_Tables(t *testing.T) {
 		}
 		pf.Close()
 	}
-	if _, errs := do(1, "scan", "shop"); !strings.Contains(errs, "order lines, orders") {
+	if _, errs := do(1, "scan", "shop"); !strings.Contains(errs, "order lines, orders") || !strings.Contains(errs, "; name one with --table NAME") || strings.Contains(errs, "--stats") {
 		t.Errorf("scan of a dataset of several tables:\n%s", errs)
+	}
+	// A diff without --table says how to get every table's counts.
+	if _, errs := do(1, "diff", "shop"); !strings.Contains(errs, "order lines, orders") || !strings.Contains(errs, "snapstore diff shop --stats lists every table's counts") {
+		t.Errorf("diff of a dataset of several tables:\n%s", errs)
 	}
 }

@@ -54,6 +54,24 @@ type commonFlags struct {
 	// dataSet is true when --data was given: the data directory is then
 	// the target, never a server (target.go).
 	dataSet bool
+	// fs is the command's flag set, whose flags give the API's
+	// parameters of the same names (nameFlag).
+	fs *flag.FlagSet
+}
+
+// nameFlag sets the Flag of an API error whose problem names a parameter
+// that one of the command's flags gives: the flag of the parameter's
+// name, its underscores as hyphens (from is --from, as_of --as-of). It
+// returns err.
+func (cf *commonFlags) nameFlag(err error) error {
+	var ae *apiError
+	if cf.fs == nil || !errors.As(err, &ae) || ae.Problem.Field == "" {
+		return err
+	}
+	if name := strings.ReplaceAll(ae.Problem.Field, "_", "-"); cf.fs.Lookup(name) != nil {
+		ae.Flag = "--" + name
+	}
+	return err
 }
 
 // json reports whether --output json was asked for.
@@ -75,7 +93,7 @@ type cmdLine struct {
 func newCmdLine(name, synopsis, help string, kind flagKind, stdout io.Writer) *cmdLine {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // parse reports errors and help itself
-	cf := &commonFlags{output: "table"}
+	cf := &commonFlags{output: "table", fs: fs}
 	if kind >= flagsConfig {
 		fs.StringVar(&cf.config, "config", os.Getenv(envConfig), "YAML config `file` (also "+envConfig+")")
 		fs.Func("data", "data `directory` (overrides the config)", func(v string) error {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -241,7 +242,8 @@ func printRun(w io.Writer, rec adapters.RunRecord) error {
 }
 
 // printRunTables prints, for a run of several tables, the point of the
-// source it read them at and each table's counts.
+// source it read them at and each table's counts, and, when one was read
+// in full although its source has checksums, why.
 func printRunTables(w io.Writer, rec adapters.RunRecord) error {
 	if p := rec.Point; p != nil {
 		text := fmt.Sprintf("%s over %d connection(s)", p.Mode, p.Connections)
@@ -257,13 +259,22 @@ func printRunTables(w io.Writer, rec adapters.RunRecord) error {
 		return nil
 	}
 	fmt.Fprintln(w)
-	t := newTable(w, "TABLE", "READ", "ROWS READ", "ROWS", "INSERTED", "UPDATED", "DELETED")
+	header := []string{"TABLE", "READ", "ROWS READ", "ROWS", "INSERTED", "UPDATED", "DELETED"}
+	why := slices.ContainsFunc(rec.Tables, func(tb adapters.RunTable) bool { return tb.ModeReason != "" })
+	if why {
+		header = append(header, "WHY")
+	}
+	t := newTable(w, header...)
 	for _, tb := range rec.Tables {
 		read := tb.Mode
 		if tb.Mode == adapters.ModeChunks {
 			read = fmt.Sprintf("chunks %d/%d", tb.Chunks-tb.ChunksSkipped, tb.Chunks)
 		}
-		t.row(tb.Name, read, count(tb.RowsRead), count(tb.Stats.Rows), count(tb.Stats.Inserted), count(tb.Stats.Updated), count(tb.Stats.Deleted))
+		row := []string{tb.Name, read, count(tb.RowsRead), count(tb.Stats.Rows), count(tb.Stats.Inserted), count(tb.Stats.Updated), count(tb.Stats.Deleted)}
+		if why {
+			row = append(row, tb.ModeReason)
+		}
+		t.row(row...)
 	}
 	return t.flush()
 }

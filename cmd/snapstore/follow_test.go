@@ -124,12 +124,12 @@ func TestTables_ClusterFields(t *testing.T) {
 }
 
 // TestPrintRun_Tables: runs show gives a run of several tables' point and
-// each table's counts.
+// each table's counts, and why a table was read in full.
 func TestPrintRun_Tables(t *testing.T) {
 	rec := adapters.RunRecord{ID: "r1-0003", Adapter: "bank", Status: adapters.RunSucceeded, Start: time.Now(), Mode: adapters.ModeFull,
 		Point: &source.PointInfo{Mode: source.PointReadLock, Reason: "FLUSH TABLES WITH READ LOCK granted", Connections: 2},
 		Tables: []adapters.RunTable{
-			{Name: "bank.accounts", Mode: adapters.ModeFull, RowsRead: 100, Stats: snapshot.RunStats{Rows: 100, Inserted: 3}},
+			{Name: "bank.accounts", Mode: adapters.ModeFull, ModeReason: "its schema changed since the current version", RowsRead: 100, Stats: snapshot.RunStats{Rows: 100, Inserted: 3}},
 			{Name: "bank.ledger", Mode: adapters.ModeChunks, RowsRead: 5, Chunks: 4, ChunksSkipped: 3, Stats: snapshot.RunStats{Rows: 9000, Updated: 1}},
 		}}
 	var b strings.Builder
@@ -137,7 +137,8 @@ func TestPrintRun_Tables(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, re := range []string{`point: read_lock over 2 connection\(s\); FLUSH TABLES`, `bank\.accounts +full +100 +100 +3 +0 +0`, `bank\.ledger +chunks 1/4 +5 +9,000 +0 +1 +0`} {
+	for _, re := range []string{`point: read_lock over 2 connection\(s\); FLUSH TABLES`, `TABLE +READ .* DELETED +WHY\n`,
+		`bank\.accounts +full +100 +100 +3 +0 +0 +its schema changed since the current version\n`, `bank\.ledger +chunks 1/4 +5 +9,000 +0 +1 +0 +-\n`} {
 		if !regexp.MustCompile(re).MatchString(out) {
 			t.Errorf("runs show lacks %s:\n%s", re, out)
 		}

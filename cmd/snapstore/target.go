@@ -52,7 +52,7 @@ func withTarget(ctx context.Context, cf *commonFlags, stderr io.Writer, f func(*
 		return err
 	}
 	defer func() { _ = t.close() }()
-	return f(t)
+	return cf.nameFlag(f(t))
 }
 
 // serverProbeTimeout bounds the question "does a server answer at the

@@ -65,6 +65,7 @@ var (
 	onlyFormats  = flag.Bool("only-formats", false, "measure only the whole scans as NDJSON, Arrow and Parquet (after one run to load the table; -format-rounds times, in turn) and, with -rss-scale, the export's peak RSS, print the figures and write no report")
 	formatRounds = flag.Int("format-rounds", 1, "with -only-formats: rounds of the whole scans, each format in turn")
 	onlyHTTPS    = flag.Bool("only-https", false, "measure only the point reads over HTTPS against plain HTTP (after one run to load the table), print the figure and write no report")
+	onlyMaria    = flag.Bool("only-mariadb", false, "measure only the runs of the bench table on MariaDB that read by checksums (a first run, nothing changed twice, 1% changed in 4 key ranges twice) against the source read, print the figures and write no report")
 	parallel     = flag.Int("parallelism", 0, "the parallelism of the bench table's adapters on MariaDB and PostgreSQL: the connections of one point their chunk checksums are computed over (0: the default, 1)")
 	profDir      = flag.String("cpuprofile-dir", "", "write a CPU profile of each phase's server to this directory (serve --cpuprofile); the server is restarted at each phase, so RSS figures then cover one phase")
 )
@@ -205,6 +206,30 @@ func launch(cfg, conf string, s *server, phase string) *server {
 	}
 	log.Fatal("bench: server did not become ready")
 	return nil
+}
+
+// onlyMariaDBRuns is -only-mariadb: the source read, a first run, a run
+// with nothing changed twice (the first reads in full and records the
+// checksums) and 1% of the rows changed in 4 key ranges twice, printed
+// as ratios to the source read.
+func onlyMariaDBRuns(e env, tmp, loadStart string) {
+	src := e.sourceRead()
+	s := startServer(e, filepath.Join(tmp, "data"), *storage, "", "first")
+	defer func() { s.stop() }()
+	first, _ := s.run()
+	fmt.Printf("source read %s; first run %s %.2fx\n", secs(src), secs(first), first.Seconds()/src.Seconds())
+	for i := 1; i <= 2; i++ {
+		s = s.phase(fmt.Sprintf("same-%d", i))
+		d, rec := s.run()
+		fmt.Printf("nothing changed (%d) %s %.2fx, mode %s, verified %v; %s\n", i, secs(d), d.Seconds()/src.Seconds(), rec.Mode, rec.Verified, phases(rec))
+	}
+	for i := 1; i <= 2; i++ {
+		s = s.phase(fmt.Sprintf("ranges-%d", i))
+		e.sql(fmt.Sprintf("UPDATE snapbench.t SET qty = qty + %d, note = CONCAT('ranges %d ', id) WHERE ", i, i) + strings.Join(keyRanges(*rows), " OR "))
+		d, rec := s.run()
+		fmt.Printf("1%% in 4 key ranges (%d) %s %.2fx, mode %s, %d of %d chunks read; %s\n", i, secs(d), d.Seconds()/src.Seconds(), rec.Mode, rec.Chunks-rec.ChunksSkipped, rec.Chunks, phases(rec))
+	}
+	fmt.Printf("1-minute load average %s, %s (start, end)\n", loadStart, loadAvg())
 }
 
 func (s *server) stop() {
@@ -462,6 +487,10 @@ func main() {
 		fmt.Printf("1-minute load average %s, %s (start, end)\n", rep.load[0], loadAvg())
 		return
 	}
+	if *onlyMaria {
+		onlyMariaDBRuns(e, tmp, rep.load[0])
+		return
+	}
 	rep.tableBytes, _ = strconv.ParseInt(e.sql("SELECT SUM(LENGTH(CONCAT_WS(',',id,code,name,qty,price,ratio,created,status,note,flags))) FROM snapbench.t"), 10, 64)
 	rep.source = e.sourceRead()
 	log.Printf("bench: source read %v", rep.source)
@@ -499,12 +528,7 @@ func main() {
 	rep.dump = e.dumpZstd()
 
 	// 1% of the rows in four key ranges.
-	span := max(*rows/400, 1)
-	var ranges []string
-	for k := 0; k < 4; k++ {
-		lo := 1 + k*(*rows/4) + *rows/8
-		ranges = append(ranges, fmt.Sprintf("id BETWEEN %d AND %d", lo, lo+span-1))
-	}
+	ranges := keyRanges(*rows)
 	// Twice: the first such run after the random churn reads in full and
 	// records the range checksums the second reads by.
 	for i := 1; i <= 2; i++ {

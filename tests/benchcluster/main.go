@@ -11,8 +11,11 @@
 // baseline) and a partitioned run coordinated by node 1, first and after 1%
 // churn, then with nothing changed (a partitioned run verified by the
 // source's key-range checksums on its coordinator, against the local
-// first run); the bytes node 1 sent to the others for a first run with each
-// transfer_compression; and node 1's peak RSS while one owner is down and
+// first run), and after 1% of the rows changed in 4 key ranges (a
+// partitioned run that reads only those ranges, the owners carrying the
+// others over, against the local first run); the bytes node 1 sent to
+// the others for a first run with each transfer_compression; and node
+// 1's peak RSS while one owner is down and
 // the whole run waits for it, at a quarter of the table and at the whole
 // table (flat in table size: the rows wait on disk).
 package main
@@ -100,6 +103,9 @@ func main() {
 	log.Printf("benchcluster: 1%% churn: local %v, partitioned %v", rep.localChurn, rep.partChurn)
 	rep.localSame, rep.partSame, rep.load = unchanged(n1)
 	log.Printf("benchcluster: nothing changed: local %v, partitioned %v (load average %s)", rep.localSame, rep.partSame, rep.load)
+	rep.localRanges, rep.localRangesRec, rep.partRanges, rep.partRangesRec = changedRanges(src, n1)
+	log.Printf("benchcluster: 1%% changed in 4 key ranges: local %v, partitioned %v (%d of %d ranges read)",
+		rep.localRanges, rep.partRanges, rep.partRangesRec.Chunks-rep.partRangesRec.ChunksSkipped, rep.partRangesRec.Chunks)
 	for _, p := range c.nodes {
 		rep.applied = append(rep.applied, p.metric("snapstore_cluster_partition_rows_applied_total"))
 	}
@@ -141,6 +147,29 @@ func unchanged(n1 *node) (local, part time.Duration, load string) {
 		load = strings.Join(strings.Fields(string(b))[:3], " ")
 	}
 	return local, part, load
+}
+
+// changedRanges changes 1% of the table's rows in 4 key ranges (at a
+// tenth, 35%, 60% and 85% of its keys) and runs the local and the
+// partitioned adapter, which both read only the ranges that changed
+// (mode chunks) after the verified runs of unchanged; it returns their
+// wall times and records.
+func changedRanges(src string, n1 *node) (local time.Duration, localRec runRecord, part time.Duration, partRec runRecord) {
+	span := max(*rows/400, 1)
+	var sql strings.Builder
+	for _, at := range []int{10, 35, 60, 85} {
+		lo := *rows * at / 100
+		fmt.Fprintf(&sql, "UPDATE ledger SET qty = qty + 1, note = 'range ' || id WHERE id BETWEEN %d AND %d;\n", lo, lo+span-1)
+	}
+	sqlite(src, sql.String())
+	local, localRec = n1.run("local")
+	part, partRec = n1.run("spread_all")
+	for _, rec := range []runRecord{localRec, partRec} {
+		if rec.Mode != "chunks" || rec.Stats.Updated != int64(4*span) {
+			log.Fatalf("benchcluster: a run after 4 ranges changed: mode %q, %d updated; want chunks, %d", rec.Mode, rec.Stats.Updated, 4*span)
+		}
+	}
+	return local, localRec, part, partRec
 }
 
 // genSQL makes table %s of %d rows of ten mixed columns.
@@ -291,7 +320,11 @@ type runRecord struct {
 	RowsRead int64  `json:"rows_read"`
 	Mode     string `json:"mode"`
 	Verified bool   `json:"verified"`
-	Stats    struct {
+	// Chunks are the key ranges of the version's source digest,
+	// ChunksSkipped those carried over unread.
+	Chunks        int `json:"chunks"`
+	ChunksSkipped int `json:"chunks_skipped"`
+	Stats         struct {
 		Rows         int64 `json:"rows"`
 		Inserted     int64 `json:"inserted"`
 		Updated      int64 `json:"updated"`
@@ -388,7 +421,9 @@ func mib(n int64) string { return procstat.MiB(n) }
 type report struct {
 	local, part, localChurn, partChurn             time.Duration
 	localSame, partSame                            time.Duration // nothing changed
-	load                                           string        // the load average at partSame
+	localRanges, partRanges                        time.Duration // 1% changed in 4 key ranges
+	localRangesRec, partRangesRec                  runRecord
+	load                                           string // the load average at partSame
 	localRec, partRec, localChurnRec, partChurnRec runRecord
 	sent                                           [3]float64
 	applied                                        []float64
@@ -421,6 +456,10 @@ func (r *report) write(path string) {
 	fmt.Fprintf(&b, "| 1%% churn re-run (%d updated), partitioned, wall | %v | one node %v | %s |\n", r.partChurnRec.Stats.Updated, r.partChurn.Round(time.Millisecond), r.localChurn.Round(time.Millisecond), ratio(r.partChurn.Seconds(), r.localChurn.Seconds()))
 	fmt.Fprintf(&b, "| partitioned run over %d nodes, nothing changed (mode verify; load average %s), wall | %v | one node's first run (full) %v | %s (goal <= 0.5x) |\n", *nodes, r.load, r.partSame.Round(time.Millisecond), r.local.Round(time.Millisecond), ratio(r.partSame.Seconds(), r.local.Seconds()))
 	fmt.Fprintf(&b, "| the same by one node (mode verify), wall | %v | one node's first run (full) %v | %s |\n", r.localSame.Round(time.Millisecond), r.local.Round(time.Millisecond), ratio(r.localSame.Seconds(), r.local.Seconds()))
+	pr := r.partRangesRec
+	fmt.Fprintf(&b, "| partitioned run over %d nodes, 1%% changed in 4 key ranges (%d updated; mode chunks, %d of %d ranges read, %d rows read), wall | %v | one node's first run (full) %v | %s |\n",
+		*nodes, pr.Stats.Updated, pr.Chunks-pr.ChunksSkipped, pr.Chunks, pr.RowsRead, r.partRanges.Round(time.Millisecond), r.local.Round(time.Millisecond), ratio(r.partRanges.Seconds(), r.local.Seconds()))
+	fmt.Fprintf(&b, "| the same by one node (mode chunks), wall | %v | one node's first run (full) %v | %s |\n", r.localRanges.Round(time.Millisecond), r.local.Round(time.Millisecond), ratio(r.localRanges.Seconds(), r.local.Seconds()))
 	for i, name := range []string{"none", "metadata", "all"} {
 		fmt.Fprintf(&b, "| bytes sent by the coordinator, first run, `transfer_compression: %s` | %s (%.1f bytes a row) | none %s | %s |\n", name, mib(int64(r.sent[i])), r.sent[i]/float64(*rows), mib(int64(r.sent[0])), ratio(r.sent[i], r.sent[0]))
 	}

@@ -35,8 +35,8 @@ func pyclientsPython(t *testing.T) string {
 // TestArrowClients reads two versions of the MariaDB type table (every
 // type family of docs/types.md) and their diff as Arrow and Parquet with
 // pyarrow (the IPC stream over HTTP, read_table), pandas (read_parquet of
-// the URL), polars and DuckDB (the files snapstore export wrote, and a
-// join of the two versions), and compares every value with the JSON read
+// the URL), polars (the files snapstore export wrote, and the URL by
+// byte ranges) and DuckDB (the files, and a join of the two versions), and compares every value with the JSON read
 // of the same version, NULLs included (testdata/arrow_clients.py).
 func TestArrowClients(t *testing.T) {
 	e := getMySQLEnv(t)

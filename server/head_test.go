@@ -1,0 +1,150 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestHead_EveryReadRoute checks that every GET route answers HEAD too,
+// and that HEAD is registered for nothing else.
+func TestHead_EveryReadRoute(t *testing.T) {
+	s := routesOnly(t)
+	methods := map[string]map[string]bool{}
+	for _, r := range s.echo.Routes() {
+		if methods[r.Path] == nil {
+			methods[r.Path] = map[string]bool{}
+		}
+		methods[r.Path][r.Method] = true
+	}
+	for path, m := range methods {
+		if m[http.MethodGet] != m[http.MethodHead] {
+			t.Errorf("%s: GET %v, HEAD %v", path, m[http.MethodGet], m[http.MethodHead])
+		}
+	}
+}
+
+// TestHead_AnswersAsGet checks that HEAD answers with GET's status and
+// headers, no body, and a Content-Length only when it is GET's, through
+// the same role and grant checks; and that metrics and the debug log name
+// HEAD.
+func TestHead_AnswersAsGet(t *testing.T) {
+	f := newFixture(t, fixtureOpts{tokens: []Token{
+		{Name: "root", Token: "root-token-0123456789", Role: RoleAdmin},
+		{Name: "limited", Token: "limited-token-0123456789", Role: RoleReader, Datasets: []string{"notes"}},
+	}})
+	f.token = "root-token-0123456789"
+	v := f.run("products")
+	f.run("notes")
+	limited := []string{"Authorization", "Bearer limited-token-0123456789"}
+	for _, tc := range []struct {
+		path   string
+		status int
+		hdr    []string
+	}{
+		{"/healthz", 200, nil},
+		{"/openapi.json", 200, nil},
+		{"/metrics", 200, nil},
+		{"/v1/datasets", 200, nil},
+		{"/v1/datasets/products", 200, nil},
+		{"/v1/datasets/products/versions", 200, nil},
+		{"/v1/datasets/products/rows/3", 200, nil},
+		{"/v1/datasets/products/rows?limit=2", 200, nil},
+		{"/v1/datasets/products/rows?format=ndjson", 200, nil},
+		{"/v1/datasets/products/rows?format=csv", 200, nil},
+		{"/v1/datasets/products/rows?format=arrow", 200, nil},
+		{"/v1/datasets/products/rows?format=parquet", 200, nil},
+		{fmt.Sprintf("/v1/datasets/products/diff?from=%d&to=%d&format=parquet", v, v), 200, nil},
+		{fmt.Sprintf("/v1/datasets/products/diff?from=%d&to=%d", v, v), 200, nil},
+		{"/v1/datasets/products/rows/999", 404, nil},
+		{"/v1/datasets/nothing/rows", 404, nil},
+		{"/v1/datasets/products/rows?limit=-1", 400, nil},
+		{"/v1/datasets/products", 401, []string{"Authorization", "Bearer wrong"}},
+		{"/v1/datasets/products", 404, limited}, // outside the grant
+		{"/v1/datasets/notes", 200, limited},
+		{"/v1/tokens", 403, limited},
+	} {
+		get := f.do("GET", tc.path, "", tc.hdr...)
+		head := f.do("HEAD", tc.path, "", tc.hdr...)
+		if get.status != tc.status || head.status != tc.status {
+			t.Errorf("%s: GET %d, HEAD %d, want %d", tc.path, get.status, head.status, tc.status)
+			continue
+		}
+		if len(head.body) != 0 {
+			t.Errorf("HEAD %s: body %q", tc.path, head.body)
+		}
+		for _, h := range []string{"Content-Type", "Content-Disposition", versionHeader, "Snapstore-Diff-From", "WWW-Authenticate"} {
+			if g, hd := get.header.Get(h), head.header.Get(h); g != hd {
+				t.Errorf("%s: %s %q on GET, %q on HEAD", tc.path, h, g, hd)
+			}
+		}
+		if cl := head.header.Get("Content-Length"); cl != "" && cl != strconv.Itoa(len(get.body)) {
+			t.Errorf("HEAD %s: Content-Length %s, GET's body has %d bytes", tc.path, cl, len(get.body))
+		}
+	}
+	mfs, err := f.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	headSeries, readersSeen := false, false
+	for _, mf := range mfs {
+		if mf.GetName() == "snapstore_snapshot_readers_open" {
+			readersSeen = true
+			// Every HEAD released the version it pinned.
+			if open := mf.GetMetric()[0].GetGauge().GetValue(); open != 0 {
+				t.Errorf("%v readers still open after the requests", open)
+			}
+		}
+		if mf.GetName() != "snapstore_server_http_request_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			headSeries = headSeries || labels["method"] == "HEAD" && labels["route"] == "/v1/datasets/:dataset/rows"
+		}
+	}
+	if !readersSeen {
+		t.Error("no gauge snapstore_snapshot_readers_open")
+	}
+	if !headSeries {
+		t.Error("no latency series of HEAD on the rows route")
+	}
+	if !strings.Contains(f.logs.String(), `method=HEAD route=/v1/datasets/:dataset/rows`) {
+		t.Errorf("the debug log names no HEAD of the rows route")
+	}
+}
+
+// TestParquet_Ranges checks that a Parquet answer is served by byte
+// ranges: the footer by a suffix range, as Parquet readers over HTTP ask
+// for it first, and a middle range, each a slice of the whole file.
+func TestParquet_Ranges(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	v := f.run("products")
+	path := fmt.Sprintf("/v1/datasets/products/rows?format=parquet&version=%d", v)
+	whole := f.must(200, "GET", path, "")
+	if ar := whole.header.Get("Accept-Ranges"); ar != "bytes" {
+		t.Errorf("Accept-Ranges %q, want bytes", ar)
+	}
+	n := len(whole.body)
+	if cl := whole.header.Get("Content-Length"); cl != strconv.Itoa(n) {
+		t.Errorf("Content-Length %s, body %d bytes", cl, n)
+	}
+	tail := f.must(206, "GET", path, "", "Range", "bytes=-8")
+	if !bytes.Equal(tail.body, whole.body[n-8:]) || !bytes.HasSuffix(tail.body, []byte("PAR1")) {
+		t.Errorf("suffix range %q, want the file's last 8 bytes", tail.body)
+	}
+	if cr, want := tail.header.Get("Content-Range"), fmt.Sprintf("bytes %d-%d/%d", n-8, n-1, n); cr != want {
+		t.Errorf("Content-Range %q, want %q", cr, want)
+	}
+	mid := f.must(206, "GET", path, "", "Range", "bytes=4-99")
+	if !bytes.Equal(mid.body, whole.body[4:100]) {
+		t.Errorf("range 4-99 is not the file's bytes 4 to 99")
+	}
+	f.must(416, "GET", path, "", "Range", fmt.Sprintf("bytes=%d-", n+10))
+}
