@@ -114,6 +114,7 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 		observer = d.notifier
 	}
 	setMemoryLimit(d.cfg, d.log)
+	limitMallocArenas(d.log)
 	if d.stk, err = openStackIn(ctx, d.cfg, d.log, d.reg, true, join, observer); err != nil {
 		return nil, err
 	}

@@ -17,8 +17,9 @@ import (
 // Rows and diffs as Apache Arrow record batches (arrow-go): an IPC stream
 // written batch by batch as the rows are read, or a Parquet file
 // (parquet.go). The schema is built from the version's schema
-// (arrowtypes.go) before the first byte, after a first pass over the
-// columns whose values may not fit their Arrow type.
+// (arrowtypes.go) before the first byte: the version's value shapes tell
+// whether the values of a column fit its Arrow type, and a first pass
+// over the rows looks at the columns they do not settle.
 
 // arrowBatchRows is the most rows of one record batch: a stream holds at
 // most one batch in memory.
@@ -94,9 +95,12 @@ func arrowSchemaMeta(info snapshot.VersionInfo, from int64) arrow.Metadata {
 }
 
 // scanArrow answers a scan as an Arrow stream or a Parquet file. A stream
-// sends its schema first, so a first pass over the columns whose values
-// may not fit their Arrow type (a scan of the same range at the same
-// pinned version) fixes it before its rows are written. A Parquet file is
+// sends its schema first, so it must know before its first row which
+// columns hold a value their Arrow type cannot hold: the version's value
+// shapes (snapshot.ValueShapes) tell for the columns they prove fit, and
+// a first pass over the others (a scan of the same range at the same
+// pinned version, needed for a version committed without shapes or one
+// whose column holds such a value) fixes the rest. A Parquet file is
 // sent only once whole, so it is written at once and, should a value not
 // fit, written again with that column as text.
 func (s *Server) scanArrow(c echo.Context, r *snapshot.Reader, opts snapshot.ScanOptions, it snapshot.RowIterator, media string, codec compress.Compression) error {
@@ -126,7 +130,7 @@ func (s *Server) scanArrow(c echo.Context, r *snapshot.Reader, opts snapshot.Sca
 		}
 		return s.writeParquetPasses(c, codec, fileName(info.Dataset, r.Table())+".parquet", pass)
 	}
-	if doubt := doubtful(t.cols); len(doubt) > 0 && !headOnly(c) {
+	if doubt := unproven(t.cols, info.Shapes); len(doubt) > 0 && !headOnly(c) {
 		po := opts // the same rows, only the columns in doubt
 		po.Columns = nil
 		for _, i := range doubt {
@@ -136,7 +140,7 @@ func (s *Server) scanArrow(c echo.Context, r *snapshot.Reader, opts snapshot.Sca
 		if err != nil {
 			return err
 		}
-		err = t.probe(probe)
+		err = t.probe(probe, doubt)
 		probe.Close()
 		if err != nil {
 			return err
@@ -189,11 +193,10 @@ func (t *rowsTable) schema(info snapshot.VersionInfo) *arrow.Schema {
 	return arrow.NewSchema(fields, &md)
 }
 
-// probe reads the rows of it and turns to text each column that has a
-// value its Arrow type cannot hold; it stops early once no column is left
-// in doubt.
-func (t *rowsTable) probe(it snapshot.RowIterator) error {
-	doubt := doubtful(t.cols)
+// probe reads the rows of it and turns to text each column of doubt (by
+// index in t.cols) that has a value its Arrow type cannot hold; it stops
+// early once no column is left in doubt.
+func (t *rowsTable) probe(it snapshot.RowIterator, doubt []int) error {
 	if len(doubt) == 0 {
 		return nil
 	}
@@ -215,6 +218,22 @@ func doubtful(cols []arrowColumn) []int {
 	for i, ac := range cols {
 		if ac.mayNotFit() {
 			d = append(d, i)
+		}
+	}
+	return d
+}
+
+// unproven lists the columns of cols whose values may not fit and whose
+// fit the value shapes of some version of shapes (one per version whose
+// values the answer holds) does not prove (provenFit).
+func unproven(cols []arrowColumn, shapes ...*snapshot.ValueShapes) []int {
+	var d []int
+	for _, i := range doubtful(cols) {
+		for _, vs := range shapes {
+			if !cols[i].provenFit(vs) {
+				d = append(d, i)
+				break
+			}
 		}
 	}
 	return d

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -622,5 +623,68 @@ func TestArrowTextBytes(t *testing.T) {
 		if textIsBytes(k) && ValueText(v) != string(v.Bytes) {
 			t.Errorf("kind %v: ValueText %q, its bytes %q", k, ValueText(v), v.Bytes)
 		}
+	}
+}
+
+// TestArrowProvenFit checks which columns a stream probes given the
+// version's value shapes: none that the shapes prove fit, every doubtful
+// one of a version without shapes.
+func TestArrowProvenFit(t *testing.T) {
+	schema := snapshot.Schema{Columns: []snapshot.Column{
+		{Name: "id", Kind: snapshot.KindInt},
+		{Name: "price", Kind: snapshot.KindDecimal, SourceType: "decimal(5,2)"},
+		{Name: "big", Kind: snapshot.KindDecimal, SourceType: "decimal(40,10)"},
+		{Name: "day", Kind: snapshot.KindDate, SourceType: "date"},
+		{Name: "at", Kind: snapshot.KindDateTime, SourceType: "datetime(6)"},
+		{Name: "dur", Kind: snapshot.KindTime, SourceType: "time"},
+		{Name: "num", Kind: snapshot.KindDecimal, SourceType: "numeric"},
+	}}
+	names := func(tab *rowsTable, idx []int) []string {
+		var out []string
+		for _, i := range idx {
+			out = append(out, tab.cols[i].name)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		shapes *snapshot.ValueShapes
+		want   []string
+	}{
+		{"no record", nil, []string{"price", "big", "day", "at", "dur"}},
+		{"all fit", &snapshot.ValueShapes{Columns: []snapshot.ColumnShape{
+			{Column: "price", IntDigits: 3, FracDigits: 2},
+			{Column: "big", IntDigits: 30, FracDigits: 1},
+			{Column: "day"}, {Column: "at"}, {Column: "dur"}, {Column: "num", Irregular: true},
+		}}, nil},
+		{"too wide or irregular", &snapshot.ValueShapes{Columns: []snapshot.ColumnShape{
+			{Column: "price", IntDigits: 4, FracDigits: 2},
+			{Column: "big", IntDigits: 1, FracDigits: 11},
+			{Column: "day", Irregular: true}, {Column: "at"},
+		}}, []string{"price", "big", "day", "dur"}},
+	} {
+		tab := newRowsTable(schema, nil)
+		if got := names(tab, unproven(tab.cols, tc.shapes)); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: probed %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	// A diff holds the values of two versions: both must prove a column.
+	fit := &snapshot.ValueShapes{Columns: []snapshot.ColumnShape{
+		{Column: "price", IntDigits: 3, FracDigits: 2}, {Column: "big"}, {Column: "day"}, {Column: "at"}, {Column: "dur"},
+	}}
+	zero := &snapshot.ValueShapes{Columns: []snapshot.ColumnShape{
+		{Column: "price", IntDigits: 3, FracDigits: 2}, {Column: "big"}, {Column: "day", Irregular: true}, {Column: "at"}, {Column: "dur"},
+	}}
+	tab := newRowsTable(schema, nil)
+	if got := names(tab, unproven(tab.cols, fit, fit)); len(got) != 0 {
+		t.Errorf("two fitting versions: probed %v", got)
+	}
+	for _, pair := range [][2]*snapshot.ValueShapes{{fit, zero}, {zero, fit}} {
+		if got := names(tab, unproven(tab.cols, pair[0], pair[1])); !slices.Equal(got, []string{"day"}) {
+			t.Errorf("one version with a zero date: probed %v, want [day]", got)
+		}
+	}
+	if got := names(tab, unproven(tab.cols, fit, nil)); len(got) != 5 {
+		t.Errorf("one version without shapes: probed %v, want every doubtful column", got)
 	}
 }

@@ -101,10 +101,10 @@ func (t *diffTable) positions(names []string) []int {
 	return t.index
 }
 
-// probe reads the changes of it and turns to text each column that has a
+// probe reads the changes of it and turns to text each column of
+// keyDoubt (in t.keys) and sideDoubt (in t.before and t.after) that has a
 // value its Arrow type cannot hold, on both sides.
-func (t *diffTable) probe(it snapshot.DiffIterator) error {
-	keyDoubt, sideDoubt := doubtful(t.keys), doubtful(t.before)
+func (t *diffTable) probe(it snapshot.DiffIterator, keyDoubt, sideDoubt []int) error {
 	keyPos := make([]int, len(t.keys))
 	for i := range keyPos {
 		keyPos[i] = i

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"math/big"
 	"regexp"
 	"strconv"
@@ -19,7 +18,8 @@ import (
 // column's Arrow type comes from its kind and source type; a column with a
 // value its type cannot hold (a zero date, a NaN numeric, a decimal past
 // its declared scale) is served as text instead (arrowText), which the
-// answer learns by a first pass over such columns (probeArrowColumns).
+// answer learns from the version's value shapes (provenFit) or, where
+// they do not tell, by a first pass over such columns (rowsTable.probe).
 
 // arrowEnc is how one column's values become Arrow values.
 type arrowEnc uint8
@@ -149,6 +149,23 @@ func (ac arrowColumn) mayNotFit() bool {
 	switch ac.enc {
 	case arrowDecimal128, arrowDecimal256, arrowDate32, arrowTimestamp, arrowDuration, arrowTime64:
 		return true
+	}
+	return false
+}
+
+// provenFit reports whether shapes, the value shapes of the version read
+// (nil when it has none), show that every value of ac's column fits its
+// Arrow type, so that no pass over the rows need look.
+func (ac arrowColumn) provenFit(shapes *snapshot.ValueShapes) bool {
+	cs, ok := shapes.Shape(ac.col.Name)
+	if !ok || cs.Irregular {
+		return false
+	}
+	switch ac.enc {
+	case arrowDecimal128, arrowDecimal256:
+		return int32(cs.IntDigits) <= ac.prec-ac.scale && int32(cs.FracDigits) <= ac.scale
+	case arrowDate32, arrowTimestamp, arrowDuration:
+		return true // what ParseDate, ParseDateTime and ParseTime read
 	}
 	return false
 }
@@ -333,22 +350,8 @@ func textIsBytes(k snapshot.Kind) bool {
 // it is not a plain decimal (NaN, Infinity, an exponent) or has more
 // integer digits than prec-scale or more fraction digits than scale.
 func parseDecimal(s []byte, prec, scale int32) (small int64, large *big.Int, ok bool) {
-	neg := false
-	if len(s) > 0 && (s[0] == '-' || s[0] == '+') {
-		neg = s[0] == '-'
-		s = s[1:]
-	}
-	intPart, frac := s, []byte(nil)
-	if i := bytes.IndexByte(s, '.'); i >= 0 {
-		intPart, frac = s[:i], s[i+1:]
-	}
-	if len(intPart) == 0 && len(frac) == 0 {
-		return 0, nil, false
-	}
-	for len(intPart) > 0 && intPart[0] == '0' {
-		intPart = intPart[1:]
-	}
-	if int32(len(intPart)) > prec-scale || int32(len(frac)) > scale {
+	neg, intPart, frac, ok := snapshot.SplitDecimal(s)
+	if !ok || int32(len(intPart)) > prec-scale || int32(len(frac)) > scale {
 		return 0, nil, false
 	}
 	if len(intPart)+int(scale) > 18 {
@@ -357,9 +360,6 @@ func parseDecimal(s []byte, prec, scale int32) (small int64, large *big.Int, ok 
 	}
 	for _, part := range [2][]byte{intPart, frac} {
 		for _, c := range part {
-			if c < '0' || c > '9' {
-				return 0, nil, false
-			}
 			small = small*10 + int64(c-'0')
 		}
 	}
@@ -404,147 +404,23 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// parseDate32 reads "YYYY-MM-DD" as days since 1970-01-01; false for a
-// zero date, infinity or a BC date.
+// parseDate32 reads "YYYY-MM-DD" as days since 1970-01-01
+// (snapshot.ParseDate).
 func parseDate32(s []byte) (arrow.Date32, bool) {
-	if len(s) != 10 {
-		return 0, false
-	}
-	days, ok := parseCivilDate(s)
+	days, ok := snapshot.ParseDate(s)
 	return arrow.Date32(days), ok
 }
 
-// parseCivilDate reads the "YYYY-MM-DD" at the start of s as days since
-// 1970-01-01 of the proleptic Gregorian calendar, years 0001 to 9999.
-func parseCivilDate(s []byte) (int64, bool) {
-	if len(s) < 10 || s[4] != '-' || s[7] != '-' {
-		return 0, false
-	}
-	y, ok1 := digits(s[0:4])
-	m, ok2 := digits(s[5:7])
-	d, ok3 := digits(s[8:10])
-	if !ok1 || !ok2 || !ok3 || y < 1 || m < 1 || m > 12 || d < 1 || d > daysIn(m, y) {
-		return 0, false
-	}
-	return daysFromCivil(int64(y), int64(m), int64(d)), true
-}
-
-// daysFromCivil is Howard Hinnant's days_from_civil: days since
-// 1970-01-01 of a proleptic Gregorian date.
-func daysFromCivil(y, m, d int64) int64 {
-	if m <= 2 {
-		y--
-	}
-	era := y / 400
-	if y < 0 && y%400 != 0 {
-		era--
-	}
-	yoe := y - era*400
-	mp := (m + 9) % 12
-	doy := (153*mp+2)/5 + d - 1
-	doe := yoe*365 + yoe/4 - yoe/100 + doy
-	return era*146097 + doe - 719468
-}
-
-func daysIn(m, y int) int {
-	switch m {
-	case 2:
-		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
-			return 29
-		}
-		return 28
-	case 4, 6, 9, 11:
-		return 30
-	}
-	return 31
-}
-
-// digits reads s, ASCII digits only, as a number.
-func digits(s []byte) (int, bool) {
-	n := 0
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n, len(s) > 0
-}
-
-// parseTimestamp reads "YYYY-MM-DD hh:mm:ss[.f]" (up to microseconds) as
-// microseconds since the epoch; false for zero dates, infinity, BC dates
-// and finer fractions.
+// parseTimestamp reads "YYYY-MM-DD hh:mm:ss[.f]" as microseconds since
+// the epoch (snapshot.ParseDateTime).
 func parseTimestamp(s []byte) (arrow.Timestamp, bool) {
-	// A PostgreSQL timestamptz is stored in UTC with its offset, "+00".
-	s = bytes.TrimSuffix(s, []byte("+00"))
-	if len(s) < 19 || len(s) > 26 || s[10] != ' ' || s[13] != ':' || s[16] != ':' {
-		return 0, false
-	}
-	days, ok := parseCivilDate(s)
-	if !ok {
-		return 0, false
-	}
-	h, ok1 := digits(s[11:13])
-	m, ok2 := digits(s[14:16])
-	sec, ok3 := digits(s[17:19])
-	if !ok1 || !ok2 || !ok3 || h > 23 || m > 59 || sec > 59 {
-		return 0, false
-	}
-	us := 0
-	if len(s) > 19 {
-		if s[19] != '.' || len(s) == 20 {
-			return 0, false
-		}
-		f, ok := digits(s[20:])
-		if !ok {
-			return 0, false
-		}
-		for i := len(s) - 20; i < 6; i++ {
-			f *= 10
-		}
-		us = f
-	}
-	return arrow.Timestamp(((days*24+int64(h))*60+int64(m))*60_000_000 + int64(sec)*1_000_000 + int64(us)), true
+	us, ok := snapshot.ParseDateTime(s)
+	return arrow.Timestamp(us), ok
 }
 
-// parseDuration reads a time of day or MySQL TIME, "[-]h+:mm:ss[.f]" (up
-// to microseconds), as microseconds.
+// parseDuration reads a time of day or MySQL TIME as microseconds
+// (snapshot.ParseTime).
 func parseDuration(s []byte) (arrow.Duration, bool) {
-	neg := len(s) > 0 && s[0] == '-'
-	if neg {
-		s = s[1:]
-	}
-	parts := strings.Split(string(s), ":")
-	if len(parts) != 3 || len(parts[1]) != 2 || len(parts[2]) < 2 {
-		return 0, false
-	}
-	h, err := strconv.ParseInt(parts[0], 10, 32)
-	if err != nil || h < 0 {
-		return 0, false
-	}
-	m, err := strconv.Atoi(parts[1])
-	if err != nil || m < 0 || m > 59 {
-		return 0, false
-	}
-	sec, frac, _ := strings.Cut(parts[2], ".")
-	if len(sec) != 2 || len(frac) > 6 {
-		return 0, false
-	}
-	sc, err := strconv.Atoi(sec)
-	if err != nil || sc < 0 || sc > 59 {
-		return 0, false
-	}
-	us := int64(0)
-	if frac != "" {
-		f, err := strconv.Atoi(frac + strings.Repeat("0", 6-len(frac)))
-		if err != nil || f < 0 {
-			return 0, false
-		}
-		us = int64(f)
-	}
-	d := ((h*60+int64(m))*60+int64(sc))*1_000_000 + us
-	if neg {
-		d = -d
-	}
-	return arrow.Duration(d), true
+	us, ok := snapshot.ParseTime(s)
+	return arrow.Duration(us), ok
 }

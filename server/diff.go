@@ -121,12 +121,16 @@ func (s *Server) diffArrow(c echo.Context, ds, table string, named bool, from, t
 		forParquet(t.before)
 		forParquet(t.after)
 	}
-	if !headOnly(c) && (len(doubtful(t.keys)) > 0 || len(doubtful(t.before)) > 0) {
+	// The values of a diff are of both versions: a column needs no first
+	// pass where the shapes of both prove it fits.
+	keyDoubt := unproven(t.keys, infos[0].Shapes, infos[1].Shapes)
+	sideDoubt := unproven(t.before, infos[0].Shapes, infos[1].Shapes)
+	if !headOnly(c) && (len(keyDoubt) > 0 || len(sideDoubt) > 0) {
 		probe, err := s.Changes(ctx, ds, table, named, from, to)
 		if err != nil {
 			return err
 		}
-		err = t.probe(probe)
+		err = t.probe(probe, keyDoubt, sideDoubt)
 		probe.Close()
 		if err != nil {
 			return err

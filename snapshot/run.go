@@ -85,6 +85,7 @@ type Run struct {
 	dictOf  []int
 	inOrder bool
 	ckBuf   []byte      // addChecksum's
+	shapes  shapeRecord // the version's value shapes (shapes.go)
 	cellIdx []int       // the cells of the row version to write:
 	cellVal [][]byte    // dictionary indexes and packed values
 	getSt   resolvedRow // a previous row read by a point read

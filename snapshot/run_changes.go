@@ -49,6 +49,7 @@ func (r *Run) ApplyChanges(ctx context.Context) error {
 	}
 	r.changes = true
 	r.sum = sum
+	r.shapes.inherit(r.opts.Schema, r.prev)
 	r.stats.Rows = r.prev.Stats.Rows
 	r.stats.Unchanged = r.prev.Stats.Rows
 	r.publishStats()

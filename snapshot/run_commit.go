@@ -43,6 +43,7 @@ func (r *Run) Commit(ctx context.Context) (vi VersionInfo, err error) {
 	vi = VersionInfo{
 		Dataset: r.ds.name, Version: r.id, CommittedAt: r.db.opts.now().UTC(),
 		Source: r.opts.Source, Stats: r.statsNow(), Schema: r.opts.Schema, RestoredFrom: r.restoredFrom,
+		Shapes: r.shapesNow(),
 	}
 	if _, err := r.db.slotDeadline(r.ds, r.epoch); err != nil { // W3
 		return VersionInfo{}, fmt.Errorf("snapshot: committing %s txn %d: %w", r.ds.name, r.id, err)

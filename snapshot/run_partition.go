@@ -40,6 +40,8 @@ var ErrPartitionCount = errors.New("snapshot: the dataset has another partition 
 type PartitionReport struct {
 	Partition int      `json:"partition"`
 	Stats     RunStats `json:"stats"`
+	// Shapes is the partition's value shapes; nil loses the run's.
+	Shapes *ValueShapes `json:"shapes,omitempty"`
 	// Compared is what a writer that carries ranges over compared
 	// (run_partition_carry.go); nil when it carries none.
 	Compared *ComparedRows `json:"compared,omitempty"`
@@ -210,6 +212,7 @@ func (pr *PartitionedRun) Add(rep PartitionReport) error {
 	s.Unchanged += t.Unchanged
 	s.BytesWritten += t.BytesWritten
 	pr.r.sum += sum
+	pr.r.shapes.merge(pr.r.opts.Schema, rep.Shapes)
 	pr.r.publishStats()
 	return nil
 }
@@ -408,7 +411,7 @@ func (w *PartitionWriter) Finish(ctx context.Context) (PartitionReport, error) {
 	}
 	r.done = true
 	r.publishStats()
-	return PartitionReport{Partition: r.part, Stats: r.statsNow(), Compared: r.comparedRows()}, nil
+	return PartitionReport{Partition: r.part, Stats: r.statsNow(), Shapes: r.shapesNow(), Compared: r.comparedRows()}, nil
 }
 
 // Discard ends the writer without a report: what it wrote stays at the

@@ -164,6 +164,12 @@ func (r *Run) Carry(ctx context.Context, after, through []Value, rows int64, sum
 	r.stats.Rows += rows
 	r.stats.Unchanged += rows
 	r.sum += sum
+	if rows > 0 {
+		r.shapes.inherit(r.opts.Schema, r.prev)
+		if r.prev == nil {
+			r.shapes.lost = true
+		}
+	}
 	r.publishStats()
 	return nil
 }

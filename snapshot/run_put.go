@@ -158,7 +158,8 @@ func (r *Run) findPrev(ctx context.Context, p *runPart, key []byte, vals []Value
 
 // pack packs the column values of vals (rowversion.go) into r.enc, each
 // after its dictionary index, with r.encOff and r.encEnd delimiting the
-// values, and folds the row into the checksum (D6).
+// values, and folds the row into the checksum (D6) and the value shapes
+// (shapes.go).
 func (r *Run) pack(vals []Value) {
 	need := versionReserve
 	for i := range vals {
@@ -176,6 +177,7 @@ func (r *Run) pack(vals []Value) {
 		r.encEnd = append(r.encEnd, len(r.enc))
 	}
 	r.addChecksum()
+	r.shapes.addRow(r.opts.Schema, vals)
 }
 
 // cells sets r.cellIdx and r.cellVal to the cells of the row version to

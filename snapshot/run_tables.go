@@ -547,7 +547,7 @@ func (tr *TablesRun) Commit(ctx context.Context) (vi VersionInfo, err error) {
 	var ck uint64
 	for _, w := range tr.writers {
 		w.r.publishStats()
-		t := TableInfo{Name: w.name, Number: w.num, Stats: w.r.statsNow(), Schema: w.r.opts.Schema, Partitions: w.tc.Partitions,
+		t := TableInfo{Name: w.name, Number: w.num, Stats: w.r.statsNow(), Schema: w.r.opts.Schema, Shapes: w.r.shapesNow(), Partitions: w.tc.Partitions,
 			PartitionKey: w.tc.PartitionKey}
 		vi.Tables = append(vi.Tables, t)
 		addStats(&vi.Stats, &ck, t.Stats)

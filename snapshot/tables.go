@@ -38,11 +38,13 @@ type TableInfo struct {
 	Name string `json:"name"`
 	// Number is the table's number in the dataset's storage layout
 	// (keys.go): a table dropped and added again gets a new one.
-	Number       int      `json:"number"`
-	Stats        RunStats `json:"stats"`
-	Schema       Schema   `json:"schema"`
-	Partitions   int      `json:"partitions"`
-	PartitionKey []string `json:"partition_key,omitempty"`
+	Number int      `json:"number"`
+	Stats  RunStats `json:"stats"`
+	Schema Schema   `json:"schema"`
+	// Shapes is the table's value shapes (VersionInfo.Shapes).
+	Shapes       *ValueShapes `json:"shapes,omitempty"`
+	Partitions   int          `json:"partitions"`
+	PartitionKey []string     `json:"partition_key,omitempty"`
 }
 
 // tableConfig is the persisted configuration of one named table (in the
@@ -149,11 +151,11 @@ func (vi VersionInfo) TableNames() []string {
 	return out
 }
 
-// tableView returns vi as seen by a reader of its table t: t's schema and
-// stats, and t alone in Tables.
+// tableView returns vi as seen by a reader of its table t: t's schema,
+// stats and value shapes, and t alone in Tables.
 func tableView(vi *VersionInfo, t TableInfo) *VersionInfo {
 	v := *vi
-	v.Schema, v.Stats, v.Tables = t.Schema, t.Stats, []TableInfo{t}
+	v.Schema, v.Stats, v.Shapes, v.Tables = t.Schema, t.Stats, t.Shapes, []TableInfo{t}
 	return &v
 }
 

@@ -24,6 +24,11 @@ type VersionInfo struct {
 	// RestoredFrom is, for a version a rollback committed, the version
 	// whose content it restored (rollback.go); 0 otherwise.
 	RestoredFrom int64 `json:"restored_from,omitempty"`
+	// Shapes is what the values of the version's decimal, date, datetime
+	// and time columns are like (shapes.go); nil when the run could not
+	// know, for a version committed before they were recorded, and for a
+	// dataset of named tables (each TableInfo has its own).
+	Shapes *ValueShapes `json:"shapes,omitempty"`
 	// Tables are the tables of a version of a dataset of named tables
 	// (tables.go), by name; Schema is then empty and Stats the sum of
 	// theirs (the checksum the sum of theirs modulo 2^64). Nil for a

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log"
 	"net/http"
+	"path/filepath"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -116,4 +117,45 @@ func exportAll(base string, rows int64) {
 		}
 		log.Printf("bench: full export as %s in %v", format, time.Since(start).Round(time.Millisecond))
 	}
+}
+
+// bigExport generates rows*rss-scale rows, loads them by a first run and
+// exports the version in full from a fresh server (exportAll), then
+// generates the bench table again; it returns the rows and the peak RSS
+// of the first run and of the export.
+func bigExport(e env, tmp string) (n, rssFirst, rssExport int64) {
+	big := *rows * *rssScale
+	log.Printf("bench: generating %d rows for the RSS figure", big)
+	e.generate(big)
+	s := startServer(e, filepath.Join(tmp, "data-big"), "", "", "first-big")
+	_, rec := s.run()
+	rssFirst = s.peakRSS()
+	s.stop()
+	s = startServer(e, filepath.Join(tmp, "data-big"), "", "", "export-big") // a fresh process: its peak is the export's
+	exportAll(s.url, rec.Stats.Rows)
+	rssExport = s.peakRSS()
+	s.stop()
+	e.generate(*rows)
+	return rec.Stats.Rows, rssFirst, rssExport
+}
+
+// onlyFormatScans is -only-formats: a first run of the bench table, the
+// whole scans of formatScans -format-rounds times on one server, then,
+// with -rss-scale, the export's peak RSS (bigExport); it prints the
+// figures and the load.
+func onlyFormatScans(e env, tmp, load0 string) {
+	s := startServer(e, filepath.Join(tmp, "data"), *storage, "", "first")
+	s.run()
+	s = s.phase("http-formats")
+	for i := 0; i < *formatRounds; i++ {
+		f := formatScans(s.url, *rows)
+		fmt.Printf("round %d: ndjson %.0f rows/s, arrow %.0f rows/s (%.2fx), parquet %.0f rows/s (%.2fx)\n",
+			i+1, f["ndjson"], f["arrow"], f["arrow"]/f["ndjson"], f["parquet"], f["parquet"]/f["ndjson"])
+	}
+	s.stop()
+	if *rssScale > 1 {
+		n, first, export := bigExport(e, tmp)
+		fmt.Printf("%d rows: peak RSS first run %s, full export (Parquet, then Arrow) %s\n", n, mib(first), mib(export))
+	}
+	fmt.Printf("1-minute load average %s, %s (start, end)\n", load0, loadAvg())
 }

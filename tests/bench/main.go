@@ -51,21 +51,23 @@ import (
 )
 
 var (
-	rows      = flag.Int("rows", 2_000_000, "rows of the synthetic table")
-	rssScale  = flag.Int("rss-scale", 10, "also measure peak RSS at rows*rss-scale (0 to skip)")
-	churnRuns = flag.Int("churn-runs", 10, "runs with 1% churn for the storage figure")
-	out       = flag.String("out", "docs/benchmarks.md", "markdown report to write")
-	bin       = flag.String("bin", "bin/snapstore", "snapstore binary")
-	wrkDur    = flag.Duration("wrk", 10*time.Second, "duration of each wrk measurement")
-	repeat    = flag.Int("repeat", 2, "repetitions of the source-read baseline (median)")
-	goBench   = flag.Bool("go-bench", true, "run the go test benchmarks of package snapshot")
-	hbaseRun  = flag.Bool("hbase", true, "measure a first run on HBase when SNAPSTORE_TEST_HBASE_THRIFT is set")
-	storage   = flag.String("storage", "", "YAML storage section of the Pebble server, e.g. \"storage: {pebble: {cache_size: 536870912}}\" (default: the defaults)")
-	httpsRun  = flag.Bool("https", true, "also measure the point reads over HTTPS (keep-alive) against plain HTTP, interleaved, on two servers (httpsPointReads)")
-	onlyHTTPS = flag.Bool("only-https", false, "measure only the point reads over HTTPS against plain HTTP (after one run to load the table), print the figure and write no report")
-	parallel  = flag.Int("parallelism", 0, "the parallelism of the bench table's adapters on MariaDB and PostgreSQL: the connections of one point their chunk checksums are computed over (0: the default, 1)")
-	onlyMaria = flag.Bool("only-mariadb", false, "measure only the runs of the bench table on MariaDB that read by checksums (a first run, nothing changed twice, 1% changed in 4 key ranges twice) against the source read, print the figures and write no report")
-	profDir   = flag.String("cpuprofile-dir", "", "write a CPU profile of each phase's server to this directory (serve --cpuprofile); the server is restarted at each phase, so RSS figures then cover one phase")
+	rows         = flag.Int("rows", 2_000_000, "rows of the synthetic table")
+	rssScale     = flag.Int("rss-scale", 10, "also measure peak RSS at rows*rss-scale (0 to skip)")
+	churnRuns    = flag.Int("churn-runs", 10, "runs with 1% churn for the storage figure")
+	out          = flag.String("out", "docs/benchmarks.md", "markdown report to write")
+	bin          = flag.String("bin", "bin/snapstore", "snapstore binary")
+	wrkDur       = flag.Duration("wrk", 10*time.Second, "duration of each wrk measurement")
+	repeat       = flag.Int("repeat", 2, "repetitions of the source-read baseline (median)")
+	goBench      = flag.Bool("go-bench", true, "run the go test benchmarks of package snapshot")
+	hbaseRun     = flag.Bool("hbase", true, "measure a first run on HBase when SNAPSTORE_TEST_HBASE_THRIFT is set")
+	storage      = flag.String("storage", "", "YAML storage section of the Pebble server, e.g. \"storage: {pebble: {cache_size: 536870912}}\" (default: the defaults)")
+	httpsRun     = flag.Bool("https", true, "also measure the point reads over HTTPS (keep-alive) against plain HTTP, interleaved, on two servers (httpsPointReads)")
+	onlyFormats  = flag.Bool("only-formats", false, "measure only the whole scans as NDJSON, Arrow and Parquet (after one run to load the table; -format-rounds times, in turn) and, with -rss-scale, the export's peak RSS, print the figures and write no report")
+	formatRounds = flag.Int("format-rounds", 1, "with -only-formats: rounds of the whole scans, each format in turn")
+	onlyHTTPS    = flag.Bool("only-https", false, "measure only the point reads over HTTPS against plain HTTP (after one run to load the table), print the figure and write no report")
+	onlyMaria    = flag.Bool("only-mariadb", false, "measure only the runs of the bench table on MariaDB that read by checksums (a first run, nothing changed twice, 1% changed in 4 key ranges twice) against the source read, print the figures and write no report")
+	parallel     = flag.Int("parallelism", 0, "the parallelism of the bench table's adapters on MariaDB and PostgreSQL: the connections of one point their chunk checksums are computed over (0: the default, 1)")
+	profDir      = flag.String("cpuprofile-dir", "", "write a CPU profile of each phase's server to this directory (serve --cpuprofile); the server is restarted at each phase, so RSS figures then cover one phase")
 )
 
 type env struct {
@@ -460,6 +462,10 @@ func main() {
 		onlyDatabaseRuns(e, tmp, rep.load[0])
 		return
 	}
+	if *onlyFormats {
+		onlyFormatScans(e, tmp, rep.load[0])
+		return
+	}
 	if *onlyHTTPS {
 		s := startServer(e, filepath.Join(tmp, "data"), *storage, "", "first")
 		s.run()
@@ -570,19 +576,7 @@ request = function() return wrk.format("GET", "/v1/datasets/t/rows?limit=1000&st
 		rep.databases = databaseRuns(e, tmp)
 	}
 	if *rssScale > 1 {
-		big := *rows * *rssScale
-		log.Printf("bench: generating %d rows for the RSS figure", big)
-		e.generate(big)
-		s := startServer(e, filepath.Join(tmp, "data-big"), "", "", "first-big")
-		_, rec := s.run()
-		rep.rssBigRows = rec.Stats.Rows
-		rep.rssBig = s.peakRSS()
-		s.stop()
-		s = startServer(e, filepath.Join(tmp, "data-big"), "", "", "export-big") // a fresh process: its peak is the export's
-		exportAll(s.url, rec.Stats.Rows)
-		rep.rssExport = s.peakRSS()
-		s.stop()
-		e.generate(*rows)
+		rep.rssBigRows, rep.rssBig, rep.rssExport = bigExport(e, tmp)
 	}
 	rep.load = append(rep.load, loadAvg())
 	rep.write(*out)
