@@ -70,6 +70,8 @@ type TablesWriter interface {
 // waits for its partitions' reports.
 type TableRows interface {
 	Put(ctx context.Context, vals []snapshot.Value) error
+	// Stats returns the counts of the table's partitions reported so far.
+	Stats() snapshot.RunStats
 	Finish(ctx context.Context) error
 }
 

@@ -100,3 +100,7 @@ func (ts *tableStreams) Finish(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Stats returns the counts of the table's partitions reported so far
+// (adapters.TableRows).
+func (ts *tableStreams) Stats() snapshot.RunStats { return ts.w.Stats() }
