@@ -16,14 +16,21 @@ import (
 // outcome.
 func partitionedTables(t *testing.T, coord *DB, owners []*DB, tables []shopTable, spread []string, skip string) (VersionInfo, error) {
 	t.Helper()
+	vi, _, err := partitionedTablesWith(t, coord, owners, TablesRunOptions{}, tables, spread, skip)
+	return vi, err
+}
+
+// partitionedTablesWith is partitionedTables with the run's options; it
+// returns the run too.
+func partitionedTablesWith(t *testing.T, coord *DB, owners []*DB, opts TablesRunOptions, tables []shopTable, spread []string, skip string) (VersionInfo, *TablesRun, error) {
+	t.Helper()
 	ctx := context.Background()
-	var opts TablesRunOptions
 	for _, tb := range tables {
 		opts.Tables = append(opts.Tables, tb.spec)
 	}
 	tr, err := coord.BeginTablesRun(ctx, tablesConfig, opts)
 	if err != nil {
-		return VersionInfo{}, err
+		return VersionInfo{}, nil, err
 	}
 	for _, tb := range tables {
 		w := tr.Table(tb.spec.Name)
@@ -77,7 +84,8 @@ func partitionedTables(t *testing.T, coord *DB, owners []*DB, tables []shopTable
 			}
 		}
 	}
-	return tr.Commit(ctx)
+	vi, err := tr.Commit(ctx)
+	return vi, tr, err
 }
 
 // TestTablesRunPartitioned: a run of named tables some of whose tables
@@ -197,4 +205,31 @@ func TestTablesRunPartitionedFailure(t *testing.T) {
 		t.Fatalf("a partition of an aborted run: %v", err)
 	}
 	checkShop(t, db1, v1.Version, shop(1))
+}
+
+// TestTablesRunPartitionedVerifies: with VerifyUnchanged, a run whose
+// partitioned and local tables all changed nothing records the current
+// version verified; one changed row in one partition commits a version.
+func TestTablesRunPartitionedVerifies(t *testing.T) {
+	dir := t.TempDir()
+	st := openTestStore(t, dir)
+	db1 := openTestDB(t, st, Options{Partitions: 2})
+	db2 := openTestDB(t, openSecondStore(t, dir, st), Options{Partitions: 2})
+	spread := []string{"public.order_lines", "public.orders"}
+	opts := TablesRunOptions{VerifyUnchanged: true}
+	v1, _, err := partitionedTablesWith(t, db1, []*DB{db1, db2}, opts, shop(1), spread, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vi, tr, err := partitionedTablesWith(t, db1, []*DB{db1, db2}, opts, shop(1), spread, "")
+	if err != nil || !tr.Verified() || vi.Version != v1.Version || vi.VerifiedAt == nil {
+		t.Fatalf("the same rows again: %v, verified %v, version %d (first %d)", err, tr != nil && tr.Verified(), vi.Version, v1.Version)
+	}
+	changed := shop(1)
+	changed[1].rows[7] = []Value{changed[1].rows[7][0], changed[1].rows[7][1], sv("other")}
+	vi, tr, err = partitionedTablesWith(t, db1, []*DB{db1, db2}, opts, changed, spread, "")
+	if err != nil || tr.Verified() || vi.Version == v1.Version || vi.Stats.Updated != 1 {
+		t.Fatalf("one row changed: %v, verified %v, version %d, stats %+v", err, tr != nil && tr.Verified(), vi.Version, vi.Stats)
+	}
+	checkShop(t, db1, vi.Version, changed)
 }

@@ -77,7 +77,8 @@ func sameTables(t *testing.T, what string, pa *proc, a string, va int64, pb *pro
 //     holds the source's rows (read back through the table routes on
 //     node 2), with the counts and checksum of the same tables read by a
 //     local adapter, and every node wrote rows of it;
-//   - a second run after changes to both tables, likewise;
+//   - a second run after changes to both tables, likewise, and a third
+//     with no change records that version verified;
 //   - a run whose owner is killed fails after owner_wait with
 //     node_unreachable, and every table stays at the version before.
 func TestPartitionedTables(t *testing.T) {
@@ -138,6 +139,12 @@ INSERT INTO lines VALUES (100000, 0, 'late');`)
 		t.Errorf("second partitioned run's stats %+v, one node's %+v", rec2.Stats, single2.Stats)
 	}
 	sameTables(t, "second version", n3, "shop", rec2.Version, n1, "local", "ledger", "lines")
+
+	// Nothing changed: the run records the version verified.
+	same := n1.mustRun(t, "spread")
+	if !same.Verified || same.Version != rec2.Version {
+		t.Errorf("a run of unchanged tables: verified %v, version %d (want %d)", same.Verified, same.Version, rec2.Version)
+	}
 
 	// An owner killed and not back: the whole run fails.
 	n3.kill()
