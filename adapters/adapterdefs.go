@@ -189,8 +189,8 @@ func checkTables(prefix string, strategy Strategy, spec api.Adapter) []error {
 	if len(spec.SourceOptions) > 0 {
 		errs = append(errs, &OptionError{Key: prefix + "source_options", Msg: "not with several tables"})
 	}
-	if strategy == StrategyPartitionByKey {
-		errs = append(errs, &OptionError{Key: prefix + "strategy", Msg: "partition-by-key is not available for a dataset of several tables; its runs read every table on one node"})
+	if len(spec.PartitionKey) > 0 {
+		errs = append(errs, &OptionError{Key: prefix + "partition_key", Msg: "not with several tables: each table's rows are placed by its key"})
 	}
 	return errs
 }

@@ -33,6 +33,48 @@ type Partitioner interface {
 	Partitions() int
 }
 
+// TablesPartitioner spreads the partitions of a run of named tables over
+// the cluster: package cluster's coordinator. Options.Partitioner, when
+// it has partitioned runs of named tables.
+type TablesPartitioner interface {
+	// PartitionTables makes run, begun on this node with every table of
+	// Partitions partitions, write each table's partitions on their
+	// owners: the rows go in by each table's TableRows, the one version
+	// is committed by Commit once every partition of every table
+	// reported.
+	PartitionTables(ctx context.Context, run *snapshot.TablesRun, req PartitionedTables) (TablesWriter, error)
+}
+
+// PartitionedTables is what PartitionTables needs of a run.
+type PartitionedTables struct {
+	// Compression is the adapter's transfer_compression.
+	Compression string
+	// RunID is the run's id (its record).
+	RunID string
+}
+
+// TablesWriter is a run of named tables whose partitions the cluster
+// writes. Commit or Abort end it (and the snapshot.TablesRun).
+type TablesWriter interface {
+	// Table returns the writer of the rows of the table name, nil when
+	// the run has no such table; the writers of different tables may be
+	// used at once.
+	Table(name string) TableRows
+	Stats() snapshot.RunStats
+	Commit(ctx context.Context) (snapshot.VersionInfo, error)
+	Verified() bool
+	Abort(ctx context.Context, reason string) error
+}
+
+// TableRows takes the rows of one table of a TablesWriter, then Finish
+// waits for its partitions' reports.
+type TableRows interface {
+	Put(ctx context.Context, vals []snapshot.Value) error
+	// Stats returns the counts of the table's partitions reported so far.
+	Stats() snapshot.RunStats
+	Finish(ctx context.Context) error
+}
+
 // PartitionedRun is what BeginPartitioned needs of a run.
 type PartitionedRun struct {
 	Config  snapshot.DatasetConfig

@@ -38,6 +38,9 @@ type tablesPull struct {
 	info   source.PointInfo
 	tables []tableRead
 	run    *snapshot.TablesRun
+	// spread, for a partition-by-key adapter, sends each table's rows to
+	// the owners of their partitions (partitioned.go); nil otherwise.
+	spread TablesWriter
 	cur    *snapshot.VersionInfo // the dataset's current version once the run began, if any
 
 	created time.Time // the dataset's creation time when it exists, for TableRequest.DatasetCreated
@@ -297,9 +300,13 @@ func (tp *tablesPull) describe(ctx context.Context, sel []source.Resource) error
 // phase.
 func (tp *tablesPull) begin(ctx context.Context) error {
 	s, spec := tp.s, tp.spec
+	tsp, parts, err := tp.partitioner()
+	if err != nil {
+		return err
+	}
 	specs := make([]snapshot.TableSpec, len(tp.tables))
 	for i, t := range tp.tables {
-		specs[i] = snapshot.TableSpec{Name: t.name, Schema: t.schema}
+		specs[i] = snapshot.TableSpec{Name: t.name, Schema: t.schema, Partitions: parts}
 	}
 	var resource string
 	if tp.diff {
@@ -322,7 +329,13 @@ func (tp *tablesPull) begin(ctx context.Context) error {
 	case err != nil:
 		return fmt.Errorf("starting a run of dataset %q: %w", spec.Dataset, err)
 	}
-	tp.run = run
+	tp.run, tp.spread = run, nil
+	if tsp != nil {
+		tp.spread, err = tsp.PartitionTables(ctx, run, PartitionedTables{Compression: spec.TransferCompression, RunID: tp.runID})
+		if err != nil {
+			return errors.Join(fmt.Errorf("starting a run of dataset %q: %w", spec.Dataset, err), run.Abort(context.WithoutCancel(ctx), err.Error()))
+		}
+	}
 	if d, err := s.db.Dataset(ctx, spec.Dataset); err == nil {
 		tp.cur = d.CurrentInfo
 	}
@@ -334,11 +347,33 @@ func (tp *tablesPull) begin(ctx context.Context) error {
 	return nil
 }
 
+// partitioner returns, for a partition-by-key adapter, what spreads the
+// tables' partitions over the cluster and the count of partitions every
+// table must have; nil and 0 otherwise.
+func (tp *tablesPull) partitioner() (TablesPartitioner, int, error) {
+	if Strategy(tp.spec.Strategy) != StrategyPartitionByKey {
+		return nil, 0, nil
+	}
+	tsp, ok := tp.s.partitioner.(TablesPartitioner)
+	if !ok {
+		return nil, 0, tp.s.notPartitioned(tp.spec)
+	}
+	n := tp.s.partitioner.Partitions()
+	if n < 1 {
+		return nil, 0, fmt.Errorf("starting a run of dataset %q: the cluster's partition table has no partitions yet", tp.spec.Dataset)
+	}
+	return tsp, n, nil
+}
+
 // abort aborts the snapshot run.
 func (tp *tablesPull) abort(ctx context.Context) {
 	abortCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := tp.run.Abort(abortCtx, "run "+tp.runID+" did not finish"); err != nil {
+	abort := tp.run.Abort
+	if tp.spread != nil {
+		abort = tp.spread.Abort
+	}
+	if err := abort(abortCtx, "run "+tp.runID+" did not finish"); err != nil {
 		tp.s.log.Warn("aborting run", "run", tp.runID, "txn", tp.run.TxnID(), "err", err)
 	}
 }
@@ -390,11 +425,21 @@ func (tp *tablesPull) readTable(ctx context.Context, t *tableRead) error {
 	w := tp.run.Table(t.name)
 	p := &pull{s: tp.s, ar: tp.ar, spec: tp.spec, force: tp.force, runID: tp.runID, l: tp.l, src: src,
 		resource: t.name, schema: t.schema, jsonCols: t.jsonCols, w: w, local: w, tables: tp, first: w.Version() == 0}
+	finish := w.Finish
+	if tp.spread != nil {
+		// The table's partitions are written on their owners: no digest,
+		// carrying over or diff, which need the rows here (the table is
+		// read in full).
+		rows := tp.spread.Table(t.name)
+		p.w, p.local, finish = rows, nil, rows.Finish
+	}
 	p.cur = tp.tableCur(t)
 	cs, _ := src.(checksummer)
 	p.useChecksums(cs)
-	var digestReason string
-	p.prev, digestReason = tp.s.readTableDigest(ctx, tp.spec.Dataset, t.name, tp.cur, t.schema, p.signature)
+	digestReason := "its partitions are written on their owners (partition by key)"
+	if tp.spread == nil {
+		p.prev, digestReason = tp.s.readTableDigest(ctx, tp.spec.Dataset, t.name, tp.cur, t.schema, p.signature)
+	}
 	if err := p.passChunks(ctx); err != nil {
 		return fmt.Errorf("table %s: %w", t.name, err)
 	}
@@ -410,7 +455,7 @@ func (tp *tablesPull) readTable(ctx context.Context, t *tableRead) error {
 	}
 	// The table's writes end here, not at the commit: its writer's
 	// buffers go before the next table's read opens another.
-	if err := w.Finish(ctx); err != nil {
+	if err := finish(ctx); err != nil {
 		return fmt.Errorf("table %s: %w", t.name, err)
 	}
 	tp.progress(p.n % progressEvery)
@@ -507,7 +552,11 @@ func (tp *tablesPull) commit(ctx context.Context) (pullResult, error) {
 		tp.abort(ctx)
 		return pullResult{}, err
 	}
-	vi, err := run.Commit(ctx)
+	commit := run.Commit
+	if tp.spread != nil {
+		commit = tp.spread.Commit
+	}
+	vi, err := commit(ctx)
 	if err != nil {
 		ar.mu.Lock()
 		ar.rec.Stats = run.Stats()

@@ -227,12 +227,12 @@ func mustVersion(t *testing.T, db *snapshot.DB, dataset string, v int64) snapsho
 // every offending key named.
 func TestTablesAdapterDefinition(t *testing.T) {
 	_, err := parseAdapter("adapters[0].", api.Adapter{Name: "a", Connection: "c", Resource: "t", Include: []string{"["},
-		Resources: []string{"x", "x"}, KeyColumns: []string{"id"}, Parallelism: -1, Strategy: "partition-by-key"})
+		Resources: []string{"x", "x"}, KeyColumns: []string{"id"}, Parallelism: -1, Strategy: "partition-by-key", PartitionKey: []string{"region"}})
 	if err == nil {
 		t.Fatal("accepted")
 	}
 	for _, key := range []string{"adapters[0].resource", "adapters[0].include[0]", "adapters[0].resources[1]", "adapters[0].key_columns",
-		"adapters[0].parallelism", "adapters[0].strategy"} {
+		"adapters[0].parallelism", "adapters[0].partition_key"} {
 		if !strings.Contains(err.Error(), key) {
 			t.Errorf("error does not name %s: %v", key, err)
 		}
@@ -242,6 +242,9 @@ func TestTablesAdapterDefinition(t *testing.T) {
 	}
 	if _, err := parseAdapter("", api.Adapter{Name: "a", Connection: "c", Resources: []string{"a", "b"}, Parallelism: 8}); err != nil {
 		t.Errorf("several tables: %v", err)
+	}
+	if _, err := parseAdapter("", api.Adapter{Name: "a", Connection: "c", Include: []string{"*"}, Strategy: "partition-by-key"}); err != nil {
+		t.Errorf("several tables partitioned by key: %v", err)
 	}
 	if _, err := parseAdapter("", api.Adapter{Name: "a", Connection: "c", Resource: "t", Parallelism: 4}); err != nil {
 		t.Errorf("one table's checksums over 4 connections: %v", err)

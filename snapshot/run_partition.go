@@ -65,6 +65,12 @@ type PartitionSpec struct {
 	// over unsent, in key order (PartitionedRun.Carry;
 	// run_partition_carry.go).
 	Carried []KeyRange
+	// Table and TableNumber name the table of a dataset of named tables
+	// the partition is of (TableWriter.PartitionSpec,
+	// run_tables_partition.go); empty for a dataset of one table. Version
+	// is then the dataset's, and Partitions and PartitionKey the table's.
+	Table       string
+	TableNumber int
 }
 
 // Router computes, on a coordinator, the row key and partition of each
@@ -273,7 +279,7 @@ func (db *DB) OpenPartition(ctx context.Context, spec PartitionSpec) (*Partition
 	if spec.Partition < 0 || spec.Partition >= spec.Partitions {
 		return nil, fmt.Errorf("%w: partition %d of %d", ErrInvalidArgument, spec.Partition, spec.Partitions)
 	}
-	ds, st, err := db.partitionView(ctx, spec)
+	ds, st, tc, err := db.partitionView(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -286,12 +292,19 @@ func (db *DB) OpenPartition(ctx context.Context, spec PartitionSpec) (*Partition
 	if spec.Version > 0 && prev == nil {
 		return nil, fmt.Errorf("%w: version %d of %s is not a kept version", ErrCorrupt, spec.Version, spec.Dataset)
 	}
-	r := &Run{db: db, ds: ds, id: spec.Txn, op: "partition", nparts: spec.Partitions, part: spec.Partition, prev: prev,
-		digest: xxhash.New(), started: db.opts.now()}
 	// The dictionary is the dataset's row's: the coordinator's begin
 	// added the run's new columns to it before any partition opens, so
 	// that every writer packs a column under the same index (rowversion.go).
-	if err := r.setSchema(spec.Schema, newDictionary(st.Config.Columns)); err != nil {
+	columns := st.Config.Columns
+	p := &runPart{table: dataTable(ds.name, spec.Partition), scratch: scratchTable(ds.name, spec.Partition)}
+	if tc != nil {
+		prev = tablePrevious(prev, *tc)
+		columns = tc.Columns
+		p.table, p.scratch = tableDataTable(ds.name, tc.Num, spec.Partition), tableScratchTable(ds.name, tc.Num, spec.Partition)
+	}
+	r := &Run{db: db, ds: ds, id: spec.Txn, op: "partition", nparts: spec.Partitions, part: spec.Partition, prev: prev,
+		digest: xxhash.New(), started: db.opts.now()}
+	if err := r.setSchema(spec.Schema, newDictionary(columns)); err != nil {
 		return nil, err
 	}
 	if r.place, err = newPlacer(spec.Schema, spec.PartitionKey, spec.Partitions); err != nil {
@@ -301,7 +314,6 @@ func (db *DB) OpenPartition(ctx context.Context, spec PartitionSpec) (*Partition
 		r.prevVis = st.Txns.Visibility(prev.Version)
 		r.readOpts = readOpts(r.prevVis)
 	}
-	p := &runPart{table: dataTable(ds.name, spec.Partition), scratch: scratchTable(ds.name, spec.Partition)}
 	p.data.Table, p.seen.Table = p.table, p.scratch
 	if err := db.st.DeleteRange(ctx, p.scratch, scratchRow(nil, r.id, nil), scratchRow(nil, r.id+1, nil)); err != nil {
 		return nil, fmt.Errorf("snapshot: clearing partition %d's seen keys of %s txn %d: %w", spec.Partition, ds.name, r.id, err)
@@ -334,39 +346,79 @@ func (db *DB) OpenPartition(ctx context.Context, spec PartitionSpec) (*Partition
 	return &PartitionWriter{r: r, p: p}, nil
 }
 
-// partitionView returns the dataset of spec and its row's state, read
-// again when this DB's view does not show the run yet.
-func (db *DB) partitionView(ctx context.Context, spec PartitionSpec) (*dataset, rowState, error) {
+// partitionView returns the dataset of spec, its row's state and, for a
+// partition of a table, the table's configuration; read again when this
+// DB's view does not show the run yet.
+func (db *DB) partitionView(ctx context.Context, spec PartitionSpec) (*dataset, rowState, *tableConfig, error) {
 	for attempt := 0; ; attempt++ {
 		ds, err := db.lookup(ctx, spec.Dataset)
 		var st rowState
+		var tc *tableConfig
 		if err == nil {
 			ds.mu.Lock()
 			st = ds.st.clone()
 			ds.mu.Unlock()
-			switch {
-			case st.Config.Named:
-				err = fmt.Errorf("%w: dataset %s holds the tables %s; partitioned runs write datasets of one table", ErrTableRequired, spec.Dataset, strings.Join(ds.tableNames(&st), ", "))
-			case !st.Txns.IsInProgress(spec.Txn):
-				err = fmt.Errorf("%w: transaction %d of %s is not in progress (committed, aborted, or begun by none)", ErrRunClosed, spec.Txn, spec.Dataset)
-			case st.Current != spec.Version:
-				err = fmt.Errorf("%w: %s is at version %d, the run compares with %d", ErrRunClosed, spec.Dataset, st.Current, spec.Version)
-			case st.Config.Partitions != spec.Partitions:
-				err = fmt.Errorf("%w: dataset %s has %d partitions, the run %d", ErrPartitionCount, spec.Dataset, st.Config.Partitions, spec.Partitions)
-			case !slices.Equal(st.Config.PartitionKey, spec.PartitionKey):
-				err = fmt.Errorf("%w: dataset %s stores its rows by %s, the run by %s", ErrPartitionKey, spec.Dataset,
-					partitionKeyText(st.Config.PartitionKey), partitionKeyText(spec.PartitionKey))
-			default:
-				return ds, st, nil
+			if tc, err = checkPartitionView(ds, &st, spec); err == nil {
+				return ds, st, tc, nil
 			}
 		}
 		if attempt > 0 {
-			return nil, rowState{}, err
+			return nil, rowState{}, nil, err
 		}
 		if rerr := db.Refresh(ctx); rerr != nil {
-			return nil, rowState{}, errors.Join(err, rerr)
+			return nil, rowState{}, nil, errors.Join(err, rerr)
 		}
 	}
+}
+
+// checkPartitionView returns the table a partition of spec is of (nil
+// for a dataset of one table) when the row st shows spec's run in
+// progress at spec's version and partitions, an error saying what differs
+// otherwise.
+func checkPartitionView(ds *dataset, st *rowState, spec PartitionSpec) (*tableConfig, error) {
+	tc, parts, pk, err := partitionLayout(ds, st, spec)
+	switch {
+	case err != nil:
+		return nil, err
+	case !st.Txns.IsInProgress(spec.Txn):
+		return nil, fmt.Errorf("%w: transaction %d of %s is not in progress (committed, aborted, or begun by none)", ErrRunClosed, spec.Txn, spec.Dataset)
+	case st.Current != spec.Version:
+		return nil, fmt.Errorf("%w: %s is at version %d, the run compares with %d", ErrRunClosed, spec.Dataset, st.Current, spec.Version)
+	case parts != spec.Partitions:
+		return nil, fmt.Errorf("%w: %s has %d partitions, the run %d", ErrPartitionCount, partitionOwner(spec), parts, spec.Partitions)
+	case !slices.Equal(pk, spec.PartitionKey):
+		return nil, fmt.Errorf("%w: %s stores its rows by %s, the run by %s", ErrPartitionKey, partitionOwner(spec),
+			partitionKeyText(pk), partitionKeyText(spec.PartitionKey))
+	}
+	return tc, nil
+}
+
+// partitionLayout returns the table a partition of spec is of (nil for a
+// dataset of one table), and its count of partitions and partition key
+// in st; an error when spec and the dataset disagree on its tables.
+func partitionLayout(ds *dataset, st *rowState, spec PartitionSpec) (*tableConfig, int, []string, error) {
+	switch {
+	case spec.Table == "" && st.Config.Named:
+		return nil, 0, nil, fmt.Errorf("%w: dataset %s holds the tables %s; a partition of it is of one of them", ErrTableRequired, spec.Dataset, strings.Join(ds.tableNames(st), ", "))
+	case spec.Table == "":
+		return nil, st.Config.Partitions, st.Config.PartitionKey, nil
+	case !st.Config.Named:
+		return nil, 0, nil, fmt.Errorf("%w: dataset %s holds one unnamed table, not %q", ErrTableNotFound, spec.Dataset, spec.Table)
+	}
+	tc := st.Config.tableByNum(spec.TableNumber)
+	if tc == nil || tc.Name != spec.Table {
+		return nil, 0, nil, fmt.Errorf("%w: dataset %s has no table %q numbered %d", ErrTableNotFound, spec.Dataset, spec.Table, spec.TableNumber)
+	}
+	return tc, tc.Partitions, tc.PartitionKey, nil
+}
+
+// partitionOwner names what spec's partitions divide in errors: the
+// dataset, or its table.
+func partitionOwner(spec PartitionSpec) string {
+	if spec.Table == "" {
+		return "dataset " + spec.Dataset
+	}
+	return fmt.Sprintf("table %q of %s", spec.Table, spec.Dataset)
 }
 
 // Put adds one source row of the partition, as Run.Put (D5);

@@ -84,6 +84,9 @@ type TableWriter struct {
 
 	opened   bool // the Run's partitions and writer exist (open)
 	finished bool // its writes are made and its buffers released (Finish)
+	// parts is set when other processes write the table's partitions
+	// (run_tables_partition.go).
+	parts *tableParts
 }
 
 // BeginTablesRun starts a run of cfg.Name, a dataset of named tables
@@ -456,6 +459,9 @@ func (w *TableWriter) writable(ctx context.Context) error {
 	if w.finished {
 		return fmt.Errorf("%w: the table is finished", ErrRunClosed)
 	}
+	if w.parts != nil {
+		return fmt.Errorf("%w: the table's partitions are written by their writers (PartitionSpec)", ErrInvalidArgument)
+	}
 	if err := w.r.usable(); err != nil {
 		return err
 	}
@@ -481,6 +487,9 @@ func (w *TableWriter) Finish(ctx context.Context) error {
 func (w *TableWriter) finish(ctx context.Context) error {
 	if w.finished {
 		return nil
+	}
+	if w.parts != nil {
+		return w.finishPartitioned()
 	}
 	if err := w.writable(ctx); err != nil {
 		return err

@@ -26,25 +26,38 @@ import (
 // adapters.RunWriter. Put, Commit and Abort are called by the run's
 // goroutine only; the transport's events come from its goroutines.
 type coordinator struct {
-	p      *Runs
-	pr     *snapshot.PartitionedRun
-	xr     *transfer.Run
+	p  *Runs
+	pr *snapshot.PartitionedRun // a run of a dataset of one table
+	tr *snapshot.TablesRun      // a run of named tables (tables.go)
+	xr *transfer.Run
+	// rec is the run record; tabs the streams of each table, one for a
+	// dataset of one table.
 	rec    *runRecord
-	rt     *snapshot.Router
-	cols   []string
-	local  []*snapshot.PartitionWriter // by partition, for those of this node
-	open   []*transfer.Batch           // the batch being filled, by partition
-	size   []int                       // its bytes
-	sent   []int64                     // rows per partition
-	puts   int64
+	tabs   []*tableStreams
 	closed bool
 
-	// mu guards reports and refused, which the transport's events set;
-	// changed is poked when they change.
+	// mu guards reports (by stream, streams.go) and refused, which the
+	// transport's events set; changed is poked when they change.
 	mu      sync.Mutex
 	reports map[int]snapshot.PartitionReport
 	refused error
 	changed chan struct{}
+}
+
+// tableStreams is the coordinator's side of the partitions of one table:
+// streams first to first+Partitions-1. Used by one goroutine at a time.
+type tableStreams struct {
+	c     *coordinator
+	first int
+	w     *snapshot.TableWriter // the table's writer in a run of named tables
+	rt    *snapshot.Router
+	cols  []string
+	local []*snapshot.PartitionWriter // by partition, for those of this node
+	open  []*transfer.Batch           // the batch being filled, by partition
+	size  []int                       // its bytes
+	sent  []int64                     // rows per partition
+	puts  int64
+	done  bool // every partition reported and added
 }
 
 var _ adapters.RunWriter = (*coordinator)(nil)
@@ -83,27 +96,39 @@ func (p *Runs) BeginPartitioned(ctx context.Context, req adapters.PartitionedRun
 		}
 		rec.Carried = cr.Ranges
 	}
-	rt, err := snapshot.NewRouter(schema, rec.Partitions, rec.PartitionKey)
+	c := &coordinator{p: p, pr: pr, rec: rec, reports: map[int]snapshot.PartitionReport{}, changed: make(chan struct{}, 1)}
+	ts, err := c.newTableStreams(0, nil, schema, rec.PartitionKey)
 	if err != nil {
 		return fail(err)
 	}
+	c.tabs = []*tableStreams{ts}
 	if err := p.writeRecord(ctx, req.Config.Name, rec); err != nil {
 		return fail(fmt.Errorf("cluster: writing the run record of %s: %w", req.Config.Name, err))
-	}
-	n := rec.Partitions
-	c := &coordinator{p: p, pr: pr, rec: rec, rt: rt,
-		local: make([]*snapshot.PartitionWriter, n), open: make([]*transfer.Batch, n), size: make([]int, n), sent: make([]int64, n),
-		reports: map[int]snapshot.PartitionReport{}, changed: make(chan struct{}, 1)}
-	for _, col := range schema.Columns {
-		c.cols = append(c.cols, col.Name)
 	}
 	if c.xr, err = p.xfr.StartRun(transfer.RunKey{Dataset: req.Config.Name, Txn: rec.Txn}, comp, c); err != nil {
 		return fail(err)
 	}
 	p.log.Info("partitioned run begun", "dataset", req.Config.Name, "txn", rec.Txn, "epoch", rec.Epoch, "version", rec.Version,
-		"partitions", n, "partition_key", rec.PartitionKey, "owners", countOwners(rec.Owners), "compression", comp.String(),
+		"partitions", rec.Partitions, "partition_key", rec.PartitionKey, "owners", countOwners(rec.Owners), "compression", comp.String(),
 		"carried_ranges", len(rec.Carried))
 	return c, nil
+}
+
+// newTableStreams returns the streams of table number i of the run (0
+// for a dataset of one table), whose writer is w (nil for a dataset of
+// one table), rows of schema placed by the partition key pk.
+func (c *coordinator) newTableStreams(i int, w *snapshot.TableWriter, schema snapshot.Schema, pk []string) (*tableStreams, error) {
+	n := c.rec.Partitions
+	rt, err := snapshot.NewRouter(schema, n, pk)
+	if err != nil {
+		return nil, err
+	}
+	ts := &tableStreams{c: c, first: i * n, w: w, rt: rt,
+		local: make([]*snapshot.PartitionWriter, n), open: make([]*transfer.Batch, n), size: make([]int, n), sent: make([]int64, n)}
+	for _, col := range schema.Columns {
+		ts.cols = append(ts.cols, col.Name)
+	}
+	return ts, nil
 }
 
 // Partitions returns the count of partitions of the cached partition
@@ -122,24 +147,36 @@ func countOwners(owners []string) int {
 func (c *coordinator) TxnID() int64 { return c.rec.Txn }
 
 // Stats returns the counts of the partitions reported so far.
-func (c *coordinator) Stats() snapshot.RunStats { return c.pr.Stats() }
+func (c *coordinator) Stats() snapshot.RunStats {
+	if c.tr != nil {
+		return c.tr.Stats()
+	}
+	return c.pr.Stats()
+}
 
-// Put routes one source row: to the local writer of its partition, or
-// into the open batch of its partition, queued for the owner when full.
+// Put routes one source row of a dataset of one table (tableStreams.Put).
 func (c *coordinator) Put(ctx context.Context, vals []snapshot.Value) error {
-	key, part, err := c.rt.Route(vals)
+	return c.tabs[0].Put(ctx, vals)
+}
+
+// Put routes one source row of the table: to the local writer of its
+// partition, or into the open batch of its partition, queued for the
+// owner when full.
+func (ts *tableStreams) Put(ctx context.Context, vals []snapshot.Value) error {
+	c := ts.c
+	key, part, err := ts.rt.Route(vals)
 	if err != nil {
 		return err
 	}
-	c.puts++
-	if c.puts%4096 == 0 {
+	ts.puts++
+	if ts.puts%4096 == 0 {
 		if err := c.check(); err != nil {
 			return err
 		}
 	}
 	owner := c.rec.Owners[part]
 	if owner == c.p.cfg.Self {
-		w, err := c.localWriter(ctx, part)
+		w, err := ts.localWriter(ctx, part)
 		if err != nil {
 			return err
 		}
@@ -149,10 +186,10 @@ func (c *coordinator) Put(ctx context.Context, vals []snapshot.Value) error {
 		c.p.rowsApplied.Inc()
 		return nil
 	}
-	b := c.open[part]
+	b := ts.open[part]
 	if b == nil {
-		b = &transfer.Batch{Stream: transfer.Stream{Partition: part}, Epoch: c.rec.Epoch, Columns: c.cols}
-		c.open[part] = b
+		b = &transfer.Batch{Stream: transfer.Stream{Partition: ts.first + part}, Epoch: c.rec.Epoch, Columns: ts.cols}
+		ts.open[part] = b
 	}
 	row := transfer.Row{Key: slices.Clone(key), Values: make([][]byte, len(vals))}
 	var buf []byte
@@ -162,37 +199,117 @@ func (c *coordinator) Put(ctx context.Context, vals []snapshot.Value) error {
 		row.Values[i] = buf[st:len(buf):len(buf)]
 	}
 	b.Rows = append(b.Rows, row)
-	c.size[part] += len(key) + len(buf) + 4*len(vals)
-	c.sent[part]++
-	if len(b.Rows) >= c.p.cfg.BatchRows || c.size[part] >= c.p.cfg.BatchBytes {
-		return c.flush(owner, part)
+	ts.size[part] += len(key) + len(buf) + 4*len(vals)
+	ts.sent[part]++
+	if len(b.Rows) >= c.p.cfg.BatchRows || ts.size[part] >= c.p.cfg.BatchBytes {
+		return ts.flush(owner, part)
 	}
 	return nil
 }
 
 // localWriter returns the writer of partition part, a partition of this
 // node, opening it at its first row.
-func (c *coordinator) localWriter(ctx context.Context, part int) (*snapshot.PartitionWriter, error) {
-	if w := c.local[part]; w != nil {
+func (ts *tableStreams) localWriter(ctx context.Context, part int) (*snapshot.PartitionWriter, error) {
+	if w := ts.local[part]; w != nil {
 		return w, nil
 	}
-	w, err := c.p.cfg.DB.OpenPartition(ctx, snapshot.PartitionSpec{Dataset: c.xr.Key().Dataset, Txn: c.rec.Txn, Version: c.rec.Version,
-		Schema: c.rec.Schema, Partitions: c.rec.Partitions, Partition: part, PartitionKey: c.rec.PartitionKey, Carried: c.rec.Carried})
+	c := ts.c
+	w, err := c.p.cfg.DB.OpenPartition(ctx, c.rec.spec(c.xr.Key().Dataset, ts.first+part))
 	if err != nil {
 		return nil, err
 	}
-	c.local[part] = w
+	ts.local[part] = w
 	return w, nil
 }
 
 // flush queues the open batch of part for its owner.
-func (c *coordinator) flush(owner string, part int) error {
-	b := c.open[part]
+func (ts *tableStreams) flush(owner string, part int) error {
+	b := ts.open[part]
 	if b == nil {
 		return nil
 	}
-	c.open[part], c.size[part] = nil, 0
-	return c.xr.Send(owner, b)
+	ts.open[part], ts.size[part] = nil, 0
+	return ts.c.xr.Send(owner, b)
+}
+
+// finish closes the table's streams, finishes its local partitions, waits
+// for every owner's report of its others (failing when an owner stays
+// unreachable for OwnerWait, refuses a batch, or ctx ends), and adds every
+// report to the run (to the table's writer in a run of named tables).
+func (ts *tableStreams) finish(ctx context.Context) error {
+	if ts.done {
+		return nil
+	}
+	c := ts.c
+	var remote []int
+	for part, owner := range c.rec.Owners {
+		if owner == c.p.cfg.Self {
+			continue
+		}
+		remote = append(remote, ts.first+part)
+		if err := ts.flush(owner, part); err != nil {
+			return err
+		}
+		end := &transfer.Batch{Stream: transfer.Stream{Partition: ts.first + part}, Epoch: c.rec.Epoch, End: true, Total: ts.sent[part]}
+		if err := c.xr.Send(owner, end); err != nil {
+			return err
+		}
+	}
+	for part, owner := range c.rec.Owners {
+		if owner != c.p.cfg.Self {
+			continue
+		}
+		w, err := ts.localWriter(ctx, part)
+		if err != nil {
+			return err
+		}
+		rep, err := w.Finish(ctx)
+		if err != nil {
+			return err
+		}
+		ts.local[part] = nil
+		if err := ts.add(rep); err != nil {
+			return err
+		}
+		c.p.written(c.xr.Key().Dataset, c.rec.Txn, c.p.cfg.Self, "local", rep)
+	}
+	if err := c.wait(ctx, remote); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	reps := make([]snapshot.PartitionReport, len(remote))
+	for i, s := range remote {
+		reps[i] = c.reports[s]
+	}
+	c.mu.Unlock()
+	for _, rep := range reps {
+		if err := ts.add(rep); err != nil {
+			return err
+		}
+	}
+	ts.done = true
+	if ts.w != nil {
+		return ts.w.Finish(ctx)
+	}
+	return nil
+}
+
+// add adds one partition's report to the run.
+func (ts *tableStreams) add(rep snapshot.PartitionReport) error {
+	if ts.w != nil {
+		return ts.w.AddPartition(rep)
+	}
+	return ts.c.pr.Add(rep)
+}
+
+// discard discards the table's local writers.
+func (ts *tableStreams) discard() {
+	for i, w := range ts.local {
+		if w != nil {
+			w.Discard()
+			ts.local[i] = nil
+		}
+	}
 }
 
 // Commit closes every stream, finishes the local partitions, waits for
@@ -208,58 +325,26 @@ func (c *coordinator) Commit(ctx context.Context) (snapshot.VersionInfo, error) 
 }
 
 func (c *coordinator) commit(ctx context.Context) (snapshot.VersionInfo, error) {
-	remote := 0
-	for part, owner := range c.rec.Owners {
-		if owner == c.p.cfg.Self {
-			continue
-		}
-		remote++
-		if err := c.flush(owner, part); err != nil {
-			return snapshot.VersionInfo{}, err
-		}
-		end := &transfer.Batch{Stream: transfer.Stream{Partition: part}, Epoch: c.rec.Epoch, End: true, Total: c.sent[part]}
-		if err := c.xr.Send(owner, end); err != nil {
-			return snapshot.VersionInfo{}, err
-		}
-	}
-	for part, owner := range c.rec.Owners {
-		if owner != c.p.cfg.Self {
-			continue
-		}
-		w, err := c.localWriter(ctx, part)
-		if err != nil {
-			return snapshot.VersionInfo{}, err
-		}
-		rep, err := w.Finish(ctx)
-		if err != nil {
-			return snapshot.VersionInfo{}, err
-		}
-		c.local[part] = nil
-		if err := c.pr.Add(rep); err != nil {
-			return snapshot.VersionInfo{}, err
-		}
-		c.p.written(c.xr.Key().Dataset, c.rec.Txn, c.p.cfg.Self, "local", rep)
-	}
-	if err := c.wait(ctx, remote); err != nil {
-		return snapshot.VersionInfo{}, err
-	}
-	c.mu.Lock()
-	reports := c.reports
-	c.mu.Unlock()
-	for _, rep := range reports {
-		if err := c.pr.Add(rep); err != nil {
+	for _, ts := range c.tabs {
+		if err := ts.finish(ctx); err != nil {
 			return snapshot.VersionInfo{}, err
 		}
 	}
 	c.closed = true
 	c.dropRecord()
-	vi, err := c.pr.Commit(ctx)
+	var vi snapshot.VersionInfo
+	var err error
+	if c.tr != nil {
+		vi, err = c.tr.Commit(ctx)
+	} else {
+		vi, err = c.pr.Commit(ctx)
+	}
 	c.endTransfer(err == nil)
 	if err != nil {
 		c.p.runs.WithLabelValues("aborted").Inc()
 		return snapshot.VersionInfo{}, err
 	}
-	if c.pr.Verified() {
+	if c.Verified() {
 		c.p.runs.WithLabelValues("verified").Inc()
 	} else {
 		c.p.runs.WithLabelValues("committed").Inc()
@@ -269,24 +354,38 @@ func (c *coordinator) commit(ctx context.Context) (snapshot.VersionInfo, error) 
 
 // SetSourceDigest sets the source's digest stored with the version the
 // run commits (package adapters, checksums.go).
-func (c *coordinator) SetSourceDigest(digest []byte) { c.pr.SetSourceDigest(digest) }
+func (c *coordinator) SetSourceDigest(digest []byte) {
+	if c.pr != nil {
+		c.pr.SetSourceDigest(digest)
+	}
+}
 
 // Verified reports whether Commit recorded the previous version verified
 // instead of committing: no partition changed anything.
-func (c *coordinator) Verified() bool { return c.pr.Verified() }
+func (c *coordinator) Verified() bool {
+	if c.tr != nil {
+		return c.tr.Verified()
+	}
+	return c.pr.Verified()
+}
 
-// wait waits until n remote partitions reported.
-func (c *coordinator) wait(ctx context.Context, n int) error {
+// wait waits until the remote streams reported.
+func (c *coordinator) wait(ctx context.Context, streams []int) error {
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
 	for {
 		c.mu.Lock()
-		got, refused := len(c.reports), c.refused
+		got, refused := 0, c.refused
+		for _, s := range streams {
+			if _, ok := c.reports[s]; ok {
+				got++
+			}
+		}
 		c.mu.Unlock()
 		if refused != nil {
 			return refused
 		}
-		if got >= n {
+		if got == len(streams) {
 			return nil
 		}
 		if err := c.check(); err != nil {
@@ -294,7 +393,7 @@ func (c *coordinator) wait(ctx context.Context, n int) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for %d of %d partitions' owners: %w", n-got, n, context.Cause(ctx))
+			return fmt.Errorf("waiting for %d of %d partitions' owners: %w", len(streams)-got, len(streams), context.Cause(ctx))
 		case <-c.changed:
 		case <-t.C:
 		}
@@ -335,8 +434,8 @@ func (c *coordinator) Acked(to string, s transfer.Stream, seq uint64, report []b
 	switch {
 	case err != nil:
 		c.refused = fmt.Errorf("cluster: node %s's report of partition %d does not decode: %w", to, s.Partition, err)
-	case rep.Partition != s.Partition:
-		c.refused = fmt.Errorf("cluster: node %s reported partition %d for partition %d", to, rep.Partition, s.Partition)
+	case rep.Partition != s.Partition%len(c.rec.Owners):
+		c.refused = fmt.Errorf("cluster: node %s reported partition %d for partition %s", to, rep.Partition, c.rec.streamName(s.Partition))
 	default:
 		c.reports[s.Partition] = rep
 	}
@@ -349,7 +448,7 @@ func (c *coordinator) Acked(to string, s transfer.Stream, seq uint64, report []b
 func (c *coordinator) Refused(to string, s transfer.Stream, reason string) {
 	c.mu.Lock()
 	if c.refused == nil {
-		c.refused = fmt.Errorf("cluster: node %s refused partition %d of the run: %s", to, s.Partition, reason)
+		c.refused = fmt.Errorf("cluster: node %s refused partition %s of the run: %s", to, c.rec.streamName(s.Partition), reason)
 	}
 	c.mu.Unlock()
 	c.poke()
@@ -365,18 +464,20 @@ func (c *coordinator) poke() {
 // Abort aborts the run: the transaction invalid (snapshot.D4), the local
 // writers discarded, the owners told (DONE), the run record deleted.
 func (c *coordinator) Abort(ctx context.Context, reason string) error {
-	for i, w := range c.local {
-		if w != nil {
-			w.Discard()
-			c.local[i] = nil
-		}
+	for _, ts := range c.tabs {
+		ts.discard()
 	}
 	open := !c.closed
 	if open {
 		c.closed = true
 		c.dropRecord()
 	}
-	err := c.pr.Abort(ctx, reason)
+	var err error
+	if c.tr != nil {
+		err = c.tr.Abort(ctx, reason)
+	} else {
+		err = c.pr.Abort(ctx, reason)
+	}
 	if open {
 		c.endTransfer(false)
 		c.p.runs.WithLabelValues("aborted").Inc()

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/snapstore/snapstore/adapters"
@@ -31,9 +30,11 @@ func (c *coordinator) departed() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	pending := map[string][]int{}
-	for part, owner := range c.rec.Owners {
-		if _, ok := c.reports[part]; !ok && owner != c.p.cfg.Self {
-			pending[owner] = append(pending[owner], part)
+	for s := range c.rec.streams() {
+		if owner := c.rec.ownerOf(s); owner != c.p.cfg.Self {
+			if _, ok := c.reports[s]; !ok {
+				pending[owner] = append(pending[owner], s)
+			}
 		}
 	}
 	for _, owner := range slices.Sorted(maps.Keys(pending)) {
@@ -42,11 +43,15 @@ func (c *coordinator) departed() error {
 			continue
 		}
 		parts := make([]string, len(pending[owner]))
-		for i, part := range pending[owner] {
-			parts[i] = strconv.Itoa(part)
+		for i, s := range pending[owner] {
+			parts[i] = c.rec.streamName(s)
+		}
+		sep := " "
+		if len(c.rec.Tables) > 0 {
+			sep = ", "
 		}
 		return fmt.Errorf("%w: node %s, owner of partitions %s of this run (epoch %d), %s: they will not be written at this run's epoch; run again",
-			adapters.ErrNodeFailed, owner, strings.Join(parts, " "), c.rec.Epoch, why)
+			adapters.ErrNodeFailed, owner, strings.Join(parts, sep), c.rec.Epoch, why)
 	}
 	return nil
 }

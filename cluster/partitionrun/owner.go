@@ -47,10 +47,10 @@ func (p *Runs) Apply(ctx context.Context, from string, b *transfer.Batch) transf
 		}
 		return transfer.NotApplied(transfer.CodeRetry, err.Error())
 	}
-	if b.Partition < 0 || b.Partition >= rec.Partitions {
-		return transfer.NotApplied(transfer.CodeRefused, fmt.Sprintf("partition %d of a run of %d partitions", b.Partition, rec.Partitions))
+	if b.Partition < 0 || b.Partition >= rec.streams() {
+		return transfer.NotApplied(transfer.CodeRefused, fmt.Sprintf("stream %d of a run of %d", b.Partition, rec.streams()))
 	}
-	if owner := rec.Owners[b.Partition]; owner != p.cfg.Self {
+	if owner := rec.ownerOf(b.Partition); owner != p.cfg.Self {
 		// The sender's view of the table is not the run's (X6).
 		return transfer.Forward(owner)
 	}
@@ -74,8 +74,7 @@ func (p *Runs) Apply(ctx context.Context, from string, b *transfer.Batch) transf
 		if b.Seq != 1 {
 			return transfer.NotApplied(transfer.CodeRewind, fmt.Sprintf("no state of partition %d of %v here (this node restarted or dropped it)", b.Partition, b.RunKey))
 		}
-		w, err := p.cfg.DB.OpenPartition(ctx, snapshot.PartitionSpec{Dataset: b.Dataset, Txn: b.Txn, Version: rec.Version,
-			Schema: rec.Schema, Partitions: rec.Partitions, Partition: b.Partition, PartitionKey: rec.PartitionKey, Carried: rec.Carried})
+		w, err := p.cfg.DB.OpenPartition(ctx, rec.spec(b.Dataset, b.Partition))
 		if err != nil {
 			return p.storeFailed(k, "opening", err)
 		}
@@ -108,10 +107,11 @@ func (p *Runs) Apply(ctx context.Context, from string, b *transfer.Batch) transf
 // finishes it and answers with the report. A store error is answered by
 // storeFailed (retry.go).
 func (p *Runs) applyRows(ctx context.Context, k ownerStream, st *ownedStream, rec *runRecord, b *transfer.Batch) transfer.Outcome {
-	if len(b.Rows) > 0 && !slices.EqualFunc(b.Columns, rec.Schema.Columns, func(n string, c snapshot.Column) bool { return n == c.Name }) {
+	schema := rec.schemaOf(b.Partition)
+	if len(b.Rows) > 0 && !slices.EqualFunc(b.Columns, schema.Columns, func(n string, c snapshot.Column) bool { return n == c.Name }) {
 		return transfer.NotApplied(transfer.CodeRefused, fmt.Sprintf("the batch's columns %v are not the run's schema", b.Columns))
 	}
-	vals := make([]snapshot.Value, len(rec.Schema.Columns))
+	vals := make([]snapshot.Value, len(schema.Columns))
 	for _, row := range b.Rows {
 		if len(row.Values) != len(vals) {
 			return transfer.NotApplied(transfer.CodeRefused, fmt.Sprintf("a row of %d values for %d columns", len(row.Values), len(vals)))

@@ -36,6 +36,10 @@ type runRecord struct {
 	// send: every owner carries them over (snapshot.PartitionSpec.
 	// Carried). None when the run sends every row.
 	Carried []snapshot.KeyRange `json:"carried,omitempty"`
+	// Tables are the tables of a run of a dataset of named tables, in the
+	// order of their streams (streams.go); Schema and PartitionKey are
+	// then unset. None for a dataset of one table.
+	Tables []tableRecord `json:"tables,omitempty"`
 	// Coordinator and Incarnation name the process that began the run;
 	// RunID its run record (adapters).
 	Coordinator string    `json:"coordinator"`

@@ -104,6 +104,12 @@
 //	                      finish once back (the backlog drains), or fail
 //	                      at owner_wait with the version unchanged; a
 //	                      coordinator SIGKILLed leaves nothing visible.
+//	TestPartitionedTables three nodes, a SQLite source of two tables through
+//	                      a partition-by-key adapter of several tables: one
+//	                      version whose every table equals a local run's,
+//	                      every node writing rows; changes to both; an
+//	                      owner killed fails the whole run at owner_wait
+//	                      with every table at the version before.
 //	TestPartitionedRunsFiveNodes five nodes, then a sixth that takes
 //	                      floor or ceil of 32/6 partitions, all from the
 //	                      others; an owner down for a whole run: its rows
