@@ -210,17 +210,24 @@ func (pr *PartitionedRun) Add(rep PartitionReport) error {
 	}
 	pr.reported[rep.Partition] = true
 	pr.n++
-	s, t := &pr.r.stats, rep.Stats
+	pr.r.addReport(rep, sum)
+	return nil
+}
+
+// addReport adds a partition's report to the run that commits its
+// partitions: its counts, its part sum of the checksum (D6) and its value
+// shapes.
+func (r *Run) addReport(rep PartitionReport, sum uint64) {
+	s, t := &r.stats, rep.Stats
 	s.Rows += t.Rows
 	s.Inserted += t.Inserted
 	s.Updated += t.Updated
 	s.Deleted += t.Deleted
 	s.Unchanged += t.Unchanged
 	s.BytesWritten += t.BytesWritten
-	pr.r.sum += sum
-	pr.r.shapes.merge(pr.r.opts.Schema, rep.Shapes)
-	pr.r.publishStats()
-	return nil
+	r.sum += sum
+	r.shapes.merge(r.opts.Schema, rep.Shapes)
+	r.publishStats()
 }
 
 // SetSourceDigest sets the digest stored with the version the run

@@ -85,15 +85,7 @@ func (w *TableWriter) AddPartition(rep PartitionReport) error {
 	}
 	tp.reported[rep.Partition] = true
 	tp.n++
-	s, t := &w.r.stats, rep.Stats
-	s.Rows += t.Rows
-	s.Inserted += t.Inserted
-	s.Updated += t.Updated
-	s.Deleted += t.Deleted
-	s.Unchanged += t.Unchanged
-	s.BytesWritten += t.BytesWritten
-	w.r.sum += sum
-	w.r.publishStats()
+	w.r.addReport(rep, sum)
 	return nil
 }
 
