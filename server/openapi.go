@@ -11,6 +11,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/labstack/echo/v4"
+	"github.com/snapstore/snapstore/adapters"
 )
 
 //go:embed openapi.yaml
@@ -48,6 +49,9 @@ func loadAPIDoc() (*apiDoc, error) {
 	doc, err := loader.LoadFromData(openapiYAML)
 	if err != nil {
 		return nil, fmt.Errorf("server: loading openapi.yaml: %w", err)
+	}
+	if err := connectionTypeEnum(doc); err != nil {
+		return nil, err
 	}
 	if err := doc.Validate(context.Background()); err != nil {
 		return nil, fmt.Errorf("server: validating openapi.yaml: %w", err)
@@ -87,6 +91,27 @@ func loadAPIDoc() (*apiDoc, error) {
 		}
 	}
 	return d, nil
+}
+
+// connectionTypeEnum sets the enum of ConnectionSpec's type to the
+// connection types registered in this binary (adapters.ConnectionTypes),
+// so that a new type is its folder under adapters/ and its line in
+// adapters/install, and the served document lists what the binary
+// accepts. With no type registered the enum stays unset and the service
+// refuses every type (unknown_connection_type).
+func connectionTypeEnum(doc *openapi3.T) error {
+	spec := doc.Components.Schemas["ConnectionSpec"]
+	if spec == nil || spec.Value == nil || spec.Value.Properties["type"] == nil || spec.Value.Properties["type"].Value == nil {
+		return fmt.Errorf("server: openapi.yaml: no ConnectionSpec schema with a type property")
+	}
+	var enum []any
+	for _, ct := range adapters.ConnectionTypes() {
+		enum = append(enum, ct.Name)
+	}
+	if len(enum) > 0 {
+		spec.Value.Properties["type"].Value.Enum = enum
+	}
+	return nil
 }
 
 var echoParam = regexp.MustCompile(`:([A-Za-z_]+)`)

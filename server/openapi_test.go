@@ -2,8 +2,11 @@ package server
 
 import (
 	"log/slog"
+	"reflect"
 	"sort"
 	"testing"
+
+	"github.com/snapstore/snapstore/adapters"
 )
 
 // routesOnly builds the echo routes without the layers below.
@@ -95,5 +98,27 @@ func TestOpenAPI_EveryOperationTagged(t *testing.T) {
 		if !used[name] {
 			t.Errorf("tag %s is declared but no operation has it", name)
 		}
+	}
+}
+
+// TestOpenAPI_ConnectionTypesRegistered checks that ConnectionSpec's type
+// takes exactly the connection types the binary registers
+// (connectionTypeEnum), so that a type added under adapters/ is not
+// refused by the document.
+func TestOpenAPI_ConnectionTypesRegistered(t *testing.T) {
+	api, err := loadAPIDoc()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []any
+	for _, ct := range adapters.ConnectionTypes() {
+		want = append(want, ct.Name)
+	}
+	if len(want) < 4 {
+		t.Fatalf("only %d connection types registered: %v", len(want), want)
+	}
+	got := api.doc.Components.Schemas["ConnectionSpec"].Value.Properties["type"].Value.Enum
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ConnectionSpec.type enum = %v, want the registered types %v", got, want)
 	}
 }

@@ -40,10 +40,6 @@ func (r *Run) statsNow() RunStats {
 	return st
 }
 
-// shapesNow returns the value shapes of the version the run writes, nil
-// when it cannot know them; only the run's goroutine may call it.
-func (r *Run) shapesNow() *ValueShapes { return r.shapes.record(r.opts.Schema) }
-
 // publishStats makes the counts so far visible to Stats.
 func (r *Run) publishStats() {
 	st := r.statsNow()

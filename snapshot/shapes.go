@@ -168,6 +168,10 @@ func (sr *shapeRecord) record(schema Schema) *ValueShapes {
 	return &ValueShapes{Columns: append([]ColumnShape{}, sr.cols...)}
 }
 
+// shapesNow returns the value shapes of the version the run writes, nil
+// when it cannot know them; only the run's goroutine may call it.
+func (r *Run) shapesNow() *ValueShapes { return r.shapes.record(r.opts.Schema) }
+
 // SplitDecimal splits the decimal text s ("-12.50") into its sign, its
 // integer digits without leading zeros and its fraction digits; false
 // when s is not plain digits with an optional sign and point (NaN,

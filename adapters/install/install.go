@@ -1,6 +1,7 @@
 // Package install registers every source connector, after Prometheus'
-// discovery/install: package config imports it for its side effect (and so every binary that reads a configuration), and a new
-// connection type is one folder under adapters/ and one line here.
+// discovery/install: package config imports it for its side effect (and
+// so does every binary that reads a configuration), and a new connection
+// type is one folder under adapters/ and one line here.
 package install
 
 import (
