@@ -68,7 +68,19 @@ func TestServe_HTTPSWithTheCLI(t *testing.T) {
 	if code != 3 || !strings.Contains(errs, "the certificate of the server at "+url+" is not trusted") || !strings.Contains(errs, "--ca-file FILE") || strings.Contains(errs, "no answer") {
 		t.Fatalf("without --ca-file: %d %s", code, errs)
 	}
+	// Neither --server nor a config with tls: the listen address alone
+	// (SNAPSTORE_LISTEN) finds the server there over HTTPS, never the data
+	// directory, and verifies its certificate as --server https://... does.
+	addr := strings.TrimPrefix(url, "https://")
+	code, _, errs = cli(t, "get", "products", "2", "--listen", addr, "--token", tok)
+	if code != 3 || !strings.Contains(errs, "using the server at "+url+" (it serves HTTPS;") || !strings.Contains(errs, "is not trusted") || strings.Contains(errs, "data directory") {
+		t.Fatalf("--listen %s of an HTTPS server, no CA: %d %s", addr, code, errs)
+	}
 	t.Setenv(envCAFile, ca)
+	code, out, errs = cli(t, "get", "products", "2", "--listen", addr, "--token", tok)
+	if code != 0 || !strings.Contains(out, "jug") || !strings.Contains(errs, "using the server at "+url+" (it serves HTTPS;") {
+		t.Fatalf("--listen %s of an HTTPS server: %d %s %s", addr, code, out, errs)
+	}
 	code, out, errs = cli(t, "get", "products", "2", "--server", url, "--token", tok)
 	if code != 0 || !strings.Contains(out, "jug") {
 		t.Fatalf("with %s: %d %s %s", envCAFile, code, out, errs)
