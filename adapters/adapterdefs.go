@@ -402,7 +402,11 @@ func keylessWarning(sel []source.Resource) string {
 	if len(names) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("no usable key in %s: every run fails with no_key until the selection excludes them (an adapter of several tables takes no key_columns)", strings.Join(names, ", "))
+	it := "it"
+	if len(names) > 1 {
+		it = "them"
+	}
+	return fmt.Sprintf("no usable key in %s: every run fails with no_key until the selection excludes %s (exclude) or the source gives %s a primary key (an adapter of several tables takes no key_columns)", strings.Join(names, ", "), it, it)
 }
 
 // checkedWhat names what checkResource checks: the resource, or for an

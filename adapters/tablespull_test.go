@@ -199,7 +199,7 @@ func TestTablesRun(t *testing.T) {
 		src.exec("CREATE TABLE nokey (a INT, b INT)")
 		if a, _, err := ts.svc.PutAdapter(ctx, spec); err != nil {
 			t.Fatal(noteErr(err))
-		} else if len(a.Warnings) != 1 || !strings.Contains(a.Warnings[0], "no usable key in ") || !strings.Contains(a.Warnings[0], "nokey: every run fails with no_key") {
+		} else if len(a.Warnings) != 1 || !strings.Contains(a.Warnings[0], "no usable key in ") || !strings.Contains(a.Warnings[0], "nokey: every run fails with no_key until the selection excludes it (exclude)") {
 			t.Errorf("warnings of an adapter with a table without a key: %q", a.Warnings)
 		}
 		seventh := ts.runWait(t, "bank")
