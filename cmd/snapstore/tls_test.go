@@ -99,10 +99,10 @@ func TestServe_HTTPSWithTheCLI(t *testing.T) {
 	code, out, errs = cli(t, append([]string{"tokens", "create", "ci", "--role", "reader", "--expires-in", "30d", "--datasets", "prod*,other"}, srv...)...)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	ciTok := lines[len(lines)-1]
-	if code != 0 || len(ciTok) != 43 || !strings.Contains(out, "shown this once") || strings.Contains(errs, "never expires") {
+	if code != 0 || len(ciTok) != 43 || !strings.Contains(out, "shown this once") || !strings.Contains(out, "role reader, datasets prod*,other, expires") || strings.Contains(errs, "never expires") {
 		t.Fatalf("tokens create: %d %q %s", code, out, errs)
 	}
-	if code, _, errs := cli(t, append([]string{"tokens", "create", "forever", "--role", "reader"}, srv...)...); code != 0 || !strings.Contains(errs, "token forever never expires") {
+	if code, out, errs := cli(t, append([]string{"tokens", "create", "forever", "--role", "reader"}, srv...)...); code != 0 || !strings.Contains(errs, "token forever never expires") || !strings.Contains(out, "role reader, every dataset,") {
 		t.Fatalf("tokens create without --expires-in: %d %s", code, errs)
 	}
 	code, out, errs = cli(t, append([]string{"tokens", "list"}, srv...)...)
