@@ -375,6 +375,22 @@ func TestTablesAddedAndDropped(t *testing.T) {
 	if _, err := db.TableDiff(ctx, "shop", "public.order_lines", v1.Version, v3.Version); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("diff of a table added again: %v", err)
 	}
+	// A table one version lacks has no diff; the error says which
+	// version holds it, whichever way the diff goes.
+	for _, c := range []struct {
+		table           string
+		from, to, holds int64
+	}{
+		{"customers", v1.Version, v3.Version, v3.Version},
+		{"customers", v3.Version, v1.Version, v3.Version},
+		{"public.order_lines", v1.Version, v2.Version, v1.Version},
+	} {
+		_, err := db.TableDiff(ctx, "shop", c.table, c.from, c.to)
+		want := fmt.Sprintf("version %d of shop holds the table", c.holds)
+		if !errors.Is(err, ErrTableNotFound) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), fmt.Sprintf("its rows at version %d are all its changes", c.holds)) {
+			t.Errorf("diff of %s from %d to %d: %v", c.table, c.from, c.to, err)
+		}
+	}
 	// A schema change of one table: a column added.
 	s4 := shop(2)
 	s4[1].rows = s4[1].rows[:5]
