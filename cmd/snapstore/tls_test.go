@@ -81,6 +81,10 @@ func TestServe_HTTPSWithTheCLI(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "jug") || !strings.Contains(errs, "using the server at "+url+" (it serves HTTPS;") {
 		t.Fatalf("--listen %s of an HTTPS server: %d %s %s", addr, code, out, errs)
 	}
+	// So do the commands that only ask a server (tokens, cluster).
+	if code, out, errs := cli(t, "tokens", "list", "--listen", addr, "--token", tok); code != 0 || !strings.Contains(out, "ops") {
+		t.Fatalf("tokens list, --listen %s of an HTTPS server: %d %s %s", addr, code, out, errs)
+	}
 	code, out, errs = cli(t, "get", "products", "2", "--server", url, "--token", tok)
 	if code != 0 || !strings.Contains(out, "jug") {
 		t.Fatalf("with %s: %d %s %s", envCAFile, code, out, errs)
