@@ -371,6 +371,9 @@ func (s *Service) checkResource(ctx context.Context, spec api.Adapter) (warning 
 		}
 	}
 	switch {
+	case spec.ManyTables() && l != nil && (errors.Is(err, ErrResourceNotFound) || errors.Is(err, errNoPoint)):
+		// selectTables named the adapter and its connection already.
+		return "", err
 	case errors.Is(err, ErrResourceNotFound), errors.Is(err, ErrNoKey), errors.Is(err, ErrConnectionNotFound), errors.Is(err, errNoPoint):
 		return "", fmt.Errorf("adapter %q: %w", spec.Name, err)
 	case l != nil && errors.As(err, new(*OptionError)):
