@@ -234,8 +234,12 @@ func TestTablesRunCommitsOneVersion(t *testing.T) {
 			t.Fatalf("%s: %v does not name the tables", what, err)
 		}
 	}
-	if _, err := db.TableReader(ctx, "shop", "nope", At{}); !errors.Is(err, ErrTableNotFound) {
+	if _, err := db.TableReader(ctx, "shop", "nope", At{}); !errors.Is(err, ErrTableNotFound) || strings.Contains(err.Error(), "did you mean") {
 		t.Fatalf("an unknown table: %v", err)
+	}
+	// A table named without its schema: the one it could mean is named.
+	if _, err := db.TableReader(ctx, "shop", "orders", At{}); !errors.Is(err, ErrTableNotFound) || !strings.Contains(err.Error(), "did you mean public.orders?") {
+		t.Fatalf("a table without its schema: %v", err)
 	}
 
 	// Diffs: every table with its counts, then the rows of one.
