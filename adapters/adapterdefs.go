@@ -371,6 +371,9 @@ func (s *Service) checkResource(ctx context.Context, spec api.Adapter) (warning 
 		}
 	}
 	switch {
+	case spec.ManyTables() && l != nil && (errors.Is(err, ErrResourceNotFound) || errors.Is(err, errNoPoint)):
+		// selectTables named the adapter and its connection already.
+		return "", err
 	case errors.Is(err, ErrResourceNotFound), errors.Is(err, ErrNoKey), errors.Is(err, ErrConnectionNotFound), errors.Is(err, errNoPoint):
 		return "", fmt.Errorf("adapter %q: %w", spec.Name, err)
 	case l != nil && errors.As(err, new(*OptionError)):
@@ -402,7 +405,11 @@ func keylessWarning(sel []source.Resource) string {
 	if len(names) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("no usable key in %s: every run fails with no_key until the selection excludes them (an adapter of several tables takes no key_columns)", strings.Join(names, ", "))
+	it := "it"
+	if len(names) > 1 {
+		it = "them"
+	}
+	return fmt.Sprintf("no usable key in %s: every run fails with no_key until the selection excludes %s (exclude) or the source gives %s a primary key (an adapter of several tables takes no key_columns)", strings.Join(names, ", "), it, it)
 }
 
 // checkedWhat names what checkResource checks: the resource, or for an

@@ -2,6 +2,7 @@ package adapters
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -199,8 +200,16 @@ func TestTablesRun(t *testing.T) {
 		src.exec("CREATE TABLE nokey (a INT, b INT)")
 		if a, _, err := ts.svc.PutAdapter(ctx, spec); err != nil {
 			t.Fatal(noteErr(err))
-		} else if len(a.Warnings) != 1 || !strings.Contains(a.Warnings[0], "no usable key in ") || !strings.Contains(a.Warnings[0], "nokey: every run fails with no_key") {
+		} else if len(a.Warnings) != 1 || !strings.Contains(a.Warnings[0], "no usable key in ") || !strings.Contains(a.Warnings[0], "nokey: every run fails with no_key until the selection excludes it (exclude)") {
 			t.Errorf("warnings of an adapter with a table without a key: %q", a.Warnings)
+		}
+		// A selection that matches no table is refused, naming the
+		// adapter once.
+		none := spec
+		none.Name, none.Dataset, none.Resources, none.Include, none.Exclude = "none", "none", nil, []string{"nomatch_*"}, nil
+		if _, _, err := ts.svc.PutAdapter(ctx, none); !errors.Is(err, ErrResourceNotFound) || strings.Count(err.Error(), `adapter "none"`) != 1 ||
+			!strings.Contains(err.Error(), `no table matches include ["nomatch_*"]`) {
+			t.Errorf("an adapter whose include matches nothing: %v", err)
 		}
 		seventh := ts.runWait(t, "bank")
 		if seventh.Status != RunFailed || seventh.Code != "no_key" || !strings.Contains(seventh.Error, "nokey") ||

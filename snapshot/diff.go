@@ -3,6 +3,7 @@ package snapshot
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -111,6 +112,15 @@ func (db *DB) diffCounts(ctx context.Context, dataset, table string, qualified b
 	return st, nil
 }
 
+// oneSidedTable is the error of a diff of a table that version holds
+// and version lacks (added or dropped between them): it has no diff of
+// its rows, and the error says where its changes are, rather than only
+// that one version lacks it.
+func oneSidedTable(dataset, table string, holds, lacks int64) error {
+	return fmt.Errorf("%w: %q: version %d of %s holds the table, version %d does not (it was added or dropped between them): its rows at version %d are all its changes; the dataset's diff counts (stats_only) count it",
+		ErrTableNotFound, table, holds, dataset, lacks, holds)
+}
+
 // newDiff opens one raw scan of every partition up to the newer version,
 // each row resolved at both versions (txn.V2, txn.V3), and where it can,
 // the scans of the cells between the versions that name the only rows to
@@ -123,11 +133,20 @@ func (db *DB) newDiff(ctx context.Context, name, table string, qualified bool, f
 	}
 	rf, err := db.openReader(ctx, name, table, qualified, At{Version: from})
 	if err != nil {
+		if qualified && errors.Is(err, ErrTableNotFound) {
+			if rt, err2 := db.openReader(ctx, name, table, qualified, At{Version: to}); err2 == nil {
+				rt.Close()
+				return nil, oneSidedTable(name, table, to, from)
+			}
+		}
 		return nil, err
 	}
 	rt, err := db.openReader(ctx, name, table, qualified, At{Version: to})
 	if err != nil {
 		rf.Close()
+		if qualified && errors.Is(err, ErrTableNotFound) {
+			return nil, oneSidedTable(name, table, from, to)
+		}
 		return nil, err
 	}
 	if !slices.Equal(rf.tables, rt.tables) {

@@ -203,7 +203,19 @@ func tableNotFound(dataset, table string, vi *VersionInfo) error {
 	if len(vi.Tables) == 0 {
 		return fmt.Errorf("%w: %q: dataset %s holds one unnamed table (read it without a table name)", ErrTableNotFound, table, dataset)
 	}
-	return fmt.Errorf("%w: %q: version %d of %s holds the tables %s", ErrTableNotFound, table, vi.Version, dataset, someTables(vi.TableNames()))
+	names := vi.TableNames()
+	// A table named without its schema ("orders" for "shop.orders") is
+	// the likeliest slip: name the one table it could mean.
+	var like []string
+	for _, n := range names {
+		if strings.HasSuffix(n, "."+table) {
+			like = append(like, n)
+		}
+	}
+	if len(like) == 1 {
+		return fmt.Errorf("%w: %q: version %d of %s holds the tables %s; did you mean %s? (a table is named schema.table)", ErrTableNotFound, table, vi.Version, dataset, someTables(names), like[0])
+	}
+	return fmt.Errorf("%w: %q: version %d of %s holds the tables %s", ErrTableNotFound, table, vi.Version, dataset, someTables(names))
 }
 
 // validTableName checks a table's name: 1 to 200 bytes of UTF-8 without

@@ -234,8 +234,12 @@ func TestTablesRunCommitsOneVersion(t *testing.T) {
 			t.Fatalf("%s: %v does not name the tables", what, err)
 		}
 	}
-	if _, err := db.TableReader(ctx, "shop", "nope", At{}); !errors.Is(err, ErrTableNotFound) {
+	if _, err := db.TableReader(ctx, "shop", "nope", At{}); !errors.Is(err, ErrTableNotFound) || strings.Contains(err.Error(), "did you mean") {
 		t.Fatalf("an unknown table: %v", err)
+	}
+	// A table named without its schema: the one it could mean is named.
+	if _, err := db.TableReader(ctx, "shop", "orders", At{}); !errors.Is(err, ErrTableNotFound) || !strings.Contains(err.Error(), "did you mean public.orders?") {
+		t.Fatalf("a table without its schema: %v", err)
 	}
 
 	// Diffs: every table with its counts, then the rows of one.
@@ -374,6 +378,22 @@ func TestTablesAddedAndDropped(t *testing.T) {
 	}
 	if _, err := db.TableDiff(ctx, "shop", "public.order_lines", v1.Version, v3.Version); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("diff of a table added again: %v", err)
+	}
+	// A table one version lacks has no diff; the error says which
+	// version holds it, whichever way the diff goes.
+	for _, c := range []struct {
+		table           string
+		from, to, holds int64
+	}{
+		{"customers", v1.Version, v3.Version, v3.Version},
+		{"customers", v3.Version, v1.Version, v3.Version},
+		{"public.order_lines", v1.Version, v2.Version, v1.Version},
+	} {
+		_, err := db.TableDiff(ctx, "shop", c.table, c.from, c.to)
+		want := fmt.Sprintf("version %d of shop holds the table", c.holds)
+		if !errors.Is(err, ErrTableNotFound) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), fmt.Sprintf("its rows at version %d are all its changes", c.holds)) {
+			t.Errorf("diff of %s from %d to %d: %v", c.table, c.from, c.to, err)
+		}
 	}
 	// A schema change of one table: a column added.
 	s4 := shop(2)

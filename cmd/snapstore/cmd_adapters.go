@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -30,8 +31,8 @@ type adapterView struct {
 	Warnings   []string            `json:"warnings"`
 }
 
-const adaptersHelp = `Adapters: each pulls one table of a data connection into a dataset, on a
-schedule or when asked. Those of the config file are read-only here; those
+const adaptersHelp = `Adapters: each pulls a table of a data connection, or several read at one
+point of the source, into a dataset, on a schedule or when asked. Those of the config file are read-only here; those
 made with create live in the data directory.`
 
 // cmdAdapters is `snapstore adapters list|show|create|delete|run`.
@@ -230,6 +231,10 @@ func createDefinition(ctx context.Context, args []string, stdout, stderr io.Writ
 			method, path = http.MethodPut, pathOf(coll+"/", def.name())
 		}
 		raw, err := t.api.call(ctx, method, path, nil, def.body)
+		var ae *apiError
+		if errors.As(err, &ae) && !*replace && ae.Problem.Code == what+"_exists" && ae.Hint == "" {
+			ae.Hint = fmt.Sprintf("snapstore %s -f %s --replace replaces it", name, *file)
+		}
 		if err != nil {
 			return def.place(err)
 		}

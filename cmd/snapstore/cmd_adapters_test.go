@@ -59,6 +59,9 @@ func TestCLI_DefinitionsAndRuns(t *testing.T) {
 	if out := admin("connections", "create", "-f", connFile); !strings.Contains(out, "connection tools: sqlite") {
 		t.Fatalf("connections create: %s", out)
 	}
+	if code, _, errs := run(adminTok, "connections", "create", "-f", connFile); code != 1 || !strings.Contains(errs, "connection_exists") || !strings.Contains(errs, "snapstore connections create -f "+connFile+" --replace replaces it") {
+		t.Fatalf("a second connections create: exit %d %s", code, errs)
+	}
 	if out := admin("connections", "list"); !strings.Contains(out, "tools") || !strings.Contains(out, "src") {
 		t.Fatalf("connections list:\n%s", out)
 	}
@@ -107,7 +110,7 @@ func TestCLI_DefinitionsAndRuns(t *testing.T) {
 	if out := admin("adapters", "create", "-f", adFile); !strings.Contains(out, "adapter tools: tools/tools into dataset tools") {
 		t.Fatalf("adapters create: %s", out)
 	}
-	if code, _, errs := run(adminTok, "adapters", "create", "-f", adFile); code != 1 || !strings.Contains(errs, "adapter_exists") {
+	if code, _, errs := run(adminTok, "adapters", "create", "-f", adFile); code != 1 || !strings.Contains(errs, "adapter_exists") || !strings.Contains(errs, "snapstore adapters create -f "+adFile+" --replace replaces it") {
 		t.Fatalf("a second create: exit %d %s", code, errs)
 	}
 	admin("adapters", "create", "-f", adFile, "--replace")

@@ -96,12 +96,13 @@ func clusterNodes(ctx context.Context, args []string, stdout, stderr io.Writer) 
 // (cluster nodes, cluster backlog): --server, else the configured listen
 // address; --data is a usage error.
 func serverCommand[T any](ctx context.Context, c *cmdLine, args []string, stderr io.Writer, path string, table func([]string, T) error) error {
-	return readCommand(ctx, c, args, stderr, 0, path0(path), table, serverOnly)
+	return readCommand(ctx, c, args, stderr, 0, path0(path), table, func(c *cmdLine) error { return serverOnly(ctx, c) })
 }
 
 // serverOnly points c at a server: --server, else the configured listen
-// address; --data is a usage error.
-func serverOnly(c *cmdLine) error {
+// address (over https when only HTTPS answers there, as openTarget
+// finds it); --data is a usage error.
+func serverOnly(ctx context.Context, c *cmdLine) error {
 	if c.cf.dataSet {
 		return usageError("%s asks a server: give --server URL, not --data", c.name)
 	}
@@ -110,7 +111,17 @@ func serverOnly(c *cmdLine) error {
 		if err != nil {
 			return err
 		}
-		c.cf.server = localURL(cfg).String()
+		u := localURL(cfg)
+		if u.Scheme == "http" {
+			tc, err := clientTLS(c.cf)
+			if err != nil {
+				return err
+			}
+			if at := serverAt(ctx, u, tc); at != nil {
+				u = at
+			}
+		}
+		c.cf.server = u.String()
 	}
 	return nil
 }
@@ -122,7 +133,7 @@ func onServer(ctx context.Context, c *cmdLine, args []string, stderr io.Writer, 
 	if err != nil {
 		return err
 	}
-	if err := serverOnly(c); err != nil {
+	if err := serverOnly(ctx, c); err != nil {
 		return err
 	}
 	return withTarget(ctx, c.cf, stderr, func(t *target) error { return f(t, pos) })
@@ -337,7 +348,7 @@ func clusterKeys(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	default:
 		return usageError("usage: snapstore cluster keys [install|use|remove --key-file FILE] (snapstore cluster keys --help)")
 	}
-	if err := serverOnly(c); err != nil {
+	if err := serverOnly(ctx, c); err != nil {
 		return err
 	}
 	return withTarget(ctx, c.cf, stderr, func(t *target) error {

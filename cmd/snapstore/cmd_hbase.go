@@ -41,7 +41,7 @@ func hbaseDropTable(ctx context.Context, args []string, stdout, stderr io.Writer
 	if cfg.Storage.Backend != "hbase" {
 		return usageError("storage.backend is %q: give the config of an HBase store (--config FILE)", cfg.Storage.Backend)
 	}
-	if u := localURL(cfg); snapstoreAnswers(ctx, u, &tls.Config{}) {
+	if u := serverAt(ctx, localURL(cfg), &tls.Config{}); u != nil {
 		return &exitError{code: exitFailed, err: fmt.Errorf("a snapstore server answers at %s: stop every process on %s first", u, storageText(cfg))}
 	}
 	ok, err := confirm(stderr, fmt.Sprintf("Delete %s, with every dataset, version, run record and definition in it? This cannot be undone.", storageText(cfg)), *yes)

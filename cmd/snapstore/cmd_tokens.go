@@ -74,7 +74,13 @@ func tokensCreate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "token %s (role %s, expires %s); it is shown this once:\n%s\n", out.Name, out.Role, expiresText(out.tokenView), out.Token)
+		// The grant is said as the token list says it, so that a mistyped
+		// pattern shows before the token is handed over.
+		grant := "every dataset"
+		if len(out.Datasets) > 0 {
+			grant = "datasets " + strings.Join(out.Datasets, ",")
+		}
+		fmt.Fprintf(stdout, "token %s (role %s, %s, expires %s); it is shown this once:\n%s\n", out.Name, out.Role, grant, expiresText(out.tokenView), out.Token)
 		if expires == 0 {
 			fmt.Fprintf(stderr, "note: token %s never expires; revoke it with `snapstore tokens revoke %s`, or create tokens with --expires-in (e.g. 90d)\n", out.Name, out.Name)
 		}

@@ -143,4 +143,14 @@ func TestPrintRun_Tables(t *testing.T) {
 			t.Errorf("runs show lacks %s:\n%s", re, out)
 		}
 	}
+	// A run of several tables that changed none is verify however its
+	// tables were read: the read line does not say no row was read.
+	rec.Mode, rec.RowsRead, rec.Chunks = adapters.ModeVerify, 105, 0
+	b.Reset()
+	if err := printRun(&b, rec); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); !strings.Contains(out, "read:      no table changed (verify): each table's read below, 105 rows in all") || strings.Contains(out, "no rows") {
+		t.Errorf("a verified run of several tables:\n%s", out)
+	}
 }

@@ -92,11 +92,15 @@ func openTarget(ctx context.Context, cf *commonFlags, stderr io.Writer) (*target
 		return nil, err
 	}
 	u := localURL(cfg)
-	if snapstoreAnswers(ctx, u, tc) {
+	if at := serverAt(ctx, u, tc); at != nil {
 		// Say which server answers: another snapstore on the default port
 		// would otherwise answer silently.
-		fmt.Fprintf(stderr, "snapstore: using the server at %s (--server URL or --data DIR to choose)\n", u)
-		return remoteTarget(cfg, u, cf.token, tc), nil
+		how := ""
+		if at.Scheme != u.Scheme {
+			how = "it serves HTTPS; "
+		}
+		fmt.Fprintf(stderr, "snapstore: using the server at %s (%s--server URL or --data DIR to choose)\n", at, how)
+		return remoteTarget(cfg, at, cf.token, tc), nil
 	}
 	if cfg.Storage.Backend != "hbase" {
 		// A data directory opened here would be created: a command run
@@ -122,6 +126,30 @@ func remoteTarget(cfg *config.Config, u *url.URL, token string, tc *tls.Config) 
 	}
 }
 
+// serverAt is the URL of the snapstore server that answers at u's
+// address, nil when none does. A server that serves HTTPS answers a
+// plain request with 400 "Client sent an HTTP request to an HTTPS
+// server" (net/http); for an http:// u (the listen address of a config
+// without tls, such as SNAPSTORE_LISTEN alone) that server is asked
+// again over HTTPS and, when it answers, is the server at u's address:
+// the command then verifies its certificate as usual, rather than take
+// the data directory the server holds, or call nothing there.
+func serverAt(ctx context.Context, u *url.URL, tc *tls.Config) *url.URL {
+	ok, https := probeServer(ctx, u, tc)
+	if ok {
+		return u
+	}
+	if !https || u.Scheme != "http" {
+		return nil
+	}
+	s := *u
+	s.Scheme = "https"
+	if ok, _ := probeServer(ctx, &s, tc); ok {
+		return &s
+	}
+	return nil
+}
+
 // snapstoreAnswers reports whether a snapstore server answers /healthz at
 // u within serverProbeTimeout. Over https it presents tc's client
 // certificate but does not verify the server's: the probe only learns
@@ -130,11 +158,18 @@ func remoteTarget(cfg *config.Config, u *url.URL, token string, tc *tls.Config) 
 // certificate tc does not have) counts as answering: it is there, and
 // the command's request then says why it is refused.
 func snapstoreAnswers(ctx context.Context, u *url.URL, tc *tls.Config) bool {
+	ok, _ := probeServer(ctx, u, tc)
+	return ok
+}
+
+// probeServer is snapstoreAnswers, and also reports whether a plain
+// request at u was answered as one sent to an HTTPS server.
+func probeServer(ctx context.Context, u *url.URL, tc *tls.Config) (answers, https bool) {
 	ctx, cancel := context.WithTimeout(ctx, serverProbeTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String()+"/healthz", nil)
 	if err != nil {
-		return false
+		return false, false
 	}
 	tr := &http.Transport{}
 	if tc != nil {
@@ -146,13 +181,17 @@ func snapstoreAnswers(ctx context.Context, u *url.URL, tc *tls.Config) bool {
 	if err != nil {
 		// crypto/tls reports an alert the server sent as "remote error:
 		// tls: ..." and has no exported type for it.
-		return u.Scheme == "https" && strings.Contains(err.Error(), "remote error: tls:")
+		return u.Scheme == "https" && strings.Contains(err.Error(), "remote error: tls:"), false
 	}
 	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<12))
+	if resp.StatusCode == http.StatusBadRequest {
+		return false, u.Scheme == "http" && strings.Contains(string(body), "HTTP request to an HTTPS server")
+	}
 	var h struct {
 		Status string `json:"status"`
 	}
-	return resp.StatusCode == http.StatusOK && json.NewDecoder(io.LimitReader(resp.Body, 1<<12)).Decode(&h) == nil && h.Status == "ok"
+	return resp.StatusCode == http.StatusOK && json.Unmarshal(body, &h) == nil && h.Status == "ok", false
 }
 
 // storageText names the storage a client command opens in this process:

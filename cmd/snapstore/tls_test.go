@@ -68,7 +68,23 @@ func TestServe_HTTPSWithTheCLI(t *testing.T) {
 	if code != 3 || !strings.Contains(errs, "the certificate of the server at "+url+" is not trusted") || !strings.Contains(errs, "--ca-file FILE") || strings.Contains(errs, "no answer") {
 		t.Fatalf("without --ca-file: %d %s", code, errs)
 	}
+	// Neither --server nor a config with tls: the listen address alone
+	// (SNAPSTORE_LISTEN) finds the server there over HTTPS, never the data
+	// directory, and verifies its certificate as --server https://... does.
+	addr := strings.TrimPrefix(url, "https://")
+	code, _, errs = cli(t, "get", "products", "2", "--listen", addr, "--token", tok)
+	if code != 3 || !strings.Contains(errs, "using the server at "+url+" (it serves HTTPS;") || !strings.Contains(errs, "is not trusted") || strings.Contains(errs, "data directory") {
+		t.Fatalf("--listen %s of an HTTPS server, no CA: %d %s", addr, code, errs)
+	}
 	t.Setenv(envCAFile, ca)
+	code, out, errs = cli(t, "get", "products", "2", "--listen", addr, "--token", tok)
+	if code != 0 || !strings.Contains(out, "jug") || !strings.Contains(errs, "using the server at "+url+" (it serves HTTPS;") {
+		t.Fatalf("--listen %s of an HTTPS server: %d %s %s", addr, code, out, errs)
+	}
+	// So do the commands that only ask a server (tokens, cluster).
+	if code, out, errs := cli(t, "tokens", "list", "--listen", addr, "--token", tok); code != 0 || !strings.Contains(out, "ops") {
+		t.Fatalf("tokens list, --listen %s of an HTTPS server: %d %s %s", addr, code, out, errs)
+	}
 	code, out, errs = cli(t, "get", "products", "2", "--server", url, "--token", tok)
 	if code != 0 || !strings.Contains(out, "jug") {
 		t.Fatalf("with %s: %d %s %s", envCAFile, code, out, errs)
@@ -87,10 +103,10 @@ func TestServe_HTTPSWithTheCLI(t *testing.T) {
 	code, out, errs = cli(t, append([]string{"tokens", "create", "ci", "--role", "reader", "--expires-in", "30d", "--datasets", "prod*,other"}, srv...)...)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	ciTok := lines[len(lines)-1]
-	if code != 0 || len(ciTok) != 43 || !strings.Contains(out, "shown this once") || strings.Contains(errs, "never expires") {
+	if code != 0 || len(ciTok) != 43 || !strings.Contains(out, "shown this once") || !strings.Contains(out, "role reader, datasets prod*,other, expires") || strings.Contains(errs, "never expires") {
 		t.Fatalf("tokens create: %d %q %s", code, out, errs)
 	}
-	if code, _, errs := cli(t, append([]string{"tokens", "create", "forever", "--role", "reader"}, srv...)...); code != 0 || !strings.Contains(errs, "token forever never expires") {
+	if code, out, errs := cli(t, append([]string{"tokens", "create", "forever", "--role", "reader"}, srv...)...); code != 0 || !strings.Contains(errs, "token forever never expires") || !strings.Contains(out, "role reader, every dataset,") {
 		t.Fatalf("tokens create without --expires-in: %d %s", code, errs)
 	}
 	code, out, errs = cli(t, append([]string{"tokens", "list"}, srv...)...)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/snapstore/snapstore/adapters"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
@@ -113,5 +114,25 @@ func TestTables_Console(t *testing.T) {
 	}
 	if r := b.get("/ui/datasets/shopdb/rows"); r.status != 409 || !strings.Contains(string(r.body), "public.order_lines, public.orders") {
 		t.Errorf("the rows browser of a dataset of several tables without one: %d %s", r.status, r.body)
+	}
+}
+
+// TestTables_ConsoleVerifiedRun: the page of a run of several tables
+// that changed none (mode verify) does not say it read no rows: each of
+// its tables was read, as the tables' lines say.
+func TestTables_ConsoleVerifiedRun(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.must(201, "POST", "/v1/adapters", `{"name":"all","connection":"shop","include":["*"]}`)
+	f.run("all")
+	r := f.must(200, "POST", "/v1/adapters/all/runs?wait=true", "")
+	var rec adapters.RunRecord
+	r.json(t, &rec)
+	if rec.Mode != adapters.ModeVerify || len(rec.Tables) != 3 || rec.RowsRead == 0 {
+		t.Fatalf("a second run of nothing changed: mode %s, %d tables, %d rows read", rec.Mode, len(rec.Tables), rec.RowsRead)
+	}
+	b := newBrowser(t, f)
+	page := b.page("/ui/runs/"+rec.ID, "read as each table below says; no table changed")
+	if strings.Contains(page, "read no rows") {
+		t.Errorf("the run page of a verified run of several tables says it read no rows")
 	}
 }

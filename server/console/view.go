@@ -233,7 +233,11 @@ func rowsSparkline(versions []snapshot.VersionInfo) *sparkline {
 		}
 		fmt.Fprintf(&b, "%.1f,%.1f", x, y)
 	}
-	return &sparkline{Points: b.String(), Title: fmt.Sprintf("rows over %d kept versions, from zero: %s to %s", n, formatCount(lo), formatCount(hi)), Min: formatCount(lo), Max: formatCount(hi)}
+	// The title gives the ends of the line, oldest first, beside the
+	// range: "3 to 4" alone reads as a growth when the rows went 4 to 3.
+	title := fmt.Sprintf("rows over %d kept versions, oldest %s, newest %s; the line is drawn from zero, between %s and %s",
+		n, formatCount(versions[n-1].Stats.Rows), formatCount(versions[0].Stats.Rows), formatCount(lo), formatCount(hi))
+	return &sparkline{Points: b.String(), Title: title, Min: formatCount(lo), Max: formatCount(hi)}
 }
 
 // freshness judges a dataset's current version against its adapter's

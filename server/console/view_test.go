@@ -41,8 +41,12 @@ func TestRowsSparkline(t *testing.T) {
 		return out
 	}
 	s := rowsSparkline(vs(200000, 199902, 200000))
-	if s.Points != "0.0,2.0 50.0,2.0 100.0,2.0" || s.Min != "199,902" || s.Max != "200,000" || !strings.Contains(s.Title, "from zero: 199,902 to 200,000") {
+	if s.Points != "0.0,2.0 50.0,2.0 100.0,2.0" || s.Min != "199,902" || s.Max != "200,000" || !strings.Contains(s.Title, "drawn from zero, between 199,902 and 200,000") {
 		t.Errorf("a small change: %+v", s)
+	}
+	// The title says which way the rows went, not only their range.
+	if s = rowsSparkline(vs(4, 3)); s.Title != "rows over 2 kept versions, oldest 4, newest 3; the line is drawn from zero, between 3 and 4" {
+		t.Errorf("a shrink: title %q", s.Title)
 	}
 	if s = rowsSparkline(vs(100, 50, 0)); s.Points != "0.0,2.0 50.0,12.0 100.0,22.0" {
 		t.Errorf("to half, then none: %q", s.Points)
