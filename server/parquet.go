@@ -27,8 +27,10 @@ import (
 // (version=N, not the current one).
 
 // parquetRowGroupRows is the most rows of one row group: the writer
-// buffers one row group's columns before writing them.
-const parquetRowGroupRows = 65536
+// buffers one row group's columns before writing them, so an export's
+// live heap is about one row group's pages. One Arrow batch's rows
+// (arrowBatchRows): larger groups held more heap and wrote no faster.
+const parquetRowGroupRows = arrowBatchRows
 
 // parquetCodecs are the values of the compression parameter.
 var parquetCodecs = map[string]compress.Compression{
