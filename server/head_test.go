@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -146,5 +147,20 @@ func TestParquet_Ranges(t *testing.T) {
 	if !bytes.Equal(mid.body, whole.body[4:100]) {
 		t.Errorf("range 4-99 is not the file's bytes 4 to 99")
 	}
-	f.must(416, "GET", path, "", "Range", fmt.Sprintf("bytes=%d-", n+10))
+	for _, bad := range []string{fmt.Sprintf("bytes=%d-", n+10), "bytes=x-y"} {
+		out := f.must(416, "GET", path, "", "Range", bad)
+		if ct := out.header.Get("Content-Type"); ct != "application/problem+json" {
+			t.Errorf("Range %q: Content-Type %q, want a problem", bad, ct)
+		}
+		var p Problem
+		if err := json.Unmarshal(out.body, &p); err != nil || p.Code != "range_not_satisfiable" || p.Field != "Range" {
+			t.Errorf("Range %q: problem %+v (%v) %q, want code range_not_satisfiable of field Range", bad, p, err, out.body)
+		}
+		if cd := out.header.Get("Content-Disposition"); cd != "" {
+			t.Errorf("Range %q: the problem is sent as the attachment %q", bad, cd)
+		}
+		if cr, want := out.header.Get("Content-Range"), fmt.Sprintf("bytes */%d", n); cr != want {
+			t.Errorf("Range %q: Content-Range %q, want %q", bad, cr, want)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -116,10 +117,51 @@ func (s *Server) writeParquetPasses(c echo.Context, codec compress.Compression, 
 	}
 	// ServeContent sends the file with its Content-Length, or the byte
 	// ranges a Range header asks for (206); a client that goes away gets a
-	// short body, below its Content-Length.
-	http.ServeContent(c.Response(), c.Request(), "", time.Time{}, f)
+	// short body, below its Content-Length. Its 416 of a Range it cannot
+	// serve is answered as a problem (rangeRefusal).
+	rr := &rangeRefusal{ResponseWriter: c.Response()}
+	http.ServeContent(rr, c.Request(), "", time.Time{}, f)
+	if rr.refused {
+		size, err := f.Seek(0, io.SeekEnd)
+		if err != nil {
+			return err
+		}
+		h.Del(echo.HeaderContentDisposition)
+		h.Set("Content-Range", fmt.Sprintf("bytes */%d", size))
+		return fmt.Errorf("%w: %s of a file of %d bytes", errRangeNotSatisfiable, c.Request().Header.Get("Range"), size)
+	}
 	return nil
 }
+
+// errRangeNotSatisfiable is the 416 of a Range header that does not parse
+// or asks for no byte of the file.
+var errRangeNotSatisfiable = errors.New("server: range not satisfiable")
+
+// rangeRefusal holds back the plain-text 416 http.ServeContent writes for
+// a Range it cannot serve, so that the answer is a problem+json one with
+// its code (problem.go), not a text body sent as the file's attachment.
+type rangeRefusal struct {
+	http.ResponseWriter
+	refused bool
+}
+
+func (rr *rangeRefusal) WriteHeader(code int) {
+	if code == http.StatusRequestedRangeNotSatisfiable {
+		rr.refused = true
+		return
+	}
+	rr.ResponseWriter.WriteHeader(code)
+}
+
+func (rr *rangeRefusal) Write(b []byte) (int, error) {
+	if rr.refused {
+		return len(b), nil
+	}
+	return rr.ResponseWriter.Write(b)
+}
+
+// Unwrap gives http.ResponseController the writer underneath.
+func (rr *rangeRefusal) Unwrap() http.ResponseWriter { return rr.ResponseWriter }
 
 // writeParquetFile writes the whole Parquet file to w, footer included.
 func writeParquetFile(w io.Writer, schema *arrow.Schema, codec compress.Compression, fill func(*arrowBatches) error) error {
