@@ -164,3 +164,31 @@ func TestParquet_Ranges(t *testing.T) {
 		}
 	}
 }
+
+// TestParquet_RangesAcrossVersions checks that a reader of an unpinned
+// Parquet URL by byte ranges can tell the file changed between its
+// requests: the answer has an ETag of the version it was made from (the
+// same in HEAD's answer), an If-Range of that tag is honoured while the
+// version is current, and once a run committed a new one the range is
+// refused for the whole new file (200), not served as a slice of it.
+func TestParquet_RangesAcrossVersions(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.run("products")
+	const path = "/v1/datasets/products/rows?format=parquet"
+	head := f.must(200, "HEAD", path, "")
+	first := f.must(206, "GET", path, "", "Range", "bytes=-8")
+	tag := first.header.Get("ETag")
+	if tag == "" || !strings.HasPrefix(tag, `"`) || head.header.Get("ETag") != tag {
+		t.Fatalf("ETag %q of a range, %q of HEAD: want one strong tag", tag, head.header.Get("ETag"))
+	}
+	again := f.must(206, "GET", path, "", "Range", "bytes=0-3", "If-Range", tag)
+	if string(again.body) != "PAR1" {
+		t.Errorf("If-Range of the current version's tag: %q, want the file's first bytes", again.body)
+	}
+	f.exec(`UPDATE products SET stock = 7 WHERE id = 1`)
+	f.run("products")
+	whole := f.must(200, "GET", path, "", "Range", "bytes=0-3", "If-Range", tag)
+	if len(whole.body) <= 4 || whole.header.Get("ETag") == tag {
+		t.Errorf("If-Range of the last version's tag after a commit: %d bytes, ETag %q", len(whole.body), whole.header.Get("ETag"))
+	}
+}

@@ -2,6 +2,8 @@ package server
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -25,7 +27,11 @@ import (
 // Parquet over HTTP ask for: the footer first, then the row groups they
 // need. Each request makes the file again from the version it names, so
 // a reader's requests agree only when that version is pinned
-// (version=N, not the current one).
+// (version=N, not the current one). The answer's ETag names the
+// version(s) it was made from, so a reader that sends If-Range (or checks
+// the tag between its requests, as DuckDB's httpfs does) gets the whole
+// new file rather than a slice of it once a run moved the version
+// (parquetETag).
 
 // parquetRowGroupRows is the most rows of one row group: the writer
 // buffers one row group's columns before writing them.
@@ -62,8 +68,8 @@ type parquetPass func(again bool) (*arrow.Schema, func(*arrowBatches) error, err
 
 // writeParquet writes a Parquet file of schema, whose batches fill
 // writes, and sends it as name (writeParquetPasses).
-func (s *Server) writeParquet(c echo.Context, schema *arrow.Schema, codec compress.Compression, name string, fill func(*arrowBatches) error) error {
-	return s.writeParquetPasses(c, codec, name, func(again bool) (*arrow.Schema, func(*arrowBatches) error, error) {
+func (s *Server) writeParquet(c echo.Context, schema *arrow.Schema, codec compress.Compression, name, etag string, fill func(*arrowBatches) error) error {
+	return s.writeParquetPasses(c, codec, name, etag, func(again bool) (*arrow.Schema, func(*arrowBatches) error, error) {
 		if again {
 			return nil, nil, errors.New("server: a probed column has a value its Arrow type cannot hold")
 		}
@@ -72,16 +78,17 @@ func (s *Server) writeParquet(c echo.Context, schema *arrow.Schema, codec compre
 }
 
 // writeParquetPasses writes a Parquet file to a temporary file, then
-// sends it as name. A pass that stops with errRefit is written again from
+// sends it as name with the ETag etag (parquetETag). A pass that stops with errRefit is written again from
 // the start, by the next pass. Row groups hold at most
 // parquetRowGroupRows rows, compressed by codec, with statistics per
 // column; the Arrow schema is stored in the file's metadata, so readers
 // get back the Arrow types (durations, dictionaries, the JSON extension)
 // and the snapstore metadata.
-func (s *Server) writeParquetPasses(c echo.Context, codec compress.Compression, name string, pass parquetPass) error {
+func (s *Server) writeParquetPasses(c echo.Context, codec compress.Compression, name, etag string, pass parquetPass) error {
 	h := c.Response().Header()
 	h.Set(echo.HeaderContentType, mediaParquet)
 	h.Set(echo.HeaderContentDisposition, `attachment; filename="`+name+`"`)
+	h.Set("ETag", etag)
 	if headOnly(c) {
 		h.Set("Accept-Ranges", "bytes")
 		return c.NoContent(http.StatusOK)
@@ -131,6 +138,21 @@ func (s *Server) writeParquetPasses(c echo.Context, codec compress.Compression, 
 		return fmt.Errorf("%w: %s of a file of %d bytes", errRangeNotSatisfiable, c.Request().Header.Get("Range"), size)
 	}
 	return nil
+}
+
+// parquetETag is the strong ETag of a Parquet answer to c's request made
+// from versions (a scan's version, a diff's from and to): the file is the
+// same bytes for the same request of the same versions by the same build,
+// so the tag is a hash of these. It changes with the version an unpinned
+// URL reads, which http.ServeContent's If-Range check then sees.
+func (s *Server) parquetETag(c echo.Context, versions ...int64) string {
+	h := sha256.New()
+	u := c.Request().URL
+	fmt.Fprintf(h, "parquet\x00%s\x00%s\x00%s", s.build, u.EscapedPath(), u.RawQuery)
+	for _, v := range versions {
+		fmt.Fprintf(h, "\x00%d", v)
+	}
+	return `"` + hex.EncodeToString(h.Sum(nil)[:16]) + `"`
 }
 
 // errRangeNotSatisfiable is the 416 of a Range header that does not parse
