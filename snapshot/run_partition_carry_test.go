@@ -271,3 +271,75 @@ func TestPartitionedRunCarriedShapes(t *testing.T) {
 		t.Errorf("price: carried run's shape %+v, the version holds 9 integer digits", got["price"])
 	}
 }
+
+// A carried run at the edges of its ranges commits what one run of the
+// whole source does: the last row of a changed range deleted (the next
+// range, carried, begins after it), rows inserted below the first key,
+// two rows swapping their values, and the last row of the last range
+// deleted.
+func TestPartitionedRunCarryEdges(t *testing.T) {
+	base := func() [][]Value {
+		var rows [][]Value
+		for i := range 5 * carryChunk {
+			rows = append(rows, []Value{iv(int64(2 * i)), sv(fmt.Sprintf("n%d", i))})
+		}
+		return rows
+	}
+	without := func(rows [][]Value, ids ...int64) [][]Value {
+		return slices.DeleteFunc(rows, func(r []Value) bool { return slices.Contains(ids, r[0].Int) })
+	}
+	cases := []struct {
+		name    string
+		changed map[int]bool
+		edit    func([][]Value) [][]Value
+	}{
+		{"last row of a changed range deleted", map[int]bool{0: true}, func(r [][]Value) [][]Value { return without(r, 198) }},
+		{"last row of a middle range deleted", map[int]bool{2: true}, func(r [][]Value) [][]Value { return without(r, 598) }},
+		{"inserted below the first key", map[int]bool{0: true}, func(r [][]Value) [][]Value {
+			return append([][]Value{{iv(-7), sv("below")}, {iv(-1), sv("below")}}, r...)
+		}},
+		{"two rows swap values", map[int]bool{1: true}, func(r [][]Value) [][]Value {
+			for _, row := range r {
+				switch row[0].Int {
+				case 200:
+					row[1] = sv("n101")
+				case 202:
+					row[1] = sv("n100")
+				}
+			}
+			return r
+		}},
+		{"last row of the last range deleted", map[int]bool{4: true}, func(r [][]Value) [][]Value { return without(r, 998) }},
+		{"first row deleted", map[int]bool{0: true}, func(r [][]Value) [][]Value { return without(r, 0) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			st := openTestStore(t, dir)
+			db1 := openTestDB(t, st, Options{})
+			db2 := openTestDB(t, openSecondStore(t, dir, st), Options{})
+			v1, err := partitionedRun(t, db1, []*DB{db1, db2}, "spread", 4, nil, base())
+			if err != nil {
+				t.Fatal(err)
+			}
+			singleRun(t, db1, "one", 4, base())
+			next := tc.edit(base())
+			want := singleRun(t, db1, "one", 4, next)
+			got, err := carriedRun(t, db1, []*DB{db1, db2}, "spread", v1.Version, next, tc.changed, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, g := want.Stats, got.Stats
+			w.BytesWritten, g.BytesWritten = 0, 0
+			if g != w {
+				t.Errorf("carried stats %+v, one run's %+v", got.Stats, want.Stats)
+			}
+			if err := db2.Refresh(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if a, b := scanOf(t, db2, "spread"), scanOf(t, db1, "one"); !slices.Equal(a, b) {
+				t.Errorf("%d rows carried, %d by one run", len(a), len(b))
+			}
+		})
+	}
+}
