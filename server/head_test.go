@@ -170,7 +170,8 @@ func TestParquet_Ranges(t *testing.T) {
 // requests: the answer has an ETag of the version it was made from (the
 // same in HEAD's answer), an If-Range of that tag is honoured while the
 // version is current, and once a run committed a new one the range is
-// refused for the whole new file (200), not served as a slice of it.
+// refused for the whole new file (200), not served as a slice of it;
+// an If-Match of the old tag is 412 precondition_failed.
 func TestParquet_RangesAcrossVersions(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	f.run("products")
@@ -191,4 +192,11 @@ func TestParquet_RangesAcrossVersions(t *testing.T) {
 	if len(whole.body) <= 4 || whole.header.Get("ETag") == tag {
 		t.Errorf("If-Range of the last version's tag after a commit: %d bytes, ETag %q", len(whole.body), whole.header.Get("ETag"))
 	}
+	// A reader that asks for its ranges If-Match (object_store does) is
+	// told the file changed.
+	p := f.wantProblem(412, "precondition_failed", "If-Match", "GET", path, "", "Range", "bytes=0-3", "If-Match", tag)
+	if !strings.Contains(p.Detail, "ETag") {
+		t.Errorf("412 detail %q names no ETag", p.Detail)
+	}
+	f.must(206, "GET", path, "", "Range", "bytes=0-3", "If-Match", whole.header.Get("ETag"))
 }

@@ -125,10 +125,12 @@ func (s *Server) writeParquetPasses(c echo.Context, codec compress.Compression, 
 	// ServeContent sends the file with its Content-Length, or the byte
 	// ranges a Range header asks for (206); a client that goes away gets a
 	// short body, below its Content-Length. Its 416 of a Range it cannot
-	// serve is answered as a problem (rangeRefusal).
-	rr := &rangeRefusal{ResponseWriter: c.Response()}
-	http.ServeContent(rr, c.Request(), "", time.Time{}, f)
-	if rr.refused {
+	// serve and its 412 of an If-Match of another ETag are answered as
+	// problems (serveRefusal).
+	sr := &serveRefusal{ResponseWriter: c.Response()}
+	http.ServeContent(sr, c.Request(), "", time.Time{}, f)
+	switch sr.refused {
+	case http.StatusRequestedRangeNotSatisfiable:
 		size, err := f.Seek(0, io.SeekEnd)
 		if err != nil {
 			return err
@@ -136,6 +138,10 @@ func (s *Server) writeParquetPasses(c echo.Context, codec compress.Compression, 
 		h.Del(echo.HeaderContentDisposition)
 		h.Set("Content-Range", fmt.Sprintf("bytes */%d", size))
 		return fmt.Errorf("%w: %s of a file of %d bytes", errRangeNotSatisfiable, c.Request().Header.Get("Range"), size)
+	case http.StatusPreconditionFailed:
+		h.Del(echo.HeaderContentDisposition)
+		return fmt.Errorf("%w: If-Match %s; the answer's ETag is now %s (a run committed another version since)",
+			errPreconditionFailed, c.Request().Header.Get("If-Match"), etag)
 	}
 	return nil
 }
@@ -159,31 +165,36 @@ func (s *Server) parquetETag(c echo.Context, versions ...int64) string {
 // or asks for no byte of the file.
 var errRangeNotSatisfiable = errors.New("server: range not satisfiable")
 
-// rangeRefusal holds back the plain-text 416 http.ServeContent writes for
-// a Range it cannot serve, so that the answer is a problem+json one with
-// its code (problem.go), not a text body sent as the file's attachment.
-type rangeRefusal struct {
+// errPreconditionFailed is the 412 of an If-Match that names another
+// ETag than the answer's (parquetETag).
+var errPreconditionFailed = errors.New("server: precondition failed")
+
+// serveRefusal holds back the plain-text 416 and the empty 412 that
+// http.ServeContent writes for a Range it cannot serve or an If-Match it
+// does not meet, so that the answer is a problem+json one with its code
+// (problem.go), not a body sent as the file's attachment.
+type serveRefusal struct {
 	http.ResponseWriter
-	refused bool
+	refused int // the status held back; 0 when none
 }
 
-func (rr *rangeRefusal) WriteHeader(code int) {
-	if code == http.StatusRequestedRangeNotSatisfiable {
-		rr.refused = true
+func (sr *serveRefusal) WriteHeader(code int) {
+	if code == http.StatusRequestedRangeNotSatisfiable || code == http.StatusPreconditionFailed {
+		sr.refused = code
 		return
 	}
-	rr.ResponseWriter.WriteHeader(code)
+	sr.ResponseWriter.WriteHeader(code)
 }
 
-func (rr *rangeRefusal) Write(b []byte) (int, error) {
-	if rr.refused {
+func (sr *serveRefusal) Write(b []byte) (int, error) {
+	if sr.refused != 0 {
 		return len(b), nil
 	}
-	return rr.ResponseWriter.Write(b)
+	return sr.ResponseWriter.Write(b)
 }
 
 // Unwrap gives http.ResponseController the writer underneath.
-func (rr *rangeRefusal) Unwrap() http.ResponseWriter { return rr.ResponseWriter }
+func (sr *serveRefusal) Unwrap() http.ResponseWriter { return sr.ResponseWriter }
 
 // writeParquetFile writes the whole Parquet file to w, footer included.
 func writeParquetFile(w io.Writer, schema *arrow.Schema, codec compress.Compression, fill func(*arrowBatches) error) error {
