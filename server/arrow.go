@@ -128,7 +128,7 @@ func (s *Server) scanArrow(c echo.Context, r *snapshot.Reader, opts snapshot.Sca
 			}
 			return t.schema(info), func(a *arrowBatches) error { return t.write(scan, a) }, nil
 		}
-		return s.writeParquetPasses(c, codec, fileName(info.Dataset, r.Table())+".parquet", pass)
+		return s.writeParquetPasses(c, codec, fileName(info.Dataset, r.Table())+".parquet", s.parquetETag(c, info.Version), pass)
 	}
 	if doubt := unproven(t.cols, info.Shapes); len(doubt) > 0 && !headOnly(c) {
 		po := opts // the same rows, only the columns in doubt

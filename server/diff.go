@@ -141,7 +141,7 @@ func (s *Server) diffArrow(c echo.Context, ds, table string, named bool, from, t
 	fill := func(a *arrowBatches) error { return t.write(it, a) }
 	if media == mediaParquet {
 		name := fileName(ds, table) + "-diff-" + strconv.FormatInt(from, 10) + "-" + strconv.FormatInt(to, 10) + ".parquet"
-		return s.writeParquet(c, schema, codec, name, fill)
+		return s.writeParquet(c, schema, codec, name, s.parquetETag(c, from, to), fill)
 	}
 	return s.streamArrow(c, schema, fill)
 }

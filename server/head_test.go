@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -146,5 +147,56 @@ func TestParquet_Ranges(t *testing.T) {
 	if !bytes.Equal(mid.body, whole.body[4:100]) {
 		t.Errorf("range 4-99 is not the file's bytes 4 to 99")
 	}
-	f.must(416, "GET", path, "", "Range", fmt.Sprintf("bytes=%d-", n+10))
+	for _, bad := range []string{fmt.Sprintf("bytes=%d-", n+10), "bytes=x-y"} {
+		out := f.must(416, "GET", path, "", "Range", bad)
+		if ct := out.header.Get("Content-Type"); ct != "application/problem+json" {
+			t.Errorf("Range %q: Content-Type %q, want a problem", bad, ct)
+		}
+		var p Problem
+		if err := json.Unmarshal(out.body, &p); err != nil || p.Code != "range_not_satisfiable" || p.Field != "Range" {
+			t.Errorf("Range %q: problem %+v (%v) %q, want code range_not_satisfiable of field Range", bad, p, err, out.body)
+		}
+		if cd := out.header.Get("Content-Disposition"); cd != "" {
+			t.Errorf("Range %q: the problem is sent as the attachment %q", bad, cd)
+		}
+		if cr, want := out.header.Get("Content-Range"), fmt.Sprintf("bytes */%d", n); cr != want {
+			t.Errorf("Range %q: Content-Range %q, want %q", bad, cr, want)
+		}
+	}
+}
+
+// TestParquet_RangesAcrossVersions checks that a reader of an unpinned
+// Parquet URL by byte ranges can tell the file changed between its
+// requests: the answer has an ETag of the version it was made from (the
+// same in HEAD's answer), an If-Range of that tag is honoured while the
+// version is current, and once a run committed a new one the range is
+// refused for the whole new file (200), not served as a slice of it;
+// an If-Match of the old tag is 412 precondition_failed.
+func TestParquet_RangesAcrossVersions(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.run("products")
+	const path = "/v1/datasets/products/rows?format=parquet"
+	head := f.must(200, "HEAD", path, "")
+	first := f.must(206, "GET", path, "", "Range", "bytes=-8")
+	tag := first.header.Get("ETag")
+	if tag == "" || !strings.HasPrefix(tag, `"`) || head.header.Get("ETag") != tag {
+		t.Fatalf("ETag %q of a range, %q of HEAD: want one strong tag", tag, head.header.Get("ETag"))
+	}
+	again := f.must(206, "GET", path, "", "Range", "bytes=0-3", "If-Range", tag)
+	if string(again.body) != "PAR1" {
+		t.Errorf("If-Range of the current version's tag: %q, want the file's first bytes", again.body)
+	}
+	f.exec(`UPDATE products SET stock = 7 WHERE id = 1`)
+	f.run("products")
+	whole := f.must(200, "GET", path, "", "Range", "bytes=0-3", "If-Range", tag)
+	if len(whole.body) <= 4 || whole.header.Get("ETag") == tag {
+		t.Errorf("If-Range of the last version's tag after a commit: %d bytes, ETag %q", len(whole.body), whole.header.Get("ETag"))
+	}
+	// A reader that asks for its ranges If-Match (object_store does) is
+	// told the file changed.
+	p := f.wantProblem(412, "precondition_failed", "If-Match", "GET", path, "", "Range", "bytes=0-3", "If-Match", tag)
+	if !strings.Contains(p.Detail, "ETag") {
+		t.Errorf("412 detail %q names no ETag", p.Detail)
+	}
+	f.must(206, "GET", path, "", "Range", "bytes=0-3", "If-Match", whole.header.Get("ETag"))
 }

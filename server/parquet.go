@@ -2,7 +2,10 @@ package server
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -24,7 +27,11 @@ import (
 // Parquet over HTTP ask for: the footer first, then the row groups they
 // need. Each request makes the file again from the version it names, so
 // a reader's requests agree only when that version is pinned
-// (version=N, not the current one).
+// (version=N, not the current one). The answer's ETag names the
+// version(s) it was made from, so a reader that sends If-Range (or checks
+// the tag between its requests, as DuckDB's httpfs does) gets the whole
+// new file rather than a slice of it once a run moved the version
+// (parquetETag).
 
 // parquetRowGroupRows is the most rows of one row group: the writer
 // buffers one row group's columns before writing them, so an export's
@@ -63,8 +70,8 @@ type parquetPass func(again bool) (*arrow.Schema, func(*arrowBatches) error, err
 
 // writeParquet writes a Parquet file of schema, whose batches fill
 // writes, and sends it as name (writeParquetPasses).
-func (s *Server) writeParquet(c echo.Context, schema *arrow.Schema, codec compress.Compression, name string, fill func(*arrowBatches) error) error {
-	return s.writeParquetPasses(c, codec, name, func(again bool) (*arrow.Schema, func(*arrowBatches) error, error) {
+func (s *Server) writeParquet(c echo.Context, schema *arrow.Schema, codec compress.Compression, name, etag string, fill func(*arrowBatches) error) error {
+	return s.writeParquetPasses(c, codec, name, etag, func(again bool) (*arrow.Schema, func(*arrowBatches) error, error) {
 		if again {
 			return nil, nil, errors.New("server: a probed column has a value its Arrow type cannot hold")
 		}
@@ -73,16 +80,17 @@ func (s *Server) writeParquet(c echo.Context, schema *arrow.Schema, codec compre
 }
 
 // writeParquetPasses writes a Parquet file to a temporary file, then
-// sends it as name. A pass that stops with errRefit is written again from
+// sends it as name with the ETag etag (parquetETag). A pass that stops with errRefit is written again from
 // the start, by the next pass. Row groups hold at most
 // parquetRowGroupRows rows, compressed by codec, with statistics per
 // column; the Arrow schema is stored in the file's metadata, so readers
 // get back the Arrow types (durations, dictionaries, the JSON extension)
 // and the snapstore metadata.
-func (s *Server) writeParquetPasses(c echo.Context, codec compress.Compression, name string, pass parquetPass) error {
+func (s *Server) writeParquetPasses(c echo.Context, codec compress.Compression, name, etag string, pass parquetPass) error {
 	h := c.Response().Header()
 	h.Set(echo.HeaderContentType, mediaParquet)
 	h.Set(echo.HeaderContentDisposition, `attachment; filename="`+name+`"`)
+	h.Set("ETag", etag)
 	if headOnly(c) {
 		h.Set("Accept-Ranges", "bytes")
 		return c.NoContent(http.StatusOK)
@@ -118,10 +126,77 @@ func (s *Server) writeParquetPasses(c echo.Context, codec compress.Compression, 
 	}
 	// ServeContent sends the file with its Content-Length, or the byte
 	// ranges a Range header asks for (206); a client that goes away gets a
-	// short body, below its Content-Length.
-	http.ServeContent(c.Response(), c.Request(), "", time.Time{}, f)
+	// short body, below its Content-Length. Its 416 of a Range it cannot
+	// serve and its 412 of an If-Match of another ETag are answered as
+	// problems (serveRefusal).
+	sr := &serveRefusal{ResponseWriter: c.Response()}
+	http.ServeContent(sr, c.Request(), "", time.Time{}, f)
+	switch sr.refused {
+	case http.StatusRequestedRangeNotSatisfiable:
+		size, err := f.Seek(0, io.SeekEnd)
+		if err != nil {
+			return err
+		}
+		h.Del(echo.HeaderContentDisposition)
+		h.Set("Content-Range", fmt.Sprintf("bytes */%d", size))
+		return fmt.Errorf("%w: %s of a file of %d bytes", errRangeNotSatisfiable, c.Request().Header.Get("Range"), size)
+	case http.StatusPreconditionFailed:
+		h.Del(echo.HeaderContentDisposition)
+		return fmt.Errorf("%w: If-Match %s; the answer's ETag is now %s (a run committed another version since)",
+			errPreconditionFailed, c.Request().Header.Get("If-Match"), etag)
+	}
 	return nil
 }
+
+// parquetETag is the strong ETag of a Parquet answer to c's request made
+// from versions (a scan's version, a diff's from and to): the file is the
+// same bytes for the same request of the same versions by the same build,
+// so the tag is a hash of these. It changes with the version an unpinned
+// URL reads, which http.ServeContent's If-Range check then sees.
+func (s *Server) parquetETag(c echo.Context, versions ...int64) string {
+	h := sha256.New()
+	u := c.Request().URL
+	fmt.Fprintf(h, "parquet\x00%s\x00%s\x00%s", s.build, u.EscapedPath(), u.RawQuery)
+	for _, v := range versions {
+		fmt.Fprintf(h, "\x00%d", v)
+	}
+	return `"` + hex.EncodeToString(h.Sum(nil)[:16]) + `"`
+}
+
+// errRangeNotSatisfiable is the 416 of a Range header that does not parse
+// or asks for no byte of the file.
+var errRangeNotSatisfiable = errors.New("server: range not satisfiable")
+
+// errPreconditionFailed is the 412 of an If-Match that names another
+// ETag than the answer's (parquetETag).
+var errPreconditionFailed = errors.New("server: precondition failed")
+
+// serveRefusal holds back the plain-text 416 and the empty 412 that
+// http.ServeContent writes for a Range it cannot serve or an If-Match it
+// does not meet, so that the answer is a problem+json one with its code
+// (problem.go), not a body sent as the file's attachment.
+type serveRefusal struct {
+	http.ResponseWriter
+	refused int // the status held back; 0 when none
+}
+
+func (sr *serveRefusal) WriteHeader(code int) {
+	if code == http.StatusRequestedRangeNotSatisfiable || code == http.StatusPreconditionFailed {
+		sr.refused = code
+		return
+	}
+	sr.ResponseWriter.WriteHeader(code)
+}
+
+func (sr *serveRefusal) Write(b []byte) (int, error) {
+	if sr.refused != 0 {
+		return len(b), nil
+	}
+	return sr.ResponseWriter.Write(b)
+}
+
+// Unwrap gives http.ResponseController the writer underneath.
+func (sr *serveRefusal) Unwrap() http.ResponseWriter { return sr.ResponseWriter }
 
 // writeParquetFile writes the whole Parquet file to w, footer included.
 func writeParquetFile(w io.Writer, schema *arrow.Schema, codec compress.Compression, fill func(*arrowBatches) error) error {

@@ -145,6 +145,8 @@ var sentinels = []sentinel{
 	{errBadRequest, http.StatusBadRequest, "bad_request", ""},
 	{errBadJSON, http.StatusBadRequest, "bad_json", "body"},
 	{errBadFormat, http.StatusBadRequest, "bad_format", "format"},
+	{errRangeNotSatisfiable, http.StatusRequestedRangeNotSatisfiable, "range_not_satisfiable", "Range"},
+	{errPreconditionFailed, http.StatusPreconditionFailed, "precondition_failed", "If-Match"},
 	{errFormatNotOffered, http.StatusNotAcceptable, "format_not_offered", "format"},
 	{errHostNotLoopback, http.StatusMisdirectedRequest, "host_not_loopback", ""},
 	{errCrossOrigin, http.StatusForbidden, "cross_origin", ""},

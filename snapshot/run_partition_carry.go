@@ -186,7 +186,9 @@ func (pr *PartitionedRun) addCompared(rep PartitionReport) error {
 }
 
 // addCarried adds the carried rows to the run's counts and checksum: the
-// previous version's less what the partitions compared.
+// previous version's less what the partitions compared; their value
+// shapes are the previous version's (shapes.go: the rows a run keeps
+// without putting them).
 func (pr *PartitionedRun) addCarried() error {
 	c, prev := pr.carry, pr.r.prev
 	if c == nil {
@@ -205,6 +207,9 @@ func (pr *PartitionedRun) addCarried() error {
 	s.Rows += rows
 	s.Unchanged += rows
 	pr.r.sum += sum - c.sum
+	if rows > 0 {
+		pr.r.shapes.inherit(pr.r.opts.Schema, prev)
+	}
 	pr.r.publishStats()
 	return nil
 }

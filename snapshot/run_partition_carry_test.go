@@ -20,9 +20,17 @@ const carryChunk = 100
 func carriedRun(t *testing.T, coord *DB, owners []*DB, name string, prev int64, next [][]Value, changed map[int]bool,
 	spec func(*PartitionSpec), cheat int64) (VersionInfo, error) {
 	t.Helper()
+	return carriedRunOf(t, testSchema, coord, owners, name, prev, next, changed, spec, cheat)
+}
+
+// carriedRunOf is carriedRun of rows of schema, keyed by an integer id
+// first.
+func carriedRunOf(t *testing.T, schema Schema, coord *DB, owners []*DB, name string, prev int64, next [][]Value, changed map[int]bool,
+	spec func(*PartitionSpec), cheat int64) (VersionInfo, error) {
+	t.Helper()
 	ctx := context.Background()
 	const parts = 4
-	pr, err := coord.BeginPartitionedRun(ctx, DatasetConfig{Name: name, Guard: Guard{MaxShrink: 1}}, RunOptions{Schema: testSchema}, parts)
+	pr, err := coord.BeginPartitionedRun(ctx, DatasetConfig{Name: name, Guard: Guard{MaxShrink: 1}}, RunOptions{Schema: schema}, parts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +63,7 @@ func carriedRun(t *testing.T, coord *DB, owners []*DB, name string, prev int64, 
 	if err := pr.Carry(prev, rows+cheat); err != nil {
 		t.Fatal(err)
 	}
-	rt, err := NewRouter(testSchema, parts, nil)
+	rt, err := NewRouter(schema, parts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +79,7 @@ func carriedRun(t *testing.T, coord *DB, owners []*DB, name string, prev int64, 
 		byPart[p] = append(byPart[p], row)
 	}
 	for p := range parts {
-		ps := PartitionSpec{Dataset: name, Txn: pr.TxnID(), Version: pr.Version(), Schema: testSchema, Partitions: parts, Partition: p, Carried: carried}
+		ps := PartitionSpec{Dataset: name, Txn: pr.TxnID(), Version: pr.Version(), Schema: schema, Partitions: parts, Partition: p, Carried: carried}
 		if spec != nil {
 			spec(&ps)
 		}
@@ -211,5 +219,127 @@ func TestPartitionedRunCarryRefusals(t *testing.T) {
 			}
 			break
 		}
+	}
+}
+
+// The value shapes of a carried run cover the rows of the carried ranges
+// too: a zero date and a wide decimal the run did not send stay in the
+// version, so its record must not call their columns regular.
+func TestPartitionedRunCarriedShapes(t *testing.T) {
+	dir := t.TempDir()
+	db := openTestDB(t, openTestStore(t, dir), Options{})
+	var first, next [][]Value
+	for i := range 5 * carryChunk {
+		id := int64(2 * i)
+		row := shapeRow(id, "1.5", "2024-01-02", "2024-01-02 03:04:05", "01:02:03")
+		if id == 10 { // chunk 0, carried over
+			row = shapeRow(id, "123456789.25", "0000-00-00", "0000-00-00 00:00:00", "-838:59:59")
+		}
+		first = append(first, row)
+	}
+	for _, row := range first {
+		if id := row[0].Int; id >= 200 && id < 400 && id%4 == 0 { // chunk 1 changed
+			row = shapeRow(id, "2.5", "2024-03-04", "2024-03-04 05:06:07", "02:03:04")
+		}
+		next = append(next, row)
+	}
+	v1, _, err := partitionedRunWith(t, db, []*DB{db}, "shaped", 4, nil, RunOptions{Schema: shapeSchema}, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := shapesOf(t, v1)
+	if !want["day"].Irregular || want["price"].IntDigits != 9 {
+		t.Fatalf("first version's shapes %+v", want)
+	}
+	v2, err := carriedRunOf(t, shapeSchema, db, []*DB{db}, "shaped", v1.Version, next, map[int]bool{1: true}, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v2.Stats.Updated == 0 || v2.Stats.Unchanged == 0 {
+		t.Fatalf("carried run's stats %+v", v2.Stats)
+	}
+	if v2.Shapes == nil {
+		return // no record: readers look at the rows
+	}
+	got := shapesOf(t, v2)
+	for _, col := range []string{"day", "at"} {
+		if !got[col].Irregular {
+			t.Errorf("column %s: carried run's shape %+v, the carried zero date is in the version", col, got[col])
+		}
+	}
+	if got["price"].IntDigits < 9 {
+		t.Errorf("price: carried run's shape %+v, the version holds 9 integer digits", got["price"])
+	}
+}
+
+// A carried run at the edges of its ranges commits what one run of the
+// whole source does: the last row of a changed range deleted (the next
+// range, carried, begins after it), rows inserted below the first key,
+// two rows swapping their values, and the last row of the last range
+// deleted.
+func TestPartitionedRunCarryEdges(t *testing.T) {
+	base := func() [][]Value {
+		var rows [][]Value
+		for i := range 5 * carryChunk {
+			rows = append(rows, []Value{iv(int64(2 * i)), sv(fmt.Sprintf("n%d", i))})
+		}
+		return rows
+	}
+	without := func(rows [][]Value, ids ...int64) [][]Value {
+		return slices.DeleteFunc(rows, func(r []Value) bool { return slices.Contains(ids, r[0].Int) })
+	}
+	cases := []struct {
+		name    string
+		changed map[int]bool
+		edit    func([][]Value) [][]Value
+	}{
+		{"last row of a changed range deleted", map[int]bool{0: true}, func(r [][]Value) [][]Value { return without(r, 198) }},
+		{"last row of a middle range deleted", map[int]bool{2: true}, func(r [][]Value) [][]Value { return without(r, 598) }},
+		{"inserted below the first key", map[int]bool{0: true}, func(r [][]Value) [][]Value {
+			return append([][]Value{{iv(-7), sv("below")}, {iv(-1), sv("below")}}, r...)
+		}},
+		{"two rows swap values", map[int]bool{1: true}, func(r [][]Value) [][]Value {
+			for _, row := range r {
+				switch row[0].Int {
+				case 200:
+					row[1] = sv("n101")
+				case 202:
+					row[1] = sv("n100")
+				}
+			}
+			return r
+		}},
+		{"last row of the last range deleted", map[int]bool{4: true}, func(r [][]Value) [][]Value { return without(r, 998) }},
+		{"first row deleted", map[int]bool{0: true}, func(r [][]Value) [][]Value { return without(r, 0) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			st := openTestStore(t, dir)
+			db1 := openTestDB(t, st, Options{})
+			db2 := openTestDB(t, openSecondStore(t, dir, st), Options{})
+			v1, err := partitionedRun(t, db1, []*DB{db1, db2}, "spread", 4, nil, base())
+			if err != nil {
+				t.Fatal(err)
+			}
+			singleRun(t, db1, "one", 4, base())
+			next := tc.edit(base())
+			want := singleRun(t, db1, "one", 4, next)
+			got, err := carriedRun(t, db1, []*DB{db1, db2}, "spread", v1.Version, next, tc.changed, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, g := want.Stats, got.Stats
+			w.BytesWritten, g.BytesWritten = 0, 0
+			if g != w {
+				t.Errorf("carried stats %+v, one run's %+v", got.Stats, want.Stats)
+			}
+			if err := db2.Refresh(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if a, b := scanOf(t, db2, "spread"), scanOf(t, db1, "one"); !slices.Equal(a, b) {
+				t.Errorf("%d rows carried, %d by one run", len(a), len(b))
+			}
+		})
 	}
 }

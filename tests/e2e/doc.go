@@ -110,6 +110,12 @@
 //	                      every node writing rows; changes to both; an
 //	                      owner killed fails the whole run at owner_wait
 //	                      with every table at the version before.
+//	TestPartitionedTablesSourceChanges two nodes, the same adapter while
+//	                      the source changes: a column added to one table;
+//	                      the table dropped (the run fails, every table
+//	                      stays) and back; the coordinator SIGKILLed
+//	                      mid-run, then a run of the other node commits
+//	                      every table equal to a local run's.
 //	TestPartitionedRunsFiveNodes five nodes, then a sixth that takes
 //	                      floor or ceil of 32/6 partitions, all from the
 //	                      others; an owner down for a whole run: its rows
