@@ -89,7 +89,10 @@
 // D7. Guards. Commit refuses with ErrGuardRefused (and aborts) a run of 0
 // rows unless Guard.AllowEmpty, and a run whose deletes exceed
 // Guard.MaxShrink (default 0.5; 1 disables) of the current version's rows;
-// RunOptions.Force skips both.
+// RunOptions.Force skips both. In a run of several tables both hold per
+// table, except that a table the current version does not hold, or holds
+// empty, may commit 0 rows (it has no rows to lose); a run of 0 rows in
+// every table is refused as a run of one table is.
 //
 // D8. One writer per dataset. A run, GC, rollback and drop each hold the
 // dataset, in this process (another gets ErrRunInProgress) and in the

@@ -36,3 +36,28 @@ func (r *Run) checkGuards() error {
 	}
 	return nil
 }
+
+// checkGuards checks D7 for each table of a run of several tables, then
+// for the run as a whole. A table new to the dataset, or empty in the
+// current version, may be empty without allow_empty: the empty guard
+// keeps rows from vanishing at an emptied source, and such a table has
+// none to lose (an empty table added at the source would otherwise
+// refuse every run of the dataset). A run of 0 rows in every table is
+// refused, as a run of one table of 0 rows is.
+func (tr *TablesRun) checkGuards() error {
+	var rows int64
+	for _, w := range tr.writers {
+		r := w.r
+		rows += r.stats.Rows
+		if r.stats.Rows == 0 && (r.prev == nil || r.prev.Stats.Rows == 0) {
+			continue
+		}
+		if err := r.checkGuards(); err != nil {
+			return fmt.Errorf("table %q: %w", w.name, err)
+		}
+	}
+	if rows == 0 && len(tr.writers) > 0 && !tr.opts.Force && !tr.guard.AllowEmpty {
+		return fmt.Errorf("%w: the run has 0 rows in every table (set allow_empty or force)", ErrGuardRefused)
+	}
+	return nil
+}

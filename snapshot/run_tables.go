@@ -643,12 +643,7 @@ func (tr *TablesRun) finishTables(ctx context.Context) error {
 			return fmt.Errorf("table %q: %w", tr.writers[i].name, err)
 		}
 	}
-	for _, w := range tr.writers {
-		if err := w.r.checkGuards(); err != nil {
-			return fmt.Errorf("table %q: %w", w.name, err)
-		}
-	}
-	return nil
+	return tr.checkGuards()
 }
 
 // flushLoads flushes the loads the tables sealed (Run.lastWrites) in one

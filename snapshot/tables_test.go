@@ -648,3 +648,37 @@ func TestSomeTables(t *testing.T) {
 		t.Fatalf("200 tables: %q", got)
 	}
 }
+
+// TestTablesEmptyGuard: in a run of several tables the empty guard
+// refuses a table that would lose every row, not a table new to the
+// dataset or already empty; a run of 0 rows in every table is refused.
+func TestTablesEmptyGuard(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t, newTestStore(t), Options{})
+	empty := func(tables []shopTable) []shopTable {
+		out := slices.Clone(tables)
+		for i := range out {
+			out[i].rows = nil
+		}
+		return out
+	}
+	if _, _, err := runTables(t, db, tablesConfig, TablesRunOptions{}, empty(shop(1))); !errors.Is(err, ErrGuardRefused) || !strings.Contains(err.Error(), "every table") {
+		t.Fatalf("a first run of empty tables: %v", err)
+	}
+	s := shop(1)
+	audit := shopTable{TableSpec{Name: "public.audit", Schema: customersSchema}, nil}
+	v1 := mustRunTables(t, db, append(slices.Clone(s), audit)) // a new table, empty
+	if a, ok := v1.Table("public.audit"); !ok || a.Stats.Rows != 0 {
+		t.Fatalf("the new empty table: %+v %v", a, ok)
+	}
+	v2 := mustRunTables(t, db, append(shop(2), audit)) // still empty
+	checkShop(t, db, v2.Version, append(shop(2), audit))
+	gone := append(shop(3), audit)
+	gone[0].rows = nil // orders emptied at the source
+	if _, _, err := runTables(t, db, tablesConfig, TablesRunOptions{}, gone); !errors.Is(err, ErrGuardRefused) || !strings.Contains(err.Error(), "public.orders") {
+		t.Fatalf("a table that loses every row: %v", err)
+	}
+	if info, err := db.Dataset(ctx, "shop"); err != nil || info.Current != v2.Version {
+		t.Fatalf("after the refused run: %+v %v", info, err)
+	}
+}
