@@ -23,14 +23,16 @@ func TestPartitionedTablesSourceChanges(t *testing.T) {
 	if binPath == "" {
 		t.Skip("the snapstore binary was not built: -short, or no test service is set")
 	}
-	const rows = 60000
+	const rows = 30000
 	src := shopTables(t, rows)
 	cfg := fmt.Sprintf(`connections: [{name: src, type: sqlite, options: {path: %q}}]
 adapters:
   - {name: spread, connection: src, resources: [ledger, lines], dataset: shop, strategy: partition-by-key, transfer_compression: metadata, guard: {max_shrink: 1}}
   - {name: single, connection: src, resources: [ledger, lines], dataset: local, guard: {max_shrink: 1}}
 `, src)
-	c := startPartitionedCluster(t, 2, cfg, "8s")
+	// A short writer slot lease: the run after the coordinator's death
+	// waits for its slot to expire.
+	c := startPartitionedCluster(t, 2, cfg, "8s", "SNAPSTORE_STORAGE_HBASE_WRITER_SLOT_LEASE=6s", "SNAPSTORE_STORAGE_HBASE_WRITER_SLOT_RENEW=2s")
 	n1, n2 := c.nodes[0], c.nodes[1]
 	n1.mustRun(t, "spread")
 	n1.mustRun(t, "single")
