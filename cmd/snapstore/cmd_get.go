@@ -2,22 +2,47 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/url"
 	"strconv"
+	"time"
 )
 
 // atFlags are the version selector flags of the read commands (get, scan,
 // datasets show): at most one of them.
 type atFlags struct {
 	version int64
-	asOf    string
+	asOf    asOfTime
 	tag     string
+}
+
+// asOfTime is the value of --as-of, as the API's as_of: an RFC 3339
+// time as given, or a local time to the second as the CLI prints it
+// (2026-12-06 07:02:04, output.go), which stands for the end of that
+// second, so that a commit time pasted from versions selects the version
+// committed then.
+type asOfTime string
+
+func (a *asOfTime) String() string { return string(*a) }
+
+func (a *asOfTime) Set(s string) error {
+	if _, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		*a = asOfTime(s)
+		return nil
+	}
+	for _, layout := range []string{time.DateTime, "2006-01-02T15:04:05"} {
+		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
+			*a = asOfTime(t.Add(time.Second - time.Nanosecond).UTC().Format(time.RFC3339Nano))
+			return nil
+		}
+	}
+	return fmt.Errorf("want an RFC 3339 time (2026-12-06T07:02:04Z) or a local time as versions prints it (%s)", time.Now().Format(time.DateTime))
 }
 
 func (a *atFlags) register(c *cmdLine) {
 	c.fs.Int64Var(&a.version, "version", 0, "read this `version`")
-	c.fs.StringVar(&a.asOf, "as-of", "", "read the version current at this RFC 3339 `time`")
+	c.fs.Var(&a.asOf, "as-of", "read the version current at this `time`: RFC 3339, or a local time as versions prints it (the end of that second)")
 	c.fs.StringVar(&a.tag, "tag", "", "read the version with this `tag`")
 }
 
@@ -27,7 +52,7 @@ func (a *atFlags) query(q url.Values) {
 		q.Set("version", strconv.FormatInt(a.version, 10))
 	}
 	if a.asOf != "" {
-		q.Set("as_of", a.asOf)
+		q.Set("as_of", string(a.asOf))
 	}
 	if a.tag != "" {
 		q.Set("tag", a.tag)

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestAsOfTime: --as-of takes an RFC 3339 time as given, and a local time
+// to the second, as the CLI prints commit times, as the end of that
+// second.
+func TestAsOfTime(t *testing.T) {
+	var a asOfTime
+	if err := a.Set("2026-12-06T07:02:04.5+01:00"); err != nil || a != "2026-12-06T07:02:04.5+01:00" {
+		t.Fatalf("RFC 3339: %q %v", a, err)
+	}
+	committed := time.Date(2026, 12, 6, 7, 2, 4, 700_000_000, time.Local)
+	if err := a.Set(committed.Format(time.DateTime)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := time.Parse(time.RFC3339Nano, string(a))
+	if err != nil {
+		t.Fatalf("sent %q: %v", a, err)
+	}
+	if got.Before(committed) || !got.Before(committed.Truncate(time.Second).Add(time.Second)) {
+		t.Fatalf("local %s sent as %s: not within the second, at or after the commit", committed.Format(time.DateTime), got)
+	}
+	for _, bad := range []string{"yesterday", "2026-12-06", "07:02:04"} {
+		if err := a.Set(bad); err == nil || !strings.Contains(err.Error(), "RFC 3339") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
