@@ -46,7 +46,7 @@ func (t *mysqlTable) rowChecksumExpr() (string, bool) {
 		if !c.plainText() {
 			cols = append(cols, "LENGTH("+q+")")
 		}
-		cols = append(cols, q)
+		cols = append(cols, c.selectExpr())
 		if c.nullable {
 			nulls = append(nulls, fmt.Sprintf("(%s IS NULL)*%d", q, int64(1)<<len(nulls)))
 		}

@@ -44,6 +44,7 @@ func TestMySQLChecksumSound(t *testing.T) {
 		{name: "NULL against the empty string", before: []string{"UPDATE %s SET a = '' WHERE id = 2"}, change: []string{"UPDATE %s SET a = NULL WHERE id = 2"}},
 		{name: "NULL moves between columns", before: []string{"UPDATE %s SET a = NULL, b = 'q' WHERE id = 2"}, change: []string{"UPDATE %s SET a = 'q', b = NULL WHERE id = 2"}},
 		{name: "a float's last bit", change: []string{"UPDATE %s SET f = 1.0000000000000002 WHERE id = 1"}},
+		{name: "a FLOAT's last bit", before: []string{"UPDATE %s SET s = 1.0000001 WHERE id = 1"}, change: []string{"UPDATE %s SET s = 1.0000002 WHERE id = 1"}},
 		{name: "a float's sign", change: []string{"UPDATE %s SET f = -1.0 WHERE id = 1"}},
 		{name: "a decimal's value", change: []string{"UPDATE %s SET n = 1.001 WHERE id = 1"}},
 		{name: "a generated column's expression", change: []string{"ALTER TABLE %s MODIFY g INT AS (id + id) VIRTUAL"}, schema: true},
@@ -60,7 +61,7 @@ func TestMySQLChecksumSound(t *testing.T) {
 				}
 				return out
 			}
-			e.exec(t, db, fmt.Sprintf("CREATE TABLE %s (id INT PRIMARY KEY, a VARCHAR(10) NULL, b VARCHAR(10) NULL, f DOUBLE, n DECIMAL(8,3), g INT AS (id * 2) VIRTUAL)", tbl),
+			e.exec(t, db, fmt.Sprintf("CREATE TABLE %s (id INT PRIMARY KEY, a VARCHAR(10) NULL, b VARCHAR(10) NULL, f DOUBLE, s FLOAT, n DECIMAL(8,3), g INT AS (id * 2) VIRTUAL)", tbl),
 				fmt.Sprintf("INSERT INTO %s (id, a, b, f, n) VALUES (1, 'x', 'ab', 1.0, 1.0), (2, 'y', 'c', 0, 2)", tbl))
 			e.exec(t, db, stmts(c.before)...)
 			tr1, cs1 := openChecksummer(t, src, tbl, 0)

@@ -19,8 +19,8 @@ import (
 // scan buffers.
 func (t *mysqlTable) buildQueries() {
 	var sel []string
-	for _, c := range t.cols {
-		sel = append(sel, quoteMySQLIdent(c.name))
+	for i := range t.cols {
+		sel = append(sel, t.cols[i].selectExpr())
 	}
 	var keys []source.KeysetColumn
 	var order []string

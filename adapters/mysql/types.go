@@ -21,7 +21,11 @@ type mysqlColumn struct {
 	scale      int64  // NUMERIC_SCALE (decimal)
 	kind       snapshot.Kind
 	bit        bool // BIT(n): big-endian bytes to KindUint
-	enumLike   bool // ENUM or SET: keyset compares col+0
+	// single is FLOAT, single precision: the server's text of it has six
+	// significant digits (16777216 reads 16777200), so it is read as
+	// DOUBLE, exact, and narrowed (selectExpr, Convert).
+	single   bool
+	enumLike bool // ENUM or SET: keyset compares col+0
 	// generated is "virtual" or "stored" for a generated column, genExpr
 	// its expression; both "" for a plain column.
 	generated, genExpr string
@@ -44,7 +48,10 @@ func mysqlKind(c *mysqlColumn, isJSON bool) (snapshot.Kind, error) {
 		return snapshot.KindUint, nil
 	case "decimal", "numeric":
 		return snapshot.KindDecimal, nil
-	case "float", "double", "real", "double precision":
+	case "float":
+		c.single = true
+		return snapshot.KindFloat, nil
+	case "double", "real", "double precision":
 		return snapshot.KindFloat, nil
 	case "date":
 		return snapshot.KindDate, nil
@@ -111,9 +118,23 @@ func (c *mysqlColumn) Convert(b sql.RawBytes) (snapshot.Value, error) {
 		if err != nil {
 			return snapshot.Value{}, fmt.Errorf("column %q: reading %s value: %w", c.name, c.columnType, err)
 		}
+		if c.single {
+			// The float64 of the float32's shortest text: 1.0000001 stays
+			// 1.0000001, as DOUBLE's shortest text does for a double.
+			f, _ = strconv.ParseFloat(strconv.FormatFloat(float64(float32(f)), 'g', -1, 32), 64)
+		}
 		return snapshot.Value{Kind: snapshot.KindFloat, Float: f}, nil
 	}
 	return snapshot.Value{Kind: c.kind, Bytes: b}, nil
+}
+
+// selectExpr is the column as the reader and the row checksum select it:
+// its name, or for FLOAT its exact value as DOUBLE (single).
+func (c *mysqlColumn) selectExpr() string {
+	if c.single {
+		return "CAST(" + quoteMySQLIdent(c.name) + " AS DOUBLE)"
+	}
+	return quoteMySQLIdent(c.name)
 }
 
 // keyArg returns the Go value that stands for v in a keyset predicate:
@@ -127,6 +148,9 @@ func (c *mysqlColumn) keyArg(v snapshot.Value) any {
 	case snapshot.KindUint:
 		return v.Uint
 	case snapshot.KindFloat:
+		if c.single {
+			return float64(float32(v.Float)) // the FLOAT's exact value, as the column compares
+		}
 		return v.Float
 	case snapshot.KindBytes:
 		return append([]byte(nil), v.Bytes...)
