@@ -16,7 +16,7 @@ import (
 )
 
 // dataDirWant is testdata/format<N>/want.json: what the code that wrote
-// the fixture (testdata/gen) read from it.
+// the fixture (tests/fixtures/snapshot-datadir) read from it.
 type dataDirWant struct {
 	Datasets map[string]struct {
 		Versions []VersionInfo                `json:"versions"`
@@ -54,7 +54,7 @@ func readDataDirWant(t *testing.T, fixture string) dataDirWant {
 
 // TestOpenDataDir opens data directories written by earlier storage
 // formats (docs/storage-format.md), each made by an earlier snapstore with
-// the same program (testdata/gen): format 1 (metadata in rows of
+// the same program (tests/fixtures/snapshot-datadir): format 1 (metadata in rows of
 // their own, one cell per column) and format 2 (one metadata row per
 // dataset, one cell per column). Open migrates each to format 3, and every
 // kept version reads as that snapstore read it: versions, rows, point
