@@ -5,45 +5,21 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/snapstore/snapstore/adapters"
 	"github.com/snapstore/snapstore/api"
 )
 
-// adapterOut is adapters.Adapter on the wire.
+// adapterOut is adapters.Adapter on the wire, with its last run.
 type adapterOut struct {
-	api.Adapter
-	Source    adapters.Origin `json:"source"`
-	Revision  int64           `json:"revision"`
-	CreatedAt time.Time       `json:"created_at"`
-	UpdatedAt time.Time       `json:"updated_at"`
-	NextRun   *time.Time      `json:"next_run,omitempty"`
-	// Owner and SingleNode: where the adapter's runs happen in a cluster.
-	Owner      string `json:"owner,omitempty"`
-	SingleNode string `json:"single_node,omitempty"`
+	adapters.Adapter
 	// LastRun is the adapter's newest run, running or ended; absent before
 	// the first.
 	LastRun *adapters.RunRecord `json:"last_run,omitempty"`
-	// Warnings: in a create or replace answer, what was accepted unchecked
-	// (adapters.Adapter.Warnings).
-	Warnings []string `json:"warnings,omitempty"`
 }
 
-func toAdapterOut(a adapters.Adapter) adapterOut {
-	return adapterOut{
-		Adapter:    a.Adapter,
-		Source:     a.Source,
-		Revision:   a.Revision,
-		CreatedAt:  a.CreatedAt,
-		UpdatedAt:  a.UpdatedAt,
-		NextRun:    a.NextRun,
-		Owner:      a.Owner,
-		SingleNode: a.SingleNode,
-		Warnings:   a.Warnings,
-	}
-}
+func toAdapterOut(a adapters.Adapter) adapterOut { return adapterOut{Adapter: a} }
 
 // listAdapters answers GET /v1/adapters: every adapter whose dataset is in
 // the token's grant, from the config file and the API, with its next and
