@@ -183,7 +183,7 @@ func (s *Service) selectTables(ctx context.Context, l *lease, spec api.Adapter) 
 		return nil, connectOrReadError(ctx, l, spec.Connection, err)
 	}
 	sel, err := source.SelectTables(source.TableSelection{Resources: spec.Resources, Include: spec.Include, Exclude: spec.Exclude},
-		source.Catalog{Resources: all, Quote: quoteOf(l.typ)})
+		source.Catalog{Resources: all, Quote: source.QuoteOf(l.src)})
 	if err != nil {
 		return nil, fmt.Errorf("adapter %q, data connection %q: %w", spec.Name, spec.Connection, err)
 	}
@@ -208,14 +208,6 @@ func connectOrReadError(ctx context.Context, l *lease, conn string, err error) e
 		return err
 	}
 	return readError(ctx, conn, err)
-}
-
-// quoteOf is the identifier quote of a connection type.
-func quoteOf(typ string) byte {
-	if typ == "mysql" || typ == "mariadb" {
-		return '`'
-	}
-	return '"'
 }
 
 // quoteIdent quotes one identifier with q, doubling q inside it.
@@ -253,7 +245,7 @@ func (tp *tablesPull) recordPoint() {
 // tables are described over the point's connections at once, as they
 // are read (a few catalog queries each, which add up over many tables).
 func (tp *tablesPull) describe(ctx context.Context, sel []source.Resource) error {
-	q := quoteOf(tp.l.typ)
+	q := source.QuoteOf(tp.l.src)
 	tables := make([]tableRead, len(sel))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(tp.info.Connections, 1))

@@ -26,6 +26,10 @@ type mysqlSource struct {
 
 func (s *mysqlSource) Close() error { return s.db.Close() }
 
+// IdentQuote implements source.IdentQuoter: MySQL quotes identifiers
+// with backticks.
+func (s *mysqlSource) IdentQuote() byte { return '`' }
+
 // CloseIdle implements IdleCloser.
 func (s *mysqlSource) CloseIdle() { s.db.SetMaxIdleConns(-1) }
 

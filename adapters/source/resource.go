@@ -133,3 +133,17 @@ func SplitQuotedName(s string, q byte) (parts []string, ok bool) {
 	}
 	return parts, true
 }
+
+// IdentQuoter is implemented by a source whose SQL quotes identifiers with
+// another character than the standard double quote (MySQL's backtick).
+type IdentQuoter interface {
+	IdentQuote() byte
+}
+
+// QuoteOf is the identifier quote of src: its IdentQuote, else '"'.
+func QuoteOf(src any) byte {
+	if q, ok := src.(IdentQuoter); ok {
+		return q.IdentQuote()
+	}
+	return '"'
+}
