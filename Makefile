@@ -6,8 +6,11 @@ BIN := bin/snapstore
 # printed by scripts/mariadb.sh env, tests that need PostgreSQL read the
 # SNAPSTORE_TEST_POSTGRES_* ones of scripts/postgres.sh env, tests that need HBase
 # read SNAPSTORE_TEST_HBASE_* (internal/testenv reads them all, and skips such a
-# test under -short or when its variables are unset).
-PKGS ?= ./...
+# test under -short or when its variables are unset). tests/e2e comes
+# first: go test starts packages in the order given, and the end-to-end
+# tests, the longest package by far and mostly waiting on the processes
+# they start, then run beside the others instead of after them.
+PKGS ?= ./tests/e2e ./...
 TESTFLAGS ?= -count=1 -timeout 25m
 # make test runs PKGS under the race detector; RACE= runs them without. In
 # tests/e2e it watches only the test process: the binaries it starts are
