@@ -382,12 +382,12 @@ func (tp *tablesPull) read(ctx context.Context) error {
 }
 
 // tableError is err of the table name in a run of several tables. A
-// table without a usable key says what such an adapter can do: it takes
-// no key_columns (each table keeps its own key), which the source's
-// advice names.
+// table without a usable key says what such an adapter can do: the
+// source's advice (key_columns) is for an adapter of one table, as each
+// table of several keeps its own key.
 func tableError(name string, err error) error {
 	if errors.Is(err, ErrNoKey) {
-		return fmt.Errorf("table %s: %w (an adapter of several tables takes no key_columns: exclude the table, or snapshot it with an adapter of its own)", name, err)
+		return fmt.Errorf("table %s: %w (key_columns is for an adapter of one table: here exclude the table, give it a primary key, or snapshot it with an adapter of its own)", name, err)
 	}
 	return fmt.Errorf("table %s: %w", name, err)
 }
