@@ -47,12 +47,11 @@ type adapterDef struct {
 
 // adapterKind names adapters in definitions.
 var adapterKind = defKind{
-	noun:        "adapter",
-	record:      recordAdapter,
-	notFound:    ErrAdapterNotFound,
-	exists:      ErrAdapterExists,
-	readOnly:    ErrAdapterReadOnly,
-	notFoundFmt: "%w: %q",
+	noun:     "adapter",
+	record:   recordAdapter,
+	notFound: ErrAdapterNotFound,
+	exists:   ErrAdapterExists,
+	readOnly: ErrAdapterReadOnly,
 }
 
 // Defaults an adapter gets for a zero field; responses show them, so a

@@ -61,7 +61,7 @@ func TestAdapterCRUDAndDropInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec = ts.runWait(t, "a")
-	if rec.Status != RunFailed || !strings.Contains(rec.Error, `data connection "lite" does not exist`) {
+	if rec.Status != RunFailed || !strings.Contains(rec.Error, `data connection does not exist: "lite"`) {
 		t.Fatalf("run after drop: %+v", rec)
 	}
 	runs, err := svc.ListRuns(ctx, "a", 0)

@@ -44,12 +44,11 @@ type connDef struct {
 
 // connectionKind names data connections in definitions.
 var connectionKind = defKind{
-	noun:        "connection",
-	record:      recordConnection,
-	notFound:    ErrConnectionNotFound,
-	exists:      ErrConnectionExists,
-	readOnly:    ErrConnectionReadOnly,
-	notFoundFmt: "%w: data connection %q does not exist",
+	noun:     "connection",
+	record:   recordConnection,
+	notFound: ErrConnectionNotFound,
+	exists:   ErrConnectionExists,
+	readOnly: ErrConnectionReadOnly,
 }
 
 // parseConnection checks a spec and types its options; prefix names its

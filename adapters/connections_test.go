@@ -90,7 +90,7 @@ func TestConnectionCRUD(t *testing.T) {
 	if err := ts.svc.DropConnection(ctx, "src", false); err != nil {
 		t.Fatal(noteErr(err))
 	}
-	if _, err := ts.svc.GetConnection(ctx, "src"); !errors.Is(noteErr(err), ErrConnectionNotFound) || !strings.Contains(err.Error(), `data connection "src" does not exist`) {
+	if _, err := ts.svc.GetConnection(ctx, "src"); !errors.Is(noteErr(err), ErrConnectionNotFound) || !strings.Contains(err.Error(), `data connection does not exist: "src"`) {
 		t.Fatalf("after drop: %v", err)
 	}
 	if err := ts.svc.DropConnection(ctx, "src", false); !errors.Is(noteErr(err), ErrConnectionNotFound) {

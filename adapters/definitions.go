@@ -72,9 +72,6 @@ type defKind struct {
 	notFound error  // sentinel of an unknown name
 	exists   error  // sentinel of a create over an existing name
 	readOnly error  // sentinel of a change to a config definition
-	// notFoundFmt formats the error for an unknown name: notFound (%w),
-	// then the name (%q).
-	notFoundFmt string
 }
 
 // definitions holds the definitions of one kind by origin and name. The
@@ -109,7 +106,7 @@ func (ds *definitions[D]) get(name string) (D, error) {
 }
 
 func (ds *definitions[D]) notFound(name string) error {
-	return fmt.Errorf(ds.kind.notFoundFmt, ds.kind.notFound, name)
+	return fmt.Errorf("%w: %q", ds.kind.notFound, name)
 }
 
 // defEntry is one definition with its name and status.

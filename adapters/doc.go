@@ -22,8 +22,8 @@
 //	   connections close at once, the pool closes when its last lease is
 //	   released (database/sql's DB.Close alone would not wait for a stream).
 //	N2 A run started after a replace uses the new revision; one started
-//	   after a drop fails with ErrConnectionNotFound, "data connection X
-//	   does not exist".
+//	   after a drop fails with ErrConnectionNotFound, "data connection does
+//	   not exist: "X"".
 //	N3 Dropping a connection that adapters name fails with
 //	   ErrConnectionInUse listing them, unless forced.
 //	N4 A secret option (password, dsn) is kept as given (literal, env:NAME or

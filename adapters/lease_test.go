@@ -90,7 +90,7 @@ func TestReplaceAndDropDuringPull(t *testing.T) {
 			t.Fatalf("run across drop: %+v", end)
 		}
 		r4 := ts.runWait(t, "long")
-		if r4.Status != RunFailed || !strings.Contains(r4.Error, `data connection "m" does not exist`) {
+		if r4.Status != RunFailed || !strings.Contains(r4.Error, `data connection does not exist: "m"`) {
 			t.Fatalf("run after drop: %+v", r4)
 		}
 	})

@@ -185,7 +185,7 @@ func runNotFound(id string) error {
 }
 
 func ConnectionNotFound(name string) error {
-	return fmt.Errorf("%w: data connection %q does not exist", adapters.ErrConnectionNotFound, name)
+	return fmt.Errorf("%w: %q", adapters.ErrConnectionNotFound, name)
 }
 
 // checkGrant applies the route's grant kind to a limited token: an
