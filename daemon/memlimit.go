@@ -15,17 +15,15 @@ import (
 const defaultMemoryHeadroom = 64 << 20
 
 // memoryLimit is the Go runtime's soft memory limit serve sets with the
-// Pebble backend: storage.pebble.memory_headroom, plus the block cache
-// and two memtables (the mutable one and one being flushed) where those
-// are Go heap (pebbleMemoryInGoHeap). Pebble's block cache lives in the
-// Go heap when the binary is built without cgo (as release builds are),
-// and with GOGC=100 alone the collector lets the heap grow to twice the
-// live heap, the whole cache counted: a full cache of 128 MiB alone would
-// let an export's garbage reach as much again. In a cgo build the cache
-// is C memory, and counting it would let the Go heap grow by as much
-// beside it. The limit makes the collector run before the heap passes
-// the configured budgets instead (the practice of the Go GC guide's
-// "memory limit" section). Zero: no limit (another backend, a negative
+// Pebble backend: the block cache, two memtables (the mutable one and
+// one being flushed) and storage.pebble.memory_headroom. Pebble's block
+// cache lives in the Go heap when the binary is built without cgo (as
+// release builds are), and with GOGC=100 alone the collector lets the
+// heap grow to twice the live heap, the whole cache counted: a full
+// cache of 128 MiB alone would let an export's garbage reach as much
+// again. The limit makes the collector run before the heap passes the
+// configured budgets instead (the practice of the Go GC guide's "memory
+// limit" section). Zero: no limit (another backend, a negative
 // headroom).
 func memoryLimit(cfg *config.Config) int64 {
 	if cfg.Storage.Backend != "pebble" {
@@ -38,9 +36,6 @@ func memoryLimit(cfg *config.Config) int64 {
 	headroom := p.MemoryHeadroom
 	if headroom == 0 {
 		headroom = defaultMemoryHeadroom
-	}
-	if !pebbleMemoryInGoHeap {
-		return headroom
 	}
 	cache := p.CacheSize
 	if cache <= 0 {

@@ -8,21 +8,13 @@ import (
 
 func TestMemoryLimit(t *testing.T) {
 	const mib = 1 << 20
-	// pebble is the cache and the memtables where they are Go heap (a
-	// build without cgo), nothing where they are C memory.
-	pebble := func(cache, memtables int64) int64 {
-		if pebbleMemoryInGoHeap {
-			return cache + memtables
-		}
-		return 0
-	}
 	for _, c := range []struct {
 		name string
 		cfg  config.StorageConfig
 		want int64
 	}{
-		{"defaults", config.StorageConfig{Backend: "pebble"}, pebble(128*mib, 2*64*mib) + 64*mib},
-		{"configured", config.StorageConfig{Backend: "pebble", Pebble: config.PebbleConfig{MemTableSize: 16 * mib, CacheSize: 32 * mib, MemoryHeadroom: 8 * mib}}, pebble(32*mib, 2*16*mib) + 8*mib},
+		{"defaults", config.StorageConfig{Backend: "pebble"}, 128*mib + 2*64*mib + 64*mib},
+		{"configured", config.StorageConfig{Backend: "pebble", Pebble: config.PebbleConfig{MemTableSize: 16 * mib, CacheSize: 32 * mib, MemoryHeadroom: 8 * mib}}, 32*mib + 2*16*mib + 8*mib},
 		{"no limit", config.StorageConfig{Backend: "pebble", Pebble: config.PebbleConfig{MemoryHeadroom: -1}}, 0},
 		{"hbase", config.StorageConfig{Backend: "hbase"}, 0},
 	} {
