@@ -171,7 +171,9 @@ func newFixtureOf(t *testing.T, o Options, a api.Adapter) *fixture {
 
 func sqliteExec(t *testing.T, path string, stmts ...string) {
 	t.Helper()
-	db, err := sql.Open("sqlite", path)
+	// A scheduled run may be reading the file: wait for its lock rather
+	// than fail with SQLITE_BUSY.
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)
 	}
