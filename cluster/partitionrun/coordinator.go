@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/cluster/placement"
 	"github.com/snapstore/snapstore/cluster/transfer"
 	"github.com/snapstore/snapstore/snapshot"
 )
@@ -62,23 +63,34 @@ type tableStreams struct {
 
 var _ adapters.RunWriter = (*coordinator)(nil)
 
+// coordinate is what this node needs to coordinate a partitioned run: a
+// transfer listener, the compression named (none when empty) and the
+// partition table as it stands, every partition owned.
+func (p *Runs) coordinate(ctx context.Context, compression string) (transfer.Compression, placement.PartitionTable, error) {
+	if p.xfr == nil {
+		return 0, placement.PartitionTable{}, errors.New("cluster: this node has no transfer listener")
+	}
+	comp, err := transfer.ParseCompression(cmp.Or(compression, "none"))
+	if err != nil {
+		return 0, placement.PartitionTable{}, err
+	}
+	tab, err := p.cfg.Table.Refresh(ctx)
+	if err != nil {
+		return 0, placement.PartitionTable{}, err
+	}
+	if i := slices.Index(tab.Owners, ""); i >= 0 {
+		return 0, placement.PartitionTable{}, fmt.Errorf("cluster: partition %d has no owner in the partition table (epoch %d) yet: the keeper assigns every partition once a node is active", i, tab.Epoch)
+	}
+	return comp, tab, nil
+}
+
 // BeginPartitioned begins a partitioned run on this node, its coordinator
 // (adapters.Partitioner): every partition must have an owner in the
 // table.
 func (p *Runs) BeginPartitioned(ctx context.Context, req adapters.PartitionedRun) (adapters.RunWriter, error) {
-	if p.xfr == nil {
-		return nil, errors.New("cluster: this node has no transfer listener")
-	}
-	comp, err := transfer.ParseCompression(cmp.Or(req.Compression, "none"))
+	comp, tab, err := p.coordinate(ctx, req.Compression)
 	if err != nil {
 		return nil, err
-	}
-	tab, err := p.cfg.Table.Refresh(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if i := slices.Index(tab.Owners, ""); i >= 0 {
-		return nil, fmt.Errorf("cluster: partition %d has no owner in the partition table (epoch %d) yet: the keeper assigns every partition once a node is active", i, tab.Epoch)
 	}
 	pr, err := p.cfg.DB.BeginPartitionedRun(ctx, req.Config, req.Options, len(tab.Owners))
 	if err != nil {

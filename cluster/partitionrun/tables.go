@@ -1,11 +1,9 @@
 package partitionrun
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/snapstore/snapstore/adapters"
@@ -28,19 +26,9 @@ var _ adapters.TablesPartitioner = (*Runs)(nil)
 // must have as many partitions as the table has (snapshot.
 // ErrPartitionCount otherwise). On error the caller aborts run.
 func (p *Runs) PartitionTables(ctx context.Context, run *snapshot.TablesRun, req adapters.PartitionedTables) (adapters.TablesWriter, error) {
-	if p.xfr == nil {
-		return nil, errors.New("cluster: this node has no transfer listener")
-	}
-	comp, err := transfer.ParseCompression(cmp.Or(req.Compression, "none"))
+	comp, tab, err := p.coordinate(ctx, req.Compression)
 	if err != nil {
 		return nil, err
-	}
-	tab, err := p.cfg.Table.Refresh(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if i := slices.Index(tab.Owners, ""); i >= 0 {
-		return nil, fmt.Errorf("cluster: partition %d has no owner in the partition table (epoch %d) yet: the keeper assigns every partition once a node is active", i, tab.Epoch)
 	}
 	n := len(tab.Owners)
 	rec := &runRecord{Txn: run.TxnID(), Epoch: tab.Epoch, Owners: tab.Owners, Version: run.Version(), Partitions: n,
