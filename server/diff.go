@@ -125,7 +125,9 @@ func (s *Server) diffArrow(c echo.Context, ds, table string, named bool, from, t
 	// pass where the shapes of both prove it fits.
 	keyDoubt := unproven(t.keys, infos[0].Shapes, infos[1].Shapes)
 	sideDoubt := unproven(t.before, infos[0].Shapes, infos[1].Shapes)
-	if !headOnly(c) && (len(keyDoubt) > 0 || len(sideDoubt) > 0) {
+	// A HEAD of a stream skips the probe; that of a Parquet file makes the
+	// file as its GET would, probe included.
+	if (!headOnly(c) || media == mediaParquet) && (len(keyDoubt) > 0 || len(sideDoubt) > 0) {
 		probe, err := s.Changes(ctx, ds, table, named, from, to)
 		if err != nil {
 			return err

@@ -200,3 +200,47 @@ func TestParquet_RangesAcrossVersions(t *testing.T) {
 	}
 	f.must(206, "GET", path, "", "Range", "bytes=0-3", "If-Match", whole.header.Get("ETag"))
 }
+
+// TestParquet_HeadAsGet checks that the HEAD of a Parquet answer (a
+// dataset's rows, a table's rows, a diff) answers what its GET does: the
+// Content-Length of the whole file, Accept-Ranges and the ETag; the 206
+// with Content-Range and Content-Length of a Range; the 416 of a Range
+// past the end, each without a body.
+func TestParquet_HeadAsGet(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	v := f.run("products")
+	writeTables(t, f.db, shopdbV1())
+	for _, path := range []string{
+		fmt.Sprintf("/v1/datasets/products/rows?format=parquet&version=%d", v),
+		"/v1/datasets/shopdb/tables/public.orders/rows?format=parquet",
+		fmt.Sprintf("/v1/datasets/products/diff?from=%d&to=%d&format=parquet", v, v),
+	} {
+		get := f.must(200, "GET", path, "")
+		n := len(get.body)
+		head := f.must(200, "HEAD", path, "")
+		for _, h := range []string{"Content-Length", "Accept-Ranges", "ETag", "Content-Type", "Content-Disposition"} {
+			if g, hd := get.header.Get(h), head.header.Get(h); g != hd || g == "" {
+				t.Errorf("HEAD %s: %s %q, GET's %q", path, h, hd, g)
+			}
+		}
+		if cl := head.header.Get("Content-Length"); cl != strconv.Itoa(n) {
+			t.Errorf("HEAD %s: Content-Length %q, GET's body has %d bytes", path, cl, n)
+		}
+		part := f.must(206, "HEAD", path, "", "Range", "bytes=-8")
+		if cr, want := part.header.Get("Content-Range"), fmt.Sprintf("bytes %d-%d/%d", n-8, n-1, n); cr != want {
+			t.Errorf("HEAD %s of bytes=-8: Content-Range %q, want %q", path, cr, want)
+		}
+		if cl := part.header.Get("Content-Length"); cl != "8" {
+			t.Errorf("HEAD %s of bytes=-8: Content-Length %q, want 8", path, cl)
+		}
+		past := f.must(416, "HEAD", path, "", "Range", fmt.Sprintf("bytes=%d-", n+10))
+		if cr, want := past.header.Get("Content-Range"), fmt.Sprintf("bytes */%d", n); cr != want {
+			t.Errorf("HEAD %s past the end: Content-Range %q, want %q", path, cr, want)
+		}
+		for _, r := range []response{head, part, past} {
+			if len(r.body) != 0 {
+				t.Errorf("HEAD %s: a body of %d bytes", path, len(r.body))
+			}
+		}
+	}
+}

@@ -31,7 +31,9 @@ import (
 // version(s) it was made from, so a reader that sends If-Range (or checks
 // the tag between its requests, as DuckDB's httpfs does) gets the whole
 // new file rather than a slice of it once a run moved the version
-// (parquetETag).
+// (parquetETag). A HEAD makes the file as its GET would and answers
+// with the same status and headers (Content-Length, a 206 or 416 of its
+// Range), without the body.
 
 // parquetRowGroupRows is the most rows of one row group: the writer
 // buffers one row group's columns before writing them, so an export's
@@ -91,10 +93,9 @@ func (s *Server) writeParquetPasses(c echo.Context, codec compress.Compression, 
 	h.Set(echo.HeaderContentType, mediaParquet)
 	h.Set(echo.HeaderContentDisposition, `attachment; filename="`+name+`"`)
 	h.Set("ETag", etag)
-	if headOnly(c) {
-		h.Set("Accept-Ranges", "bytes")
-		return c.NoContent(http.StatusOK)
-	}
+	// A HEAD makes the file too: only the whole file tells its
+	// Content-Length, and http.ServeContent answers a HEAD (and its
+	// Range, If-Range, If-Match) as it would the GET, without the body.
 	f, err := os.CreateTemp("", "snapstore-*.parquet")
 	if err != nil {
 		return err
