@@ -264,7 +264,7 @@ func (s *Service) putAdapter(ctx context.Context, spec api.Adapter, mustCreate b
 		return Adapter{}, false, err
 	}
 	// Source I/O without the lock; the checks are repeated after it.
-	warning, err := s.checkResource(ctx, a.spec)
+	warnings, err := s.checkResource(ctx, a.spec)
 	if err != nil {
 		return Adapter{}, false, err
 	}
@@ -283,9 +283,7 @@ func (s *Service) putAdapter(ctx context.Context, spec api.Adapter, mustCreate b
 	s.changedLocked(adapterKind, spec.Name)
 	s.log.Info("adapter saved", "adapter", spec.Name, "dataset", a.spec.Dataset, "revision", a.revision, "schedule", a.spec.Schedule)
 	rep := s.reportAdapterLocked(a, statusActive)
-	if warning != "" {
-		rep.Warnings = []string{warning}
-	}
+	rep.Warnings = warnings
 	return rep, old == nil, nil
 }
 
@@ -336,8 +334,10 @@ const resourceCheckTimeout = 15 * time.Second
 // dataset that is the adapter's own). When the source cannot be reached or
 // refuses the credentials the adapter is accepted, since the source may
 // come up later (A2): the problem is logged and returned as a warning for
-// whoever saved the adapter.
-func (s *Service) checkResource(ctx context.Context, spec api.Adapter) (warning string, err error) {
+// whoever saved the adapter. For several tables, include patterns that
+// match no table while others do are warnings too; a selection of
+// nothing but such patterns is refused, blaming include.
+func (s *Service) checkResource(ctx context.Context, spec api.Adapter) (warnings []string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, resourceCheckTimeout)
 	defer cancel()
 	l, err := s.acquire(ctx, spec.Connection)
@@ -348,14 +348,20 @@ func (s *Service) checkResource(ctx context.Context, spec api.Adapter) (warning 
 		// a table the listing gives none is a warning (the source may
 		// gain the key before the first run).
 		var sel []source.Resource
-		if sel, err = s.selectTables(ctx, l, spec); err == nil {
-			return keylessWarning(sel), nil
+		if sel, warnings, err = s.selectTables(ctx, l, spec); err == nil {
+			if w := keylessWarning(sel); w != "" {
+				warnings = append(warnings, w)
+			}
+			return warnings, nil
+		}
+		if errors.Is(err, source.ErrIncludeMatchesNothing) {
+			return nil, optionErrorIs(&OptionError{Key: "include", Msg: err.Error()}, err)
 		}
 		if errors.Is(err, source.ErrBadSelection) {
-			return "", optionErrorIs(&OptionError{Key: "resources", Msg: err.Error()}, err)
+			return nil, optionErrorIs(&OptionError{Key: "resources", Msg: err.Error()}, err)
 		}
 		if errors.Is(err, errNoPoint) {
-			return "", optionErrorIs(&OptionError{Key: "connection", Msg: err.Error()}, err)
+			return nil, optionErrorIs(&OptionError{Key: "connection", Msg: err.Error()}, err)
 		}
 	} else if err == nil {
 		defer l.release()
@@ -366,24 +372,24 @@ func (s *Service) checkResource(ctx context.Context, spec api.Adapter) (warning 
 			if cerr := tr.Close(); cerr != nil {
 				s.log.Debug("closing the resource check", "adapter", spec.Name, "err", l.scrub(cerr))
 			}
-			return "", partitionKeyInSource(spec, schema)
+			return nil, partitionKeyInSource(spec, schema)
 		}
 	}
 	switch {
 	case spec.ManyTables() && l != nil && (errors.Is(err, ErrResourceNotFound) || errors.Is(err, errNoPoint)):
 		// selectTables named the adapter and its connection already.
-		return "", err
+		return nil, err
 	case errors.Is(err, ErrResourceNotFound), errors.Is(err, ErrNoKey), errors.Is(err, ErrConnectionNotFound), errors.Is(err, errNoPoint):
-		return "", fmt.Errorf("adapter %q: %w", spec.Name, err)
+		return nil, fmt.Errorf("adapter %q: %w", spec.Name, err)
 	case l != nil && errors.As(err, new(*OptionError)):
 		// The source refused the resource itself (a snapstore dataset
 		// that is the adapter's own).
-		return "", fmt.Errorf("adapter %q: %w", spec.Name, err)
+		return nil, fmt.Errorf("adapter %q: %w", spec.Name, err)
 	}
 	err = source.WithBound(err, resourceCheckTimeout, "the bound of the resource check")
 	s.log.Warn("adapter resource not checked", "adapter", spec.Name,
 		"connection", spec.Connection, "resource", spec.Resource, "cause", checkCause(err), "err", err)
-	return fmt.Sprintf("%s not checked: %v; its runs fail until the source answers", checkedWhat(spec), err), nil
+	return []string{fmt.Sprintf("%s not checked: %v; its runs fail until the source answers", checkedWhat(spec), err)}, nil
 }
 
 // keylessWarning is the warning of an adapter of several tables whose

@@ -91,7 +91,11 @@ type RunRecord struct {
 	// Tables, for a run of a dataset of several tables, lists each table
 	// with how it was read and its counts.
 	Tables []RunTable `json:"tables,omitempty"`
-	Error  string     `json:"error,omitempty"`
+	// Warnings say what the run passed over that is likely a mistake of
+	// the definition, though not one that stops it: an include pattern of
+	// several that matches no table of the source.
+	Warnings []string `json:"warnings,omitempty"`
+	Error    string   `json:"error,omitempty"`
 	// Code classifies a run that did not succeed, stable for scripts:
 	// guard_refused, duplicate_key, resource_not_found, no_key, unsupported_type,
 	// source_unavailable, source_auth, connection_not_found, config (the

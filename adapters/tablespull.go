@@ -120,9 +120,17 @@ func (s *Service) pullTables(ctx context.Context, ar *activeRun, spec api.Adapte
 	}
 	defer l.release()
 	tp.l = l
-	sel, err := s.selectTables(ctx, l, spec)
+	sel, warnings, err := s.selectTables(ctx, l, spec)
 	if err != nil {
 		return pullResult{}, err
+	}
+	if len(warnings) > 0 {
+		ar.mu.Lock()
+		ar.rec.Warnings = append(ar.rec.Warnings, warnings...)
+		ar.mu.Unlock()
+		for _, w := range warnings {
+			s.log.Warn("run selection", "run", tp.runID, "adapter", spec.Name, "warning", w)
+		}
 	}
 	if d, err := s.db.Dataset(ctx, spec.Dataset); err == nil {
 		tp.created = d.CreatedAt
@@ -170,22 +178,29 @@ func (s *Service) pullTables(ctx context.Context, ar *activeRun, spec api.Adapte
 var errNoPoint = errors.New("adapters: the data connection cannot read several tables at one point")
 
 // selectTables resolves spec's selection against the resources l lists.
-func (s *Service) selectTables(ctx context.Context, l *lease, spec api.Adapter) ([]source.Resource, error) {
+// The warnings name the include patterns that match no table of the
+// source (source.TableSelection.Unmatched), which the selection passes
+// over when another pattern matches.
+func (s *Service) selectTables(ctx context.Context, l *lease, spec api.Adapter) (sel []source.Resource, warnings []string, err error) {
 	if _, ok := l.src.(source.PointOpener); !ok {
-		return nil, fmt.Errorf("%w: adapter %q: data connection %q is of type %s; name one resource", errNoPoint, spec.Name, spec.Connection, l.typ)
+		return nil, nil, fmt.Errorf("%w: adapter %q: data connection %q is of type %s; name one resource", errNoPoint, spec.Name, spec.Connection, l.typ)
 	}
 	rl, ok := l.src.(ResourceLister)
 	if !ok {
-		return nil, fmt.Errorf("%w: adapter %q: data connection %q of type %s cannot list its tables", errNoPoint, spec.Name, spec.Connection, l.typ)
+		return nil, nil, fmt.Errorf("%w: adapter %q: data connection %q of type %s cannot list its tables", errNoPoint, spec.Name, spec.Connection, l.typ)
 	}
 	all, err := rl.Resources(ctx)
 	if err != nil {
-		return nil, connectOrReadError(ctx, l, spec.Connection, err)
+		return nil, nil, connectOrReadError(ctx, l, spec.Connection, err)
 	}
-	sel, err := source.SelectTables(source.TableSelection{Resources: spec.Resources, Include: spec.Include, Exclude: spec.Exclude},
-		source.Catalog{Resources: all, Quote: source.QuoteOf(l.src)})
+	ts := source.TableSelection{Resources: spec.Resources, Include: spec.Include, Exclude: spec.Exclude}
+	cat := source.Catalog{Resources: all, Quote: source.QuoteOf(l.src)}
+	sel, err = source.SelectTables(ts, cat)
 	if err != nil {
-		return nil, fmt.Errorf("adapter %q, data connection %q: %w", spec.Name, spec.Connection, err)
+		return nil, nil, fmt.Errorf("adapter %q, data connection %q: %w", spec.Name, spec.Connection, err)
+	}
+	for _, p := range ts.Unmatched(cat) {
+		warnings = append(warnings, fmt.Sprintf("%s matches no table of data connection %q (a typo in the pattern?); the run reads the tables the other patterns select", p, spec.Connection))
 	}
 	if pc, ok := l.src.(source.PointChecker); ok {
 		req := source.PointCheck{Tables: sel, Dataset: spec.Dataset}
@@ -193,10 +208,10 @@ func (s *Service) selectTables(ctx context.Context, l *lease, spec api.Adapter) 
 			req.DatasetCreated = d.CreatedAt
 		}
 		if err := pc.CheckPoint(ctx, req); err != nil {
-			return nil, fmt.Errorf("adapter %q, data connection %q: %w", spec.Name, spec.Connection, l.scrub(readError(ctx, spec.Connection, err)))
+			return nil, nil, fmt.Errorf("adapter %q, data connection %q: %w", spec.Name, spec.Connection, l.scrub(readError(ctx, spec.Connection, err)))
 		}
 	}
-	return sel, nil
+	return sel, warnings, nil
 }
 
 // connectOrReadError is err of the source, scrubbed: a *SourceError (the

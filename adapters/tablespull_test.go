@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snapstore/snapstore/adapters/source"
 	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/snapshot"
 )
@@ -218,6 +219,56 @@ func TestTablesRun(t *testing.T) {
 		}
 		if cur := mustVersion(t, ts.db, "bank", 0); cur.Version != fifth.Version {
 			t.Errorf("current version %d after a run with a table without a key, want %d", cur.Version, fifth.Version)
+		}
+	})
+}
+
+// TestTablesRunUnmatchedInclude: an include pattern that matches no
+// table beside one that does is a warning when the adapter is saved and
+// in each run's record, naming the pattern; an include that matches
+// nothing at all is refused blaming include, and so is a run once the
+// source no longer holds a table it matches.
+func TestTablesRunUnmatchedInclude(t *testing.T) {
+	forEachTablesSource(t, func(t *testing.T, src tablesSource) {
+		ctx := context.Background()
+		src.exec(
+			"CREATE TABLE acct_one (id INT PRIMARY KEY, amount INT NOT NULL)",
+			"INSERT INTO acct_one VALUES (1, 100)",
+		)
+		ts := newStack(t, Options{})
+		if _, err := ts.svc.CreateConnection(ctx, src.conn); err != nil {
+			t.Fatal(noteErr(err))
+		}
+		const want = `include[1] "ledgr" matches no table of data connection "src"`
+		spec := api.Adapter{Name: "pats", Connection: "src", Include: []string{"acct_*", "ledgr"}}
+		a, err := ts.svc.CreateAdapter(ctx, spec)
+		if err != nil {
+			t.Fatal(noteErr(err))
+		}
+		if len(a.Warnings) != 1 || !strings.Contains(a.Warnings[0], want) {
+			t.Errorf("warnings of an adapter with a pattern of no table: %q", a.Warnings)
+		}
+		run := ts.runWait(t, "pats")
+		mustSucceed(t, run)
+		if len(run.Warnings) != 1 || !strings.Contains(run.Warnings[0], want) || len(run.Tables) != 1 {
+			t.Errorf("run with a pattern of no table: warnings %q, tables %+v", run.Warnings, run.Tables)
+		}
+		if got, err := ts.svc.GetRun(ctx, run.ID); err != nil || !slices.Equal(got.Warnings, run.Warnings) {
+			t.Errorf("stored run record: warnings %q, %v", got.Warnings, err)
+		}
+
+		none := api.Adapter{Name: "none", Connection: "src", Include: []string{"acct-*", "ledgr"}}
+		_, err = ts.svc.CreateAdapter(ctx, none)
+		var oe *OptionError
+		if !errors.Is(err, ErrResourceNotFound) || !errors.Is(err, source.ErrIncludeMatchesNothing) || !errors.As(err, &oe) || oe.Key != "include" ||
+			!strings.Contains(err.Error(), `no table matches include ["acct-*" "ledgr"]`) {
+			t.Errorf("an adapter whose include matches nothing: %v (option %+v)", err, oe)
+		}
+
+		src.exec("DROP TABLE acct_one")
+		gone := ts.runWait(t, "pats")
+		if gone.Status != RunFailed || gone.Code != "resource_not_found" || !strings.Contains(gone.Error, `no table matches include ["acct_*" "ledgr"]`) {
+			t.Errorf("run whose include matches nothing: %s %s: %s", gone.Status, gone.Code, gone.Error)
 		}
 	})
 }

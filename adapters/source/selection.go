@@ -44,11 +44,19 @@ type Catalog struct {
 // excluded, a selection of nothing.
 var ErrBadSelection = errors.New("adapters: bad table selection")
 
+// ErrIncludeMatchesNothing is wrapped by the error of a selection that
+// names no resource and whose include patterns match no table of the
+// catalog (a typo in the pattern, or a source without those tables yet).
+// It is an ErrResourceNotFound whose input to blame is include.
+var ErrIncludeMatchesNothing = fmt.Errorf("%w: no table matches include", ErrResourceNotFound)
+
 // SelectTables resolves sel against cat: the selected resources ordered
 // by schema then name, each once. A named resource that the catalog does
 // not list is ErrResourceNotFound naming it; a name that two schemas hold
-// and the default schema does not is ambiguous (ErrBadSelection); patterns
-// that match no table are ErrResourceNotFound naming them. A bad pattern is
+// and the default schema does not is ambiguous (ErrBadSelection); include
+// patterns none of which matches a table, with no resource named, are
+// ErrIncludeMatchesNothing naming them (one pattern of several that
+// matches nothing is not an error: Unmatched tells). A bad pattern is
 // ErrBadSelection and path.ErrBadPattern, naming the list and position.
 func SelectTables(sel TableSelection, cat Catalog) ([]Resource, error) {
 	if err := sel.Validate(); err != nil {
@@ -98,7 +106,7 @@ func SelectTables(sel TableSelection, cat Catalog) ([]Resource, error) {
 			picked[[2]string{s, r.Name}] = r
 		}
 		if !matched && len(sel.Resources) == 0 {
-			return nil, fmt.Errorf("%w: no table matches include %q", ErrResourceNotFound, include)
+			return nil, fmt.Errorf("%w %q", ErrIncludeMatchesNothing, include)
 		}
 	}
 	if len(picked) == 0 {
@@ -127,6 +135,28 @@ func SelectTables(sel TableSelection, cat Catalog) ([]Resource, error) {
 		named[n] = r
 	}
 	return out, nil
+}
+
+// Unmatched lists the include patterns of sel that match no table of cat,
+// each as `include[i] "pattern"`, in order; nil when each matches one.
+// A pattern matches a table it would select before exclude drops it, as
+// in SelectTables. When another pattern matches, SelectTables passes over
+// such a pattern, which is most often a typo, so callers report it.
+func (sel TableSelection) Unmatched(cat Catalog) []string {
+	var out []string
+	for i, p := range sel.Include {
+		hit := slices.ContainsFunc(cat.Resources, func(r Resource) bool {
+			s := r.Schema
+			if s == "" {
+				s = cat.DefaultSchema
+			}
+			return r.Type == "table" && matchTable(p, s, r.Name)
+		})
+		if !hit {
+			out = append(out, fmt.Sprintf("include[%d] %q", i, p))
+		}
+	}
+	return out
 }
 
 // quotedName is r as a resource names it, each part quoted with q.

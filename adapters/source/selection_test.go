@@ -69,7 +69,7 @@ func TestSelectTablesErrors(t *testing.T) {
 		{"bad include", TableSelection{Include: []string{"public.*", "[a-"}}, []error{ErrBadSelection, path.ErrBadPattern}, `include[1] "[a-"`},
 		{"bad exclude", TableSelection{Resources: []string{"orders"}, Exclude: []string{`\`}}, []error{ErrBadSelection, path.ErrBadPattern}, `exclude[0]`},
 		{"empty pattern", TableSelection{Include: []string{""}}, []error{ErrBadSelection}, "include[0] is empty"},
-		{"nothing matches", TableSelection{Include: []string{"nosuch_*"}}, []error{ErrResourceNotFound}, "nosuch_*"},
+		{"nothing matches", TableSelection{Include: []string{"nosuch_*"}}, []error{ErrResourceNotFound, ErrIncludeMatchesNothing}, `no table matches include ["nosuch_*"]`},
 		{"all excluded", TableSelection{Include: []string{"audit_*"}, Exclude: []string{"*"}}, []error{ErrBadSelection}, "excluded"},
 		{"named and excluded", TableSelection{Resources: []string{"audit_log"}, Exclude: []string{"audit_*"}}, []error{ErrBadSelection}, `"audit_log" is named and excluded`},
 	} {
@@ -87,6 +87,31 @@ func TestSelectTablesErrors(t *testing.T) {
 				t.Errorf("%q does not say %q", err, tc.text)
 			}
 		})
+	}
+}
+
+// TestSelectTablesUnmatched: the include patterns that match no table are
+// named, by position, whether or not the others select tables; a pattern
+// that matches only excluded tables, or a view, is no typo, or is one.
+func TestSelectTablesUnmatched(t *testing.T) {
+	for _, tc := range []struct {
+		sel  TableSelection
+		want string
+	}{
+		{TableSelection{Include: []string{"order*", "ordr_lines", "hr.*"}}, `include[1] "ordr_lines"`},
+		{TableSelection{Include: []string{"audit_*"}, Exclude: []string{"audit_log"}}, ""},
+		{TableSelection{Include: []string{"order_totals", "nosuch.*"}}, `include[0] "order_totals" include[1] "nosuch.*"`},
+		{TableSelection{Resources: []string{"orders"}}, ""},
+	} {
+		if got := strings.Join(tc.sel.Unmatched(testCatalog()), " "); got != tc.want {
+			t.Errorf("%+v: unmatched %q, want %q", tc.sel, got, tc.want)
+		}
+	}
+	// One pattern that matches nothing beside one that matches: the
+	// selection resolves to what the other selects.
+	got, err := SelectTables(TableSelection{Include: []string{"order*", "ordr_lines"}}, testCatalog())
+	if err != nil || names(got) != "public.order_lines public.orders sales.orders" {
+		t.Errorf("selection with one unmatched pattern: %q, %v", names(got), err)
 	}
 }
 

@@ -136,3 +136,19 @@ func TestTables_ConsoleVerifiedRun(t *testing.T) {
 		t.Errorf("the run page of a verified run of several tables says it read no rows")
 	}
 }
+
+// TestTables_ConsoleRunWarnings: the page of a run whose include has a
+// pattern of no table beside one that selects tables shows the run's
+// warning naming the pattern.
+func TestTables_ConsoleRunWarnings(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.must(201, "POST", "/v1/adapters", `{"name":"typo","connection":"shop","include":["prod*","ordrs"]}`)
+	r := f.must(200, "POST", "/v1/adapters/typo/runs?wait=true", "")
+	var rec adapters.RunRecord
+	r.json(t, &rec)
+	if rec.Status != adapters.RunSucceeded || len(rec.Warnings) != 1 {
+		t.Fatalf("a run with a pattern of no table: %s, warnings %q", rec.Status, rec.Warnings)
+	}
+	b := newBrowser(t, f)
+	b.page("/ui/runs/"+rec.ID, `id="run-warnings"`, `include[1] &#34;ordrs&#34; matches no table of data connection &#34;shop&#34;`)
+}
