@@ -98,6 +98,7 @@ type RunRecord struct {
 	Error    string   `json:"error,omitempty"`
 	// Code classifies a run that did not succeed, stable for scripts:
 	// guard_refused, duplicate_key, resource_not_found, no_key, unsupported_type,
+	// table_changed (a source table truncated or altered under the run),
 	// source_unavailable, source_auth, connection_not_found, config (the
 	// connection's options do not resolve: an env: variable unset, a
 	// file: unreadable; the cause a connection test gives), key_changed,
@@ -137,6 +138,7 @@ var runCodes = []struct {
 	{ErrResourceNotFound, "resource_not_found"},
 	{ErrNoKey, "no_key"},
 	{ErrUnsupportedType, "unsupported_type"},
+	{ErrTableChanged, "table_changed"},
 	{ErrSourceAuth, "source_auth"},
 	{ErrSourceUnavailable, "source_unavailable"},
 	{ErrConnectionNotFound, "connection_not_found"},

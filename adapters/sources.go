@@ -49,6 +49,7 @@ var (
 	ErrSourceUnavailable = source.ErrSourceUnavailable
 	ErrSourceAuth        = source.ErrSourceAuth
 	ErrUnsupportedType   = source.ErrUnsupportedType
+	ErrTableChanged      = source.ErrTableChanged
 	ErrBadOption         = source.ErrBadOption
 )
 

@@ -507,6 +507,52 @@ func TestTablesRunSchemaChanged(t *testing.T) {
 	}
 }
 
+// TestTablesRunTruncated: a TRUNCATE on MariaDB of a table the run has
+// not read yet makes the run's snapshot unable to read it (error 1412);
+// the run fails with table_changed, naming the table and saying the next
+// run reads it, and commits nothing; the next run reads the empty table.
+func TestTablesRunTruncated(t *testing.T) {
+	e := mysqlEnv(t)
+	ctx := context.Background()
+	db := e.tempDatabase(t, "tables")
+	e.exec(t, db, "CREATE TABLE a (id INT PRIMARY KEY, v INT NOT NULL)", "CREATE TABLE b (id INT PRIMARY KEY, v INT NOT NULL)",
+		"INSERT INTO a VALUES (1, 1), (2, 2)", "INSERT INTO b VALUES (1, 1), (2, 2)")
+	ts := newStack(t, Options{})
+	if _, err := ts.svc.CreateConnection(ctx, connSpec(t, e, "src", db, nil)); err != nil {
+		t.Fatal(noteErr(err))
+	}
+	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "ab", Connection: "src", Include: []string{"a", "b"}, Parallelism: 1, Guard: api.Guard{AllowEmpty: true, MaxShrink: 1}}); err != nil {
+		t.Fatal(noteErr(err))
+	}
+	first := ts.runWait(t, "ab")
+	mustSucceed(t, first)
+	e.exec(t, db, "UPDATE a SET v = 10")
+	blk := newBlock(ts, "ab", 1) // one connection, a before b: the pause is in a
+	rec, err := ts.svc.StartRun(ctx, "ab", RunOptions{Trigger: "api"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-blk.reached
+	e.exec(t, db, "TRUNCATE TABLE b")
+	close(blk.release)
+	got, err := ts.svc.WaitRun(ctx, rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != RunFailed || got.Code != "table_changed" || !strings.Contains(got.Error, "table "+db+".b: ") ||
+		!strings.Contains(got.Error, "source table changed under the run (truncated or altered since the run's snapshot began); nothing is committed, the next run reads it as it is then") {
+		t.Fatalf("run over a TRUNCATE: %s %s %q, want failed with table_changed naming table b", got.Status, got.Code, got.Error)
+	}
+	if cur := mustVersion(t, ts.db, "ab", 0); cur.Version != first.Version {
+		t.Errorf("current version %d after the failed run, want %d", cur.Version, first.Version)
+	}
+	next := ts.runWait(t, "ab")
+	mustSucceed(t, next)
+	if _, rows := tableRows(t, ts.db, "ab", "b", 0); len(rows) != 0 {
+		t.Errorf("b after the next run: %d rows, want none", len(rows))
+	}
+}
+
 // TestTablesRunKeyChanged: a table whose key changed fails the run with
 // key_changed, and the error says what keeps the rest of the dataset: a
 // run without the table (allow_dropped_tables), after which the table

@@ -215,6 +215,7 @@ var sentinels = []sentinel{
 	{adapters.ErrSourceUnavailable, http.StatusBadGateway, "source_unavailable", ""},
 	{adapters.ErrSourceAuth, http.StatusBadGateway, "source_auth", ""},
 	{adapters.ErrUnsupportedType, http.StatusUnprocessableEntity, "unsupported_type", ""},
+	{adapters.ErrTableChanged, http.StatusConflict, "table_changed", ""},
 	{adapters.ErrShuttingDown, http.StatusServiceUnavailable, "shutting_down", ""},
 	// Secrets at rest (adapters.E1-E5): no key to encrypt a literal with
 	// (the server's secrets.key_file is not set); a stored secret that

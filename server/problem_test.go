@@ -93,7 +93,7 @@ func TestProblemFor_EverySentinel(t *testing.T) {
 			"ErrNodeDraining": adapters.ErrNodeDraining, "ErrNodeUnreachable": adapters.ErrNodeUnreachable,
 			"ErrNodeFailed":       adapters.ErrNodeFailed,
 			"ErrSecretKeyMissing": adapters.ErrSecretKeyMissing, "ErrSecretKeyUnknown": adapters.ErrSecretKeyUnknown,
-			"ErrSecretUnreadable": adapters.ErrSecretUnreadable,
+			"ErrSecretUnreadable": adapters.ErrSecretUnreadable, "ErrTableChanged": adapters.ErrTableChanged,
 		},
 		"store": {
 			"ErrNotFound": store.ErrNotFound, "ErrClosed": store.ErrClosed,

@@ -234,6 +234,7 @@ const (
 	erAccessDenied       = 1045
 	erBadDB              = 1049
 	erNoSuchTable        = 1146
+	erTableDefChanged    = 1412 // ER_TABLE_DEF_CHANGED: a table of a snapshot was truncated or altered since
 	erAccessDeniedNoPass = 1698
 	erNotSupportedAuth   = 1251
 )
@@ -271,11 +272,17 @@ func classifyMySQL(ctx context.Context, err error) string {
 	return "error"
 }
 
-// wrapMySQLErr marks a driver error with ErrSourceAuth or
-// ErrSourceUnavailable when it is one, keeping the driver error in the chain.
+// wrapMySQLErr marks a driver error with ErrSourceAuth,
+// ErrSourceUnavailable or ErrTableChanged when it is one, keeping the
+// driver error in the chain.
 func wrapMySQLErr(ctx context.Context, err error) error {
 	if err == nil || ctx.Err() != nil {
 		return err
+	}
+	if me := (*mysql.MySQLError)(nil); errors.As(err, &me) && me.Number == erTableDefChanged {
+		// A consistent snapshot cannot read a table whose definition
+		// changed after it began (TRUNCATE recreates the table).
+		return fmt.Errorf("%w (truncated or altered since the run's snapshot began); nothing is committed, the next run reads it as it is then: %w", source.ErrTableChanged, err)
 	}
 	switch classifyMySQL(ctx, err) {
 	case "auth":

@@ -19,6 +19,11 @@ var (
 	ErrSourceUnavailable = errors.New("adapters: source unavailable")
 	// ErrSourceAuth: the source refused the credentials.
 	ErrSourceAuth = errors.New("adapters: source refused the credentials")
+	// ErrTableChanged: a table the run reads was replaced at the source
+	// since the run's snapshot began (a TRUNCATE or ALTER on MySQL and
+	// MariaDB, error 1412), so the snapshot cannot read it; nothing is
+	// committed and the next run reads the table as it is then.
+	ErrTableChanged = errors.New("adapters: source table changed under the run")
 	// ErrUnsupportedType: a source column type docs/types.md does not map.
 	ErrUnsupportedType = errors.New("adapters: unsupported column type")
 	// ErrBadOption is wrapped by every *OptionError.
