@@ -45,6 +45,25 @@ func TestRun_ForceAndGuardCode(t *testing.T) {
 	}
 }
 
+// TestRun_EmptyGuardText: the error of a run of 0 rows that the empty
+// guard refuses names the setting and the way to force it, each once.
+func TestRun_EmptyGuardText(t *testing.T) {
+	path := newSQLiteFixture(t)
+	ts := newStack(t, Options{
+		Connections: []api.Connection{{Name: "src", Type: "sqlite", Options: map[string]any{"path": path}}},
+		Adapters:    []api.Adapter{{Name: "items", Connection: "src", Resource: "items"}},
+	})
+	sqliteExec(t, path, `DELETE FROM items`)
+	rec := ts.runWait(t, "items")
+	if rec.Status != RunFailed || rec.Code != "guard_refused" {
+		t.Fatalf("run of 0 rows: %+v", rec)
+	}
+	const want = `committing dataset "items": commit guard refused the run: the run has 0 rows and allow_empty is not set (start the run with force=true to commit anyway)`
+	if rec.Error != want || strings.Count(rec.Error, "force") != 1 {
+		t.Errorf("refused run's error\n%s\nwant\n%s", rec.Error, want)
+	}
+}
+
 // TestRunErrorText: an aborted run says "context canceled" at most once
 // and a lost source names the data connection.
 func TestRunErrorText(t *testing.T) {

@@ -15,13 +15,14 @@ type Guard struct {
 const defaultMaxShrink = 0.5
 
 // checkGuards returns ErrGuardRefused when the run's counts break a guard
-// (D7), unless RunOptions.Force.
+// (D7), unless RunOptions.Force. The error names the guard; how to force
+// the run is the caller's to say (the API's force=true, the CLI's --force).
 func (r *Run) checkGuards() error {
 	if r.opts.Force {
 		return nil
 	}
 	if r.stats.Rows == 0 && !r.guard.AllowEmpty {
-		return fmt.Errorf("%w: the run has 0 rows (set allow_empty or force)", ErrGuardRefused)
+		return fmt.Errorf("%w: the run has 0 rows and allow_empty is not set", ErrGuardRefused)
 	}
 	maxShrink := r.guard.MaxShrink
 	if maxShrink == 0 {
@@ -57,7 +58,7 @@ func (tr *TablesRun) checkGuards() error {
 		}
 	}
 	if rows == 0 && len(tr.writers) > 0 && !tr.opts.Force && !tr.guard.AllowEmpty {
-		return fmt.Errorf("%w: the run has 0 rows in every table (set allow_empty or force)", ErrGuardRefused)
+		return fmt.Errorf("%w: the run has 0 rows in every table and allow_empty is not set", ErrGuardRefused)
 	}
 	return nil
 }

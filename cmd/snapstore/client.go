@@ -65,9 +65,21 @@ func (e *apiError) text() string {
 		return fmt.Sprintf("HTTP %d %s: %s: %s", e.Status, p.Code, e.Flag, detail)
 	}
 	if p.Field != "" {
-		return fmt.Sprintf("HTTP %d %s (field %s): %s", e.Status, p.Code, p.Field, p.Detail)
+		return fmt.Sprintf("HTTP %d %s (field %s): %s", e.Status, p.Code, p.Field, withoutField(p.Detail, p.Field))
 	}
 	return fmt.Sprintf("HTTP %d %s: %s", e.Status, p.Code, p.Detail)
+}
+
+// withoutField is detail without the field it begins by naming
+// ("body.retention.ttl: ...", `option "connection": ...`), which the
+// CLI's text names already.
+func withoutField(detail, field string) string {
+	for _, prefix := range []string{field + ": ", `option "` + field + `": `} {
+		if d, ok := strings.CutPrefix(detail, prefix); ok {
+			return d
+		}
+	}
+	return detail
 }
 
 // do sends one request: body, when not nil, as JSON. A non-2xx answer is

@@ -176,3 +176,24 @@ func TestAPIClient_CertificateForAnotherName(t *testing.T) {
 		t.Errorf("message: %s", msg)
 	}
 }
+
+// TestAPIError_NamesTheFieldOnce: a problem's field is named once in the
+// CLI's text, whether its detail begins with the field or with the
+// option it names.
+func TestAPIError_NamesTheFieldOnce(t *testing.T) {
+	for _, tc := range []struct {
+		p    server.Problem
+		want string
+	}{
+		{server.Problem{Code: "connection_not_found", Field: "connection", Detail: `option "connection": data connection "nope" does not exist`},
+			`HTTP 404 connection_not_found (field connection): data connection "nope" does not exist`},
+		{server.Problem{Code: "bad_request", Field: "body.retention.ttl", Detail: `body.retention.ttl: want a Go duration, got "3600"`},
+			`HTTP 404 bad_request (field body.retention.ttl): want a Go duration, got "3600"`},
+		{server.Problem{Code: "resource_not_found", Field: "include", Detail: `adapter "x", data connection "c": no table matches include ["a*"]`},
+			`HTTP 404 resource_not_found (field include): adapter "x", data connection "c": no table matches include ["a*"]`},
+	} {
+		if got := (&apiError{Status: 404, Problem: tc.p}).Error(); got != tc.want {
+			t.Errorf("text %q\nwant %q", got, tc.want)
+		}
+	}
+}
