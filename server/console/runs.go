@@ -1,6 +1,7 @@
 package console
 
 import (
+	"fmt"
 	"net/http"
 	"time"
 
@@ -69,6 +70,48 @@ func runViewOf(rec adapters.RunRecord, now time.Time) runView {
 		v.Phases = append(v.Phases, phaseItem{RunPhase: p, Duration: pe.Sub(p.Start)})
 	}
 	return v
+}
+
+// readText says how a run read its source, after "read", for each mode
+// of RunRecord.Mode (adapters.ModeFull and the others); "" when the
+// record says none. A mode this build does not know is named as it is.
+func readText(rec adapters.RunRecord) string {
+	switch rec.Mode {
+	case "":
+		return ""
+	case adapters.ModeFull:
+		return "in full"
+	case adapters.ModeChunks:
+		return fmt.Sprintf("the changed key ranges: %s of %s", formatCount(rec.Chunks-rec.ChunksSkipped), formatCount(rec.Chunks))
+	case adapters.ModeVerify:
+		if len(rec.Tables) > 0 {
+			// A run of several tables is verify when no table changed,
+			// however each was read (its own mode, in the tables' lines).
+			return "as each table below says; no table changed"
+		}
+		return "no rows: every key range's checksum matched"
+	case adapters.ModeDiff:
+		return "the source's changes since the version the current one copied (diff)"
+	}
+	return "by mode " + rec.Mode
+}
+
+// tableReadText is readText for one table of a run of several tables;
+// "" for a table the run did not read.
+func tableReadText(t adapters.RunTable) string {
+	switch t.Mode {
+	case "":
+		return ""
+	case adapters.ModeFull:
+		return "in full"
+	case adapters.ModeChunks:
+		return fmt.Sprintf("%s of %s key ranges", formatCount(t.Chunks-t.ChunksSkipped), formatCount(t.Chunks))
+	case adapters.ModeVerify:
+		return "no rows: every key range's checksum matched"
+	case adapters.ModeDiff:
+		return "the source's changes (diff)"
+	}
+	return "by mode " + t.Mode
 }
 
 // run answers GET /ui/runs/{id}.

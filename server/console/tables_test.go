@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
@@ -151,4 +152,36 @@ func TestTables_ConsoleRunWarnings(t *testing.T) {
 	}
 	b := newBrowser(t, f)
 	b.page("/ui/runs/"+rec.ID, `id="run-warnings"`, `include[1] &#34;ordrs&#34; matches no table of data connection &#34;shop&#34;`)
+}
+
+// TestConsole_RunPageReadModes: the run page says how each run read its
+// source: in full for a first copy from another snapstore, and its
+// changes since the version copied for the next (mode diff), not "in
+// full".
+func TestConsole_RunPageReadModes(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.run("products")
+	if _, err := f.svc.CreateConnection(t.Context(), api.Connection{Name: "self", Type: "snapstore", Options: map[string]any{"url": f.ts.URL}}); err != nil {
+		t.Fatal(err)
+	}
+	f.must(201, "POST", "/v1/adapters", `{"name":"copy","connection":"self","resource":"products"}`)
+	b := newBrowser(t, f)
+	for i, want := range []struct{ mode, text string }{
+		{adapters.ModeFull, "read in full"},
+		{adapters.ModeDiff, "read the source&#39;s changes since the version the current one copied (diff)"},
+	} {
+		if i > 0 {
+			f.exec(`UPDATE products SET stock = 1 WHERE id = 1`)
+			f.run("products")
+		}
+		var rec adapters.RunRecord
+		f.must(200, "POST", "/v1/adapters/copy/runs?wait=true", "").json(t, &rec)
+		if rec.Status != adapters.RunSucceeded || rec.Mode != want.mode {
+			t.Fatalf("copy run %d: %s, mode %q, want %q: %s", i, rec.Status, rec.Mode, want.mode, rec.Error)
+		}
+		page := b.page("/ui/runs/"+rec.ID, want.text)
+		if want.mode != adapters.ModeFull && strings.Contains(page, "read in full") {
+			t.Errorf("the page of a run of mode %s says it read in full", want.mode)
+		}
+	}
 }

@@ -33,8 +33,9 @@ var consoleFuncs = template.FuncMap{
 	"durTxt":    durationText,
 	"took":      tookText,
 	"list":      func(xs ...string) []string { return xs },
-	"sub":       func(a, b int) int { return a - b },
 	"hasPrefix": strings.HasPrefix,
+	"readText":  readText,
+	"tableRead": tableReadText,
 }
 
 // tookText is how long an ended run took, "" for one still running.
