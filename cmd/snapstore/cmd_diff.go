@@ -22,8 +22,12 @@ defaults to the current version, --from to the kept version just before
 --to, so a bare diff shows the last run's changes (nothing, when it found
 nothing new: give --from). --stats gives the counts only. --table NAME reads
 a table of a dataset of several tables; the --stats of such a dataset
-without --table lists every table with its counts (a table only one
-version holds is added, dropped or replaced).
+without --table lists every table with its counts, and its CHANGE:
+compared (both versions hold the table; its rows were compared), added or
+dropped (only the newer, or the older, version holds it: all its rows
+count as inserted, or deleted), or replaced (dropped and created again in
+between: the old rows count as deleted, the new as inserted). The last
+line, (all), sums every table.
 
 --output json prints the API's NDJSON: one change object per line,
 {"op","key","before","after","changed"}. --format asks the server for
@@ -32,6 +36,10 @@ Apache Arrow IPC stream, one row per change) or parquet (a Parquet file,
 --compression zstd or snappy), to standard output or to --out FILE
 (written whole or not at all). Arrow and Parquet are binary: they go to a
 file or a pipe, never to a terminal.`
+
+// tableCompared is the CHANGE of diff --stats for a table both versions
+// hold (snapshot.TableDiffStats.Change ""), whose rows were compared.
+const tableCompared = "compared"
 
 // cmdDiff is `snapstore diff DATASET`.
 func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -77,7 +85,11 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 				fmt.Fprintf(stderr, "%s: from version %d to %d\n", pos[0], st.From, st.To)
 				tt := newTable(stdout, "TABLE", "CHANGE", "INSERTED", "UPDATED", "DELETED")
 				for _, d := range st.Tables {
-					tt.row(d.Table, d.Change, count(d.Inserted), count(d.Updated), count(d.Deleted))
+					change := d.Change
+					if change == "" {
+						change = tableCompared
+					}
+					tt.row(d.Table, change, count(d.Inserted), count(d.Updated), count(d.Deleted))
 				}
 				tt.row("(all)", "", count(st.Inserted), count(st.Updated), count(st.Deleted))
 				return tt.flush()

@@ -93,6 +93,15 @@ func TestCLI_Tables(t *testing.T) {
 	if out, _ = do(0, "diff", "shop", "--stats"); !strings.Contains(out, "order lines") || !strings.Contains(out, "(all)") {
 		t.Errorf("diff --stats of every table:\n%s", out)
 	}
+	// A table both versions hold says so in CHANGE, not "-".
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); strings.HasPrefix(line, "orders ") && (len(f) < 2 || f[1] != "compared") {
+			t.Errorf("diff --stats: CHANGE of orders in %q, want compared", line)
+		}
+	}
+	if !strings.Contains(out, "orders       compared") {
+		t.Errorf("diff --stats names no table compared:\n%s", out)
+	}
 	if out, _ = do(0, "versions", "shop"); !strings.Contains(out, "TABLES") {
 		t.Errorf("versions:\n%s", out)
 	}
