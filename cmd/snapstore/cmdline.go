@@ -358,7 +358,13 @@ func runGroup(ctx context.Context, group, help string, subs []subcommand, args [
 			return s.run(ctx, args[1:], stdout, stderr)
 		}
 	}
-	return usageError("unknown subcommand %q of %s; %s", args[0], group, strings.TrimSpace(text()))
+	// One line naming the subcommands, as an unknown command's does: the
+	// whole help inside an error buries what went wrong.
+	names := make([]string, len(subs))
+	for i, s := range subs {
+		names[i] = s.name
+	}
+	return usageError("unknown subcommand %q (known: %s; snapstore help %s tells more)", args[0], strings.Join(names, ", "), group)
 }
 
 // loadConfig loads the configuration of cf's flags and environ
