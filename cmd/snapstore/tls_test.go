@@ -31,6 +31,19 @@ func TestServe_HTTPSWithTheCLI(t *testing.T) {
 	if code, _, errs := cli(t, "cert", "server", dir); code != 2 || !strings.Contains(errs, "--host") {
 		t.Fatalf("cert server without --host: %d %s", code, errs)
 	}
+	// Made in a relative directory, the configuration lines still name
+	// the files absolutely: serve reads them from wherever it runs.
+	t.Chdir(dir)
+	if code, out, errs := cli(t, "cert", "ca", "tls"); code != 0 {
+		t.Fatalf("cert ca tls: %d %s %s", code, out, errs)
+	}
+	code, out, errs = cli(t, "cert", "server", "tls", "--host", "localhost", "--name", "rel")
+	for _, want := range []string{"wrote tls/rel.crt and tls/rel.key", "  cert_file: " + filepath.Join(dir, "tls", "rel.crt") + "\n",
+		"  key_file: " + filepath.Join(dir, "tls", "rel.key") + "\n", "clients: --ca-file " + filepath.Join(dir, "tls", "ca.crt") + " "} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Fatalf("cert server in a relative directory: %d, lacks %q:\n%s%s", code, want, out, errs)
+		}
+	}
 	code, out, _ = cli(t, "token", "new")
 	var tok, hash string
 	for _, l := range strings.Split(out, "\n") {
