@@ -77,7 +77,8 @@ func (s *Server) diff(c echo.Context) error {
 // dataset of several tables (snapshot.ErrTableRequired) the two ways to
 // get one: every table's counts in one answer (stats_only=true) and a
 // table's changes at its own route. Other errors are returned as they
-// are.
+// are. The CLI's diff cuts the text from "; each table's counts: GET "
+// to give its own flags instead.
 func tableRequiredInDiff(err error, ds string) error {
 	if !errors.Is(err, snapshot.ErrTableRequired) {
 		return err
