@@ -176,6 +176,11 @@ func (s *Server) DiffRange(ctx context.Context, q url.Values, ds string) (from, 
 				from = v.Version
 			}
 		}
+		if from == 0 && len(vs) <= 1 {
+			// No from would do: say what makes a second version
+			// rather than ask for a bound that cannot be given.
+			return 0, 0, BadField("from", "version %d is the only kept version of %s: a diff needs two (a run that finds the source changed commits the next)", to, ds)
+		}
 		if from == 0 {
 			return 0, 0, BadField("from", "no kept version older than %d; give from", to)
 		}
