@@ -110,6 +110,13 @@ func TestServe_HTTPSWithTheCLI(t *testing.T) {
 	// API tokens through the CLI: created (shown once), listed without
 	// it, used, revoked.
 	srv := []string{"--server", url, "--token", tok}
+	// A body field the server refuses is named by the flag that gave it.
+	if code, _, errs := cli(t, append([]string{"tokens", "create", "ci", "--role", "boss"}, srv...)...); code != 1 || !strings.Contains(errs, "HTTP 400 bad_request: --role: value is not one of the allowed values") || strings.Contains(errs, "body.role") {
+		t.Errorf("tokens create with a bad role: exit %d: %s", code, errs)
+	}
+	if code, _, errs := cli(t, append([]string{"tokens", "create", "ci", "--role", "reader", "--datasets", "ok,a/b"}, srv...)...); code != 1 || !strings.Contains(errs, "HTTP 400 bad_request: --datasets: pattern \"a/b\" has a '/'") {
+		t.Errorf("tokens create with a bad grant: exit %d: %s", code, errs)
+	}
 	if code, _, errs := cli(t, append([]string{"tokens", "create", "ci", "--role", "reader", "--expires-in", "30x"}, srv...)...); code != 2 || !strings.Contains(errs, "want a duration such as") {
 		t.Fatalf("tokens create --expires-in 30x: %d %s", code, errs)
 	}
