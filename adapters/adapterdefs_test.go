@@ -188,7 +188,8 @@ func TestAdapter_ResourceChecked(t *testing.T) {
 	if err != nil {
 		t.Errorf("unreachable source refused the adapter: %v", err)
 	}
-	if len(a.Warnings) != 1 || !strings.Contains(a.Warnings[0], `resource "t" not checked: data connection "down"`) {
+	if len(a.Warnings) != 1 || !strings.Contains(a.Warnings[0], `resource "t" not checked: data connection "down"`) ||
+		!strings.HasSuffix(a.Warnings[0], `; its runs fail alike until the connection's test passes (snapstore connections test down)`) {
 		t.Errorf("unreachable source: warnings %q", a.Warnings)
 	}
 	// An adapter of several tables: the warning names its selection.
