@@ -129,7 +129,13 @@ func connectionsResources(ctx context.Context, args []string, stdout, stderr io.
 			if r.EstimatedRows >= 0 {
 				est = count(r.EstimatedRows)
 			}
-			tb.row(r.Schema, r.Name, r.Type, est, strings.Join(r.Key, ", "))
+			key := strings.Join(r.Key, ", ")
+			if r.Type == "dataset" && len(r.Key) == 0 {
+				// A dataset of several tables has no key of its own:
+				// its tables, listed after it, are the resources.
+				key = "its tables: below"
+			}
+			tb.row(r.Schema, r.Name, r.Type, est, key)
 		}
 		return tb.flush()
 	})

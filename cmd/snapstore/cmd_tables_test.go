@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -73,6 +74,14 @@ func TestCLI_Tables(t *testing.T) {
 			t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, wantCode, out, errs)
 		}
 		return out, errs
+	}
+	// Through a snapstore connection, the dataset of several tables has
+	// no key of its own: the listing points at its tables.
+	conn := writeFile(t, "self.yaml", "name: self\ntype: snapstore\noptions: {url: "+url+"}\n")
+	do(0, "connections", "create", "-f", conn)
+	if out, _ := do(0, "connections", "resources", "self"); !regexp.MustCompile(`(?m)^-\s+shop\s+dataset\s+\d+\s+its tables: below$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^shop\s+orders\s+table\s+\d+\s+id$`).MatchString(out) {
+		t.Errorf("resources of a snapstore connection:\n%s", out)
 	}
 	out, _ := do(0, "tables", "shop")
 	if !strings.Contains(out, "order lines  3") || !strings.Contains(out, "orders       2") || !strings.Contains(out, "order_id,line") {
