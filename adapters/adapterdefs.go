@@ -389,7 +389,7 @@ func (s *Service) checkResource(ctx context.Context, spec api.Adapter) (warnings
 	err = source.WithBound(err, resourceCheckTimeout, "the bound of the resource check")
 	s.log.Warn("adapter resource not checked", "adapter", spec.Name,
 		"connection", spec.Connection, "resource", spec.Resource, "cause", checkCause(err), "err", err)
-	return []string{fmt.Sprintf("%s not checked: %v; its runs fail until the source answers", checkedWhat(spec), err)}, nil
+	return []string{fmt.Sprintf("%s not checked: %v; its runs fail alike until the connection's test passes (snapstore connections test %s)", checkedWhat(spec), err, spec.Connection)}, nil
 }
 
 // keylessWarning is the warning of an adapter of several tables whose

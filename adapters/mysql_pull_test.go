@@ -414,7 +414,7 @@ func TestKeysetPaging(t *testing.T) {
 	if _, sch, err := read(TableRequest{Resource: "uk"}); err != nil || strings.Join(sch.Key, ",") != "code" {
 		t.Errorf("uk key %v %v", sch.Key, err)
 	}
-	if _, _, err := read(TableRequest{Resource: "nokey"}); !errors.Is(err, ErrNoKey) || !strings.Contains(err.Error(), "key_columns") {
+	if _, _, err := read(TableRequest{Resource: "nokey"}); !errors.Is(err, ErrNoKey) || !strings.Contains(err.Error(), "has no primary key and no unique key over NOT NULL columns") {
 		t.Errorf("nokey: %v", err)
 	}
 	if _, _, err := read(TableRequest{Resource: "nokey", KeyColumns: []string{"a"}}); !errors.Is(err, ErrNoKey) || !strings.Contains(err.Error(), "not unique") {

@@ -313,6 +313,12 @@ func (s *Service) openResource(ctx context.Context, l *lease, spec api.Adapter) 
 	if errors.As(err, &se) {
 		return nil, err
 	}
+	if errors.Is(err, ErrNoKey) && len(spec.KeyColumns) == 0 {
+		// The source says the table has no key; what to do about it
+		// depends on the adapter: one of one table may name its key
+		// (an adapter of several tables says otherwise, tableError).
+		return nil, fmt.Errorf("resource %q through data connection %q: %w; set key_columns", spec.Resource, spec.Connection, err)
+	}
 	return nil, fmt.Errorf("resource %q through data connection %q: %w", spec.Resource, spec.Connection, err)
 }
 

@@ -397,12 +397,12 @@ func (tp *tablesPull) read(ctx context.Context) error {
 }
 
 // tableError is err of the table name in a run of several tables. A
-// table without a usable key says what such an adapter can do: the
-// source's advice (key_columns) is for an adapter of one table, as each
-// table of several keeps its own key.
+// table without a usable key says what such an adapter can do: it takes
+// no key_columns (each table keeps its own key), which only an adapter
+// of one table gives (openResource's advice).
 func tableError(name string, err error) error {
 	if errors.Is(err, ErrNoKey) {
-		return fmt.Errorf("table %s: %w (key_columns is for an adapter of one table: here exclude the table, give it a primary key, or snapshot it with an adapter of its own)", name, err)
+		return fmt.Errorf("table %s: %w; exclude the table, give it a primary key, or snapshot it with an adapter of its own that sets key_columns (an adapter of several tables takes none)", name, err)
 	}
 	return fmt.Errorf("table %s: %w", name, err)
 }

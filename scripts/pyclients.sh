@@ -5,7 +5,8 @@
 #   scripts/pyclients.sh install   install pinned pyarrow, pandas, polars and
 #                                  duckdb (PyPI) into a venv under
 #                                  .cache/pyclients, if absent
-#   scripts/pyclients.sh python    print the venv's python path
+#   scripts/pyclients.sh python    print the venv's python path (exit 1,
+#                                  saying so, when it is not installed)
 #
 # Settings (environment): SNAPSTORE_PYCLIENTS_DIR (the venv's parent,
 # default .cache/pyclients).
@@ -39,7 +40,14 @@ install() {
 
 case "${1:-}" in
 install) install ;;
-python) echo "$py" ;;
+python)
+	# The path alone would send a caller to a file that is not there.
+	if ! installed; then
+		log "not installed in $dir: run scripts/pyclients.sh install (or SNAPSTORE_PYCLIENTS_DIR=DIR for a venv elsewhere)"
+		exit 1
+	fi
+	echo "$py"
+	;;
 *)
 	echo "usage: $0 install|python" >&2
 	exit 2

@@ -77,7 +77,8 @@ func (s *Server) diff(c echo.Context) error {
 // dataset of several tables (snapshot.ErrTableRequired) the two ways to
 // get one: every table's counts in one answer (stats_only=true) and a
 // table's changes at its own route. Other errors are returned as they
-// are.
+// are. The CLI's diff cuts the text from "; each table's counts: GET "
+// to give its own flags instead.
 func tableRequiredInDiff(err error, ds string) error {
 	if !errors.Is(err, snapshot.ErrTableRequired) {
 		return err
@@ -176,6 +177,11 @@ func (s *Server) DiffRange(ctx context.Context, q url.Values, ds string) (from, 
 			if v.Version < to && v.Version > from {
 				from = v.Version
 			}
+		}
+		if from == 0 && len(vs) <= 1 {
+			// No from would do: say what makes a second version
+			// rather than ask for a bound that cannot be given.
+			return 0, 0, BadField("from", "version %d is the only kept version of %s: a diff needs two (a run that finds the source changed commits the next)", to, ds)
 		}
 		if from == 0 {
 			return 0, 0, BadField("from", "no kept version older than %d; give from", to)

@@ -145,7 +145,7 @@ func (db *DB) openReaderLocal(ctx context.Context, name, table string, qualified
 	num, parts, pk := 0, ds.cfg.Partitions, ds.cfg.PartitionKey
 	switch {
 	case vi.Tables != nil && !qualified:
-		return nil, 0, tableRequired(name, vi)
+		return nil, 0, tableRequired(vi)
 	case vi.Tables != nil:
 		t, ok := vi.Table(table)
 		if !ok {

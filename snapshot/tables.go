@@ -160,9 +160,10 @@ func tableView(vi *VersionInfo, t TableInfo) *VersionInfo {
 }
 
 // tableRequired is the error of an unqualified read of a dataset of
-// named tables.
-func tableRequired(dataset string, vi *VersionInfo) error {
-	return fmt.Errorf("%w: dataset %s holds the tables %s", ErrTableRequired, dataset, someTables(vi.TableNames()))
+// named tables: ErrTableRequired ("... name one") and the tables to name,
+// the dataset being the one the reader named.
+func tableRequired(vi *VersionInfo) error {
+	return fmt.Errorf("%w: %s", ErrTableRequired, someTables(vi.TableNames()))
 }
 
 // namedInErrors is how many tables an error names before it counts the

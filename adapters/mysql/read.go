@@ -286,7 +286,7 @@ func (t *mysqlTable) pickKey(ctx context.Context, explicit []string) error {
 			}
 		}
 		if key == nil {
-			return fmt.Errorf("%w: %s has no primary key and no unique key over NOT NULL columns; set key_columns", source.ErrNoKey, t.qualified())
+			return fmt.Errorf("%w: %s has no primary key and no unique key over NOT NULL columns", source.ErrNoKey, t.qualified())
 		}
 	}
 	for _, c := range key {

@@ -370,7 +370,7 @@ func (t *pgTable) pickKey(ctx context.Context, explicit []string) error {
 			}
 		}
 		if key == nil {
-			return fmt.Errorf("%w: %s has no primary key and no unique key over NOT NULL columns; set key_columns", source.ErrNoKey, t.Name)
+			return fmt.Errorf("%w: %s has no primary key and no unique key over NOT NULL columns", source.ErrNoKey, t.Name)
 		}
 	}
 	for _, c := range key {

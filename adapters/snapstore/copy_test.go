@@ -204,7 +204,8 @@ func TestCopyOfADataset(t *testing.T) {
 		t.Fatal(err)
 	}
 	edge := newStack(t, server.Token{Name: "admin", Token: "edge-admin-token", Role: server.RoleAdmin},
-		server.Token{Name: "central", Token: "edge-reader-token", Role: server.RoleReader})
+		server.Token{Name: "central", Token: "edge-reader-token", Role: server.RoleReader},
+		server.Token{Name: "others", Token: "edge-others-token", Role: server.RoleReader, Datasets: []string{"other_*"}})
 	central := newStack(t)
 	edge.must(http.StatusCreated, "POST", "/v1/connections", map[string]any{"name": "plant", "type": "sqlite", "options": map[string]any{"path": srcPath}}, nil)
 	edge.must(http.StatusCreated, "POST", "/v1/adapters", map[string]any{"name": "items", "connection": "plant", "resource": "items", "retention": map[string]any{"min_versions": 20}}, nil)
@@ -336,6 +337,18 @@ func TestCopyOfADataset(t *testing.T) {
 	code, body := central.call("PUT", "/v1/adapters/copy2", map[string]any{"name": "copy2", "connection": "self", "resource": "items_copy2", "dataset": "items_copy2"})
 	if code != http.StatusBadRequest || !strings.Contains(string(body), "cannot be its own source") || !strings.Contains(string(body), `"field":"resource"`) {
 		t.Errorf("adapter of its own dataset: %d %s", code, body)
+	}
+
+	// An adapter of a dataset outside the token's grant is refused as
+	// one of a dataset that does not exist, and the error says that the
+	// token may be why.
+	{
+		central.must(http.StatusCreated, "POST", "/v1/connections", map[string]any{"name": "edge-others", "type": "snapstore",
+			"options": map[string]any{"url": edge.url, "token": "edge-others-token"}}, nil)
+		code, body := central.call("POST", "/v1/adapters", map[string]any{"name": "copy-others", "connection": "edge-others", "resource": "items"})
+		if code != http.StatusNotFound || !strings.Contains(string(body), `resource \"items\" through data connection \"edge-others\": resource does not exist: the server has no dataset of that name that the connection's token may read`) {
+			t.Errorf("adapter of a dataset outside the token's grant: %d %s", code, body)
+		}
 	}
 
 	// Failures leave the copy's current version as it was.

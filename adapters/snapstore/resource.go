@@ -229,5 +229,11 @@ func (s *snapSource) resolve(ctx context.Context, resource string, pin target) (
 	if tableMiss != nil {
 		return resolved{}, tableMiss
 	}
-	return resolved{}, source.ErrResourceNotFound // the caller names the resource and the connection
+	// The caller names the resource and the connection. A token limited
+	// to some datasets reads every other as absent (docs/security.md,
+	// grants), so a miss with a token may be the grant's.
+	if s.token.Reveal() != "" {
+		return resolved{}, fmt.Errorf("%w: the server has no dataset of that name that the connection's token may read (a token limited to some datasets reads no other)", source.ErrResourceNotFound)
+	}
+	return resolved{}, source.ErrResourceNotFound
 }

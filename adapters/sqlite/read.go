@@ -137,7 +137,7 @@ func (t *sqliteTable) pickKey(ctx context.Context, explicit []string) error {
 		t.keyIdx, t.Unique = key, true
 		return nil
 	}
-	return fmt.Errorf("%w: %s has no primary key and no unique index over NOT NULL columns; set key_columns", source.ErrNoKey, t.Resource.Name)
+	return fmt.Errorf("%w: %s has no primary key and no unique index over NOT NULL columns", source.ErrNoKey, t.Resource.Name)
 }
 
 // sqliteQuerier is what reads the schema: the read transaction, or the

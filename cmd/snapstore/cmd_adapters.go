@@ -184,7 +184,7 @@ of an entry of the config file's adapters list (docs/config.md), e.g.
 Its connection must exist. The server checks the table: one that does not
 exist, or has no usable key and no key_columns, is refused; one it cannot
 reach (or that refuses the credentials) is saved with a warning on stderr,
-and its runs fail until the source answers. --replace
+and its runs fail alike until the connection's test passes. --replace
 replaces an adapter of that name made this way (else it is created).
 Errors that name a key say its line in the file.`
 

@@ -46,7 +46,7 @@ CA in DIR (snapstore cert ca DIR makes one): DIR/NAME.crt and DIR/NAME.key
 (NAME defaults to "server"), for the host names and IP addresses of
 --host, by which clients and the other nodes of a cluster reach the API.
 Clients trust it with --ca-file DIR/ca.crt. It prints the lines of the
-configuration. No file is overwritten unless --force.`
+configuration, with absolute paths. No file is overwritten unless --force.`
 
 // cmdCertServer is 'snapstore cert server'.
 func cmdCertServer(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -94,9 +94,20 @@ func cmdCertServer(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s and %s for %s (valid until %s); the configuration's tls section (docs/security.md):\n", certFile, keyFile, strings.Join(hs, ", "), notAfter(sc))
-	fmt.Fprintf(stdout, "tls:\n  cert_file: %s\n  key_file: %s\n", certFile, keyFile)
-	fmt.Fprintf(stdout, "clients: --ca-file %s (or %s)\n", caCert, envCAFile)
+	fmt.Fprintf(stdout, "tls:\n  cert_file: %s\n  key_file: %s\n", absPath(certFile), absPath(keyFile))
+	fmt.Fprintf(stdout, "clients: --ca-file %s (or %s)\n", absPath(caCert), envCAFile)
 	return nil
+}
+
+// absPath is p made absolute for the configuration lines a command
+// prints: serve takes a relative file path from the directory it runs in
+// (a systemd unit's WorkingDirectory, say), not from the one the
+// certificate was made in. p itself when the working directory is unknown.
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }
 
 const certNodeHelp = `A node certificate signed by the CA in DIR (snapstore cert ca DIR makes
@@ -187,7 +198,7 @@ func runCert(sub string, args []string, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s and %s for node %s (valid until %s); its configuration's cluster section, with the lines marked EDIT edited (docs/cluster.md):\n", certFile, keyFile, id, notAfter(nc))
-	fmt.Fprint(stdout, clusterSnippet(nodeCluster, caCert, certFile, keyFile))
+	fmt.Fprint(stdout, clusterSnippet(nodeCluster, absPath(caCert), absPath(certFile), absPath(keyFile)))
 	return nil
 }
 

@@ -129,7 +129,13 @@ func connectionsResources(ctx context.Context, args []string, stdout, stderr io.
 			if r.EstimatedRows >= 0 {
 				est = count(r.EstimatedRows)
 			}
-			tb.row(r.Schema, r.Name, r.Type, est, strings.Join(r.Key, ", "))
+			key := strings.Join(r.Key, ", ")
+			if r.Type == "dataset" && len(r.Key) == 0 {
+				// A dataset of several tables has no key of its own:
+				// its tables, listed after it, are the resources.
+				key = "its tables: below"
+			}
+			tb.row(r.Schema, r.Name, r.Type, est, key)
 		}
 		return tb.flush()
 	})
@@ -144,13 +150,16 @@ the keys of an entry of the config file's connections list
   options:
     host: db1
     user: etl
-    password: env:SAKILA_PW   # read by the server when it connects
+    password: "..."   # stored encrypted
     database: sakila
 
-Give secrets as env:NAME or file:/path references, or literally: a literal
-is stored encrypted with the server's secrets.key_file (docs/security.md).
---replace replaces a connection of that name made this way. Errors that
-name a key say its line in the file.`
+Give a secret literally: it is stored encrypted with the server's key
+(secrets.key_file, or one generated in a Pebble data directory;
+docs/security.md). An env:NAME or file:/path reference, read by the
+server when it connects, is taken only for variables starting with the
+server's secrets.env_prefix and files under its secrets.file_dirs
+(neither is set by default). --replace replaces a connection of that
+name made this way. Errors that name a key say its line in the file.`
 
 func connectionsCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return createDefinition(ctx, args, stdout, stderr, "connections create", "connection", "/v1/connections", connectionsCreateHelp,

@@ -46,10 +46,10 @@ func TestCLI_DatasetsDiffTagsRollbackGC(t *testing.T) {
 		t.Errorf("datasets list of none: %s %s", out, errs)
 	}
 	do(0, "run", "products")
-	// One version: nothing to diff it with, and the error names the flag
-	// that would give one.
+	// One version: nothing to diff it with, and the error says what
+	// makes a second rather than ask for a --from that cannot be given.
 	code, _, errs := cli(t, append([]string{"diff", "products"}, srv...)...)
-	if code == 0 || !strings.Contains(errs, "bad_request: --from: no kept version older than") || !strings.HasSuffix(strings.TrimSpace(errs), "give --from") {
+	if code == 0 || !strings.Contains(errs, "bad_request: --from: version ") || !strings.Contains(errs, " is the only kept version of products: a diff needs two") || strings.Contains(errs, "give --from") {
 		t.Errorf("diff of one version: exit %d: %s", code, errs)
 	}
 	do(0, "tag", "products", "first")
@@ -66,6 +66,11 @@ func TestCLI_DatasetsDiffTagsRollbackGC(t *testing.T) {
 	}
 	if !strings.Contains(errs, "products: from version") {
 		t.Errorf("diff says no versions: %s", errs)
+	}
+	// To the oldest of two: --from may still name the other, and the
+	// error names the flag.
+	if code, _, errs := cli(t, append([]string{"diff", "products", "--to", "first"}, srv...)...); code != 1 || !strings.Contains(errs, "bad_request: --from: no kept version older than ") || !strings.HasSuffix(strings.TrimSpace(errs), "; give --from") {
+		t.Errorf("diff to the oldest version: exit %d: %s", code, errs)
 	}
 	out, _ = do(0, "diff", "products", "--from", "first", "--output", "json")
 	var upd struct {

@@ -120,6 +120,9 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	})
 	var ae *apiError
 	if errors.As(err, &ae) && ae.Problem.Code == "table_required" {
+		// The API's detail says the same with its routes
+		// (server.tableRequiredInDiff); the command's user gets its flags.
+		ae.Problem.Detail, _, _ = strings.Cut(ae.Problem.Detail, "; each table's counts: GET ")
 		ae.Hint = fmt.Sprintf("snapstore diff %s --stats lists every table's counts; --table NAME shows a table's changes", pos[0])
 	}
 	return err

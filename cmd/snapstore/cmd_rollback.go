@@ -25,7 +25,8 @@ A rollback does not stop the dataset's adapter: its next run, scheduled
 or not, reads the source again and commits what the source has, which
 undoes the rollback unless the source was set right too. Adapters cannot
 be paused; to keep the rolled-back content, remove the adapter's schedule
-(adapters replace) before rolling back, or fix the source first.`
+(adapters create -f FILE --replace) before rolling back, or fix the source
+first.`
 
 // cmdRollback is `snapstore rollback DATASET VERSION`.
 func cmdRollback(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -74,6 +75,14 @@ func TestCLI_Tables(t *testing.T) {
 		}
 		return out, errs
 	}
+	// Through a snapstore connection, the dataset of several tables has
+	// no key of its own: the listing points at its tables.
+	conn := writeFile(t, "self.yaml", "name: self\ntype: snapstore\noptions: {url: "+url+"}\n")
+	do(0, "connections", "create", "-f", conn)
+	if out, _ := do(0, "connections", "resources", "self"); !regexp.MustCompile(`(?m)^-\s+shop\s+dataset\s+\d+\s+its tables: below$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^shop\s+orders\s+table\s+\d+\s+id$`).MatchString(out) {
+		t.Errorf("resources of a snapstore connection:\n%s", out)
+	}
 	out, _ := do(0, "tables", "shop")
 	if !strings.Contains(out, "order lines  3") || !strings.Contains(out, "orders       2") || !strings.Contains(out, "order_id,line") {
 		t.Errorf("tables:\n%s", out)
@@ -130,7 +139,10 @@ func TestCLI_Tables(t *testing.T) {
 		t.Errorf("scan of a dataset of several tables:\n%s", errs)
 	}
 	// A diff without --table says how to get every table's counts.
-	if _, errs := do(1, "diff", "shop"); !strings.Contains(errs, "order lines, orders") || !strings.Contains(errs, "snapstore diff shop --stats lists every table's counts") {
+	// It says so once, with the command's flags rather than the API's
+	// routes, and names the tables once.
+	if _, errs := do(1, "diff", "shop"); !strings.Contains(errs, "name one: order lines, orders; snapstore diff shop --stats lists every table's counts; --table NAME shows a table's changes\n") ||
+		strings.Contains(errs, "GET /v1/") || strings.Count(errs, "orders") != 1 {
 		t.Errorf("diff of a dataset of several tables:\n%s", errs)
 	}
 }

@@ -68,7 +68,17 @@ func (cf *commonFlags) nameFlag(err error) error {
 	if cf.fs == nil || !errors.As(err, &ae) || ae.Problem.Field == "" {
 		return err
 	}
-	if name := strings.ReplaceAll(ae.Problem.Field, "_", "-"); cf.fs.Lookup(name) != nil {
+	name := ae.Problem.Field
+	if b, ok := strings.CutPrefix(name, "body."); ok {
+		// A top-level field of a body the command built from its flags
+		// (tokens create --role, --datasets): that flag, whatever the
+		// index of a list's item. A nested one (body.retention.ttl of
+		// a file) is no flag's.
+		if name, _, _ = strings.Cut(b, "["); strings.Contains(name, ".") {
+			return err
+		}
+	}
+	if name := strings.ReplaceAll(name, "_", "-"); cf.fs.Lookup(name) != nil {
 		ae.Flag = "--" + name
 	}
 	return err
@@ -358,7 +368,13 @@ func runGroup(ctx context.Context, group, help string, subs []subcommand, args [
 			return s.run(ctx, args[1:], stdout, stderr)
 		}
 	}
-	return usageError("unknown subcommand %q of %s; %s", args[0], group, strings.TrimSpace(text()))
+	// One line naming the subcommands, as an unknown command's does: the
+	// whole help inside an error buries what went wrong.
+	names := make([]string, len(subs))
+	for i, s := range subs {
+		names[i] = s.name
+	}
+	return usageError("unknown subcommand %q (known: %s; snapstore help %s tells more)", args[0], strings.Join(names, ", "), group)
 }
 
 // loadConfig loads the configuration of cf's flags and environ

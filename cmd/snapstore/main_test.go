@@ -90,6 +90,12 @@ func TestMain_UsageAndVersion(t *testing.T) {
 	if code := runMain(context.Background(), []string{"frobnicate"}, &out, &errb); code != 2 {
 		t.Fatalf("unknown command exit %d", code)
 	}
+	// An unknown subcommand is one line naming the group's subcommands,
+	// not the group's whole help.
+	if code, _, stderr := cli(t, "adapters", "replace", "x"); code != 2 || strings.Count(stderr, "\n") != 1 ||
+		!strings.Contains(stderr, `unknown subcommand "replace" (known: list, show, create, delete, run; snapstore help adapters tells more)`) {
+		t.Errorf("unknown subcommand: exit %d, stderr %q", code, stderr)
+	}
 	if code := runMain(context.Background(), []string{"get", "onlydataset"}, &out, &errb); code != 2 {
 		t.Fatalf("get without key exit %d", code)
 	}

@@ -31,6 +31,19 @@ func TestServe_HTTPSWithTheCLI(t *testing.T) {
 	if code, _, errs := cli(t, "cert", "server", dir); code != 2 || !strings.Contains(errs, "--host") {
 		t.Fatalf("cert server without --host: %d %s", code, errs)
 	}
+	// Made in a relative directory, the configuration lines still name
+	// the files absolutely: serve reads them from wherever it runs.
+	t.Chdir(dir)
+	if code, out, errs := cli(t, "cert", "ca", "tls"); code != 0 {
+		t.Fatalf("cert ca tls: %d %s %s", code, out, errs)
+	}
+	code, out, errs = cli(t, "cert", "server", "tls", "--host", "localhost", "--name", "rel")
+	for _, want := range []string{"wrote tls/rel.crt and tls/rel.key", "  cert_file: " + filepath.Join(dir, "tls", "rel.crt") + "\n",
+		"  key_file: " + filepath.Join(dir, "tls", "rel.key") + "\n", "clients: --ca-file " + filepath.Join(dir, "tls", "ca.crt") + " "} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Fatalf("cert server in a relative directory: %d, lacks %q:\n%s%s", code, want, out, errs)
+		}
+	}
 	code, out, _ = cli(t, "token", "new")
 	var tok, hash string
 	for _, l := range strings.Split(out, "\n") {
@@ -97,6 +110,13 @@ func TestServe_HTTPSWithTheCLI(t *testing.T) {
 	// API tokens through the CLI: created (shown once), listed without
 	// it, used, revoked.
 	srv := []string{"--server", url, "--token", tok}
+	// A body field the server refuses is named by the flag that gave it.
+	if code, _, errs := cli(t, append([]string{"tokens", "create", "ci", "--role", "boss"}, srv...)...); code != 1 || !strings.Contains(errs, "HTTP 400 bad_request: --role: value is not one of the allowed values") || strings.Contains(errs, "body.role") {
+		t.Errorf("tokens create with a bad role: exit %d: %s", code, errs)
+	}
+	if code, _, errs := cli(t, append([]string{"tokens", "create", "ci", "--role", "reader", "--datasets", "ok,a/b"}, srv...)...); code != 1 || !strings.Contains(errs, "HTTP 400 bad_request: --datasets: pattern \"a/b\" has a '/'") {
+		t.Errorf("tokens create with a bad grant: exit %d: %s", code, errs)
+	}
 	if code, _, errs := cli(t, append([]string{"tokens", "create", "ci", "--role", "reader", "--expires-in", "30x"}, srv...)...); code != 2 || !strings.Contains(errs, "want a duration such as") {
 		t.Fatalf("tokens create --expires-in 30x: %d %s", code, errs)
 	}
