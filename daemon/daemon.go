@@ -114,7 +114,7 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 		observer = d.notifier
 	}
 	setMemoryLimit(d.cfg, d.log)
-	limitMallocArenas(d.log)
+	logMallocArenas(d.log)
 	if d.stk, err = openStackIn(ctx, d.cfg, d.log, d.reg, true, join, observer); err != nil {
 		return nil, err
 	}
@@ -152,6 +152,7 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 		Notifier:     d.notifier,
 		SessionIdle:  d.cfg.Auth.SessionIdleTimeout,
 		Console:      console.New,
+		Cache:        cacheOf(d.stk.Store),
 	})
 	if err != nil {
 		return nil, err

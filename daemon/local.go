@@ -31,7 +31,7 @@ func OpenLocal(ctx context.Context, cfg *config.Config, log *slog.Logger, buildV
 	if err != nil {
 		return nil, err
 	}
-	srv, err := server.New(server.Options{DB: stk.DB, Adapters: stk.Adapters, Logger: log, BuildVersion: buildVersion})
+	srv, err := server.New(server.Options{DB: stk.DB, Adapters: stk.Adapters, Logger: log, BuildVersion: buildVersion, Cache: cacheOf(stk.Store)})
 	if err != nil {
 		return nil, errors.Join(err, stk.Close(context.Background()))
 	}

@@ -126,3 +126,10 @@ func configOptionError(err error) error {
 func DirLocked(err error) bool {
 	return errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) || strings.Contains(err.Error(), "lock held")
 }
+
+// cacheOf is st's block cache in the process, if it has one
+// (store.CacheReserver: store/pebble), else nil.
+func cacheOf(st store.Store) store.CacheReserver {
+	c, _ := st.(store.CacheReserver)
+	return c
+}

@@ -33,6 +33,10 @@ type arrowBatches struct {
 	rb   *array.RecordBuilder
 	rows int
 	emit func(arrow.RecordBatch) error
+	// mem reserves the batches' memory from the block cache once a
+	// batch fills: the answer is then longer than one batch
+	// (exportmemory.go).
+	mem exportCache
 }
 
 func newArrowBatches(schema *arrow.Schema, emit func(arrow.RecordBatch) error) *arrowBatches {
@@ -64,6 +68,9 @@ func (a *arrowBatches) flush() error {
 			data[i] = sb.DataLen()
 		}
 	}
+	if a.rows >= arrowBatchRows {
+		a.mem.reserve()
+	}
 	rec := a.rb.NewRecordBatch()
 	defer rec.Release()
 	a.rows = 0
@@ -78,7 +85,11 @@ func (a *arrowBatches) flush() error {
 	return a.emit(rec)
 }
 
-func (a *arrowBatches) release() { a.rb.Release() }
+// release frees the builders and the memory reservation.
+func (a *arrowBatches) release() {
+	a.rb.Release()
+	a.mem.done()
+}
 
 // arrowSchemaMeta is the metadata of an answer's schema: the dataset, the
 // version read (for a diff, the to version, and from), the key columns as
@@ -306,6 +317,7 @@ func (s *Server) streamArrow(c echo.Context, schema *arrow.Schema, fill func(*ar
 		}
 		return nil
 	})
+	a.mem.cache = s.cache
 	defer a.release()
 	err := fill(a)
 	if err == nil {

@@ -174,7 +174,7 @@ func TestArrowTypes_Parquet(t *testing.T) {
 	schema := tab.schema(info)
 	for _, codec := range []compress.Compression{compress.Codecs.Zstd, compress.Codecs.Snappy} {
 		var buf bytes.Buffer
-		if err := writeParquetFile(&buf, schema, codec, fillOne(tab, vals)); err != nil {
+		if err := writeParquetFile(&buf, schema, codec, nil, fillOne(tab, vals)); err != nil {
 			t.Fatal(err)
 		}
 		pf, err := file.NewParquetReader(bytes.NewReader(buf.Bytes()))

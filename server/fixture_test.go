@@ -26,6 +26,7 @@ import (
 	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/notify"
 	"github.com/snapstore/snapstore/snapshot"
+	"github.com/snapstore/snapstore/store"
 	"github.com/snapstore/snapstore/store/pebble"
 	_ "modernc.org/sqlite"
 )
@@ -94,6 +95,10 @@ type fixtureOpts struct {
 	now func() time.Time
 	// sessionIdle is Options.SessionIdle.
 	sessionIdle time.Duration
+	// cache, when set, wraps the store's block cache given to the server
+	// as Options.Cache (the store itself otherwise, as package daemon
+	// gives it).
+	cache func(store.CacheReserver) store.CacheReserver
 }
 
 func newFixture(t testing.TB, fo fixtureOpts) *fixture {
@@ -152,7 +157,11 @@ func newFixture(t testing.TB, fo fixtureOpts) *fixture {
 		st.Close()
 		t.Fatal(err)
 	}
-	srv, err := New(Options{DB: db, Adapters: svc, Tokens: fo.tokens, Logger: log, Registerer: reg, Gatherer: reg, BuildVersion: "test", Cluster: fo.cluster, Transfer: fo.transfer, Audit: fo.audit, Notifier: notifier, Now: fo.now, SessionIdle: fo.sessionIdle})
+	var cache store.CacheReserver = st
+	if fo.cache != nil {
+		cache = fo.cache(st)
+	}
+	srv, err := New(Options{DB: db, Adapters: svc, Tokens: fo.tokens, Logger: log, Registerer: reg, Gatherer: reg, BuildVersion: "test", Cluster: fo.cluster, Transfer: fo.transfer, Audit: fo.audit, Notifier: notifier, Now: fo.now, SessionIdle: fo.sessionIdle, Cache: cache})
 	if err != nil {
 		t.Fatal(err)
 	}

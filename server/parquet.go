@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/labstack/echo/v4"
+	"github.com/snapstore/snapstore/store"
 )
 
 // Parquet answers (arrow-go's pqarrow). A Parquet file is whole only once
@@ -113,7 +114,7 @@ func (s *Server) writeParquetPasses(c echo.Context, codec compress.Compression, 
 		}
 		schema, fill, err := pass(again)
 		if err == nil {
-			if err = writeParquetFile(f, schema, codec, fill); errors.Is(err, errRefit) {
+			if err = writeParquetFile(f, schema, codec, s.cache, fill); errors.Is(err, errRefit) {
 				continue
 			}
 		}
@@ -199,8 +200,10 @@ func (sr *serveRefusal) Write(b []byte) (int, error) {
 // Unwrap gives http.ResponseController the writer underneath.
 func (sr *serveRefusal) Unwrap() http.ResponseWriter { return sr.ResponseWriter }
 
-// writeParquetFile writes the whole Parquet file to w, footer included.
-func writeParquetFile(w io.Writer, schema *arrow.Schema, codec compress.Compression, fill func(*arrowBatches) error) error {
+// writeParquetFile writes the whole Parquet file to w, footer included; a
+// file of more than one batch reserves its memory from cache
+// (exportmemory.go; nil: none) until it is written.
+func writeParquetFile(w io.Writer, schema *arrow.Schema, codec compress.Compression, cache store.CacheReserver, fill func(*arrowBatches) error) error {
 	bw := bufio.NewWriterSize(w, 1<<20)
 	opts := []parquet.WriterProperty{
 		parquet.WithCompression(codec),
@@ -228,6 +231,7 @@ func writeParquetFile(w io.Writer, schema *arrow.Schema, codec compress.Compress
 		return err
 	}
 	a := newArrowBatches(schema, fw.WriteBuffered)
+	a.mem.cache = cache
 	defer a.release()
 	if err := fill(a); err != nil {
 		_ = fw.Close()

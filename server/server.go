@@ -13,6 +13,7 @@ import (
 	"github.com/snapstore/snapstore/adapters"
 	"github.com/snapstore/snapstore/notify"
 	"github.com/snapstore/snapstore/snapshot"
+	"github.com/snapstore/snapstore/store"
 )
 
 // Options configure a Server.
@@ -58,6 +59,10 @@ type Options struct {
 	// Now is the server's clock (sessions, the version-age gauge);
 	// default time.Now.
 	Now func() time.Time
+	// Cache is the store's block cache, which Arrow and Parquet answers
+	// longer than one batch reserve their memory from
+	// (exportmemory.go); nil: no cache in the process (store/hbase).
+	Cache store.CacheReserver
 }
 
 // Server is the HTTP API. Create it with New, serve its Handler with an
@@ -66,6 +71,7 @@ type Options struct {
 // SetShuttingDown when shutdown begins so /readyz turns 503.
 type Server struct {
 	db     *snapshot.DB
+	cache  store.CacheReserver // nil: none (Options.Cache)
 	svc    *adapters.Service
 	tokens *tokenSet
 	// apiTokens are the tokens created through the API (apitokens.go).
@@ -119,6 +125,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{
 		db:            opts.DB,
+		cache:         opts.Cache,
 		svc:           opts.Adapters,
 		tokens:        ts,
 		apiTokens:     newAPITokens(opts.DB),

@@ -38,3 +38,16 @@ type ApplyPlanner interface {
 type ProcessLocal interface {
 	ProcessLocal() bool
 }
+
+// CacheReserver is implemented by a store with a block cache in the
+// process (store/pebble). ReserveCache shrinks the cache by up to n bytes
+// until release is called, as Pebble reserves the size of its memtables
+// from its cache, so that memory a reader holds beside the cache (an
+// export's record batch and row group) comes out of the cache's budget
+// instead of adding to the process's. The store may reserve less than n,
+// or nothing, to keep part of its cache for other reads; release may be
+// called more than once. A store without the method (store/hbase) has no
+// cache in the process to reserve from.
+type CacheReserver interface {
+	ReserveCache(n int64) (release func())
+}

@@ -13,6 +13,7 @@ import (
 //	snapstore_pebble_memtable_bytes          gauge    bytes allocated by memtables
 //	snapstore_pebble_read_amplification      gauge    sublevels + levels a point read may touch (L0 sublevels count one each)
 //	snapstore_pebble_block_cache_bytes       gauge    bytes in use by the block cache
+//	snapstore_pebble_block_cache_reserved_bytes gauge bytes of the block cache reserved by readers (ReserveCache)
 //	snapstore_pebble_block_cache_hits_total  counter  block cache hits
 //	snapstore_pebble_block_cache_misses_total counter block cache misses
 //	snapstore_pebble_compactions_total       counter  compactions finished
@@ -52,6 +53,8 @@ func (s *Store) registerMetrics() error {
 		gauge("snapstore_pebble_memtable_bytes", "Bytes allocated by Pebble memtables.", func(m *metricsView) float64 { return m.memtable }),
 		gauge("snapstore_pebble_read_amplification", "Number of sublevels and levels a Pebble point read may touch.", func(m *metricsView) float64 { return m.readAmp }),
 		gauge("snapstore_pebble_block_cache_bytes", "Bytes in use by the Pebble block cache.", func(m *metricsView) float64 { return m.cacheBytes }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "snapstore_pebble_block_cache_reserved_bytes", Help: "Bytes of the Pebble block cache reserved by readers beside it (an export's batches)."},
+			func() float64 { return float64(s.resv.reserved()) }),
 		counter("snapstore_pebble_block_cache_hits_total", "Pebble block cache hits.", func(m *metricsView) float64 { return m.hits }),
 		counter("snapstore_pebble_block_cache_misses_total", "Pebble block cache misses.", func(m *metricsView) float64 { return m.misses }),
 		counter("snapstore_pebble_compactions_total", "Pebble compactions finished.", func(m *metricsView) float64 { return m.compacts }),

@@ -101,11 +101,18 @@ type Store struct {
 		sync.Mutex
 		open map[*load]struct{}
 	}
+
+	// cache is the block cache (Options.CacheSize bytes), which
+	// ReserveCache shrinks (cachereserve.go).
+	cache     *cpebble.Cache
+	cacheSize int64
+	resv      reservations
 }
 
 var (
-	_ store.Store        = (*Store)(nil)
-	_ store.ProcessLocal = (*Store)(nil)
+	_ store.Store         = (*Store)(nil)
+	_ store.ProcessLocal  = (*Store)(nil)
+	_ store.CacheReserver = (*Store)(nil)
 )
 
 // ProcessLocal implements store.ProcessLocal: Pebble locks its directory,
@@ -133,7 +140,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	cache := cpebble.NewCache(opts.CacheSize)
 	defer cache.Unref()
-	s := &Store{logger: logger, reg: opts.Registerer}
+	s := &Store{logger: logger, reg: opts.Registerer, cache: cache, cacheSize: opts.CacheSize}
 	// A flush or a compaction replaces files that idle pooled iterators
 	// still pin: let them go (from another goroutine, Pebble calls the
 	// listener in the middle of its own work).
@@ -610,6 +617,7 @@ func (s *Store) Close() error {
 		l.Close()
 	}
 	s.pool.close()
+	s.resv.close()
 	if err := s.db.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("pebble: closing: %w", err))
 	}

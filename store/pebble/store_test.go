@@ -59,7 +59,7 @@ func TestMetrics(t *testing.T) {
 	values := gather(t, reg)
 	for _, name := range []string{
 		"snapstore_pebble_disk_usage_bytes", "snapstore_pebble_memtable_bytes", "snapstore_pebble_read_amplification",
-		"snapstore_pebble_block_cache_bytes", "snapstore_pebble_block_cache_hits_total", "snapstore_pebble_block_cache_misses_total",
+		"snapstore_pebble_block_cache_bytes", "snapstore_pebble_block_cache_reserved_bytes", "snapstore_pebble_block_cache_hits_total", "snapstore_pebble_block_cache_misses_total",
 		"snapstore_pebble_compactions_total", "snapstore_pebble_flushes_total",
 	} {
 		if _, ok := values[name]; !ok {
