@@ -426,8 +426,8 @@ func (tp *tablesPull) readTable(ctx context.Context, t *tableRead) error {
 	now := src.Schema()
 	embedJSON(&now, tp.spec.EmbedJSON)
 	if !slices.Equal(now.Columns, t.schema.Columns) || !slices.Equal(now.Key, t.schema.Key) {
-		return fmt.Errorf("table %s: its schema changed while the run read the source (columns %s, then %s); nothing is committed, the next run reads the new schema",
-			t.name, columnNames(t.schema), columnNames(now))
+		return fmt.Errorf("table %s: %w (its schema changed while the run read the source: columns %s, then %s); nothing is committed, the next run reads the new schema",
+			t.name, ErrTableChanged, columnNames(t.schema), columnNames(now))
 	}
 	w := tp.run.Table(t.name)
 	p := &pull{s: tp.s, ar: tp.ar, spec: tp.spec, force: tp.force, runID: tp.runID, l: tp.l, src: src,

@@ -465,8 +465,9 @@ func TestTablesRunCancelled(t *testing.T) {
 
 // TestTablesRunSchemaChanged: a column added on MariaDB to a table the
 // run has not read yet (information_schema is not part of the run's
-// snapshot) fails the run with an error naming the table and saying its
-// schema changed, committing nothing; the next run reads the new column.
+// snapshot) fails the run with code table_changed and an error naming the
+// table and saying its schema changed, committing nothing; the next run
+// reads the new column.
 func TestTablesRunSchemaChanged(t *testing.T) {
 	e := mysqlEnv(t)
 	ctx := context.Background()
@@ -495,8 +496,9 @@ func TestTablesRunSchemaChanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != RunFailed || !strings.Contains(got.Error, "table "+db+".b: its schema changed") {
-		t.Fatalf("run over a schema change: %s %q, want failed naming table b", got.Status, got.Error)
+	if got.Status != RunFailed || got.Code != "table_changed" ||
+		!strings.Contains(got.Error, "table "+db+".b: source table changed under the run (its schema changed while the run read the source: columns id int(11), v int(11), then id int(11), v int(11), w int(11))") {
+		t.Fatalf("run over a schema change: %s %s %q, want failed with table_changed naming table b", got.Status, got.Code, got.Error)
 	}
 	if cur := mustVersion(t, ts.db, "ab", 0); cur.Version != first.Version {
 		t.Errorf("current version %d after the failed run, want %d", cur.Version, first.Version)
