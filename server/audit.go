@@ -90,8 +90,10 @@ type AuditEntry struct {
 	Dataset    string `json:"dataset,omitempty"`
 	Adapter    string `json:"adapter,omitempty"`
 	Connection string `json:"connection,omitempty"`
-	// Params holds the other path parameters (tag, node, op, run, token) and
-	// the query flags that change what an action does (force, dry_run).
+	// Params holds the other path parameters (tag, node, op, run, token),
+	// the query flags that change what an action does (force, dry_run),
+	// and grant=outside for a request refused outside a limited token's
+	// grant.
 	Params map[string]string `json:"params,omitempty"`
 	// Status is the HTTP status answered; Code the problem's stable code
 	// when it is an error.
@@ -128,6 +130,9 @@ const (
 	ctxProblemCode = "audit.code"
 	// ctxAuditTargets holds the targets a handler named (setAuditTarget).
 	ctxAuditTargets = "audit.targets"
+	// ctxOutsideGrant is true for a request checkGrant refused as outside
+	// a limited token's grant.
+	ctxOutsideGrant = "audit.outside_grant"
 )
 
 // setAuditTarget names a target of the request's audit entry that its
@@ -162,7 +167,8 @@ func (s *Server) audit(c echo.Context, rt *route) {
 	r := c.Request()
 	status := c.Response().Status
 	read := r.Method == http.MethodGet || r.Method == http.MethodHead
-	refused := status == http.StatusUnauthorized || status == http.StatusForbidden
+	outside, _ := c.Get(ctxOutsideGrant).(bool)
+	refused := status == http.StatusUnauthorized || status == http.StatusForbidden || outside
 	var ds string
 	if read && !refused {
 		if !rowReads[rt.op.OperationID] {
@@ -202,6 +208,9 @@ func (s *Server) audit(c echo.Context, rt *route) {
 			e.setTarget(name, v)
 		}
 	}
+	if outside {
+		e.setTarget("grant", "outside")
+	}
 	if m, ok := c.Get(ctxAuditTargets).(map[string]string); ok {
 		for k, v := range m {
 			e.setTarget(k, v)
@@ -240,26 +249,27 @@ func (e *AuditEntry) setTarget(key, value string) {
 
 // ConsoleRequest records a console request to the route pattern ("POST
 // /ui/login"), mirroring the API operation op ("" for none), answered
-// with status and problem code (code, "" for none) after d: the latency
-// histogram counts it under the pattern's path, and the audit trail
-// records it when it is audited (auditConsole).
-func (s *Server) ConsoleRequest(r *http.Request, pattern, op string, status int, code string, d time.Duration) {
+// with status and problem code (code, "" for none) after d, outside
+// when CheckGrant refused it (OutsideGrant): the latency histogram counts
+// it under the pattern's path, and the audit trail records it when it is
+// audited (auditConsole).
+func (s *Server) ConsoleRequest(r *http.Request, pattern, op string, status int, code string, outside bool, d time.Duration) {
 	label := pattern
 	if i := strings.IndexByte(label, ' '); i >= 0 {
 		label = label[i+1:]
 	}
 	s.metrics.observeHTTP(methodLabel(r.Method), label, status, d)
-	s.auditConsole(r, pattern, op, status, code)
+	s.auditConsole(r, pattern, op, status, code, outside)
 }
 
 // auditConsole records a console request when it is audited: a form
-// post (a change, or a login or logout), a refusal, or a page that reads
-// the rows of a dataset whose adapter has audit_reads. op is the API
-// operation the route mirrors ("" for none), pattern its route, status
-// and code the answer.
-func (s *Server) auditConsole(r *http.Request, pattern, op string, status int, code string) {
+// post (a change, or a login or logout), a refusal (outside: by the
+// grant of a limited token), or a page that reads the rows of a dataset
+// whose adapter has audit_reads. op is the API operation the route
+// mirrors ("" for none), pattern its route, status and code the answer.
+func (s *Server) auditConsole(r *http.Request, pattern, op string, status int, code string, outside bool) {
 	read := r.Method == http.MethodGet || r.Method == http.MethodHead
-	refused := status == http.StatusUnauthorized || status == http.StatusForbidden
+	refused := status == http.StatusUnauthorized || status == http.StatusForbidden || outside
 	ds := r.PathValue("dataset")
 	action := ""
 	login := pattern == "POST /ui/login" || pattern == "POST /ui/logout"
@@ -285,6 +295,9 @@ func (s *Server) auditConsole(r *http.Request, pattern, op string, status int, c
 		route = route[i+1:]
 	}
 	e := AuditEntry{Action: action, Method: r.Method, Route: route, Status: status, Code: code, Dataset: ds}
+	if outside {
+		e.setTarget("grant", "outside")
+	}
 	if v := s.BrowserSession(r); v.Name != "" {
 		e.Actor = v.Name
 	}

@@ -23,6 +23,8 @@ const (
 	auditAdminTok  = "admin-token-Au7-never-stored"
 	auditOpsTok    = "operator-token-Bq2-never-stored"
 	auditReaderTok = "reader-token-Cz9-never-stored"
+	// auditLimitedTok's token may read dataset "lines" only.
+	auditLimitedTok = "limited-token-Dx4-never-stored"
 )
 
 // journalAll reads a whole (test-sized) journal.
@@ -34,6 +36,7 @@ func newAuditFixture(t *testing.T, ao AuditOptions) *fixture {
 		{Name: "root", Token: auditAdminTok, Role: RoleAdmin},
 		{Name: "ops", Token: auditOpsTok, Role: RoleOperator},
 		{Name: "viewer", Token: auditReaderTok, Role: RoleReader},
+		{Name: "limited", Token: auditLimitedTok, Role: RoleOperator, Datasets: []string{"lines"}},
 	}})
 	t.Cleanup(func() {
 		// No token text in the stored trail or the log (the raw journal
@@ -43,13 +46,13 @@ func newAuditFixture(t *testing.T, ao AuditOptions) *fixture {
 			t.Error(err)
 		}
 		for _, e := range page {
-			for _, tok := range []string{auditAdminTok, auditOpsTok, auditReaderTok} {
+			for _, tok := range []string{auditAdminTok, auditOpsTok, auditReaderTok, auditLimitedTok} {
 				if strings.Contains(string(e.Value), tok) {
 					t.Errorf("a stored audit entry holds a token's text: %s", e.Value)
 				}
 			}
 		}
-		for _, tok := range []string{auditAdminTok, auditOpsTok, auditReaderTok} {
+		for _, tok := range []string{auditAdminTok, auditOpsTok, auditReaderTok, auditLimitedTok} {
 			if strings.Contains(f.logs.String(), tok) {
 				t.Errorf("the log holds a token's text")
 			}
@@ -353,6 +356,38 @@ func TestAudit_Reads(t *testing.T) {
 	}
 	if !slices.Equal(reads, want) {
 		t.Errorf("reads\n%s\nwant\n%s", strings.Join(reads, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestAudit_OutsideGrant: a limited token's request for a dataset, an
+// adapter or a run outside its grant is answered as not found and
+// recorded as a refusal (params grant=outside), reads included; the same
+// not found for a token of every dataset, and a read inside the grant,
+// are not recorded.
+func TestAudit_OutsideGrant(t *testing.T) {
+	f := newAuditFixture(t, AuditOptions{})
+	admin := []string{"Authorization", "Bearer " + auditAdminTok}
+	limited := []string{"Authorization", "Bearer " + auditLimitedTok}
+	f.must(201, "POST", "/v1/adapters", `{"name":"lines","connection":"shop","resource":"order_lines"}`, admin...)
+	f.runAs("lines", auditAdminTok)
+	f.runAs("products", auditAdminTok)
+	f.must(200, "GET", "/v1/datasets/lines/rows?limit=2", "", limited...)
+	f.wantProblem(404, "dataset_not_found", "", "GET", "/v1/datasets/products/rows", "", limited...)
+	f.wantProblem(404, "dataset_not_found", "", "GET", "/v1/datasets/nope/rows", "", admin...)
+	f.wantProblem(404, "adapter_not_found", "", "POST", "/v1/adapters/products/runs", "", limited...)
+
+	var got []string
+	for _, e := range f.auditTrail("") {
+		if e.Actor == "limited" || e.Status == 404 {
+			got = append(got, fmt.Sprintf("%s %s %s %d %s %s", e.Method, e.Action, e.Actor, e.Status, e.Code, auditTargets(e)))
+		}
+	}
+	want := []string{
+		"POST startRun limited 404 adapter_not_found adapter=products grant=outside",
+		"GET scanRows limited 404 dataset_not_found dataset=products grant=outside",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("entries\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

@@ -200,7 +200,26 @@ func (s *Server) checkGrant(c echo.Context, rt *route) error {
 	if rt.grant == grantAll {
 		return errNeedsAllDatasets(c)
 	}
-	return s.grantError(c.Request().Context(), g, rt.grant, func(name string) (string, error) { return pathParam(c, name) })
+	err := s.grantError(c.Request().Context(), g, rt.grant, func(name string) (string, error) { return pathParam(c, name) })
+	if OutsideGrant(err) {
+		c.Set(ctxOutsideGrant, true) // a refusal for the audit trail
+	}
+	return err
+}
+
+// outsideGrantError is the error of an operation outside a limited
+// token's grant: the not-found error it answers with, and a mark the
+// audit trail records it as a refusal by.
+type outsideGrantError struct{ err error }
+
+func (e *outsideGrantError) Error() string { return e.err.Error() }
+func (e *outsideGrantError) Unwrap() error { return e.err }
+
+// OutsideGrant reports whether err refused an operation outside a limited
+// token's grant (answered as not found).
+func OutsideGrant(err error) bool {
+	var og *outsideGrantError
+	return errors.As(err, &og)
 }
 
 // grantError returns the error of an operation of kind outside the grant
@@ -229,19 +248,19 @@ func (s *Server) grantError(ctx context.Context, g Grant, kind grantKind, param 
 	switch kind {
 	case grantDataset:
 		if !g.Allows(v) {
-			return datasetNotFound(v)
+			return &outsideGrantError{datasetNotFound(v)}
 		}
 	case grantAdapter:
 		if !s.adapterGranted(ctx, g, v) {
-			return adapterNotFound(v)
+			return &outsideGrantError{adapterNotFound(v)}
 		}
 	case grantRun:
 		if run, err := s.svc.GetRun(ctx, v); err == nil && !g.Allows(run.Dataset) {
-			return runNotFound(v)
+			return &outsideGrantError{runNotFound(v)}
 		}
 	case grantConnection:
 		if !s.ConnectionGranted(g, v) {
-			return ConnectionNotFound(v)
+			return &outsideGrantError{ConnectionNotFound(v)}
 		}
 	}
 	return nil

@@ -19,6 +19,8 @@ const (
 	auditAdminTok  = "admin-token-Au7-never-stored"
 	auditOpsTok    = "operator-token-Bq2-never-stored"
 	auditReaderTok = "reader-token-Cz9-never-stored"
+	// auditLimitedTok's token may read dataset "notes" only.
+	auditLimitedTok = "limited-token-Dx4-never-stored"
 )
 
 // auditJournal is the journal of the audit trail in the metadata table
@@ -31,6 +33,7 @@ func newAuditFixture(t *testing.T, ao server.AuditOptions) *fixture {
 		{Name: "root", Token: auditAdminTok, Role: server.RoleAdmin},
 		{Name: "ops", Token: auditOpsTok, Role: server.RoleOperator},
 		{Name: "viewer", Token: auditReaderTok, Role: server.RoleReader},
+		{Name: "limited", Token: auditLimitedTok, Role: server.RoleReader, Datasets: []string{"notes"}},
 	}})
 	t.Cleanup(func() {
 		// No token text in the stored trail or the log (the raw journal
@@ -40,13 +43,13 @@ func newAuditFixture(t *testing.T, ao server.AuditOptions) *fixture {
 			t.Error(err)
 		}
 		for _, e := range page {
-			for _, tok := range []string{auditAdminTok, auditOpsTok, auditReaderTok} {
+			for _, tok := range []string{auditAdminTok, auditOpsTok, auditReaderTok, auditLimitedTok} {
 				if strings.Contains(string(e.Value), tok) {
 					t.Errorf("a stored audit entry holds a token's text: %s", e.Value)
 				}
 			}
 		}
-		for _, tok := range []string{auditAdminTok, auditOpsTok, auditReaderTok} {
+		for _, tok := range []string{auditAdminTok, auditOpsTok, auditReaderTok, auditLimitedTok} {
 			if strings.Contains(f.logs.String(), tok) {
 				t.Errorf("the log holds a token's text")
 			}
@@ -180,5 +183,30 @@ func TestAudit_Console(t *testing.T) {
 	}
 	if strings.Contains(reader.page("/ui/"), `href="/ui/audit"`) {
 		t.Error("a reader is offered the audit page")
+	}
+}
+
+// TestAudit_ConsoleOutsideGrant: a console page of a dataset outside a
+// limited token's grant is answered as not found and recorded as a
+// refusal (params grant=outside); a page inside the grant is not.
+func TestAudit_ConsoleOutsideGrant(t *testing.T) {
+	f := newAuditFixture(t, server.AuditOptions{})
+	f.runAs("products", auditAdminTok)
+	b := newBrowser(t, f)
+	if r := b.post("/ui/login", url.Values{"token": {auditLimitedTok}}); r.status != http.StatusSeeOther {
+		t.Fatalf("login: %d %s", r.status, r.body)
+	}
+	wantStatus(t, "a dataset outside the grant", b.get("/ui/datasets/products"), http.StatusNotFound)
+	wantStatus(t, "the datasets list", b.get("/ui/"), http.StatusOK)
+	var got []string
+	for _, e := range f.auditTrail("actor=limited") {
+		got = append(got, fmt.Sprintf("%s %s %d %s %s", e.Action, e.Route, e.Status, e.Code, auditTargets(e)))
+	}
+	want := []string{
+		"getDataset /ui/datasets/{dataset} 404 dataset_not_found dataset=products grant=outside",
+		"login /ui/login 303  ",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("entries\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

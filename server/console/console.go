@@ -215,7 +215,7 @@ func (c *console) handle(pattern, op string, apiOp server.Operation, h consoleHa
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
 		c.serve(sw, r, apiOp, h)
-		c.s.ConsoleRequest(r, pattern, op, sw.statusCode(), sw.code, time.Since(start))
+		c.s.ConsoleRequest(r, pattern, op, sw.statusCode(), sw.code, sw.outsideGrant, time.Since(start))
 	})
 }
 
@@ -258,6 +258,9 @@ func (c *console) serve(w http.ResponseWriter, r *http.Request, op server.Operat
 		return
 	}
 	if err := c.s.CheckGrant(r.Context(), v.Grant, op, func(name string) (string, error) { return r.PathValue(name), nil }); err != nil {
+		if sw, ok := w.(*statusWriter); ok && server.OutsideGrant(err) {
+			sw.outsideGrant = true
+		}
 		c.fail(w, r, v, err)
 		return
 	}
@@ -423,8 +426,9 @@ func (c *console) apiDocs(w http.ResponseWriter, r *http.Request, v viewer) erro
 // statusWriter records the status a handler wrote, for the histogram.
 type statusWriter struct {
 	http.ResponseWriter
-	status int
-	code   string // the problem's code, when fail answered
+	status       int
+	code         string // the problem's code, when fail answered
+	outsideGrant bool   // refused outside a limited token's grant
 }
 
 func (w *statusWriter) WriteHeader(code int) {
