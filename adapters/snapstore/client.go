@@ -100,6 +100,12 @@ func (s *snapSource) get(ctx context.Context, path string, query url.Values, acc
 		return resp, nil
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		// Not followed (noRedirect): the token goes to options.url only.
+		err := fmt.Errorf("HTTP %d: the server redirects to %s, which is not followed (the token would go with it); give the URL it points to in options.url",
+			resp.StatusCode, redirectTarget(resp))
+		return nil, source.NewSourceError(ctx, s.addr, "config", source.ScrubError(err, s.token.Reveal()))
+	}
 	se := &statusError{problem{Status: resp.StatusCode}}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	_ = json.Unmarshal(b, &se.problem)
@@ -113,6 +119,17 @@ func (s *snapSource) get(ctx context.Context, path string, query url.Values, acc
 	// The answer is the other server's text, which this side's secrets
 	// must not reach, even echoed back.
 	return nil, source.ScrubError(s.classify(ctx, se), s.token.Reveal())
+}
+
+// redirectTarget is the Location of a redirect without its query and
+// fragment (a page token in a query encodes a row key), or "no location".
+func redirectTarget(resp *http.Response) string {
+	loc, err := resp.Location()
+	if err != nil {
+		return "no location"
+	}
+	loc.RawQuery, loc.Fragment, loc.User = "", "", nil
+	return loc.String()
 }
 
 // firstLine is the first line of the text b, trimmed to at most 200

@@ -2,12 +2,16 @@ package snapstore
 
 import (
 	"context"
+	"encoding/pem"
 	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -211,6 +215,59 @@ func TestAnswerNotAProblem(t *testing.T) {
 		src.Close()
 		if res.OK || !strings.Contains(res.Message, c.want) || strings.Contains(res.Message, token) {
 			t.Errorf("test of %s: %+v, want a message with %q", c.url, res, c.want)
+		}
+	}
+}
+
+// TestRedirectNotFollowed: a source server that answers a redirect is not
+// followed, so that the connection's token reaches no URL but the one the
+// connection names: not the same host over plain HTTP (the token in
+// clear), nor another port of it. The answer is an error naming where
+// the server pointed, for the operator to fix options.url.
+func TestRedirectNotFollowed(t *testing.T) {
+	const token = "edge-reader-token-0123456789"
+	var leaked atomic.Int32
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			leaked.Add(1)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"datasets":[]}`))
+	}))
+	defer plain.Close()
+	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, plain.URL+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+	}))
+	defer tlsSrv.Close()
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tlsSrv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{tlsSrv.URL, plain.URL + "/x"} {
+		opts := source.OptionValues{"url": u, "token": source.NewSecret(token)}
+		if strings.HasPrefix(u, "https:") {
+			opts["ca_file"] = caFile
+		} else {
+			// A plain server that redirects to another port of itself.
+			mux := http.NewServeMux()
+			mux.HandleFunc("/x/", func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, plain.URL+strings.TrimPrefix(r.URL.RequestURI(), "/x"), http.StatusFound)
+			})
+			other := httptest.NewServer(mux)
+			defer other.Close()
+			opts["url"] = other.URL + "/x"
+		}
+		src, err := connector{}.Open(context.Background(), source.SourceConfig{Name: "edge", Options: opts, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := src.(source.Tester).Test(context.Background())
+		src.Close()
+		if n := leaked.Load(); n != 0 {
+			t.Fatalf("url %s: the token followed a redirect to %s (%d requests)", opts["url"], plain.URL, n)
+		}
+		if res.OK || res.Cause != "config" || !strings.Contains(res.Message, "redirect") || !strings.Contains(res.Message, plain.URL) || strings.Contains(res.Message, token) {
+			t.Errorf("url %s: %+v, want a failed test of cause config naming the redirect to %s", opts["url"], res, plain.URL)
 		}
 	}
 }
