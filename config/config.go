@@ -685,8 +685,8 @@ func (c *Config) CheckServe() ([]server.Token, []error) {
 
 // checkServeFiles checks the files serve reads at start, each problem
 // named by its own key: the TLS certificate and key load as a pair, the
-// CA files of tls hold a PEM certificate, the key files of secrets at
-// rest hold keys. The daemon reads them again when it opens them; this
+// CA files of tls hold a PEM certificate, the files of the cluster's
+// transfer can be read, the key files of secrets at rest hold keys. The daemon reads them again when it opens them; this
 // puts their problems in the one report, before anything is opened.
 func (c *Config) checkServeFiles() []error {
 	var errs []error
@@ -719,6 +719,20 @@ func (c *Config) checkServeFiles() []error {
 				err = fmt.Errorf("%s holds no PEM certificate", f.path)
 			}
 			if err != nil {
+				bad(f.key, err)
+			}
+		}
+	}
+	if c.Clustered() {
+		// Readable here; whether the certificate chains to the CA and
+		// names the node is checked when the transfer opens.
+		x := c.Cluster.Transfer
+		for _, f := range []struct{ key, path string }{
+			{"cluster.transfer.ca_file", x.CAFile}, {"cluster.transfer.cert_file", x.CertFile}, {"cluster.transfer.key_file", x.KeyFile}} {
+			if f.path == "" {
+				continue
+			}
+			if _, err := os.ReadFile(f.path); err != nil {
 				bad(f.key, err)
 			}
 		}

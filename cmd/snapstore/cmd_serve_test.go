@@ -434,4 +434,24 @@ tls:
 	if code != 2 {
 		t.Errorf("exit %d, want 2", code)
 	}
+	// The files of a cluster's transfer, beside the rest.
+	p = writeFile(t, "cluster.yaml", `log:
+  level: loud
+cluster:
+  bind: 127.0.0.1:0
+  transfer:
+    listen: 127.0.0.1:0
+    ca_file: /nonexistent/ca.crt
+    cert_file: `+filepath.Join(dir, "server.crt")+`
+    key_file: /nonexistent/node.key
+`)
+	code, _, msg = cli(t, "serve", "--config", p, "--data", data)
+	for _, want := range []string{"config key log.level (line 2)", "config key cluster.transfer.ca_file (line 7): ", "config key cluster.transfer.key_file (line 9): "} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, msg)
+		}
+	}
+	if code != 2 {
+		t.Errorf("exit %d, want 2", code)
+	}
 }
