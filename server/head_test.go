@@ -2,9 +2,13 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -199,4 +203,48 @@ func TestParquet_RangesAcrossVersions(t *testing.T) {
 		t.Errorf("412 detail %q names no ETag", p.Detail)
 	}
 	f.must(206, "GET", path, "", "Range", "bytes=0-3", "If-Match", whole.header.Get("ETag"))
+}
+
+// TestParquet_ClientGoneWhileWritten: a client that goes away while its
+// Parquet file is being written (nothing sent yet: the file goes only
+// once whole) is logged and counted as 499, as any request whose client
+// went away before the answer, not as a 200 that sent nothing. The test
+// hangs up once the file's temporary file exists, which a dataset of
+// 200000 rows keeps open well beyond the hang-up.
+func TestParquet_ClientGoneWhileWritten(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	f := newFixture(t, fixtureOpts{})
+	f.exec(`INSERT INTO products (id, name, price, stock)
+		WITH RECURSIVE n(i) AS (SELECT 1000 UNION ALL SELECT i + 1 FROM n WHERE i < 201000)
+		SELECT i, 'product number ' || i, i % 1000 + 0.25, i % 77 FROM n`)
+	v := f.run("products")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			if m, _ := filepath.Glob(filepath.Join(tmp, "snapstore-*.parquet")); len(m) > 0 {
+				cancel() // the client hangs up
+				return
+			}
+			runtime.Gosched()
+		}
+	}()
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("GET", fmt.Sprintf("http://127.0.0.1/v1/datasets/products/rows?format=parquet&version=%d", v), nil)
+	f.srv.Handler().ServeHTTP(rec, req.WithContext(ctx))
+	if ctx.Err() == nil {
+		t.Fatalf("the file was made before the client hung up: %d, %d bytes", rec.Code, rec.Body.Len())
+	}
+	if rec.Body.Len() != 0 {
+		t.Errorf("answered a client that went away: %d, %d bytes", rec.Code, rec.Body.Len())
+	}
+	logs := f.logs.String()
+	if !strings.Contains(logs, `msg="http request" method=GET route=/v1/datasets/:dataset/rows status=499`) {
+		t.Errorf("the request is not logged as 499:\n%s", logs)
+	}
+	body := string(f.must(200, "GET", "/metrics", "").body)
+	if !strings.Contains(body, `snapstore_server_http_request_duration_seconds_count{method="GET",route="/v1/datasets/:dataset/rows",status="499"} 1`) {
+		t.Errorf("metrics do not count a 499:\n%s", body)
+	}
 }

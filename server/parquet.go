@@ -117,8 +117,10 @@ func (s *Server) writeParquetPasses(c echo.Context, codec compress.Compression, 
 			}
 		}
 		if err != nil {
-			if c.Request().Context().Err() != nil {
-				return nil // the client went away: no one to tell
+			if cerr := c.Request().Context().Err(); cerr != nil {
+				// The client went away before the answer began: no one to
+				// tell, and logs and metrics say 499 (clientGone).
+				return fmt.Errorf("server: writing the Parquet file: %w", cerr)
 			}
 			return err
 		}
