@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -139,5 +140,67 @@ func TestMySQLFrozenSourceReadTimeout(t *testing.T) {
 	msg := readError(ctx, "shop", err).Error()
 	if !strings.Contains(msg, "no answer within 1s (read_timeout)") || strings.Contains(msg, "went away") {
 		t.Errorf("run error %q, want it to name read_timeout and not a server gone", msg)
+	}
+}
+
+// TestPostgresFrozenSourceReadTimeout: as TestMySQLFrozenSourceReadTimeout
+// for PostgreSQL, whose read_timeout bounds the wait for each read of the
+// connection: without it a run on a frozen server waits forever (the
+// kernel of a stopped server still answers TCP keepalives), holding its
+// dataset.
+func TestPostgresFrozenSourceReadTimeout(t *testing.T) {
+	e := postgresEnv(t)
+	db := e.tempDatabase(t, "frozen")
+	e.exec(t, db, "CREATE TABLE items (id INT PRIMARY KEY, v TEXT)",
+		"INSERT INTO items SELECT g, 'item ' || g FROM generate_series(1, 20) g")
+	proxy := newFreezingProxy(t, net.JoinHostPort(e.Host, e.Port), `WHERE ("id") > (`)
+	_, port, _ := net.SplitHostPort(proxy.ln.Addr().String())
+	src := openEnvSource(t, e, db, map[string]any{"host": "127.0.0.1", "port": port, "chunk_rows": 5, "read_timeout": "1s"})
+	ctx := context.Background()
+	tr, err := src.OpenTable(ctx, TableRequest{Resource: "items"})
+	if err != nil {
+		t.Fatal(noteErr(err))
+	}
+	defer tr.Close()
+	n := 0
+	for tr.Next(ctx) {
+		n++
+	}
+	err = noteErr(tr.Err())
+	if !proxy.frozen.Load() || n != 5 {
+		t.Fatalf("read %d rows (frozen %v), want the first chunk of 5 then the freeze: %v", n, proxy.frozen.Load(), err)
+	}
+	var se *source.SourceError
+	if !errors.As(err, &se) || se.Cause != "timeout" || se.Bound != "read_timeout" || !errors.Is(err, ErrSourceUnavailable) {
+		t.Fatalf("error %v (%#v), want a source timeout of read_timeout", err, se)
+	}
+	msg := readError(ctx, "ledger", err).Error()
+	if !strings.Contains(msg, "no answer within 1s (read_timeout)") || strings.Contains(msg, "went away") {
+		t.Errorf("run error %q, want it to name read_timeout and not a server gone", msg)
+	}
+
+	// A cancelled read still ends with the context's error, not the
+	// timeout's: the deadline of each read does not hide the one a cancel
+	// sets.
+	proxy = newFreezingProxy(t, net.JoinHostPort(e.Host, e.Port), `WHERE ("id") > (`)
+	_, port, _ = net.SplitHostPort(proxy.ln.Addr().String())
+	src = openEnvSource(t, e, db, map[string]any{"host": "127.0.0.1", "port": port, "chunk_rows": 5, "read_timeout": "2s"})
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	tr, err = src.OpenTable(cctx, TableRequest{Resource: "items"})
+	if err != nil {
+		t.Fatal(noteErr(err))
+	}
+	defer tr.Close()
+	go func() {
+		for !proxy.frozen.Load() && cctx.Err() == nil {
+			runtime.Gosched()
+		}
+		cancel()
+	}()
+	for tr.Next(cctx) {
+	}
+	if err := noteErr(tr.Err()); !errors.Is(err, context.Canceled) {
+		t.Errorf("a cancelled read of a frozen source: %v, want context.Canceled", err)
 	}
 }
