@@ -95,11 +95,21 @@ func (s *Server) writeParquetPasses(c echo.Context, codec compress.Compression, 
 		h.Set("Accept-Ranges", "bytes")
 		return c.NoContent(http.StatusOK)
 	}
-	f, err := os.CreateTemp("", "snapstore-*.parquet")
-	if err != nil {
-		return err
+	// A file without a name in the temporary directory, written and read
+	// through the open file: a process killed while it answers leaves no
+	// copy of the rows there, and the disk is freed when the file closes.
+	// Where the file system cannot make one, a named file unlinked at once
+	// leaves the same but for that moment.
+	f, unnamed := openUnnamedTemp()
+	if !unnamed {
+		var err error
+		if f, err = os.CreateTemp("", "snapstore-*.parquet"); err != nil {
+			return err
+		}
+		if err := os.Remove(f.Name()); err != nil {
+			defer os.Remove(f.Name())
+		}
 	}
-	defer os.Remove(f.Name())
 	defer f.Close()
 	for again := false; ; again = true {
 		if again {
