@@ -27,6 +27,10 @@ var (
 	ErrAdapterReadOnly = errors.New("adapters: adapter is defined in the config file and read-only")
 	// ErrRunNotFound: no run record of that id.
 	ErrRunNotFound = errors.New("adapters: run does not exist")
+	// ErrSchemaChanged fails a run whose source changed a table's columns
+	// or key between the run's description of the table and its read (a
+	// DDL that a source's catalog shows outside the run's snapshot).
+	ErrSchemaChanged = errors.New("adapters: the source's schema changed during the run")
 	// ErrRunInProgress: a run of the adapter is already going; two runs of
 	// one adapter never overlap. Retry after it ends.
 	ErrRunInProgress = errors.New("adapters: a run of this adapter is already in progress")

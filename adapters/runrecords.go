@@ -97,7 +97,8 @@ type RunRecord struct {
 	// source_unavailable, source_auth, connection_not_found, config (the
 	// connection's options do not resolve: an env: variable unset, a
 	// file: unreadable; the cause a connection test gives), key_changed,
-	// bad_key, store_unavailable (the store, HBase, stopped answering),
+	// schema_changed (a table's columns changed while the run read the
+	// source), bad_key, store_unavailable (the store, HBase, stopped answering),
 	// node_failed (the node that ran it, or an owner of its partitions,
 	// failed or was forgotten; noderuns.go), aborted, skipped, error
 	// (anything else).
@@ -125,6 +126,7 @@ var runCodes = []struct {
 	{snapshot.ErrRunInProgress, "run_in_progress"},
 	{snapshot.ErrDuplicateKey, "duplicate_key"},
 	{snapshot.ErrKeyChanged, "key_changed"},
+	{ErrSchemaChanged, "schema_changed"},
 	{snapshot.ErrTableMissing, "resource_not_found"},
 	{snapshot.ErrPartitionCount, "partition_count"},
 	{snapshot.ErrPartitionKey, "partition_key"},

@@ -411,8 +411,7 @@ func (tp *tablesPull) readTable(ctx context.Context, t *tableRead) error {
 	now := src.Schema()
 	embedJSON(&now, tp.spec.EmbedJSON)
 	if !slices.Equal(now.Columns, t.schema.Columns) || !slices.Equal(now.Key, t.schema.Key) {
-		return fmt.Errorf("table %s: its schema changed while the run read the source (columns %s, then %s); nothing is committed, the next run reads the new schema",
-			t.name, columnNames(t.schema), columnNames(now))
+		return &schemaChangedError{table: t.name, before: columnNames(t.schema), after: columnNames(now)}
 	}
 	w := tp.run.Table(t.name)
 	p := &pull{s: tp.s, ar: tp.ar, spec: tp.spec, force: tp.force, runID: tp.runID, l: tp.l, src: src,
@@ -575,3 +574,15 @@ func columnNames(s snapshot.Schema) string {
 	}
 	return strings.Join(names, ", ")
 }
+
+// schemaChangedError is the error of a table whose schema changed while
+// the run read the source: ErrSchemaChanged, in words that name the table
+// and its columns before and after.
+type schemaChangedError struct{ table, before, after string }
+
+func (e *schemaChangedError) Error() string {
+	return fmt.Sprintf("table %s: its schema changed while the run read the source (columns %s, then %s); nothing is committed, the next run reads the new schema",
+		e.table, e.before, e.after)
+}
+
+func (e *schemaChangedError) Unwrap() error { return ErrSchemaChanged }

@@ -413,8 +413,9 @@ func TestTablesRunCancelled(t *testing.T) {
 
 // TestTablesRunSchemaChanged: a column added on MariaDB to a table the
 // run has not read yet (information_schema is not part of the run's
-// snapshot) fails the run with an error naming the table and saying its
-// schema changed, committing nothing; the next run reads the new column.
+// snapshot) fails the run with code schema_changed and an error naming
+// the table and saying its schema changed, committing nothing; the next
+// run reads the new column.
 func TestTablesRunSchemaChanged(t *testing.T) {
 	e := mysqlEnv(t)
 	ctx := context.Background()
@@ -445,6 +446,9 @@ func TestTablesRunSchemaChanged(t *testing.T) {
 	}
 	if got.Status != RunFailed || !strings.Contains(got.Error, "table "+db+".b: its schema changed") {
 		t.Fatalf("run over a schema change: %s %q, want failed naming table b", got.Status, got.Error)
+	}
+	if got.Code != "schema_changed" {
+		t.Errorf("run over a schema change: code %q, want the stable schema_changed", got.Code)
 	}
 	if cur := mustVersion(t, ts.db, "ab", 0); cur.Version != first.Version {
 		t.Errorf("current version %d after the failed run, want %d", cur.Version, first.Version)
