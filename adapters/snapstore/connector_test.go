@@ -2,8 +2,12 @@ package snapstore
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"io"
+	"log"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +20,7 @@ import (
 	"time"
 
 	"github.com/snapstore/snapstore/adapters/source"
+	"github.com/snapstore/snapstore/cluster/transfer"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
@@ -268,6 +273,88 @@ func TestRedirectNotFollowed(t *testing.T) {
 		}
 		if res.OK || res.Cause != "config" || !strings.Contains(res.Message, "redirect") || !strings.Contains(res.Message, plain.URL) || strings.Contains(res.Message, token) {
 			t.Errorf("url %s: %+v, want a failed test of cause config naming the redirect to %s", opts["url"], res, plain.URL)
+		}
+	}
+}
+
+// TestClientCertificateRefused: a server that refuses the connection's
+// client certificate (expired, of a CA it does not trust) answers with a
+// TLS alert: the test says the settings do not fit the server (cause
+// config) and names options.client_cert, rather than "cannot connect".
+func TestClientCertificateRefused(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	caCert, caKey, err := transfer.NewCA("clients", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvCert, srvKey, err := transfer.NewServerCert(caCert, caKey, []string{"127.0.0.1"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(srvCert, srvKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caCert)
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"datasets":[]}`))
+	}))
+	ts.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert}
+	ts.Config.ErrorLog = log.New(io.Discard, "", 0)
+	ts.StartTLS()
+	defer ts.Close()
+	expCert, expKey, err := transfer.NewServerCert(caCert, caKey, []string{"client"}, -30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherCA, otherCAKey, err := transfer.NewCA("other", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherCert, otherKey, err := transfer.NewServerCert(otherCA, otherCAKey, []string{"client"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	goodCert, goodKey, err := transfer.NewServerCert(caCert, caKey, []string{"client"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := write("ca.pem", caCert)
+	for _, c := range []struct {
+		name       string
+		cert, key  []byte
+		ok         bool
+		wantInText string
+	}{
+		{"expired", expCert, expKey, false, "expired certificate"},
+		{"other-ca", otherCert, otherKey, false, "certificate"},
+		{"good", goodCert, goodKey, true, ""},
+	} {
+		src, err := connector{}.Open(context.Background(), source.SourceConfig{Name: "edge", Logger: slog.New(slog.DiscardHandler),
+			Options: source.OptionValues{"url": ts.URL, "ca_file": ca,
+				"client_cert": write(c.name+".crt", c.cert), "client_key": write(c.name+".key", c.key)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := src.(source.Tester).Test(context.Background())
+		src.Close()
+		if c.ok {
+			if !res.OK {
+				t.Errorf("%s client certificate: %+v, want a passed test", c.name, res)
+			}
+			continue
+		}
+		if res.OK || res.Cause != "config" || !strings.Contains(res.Message, "options.client_cert") || !strings.Contains(res.Message, c.wantInText) {
+			t.Errorf("%s client certificate: %+v, want cause config naming options.client_cert", c.name, res)
 		}
 	}
 }
