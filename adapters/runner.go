@@ -352,9 +352,14 @@ func abortedText(err error) string {
 // readError names the data connection in an error that ended a source read
 // and, for a connection the server dropped (the driver's bare "invalid
 // connection", a reset, EOF: ErrSourceUnavailable), says that the server
-// went away. An error of a cancelled read is returned as it is.
+// went away. An error of a cancelled read is returned as it is, and so is
+// a source that stopped answering (a *SourceError of cause timeout, which
+// names the connection and the bound that passed).
 func readError(ctx context.Context, conn string, err error) error {
 	if ctx.Err() != nil {
+		return err
+	}
+	if se := (*SourceError)(nil); errors.As(err, &se) && se.Cause == "timeout" {
 		return err
 	}
 	if errors.Is(err, ErrSourceUnavailable) {

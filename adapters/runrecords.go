@@ -98,8 +98,8 @@ type RunRecord struct {
 	Error    string   `json:"error,omitempty"`
 	// Code classifies a run that did not succeed, stable for scripts:
 	// guard_refused, duplicate_key, resource_not_found, no_key, unsupported_type,
-	// table_changed (a source table truncated or altered under the run),
-	// source_unavailable, source_auth, connection_not_found, config (the
+	// table_changed (a source table truncated, altered or given other
+	// columns under the run), source_unavailable, source_auth, connection_not_found, config (the
 	// connection's options do not resolve: an env: variable unset, a
 	// file: unreadable; the cause a connection test gives), key_changed,
 	// bad_key, store_unavailable (the store, HBase, stopped answering),

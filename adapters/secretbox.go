@@ -205,6 +205,22 @@ func openSecretBox(cfg SecretKeys, log *slog.Logger) (*secretBox, error) {
 
 // readKeyFile reads the keys of a key file (SecretKeys.KeyFiles). Errors
 // name the file and line, never the line's text.
+// CheckSecretKeyFile reports whether the key file at path is one that
+// the keys of secrets at rest can be read from: readable, each line the
+// standard base64 of 32 bytes, at least one key. The error names the file
+// and line, never a key. serve checks its key files with it in the pass
+// that checks every other key of the configuration.
+func CheckSecretKeyFile(path string) error {
+	keys, err := readKeyFile(path)
+	for _, k := range keys {
+		clear(k)
+	}
+	if err == nil && len(keys) == 0 {
+		err = fmt.Errorf("key file %s holds no key", path)
+	}
+	return err
+}
+
 func readKeyFile(path string) ([][]byte, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {

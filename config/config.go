@@ -6,6 +6,8 @@
 package config
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -616,6 +618,7 @@ func resolveSecret(v string) (string, error) {
 // CheckServe checks what serve alone needs, for the same report as
 // Validate (loadServeConfig): every token reference resolves (env:NAME is
 // set, file:/path is readable and not empty), no two tokens are equal,
+// the files of tls and of secrets at rest load (checkServeFiles),
 // with no tokens the listen address is loopback (server.CheckListen),
 // and with tokens but no TLS it is loopback unless
 // tls.plaintext_behind_proxy (server.CheckPlaintext). It returns the resolved tokens. The client commands skip it: they need
@@ -665,6 +668,7 @@ func (c *Config) CheckServe() ([]server.Token, []error) {
 			out = append(out, tok)
 		}
 	}
+	errs = append(errs, c.checkServeFiles()...)
 	if _, _, err := net.SplitHostPort(c.Listen); err == nil {
 		if len(c.Auth.Tokens) == 0 {
 			if err := server.CheckListen(c.Listen, nil); err != nil {
@@ -677,6 +681,76 @@ func (c *Config) CheckServe() ([]server.Token, []error) {
 		}
 	}
 	return out, errs
+}
+
+// checkServeFiles checks the files serve reads at start, each problem
+// named by its own key: the TLS certificate and key load as a pair, the
+// CA files of tls hold a PEM certificate, the files of the cluster's
+// transfer can be read, the key files of secrets at rest hold keys. The daemon reads them again when it opens them; this
+// puts their problems in the one report, before anything is opened.
+func (c *Config) checkServeFiles() []error {
+	var errs []error
+	bad := func(key string, err error) {
+		errs = append(errs, c.keyError(key, err.Error()))
+	}
+	t := c.TLS
+	if t.CertFile != "" && t.KeyFile != "" {
+		_, certErr := os.ReadFile(t.CertFile)
+		_, keyErr := os.ReadFile(t.KeyFile)
+		switch {
+		case certErr != nil || keyErr != nil:
+			if certErr != nil {
+				bad("tls.cert_file", certErr)
+			}
+			if keyErr != nil {
+				bad("tls.key_file", keyErr)
+			}
+		default:
+			if _, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile); err != nil {
+				bad("tls.cert_file", fmt.Errorf("%s and tls.key_file %s do not load as a certificate and its key: %w", t.CertFile, t.KeyFile, err))
+			}
+		}
+		for _, f := range []struct{ key, path string }{{"tls.client_ca_file", t.ClientCAFile}, {"tls.ca_file", t.CAFile}} {
+			if f.path == "" {
+				continue
+			}
+			pem, err := os.ReadFile(f.path)
+			if err == nil && !x509.NewCertPool().AppendCertsFromPEM(pem) {
+				err = fmt.Errorf("%s holds no PEM certificate", f.path)
+			}
+			if err != nil {
+				bad(f.key, err)
+			}
+		}
+	}
+	if c.Clustered() {
+		// Readable here; whether the certificate chains to the CA and
+		// names the node is checked when the transfer opens.
+		x := c.Cluster.Transfer
+		for _, f := range []struct{ key, path string }{
+			{"cluster.transfer.ca_file", x.CAFile}, {"cluster.transfer.cert_file", x.CertFile}, {"cluster.transfer.key_file", x.KeyFile}} {
+			if f.path == "" {
+				continue
+			}
+			if _, err := os.ReadFile(f.path); err != nil {
+				bad(f.key, err)
+			}
+		}
+	}
+	if f := c.Secrets.KeyFile; f != "" {
+		if err := adapters.CheckSecretKeyFile(f); err != nil {
+			bad("secrets.key_file", err)
+		}
+	}
+	for i, f := range c.Secrets.KeyFiles {
+		if f == "" {
+			continue // Validate named it
+		}
+		if err := adapters.CheckSecretKeyFile(f); err != nil {
+			bad(fmt.Sprintf("secrets.key_files[%d]", i), err)
+		}
+	}
+	return errs
 }
 
 // validateTLS checks the tls section: both files or neither, a client

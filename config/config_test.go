@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/snapstore/snapstore/api"
+	"github.com/snapstore/snapstore/cluster/transfer"
 	"github.com/snapstore/snapstore/server"
 )
 
@@ -166,9 +167,27 @@ func TestConfig_TokenHashesAndTLS(t *testing.T) {
 	if toks, errs := cfg.CheckServe(); len(errs) != 0 || len(toks) != 1 || toks[0].Hash == "" {
 		t.Fatalf("behind a proxy: %v %+v", errs, toks)
 	}
-	cfg.TLS = TLSConfig{CertFile: "a.crt", KeyFile: "a.key"}
+	caCert, caKey, err := transfer.NewCA("test", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key, err := transfer.NewServerCert(caCert, caKey, []string{"127.0.0.1"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.TLS = TLSConfig{CertFile: writeFile(t, "a.crt", string(cert)), KeyFile: writeFile(t, "a.key", string(key)),
+		ClientCAFile: writeFile(t, "ca.crt", string(caCert))}
 	if _, errs := cfg.CheckServe(); len(errs) != 0 {
 		t.Fatalf("with TLS: %v", errs)
+	}
+	// The files are read: a key of another certificate is named.
+	_, otherKey, err := transfer.NewServerCert(caCert, caKey, []string{"127.0.0.1"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.TLS.KeyFile = writeFile(t, "other.key", string(otherKey))
+	if _, errs := cfg.CheckServe(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "config key tls.cert_file: ") {
+		t.Fatalf("a key of another certificate: %v", errs)
 	}
 }
 

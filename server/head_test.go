@@ -2,11 +2,17 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -243,4 +249,74 @@ func TestParquet_HeadAsGet(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestParquet_ClientGoneWhileWritten: a client that goes away while its
+// Parquet file is being written (nothing sent yet: the file goes only
+// once whole) is logged and counted as 499, as any request whose client
+// went away before the answer, not as a 200 that sent nothing. The test
+// hangs up once the server opened the temporary file, which a dataset of
+// 200000 rows keeps open well beyond the hang-up; the file has no name in
+// the temporary directory meanwhile, so that a process killed while it
+// writes leaves no copy of the rows behind.
+func TestParquet_ClientGoneWhileWritten(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	f := newFixture(t, fixtureOpts{})
+	f.exec(`INSERT INTO products (id, name, price, stock)
+		WITH RECURSIVE n(i) AS (SELECT 1000 UNION ALL SELECT i + 1 FROM n WHERE i < 201000)
+		SELECT i, 'product number ' || i, i % 1000 + 0.25, i % 77 FROM n`)
+	v := f.run("products")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var leftInDir atomic.Bool
+	go func() {
+		for ctx.Err() == nil {
+			if parquetTempOpen(t, tmp) {
+				// A process killed now must leave no copy of the rows.
+				if m, _ := filepath.Glob(filepath.Join(tmp, "*")); len(m) > 0 {
+					leftInDir.Store(true)
+				}
+				cancel() // the client hangs up
+				return
+			}
+			runtime.Gosched()
+		}
+	}()
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("GET", fmt.Sprintf("http://127.0.0.1/v1/datasets/products/rows?format=parquet&version=%d", v), nil)
+	f.srv.Handler().ServeHTTP(rec, req.WithContext(ctx))
+	if ctx.Err() == nil {
+		t.Fatalf("the file was made before the client hung up: %d, %d bytes", rec.Code, rec.Body.Len())
+	}
+	if rec.Body.Len() != 0 {
+		t.Errorf("answered a client that went away: %d, %d bytes", rec.Code, rec.Body.Len())
+	}
+	if leftInDir.Load() {
+		t.Error("the Parquet file being written has a name in the temporary directory: a process killed meanwhile leaves a copy of the rows there")
+	}
+	logs := f.logs.String()
+	if !strings.Contains(logs, `msg="http request" method=GET route=/v1/datasets/:dataset/rows status=499`) {
+		t.Errorf("the request is not logged as 499:\n%s", logs)
+	}
+	body := string(f.must(200, "GET", "/metrics", "").body)
+	if !strings.Contains(body, `snapstore_server_http_request_duration_seconds_count{method="GET",route="/v1/datasets/:dataset/rows",status="499"} 1`) {
+		t.Errorf("metrics do not count a 499:\n%s", body)
+	}
+}
+
+// parquetTempOpen reports whether this process has a file of directory
+// dir open (Linux's /proc/self/fd), named or not: the temporary file of a
+// Parquet answer.
+func parquetTempOpen(t *testing.T, dir string) bool {
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd to find the open files: %v", err)
+	}
+	for _, fd := range fds {
+		if target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && strings.HasPrefix(target, dir+"/") {
+			return true
+		}
+	}
+	return false
 }

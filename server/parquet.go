@@ -97,11 +97,21 @@ func (s *Server) writeParquetPasses(c echo.Context, codec compress.Compression, 
 	// A HEAD makes the file too: only the whole file tells its
 	// Content-Length, and http.ServeContent answers a HEAD (and its
 	// Range, If-Range, If-Match) as it would the GET, without the body.
-	f, err := os.CreateTemp("", "snapstore-*.parquet")
-	if err != nil {
-		return err
+	// The file has no name in the temporary directory, written and read
+	// through the open file: a process killed while it answers leaves no
+	// copy of the rows there, and the disk is freed when the file closes.
+	// Where the file system cannot make one, a named file unlinked at once
+	// leaves the same but for that moment.
+	f, unnamed := openUnnamedTemp()
+	if !unnamed {
+		var err error
+		if f, err = os.CreateTemp("", "snapstore-*.parquet"); err != nil {
+			return err
+		}
+		if err := os.Remove(f.Name()); err != nil {
+			defer os.Remove(f.Name())
+		}
 	}
-	defer os.Remove(f.Name())
 	defer f.Close()
 	for again := false; ; again = true {
 		if again {
@@ -119,8 +129,10 @@ func (s *Server) writeParquetPasses(c echo.Context, codec compress.Compression, 
 			}
 		}
 		if err != nil {
-			if c.Request().Context().Err() != nil {
-				return nil // the client went away: no one to tell
+			if cerr := c.Request().Context().Err(); cerr != nil {
+				// The client went away before the answer began: no one to
+				// tell, and logs and metrics say 499 (clientGone).
+				return fmt.Errorf("server: writing the Parquet file: %w", cerr)
 			}
 			return err
 		}

@@ -170,6 +170,7 @@ func (mysqlConnector) Open(ctx context.Context, sc source.SourceConfig) (source.
 		dbName:    cfg.DBName,
 		chunkRows: int(sc.Options.Int("chunk_rows", source.DefaultChunkRows)),
 		timeout:   cfg.Timeout,
+		readTO:    cfg.ReadTimeout,
 		secrets:   secrets,
 		log:       sc.Logger,
 	}, nil

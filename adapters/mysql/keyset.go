@@ -6,9 +6,13 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"errors"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/snapstore/snapstore/adapters/source"
 	"github.com/snapstore/snapstore/snapshot"
 )
@@ -37,8 +41,36 @@ func (t *mysqlTable) buildQueries() {
 	t.Row = make([]snapshot.Value, len(t.cols))
 }
 
-// SourceErr implements source.KeysetRows.
-func (t *mysqlTable) SourceErr(ctx context.Context, err error) error { return wrapMySQLErr(ctx, err) }
+// query sends a chunk query, noting when (readTimedOut).
+func (t *mysqlTable) query(ctx context.Context, q string, args []any) (source.KeysetResult, error) {
+	t.chunkAt = time.Now()
+	rows, err := t.conn.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// SourceErr implements source.KeysetRows. A chunk that ended with the
+// driver's "invalid connection" at least read_timeout after its query was
+// sent is taken for the read deadline: the driver says the same of a
+// deadline and of a connection the server dropped (it logs the cause),
+// and a frozen source should read as one that does not answer, naming
+// the bound, not as one that went away.
+func (t *mysqlTable) SourceErr(ctx context.Context, err error) error {
+	if t.readTimedOut(ctx, err) {
+		return &source.SourceError{SourceAddr: t.src.addr, Cause: "timeout", Timeout: t.src.readTO, Bound: "read_timeout", Err: t.src.scrub(err)}
+	}
+	return wrapMySQLErr(ctx, err)
+}
+
+// readTimedOut reports whether err, ending the current chunk, is taken
+// for read_timeout (SourceErr).
+func (t *mysqlTable) readTimedOut(ctx context.Context, err error) bool {
+	return ctx.Err() == nil && t.src.readTO > 0 && !t.chunkAt.IsZero() &&
+		(errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, driver.ErrBadConn)) &&
+		time.Since(t.chunkAt) >= t.src.readTO
+}
 
 // ConvertRow implements source.KeysetRows.
 func (t *mysqlTable) ConvertRow() error { return source.ConvertRow(t.cols, t.raw, t.Row) }

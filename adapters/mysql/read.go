@@ -24,6 +24,8 @@ type mysqlTable struct {
 	keyIdx  []int // positions of the key columns in cols
 	raw     []sql.RawBytes
 	started bool
+	// chunkAt is when the current chunk query was sent (query).
+	chunkAt time.Time
 	// release, set for a reader of a point, gives the connection back to
 	// the point, its transaction still open.
 	release func()
@@ -98,6 +100,7 @@ func (p *mysqlPoint) OpenTable(ctx context.Context, req source.TableRequest) (_ 
 func (s *mysqlSource) newTable(conn *sql.Conn, req source.TableRequest) *mysqlTable {
 	t := &mysqlTable{src: s, conn: conn}
 	t.Conn = conn
+	t.Query = t.query
 	t.ChunkRows = req.ChunkRows
 	if t.ChunkRows <= 0 {
 		t.ChunkRows = s.chunkRows

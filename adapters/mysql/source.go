@@ -20,6 +20,7 @@ type mysqlSource struct {
 	dbName    string
 	chunkRows int
 	timeout   time.Duration
+	readTO    time.Duration // read_timeout; 0 for none
 	secrets   []string
 	log       *slog.Logger
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -37,6 +38,7 @@ var postgresOptionDefs = []source.OptionDef{
 	{Key: "application_name", Type: source.OptString, Doc: "application_name the server shows in pg_stat_activity (default snapstore)"},
 	{Key: "statement_timeout", Type: source.OptDuration, Doc: "server-side bound on each query of a pull, a chunk query included (default: the server's; 0s for none)"},
 	{Key: "connect_timeout", Type: source.OptDuration, Doc: "bound of opening one connection, dial, handshake and login, and of a connection test (default 10s)"},
+	{Key: "read_timeout", Type: source.OptDuration, Doc: "bound of each read of the connection while a query waits for the server (default 5m; 0s for none): how long a run waits on a frozen source"},
 	{Key: "chunk_rows", Type: source.OptInt, Min: 1, Max: 10_000_000, Doc: "rows per keyset-pagination chunk of a pull (default 5000)"},
 }
 
@@ -52,8 +54,10 @@ func (postgresConnector) Validate(o source.OptionValues) error {
 	if o.Has("sslrootcert") && (o.String("sslmode") == "disable") {
 		errs = append(errs, &source.OptionError{Key: "sslrootcert", Msg: "not allowed with sslmode disable"})
 	}
-	if o.Has("statement_timeout") && o.Duration("statement_timeout", 0) < 0 {
-		errs = append(errs, &source.OptionError{Key: "statement_timeout", Msg: "must not be negative"})
+	for _, k := range []string{"statement_timeout", "read_timeout"} {
+		if o.Has(k) && o.Duration(k, 0) < 0 {
+			errs = append(errs, &source.OptionError{Key: k, Msg: "must not be negative"})
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -112,6 +116,16 @@ func postgresConfig(o source.OptionValues, pool source.PoolOptions) (*pgxpool.Co
 		cc.Database = cc.User
 	}
 	cc.ConnectTimeout = o.Duration("connect_timeout", source.DefaultConnectTimeout)
+	if rt := o.Duration("read_timeout", defaultReadTimeout); rt > 0 {
+		dial := cc.DialFunc
+		cc.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &readDeadlineConn{Conn: c, timeout: rt}, nil
+		}
+	}
 	app := o.String("application_name")
 	if app == "" {
 		app = "snapstore"
@@ -145,6 +159,52 @@ func postgresConfig(o source.OptionValues, pool source.PoolOptions) (*pgxpool.Co
 	return cfg, nil
 }
 
+// defaultReadTimeout is read_timeout's default, as the mysql type's: a
+// chunk query's first rows, a checksum of a key range or the point's lock
+// come well within it.
+const defaultReadTimeout = 5 * time.Minute
+
+// readDeadlineConn bounds each Read by timeout (read_timeout): pgx sets no
+// deadline of its own but to interrupt a read for a cancelled context, and
+// the kernel of a stopped server keeps answering TCP keepalives, so a
+// frozen source would hold a run forever. A deadline pgx sets (a cancel's,
+// in the past) is kept when it comes sooner; mu orders the two, so that a
+// read never overwrites a cancel's deadline set meanwhile.
+type readDeadlineConn struct {
+	net.Conn
+	timeout time.Duration
+	mu      sync.Mutex
+	set     time.Time // the read deadline pgx set; zero for none
+}
+
+func (c *readDeadlineConn) Read(b []byte) (int, error) {
+	c.mu.Lock()
+	d := time.Now().Add(c.timeout)
+	if !c.set.IsZero() && c.set.Before(d) {
+		d = c.set
+	}
+	err := c.Conn.SetReadDeadline(d)
+	c.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	return c.Conn.Read(b)
+}
+
+func (c *readDeadlineConn) SetDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.set = t
+	return c.Conn.SetDeadline(t)
+}
+
+func (c *readDeadlineConn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.set = t
+	return c.Conn.SetReadDeadline(t)
+}
+
 // Open implements Connector: a pgxpool, lazy (nothing is dialled until a
 // connection is acquired), for every sharing mode; a single-use
 // connection's pool lives for one run.
@@ -168,6 +228,7 @@ func (postgresConnector) Open(ctx context.Context, sc source.SourceConfig) (sour
 		pool:      pool,
 		chunkRows: int(sc.Options.Int("chunk_rows", source.DefaultChunkRows)),
 		timeout:   cfg.ConnConfig.ConnectTimeout,
+		readTO:    sc.Options.Duration("read_timeout", defaultReadTimeout),
 		secrets:   secrets,
 		log:       sc.Logger,
 	}, nil
@@ -180,6 +241,7 @@ type postgresSource struct {
 	pool      *pgxpool.Pool
 	chunkRows int
 	timeout   time.Duration
+	readTO    time.Duration // read_timeout; 0 for none
 	secrets   []string
 	log       *slog.Logger
 }

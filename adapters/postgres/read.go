@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/snapstore/snapstore/adapters/source"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -477,8 +478,14 @@ func (r *pgRows) Err() error {
 
 func (r *pgRows) Close() error { r.rows.Close(); return nil }
 
-// SourceErr implements source.KeysetRows.
-func (t *pgTable) SourceErr(ctx context.Context, err error) error { return wrapPostgresErr(ctx, err) }
+// SourceErr implements source.KeysetRows: a read that read_timeout ended
+// (readDeadlineConn) is a source that does not answer, naming the bound.
+func (t *pgTable) SourceErr(ctx context.Context, err error) error {
+	if ctx.Err() == nil && t.src.readTO > 0 && errors.Is(err, os.ErrDeadlineExceeded) {
+		return &source.SourceError{SourceAddr: t.src.addr, Cause: "timeout", Timeout: t.src.readTO, Bound: "read_timeout", Err: t.src.scrub(err)}
+	}
+	return wrapPostgresErr(ctx, err)
+}
 
 // ConvertRow implements source.KeysetRows.
 func (t *pgTable) ConvertRow() error { return source.ConvertRow(t.cols, t.raw, t.Row) }

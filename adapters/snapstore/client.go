@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -91,6 +92,11 @@ func (s *snapSource) get(ctx context.Context, path string, query url.Values, acc
 			// find.
 			cause = "config"
 			err = fmt.Errorf("%w; give the CA of the server's certificate in options.ca_file, and reach it by a name the certificate holds", err)
+		case clientCertificateRefused(err):
+			// The server answers; it refuses the certificate this side
+			// presents, or asks for one it does not get.
+			cause = "config"
+			err = fmt.Errorf("%w; the server refused this connection's client certificate: give one of a CA the server trusts (its tls.client_ca_file), not expired, in options.client_cert and options.client_key", err)
 		case errors.As(err, &ne) && ne.Timeout():
 			cause = "timeout"
 		}
@@ -100,6 +106,12 @@ func (s *snapSource) get(ctx context.Context, path string, query url.Values, acc
 		return resp, nil
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		// Not followed (noRedirect): the token goes to options.url only.
+		err := fmt.Errorf("HTTP %d: the server redirects to %s, which is not followed (the token would go with it); give the URL it points to in options.url",
+			resp.StatusCode, redirectTarget(resp))
+		return nil, source.NewSourceError(ctx, s.addr, "config", source.ScrubError(err, s.token.Reveal()))
+	}
 	se := &statusError{problem{Status: resp.StatusCode}}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	_ = json.Unmarshal(b, &se.problem)
@@ -113,6 +125,17 @@ func (s *snapSource) get(ctx context.Context, path string, query url.Values, acc
 	// The answer is the other server's text, which this side's secrets
 	// must not reach, even echoed back.
 	return nil, source.ScrubError(s.classify(ctx, se), s.token.Reveal())
+}
+
+// redirectTarget is the Location of a redirect without its query and
+// fragment (a page token in a query encodes a row key), or "no location".
+func redirectTarget(resp *http.Response) string {
+	loc, err := resp.Location()
+	if err != nil {
+		return "no location"
+	}
+	loc.RawQuery, loc.Fragment, loc.User = "", "", nil
+	return loc.String()
 }
 
 // firstLine is the first line of the text b, trimmed to at most 200
@@ -178,6 +201,24 @@ func (s *snapSource) readTimeout(ctx, rctx context.Context, err error) error {
 	}
 	return &source.SourceError{SourceAddr: s.addr, Cause: "timeout", Timeout: s.readTO, Bound: "read_timeout",
 		Err: source.ScrubError(err, s.token.Reveal())}
+}
+
+// clientCertificateRefused reports whether err is the server's TLS alert
+// refusing this client's certificate, or asking for one it did not get
+// (RFC 8446, 6.2). crypto/tls reports an alert the server sent as a
+// *net.OpError of Op "remote error" whose error, of a type it does not
+// export, is the alert's text.
+func clientCertificateRefused(err error) bool {
+	var oe *net.OpError
+	if !errors.As(err, &oe) || oe.Op != "remote error" || oe.Err == nil {
+		return false
+	}
+	switch oe.Err.Error() {
+	case "tls: bad certificate", "tls: unsupported certificate", "tls: revoked certificate", "tls: expired certificate",
+		"tls: unknown certificate", "tls: unknown certificate authority", "tls: certificate required":
+		return true
+	}
+	return false
 }
 
 // certificateRefused reports whether err is this client's refusal of the

@@ -2,16 +2,25 @@ package snapstore
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
+	"io"
+	"log"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/snapstore/snapstore/adapters/source"
+	"github.com/snapstore/snapstore/cluster/transfer"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
@@ -211,6 +220,141 @@ func TestAnswerNotAProblem(t *testing.T) {
 		src.Close()
 		if res.OK || !strings.Contains(res.Message, c.want) || strings.Contains(res.Message, token) {
 			t.Errorf("test of %s: %+v, want a message with %q", c.url, res, c.want)
+		}
+	}
+}
+
+// TestRedirectNotFollowed: a source server that answers a redirect is not
+// followed, so that the connection's token reaches no URL but the one the
+// connection names: not the same host over plain HTTP (the token in
+// clear), nor another port of it. The answer is an error naming where
+// the server pointed, for the operator to fix options.url.
+func TestRedirectNotFollowed(t *testing.T) {
+	const token = "edge-reader-token-0123456789"
+	var leaked atomic.Int32
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			leaked.Add(1)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"datasets":[]}`))
+	}))
+	defer plain.Close()
+	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, plain.URL+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+	}))
+	defer tlsSrv.Close()
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tlsSrv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{tlsSrv.URL, plain.URL + "/x"} {
+		opts := source.OptionValues{"url": u, "token": source.NewSecret(token)}
+		if strings.HasPrefix(u, "https:") {
+			opts["ca_file"] = caFile
+		} else {
+			// A plain server that redirects to another port of itself.
+			mux := http.NewServeMux()
+			mux.HandleFunc("/x/", func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, plain.URL+strings.TrimPrefix(r.URL.RequestURI(), "/x"), http.StatusFound)
+			})
+			other := httptest.NewServer(mux)
+			defer other.Close()
+			opts["url"] = other.URL + "/x"
+		}
+		src, err := connector{}.Open(context.Background(), source.SourceConfig{Name: "edge", Options: opts, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := src.(source.Tester).Test(context.Background())
+		src.Close()
+		if n := leaked.Load(); n != 0 {
+			t.Fatalf("url %s: the token followed a redirect to %s (%d requests)", opts["url"], plain.URL, n)
+		}
+		if res.OK || res.Cause != "config" || !strings.Contains(res.Message, "redirect") || !strings.Contains(res.Message, plain.URL) || strings.Contains(res.Message, token) {
+			t.Errorf("url %s: %+v, want a failed test of cause config naming the redirect to %s", opts["url"], res, plain.URL)
+		}
+	}
+}
+
+// TestClientCertificateRefused: a server that refuses the connection's
+// client certificate (expired, of a CA it does not trust) answers with a
+// TLS alert: the test says the settings do not fit the server (cause
+// config) and names options.client_cert, rather than "cannot connect".
+func TestClientCertificateRefused(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	caCert, caKey, err := transfer.NewCA("clients", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvCert, srvKey, err := transfer.NewServerCert(caCert, caKey, []string{"127.0.0.1"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(srvCert, srvKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caCert)
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"datasets":[]}`))
+	}))
+	ts.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert}
+	ts.Config.ErrorLog = log.New(io.Discard, "", 0)
+	ts.StartTLS()
+	defer ts.Close()
+	expCert, expKey, err := transfer.NewServerCert(caCert, caKey, []string{"client"}, -30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherCA, otherCAKey, err := transfer.NewCA("other", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherCert, otherKey, err := transfer.NewServerCert(otherCA, otherCAKey, []string{"client"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	goodCert, goodKey, err := transfer.NewServerCert(caCert, caKey, []string{"client"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := write("ca.pem", caCert)
+	for _, c := range []struct {
+		name       string
+		cert, key  []byte
+		ok         bool
+		wantInText string
+	}{
+		{"expired", expCert, expKey, false, "expired certificate"},
+		{"other-ca", otherCert, otherKey, false, "certificate"},
+		{"good", goodCert, goodKey, true, ""},
+	} {
+		src, err := connector{}.Open(context.Background(), source.SourceConfig{Name: "edge", Logger: slog.New(slog.DiscardHandler),
+			Options: source.OptionValues{"url": ts.URL, "ca_file": ca,
+				"client_cert": write(c.name+".crt", c.cert), "client_key": write(c.name+".key", c.key)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := src.(source.Tester).Test(context.Background())
+		src.Close()
+		if c.ok {
+			if !res.OK {
+				t.Errorf("%s client certificate: %+v, want a passed test", c.name, res)
+			}
+			continue
+		}
+		if res.OK || res.Cause != "config" || !strings.Contains(res.Message, "options.client_cert") || !strings.Contains(res.Message, c.wantInText) {
+			t.Errorf("%s client certificate: %+v, want cause config naming options.client_cert", c.name, res)
 		}
 	}
 }

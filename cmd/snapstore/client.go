@@ -143,6 +143,13 @@ func (c *apiClient) do(ctx context.Context, method, path string, q url.Values, b
 		switch {
 		case ae.Status == http.StatusBadRequest && c.base.Scheme == "http" && ae.Problem.Code == "" && strings.Contains(ae.Problem.Detail, "HTTP request to an HTTPS server"):
 			ae.Hint = "the server speaks HTTPS: give --server https://" + c.base.Host
+		case ae.Status >= 300 && ae.Status < 400:
+			where := "no location"
+			if loc, err := resp.Location(); err == nil {
+				loc.RawQuery, loc.Fragment, loc.User = "", "", nil
+				where = loc.String()
+			}
+			ae.Problem.Detail = "the server redirects to " + where + ", which is not followed (the token would go with it): give the server's own URL with --server"
 		case ae.Problem.Code == "table_required":
 			ae.Hint = "name one with --table NAME"
 		case ae.Status != http.StatusUnauthorized:

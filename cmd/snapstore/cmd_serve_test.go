@@ -370,3 +370,88 @@ tls: {plaintext_behind_proxy: true}
 		t.Errorf("the data directory was created by a refused start: %v", err)
 	}
 }
+
+// TestServe_BadConfigFilesWithTheRest: the files that serve reads at
+// start (the TLS certificate, key and CAs, the keys of secrets at rest)
+// are checked in the same pass as every other key, each named by its own
+// key and line, before the data directory is created.
+func TestServe_BadConfigFilesWithTheRest(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, msg := cli(t, "cert", "ca", dir); code != 0 {
+		t.Fatal(msg)
+	}
+	if code, _, msg := cli(t, "cert", "server", dir, "--host", "127.0.0.1"); code != 0 {
+		t.Fatal(msg)
+	}
+	notPEM := writeFile(t, "ca.txt", "not a certificate\n")
+	badKey := writeFile(t, "secrets.key", "c2hvcnQ=\n")
+	data := filepath.Join(t.TempDir(), "data")
+	p := writeFile(t, "files.yaml", `log:
+  level: loud
+tls:
+  cert_file: `+filepath.Join(dir, "server.crt")+`
+  key_file: `+filepath.Join(dir, "server.key")+`
+  client_ca_file: /nonexistent/clients-ca.crt
+  ca_file: `+notPEM+`
+secrets:
+  key_file: /nonexistent/secrets.key
+  key_files: [`+badKey+`]
+`)
+	code, _, msg := cli(t, "serve", "--config", p, "--data", data)
+	for _, want := range []string{
+		"config key log.level (line 2)",
+		"config key tls.client_ca_file (line 6): ",
+		"config key tls.ca_file (line 7): ",
+		"config key secrets.key_file (line 9): ",
+		"config key secrets.key_files[0] (line 10): ",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "tls.cert_file") {
+		t.Errorf("the certificate, which loads, is blamed:\n%s", msg)
+	}
+	if code != 2 {
+		t.Errorf("exit %d, want 2", code)
+	}
+	if _, err := os.Stat(data); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the data directory was created by a refused start: %v", err)
+	}
+	// A certificate that does not load is named beside the rest too.
+	p = writeFile(t, "cert.yaml", `log:
+  level: loud
+tls:
+  cert_file: /nonexistent/server.crt
+  key_file: `+filepath.Join(dir, "server.key")+`
+`)
+	code, _, msg = cli(t, "serve", "--config", p, "--data", data)
+	for _, want := range []string{"config key log.level (line 2)", "config key tls.cert_file (line 4): "} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, msg)
+		}
+	}
+	if code != 2 {
+		t.Errorf("exit %d, want 2", code)
+	}
+	// The files of a cluster's transfer, beside the rest.
+	p = writeFile(t, "cluster.yaml", `log:
+  level: loud
+cluster:
+  bind: 127.0.0.1:0
+  transfer:
+    listen: 127.0.0.1:0
+    ca_file: /nonexistent/ca.crt
+    cert_file: `+filepath.Join(dir, "server.crt")+`
+    key_file: /nonexistent/node.key
+`)
+	code, _, msg = cli(t, "serve", "--config", p, "--data", data)
+	for _, want := range []string{"config key log.level (line 2)", "config key cluster.transfer.ca_file (line 7): ", "config key cluster.transfer.key_file (line 9): "} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, msg)
+		}
+	}
+	if code != 2 {
+		t.Errorf("exit %d, want 2", code)
+	}
+}

@@ -117,7 +117,12 @@ func openTarget(ctx context.Context, cf *commonFlags, stderr io.Writer) (*target
 func remoteTarget(cfg *config.Config, u *url.URL, token string, tc *tls.Config) *target {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = tc
-	hc := &http.Client{Transport: tr}
+	// No redirect is followed: Go's client keeps the Authorization header
+	// on a redirect to the same host name whatever the scheme, so an
+	// https:// server redirecting to http:// would have the token sent in
+	// clear. The API redirects none of its routes (apiClient.do says
+	// where a server pointed).
+	hc := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	return &target{
 		api:   &apiClient{base: u, token: token, hc: hc},
 		cfg:   cfg,

@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"crypto/tls"
+	"encoding/pem"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/snapstore/snapstore/config"
@@ -232,5 +234,34 @@ func TestCLI_RefusedClientCertificateAndPlainHTTP(t *testing.T) {
 	plain := "http://" + strings.TrimPrefix(url, "https://")
 	if code, _, errs := cli(t, "datasets", "list", "--server", plain); code != 1 || !strings.Contains(errs, "give --server https://"+strings.TrimPrefix(url, "https://")) {
 		t.Errorf("http:// to the HTTPS port: exit %d %s", code, errs)
+	}
+}
+
+// TestClient_RedirectNotFollowed: a server (or a proxy in front of it)
+// that answers an https:// request with a redirect to http:// of the same
+// host does not get the token sent in clear: the client follows no
+// redirect, and says where the server pointed.
+func TestClient_RedirectNotFollowed(t *testing.T) {
+	const token = "cli-token-not-for-plain-http-0123"
+	var leaked atomic.Int32
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			leaked.Add(1)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"datasets":[]}`))
+	}))
+	defer plain.Close()
+	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, plain.URL+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+	}))
+	defer tlsSrv.Close()
+	ca := writeFile(t, "ca.pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tlsSrv.Certificate().Raw})))
+	code, _, errs := cli(t, "datasets", "list", "--server", tlsSrv.URL, "--token", token, "--ca-file", ca)
+	if n := leaked.Load(); n != 0 {
+		t.Fatalf("the token followed a redirect to %s (%d requests)", plain.URL, n)
+	}
+	if code == 0 || !strings.Contains(errs, "redirect") || !strings.Contains(errs, plain.URL) || strings.Contains(errs, token) {
+		t.Errorf("exit %d, stderr:\n%s\nwant a failure naming the redirect to %s", code, errs, plain.URL)
 	}
 }

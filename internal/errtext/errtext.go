@@ -11,9 +11,10 @@ import (
 )
 
 // packagePrefix is a snapstore package's name before an error text, at its
-// start or after what joins wrapped errors (": ", "(", "; "). The storage
-// backends (hbase, pebble) keep theirs: they say which store answered.
-var packagePrefix = regexp.MustCompile(`(^|: |\(|; )(?:snapshot|adapters|server|store|txn|cluster|transfer|records): `)
+// start or after what joins wrapped errors (": ", "(", "; ", and the
+// newline of errors.Join). The storage backends (hbase, pebble) keep
+// theirs: they say which store answered.
+var packagePrefix = regexp.MustCompile(`(^|: |\(|; |\n)(?:snapshot|adapters|server|store|txn|cluster|transfer|records): `)
 
 // Text returns err's message without snapstore's package prefixes: the
 // text a user sees. A nil error is "".

@@ -20,6 +20,8 @@ func TestClean(t *testing.T) {
 		"snapshot: store: closed":                                                     "closed",
 		"no prefix here":                                                              "no prefix here",
 		"mysnapshot: x":                                                               "mysnapshot: x",
+		// errors.Join puts each error on a line of its own.
+		"adapters: option \"connection\": required\nadapters: option \"resource\": required": "option \"connection\": required\noption \"resource\": required",
 	} {
 		if got := Clean(in); got != want {
 			t.Errorf("Clean(%q) = %q, want %q", in, got, want)
