@@ -32,7 +32,9 @@ type handOffClient struct {
 }
 
 func newHandOffClient(m *cluster.Membership) *handOffClient {
-	hc := &http.Client{Timeout: m.Config().HandOffTimeout}
+	// No redirect is followed: the request is signed with the cluster's
+	// key, which would go with it wherever a redirect points.
+	hc := &http.Client{Timeout: m.Config().HandOffTimeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	if m.Config().APITLS != nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.TLSClientConfig = m.Config().APITLS
@@ -108,6 +110,10 @@ func (c *handOffClient) send(ctx context.Context, node string, h adapters.HandOf
 		}
 		c.m.Logger().Debug("run handed off", "node", node, "run", h.RunID, "adapter", h.Adapter, "took", time.Since(start))
 		return rec, nil
+	}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return adapters.RunRecord{}, fmt.Errorf("%w: node %s at %s answered %d with a redirect to %q, which is not followed (the signed hand-off would go with it): its api address must be the node's own",
+			adapters.ErrNodeUnreachable, node, n.Tags.API, resp.StatusCode, resp.Header.Get("Location"))
 	}
 	var p problem
 	if json.Unmarshal(b, &p) != nil || p.Code == "" {
