@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"sync"
 	"testing"
@@ -84,6 +85,7 @@ func TestExportReservesCache(t *testing.T) {
 		{"/v1/datasets/big/diff?format=parquet", true},
 		{"/v1/datasets/big/rows?format=arrow&limit=100", false},
 		{"/v1/datasets/big/rows?format=parquet&limit=10000", false},
+		{"/v1/datasets/big/rows?format=arrow&limit=20000", true},
 		{"/v1/datasets/big/rows?format=ndjson", false},
 		{"/v1/datasets/big/rows?limit=1000", false},
 	} {
@@ -99,4 +101,42 @@ func TestExportReservesCache(t *testing.T) {
 			t.Errorf("%s: reservations %v, want none", c.path, made)
 		}
 	}
+}
+
+// TestStreamLimit: a stream's limit may pass a JSON page's 10000 rows
+// (its memory is one batch whatever the limit); a JSON page's may not.
+func TestStreamLimit(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	ctx := context.Background()
+	schema := snapshot.Schema{Columns: []snapshot.Column{{Name: "id", Kind: snapshot.KindInt, SourceType: "int"}}, Key: []string{"id"}}
+	run, err := f.db.BeginRun(ctx, snapshot.DatasetConfig{Name: "n"}, snapshot.RunOptions{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 12000 {
+		if err := run.Put(ctx, []snapshot.Value{{Kind: snapshot.KindInt, Int: int64(i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := run.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"ndjson", "csv", "arrow", "parquet"} {
+		r := f.must(200, "GET", "/v1/datasets/n/rows?limit=11000&format="+format, "")
+		var rows int64
+		switch format {
+		case "ndjson":
+			rows = int64(bytes.Count(r.body, []byte("\n")))
+		case "csv":
+			rows = int64(bytes.Count(r.body, []byte("\n"))) - 1 // the header line
+		default:
+			tbl := readArrowTable(t, format, r.body)
+			rows = tbl.NumRows()
+			tbl.Release()
+		}
+		if rows != 11000 {
+			t.Errorf("%s with limit 11000: %d rows", format, rows)
+		}
+	}
+	f.wantProblem(400, "bad_request", "limit", "GET", "/v1/datasets/n/rows?limit=11000", "")
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -14,12 +15,16 @@ import (
 	"github.com/snapstore/snapstore/snapshot"
 )
 
-// Page sizes of JSON scans.
+// Page sizes of JSON scans, and the limit of streams.
 const (
 	// defaultPageSize is the number of rows of a JSON scan page without limit.
 	defaultPageSize = 100
 	// maxPageSize is the largest limit of a JSON page.
 	maxPageSize = 10000
+	// maxStreamLimit is the largest limit of a stream (NDJSON, CSV, Arrow,
+	// Parquet), which holds one batch at a time whatever its length: the
+	// first rows of a range, as many as asked.
+	maxStreamLimit = math.MaxInt32
 )
 
 // getRow answers GET /v1/datasets/{dataset}/rows/{key}: one row at the
@@ -133,7 +138,11 @@ func (s *Server) scanRows(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, err := parseLimit(c, maxPageSize)
+	most := maxPageSize
+	if media != mediaJSON {
+		most = maxStreamLimit
+	}
+	limit, err := parseLimit(c, most)
 	if err != nil {
 		return err
 	}
