@@ -3,8 +3,10 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -56,8 +58,11 @@ func ParseDuration(s string) (Duration, error) {
 	bad := errors.New("want a duration such as 90s, 36h or 30d")
 	var d time.Duration
 	if days, rest, ok := strings.Cut(s, "d"); ok {
-		n, err := strconv.ParseUint(days, 10, 16)
-		if err != nil {
+		n, err := strconv.ParseUint(days, 10, 64)
+		switch {
+		case errors.Is(err, strconv.ErrRange) || err == nil && n > uint64(math.MaxInt64/Day):
+			return 0, errTooLong
+		case err != nil:
 			return 0, bad
 		}
 		d = time.Duration(n) * Day
@@ -66,8 +71,20 @@ func ParseDuration(s string) (Duration, error) {
 		}
 	}
 	v, err := time.ParseDuration(s)
-	if err != nil || v < 0 || strings.HasPrefix(s, "+") || v > math.MaxInt64-d {
+	switch {
+	case err != nil && goDuration.MatchString(s):
+		return 0, errTooLong // Go's syntax: only the size is refused
+	case err != nil || v < 0 || strings.HasPrefix(s, "+"):
 		return 0, bad
+	case v > math.MaxInt64-d:
+		return 0, errTooLong
 	}
 	return Duration(d + v), nil
 }
+
+// errTooLong refuses a duration past time.Duration's range.
+var errTooLong = fmt.Errorf("want a duration of at most %dd (about 292 years)", math.MaxInt64/Day)
+
+// goDuration is the syntax time.ParseDuration reads, unsigned: one or
+// more numbers, each with its unit.
+var goDuration = regexp.MustCompile(`^([0-9]*(\.[0-9]*)?(ns|us|µs|μs|ms|s|m|h))+$`)

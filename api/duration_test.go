@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -57,9 +58,18 @@ func TestParseDuration(t *testing.T) {
 			t.Errorf("ParseDuration(%q) = %v, %v; want %v", c.in, got, err, c.want)
 		}
 	}
-	for _, in := range []string{"3600", "-1s", "-1d", "+1d", "d", "1.5d", "1d-1h", "1d+1h", "1h1d", "1dd", "1d1d", "day", "30 d", "99999999d", "65535d2000000h"} {
-		if got, err := ParseDuration(in); err == nil {
-			t.Errorf("ParseDuration(%q) = %v, want an error", in, got)
+	for _, in := range []string{"3600", "-1s", "-1d", "+1d", "d", "1.5d", "1d-1h", "1d+1h", "1h1d", "1dd", "1d1d", "day", "30 d"} {
+		if got, err := ParseDuration(in); err == nil || !strings.Contains(err.Error(), "such as") {
+			t.Errorf("ParseDuration(%q) = %v, %v; want an error giving examples", in, got, err)
 		}
+	}
+	// Durations past time.Duration's range say so.
+	for _, in := range []string{"2562048h", "106752d", "99999999999999999999d", "106751d24h", "9999999999999999999ns"} {
+		if got, err := ParseDuration(in); err == nil || !strings.Contains(err.Error(), "at most 106751d") {
+			t.Errorf("ParseDuration(%q) = %v, %v; want an error giving the largest", in, got, err)
+		}
+	}
+	if got, err := ParseDuration("106751d23h"); err != nil || got < Duration(106751*Day) {
+		t.Errorf("ParseDuration of the largest days = %v, %v", got, err)
 	}
 }

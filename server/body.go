@@ -57,11 +57,16 @@ func decodeBody(c echo.Context, v any, required bool) error {
 		case errors.As(err, &se):
 			return badJSON("not valid JSON at offset %d: %v", se.Offset, err)
 		case errors.As(err, &te):
-			want := te.Type.String()
+			want := "want " + te.Type.String()
 			if te.Type == reflect.TypeFor[api.Duration]() {
-				want = `a duration such as "24h", "90s" or "30d"`
+				want = `want a duration such as "24h", "90s" or "30d"`
+				if text, err := strconv.Unquote(te.Value); err == nil {
+					if _, err := api.ParseDuration(text); err != nil {
+						want = err.Error() // its own reason: a duration too long
+					}
+				}
 			}
-			return BadField("body."+te.Field, "want %s, got %s", want, te.Value)
+			return BadField("body."+te.Field, "%s, got %s", want, te.Value)
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
 			name, _ := strconv.Unquote(strings.TrimPrefix(err.Error(), "json: unknown field "))
 			return BadField("body."+name, "unknown field %q", name)

@@ -30,6 +30,12 @@ func TestAPITokens_CreateListRevokeExpire(t *testing.T) {
 	f.wantProblem(409, "token_exists", "body.name", "POST", "/v1/tokens", `{"name":"ci","role":"admin"}`)
 	f.wantProblem(409, "token_exists", "body.name", "POST", "/v1/tokens", `{"name":"ops","role":"admin"}`)
 	f.wantProblem(400, "bad_request", "", "POST", "/v1/tokens", `{"name":"x","role":"root"}`)
+	if p := f.wantProblem(400, "bad_request", "body.expires_in", "POST", "/v1/tokens", `{"name":"x","role":"reader","expires_in":"2562048h"}`); !strings.Contains(p.Detail, "at most 106751d") {
+		t.Errorf("a duration too long: %q, want the largest named", p.Detail)
+	}
+	if p := f.wantProblem(400, "bad_request", "body.expires_in", "POST", "/v1/tokens", `{"name":"x","role":"reader","expires_in":"soon"}`); !strings.Contains(p.Detail, `"90s"`) {
+		t.Errorf("a duration of no unit: %q, want examples", p.Detail)
+	}
 
 	// The new token reads, and is a reader only.
 	bearer := []string{"Authorization", "Bearer " + created.Token}
