@@ -138,11 +138,15 @@ func (p *pull) openChecksumPoint(ctx context.Context) error {
 		return err
 	}
 	// The reader's connection goes back first: a pooled connection's
-	// max_open bounds the point's connections too.
+	// max_open bounds the point's connections too. The table it found is
+	// the point's to lock against a TRUNCATE or a rewrite where the
+	// source's snapshot does not keep the rows (PostgreSQL), as for a
+	// run of several tables.
+	table := p.src.Table()
 	if err := p.src.Close(); err != nil {
 		p.s.log.Warn("ending source read", "run", p.runID, "err", p.l.scrub(err))
 	}
-	pt, err := po.OpenPoint(ctx, source.PointRequest{Parallelism: n})
+	pt, err := po.OpenPoint(ctx, source.PointRequest{Parallelism: n, Resources: []source.Resource{table}})
 	if err != nil {
 		return fmt.Errorf("opening one point of the source of %d connections for the checksums: %w", n, p.readErr(ctx, err))
 	}

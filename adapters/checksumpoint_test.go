@@ -3,10 +3,13 @@ package adapters
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/snapstore/snapstore/api"
 )
@@ -129,5 +132,46 @@ func TestChecksumPointOneConnection(t *testing.T) {
 	rec := loggedRun(t, ts, "par", "nothing changed")
 	if rec.Mode != ModeVerify || rec.ChecksumConnections != 1 || rec.Point == nil || rec.Point.Mode != "one_transaction" || rec.Point.Connections != 1 {
 		t.Errorf("verify run: mode %s, checksums over %d connections, point %+v", rec.Mode, rec.ChecksumConnections, rec.Point)
+	}
+}
+
+// TestChecksumPointLocksTable: on PostgreSQL, where a TRUNCATE is not
+// MVCC-safe, the point of an adapter of one table whose checksums go over
+// several connections locks the table before its snapshot, as the point
+// of a run of several tables does: a TRUNCATE once the point is open
+// waits for the run (here it gives up after its own lock_timeout), and
+// the run verifies the rows it had instead of finding the table empty.
+func TestChecksumPointLocksTable(t *testing.T) {
+	e := postgresEnv(t)
+	ctx := context.Background()
+	db := e.tempDatabase(t, "cplock")
+	e.exec(t, db, "CREATE TABLE t (id INT PRIMARY KEY, s VARCHAR(20))",
+		fmt.Sprintf("INSERT INTO t SELECT i, 'row ' || i FROM generate_series(1, %d) AS i", 4*digestChunkRows))
+	ts := newStack(t, Options{})
+	if _, err := ts.svc.CreateConnection(ctx, connSpec(t, e, "src", db, nil)); err != nil {
+		t.Fatal(noteErr(err))
+	}
+	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "par", Connection: "src", Resource: "t", Parallelism: 2}); err != nil {
+		t.Fatal(noteErr(err))
+	}
+	mustSucceed(t, ts.runWait(t, "par"))
+	mustSucceed(t, ts.runWait(t, "par")) // records the checksums
+	var truncErr error
+	ts.svc.testHookChecksumPoint = func(ctx context.Context, adapter string) {
+		c := e.connect(t, db)
+		if _, err := c.Exec(ctx, "SET lock_timeout = '1s'"); err != nil {
+			t.Error(err)
+			return
+		}
+		_, truncErr = c.Exec(ctx, "TRUNCATE t")
+	}
+	rec := ts.runWait(t, "par")
+	ts.svc.testHookChecksumPoint = nil
+	var pgErr *pgconn.PgError
+	if !errors.As(truncErr, &pgErr) || pgErr.Code != "55P03" {
+		t.Fatalf("TRUNCATE while the point is open: %v, want lock_not_available (55P03): the point does not lock the table", truncErr)
+	}
+	if rec.Status != RunSucceeded || rec.Mode != ModeVerify || !rec.Verified || rec.Point == nil {
+		t.Fatalf("run at the point: %s mode %s verified %v point %+v (%s); want verified at a point", rec.Status, rec.Mode, rec.Verified, rec.Point, rec.Error)
 	}
 }
