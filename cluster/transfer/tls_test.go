@@ -44,6 +44,11 @@ func TestTransport_UntrustedCertificateRefused(t *testing.T) {
 	if n, err := testutil.GatherAndCount(reg, "snapstore_cluster_transfer_refused_total"); err != nil || n == 0 {
 		t.Errorf("the refusal counter is not registered: %d %v", n, err)
 	}
+	// The node certificate's expiry, so that it can be alerted on before
+	// the others refuse it.
+	if got, want := testutil.ToFloat64(tb.metrics.certExpiry), float64(tb.creds.notAfter.Unix()); got != want || got < float64(time.Now().Unix()) {
+		t.Errorf("certificate expiry gauge %v, want %v (after now)", got, want)
+	}
 	eventually(t, 5*time.Second, "the sender sees the node unreachable", func() bool { return len(r.Waiting()) == 1 })
 	if len(rec.batches()) != 0 {
 		t.Fatal("a batch from an untrusted node was applied")
