@@ -151,3 +151,23 @@ func TestNewNodeCert_RefusesANonDNSName(t *testing.T) {
 		t.Errorf("signing with a node certificate: %v", err)
 	}
 }
+
+// TestTransport_MemberWithoutAddress: a member this node knows with no
+// transfer address (no xfer tag heard: a member known from the node list
+// only, which gossip has not reached, or one without a listener) is
+// unreachable, and the backlog's error says both, not only the config.
+func TestTransport_MemberWithoutAddress(t *testing.T) {
+	p := newPKI(t)
+	a := p.newNode(t, "node-a")
+	ms := newMembers()
+	ms.set(a.id, a.addr)
+	ms.set("node-b", "")
+	ta := a.open(t, ms, nil, nil)
+	r, _ := ta.StartRun(RunKey{Dataset: "orders", Txn: 3}, CompressNone, nil)
+	defer r.End(false)
+	r.Send("node-b", testBatch(0, 0, 1))
+	eventually(t, 10*time.Second, "node-b unreachable", func() bool { return !backlogOf(ta, "node-b").DownSince.IsZero() })
+	if e := backlogOf(ta, "node-b").LastError; !strings.Contains(e, "not heard from") || !strings.Contains(e, "cluster.transfer.listen") {
+		t.Errorf("the error of a member without a transfer address: %q", e)
+	}
+}
