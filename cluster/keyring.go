@@ -80,7 +80,8 @@ func loadKeyring(dir string, key []byte, log *slog.Logger) (*memberlist.Keyring,
 			return nil, fmt.Errorf("cluster: keyring file %s holds no key; remove it to start again from the gossip key", path)
 		}
 		if key != nil && !slices.ContainsFunc(keys, func(k []byte) bool { return bytes.Equal(k, key) }) {
-			log.Warn("the gossip key is not in the keyring file, which wins (it holds the rotated keys); put the primary key in the gossip key file",
+			log.Warn("the gossip key is not in the keyring file, which wins (it holds the rotated keys): after a rotation, put the primary key in the gossip key file; "+
+				"if instead this node missed a rotation (it then joins nobody: no installed keys could decrypt), stop it, delete the keyring file and start it with the cluster's primary key in the gossip key file",
 				"keyring", path, "gossip_key", Fingerprint(key), "primary", Fingerprint(keys[0]))
 		}
 		kr, err := memberlist.NewKeyring(keys, keys[0])

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -174,7 +175,7 @@ func Open(ctx context.Context, cfg Config) (*Membership, error) {
 			log.Info("rejoining the members last known (peers file)", "peers", len(peers))
 		}
 		if err := m.join(); err != nil {
-			log.Warn("cluster join: no join address answered; retrying in the background", "join", m.joinAddrs, "retry", cfg.JoinRetry, "err", err)
+			log.Warn("cluster join: no join address answered; retrying in the background", "join", m.joinAddrs, "retry", cfg.JoinRetry, "err", err, joinHint(err, keyring))
 			m.wg.Add(1)
 			go m.joinLoop()
 		}
@@ -249,6 +250,24 @@ func (m *Membership) join() error {
 	return err
 }
 
+// joinHint says what a join refused for the gossip key means: the
+// members encrypt with a key this node does not hold, so it will hear
+// nobody until an operator gives it theirs (a wrong key file, or a
+// rotation this node missed while down: its keyring file, which wins over
+// the key file, is stale). It names this node's primary key by
+// fingerprint; an empty attribute otherwise.
+func joinHint(err error, kr *memberlist.Keyring) slog.Attr {
+	if err == nil || !strings.Contains(err.Error(), "no installed keys could decrypt") {
+		return slog.Attr{}
+	}
+	primary := "none"
+	if kr != nil {
+		primary = Fingerprint(kr.GetPrimaryKey())
+	}
+	return slog.String("hint", "the members use a gossip key this node does not hold (primary "+primary+
+		"): give it the cluster's primary key in the gossip key file; if it missed a rotation, also stop it and delete its keyring file (docs/cluster.md, runbook)")
+}
+
 // joinLoop retries the join every cfg.JoinRetry until one succeeds, the
 // node already found a member (serf's rejoin from its snapshot, or a
 // member that joined it), or Close.
@@ -267,7 +286,7 @@ func (m *Membership) joinLoop() {
 			return
 		}
 		if err := m.join(); err != nil {
-			m.log.Warn("cluster join: no join address answered", "attempt", attempt, "join", m.joinAddrs, "err", err)
+			m.log.Warn("cluster join: no join address answered", "attempt", attempt, "join", m.joinAddrs, "err", err, joinHint(err, m.keyring))
 			continue
 		}
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -254,6 +255,15 @@ func TestMembership_NoKeyCannotJoin(t *testing.T) {
 	y := openNode(t, "y", t.TempDir(), func(c *Config) { c.GossipKey = other })
 	if _, err := y.serf.Join([]string{a.Addr()}, true); err == nil {
 		t.Error("a member with another key joined")
+	}
+	// The join's warning says why, naming y's primary key by fingerprint.
+	y.joinAddrs = []string{a.Addr()}
+	err := y.join()
+	if hint := joinHint(err, y.keyring); err == nil || !strings.Contains(hint.Value.String(), Fingerprint(other)) || strings.Contains(hint.Value.String(), Fingerprint(key)) {
+		t.Errorf("the hint of a join refused for the key: %q (err %v)", hint.Value.String(), err)
+	}
+	if hint := joinHint(errors.New("dial tcp: connection refused"), y.keyring); hint.Key != "" {
+		t.Errorf("a join that failed otherwise got a hint: %v", hint)
 	}
 	if v := view(a); len(v) != 1 {
 		t.Errorf("a sees %v", v)

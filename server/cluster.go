@@ -229,17 +229,18 @@ func clusterNode(cl Cluster, id string) (ClusterNode, error) {
 // itself draining (it takes no new run and owns nothing) and finishes
 // what it runs; the answer is the node as it is then.
 func (s *Server) drainNode(c echo.Context) error {
-	return s.declareNode(c, Cluster.Drain)
+	return s.declareNode(c, Cluster.Drain, "draining")
 }
 
 // resumeNode answers DELETE /v1/cluster/nodes/{id}/drain: a draining node
 // becomes active again.
 func (s *Server) resumeNode(c echo.Context) error {
-	return s.declareNode(c, Cluster.Resume)
+	return s.declareNode(c, Cluster.Resume, "active")
 }
 
-// declareNode runs a drain or a resume of the node of the path.
-func (s *Server) declareNode(c echo.Context, do func(Cluster, context.Context, string) error) error {
+// declareNode runs a drain or a resume of the node of the path, which
+// then declares state.
+func (s *Server) declareNode(c echo.Context, do func(Cluster, context.Context, string) error, state string) error {
 	cl, id, err := s.clusterAndID(c)
 	if err != nil {
 		return err
@@ -259,6 +260,7 @@ func (s *Server) declareNode(c echo.Context, do func(Cluster, context.Context, s
 	if err != nil {
 		return err
 	}
+	n.State = state
 	return c.JSON(http.StatusOK, n)
 }
 

@@ -26,6 +26,9 @@ type staticCluster struct {
 	// keyMsgs as the nodes' answers.
 	keyErr  error
 	keyMsgs map[string]string
+	// lag, when set, keeps a drain or resume of another node out of
+	// Nodes, as gossip does until the node's new state reaches this one.
+	lag bool
 }
 
 func (c *staticCluster) Nodes() []ClusterNode {
@@ -54,6 +57,7 @@ func (c *staticCluster) record(call, id string) error {
 			return fmt.Errorf("%w: %s is %s", ErrNodeAlive, id, n.State)
 		case call == "forget":
 			c.nodes = slices.Delete(c.nodes, i, i+1)
+		case c.lag && !n.Self:
 		case call == "drain":
 			c.nodes[i].State = "draining"
 		case call == "resume":
@@ -142,6 +146,18 @@ func TestClusterAdmin(t *testing.T) {
 		t.Errorf("resumed: %+v", n)
 	}
 	f.wantProblem(http.StatusNotFound, "node_not_found", "id", "POST", "/v1/cluster/nodes/zz/drain", "")
+	// The answer is the node as it asked to be, though gossip has not
+	// brought its new state here yet.
+	cl.lag = true
+	f.must(http.StatusOK, "POST", "/v1/cluster/nodes/b/drain", "").json(t, &n)
+	if n.ID != "b" || n.State != "draining" {
+		t.Errorf("drained, before gossip: %+v", n)
+	}
+	f.must(http.StatusOK, "DELETE", "/v1/cluster/nodes/b/drain", "").json(t, &n)
+	if n.State != "active" {
+		t.Errorf("resumed, before gossip: %+v", n)
+	}
+	cl.lag = false
 	f.wantProblem(http.StatusConflict, "node_alive", "id", "DELETE", "/v1/cluster/nodes/b", "")
 	f.must(http.StatusNoContent, "DELETE", "/v1/cluster/nodes/c", "")
 	var rep KeyringReport
@@ -156,7 +172,7 @@ func TestClusterAdmin(t *testing.T) {
 		t.Errorf("the refused key is echoed: %s", p.Detail)
 	}
 	f.wantProblem(http.StatusBadRequest, "bad_request", "op", "POST", "/v1/cluster/keys/rotate", `{"key":"`+key+`"}`)
-	if want := []string{"drain b", "resume b", "forget b", "forget c", "key install"}; !slices.Equal(cl.calls, want) {
+	if want := []string{"drain b", "resume b", "drain b", "resume b", "forget b", "forget c", "key install"}; !slices.Equal(cl.calls, want) {
 		t.Errorf("calls %v, want %v", cl.calls, want)
 	}
 }

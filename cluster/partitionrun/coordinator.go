@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/snapstore/snapstore/cluster/placement"
 	"github.com/snapstore/snapstore/cluster/transfer"
 	"github.com/snapstore/snapstore/snapshot"
+	"github.com/snapstore/snapstore/store"
 )
 
 // The coordinator's side of partitioned runs (cluster.K14): it begins the run
@@ -460,7 +462,11 @@ func (c *coordinator) Acked(to string, s transfer.Stream, seq uint64, report []b
 func (c *coordinator) Refused(to string, s transfer.Stream, reason string) {
 	c.mu.Lock()
 	if c.refused == nil {
-		c.refused = fmt.Errorf("cluster: node %s refused partition %s of the run: %s", to, c.rec.streamName(s.Partition), reason)
+		if r, ok := strings.CutPrefix(reason, refusedUnavailable); ok {
+			c.refused = fmt.Errorf("cluster: node %s refused partition %s of the run: %w: %s", to, c.rec.streamName(s.Partition), store.ErrUnavailable, r)
+		} else {
+			c.refused = fmt.Errorf("cluster: node %s refused partition %s of the run: %s", to, c.rec.streamName(s.Partition), reason)
+		}
 	}
 	c.mu.Unlock()
 	c.poke()

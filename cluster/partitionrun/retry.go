@@ -38,6 +38,13 @@ type retryState struct {
 	last      error
 }
 
+// refusedUnavailable begins the reason of a refusal after a store
+// that kept failing with transient errors: the coordinator fails the run
+// with store.ErrUnavailable (code store_unavailable) rather than a bare
+// refusal, so that an outage of an owner's HBase reads as one. The reason
+// is a string on the wire (transfer.CodeRefused), hence a prefix.
+const refusedUnavailable = "store unavailable: "
+
 // transient reports whether err is a store error worth trying again.
 func transient(err error) bool { return errors.Is(err, store.ErrUnavailable) }
 
@@ -69,7 +76,7 @@ func (p *Runs) storeFailed(k ownerStream, what string, err error) transfer.Outco
 		p.storeRetries.WithLabelValues("gave_up").Inc()
 		p.log.Warn("a partition of a partitioned run failed: the store kept failing", "dataset", k.Dataset, "txn", k.Txn, "partition", k.Partition,
 			"origin", k.origin, "attempts", attempts, "err", err)
-		return transfer.NotApplied(transfer.CodeRefused, fmt.Sprintf("%s (after %d attempts)", reason, attempts))
+		return transfer.NotApplied(transfer.CodeRefused, fmt.Sprintf("%s%s (after %d attempts)", refusedUnavailable, reason, attempts))
 	}
 	p.storeRetries.WithLabelValues("retried").Inc()
 	p.log.Warn("a partition of a partitioned run met a store error; writing it again from its first batch", "dataset", k.Dataset, "txn", k.Txn,

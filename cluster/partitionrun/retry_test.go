@@ -36,7 +36,7 @@ func (f *flakyStore) ProcessLocal() bool {
 // An owner whose store fails a few writes writes the partition again
 // from its first batch after a backoff, and the run commits the rows;
 // one whose store keeps failing gives up after StoreRetries attempts and
-// the run fails naming the error; both counted.
+// the run fails naming the error, as store.ErrUnavailable; both counted.
 func TestPartitionedRun_OwnerRetriesTransientStoreErrors(t *testing.T) {
 	var flaky *flakyStore
 	a, b := partitionNodesWith(t, time.Minute, func(st store.Store) store.Store {
@@ -72,6 +72,11 @@ func TestPartitionedRun_OwnerRetriesTransientStoreErrors(t *testing.T) {
 	_, err = writeAll(t, beginSpread(t, a, "spread"), ledgerRows(2000, "third"))
 	if err == nil || !strings.Contains(err.Error(), "after 6 attempts") || !strings.Contains(err.Error(), "region moving") {
 		t.Fatalf("a run whose owner's store keeps failing: %v", err)
+	}
+	// The run's record says store_unavailable (adapters' run codes), as
+	// when the coordinator's own writes fail, not a bare error.
+	if !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("a run whose owner's store keeps failing is not store.ErrUnavailable: %v", err)
 	}
 	t.Logf("the run failed after %s: %v", time.Since(start).Round(time.Millisecond), err)
 	if got := testutil.ToFloat64(b.runs.storeRetries.WithLabelValues("gave_up")); got < 1 {

@@ -119,23 +119,24 @@ func (l *NodeList) update(ctx context.Context, id string, edit func(r *cluster.N
 	return fmt.Errorf("cluster: the entry of node %s kept changing under five writes", id)
 }
 
-// forget deletes node id's entry, whatever it holds.
-func (l *NodeList) forget(ctx context.Context, id string) error {
+// forget deletes node id's entry, whatever it holds; existed reports
+// whether there was one.
+func (l *NodeList) forget(ctx context.Context, id string) (existed bool, err error) {
 	for range 5 {
 		e, err := l.read(ctx, id)
 		if err != nil {
-			return fmt.Errorf("cluster: reading the entry of node %s: %w", id, err)
+			return false, fmt.Errorf("cluster: reading the entry of node %s: %w", id, err)
 		}
 		if e.raw == nil {
-			return nil
+			return false, nil
 		}
 		ok, err := l.rec.CompareAndSet(ctx, recordNode, id, e.raw, nil)
 		if err != nil {
-			return fmt.Errorf("cluster: deleting the entry of node %s: %w", id, err)
+			return true, fmt.Errorf("cluster: deleting the entry of node %s: %w", id, err)
 		}
 		if ok {
-			return nil
+			return true, nil
 		}
 	}
-	return fmt.Errorf("cluster: the entry of node %s kept changing under five deletes", id)
+	return true, fmt.Errorf("cluster: the entry of node %s kept changing under five deletes", id)
 }

@@ -2,6 +2,7 @@ package placement
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -79,14 +80,14 @@ func TestNodeList_Update(t *testing.T) {
 	if e, _ := l.read(ctx, "n1"); e.rec.Weight != 100 {
 		t.Errorf("a declined edit wrote: %+v", e.rec)
 	}
-	if err := l.forget(ctx, "n1"); err != nil {
-		t.Fatal(err)
+	if existed, err := l.forget(ctx, "n1"); err != nil || !existed {
+		t.Fatalf("forget of an entry: existed %v, %v", existed, err)
 	}
 	if es, _ := l.Nodes(ctx); len(es) != 0 {
 		t.Errorf("after forget: %+v", es)
 	}
-	if err := l.forget(ctx, "n1"); err != nil {
-		t.Errorf("forget of an absent entry: %v", err)
+	if existed, err := l.forget(ctx, "n1"); err != nil || existed {
+		t.Errorf("forget of an absent entry: existed %v, %v", existed, err)
 	}
 }
 
@@ -224,6 +225,14 @@ func TestNodeList_Cluster(t *testing.T) {
 	}
 	if err := pb2.Forget(context.Background(), aid); err != nil {
 		t.Fatal(err)
+	}
+	// Forgotten, a is known nowhere: a forget of it again, as of a
+	// mistyped id, is ErrNotMember, not done.
+	if err := pb2.Forget(context.Background(), aid); !errors.Is(err, cluster.ErrNotMember) {
+		t.Errorf("a second forget of a: %v, want ErrNotMember", err)
+	}
+	if err := pb2.Forget(context.Background(), "nosuchnode"); !errors.Is(err, cluster.ErrNotMember) {
+		t.Errorf("a forget of an unknown id: %v, want ErrNotMember", err)
 	}
 	if _, ok := pb2.Recorded(aid); ok {
 		t.Error("a's entry kept after the forget")

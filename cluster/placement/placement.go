@@ -91,17 +91,25 @@ func (p *Placement) Start(svc *adapters.Service) error {
 // Forget removes node id, which will not come back, from the cluster
 // (cluster.K10): from serf (Membership.Forget) and the node list, and ends
 // the runs it was running (code node_failed, deadruns.go). Its share moves
-// to the others.
+// to the others. An id that is neither a member, nor in the node list,
+// nor the node of a run in progress is cluster.ErrNotMember (a mistyped
+// id must not read as done); a forget asked again after one that failed
+// half-way still finishes it.
 func (p *Placement) Forget(ctx context.Context, id string) error {
+	_, member := p.m.Node(id)
 	if err := p.m.Forget(ctx, id); err != nil {
 		return err
 	}
+	listed := false
 	if p.k != nil {
-		if err := p.k.list.forget(ctx, id); err != nil {
+		existed, err := p.k.list.forget(ctx, id)
+		if err != nil {
 			return err
 		}
+		listed = existed
 		p.k.forgotten(id)
 	}
+	ended := 0
 	if p.svc != nil {
 		n, err := p.svc.AbandonNodeRuns(ctx, id)
 		if err != nil {
@@ -110,6 +118,10 @@ func (p *Placement) Forget(ctx context.Context, id string) error {
 		if n > 0 {
 			p.m.Logger().Warn("runs of a forgotten node ended", "node", id, "runs", n, "code", "node_failed")
 		}
+		ended = n
+	}
+	if !member && !listed && ended == 0 {
+		return fmt.Errorf("%w: %s is neither a member this node knows nor in the node list, and runs nothing", cluster.ErrNotMember, id)
 	}
 	return nil
 }

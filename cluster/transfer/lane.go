@@ -197,7 +197,9 @@ func (l *lane) dial() (net.Conn, string, error) {
 	case !ok:
 		return nil, "", fmt.Errorf("node %s is not a member of the cluster", l.peer.id)
 	case addr == "":
-		return nil, "", fmt.Errorf("node %s has no transfer address (its cluster.transfer.listen is unset)", l.peer.id)
+		// The address is the member's xfer tag, which only gossip brings:
+		// a member known from the node list alone has none yet.
+		return nil, "", fmt.Errorf("node %s has no transfer address: this node has not heard from it since it started (gossip cannot reach it, or its gossip key differs), or its cluster.transfer.listen is unset", l.peer.id)
 	}
 	ctx, cancel := context.WithTimeout(t.ctx, t.cfg.dialTimeout)
 	defer cancel()

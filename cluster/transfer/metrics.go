@@ -20,6 +20,7 @@ import (
 //	snapstore_cluster_transfer_forwarded_total               batches this node sent on to their owner (X6)
 //	snapstore_cluster_transfer_refused_total{reason}         connections refused (X1)
 //	snapstore_cluster_transfer_connections                   open connections to other nodes
+//	snapstore_cluster_transfer_certificate_expiry_timestamp_seconds  when this node's certificate expires
 type metrics struct {
 	reg           prometheus.Registerer
 	cs            []prometheus.Collector
@@ -31,6 +32,7 @@ type metrics struct {
 	connections   prometheus.Gauge
 	spilled       prometheus.Counter
 	queuedBatches prometheus.Counter
+	certExpiry    prometheus.GaugeFunc
 }
 
 func newMetrics(reg prometheus.Registerer, t *Transport) (*metrics, error) {
@@ -75,7 +77,11 @@ func newMetrics(reg prometheus.Registerer, t *Transport) (*metrics, error) {
 	for _, r := range []string{reasonNoCert, reasonUntrusted, reasonNotMember, reasonHandshake, reasonHello} {
 		m.refused.WithLabelValues(r)
 	}
-	m.cs = []prometheus.Collector{m.sentBytes, m.receivedBytes, m.batches, m.forwarded, m.refused, m.connections, m.spilled, m.queuedBatches,
+	m.certExpiry = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "snapstore_cluster_transfer_certificate_expiry_timestamp_seconds",
+		Help: "When this node's transfer certificate (cluster.transfer.cert_file) expires, Unix seconds.",
+	}, func() float64 { return float64(t.creds.notAfter.Unix()) })
+	m.cs = []prometheus.Collector{m.sentBytes, m.receivedBytes, m.batches, m.forwarded, m.refused, m.connections, m.spilled, m.queuedBatches, m.certExpiry,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "snapstore_cluster_transfer_memory_bytes",
 			Help: "Bytes of batches held in memory by the transfer queues.",

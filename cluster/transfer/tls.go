@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Members is the cluster as the transport sees it: package cluster's
@@ -52,6 +53,9 @@ type credentials struct {
 	id   string
 	cert tls.Certificate
 	pool *x509.CertPool
+	// notAfter is when the node certificate expires: the others refuse
+	// it from then on, and the node owns partitions it cannot receive.
+	notAfter time.Time
 }
 
 // loadCredentials reads the CA, this node's certificate and its key, and
@@ -92,7 +96,7 @@ func loadCredentials(caFile, certFile, keyFile, id string) (*credentials, error)
 		return nil, fmt.Errorf("%s names %s, not this node's id %q: the other nodes check that a node's certificate names its id (snapstore cert node)",
 			certFile, sanList(leaf.DNSNames), id)
 	}
-	return &credentials{id: id, cert: cert, pool: pool}, nil
+	return &credentials{id: id, cert: cert, pool: pool, notAfter: leaf.NotAfter}, nil
 }
 
 func usageName(u x509.ExtKeyUsage) string {

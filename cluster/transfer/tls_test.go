@@ -44,6 +44,11 @@ func TestTransport_UntrustedCertificateRefused(t *testing.T) {
 	if n, err := testutil.GatherAndCount(reg, "snapstore_cluster_transfer_refused_total"); err != nil || n == 0 {
 		t.Errorf("the refusal counter is not registered: %d %v", n, err)
 	}
+	// The node certificate's expiry, so that it can be alerted on before
+	// the others refuse it.
+	if got, want := testutil.ToFloat64(tb.metrics.certExpiry), float64(tb.creds.notAfter.Unix()); got != want || got < float64(time.Now().Unix()) {
+		t.Errorf("certificate expiry gauge %v, want %v (after now)", got, want)
+	}
 	eventually(t, 5*time.Second, "the sender sees the node unreachable", func() bool { return len(r.Waiting()) == 1 })
 	if len(rec.batches()) != 0 {
 		t.Fatal("a batch from an untrusted node was applied")
@@ -144,5 +149,25 @@ func TestNewNodeCert_RefusesANonDNSName(t *testing.T) {
 	nc, _, _ := NewNodeCert(p.caCert, p.caKey, "node-a", time.Hour)
 	if _, _, err := NewNodeCert(nc, p.caKey, "node-b", time.Hour); err == nil || !strings.Contains(err.Error(), "not a CA") {
 		t.Errorf("signing with a node certificate: %v", err)
+	}
+}
+
+// TestTransport_MemberWithoutAddress: a member this node knows with no
+// transfer address (no xfer tag heard: a member known from the node list
+// only, which gossip has not reached, or one without a listener) is
+// unreachable, and the backlog's error says both, not only the config.
+func TestTransport_MemberWithoutAddress(t *testing.T) {
+	p := newPKI(t)
+	a := p.newNode(t, "node-a")
+	ms := newMembers()
+	ms.set(a.id, a.addr)
+	ms.set("node-b", "")
+	ta := a.open(t, ms, nil, nil)
+	r, _ := ta.StartRun(RunKey{Dataset: "orders", Txn: 3}, CompressNone, nil)
+	defer r.End(false)
+	r.Send("node-b", testBatch(0, 0, 1))
+	eventually(t, 10*time.Second, "node-b unreachable", func() bool { return !backlogOf(ta, "node-b").DownSince.IsZero() })
+	if e := backlogOf(ta, "node-b").LastError; !strings.Contains(e, "not heard from") || !strings.Contains(e, "cluster.transfer.listen") {
+		t.Errorf("the error of a member without a transfer address: %q", e)
 	}
 }
