@@ -29,8 +29,3 @@ func TestArenaLimit(t *testing.T) {
 		t.Fatalf("with MALLOC_ARENA_MAX=4: %v\n%s", err, out)
 	}
 }
-
-// TestTrim calls malloc_trim after freeing C memory; it must not fail.
-func TestTrim(t *testing.T) {
-	Trim()
-}
