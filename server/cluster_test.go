@@ -136,28 +136,22 @@ func TestClusterNodes(t *testing.T) {
 func TestClusterAdmin(t *testing.T) {
 	cl := testCluster()
 	f := newFixture(t, fixtureOpts{cluster: cl})
-	var n ClusterNode
-	f.must(http.StatusOK, "POST", "/v1/cluster/nodes/b/drain", "").json(t, &n)
-	if n.ID != "b" || n.State != "draining" {
-		t.Errorf("drained: %+v", n)
-	}
-	f.must(http.StatusOK, "DELETE", "/v1/cluster/nodes/b/drain", "").json(t, &n)
-	if n.State != "active" {
-		t.Errorf("resumed: %+v", n)
-	}
-	f.wantProblem(http.StatusNotFound, "node_not_found", "id", "POST", "/v1/cluster/nodes/zz/drain", "")
-	// The answer is the node as it asked to be, though gossip has not
-	// brought its new state here yet.
-	cl.lag = true
-	f.must(http.StatusOK, "POST", "/v1/cluster/nodes/b/drain", "").json(t, &n)
-	if n.ID != "b" || n.State != "draining" {
-		t.Errorf("drained, before gossip: %+v", n)
-	}
-	f.must(http.StatusOK, "DELETE", "/v1/cluster/nodes/b/drain", "").json(t, &n)
-	if n.State != "active" {
-		t.Errorf("resumed, before gossip: %+v", n)
+	// The answer is the node as it asked to be, also while gossip has not
+	// brought its new state here yet (lag).
+	for _, lag := range []bool{false, true} {
+		cl.lag = lag
+		var n ClusterNode
+		f.must(http.StatusOK, "POST", "/v1/cluster/nodes/b/drain", "").json(t, &n)
+		if n.ID != "b" || n.State != "draining" {
+			t.Errorf("drained (gossip lagging %v): %+v", lag, n)
+		}
+		f.must(http.StatusOK, "DELETE", "/v1/cluster/nodes/b/drain", "").json(t, &n)
+		if n.State != "active" {
+			t.Errorf("resumed (gossip lagging %v): %+v", lag, n)
+		}
 	}
 	cl.lag = false
+	f.wantProblem(http.StatusNotFound, "node_not_found", "id", "POST", "/v1/cluster/nodes/zz/drain", "")
 	f.wantProblem(http.StatusConflict, "node_alive", "id", "DELETE", "/v1/cluster/nodes/b", "")
 	f.must(http.StatusNoContent, "DELETE", "/v1/cluster/nodes/c", "")
 	var rep KeyringReport
