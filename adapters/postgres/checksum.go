@@ -29,9 +29,13 @@ import (
 //   - float4, float8 and numeric by their binary send form (float8send,
 //     numeric_send), a bytea: the float hash makes -0 and 0 alike, the
 //     numeric hash 1.0 and 1.00;
-//   - every other column (arrays, enums, json, interval, whose hashes
-//     equate values of different text, and types with no hash) together
-//     by record_send of a row of them, the exact binary send form.
+//   - character(n) and enums by their send form too (bpcharsend,
+//     enum_send: the bytes as stored, the label): bpchar's hash ignores
+//     trailing spaces, an enum's hashes its OID, which a renamed label
+//     keeps;
+//   - every other column (arrays, json, interval, whose hashes equate
+//     values of different text, and types with no hash) together by
+//     record_send of a row of them, the exact binary send form.
 //
 // A row's hash combines its columns' hashes in order (h = 31h + column's),
 // a NULL column as 0, so NULL differs from '' and NULL in one column from
@@ -47,7 +51,7 @@ import (
 // on (keyOrderAgrees), of one or more columns.
 
 // pgChecksumVersion names the row expression; it is part of the signature.
-const pgChecksumVersion = "hash_record_extended-send-1"
+const pgChecksumVersion = "hash_record_extended-send-2"
 
 // pgChecksumInfo is what the checksums need of the catalog beyond the
 // columns the read describes, read once inside the read's transaction.
@@ -119,7 +123,14 @@ func (t *pgTable) rowChecksumExpr() string {
 				native = "pg_catalog.float8send(" + q + ")"
 			case "numeric":
 				native = "pg_catalog.numeric_send(" + q + ")"
+			case "bpchar":
+				native = "pg_catalog.bpcharsend(" + q + ")"
 			}
+		}
+		if c.baseTyptype == "e" && c.baseTypcategory != "A" {
+			// A domain over an enum is cast to the enum, which anyenum
+			// takes.
+			native = "pg_catalog.enum_send(" + q + "::" + quotePostgresIdent(c.baseSchema) + "." + quotePostgresIdent(c.baseName) + ")"
 		}
 		if native == "" {
 			rest = append(rest, q)

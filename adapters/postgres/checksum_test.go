@@ -47,11 +47,14 @@ func TestPostgresChecksumSound(t *testing.T) {
 		{name: "an array's order", change: []string{"UPDATE %s SET arr = '{2,1}' WHERE id = 1"}},
 		{name: "a jsonb number's text", change: []string{`UPDATE %s SET j = '{"a": 1.0}' WHERE id = 1`}},
 		{name: "an enum label renamed", before: []string{"UPDATE %s SET m = 'lo' WHERE id = 1"}, change: []string{"ALTER TYPE mood RENAME VALUE 'lo' TO 'low'"}},
+		{name: "a label of an enum under a domain renamed", before: []string{"UPDATE %s SET dm = 'up' WHERE id = 1"}, change: []string{"ALTER TYPE spin RENAME VALUE 'up' TO 'upward'"}},
+		{name: "a character(n)'s last character", change: []string{"UPDATE %s SET c = 'ab' WHERE id = 1"}},
+		{name: "a bpchar's trailing space", change: []string{"UPDATE %s SET bp = 'a ' WHERE id = 1"}},
 		{name: "a generated column's expression", change: []string{"ALTER TABLE %s DROP COLUMN g", "ALTER TABLE %s ADD COLUMN g int GENERATED ALWAYS AS (id + id) STORED"}, schema: true},
 		{name: "a column added", change: []string{"ALTER TABLE %s ADD COLUMN z int"}, schema: true},
 		{name: "a column retyped", change: []string{"ALTER TABLE %s ALTER COLUMN b TYPE varchar(10)"}, schema: true},
 	}
-	e.exec(t, db, "CREATE TYPE mood AS ENUM ('lo', 'hi')")
+	e.exec(t, db, "CREATE TYPE mood AS ENUM ('lo', 'hi')", "CREATE TYPE spin AS ENUM ('up', 'down')", "CREATE DOMAIN spin_d AS spin")
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			tbl := fmt.Sprintf("t%d", i)
@@ -62,8 +65,8 @@ func TestPostgresChecksumSound(t *testing.T) {
 				}
 				return out
 			}
-			e.exec(t, db, fmt.Sprintf("CREATE TABLE %s (id int PRIMARY KEY, a text, b text, f float8, n numeric, arr int[], j jsonb, m mood, g int GENERATED ALWAYS AS (id * 2) STORED)", tbl),
-				fmt.Sprintf(`INSERT INTO %s (id, a, b, f, n, arr, j) VALUES (1, 'x', 'ab', 1.0, 1.0, '{1,2}', '{"a": 1}'), (2, 'y', 'c', 0, 2, NULL, NULL)`, tbl))
+			e.exec(t, db, fmt.Sprintf("CREATE TABLE %s (id int PRIMARY KEY, a text, b text, f float8, n numeric, arr int[], j jsonb, m mood, dm spin_d, c char(3), bp bpchar, g int GENERATED ALWAYS AS (id * 2) STORED)", tbl),
+				fmt.Sprintf(`INSERT INTO %s (id, a, b, f, n, arr, j, c, bp) VALUES (1, 'x', 'ab', 1.0, 1.0, '{1,2}', '{"a": 1}', 'a', 'a'), (2, 'y', 'c', 0, 2, NULL, NULL, NULL, NULL)`, tbl))
 			e.exec(t, db, stmts(c.before)...)
 			tr1, cs1 := openChecksummer(t, src, tbl, 0)
 			sig1 := cs1.ChecksumSignature()
