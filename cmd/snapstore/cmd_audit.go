@@ -60,6 +60,9 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		if c.cf.json() {
+			if es == nil {
+				es = []json.RawMessage{} // [] as GET /v1/audit answers, not null
+			}
 			return encodeJSON(stdout, map[string]any{"entries": es})
 		}
 		if err := auditTable(stdout, es); err != nil {

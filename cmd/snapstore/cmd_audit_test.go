@@ -64,6 +64,10 @@ func TestCLI_Audit(t *testing.T) {
 	if out, _ := do(0, "audit", "--token", adminTok, "--until", "2000-01-01T00:00:00Z"); strings.Count(out, "\n") != 1 {
 		t.Errorf("--until in the past:\n%s", out)
 	}
+	// No entry is an empty list, as the API answers, not null.
+	if out, _ := do(0, "audit", "--token", adminTok, "--until", "2000-01-01T00:00:00Z", "--output", "json"); !strings.Contains(out, `"entries": []`) {
+		t.Errorf("--output json of no entry:\n%s", out)
+	}
 	do(1, "audit", "--token", readerTok)
 	_, errs = do(2, "audit", "--token", adminTok, "--since", "yesterday")
 	if !strings.Contains(errs, "--since") {
