@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -89,6 +91,13 @@ func cmdGet(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		for _, k := range pos[1:] {
 			path += "/" + url.PathEscape(k)
 		}
-		return t.api.copyGet(ctx, stdout, path, q, "application/json") // the body ends with a newline
+		err := t.api.copyGet(ctx, stdout, path, q, "application/json") // the body ends with a newline
+		var ae *apiError
+		if errors.As(err, &ae) && ae.Problem.Code == "bad_key" && strings.Contains(ae.Problem.Detail, "key parts for") {
+			// The API counts the parts of the key it was given; the
+			// command's user gave arguments: "100,2" is one part.
+			ae.Hint = "a composite key is one argument per key column, in key order (snapstore get " + pos[0] + " A B)"
+		}
+		return err
 	})
 }

@@ -93,6 +93,10 @@ func TestCLI_Tables(t *testing.T) {
 	if out, _ = do(0, "get", "shop", "--table", "order lines", "2", "1"); !strings.Contains(out, `"qty":20`) {
 		t.Errorf("get --table:\n%s", out)
 	}
+	// A composite key given as one argument gets told the form.
+	if _, errs := do(1, "get", "shop", "--table", "order lines", "2,1"); !strings.Contains(errs, "1 key parts for 2 key columns") || !strings.Contains(errs, "a composite key is one argument per key column, in key order (snapstore get shop A B)") {
+		t.Errorf("get with a composite key in one argument:\n%s", errs)
+	}
 	if out, _ = do(0, "scan", "shop", "--table", "orders", "--format", "csv"); out != "id,customer\n1,c1\n2,c2-moved\n" {
 		t.Errorf("scan --table --format csv:\n%q", out)
 	}
