@@ -124,7 +124,7 @@ func TestConsole_EveryPage(t *testing.T) {
 	if r.status != http.StatusFound || r.header.Get("Location") != "/ui/" {
 		t.Fatalf("GET /: %d Location %q", r.status, r.header.Get("Location"))
 	}
-	home := b.page("/ui/", `href="/ui/datasets/products"`, "<polyline points=", "no login (loopback)", "status-succeeded")
+	home := b.page("/ui/", `href="/ui/datasets/products"`, "<polyline points=", "no login (loopback)", "status-succeeded", `href="/metrics"`)
 	if strings.Contains(home, "Log in") {
 		t.Error("a server without tokens offers a login")
 	}
@@ -459,6 +459,11 @@ func TestConsole_Auth(t *testing.T) {
 		if strings.Contains(page, admin) {
 			t.Errorf("a reader sees %q", admin)
 		}
+	}
+	// /metrics takes a bearer token, which a browser's session does not
+	// send: with tokens the footer does not offer it.
+	if strings.Contains(page, `href="/metrics"`) {
+		t.Error("a server with tokens offers /metrics to the browser")
 	}
 	if page = reader.page("/ui/adapters"); strings.Contains(page, "Run now") || strings.Contains(page, "New adapter") || strings.Contains(page, ">Edit<") {
 		t.Errorf("a reader sees adapter actions:\n%s", page)
