@@ -19,7 +19,8 @@ default) writes Parquet files, --format arrow Arrow IPC stream files
 (.arrows). Each file is written under a temporary name and renamed once
 whole. The files are GET /v1/datasets/{dataset}/rows?format=... of the
 whole dataset, or .../tables/{table}/rows?format=... of each table, all at
-the version GET /v1/datasets/{dataset}/tables resolved.`
+the version GET /v1/datasets/{dataset}/tables resolved, which a line on
+standard error names; standard output lists the files written.`
 
 // exportFormats maps --format to the media type asked for and the file
 // name's extension.
@@ -66,11 +67,15 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			q.Set("compression", *compression)
 		}
 		files := [][2]string{{pos[0], pathOf("/v1/datasets/", pos[0], "/rows")}}
-		if len(tl.Tables) > 0 {
-			// every table at the one version the list was read at
+		if tl.Version > 0 {
+			// every file at the one version the list was read at, the
+			// version the line on stderr names (a run may commit meanwhile)
 			q.Del("as_of")
 			q.Del("tag")
 			q.Set("version", strconv.FormatInt(tl.Version, 10))
+			fmt.Fprintf(stderr, "%s: version %d\n", pos[0], tl.Version)
+		}
+		if len(tl.Tables) > 0 {
 			files = files[:0]
 			for _, tb := range tl.Tables {
 				files = append(files, [2]string{fileBase(tb.Name), pathOf("/v1/datasets/", pos[0], "/tables/", tb.Name, "/rows")})

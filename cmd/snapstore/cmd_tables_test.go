@@ -126,8 +126,12 @@ func TestCLI_Tables(t *testing.T) {
 		t.Errorf("datasets show of a dataset of several tables:\n%s", out)
 	}
 	dir := t.TempDir()
-	if out, _ = do(0, "export", "shop", "--out", dir, "--version", "1"); out != filepath.Join(dir, "order_lines.parquet")+"\n"+filepath.Join(dir, "orders.parquet")+"\n" {
+	out, errs := do(0, "export", "shop", "--out", dir, "--version", "1")
+	if out != filepath.Join(dir, "order_lines.parquet")+"\n"+filepath.Join(dir, "orders.parquet")+"\n" {
 		t.Errorf("export of a dataset of several tables:\n%s", out)
+	}
+	if !strings.Contains(errs, "shop: version 1\n") {
+		t.Errorf("export does not name the version it wrote:\n%s", errs)
 	}
 	for _, name := range []string{"order_lines.parquet", "orders.parquet"} {
 		pf, err := file.OpenParquetFile(filepath.Join(dir, name), false)
