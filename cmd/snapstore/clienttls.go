@@ -54,12 +54,31 @@ func clientTLS(cf *commonFlags) (*tls.Config, error) {
 }
 
 // localURL is the address of the server of the configuration: https when
-// it serves TLS.
+// it serves TLS. A listen address on every interface (0.0.0.0:8443,
+// [::]:8443, :8443) is asked on loopback: its server answers there, and
+// a certificate names 127.0.0.1 or localhost, never 0.0.0.0.
 func localURL(cfg *config.Config) *url.URL {
+	u := &url.URL{Scheme: "http", Host: loopbackFor(cfg.Listen)}
 	if cfg.TLS.Enabled() {
-		return &url.URL{Scheme: "https", Host: cfg.Listen}
+		u.Scheme = "https"
 	}
-	return &url.URL{Scheme: "http", Host: cfg.Listen}
+	return u
+}
+
+// loopbackFor is listen with an unspecified host replaced by the
+// loopback address of its family; any other address as it is.
+func loopbackFor(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen
+	}
+	switch ip := net.ParseIP(host); {
+	case host == "" || ip != nil && ip.Equal(net.IPv4zero):
+		return net.JoinHostPort("127.0.0.1", port)
+	case ip != nil && ip.Equal(net.IPv6unspecified):
+		return net.JoinHostPort("::1", port)
+	}
+	return listen
 }
 
 // clientCertAlerts are the TLS alerts a server sends when it refuses the

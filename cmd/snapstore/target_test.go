@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/snapstore/snapstore/config"
 )
 
 // TestTarget_ExplicitDataNeverReplaced: with a server answering on the
@@ -88,5 +90,28 @@ func TestTarget_NamesTheStorage(t *testing.T) {
 		if got := storageText(cfg); got != want {
 			t.Errorf("%s: %q, want %q", file, got, want)
 		}
+	}
+}
+
+// TestLocalURL_EveryInterface: a configuration that listens on every
+// interface is asked on loopback, where its server answers and whose
+// name its certificate holds; any other address is asked as it is.
+func TestLocalURL_EveryInterface(t *testing.T) {
+	for listen, want := range map[string]string{
+		"0.0.0.0:8443":      "https://127.0.0.1:8443",
+		":8443":             "https://127.0.0.1:8443",
+		"[::]:8443":         "https://[::1]:8443",
+		"10.0.0.5:8443":     "https://10.0.0.5:8443",
+		"snapstore.io:8443": "https://snapstore.io:8443",
+		"[::1]:8443":        "https://[::1]:8443",
+	} {
+		cfg := &config.Config{Listen: listen}
+		cfg.TLS.CertFile, cfg.TLS.KeyFile = "server.crt", "server.key"
+		if got := localURL(cfg).String(); got != want {
+			t.Errorf("listen %s: %s, want %s", listen, got, want)
+		}
+	}
+	if got := localURL(&config.Config{Listen: "0.0.0.0:8080"}).String(); got != "http://127.0.0.1:8080" {
+		t.Errorf("listen 0.0.0.0:8080 without TLS: %s", got)
 	}
 }
