@@ -25,21 +25,27 @@ import (
 // are kept on local disk, least recently used evicted past the bound, and
 // every request of the same key is answered from the one file:
 //
-//	C1. The key is everything that decides the bytes (parquetKey): the
+//	B1. The key is everything that decides the bytes (parquetKey): the
 //	    request is normalized by its handler, and the version is a
 //	    number resolved at the request, so a tag moved or a new current
-//	    version is another key, never a stale file.
-//	C2. A file has its name in the cache only once whole: it is built
+//	    version is another key, never a stale file. A version number
+//	    names one content for good: it is a transaction id, handed out
+//	    once (txn.I1), and a committed version is never rewritten (a
+//	    rollback commits a new one).
+//	B2. A file has its name in the cache only once whole: it is built
 //	    under a temporary name and renamed when its footer is written;
 //	    a build that fails or whose client leaves removes it.
-//	C3. One build at a time per key: the requests of a key being built
+//	B3. One build at a time per key: the requests of a key being built
 //	    wait for it (singleflight) and are answered from its file.
-//	C4. The cache holds nothing the node cannot make again: it is
+//	B4. The cache holds nothing the node cannot make again: it is
 //	    emptied at start, and its files are named by a hash of their
 //	    key, which holds neither a token nor a value in clear.
 //
-// A file open for an answer stays readable when it is evicted meanwhile
-// (its name removed; on Linux the data lives until it is closed).
+// The grant of the token is checked before (the middleware's checkGrant),
+// and the handler resolves the version before it looks at the cache, so a
+// version collected since is 410 even when its file is cached. A file
+// open for an answer stays readable when it is evicted meanwhile (its
+// name removed; on Unix the data lives until it is closed).
 
 // ParquetCacheOptions bound the cache of built Parquet files.
 type ParquetCacheOptions struct {
@@ -52,7 +58,7 @@ type ParquetCacheOptions struct {
 	Size int64
 }
 
-// parquetCache is the cache of built Parquet files (C1-C4 above).
+// parquetCache is the cache of built Parquet files (B1-B4 above).
 type parquetCache struct {
 	dir  string
 	size int64
@@ -92,7 +98,7 @@ const (
 )
 
 // openParquetCache opens the cache in dir, created 0700 when absent, and
-// removes the files a previous process left there (C4).
+// removes the files a previous process left there (B4).
 func openParquetCache(dir string, size int64, m *metrics) (*parquetCache, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("server: the Parquet cache directory: %w", err)
@@ -116,7 +122,7 @@ func openParquetCache(dir string, size int64, m *metrics) (*parquetCache, error)
 
 // open returns the file named name (a key's hash, parquetKey.sum), open
 // for reading: the cached one, or the one build writes when the cache has
-// none (C3). The caller closes it.
+// none (B3). The caller closes it.
 func (pc *parquetCache) open(ctx context.Context, name string, build func(*os.File) error) (*os.File, error) {
 	for {
 		pc.mu.Lock()
@@ -173,7 +179,7 @@ func (pc *parquetCache) open(ctx context.Context, name string, build func(*os.Fi
 
 // buildAndKeep builds the file of name under a temporary name, then
 // renames it to its own and keeps it, evicting the least recently used
-// files past the bound (C2). The build runs in its request's context (the
+// files past the bound (B2). The build runs in its request's context (the
 // reader it reads is pinned for that request): a client that goes away
 // stops it, and its temporary file is removed. Building on for the cache
 // would let clients that hang up make the node build files nobody waits
@@ -253,7 +259,7 @@ func (pc *parquetCache) path(name, suffix string) string {
 	return filepath.Join(pc.dir, name+suffix)
 }
 
-// parquetKey is what decides the bytes of a Parquet answer (C1), written
+// parquetKey is what decides the bytes of a Parquet answer (B1), written
 // field by field, each with its length, into a hash: the handler adds the
 // normalized request (the dataset, the table, the version numbers, the
 // columns, the key ranges as typed values, the limit, the compression),
