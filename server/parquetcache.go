@@ -72,6 +72,9 @@ type parquetCache struct {
 	held  int64
 	// builds are the builds under way by name.
 	builds map[string]*parquetBuild
+	// onWait, when set (tests), is called as a request begins to wait
+	// for another's build.
+	onWait func()
 }
 
 // cachedParquet is a whole file of the cache.
@@ -141,6 +144,9 @@ func (pc *parquetCache) open(ctx context.Context, name string, build func(*os.Fi
 		}
 		if b, ok := pc.builds[name]; ok {
 			pc.mu.Unlock()
+			if pc.onWait != nil {
+				pc.onWait()
+			}
 			select {
 			case <-b.donec:
 			case <-ctx.Done():

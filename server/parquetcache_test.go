@@ -368,3 +368,73 @@ func TestParquetCache_ClientGoneMidBuild(t *testing.T) {
 		t.Errorf("cache files %v %v, want one whole", whole, building)
 	}
 }
+
+// TestParquetCache_WaiterOfAbandonedBuild: a request waiting for the
+// build of another whose client hangs up is not answered with that
+// client's error: it builds the file itself and gets it whole.
+func TestParquetCache_WaiterOfAbandonedBuild(t *testing.T) {
+	f := newFixture(t, fixtureOpts{parquetCache: 256 << 20})
+	f.exec(`INSERT INTO products (id, name, price, stock)
+		WITH RECURSIVE n(i) AS (SELECT 1000 UNION ALL SELECT i + 1 FROM n WHERE i < 201000)
+		SELECT i, 'product number ' || i, i % 1000 + 0.25, i % 77 FROM n`)
+	v := f.run("products")
+	path := fmt.Sprintf("/v1/datasets/products/rows?format=parquet&version=%d", v)
+	waiting := make(chan struct{}, 1)
+	f.srv.parquetFiles.onWait = func() {
+		select {
+		case waiting <- struct{}{}:
+		default:
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first := make(chan error, 1)
+	go func() {
+		req, err := http.NewRequestWithContext(ctx, "GET", f.ts.URL+path, nil)
+		if err == nil {
+			var resp *http.Response
+			if resp, err = http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}
+		first <- err
+	}()
+	for {
+		if _, building := f.parquetFiles(); len(building) > 0 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	type answer struct {
+		status int
+		body   []byte
+		err    error
+	}
+	second := make(chan answer, 1)
+	go func() {
+		resp, err := http.Get(f.ts.URL + path)
+		if err != nil {
+			second <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		second <- answer{resp.StatusCode, b, err}
+	}()
+	<-waiting // the second request waits for the first's build
+	cancel()
+	if err := <-first; err == nil {
+		t.Fatal("the first request's file was made before its client hung up")
+	}
+	a := <-second
+	if a.err != nil || a.status != 200 || !bytes.HasPrefix(a.body, []byte("PAR1")) || !bytes.HasSuffix(a.body, []byte("PAR1")) {
+		t.Fatalf("the waiting request: %d, %d bytes, %v", a.status, len(a.body), a.err)
+	}
+	head := f.must(200, "HEAD", path, "")
+	if head.header.Get("Content-Length") != strconv.Itoa(len(a.body)) {
+		t.Errorf("the waiting request got %d bytes, HEAD says %s", len(a.body), head.header.Get("Content-Length"))
+	}
+	if c := f.parquetCounts(); c.builds != 2 || c.hits != 1 {
+		t.Errorf("an abandoned build, the waiter's and a HEAD: %+v, want 2 builds and 1 hit", c)
+	}
+}
