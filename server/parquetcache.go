@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -170,7 +171,17 @@ func (pc *parquetCache) open(ctx context.Context, name string, build func(*os.Fi
 		b := &parquetBuild{donec: make(chan struct{})}
 		pc.builds[name] = b
 		pc.mu.Unlock()
-		f, kept, err := pc.buildAndKeep(name, build)
+		return pc.lead(ctx, name, b, build)
+	}
+}
+
+// lead builds the file of name for the requests waiting on b, and ends
+// b however the build ends, a panic included (its waiters then get
+// errBuildPanicked rather than wait for ever).
+func (pc *parquetCache) lead(ctx context.Context, name string, b *parquetBuild, build func(*os.File) error) (f *os.File, err error) {
+	kept := false
+	err = errBuildPanicked
+	defer func() {
 		pc.mu.Lock()
 		delete(pc.builds, name)
 		pc.mu.Unlock()
@@ -179,9 +190,14 @@ func (pc *parquetCache) open(ctx context.Context, name string, build func(*os.Fi
 		// others: they build it again, one of them for the rest.
 		b.retry = err != nil && ctx.Err() != nil || err == nil && !kept
 		close(b.donec)
-		return f, err
-	}
+	}()
+	f, kept, err = pc.buildAndKeep(name, build)
+	return f, err
 }
+
+// errBuildPanicked is the error of the requests that waited for a build
+// that panicked.
+var errBuildPanicked = errors.New("server: the Parquet file's build failed")
 
 // buildAndKeep builds the file of name under a temporary name, then
 // renames it to its own and keeps it, evicting the least recently used
@@ -193,23 +209,25 @@ func (pc *parquetCache) open(ctx context.Context, name string, build func(*os.Fi
 // meanwhile; the next request of the key builds it again. kept is false
 // when the file is larger than the cache: it is returned open, without a
 // name.
-func (pc *parquetCache) buildAndKeep(name string, build func(*os.File) error) (f *os.File, kept bool, err error) {
+func (pc *parquetCache) buildAndKeep(name string, build func(*os.File) error) (*os.File, bool, error) {
 	pc.m.parquetBuilds.Inc()
-	f, err = os.CreateTemp(pc.dir, name+"-*"+parquetBuildSuffix)
+	f, err := os.CreateTemp(pc.dir, name+"-*"+parquetBuildSuffix)
 	if err != nil {
 		return nil, false, err
 	}
 	tmp := f.Name()
+	// On every way out, a panic of the build included: the temporary
+	// name is removed unless renamed, the file closed unless returned.
+	renamed, returned := false, false
 	defer func() {
-		if err != nil || !kept {
+		if !renamed {
 			os.Remove(tmp)
 		}
-		if err != nil {
+		if !returned {
 			f.Close()
-			f = nil
 		}
 	}()
-	if err = build(f); err != nil {
+	if err := build(f); err != nil {
 		return nil, false, err
 	}
 	size, err := f.Seek(0, io.SeekEnd)
@@ -217,11 +235,13 @@ func (pc *parquetCache) buildAndKeep(name string, build func(*os.File) error) (f
 		return nil, false, err
 	}
 	if size > pc.size {
+		returned = true
 		return f, false, nil
 	}
-	if err = os.Rename(tmp, pc.path(name, parquetCachedSuffix)); err != nil {
+	if err := os.Rename(tmp, pc.path(name, parquetCachedSuffix)); err != nil {
 		return nil, false, err
 	}
+	renamed, returned = true, true
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	pc.files[name] = pc.lru.PushFront(&cachedParquet{name: name, size: size})

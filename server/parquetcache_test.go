@@ -329,6 +329,9 @@ func TestParquetCache_ClientGoneMidBuild(t *testing.T) {
 	if whole, building := f.parquetFiles(); len(whole)+len(building) != 0 {
 		t.Fatalf("after a build whose client went away the cache holds %v %v", whole, building)
 	}
+	if parquetTempOpen(t, f.parquetDir) {
+		t.Error("the file of the stopped build is still open")
+	}
 	f.wantBuilds(1, "the build whose client went away")
 
 	// Four clients at once, then a HEAD and a range: one build.
