@@ -80,6 +80,9 @@ type Config struct {
 	// Notify configures run notifications (notify.go,
 	// docs/notifications.md).
 	Notify NotifyConfig `yaml:"notify"`
+	// ParquetCache bounds the cache of built Parquet answers
+	// (server/parquetcache.go).
+	ParquetCache ParquetCacheConfig `yaml:"parquet_cache"`
 
 	// AuditOut receives the audit trail's JSON lines (serve sets
 	// stderr); nil: the logger serve is given. Not a key of the file.
@@ -262,6 +265,34 @@ type AuditConfig struct {
 	TrustedProxies []string `yaml:"trusted_proxies"`
 }
 
+// ParquetCacheConfig bounds the cache of built Parquet answers on local
+// disk: the HEAD, the GET and the Range requests of one answer are
+// served from one file, built once.
+type ParquetCacheConfig struct {
+	// Size is the most bytes of files kept; default 256 MiB, 0 disables
+	// the cache.
+	Size int64 `yaml:"size"`
+	// Dir is the cache's directory, emptied of its files at start;
+	// default <data>/parquet-cache.
+	Dir string `yaml:"dir"`
+}
+
+// DefaultParquetCacheSize is the default parquet_cache.size.
+const DefaultParquetCacheSize = 256 << 20
+
+// Options returns the server's options of the cache of Parquet answers:
+// none when Size is 0, its directory under data by default.
+func (p ParquetCacheConfig) Options(data string) server.ParquetCacheOptions {
+	if p.Size <= 0 {
+		return server.ParquetCacheOptions{}
+	}
+	dir := p.Dir
+	if dir == "" {
+		dir = filepath.Join(data, "parquet-cache")
+	}
+	return server.ParquetCacheOptions{Dir: dir, Size: p.Size}
+}
+
 // Options returns the server's audit options: entries logged as JSON
 // lines to out, or by log when out is nil.
 func (a AuditConfig) Options(out io.Writer, log *slog.Logger) server.AuditOptions {
@@ -350,6 +381,7 @@ func Default() Config {
 		GCInterval:      DefaultGCInterval,
 		Audit:           AuditConfig{Retention: server.DefaultAuditRetention},
 		Cluster:         defaultCluster(),
+		ParquetCache:    ParquetCacheConfig{Size: DefaultParquetCacheSize},
 	}
 }
 
@@ -478,6 +510,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		bad("shutdown_timeout", "must be positive")
+	}
+	if c.ParquetCache.Size < 0 {
+		bad("parquet_cache.size", "want 0 (no cache) or more bytes, got %d", c.ParquetCache.Size)
 	}
 	if c.Audit.Retention <= 0 {
 		bad("audit.retention", "must be positive (default 2160h, 90 days)")

@@ -153,6 +153,7 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 		SessionIdle:  d.cfg.Auth.SessionIdleTimeout,
 		Console:      console.New,
 		Cache:        cacheOf(d.stk.Store),
+		ParquetCache: d.cfg.ParquetCache.Options(d.cfg.Data),
 	})
 	if err != nil {
 		return nil, err

@@ -309,3 +309,35 @@ func TestDaemon_ServingCountsDefinitionsInForce(t *testing.T) {
 		t.Errorf("the start line does not count 3 connections (2 of the file, 1 of the API):\n%s", logs.String())
 	}
 }
+
+// TestDaemon_ParquetCacheEmptiedAtStart: by default the cache of built
+// Parquet answers is <data>/parquet-cache, and a start removes the files
+// a previous process left there (whole or being built), and only those.
+func TestDaemon_ParquetCacheEmptiedAtStart(t *testing.T) {
+	cfg := testConfig(t)
+	dir := filepath.Join(cfg.Data, "parquet-cache")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"0a1b.parquet", "0a1b-123.tmp", "notes.txt"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("left"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := Open(context.Background(), testOptions(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, e := range ents {
+		left = append(left, e.Name())
+	}
+	if len(left) != 1 || left[0] != "notes.txt" {
+		t.Errorf("the Parquet cache after a start holds %v, want only notes.txt", left)
+	}
+}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -105,42 +106,17 @@ func arrowSchemaMeta(info snapshot.VersionInfo, from int64) arrow.Metadata {
 	return arrow.NewMetadata(keys, vals)
 }
 
-// scanArrow answers a scan as an Arrow stream or a Parquet file. A stream
-// sends its schema first, so it must know before its first row which
-// columns hold a value their Arrow type cannot hold: the version's value
-// shapes (snapshot.ValueShapes) tell for the columns they prove fit, and
-// a first pass over the others (a scan of the same range at the same
-// pinned version, needed for a version committed without shapes or one
-// whose column holds such a value) fixes the rest. A Parquet file is
-// sent only once whole, so it is written at once and, should a value not
-// fit, written again with that column as text.
-func (s *Server) scanArrow(c echo.Context, r *snapshot.Reader, opts snapshot.ScanOptions, it snapshot.RowIterator, media string, codec compress.Compression) error {
+// scanArrow answers a scan as an Arrow stream. A stream sends its schema
+// first, so it must know before its first row which columns hold a value
+// their Arrow type cannot hold: the version's value shapes
+// (snapshot.ValueShapes) tell for the columns they prove fit, and a first
+// pass over the others (a scan of the same range at the same pinned
+// version, needed for a version committed without shapes or one whose
+// column holds such a value) fixes the rest.
+func (s *Server) scanArrow(c echo.Context, r *snapshot.Reader, opts snapshot.ScanOptions, it snapshot.RowIterator) error {
 	ctx := c.Request().Context()
 	info := r.Version()
 	t := newRowsTable(info.Schema, opts.Columns)
-	if media == mediaParquet {
-		forParquet(t.cols)
-		scan := it
-		defer func() {
-			if scan != it {
-				scan.Close()
-			}
-		}()
-		pass := func(again bool) (*arrow.Schema, func(*arrowBatches) error, error) {
-			if again {
-				if scan != it {
-					scan.Close()
-				}
-				var err error
-				if scan, err = r.Scan(ctx, opts); err != nil {
-					scan = it
-					return nil, nil, err
-				}
-			}
-			return t.schema(info), func(a *arrowBatches) error { return t.write(scan, a) }, nil
-		}
-		return s.writeParquetPasses(c, codec, fileName(info.Dataset, r.Table())+".parquet", s.parquetETag(c, info.Version), pass)
-	}
 	if doubt := unproven(t.cols, info.Shapes); len(doubt) > 0 && !headOnly(c) {
 		po := opts // the same rows, only the columns in doubt
 		po.Columns = nil
@@ -159,6 +135,55 @@ func (s *Server) scanArrow(c echo.Context, r *snapshot.Reader, opts snapshot.Sca
 	}
 	fill := func(a *arrowBatches) error { return t.write(it, a) }
 	return s.streamArrow(c, t.schema(info), fill)
+}
+
+// scanParquet answers a scan as a Parquet file (serveParquet), keyed by
+// the version r pinned and the normalized scan (opts: the columns, the
+// key ranges as typed values, the limit, the page token) and codec. A
+// Parquet file is sent only once whole, so it is written at once and,
+// should a value not fit its column's Arrow type, written again with
+// that column as text.
+func (s *Server) scanParquet(c echo.Context, r *snapshot.Reader, opts snapshot.ScanOptions, codec compress.Compression) error {
+	ctx := c.Request().Context()
+	info := r.Version()
+	_, named, err := tableParam(c)
+	if err != nil {
+		return err
+	}
+	k := newParquetKey("rows")
+	k.str(info.Dataset)
+	k.str(strconv.FormatBool(named))
+	k.str(r.Table())
+	k.int(info.Version)
+	k.int(int64(codec))
+	k.strs(opts.Columns)
+	k.values(opts.Start)
+	k.values(opts.End)
+	k.values(opts.Prefix)
+	k.int(int64(opts.Limit))
+	k.str(opts.PageToken)
+	build := func(f *os.File) error {
+		t := newRowsTable(info.Schema, opts.Columns)
+		forParquet(t.cols)
+		var scan snapshot.RowIterator
+		defer func() {
+			if scan != nil {
+				scan.Close()
+			}
+		}()
+		return s.buildParquet(f, codec, func(bool) (*arrow.Schema, func(*arrowBatches) error, error) {
+			if scan != nil {
+				scan.Close()
+			}
+			var err error
+			if scan, err = r.Scan(ctx, opts); err != nil {
+				scan = nil
+				return nil, nil, err
+			}
+			return t.schema(info), func(a *arrowBatches) error { return t.write(scan, a) }, nil
+		})
+	}
+	return s.serveParquet(c, parquetAnswer{key: k, name: fileName(info.Dataset, r.Table()) + ".parquet", modified: info.CommittedAt, build: build})
 }
 
 // rowsTable is the Arrow form of a scan: one field per selected column.

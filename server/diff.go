@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 
@@ -102,51 +103,101 @@ func (s *Server) Changes(ctx context.Context, ds, table string, named bool, from
 // second the rows.
 func (s *Server) diffArrow(c echo.Context, ds, table string, named bool, from, to int64, media string, codec compress.Compression) error {
 	ctx := c.Request().Context()
+	c.Response().Header().Set("Snapstore-Diff-From", strconv.FormatInt(from, 10))
+	if media == mediaParquet {
+		return s.diffParquet(c, ds, table, named, from, to, codec)
+	}
 	it, err := s.Changes(ctx, ds, table, named, from, to) // pins both versions
 	if err != nil {
 		return err
 	}
 	defer it.Close()
+	infos, err := s.diffInfos(ctx, ds, table, named, from, to)
+	if err != nil {
+		return err
+	}
+	// A HEAD of a stream skips the probe.
+	t, err := s.diffTableOf(ctx, ds, table, named, infos, !headOnly(c), false)
+	if err != nil {
+		return err
+	}
+	fill := func(a *arrowBatches) error { return t.write(it, a) }
+	return s.streamArrow(c, t.schema(infos[1], from), fill)
+}
+
+// diffParquet answers a diff as a Parquet file (serveParquet), keyed by
+// the table, the two version numbers and codec. Both versions are read
+// first, so that one collected since is 410 version_not_kept, whether
+// or not the file is cached.
+func (s *Server) diffParquet(c echo.Context, ds, table string, named bool, from, to int64, codec compress.Compression) error {
+	ctx := c.Request().Context()
+	infos, err := s.diffInfos(ctx, ds, table, named, from, to)
+	if err != nil {
+		return err
+	}
+	k := newParquetKey("diff")
+	k.str(ds)
+	k.str(strconv.FormatBool(named))
+	k.str(table)
+	k.int(from)
+	k.int(to)
+	k.int(int64(codec))
+	build := func(f *os.File) error {
+		it, err := s.Changes(ctx, ds, table, named, from, to) // pins both versions
+		if err != nil {
+			return err
+		}
+		defer it.Close()
+		t, err := s.diffTableOf(ctx, ds, table, named, infos, true, true)
+		if err != nil {
+			return err
+		}
+		fill := func(a *arrowBatches) error { return t.write(it, a) }
+		return s.buildParquet(f, codec, onePass(t.schema(infos[1], from), fill))
+	}
+	name := fileName(ds, table) + "-diff-" + strconv.FormatInt(from, 10) + "-" + strconv.FormatInt(to, 10) + ".parquet"
+	return s.serveParquet(c, parquetAnswer{key: k, name: name, modified: infos[1].CommittedAt, build: build})
+}
+
+// diffInfos reads the versions from and to of a diff.
+func (s *Server) diffInfos(ctx context.Context, ds, table string, named bool, from, to int64) ([2]snapshot.VersionInfo, error) {
 	var infos [2]snapshot.VersionInfo
 	for i, v := range []int64{from, to} {
 		r, err := s.ReaderOf(ctx, ds, table, named, snapshot.At{Version: v})
 		if err != nil {
-			return err
+			return infos, err
 		}
 		infos[i] = r.Version()
 		r.Close()
 	}
+	return infos, nil
+}
+
+// diffTableOf maps the diff of infos to Arrow fields; with probe, a
+// first pass over the changes finds the columns whose values do not fit
+// their Arrow type, where the shapes of both versions do not prove they
+// fit.
+func (s *Server) diffTableOf(ctx context.Context, ds, table string, named bool, infos [2]snapshot.VersionInfo, probe, parquet bool) (*diffTable, error) {
 	t := newDiffTable(infos[0].Schema, infos[1].Schema)
-	if media == mediaParquet {
+	if parquet {
 		forParquet(t.keys)
 		forParquet(t.before)
 		forParquet(t.after)
 	}
-	// The values of a diff are of both versions: a column needs no first
-	// pass where the shapes of both prove it fits.
 	keyDoubt := unproven(t.keys, infos[0].Shapes, infos[1].Shapes)
 	sideDoubt := unproven(t.before, infos[0].Shapes, infos[1].Shapes)
-	// A HEAD of a stream skips the probe; that of a Parquet file makes the
-	// file as its GET would, probe included.
-	if (!headOnly(c) || media == mediaParquet) && (len(keyDoubt) > 0 || len(sideDoubt) > 0) {
-		probe, err := s.Changes(ctx, ds, table, named, from, to)
-		if err != nil {
-			return err
-		}
-		err = t.probe(probe, keyDoubt, sideDoubt)
-		probe.Close()
-		if err != nil {
-			return err
-		}
+	if !probe || len(keyDoubt) == 0 && len(sideDoubt) == 0 {
+		return t, nil
 	}
-	c.Response().Header().Set("Snapstore-Diff-From", strconv.FormatInt(from, 10))
-	schema := t.schema(infos[1], from)
-	fill := func(a *arrowBatches) error { return t.write(it, a) }
-	if media == mediaParquet {
-		name := fileName(ds, table) + "-diff-" + strconv.FormatInt(from, 10) + "-" + strconv.FormatInt(to, 10) + ".parquet"
-		return s.writeParquet(c, schema, codec, name, s.parquetETag(c, from, to), fill)
+	it, err := s.Changes(ctx, ds, table, named, infos[0].Version, infos[1].Version)
+	if err != nil {
+		return nil, err
 	}
-	return s.streamArrow(c, schema, fill)
+	defer it.Close()
+	if err := t.probe(it, keyDoubt, sideDoubt); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // DiffRange resolves the from and to of q: to defaults to the current

@@ -77,6 +77,9 @@ type fixture struct {
 	logs    *syncBuffer
 	token   string // sent as bearer when set
 	bodies  []string
+	// parquetDir is the directory of the server's cache of Parquet
+	// files; "" without one (fixtureOpts.parquetCache).
+	parquetDir string
 }
 
 type fixtureOpts struct {
@@ -99,6 +102,10 @@ type fixtureOpts struct {
 	// as Options.Cache (the store itself otherwise, as package daemon
 	// gives it).
 	cache func(store.CacheReserver) store.CacheReserver
+	// parquetCache, when positive, is the size of the server's cache of
+	// built Parquet files, in the fixture's parquet-cache directory
+	// (fixture.parquetDir); 0: no cache.
+	parquetCache int64
 }
 
 func newFixture(t testing.TB, fo fixtureOpts) *fixture {
@@ -161,14 +168,18 @@ func newFixture(t testing.TB, fo fixtureOpts) *fixture {
 	if fo.cache != nil {
 		cache = fo.cache(st)
 	}
-	srv, err := New(Options{DB: db, Adapters: svc, Tokens: fo.tokens, Logger: log, Registerer: reg, Gatherer: reg, BuildVersion: "test", Cluster: fo.cluster, Transfer: fo.transfer, Audit: fo.audit, Notifier: notifier, Now: fo.now, SessionIdle: fo.sessionIdle, Cache: cache})
+	var pq ParquetCacheOptions
+	if fo.parquetCache > 0 {
+		pq = ParquetCacheOptions{Dir: filepath.Join(dir, "parquet-cache"), Size: fo.parquetCache}
+	}
+	srv, err := New(Options{DB: db, Adapters: svc, Tokens: fo.tokens, Logger: log, Registerer: reg, Gatherer: reg, BuildVersion: "test", Cluster: fo.cluster, Transfer: fo.transfer, Audit: fo.audit, Notifier: notifier, Now: fo.now, SessionIdle: fo.sessionIdle, Cache: cache, ParquetCache: pq})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if notifier != nil {
 		notifier.Start(db, svc, "", nil)
 	}
-	f := &fixture{t: t, src: src, srcPath: srcPath, srv: srv, db: db, svc: svc, reg: reg, logs: logs}
+	f := &fixture{t: t, src: src, srcPath: srcPath, srv: srv, db: db, svc: svc, reg: reg, logs: logs, parquetDir: pq.Dir}
 	f.ts = httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {
 		f.ts.Close()

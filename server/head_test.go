@@ -127,48 +127,57 @@ func TestHead_AnswersAsGet(t *testing.T) {
 	}
 }
 
+// parquetCaches runs test on a server without the cache of Parquet
+// files, each request building its own, and on one with it.
+func parquetCaches(t *testing.T, test func(t *testing.T, fo fixtureOpts)) {
+	t.Run("uncached", func(t *testing.T) { test(t, fixtureOpts{}) })
+	t.Run("cached", func(t *testing.T) { test(t, fixtureOpts{parquetCache: 64 << 20}) })
+}
+
 // TestParquet_Ranges checks that a Parquet answer is served by byte
 // ranges: the footer by a suffix range, as Parquet readers over HTTP ask
 // for it first, and a middle range, each a slice of the whole file.
 func TestParquet_Ranges(t *testing.T) {
-	f := newFixture(t, fixtureOpts{})
-	v := f.run("products")
-	path := fmt.Sprintf("/v1/datasets/products/rows?format=parquet&version=%d", v)
-	whole := f.must(200, "GET", path, "")
-	if ar := whole.header.Get("Accept-Ranges"); ar != "bytes" {
-		t.Errorf("Accept-Ranges %q, want bytes", ar)
-	}
-	n := len(whole.body)
-	if cl := whole.header.Get("Content-Length"); cl != strconv.Itoa(n) {
-		t.Errorf("Content-Length %s, body %d bytes", cl, n)
-	}
-	tail := f.must(206, "GET", path, "", "Range", "bytes=-8")
-	if !bytes.Equal(tail.body, whole.body[n-8:]) || !bytes.HasSuffix(tail.body, []byte("PAR1")) {
-		t.Errorf("suffix range %q, want the file's last 8 bytes", tail.body)
-	}
-	if cr, want := tail.header.Get("Content-Range"), fmt.Sprintf("bytes %d-%d/%d", n-8, n-1, n); cr != want {
-		t.Errorf("Content-Range %q, want %q", cr, want)
-	}
-	mid := f.must(206, "GET", path, "", "Range", "bytes=4-99")
-	if !bytes.Equal(mid.body, whole.body[4:100]) {
-		t.Errorf("range 4-99 is not the file's bytes 4 to 99")
-	}
-	for _, bad := range []string{fmt.Sprintf("bytes=%d-", n+10), "bytes=x-y"} {
-		out := f.must(416, "GET", path, "", "Range", bad)
-		if ct := out.header.Get("Content-Type"); ct != "application/problem+json" {
-			t.Errorf("Range %q: Content-Type %q, want a problem", bad, ct)
+	parquetCaches(t, func(t *testing.T, fo fixtureOpts) {
+		f := newFixture(t, fo)
+		v := f.run("products")
+		path := fmt.Sprintf("/v1/datasets/products/rows?format=parquet&version=%d", v)
+		whole := f.must(200, "GET", path, "")
+		if ar := whole.header.Get("Accept-Ranges"); ar != "bytes" {
+			t.Errorf("Accept-Ranges %q, want bytes", ar)
 		}
-		var p Problem
-		if err := json.Unmarshal(out.body, &p); err != nil || p.Code != "range_not_satisfiable" || p.Field != "Range" {
-			t.Errorf("Range %q: problem %+v (%v) %q, want code range_not_satisfiable of field Range", bad, p, err, out.body)
+		n := len(whole.body)
+		if cl := whole.header.Get("Content-Length"); cl != strconv.Itoa(n) {
+			t.Errorf("Content-Length %s, body %d bytes", cl, n)
 		}
-		if cd := out.header.Get("Content-Disposition"); cd != "" {
-			t.Errorf("Range %q: the problem is sent as the attachment %q", bad, cd)
+		tail := f.must(206, "GET", path, "", "Range", "bytes=-8")
+		if !bytes.Equal(tail.body, whole.body[n-8:]) || !bytes.HasSuffix(tail.body, []byte("PAR1")) {
+			t.Errorf("suffix range %q, want the file's last 8 bytes", tail.body)
 		}
-		if cr, want := out.header.Get("Content-Range"), fmt.Sprintf("bytes */%d", n); cr != want {
-			t.Errorf("Range %q: Content-Range %q, want %q", bad, cr, want)
+		if cr, want := tail.header.Get("Content-Range"), fmt.Sprintf("bytes %d-%d/%d", n-8, n-1, n); cr != want {
+			t.Errorf("Content-Range %q, want %q", cr, want)
 		}
-	}
+		mid := f.must(206, "GET", path, "", "Range", "bytes=4-99")
+		if !bytes.Equal(mid.body, whole.body[4:100]) {
+			t.Errorf("range 4-99 is not the file's bytes 4 to 99")
+		}
+		for _, bad := range []string{fmt.Sprintf("bytes=%d-", n+10), "bytes=x-y"} {
+			out := f.must(416, "GET", path, "", "Range", bad)
+			if ct := out.header.Get("Content-Type"); ct != "application/problem+json" {
+				t.Errorf("Range %q: Content-Type %q, want a problem", bad, ct)
+			}
+			var p Problem
+			if err := json.Unmarshal(out.body, &p); err != nil || p.Code != "range_not_satisfiable" || p.Field != "Range" {
+				t.Errorf("Range %q: problem %+v (%v) %q, want code range_not_satisfiable of field Range", bad, p, err, out.body)
+			}
+			if cd := out.header.Get("Content-Disposition"); cd != "" {
+				t.Errorf("Range %q: the problem is sent as the attachment %q", bad, cd)
+			}
+			if cr, want := out.header.Get("Content-Range"), fmt.Sprintf("bytes */%d", n); cr != want {
+				t.Errorf("Range %q: Content-Range %q, want %q", bad, cr, want)
+			}
+		}
+	})
 }
 
 // TestParquet_RangesAcrossVersions checks that a reader of an unpinned
@@ -179,32 +188,34 @@ func TestParquet_Ranges(t *testing.T) {
 // refused for the whole new file (200), not served as a slice of it;
 // an If-Match of the old tag is 412 precondition_failed.
 func TestParquet_RangesAcrossVersions(t *testing.T) {
-	f := newFixture(t, fixtureOpts{})
-	f.run("products")
-	const path = "/v1/datasets/products/rows?format=parquet"
-	head := f.must(200, "HEAD", path, "")
-	first := f.must(206, "GET", path, "", "Range", "bytes=-8")
-	tag := first.header.Get("ETag")
-	if tag == "" || !strings.HasPrefix(tag, `"`) || head.header.Get("ETag") != tag {
-		t.Fatalf("ETag %q of a range, %q of HEAD: want one strong tag", tag, head.header.Get("ETag"))
-	}
-	again := f.must(206, "GET", path, "", "Range", "bytes=0-3", "If-Range", tag)
-	if string(again.body) != "PAR1" {
-		t.Errorf("If-Range of the current version's tag: %q, want the file's first bytes", again.body)
-	}
-	f.exec(`UPDATE products SET stock = 7 WHERE id = 1`)
-	f.run("products")
-	whole := f.must(200, "GET", path, "", "Range", "bytes=0-3", "If-Range", tag)
-	if len(whole.body) <= 4 || whole.header.Get("ETag") == tag {
-		t.Errorf("If-Range of the last version's tag after a commit: %d bytes, ETag %q", len(whole.body), whole.header.Get("ETag"))
-	}
-	// A reader that asks for its ranges If-Match (object_store does) is
-	// told the file changed.
-	p := f.wantProblem(412, "precondition_failed", "If-Match", "GET", path, "", "Range", "bytes=0-3", "If-Match", tag)
-	if !strings.Contains(p.Detail, "ETag") {
-		t.Errorf("412 detail %q names no ETag", p.Detail)
-	}
-	f.must(206, "GET", path, "", "Range", "bytes=0-3", "If-Match", whole.header.Get("ETag"))
+	parquetCaches(t, func(t *testing.T, fo fixtureOpts) {
+		f := newFixture(t, fo)
+		f.run("products")
+		const path = "/v1/datasets/products/rows?format=parquet"
+		head := f.must(200, "HEAD", path, "")
+		first := f.must(206, "GET", path, "", "Range", "bytes=-8")
+		tag := first.header.Get("ETag")
+		if tag == "" || !strings.HasPrefix(tag, `"`) || head.header.Get("ETag") != tag {
+			t.Fatalf("ETag %q of a range, %q of HEAD: want one strong tag", tag, head.header.Get("ETag"))
+		}
+		again := f.must(206, "GET", path, "", "Range", "bytes=0-3", "If-Range", tag)
+		if string(again.body) != "PAR1" {
+			t.Errorf("If-Range of the current version's tag: %q, want the file's first bytes", again.body)
+		}
+		f.exec(`UPDATE products SET stock = 7 WHERE id = 1`)
+		f.run("products")
+		whole := f.must(200, "GET", path, "", "Range", "bytes=0-3", "If-Range", tag)
+		if len(whole.body) <= 4 || whole.header.Get("ETag") == tag {
+			t.Errorf("If-Range of the last version's tag after a commit: %d bytes, ETag %q", len(whole.body), whole.header.Get("ETag"))
+		}
+		// A reader that asks for its ranges If-Match (object_store does) is
+		// told the file changed.
+		p := f.wantProblem(412, "precondition_failed", "If-Match", "GET", path, "", "Range", "bytes=0-3", "If-Match", tag)
+		if !strings.Contains(p.Detail, "ETag") {
+			t.Errorf("412 detail %q names no ETag", p.Detail)
+		}
+		f.must(206, "GET", path, "", "Range", "bytes=0-3", "If-Match", whole.header.Get("ETag"))
+	})
 }
 
 // TestParquet_HeadAsGet checks that the HEAD of a Parquet answer (a
@@ -213,42 +224,44 @@ func TestParquet_RangesAcrossVersions(t *testing.T) {
 // with Content-Range and Content-Length of a Range; the 416 of a Range
 // past the end, each without a body.
 func TestParquet_HeadAsGet(t *testing.T) {
-	f := newFixture(t, fixtureOpts{})
-	v := f.run("products")
-	writeTables(t, f.db, shopdbV1())
-	for _, path := range []string{
-		fmt.Sprintf("/v1/datasets/products/rows?format=parquet&version=%d", v),
-		"/v1/datasets/shopdb/tables/public.orders/rows?format=parquet",
-		fmt.Sprintf("/v1/datasets/products/diff?from=%d&to=%d&format=parquet", v, v),
-	} {
-		get := f.must(200, "GET", path, "")
-		n := len(get.body)
-		head := f.must(200, "HEAD", path, "")
-		for _, h := range []string{"Content-Length", "Accept-Ranges", "ETag", "Content-Type", "Content-Disposition"} {
-			if g, hd := get.header.Get(h), head.header.Get(h); g != hd || g == "" {
-				t.Errorf("HEAD %s: %s %q, GET's %q", path, h, hd, g)
+	parquetCaches(t, func(t *testing.T, fo fixtureOpts) {
+		f := newFixture(t, fo)
+		v := f.run("products")
+		writeTables(t, f.db, shopdbV1())
+		for _, path := range []string{
+			fmt.Sprintf("/v1/datasets/products/rows?format=parquet&version=%d", v),
+			"/v1/datasets/shopdb/tables/public.orders/rows?format=parquet",
+			fmt.Sprintf("/v1/datasets/products/diff?from=%d&to=%d&format=parquet", v, v),
+		} {
+			get := f.must(200, "GET", path, "")
+			n := len(get.body)
+			head := f.must(200, "HEAD", path, "")
+			for _, h := range []string{"Content-Length", "Accept-Ranges", "ETag", "Content-Type", "Content-Disposition"} {
+				if g, hd := get.header.Get(h), head.header.Get(h); g != hd || g == "" {
+					t.Errorf("HEAD %s: %s %q, GET's %q", path, h, hd, g)
+				}
+			}
+			if cl := head.header.Get("Content-Length"); cl != strconv.Itoa(n) {
+				t.Errorf("HEAD %s: Content-Length %q, GET's body has %d bytes", path, cl, n)
+			}
+			part := f.must(206, "HEAD", path, "", "Range", "bytes=-8")
+			if cr, want := part.header.Get("Content-Range"), fmt.Sprintf("bytes %d-%d/%d", n-8, n-1, n); cr != want {
+				t.Errorf("HEAD %s of bytes=-8: Content-Range %q, want %q", path, cr, want)
+			}
+			if cl := part.header.Get("Content-Length"); cl != "8" {
+				t.Errorf("HEAD %s of bytes=-8: Content-Length %q, want 8", path, cl)
+			}
+			past := f.must(416, "HEAD", path, "", "Range", fmt.Sprintf("bytes=%d-", n+10))
+			if cr, want := past.header.Get("Content-Range"), fmt.Sprintf("bytes */%d", n); cr != want {
+				t.Errorf("HEAD %s past the end: Content-Range %q, want %q", path, cr, want)
+			}
+			for _, r := range []response{head, part, past} {
+				if len(r.body) != 0 {
+					t.Errorf("HEAD %s: a body of %d bytes", path, len(r.body))
+				}
 			}
 		}
-		if cl := head.header.Get("Content-Length"); cl != strconv.Itoa(n) {
-			t.Errorf("HEAD %s: Content-Length %q, GET's body has %d bytes", path, cl, n)
-		}
-		part := f.must(206, "HEAD", path, "", "Range", "bytes=-8")
-		if cr, want := part.header.Get("Content-Range"), fmt.Sprintf("bytes %d-%d/%d", n-8, n-1, n); cr != want {
-			t.Errorf("HEAD %s of bytes=-8: Content-Range %q, want %q", path, cr, want)
-		}
-		if cl := part.header.Get("Content-Length"); cl != "8" {
-			t.Errorf("HEAD %s of bytes=-8: Content-Length %q, want 8", path, cl)
-		}
-		past := f.must(416, "HEAD", path, "", "Range", fmt.Sprintf("bytes=%d-", n+10))
-		if cr, want := past.header.Get("Content-Range"), fmt.Sprintf("bytes */%d", n); cr != want {
-			t.Errorf("HEAD %s past the end: Content-Range %q, want %q", path, cr, want)
-		}
-		for _, r := range []response{head, part, past} {
-			if len(r.body) != 0 {
-				t.Errorf("HEAD %s: a body of %d bytes", path, len(r.body))
-			}
-		}
-	}
+	})
 }
 
 // TestParquet_ClientGoneWhileWritten: a client that goes away while its

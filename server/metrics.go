@@ -20,6 +20,11 @@ type metrics struct {
 	gcBytes        *prometheus.CounterVec
 	gcCells        *prometheus.CounterVec
 	datasetCollect *datasetCollector
+	// The cache of built Parquet files (parquetcache.go).
+	parquetBuilds    prometheus.Counter
+	parquetHits      prometheus.Counter
+	parquetEvictions prometheus.Counter
+	parquetBytes     prometheus.Gauge
 	// obsMu serialises adding an observer to a route's copy-on-write list.
 	obsMu sync.Mutex
 }
@@ -40,11 +45,28 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 			Help: "Cells deleted by garbage collection, periodic or through the API (dry runs excluded), by dataset.",
 		}, []string{"dataset"}),
 		datasetCollect: &datasetCollector{s: s},
+		parquetBuilds: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "snapstore_server_parquet_cache_builds_total",
+			Help: "Parquet files built for an answer: one per request without the cache, one per key with it.",
+		}),
+		parquetHits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "snapstore_server_parquet_cache_hits_total",
+			Help: "Parquet answers (GET, HEAD, Range) served from a file the cache held or another request's build made.",
+		}),
+		parquetEvictions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "snapstore_server_parquet_cache_evictions_total",
+			Help: "Parquet files removed from the cache, least recently used first, to keep it within parquet_cache.size.",
+		}),
+		parquetBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "snapstore_server_parquet_cache_bytes",
+			Help: "Bytes of the Parquet files the cache holds.",
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.httpDuration, m.gcBytes, m.gcCells, m.datasetCollect} {
+	for _, c := range []prometheus.Collector{m.httpDuration, m.gcBytes, m.gcCells, m.datasetCollect,
+		m.parquetBuilds, m.parquetHits, m.parquetEvictions, m.parquetBytes} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

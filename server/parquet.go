@@ -2,8 +2,6 @@ package server
 
 import (
 	"bufio"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -20,21 +18,24 @@ import (
 )
 
 // Parquet answers (arrow-go's pqarrow). A Parquet file is whole only once
-// its footer is written, so the answer is written to a temporary file
-// first and sent, with its Content-Length, only when the footer is: a
-// failure before that is a problem+json answer, never a half-written file
+// its footer is written, so the answer is written to a file first and
+// sent, with its Content-Length, only when the footer is: a failure
+// before that is a problem+json answer, never a half-written file
 // presented as whole. Memory stays bounded by one row group. Being whole,
 // the file is also served by byte ranges (Range, 206), which readers of
-// Parquet over HTTP ask for: the footer first, then the row groups they
-// need. Each request makes the file again from the version it names, so
-// a reader's requests agree only when that version is pinned
-// (version=N, not the current one). The answer's ETag names the
-// version(s) it was made from, so a reader that sends If-Range (or checks
+// Parquet over HTTP ask for: the size (HEAD, or a Range of the footer)
+// first, then the row groups they need. So that these requests do not
+// make the file once each, built files are kept in a cache on local disk
+// (parquetcache.go), keyed by everything that decides their bytes: the
+// dataset, the version number the request resolved (a tag, an as_of or
+// the current version resolved at the request), the table and the
+// parameters that shape the answer (parquetKey). The answer's strong
+// ETag is a hash of that key, so a reader that sends If-Range (or checks
 // the tag between its requests, as DuckDB's httpfs does) gets the whole
-// new file rather than a slice of it once a run moved the version
-// (parquetETag). A HEAD makes the file as its GET would and answers
-// with the same status and headers (Content-Length, a 206 or 416 of its
-// Range), without the body.
+// new file rather than a slice of it once a run moved the version it
+// reads. A HEAD answers from the same file as its GET, with the same
+// status and headers (Content-Length, a 206 or 416 of its Range),
+// without the body.
 
 // parquetRowGroupRows is the most rows of one row group: the writer
 // buffers one row group's columns before writing them, so an export's
@@ -71,80 +72,61 @@ var errRefit = errors.New("server: a value does not fit its column's Arrow type"
 // with errRefit.
 type parquetPass func(again bool) (*arrow.Schema, func(*arrowBatches) error, error)
 
-// writeParquet writes a Parquet file of schema, whose batches fill
-// writes, and sends it as name (writeParquetPasses).
-func (s *Server) writeParquet(c echo.Context, schema *arrow.Schema, codec compress.Compression, name, etag string, fill func(*arrowBatches) error) error {
-	return s.writeParquetPasses(c, codec, name, etag, func(again bool) (*arrow.Schema, func(*arrowBatches) error, error) {
-		if again {
-			return nil, nil, errors.New("server: a probed column has a value its Arrow type cannot hold")
-		}
-		return schema, fill, nil
-	})
+// parquetAnswer is one Parquet answer to serve (serveParquet).
+type parquetAnswer struct {
+	// key is what decides the file's bytes (parquetKey): the same key,
+	// the same bytes.
+	key *parquetKey
+	// name is the file name of Content-Disposition.
+	name string
+	// modified is the Last-Modified of the answer: the commit time of the
+	// version read (of a diff, of its to version).
+	modified time.Time
+	// build writes the whole file to f, from its start (buildParquet).
+	build func(f *os.File) error
 }
 
-// writeParquetPasses writes a Parquet file to a temporary file, then
-// sends it as name with the ETag etag (parquetETag). A pass that stops with errRefit is written again from
-// the start, by the next pass. Row groups hold at most
-// parquetRowGroupRows rows, compressed by codec, with statistics per
-// column; the Arrow schema is stored in the file's metadata, so readers
-// get back the Arrow types (durations, dictionaries, the JSON extension)
-// and the snapstore metadata.
-func (s *Server) writeParquetPasses(c echo.Context, codec compress.Compression, name, etag string, pass parquetPass) error {
-	h := c.Response().Header()
-	h.Set(echo.HeaderContentType, mediaParquet)
-	h.Set(echo.HeaderContentDisposition, `attachment; filename="`+name+`"`)
-	h.Set("ETag", etag)
-	// A HEAD makes the file too: only the whole file tells its
-	// Content-Length, and http.ServeContent answers a HEAD (and its
-	// Range, If-Range, If-Match) as it would the GET, without the body.
-	// The file has no name in the temporary directory, written and read
-	// through the open file: a process killed while it answers leaves no
-	// copy of the rows there, and the disk is freed when the file closes.
-	// Where the file system cannot make one, a named file unlinked at once
-	// leaves the same but for that moment.
-	f, unnamed := openUnnamedTemp()
-	if !unnamed {
-		var err error
-		if f, err = os.CreateTemp("", "snapstore-*.parquet"); err != nil {
-			return err
+// serveParquet answers c with the Parquet file of a: the one of its key
+// in the cache of built files (parquetcache.go), built once for every
+// request of that key, or, without a cache, one built for this request
+// alone in a temporary file. The grant was checked before (checkGrant,
+// in the middleware) and the version resolved to its number by the
+// caller, which is in the key: nothing is served from the cache that the
+// request could not have built.
+//
+// http.ServeContent sends the file with its Content-Length, or the byte
+// ranges a Range header asks for (206), and answers a HEAD as the GET
+// without the body, If-None-Match with 304 and If-Range by the ETag
+// (parquetKey.etag) or the Last-Modified; a client that goes away gets a
+// short body, below its Content-Length. Its 416 of a Range it cannot
+// serve and its 412 of an If-Match of another ETag are answered as
+// problems (serveRefusal).
+func (s *Server) serveParquet(c echo.Context, a parquetAnswer) error {
+	ctx := c.Request().Context()
+	var f *os.File
+	var err error
+	if s.parquetFiles != nil {
+		f, err = s.parquetFiles.open(ctx, a.key.sum(s.build), a.build)
+	} else {
+		s.metrics.parquetBuilds.Inc()
+		f, err = buildUnnamedParquet(a.build)
+	}
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			// The client went away before the answer began: no one to
+			// tell, and logs and metrics say 499 (clientGone).
+			return fmt.Errorf("server: writing the Parquet file: %w", cerr)
 		}
-		if err := os.Remove(f.Name()); err != nil {
-			defer os.Remove(f.Name())
-		}
+		return err
 	}
 	defer f.Close()
-	for again := false; ; again = true {
-		if again {
-			if err := f.Truncate(0); err != nil {
-				return err
-			}
-			if _, err := f.Seek(0, io.SeekStart); err != nil {
-				return err
-			}
-		}
-		schema, fill, err := pass(again)
-		if err == nil {
-			if err = writeParquetFile(f, schema, codec, s.cache, fill); errors.Is(err, errRefit) {
-				continue
-			}
-		}
-		if err != nil {
-			if cerr := c.Request().Context().Err(); cerr != nil {
-				// The client went away before the answer began: no one to
-				// tell, and logs and metrics say 499 (clientGone).
-				return fmt.Errorf("server: writing the Parquet file: %w", cerr)
-			}
-			return err
-		}
-		break
-	}
-	// ServeContent sends the file with its Content-Length, or the byte
-	// ranges a Range header asks for (206); a client that goes away gets a
-	// short body, below its Content-Length. Its 416 of a Range it cannot
-	// serve and its 412 of an If-Match of another ETag are answered as
-	// problems (serveRefusal).
+	etag := a.key.etag(s.build)
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, mediaParquet)
+	h.Set(echo.HeaderContentDisposition, `attachment; filename="`+a.name+`"`)
+	h.Set("ETag", etag)
 	sr := &serveRefusal{ResponseWriter: c.Response()}
-	http.ServeContent(sr, c.Request(), "", time.Time{}, f)
+	http.ServeContent(sr, c.Request(), "", a.modified, f)
 	switch sr.refused {
 	case http.StatusRequestedRangeNotSatisfiable:
 		size, err := f.Seek(0, io.SeekEnd)
@@ -162,19 +144,67 @@ func (s *Server) writeParquetPasses(c echo.Context, codec compress.Compression, 
 	return nil
 }
 
-// parquetETag is the strong ETag of a Parquet answer to c's request made
-// from versions (a scan's version, a diff's from and to): the file is the
-// same bytes for the same request of the same versions by the same build,
-// so the tag is a hash of these. It changes with the version an unpinned
-// URL reads, which http.ServeContent's If-Range check then sees.
-func (s *Server) parquetETag(c echo.Context, versions ...int64) string {
-	h := sha256.New()
-	u := c.Request().URL
-	fmt.Fprintf(h, "parquet\x00%s\x00%s\x00%s", s.build, u.EscapedPath(), u.RawQuery)
-	for _, v := range versions {
-		fmt.Fprintf(h, "\x00%d", v)
+// buildUnnamedParquet builds a file with build in the temporary
+// directory, without a name there: a process killed while it answers
+// leaves no copy of the rows there, and the disk is freed when the file
+// closes. Where the file system cannot make one, a named file unlinked
+// at once leaves the same but for that moment.
+func buildUnnamedParquet(build func(*os.File) error) (*os.File, error) {
+	f, unnamed := openUnnamedTemp()
+	if !unnamed {
+		var err error
+		if f, err = os.CreateTemp("", "snapstore-*.parquet"); err != nil {
+			return nil, err
+		}
+		if err := os.Remove(f.Name()); err != nil {
+			defer os.Remove(f.Name())
+		}
 	}
-	return `"` + hex.EncodeToString(h.Sum(nil)[:16]) + `"`
+	if err := build(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// buildParquet writes a Parquet file to f from its start, the schema and
+// batches given by pass; a pass that stops with errRefit is written
+// again from the start, by the next pass. Row groups hold at most
+// parquetRowGroupRows rows, compressed by codec, with statistics per
+// column; the Arrow schema is stored in the file's metadata, so readers
+// get back the Arrow types (durations, dictionaries, the JSON extension)
+// and the snapstore metadata. The batches reserve their memory from the
+// block cache (exportmemory.go).
+func (s *Server) buildParquet(f *os.File, codec compress.Compression, pass parquetPass) error {
+	for again := false; ; again = true {
+		if again {
+			if err := f.Truncate(0); err != nil {
+				return err
+			}
+			if _, err := f.Seek(0, io.SeekStart); err != nil {
+				return err
+			}
+		}
+		schema, fill, err := pass(again)
+		if err != nil {
+			return err
+		}
+		err = writeParquetFile(f, schema, codec, s.cache, fill)
+		if !errors.Is(err, errRefit) {
+			return err
+		}
+	}
+}
+
+// onePass is the parquetPass of a schema whose batches fill writes, which
+// needs no second pass.
+func onePass(schema *arrow.Schema, fill func(*arrowBatches) error) parquetPass {
+	return func(again bool) (*arrow.Schema, func(*arrowBatches) error, error) {
+		if again {
+			return nil, nil, errors.New("server: a probed column has a value its Arrow type cannot hold")
+		}
+		return schema, fill, nil
+	}
 }
 
 // errRangeNotSatisfiable is the 416 of a Range header that does not parse
@@ -182,7 +212,7 @@ func (s *Server) parquetETag(c echo.Context, versions ...int64) string {
 var errRangeNotSatisfiable = errors.New("server: range not satisfiable")
 
 // errPreconditionFailed is the 412 of an If-Match that names another
-// ETag than the answer's (parquetETag).
+// ETag than the answer's (parquetKey.etag).
 var errPreconditionFailed = errors.New("server: precondition failed")
 
 // serveRefusal holds back the plain-text 416 and the empty 412 that

@@ -170,6 +170,9 @@ func (s *Server) scanRows(c echo.Context) error {
 			*f.dst = k
 		}
 	}
+	if media == mediaParquet {
+		return s.scanParquet(c, r, opts, codec)
+	}
 	ctx := c.Request().Context()
 	it, err := r.Scan(ctx, opts)
 	if err != nil {
@@ -182,8 +185,8 @@ func (s *Server) scanRows(c echo.Context) error {
 		return s.streamNDJSON(c, it)
 	case mediaCSV:
 		return s.streamCSV(c, it, opts.Columns, r.Version().Schema)
-	case mediaArrowStream, mediaParquet:
-		return s.scanArrow(c, r, opts, it, media, codec)
+	case mediaArrowStream:
+		return s.scanArrow(c, r, opts, it)
 	}
 	b := []byte(`{"dataset":`)
 	b = jsonstr.Append(b, r.Version().Dataset)

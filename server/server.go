@@ -63,6 +63,10 @@ type Options struct {
 	// longer than one batch reserve their memory from
 	// (exportmemory.go); nil: no cache in the process (store/hbase).
 	Cache store.CacheReserver
+	// ParquetCache bounds the cache of built Parquet files
+	// (parquetcache.go); the zero value: none, each request builds its
+	// file.
+	ParquetCache ParquetCacheOptions
 }
 
 // Server is the HTTP API. Create it with New, serve its Handler with an
@@ -70,10 +74,13 @@ type Options struct {
 // TrimAudit from its periodic loop), and call
 // SetShuttingDown when shutdown begins so /readyz turns 503.
 type Server struct {
-	db     *snapshot.DB
-	cache  store.CacheReserver // nil: none (Options.Cache)
-	svc    *adapters.Service
-	tokens *tokenSet
+	db    *snapshot.DB
+	cache store.CacheReserver // nil: none (Options.Cache)
+	// parquetFiles is the cache of built Parquet files; nil: none
+	// (Options.ParquetCache).
+	parquetFiles *parquetCache
+	svc          *adapters.Service
+	tokens       *tokenSet
 	// apiTokens are the tokens created through the API (apitokens.go).
 	apiTokens *apiTokens
 	// endedSessions are the console sessions ended by a logout
@@ -158,6 +165,11 @@ func New(opts Options) (*Server, error) {
 	}
 	if s.metrics, err = newMetrics(opts.Registerer, s); err != nil {
 		return nil, err
+	}
+	if pc := opts.ParquetCache; pc.Dir != "" && pc.Size > 0 {
+		if s.parquetFiles, err = openParquetCache(pc.Dir, pc.Size, s.metrics); err != nil {
+			return nil, err
+		}
 	}
 	s.echo = s.newEcho()
 	if opts.Console != nil {
