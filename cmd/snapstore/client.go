@@ -151,7 +151,7 @@ func (c *apiClient) do(ctx context.Context, method, path string, q url.Values, b
 			}
 			ae.Problem.Detail = "the server redirects to " + where + ", which is not followed (the token would go with it): give the server's own URL with --server"
 		case ae.Problem.Code == "table_required":
-			ae.Hint = "name one with --table NAME"
+			ae.Hint = "give it with --table NAME"
 		case ae.Status != http.StatusUnauthorized:
 		case c.token == "":
 			ae.Hint = "give the token with --token or, better, " + envToken

@@ -143,7 +143,7 @@ func TestCLI_Tables(t *testing.T) {
 		}
 		pf.Close()
 	}
-	if _, errs := do(1, "scan", "shop"); !strings.Contains(errs, "order lines, orders") || !strings.Contains(errs, "; name one with --table NAME") || strings.Contains(errs, "--stats") {
+	if _, errs := do(1, "scan", "shop"); !strings.Contains(errs, "order lines, orders") || !strings.Contains(errs, "; give it with --table NAME") || strings.Contains(errs, "--stats") {
 		t.Errorf("scan of a dataset of several tables:\n%s", errs)
 	}
 	// A diff without --table says how to get every table's counts.
