@@ -92,13 +92,17 @@ func (a *arrowBatches) release() {
 	a.mem.done()
 }
 
-// arrowSchemaMeta is the metadata of an answer's schema: the dataset, the
-// version read (for a diff, the to version, and from), the key columns as
-// a JSON array.
-func arrowSchemaMeta(info snapshot.VersionInfo, from int64) arrow.Metadata {
+// arrowSchemaMeta is the metadata of an answer's schema: the dataset, its
+// table read ("" for a dataset of one table: no key), the version read
+// (for a diff, the to version, and from), the key columns as a JSON array.
+func arrowSchemaMeta(info snapshot.VersionInfo, table string, from int64) arrow.Metadata {
 	key, _ := json.Marshal(info.Schema.Key)
 	keys := []string{arrowMetaDataset, arrowMetaVersion, arrowMetaKey}
 	vals := []string{info.Dataset, strconv.FormatInt(info.Version, 10), string(key)}
+	if table != "" {
+		keys = append(keys, arrowMetaTable)
+		vals = append(vals, table)
+	}
 	if from != 0 {
 		keys = append(keys, arrowMetaFrom)
 		vals = append(vals, strconv.FormatInt(from, 10))
@@ -134,7 +138,7 @@ func (s *Server) scanArrow(c echo.Context, r *snapshot.Reader, opts snapshot.Sca
 		}
 	}
 	fill := func(a *arrowBatches) error { return t.write(it, a) }
-	return s.streamArrow(c, t.schema(info), fill)
+	return s.streamArrow(c, t.schema(info, r.Table()), fill)
 }
 
 // scanParquet answers a scan as a Parquet file (serveParquet), keyed by
@@ -180,7 +184,7 @@ func (s *Server) scanParquet(c echo.Context, r *snapshot.Reader, opts snapshot.S
 				scan = nil
 				return nil, nil, err
 			}
-			return t.schema(info), func(a *arrowBatches) error { return t.write(scan, a) }, nil
+			return t.schema(info, r.Table()), func(a *arrowBatches) error { return t.write(scan, a) }, nil
 		})
 	}
 	return s.serveParquet(c, parquetAnswer{key: k, name: fileName(info.Dataset, r.Table()) + ".parquet", modified: info.CommittedAt, build: build})
@@ -220,12 +224,12 @@ func columnPositions(cols []arrowColumn, names []string) []int {
 	return pos
 }
 
-func (t *rowsTable) schema(info snapshot.VersionInfo) *arrow.Schema {
+func (t *rowsTable) schema(info snapshot.VersionInfo, table string) *arrow.Schema {
 	fields := make([]arrow.Field, len(t.cols))
 	for i, ac := range t.cols {
 		fields[i] = ac.field()
 	}
-	md := arrowSchemaMeta(info, 0)
+	md := arrowSchemaMeta(info, table, 0)
 	return arrow.NewSchema(fields, &md)
 }
 

@@ -138,7 +138,7 @@ func checkTypeCases(t *testing.T, rec arrow.RecordBatch, parquet bool) {
 func TestArrowTypes_IPC(t *testing.T) {
 	tab, vals, _ := typeCaseTable(t, false)
 	info := snapshot.VersionInfo{Dataset: "types", Version: 7, Schema: snapshot.Schema{Key: []string{"ca"}}}
-	schema := tab.schema(info)
+	schema := tab.schema(info, "")
 	var buf bytes.Buffer
 	w := ipc.NewWriter(&buf, ipc.WithSchema(schema))
 	a := newArrowBatches(schema, w.Write)
@@ -160,6 +160,9 @@ func TestArrowTypes_IPC(t *testing.T) {
 			t.Errorf("schema metadata %s = %q, want %q", k, got, want)
 		}
 	}
+	if md.FindKey(arrowMetaTable) >= 0 {
+		t.Errorf("schema metadata of a dataset of one table has %s", arrowMetaTable)
+	}
 	if !r.Next() {
 		t.Fatalf("no record: %v", r.Err())
 	}
@@ -171,7 +174,7 @@ func TestArrowTypes_IPC(t *testing.T) {
 func TestArrowTypes_Parquet(t *testing.T) {
 	tab, vals, _ := typeCaseTable(t, true)
 	info := snapshot.VersionInfo{Dataset: "types", Version: 7, Schema: snapshot.Schema{Key: []string{"ca"}}}
-	schema := tab.schema(info)
+	schema := tab.schema(info, "")
 	for _, codec := range []compress.Compression{compress.Codecs.Zstd, compress.Codecs.Snappy} {
 		var buf bytes.Buffer
 		if err := writeParquetFile(&buf, schema, codec, nil, fillOne(tab, vals)); err != nil {
@@ -436,7 +439,7 @@ func TestArrowTimeParsing(t *testing.T) {
 func TestArrowStream_DictionaryAcrossBatches(t *testing.T) {
 	schema := snapshot.Schema{Columns: []snapshot.Column{{Name: "e", Kind: snapshot.KindString, SourceType: "enum('a','b','c')"}}}
 	tab := newRowsTable(schema, nil)
-	as := tab.schema(snapshot.VersionInfo{Dataset: "d", Version: 1, Schema: schema})
+	as := tab.schema(snapshot.VersionInfo{Dataset: "d", Version: 1, Schema: schema}, "")
 	var buf bytes.Buffer
 	w := ipc.NewWriter(&buf, ipc.WithSchema(as))
 	a := newArrowBatches(as, w.Write)

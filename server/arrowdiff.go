@@ -77,7 +77,7 @@ func newDiffTable(from, to snapshot.Schema) *diffTable {
 	return t
 }
 
-func (t *diffTable) schema(info snapshot.VersionInfo, from int64) *arrow.Schema {
+func (t *diffTable) schema(info snapshot.VersionInfo, table string, from int64) *arrow.Schema {
 	fields := []arrow.Field{{Name: diffChangeField, Type: &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}}}
 	for _, ac := range t.keys {
 		fields = append(fields, ac.field())
@@ -89,7 +89,7 @@ func (t *diffTable) schema(info snapshot.VersionInfo, from int64) *arrow.Schema 
 	for _, ac := range t.after {
 		fields = append(fields, ac.field())
 	}
-	md := arrowSchemaMeta(info, from)
+	md := arrowSchemaMeta(info, table, from)
 	return arrow.NewSchema(fields, &md)
 }
 

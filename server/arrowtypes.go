@@ -62,6 +62,7 @@ type arrowColumn struct {
 // Metadata keys of Arrow schemas and fields.
 const (
 	arrowMetaDataset    = "snapstore.dataset"
+	arrowMetaTable      = "snapstore.table"
 	arrowMetaVersion    = "snapstore.version"
 	arrowMetaKey        = "snapstore.key"
 	arrowMetaFrom       = "snapstore.from"

@@ -122,7 +122,7 @@ func (s *Server) diffArrow(c echo.Context, ds, table string, named bool, from, t
 		return err
 	}
 	fill := func(a *arrowBatches) error { return t.write(it, a) }
-	return s.streamArrow(c, t.schema(infos[1], from), fill)
+	return s.streamArrow(c, t.schema(infos[1], table, from), fill)
 }
 
 // diffParquet answers a diff as a Parquet file (serveParquet), keyed by
@@ -153,7 +153,7 @@ func (s *Server) diffParquet(c echo.Context, ds, table string, named bool, from,
 			return err
 		}
 		fill := func(a *arrowBatches) error { return t.write(it, a) }
-		return s.buildParquet(f, codec, onePass(t.schema(infos[1], from), fill))
+		return s.buildParquet(f, codec, onePass(t.schema(infos[1], table, from), fill))
 	}
 	name := fileName(ds, table) + "-diff-" + strconv.FormatInt(from, 10) + "-" + strconv.FormatInt(to, 10) + ".parquet"
 	return s.serveParquet(c, parquetAnswer{key: k, name: name, modified: infos[1].CommittedAt, build: build})

@@ -153,6 +153,9 @@ func TestTables_Reads(t *testing.T) {
 	if err := rd.Err(); err != nil || n != 10 || rd.Schema().NumFields() != 3 {
 		t.Errorf("Arrow of lines: %d rows, %d fields, %v", n, rd.Schema().NumFields(), err)
 	}
+	if got, _ := rd.Schema().Metadata().GetValue(arrowMetaTable); got != "public.order_lines" {
+		t.Errorf("Arrow of lines: schema metadata %s = %q", arrowMetaTable, got)
+	}
 	rd.Release()
 	r = f.must(200, "GET", "/v1/datasets/shopdb/tables/audit%2Flog%20100%25/rows?format=parquet", "")
 	pf, err := file.NewParquetReader(bytes.NewReader(r.body))
@@ -161,6 +164,9 @@ func TestTables_Reads(t *testing.T) {
 	}
 	if pf.NumRows() != 1 {
 		t.Errorf("Parquet of the audit log: %d rows", pf.NumRows())
+	}
+	if got := pf.MetaData().KeyValueMetadata().FindValue(arrowMetaTable); got == nil || *got != "audit/log 100%" {
+		t.Errorf("Parquet of the audit log: key-value metadata %s = %v", arrowMetaTable, got)
 	}
 	if cd := r.header.Get("Content-Disposition"); !strings.Contains(cd, `"shopdb-audit_log_100_.parquet"`) {
 		t.Errorf("Content-Disposition %q", cd)
@@ -253,6 +259,8 @@ func TestTables_Reads(t *testing.T) {
 	r = f.must(200, "GET", "/v1/datasets/shopdb/tables/public.orders/diff?format=parquet", "")
 	if pf, err := file.NewParquetReader(bytes.NewReader(r.body)); err != nil || pf.NumRows() != 3 {
 		t.Errorf("Parquet diff of orders: %v", err)
+	} else if got := pf.MetaData().KeyValueMetadata().FindValue(arrowMetaTable); got == nil || *got != "public.orders" {
+		t.Errorf("Parquet diff of orders: key-value metadata %s = %v", arrowMetaTable, got)
 	}
 	f.wantProblem(404, "table_not_found", "", "GET", "/v1/datasets/shopdb/tables/audit%2Flog%20100%25/diff", "")
 	f.exec(`UPDATE products SET stock = 1 WHERE id = 1`)
