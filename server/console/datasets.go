@@ -1,6 +1,7 @@
 package console
 
 import (
+	"errors"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -196,6 +197,11 @@ func (c *console) rows(w http.ResponseWriter, r *http.Request, v viewer) error {
 	}
 	table := q.Get("table")
 	rd, err := c.s.ReaderOf(ctx, ds, table, table != "", at)
+	if table == "" && errors.Is(err, snapshot.ErrTableRequired) {
+		// The dataset's page lists its tables, each with its rows.
+		http.Redirect(w, r, "/ui/datasets/"+url.PathEscape(ds)+"#tables", http.StatusSeeOther)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
