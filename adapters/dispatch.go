@@ -100,7 +100,7 @@ func (s *Service) refuseStrategy(ctx context.Context, spec api.Adapter, opts Run
 	}
 	now := s.now().UTC()
 	rec := RunRecord{ID: s.newRunID(now), Adapter: spec.Name, Dataset: spec.Dataset, Trigger: opts.Trigger, Status: RunFailed,
-		Start: now, End: &now, Error: err.Error(), Code: runCode(err), Node: s.self}
+		Start: now, End: &now, Error: errtext.Line(err.Error()), Code: runCode(err), Node: s.self}
 	if serr := s.saveRun(ctx, rec); serr != nil {
 		s.log.Warn("saving refused run", "run", rec.ID, "adapter", spec.Name, "err", serr)
 	}
@@ -247,7 +247,7 @@ func (s *Service) offerUntilTaken(ar *activeRun, a *adapterDef, opts RunOptions,
 		release()
 		end := s.now().UTC()
 		ar.mu.Lock()
-		ar.rec.Status, ar.rec.End, ar.rec.Code, ar.rec.Error = status, &end, code, errtext.Clean(msg)
+		ar.rec.Status, ar.rec.End, ar.rec.Code, ar.rec.Error = status, &end, code, errtext.Line(errtext.Clean(msg))
 		rec := ar.rec
 		ar.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

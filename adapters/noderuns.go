@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/snapstore/snapstore/internal/errtext"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
@@ -83,7 +84,7 @@ func (s *Service) EndNodeRuns(ctx context.Context, node, what string) (int, erro
 			continue
 		}
 		now := s.now().UTC()
-		r.Status, r.End, r.Code, r.Error = RunAborted, &now, codeNodeFailed, why+"; ended by node "+s.self
+		r.Status, r.End, r.Code, r.Error = RunAborted, &now, codeNodeFailed, errtext.Line(why+"; ended by node "+s.self)
 		endPhases(r.Phases, now)
 		ok, err := s.endRun(ctx, raw.Value, r)
 		switch {

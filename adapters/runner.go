@@ -174,7 +174,7 @@ func (s *Service) execute(ctx context.Context, ar *activeRun, spec api.Adapter, 
 		delete(s.running, spec.Name)
 	}
 	s.mu.Unlock()
-	rec := ar.end(ctx, end, res, err)
+	rec, errText := ar.end(ctx, end, res, err)
 
 	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -183,7 +183,7 @@ func (s *Service) execute(ctx context.Context, ar *activeRun, spec api.Adapter, 
 	if s.observer != nil {
 		s.observer.RunEnded(rec)
 	}
-	s.logRunEnd(rec)
+	s.logRunEnd(rec, errText)
 	s.mu.Lock()
 	delete(s.runs, rec.ID)
 	s.mu.Unlock()
@@ -193,12 +193,16 @@ func (s *Service) execute(ctx context.Context, ar *activeRun, spec api.Adapter, 
 // end records the outcome of the run in its live record at end and
 // returns the record: succeeded (its version, mode and counts), aborted
 // by Close, skipped (a scheduled tick that found another process running
-// the dataset, C2) or failed.
-func (ar *activeRun) end(ctx context.Context, end time.Time, res pullResult, err error) RunRecord {
+// the dataset, C2) or failed. The record's error is one bounded line
+// (errtext.Line) of the text end also returns whole, for the log: an
+// owner's or a store's error may carry many lines (a Java stack trace
+// through HBase's Thrift2 gateway).
+func (ar *activeRun) end(ctx context.Context, end time.Time, res pullResult, err error) (RunRecord, string) {
 	ar.mu.Lock()
 	defer ar.mu.Unlock()
 	ar.rec.End = &end
 	endPhases(ar.rec.Phases, end)
+	var text string
 	switch {
 	case err == nil:
 		ar.rec.Status = RunSucceeded
@@ -213,24 +217,27 @@ func (ar *activeRun) end(ctx context.Context, end time.Time, res pullResult, err
 	case errors.Is(context.Cause(ctx), ErrShuttingDown):
 		ar.rec.Status = RunAborted
 		ar.rec.Code = "aborted"
-		ar.rec.Error = errtext.Clean(abortedText(err))
+		text = errtext.Clean(abortedText(err))
 	case errors.Is(err, snapshot.ErrRunInProgress) && ar.rec.Trigger == "schedule":
 		// Another process runs the dataset (its writer slot is held): a
 		// tick that finds its previous run going is skipped (C2).
 		ar.rec.Status = RunSkipped
 		ar.rec.Code = "skipped"
-		ar.rec.Error = errtext.Text(err)
+		text = errtext.Text(err)
 	default:
 		ar.rec.Status = RunFailed
 		ar.rec.Code = runCode(err)
-		ar.rec.Error = errtext.Text(err)
+		text = errtext.Text(err)
 	}
-	return ar.rec
+	ar.rec.Error = errtext.Line(text)
+	return ar.rec, text
 }
 
 // logRunEnd logs the end of run rec: its version and changes when it
-// succeeded, its status and error otherwise.
-func (s *Service) logRunEnd(rec RunRecord) {
+// succeeded, its status and errText otherwise, the whole text of which
+// the record keeps one bounded line (activeRun.end): this is where the
+// text a record cut is found.
+func (s *Service) logRunEnd(rec RunRecord, errText string) {
 	attrs := []any{"run", rec.ID, "adapter", rec.Adapter, "dataset", rec.Dataset, "txn", rec.TxnID, "rows_read", rec.RowsRead}
 	if rec.Status == RunSucceeded {
 		attrs = append(attrs, "version", rec.Version, "verified", rec.Verified, "mode", rec.Mode,
@@ -238,7 +245,7 @@ func (s *Service) logRunEnd(rec RunRecord) {
 		s.log.Info("run succeeded", attrs...)
 		return
 	}
-	attrs = append(attrs, "status", rec.Status, "err", rec.Error)
+	attrs = append(attrs, "code", rec.Code, "status", rec.Status, "err", errText)
 	s.log.Warn("run ended without a new version", attrs...)
 }
 

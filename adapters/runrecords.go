@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/snapstore/snapstore/adapters/source"
+	"github.com/snapstore/snapstore/internal/errtext"
 	"github.com/snapstore/snapstore/snapshot"
 	"github.com/snapstore/snapstore/store"
 )
@@ -180,7 +181,7 @@ func (s *Service) recordSkipped(ctx context.Context, adapter, trigger, reason st
 		dataset = a.spec.Dataset
 	}
 	s.mu.Unlock()
-	rec := RunRecord{ID: s.newRunID(now), Adapter: adapter, Dataset: dataset, Trigger: trigger, Status: RunSkipped, Start: now, End: &now, Error: reason, Code: "skipped"}
+	rec := RunRecord{ID: s.newRunID(now), Adapter: adapter, Dataset: dataset, Trigger: trigger, Status: RunSkipped, Start: now, End: &now, Error: errtext.Line(reason), Code: "skipped"}
 	s.saveFinal(ctx, rec)
 	s.metrics.observeRun(rec)
 	s.log.Info("run skipped", "run", rec.ID, "adapter", adapter, "reason", reason)
@@ -361,7 +362,7 @@ func (s *Service) abandonRunsOf(ctx context.Context, node, what string) (int, er
 			continue
 		}
 		now := s.now().UTC()
-		r.Status, r.End, r.Code, r.Error = RunAborted, &now, "aborted", why
+		r.Status, r.End, r.Code, r.Error = RunAborted, &now, "aborted", errtext.Line(why)
 		if err := s.saveRun(ctx, r); err != nil {
 			return n, fmt.Errorf("adapters: marking run %s aborted: %w", r.ID, err)
 		}

@@ -329,7 +329,9 @@ type TLSConfig struct {
 	ClientCAFile string `yaml:"client_ca_file"`
 	// CAFile is a PEM bundle of the CAs that signed the other nodes' API
 	// certificates, trusted when this node calls them (hand-offs) beside
-	// the system's, cluster.transfer.ca_file and ClientCAFile.
+	// the system's, cluster.transfer.ca_file and ClientCAFile. The CLI
+	// given this config trusts it for this server's certificate too
+	// (cmd/snapstore serverTrust).
 	CAFile string `yaml:"ca_file"`
 	// MinVersion is "1.2" or "1.3" (default).
 	MinVersion string `yaml:"min_version"`

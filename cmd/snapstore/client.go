@@ -29,6 +29,8 @@ type apiClient struct {
 	token string // bearer token; "" sends none. Never printed.
 	hc    *http.Client
 	local bool // the in-process API of a data directory
+	// tls is what the messages of a refused TLS handshake add (clientTLS).
+	tls tlsNotes
 }
 
 // apiError is a problem answered by the API (RFC 9457): its status, its
@@ -119,11 +121,14 @@ func (c *apiClient) do(ctx context.Context, method, path string, q url.Values, b
 			return nil, &exitError{code: exitUnreachable, err: fmt.Errorf("the certificate of the server at %s is not for the name %q: %w; reach the server by a name its certificate holds, or make the certificate again with `snapstore cert server DIR --host %s,...`", c.base, c.base.Hostname(), he, c.base.Hostname())}
 		}
 		if untrusted := certificateError(err); untrusted != nil {
-			return nil, &exitError{code: exitUnreachable, err: fmt.Errorf("the certificate of the server at %s is not trusted: %w; give its CA with --ca-file FILE or %s", c.base, untrusted, envCAFile)}
+			return nil, &exitError{code: exitUnreachable, err: fmt.Errorf("the certificate of the server at %s is not trusted: %w%s; give its CA with --ca-file FILE or %s", c.base, untrusted, c.trustedBy(), envCAFile)}
 		}
 		refused := clientCertRefused(err)
 		if refused == nil && c.base.Scheme == "https" && ctx.Err() == nil {
 			refused = c.probeClientCert(ctx)
+		}
+		if refused != nil && c.tls.clientCA != "" {
+			return nil, &exitError{code: exitUnreachable, err: fmt.Errorf("the server at %s refused the connection (%w): its config asks every client for a certificate signed by tls.client_ca_file %s, and none was given; give one with --client-cert FILE and --client-key FILE, or %s and %s", c.base, refused, c.tls.clientCA, envClientCert, envClientKey)}
 		}
 		if refused != nil {
 			return nil, &exitError{code: exitUnreachable, err: fmt.Errorf("the server at %s refused the client certificate (%w): it asks for one signed by its client CA; give it with --client-cert FILE and --client-key FILE, or %s and %s", c.base, refused, envClientCert, envClientKey)}
@@ -163,6 +168,18 @@ func (c *apiClient) do(ctx context.Context, method, path string, q url.Values, b
 		return nil, ae
 	}
 	return resp, nil
+}
+
+// trustedBy says, after an untrusted certificate's error, what beyond
+// the system's CAs it was checked against; "" when nothing.
+func (c *apiClient) trustedBy() string {
+	switch {
+	case c.tls.unloaded != "":
+		return "; " + c.tls.unloaded
+	case c.tls.trust == "":
+		return ""
+	}
+	return " (checked against the system's CAs and " + c.tls.trust + ")"
 }
 
 // certificateError is the error of err that says the server's

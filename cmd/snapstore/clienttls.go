@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -22,35 +23,101 @@ const (
 )
 
 // clientTLS is the client side of TLS for an https:// server: the
-// system's roots plus --ca-file, and the certificate of --client-cert and
-// --client-key for a server with tls.client_ca_file.
-func clientTLS(cf *commonFlags) (*tls.Config, error) {
+// system's roots plus what the server's certificate is checked against
+// (serverTrust), and the certificate of --client-cert and --client-key
+// for a server with tls.client_ca_file. It returns what the messages of
+// a refused handshake say (tlsNotes).
+func clientTLS(cf *commonFlags, cfg *config.Config) (*tls.Config, tlsNotes, error) {
 	tc := &tls.Config{MinVersion: tls.VersionTLS12}
-	if cf.caFile != "" {
-		pool, err := x509.SystemCertPool()
-		if err != nil {
-			pool = x509.NewCertPool()
-		}
-		pem, err := os.ReadFile(cf.caFile)
-		if err != nil {
-			return nil, usageError("--ca-file: %v", err)
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, usageError("--ca-file: %s holds no PEM certificate", cf.caFile)
-		}
-		tc.RootCAs = pool
+	pool, notes, err := serverTrust(cf, cfg)
+	if err != nil {
+		return nil, notes, err
 	}
+	tc.RootCAs = pool
 	switch {
 	case cf.clientCert != "" && cf.clientKey != "":
 		kp, err := tls.LoadX509KeyPair(cf.clientCert, cf.clientKey)
 		if err != nil {
-			return nil, usageError("--client-cert, --client-key: %v", err)
+			return nil, notes, usageError("--client-cert, --client-key: %v", err)
 		}
 		tc.Certificates = []tls.Certificate{kp}
 	case cf.clientCert != "" || cf.clientKey != "":
-		return nil, usageError("give both --client-cert and --client-key")
+		return nil, notes, usageError("give both --client-cert and --client-key")
+	case cfg != nil && cfg.TLS.Enabled() && cfg.TLS.ClientCAFile != "":
+		// The server of the config asks for a client certificate. Its own
+		// certificate and key are not one the client may take as its own:
+		// the user gives one, and the refusal says so (apiClient.do).
+		notes.clientCA = cfg.TLS.ClientCAFile
 	}
-	return tc, nil
+	return tc, notes, nil
+}
+
+// tlsNotes is what a refused TLS handshake with the server tells the
+// user beyond the flags: where the trust in the server's certificate came
+// from, and the config's demand for a client certificate none was given
+// for.
+type tlsNotes struct {
+	// trust is what beyond the system's CAs the server's certificate is
+	// checked against ("the CAs of the config's tls.ca_file F"); "" for
+	// nothing.
+	trust string
+	// unloaded says why the config's file of trust did not load; "" when
+	// it did or there is none.
+	unloaded string
+	// clientCA is the config's tls.client_ca_file when no client
+	// certificate is given; "" otherwise.
+	clientCA string
+}
+
+// serverTrust is the pool the server's certificate is checked against:
+// nil (the system's CAs) or the system's CAs plus, first that applies,
+//
+//   - the PEM bundle of --ca-file (SNAPSTORE_CA_FILE): the user's word wins;
+//   - with a config that serves HTTPS (tls.cert_file), what that config
+//     says the server presents: the CAs of tls.ca_file, which the nodes
+//     trust for each other's API certificates, else the certificates of
+//     tls.cert_file itself as trust anchors, so that a self-signed
+//     certificate, or one of a private CA whose file is not in the
+//     config, is trusted as the very certificate the server holds.
+//
+// A config file the client cannot read is no error here (the command may
+// well go to the data directory): the note says why, and an untrusted
+// certificate's message carries it.
+func serverTrust(cf *commonFlags, cfg *config.Config) (*x509.CertPool, tlsNotes, error) {
+	var notes tlsNotes
+	var pemFile, key string
+	switch {
+	case cf.caFile != "":
+		pemFile, key = cf.caFile, "--ca-file"
+	case cfg == nil || !cfg.TLS.Enabled():
+		return nil, notes, nil
+	case cfg.TLS.CAFile != "":
+		pemFile, key = cfg.TLS.CAFile, "tls.ca_file"
+	default:
+		pemFile, key = cfg.TLS.CertFile, "tls.cert_file"
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	pem, err := os.ReadFile(pemFile)
+	if err == nil && !pool.AppendCertsFromPEM(pem) {
+		err = fmt.Errorf("%s holds no PEM certificate", pemFile)
+	}
+	switch {
+	case err != nil && key == "--ca-file":
+		return nil, notes, usageError("--ca-file: %v", err)
+	case err != nil:
+		notes.unloaded = fmt.Sprintf("the config's %s did not load (%v), so only the system's CAs are trusted", key, err)
+		return nil, notes, nil
+	case key == "--ca-file":
+		notes.trust = "--ca-file " + pemFile
+	case key == "tls.ca_file":
+		notes.trust = "the CAs of the config's tls.ca_file " + pemFile
+	default:
+		notes.trust = "the config's tls.cert_file " + pemFile + " itself"
+	}
+	return pool, notes, nil
 }
 
 // localURL is the address of the server of the configuration: https when

@@ -113,7 +113,7 @@ func serverOnly(ctx context.Context, c *cmdLine) error {
 		}
 		u := localURL(cfg)
 		if u.Scheme == "http" {
-			tc, err := clientTLS(c.cf)
+			tc, _, err := clientTLS(c.cf, cfg)
 			if err != nil {
 				return err
 			}

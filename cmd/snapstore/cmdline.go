@@ -116,7 +116,7 @@ func newCmdLine(name, synopsis, help string, kind flagKind, stdout io.Writer) *c
 	if kind >= flagsClient {
 		fs.StringVar(&cf.server, "server", os.Getenv(envServer), "ask the server at this `URL`, e.g. http://127.0.0.1:8080 (also "+envServer+")")
 		fs.StringVar(&cf.token, "token", os.Getenv(envToken), "bearer `token` for the server (prefer "+envToken+")")
-		fs.StringVar(&cf.caFile, "ca-file", os.Getenv(envCAFile), "PEM `file` of the CA that signed an https:// server's certificate (also "+envCAFile+")")
+		fs.StringVar(&cf.caFile, "ca-file", os.Getenv(envCAFile), "PEM `file` of the CA that signed an https:// server's certificate, trusted instead of the config's tls.ca_file or tls.cert_file (also "+envCAFile+")")
 		fs.StringVar(&cf.clientCert, "client-cert", os.Getenv(envClientCert), "PEM client certificate `file` for a server that asks for one (also "+envClientCert+")")
 		fs.StringVar(&cf.clientKey, "client-key", os.Getenv(envClientKey), "PEM `file` of the client certificate's key (also "+envClientKey+")")
 		fs.StringVar(&cf.output, "output", "table", "`format`: table or json (the API's JSON)")

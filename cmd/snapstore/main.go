@@ -168,8 +168,10 @@ const targetHelp = `Where a command runs (every command but serve, sqlite, versi
                    else the configured data directory; stderr says which
   --token TOKEN    bearer token of the API for --server; prefer SNAPSTORE_TOKEN,
                    since a flag shows in the process list. Never printed.
-  --config FILE    YAML config (also SNAPSTORE_CONFIG): listen, data, and the
-                   connections and adapters of the file
+  --config FILE    YAML config (also SNAPSTORE_CONFIG): listen, data, the
+                   connections and adapters of the file, and with tls the
+                   certificate to trust (tls.ca_file, else tls.cert_file)
+                   unless --ca-file is given
   --output FORMAT  table (default) or json: the API's JSON
   --listen ADDR, --log-level LEVEL: as in the config file
 `

@@ -79,15 +79,15 @@ func openTarget(ctx context.Context, cf *commonFlags, stderr io.Writer) (*target
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" {
 			return nil, usageError("--server: want a URL such as http://127.0.0.1:8080, got %q", cf.server)
 		}
-		tc, err := clientTLS(cf)
+		tc, notes, err := clientTLS(cf, cfg)
 		if err != nil {
 			return nil, err
 		}
-		return remoteTarget(cfg, u, cf.token, tc), nil
+		return remoteTarget(cfg, u, cf.token, tc, notes), nil
 	case cf.dataSet:
 		return openLocal(ctx, cfg, stderr)
 	}
-	tc, err := clientTLS(cf)
+	tc, notes, err := clientTLS(cf, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func openTarget(ctx context.Context, cf *commonFlags, stderr io.Writer) (*target
 			how = "it serves HTTPS; "
 		}
 		fmt.Fprintf(stderr, "snapstore: using the server at %s (%s--server URL or --data DIR to choose)\n", at, how)
-		return remoteTarget(cfg, at, cf.token, tc), nil
+		return remoteTarget(cfg, at, cf.token, tc, notes), nil
 	}
 	if cfg.Storage.Backend != "hbase" {
 		// A data directory opened here would be created: a command run
@@ -113,8 +113,9 @@ func openTarget(ctx context.Context, cf *commonFlags, stderr io.Writer) (*target
 	return openLocal(ctx, cfg, stderr)
 }
 
-// remoteTarget is the server at u.
-func remoteTarget(cfg *config.Config, u *url.URL, token string, tc *tls.Config) *target {
+// remoteTarget is the server at u, reached with tc; notes are what a
+// refused handshake adds to its message (clientTLS).
+func remoteTarget(cfg *config.Config, u *url.URL, token string, tc *tls.Config, notes tlsNotes) *target {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = tc
 	// No redirect is followed: Go's client keeps the Authorization header
@@ -124,7 +125,7 @@ func remoteTarget(cfg *config.Config, u *url.URL, token string, tc *tls.Config) 
 	// where a server pointed).
 	hc := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	return &target{
-		api:   &apiClient{base: u, token: token, hc: hc},
+		api:   &apiClient{base: u, token: token, hc: hc, tls: notes},
 		cfg:   cfg,
 		where: "the server at " + u.String(),
 		stop:  func() error { hc.CloseIdleConnections(); return nil },

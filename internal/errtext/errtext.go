@@ -6,8 +6,11 @@
 package errtext
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // packagePrefix is a snapstore package's name before an error text, at its
@@ -40,4 +43,42 @@ func Clean(msg string) string {
 		}
 		msg = out
 	}
+}
+
+// MaxLine bounds the bytes of a Line.
+const MaxLine = 1024
+
+// cutReserve is the room Line keeps for saying what it cut: its suffix
+// is shorter.
+const cutReserve = 80
+
+// lineBreak is a run of line breaks and the blanks around them: the
+// newlines of errors.Join, of a Java stack trace ("\n\tat ...") or of a
+// Thrift exception's message.
+var lineBreak = regexp.MustCompile(`[ \t]*(?:(?:\r\n|[\n\r\v\f\x{85}\x{2028}\x{2029}])[ \t]*)+`)
+
+// Line returns msg as one line of at most MaxLine bytes, for a record a
+// user lists (a run's error): each line break, with the blanks around it,
+// becomes "; "; any other control character a space; and a longer text
+// keeps its start, cut at a character's boundary, and says how many
+// bytes were cut. Whoever records a Line logs the whole text.
+func Line(msg string) string {
+	if strings.IndexFunc(msg, unicode.IsControl) >= 0 || strings.ContainsAny(msg, "\u2028\u2029") {
+		msg = strings.TrimSpace(msg)
+		msg = lineBreak.ReplaceAllString(msg, "; ")
+		msg = strings.Map(func(r rune) rune {
+			if unicode.IsControl(r) {
+				return ' '
+			}
+			return r
+		}, msg)
+	}
+	if len(msg) <= MaxLine {
+		return msg
+	}
+	n := MaxLine - cutReserve
+	for n > 0 && !utf8.RuneStart(msg[n]) {
+		n--
+	}
+	return fmt.Sprintf("%s ... [%d more bytes cut; the whole text is in the log]", msg[:n], len(msg)-n)
 }

@@ -3,7 +3,9 @@ package errtext
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestClean drops the package prefixes at the start and where wrapped
@@ -33,5 +35,35 @@ func TestClean(t *testing.T) {
 	}
 	if Text(nil) != "" {
 		t.Error("Text(nil) is not empty")
+	}
+}
+
+// TestLine makes one line of a text of many (errors.Join, a Java stack
+// trace, a Thrift exception's message), bounds it to MaxLine bytes at a
+// character's boundary saying how much was cut, and leaves a short line
+// as it is.
+func TestLine(t *testing.T) {
+	for in, want := range map[string]string{
+		"no line break here": "no line break here",
+		"option \"connection\": required\noption \"resource\": required": "option \"connection\": required; option \"resource\": required",
+		"hbase: put: java.io.IOException: Over memstore limit\n\tat org.apache.hadoop.hbase.regionserver.HRegion.checkResources(HRegion.java:4979)\r\n\tat X.y(X.java:1)\n": "hbase: put: java.io.IOException: Over memstore limit; at org.apache.hadoop.hbase.regionserver.HRegion.checkResources(HRegion.java:4979); at X.y(X.java:1)",
+		"a\n\n\u2028  b\tc\x00d": "a; b c d",
+		"  \n":                   "",
+	} {
+		if got := Line(in); got != want {
+			t.Errorf("Line(%q) = %q, want %q", in, got, want)
+		}
+	}
+	long := strings.Repeat("é", MaxLine) // two bytes each
+	got := Line("start " + long + "\nend")
+	if len(got) > MaxLine || !utf8.ValidString(got) || !strings.HasPrefix(got, "start é") || strings.Contains(got, "end") || strings.ContainsAny(got, "\n\r") {
+		t.Fatalf("Line of %d bytes = %d bytes %q", len(long)+10, len(got), got)
+	}
+	kept := strings.Index(got, " ... [")
+	if want := fmt.Sprintf(" ... [%d more bytes cut; the whole text is in the log]", len("start "+long+"; end")-kept); got[kept:] != want {
+		t.Fatalf("Line's end = %q, want %q", got[kept:], want)
+	}
+	if exact := strings.Repeat("x", MaxLine); Line(exact) != exact {
+		t.Fatal("a line of MaxLine bytes was cut")
 	}
 }

@@ -70,7 +70,13 @@ func startServerWith(t *testing.T, secret, extraConfig string, extraEnv ...strin
 	// The tests' API connections give their passwords as env:E2E_*
 	// references, which an API reference may name only with a prefix
 	// (secrets.env_prefix).
-	cfg := fmt.Sprintf("data: %s\nlisten: 127.0.0.1:0\nlog: {level: debug, format: text}\nshutdown_timeout: 10s\nsecrets: {env_prefix: E2E_}\n", filepath.Join(dir, "data")) + extraConfig
+	// A free loopback port unless extraConfig names the listen address
+	// (a client given this file then finds the server at it).
+	listen := "listen: 127.0.0.1:0\n"
+	if topListen.MatchString(extraConfig) {
+		listen = ""
+	}
+	cfg := fmt.Sprintf("data: %s\n%slog: {level: debug, format: text}\nshutdown_timeout: 10s\nsecrets: {env_prefix: E2E_}\n", filepath.Join(dir, "data"), listen) + extraConfig
 	if err := os.WriteFile(p.cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -116,6 +122,9 @@ func startServerWith(t *testing.T, secret, extraConfig string, extraEnv ...strin
 	p.start()
 	return p
 }
+
+// topListen matches a top-level listen key of a YAML config.
+var topListen = regexp.MustCompile(`(?m)^listen:`)
 
 var listenRE = regexp.MustCompile(`msg="snapstore serving" listen=(\S+)(?: \S+)*? tls=(true|false)`)
 
