@@ -49,6 +49,9 @@ type rowState struct {
 	Slot writerSlot `json:"slot"`
 	// Dropping, when set, says a drop began (drop.go).
 	Dropping *dropState `json:"dropping,omitempty"`
+	// Collected, when set, is what the last GC proved of the data tables
+	// (G10, gc.go): it lets the next one skip the scan of every row.
+	Collected *gcMark `json:"collected,omitempty"`
 	// Write names the write that made this state (the writer's owner id
 	// and a count), so that a writer that reads the row back after an
 	// error knows its write landed.
@@ -90,6 +93,10 @@ func (s rowState) clone() rowState {
 	if s.Dropping != nil {
 		d := *s.Dropping
 		c.Dropping = &d
+	}
+	if s.Collected != nil {
+		m := gcMark{Top: s.Collected.Top, Versions: slices.Clone(s.Collected.Versions)}
+		c.Collected = &m
 	}
 	return c
 }

@@ -152,7 +152,7 @@
 // unless TablesRunOptions.DropMissing; the new version then lacks it and
 // older ones keep it. VerifyUnchanged verifies only when no table
 // changed and the tables are the same. Tags, rollback (D11), retention
-// and GC (G1-G9: a table's views are the kept versions that hold it, and
+// and GC (G1-G10: a table's views are the kept versions that hold it, and
 // every open reader) and drop (D10) apply to the dataset as a whole.
 // Reads name a table (TableReader, TableDiff); the calls that do not
 // answer ErrTableRequired, naming the tables. A dataset of one table
@@ -247,6 +247,36 @@
 // number is never given again: a table of that name added later gets a
 // new one (D12). A GC that finds a condition unmet leaves the entry to a
 // later one.
+//
+// G10. What GC reads. G3-G5 need every version of every row, so a GC
+// reads all the data, which on HBase costs about a scan of the dataset
+// even when nothing can go. A GC whose last write finds that it read
+// every version with no view but the kept versions' (no open Reader of
+// this DB, no late pin of G8), or that it skipped by this rule, records
+// a mark in the row (rowState.Collected, gcMark): Top, the largest id the
+// dataset had used, and the kept versions. Its first write clears it. The
+// mark proves that every cell of an id up to Top that is in the store is
+// kept by G3-G5 for the views of those versions, or belongs to an id
+// invalid then (its late cells may still land, G6). A later GC skips the
+// rows when, in its first write, nothing expires, no expired version's
+// record waits (G7), no transaction is in progress, and the versions kept
+// up to Top are exactly the mark's (the format is row versions). Then no
+// cell can go but those of invalid ids: (a) the views are those of the
+// mark plus those of versions committed since, and a view added only
+// adds needed cells (G3-G5 are monotonic in the views); (b) an id above
+// Top began after that GC took the slot and is now a kept version or
+// invalid (committed versions are listed, aborted and verified runs
+// invalid, in progress none); a kept one's cells are each the newest of
+// their row in its own view, its values needed there (G3) and its markers
+// hiding a value its base version, kept too, reads (G5); (c) an invalid
+// id's cells are seen by no view, so they go whole whatever else the row
+// holds. Such a GC reads only the versions in the span of the invalid ids
+// (a time range the store serves by skipping what lies outside it), and
+// none when there is no invalid id; it deletes, and reports (dry or not),
+// what a full read would. Readers, pins, tags and min_versions keep
+// versions and their cells as G1-G8 say, since a skip deletes nothing
+// else; a version expired makes that GC read everything, and a Reader
+// open during a full read makes the next one read everything too.
 //
 // A cell of G3-G5 is one cell of a row version: GC rewrites a row version
 // without the cells it deletes, and deletes it when none is left. A full

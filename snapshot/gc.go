@@ -33,7 +33,7 @@ type GCReport struct {
 // GC applies retention to a dataset and deletes exactly the cells no kept
 // version can see plus the cells of its invalid transactions, then prunes
 // the invalid set and forgets the dropped tables whose cells are gone
-// (doc.go G1-G9, with a worked example). Versions
+// (doc.go G1-G10, with a worked example). Versions
 // pinned by open Readers of this DB keep their cells; versions pinned in
 // the store by Readers of any process (G8) stay kept. With dryRun nothing
 // changes and the report says what would be deleted. Memory is bounded by
@@ -62,14 +62,18 @@ func (db *DB) GC(ctx context.Context, name string, dryRun bool) (GCReport, error
 	}
 
 	// G1: expire, durably first (taking the writer slot in the same write).
+	// The mark of the previous GC (G10) is read in the same write and
+	// cleared by it: a GC that ends early leaves none.
 	var st rowState
 	var expired []int64
+	var mark *gcMark
 	if dryRun {
 		ds.mu.Lock()
 		st = ds.st.clone()
 		ds.mu.Unlock()
 		expired = unpinned(st.expired(now), pinned)
 		st.Versions = slices.DeleteFunc(st.Versions, func(r versionRef) bool { return slices.Contains(expired, r.Version) })
+		mark = st.Collected
 	} else {
 		st, err = db.writeRow(ctx, ds, func(st *rowState) error {
 			if st.Dropping != nil {
@@ -83,6 +87,7 @@ func (db *DB) GC(ctx context.Context, name string, dryRun bool) (GCReport, error
 			st.Expired = append(st.Expired, expired...)
 			slices.Sort(st.Expired)
 			st.Expired = slices.Compact(st.Expired)
+			mark, st.Collected = st.Collected, nil
 			return nil
 		})
 		if err != nil {
@@ -132,15 +137,29 @@ func (db *DB) GC(ctx context.Context, name string, dryRun bool) (GCReport, error
 			}
 		}
 	}
-	for _, g := range gcTables(ds, st, views, readerViews) {
+	// G10: with the previous GC's mark still good, only the cells of
+	// invalid transactions can go, and only the versions in their span
+	// are read; else every version of every row.
+	skip := !db.opts.gcReadsAll && mark.covers(&st, expired)
+	var within store.TimeRange
+	tables := gcTables(ds, st, views, readerViews)
+	if ids := st.Txns.InvalidIDs(); skip && len(ids) > 0 {
+		within = store.TimeRange{Min: ids[0], Max: ids[len(ids)-1] + 1}
+	} else if skip {
+		tables = nil
+	}
+	for _, g := range tables {
 		if !dryRun {
 			if _, err := db.slotDeadline(ds, epoch); err != nil {
 				return rep, fmt.Errorf("snapshot: GC of %s: %w", name, err)
 			}
 		}
-		if err := db.gcPartition(ctx, g.table, g.columns, g.views, st.Txns.IsInvalid, dryRun, &rep); err != nil {
+		if err := db.gcPartition(ctx, g, st.Txns.IsInvalid, within, dryRun, &rep); err != nil {
 			return rep, err
 		}
+	}
+	if skip {
+		db.hook("gc:skipped", int64(len(tables)))
 	}
 	if !dryRun {
 		if err := db.st.Sync(ctx); err != nil {
@@ -191,6 +210,7 @@ func (db *DB) GC(ctx context.Context, name string, dryRun bool) (GCReport, error
 	if err != nil {
 		return rep, err
 	}
+	next := newMark(&st, skip, len(readerViews) > 0)
 	var forgotten []string
 	_, err = db.writeRow(ctx, ds, func(st *rowState) error {
 		if st.Slot.Owner == "" && st.Slot.Epoch == epoch {
@@ -202,6 +222,7 @@ func (db *DB) GC(ctx context.Context, name string, dryRun bool) (GCReport, error
 		st.Expired = slices.DeleteFunc(st.Expired, func(v int64) bool { return slices.Contains(gone, v) })
 		st.Txns.Prune(prune)
 		forgotten = forgetTables(ds, st, forget)
+		st.Collected = next
 		releaseSlot(st)
 		return nil
 	})
@@ -213,8 +234,68 @@ func (db *DB) GC(ctx context.Context, name string, dryRun bool) (GCReport, error
 	}
 	db.metrics.gcDeleted.Add(float64(rep.CellsDeleted))
 	db.logger.Info("gc done", "dataset", name, "dry_run", dryRun, "versions_expired", len(expired),
-		"versions_pinned", len(pinned), "cells_deleted", rep.CellsDeleted, "invalid_pruned", rep.InvalidTxnsPruned)
+		"versions_pinned", len(pinned), "cells_deleted", rep.CellsDeleted, "invalid_pruned", rep.InvalidTxnsPruned,
+		"rows_read", gcRowsRead(skip, within))
 	return rep, nil
+}
+
+// gcMark is what a GC proved of a dataset's data tables (G10), kept in
+// its row (rowState.Collected) by the GC's last write: every cell of a
+// transaction up to Top that is in the store is seen by the views of
+// Versions, the versions up to Top kept then (G3-G5 keep it), or belongs
+// to a transaction invalid then and still invalid since.
+type gcMark struct {
+	Top      int64   `json:"top"`
+	Versions []int64 `json:"versions"`
+}
+
+// covers reports whether m, read in the row by GC's first write, still
+// proves that no cell but those of invalid transactions can go (G10): st
+// is that row with the versions expired now removed, expired those
+// versions. It holds when nothing expires now and nothing waits for its
+// version records to go, no transaction is in progress, the data is row
+// versions, and the versions kept up to m.Top are exactly m.Versions (none
+// expired since, none listed another way).
+func (m *gcMark) covers(st *rowState, expired []int64) bool {
+	if m == nil || len(expired) > 0 || len(st.Expired) > 0 || len(st.Txns.InProgress) > 0 ||
+		st.Format != metaFormat || st.ColumnTablesLeft {
+		return false
+	}
+	var old []int64
+	for _, r := range st.Versions {
+		if r.Version <= m.Top {
+			old = append(old, r.Version)
+		}
+	}
+	return slices.Equal(old, m.Versions)
+}
+
+// newMark returns the mark a GC of st (the row as its first write left
+// it) leaves for the next one (G10), or nil: a GC that read every version
+// leaves one only if the views it kept cells for were the kept versions'
+// alone (no Reader of this DB, no late pin), since a reader's view ends
+// without a GC noticing; a GC that skipped proves what the mark it used
+// did, plus that the transactions committed since are kept versions.
+func newMark(st *rowState, skipped, readers bool) *gcMark {
+	if (readers && !skipped) || st.Format != metaFormat || st.ColumnTablesLeft {
+		return nil
+	}
+	m := &gcMark{Top: st.Top, Versions: []int64{}}
+	for _, r := range st.Versions {
+		m.Versions = append(m.Versions, r.Version)
+	}
+	return m
+}
+
+// gcRowsRead names what a GC read of the data tables, for its log line.
+func gcRowsRead(skipped bool, within store.TimeRange) string {
+	switch {
+	case !skipped:
+		return "all"
+	case within.IsZero():
+		return "none"
+	}
+	return "invalid"
 }
 
 // unpinned returns the versions of expired that no live pin names (G8).
@@ -317,9 +398,20 @@ func (db *DB) releaseAfter(ctx context.Context, ds *dataset, epoch int64) error 
 // stays, even without cells, while something older survives, as a row
 // delete marker does (G5). The changes of one row are one batch, applied
 // atomically (a store.Batch on Pebble, one row mutation on HBase).
-func (db *DB) gcPartition(ctx context.Context, table string, n int, views []txn.Visibility, invalid func(int64) bool, dryRun bool, rep *GCReport) error {
-	// Every version of every row: GC must see them all.
-	it, err := db.st.Scan(ctx, table, store.ScanOptions{})
+//
+// A non-zero within reads only the row versions in that time range and
+// deletes only those of invalid transactions (G10): no view sees them, so
+// they go whole whatever else the row holds, as they do when every
+// version is read.
+func (db *DB) gcPartition(ctx context.Context, gt gcTable, invalid func(int64) bool, within store.TimeRange, dryRun bool, rep *GCReport) error {
+	table, n, views := gt.table, gt.columns, gt.views
+	onlyInvalid := !within.IsZero()
+	if onlyInvalid {
+		views = nil
+	}
+	// Every version of every row (G3-G5 must see them all), or those in
+	// within.
+	it, err := db.st.Scan(ctx, table, store.ScanOptions{ReadOptions: store.ReadOptions{TimeRange: within}})
 	if err != nil {
 		return fmt.Errorf("snapshot: GC scanning %s: %w", table, err)
 	}
@@ -350,6 +442,9 @@ func (db *DB) gcPartition(ctx context.Context, table string, n int, views []txn.
 		rowStart := -1
 		for e := range g.entries {
 			ent := &g.entries[e]
+			if onlyInvalid && !invalid(ent.ts) {
+				continue
+			}
 			removed, rewrite := ent.removed()
 			if removed == 0 {
 				continue

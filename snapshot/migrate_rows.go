@@ -80,6 +80,7 @@ func (db *DB) migrateRows(ctx context.Context, ds *dataset) error {
 					return err
 				}
 				st.Format, st.ColumnTablesLeft = metaFormat, true
+				st.Collected = nil // G10 speaks of row versions only
 				st.Config.Columns = names
 				releaseSlot(st)
 				return nil

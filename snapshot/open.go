@@ -84,6 +84,10 @@ type Options struct {
 	// deadOwners names writer slot owners known to be gone, a test hook
 	// for a crash simulated in the test's own process.
 	deadOwners map[string]bool
+	// gcReadsAll makes GC read every version whatever the previous GC
+	// proved (doc.go G10), a test hook: the reference its skips are
+	// checked against.
+	gcReadsAll bool
 }
 
 // Open opens the datasets of st. The metadata lives in st's table "meta"
