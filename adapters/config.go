@@ -100,3 +100,14 @@ func definedTwice(seen map[string]bool, name string) bool {
 	seen[name] = true
 	return dup
 }
+
+// ValidateAdapter checks an API adapter definition without opening
+// anything or reading the Service: every problem of parseAdapter (name,
+// resource, schedule, retention, guard, retries, strategy, tables), each
+// an *OptionError (a bad schedule marked ErrBadSchedule), joined.
+// CreateAdapter and PutAdapter make the same checks, then those that need
+// the Service and the source (the connection, the dataset, the resource).
+func ValidateAdapter(spec api.Adapter) error {
+	_, err := parseAdapter("", spec)
+	return err
+}

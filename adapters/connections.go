@@ -145,11 +145,7 @@ func (s *Service) PutConnection(ctx context.Context, spec api.Connection) (c Con
 func (s *Service) putConnection(ctx context.Context, spec api.Connection, mustCreate bool) (Connection, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	spec, err := keepRedactedSecrets(spec, s.conns.api[spec.Name])
-	if err != nil {
-		return Connection{}, false, err
-	}
-	d, err := parseConnection("", spec)
+	spec, d, err := s.parseAPIConnectionLocked(spec)
 	if err != nil {
 		return Connection{}, false, err
 	}
@@ -176,6 +172,43 @@ func (s *Service) putConnection(ctx context.Context, spec api.Connection, mustCr
 	s.changedLocked(connectionKind, spec.Name)
 	s.log.Info("data connection saved", "connection", spec.Name, "revision", d.revision, "type", d.spec.Type)
 	return s.reportConnLocked(d, statusActive), old == nil, nil
+}
+
+// ValidateConnection checks an API connection definition as
+// CreateConnection and PutConnection first do, without opening anything:
+// its name, type, sharing and options, a secret given as "REDACTED"
+// taking the stored one (keepRedactedSecrets). Every problem is an
+// *OptionError (some marked, as ErrUnknownType), joined, keyed as the API
+// names them ("options.port"). The checks of the server's limits
+// (secret references, file options) come after, in the create or put.
+func (s *Service) ValidateConnection(spec api.Connection) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, _, err := s.parseAPIConnectionLocked(spec)
+	return err
+}
+
+// parseAPIConnectionLocked returns spec with the stored secrets its
+// "REDACTED" options keep, and its definition; or every problem of the
+// two, joined (a key the placeholder's refusal names is not reported
+// again by the parse).
+func (s *Service) parseAPIConnectionLocked(spec api.Connection) (api.Connection, *connDef, error) {
+	spec, kerr := keepRedactedSecrets(spec, s.conns.api[spec.Name])
+	d, err := parseConnection("", spec)
+	if kerr == nil {
+		return spec, d, err
+	}
+	var oe *OptionError
+	errors.As(kerr, &oe)
+	errs := []error{kerr}
+	for _, e := range splitErrors(err) {
+		var pe *OptionError
+		if errors.As(e, &pe) && oe != nil && pe.Key == oe.Key {
+			continue
+		}
+		errs = append(errs, e)
+	}
+	return spec, nil, errors.Join(errs...)
 }
 
 // checkSecretRefs refuses the secret references of an API definition d

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -45,11 +46,11 @@ func (s *Server) listAdapters(c echo.Context) error {
 // adapter_exists when the name is taken).
 func (s *Server) createAdapter(c echo.Context) error {
 	var in api.Adapter
-	if err := decodeDefinition(c, &in, &in.Name, "an adapter"); err != nil {
-		return err
+	err := decodeDefinition(c, &in, &in.Name, "an adapter", func() error { return s.ValidateAdapter(in) })
+	if in.Name != "" {
+		setAuditTarget(c, "adapter", in.Name)
 	}
-	setAuditTarget(c, "adapter", in.Name)
-	if err := s.CheckNotify(in); err != nil {
+	if err != nil {
 		return err
 	}
 	a, err := s.svc.CreateAdapter(c.Request().Context(), in)
@@ -82,10 +83,7 @@ func (s *Server) getAdapter(c echo.Context) error {
 // replaces it (200).
 func (s *Server) putAdapter(c echo.Context) error {
 	var in api.Adapter
-	if err := decodeDefinition(c, &in, &in.Name, "an adapter"); err != nil {
-		return err
-	}
-	if err := s.CheckNotify(in); err != nil {
+	if err := decodeDefinition(c, &in, &in.Name, "an adapter", func() error { return s.ValidateAdapter(in) }); err != nil {
 		return err
 	}
 	a, created, err := s.svc.PutAdapter(c.Request().Context(), in)
@@ -104,18 +102,27 @@ func (s *Server) deleteAdapter(c echo.Context) error {
 	return answerNoContent(c, s.svc.DeleteAdapter(c.Request().Context(), name))
 }
 
+// ValidateAdapter checks an adapter definition as far as it can without
+// the source: the adapters package's checks (adapters.ValidateAdapter)
+// and CheckNotify, every problem at once, joined.
+func (s *Server) ValidateAdapter(in api.Adapter) error {
+	return errors.Join(s.CheckNotify(in), adapters.ValidateAdapter(in))
+}
+
 // CheckNotify refuses an adapter whose notify list names a webhook the
 // configuration of this server does not have (notify.webhooks): its
-// events would reach nobody.
+// events would reach nobody. Each such name is one *adapters.OptionError,
+// joined.
 func (s *Server) CheckNotify(in api.Adapter) error {
 	var known []string
 	if s.notifier != nil {
 		known = s.notifier.Webhooks()
 	}
+	var errs []error
 	for i, name := range in.Notify {
 		if !slices.Contains(known, name) {
-			return &adapters.OptionError{Key: fmt.Sprintf("notify[%d]", i), Msg: fmt.Sprintf("no webhook named %q in notify.webhooks of the configuration", name)}
+			errs = append(errs, &adapters.OptionError{Key: fmt.Sprintf("notify[%d]", i), Msg: fmt.Sprintf("no webhook named %q in notify.webhooks of the configuration", name)})
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -31,6 +32,12 @@ func decodeBody(c echo.Context, v any, required bool) error {
 			return echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", mbe.Limit))
 		}
 		return BadField("body", "reading the body: %v", err)
+	}
+	if pe, ok := c.Get(ctxBodyProblem).(error); ok {
+		// The schema refused the body and the handler checks it whole
+		// (checkedBody): fill what decodes, for its checks, and refuse.
+		_ = json.Unmarshal(data, v)
+		return pe
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		if required {
@@ -180,27 +187,109 @@ func limitBody(c echo.Context) error {
 	return nil
 }
 
-// decodeDefinition decodes the body of a POST or PUT of a named definition
-// (a connection, an adapter; what names it in errors) into v, whose name
-// field is *name. A PUT takes the name from the path and refuses another
-// one in the body; a POST needs the name in the body.
-func decodeDefinition(c echo.Context, v any, name *string, what string) error {
-	if err := decodeBody(c, v, true); err != nil {
+// Bodies checked whole. The operations of wholeBodyOps check their body
+// as the config file is checked: every problem at once. When the
+// document's schema refuses such a body, guard does not answer at once
+// but keeps the refusal (ctxBodyProblem) and calls the handler, whose
+// decodeBody returns it in any case (the handler never acts on it) and
+// whose checkedBody joins the handler's own checks to it: one answer
+// names the schema's problems and the definition's.
+
+// ctxBodyProblem holds the schema's refusal of a body checked whole.
+const ctxBodyProblem = "body.problem"
+
+// wholeBodyOps are the operations whose handler reads its body with
+// checkedBody (or decodeDefinition).
+var wholeBodyOps = map[string]bool{
+	"createConnection": true,
+	"putConnection":    true,
+	"createAdapter":    true,
+	"putAdapter":       true,
+	"createToken":      true,
+}
+
+// checkedBody decodes a required body into v and runs check on it, the
+// handler's own checks of the decoded value: the problems of the
+// schema (ctxBodyProblem) and those of check, joined, nil for none.
+// A body that does not decode is refused alone.
+func checkedBody(c echo.Context, v any, check func() error) error {
+	err := decodeBody(c, v, true)
+	if err != nil && err != c.Get(ctxBodyProblem) {
 		return err
 	}
-	if c.Request().Method == http.MethodPut {
-		path, err := pathParam(c, "name")
-		if err != nil {
-			return err
+	return joinViolations(err, check())
+}
+
+// joinViolations joins the problems of first and more (each a single
+// problem or an errors.Join of them), but for a problem of more whose
+// field one of first names already (body.name and name are one field):
+// the schema and a definition's check may both refuse one value.
+func joinViolations(first, more error) error {
+	named := map[string]bool{}
+	var all []error
+	for _, e := range problems(first) {
+		named[sameField(ProblemFor(e).Field)] = true
+		all = append(all, e)
+	}
+	for _, e := range problems(more) {
+		if f := sameField(ProblemFor(e).Field); f != "" && named[f] {
+			continue
 		}
-		if *name != "" && *name != path {
-			return BadField("body.name", "%q differs from the name in the path, %q", *name, path)
+		all = append(all, e)
+	}
+	return errors.Join(all...)
+}
+
+// arrayIndex is an array element in a field as the schema's refusals
+// name it (body.datasets.1).
+var arrayIndex = regexp.MustCompile(`\.([0-9]+)(\.|$)`)
+
+// sameField spells a field as a definition's checks do, so that one
+// refused by the schema and by a check compares equal: without "body.",
+// array elements by index in brackets (datasets[1]).
+func sameField(f string) string {
+	f = strings.TrimPrefix(f, "body.")
+	for {
+		g := arrayIndex.ReplaceAllString(f, "[$1]$2")
+		if g == f {
+			return f
 		}
-		*name = path
+		f = g
+	}
+}
+
+// problems returns the problems err joins, err alone when it joins
+// none, nothing for nil.
+func problems(err error) []error {
+	if err == nil {
 		return nil
 	}
-	if *name == "" {
-		return BadField("body.name", "%s needs a name", what)
+	if ps := violationsOf(err); ps != nil {
+		return ps
 	}
-	return nil
+	return []error{err}
+}
+
+// decodeDefinition decodes the body of a POST or PUT of a named definition
+// (a connection, an adapter; what names it in errors) into v, whose name
+// field is *name, and checks it with check once named. A PUT takes the
+// name from the path and refuses another one in the body; a POST needs
+// the name in the body. Every problem is reported at once (checkedBody).
+func decodeDefinition(c echo.Context, v any, name *string, what string, check func() error) error {
+	return checkedBody(c, v, func() error {
+		var nameErr error
+		if c.Request().Method == http.MethodPut {
+			path, err := pathParam(c, "name")
+			if err != nil {
+				return err
+			}
+			if *name != "" && *name != path {
+				nameErr = BadField("body.name", "%q differs from the name in the path, %q", *name, path)
+			}
+			*name = path
+		} else if *name == "" {
+			nameErr = BadField("body.name", "%s needs a name", what)
+		}
+		return joinViolations(nameErr, check())
+	})
 }

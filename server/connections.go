@@ -20,10 +20,13 @@ func (s *Server) listConnections(c echo.Context) error {
 // (409 connection_exists when the name is taken).
 func (s *Server) createConnection(c echo.Context) error {
 	var in api.Connection
-	if err := decodeDefinition(c, &in, &in.Name, "a connection"); err != nil {
+	err := decodeDefinition(c, &in, &in.Name, "a connection", func() error { return s.svc.ValidateConnection(in) })
+	if in.Name != "" {
+		setAuditTarget(c, "connection", in.Name)
+	}
+	if err != nil {
 		return err
 	}
-	setAuditTarget(c, "connection", in.Name)
 	conn, err := s.svc.CreateConnection(c.Request().Context(), in)
 	if err != nil {
 		return err
@@ -44,7 +47,7 @@ func (s *Server) getConnection(c echo.Context) error {
 // (201) or replaces it (200).
 func (s *Server) putConnection(c echo.Context) error {
 	var in api.Connection
-	if err := decodeDefinition(c, &in, &in.Name, "a connection"); err != nil {
+	if err := decodeDefinition(c, &in, &in.Name, "a connection", func() error { return s.svc.ValidateConnection(in) }); err != nil {
 		return err
 	}
 	conn, created, err := s.svc.PutConnection(c.Request().Context(), in)

@@ -65,7 +65,12 @@ func (s *Server) guard(c echo.Context, rt *route, next echo.HandlerFunc) (err er
 		}
 		if !s.skipValidation {
 			if err := s.validateRequest(c, rt); err != nil {
-				return err
+				if !wholeBodyOps[rt.op.OperationID] || violationsOf(err) == nil {
+					return err
+				}
+				// A body checked whole: the handler adds its own
+				// problems to the schema's and refuses (body.go).
+				c.Set(ctxBodyProblem, err)
 			}
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 	"github.com/snapstore/snapstore/adapters"
@@ -35,6 +37,38 @@ type Problem struct {
 	// (a gossip keyring change), the answer of each node that failed, by
 	// node id.
 	Messages map[string]string `json:"messages,omitempty"`
+	// Errors lists every violation of an input checked whole (a body's
+	// schema, a connection, adapter or token definition), in the order
+	// the checks found them; Code, Field and Detail describe the first
+	// of them whose code is the answer's. Absent when one problem
+	// stopped the check.
+	Errors []Violation `json:"errors,omitempty"`
+}
+
+// Violation is one problem of an input checked whole: its field, its
+// code (a code of the table in docs/api.md) and what is wrong with it.
+type Violation struct {
+	Field  string `json:"field,omitempty"`
+	Code   string `json:"code"`
+	Detail string `json:"detail"`
+}
+
+// Blames reports whether p blames field, or a part of it (notify blames
+// notify[0], retention blames retention.ttl): its Field or the field of
+// one of its Errors.
+func (p *Problem) Blames(field string) bool {
+	in := func(f string) bool {
+		return f == field || strings.HasPrefix(f, field+"[") || strings.HasPrefix(f, field+".")
+	}
+	if in(p.Field) {
+		return true
+	}
+	for _, v := range p.Errors {
+		if in(v.Field) {
+			return true
+		}
+	}
+	return false
 }
 
 // problemTypeBase prefixes Problem.Type; the fragment is the code, documented
@@ -259,6 +293,37 @@ var httpCodes = map[int]string{
 	http.StatusUnsupportedMediaType:  "unsupported_media_type",
 }
 
+// Violations: every problem at once.
+//
+// A check that goes on after the first problem returns them joined
+// (errors.Join), as the config file's check does; each joined error is
+// one violation, answered as ProblemFor answers it alone. The answer's
+// status and code stay those of the joined error as a whole (the first
+// row of sentinels that any of them matches), so that a client sees the
+// same code for one bad field as for several.
+
+// joinType is the type of what errors.Join returns; only such an error
+// is split into violations (an error that wraps two others with
+// fmt.Errorf("%w: %w") is one problem, told two ways).
+var joinType = reflect.TypeOf(errors.Join(errBadRequest))
+
+// violationsOf returns the errors that err joins, depth first, or nil
+// when err is not a join.
+func violationsOf(err error) []error {
+	if reflect.TypeOf(err) != joinType {
+		return nil
+	}
+	var out []error
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		if sub := violationsOf(e); sub != nil {
+			out = append(out, sub...)
+		} else {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // ProblemFor is the one translation from an error to problem details:
 // echo's HTTP errors (404 route, 405 method, 413 body, 401, 403, 415), then
 // the first row of sentinels that the error matches (errors.Is), and
@@ -266,6 +331,40 @@ var httpCodes = map[int]string{
 // Field is, in this order, the field a handler attached (fieldError), the
 // key of an *adapters.OptionError, or the row's field.
 func ProblemFor(err error) Problem {
+	parts := violationsOf(err)
+	if parts == nil {
+		return problemOf(err)
+	}
+	p := problemOf(err)
+	if p.Status >= 500 {
+		return p // not bad input: nothing to list
+	}
+	p.Errors = make([]Violation, 0, len(parts))
+	first := -1
+	for i, e := range parts {
+		q := problemOf(e)
+		p.Errors = append(p.Errors, Violation{Field: q.Field, Code: q.Code, Detail: q.Detail})
+		if first < 0 && q.Code == p.Code {
+			first = i
+		}
+	}
+	if first < 0 {
+		first = 0
+	}
+	v := p.Errors[first]
+	p.Field, p.Detail = v.Field, v.Detail
+	if n := len(parts) - 1; n > 0 {
+		more := "problems"
+		if n == 1 {
+			more = "problem"
+		}
+		p.Detail = fmt.Sprintf("%s (and %d more %s: errors lists all %d)", v.Detail, n, more, len(parts))
+	}
+	return p
+}
+
+// problemOf is ProblemFor of one problem.
+func problemOf(err error) Problem {
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
 		code, ok := httpCodes[he.Code]

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -55,6 +56,29 @@ type createTokenRequest struct {
 	Datasets  []string     `json:"datasets"`
 }
 
+// check returns the role and grant of r, or every problem of them at
+// once, joined (each a 400 naming its field).
+func (r createTokenRequest) check() (Role, Grant, error) {
+	var errs []error
+	role, err := ParseRole(r.Role)
+	if err != nil {
+		errs = append(errs, BadField("body.role", "%v", err))
+	}
+	for i, p := range r.Datasets {
+		if err := CheckDatasetPattern(p); err != nil {
+			errs = append(errs, BadField(fmt.Sprintf("body.datasets[%d]", i), "%v", err))
+		}
+	}
+	if len(errs) > 0 {
+		return role, Grant{}, errors.Join(errs...)
+	}
+	g, err := ParseGrant(r.Datasets)
+	if err != nil {
+		return role, Grant{}, BadField("body.datasets", "%v", err)
+	}
+	return role, g, nil
+}
+
 // createdToken is the answer of POST /v1/tokens: the only time the token
 // is shown.
 type createdToken struct {
@@ -68,22 +92,19 @@ func (s *Server) createToken(c echo.Context) error {
 		return ErrAuthDisabled
 	}
 	var req createTokenRequest
-	if err := decodeBody(c, &req, true); err != nil {
+	err := checkedBody(c, &req, func() error {
+		_, _, err := req.check()
+		return err
+	})
+	if req.Name != "" {
+		setAuditTarget(c, "token", req.Name)
+	}
+	if err != nil {
 		return err
 	}
-	setAuditTarget(c, "token", req.Name)
-	role, err := ParseRole(req.Role)
+	role, g, err := req.check()
 	if err != nil {
-		return BadField("body.role", "%v", err)
-	}
-	for i, p := range req.Datasets {
-		if err := CheckDatasetPattern(p); err != nil {
-			return BadField(fmt.Sprintf("body.datasets[%d]", i), "%v", err)
-		}
-	}
-	g, err := ParseGrant(req.Datasets)
-	if err != nil {
-		return BadField("body.datasets", "%v", err)
+		return err
 	}
 	for _, t := range s.tokens.tokens {
 		if t.Name == req.Name {

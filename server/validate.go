@@ -179,18 +179,76 @@ func (d *apiDoc) validate(ctx context.Context, req *http.Request, op apiOp, path
 				return badJSON("want a JSON %s: %s", want, se.Reason)
 			}
 			if errors.As(re.Err, &se) {
-				if ptr := se.JSONPointer(); len(ptr) > 0 {
-					field += "." + strings.Join(ptr, ".")
-				}
-				if m := unsupportedProperty.FindStringSubmatch(se.Reason); m != nil {
-					field += "." + m[1]
-				}
-				return BadField(field, "%s", schemaReason(se))
+				return d.bodyViolations(ctx, in, se)
 			}
 			return BadField(field, "%s", requestErrorText(re))
 		}
 	}
 	return BadField("", "%s", err.Error())
+}
+
+// bodyViolations refuses a body that its schema refuses, naming every
+// field the schema refuses, joined (a Problem's errors, even for one):
+// first is the refusal of the check that stops at the first, and the
+// body is checked again for the others.
+func (d *apiDoc) bodyViolations(ctx context.Context, in *openapi3filter.RequestValidationInput, first *openapi3.SchemaError) error {
+	errs := []error{schemaViolation(first)}
+	seen := map[string]bool{fieldOf(first): true}
+	op := in.Route.Operation
+	if op.RequestBody == nil || op.RequestBody.Value == nil {
+		return errors.Join(errs...)
+	}
+	again := *in
+	opts := *in.Options
+	opts.MultiError = true
+	again.Options = &opts
+	var re *openapi3filter.RequestError
+	if !errors.As(openapi3filter.ValidateRequestBody(ctx, &again, op.RequestBody.Value), &re) {
+		return errors.Join(errs...)
+	}
+	for _, se := range schemaErrors(re.Err) {
+		if f := fieldOf(se); !seen[f] {
+			seen[f] = true
+			errs = append(errs, schemaViolation(se))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// schemaErrors flattens the schema errors of a check that reports all
+// (openapi3.MultiError, nested for a property's several refusals).
+func schemaErrors(err error) []*openapi3.SchemaError {
+	var me openapi3.MultiError
+	if errors.As(err, &me) {
+		var out []*openapi3.SchemaError
+		for _, e := range me {
+			out = append(out, schemaErrors(e)...)
+		}
+		return out
+	}
+	var se *openapi3.SchemaError
+	if errors.As(err, &se) {
+		return []*openapi3.SchemaError{se}
+	}
+	return nil
+}
+
+// fieldOf names the body field a schema error refuses: body.retention.ttl,
+// body.bogus for a property the schema does not allow.
+func fieldOf(se *openapi3.SchemaError) string {
+	field := "body"
+	if ptr := se.JSONPointer(); len(ptr) > 0 {
+		field += "." + strings.Join(ptr, ".")
+	}
+	if m := unsupportedProperty.FindStringSubmatch(se.Reason); m != nil {
+		field += "." + m[1]
+	}
+	return field
+}
+
+// schemaViolation is the 400 bad_request of one schema refusal.
+func schemaViolation(se *openapi3.SchemaError) error {
+	return BadField(fieldOf(se), "%s", schemaReason(se))
 }
 
 var unsupportedProperty = regexp.MustCompile(`property "([^"]+)" is unsupported`)

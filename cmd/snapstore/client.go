@@ -43,6 +43,11 @@ type apiError struct {
 	// Flag is the command's flag that gives the parameter Problem.Field
 	// names ("--from" for from), "" for none (commonFlags.nameFlag).
 	Flag string
+	// Flags is Flag for each of Problem.Errors, by index.
+	Flags []string
+	// Places says, by index of Problem.Errors, where the user wrote the
+	// field it blames ("adapter.yaml line 7"); "" or absent for unknown.
+	Places []string
 }
 
 func (e *apiError) Error() string {
@@ -57,6 +62,9 @@ func (e *apiError) text() string {
 	if p.Code == "" {
 		return fmt.Sprintf("HTTP %d: %s", e.Status, p.Detail)
 	}
+	if len(p.Errors) > 1 {
+		return e.violations()
+	}
 	if e.Flag != "" {
 		// The detail names the parameter ("from: ...; give from"); the
 		// command's user gives it by its flag.
@@ -70,6 +78,33 @@ func (e *apiError) text() string {
 		return fmt.Sprintf("HTTP %d %s (field %s): %s", e.Status, p.Code, p.Field, withoutField(p.Detail, p.Field))
 	}
 	return fmt.Sprintf("HTTP %d %s: %s", e.Status, p.Code, p.Detail)
+}
+
+// violations is the text of a problem that lists several violations
+// (Problem.Errors): one line each, naming its field (or the flag that
+// gives it), its code where it is not the answer's, and where the user
+// wrote the field.
+func (e *apiError) violations() string {
+	p := e.Problem
+	var b strings.Builder
+	fmt.Fprintf(&b, "HTTP %d %s: %d problems:", e.Status, p.Code, len(p.Errors))
+	for i, v := range p.Errors {
+		b.WriteString("\n  ")
+		switch {
+		case i < len(e.Flags) && e.Flags[i] != "":
+			b.WriteString(e.Flags[i] + ": ")
+		case v.Field != "":
+			b.WriteString(v.Field + ": ")
+		}
+		b.WriteString(withoutField(v.Detail, v.Field))
+		if v.Code != p.Code {
+			fmt.Fprintf(&b, " (%s)", v.Code)
+		}
+		if i < len(e.Places) && e.Places[i] != "" {
+			fmt.Fprintf(&b, " (%s)", e.Places[i])
+		}
+	}
+	return b.String()
 }
 
 // withoutField is detail without the field it begins by naming

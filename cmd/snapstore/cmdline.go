@@ -61,27 +61,42 @@ type commonFlags struct {
 
 // nameFlag sets the Flag of an API error whose problem names a parameter
 // that one of the command's flags gives: the flag of the parameter's
-// name, its underscores as hyphens (from is --from, as_of --as-of). It
-// returns err.
+// name, its underscores as hyphens (from is --from, as_of --as-of); and
+// so the Flags of the violations it lists. It returns err.
 func (cf *commonFlags) nameFlag(err error) error {
 	var ae *apiError
-	if cf.fs == nil || !errors.As(err, &ae) || ae.Problem.Field == "" {
+	if cf.fs == nil || !errors.As(err, &ae) {
 		return err
 	}
-	name := ae.Problem.Field
+	ae.Flag = cf.flagOf(ae.Problem.Field)
+	if len(ae.Problem.Errors) > 1 {
+		ae.Flags = make([]string, len(ae.Problem.Errors))
+		for i, v := range ae.Problem.Errors {
+			ae.Flags[i] = cf.flagOf(v.Field)
+		}
+	}
+	return err
+}
+
+// flagOf returns the command's flag that gives field, "" for none.
+func (cf *commonFlags) flagOf(field string) string {
+	if field == "" {
+		return ""
+	}
+	name := field
 	if b, ok := strings.CutPrefix(name, "body."); ok {
 		// A top-level field of a body the command built from its flags
 		// (tokens create --role, --datasets): that flag, whatever the
 		// index of a list's item. A nested one (body.retention.ttl of
 		// a file) is no flag's.
 		if name, _, _ = strings.Cut(b, "["); strings.Contains(name, ".") {
-			return err
+			return ""
 		}
 	}
 	if name := strings.ReplaceAll(name, "_", "-"); cf.fs.Lookup(name) != nil {
-		ae.Flag = "--" + name
+		return "--" + name
 	}
-	return err
+	return ""
 }
 
 // json reports whether --output json was asked for.

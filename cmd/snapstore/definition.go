@@ -117,20 +117,38 @@ func (d *definition) name() string {
 }
 
 // place puts the line of the file on an API error that names a body
-// field: "... (adapter.yaml line 7)".
+// field: "... (adapter.yaml line 7)"; on each violation of one that
+// lists several.
 func (d *definition) place(err error) error {
 	var ae *apiError
 	if !errors.As(err, &ae) {
 		return err
 	}
-	key := strings.TrimPrefix(ae.Problem.Field, "body.")
-	if ae.Problem.Field == "" {
+	if len(ae.Problem.Errors) > 1 {
+		ae.Places = make([]string, len(ae.Problem.Errors))
+		for i, v := range ae.Problem.Errors {
+			if l := d.line(v.Field); l > 0 {
+				ae.Places[i] = fmt.Sprintf("%s line %d", d.file, l)
+			}
+		}
 		return err
 	}
-	for k := key; k != ""; k = config.ParentKey(k) {
-		if l, ok := d.lines[k]; ok {
-			return fmt.Errorf("%w (%s line %d)", err, d.file, l)
-		}
+	if l := d.line(ae.Problem.Field); l > 0 {
+		return fmt.Errorf("%w (%s line %d)", err, d.file, l)
 	}
 	return err
+}
+
+// line is the line of the file that gives field (body.retention.ttl, or
+// the key enclosing it), 0 when none does.
+func (d *definition) line(field string) int {
+	if field == "" {
+		return 0
+	}
+	for k := strings.TrimPrefix(field, "body."); k != ""; k = config.ParentKey(k) {
+		if l, ok := d.lines[k]; ok {
+			return l
+		}
+	}
+	return 0
 }

@@ -318,7 +318,7 @@ func (c *console) saveAdapter(w http.ResponseWriter, r *http.Request, v viewer, 
 	spec, err := f.spec()
 	var saved adapters.Adapter
 	if err == nil {
-		err = c.s.CheckNotify(spec)
+		err = c.s.ValidateAdapter(spec)
 	}
 	if err == nil {
 		if replace {
@@ -332,7 +332,7 @@ func (c *console) saveAdapter(w http.ResponseWriter, r *http.Request, v viewer, 
 		if p.Status >= 500 {
 			return err
 		}
-		p.Field = strings.TrimPrefix(p.Field, "body.")
+		formFields(&p)
 		return c.adapterForm(w, r, v, p.Status, replace, f, &p)
 	}
 	c.s.log.Info("adapter saved", "adapter", spec.Name, "replace", replace, server.TokenAttr(v.Name), "via", "console")

@@ -194,7 +194,7 @@ func (c *console) createConnection(w http.ResponseWriter, r *http.Request, v vie
 		if p.Status >= 500 {
 			return err
 		}
-		p.Field = strings.TrimPrefix(p.Field, "body.")
+		formFields(&p)
 		view := c.connectionForm(typ, r.PostForm)
 		view.Problem = &p
 		return c.render(w, r, p.Status, "connection_form", v, view)
@@ -229,4 +229,14 @@ func parseExtraOptions(text string, opts map[string]any) error {
 		opts[k] = val
 	}
 	return nil
+}
+
+// formFields names the fields p blames as the console's forms do: by the
+// name of their input ("schedule"), not of the API body's field
+// ("body.schedule").
+func formFields(p *server.Problem) {
+	p.Field = strings.TrimPrefix(p.Field, "body.")
+	for i := range p.Errors {
+		p.Errors[i].Field = strings.TrimPrefix(p.Errors[i].Field, "body.")
+	}
 }
