@@ -2,7 +2,6 @@ package server
 
 import (
 	"bufio"
-	"encoding/csv"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -64,7 +63,7 @@ func (s *Server) streamNDJSON(c echo.Context, it snapshot.RowIterator) error {
 	return s.endStream(c, bw, it.Err())
 }
 
-// streamCSV streams the rows of it as CSV (ValueText), a header line of
+// streamCSV streams the rows of it as CSV (csv.go), a header line of
 // column names first: those of the first row, else the selected columns
 // sel of schema.
 func (s *Server) streamCSV(c echo.Context, it snapshot.RowIterator, sel []string, schema snapshot.Schema) error {
@@ -72,29 +71,23 @@ func (s *Server) streamCSV(c echo.Context, it snapshot.RowIterator, sel []string
 	if bw == nil {
 		return nil
 	}
-	cw := csv.NewWriter(bw)
 	wroteHeader := false
-	var rec []string
+	var b []byte
 	for it.Next() { // the iterator stops at the limit, if any
 		row := it.Row()
+		b = b[:0]
 		if !wroteHeader {
-			if err := cw.Write(row.Columns); err != nil {
-				return nil
-			}
+			b = appendCSVHeader(b, row.Columns)
 			wroteHeader = true
 		}
-		rec = rec[:0]
-		for _, v := range row.Values {
-			rec = append(rec, ValueText(v))
-		}
-		if err := cw.Write(rec); err != nil {
-			return nil
+		b = appendCSVRecord(b, row.Values)
+		if _, err := bw.Write(b); err != nil {
+			return nil // client went away
 		}
 	}
 	if !wroteHeader {
-		_ = cw.Write(SelectedColumns(sel, schema))
+		_, _ = bw.Write(appendCSVHeader(nil, SelectedColumns(sel, schema)))
 	}
-	cw.Flush()
 	return s.endStream(c, bw, it.Err())
 }
 

@@ -16,8 +16,8 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 const scanHelp = `Rows of a dataset in key order, at one version (the current one unless
 --version, --as-of or --tag): NDJSON (one JSON object a row), CSV with a
-header line (NULL an empty field, bytes base64), an Apache Arrow IPC stream
-(--format arrow) or a Parquet file (--format parquet, --compression zstd or
+header line (NULL an empty field, an empty string "", bytes base64), an
+Apache Arrow IPC stream (--format arrow) or a Parquet file (--format parquet, --compression zstd or
 snappy), as GET /v1/datasets/{dataset}/rows answers with that format. The
 bytes go to standard output, or to --out FILE; Arrow and Parquet, which
 are binary, never to a terminal. --start, --end and --prefix
