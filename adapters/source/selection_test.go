@@ -70,7 +70,7 @@ func TestSelectTablesErrors(t *testing.T) {
 		{"bad exclude", TableSelection{Resources: []string{"orders"}, Exclude: []string{`\`}}, []error{ErrBadSelection, path.ErrBadPattern}, `exclude[0]`},
 		{"empty pattern", TableSelection{Include: []string{""}}, []error{ErrBadSelection}, "include[0] is empty"},
 		{"nothing matches", TableSelection{Include: []string{"nosuch_*"}}, []error{ErrResourceNotFound, ErrIncludeMatchesNothing}, `no table matches include ["nosuch_*"]`},
-		{"all excluded", TableSelection{Include: []string{"audit_*"}, Exclude: []string{"*"}}, []error{ErrBadSelection}, "excluded"},
+		{"all excluded", TableSelection{Include: []string{"audit_*"}, Exclude: []string{"*"}}, []error{ErrBadSelection, ErrResourceNotFound}, "every table include [\"audit_*\"] matches is excluded"},
 		{"named and excluded", TableSelection{Resources: []string{"audit_log"}, Exclude: []string{"audit_*"}}, []error{ErrBadSelection}, `"audit_log" is named and excluded`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
