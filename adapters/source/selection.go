@@ -207,15 +207,31 @@ func (sel TableSelection) Validate() error {
 	return nil
 }
 
-// matchTable reports whether pattern p matches table name of schema: the
-// whole "schema.name" when p holds a dot, else name alone.
+// matchTable reports whether pattern p matches table name of schema:
+// name alone when p holds no dot; else p is "schema pattern.table
+// pattern", split at one of its dots such that each part matches its
+// name. Matching the text "schema.name" as a whole would let a dot in a
+// schema's name reach across: "public.*" would select the tables of a
+// schema "public.archive" too.
 func matchTable(p, schema, name string) bool {
-	subject := name
-	if strings.IndexByte(p, '.') >= 0 {
-		subject = schema + "." + name
+	if strings.IndexByte(p, '.') < 0 {
+		ok, _ := path.Match(p, name) // patterns are checked by Validate
+		return ok
 	}
-	ok, _ := path.Match(p, subject) // patterns are checked by Validate
-	return ok
+	for i := 0; i < len(p); i++ {
+		if p[i] != '.' {
+			continue
+		}
+		// A split inside a bracket expression or after a backslash is no
+		// valid pattern on one side: no match there.
+		if ok, err := path.Match(p[:i], schema); err != nil || !ok {
+			continue
+		}
+		if ok, err := path.Match(p[i+1:], name); err == nil && ok {
+			return true
+		}
+	}
+	return false
 }
 
 // lookupResource finds a named resource in the catalog, trying the
