@@ -232,10 +232,14 @@ func markCertificateAsked(ctx context.Context) {
 }
 
 // droppedAfterHandshake reports whether err is the connection closing
-// under the request: reset, or ended before an answer.
+// under the request: reset, or ended before an answer; over HTTP/2,
+// net/http's unexported error of a connection closed before its
+// settings came (errClientConnNotEstablished), known by its text as the
+// TLS alerts are (clientCertificateRefused).
 func droppedAfterHandshake(err error) bool {
 	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		strings.Contains(err.Error(), "http2: client conn could not be established")
 }
 
 // clientCertificateRefused reports whether err is the server's TLS alert

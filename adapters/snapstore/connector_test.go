@@ -365,7 +365,8 @@ func TestClientCertificateRefused(t *testing.T) {
 // that refuses it may close the connection without the client reading
 // its alert (a reset, the request written meanwhile). A server that
 // asked for a client certificate and then resets is cause config naming
-// options.client_cert, with a certificate given or none; one that asked
+// options.client_cert, with a certificate given or none, over HTTP/1.1
+// or HTTP/2; one that asked
 // for none and resets stays unreachable.
 func TestClientCertificateDroppedAfterHandshake(t *testing.T) {
 	dir := t.TempDir()
@@ -395,8 +396,8 @@ func TestClientCertificateDroppedAfterHandshake(t *testing.T) {
 	ca := write("ca.pem", caCert)
 	// resetting accepts TLS connections, completes the handshake, and
 	// resets each one with no alert.
-	resetting := func(auth tls.ClientAuthType) string {
-		ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{pair}, ClientAuth: auth, MinVersion: tls.VersionTLS13})
+	resetting := func(auth tls.ClientAuthType, protos ...string) string {
+		ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{pair}, ClientAuth: auth, MinVersion: tls.VersionTLS13, NextProtos: protos})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -418,6 +419,7 @@ func TestClientCertificateDroppedAfterHandshake(t *testing.T) {
 		return "https://" + ln.Addr().String()
 	}
 	asking, notAsking := resetting(tls.RequireAnyClientCert), resetting(tls.NoClientCert)
+	askingH2 := resetting(tls.RequireAnyClientCert, "h2", "http/1.1")
 	for _, c := range []struct {
 		name   string
 		opts   source.OptionValues
@@ -426,6 +428,7 @@ func TestClientCertificateDroppedAfterHandshake(t *testing.T) {
 	}{
 		{"certificate given", source.OptionValues{"url": asking, "ca_file": ca, "client_cert": write("c.crt", cliCert), "client_key": write("c.key", cliKey)}, "config", true},
 		{"no certificate", source.OptionValues{"url": asking, "ca_file": ca}, "config", true},
+		{"no certificate, HTTP/2", source.OptionValues{"url": askingH2, "ca_file": ca}, "config", true},
 		{"none asked", source.OptionValues{"url": notAsking, "ca_file": ca}, "unreachable", false},
 	} {
 		src, err := connector{}.Open(context.Background(), source.SourceConfig{Name: "edge", Logger: slog.New(slog.DiscardHandler), Options: c.opts})
