@@ -357,6 +357,10 @@ func (s *Service) checkResource(ctx context.Context, spec api.Adapter) (warnings
 		if errors.Is(err, source.ErrIncludeMatchesNothing) {
 			return nil, optionErrorIs(&OptionError{Key: "include", Msg: err.Error()}, err)
 		}
+		if errors.Is(err, source.ErrBadSelection) && errors.Is(err, source.ErrResourceNotFound) {
+			// include matches only tables exclude drops
+			return nil, optionErrorIs(&OptionError{Key: "exclude", Msg: err.Error()}, err)
+		}
 		if errors.Is(err, source.ErrBadSelection) {
 			return nil, optionErrorIs(&OptionError{Key: "resources", Msg: err.Error()}, err)
 		}

@@ -274,6 +274,41 @@ func TestTablesRunUnmatchedInclude(t *testing.T) {
 	})
 }
 
+// TestTablesRunOnlyExcludedLeft: once the tables an include pattern
+// selects beside excluded ones are dropped at the source, a run fails
+// resource_not_found, as it does when the pattern matches nothing, with
+// allow_dropped_tables too (a version of no table is none); such an
+// adapter is refused the same, blaming exclude.
+func TestTablesRunOnlyExcludedLeft(t *testing.T) {
+	forEachTablesSource(t, func(t *testing.T, src tablesSource) {
+		ctx := context.Background()
+		src.exec(
+			"CREATE TABLE acct_old (id INT PRIMARY KEY)",
+			"CREATE TABLE acct_new (id INT PRIMARY KEY)",
+			"INSERT INTO acct_new VALUES (1)",
+		)
+		ts := newStack(t, Options{})
+		if _, err := ts.svc.CreateConnection(ctx, src.conn); err != nil {
+			t.Fatal(noteErr(err))
+		}
+		spec := api.Adapter{Name: "accts", Connection: "src", Include: []string{"acct_*"}, Exclude: []string{"acct_old"}, AllowDroppedTables: true}
+		if _, err := ts.svc.CreateAdapter(ctx, spec); err != nil {
+			t.Fatal(noteErr(err))
+		}
+		mustSucceed(t, ts.runWait(t, "accts"))
+		src.exec("DROP TABLE acct_new")
+		var oe *OptionError
+		_, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "olds", Connection: "src", Include: []string{"acct_*"}, Exclude: []string{"acct_old"}})
+		if !errors.Is(err, ErrResourceNotFound) || !errors.As(err, &oe) || oe.Key != "exclude" {
+			t.Errorf("an adapter whose include matches only excluded tables: %v (option %+v)", err, oe)
+		}
+		gone := ts.runWait(t, "accts")
+		if gone.Status != RunFailed || gone.Code != "resource_not_found" || !strings.Contains(gone.Error, `every table include ["acct_*"] matches is excluded by ["acct_old"]`) {
+			t.Errorf("run whose include matches only excluded tables: %s %s: %s", gone.Status, gone.Code, gone.Error)
+		}
+	})
+}
+
 // mustVersion returns version v (0: the current one) of dataset.
 func mustVersion(t *testing.T, db *snapshot.DB, dataset string, v int64) snapshot.VersionInfo {
 	t.Helper()

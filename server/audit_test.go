@@ -375,6 +375,8 @@ func TestAudit_OutsideGrant(t *testing.T) {
 	f.wantProblem(404, "dataset_not_found", "", "GET", "/v1/datasets/products/rows", "", limited...)
 	f.wantProblem(404, "dataset_not_found", "", "GET", "/v1/datasets/nope/rows", "", admin...)
 	f.wantProblem(404, "adapter_not_found", "", "POST", "/v1/adapters/products/runs", "", limited...)
+	f.wantProblem(404, "adapter_not_found", "adapter", "GET", "/v1/runs?adapter=products", "", limited...)
+	f.wantProblem(404, "adapter_not_found", "adapter", "GET", "/v1/runs?adapter=nope", "", admin...)
 
 	var got []string
 	for _, e := range f.auditTrail("") {
@@ -383,6 +385,7 @@ func TestAudit_OutsideGrant(t *testing.T) {
 		}
 	}
 	want := []string{
+		"GET listAllRuns limited 404 adapter_not_found adapter=products grant=outside",
 		"POST startRun limited 404 adapter_not_found adapter=products grant=outside",
 		"GET scanRows limited 404 dataset_not_found dataset=products grant=outside",
 	}

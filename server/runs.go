@@ -71,6 +71,10 @@ func (s *Server) listAllRuns(c echo.Context) error {
 		return err
 	}
 	runs, err := s.FindRuns(c.Request().Context(), grantOf(c), c.QueryParam("adapter"), c.QueryParam("status"), limit)
+	if OutsideGrant(err) {
+		c.Set(ctxOutsideGrant, true)
+		setAuditTarget(c, "adapter", c.QueryParam("adapter"))
+	}
 	if err != nil {
 		return err
 	}
@@ -82,15 +86,17 @@ func (s *Server) listAllRuns(c echo.Context) error {
 // datasets in the grant g. With a status or a limited grant it looks
 // through the newest maxRunsListed runs. An adapter that does not exist,
 // or whose dataset is outside g, is adapters.ErrAdapterNotFound naming the
-// field adapter; a status that is none is a bad request.
+// field adapter (outside g, also OutsideGrant, which the audit trail
+// records as a refusal); a status that is none is a bad request.
 func (s *Server) FindRuns(ctx context.Context, g Grant, adapter, status string, limit int) ([]adapters.RunRecord, error) {
 	if adapter != "" {
 		a, err := s.svc.GetAdapter(ctx, adapter)
-		if err == nil && !g.Allows(AdapterDataset(a)) {
-			err = adapterNotFound(adapter)
-		}
 		if err != nil {
 			return nil, WithField(err, "adapter")
+		}
+		if !g.Allows(AdapterDataset(a)) {
+			// Answered as missing, and a refusal for the audit trail.
+			return nil, &outsideGrantError{WithField(adapterNotFound(adapter), "adapter")}
 		}
 	}
 	if status != "" && !slices.Contains(RunStatuses, adapters.RunStatus(status)) {

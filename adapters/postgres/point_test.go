@@ -262,6 +262,8 @@ func TestPostgresSelectTables(t *testing.T) {
 		`CREATE SCHEMA sales`,
 		`CREATE TABLE sales.orders (id int PRIMARY KEY)`,
 		`CREATE TABLE sales.audit_2024 (id int PRIMARY KEY)`,
+		`CREATE SCHEMA "public.archive"`,
+		`CREATE TABLE "public.archive".orders (id int PRIMARY KEY)`,
 	)
 	src := e.openSource(t, db)
 	list, err := src.(source.ResourceLister).Resources(ctx)
@@ -274,7 +276,9 @@ func TestPostgresSelectTables(t *testing.T) {
 		want string
 	}{
 		{source.TableSelection{Include: []string{"public.*"}, Exclude: []string{"audit_*"}}, "public.order_lines public.orders"},
-		{source.TableSelection{Exclude: []string{"audit_*"}}, "public.order_lines public.orders sales.orders"},
+		{source.TableSelection{Exclude: []string{"audit_*"}}, "public.order_lines public.orders public.archive.orders sales.orders"},
+		{source.TableSelection{Include: []string{"public.*"}}, "public.audit_log public.order_lines public.orders"},
+		{source.TableSelection{Include: []string{"public.archive.*"}}, "public.archive.orders"},
 		{source.TableSelection{Resources: []string{"orders", "order_ids", "sales.orders"}}, "public.order_ids public.orders sales.orders"},
 	} {
 		got, err := source.SelectTables(tc.sel, cat)

@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -75,6 +77,8 @@ func (s *snapSource) get(ctx context.Context, path string, query url.Values, acc
 	if t := s.token.Reveal(); t != "" {
 		req.Header.Set("Authorization", "Bearer "+t)
 	}
+	asked := new(atomic.Bool)
+	req = req.WithContext(context.WithValue(req.Context(), certificateAskedKey{}, asked))
 	resp, err := s.client.Do(req)
 	if err != nil {
 		// The request's URL stays out of the error: a page token in it
@@ -97,6 +101,15 @@ func (s *snapSource) get(ctx context.Context, path string, query url.Values, acc
 			// presents, or asks for one it does not get.
 			cause = "config"
 			err = fmt.Errorf("%w; the server refused this connection's client certificate: give one of a CA the server trusts (its tls.client_ca_file), not expired, in options.client_cert and options.client_key", err)
+		case asked.Load() && droppedAfterHandshake(err):
+			// Under TLS 1.3 the client's handshake ends before the
+			// server checks the certificate; a server that refuses it
+			// closes the connection, and its alert is lost when the
+			// request written meanwhile makes the close a reset.
+			// %v, not %w: the source error's text would be the errno's
+			// alone (driverDetail), without what to do.
+			cause = "config"
+			err = fmt.Errorf("%v; the server asked for a client certificate and then closed the connection, as it does when it refuses the one given, or gets none: give one of a CA the server trusts (its tls.client_ca_file), not expired, in options.client_cert and options.client_key", err)
 		case errors.As(err, &ne) && ne.Timeout():
 			cause = "timeout"
 		}
@@ -201,6 +214,32 @@ func (s *snapSource) readTimeout(ctx, rctx context.Context, err error) error {
 	}
 	return &source.SourceError{SourceAddr: s.addr, Cause: "timeout", Timeout: s.readTO, Bound: "read_timeout",
 		Err: source.ScrubError(err, s.token.Reveal())}
+}
+
+// certificateAskedKey is the key of a request's context value, an
+// *atomic.Bool set when the TLS handshake of the request's connection
+// saw the server ask for a client certificate. The transport dials with
+// the request's values (net/http's getConn), so tlsConfig's
+// GetClientCertificate finds it in the handshake's context.
+type certificateAskedKey struct{}
+
+// markCertificateAsked sets the flag of ctx's request (certificateAskedKey),
+// if it has one.
+func markCertificateAsked(ctx context.Context) {
+	if f, ok := ctx.Value(certificateAskedKey{}).(*atomic.Bool); ok {
+		f.Store(true)
+	}
+}
+
+// droppedAfterHandshake reports whether err is the connection closing
+// under the request: reset, or ended before an answer; over HTTP/2,
+// net/http's unexported error of a connection closed before its
+// settings came (errClientConnNotEstablished), known by its text as the
+// TLS alerts are (clientCertificateRefused).
+func droppedAfterHandshake(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		strings.Contains(err.Error(), "http2: client conn could not be established")
 }
 
 // clientCertificateRefused reports whether err is the server's TLS alert

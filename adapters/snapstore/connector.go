@@ -144,6 +144,8 @@ const defaultReadTimeout = 5 * time.Minute
 
 // tlsConfig builds the client's TLS settings from ca_file, client_cert
 // and client_key; a file that does not load is an *OptionError naming it.
+// The handshake marks a request's context when the server asks for a
+// client certificate (markCertificateAsked).
 func tlsConfig(o source.OptionValues) (*tls.Config, error) {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if f := o.String("ca_file"); f != "" {
@@ -157,12 +159,17 @@ func tlsConfig(o source.OptionValues) (*tls.Config, error) {
 		}
 		cfg.RootCAs = pool
 	}
+	cert := &tls.Certificate{} // none: an empty Certificate message
 	if o.Has("client_cert") {
-		cert, err := tls.LoadX509KeyPair(o.String("client_cert"), o.String("client_key"))
+		c, err := tls.LoadX509KeyPair(o.String("client_cert"), o.String("client_key"))
 		if err != nil {
 			return nil, &source.OptionError{Key: "client_cert", Msg: err.Error()}
 		}
-		cfg.Certificates = []tls.Certificate{cert}
+		cert = &c
+	}
+	cfg.GetClientCertificate = func(cri *tls.CertificateRequestInfo) (*tls.Certificate, error) {
+		markCertificateAsked(cri.Context())
+		return cert, nil
 	}
 	return cfg, nil
 }

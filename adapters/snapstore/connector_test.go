@@ -9,6 +9,7 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -355,6 +356,89 @@ func TestClientCertificateRefused(t *testing.T) {
 		}
 		if res.OK || res.Cause != "config" || !strings.Contains(res.Message, "options.client_cert") || !strings.Contains(res.Message, c.wantInText) {
 			t.Errorf("%s client certificate: %+v, want cause config naming options.client_cert", c.name, res)
+		}
+	}
+}
+
+// TestClientCertificateDroppedAfterHandshake: under TLS 1.3 the client's
+// handshake ends before the server checks its certificate, and a server
+// that refuses it may close the connection without the client reading
+// its alert (a reset, the request written meanwhile). A server that
+// asked for a client certificate and then resets is cause config naming
+// options.client_cert, with a certificate given or none, over HTTP/1.1
+// or HTTP/2; one that asked
+// for none and resets stays unreachable.
+func TestClientCertificateDroppedAfterHandshake(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	caCert, caKey, err := transfer.NewCA("clients", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvCert, srvKey, err := transfer.NewServerCert(caCert, caKey, []string{"127.0.0.1"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(srvCert, srvKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cliCert, cliKey, err := transfer.NewServerCert(caCert, caKey, []string{"client"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := write("ca.pem", caCert)
+	// resetting accepts TLS connections, completes the handshake, and
+	// resets each one with no alert.
+	resetting := func(auth tls.ClientAuthType, protos ...string) string {
+		ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{pair}, ClientAuth: auth, MinVersion: tls.VersionTLS13, NextProtos: protos})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				tc := c.(*tls.Conn)
+				_ = tc.Handshake()
+				if tcp, ok := tc.NetConn().(*net.TCPConn); ok {
+					_ = tcp.SetLinger(0)
+				}
+				tc.NetConn().Close()
+			}
+		}()
+		return "https://" + ln.Addr().String()
+	}
+	asking, notAsking := resetting(tls.RequireAnyClientCert), resetting(tls.NoClientCert)
+	askingH2 := resetting(tls.RequireAnyClientCert, "h2", "http/1.1")
+	for _, c := range []struct {
+		name   string
+		opts   source.OptionValues
+		cause  string
+		naming bool
+	}{
+		{"certificate given", source.OptionValues{"url": asking, "ca_file": ca, "client_cert": write("c.crt", cliCert), "client_key": write("c.key", cliKey)}, "config", true},
+		{"no certificate", source.OptionValues{"url": asking, "ca_file": ca}, "config", true},
+		{"no certificate, HTTP/2", source.OptionValues{"url": askingH2, "ca_file": ca}, "config", true},
+		{"none asked", source.OptionValues{"url": notAsking, "ca_file": ca}, "unreachable", false},
+	} {
+		src, err := connector{}.Open(context.Background(), source.SourceConfig{Name: "edge", Logger: slog.New(slog.DiscardHandler), Options: c.opts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := src.(source.Tester).Test(context.Background())
+		src.Close()
+		if res.OK || res.Cause != c.cause || strings.Contains(res.Message, "options.client_cert") != c.naming {
+			t.Errorf("%s: %+v, want cause %s (naming options.client_cert: %v)", c.name, res, c.cause, c.naming)
 		}
 	}
 }

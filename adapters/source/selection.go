@@ -44,6 +44,17 @@ type Catalog struct {
 // excluded, a selection of nothing.
 var ErrBadSelection = errors.New("adapters: bad table selection")
 
+// selectsNothingError is the error of a selection whose include patterns
+// match only excluded tables: ErrBadSelection, and ErrResourceNotFound
+// too, since what the patterns match is the catalog's doing: the tables
+// left beside the excluded ones may have been dropped since the adapter
+// was saved, which a run reports as resource_not_found, as it does a
+// named table gone.
+type selectsNothingError struct{ msg string }
+
+func (e *selectsNothingError) Error() string   { return ErrBadSelection.Error() + ": " + e.msg }
+func (e *selectsNothingError) Unwrap() []error { return []error{ErrBadSelection, ErrResourceNotFound} }
+
 // ErrIncludeMatchesNothing is wrapped by the error of a selection that
 // names no resource and whose include patterns match no table of the
 // catalog (a typo in the pattern, or a source without those tables yet).
@@ -56,7 +67,8 @@ var ErrIncludeMatchesNothing = fmt.Errorf("%w: no table matches include", ErrRes
 // and the default schema does not is ambiguous (ErrBadSelection); include
 // patterns none of which matches a table, with no resource named, are
 // ErrIncludeMatchesNothing naming them (one pattern of several that
-// matches nothing is not an error: Unmatched tells). A bad pattern is
+// matches nothing is not an error: Unmatched tells); patterns that match
+// only excluded tables are ErrBadSelection and ErrResourceNotFound. A bad pattern is
 // ErrBadSelection and path.ErrBadPattern, naming the list and position.
 func SelectTables(sel TableSelection, cat Catalog) ([]Resource, error) {
 	if err := sel.Validate(); err != nil {
@@ -110,7 +122,7 @@ func SelectTables(sel TableSelection, cat Catalog) ([]Resource, error) {
 		}
 	}
 	if len(picked) == 0 {
-		return nil, fmt.Errorf("%w: every table include %q matches is excluded by %q", ErrBadSelection, include, sel.Exclude)
+		return nil, &selectsNothingError{fmt.Sprintf("every table include %q matches is excluded by %q", include, sel.Exclude)}
 	}
 	out := make([]Resource, 0, len(picked))
 	for _, r := range picked {
@@ -195,15 +207,31 @@ func (sel TableSelection) Validate() error {
 	return nil
 }
 
-// matchTable reports whether pattern p matches table name of schema: the
-// whole "schema.name" when p holds a dot, else name alone.
+// matchTable reports whether pattern p matches table name of schema:
+// name alone when p holds no dot; else p is "schema pattern.table
+// pattern", split at one of its dots such that each part matches its
+// name. Matching the text "schema.name" as a whole would let a dot in a
+// schema's name reach across: "public.*" would select the tables of a
+// schema "public.archive" too.
 func matchTable(p, schema, name string) bool {
-	subject := name
-	if strings.IndexByte(p, '.') >= 0 {
-		subject = schema + "." + name
+	if strings.IndexByte(p, '.') < 0 {
+		ok, _ := path.Match(p, name) // patterns are checked by Validate
+		return ok
 	}
-	ok, _ := path.Match(p, subject) // patterns are checked by Validate
-	return ok
+	for i := 0; i < len(p); i++ {
+		if p[i] != '.' {
+			continue
+		}
+		// A split inside a bracket expression or after a backslash is no
+		// valid pattern on one side: no match there.
+		if ok, err := path.Match(p[:i], schema); err != nil || !ok {
+			continue
+		}
+		if ok, err := path.Match(p[i+1:], name); err == nil && ok {
+			return true
+		}
+	}
+	return false
 }
 
 // lookupResource finds a named resource in the catalog, trying the

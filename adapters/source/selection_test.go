@@ -70,7 +70,7 @@ func TestSelectTablesErrors(t *testing.T) {
 		{"bad exclude", TableSelection{Resources: []string{"orders"}, Exclude: []string{`\`}}, []error{ErrBadSelection, path.ErrBadPattern}, `exclude[0]`},
 		{"empty pattern", TableSelection{Include: []string{""}}, []error{ErrBadSelection}, "include[0] is empty"},
 		{"nothing matches", TableSelection{Include: []string{"nosuch_*"}}, []error{ErrResourceNotFound, ErrIncludeMatchesNothing}, `no table matches include ["nosuch_*"]`},
-		{"all excluded", TableSelection{Include: []string{"audit_*"}, Exclude: []string{"*"}}, []error{ErrBadSelection}, "excluded"},
+		{"all excluded", TableSelection{Include: []string{"audit_*"}, Exclude: []string{"*"}}, []error{ErrBadSelection, ErrResourceNotFound}, "every table include [\"audit_*\"] matches is excluded"},
 		{"named and excluded", TableSelection{Resources: []string{"audit_log"}, Exclude: []string{"audit_*"}}, []error{ErrBadSelection}, `"audit_log" is named and excluded`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -165,12 +165,45 @@ func TestSelectTablesEverySlash(t *testing.T) {
 func TestSelectTablesSameName(t *testing.T) {
 	cat := Catalog{DefaultSchema: "public", Quote: '"', Resources: []Resource{
 		{Schema: "s.x", Name: "y", Type: "table"}, {Schema: "s", Name: "x.y", Type: "table"}, {Schema: "s", Name: "z", Type: "table"}}}
-	_, err := SelectTables(TableSelection{Include: []string{"s.*"}}, cat)
+	_, err := SelectTables(TableSelection{Include: []string{"*"}}, cat)
 	if !errors.Is(err, ErrBadSelection) || !strings.Contains(err.Error(), `tables "s"."x.y" and "s.x"."y" would both be "s.x.y"`) {
 		t.Fatalf("two tables of one name: %v", err)
 	}
 	got, err := SelectTables(TableSelection{Resources: []string{`"s.x"."y"`, "s.z"}}, cat)
 	if err != nil || names(got) != "s.z s.x.y" {
 		t.Fatalf("one of them by its quoted name: got %q, %v", names(got), err)
+	}
+}
+
+// TestSelectTablesDottedSchema: a pattern with a dot is a schema pattern
+// and a table pattern, each matching its own name: "public.*" selects
+// the tables of schema public, a table with a dot in its name included,
+// and none of a schema "public.archive"; a pattern naming that schema
+// selects its tables, and exclude follows the same rule.
+func TestSelectTablesDottedSchema(t *testing.T) {
+	cat := Catalog{DefaultSchema: "public", Quote: '"', Resources: []Resource{
+		{Schema: "public", Name: "orders", Type: "table"}, {Schema: "public", Name: "my.table", Type: "table"},
+		{Schema: "public.archive", Name: "orders", Type: "table"}, {Schema: "public.archive", Name: "lines", Type: "table"}}}
+	for _, tc := range []struct {
+		sel  TableSelection
+		want string
+	}{
+		{TableSelection{Include: []string{"public.*"}}, "public.my.table public.orders"},
+		{TableSelection{Include: []string{"public.a*"}}, ""},
+		{TableSelection{Include: []string{"public.my.*"}}, "public.my.table"},
+		{TableSelection{Include: []string{"public.archive.*"}}, "public.archive.lines public.archive.orders"},
+		{TableSelection{Include: []string{"*.lines"}}, "public.archive.lines"},
+		{TableSelection{Include: []string{"lines", "public.*"}, Exclude: []string{"public.o*"}}, "public.my.table public.archive.lines"},
+	} {
+		got, err := SelectTables(tc.sel, cat)
+		if tc.want == "" {
+			if !errors.Is(err, ErrIncludeMatchesNothing) {
+				t.Errorf("%+v: got %q, %v; want no table", tc.sel, names(got), err)
+			}
+			continue
+		}
+		if err != nil || names(got) != tc.want {
+			t.Errorf("%+v: got %q, %v; want %q", tc.sel, names(got), err, tc.want)
+		}
 	}
 }

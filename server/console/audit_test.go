@@ -197,12 +197,14 @@ func TestAudit_ConsoleOutsideGrant(t *testing.T) {
 		t.Fatalf("login: %d %s", r.status, r.body)
 	}
 	wantStatus(t, "a dataset outside the grant", b.get("/ui/datasets/products"), http.StatusNotFound)
+	wantStatus(t, "the runs of an adapter outside the grant", b.get("/ui/runs?adapter=products"), http.StatusNotFound)
 	wantStatus(t, "the datasets list", b.get("/ui/"), http.StatusOK)
 	var got []string
 	for _, e := range f.auditTrail("actor=limited") {
 		got = append(got, fmt.Sprintf("%s %s %d %s %s", e.Action, e.Route, e.Status, e.Code, auditTargets(e)))
 	}
 	want := []string{
+		"listRuns /ui/runs 404 adapter_not_found grant=outside",
 		"getDataset /ui/datasets/{dataset} 404 dataset_not_found dataset=products grant=outside",
 		"login /ui/login 303  ",
 	}

@@ -265,6 +265,11 @@ func (c *console) serve(w http.ResponseWriter, r *http.Request, op server.Operat
 		return
 	}
 	if err := h(w, r, v); err != nil {
+		// A handler may refuse outside the grant too, by a query
+		// parameter (the runs page's adapter).
+		if sw, ok := w.(*statusWriter); ok && server.OutsideGrant(err) {
+			sw.outsideGrant = true
+		}
 		c.fail(w, r, v, err)
 	}
 }
