@@ -137,6 +137,7 @@ var runCodes = []struct {
 	{snapshot.ErrBadKey, "bad_key"},
 	{store.ErrUnavailable, "store_unavailable"},
 	{ErrResourceNotFound, "resource_not_found"},
+	{ErrBadSelection, "bad_selection"},
 	{ErrNoKey, "no_key"},
 	{ErrUnsupportedType, "unsupported_type"},
 	{ErrTableChanged, "table_changed"},

@@ -46,6 +46,7 @@ const UnknownRows = source.UnknownRows
 var (
 	ErrNoKey             = source.ErrNoKey
 	ErrResourceNotFound  = source.ErrResourceNotFound
+	ErrBadSelection      = source.ErrBadSelection
 	ErrSourceUnavailable = source.ErrSourceUnavailable
 	ErrSourceAuth        = source.ErrSourceAuth
 	ErrUnsupportedType   = source.ErrUnsupportedType

@@ -309,6 +309,35 @@ func TestTablesRunOnlyExcludedLeft(t *testing.T) {
 	})
 }
 
+// TestTablesRunNamesClash: a table that appears at the source with the
+// name another selected table has in the dataset ("public"."we.ird" and
+// "public.we"."ird" are both public.we.ird) fails the run with code
+// bad_selection, naming both, and commits nothing. On PostgreSQL, whose
+// schemas live in the connection's database.
+func TestTablesRunNamesClash(t *testing.T) {
+	e := postgresEnv(t)
+	ctx := context.Background()
+	db := e.tempDatabase(t, "clash")
+	e.exec(t, db, `CREATE TABLE "we.ird" (id INT PRIMARY KEY)`, `INSERT INTO "we.ird" VALUES (1)`)
+	ts := newStack(t, Options{})
+	if _, err := ts.svc.CreateConnection(ctx, connSpec(t, e, "src", db, nil)); err != nil {
+		t.Fatal(noteErr(err))
+	}
+	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "birds", Connection: "src", Include: []string{"*ird"}}); err != nil {
+		t.Fatal(noteErr(err))
+	}
+	first := ts.runWait(t, "birds")
+	mustSucceed(t, first)
+	e.exec(t, db, `CREATE SCHEMA "public.we"`, `CREATE TABLE "public.we".ird (id INT PRIMARY KEY)`)
+	r := ts.runWait(t, "birds")
+	if r.Status != RunFailed || r.Code != "bad_selection" || !strings.Contains(r.Error, `would both be "public.we.ird"`) {
+		t.Errorf("run whose tables would share a name: %s %s: %s", r.Status, r.Code, r.Error)
+	}
+	if cur := mustVersion(t, ts.db, "birds", 0); cur.Version != first.Version {
+		t.Errorf("current version %d after the failed run, want %d", cur.Version, first.Version)
+	}
+}
+
 // mustVersion returns version v (0: the current one) of dataset.
 func mustVersion(t *testing.T, db *snapshot.DB, dataset string, v int64) snapshot.VersionInfo {
 	t.Helper()

@@ -246,6 +246,7 @@ var sentinels = []sentinel{
 	{adapters.ErrBadSchedule, http.StatusBadRequest, "bad_schedule", "schedule"},
 	{adapters.ErrNoKey, http.StatusUnprocessableEntity, "no_key", "key_columns"},
 	{adapters.ErrResourceNotFound, http.StatusNotFound, "resource_not_found", "resource"},
+	{adapters.ErrBadSelection, http.StatusConflict, "bad_selection", ""},
 	{adapters.ErrSourceUnavailable, http.StatusBadGateway, "source_unavailable", ""},
 	{adapters.ErrSourceAuth, http.StatusBadGateway, "source_auth", ""},
 	{adapters.ErrUnsupportedType, http.StatusUnprocessableEntity, "unsupported_type", ""},

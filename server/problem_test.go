@@ -86,7 +86,7 @@ func TestProblemFor_EverySentinel(t *testing.T) {
 			"ErrAdapterExists": adapters.ErrAdapterExists, "ErrAdapterReadOnly": adapters.ErrAdapterReadOnly,
 			"ErrRunNotFound": adapters.ErrRunNotFound, "ErrRunInProgress": adapters.ErrRunInProgress,
 			"ErrBadSchedule": adapters.ErrBadSchedule, "ErrNoKey": adapters.ErrNoKey,
-			"ErrResourceNotFound": adapters.ErrResourceNotFound, "ErrSourceUnavailable": adapters.ErrSourceUnavailable,
+			"ErrResourceNotFound": adapters.ErrResourceNotFound, "ErrBadSelection": adapters.ErrBadSelection, "ErrSourceUnavailable": adapters.ErrSourceUnavailable,
 			"ErrSourceAuth": adapters.ErrSourceAuth, "ErrUnsupportedType": adapters.ErrUnsupportedType,
 			"ErrShuttingDown": adapters.ErrShuttingDown, "ErrBadOption": adapters.ErrBadOption,
 			"ErrDatasetTaken": adapters.ErrDatasetTaken, "ErrStrategyNotSupported": adapters.ErrStrategyNotSupported,
