@@ -161,7 +161,17 @@ func TestParquet_Ranges(t *testing.T) {
 		if !bytes.Equal(mid.body, whole.body[4:100]) {
 			t.Errorf("range 4-99 is not the file's bytes 4 to 99")
 		}
-		for _, bad := range []string{fmt.Sprintf("bytes=%d-", n+10), "bytes=x-y"} {
+		// A range of another unit is ignored: the whole file.
+		for _, other := range []string{"items=0-1", "nonsense"} {
+			if out := f.must(200, "GET", path, "", "Range", other); !bytes.Equal(out.body, whole.body) {
+				t.Errorf("Range %q: not the whole file", other)
+			}
+		}
+		// A suffix of no byte is dropped from a list of ranges.
+		if out := f.must(206, "GET", path, "", "Range", "bytes=-0, 0-3"); !bytes.Equal(out.body, whole.body[:4]) {
+			t.Errorf("Range bytes=-0, 0-3: %q, want the file's first 4 bytes", out.body)
+		}
+		for _, bad := range []string{fmt.Sprintf("bytes=%d-", n+10), "bytes=x-y", "bytes=-0"} {
 			out := f.must(416, "GET", path, "", "Range", bad)
 			if ct := out.header.Get("Content-Type"); ct != "application/problem+json" {
 				t.Errorf("Range %q: Content-Type %q, want a problem", bad, ct)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -126,7 +127,11 @@ func (s *Server) serveParquet(c echo.Context, a parquetAnswer) error {
 	h.Set(echo.HeaderContentDisposition, `attachment; filename="`+a.name+`"`)
 	h.Set("ETag", etag)
 	sr := &serveRefusal{ResponseWriter: c.Response()}
-	http.ServeContent(sr, c.Request(), "", a.modified, f)
+	if satisfiableRange(c.Request().Header) {
+		http.ServeContent(sr, c.Request(), "", a.modified, f)
+	} else {
+		sr.refused = http.StatusRequestedRangeNotSatisfiable
+	}
 	switch sr.refused {
 	case http.StatusRequestedRangeNotSatisfiable:
 		size, err := f.Seek(0, io.SeekEnd)
@@ -205,6 +210,36 @@ func onePass(schema *arrow.Schema, fill func(*arrowBatches) error) parquetPass {
 		}
 		return schema, fill, nil
 	}
+}
+
+// satisfiableRange prepares a request's Range header for
+// http.ServeContent, which serves a suffix range of no byte (bytes=-0) as
+// a 206 of an impossible Content-Range and refuses a range of another
+// unit: such a suffix is dropped from the list, and false is returned when
+// nothing else is left (a 416, RFC 9110 14.1.2); a header of another unit
+// than bytes is removed, so that the whole file is the answer (RFC 9110
+// 14.2 asks a server to ignore a unit it does not know).
+func satisfiableRange(h http.Header) bool {
+	rg := h.Get("Range")
+	if rg == "" {
+		return true
+	}
+	unit, set, ok := strings.Cut(rg, "=")
+	if !ok || !strings.EqualFold(strings.TrimSpace(unit), "bytes") {
+		h.Del("Range")
+		return true
+	}
+	var keep []string
+	for spec := range strings.SplitSeq(set, ",") {
+		if strings.TrimSpace(spec) != "-0" {
+			keep = append(keep, spec)
+		}
+	}
+	if len(keep) == 0 {
+		return false
+	}
+	h.Set("Range", "bytes="+strings.Join(keep, ","))
+	return true
 }
 
 // errRangeNotSatisfiable is the 416 of a Range header that does not parse
