@@ -246,7 +246,6 @@ var sentinels = []sentinel{
 	{adapters.ErrBadSchedule, http.StatusBadRequest, "bad_schedule", "schedule"},
 	{adapters.ErrNoKey, http.StatusUnprocessableEntity, "no_key", "key_columns"},
 	{adapters.ErrResourceNotFound, http.StatusNotFound, "resource_not_found", "resource"},
-	{adapters.ErrBadSelection, http.StatusConflict, "bad_selection", ""},
 	{adapters.ErrSourceUnavailable, http.StatusBadGateway, "source_unavailable", ""},
 	{adapters.ErrSourceAuth, http.StatusBadGateway, "source_auth", ""},
 	{adapters.ErrUnsupportedType, http.StatusUnprocessableEntity, "unsupported_type", ""},
@@ -270,6 +269,10 @@ var sentinels = []sentinel{
 	// which the OptionError also carries.
 	{adapters.ErrDatasetTaken, http.StatusConflict, "dataset_taken", ""},
 	{adapters.ErrBadOption, http.StatusBadRequest, "bad_option", ""},
+	// A run's selection that no longer names its tables apart; the
+	// same selection in a definition is an *adapters.OptionError, a
+	// bad_option above.
+	{adapters.ErrBadSelection, http.StatusConflict, "bad_selection", ""},
 	// notify
 	{notify.ErrWebhookNotFound, http.StatusNotFound, "webhook_not_found", ""},
 	// store
