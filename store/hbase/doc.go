@@ -120,10 +120,7 @@
 // standalone HBase on a local file system does not fsync).
 //
 // Get is one HBase get. Scan opens one HBase scanner on the gateway when
-// it is called and fetches Options.ScanBatchRows rows in its first call,
-// each later call twice as many while a call brings less than 2 MiB (up
-// to 16384 rows), so that a whole-table read (GC, an export) makes a few
-// round trips while memory stays bounded by about one 4 MiB call: HBase fixes
+// it is called and fetches Options.ScanBatchRows rows per call: HBase fixes
 // a scanner's read point per region when it opens there, so the view is
 // that of the Scan call within a region (store.S3, checked by the suite
 // with two rows per call); a scan that crosses regions opens each later

@@ -43,10 +43,8 @@ type Options struct {
 	// sooner, wins). A call cut by it fails with store.ErrUnavailable.
 	// Default 60s.
 	CallTimeout time.Duration
-	// ScanBatchRows is the number of rows a scan's first scanner call
-	// fetches (and HBase's scanner caching); later calls of the scan
-	// fetch twice as many as the one before while its rows are small
-	// (below 2 MiB a call), up to 16384. Default 256.
+	// ScanBatchRows is the number of rows fetched per scanner call (and
+	// HBase's scanner caching). Default 256.
 	ScanBatchRows int
 	// MaxCellsPerCall bounds the cells sent in one putMultiple or
 	// deleteMultiple call; larger batches are split. Default 5000.

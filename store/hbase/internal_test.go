@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/snapstore/snapstore/store"
 )
 
 // The tests of this file need the package's internals (test hooks, raw
@@ -82,66 +80,5 @@ func TestOpenRefusesIncompatibleTable(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
-	}
-}
-
-// TestScanFetchesGrow: a scan of small rows asks for ScanBatchRows rows
-// first and twice as many in each later call, so that a whole table comes
-// in a few calls, every row once and in order; rows that fill half a call's
-// budget stop the growth.
-func TestScanFetchesGrow(t *testing.T) {
-	for _, c := range []struct {
-		n           int32
-		got, bytes  int
-		want        int32
-		description string
-	}{
-		{2, 2, 100, 4, "full and small: doubles"},
-		{2, 1, 100, 2, "not full (the last): stays"},
-		{256, 256, fetchBytes / 2, 512, "half the budget: doubles"},
-		{256, 256, fetchBytes/2 + 1, 256, "over half the budget: stays"},
-		{maxFetchRows, maxFetchRows, 100, maxFetchRows, "at the cap: stays"},
-		{maxFetchRows - 1, maxFetchRows - 1, 100, maxFetchRows, "near the cap: the cap"},
-	} {
-		if got := fetchRows(c.n, c.got, c.bytes); got != c.want {
-			t.Errorf("%s: fetchRows(%d, %d, %d) = %d, want %d", c.description, c.n, c.got, c.bytes, got, c.want)
-		}
-	}
-
-	opts := testOptions(t)
-	opts.ScanBatchRows = 2
-	s := openTest(t, opts)
-	ctx := t.Context()
-	const rows = 3000
-	b := &store.Batch{Table: "t"}
-	for i := range rows {
-		b.Put(fmt.Appendf(nil, "r%05d", i), []byte("c"), 1, []byte("v"))
-	}
-	if err := s.Apply(ctx, b); err != nil {
-		t.Fatal(err)
-	}
-	var fetches atomic.Int64
-	s.afterCall = func(method string, err error) {
-		if method == "getScannerRows" {
-			fetches.Add(1)
-		}
-	}
-	it, err := s.Scan(ctx, "t", store.ScanOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for it.Next() {
-		if want := fmt.Sprintf("r%05d", n); string(it.Cell().Row) != want {
-			t.Fatalf("row %d is %q, want %q", n, it.Cell().Row, want)
-		}
-		n++
-	}
-	if err := it.Close(); err != nil {
-		t.Fatal(err)
-	}
-	// 2+4+...+2048 = 4094 rows in 11 calls; one row per call would be 1500.
-	if n != rows || fetches.Load() != 11 {
-		t.Fatalf("scan read %d rows in %d calls, want %d in 11", n, fetches.Load(), rows)
 	}
 }

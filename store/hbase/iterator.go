@@ -14,7 +14,7 @@ import (
 // Scan implements store.Store. It opens an HBase scanner on the gateway at
 // once, so the view is taken when Scan is called (store.S3; see the package doc
 // for what HBase guarantees), and fetches ScanBatchRows rows per call as
-// the iterator advances, more while the rows are small (fetchRows).
+// the iterator advances.
 func (s *Store) Scan(ctx context.Context, table string, opts store.ScanOptions) (store.Iterator, error) {
 	what := fmt.Sprintf("scanning %q", table)
 	if err := s.check(ctx, what); err != nil {
@@ -74,8 +74,7 @@ type iterator struct {
 
 	id        int32 // gateway scanner id, valid while hasScanner
 	hasScan   bool
-	exhausted bool  // the scanner has no more rows
-	rows      int32 // rows the next fetch asks for (fetchRows)
+	exhausted bool // the scanner has no more rows
 
 	buf     []tResult // fetched rows
 	bi, ci  int       // next cell: buf[bi].cells[ci]
@@ -100,30 +99,7 @@ func (it *iterator) open(from []byte) error {
 	}
 	it.hasScan, it.exhausted = true, false
 	it.buf, it.bi, it.ci = nil, 0, 0
-	it.rows = it.scan.caching
 	return nil
-}
-
-// A scan's fetches grow while its rows are small, so that reading a whole
-// table (GC, an export) takes a few calls rather than one per
-// ScanBatchRows rows, each a round trip to the gateway, while a short read
-// (a page, a seek) asks for ScanBatchRows as before: a fetch that came
-// back full and held at most half of fetchBytes doubles the next, up to
-// maxFetchRows. The rows of one fetch are what the iterator holds, so
-// memory stays about fetchBytes (or ScanBatchRows rows, when they are
-// larger).
-const (
-	fetchBytes   = 4 << 20
-	maxFetchRows = 16384
-)
-
-// fetchRows returns the rows the fetch after one of n rows of size bytes
-// asks for: twice n while the rows are small, else n.
-func fetchRows(n int32, got, bytes int) int32 {
-	if got < int(n) || bytes > fetchBytes/2 || n >= maxFetchRows {
-		return n
-	}
-	return min(2*n, maxFetchRows)
 }
 
 // closeScanner releases the gateway's scanner in the background, best
@@ -158,7 +134,7 @@ func (it *iterator) fetch() error {
 	res := &callResult{success: expect(thrift.LIST, func(ctx context.Context, p thrift.TProtocol) error {
 		return readResults(ctx, p, &rows)
 	})}
-	id, n := it.id, it.rows
+	id, n := it.id, it.scan.caching
 	if err := it.s.call(it.ctx, it.what, "getScannerRows", func(e *enc) {
 		e.i32(1, id)
 		e.i32(2, n)
@@ -174,14 +150,6 @@ func (it *iterator) fetch() error {
 		return err
 	}
 	it.buf, it.bi, it.ci = rows, 0, 0
-	size := 0
-	for i := range rows {
-		size += len(rows[i].row)
-		for j := range rows[i].cells {
-			size += len(rows[i].cells[j].qualifier) + len(rows[i].cells[j].value)
-		}
-	}
-	it.rows = fetchRows(n, len(rows), size)
 	// The gateway answers with ResultScanner.next(n), which returns fewer
 	// than n rows only when the scanner has no more: then no further call
 	// is needed to learn that the scan is over.
