@@ -16,49 +16,123 @@ import (
 // TestMySQLChecksumInSnapshot pins the snapshot on MariaDB): a key range's
 // COUNT(*) and BIT_XOR of a 64-bit hash of each row's text, after
 // pt-table-checksum: CONCAT_WS('#', the columns, a number whose bits say
-// which nullable columns are NULL), so that NULL and ” differ.
+// which nullable columns are NULL), so that NULL and the empty string differ.
 //
 //   - Every column whose text may hold a '#' (text, binary, JSON, BIT,
 //     geometry) comes after its LENGTH, so that no two rows have one text
 //     ('x#','y' and 'x','#y' would).
-//   - The hash is the first 64 bits of SHA1: a BIT_XOR of CRC32s is blind
-//     to changes that cancel under XOR, as two rows swapping their values
+//   - The hash is 64 bits of SHA1: a BIT_XOR of CRC32s is blind to
+//     changes that cancel under XOR, as two rows swapping their values
 //     do, CRC32 being linear.
 //   - VIRTUAL generated columns are in the text, evaluated; the signature
 //     holds every generated column's expression, so that a digest written
 //     before the expression changed is never compared.
+//
+// Where the server has CRC32C (MariaDB 10.8 and later) the row costs
+// about a fifth less (2.4 s against 3.0 s for the 2M rows of make bench,
+// one connection), for the same soundness:
+//
+//   - The 64 bits are CRC32 and CRC32C of the SHA1's hex, which the row
+//     computes once into a session variable, as pt-table-checksum reads
+//     one hash in several slices; CONV of its first 16 digits cost more
+//     than the SHA1. MariaDB evaluates the operands in order; were it
+//     ever not to, a row's CRC32C would be of the row before it, and each
+//     row would still change the range's checksum.
+//   - A DOUBLE is not formatted (its shortest decimal is the costliest
+//     part of the text) but written as two integers, exactly: its binary
+//     exponent e as FLOOR(LOG2(ABS(x))) gives it, and x / 2^(e-53), an
+//     integer below 2^55 even when that e is one off near a power of two,
+//     so the pair is one for one with x. Values below 1e-300, where the
+//     power of two would underflow, and zero keep their text, marked '='.
+//   - ENUM and SET are their index (col+0), their labels being in the
+//     signature.
+//   - The last column that needs a LENGTH goes without it, at the end
+//     before the NULL mask: every other field is found from the left,
+//     the mask after the last '#'.
 //
 // Chunk checksums need a key the ranges can be written with and whose
 // order the source and snapstore agree on (keyOrderAgrees), of one or
 // more columns. Other tables are read in full every run.
 // mysqlChecksumVersion names the row expression; it is part of the
 // signature, so a digest of another expression is never compared.
-const mysqlChecksumVersion = "sha1_64-concat_ws-lengths-nullmask-2"
+const mysqlChecksumVersion = "sha1_64-concat_ws-lengths-nullmask-3"
 
 // maxNullMask is the most nullable columns the null mask holds (a BIGINT).
 const maxNullMask = 62
 
+// hasCRC32C reports whether a server of this VERSION() has CRC32C():
+// MariaDB from 10.8.
+func hasCRC32C(version string) bool {
+	if !strings.Contains(version, "MariaDB") {
+		return false
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(version, "%d.%d", &major, &minor); err != nil {
+		return false
+	}
+	return major > 10 || major == 10 && minor >= 8
+}
+
 // rowChecksumExpr is the SQL of one row's checksum.
 func (t *mysqlTable) rowChecksumExpr() (string, bool) {
-	var cols, nulls []string
-	for _, c := range t.cols {
-		q := quoteMySQLIdent(c.name)
-		if !c.plainText() {
-			cols = append(cols, "LENGTH("+q+")")
+	tail := -1 // the column written last, with no LENGTH (fast form)
+	if t.crc32c {
+		for i, c := range t.cols {
+			if !t.plainInChecksum(c) {
+				tail = i
+			}
 		}
-		cols = append(cols, c.selectExpr())
+	}
+	var cols, nulls []string
+	for i, c := range t.cols {
+		q := quoteMySQLIdent(c.name)
 		if c.nullable {
 			nulls = append(nulls, fmt.Sprintf("(%s IS NULL)*%d", q, int64(1)<<len(nulls)))
 		}
+		if i == tail {
+			continue
+		}
+		if !t.plainInChecksum(c) {
+			cols = append(cols, "LENGTH("+q+")")
+		}
+		cols = append(cols, t.checksumValue(c))
 	}
 	if len(nulls) > maxNullMask {
 		return "", false
+	}
+	if tail >= 0 {
+		cols = append(cols, t.checksumValue(t.cols[tail]))
 	}
 	if len(nulls) == 0 {
 		nulls = []string{"0"}
 	}
 	text := "CONCAT_WS('#', " + strings.Join(cols, ", ") + ", " + strings.Join(nulls, " + ") + ")"
+	if t.crc32c {
+		return "CRC32(@snapstore_row := SHA1(" + text + ")) << 32 | CRC32C(@snapstore_row)", true
+	}
 	return "CAST(CONV(LEFT(SHA1(" + text + "), 16), 16, 10) AS UNSIGNED)", true
+}
+
+// checksumValue is the column's field in the row text.
+func (t *mysqlTable) checksumValue(c mysqlColumn) string {
+	if !t.crc32c {
+		return c.selectExpr()
+	}
+	switch {
+	case c.enumLike:
+		return quoteMySQLIdent(c.name) + "+0"
+	case c.kind == snapshot.KindFloat:
+		x := c.selectExpr()
+		e := "FLOOR(LOG2(ABS(" + x + ")))"
+		return "CASE WHEN ABS(" + x + ") >= 1e-300 THEN CONCAT(CAST(" + e + " AS SIGNED), ':', CAST(" + x + " / POW(2, " + e + " - 53) AS SIGNED)) ELSE CONCAT('=', " + x + ") END"
+	}
+	return c.selectExpr()
+}
+
+// plainInChecksum reports whether the column's field in the row text can
+// hold no '#' and needs no LENGTH before it.
+func (t *mysqlTable) plainInChecksum(c mysqlColumn) bool {
+	return c.plainText() || t.crc32c && c.enumLike
 }
 
 // plainText reports whether the column's text in a row checksum can hold

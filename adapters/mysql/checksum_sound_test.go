@@ -3,6 +3,9 @@ package mysql
 import (
 	"context"
 	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -27,13 +30,23 @@ func openChecksummer(t *testing.T, src source.Source, table string, chunkRows in
 
 // TestMySQLChecksumSound: the signature or the checksum of a table
 // changes with every change a read would see, each on its own, on the
-// real MariaDB. (A DOUBLE -0 reads as 0 on MariaDB 10.11, its text and
-// its HEX alike: the read sees no change there.)
+// real MariaDB, in both forms of the row checksum (checksum.go: with
+// CRC32C, as MariaDB 10.11 has, and without, as MySQL). (A DOUBLE -0
+// reads as 0 on MariaDB 10.11, its text and its HEX alike: the read sees
+// no change there.)
 func TestMySQLChecksumSound(t *testing.T) {
 	e := mysqlEnv(t)
-	ctx := context.Background()
 	db := e.tempDatabase(t, "cksd")
 	src := e.openSource(t, db)
+	for _, crc32c := range []bool{true, false} {
+		t.Run(fmt.Sprintf("crc32c=%v", crc32c), func(t *testing.T) {
+			testChecksumSound(t, e, db, src, crc32c)
+		})
+	}
+}
+
+func testChecksumSound(t *testing.T, e testEnv, db string, src source.Source, crc32c bool) {
+	ctx := context.Background()
 	cases := []struct {
 		name           string
 		before, change []string
@@ -46,6 +59,15 @@ func TestMySQLChecksumSound(t *testing.T) {
 		{name: "a float's last bit", change: []string{"UPDATE %s SET f = 1.0000000000000002 WHERE id = 1"}},
 		{name: "a FLOAT's last bit", before: []string{"UPDATE %s SET s = 1.0000001 WHERE id = 1"}, change: []string{"UPDATE %s SET s = 1.0000002 WHERE id = 1"}},
 		{name: "a float's sign", change: []string{"UPDATE %s SET f = -1.0 WHERE id = 1"}},
+		{name: "a float just under a power of two", before: []string{"UPDATE %s SET f = 8 WHERE id = 1"}, change: []string{"UPDATE %s SET f = 7.999999999999999 WHERE id = 1"}},
+		{name: "a float doubled", before: []string{"UPDATE %s SET f = 3 WHERE id = 1"}, change: []string{"UPDATE %s SET f = 6 WHERE id = 1"}},
+		{name: "a subnormal float's last bit", before: []string{"UPDATE %s SET f = 5e-324 WHERE id = 1"}, change: []string{"UPDATE %s SET f = 1e-323 WHERE id = 1"}},
+		{name: "the largest float's last bit", before: []string{"UPDATE %s SET f = 1.7976931348623157e308 WHERE id = 1"}, change: []string{"UPDATE %s SET f = 1.7976931348623155e308 WHERE id = 1"}},
+		{name: "a float against zero", before: []string{"UPDATE %s SET f = 0 WHERE id = 1"}, change: []string{"UPDATE %s SET f = 1e-301 WHERE id = 1"}},
+		{name: "a float against NULL", before: []string{"UPDATE %s SET f = 0 WHERE id = 1"}, change: []string{"UPDATE %s SET f = NULL WHERE id = 1"}},
+		{name: "a '#' moves between the last two text columns", before: []string{"UPDATE %s SET a = 'x#', b = 'y' WHERE id = 1"}, change: []string{"UPDATE %s SET a = 'x', b = '#y' WHERE id = 1"}},
+		{name: "an enum's value", change: []string{"UPDATE %s SET en = 'b' WHERE id = 1"}},
+		{name: "an enum's labels", change: []string{"ALTER TABLE %s MODIFY en ENUM('a', 'c', 'b')"}, schema: true},
 		{name: "a decimal's value", change: []string{"UPDATE %s SET n = 1.001 WHERE id = 1"}},
 		{name: "a generated column's expression", change: []string{"ALTER TABLE %s MODIFY g INT AS (id + id) VIRTUAL"}, schema: true},
 		{name: "a column added", change: []string{"ALTER TABLE %s ADD COLUMN z INT"}, schema: true},
@@ -53,7 +75,7 @@ func TestMySQLChecksumSound(t *testing.T) {
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			tbl := fmt.Sprintf("t%d", i)
+			tbl := fmt.Sprintf("t%d_%v", i, crc32c)
 			stmts := func(s []string) []string {
 				var out []string
 				for _, q := range s {
@@ -61,10 +83,11 @@ func TestMySQLChecksumSound(t *testing.T) {
 				}
 				return out
 			}
-			e.exec(t, db, fmt.Sprintf("CREATE TABLE %s (id INT PRIMARY KEY, a VARCHAR(10) NULL, b VARCHAR(10) NULL, f DOUBLE, s FLOAT, n DECIMAL(8,3), g INT AS (id * 2) VIRTUAL)", tbl),
+			e.exec(t, db, fmt.Sprintf("CREATE TABLE %s (id INT PRIMARY KEY, a VARCHAR(10) NULL, b VARCHAR(10) NULL, f DOUBLE, s FLOAT, n DECIMAL(8,3), g INT AS (id * 2) VIRTUAL, en ENUM('a', 'b') NOT NULL DEFAULT 'a')", tbl),
 				fmt.Sprintf("INSERT INTO %s (id, a, b, f, n) VALUES (1, 'x', 'ab', 1.0, 1.0), (2, 'y', 'c', 0, 2)", tbl))
 			e.exec(t, db, stmts(c.before)...)
 			tr1, cs1 := openChecksummer(t, src, tbl, 0)
+			tr1.(*mysqlTable).crc32c = crc32c
 			sig1 := cs1.ChecksumSignature()
 			rows1, crc1, err := cs1.ChunkChecksum(ctx, nil, nil)
 			if err != nil || rows1 != 2 {
@@ -72,7 +95,8 @@ func TestMySQLChecksumSound(t *testing.T) {
 			}
 			tr1.Close() // its snapshot holds a lock that ALTER TABLE waits for
 			e.exec(t, db, stmts(c.change)...)
-			_, cs2 := openChecksummer(t, src, tbl, 0)
+			tr2, cs2 := openChecksummer(t, src, tbl, 0)
+			tr2.(*mysqlTable).crc32c = crc32c
 			sig2 := cs2.ChecksumSignature()
 			rows2, crc2, err := cs2.ChunkChecksum(ctx, nil, nil)
 			if err != nil || rows2 != 2 {
@@ -86,6 +110,107 @@ func TestMySQLChecksumSound(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMySQLChecksumDoubleExact: the fast form's field of a DOUBLE is its
+// exponent and an integer mantissa whose product is the value exactly
+// (so that two values never share a field), or the value's own text
+// below 1e-300, for values across the whole range: random bit patterns,
+// powers of two and their neighbours, subnormals. MariaDB 10.11 takes
+// the fast form.
+func TestMySQLChecksumDoubleExact(t *testing.T) {
+	e := mysqlEnv(t)
+	db := e.tempDatabase(t, "ckdbl")
+	src := e.openSource(t, db)
+	e.exec(t, db, "CREATE TABLE d (id INT PRIMARY KEY, f DOUBLE NULL)")
+	var vals []float64
+	rng := rand.New(rand.NewPCG(1, 2))
+	for len(vals) < 3000 {
+		f := math.Float64frombits(rng.Uint64())
+		if !math.IsNaN(f) && !math.IsInf(f, 0) {
+			vals = append(vals, f)
+		}
+	}
+	for exp := -1074; exp <= 1023; exp += 7 {
+		p := math.Ldexp(1, exp)
+		vals = append(vals, p, -p, math.Nextafter(p, 0), math.Nextafter(p, math.Inf(1)))
+	}
+	vals = append(vals, 0, 1e-300, math.Nextafter(1e-300, 0), math.MaxFloat64, math.SmallestNonzeroFloat64, 0.1, -3.5)
+	var ins strings.Builder
+	for i, f := range vals {
+		if i%500 == 0 {
+			if i > 0 {
+				e.exec(t, db, ins.String())
+			}
+			ins.Reset()
+			ins.WriteString("INSERT INTO d VALUES ")
+		} else {
+			ins.WriteString(", ")
+		}
+		fmt.Fprintf(&ins, "(%d, %s)", i, strconv.FormatFloat(f, 'g', -1, 64))
+	}
+	e.exec(t, db, ins.String())
+
+	tr, _ := openChecksummer(t, src, "d", 0)
+	mt := tr.(*mysqlTable)
+	if !mt.crc32c {
+		t.Fatal("MariaDB 10.11 should take the fast form (CRC32C)")
+	}
+	field := mt.checksumValue(mt.cols[1])
+	rows, err := mt.conn.QueryContext(context.Background(), "SELECT id, f, "+field+" FROM d ORDER BY id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	seen := map[string]float64{}
+	n := 0
+	for rows.Next() {
+		var id int
+		var f float64
+		var text string
+		if err := rows.Scan(&id, &f, &text); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if f != vals[id] {
+			t.Fatalf("row %d reads %v, inserted %v", id, f, vals[id])
+		}
+		if prev, ok := seen[text]; ok && prev != f {
+			t.Errorf("%v and %v share the field %q", prev, f, text)
+		}
+		seen[text] = f
+		if rest, ok := strings.CutPrefix(text, "="); ok {
+			if math.Abs(f) >= 1e-300 {
+				t.Errorf("%v: text %q, want the exponent and mantissa", f, text)
+			}
+			if g, err := strconv.ParseFloat(rest, 64); err != nil || g != f {
+				t.Errorf("%v: text %q", f, text)
+			}
+			continue
+		}
+		es, ms, ok := strings.Cut(text, ":")
+		ex, err1 := strconv.Atoi(es)
+		m, err2 := strconv.ParseInt(ms, 10, 64)
+		if !ok || err1 != nil || err2 != nil {
+			t.Fatalf("%v: field %q", f, text)
+		}
+		if got := math.Ldexp(float64(m), ex-53); got != f || abs64(m) >= 1<<55 {
+			t.Errorf("%v: field %q gives %v", f, text, got)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n != len(vals) {
+		t.Fatalf("%d rows, want %d", n, len(vals))
+	}
+}
+
+func abs64(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
 
 // TestMySQLChecksumCompositeKey: a VARBINARY and INT key cuts ranges

@@ -29,6 +29,9 @@ type mysqlTable struct {
 	// release, set for a reader of a point, gives the connection back to
 	// the point, its transaction still open.
 	release func()
+	// crc32c: the server has CRC32C (MariaDB 10.8 and later), and row
+	// checksums take their cheaper form (checksum.go).
+	crc32c bool
 }
 
 // OpenTable implements Source: on one pinned connection, the session in
@@ -112,9 +115,11 @@ func (s *mysqlSource) newTable(conn *sql.Conn, req source.TableRequest) *mysqlTa
 func (t *mysqlTable) describe(ctx context.Context, req source.TableRequest) error {
 	conn := t.conn
 	var def sql.NullString
-	if err := conn.QueryRowContext(ctx, "SELECT DATABASE()").Scan(&def); err != nil {
+	var version string
+	if err := conn.QueryRowContext(ctx, "SELECT DATABASE(), VERSION()").Scan(&def, &version); err != nil {
 		return fmt.Errorf("reading the default database: %w", wrapMySQLErr(ctx, err))
 	}
+	t.crc32c = hasCRC32C(version)
 	found := false
 	for _, cand := range source.ResourceCandidates(req.Resource, def.String, '`') {
 		if cand[0] == "" {
