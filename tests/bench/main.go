@@ -447,7 +447,7 @@ func main() {
 	defer os.RemoveAll(tmp)
 	var rep report
 	rep.cmd = "make bench (go run ./tests/bench " + strings.Join(os.Args[1:], " ") + ")"
-	rep.machine = machine()
+	rep.machine = machine() + fmt.Sprintf(" (InnoDB buffer pool %s MiB)", e.sql("SELECT @@innodb_buffer_pool_size DIV 1048576"))
 	rep.commit = commit()
 	rep.load = append(rep.load, loadAvg())
 
