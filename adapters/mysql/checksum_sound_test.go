@@ -66,6 +66,8 @@ func testChecksumSound(t *testing.T, e testEnv, db string, src source.Source, cr
 		{name: "a float against zero", before: []string{"UPDATE %s SET f = 0 WHERE id = 1"}, change: []string{"UPDATE %s SET f = 1e-301 WHERE id = 1"}},
 		{name: "a float against NULL", before: []string{"UPDATE %s SET f = 0 WHERE id = 1"}, change: []string{"UPDATE %s SET f = NULL WHERE id = 1"}},
 		{name: "a '#' moves between the last two text columns", before: []string{"UPDATE %s SET a = 'x#', b = 'y' WHERE id = 1"}, change: []string{"UPDATE %s SET a = 'x', b = '#y' WHERE id = 1"}},
+		{name: "the text columns' character set relabelled, bytes kept", change: []string{"ALTER TABLE %s MODIFY a VARBINARY(10) NULL, MODIFY b VARBINARY(10) NULL",
+			"ALTER TABLE %s MODIFY a VARCHAR(10) CHARACTER SET latin1 NULL, MODIFY b VARCHAR(10) CHARACTER SET latin1 NULL"}, schema: true},
 		{name: "an enum's value", change: []string{"UPDATE %s SET en = 'b' WHERE id = 1"}},
 		{name: "an enum's labels", change: []string{"ALTER TABLE %s MODIFY en ENUM('a', 'c', 'b')"}, schema: true},
 		{name: "a decimal's value", change: []string{"UPDATE %s SET n = 1.001 WHERE id = 1"}},
@@ -109,6 +111,66 @@ func testChecksumSound(t *testing.T, e testEnv, db string, src source.Source, cr
 				t.Errorf("signature %s -> %s, checksum %x -> %x; want the same signature and another checksum", sig1, sig2, crc1, crc2)
 			}
 		})
+	}
+}
+
+// TestMySQLChecksumMixedCharsets: a table whose text columns have
+// character sets CONCAT_WS cannot mix has a checksum in both forms, and
+// it changes with a value of each column.
+func TestMySQLChecksumMixedCharsets(t *testing.T) {
+	e := mysqlEnv(t)
+	ctx := context.Background()
+	db := e.tempDatabase(t, "ckcs")
+	src := e.openSource(t, db)
+	e.exec(t, db, "CREATE TABLE m (id INT PRIMARY KEY, a VARCHAR(10) CHARACTER SET utf8mb4, b VARCHAR(10) CHARACTER SET utf16, "+
+		"c VARCHAR(10) CHARACTER SET latin1, d VARCHAR(10) CHARACTER SET cp1251, en ENUM('x', 'y') CHARACTER SET latin1 NOT NULL DEFAULT 'x')",
+		"INSERT INTO m (id, a, b, c, d) VALUES (1, 'a1', 'b1', 'c1', 'd1'), (2, 'a2', 'b2', 'c2', 'd2')")
+	checksum := func(crc32c bool) uint64 {
+		tr, cs := openChecksummer(t, src, "m", 0)
+		defer tr.Close()
+		tr.(*mysqlTable).crc32c = crc32c
+		rows, crc, err := cs.ChunkChecksum(ctx, nil, nil)
+		if err != nil || rows != 2 {
+			t.Fatalf("checksum (crc32c %v): %d rows, %v", crc32c, rows, err)
+		}
+		return crc
+	}
+	for _, crc32c := range []bool{true, false} {
+		prev := checksum(crc32c)
+		for _, q := range []string{"UPDATE m SET a = 'é' WHERE id = 1", "UPDATE m SET b = 'é' WHERE id = 1", "UPDATE m SET c = 'é' WHERE id = 1",
+			"UPDATE m SET d = 'ж' WHERE id = 1", "UPDATE m SET en = 'y' WHERE id = 2"} {
+			e.exec(t, db, q)
+			if got := checksum(crc32c); got == prev {
+				t.Errorf("crc32c %v: %s left the checksum %x", crc32c, q, got)
+			} else {
+				prev = got
+			}
+		}
+		e.exec(t, db, "UPDATE m SET a = 'a1', b = 'b1', c = 'c1', d = 'd1' WHERE id = 1", "UPDATE m SET en = 'x' WHERE id = 2")
+	}
+}
+
+// TestMySQLExplicitNullableKeyNotChunked: key_columns naming a UNIQUE
+// but nullable column are read in full (where a NULL key fails the
+// run), never in key ranges, which hold no NULL key; over a NOT NULL
+// unique column they are chunked.
+func TestMySQLExplicitNullableKeyNotChunked(t *testing.T) {
+	e := mysqlEnv(t)
+	db := e.tempDatabase(t, "cknk")
+	src := e.openSource(t, db)
+	e.exec(t, db, "CREATE TABLE nk (id INT PRIMARY KEY, u INT NULL, w INT NOT NULL, UNIQUE KEY (u), UNIQUE KEY (w))")
+	for _, c := range []struct {
+		key     string
+		chunked bool
+	}{{"u", false}, {"w", true}} {
+		tr, err := src.OpenTable(context.Background(), source.TableRequest{Resource: "nk", KeyColumns: []string{c.key}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tr.(source.Checksummer).Chunkable(); got != c.chunked {
+			t.Errorf("key_columns [%s]: chunkable %v, want %v", c.key, got, c.chunked)
+		}
+		tr.Close()
 	}
 }
 
@@ -156,7 +218,7 @@ func TestMySQLChecksumDoubleExact(t *testing.T) {
 	if !mt.crc32c {
 		t.Fatal("MariaDB 10.11 should take the fast form (CRC32C)")
 	}
-	field := mt.checksumValue(mt.cols[1])
+	field := mt.checksumValue(mt.cols[1], false)
 	rows, err := mt.conn.QueryContext(context.Background(), "SELECT id, f, "+field+" FROM d ORDER BY id")
 	if err != nil {
 		t.Fatal(err)

@@ -279,8 +279,12 @@ func (t *mysqlTable) pickKey(ctx context.Context, explicit []string) error {
 			}
 		}
 		key = explicit
+		// Unique only over NOT NULL columns, as for a key of our own
+		// choosing: the key ranges of chunk checksums (u <= ?, u > ?)
+		// hold no NULL key, so a nullable key is read in full, where a
+		// NULL key fails the run.
 		for _, u := range uniques {
-			if slices.Equal(u.cols, explicit) {
+			if usable(u.cols) && slices.Equal(u.cols, explicit) {
 				t.Unique = true
 			}
 		}
