@@ -85,6 +85,18 @@ type RunTable struct {
 	Stats         snapshot.RunStats `json:"stats"`
 }
 
+// TablesInFull counts the tables of a run of several tables that were
+// read in full, of all its tables: a run is ModeFull when one of them
+// was, and its record says how many.
+func (r RunRecord) TablesInFull() (full, all int) {
+	for _, t := range r.Tables {
+		if t.Mode == ModeFull {
+			full++
+		}
+	}
+	return full, len(r.Tables)
+}
+
 // defaultParallelism is the connections of a run of several tables on a
 // shared or pooled connection when the adapter sets none: pgx's pool
 // holds at least 4 by default.

@@ -293,6 +293,9 @@ func readModeText(rec adapters.RunRecord) string {
 		}
 		return fmt.Sprintf("no rows: the checksums of all %s key ranges matched (verify)", count(int64(rec.Chunks)))
 	case adapters.ModeFull:
+		if full, all := rec.TablesInFull(); all > 0 && full < all {
+			return fmt.Sprintf("%s of %s tables in full, each table's read below: %s rows (full)", count(int64(full)), count(int64(all)), count(rec.RowsRead))
+		}
 		return "all rows (full)"
 	case adapters.ModeDiff:
 		return "the source's changes since the version the current one copied (diff)"

@@ -143,6 +143,16 @@ func TestPrintRun_Tables(t *testing.T) {
 			t.Errorf("runs show lacks %s:\n%s", re, out)
 		}
 	}
+	// A run of mode full of which one table of two was read in full
+	// says so, not that it read all rows.
+	rec.RowsRead = 105
+	b.Reset()
+	if err := printRun(&b, rec); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); !strings.Contains(out, "read:      1 of 2 tables in full, each table's read below: 105 rows (full)") || strings.Contains(out, "all rows") {
+		t.Errorf("a run of several tables, one read in full:\n%s", out)
+	}
 	// A run of several tables that changed none is verify however its
 	// tables were read: the read line does not say no row was read.
 	rec.Mode, rec.RowsRead, rec.Chunks = adapters.ModeVerify, 105, 0

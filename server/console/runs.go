@@ -80,6 +80,9 @@ func readText(rec adapters.RunRecord) string {
 	case "":
 		return ""
 	case adapters.ModeFull:
+		if full, all := rec.TablesInFull(); all > 0 && full < all {
+			return fmt.Sprintf("%s of %s tables in full; each table's read below", formatCount(full), formatCount(all))
+		}
 		return "in full"
 	case adapters.ModeChunks:
 		return fmt.Sprintf("the changed key ranges: %s of %s", formatCount(rec.Chunks-rec.ChunksSkipped), formatCount(rec.Chunks))

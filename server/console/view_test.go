@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snapstore/snapstore/adapters"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
@@ -56,5 +57,21 @@ func TestRowsSparkline(t *testing.T) {
 	}
 	if rowsSparkline(vs(5)) != nil {
 		t.Error("a line of one version")
+	}
+}
+
+// TestReadTextSeveralTables: the run page of a run of several tables of
+// mode full says how many tables were read in full when not all were.
+func TestReadTextSeveralTables(t *testing.T) {
+	rec := adapters.RunRecord{Mode: adapters.ModeFull, Tables: []adapters.RunTable{
+		{Name: "a", Mode: adapters.ModeFull}, {Name: "b", Mode: adapters.ModeChunks}, {Name: "c", Mode: adapters.ModeChunks}}}
+	if got, want := readText(rec), "1 of 3 tables in full; each table's read below"; got != want {
+		t.Errorf("readText = %q, want %q", got, want)
+	}
+	for i := range rec.Tables {
+		rec.Tables[i].Mode = adapters.ModeFull
+	}
+	if got := readText(rec); got != "in full" {
+		t.Errorf("every table in full: readText = %q, want %q", got, "in full")
 	}
 }
