@@ -83,6 +83,11 @@ type RunTable struct {
 	Chunks        int               `json:"chunks,omitempty"`
 	ChunksSkipped int               `json:"chunks_skipped,omitempty"`
 	Stats         snapshot.RunStats `json:"stats"`
+	// Dropped marks a table of the dataset's current version the run
+	// did not read (gone from the source or from the selection, with
+	// allow_dropped_tables): the version it commits lacks it, and Stats
+	// count its rows as deleted.
+	Dropped bool `json:"dropped,omitempty"`
 }
 
 // TablesInFull counts the tables of a run of several tables that were
@@ -528,9 +533,10 @@ func (tp *tablesPull) progress(n int64) {
 }
 
 // record lists the tables read in the run record, each with how it was
-// read.
+// read, then the tables the run drops, by name.
 func (tp *tablesPull) record() {
-	out := make([]RunTable, 0, len(tp.tables))
+	dropped := tp.run.Dropped()
+	out := make([]RunTable, 0, len(tp.tables)+len(dropped))
 	for _, t := range tp.tables {
 		rt := RunTable{Name: t.name, RowsRead: t.rows}
 		if w := tp.run.Table(t.name); w != nil {
@@ -540,6 +546,9 @@ func (tp *tablesPull) record() {
 			rt.Mode, rt.ModeReason, rt.Chunks, rt.ChunksSkipped = t.res.mode, t.res.reason, t.res.chunks, t.res.skipped
 		}
 		out = append(out, rt)
+	}
+	for _, d := range dropped {
+		out = append(out, RunTable{Name: d.Name, Dropped: true, Stats: snapshot.RunStats{Deleted: d.Rows}})
 	}
 	tp.ar.mu.Lock()
 	tp.ar.rec.Tables = out

@@ -171,6 +171,9 @@ func TestTablesRun(t *testing.T) {
 		}
 		fifth := ts.runWait(t, "bank")
 		mustSucceed(t, fifth)
+		if fifth.Stats.Deleted != 2 || fifth.Stats.Updated != 1 {
+			t.Errorf("run dropping orders: stats %+v, want its 2 rows deleted, 1 account updated", fifth.Stats)
+		}
 		if got := shortNames(mustVersion(t, ts.db, "bank", 0).TableNames()); !slices.Equal(got, []string{"accounts", "ledger"}) {
 			t.Errorf("tables after a dropped table %v", got)
 		}
@@ -658,5 +661,70 @@ func TestTablesRunKeyChanged(t *testing.T) {
 	mustSucceed(t, ts.runWait(t, "ds"))
 	if vi, rows := tableRows(t, ts.db, "ds", "b", 0); len(rows) != 2 || !slices.Equal(vi.Schema.Key, []string{"id", "x"}) {
 		t.Errorf("b after it came back: %d rows, key %v", len(rows), vi.Schema.Key)
+	}
+}
+
+// TestTablesRunDroppedCounted: a run that drops a table (gone from the
+// source, allow_dropped_tables) counts its rows as deleted: in the run's
+// stats, in its record's tables (the table marked dropped), in the
+// version's stats and dropped_tables, and in the diff's counts of the
+// two versions. The table created again under its name, with another
+// key, is a new table: the dataset's diff counts it replaced, and the
+// table's own diff says why it compares no rows.
+func TestTablesRunDroppedCounted(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "src.db")
+	sqliteExec(t, path,
+		"CREATE TABLE a (id INT PRIMARY KEY, v INT)", "CREATE TABLE b (id INT PRIMARY KEY, x INT NOT NULL)",
+		"INSERT INTO a VALUES (1, 1), (2, 2)", "INSERT INTO b VALUES (1, 1), (2, 2), (3, 3)")
+	ts := newStack(t, Options{})
+	if _, err := ts.svc.CreateConnection(ctx, api.Connection{Name: "src", Type: "sqlite", Options: map[string]any{"path": path}}); err != nil {
+		t.Fatal(noteErr(err))
+	}
+	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "ds", Connection: "src", Include: []string{"*"}, AllowDroppedTables: true}); err != nil {
+		t.Fatal(noteErr(err))
+	}
+	first := ts.runWait(t, "ds")
+	mustSucceed(t, first)
+
+	// b dropped, one row of a deleted: 3 + 1 rows deleted.
+	sqliteExec(t, path, "DROP TABLE b", "DELETE FROM a WHERE id = 2")
+	second := ts.runWait(t, "ds")
+	mustSucceed(t, second)
+	if second.Stats.Deleted != 4 || second.Stats.Rows != 1 {
+		t.Errorf("run dropping a table: stats %+v, want 4 deleted, 1 row", second.Stats)
+	}
+	var b *RunTable
+	for i, rt := range second.Tables {
+		if rt.Name == "b" {
+			b = &second.Tables[i]
+		}
+	}
+	if len(second.Tables) != 2 || b == nil || !b.Dropped || b.Stats.Deleted != 3 || b.RowsRead != 0 || b.Mode != "" {
+		t.Errorf("run record's tables %+v, want a and b dropped with 3 rows deleted", second.Tables)
+	}
+	vi := mustVersion(t, ts.db, "ds", second.Version)
+	if vi.Stats.Deleted != 4 || !slices.Equal(vi.DroppedTables, []snapshot.DroppedTable{{Name: "b", Rows: 3}}) {
+		t.Errorf("version dropping a table: stats %+v, dropped %+v", vi.Stats, vi.DroppedTables)
+	}
+	d, err := ts.db.DiffTables(ctx, "ds", first.Version, second.Version)
+	if err != nil || len(d) != 2 || d[1].Table != "b" || d[1].Change != snapshot.TableDropped || d[1].Deleted != 3 || d[0].Deleted != 1 {
+		t.Errorf("diff counts across the drop: %+v, %v", d, err)
+	}
+
+	// b again, keyed otherwise: a new table.
+	sqliteExec(t, path, "CREATE TABLE b (id INT NOT NULL, x INT NOT NULL, PRIMARY KEY (id, x))", "INSERT INTO b VALUES (1, 1), (9, 9)")
+	third := ts.runWait(t, "ds")
+	mustSucceed(t, third)
+	if third.Stats.Inserted != 2 || third.Stats.Deleted != 0 {
+		t.Errorf("run adding the table again: stats %+v", third.Stats)
+	}
+	d, err = ts.db.DiffTables(ctx, "ds", first.Version, third.Version)
+	if err != nil || len(d) != 2 || d[1].Change != snapshot.TableReplaced || d[1].Deleted != 3 || d[1].Inserted != 2 {
+		t.Errorf("diff counts across the drop and the add: %+v, %v", d, err)
+	}
+	if _, err := ts.db.TableDiff(ctx, "ds", "b", first.Version, third.Version); !errors.Is(err, snapshot.ErrTableReplaced) ||
+		!strings.Contains(err.Error(), "(3 rows keyed by id)") || !strings.Contains(err.Error(), "(2 rows keyed by id, x)") {
+		t.Errorf("diff of the table added again: %v", err)
 	}
 }

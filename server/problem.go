@@ -209,6 +209,7 @@ var sentinels = []sentinel{
 	{snapshot.ErrTableRequired, http.StatusConflict, "table_required", "table"},
 	{snapshot.ErrTableNotFound, http.StatusNotFound, "table_not_found", "table"},
 	{snapshot.ErrTableMissing, http.StatusConflict, "table_missing", ""},
+	{snapshot.ErrTableReplaced, http.StatusConflict, "table_replaced", "table"},
 	{snapshot.ErrRunInProgress, http.StatusConflict, "run_in_progress", ""},
 	{snapshot.ErrNotCurrent, http.StatusConflict, "not_current", ""},
 	{snapshot.ErrGuardRefused, http.StatusConflict, "guard_refused", ""},

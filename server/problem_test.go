@@ -78,6 +78,7 @@ func TestProblemFor_EverySentinel(t *testing.T) {
 			"ErrOutcomeUnknown": snapshot.ErrOutcomeUnknown, "ErrPartitionCount": snapshot.ErrPartitionCount, "ErrNotCurrent": snapshot.ErrNotCurrent,
 			"ErrPartitionKey": snapshot.ErrPartitionKey, "ErrTableRequired": snapshot.ErrTableRequired,
 			"ErrTableNotFound": snapshot.ErrTableNotFound, "ErrTableMissing": snapshot.ErrTableMissing,
+			"ErrTableReplaced": snapshot.ErrTableReplaced,
 		},
 		"adapters": {
 			"ErrConnectionNotFound": adapters.ErrConnectionNotFound, "ErrConnectionExists": adapters.ErrConnectionExists,

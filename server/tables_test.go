@@ -271,6 +271,57 @@ func TestTables_Reads(t *testing.T) {
 	}
 }
 
+// TestTables_DroppedAndReplaced: over HTTP, a version that dropped a
+// table counts its rows as deleted (the version's stats, its
+// dropped_tables, in the list and alone) as the diff of the two versions
+// does; the table added again is a new table: the dataset's diff counts
+// it replaced, and the table's own diff, in every form, is 409
+// table_replaced naming it and the two versions.
+func TestTables_DroppedAndReplaced(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	v1 := writeTables(t, f.db, shopdbV1())
+	v2 := writeTables(t, f.db, map[string][][]snapshot.Value{"public.orders": shopdbV1()["public.orders"]})
+	v3 := writeTables(t, f.db, shopdbV1())
+	lines := snapshot.DroppedTable{Name: "public.order_lines", Rows: 10}
+
+	var vs struct {
+		Versions []snapshot.VersionInfo `json:"versions"`
+	}
+	f.must(200, "GET", "/v1/datasets/shopdb/versions", "").json(t, &vs)
+	if len(vs.Versions) != 3 || vs.Versions[1].Version != v2 {
+		t.Fatalf("versions: %s", jsonOf(vs))
+	}
+	for _, vi := range []snapshot.VersionInfo{vs.Versions[1], {}} {
+		if vi.Version == 0 {
+			f.must(200, "GET", fmt.Sprintf("/v1/datasets/shopdb/versions/%d", v2), "").json(t, &vi)
+		}
+		if vi.Stats.Deleted != lines.Rows || vi.Stats.Rows != 5 || len(vi.DroppedTables) != 1 || vi.DroppedTables[0] != lines {
+			t.Errorf("version %d, which dropped the lines: stats %+v, dropped_tables %+v", vi.Version, vi.Stats, vi.DroppedTables)
+		}
+	}
+	if vi := vs.Versions[0]; vi.Stats.Inserted != lines.Rows || vi.Stats.Deleted != 0 || vi.DroppedTables != nil {
+		t.Errorf("version %d, which added them again: stats %+v, dropped_tables %+v", vi.Version, vi.Stats, vi.DroppedTables)
+	}
+	var td tablesDiffOut
+	f.must(200, "GET", fmt.Sprintf("/v1/datasets/shopdb/diff?from=%d&to=%d&stats_only=true", v1, v2), "").json(t, &td)
+	if td.Deleted != lines.Rows || len(td.Tables) != 2 || td.Tables[0].Change != snapshot.TableDropped || td.Tables[0].Deleted != lines.Rows {
+		t.Errorf("dataset diff counts across the drop: %s", jsonOf(td))
+	}
+	f.must(200, "GET", fmt.Sprintf("/v1/datasets/shopdb/diff?from=%d&to=%d&stats_only=true", v1, v3), "").json(t, &td)
+	if td.Deleted != lines.Rows || td.Inserted != lines.Rows || len(td.Tables) != 2 || td.Tables[0].Change != snapshot.TableReplaced {
+		t.Errorf("dataset diff counts across the drop and the add: %s", jsonOf(td))
+	}
+	for _, q := range []string{"", "&stats_only=true", "&format=arrow", "&format=parquet"} {
+		for _, c := range [][2]int64{{v1, v3}, {v3, v1}} {
+			path := fmt.Sprintf("/v1/datasets/shopdb/tables/public.order_lines/diff?from=%d&to=%d%s", c[0], c[1], q)
+			p := f.wantProblem(409, "table_replaced", "table", "GET", path, "")
+			if want := fmt.Sprintf(`"public.order_lines": version %d of shopdb holds a table of that name (10 rows keyed by order_id, line), version %d another one`, c[0], c[1]); !strings.Contains(p.Detail, want) {
+				t.Errorf("%s: detail %q, want it to hold %q", path, p.Detail, want)
+			}
+		}
+	}
+}
+
 // TestTables_Grants: a token limited to other datasets reaches no table
 // of shopdb, and its answers are those of a dataset that does not exist.
 func TestTables_Grants(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/snapstore/snapstore/store"
 )
@@ -72,8 +73,8 @@ func (db *DB) Diff(ctx context.Context, dataset string, from, to int64) (DiffIte
 // TableDiff streams the changes of the table table of a dataset from
 // version from to version to, as Diff; ErrTableNotFound when either
 // version lacks the table (DiffTables counts a table added or dropped),
-// ErrInvalidArgument when the table was dropped and added again between
-// them.
+// ErrTableReplaced when the table was dropped and added again between
+// them (DiffTables counts it as replaced).
 func (db *DB) TableDiff(ctx context.Context, dataset, table string, from, to int64) (DiffIterator, error) {
 	return db.newDiff(ctx, dataset, table, true, from, to, false)
 }
@@ -121,6 +122,16 @@ func oneSidedTable(dataset, table string, holds, lacks int64) error {
 		ErrTableNotFound, table, holds, dataset, lacks, holds)
 }
 
+// replacedTable is the error of a diff of a table whose versions from
+// and to hold different tables of its name (dropped and added again
+// between them): their rows are not compared, and the error says what
+// the dataset's diff counts of it.
+func replacedTable(dataset, table string, from, to VersionInfo) error {
+	return fmt.Errorf("%w: %q: version %d of %s holds a table of that name (%d rows keyed by %s), version %d another one (%d rows keyed by %s), not compared row by row; the dataset's diff counts (stats_only) count it as replaced: its rows at version %d deleted, those at version %d inserted",
+		ErrTableReplaced, table, from.Version, dataset, from.Stats.Rows, strings.Join(from.Schema.Key, ", "),
+		to.Version, to.Stats.Rows, strings.Join(to.Schema.Key, ", "), from.Version, to.Version)
+}
+
 // newDiff opens one raw scan of every partition up to the newer version,
 // each row resolved at both versions (txn.V2, txn.V3), and where it can,
 // the scans of the cells between the versions that name the only rows to
@@ -150,9 +161,10 @@ func (db *DB) newDiff(ctx context.Context, name, table string, qualified bool, f
 		return nil, err
 	}
 	if !slices.Equal(rf.tables, rt.tables) {
+		err := replacedTable(name, table, rf.info, rt.info)
 		rf.Close()
 		rt.Close()
-		return nil, fmt.Errorf("%w: table %q of %s was dropped and added again between versions %d and %d", ErrInvalidArgument, table, name, from, to)
+		return nil, err
 	}
 	hi := rf
 	if to > from {

@@ -82,6 +82,12 @@ var (
 	// version holds, and its options do not allow dropping tables
 	// (TablesRunOptions.DropMissing); the error names the tables.
 	ErrTableMissing = errors.New("snapshot: a table of the current version is missing from the run")
+	// ErrTableReplaced: a diff of one table between two versions that
+	// hold different tables of its name, the table dropped and added
+	// again between them (a new table, with a new number and maybe
+	// another key): their rows are not compared. DiffTables counts such
+	// a table as TableReplaced.
+	ErrTableReplaced = errors.New("snapshot: the table was dropped and added again between the versions")
 )
 
 // noVersionAt is the error of a read as of t that no kept version of

@@ -62,7 +62,7 @@ type TablesRun struct {
 	prev         *VersionInfo // nil when the dataset has none
 	restoredFrom int64
 	writers      []*TableWriter // by name
-	dropped      []string       // tables of prev the run does not write
+	dropped      []DroppedTable // tables of prev the run does not write, by name
 	started      time.Time
 
 	mu       sync.Mutex // guards done
@@ -188,7 +188,12 @@ func (db *DB) beginTables(ctx context.Context, ds *dataset, cfg DatasetConfig, o
 	dirty := ds.scratchDirty
 	ds.mu.Unlock()
 	tr := &TablesRun{db: db, ds: ds, id: id, epoch: st.Slot.Epoch, opts: opts, guard: cfg.Guard, prev: prev,
-		restoredFrom: restoredFrom, dropped: dropped, started: db.opts.now()}
+		restoredFrom: restoredFrom, started: db.opts.now()}
+	for _, name := range dropped {
+		if t, ok := prev.Table(name); ok {
+			tr.dropped = append(tr.dropped, DroppedTable{Name: name, Rows: t.Stats.Rows})
+		}
+	}
 	fail := func(err error) (*TablesRun, error) {
 		if aerr := tr.endTxn(context.WithoutCancel(ctx), "it could not begin"); aerr != nil {
 			err = errors.Join(err, aerr)
@@ -371,9 +376,11 @@ func (tr *TablesRun) Version() int64 {
 	return tr.prev.Version
 }
 
-// Dropped names the tables of the current version the run does not
-// write (TablesRunOptions.DropMissing): the version it commits lacks them.
-func (tr *TablesRun) Dropped() []string { return slices.Clone(tr.dropped) }
+// Dropped returns the tables of the current version the run does not
+// write (TablesRunOptions.DropMissing), by name, each with the rows it
+// holds: the version the run commits lacks them, and counts their rows
+// as deleted.
+func (tr *TablesRun) Dropped() []DroppedTable { return slices.Clone(tr.dropped) }
 
 // Tables returns the run's writers, by table name.
 func (tr *TablesRun) Tables() []*TableWriter { return slices.Clone(tr.writers) }
@@ -390,15 +397,26 @@ func (tr *TablesRun) Table(name string) *TableWriter {
 }
 
 // Stats returns the counts so far of every table, summed (the checksum
-// is the sum of theirs modulo 2^64); safe from any goroutine.
+// is the sum of theirs modulo 2^64), the rows of the tables the run
+// drops counted as deleted from its begin; safe from any goroutine.
 func (tr *TablesRun) Stats() RunStats {
 	var sum RunStats
 	var ck uint64
 	for _, w := range tr.writers {
 		addStats(&sum, &ck, w.r.Stats())
 	}
+	sum.Deleted += droppedRows(tr.dropped)
 	sum.Checksum = fmt.Sprintf("%016x", ck)
 	return sum
+}
+
+// droppedRows sums the rows of the tables ts.
+func droppedRows(ts []DroppedTable) int64 {
+	var n int64
+	for _, t := range ts {
+		n += t.Rows
+	}
+	return n
 }
 
 // addStats adds t to sum, and t's checksum to ck.
@@ -564,6 +582,10 @@ func (tr *TablesRun) Commit(ctx context.Context) (vi VersionInfo, err error) {
 			digests[w.num] = w.r.srcDigest
 		}
 	}
+	// A dropped table's rows are gone from the version: deleted, as a
+	// diff of the two versions counts them (DiffTables, TableDropped).
+	vi.DroppedTables = slices.Clone(tr.dropped)
+	vi.Stats.Deleted += droppedRows(tr.dropped)
 	vi.Stats.Checksum = fmt.Sprintf("%016x", ck)
 	sortTables(vi.Tables)
 	if _, err := db.slotDeadline(ds, tr.epoch); err != nil { // W3

@@ -155,7 +155,7 @@ func (vi VersionInfo) TableNames() []string {
 // stats and value shapes, and t alone in Tables.
 func tableView(vi *VersionInfo, t TableInfo) *VersionInfo {
 	v := *vi
-	v.Schema, v.Stats, v.Shapes, v.Tables = t.Schema, t.Stats, t.Shapes, []TableInfo{t}
+	v.Schema, v.Stats, v.Shapes, v.Tables, v.DroppedTables = t.Schema, t.Stats, t.Shapes, []TableInfo{t}, nil
 	return &v
 }
 

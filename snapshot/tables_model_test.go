@@ -43,6 +43,9 @@ func (tb *tmTable) json(k int64) string {
 type tmVersion struct {
 	id     int64
 	tables map[string]*tmTable
+	// prev is the version current when this one was committed; nil for
+	// the first.
+	prev *tmVersion
 }
 
 var tmPool = []string{"a", "s.b", "c", "d"}
@@ -307,6 +310,36 @@ func TestTablesModel(t *testing.T) {
 				}
 			}
 		}
+		// Each version's stats count the rows of the version before that
+		// it lacks as deleted, those of a table it dropped too, which it
+		// names.
+		for _, mv := range kept {
+			if mv.prev == nil {
+				continue
+			}
+			vi, err := db.VersionInfo(ctx, "m", mv.id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var deleted int64
+			var dropped []DroppedTable
+			for _, n := range slices.Sorted(maps.Keys(mv.prev.tables)) {
+				f, g := mv.prev.tables[n], mv.tables[n]
+				if g == nil {
+					deleted += int64(len(f.rows))
+					dropped = append(dropped, DroppedTable{Name: n, Rows: int64(len(f.rows))})
+					continue
+				}
+				for k := range f.rows {
+					if _, ok := g.rows[k]; !ok {
+						deleted++
+					}
+				}
+			}
+			if vi.Stats.Deleted != deleted || !slices.Equal(vi.DroppedTables, dropped) {
+				t.Fatalf("step %d (%s): version %d after %d: deleted %d, dropped %+v, want %d, %+v", step, what, mv.id, mv.prev.id, vi.Stats.Deleted, vi.DroppedTables, deleted, dropped)
+			}
+		}
 		// DiffTables between two kept versions.
 		from, to := kept[rng.IntN(len(kept))], kept[rng.IntN(len(kept))]
 		ds, err := db.DiffTables(ctx, "m", from.id, to.id)
@@ -422,7 +455,7 @@ func TestTablesModel(t *testing.T) {
 						t.Fatalf("step %d: a run lacking a table (%v) or with a duplicate key (%v) committed", step, missing && !drop, bad != "")
 					}
 					what = "run committed (outcome learned later)"
-					kept = append(kept, &tmVersion{id: vi.Version, tables: tables})
+					kept = append(kept, &tmVersion{id: vi.Version, tables: tables, prev: lastOf(kept)})
 				}
 			case isInjected(err):
 				what = "run failed by a fault"
@@ -442,7 +475,7 @@ func TestTablesModel(t *testing.T) {
 			case err != nil:
 				t.Fatalf("step %d: %v", step, err)
 			default:
-				kept = append(kept, &tmVersion{id: vi.Version, tables: tables})
+				kept = append(kept, &tmVersion{id: vi.Version, tables: tables, prev: lastOf(kept)})
 			}
 		case op < 13: // an unchanged run
 			cur := current()
@@ -501,7 +534,7 @@ func TestTablesModel(t *testing.T) {
 				}
 				tables[n] = &c
 			}
-			kept = append(kept, &tmVersion{id: vi.Version, tables: tables})
+			kept = append(kept, &tmVersion{id: vi.Version, tables: tables, prev: lastOf(kept)})
 		case op < 18: // GC: the newest 3 versions stay
 			what = "gc"
 			_, err := db.GC(ctx, "m", false)
@@ -631,4 +664,12 @@ func injectedCount(fs *storetest.FaultStore) int {
 		n += k
 	}
 	return n
+}
+
+// lastOf returns the last of vs, nil when there is none.
+func lastOf(vs []*tmVersion) *tmVersion {
+	if len(vs) == 0 {
+		return nil
+	}
+	return vs[len(vs)-1]
 }

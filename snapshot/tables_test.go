@@ -350,8 +350,20 @@ func TestTablesAddedAndDropped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(tr.Dropped(), []string{"public.order_lines"}) {
-		t.Fatalf("dropped %v", tr.Dropped())
+	// The dropped table's rows count as deleted, in the version's stats
+	// as in the run's, and the version names it with its rows.
+	lines := DroppedTable{Name: "public.order_lines", Rows: int64(len(s[1].rows))}
+	if !slices.Equal(tr.Dropped(), []DroppedTable{lines}) || tr.Stats().Deleted != lines.Rows {
+		t.Fatalf("dropped %v, run stats %+v", tr.Dropped(), tr.Stats())
+	}
+	if o2, _ := v2.Table("public.orders"); v2.Stats.Deleted != o2.Stats.Deleted+lines.Rows || !slices.Equal(v2.DroppedTables, []DroppedTable{lines}) {
+		t.Fatalf("the version dropping a table: stats %+v, dropped %+v", v2.Stats, v2.DroppedTables)
+	}
+	if got, err := db.VersionInfo(ctx, "shop", v2.Version); err != nil || got.Stats != v2.Stats || !slices.Equal(got.DroppedTables, v2.DroppedTables) {
+		t.Fatalf("the version read back: %+v, %v", got, err)
+	}
+	if d, err := db.DiffTables(ctx, "shop", v1.Version, v2.Version); err != nil || len(d) != 3 || d[1].Table != "public.order_lines" || d[1].Change != TableDropped || d[1].Deleted != lines.Rows {
+		t.Fatalf("DiffTables across the drop: %+v, %v", d, err)
 	}
 	checkShop(t, db, v2.Version, []shopTable{s[0], s[2]})
 	checkShop(t, db, v1.Version, s[:2])
@@ -376,8 +388,15 @@ func TestTablesAddedAndDropped(t *testing.T) {
 		ds[2].Change != "" || ds[2].Updated != 50 {
 		t.Fatalf("DiffTables: %+v", ds)
 	}
-	if _, err := db.TableDiff(ctx, "shop", "public.order_lines", v1.Version, v3.Version); !errors.Is(err, ErrInvalidArgument) {
-		t.Fatalf("diff of a table added again: %v", err)
+	// The table's own diff compares no rows of two tables: it says so,
+	// either way, and so do its counts.
+	for _, c := range [][2]int64{{v1.Version, v3.Version}, {v3.Version, v1.Version}} {
+		_, err := db.TableDiff(ctx, "shop", "public.order_lines", c[0], c[1])
+		_, cerr := db.TableDiffCounts(ctx, "shop", "public.order_lines", c[0], c[1])
+		want := fmt.Sprintf(`"public.order_lines": version %d of shop holds a table of that name`, c[0])
+		if !errors.Is(err, ErrTableReplaced) || errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), want) || !errors.Is(cerr, ErrTableReplaced) {
+			t.Errorf("diff of a table added again, %d to %d: %v; counts: %v", c[0], c[1], err, cerr)
+		}
 	}
 	// A table one version lacks has no diff; the error says which
 	// version holds it, whichever way the diff goes.

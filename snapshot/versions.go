@@ -31,11 +31,25 @@ type VersionInfo struct {
 	Shapes *ValueShapes `json:"shapes,omitempty"`
 	// Tables are the tables of a version of a dataset of named tables
 	// (tables.go), by name; Schema is then empty and Stats the sum of
-	// theirs (the checksum the sum of theirs modulo 2^64). Nil for a
-	// dataset of one table.
-	Tables  []TableInfo `json:"tables,omitempty"`
-	Tags    []string    `json:"tags,omitempty"`
-	Current bool        `json:"current"`
+	// theirs (the checksum the sum of theirs modulo 2^64), Deleted also
+	// counting the rows of DroppedTables. Nil for a dataset of one table.
+	Tables []TableInfo `json:"tables,omitempty"`
+	// DroppedTables are the tables of the version before this one that
+	// this one lacks (TablesRunOptions.DropMissing, a rollback to a
+	// version without them), by name: their rows count in Stats.Deleted.
+	// Nil when none was dropped, and in a version committed before
+	// dropped tables were recorded.
+	DroppedTables []DroppedTable `json:"dropped_tables,omitempty"`
+	Tags          []string       `json:"tags,omitempty"`
+	Current       bool           `json:"current"`
+}
+
+// DroppedTable is a table a version of a dataset of named tables dropped
+// (VersionInfo.DroppedTables).
+type DroppedTable struct {
+	Name string `json:"name"`
+	// Rows are the rows it held at the version before, all deleted.
+	Rows int64 `json:"rows"`
 }
 
 // CheckedAt returns the last time the version was known to match its

@@ -26,7 +26,8 @@ without --table lists every table with its counts, and its CHANGE:
 compared (both versions hold the table; its rows were compared), added or
 dropped (only the newer, or the older, version holds it: all its rows
 count as inserted, or deleted), or replaced (dropped and created again in
-between: the old rows count as deleted, the new as inserted). The last
+between: the old rows count as deleted, the new as inserted; its --table
+diff is refused, table_replaced, its rows being two tables'). The last
 line, (all), sums every table.
 
 --output json prints the API's NDJSON: one change object per line,
@@ -124,6 +125,12 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		// (server.tableRequiredInDiff); the command's user gets its flags.
 		ae.Problem.Detail, _, _ = strings.Cut(ae.Problem.Detail, "; each table's counts: GET ")
 		ae.Hint = fmt.Sprintf("snapstore diff %s --stats lists every table's counts; --table NAME shows a table's changes", pos[0])
+	}
+	if errors.As(err, &ae) && ae.Problem.Code == "table_replaced" {
+		// The API's detail points at its stats_only diff; the command's
+		// user gets the flags that give the same counts.
+		ae.Problem.Detail, _, _ = strings.Cut(ae.Problem.Detail, "; the dataset's diff counts (stats_only)")
+		ae.Hint = fmt.Sprintf("snapstore diff %s --stats with the same --from and --to counts it replaced: the older table's rows deleted, the newer's inserted", pos[0])
 	}
 	return err
 }

@@ -154,3 +154,77 @@ func TestCLI_Tables(t *testing.T) {
 		t.Errorf("diff of a dataset of several tables:\n%s", errs)
 	}
 }
+
+// TestCLI_TablesDropped: a table dropped, then created again: versions
+// --table gives its deleted rows at the version that dropped it, diff
+// --stats counts it dropped, then replaced, and its --table diff across
+// both says why it compares no rows, with the command's flags.
+func TestCLI_TablesDropped(t *testing.T) {
+	url, _, _ := startServeWith(t, 0, nil, func(cfg *config.Config) {
+		ctx := context.Background()
+		st, err := pebble.Open(cfg.Data, pebble.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		db, err := snapshot.Open(ctx, st, snapshot.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		schema := snapshot.Schema{Columns: []snapshot.Column{{Name: "id", Kind: snapshot.KindInt}}, Key: []string{"id"}}
+		for _, tables := range [][]string{{"a", "b"}, {"a"}, {"a", "b"}} {
+			var specs []snapshot.TableSpec
+			for _, n := range tables {
+				specs = append(specs, snapshot.TableSpec{Name: n, Schema: schema})
+			}
+			tr, err := db.BeginTablesRun(ctx, snapshot.DatasetConfig{Name: "bank", Retention: snapshot.Retention{MinVersions: 10}},
+				snapshot.TablesRunOptions{Tables: specs, DropMissing: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range tables {
+				for i := range int64(len(n) * 3) { // a: 3 rows, b: 3 rows
+					if err := tr.Table(n).Put(ctx, []snapshot.Value{{Kind: snapshot.KindInt, Int: i}}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if _, err := tr.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	do := func(wantCode int, args ...string) (string, string) {
+		t.Helper()
+		code, out, errs := cli(t, append(args, "--server", url)...)
+		if code != wantCode {
+			t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, wantCode, out, errs)
+		}
+		return out, errs
+	}
+	var vs []string // the versions, oldest first
+	out, _ := do(0, "versions", "bank", "--table", "b")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	for i := len(lines) - 1; i > 0; i-- {
+		vs = append(vs, strings.Fields(lines[i])[0])
+	}
+	// VERSION COMMITTED(2 fields) VERIFIED ROWS INSERTED UPDATED DELETED
+	if len(vs) != 3 || strings.Join(strings.Fields(lines[2])[4:8], " ") != "- - - 3" {
+		t.Fatalf("versions --table b:\n%s", out)
+	}
+	if out, _ = do(0, "versions", "bank"); !regexp.MustCompile(`(?m)^` + vs[1] + `\s.*\s3\s+1\s+0\s+0\s+3\s`).MatchString(out) {
+		t.Errorf("versions: the version dropping b does not count its 3 rows deleted:\n%s", out)
+	}
+	if out, _ = do(0, "diff", "bank", "--from", vs[0], "--to", vs[1], "--stats"); !regexp.MustCompile(`(?m)^b\s+dropped\s+0\s+0\s+3$`).MatchString(out) {
+		t.Errorf("diff --stats across the drop:\n%s", out)
+	}
+	if out, _ = do(0, "diff", "bank", "--from", vs[0], "--to", vs[2], "--stats"); !regexp.MustCompile(`(?m)^b\s+replaced\s+3\s+0\s+3$`).MatchString(out) {
+		t.Errorf("diff --stats across the drop and the add:\n%s", out)
+	}
+	_, errs := do(1, "diff", "bank", "--table", "b", "--from", vs[0], "--to", vs[2])
+	if !strings.Contains(errs, "version "+vs[0]+" of bank holds a table of that name (3 rows keyed by id), version "+vs[2]+" another one") ||
+		!strings.Contains(errs, "snapstore diff bank --stats with the same --from and --to counts it replaced") || strings.Contains(errs, "stats_only") {
+		t.Errorf("diff --table of a table created again:\n%s", errs)
+	}
+}

@@ -17,8 +17,10 @@ the changes of the run that committed it, tags; the current one starred.
 The newest --limit (default 100); --all lists every one, a page at a time.
 --output json prints {"versions": [...]} as GET /v1/datasets/{dataset}/versions
 does, every page in one list. For a dataset of several tables the counts
-are the sums of its tables', TABLES their number; --table NAME gives that
-table's counts instead ("-" at a version that lacks it).`
+are the sums of its tables', TABLES their number, DELETED counting the
+rows of the tables a version dropped; --table NAME gives that table's
+counts instead ("-" at a version that lacks it; at the version that
+dropped it, its rows under DELETED).`
 
 // cmdVersions is `snapstore versions DATASET`.
 func cmdVersions(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -117,6 +119,11 @@ func versionsTable(w io.Writer, raw []json.RawMessage, table string) error {
 			counts = []string{count(tb.Stats.Rows), count(tb.Stats.Inserted), count(tb.Stats.Updated), count(tb.Stats.Deleted)}
 		case table != "":
 			counts = []string{"", "", "", ""}
+			for _, d := range v.DroppedTables {
+				if d.Name == table {
+					counts[3] = count(d.Rows)
+				}
+			}
 		case named:
 			counts = append(counts[:1], append([]string{fmt.Sprint(len(v.Tables))}, counts[1:]...)...)
 		}

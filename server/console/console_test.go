@@ -839,6 +839,22 @@ func TestConsole_TablesAdapter(t *testing.T) {
 	if !regexp.MustCompile(`data-table="[^"]*products"`).MatchString(run) || !regexp.MustCompile(`data-table="[^"]*order_lines"`).MatchString(run) {
 		t.Errorf("the run page lacks a table:\n%s", run)
 	}
+	// order_lines no longer selected: the next run drops it, and its
+	// page says so beside the rows it deleted.
+	a.Resources = []string{"products"}
+	if _, _, err := f.svc.PutAdapter(t.Context(), a.Adapter); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err = f.svc.StartRun(t.Context(), "shopdb", adapters.RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err = f.svc.WaitRun(t.Context(), rec.ID); err != nil || rec.Status != adapters.RunSucceeded || rec.Stats.Deleted == 0 {
+		t.Fatalf("run dropping order_lines: %+v %v", rec, err)
+	}
+	run = b.page("/ui/runs/"+rec.ID, "dropped: gone from the source or the selection, its rows deleted")
+	if !regexp.MustCompile(fmt.Sprintf(`data-table="[^"]*order_lines">.*dropped: .*−%d</span>`, rec.Stats.Deleted)).MatchString(run) {
+		t.Errorf("the run page does not show order_lines dropped with its %d rows:\n%s", rec.Stats.Deleted, run)
+	}
 	r = b.post("/ui/adapters", url.Values{"name": {"badsel"}, "connection": {"shop"}, "resources": {"products"}, "exclude": {"prod*"}})
 	if body := wantStatus(t, "a table both named and excluded", r, http.StatusBadRequest); !strings.Contains(body, "named and excluded") {
 		t.Errorf("a table both named and excluded:\n%s", body)

@@ -100,8 +100,11 @@ func readText(rec adapters.RunRecord) string {
 }
 
 // tableReadText is readText for one table of a run of several tables;
-// "" for a table the run did not read.
+// "" for a table the run did not read, unless it dropped it.
 func tableReadText(t adapters.RunTable) string {
+	if t.Dropped {
+		return "dropped: gone from the source or the selection, its rows deleted"
+	}
 	switch t.Mode {
 	case "":
 		return ""
