@@ -46,7 +46,7 @@ func resolveSecret(ctx context.Context, log *slog.Logger, key string, s Secret, 
 		name := v[len(secretEnvPrefix):]
 		val, ok := os.LookupEnv(name)
 		if !ok {
-			return Secret{}, &OptionError{Key: key, Msg: fmt.Sprintf("environment variable %s is not set", name)}
+			return Secret{}, &OptionError{Key: key, Msg: fmt.Sprintf("environment variable %s is not set in the server's environment (set it where the server starts, and restart it)", name)}
 		}
 		return newSecret(val), nil
 	case strings.HasPrefix(v, secretFilePrefix):

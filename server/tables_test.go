@@ -182,7 +182,9 @@ func TestTables_Reads(t *testing.T) {
 		t.Errorf("line (4, 2): %s", jsonOf(row))
 	}
 	f.must(200, "GET", fmt.Sprintf("/v1/datasets/shopdb/tables/public.orders/rows/5?version=%d", v1), "")
-	f.wantProblem(404, "row_not_found", "", "GET", "/v1/datasets/shopdb/tables/public.orders/rows/5", "")
+	if p := f.wantProblem(404, "row_not_found", "", "GET", "/v1/datasets/shopdb/tables/public.orders/rows/5", ""); !strings.Contains(p.Detail, "no key (id=5) in table public.orders of shopdb at version ") {
+		t.Errorf("a missing row of a table: %q does not name the table", p.Detail)
+	}
 	f.wantProblem(400, "bad_key", "key", "GET", "/v1/datasets/shopdb/tables/public.order_lines/rows/x/1", "")
 	p := f.wantProblem(404, "table_not_found", "table", "GET", "/v1/datasets/shopdb/tables/orders/rows", "")
 	if !strings.Contains(p.Detail, "public.orders") {

@@ -129,7 +129,11 @@ func (r *Reader) getRow(ctx context.Context, key []Value) (*rowGet, error) {
 	}
 	if !g.st.present() {
 		g.release()
-		return nil, fmt.Errorf("%w: no key %s in %s at version %d", ErrRowNotFound, FormatKey(r.info.Schema.Key, key), r.ds.name, r.info.Version)
+		where := r.ds.name
+		if r.table != "" {
+			where = fmt.Sprintf("table %s of %s", r.table, r.ds.name)
+		}
+		return nil, fmt.Errorf("%w: no key %s in %s at version %d", ErrRowNotFound, FormatKey(r.info.Schema.Key, key), where, r.info.Version)
 	}
 	return g, nil
 }
