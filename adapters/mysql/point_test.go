@@ -421,3 +421,32 @@ func TestMySQLSelectTables(t *testing.T) {
 		t.Fatalf("a missing resource: %v", err)
 	}
 }
+
+// TestMySQLPointCloseAfterCanceledRead: a read canceled mid-query (a run
+// failing on another table cancels the others) closes its connection;
+// the point then ends without an error, the server having rolled back
+// that connection's transaction when it closed.
+func TestMySQLPointCloseAfterCanceledRead(t *testing.T) {
+	e := mysqlEnv(t)
+	db := newBank(t, e)
+	src := e.openSource(t, db)
+	p, err := src.(source.PointOpener).OpenPoint(context.Background(), source.PointRequest{Tables: 2, Parallelism: 2, Mode: source.PointReadLock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := p.OpenTable(context.Background(), source.TableRequest{Resource: "accounts"})
+	if err != nil {
+		p.Close()
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	_, err = tr.(*mysqlTable).conn.ExecContext(ctx, "DO SLEEP(30)")
+	cancel()
+	if err == nil {
+		t.Fatal("a query of 30 s ended within 200 ms without an error")
+	}
+	tr.Close()
+	if err := p.Close(); err != nil {
+		t.Errorf("closing the point after a canceled read: %v", err)
+	}
+}
