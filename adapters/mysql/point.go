@@ -167,11 +167,15 @@ func (s *mysqlSource) readLockPoint(ctx context.Context, n int) (*mysqlPoint, st
 	if err != nil {
 		return nil, "", err
 	}
+	refused := false
 	defer func() {
 		// UNLOCK TABLES as the lock's connection goes back; a broken one
-		// is dropped, which releases the lock too.
+		// is dropped, which releases the lock too. So is one that was
+		// refused the lock: a session keeps the global privileges it
+		// logged in with, and a RELOAD granted since would not reach the
+		// next run that took it from the pool.
 		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if err := execAll(uctx, lock, "UNLOCK TABLES", "SET SESSION lock_wait_timeout = DEFAULT"); err != nil {
+		if err := execAll(uctx, lock, "UNLOCK TABLES", "SET SESSION lock_wait_timeout = DEFAULT"); err != nil || refused {
 			lock.Raw(func(any) error { return driverBadConn })
 		}
 		cancel()
@@ -181,6 +185,7 @@ func (s *mysqlSource) readLockPoint(ctx context.Context, n int) (*mysqlPoint, st
 		return nil, "", err
 	}
 	if _, err := lock.ExecContext(ctx, "FLUSH TABLES WITH READ LOCK"); err != nil {
+		refused = true
 		if ctx.Err() != nil {
 			return nil, "", ctx.Err()
 		}

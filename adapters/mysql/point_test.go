@@ -270,6 +270,23 @@ func TestMySQLPointModes(t *testing.T) {
 	if _, err := rsrc.(source.PointOpener).OpenPoint(ctx, source.PointRequest{Tables: 2, Parallelism: 2, Mode: source.PointReadLock}); !errors.Is(err, source.ErrPointMode) {
 		t.Fatalf("read_lock without RELOAD: %v", err)
 	}
+	// RELOAD granted: the next point takes the lock. A session keeps the
+	// global privileges it logged in with, so the refused lock's
+	// connection must not be the one asked again.
+	for _, host := range []string{"127.0.0.1", "localhost"} {
+		if _, err := a.Exec("GRANT RELOAD ON *.* TO '" + user + "'@'" + host + "'"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err = rsrc.(source.PointOpener).OpenPoint(ctx, source.PointRequest{Tables: 2, Parallelism: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info = p.Info()
+	p.Close()
+	if info.Mode != source.PointReadLock {
+		t.Fatalf("the point after RELOAD was granted: %+v", info)
+	}
 }
 
 // TestMySQLPointMaxOpen: a pool of max_open connections gives a
