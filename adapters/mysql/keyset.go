@@ -5,10 +5,8 @@ package mysql
 
 import (
 	"context"
-	"database/sql"
 	"database/sql/driver"
 	"errors"
-	"strconv"
 	"strings"
 	"time"
 
@@ -37,7 +35,7 @@ func (t *mysqlTable) buildQueries() {
 		order = append(order, quoteMySQLIdent(c.name))
 	}
 	t.Prepare(t, t.qualified(), "SELECT "+strings.Join(sel, ", ")+" FROM "+t.qualified(), keys, order)
-	t.raw, t.Dest = source.ScanBuffers[sql.RawBytes](len(sel))
+	t.raw, t.Dest = source.ScanBuffers[mysqlCell](len(sel))
 	t.Row = make([]snapshot.Value, len(t.cols))
 }
 
@@ -82,8 +80,8 @@ func (t *mysqlTable) RowCursor() []any {
 	for j, i := range t.keyIdx {
 		c := &t.cols[i]
 		if c.enumLike {
-			n, _ := strconv.ParseUint(string(t.raw[extra]), 10, 64)
-			cur[j] = n
+			idx, _ := c.enumIndex(t.raw[extra])
+			cur[j] = idx
 			extra++
 			continue
 		}

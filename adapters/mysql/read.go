@@ -22,7 +22,7 @@ type mysqlTable struct {
 	conn    *sql.Conn
 	cols    []mysqlColumn
 	keyIdx  []int // positions of the key columns in cols
-	raw     []sql.RawBytes
+	raw     []mysqlCell
 	started bool
 	// chunkAt is when the current chunk query was sent (query).
 	chunkAt time.Time

@@ -1,9 +1,9 @@
 package mysql
 
 import (
-	"database/sql"
 	"fmt"
 	"github.com/snapstore/snapstore/adapters/source"
+	"math"
 	"strconv"
 	"strings"
 
@@ -83,22 +83,98 @@ func mysqlKind(c *mysqlColumn, isJSON bool) (snapshot.Kind, error) {
 	return 0, fmt.Errorf("%w: column %q has type %s", source.ErrUnsupportedType, c.name, c.columnType)
 }
 
-// Convert turns the text-protocol bytes of one value, the server's exact
-// text (P4), into a Value. b == nil is NULL. Bytes alias b (valid until the
-// next row).
-func (c *mysqlColumn) Convert(b sql.RawBytes) (snapshot.Value, error) {
-	if b == nil {
+// mysqlCell is one value of a row as the driver gives it (sql.Scanner).
+// The driver parses the text protocol's integers and doubles itself; a
+// sql.RawBytes destination would have database/sql format them back into
+// text for Convert to parse a second time. Bytes are the driver's buffer,
+// valid until the next row, as RawBytes are.
+type mysqlCell struct {
+	kind cellKind
+	b    []byte
+	i    int64
+	u    uint64
+	f    float64
+	buf  []byte // text of a number, for a column read as text
+}
+
+// cellKind says which field of a mysqlCell holds its value.
+type cellKind uint8
+
+const (
+	cellNull cellKind = iota
+	cellBytes
+	cellInt
+	cellUint
+	cellFloat
+)
+
+// Scan implements sql.Scanner.
+func (c *mysqlCell) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		c.kind = cellNull
+	case []byte:
+		c.kind, c.b = cellBytes, v
+	case int64:
+		c.kind, c.i = cellInt, v
+	case uint64:
+		c.kind, c.u = cellUint, v
+	case float64:
+		c.kind, c.f = cellFloat, v
+	case float32:
+		c.kind, c.f = cellFloat, float64(v)
+	case string:
+		c.kind, c.b = cellBytes, append(c.buf[:0], v...)
+		c.buf = c.b
+	default:
+		return fmt.Errorf("mysql: a value of Go type %T", src)
+	}
+	return nil
+}
+
+// text is the cell's value as text: its bytes, or a number formatted
+// (the server's text of an integer; the shortest text of a double).
+func (c *mysqlCell) text() []byte {
+	switch c.kind {
+	case cellInt:
+		c.buf = strconv.AppendInt(c.buf[:0], c.i, 10)
+	case cellUint:
+		c.buf = strconv.AppendUint(c.buf[:0], c.u, 10)
+	case cellFloat:
+		c.buf = strconv.AppendFloat(c.buf[:0], c.f, 'g', -1, 64)
+	default:
+		return c.b
+	}
+	return c.buf
+}
+
+// Convert converts one cell of the column to its snapshot value: numbers
+// as the driver parsed them (or from their text), everything else as the
+// server's exact text or bytes (P4), aliasing the driver's buffer until
+// the next row. Errors name the column.
+func (c *mysqlColumn) Convert(cell mysqlCell) (snapshot.Value, error) {
+	if cell.kind == cellNull {
 		return snapshot.Value{}, nil
 	}
 	switch c.kind {
 	case snapshot.KindInt:
-		n, err := strconv.ParseInt(string(b), 10, 64)
+		switch cell.kind {
+		case cellInt:
+			return snapshot.Value{Kind: snapshot.KindInt, Int: cell.i}, nil
+		case cellUint:
+			if cell.u > math.MaxInt64 {
+				return snapshot.Value{}, fmt.Errorf("column %q: %s value %d out of range", c.name, c.columnType, cell.u)
+			}
+			return snapshot.Value{Kind: snapshot.KindInt, Int: int64(cell.u)}, nil
+		}
+		n, err := strconv.ParseInt(string(cell.text()), 10, 64)
 		if err != nil {
 			return snapshot.Value{}, fmt.Errorf("column %q: reading %s value: %w", c.name, c.columnType, err)
 		}
 		return snapshot.Value{Kind: snapshot.KindInt, Int: n}, nil
 	case snapshot.KindUint:
 		if c.bit {
+			b := cell.text()
 			if len(b) > 8 {
 				return snapshot.Value{}, fmt.Errorf("column %q: BIT value of %d bytes", c.name, len(b))
 			}
@@ -108,15 +184,27 @@ func (c *mysqlColumn) Convert(b sql.RawBytes) (snapshot.Value, error) {
 			}
 			return snapshot.Value{Kind: snapshot.KindUint, Uint: u}, nil
 		}
-		u, err := strconv.ParseUint(string(b), 10, 64)
+		switch cell.kind {
+		case cellUint:
+			return snapshot.Value{Kind: snapshot.KindUint, Uint: cell.u}, nil
+		case cellInt:
+			if cell.i < 0 {
+				return snapshot.Value{}, fmt.Errorf("column %q: %s value %d out of range", c.name, c.columnType, cell.i)
+			}
+			return snapshot.Value{Kind: snapshot.KindUint, Uint: uint64(cell.i)}, nil
+		}
+		u, err := strconv.ParseUint(string(cell.text()), 10, 64)
 		if err != nil {
 			return snapshot.Value{}, fmt.Errorf("column %q: reading %s value: %w", c.name, c.columnType, err)
 		}
 		return snapshot.Value{Kind: snapshot.KindUint, Uint: u}, nil
 	case snapshot.KindFloat:
-		f, err := strconv.ParseFloat(string(b), 64)
-		if err != nil {
-			return snapshot.Value{}, fmt.Errorf("column %q: reading %s value: %w", c.name, c.columnType, err)
+		f := cell.f
+		if cell.kind != cellFloat {
+			var err error
+			if f, err = strconv.ParseFloat(string(cell.text()), 64); err != nil {
+				return snapshot.Value{}, fmt.Errorf("column %q: reading %s value: %w", c.name, c.columnType, err)
+			}
 		}
 		if c.single {
 			// The float64 of the float32's shortest text: 1.0000001 stays
@@ -125,7 +213,21 @@ func (c *mysqlColumn) Convert(b sql.RawBytes) (snapshot.Value, error) {
 		}
 		return snapshot.Value{Kind: snapshot.KindFloat, Float: f}, nil
 	}
-	return snapshot.Value{Kind: c.kind, Bytes: b}, nil
+	return snapshot.Value{Kind: c.kind, Bytes: cell.text()}, nil
+}
+
+// enumIndex is the col+0 index of an ENUM or SET key column, as its
+// extra cell of the row holds it.
+func (c *mysqlColumn) enumIndex(cell mysqlCell) (uint64, error) {
+	switch cell.kind {
+	case cellUint:
+		return cell.u, nil
+	case cellInt:
+		if cell.i >= 0 {
+			return uint64(cell.i), nil
+		}
+	}
+	return strconv.ParseUint(string(cell.text()), 10, 64)
 }
 
 // selectExpr is the column as the reader and the row checksum select it:
