@@ -130,7 +130,7 @@ func adaptersShow(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		retry := "no"
 		if a.Retries > 0 {
-			retry = fmt.Sprintf("%d times, first after %s", a.Retries, a.RetryBackoff)
+			retry = fmt.Sprintf("%d times, first after %s", a.Retries, a.RetryBackoff.Text())
 		}
 		// The source options as connections show prints options: one
 		// field each, the value as JSON text.
@@ -142,7 +142,7 @@ func adaptersShow(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return printFields(stdout, slices.Concat([]string{
 			"adapter", a.Name, "dataset", a.Dataset, "connection", a.Connection, "resource", a.Resource, "key columns", keys},
 			tablesFields(a.Adapter), sourceOpts, []string{"schedule", schedule}, placement, []string{"next run", timeText(a.NextRun), "last run", last,
-				"retention", fmt.Sprintf("ttl %s, min versions %d", ttlText(a.Retention.TTL.String()), a.Retention.MinVersions),
+				"retention", fmt.Sprintf("ttl %s, min versions %d", ttlText(a.Retention.TTL), a.Retention.MinVersions),
 				"guard", fmt.Sprintf("allow empty %v, max shrink %g", a.Guard.AllowEmpty, a.Guard.MaxShrink),
 				"retries", retry, "run on start", fmt.Sprint(a.RunOnStart), "embed json", fmt.Sprint(a.EmbedJSON), "commit unchanged", fmt.Sprint(a.CommitUnchanged),
 				"audit reads", fmt.Sprint(a.AuditReads),

@@ -106,7 +106,7 @@ func TestCLI_DefinitionsAndRuns(t *testing.T) {
 	if code != 1 || !strings.Contains(errs, "body.retention.ttl") || !strings.Contains(errs, "tools-adapter.yaml line 5") {
 		t.Fatalf("a bad ttl: exit %d %s", code, errs)
 	}
-	os.WriteFile(adFile, []byte("name: tools\nconnection: tools\nresource: tools\nschedule: \"@every 1h\"\nretention:\n  ttl: 1h\n  min_versions: 3\n"), 0o600)
+	os.WriteFile(adFile, []byte("name: tools\nconnection: tools\nresource: tools\nschedule: \"@every 1h\"\nretention:\n  ttl: 90d\n  min_versions: 3\n"), 0o600)
 	if out := admin("adapters", "create", "-f", adFile); !strings.Contains(out, "adapter tools: tools/tools into dataset tools") {
 		t.Fatalf("adapters create: %s", out)
 	}
@@ -161,6 +161,16 @@ func TestCLI_DefinitionsAndRuns(t *testing.T) {
 		t.Errorf("run of a derived copy:\n%s", out)
 	}
 	admin("adapters", "delete", "names")
+	// A retention TTL shows as the definition writes it, not as "2160h".
+	if out := admin("adapters", "show", "tools"); !regexp.MustCompile(`(?m)^retention: +ttl 90d, min versions 3$`).MatchString(out) {
+		t.Errorf("adapters show: the TTL not as written:\n%s", out)
+	}
+	if out := admin("datasets", "list"); !regexp.MustCompile(`(?m)^tools .* 90d +3$`).MatchString(out) {
+		t.Errorf("datasets list: the TTL not as written:\n%s", out)
+	}
+	if out := admin("datasets", "show", "tools"); !regexp.MustCompile(`(?m)^retention: +ttl 90d, min versions 3$`).MatchString(out) {
+		t.Errorf("datasets show: the TTL not as written:\n%s", out)
+	}
 	// Nothing changed: the current version verified, said so.
 	code, out, errs = run(adminTok, "run", "tools")
 	if code != 0 || !regexp.MustCompile(`(?m)^version: +\d+ verified \(nothing changed, no version committed\)$`).MatchString(out) {
