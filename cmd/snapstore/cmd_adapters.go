@@ -141,13 +141,39 @@ func adaptersShow(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		return printFields(stdout, slices.Concat([]string{
 			"adapter", a.Name, "dataset", a.Dataset, "connection", a.Connection, "resource", a.Resource, "key columns", keys},
-			tablesFields(a.Adapter), sourceOpts, []string{"schedule", schedule}, placement, []string{"next run", timeText(a.NextRun), "last run", last,
+			tablesFields(a.Adapter), sourceOpts, []string{"schedule", schedule}, placement, []string{"next run", nextRunText(a.NextRun, a.Schedule), "last run", last,
 				"retention", fmt.Sprintf("ttl %s, min versions %d", ttlText(a.Retention.TTL), a.Retention.MinVersions),
 				"guard", fmt.Sprintf("allow empty %v, max shrink %g", a.Guard.AllowEmpty, a.Guard.MaxShrink),
 				"retries", retry, "run on start", fmt.Sprint(a.RunOnStart), "embed json", fmt.Sprint(a.EmbedJSON), "commit unchanged", fmt.Sprint(a.CommitUnchanged),
 				"audit reads", fmt.Sprint(a.AuditReads),
 				"defined in", fmt.Sprintf("%s (revision %d, updated %s)", a.Source, a.Revision, timeText(&a.UpdatedAt))})...)
 	})
+}
+
+// nextRunText is an adapter's next run as the CLI writes times
+// (timeText) and, for a schedule of another zone (CRON_TZ=Europe/Berlin
+// or TZ=...), also in that zone, the one its fields are read in:
+// "2026-12-07 01:30:00Z (2026-12-07 02:30:00+01:00 in Europe/Berlin)".
+func nextRunText(next *time.Time, schedule string) string {
+	text := timeText(next)
+	if text == "" {
+		return text
+	}
+	spec := strings.TrimSpace(schedule)
+	for _, prefix := range []string{"CRON_TZ=", "TZ="} {
+		rest, ok := strings.CutPrefix(spec, prefix)
+		if !ok {
+			continue
+		}
+		name, _, _ := strings.Cut(rest, " ")
+		if loc, err := time.LoadLocation(name); err == nil {
+			if there := next.In(loc).Format(timeLayout); there != text {
+				text += " (" + there + " in " + name + ")"
+			}
+		}
+		break
+	}
+	return text
 }
 
 // scheduleText says an adapter's schedule in a sentence: `schedule

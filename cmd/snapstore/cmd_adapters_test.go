@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/snapstore/snapstore/adapters"
 	"github.com/snapstore/snapstore/api"
@@ -176,7 +177,7 @@ func TestCLI_DefinitionsAndRuns(t *testing.T) {
 	if code != 0 || !regexp.MustCompile(`(?m)^version: +\d+ verified \(nothing changed, no version committed\)$`).MatchString(out) {
 		t.Fatalf("a run that changed nothing: exit %d\n%s%s", code, out, errs)
 	}
-	if _, out, _ = run(adminTok, "versions", "tools"); !regexp.MustCompile(`(?m)^VERSION +COMMITTED +VERIFIED`).MatchString(out) || !regexp.MustCompile(`(?m)^\d+ +[-\d]{10} [:\d]{8} +[-\d]{10} [:\d]{8} `).MatchString(out) {
+	if _, out, _ = run(adminTok, "versions", "tools"); !regexp.MustCompile(`(?m)^VERSION +COMMITTED +VERIFIED`).MatchString(out) || !regexp.MustCompile(`(?m)^\d+ +[-\d]{10} [:\d]{8}`+zone+` +[-\d]{10} [:\d]{8}`+zone+` `).MatchString(out) {
 		t.Errorf("versions of a verified dataset:\n%s", out)
 	}
 	// A failed run is exit code 1 with its code.
@@ -192,6 +193,11 @@ func TestCLI_DefinitionsAndRuns(t *testing.T) {
 	out = admin("adapters", "list")
 	if !strings.Contains(out, "failed (resource_not_found)") || !strings.Contains(out, "in ") {
 		t.Fatalf("adapters list:\n%s", out)
+	}
+	// Every time shown has its zone; next run, of a schedule in the
+	// local zone, nothing more.
+	if out := admin("adapters", "show", "tools"); !regexp.MustCompile(`(?m)^next run: +[-\d]{10} [:\d]{8}`+zone+`$`).MatchString(out) || !regexp.MustCompile(`(?m)^last run: +\S+ failed.*, [-\d]{10} [:\d]{8}`+zone+`$`).MatchString(out) {
+		t.Errorf("adapters show: a time without its zone:\n%s", out)
 	}
 	if out := admin("adapters", "show", "tools"); !strings.Contains(out, failed.ID+" failed") || !strings.Contains(out, "@every 1h") || !regexp.MustCompile(`(?m)^commit unchanged: +false$`).MatchString(out) {
 		t.Fatalf("adapters show:\n%s", out)
@@ -270,5 +276,32 @@ func TestSourceText(t *testing.T) {
 		if got := sourceText(c.a); got != c.want {
 			t.Errorf("sourceText(%+v) = %q, want %q", c.a, got, c.want)
 		}
+	}
+}
+
+// TestNextRunText: the next run of a schedule of another zone is also
+// said in that zone, the one its fields are read in; in the local zone,
+// once.
+func TestNextRunText(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err) // the Go tool chain's tzdata
+	}
+	next := time.Date(2026, 12, 7, 2, 30, 0, 0, berlin)
+	for _, c := range []struct{ schedule, want string }{
+		{"CRON_TZ=Europe/Berlin 30 2 * * *", timeText(&next) + " (2026-12-07 02:30:00+01:00 in Europe/Berlin)"},
+		{"TZ=Europe/Berlin 30 2 * * *", timeText(&next) + " (2026-12-07 02:30:00+01:00 in Europe/Berlin)"},
+		{"@every 1h", timeText(&next)},
+		{"CRON_TZ=Nowhere/Atall 30 2 * * *", timeText(&next)},
+	} {
+		if time.Local.String() == "Europe/Berlin" && strings.HasSuffix(c.schedule, "* * *") {
+			c.want = "2026-12-07 02:30:00+01:00"
+		}
+		if got := nextRunText(&next, c.schedule); got != c.want {
+			t.Errorf("%s: %q, want %q", c.schedule, got, c.want)
+		}
+	}
+	if nextRunText(nil, "@every 1h") != "" {
+		t.Error("no next run: want nothing")
 	}
 }
