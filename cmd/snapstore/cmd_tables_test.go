@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -141,6 +143,28 @@ func TestCLI_Tables(t *testing.T) {
 		if pf.NumRows() != 3 {
 			t.Errorf("%s: %d rows at version 1, want 3", name, pf.NumRows())
 		}
+		pf.Close()
+	}
+	// Another export into that directory is refused before it writes a
+	// file; --force replaces the files and says so.
+	before, err := os.ReadFile(filepath.Join(dir, "orders.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, errs = do(1, "export", "shop", "--out", dir); out != "" || !strings.Contains(errs, dir+" already holds order_lines.parquet, orders.parquet, which this export of shop would replace (nothing written): --force replaces them") {
+		t.Errorf("export over an earlier export:\n%s%s", out, errs)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, "orders.parquet")); !bytes.Equal(after, before) {
+		t.Error("a refused export changed the earlier export's file")
+	}
+	out, errs = do(0, "export", "shop", "--out", dir, "--force")
+	if out != filepath.Join(dir, "order_lines.parquet")+"\n"+filepath.Join(dir, "orders.parquet")+"\n" ||
+		!strings.Contains(errs, "shop: version 2\n") || !strings.Contains(errs, "replaced "+filepath.Join(dir, "orders.parquet")+"\n") || !strings.Contains(errs, "replaced "+filepath.Join(dir, "order_lines.parquet")+"\n") {
+		t.Errorf("export --force over an earlier export:\n%s%s", out, errs)
+	}
+	if pf, err := file.OpenParquetFile(filepath.Join(dir, "orders.parquet"), false); err != nil || pf.NumRows() != 2 {
+		t.Errorf("orders.parquet after export --force: %v, want version 2's 2 rows", err)
+	} else {
 		pf.Close()
 	}
 	if _, errs := do(1, "scan", "shop"); !strings.Contains(errs, "order lines, orders") || !strings.Contains(errs, "; give it with --table NAME") || strings.Contains(errs, "--stats") {
