@@ -41,7 +41,7 @@ func cmdAdapters(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		{"list", "", "every adapter: schedule, next run, last run", adaptersList},
 		{"show", "ADAPTER", "one adapter", adaptersShow},
 		{"create", "-f FILE [--replace]", "an adapter from a YAML file (the config file's keys)", adaptersCreate},
-		{"delete", "ADAPTER", "delete an adapter (its dataset stays)", adaptersDelete},
+		{"delete", "ADAPTER", "delete an adapter (the dataset it wrote stays)", adaptersDelete},
 		{"run", "ADAPTER [--force] [--detach]", "one run now, followed to its end (as snapstore run)", func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return runAdapter(ctx, "adapters run", args, stdout, stderr)
 		}},
@@ -272,9 +272,49 @@ func createDefinition(ctx context.Context, args []string, stdout, stderr io.Writ
 }
 
 func adaptersDelete(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newCmdLine("adapters delete", "ADAPTER", "Delete an adapter made with create (or through the API) and its schedule. Its dataset and run records stay; a config file's adapter is read-only.", flagsClient, stdout)
-	request := func(name string) (string, url.Values) { return pathOf("/v1/adapters/", name), nil }
-	return deleteCommand(ctx, c, args, stderr, request, "adapter %s deleted; its dataset stays")
+	c := newCmdLine("adapters delete", "ADAPTER", "Delete an adapter made with create (or through the API) and its schedule. The dataset it wrote, if any, and its run records stay; a config file's adapter is read-only.", flagsClient, stdout)
+	pos, err := c.parseN(args, 1, 1)
+	if err != nil {
+		return err
+	}
+	return withTarget(ctx, c.cf, stderr, func(t *target) error {
+		path := pathOf("/v1/adapters/", pos[0])
+		// The adapter's dataset, read first: the answer says whether one
+		// stays, and names it. A failed read leaves the DELETE to answer.
+		var a adapterView
+		_, getErr := t.api.get(ctx, path, nil, &a)
+		if _, err := t.api.call(ctx, http.MethodDelete, path, nil, nil); err != nil {
+			return err
+		}
+		if c.cf.json() {
+			return encodeJSON(stdout, deletedJSON{Deleted: pos[0]})
+		}
+		_, err := fmt.Fprintf(stdout, "adapter %s deleted%s\n", pos[0], datasetStays(ctx, t, a, getErr))
+		return err
+	})
+}
+
+// datasetStays is what a deleted adapter leaves, to end the sentence
+// that says it was deleted: the dataset it wrote, which stays, or that it
+// wrote none; nothing when that is not known (its definition or the
+// dataset could not be read).
+func datasetStays(ctx context.Context, t *target, a adapterView, getErr error) string {
+	if getErr != nil {
+		return ""
+	}
+	ds := a.Dataset
+	if ds == "" {
+		ds = a.Name // a dataset's name defaults to its adapter's
+	}
+	_, err := t.api.get(ctx, pathOf("/v1/datasets/", ds), nil, nil)
+	var ae *apiError
+	switch {
+	case err == nil:
+		return fmt.Sprintf("; its dataset %s stays (snapstore datasets drop %s drops it)", ds, ds)
+	case errors.As(err, &ae) && ae.Status == http.StatusNotFound:
+		return "; it had written no dataset"
+	}
+	return ""
 }
 
 // tablesFields are the fields of an adapter of several tables; of an

@@ -124,7 +124,10 @@ func TestCLI_DefinitionsAndRuns(t *testing.T) {
 	}
 	os.WriteFile(pkFile, []byte("name: spread\nconnection: tools\nresource: tools\nstrategy: partition-by-key\ntransfer_compression: all\npartition_key: [weight]\n"), 0o600)
 	admin("adapters", "create", "-f", pkFile)
-	admin("adapters", "delete", "spread")
+	// An adapter that never ran leaves no dataset, and says so.
+	if out := admin("adapters", "delete", "spread"); out != "adapter spread deleted; it had written no dataset\n" {
+		t.Errorf("adapters delete of an adapter that never ran: %q", out)
+	}
 
 	// A run followed to its end (no terminal: a line a phase on stderr),
 	// the record on stdout.
@@ -161,7 +164,9 @@ func TestCLI_DefinitionsAndRuns(t *testing.T) {
 	if out := admin("run", "names"); !strings.Contains(out, "status:    succeeded") || !strings.Contains(out, "1 inserted") {
 		t.Errorf("run of a derived copy:\n%s", out)
 	}
-	admin("adapters", "delete", "names")
+	if out := admin("adapters", "delete", "names"); out != "adapter names deleted; its dataset names stays (snapstore datasets drop names drops it)\n" {
+		t.Errorf("adapters delete of an adapter that wrote its dataset: %q", out)
+	}
 	// A retention TTL shows as the definition writes it, not as "2160h".
 	if out := admin("adapters", "show", "tools"); !regexp.MustCompile(`(?m)^retention: +ttl 90d, min versions 3$`).MatchString(out) {
 		t.Errorf("adapters show: the TTL not as written:\n%s", out)
