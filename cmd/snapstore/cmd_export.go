@@ -17,7 +17,9 @@ import (
 const exportHelp = `A version of a dataset as files in a directory, one per table, at one
 version (the current one unless --version, --as-of or --tag): DATASET.parquet
 for a dataset of one table, TABLE.parquet for each table of a dataset of
-several (a character a file name cannot hold is '_'). --format parquet (the
+several, named for the table as the dataset names it
+(public.orders.parquet, shop.orders.parquet for MySQL's database.table;
+every character but ASCII letters, digits, '.', '-' and '_' is '_'). --format parquet (the
 default) writes Parquet files, --format arrow Arrow IPC stream files
 (.arrows). Each file is written under a temporary name and renamed once
 whole. The files are GET /v1/datasets/{dataset}/rows?format=... of the

@@ -252,3 +252,24 @@ func TestCLI_TablesDropped(t *testing.T) {
 		t.Errorf("diff --table of a table created again:\n%s", errs)
 	}
 }
+
+// TestFileBase pins the names export gives a dataset's tables' files, as
+// docs/reading.md and docs/cli.md give them: a table's name in the
+// dataset (schema.table for PostgreSQL, database.table for MySQL, table
+// for SQLite), dots kept, every other character but ASCII letters,
+// digits, '-' and '_' made '_'.
+func TestFileBase(t *testing.T) {
+	for table, want := range map[string]string{
+		"newuser8_shop.orders": "newuser8_shop.orders",
+		"public.order_lines":   "public.order_lines",
+		"orders":               "orders",
+		"order lines":          "order_lines",
+		"sales/2026":           "sales_2026",
+		"Bestellungen-ä":       "Bestellungen-_",
+		"..":                   "_..",
+	} {
+		if got := fileBase(table); got != want {
+			t.Errorf("%q: %q, want %q", table, got, want)
+		}
+	}
+}
