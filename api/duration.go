@@ -17,8 +17,30 @@ import (
 // refused, so that no one guesses the unit.
 type Duration time.Duration
 
-// String is the duration's text, "0s" for zero.
+// String is the duration's text as Go writes it, "0s" for zero: what the
+// API answers (MarshalJSON), which clients may parse. Text is what a
+// person reads.
 func (d Duration) String() string { return time.Duration(d).String() }
+
+// Text is the duration as a definition would write it, which
+// ParseDuration reads back: whole days as days ("90d", never "2160h"),
+// else Go's text without its zero units at the end ("36h", "1h30m",
+// "1m30s", "1.5s", not "36h0m0s"); "0s" for zero. The CLI and the console
+// show durations of definitions (a retention TTL, a retry backoff) with
+// it.
+func (d Duration) Text() string {
+	if d > 0 && time.Duration(d)%Day == 0 {
+		return strconv.FormatInt(int64(time.Duration(d)/Day), 10) + "d"
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
 
 // MarshalJSON writes the duration text, "0s" for zero.
 func (d Duration) MarshalJSON() ([]byte, error) {

@@ -73,3 +73,31 @@ func TestParseDuration(t *testing.T) {
 		t.Errorf("ParseDuration of the largest days = %v, %v", got, err)
 	}
 }
+
+// TestDuration_Text pins the text people read: days when whole, else Go's
+// text without zero units at the end, and ParseDuration reads it back.
+func TestDuration_Text(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{90 * Day, "90d"},
+		{Day, "1d"},
+		{36 * time.Hour, "36h"},
+		{90 * time.Minute, "1h30m"},
+		{90 * time.Second, "1m30s"},
+		{time.Hour + 30*time.Second, "1h0m30s"},
+		{1500 * time.Millisecond, "1.5s"},
+		{250 * time.Millisecond, "250ms"},
+		{Day + time.Second, "24h0m1s"},
+		{0, "0s"},
+	} {
+		got := Duration(c.d).Text()
+		if got != c.want {
+			t.Errorf("%v: %q, want %q", c.d, got, c.want)
+		}
+		if back, err := ParseDuration(got); err != nil || time.Duration(back) != c.d {
+			t.Errorf("%q reads back as %v %v, want %v", got, back, err, c.d)
+		}
+	}
+}

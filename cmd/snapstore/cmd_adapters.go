@@ -41,7 +41,7 @@ func cmdAdapters(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		{"list", "", "every adapter: schedule, next run, last run", adaptersList},
 		{"show", "ADAPTER", "one adapter", adaptersShow},
 		{"create", "-f FILE [--replace]", "an adapter from a YAML file (the config file's keys)", adaptersCreate},
-		{"delete", "ADAPTER", "delete an adapter (its dataset stays)", adaptersDelete},
+		{"delete", "ADAPTER", "delete an adapter (the dataset it wrote stays)", adaptersDelete},
 		{"run", "ADAPTER [--force] [--detach]", "one run now, followed to its end (as snapstore run)", func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return runAdapter(ctx, "adapters run", args, stdout, stderr)
 		}},
@@ -130,7 +130,7 @@ func adaptersShow(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		retry := "no"
 		if a.Retries > 0 {
-			retry = fmt.Sprintf("%d times, first after %s", a.Retries, a.RetryBackoff)
+			retry = fmt.Sprintf("%d times, first after %s", a.Retries, a.RetryBackoff.Text())
 		}
 		// The source options as connections show prints options: one
 		// field each, the value as JSON text.
@@ -141,13 +141,39 @@ func adaptersShow(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		return printFields(stdout, slices.Concat([]string{
 			"adapter", a.Name, "dataset", a.Dataset, "connection", a.Connection, "resource", a.Resource, "key columns", keys},
-			tablesFields(a.Adapter), sourceOpts, []string{"schedule", schedule}, placement, []string{"next run", timeText(a.NextRun), "last run", last,
-				"retention", fmt.Sprintf("ttl %s, min versions %d", ttlText(a.Retention.TTL.String()), a.Retention.MinVersions),
+			tablesFields(a.Adapter), sourceOpts, []string{"schedule", schedule}, placement, []string{"next run", nextRunText(a.NextRun, a.Schedule), "last run", last,
+				"retention", fmt.Sprintf("ttl %s, min versions %d", ttlText(a.Retention.TTL), a.Retention.MinVersions),
 				"guard", fmt.Sprintf("allow empty %v, max shrink %g", a.Guard.AllowEmpty, a.Guard.MaxShrink),
 				"retries", retry, "run on start", fmt.Sprint(a.RunOnStart), "embed json", fmt.Sprint(a.EmbedJSON), "commit unchanged", fmt.Sprint(a.CommitUnchanged),
 				"audit reads", fmt.Sprint(a.AuditReads),
 				"defined in", fmt.Sprintf("%s (revision %d, updated %s)", a.Source, a.Revision, timeText(&a.UpdatedAt))})...)
 	})
+}
+
+// nextRunText is an adapter's next run as the CLI writes times
+// (timeText) and, for a schedule of another zone (CRON_TZ=Europe/Berlin
+// or TZ=...), also in that zone, the one its fields are read in:
+// "2026-12-07 01:30:00Z (2026-12-07 02:30:00+01:00 in Europe/Berlin)".
+func nextRunText(next *time.Time, schedule string) string {
+	text := timeText(next)
+	if text == "" {
+		return text
+	}
+	spec := strings.TrimSpace(schedule)
+	for _, prefix := range []string{"CRON_TZ=", "TZ="} {
+		rest, ok := strings.CutPrefix(spec, prefix)
+		if !ok {
+			continue
+		}
+		name, _, _ := strings.Cut(rest, " ")
+		if loc, err := time.LoadLocation(name); err == nil {
+			if there := next.In(loc).Format(timeLayout); there != text {
+				text += " (" + there + " in " + name + ")"
+			}
+		}
+		break
+	}
+	return text
 }
 
 // scheduleText says an adapter's schedule in a sentence: `schedule
@@ -246,9 +272,49 @@ func createDefinition(ctx context.Context, args []string, stdout, stderr io.Writ
 }
 
 func adaptersDelete(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newCmdLine("adapters delete", "ADAPTER", "Delete an adapter made with create (or through the API) and its schedule. Its dataset and run records stay; a config file's adapter is read-only.", flagsClient, stdout)
-	request := func(name string) (string, url.Values) { return pathOf("/v1/adapters/", name), nil }
-	return deleteCommand(ctx, c, args, stderr, request, "adapter %s deleted; its dataset stays")
+	c := newCmdLine("adapters delete", "ADAPTER", "Delete an adapter made with create (or through the API) and its schedule. The dataset it wrote, if any, and its run records stay; a config file's adapter is read-only.", flagsClient, stdout)
+	pos, err := c.parseN(args, 1, 1)
+	if err != nil {
+		return err
+	}
+	return withTarget(ctx, c.cf, stderr, func(t *target) error {
+		path := pathOf("/v1/adapters/", pos[0])
+		// The adapter's dataset, read first: the answer says whether one
+		// stays, and names it. A failed read leaves the DELETE to answer.
+		var a adapterView
+		_, getErr := t.api.get(ctx, path, nil, &a)
+		if _, err := t.api.call(ctx, http.MethodDelete, path, nil, nil); err != nil {
+			return err
+		}
+		if c.cf.json() {
+			return encodeJSON(stdout, deletedJSON{Deleted: pos[0]})
+		}
+		_, err := fmt.Fprintf(stdout, "adapter %s deleted%s\n", pos[0], datasetStays(ctx, t, a, getErr))
+		return err
+	})
+}
+
+// datasetStays is what a deleted adapter leaves, to end the sentence
+// that says it was deleted: the dataset it wrote, which stays, or that it
+// wrote none; nothing when that is not known (its definition or the
+// dataset could not be read).
+func datasetStays(ctx context.Context, t *target, a adapterView, getErr error) string {
+	if getErr != nil {
+		return ""
+	}
+	ds := a.Dataset
+	if ds == "" {
+		ds = a.Name // a dataset's name defaults to its adapter's
+	}
+	_, err := t.api.get(ctx, pathOf("/v1/datasets/", ds), nil, nil)
+	var ae *apiError
+	switch {
+	case err == nil:
+		return fmt.Sprintf("; its dataset %s stays (snapstore datasets drop %s drops it)", ds, ds)
+	case errors.As(err, &ae) && ae.Status == http.StatusNotFound:
+		return "; it had written no dataset"
+	}
+	return ""
 }
 
 // tablesFields are the fields of an adapter of several tables; of an

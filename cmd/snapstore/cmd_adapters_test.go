@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/snapstore/snapstore/adapters"
 	"github.com/snapstore/snapstore/api"
@@ -106,7 +107,7 @@ func TestCLI_DefinitionsAndRuns(t *testing.T) {
 	if code != 1 || !strings.Contains(errs, "body.retention.ttl") || !strings.Contains(errs, "tools-adapter.yaml line 5") {
 		t.Fatalf("a bad ttl: exit %d %s", code, errs)
 	}
-	os.WriteFile(adFile, []byte("name: tools\nconnection: tools\nresource: tools\nschedule: \"@every 1h\"\nretention:\n  ttl: 1h\n  min_versions: 3\n"), 0o600)
+	os.WriteFile(adFile, []byte("name: tools\nconnection: tools\nresource: tools\nschedule: \"@every 1h\"\nretention:\n  ttl: 90d\n  min_versions: 3\n"), 0o600)
 	if out := admin("adapters", "create", "-f", adFile); !strings.Contains(out, "adapter tools: tools/tools into dataset tools") {
 		t.Fatalf("adapters create: %s", out)
 	}
@@ -123,7 +124,10 @@ func TestCLI_DefinitionsAndRuns(t *testing.T) {
 	}
 	os.WriteFile(pkFile, []byte("name: spread\nconnection: tools\nresource: tools\nstrategy: partition-by-key\ntransfer_compression: all\npartition_key: [weight]\n"), 0o600)
 	admin("adapters", "create", "-f", pkFile)
-	admin("adapters", "delete", "spread")
+	// An adapter that never ran leaves no dataset, and says so.
+	if out := admin("adapters", "delete", "spread"); out != "adapter spread deleted; it had written no dataset\n" {
+		t.Errorf("adapters delete of an adapter that never ran: %q", out)
+	}
 
 	// A run followed to its end (no terminal: a line a phase on stderr),
 	// the record on stdout.
@@ -160,13 +164,25 @@ func TestCLI_DefinitionsAndRuns(t *testing.T) {
 	if out := admin("run", "names"); !strings.Contains(out, "status:    succeeded") || !strings.Contains(out, "1 inserted") {
 		t.Errorf("run of a derived copy:\n%s", out)
 	}
-	admin("adapters", "delete", "names")
+	if out := admin("adapters", "delete", "names"); out != "adapter names deleted; its dataset names stays (snapstore datasets drop names drops it)\n" {
+		t.Errorf("adapters delete of an adapter that wrote its dataset: %q", out)
+	}
+	// A retention TTL shows as the definition writes it, not as "2160h".
+	if out := admin("adapters", "show", "tools"); !regexp.MustCompile(`(?m)^retention: +ttl 90d, min versions 3$`).MatchString(out) {
+		t.Errorf("adapters show: the TTL not as written:\n%s", out)
+	}
+	if out := admin("datasets", "list"); !regexp.MustCompile(`(?m)^tools .* 90d +3$`).MatchString(out) {
+		t.Errorf("datasets list: the TTL not as written:\n%s", out)
+	}
+	if out := admin("datasets", "show", "tools"); !regexp.MustCompile(`(?m)^retention: +ttl 90d, min versions 3$`).MatchString(out) {
+		t.Errorf("datasets show: the TTL not as written:\n%s", out)
+	}
 	// Nothing changed: the current version verified, said so.
 	code, out, errs = run(adminTok, "run", "tools")
 	if code != 0 || !regexp.MustCompile(`(?m)^version: +\d+ verified \(nothing changed, no version committed\)$`).MatchString(out) {
 		t.Fatalf("a run that changed nothing: exit %d\n%s%s", code, out, errs)
 	}
-	if _, out, _ = run(adminTok, "versions", "tools"); !regexp.MustCompile(`(?m)^VERSION +COMMITTED +VERIFIED`).MatchString(out) || !regexp.MustCompile(`(?m)^\d+ +[-\d]{10} [:\d]{8} +[-\d]{10} [:\d]{8} `).MatchString(out) {
+	if _, out, _ = run(adminTok, "versions", "tools"); !regexp.MustCompile(`(?m)^VERSION +COMMITTED +VERIFIED`).MatchString(out) || !regexp.MustCompile(`(?m)^\d+ +[-\d]{10} [:\d]{8}`+zone+` +[-\d]{10} [:\d]{8}`+zone+` `).MatchString(out) {
 		t.Errorf("versions of a verified dataset:\n%s", out)
 	}
 	// A failed run is exit code 1 with its code.
@@ -182,6 +198,11 @@ func TestCLI_DefinitionsAndRuns(t *testing.T) {
 	out = admin("adapters", "list")
 	if !strings.Contains(out, "failed (resource_not_found)") || !strings.Contains(out, "in ") {
 		t.Fatalf("adapters list:\n%s", out)
+	}
+	// Every time shown has its zone; next run, of a schedule in the
+	// local zone, nothing more.
+	if out := admin("adapters", "show", "tools"); !regexp.MustCompile(`(?m)^next run: +[-\d]{10} [:\d]{8}`+zone+`$`).MatchString(out) || !regexp.MustCompile(`(?m)^last run: +\S+ failed.*, [-\d]{10} [:\d]{8}`+zone+`$`).MatchString(out) {
+		t.Errorf("adapters show: a time without its zone:\n%s", out)
 	}
 	if out := admin("adapters", "show", "tools"); !strings.Contains(out, failed.ID+" failed") || !strings.Contains(out, "@every 1h") || !regexp.MustCompile(`(?m)^commit unchanged: +false$`).MatchString(out) {
 		t.Fatalf("adapters show:\n%s", out)
@@ -260,5 +281,32 @@ func TestSourceText(t *testing.T) {
 		if got := sourceText(c.a); got != c.want {
 			t.Errorf("sourceText(%+v) = %q, want %q", c.a, got, c.want)
 		}
+	}
+}
+
+// TestNextRunText: the next run of a schedule of another zone is also
+// said in that zone, the one its fields are read in; in the local zone,
+// once.
+func TestNextRunText(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err) // the Go tool chain's tzdata
+	}
+	next := time.Date(2026, 12, 7, 2, 30, 0, 0, berlin)
+	for _, c := range []struct{ schedule, want string }{
+		{"CRON_TZ=Europe/Berlin 30 2 * * *", timeText(&next) + " (2026-12-07 02:30:00+01:00 in Europe/Berlin)"},
+		{"TZ=Europe/Berlin 30 2 * * *", timeText(&next) + " (2026-12-07 02:30:00+01:00 in Europe/Berlin)"},
+		{"@every 1h", timeText(&next)},
+		{"CRON_TZ=Nowhere/Atall 30 2 * * *", timeText(&next)},
+	} {
+		if time.Local.String() == "Europe/Berlin" && strings.HasSuffix(c.schedule, "* * *") {
+			c.want = "2026-12-07 02:30:00+01:00"
+		}
+		if got := nextRunText(&next, c.schedule); got != c.want {
+			t.Errorf("%s: %q, want %q", c.schedule, got, c.want)
+		}
+	}
+	if nextRunText(nil, "@every 1h") != "" {
+		t.Error("no next run: want nothing")
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/snapstore/snapstore/cluster"
 	"github.com/snapstore/snapstore/cluster/transfer"
@@ -272,7 +271,8 @@ func writePair(dir, certFile, keyFile string, cert, key []byte, force bool) erro
 	return nil
 }
 
-// notAfter returns the expiry date of a PEM certificate.
+// notAfter returns the expiry of a PEM certificate, as the CLI writes
+// times (timeText).
 func notAfter(certPEM []byte) string {
 	blk, _ := pem.Decode(certPEM)
 	if blk == nil {
@@ -282,5 +282,5 @@ func notAfter(certPEM []byte) string {
 	if err != nil {
 		return "?"
 	}
-	return c.NotAfter.UTC().Format(time.DateOnly)
+	return timeText(&c.NotAfter)
 }

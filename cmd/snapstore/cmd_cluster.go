@@ -69,7 +69,7 @@ func clusterNodes(ctx context.Context, args []string, stdout, stderr io.Writer) 
 				id += " (this)"
 			}
 			if n.FailingSince != nil && n.State != "failed" {
-				state += " (failing since " + n.FailingSince.Local().Format(time.TimeOnly) + ")"
+				state += " (failing since " + timeText(n.FailingSince) + ")"
 			}
 			if n.LastHeard == nil && n.Recorded != nil {
 				heard = timeText(&n.Recorded.LastHeard) + " (recorded)"

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
@@ -19,10 +20,7 @@ type datasetView struct {
 	Partitions  int                   `json:"partitions"`
 	Current     int64                 `json:"current_version"`
 	CurrentInfo *snapshot.VersionInfo `json:"current"`
-	Retention   struct {
-		TTL         string `json:"ttl"`
-		MinVersions int    `json:"min_versions"`
-	} `json:"retention"`
+	Retention   api.Retention         `json:"retention"`
 	Guard       snapshot.Guard        `json:"guard"`
 	Versions    int                   `json:"versions"`
 	VersionRead *snapshot.VersionInfo `json:"version_read"`
@@ -66,12 +64,13 @@ func datasetsList(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	})
 }
 
-// ttlText is a retention TTL, "forever" for none.
-func ttlText(ttl string) string {
-	if ttl == "" || ttl == "0s" {
+// ttlText is a retention TTL as a definition writes it ("90d", "36h";
+// api.Duration.Text), "forever" for none.
+func ttlText(ttl api.Duration) string {
+	if ttl == 0 {
 		return "forever"
 	}
-	return strings.TrimSuffix(strings.TrimSuffix(ttl, "0s"), "0m")
+	return ttl.Text()
 }
 
 const datasetsShowHelp = `One dataset: its current version (or, with --version, --as-of or --tag, that

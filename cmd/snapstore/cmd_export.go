@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -14,13 +17,20 @@ import (
 const exportHelp = `A version of a dataset as files in a directory, one per table, at one
 version (the current one unless --version, --as-of or --tag): DATASET.parquet
 for a dataset of one table, TABLE.parquet for each table of a dataset of
-several (a character a file name cannot hold is '_'). --format parquet (the
+several, named for the table as the dataset names it
+(public.orders.parquet, shop.orders.parquet for MySQL's database.table;
+every character but ASCII letters, digits, '.', '-' and '_' is '_'). --format parquet (the
 default) writes Parquet files, --format arrow Arrow IPC stream files
 (.arrows). Each file is written under a temporary name and renamed once
 whole. The files are GET /v1/datasets/{dataset}/rows?format=... of the
 whole dataset, or .../tables/{table}/rows?format=... of each table, all at
 the version GET /v1/datasets/{dataset}/tables resolved, which a line on
-standard error names; standard output lists the files written.`
+standard error names; standard output lists the files written.
+
+A file of that name already in the directory (an earlier export's) makes
+export refuse before it writes anything, naming the files; --force
+replaces them, and standard error names each file replaced. Files of
+other names stay.`
 
 // exportFormats maps --format to the media type asked for and the file
 // name's extension.
@@ -31,12 +41,13 @@ var exportFormats = map[string][2]string{
 
 // cmdExport is `snapstore export DATASET --out DIR`.
 func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newCmdLine("export", "DATASET --out DIR [--format parquet|arrow] [--version V|--tag T|--as-of TIME]", exportHelp, flagsClient, stdout)
+	c := newCmdLine("export", "DATASET --out DIR [--force] [--format parquet|arrow] [--version V|--tag T|--as-of TIME]", exportHelp, flagsClient, stdout)
 	var at atFlags
 	at.register(c)
 	format := c.fs.String("format", "parquet", "`format` of the files: parquet or arrow")
 	compression := c.fs.String("compression", "", "Parquet `compression`: zstd (the server's default) or snappy")
 	out := c.fs.String("out", "", "the `directory` to write the files in (created if absent)")
+	force := c.fs.Bool("force", false, "replace files of those names already in the directory (else refused)")
 	pos, err := c.parseN(args, 1, 1)
 	if err != nil {
 		return err
@@ -81,10 +92,28 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				files = append(files, [2]string{fileBase(tb.Name), pathOf("/v1/datasets/", pos[0], "/tables/", tb.Name, "/rows")})
 			}
 		}
+		// Files already there are of another export, or of this one
+		// begun before: replaced only when asked, so that a directory
+		// named for a version never silently holds another.
+		var existing []string
+		for _, fl := range files {
+			if _, err := os.Lstat(filepath.Join(*out, fl[0]+f[1])); err == nil {
+				existing = append(existing, fl[0]+f[1])
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
+		if len(existing) > 0 && !*force {
+			return fmt.Errorf("%s already holds %s, which this export of %s would replace (nothing written): --force replaces them, or give another --out",
+				*out, strings.Join(existing, ", "), pos[0])
+		}
 		for _, fl := range files {
 			name := filepath.Join(*out, fl[0]+f[1])
 			if err := t.api.getFile(ctx, name, fl[1], q, f[0]); err != nil {
 				return err
+			}
+			if slices.Contains(existing, fl[0]+f[1]) {
+				fmt.Fprintf(stderr, "replaced %s\n", name)
 			}
 			if _, err := fmt.Fprintln(stdout, name); err != nil {
 				return err

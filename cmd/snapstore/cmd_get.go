@@ -20,8 +20,9 @@ type atFlags struct {
 }
 
 // asOfTime is the value of --as-of, as the API's as_of: an RFC 3339
-// time as given, or a local time to the second as the CLI prints it
-// (2026-12-06 07:02:04, output.go), which stands for the end of that
+// time as given, or a time to the second as the CLI prints it
+// (2026-12-06 07:02:04+01:00, timeLayout) or without its offset, in the
+// local zone (2026-12-06 07:02:04), which stands for the end of that
 // second, so that a commit time pasted from versions selects the version
 // committed then.
 type asOfTime string
@@ -33,18 +34,19 @@ func (a *asOfTime) Set(s string) error {
 		*a = asOfTime(s)
 		return nil
 	}
-	for _, layout := range []string{time.DateTime, "2006-01-02T15:04:05"} {
+	for _, layout := range []string{timeLayout, time.DateTime, "2006-01-02T15:04:05"} {
+		// In a layout with an offset, the offset given decides.
 		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
 			*a = asOfTime(t.Add(time.Second - time.Nanosecond).UTC().Format(time.RFC3339Nano))
 			return nil
 		}
 	}
-	return fmt.Errorf("want an RFC 3339 time (2026-12-06T07:02:04Z) or a local time as versions prints it (%s)", time.Now().Format(time.DateTime))
+	return fmt.Errorf("want an RFC 3339 time (2026-12-06T07:02:04Z) or a time as versions prints it (%s)", time.Now().Format(timeLayout))
 }
 
 func (a *atFlags) register(c *cmdLine) {
 	c.fs.Int64Var(&a.version, "version", 0, "read this `version`")
-	c.fs.Var(&a.asOf, "as-of", "read the version current at this `time`: RFC 3339, or a local time as versions prints it (the end of that second)")
+	c.fs.Var(&a.asOf, "as-of", "read the version current at this `time`: RFC 3339, or a time as versions prints it (the end of that second)")
 	c.fs.StringVar(&a.tag, "tag", "", "read the version with this `tag`")
 }
 

@@ -25,6 +25,18 @@ func TestAsOfTime(t *testing.T) {
 	if got.Before(committed) || !got.Before(committed.Truncate(time.Second).Add(time.Second)) {
 		t.Fatalf("local %s sent as %s: not within the second, at or after the commit", committed.Format(time.DateTime), got)
 	}
+	// As the CLI prints it, with its offset, in whatever zone: the offset
+	// decides.
+	berlin := time.FixedZone("CET", 3600)
+	for _, printed := range []string{timeText(&committed), committed.In(berlin).Format(timeLayout), committed.UTC().Format(timeLayout)} {
+		if err := a.Set(printed); err != nil {
+			t.Fatalf("%q: %v", printed, err)
+		}
+		got, err := time.Parse(time.RFC3339Nano, string(a))
+		if err != nil || got.Before(committed) || !got.Before(committed.Truncate(time.Second).Add(time.Second)) {
+			t.Fatalf("%q sent as %s (%v): not within the second, at or after the commit", printed, a, err)
+		}
+	}
 	for _, bad := range []string{"yesterday", "2026-12-06", "07:02:04"} {
 		if err := a.Set(bad); err == nil || !strings.Contains(err.Error(), "RFC 3339") {
 			t.Errorf("%q: %v", bad, err)

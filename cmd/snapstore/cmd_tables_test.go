@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -143,6 +145,28 @@ func TestCLI_Tables(t *testing.T) {
 		}
 		pf.Close()
 	}
+	// Another export into that directory is refused before it writes a
+	// file; --force replaces the files and says so.
+	before, err := os.ReadFile(filepath.Join(dir, "orders.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, errs = do(1, "export", "shop", "--out", dir); out != "" || !strings.Contains(errs, dir+" already holds order_lines.parquet, orders.parquet, which this export of shop would replace (nothing written): --force replaces them") {
+		t.Errorf("export over an earlier export:\n%s%s", out, errs)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, "orders.parquet")); !bytes.Equal(after, before) {
+		t.Error("a refused export changed the earlier export's file")
+	}
+	out, errs = do(0, "export", "shop", "--out", dir, "--force")
+	if out != filepath.Join(dir, "order_lines.parquet")+"\n"+filepath.Join(dir, "orders.parquet")+"\n" ||
+		!strings.Contains(errs, "shop: version 2\n") || !strings.Contains(errs, "replaced "+filepath.Join(dir, "orders.parquet")+"\n") || !strings.Contains(errs, "replaced "+filepath.Join(dir, "order_lines.parquet")+"\n") {
+		t.Errorf("export --force over an earlier export:\n%s%s", out, errs)
+	}
+	if pf, err := file.OpenParquetFile(filepath.Join(dir, "orders.parquet"), false); err != nil || pf.NumRows() != 2 {
+		t.Errorf("orders.parquet after export --force: %v, want version 2's 2 rows", err)
+	} else {
+		pf.Close()
+	}
 	if _, errs := do(1, "scan", "shop"); !strings.Contains(errs, "order lines, orders") || !strings.Contains(errs, "; give it with --table NAME") || strings.Contains(errs, "--stats") {
 		t.Errorf("scan of a dataset of several tables:\n%s", errs)
 	}
@@ -226,5 +250,26 @@ func TestCLI_TablesDropped(t *testing.T) {
 	if !strings.Contains(errs, "version "+vs[0]+" of bank holds a table of that name (3 rows keyed by id), version "+vs[2]+" another one") ||
 		!strings.Contains(errs, "snapstore diff bank --stats with the same --from and --to counts it replaced") || strings.Contains(errs, "stats_only") {
 		t.Errorf("diff --table of a table created again:\n%s", errs)
+	}
+}
+
+// TestFileBase pins the names export gives a dataset's tables' files, as
+// docs/reading.md and docs/cli.md give them: a table's name in the
+// dataset (schema.table for PostgreSQL, database.table for MySQL, table
+// for SQLite), dots kept, every other character but ASCII letters,
+// digits, '-' and '_' made '_'.
+func TestFileBase(t *testing.T) {
+	for table, want := range map[string]string{
+		"newuser8_shop.orders": "newuser8_shop.orders",
+		"public.order_lines":   "public.order_lines",
+		"orders":               "orders",
+		"order lines":          "order_lines",
+		"sales/2026":           "sales_2026",
+		"Bestellungen-ä":       "Bestellungen-_",
+		"..":                   "_..",
+	} {
+		if got := fileBase(table); got != want {
+			t.Errorf("%q: %q, want %q", table, got, want)
+		}
 	}
 }

@@ -100,3 +100,7 @@ func TestMain_UsageAndVersion(t *testing.T) {
 		t.Fatalf("get without key exit %d", code)
 	}
 }
+
+// zone is the regexp of the offset every time the CLI prints ends with
+// (timeLayout): Z, or +01:00.
+const zone = `(Z|[+-]\d\d:\d\d)`

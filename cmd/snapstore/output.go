@@ -80,12 +80,21 @@ func printFields(w io.Writer, kv ...string) error {
 	return tw.Flush()
 }
 
-// timeText is a time in the local zone, to the second; "" for none.
+// timeLayout is how the CLI writes every time: in the local zone, to the
+// second, with its offset from UTC, "Z" for UTC itself
+// ("2026-12-07 02:30:00+01:00", "2026-12-07 01:30:00Z"), so that no time
+// printed leaves its zone to be guessed. It is the console's form (whose
+// times are all UTC) and RFC 3339's but for the space, and --as-of reads
+// it back (asOfTime).
+const timeLayout = "2006-01-02 15:04:05Z07:00"
+
+// timeText is a time in the local zone, to the second, with its offset
+// (timeLayout); "" for none.
 func timeText(t *time.Time) string {
 	if t == nil || t.IsZero() {
 		return ""
 	}
-	return t.Local().Format(time.DateTime)
+	return t.Local().Format(timeLayout)
 }
 
 // ageText is how long ago t was, to the unit that matters ("3m ago").

@@ -128,7 +128,7 @@ func TestConsole_EveryPage(t *testing.T) {
 	if strings.Contains(home, "Log in") {
 		t.Error("a server without tokens offers a login")
 	}
-	b.page("/ui/datasets/products", `id="version-numbers"`, "Version numbers are transaction ids", "version "+s2, "version "+s1, "at least 10 versions</dd>", `class="checksum"`, "diff with "+s1, "roll back to this", `class="inline tagform"`)
+	b.page("/ui/datasets/products", `id="version-numbers"`, "Version numbers are transaction ids", "version "+s2, "version "+s1, "<dd>ttl 90d, at least 10 versions</dd>", `class="checksum"`, "diff with "+s1, "roll back to this", `class="inline tagform"`)
 	b.page("/ui/datasets/products/rows", "grinder", "at version "+s2, `href="/ui/datasets/products/rows/download?version=`+s2+`&amp;format=parquet"`)
 	for _, path := range []string{"/ui/datasets/products/rows/download?version=" + s1 + "&format=parquet", "/ui/datasets/products/diff/download?from=" + s1 + "&to=" + s2 + "&format=parquet"} {
 		r := b.get(path)
@@ -200,7 +200,7 @@ func TestConsole_EveryPage(t *testing.T) {
 	}
 	b.page("/ui/connections/new", `name="opt.password"`, `type="password"`)
 	b.page("/ui/connections/new?type=sqlite", `name="opt.path"`)
-	b.page("/ui/gc", "Dry run")
+	b.page("/ui/gc", "Dry run", "ttl 90d, min 10")
 	rep := wantStatus(t, "dry run", b.post("/ui/gc/products", url.Values{"dry_run": {"true"}}, "HX-Request", "true"), http.StatusOK)
 	if !strings.Contains(rep, `data-dry-run="true"`) || !strings.Contains(rep, "Collect now") || strings.Contains(rep, "<html") {
 		t.Errorf("dry run fragment:\n%s", rep)
@@ -310,6 +310,7 @@ func TestConsole_Forms(t *testing.T) {
 	}
 	// Alone, the form leaves out the cluster's fields while they hold
 	// their defaults, and shows them once they do not.
+	b.page("/ui/adapters/products/edit", `name="ttl" value="90d"`)
 	if body := b.page("/ui/adapters/p2/edit", `value="@every 1h"`, `value="36h"`); strings.Contains(body, `id="cluster-fields"`) || strings.Contains(body, `name="strategy"`) {
 		t.Errorf("cluster fields on a server alone:\n%s", body)
 	}

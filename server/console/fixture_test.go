@@ -130,7 +130,7 @@ func newFixture(t testing.TB, fo fixtureOpts) *fixture {
 			{Name: "shop", Type: "sqlite", Options: map[string]any{"path": srcPath}},
 		},
 		Adapters: []api.Adapter{
-			{Name: "products", Connection: "shop", Resource: "products", Retention: api.Retention{MinVersions: 10}},
+			{Name: "products", Connection: "shop", Resource: "products", Retention: api.Retention{TTL: api.Duration(90 * api.Day), MinVersions: 10}},
 			{Name: "notes", Connection: "shop", Resource: "notes"},
 		},
 		SecretRefs: fo.secretRefs,

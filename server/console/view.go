@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/snapstore/snapstore/adapters"
+	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/server"
 	"github.com/snapstore/snapstore/snapshot"
 )
@@ -145,19 +146,14 @@ func formatDuration(d time.Duration) string {
 	return d.Round(time.Second).String()
 }
 
-// durationText is the text of a duration in a form field: "" for none.
+// durationText is the text of a duration of a definition, on a page or
+// in a form field, as the CLI writes it too ("90d", "36h", "1h30m";
+// api.Duration.Text): "" for none.
 func durationText(d time.Duration) string {
 	if d == 0 {
 		return ""
 	}
-	s := d.String() // "36h0m0s": drop the zero units at the end
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
+	return api.Duration(d).Text()
 }
 
 // truncate cuts s to at most n runes, marking the cut.
