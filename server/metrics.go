@@ -33,7 +33,7 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 	m := &metrics{
 		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "snapstore_server_http_request_duration_seconds",
-			Help:    "Latency of HTTP requests in seconds, by method, route template and status code; a stream counts until its last byte.",
+			Help:    "Latency of HTTP requests in seconds, by method, route template and status code (499 when the client went away before the answer was whole); a stream counts until its last byte.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"method", "route", "status"}),
 		gcBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
