@@ -55,11 +55,11 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 		}),
 		parquetEvictions: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "snapstore_server_parquet_cache_evictions_total",
-			Help: "Parquet files removed from the cache, least recently used first, to keep it within parquet_cache.size.",
+			Help: "Parquet files removed from the cache, least recently used first, to keep it within parquet_cache.size, the files being built included.",
 		}),
 		parquetBytes: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "snapstore_server_parquet_cache_bytes",
-			Help: "Bytes of the Parquet files the cache holds.",
+			Help: "Bytes of the whole Parquet files the cache holds; with the files being built, at most parquet_cache.size.",
 		}),
 	}
 	if reg == nil {
