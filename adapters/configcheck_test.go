@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/snapstore/snapstore/api"
+	"github.com/snapstore/snapstore/internal/testenv"
 )
 
 // TestConfigCheck: a service that schedules logs, soon after it starts,
@@ -16,7 +17,7 @@ import (
 // and keeps the adapter; an adapter whose table exists is not logged.
 func TestConfigCheck(t *testing.T) {
 	path := newSQLiteFixture(t)
-	logs := &syncLog{}
+	logs := &testenv.SyncBuffer{}
 	ts := newStack(t, Options{
 		Logger:      slog.New(slog.NewJSONHandler(io.MultiWriter(lockedWriter{}, logs), nil)),
 		Schedule:    true,

@@ -11,10 +11,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/snapstore/snapstore/api"
+	"github.com/snapstore/snapstore/internal/testenv"
 )
 
 // TestConnectionTestCauses classifies failed connection tests.
@@ -24,7 +24,7 @@ func TestConnectionTestCauses(t *testing.T) {
 
 func testConnectionCauses(t *testing.T, e sourceEnv) {
 	ctx := context.Background()
-	logs := &syncLog{}
+	logs := &testenv.SyncBuffer{}
 	ts := newStack(t, Options{Logger: slog.New(slog.NewJSONHandler(io.MultiWriter(lockedWriter{}, logs), nil))})
 	closed, _ := net.Listen("tcp", "127.0.0.1:0")
 	closedPort := closed.Addr().(*net.TCPAddr).Port
@@ -149,7 +149,7 @@ var runCodeOfCause = map[string]string{
 // names the connection once, its server's address, the cause in words
 // and, for a timeout, the bound; an adapter created through it is saved
 // with a log line that says why its resource was not checked.
-func checkSourceFailure(t *testing.T, ts *testStack, logs *syncLog, conn, cause string, opts map[string]any, res TestResult) {
+func checkSourceFailure(t *testing.T, ts *testStack, logs *testenv.SyncBuffer, conn, cause string, opts map[string]any, res TestResult) {
 	t.Helper()
 	ctx := context.Background()
 	msg := res.Message
@@ -190,22 +190,4 @@ func checkSourceFailure(t *testing.T, ts *testStack, logs *syncLog, conn, cause 
 	if rec.Status != RunFailed || rec.Code != runCodeOfCause[cause] || rec.Error != msg {
 		t.Errorf("run through %s: %s %s %q; want code %s and the test's message %q", conn, rec.Status, rec.Code, rec.Error, runCodeOfCause[cause], msg)
 	}
-}
-
-// syncLog is a goroutine-safe log sink for checks of log lines.
-type syncLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *syncLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *syncLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/snapstore/snapstore/api"
+	"github.com/snapstore/snapstore/internal/testenv"
 )
 
 // TestPostgresAwkwardCredentials: a role name and password full of
@@ -37,8 +38,8 @@ func TestPostgresAwkwardCredentials(t *testing.T) {
 	e.exec(t, "", "GRANT CONNECT ON DATABASE "+quotePostgresIdent(db)+" TO "+quotePostgresIdent(user))
 
 	reg := prometheus.NewRegistry()
-	var logs strings.Builder
-	logger := slog.New(slog.NewJSONHandler(&lockedBuilder{b: &logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var logs testenv.SyncBuffer
+	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ts := newStack(t, Options{Registerer: reg, Logger: logger})
 	var texts []string
 	add := func(v any, err error) {

@@ -1,18 +1,17 @@
 package adapters
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/internal/errtext"
+	"github.com/snapstore/snapstore/internal/testenv"
 	"github.com/snapstore/snapstore/snapshot"
 	"github.com/snapstore/snapstore/store"
 	"github.com/snapstore/snapstore/store/pebble"
@@ -38,24 +37,6 @@ func (f *dataWritesFail) Apply(ctx context.Context, b *store.Batch) error {
 func (f *dataWritesFail) ProcessLocal() bool {
 	pl, ok := f.Store.(store.ProcessLocal)
 	return ok && pl.ProcessLocal()
-}
-
-// syncBuffer is a log destination tests read while runs write to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestRunRecord_ErrorOfManyLines: a run whose store fails with a text of
@@ -84,7 +65,7 @@ func TestRunRecord_ErrorOfManyLines(t *testing.T) {
 		inner.Close()
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	log := slog.New(slog.NewJSONHandler(io.MultiWriter(&logs, lockedWriter{}), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if ts.svc, err = New(ctx, ts.db, Options{Logger: log, FileOptions: FileOptionLimits{AnyFile: true}}); err != nil {
 		ts.db.Close()

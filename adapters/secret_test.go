@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/snapstore/snapstore/api"
+	"github.com/snapstore/snapstore/internal/testenv"
 )
 
 // TestSecretRendering: Secret never prints its text (N4).
@@ -46,8 +46,8 @@ func TestSecretsNeverShown(t *testing.T) {
 	e := mysqlEnv(t)
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()
-	var logs strings.Builder
-	logger := slog.New(slog.NewJSONHandler(&lockedBuilder{b: &logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var logs testenv.SyncBuffer
+	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ts := newStack(t, Options{Registerer: reg, Logger: logger})
 	dsn := fmt.Sprintf("%s:%s@tcp(%s:%s)/sakila", e.User, e.Password, e.Host, e.Port)
 	badDSN := fmt.Sprintf("%s:%s@tcp(%s:%s)/sakila?bogus_param=%%", e.User, e.Password, e.Host, e.Port)
@@ -99,17 +99,6 @@ func TestSecretsNeverShown(t *testing.T) {
 	if !strings.Contains(strings.Join(texts, "\n"), "options.pasword") {
 		t.Errorf("bad option key not named")
 	}
-}
-
-type lockedBuilder struct {
-	mu sync.Mutex
-	b  *strings.Builder
-}
-
-func (l *lockedBuilder) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
 }
 
 // A client that GETs a connection and PUTs the body back (secrets shown as

@@ -269,8 +269,8 @@ type AuditConfig struct {
 // disk: the HEAD, the GET and the Range requests of one answer are
 // served from one file, built once.
 type ParquetCacheConfig struct {
-	// Size is the most bytes of files kept; default 256 MiB, 0 disables
-	// the cache.
+	// Size is the most bytes of files kept, whole and being built;
+	// default 256 MiB, 0 disables the cache.
 	Size int64 `yaml:"size"`
 	// Dir is the cache's directory, emptied of its files at start;
 	// default <data>/parquet-cache.

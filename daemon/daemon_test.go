@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,6 +17,7 @@ import (
 	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/cluster/transfer"
 	"github.com/snapstore/snapstore/config"
+	"github.com/snapstore/snapstore/internal/testenv"
 	"github.com/snapstore/snapstore/server"
 )
 
@@ -118,25 +117,6 @@ func TestDaemon_ListenErrorNamesItsSource(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the daemon's goroutines to log to
-// while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // runDaemon opens and runs a daemon of cfg logging to logs, until the
 // test ends.
 func runDaemon(t *testing.T, cfg *config.Config, logs io.Writer) *Daemon {
@@ -164,7 +144,7 @@ func runDaemon(t *testing.T, cfg *config.Config, logs io.Writer) *Daemon {
 func TestDaemon_PlaintextBehindProxyWarns(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.TLS.PlaintextBehindProxy = true
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	runDaemon(t, cfg, &logs)
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(logs.String(), "level=WARN msg=\"serving plain HTTP: tls.plaintext_behind_proxy says a TLS-terminating proxy is in front\"") {
@@ -211,7 +191,7 @@ func TestDaemon_SIGHUPReloadsTheCertificate(t *testing.T) {
 	issue(0)
 	cfg := testConfig(t)
 	cfg.TLS = config.TLSConfig{CertFile: certFile, KeyFile: keyFile}
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	d := runDaemon(t, cfg, &logs)
 	serial := func() string {
 		conn, err := tls.Dial("tcp", d.Addr(), &tls.Config{RootCAs: pool})
@@ -296,7 +276,7 @@ func TestDaemon_ServingCountsDefinitionsInForce(t *testing.T) {
 
 	// The file now defines "later" too: the API's is shadowed.
 	cfg.Connections = append(cfg.Connections, conn("later"))
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	runDaemon(t, cfg, &logs)
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(logs.String(), `msg="snapstore serving"`) {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/snapstore/snapstore/adapters"
 	"github.com/snapstore/snapstore/api"
+	"github.com/snapstore/snapstore/internal/testenv"
 	"github.com/snapstore/snapstore/snapshot"
 	"github.com/snapstore/snapstore/store/pebble"
 	_ "modernc.org/sqlite"
@@ -89,24 +90,7 @@ type fixture struct {
 	svc    *adapters.Service
 	n      *Notifier
 	source string // the SQLite file
-	logs   *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs   *testenv.SyncBuffer
 }
 
 // newFixture opens the fixture: adapter "items" reads table items of the
@@ -122,7 +106,7 @@ func newFixtureOf(t *testing.T, o Options, a api.Adapter) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	f := &fixture{source: filepath.Join(dir, "src.db"), logs: &syncBuffer{}}
+	f := &fixture{source: filepath.Join(dir, "src.db"), logs: &testenv.SyncBuffer{}}
 	sqliteExec(t, f.source, `CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT)`,
 		`INSERT INTO items VALUES (1, 'a'), (2, 'b'), (3, 'c')`)
 	st, err := pebble.Open(filepath.Join(dir, "data"), pebble.Options{})

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -166,7 +165,7 @@ func (s *Server) scanParquet(c echo.Context, r *snapshot.Reader, opts snapshot.S
 	k.values(opts.Prefix)
 	k.int(int64(opts.Limit))
 	k.str(opts.PageToken)
-	build := func(f *os.File) error {
+	build := func(f parquetOut) error {
 		t := newRowsTable(info.Schema, opts.Columns)
 		forParquet(t.cols)
 		var scan snapshot.RowIterator

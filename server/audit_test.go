@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snapstore/snapstore/internal/testenv"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
@@ -433,12 +434,10 @@ func TestAudit_ClientAddr(t *testing.T) {
 // logger, msg "audit", logger "audit", with the entry's fields and its id
 // in the trail; never the token.
 func TestAudit_JSONLogLine(t *testing.T) {
-	buf := &syncBuffer{}
+	buf := &testenv.SyncBuffer{}
 	f := newAuditFixture(t, AuditOptions{Logger: slog.New(slog.NewJSONHandler(buf, nil))})
 	f.runAs("products", auditAdminTok)
-	buf.mu.Lock()
-	buf.b.Reset() // the run's entry
-	buf.mu.Unlock()
+	buf.Reset() // the run's entry
 	f.wantProblem(403, "forbidden", "", "DELETE", "/v1/datasets/products", "", "Authorization", "Bearer "+auditReaderTok)
 	f.must(200, "POST", "/v1/datasets/products/gc?dry_run=true", "", "Authorization", "Bearer "+auditAdminTok)
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")

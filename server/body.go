@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"reflect"
-	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -100,8 +99,8 @@ const (
 
 // jsonTextProblem returns the first key that an object of the JSON text
 // data holds twice, at any depth, or the first string that is not UTF-8,
-// with its path ("body.options.password", array elements by index:
-// "body.key_columns.0"). It walks the tokens once (bodies are at most
+// with its path ("body.options.password", array elements by index in
+// brackets as every check names them: "body.key_columns[0]"). It walks the tokens once (bodies are at most
 // MaxBodyBytes), each string's bytes checked only when data is not UTF-8;
 // text that does not parse is left to the decoder, which words the error,
 // and so is nesting deeper than encoding/json's own limit (10000), which
@@ -110,7 +109,7 @@ func jsonTextProblem(data []byte) (string, jsonProblem) {
 	const maxDepth = 10000
 	checkUTF8 := !utf8.Valid(data)
 	dec := json.NewDecoder(bytes.NewReader(data))
-	path := []string{"body"}
+	path := []string{"body"} // each step spelt as in the path: ".key", "[i]"
 	// token reads the next token; bad says its text is not UTF-8.
 	token := func() (tok json.Token, bad bool, err error) {
 		start := dec.InputOffset()
@@ -141,7 +140,7 @@ func jsonTextProblem(data []byte) (string, jsonProblem) {
 					return noProblem, err
 				}
 				k, _ := kt.(string)
-				path = append(path, k)
+				path = append(path, "."+k)
 				if bad {
 					return invalidUTF8, nil
 				}
@@ -156,7 +155,7 @@ func jsonTextProblem(data []byte) (string, jsonProblem) {
 			}
 		case json.Delim('['):
 			for i := 0; dec.More(); i++ {
-				path = append(path, strconv.Itoa(i))
+				path = append(path, "["+strconv.Itoa(i)+"]")
 				if p, err := walk(); p != noProblem || err != nil {
 					return p, err
 				}
@@ -169,7 +168,7 @@ func jsonTextProblem(data []byte) (string, jsonProblem) {
 		return noProblem, err
 	}
 	if p, _ := walk(); p != noProblem {
-		return strings.Join(path, "."), p
+		return strings.Join(path, ""), p
 	}
 	return "", noProblem
 }
@@ -240,22 +239,11 @@ func joinViolations(first, more error) error {
 	return errors.Join(all...)
 }
 
-// arrayIndex is an array element in a field as the schema's refusals
-// name it (body.datasets.1).
-var arrayIndex = regexp.MustCompile(`\.([0-9]+)(\.|$)`)
-
 // sameField spells a field as a definition's checks do, so that one
-// refused by the schema and by a check compares equal: without "body.",
-// array elements by index in brackets (datasets[1]).
+// refused by the schema and by a check compares equal: without "body."
+// (array elements are in brackets in both, body.datasets[1]).
 func sameField(f string) string {
-	f = strings.TrimPrefix(f, "body.")
-	for {
-		g := arrayIndex.ReplaceAllString(f, "[$1]$2")
-		if g == f {
-			return f
-		}
-		f = g
-	}
+	return strings.TrimPrefix(f, "body.")
 }
 
 // problems returns the problems err joins, err alone when it joins

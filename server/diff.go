@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 
@@ -142,7 +141,7 @@ func (s *Server) diffParquet(c echo.Context, ds, table string, named bool, from,
 	k.int(from)
 	k.int(to)
 	k.int(int64(codec))
-	build := func(f *os.File) error {
+	build := func(f parquetOut) error {
 		it, err := s.Changes(ctx, ds, table, named, from, to) // pins both versions
 		if err != nil {
 			return err

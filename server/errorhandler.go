@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -60,10 +61,36 @@ func clientGone(c echo.Context, err error) bool {
 	return errors.Is(err, context.Canceled) && errors.Is(c.Request().Context().Err(), context.Canceled)
 }
 
-// statusClientClosed is the status that logs and metrics give a
-// request whose client went away before the answer (nginx's 499); nothing
-// is sent.
+// statusClientClosed is the status that logs, metrics and the audit
+// trail give a request whose client went away before the answer was
+// whole (nginx's 499): before it began (clientGone), when nothing is
+// sent, or in the middle (answerCut), when the status line sent said
+// otherwise. It is never sent.
 const statusClientClosed = 499
+
+// answerCut reports whether the answer of c began (its status line is
+// written) but its client closed the connection before the handler
+// returned: a stream (NDJSON, CSV, Arrow, a Parquet file) cut short.
+// net/http cancels the request's context when the connection is closed
+// or a write to it fails, and not when the handler ends before it. A
+// streamed answer's last bytes (its last chunk) stay in the server's
+// buffers until the handler returns, so its client cannot have read it
+// whole before then; an answer of known Content-Length (a Parquet file)
+// all of whose bytes were written was sent whole, however fast its
+// client hung up after. What the kernel took before the client went away
+// counts as sent: a cut answer that fitted in the socket buffers stays a
+// 200, as in nginx's logs.
+func answerCut(c echo.Context) bool {
+	res := c.Response()
+	if !res.Committed || !errors.Is(c.Request().Context().Err(), context.Canceled) {
+		return false
+	}
+	if n, err := strconv.ParseInt(res.Header().Get(echo.HeaderContentLength), 10, 64); err == nil &&
+		c.Request().Method != http.MethodHead && res.Size >= n {
+		return false
+	}
+	return true
+}
 
 // explainNoDataset turns the dataset_not_found of a read into no_version
 // when an adapter writes that dataset but has not committed yet: the

@@ -33,7 +33,7 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 	m := &metrics{
 		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "snapstore_server_http_request_duration_seconds",
-			Help:    "Latency of HTTP requests in seconds, by method, route template and status code; a stream counts until its last byte.",
+			Help:    "Latency of HTTP requests in seconds, by method, route template and status code (499 when the client went away before the answer was whole); a stream counts until its last byte.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"method", "route", "status"}),
 		gcBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -55,11 +55,11 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 		}),
 		parquetEvictions: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "snapstore_server_parquet_cache_evictions_total",
-			Help: "Parquet files removed from the cache, least recently used first, to keep it within parquet_cache.size.",
+			Help: "Parquet files removed from the cache, least recently used first, to keep it within parquet_cache.size, the files being built included.",
 		}),
 		parquetBytes: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "snapstore_server_parquet_cache_bytes",
-			Help: "Bytes of the Parquet files the cache holds.",
+			Help: "Bytes of the whole Parquet files the cache holds; with the files being built, at most parquet_cache.size.",
 		}),
 	}
 	if reg == nil {

@@ -10,7 +10,8 @@ import (
 )
 
 // middleware runs around every request, in order: the latency histogram
-// and debug log (observe), panic recovery, the refusal of what a browser
+// and debug log (observe), with status 499 for an answer its client cut
+// (answerCut), panic recovery, the refusal of what a browser
 // sends on another site's behalf (browser.go), the body limit,
 // authorisation and the token's grant (grants.go), the body's media type
 // and request validation.
@@ -20,6 +21,11 @@ func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		rt := s.route(c)
 		if err := s.guard(c, rt, next); err != nil {
 			c.Error(err)
+		}
+		if answerCut(c) {
+			// Begun as a 200 (or any status), but not received whole:
+			// logs, metrics and the audit trail tell it from one served.
+			c.Response().Status = statusClientClosed
 		}
 		s.observe(c, rt, time.Since(start))
 		s.audit(c, rt)

@@ -84,7 +84,7 @@ type parquetAnswer struct {
 	// version read (of a diff, of its to version).
 	modified time.Time
 	// build writes the whole file to f, from its start (buildParquet).
-	build func(f *os.File) error
+	build func(f parquetOut) error
 }
 
 // serveParquet answers c with the Parquet file of a: the one of its key
@@ -150,25 +150,34 @@ func (s *Server) serveParquet(c echo.Context, a parquetAnswer) error {
 }
 
 // buildUnnamedParquet builds a file with build in the temporary
-// directory, without a name there: a process killed while it answers
-// leaves no copy of the rows there, and the disk is freed when the file
-// closes. Where the file system cannot make one, a named file unlinked
-// at once leaves the same but for that moment.
-func buildUnnamedParquet(build func(*os.File) error) (*os.File, error) {
-	f, unnamed := openUnnamedTemp()
-	if !unnamed {
-		var err error
-		if f, err = os.CreateTemp("", "snapstore-*.parquet"); err != nil {
-			return nil, err
-		}
-		if err := os.Remove(f.Name()); err != nil {
-			defer os.Remove(f.Name())
-		}
+// directory, without a name there (openUnnamedParquet).
+func buildUnnamedParquet(build func(parquetOut) error) (*os.File, error) {
+	f, err := openUnnamedParquet()
+	if err != nil {
+		return nil, err
 	}
 	if err := build(f); err != nil {
 		f.Close()
 		return nil, err
 	}
+	return f, nil
+}
+
+// openUnnamedParquet opens a new file of the temporary directory without
+// a name there: a process killed while it answers leaves no copy of the
+// rows there, and the disk is freed when the file closes. Where the file
+// system cannot make one, a named file unlinked at once leaves the same
+// but for that moment.
+func openUnnamedParquet() (*os.File, error) {
+	f, unnamed := openUnnamedTemp()
+	if unnamed {
+		return f, nil
+	}
+	f, err := os.CreateTemp("", "snapstore-*.parquet")
+	if err != nil {
+		return nil, err
+	}
+	os.Remove(f.Name()) // best effort: some systems keep an open file's name
 	return f, nil
 }
 
@@ -180,7 +189,7 @@ func buildUnnamedParquet(build func(*os.File) error) (*os.File, error) {
 // get back the Arrow types (durations, dictionaries, the JSON extension)
 // and the snapstore metadata. The batches reserve their memory from the
 // block cache (exportmemory.go).
-func (s *Server) buildParquet(f *os.File, codec compress.Compression, pass parquetPass) error {
+func (s *Server) buildParquet(f parquetOut, codec compress.Compression, pass parquetPass) error {
 	for again := false; ; again = true {
 		if again {
 			if err := f.Truncate(0); err != nil {

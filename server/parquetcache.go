@@ -41,6 +41,14 @@ import (
 //	B4. The cache holds nothing the node cannot make again: it is
 //	    emptied at start, and its files are named by a hash of their
 //	    key, which holds neither a token nor a value in clear.
+//	B5. Its files, whole and being built, hold at most Size bytes
+//	    together: a build reserves each byte before it writes it
+//	    (buildFile), evicting the least recently used whole files to
+//	    make room. A build that finds no room, because its file is
+//	    larger than Size or the other builds hold the rest, moves what
+//	    it wrote to a file of the temporary directory without a name
+//	    there (buildUnnamedParquet's) and goes on writing there: its
+//	    answer is served and not kept.
 //
 // The grant of the token is checked before (the middleware's checkGrant),
 // and the handler resolves the version before it looks at the cache, so a
@@ -53,9 +61,9 @@ type ParquetCacheOptions struct {
 	// Dir is the directory of the cache, emptied of its files at start;
 	// "": no cache, each request builds its file.
 	Dir string
-	// Size is the most bytes of files the cache keeps; 0 or less: no
-	// cache. A file larger than Size is served to the requests that wait
-	// for its build and not kept.
+	// Size is the most bytes of files the cache holds, whole and being
+	// built (B5); 0 or less: no cache. A file that does not fit is served
+	// to the requests that wait for its build and not kept.
 	Size int64
 }
 
@@ -67,15 +75,21 @@ type parquetCache struct {
 
 	mu sync.Mutex
 	// files are the whole files by name, lru their order of use (front:
-	// the latest), held the sum of their sizes.
-	files map[string]*list.Element // of *cachedParquet
-	lru   list.List
-	held  int64
+	// the latest), held the sum of their sizes; building is the sum of
+	// the bytes the builds under way reserved (B5): held + building <=
+	// size.
+	files    map[string]*list.Element // of *cachedParquet
+	lru      list.List
+	held     int64
+	building int64
 	// builds are the builds under way by name.
 	builds map[string]*parquetBuild
 	// onWait, when set (tests), is called as a request begins to wait
 	// for another's build.
 	onWait func()
+	// onBuilt, when set (tests), is called when a build wrote its whole
+	// file, before the cache keeps it.
+	onBuilt func()
 }
 
 // cachedParquet is a whole file of the cache.
@@ -90,8 +104,8 @@ type parquetBuild struct {
 	// Set before donec closes:
 	err error
 	// retry: the waiters build the file themselves, because the build's
-	// client went away (err is its context's) or the file was larger
-	// than the cache and not kept.
+	// client went away (err is its context's) or the file found no room
+	// in the cache and was not kept (B5).
 	retry bool
 }
 
@@ -127,7 +141,7 @@ func openParquetCache(dir string, size int64, m *metrics) (*parquetCache, error)
 // open returns the file named name (a key's hash, parquetKey.sum), open
 // for reading: the cached one, or the one build writes when the cache has
 // none (B3). The caller closes it.
-func (pc *parquetCache) open(ctx context.Context, name string, build func(*os.File) error) (*os.File, error) {
+func (pc *parquetCache) open(ctx context.Context, name string, build func(parquetOut) error) (*os.File, error) {
 	for {
 		pc.mu.Lock()
 		if el, ok := pc.files[name]; ok {
@@ -158,8 +172,8 @@ func (pc *parquetCache) open(ctx context.Context, name string, build func(*os.Fi
 					return nil, err
 				}
 				if b.err == nil {
-					// Built but too large to keep: build this one's own.
-					return pc.buildOnce(name, build)
+					// Built but not kept: build this one's own.
+					return pc.buildOnce(build)
 				}
 				continue // its client went away: build it here
 			}
@@ -178,7 +192,7 @@ func (pc *parquetCache) open(ctx context.Context, name string, build func(*os.Fi
 // lead builds the file of name for the requests waiting on b, and ends
 // b however the build ends, a panic included (its waiters then get
 // errBuildPanicked rather than wait for ever).
-func (pc *parquetCache) lead(ctx context.Context, name string, b *parquetBuild, build func(*os.File) error) (f *os.File, err error) {
+func (pc *parquetCache) lead(ctx context.Context, name string, b *parquetBuild, build func(parquetOut) error) (f *os.File, err error) {
 	kept := false
 	err = errBuildPanicked
 	defer func() {
@@ -200,74 +214,200 @@ func (pc *parquetCache) lead(ctx context.Context, name string, b *parquetBuild, 
 var errBuildPanicked = errors.New("server: the Parquet file's build failed")
 
 // buildAndKeep builds the file of name under a temporary name, then
-// renames it to its own and keeps it, evicting the least recently used
-// files past the bound (B2). The build runs in its request's context (the
-// reader it reads is pinned for that request): a client that goes away
-// stops it, and its temporary file is removed. Building on for the cache
-// would let clients that hang up make the node build files nobody waits
-// for, holding the reservation of block cache and a pin of the version
-// meanwhile; the next request of the key builds it again. kept is false
-// when the file is larger than the cache: it is returned open, without a
-// name.
-func (pc *parquetCache) buildAndKeep(name string, build func(*os.File) error) (*os.File, bool, error) {
+// renames it to its own and keeps it (B2), its bytes counted against the
+// bound as they are written (B5). The build runs in its request's
+// context (the reader it reads is pinned for that request): a client
+// that goes away stops it, and its temporary file is removed. Building
+// on for the cache would let clients that hang up make the node build
+// files nobody waits for, holding the reservation of block cache and a
+// pin of the version meanwhile; the next request of the key builds it
+// again. kept is false when the file found no room in the cache: it is
+// returned open, without a name.
+func (pc *parquetCache) buildAndKeep(name string, build func(parquetOut) error) (*os.File, bool, error) {
 	pc.m.parquetBuilds.Inc()
 	f, err := os.CreateTemp(pc.dir, name+"-*"+parquetBuildSuffix)
 	if err != nil {
 		return nil, false, err
 	}
-	tmp := f.Name()
+	bf := &buildFile{pc: pc, f: f, tmp: f.Name()}
 	// On every way out, a panic of the build included: the temporary
-	// name is removed unless renamed, the file closed unless returned.
-	renamed, returned := false, false
+	// name is removed and its bytes' reservation given back unless the
+	// file is kept, the file closed unless returned.
+	kept, returned := false, false
 	defer func() {
-		if !renamed {
-			os.Remove(tmp)
-		}
 		if !returned {
-			f.Close()
+			bf.f.Close()
+		}
+		if !kept {
+			bf.drop()
 		}
 	}()
-	if err := build(f); err != nil {
+	if err := build(bf); err != nil {
 		return nil, false, err
 	}
-	size, err := f.Seek(0, io.SeekEnd)
-	if err != nil {
-		return nil, false, err
+	if pc.onBuilt != nil {
+		pc.onBuilt()
 	}
-	if size > pc.size {
+	if bf.tmp == "" { // moved out of the cache (B5)
 		returned = true
-		return f, false, nil
+		return bf.f, false, nil
 	}
-	if err := os.Rename(tmp, pc.path(name, parquetCachedSuffix)); err != nil {
+	if err := os.Rename(bf.tmp, pc.path(name, parquetCachedSuffix)); err != nil {
 		return nil, false, err
 	}
-	renamed, returned = true, true
+	kept, returned = true, true
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	pc.files[name] = pc.lru.PushFront(&cachedParquet{name: name, size: size})
-	pc.held += size
-	for pc.held > pc.size {
+	// The reservation becomes the whole file's share of the bound.
+	pc.building -= bf.reserved
+	pc.files[name] = pc.lru.PushFront(&cachedParquet{name: name, size: bf.reserved})
+	pc.held += bf.reserved
+	pc.m.parquetBytes.Set(float64(pc.held))
+	return bf.f, true, nil
+}
+
+// buildOnce builds a file that is not kept, for a request that waited
+// for a build the cache did not keep: outside the cache, as without one.
+func (pc *parquetCache) buildOnce(build func(parquetOut) error) (*os.File, error) {
+	pc.m.parquetBuilds.Inc()
+	return buildUnnamedParquet(build)
+}
+
+// reserve counts grow more bytes against the bound for a build whose
+// file has reserved have bytes so far, evicting the least recently used
+// whole files to make room (B5); false, evicting nothing, when no room
+// can be made: the file would be larger than the bound, or the other
+// builds hold the rest of it.
+func (pc *parquetCache) reserve(have, grow int64) bool {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if have+grow > pc.size || pc.building+grow > pc.size {
+		return false
+	}
+	for pc.held+pc.building+grow > pc.size && pc.lru.Len() > 0 {
 		pc.dropLocked(pc.lru.Back())
 		pc.m.parquetEvictions.Inc()
 	}
-	pc.m.parquetBytes.Set(float64(pc.held))
-	return f, true, nil
+	if pc.held+pc.building+grow > pc.size {
+		return false // only if held miscounts: refuse rather than overshoot
+	}
+	pc.building += grow
+	return true
 }
 
-// buildOnce builds a file of name that is not kept, for a request that
-// waited for a build too large to keep.
-func (pc *parquetCache) buildOnce(name string, build func(*os.File) error) (*os.File, error) {
-	pc.m.parquetBuilds.Inc()
-	f, err := os.CreateTemp(pc.dir, name+"-*"+parquetBuildSuffix)
+// release gives back n bytes a build reserved, once its file no longer
+// holds them in the cache's directory.
+func (pc *parquetCache) release(n int64) {
+	pc.mu.Lock()
+	pc.building -= n
+	pc.mu.Unlock()
+}
+
+// parquetOut is what a build writes its Parquet file to, from its start
+// (buildParquet): a file of the temporary directory, or a build of the
+// cache (buildFile).
+type parquetOut interface {
+	io.Writer
+	io.Seeker
+	Truncate(size int64) error
+}
+
+// buildFile is the file a build of the cache writes (B5): no byte is
+// written past what the file reserved from the bound, so the directory's
+// bytes never exceed it. When the bound has no room for more, the file
+// moves out of the cache (spill) and is written on, uncounted. Not safe
+// for concurrent use: one build writes it.
+type buildFile struct {
+	pc *parquetCache
+	f  *os.File
+	// tmp is f's name in the cache's directory; "" once it moved out.
+	tmp string
+	// pos is the offset of the next write; reserved the bytes counted
+	// against the bound for f while in the cache, at least its size.
+	pos, reserved int64
+}
+
+func (bf *buildFile) Write(p []byte) (int, error) {
+	if err := bf.room(bf.pos + int64(len(p))); err != nil {
+		return 0, err
+	}
+	n, err := bf.f.Write(p)
+	bf.pos += int64(n)
+	return n, err
+}
+
+func (bf *buildFile) Seek(offset int64, whence int) (int64, error) {
+	pos, err := bf.f.Seek(offset, whence)
+	if err == nil {
+		bf.pos = pos
+	}
+	return pos, err
+}
+
+// Truncate changes the file's size to size; the bytes cut off are given
+// back to the bound.
+func (bf *buildFile) Truncate(size int64) error {
+	if err := bf.room(size); err != nil {
+		return err
+	}
+	if err := bf.f.Truncate(size); err != nil {
+		return err
+	}
+	if bf.tmp != "" && size < bf.reserved {
+		bf.pc.release(bf.reserved - size)
+		bf.reserved = size
+	}
+	return nil
+}
+
+// room makes the file's reservation cover size bytes, or moves the file
+// out of the cache when the bound has no room for them.
+func (bf *buildFile) room(size int64) error {
+	if bf.tmp == "" || size <= bf.reserved {
+		return nil
+	}
+	if bf.pc.reserve(bf.reserved, size-bf.reserved) {
+		bf.reserved = size
+		return nil
+	}
+	return bf.spill()
+}
+
+// spill moves the file out of the cache: its bytes are copied to a file
+// of the temporary directory without a name there, where the build goes
+// on at the same offset, and its name and reservation in the cache are
+// given up.
+func (bf *buildFile) spill() error {
+	out, err := openUnnamedParquet()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	os.Remove(f.Name())
-	if err := build(f); err != nil {
-		f.Close()
-		return nil, err
+	if _, err = bf.f.Seek(0, io.SeekStart); err == nil {
+		_, err = io.Copy(out, bf.f)
 	}
-	return f, nil
+	if err == nil {
+		_, err = out.Seek(bf.pos, io.SeekStart)
+	}
+	if err != nil {
+		out.Close()
+		return err
+	}
+	bf.f.Close()
+	bf.drop()
+	bf.f = out
+	return nil
+}
+
+// drop removes the file's name from the cache's directory, then gives
+// its reservation back (in that order: the directory never holds more
+// than is counted).
+func (bf *buildFile) drop() {
+	if bf.tmp == "" {
+		return
+	}
+	os.Remove(bf.tmp)
+	bf.pc.release(bf.reserved)
+	bf.tmp, bf.reserved = "", 0
 }
 
 // dropLocked forgets the file of el and removes it from disk.

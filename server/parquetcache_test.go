@@ -441,3 +441,114 @@ func TestParquetCache_WaiterOfAbandonedBuild(t *testing.T) {
 		t.Errorf("an abandoned build, the waiter's and a HEAD: %+v, want 2 builds and 1 hit", c)
 	}
 }
+
+// TestParquetCache_BoundHoldsBuilds: the files of the cache, whole and
+// being built, never hold more than parquet_cache.size bytes together,
+// with many builds at once over HTTP: a build counts its bytes as it
+// writes them, evicting whole files to make room, and one that finds no
+// room beside the others is served from the temporary directory and not
+// kept. Every answer is whole, and the same for the same key. The bytes
+// are measured from the directory, with the cache's lock held so that no
+// build takes more room meanwhile: whenever a build is done writing
+// (its peak) and, between, as often as the test can.
+func TestParquetCache_BoundHoldsBuilds(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	f := newFixture(t, fixtureOpts{parquetCache: 64 << 20})
+	f.exec(`INSERT INTO products (id, name, price, stock)
+		WITH RECURSIVE n(i) AS (SELECT 1000 UNION ALL SELECT i + 1 FROM n WHERE i < 46000)
+		SELECT i, hex(randomblob(64)), i % 1000 + 0.25, i % 77 FROM n`)
+	v := f.run("products")
+	// Files of some MiB, written a MiB at a time (writeParquetFile's
+	// buffer): a build can find no room in the middle of its file.
+	pathOf := func(i int) string {
+		return fmt.Sprintf("/v1/datasets/products/rows?format=parquet&version=%d&limit=%d", v, 40000+i)
+	}
+	// Bound the cache to two and a half files of one key.
+	one := int64(len(f.must(200, "GET", pathOf(-1), "").body))
+	if one < 2<<20 {
+		t.Fatalf("a file of %d bytes: not written in several parts", one)
+	}
+	pc := f.srv.parquetFiles
+	pc.mu.Lock()
+	pc.size = one * 5 / 2
+	bound := pc.size
+	pc.mu.Unlock()
+
+	var mu sync.Mutex
+	var peak int64
+	measure := func() {
+		pc.mu.Lock()
+		defer pc.mu.Unlock()
+		var n int64
+		ents, err := os.ReadDir(f.parquetDir)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		for _, e := range ents {
+			if fi, err := e.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		mu.Lock()
+		peak = max(peak, n)
+		mu.Unlock()
+	}
+	pc.onBuilt = measure
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				measure()
+			}
+		}
+	}()
+
+	const keys, each = 6, 2
+	bodies := make([][]byte, keys*each)
+	var wg sync.WaitGroup
+	for i := range bodies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := http.Get(f.ts.URL + pathOf(i%keys))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			if err != nil || resp.StatusCode != 200 || strconv.Itoa(len(b)) != resp.Header.Get("Content-Length") ||
+				!bytes.HasPrefix(b, []byte("PAR1")) || !bytes.HasSuffix(b, []byte("PAR1")) {
+				t.Errorf("GET %s: %d, %d bytes of %s, %v", pathOf(i%keys), resp.StatusCode, len(b), resp.Header.Get("Content-Length"), err)
+			}
+			bodies[i] = b
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	<-sampled
+	for i := keys; i < len(bodies); i++ {
+		if !bytes.Equal(bodies[i], bodies[i%keys]) {
+			t.Errorf("two answers of %s differ", pathOf(i%keys))
+		}
+	}
+	if peak > bound {
+		t.Errorf("the cache's files held %d bytes at once, over the bound of %d (a file is %d)", peak, bound, one)
+	}
+	c := f.parquetCounts()
+	if c.bytes > bound || c.builds < keys+1 {
+		t.Errorf("%+v: want at most %d bytes held and a build per key", c, bound)
+	}
+	if _, building := f.parquetFiles(); len(building) != 0 {
+		t.Errorf("builds left behind: %v", building)
+	}
+	if m, _ := filepath.Glob(filepath.Join(os.Getenv("TMPDIR"), "*")); len(m) > 0 {
+		t.Errorf("files left in the temporary directory: %v", m)
+	}
+}

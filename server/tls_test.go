@@ -23,6 +23,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/snapstore/snapstore/cluster/transfer"
+	"github.com/snapstore/snapstore/internal/testenv"
 )
 
 // testPKI is a CA and the files of certificates it signed, made by the
@@ -213,7 +214,7 @@ func TestTLS_BadFilesRefusedAtOpen(t *testing.T) {
 func TestTLS_RotationWithoutRestart(t *testing.T) {
 	dir := t.TempDir()
 	p := newTestPKI(t, dir, "a")
-	logs := &syncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	f := newFixture(t, fixtureOpts{})
 	reg := prometheus.NewRegistry()
 	r, err := OpenTLS(TLSOptions{CertFile: p.certFile, KeyFile: p.keyFile, PollInterval: 20 * time.Millisecond,

@@ -179,7 +179,7 @@ func (d *apiDoc) validate(ctx context.Context, req *http.Request, op apiOp, path
 				return badJSON("want a JSON %s: %s", want, se.Reason)
 			}
 			if errors.As(re.Err, &se) {
-				return d.bodyViolations(ctx, in, se)
+				return d.bodyViolations(ctx, in, re.RequestBody, se)
 			}
 			return BadField(field, "%s", requestErrorText(re))
 		}
@@ -190,29 +190,37 @@ func (d *apiDoc) validate(ctx context.Context, req *http.Request, op apiOp, path
 // bodyViolations refuses a body that its schema refuses, naming every
 // field the schema refuses, joined (a Problem's errors, even for one):
 // first is the refusal of the check that stops at the first, and the
-// body is checked again for the others.
-func (d *apiDoc) bodyViolations(ctx context.Context, in *openapi3filter.RequestValidationInput, first *openapi3.SchemaError) error {
-	errs := []error{schemaViolation(first)}
-	seen := map[string]bool{fieldOf(first): true}
-	op := in.Route.Operation
-	if op.RequestBody == nil || op.RequestBody.Value == nil {
-		return errors.Join(errs...)
-	}
+// body (rb) is checked again for the others.
+func (d *apiDoc) bodyViolations(ctx context.Context, in *openapi3filter.RequestValidationInput, rb *openapi3.RequestBody, first *openapi3.SchemaError) error {
+	root := bodySchema(rb)
+	errs := []error{schemaViolation(root, first)}
+	seen := map[string]bool{fieldOf(root, first): true}
 	again := *in
 	opts := *in.Options
 	opts.MultiError = true
 	again.Options = &opts
 	var re *openapi3filter.RequestError
-	if !errors.As(openapi3filter.ValidateRequestBody(ctx, &again, op.RequestBody.Value), &re) {
+	if !errors.As(openapi3filter.ValidateRequestBody(ctx, &again, rb), &re) {
 		return errors.Join(errs...)
 	}
 	for _, se := range schemaErrors(re.Err) {
-		if f := fieldOf(se); !seen[f] {
+		if f := fieldOf(root, se); !seen[f] {
 			seen[f] = true
-			errs = append(errs, schemaViolation(se))
+			errs = append(errs, schemaViolation(root, se))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// bodySchema is the schema of the JSON body rb describes, nil for none.
+func bodySchema(rb *openapi3.RequestBody) *openapi3.Schema {
+	if rb == nil {
+		return nil
+	}
+	if mt := rb.Content.Get(echo.MIMEApplicationJSON); mt != nil && mt.Schema != nil {
+		return mt.Schema.Value
+	}
+	return nil
 }
 
 // schemaErrors flattens the schema errors of a check that reports all
@@ -233,22 +241,86 @@ func schemaErrors(err error) []*openapi3.SchemaError {
 	return nil
 }
 
-// fieldOf names the body field a schema error refuses: body.retention.ttl,
-// body.bogus for a property the schema does not allow.
-func fieldOf(se *openapi3.SchemaError) string {
-	field := "body"
-	if ptr := se.JSONPointer(); len(ptr) > 0 {
-		field += "." + strings.Join(ptr, ".")
+// fieldOf names the body field a schema error refuses, as every check
+// of a body and the config file name theirs: body.retention.ttl,
+// body.bogus for a property the schema does not allow, an array's
+// element by its index in brackets (body.datasets[1]). The error's JSON
+// pointer does not tell an index from an object's key; root, the body's
+// schema, does, walked along the pointer (a step it does not describe
+// is an index when it is a number).
+func fieldOf(root *openapi3.Schema, se *openapi3.SchemaError) string {
+	var b strings.Builder
+	b.WriteString("body")
+	s := root
+	for _, step := range se.JSONPointer() {
+		if isArraySchema(s) || (s == nil && isIndex(step)) {
+			b.WriteString("[" + step + "]")
+			s = itemSchema(s)
+			continue
+		}
+		b.WriteString("." + step)
+		s = propertySchema(s, step)
 	}
 	if m := unsupportedProperty.FindStringSubmatch(se.Reason); m != nil {
-		field += "." + m[1]
+		b.WriteString("." + m[1])
 	}
-	return field
+	return b.String()
 }
 
-// schemaViolation is the 400 bad_request of one schema refusal.
-func schemaViolation(se *openapi3.SchemaError) error {
-	return BadField(fieldOf(se), "%s", schemaReason(se))
+// isArraySchema reports whether s describes arrays.
+func isArraySchema(s *openapi3.Schema) bool {
+	return s != nil && s.Type != nil && s.Type.Includes(openapi3.TypeArray)
+}
+
+// isIndex reports whether step is an array index: digits only.
+func isIndex(step string) bool {
+	if step == "" {
+		return false
+	}
+	for _, r := range step {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// itemSchema is the schema of the elements of arrays of s, nil when
+// unknown.
+func itemSchema(s *openapi3.Schema) *openapi3.Schema {
+	if s == nil || s.Items == nil {
+		return nil
+	}
+	return s.Items.Value
+}
+
+// propertySchema is the schema of the value of key name in objects of
+// s: its property, else its additionalProperties, else one of its allOf
+// that describes it; nil when unknown.
+func propertySchema(s *openapi3.Schema, name string) *openapi3.Schema {
+	if s == nil {
+		return nil
+	}
+	if p := s.Properties[name]; p != nil {
+		return p.Value
+	}
+	if ap := s.AdditionalProperties.Schema; ap != nil {
+		return ap.Value
+	}
+	for _, sub := range s.AllOf {
+		if sub != nil {
+			if p := propertySchema(sub.Value, name); p != nil {
+				return p
+			}
+		}
+	}
+	return nil
+}
+
+// schemaViolation is the 400 bad_request of one schema refusal of a
+// body of schema root.
+func schemaViolation(root *openapi3.Schema, se *openapi3.SchemaError) error {
+	return BadField(fieldOf(root, se), "%s", schemaReason(se))
 }
 
 var unsupportedProperty = regexp.MustCompile(`property "([^"]+)" is unsupported`)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -84,9 +85,43 @@ func TestBodies_EveryViolationAtOnce(t *testing.T) {
 	p = f.wantProblem(400, "bad_request", "body.role", "POST", "/v1/tokens", `{"name":"t1","role":"boss","datasets":["a/b","[x"]}`)
 	wantViolations(t, p, [2]string{"body.role", "bad_request"}, [2]string{"body.datasets[0]", "bad_request"}, [2]string{"body.datasets[1]", "bad_request"})
 	// An empty pattern, which both refuse, is named once.
-	p = f.wantProblem(400, "bad_request", "body.datasets.0", "POST", "/v1/tokens", `{"name":"t1","role":"reader","datasets":["","a/b"]}`)
-	wantViolations(t, p, [2]string{"body.datasets.0", "bad_request"}, [2]string{"body.datasets[1]", "bad_request"})
+	p = f.wantProblem(400, "bad_request", "body.datasets[0]", "POST", "/v1/tokens", `{"name":"t1","role":"reader","datasets":["","a/b"]}`)
+	wantViolations(t, p, [2]string{"body.datasets[0]", "bad_request"}, [2]string{"body.datasets[1]", "bad_request"})
 	if r := f.must(200, "GET", "/v1/tokens", ""); strings.Contains(string(r.body), `"t1"`) {
 		t.Errorf("a refused token was created: %s", r.body)
 	}
 }
+
+// TestBodies_ArrayElementsInBrackets: every refusal of a body names an
+// array's element by its index in brackets (body.datasets[1]), as the
+// config file's keys do, whichever check refuses it: the document's
+// schema, a definition's own check, or the search for a key given twice;
+// an object's key that is a number stays a key (body.o.0).
+func TestBodies_ArrayElementsInBrackets(t *testing.T) {
+	f := newFixture(t, fixtureOpts{tokens: []Token{{Name: "adm", Token: "adm-tok-4821", Role: RoleAdmin}}})
+	f.token = "adm-tok-4821"
+	// The schema refuses the empty pattern, the grant's check the other.
+	p := f.wantProblem(400, "bad_request", "body.datasets[1]", "POST", "/v1/tokens", `{"name":"t1","role":"reader","datasets":["ok","","a/b"]}`)
+	wantViolations(t, p, [2]string{"body.datasets[1]", "bad_request"}, [2]string{"body.datasets[2]", "bad_request"})
+	// Schema (empty names) and the adapter's checks (repeated, unknown
+	// webhook) on the arrays of one definition.
+	p = f.wantProblem(400, "bad_request", "body.key_columns[1]", "POST", "/v1/adapters",
+		`{"name":"a9","connection":"shop","resource":"products","key_columns":["id",""],"notify":["","nope"]}`)
+	for _, v := range p.Errors {
+		if !strings.Contains(v.Field, "[") || digitStep.MatchString(v.Field) {
+			t.Errorf("violation %+v: an array element not in brackets", v)
+		}
+	}
+	if !p.Blames("notify[1]") || !p.Blames("body.notify[0]") {
+		t.Errorf("the bad webhook names are not both named: %+v", p.Errors)
+	}
+	// A key given twice inside an array's element.
+	f.wantProblem(400, "bad_json", "body.source_options.columns[1].a", "POST", "/v1/adapters",
+		`{"name":"a9","connection":"shop","resource":"products","source_options":{"columns":[{"a":1},{"a":1,"a":2}]}}`)
+	f.wantProblem(400, "bad_json", "body.source_options.0.a", "POST", "/v1/adapters",
+		`{"name":"a9","connection":"shop","resource":"products","source_options":{"0":{"a":1,"a":2}}}`)
+}
+
+// digitStep matches a field that names an array element as a dotted
+// step (body.datasets.0).
+var digitStep = regexp.MustCompile(`\.[0-9]+(\.|\[|$)`)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/snapstore/snapstore/config"
+	"github.com/snapstore/snapstore/internal/testenv"
 	"github.com/snapstore/snapstore/store"
 	"github.com/snapstore/snapstore/store/hbase"
 	"github.com/snapstore/snapstore/txn"
@@ -116,7 +117,7 @@ func TestSecretsAtRest_PebbleServe(t *testing.T) {
 	opts, pw := mariaOptions(t)
 	cfg := config.Default()
 	cfg.Data = filepath.Join(t.TempDir(), "data")
-	var logs syncBuf
+	var logs testenv.SyncBuffer
 	base, stop := serveConfig(t, &cfg, &logs)
 	createAndTest(t, base, "maria", opts, pw)
 	if code, out, errs := cli(t, "secrets", "rotate", "--server", base); code != 0 || !strings.Contains(out, "nothing to encrypt again: every stored secret was already encrypted with key") {
@@ -177,7 +178,7 @@ func TestSecretsAtRest_HBaseServe(t *testing.T) {
 	cfg.Storage.Backend = "hbase"
 	cfg.Storage.HBase.Thrift = addr
 	cfg.Storage.HBase.Table = table
-	var logs syncBuf
+	var logs testenv.SyncBuffer
 
 	base, stop := serveConfig(t, &cfg, &logs)
 	code, body := postJSON(t, base+"/v1/connections", map[string]any{"name": "maria", "type": "mysql", "options": opts})

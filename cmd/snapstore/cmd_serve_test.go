@@ -14,7 +14,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,6 +22,7 @@ import (
 	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/config"
 	"github.com/snapstore/snapstore/daemon"
+	"github.com/snapstore/snapstore/internal/testenv"
 	"github.com/snapstore/snapstore/server"
 	"github.com/snapstore/snapstore/snapshot"
 )
@@ -170,7 +170,7 @@ func TestServe_ShutdownAbortsRunningRun(t *testing.T) {
 // shuts down cleanly and returns nil.
 func TestServeCommand_SIGTERM(t *testing.T) {
 	cfgFile := writeFile(t, "c.yaml", fmt.Sprintf("data: %s\nlisten: 127.0.0.1:0\nshutdown_timeout: 10s\n", filepath.Join(t.TempDir(), "data")))
-	logs := &syncBuf{}
+	logs := &testenv.SyncBuffer{}
 	errc := make(chan error, 1)
 	go func() { errc <- cmdServe(context.Background(), []string{"--config", cfgFile}, io.Discard, logs) }()
 	for i := 0; !strings.Contains(logs.String(), "snapstore serving"); i++ {
@@ -197,24 +197,6 @@ func TestServeCommand_SIGTERM(t *testing.T) {
 	if strings.Contains(logs.String(), "component=pebble") {
 		t.Fatalf("Pebble's own lines at the default level:\n%s", logs)
 	}
-}
-
-// syncBuf is a goroutine-safe writer for captured logs.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestServe_DataDirInUse: a second serve on a data directory a server

@@ -7,9 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/snapstore/snapstore/internal/testenv"
 	"go.uber.org/goleak"
 )
 
@@ -22,29 +22,9 @@ func TestMain(m *testing.M) {
 // cli runs one command line in-process and returns its exit code and output.
 func cli(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	var out, errb lockedBuffer
+	var out, errb testenv.SyncBuffer
 	code := runMain(context.Background(), args, &out, &errb)
 	return code, out.String(), errb.String()
-}
-
-// lockedBuffer is a bytes.Buffer that several goroutines may write, as they
-// may write os.Stdout and os.Stderr: a command's logger writes from the
-// goroutines of a run while the command prints.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // writeFile writes text to a file name in a fresh temporary directory and

@@ -1,7 +1,9 @@
-// Package testenv reads the settings of the services the tests run against,
-// as the scripts that start them print them (scripts/mariadb.sh env,
-// scripts/postgres.sh env, scripts/hbase-standalone.sh env; `make test`
-// exports them), for the tests of every package and the benchmark programs.
+// Package testenv holds the fixtures the tests of several packages share:
+// the settings of the services the tests run against, as the scripts that
+// start them print them (scripts/mariadb.sh env, scripts/postgres.sh env,
+// scripts/hbase-standalone.sh env; `make test` exports them), for the tests
+// of every package and the benchmark programs, and SyncBuffer, the log
+// sink a test reads while other goroutines write it.
 //
 // A test that needs a service asks for it with MySQL, Postgres or
 // HBaseThrift: under `go test -short` (`make test-unit`), or when the

@@ -1,7 +1,6 @@
 package console
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -11,13 +10,13 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/snapstore/snapstore/adapters"
 	"github.com/snapstore/snapstore/api"
+	"github.com/snapstore/snapstore/internal/testenv"
 	"github.com/snapstore/snapstore/notify"
 	"github.com/snapstore/snapstore/server"
 	"github.com/snapstore/snapstore/snapshot"
@@ -39,24 +38,6 @@ CREATE TABLE notes (k TEXT PRIMARY KEY, v TEXT);
 INSERT INTO notes VALUES ('a/b','slash'),('x y','space'),('100%','percent'),('plain','p');
 `
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // fixture is a real stack: Pebble on disk, snapshot, adapters with a SQLite
 // source, the server with its console behind an httptest server. The
 // server's own tests check its JSON answers against openapi.yaml; the
@@ -70,7 +51,7 @@ type fixture struct {
 	db      *snapshot.DB
 	svc     *adapters.Service
 	reg     *prometheus.Registry
-	logs    *syncBuffer
+	logs    *testenv.SyncBuffer
 	token   string // sent as bearer when set
 	bodies  []string
 }
@@ -102,7 +83,7 @@ func newFixture(t testing.TB, fo fixtureOpts) *fixture {
 	if _, err := src.Exec(shopSQL); err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	reg := prometheus.NewRegistry()
 	st, err := pebble.Open(filepath.Join(dir, "data"), pebble.Options{Registerer: reg})
