@@ -88,8 +88,13 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		if len(tl.Tables) > 0 {
 			files = files[:0]
+			var names []string
 			for _, tb := range tl.Tables {
 				files = append(files, [2]string{fileBase(tb.Name), pathOf("/v1/datasets/", pos[0], "/tables/", tb.Name, "/rows")})
+				names = append(names, tb.Name)
+			}
+			if err := fileBasesClash(names); err != nil {
+				return err
 			}
 		}
 		// Files already there are of another export, or of this one
@@ -121,6 +126,27 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		return nil
 	})
+}
+
+// fileBasesClash refuses tables whose files would have one name (fileBase
+// maps "order lines" and "order_lines" alike; a file system that ignores
+// case takes "Orders" for "orders"), before anything is written: the
+// second file would replace the first.
+func fileBasesClash(tables []string) error {
+	seen := map[string]string{}
+	var clashes []string
+	for _, t := range tables {
+		b := strings.ToLower(fileBase(t))
+		if first, ok := seen[b]; ok {
+			clashes = append(clashes, fmt.Sprintf("%q and %q", first, t))
+			continue
+		}
+		seen[b] = t
+	}
+	if len(clashes) > 0 {
+		return fmt.Errorf("tables %s would be written to one file name (nothing written): export them one at a time with scan --table", strings.Join(clashes, ", "))
+	}
+	return nil
 }
 
 // fileBase is a table's name as the base of a file name: every character

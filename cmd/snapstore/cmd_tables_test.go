@@ -273,3 +273,18 @@ func TestFileBase(t *testing.T) {
 		}
 	}
 }
+
+// TestFileBasesClash: tables whose export files would share a name, as
+// fileBase writes it or on a file system that ignores case, are refused
+// before anything is written; distinct ones are not.
+func TestFileBasesClash(t *testing.T) {
+	if err := fileBasesClash([]string{"public.orders", "public.order_lines", "orders"}); err != nil {
+		t.Errorf("distinct tables: %v", err)
+	}
+	for _, tables := range [][]string{{"order lines", "order_lines"}, {"Orders", "orders"}} {
+		err := fileBasesClash(tables)
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q and %q", tables[0], tables[1])) {
+			t.Errorf("%q: %v", tables, err)
+		}
+	}
+}
