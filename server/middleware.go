@@ -19,6 +19,23 @@ func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
 		rt := s.route(c)
+		defer func() {
+			// A stream cut by the server's own error after its status line
+			// (streamAbort) leaves by this panic, which net/http turns into
+			// a cut connection: it is counted and audited first, as the
+			// 500 it is (or a 499 when its client had gone already).
+			if r := recover(); r != nil {
+				if r == http.ErrAbortHandler {
+					c.Response().Status = http.StatusInternalServerError
+					if answerCut(c) {
+						c.Response().Status = statusClientClosed
+					}
+					s.observe(c, rt, time.Since(start))
+					s.audit(c, rt)
+				}
+				panic(r)
+			}
+		}()
 		if err := s.guard(c, rt, next); err != nil {
 			c.Error(err)
 		}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/labstack/echo/v4"
 )
 
 // TestStream_ClientCutCountedApart: an answer whose client closes the
@@ -132,4 +135,43 @@ func (l smallSendBuffers) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// TestStream_ServerCutCounted: a stream the server cuts on its own error
+// after its status line (streamAbort) is counted and logged with status
+// 500, not lost from the metrics and the audit trail as the panic that
+// cuts the connection passes the middleware. The handler is a test
+// route on the server's own router and middleware that writes a first
+// part and fails, as a scan whose store read fails mid-way does.
+func TestStream_ServerCutCounted(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.srv.echo.GET("/test/stream-cut", func(c echo.Context) error {
+		bw := startStream(c, mediaNDJSON)
+		for range 4096 {
+			bw.WriteString("{\"a\":1}\n")
+		}
+		bw.Flush()
+		c.Response().Flush()
+		return f.srv.endStream(c, bw, errors.New("a store read failed"))
+	})
+	before := requestCounts(t, f, "unmatched")
+	resp, err := http.Get(f.ts.URL + "/test/stream-cut")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rerr := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || rerr == nil {
+		t.Fatalf("status %d, body error %v: want the 200 begun and a cut body", resp.StatusCode, rerr)
+	}
+	var after map[string]int
+	for range 100 {
+		if after = requestCounts(t, f, "unmatched"); after["500"] > before["500"] {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if after["500"] != before["500"]+1 || after["200"] != before["200"] {
+		t.Errorf("counts of the cut stream: %v before, %v after; want one more 500", before, after)
+	}
 }
