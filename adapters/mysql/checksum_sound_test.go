@@ -153,22 +153,23 @@ func TestMySQLChecksumMixedCharsets(t *testing.T) {
 // TestMySQLExplicitNullableKeyNotChunked: key_columns naming a UNIQUE
 // but nullable column are read in full (where a NULL key fails the
 // run), never in key ranges, which hold no NULL key; over a NOT NULL
-// unique column they are chunked.
+// unique index they are chunked, its columns in any order, and over
+// part of one they are not.
 func TestMySQLExplicitNullableKeyNotChunked(t *testing.T) {
 	e := mysqlEnv(t)
 	db := e.tempDatabase(t, "cknk")
 	src := e.openSource(t, db)
-	e.exec(t, db, "CREATE TABLE nk (id INT PRIMARY KEY, u INT NULL, w INT NOT NULL, UNIQUE KEY (u), UNIQUE KEY (w))")
+	e.exec(t, db, "CREATE TABLE nk (id INT PRIMARY KEY, u INT NULL, w INT NOT NULL, a INT NOT NULL, b INT NOT NULL, UNIQUE KEY (u), UNIQUE KEY (w), UNIQUE KEY (a, b))")
 	for _, c := range []struct {
-		key     string
+		key     []string
 		chunked bool
-	}{{"u", false}, {"w", true}} {
-		tr, err := src.OpenTable(context.Background(), source.TableRequest{Resource: "nk", KeyColumns: []string{c.key}})
+	}{{[]string{"u"}, false}, {[]string{"w"}, true}, {[]string{"b", "a"}, true}, {[]string{"a"}, false}} {
+		tr, err := src.OpenTable(context.Background(), source.TableRequest{Resource: "nk", KeyColumns: c.key})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := tr.(source.Checksummer).Chunkable(); got != c.chunked {
-			t.Errorf("key_columns [%s]: chunkable %v, want %v", c.key, got, c.chunked)
+			t.Errorf("key_columns %v: chunkable %v, want %v", c.key, got, c.chunked)
 		}
 		tr.Close()
 	}

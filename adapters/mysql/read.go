@@ -284,7 +284,7 @@ func (t *mysqlTable) pickKey(ctx context.Context, explicit []string) error {
 		// hold no NULL key, so a nullable key is read in full, where a
 		// NULL key fails the run.
 		for _, u := range uniques {
-			if usable(u.cols) && slices.Equal(u.cols, explicit) {
+			if usable(u.cols) && source.UniqueKeyOf(u.cols, explicit) {
 				t.Unique = true
 			}
 		}

@@ -349,7 +349,7 @@ func (t *pgTable) pickKey(ctx context.Context, explicit []string) error {
 		}
 		key = explicit
 		for _, u := range uniques {
-			if usable(u) && slices.Equal(u.cols, explicit) {
+			if usable(u) && source.UniqueKeyOf(u.cols, explicit) {
 				t.Unique = true
 			}
 		}

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"slices"
 	"time"
 
 	"github.com/snapstore/snapstore/snapshot"
@@ -15,4 +16,17 @@ const (
 // JSON, arrays, geometry and NULL columns cannot.
 func KeyKindOK(k snapshot.Kind) bool {
 	return k != snapshot.KindJSON && k != snapshot.KindArray && k != snapshot.KindGeometry && k != snapshot.KindNull
+}
+
+// UniqueKeyOf reports whether explicit key columns are those of a unique
+// index, in any order: the index makes the rows unique whatever order
+// the key reads its columns in.
+func UniqueKeyOf(index, explicit []string) bool {
+	if len(index) != len(explicit) {
+		return false
+	}
+	a, b := slices.Clone(index), slices.Clone(explicit)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }
