@@ -15,14 +15,7 @@ import (
 func TestCLI_Audit(t *testing.T) {
 	const adminTok, readerTok = "admin-token-cli-Rr4-audit", "reader-token-cli-Tt5-audit"
 	url, _, _ := startServe(t, 0, []server.Token{{Name: "root", Token: adminTok, Role: server.RoleAdmin}, {Name: "viewer", Token: readerTok, Role: server.RoleReader}})
-	do := func(wantCode int, args ...string) (string, string) {
-		t.Helper()
-		code, out, errs := cli(t, append(args, "--server", url)...)
-		if code != wantCode {
-			t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, wantCode, out, errs)
-		}
-		return out, errs
-	}
+	do := cliAt(t, url)
 	do(0, "run", "products", "--token", adminTok)
 	do(0, "tag", "products", "first", "--token", adminTok)
 	do(1, "gc", "products", "--token", readerTok)

@@ -33,14 +33,7 @@ func asTerminal(t *testing.T, answer string) {
 func TestCLI_DatasetsDiffTagsRollbackGC(t *testing.T) {
 	url, cfg, _ := startServe(t, 0, nil)
 	srv := []string{"--server", url}
-	do := func(wantCode int, args ...string) (string, string) {
-		t.Helper()
-		code, out, errs := cli(t, append(args, srv...)...)
-		if code != wantCode {
-			t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, wantCode, out, errs)
-		}
-		return out, errs
-	}
+	do := cliAt(t, url)
 	src := sqliteSource(t, cfg.Connections[0].Options["path"].(string), "SELECT 1")
 	if out, errs := do(0, "datasets", "list"); !strings.Contains(out, "DATASET") || !strings.Contains(errs, "no datasets") {
 		t.Errorf("datasets list of none: %s %s", out, errs)

@@ -65,14 +65,7 @@ func TestCLI_Notifications(t *testing.T) {
 			t.Errorf("serve: %v", err)
 		}
 	}()
-	do := func(wantCode int, args ...string) (string, string) {
-		t.Helper()
-		code, out, errs := cli(t, append(args, "--server", url)...)
-		if code != wantCode {
-			t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, wantCode, out, errs)
-		}
-		return out, errs
-	}
+	do := cliAt(t, url)
 
 	sqliteSource(t, srcPath, `DROP TABLE products`)
 	do(1, "run", "gone", "--token", opsTok)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,21 +18,38 @@ import (
 	"github.com/snapstore/snapstore/store/pebble"
 )
 
+// openDataDir opens the snapshot DB of the Pebble data directory dir,
+// before a server opens it; closing the DB closes its store too.
+func openDataDir(t *testing.T, dir string) *dataDirDB {
+	t.Helper()
+	st, err := pebble.Open(dir, pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := snapshot.Open(context.Background(), st, snapshot.Options{})
+	if err != nil {
+		st.Close()
+		t.Fatal(err)
+	}
+	return &dataDirDB{DB: db, st: st}
+}
+
+// dataDirDB is a snapshot DB with the store it closes after it.
+type dataDirDB struct {
+	*snapshot.DB
+	st interface{ Close() error }
+}
+
+// Close closes the DB, then its store.
+func (d *dataDirDB) Close() error { return errors.Join(d.DB.Close(), d.st.Close()) }
+
 // writeShopTables commits two versions of the dataset "shop", of the
 // tables "orders" and "order lines", into the Pebble data directory dir
 // before a server opens it: order 2 changes and 3 goes in the second.
 func writeShopTables(t *testing.T, dir string) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := pebble.Open(dir, pebble.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	db, err := snapshot.Open(ctx, st, snapshot.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openDataDir(t, dir)
 	defer db.Close()
 	iv := func(i int64) snapshot.Value { return snapshot.Value{Kind: snapshot.KindInt, Int: i} }
 	sv := func(s string) snapshot.Value { return snapshot.Value{Kind: snapshot.KindString, Bytes: []byte(s)} }
@@ -69,14 +87,7 @@ func writeShopTables(t *testing.T, dir string) {
 // rows is refused with the tables named, a diff pointing at --stats.
 func TestCLI_Tables(t *testing.T) {
 	url, _, _ := startServeWith(t, 0, nil, func(cfg *config.Config) { writeShopTables(t, cfg.Data) })
-	do := func(wantCode int, args ...string) (string, string) {
-		t.Helper()
-		code, out, errs := cli(t, append(args, "--server", url)...)
-		if code != wantCode {
-			t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, wantCode, out, errs)
-		}
-		return out, errs
-	}
+	do := cliAt(t, url)
 	// Through a snapstore connection, the dataset of several tables has
 	// no key of its own: the listing points at its tables.
 	conn := writeFile(t, "self.yaml", "name: self\ntype: snapstore\noptions: {url: "+url+"}\n")
@@ -186,15 +197,7 @@ func TestCLI_Tables(t *testing.T) {
 func TestCLI_TablesDropped(t *testing.T) {
 	url, _, _ := startServeWith(t, 0, nil, func(cfg *config.Config) {
 		ctx := context.Background()
-		st, err := pebble.Open(cfg.Data, pebble.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		db, err := snapshot.Open(ctx, st, snapshot.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		db := openDataDir(t, cfg.Data)
 		defer db.Close()
 		schema := snapshot.Schema{Columns: []snapshot.Column{{Name: "id", Kind: snapshot.KindInt}}, Key: []string{"id"}}
 		for _, tables := range [][]string{{"a", "b"}, {"a"}, {"a", "b"}} {
@@ -219,14 +222,7 @@ func TestCLI_TablesDropped(t *testing.T) {
 			}
 		}
 	})
-	do := func(wantCode int, args ...string) (string, string) {
-		t.Helper()
-		code, out, errs := cli(t, append(args, "--server", url)...)
-		if code != wantCode {
-			t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, wantCode, out, errs)
-		}
-		return out, errs
-	}
+	do := cliAt(t, url)
 	var vs []string // the versions, oldest first
 	out, _ := do(0, "versions", "bank", "--table", "b")
 	lines := strings.Split(strings.TrimSpace(out), "\n")

@@ -27,6 +27,20 @@ func cli(t *testing.T, args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
+// cliAt returns a runner of command lines against the server at url
+// that fails the test unless a command exits wantCode, and returns its
+// output and errors.
+func cliAt(t *testing.T, url string) func(wantCode int, args ...string) (string, string) {
+	return func(wantCode int, args ...string) (string, string) {
+		t.Helper()
+		code, out, errs := cli(t, append(args, "--server", url)...)
+		if code != wantCode {
+			t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, wantCode, out, errs)
+		}
+		return out, errs
+	}
+}
+
 // writeFile writes text to a file name in a fresh temporary directory and
 // returns its path.
 func writeFile(t *testing.T, name, text string) string {
