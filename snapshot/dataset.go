@@ -66,8 +66,16 @@ type dataset struct {
 	// keeper tries it until it returns nil, and the dataset's writer stays
 	// held until then.
 	pending func(ctx context.Context) error
-	readers map[*Reader]struct{}
-	plans   map[planKey]*readPlan // by version and table (reader.go)
+	// unsettled says a write of the row failed in a way that may still
+	// apply it (store.S9) and nothing has fenced it yet: it applies only
+	// while the row holds unsettledRaw, its check value, so the next write
+	// of the row that lands, or a read that finds the row moved on, settles
+	// it (datasetrow.go fenceRow); unsettledAt is when it failed.
+	unsettled    bool
+	unsettledRaw []byte
+	unsettledAt  time.Time
+	readers      map[*Reader]struct{}
+	plans        map[planKey]*readPlan // by version and table (reader.go)
 	// persisted says a row of the dataset was read or written; dropped
 	// that it is gone, or being dropped.
 	persisted, dropped bool

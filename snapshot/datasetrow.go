@@ -5,6 +5,7 @@ package snapshot
 // per change (doc.go D9), and read whole by one Get (W2).
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -221,6 +222,7 @@ func (db *DB) writeRow(ctx context.Context, ds *dataset, change func(st *rowStat
 				enc = nil
 			}
 			ds.install(next, enc)
+			ds.settleLanded()
 			return next, nil
 		}
 		if werr != nil && !retryable(werr) {
@@ -232,12 +234,20 @@ func (db *DB) writeRow(ctx context.Context, ds *dataset, change func(st *rowStat
 			conflicts++
 		}
 		if attempt >= maxRowConflicts {
-			return base, rowWriteGaveUp(ds.name, conflicts, failed, lastErr)
+			err := rowWriteGaveUp(ds.name, conflicts, failed, lastErr)
+			if werr != nil {
+				// The last write may still land (store.S9): unknown
+				// until a later write of the row fences it.
+				db.unsettle(ds, raw)
+				return base, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+			}
+			return base, err
 		}
 		// Learn what the row holds now.
 		now, nowRaw, err := db.rereadRow(ctx, ds)
 		if err != nil {
 			if werr != nil {
+				db.unsettle(ds, raw)
 				return base, fmt.Errorf("%w: writing the metadata of %s: %v; reading it back: %v", ErrOutcomeUnknown, ds.name, werr, err)
 			}
 			return base, err
@@ -288,6 +298,7 @@ func (db *DB) rereadRow(ctx context.Context, ds *dataset) (rowState, []byte, err
 			}
 			if err = db.loadBodies(ctx, ds, st); err == nil {
 				ds.install(st, raw)
+				ds.settle(raw)
 				return st, raw, nil
 			}
 		}
@@ -301,4 +312,71 @@ func (db *DB) rereadRow(ctx context.Context, ds *dataset) (rowState, []byte, err
 		}
 		wait = min(2*wait, time.Second)
 	}
+}
+
+// unsettle records that a write of ds's row checked against raw failed
+// in a way that may still apply it (store.S9): until the row is seen to
+// hold something else, the write may land, and the operation that made it
+// reported ErrOutcomeUnknown.
+func (db *DB) unsettle(ds *dataset, raw []byte) {
+	ds.mu.Lock()
+	ds.unsettled, ds.unsettledRaw, ds.unsettledAt = true, raw, db.opts.now()
+	ds.mu.Unlock()
+}
+
+// settle clears ds's unsettled write once the row is seen holding raw
+// (nil: no row) other than what that write was checked against: a row
+// never holds an encoding twice (each write has a new Seq and nonce), so
+// the write can no longer apply, whether it landed or not.
+func (ds *dataset) settle(raw []byte) {
+	ds.mu.Lock()
+	if ds.unsettled && !bytes.Equal(raw, ds.unsettledRaw) {
+		ds.unsettled, ds.unsettledRaw = false, nil
+	}
+	ds.mu.Unlock()
+}
+
+// settleLanded clears ds's unsettled write after a write of the row
+// landed: the row moved on from every encoding an older write checked.
+func (ds *dataset) settleLanded() {
+	ds.mu.Lock()
+	ds.unsettled, ds.unsettledRaw = false, nil
+	ds.mu.Unlock()
+}
+
+// fenceRow settles a write of ds's row whose outcome is unknown (the
+// keeper's part of D9), as Tephra invalidates a transaction whose client
+// vanished rather than wait for it: it reads the row, and if the row
+// still holds what the write was checked against, writes it again
+// unchanged but for its sequence, so that the late write, should it come,
+// finds its check stale and applies nothing. What the operation did is
+// then what the row shows. A write that would have created the row
+// (checked against no row) cannot be fenced without creating the row; it
+// stays unsettled until the store's MaxWriteDelay has passed.
+func (db *DB) fenceRow(ctx context.Context, ds *dataset) error {
+	ds.mu.Lock()
+	unsettled, check, at := ds.unsettled, ds.unsettledRaw, ds.unsettledAt
+	ds.mu.Unlock()
+	if !unsettled {
+		return nil
+	}
+	if _, _, err := db.rereadRow(ctx, ds); err != nil {
+		return fmt.Errorf("snapshot: reading the metadata of %s to settle a write: %w", ds.name, err)
+	}
+	ds.mu.Lock()
+	unsettled = ds.unsettled
+	ds.mu.Unlock()
+	if !unsettled {
+		return nil
+	}
+	if check == nil {
+		if lw, ok := db.st.(store.LateWriter); !ok || db.opts.now().Sub(at) > lw.MaxWriteDelay() {
+			ds.settleLanded()
+		}
+		return nil
+	}
+	if _, err := db.writeRow(ctx, ds, func(*rowState) error { return nil }); err != nil {
+		return fmt.Errorf("snapshot: settling a write of the metadata of %s: %w", ds.name, err)
+	}
+	return nil
 }

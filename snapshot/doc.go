@@ -116,8 +116,12 @@
 // state, and after an error the row is read again to learn what happened
 // before the change is made again or given up (writeRow). The new state
 // is installed in memory only once it is durable. When the row cannot be
-// read back, the operation reports ErrOutcomeUnknown and the DB keeps the
-// dataset held until the keeper learns the outcome.
+// read back, or writeRow gives up while its last write may still land,
+// the operation reports ErrOutcomeUnknown; the keeper then settles the
+// row (fenceRow: written again unchanged but for its sequence, if it
+// still holds what the failed write was checked against, so that the
+// write can no longer land), and for a run's commit or abort the DB keeps
+// the dataset held until it learns the outcome.
 //
 // D10. Drop. DropDataset first records the drop in the row (taking the
 // slot), so that the dataset is gone for every reader and writer from

@@ -69,9 +69,11 @@ var (
 	// safe.
 	ErrSlotLost = errors.New("snapshot: writer slot lost")
 	// ErrOutcomeUnknown: a metadata write failed in a way that may have
-	// applied it (store.S9), and the row could not be read back to learn
-	// which. The DB keeps the dataset held and learns the outcome when the
-	// store answers again (doc.go D9); reads then show what happened.
+	// applied it or may apply it late (store.S9), and the row could not be
+	// read back, or the writes kept failing, to learn which. The DB settles
+	// the row when the store answers again (fenceRow) and, for a run,
+	// keeps the dataset held until it learns the outcome (doc.go D9);
+	// reads then show what happened.
 	ErrOutcomeUnknown = errors.New("snapshot: outcome unknown")
 	// ErrTableRequired: a read, run or diff that names no table, of a
 	// dataset of named tables (tables.go); the error names its tables.

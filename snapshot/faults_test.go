@@ -489,3 +489,88 @@ func TestSlotLostText(t *testing.T) {
 		t.Fatalf("slot of another writer: %v", err)
 	}
 }
+
+// TestFaultLateRowWriteFenced: a tag, a GC expiry and a configuration
+// change whose write of the dataset's row times out at the client and
+// whose row cannot be read back report ErrOutcomeUnknown; once the keeper
+// has settled the row (learnPending, with the store answering again), the
+// state it shows is final: the late write, landing afterwards, changes
+// nothing, in this process and after a restart.
+func TestFaultLateRowWriteFenced(t *testing.T) {
+	for _, op := range []string{"tag", "gc", "config"} {
+		t.Run(op, func(t *testing.T) {
+			h := newFaultHarness(t, 9)
+			h.opts.resolveWait = 20 * time.Millisecond
+			h.db.Close()
+			h.db = h.open(h.opts)
+			ds := "d"
+			v1 := h.run(ds, srcA)
+			h.clock = h.clock.Add(2 * time.Hour)
+			h.run(ds, srcB)
+			h.clock = h.clock.Add(time.Minute)
+			if op == "gc" {
+				if err := h.db.SetConfig(h.ctx, DatasetConfig{Name: ds, Retention: Retention{TTL: time.Hour, MinVersions: 1}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The row's write lands late; every read of the row fails
+			// meanwhile, so its outcome cannot be learned.
+			late := false
+			h.decide(func(c storetest.Call) storetest.Fault {
+				if !isDatasetRow(c, ds) {
+					return storetest.NoFault
+				}
+				if c.Op == storetest.OpCheckAndMutate && !late {
+					late = true
+					return storetest.Late
+				}
+				if !c.Op.IsWrite() {
+					return storetest.Fail
+				}
+				return storetest.NoFault
+			})
+			var err error
+			switch op {
+			case "tag":
+				err = h.db.Tag(h.ctx, ds, "t", v1.Version)
+			case "gc":
+				_, err = h.db.GC(h.ctx, ds, false)
+			case "config":
+				err = h.db.SetConfig(h.ctx, DatasetConfig{Name: ds, Retention: Retention{TTL: 5 * time.Hour, MinVersions: 3}})
+			}
+			if !errors.Is(err, ErrOutcomeUnknown) {
+				t.Fatalf("%s with a late write and no reads: %v, want ErrOutcomeUnknown", op, err)
+			}
+			h.decide(nil)
+			settle(t, h.db) // the keeper's work
+			state := func(db *DB) string {
+				info, err := db.Dataset(h.ctx, ds)
+				if err != nil {
+					t.Fatal(err)
+				}
+				vs, err := db.Versions(h.ctx, ds)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var ids []int64
+				for _, v := range vs {
+					ids = append(ids, v.Version)
+				}
+				_, _, terr := h.read(db, ds, At{Tag: "t"})
+				return fmt.Sprintf("versions %v, retention %+v, tag t found %v", ids, info.Retention, terr == nil)
+			}
+			settled := state(h.db)
+			if n := h.fs.LandLate(h.ctx); n != 1 {
+				t.Fatalf("%d late writes sent, want 1", n)
+			}
+			if got := state(h.db); got != settled {
+				t.Fatalf("%s: the row showed %s once settled, and %s after the late write came", op, settled, got)
+			}
+			h.crash()
+			if got := state(h.db); got != settled {
+				t.Fatalf("%s: the row showed %s once settled, and %s after the late write and a restart", op, settled, got)
+			}
+			t.Log(settled)
+		})
+	}
+}

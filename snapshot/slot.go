@@ -291,9 +291,13 @@ func (db *DB) keepDataset(ds *dataset) {
 	}
 }
 
-// learnPending learns the outcome ds still waits for (dataset.pending),
-// if any, and frees the dataset once it is learned.
+// learnPending settles a write of the row whose outcome is unknown
+// (fenceRow), learns the outcome ds still waits for (dataset.pending), if
+// any, and frees the dataset once it is learned.
 func (db *DB) learnPending(ctx context.Context, ds *dataset) error {
+	if err := db.fenceRow(ctx, ds); err != nil {
+		return err
+	}
 	ds.mu.Lock()
 	pending := ds.pending
 	ds.mu.Unlock()
