@@ -264,6 +264,56 @@ func TestFaultScratchClearFails(t *testing.T) {
 	h.checkVersions(h.db, ds, "after the run")
 }
 
+// TestFaultLateScratchClear: a run's clear of its scratch table times out
+// at the client and lands during the next run, between that run's record
+// of the keys it saw out of order and its commit's merge-join over them:
+// the next run still finds every row it was given (no row of its source
+// is deleted in its version), since a clear deletes only the rows of the
+// runs up to its own.
+func TestFaultLateScratchClear(t *testing.T) {
+	h := newFaultHarness(t, 10)
+	ds := "latescratch"
+	all := map[int64]string{1: "a", 2: "b", 3: "c", 4: "d", 5: "e", 6: "f", 7: "g", 8: "h"}
+	h.run(ds, all)
+	h.decide(func(c storetest.Call) storetest.Fault {
+		if c.Op == storetest.OpDeleteRange && c.Table == scratchTable(ds, 0) {
+			return storetest.Late
+		}
+		return storetest.NoFault
+	})
+	// Out of key order from 8 on: keys 8 and 7 go to the scratch table,
+	// which the commit clears, late.
+	r, err := h.begin(h.db, ds, all, []int64{1, 2, 3, 4, 5, 6, 8, 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.commit(r, all); err != nil {
+		t.Fatal(err)
+	}
+	h.decide(nil)
+	// Out of order from key 4 on (below 5): keys 6, 7 and 8, above it, are
+	// recorded, and the commit merge-joins them with the current rows above
+	// 5; the late clear lands as it first reads them back.
+	landed := 0
+	h.fs.SetBefore(func(c storetest.Call) {
+		if c.Op == storetest.OpScan && c.Table == scratchTable(ds, 0) && landed == 0 {
+			landed = h.fs.LandLate(h.ctx)
+		}
+	})
+	r, err = h.begin(h.db, ds, all, []int64{1, 2, 3, 5, 4, 6, 7, 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.commit(r, all); err != nil {
+		t.Fatal(err)
+	}
+	h.fs.SetBefore(nil)
+	if landed == 0 {
+		t.Fatal("the late clear did not land during the run")
+	}
+	h.checkVersions(h.db, ds, "after a run during which a late clear of the scratch table landed")
+}
+
 // TestFaultDropMetadataFails: a drop whose metadata write fails after it
 // deleted cells never leaves the dataset listed and reading as empty; a
 // restart and a second drop finish it.

@@ -21,7 +21,7 @@ func (r *Run) Abort(ctx context.Context, reason string) error {
 	// which may run once it is, finds every cell of it.
 	r.endWrites()
 	err := r.db.endTxn(ctx, r, reason)
-	r.db.clearScratchIfDirty(ctx, r.ds, r.nparts)
+	r.db.clearScratchIfDirty(ctx, r.ds, r.nparts, r.id)
 	r.ds.release()
 	r.db.metrics.runs.WithLabelValues("aborted").Inc()
 	r.db.logger.Warn("run aborted", "dataset", r.ds.name, "txn", r.id, "reason", reason)

@@ -135,7 +135,7 @@ func (db *DB) beginAcquired(ctx context.Context, ds *dataset, cfg DatasetConfig,
 	if dirty {
 		// A failed clear fails the run: it is the store failing, and the
 		// run would write where it could not delete.
-		if err := db.clearScratch(ctx, ds, parts); err != nil {
+		if err := db.clearScratch(ctx, ds, parts, id); err != nil {
 			return fail(fmt.Errorf("clearing the scratch table an earlier run left: %w", err))
 		}
 	}

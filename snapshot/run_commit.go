@@ -78,7 +78,7 @@ func (r *Run) Commit(ctx context.Context) (vi VersionInfo, err error) {
 	vi = ds.infoLocked(&stored)
 	ds.mu.Unlock()
 	ds.release()
-	r.db.clearScratchIfDirty(context.WithoutCancel(ctx), ds, r.nparts)
+	r.db.clearScratchIfDirty(context.WithoutCancel(ctx), ds, r.nparts, r.id)
 	r.hook("commit:cleared", r.id)
 	r.db.metrics.runs.WithLabelValues("committed").Inc()
 	r.db.metrics.commitSecs.Observe(time.Since(start).Seconds())

@@ -204,7 +204,7 @@ func (db *DB) beginTables(ctx context.Context, ds *dataset, cfg DatasetConfig, o
 		return fail(fmt.Errorf("%w: current version %d is not a kept version", ErrCorrupt, st.Current))
 	}
 	if dirty {
-		if err := db.clearScratch(ctx, ds, 0); err != nil {
+		if err := db.clearScratch(ctx, ds, 0, tr.id); err != nil {
 			return fail(fmt.Errorf("clearing the scratch table an earlier run left: %w", err))
 		}
 	}
@@ -623,7 +623,7 @@ func (tr *TablesRun) Commit(ctx context.Context) (vi VersionInfo, err error) {
 	vi = ds.infoLocked(&stored)
 	ds.mu.Unlock()
 	ds.release()
-	db.clearScratchIfDirty(context.WithoutCancel(ctx), ds, 0)
+	db.clearScratchIfDirty(context.WithoutCancel(ctx), ds, 0, tr.id)
 	db.metrics.runs.WithLabelValues("committed").Inc()
 	db.metrics.commitSecs.Observe(time.Since(start).Seconds())
 	db.logger.Info("run committed", "dataset", ds.name, "txn", tr.id, "version", tr.id, "tables", len(vi.Tables),
@@ -783,7 +783,7 @@ func (tr *TablesRun) verifyInstead(ctx context.Context) (VersionInfo, error) {
 	}
 	tr.verified = true
 	tr.setDone()
-	db.clearScratchIfDirty(context.WithoutCancel(ctx), ds, 0)
+	db.clearScratchIfDirty(context.WithoutCancel(ctx), ds, 0, tr.id)
 	ds.release()
 	db.metrics.runs.WithLabelValues("verified").Inc()
 	return vi, nil
@@ -808,7 +808,7 @@ func (tr *TablesRun) Abort(ctx context.Context, reason string) error {
 	}
 	db, ds := tr.db, tr.ds
 	err := tr.endTxn(ctx, reason)
-	db.clearScratchIfDirty(ctx, ds, 0)
+	db.clearScratchIfDirty(ctx, ds, 0, tr.id)
 	ds.release()
 	db.metrics.runs.WithLabelValues("aborted").Inc()
 	db.logger.Warn("run aborted", "dataset", ds.name, "txn", tr.id, "reason", reason)

@@ -15,31 +15,39 @@ package snapshot
 // process died; Open marks every dataset so) is cleared before the
 // dataset's next run writes, once it holds the writer slot; if that clear
 // fails, the run fails with it. Dropping a dataset clears it too.
+//
+// A clear deletes only the rows of runs up to the one it cleans up after
+// (below a bound in the rows' id prefix), never the whole table: a later
+// run of the dataset has a larger id (txn.I2, beginTxn), so a clear that
+// lands late (store.S9), or that is still under way when the next run
+// begins (the dataset is released before it), cannot delete the keys that
+// run records, which would make its commit delete rows it saw.
 
 import (
 	"context"
 	"fmt"
 )
 
-// clearScratchIfDirty clears the scratch tables of ds when a run may have
-// written them; a failure is logged and leaves them dirty, for the next
-// run to clear.
-func (db *DB) clearScratchIfDirty(ctx context.Context, ds *dataset, parts int) {
+// clearScratchIfDirty clears the scratch tables of ds of the rows of run
+// id and of the runs before it, when a run may have written them; a
+// failure is logged and leaves them dirty, for the next run to clear.
+func (db *DB) clearScratchIfDirty(ctx context.Context, ds *dataset, parts int, id int64) {
 	ds.mu.Lock()
 	dirty := ds.scratchDirty
 	ds.mu.Unlock()
 	if !dirty {
 		return
 	}
-	if err := db.clearScratch(ctx, ds, parts); err != nil {
+	if err := db.clearScratch(ctx, ds, parts, id+1); err != nil {
 		db.logger.Warn("clearing a run's scratch table", "dataset", ds.name, "err", err)
 	}
 }
 
-// clearScratch empties the scratch tables of ds (parts of them, for a
-// dataset of one table; every table's, for one of named tables); on success they are
-// known clean, so the next run need not clear them first.
-func (db *DB) clearScratch(ctx context.Context, ds *dataset, parts int) error {
+// clearScratch deletes the rows of the runs with ids below below from
+// the scratch tables of ds (parts of them, for a dataset of one table;
+// every table's, for one of named tables); on success they are known
+// clean, so the next run need not clear them first.
+func (db *DB) clearScratch(ctx context.Context, ds *dataset, parts int, below int64) error {
 	ds.mu.Lock()
 	cfg := ds.cfg
 	ds.mu.Unlock()
@@ -47,7 +55,7 @@ func (db *DB) clearScratch(ctx context.Context, ds *dataset, parts int) error {
 		cfg.Partitions = parts
 	}
 	for _, t := range scratchTablesOf(ds.name, cfg) {
-		if err := db.st.DeleteRange(ctx, t, nil, nil); err != nil {
+		if err := db.st.DeleteRange(ctx, t, nil, scratchRow(nil, below, nil)); err != nil {
 			return fmt.Errorf("snapshot: clearing the scratch table of %s: %w", ds.name, err)
 		}
 	}

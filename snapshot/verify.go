@@ -165,7 +165,7 @@ func (r *Run) verifyInstead(ctx context.Context) (VersionInfo, error) {
 	r.verified = true
 	r.publishStats()
 	r.done = true
-	r.db.clearScratchIfDirty(context.WithoutCancel(ctx), r.ds, r.nparts)
+	r.db.clearScratchIfDirty(context.WithoutCancel(ctx), r.ds, r.nparts, r.id)
 	r.ds.release()
 	r.db.metrics.runs.WithLabelValues("verified").Inc()
 	return vi, nil
