@@ -92,11 +92,13 @@ func (s *State) AbortAll(at time.Time) []int64 {
 
 // Prunable returns the invalid ids that have been invalid for longer than
 // grace at now, ascending: those whose cells can no longer be written
-// (I6).
+// (I6). A write may land as late as the grace itself (store.LateWriter's
+// bound), so an id invalid for exactly the grace stays; a grace of 0 (a
+// store whose failed writes never land) makes every invalid id prunable.
 func (s State) Prunable(now time.Time, grace time.Duration) []int64 {
 	var ids []int64
 	for _, e := range s.Invalid {
-		if now.Sub(e.At) >= grace {
+		if grace <= 0 || now.Sub(e.At) > grace {
 			ids = append(ids, e.ID)
 		}
 	}

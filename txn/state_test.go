@@ -54,6 +54,11 @@ func TestStateLifecycle(t *testing.T) {
 	if got := s.Prunable(t0.Add(3*time.Minute), 90*time.Second); !slices.Equal(got, []int64{5}) {
 		t.Fatalf("prunable: %v", got)
 	}
+	// A write may land as late as the grace itself (store.LateWriter's
+	// bound is inclusive): an id invalid for exactly the grace stays.
+	if got := s.Prunable(t0.Add(3*time.Minute), time.Minute); !slices.Equal(got, []int64{5}) {
+		t.Fatalf("prunable at exactly the grace: %v", got)
+	}
 	c := s.Clone()
 	s.Prune([]int64{5})
 	if !slices.Equal(s.InvalidIDs(), []int64{9}) || !slices.Equal(c.InvalidIDs(), []int64{5, 9}) {
