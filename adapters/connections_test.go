@@ -71,6 +71,10 @@ func TestConnectionCRUD(t *testing.T) {
 			}
 		case "view":
 			views++
+			// MySQL has no estimate of a view's rows: unknown, not 0.
+			if r.EstimatedRows != UnknownRows {
+				t.Errorf("view %s estimated rows %d, want unknown", r.Name, r.EstimatedRows)
+			}
 		}
 	}
 	if tables != 16 || views != 7 {

@@ -298,7 +298,9 @@ var mysqlSystemSchemas = []any{"mysql", "information_schema", "performance_schem
 
 // Resources implements ResourceLister: the tables and views of the
 // configured database, or of every accessible non-system schema when no
-// database is configured, with InnoDB's estimated row counts.
+// database is configured, with InnoDB's estimated row counts. A view has
+// none (TABLE_ROWS is NULL): UnknownRows, as PostgreSQL's views, rather
+// than a false 0.
 func (s *mysqlSource) Resources(ctx context.Context) ([]source.Resource, error) {
 	var schemaFilter string
 	var args []any
@@ -309,7 +311,7 @@ func (s *mysqlSource) Resources(ctx context.Context) ([]source.Resource, error) 
 		schemaFilter = `TABLE_SCHEMA NOT IN (?, ?, ?, ?)`
 		args = mysqlSystemSchemas
 	}
-	q := `SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_TYPE, COALESCE(TABLE_ROWS, 0) FROM information_schema.TABLES WHERE ` +
+	q := `SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_TYPE, TABLE_ROWS FROM information_schema.TABLES WHERE ` +
 		schemaFilter + ` ORDER BY TABLE_SCHEMA, TABLE_NAME`
 	conn, err := s.conn(ctx)
 	if err != nil {
@@ -325,10 +327,15 @@ func (s *mysqlSource) Resources(ctx context.Context) ([]source.Resource, error) 
 	for rows.Next() {
 		var r source.Resource
 		var typ string
-		if err := rows.Scan(&r.Schema, &r.Name, &typ, &r.EstimatedRows); err != nil {
+		var est sql.NullInt64
+		if err := rows.Scan(&r.Schema, &r.Name, &typ, &est); err != nil {
 			return nil, fmt.Errorf("listing tables of data connection %q: %w", s.name, err)
 		}
 		r.Type = mysqlTableType(typ)
+		r.EstimatedRows = source.UnknownRows
+		if est.Valid {
+			r.EstimatedRows = est.Int64
+		}
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {

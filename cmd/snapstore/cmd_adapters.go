@@ -295,9 +295,10 @@ func adaptersDelete(ctx context.Context, args []string, stdout, stderr io.Writer
 }
 
 // datasetStays is what a deleted adapter leaves, to end the sentence
-// that says it was deleted: the dataset it wrote, which stays, or that it
-// wrote none; nothing when that is not known (its definition or the
-// dataset could not be read).
+// that says it was deleted: the dataset it wrote, which stays, or that
+// its dataset does not exist (never written, or dropped before);
+// nothing when that is not known (its definition or the dataset could
+// not be read).
 func datasetStays(ctx context.Context, t *target, a adapterView, getErr error) string {
 	if getErr != nil {
 		return ""
@@ -312,7 +313,7 @@ func datasetStays(ctx context.Context, t *target, a adapterView, getErr error) s
 	case err == nil:
 		return fmt.Sprintf("; its dataset %s stays (snapstore datasets drop %s drops it)", ds, ds)
 	case errors.As(err, &ae) && ae.Status == http.StatusNotFound:
-		return "; it had written no dataset"
+		return fmt.Sprintf("; its dataset %s does not exist (never written, or dropped)", ds)
 	}
 	return ""
 }

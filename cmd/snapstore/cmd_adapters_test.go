@@ -125,7 +125,7 @@ func TestCLI_DefinitionsAndRuns(t *testing.T) {
 	os.WriteFile(pkFile, []byte("name: spread\nconnection: tools\nresource: tools\nstrategy: partition-by-key\ntransfer_compression: all\npartition_key: [weight]\n"), 0o600)
 	admin("adapters", "create", "-f", pkFile)
 	// An adapter that never ran leaves no dataset, and says so.
-	if out := admin("adapters", "delete", "spread"); out != "adapter spread deleted; it had written no dataset\n" {
+	if out := admin("adapters", "delete", "spread"); out != "adapter spread deleted; its dataset spread does not exist (never written, or dropped)\n" {
 		t.Errorf("adapters delete of an adapter that never ran: %q", out)
 	}
 

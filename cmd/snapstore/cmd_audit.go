@@ -15,7 +15,9 @@ import (
 const auditHelp = `The audit trail, newest first: every change, every refused request (401,
 403), and every read of a dataset whose adapter has audit_reads, with who
 (the token's name), from where, what, and the outcome (docs/security.md).
---since and --until take an RFC 3339 time or a duration ago (24h); --actor,
+--since and --until take an RFC 3339 time, a time as the table prints it
+(2026-12-06 19:15:31Z: from the start of that second, until its end) or
+a duration ago (24h); --actor,
 --action (an operationId such as startRun, dropDataset) and --dataset
 filter. The newest --limit entries (default 100); --all lists every one, a
 page at a time. Admin tokens only. --output json prints {"entries": [...]}
@@ -24,8 +26,8 @@ as GET /v1/audit does, every page in one list.`
 // cmdAudit is `snapstore audit`.
 func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := newCmdLine("audit", "[--since T] [--until T] [--actor A] [--action X] [--dataset D] [--limit N | --all]", auditHelp, flagsClient, stdout)
-	since := c.fs.String("since", "", "only entries at or after `T` (RFC 3339, or a duration ago: 24h)")
-	until := c.fs.String("until", "", "only entries at or before `T` (RFC 3339, or a duration ago)")
+	since := c.fs.String("since", "", "only entries at or after `T` (RFC 3339, a time as the table prints it, or a duration ago: 24h)")
+	until := c.fs.String("until", "", "only entries at or before `T` (RFC 3339, a time as the table prints it, or a duration ago)")
 	actor := c.fs.String("actor", "", "only entries of this `actor` (a token's name, node:ID, anonymous)")
 	action := c.fs.String("action", "", "only entries of this `action` (an operationId, login, logout)")
 	dataset := c.fs.String("dataset", "", "only entries naming this `dataset`")
@@ -43,7 +45,7 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if f.v == "" {
 			continue
 		}
-		t, err := auditTime(f.v, now)
+		t, err := auditTime(f.v, now, f.name == "until")
 		if err != nil {
 			return usageError("--%s: %v", f.name, err)
 		}
@@ -75,16 +77,28 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	})
 }
 
-// auditTime reads a time flag: RFC 3339, or a duration before now.
-func auditTime(v string, now time.Time) (time.Time, error) {
+// auditTime reads a time flag: RFC 3339, a duration before now, or a
+// time to the second as the table prints it (timeLayout, or without its
+// offset in the local zone), so that a time copied from the trail selects
+// its entries: the start of that second, or with end (--until) its last
+// instant, as --as-of reads it (asOfTime).
+func auditTime(v string, now time.Time, end bool) (time.Time, error) {
 	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
 		return now.Add(-d), nil
 	}
-	t, err := time.Parse(time.RFC3339Nano, v)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("want an RFC 3339 time (2026-01-02T15:04:05Z) or a duration ago (24h), got %q", v)
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t, nil
 	}
-	return t, nil
+	for _, layout := range []string{timeLayout, time.DateTime} {
+		// In a layout with an offset, the offset given decides.
+		if t, err := time.ParseInLocation(layout, v, time.Local); err == nil {
+			if end {
+				t = t.Add(time.Second - time.Nanosecond)
+			}
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("want an RFC 3339 time (2026-01-02T15:04:05Z), a time as the table prints it (%s) or a duration ago (24h), got %q", now.Format(timeLayout), v)
 }
 
 // auditEntry is server.AuditEntry as the CLI reads it.

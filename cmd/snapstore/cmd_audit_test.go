@@ -61,6 +61,16 @@ func TestCLI_Audit(t *testing.T) {
 	if out, _ := do(0, "audit", "--token", adminTok, "--until", "2000-01-01T00:00:00Z", "--output", "json"); !strings.Contains(out, `"entries": []`) {
 		t.Errorf("--output json of no entry:\n%s", out)
 	}
+	// A time copied from the table (to the second, its zone's offset) is
+	// the whole of that second: --since and --until both of the putTag
+	// line's time find it.
+	out, _ = do(0, "audit", "--token", adminTok, "--action", "putTag")
+	rows := strings.Split(strings.TrimSpace(out), "\n")
+	if f := strings.Fields(rows[len(rows)-1]); len(f) < 2 {
+		t.Fatalf("putTag table:\n%s", out)
+	} else if out, _ := do(0, "audit", "--token", adminTok, "--action", "putTag", "--since", f[0]+" "+f[1], "--until", f[0]+" "+f[1]); !strings.Contains(out, "tag=first") {
+		t.Errorf("--since and --until %q:\n%s", f[0]+" "+f[1], out)
+	}
 	do(1, "audit", "--token", readerTok)
 	_, errs = do(2, "audit", "--token", adminTok, "--since", "yesterday")
 	if !strings.Contains(errs, "--since") {

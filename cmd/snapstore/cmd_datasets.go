@@ -156,7 +156,7 @@ func datasetsDrop(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if _, err := t.api.get(ctx, pathOf("/v1/datasets/", name), nil, &d); err != nil {
 			return err
 		}
-		what := fmt.Sprintf("%d kept versions", d.Versions)
+		what := keptVersions(d.Versions)
 		if d.CurrentInfo != nil {
 			what += fmt.Sprintf(", the current one (%d) with %s rows", d.Current, count(d.CurrentInfo.Stats.Rows))
 		}
@@ -195,4 +195,12 @@ func versionSourceText(src snapshot.SourceInfo) string {
 		parts = append(parts, src.Connection+"/"+src.Resource)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// keptVersions is "1 kept version" or "N kept versions".
+func keptVersions(n int) string {
+	if n == 1 {
+		return "1 kept version"
+	}
+	return fmt.Sprintf("%d kept versions", n)
 }

@@ -260,3 +260,12 @@ func TestVersionSourceText(t *testing.T) {
 		}
 	}
 }
+
+// TestKeptVersions: the count of a drop's question in the singular for one.
+func TestKeptVersions(t *testing.T) {
+	for n, want := range map[int]string{0: "0 kept versions", 1: "1 kept version", 2: "2 kept versions", 11: "11 kept versions"} {
+		if got := keptVersions(n); got != want {
+			t.Errorf("keptVersions(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

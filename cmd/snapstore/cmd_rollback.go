@@ -28,7 +28,7 @@ be paused; to keep the rolled-back content, remove the adapter's schedule
 (adapters create -f FILE --replace) before rolling back, or fix the source
 first.`
 
-// cmdRollback is `snapstore rollback DATASET VERSION`.
+// cmdRollback is `snapstore rollback DATASET VERSION|TAG`.
 func cmdRollback(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := newCmdLine("rollback", "DATASET VERSION|TAG [--yes]", rollbackHelp, flagsClient, stdout)
 	yes := c.fs.Bool("yes", false, "roll back without asking")

@@ -108,7 +108,7 @@ var commands = []commandInfo{
 	{"datasets", cmdDatasets, "list|show|drop", "the datasets; one dataset; drop one (asks first)", groupData},
 	{"tag", cmdTag, "DATASET TAG", "name a version (default the current one); GC keeps it", groupData},
 	{"untag", cmdUntag, "DATASET TAG", "remove a tag", groupData},
-	{"rollback", cmdRollback, "DATASET VERSION", "make an older version current again (asks first)", groupData},
+	{"rollback", cmdRollback, "DATASET VERSION|TAG", "make an older version current again (asks first)", groupData},
 	{"gc", cmdGC, "DATASET...|--all", "apply retention now and reclaim space (--dry-run reports only)", groupData},
 	{"run", cmdRun, "ADAPTER", "one run of an adapter, followed to its end; exits 1 unless it succeeded", groupRuns},
 	{"runs", cmdRuns, "list|show|follow", "runs; one run; follow a run with a progress bar", groupRuns},

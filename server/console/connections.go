@@ -233,10 +233,29 @@ func parseExtraOptions(text string, opts map[string]any) error {
 
 // formFields names the fields p blames as the console's forms do: by the
 // name of their input ("schedule"), not of the API body's field
-// ("body.schedule").
+// ("body.schedule"), and drops the field a detail begins by naming
+// (`option "options.port": want ...`), which the page shows beside it
+// already, as the CLI does.
 func formFields(p *server.Problem) {
+	p.Detail = withoutField(p.Detail, p.Field)
 	p.Field = strings.TrimPrefix(p.Field, "body.")
 	for i := range p.Errors {
-		p.Errors[i].Field = strings.TrimPrefix(p.Errors[i].Field, "body.")
+		v := &p.Errors[i]
+		v.Detail = withoutField(v.Detail, v.Field)
+		v.Field = strings.TrimPrefix(v.Field, "body.")
 	}
+}
+
+// withoutField is detail without the field it begins by naming
+// ("body.name: ...", `option "options.port": ...`); "" names none.
+func withoutField(detail, field string) string {
+	if field == "" {
+		return detail
+	}
+	for _, prefix := range []string{field + ": ", `option "` + field + `": `} {
+		if d, ok := strings.CutPrefix(detail, prefix); ok {
+			return d
+		}
+	}
+	return detail
 }

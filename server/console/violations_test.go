@@ -51,6 +51,10 @@ func TestConsole_FormShowsEveryViolation(t *testing.T) {
 			t.Errorf("connection form: no %s in:\n%s", want, body)
 		}
 	}
+	// Each detail is said once beside its field, not named again in it.
+	if strings.Contains(body, "option &#34;options.") {
+		t.Errorf("connection form: a detail names its field again:\n%s", body)
+	}
 
 	form.Del("include")
 	form.Del("notify")
