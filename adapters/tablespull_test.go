@@ -341,6 +341,44 @@ func TestTablesRunNamesClash(t *testing.T) {
 	}
 }
 
+// TestTablesRunNameNoDatasetHolds: a table that appears at the source
+// under a name no dataset can hold (a line break in it, or more than 200
+// bytes) fails the run with code bad_selection naming it, not an
+// unclassified error of the run's start, and is refused with bad_option
+// when an adapter is saved; excluded, the rest is read. On PostgreSQL,
+// whose quoted names take any character but NUL.
+func TestTablesRunNameNoDatasetHolds(t *testing.T) {
+	e := postgresEnv(t)
+	ctx := context.Background()
+	db := e.tempDatabase(t, "badname")
+	e.exec(t, db, `CREATE TABLE good (id INT PRIMARY KEY)`, `INSERT INTO good VALUES (1)`)
+	ts := newStack(t, Options{})
+	if _, err := ts.svc.CreateConnection(ctx, connSpec(t, e, "src", db, nil)); err != nil {
+		t.Fatal(noteErr(err))
+	}
+	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "all", Connection: "src", Include: []string{"*"}}); err != nil {
+		t.Fatal(noteErr(err))
+	}
+	first := ts.runWait(t, "all")
+	mustSucceed(t, first)
+	e.exec(t, db, "CREATE TABLE \"bad\nname\" (id INT PRIMARY KEY)")
+	r := ts.runWait(t, "all")
+	if r.Status != RunFailed || r.Code != "bad_selection" || !strings.Contains(r.Error, `"public.bad\nname"`) || !strings.Contains(r.Error, "control character") {
+		t.Errorf("run selecting a table no dataset can hold: %s %s: %s", r.Status, r.Code, r.Error)
+	}
+	if cur := mustVersion(t, ts.db, "all", 0); cur.Version != first.Version {
+		t.Errorf("current version %d after the failed run, want %d", cur.Version, first.Version)
+	}
+	var oe *OptionError
+	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "all2", Connection: "src", Include: []string{"*"}}); !errors.Is(err, ErrBadOption) || !errors.As(err, &oe) || oe.Key != "resources" {
+		t.Errorf("an adapter selecting a table no dataset can hold: %v (option %+v)", err, oe)
+	}
+	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "all3", Connection: "src", Include: []string{"*"}, Exclude: []string{"bad*"}}); err != nil {
+		t.Fatal(noteErr(err))
+	}
+	mustSucceed(t, ts.runWait(t, "all3"))
+}
+
 // mustVersion returns version v (0: the current one) of dataset.
 func mustVersion(t *testing.T, db *snapshot.DB, dataset string, v int64) snapshot.VersionInfo {
 	t.Helper()

@@ -7,6 +7,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/snapstore/snapstore/snapshot"
 )
 
 // TableSelection names the tables one adapter reads: a list of resources,
@@ -139,6 +141,10 @@ func SelectTables(sel TableSelection, cat Catalog) ([]Resource, error) {
 		n := r.Name
 		if r.Schema != "" {
 			n = r.Schema + "." + r.Name
+		}
+		if p := snapshot.TableNameProblem(n); p != "" {
+			return nil, fmt.Errorf("%w: table %q cannot be a table of the dataset: its name %s; exclude it, or snapshot it with an adapter of its own (resource)",
+				ErrBadSelection, n, p)
 		}
 		if o, ok := named[n]; ok {
 			return nil, fmt.Errorf("%w: tables %s and %s would both be %q in the dataset; select one of them by its quoted name in resources",
