@@ -354,6 +354,9 @@ func (s *Service) checkResource(ctx context.Context, spec api.Adapter) (warnings
 			}
 			return warnings, nil
 		}
+		if re := (*source.ResourceError)(nil); errors.As(err, &re) {
+			return nil, optionErrorIs(&OptionError{Key: fmt.Sprintf("resources[%d]", re.Index), Msg: err.Error()}, err)
+		}
 		if errors.Is(err, source.ErrIncludeMatchesNothing) {
 			return nil, optionErrorIs(&OptionError{Key: "include", Msg: err.Error()}, err)
 		}
