@@ -379,6 +379,45 @@ func TestTablesRunNameNoDatasetHolds(t *testing.T) {
 	mustSucceed(t, ts.runWait(t, "all3"))
 }
 
+// TestTablesAdapterOfOtherKind: an adapter replaced by one of the other
+// kind (one resource, several tables) on the dataset it wrote is refused
+// with bad_option naming dataset, since the snapshot layer refuses every
+// run of one kind on a dataset of the other; on a dataset of its own, or
+// once the old one is dropped, it is saved and runs.
+func TestTablesAdapterOfOtherKind(t *testing.T) {
+	e := postgresEnv(t)
+	ctx := context.Background()
+	db := e.tempDatabase(t, "kind")
+	e.exec(t, db, `CREATE TABLE orders (id INT PRIMARY KEY)`, `INSERT INTO orders VALUES (1)`)
+	ts := newStack(t, Options{})
+	if _, err := ts.svc.CreateConnection(ctx, connSpec(t, e, "src", db, nil)); err != nil {
+		t.Fatal(noteErr(err))
+	}
+	for _, c := range []struct{ first, second api.Adapter }{
+		{api.Adapter{Name: "one", Connection: "src", Resource: "orders"}, api.Adapter{Name: "one", Connection: "src", Resources: []string{"orders"}}},
+		{api.Adapter{Name: "many", Connection: "src", Include: []string{"*"}}, api.Adapter{Name: "many", Connection: "src", Resource: "orders"}},
+	} {
+		if _, err := ts.svc.CreateAdapter(ctx, c.first); err != nil {
+			t.Fatal(noteErr(err))
+		}
+		mustSucceed(t, ts.runWait(t, c.first.Name))
+		var oe *OptionError
+		_, _, err := ts.svc.PutAdapter(ctx, c.second)
+		if !errors.Is(err, ErrBadOption) || !errors.As(err, &oe) || oe.Key != "dataset" || !strings.Contains(err.Error(), "needs a dataset of its own") {
+			t.Errorf("%s replaced by an adapter of the other kind: %v (option %+v)", c.first.Name, err, oe)
+		}
+		if got := ts.runWait(t, c.first.Name); got.Status != RunSucceeded {
+			t.Errorf("%s after the refused replace: %s %s: %s", c.first.Name, got.Status, got.Code, got.Error)
+		}
+		other := c.second
+		other.Dataset = c.first.Name + "_2"
+		if _, _, err := ts.svc.PutAdapter(ctx, other); err != nil {
+			t.Fatalf("%s on a dataset of its own: %v", c.first.Name, noteErr(err))
+		}
+		mustSucceed(t, ts.runWait(t, c.first.Name))
+	}
+}
+
 // mustVersion returns version v (0: the current one) of dataset.
 func mustVersion(t *testing.T, db *snapshot.DB, dataset string, v int64) snapshot.VersionInfo {
 	t.Helper()
