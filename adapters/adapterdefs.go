@@ -263,6 +263,9 @@ func (s *Service) putAdapter(ctx context.Context, spec api.Adapter, mustCreate b
 	if err != nil {
 		return Adapter{}, false, err
 	}
+	if err := s.checkDatasetKind(ctx, a.spec); err != nil {
+		return Adapter{}, false, err
+	}
 	// Source I/O without the lock; the checks are repeated after it.
 	warnings, err := s.checkResource(ctx, a.spec)
 	if err != nil {
@@ -322,6 +325,27 @@ func (s *Service) datasetWriterLocked(dataset, except string) string {
 	return ""
 }
 
+// checkDatasetKind refuses an adapter whose dataset holds a committed
+// version of the other kind: several named tables for an adapter of one
+// resource, one unnamed table for an adapter of several tables. The
+// snapshot layer refuses each kind of run on the other's dataset, so
+// every run of such an adapter would fail; the dataset must be another
+// one, or dropped first.
+func (s *Service) checkDatasetKind(ctx context.Context, spec api.Adapter) error {
+	d, err := s.db.Dataset(ctx, spec.Dataset)
+	if err != nil || d.CurrentInfo == nil {
+		return nil // no dataset yet, or the store will say so again
+	}
+	named := len(d.CurrentInfo.Tables) > 0
+	switch {
+	case named && !spec.ManyTables():
+		return &OptionError{Key: "dataset", Msg: fmt.Sprintf("dataset %q holds several tables, written by an adapter of several tables; an adapter of one resource needs a dataset of its own (name another dataset, or drop this one first)", spec.Dataset)}
+	case !named && spec.ManyTables():
+		return &OptionError{Key: "dataset", Msg: fmt.Sprintf("dataset %q holds one table, written by an adapter of one resource; an adapter of several tables needs a dataset of its own (name another dataset, or drop this one first)", spec.Dataset)}
+	}
+	return nil
+}
+
 // resourceCheckTimeout bounds the source check of an adapter create or
 // replace; above the default connect_timeout (10s), so that a server that
 // does not answer is reported by the connect bound, which names itself.
@@ -353,6 +377,9 @@ func (s *Service) checkResource(ctx context.Context, spec api.Adapter) (warnings
 				warnings = append(warnings, w)
 			}
 			return warnings, nil
+		}
+		if re := (*source.ResourceError)(nil); errors.As(err, &re) {
+			return nil, optionErrorIs(&OptionError{Key: fmt.Sprintf("resources[%d]", re.Index), Msg: err.Error()}, err)
 		}
 		if errors.Is(err, source.ErrIncludeMatchesNothing) {
 			return nil, optionErrorIs(&OptionError{Key: "include", Msg: err.Error()}, err)

@@ -341,6 +341,83 @@ func TestTablesRunNamesClash(t *testing.T) {
 	}
 }
 
+// TestTablesRunNameNoDatasetHolds: a table that appears at the source
+// under a name no dataset can hold (a line break in it, or more than 200
+// bytes) fails the run with code bad_selection naming it, not an
+// unclassified error of the run's start, and is refused with bad_option
+// when an adapter is saved; excluded, the rest is read. On PostgreSQL,
+// whose quoted names take any character but NUL.
+func TestTablesRunNameNoDatasetHolds(t *testing.T) {
+	e := postgresEnv(t)
+	ctx := context.Background()
+	db := e.tempDatabase(t, "badname")
+	e.exec(t, db, `CREATE TABLE good (id INT PRIMARY KEY)`, `INSERT INTO good VALUES (1)`)
+	ts := newStack(t, Options{})
+	if _, err := ts.svc.CreateConnection(ctx, connSpec(t, e, "src", db, nil)); err != nil {
+		t.Fatal(noteErr(err))
+	}
+	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "all", Connection: "src", Include: []string{"*"}}); err != nil {
+		t.Fatal(noteErr(err))
+	}
+	first := ts.runWait(t, "all")
+	mustSucceed(t, first)
+	e.exec(t, db, "CREATE TABLE \"bad\nname\" (id INT PRIMARY KEY)")
+	r := ts.runWait(t, "all")
+	if r.Status != RunFailed || r.Code != "bad_selection" || !strings.Contains(r.Error, `"public.bad\nname"`) || !strings.Contains(r.Error, "control character") {
+		t.Errorf("run selecting a table no dataset can hold: %s %s: %s", r.Status, r.Code, r.Error)
+	}
+	if cur := mustVersion(t, ts.db, "all", 0); cur.Version != first.Version {
+		t.Errorf("current version %d after the failed run, want %d", cur.Version, first.Version)
+	}
+	var oe *OptionError
+	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "all2", Connection: "src", Include: []string{"*"}}); !errors.Is(err, ErrBadOption) || !errors.As(err, &oe) || oe.Key != "resources" {
+		t.Errorf("an adapter selecting a table no dataset can hold: %v (option %+v)", err, oe)
+	}
+	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "all3", Connection: "src", Include: []string{"*"}, Exclude: []string{"bad*"}}); err != nil {
+		t.Fatal(noteErr(err))
+	}
+	mustSucceed(t, ts.runWait(t, "all3"))
+}
+
+// TestTablesAdapterOfOtherKind: an adapter replaced by one of the other
+// kind (one resource, several tables) on the dataset it wrote is refused
+// with bad_option naming dataset, since the snapshot layer refuses every
+// run of one kind on a dataset of the other; on a dataset of its own, or
+// once the old one is dropped, it is saved and runs.
+func TestTablesAdapterOfOtherKind(t *testing.T) {
+	e := postgresEnv(t)
+	ctx := context.Background()
+	db := e.tempDatabase(t, "kind")
+	e.exec(t, db, `CREATE TABLE orders (id INT PRIMARY KEY)`, `INSERT INTO orders VALUES (1)`)
+	ts := newStack(t, Options{})
+	if _, err := ts.svc.CreateConnection(ctx, connSpec(t, e, "src", db, nil)); err != nil {
+		t.Fatal(noteErr(err))
+	}
+	for _, c := range []struct{ first, second api.Adapter }{
+		{api.Adapter{Name: "one", Connection: "src", Resource: "orders"}, api.Adapter{Name: "one", Connection: "src", Resources: []string{"orders"}}},
+		{api.Adapter{Name: "many", Connection: "src", Include: []string{"*"}}, api.Adapter{Name: "many", Connection: "src", Resource: "orders"}},
+	} {
+		if _, err := ts.svc.CreateAdapter(ctx, c.first); err != nil {
+			t.Fatal(noteErr(err))
+		}
+		mustSucceed(t, ts.runWait(t, c.first.Name))
+		var oe *OptionError
+		_, _, err := ts.svc.PutAdapter(ctx, c.second)
+		if !errors.Is(err, ErrBadOption) || !errors.As(err, &oe) || oe.Key != "dataset" || !strings.Contains(err.Error(), "needs a dataset of its own") {
+			t.Errorf("%s replaced by an adapter of the other kind: %v (option %+v)", c.first.Name, err, oe)
+		}
+		if got := ts.runWait(t, c.first.Name); got.Status != RunSucceeded {
+			t.Errorf("%s after the refused replace: %s %s: %s", c.first.Name, got.Status, got.Code, got.Error)
+		}
+		other := c.second
+		other.Dataset = c.first.Name + "_2"
+		if _, _, err := ts.svc.PutAdapter(ctx, other); err != nil {
+			t.Fatalf("%s on a dataset of its own: %v", c.first.Name, noteErr(err))
+		}
+		mustSucceed(t, ts.runWait(t, c.first.Name))
+	}
+}
+
 // mustVersion returns version v (0: the current one) of dataset.
 func mustVersion(t *testing.T, db *snapshot.DB, dataset string, v int64) snapshot.VersionInfo {
 	t.Helper()

@@ -19,7 +19,7 @@ func TestAdapter_DatasetTakenIsConflict(t *testing.T) {
 // TestAdapter_IncludeOfNoTable: an adapter whose include matches no table
 // of a source that answers is a 404 resource_not_found blaming include,
 // its detail naming the patterns; a missing resource still blames
-// resource.
+// resource, and one of several resources blames it by its index.
 func TestAdapter_IncludeOfNoTable(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	p := f.wantProblem(404, "resource_not_found", "include", "POST", "/v1/adapters", `{"name":"typo","connection":"shop","include":["prodcts","ordrs"]}`)
@@ -27,4 +27,8 @@ func TestAdapter_IncludeOfNoTable(t *testing.T) {
 		t.Errorf("detail %q", p.Detail)
 	}
 	f.wantProblem(404, "resource_not_found", "resource", "POST", "/v1/adapters", `{"name":"typo","connection":"shop","resource":"prodcts"}`)
+	p = f.wantProblem(404, "resource_not_found", "resources[1]", "POST", "/v1/adapters", `{"name":"typo","connection":"shop","resources":["products","ordrs"]}`)
+	if !strings.Contains(p.Detail, `"ordrs"`) || strings.Contains(p.Detail, "adapters: ") {
+		t.Errorf("detail %q", p.Detail)
+	}
 }

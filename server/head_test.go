@@ -171,7 +171,7 @@ func TestParquet_Ranges(t *testing.T) {
 		if out := f.must(206, "GET", path, "", "Range", "bytes=-0, 0-3"); !bytes.Equal(out.body, whole.body[:4]) {
 			t.Errorf("Range bytes=-0, 0-3: %q, want the file's first 4 bytes", out.body)
 		}
-		for _, bad := range []string{fmt.Sprintf("bytes=%d-", n+10), "bytes=x-y", "bytes=-0"} {
+		for _, bad := range []string{fmt.Sprintf("bytes=%d-", n+10), "bytes=x-y", "bytes=-0", "bytes=,", "bytes=-0,", "bytes= , "} {
 			out := f.must(416, "GET", path, "", "Range", bad)
 			if ct := out.header.Get("Content-Type"); ct != "application/problem+json" {
 				t.Errorf("Range %q: Content-Type %q, want a problem", bad, ct)

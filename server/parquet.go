@@ -224,8 +224,8 @@ func onePass(schema *arrow.Schema, fill func(*arrowBatches) error) parquetPass {
 // satisfiableRange prepares a request's Range header for
 // http.ServeContent, which serves a suffix range of no byte (bytes=-0) as
 // a 206 of an impossible Content-Range and refuses a range of another
-// unit: such a suffix is dropped from the list, and false is returned when
-// nothing else is left (a 416, RFC 9110 14.1.2); a header of another unit
+// unit: such a suffix and empty elements are dropped from the list, and
+// false is returned when nothing else is left (a 416, RFC 9110 14.1.2); a header of another unit
 // than bytes is removed, so that the whole file is the answer (RFC 9110
 // 14.2 asks a server to ignore a unit it does not know).
 func satisfiableRange(h http.Header) bool {
@@ -240,7 +240,10 @@ func satisfiableRange(h http.Header) bool {
 	}
 	var keep []string
 	for spec := range strings.SplitSeq(set, ",") {
-		if strings.TrimSpace(spec) != "-0" {
+		// Empty elements of the list are skipped (RFC 9110 5.6.1); a
+		// list of nothing else does not parse, where ServeContent would
+		// serve the whole file.
+		if s := strings.TrimSpace(spec); s != "-0" && s != "" {
 			keep = append(keep, spec)
 		}
 	}

@@ -216,7 +216,7 @@ func (db *DB) beginTxn(ctx context.Context, ds *dataset, cfg DatasetConfig, op s
 func refuseRun(st *rowState, ds *dataset, s Schema) error {
 	switch {
 	case st.Config.Named:
-		return fmt.Errorf("%w: dataset %s holds the tables %s (BeginTablesRun writes them)", ErrTableRequired, ds.name, strings.Join(ds.tableNames(st), ", "))
+		return fmt.Errorf("%w: dataset %s holds the tables %s, written by runs of several tables; a run of one table needs a dataset of its own", ErrTableRequired, ds.name, strings.Join(ds.tableNames(st), ", "))
 	case st.Current > 0 && !slices.Equal(st.Config.Key, s.Key):
 		return fmt.Errorf("%w: %s has key %v, the run has %v", ErrKeyChanged, ds.name, st.Config.Key, s.Key)
 	}

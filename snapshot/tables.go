@@ -219,18 +219,29 @@ func tableNotFound(dataset, table string, vi *VersionInfo) error {
 	return fmt.Errorf("%w: %q: version %d of %s holds the tables %s", ErrTableNotFound, table, vi.Version, dataset, someTables(names))
 }
 
-// validTableName checks a table's name: 1 to 200 bytes of UTF-8 without
-// control characters.
+// validTableName checks a table's name: TableNameProblem.
 func validTableName(name string) error {
+	if p := TableNameProblem(name); p != "" {
+		return fmt.Errorf("%w: table name %q %s", ErrInvalidArgument, name, p)
+	}
+	return nil
+}
+
+// TableNameProblem says why name cannot be the name of a table of a
+// dataset, "" when it can: a name has 1 to 200 bytes of UTF-8 without
+// control characters. Adapters check the names of the tables they select
+// with it, so that a source table no dataset can hold fails the selection
+// naming it rather than the run's start.
+func TableNameProblem(name string) string {
 	if len(name) == 0 || len(name) > 200 || !utf8.ValidString(name) {
-		return fmt.Errorf("%w: table name %q must have 1 to 200 bytes of UTF-8", ErrInvalidArgument, name)
+		return "must have 1 to 200 bytes of UTF-8"
 	}
 	for _, c := range name {
 		if c < 0x20 || c == 0x7f {
-			return fmt.Errorf("%w: table name %q holds a control character", ErrInvalidArgument, name)
+			return "holds a control character"
 		}
 	}
-	return nil
+	return ""
 }
 
 // sortTables sorts a version's tables by name.

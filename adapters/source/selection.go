@@ -7,6 +7,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/snapstore/snapstore/snapshot"
 )
 
 // TableSelection names the tables one adapter reads: a list of resources,
@@ -61,10 +63,22 @@ func (e *selectsNothingError) Unwrap() []error { return []error{ErrBadSelection,
 // It is an ErrResourceNotFound whose input to blame is include.
 var ErrIncludeMatchesNothing = fmt.Errorf("%w: no table matches include", ErrResourceNotFound)
 
+// ResourceError is the error of one resource a selection names,
+// Resources[Index]: one the catalog does not list (ErrResourceNotFound),
+// or lists in several schemas (ErrBadSelection). Its text is Err's.
+type ResourceError struct {
+	Index int
+	Err   error
+}
+
+func (e *ResourceError) Error() string { return e.Err.Error() }
+func (e *ResourceError) Unwrap() error { return e.Err }
+
 // SelectTables resolves sel against cat: the selected resources ordered
 // by schema then name, each once. A named resource that the catalog does
 // not list is ErrResourceNotFound naming it; a name that two schemas hold
-// and the default schema does not is ambiguous (ErrBadSelection); include
+// and the default schema does not is ambiguous (ErrBadSelection); both
+// are a *ResourceError telling which resource; include
 // patterns none of which matches a table, with no resource named, are
 // ErrIncludeMatchesNothing naming them (one pattern of several that
 // matches nothing is not an error: Unmatched tells); patterns that match
@@ -81,10 +95,10 @@ func SelectTables(sel TableSelection, cat Catalog) ([]Resource, error) {
 		}
 		return r.Schema
 	}
-	for _, name := range sel.Resources {
+	for i, name := range sel.Resources {
 		r, err := lookupResource(name, cat, schemaOf)
 		if err != nil {
-			return nil, err
+			return nil, &ResourceError{Index: i, Err: err}
 		}
 		for i, p := range sel.Exclude {
 			if matchTable(p, schemaOf(r), r.Name) {
@@ -139,6 +153,10 @@ func SelectTables(sel TableSelection, cat Catalog) ([]Resource, error) {
 		n := r.Name
 		if r.Schema != "" {
 			n = r.Schema + "." + r.Name
+		}
+		if p := snapshot.TableNameProblem(n); p != "" {
+			return nil, fmt.Errorf("%w: table %q cannot be a table of the dataset: its name %s; exclude it, or snapshot it with an adapter of its own (resource)",
+				ErrBadSelection, n, p)
 		}
 		if o, ok := named[n]; ok {
 			return nil, fmt.Errorf("%w: tables %s and %s would both be %q in the dataset; select one of them by its quoted name in resources",

@@ -159,6 +159,30 @@ func TestSelectTablesEverySlash(t *testing.T) {
 	}
 }
 
+// TestSelectTablesNameNoDatasetHolds: a table whose name in the dataset
+// no dataset can hold (over 200 bytes, a control character) is refused as
+// a bad selection naming it; excluded, the others are selected.
+func TestSelectTablesNameNoDatasetHolds(t *testing.T) {
+	long := strings.Repeat("t", 194)
+	cat := Catalog{DefaultSchema: "public", Quote: '"', Resources: []Resource{
+		{Schema: "public", Name: long, Type: "table"}, {Schema: "public", Name: "a\tb", Type: "table"}, {Schema: "public", Name: "c", Type: "table"}}}
+	for _, tc := range []struct{ exclude, text string }{
+		{"a*", "must have 1 to 200 bytes of UTF-8"},
+		{"t*", "holds a control character"},
+	} {
+		_, err := SelectTables(TableSelection{Exclude: []string{tc.exclude}}, cat)
+		if !errors.Is(err, ErrBadSelection) || !strings.Contains(err.Error(), tc.text) {
+			t.Errorf("exclude %s: %v", tc.exclude, err)
+		}
+	}
+	if got, err := SelectTables(TableSelection{Exclude: []string{"a*", "t*"}}, cat); err != nil || names(got) != "public.c" {
+		t.Errorf("both excluded: got %q, %v", names(got), err)
+	}
+	if got, err := SelectTables(TableSelection{Include: []string{"t*"}}, Catalog{Resources: []Resource{{Name: long, Type: "table"}}}); err != nil || len(got) != 1 {
+		t.Errorf("%d bytes without a schema: got %q, %v", len(long), names(got), err)
+	}
+}
+
 // TestSelectTablesSameName: two tables whose "schema.table" is the same
 // text (a dot in a schema or table name) are refused as a bad selection
 // naming both, quoted; either alone is selected.
