@@ -92,7 +92,9 @@
 // RunOptions.Force skips both. In a run of several tables both hold per
 // table, except that a table the current version does not hold, or holds
 // empty, may commit 0 rows (it has no rows to lose); a run of 0 rows in
-// every table is refused as a run of one table is.
+// every table is refused as a run of one table is; MaxShrink also holds
+// for the dataset as a whole, the rows of the tables the run drops
+// counted as deleted.
 //
 // D8. One writer per dataset. A run, GC, rollback and drop each hold the
 // dataset, in this process (another gets ErrRunInProgress) and in the

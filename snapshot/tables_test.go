@@ -334,6 +334,39 @@ func TestTablesRunFailureLeavesNothing(t *testing.T) {
 	checkShop(t, db, v2.Version, shop(4))
 }
 
+// TestTablesDropGuard: max_shrink holds for the dataset as a whole, the
+// rows of dropped tables counted as deleted: a run that drops the table
+// of most rows is refused, naming it, and the version stays; one that
+// drops a small table commits; force commits the large drop.
+func TestTablesDropGuard(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t, newTestStore(t), Options{})
+	cfg := tablesConfig
+	cfg.Guard = Guard{MaxShrink: 0.5}
+	s := shop(1) // 50 orders, 150 lines, 7 customers
+	v1, _, err := runTables(t, db, cfg, TablesRunOptions{}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drop := TablesRunOptions{DropMissing: true}
+	_, _, err = runTables(t, db, cfg, drop, []shopTable{s[0], s[2]})
+	if !errors.Is(err, ErrGuardRefused) || !strings.Contains(err.Error(), "public.order_lines") || !strings.Contains(err.Error(), "150 of the dataset's 207 rows") {
+		t.Fatalf("a run dropping 150 of 207 rows with max_shrink 0.5: %v", err)
+	}
+	if info, err := db.Dataset(ctx, "shop"); err != nil || info.Current != v1.Version {
+		t.Fatalf("after the refused run: %+v %v", info, err)
+	}
+	v2, _, err := runTables(t, db, cfg, drop, s[:2])
+	if err != nil {
+		t.Fatalf("a run dropping 7 of 207 rows: %v", err)
+	}
+	drop.Force = true
+	v3, _, err := runTables(t, db, cfg, drop, s[:1])
+	if err != nil || v3.Stats.Deleted != 150 || v3.Version <= v2.Version {
+		t.Fatalf("a forced run dropping 150 rows: %+v %v", v3.Stats, err)
+	}
+}
+
 // TestTablesAddedAndDropped: a table the run lacks fails it, naming it,
 // unless it allows dropping tables; a dropped table stays readable at
 // older versions; a table added, or added again, holds only its new rows.
