@@ -212,6 +212,11 @@ func (s *Service) selectTables(ctx context.Context, l *lease, spec api.Adapter) 
 	}
 	ts := source.TableSelection{Resources: spec.Resources, Include: spec.Include, Exclude: spec.Exclude}
 	cat := source.Catalog{Resources: all, Quote: source.QuoteOf(l.src)}
+	if d, ok := l.src.(source.DefaultSchemaer); ok && len(spec.Resources) > 0 {
+		if cat.DefaultSchema, err = d.DefaultSchema(ctx); err != nil {
+			return nil, nil, connectOrReadError(ctx, l, spec.Connection, err)
+		}
+	}
 	sel, err = source.SelectTables(ts, cat)
 	if err != nil {
 		return nil, nil, fmt.Errorf("adapter %q, data connection %q: %w", spec.Name, spec.Connection, err)

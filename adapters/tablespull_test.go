@@ -379,6 +379,36 @@ func TestTablesRunNameNoDatasetHolds(t *testing.T) {
 	mustSucceed(t, ts.runWait(t, "all3"))
 }
 
+// TestTablesResourcesDefaultSchema: on PostgreSQL a resource named
+// without a schema means the table of the user's current schema, in
+// resources as in resource, though another schema holds the name too; a
+// name only another schema holds is found there.
+func TestTablesResourcesDefaultSchema(t *testing.T) {
+	e := postgresEnv(t)
+	ctx := context.Background()
+	db := e.tempDatabase(t, "defschema")
+	e.exec(t, db, `CREATE SCHEMA other`,
+		`CREATE TABLE public.plain (id INT PRIMARY KEY)`, `INSERT INTO public.plain VALUES (1)`,
+		`CREATE TABLE other.plain (id INT PRIMARY KEY)`, `INSERT INTO other.plain VALUES (1), (2)`,
+		`CREATE TABLE other.only_here (id INT PRIMARY KEY)`, `INSERT INTO other.only_here VALUES (7)`)
+	ts := newStack(t, Options{})
+	if _, err := ts.svc.CreateConnection(ctx, connSpec(t, e, "src", db, nil)); err != nil {
+		t.Fatal(noteErr(err))
+	}
+	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "two", Connection: "src", Resources: []string{"plain", "only_here"}}); err != nil {
+		t.Fatal(noteErr(err))
+	}
+	mustSucceed(t, ts.runWait(t, "two"))
+	vi := mustVersion(t, ts.db, "two", 0)
+	var got []string
+	for _, tb := range vi.Tables {
+		got = append(got, fmt.Sprintf("%s:%d", tb.Name, tb.Stats.Rows))
+	}
+	if strings.Join(got, " ") != "other.only_here:1 public.plain:1" {
+		t.Fatalf("tables of the version: %v, want other.only_here and public.plain", got)
+	}
+}
+
 // TestTablesAdapterOfOtherKind: an adapter replaced by one of the other
 // kind (one resource, several tables) on the dataset it wrote is refused
 // with bad_option naming dataset, since the snapshot layer refuses every

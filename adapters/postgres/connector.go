@@ -373,6 +373,22 @@ func postgresTableType(relkind string) string {
 	return "table"
 }
 
+// DefaultSchema implements source.DefaultSchemaer: the user's
+// current_schema() ("" when its search_path names no existing schema),
+// where describe looks up a table named without a schema.
+func (s *postgresSource) DefaultSchema(ctx context.Context) (string, error) {
+	conn, err := s.acquire(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Release()
+	var def string
+	if err := conn.QueryRow(ctx, "SELECT COALESCE(current_schema(), '')").Scan(&def); err != nil {
+		return "", s.scrub(fmt.Errorf("reading the current schema of data connection %q: %w", s.name, wrapPostgresErr(ctx, err)))
+	}
+	return def, nil
+}
+
 // Resources implements ResourceLister: the tables and views of the
 // database in the schemas the user may use and that it may read (a
 // partitioned table once, not its partitions), with their estimated rows

@@ -96,6 +96,15 @@ type ResourceLister interface {
 	Resources(ctx context.Context) ([]Resource, error)
 }
 
+// DefaultSchemaer is an optional Source capability: the schema in which
+// a table named without one is looked up first (PostgreSQL's
+// current_schema()), as a TableRequest's Resource is resolved, so that a
+// selection's resources (Catalog.DefaultSchema) mean the tables resource
+// would. A source whose listed resources share one schema needs none.
+type DefaultSchemaer interface {
+	DefaultSchema(ctx context.Context) (string, error)
+}
+
 // IdleCloser is an optional Source capability: close idle pooled
 // connections now (called when a connection is replaced or dropped while
 // runs still hold it).

@@ -253,12 +253,16 @@ func matchTable(p, schema, name string) bool {
 }
 
 // lookupResource finds a named resource in the catalog, trying the
-// schema and table pairs ResourceCandidates gives, in order. A pair
-// without a schema (the catalog has no default schema: a MySQL connection
-// without a database) matches the table in any schema, when only one
-// holds it.
+// schema and table pairs ResourceCandidates gives, in order, and last the
+// name as a table of any schema. A pair without a schema (that last one,
+// or the catalog has no default schema: a MySQL connection without a
+// database) matches the table in any schema, when only one holds it.
 func lookupResource(name string, cat Catalog, schemaOf func(Resource) string) (Resource, error) {
-	for _, cand := range ResourceCandidates(name, cat.DefaultSchema, cat.Quote) {
+	cands := ResourceCandidates(name, cat.DefaultSchema, cat.Quote)
+	if cat.DefaultSchema != "" {
+		cands = append(cands, [2]string{"", name})
+	}
+	for _, cand := range cands {
 		var hits []Resource
 		for _, r := range cat.Resources {
 			if r.Name == cand[1] && (cand[0] == "" || schemaOf(r) == cand[0]) {

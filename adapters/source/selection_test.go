@@ -39,6 +39,8 @@ func TestSelectTables(t *testing.T) {
 		{"qualified resource", TableSelection{Resources: []string{"sales.orders"}}, "sales.orders"},
 		{"quoted resource with a dot", TableSelection{Resources: []string{`sales."my.table"`}}, "sales.my.table"},
 		{"a view by name", TableSelection{Resources: []string{"order_totals"}}, "public.order_totals"},
+		{"a name the default schema holds, among others", TableSelection{Resources: []string{"audit_log"}}, "public.audit_log"},
+		{"a name one other schema holds", TableSelection{Resources: []string{"people"}}, "hr.people"},
 		{"everything", TableSelection{}, "hr.audit_log hr.people public.audit_log public.order_lines public.orders sales.audit_2024 sales.my.table sales.orders"},
 		{"schema pattern, table exclude in every schema", TableSelection{Include: []string{"public.*"}, Exclude: []string{"audit_*"}}, "public.order_lines public.orders"},
 		{"name pattern in every schema", TableSelection{Include: []string{"order*"}}, "public.order_lines public.orders sales.orders"},
@@ -87,6 +89,19 @@ func TestSelectTablesErrors(t *testing.T) {
 				t.Errorf("%q does not say %q", err, tc.text)
 			}
 		})
+	}
+}
+
+// TestSelectTablesAmbiguousElsewhere: with a default schema, a name two
+// other schemas hold is ambiguous, naming them and the resource's
+// position.
+func TestSelectTablesAmbiguousElsewhere(t *testing.T) {
+	cat := testCatalog()
+	cat.Resources = append(cat.Resources, Resource{Schema: "hr", Name: "widgets"}, Resource{Schema: "sales", Name: "widgets"})
+	_, err := SelectTables(TableSelection{Resources: []string{"orders", "widgets"}}, cat)
+	var re *ResourceError
+	if !errors.Is(err, ErrBadSelection) || !errors.As(err, &re) || re.Index != 1 || !strings.Contains(err.Error(), `"widgets" is in schemas hr, sales`) {
+		t.Fatalf("widgets in hr and sales: %v", err)
 	}
 }
 
