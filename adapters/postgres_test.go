@@ -159,3 +159,38 @@ func TestPostgresUnknownEstimate(t *testing.T) {
 		t.Errorf("JSON of an estimate: %s", b)
 	}
 }
+
+// TestPostgresPermissionDenied: a run of a table whose SELECT privilege
+// the user lost fails with source_permission (a grant to fix), not the
+// catch-all error or source_auth (the credentials are fine), and the
+// current version stays.
+func TestPostgresPermissionDenied(t *testing.T) {
+	e := postgresEnv(t)
+	ctx := context.Background()
+	var b [4]byte
+	rand.Read(b[:])
+	user := "snap_perm_" + hex.EncodeToString(b[:])
+	e.exec(t, "", "CREATE ROLE "+user+" LOGIN PASSWORD '"+testFilePassword+"'")
+	t.Cleanup(func() { e.exec(t, "", "DROP OWNED BY "+user, "DROP ROLE "+user) })
+	db := e.tempDatabase(t, "perm")
+	e.exec(t, db, "CREATE TABLE t (id int PRIMARY KEY)", "INSERT INTO t VALUES (1), (2)", "GRANT SELECT ON t TO "+user)
+	e.exec(t, "", "GRANT CONNECT ON DATABASE "+quotePostgresIdent(db)+" TO "+user)
+	ts := newStack(t, Options{})
+	if _, err := ts.svc.CreateConnection(ctx, api.Connection{Name: "src", Type: "postgres", Options: map[string]any{
+		"host": e.Host, "port": e.Port, "user": user, "password": testFilePassword, "database": db, "sslmode": "disable"}}); err != nil {
+		t.Fatal(noteErr(err))
+	}
+	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "t", Connection: "src", Resource: "t"}); err != nil {
+		t.Fatal(noteErr(err))
+	}
+	first := ts.runWait(t, "t")
+	mustSucceed(t, first)
+	e.exec(t, db, "REVOKE SELECT ON t FROM "+user)
+	r := ts.runWait(t, "t")
+	if r.Status != RunFailed || r.Code != "source_permission" || !strings.Contains(r.Error, "permission denied") {
+		t.Fatalf("a run of a table the user may no longer read: %s %s: %s", r.Status, r.Code, r.Error)
+	}
+	if cur := mustVersion(t, ts.db, "t", 0); cur.Version != first.Version {
+		t.Fatalf("current version %d after the refused read, want %d", cur.Version, first.Version)
+	}
+}

@@ -141,6 +141,7 @@ var runCodes = []struct {
 	{ErrNoKey, "no_key"},
 	{ErrUnsupportedType, "unsupported_type"},
 	{ErrTableChanged, "table_changed"},
+	{ErrSourcePermission, "source_permission"},
 	{ErrSourceAuth, "source_auth"},
 	{ErrSourceUnavailable, "source_unavailable"},
 	{ErrConnectionNotFound, "connection_not_found"},

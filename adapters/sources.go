@@ -49,6 +49,7 @@ var (
 	ErrBadSelection      = source.ErrBadSelection
 	ErrSourceUnavailable = source.ErrSourceUnavailable
 	ErrSourceAuth        = source.ErrSourceAuth
+	ErrSourcePermission  = source.ErrSourcePermission
 	ErrUnsupportedType   = source.ErrUnsupportedType
 	ErrTableChanged      = source.ErrTableChanged
 	ErrBadOption         = source.ErrBadOption

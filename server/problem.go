@@ -248,6 +248,7 @@ var sentinels = []sentinel{
 	{adapters.ErrNoKey, http.StatusUnprocessableEntity, "no_key", "key_columns"},
 	{adapters.ErrResourceNotFound, http.StatusNotFound, "resource_not_found", "resource"},
 	{adapters.ErrSourceUnavailable, http.StatusBadGateway, "source_unavailable", ""},
+	{adapters.ErrSourcePermission, http.StatusBadGateway, "source_permission", ""},
 	{adapters.ErrSourceAuth, http.StatusBadGateway, "source_auth", ""},
 	{adapters.ErrUnsupportedType, http.StatusUnprocessableEntity, "unsupported_type", ""},
 	{adapters.ErrTableChanged, http.StatusConflict, "table_changed", ""},

@@ -88,7 +88,7 @@ func TestProblemFor_EverySentinel(t *testing.T) {
 			"ErrRunNotFound": adapters.ErrRunNotFound, "ErrRunInProgress": adapters.ErrRunInProgress,
 			"ErrBadSchedule": adapters.ErrBadSchedule, "ErrNoKey": adapters.ErrNoKey,
 			"ErrResourceNotFound": adapters.ErrResourceNotFound, "ErrBadSelection": adapters.ErrBadSelection, "ErrSourceUnavailable": adapters.ErrSourceUnavailable,
-			"ErrSourceAuth": adapters.ErrSourceAuth, "ErrUnsupportedType": adapters.ErrUnsupportedType,
+			"ErrSourceAuth": adapters.ErrSourceAuth, "ErrSourcePermission": adapters.ErrSourcePermission, "ErrUnsupportedType": adapters.ErrUnsupportedType,
 			"ErrShuttingDown": adapters.ErrShuttingDown, "ErrBadOption": adapters.ErrBadOption,
 			"ErrDatasetTaken": adapters.ErrDatasetTaken, "ErrStrategyNotSupported": adapters.ErrStrategyNotSupported,
 			"ErrNodeDraining": adapters.ErrNodeDraining, "ErrNodeUnreachable": adapters.ErrNodeUnreachable,

@@ -232,6 +232,8 @@ func (s *mysqlSource) Test(ctx context.Context) source.TestResult {
 // MySQL server error numbers the classification uses.
 const (
 	erDBAccessDenied     = 1044
+	erTableAccessDenied  = 1142 // ER_TABLEACCESS_DENIED_ERROR: SELECT denied on a table
+	erColAccessDenied    = 1143 // ER_COLUMNACCESS_DENIED_ERROR
 	erAccessDenied       = 1045
 	erBadDB              = 1049
 	erNoSuchTable        = 1146
@@ -284,6 +286,9 @@ func wrapMySQLErr(ctx context.Context, err error) error {
 		// A consistent snapshot cannot read a table whose definition
 		// changed after it began (TRUNCATE recreates the table).
 		return fmt.Errorf("%w (truncated or altered since the run's snapshot began); nothing is committed, the next run reads it as it is then: %w", source.ErrTableChanged, err)
+	}
+	if me := (*mysql.MySQLError)(nil); errors.As(err, &me) && (me.Number == erTableAccessDenied || me.Number == erColAccessDenied) {
+		return fmt.Errorf("%w: %w", source.ErrSourcePermission, err)
 	}
 	switch classifyMySQL(ctx, err) {
 	case "auth":

@@ -352,6 +352,10 @@ func wrapPostgresErr(ctx context.Context, err error) error {
 	if err == nil || ctx.Err() != nil {
 		return err
 	}
+	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "42501" && !strings.Contains(pe.Message, "CONNECT") {
+		// insufficient_privilege on a table, column or schema: a grant.
+		return fmt.Errorf("%w: %w", source.ErrSourcePermission, err)
+	}
 	switch classifyPostgres(ctx, err) {
 	case "auth":
 		return fmt.Errorf("%w: %w", source.ErrSourceAuth, err)

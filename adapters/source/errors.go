@@ -19,6 +19,10 @@ var (
 	ErrSourceUnavailable = errors.New("adapters: source unavailable")
 	// ErrSourceAuth: the source refused the credentials.
 	ErrSourceAuth = errors.New("adapters: source refused the credentials")
+	// ErrSourcePermission: the source refused the user a privilege a read
+	// needs (SELECT on a table or a column, USAGE on a schema), after it
+	// accepted the credentials: a grant, not the connection, to fix.
+	ErrSourcePermission = errors.New("adapters: source refused a privilege")
 	// ErrTableChanged: a table the run reads was replaced at the source
 	// since the run's snapshot began (a TRUNCATE or ALTER on MySQL and
 	// MariaDB, error 1412), so the snapshot cannot read it; nothing is
