@@ -9,6 +9,7 @@ import (
 
 	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/snapshot"
+	"github.com/snapstore/snapstore/store"
 )
 
 // TestRun_ForceAndGuardCode: a run the guards refuse (snapshot.D7) has
@@ -81,6 +82,12 @@ func TestRunErrorText(t *testing.T) {
 	}
 	if runCode(got) != "source_unavailable" {
 		t.Errorf("code %q", runCode(got))
+	}
+	// A commit that gave up while its last write may still land is
+	// unknown, not "nothing committed", though the store's error shows.
+	unknown := fmt.Errorf("committing: %w: %w", snapshot.ErrOutcomeUnknown, fmt.Errorf("gave up: %w", store.ErrUnavailable))
+	if c := runCode(unknown); c != "outcome_unknown" {
+		t.Errorf("code of an unknown commit %q", c)
 	}
 }
 

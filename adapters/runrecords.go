@@ -135,6 +135,7 @@ var runCodes = []struct {
 	{snapshot.ErrPartitionCount, "partition_count"},
 	{snapshot.ErrPartitionKey, "partition_key"},
 	{snapshot.ErrBadKey, "bad_key"},
+	{snapshot.ErrOutcomeUnknown, "outcome_unknown"},
 	{store.ErrUnavailable, "store_unavailable"},
 	{ErrResourceNotFound, "resource_not_found"},
 	{ErrBadSelection, "bad_selection"},
