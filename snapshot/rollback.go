@@ -3,6 +3,8 @@ package snapshot
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 )
 
 // Rollback makes the content of an older kept version current again
@@ -82,6 +84,21 @@ func (db *DB) rollbackTables(ctx context.Context, ds *dataset, cfg DatasetConfig
 	dataset, to := ds.name, target.Version
 	fail := func(err error) (VersionInfo, error) {
 		return VersionInfo{}, fmt.Errorf("snapshot: rolling %s back to %d: %w", dataset, to, err)
+	}
+	// A table replaced since the target (dropped and added again, with
+	// another key) cannot take the target's rows under its name: the
+	// run's table keeps the current one's key (planTables).
+	ds.mu.Lock()
+	current := ds.versionLocked(ds.current)
+	ds.mu.Unlock()
+	if current != nil {
+		for _, t := range target.Tables {
+			if c, ok := current.Table(t.Name); ok && c.Number != t.Number && !slices.Equal(c.Schema.Key, t.Schema.Key) {
+				ds.release()
+				return fail(fmt.Errorf("%w: %q: version %d holds a table of that name keyed by %s, the current version %d another one keyed by %s; a rollback cannot bring back the old table's rows under its name: read or export them at version %d",
+					ErrTableReplaced, t.Name, to, strings.Join(t.Schema.Key, ", "), current.Version, strings.Join(c.Schema.Key, ", "), to))
+			}
+		}
 	}
 	src := target.Source
 	src.RunID = ""

@@ -549,6 +549,48 @@ func TestTablesGCAndRollback(t *testing.T) {
 	}
 }
 
+// TestTablesRollbackAcrossReplaced: a table dropped and added again since
+// the target with its key rolls back as it was; one added again with
+// another key refuses the rollback with ErrTableReplaced, naming it, and
+// the current version stays.
+func TestTablesRollbackAcrossReplaced(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t, newTestStore(t), Options{})
+	drop := TablesRunOptions{DropMissing: true}
+	must := func(tables []shopTable, opts TablesRunOptions) VersionInfo {
+		t.Helper()
+		vi, _, err := runTables(t, db, tablesConfig, opts, tables)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return vi
+	}
+	v1 := must(shop(1), TablesRunOptions{})
+	must(shop(2)[:2], drop)   // customers dropped
+	v3 := must(shop(3), drop) // and added again, same key
+	c1, _ := v1.Table("customers")
+	if c3, _ := v3.Table("customers"); c1.Number == c3.Number {
+		t.Fatal("customers added again kept its number")
+	}
+	v4, err := db.Rollback(ctx, "shop", v1.Version)
+	if err != nil {
+		t.Fatalf("rollback across a table added again with its key: %v", err)
+	}
+	checkShop(t, db, v4.Version, shop(1))
+	// Added again keyed by email.
+	must(shop(5)[:2], drop)
+	byEmail := shop(6)
+	byEmail[2].spec.Schema = Schema{Columns: []Column{{Name: "name", Kind: KindString}, {Name: "email", Kind: KindString}}, Key: []string{"email"}}
+	v6 := must(byEmail, drop)
+	_, err = db.Rollback(ctx, "shop", v1.Version)
+	if !errors.Is(err, ErrTableReplaced) || !strings.Contains(err.Error(), `"customers"`) || !strings.Contains(err.Error(), "keyed by email") {
+		t.Fatalf("rollback across a table added again with another key: %v", err)
+	}
+	if info, err := db.Dataset(ctx, "shop"); err != nil || info.Current != v6.Version {
+		t.Fatalf("after the refused rollback: %+v %v", info, err)
+	}
+}
+
 // tableCells counts the store cells of every partition of table t of the
 // test dataset.
 func tableCells(t *testing.T, st store.Store, ti TableInfo) int {
