@@ -52,7 +52,7 @@ type apiError struct {
 
 func (e *apiError) Error() string {
 	if e.Hint != "" {
-		return e.text() + "; " + e.Hint
+		return strings.TrimSuffix(e.text(), ".") + "; " + e.Hint
 	}
 	return e.text()
 }

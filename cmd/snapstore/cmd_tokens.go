@@ -80,7 +80,10 @@ func tokensCreate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if len(out.Datasets) > 0 {
 			grant = "datasets " + strings.Join(out.Datasets, ",")
 		}
-		fmt.Fprintf(stdout, "token %s (role %s, %s, expires %s); it is shown this once:\n%s\n", out.Name, out.Role, grant, expiresText(out.tokenView), out.Token)
+		// The token alone on stdout, so that TOKEN=$(snapstore tokens
+		// create ...) takes it; what it is goes to stderr.
+		fmt.Fprintf(stderr, "token %s (role %s, %s, expires %s); it is shown this once:\n", out.Name, out.Role, grant, expiresText(out.tokenView))
+		fmt.Fprintln(stdout, out.Token)
 		if expires == 0 {
 			fmt.Fprintf(stderr, "note: token %s never expires; revoke it with `snapstore tokens revoke %s`, or create tokens with --expires-in (e.g. 90d)\n", out.Name, out.Name)
 		}
