@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -146,6 +147,10 @@ func TestCLI_DatasetsDiffTagsRollbackGC(t *testing.T) {
 	}
 	if out, _ = do(0, "get", "products", "2"); !strings.Contains(out, `"name":"jug"`) {
 		t.Fatalf("after the rollback: %s", out)
+	}
+	// versions names the version the rollback restored.
+	if out, _ = do(0, "versions", "products"); !strings.Contains(out, "RESTORED") || !regexp.MustCompile(fmt.Sprintf(`(?m)\*\s+%d$`, first)).MatchString(out) {
+		t.Errorf("versions after a rollback:\n%s", out)
 	}
 	if out, _ = do(0, "datasets", "show", "products"); !strings.Contains(out, fmt.Sprintf("made by:         rollback, restored from version %d", first)) || strings.Contains(out, "\nrun:") {
 		t.Errorf("datasets show after the rollback:\n%s", out)

@@ -20,7 +20,8 @@ does, every page in one list. For a dataset of several tables the counts
 are the sums of its tables', TABLES their number, DELETED counting the
 rows of the tables a version dropped; --table NAME gives that table's
 counts instead ("-" at a version that lacks it; at the version that
-dropped it, its rows under DELETED).`
+dropped it, its rows under DELETED). When a rollback made one of the
+versions listed, RESTORED gives the version each such one restored.`
 
 // cmdVersions is `snapstore versions DATASET`.
 func cmdVersions(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -90,18 +91,24 @@ func listVersions(ctx context.Context, api *apiClient, dataset string, limit int
 // current version starred: the counts of table when it is not "", the
 // number of tables of a dataset of several.
 func versionsTable(w io.Writer, raw []json.RawMessage, table string) error {
-	var named bool
+	var named, restored bool
 	for _, r := range raw {
 		var v struct {
-			Tables []json.RawMessage `json:"tables"`
+			Tables       []json.RawMessage `json:"tables"`
+			RestoredFrom int64             `json:"restored_from"`
 		}
-		if json.Unmarshal(r, &v) == nil && len(v.Tables) > 0 {
-			named = true
+		if json.Unmarshal(r, &v) == nil {
+			named = named || len(v.Tables) > 0
+			restored = restored || v.RestoredFrom != 0
 		}
 	}
 	header := []string{"VERSION", "COMMITTED", "VERIFIED", "ROWS", "INSERTED", "UPDATED", "DELETED", "TAGS", "CURRENT"}
 	if named && table == "" {
 		header = append(header[:4], append([]string{"TABLES"}, header[4:]...)...)
+	}
+	if restored {
+		// The version a rollback restored, for the versions it made.
+		header = append(header, "RESTORED")
 	}
 	t := newTable(w, header...)
 	for _, r := range raw {
@@ -128,7 +135,13 @@ func versionsTable(w io.Writer, raw []json.RawMessage, table string) error {
 			counts = append(counts[:1], append([]string{fmt.Sprint(len(v.Tables))}, counts[1:]...)...)
 		}
 		cells := append([]string{fmt.Sprint(v.Version), timeText(&v.CommittedAt), timeText(v.VerifiedAt)}, counts...)
-		t.row(append(cells, strings.Join(v.Tags, ","), cur)...)
+		cells = append(cells, strings.Join(v.Tags, ","), cur)
+		if restored && v.RestoredFrom != 0 {
+			cells = append(cells, fmt.Sprint(v.RestoredFrom))
+		} else if restored {
+			cells = append(cells, "")
+		}
+		t.row(cells...)
 	}
 	return t.flush()
 }
