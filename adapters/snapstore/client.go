@@ -167,14 +167,20 @@ func firstLine(b []byte) string {
 
 // classify maps an answer other than 200 to the errors of a source: 401
 // and 403 are the credentials (source.ErrSourceAuth), 404 a dataset, a tag
-// or a committed version that does not exist (source.ErrResourceNotFound), 5xx a server that cannot
-// serve (source.ErrSourceUnavailable); the rest keep the server's text.
+// or a committed version that does not exist (source.ErrResourceNotFound)
+// or no route at all (options.url, cause config), 5xx a server that
+// cannot serve (source.ErrSourceUnavailable); the rest keep the server's
+// text.
 func (s *snapSource) classify(ctx context.Context, se *statusError) error {
 	switch {
 	case se.Status == http.StatusUnauthorized || se.Status == http.StatusForbidden:
 		return source.NewSourceError(ctx, s.addr, "auth", se)
 	case se.Status == http.StatusNotFound && (se.Code == "dataset_not_found" || se.Code == "tag_not_found" || se.Code == "no_version"):
 		return fmt.Errorf("%w: %w", source.ErrResourceNotFound, se)
+	case se.Status == http.StatusNotFound && (se.Code == "route_not_found" || se.Code == ""):
+		// No route of the API there: the URL's path is not a server's
+		// base (a snapstore server, or a proxy's page).
+		return source.NewSourceError(ctx, s.addr, "config", fmt.Errorf("%w; options.url does not lead to the API of a snapstore server: give the server's base URL (https://host:port, with a path only where a proxy in front of it adds one)", se))
 	case se.Status >= 500 || se.Status == http.StatusTooManyRequests:
 		return fmt.Errorf("%w: %w", source.ErrSourceUnavailable, se)
 	}

@@ -225,6 +225,28 @@ func TestAnswerNotAProblem(t *testing.T) {
 	}
 }
 
+// TestURLWithoutTheAPI: a URL whose path leads to no route of the API (a
+// wrong path prefix, another web server) fails the test with cause
+// config, naming the connection and options.url.
+func TestURLWithoutTheAPI(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusNotFound)
+		w.Write([]byte(`{"status":404,"code":"route_not_found","detail":"no route ` + r.URL.Path + `"}`))
+	}))
+	defer srv.Close()
+	src, err := connector{}.Open(context.Background(), source.SourceConfig{Name: "edge",
+		Options: source.OptionValues{"url": srv.URL + "/snap", "token": source.NewSecret("edge-reader-token-0123456789")}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	res := src.(source.Tester).Test(context.Background())
+	if res.OK || res.Cause != "config" || !strings.Contains(res.Message, `data connection "edge"`) || !strings.Contains(res.Message, "options.url does not lead to the API") {
+		t.Fatalf("test of a URL without the API: %+v", res)
+	}
+}
+
 // TestRedirectNotFollowed: a source server that answers a redirect is not
 // followed, so that the connection's token reaches no URL but the one the
 // connection names: not the same host over plain HTTP (the token in
