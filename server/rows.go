@@ -1,7 +1,9 @@
 package server
 
 import (
+	"encoding/csv"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -47,7 +49,10 @@ func (s *Server) getRow(c echo.Context) error {
 	if err != nil {
 		return WithField(err, "key")
 	}
-	cols := parseColumns(c)
+	cols, err := parseColumns(c)
+	if err != nil {
+		return err
+	}
 	if err := r.Version().CheckColumns(cols); err != nil {
 		return BadField("columns", "%s", err)
 	}
@@ -86,22 +91,43 @@ func rowKeyParts(c echo.Context) ([]string, error) {
 }
 
 // parseColumns reads the columns query parameter: a comma-separated list
-// of column names, blanks dropped; nil (every column) when absent.
-func parseColumns(c echo.Context) []string {
+// of column names, blanks dropped; nil (every column) when absent. A
+// name holding a comma or a double quote is given in double quotes, as a
+// CSV field is (RFC 4180: columns=id,"price, net","say ""hi"""), and is
+// taken as quoted, spaces and all; the other names lose the spaces
+// around them.
+func parseColumns(c echo.Context) ([]string, error) {
 	if c.Request().URL.RawQuery == "" {
-		return nil
+		return nil, nil
 	}
 	v := c.QueryParam("columns")
 	if v == "" {
-		return nil
+		return nil, nil
 	}
 	var cols []string
-	for _, p := range strings.Split(v, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			cols = append(cols, p)
+	if !strings.Contains(v, `"`) {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				cols = append(cols, p)
+			}
+		}
+		return cols, nil
+	}
+	r := csv.NewReader(strings.NewReader(v))
+	r.TrimLeadingSpace = true
+	fields, err := r.Read()
+	if err != nil {
+		return nil, BadField("columns", "a quoted column name does not parse as a CSV field (a name holding a comma or a double quote is given as \"a, b\", a quote doubled): %v", err)
+	}
+	if _, err := r.Read(); err != io.EOF {
+		return nil, BadField("columns", "a line break outside double quotes")
+	}
+	for _, f := range fields {
+		if f != "" {
+			cols = append(cols, f)
 		}
 	}
-	return cols
+	return cols, nil
 }
 
 // scanRows answers GET /v1/datasets/{dataset}/rows: rows in key order at
@@ -154,7 +180,11 @@ func (s *Server) scanRows(c echo.Context) error {
 		return err
 	}
 	defer r.Close()
-	opts := snapshot.ScanOptions{Columns: parseColumns(c), Limit: limit, PageToken: tok}
+	cols, err := parseColumns(c)
+	if err != nil {
+		return err
+	}
+	opts := snapshot.ScanOptions{Columns: cols, Limit: limit, PageToken: tok}
 	if err := r.Version().CheckColumns(opts.Columns); err != nil {
 		return BadField("columns", "%s", err)
 	}

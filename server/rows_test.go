@@ -126,3 +126,28 @@ func TestRows_EmptyTextKey(t *testing.T) {
 	}
 	f.wantProblem(400, "bad_key", "key", "GET", "/v1/datasets/products/rows/", "")
 }
+
+// TestRows_ColumnsQuoted: a column whose name holds a comma or a double
+// quote is named in columns= in double quotes, as a CSV field; a quote
+// left open is 400 naming columns.
+func TestRows_ColumnsQuoted(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.exec(`CREATE TABLE odd (id INTEGER PRIMARY KEY, "price, net" REAL, "say ""hi""" TEXT, plain TEXT)`)
+	f.exec(`INSERT INTO odd VALUES (1, 2.5, 'x', 'p')`)
+	f.must(201, "POST", "/v1/adapters", `{"name":"odd","connection":"shop","resource":"odd"}`)
+	f.run("odd")
+	var page struct {
+		Rows []map[string]any `json:"rows"`
+	}
+	cols := url.QueryEscape(`id, "price, net","say ""hi"""`)
+	f.must(200, "GET", "/v1/datasets/odd/rows?columns="+cols, "").json(t, &page)
+	if len(page.Rows) != 1 || len(page.Rows[0]) != 3 || page.Rows[0]["price, net"] != 2.5 || page.Rows[0][`say "hi"`] != "x" {
+		t.Fatalf("columns %s: %+v", cols, page.Rows)
+	}
+	var got rowResult
+	f.must(200, "GET", "/v1/datasets/odd/rows/1?columns="+url.QueryEscape(`"price, net"`), "").json(t, &got)
+	if len(got.Row) != 1 || got.Row["price, net"] != 2.5 {
+		t.Fatalf("get with a quoted column: %+v", got)
+	}
+	f.wantProblem(400, "bad_request", "columns", "GET", "/v1/datasets/odd/rows?columns="+url.QueryEscape(`id,"price`), "")
+}

@@ -75,7 +75,7 @@ func TestValidateRead(t *testing.T) {
 		{source.OptionValues{"columns": []string{}}, "columns"},
 		{source.OptionValues{"columns": []string{"id", ""}}, "columns"},
 		{source.OptionValues{"columns": []string{"id", "id"}}, "columns"},
-		{source.OptionValues{"columns": []string{"a,b"}}, "columns"},
+		{source.OptionValues{"columns": []string{"id", "a,b", `say "hi"`}}, ""},
 		{source.OptionValues{"start": []string{}}, "start"},
 		{source.OptionValues{"end": []string{}}, "end"},
 	} {
@@ -90,6 +90,15 @@ func TestValidateRead(t *testing.T) {
 		if !errors.As(err, &oe) || oe.Key != c.key {
 			t.Errorf("%v: %v, want an error naming %s", c.opts, err, c.key)
 		}
+	}
+}
+
+// TestColumnsParam: the columns a copy keeps are asked of the scan each
+// in double quotes, so that a name holding a comma or a quote is one name
+// (the server reads columns= as a CSV record).
+func TestColumnsParam(t *testing.T) {
+	if got, want := columnsParam([]string{"id", "a,b", `say "hi"`, " pad "}), `"id","a,b","say ""hi"""," pad "`; got != want {
+		t.Fatalf("columnsParam: %s, want %s", got, want)
 	}
 }
 

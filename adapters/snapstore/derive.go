@@ -41,8 +41,6 @@ func (connector) ValidateRead(o source.OptionValues) error {
 			switch {
 			case c == "":
 				errs = append(errs, &source.OptionError{Key: "columns", Msg: "an empty column name"})
-			case strings.Contains(c, ","):
-				errs = append(errs, &source.OptionError{Key: "columns", Msg: fmt.Sprintf("column %q: a name with a comma cannot be asked of the scan", c)})
 			case seen[c]:
 				errs = append(errs, &source.OptionError{Key: "columns", Msg: fmt.Sprintf("column %q given twice", c)})
 			}

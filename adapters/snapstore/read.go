@@ -213,7 +213,7 @@ func (t *table) openPage(ctx context.Context) error {
 	q.Set("version", strconv.FormatInt(t.version, 10))
 	q.Set("limit", strconv.Itoa(t.chunk))
 	if t.derive.columns != nil {
-		q.Set("columns", strings.Join(t.derive.columns, ","))
+		q.Set("columns", columnsParam(t.derive.columns))
 	}
 	for _, v := range t.derive.start {
 		q.Add("start", v)
@@ -366,4 +366,15 @@ func (t *table) Close() error {
 		t.release()
 	}
 	return nil
+}
+
+// columnsParam is the columns query parameter naming cols exactly: one
+// CSV record, every name in double quotes (a quote doubled), as the
+// server reads a name holding a comma, a quote or surrounding spaces.
+func columnsParam(cols []string) string {
+	q := make([]string, len(cols))
+	for i, c := range cols {
+		q[i] = `"` + strings.ReplaceAll(c, `"`, `""`) + `"`
+	}
+	return strings.Join(q, ",")
 }
