@@ -85,9 +85,15 @@ func TestRunErrorText(t *testing.T) {
 	}
 	// A commit that gave up while its last write may still land is
 	// unknown, not "nothing committed", though the store's error shows.
-	unknown := fmt.Errorf("committing: %w: %w", snapshot.ErrOutcomeUnknown, fmt.Errorf("gave up: %w", store.ErrUnavailable))
+	unknown := fmt.Errorf("committing: %w: %v", snapshot.ErrOutcomeUnknown, fmt.Errorf("gave up: %w", store.ErrUnavailable))
 	if c := runCode(unknown); c != "outcome_unknown" {
 		t.Errorf("code of an unknown commit %q", c)
+	}
+	// A run failed by the store whose abort's outcome is then unknown
+	// committed nothing.
+	failed := errors.Join(fmt.Errorf("recording: %w", store.ErrUnavailable), fmt.Errorf("aborting: %w", snapshot.ErrOutcomeUnknown))
+	if c := runCode(failed); c != "store_unavailable" {
+		t.Errorf("code of a run failed by the store, its abort unknown: %q", c)
 	}
 }
 

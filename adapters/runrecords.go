@@ -135,8 +135,10 @@ var runCodes = []struct {
 	{snapshot.ErrPartitionCount, "partition_count"},
 	{snapshot.ErrPartitionKey, "partition_key"},
 	{snapshot.ErrBadKey, "bad_key"},
-	{snapshot.ErrOutcomeUnknown, "outcome_unknown"},
+	// A run that failed for the store and whose abort's outcome is then
+	// unknown failed for the store: nothing of it was committed.
 	{store.ErrUnavailable, "store_unavailable"},
+	{snapshot.ErrOutcomeUnknown, "outcome_unknown"},
 	{ErrResourceNotFound, "resource_not_found"},
 	{ErrBadSelection, "bad_selection"},
 	{ErrNoKey, "no_key"},

@@ -756,7 +756,9 @@ func TestTablesRunKeyChanged(t *testing.T) {
 		t.Fatalf("run after a key change: %s %s: %s", second.Status, second.Code, second.Error)
 	}
 	// What the error says: a run without the table, then with it again.
-	spec.Exclude, spec.AllowDroppedTables = []string{"b"}, true
+	// b holds most of the dataset's rows: dropping it takes max_shrink
+	// (or a forced run), as the guard's refusal would say.
+	spec.Exclude, spec.AllowDroppedTables, spec.Guard.MaxShrink = []string{"b"}, true, 1
 	if _, _, err := ts.svc.PutAdapter(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
@@ -788,13 +790,14 @@ func TestTablesRunDroppedCounted(t *testing.T) {
 	if _, err := ts.svc.CreateConnection(ctx, api.Connection{Name: "src", Type: "sqlite", Options: map[string]any{"path": path}}); err != nil {
 		t.Fatal(noteErr(err))
 	}
-	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "ds", Connection: "src", Include: []string{"*"}, AllowDroppedTables: true}); err != nil {
+	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "ds", Connection: "src", Include: []string{"*"}, AllowDroppedTables: true, Guard: api.Guard{MaxShrink: 1}}); err != nil {
 		t.Fatal(noteErr(err))
 	}
 	first := ts.runWait(t, "ds")
 	mustSucceed(t, first)
 
-	// b dropped, one row of a deleted: 3 + 1 rows deleted.
+	// b dropped, one row of a deleted: 3 + 1 rows deleted (of 5: past the
+	// default max_shrink, which this adapter lifts).
 	sqliteExec(t, path, "DROP TABLE b", "DELETE FROM a WHERE id = 2")
 	second := ts.runWait(t, "ds")
 	mustSucceed(t, second)

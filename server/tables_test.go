@@ -41,7 +41,7 @@ func writeTables(t *testing.T, db *snapshot.DB, tables map[string][][]snapshot.V
 	for name := range tables {
 		specs = append(specs, snapshot.TableSpec{Name: name, Schema: schemas[name]})
 	}
-	tr, err := db.BeginTablesRun(ctx, snapshot.DatasetConfig{Name: "shopdb", Retention: snapshot.Retention{MinVersions: 10}},
+	tr, err := db.BeginTablesRun(ctx, snapshot.DatasetConfig{Name: "shopdb", Retention: snapshot.Retention{MinVersions: 10}, Guard: snapshot.Guard{MaxShrink: 1}},
 		snapshot.TablesRunOptions{Tables: specs, DropMissing: true})
 	if err != nil {
 		t.Fatal(err)

@@ -237,9 +237,10 @@ func (db *DB) writeRow(ctx context.Context, ds *dataset, change func(st *rowStat
 			err := rowWriteGaveUp(ds.name, conflicts, failed, lastErr)
 			if werr != nil {
 				// The last write may still land (store.S9): unknown
-				// until a later write of the row fences it.
+				// until a later write of the row fences it, and not
+				// the store's "nothing happened" (its error as text).
 				db.unsettle(ds, raw)
-				return base, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+				return base, fmt.Errorf("%w: %v", ErrOutcomeUnknown, err)
 			}
 			return base, err
 		}
