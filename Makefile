@@ -33,12 +33,14 @@ examples/shop.db: | build
 	$(BIN) sqlite examples/shop.db < examples/shop.sql
 
 # make run LISTEN=127.0.0.1:8081 serves on another address (client commands
-# then need --server http://127.0.0.1:8081 or SNAPSTORE_LISTEN set the same).
+# then need --server http://127.0.0.1:8081 or SNAPSTORE_LISTEN set the same);
+# DATA=DIR keeps the store in another directory than ./data.
 LISTEN ?=
+DATA ?=
 
 .PHONY: run
-run: build examples/shop.db ## build and start snapstore on ./data with the sample SQLite source (README); LISTEN=host:port to move it
-	$(BIN) serve --config examples/snapstore.yaml $(if $(LISTEN),--listen $(LISTEN))
+run: build examples/shop.db ## build and start snapstore on ./data with the sample SQLite source (README); LISTEN=host:port, DATA=dir to move it
+	$(BIN) serve --config examples/snapstore.yaml $(if $(LISTEN),--listen $(LISTEN)) $(if $(DATA),--data $(DATA))
 
 .PHONY: reset-sample
 reset-sample: ## forget the sample: delete ./data and examples/shop.db (stop `make run` first)
