@@ -84,21 +84,34 @@ func (c *pcluster) add() *proc {
 	t.Helper()
 	i := len(c.nodes)
 	host := fmt.Sprintf("127.0.0.%d", i+1)
-	c.gossip = append(c.gossip, gossipAddr(t, host))
 	data, id := c.newDataDir()
-	e := append(slices.Clone(c.env),
-		"SNAPSTORE_DATA="+data,
-		"SNAPSTORE_LISTEN="+host+":0",
-		"SNAPSTORE_CLUSTER_BIND="+c.gossip[i],
-		"SNAPSTORE_CLUSTER_TRANSFER_LISTEN="+gossipAddr(t, host),
-		"SNAPSTORE_CLUSTER_TRANSFER_CERT_FILE="+filepath.Join(c.certs, id+".crt"),
-		"SNAPSTORE_CLUSTER_TRANSFER_KEY_FILE="+filepath.Join(c.certs, id+".key"))
-	if i > 0 {
-		e = append(e, "SNAPSTORE_CLUSTER_JOIN="+c.gossip[0])
+	// The gossip and transfer ports are picked free, then bound by the
+	// node a moment later; another process may take one meanwhile (the
+	// other packages' tests run beside these): then others are picked.
+	for attempt := 1; ; attempt++ {
+		gossip := gossipAddr(t, host)
+		e := append(slices.Clone(c.env),
+			"SNAPSTORE_DATA="+data,
+			"SNAPSTORE_LISTEN="+host+":0",
+			"SNAPSTORE_CLUSTER_BIND="+gossip,
+			"SNAPSTORE_CLUSTER_TRANSFER_LISTEN="+gossipAddr(t, host),
+			"SNAPSTORE_CLUSTER_TRANSFER_CERT_FILE="+filepath.Join(c.certs, id+".crt"),
+			"SNAPSTORE_CLUSTER_TRANSFER_KEY_FILE="+filepath.Join(c.certs, id+".key"))
+		if i > 0 {
+			e = append(e, "SNAPSTORE_CLUSTER_JOIN="+c.gossip[0])
+		}
+		p := newServerWith(t, "no-secret-here", c.cfg, e...)
+		if p.startOrConflict() {
+			if attempt == 3 {
+				t.Fatalf("node %d: its addresses were taken three times:\n%s", i+1, p.logTail(40))
+			}
+			t.Logf("node %d: an address it was given was taken; picking others", i+1)
+			continue
+		}
+		c.gossip = append(c.gossip, gossip)
+		c.nodes, c.ids = append(c.nodes, p), append(c.ids, id)
+		return p
 	}
-	p := startServerWith(t, "no-secret-here", c.cfg, e...)
-	c.nodes, c.ids = append(c.nodes, p), append(c.ids, id)
-	return p
 }
 
 // newDataDir makes a node's data directory with its node id and a

@@ -51,9 +51,9 @@ func startServer(t *testing.T, secret string, extraEnv ...string) *proc {
 	return startServerWith(t, secret, "", extraEnv...)
 }
 
-// startServerWith is startServer with extraConfig (YAML) appended to the
-// config file.
-func startServerWith(t *testing.T, secret, extraConfig string, extraEnv ...string) *proc {
+// newServerWith makes the process of startServerWith, not started: its
+// config (extraConfig, YAML, appended to startServer's) and environment.
+func newServerWith(t *testing.T, secret, extraConfig string, extraEnv ...string) *proc {
 	t.Helper()
 	if binPath == "" {
 		t.Skip("the snapstore binary was not built: -short, or no test service is set")
@@ -119,7 +119,6 @@ func startServerWith(t *testing.T, secret, extraConfig string, extraEnv ...strin
 	}
 	p.addSecret(secret)
 	t.Cleanup(p.cleanup)
-	p.start()
 	return p
 }
 
@@ -130,6 +129,17 @@ var listenRE = regexp.MustCompile(`msg="snapstore serving" listen=(\S+)(?: \S+)*
 
 // start starts the process and waits until it serves /readyz.
 func (p *proc) start() {
+	p.t.Helper()
+	if p.startOrConflict() {
+		p.t.Fatalf("server exited before serving:\n%s", p.logTail(40))
+	}
+}
+
+// startOrConflict is start, but reports a server that exited before
+// serving because an address it was given to listen on was taken (a port
+// the test picked free, taken by another process before the server bound
+// it) instead of failing the test: the caller picks others.
+func (p *proc) startOrConflict() (conflict bool) {
 	t := p.t
 	t.Helper()
 	if p.cmd != nil {
@@ -169,6 +179,9 @@ func (p *proc) start() {
 		select {
 		case <-p.exited:
 			p.cmd = nil
+			if strings.Contains(p.logTail(40), "bind: address already in use") {
+				return true
+			}
 			t.Fatalf("server exited before serving:\n%s", p.logTail(40))
 		default:
 		}
@@ -564,4 +577,13 @@ func poll(t testing.TB, within time.Duration, what string, f func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// startServerWith is startServer with extraConfig (YAML) appended to the
+// config file.
+func startServerWith(t *testing.T, secret, extraConfig string, extraEnv ...string) *proc {
+	t.Helper()
+	p := newServerWith(t, secret, extraConfig, extraEnv...)
+	p.start()
+	return p
 }
