@@ -168,8 +168,10 @@ const maxRowConflicts = 32
 // finds its effect already there (a later write hid the name) returns
 // errNoChange: every change function is written so. The new state is installed
 // in memory only once it is durable. Errors: change's, ErrOutcomeUnknown
-// when the row cannot be read back, the store's for a conflict it cannot
-// read past.
+// when the row cannot be read back, or when any error ends the call while
+// a write of it that failed may still land (the row last seen holding
+// what that write was checked against), the store's for a conflict it
+// cannot read past.
 func (db *DB) writeRow(ctx context.Context, ds *dataset, change func(st *rowState) error) (rowState, error) {
 	ds.rowMu.Lock()
 	defer ds.rowMu.Unlock()
@@ -182,6 +184,18 @@ func (db *DB) writeRow(ctx context.Context, ds *dataset, change func(st *rowStat
 	// (conflicts), or failed (failed, the last error lastErr).
 	var conflicts, failed int
 	var lastErr error
+	// mayLand says a write of this call failed in a way that may still
+	// apply it (store.S9) and the row was since seen holding its check
+	// value, landed, still: an error returned then is an unknown outcome,
+	// and the row is left for the keeper to fence.
+	mayLand := false
+	unknown := func(err error) error {
+		if !mayLand {
+			return err
+		}
+		db.unsettle(ds, raw)
+		return fmt.Errorf("%w: %w (an earlier write of it failed and may still land)", ErrOutcomeUnknown, err)
+	}
 	for attempt := 0; ; attempt++ {
 		next := base.clone()
 		err := change(&next)
@@ -198,7 +212,7 @@ func (db *DB) writeRow(ctx context.Context, ds *dataset, change func(st *rowStat
 			continue
 		}
 		if err != nil {
-			return base, err
+			return base, unknown(err)
 		}
 		if next.Format == 0 {
 			next.Format = metaFormat // a new row
@@ -226,7 +240,7 @@ func (db *DB) writeRow(ctx context.Context, ds *dataset, change func(st *rowStat
 			return next, nil
 		}
 		if werr != nil && !retryable(werr) {
-			return base, fmt.Errorf("snapshot: writing the metadata of %s: %w", ds.name, werr)
+			return base, unknown(fmt.Errorf("snapshot: writing the metadata of %s: %w", ds.name, werr))
 		}
 		if werr != nil {
 			failed, lastErr = failed+1, werr
@@ -258,6 +272,9 @@ func (db *DB) writeRow(ctx context.Context, ds *dataset, change func(st *rowStat
 			// after a later attempt was refused for the row it changed.
 			return now, nil
 		}
+		// A failed write may still land while the row holds what it was
+		// checked against.
+		mayLand = bytes.Equal(nowRaw, raw) && (werr != nil || mayLand)
 		base, raw, fresh = now, nowRaw, true
 	}
 }

@@ -7,6 +7,7 @@ package snapshot
 // and after a simulated crash (faultHarness.checkVersions).
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -623,5 +624,49 @@ func TestFaultLateRowWriteFenced(t *testing.T) {
 			}
 			t.Log(settled)
 		})
+	}
+}
+
+// TestFaultRowWriteCanceledAfterLateWrite: a tag whose first write of
+// the row times out at the client (it may land later, store.S9), the row
+// read back unchanged, and whose caller goes away before the next attempt
+// fails with the caller's error. The first write may still land, so the
+// tag's outcome is unknown (ErrOutcomeUnknown), and once the keeper has
+// settled the row the late write, landing, changes nothing.
+func TestFaultRowWriteCanceledAfterLateWrite(t *testing.T) {
+	h := newFaultHarness(t, 11)
+	ds := "d"
+	v1 := h.run(ds, srcA)
+	ctx, cancel := context.WithCancel(h.ctx)
+	defer cancel()
+	late := false
+	h.decide(func(c storetest.Call) storetest.Fault {
+		if isDatasetRow(c, ds) && c.Op == storetest.OpCheckAndMutate && !late {
+			late = true
+			return storetest.Late
+		}
+		return storetest.NoFault
+	})
+	// The caller goes away as the row is read back after the late write.
+	h.fs.SetBefore(func(c storetest.Call) {
+		if late && isDatasetRow(c, ds) && !c.Op.IsWrite() {
+			cancel()
+		}
+	})
+	err := h.db.Tag(ctx, ds, "t", v1.Version)
+	h.fs.SetBefore(nil)
+	h.decide(nil)
+	if !errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("tag whose late write may land, its caller gone: %v, want ErrOutcomeUnknown", err)
+	}
+	settle(t, h.db) // the keeper's work
+	_, _, terr := h.read(h.db, ds, At{Tag: "t"})
+	settled := terr == nil
+	if n := h.fs.LandLate(h.ctx); n != 1 {
+		t.Fatalf("%d late writes sent, want 1", n)
+	}
+	h.crash() // read what the store holds
+	if _, _, terr := h.read(h.db, ds, At{Tag: "t"}); (terr == nil) != settled {
+		t.Fatalf("tag found %v once settled, and %v after the late write landed", settled, terr == nil)
 	}
 }
