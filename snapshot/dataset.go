@@ -70,8 +70,10 @@ type dataset struct {
 	// apply it (store.S9) and nothing has fenced it yet: it applies only
 	// while the row holds unsettledRaw, its check value, so the next write
 	// of the row that lands, or a read that finds the row moved on, settles
-	// it (datasetrow.go fenceRow); unsettledAt is when it failed.
+	// it (datasetrow.go fenceRow); unsettledSeq is the Seq of that check
+	// value, unsettledAt when the write failed.
 	unsettled    bool
+	unsettledSeq int64
 	unsettledRaw []byte
 	unsettledAt  time.Time
 	readers      map[*Reader]struct{}

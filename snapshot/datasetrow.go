@@ -193,7 +193,7 @@ func (db *DB) writeRow(ctx context.Context, ds *dataset, change func(st *rowStat
 		if !mayLand {
 			return err
 		}
-		db.unsettle(ds, raw)
+		db.unsettle(ds, base.Seq, raw)
 		return fmt.Errorf("%w: %w (an earlier write of it failed and may still land)", ErrOutcomeUnknown, err)
 	}
 	for attempt := 0; ; attempt++ {
@@ -253,7 +253,7 @@ func (db *DB) writeRow(ctx context.Context, ds *dataset, change func(st *rowStat
 				// The last write may still land (store.S9): unknown
 				// until a later write of the row fences it, and not
 				// the store's "nothing happened" (its error as text).
-				db.unsettle(ds, raw)
+				db.unsettle(ds, base.Seq, raw)
 				return base, fmt.Errorf("%w: %v", ErrOutcomeUnknown, err)
 			}
 			return base, err
@@ -262,7 +262,7 @@ func (db *DB) writeRow(ctx context.Context, ds *dataset, change func(st *rowStat
 		now, nowRaw, err := db.rereadRow(ctx, ds)
 		if err != nil {
 			if werr != nil {
-				db.unsettle(ds, raw)
+				db.unsettle(ds, base.Seq, raw)
 				return base, fmt.Errorf("%w: writing the metadata of %s: %v; reading it back: %v", ErrOutcomeUnknown, ds.name, werr, err)
 			}
 			return base, err
@@ -316,7 +316,7 @@ func (db *DB) rereadRow(ctx context.Context, ds *dataset) (rowState, []byte, err
 			}
 			if err = db.loadBodies(ctx, ds, st); err == nil {
 				ds.install(st, raw)
-				ds.settle(raw)
+				ds.settle(st.Seq, raw)
 				return st, raw, nil
 			}
 		}
@@ -332,23 +332,26 @@ func (db *DB) rereadRow(ctx context.Context, ds *dataset) (rowState, []byte, err
 	}
 }
 
-// unsettle records that a write of ds's row checked against raw failed
-// in a way that may still apply it (store.S9): until the row is seen to
-// hold something else, the write may land, and the operation that made it
-// reported ErrOutcomeUnknown.
-func (db *DB) unsettle(ds *dataset, raw []byte) {
+// unsettle records that a write of ds's row checked against raw (the
+// encoding of a state of sequence seq) failed in a way that may still
+// apply it (store.S9): until the row is seen to hold something else, the
+// write may land, and the operation that made it reported
+// ErrOutcomeUnknown.
+func (db *DB) unsettle(ds *dataset, seq int64, raw []byte) {
 	ds.mu.Lock()
-	ds.unsettled, ds.unsettledRaw, ds.unsettledAt = true, raw, db.opts.now()
+	ds.unsettled, ds.unsettledSeq, ds.unsettledRaw, ds.unsettledAt = true, seq, raw, db.opts.now()
 	ds.mu.Unlock()
 }
 
-// settle clears ds's unsettled write once the row is seen holding raw
-// (nil: no row) other than what that write was checked against: a row
-// never holds an encoding twice (each write has a new Seq and nonce), so
-// the write can no longer apply, whether it landed or not.
-func (ds *dataset) settle(raw []byte) {
+// settle clears ds's unsettled write once a read finds the row holding
+// raw, of sequence seq, later than what that write was checked against,
+// or no row (nil): a row never holds an encoding twice (each write has a
+// new Seq and nonce), so the write can no longer apply, whether it landed
+// or not. A read older than the check (one made before a write of this
+// DB moved the row on, answered after another failed) proves nothing.
+func (ds *dataset) settle(seq int64, raw []byte) {
 	ds.mu.Lock()
-	if ds.unsettled && !bytes.Equal(raw, ds.unsettledRaw) {
+	if ds.unsettled && !bytes.Equal(raw, ds.unsettledRaw) && (raw == nil || ds.unsettledRaw == nil || seq > ds.unsettledSeq) {
 		ds.unsettled, ds.unsettledRaw = false, nil
 	}
 	ds.mu.Unlock()

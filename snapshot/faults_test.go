@@ -670,3 +670,86 @@ func TestFaultRowWriteCanceledAfterLateWrite(t *testing.T) {
 		t.Fatalf("tag found %v once settled, and %v after the late write landed", settled, terr == nil)
 	}
 }
+
+// TestFaultFenceStaleReadKeepsNewerUnsettled: the keeper's read of the
+// row, made to fence one unknown write, returns a state that a write of
+// this DB then moves past, and another write of this DB, checked against
+// that newer state, fails and may land late, before the keeper settles
+// what it read. The keeper must not take its older read for proof that
+// the newer write can no longer land: once it has run, the late write,
+// landing, changes nothing.
+func TestFaultFenceStaleReadKeepsNewerUnsettled(t *testing.T) {
+	h := newFaultHarness(t, 12)
+	h.opts.keepEvery = time.Hour // the test plays the keeper
+	h.db.Close()
+	h.db = h.open(h.opts)
+	ds := "d"
+	v1 := h.run(ds, srcA)
+	// Every write of the row late, reads answering: a tag gives up, of
+	// unknown outcome.
+	lateRow := func(c storetest.Call) storetest.Fault {
+		if isDatasetRow(c, ds) && c.Op == storetest.OpCheckAndMutate {
+			return storetest.Late
+		}
+		return storetest.NoFault
+	}
+	// The keeper has a write to fence; its late writes never land.
+	h.decide(lateRow)
+	if err := h.db.Tag(h.ctx, ds, "a", v1.Version); !errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("first tag: %v, want ErrOutcomeUnknown", err)
+	}
+	h.decide(nil)
+	h.fs.DropLate()
+	// Another process commits a version this DB has not read.
+	other := h.open(h.opts)
+	r, err := h.begin(other, ds, srcB, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.commit(r, srcB); err != nil {
+		t.Fatal(err)
+	}
+	// The keeper reads the row and stops reading the new version's body.
+	var ds1 *dataset
+	for _, d := range h.db.allDatasets() {
+		if d.name == ds {
+			ds1 = d
+		}
+	}
+	blocked, release := make(chan struct{}), make(chan struct{})
+	armed := true
+	h.fs.SetBefore(func(c storetest.Call) {
+		if armed && c.Op == storetest.OpGet && c.Table == "meta" && !isDatasetRow(c, ds) {
+			armed = false
+			close(blocked)
+			<-release
+		}
+	})
+	errc := make(chan error, 1)
+	go func() { errc <- h.db.learnPending(h.ctx, ds1) }()
+	<-blocked
+	// Meanwhile a tag of this DB lands, and another fails, its write late.
+	if err := h.db.Tag(h.ctx, ds, "x", v1.Version); err != nil {
+		t.Fatal(err)
+	}
+	h.decide(lateRow)
+	if err := h.db.Tag(h.ctx, ds, "y", v1.Version); !errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("tag y: %v, want ErrOutcomeUnknown", err)
+	}
+	h.decide(nil)
+	close(release)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	h.fs.SetBefore(nil)
+	settle(t, h.db) // the keeper's next round
+	_, _, terr := h.read(h.db, ds, At{Tag: "y"})
+	settled := terr == nil
+	if n := h.fs.LandLate(h.ctx); n == 0 {
+		t.Fatal("no late write sent")
+	}
+	h.crash()
+	if _, _, terr := h.read(h.db, ds, At{Tag: "y"}); (terr == nil) != settled {
+		t.Fatalf("tag y found %v once the keeper had run, and %v after its late write landed", settled, terr == nil)
+	}
+}
