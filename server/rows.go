@@ -1,9 +1,7 @@
 package server
 
 import (
-	"encoding/csv"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -94,8 +92,8 @@ func rowKeyParts(c echo.Context) ([]string, error) {
 // of column names, blanks dropped; nil (every column) when absent. A
 // name holding a comma or a double quote is given in double quotes, as a
 // CSV field is (RFC 4180: columns=id,"price, net","say ""hi"""), and is
-// taken as quoted, spaces and all; the other names lose the spaces
-// around them.
+// taken as quoted, spaces and all; the other names, and the spaces around
+// a quoted one, lose the spaces around them.
 func parseColumns(c echo.Context) ([]string, error) {
 	if c.Request().URL.RawQuery == "" {
 		return nil, nil
@@ -105,29 +103,48 @@ func parseColumns(c echo.Context) ([]string, error) {
 		return nil, nil
 	}
 	var cols []string
-	if !strings.Contains(v, `"`) {
-		for _, p := range strings.Split(v, ",") {
-			if p = strings.TrimSpace(p); p != "" {
-				cols = append(cols, p)
+	for rest := v; ; {
+		var name string
+		p := strings.TrimLeft(rest, " \t")
+		if strings.HasPrefix(p, `"`) {
+			// A quoted name: up to the quote not doubled.
+			var b strings.Builder
+			i := 1
+			for {
+				j := strings.IndexByte(p[i:], '"')
+				if j < 0 {
+					return nil, BadField("columns", "a double quote left open (a name holding a comma or a double quote is given as \"a, b\", a quote doubled)")
+				}
+				b.WriteString(p[i : i+j])
+				i += j + 1
+				if !strings.HasPrefix(p[i:], `"`) {
+					break
+				}
+				b.WriteByte('"')
+				i++
+			}
+			name, p = b.String(), strings.TrimLeft(p[i:], " \t")
+			if p != "" && p[0] != ',' {
+				return nil, BadField("columns", "%q after the quoted name %q (names are separated by commas)", p, name)
+			}
+		} else {
+			j := strings.IndexByte(p, ',')
+			if j < 0 {
+				j = len(p)
+			}
+			name, p = strings.TrimSpace(p[:j]), p[j:]
+			if strings.Contains(name, `"`) {
+				return nil, BadField("columns", "column %q: a name holding a double quote is given in double quotes, the quote doubled", name)
 			}
 		}
-		return cols, nil
-	}
-	r := csv.NewReader(strings.NewReader(v))
-	r.TrimLeadingSpace = true
-	fields, err := r.Read()
-	if err != nil {
-		return nil, BadField("columns", "a quoted column name does not parse as a CSV field (a name holding a comma or a double quote is given as \"a, b\", a quote doubled): %v", err)
-	}
-	if _, err := r.Read(); err != io.EOF {
-		return nil, BadField("columns", "a line break outside double quotes")
-	}
-	for _, f := range fields {
-		if f != "" {
-			cols = append(cols, f)
+		if name != "" {
+			cols = append(cols, name)
 		}
+		if p == "" {
+			return cols, nil
+		}
+		rest = p[1:] // past the comma
 	}
-	return cols, nil
 }
 
 // scanRows answers GET /v1/datasets/{dataset}/rows: rows in key order at

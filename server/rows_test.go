@@ -151,3 +151,28 @@ func TestRows_ColumnsQuoted(t *testing.T) {
 	}
 	f.wantProblem(400, "bad_request", "columns", "GET", "/v1/datasets/odd/rows?columns="+url.QueryEscape(`id,"price`), "")
 }
+
+// TestRows_ColumnsQuotedSpaces: in a columns= list holding a quoted name,
+// the unquoted names lose the spaces around them as in a list without
+// one, and spaces around a quoted name are not part of it; text after a
+// quoted name, or a quote in an unquoted one, is 400 naming columns.
+func TestRows_ColumnsQuotedSpaces(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.exec(`CREATE TABLE odd (id INTEGER PRIMARY KEY, "price, net" REAL, plain TEXT)`)
+	f.exec(`INSERT INTO odd VALUES (1, 2.5, 'p')`)
+	f.must(201, "POST", "/v1/adapters", `{"name":"odd","connection":"shop","resource":"odd"}`)
+	f.run("odd")
+	for _, list := range []string{`plain ,"price, net"`, `"price, net" , plain`, ` plain , "price, net" `} {
+		var page struct {
+			Rows []map[string]any `json:"rows"`
+		}
+		f.must(200, "GET", "/v1/datasets/odd/rows?columns="+url.QueryEscape(list), "").json(t, &page)
+		if len(page.Rows) != 1 || len(page.Rows[0]) != 2 || page.Rows[0]["price, net"] != 2.5 || page.Rows[0]["plain"] != "p" {
+			t.Fatalf("columns %q: %+v", list, page.Rows)
+		}
+	}
+	// Text after a quoted name, and a quote in an unquoted one.
+	for _, list := range []string{`"price, net"x,plain`, `plain,pl"ain`} {
+		f.wantProblem(400, "bad_request", "columns", "GET", "/v1/datasets/odd/rows?columns="+url.QueryEscape(list), "")
+	}
+}
