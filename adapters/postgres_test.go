@@ -194,3 +194,37 @@ func TestPostgresPermissionDenied(t *testing.T) {
 		t.Fatalf("current version %d after the refused read, want %d", cur.Version, first.Version)
 	}
 }
+
+// TestPostgresNoConnectPrivilege: a user refused CONNECT on the database
+// (PostgreSQL says so in the error's detail, not its message) is refused
+// at the connection, as the credentials are: cause auth, run code
+// source_auth, not source_permission, which is for a grant on a table,
+// column or schema once connected.
+func TestPostgresNoConnectPrivilege(t *testing.T) {
+	e := postgresEnv(t)
+	ctx := context.Background()
+	var b [4]byte
+	rand.Read(b[:])
+	user := "snap_noconn_" + hex.EncodeToString(b[:])
+	e.exec(t, "", "CREATE ROLE "+user+" LOGIN PASSWORD '"+testFilePassword+"'")
+	t.Cleanup(func() { e.exec(t, "", "DROP OWNED BY "+user, "DROP ROLE "+user) })
+	db := e.tempDatabase(t, "noconn")
+	e.exec(t, db, "CREATE TABLE t (id int PRIMARY KEY)", "INSERT INTO t VALUES (1), (2)", "GRANT SELECT ON t TO "+user)
+	e.exec(t, "", "GRANT CONNECT ON DATABASE "+quotePostgresIdent(db)+" TO "+user)
+	ts := newStack(t, Options{})
+	if _, err := ts.svc.CreateConnection(ctx, api.Connection{Name: "src", Type: "postgres", Sharing: string(SharingSingleUse), Options: map[string]any{
+		"host": e.Host, "port": e.Port, "user": user, "password": testFilePassword, "database": db, "sslmode": "disable"}}); err != nil {
+		t.Fatal(noteErr(err))
+	}
+	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "t", Connection: "src", Resource: "t"}); err != nil {
+		t.Fatal(noteErr(err))
+	}
+	e.exec(t, "", "REVOKE CONNECT ON DATABASE "+quotePostgresIdent(db)+" FROM PUBLIC, "+user)
+	res, err := ts.svc.TestConnection(ctx, "src")
+	if err != nil || res.OK || res.Cause != "auth" {
+		t.Errorf("test of a connection refused CONNECT: %+v %v", res, err)
+	}
+	if r := ts.runWait(t, "t"); r.Status != RunFailed || r.Code != "source_auth" {
+		t.Fatalf("a run refused CONNECT: %s %s: %s", r.Status, r.Code, r.Error)
+	}
+}

@@ -309,7 +309,7 @@ func classifyPostgres(ctx context.Context, err error) string {
 		return "config"
 	case errors.As(err, &pe):
 		switch {
-		case pe.Code == "28P01", pe.Code == "28000", pe.Code == "42501" && strings.Contains(pe.Message, "CONNECT"):
+		case pe.Code == "28P01", pe.Code == "28000", noConnectPrivilege(pe):
 			return "auth" // invalid_password, invalid_authorization_specification, no CONNECT privilege
 		case pe.Code == "3D000":
 			return "unknown_database" // invalid_catalog_name
@@ -346,13 +346,21 @@ func pgconnClosed(err error) bool {
 	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "unexpected EOF") || strings.HasSuffix(msg, ": EOF")
 }
 
+// noConnectPrivilege reports whether pe refuses the user CONNECT on the
+// database (42501 at the connection): PostgreSQL names the privilege in the
+// error's detail ("User does not have CONNECT privilege."), its message
+// being "permission denied for database ...".
+func noConnectPrivilege(pe *pgconn.PgError) bool {
+	return pe.Code == "42501" && (strings.Contains(pe.Detail, "CONNECT") || strings.Contains(pe.Message, "CONNECT"))
+}
+
 // wrapPostgresErr marks a pgx error with ErrSourceAuth or
 // ErrSourceUnavailable when it is one, keeping the error in the chain.
 func wrapPostgresErr(ctx context.Context, err error) error {
 	if err == nil || ctx.Err() != nil {
 		return err
 	}
-	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "42501" && !strings.Contains(pe.Message, "CONNECT") {
+	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "42501" && !noConnectPrivilege(pe) {
 		// insufficient_privilege on a table, column or schema: a grant.
 		return fmt.Errorf("%w: %w", source.ErrSourcePermission, err)
 	}
