@@ -110,6 +110,16 @@ func (db *DB) rollbackTables(ctx context.Context, ds *dataset, cfg DatasetConfig
 		}
 	}()
 	for _, t := range target.Tables {
+		// A table replaced since with the same key takes the rows as the
+		// current one places them (its partition key, planTables); a
+		// table the current version lacks is added again as the target
+		// placed it.
+		pk := t.PartitionKey
+		if current != nil {
+			if c, ok := current.Table(t.Name); ok && c.Number != t.Number {
+				pk = nil
+			}
+		}
 		// The source: the target version's table, pinned (G2) for the
 		// whole run.
 		rd, err := db.TableReader(ctx, dataset, t.Name, At{Version: to})
@@ -118,7 +128,7 @@ func (db *DB) rollbackTables(ctx context.Context, ds *dataset, cfg DatasetConfig
 			return fail(err)
 		}
 		readers = append(readers, rd)
-		opts.Tables = append(opts.Tables, TableSpec{Name: t.Name, Schema: t.Schema, Partitions: t.Partitions, PartitionKey: t.PartitionKey})
+		opts.Tables = append(opts.Tables, TableSpec{Name: t.Name, Schema: t.Schema, Partitions: t.Partitions, PartitionKey: pk})
 	}
 	tr, err := db.beginTables(ctx, ds, cfg, opts, "rollback", to)
 	if err != nil {

@@ -776,3 +776,36 @@ func TestTablesEmptyGuard(t *testing.T) {
 		t.Fatalf("after the refused run: %+v %v", info, err)
 	}
 }
+
+// TestTablesRollbackAcrossReplacedPartitionKey: a table dropped and added
+// again since the target with its key but placed by other columns (its
+// partition key) rolls back as one added again with its key does, its
+// rows placed as the current table places them, not refused for a
+// partition key the request never gave.
+func TestTablesRollbackAcrossReplacedPartitionKey(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t, newTestStore(t), Options{})
+	drop := TablesRunOptions{DropMissing: true}
+	must := func(tables []shopTable, opts TablesRunOptions) VersionInfo {
+		t.Helper()
+		vi, _, err := runTables(t, db, tablesConfig, opts, tables)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return vi
+	}
+	byOrder := shop(1)
+	byOrder[1].spec.PartitionKey = []string{"order_id"}
+	v1 := must(byOrder, TablesRunOptions{})
+	must([]shopTable{shop(2)[0], shop(2)[2]}, drop) // order_lines dropped
+	v3 := must(shop(3), drop)                       // and added again, placed by its key
+	l1, _ := v1.Table("public.order_lines")
+	if l3, _ := v3.Table("public.order_lines"); l1.Number == l3.Number {
+		t.Fatal("order_lines added again kept its number")
+	}
+	v4, err := db.Rollback(ctx, "shop", v1.Version)
+	if err != nil {
+		t.Fatalf("rollback across a table added again placed by other columns: %v", err)
+	}
+	checkShop(t, db, v4.Version, byOrder)
+}
