@@ -93,11 +93,12 @@ func TestValidateRead(t *testing.T) {
 	}
 }
 
-// TestColumnsParam: the columns a copy keeps are asked of the scan each
-// in double quotes, so that a name holding a comma or a quote is one name
-// (the server reads columns= as a CSV record).
+// TestColumnsParam: the columns a copy keeps are asked of the scan in
+// double quotes where a name holds a comma, a quote or surrounding spaces,
+// so that it is one name (the server reads columns= as a CSV record), and
+// bare otherwise, as a server reading no quotes takes them.
 func TestColumnsParam(t *testing.T) {
-	if got, want := columnsParam([]string{"id", "a,b", `say "hi"`, " pad "}), `"id","a,b","say ""hi"""," pad "`; got != want {
+	if got, want := columnsParam([]string{"id", "a,b", `say "hi"`, " pad ", "two words"}), `id,"a,b","say ""hi"""," pad ",two words`; got != want {
 		t.Fatalf("columnsParam: %s, want %s", got, want)
 	}
 }

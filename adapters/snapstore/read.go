@@ -369,12 +369,17 @@ func (t *table) Close() error {
 }
 
 // columnsParam is the columns query parameter naming cols exactly: one
-// CSV record, every name in double quotes (a quote doubled), as the
-// server reads a name holding a comma, a quote or surrounding spaces.
+// CSV record, a name holding a comma, a double quote or surrounding
+// spaces in double quotes (a quote doubled), as the server reads it. The
+// other names go bare, as a server that reads no quotes (before quoted
+// names) takes them too.
 func columnsParam(cols []string) string {
 	q := make([]string, len(cols))
 	for i, c := range cols {
-		q[i] = `"` + strings.ReplaceAll(c, `"`, `""`) + `"`
+		if strings.ContainsAny(c, `,"`) || strings.TrimSpace(c) != c {
+			c = `"` + strings.ReplaceAll(c, `"`, `""`) + `"`
+		}
+		q[i] = c
 	}
 	return strings.Join(q, ",")
 }
