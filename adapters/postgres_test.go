@@ -160,29 +160,39 @@ func TestPostgresUnknownEstimate(t *testing.T) {
 	}
 }
 
-// TestPostgresPermissionDenied: a run of a table whose SELECT privilege
-// the user lost fails with source_permission (a grant to fix), not the
-// catch-all error or source_auth (the credentials are fine), and the
-// current version stays.
-func TestPostgresPermissionDenied(t *testing.T) {
-	e := postgresEnv(t)
-	ctx := context.Background()
+// grantedPostgresAdapter makes a role of its own (dropped at the end), a
+// database (named after what) whose table t it may read and connect to,
+// and on a new stack the connection "src" as that role (of sharing mode
+// sharing, "" for the default) and the adapter "t" of table t.
+func grantedPostgresAdapter(t *testing.T, e postgresTestEnv, what string, sharing Sharing) (ts *testStack, db, user string) {
+	t.Helper()
 	var b [4]byte
 	rand.Read(b[:])
-	user := "snap_perm_" + hex.EncodeToString(b[:])
+	user = "snap_" + what + "_" + hex.EncodeToString(b[:])
 	e.exec(t, "", "CREATE ROLE "+user+" LOGIN PASSWORD '"+testFilePassword+"'")
 	t.Cleanup(func() { e.exec(t, "", "DROP OWNED BY "+user, "DROP ROLE "+user) })
-	db := e.tempDatabase(t, "perm")
+	db = e.tempDatabase(t, what)
 	e.exec(t, db, "CREATE TABLE t (id int PRIMARY KEY)", "INSERT INTO t VALUES (1), (2)", "GRANT SELECT ON t TO "+user)
 	e.exec(t, "", "GRANT CONNECT ON DATABASE "+quotePostgresIdent(db)+" TO "+user)
-	ts := newStack(t, Options{})
-	if _, err := ts.svc.CreateConnection(ctx, api.Connection{Name: "src", Type: "postgres", Options: map[string]any{
+	ts = newStack(t, Options{})
+	ctx := context.Background()
+	if _, err := ts.svc.CreateConnection(ctx, api.Connection{Name: "src", Type: "postgres", Sharing: string(sharing), Options: map[string]any{
 		"host": e.Host, "port": e.Port, "user": user, "password": testFilePassword, "database": db, "sslmode": "disable"}}); err != nil {
 		t.Fatal(noteErr(err))
 	}
 	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "t", Connection: "src", Resource: "t"}); err != nil {
 		t.Fatal(noteErr(err))
 	}
+	return ts, db, user
+}
+
+// TestPostgresPermissionDenied: a run of a table whose SELECT privilege
+// the user lost fails with source_permission (a grant to fix), not the
+// catch-all error or source_auth (the credentials are fine), and the
+// current version stays.
+func TestPostgresPermissionDenied(t *testing.T) {
+	e := postgresEnv(t)
+	ts, db, user := grantedPostgresAdapter(t, e, "perm", "")
 	first := ts.runWait(t, "t")
 	mustSucceed(t, first)
 	e.exec(t, db, "REVOKE SELECT ON t FROM "+user)
@@ -203,22 +213,7 @@ func TestPostgresPermissionDenied(t *testing.T) {
 func TestPostgresNoConnectPrivilege(t *testing.T) {
 	e := postgresEnv(t)
 	ctx := context.Background()
-	var b [4]byte
-	rand.Read(b[:])
-	user := "snap_noconn_" + hex.EncodeToString(b[:])
-	e.exec(t, "", "CREATE ROLE "+user+" LOGIN PASSWORD '"+testFilePassword+"'")
-	t.Cleanup(func() { e.exec(t, "", "DROP OWNED BY "+user, "DROP ROLE "+user) })
-	db := e.tempDatabase(t, "noconn")
-	e.exec(t, db, "CREATE TABLE t (id int PRIMARY KEY)", "INSERT INTO t VALUES (1), (2)", "GRANT SELECT ON t TO "+user)
-	e.exec(t, "", "GRANT CONNECT ON DATABASE "+quotePostgresIdent(db)+" TO "+user)
-	ts := newStack(t, Options{})
-	if _, err := ts.svc.CreateConnection(ctx, api.Connection{Name: "src", Type: "postgres", Sharing: string(SharingSingleUse), Options: map[string]any{
-		"host": e.Host, "port": e.Port, "user": user, "password": testFilePassword, "database": db, "sslmode": "disable"}}); err != nil {
-		t.Fatal(noteErr(err))
-	}
-	if _, err := ts.svc.CreateAdapter(ctx, api.Adapter{Name: "t", Connection: "src", Resource: "t"}); err != nil {
-		t.Fatal(noteErr(err))
-	}
+	ts, db, user := grantedPostgresAdapter(t, e, "noconn", SharingSingleUse)
 	e.exec(t, "", "REVOKE CONNECT ON DATABASE "+quotePostgresIdent(db)+" FROM PUBLIC, "+user)
 	res, err := ts.svc.TestConnection(ctx, "src")
 	if err != nil || res.OK || res.Cause != "auth" {

@@ -106,6 +106,17 @@ func mustRunTables(t *testing.T, db *DB, tables []shopTable) VersionInfo {
 	return vi
 }
 
+// mustDropTables is mustRunTables of a run that drops the tables of the
+// current version it lacks (TablesRunOptions.DropMissing).
+func mustDropTables(t *testing.T, db *DB, tables []shopTable) VersionInfo {
+	t.Helper()
+	vi, _, err := runTables(t, db, tablesConfig, TablesRunOptions{DropMissing: true}, tables)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vi
+}
+
 // readTable returns every row of table of the test dataset at version v,
 // as JSON.
 func readTable(t *testing.T, db *DB, table string, v int64) []string {
@@ -556,18 +567,9 @@ func TestTablesGCAndRollback(t *testing.T) {
 func TestTablesRollbackAcrossReplaced(t *testing.T) {
 	ctx := context.Background()
 	db := openTestDB(t, newTestStore(t), Options{})
-	drop := TablesRunOptions{DropMissing: true}
-	must := func(tables []shopTable, opts TablesRunOptions) VersionInfo {
-		t.Helper()
-		vi, _, err := runTables(t, db, tablesConfig, opts, tables)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return vi
-	}
-	v1 := must(shop(1), TablesRunOptions{})
-	must(shop(2)[:2], drop)   // customers dropped
-	v3 := must(shop(3), drop) // and added again, same key
+	v1 := mustRunTables(t, db, shop(1))
+	mustDropTables(t, db, shop(2)[:2])   // customers dropped
+	v3 := mustDropTables(t, db, shop(3)) // and added again, same key
 	c1, _ := v1.Table("customers")
 	if c3, _ := v3.Table("customers"); c1.Number == c3.Number {
 		t.Fatal("customers added again kept its number")
@@ -578,10 +580,10 @@ func TestTablesRollbackAcrossReplaced(t *testing.T) {
 	}
 	checkShop(t, db, v4.Version, shop(1))
 	// Added again keyed by email.
-	must(shop(5)[:2], drop)
+	mustDropTables(t, db, shop(5)[:2])
 	byEmail := shop(6)
 	byEmail[2].spec.Schema = Schema{Columns: []Column{{Name: "name", Kind: KindString}, {Name: "email", Kind: KindString}}, Key: []string{"email"}}
-	v6 := must(byEmail, drop)
+	v6 := mustDropTables(t, db, byEmail)
 	_, err = db.Rollback(ctx, "shop", v1.Version)
 	if !errors.Is(err, ErrTableReplaced) || !strings.Contains(err.Error(), `"customers"`) || !strings.Contains(err.Error(), "keyed by email") {
 		t.Fatalf("rollback across a table added again with another key: %v", err)
@@ -785,20 +787,11 @@ func TestTablesEmptyGuard(t *testing.T) {
 func TestTablesRollbackAcrossReplacedPartitionKey(t *testing.T) {
 	ctx := context.Background()
 	db := openTestDB(t, newTestStore(t), Options{})
-	drop := TablesRunOptions{DropMissing: true}
-	must := func(tables []shopTable, opts TablesRunOptions) VersionInfo {
-		t.Helper()
-		vi, _, err := runTables(t, db, tablesConfig, opts, tables)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return vi
-	}
 	byOrder := shop(1)
 	byOrder[1].spec.PartitionKey = []string{"order_id"}
-	v1 := must(byOrder, TablesRunOptions{})
-	must([]shopTable{shop(2)[0], shop(2)[2]}, drop) // order_lines dropped
-	v3 := must(shop(3), drop)                       // and added again, placed by its key
+	v1 := mustRunTables(t, db, byOrder)
+	mustDropTables(t, db, []shopTable{shop(2)[0], shop(2)[2]}) // order_lines dropped
+	v3 := mustDropTables(t, db, shop(3))                       // and added again, placed by its key
 	l1, _ := v1.Table("public.order_lines")
 	if l3, _ := v3.Table("public.order_lines"); l1.Number == l3.Number {
 		t.Fatal("order_lines added again kept its number")
