@@ -2,13 +2,28 @@ package snapshot
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"testing"
 
+	"github.com/snapstore/snapstore/store/hbase/hbasetest"
 	"github.com/snapstore/snapstore/txn"
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain checks that no test leaves a goroutine behind, once the HBase
+// test tables are dropped (hbasetest.Finish).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	hbasetest.Finish()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: goroutines left after the tests: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
 
 var testSchema = Schema{
 	Columns: []Column{{Name: "id", Kind: KindInt}, {Name: "name", Kind: KindString, Nullable: true}},

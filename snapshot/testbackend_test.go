@@ -2,8 +2,6 @@ package snapshot
 
 import (
 	"context"
-	"fmt"
-	"hash/fnv"
 	"os"
 	"path/filepath"
 	"testing"
@@ -42,25 +40,25 @@ func openTestStore(t testing.TB, dir string) store.Store {
 	return st
 }
 
-// openHBaseTestStore maps dir to an HBase test table named after it; the
-// process that creates the table (marked by a file in dir) drops it when
-// its test ends.
+// openHBaseTestStore opens the HBase test table of dir: the one a file in
+// dir names (made by this process or its parent test), or else a fresh
+// one of the table pool (hbasetest.Take), named in that file and dropped
+// when the test that took it ends.
 func openHBaseTestStore(t testing.TB, dir string) store.Store {
 	t.Helper()
-	h := fnv.New64a()
-	h.Write([]byte(dir))
-	opts := hbasetest.Options(t)
-	opts.Table = fmt.Sprintf("snap_%x", h.Sum64())
 	marker := filepath.Join(dir, "hbase-table")
-	if _, err := os.Stat(marker); os.IsNotExist(err) {
+	var opts hbase.Options
+	switch name, err := os.ReadFile(marker); {
+	case err == nil:
+		opts = hbasetest.Options(t)
+		opts.Table = string(name)
+	case os.IsNotExist(err):
+		opts = hbasetest.Take(t)
 		if err := os.WriteFile(marker, []byte(opts.Table), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() {
-			if err := hbase.DropTable(context.Background(), opts); err != nil {
-				t.Logf("dropping %s: %v", opts.Table, err)
-			}
-		})
+	default:
+		t.Fatal(err)
 	}
 	return hbasetest.OpenOptions(t, opts)
 }

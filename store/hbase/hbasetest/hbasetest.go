@@ -9,6 +9,10 @@
 //		...
 //	}
 //
+// A suite of many short tests takes its tables with Take instead, from a
+// pool that creates them ahead and drops them behind (pool.go), and calls
+// Finish from its TestMain.
+//
 // The test HBase is the one scripts/hbase-standalone.sh starts; `make test`
 // exports its gateway address (testenv.HBaseThrift).
 package hbasetest
@@ -39,8 +43,13 @@ var (
 // timeout and a logger that discards. It skips t when there is no test
 // HBase (testenv.HBaseThrift).
 func Options(t testing.TB) hbase.Options {
+	return options(testenv.HBaseThrift(t))
+}
+
+// options are the Options of a fresh test table on the gateway at addr.
+func options(addr string) hbase.Options {
 	return hbase.Options{
-		Addr:        testenv.HBaseThrift(t),
+		Addr:        addr,
 		Namespace:   Namespace,
 		Table:       fmt.Sprintf("t%d_%d_%d", runID, os.Getpid()%1000, seq.Add(1)),
 		CallTimeout: 30 * time.Second,
