@@ -4,14 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -94,40 +92,6 @@ func (p *proc) seesAll(t *testing.T, ids []string) bool {
 	}
 	return true
 }
-
-// gossipAddr returns ip:port with a port free for TCP and UDP on ip.
-func gossipAddr(t *testing.T, ip string) string {
-	t.Helper()
-	givenAddrs.Lock()
-	defer givenAddrs.Unlock()
-	for range 20 {
-		l, err := net.Listen("tcp", ip+":0")
-		if err != nil {
-			t.Fatalf("listening on %s: %v", ip, err)
-		}
-		addr := l.Addr().String()
-		u, err := net.ListenPacket("udp", addr)
-		l.Close()
-		if err == nil {
-			u.Close()
-			// The kernel hands a port just closed out again: a node's
-			// gossip and transfer addresses, taken one after the other
-			// before it listens, could otherwise be the same.
-			if !givenAddrs.m[addr] {
-				givenAddrs.m[addr] = true
-				return addr
-			}
-		}
-	}
-	t.Fatalf("no port free for TCP and UDP on %s", ip)
-	return ""
-}
-
-// givenAddrs are the addresses gossipAddr returned in this process.
-var givenAddrs = struct {
-	sync.Mutex
-	m map[string]bool
-}{m: map[string]bool{}}
 
 // gossipKeyFile returns a new gossip key and a file that holds it.
 func gossipKeyFile(t *testing.T) (string, string) {
