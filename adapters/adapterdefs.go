@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/snapstore/snapstore/adapters/source"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
+	"github.com/snapstore/snapstore/adapters/source"
 	"github.com/snapstore/snapstore/api"
 )
 
@@ -180,10 +182,31 @@ func checkTables(prefix string, strategy Strategy, spec api.Adapter) []error {
 		if spec.AllowDroppedTables {
 			errs = append(errs, &OptionError{Key: prefix + "allow_dropped_tables", Msg: "applies to a dataset of several tables (resources, include, exclude) only"})
 		}
+		if len(spec.TableKeys) > 0 {
+			errs = append(errs, &OptionError{Key: prefix + "table_keys", Msg: "applies to a dataset of several tables (resources, include, exclude) only; one table's key is key_columns"})
+		}
 		return errs
 	}
 	if len(spec.KeyColumns) > 0 {
-		errs = append(errs, &OptionError{Key: prefix + "key_columns", Msg: "not with several tables: each table's key is its primary key"})
+		errs = append(errs, &OptionError{Key: prefix + "key_columns", Msg: "not with several tables: each table's key is its primary key, or its entry of table_keys"})
+	}
+	for _, name := range slices.Sorted(maps.Keys(spec.TableKeys)) {
+		key := prefix + "table_keys." + name
+		cols := spec.TableKeys[name]
+		switch {
+		case strings.TrimSpace(name) == "":
+			errs = append(errs, &OptionError{Key: prefix + "table_keys", Msg: "an empty table name"})
+			continue
+		case len(cols) == 0:
+			errs = append(errs, &OptionError{Key: key, Msg: "want the table's key columns, one or more"})
+		}
+		seen := map[string]bool{}
+		for i, c := range cols {
+			if c == "" || seen[c] {
+				errs = append(errs, &OptionError{Key: fmt.Sprintf("%s[%d]", key, i), Msg: "empty or repeated column name"})
+			}
+			seen[c] = true
+		}
 	}
 	if len(spec.SourceOptions) > 0 {
 		errs = append(errs, &OptionError{Key: prefix + "source_options", Msg: "not with several tables"})
@@ -373,10 +396,15 @@ func (s *Service) checkResource(ctx context.Context, spec api.Adapter) (warnings
 		// gain the key before the first run).
 		var sel []source.Resource
 		if sel, warnings, err = s.selectTables(ctx, l, spec); err == nil {
-			if w := keylessWarning(sel); w != "" {
-				warnings = append(warnings, w)
+			if err = s.checkTableKeys(ctx, l, spec, sel); err == nil {
+				if w := keylessWarning(spec, sel); w != "" {
+					warnings = append(warnings, w)
+				}
+				return warnings, nil
 			}
-			return warnings, nil
+		}
+		if oe := (*OptionError)(nil); errors.As(err, &oe) && strings.HasPrefix(oe.Key, "table_keys.") {
+			return nil, fmt.Errorf("adapter %q: %w", spec.Name, err)
 		}
 		if re := (*source.ResourceError)(nil); errors.As(err, &re) {
 			return nil, optionErrorIs(&OptionError{Key: fmt.Sprintf("resources[%d]", re.Index), Msg: err.Error()}, err)
@@ -425,27 +453,51 @@ func (s *Service) checkResource(ctx context.Context, spec api.Adapter) (warnings
 
 // keylessWarning is the warning of an adapter of several tables whose
 // selection holds tables without a usable key (source.Resource.Key, the
-// key a run would choose); "" when every table has one.
-func keylessWarning(sel []source.Resource) string {
+// key a run would choose) and without an entry of table_keys; "" when
+// every table has one.
+func keylessWarning(spec api.Adapter, sel []source.Resource) string {
 	var names []string
 	for _, r := range sel {
-		if len(r.Key) > 0 {
+		if len(r.Key) > 0 || len(spec.TableKeys[tableName(r)]) > 0 {
 			continue
 		}
-		name := r.Name
-		if r.Schema != "" {
-			name = r.Schema + "." + name
-		}
-		names = append(names, name)
+		names = append(names, tableName(r))
 	}
 	if len(names) == 0 {
 		return ""
 	}
-	it := "it"
+	it, its := "it", "its"
 	if len(names) > 1 {
-		it = "them"
+		it, its = "them", "their"
 	}
-	return fmt.Sprintf("no usable key in %s: every run fails with no_key until the selection excludes %s (exclude) or the source gives %s a primary key (an adapter of several tables takes no key_columns)", strings.Join(names, ", "), it, it)
+	return fmt.Sprintf("no usable key in %s: every run fails with no_key until the selection excludes %s (exclude), table_keys names %s key columns, or the source gives %s a primary key", strings.Join(names, ", "), it, its, it)
+}
+
+// checkTableKeys opens each table of the selection sel that has an entry
+// of spec's table_keys with that key, as a run would: key columns the
+// table lacks, or of a type that cannot be a key, refuse the adapter,
+// blaming the entry. Whether the key is unique is seen by the runs.
+func (s *Service) checkTableKeys(ctx context.Context, l *lease, spec api.Adapter, sel []source.Resource) error {
+	q := source.QuoteOf(l.src)
+	for _, r := range sel {
+		name := tableName(r)
+		cols := spec.TableKeys[name]
+		if len(cols) == 0 {
+			continue
+		}
+		tr, err := l.src.OpenTable(ctx, TableRequest{Resource: quotedResource(r, q), KeyColumns: cols, Dataset: spec.Dataset})
+		if err != nil {
+			err = l.scrub(err)
+			if errors.Is(err, ErrNoKey) {
+				return optionErrorIs(&OptionError{Key: "table_keys." + name, Msg: err.Error()}, err)
+			}
+			return fmt.Errorf("table %s: %w", name, err)
+		}
+		if err := tr.Close(); err != nil {
+			s.log.Debug("closing the key check", "adapter", spec.Name, "table", name, "err", l.scrub(err))
+		}
+	}
+	return nil
 }
 
 // checkedWhat names what checkResource checks: the resource, or for an
@@ -510,6 +562,7 @@ func (s *Service) DeleteAdapter(ctx context.Context, name string) error {
 func (s *Service) reportAdapterLocked(a *adapterDef, status string) Adapter {
 	out := Adapter{Adapter: a.spec, Source: a.origin, Revision: a.revision, CreatedAt: a.created, UpdatedAt: a.updated, Status: status}
 	out.KeyColumns = append([]string(nil), a.spec.KeyColumns...)
+	out.TableKeys = maps.Clone(a.spec.TableKeys)
 	if status == statusActive && s.sched != nil {
 		if t, ok := s.sched.nextRun(a.spec.Name); ok {
 			out.NextRun = &t

@@ -13,29 +13,30 @@ import (
 // flags and strategy omitted when unset. It is the stored format, so it
 // does not follow the wire schema's changes.
 type adapterRecord struct {
-	Name                string             `json:"name"`
-	Connection          string             `json:"connection"`
-	Resource            string             `json:"resource"`
-	Resources           []string           `json:"resources,omitempty"`
-	Include             []string           `json:"include,omitempty"`
-	Exclude             []string           `json:"exclude,omitempty"`
-	AllowDroppedTables  bool               `json:"allow_dropped_tables,omitempty"`
-	Parallelism         int                `json:"parallelism,omitempty"`
-	Dataset             string             `json:"dataset,omitempty"`
-	KeyColumns          []string           `json:"key_columns,omitempty"`
-	SourceOptions       map[string]any     `json:"source_options,omitempty"`
-	Schedule            string             `json:"schedule,omitempty"`
-	Retention           snapshot.Retention `json:"retention"`
-	Guard               snapshot.Guard     `json:"guard"`
-	Retries             int                `json:"retries,omitempty"`
-	RetryBackoff        time.Duration      `json:"retry_backoff,omitempty"`
-	RunOnStart          bool               `json:"run_on_start,omitempty"`
-	EmbedJSON           bool               `json:"embed_json,omitempty"`
-	CommitUnchanged     bool               `json:"commit_unchanged,omitempty"`
-	AuditReads          bool               `json:"audit_reads,omitempty"`
-	Strategy            Strategy           `json:"strategy,omitempty"`
-	TransferCompression string             `json:"transfer_compression,omitempty"`
-	PartitionKey        []string           `json:"partition_key,omitempty"`
+	Name                string              `json:"name"`
+	Connection          string              `json:"connection"`
+	Resource            string              `json:"resource"`
+	Resources           []string            `json:"resources,omitempty"`
+	Include             []string            `json:"include,omitempty"`
+	Exclude             []string            `json:"exclude,omitempty"`
+	AllowDroppedTables  bool                `json:"allow_dropped_tables,omitempty"`
+	Parallelism         int                 `json:"parallelism,omitempty"`
+	Dataset             string              `json:"dataset,omitempty"`
+	KeyColumns          []string            `json:"key_columns,omitempty"`
+	TableKeys           map[string][]string `json:"table_keys,omitempty"`
+	SourceOptions       map[string]any      `json:"source_options,omitempty"`
+	Schedule            string              `json:"schedule,omitempty"`
+	Retention           snapshot.Retention  `json:"retention"`
+	Guard               snapshot.Guard      `json:"guard"`
+	Retries             int                 `json:"retries,omitempty"`
+	RetryBackoff        time.Duration       `json:"retry_backoff,omitempty"`
+	RunOnStart          bool                `json:"run_on_start,omitempty"`
+	EmbedJSON           bool                `json:"embed_json,omitempty"`
+	CommitUnchanged     bool                `json:"commit_unchanged,omitempty"`
+	AuditReads          bool                `json:"audit_reads,omitempty"`
+	Strategy            Strategy            `json:"strategy,omitempty"`
+	TransferCompression string              `json:"transfer_compression,omitempty"`
+	PartitionKey        []string            `json:"partition_key,omitempty"`
 	// Notify is absent (nil) in records of adapters without a notify
 	// list, so that they read and hash as before; [] is kept: none.
 	Notify []string `json:"notify,omitzero"`
@@ -54,6 +55,7 @@ func adapterRecordOf(spec api.Adapter) adapterRecord {
 		Parallelism:         spec.Parallelism,
 		Dataset:             spec.Dataset,
 		KeyColumns:          spec.KeyColumns,
+		TableKeys:           spec.TableKeys,
 		SourceOptions:       spec.SourceOptions,
 		Schedule:            spec.Schedule,
 		Retention:           retentionOf(spec),
@@ -84,6 +86,7 @@ func (r adapterRecord) spec() api.Adapter {
 		Parallelism:         r.Parallelism,
 		Dataset:             r.Dataset,
 		KeyColumns:          r.KeyColumns,
+		TableKeys:           r.TableKeys,
 		SourceOptions:       r.SourceOptions,
 		Schedule:            r.Schedule,
 		Retention:           api.Retention{TTL: api.Duration(r.Retention.TTL), MinVersions: r.Retention.MinVersions},

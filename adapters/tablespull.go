@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -224,6 +225,7 @@ func (s *Service) selectTables(ctx context.Context, l *lease, spec api.Adapter) 
 	for _, p := range ts.Unmatched(cat) {
 		warnings = append(warnings, fmt.Sprintf("%s matches no table of data connection %q (a typo in the pattern?); the run reads the tables the other patterns select", p, spec.Connection))
 	}
+	warnings = append(warnings, unusedTableKeys(spec, sel)...)
 	if pc, ok := l.src.(source.PointChecker); ok {
 		req := source.PointCheck{Tables: sel, Dataset: spec.Dataset}
 		if d, err := s.db.Dataset(ctx, spec.Dataset); err == nil {
@@ -234,6 +236,19 @@ func (s *Service) selectTables(ctx context.Context, l *lease, spec api.Adapter) 
 		}
 	}
 	return sel, warnings, nil
+}
+
+// unusedTableKeys are the warnings of the entries of spec's table_keys
+// that name no table of the selection sel (a typo, or a table the source
+// lacks for now); a run reads the selection all the same.
+func unusedTableKeys(spec api.Adapter, sel []source.Resource) []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(spec.TableKeys)) {
+		if !slices.ContainsFunc(sel, func(r source.Resource) bool { return tableName(r) == name }) {
+			out = append(out, fmt.Sprintf("table_keys.%s names no selected table (tables are named schema.table, or table for a source without schemas)", name))
+		}
+	}
+	return out
 }
 
 // connectOrReadError is err of the source, scrubbed: a *SourceError (the
@@ -288,12 +303,8 @@ func (tp *tablesPull) describe(ctx context.Context, sel []source.Resource) error
 	g.SetLimit(max(tp.info.Connections, 1))
 	for i, r := range sel {
 		g.Go(func() error {
-			t := tableRead{name: r.Name, resource: quoteIdent(r.Name, q)}
-			if r.Schema != "" {
-				t.name = r.Schema + "." + r.Name
-				t.resource = quoteIdent(r.Schema, q) + "." + t.resource
-			}
-			src, err := tp.pt.OpenTable(gctx, TableRequest{Resource: t.resource, Dataset: tp.spec.Dataset, DatasetCreated: tp.created})
+			t := tableRead{name: tableName(r), resource: quotedResource(r, q)}
+			src, err := tp.pt.OpenTable(gctx, tp.tableRequest(&t))
 			if err != nil {
 				return tableError(t.name, tp.l.scrub(readError(gctx, tp.spec.Connection, err)))
 			}
@@ -418,13 +429,36 @@ func (tp *tablesPull) read(ctx context.Context) error {
 	return g.Wait()
 }
 
+// tableRequest is what the run asks of table t: its key columns are its
+// entry of table_keys, when it has one.
+func (tp *tablesPull) tableRequest(t *tableRead) TableRequest {
+	return TableRequest{Resource: t.resource, KeyColumns: tp.spec.TableKeys[t.name], Dataset: tp.spec.Dataset, DatasetCreated: tp.created}
+}
+
+// tableName is r's name in a dataset of several tables: "schema.table",
+// or "table" for a source without schemas.
+func tableName(r source.Resource) string {
+	if r.Schema == "" {
+		return r.Name
+	}
+	return r.Schema + "." + r.Name
+}
+
+// quotedResource is r as TableRequest.Resource takes it, each part quoted
+// with q.
+func quotedResource(r source.Resource, q byte) string {
+	if r.Schema == "" {
+		return quoteIdent(r.Name, q)
+	}
+	return quoteIdent(r.Schema, q) + "." + quoteIdent(r.Name, q)
+}
+
 // tableError is err of the table name in a run of several tables. A
-// table without a usable key says what such an adapter can do: it takes
-// no key_columns (each table keeps its own key), which only an adapter
-// of one table gives (openResource's advice).
+// table without a usable key says what such an adapter can do: name its
+// key in table_keys (openResource's advice for one table is key_columns).
 func tableError(name string, err error) error {
 	if errors.Is(err, ErrNoKey) {
-		return fmt.Errorf("table %s: %w; exclude the table, give it a primary key, or snapshot it with an adapter of its own that sets key_columns (an adapter of several tables takes none)", name, err)
+		return fmt.Errorf("table %s: %w; exclude the table, give it a primary key, or name its key columns in table_keys", name, err)
 	}
 	return fmt.Errorf("table %s: %w", name, err)
 }
@@ -435,7 +469,7 @@ func tableError(name string, err error) error {
 // (snapshot.TableWriter.Finish), so that the run holds a writer only for
 // each table being read.
 func (tp *tablesPull) readTable(ctx context.Context, t *tableRead) error {
-	src, err := tp.pt.OpenTable(ctx, TableRequest{Resource: t.resource, Dataset: tp.spec.Dataset, DatasetCreated: tp.created})
+	src, err := tp.pt.OpenTable(ctx, tp.tableRequest(t))
 	if err != nil {
 		return tableError(t.name, tp.l.scrub(readError(ctx, tp.spec.Connection, err)))
 	}

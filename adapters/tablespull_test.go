@@ -217,7 +217,7 @@ func TestTablesRun(t *testing.T) {
 		}
 		seventh := ts.runWait(t, "bank")
 		if seventh.Status != RunFailed || seventh.Code != "no_key" || !strings.Contains(seventh.Error, "nokey") ||
-			!strings.HasSuffix(seventh.Error, "; exclude the table, give it a primary key, or snapshot it with an adapter of its own that sets key_columns (an adapter of several tables takes none)") ||
+			!strings.HasSuffix(seventh.Error, "; exclude the table, give it a primary key, or name its key columns in table_keys") ||
 			strings.Contains(seventh.Error, "; set key_columns") {
 			t.Errorf("run with a table without a key: %s %s: %s", seventh.Status, seventh.Code, seventh.Error)
 		}

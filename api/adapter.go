@@ -1,5 +1,11 @@
 package api
 
+import (
+	"maps"
+	"slices"
+	"strings"
+)
+
 // Adapter defines an adapter: which resource of which data connection
 // feeds which dataset, when, and under which retention and guards. It is
 // an entry of the config file's adapters list and the body of
@@ -32,6 +38,11 @@ type Adapter struct {
 	Dataset string `json:"dataset,omitempty" yaml:"dataset"`
 	// KeyColumns are the row key's columns; default the primary key.
 	KeyColumns []string `json:"key_columns,omitempty" yaml:"key_columns"`
+	// TableKeys are the row key's columns of tables of a dataset of
+	// several tables, by the table's name in the dataset ("schema.table",
+	// "table" for a source without schemas); a table without an entry is
+	// keyed by its primary key.
+	TableKeys map[string][]string `json:"table_keys,omitempty" yaml:"table_keys"`
 	// SourceOptions are options of this adapter's read of its resource,
 	// declared by the connection's type (docs/connections.md): for a
 	// snapstore dataset, columns and a key range. Most types take none.
@@ -90,4 +101,15 @@ type Guard struct {
 // list of resources or by patterns rather than by Resource.
 func (a Adapter) ManyTables() bool {
 	return len(a.Resources) > 0 || len(a.Include) > 0 || len(a.Exclude) > 0
+}
+
+// TableKeysText is a's table_keys as one line, as the console's form and
+// the CLI show it: "table: column, column" entries sorted by table,
+// separated by semicolons; "" when there are none.
+func (a Adapter) TableKeysText() string {
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(a.TableKeys)) {
+		parts = append(parts, name+": "+strings.Join(a.TableKeys[name], ", "))
+	}
+	return strings.Join(parts, "; ")
 }

@@ -229,15 +229,18 @@ func TestConfig_TablesAdapterKeys(t *testing.T) {
 	cfg.Adapters = []api.Adapter{
 		{Name: "a", Connection: "c", Resource: "t", Include: []string{"orders_[", "*"}, Exclude: []string{""}, Parallelism: 65},
 		{Name: "b", Connection: "c", Resources: []string{"t", "t"}, KeyColumns: []string{"id"}},
-		{Name: "d", Connection: "c", Resource: "t", AllowDroppedTables: true},
-		{Name: "e", Connection: "c", Include: []string{"public.*"}, Exclude: []string{"audit_*"}, AllowDroppedTables: true, Parallelism: 8},
+		{Name: "d", Connection: "c", Resource: "t", AllowDroppedTables: true, TableKeys: map[string][]string{"t": {"id"}}},
+		{Name: "e", Connection: "c", Include: []string{"public.*"}, Exclude: []string{"audit_*"}, AllowDroppedTables: true, Parallelism: 8,
+			TableKeys: map[string][]string{"public.events": {"at", "kind"}}},
+		{Name: "f", Connection: "c", Include: []string{"*"}, TableKeys: map[string][]string{"x": nil, "y": {"a", "a"}, "z": {""}}},
 	}
 	err := cfg.Validate()
 	if err == nil {
 		t.Fatal("bad config accepted")
 	}
 	for _, key := range []string{"adapters[0].resource", "adapters[0].include[0]", "adapters[0].exclude[0]", "adapters[0].parallelism",
-		"adapters[1].resources[1]", "adapters[1].key_columns", "adapters[2].allow_dropped_tables"} {
+		"adapters[1].resources[1]", "adapters[1].key_columns", "adapters[2].allow_dropped_tables", "adapters[2].table_keys",
+		"adapters[4].table_keys.x", "adapters[4].table_keys.y[1]", "adapters[4].table_keys.z[0]"} {
 		if !strings.Contains(err.Error(), "config key "+key+":") {
 			t.Errorf("error does not name %s:\n%v", key, err)
 		}

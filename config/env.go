@@ -109,6 +109,11 @@ func setEnv(v reflect.Value, rest, val, path string, key *string) error {
 		if rest == "" {
 			return fmt.Errorf("%s: name an option after it", path)
 		}
+		if !reflect.TypeOf(val).AssignableTo(v.Type().Elem()) {
+			// adapters[].table_keys: its keys are table names, which a
+			// variable's name cannot spell.
+			return fmt.Errorf("%s: cannot be set from the environment; set it in the config file", path)
+		}
 		if v.IsNil() {
 			v.Set(reflect.MakeMap(v.Type()))
 		}

@@ -165,13 +165,14 @@ func TestLoadConfig_EnvValueNamesVariable(t *testing.T) {
 adapters:
   - {name: products, connection: shop, resource: products, schedule: "@every 15s"}
 `)
-	_, err := Load(Flags{File: p}, []string{"SNAPSTORE_ADAPTERS_0_SCHEDULE=every 5s", "SNAPSTORE_CONNECTIONS_0_OPTIONS_PTH=x"})
+	_, err := Load(Flags{File: p}, []string{"SNAPSTORE_ADAPTERS_0_SCHEDULE=every 5s", "SNAPSTORE_CONNECTIONS_0_OPTIONS_PTH=x", "SNAPSTORE_ADAPTERS_0_TABLE_KEYS_EVENTS=at"})
 	if err == nil {
 		t.Fatal("accepted")
 	}
 	for _, want := range []string{
 		"config key adapters[0].schedule (from environment variable SNAPSTORE_ADAPTERS_0_SCHEDULE)",
 		"config key connections[0].options.pth (from environment variable SNAPSTORE_CONNECTIONS_0_OPTIONS_PTH): unknown option",
+		"adapters[0].table_keys: cannot be set from the environment",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)

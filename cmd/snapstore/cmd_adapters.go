@@ -332,6 +332,10 @@ func tablesFields(a api.Adapter) []string {
 	if a.Parallelism > 0 {
 		parallelism = fmt.Sprint(a.Parallelism)
 	}
+	keys := a.TableKeysText()
+	if keys == "" {
+		keys = "none: each table's primary key"
+	}
 	return []string{"resources", strings.Join(a.Resources, ", "), "include", strings.Join(a.Include, ", "), "exclude", strings.Join(a.Exclude, ", "),
-		"allow dropped tables", fmt.Sprint(a.AllowDroppedTables), "parallelism", parallelism}
+		"table keys", keys, "allow dropped tables", fmt.Sprint(a.AllowDroppedTables), "parallelism", parallelism}
 }

@@ -252,7 +252,7 @@ func TestCLI_DefinitionsAndRuns(t *testing.T) {
 // TestTablesFields checks what adapters show lists of the table options:
 // an adapter of one resource shows its parallelism only when it was set
 // (the connections its checksums are computed over), one of several
-// tables every option.
+// tables every option, its table keys sorted by table.
 func TestTablesFields(t *testing.T) {
 	if got := tablesFields(api.Adapter{Resource: "orders"}); got != nil {
 		t.Fatalf("one resource, no parallelism: %q", got)
@@ -263,6 +263,10 @@ func TestTablesFields(t *testing.T) {
 	got := tablesFields(api.Adapter{Include: []string{"public.*"}})
 	if i := slices.Index(got, "parallelism"); i < 0 || got[i+1] != "the connection's default" || !slices.Contains(got, "public.*") {
 		t.Fatalf("several tables: %q", got)
+	}
+	got = tablesFields(api.Adapter{Include: []string{"public.*"}, TableKeys: map[string][]string{"public.log": {"id"}, "public.events": {"at", "kind"}}})
+	if i := slices.Index(got, "table keys"); i < 0 || got[i+1] != "public.events: at, kind; public.log: id" {
+		t.Fatalf("several tables with table keys: %q", got)
 	}
 }
 

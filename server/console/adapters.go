@@ -56,9 +56,11 @@ type adapterFields struct {
 	TTL, MinVersions, MaxShrink, Retries, RetryBackoff        string
 	Strategy, PartitionKey, TransferCompression               string
 	// Resources, Include and Exclude are a dataset of several tables'
-	// lists, items separated by commas; Parallelism its connections.
-	Resources, Include, Exclude, Parallelism string
-	AllowDroppedTables                       bool
+	// lists, items separated by commas; Parallelism its connections;
+	// TableKeys its table_keys, "table: column, column" entries
+	// separated by semicolons (api.Adapter.TableKeysText).
+	Resources, Include, Exclude, Parallelism, TableKeys string
+	AllowDroppedTables                                  bool
 	// Notify is the notify list: webhook names separated by commas;
 	// empty for notify.default, "[]" for none.
 	Notify                                                         string
@@ -169,7 +171,7 @@ func (c *console) editAdapterForm(w http.ResponseWriter, r *http.Request, v view
 		PartitionKey: strings.Join(a.PartitionKey, ", "), TransferCompression: a.TransferCompression,
 		Notify: notifyText(a.Notify), SourceOptions: sourceOptionsText(a.SourceOptions),
 		Resources: strings.Join(a.Resources, ", "), Include: strings.Join(a.Include, ", "), Exclude: strings.Join(a.Exclude, ", "),
-		AllowDroppedTables: a.AllowDroppedTables,
+		AllowDroppedTables: a.AllowDroppedTables, TableKeys: a.TableKeysText(),
 	}
 	if a.Parallelism != 0 {
 		f.Parallelism = strconv.Itoa(a.Parallelism)
@@ -209,8 +211,8 @@ func adapterFieldsOf(r *http.Request) adapterFields {
 		SourceOptions: opts,
 		Name:          g("name"), Connection: g("connection"), Resource: g("resource"), Dataset: g("dataset"),
 		Resources: g("resources"), Include: g("include"), Exclude: g("exclude"), Parallelism: g("parallelism"),
-		AllowDroppedTables: g("allow_dropped_tables") != "",
-		KeyColumns:         g("key_columns"), Schedule: g("schedule"), TTL: g("ttl"), MinVersions: g("min_versions"),
+		AllowDroppedTables: g("allow_dropped_tables") != "", TableKeys: g("table_keys"),
+		KeyColumns: g("key_columns"), Schedule: g("schedule"), TTL: g("ttl"), MinVersions: g("min_versions"),
 		MaxShrink: g("max_shrink"), Retries: g("retries"), RetryBackoff: g("retry_backoff"), Strategy: g("strategy"),
 		PartitionKey: g("partition_key"), TransferCompression: g("transfer_compression"), Notify: g("notify"),
 		AllowEmpty: g("allow_empty") != "", RunOnStart: g("run_on_start") != "",
@@ -229,6 +231,7 @@ func (f adapterFields) spec() (api.Adapter, error) {
 	in.KeyColumns = columnList(f.KeyColumns)
 	in.Resources, in.Include, in.Exclude = columnList(f.Resources), columnList(f.Include), columnList(f.Exclude)
 	in.AllowDroppedTables = f.AllowDroppedTables
+	in.TableKeys = tableKeysOf(f.TableKeys)
 	in.PartitionKey = columnList(f.PartitionKey)
 	in.Notify = notifyList(f.Notify)
 	if len(f.SourceOptions) > 0 {
@@ -414,6 +417,24 @@ func columnList(s string) []string {
 		}
 	}
 	return out
+}
+
+// tableKeysOf reads the form of api.Adapter.TableKeysText; an entry without a colon is a
+// table with no columns, which the adapter's check refuses naming it
+// (table_keys.NAME), as it would in a body.
+func tableKeysOf(s string) map[string][]string {
+	var m map[string][]string
+	for _, entry := range strings.Split(s, ";") {
+		if strings.TrimSpace(entry) == "" {
+			continue
+		}
+		name, cols, _ := strings.Cut(entry, ":")
+		if m == nil {
+			m = map[string][]string{}
+		}
+		m[strings.TrimSpace(name)] = columnList(cols)
+	}
+	return m
 }
 
 // notifyText is a notify list in the form: names separated by commas,

@@ -825,14 +825,21 @@ func TestConsole_LogoutEndsTheSession(t *testing.T) {
 func TestConsole_TablesAdapter(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	b := newBrowser(t, f)
-	r := b.post("/ui/adapters", url.Values{"name": {"shopdb"}, "connection": {"shop"}, "resources": {"products, order_lines"}, "parallelism": {"2"}, "allow_dropped_tables": {"true"}})
+	// A table_keys entry without columns is refused naming it, the form
+	// kept and the field marked.
+	r := b.post("/ui/adapters", url.Values{"name": {"shopdb"}, "connection": {"shop"}, "resources": {"products, order_lines"}, "table_keys": {"order_lines: id; products"}})
+	if body := wantStatus(t, "adapter with an empty table key", r, http.StatusBadRequest); !strings.Contains(body, "table_keys.products") || !regexp.MustCompile(`name="table_keys" value="order_lines: id; products"[^>]*aria-invalid="true"`).MatchString(body) {
+		t.Errorf("the refused form:\n%s", body)
+	}
+	r = b.post("/ui/adapters", url.Values{"name": {"shopdb"}, "connection": {"shop"}, "resources": {"products, order_lines"}, "parallelism": {"2"}, "allow_dropped_tables": {"true"},
+		"table_keys": {" order_lines : order_id, line ; "}})
 	wantStatus(t, "adapter of several tables", r, http.StatusSeeOther)
 	a, err := f.svc.GetAdapter(t.Context(), "shopdb")
-	if err != nil || fmt.Sprint(a.Resources) != "[products order_lines]" || a.Parallelism != 2 || !a.AllowDroppedTables || a.Resource != "" {
+	if err != nil || fmt.Sprint(a.Resources) != "[products order_lines]" || a.Parallelism != 2 || !a.AllowDroppedTables || a.Resource != "" || fmt.Sprint(a.TableKeys) != "map[order_lines:[order_id line]]" {
 		t.Fatalf("adapter from the form: %+v %v", a.Adapter, err)
 	}
 	b.page("/ui/adapters", `<code>products, order_lines</code>`)
-	b.page("/ui/adapters/shopdb/edit", `name="resources" value="products, order_lines"`, `name="parallelism" value="2"`, `name="allow_dropped_tables" value="true" checked`)
+	b.page("/ui/adapters/shopdb/edit", `name="resources" value="products, order_lines"`, `name="parallelism" value="2"`, `name="allow_dropped_tables" value="true" checked`, `name="table_keys" value="order_lines: order_id, line"`)
 	rec, err := f.svc.StartRun(t.Context(), "shopdb", adapters.RunOptions{})
 	if err != nil {
 		t.Fatal(err)

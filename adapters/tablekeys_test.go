@@ -1,0 +1,115 @@
+package adapters
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/snapstore/snapstore/api"
+)
+
+// TestTablesRunTableKeys: a selected table without a key is kept by an
+// adapter of several tables once table_keys names its key columns. The
+// entry is checked when the adapter is saved (a column the table lacks is
+// refused, blaming the entry), an entry of no selected table is a warning,
+// the run keys the table by the entry, and a key that is not unique fails
+// the run with duplicate_key, naming the table, the current version kept.
+func TestTablesRunTableKeys(t *testing.T) {
+	forEachTablesSource(t, func(t *testing.T, src tablesSource) {
+		ctx := context.Background()
+		src.exec(
+			"CREATE TABLE orders (id INT PRIMARY KEY, n INT NOT NULL)",
+			"CREATE TABLE events (at INT NOT NULL, kind VARCHAR(10) NOT NULL, n INT)",
+			"INSERT INTO orders VALUES (1, 10), (2, 20)",
+			"INSERT INTO events VALUES (1, 'a', 5), (1, 'b', 6), (2, 'a', 7)",
+		)
+		ts := newStack(t, Options{})
+		if _, err := ts.svc.CreateConnection(ctx, src.conn); err != nil {
+			t.Fatal(noteErr(err))
+		}
+		res, err := ts.svc.Resources(ctx, "src")
+		if err != nil {
+			t.Fatal(noteErr(err))
+		}
+		var events string
+		for _, r := range res {
+			if r.Name == "events" {
+				events = tableName(r)
+			}
+		}
+		if events == "" {
+			t.Fatalf("events not among the resources %+v", res)
+		}
+
+		spec := api.Adapter{Name: "keys", Connection: "src", Resources: []string{"orders", "events"}}
+		a, err := ts.svc.CreateAdapter(ctx, spec)
+		if err != nil {
+			t.Fatal(noteErr(err))
+		}
+		if len(a.Warnings) != 1 || !strings.Contains(a.Warnings[0], events+": every run fails with no_key until the selection excludes it (exclude), table_keys names its key columns") {
+			t.Errorf("warnings of an adapter with a keyless table: %q", a.Warnings)
+		}
+		first := ts.runWait(t, "keys")
+		if first.Status != RunFailed || first.Code != "no_key" || !strings.Contains(first.Error, "table "+events+": ") ||
+			!strings.HasSuffix(first.Error, "; exclude the table, give it a primary key, or name its key columns in table_keys") {
+			t.Errorf("run with a keyless table: %s %s: %s", first.Status, first.Code, first.Error)
+		}
+
+		// A key column the table lacks: refused when saved, blaming the
+		// entry; the adapter as it was.
+		bad := spec
+		bad.TableKeys = map[string][]string{events: {"at", "nope"}}
+		var oe *OptionError
+		if _, _, err := ts.svc.PutAdapter(ctx, bad); !errors.As(err, &oe) || oe.Key != "table_keys."+events || !errors.Is(err, ErrNoKey) || !strings.Contains(err.Error(), `"nope"`) {
+			t.Errorf("an entry of table_keys naming a column the table lacks: %v", err)
+		}
+		if got, err := ts.svc.GetAdapter(ctx, "keys"); err != nil || len(got.TableKeys) != 0 {
+			t.Errorf("the adapter after a refused change: %+v, %v", got.TableKeys, err)
+		}
+
+		// The key named: the run keys events by (at, kind). An entry of
+		// a table the selection does not hold is a warning.
+		spec.TableKeys = map[string][]string{events: {"at", "kind"}, "no_such_table": {"id"}}
+		a, _, err = ts.svc.PutAdapter(ctx, spec)
+		if err != nil {
+			t.Fatal(noteErr(err))
+		}
+		const unused = "table_keys.no_such_table names no selected table"
+		if len(a.Warnings) != 1 || !strings.Contains(a.Warnings[0], unused) {
+			t.Errorf("warnings of an adapter with an entry of no table: %q", a.Warnings)
+		}
+		if !slices.Equal(a.TableKeys[events], []string{"at", "kind"}) {
+			t.Errorf("the adapter's table_keys: %v", a.TableKeys)
+		}
+		second := ts.runWait(t, "keys")
+		mustSucceed(t, second)
+		if len(second.Warnings) != 1 || !strings.Contains(second.Warnings[0], unused) {
+			t.Errorf("warnings of the run: %q", second.Warnings)
+		}
+		vi, rows := tableRows(t, ts.db, "keys", "events", 0)
+		if len(rows) != 3 {
+			t.Errorf("events: %d rows, want 3: %v", len(rows), rows)
+		}
+		for _, tb := range vi.Tables {
+			if tb.Name == events && !slices.Equal(tb.Schema.Key, []string{"at", "kind"}) {
+				t.Errorf("events keyed by %v, want [at kind]", tb.Schema.Key)
+			}
+		}
+		if _, o := tableRows(t, ts.db, "keys", "orders", 0); len(o) != 2 {
+			t.Errorf("orders: %d rows, want 2", len(o))
+		}
+
+		// The key stops being unique: the run fails naming the table, the
+		// version stays.
+		src.exec("INSERT INTO events VALUES (2, 'a', 8)", "UPDATE orders SET n = 11 WHERE id = 1")
+		third := ts.runWait(t, "keys")
+		if third.Status != RunFailed || third.Code != "duplicate_key" || !strings.Contains(third.Error, "table "+events+": ") || !strings.Contains(third.Error, "not unique") {
+			t.Errorf("run with a key no longer unique: %s %s: %s", third.Status, third.Code, third.Error)
+		}
+		if cur := mustVersion(t, ts.db, "keys", 0); cur.Version != second.Version {
+			t.Errorf("current version %d after a failed run, want %d", cur.Version, second.Version)
+		}
+	})
+}
