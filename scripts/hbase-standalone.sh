@@ -164,6 +164,14 @@ write_conf() {
   <property><name>hbase.unsafe.regionserver.hostname</name><value>127.0.0.1</value></property>
   <property><name>hbase.regionserver.thrift.port</name><value>$thriftport</value></property>
   <property><name>hbase.thrift.server.socket.read.timeout</name><value>600000</value></property>
+  <!-- The ZooKeeper session of the region server, which lives in the
+       master's JVM: on a busy two-core machine that JVM has stalled for
+       7 s, past the 10 s session the embedded ZooKeeper granted, and the
+       region server aborted, failing every test after it. 90 s (HBase's
+       default request) needs the server's maximum raised (20 ticks). -->
+  <property><name>zookeeper.session.timeout</name><value>90000</value></property>
+  <property><name>hbase.zookeeper.property.tickTime</name><value>6000</value></property>
+  <property><name>hbase.zookeeper.property.maxSessionTimeout</name><value>120000</value></property>
 </configuration>
 XML
 	cat >"$conf/log4j2.properties" <<'PROPS'
