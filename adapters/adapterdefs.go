@@ -425,13 +425,14 @@ func (s *Service) checkResource(ctx context.Context, spec api.Adapter) (warnings
 	} else if err == nil {
 		defer l.release()
 		var tr TableReader
-		tr, err = s.openResource(ctx, l, spec)
+		tr, err = s.openResource(ctx, l, spec, 1)
 		if err == nil {
 			schema := tr.Schema()
+			warnings = readCheck(ctx, l, spec, tr)
 			if cerr := tr.Close(); cerr != nil {
 				s.log.Debug("closing the resource check", "adapter", spec.Name, "err", l.scrub(cerr))
 			}
-			return nil, partitionKeyInSource(spec, schema)
+			return warnings, partitionKeyInSource(spec, schema)
 		}
 	}
 	switch {
@@ -449,6 +450,23 @@ func (s *Service) checkResource(ctx context.Context, spec api.Adapter) (warnings
 	s.log.Warn("adapter resource not checked", "adapter", spec.Name,
 		"connection", spec.Connection, "resource", spec.Resource, "cause", checkCause(err), "err", err)
 	return []string{fmt.Sprintf("%s not checked: %v; its runs fail alike until the connection's test passes (snapstore connections test %s)", checkedWhat(spec), err, spec.Connection)}, nil
+}
+
+// readCheck reads the first row of the resource check's reader tr (opened
+// with chunks of one row), as a run's first read does: a source may show
+// a table in its catalog to a user it does not let read it (a table
+// without the SELECT grant), which only the read finds. Such a failure
+// is a warning, since the source may allow the read before the first run.
+func readCheck(ctx context.Context, l *lease, spec api.Adapter, tr TableReader) []string {
+	if tr.Next(ctx) || tr.Err() == nil {
+		return nil
+	}
+	err := source.WithBound(l.scrub(readError(ctx, spec.Connection, tr.Err())), resourceCheckTimeout, "the bound of the resource check")
+	fix := "until that changes"
+	if errors.Is(err, ErrSourcePermission) {
+		fix = "with source_permission until the source grants the connection's user SELECT on it"
+	}
+	return []string{fmt.Sprintf("resource %q could not be read: %v; its runs fail %s", spec.Resource, err, fix)}
 }
 
 // keylessWarning is the warning of an adapter of several tables whose

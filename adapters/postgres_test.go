@@ -189,7 +189,8 @@ func grantedPostgresAdapter(t *testing.T, e postgresTestEnv, what string, sharin
 // TestPostgresPermissionDenied: a run of a table whose SELECT privilege
 // the user lost fails with source_permission (a grant to fix), not the
 // catch-all error or source_auth (the credentials are fine), and the
-// current version stays.
+// current version stays; saving the adapter again is accepted with a
+// warning that says so (the catalog shows the table, only a read fails).
 func TestPostgresPermissionDenied(t *testing.T) {
 	e := postgresEnv(t)
 	ts, db, user := grantedPostgresAdapter(t, e, "perm", "")
@@ -202,6 +203,18 @@ func TestPostgresPermissionDenied(t *testing.T) {
 	}
 	if cur := mustVersion(t, ts.db, "t", 0); cur.Version != first.Version {
 		t.Fatalf("current version %d after the refused read, want %d", cur.Version, first.Version)
+	}
+	a, _, err := ts.svc.PutAdapter(context.Background(), api.Adapter{Name: "t", Connection: "src", Resource: "t", Schedule: "@hourly"})
+	if err != nil {
+		t.Fatal(noteErr(err))
+	}
+	if len(a.Warnings) != 1 || !strings.Contains(a.Warnings[0], `resource "t" could not be read: `) || !strings.Contains(a.Warnings[0], "permission denied") ||
+		!strings.HasSuffix(a.Warnings[0], "; its runs fail with source_permission until the source grants the connection's user SELECT on it") {
+		t.Errorf("warnings of an adapter whose table the user may not read: %q", a.Warnings)
+	}
+	e.exec(t, db, "GRANT SELECT ON t TO "+user)
+	if a, _, err = ts.svc.PutAdapter(context.Background(), api.Adapter{Name: "t", Connection: "src", Resource: "t"}); err != nil || len(a.Warnings) != 0 {
+		t.Errorf("the adapter saved once the grant is back: warnings %q, %v", a.Warnings, err)
 	}
 }
 

@@ -113,7 +113,7 @@ func (p *pull) connect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	src, err := p.s.openResource(ctx, l, p.spec)
+	src, err := p.s.openResource(ctx, l, p.spec, 0)
 	if err != nil {
 		l.release()
 		return err

@@ -305,12 +305,14 @@ func embedJSON(schema *snapshot.Schema, on bool) []int {
 // the adapter's dataset, and when it exists its creation time, so that a
 // source that is a snapstore dataset can refuse to be its own source, and
 // carries the adapter's source_options, checked again against the
-// revision's connection type.
-func (s *Service) openResource(ctx context.Context, l *lease, spec api.Adapter) (TableReader, error) {
+// revision's connection type. chunkRows is the request's ChunkRows (0:
+// the connection's).
+func (s *Service) openResource(ctx context.Context, l *lease, spec api.Adapter, chunkRows int) (TableReader, error) {
 	req, err := s.tableRequest(ctx, l, spec)
 	if err != nil {
 		return nil, err
 	}
+	req.ChunkRows = chunkRows
 	tr, err := l.src.OpenTable(ctx, req)
 	if err == nil {
 		return tr, nil
