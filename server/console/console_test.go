@@ -667,7 +667,7 @@ func TestConsole_BadTagStaysOnThePage(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	v := itoa(f.run("products"))
 	b := newBrowser(t, f)
-	b.page("/ui/datasets/products", `pattern="[A-Za-z0-9_.:@\-]*[A-Za-z_.:@][A-Za-z0-9_.:@\-]*"`)
+	b.page("/ui/datasets/products", `pattern="[A-Za-z0-9_.:@\-]*([A-Za-z_:@]|\.[A-Za-z0-9_.:@\-]*[0-9\-]|[0-9\-][A-Za-z0-9_.:@\-]*\.)[A-Za-z0-9_.:@\-]*"`)
 	r := b.post("/ui/datasets/products/tags", url.Values{"tag": {"bad/tag"}, "version": {v}})
 	body := wantStatus(t, "a bad tag", r, http.StatusBadRequest)
 	for _, want := range []string{`id="tag-problem"`, "bad/tag", `value="bad/tag" aria-invalid="true"`, `id="versions"`} {
