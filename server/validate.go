@@ -358,7 +358,9 @@ func requestErrorText(re *openapi3filter.RequestError) string {
 	}
 	if re.Err != nil {
 		msg := re.Err.Error()
-		if re.Reason != "" {
+		// kin-openapi gives some refusals (a required value missing) the
+		// same text as reason and error: say it once.
+		if re.Reason != "" && re.Reason != msg {
 			msg = re.Reason + ": " + msg
 		}
 		return msg
