@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -332,6 +333,11 @@ var unsupportedProperty = regexp.MustCompile(`property "([^"]+)" is unsupported`
 func schemaReason(se *openapi3.SchemaError) string {
 	if (se.SchemaField == "pattern" || se.SchemaField == "type") && se.Schema != nil && se.Schema.Description != "" {
 		return fmt.Sprintf("want %s; got %q", se.Schema.Description, fmt.Sprint(se.Value))
+	}
+	if n, ok := se.Value.(json.Number); ok && se.SchemaField == "type" {
+		// A number no float64 holds (1e400): the validator says it
+		// cannot convert a json.Number, which is its own affair.
+		return fmt.Sprintf("number %s is out of range", n)
 	}
 	if se.SchemaField == "format" && se.Schema != nil {
 		// The validator's reason for a format quotes the format's regular
