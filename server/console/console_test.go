@@ -865,3 +865,20 @@ func TestConsole_TablesAdapter(t *testing.T) {
 		t.Errorf("a table both named and excluded:\n%s", body)
 	}
 }
+
+// TestConsole_AdapterFormMaxShrinkNotANumber: the adapter form's
+// max_shrink of NaN or Inf (which strconv.ParseFloat takes) is refused
+// as any value outside 0 to 1 is, on the form, not a 500 when the
+// adapter is stored; nothing is saved.
+func TestConsole_AdapterFormMaxShrinkNotANumber(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	b := newBrowser(t, f)
+	for _, v := range []string{"NaN", "nan", "Inf", "-Inf"} {
+		r := b.post("/ui/adapters", url.Values{"name": {"shrinky"}, "connection": {"shop"}, "resource": {"products"}, "max_shrink": {v}})
+		body := wantStatus(t, "max_shrink "+v, r, http.StatusBadRequest)
+		if !strings.Contains(body, "want a fraction from 0 to 1") {
+			t.Errorf("max_shrink %s: the page does not say why:\n%s", v, body)
+		}
+	}
+	f.must(404, "GET", "/v1/adapters/shrinky", "")
+}
