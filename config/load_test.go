@@ -368,3 +368,12 @@ adapters:
 		}
 	}
 }
+
+// TestConfig_FileBounded: a config file is read up to 16 MiB; --config
+// /dev/zero is a bad configuration, not a process out of memory.
+func TestConfig_FileBounded(t *testing.T) {
+	_, err := Load(Flags{File: "/dev/zero"}, nil)
+	if err == nil || !strings.Contains(err.Error(), "reading config file: larger than 16777216 bytes") {
+		t.Fatalf("--config /dev/zero: %v", err)
+	}
+}
