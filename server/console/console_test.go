@@ -255,6 +255,17 @@ func TestConsole_Forms(t *testing.T) {
 	if body := wantStatus(t, "duplicate connection", r, http.StatusConflict); !strings.Contains(body, "connection_exists") || strings.Contains(body, knownSecret) {
 		t.Errorf("refused connection form:\n%s", body)
 	}
+	// Nor one given among the extra lines, as password=... or in a line
+	// that does not parse: the line is filled back without its value, and
+	// the refusal names the line by its number.
+	r = b.post("/ui/connections", url.Values{"name": {"shop2"}, "type": {"mysql"}, "opt.user": {"u"}, "extra": {"max_open=4\npassword=" + knownSecret}})
+	if body := wantStatus(t, "refused connection, extra password", r, http.StatusBadRequest); strings.Contains(body, knownSecret) || !strings.Contains(body, "max_open=4\npassword=<") {
+		t.Errorf("refused connection form with an extra password:\n%s", body)
+	}
+	r = b.post("/ui/connections", url.Values{"name": {"db"}, "type": {"mysql"}, "opt.user": {"u"}, "extra": {"password: " + knownSecret}})
+	if body := wantStatus(t, "extra line without =", r, http.StatusBadRequest); strings.Contains(body, knownSecret) || !strings.Contains(body, "line 1: want key=value") {
+		t.Errorf("refused extra line:\n%s", body)
+	}
 	r = b.post("/ui/connections", url.Values{"name": {"db"}, "type": {"mysql"}, "opt.host": {"127.0.0.1"}, "opt.user": {"u"}, "opt.password": {knownSecret}, "extra": {"max_open=4"}, "sharing": {"pooled"}})
 	wantStatus(t, "mysql connection", r, http.StatusSeeOther)
 	b.page("/ui/connections/db", "REDACTED", "max_open", "api, revision 1, updated")
