@@ -125,7 +125,7 @@ func parseAdapter(prefix string, spec api.Adapter) (*adapterDef, error) {
 	} else if spec.Retention.MinVersions == 0 {
 		spec.Retention.MinVersions = defaultMinVersions
 	}
-	if spec.Guard.MaxShrink < 0 || spec.Guard.MaxShrink > 1 {
+	if !(spec.Guard.MaxShrink >= 0 && spec.Guard.MaxShrink <= 1) { // NaN too (a form's or YAML's .nan)
 		errs = append(errs, &OptionError{Key: prefix + "guard.max_shrink", Msg: fmt.Sprintf("want a fraction from 0 (default %g) to 1, got %g", defaultMaxShrink, spec.Guard.MaxShrink)})
 	} else if spec.Guard.MaxShrink == 0 {
 		spec.Guard.MaxShrink = defaultMaxShrink

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -222,11 +223,11 @@ func CheckSecretKeyFile(path string) error {
 }
 
 func readKeyFile(path string) ([][]byte, error) {
-	data, err := os.ReadFile(path)
+	data, err := readAtMost(path, maxKeyFileBytes)
+	defer clear(data)
 	if err != nil {
 		return nil, err
 	}
-	defer clear(data)
 	var keys [][]byte
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for n := 1; sc.Scan(); n++ {
@@ -241,6 +242,25 @@ func readKeyFile(path string) ([][]byte, error) {
 		keys = append(keys, k)
 	}
 	return keys, sc.Err()
+}
+
+// maxKeyFileBytes bounds a key file: some twenty thousand keys, where a
+// device (/dev/zero) or a file named by mistake would otherwise be read
+// until the memory ran out.
+const maxKeyFileBytes = 1 << 20
+
+// readAtMost reads the file at path, refusing one larger than max bytes.
+func readAtMost(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err == nil && int64(len(data)) > max {
+		err = fmt.Errorf("key file %s is larger than %d bytes", path, max)
+	}
+	return data, err
 }
 
 // firstKey returns the key that seals, generating it when none is

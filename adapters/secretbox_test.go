@@ -137,6 +137,33 @@ func TestSecretBox_KeyFiles(t *testing.T) {
 	}
 }
 
+// TestSecretBox_KeyFileBounded: a key file is read up to 1 MiB: a device
+// named by mistake (/dev/zero) or a larger file is refused naming the
+// file, at start, rather than read until the memory runs out.
+func TestSecretBox_KeyFileBounded(t *testing.T) {
+	big, _ := newKeyFile(t, 1)
+	f, err := os.OpenFile(big, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Comments past the bound: a file of keys that is too large.
+	if _, err := f.WriteString(strings.Repeat("# "+strings.Repeat("z", 1000)+"\n", 1100)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for _, path := range []string{big, "/dev/zero"} {
+		err := CheckSecretKeyFile(path)
+		if err == nil || !strings.Contains(err.Error(), "key file "+path+" is larger than 1048576 bytes") {
+			t.Errorf("%s: %v", path, err)
+		}
+		_, err = openSecretBox(SecretKeys{KeyFiles: []string{path}, KeyFileOption: "secrets.key_file"}, testLogger())
+		var oe *OptionError
+		if !errors.As(err, &oe) || oe.Key != "secrets.key_file" {
+			t.Errorf("%s: open: %v", path, err)
+		}
+	}
+}
+
 // TestSecretBox_GeneratedKey (E4): with no key file and a GenerateDir, the
 // first seal generates a 0600 key there, logged by path and never by
 // value, and a later box reads it; with neither, sealing is refused

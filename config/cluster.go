@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -194,7 +195,7 @@ func (c *Config) MembershipConfig(api, xfer string, log *slog.Logger, reg promet
 	if cc.GossipKeyFile == "" {
 		return mc, nil
 	}
-	b, err := os.ReadFile(cc.GossipKeyFile)
+	b, err := readGossipKeyFile(cc.GossipKeyFile)
 	if err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) {
@@ -242,4 +243,24 @@ func advertisedAddr(cc ClusterConfig, explicit, listenKey, listen, what string) 
 		}
 	}
 	return "", fmt.Errorf("required when %s (%s) and the gossip addresses bind every interface: the other nodes need an address of this node's %s", listenKey, listen, what)
+}
+
+// maxGossipKeyFileBytes bounds the gossip key file, a line of base64
+// (the CLI reads a key from stdin within the same bound): a device
+// (/dev/zero) named by mistake is refused rather than read until the
+// memory runs out.
+const maxGossipKeyFileBytes = 4096
+
+// readGossipKeyFile reads the file at path, at most maxGossipKeyFileBytes.
+func readGossipKeyFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxGossipKeyFileBytes+1))
+	if err == nil && len(b) > maxGossipKeyFileBytes {
+		err = fmt.Errorf("larger than %d bytes", maxGossipKeyFileBytes)
+	}
+	return b, err
 }

@@ -639,9 +639,9 @@ func resolveSecret(v string) (string, error) {
 		return s, nil
 	case strings.HasPrefix(v, "file:"):
 		path := strings.TrimPrefix(v, "file:")
-		b, err := os.ReadFile(path)
+		b, err := readTokenFile(path)
 		if err != nil {
-			return "", fmt.Errorf("reading the token file %s: %v", path, errors.Unwrap(err))
+			return "", err
 		}
 		line, _, _ := strings.Cut(string(b), "\n")
 		if line = strings.TrimSpace(line); line == "" {
@@ -650,6 +650,29 @@ func resolveSecret(v string) (string, error) {
 		return line, nil
 	}
 	return v, nil
+}
+
+// maxTokenFileBytes bounds a token file, as a secret file of a
+// connection is bounded (64 KiB): a device such as /dev/zero, named by
+// mistake, is refused rather than read until the memory runs out.
+const maxTokenFileBytes = 64 << 10
+
+// readTokenFile reads the token file at path, at most maxTokenFileBytes.
+// Errors name the file, never its content.
+func readTokenFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the token file %s: %v", path, errors.Unwrap(err))
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxTokenFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading the token file %s: %v", path, errors.Unwrap(err))
+	}
+	if len(b) > maxTokenFileBytes {
+		return nil, fmt.Errorf("the token file %s is larger than %d bytes", path, maxTokenFileBytes)
+	}
+	return b, nil
 }
 
 // CheckServe checks what serve alone needs, for the same report as

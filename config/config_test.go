@@ -70,6 +70,26 @@ func TestConfig_TokenReferences(t *testing.T) {
 	}
 }
 
+// TestConfig_TokenFileBounded: a token file is read up to 64 KiB: a
+// device named by mistake (/dev/zero) or a larger file is a bad key of
+// the configuration, naming the file, not a process out of memory.
+func TestConfig_TokenFileBounded(t *testing.T) {
+	big := writeFile(t, "tok", "s3cret-from-file-1\n"+strings.Repeat("z", 70<<10))
+	for _, path := range []string{big, "/dev/zero"} {
+		cfg := Default()
+		cfg.Auth.Tokens = []TokenConfig{{Name: "f", Token: "file:" + path, Role: "reader"}}
+		_, errs := cfg.CheckServe()
+		if len(errs) != 1 || !strings.Contains(errs[0].Error(), "auth.tokens[0].token") || !strings.Contains(errs[0].Error(), "the token file "+path+" is larger than 65536 bytes") {
+			t.Errorf("%s: %v", path, errs)
+		}
+		for _, e := range errs {
+			if strings.Contains(e.Error(), "s3cret") {
+				t.Errorf("the error quotes the file: %v", e)
+			}
+		}
+	}
+}
+
 // TestSampleConfigs loads the annotated sample and the make-run config.
 func TestSampleConfigs(t *testing.T) {
 	t.Setenv("WAREHOUSE_PASSWORD", "x")

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"reflect"
@@ -165,12 +166,25 @@ func coveredKey(keys map[string]bool, key string) bool {
 // loadFile decodes the YAML file at path over cfg. Unknown keys and values
 // of the wrong type are errors naming the key; every problem is reported.
 func loadFile(path string, cfg *Config) error {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("reading config file: %w", err)
 	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxConfigFileBytes+1))
+	if err != nil {
+		return fmt.Errorf("reading config file: %w", err)
+	}
+	if len(data) > maxConfigFileBytes {
+		return fmt.Errorf("reading config file: larger than %d bytes", maxConfigFileBytes)
+	}
 	return decodeYAML(data, cfg)
 }
+
+// maxConfigFileBytes bounds the config file (16 MiB, thousands of
+// adapters): --config /dev/zero, or another file named by mistake, is
+// refused rather than read until the memory runs out.
+const maxConfigFileBytes = 16 << 20
 
 // decodeYAML decodes a YAML document over cfg and records in cfg.lines the
 // line of every key.

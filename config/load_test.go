@@ -348,3 +348,33 @@ func TestConfig_WriterSlot(t *testing.T) {
 		}
 	}
 }
+
+// TestConfig_MaxShrinkNaNRefused: YAML's .nan (or NaN in the
+// environment) is no fraction from 0 to 1; every comparison with it is
+// false, so taken it would have switched the guard off.
+func TestConfig_MaxShrinkNaNRefused(t *testing.T) {
+	p := writeFile(t, "c.yaml", `connections:
+  - {name: shop, type: sqlite, options: {path: /tmp/x.db}}
+adapters:
+  - {name: products, connection: shop, resource: products, guard: {max_shrink: .nan}}
+  - {name: others, connection: shop, resource: others}
+`)
+	_, err := Load(Flags{File: p}, []string{"SNAPSTORE_ADAPTERS_1_GUARD_MAX_SHRINK=NaN"})
+	for _, want := range []string{
+		"config key adapters[0].guard.max_shrink (line 4): want a fraction from 0 (default 0.5) to 1, got NaN",
+		"config key adapters[1].guard.max_shrink (from environment variable SNAPSTORE_ADAPTERS_1_GUARD_MAX_SHRINK): want a fraction",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}
+
+// TestConfig_FileBounded: a config file is read up to 16 MiB; --config
+// /dev/zero is a bad configuration, not a process out of memory.
+func TestConfig_FileBounded(t *testing.T) {
+	_, err := Load(Flags{File: "/dev/zero"}, nil)
+	if err == nil || !strings.Contains(err.Error(), "reading config file: larger than 16777216 bytes") {
+		t.Fatalf("--config /dev/zero: %v", err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -113,7 +114,7 @@ func (o *Options) Validate() error {
 		case names[w.Name]:
 			bad(key+".name", "duplicate webhook name %q", w.Name)
 		case !validName(w.Name):
-			bad(key+".name", "want letters, digits, '.', '_' and '-', got %q", w.Name)
+			bad(key+".name", "want letters, digits, '.', '_' and '-', not dots alone, got %q", w.Name)
 		}
 		names[w.Name] = true
 		if u, err := url.Parse(w.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -155,14 +156,17 @@ func (o *Options) Validate() error {
 	return errors.Join(errs...)
 }
 
-// validName reports whether s may name a webhook: it appears in a path.
+// validName reports whether s may name a webhook: it appears in a path
+// (/v1/notifications/webhooks/{name}/test), so it is not dots alone,
+// which browsers and curl drop from a path as dot-segments (RFC 3986,
+// 5.2.4).
 func validName(s string) bool {
 	for _, r := range s {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
 			return false
 		}
 	}
-	return s != ""
+	return strings.Trim(s, ".") != ""
 }
 
 // withDefaults returns o with its zero fields defaulted.

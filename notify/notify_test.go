@@ -456,9 +456,12 @@ func TestValidate(t *testing.T) {
 	o := Options{Webhooks: []Webhook{
 		{Name: "a", URL: "ftp://x?token=hidden", Secret: "file:relative", Events: []string{"nope"}},
 		{Name: "a", URL: "http://x"},
+		{Name: "..", URL: "http://x"}, // a dot-segment of the test route's path
+		{Name: ".", URL: "http://x"},
 	}, Default: []string{"zz"}}
 	err := o.Validate()
-	for _, want := range []string{"webhooks[0].url", "webhooks[0].secret", "webhooks[0].events[0]", "webhooks[1].name: duplicate", "default[0]"} {
+	for _, want := range []string{"webhooks[0].url", "webhooks[0].secret", "webhooks[0].events[0]", "webhooks[1].name: duplicate", "default[0]",
+		`webhooks[2].name: want letters, digits, '.', '_' and '-', not dots alone, got ".."`, `webhooks[3].name: want`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("want %q in %v", want, err)
 		}

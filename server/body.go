@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -35,7 +36,7 @@ func decodeBody(c echo.Context, v any, required bool) error {
 	if pe, ok := c.Get(ctxBodyProblem).(error); ok {
 		// The schema refused the body and the handler checks it whole
 		// (checkedBody): fill what decodes, for its checks, and refuse.
-		_ = json.Unmarshal(data, v)
+		fillWhatDecodes(v, data, func(b []byte) []byte { return b }, maxFillDepth)
 		return pe
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
@@ -193,6 +194,34 @@ func limitBody(c echo.Context) error {
 // decodeBody returns it in any case (the handler never acts on it) and
 // whose checkedBody joins the handler's own checks to it: one answer
 // names the schema's problems and the definition's.
+
+// maxFillDepth is how deep fillWhatDecodes looks for the members that
+// decode: a definition's fields (retention.ttl) and their options.
+const maxFillDepth = 3
+
+// fillWhatDecodes decodes into v every member of the JSON object raw
+// that decodes, each alone where the whole does not, down to depth levels
+// of objects: encoding/json stops at a value whose UnmarshalJSON fails (a
+// duration the schema refused too), which would leave the members after
+// it empty and their checks unmade, so that the answer would not name
+// every problem. wrap puts a member back at its place in the body, so that
+// each lands in its field of v (a struct or a map decoded into keeps what
+// it holds).
+func fillWhatDecodes(v any, raw []byte, wrap func([]byte) []byte, depth int) {
+	if json.Unmarshal(wrap(raw), v) == nil {
+		return
+	}
+	var members map[string]json.RawMessage
+	if depth == 0 || json.Unmarshal(raw, &members) != nil {
+		return
+	}
+	for k, m := range members {
+		key, _ := json.Marshal(k)
+		fillWhatDecodes(v, m, func(b []byte) []byte {
+			return wrap(slices.Concat([]byte("{"), key, []byte(":"), b, []byte("}")))
+		}, depth-1)
+	}
+}
 
 // ctxBodyProblem holds the schema's refusal of a body checked whole.
 const ctxBodyProblem = "body.problem"

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -333,6 +334,11 @@ func schemaReason(se *openapi3.SchemaError) string {
 	if (se.SchemaField == "pattern" || se.SchemaField == "type") && se.Schema != nil && se.Schema.Description != "" {
 		return fmt.Sprintf("want %s; got %q", se.Schema.Description, fmt.Sprint(se.Value))
 	}
+	if n, ok := se.Value.(json.Number); ok && se.SchemaField == "type" {
+		// A number no float64 holds (1e400): the validator says it
+		// cannot convert a json.Number, which is its own affair.
+		return fmt.Sprintf("number %s is out of range", n)
+	}
 	if se.SchemaField == "format" && se.Schema != nil {
 		// The validator's reason for a format quotes the format's regular
 		// expression; say what the value should look like instead.
@@ -358,7 +364,9 @@ func requestErrorText(re *openapi3filter.RequestError) string {
 	}
 	if re.Err != nil {
 		msg := re.Err.Error()
-		if re.Reason != "" {
+		// kin-openapi gives some refusals (a required value missing) the
+		// same text as reason and error: say it once.
+		if re.Reason != "" && re.Reason != msg {
 			msg = re.Reason + ": " + msg
 		}
 		return msg

@@ -191,6 +191,22 @@ func TestQuery_BadTimeSaysTheFormat(t *testing.T) {
 	}
 }
 
+// TestPath_EmptySegmentSaidOnce: an empty path parameter (a client that
+// joined an empty name into the path) is refused naming it, the reason
+// said once.
+func TestPath_EmptySegmentSaidOnce(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	for _, c := range []struct{ method, path, field string }{
+		{"GET", "/v1/datasets//versions", "dataset"},
+		{"POST", "/v1/adapters//runs", "name"},
+	} {
+		p := f.wantProblem(400, "bad_request", c.field, c.method, c.path, "")
+		if p.Detail != c.field+": value is required but missing" {
+			t.Errorf("%s %s: detail %q", c.method, c.path, p.Detail)
+		}
+	}
+}
+
 // TestQuery_UnknownParameterRefused: a query parameter the operation does
 // not document is a 400 naming it.
 func TestQuery_UnknownParameterRefused(t *testing.T) {

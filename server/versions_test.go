@@ -1,11 +1,15 @@
 package server
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/snapstore/snapstore/snapshot"
 )
 
 // TestVersions_Pages lists a dataset's versions a page at a time: the pages
@@ -149,10 +153,28 @@ func TestTags_EscapedName(t *testing.T) {
 	f.must(200, "PUT", "/v1/datasets/products/tags/release%3A1", "")
 	f.must(200, "GET", "/v1/datasets/products?tag=release:1", "")
 	f.must(204, "DELETE", "/v1/datasets/products/tags/release%3A1", "")
+	// Dots alone are dot-segments that browsers and curl drop from a
+	// path: such a tag could be made but not removed from the console.
+	for _, dots := range []string{"%2E", "%2E%2E", "..."} {
+		if p := f.must(400, "PUT", "/v1/datasets/products/tags/"+dots, "").problem(t); p.Field != "tag" || !strings.Contains(p.Detail, "not dots alone") {
+			t.Errorf("tag %s: %+v", dots, p)
+		}
+	}
+	if err := f.db.Tag(context.Background(), "products", "..", 1); !errors.Is(err, snapshot.ErrInvalidArgument) {
+		t.Errorf(`snapshot Tag "..": %v, want ErrInvalidArgument`, err)
+	}
+	// DELETE takes such a name still, made before the rule: not a 400.
+	if p := f.must(404, "DELETE", "/v1/datasets/products/tags/%2E%2E", "").problem(t); p.Code != "tag_not_found" {
+		t.Errorf(`DELETE tag "..": %+v`, p)
+	}
+	// A dot beside a digit or "-" is a name, as before.
+	f.must(200, "PUT", "/v1/datasets/products/tags/1.5", "")
+	f.must(200, "GET", "/v1/datasets/products?tag=1.5", "")
+	f.must(204, "DELETE", "/v1/datasets/products/tags/1.5", "")
 	p := f.must(400, "PUT", "/v1/datasets/products/tags/bad%20name", "").problem(t)
 	// A refusal by the document's pattern says what the value should be,
 	// not the regular expression.
-	if p.Field != "tag" || !strings.Contains(p.Detail, `want 1 to 200 letters, digits and _.:@-, at least one of them a letter or one of _.:@ (digits and - alone read as a version number); got "bad name"`) {
+	if p.Field != "tag" || !strings.Contains(p.Detail, `want 1 to 200 letters, digits and _.:@-, at least one of them a letter or one of _.:@ (digits and - alone read as a version number), not dots alone (a URL path drops . and ..); got "bad name"`) {
 		t.Errorf("bad tag name: %+v", p)
 	}
 	p = f.must(400, "POST", "/v1/adapters", `{"name":"a1","connection":"shop","resource":"products","retention":{"ttl":"soon"}}`).problem(t)

@@ -56,6 +56,17 @@ func TestBodies_EveryViolationAtOnce(t *testing.T) {
 			`{`+m.name+`"connection":"shop","resource":"products","include":["*"],"schedule":"every tuesday","notify":["ops","nobody"]}`)
 		wantViolations(t, p, [2]string{"notify[1]", "bad_option"}, [2]string{"resource", "bad_option"}, [2]string{"schedule", "bad_schedule"})
 	}
+	// A value the schema refuses and whose decoding fails (a duration)
+	// before the others in the body: the others are still checked.
+	p = f.wantProblem(400, "bad_request", "body.retention.ttl", "POST", "/v1/adapters",
+		`{"name":"a1","connection":"shop","resource":"products","retention":{"ttl":"-1h","min_versions":2},"schedule":"every tuesday","notify":["nobody"]}`)
+	wantViolations(t, p, [2]string{"body.retention.ttl", "bad_request"}, [2]string{"notify[0]", "bad_option"}, [2]string{"schedule", "bad_schedule"})
+	// A number no float64 holds is out of range, said so.
+	p = f.wantProblem(400, "bad_request", "body.guard.max_shrink", "POST", "/v1/adapters",
+		`{"name":"a1","connection":"shop","resource":"products","guard":{"max_shrink":1e400}}`)
+	if p.Detail != "body.guard.max_shrink: number 1e400 is out of range" {
+		t.Errorf("max_shrink 1e400: detail %q", p.Detail)
+	}
 	// Nothing was saved.
 	f.must(404, "GET", "/v1/adapters/a1", "")
 	// A field both the schema and the adapter's check refuse (retries)

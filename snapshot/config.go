@@ -84,7 +84,7 @@ func validConfig(cfg DatasetConfig) error {
 	if cfg.Retention.TTL < 0 {
 		return fmt.Errorf("%w: negative retention ttl", ErrInvalidArgument)
 	}
-	if cfg.Guard.MaxShrink < 0 || cfg.Guard.MaxShrink > 1 {
+	if !(cfg.Guard.MaxShrink >= 0 && cfg.Guard.MaxShrink <= 1) { // NaN too
 		return fmt.Errorf("%w: guard max_shrink %v outside 0..1", ErrInvalidArgument, cfg.Guard.MaxShrink)
 	}
 	return nil

@@ -9,13 +9,19 @@ import (
 // ValidTagName checks a tag name: a name (validName) with at least one
 // letter or one of "_.:@", so that wherever a version number or a tag may
 // be given (a diff's from and to) a value of digits and signs always means
-// a version ("3", "-1"). ErrInvalidArgument.
+// a version ("3", "-1"); and not dots alone, since a tag is a segment of
+// URL paths (/v1/datasets/{dataset}/tags/{tag}) where "." and ".." are
+// dot-segments that browsers and curl remove (RFC 3986, 5.2.4): a tag so
+// named could not be removed from the console. ErrInvalidArgument.
 func ValidTagName(tag string) error {
 	if err := validName("tag", tag); err != nil {
 		return err
 	}
 	if strings.Trim(tag, "0123456789-") == "" {
 		return fmt.Errorf("%w: tag name %q has only digits and \"-\", which would read as a version number; give it a letter or one of _.:@", ErrInvalidArgument, tag)
+	}
+	if strings.Trim(tag, ".") == "" {
+		return fmt.Errorf("%w: tag name %q has only dots, which URL paths drop; give it a letter, a digit or one of _:@-", ErrInvalidArgument, tag)
 	}
 	return nil
 }

@@ -97,6 +97,11 @@ func TestCLI_AgainstServerThenLocal(t *testing.T) {
 	if code != 0 || strings.Count(out, "\n") != 2 {
 		t.Fatalf("local scan: exit %d, %q %s", code, out, errs)
 	}
+	// A negative limit is refused, not read as "every row".
+	code, out, errs = cli(t, append([]string{"scan", "products", "--limit", "-1"}, local...)...)
+	if code != exitUsage || out != "" || !strings.Contains(errs, "--limit: want a positive number, or 0 for every row, got -1") {
+		t.Fatalf("scan --limit -1: exit %d, %q %s", code, out, errs)
+	}
 	// A one-shot run on the data directory, with the adapters of a file.
 	cfgFile := writeFile(t, "c.yaml", fmt.Sprintf("connections:\n  - {name: src, type: sqlite, options: {path: %q}}\nadapters:\n  - {name: products, connection: src, resource: products}\n  - {name: broken, connection: src, resource: no_such_table}\n",
 		cfg.Connections[0].Options["path"]))

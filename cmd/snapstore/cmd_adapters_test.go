@@ -314,3 +314,44 @@ func TestNextRunText(t *testing.T) {
 		t.Error("no next run: want nothing")
 	}
 }
+
+// TestCLI_DefinitionBounds: a definition file is read and its aliases
+// expanded only up to what the server takes. An alias inside its own
+// anchor, aliases that multiply ("billion laughs") and a file larger than
+// a body are refused before anything is sent, each naming the file; an
+// ordinary alias still expands, and the adapter it defines is created.
+func TestCLI_DefinitionBounds(t *testing.T) {
+	url, _, _ := startServe(t, 0, nil)
+	create := func(file string) (int, string) {
+		t.Helper()
+		code, _, errs := cli(t, "adapters", "create", "-f", file, "--server", url)
+		return code, errs
+	}
+	// Ten to the sixth values from six lines.
+	var bomb strings.Builder
+	bomb.WriteString("name: bomb\nconnection: src\nresource: products\nx0: &a0 [q,q,q,q,q,q,q,q,q,q]\n")
+	for i := 1; i <= 5; i++ {
+		fmt.Fprintf(&bomb, "x%d: &a%d [%s]\n", i, i, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*a%d,", i-1), 10), ","))
+	}
+	for _, c := range []struct{ name, text, want string }{
+		{"self.yaml", "name: self\nconnection: src\nresource: products\nx: &a [*a]\n", "self.yaml line 4: x[0]: alias *a refers to a value holding it"},
+		{"bomb.yaml", bomb.String(), "the aliases expand to more than the server takes"},
+		{"huge.yaml", "name: huge\nconnection: src\nresource: products\n#" + strings.Repeat("z", 2<<20) + "\n", "reading the definition: larger than 1048576 bytes"},
+	} {
+		code, errs := create(writeFile(t, c.name, c.text))
+		if code != exitUsage || !strings.Contains(errs, c.want) {
+			t.Errorf("%s: exit %d, want %d with %q:\n%s", c.name, code, exitUsage, c.want, errs)
+		}
+	}
+	code, errs := create(writeFile(t, "alias.yaml", "name: aliased\nconnection: src\nresource: products\nret: &r {ttl: 36h}\nretention: *r\n"))
+	if code != 1 || !strings.Contains(errs, `property "ret" is unsupported`) {
+		t.Fatalf("an unknown key beside an alias: exit %d\n%s", code, errs)
+	}
+	if code, errs = create(writeFile(t, "alias.yaml", "name: aliased\nconnection: src\nresource: products\nretention: &r {ttl: 36h, min_versions: 2}\n")); code != 0 {
+		t.Fatalf("an anchored value: exit %d\n%s", code, errs)
+	}
+	code, out, errs := cli(t, "adapters", "list", "--server", url)
+	if code != 0 || !strings.Contains(out, "aliased") || strings.Contains(out, "bomb") || strings.Contains(out, "self") || strings.Contains(out, "huge") {
+		t.Fatalf("adapters list: exit %d\n%s%s", code, out, errs)
+	}
+}

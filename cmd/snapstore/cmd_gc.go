@@ -40,6 +40,9 @@ func cmdGC(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(pos) == 0 && !*all || len(pos) > 0 && *all {
 		return usageError("usage: snapstore gc DATASET... or snapstore gc --all (snapstore gc --help)")
 	}
+	if err := c.wantNamed(pos); err != nil {
+		return err
+	}
 	q := url.Values{}
 	if *dry {
 		q.Set("dry_run", "true")

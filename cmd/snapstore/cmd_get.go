@@ -79,6 +79,7 @@ func cmdGet(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var table tableFlag
 	table.register(c)
 	columns := c.fs.String("columns", "", "comma-separated `columns` to return (default all)")
+	c.emptyFrom = 1 // a key's value may be the empty string
 	pos, err := c.parseN(args, 2, -1)
 	if err != nil {
 		return err

@@ -43,3 +43,28 @@ func TestAsOfTime(t *testing.T) {
 		}
 	}
 }
+
+// TestCLI_EmptyNameRefused: an empty argument that names something is a
+// usage error, before any request (it made a path of another route, PUT
+// /v1/datasets/products/tags/, answered 404 route_not_found); a key's
+// value may be empty, and is asked of the server.
+func TestCLI_EmptyNameRefused(t *testing.T) {
+	url, _, _ := startServe(t, 0, nil)
+	for _, args := range [][]string{
+		{"tag", "products", ""},
+		{"untag", "products", ""},
+		{"get", "", "1"},
+		{"adapters", "show", ""},
+		{"datasets", "drop", "", "--yes"},
+		{"gc", "products", ""},
+	} {
+		code, _, errs := cli(t, append(args, "--server", url)...)
+		if code != exitUsage || !strings.Contains(errs, "is empty; usage: snapstore") || strings.Contains(errs, "route_not_found") {
+			t.Errorf("%q: exit %d %s", args, code, errs)
+		}
+	}
+	code, _, errs := cli(t, "get", "products", "", "--server", url)
+	if code != 1 || !strings.Contains(errs, "HTTP 404 no_version") {
+		t.Errorf("get with an empty key: exit %d %s", code, errs)
+	}
+}

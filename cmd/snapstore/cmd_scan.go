@@ -50,6 +50,10 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if accept == "" {
 		return usageError("--format: want ndjson, csv, arrow or parquet, got %q", *format)
 	}
+	if *limit < 0 {
+		// Not "all": a negative count is a mistake, as for versions.
+		return usageError("--limit: want a positive number, or 0 for every row, got %d", *limit)
+	}
 	if (*format == "arrow" || *format == "parquet") && *out == "" && isTerminal(stdout) {
 		return usageError("--format %s is binary: give --out FILE or redirect standard output to a file or a pipe", *format)
 	}

@@ -16,7 +16,7 @@ version is kept by GC whatever the retention, and can be read with
 --tag TAG (get, scan, datasets show) and diffed with --from TAG. Tagging
 again moves the tag. A tag name has 1 to 200 letters, digits and _.:@-,
 at least one of them a letter or one of _.:@ (digits and - alone read as
-a version number).`
+a version number), not dots alone (a URL path drops . and ..).`
 
 // cmdTag is `snapstore tag DATASET TAG`.
 func cmdTag(ctx context.Context, args []string, stdout, stderr io.Writer) error {

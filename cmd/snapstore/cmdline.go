@@ -111,6 +111,10 @@ type cmdLine struct {
 	fs       *flag.FlagSet
 	cf       *commonFlags
 	stdout   io.Writer
+	// emptyFrom is the first positional argument that may be empty (a
+	// key's value); 0: none may. The others name things (a dataset, a
+	// tag), and an empty one would make a path of the API without it.
+	emptyFrom int
 }
 
 // newCmdLine returns the command line of command name with the common
@@ -341,6 +345,18 @@ func (c *cmdLine) parseN(args []string, min, max int) ([]string, error) {
 func (c *cmdLine) wantArgs(pos []string, min, max int) error {
 	if len(pos) < min || max >= 0 && len(pos) > max {
 		return usageError("usage: snapstore %s %s (snapstore %s --help)", c.name, c.synopsis, c.name)
+	}
+	return c.wantNamed(pos)
+}
+
+// wantNamed refuses an empty positional argument before emptyFrom: a
+// usage error rather than a request to another route of the API
+// (PUT /v1/datasets/a/tags/ for an empty tag).
+func (c *cmdLine) wantNamed(pos []string) error {
+	for i, p := range pos {
+		if p == "" && (c.emptyFrom == 0 || i < c.emptyFrom) {
+			return usageError("argument %d is empty; usage: snapstore %s %s (snapstore %s --help)", i+1, c.name, c.synopsis, c.name)
+		}
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/snapstore/snapstore/config"
+	"github.com/snapstore/snapstore/server"
 	"go.yaml.in/yaml/v4"
 )
 
@@ -23,17 +24,34 @@ type definition struct {
 	file  string
 	body  map[string]any
 	lines map[string]int // "retention.ttl" -> its line
+
+	// values counts the values value made, aliases expanded; expanding
+	// marks the anchored nodes whose expansion is under way. Together
+	// they stop a file whose aliases refer to themselves or multiply
+	// ("billion laughs") before it fills the memory.
+	values    int
+	expanding map[*yaml.Node]bool
 }
+
+// maxDefinitionBytes bounds a definition file, and so the values its
+// aliases may expand to: the server takes no larger body
+// (server.MaxBodyBytes), and each value is at least two bytes of JSON
+// (itself and a comma).
+const maxDefinitionBytes = server.MaxBodyBytes
 
 // readDefinition reads the definition in file ("-" for stdin).
 func readDefinition(file string) (*definition, error) {
 	var data []byte
 	var err error
 	if file == "-" {
-		data, err = io.ReadAll(stdin)
+		data, err = readAtMost(stdin, maxDefinitionBytes)
 		file = "stdin"
 	} else {
-		data, err = os.ReadFile(file)
+		var f *os.File
+		if f, err = os.Open(file); err == nil {
+			data, err = readAtMost(f, maxDefinitionBytes)
+			f.Close()
+		}
 	}
 	if err != nil {
 		return nil, &exitError{code: exitUsage, err: fmt.Errorf("reading the definition: %w", err)}
@@ -45,7 +63,7 @@ func readDefinition(file string) (*definition, error) {
 	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
 		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s: want one mapping of keys (name: ..., connection: ...), as an entry of the config file's list", file)}
 	}
-	d := &definition{file: file, lines: map[string]int{}}
+	d := &definition{file: file, lines: map[string]int{}, expanding: map[*yaml.Node]bool{}}
 	v, err := d.value(root.Content[0], "")
 	if err != nil {
 		return nil, &exitError{code: exitUsage, err: err}
@@ -56,8 +74,18 @@ func readDefinition(file string) (*definition, error) {
 
 // value converts n, at key path, to the JSON value it is.
 func (d *definition) value(n *yaml.Node, path string) (any, error) {
+	if d.values++; d.values > maxDefinitionBytes/2 {
+		return nil, fmt.Errorf("%s line %d: %s: the aliases expand to more than the server takes (%d bytes)", d.file, n.Line, path, maxDefinitionBytes)
+	}
 	if n.Kind == yaml.AliasNode {
+		if d.expanding[n.Alias] {
+			return nil, fmt.Errorf("%s line %d: %s: alias *%s refers to a value holding it", d.file, n.Line, path, n.Value)
+		}
 		n = n.Alias
+	}
+	if n.Anchor != "" && !d.expanding[n] {
+		d.expanding[n] = true
+		defer delete(d.expanding, n)
 	}
 	switch n.Kind {
 	case yaml.MappingNode:
@@ -151,4 +179,14 @@ func (d *definition) line(field string) int {
 		}
 	}
 	return 0
+}
+
+// readAtMost reads r to its end, refusing more than max bytes (a device
+// such as /dev/zero, a file that is no definition) rather than reading on.
+func readAtMost(r io.Reader, max int) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, int64(max)+1))
+	if err == nil && len(data) > max {
+		err = fmt.Errorf("larger than %d bytes, more than the server takes", max)
+	}
+	return data, err
 }

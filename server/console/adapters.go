@@ -267,7 +267,7 @@ func (f adapterFields) spec() (api.Adapter, error) {
 	}
 	if f.MaxShrink != "" {
 		x, err := strconv.ParseFloat(f.MaxShrink, 64)
-		if err != nil || x < 0 || x > 1 {
+		if err != nil || !(x >= 0 && x <= 1) { // ParseFloat takes "NaN"
 			return api.Adapter{}, server.BadField("body.guard.max_shrink", "want a fraction from 0 to 1, got %q", f.MaxShrink)
 		}
 		in.Guard.MaxShrink = x

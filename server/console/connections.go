@@ -147,11 +147,13 @@ func (c *console) connectionForm(typ string, form url.Values) connectionFormView
 	if view.Type == "" {
 		view.Type = "mysql"
 	}
+	secret := map[string]bool{}
 	for _, t := range view.Types {
 		if t.Name != view.Type {
 			continue
 		}
 		for _, d := range t.Options {
+			secret[d.Key] = d.Type == adapters.OptSecret
 			if d.Type == adapters.OptStringMap {
 				continue // as key=value lines in Extra
 			}
@@ -165,9 +167,30 @@ func (c *console) connectionForm(typ string, form url.Values) connectionFormView
 	if form != nil {
 		view.Name = strings.TrimSpace(form.Get("name"))
 		view.Sharing = form.Get("sharing")
-		view.Extra = form.Get("extra")
+		view.Extra = extraWithoutSecrets(form.Get("extra"), secret)
 	}
 	return view
+}
+
+// extraWithoutSecrets is the extra options' text to fill back, each line
+// of a secret option (password=...) with its value left out, as the
+// secret fields are left empty, and a line that is no key=value (which
+// parseExtraOptions refuses, and which may be a secret in another shape,
+// password: ...) left empty: a secret is never sent back.
+func extraWithoutSecrets(text string, secret map[string]bool) string {
+	lines := strings.Split(text, "\n")
+	for i, line := range lines {
+		k, _, ok := strings.Cut(line, "=")
+		k = strings.TrimSpace(k)
+		switch t := strings.TrimSpace(line); {
+		case t == "" || strings.HasPrefix(t, "#"):
+		case !ok || k == "":
+			lines[i] = ""
+		case secret[k]:
+			lines[i] = k + "="
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // createConnection answers POST /ui/connections, as POST /v1/connections
@@ -215,7 +238,9 @@ func parseExtraOptions(text string, opts map[string]any) error {
 		k, val, ok := strings.Cut(line, "=")
 		k, val = strings.TrimSpace(k), strings.TrimSpace(val)
 		if !ok || k == "" {
-			return server.BadField("extra", "line %d: want key=value, got %q", i+1, line)
+			// The line is not quoted: it may hold a secret in another
+			// shape (password: ...).
+			return server.BadField("extra", "line %d: want key=value", i+1)
 		}
 		if name, isParam := strings.CutPrefix(k, "params."); isParam {
 			m, _ := opts["params"].(map[string]any)

@@ -255,6 +255,17 @@ func TestConsole_Forms(t *testing.T) {
 	if body := wantStatus(t, "duplicate connection", r, http.StatusConflict); !strings.Contains(body, "connection_exists") || strings.Contains(body, knownSecret) {
 		t.Errorf("refused connection form:\n%s", body)
 	}
+	// Nor one given among the extra lines, as password=... or in a line
+	// that does not parse: the line is filled back without its value, and
+	// the refusal names the line by its number.
+	r = b.post("/ui/connections", url.Values{"name": {"shop2"}, "type": {"mysql"}, "opt.user": {"u"}, "extra": {"max_open=4\npassword=" + knownSecret}})
+	if body := wantStatus(t, "refused connection, extra password", r, http.StatusBadRequest); strings.Contains(body, knownSecret) || !strings.Contains(body, "max_open=4\npassword=<") {
+		t.Errorf("refused connection form with an extra password:\n%s", body)
+	}
+	r = b.post("/ui/connections", url.Values{"name": {"db"}, "type": {"mysql"}, "opt.user": {"u"}, "extra": {"password: " + knownSecret}})
+	if body := wantStatus(t, "extra line without =", r, http.StatusBadRequest); strings.Contains(body, knownSecret) || !strings.Contains(body, "line 1: want key=value") {
+		t.Errorf("refused extra line:\n%s", body)
+	}
 	r = b.post("/ui/connections", url.Values{"name": {"db"}, "type": {"mysql"}, "opt.host": {"127.0.0.1"}, "opt.user": {"u"}, "opt.password": {knownSecret}, "extra": {"max_open=4"}, "sharing": {"pooled"}})
 	wantStatus(t, "mysql connection", r, http.StatusSeeOther)
 	b.page("/ui/connections/db", "REDACTED", "max_open", "api, revision 1, updated")
@@ -667,7 +678,7 @@ func TestConsole_BadTagStaysOnThePage(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	v := itoa(f.run("products"))
 	b := newBrowser(t, f)
-	b.page("/ui/datasets/products", `pattern="[A-Za-z0-9_.:@\-]*[A-Za-z_.:@][A-Za-z0-9_.:@\-]*"`)
+	b.page("/ui/datasets/products", `pattern="[A-Za-z0-9_.:@\-]*([A-Za-z_:@]|\.[A-Za-z0-9_.:@\-]*[0-9\-]|[0-9\-][A-Za-z0-9_.:@\-]*\.)[A-Za-z0-9_.:@\-]*"`)
 	r := b.post("/ui/datasets/products/tags", url.Values{"tag": {"bad/tag"}, "version": {v}})
 	body := wantStatus(t, "a bad tag", r, http.StatusBadRequest)
 	for _, want := range []string{`id="tag-problem"`, "bad/tag", `value="bad/tag" aria-invalid="true"`, `id="versions"`} {
@@ -871,4 +882,21 @@ func TestConsole_TablesAdapter(t *testing.T) {
 	if body := wantStatus(t, "a table both named and excluded", r, http.StatusBadRequest); !strings.Contains(body, "named and excluded") {
 		t.Errorf("a table both named and excluded:\n%s", body)
 	}
+}
+
+// TestConsole_AdapterFormMaxShrinkNotANumber: the adapter form's
+// max_shrink of NaN or Inf (which strconv.ParseFloat takes) is refused
+// as any value outside 0 to 1 is, on the form, not a 500 when the
+// adapter is stored; nothing is saved.
+func TestConsole_AdapterFormMaxShrinkNotANumber(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	b := newBrowser(t, f)
+	for _, v := range []string{"NaN", "nan", "Inf", "-Inf"} {
+		r := b.post("/ui/adapters", url.Values{"name": {"shrinky"}, "connection": {"shop"}, "resource": {"products"}, "max_shrink": {v}})
+		body := wantStatus(t, "max_shrink "+v, r, http.StatusBadRequest)
+		if !strings.Contains(body, "want a fraction from 0 to 1") {
+			t.Errorf("max_shrink %s: the page does not say why:\n%s", v, body)
+		}
+	}
+	f.must(404, "GET", "/v1/adapters/shrinky", "")
 }
