@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -20,6 +19,7 @@ import (
 	"sync"
 
 	"github.com/snapstore/snapstore/api"
+	"github.com/snapstore/snapstore/internal/boundedread"
 	"golang.org/x/crypto/chacha20poly1305"
 )
 
@@ -223,8 +223,11 @@ func CheckSecretKeyFile(path string) error {
 }
 
 func readKeyFile(path string) ([][]byte, error) {
-	data, err := readAtMost(path, maxKeyFileBytes)
+	data, err := boundedread.File(path, maxKeyFileBytes)
 	defer clear(data)
+	if errors.Is(err, boundedread.ErrTooLarge) {
+		err = fmt.Errorf("key file %s is %w", path, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -248,20 +251,6 @@ func readKeyFile(path string) ([][]byte, error) {
 // device (/dev/zero) or a file named by mistake would otherwise be read
 // until the memory ran out.
 const maxKeyFileBytes = 1 << 20
-
-// readAtMost reads the file at path, refusing one larger than max bytes.
-func readAtMost(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err == nil && int64(len(data)) > max {
-		err = fmt.Errorf("key file %s is larger than %d bytes", path, max)
-	}
-	return data, err
-}
 
 // firstKey returns the key that seals, generating it when none is
 // configured and the box has a GenerateDir (E4); ErrSecretKeyMissing when

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/snapstore/snapstore/internal/boundedread"
 )
 
 // Secret references and their limits.
@@ -160,12 +161,9 @@ func readSecretFile(ctx context.Context, path string, limits *SecretRefLimits) (
 	}
 	stop := context.AfterFunc(ctx, func() { _ = f.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
-	b, err := io.ReadAll(io.LimitReader(f, maxSecretFileBytes+1))
+	b, err := boundedread.All(f, maxSecretFileBytes)
 	if err != nil {
 		return "", err
-	}
-	if len(b) > maxSecretFileBytes {
-		return "", fmt.Errorf("larger than %d bytes", maxSecretFileBytes)
 	}
 	return strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r"), nil
 }

@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/snapstore/snapstore/cluster"
+	"github.com/snapstore/snapstore/internal/boundedread"
 )
 
 // ClusterConfig is the cluster section of the configuration: what makes
@@ -195,7 +195,7 @@ func (c *Config) MembershipConfig(api, xfer string, log *slog.Logger, reg promet
 	if cc.GossipKeyFile == "" {
 		return mc, nil
 	}
-	b, err := readGossipKeyFile(cc.GossipKeyFile)
+	b, err := boundedread.File(cc.GossipKeyFile, maxGossipKeyFileBytes)
 	if err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) {
@@ -250,17 +250,3 @@ func advertisedAddr(cc ClusterConfig, explicit, listenKey, listen, what string) 
 // (/dev/zero) named by mistake is refused rather than read until the
 // memory runs out.
 const maxGossipKeyFileBytes = 4096
-
-// readGossipKeyFile reads the file at path, at most maxGossipKeyFileBytes.
-func readGossipKeyFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxGossipKeyFileBytes+1))
-	if err == nil && len(b) > maxGossipKeyFileBytes {
-		err = fmt.Errorf("larger than %d bytes", maxGossipKeyFileBytes)
-	}
-	return b, err
-}

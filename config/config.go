@@ -25,6 +25,7 @@ import (
 	"github.com/snapstore/snapstore/adapters"
 	_ "github.com/snapstore/snapstore/adapters/install" // the connection types a file's connections may name
 	"github.com/snapstore/snapstore/api"
+	"github.com/snapstore/snapstore/internal/boundedread"
 	"github.com/snapstore/snapstore/server"
 	"github.com/snapstore/snapstore/snapshot"
 )
@@ -660,17 +661,12 @@ const maxTokenFileBytes = 64 << 10
 // readTokenFile reads the token file at path, at most maxTokenFileBytes.
 // Errors name the file, never its content.
 func readTokenFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
+	b, err := boundedread.File(path, maxTokenFileBytes)
+	switch {
+	case errors.Is(err, boundedread.ErrTooLarge):
+		return nil, fmt.Errorf("the token file %s is %v", path, err)
+	case err != nil:
 		return nil, fmt.Errorf("reading the token file %s: %v", path, errors.Unwrap(err))
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxTokenFileBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading the token file %s: %v", path, errors.Unwrap(err))
-	}
-	if len(b) > maxTokenFileBytes {
-		return nil, fmt.Errorf("the token file %s is larger than %d bytes", path, maxTokenFileBytes)
 	}
 	return b, nil
 }

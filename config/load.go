@@ -4,9 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"reflect"
 	"regexp"
 	"slices"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/snapstore/snapstore/api"
+	"github.com/snapstore/snapstore/internal/boundedread"
 	"github.com/snapstore/snapstore/server"
 	"go.yaml.in/yaml/v4"
 )
@@ -166,17 +165,9 @@ func coveredKey(keys map[string]bool, key string) bool {
 // loadFile decodes the YAML file at path over cfg. Unknown keys and values
 // of the wrong type are errors naming the key; every problem is reported.
 func loadFile(path string, cfg *Config) error {
-	f, err := os.Open(path)
+	data, err := boundedread.File(path, maxConfigFileBytes)
 	if err != nil {
 		return fmt.Errorf("reading config file: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxConfigFileBytes+1))
-	if err != nil {
-		return fmt.Errorf("reading config file: %w", err)
-	}
-	if len(data) > maxConfigFileBytes {
-		return fmt.Errorf("reading config file: larger than %d bytes", maxConfigFileBytes)
 	}
 	return decodeYAML(data, cfg)
 }

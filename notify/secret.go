@@ -2,10 +2,11 @@ package notify
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/snapstore/snapstore/internal/boundedread"
 )
 
 // A webhook's secret is a reference as a connection password is
@@ -63,14 +64,5 @@ func readSecretFile(p string) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("not a regular file")
 	}
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
-	if err == nil && len(b) > maxSecretFile {
-		err = fmt.Errorf("larger than %d bytes", maxSecretFile)
-	}
-	return b, err
+	return boundedread.File(p, maxSecretFile)
 }

@@ -3,13 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 
 	"github.com/snapstore/snapstore/config"
+	"github.com/snapstore/snapstore/internal/boundedread"
 	"github.com/snapstore/snapstore/server"
 	"go.yaml.in/yaml/v4"
 )
@@ -44,14 +43,13 @@ func readDefinition(file string) (*definition, error) {
 	var data []byte
 	var err error
 	if file == "-" {
-		data, err = readAtMost(stdin, maxDefinitionBytes)
+		data, err = boundedread.All(stdin, maxDefinitionBytes)
 		file = "stdin"
 	} else {
-		var f *os.File
-		if f, err = os.Open(file); err == nil {
-			data, err = readAtMost(f, maxDefinitionBytes)
-			f.Close()
-		}
+		data, err = boundedread.File(file, maxDefinitionBytes)
+	}
+	if errors.Is(err, boundedread.ErrTooLarge) {
+		err = fmt.Errorf("%w, more than the server takes", err)
 	}
 	if err != nil {
 		return nil, &exitError{code: exitUsage, err: fmt.Errorf("reading the definition: %w", err)}
@@ -179,14 +177,4 @@ func (d *definition) line(field string) int {
 		}
 	}
 	return 0
-}
-
-// readAtMost reads r to its end, refusing more than max bytes (a device
-// such as /dev/zero, a file that is no definition) rather than reading on.
-func readAtMost(r io.Reader, max int) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, int64(max)+1))
-	if err == nil && len(data) > max {
-		err = fmt.Errorf("larger than %d bytes, more than the server takes", max)
-	}
-	return data, err
 }
