@@ -58,6 +58,11 @@ type createTokenRequest struct {
 
 // check returns the role and grant of r, or every problem of them at
 // once, joined (each a 400 naming its field).
+// minTokenLife is the shortest expires_in of a token made through the
+// API: the token's expiry is kept to the second, and one shorter would
+// be created expired, or expire before whoever asked for it can use it.
+const minTokenLife = time.Minute
+
 func (r createTokenRequest) check() (Role, Grant, error) {
 	var errs []error
 	role, err := ParseRole(r.Role)
@@ -68,6 +73,9 @@ func (r createTokenRequest) check() (Role, Grant, error) {
 		if err := CheckDatasetPattern(p); err != nil {
 			errs = append(errs, BadField(fmt.Sprintf("body.datasets[%d]", i), "%v", err))
 		}
+	}
+	if r.ExpiresIn < 0 || r.ExpiresIn > 0 && time.Duration(r.ExpiresIn) < minTokenLife {
+		errs = append(errs, BadField("body.expires_in", "want %s or longer (a token that expires before it can be used), or none; got %s", minTokenLife, time.Duration(r.ExpiresIn)))
 	}
 	if len(errs) > 0 {
 		return role, Grant{}, errors.Join(errs...)

@@ -36,6 +36,13 @@ func TestAPITokens_CreateListRevokeExpire(t *testing.T) {
 	if p := f.wantProblem(400, "bad_request", "body.expires_in", "POST", "/v1/tokens", `{"name":"x","role":"reader","expires_in":"soon"}`); !strings.Contains(p.Detail, `"90s"`) {
 		t.Errorf("a duration of no unit: %q, want examples", p.Detail)
 	}
+	// A life shorter than a minute would give a token expired when made
+	// (its expiry is kept to the second): refused.
+	for _, d := range []string{"1ns", "59s"} {
+		if p := f.wantProblem(400, "bad_request", "body.expires_in", "POST", "/v1/tokens", `{"name":"x","role":"reader","expires_in":"`+d+`"}`); !strings.Contains(p.Detail, "want 1m0s or longer") {
+			t.Errorf("expires_in %s: %q", d, p.Detail)
+		}
+	}
 
 	// The new token reads, and is a reader only.
 	bearer := []string{"Authorization", "Bearer " + created.Token}
