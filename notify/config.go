@@ -47,6 +47,11 @@ const (
 	DefaultMaxBackoff    = 5 * time.Minute
 )
 
+// maxTimeout bounds a webhook's timeout: an attempt holds one of the
+// senders (workers) for as long, so a receiver that hangs under a longer
+// one would hold up every webhook's deliveries behind it.
+const maxTimeout = 5 * time.Minute
+
 // Options configure a Notifier.
 type Options struct {
 	// Webhooks are the contact points.
@@ -129,8 +134,8 @@ func (o *Options) Validate() error {
 				bad(fmt.Sprintf("%s.events[%d]", key, j), "want one of run_failed, guard_refused, stale, recovered, got %q", e)
 			}
 		}
-		if w.Timeout < 0 {
-			bad(key+".timeout", "must not be negative")
+		if w.Timeout < 0 || w.Timeout > maxTimeout {
+			bad(key+".timeout", "want 0 (default %s) to %s, got %s", DefaultTimeout, maxTimeout, w.Timeout)
 		}
 		if w.MaxAttempts < 0 || w.MaxAttempts > 100 {
 			bad(key+".max_attempts", "want 0 (default %d) to 100, got %d", DefaultMaxAttempts, w.MaxAttempts)

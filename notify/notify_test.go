@@ -458,16 +458,22 @@ func TestValidate(t *testing.T) {
 		{Name: "a", URL: "http://x"},
 		{Name: "..", URL: "http://x"}, // a dot-segment of the test route's path
 		{Name: ".", URL: "http://x"},
+		{Name: "slow", URL: "http://x", Timeout: time.Hour}, // would hold a sender an hour
+		{Name: "ok", URL: "http://x", Timeout: 5 * time.Minute},
 	}, Default: []string{"zz"}}
 	err := o.Validate()
 	for _, want := range []string{"webhooks[0].url", "webhooks[0].secret", "webhooks[0].events[0]", "webhooks[1].name: duplicate", "default[0]",
-		`webhooks[2].name: want letters, digits, '.', '_' and '-', not dots alone, got ".."`, `webhooks[3].name: want`} {
+		`webhooks[2].name: want letters, digits, '.', '_' and '-', not dots alone, got ".."`, `webhooks[3].name: want`,
+		"webhooks[4].timeout: want 0 (default 10s) to 5m0s, got 1h0m0s"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("want %q in %v", want, err)
 		}
 	}
 	if strings.Contains(err.Error(), "hidden") {
 		t.Errorf("error quotes the URL: %v", err)
+	}
+	if strings.Contains(err.Error(), "webhooks[5]") {
+		t.Errorf("a timeout of 5m refused: %v", err)
 	}
 }
 
