@@ -144,6 +144,9 @@ func (db *DB) newDiff(ctx context.Context, name, table string, qualified bool, f
 	}
 	rf, err := db.openReader(ctx, name, table, qualified, At{Version: from})
 	if err != nil {
+		if !qualified && errors.Is(err, ErrTableRequired) {
+			return nil, db.diffTableRequired(ctx, name, from, to, err)
+		}
 		if qualified && errors.Is(err, ErrTableNotFound) {
 			if rt, err2 := db.openReader(ctx, name, table, qualified, At{Version: to}); err2 == nil {
 				rt.Close()
@@ -195,6 +198,22 @@ func (db *DB) newDiff(ctx context.Context, name, table string, qualified bool, f
 	}
 	d.names = d.names[:d.n:d.n]
 	return d, nil
+}
+
+// diffTableRequired is the ErrTableRequired of an unqualified diff of a
+// dataset of named tables: it names the tables of both versions, so that
+// a table added or dropped between them is among the tables to name, not
+// only those of version from (err, the reader's error, when either
+// version cannot be described).
+func (db *DB) diffTableRequired(ctx context.Context, name string, from, to int64, err error) error {
+	vf, err1 := db.VersionInfo(ctx, name, from)
+	vt, err2 := db.VersionInfo(ctx, name, to)
+	if err1 != nil || err2 != nil {
+		return err
+	}
+	names := append(vf.TableNames(), vt.TableNames()...)
+	slices.Sort(names)
+	return fmt.Errorf("%w: %s", ErrTableRequired, someTables(slices.Compact(names)))
 }
 
 // diffIter implements DiffIterator.

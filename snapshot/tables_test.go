@@ -409,6 +409,17 @@ func TestTablesAddedAndDropped(t *testing.T) {
 	if d, err := db.DiffTables(ctx, "shop", v1.Version, v2.Version); err != nil || len(d) != 3 || d[1].Table != "public.order_lines" || d[1].Change != TableDropped || d[1].Deleted != lines.Rows {
 		t.Fatalf("DiffTables across the drop: %+v, %v", d, err)
 	}
+	// The unqualified diff names the tables of both versions, either way:
+	// the table added and the one dropped are among those to name.
+	for _, c := range [][2]int64{{v1.Version, v2.Version}, {v2.Version, v1.Version}} {
+		_, err := db.Diff(ctx, "shop", c[0], c[1])
+		_, cerr := db.DiffCounts(ctx, "shop", c[0], c[1])
+		for _, err := range []error{err, cerr} {
+			if !errors.Is(err, ErrTableRequired) || !strings.Contains(err.Error(), ": customers, public.order_lines, public.orders") {
+				t.Errorf("the unqualified diff %d to %d: %v, want the tables of both versions", c[0], c[1], err)
+			}
+		}
+	}
 	checkShop(t, db, v2.Version, []shopTable{s[0], s[2]})
 	checkShop(t, db, v1.Version, s[:2])
 	if _, err := db.TableReader(ctx, "shop", "public.order_lines", At{Version: v2.Version}); !errors.Is(err, ErrTableNotFound) {
