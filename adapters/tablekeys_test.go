@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snapstore/snapstore/adapters/source"
 	"github.com/snapstore/snapstore/api"
 )
 
@@ -112,4 +113,29 @@ func TestTablesRunTableKeys(t *testing.T) {
 			t.Errorf("current version %d after a failed run, want %d", cur.Version, second.Version)
 		}
 	})
+}
+
+// TestUnusedTableKeys: an entry of table_keys naming no selected table is
+// a warning; one naming a selected table without its schema, or in
+// another case, is told the name to write.
+func TestUnusedTableKeys(t *testing.T) {
+	sel := []source.Resource{{Schema: "shop", Name: "events"}, {Schema: "shop", Name: "orders"}, {Name: "log"}}
+	spec := api.Adapter{TableKeys: map[string][]string{
+		"shop.events": {"at"}, "log": {"at"}, // selected
+		"events": {"at"}, "SHOP.Orders": {"id"}, "nope": {"id"},
+	}}
+	got := unusedTableKeys(spec, sel)
+	want := []string{
+		"table_keys.SHOP.Orders names no selected table: did you mean shop.orders?",
+		"table_keys.events names no selected table: did you mean shop.events?",
+		"table_keys.nope names no selected table (tables are named",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("warnings %q, want %d", got, len(want))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(got[i], w) {
+			t.Errorf("warning %d: %q, want it to start %q", i, got[i], w)
+		}
+	}
 }

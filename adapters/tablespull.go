@@ -240,13 +240,26 @@ func (s *Service) selectTables(ctx context.Context, l *lease, spec api.Adapter) 
 
 // unusedTableKeys are the warnings of the entries of spec's table_keys
 // that name no table of the selection sel (a typo, or a table the source
-// lacks for now); a run reads the selection all the same.
+// lacks for now); a run reads the selection all the same. An entry that
+// names a selected table by its name without its schema, or in another
+// case, is told the name to write instead.
 func unusedTableKeys(spec api.Adapter, sel []source.Resource) []string {
 	var out []string
 	for _, name := range slices.Sorted(maps.Keys(spec.TableKeys)) {
-		if !slices.ContainsFunc(sel, func(r source.Resource) bool { return tableName(r) == name }) {
-			out = append(out, fmt.Sprintf("table_keys.%s names no selected table (tables are named schema.table, or table for a source without schemas)", name))
+		if slices.ContainsFunc(sel, func(r source.Resource) bool { return tableName(r) == name }) {
+			continue
 		}
+		var like []string
+		for _, r := range sel {
+			if n := tableName(r); r.Name == name || strings.EqualFold(n, name) {
+				like = append(like, n)
+			}
+		}
+		if len(like) > 0 {
+			out = append(out, fmt.Sprintf("table_keys.%s names no selected table: did you mean %s? (tables are named schema.table, or table for a source without schemas)", name, strings.Join(like, " or ")))
+			continue
+		}
+		out = append(out, fmt.Sprintf("table_keys.%s names no selected table (tables are named schema.table, or table for a source without schemas)", name))
 	}
 	return out
 }
