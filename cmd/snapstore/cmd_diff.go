@@ -132,6 +132,14 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		ae.Problem.Detail, _, _ = strings.Cut(ae.Problem.Detail, "; the dataset's diff counts (stats_only)")
 		ae.Hint = fmt.Sprintf("snapstore diff %s --stats with the same --from and --to counts it replaced: the older table's rows deleted, the newer's inserted", pos[0])
 	}
+	if errors.As(err, &ae) && ae.Problem.Code == "table_not_found" {
+		// A table only one of the versions holds: the API's detail points
+		// at its stats_only diff, here given as the command's flags.
+		if d, ok := strings.CutSuffix(ae.Problem.Detail, "; the dataset's diff counts (stats_only) count it"); ok {
+			ae.Problem.Detail = d
+			ae.Hint = fmt.Sprintf("snapstore diff %s --stats with the same --from and --to counts it added or dropped", pos[0])
+		}
+	}
 	return err
 }
 

@@ -247,6 +247,11 @@ func TestCLI_TablesDropped(t *testing.T) {
 		!strings.Contains(errs, "snapstore diff bank --stats with the same --from and --to counts it replaced") || strings.Contains(errs, "stats_only") {
 		t.Errorf("diff --table of a table created again:\n%s", errs)
 	}
+	_, errs = do(1, "diff", "bank", "--table", "b", "--from", vs[0], "--to", vs[1])
+	if !strings.Contains(errs, "version "+vs[0]+" of bank holds the table, version "+vs[1]+" does not") ||
+		!strings.Contains(errs, "snapstore diff bank --stats with the same --from and --to counts it added or dropped") || strings.Contains(errs, "stats_only") {
+		t.Errorf("diff --table of a table dropped between the versions:\n%s", errs)
+	}
 }
 
 // TestFileBase pins the names export gives a dataset's tables' files, as
