@@ -98,7 +98,12 @@ func TestTables_Console(t *testing.T) {
 	b.page("/ui/datasets/shopdb/rows?table=public.orders", "table public.orders", "c2-moved", `name="table" value="public.orders"`,
 		fmt.Sprintf(`href="/ui/datasets/shopdb/rows/download?version=%d&amp;table=public.orders&amp;format=parquet"`, v2))
 	b.page("/ui/datasets/shopdb/diff", `id="diff-tables"`, `data-table="audit/log 100%" data-change="added"`, "2 inserted",
-		fmt.Sprintf(`href="/ui/datasets/shopdb/diff?table=public.orders&amp;from=%d&amp;to=%d"`, v1, v2))
+		fmt.Sprintf(`href="/ui/datasets/shopdb/diff?table=public.orders&amp;from=%d&amp;to=%d"`, v1, v2),
+		// A table one version holds has no diff of its rows: its rows at
+		// that version are its changes, either way.
+		fmt.Sprintf(`href="/ui/datasets/shopdb/rows?table=audit%%2flog%%20100%%25&amp;version=%d"`, v2))
+	b.page(fmt.Sprintf("/ui/datasets/shopdb/diff?from=%d&to=%d", v2, v1), `data-table="audit/log 100%" data-change="dropped"`,
+		fmt.Sprintf(`href="/ui/datasets/shopdb/rows?table=audit%%2flog%%20100%%25&amp;version=%d"`, v2))
 	b.page("/ui/datasets/shopdb/diff?table=public.orders", `data-op="update"`, `data-op="delete"`, "1 inserted")
 	for _, path := range []string{
 		fmt.Sprintf("/ui/datasets/shopdb/rows/download?version=%d&table=public.order_lines&format=parquet", v1),
