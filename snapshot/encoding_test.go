@@ -9,6 +9,7 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/snapstore/snapstore/store"
@@ -218,5 +219,12 @@ func TestParseValueServedForms(t *testing.T) {
 	}
 	if _, err := ParseValue(KindBool, "1"); !errors.Is(err, ErrBadKey) {
 		t.Errorf("bool 1: %v", err)
+	}
+	// A date of a datetime key is refused, saying the form wanted.
+	if _, err := ParseValue(KindDateTime, "2026-01-02"); !errors.Is(err, ErrBadKey) || !strings.Contains(err.Error(), "(want YYYY-MM-DD HH:MM:SS") {
+		t.Errorf("datetime 2026-01-02: %v", err)
+	}
+	if v, err := ParseValue(KindDateTime, "2026-01-02T09:00:00+00"); err != nil || v.String() != "2026-01-02 09:00:00+00" {
+		t.Errorf("datetime with a T: %v, %v", v, err)
 	}
 }

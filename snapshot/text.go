@@ -80,7 +80,16 @@ func ParseValue(k Kind, s string) (Value, error) {
 		err = ErrBadKey
 	}
 	if err != nil {
-		return Value{}, fmt.Errorf("%w: %q is not a valid %s", ErrBadKey, s, k)
+		return Value{}, fmt.Errorf("%w: %q is not a valid %s%s", ErrBadKey, s, k, keyFormHint[k])
 	}
 	return v, nil
+}
+
+// keyFormHint says, in ParseValue's error, the form a text of a date or
+// time kind must take: such a key is compared as the text reads give it,
+// so a prefix of it ("2026-01-02" for a datetime) is no key.
+var keyFormHint = map[Kind]string{
+	KindDate:     " (want YYYY-MM-DD)",
+	KindDateTime: " (want YYYY-MM-DD HH:MM:SS, with the fraction and zone the column's values are read with, e.g. 2026-01-02 09:00:00.000000 or 2026-01-02 09:00:00+00)",
+	KindTime:     " (want HH:MM:SS, with a fraction as the column's values have it)",
 }
