@@ -83,7 +83,8 @@ func TestDuplicateKeyColumnsNamed(t *testing.T) {
 			t.Fatal(err)
 		}
 		rec := ts.runWait(t, "n")
-		if rec.Status != RunFailed || rec.Code != "duplicate_key" || !strings.Contains(rec.Error, "(a=2) 2 times, (a=3) 3 times") {
+		if rec.Status != RunFailed || rec.Code != "duplicate_key" || !strings.Contains(rec.Error, "(a=2) 2 times, (a=3) 3 times") ||
+			!strings.Contains(rec.Error, "not unique (name columns that are, in key_columns or table_keys") {
 			t.Fatalf("run on repeated key_columns: %+v", rec)
 		}
 		t.Logf("error: %s", rec.Error)

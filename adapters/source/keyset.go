@@ -336,7 +336,7 @@ func (p *Keyset) nextRow(ctx context.Context) (ok bool, err error) {
 				continue // the row the previous chunk ended with
 			}
 		} else if p.cursor != nil && equalCursor(cur, p.cursor) {
-			return false, fmt.Errorf("%w: key columns %v of %s are not unique: %w", ErrNoKey, key, name, p.duplicates(cur))
+			return false, fmt.Errorf("%w: key columns %v of %s are not unique (name columns that are, in key_columns or table_keys, or give the table a primary key): %w", ErrNoKey, key, name, p.duplicates(cur))
 		}
 		p.cursor = cur
 		return true, nil
