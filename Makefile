@@ -43,13 +43,18 @@ run: build examples/shop.db ## build and start snapstore on ./data with the samp
 	$(BIN) serve --config examples/snapstore.yaml $(if $(LISTEN),--listen $(LISTEN)) $(if $(DATA),--data $(DATA))
 
 .PHONY: reset-sample
-reset-sample: ## forget the sample: delete ./data and examples/shop.db (stop `make run` first)
+reset-sample: ## forget the sample: delete ./data (DATA=dir: that one) and examples/shop.db (stop `make run` first)
 	@# A server still running holds its files open (seen in /proc on Linux):
 	@# deleting them under it would lose nothing it could not rewrite, but
-	@# leave it serving a store that no longer exists on disk.
-	@if ls -l /proc/[0-9]*/fd 2>/dev/null | grep -qF -- '$(CURDIR)/data/'; then \
-		echo 'reset-sample: a process still has ./data open; stop `make run` (Ctrl-C) first' >&2; exit 1; fi
-	rm -rf data examples/shop.db examples/shop.db-*
+	@# leave it serving a store that no longer exists on disk. DATA names
+	@# the directory `make run DATA=dir` used; one that exists without a
+	@# Pebble MANIFEST is not a store, and is not deleted.
+	@d='$(abspath $(or $(DATA),data))'; \
+	if [ -e "$$d" ] && ! ls "$$d"/MANIFEST-* >/dev/null 2>&1; then \
+		echo "reset-sample: $$d holds no snapstore store (no MANIFEST-*); not deleting it" >&2; exit 1; fi; \
+	if ls -l /proc/[0-9]*/fd 2>/dev/null | grep -qF -- "$$d/"; then \
+		echo "reset-sample: a process still has $$d open; stop \`make run\` (Ctrl-C) first" >&2; exit 1; fi; \
+	echo "rm -rf $$d examples/shop.db examples/shop.db-*"; rm -rf "$$d" examples/shop.db examples/shop.db-*
 
 # make dist: one reproducible archive per platform in $(DISTDIR), with
 # SHA256SUMS. The same commit, VERSION and Go toolchain give the same bytes:
