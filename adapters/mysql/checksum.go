@@ -195,7 +195,7 @@ func (t *mysqlTable) ChecksumSignature() string {
 
 // Chunkable implements source.Checksummer.
 func (t *mysqlTable) Chunkable() bool {
-	if len(t.keyIdx) == 0 || !t.Unique {
+	if len(t.keyIdx) == 0 || !source.RangesSound(t.TableSchema, t.Unique) {
 		return false
 	}
 	if _, ok := t.rowChecksumExpr(); !ok {

@@ -165,7 +165,7 @@ func (t *pgTable) ChecksumSignature() string {
 // Chunkable implements source.Checksummer.
 func (t *pgTable) Chunkable() bool {
 	info := t.checksumInfo()
-	if !info.ok || !t.Unique || len(t.keyIdx) == 0 {
+	if !info.ok || !source.RangesSound(t.TableSchema, t.Unique) || len(t.keyIdx) == 0 {
 		return false
 	}
 	for _, i := range t.keyIdx {

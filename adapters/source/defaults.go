@@ -30,3 +30,28 @@ func UniqueKeyOf(index, explicit []string) bool {
 	slices.Sort(b)
 	return slices.Equal(a, b)
 }
+
+// RangesSound reports whether key ranges of a table keyed by schema.Key
+// can be checksummed and read alone (Checksummer.Chunkable), as far as
+// the key's uniqueness goes: unique, when a unique index of the source
+// declares the key; else every key column NOT NULL. A range (lo, hi]
+// holds every row whose key falls in it, so a duplicate key lands in one
+// range, whose checksum then differs from the one recorded of its rows
+// when they were last read (every row read: each key was unique), and a
+// run reads that range and finds the duplicate. A NULL key falls in no
+// range (k > lo and k <= hi are not true of NULL), and would go unread.
+func RangesSound(schema snapshot.Schema, unique bool) bool {
+	if unique {
+		return true
+	}
+	if len(schema.Key) == 0 {
+		return false
+	}
+	for _, k := range schema.Key {
+		i := slices.IndexFunc(schema.Columns, func(c snapshot.Column) bool { return c.Name == k })
+		if i < 0 || schema.Columns[i].Nullable {
+			return false
+		}
+	}
+	return true
+}

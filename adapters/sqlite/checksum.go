@@ -61,7 +61,7 @@ func (t *sqliteTable) checksumInfo(ctx context.Context) (sig string, chunkable b
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n%s\nkey %q\n", sqliteChecksumVersion, create.String, t.TableSchema.Key)
 	t.cksSig = hex.EncodeToString(h.Sum(nil)[:12])
-	t.cksOK = t.Unique && len(t.keyIdx) > 0
+	t.cksOK = source.RangesSound(t.TableSchema, t.Unique) && len(t.keyIdx) > 0
 	for _, i := range t.keyIdx {
 		switch c := &t.cols[i]; c.kind {
 		case snapshot.KindInt:
