@@ -23,6 +23,7 @@ func TestTablesRunTableKeys(t *testing.T) {
 		src.exec(
 			"CREATE TABLE orders (id INT PRIMARY KEY, n INT NOT NULL)",
 			"CREATE TABLE events (at INT NOT NULL, kind VARCHAR(10) NOT NULL, n INT)",
+			"CREATE TABLE eventz (at INT NOT NULL, n INT)",
 			"INSERT INTO orders VALUES (1, 10), (2, 20)",
 			"INSERT INTO events VALUES (1, 'a', 5), (1, 'b', 6), (2, 'a', 7)",
 		)
@@ -34,28 +35,37 @@ func TestTablesRunTableKeys(t *testing.T) {
 		if err != nil {
 			t.Fatal(noteErr(err))
 		}
-		var events string
+		var events, eventz string
 		for _, r := range res {
-			if r.Name == "events" {
+			switch r.Name {
+			case "events":
 				events = tableName(r)
+			case "eventz":
+				eventz = tableName(r)
 			}
 		}
 		if events == "" {
 			t.Fatalf("events not among the resources %+v", res)
 		}
 
-		spec := api.Adapter{Name: "keys", Connection: "src", Resources: []string{"orders", "events"}}
+		// Two keyless tables: the run names both (the first one's error,
+		// then the other), so that one run tells every fix needed.
+		spec := api.Adapter{Name: "keys", Connection: "src", Resources: []string{"orders", "events", "eventz"}}
 		a, err := ts.svc.CreateAdapter(ctx, spec)
 		if err != nil {
 			t.Fatal(noteErr(err))
 		}
-		if len(a.Warnings) != 1 || !strings.Contains(a.Warnings[0], events+": every run fails with no_key until the selection excludes it (exclude), table_keys names its key columns") {
-			t.Errorf("warnings of an adapter with a keyless table: %q", a.Warnings)
+		if len(a.Warnings) != 1 || !strings.Contains(a.Warnings[0], events+", "+eventz+": every run fails with no_key until the selection excludes them (exclude), table_keys names their key columns") {
+			t.Errorf("warnings of an adapter with keyless tables: %q", a.Warnings)
 		}
 		first := ts.runWait(t, "keys")
 		if first.Status != RunFailed || first.Code != "no_key" || !strings.Contains(first.Error, "table "+events+": ") ||
-			!strings.HasSuffix(first.Error, "; exclude the table, give it a primary key, or name its key columns in table_keys") {
-			t.Errorf("run with a keyless table: %s %s: %s", first.Status, first.Code, first.Error)
+			!strings.HasSuffix(first.Error, "; exclude the table, give it a primary key, or name its key columns in table_keys; table "+eventz+" has no usable key either") {
+			t.Errorf("run with keyless tables: %s %s: %s", first.Status, first.Code, first.Error)
+		}
+		spec.Resources = []string{"orders", "events"}
+		if _, _, err := ts.svc.PutAdapter(ctx, spec); err != nil {
+			t.Fatal(noteErr(err))
 		}
 
 		// A key column the table lacks: refused when saved, blaming the

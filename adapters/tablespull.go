@@ -309,9 +309,13 @@ func (tp *tablesPull) recordPoint() {
 // closes it again: the run's tables are known before it begins. The
 // tables are described over the point's connections at once, as they
 // are read (a few catalog queries each, which add up over many tables).
+// Tables without a usable key do not stop the others' description: the
+// error names the first of them and counts the rest (keylessError), so
+// that one run tells every table_keys entry or exclusion needed.
 func (tp *tablesPull) describe(ctx context.Context, sel []source.Resource) error {
 	q := source.QuoteOf(tp.l.src)
 	tables := make([]tableRead, len(sel))
+	keyless := make([]error, len(sel))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(tp.info.Connections, 1))
 	for i, r := range sel {
@@ -319,7 +323,12 @@ func (tp *tablesPull) describe(ctx context.Context, sel []source.Resource) error
 			t := tableRead{name: tableName(r), resource: quotedResource(r, q)}
 			src, err := tp.pt.OpenTable(gctx, tp.tableRequest(&t))
 			if err != nil {
-				return tableError(t.name, tp.l.scrub(readError(gctx, tp.spec.Connection, err)))
+				err = tableError(t.name, tp.l.scrub(readError(gctx, tp.spec.Connection, err)))
+				if errors.Is(err, ErrNoKey) {
+					keyless[i] = err
+					return nil
+				}
+				return err
 			}
 			_, t.diff = src.(source.DiffReader)
 			t.schema = src.Schema()
@@ -333,6 +342,9 @@ func (tp *tablesPull) describe(ctx context.Context, sel []source.Resource) error
 		})
 	}
 	if err := g.Wait(); err != nil {
+		return err
+	}
+	if err := keylessError(sel, keyless); err != nil {
 		return err
 	}
 	var est int64
@@ -464,6 +476,30 @@ func quotedResource(r source.Resource, q byte) string {
 		return quoteIdent(r.Name, q)
 	}
 	return quoteIdent(r.Schema, q) + "." + quoteIdent(r.Name, q)
+}
+
+// keylessError is the error of the tables of sel without a usable key,
+// errs[i] that of sel[i] (nil: it has one): the first one's, with the
+// names of the others; nil when every table has a key.
+func keylessError(sel []source.Resource, errs []error) error {
+	var first error
+	var others []string
+	for i, err := range errs {
+		switch {
+		case err == nil:
+		case first == nil:
+			first = err
+		default:
+			others = append(others, tableName(sel[i]))
+		}
+	}
+	switch len(others) {
+	case 0:
+		return first
+	case 1:
+		return fmt.Errorf("%w; table %s has no usable key either", first, others[0])
+	}
+	return fmt.Errorf("%w; tables %s have no usable key either", first, strings.Join(others, ", "))
 }
 
 // tableError is err of the table name in a run of several tables. A
