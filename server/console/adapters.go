@@ -231,7 +231,10 @@ func (f adapterFields) spec() (api.Adapter, error) {
 	in.KeyColumns = columnList(f.KeyColumns)
 	in.Resources, in.Include, in.Exclude = columnList(f.Resources), columnList(f.Include), columnList(f.Exclude)
 	in.AllowDroppedTables = f.AllowDroppedTables
-	in.TableKeys = tableKeysOf(f.TableKeys)
+	var err error
+	if in.TableKeys, err = tableKeysOf(f.TableKeys); err != nil {
+		return api.Adapter{}, err
+	}
 	in.PartitionKey = columnList(f.PartitionKey)
 	in.Notify = notifyList(f.Notify)
 	if len(f.SourceOptions) > 0 {
@@ -249,7 +252,6 @@ func (f adapterFields) spec() (api.Adapter, error) {
 			}
 		}
 	}
-	var err error
 	if in.Retention.TTL, err = formDuration("body.retention.ttl", f.TTL); err != nil {
 		return api.Adapter{}, err
 	}
@@ -419,22 +421,26 @@ func columnList(s string) []string {
 	return out
 }
 
-// tableKeysOf reads the form of api.Adapter.TableKeysText; an entry without a colon is a
-// table with no columns, which the adapter's check refuses naming it
+// tableKeysOf reads the form of api.Adapter.TableKeysText. An entry
+// without a colon is refused saying the form; one with a colon and no
+// columns goes on, for the adapter's check to refuse naming it
 // (table_keys.NAME), as it would in a body.
-func tableKeysOf(s string) map[string][]string {
+func tableKeysOf(s string) (map[string][]string, error) {
 	var m map[string][]string
-	for _, entry := range strings.Split(s, ";") {
+	for i, entry := range strings.Split(s, ";") {
 		if strings.TrimSpace(entry) == "" {
 			continue
 		}
-		name, cols, _ := strings.Cut(entry, ":")
+		name, cols, ok := strings.Cut(entry, ":")
+		if !ok {
+			return nil, server.BadField("body.table_keys", "entry %d %q: want table: column, column (entries separated by semicolons)", i+1, strings.TrimSpace(entry))
+		}
 		if m == nil {
 			m = map[string][]string{}
 		}
 		m[strings.TrimSpace(name)] = columnList(cols)
 	}
-	return m
+	return m, nil
 }
 
 // notifyText is a notify list in the form: names separated by commas,

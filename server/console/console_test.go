@@ -836,10 +836,15 @@ func TestConsole_LogoutEndsTheSession(t *testing.T) {
 func TestConsole_TablesAdapter(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	b := newBrowser(t, f)
-	// A table_keys entry without columns is refused naming it, the form
-	// kept and the field marked.
-	r := b.post("/ui/adapters", url.Values{"name": {"shopdb"}, "connection": {"shop"}, "resources": {"products, order_lines"}, "table_keys": {"order_lines: id; products"}})
-	if body := wantStatus(t, "adapter with an empty table key", r, http.StatusBadRequest); !strings.Contains(body, "table_keys.products") || !regexp.MustCompile(`name="table_keys" value="order_lines: id; products"[^>]*aria-invalid="true"`).MatchString(body) {
+	// A table_keys entry without columns is refused naming it, one
+	// without a colon saying the form; the form kept, the field marked.
+	r := b.post("/ui/adapters", url.Values{"name": {"shopdb"}, "connection": {"shop"}, "resources": {"products, order_lines"}, "table_keys": {"order_lines: id; products:"}})
+	if body := wantStatus(t, "adapter with an empty table key", r, http.StatusBadRequest); !strings.Contains(body, "table_keys.products") || !regexp.MustCompile(`name="table_keys" value="order_lines: id; products:"[^>]*aria-invalid="true"`).MatchString(body) {
+		t.Errorf("the refused form:\n%s", body)
+	}
+	r = b.post("/ui/adapters", url.Values{"name": {"shopdb"}, "connection": {"shop"}, "resources": {"products, order_lines"}, "table_keys": {"order_lines id, line"}})
+	if body := wantStatus(t, "adapter with a table key without a colon", r, http.StatusBadRequest); !strings.Contains(body, "entry 1 &#34;order_lines id, line&#34;: want table: column, column") ||
+		!regexp.MustCompile(`name="table_keys" value="order_lines id, line"[^>]*aria-invalid="true"`).MatchString(body) {
 		t.Errorf("the refused form:\n%s", body)
 	}
 	r = b.post("/ui/adapters", url.Values{"name": {"shopdb"}, "connection": {"shop"}, "resources": {"products, order_lines"}, "parallelism": {"2"}, "allow_dropped_tables": {"true"},
