@@ -79,7 +79,12 @@ start() {
 			--auth-root-authentication-method=socket >"$dir/install.log" 2>&1 ||
 			{ cat "$dir/install.log" >&2; exit 1; }
 	fi
-	/usr/sbin/mariadbd --no-defaults --user="$(id -un)" --datadir="$dir/data" \
+	# A temporary directory of its own: a server deletes every #sql* file
+	# of its tmpdir when it starts (orphans of a crash), and the e2e test
+	# that starts and restarts a private server beside the shared one
+	# deleted the shared server's temporary tables under its queries.
+	mkdir -p "$dir/tmp"
+	/usr/sbin/mariadbd --no-defaults --user="$(id -un)" --datadir="$dir/data" --tmpdir="$dir/tmp" \
 		--socket="$sock" --pid-file="$pidf" --port="$port" --bind-address=127.0.0.1 \
 		--skip-name-resolve --innodb-buffer-pool-size=1G --innodb-log-file-size=256M \
 		--max-allowed-packet=64M --log-error="$dir/error.log" \
