@@ -396,15 +396,17 @@ func (s *Service) checkResource(ctx context.Context, spec api.Adapter) (warnings
 		// gain the key before the first run).
 		var sel []source.Resource
 		if sel, warnings, err = s.selectTables(ctx, l, spec); err == nil {
-			if err = s.checkTableKeys(ctx, l, spec, sel); err == nil {
+			err = s.checkTableKeys(ctx, l, spec, sel)
+			if err == nil {
 				if w := keylessWarning(spec, sel); w != "" {
 					warnings = append(warnings, w)
 				}
 				return warnings, nil
 			}
-		}
-		if oe := (*OptionError)(nil); errors.As(err, &oe) && strings.HasPrefix(oe.Key, "table_keys.") {
-			return nil, fmt.Errorf("adapter %q: %w", spec.Name, err)
+			if errors.As(err, new(*OptionError)) {
+				// An entry of table_keys the table refuses.
+				return nil, fmt.Errorf("adapter %q: %w", spec.Name, err)
+			}
 		}
 		if re := (*source.ResourceError)(nil); errors.As(err, &re) {
 			return nil, optionErrorIs(&OptionError{Key: fmt.Sprintf("resources[%d]", re.Index), Msg: err.Error()}, err)

@@ -119,22 +119,22 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stderr, "%s: from version %s to %s\n", pos[0], resp.Header.Get("Snapstore-Diff-From"), resp.Header.Get("Snapstore-Version"))
 		return diffTable(stdout, resp.Body)
 	})
+	// The API's details point at its routes and parameters
+	// (server.tableRequiredInDiff, stats_only); the command's user gets
+	// its flags.
 	var ae *apiError
-	if errors.As(err, &ae) && ae.Problem.Code == "table_required" {
-		// The API's detail says the same with its routes
-		// (server.tableRequiredInDiff); the command's user gets its flags.
+	if !errors.As(err, &ae) {
+		return err
+	}
+	switch ae.Problem.Code {
+	case "table_required":
 		ae.Problem.Detail, _, _ = strings.Cut(ae.Problem.Detail, "; each table's counts: GET ")
 		ae.Hint = fmt.Sprintf("snapstore diff %s --stats lists every table's counts; --table NAME shows a table's changes", pos[0])
-	}
-	if errors.As(err, &ae) && ae.Problem.Code == "table_replaced" {
-		// The API's detail points at its stats_only diff; the command's
-		// user gets the flags that give the same counts.
+	case "table_replaced":
 		ae.Problem.Detail, _, _ = strings.Cut(ae.Problem.Detail, "; the dataset's diff counts (stats_only)")
 		ae.Hint = fmt.Sprintf("snapstore diff %s --stats with the same --from and --to counts it replaced: the older table's rows deleted, the newer's inserted", pos[0])
-	}
-	if errors.As(err, &ae) && ae.Problem.Code == "table_not_found" {
-		// A table only one of the versions holds: the API's detail points
-		// at its stats_only diff, here given as the command's flags.
+	case "table_not_found":
+		// A table only one of the versions holds.
 		if d, ok := strings.CutSuffix(ae.Problem.Detail, "; the dataset's diff counts (stats_only) count it"); ok {
 			ae.Problem.Detail = d
 			ae.Hint = fmt.Sprintf("snapstore diff %s --stats with the same --from and --to counts it added or dropped", pos[0])
