@@ -127,18 +127,21 @@ func TestTablesRunTableKeys(t *testing.T) {
 
 // TestUnusedTableKeys: an entry of table_keys naming no selected table is
 // a warning; one naming a selected table without its schema, or in
-// another case, is told the name to write.
+// another case, is told the name to write; one named as the selected
+// tables are, of a table not among them, is told that, not how to name
+// tables.
 func TestUnusedTableKeys(t *testing.T) {
 	sel := []source.Resource{{Schema: "shop", Name: "events"}, {Schema: "shop", Name: "orders"}, {Name: "log"}}
 	spec := api.Adapter{TableKeys: map[string][]string{
 		"shop.events": {"at"}, "log": {"at"}, // selected
-		"events": {"at"}, "SHOP.Orders": {"id"}, "nope": {"id"},
+		"events": {"at"}, "SHOP.Orders": {"id"}, "nope": {"id"}, "shop.gone": {"id"},
 	}}
 	got := unusedTableKeys(spec, sel)
 	want := []string{
 		"table_keys.SHOP.Orders names no selected table: did you mean shop.orders?",
 		"table_keys.events names no selected table: did you mean shop.events?",
 		"table_keys.nope names no selected table (tables are named",
+		"table_keys.shop.gone names no selected table: the source has no such table now, or the adapter's selection leaves it out",
 	}
 	if len(got) != len(want) {
 		t.Fatalf("warnings %q, want %d", got, len(want))

@@ -242,8 +242,11 @@ func (s *Service) selectTables(ctx context.Context, l *lease, spec api.Adapter) 
 // that name no table of the selection sel (a typo, or a table the source
 // lacks for now); a run reads the selection all the same. An entry that
 // names a selected table by its name without its schema, or in another
-// case, is told the name to write instead.
+// case, is told the name to write instead; one named as the selected
+// tables are (with a schema when they have one) but of none, a table
+// dropped or left out, is told so, not how tables are named.
 func unusedTableKeys(spec api.Adapter, sel []source.Resource) []string {
+	schemas := slices.ContainsFunc(sel, func(r source.Resource) bool { return r.Schema != "" })
 	var out []string
 	for _, name := range slices.Sorted(maps.Keys(spec.TableKeys)) {
 		if slices.ContainsFunc(sel, func(r source.Resource) bool { return tableName(r) == name }) {
@@ -257,6 +260,10 @@ func unusedTableKeys(spec api.Adapter, sel []source.Resource) []string {
 		}
 		if len(like) > 0 {
 			out = append(out, fmt.Sprintf("table_keys.%s names no selected table: did you mean %s? (tables are named schema.table, or table for a source without schemas)", name, strings.Join(like, " or ")))
+			continue
+		}
+		if len(sel) > 0 && strings.Contains(name, ".") == schemas {
+			out = append(out, fmt.Sprintf("table_keys.%s names no selected table: the source has no such table now, or the adapter's selection leaves it out", name))
 			continue
 		}
 		out = append(out, fmt.Sprintf("table_keys.%s names no selected table (tables are named schema.table, or table for a source without schemas)", name))
