@@ -159,7 +159,10 @@ func (p *pull) openChecksumPoint(ctx context.Context) error {
 			return fmt.Errorf("resource %q at the point of the source: %w", p.spec.Resource, p.readErr(ctx, err))
 		}
 		cs, ok := tr.(checksummer)
-		if !ok || !cs.Chunkable() || cs.ChecksumSignature() != p.signature {
+		if ok {
+			ok, _ = cs.Chunkable()
+		}
+		if !ok || cs.ChecksumSignature() != p.signature {
 			tr.Close()
 			return fmt.Errorf("resource %q at the point of the source: its checksums differ from the run's reader's", p.spec.Resource)
 		}
@@ -171,7 +174,7 @@ func (p *pull) openChecksumPoint(ctx context.Context) error {
 	p.cs, p.css = css[0], css
 	p.schema = p.src.Schema()
 	p.jsonCols = embedJSON(&p.schema, p.spec.EmbedJSON)
-	p.prev = p.s.readDigest(ctx, p.spec.Dataset, p.cur, p.schema, p.signature)
+	p.prev, p.digestWhy = p.s.readDigest(ctx, p.spec.Dataset, p.cur, p.schema, p.signature)
 	p.ar.mu.Lock()
 	p.ar.rec.Point = &info
 	p.ar.mu.Unlock()

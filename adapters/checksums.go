@@ -91,24 +91,25 @@ type chunk struct {
 
 const digestVersion = 1
 
-// readDigest returns the digest of the dataset's current version when the
-// run can compare with it: made by checksums of signature sig (the
-// source's, "" when it has none), same schema; else nil.
-func (s *Service) readDigest(ctx context.Context, dataset string, cur *snapshot.VersionInfo, schema snapshot.Schema, sig string) *digest {
-	if cur == nil || sig == "" || !sameSchema(cur.Schema, schema) {
-		return nil
+// readDigest returns the source digest of the dataset's current version
+// cur that a run of schema whose source's checksums have signature sig
+// ("" when it has none) can compare with, else nil and, when the source
+// has checksums, why there is none, as RunRecord.ModeReason says it.
+func (s *Service) readDigest(ctx context.Context, dataset string, cur *snapshot.VersionInfo, schema snapshot.Schema, sig string) (*digest, string) {
+	switch {
+	case sig == "":
+		return nil, ""
+	case cur == nil:
+		return nil, "no checksums recorded yet: the dataset has no version"
+	case !sameSchema(cur.Schema, schema):
+		return nil, "its schema changed since the current version"
 	}
 	b, err := s.db.SourceDigest(ctx, dataset, cur.Version)
-	if err != nil {
-		return nil
-	}
-	return parseDigest(b, sig)
+	return recordedDigest(b, err, sig)
 }
 
 // readTableDigest is readDigest for the table name of a dataset of
-// several tables, whose current version cur holds it. When a source with
-// checksums (signature sig) has no digest to compare with, it also says why, as
-// RunTable.ModeReason does.
+// several tables, whose current version cur holds it.
 func (s *Service) readTableDigest(ctx context.Context, dataset, name string, cur *snapshot.VersionInfo, schema snapshot.Schema, sig string) (*digest, string) {
 	if sig == "" {
 		return nil, ""
@@ -125,32 +126,39 @@ func (s *Service) readTableDigest(ctx context.Context, dataset, name string, cur
 		return nil, "its schema changed since the current version"
 	}
 	b, err := s.db.TableSourceDigest(ctx, dataset, name, cur.Version)
+	return recordedDigest(b, err, sig)
+}
+
+// recordedDigest parses the digest b a version recorded (err: reading it
+// failed) when it has signature sig, and says why there is none to
+// compare with.
+func recordedDigest(b []byte, err error, sig string) (*digest, string) {
 	switch {
 	case err != nil:
 		return nil, "the recorded checksums could not be read"
 	case b == nil:
 		return nil, "no checksums recorded with the current version"
 	}
-	d := parseDigest(b, sig)
-	if d == nil {
-		return nil, "the recorded checksums are of another format or checksum"
+	if d := parseDigest(b, sig); d != nil {
+		return d, ""
 	}
-	return d, ""
+	return nil, "the recorded checksums are of another format or checksum"
 }
 
 // fullReason says why the pull read its table in full although its source
-// computes checksums (RunTable.ModeReason); digestReason is why there was
-// no digest to compare with (readTableDigest). "" when the source has no
-// checksums, or nothing kept chunk mode out.
-func (p *pull) fullReason(digestReason string) string {
+// computes checksums (RunRecord.ModeReason, RunTable.ModeReason): its key
+// allows no ranges, there was no digest to compare with (readDigest), or
+// the digest kept chunk mode out. "" when the source has no checksums, or
+// nothing kept chunk mode out.
+func (p *pull) fullReason() string {
 	d := p.prev
 	switch {
 	case p.cs == nil:
 		return ""
 	case !p.chunkable:
-		return "its key allows no range checksums"
-	case digestReason != "":
-		return digestReason
+		return "no range checksums: " + p.rangesWhy
+	case p.digestWhy != "":
+		return p.digestWhy
 	case d == nil:
 		return ""
 	case d.Unsummed:

@@ -47,26 +47,26 @@ func TestDeclaredKeyRanges(t *testing.T) {
 				t.Fatal(noteErr(err))
 			}
 		}
-		want := func(rec RunRecord, what, mode string) {
+		// Each run read in full says why (RunRecord.ModeReason).
+		want := func(rec RunRecord, what, mode, reason string) {
 			t.Helper()
-			if rec.Mode != mode {
-				t.Fatalf("%s: mode %q, want %q", what, rec.Mode, mode)
+			if rec.Mode != mode || rec.ModeReason != reason {
+				t.Fatalf("%s: mode %q because %q, want %q because %q", what, rec.Mode, rec.ModeReason, mode, reason)
 			}
 		}
-		for _, name := range []string{"ev", "evn"} {
-			want(loggedRun(t, ts, name, name+" first run"), name+" first run", ModeFull)
-			want(loggedRun(t, ts, name, name+" nothing changed, read in full"), name+" nothing changed", ModeFull)
-		}
-		want(loggedRun(t, ts, "ev", "ev nothing changed"), "ev nothing changed, by its ranges", ModeVerify)
-		if rec := loggedRun(t, ts, "evn", "evn nothing changed"); rec.Mode != ModeFull {
-			t.Errorf("a key with a nullable column, nothing changed: mode %q, want full", rec.Mode)
-		}
+		const nullable = "no range checksums: key column kind may be NULL and no unique index declares the key"
+		want(loggedRun(t, ts, "ev", "ev first run"), "ev first run", ModeFull, "no checksums recorded yet: the dataset has no version")
+		want(loggedRun(t, ts, "ev", "ev nothing changed, read in full"), "ev nothing changed", ModeFull, "no range checksums recorded yet: the last run inserted every row")
+		want(loggedRun(t, ts, "evn", "evn first run"), "evn first run", ModeFull, nullable)
+		want(loggedRun(t, ts, "evn", "evn nothing changed, read in full"), "evn nothing changed", ModeFull, nullable)
+		want(loggedRun(t, ts, "ev", "ev nothing changed"), "ev nothing changed, by its ranges", ModeVerify, "")
+		want(loggedRun(t, ts, "evn", "evn nothing changed"), "a key with a nullable column, nothing changed", ModeFull, nullable)
 
 		// One row changed, in the second range: read alone, from the
 		// first range's last key on.
 		src.exec(fmt.Sprintf("UPDATE ev SET n = -1 WHERE at = %d AND kind = 1", (digestChunkRows+100)/2))
 		rec := loggedRun(t, ts, "ev", "ev one row changed")
-		want(rec, "ev one row changed", ModeChunks)
+		want(rec, "ev one row changed", ModeChunks, "")
 		if rec.Stats.Updated != 1 || rec.Stats.Inserted != 0 || rec.Stats.Deleted != 0 || rec.Stats.Rows != rows || rec.ChunksSkipped == 0 || rec.RowsRead > digestChunkRows+1 {
 			t.Errorf("ev one row changed: stats %+v, chunks %d skipped %d, rows read %d", rec.Stats, rec.Chunks, rec.ChunksSkipped, rec.RowsRead)
 		}

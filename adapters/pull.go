@@ -41,6 +41,8 @@ type pull struct {
 	cs        checksummer           // the source's checksums, nil when it has none
 	signature string                // cs's ChecksumSignature, "" without cs
 	chunkable bool                  // cs can cut the table into chunks (Chunkable)
+	rangesWhy string                // why it cannot, when it cannot
+	digestWhy string                // why prev is nil (readDigest)
 	prev      *digest               // the current version's digest, when cs may use it
 	chunks    *chunkState           // the chunk pass over prev, when one ran
 
@@ -154,7 +156,7 @@ func (p *pull) plan(ctx context.Context) error {
 	}
 	p.useChecksums(cs)
 	p.first = p.cur == nil
-	p.prev = s.readDigest(ctx, spec.Dataset, p.cur, p.schema, p.signature)
+	p.prev, p.digestWhy = s.readDigest(ctx, spec.Dataset, p.cur, p.schema, p.signature)
 	if err := p.openChecksumPoint(ctx); err != nil {
 		return err
 	}
@@ -171,9 +173,10 @@ func (p *pull) plan(ctx context.Context) error {
 // table into chunks: what the digests, the chunk pass and the point of
 // the checksums go by.
 func (p *pull) useChecksums(cs checksummer) {
-	p.cs, p.signature, p.chunkable = cs, "", false
+	p.cs, p.signature, p.chunkable, p.rangesWhy = cs, "", false, ""
 	if cs != nil {
-		p.signature, p.chunkable = cs.ChecksumSignature(), cs.Chunkable()
+		p.signature = cs.ChecksumSignature()
+		p.chunkable, p.rangesWhy = cs.Chunkable()
 	}
 }
 
@@ -298,6 +301,7 @@ func (p *pull) read(ctx context.Context) error {
 		p.rec.close(0)
 		p.res.chunks = len(p.rec.chunks)
 	}
+	p.res.reason = p.fullReason()
 	return nil
 }
 

@@ -208,6 +208,10 @@ func (ar *activeRun) end(ctx context.Context, end time.Time, res pullResult, err
 		ar.rec.Status = RunSucceeded
 		ar.rec.Version = res.vi.Version
 		ar.rec.Mode, ar.rec.Verified, ar.rec.Chunks, ar.rec.ChunksSkipped = res.mode, res.verified, res.chunks, res.skipped
+		if len(ar.rec.Tables) == 0 {
+			// A run of several tables says it of each (RunTable).
+			ar.rec.ModeReason = res.reason
+		}
 		if res.verified {
 			// Nothing changed: the current version, all of it unchanged.
 			ar.rec.Stats = snapshot.RunStats{Rows: res.vi.Stats.Rows, Unchanged: res.vi.Stats.Rows, Checksum: res.vi.Stats.Checksum}

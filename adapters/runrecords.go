@@ -74,6 +74,10 @@ type RunRecord struct {
 	// the version the current one copied); empty while running or when
 	// the run failed first.
 	Mode string `json:"mode,omitempty"`
+	// ModeReason, for a run of one table read in full although its
+	// source computes checksums, says why (RunTable.ModeReason says it of
+	// each table of a run of several).
+	ModeReason string `json:"mode_reason,omitempty"`
 	// Chunks is the number of key ranges of the version's source digest,
 	// ChunksSkipped those carried over without reading.
 	Chunks        int `json:"chunks,omitempty"`

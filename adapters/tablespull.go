@@ -555,9 +555,9 @@ func (tp *tablesPull) readTable(ctx context.Context, t *tableRead) error {
 	p.cur = tp.tableCur(t)
 	cs, _ := src.(checksummer)
 	p.useChecksums(cs)
-	digestReason := "its partitions are written on their owners (partition by key)"
+	p.digestWhy = "its partitions are written on their owners (partition by key)"
 	if tp.spread == nil {
-		p.prev, digestReason = tp.s.readTableDigest(ctx, tp.spec.Dataset, t.name, tp.cur, t.schema, p.signature)
+		p.prev, p.digestWhy = tp.s.readTableDigest(ctx, tp.spec.Dataset, t.name, tp.cur, t.schema, p.signature)
 	}
 	if err := p.passChunks(ctx); err != nil {
 		return fmt.Errorf("table %s: %w", t.name, err)
@@ -565,9 +565,6 @@ func (tp *tablesPull) readTable(ctx context.Context, t *tableRead) error {
 	p.startDigest()
 	if err := p.read(ctx); err != nil {
 		return fmt.Errorf("table %s: %w", t.name, err)
-	}
-	if p.res.mode == ModeFull {
-		p.res.reason = p.fullReason(digestReason)
 	}
 	if err := p.seal(ctx); err != nil {
 		return fmt.Errorf("table %s: %w", t.name, err)

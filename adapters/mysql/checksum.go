@@ -194,19 +194,22 @@ func (t *mysqlTable) ChecksumSignature() string {
 }
 
 // Chunkable implements source.Checksummer.
-func (t *mysqlTable) Chunkable() bool {
-	if len(t.keyIdx) == 0 || !source.RangesSound(t.TableSchema, t.Unique) {
-		return false
+func (t *mysqlTable) Chunkable() (bool, string) {
+	if len(t.keyIdx) == 0 {
+		return false, "the table has no key"
+	}
+	if why := source.RangesRefused(t.TableSchema, t.Unique); why != "" {
+		return false, why
 	}
 	if _, ok := t.rowChecksumExpr(); !ok {
-		return false
+		return false, fmt.Sprintf("the table has more than %d nullable columns, more than a row checksum marks", maxNullMask)
 	}
 	for _, i := range t.keyIdx {
-		if !t.cols[i].keyOrderAgrees() {
-			return false
+		if c := &t.cols[i]; !c.keyOrderAgrees() {
+			return false, source.KeyOrderRefused(c.name, c.columnType, "integers, DECIMAL, DATE, DATETIME, BINARY or VARBINARY")
 		}
 	}
-	return true
+	return true, ""
 }
 
 // keyOrderAgrees reports whether the column's ORDER BY order is the order

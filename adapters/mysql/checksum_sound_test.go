@@ -22,8 +22,8 @@ func openChecksummer(t *testing.T, src source.Source, table string, chunkRows in
 	}
 	t.Cleanup(func() { tr.Close() })
 	cs := tr.(source.Checksummer)
-	if !cs.Chunkable() {
-		t.Fatalf("%s is not chunkable", table)
+	if ok, why := cs.Chunkable(); !ok {
+		t.Fatalf("%s is not chunkable: %s", table, why)
 	}
 	return tr, cs
 }
@@ -170,8 +170,12 @@ func TestMySQLExplicitNullableKeyNotChunked(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := tr.(source.Checksummer).Chunkable(); got != c.chunked {
+		got, why := tr.(source.Checksummer).Chunkable()
+		if got != c.chunked {
 			t.Errorf("key_columns %v: chunkable %v, want %v", c.key, got, c.chunked)
+		}
+		if want := "key column u may be NULL"; !got && !strings.Contains(why, want) {
+			t.Errorf("key_columns %v: why not chunkable: %q, want it to say %q", c.key, why, want)
 		}
 		tr.Close()
 	}
@@ -326,7 +330,9 @@ func TestMySQLChecksumCompositeKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ci.Close()
-	if ci.(source.Checksummer).Chunkable() {
+	if ok, why := ci.(source.Checksummer).Chunkable(); ok {
 		t.Error("a VARCHAR key under a collation is chunkable")
+	} else if !strings.Contains(why, "key column k (varchar") {
+		t.Errorf("why a VARCHAR key is not chunkable: %q, want it to name the column and its type", why)
 	}
 }

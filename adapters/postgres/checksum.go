@@ -163,17 +163,32 @@ func (t *pgTable) ChecksumSignature() string {
 }
 
 // Chunkable implements source.Checksummer.
-func (t *pgTable) Chunkable() bool {
+func (t *pgTable) Chunkable() (bool, string) {
 	info := t.checksumInfo()
-	if !info.ok || !source.RangesSound(t.TableSchema, t.Unique) || len(t.keyIdx) == 0 {
-		return false
+	switch {
+	case !info.ok:
+		return false, "the server's hash_record_extended (PostgreSQL 14 or later) or its catalog could not be used"
+	case len(t.keyIdx) == 0:
+		return false, "the table has no key"
+	}
+	if why := source.RangesRefused(t.TableSchema, t.Unique); why != "" {
+		return false, why
 	}
 	for _, i := range t.keyIdx {
 		if !t.keyOrderAgrees(i, info) {
-			return false
+			c := &t.cols[i]
+			typ := c.typeName
+			switch coll := info.collation[i]; coll {
+			case "":
+			case "default":
+				typ += ", the database's collation " + info.dbCollate
+			default:
+				typ += ", collation " + coll
+			}
+			return false, source.KeyOrderRefused(c.name, typ, "integers, numeric, bool, uuid, bytea, or text under the C collation")
 		}
 	}
-	return true
+	return true, ""
 }
 
 // keyOrderAgrees reports whether key column i orders as snapstore's key

@@ -19,8 +19,8 @@ func openChecksummer(t *testing.T, src source.Source, table string, chunkRows in
 	}
 	t.Cleanup(func() { tr.Close() })
 	cs := tr.(source.Checksummer)
-	if !cs.Chunkable() {
-		t.Fatalf("%s is not chunkable", table)
+	if ok, why := cs.Chunkable(); !ok {
+		t.Fatalf("%s is not chunkable: %s", table, why)
 	}
 	return tr, cs
 }

@@ -189,8 +189,9 @@ type Checksummer interface {
 	// expression; digests of another signature are not compared.
 	ChecksumSignature() string
 	// Chunkable reports whether the key allows chunk checksums and range
-	// reads.
-	Chunkable() bool
+	// reads, and when not, why (RangesRefused, KeyOrderRefused, ...): the
+	// run record's reason for reading the table in full.
+	Chunkable() (ok bool, why string)
 	// ChunkChecksum returns the rows and the checksum of the keys after lo
 	// (nil: from the first) up to hi included (nil: to the last).
 	ChunkChecksum(ctx context.Context, lo, hi []snapshot.Value) (int64, uint64, error)

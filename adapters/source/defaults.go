@@ -1,6 +1,7 @@
 package source
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -31,27 +32,36 @@ func UniqueKeyOf(index, explicit []string) bool {
 	return slices.Equal(a, b)
 }
 
-// RangesSound reports whether key ranges of a table keyed by schema.Key
-// can be checksummed and read alone (Checksummer.Chunkable), as far as
-// the key's uniqueness goes: unique, when a unique index of the source
-// declares the key; else every key column NOT NULL. A range (lo, hi]
-// holds every row whose key falls in it, so a duplicate key lands in one
-// range, whose checksum then differs from the one recorded of its rows
-// when they were last read (every row read: each key was unique), and a
-// run reads that range and finds the duplicate. A NULL key falls in no
-// range (k > lo and k <= hi are not true of NULL), and would go unread.
-func RangesSound(schema snapshot.Schema, unique bool) bool {
+// RangesRefused says why key ranges of a table keyed by schema.Key
+// cannot be checksummed and read alone (Checksummer.Chunkable), as far as
+// the key's uniqueness goes; "" when they can: unique, when a unique index
+// of the source declares the key; else every key column NOT NULL. A range
+// (lo, hi] holds every row whose key falls in it, so a duplicate key
+// lands in one range, whose checksum then differs from the one recorded
+// of its rows when they were last read (every row read: each key was
+// unique), and a run reads that range and finds the duplicate. A NULL key
+// falls in no range (k > lo and k <= hi are not true of NULL), and would
+// go unread.
+func RangesRefused(schema snapshot.Schema, unique bool) string {
 	if unique {
-		return true
+		return ""
 	}
 	if len(schema.Key) == 0 {
-		return false
+		return "the table has no key"
 	}
 	for _, k := range schema.Key {
 		i := slices.IndexFunc(schema.Columns, func(c snapshot.Column) bool { return c.Name == k })
 		if i < 0 || schema.Columns[i].Nullable {
-			return false
+			return fmt.Sprintf("key column %s may be NULL and no unique index declares the key", k)
 		}
 	}
-	return true
+	return ""
+}
+
+// KeyOrderRefused is why a table's key ranges cannot be read alone when
+// its key column col, of the source's type typ, orders in the source
+// otherwise than snapstore's key encoding of its values; allowed lists
+// the types whose order agrees, for the reader to choose a key among.
+func KeyOrderRefused(col, typ, allowed string) string {
+	return fmt.Sprintf("key column %s (%s) orders in the source otherwise than by its encoded value (ranges need %s)", col, typ, allowed)
 }

@@ -49,29 +49,45 @@ const sqliteChecksumVersion = "xxhash64-values-1"
 // checksumInfo reads what the checksums need of the schema on first use:
 // the table's CREATE statement and whether every key column orders as
 // snapstore does. On error the table has no chunk checksums.
-func (t *sqliteTable) checksumInfo(ctx context.Context) (sig string, chunkable bool) {
+func (t *sqliteTable) checksumInfo(ctx context.Context) (sig, why string) {
 	if t.cksDone {
-		return t.cksSig, t.cksOK
+		return t.cksSig, t.cksWhy
 	}
 	t.cksDone = true
 	var create sql.NullString
 	if err := t.tx.QueryRowContext(ctx, `SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?`, t.Resource.Name).Scan(&create); err != nil || !create.Valid {
-		return "", false
+		t.cksWhy = "the table's definition could not be read"
+		return "", t.cksWhy
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n%s\nkey %q\n", sqliteChecksumVersion, create.String, t.TableSchema.Key)
 	t.cksSig = hex.EncodeToString(h.Sum(nil)[:12])
-	t.cksOK = source.RangesSound(t.TableSchema, t.Unique) && len(t.keyIdx) > 0
+	t.cksWhy = t.rangesRefused(ctx)
+	return t.cksSig, t.cksWhy
+}
+
+// rangesRefused says why the table's key allows no ranges, "" when it
+// does: a key SQLite orders as snapstore does, of INTEGER columns and of
+// TEXT ones compared bytewise (BINARY) by the unique indexes over them.
+func (t *sqliteTable) rangesRefused(ctx context.Context) string {
+	if len(t.keyIdx) == 0 {
+		return "the table has no key"
+	}
+	if why := source.RangesRefused(t.TableSchema, t.Unique); why != "" {
+		return why
+	}
 	for _, i := range t.keyIdx {
 		switch c := &t.cols[i]; c.kind {
 		case snapshot.KindInt:
 		case snapshot.KindString:
-			t.cksOK = t.cksOK && t.binaryKeyColumn(ctx, c.name)
+			if !t.binaryKeyColumn(ctx, c.name) {
+				return fmt.Sprintf("no unique index compares key column %s with the BINARY collation, by its bytes", c.name)
+			}
 		default:
-			t.cksOK = false
+			return source.KeyOrderRefused(c.name, c.decl, "INTEGER, or TEXT under the BINARY collation")
 		}
 	}
-	return t.cksSig, t.cksOK
+	return ""
 }
 
 // binaryKeyColumn reports whether the unique indexes over column name
@@ -101,9 +117,9 @@ func (t *sqliteTable) ChecksumSignature() string {
 }
 
 // Chunkable implements source.Checksummer.
-func (t *sqliteTable) Chunkable() bool {
-	_, ok := t.checksumInfo(context.Background())
-	return ok
+func (t *sqliteTable) Chunkable() (bool, string) {
+	_, why := t.checksumInfo(context.Background())
+	return why == "", why
 }
 
 // ChunkChecksum implements source.Checksummer: the rows and the sum of

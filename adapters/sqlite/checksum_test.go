@@ -27,8 +27,8 @@ func openChecksummer(t testing.TB, path, table string, chunkRows int) (tr source
 		t.Fatal(err)
 	}
 	cs = tr.(source.Checksummer)
-	if !cs.Chunkable() {
-		t.Fatalf("%s is not chunkable", table)
+	if ok, why := cs.Chunkable(); !ok {
+		t.Fatalf("%s is not chunkable: %s", table, why)
 	}
 	return tr, cs, func() { tr.Close(); src.Close() }
 }
@@ -133,7 +133,9 @@ func TestSQLiteChecksumRanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	if nc.(source.Checksummer).Chunkable() {
+	if ok, why := nc.(source.Checksummer).Chunkable(); ok {
 		t.Error("a NOCASE text key is chunkable")
+	} else if !strings.Contains(why, "BINARY collation") {
+		t.Errorf("why a NOCASE key is not chunkable: %q, want it to say the collation", why)
 	}
 }

@@ -23,9 +23,10 @@ type sqliteTable struct {
 	cols   []sqliteColumn
 	keyIdx []int
 	raw    []any
-	// The checksums' signature and chunkability (checksum.go), read once.
-	cksDone, cksOK bool
-	cksSig         string
+	// The checksums' signature and why the key allows no ranges ("": it
+	// does; checksum.go), read once.
+	cksDone        bool
+	cksSig, cksWhy string
 	// release, set for a reader of a point, gives the transaction back
 	// to the point instead of ending it.
 	release func()
