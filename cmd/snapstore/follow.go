@@ -267,7 +267,12 @@ func printRunTables(w io.Writer, rec adapters.RunRecord) error {
 	t := newTable(w, header...)
 	for _, tb := range rec.Tables {
 		read := tb.Mode
-		if tb.Mode == adapters.ModeChunks {
+		switch {
+		case tb.Dropped && rec.Status == adapters.RunSucceeded:
+			read = "dropped"
+		case tb.Dropped:
+			read = "would drop" // nothing was committed
+		case tb.Mode == adapters.ModeChunks:
 			read = fmt.Sprintf("chunks %d/%d", tb.Chunks-tb.ChunksSkipped, tb.Chunks)
 		}
 		row := []string{tb.Name, read, count(tb.RowsRead), count(tb.Stats.Rows), count(tb.Stats.Inserted), count(tb.Stats.Updated), count(tb.Stats.Deleted)}
@@ -295,6 +300,9 @@ func readModeText(rec adapters.RunRecord) string {
 	case adapters.ModeFull:
 		if full, all := rec.TablesInFull(); all > 0 && full < all {
 			return fmt.Sprintf("%s of %s tables in full, each table's read below: %s rows (full)", count(int64(full)), count(int64(all)), count(rec.RowsRead))
+		}
+		if rec.ModeReason != "" {
+			return "all rows (full): " + rec.ModeReason
 		}
 		return "all rows (full)"
 	case adapters.ModeDiff:

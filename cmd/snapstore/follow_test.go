@@ -163,4 +163,20 @@ func TestPrintRun_Tables(t *testing.T) {
 	if out := b.String(); !strings.Contains(out, "read:      no table changed (verify): each table's read below, 105 rows in all") || strings.Contains(out, "no rows") {
 		t.Errorf("a verified run of several tables:\n%s", out)
 	}
+	// A table the run dropped; in a run refused by its guard, one it
+	// would have dropped.
+	rec.Tables = append(rec.Tables, adapters.RunTable{Name: "bank.old", Dropped: true, Stats: snapshot.RunStats{Deleted: 7}})
+	for _, c := range []struct {
+		status adapters.RunStatus
+		read   string
+	}{{adapters.RunSucceeded, "dropped"}, {adapters.RunFailed, "would drop"}} {
+		rec.Status = c.status
+		b.Reset()
+		if err := printRun(&b, rec); err != nil {
+			t.Fatal(err)
+		}
+		if re := `bank\.old +` + c.read + ` +0 +0 +0 +0 +7 `; !regexp.MustCompile(re).MatchString(b.String()) {
+			t.Errorf("a %s run's dropped table lacks %s:\n%s", c.status, re, b.String())
+		}
+	}
 }

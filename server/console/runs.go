@@ -83,7 +83,7 @@ func readText(rec adapters.RunRecord) string {
 		if full, all := rec.TablesInFull(); all > 0 && full < all {
 			return fmt.Sprintf("%s of %s tables in full; each table's read below", formatCount(full), formatCount(all))
 		}
-		return "in full"
+		return inFull(rec.ModeReason)
 	case adapters.ModeChunks:
 		return fmt.Sprintf("the changed key ranges: %s of %s", formatCount(rec.Chunks-rec.ChunksSkipped), formatCount(rec.Chunks))
 	case adapters.ModeVerify:
@@ -99,17 +99,21 @@ func readText(rec adapters.RunRecord) string {
 	return "by mode " + rec.Mode
 }
 
-// tableReadText is readText for one table of a run of several tables;
-// "" for a table the run did not read, unless it dropped it.
-func tableReadText(t adapters.RunTable) string {
-	if t.Dropped {
+// tableReadText is readText for one table t of run rec, of several
+// tables; "" for a table the run did not read, unless it dropped it (or,
+// a run that did not succeed, would have).
+func tableReadText(rec adapters.RunRecord, t adapters.RunTable) string {
+	switch {
+	case t.Dropped && rec.Status == adapters.RunSucceeded:
 		return "dropped: gone from the source or the selection, its rows deleted"
+	case t.Dropped:
+		return "would have been dropped: gone from the source or the selection; nothing was committed"
 	}
 	switch t.Mode {
 	case "":
 		return ""
 	case adapters.ModeFull:
-		return "in full"
+		return inFull(t.ModeReason)
 	case adapters.ModeChunks:
 		return fmt.Sprintf("%s of %s key ranges", formatCount(t.Chunks-t.ChunksSkipped), formatCount(t.Chunks))
 	case adapters.ModeVerify:
@@ -118,6 +122,15 @@ func tableReadText(t adapters.RunTable) string {
 		return "the source's changes (diff)"
 	}
 	return "by mode " + t.Mode
+}
+
+// inFull says a table was read in full, and why when its source has
+// checksums (RunRecord.ModeReason).
+func inFull(why string) string {
+	if why == "" {
+		return "in full"
+	}
+	return "in full (" + why + ")"
 }
 
 // run answers GET /ui/runs/{id}.

@@ -75,3 +75,24 @@ func TestReadTextSeveralTables(t *testing.T) {
 		t.Errorf("every table in full: readText = %q, want %q", got, "in full")
 	}
 }
+
+// TestReadTextReason: a run or a table read in full although its source
+// has checksums says why (RunRecord.ModeReason, RunTable.ModeReason).
+func TestReadTextReason(t *testing.T) {
+	why := "its schema changed since the current version"
+	if got, want := readText(adapters.RunRecord{Mode: adapters.ModeFull, ModeReason: why}), "in full ("+why+")"; got != want {
+		t.Errorf("readText = %q, want %q", got, want)
+	}
+	ok := adapters.RunRecord{Status: adapters.RunSucceeded}
+	if got, want := tableReadText(ok, adapters.RunTable{Mode: adapters.ModeFull, ModeReason: why}), "in full ("+why+")"; got != want {
+		t.Errorf("tableReadText = %q, want %q", got, want)
+	}
+	// A table a run drops, and one a failed run would have dropped.
+	if got := tableReadText(ok, adapters.RunTable{Dropped: true}); !strings.HasPrefix(got, "dropped:") {
+		t.Errorf("a table dropped by a run that succeeded: %q", got)
+	}
+	failed := adapters.RunRecord{Status: adapters.RunFailed}
+	if got := tableReadText(failed, adapters.RunTable{Dropped: true}); !strings.HasPrefix(got, "would have been dropped:") {
+		t.Errorf("a table a failed run would have dropped: %q", got)
+	}
+}
