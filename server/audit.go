@@ -222,11 +222,6 @@ func (s *Server) audit(c echo.Context, rt *route) {
 			e.setTarget(f, v)
 		}
 	}
-	if e.Adapter != "" && e.Dataset == "" && !refused {
-		if a, err := s.svc.GetAdapter(r.Context(), e.Adapter); err == nil {
-			e.Dataset = a.Dataset
-		}
-	}
 	s.record(r, e)
 }
 
@@ -347,18 +342,20 @@ func (s *Server) auditConsole(r *http.Request, pattern, op string, status int, c
 			}
 		}
 	}
-	if e.Adapter != "" && e.Dataset == "" && !refused {
-		if a, err := s.svc.GetAdapter(r.Context(), e.Adapter); err == nil {
-			e.Dataset = a.Dataset
-		}
-	}
 	s.record(r, e)
 }
 
 // record completes e with what the request tells (time, client address,
-// node, anonymous actor) and records it.
+// node, anonymous actor) and the dataset of the adapter it names, when it
+// names no dataset (a refusal too: a grant is a dataset's), and records
+// it.
 func (s *Server) record(r *http.Request, e AuditEntry) {
 	e.Remote = s.trail.clientAddr(r)
+	if e.Adapter != "" && e.Dataset == "" {
+		if a, err := s.svc.GetAdapter(r.Context(), e.Adapter); err == nil {
+			e.Dataset = a.Dataset
+		}
+	}
 	// The request's context may be cancelled by now (a client that hung
 	// up): the entry is written all the same, within a bound.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)

@@ -122,6 +122,7 @@ func TestAudit_EveryAction(t *testing.T) {
 	f.must(200, "GET", "/v1/datasets/products/rows", "", viewer...) // a read: not recorded
 	f.wantProblem(401, "unauthorized", "", "GET", "/v1/datasets", "", "Authorization", "Bearer "+auditAdminTok+"-wrong")
 	f.wantProblem(403, "forbidden", "", "POST", "/v1/datasets/products/gc", "", viewer...)
+	f.wantProblem(403, "forbidden", "", "POST", "/v1/adapters/products/runs", "", viewer...)
 	f.wantProblem(409, "adapter_exists", "", "POST", "/v1/adapters", `{"name":"products","connection":"shop","resource":"products"}`, admin...)
 	// An expired API token is still known: its refusal names it.
 	var brief struct{ Token string }
@@ -161,6 +162,7 @@ func TestAudit_EveryAction(t *testing.T) {
 		{"rotateSecrets", "root", "", 200, ""},
 		{"listDatasets", "anonymous", "", 401, "unauthorized"},
 		{"gc", "viewer", "dataset=products", 403, "forbidden"},
+		{"startRun", "viewer", "adapter=products dataset=products", 403, "forbidden"},
 		{"createAdapter", "root", "adapter=products dataset=products", 409, "adapter_exists"},
 		{"createToken", "root", "token=brief", 201, ""},
 		{"listDatasets", "brief", "", 401, "token_expired"},
@@ -386,8 +388,8 @@ func TestAudit_OutsideGrant(t *testing.T) {
 		}
 	}
 	want := []string{
-		"GET listAllRuns limited 404 adapter_not_found adapter=products grant=outside",
-		"POST startRun limited 404 adapter_not_found adapter=products grant=outside",
+		"GET listAllRuns limited 404 adapter_not_found adapter=products dataset=products grant=outside",
+		"POST startRun limited 404 adapter_not_found adapter=products dataset=products grant=outside",
 		"GET scanRows limited 404 dataset_not_found dataset=products grant=outside",
 	}
 	if !slices.Equal(got, want) {
