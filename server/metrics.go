@@ -25,6 +25,7 @@ type metrics struct {
 	parquetHits      prometheus.Counter
 	parquetEvictions prometheus.Counter
 	parquetBytes     prometheus.Gauge
+	parquetSpills    prometheus.Counter
 	// obsMu serialises adding an observer to a route's copy-on-write list.
 	obsMu sync.Mutex
 }
@@ -61,12 +62,16 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 			Name: "snapstore_server_parquet_cache_bytes",
 			Help: "Bytes of the whole Parquet files the cache holds; with the files being built, at most parquet_cache.size.",
 		}),
+		parquetSpills: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "snapstore_server_parquet_cache_spills_total",
+			Help: "Parquet builds that found no room in the cache (a file larger than parquet_cache.size, or the other builds holding the rest) and were served without being kept.",
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{m.httpDuration, m.gcBytes, m.gcCells, m.datasetCollect,
-		m.parquetBuilds, m.parquetHits, m.parquetEvictions, m.parquetBytes} {
+		m.parquetBuilds, m.parquetHits, m.parquetEvictions, m.parquetBytes, m.parquetSpills} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

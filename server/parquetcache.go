@@ -249,6 +249,7 @@ func (pc *parquetCache) buildAndKeep(name string, build func(parquetOut) error) 
 		pc.onBuilt()
 	}
 	if bf.tmp == "" { // moved out of the cache (B5)
+		pc.m.parquetSpills.Inc()
 		returned = true
 		return bf.f, false, nil
 	}

@@ -17,7 +17,7 @@ import (
 
 // parquetCounts are the cache's metrics, read from GET /metrics.
 type parquetCounts struct {
-	builds, hits, evictions, bytes int64
+	builds, hits, evictions, bytes, spills int64
 }
 
 func (f *fixture) parquetCounts() parquetCounts {
@@ -41,6 +41,7 @@ func (f *fixture) parquetCounts() parquetCounts {
 		hits:      val("snapstore_server_parquet_cache_hits_total"),
 		evictions: val("snapstore_server_parquet_cache_evictions_total"),
 		bytes:     val("snapstore_server_parquet_cache_bytes"),
+		spills:    val("snapstore_server_parquet_cache_spills_total"),
 	}
 }
 
@@ -281,8 +282,8 @@ func TestParquetCache_Evicts(t *testing.T) {
 			t.Error("a file larger than the bound: not served whole")
 		}
 	}
-	if got := f.parquetCounts(); got.builds != 6 || got.bytes != held {
-		t.Errorf("a file larger than the bound, twice: %+v, want 6 builds and %d bytes still held", got, held)
+	if got := f.parquetCounts(); got.builds != 6 || got.bytes != held || got.spills != 2 {
+		t.Errorf("a file larger than the bound, twice: %+v, want 6 builds, 2 spills and %d bytes still held", got, held)
 	}
 }
 
