@@ -651,7 +651,11 @@ func TestConsole_RollbackSaysWhatItDoes(t *testing.T) {
 	b := newBrowser(t, f)
 	b.page("/ui/datasets/products/rollback?version="+s1,
 		"commits a new version with the content of version "+s1, "the current version "+s2,
-		"versions after "+s1+" stay readable")
+		"versions after "+s1+" stay readable",
+		// The adapter that feeds the dataset undoes the rollback at its
+		// next run, as the CLI's question says.
+		`id="rollback-adapter"`, "the next run of the adapter", `<a href="/ui/adapters#adapter-products">products</a>`,
+		"undoes it unless the source was set right too")
 	if r := b.post("/ui/datasets/products/rollback", url.Values{"version": {s1}}); r.status != http.StatusSeeOther {
 		t.Fatalf("rollback: %d %s", r.status, r.body)
 	}

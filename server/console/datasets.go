@@ -491,6 +491,10 @@ type rollbackView struct {
 	Dataset string
 	Target  snapshot.VersionInfo
 	Current int64
+	// Adapter feeds the dataset (nil for none): its next run reads the
+	// source again and undoes the rollback unless the source was set
+	// right too, as the CLI's question says (docs/cli.md).
+	Adapter *adapters.Adapter
 }
 
 // rollbackConfirm answers GET /ui/datasets/{dataset}/rollback?version=N:
@@ -510,7 +514,8 @@ func (c *console) rollbackConfirm(w http.ResponseWriter, r *http.Request, v view
 	if err != nil {
 		return err
 	}
-	return c.render(w, r, http.StatusOK, "rollback", v, rollbackView{Dataset: ds, Target: target, Current: d.Current})
+	return c.render(w, r, http.StatusOK, "rollback", v, rollbackView{Dataset: ds, Target: target, Current: d.Current,
+		Adapter: adapterOf(c.s.svc.ListAdapters(), ds)})
 }
 
 // rollback answers POST /ui/datasets/{dataset}/rollback (form: version),
