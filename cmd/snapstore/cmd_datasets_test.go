@@ -75,6 +75,9 @@ func TestCLI_DatasetsDiffTagsRollbackGC(t *testing.T) {
 	if _, errs := do(1, "diff", "products", "--from", "nosuchtag"); !strings.Contains(errs, "tag_not_found") || strings.Contains(errs, "not a time") {
 		t.Errorf("diff --from a tag that does not exist:\n%s", errs)
 	}
+	if _, errs := do(1, "diff", "products", "--from", "2026-12-07T00:22:41Z", "--to", "nosuchtag"); !strings.Contains(errs, "--to: tag not found") || strings.Contains(errs, "not a time") {
+		t.Errorf("diff --from a time, --to a tag that does not exist:\n%s", errs)
+	}
 	out, _ = do(0, "diff", "products", "--from", "first", "--output", "json")
 	var upd struct {
 		Op      string

@@ -136,9 +136,9 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	case "tag_not_found":
 		// A time is a valid tag name (2026-12-07T00:22:41Z): say that
 		// --from and --to read it as one.
-		for _, f := range []struct{ flag, v string }{{"--from", *from}, {"--to", *to}} {
+		for _, f := range []struct{ field, flag, v string }{{"from", "--from", *from}, {"to", "--to", *to}} {
 			var a asOfTime
-			if f.v != "" && a.Set(f.v) == nil {
+			if f.field == ae.Problem.Field && f.v != "" && a.Set(f.v) == nil {
 				ae.Hint = fmt.Sprintf("%s takes a version number or a tag, not a time: snapstore versions %s lists the versions with their commit times", f.flag, pos[0])
 				break
 			}
