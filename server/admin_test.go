@@ -59,6 +59,16 @@ func TestAdmin_ConnectionsAdaptersRunsTagsRollbackGC(t *testing.T) {
 			t.Errorf("%s: %s %q, want %s %q (%s)", c.body, p.Code, p.Field, c.code, c.field, p.Detail)
 		}
 	}
+	// A misspelt key is named with the keys it is close to; another
+	// unknown one alone.
+	p = f.must(400, "POST", "/v1/adapters", `{"name":"a1","connection":"shop","inlcude":["*"],"schedle":"@every 1h"}`).problem(t)
+	if d := fmt.Sprint(p.Errors); !strings.Contains(d, `property "inlcude" is unsupported; did you mean include?`) ||
+		!strings.Contains(d, `property "schedle" is unsupported; did you mean schedule?`) {
+		t.Errorf("misspelt keys: %+v", p)
+	}
+	if p := f.must(400, "POST", "/v1/adapters", `{"name":"a1","connection":"shop","resource":"products","bogus":1}`).problem(t); strings.Contains(p.Detail, "did you mean") {
+		t.Errorf("a key close to none: %+v", p)
+	}
 	var ad struct {
 		Name      string `json:"name"`
 		Schedule  string `json:"schedule"`

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -61,10 +62,34 @@ func (s *Server) getRow(c echo.Context) error {
 	b, err = r.GetJSON(c.Request().Context(), append(b, ','), key, cols)
 	*bp = b
 	if err != nil {
+		if errors.Is(err, snapshot.ErrRowNotFound) {
+			return timeKeyHint(err, v.Schema)
+		}
 		return err
 	}
 	*bp = append(b, "}\n"...)
 	return c.JSONBlob(http.StatusOK, *bp)
+}
+
+// timeKeyHint adds to a row not found under a key with a date or time
+// column how such a column is matched: by its text as the rows show it,
+// not by the instant (docs/api.md, Keys). A key written as another
+// spelling of the row's instant (2022-05-25T00:07:54Z for a PostgreSQL
+// timestamptz the rows show as 2022-05-25 00:07:54+00, the key of many a
+// table partitioned by time) otherwise reads as a row that is not there.
+func timeKeyHint(err error, s snapshot.Schema) error {
+	var cols []string
+	for _, k := range s.Key {
+		for _, c := range s.Columns {
+			if c.Name == k && (c.Kind == snapshot.KindDate || c.Kind == snapshot.KindDateTime || c.Kind == snapshot.KindTime) {
+				cols = append(cols, k)
+			}
+		}
+	}
+	if len(cols) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w; a date or time key column (%s) is matched by its text as the rows show it, not by the instant: write it as a scan of the rows gives it", err, strings.Join(cols, ", "))
 }
 
 // rowKeyParts splits the wildcard of /rows/{key...} into unescaped key

@@ -182,8 +182,9 @@ func TestTables_Reads(t *testing.T) {
 		t.Errorf("line (4, 2): %s", jsonOf(row))
 	}
 	f.must(200, "GET", fmt.Sprintf("/v1/datasets/shopdb/tables/public.orders/rows/5?version=%d", v1), "")
-	if p := f.wantProblem(404, "row_not_found", "", "GET", "/v1/datasets/shopdb/tables/public.orders/rows/5", ""); !strings.Contains(p.Detail, "no key (id=5) in table public.orders of shopdb at version ") {
-		t.Errorf("a missing row of a table: %q does not name the table", p.Detail)
+	if p := f.wantProblem(404, "row_not_found", "", "GET", "/v1/datasets/shopdb/tables/public.orders/rows/5", ""); !strings.Contains(p.Detail, "no key (id=5) in table public.orders of shopdb at version ") ||
+		strings.Contains(p.Detail, "date or time") {
+		t.Errorf("a missing row of a table: %q does not name the table, or speaks of a date or time key", p.Detail)
 	}
 	f.wantProblem(400, "bad_key", "key", "GET", "/v1/datasets/shopdb/tables/public.order_lines/rows/x/1", "")
 	p := f.wantProblem(404, "table_not_found", "table", "GET", "/v1/datasets/shopdb/tables/orders/rows", "")
@@ -338,5 +339,35 @@ func TestTables_Grants(t *testing.T) {
 		if strings.ReplaceAll(want.Detail, "nothing", "shopdb") != got.Detail {
 			t.Errorf("%s outside the grant: %q; a dataset that does not exist: %q", path, got.Detail, want.Detail)
 		}
+	}
+}
+
+// TestTables_TimeKeyNotFound: a key column of a date or time is matched by
+// its text as the rows show it (docs/api.md, Keys), so a row asked for by
+// another spelling of its instant (2022-05-25T00:07:54Z of a PostgreSQL
+// timestamptz the rows show as 2022-05-25 00:07:54+00, the key of a table
+// partitioned by time) is not found: the answer says how such a key is
+// matched, naming the column.
+func TestTables_TimeKeyNotFound(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	ctx := context.Background()
+	payments := snapshot.Schema{
+		Columns: []snapshot.Column{{Name: "paid_at", Kind: snapshot.KindDateTime, SourceType: "timestamp with time zone"}, {Name: "id", Kind: snapshot.KindInt}},
+		Key:     []string{"paid_at", "id"},
+	}
+	tr, err := f.db.BeginTablesRun(ctx, snapshot.DatasetConfig{Name: "pay"}, snapshot.TablesRunOptions{Tables: []snapshot.TableSpec{{Name: "public.payment", Schema: payments}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Table("public.payment").Put(ctx, []snapshot.Value{text(snapshot.KindDateTime, "2022-05-25 00:07:54+00"), tInt(2)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.must(200, "GET", "/v1/datasets/pay/tables/public.payment/rows/2022-05-25%2000:07:54%2B00/2", "")
+	p := f.wantProblem(404, "row_not_found", "", "GET", "/v1/datasets/pay/tables/public.payment/rows/2022-05-25T00:07:54Z/2", "")
+	if !strings.Contains(p.Detail, "no key (paid_at=") || !strings.Contains(p.Detail, "a date or time key column (paid_at) is matched by its text as the rows show it, not by the instant") {
+		t.Errorf("a row asked for by another spelling of its time key: %q", p.Detail)
 	}
 }

@@ -348,7 +348,54 @@ func schemaReason(se *openapi3.SchemaError) string {
 		}
 		return fmt.Sprintf("want %s; got %q", want, fmt.Sprint(se.Value))
 	}
+	if m := unsupportedProperty.FindStringSubmatch(se.Reason); m != nil && se.Schema != nil {
+		// A misspelt key (inlcude, schedle) is the likeliest cause:
+		// name the properties it is close to.
+		if like := closeNames(m[1], se.Schema.Properties); len(like) > 0 {
+			return fmt.Sprintf("%s; did you mean %s?", se.Reason, strings.Join(like, " or "))
+		}
+	}
 	return se.Reason
+}
+
+// closeNames returns, sorted, the keys of props within an edit distance
+// of 2 of name (and of less than half its length, so that a short name
+// is not close to every other short one).
+func closeNames[V any](name string, props map[string]V) []string {
+	var out []string
+	for p := range props {
+		if d := editDistance(name, p); d <= 2 && 2*d < len(name) {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes, with a
+// swap of two adjacent bytes counting one (inlcude, include).
+func editDistance(a, b string) int {
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
 }
 
 // formatWant says for people what a value of each string format the API

@@ -108,6 +108,41 @@ func validDataset(s string) bool {
 	return true
 }
 
+// readable returns the targets whose dataset the server lists to the
+// connection's token, when they name more than one dataset
+// ("shop.public.orders" may be a dataset of that name or a table of
+// "shop"): asking for each with GET /v1/datasets/{dataset} would ask a
+// token limited to "shop" for datasets outside its grant, and the server
+// records each such 404 in its audit trail as a refusal (grant outside,
+// docs/security.md), a probe for names at every run. GET /v1/datasets
+// lists only what the token may read. Targets of one dataset, or a list
+// that fails (the GETs that follow meet the same failure and say it),
+// are returned as they are.
+func (s *snapSource) readable(ctx context.Context, ts []target) []target {
+	distinct := map[string]bool{}
+	for _, t := range ts {
+		distinct[t.dataset] = true
+	}
+	if len(distinct) < 2 {
+		return ts
+	}
+	var list datasetList
+	if _, err := s.getJSON(ctx, "/v1/datasets", nil, &list); err != nil {
+		return ts
+	}
+	listed := make(map[string]bool, len(list.Datasets))
+	for _, d := range list.Datasets {
+		listed[d.Name] = true
+	}
+	out := ts[:0:0]
+	for _, t := range ts {
+		if listed[t.dataset] {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // resolved is a target found on the server: the dataset's identity, the
 // version read and, for a table, the table at that version.
 type resolved struct {
@@ -134,8 +169,8 @@ func (r resolved) stats() snapshot.RunStats {
 }
 
 // resolve finds what resource names on the server, trying targets in
-// order: GET /v1/datasets/{dataset}, with ?tag= or ?version= for a target
-// with one. pin, when not zero, is the version to read of the dataset
+// order, those of datasets the token may read (readable): GET
+// /v1/datasets/{dataset}, with ?tag= or ?version= for a target with one. pin, when not zero, is the version to read of the dataset
 // pin.dataset when the target names none (a point's version). A text that
 // names nothing is source.ErrResourceNotFound: the most precise one met
 // (a tag or version the dataset does not have before a table a version
@@ -154,7 +189,7 @@ func (s *snapSource) resolve(ctx context.Context, resource string, pin target) (
 	// table "orders@first" in the current version).
 	var miss, tableMiss error
 	tableMissAt := false
-	for _, t := range targets(resource) {
+	for _, t := range s.readable(ctx, targets(resource)) {
 		at := t.at
 		if at == "" && pin.dataset == t.dataset {
 			at = pin.at

@@ -7,9 +7,11 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
+	"github.com/snapstore/snapstore/server"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
@@ -429,5 +431,72 @@ func TestCopyOfTableAtMissing(t *testing.T) {
 		if code != http.StatusNotFound || !strings.Contains(string(body), c.want) {
 			t.Errorf("resource %s: %d %s, want 404 with %s", c.resource, code, body, c.want)
 		}
+	}
+}
+
+// statusRecorder keeps the status a handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusRecorder) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// TestCopyOfTableAsksNoDatasetOutsideGrant copies a table of a dataset of
+// several tables ("shop.orders", which may also name a dataset of that
+// name) with a token limited to the dataset "shop": neither saving the
+// adapter nor its runs may ask the edge for a dataset outside the grant,
+// which the edge answers 404 and records in its audit trail as a refused
+// request (a probe for names). A table the dataset lacks is still named
+// in the error.
+func TestCopyOfTableAsksNoDatasetOutsideGrant(t *testing.T) {
+	srcPath := filepath.Join(t.TempDir(), "shop.db")
+	src, err := sql.Open("sqlite", srcPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if _, err := src.Exec(shopSQL); err != nil {
+		t.Fatal(err)
+	}
+	edge := newStack(t, server.Token{Name: "admin", Token: "edge-admin-token", Role: server.RoleAdmin},
+		server.Token{Name: "shop-reader", Token: "edge-shop-reader-token", Role: server.RoleReader, Datasets: []string{"shop"}})
+	var mu sync.Mutex
+	var refused []string
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		edge.handler.ServeHTTP(rec, r)
+		if rec.status >= 400 {
+			mu.Lock()
+			refused = append(refused, r.Method+" "+r.URL.Path+": "+itoa(int64(rec.status)))
+			mu.Unlock()
+		}
+	}))
+	defer proxy.Close()
+	central := newStack(t)
+	edge.must(http.StatusCreated, "POST", "/v1/connections", map[string]any{"name": "plant", "type": "sqlite", "options": map[string]any{"path": srcPath}}, nil)
+	edge.must(http.StatusCreated, "POST", "/v1/adapters", map[string]any{"name": "shop", "connection": "plant", "include": []string{"*"}}, nil)
+	if r := edge.run("shop"); r.Status != "succeeded" {
+		t.Fatalf("edge run: %+v", r)
+	}
+	central.must(http.StatusCreated, "POST", "/v1/connections", map[string]any{"name": "edge", "type": "snapstore",
+		"options": map[string]any{"url": proxy.URL, "token": "edge-shop-reader-token"}}, nil)
+	central.must(http.StatusCreated, "POST", "/v1/adapters", map[string]any{"name": "orders", "connection": "edge", "resource": "shop.orders"}, nil)
+	for i := 0; i < 2; i++ {
+		if r := central.run("orders"); r.Status != "succeeded" {
+			t.Fatalf("run %d of the copy: %+v", i+1, r)
+		}
+	}
+	code, body := central.call("POST", "/v1/adapters", map[string]any{"name": "bad", "connection": "edge", "resource": "shop.nope"})
+	if code != http.StatusNotFound || !strings.Contains(string(body), `has no table \"nope\"`) {
+		t.Errorf("resource shop.nope: %d %s, want 404 naming the table", code, body)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(refused) > 0 {
+		t.Errorf("the edge refused requests of the copy, recorded as refusals in its audit trail:\n%s", strings.Join(refused, "\n"))
 	}
 }

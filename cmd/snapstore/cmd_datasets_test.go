@@ -66,6 +66,18 @@ func TestCLI_DatasetsDiffTagsRollbackGC(t *testing.T) {
 	if code, _, errs := cli(t, append([]string{"diff", "products", "--to", "first"}, srv...)...); code != 1 || !strings.Contains(errs, "bad_request: --from: no kept version older than ") || !strings.HasSuffix(strings.TrimSpace(errs), "; give --from") {
 		t.Errorf("diff to the oldest version: exit %d: %s", code, errs)
 	}
+	// A time is a valid tag name: a diff --from one, which no tag has,
+	// says that --from takes no time and where the versions' times are.
+	if _, errs := do(1, "diff", "products", "--from", "2026-12-07T00:22:41Z"); !strings.Contains(errs, "tag_not_found") ||
+		!strings.Contains(errs, "--from takes a version number or a tag, not a time: snapstore versions products lists the versions with their commit times") {
+		t.Errorf("diff --from a time:\n%s", errs)
+	}
+	if _, errs := do(1, "diff", "products", "--from", "nosuchtag"); !strings.Contains(errs, "tag_not_found") || strings.Contains(errs, "not a time") {
+		t.Errorf("diff --from a tag that does not exist:\n%s", errs)
+	}
+	if _, errs := do(1, "diff", "products", "--from", "2026-12-07T00:22:41Z", "--to", "nosuchtag"); !strings.Contains(errs, "--to: tag not found") || strings.Contains(errs, "not a time") {
+		t.Errorf("diff --from a time, --to a tag that does not exist:\n%s", errs)
+	}
 	out, _ = do(0, "diff", "products", "--from", "first", "--output", "json")
 	var upd struct {
 		Op      string

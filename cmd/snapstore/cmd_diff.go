@@ -133,6 +133,16 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	case "table_replaced":
 		ae.Problem.Detail, _, _ = strings.Cut(ae.Problem.Detail, "; the dataset's diff counts (stats_only)")
 		ae.Hint = fmt.Sprintf("snapstore diff %s --stats with the same --from and --to counts it replaced: the older table's rows deleted, the newer's inserted", pos[0])
+	case "tag_not_found":
+		// A time is a valid tag name (2026-12-07T00:22:41Z): say that
+		// --from and --to read it as one.
+		for _, f := range []struct{ field, flag, v string }{{"from", "--from", *from}, {"to", "--to", *to}} {
+			var a asOfTime
+			if f.field == ae.Problem.Field && f.v != "" && a.Set(f.v) == nil {
+				ae.Hint = fmt.Sprintf("%s takes a version number or a tag, not a time: snapstore versions %s lists the versions with their commit times", f.flag, pos[0])
+				break
+			}
+		}
 	case "table_not_found":
 		// A table only one of the versions holds.
 		if d, ok := strings.CutSuffix(ae.Problem.Detail, "; the dataset's diff counts (stats_only) count it"); ok {

@@ -140,6 +140,13 @@ func TestConsole_EveryPage(t *testing.T) {
 		t.Errorf("a diff download as CSV: %d, want 406", r.status)
 	}
 	one := b.page("/ui/datasets/products/rows?version="+s1+"&key=1&mode=prefix", "cup", "at version "+s1)
+	// A key value its column cannot hold is refused on the rows page
+	// itself: the search form keeps what was typed, the problem above it.
+	if r := b.get("/ui/datasets/products/rows?version=" + s1 + "&key=x1&mode=start"); r.status != http.StatusBadRequest ||
+		!bytes.Contains(r.body, []byte(`id="search-problem" data-code="bad_key"`)) || !bytes.Contains(r.body, []byte(`name="key" value="x1"`)) ||
+		!bytes.Contains(r.body, []byte(`<option value="start" selected>`)) || bytes.Contains(r.body, []byte("No row matches")) {
+		t.Errorf("a search by a key its column cannot hold: %d\n%s", r.status, r.body)
+	}
 	if strings.Contains(one, "grinder") {
 		t.Error("the key search for 1 lists other rows")
 	}
@@ -651,7 +658,11 @@ func TestConsole_RollbackSaysWhatItDoes(t *testing.T) {
 	b := newBrowser(t, f)
 	b.page("/ui/datasets/products/rollback?version="+s1,
 		"commits a new version with the content of version "+s1, "the current version "+s2,
-		"versions after "+s1+" stay readable")
+		"versions after "+s1+" stay readable",
+		// The adapter that feeds the dataset undoes the rollback at its
+		// next run, as the CLI's question says.
+		`id="rollback-adapter"`, "the next run of the adapter", `<a href="/ui/adapters#adapter-products">products</a>`,
+		"undoes it unless the source was set right too")
 	if r := b.post("/ui/datasets/products/rollback", url.Values{"version": {s1}}); r.status != http.StatusSeeOther {
 		t.Fatalf("rollback: %d %s", r.status, r.body)
 	}

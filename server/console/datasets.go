@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"errors"
 	"html/template"
 	"net/http"
@@ -168,6 +169,9 @@ type rowsView struct {
 	Next template.URL
 	// Query is the query string of this page's search, for links.
 	Query template.URL
+	// Problem is a search refused (a key value its column cannot hold),
+	// shown above the form with the values typed, instead of the rows.
+	Problem *server.Problem
 }
 
 // rows answers GET /ui/datasets/{dataset}/rows: a page of rows at one
@@ -232,7 +236,12 @@ func (c *console) rows(w http.ResponseWriter, r *http.Request, v viewer) error {
 	if len(given) > 0 {
 		k, err := server.ParseKeyPrefix(info.Schema, given)
 		if err != nil {
-			return server.WithField(err, "key")
+			// The page again with what was typed and why it was
+			// refused, rather than an error page without the form.
+			p := server.ProblemFor(server.WithField(err, "key"))
+			view.Problem = &p
+			c.rowsVersions(ctx, ds, &view)
+			return c.render(w, r, p.Status, "rows", v, view)
 		}
 		if view.Mode == "start" {
 			opts.Start = k
@@ -273,12 +282,18 @@ func (c *console) rows(w http.ResponseWriter, r *http.Request, v viewer) error {
 		nq.Set("page_token", next)
 		view.Next = template.URL(nq.Encode())
 	}
+	c.rowsVersions(ctx, ds, &view)
+	return c.render(w, r, http.StatusOK, "rows", v, view)
+}
+
+// rowsVersions lists the kept versions of ds in view, for the search
+// form's version choice.
+func (c *console) rowsVersions(ctx context.Context, ds string, view *rowsView) {
 	if vs, err := c.s.db.Versions(ctx, ds); err == nil {
 		for _, vi := range vs {
 			view.Versions = append(view.Versions, vi.Version)
 		}
 	}
-	return c.render(w, r, http.StatusOK, "rows", v, view)
 }
 
 // diffShown is the most changes the diff page lists; the counts cover
@@ -491,6 +506,10 @@ type rollbackView struct {
 	Dataset string
 	Target  snapshot.VersionInfo
 	Current int64
+	// Adapter feeds the dataset (nil for none): its next run reads the
+	// source again and undoes the rollback unless the source was set
+	// right too, as the CLI's question says (docs/cli.md).
+	Adapter *adapters.Adapter
 }
 
 // rollbackConfirm answers GET /ui/datasets/{dataset}/rollback?version=N:
@@ -510,7 +529,8 @@ func (c *console) rollbackConfirm(w http.ResponseWriter, r *http.Request, v view
 	if err != nil {
 		return err
 	}
-	return c.render(w, r, http.StatusOK, "rollback", v, rollbackView{Dataset: ds, Target: target, Current: d.Current})
+	return c.render(w, r, http.StatusOK, "rollback", v, rollbackView{Dataset: ds, Target: target, Current: d.Current,
+		Adapter: adapterOf(c.s.svc.ListAdapters(), ds)})
 }
 
 // rollback answers POST /ui/datasets/{dataset}/rollback (form: version),

@@ -93,7 +93,11 @@ func TestTables_Console(t *testing.T) {
 	v1 := writeTables(t, f.db, shopdbV1())
 	v2 := writeTables(t, f.db, shopdbV2())
 	b := newBrowser(t, f)
+	// Each table's changes are those the current version committed (a
+	// run's, or a rollback's), not the last run's, which may have
+	// verified the version and changed nothing.
 	b.page("/ui/datasets/shopdb", "<dt>Tables</dt><dd>3</dd>", `id="tables"`, `data-table="public.orders"`, `data-table="audit/log 100%"`,
+		fmt.Sprintf("<th>changes in version %d</th>", v2),
 		`href="/ui/datasets/shopdb/rows?table=public.order_lines"`, `href="/ui/datasets/shopdb/diff?table=audit%2flog%20100%25"`)
 	b.page("/ui/datasets/shopdb/rows?table=public.orders", "table public.orders", "c2-moved", `name="table" value="public.orders"`,
 		fmt.Sprintf(`href="/ui/datasets/shopdb/rows/download?version=%d&amp;table=public.orders&amp;format=parquet"`, v2))
