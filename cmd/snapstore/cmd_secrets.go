@@ -45,7 +45,7 @@ the older keys may be removed from every node's key file.`, flagsClient, stdout)
 			return printJSON(stdout, raw)
 		}
 		if r.Secrets == 0 {
-			_, err = fmt.Fprintf(stdout, "nothing to encrypt again: every stored secret was already encrypted with key %s\n", r.KeyID)
+			_, err = fmt.Fprintf(stdout, "nothing to encrypt again: no stored secret is in clear or under another key than %s\n", r.KeyID)
 			return err
 		}
 		_, err = fmt.Fprintf(stdout, "%d secrets of %d connections encrypted again; every stored secret is now encrypted with key %s\n", r.Secrets, r.Connections, r.KeyID)
