@@ -186,7 +186,8 @@ func (s *Server) scanParquet(c echo.Context, r *snapshot.Reader, opts snapshot.S
 			return t.schema(info, r.Table()), func(a *arrowBatches) error { return t.write(scan, a) }, nil
 		})
 	}
-	return s.serveParquet(c, parquetAnswer{key: k, name: fileName(info.Dataset, r.Table()) + ".parquet", modified: info.CommittedAt, build: build})
+	name := fileName(info.Dataset, r.Table()) + "-v" + strconv.FormatInt(info.Version, 10) + ".parquet"
+	return s.serveParquet(c, parquetAnswer{key: k, name: name, modified: info.CommittedAt, build: build})
 }
 
 // rowsTable is the Arrow form of a scan: one field per selected column.

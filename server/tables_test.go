@@ -168,7 +168,7 @@ func TestTables_Reads(t *testing.T) {
 	if got := pf.MetaData().KeyValueMetadata().FindValue(arrowMetaTable); got == nil || *got != "audit/log 100%" {
 		t.Errorf("Parquet of the audit log: key-value metadata %s = %v", arrowMetaTable, got)
 	}
-	if cd := r.header.Get("Content-Disposition"); !strings.Contains(cd, `"shopdb-audit_log_100_.parquet"`) {
+	if cd := r.header.Get("Content-Disposition"); !strings.Contains(cd, `"shopdb-audit_log_100_-v2.parquet"`) {
 		t.Errorf("Content-Disposition %q", cd)
 	}
 
