@@ -129,7 +129,7 @@ func TestCLI_DatasetsDiffTagsRollbackGC(t *testing.T) {
 	if _, errs = do(1, "rollback", "products", "nosuchtag"); !strings.Contains(errs, `no kept version tagged "nosuchtag"`) {
 		t.Errorf("rollback to an unknown tag: %s", errs)
 	}
-	if _, errs = do(2, "rollback", "products", "0"); !strings.Contains(errs, "positive version number or a tag name") {
+	if _, errs = do(2, "rollback", "products", "0"); !strings.Contains(errs, `want a version number, decimal digits from 1 without a sign or a leading zero, got "0" or a tag name`) {
 		t.Errorf("rollback to version 0: %s", errs)
 	}
 	// To a tag, as diff, get and scan take one; saying that the next run
