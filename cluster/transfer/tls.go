@@ -6,10 +6,11 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/snapstore/snapstore/internal/boundedread"
 )
 
 // Members is the cluster as the transport sees it: package cluster's
@@ -63,7 +64,7 @@ type credentials struct {
 // and it dials) and names the node: its DNS SANs must include id. Open
 // wraps its errors in ErrCredentials.
 func loadCredentials(caFile, certFile, keyFile, id string) (*credentials, error) {
-	ca, err := os.ReadFile(caFile)
+	ca, err := boundedread.PEMFile(caFile)
 	if err != nil {
 		return nil, fmt.Errorf("reading the CA file: %w", err)
 	}
@@ -71,7 +72,7 @@ func loadCredentials(caFile, certFile, keyFile, id string) (*credentials, error)
 	if !pool.AppendCertsFromPEM(ca) {
 		return nil, fmt.Errorf("%s holds no PEM certificate", caFile)
 	}
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	cert, err := boundedread.KeyPair(certFile, keyFile)
 	if err != nil {
 		return nil, fmt.Errorf("loading the node certificate and key: %w", err)
 	}
