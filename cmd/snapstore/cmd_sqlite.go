@@ -3,19 +3,27 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/snapstore/snapstore/internal/boundedread"
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
 )
 
 const sqliteHelp = `Run SQL against a SQLite file, creating it if needed: the SQL argument, or
-stdin when there is none. A list of statements runs as one script; a single
-SELECT, WITH or PRAGMA prints its rows as a table. It creates and changes the
-README's sample source (examples/shop.db) without the sqlite3 shell.`
+stdin when there is none (at most 64 MiB). A list of statements runs as one
+script; a single SELECT, WITH or PRAGMA prints its rows as a table. It
+creates and changes the README's sample source (examples/shop.db) without
+the sqlite3 shell.`
+
+// maxSQLiteScript bounds the SQL read from stdin, so that a stream without
+// end (a device, a command that never stops) is refused rather than read
+// until the memory runs out; far beyond a script of the sample source.
+const maxSQLiteScript = 64 << 20
 
 // cmdSQLite runs SQL against a SQLite file, creating it if needed: the SQL
 // argument, or stdin when there is none. A statement list is executed as
@@ -32,7 +40,10 @@ func cmdSQLite(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if len(pos) == 2 {
 		script = pos[1]
 	} else {
-		b, err := io.ReadAll(stdin)
+		b, err := boundedread.All(stdin, maxSQLiteScript)
+		if errors.Is(err, boundedread.ErrTooLarge) {
+			return usageError("the SQL on stdin is %v; give a smaller script", err)
+		}
 		if err != nil {
 			return fmt.Errorf("reading SQL from stdin: %w", err)
 		}

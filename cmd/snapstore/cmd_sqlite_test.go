@@ -1,10 +1,40 @@
 package main
 
 import (
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
 )
+
+// TestSQLite_StdinBounded: SQL on stdin of more than maxSQLiteScript
+// bytes is a usage error saying the bound, read no further than one byte
+// past it.
+func TestSQLite_StdinBounded(t *testing.T) {
+	old := stdin
+	t.Cleanup(func() { stdin = old })
+	var src endless
+	stdin = io.LimitReader(&src, maxSQLiteScript+1<<20)
+	db := filepath.Join(t.TempDir(), "t.db")
+	code, _, errs := cli(t, "sqlite", db)
+	if code != exitUsage || !strings.Contains(errs, "the SQL on stdin is larger than 67108864 bytes") {
+		t.Errorf("exit %d: %s", code, errs)
+	}
+	if src.n > maxSQLiteScript+1 {
+		t.Errorf("read %d bytes of stdin, want at most %d", src.n, maxSQLiteScript+1)
+	}
+}
+
+// endless is a reader of spaces without end that counts what it gave.
+type endless struct{ n int64 }
+
+func (e *endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = ' '
+	}
+	e.n += int64(len(p))
+	return len(p), nil
+}
 
 // TestSQLite_Datetime: a DATETIME column reads as SQLite writes it, not
 // as Go prints a time.
