@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/snapstore/snapstore/internal/boundedread"
 	"github.com/snapstore/snapstore/server"
 )
 
@@ -238,14 +239,25 @@ func certificateError(err error) error {
 	return nil
 }
 
-// call sends one request and returns the answer's body (JSON).
+// maxAnswerBytes bounds a JSON answer that call reads whole: far beyond
+// what a snapstore server sends (a page of 1000 versions or runs of a
+// dataset of many tables), so that what answers at --server and sends
+// without end is refused rather than read until the memory runs out.
+// Streams (scan, diff, exports) are copied, not held, and have no bound.
+var maxAnswerBytes int64 = 256 << 20
+
+// call sends one request and returns the answer's body (JSON), of at
+// most maxAnswerBytes.
 func (c *apiClient) call(ctx context.Context, method, path string, q url.Values, body any) ([]byte, error) {
 	resp, err := c.do(ctx, method, path, q, body, "application/json")
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	b, err := boundedread.All(resp.Body, maxAnswerBytes)
+	if errors.Is(err, boundedread.ErrTooLarge) {
+		return nil, fmt.Errorf("the answer of %s %s is %v, more than a snapstore server sends: does %s answer as snapstore?", method, path, err, c.base.Redacted())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the answer of %s %s: %w", method, path, err)
 	}

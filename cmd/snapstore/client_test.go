@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -200,5 +201,27 @@ func TestAPIError_NamesTheFieldOnce(t *testing.T) {
 		if got := (&apiError{Status: 404, Problem: tc.p}).Error(); got != tc.want {
 			t.Errorf("text %q\nwant %q", got, tc.want)
 		}
+	}
+}
+
+// TestCLI_AnswerWithoutEnd: what answers at --server with a JSON body of
+// more than maxAnswerBytes is refused saying so, not read whole (a
+// stream without end would be read until the memory ran out).
+func TestCLI_AnswerWithoutEnd(t *testing.T) {
+	old := maxAnswerBytes
+	maxAnswerBytes = 1 << 20
+	t.Cleanup(func() { maxAnswerBytes = old })
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"datasets":[`)
+		for i := 0; i < 1<<16; i++ {
+			io.WriteString(w, `{"name":"d"},{"name":"e"},`) // 26 bytes each: 1.6 MiB
+		}
+		io.WriteString(w, `{"name":"f"}]}`)
+	}))
+	defer ts.Close()
+	code, _, errs := cli(t, "datasets", "list", "--server", ts.URL)
+	if code != 1 || !strings.Contains(errs, "the answer of GET /v1/datasets is larger than 1048576 bytes, more than a snapstore server sends: does "+ts.URL+" answer as snapstore?") {
+		t.Errorf("exit %d %s", code, errs)
 	}
 }
