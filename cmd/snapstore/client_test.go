@@ -225,3 +225,28 @@ func TestCLI_AnswerWithoutEnd(t *testing.T) {
 		t.Errorf("exit %d %s", code, errs)
 	}
 }
+
+// TestCLI_RefusalTextIsPrintable: the text of a refusal, which whatever
+// answers at --server chooses, reaches the terminal without its control
+// characters (ESC, CR, C1's CSI, bytes that are not UTF-8): each is
+// written as an escape, problem+json or not.
+func TestCLI_RefusalTextIsPrintable(t *testing.T) {
+	bodies := map[string]string{
+		"/plain":   "\x1b[2Jcleared\rover\x9b",
+		"/problem": `{"type":"x","title":"t","status":500,"code":"bad\u001b]0;title\u0007","detail":"\u001b[31mred\u009bcsi, \ufffd kept"}`,
+	}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+		io.WriteString(w, bodies[r.URL.Query().Get("tag")])
+	}))
+	defer ts.Close()
+	for tag, want := range map[string]string{
+		"/plain":   `HTTP 500: \x1b[2Jcleared\rover\x9b`,
+		"/problem": `HTTP 500 bad\x1b]0;title\a: \x1b[31mred\u009bcsi, ` + "\ufffd kept",
+	} {
+		_, _, errs := cli(t, "datasets", "show", "d", "--tag", tag, "--server", ts.URL)
+		if !strings.Contains(errs, want) || strings.ContainsAny(errs, "\x1b\r\x07\u009b") {
+			t.Errorf("%s: %q, want it to hold %q", tag, errs, want)
+		}
+	}
+}
