@@ -129,3 +129,24 @@ func TestHelp_OnStdout(t *testing.T) {
 		t.Errorf("help shows the token:\n%s", out)
 	}
 }
+
+// TestCLI_LimitIsDecimal: --limit is read in decimal: "010" (which
+// flag.Int read as octal 8), "0x10" and "0b11" are a usage error saying
+// the form, before any request; "10" and the default are taken.
+func TestCLI_LimitIsDecimal(t *testing.T) {
+	const nowhere = "http://127.0.0.1:1" // refused: a request would be exit 3
+	for _, v := range []string{"010", "0x10", "0b11", "1e3", "+5", "00"} {
+		for _, cmd := range [][]string{
+			{"scan", "products"}, {"versions", "products"}, {"runs", "list"}, {"audit"}, {"notifications", "deliveries"},
+		} {
+			args := append(append([]string{}, cmd...), "--limit", v, "--server", nowhere)
+			code, _, errs := cli(t, args...)
+			if code != exitUsage || !strings.Contains(errs, `want a number in decimal digits without a leading zero, got "`+v+`"`) {
+				t.Errorf("%q: exit %d %s", args, code, errs)
+			}
+		}
+	}
+	if code, _, errs := cli(t, "scan", "products", "--limit", "10", "--server", nowhere); code != exitUnreachable {
+		t.Errorf("--limit 10: exit %d %s", code, errs)
+	}
+}
