@@ -60,6 +60,23 @@ func withTarget(ctx context.Context, cf *commonFlags, stderr io.Writer, f func(*
 // listen address?" of a command given neither --server nor --data.
 const serverProbeTimeout = 700 * time.Millisecond
 
+// checkToken refuses a --token (SNAPSTORE_TOKEN) that cannot reach a
+// server as given: a control character (a line end read from a file with
+// it, "\r" of a file written on Windows) makes Go's client refuse the
+// header, which read as "no answer from the server", and a space at
+// either end is dropped by the server, which then knows no such token.
+// The message never shows the token.
+func checkToken(tok string) error {
+	bad := strings.TrimSpace(tok) != tok
+	for i := 0; i < len(tok) && !bad; i++ {
+		bad = tok[i] < 0x20 || tok[i] == 0x7f
+	}
+	if bad {
+		return usageError("--token (or %s): the token has a control character or a space at an end (a line end copied with it?); give the token alone", envToken)
+	}
+	return nil
+}
+
 // parseServerURL reads --server (SNAPSTORE_SERVER): an http:// or
 // https:// URL with a host, a port (if any) from 1 to 65535, no query and
 // no user name or password. snapstore authenticates with a bearer token;
@@ -114,6 +131,11 @@ func openTarget(ctx context.Context, cf *commonFlags, stderr io.Writer) (*target
 	cfg, err := loadConfig(cf, os.Environ())
 	if err != nil {
 		return nil, err
+	}
+	if !cf.dataSet {
+		if err := checkToken(cf.token); err != nil {
+			return nil, err
+		}
 	}
 	switch {
 	case cf.server != "" && cf.dataSet:

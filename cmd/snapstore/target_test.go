@@ -135,3 +135,17 @@ func TestTarget_ServerURLUserinfoAndPort(t *testing.T) {
 		}
 	}
 }
+
+// TestTarget_TokenWithLineEnd: a token with a line end or other control
+// character, or a space at an end, is a usage error that does not show
+// it, before any request (Go's client refused the header, which read as
+// "no answer from the server", exit 3).
+func TestTarget_TokenWithLineEnd(t *testing.T) {
+	url, _, _ := startServe(t, 0, nil)
+	for _, tok := range []string{"s3cret-token-value\n", "s3cret-token-value\r", "s3cret\x00token", " s3cret-token-value", "s3cret-token-value "} {
+		code, _, errs := cli(t, "datasets", "list", "--server", url, "--token", tok)
+		if code != exitUsage || !strings.Contains(errs, "--token (or SNAPSTORE_TOKEN): the token has a control character or a space at an end") || strings.Contains(errs, "s3cret") {
+			t.Errorf("%q: exit %d %s", tok, code, errs)
+		}
+	}
+}
