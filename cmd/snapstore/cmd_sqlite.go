@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -52,7 +54,15 @@ func cmdSQLite(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if strings.TrimSpace(script) == "" {
 		return usageError("no SQL given")
 	}
-	db, err := sql.Open("sqlite", "file:"+pos[0]+"?_pragma=busy_timeout(5000)")
+	// The file as a URI path, escaped, as the SQLite adapter opens one: a
+	// name holding "?", "#" or "%" is that file, not a file of a shorter
+	// name with URI parameters.
+	abs, err := filepath.Abs(pos[0])
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", pos[0], err)
+	}
+	u := url.URL{Scheme: "file", Path: abs, RawQuery: "_pragma=busy_timeout(5000)"}
+	db, err := sql.Open("sqlite", u.String())
 	if err != nil {
 		return fmt.Errorf("opening %s: %w", pos[0], err)
 	}

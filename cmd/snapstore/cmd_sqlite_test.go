@@ -2,7 +2,9 @@ package main
 
 import (
 	"io"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -34,6 +36,29 @@ func (e *endless) Read(p []byte) (int, error) {
 	}
 	e.n += int64(len(p))
 	return len(p), nil
+}
+
+// TestSQLite_FileNameAsGiven: a file name holding "%", "#" or "?" names
+// that file, not a shorter name with URI parameters or escapes ("p%41.db"
+// made pA.db, "h#1.db" made h).
+func TestSQLite_FileNameAsGiven(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"p%41.db", "h#1.db", "q?mode=ro&x.db", "sp ace.db"} {
+		if code, _, errs := cli(t, "sqlite", filepath.Join(dir, name), "CREATE TABLE t (x INTEGER)"); code != 0 {
+			t.Errorf("%s: exit %d %s", name, code, errs)
+		}
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range ents {
+		got = append(got, e.Name())
+	}
+	if want := []string{"h#1.db", "p%41.db", "q?mode=ro&x.db", "sp ace.db"}; !slices.Equal(got, want) {
+		t.Errorf("files %q, want %q", got, want)
+	}
 }
 
 // TestSQLite_Datetime: a DATETIME column reads as SQLite writes it, not
