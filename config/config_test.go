@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -244,6 +245,19 @@ func TestConfig_TLSFilesBounded(t *testing.T) {
 		_, errs := cfg.CheckServe()
 		if len(errs) != 1 || !strings.Contains(errs[0].Error(), "config key "+c.key+": "+huge+" is larger than 1048576 bytes") {
 			t.Errorf("%s: %v", c.key, errs)
+		}
+	}
+	// The transfer's files too: the transfer reads them whole when it
+	// opens, after this check.
+	cfg, err := Load(Flags{File: writeFile(t, "c.yaml", clusterFile+"  transfer: {listen: 127.0.0.1:7950, ca_file: "+huge+", cert_file: "+huge+", key_file: "+huge+"}\n")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, errs := cfg.CheckServe()
+	all := fmt.Sprint(errs)
+	for _, key := range []string{"cluster.transfer.ca_file", "cluster.transfer.cert_file", "cluster.transfer.key_file"} {
+		if !strings.Contains(all, "config key "+key+" (line 5): "+huge+" is larger than 1048576 bytes") {
+			t.Errorf("%s not refused: %s", key, all)
 		}
 	}
 }

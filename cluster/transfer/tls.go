@@ -6,11 +6,10 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/snapstore/snapstore/internal/boundedread"
 )
 
 // Members is the cluster as the transport sees it: package cluster's
@@ -62,9 +61,12 @@ type credentials struct {
 // loadCredentials reads the CA, this node's certificate and its key, and
 // checks that the certificate chains to the CA for both uses (it serves
 // and it dials) and names the node: its DNS SANs must include id. Open
-// wraps its errors in ErrCredentials.
+// wraps its errors in ErrCredentials. The files are read whole: this
+// package imports none of the module, and serve's check of the
+// configuration (config.checkServeFiles) has refused a file over
+// boundedread.MaxPEMBytes before the transfer opens.
 func loadCredentials(caFile, certFile, keyFile, id string) (*credentials, error) {
-	ca, err := boundedread.PEMFile(caFile)
+	ca, err := os.ReadFile(caFile)
 	if err != nil {
 		return nil, fmt.Errorf("reading the CA file: %w", err)
 	}
@@ -72,7 +74,7 @@ func loadCredentials(caFile, certFile, keyFile, id string) (*credentials, error)
 	if !pool.AppendCertsFromPEM(ca) {
 		return nil, fmt.Errorf("%s holds no PEM certificate", caFile)
 	}
-	cert, err := boundedread.KeyPair(certFile, keyFile)
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
 		return nil, fmt.Errorf("loading the node certificate and key: %w", err)
 	}
