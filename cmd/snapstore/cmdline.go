@@ -152,8 +152,14 @@ func (j jsonFlag) String() string   { return "" }
 func (j jsonFlag) IsBoolFlag() bool { return true }
 
 func (j jsonFlag) Set(v string) error {
-	if v == "true" {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return fmt.Errorf("want --json alone, or --json=true or false, got %q", v)
+	}
+	if b {
 		j.cf.output = "json"
+	} else if j.cf.output == "json" {
+		j.cf.output = "table"
 	}
 	return nil
 }

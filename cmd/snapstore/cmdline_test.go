@@ -150,3 +150,17 @@ func TestCLI_LimitIsDecimal(t *testing.T) {
 		t.Errorf("--limit 10: exit %d %s", code, errs)
 	}
 }
+
+// TestCLI_JSONFlagIsBoolean: --json takes a boolean only (--json=maybe
+// was taken and ignored), and --json=false after --output json sets the
+// table back.
+func TestCLI_JSONFlagIsBoolean(t *testing.T) {
+	if code, _, errs := cli(t, "datasets", "list", "--json=maybe", "--server", "http://127.0.0.1:1"); code != exitUsage || !strings.Contains(errs, `want --json alone, or --json=true or false, got "maybe"`) {
+		t.Errorf("--json=maybe: exit %d %s", code, errs)
+	}
+	url, _, _ := startServe(t, 0, nil)
+	code, out, errs := cli(t, "datasets", "list", "--output", "json", "--json=false", "--server", url)
+	if code != 0 || !strings.HasPrefix(out, "DATASET ") {
+		t.Errorf("--json=false: exit %d %s%s", code, out, errs)
+	}
+}
