@@ -119,6 +119,18 @@ func TestTablesRunTableKeys(t *testing.T) {
 		if third.Status != RunFailed || third.Code != "duplicate_key" || !strings.Contains(third.Error, "table "+events+": ") || !strings.Contains(third.Error, "not unique") {
 			t.Errorf("run with a key no longer unique: %s %s: %s", third.Status, third.Code, third.Error)
 		}
+		// Its record says what each table read, the failed one too, and
+		// the run's rows_read is their sum.
+		var sum int64
+		for _, tb := range third.Tables {
+			sum += tb.RowsRead
+			if tb.Name == events && (tb.RowsRead == 0 || tb.RowsRead < tb.Stats.Rows) {
+				t.Errorf("the failed table's entry: rows_read %d, stats %+v", tb.RowsRead, tb.Stats)
+			}
+		}
+		if sum != third.RowsRead {
+			t.Errorf("run rows_read %d, its tables' sum %d: %+v", third.RowsRead, sum, third.Tables)
+		}
 		if cur := mustVersion(t, ts.db, "keys", 0); cur.Version != second.Version {
 			t.Errorf("current version %d after a failed run, want %d", cur.Version, second.Version)
 		}

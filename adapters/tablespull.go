@@ -544,6 +544,15 @@ func (tp *tablesPull) readTable(ctx context.Context, t *tableRead) error {
 	w := tp.run.Table(t.name)
 	p := &pull{s: tp.s, ar: tp.ar, spec: tp.spec, force: tp.force, runID: tp.runID, l: tp.l, src: src,
 		resource: t.name, schema: t.schema, jsonCols: t.jsonCols, w: w, local: w, tables: tp, first: w.Version() == 0}
+	defer func() {
+		if !t.done {
+			// A table whose read failed counts the rows it read, in the
+			// run's sum and its own entry, as the run's stats count them:
+			// the record of a failed run says how far each table got.
+			tp.progress(p.n % progressEvery)
+			t.rows = p.n
+		}
+	}()
 	finish := w.Finish
 	if tp.spread != nil {
 		// The table's partitions are written on their owners: no digest,

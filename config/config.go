@@ -6,7 +6,6 @@
 package config
 
 import (
-	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -751,8 +750,8 @@ func (c *Config) checkServeFiles() []error {
 	}
 	t := c.TLS
 	if t.CertFile != "" && t.KeyFile != "" {
-		_, certErr := os.ReadFile(t.CertFile)
-		_, keyErr := os.ReadFile(t.KeyFile)
+		_, certErr := boundedread.PEMFile(t.CertFile)
+		_, keyErr := boundedread.PEMFile(t.KeyFile)
 		switch {
 		case certErr != nil || keyErr != nil:
 			if certErr != nil {
@@ -762,7 +761,7 @@ func (c *Config) checkServeFiles() []error {
 				bad("tls.key_file", keyErr)
 			}
 		default:
-			if _, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile); err != nil {
+			if _, err := boundedread.KeyPair(t.CertFile, t.KeyFile); err != nil {
 				bad("tls.cert_file", fmt.Errorf("%s and tls.key_file %s do not load as a certificate and its key: %w", t.CertFile, t.KeyFile, err))
 			}
 		}
@@ -770,7 +769,7 @@ func (c *Config) checkServeFiles() []error {
 			if f.path == "" {
 				continue
 			}
-			pem, err := os.ReadFile(f.path)
+			pem, err := boundedread.PEMFile(f.path)
 			if err == nil && !x509.NewCertPool().AppendCertsFromPEM(pem) {
 				err = fmt.Errorf("%s holds no PEM certificate", f.path)
 			}
@@ -788,7 +787,7 @@ func (c *Config) checkServeFiles() []error {
 			if f.path == "" {
 				continue
 			}
-			if _, err := os.ReadFile(f.path); err != nil {
+			if _, err := boundedread.PEMFile(f.path); err != nil {
 				bad(f.key, err)
 			}
 		}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/snapstore/snapstore/api"
 	"github.com/snapstore/snapstore/cluster/transfer"
+	"github.com/snapstore/snapstore/internal/boundedread"
 	"github.com/snapstore/snapstore/server"
 )
 
@@ -208,6 +210,55 @@ func TestConfig_TokenHashesAndTLS(t *testing.T) {
 	cfg.TLS.KeyFile = writeFile(t, "other.key", string(otherKey))
 	if _, errs := cfg.CheckServe(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "config key tls.cert_file: ") {
 		t.Fatalf("a key of another certificate: %v", errs)
+	}
+}
+
+// TestConfig_TLSFilesBounded: a TLS file of more than
+// boundedread.MaxPEMBytes (a path naming a log or a device by mistake) is
+// refused at the check naming its key and the bound, not read whole.
+func TestConfig_TLSFilesBounded(t *testing.T) {
+	caCert, caKey, err := transfer.NewCA("test", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key, err := transfer.NewServerCert(caCert, caKey, []string{"127.0.0.1"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// PEM text then padding: what a loader reading the whole file takes.
+	huge := writeFile(t, "huge.pem", string(caCert)+strings.Repeat("#", boundedread.MaxPEMBytes))
+	good := TLSConfig{CertFile: writeFile(t, "a.crt", string(cert)), KeyFile: writeFile(t, "a.key", string(key)),
+		ClientCAFile: writeFile(t, "ca.crt", string(caCert)), CAFile: writeFile(t, "ca2.crt", string(caCert))}
+	for _, c := range []struct {
+		key string
+		set func(*TLSConfig)
+	}{
+		{"tls.cert_file", func(tc *TLSConfig) { tc.CertFile = huge }},
+		{"tls.key_file", func(tc *TLSConfig) { tc.KeyFile = huge }},
+		{"tls.client_ca_file", func(tc *TLSConfig) { tc.ClientCAFile = huge }},
+		{"tls.ca_file", func(tc *TLSConfig) { tc.CAFile = huge }},
+	} {
+		cfg := Default()
+		cfg.Auth.Tokens = []TokenConfig{{Name: "a", Token: "0123456789abcdef0123", Role: "admin"}}
+		cfg.TLS = good
+		c.set(&cfg.TLS)
+		_, errs := cfg.CheckServe()
+		if len(errs) != 1 || !strings.Contains(errs[0].Error(), "config key "+c.key+": "+huge+" is larger than 1048576 bytes") {
+			t.Errorf("%s: %v", c.key, errs)
+		}
+	}
+	// The transfer's files too: the transfer reads them whole when it
+	// opens, after this check.
+	cfg, err := Load(Flags{File: writeFile(t, "c.yaml", clusterFile+"  transfer: {listen: 127.0.0.1:7950, ca_file: "+huge+", cert_file: "+huge+", key_file: "+huge+"}\n")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, errs := cfg.CheckServe()
+	all := fmt.Sprint(errs)
+	for _, key := range []string{"cluster.transfer.ca_file", "cluster.transfer.cert_file", "cluster.transfer.key_file"} {
+		if !strings.Contains(all, "config key "+key+" (line 5): "+huge+" is larger than 1048576 bytes") {
+			t.Errorf("%s not refused: %s", key, all)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/labstack/echo/v4"
+	"github.com/snapstore/snapstore/snapshot"
 )
 
 // pathParam returns the unescaped path parameter name. Echo matches on the
@@ -22,12 +23,13 @@ func pathParam(c echo.Context, name string) (string, error) {
 	return u, nil
 }
 
-// ParseVersion reads a version number given as input field: a positive
-// integer.
+// ParseVersion reads a version number given as input field: canonical
+// decimal digits, at least 1 (snapshot.ParseVersionNumber); anything else
+// is 400 bad_request naming field.
 func ParseVersion(field, v string) (int64, error) {
-	id, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || id < 1 {
-		return 0, BadField(field, "want a positive integer version, got %q", v)
+	id, err := snapshot.ParseVersionNumber(v)
+	if err != nil {
+		return 0, BadField(field, "want a version number, decimal digits from 1 without a sign or a leading zero, got %q", v)
 	}
 	return id, nil
 }

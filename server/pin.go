@@ -23,9 +23,9 @@ func parseAt(c echo.Context) (snapshot.At, error) {
 	n := 0
 	if v := q.Get("version"); v != "" {
 		n++
-		id, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || id < 1 {
-			return at, BadField("version", "want a positive integer version, got %q", v)
+		id, err := ParseVersion("version", v)
+		if err != nil {
+			return at, err
 		}
 		at.Version = id
 	}

@@ -73,3 +73,44 @@ func TestAsOf_ZeroTimeIsATime(t *testing.T) {
 	}
 	f.wantProblem(404, "dataset_not_found", "", "GET", "/v1/datasets/nope/rows/1?as_of=0001-01-01T00:00:00Z", "")
 }
+
+// TestVersions_OnlyCanonicalNumbers: a version number in a query, a path
+// or a diff bound is canonical decimal; "+1", "01", "0001" and the like are
+// a 400 naming the parameter, not version 1, on each route that takes one
+// (a table-qualified one too), and the detail says the form. "1e0", "0x1"
+// and "1.0" are tag names as a diff's bound.
+func TestVersions_OnlyCanonicalNumbers(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	v1 := f.run("products")
+	s := strconv.FormatInt(v1, 10)
+	if r := f.do("GET", "/v1/datasets/products/versions/"+s, ""); r.status != 200 {
+		t.Fatalf("version %s: %d %s", s, r.status, r.body)
+	}
+	for _, v := range []string{"+" + s, "%2B" + s, "0" + s, "000" + s, s + "e0", "0x" + s, "%20" + s, s + ".0"} {
+		for _, c := range []struct{ path, field string }{
+			{"/v1/datasets/products/rows/1?version=" + v, "version"},
+			{"/v1/datasets/products/rows?version=" + v, "version"},
+			{"/v1/datasets/products?version=" + v, "version"},
+			{"/v1/datasets/products/tables/products/rows/1?version=" + v, "version"},
+			{"/v1/datasets/products/versions/" + v, "version"},
+			{"/v1/datasets/products/diff?from=" + v + "&to=" + s, "from"},
+			{"/v1/datasets/products/diff?to=" + v, "to"},
+		} {
+			if strings.HasPrefix(c.path, "/v1/datasets/products/diff") && strings.ContainsAny(v, "ex.") {
+				continue // a tag name such as "1e0" or "1.0": tag_not_found
+			}
+			r := f.do("GET", c.path, "")
+			if r.status != 400 {
+				t.Errorf("%s: status %d, want 400: %s", c.path, r.status, r.body)
+				continue
+			}
+			if p := r.problem(t); p.Code != "bad_request" || p.Field != c.field {
+				t.Errorf("%s: code %s field %q, want bad_request %q (%s)", c.path, p.Code, p.Field, c.field, p.Detail)
+			}
+		}
+	}
+	p := f.wantProblem(400, "bad_request", "version", "GET", "/v1/datasets/products/versions/%2B"+s, "")
+	if want := `version: want a version number, decimal digits from 1 without a sign or a leading zero, got "+` + s + `"`; p.Detail != want {
+		t.Errorf("detail %q, want %q", p.Detail, want)
+	}
+}

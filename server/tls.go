@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snapstore/snapstore/internal/boundedread"
 )
 
 // TLS serves the API over HTTPS with certificates read from files and
@@ -146,7 +147,7 @@ func (r *CertReloader) stat() []fileStamp {
 
 // load reads the files into a new state.
 func (r *CertReloader) load() (*tlsState, error) {
-	cert, err := tls.LoadX509KeyPair(r.opts.CertFile, r.opts.KeyFile)
+	cert, err := boundedread.KeyPair(r.opts.CertFile, r.opts.KeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("server: loading tls.cert_file %s and tls.key_file %s: %w", r.opts.CertFile, r.opts.KeyFile, err)
 	}
@@ -156,7 +157,7 @@ func (r *CertReloader) load() (*tlsState, error) {
 		NextProtos:   []string{"h2", "http/1.1"},
 	}
 	if r.opts.ClientCAFile != "" {
-		pem, err := os.ReadFile(r.opts.ClientCAFile)
+		pem, err := boundedread.PEMFile(r.opts.ClientCAFile)
 		if err != nil {
 			return nil, fmt.Errorf("server: reading tls.client_ca_file: %w", err)
 		}
@@ -264,7 +265,7 @@ func (r *CertReloader) ClientConfig(caFiles ...string) (*tls.Config, error) {
 		if f == "" {
 			continue
 		}
-		pem, err := os.ReadFile(f)
+		pem, err := boundedread.PEMFile(f)
 		if err != nil {
 			return nil, fmt.Errorf("server: reading the CA file %s: %w", f, err)
 		}

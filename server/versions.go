@@ -113,7 +113,11 @@ func (s *Server) getVersion(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v, err := ParseVersion("version", c.Param("version"))
+	raw, err := pathParam(c, "version")
+	if err != nil {
+		return err
+	}
+	v, err := ParseVersion("version", raw)
 	if err != nil {
 		return err
 	}

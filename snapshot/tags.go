@@ -3,6 +3,7 @@ package snapshot
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -82,4 +83,28 @@ func (db *DB) Untag(ctx context.Context, dataset, tag string) error {
 		return fmt.Errorf("snapshot: untagging %s: %w", dataset, err)
 	}
 	return nil
+}
+
+// ParseVersionNumber reads a version number written where a user gives
+// one (a path, a query parameter, a CLI flag): canonical decimal only,
+// digits without a sign or a leading zero, at least 1. strconv.ParseInt
+// alone would read "+1", "01" and "0001" as version 1, so that two
+// spellings name one version and a typo reads a version not asked for;
+// these, and "1e3", "0x1" or " 1", are refused saying the form.
+// ErrInvalidArgument.
+func ParseVersionNumber(s string) (int64, error) {
+	ok := s != "" && s[0] != '0' && len(s) <= 19
+	for i := 0; ok && i < len(s); i++ {
+		ok = s[i] >= '0' && s[i] <= '9'
+	}
+	var n int64
+	if ok {
+		var err error
+		n, err = strconv.ParseInt(s, 10, 64)
+		ok = err == nil
+	}
+	if !ok {
+		return 0, fmt.Errorf("%w: want a version number, decimal digits from 1 without a sign or a leading zero, got %q", ErrInvalidArgument, s)
+	}
+	return n, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/snapstore/snapstore/adapters/source"
 	"log/slog"
 	"net"
 	"strconv"
@@ -12,6 +11,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/snapstore/snapstore/adapters/source"
+	"github.com/snapstore/snapstore/internal/boundedread"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -97,6 +99,12 @@ func postgresConfig(o source.OptionValues, pool source.PoolOptions) (*pgxpool.Co
 		pgConnString("sslmode", sslmode),
 	}
 	if o.Has("sslrootcert") {
+		// pgconn reads the file whole when it parses the settings: a
+		// path naming a huge file or a device is refused first, as
+		// snapstore's own PEM files are.
+		if _, err := boundedread.PEMFile(o.String("sslrootcert")); errors.Is(err, boundedread.ErrTooLarge) {
+			return nil, &source.OptionError{Key: "sslrootcert", Msg: "cannot be used: " + err.Error()}
+		}
 		parts = append(parts, pgConnString("sslrootcert", o.String("sslrootcert")))
 	}
 	cfg, err := pgxpool.ParseConfig(strings.Join(parts, " "))

@@ -1,11 +1,15 @@
 package postgres
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/snapstore/snapstore/adapters/source"
+	"github.com/snapstore/snapstore/internal/boundedread"
 )
 
 // TestPostgresConfig: max_idle (which pgxpool cannot honour) is refused
@@ -35,5 +39,24 @@ func TestPostgresConfig(t *testing.T) {
 	}
 	if v, set := cfg.ConnConfig.RuntimeParams["statement_timeout"]; set {
 		t.Errorf("default statement_timeout sent as %q", v)
+	}
+}
+
+// TestPostgresConfig_SSLRootCertBounded: an sslrootcert file of more than
+// boundedread.MaxPEMBytes (a device, a log named by mistake) is refused
+// naming the option and the bound before pgconn reads it whole; a
+// missing one is left to pgconn's message, as before.
+func TestPostgresConfig_SSLRootCertBounded(t *testing.T) {
+	big := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(big, []byte(strings.Repeat("#", boundedread.MaxPEMBytes+1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{big, "/dev/zero"} {
+		o := source.OptionValues{"user": "u", "sslmode": "verify-full", "sslrootcert": f}
+		_, err := postgresConfig(o, source.PoolOptions{})
+		var oe *source.OptionError
+		if !errors.As(err, &oe) || oe.Key != "sslrootcert" || !strings.Contains(err.Error(), f+" is larger than 1048576 bytes") {
+			t.Fatalf("%s: %v", f, err) // not on to /dev/zero: read whole, it would not end
+		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/snapstore/snapstore/adapters/source"
+	"github.com/snapstore/snapstore/internal/boundedread"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
@@ -197,11 +198,26 @@ func (s *snapSource) getJSON(ctx context.Context, path string, query url.Values,
 		return nil, s.readTimeout(ctx, rctx, err)
 	}
 	defer resp.Body.Close()
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+	b, err := boundedread.All(resp.Body, maxJSONAnswer)
+	if errors.Is(err, boundedread.ErrTooLarge) {
+		return nil, fmt.Errorf("%w: the answer of %s is %v, more than a snapstore server sends", source.ErrSourceUnavailable, path, err)
+	}
+	if err == nil {
+		err = json.Unmarshal(b, out)
+	}
+	if err != nil {
 		return nil, s.readTimeout(ctx, rctx, fmt.Errorf("%w: reading the answer of %s: %w", source.ErrSourceUnavailable, path, err))
 	}
 	return resp, nil
 }
+
+// maxJSONAnswer bounds an answer getJSON reads whole (a list of datasets,
+// a dataset, a version): far beyond what a snapstore server sends, so
+// that a server at options.url that sends without end (another service,
+// a proxy gone wrong) is refused rather than read, within read_timeout,
+// until this process runs out of memory. Rows and diffs are decoded as
+// they stream.
+var maxJSONAnswer int64 = 64 << 20
 
 // readBound returns ctx bounded by read_timeout, for one request and its
 // answer.

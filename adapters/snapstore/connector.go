@@ -21,11 +21,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/snapstore/snapstore/adapters/source"
+	"github.com/snapstore/snapstore/internal/boundedread"
 )
 
 // connector is the "snapstore" connection type.
@@ -149,7 +149,7 @@ const defaultReadTimeout = 5 * time.Minute
 func tlsConfig(o source.OptionValues) (*tls.Config, error) {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if f := o.String("ca_file"); f != "" {
-		pem, err := os.ReadFile(f)
+		pem, err := boundedread.PEMFile(f)
 		if err != nil {
 			return nil, &source.OptionError{Key: "ca_file", Msg: err.Error()}
 		}
@@ -161,7 +161,7 @@ func tlsConfig(o source.OptionValues) (*tls.Config, error) {
 	}
 	cert := &tls.Certificate{} // none: an empty Certificate message
 	if o.Has("client_cert") {
-		c, err := tls.LoadX509KeyPair(o.String("client_cert"), o.String("client_key"))
+		c, err := boundedread.KeyPair(o.String("client_cert"), o.String("client_key"))
 		if err != nil {
 			return nil, &source.OptionError{Key: "client_cert", Msg: err.Error()}
 		}

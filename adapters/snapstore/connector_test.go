@@ -257,6 +257,37 @@ func TestURLWithoutTheAPI(t *testing.T) {
 	}
 }
 
+// TestAnswerWithoutEnd: a server at options.url whose JSON answer is
+// larger than maxJSONAnswer fails the test saying so, rather than being
+// read whole.
+func TestAnswerWithoutEnd(t *testing.T) {
+	old := maxJSONAnswer
+	maxJSONAnswer = 1 << 20
+	t.Cleanup(func() { maxJSONAnswer = old })
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"datasets":[`)
+		chunk := strings.Repeat(`{"name":"d"},`, 1000)
+		for i := 0; i < 1000; i++ { // 13 MB, unless the reader stops
+			if _, err := io.WriteString(w, chunk); err != nil {
+				return
+			}
+		}
+		io.WriteString(w, `{"name":"e"}]}`)
+	}))
+	defer srv.Close()
+	src, err := connector{}.Open(context.Background(), source.SourceConfig{Name: "edge",
+		Options: source.OptionValues{"url": srv.URL, "token": source.NewSecret("edge-reader-token-0123456789")}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	res := src.(source.Tester).Test(context.Background())
+	if res.OK || !strings.Contains(res.Message, "the answer of /v1/datasets is larger than 1048576 bytes, more than a snapstore server sends") {
+		t.Fatalf("test of a server whose answer has no end: %+v", res)
+	}
+}
+
 // TestRedirectNotFollowed: a source server that answers a redirect is not
 // followed, so that the connection's token reaches no URL but the one the
 // connection names: not the same host over plain HTTP (the token in

@@ -79,12 +79,41 @@ func NewServerCert(caCertPEM, caKeyPEM []byte, hosts []string, valid time.Durati
 			ips = append(ips, ip)
 			continue
 		}
-		if h == "" || strings.ContainsAny(h, " /:@") {
-			return nil, nil, fmt.Errorf("transfer: %q is neither a DNS name nor an IP address", h)
+		if why := badHostName(h); why != "" {
+			return nil, nil, fmt.Errorf("transfer: %q is neither a DNS name nor an IP address: %s", h, why)
 		}
 		dns = append(dns, h)
 	}
 	return newLeaf(caCertPEM, caKeyPEM, hosts[0], dns, ips, valid)
+}
+
+// hostLabel is a label of a host name as a certificate names it: letters,
+// digits, "_" and inner dashes, at most 63 (RFC 1123, with the "_" that
+// internal names hold and that Go's verification takes).
+var hostLabel = regexp.MustCompile(`^[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?$`)
+
+// badHostName says why h cannot be a DNS name of a certificate, "" when
+// it can: at most 253 characters of labels (hostLabel), the first of
+// them "*" for a wildcard, the last not digits alone, so that a
+// mistyped address ("999.1.1.1", "10.0.0") is refused rather than put in
+// a certificate that no client reaching the address would accept.
+func badHostName(h string) string {
+	if h == "" || len(h) > 253 {
+		return "a name has 1 to 253 characters"
+	}
+	labels := strings.Split(h, ".")
+	for i, l := range labels {
+		if i == 0 && l == "*" && len(labels) > 1 {
+			continue
+		}
+		if !hostLabel.MatchString(l) {
+			return "each part between dots has 1 to 63 letters, digits, _ and inner -"
+		}
+	}
+	if strings.Trim(labels[len(labels)-1], "0123456789") == "" {
+		return "its last part is digits alone, as in a mistyped IP address"
+	}
+	return ""
 }
 
 // newLeaf returns a certificate named cn with the given SANs, signed by

@@ -61,7 +61,10 @@ type credentials struct {
 // loadCredentials reads the CA, this node's certificate and its key, and
 // checks that the certificate chains to the CA for both uses (it serves
 // and it dials) and names the node: its DNS SANs must include id. Open
-// wraps its errors in ErrCredentials.
+// wraps its errors in ErrCredentials. The files are read whole: this
+// package imports none of the module, and serve's check of the
+// configuration (config.checkServeFiles) has refused a file over
+// boundedread.MaxPEMBytes before the transfer opens.
 func loadCredentials(caFile, certFile, keyFile, id string) (*credentials, error) {
 	ca, err := os.ReadFile(caFile)
 	if err != nil {

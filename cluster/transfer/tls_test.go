@@ -171,3 +171,26 @@ func TestTransport_MemberWithoutAddress(t *testing.T) {
 		t.Errorf("the error of a member without a transfer address: %q", e)
 	}
 }
+
+// TestNewServerCert_HostNames: a host that is neither an IP address nor
+// a DNS name a client could reach is refused saying why, a mistyped
+// address among them ("999.1.1.1" was written as a DNS name that no
+// client reaching an address accepts); host names, wildcards and
+// addresses are taken.
+func TestNewServerCert_HostNames(t *testing.T) {
+	caCert, caKey, err := NewCA("test", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{"localhost", "snap-1.example.com", "*.example.com", "my_host.internal", "10.0.0.5", "::1", strings.Repeat("a", 63) + ".example"} {
+		if _, _, err := NewServerCert(caCert, caKey, []string{h}, time.Hour); err != nil {
+			t.Errorf("%q: %v", h, err)
+		}
+	}
+	for _, h := range []string{"", "a..b", "999.1.1.1", "10.0.0", "-a.com", "a-.com", "*", "a.*.com", "http://x", "a b", strings.Repeat("a", 64) + ".example", strings.Repeat("abc.", 64) + "com"} {
+		_, _, err := NewServerCert(caCert, caKey, []string{"localhost", h}, time.Hour)
+		if err == nil || !strings.Contains(err.Error(), "is neither a DNS name nor an IP address: ") {
+			t.Errorf("%q: %v", h, err)
+		}
+	}
+}

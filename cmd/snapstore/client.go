@@ -16,8 +16,12 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
+	"github.com/snapstore/snapstore/internal/boundedread"
 	"github.com/snapstore/snapstore/server"
 )
 
@@ -180,6 +184,7 @@ func (c *apiClient) do(ctx context.Context, method, path string, q url.Values, b
 		if json.Unmarshal(b, &ae.Problem) != nil || ae.Problem.Code == "" {
 			ae.Problem = server.Problem{Detail: strings.TrimSpace(string(b))}
 		}
+		printableProblem(&ae.Problem)
 		switch {
 		case ae.Status == http.StatusBadRequest && c.base.Scheme == "http" && ae.Problem.Code == "" && strings.Contains(ae.Problem.Detail, "HTTP request to an HTTPS server"):
 			ae.Hint = "the server speaks HTTPS: give --server https://" + c.base.Host
@@ -203,6 +208,56 @@ func (c *apiClient) do(ctx context.Context, method, path string, q url.Values, b
 		return nil, ae
 	}
 	return resp, nil
+}
+
+// printableProblem makes the text of p that the CLI prints safe for a
+// terminal: whatever answers at --server chooses the body of a refusal,
+// and a control character in it (ESC starting a sequence that rewrites
+// the screen or the window title, a carriage return overwriting the
+// line) would reach the terminal as it is. Each is written as an escape
+// (printable).
+func printableProblem(p *server.Problem) {
+	for _, s := range []*string{&p.Title, &p.Detail, &p.Code, &p.Field} {
+		*s = printable(*s)
+	}
+	if p.Messages != nil {
+		m := make(map[string]string, len(p.Messages))
+		for k, v := range p.Messages {
+			m[printable(k)] = printable(v)
+		}
+		p.Messages = m
+	}
+	for i := range p.Errors {
+		v := &p.Errors[i]
+		v.Field, v.Code, v.Detail = printable(v.Field), printable(v.Code), printable(v.Detail)
+	}
+}
+
+// printable is s with every control character but the newline, and every
+// byte that is not UTF-8, written as Go writes it in a quoted string
+// ("\x1b", "\r", "\u009b"); s itself when it has none.
+func printable(s string) string {
+	clean := func(r rune) bool { return r == '\n' || (r != utf8.RuneError && !unicode.IsControl(r)) }
+	ok := true
+	for _, r := range s {
+		ok = ok && clean(r)
+	}
+	if ok {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case clean(r) || (r == utf8.RuneError && n == 3):
+			b.WriteString(s[i : i+n])
+		default:
+			q := strconv.QuoteToASCII(s[i : i+n])
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += n
+	}
+	return b.String()
 }
 
 // trustedBy says, after an untrusted certificate's error, what beyond
@@ -238,14 +293,25 @@ func certificateError(err error) error {
 	return nil
 }
 
-// call sends one request and returns the answer's body (JSON).
+// maxAnswerBytes bounds a JSON answer that call reads whole: far beyond
+// what a snapstore server sends (a page of 1000 versions or runs of a
+// dataset of many tables), so that what answers at --server and sends
+// without end is refused rather than read until the memory runs out.
+// Streams (scan, diff, exports) are copied, not held, and have no bound.
+var maxAnswerBytes int64 = 256 << 20
+
+// call sends one request and returns the answer's body (JSON), of at
+// most maxAnswerBytes.
 func (c *apiClient) call(ctx context.Context, method, path string, q url.Values, body any) ([]byte, error) {
 	resp, err := c.do(ctx, method, path, q, body, "application/json")
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	b, err := boundedread.All(resp.Body, maxAnswerBytes)
+	if errors.Is(err, boundedread.ErrTooLarge) {
+		return nil, fmt.Errorf("the answer of %s %s is %v, more than a snapstore server sends: does %s answer as snapstore?", method, path, err, c.base.Redacted())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the answer of %s %s: %w", method, path, err)
 	}

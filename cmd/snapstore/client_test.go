@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -199,6 +200,53 @@ func TestAPIError_NamesTheFieldOnce(t *testing.T) {
 	} {
 		if got := (&apiError{Status: 404, Problem: tc.p}).Error(); got != tc.want {
 			t.Errorf("text %q\nwant %q", got, tc.want)
+		}
+	}
+}
+
+// TestCLI_AnswerWithoutEnd: what answers at --server with a JSON body of
+// more than maxAnswerBytes is refused saying so, not read whole (a
+// stream without end would be read until the memory ran out).
+func TestCLI_AnswerWithoutEnd(t *testing.T) {
+	old := maxAnswerBytes
+	maxAnswerBytes = 1 << 20
+	t.Cleanup(func() { maxAnswerBytes = old })
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"datasets":[`)
+		for i := 0; i < 1<<16; i++ {
+			io.WriteString(w, `{"name":"d"},{"name":"e"},`) // 26 bytes each: 1.6 MiB
+		}
+		io.WriteString(w, `{"name":"f"}]}`)
+	}))
+	defer ts.Close()
+	code, _, errs := cli(t, "datasets", "list", "--server", ts.URL)
+	if code != 1 || !strings.Contains(errs, "the answer of GET /v1/datasets is larger than 1048576 bytes, more than a snapstore server sends: does "+ts.URL+" answer as snapstore?") {
+		t.Errorf("exit %d %s", code, errs)
+	}
+}
+
+// TestCLI_RefusalTextIsPrintable: the text of a refusal, which whatever
+// answers at --server chooses, reaches the terminal without its control
+// characters (ESC, CR, C1's CSI, bytes that are not UTF-8): each is
+// written as an escape, problem+json or not.
+func TestCLI_RefusalTextIsPrintable(t *testing.T) {
+	bodies := map[string]string{
+		"/plain":   "\x1b[2Jcleared\rover\x9b",
+		"/problem": `{"type":"x","title":"t","status":500,"code":"bad\u001b]0;title\u0007","detail":"\u001b[31mred\u009bcsi, \ufffd kept"}`,
+	}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+		io.WriteString(w, bodies[r.URL.Query().Get("tag")])
+	}))
+	defer ts.Close()
+	for tag, want := range map[string]string{
+		"/plain":   `HTTP 500: \x1b[2Jcleared\rover\x9b`,
+		"/problem": `HTTP 500 bad\x1b]0;title\a: \x1b[31mred\u009bcsi, ` + "\ufffd kept",
+	} {
+		_, _, errs := cli(t, "datasets", "show", "d", "--tag", tag, "--server", ts.URL)
+		if !strings.Contains(errs, want) || strings.ContainsAny(errs, "\x1b\r\x07\u009b") {
+			t.Errorf("%s: %q, want it to hold %q", tag, errs, want)
 		}
 	}
 }

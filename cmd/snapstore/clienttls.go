@@ -9,10 +9,10 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"time"
 
 	"github.com/snapstore/snapstore/config"
+	"github.com/snapstore/snapstore/internal/boundedread"
 )
 
 // The environment variables of the client's TLS flags (flagEnv).
@@ -36,7 +36,7 @@ func clientTLS(cf *commonFlags, cfg *config.Config) (*tls.Config, tlsNotes, erro
 	tc.RootCAs = pool
 	switch {
 	case cf.clientCert != "" && cf.clientKey != "":
-		kp, err := tls.LoadX509KeyPair(cf.clientCert, cf.clientKey)
+		kp, err := boundedread.KeyPair(cf.clientCert, cf.clientKey)
 		if err != nil {
 			return nil, notes, usageError("--client-cert, --client-key: %v", err)
 		}
@@ -100,7 +100,7 @@ func serverTrust(cf *commonFlags, cfg *config.Config) (*x509.CertPool, tlsNotes,
 	if err != nil {
 		pool = x509.NewCertPool()
 	}
-	pem, err := os.ReadFile(pemFile)
+	pem, err := boundedread.PEMFile(pemFile)
 	if err == nil && !pool.AppendCertsFromPEM(pem) {
 		err = fmt.Errorf("%s holds no PEM certificate", pemFile)
 	}

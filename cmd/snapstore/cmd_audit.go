@@ -31,7 +31,7 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	actor := c.fs.String("actor", "", "only entries of this `actor` (a token's name, node:ID, anonymous)")
 	action := c.fs.String("action", "", "only entries of this `action` (an operationId, login, logout)")
 	dataset := c.fs.String("dataset", "", "only entries naming this `dataset`")
-	limit := c.fs.Int("limit", 100, "the newest `N` entries")
+	limit := c.intFlag("limit", 100, "the newest `N` entries")
 	all := c.fs.Bool("all", false, "every entry")
 	if _, err := c.parseN(args, 0, 0); err != nil {
 		return err

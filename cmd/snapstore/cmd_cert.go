@@ -15,6 +15,7 @@ import (
 	"github.com/snapstore/snapstore/cluster"
 	"github.com/snapstore/snapstore/cluster/transfer"
 	"github.com/snapstore/snapstore/config"
+	"github.com/snapstore/snapstore/internal/boundedread"
 )
 
 // cmdCert is `snapstore cert SUBCOMMAND`, certificates for the transfer
@@ -76,11 +77,11 @@ func cmdCertServer(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	dir := pos[0]
 	caCert, caKey := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key")
-	cc, err := os.ReadFile(caCert)
+	cc, err := boundedread.PEMFile(caCert)
 	if err != nil {
 		return fmt.Errorf("reading the CA (snapstore cert ca %s makes one): %w", dir, err)
 	}
-	ck, err := os.ReadFile(caKey)
+	ck, err := boundedread.PEMFile(caKey)
 	if err != nil {
 		return fmt.Errorf("reading the CA key: %w", err)
 	}
@@ -180,11 +181,11 @@ func runCert(sub string, args []string, stdout io.Writer) error {
 			fmt.Fprintf(stdout, "new node id %s in %s\n", id, cfg.Data)
 		}
 	}
-	cc, err := os.ReadFile(caCert)
+	cc, err := boundedread.PEMFile(caCert)
 	if err != nil {
 		return fmt.Errorf("reading the CA (snapstore cert ca %s makes one): %w", dir, err)
 	}
-	ck, err := os.ReadFile(caKey)
+	ck, err := boundedread.PEMFile(caKey)
 	if err != nil {
 		return fmt.Errorf("reading the CA key: %w", err)
 	}

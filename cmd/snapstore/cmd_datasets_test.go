@@ -13,6 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/parquet/file"
 
+	"github.com/snapstore/snapstore/api"
+	"github.com/snapstore/snapstore/config"
 	"github.com/snapstore/snapstore/snapshot"
 )
 
@@ -141,7 +143,7 @@ func TestCLI_DatasetsDiffTagsRollbackGC(t *testing.T) {
 	if _, errs = do(1, "rollback", "products", "nosuchtag"); !strings.Contains(errs, `no kept version tagged "nosuchtag"`) {
 		t.Errorf("rollback to an unknown tag: %s", errs)
 	}
-	if _, errs = do(2, "rollback", "products", "0"); !strings.Contains(errs, "positive version number or a tag name") {
+	if _, errs = do(2, "rollback", "products", "0"); !strings.Contains(errs, `want a version number, decimal digits from 1 without a sign or a leading zero, got "0" or a tag name`) {
 		t.Errorf("rollback to version 0: %s", errs)
 	}
 	// To a tag, as diff, get and scan take one; saying that the next run
@@ -284,5 +286,33 @@ func TestKeptVersions(t *testing.T) {
 		if got := keptVersions(n); got != want {
 			t.Errorf("keptVersions(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// TestCLI_SourceNamesPrintable: a column named with an ESC sequence or a
+// line end (valid SQL) prints in the tables and fields of the CLI as an
+// escape, on one line: it neither reaches the terminal nor breaks the
+// columns.
+func TestCLI_SourceNamesPrintable(t *testing.T) {
+	weird := filepath.Join(t.TempDir(), "weird.db")
+	sqliteSource(t, weird, "CREATE TABLE w (id INTEGER PRIMARY KEY, \"a\nb\" TEXT, \"e\x1b[31m\" INTEGER); INSERT INTO w VALUES (1, 'v', 2);")
+	url, _, _ := startServeWith(t, 0, nil, func(c *config.Config) {
+		c.Connections = append(c.Connections, api.Connection{Name: "weird", Type: "sqlite", Options: map[string]any{"path": weird}})
+		c.Adapters = append(c.Adapters, api.Adapter{Name: "w", Connection: "weird", Resource: "w"})
+	})
+	if code, _, errs := cli(t, "run", "w", "--server", url); code != 0 {
+		t.Fatalf("run: exit %d %s", code, errs)
+	}
+	code, out, errs := cli(t, "datasets", "show", "w", "--server", url)
+	if code != 0 {
+		t.Fatalf("datasets show: exit %d %s", code, errs)
+	}
+	for _, want := range []string{"\na\\nb ", "\ne\\x1b[31m "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.ContainsAny(out, "\x1b\r") || strings.Contains(out, "\nb ") {
+		t.Errorf("a control character printed as it is:\n%q", out)
 	}
 }

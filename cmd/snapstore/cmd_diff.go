@@ -60,6 +60,12 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := diffFormatFlags(*format, *compression, *out, *stats, stdout); err != nil {
 		return err
 	}
+	if err := checkVersionOrTag("--from", *from); err != nil {
+		return err
+	}
+	if err := checkVersionOrTag("--to", *to); err != nil {
+		return err
+	}
 	q := url.Values{}
 	if *from != "" {
 		q.Set("from", *from)

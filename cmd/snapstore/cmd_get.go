@@ -9,14 +9,61 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/snapstore/snapstore/snapshot"
 )
 
 // atFlags are the version selector flags of the read commands (get, scan,
 // datasets show): at most one of them.
 type atFlags struct {
-	version int64
+	version versionFlag
 	asOf    asOfTime
 	tag     string
+}
+
+// versionFlag is the value of a --version flag: a version number in
+// canonical decimal, at least 1 (snapshot.ParseVersionNumber); 0 when not
+// given. flag.Int64 would take "+1", "0x1" and "010" (version 8), and
+// "--version 0" would read the current version.
+type versionFlag int64
+
+func (v *versionFlag) String() string {
+	if v == nil || *v == 0 {
+		return ""
+	}
+	return strconv.FormatInt(int64(*v), 10)
+}
+
+func (v *versionFlag) Set(s string) error {
+	n, err := parseVersionArg(s)
+	if err != nil {
+		return err
+	}
+	*v = versionFlag(n)
+	return nil
+}
+
+// parseVersionArg reads a version number given on the command line, with
+// the server's rule: canonical decimal digits, at least 1.
+func parseVersionArg(s string) (int64, error) {
+	n, err := snapshot.ParseVersionNumber(s)
+	if err != nil {
+		return 0, fmt.Errorf("want a version number, decimal digits from 1 without a sign or a leading zero, got %q", s)
+	}
+	return n, nil
+}
+
+// checkVersionOrTag refuses, as a usage error naming what, a value where
+// a version or a tag may be given that is made of digits and signs (so
+// not a tag: snapshot.ValidTagName) but is no canonical version number.
+func checkVersionOrTag(what, s string) error {
+	if s == "" || strings.Trim(s, "+-0123456789") != "" {
+		return nil
+	}
+	if _, err := parseVersionArg(s); err != nil {
+		return usageError("%s: %v or a tag name", what, err)
+	}
+	return nil
 }
 
 // asOfTime is the value of --as-of, as the API's as_of: an RFC 3339
@@ -45,7 +92,7 @@ func (a *asOfTime) Set(s string) error {
 }
 
 func (a *atFlags) register(c *cmdLine) {
-	c.fs.Int64Var(&a.version, "version", 0, "read this `version`")
+	c.fs.Var(&a.version, "version", "read this `version`")
 	c.fs.Var(&a.asOf, "as-of", "read the version current at this `time`: RFC 3339, or a time as versions prints it (the end of that second)")
 	c.fs.StringVar(&a.tag, "tag", "", "read the version with this `tag`")
 }
@@ -53,7 +100,7 @@ func (a *atFlags) register(c *cmdLine) {
 // query sets the selector's query parameters of the HTTP API.
 func (a *atFlags) query(q url.Values) {
 	if a.version != 0 {
-		q.Set("version", strconv.FormatInt(a.version, 10))
+		q.Set("version", a.version.String())
 	}
 	if a.asOf != "" {
 		q.Set("as_of", string(a.asOf))

@@ -68,3 +68,38 @@ func TestCLI_EmptyNameRefused(t *testing.T) {
 		t.Errorf("get with an empty key: exit %d %s", code, errs)
 	}
 }
+
+// TestCLI_VersionOnlyCanonical: a version number on the command line
+// (--version of get, scan, tables and tag, the VERSION of rollback, a
+// digits-only --from or --to of diff) is canonical decimal, at least 1:
+// "+1", "01", "010" (which flag.Int64 read as octal 8), "0x1", "1e3" and
+// "0" (which read the current version) are a usage error saying the form,
+// before any request.
+func TestCLI_VersionOnlyCanonical(t *testing.T) {
+	const nowhere = "http://127.0.0.1:1" // refused: a request would be exit 1
+	for _, v := range []string{"+1", "01", "010", "0x1", "1e3", "0", "-1", "1_0", " 1"} {
+		for _, args := range [][]string{
+			{"get", "products", "1", "--version", v},
+			{"scan", "products", "--version", v},
+			{"tables", "products", "--version", v},
+			{"tag", "products", "t", "--version", v},
+		} {
+			code, _, errs := cli(t, append(args, "--server", nowhere)...)
+			if code != exitUsage || !strings.Contains(errs, `want a version number, decimal digits from 1 without a sign or a leading zero, got "`+v+`"`) {
+				t.Errorf("%q: exit %d %s", args, code, errs)
+			}
+		}
+	}
+	for _, v := range []string{"+1", "01", "0", "-1"} {
+		for _, args := range [][]string{
+			{"rollback", "products", v, "--yes"},
+			{"diff", "products", "--from", v},
+			{"diff", "products", "--to", v},
+		} {
+			code, _, errs := cli(t, append(args, "--server", nowhere)...)
+			if code != exitUsage || !strings.Contains(errs, `got "`+v+`" or a tag name`) {
+				t.Errorf("%q: exit %d %s", args, code, errs)
+			}
+		}
+	}
+}

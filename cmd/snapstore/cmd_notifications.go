@@ -50,7 +50,7 @@ func notificationsDeliveries(ctx context.Context, args []string, stdout, stderr 
 	webhook := c.fs.String("webhook", "", "only attempts to this `webhook`")
 	adapter := c.fs.String("adapter", "", "only events of this `adapter`")
 	event := c.fs.String("event", "", "only events of this `kind`: run_failed, guard_refused, stale, recovered, test")
-	limit := c.fs.Int("limit", 100, "the newest `N` entries")
+	limit := c.intFlag("limit", 100, "the newest `N` entries")
 	all := c.fs.Bool("all", false, "every entry")
 	if _, err := c.parseN(args, 0, 0); err != nil {
 		return err

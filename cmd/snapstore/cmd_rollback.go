@@ -38,9 +38,9 @@ func cmdRollback(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	ds, ref := pos[0], pos[1]
 	// A tag name is never only digits and "-" (snapshot.ValidTagName), so
-	// what parses as a number is a version number.
-	if n, err := strconv.ParseInt(ref, 10, 64); err == nil && n < 1 {
-		return usageError("VERSION: want a positive version number or a tag name, got %q", ref)
+	// what is made of digits and signs is a version number.
+	if err := checkVersionOrTag("VERSION", ref); err != nil {
+		return err
 	}
 	return withTarget(ctx, c.cf, stderr, func(t *target) error {
 		raw, _, err := listVersions(ctx, t.api, ds, 0, true)

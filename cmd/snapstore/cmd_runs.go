@@ -32,7 +32,7 @@ func runsList(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"The newest runs of every adapter, or of one, newest first; --status running, waiting, succeeded, failed, aborted or skipped keeps those.", flagsClient, stdout)
 	adapter := c.fs.String("adapter", "", "only this `adapter`'s runs")
 	status := c.fs.String("status", "", "only runs of this `status`")
-	limit := c.fs.Int("limit", 20, "most `runs`, 1 to 1000")
+	limit := c.intFlag("limit", 20, "most `runs`, 1 to 1000")
 	request := func([]string) (string, url.Values) {
 		q := url.Values{"limit": {strconv.Itoa(*limit)}}
 		if *adapter != "" {

@@ -37,7 +37,7 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	c.fs.Var(&end, "end", "first `key` excluded (repeat once per key column)")
 	c.fs.Var(&prefix, "prefix", "key `prefix` (repeat once per key column)")
 	columns := c.fs.String("columns", "", "comma-separated `columns` to return (default all)")
-	limit := c.fs.Int("limit", 0, "most `rows` (0: all)")
+	limit := c.intFlag("limit", 0, "most `rows` (0: all)")
 	c.rawOutput("NDJSON, or CSV, Arrow or Parquet with --format")
 	format := c.fs.String("format", "ndjson", "`format`: ndjson (one JSON object a line), csv, arrow (an Arrow IPC stream) or parquet")
 	compression := c.fs.String("compression", "", "Parquet `compression`: zstd (the server's default) or snappy")

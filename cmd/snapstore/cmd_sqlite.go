@@ -3,19 +3,29 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
+	"net/url"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/snapstore/snapstore/internal/boundedread"
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
 )
 
 const sqliteHelp = `Run SQL against a SQLite file, creating it if needed: the SQL argument, or
-stdin when there is none. A list of statements runs as one script; a single
-SELECT, WITH or PRAGMA prints its rows as a table. It creates and changes the
-README's sample source (examples/shop.db) without the sqlite3 shell.`
+stdin when there is none (at most 64 MiB). A list of statements runs as one
+script; a single SELECT, WITH or PRAGMA prints its rows as a table. It
+creates and changes the README's sample source (examples/shop.db) without
+the sqlite3 shell.`
+
+// maxSQLiteScript bounds the SQL read from stdin, so that a stream without
+// end (a device, a command that never stops) is refused rather than read
+// until the memory runs out; far beyond a script of the sample source.
+const maxSQLiteScript = 64 << 20
 
 // cmdSQLite runs SQL against a SQLite file, creating it if needed: the SQL
 // argument, or stdin when there is none. A statement list is executed as
@@ -32,7 +42,10 @@ func cmdSQLite(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if len(pos) == 2 {
 		script = pos[1]
 	} else {
-		b, err := io.ReadAll(stdin)
+		b, err := boundedread.All(stdin, maxSQLiteScript)
+		if errors.Is(err, boundedread.ErrTooLarge) {
+			return usageError("the SQL on stdin is %v; give a smaller script", err)
+		}
 		if err != nil {
 			return fmt.Errorf("reading SQL from stdin: %w", err)
 		}
@@ -41,7 +54,15 @@ func cmdSQLite(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if strings.TrimSpace(script) == "" {
 		return usageError("no SQL given")
 	}
-	db, err := sql.Open("sqlite", "file:"+pos[0]+"?_pragma=busy_timeout(5000)")
+	// The file as a URI path, escaped, as the SQLite adapter opens one: a
+	// name holding "?", "#" or "%" is that file, not a file of a shorter
+	// name with URI parameters.
+	abs, err := filepath.Abs(pos[0])
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", pos[0], err)
+	}
+	u := url.URL{Scheme: "file", Path: abs, RawQuery: "_pragma=busy_timeout(5000)"}
+	db, err := sql.Open("sqlite", u.String())
 	if err != nil {
 		return fmt.Errorf("opening %s: %w", pos[0], err)
 	}

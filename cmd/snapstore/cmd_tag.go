@@ -21,14 +21,15 @@ a version number), not dots alone (a URL path drops . and ..).`
 // cmdTag is `snapstore tag DATASET TAG`.
 func cmdTag(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := newCmdLine("tag", "DATASET TAG [--version N]", tagHelp, flagsClient, stdout)
-	version := c.fs.Int64("version", 0, "tag this `version` (default the current one)")
+	var version versionFlag
+	c.fs.Var(&version, "version", "tag this `version` (default the current one)")
 	pos, err := c.parseN(args, 2, 2)
 	if err != nil {
 		return err
 	}
 	var body any
-	if *version != 0 {
-		body = map[string]int64{"version": *version}
+	if version != 0 {
+		body = map[string]int64{"version": int64(version)}
 	}
 	return withTarget(ctx, c.cf, stderr, func(t *target) error {
 		// The version the tag names before, if any, to say that tagging

@@ -26,7 +26,7 @@ versions listed, RESTORED gives the version each such one restored.`
 // cmdVersions is `snapstore versions DATASET`.
 func cmdVersions(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := newCmdLine("versions", "DATASET [--table NAME] [--limit N | --all]", versionsHelp, flagsClient, stdout)
-	limit := c.fs.Int("limit", 100, "the newest `N` versions")
+	limit := c.intFlag("limit", 100, "the newest `N` versions")
 	all := c.fs.Bool("all", false, "every kept version")
 	table := c.fs.String("table", "", "the counts of this `table` of a dataset of several tables")
 	pos, err := c.parseN(args, 1, 1)

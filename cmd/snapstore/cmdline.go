@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -151,8 +152,14 @@ func (j jsonFlag) String() string   { return "" }
 func (j jsonFlag) IsBoolFlag() bool { return true }
 
 func (j jsonFlag) Set(v string) error {
-	if v == "true" {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return fmt.Errorf("want --json alone, or --json=true or false, got %q", v)
+	}
+	if b {
 		j.cf.output = "json"
+	} else if j.cf.output == "json" {
+		j.cf.output = "table"
 	}
 	return nil
 }
@@ -431,4 +438,34 @@ func configExit(err error) error {
 		return &exitError{code: exitUsage, err: err}
 	}
 	return err
+}
+
+// decimalInt is the value of a flag that takes a count (--limit): an
+// integer in canonical decimal. flag.Int reads as Go source does, so
+// "010" was 8, "0x10" 16 and "0b11" 3: a count given with a leading zero
+// read another number than the one written.
+type decimalInt int
+
+func (d *decimalInt) String() string { return strconv.Itoa(int(*d)) }
+
+func (d *decimalInt) Set(s string) error {
+	digits := strings.TrimPrefix(s, "-")
+	ok := digits != "" && (digits == "0" || digits[0] != '0')
+	for i := 0; ok && i < len(digits); i++ {
+		ok = digits[i] >= '0' && digits[i] <= '9'
+	}
+	n, err := strconv.Atoi(s)
+	if !ok || err != nil {
+		return fmt.Errorf("want a number in decimal digits without a leading zero, got %q", s)
+	}
+	*d = decimalInt(n)
+	return nil
+}
+
+// intFlag defines a flag of a count read as decimalInt does.
+func (c *cmdLine) intFlag(name string, value int, usage string) *int {
+	p := new(int)
+	*p = value
+	c.fs.Var((*decimalInt)(p), name, usage)
+	return p
 }

@@ -129,3 +129,38 @@ func TestHelp_OnStdout(t *testing.T) {
 		t.Errorf("help shows the token:\n%s", out)
 	}
 }
+
+// TestCLI_LimitIsDecimal: --limit is read in decimal: "010" (which
+// flag.Int read as octal 8), "0x10" and "0b11" are a usage error saying
+// the form, before any request; "10" and the default are taken.
+func TestCLI_LimitIsDecimal(t *testing.T) {
+	const nowhere = "http://127.0.0.1:1" // refused: a request would be exit 3
+	for _, v := range []string{"010", "0x10", "0b11", "1e3", "+5", "00"} {
+		for _, cmd := range [][]string{
+			{"scan", "products"}, {"versions", "products"}, {"runs", "list"}, {"audit"}, {"notifications", "deliveries"},
+		} {
+			args := append(append([]string{}, cmd...), "--limit", v, "--server", nowhere)
+			code, _, errs := cli(t, args...)
+			if code != exitUsage || !strings.Contains(errs, `want a number in decimal digits without a leading zero, got "`+v+`"`) {
+				t.Errorf("%q: exit %d %s", args, code, errs)
+			}
+		}
+	}
+	if code, _, errs := cli(t, "scan", "products", "--limit", "10", "--server", nowhere); code != exitUnreachable {
+		t.Errorf("--limit 10: exit %d %s", code, errs)
+	}
+}
+
+// TestCLI_JSONFlagIsBoolean: --json takes a boolean only (--json=maybe
+// was taken and ignored), and --json=false after --output json sets the
+// table back.
+func TestCLI_JSONFlagIsBoolean(t *testing.T) {
+	if code, _, errs := cli(t, "datasets", "list", "--json=maybe", "--server", "http://127.0.0.1:1"); code != exitUsage || !strings.Contains(errs, `want --json alone, or --json=true or false, got "maybe"`) {
+		t.Errorf("--json=maybe: exit %d %s", code, errs)
+	}
+	url, _, _ := startServe(t, 0, nil)
+	code, out, errs := cli(t, "datasets", "list", "--output", "json", "--json=false", "--server", url)
+	if code != 0 || !strings.HasPrefix(out, "DATASET ") {
+		t.Errorf("--json=false: exit %d %s%s", code, out, errs)
+	}
+}

@@ -55,7 +55,7 @@ func (t *table) row(cells ...string) {
 		if c == "" {
 			c = "-"
 		}
-		c = strings.ReplaceAll(c, "\t", " ")
+		c = cellText(c)
 		if i > 0 {
 			io.WriteString(t.tw, "\t")
 		}
@@ -66,6 +66,16 @@ func (t *table) row(cells ...string) {
 
 func (t *table) flush() error { return t.tw.Flush() }
 
+// cellText is s as a cell of a table or the value of a field prints it:
+// on one line, without a control character. Names and values come from
+// the source databases (a column named with an ESC sequence or a line
+// end is valid SQL): each such character is written as an escape
+// (printable, "\n" too), so that it neither reaches the terminal nor
+// breaks the columns.
+func cellText(s string) string {
+	return strings.ReplaceAll(printable(s), "\n", `\n`)
+}
+
 // fields prints "name: value" lines, the values aligned; an empty value
 // prints as "-".
 func printFields(w io.Writer, kv ...string) error {
@@ -75,7 +85,7 @@ func printFields(w io.Writer, kv ...string) error {
 		if v == "" {
 			v = "-"
 		}
-		fmt.Fprintf(tw, "%s:\t%s\n", kv[i], v)
+		fmt.Fprintf(tw, "%s:\t%s\n", kv[i], cellText(v))
 	}
 	return tw.Flush()
 }

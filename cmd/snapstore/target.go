@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -59,6 +60,66 @@ func withTarget(ctx context.Context, cf *commonFlags, stderr io.Writer, f func(*
 // listen address?" of a command given neither --server nor --data.
 const serverProbeTimeout = 700 * time.Millisecond
 
+// checkToken refuses a --token (SNAPSTORE_TOKEN) that cannot reach a
+// server as given: a control character (a line end read from a file with
+// it, "\r" of a file written on Windows) makes Go's client refuse the
+// header, which read as "no answer from the server", and a space at
+// either end is dropped by the server, which then knows no such token.
+// The message never shows the token.
+func checkToken(tok string) error {
+	bad := strings.TrimSpace(tok) != tok
+	for i := 0; i < len(tok) && !bad; i++ {
+		bad = tok[i] < 0x20 || tok[i] == 0x7f
+	}
+	if bad {
+		return usageError("--token (or %s): the token has a control character or a space at an end (a line end copied with it?); give the token alone", envToken)
+	}
+	return nil
+}
+
+// parseServerURL reads --server (SNAPSTORE_SERVER): an http:// or
+// https:// URL with a host, a port (if any) from 1 to 65535, no query and
+// no user name or password. snapstore authenticates with a bearer token;
+// a password in the URL would be sent as Basic authentication to every
+// server the URL names and printed in each message that names the
+// server, so it is refused, and the refusal shows the URL without it.
+func parseServerURL(s string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimRight(s, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" {
+		return nil, usageError("--server: want a URL such as http://127.0.0.1:8080, got %q", withoutUserinfo(s))
+	}
+	if u.User != nil {
+		return nil, usageError("--server: %s names a user or password, which snapstore does not use; give a token with --token or SNAPSTORE_TOKEN", withoutUserinfo(s))
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 || p[0] == '0' {
+			return nil, usageError("--server: port %q is not a port from 1 to 65535", p)
+		}
+	}
+	return u, nil
+}
+
+// withoutUserinfo is s with whatever precedes an "@" in the authority of
+// a URL (user name and password) replaced by "xxxxx", so that a message
+// quoting a mistyped --server does not show a password. It works on text
+// that does not parse as a URL too.
+func withoutUserinfo(s string) string {
+	i := strings.Index(s, "://")
+	if i < 0 {
+		i = -3
+	}
+	rest := s[i+3:]
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	at := strings.LastIndex(rest[:end], "@")
+	if at < 0 {
+		return s
+	}
+	return s[:i+3] + "xxxxx" + rest[at:]
+}
+
 // openTarget picks where a client command runs (the choice is the
 // user's, and said): --server URL is that server; --data DIR is that data
 // directory, opened here whatever answers on the network (both is a usage
@@ -71,13 +132,18 @@ func openTarget(ctx context.Context, cf *commonFlags, stderr io.Writer) (*target
 	if err != nil {
 		return nil, err
 	}
+	if !cf.dataSet {
+		if err := checkToken(cf.token); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case cf.server != "" && cf.dataSet:
 		return nil, usageError("give --server URL (a server) or --data DIR (a data directory in this process), not both")
 	case cf.server != "":
-		u, err := url.Parse(strings.TrimRight(cf.server, "/"))
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" {
-			return nil, usageError("--server: want a URL such as http://127.0.0.1:8080, got %q", cf.server)
+		u, err := parseServerURL(cf.server)
+		if err != nil {
+			return nil, err
 		}
 		tc, notes, err := clientTLS(cf, cfg)
 		if err != nil {

@@ -115,3 +115,37 @@ func TestLocalURL_EveryInterface(t *testing.T) {
 		t.Errorf("listen 0.0.0.0:8080 without TLS: %s", got)
 	}
 }
+
+// TestTarget_ServerURLUserinfoAndPort: a --server URL with a user name or
+// password is refused before any request (Go's client would send it as
+// Basic authentication) and no message shows the password, a mistyped
+// URL neither; a port out of 1..65535 is a usage error, not "no answer".
+func TestTarget_ServerURLUserinfoAndPort(t *testing.T) {
+	for _, c := range []struct{ server, want string }{
+		{"http://alice:s3cretpw@127.0.0.1:1", "--server: http://xxxxx@127.0.0.1:1 names a user or password"},
+		{"http://s3cretpw@127.0.0.1:1", "--server: http://xxxxx@127.0.0.1:1 names a user or password"},
+		{"ftp://alice:s3cretpw@host", `--server: want a URL such as http://127.0.0.1:8080, got "ftp://xxxxx@host"`},
+		{"http://alice:s3cretpw@[::1", `--server: want a URL such as http://127.0.0.1:8080, got "http://xxxxx@[::1"`},
+		{"http://127.0.0.1:99999", `--server: port "99999" is not a port from 1 to 65535`},
+		{"http://127.0.0.1:0", `--server: port "0" is not a port from 1 to 65535`},
+	} {
+		code, _, errs := cli(t, "datasets", "list", "--server", c.server)
+		if code != exitUsage || !strings.Contains(errs, c.want) || strings.Contains(errs, "s3cretpw") {
+			t.Errorf("%s: exit %d %q", c.server, code, errs)
+		}
+	}
+}
+
+// TestTarget_TokenWithLineEnd: a token with a line end or other control
+// character, or a space at an end, is a usage error that does not show
+// it, before any request (Go's client refused the header, which read as
+// "no answer from the server", exit 3).
+func TestTarget_TokenWithLineEnd(t *testing.T) {
+	url, _, _ := startServe(t, 0, nil)
+	for _, tok := range []string{"s3cret-token-value\n", "s3cret-token-value\r", "s3cret\x00token", " s3cret-token-value", "s3cret-token-value "} {
+		code, _, errs := cli(t, "datasets", "list", "--server", url, "--token", tok)
+		if code != exitUsage || !strings.Contains(errs, "--token (or SNAPSTORE_TOKEN): the token has a control character or a space at an end") || strings.Contains(errs, "s3cret") {
+			t.Errorf("%q: exit %d %s", tok, code, errs)
+		}
+	}
+}
