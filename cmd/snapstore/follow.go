@@ -311,13 +311,16 @@ func readModeText(rec adapters.RunRecord) string {
 	return ""
 }
 
-// runErrorText is a run's error as the CLI says it: the API's hint to
-// start a refused run again with force=true names the flag here.
+// runErrorText is a run's error as the CLI says it, without control
+// characters (printable: a source's error may quote a name or a value
+// that holds some); the API's hint to start a refused run again with
+// force=true names the flag here.
 func runErrorText(rec adapters.RunRecord) string {
+	text := printable(rec.Error)
 	if rec.Code == "guard_refused" {
-		return strings.Replace(rec.Error, "with force=true", "with --force", 1)
+		return strings.Replace(text, "with force=true", "with --force", 1)
 	}
-	return rec.Error
+	return text
 }
 
 // errInterruptedFollow is the error of a follow ended by Ctrl-C while the

@@ -180,3 +180,18 @@ func TestPrintRun_Tables(t *testing.T) {
 		}
 	}
 }
+
+// TestPrintRun_ErrorPrintable: a run's error quoting a source's text with
+// control characters (a value holding an ESC sequence) prints them as
+// escapes, on runs show and when a followed run fails.
+func TestPrintRun_ErrorPrintable(t *testing.T) {
+	rec := adapters.RunRecord{ID: "r1-0004", Adapter: "shop", Status: adapters.RunFailed, Code: "duplicate_key", Start: time.Now(),
+		Error: "duplicate key (name=\x1b[2Jx) 2 times"}
+	var b strings.Builder
+	if err := printRun(&b, rec); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); strings.Contains(out, "\x1b") || !strings.Contains(out, `error: duplicate key (name=\x1b[2Jx) 2 times`) {
+		t.Errorf("runs show of an error with an ESC sequence:\n%q", out)
+	}
+}
