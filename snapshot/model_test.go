@@ -85,16 +85,22 @@ func randValue(rng *rand.Rand, k Kind) Value {
 // effect only where the DB said the outcome was unknown
 // (ErrOutcomeUnknown), or as GC's expiry: the model follows the DB there,
 // and checks it followed one of the allowed outcomes. Run longer with
-// -model.steps=N; replay with -model.seed=S. Under -short it takes 300
-// steps unless -model.steps is given.
+// -model.steps=N; replay with -model.seed=S. Unless -model.steps is
+// given, it takes 300 steps under -short and 1000 under the race
+// detector (make test's pass), which slows each step several times over:
+// the seed differs at each run, so the states visited add up over runs.
 func TestModel(t *testing.T) {
 	seed := *modelSeed
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
 	steps := *modelSteps
-	if testing.Short() && !flagGiven("model.steps") {
+	switch {
+	case flagGiven("model.steps"):
+	case testing.Short():
 		steps = 300
+	case raceEnabled:
+		steps = 1000
 	}
 	t.Logf("seed %d (replay with -model.seed=%d), %d steps, faults %v", seed, seed, steps, *modelFaults)
 	rng := rand.New(rand.NewPCG(seed, seed>>1|1))
