@@ -259,17 +259,21 @@ func unusedTableKeys(spec api.Adapter, sel []source.Resource) []string {
 			}
 		}
 		if len(like) > 0 {
-			out = append(out, fmt.Sprintf("table_keys.%s names no selected table: did you mean %s? (tables are named schema.table, or table for a source without schemas)", name, strings.Join(like, " or ")))
+			out = append(out, fmt.Sprintf("table_keys.%s names no selected table: did you mean %s? %s", name, strings.Join(like, " or "), tableNaming))
 			continue
 		}
 		if len(sel) > 0 && strings.Contains(name, ".") == schemas {
 			out = append(out, fmt.Sprintf("table_keys.%s names no selected table: the source has no such table now, or the adapter's selection leaves it out", name))
 			continue
 		}
-		out = append(out, fmt.Sprintf("table_keys.%s names no selected table (tables are named schema.table, or table for a source without schemas)", name))
+		out = append(out, fmt.Sprintf("table_keys.%s names no selected table %s", name, tableNaming))
 	}
 	return out
 }
+
+// tableNaming says how an entry of table_keys names its table
+// (tableName).
+const tableNaming = "(tables are named schema.table, or table for a source without schemas)"
 
 // connectOrReadError is err of the source, scrubbed: a *SourceError (the
 // connect failed) already names the connection and its server and comes

@@ -93,17 +93,9 @@ func (db *DB) Untag(ctx context.Context, dataset, tag string) error {
 // these, and "1e3", "0x1" or " 1", are refused saying the form.
 // ErrInvalidArgument.
 func ParseVersionNumber(s string) (int64, error) {
-	ok := s != "" && s[0] != '0' && len(s) <= 19
-	for i := 0; ok && i < len(s); i++ {
-		ok = s[i] >= '0' && s[i] <= '9'
-	}
-	var n int64
-	if ok {
-		var err error
-		n, err = strconv.ParseInt(s, 10, 64)
-		ok = err == nil
-	}
-	if !ok {
+	// Canonical: the text is the one formatting the number gives back.
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 1 || strconv.FormatInt(n, 10) != s {
 		return 0, fmt.Errorf("%w: want a version number, decimal digits from 1 without a sign or a leading zero, got %q", ErrInvalidArgument, s)
 	}
 	return n, nil

@@ -170,8 +170,9 @@ func (r resolved) stats() snapshot.RunStats {
 
 // resolve finds what resource names on the server, trying targets in
 // order, those of datasets the token may read (readable): GET
-// /v1/datasets/{dataset}, with ?tag= or ?version= for a target with one. pin, when not zero, is the version to read of the dataset
-// pin.dataset when the target names none (a point's version). A text that
+// /v1/datasets/{dataset}, with ?tag= or ?version= for a target with one.
+// pin, when not zero, is the version to read of the dataset pin.dataset
+// when the target names none (a point's version). A text that
 // names nothing is source.ErrResourceNotFound: the most precise one met
 // (a tag or version the dataset does not have before a table a version
 // lacks), else a bare one the caller names. A dataset of several tables

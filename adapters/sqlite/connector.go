@@ -59,19 +59,28 @@ func (sqliteConnector) CheckFile(key string, r io.Reader) error {
 	return nil
 }
 
+// FileURI is the driver's URI of the SQLite file at path, made absolute
+// (abs) and escaped, with the URI parameters q: a name holding "?", "#"
+// or "%" is that file, not a file of a shorter name with parameters.
+func FileURI(path string, q url.Values) (uri, abs string, err error) {
+	if abs, err = filepath.Abs(path); err != nil {
+		return "", "", err
+	}
+	u := url.URL{Scheme: "file", Path: abs, RawQuery: q.Encode()}
+	return u.String(), abs, nil
+}
+
 // Open implements Connector.
 func (sqliteConnector) Open(ctx context.Context, sc source.SourceConfig) (source.Source, error) {
-	p := sc.Options.String("path")
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		return nil, &source.OptionError{Key: "path", Msg: err.Error()}
-	}
 	q := url.Values{}
 	q.Set("mode", "ro")
 	q.Add("_pragma", "query_only(1)")
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", sc.Options.Duration("busy_timeout", 5*time.Second).Milliseconds()))
-	u := url.URL{Scheme: "file", Path: abs, RawQuery: q.Encode()}
-	db, err := sql.Open("sqlite", u.String())
+	uri, abs, err := FileURI(sc.Options.String("path"), q)
+	if err != nil {
+		return nil, &source.OptionError{Key: "path", Msg: err.Error()}
+	}
+	db, err := sql.Open("sqlite", uri)
 	if err != nil {
 		return nil, fmt.Errorf("opening sqlite database %s: %w", abs, err)
 	}

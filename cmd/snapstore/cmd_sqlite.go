@@ -7,13 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/snapstore/snapstore/adapters/sqlite"
 	"github.com/snapstore/snapstore/internal/boundedread"
-	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
 )
 
 const sqliteHelp = `Run SQL against a SQLite file, creating it if needed: the SQL argument, or
@@ -54,15 +53,11 @@ func cmdSQLite(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if strings.TrimSpace(script) == "" {
 		return usageError("no SQL given")
 	}
-	// The file as a URI path, escaped, as the SQLite adapter opens one: a
-	// name holding "?", "#" or "%" is that file, not a file of a shorter
-	// name with URI parameters.
-	abs, err := filepath.Abs(pos[0])
+	uri, _, err := sqlite.FileURI(pos[0], url.Values{"_pragma": {"busy_timeout(5000)"}})
 	if err != nil {
 		return fmt.Errorf("opening %s: %w", pos[0], err)
 	}
-	u := url.URL{Scheme: "file", Path: abs, RawQuery: "_pragma=busy_timeout(5000)"}
-	db, err := sql.Open("sqlite", u.String())
+	db, err := sql.Open("sqlite", uri)
 	if err != nil {
 		return fmt.Errorf("opening %s: %w", pos[0], err)
 	}

@@ -449,13 +449,9 @@ type decimalInt int
 func (d *decimalInt) String() string { return strconv.Itoa(int(*d)) }
 
 func (d *decimalInt) Set(s string) error {
-	digits := strings.TrimPrefix(s, "-")
-	ok := digits != "" && (digits == "0" || digits[0] != '0')
-	for i := 0; ok && i < len(digits); i++ {
-		ok = digits[i] >= '0' && digits[i] <= '9'
-	}
+	// Canonical: the text is the one formatting the number gives back.
 	n, err := strconv.Atoi(s)
-	if !ok || err != nil {
+	if err != nil || strconv.Itoa(n) != s {
 		return fmt.Errorf("want a number in decimal digits without a leading zero, got %q", s)
 	}
 	*d = decimalInt(n)
